@@ -1,0 +1,2 @@
+#include <cstdio>
+int main() { std::puts("fusejit: under construction"); return 0; }

@@ -1,0 +1,382 @@
+#include "ir/builder.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "ir/eval.h"
+#include "ir/verify.h"
+
+namespace fusejit::ir {
+namespace {
+
+bool mul_overflows(int64_t a, int64_t b, int64_t* out) { return __builtin_mul_overflow(a, b, out); }
+
+// Same-rule ops that stay meaningful on bool (as in PyTorch: add is or, mul is and).
+bool bool_ok(Op op) {
+  switch (op) {
+    case Op::Add: case Op::Mul: case Op::Maximum: case Op::Minimum: case Op::Fmax: case Op::Fmin:
+    case Op::Abs: case Op::Clamp: case Op::Where:
+      return true;
+    default:
+      return false;
+  }
+}
+
+DType literal_dtype_alone(Category c) {
+  // All-weak expressions are evaluated as Python would: in f64 / i64 / bool.
+  return c == Category::Float ? DType::F64 : c == Category::Int ? DType::I64 : DType::Bool;
+}
+
+Literal scalar_to_literal(const Scalar& s) {
+  Literal l;
+  l.cat = dtype_category(s.dtype);
+  if (l.cat == Category::Float) l.f = s.f;
+  else l.i = s.i;
+  return l;
+}
+
+}  // namespace
+
+int64_t num_elements(const Shape& s) {
+  int64_t n = 1;
+  for (const Dim& d : s) n *= d.size;
+  return n;
+}
+
+std::string shape_to_string(const Shape& s, const Graph* g) {
+  std::string out = "[";
+  for (size_t k = 0; k < s.size(); ++k) {
+    if (k) out += ", ";
+    if (s[k].sym >= 0 && g && static_cast<size_t>(s[k].sym) < g->dims.size())
+      out += g->dims[static_cast<size_t>(s[k].sym)].name + "=";
+    out += std::to_string(s[k].size);
+  }
+  return out + "]";
+}
+
+bool Scalar::same_as(const Scalar& o) const {
+  if (dtype != o.dtype) return false;
+  if (is_float(dtype)) {
+    uint64_t a, b;
+    __builtin_memcpy(&a, &f, 8);
+    __builtin_memcpy(&b, &o.f, 8);
+    return a == b;
+  }
+  return i == o.i;
+}
+
+int Graph::op_count() const {
+  int n = 0;
+  for (const Node& nd : nodes) n += is_leaf(nd.op) ? 0 : 1;
+  return n;
+}
+
+Scalar literal_to_scalar(const Literal& l, DType dtype) {
+  Scalar src;
+  src.dtype = literal_dtype_alone(l.cat);
+  if (l.cat == Category::Float) src.f = l.f;
+  else src.i = l.i;
+  if (src.dtype == dtype) return src;
+  Scalar args[1] = {src};
+  return eval_scalar(Op::Cast, dtype, args);
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, Loc loc, const Graph* g) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    // Right-aligned: position k counts from the left of the longer shape.
+    const Dim* da = k + a.size() >= rank ? &a[k + a.size() - rank] : nullptr;
+    const Dim* db = k + b.size() >= rank ? &b[k + b.size() - rank] : nullptr;
+    if (!da) { out[k] = *db; continue; }
+    if (!db) { out[k] = *da; continue; }
+    if (da->size == db->size) out[k] = da->sym >= 0 ? *da : *db;
+    else if (da->size == 1) out[k] = *db;
+    else if (db->size == 1) out[k] = *da;
+    else
+      throw UserError("shapes " + shape_to_string(a, g) + " and " + shape_to_string(b, g) +
+                          " do not broadcast (dimension " + std::to_string(k) + ": " +
+                          std::to_string(da->size) + " vs " + std::to_string(db->size) + ")",
+                      loc);
+  }
+  int64_t n = 1;
+  for (const Dim& d : out)
+    if (mul_overflows(n, d.size, &n))
+      throw UserError("broadcast shape " + shape_to_string(out, g) + " has more than 2^63 elements", loc);
+  return out;
+}
+
+GraphBuilder::GraphBuilder(std::string graph_name, std::string file) {
+  g_.name = std::move(graph_name);
+  g_.file = std::move(file);
+}
+
+int32_t GraphBuilder::find_dim(const std::string& name) const {
+  for (size_t k = 0; k < g_.dims.size(); ++k)
+    if (g_.dims[k].name == name) return static_cast<int32_t>(k);
+  return -1;
+}
+
+int32_t GraphBuilder::add_dim(const std::string& name, int64_t value, Loc loc) {
+  if (find_dim(name) >= 0) throw UserError("dim '" + name + "' is declared twice", loc);
+  if (value < 0) throw UserError("dim '" + name + "' must be >= 0, got " + std::to_string(value), loc);
+  g_.dims.push_back({name, value, loc});
+  return static_cast<int32_t>(g_.dims.size() - 1);
+}
+
+NodeId GraphBuilder::push(Node n) {
+  g_.nodes.push_back(std::move(n));
+  return static_cast<NodeId>(g_.nodes.size() - 1);
+}
+
+NodeId GraphBuilder::add_input(const std::string& name, DType dtype, const Shape& shape, Loc loc) {
+  Node n;
+  n.op = Op::Input;
+  n.dtype = dtype;
+  n.shape = shape;
+  int64_t count = 1;
+  for (Dim& d : n.shape) {
+    if (d.sym >= 0) {
+      FJ_CHECK(static_cast<size_t>(d.sym) < g_.dims.size(), "input dim refers to an undeclared dim");
+      d.size = g_.dims[static_cast<size_t>(d.sym)].value;
+    }
+    if (d.size < 0) throw UserError("input '" + name + "' has a negative dimension", loc);
+    if (mul_overflows(count, d.size, &count))
+      throw UserError("input '" + name + "' has shape " + shape_to_string(n.shape, &g_) +
+                          " whose element count overflows 64 bits",
+                      loc);
+  }
+  n.slot = static_cast<int32_t>(g_.inputs.size());
+  n.name = name;
+  n.loc = loc;
+  NodeId id = push(std::move(n));
+  g_.inputs.push_back(id);
+  return id;
+}
+
+NodeId GraphBuilder::add_param(const std::string& name, DType dtype, const Literal& def, Loc loc) {
+  Node n;
+  n.op = Op::Param;
+  n.dtype = dtype;
+  n.slot = static_cast<int32_t>(g_.params.size());
+  n.name = name;
+  n.loc = loc;
+  NodeId id = push(std::move(n));
+  g_.params.push_back({id, literal_to_scalar(def, dtype)});
+  return id;
+}
+
+NodeId GraphBuilder::constant(const Scalar& value, Loc loc) {
+  Node n;
+  n.op = Op::Const;
+  n.dtype = value.dtype;
+  n.value = value;
+  n.loc = loc;
+  return push(std::move(n));
+}
+
+NodeId GraphBuilder::materialize(const Operand& x, Loc loc) {
+  if (!x.is_literal()) return x.node;
+  return constant(literal_to_scalar(x.lit, default_dtype(x.lit.cat)), loc);
+}
+
+Shape GraphBuilder::broadcast(const Shape& a, const Shape& b, Loc loc) const {
+  return broadcast_shapes(a, b, loc, &g_);
+}
+
+NodeId GraphBuilder::add_typed(Op op, DType dtype, std::span<const NodeId> args, Loc loc) {
+  FJ_CHECK(!is_leaf(op), "add_typed on a leaf op");
+  FJ_CHECK(static_cast<int>(args.size()) == op_arity(op), "add_typed: wrong operand count");
+  Node n;
+  n.op = op;
+  n.dtype = dtype;
+  n.nargs = static_cast<uint8_t>(args.size());
+  for (size_t k = 0; k < args.size(); ++k) {
+    FJ_CHECK(args[k] >= 0 && args[k] < g_.size(), "add_typed: operand out of range");
+    n.args[k] = args[k];
+    n.shape = k == 0 ? g_.node(args[k]).shape : broadcast(n.shape, g_.node(args[k]).shape, loc);
+  }
+  n.loc = loc;
+  return push(std::move(n));
+}
+
+Operand GraphBuilder::cast(const Operand& x, DType to, Loc loc) {
+  if (x.is_literal()) return Operand::of(constant(literal_to_scalar(x.lit, to), loc));
+  NodeId args[1] = {x.node};
+  return Operand::of(add_typed(Op::Cast, to, args, loc));
+}
+
+Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
+  const OpInfo& info = op_info(op);
+  if (info.rule == TypeRule::Leaf || info.rule == TypeRule::Cast)
+    throw UserError(std::string(info.name) + " cannot be applied like an op", loc);
+  if (static_cast<int>(args.size()) != info.arity)
+    throw UserError(std::string(info.name) + " takes " + std::to_string(info.arity) + " argument" +
+                        (info.arity == 1 ? "" : "s") + ", got " + std::to_string(args.size()),
+                    loc);
+
+  // Which operands take part in promotion (where's condition does not).
+  size_t first = info.rule == TypeRule::Where ? 1 : 0;
+  bool any_strong = false, strong_set = false;
+  DType common = DType::Bool;
+  Category weak_cat = Category::Bool;
+  bool any_weak = false;
+  for (size_t k = first; k < args.size(); ++k) {
+    if (args[k].is_literal()) {
+      any_weak = true;
+      weak_cat = std::max(weak_cat, args[k].lit.cat);
+    } else {
+      DType t = g_.node(args[k].node).dtype;
+      common = strong_set ? promote(common, t) : t;
+      strong_set = true;
+    }
+  }
+  for (const Operand& a : args) any_strong |= !a.is_literal();
+
+  if (!any_strong) {
+    // Fold as Python would: f64 / i64 / bool arithmetic, result stays weak.
+    DType opnd = literal_dtype_alone(weak_cat);
+    std::vector<Scalar> vals;
+    for (size_t k = 0; k < args.size(); ++k) {
+      DType t = opnd;
+      if (info.rule == TypeRule::Logical || (info.rule == TypeRule::Where && k == 0)) t = DType::Bool;
+      if (info.rule == TypeRule::Pred) t = literal_dtype_alone(args[k].lit.cat);
+      if (info.rule == TypeRule::Float && !is_float(t)) t = DType::F64;
+      vals.push_back(literal_to_scalar(args[k].lit, t));
+    }
+    DType result = opnd;
+    switch (info.rule) {
+      case TypeRule::Float: result = DType::F64; break;
+      case TypeRule::Compare: case TypeRule::Logical: case TypeRule::Pred: result = DType::Bool; break;
+      default: break;
+    }
+    if (!is_float(opnd) && info.rule == TypeRule::Same && opnd == DType::Bool && !bool_ok(op))
+      throw UserError(std::string(info.name) + " is not defined for bool operands", loc);
+    return Operand::of(scalar_to_literal(eval_scalar(op, result, vals)));
+  }
+
+  if (!strong_set) {
+    // Only where's condition is strong: values are weak literals; type them by their category.
+    common = default_dtype(weak_cat);
+  } else if (any_weak && weak_cat > dtype_category(common)) {
+    common = default_dtype(weak_cat);
+  }
+
+  DType operand = common, result = common;
+  switch (info.rule) {
+    case TypeRule::Same:
+      if (common == DType::Bool && !bool_ok(op))
+        throw UserError(std::string(info.name) + " is not defined for bool operands; cast to an integer type first", loc);
+      break;
+    case TypeRule::Float:
+      if (!is_float(common)) operand = result = DType::F32;
+      break;
+    case TypeRule::Compare: result = DType::Bool; break;
+    case TypeRule::Logical: operand = result = DType::Bool; break;
+    case TypeRule::Pred: result = DType::Bool; break;
+    case TypeRule::Where: break;
+    default: FJ_CHECK(false, "unexpected type rule");
+  }
+
+  std::vector<NodeId> ids;
+  for (size_t k = 0; k < args.size(); ++k) {
+    DType want = operand;
+    if (info.rule == TypeRule::Where && k == 0) want = DType::Bool;
+    if (info.rule == TypeRule::Pred) {
+      ids.push_back(args[k].node);  // strong by construction (arity 1)
+      continue;
+    }
+    NodeId id = args[k].is_literal() ? constant(literal_to_scalar(args[k].lit, want), loc) : args[k].node;
+    if (g_.node(id).dtype != want) {
+      NodeId c[1] = {id};
+      id = add_typed(Op::Cast, want, c, loc);
+    }
+    ids.push_back(id);
+  }
+  return Operand::of(add_typed(op, result, ids, loc));
+}
+
+void GraphBuilder::copy_dims(const Graph& from) { g_.dims = from.dims; }
+
+NodeId GraphBuilder::copy_leaf(const Graph& from, NodeId leaf) {
+  const Node& src = from.node(leaf);
+  FJ_CHECK(is_leaf(src.op), "copy_leaf on a non-leaf");
+  Node n = src;
+  if (src.op == Op::Input) {
+    n.slot = static_cast<int32_t>(g_.inputs.size());
+    NodeId id = push(std::move(n));
+    g_.inputs.push_back(id);
+    return id;
+  }
+  if (src.op == Op::Param) {
+    n.slot = static_cast<int32_t>(g_.params.size());
+    NodeId id = push(std::move(n));
+    ParamDecl d = from.params[static_cast<size_t>(src.slot)];
+    d.node = id;
+    g_.params.push_back(d);
+    return id;
+  }
+  return push(std::move(n));
+}
+
+void GraphBuilder::set_node_name(NodeId id, const std::string& name) { g_.node(id).name = name; }
+
+void GraphBuilder::add_output(const std::string& name, const Operand& value, Loc loc) {
+  NodeId id = materialize(value, loc);
+  g_.outputs.push_back({name, id, loc});
+}
+
+Graph GraphBuilder::finish() {
+  if (g_.outputs.empty()) throw UserError("graph has no output; add a line such as `output y`", {});
+  verify(g_);
+  Graph out = std::move(g_);
+  g_ = Graph{};
+  return out;
+}
+
+void rebind_dims(Graph& g, const std::vector<std::pair<std::string, int64_t>>& values) {
+  for (const auto& [name, v] : values) {
+    auto it = std::find_if(g.dims.begin(), g.dims.end(), [&](const DimDecl& d) { return d.name == name; });
+    if (it == g.dims.end()) throw UserError("unknown dim '" + name + "'");
+    if (v < 0) throw UserError("dim '" + name + "' must be >= 0, got " + std::to_string(v));
+    it->value = v;
+  }
+  for (Node& n : g.nodes) {
+    if (n.op == Op::Input) {
+      int64_t count = 1;
+      for (Dim& d : n.shape) {
+        if (d.sym >= 0) d.size = g.dims[static_cast<size_t>(d.sym)].value;
+        if (mul_overflows(count, d.size, &count))
+          throw UserError("input '" + n.name + "' has shape " + shape_to_string(n.shape, &g) +
+                          " whose element count overflows 64 bits", n.loc);
+      }
+    } else if (!is_leaf(n.op)) {
+      Shape s = g.node(n.args[0]).shape;
+      for (int k = 1; k < n.nargs; ++k) s = broadcast_shapes(s, g.node(n.args[k]).shape, n.loc, &g);
+      n.shape = std::move(s);
+    }
+  }
+}
+
+bool structurally_equal(const Graph& a, const Graph& b) {
+  if (a.name != b.name || a.dims.size() != b.dims.size() || a.nodes.size() != b.nodes.size() ||
+      a.inputs != b.inputs || a.params.size() != b.params.size() || a.outputs.size() != b.outputs.size())
+    return false;
+  for (size_t k = 0; k < a.dims.size(); ++k)
+    if (a.dims[k].name != b.dims[k].name || a.dims[k].value != b.dims[k].value) return false;
+  for (size_t k = 0; k < a.params.size(); ++k)
+    if (a.params[k].node != b.params[k].node || !a.params[k].default_value.same_as(b.params[k].default_value))
+      return false;
+  for (size_t k = 0; k < a.outputs.size(); ++k)
+    if (a.outputs[k].name != b.outputs[k].name || a.outputs[k].node != b.outputs[k].node) return false;
+  for (size_t k = 0; k < a.nodes.size(); ++k) {
+    const Node &x = a.nodes[k], &y = b.nodes[k];
+    if (x.op != y.op || x.dtype != y.dtype || x.shape != y.shape || x.args != y.args || x.nargs != y.nargs ||
+        x.slot != y.slot || x.name != y.name)
+      return false;
+    if (x.op == Op::Const && !x.value.same_as(y.value)) return false;
+  }
+  return true;
+}
+
+}  // namespace fusejit::ir

@@ -1,0 +1,97 @@
+// The graph IR: a flat, topologically ordered array of nodes in SSA form (a node's operands
+// always have smaller ids). Passes never mutate a graph in place while matching; they build a
+// new one (see ir/builder.h). Every non-leaf node's operands already have the dtype the op
+// computes in: implicit conversions from promotion are explicit Cast nodes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/error.h"
+#include "ir/op.h"
+
+namespace fusejit::ir {
+
+using NodeId = int32_t;
+inline constexpr NodeId kNoNode = -1;
+
+// One dimension of a shape: its current size and, if it was written as a named dim, that dim's
+// index in Graph::dims (sym >= 0). Literal dims have sym == -1.
+struct Dim {
+  int64_t size = 1;
+  int32_t sym = -1;
+  friend bool operator==(const Dim&, const Dim&) = default;
+};
+// Row-major (C order) shape; empty for a 0-d tensor (one element).
+using Shape = std::vector<Dim>;
+
+// Number of elements of a shape (product of sizes; 1 for 0-d). Shapes in a built graph are
+// checked not to overflow int64.
+int64_t num_elements(const Shape& s);
+// "[N=8192, 4096]" style text for messages and reports.
+std::string shape_to_string(const Shape& s, const struct Graph* g = nullptr);
+
+// A typed scalar value. Floats (f16, bf16, f32, f64) are held in `f`, already rounded to the
+// dtype (so printing `f` with 17 significant digits round-trips); bool and integers in `i`.
+struct Scalar {
+  DType dtype = DType::F32;
+  double f = 0.0;
+  int64_t i = 0;
+  // Bitwise equality (NaN == NaN with the same bits; -0.0 != 0.0).
+  bool same_as(const Scalar& o) const;
+};
+
+struct Node {
+  Op op = Op::Const;
+  DType dtype = DType::F32;
+  Shape shape;
+  std::array<NodeId, 3> args{kNoNode, kNoNode, kNoNode};
+  uint8_t nargs = 0;
+  Scalar value;         // Const only: the value (dtype == node dtype)
+  int32_t slot = -1;    // Input: index into Graph::inputs; Param: index into Graph::params
+  std::string name;     // user-visible name ("" for unnamed temporaries)
+  Loc loc;              // where the node was written; {} if built through the API
+  NodeId arg(int k) const { return args[k]; }
+};
+
+struct DimDecl {
+  std::string name;
+  int64_t value = 1;  // current value (default from the text, or overridden with --dim)
+  Loc loc;
+};
+
+struct ParamDecl {
+  NodeId node = kNoNode;  // the Param node (0-d, dtype of the param)
+  Scalar default_value;   // value used when the run gives none
+};
+
+struct OutputDecl {
+  std::string name;
+  NodeId node = kNoNode;
+  Loc loc;
+};
+
+struct Graph {
+  std::string name;                 // from `graph NAME`; "" if none
+  std::string file;                 // source file name for diagnostics; "" if built in code
+  std::vector<DimDecl> dims;
+  std::vector<Node> nodes;          // topological order
+  std::vector<NodeId> inputs;       // Input nodes, in declaration order (slot == index)
+  std::vector<ParamDecl> params;    // in declaration order (slot == index)
+  std::vector<OutputDecl> outputs;  // in declaration order
+
+  const Node& node(NodeId id) const { return nodes[static_cast<size_t>(id)]; }
+  Node& node(NodeId id) { return nodes[static_cast<size_t>(id)]; }
+  int size() const { return static_cast<int>(nodes.size()); }
+  // Number of non-leaf nodes (the "op count" reported to users).
+  int op_count() const;
+};
+
+// Structural equality: same dims, inputs, params, outputs and nodes (op, dtype, shape, operands,
+// constant bits, slots, names). Locations and the file name are ignored.
+bool structurally_equal(const Graph& a, const Graph& b);
+
+}  // namespace fusejit::ir
