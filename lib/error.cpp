@@ -1,0 +1,62 @@
+// fusejit::Error, error translation from the internal layers, and the warning handler.
+#include <cstdio>
+#include <mutex>
+#include <new>
+
+#include "ir/diagnostic.h"
+#include "ir/error.h"
+#include "jit/errors.h"
+#include "lib/internal.h"
+
+namespace fusejit {
+
+Error::Error(ErrorKind kind, std::string message, std::string file, int line, int column, std::string diagnostic)
+    : std::runtime_error(std::move(message)), kind_(kind), file_(std::move(file)), line_(line), column_(column),
+      diagnostic_(std::move(diagnostic)) {
+  if (diagnostic_.empty()) diagnostic_ = "error: " + std::string(what());
+}
+
+void rethrow_current(const std::string& file, std::string_view source) {
+  try {
+    throw;
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const ir::UserError& e) {
+    std::string shown = file.empty() ? std::string("<graph>") : file;
+    std::string diag = source.empty() && !e.loc().known() ? "error: " + std::string(e.what())
+                                                          : ir::format_diagnostic(e, shown, source);
+    throw Error(ErrorKind::User, e.what(), file, static_cast<int>(e.loc().line), static_cast<int>(e.loc().col), diag);
+  } catch (const ir::InternalError& e) {
+    throw Error(ErrorKind::Internal, e.what(), {}, 0, 0, "internal error (a fusejit bug; please report it): " + std::string(e.what()));
+  } catch (const jit::CompileError& e) {
+    throw Error(ErrorKind::Compile, e.what());
+  } catch (const jit::DriverError& e) {
+    throw Error(ErrorKind::Driver, e.what());
+  } catch (const std::exception& e) {
+    throw Error(ErrorKind::Internal, e.what(), {}, 0, 0, "internal error (a fusejit bug; please report it): " + std::string(e.what()));
+  }
+}
+
+namespace {
+std::mutex g_warn_mu;
+WarningHandler g_handler;
+}  // namespace
+
+void set_warning_handler(WarningHandler handler) {
+  std::lock_guard<std::mutex> lock(g_warn_mu);
+  g_handler = std::move(handler);
+}
+
+void warn(std::string_view message) {
+  WarningHandler h;
+  {
+    std::lock_guard<std::mutex> lock(g_warn_mu);
+    h = g_handler;
+  }
+  if (h) h(message);
+  else std::fprintf(stderr, "fusejit: warning: %.*s\n", static_cast<int>(message.size()), message.data());
+}
+
+}  // namespace fusejit

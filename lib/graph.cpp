@@ -1,0 +1,119 @@
+// fusejit::Graph: parse, load, inspect, print.
+#include <fstream>
+#include <sstream>
+
+#include "ir/builder.h"
+#include "ir/eval.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "lib/internal.h"
+
+namespace fusejit {
+
+std::string_view version() { return "0.1.0"; }
+
+std::string_view dtype_name(DType t) { return ir::dtype_name(to_ir(t)); }
+std::size_t dtype_size(DType t) { return static_cast<std::size_t>(ir::dtype_size(to_ir(t))); }
+
+int64_t TensorInfo::elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+int64_t TensorInfo::bytes() const { return elements() * static_cast<int64_t>(dtype_size(dtype)); }
+
+ir::Scalar to_ir_scalar(const Scalar& s, ir::DType dtype) {
+  ir::Literal l;
+  l.cat = s.kind == Scalar::Kind::Float ? ir::Category::Float
+          : s.kind == Scalar::Kind::Int ? ir::Category::Int
+                                        : ir::Category::Bool;
+  l.f = s.f;
+  l.i = s.i;
+  return ir::literal_to_scalar(l, dtype);
+}
+
+TensorInfo tensor_info(const ir::Graph& g, ir::NodeId id, const std::string& name) {
+  TensorInfo t;
+  const ir::Node& n = g.node(id);
+  t.name = name;
+  t.dtype = from_ir(n.dtype);
+  for (const ir::Dim& d : n.shape) {
+    t.shape.push_back(d.size);
+    t.dim_names.push_back(d.sym >= 0 ? g.dims[static_cast<size_t>(d.sym)].name : std::string());
+  }
+  return t;
+}
+
+Graph Graph::parse(std::string_view text, std::string_view file, const DimValues& dims) {
+  std::string f(file);
+  return translate_errors(
+      [&] {
+        auto impl = std::make_shared<Impl>();
+        impl->source = std::string(text);
+        impl->graph = ir::parse_graph(impl->source, f, dims);
+        return Graph(std::move(impl));
+      },
+      f, text);
+}
+
+Graph Graph::load(const std::string& path, const DimValues& dims) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::User, "cannot open graph file '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(ErrorKind::User, "cannot read graph file '" + path + "'");
+  return parse(ss.str(), path, dims);
+}
+
+Graph Graph::with_dims(const DimValues& dims) const {
+  return translate_errors(
+      [&] {
+        auto impl = std::make_shared<Impl>(*impl_);
+        ir::rebind_dims(impl->graph, dims);
+        return Graph(std::move(impl));
+      },
+      impl_->graph.file, impl_->source);
+}
+
+std::string Graph::name() const { return impl_->graph.name; }
+
+std::vector<TensorInfo> Graph::inputs() const {
+  std::vector<TensorInfo> out;
+  for (ir::NodeId id : impl_->graph.inputs) out.push_back(tensor_info(impl_->graph, id, impl_->graph.node(id).name));
+  return out;
+}
+
+std::vector<TensorInfo> Graph::outputs() const {
+  std::vector<TensorInfo> out;
+  for (const ir::OutputDecl& o : impl_->graph.outputs) out.push_back(tensor_info(impl_->graph, o.node, o.name));
+  return out;
+}
+
+std::vector<ParamInfo> Graph::params() const {
+  std::vector<ParamInfo> out;
+  for (const ir::ParamDecl& p : impl_->graph.params) {
+    const ir::Node& n = impl_->graph.node(p.node);
+    ParamInfo info;
+    info.name = n.name;
+    info.dtype = from_ir(n.dtype);
+    if (ir::is_float(n.dtype)) info.default_value = Scalar(p.default_value.f);
+    else if (n.dtype == ir::DType::Bool) info.default_value = Scalar(p.default_value.i != 0);
+    else info.default_value = Scalar(static_cast<int64_t>(p.default_value.i));
+    out.push_back(info);
+  }
+  return out;
+}
+
+DimValues Graph::dims() const {
+  DimValues out;
+  for (const ir::DimDecl& d : impl_->graph.dims) out.emplace_back(d.name, d.value);
+  return out;
+}
+
+int Graph::op_count() const { return impl_->graph.op_count(); }
+
+std::string Graph::to_text() const {
+  return translate_errors([&] { return ir::print_graph(impl_->graph); });
+}
+
+}  // namespace fusejit

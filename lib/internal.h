@@ -1,0 +1,42 @@
+// Internal glue between the public API (lib/include/fusejit) and the ir/ and jit/ layers.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "fusejit/fusejit.h"
+#include "ir/graph.h"
+
+namespace fusejit {
+
+struct Graph::Impl {
+  ir::Graph graph;
+  std::string source;  // graph text, for diagnostics ("" when built in code)
+};
+
+inline ir::DType to_ir(DType t) { return static_cast<ir::DType>(t); }
+inline DType from_ir(ir::DType t) { return static_cast<DType>(t); }
+ir::Scalar to_ir_scalar(const Scalar& s, ir::DType dtype);
+
+// Runs f, translating every internal exception into fusejit::Error. `file`/`source` give the
+// graph text for rendering located user errors.
+template <class F>
+auto translate_errors(F&& f, const std::string& file = {}, std::string_view source = {}) -> decltype(f());
+
+[[noreturn]] void rethrow_current(const std::string& file, std::string_view source);
+
+template <class F>
+auto translate_errors(F&& f, const std::string& file, std::string_view source) -> decltype(f()) {
+  try {
+    return f();
+  } catch (...) {
+    rethrow_current(file, source);
+  }
+}
+
+// Sends a warning to the installed handler (default: stderr).
+void warn(std::string_view message);
+
+TensorInfo tensor_info(const ir::Graph& g, ir::NodeId id, const std::string& name);
+
+}  // namespace fusejit

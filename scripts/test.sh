@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Builds fusejit (installing missing packages first) and runs the whole test suite with ctest.
+# Tests labelled `gpu` report "skipped" where there is no CUDA driver or GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh build
+ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"
