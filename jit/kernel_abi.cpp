@@ -1,0 +1,235 @@
+// Kernel layout (dim collapsing, broadcast pattern) and argument packing; see jit/kernel_abi.h.
+#include "jit/kernel_abi.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace fusejit::jit {
+
+namespace {
+
+// Per iter dim, per input: 'F' full, 'B' broadcast. Size-1 iter dims are dropped by the caller.
+bool input_is_bcast(const ir::Shape& in, const ir::Shape& iter, size_t d) {
+  const size_t off = iter.size() - in.size();
+  if (d < off) return true;
+  return in[d - off].size == 1 && iter[d].size != 1;
+}
+
+}  // namespace
+
+KernelLayout compute_layout(std::span<const ir::Shape> input_shapes, const ir::Shape& iter) {
+  KernelLayout l;
+  const size_t nin = input_shapes.size();
+  for (size_t k = 0; k < nin; ++k) {
+    const ir::Shape& in = input_shapes[k];
+    FJ_CHECK(in.size() <= iter.size(), "kernel input has a higher rank than the iteration space");
+    const size_t off = iter.size() - in.size();
+    for (size_t d = 0; d < in.size(); ++d)
+      FJ_CHECK(in[d].size == 1 || in[d].size == iter[d + off].size,
+               "kernel input shape does not broadcast to the iteration space");
+  }
+  // Merge adjacent non-trivial dims whose broadcast pattern is the same for every input:
+  // addressing them as one dim gives the same offsets with fewer divisions.
+  std::vector<std::vector<bool>> pattern;  // per collapsed dim, per input
+  for (size_t d = 0; d < iter.size(); ++d) {
+    if (iter[d].size == 1) continue;
+    std::vector<bool> p(nin);
+    for (size_t k = 0; k < nin; ++k) p[k] = input_is_bcast(input_shapes[k], iter, d);
+    if (!l.dim_groups.empty() && pattern.back() == p && l.dim_groups.back().second == static_cast<int>(d)) {
+      l.dim_groups.back().second = static_cast<int>(d) + 1;
+      continue;
+    }
+    // A dropped size-1 dim between two groups does not stop a merge either.
+    if (!l.dim_groups.empty() && pattern.back() == p) {
+      bool only_ones = true;
+      for (int e = l.dim_groups.back().second; e < static_cast<int>(d); ++e)
+        only_ones = only_ones && iter[static_cast<size_t>(e)].size == 1;
+      if (only_ones) {
+        l.dim_groups.back().second = static_cast<int>(d) + 1;
+        continue;
+      }
+    }
+    l.dim_groups.push_back({static_cast<int>(d), static_cast<int>(d) + 1});
+    pattern.push_back(std::move(p));
+  }
+  l.access.resize(nin);
+  l.bcast.resize(nin);
+  for (size_t k = 0; k < nin; ++k) {
+    bool any_b = false, any_f = false;
+    for (size_t c = 0; c < pattern.size(); ++c) {
+      l.bcast[k].push_back(pattern[c][k]);
+      (pattern[c][k] ? any_b : any_f) = true;
+    }
+    l.access[k] = !any_b ? InputAccess::Contiguous : (!any_f ? InputAccess::Uniform : InputAccess::Strided);
+    if (l.access[k] != InputAccess::Strided) l.bcast[k].clear();
+  }
+  l.index64 = needs_index64(ir::num_elements(iter));
+  return l;
+}
+
+KernelLayout compute_layout(const ir::Graph& g, const ir::FusionGroup& group) {
+  std::vector<ir::Shape> shapes;
+  for (ir::NodeId id : group.inputs) shapes.push_back(g.node(id).shape);
+  return compute_layout(shapes, group.iter_shape);
+}
+
+std::string layout_fingerprint(const KernelLayout& l) {
+  std::string s = fmt::format("r{} i{} in:", l.dim_groups.size(), l.index64 ? 64 : 32);
+  for (const auto& [a, b] : l.dim_groups) s += fmt::format("[{},{})", a, b);
+  for (size_t k = 0; k < l.access.size(); ++k) {
+    s += k ? "," : ":";
+    switch (l.access[k]) {
+      case InputAccess::Contiguous: s += "C"; break;
+      case InputAccess::Uniform: s += "U"; break;
+      case InputAccess::Strided:
+        s += "S";
+        for (bool b : l.bcast[k]) s += b ? "0" : "1";
+        break;
+    }
+  }
+  return s;
+}
+
+PackedArgs::PackedArgs(PackedArgs&& o) noexcept
+    : storage_(std::move(o.storage_)), vectorized_(o.vectorized_) {
+  rebuild();
+  o.ptrs_.clear();
+}
+
+PackedArgs& PackedArgs::operator=(PackedArgs&& o) noexcept {
+  storage_ = std::move(o.storage_);
+  vectorized_ = o.vectorized_;
+  rebuild();
+  o.ptrs_.clear();
+  return *this;
+}
+
+void PackedArgs::rebuild() {
+  ptrs_.resize(storage_.size());
+  for (size_t i = 0; i < storage_.size(); ++i) ptrs_[i] = &storage_[i];
+}
+
+namespace {
+
+// Writes `bytes` low-order bytes of a value into an 8-byte slot (little-endian host, as CUDA's
+// kernel parameter buffer expects the argument's own representation).
+template <class T>
+uint64_t slot_of(T v) {
+  uint64_t s = 0;
+  std::memcpy(&s, &v, sizeof(T));
+  return s;
+}
+
+uint64_t param_slot_value(const ir::Scalar& v, ir::DType t) {
+  switch (t) {
+    case ir::DType::Bool: return slot_of<bool>(v.i != 0);
+    case ir::DType::I8: return slot_of<int8_t>(static_cast<int8_t>(v.i));
+    case ir::DType::U8: return slot_of<uint8_t>(static_cast<uint8_t>(v.i));
+    case ir::DType::I32: return slot_of<int32_t>(static_cast<int32_t>(v.i));
+    case ir::DType::I64: return slot_of<int64_t>(v.i);
+    case ir::DType::F16:
+    case ir::DType::BF16:
+    case ir::DType::F32: return slot_of<float>(static_cast<float>(v.f));
+    case ir::DType::F64: return slot_of<double>(v.f);
+  }
+  FJ_CHECK(false, "unknown dtype");
+  return 0;
+}
+
+}  // namespace
+
+PackedArgs pack_args(const KernelSignature& sig, std::span<const uint64_t> input_addrs,
+                     std::span<const uint64_t> output_addrs, std::span<const ir::Scalar> param_values,
+                     std::span<const ir::Shape> input_shapes, const ir::Shape& iter_shape,
+                     const LaunchShape& launch) {
+  const KernelLayout& gen = sig.layout;
+  FJ_CHECK(input_addrs.size() == gen.access.size() && input_shapes.size() == gen.access.size(),
+           "pack_args: input count does not match the kernel");
+  FJ_CHECK(uint64_t{launch.grid} * launch.block < (uint64_t{1} << 31) && launch.grid > 0 && launch.block > 0,
+           "pack_args: grid * block must be in [1, 2^31)");
+  KernelLayout now = compute_layout(input_shapes, iter_shape);
+  const int64_t n = ir::num_elements(iter_shape);
+  FJ_CHECK(gen.index64 || !now.index64,
+           fmt::format("pack_args: a 32-bit-index kernel cannot run {} elements; regenerate it", n));
+  now.index64 = gen.index64;
+  FJ_CHECK(now == gen, fmt::format("pack_args: the shapes give layout '{}' but the kernel was generated for "
+                                   "'{}'; regenerate it",
+                                   layout_fingerprint(now), layout_fingerprint(gen)));
+
+  // Collapsed sizes and, per strided input, element strides of each collapsed dim.
+  const size_t rank = gen.dim_groups.size();
+  std::vector<int64_t> csize(rank);
+  for (size_t c = 0; c < rank; ++c) {
+    int64_t s = 1;
+    for (int d = gen.dim_groups[c].first; d < gen.dim_groups[c].second; ++d) s *= iter_shape[static_cast<size_t>(d)].size;
+    csize[c] = s;
+  }
+  auto stride_of = [&](size_t k, size_t c) {
+    // Row-major stride of the innermost iter dim of collapsed dim c, in input k's own layout.
+    const ir::Shape& in = input_shapes[k];
+    const size_t off = iter_shape.size() - in.size();
+    const size_t last = static_cast<size_t>(gen.dim_groups[c].second - 1);
+    int64_t st = 1;
+    for (size_t d = last + 1; d < iter_shape.size(); ++d)
+      if (d >= off) st *= in[d - off].size;
+    return st;
+  };
+
+  PackedArgs p;
+  bool aligned = true;
+  for (const ArgSlot& a : sig.args) {
+    uint64_t v = 0;
+    switch (a.kind) {
+      case ArgKind::InputPtr:
+        v = input_addrs[static_cast<size_t>(a.index)];
+        aligned = aligned && v % 16 == 0;
+        break;
+      case ArgKind::OutputPtr:
+        FJ_CHECK(static_cast<size_t>(a.index) < output_addrs.size(), "pack_args: missing output address");
+        v = output_addrs[static_cast<size_t>(a.index)];
+        aligned = aligned && v % 16 == 0;
+        break;
+      case ArgKind::Param: {
+        FJ_CHECK(a.param_slot >= 0 && static_cast<size_t>(a.param_slot) < param_values.size(),
+                 "pack_args: missing param value");
+        const ir::Scalar& s = param_values[static_cast<size_t>(a.param_slot)];
+        FJ_CHECK(s.dtype == a.dtype, "pack_args: param value has the wrong dtype");
+        v = param_slot_value(s, a.dtype);
+        break;
+      }
+      case ArgKind::NumElements: v = static_cast<uint64_t>(n); break;
+      case ArgKind::DimSize: v = static_cast<uint64_t>(csize[static_cast<size_t>(a.index)]); break;
+      case ArgKind::Stride:
+        v = static_cast<uint64_t>(stride_of(static_cast<size_t>(a.index), static_cast<size_t>(a.dim)));
+        break;
+      case ArgKind::VecFlag: break;  // filled below, once alignment is known
+    }
+    if (a.bytes == 4 && a.kind != ArgKind::Param) v = slot_of<uint32_t>(static_cast<uint32_t>(v));
+    p.storage_.push_back(v);
+  }
+  FJ_CHECK(output_addrs.size() == static_cast<size_t>(std::count_if(sig.args.begin(), sig.args.end(),
+                                                                    [](const ArgSlot& a) { return a.kind == ArgKind::OutputPtr; })),
+           "pack_args: output count does not match the kernel");
+  p.vectorized_ = sig.vector_width > 1 && aligned;
+  for (size_t i = 0; i < sig.args.size(); ++i)
+    if (sig.args[i].kind == ArgKind::VecFlag) p.storage_[i] = slot_of<int32_t>(p.vectorized_ ? 1 : 0);
+  p.rebuild();
+  return p;
+}
+
+PackedArgs pack_args(const KernelSignature& sig, const ir::Graph& g, const ir::FusionGroup& group,
+                     std::span<const uint64_t> input_addrs, std::span<const uint64_t> output_addrs,
+                     std::span<const ir::Scalar> param_values, const LaunchShape& launch) {
+  std::vector<ir::Shape> shapes;
+  for (ir::NodeId id : group.inputs) shapes.push_back(g.node(id).shape);
+  std::vector<ir::Scalar> defaults;
+  if (param_values.empty()) {
+    for (const ir::ParamDecl& d : g.params) defaults.push_back(d.default_value);
+    param_values = defaults;
+  }
+  return pack_args(sig, input_addrs, output_addrs, param_values, shapes, group.iter_shape, launch);
+}
+
+}  // namespace fusejit::jit
