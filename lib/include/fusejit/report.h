@@ -1,0 +1,127 @@
+// The whole job of `fusejit run`, `fusejit plan` and `fusejit cache` as library calls: run a graph
+// fused and unfused, time both, check both against the reference evaluator, and report. The
+// `fusejit` command is a thin client of these functions; programs can call them too.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fusejit/fusejit.h"
+
+namespace fusejit {
+
+/// Options of run_graph().
+struct RunOptions {
+  Options options;                                              ///< backend, arch, cache, fast mode, device
+  std::vector<std::pair<std::string, Scalar>> params;           ///< param name -> value (else the default)
+  std::vector<std::pair<std::string, std::string>> input_files; ///< input name -> .npy file (else random)
+  /// input name -> [lo, hi) for random values (else the per-dtype default range of docs/ops.md).
+  std::vector<std::pair<std::string, std::pair<double, double>>> input_ranges;
+  uint64_t seed = 0;             ///< seed of the deterministic random inputs
+  std::string save_dir;          ///< "" = none; else each output is written as DIR/<name>.npy
+  int warmup = 3;                ///< GPU: untimed launches before timing
+  int repeats = 20;              ///< GPU: timed launches; the median is reported
+  bool check = true;             ///< compare fused, unfused and reference
+  bool reference = true;         ///< evaluate the reference (needed for stats on the CPU path)
+};
+
+/// Per output: summary statistics of the values (NaNs excluded from min/max/mean).
+struct OutputStats {
+  TensorInfo info;
+  double min = 0, max = 0, mean = 0;
+  int64_t nan_count = 0, inf_count = 0;
+};
+
+/// One execution path: fused or unfused.
+struct PathReport {
+  std::string name;             ///< "fused" or "unfused"
+  int kernels = 0;              ///< kernels launched per run
+  double time_ms = 0;           ///< median time of one run (GPU: CUDA events; CPU: steady clock)
+  int64_t bytes = 0;            ///< bytes moved: each kernel's inputs read once, outputs written once
+  double gbps = 0;              ///< bytes / time
+  double pct_of_copy = 0;       ///< gbps over the measured device-to-device copy bandwidth (GPU only)
+  int compiled = 0, memory_hits = 0, disk_hits = 0;
+  double compile_ms = 0;        ///< total compile time of kernels that were compiled
+};
+
+/// The outcome of one comparison.
+struct CheckReport {
+  std::string what;             ///< e.g. "fused vs unfused (bitwise)"
+  bool ran = false;
+  bool ok = true;
+  std::string detail;           ///< first mismatch: output, index, both values in decimal and hex
+};
+
+/// Everything `fusejit run` reports.
+struct RunReport {
+  std::string graph_name;
+  std::vector<TensorInfo> inputs;
+  std::vector<TensorInfo> outputs;
+  int op_count = 0;
+  int64_t elements = 0;          ///< elements of the largest output
+  std::string backend;           ///< "cuda" or "cpu"
+  std::string backend_note;      ///< e.g. why no GPU was used
+  std::string device;            ///< GPU name or "host CPU"
+  std::string target;            ///< "sm_90 (CUBIN)", "compute_120 (PTX, ...)", "host C++"
+  std::string driver_version;    ///< "" on the CPU
+  std::string nvrtc_version;
+  bool fast_math = false;
+  std::string rewrites;          ///< which rules fired, counted
+  std::string plan;              ///< fused plan summary
+  double predicted_ratio = 0;    ///< unfused bytes / fused bytes
+  double copy_gbps = 0;          ///< measured device-to-device copy bandwidth (GPU only)
+  PathReport fused, unfused;
+  double speedup = 0;            ///< unfused time / fused time
+  std::vector<OutputStats> stats;
+  std::vector<CheckReport> checks;
+  std::vector<std::string> warnings;
+  bool ok() const;               ///< every check that ran passed
+  std::string to_text() const;   ///< the human-readable report
+  std::string to_json() const;   ///< the same as JSON
+};
+
+/// Compiles the graph, runs it fused and unfused on the chosen backend, times both and checks
+/// both against the reference evaluator. Throws Error on bad options, unreadable/mismatched
+/// input files (naming the input, expected and found), compile or driver failures; a failed
+/// check is reported in RunReport::checks, not thrown.
+RunReport run_graph(const Graph& graph, const RunOptions& options);
+
+/// `fusejit plan`: rewrites and plans without compiling.
+struct PlanReport {
+  std::string text;   ///< rewritten graph with rule counts, fusion groups, traffic
+  std::string dot;    ///< Graphviz DOT, one cluster per fusion group
+  std::string json;   ///< the same data for tools
+  double predicted_ratio = 0;
+  int fused_kernels = 0, unfused_kernels = 0;
+};
+PlanReport plan_graph(const Graph& graph, bool fast_math = false);
+
+/// `fusejit compile`: generates and compiles every kernel ahead of time (no GPU needed) and
+/// writes .cu (and .cubin or .ptx) files plus index.json into `out_dir`. `arch` is "sm_XY"
+/// (CUBIN) or "compute_XY" (PTX). Returns the kernels written.
+std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& arch, const std::string& out_dir,
+                                       bool fast_math = false);
+
+/// The kernel cache on disk (`fusejit cache`).
+struct CacheEntryInfo {
+  std::string key;     ///< 32 hex digits
+  std::string path;
+  int64_t bytes = 0;
+};
+struct CacheStats {
+  std::string path;
+  bool enabled = true;
+  int64_t entries = 0;
+  int64_t bytes = 0;
+  int64_t cap_bytes = 0;
+};
+/// Resolves the cache folder as Options::cache_dir / the environment would.
+std::string cache_path(const Options& options = {});
+CacheStats cache_stats(const Options& options = {});
+std::vector<CacheEntryInfo> cache_list(const Options& options = {});
+/// Removes every entry; returns how many were removed.
+int64_t cache_clear(const Options& options = {});
+
+}  // namespace fusejit
