@@ -1,0 +1,424 @@
+// fj_scalar.h: the scalar semantics of every fusejit op, in ONE header shared by the reference
+// evaluator (host C++) and every generated kernel (embedded as text, compiled by NVRTC for the
+// GPU or by the host compiler for the CPU path). Because both sides run this exact code, CPU
+// results agree bit for bit with the reference; on the GPU only the math library calls differ
+// (CUDA Math API instead of the C library; ulp bounds in docs/ops.md).
+//
+// Rules (docs/ops.md explains each, with its source):
+// - Compute types: bool, signed char (i8), unsigned char (u8), int (i32), long long (i64), float
+//   (f32, and f16/bf16 values held exactly in a float), double (f64).
+// - fj_<op>(CT...) for every non-leaf op of ir/ops.def except cast, overloaded on compute types.
+//   Integer arithmetic wraps (done in unsigned types: never UB). x//0, x%0, fmod(x,0) give 0 for
+//   integers; INT_MIN//-1 = INT_MIN (wraps), INT_MIN % -1 = 0. Integer pow with a negative
+//   exponent follows PyTorch: 1 for base 1, +-1 for base -1, otherwise 0.
+// - NaN: maximum/minimum/clamp/relu propagate NaN; fmax/fmin return the other operand.
+// - Casts fj_cvt_<dst>(src): float -> int truncates toward zero; NaN -> 0; values beyond the
+//   destination's range saturate to its min/max. int -> int wraps (two's complement). Anything
+//   -> bool is x != 0 (so NaN -> true). Every conversion into f16/bf16 is ONE round-to-nearest-
+//   even from the exact source value (f64 and i64 sources included: no double rounding).
+// - f16/bf16: fj_round_f16/bf16 round a float to the nearest-even half value (overflow -> inf,
+//   NaN stays NaN), returned as a float. Bit operations only, so host and device agree.
+//
+// Constraints: compiles with g++/clang++ as C++17/20 and under NVRTC with NO includes; everything
+// is prefixed fj_ / FJ_ because generated kernels paste this text at their top. Keep the text
+// free of the embed delimiter used by cmake/embed.cmake.
+#ifndef FJ_SCALAR_H
+#define FJ_SCALAR_H
+
+#ifdef __CUDACC_RTC__
+#define FJ_FN __device__ __forceinline__
+#else
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#define FJ_FN static inline
+#endif
+
+// Storage types of the 16-bit floats (raw IEEE binary16 / bfloat16 bits).
+struct fj_f16 { unsigned short bits; };
+struct fj_bf16 { unsigned short bits; };
+
+// ---------------------------------------------------------------------------------------------
+// Bit casts.
+// ---------------------------------------------------------------------------------------------
+#ifdef __CUDACC_RTC__
+FJ_FN unsigned int fj_f2u(float x) { return __float_as_uint(x); }
+FJ_FN float fj_u2f(unsigned int u) { return __uint_as_float(u); }
+FJ_FN unsigned long long fj_d2u(double x) { return (unsigned long long)__double_as_longlong(x); }
+FJ_FN double fj_u2d(unsigned long long u) { return __longlong_as_double((long long)u); }
+FJ_FN int fj_clz64(unsigned long long x) { return __clzll((long long)x); }  // x != 0
+#else
+FJ_FN unsigned int fj_f2u(float x) { unsigned int u; std::memcpy(&u, &x, 4); return u; }
+FJ_FN float fj_u2f(unsigned int u) { float x; std::memcpy(&x, &u, 4); return x; }
+FJ_FN unsigned long long fj_d2u(double x) { unsigned long long u; std::memcpy(&u, &x, 8); return u; }
+FJ_FN double fj_u2d(unsigned long long u) { double x; std::memcpy(&x, &u, 8); return x; }
+FJ_FN int fj_clz64(unsigned long long x) { return __builtin_clzll(x); }  // x != 0
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Rounding into a small binary float format with `mb` mantissa bits and `eb` exponent bits
+// (f16: 10, 5; bf16: 7, 8), round to nearest, ties to even. Returns the format's bits.
+// ---------------------------------------------------------------------------------------------
+
+// Packs sign + a magnitude m * 2^e2 (m > 0, exact) rounded once to nearest-even.
+FJ_FN unsigned int fj_pack_small(unsigned int sign, unsigned long long m, int e2, int mb, int eb) {
+  const int bias = (1 << (eb - 1)) - 1;
+  const unsigned int inf = ((1u << eb) - 1u) << mb;
+  int top = 63 - fj_clz64(m);       // value = m * 2^e2, leading bit of m at `top`
+  int exp = top + e2;               // unbiased exponent of the value
+  int te = exp + bias;              // biased target exponent if normal
+  if (te >= (1 << eb) - 1) return sign | inf;
+  // Number of low bits of m that are dropped: keep mb+1 bits for normals, fewer for subnormals
+  // (whose unit is 2^(1 - bias - mb)).
+  int shift = te >= 1 ? top - mb : (1 - bias - mb) - e2;
+  unsigned long long r;
+  if (shift <= 0) {
+    r = m << (-shift);  // exact: fits, since the result has at most mb+1 bits
+  } else {
+    if (shift >= 64) return sign;  // far below half the smallest subnormal
+    r = m >> shift;
+    unsigned long long rem = m & ((1ull << shift) - 1ull);
+    unsigned long long half = 1ull << (shift - 1);
+    if (rem > half || (rem == half && (r & 1ull))) r += 1ull;
+  }
+  // Normal: r has its leading bit at mb, so (te-1)<<mb + r sets exponent te; a carry out of the
+  // mantissa bumps the exponent. Subnormal (te < 1): r < 2^mb, or == 2^mb = smallest normal.
+  unsigned long long bits = te >= 1 ? ((unsigned long long)(te - 1) << mb) + r : r;
+  if (bits >= inf) return sign | inf;
+  return sign | (unsigned int)bits;
+}
+
+FJ_FN unsigned int fj_round_bits_f64(double d, int mb, int eb) {
+  unsigned long long x = fj_d2u(d);
+  unsigned int sign = (unsigned int)(x >> 63) << (mb + eb);
+  unsigned long long ax = x & 0x7fffffffffffffffull;
+  const unsigned int inf = ((1u << eb) - 1u) << mb;
+  if (ax > 0x7ff0000000000000ull)  // NaN: quiet, keep the top payload bits
+    return sign | inf | (1u << (mb - 1)) | (unsigned int)((ax >> (52 - mb)) & ((1u << mb) - 1u));
+  if (ax == 0x7ff0000000000000ull) return sign | inf;
+  if (ax == 0) return sign;
+  int e = (int)(ax >> 52);
+  unsigned long long m = ax & 0xfffffffffffffull;
+  if (e == 0) e = 1; else m |= 1ull << 52;
+  return fj_pack_small(sign, m, e - 1075, mb, eb);
+}
+
+FJ_FN unsigned int fj_round_bits_f32(float f, int mb, int eb) {
+  unsigned int x = fj_f2u(f);
+  unsigned int sign = (x >> 31) << (mb + eb);
+  unsigned int ax = x & 0x7fffffffu;
+  const unsigned int inf = ((1u << eb) - 1u) << mb;
+  if (ax > 0x7f800000u)  // NaN: quiet, keep the top payload bits
+    return sign | inf | (1u << (mb - 1)) | ((ax >> (23 - mb)) & ((1u << mb) - 1u));
+  if (ax == 0x7f800000u) return sign | inf;
+  if (ax == 0) return sign;
+  int e = (int)(ax >> 23);
+  unsigned int m = ax & 0x7fffffu;
+  if (e == 0) e = 1; else m |= 1u << 23;
+  return fj_pack_small(sign, m, e - 150, mb, eb);
+}
+
+// Integer magnitude -> small float, one rounding.
+FJ_FN unsigned int fj_round_bits_i64(long long v, int mb, int eb) {
+  unsigned int sign = v < 0 ? 1u << (mb + eb) : 0u;
+  unsigned long long m = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+  if (m == 0) return 0u;
+  return fj_pack_small(sign, m, 0, mb, eb);
+}
+
+// f16 bits -> float (exact).
+FJ_FN float fj_f16_bits_to_f32(unsigned int h) {
+  unsigned int sign = (h & 0x8000u) << 16;
+  unsigned int e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1fu) return fj_u2f(sign | 0x7f800000u | (m << 13));
+  if (e == 0) {
+    if (m == 0) return fj_u2f(sign);
+    e = 113;  // normalise a subnormal: value = m * 2^-24
+    while (!(m & 0x400u)) { m <<= 1; --e; }
+    return fj_u2f(sign | (e << 23) | ((m & 0x3ffu) << 13));
+  }
+  return fj_u2f(sign | ((e + 112u) << 23) | (m << 13));
+}
+FJ_FN float fj_bf16_bits_to_f32(unsigned int b) { return fj_u2f(b << 16); }
+
+// Storage <-> compute.
+FJ_FN float fj_load(fj_f16 h) { return fj_f16_bits_to_f32(h.bits); }
+FJ_FN float fj_load(fj_bf16 h) { return fj_bf16_bits_to_f32(h.bits); }
+FJ_FN fj_f16 fj_store_f16(float x) { fj_f16 r; r.bits = (unsigned short)fj_round_bits_f32(x, 10, 5); return r; }
+FJ_FN fj_bf16 fj_store_bf16(float x) { fj_bf16 r; r.bits = (unsigned short)fj_round_bits_f32(x, 7, 8); return r; }
+
+// Per-node rounding of an f16/bf16 result computed in f32.
+FJ_FN float fj_round_f16(float x) { return fj_f16_bits_to_f32(fj_round_bits_f32(x, 10, 5)); }
+FJ_FN float fj_round_bf16(float x) { return fj_bf16_bits_to_f32(fj_round_bits_f32(x, 7, 8)); }
+
+// ---------------------------------------------------------------------------------------------
+// Casts: fj_cvt_<dst>(CT src) -> CT(dst).
+// ---------------------------------------------------------------------------------------------
+
+// To bool: x != 0 (NaN != 0, so NaN -> true).
+FJ_FN bool fj_cvt_bool(bool x) { return x; }
+FJ_FN bool fj_cvt_bool(signed char x) { return x != 0; }
+FJ_FN bool fj_cvt_bool(unsigned char x) { return x != 0; }
+FJ_FN bool fj_cvt_bool(int x) { return x != 0; }
+FJ_FN bool fj_cvt_bool(long long x) { return x != 0; }
+FJ_FN bool fj_cvt_bool(float x) { return x != 0.0f; }
+FJ_FN bool fj_cvt_bool(double x) { return x != 0.0; }
+
+// To integers. From integers: two's-complement wrap (through the unsigned type). From floats:
+// truncate toward zero; NaN -> 0; x >= HI -> MAX; x <= LO -> MIN, where HI = MAX + 1 and
+// LO = MIN for signed types (LO = -1 for u8, saturating to 0); in-range conversions are exact.
+#define FJ_CVT_INT(NAME, T, U, HI, LO, MAXV, MINV)                                            \
+  FJ_FN T fj_cvt_##NAME(bool x) { return (T)(x ? 1 : 0); }                                   \
+  FJ_FN T fj_cvt_##NAME(signed char x) { return (T)(U)x; }                                   \
+  FJ_FN T fj_cvt_##NAME(unsigned char x) { return (T)(U)x; }                                 \
+  FJ_FN T fj_cvt_##NAME(int x) { return (T)(U)x; }                                           \
+  FJ_FN T fj_cvt_##NAME(long long x) { return (T)(U)x; }                                     \
+  FJ_FN T fj_cvt_##NAME(float x) {                                                           \
+    if (x != x) return (T)0;                                                                 \
+    if (x >= (float)(HI)) return MAXV;                                                       \
+    if (x <= (float)(LO)) return MINV;                                                       \
+    return (T)x;                                                                             \
+  }                                                                                          \
+  FJ_FN T fj_cvt_##NAME(double x) {                                                          \
+    if (x != x) return (T)0;                                                                 \
+    if (x >= (double)(HI)) return MAXV;                                                      \
+    if (x <= (double)(LO)) return MINV;                                                      \
+    return (T)x;                                                                             \
+  }
+FJ_CVT_INT(i8, signed char, unsigned char, 128.0, -128.0, (signed char)127, (signed char)(-128))
+FJ_CVT_INT(u8, unsigned char, unsigned char, 256.0, -1.0, (unsigned char)255, (unsigned char)0)
+FJ_CVT_INT(i32, int, unsigned int, 2147483648.0, -2147483648.0, 2147483647, (-2147483647 - 1))
+FJ_CVT_INT(i64, long long, unsigned long long, 9223372036854775808.0, -9223372036854775808.0,
+           9223372036854775807ll, (-9223372036854775807ll - 1ll))
+#undef FJ_CVT_INT
+
+// To f32 / f64: the C++ conversions (round to nearest even; exact where representable).
+FJ_FN float fj_cvt_f32(bool x) { return x ? 1.0f : 0.0f; }
+FJ_FN float fj_cvt_f32(signed char x) { return (float)x; }
+FJ_FN float fj_cvt_f32(unsigned char x) { return (float)x; }
+FJ_FN float fj_cvt_f32(int x) { return (float)x; }
+FJ_FN float fj_cvt_f32(long long x) { return (float)x; }
+FJ_FN float fj_cvt_f32(float x) { return x; }
+FJ_FN float fj_cvt_f32(double x) { return (float)x; }
+FJ_FN double fj_cvt_f64(bool x) { return x ? 1.0 : 0.0; }
+FJ_FN double fj_cvt_f64(signed char x) { return (double)x; }
+FJ_FN double fj_cvt_f64(unsigned char x) { return (double)x; }
+FJ_FN double fj_cvt_f64(int x) { return (double)x; }
+FJ_FN double fj_cvt_f64(long long x) { return (double)x; }
+FJ_FN double fj_cvt_f64(float x) { return (double)x; }
+FJ_FN double fj_cvt_f64(double x) { return x; }
+
+// To f16 / bf16 (result held in a float): one round-to-nearest-even from the exact source value.
+// Integers are rounded from their exact magnitude (fj_round_bits_i64), f64 from its exact bits.
+#define FJ_CVT_HALF(NAME, MB, EB, TOF)                                                         \
+  FJ_FN float fj_cvt_##NAME(bool x) { return x ? 1.0f : 0.0f; }                                \
+  FJ_FN float fj_cvt_##NAME(signed char x) { return TOF(fj_round_bits_i64(x, MB, EB)); }       \
+  FJ_FN float fj_cvt_##NAME(unsigned char x) { return TOF(fj_round_bits_i64(x, MB, EB)); }     \
+  FJ_FN float fj_cvt_##NAME(int x) { return TOF(fj_round_bits_i64(x, MB, EB)); }               \
+  FJ_FN float fj_cvt_##NAME(long long x) { return TOF(fj_round_bits_i64(x, MB, EB)); }         \
+  FJ_FN float fj_cvt_##NAME(float x) { return TOF(fj_round_bits_f32(x, MB, EB)); }             \
+  FJ_FN float fj_cvt_##NAME(double x) { return TOF(fj_round_bits_f64(x, MB, EB)); }
+FJ_CVT_HALF(f16, 10, 5, fj_f16_bits_to_f32)
+FJ_CVT_HALF(bf16, 7, 8, fj_bf16_bits_to_f32)
+#undef FJ_CVT_HALF
+
+// ---------------------------------------------------------------------------------------------
+// Math library: C/C++ library on the host, CUDA Math API on the device.
+// ---------------------------------------------------------------------------------------------
+#ifdef __CUDACC_RTC__
+#define FJ_MATH1(OP, FN)                                              \
+  FJ_FN float fj_##OP(float x) { return FN##f(x); }                   \
+  FJ_FN double fj_##OP(double x) { return FN(x); }
+#define FJ_MATH2(OP, FN)                                              \
+  FJ_FN float fj_##OP(float a, float b) { return FN##f(a, b); }       \
+  FJ_FN double fj_##OP(double a, double b) { return FN(a, b); }
+#else
+#define FJ_MATH1(OP, FN)                                              \
+  FJ_FN float fj_##OP(float x) { return std::FN(x); }                 \
+  FJ_FN double fj_##OP(double x) { return std::FN(x); }
+#define FJ_MATH2(OP, FN)                                              \
+  FJ_FN float fj_##OP(float a, float b) { return std::FN(a, b); }     \
+  FJ_FN double fj_##OP(double a, double b) { return std::FN(a, b); }
+#endif
+FJ_MATH1(exp, exp)
+FJ_MATH1(exp2, exp2)
+FJ_MATH1(expm1, expm1)
+FJ_MATH1(log, log)
+FJ_MATH1(log2, log2)
+FJ_MATH1(log10, log10)
+FJ_MATH1(log1p, log1p)
+FJ_MATH1(sqrt, sqrt)      // correctly rounded on both sides (IEEE; NVRTC's default -prec-sqrt=true)
+FJ_MATH1(sin, sin)
+FJ_MATH1(cos, cos)
+FJ_MATH1(tan, tan)
+FJ_MATH1(tanh, tanh)
+FJ_MATH1(erf, erf)
+FJ_MATH1(floor, floor)    // exact
+FJ_MATH1(ceil, ceil)      // exact
+FJ_MATH1(trunc, trunc)    // exact
+FJ_MATH1(round, rint)     // exact; rint rounds half to even in the default rounding mode
+FJ_MATH1(fm_fabs, fabs)   // internal helper
+FJ_MATH2(pow, pow)
+FJ_MATH2(atan2, atan2)
+FJ_MATH2(fmod, fmod)      // exact (truncating remainder, C's fmod)
+#undef FJ_MATH1
+#undef FJ_MATH2
+
+// ---------------------------------------------------------------------------------------------
+// Float ops (float and double).
+// ---------------------------------------------------------------------------------------------
+#define FJ_FLOAT_OPS(T)                                                                     \
+  FJ_FN T fj_neg(T x) { return -x; }                                                           \
+  FJ_FN T fj_abs(T x) { return fj_fm_fabs(x); }                                                \
+  FJ_FN T fj_rsqrt(T x) { return (T)1 / fj_sqrt(x); }                                          \
+  FJ_FN T fj_reciprocal(T x) { return (T)1 / x; }                                              \
+  FJ_FN T fj_sigmoid(T x) { return (T)1 / ((T)1 + fj_exp(-x)); }                               \
+  FJ_FN T fj_silu(T x) { return x / ((T)1 + fj_exp(-x)); }                                     \
+  FJ_FN T fj_gelu(T x) { return (T)0.5 * x * ((T)1 + fj_erf(x * (T)0.70710678118654752440)); }  \
+  FJ_FN T fj_gelu_tanh(T x) {                                                                  \
+    return (T)0.5 * x * ((T)1 + fj_tanh((T)0.7978845608028654 * (x + (T)0.044715 * x * x * x))); \
+  }                                                                                            \
+  FJ_FN T fj_softplus(T x) { return x > (T)20 ? x : fj_log1p(fj_exp(x)); }                     \
+  FJ_FN T fj_relu(T x) { return x != x ? x : (x > (T)0 ? x : (T)0); }                          \
+  FJ_FN T fj_sign(T x) { return x != x ? x : x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : x; }         \
+  FJ_FN bool fj_isnan(T x) { return x != x; }                                                  \
+  FJ_FN bool fj_isinf(T x) { return x == x && (x - x) != (x - x); /* inf - inf is NaN */ }     \
+  FJ_FN T fj_add(T a, T b) { return a + b; }                                                   \
+  FJ_FN T fj_sub(T a, T b) { return a - b; }                                                   \
+  FJ_FN T fj_mul(T a, T b) { return a * b; }                                                   \
+  FJ_FN T fj_div(T a, T b) { return a / b; }                                                   \
+  FJ_FN T fj_maximum(T a, T b) { return a != a ? a : b != b ? b : (a < b ? b : a); }           \
+  FJ_FN T fj_minimum(T a, T b) { return a != a ? a : b != b ? b : (b < a ? b : a); }           \
+  FJ_FN T fj_fmax(T a, T b) { return a != a ? b : b != b ? a : (a < b ? b : a); }              \
+  FJ_FN T fj_fmin(T a, T b) { return a != a ? b : b != b ? a : (b < a ? b : a); }              \
+  FJ_FN T fj_mod(T a, T b) {                                                                   \
+    T m = fj_fmod(a, b);                                                                       \
+    if (m != (T)0 && ((b < (T)0) != (m < (T)0))) m += b;                                       \
+    return m;                                                                                  \
+  }                                                                                            \
+  FJ_FN T fj_floordiv(T a, T b) {                                                              \
+    if (b == (T)0) return a / b;                                                               \
+    T m = fj_fmod(a, b);                                                                       \
+    T d = (a - m) / b;                                                                         \
+    if (m != (T)0 && ((b < (T)0) != (m < (T)0))) d -= (T)1;                                    \
+    if (d != (T)0) {                                                                           \
+      T f = fj_floor(d);                                                                       \
+      if (d - f > (T)0.5) f += (T)1;                                                           \
+      return f;                                                                                \
+    }                                                                                          \
+    return fj_f_signbit(a / b) ? -(T)0 : (T)0; /* copysign(0, a / b) */                        \
+  }                                                                                            \
+  FJ_FN T fj_clamp(T x, T lo, T hi) { return fj_minimum(fj_maximum(x, lo), hi); }
+
+FJ_FN bool fj_f_signbit(float x) { return (fj_f2u(x) >> 31) != 0u; }
+FJ_FN bool fj_f_signbit(double x) { return (fj_d2u(x) >> 63) != 0ull; }
+FJ_FLOAT_OPS(float)
+FJ_FLOAT_OPS(double)
+#undef FJ_FLOAT_OPS
+
+// ---------------------------------------------------------------------------------------------
+// Integer ops. T: the compute type, U: its unsigned twin (wrapping arithmetic, never UB).
+// ---------------------------------------------------------------------------------------------
+#define FJ_INT_COMMON(T, U)                                                              \
+  FJ_FN T fj_add(T a, T b) { return (T)(U)((U)a + (U)b); }                                     \
+  FJ_FN T fj_sub(T a, T b) { return (T)(U)((U)a - (U)b); }                                     \
+  FJ_FN T fj_mul(T a, T b) { return (T)(U)((U)a * (U)b); }                                     \
+  FJ_FN T fj_neg(T x) { return (T)(U)((U)0 - (U)x); }                                          \
+  FJ_FN T fj_floor(T x) { return x; }                                                          \
+  FJ_FN T fj_ceil(T x) { return x; }                                                           \
+  FJ_FN T fj_round(T x) { return x; }                                                          \
+  FJ_FN T fj_trunc(T x) { return x; }                                                          \
+  FJ_FN bool fj_isnan(T) { return false; }                                                     \
+  FJ_FN bool fj_isinf(T) { return false; }                                                     \
+  FJ_FN T fj_maximum(T a, T b) { return a < b ? b : a; }                                       \
+  FJ_FN T fj_minimum(T a, T b) { return b < a ? b : a; }                                       \
+  FJ_FN T fj_fmax(T a, T b) { return a < b ? b : a; }                                          \
+  FJ_FN T fj_fmin(T a, T b) { return b < a ? b : a; }                                          \
+  FJ_FN T fj_clamp(T x, T lo, T hi) { return fj_minimum(fj_maximum(x, lo), hi); }             \
+  FJ_FN T fj_i_powu(T a, T b) { /* b >= 0: square and multiply, wrapping */                   \
+    U r = (U)1, base = (U)a;                                                                   \
+    unsigned long long e = (unsigned long long)b;                                              \
+    while (e) {                                                                                \
+      if (e & 1ull) r = (U)(r * base);                                                         \
+      base = (U)(base * base);                                                                 \
+      e >>= 1;                                                                                 \
+    }                                                                                          \
+    return (T)r;                                                                               \
+  }
+
+#define FJ_INT_SIGNED(T, U, MINV)                                                              \
+  FJ_INT_COMMON(T, U)                                                                          \
+  /* Truncating quotient/remainder with the two trapping cases defined. */                     \
+  FJ_FN T fj_i_tdiv(T a, T b) { return b == (T)0 ? (T)0 : (a == MINV && b == (T)-1) ? a : (T)(a / b); } \
+  FJ_FN T fj_i_trem(T a, T b) { return b == (T)0 ? (T)0 : (a == MINV && b == (T)-1) ? (T)0 : (T)(a % b); } \
+  FJ_FN T fj_fmod(T a, T b) { return fj_i_trem(a, b); }                                        \
+  FJ_FN T fj_floordiv(T a, T b) {                                                              \
+    T q = fj_i_tdiv(a, b), r = fj_i_trem(a, b);                                                \
+    return (r != (T)0 && ((r < (T)0) != (b < (T)0))) ? (T)(q - (T)1) : q;                      \
+  }                                                                                            \
+  FJ_FN T fj_mod(T a, T b) {                                                                   \
+    T r = fj_i_trem(a, b);                                                                     \
+    return (r != (T)0 && ((r < (T)0) != (b < (T)0))) ? (T)(U)((U)r + (U)b) : r;                \
+  }                                                                                            \
+  FJ_FN T fj_abs(T x) { return x < (T)0 ? fj_neg(x) : x; }                                     \
+  FJ_FN T fj_relu(T x) { return x > (T)0 ? x : (T)0; }                                         \
+  FJ_FN T fj_sign(T x) { return (T)((x > (T)0) - (x < (T)0)); }                                \
+  FJ_FN T fj_pow(T a, T b) {                                                                   \
+    if (b < (T)0) return a == (T)1 ? (T)1 : a == (T)-1 ? ((b & (T)1) ? (T)-1 : (T)1) : (T)0;  \
+    return fj_i_powu(a, b);                                                                    \
+  }
+
+FJ_INT_SIGNED(signed char, unsigned char, (signed char)(-128))
+FJ_INT_SIGNED(int, unsigned int, (-2147483647 - 1))
+FJ_INT_SIGNED(long long, unsigned long long, (-9223372036854775807ll - 1ll))
+FJ_INT_COMMON(unsigned char, unsigned char)
+// u8: truncation and floor agree for non-negative operands; x // 0 = x % 0 = 0.
+FJ_FN unsigned char fj_fmod(unsigned char a, unsigned char b) { return b ? (unsigned char)(a % b) : (unsigned char)0; }
+FJ_FN unsigned char fj_mod(unsigned char a, unsigned char b) { return fj_fmod(a, b); }
+FJ_FN unsigned char fj_floordiv(unsigned char a, unsigned char b) { return b ? (unsigned char)(a / b) : (unsigned char)0; }
+FJ_FN unsigned char fj_abs(unsigned char x) { return x; }
+FJ_FN unsigned char fj_relu(unsigned char x) { return x; }
+FJ_FN unsigned char fj_sign(unsigned char x) { return (unsigned char)(x != 0); }
+FJ_FN unsigned char fj_pow(unsigned char a, unsigned char b) { return fj_i_powu(a, b); }
+#undef FJ_INT_SIGNED
+#undef FJ_INT_COMMON
+
+// ---------------------------------------------------------------------------------------------
+// Bool ops (the builder allows add, mul, maximum, minimum, fmax, fmin, abs, clamp, where on bool:
+// add is logical or, mul logical and, as in PyTorch).
+// ---------------------------------------------------------------------------------------------
+FJ_FN bool fj_add(bool a, bool b) { return a || b; }
+FJ_FN bool fj_mul(bool a, bool b) { return a && b; }
+FJ_FN bool fj_maximum(bool a, bool b) { return a || b; }
+FJ_FN bool fj_minimum(bool a, bool b) { return a && b; }
+FJ_FN bool fj_fmax(bool a, bool b) { return a || b; }
+FJ_FN bool fj_fmin(bool a, bool b) { return a && b; }
+FJ_FN bool fj_abs(bool x) { return x; }
+FJ_FN bool fj_clamp(bool x, bool lo, bool hi) { return (x || lo) && hi; }
+FJ_FN bool fj_isnan(bool) { return false; }
+FJ_FN bool fj_isinf(bool) { return false; }
+FJ_FN bool fj_logical_not(bool x) { return !x; }
+FJ_FN bool fj_logical_and(bool a, bool b) { return a && b; }
+FJ_FN bool fj_logical_or(bool a, bool b) { return a || b; }
+
+// ---------------------------------------------------------------------------------------------
+// Comparisons (IEEE: any comparison with NaN is false except ne) and where, on every type.
+// ---------------------------------------------------------------------------------------------
+#define FJ_CMP_WHERE(T)                                                  \
+  FJ_FN bool fj_eq(T a, T b) { return a == b; }                          \
+  FJ_FN bool fj_ne(T a, T b) { return a != b; }                          \
+  FJ_FN bool fj_lt(T a, T b) { return a < b; }                           \
+  FJ_FN bool fj_le(T a, T b) { return a <= b; }                          \
+  FJ_FN bool fj_gt(T a, T b) { return a > b; }                           \
+  FJ_FN bool fj_ge(T a, T b) { return a >= b; }                          \
+  FJ_FN T fj_where(bool c, T a, T b) { return c ? a : b; }
+FJ_CMP_WHERE(bool)
+FJ_CMP_WHERE(signed char)
+FJ_CMP_WHERE(unsigned char)
+FJ_CMP_WHERE(int)
+FJ_CMP_WHERE(long long)
+FJ_CMP_WHERE(float)
+FJ_CMP_WHERE(double)
+#undef FJ_CMP_WHERE
+
+#endif  // FJ_SCALAR_H
