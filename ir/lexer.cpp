@@ -1,0 +1,214 @@
+#include "ir/lexer.h"
+
+#include <charconv>
+#include <cmath>
+#include <string>
+
+namespace fusejit::ir {
+namespace {
+
+bool ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
+bool digit(char c) { return c >= '0' && c <= '9'; }
+
+std::string hex_byte(unsigned char c) {
+  static const char* d = "0123456789abcdef";
+  return std::string("0x") + d[c >> 4] + d[c & 15];
+}
+
+// Length of the UTF-8 sequence starting at s[i], or 0 if it is not valid UTF-8 (overlong forms,
+// surrogates and values above U+10FFFF are invalid, per RFC 3629).
+size_t utf8_len(std::string_view s, size_t i) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  size_t n;
+  uint32_t cp;
+  if (c >= 0xC2 && c <= 0xDF) { n = 2; cp = c & 0x1F; }
+  else if (c >= 0xE0 && c <= 0xEF) { n = 3; cp = c & 0x0F; }
+  else if (c >= 0xF0 && c <= 0xF4) { n = 4; cp = c & 0x07; }
+  else return 0;
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3F);
+  }
+  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return n;
+}
+
+}  // namespace
+
+std::string_view tok_description(Tok t) {
+  switch (t) {
+    case Tok::Ident: return "a name";
+    case Tok::Int: return "an integer";
+    case Tok::Float: return "a number";
+    case Tok::Plus: return "'+'";
+    case Tok::Minus: return "'-'";
+    case Tok::Star: return "'*'";
+    case Tok::Slash: return "'/'";
+    case Tok::LParen: return "'('";
+    case Tok::RParen: return "')'";
+    case Tok::LBracket: return "'['";
+    case Tok::RBracket: return "']'";
+    case Tok::Comma: return "','";
+    case Tok::Colon: return "':'";
+    case Tok::Assign: return "'='";
+    case Tok::Eq: return "'=='";
+    case Tok::Ne: return "'!='";
+    case Tok::Lt: return "'<'";
+    case Tok::Le: return "'<='";
+    case Tok::Gt: return "'>'";
+    case Tok::Ge: return "'>='";
+    case Tok::Newline: return "end of line";
+    case Tok::Eof: return "end of file";
+  }
+  return "?";
+}
+
+void check_text(std::string_view text) {
+  uint32_t line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size();) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    Loc loc{line, static_cast<uint32_t>(i - line_start + 1)};
+    if (c == '\n') {
+      ++line;
+      line_start = ++i;
+      continue;
+    }
+    if (c == 0) throw UserError("NUL byte in graph text (is this a binary file?)", loc);
+    if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7F)
+      throw UserError("control byte " + hex_byte(c) + " in graph text (is this a binary file?)", loc);
+    size_t n = utf8_len(text, i);
+    if (n == 0) throw UserError("invalid UTF-8 byte " + hex_byte(c) + " in graph text (is this a binary file?)", loc);
+    i += n;
+  }
+}
+
+Token Lexer::next() {
+  // Skip blanks and comments (a comment runs to the end of the line).
+  while (pos_ < text_.size()) {
+    char c = text_[pos_];
+    if (c == ' ' || c == '\t' || c == '\r') ++pos_;
+    else if (c == '#') { while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_; }
+    else break;
+  }
+  Token t;
+  t.loc = here();
+  if (pos_ >= text_.size()) { t.kind = Tok::Eof; return t; }
+  size_t start = pos_;
+  char c = text_[pos_];
+  if (c == '\n') {
+    t.kind = Tok::Newline;
+    ++pos_;
+    ++line_;
+    line_start_ = pos_;
+    return t;
+  }
+  if (ident_start(c)) {
+    while (pos_ < text_.size() && ident_char(text_[pos_])) ++pos_;
+    t.kind = Tok::Ident;
+    t.text = text_.substr(start, pos_ - start);
+    return t;
+  }
+  if (digit(c) || (c == '.' && pos_ + 1 < text_.size() && digit(text_[pos_ + 1]))) {
+    bool is_float = false;
+    while (pos_ < text_.size() && digit(text_[pos_])) ++pos_;
+    if (pos_ < text_.size() && text_[pos_] == '.') {
+      is_float = true;
+      ++pos_;
+      while (pos_ < text_.size() && digit(text_[pos_])) ++pos_;
+    }
+    if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
+      size_t e = pos_ + 1;
+      if (e < text_.size() && (text_[e] == '+' || text_[e] == '-')) ++e;
+      if (e < text_.size() && digit(text_[e])) {
+        is_float = true;
+        pos_ = e;
+        while (pos_ < text_.size() && digit(text_[pos_])) ++pos_;
+      }
+    }
+    // Trailing name characters ("2x", "1e", "0x10") make the whole word a bad number.
+    size_t end = pos_;
+    while (end < text_.size() && (ident_char(text_[end]) || text_[end] == '.')) ++end;
+    if (end != pos_) {
+      std::string word(text_.substr(start, std::min<size_t>(end - start, 40)));
+      throw UserError("invalid number '" + word + (end - start > 40 ? "...'" : "'"), t.loc);
+    }
+    t.text = text_.substr(start, pos_ - start);
+    const char* b = text_.data() + start;
+    const char* e = text_.data() + pos_;
+    if (!is_float) {
+      // Accumulate with an overflow check; 2^63 itself is allowed (only valid after unary minus).
+      uint64_t v = 0;
+      for (const char* p = b; p < e; ++p) {
+        uint64_t d = static_cast<uint64_t>(*p - '0');
+        if (v > (UINT64_C(9223372036854775808) - d) / 10)
+          throw UserError("integer literal " + std::string(t.text.substr(0, 40)) +
+                              (t.text.size() > 40 ? "..." : "") + " does not fit in i64",
+                          t.loc);
+        v = v * 10 + d;
+      }
+      t.kind = Tok::Int;
+      t.u = v;
+      return t;
+    }
+    std::string buf;
+    if (t.text[0] == '.') buf.push_back('0');  // from_chars rejects a leading '.'
+    buf.append(t.text);
+    double f = 0.0;
+    auto r = std::from_chars(buf.data(), buf.data() + buf.size(), f);
+    if (r.ec == std::errc::result_out_of_range) {
+      // Underflow is fine (the value rounds to a subnormal or zero, as in Python); overflow is not.
+      bool neg_exp = buf.find("e-") != std::string::npos || buf.find("E-") != std::string::npos;
+      if (!neg_exp)
+        throw UserError("number " + std::string(t.text.substr(0, 40)) + " is too large for f64; write inf", t.loc);
+      f = std::strtod(buf.c_str(), nullptr);
+    } else if (r.ec != std::errc() || r.ptr != buf.data() + buf.size()) {
+      throw UserError("invalid number '" + std::string(t.text.substr(0, 40)) + "'", t.loc);
+    }
+    t.kind = Tok::Float;
+    t.f = f;
+    return t;
+  }
+  ++pos_;
+  auto two = [&](char n) {
+    if (pos_ < text_.size() && text_[pos_] == n) { ++pos_; return true; }
+    return false;
+  };
+  switch (c) {
+    case '+': t.kind = Tok::Plus; break;
+    case '-': t.kind = Tok::Minus; break;
+    case '*': t.kind = Tok::Star; break;
+    case '/': t.kind = Tok::Slash; break;
+    case '(': t.kind = Tok::LParen; break;
+    case ')': t.kind = Tok::RParen; break;
+    case '[': t.kind = Tok::LBracket; break;
+    case ']': t.kind = Tok::RBracket; break;
+    case ',': t.kind = Tok::Comma; break;
+    case ':': t.kind = Tok::Colon; break;
+    case '=': t.kind = two('=') ? Tok::Eq : Tok::Assign; break;
+    case '<': t.kind = two('=') ? Tok::Le : Tok::Lt; break;
+    case '>': t.kind = two('=') ? Tok::Ge : Tok::Gt; break;
+    case '!':
+      if (two('=')) { t.kind = Tok::Ne; break; }
+      throw UserError("unexpected character '!' (use logical_not(x) or '!=')", t.loc);
+    default: {
+      unsigned char uc = static_cast<unsigned char>(c);
+      if (uc >= 0x80) {
+        size_t n = utf8_len(text_, start);
+        if (n == 0) throw UserError("invalid UTF-8 byte " + hex_byte(uc) + " in graph text", t.loc);
+        throw UserError("unexpected character '" + std::string(text_.substr(start, n)) + "'", t.loc);
+      }
+      if (uc < 0x20 || uc == 0x7F) throw UserError("unexpected control byte " + hex_byte(uc), t.loc);
+      throw UserError(std::string("unexpected character '") + c + "'", t.loc);
+    }
+  }
+  t.text = text_.substr(start, pos_ - start);
+  return t;
+}
+
+}  // namespace fusejit::ir

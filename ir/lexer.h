@@ -1,0 +1,54 @@
+// Lexer for the graph text format (docs/graph-format.md): turns source text into tokens with
+// 1-based line/column locations. Statements are line based, so a newline is a token.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "ir/error.h"
+
+namespace fusejit::ir {
+
+enum class Tok : uint8_t {
+  Ident,    // [A-Za-z_][A-Za-z0-9_]*  (keywords and `inf`, `nan`, `true`, `false` included)
+  Int,      // decimal digits; value in Token::u (may exceed INT64_MAX by one for `-9223372036854775808`)
+  Float,    // 0.5, 1e-3, 2., .5; value in Token::f
+  Plus, Minus, Star, Slash, LParen, RParen, LBracket, RBracket, Comma, Colon, Assign,
+  Eq, Ne, Lt, Le, Gt, Ge,
+  Newline,  // end of a line (comments are skipped up to it)
+  Eof,
+};
+
+// Human-readable token kind for messages ("')'", "end of line", "a name").
+std::string_view tok_description(Tok t);
+
+struct Token {
+  Tok kind = Tok::Eof;
+  std::string_view text;  // view into the source (empty for Newline/Eof)
+  Loc loc;
+  uint64_t u = 0;         // Int: the value (<= 2^63; larger literals are rejected when lexed)
+  double f = 0.0;         // Float: the value (exactly rounded by std::from_chars)
+};
+
+// Checks the whole text is UTF-8 without NUL or other control bytes (tab, CR and LF allowed);
+// throws UserError at the first offending byte ("binary garbage" is rejected up front).
+void check_text(std::string_view text);
+
+// On-demand tokenizer. Throws UserError (with the location) on an unexpected character, a
+// malformed number, or an integer literal above 2^63. Columns count bytes, starting at 1.
+class Lexer {
+ public:
+  explicit Lexer(std::string_view text) : text_(text) {}
+  Token next();
+  // Byte offset of the next unread character (used to scan ahead for error messages).
+  size_t offset() const { return pos_; }
+
+ private:
+  Loc here() const { return {line_, static_cast<uint32_t>(pos_ - line_start_ + 1)}; }
+  std::string_view text_;
+  size_t pos_ = 0;
+  size_t line_start_ = 0;
+  uint32_t line_ = 1;
+};
+
+}  // namespace fusejit::ir

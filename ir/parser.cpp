@@ -1,0 +1,590 @@
+#include "ir/parser.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <unordered_map>
+
+#include "ir/builder.h"
+#include "ir/lexer.h"
+
+namespace fusejit::ir {
+namespace {
+
+constexpr std::string_view kReserved[] = {"graph", "dim", "input", "param", "output",
+                                          "true",  "false", "inf", "nan",  "cast"};
+bool is_reserved(std::string_view s) {
+  return std::find(std::begin(kReserved), std::end(kReserved), s) != std::end(kReserved);
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// "; did you mean 'x'?" for the closest candidate within a small edit distance, else "".
+template <class Range>
+std::string suggestion(std::string_view word, const Range& candidates) {
+  std::string best;
+  size_t best_d = std::min<size_t>(2, word.size() / 2 + 1) + 1;
+  for (const auto& c : candidates) {
+    std::string_view cv(c);
+    if (cv.size() + 2 < word.size() || word.size() + 2 < cv.size()) continue;
+    size_t d = edit_distance(word, cv);
+    if (d < best_d) { best_d = d; best = std::string(cv); }
+  }
+  return best.empty() ? "" : "; did you mean '" + best + "'?";
+}
+
+std::string dtype_list() {
+  std::string s;
+  for (int k = 0; k < kNumDTypes; ++k) s += (k ? ", " : "") + std::string(dtype_name(static_cast<DType>(k)));
+  return s;
+}
+
+enum class Kind : uint8_t { Value, Dim, Input, Param };
+
+struct Binding {
+  Kind kind = Kind::Value;
+  Operand value;
+  uint32_t line = 0;
+};
+
+class Parser {
+ public:
+  Parser(std::string_view text, const std::string& file, const DimOverrides& overrides)
+      : text_(text), lex_(text), b_("", file), overrides_(overrides) {}
+
+  Graph run() {
+    check_text(text_);
+    advance();
+    bool first = true;
+    while (tok_.kind != Tok::Eof) {
+      if (tok_.kind == Tok::Newline) { advance(); continue; }
+      statement(first);
+      first = false;
+      if (tok_.kind != Tok::Newline && tok_.kind != Tok::Eof)
+        throw UserError("expected end of line, found " + describe(tok_), tok_.loc);
+    }
+    if (b_.graph().outputs.empty())
+      throw UserError("graph has no output; add a line such as `output y`", end_loc());
+    for (const auto& [name, v] : overrides_) {
+      (void)v;
+      if (b_.find_dim(name) < 0) {
+        std::string declared;
+        for (const DimDecl& d : b_.graph().dims) declared += (declared.empty() ? "" : ", ") + d.name;
+        throw UserError("unknown dim '" + name + "' in a dim override; the graph declares " +
+                        (declared.empty() ? std::string("no dims") : "dims " + declared));
+      }
+    }
+    Graph g = b_.finish();
+    g.name = graph_name_;
+    return g;
+  }
+
+ private:
+  void advance() { tok_ = lex_.next(); }
+
+  static std::string describe(const Token& t) {
+    if (t.kind == Tok::Ident || t.kind == Tok::Int || t.kind == Tok::Float) {
+      std::string s(t.text.substr(0, 40));
+      return "'" + s + (t.text.size() > 40 ? "...'" : "'");
+    }
+    return std::string(tok_description(t.kind));
+  }
+
+  Token expect(Tok kind, const char* what) {
+    if (tok_.kind != kind)
+      throw UserError(std::string("expected ") + what + ", found " + describe(tok_), tok_.loc);
+    Token t = tok_;
+    advance();
+    return t;
+  }
+
+  Loc end_loc() const {
+    size_t end = text_.size();
+    if (end > 0 && text_[end - 1] == '\n') --end;
+    uint32_t line = 1;
+    size_t start = 0;
+    for (size_t i = 0; i < end; ++i)
+      if (text_[i] == '\n') { ++line; start = i + 1; }
+    return {line, static_cast<uint32_t>(end - start + 1)};
+  }
+
+  // Line of a later statement defining `name` (`name = ...`, `input name`, ...), or 0.
+  uint32_t later_definition(std::string_view name) const {
+    size_t i = lex_.offset();
+    uint32_t line = tok_.loc.line;
+    if (tok_.kind == Tok::Newline) --line;  // the lexer already moved past this line's end
+    auto skip_blank = [&](size_t& p) { while (p < text_.size() && (text_[p] == ' ' || text_[p] == '\t')) ++p; };
+    auto word = [&](size_t& p) {
+      size_t s = p;
+      while (p < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[p])) || text_[p] == '_')) ++p;
+      return text_.substr(s, p - s);
+    };
+    if (tok_.kind != Tok::Newline) {
+      while (i < text_.size() && text_[i] != '\n') ++i;
+    } else {
+      // offset() is already at the start of the next line.
+      i = lex_.offset();
+      ++line;
+      goto scan;
+    }
+    while (i < text_.size()) {
+      ++i;  // past '\n'
+      ++line;
+    scan:
+      size_t p = i;
+      skip_blank(p);
+      std::string_view w = word(p);
+      if (w == "input" || w == "param" || w == "dim") {
+        skip_blank(p);
+        if (word(p) == name) return line;
+      } else if (w == name) {
+        skip_blank(p);
+        if (p < text_.size() && text_[p] == '=' && (p + 1 >= text_.size() || text_[p + 1] != '=')) return line;
+      }
+      while (i < text_.size() && text_[i] != '\n') ++i;
+    }
+    return 0;
+  }
+
+  std::string kind_word(Kind k) const {
+    switch (k) {
+      case Kind::Dim: return "a dim";
+      case Kind::Input: return "an input";
+      case Kind::Param: return "a param";
+      case Kind::Value: return "a value";
+    }
+    return "";
+  }
+
+  // Checks `name` may be defined here (not reserved, not defined before).
+  void check_new_name(const Token& t) {
+    if (is_reserved(t.text))
+      throw UserError("'" + std::string(t.text) + "' is a reserved word and cannot be used as a name", t.loc);
+    auto it = scope_.find(std::string(t.text));
+    if (it != scope_.end())
+      throw UserError("'" + std::string(t.text) + "' is already defined as " + kind_word(it->second.kind) +
+                          " on line " + std::to_string(it->second.line) + " (names are assigned once)",
+                      t.loc);
+  }
+
+  const Binding& lookup(const Token& t) {
+    auto it = scope_.find(std::string(t.text));
+    if (it != scope_.end()) return it->second;
+    std::string name(t.text);
+    if (uint32_t line = later_definition(name))
+      throw UserError("'" + name + "' is used before its definition on line " + std::to_string(line), t.loc);
+    std::vector<std::string_view> names;
+    for (const auto& [n, bnd] : scope_) names.push_back(n);
+    std::sort(names.begin(), names.end());
+    throw UserError("undefined name '" + name + "'" + suggestion(name, names), t.loc);
+  }
+
+  Operand lookup_value(const Token& t) {
+    const Binding& bnd = lookup(t);
+    if (bnd.kind == Kind::Dim)
+      throw UserError("'" + std::string(t.text) + "' is a dim; dims cannot be used as values", t.loc);
+    return bnd.value;
+  }
+
+  DType parse_dtype_tok() {
+    Token t = expect(Tok::Ident, "a dtype");
+    auto d = parse_dtype(t.text);
+    if (!d) {
+      std::vector<std::string_view> names;
+      for (int k = 0; k < kNumDTypes; ++k) names.push_back(dtype_name(static_cast<DType>(k)));
+      std::string s = suggestion(t.text, names);
+      throw UserError("unknown dtype '" + std::string(t.text) + "'" +
+                          (s.empty() ? "; expected one of " + dtype_list() : s),
+                      t.loc);
+    }
+    return *d;
+  }
+
+  void statement(bool first) {
+    if (tok_.kind != Tok::Ident)
+      throw UserError("expected a statement (`name = expr`, `input`, `param`, `dim`, `output` or `graph`), found " +
+                          describe(tok_),
+                      tok_.loc);
+    std::string_view kw = tok_.text;
+    if (kw == "graph") return graph_stmt(first);
+    if (kw == "dim") return dim_stmt();
+    if (kw == "input") return input_stmt();
+    if (kw == "param") return param_stmt();
+    if (kw == "output") return output_stmt();
+    assign_stmt();
+  }
+
+  void graph_stmt(bool first) {
+    Token kw = tok_;
+    if (!first) throw UserError("`graph NAME` must be the first statement", kw.loc);
+    advance();
+    graph_name_ = std::string(expect(Tok::Ident, "a graph name").text);
+  }
+
+  void dim_stmt() {
+    Loc stmt = tok_.loc;
+    advance();
+    Token name = expect(Tok::Ident, "a dim name");
+    check_new_name(name);
+    expect(Tok::Assign, "'=' and a default size (e.g. `dim N = 1024`)");
+    Token v = expect(Tok::Int, "a non-negative integer size");
+    if (v.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      throw UserError("dim size " + std::string(v.text) + " does not fit in i64", v.loc);
+    int64_t value = static_cast<int64_t>(v.u);
+    std::string n(name.text);
+    for (const auto& [oname, ov] : overrides_)
+      if (oname == n) value = ov;  // later overrides win
+    b_.add_dim(n, value, name.loc);
+    scope_[n] = {Kind::Dim, {}, stmt.line};
+  }
+
+  void input_stmt() {
+    Loc stmt = tok_.loc;
+    advance();
+    Token name = expect(Tok::Ident, "an input name");
+    check_new_name(name);
+    expect(Tok::Colon, "':' and a dtype (e.g. `input x : f32[N, 4096]`)");
+    DType dt = parse_dtype_tok();
+    Shape shape;
+    if (tok_.kind == Tok::LBracket) {
+      Loc open = tok_.loc;
+      advance();
+      if (tok_.kind != Tok::RBracket) {
+        for (;;) {
+          if (tok_.kind == Tok::Int) {
+            if (tok_.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+              throw UserError("dimension " + std::string(tok_.text) + " does not fit in i64", tok_.loc);
+            shape.push_back({static_cast<int64_t>(tok_.u), -1});
+          } else if (tok_.kind == Tok::Ident) {
+            auto it = scope_.find(std::string(tok_.text));
+            if (it == scope_.end() || it->second.kind != Kind::Dim) {
+              if (it != scope_.end())
+                throw UserError("'" + std::string(tok_.text) + "' is " + kind_word(it->second.kind) +
+                                    ", not a dim",
+                                tok_.loc);
+              if (uint32_t line = later_definition(tok_.text))
+                throw UserError("dim '" + std::string(tok_.text) + "' is used before its declaration on line " +
+                                    std::to_string(line),
+                                tok_.loc);
+              throw UserError("unknown dim '" + std::string(tok_.text) + "'; declare it first with `dim " +
+                                  std::string(tok_.text) + " = SIZE`",
+                              tok_.loc);
+            }
+            int32_t sym = b_.find_dim(std::string(tok_.text));
+            shape.push_back({b_.graph().dims[static_cast<size_t>(sym)].value, sym});
+          } else {
+            throw UserError("expected a dimension (an integer or a dim name), found " + describe(tok_), tok_.loc);
+          }
+          advance();
+          if (tok_.kind == Tok::Comma) { advance(); continue; }
+          if (tok_.kind == Tok::RBracket) break;
+          throw UserError("expected ',' or ']' to close '[' at column " + std::to_string(open.col) + ", found " +
+                              describe(tok_),
+                          tok_.loc);
+        }
+      }
+      advance();  // ']'
+    }
+    NodeId id = b_.add_input(std::string(name.text), dt, shape, name.loc);
+    scope_[std::string(name.text)] = {Kind::Input, Operand::of(id), stmt.line};
+  }
+
+  void param_stmt() {
+    Loc stmt = tok_.loc;
+    advance();
+    Token name = expect(Tok::Ident, "a param name");
+    check_new_name(name);
+    expect(Tok::Colon, "':' and a dtype (e.g. `param alpha : f32 = 0.5`)");
+    DType dt = parse_dtype_tok();
+    if (tok_.kind == Tok::LBracket)
+      throw UserError("params are 0-d scalars and take no shape; use `input` for a tensor", tok_.loc);
+    expect(Tok::Assign, "'=' and a default value (e.g. `param alpha : f32 = 0.5`)");
+    Loc at = tok_.loc;
+    Operand v = expr(0);
+    if (!v.is_literal()) throw UserError("a param default must be a constant (a literal such as 0.5)", at);
+    NodeId id = b_.add_param(std::string(name.text), dt, v.lit, name.loc);
+    scope_[std::string(name.text)] = {Kind::Param, Operand::of(id), stmt.line};
+  }
+
+  void output_stmt() {
+    advance();
+    for (;;) {
+      Token name = expect(Tok::Ident, "an output name");
+      const Binding& bnd = lookup(name);
+      std::string n(name.text);
+      if (bnd.kind == Kind::Dim) throw UserError("output '" + n + "' names a dim, not a value", name.loc);
+      if (auto it = output_lines_.find(n); it != output_lines_.end())
+        throw UserError("output '" + n + "' is listed twice (first on line " + std::to_string(it->second) + ")",
+                        name.loc);
+      Operand v = bnd.value;
+      if (!v.is_literal()) {
+        const Node& node = b_.graph().node(v.node);
+        if (node.op == Op::Input || node.op == Op::Param)
+          throw UserError("output '" + n + "' names " + (node.op == Op::Input ? "input" : "param") + " '" +
+                              node.name + "'; an output must be computed by the graph",
+                          name.loc);
+      } else {
+        // A named literal (`c = 2`): materialize it as a Const node carrying the output's name.
+        NodeId id = b_.materialize(v, name.loc);
+        b_.set_node_name(id, n);
+        v = Operand::of(id);
+      }
+      b_.add_output(n, v, name.loc);
+      output_lines_[n] = name.loc.line;
+      if (tok_.kind != Tok::Comma) break;
+      advance();
+    }
+  }
+
+  void assign_stmt() {
+    Token name = tok_;
+    advance();
+    if (tok_.kind != Tok::Assign)
+      throw UserError("expected '=' after '" + std::string(name.text.substr(0, 40)) +
+                          "' (a statement is `name = expr`, `input`, `param`, `dim`, `output` or `graph`), found " +
+                          describe(tok_),
+                      tok_.loc);
+    check_new_name(name);
+    advance();
+    NodeId before = static_cast<NodeId>(b_.graph().size());
+    Operand v = expr(0);
+    // A new node takes the statement's name; an existing one (`b = a`) is only aliased.
+    if (!v.is_literal() && v.node >= before) b_.set_node_name(v.node, std::string(name.text));
+    Kind kind = Kind::Value;
+    scope_[std::string(name.text)] = {kind, v, name.loc.line};
+  }
+
+  // ---- expressions: cmp := add [cmpop add]; add := mul {(+|-) mul}; mul := unary {(*|/) unary};
+  //      unary := '-' unary | primary; primary := literal | name | call | '(' expr ')'.
+  void check_depth(int depth, Loc loc) {
+    if (depth > kMaxExprDepth)
+      throw UserError("expression nested too deeply (more than " + std::to_string(kMaxExprDepth) + " levels)", loc);
+  }
+
+  static std::optional<Op> cmp_op(Tok t) {
+    switch (t) {
+      case Tok::Lt: return Op::Lt;
+      case Tok::Le: return Op::Le;
+      case Tok::Gt: return Op::Gt;
+      case Tok::Ge: return Op::Ge;
+      case Tok::Eq: return Op::Eq;
+      case Tok::Ne: return Op::Ne;
+      default: return std::nullopt;
+    }
+  }
+
+  Operand binary(Op op, const Operand& a, const Operand& b, Loc loc) {
+    Operand args[2] = {a, b};
+    return b_.apply(op, args, loc);
+  }
+
+  Operand expr(int depth) {
+    Operand lhs = additive(depth);
+    if (auto op = cmp_op(tok_.kind)) {
+      Token t = tok_;
+      advance();
+      Operand rhs = additive(depth);
+      if (cmp_op(tok_.kind))
+        throw UserError("comparisons cannot be chained; use parentheses or logical_and(a < b, b < c)", tok_.loc);
+      lhs = binary(*op, lhs, rhs, t.loc);
+    }
+    return lhs;
+  }
+
+  Operand additive(int depth) {
+    Operand lhs = multiplicative(depth);
+    while (tok_.kind == Tok::Plus || tok_.kind == Tok::Minus) {
+      Token t = tok_;
+      advance();
+      Operand rhs = multiplicative(depth);
+      lhs = binary(t.kind == Tok::Plus ? Op::Add : Op::Sub, lhs, rhs, t.loc);
+    }
+    return lhs;
+  }
+
+  Operand multiplicative(int depth) {
+    Operand lhs = unary(depth);
+    while (tok_.kind == Tok::Star || tok_.kind == Tok::Slash) {
+      Token t = tok_;
+      advance();
+      Operand rhs = unary(depth);
+      lhs = binary(t.kind == Tok::Star ? Op::Mul : Op::Div, lhs, rhs, t.loc);
+    }
+    return lhs;
+  }
+
+  Operand unary(int depth) {
+    if (tok_.kind != Tok::Minus) return primary(depth);
+    Token t = tok_;
+    check_depth(depth + 1, t.loc);
+    advance();
+    // A minus directly before a number negates the literal itself (so -9223372036854775808 and
+    // -0.0 are exact, independent of constant folding).
+    if (tok_.kind == Tok::Int) {
+      Literal l;
+      l.cat = Category::Int;
+      l.i = static_cast<int64_t>(0 - tok_.u);  // 2^63 wraps to INT64_MIN, as intended
+      advance();
+      return Operand::of(l);
+    }
+    if (tok_.kind == Tok::Float) {
+      Literal l;
+      l.cat = Category::Float;
+      l.f = -tok_.f;
+      advance();
+      return Operand::of(l);
+    }
+    if (tok_.kind == Tok::Ident && (tok_.text == "inf" || tok_.text == "nan")) {
+      Literal l;
+      l.cat = Category::Float;
+      l.f = -(tok_.text == "inf" ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN());
+      advance();
+      return Operand::of(l);
+    }
+    Operand x = unary(depth + 1);
+    Operand args[1] = {x};
+    return b_.apply(Op::Neg, args, t.loc);
+  }
+
+  Operand primary(int depth) {
+    Token t = tok_;
+    switch (t.kind) {
+      case Tok::Int: {
+        if (t.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+          throw UserError("integer literal " + std::string(t.text) + " does not fit in i64", t.loc);
+        advance();
+        Literal l;
+        l.cat = Category::Int;
+        l.i = static_cast<int64_t>(t.u);
+        return Operand::of(l);
+      }
+      case Tok::Float: {
+        advance();
+        Literal l;
+        l.cat = Category::Float;
+        l.f = t.f;
+        return Operand::of(l);
+      }
+      case Tok::LParen: {
+        check_depth(depth + 1, t.loc);
+        advance();
+        Operand v = expr(depth + 1);
+        if (tok_.kind != Tok::RParen)
+          throw UserError("expected ')' to close '(' at column " + std::to_string(t.loc.col) + ", found " +
+                              describe(tok_),
+                          tok_.loc);
+        advance();
+        return v;
+      }
+      case Tok::Ident: break;
+      default:
+        throw UserError("expected an expression, found " + describe(t), t.loc);
+    }
+    advance();
+    if (tok_.kind == Tok::LParen) return call(t, depth);
+    Literal l;
+    if (t.text == "true" || t.text == "false") {
+      l.cat = Category::Bool;
+      l.i = t.text == "true";
+      return Operand::of(l);
+    }
+    if (t.text == "inf" || t.text == "nan") {
+      l.cat = Category::Float;
+      l.f = t.text == "inf" ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
+      return Operand::of(l);
+    }
+    if (is_reserved(t.text)) throw UserError("'" + std::string(t.text) + "' is a keyword, not a value", t.loc);
+    return lookup_value(t);
+  }
+
+  Operand call(const Token& name, int depth) {
+    Token open = tok_;
+    check_depth(depth + 1, open.loc);
+    std::optional<Op> op;
+    bool is_cast = name.text == "cast";
+    if (!is_cast) {
+      op = parse_op(name.text);
+      if (!op) {
+        std::vector<std::string_view> names{"cast"};
+        for (int k = 0; k < kNumOps; ++k)
+          if (!is_leaf(static_cast<Op>(k))) names.push_back(op_name(static_cast<Op>(k)));
+        throw UserError("unknown op '" + std::string(name.text) + "'" + suggestion(name.text, names), name.loc);
+      }
+    }
+    advance();  // '('
+    std::vector<Operand> args;
+    std::optional<DType> cast_to;
+    if (tok_.kind != Tok::RParen) {
+      for (;;) {
+        if (is_cast && args.size() == 1 && !cast_to) {
+          cast_to = parse_dtype_tok();
+        } else {
+          Operand a = expr(depth + 1);
+          if (cast_to) throw UserError("cast takes 2 arguments (a value and a dtype), got more", name.loc);
+          args.push_back(a);
+        }
+        if (tok_.kind == Tok::Comma) { advance(); continue; }
+        if (tok_.kind == Tok::RParen) break;
+        throw UserError("expected ',' or ')' to close '(' at column " + std::to_string(open.loc.col) + ", found " +
+                            describe(tok_),
+                        tok_.loc);
+      }
+    }
+    advance();  // ')'
+    if (is_cast) {
+      if (!cast_to)
+        throw UserError("cast takes 2 arguments (a value and a dtype), got " + std::to_string(args.size()),
+                        name.loc);
+      return b_.cast(args[0], *cast_to, name.loc);
+    }
+    return b_.apply(*op, args, name.loc);
+  }
+
+  std::string_view text_;
+  Lexer lex_;
+  Token tok_;
+  GraphBuilder b_;
+  const DimOverrides& overrides_;
+  std::string graph_name_;
+  std::unordered_map<std::string, Binding> scope_;
+  std::unordered_map<std::string, uint32_t> output_lines_;
+};
+
+}  // namespace
+
+Graph parse_graph(std::string_view text, const std::string& file, const DimOverrides& dim_overrides) {
+  Parser p(text, file, dim_overrides);
+  return p.run();
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError("cannot open graph file '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw UserError("cannot read graph file '" + path + "'");
+  return ss.str();
+}
+
+Graph parse_graph_file(const std::string& path, const DimOverrides& dim_overrides) {
+  std::string text = read_text_file(path);
+  return parse_graph(text, path, dim_overrides);
+}
+
+}  // namespace fusejit::ir
