@@ -1,0 +1,363 @@
+// Loading libcuda and the small RAII layer over it. See driver.h.
+#include "jit/driver.h"
+
+#include <dlfcn.h>
+#include <nvrtc.h>
+
+#include <cstdlib>
+#include <fmt/format.h>
+
+namespace fusejit::jit {
+namespace {
+
+// cuGetProcAddress (v2, CUDA 12.0+): symbol, out pointer, CUDA version, flags, symbol status.
+using GetProcAddressFn = cu::Result (*)(const char*, void**, int, unsigned long long, int*);
+using DriverGetVersionFn = cu::Result (*)(int*);
+// CU_GET_PROC_ADDRESS_LEGACY_STREAM: the default-stream semantics of the CUDA runtime's default.
+constexpr unsigned long long kLegacyStream = 1;
+
+std::mutex g_driver_mutex;
+std::shared_ptr<const Driver> g_driver;  // guarded by g_driver_mutex
+
+int nvrtc_version() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return 0;
+  return major * 1000 + minor * 10;
+}
+
+// Resolves one entry point into `slot` (the table's function pointer member).
+template <class Fn>
+bool resolve(GetProcAddressFn gpa, const char* name, Fn& slot, std::string& missing) {
+  void* p = nullptr;
+  int status = 0;
+  cu::Result r = gpa(name, &p, kDriverAbiVersion, kLegacyStream, &status);
+  if (r != cu::kSuccess || p == nullptr || status != 0) {
+    if (!missing.empty()) missing += ", ";
+    missing += name;
+    return false;
+  }
+  slot = reinterpret_cast<Fn>(p);
+  return true;
+}
+
+}  // namespace
+
+std::string cuda_version_string(int version) {
+  if (version <= 0) return "CUDA (unknown version)";
+  return fmt::format("CUDA {}.{}", version / 1000, (version % 1000) / 10);
+}
+
+std::string ptx_too_new_message(int driver_version, int nvrtc_version) {
+  return fmt::format(
+      "the driver ({}) is older than NVRTC ({}) that produced this PTX, so it cannot JIT-compile it: "
+      "install an NVIDIA driver for {} or newer, or use an NVRTC no newer than the driver",
+      cuda_version_string(driver_version), cuda_version_string(nvrtc_version),
+      cuda_version_string(nvrtc_version));
+}
+
+std::string format_bytes(uint64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes) / 1024.0;
+  int u = 0;
+  while (v >= 1024.0 && u < 3) {
+    v /= 1024.0;
+    ++u;
+  }
+  return fmt::format("{:.1f} {}", v, units[u]);
+}
+
+std::shared_ptr<const Driver> Driver::load(const char* library) {
+  std::shared_ptr<Driver> d(new Driver());
+  dlerror();
+  void* h = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    const char* err = dlerror();
+    d->reason_ = fmt::format("no CUDA driver found: dlopen {} failed: {}", library, err ? err : "unknown error");
+    return d;
+  }
+  d->handle_ = h;
+  if (auto get_version = reinterpret_cast<DriverGetVersionFn>(dlsym(h, "cuDriverGetVersion"))) {
+    int v = 0;
+    if (get_version(&v) == cu::kSuccess) d->version_ = v;
+  }
+  auto gpa = reinterpret_cast<GetProcAddressFn>(dlsym(h, "cuGetProcAddress_v2"));
+  if (gpa == nullptr) {
+    d->reason_ = fmt::format(
+        "no CUDA driver found: {} ({}) has no cuGetProcAddress_v2; fusejit needs a driver for CUDA 12.0 or newer",
+        library, cuda_version_string(d->version_));
+    return d;
+  }
+  DriverApi& a = d->api_;
+  std::string missing;
+#define FJ_RESOLVE(name) resolve(gpa, #name, a.name, missing)
+  FJ_RESOLVE(cuInit);
+  FJ_RESOLVE(cuDriverGetVersion);
+  FJ_RESOLVE(cuGetErrorName);
+  FJ_RESOLVE(cuGetErrorString);
+  FJ_RESOLVE(cuDeviceGetCount);
+  FJ_RESOLVE(cuDeviceGet);
+  FJ_RESOLVE(cuDeviceGetName);
+  FJ_RESOLVE(cuDeviceGetAttribute);
+  FJ_RESOLVE(cuDeviceTotalMem);
+  FJ_RESOLVE(cuDevicePrimaryCtxRetain);
+  FJ_RESOLVE(cuDevicePrimaryCtxRelease);
+  FJ_RESOLVE(cuCtxGetCurrent);
+  FJ_RESOLVE(cuCtxGetDevice);
+  FJ_RESOLVE(cuCtxPushCurrent);
+  FJ_RESOLVE(cuCtxPopCurrent);
+  FJ_RESOLVE(cuStreamCreate);
+  FJ_RESOLVE(cuStreamDestroy);
+  FJ_RESOLVE(cuStreamSynchronize);
+  FJ_RESOLVE(cuModuleLoadDataEx);
+  FJ_RESOLVE(cuModuleUnload);
+  FJ_RESOLVE(cuModuleGetFunction);
+  FJ_RESOLVE(cuOccupancyMaxPotentialBlockSize);
+  FJ_RESOLVE(cuOccupancyMaxActiveBlocksPerMultiprocessor);
+  FJ_RESOLVE(cuLaunchKernel);
+  FJ_RESOLVE(cuMemAlloc);
+  FJ_RESOLVE(cuMemFree);
+  FJ_RESOLVE(cuMemAllocAsync);
+  FJ_RESOLVE(cuMemFreeAsync);
+  FJ_RESOLVE(cuMemGetInfo);
+  FJ_RESOLVE(cuMemcpyHtoDAsync);
+  FJ_RESOLVE(cuMemcpyDtoHAsync);
+  FJ_RESOLVE(cuMemcpyDtoDAsync);
+  FJ_RESOLVE(cuMemsetD8Async);
+  FJ_RESOLVE(cuEventCreate);
+  FJ_RESOLVE(cuEventDestroy);
+  FJ_RESOLVE(cuEventRecord);
+  FJ_RESOLVE(cuEventSynchronize);
+  FJ_RESOLVE(cuEventElapsedTime);
+#undef FJ_RESOLVE
+  if (!missing.empty()) {
+    d->reason_ = fmt::format("no usable CUDA driver: {} ({}) does not provide {} for the CUDA 12.0 ABI", library,
+                             cuda_version_string(d->version_), missing);
+    return d;
+  }
+  d->available_ = true;
+  return d;
+}
+
+std::shared_ptr<const Driver> Driver::from_api(const DriverApi& api, int version) {
+  std::shared_ptr<Driver> d(new Driver());
+  d->api_ = api;
+  d->version_ = version;
+  d->available_ = true;
+  return d;
+}
+
+// libcuda is deliberately never dlclose'd: unloading the driver while the process may still hold
+// contexts (or during exit) is not supported by it.
+Driver::~Driver() = default;
+
+std::shared_ptr<const Driver> Driver::get() {
+  std::lock_guard lock(g_driver_mutex);
+  if (!g_driver) g_driver = load();
+  return g_driver;
+}
+
+void set_driver_for_testing(std::shared_ptr<const Driver> driver) {
+  std::lock_guard lock(g_driver_mutex);
+  g_driver = std::move(driver);
+}
+
+const DriverApi& Driver::api() const {
+  if (!available_) throw DriverError(DriverErrorKind::NoDriver, reason_);
+  return api_;
+}
+
+std::string Driver::describe(cu::Result r) const {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (api_.cuGetErrorName == nullptr || api_.cuGetErrorName(r, &name) != cu::kSuccess || name == nullptr)
+    return fmt::format("CUresult {} (unknown to this driver)", r);
+  if (api_.cuGetErrorString == nullptr || api_.cuGetErrorString(r, &text) != cu::kSuccess || text == nullptr)
+    return name;
+  return fmt::format("{} ({})", name, text);
+}
+
+void Driver::check(cu::Result r, const char* call, std::string_view kernel) const {
+  if (r == cu::kSuccess) return;
+  std::string where = kernel.empty() ? std::string(call) : fmt::format("{} for kernel {}", call, kernel);
+  if (r == cu::kErrorUnsupportedPtxVersion)
+    throw DriverError(DriverErrorKind::PtxTooNew,
+                      fmt::format("{} ({} failed: {})", ptx_too_new_message(version_, nvrtc_version()), where,
+                                  describe(r)),
+                      r);
+  DriverErrorKind kind = DriverErrorKind::Other;
+  if (r == cu::kErrorOutOfMemory) kind = DriverErrorKind::OutOfMemory;
+  if (r == cu::kErrorNoDevice || r == cu::kErrorInvalidDevice) kind = DriverErrorKind::NoDevice;
+  throw DriverError(kind, fmt::format("{} failed: {}", where, describe(r)), r);
+}
+
+// ---- DeviceContext ---------------------------------------------------------------------------
+
+std::shared_ptr<DeviceContext> DeviceContext::open(int ordinal, std::shared_ptr<const Driver> driver) {
+  if (!driver) driver = Driver::get();
+  const DriverApi& a = driver->api();  // throws NoDriver
+  std::shared_ptr<DeviceContext> dc(new DeviceContext());
+  dc->driver_ = driver;
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::string visible_note = visible ? fmt::format(" (CUDA_VISIBLE_DEVICES={})", visible) : std::string();
+  cu::Result r = a.cuInit(0);
+  if (r == cu::kErrorNoDevice)
+    throw DriverError(DriverErrorKind::NoDevice,
+                      fmt::format("no CUDA device found: the driver ({}) reports {}{}",
+                                  cuda_version_string(driver->version()), driver->describe(r), visible_note),
+                      r);
+  driver->check(r, "cuInit");
+
+  cu::Context current = nullptr;
+  driver->check(a.cuCtxGetCurrent(&current), "cuCtxGetCurrent");
+  if (current != nullptr) {
+    // The caller (often the CUDA runtime) already has a context: share it, never replace it.
+    dc->ctx_ = current;
+    driver->check(a.cuCtxGetDevice(&dc->dev_), "cuCtxGetDevice");
+    dc->owns_primary_ = false;
+  } else {
+    int count = 0;
+    r = a.cuDeviceGetCount(&count);
+    if (r == cu::kErrorNoDevice) count = 0;
+    else driver->check(r, "cuDeviceGetCount");
+    if (count == 0)
+      throw DriverError(DriverErrorKind::NoDevice,
+                        fmt::format("no CUDA device found: the driver ({}) sees no device{}",
+                                    cuda_version_string(driver->version()), visible_note));
+    if (ordinal < 0 || ordinal >= count)
+      throw DriverError(DriverErrorKind::NoDevice,
+                        fmt::format("device {} requested but only {} CUDA device{} {} visible (ordinals 0..{}){}",
+                                    ordinal, count, count == 1 ? "" : "s", count == 1 ? "is" : "are", count - 1,
+                                    visible_note));
+    driver->check(a.cuDeviceGet(&dc->dev_, ordinal), "cuDeviceGet");
+    driver->check(a.cuDevicePrimaryCtxRetain(&dc->ctx_, dc->dev_), "cuDevicePrimaryCtxRetain");
+    dc->owns_primary_ = true;
+  }
+
+  DeviceInfo& info = dc->info_;
+  info.ordinal = static_cast<int>(dc->dev_);
+  char name[256] = {};
+  driver->check(a.cuDeviceGetName(name, sizeof(name) - 1, dc->dev_), "cuDeviceGetName");
+  info.name = name;
+  auto attr = [&](int attribute, const char* what) {
+    int v = 0;
+    cu::Result ar = a.cuDeviceGetAttribute(&v, attribute, dc->dev_);
+    if (ar != cu::kSuccess)
+      driver->check(ar, fmt::format("cuDeviceGetAttribute({})", what).c_str());
+    return v;
+  };
+  info.cc_major = attr(cu::kAttrComputeCapabilityMajor, "COMPUTE_CAPABILITY_MAJOR");
+  info.cc_minor = attr(cu::kAttrComputeCapabilityMinor, "COMPUTE_CAPABILITY_MINOR");
+  info.sm_count = attr(cu::kAttrMultiprocessorCount, "MULTIPROCESSOR_COUNT");
+  info.l2_bytes = attr(cu::kAttrL2CacheSize, "L2_CACHE_SIZE");
+  info.max_threads_per_block = attr(cu::kAttrMaxThreadsPerBlock, "MAX_THREADS_PER_BLOCK");
+  info.max_threads_per_sm = attr(cu::kAttrMaxThreadsPerMultiprocessor, "MAX_THREADS_PER_MULTIPROCESSOR");
+  info.max_blocks_per_sm = attr(cu::kAttrMaxBlocksPerMultiprocessor, "MAX_BLOCKS_PER_MULTIPROCESSOR");
+  size_t total = 0;
+  driver->check(a.cuDeviceTotalMem(&total, dc->dev_), "cuDeviceTotalMem");
+  info.total_memory = static_cast<int64_t>(total);
+  info.driver_version = driver->version();
+  return dc;
+}
+
+DeviceContext::~DeviceContext() {
+  if (owns_primary_ && driver_ && driver_->available()) driver_->api().cuDevicePrimaryCtxRelease(dev_);
+}
+
+DeviceContext::Scope::Scope(const DeviceContext& dc) : dc_(dc) {
+  const DriverApi& a = dc.api();
+  cu::Context current = nullptr;
+  dc.driver().check(a.cuCtxGetCurrent(&current), "cuCtxGetCurrent");
+  if (current != dc.context()) {
+    dc.driver().check(a.cuCtxPushCurrent(dc.context()), "cuCtxPushCurrent");
+    pushed_ = true;
+  }
+}
+
+DeviceContext::Scope::~Scope() {
+  if (pushed_) {
+    cu::Context popped = nullptr;
+    dc_.api().cuCtxPopCurrent(&popped);  // a destructor cannot throw; a failed pop leaves ours current
+  }
+}
+
+// ---- DeviceBuffer ----------------------------------------------------------------------------
+
+DeviceBuffer::DeviceBuffer(std::shared_ptr<DeviceContext> ctx, size_t bytes, std::string_view what)
+    : ctx_(std::move(ctx)) {
+  if (bytes == 0) return;
+  DeviceContext::Scope scope(*ctx_);
+  const DriverApi& a = ctx_->api();
+  cu::DevicePtr p = 0;
+  cu::Result r = a.cuMemAlloc(&p, bytes);
+  if (r == cu::kErrorOutOfMemory) {
+    size_t free_b = 0, total_b = 0;
+    std::string avail;
+    if (a.cuMemGetInfo(&free_b, &total_b) == cu::kSuccess)
+      avail = fmt::format(" (free {} of {} on {})", format_bytes(free_b), format_bytes(total_b), ctx_->info().name);
+    throw DriverError(DriverErrorKind::OutOfMemory,
+                      fmt::format("out of device memory: cuMemAlloc of {} failed{}{}", format_bytes(bytes),
+                                  what.empty() ? std::string() : fmt::format(" for {}", what), avail),
+                      r);
+  }
+  ctx_->driver().check(r, "cuMemAlloc");
+  ptr_ = p;
+  bytes_ = bytes;
+}
+
+void DeviceBuffer::release() noexcept {
+  if (ptr_ != 0 && ctx_) {
+    try {
+      DeviceContext::Scope scope(*ctx_);
+      ctx_->api().cuMemFree(ptr_);
+    } catch (...) {
+      // Freeing during teardown after a driver failure: nothing useful to report.
+    }
+  }
+  ptr_ = 0;
+  bytes_ = 0;
+}
+
+DeviceBuffer::~DeviceBuffer() { release(); }
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ctx_(std::move(o.ctx_)), ptr_(o.ptr_), bytes_(o.bytes_) {
+  o.ptr_ = 0;
+  o.bytes_ = 0;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    release();
+    ctx_ = std::move(o.ctx_);
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = 0;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+void check_no_overlap(const std::vector<DeviceRange>& inputs, const std::vector<DeviceRange>& outputs) {
+  auto overlaps = [](const DeviceRange& x, const DeviceRange& y) {
+    if (x.bytes == 0 || y.bytes == 0) return false;
+    return x.ptr < y.ptr + y.bytes && y.ptr < x.ptr + x.bytes;
+  };
+  auto text = [](const DeviceRange& x) {
+    return fmt::format("{} [0x{:x}, 0x{:x})", x.name, x.ptr, x.ptr + x.bytes);
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (const DeviceRange& in : inputs)
+      if (overlaps(outputs[i], in))
+        throw DriverError(DriverErrorKind::BadArgument,
+                          fmt::format("{} overlaps {}: outputs must not alias inputs (kernels read and write "
+                                      "in parallel, so the result would be undefined)",
+                                      text(outputs[i]), text(in)));
+    for (size_t j = 0; j < i; ++j)
+      if (overlaps(outputs[i], outputs[j]))
+        throw DriverError(DriverErrorKind::BadArgument,
+                          fmt::format("{} overlaps {}: outputs must not alias each other", text(outputs[i]),
+                                      text(outputs[j])));
+  }
+}
+
+}  // namespace fusejit::jit

@@ -1,0 +1,135 @@
+// Module cache, occupancy and launch. See gpu_module.h.
+#include "jit/gpu_module.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "jit/hash.h"
+
+namespace fusejit::jit {
+
+LaunchConfig choose_launch(const DeviceInfo& device, int max_block_from_occupancy, int blocks_per_sm,
+                           int64_t elements, int vector_width) {
+  LaunchConfig cfg;
+  const int max_block = std::max(32, device.max_threads_per_block > 0 ? device.max_threads_per_block : 1024);
+  int block = max_block_from_occupancy > 0 ? max_block_from_occupancy : 256;
+  block = std::clamp(block / 32 * 32, 32, max_block / 32 * 32);
+  cfg.block = static_cast<uint32_t>(block);
+  if (elements <= 0) return cfg;  // grid 0: nothing to launch
+  const int64_t vw = std::max(1, vector_width);
+  const int64_t items = (elements + vw - 1) / vw;
+  const int64_t needed = (items + block - 1) / block;
+  const int64_t resident = int64_t{std::max(1, device.sm_count)} * std::max(1, blocks_per_sm);
+  int64_t grid = std::min(needed, resident);
+  // kernel_abi requires grid * block < 2^31 (the 32-bit grid-stride step must not overflow).
+  grid = std::min(grid, ((int64_t{1} << 31) - 1) / block);
+  cfg.grid = static_cast<uint32_t>(std::max<int64_t>(grid, 1));
+  return cfg;
+}
+
+namespace {
+
+struct ModuleEntry {
+  std::shared_ptr<DeviceContext> dc;  // keeps the context (and its driver) alive while loaded
+  cu::Module module = nullptr;
+  std::map<std::string, GpuFunction> functions;
+};
+
+using ModuleKey = std::tuple<const Driver*, cu::Context, Hash128>;
+
+std::mutex g_modules_mutex;
+std::map<ModuleKey, ModuleEntry> g_modules;  // guarded by g_modules_mutex
+
+cu::Module load_module(const DeviceContext& dc, std::span<const char> image, const std::string& target_name) {
+  const DriverApi& a = dc.api();
+  // The driver's JIT error log (meaningful for PTX; harmless for CUBIN).
+  char log[8192] = {};
+  int options[2] = {cu::kJitErrorLogBuffer, cu::kJitErrorLogBufferSizeBytes};
+  void* values[2] = {log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof(log) - 1))};
+  cu::Module mod = nullptr;
+  cu::Result r = a.cuModuleLoadDataEx(&mod, image.data(), 2, options, values);
+  if (r == cu::kSuccess) return mod;
+  const std::string what = fmt::format("cuModuleLoadData ({} image for {})", target_name, dc.info().sm_arch());
+  if (r == cu::kErrorNoBinaryForGpu)
+    throw DriverError(DriverErrorKind::Other,
+                      fmt::format("{} failed: the image was compiled for {} and does not run on {} ({}): {}", what,
+                                  target_name, dc.info().name, dc.info().sm_arch(), dc.driver().describe(r)),
+                      r);
+  if (r != cu::kErrorUnsupportedPtxVersion && log[0] != '\0') {
+    try {
+      dc.driver().check(r, what.c_str());
+    } catch (const DriverError& e) {
+      throw DriverError(e.kind(), fmt::format("{}\ndriver JIT log:\n{}", e.what(), log), r);
+    }
+  }
+  dc.driver().check(r, what.c_str());
+  return mod;  // not reached
+}
+
+}  // namespace
+
+GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<const char> image,
+                          const std::string& target_name, const std::string& name) {
+  DeviceContext::Scope scope(*dc);
+  const ModuleKey key{&dc->driver(), dc->context(),
+                      xxh3_128(std::string_view(image.data(), image.size()))};
+  std::lock_guard lock(g_modules_mutex);
+  auto it = g_modules.find(key);
+  if (it == g_modules.end()) {
+    ModuleEntry e;
+    e.dc = dc;
+    e.module = load_module(*dc, image, target_name);
+    it = g_modules.emplace(key, std::move(e)).first;
+  }
+  ModuleEntry& e = it->second;
+  if (auto f = e.functions.find(name); f != e.functions.end()) return f->second;
+  const DriverApi& a = dc->api();
+  const Driver& d = dc->driver();
+  GpuFunction fn;
+  fn.name = name;
+  d.check(a.cuModuleGetFunction(&fn.fn, e.module, name.c_str()), "cuModuleGetFunction", name);
+  int min_grid = 0, block = 0;
+  d.check(a.cuOccupancyMaxPotentialBlockSize(&min_grid, &block, fn.fn, nullptr, 0, 0),
+          "cuOccupancyMaxPotentialBlockSize", name);
+  fn.block = block > 0 ? block : 256;
+  int per_sm = 0;
+  d.check(a.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn.fn, fn.block, 0),
+          "cuOccupancyMaxActiveBlocksPerMultiprocessor", name);
+  fn.blocks_per_sm = std::max(1, per_sm);
+  e.functions.emplace(name, fn);
+  return fn;
+}
+
+void clear_module_cache() {
+  std::map<ModuleKey, ModuleEntry> old;
+  {
+    std::lock_guard lock(g_modules_mutex);
+    old.swap(g_modules);
+  }
+  for (auto& [key, e] : old) {
+    try {
+      DeviceContext::Scope scope(*e.dc);
+      e.dc->api().cuModuleUnload(e.module);
+    } catch (const DriverError&) {
+      // The context is already gone (e.g. a caller destroyed it): nothing left to unload.
+    }
+  }
+}
+
+size_t module_cache_size() {
+  std::lock_guard lock(g_modules_mutex);
+  return g_modules.size();
+}
+
+void launch_kernel(const DeviceContext& dc, const GpuFunction& fn, const LaunchConfig& cfg, PackedArgs& args,
+                   cu::Stream stream) {
+  if (cfg.empty()) return;
+  dc.driver().check(dc.api().cuLaunchKernel(fn.fn, cfg.grid, 1, 1, cfg.block, 1, 1, 0, stream, args.params(), nullptr),
+                    "cuLaunchKernel", fn.name);
+}
+
+}  // namespace fusejit::jit

@@ -1,0 +1,68 @@
+// Kernels on the GPU: loading CUBIN/PTX images as modules (cached per context and image hash),
+// looking up functions with their occupancy-derived block size (computed once per kernel), the
+// launch configuration for a grid-stride loop, and the checked launch itself.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "jit/driver.h"
+#include "jit/kernel_abi.h"
+
+namespace fusejit::jit {
+
+// Grid and block of one launch of a grid-stride kernel. grid == 0 means "nothing to do" (0
+// elements): the launch is skipped.
+struct LaunchConfig {
+  uint32_t grid = 0;
+  uint32_t block = 0;
+  bool empty() const { return grid == 0; }
+  LaunchShape shape() const { return LaunchShape{grid, block}; }
+};
+
+// The launch configuration for `elements` iterations of a grid-stride loop that handles
+// `vector_width` elements per thread-iteration on the vector path (1 = scalar):
+//   block = the occupancy API's block size (cuOccupancyMaxPotentialBlockSize), rounded down to a
+//           multiple of the warp size (32) and clamped to [32, device max threads per block];
+//           256 if the API gave nothing (<= 0);
+//   grid  = min(ceil(ceil(elements / vector_width) / block), sm_count * blocks_per_sm)
+//           (blocks_per_sm from cuOccupancyMaxActiveBlocksPerMultiprocessor, at least 1): enough
+//           blocks to fill every SM once, never more than there is work for. The grid depends
+//           only on the iteration space, never on an operand's size (a broadcast operand is
+//           smaller than the iteration space).
+// grid * block < 2^31 always holds (kernel_abi's requirement). Pure: testable with a fake device.
+LaunchConfig choose_launch(const DeviceInfo& device, int max_block_from_occupancy, int blocks_per_sm,
+                           int64_t elements, int vector_width);
+
+// A kernel function in one context, with its occupancy data (queried once, at first lookup).
+struct GpuFunction {
+  cu::Function fn = nullptr;
+  std::string name;
+  int block = 256;         // cuOccupancyMaxPotentialBlockSize's block size
+  int blocks_per_sm = 1;   // cuOccupancyMaxActiveBlocksPerMultiprocessor at that block size
+};
+
+// Loads `image` (a CUBIN, or PTX text including its final '\0', as NVRTC returns them) into the
+// context of `dc` unless a module with the same XXH3-128 image hash is already loaded there, and
+// returns the extern "C" kernel `name` from it. `target_name` ("sm_90", "compute_90") is used in
+// messages. Thread-safe; modules stay loaded until clear_module_cache().
+// Throws DriverError: PtxTooNew (CUDA_ERROR_UNSUPPORTED_PTX_VERSION: the message names the
+// driver's and NVRTC's CUDA versions), Other for a CUBIN built for another architecture
+// (CUDA_ERROR_NO_BINARY_FOR_GPU: names the target and the device's sm_XY), a PTX JIT failure
+// (with the driver's JIT log) or a missing function.
+GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<const char> image,
+                          const std::string& target_name, const std::string& name);
+
+// Unloads every cached module (for tests, and before a borrowed context is destroyed).
+void clear_module_cache();
+// Number of modules currently loaded through the cache (for tests).
+size_t module_cache_size();
+
+// Enqueues one launch of `fn` with packed arguments on `stream` (in dc's context). Errors name the
+// kernel: "cuLaunchKernel failed for kernel fj_k_...: CUDA_ERROR_...".
+void launch_kernel(const DeviceContext& dc, const GpuFunction& fn, const LaunchConfig& cfg, PackedArgs& args,
+                   cu::Stream stream);
+
+}  // namespace fusejit::jit
