@@ -1,0 +1,88 @@
+// A thin NVRTC wrapper: one call compiles a CUDA C++ source string to CUBIN or PTX for one target.
+// No include paths are ever passed (generated kernels are self-contained), nothing is printed, and
+// a failure throws CompileError carrying everything needed to debug it.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "jit/arch.h"
+
+namespace fusejit::jit {
+
+// What to compile and how.
+struct CompileRequest {
+  Target target;                              // sm_XY -> CUBIN, compute_XY -> PTX
+  // NVRTC options other than the architecture (added from `target`), e.g. "--std=c++17",
+  // "--fmad=false", "-default-device". Include-path options must not be used.
+  std::vector<std::string> options;
+  // Name expressions (e.g. "my_kernel<float>") whose lowered (mangled) names to look up.
+  // extern "C" kernels need none: their symbol is their name.
+  std::vector<std::string> name_expressions;
+};
+
+// A successful compilation.
+struct CompileResult {
+  Target target;
+  std::vector<char> binary;   // the CUBIN image, or the PTX text including its final '\0' (as NVRTC returns)
+  std::string log;            // NVRTC's program log (warnings); may be empty
+  double compile_ms = 0;      // wall time of nvrtcCompileProgram plus output retrieval, milliseconds
+  std::vector<std::pair<std::string, std::string>> lowered_names;  // (name expression, lowered name)
+};
+
+// The NVRTC version this process is linked against (nvrtcVersion), e.g. {13, 0}.
+struct NvrtcVersion {
+  int major = 0;
+  int minor = 0;
+  std::string str() const;    // "13.0"
+};
+NvrtcVersion nvrtc_version();
+
+// The default options for fusejit's generated kernels. Strict mode: C++17, no FMA contraction
+// (contraction changes results, so strict mode forbids it), exact division/sqrt and IEEE denormals
+// (`--ftz=false --prec-div=true --prec-sqrt=true`), and -default-device so helpers need no
+// __device__. Fast mode permits contraction and approximate math (`--use_fast_math`).
+std::vector<std::string> default_compile_options(bool fast_math);
+
+// A compilation that NVRTC rejected (or an NVRTC API failure). what() is a complete report:
+// the headline, the mapped graph lines, the options, the NVRTC log, and the source with line
+// numbers (the whole source up to 400 lines, otherwise the lines around each error).
+class CompileError : public std::runtime_error {
+ public:
+  CompileError(std::string message, std::string log, std::vector<std::string> options, std::string source,
+               std::vector<std::string> graph_refs)
+      : std::runtime_error(std::move(message)), log_(std::move(log)), options_(std::move(options)),
+        source_(std::move(source)), graph_refs_(std::move(graph_refs)) {}
+  const std::string& log() const { return log_; }
+  const std::vector<std::string>& options() const { return options_; }  // as passed to NVRTC
+  const std::string& source() const { return source_; }                 // the generated source
+  // Graph locations ("graph.txt:5") of the generated lines NVRTC reported, in log order.
+  const std::vector<std::string>& graph_refs() const { return graph_refs_; }
+
+ private:
+  std::string log_;
+  std::vector<std::string> options_;
+  std::string source_;
+  std::vector<std::string> graph_refs_;
+};
+
+// Compiles `source` (program_name names it in NVRTC's messages, e.g. "fj_k_1a2b3c.cu") for
+// request.target. Thread-safe. Throws CompileError on a compile failure or NVRTC API error.
+CompileResult compile_cuda(const std::string& source, const std::string& program_name, const CompileRequest& request);
+
+// `source` with right-aligned 1-based line numbers ("  12 | text"); lines listed in `mark` get a
+// '>' marker. If first_line/last_line are given, only that inclusive range is rendered.
+std::string number_source_lines(const std::string& source, const std::vector<int>& mark = {}, int first_line = 1,
+                                int last_line = -1);
+
+// Lines (1-based) NVRTC's log blames in program `program_name`: "name(LINE): error: ..." entries.
+std::vector<int> error_lines_from_log(const std::string& log, const std::string& program_name);
+
+// The graph location on a generated source line: the text inside the last "[FILE:LINE]"
+// comment tag on that line (codegen's convention, e.g. `// %5 = add %3, %4  [graph.txt:5]`),
+// or "" if the line carries none.
+std::string graph_ref_of_line(const std::string& source, int line);
+
+}  // namespace fusejit::jit
