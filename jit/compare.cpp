@@ -1,0 +1,158 @@
+// Element-wise output comparison. See compare.h.
+#include "jit/compare.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "ir/error.h"
+
+namespace fusejit::jit {
+namespace {
+
+uint64_t load_bits(const std::byte* p, int size) {
+  uint64_t v = 0;
+  std::memcpy(&v, p, static_cast<size_t>(size));  // little-endian host
+  return v;
+}
+
+struct FloatFormat {
+  int bits;       // total width
+  int mant_bits;  // explicit mantissa bits
+};
+
+FloatFormat float_format(ir::DType t) {
+  switch (t) {
+    case ir::DType::F16: return {16, 10};
+    case ir::DType::BF16: return {16, 7};
+    case ir::DType::F32: return {32, 23};
+    default: return {64, 52};
+  }
+}
+
+bool is_nan_bits(ir::DType t, uint64_t v) {
+  const FloatFormat f = float_format(t);
+  const uint64_t sign = uint64_t{1} << (f.bits - 1);
+  const uint64_t mant_mask = (uint64_t{1} << f.mant_bits) - 1;
+  const uint64_t exp_mask = (sign - 1) & ~mant_mask;
+  return (v & exp_mask) == exp_mask && (v & mant_mask) != 0;
+}
+
+// Maps a float's bits onto a monotonic signed integer line (+0 and -0 both at 0).
+int64_t ordered(ir::DType t, uint64_t v) {
+  const FloatFormat f = float_format(t);
+  const uint64_t sign = uint64_t{1} << (f.bits - 1);
+  const int64_t mag = static_cast<int64_t>(v & (sign - 1));
+  return (v & sign) ? -mag : mag;
+}
+
+double half_to_double(uint16_t h) {
+  const int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v;
+  if (exp == 0) v = std::ldexp(static_cast<double>(mant), -24);
+  else if (exp == 31) v = mant ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  else v = std::ldexp(static_cast<double>(mant | 0x400), exp - 25);
+  return sign ? -v : v;
+}
+
+}  // namespace
+
+uint64_t ulp_distance(ir::DType dtype, uint64_t a_bits, uint64_t b_bits) {
+  const int64_t a = ordered(dtype, a_bits), b = ordered(dtype, b_bits);
+  return a > b ? static_cast<uint64_t>(a) - static_cast<uint64_t>(b) : static_cast<uint64_t>(b) - static_cast<uint64_t>(a);
+}
+
+std::string format_element(ir::DType dtype, const std::byte* element) {
+  const int size = ir::dtype_size(dtype);
+  const uint64_t bits = load_bits(element, size);
+  const std::string hex = fmt::format("0x{:0{}x}", bits, size * 2);
+  switch (dtype) {
+    case ir::DType::Bool: return fmt::format("{} ({})", bits != 0 ? "true" : "false", hex);
+    case ir::DType::I8: return fmt::format("{} ({})", static_cast<int8_t>(bits), hex);
+    case ir::DType::U8: return fmt::format("{} ({})", static_cast<uint8_t>(bits), hex);
+    case ir::DType::I32: return fmt::format("{} ({})", static_cast<int32_t>(bits), hex);
+    case ir::DType::I64: return fmt::format("{} ({})", static_cast<int64_t>(bits), hex);
+    case ir::DType::F16: return fmt::format("{} ({})", static_cast<float>(half_to_double(static_cast<uint16_t>(bits))), hex);
+    case ir::DType::BF16: {
+      const uint32_t f32 = static_cast<uint32_t>(bits) << 16;
+      float f;
+      std::memcpy(&f, &f32, 4);
+      return fmt::format("{} ({})", f, hex);
+    }
+    case ir::DType::F32: {
+      const uint32_t u = static_cast<uint32_t>(bits);
+      float f;
+      std::memcpy(&f, &u, 4);
+      return fmt::format("{} ({})", f, hex);
+    }
+    case ir::DType::F64: {
+      double d;
+      std::memcpy(&d, &bits, 8);
+      return fmt::format("{} ({})", d, hex);
+    }
+  }
+  return hex;
+}
+
+CompareResult compare_outputs(ir::DType dtype, std::span<const std::byte> expected, std::span<const std::byte> actual,
+                              int64_t count, int64_t ulp_tolerance, std::string_view what,
+                              std::span<const int64_t> shape) {
+  const int size = ir::dtype_size(dtype);
+  FJ_CHECK(count >= 0 && expected.size() >= static_cast<size_t>(count) * static_cast<size_t>(size) &&
+               actual.size() >= static_cast<size_t>(count) * static_cast<size_t>(size),
+           "compare_outputs: buffers smaller than count elements");
+  const bool flt = ir::is_float(dtype);
+  CompareResult r;
+  for (int64_t i = 0; i < count; ++i) {
+    const std::byte* pe = expected.data() + i * size;
+    const std::byte* pa = actual.data() + i * size;
+    const uint64_t e = load_bits(pe, size), a = load_bits(pa, size);
+    bool same;
+    if (ulp_tolerance < 0 || !flt) {
+      same = e == a;
+    } else {
+      const bool en = is_nan_bits(dtype, e), an = is_nan_bits(dtype, a);
+      if (en || an) {
+        same = en && an;
+      } else if (ulp_tolerance == 0) {
+        same = e == a;
+      } else {
+        const uint64_t d = ulp_distance(dtype, e, a);
+        if (d > r.max_ulps) r.max_ulps = d;
+        same = d <= static_cast<uint64_t>(ulp_tolerance);
+      }
+    }
+    if (same) continue;
+    if (r.mismatches++ == 0) {
+      r.first_index = i;
+      r.expected_text = format_element(dtype, pe);
+      r.actual_text = format_element(dtype, pa);
+    }
+  }
+  r.ok = r.mismatches == 0;
+  if (!r.ok) {
+    std::string coords;
+    if (!shape.empty()) {
+      std::vector<int64_t> c(shape.size());
+      int64_t rest = r.first_index;
+      for (size_t d = shape.size(); d-- > 0;) {
+        const int64_t s = shape[d] > 0 ? shape[d] : 1;
+        c[d] = rest % s;
+        rest /= s;
+      }
+      coords = fmt::format(" [{}]", fmt::join(c, ", "));
+    }
+    const std::string tol = ulp_tolerance < 0 ? "bitwise" : ulp_tolerance == 0 ? "exact" :
+                            fmt::format("tolerance {} ulp", ulp_tolerance);
+    r.message = fmt::format("{}{}{} of {} elements differ ({}); first at index {}{}: expected {}, got {}", what,
+                            what.empty() ? "" : ": ", r.mismatches, count, tol, r.first_index, coords,
+                            r.expected_text, r.actual_text);
+  }
+  return r;
+}
+
+}  // namespace fusejit::jit

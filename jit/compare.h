@@ -1,0 +1,50 @@
+// Comparing two output tensors element by element: bitwise (fused vs unfused), exactly, or within
+// a number of ulps (GPU vs the reference evaluator for ops whose CUDA Math API implementation is
+// not correctly rounded; the per-op bounds are in docs/ops.md). The first differing element is
+// reported with its index and both values in decimal and hex.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "ir/dtype.h"
+
+namespace fusejit::jit {
+
+// Tolerance passed to compare_outputs.
+inline constexpr int64_t kBitwise = -1;  // every bit equal, NaN payloads and the sign of zero included
+// ulp_tolerance == 0: exact values: floats equal bit for bit, except that any NaN matches any NaN
+//   (GPU and CPU NaN payloads may differ); -0.0 and +0.0 are different values.
+// ulp_tolerance > 0: floats within that many units in the last place of the dtype, counted on the
+//   ordered line of representable values (so +0/-0 are 0 ulp apart, the largest finite value and
+//   inf 1 ulp); NaN matches only NaN; integers and bool must still be equal.
+
+struct CompareResult {
+  bool ok = true;
+  int64_t mismatches = 0;       // elements outside the tolerance
+  int64_t first_index = -1;     // flat (C order) index of the first one, -1 if none
+  std::string expected_text;    // first mismatch: "1.5 (0x3fc00000)"
+  std::string actual_text;
+  uint64_t max_ulps = 0;        // largest ulp distance seen among non-NaN float pairs
+  // One line: "OUTPUT: 17 of 1000 elements differ (tolerance 1 ulp); first at index 12 [0, 12]:
+  // expected 1.5 (0x3fc00000), got nan (0x7fffffff)"; "" when ok.
+  std::string message;
+};
+
+// Compares `count` elements of dtype `dtype` stored contiguously in `expected` and `actual` (both
+// at least count * dtype_size bytes; ir::InternalError otherwise). `shape` (optional, C order)
+// adds coordinates to the message; `what` names the output. Never throws on any bit pattern.
+CompareResult compare_outputs(ir::DType dtype, std::span<const std::byte> expected, std::span<const std::byte> actual,
+                              int64_t count, int64_t ulp_tolerance, std::string_view what = {},
+                              std::span<const int64_t> shape = {});
+
+// One element as "decimal (0xHEX)", e.g. "-0 (0x8000)" for f16, "nan (0x7fc00000)", "-128 (0x80)".
+std::string format_element(ir::DType dtype, const std::byte* element);
+
+// Ulp distance between two non-NaN values of a float dtype given as raw bits (low bits used).
+uint64_t ulp_distance(ir::DType dtype, uint64_t a_bits, uint64_t b_bits);
+
+}  // namespace fusejit::jit
