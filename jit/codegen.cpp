@@ -1,0 +1,420 @@
+// CUDA C++ generation for fusion groups; see jit/codegen.h for the shape of the output.
+#include "jit/codegen.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace fusejit::jit {
+
+namespace {
+
+constexpr const char* kKernelPrelude = R"FJK(
+// ---- fusejit kernel prelude: indexing and vector helpers for generated kernels ----
+#ifdef __CUDACC_RTC__
+#define FJK_FN __device__ __forceinline__
+#else
+#define FJK_FN static inline
+#endif
+// N elements of T moved as one aligned access (16 bytes for the widest dtype of a kernel), so the
+// compiler emits ld.global.v4 / st.global.v4 style instructions.
+template <class T, int N>
+struct alignas(sizeof(T) * N) fj_vec {
+  T v[N];
+};
+template <class T, int N>
+FJK_FN fj_vec<T, N> fj_vload(const T* p) {
+#ifdef __CUDACC_RTC__
+  return *reinterpret_cast<const fj_vec<T, N>*>(p);
+#else
+  fj_vec<T, N> r;
+  __builtin_memcpy(&r, p, sizeof(r));  // host: no aliasing assumptions
+  return r;
+#endif
+}
+template <class T, int N>
+FJK_FN void fj_vstore(T* p, const fj_vec<T, N>& x) {
+#ifdef __CUDACC_RTC__
+  *reinterpret_cast<fj_vec<T, N>*>(p) = x;
+#else
+  __builtin_memcpy(p, &x, sizeof(x));
+#endif
+}
+// Exact constants that have no literal form (inf, nan with its payload).
+FJK_FN float fjk_f32_from_bits(unsigned int b) {
+#ifdef __CUDACC_RTC__
+  return __int_as_float(static_cast<int>(b));
+#else
+  float f;
+  __builtin_memcpy(&f, &b, sizeof f);
+  return f;
+#endif
+}
+FJK_FN double fjk_f64_from_bits(unsigned long long b) {
+#ifdef __CUDACC_RTC__
+  return __longlong_as_double(static_cast<long long>(b));
+#else
+  double d;
+  __builtin_memcpy(&d, &b, sizeof d);
+  return d;
+#endif
+}
+// ---- end of kernel prelude ----
+)FJK";
+
+std::string sanitize(const std::string& s) {
+  std::string r;
+  for (char c : s) r += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  if (r.empty()) r = "graph";
+  if (r.size() > 32) r.resize(32);
+  return r;
+}
+
+std::string vname(ir::NodeId id) { return fmt::format("v{}", id); }
+
+// "gelu.txt:5" or "" when the node has no location.
+std::string where(const ir::Graph& g, const ir::Node& n) {
+  if (!n.loc.known()) return "";
+  std::string file = g.file;
+  if (auto p = file.find_last_of('/'); p != std::string::npos) file = file.substr(p + 1);
+  if (file.empty()) file = g.name.empty() ? "graph" : g.name;
+  return fmt::format("  [{}:{}]", file, n.loc.line);
+}
+
+std::string node_label(const ir::Graph& g, ir::NodeId id) {
+  const ir::Node& n = g.node(id);
+  return n.name.empty() ? vname(id) : fmt::format("{} ({})", vname(id), n.name);
+}
+
+// Comment text describing how a node is computed.
+std::string describe(const ir::Graph& g, ir::NodeId id) {
+  const ir::Node& n = g.node(id);
+  std::string args;
+  for (int k = 0; k < n.nargs; ++k) args += (k ? ", " : "") + vname(n.arg(k));
+  if (n.op == ir::Op::Cast) args += fmt::format(", {}", ir::dtype_name(n.dtype));
+  return fmt::format("{} = {}({}) : {}", node_label(g, id), ir::op_name(n.op), args, ir::dtype_name(n.dtype));
+}
+
+std::string load_expr(ir::DType t, const std::string& lvalue) {
+  return ir::is_half(t) ? fmt::format("fj_load({})", lvalue) : lvalue;
+}
+std::string store_expr(ir::DType t, const std::string& value) {
+  if (t == ir::DType::F16) return fmt::format("fj_store_f16({})", value);
+  if (t == ir::DType::BF16) return fmt::format("fj_store_bf16({})", value);
+  return value;
+}
+
+}  // namespace
+
+const char* kernel_prelude() { return kKernelPrelude; }
+
+const char* storage_ctype(ir::DType t) {
+  switch (t) {
+    case ir::DType::Bool: return "bool";
+    case ir::DType::I8: return "signed char";
+    case ir::DType::U8: return "unsigned char";
+    case ir::DType::I32: return "int";
+    case ir::DType::I64: return "long long";
+    case ir::DType::F16: return "fj_f16";
+    case ir::DType::BF16: return "fj_bf16";
+    case ir::DType::F32: return "float";
+    case ir::DType::F64: return "double";
+  }
+  FJ_CHECK(false, "unknown dtype");
+  return "";
+}
+
+const char* compute_ctype(ir::DType t) { return ir::is_half(t) ? "float" : storage_ctype(t); }
+
+std::string constant_literal(const ir::Scalar& s) {
+  char buf[64];
+  switch (s.dtype) {
+    case ir::DType::Bool: return s.i ? "true" : "false";
+    case ir::DType::I8: return fmt::format("(signed char)({})", static_cast<int>(static_cast<int8_t>(s.i)));
+    case ir::DType::U8: return fmt::format("(unsigned char){}", static_cast<int>(static_cast<uint8_t>(s.i)));
+    case ir::DType::I32: {
+      const int32_t v = static_cast<int32_t>(s.i);
+      if (v == INT32_MIN) return "(-2147483647 - 1)";
+      return fmt::format("{}", v);
+    }
+    case ir::DType::I64:
+      if (s.i == INT64_MIN) return "(-9223372036854775807LL - 1LL)";
+      return fmt::format("{}LL", s.i);
+    case ir::DType::F16:
+    case ir::DType::BF16:
+    case ir::DType::F32: {
+      const float f = static_cast<float>(s.f);
+      if (!std::isfinite(f)) {
+        uint32_t b;
+        std::memcpy(&b, &f, 4);
+        return fmt::format("fjk_f32_from_bits(0x{:08x}u)", b);
+      }
+      std::snprintf(buf, sizeof buf, "%af", static_cast<double>(f));
+      return buf;
+    }
+    case ir::DType::F64: {
+      if (!std::isfinite(s.f)) {
+        uint64_t b;
+        std::memcpy(&b, &s.f, 8);
+        return fmt::format("fjk_f64_from_bits(0x{:016x}ull)", b);
+      }
+      std::snprintf(buf, sizeof buf, "%a", s.f);
+      return buf;
+    }
+  }
+  FJ_CHECK(false, "unknown dtype");
+  return "";
+}
+
+GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group, const CodegenOptions& opts) {
+  GeneratedKernel k;
+  k.fast_math = opts.fast_math;
+  KernelLayout layout = compute_layout(g, group);
+  const int64_t n = ir::num_elements(group.iter_shape);
+  if (opts.index_bits == 64) layout.index64 = true;
+  FJ_CHECK(!(opts.index_bits == 32 && layout.index64), "codegen: 32-bit index math forced for >= 2^31 elements");
+  k.index64 = layout.index64;
+  const char* idx = layout.index64 ? "unsigned long long" : "unsigned int";
+  const int idx_bytes = layout.index64 ? 8 : 4;
+
+  std::set<ir::NodeId> in_group(group.nodes.begin(), group.nodes.end());
+  std::map<ir::NodeId, size_t> input_pos;
+  for (size_t i = 0; i < group.inputs.size(); ++i) input_pos[group.inputs[i]] = i;
+  std::set<ir::NodeId> params(group.params.begin(), group.params.end());
+
+  // Vector path: every array addressed by the element index itself (no strided input).
+  const bool all_flat = std::none_of(layout.access.begin(), layout.access.end(),
+                                     [](InputAccess a) { return a == InputAccess::Strided; });
+  int max_size = 1;
+  for (size_t i = 0; i < group.inputs.size(); ++i)
+    if (layout.access[i] == InputAccess::Contiguous) max_size = std::max(max_size, ir::dtype_size(g.node(group.inputs[i]).dtype));
+  for (ir::NodeId o : group.outputs) max_size = std::max(max_size, ir::dtype_size(g.node(o).dtype));
+  const int V = (opts.vectorize && all_flat && !group.outputs.empty()) ? 16 / max_size : 1;
+  k.vector_width = V;
+
+  // ---- signature ----
+  KernelSignature& sig = k.signature;
+  sig.layout = layout;
+  sig.vector_width = V;
+  for (size_t i = 0; i < group.inputs.size(); ++i) {
+    const ir::Node& nd = g.node(group.inputs[i]);
+    sig.args.push_back({ArgKind::InputPtr, static_cast<int>(i), -1, -1, nd.dtype, 8, "in_" + vname(group.inputs[i]),
+                        fmt::format("const {}* __restrict__", storage_ctype(nd.dtype))});
+  }
+  for (size_t i = 0; i < group.outputs.size(); ++i) {
+    const ir::Node& nd = g.node(group.outputs[i]);
+    sig.args.push_back({ArgKind::OutputPtr, static_cast<int>(i), -1, -1, nd.dtype, 8, "out_" + vname(group.outputs[i]),
+                        fmt::format("{}* __restrict__", storage_ctype(nd.dtype))});
+  }
+  for (size_t i = 0; i < group.params.size(); ++i) {
+    const ir::Node& nd = g.node(group.params[i]);
+    FJ_CHECK(nd.op == ir::Op::Param, "codegen: group param is not a Param node");
+    const int bytes = ir::is_half(nd.dtype) ? 4 : ir::dtype_size(nd.dtype);
+    sig.args.push_back({ArgKind::Param, static_cast<int>(i), -1, nd.slot, nd.dtype, bytes, "p_" + vname(group.params[i]),
+                        compute_ctype(nd.dtype)});
+  }
+  sig.args.push_back({ArgKind::NumElements, -1, -1, -1, ir::DType::I64, idx_bytes, "n", idx});
+  const size_t rank = layout.dim_groups.size();
+  if (!all_flat) {
+    for (size_t c = 1; c < rank; ++c)
+      sig.args.push_back({ArgKind::DimSize, static_cast<int>(c), -1, -1, ir::DType::I64, idx_bytes,
+                          fmt::format("size{}", c), idx});
+    for (size_t i = 0; i < group.inputs.size(); ++i) {
+      if (layout.access[i] != InputAccess::Strided) continue;
+      for (size_t c = 0; c < rank; ++c)
+        if (!layout.bcast[i][c])
+          sig.args.push_back({ArgKind::Stride, static_cast<int>(i), static_cast<int>(c), -1, ir::DType::I64, idx_bytes,
+                              fmt::format("st_{}_{}", vname(group.inputs[i]), c), idx});
+    }
+  }
+  if (V > 1) sig.args.push_back({ArgKind::VecFlag, -1, -1, -1, ir::DType::I32, 4, "vec_ok", "int"});
+
+  // ---- element function: computes the group's outputs from loaded inputs and params ----
+  std::string body;
+  std::string elem_params;
+  auto add_elem_param = [&](const std::string& p) { elem_params += (elem_params.empty() ? "" : ", ") + p; };
+  for (ir::NodeId id : group.inputs) add_elem_param(fmt::format("{} {}", compute_ctype(g.node(id).dtype), vname(id)));
+  for (ir::NodeId id : group.params) add_elem_param(fmt::format("{} {}", compute_ctype(g.node(id).dtype), vname(id)));
+  for (ir::NodeId id : group.outputs) add_elem_param(fmt::format("{}& o_{}", compute_ctype(g.node(id).dtype), vname(id)));
+
+  // Constants used by the group, declared first so every value has a name.
+  std::set<ir::NodeId> consts;
+  auto note_operand = [&](ir::NodeId a) {
+    const ir::Node& an = g.node(a);
+    if (in_group.count(a) || input_pos.count(a) || params.count(a)) return;
+    FJ_CHECK(an.op == ir::Op::Const, fmt::format("codegen: operand v{} is not computed, read or a param in this group", a));
+    consts.insert(a);
+  };
+  for (ir::NodeId id : group.nodes)
+    for (int j = 0; j < g.node(id).nargs; ++j) note_operand(g.node(id).arg(j));
+  for (ir::NodeId id : group.outputs) note_operand(id);
+  for (ir::NodeId c : consts) {
+    const ir::Node& cn = g.node(c);
+    body += fmt::format("  const {} {} = {};  // {} = const : {}{}\n", compute_ctype(cn.dtype), vname(c),
+                        constant_literal(cn.value), node_label(g, c), ir::dtype_name(cn.dtype), where(g, cn));
+  }
+  for (ir::NodeId id : group.nodes) {
+    const ir::Node& nd = g.node(id);
+    FJ_CHECK(!ir::is_leaf(nd.op), "codegen: a leaf is listed among a group's nodes");
+    std::string args;
+    for (int j = 0; j < nd.nargs; ++j) args += (j ? ", " : "") + vname(nd.arg(j));
+    std::string fn = nd.op == ir::Op::Cast ? fmt::format("fj_cvt_{}", ir::dtype_name(nd.dtype))
+                                           : fmt::format("fj_{}", ir::op_name(nd.op));
+    std::string value = fmt::format("{}({})", fn, args);
+    // Strict: every f16/bf16 node is rounded to its type (casts already return a rounded value).
+    if (ir::is_half(nd.dtype) && nd.op != ir::Op::Cast && !opts.fast_math)
+      value = fmt::format("{}({})", nd.dtype == ir::DType::F16 ? "fj_round_f16" : "fj_round_bf16", value);
+    body += fmt::format("  const {} {} = {};  // {}{}\n", compute_ctype(nd.dtype), vname(id), value, describe(g, id),
+                        where(g, nd));
+  }
+  for (ir::NodeId id : group.outputs) body += fmt::format("  o_{0} = {0};\n", vname(id));
+
+  // ---- kernel ----
+  std::string kp;  // kernel parameter list
+  for (const ArgSlot& a : sig.args) kp += fmt::format("{}{} {}", kp.empty() ? "" : ",\n    ", a.ctype, a.name);
+
+  auto elem_call = [&](const std::string& idx_expr, bool vec) {
+    std::string s;
+    auto add = [&](const std::string& x) { s += (s.empty() ? "" : ", ") + x; };
+    for (size_t i = 0; i < group.inputs.size(); ++i) {
+      const ir::NodeId id = group.inputs[i];
+      const ir::DType t = g.node(id).dtype;
+      switch (layout.access[i]) {
+        case InputAccess::Uniform: add("u_" + vname(id)); break;
+        case InputAccess::Contiguous:
+          add(load_expr(t, vec ? fmt::format("x_{}.v[j]", vname(id)) : fmt::format("in_{}[{}]", vname(id), idx_expr)));
+          break;
+        case InputAccess::Strided: add(load_expr(t, fmt::format("in_{0}[off_{0}]", vname(id)))); break;
+      }
+    }
+    for (ir::NodeId id : group.params) add("p_" + vname(id));
+    for (ir::NodeId id : group.outputs) add("r_" + vname(id));
+    return s;
+  };
+
+  std::string kb;
+  kb += fmt::format("  const {0} tid = ({0})blockIdx.x * blockDim.x + threadIdx.x;\n", idx);
+  kb += fmt::format("  const {0} nthreads = ({0})gridDim.x * blockDim.x;\n", idx);
+  for (size_t i = 0; i < group.inputs.size(); ++i)
+    if (layout.access[i] == InputAccess::Uniform) {
+      const ir::NodeId id = group.inputs[i];
+      kb += fmt::format("  const {} u_{} = {};  // broadcast along every dim: read once\n",
+                        compute_ctype(g.node(id).dtype), vname(id), load_expr(g.node(id).dtype, fmt::format("in_{}[0]", vname(id))));
+    }
+  kb += fmt::format("  {} start = 0;\n", idx);
+  if (V > 1) {
+    kb += fmt::format("  if (vec_ok) {{  // every pointer 16-byte aligned: {} elements per iteration\n", V);
+    kb += fmt::format("    const {} nvec = n / {};\n", idx, V);
+    kb += fmt::format("    for ({} k = tid; k < nvec; k += nthreads) {{\n", idx);
+    kb += fmt::format("      const {} i = k * {};\n", idx, V);
+    for (size_t i = 0; i < group.inputs.size(); ++i)
+      if (layout.access[i] == InputAccess::Contiguous) {
+        const ir::NodeId id = group.inputs[i];
+        const char* st = storage_ctype(g.node(id).dtype);
+        kb += fmt::format("      const fj_vec<{0}, {1}> x_{2} = fj_vload<{0}, {1}>(in_{2} + i);\n", st, V, vname(id));
+      }
+    for (ir::NodeId id : group.outputs)
+      kb += fmt::format("      fj_vec<{}, {}> y_{};\n", storage_ctype(g.node(id).dtype), V, vname(id));
+    kb += "#pragma unroll\n";
+    kb += fmt::format("      for (int j = 0; j < {}; ++j) {{\n", V);
+    for (ir::NodeId id : group.outputs) kb += fmt::format("        {} r_{};\n", compute_ctype(g.node(id).dtype), vname(id));
+    kb += fmt::format("        @NAME@_elem({});\n", elem_call("", true));
+    for (ir::NodeId id : group.outputs)
+      kb += fmt::format("        y_{0}.v[j] = {1};\n", vname(id), store_expr(g.node(id).dtype, "r_" + vname(id)));
+    kb += "      }\n";
+    for (ir::NodeId id : group.outputs)
+      kb += fmt::format("      fj_vstore<{0}, {1}>(out_{2} + i, y_{2});\n", storage_ctype(g.node(id).dtype), V, vname(id));
+    kb += "    }\n";
+    kb += fmt::format("    start = nvec * {};\n", V);
+    kb += "  }\n";
+  }
+  kb += fmt::format("  for ({} i = start + tid; i < n; i += nthreads) {{\n", idx);
+  if (!all_flat) {
+    // Coordinates in the collapsed iteration space, innermost dim first.
+    kb += fmt::format("    {} rem = i;\n", idx);
+    for (size_t c = rank - 1; c >= 1; --c)
+      kb += fmt::format("    const {0} c{1} = rem % size{1};\n    rem /= size{1};\n", idx, c);
+    kb += fmt::format("    const {} c0 = rem;\n", idx);
+    for (size_t i = 0; i < group.inputs.size(); ++i) {
+      if (layout.access[i] != InputAccess::Strided) continue;
+      std::string off;
+      for (size_t c = 0; c < rank; ++c)
+        if (!layout.bcast[i][c]) off += fmt::format("{}c{} * st_{}_{}", off.empty() ? "" : " + ", c, vname(group.inputs[i]), c);
+      kb += fmt::format("    const {} off_{} = {};\n", idx, vname(group.inputs[i]), off);
+    }
+  }
+  for (ir::NodeId id : group.outputs) kb += fmt::format("    {} r_{};\n", compute_ctype(g.node(id).dtype), vname(id));
+  kb += fmt::format("    @NAME@_elem({});\n", elem_call("i", false));
+  for (ir::NodeId id : group.outputs)
+    kb += fmt::format("    out_{0}[i] = {1};\n", vname(id), store_expr(g.node(id).dtype, "r_" + vname(id)));
+  kb += "  }\n";
+
+  std::string outs;
+  for (ir::NodeId id : group.outputs) outs += (outs.empty() ? "" : ", ") + node_label(g, id);
+  std::string text;
+  text += fmt::format("// Fusion group: {} op(s), iteration space {} ({} elements), {}-bit index math{}.\n",
+                      group.nodes.size(), ir::shape_to_string(group.iter_shape, &g), n, layout.index64 ? 64 : 32,
+                      V > 1 ? fmt::format(", {}-wide vector path", V) : std::string());
+  text += fmt::format("// Layout: {}. Outputs: {}.\n", layout_fingerprint(layout), outs.empty() ? "none" : outs);
+  text += fmt::format("static __device__ __forceinline__ void @NAME@_elem({}) {{\n", elem_params);
+  text += body;
+  text += "}\n";
+  text += fmt::format("extern \"C\" __global__ void @NAME@(\n    {}) {{\n", kp);
+  text += kb;
+  text += "}\n";
+
+  const uint64_t h = XXH3_64bits(text.data(), text.size());
+  k.name = fmt::format("fj_{}_{:08x}", sanitize(g.name), static_cast<uint32_t>(h));
+  std::string out;
+  for (size_t p = 0;;) {
+    const size_t q = text.find("@NAME@", p);
+    out.append(text, p, q == std::string::npos ? std::string::npos : q - p);
+    if (q == std::string::npos) break;
+    out += k.name;
+    p = q + 6;
+  }
+  k.source = std::move(out);
+  k.nvrtc_options = opts.fast_math ? std::vector<std::string>{"--std=c++17", "--use_fast_math", "--fmad=true"}
+                                   : std::vector<std::string>{"--std=c++17", "--fmad=false"};
+  return k;
+}
+
+std::vector<GeneratedKernel> generate_plan_kernels(const ir::Graph& g, const ir::Plan& plan, const CodegenOptions& opts) {
+  std::vector<GeneratedKernel> r;
+  r.reserve(plan.groups.size());
+  for (const ir::FusionGroup& grp : plan.groups) r.push_back(generate_kernel(g, grp, opts));
+  return r;
+}
+
+TranslationUnit emit_translation_unit(std::span<const GeneratedKernel> kernels) {
+  TranslationUnit tu;
+  tu.source = "// Generated by fusejit. Scalar semantics: ir/scalar/fj_scalar.h (embedded below).\n";
+  tu.source += kScalarPrelude;
+  tu.source += kKernelPrelude;
+  std::map<std::string, const std::string*> seen;
+  for (const GeneratedKernel& k : kernels) {
+    FJ_CHECK(k.fast_math == kernels.front().fast_math, "emit_translation_unit: kernels mix fast and strict mode");
+    if (auto it = seen.find(k.name); it != seen.end()) {
+      FJ_CHECK(*it->second == k.source, "emit_translation_unit: two different kernels named " + k.name);
+      continue;
+    }
+    seen[k.name] = &k.source;
+    tu.kernel_names.push_back(k.name);
+    tu.source += "\n";
+    tu.source += k.source;
+    for (const std::string& o : k.nvrtc_options)
+      if (std::find(tu.nvrtc_options.begin(), tu.nvrtc_options.end(), o) == tu.nvrtc_options.end())
+        tu.nvrtc_options.push_back(o);
+  }
+  return tu;
+}
+
+}  // namespace fusejit::jit

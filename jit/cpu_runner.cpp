@@ -1,0 +1,126 @@
+// CPU execution of generated kernels; see jit/cpu_runner.h.
+#include "jit/cpu_runner.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace fusejit::jit {
+
+void HostBuffer::Free::operator()(unsigned char* p) const { std::free(p); }
+
+HostBuffer::HostBuffer(size_t bytes) : size_(bytes) {
+  // Never a null pointer, even for 0 bytes: a kernel argument must be a valid address.
+  const size_t alloc = ((bytes + 63) / 64 + 1) * 64;
+  mem_.reset(static_cast<unsigned char*>(std::aligned_alloc(64, alloc)));
+  if (!mem_) throw std::bad_alloc();
+  std::memset(mem_.get(), 0, alloc);
+}
+
+HostBuffer::HostBuffer(const void* data, size_t bytes) : HostBuffer(bytes) {
+  if (bytes) std::memcpy(mem_.get(), data, bytes);
+}
+
+HostBuffer& HostBuffer::operator=(const HostBuffer& o) {
+  if (this != &o) *this = HostBuffer(o);
+  return *this;
+}
+
+CpuProgram prepare_cpu_program(const ir::Graph& g, const ir::Plan& plan, const CodegenOptions& opts) {
+  CpuProgram p;
+  p.graph = g;
+  p.plan = plan;
+  p.kernels = generate_plan_kernels(g, plan, opts);
+  return p;
+}
+
+void compile_cpu_programs(std::span<CpuProgram* const> programs) {
+  std::vector<GeneratedKernel> all;
+  for (CpuProgram* p : programs) all.insert(all.end(), p->kernels.begin(), p->kernels.end());
+  if (all.empty()) return;
+  HostCompileResult r = host_compile(all);
+  for (CpuProgram* p : programs) {
+    p->module = r.module;
+    p->compile = r;
+    p->trampolines.clear();
+    for (const GeneratedKernel& k : p->kernels) p->trampolines.push_back(r.module->trampoline(k.name));
+  }
+}
+
+CpuProgram build_cpu_program(const ir::Graph& g, const ir::Plan& plan, const CodegenOptions& opts) {
+  CpuProgram p = prepare_cpu_program(g, plan, opts);
+  CpuProgram* ps[] = {&p};
+  compile_cpu_programs(ps);
+  return p;
+}
+
+namespace {
+size_t byte_size(const ir::Node& n) {
+  return static_cast<size_t>(ir::num_elements(n.shape)) * static_cast<size_t>(ir::dtype_size(n.dtype));
+}
+}  // namespace
+
+CpuRunResult run_cpu_program(const CpuProgram& prog, std::span<const HostBuffer> inputs,
+                             std::span<const ir::Scalar> params, const LaunchShape& launch) {
+  const ir::Graph& g = prog.graph;
+  if (inputs.size() != g.inputs.size())
+    throw ir::UserError(fmt::format("graph has {} inputs but {} were given", g.inputs.size(), inputs.size()));
+  for (size_t s = 0; s < inputs.size(); ++s) {
+    const ir::Node& n = g.node(g.inputs[s]);
+    if (inputs[s].size() != byte_size(n))
+      throw ir::UserError(fmt::format("input '{}' needs {} bytes ({} {}) but has {}", n.name, byte_size(n),
+                                      ir::dtype_name(n.dtype), ir::shape_to_string(n.shape, &g), inputs[s].size()));
+  }
+  std::vector<ir::Scalar> param_values;
+  if (params.empty()) {
+    for (const ir::ParamDecl& d : g.params) param_values.push_back(d.default_value);
+  } else {
+    if (params.size() != g.params.size())
+      throw ir::UserError(fmt::format("graph has {} params but {} values were given", g.params.size(), params.size()));
+    param_values.assign(params.begin(), params.end());
+  }
+  FJ_CHECK(prog.trampolines.size() == prog.plan.groups.size(), "run_cpu_program: program is not compiled");
+
+  // Allocate every written value first so the timed part is the launches alone.
+  std::map<ir::NodeId, HostBuffer> written;
+  for (const ir::FusionGroup& grp : prog.plan.groups)
+    for (ir::NodeId o : grp.outputs)
+      if (!written.count(o)) written.emplace(o, HostBuffer(byte_size(g.node(o))));
+  auto read_addr = [&](ir::NodeId id) -> uint64_t {
+    if (auto it = written.find(id); it != written.end()) return reinterpret_cast<uint64_t>(it->second.data());
+    const ir::Node& n = g.node(id);
+    FJ_CHECK(n.op == ir::Op::Input, fmt::format("run_cpu_program: v{} is read before it is written", id));
+    return reinterpret_cast<uint64_t>(inputs[static_cast<size_t>(n.slot)].data());
+  };
+  std::vector<PackedArgs> packed;
+  for (size_t gi = 0; gi < prog.plan.groups.size(); ++gi) {
+    const ir::FusionGroup& grp = prog.plan.groups[gi];
+    std::vector<uint64_t> in_addrs, out_addrs;
+    for (ir::NodeId id : grp.inputs) in_addrs.push_back(read_addr(id));
+    for (ir::NodeId id : grp.outputs) out_addrs.push_back(reinterpret_cast<uint64_t>(written.at(id).data()));
+    packed.push_back(pack_args(prog.kernels[gi].signature, g, grp, in_addrs, out_addrs, param_values, launch));
+  }
+
+  CpuRunResult r;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t gi = 0; gi < prog.plan.groups.size(); ++gi)
+    prog.trampolines[gi](packed[gi].params(), launch.grid, launch.block);
+  r.run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  r.kernels_launched = static_cast<int>(prog.plan.groups.size());
+
+  for (const ir::OutputDecl& o : g.outputs) {
+    if (auto it = written.find(o.node); it != written.end()) {
+      r.outputs.push_back(it->second);
+      continue;
+    }
+    const ir::Node& n = g.node(o.node);
+    FJ_CHECK(n.op == ir::Op::Input, fmt::format("run_cpu_program: output '{}' is never written by the plan", o.name));
+    r.outputs.push_back(inputs[static_cast<size_t>(n.slot)]);
+  }
+  return r;
+}
+
+}  // namespace fusejit::jit

@@ -1,0 +1,212 @@
+// Host (CPU) builds of generated kernels; see jit/host_compile.h.
+#include "jit/host_compile.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "jit/hash.h"
+
+namespace fusejit::jit {
+
+namespace {
+
+// Makes the CUDA spellings used by generated kernels mean something to a host compiler. The
+// built-in index variables are thread_local so trampolines could run blocks on several threads.
+constexpr const char* kHostPrelude = R"FJH(// ---- fusejit host prelude: CUDA spellings for a host C++ build ----
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+struct fj_host_dim3 { unsigned int x, y, z; };
+static thread_local fj_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
+// ---- end of host prelude ----
+)FJH";
+
+const char* const kHostFlags = "-O2 -ffp-contract=off -fPIC -shared -std=c++17 -w";
+
+std::string compiler() {
+  const char* cxx = std::getenv("CXX");
+  return (cxx && *cxx) ? cxx : "c++";
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string r = "'";
+  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return r + "'";
+}
+
+// Runs a shell command, returning its exit status and combined output.
+int run_command(const std::string& cmd, std::string& output) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, got);
+  return pclose(p);
+}
+
+const std::string& compiler_version(const std::string& cxx) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> versions;
+  std::lock_guard lock(mu);
+  auto it = versions.find(cxx);
+  if (it == versions.end()) {
+    std::string out;
+    run_command(cxx + " --version", out);
+    it = versions.emplace(cxx, out).first;
+  }
+  return it->second;
+}
+
+std::string numbered(const std::string& src) {
+  std::string r;
+  std::istringstream in(src);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) r += fmt::format("{:5} | {}\n", n, line);
+  return r;
+}
+
+std::string strip_restrict(std::string t) {
+  const std::string r = " __restrict__";
+  if (auto p = t.find(r); p != std::string::npos) t.erase(p, r.size());
+  return t;
+}
+
+std::mutex g_mu;
+std::map<std::string, std::weak_ptr<HostModule>> g_loaded;  // by key hex
+
+}  // namespace
+
+struct HostModuleAccess {
+  static std::shared_ptr<HostModule> make(void* h, std::string path) {
+    std::shared_ptr<HostModule> m(new HostModule());
+    m->handle_ = h;
+    m->path_ = std::move(path);
+    return m;
+  }
+};
+
+HostModule::~HostModule() {
+  if (handle_) dlclose(handle_);
+}
+
+HostTrampoline HostModule::trampoline(const std::string& kernel_name) const {
+  void* f = dlsym(handle_, (kernel_name + "__host").c_str());
+  if (!f) throw HostCompileError(fmt::format("host module {} has no kernel {}", path_, kernel_name));
+  return reinterpret_cast<HostTrampoline>(f);
+}
+
+std::string host_source(std::span<const GeneratedKernel> kernels) {
+  TranslationUnit tu = emit_translation_unit(kernels);
+  std::string s = kHostPrelude;
+  s += tu.source;
+  s += "\n// ---- host trampolines: run every (block, thread) of a launch serially ----\n";
+  std::map<std::string, bool> done;
+  for (const GeneratedKernel& k : kernels) {
+    if (done[k.name]) continue;
+    done[k.name] = true;
+    s += fmt::format("extern \"C\" void {}__host(void** params, unsigned int grid, unsigned int block) {{\n", k.name);
+    s += "  gridDim = {grid, 1, 1};\n  blockDim = {block, 1, 1};\n";
+    s += "  for (unsigned int b = 0; b < grid; ++b) {\n    for (unsigned int t = 0; t < block; ++t) {\n";
+    s += "      blockIdx = {b, 0, 0};\n      threadIdx = {t, 0, 0};\n";
+    s += fmt::format("      {}(", k.name);
+    for (size_t i = 0; i < k.signature.args.size(); ++i)
+      s += fmt::format("{}*static_cast<{}*>(params[{}])", i ? ", " : "", strip_restrict(k.signature.args[i].ctype), i);
+    s += ");\n    }\n  }\n}\n";
+  }
+  return s;
+}
+
+std::string host_cache_dir() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> candidates;
+  if (const char* d = std::getenv("FUSEJIT_CACHE_DIR"); d && *d) candidates.push_back(std::string(d) + "/host");
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) candidates.push_back(std::string(d) + "/fusejit/host");
+  if (const char* d = std::getenv("HOME"); d && *d) candidates.push_back(std::string(d) + "/.cache/fusejit/host");
+  candidates.push_back((fs::temp_directory_path() / fmt::format("fusejit-host-{}", getuid())).string());
+  for (const std::string& c : candidates) {
+    std::error_code ec;
+    fs::create_directories(c, ec);
+    if (!ec && access(c.c_str(), W_OK) == 0) return c;
+  }
+  throw HostCompileError("no writable folder for host kernel builds (tried $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME, ~/.cache, /tmp)");
+}
+
+HostCompileResult host_compile(std::span<const GeneratedKernel> kernels) {
+  namespace fs = std::filesystem;
+  const std::string src = host_source(kernels);
+  const std::string cxx = compiler();
+  Hasher h;
+  h.add("fusejit host module v1").add(cxx).add(compiler_version(cxx)).add(kHostFlags).add(src);
+  const std::string key = h.digest().hex();
+
+  HostCompileResult r;
+  std::lock_guard lock(g_mu);  // one compile at a time per process; also guards g_loaded
+  if (auto it = g_loaded.find(key); it != g_loaded.end())
+    if (auto m = it->second.lock()) {
+      r.module = std::move(m);
+      r.memory_hit = true;
+      return r;
+    }
+
+  const std::string dir = host_cache_dir();
+  const std::string so = dir + "/" + key + ".so";
+  if (fs::exists(so)) {
+    if (void* hnd = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      r.module = HostModuleAccess::make(hnd, so);
+      r.disk_hit = true;
+      g_loaded[key] = r.module;
+      return r;
+    }
+    std::error_code ec;
+    fs::remove(so, ec);  // unreadable or truncated: rebuild it
+  }
+
+  // Compile into unique temporary names, then rename into place, so a concurrent process never
+  // loads a half-written file.
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp = fmt::format("{}/{}.tmp.{}.{}", dir, key, getpid(), counter++);
+  {
+    std::ofstream f(tmp + ".cpp", std::ios::binary);
+    f << src;
+    if (!f) throw HostCompileError("cannot write " + tmp + ".cpp");
+  }
+  const std::string cmd = fmt::format("{} {} -o {} {}", cxx, kHostFlags, shell_quote(tmp + ".so"), shell_quote(tmp + ".cpp"));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string output;
+  const int status = run_command(cmd, output);
+  r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::error_code ec;
+  fs::remove(tmp + ".cpp", ec);
+  if (status != 0) {
+    fs::remove(tmp + ".so", ec);
+    throw HostCompileError(fmt::format("host compiler failed (exit status {}): {}\n{}\nsource:\n{}", status, cmd,
+                                       output, numbered(src)));
+  }
+  fs::rename(tmp + ".so", so, ec);
+  if (ec) throw HostCompileError(fmt::format("cannot move {} into the cache: {}", so, ec.message()));
+  {
+    std::ofstream f(dir + "/" + key + ".cpp", std::ios::binary);  // kept next to the .so for reading
+    f << src;
+  }
+  void* hnd = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!hnd) throw HostCompileError(fmt::format("dlopen {} failed: {}", so, dlerror()));
+  r.module = HostModuleAccess::make(hnd, so);
+  g_loaded[key] = r.module;
+  return r;
+}
+
+}  // namespace fusejit::jit

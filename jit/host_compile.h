@@ -1,0 +1,69 @@
+// Compiling generated kernels for the CPU: the same CUDA C++ source the GPU gets, built by the
+// system C++ compiler ($CXX, else `c++`) with -ffp-contract=off (so no FMA changes a result)
+// together with a host prelude that defines __global__, __device__, blockIdx, threadIdx, ..., and
+// loaded with dlopen. Each kernel gets a host trampoline
+//   extern "C" void <name>__host(void** params, unsigned grid, unsigned block)
+// that runs every (block, thread) pair of the launch serially, so the grid-stride loop, the vector
+// path and the index math are exercised exactly as written.
+//
+// Compiled shared objects are cached on disk, keyed by XXH3-128 of the compiler, its version, the
+// flags and the source, under $FUSEJIT_CACHE_DIR/host (else $XDG_CACHE_HOME/fusejit/host, else
+// ~/.cache/fusejit/host, else a temporary folder), so a repeat run compiles nothing.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "jit/codegen.h"
+
+namespace fusejit::jit {
+
+// The compiler failed (or could not be run, or the result could not be loaded). what() holds the
+// command, the compiler's output and the source with line numbers.
+class HostCompileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Signature of every host trampoline.
+using HostTrampoline = void (*)(void** params, unsigned grid, unsigned block);
+
+// A loaded shared object holding host builds of some kernels. Shared by every caller that
+// compiled the same source in this process; unloaded when the last reference goes.
+class HostModule {
+ public:
+  ~HostModule();
+  HostModule(const HostModule&) = delete;
+  HostModule& operator=(const HostModule&) = delete;
+  // The trampoline of kernel `name`; throws HostCompileError if the module has no such kernel.
+  HostTrampoline trampoline(const std::string& kernel_name) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  friend struct HostModuleAccess;
+  HostModule() = default;
+  void* handle_ = nullptr;
+  std::string path_;
+};
+
+struct HostCompileResult {
+  std::shared_ptr<HostModule> module;
+  bool disk_hit = false;     // loaded from the on-disk cache: nothing compiled
+  bool memory_hit = false;   // already loaded in this process
+  double compile_ms = 0.0;   // wall time spent compiling (0 on a hit)
+};
+
+// The host C++ translation unit for `kernels`: host prelude + emit_translation_unit() + one
+// trampoline per distinct kernel.
+std::string host_source(std::span<const GeneratedKernel> kernels);
+
+// Compiles (or finds in the caches) and loads the host build of `kernels`. Thread-safe. Throws
+// HostCompileError on a compiler failure, with its output.
+HostCompileResult host_compile(std::span<const GeneratedKernel> kernels);
+
+// The folder used for compiled host modules (created on demand).
+std::string host_cache_dir();
+
+}  // namespace fusejit::jit

@@ -1,0 +1,291 @@
+// Generated CUDA source: names, comments, layouts, index width, constants, and that every op's
+// kernel compiles both with NVRTC (sm_90, no include path) and with the host compiler.
+#include <doctest/doctest.h>
+#include <nvrtc.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ir/builder.h"
+#include "ir/plan.h"
+#include "jit/codegen.h"
+#include "jit/host_compile.h"
+#include "jit/kernel_abi.h"
+
+using namespace fusejit;
+using ir::DType;
+using ir::NodeId;
+using ir::Op;
+
+namespace {
+
+ir::Shape shp(std::initializer_list<int64_t> s) {
+  ir::Shape r;
+  for (int64_t v : s) r.push_back({v, -1});
+  return r;
+}
+
+// One group holding every non-leaf node of the graph, reading every Input, writing the outputs.
+ir::FusionGroup whole_graph_group(const ir::Graph& g) {
+  ir::FusionGroup grp;
+  for (NodeId i = 0; i < g.size(); ++i) {
+    const ir::Node& n = g.node(i);
+    if (n.op == Op::Input) grp.inputs.push_back(i);
+    else if (n.op == Op::Param) grp.params.push_back(i);
+    else if (!ir::is_leaf(n.op)) grp.nodes.push_back(i);
+  }
+  for (const ir::OutputDecl& o : g.outputs) grp.outputs.push_back(o.node);
+  grp.iter_shape = g.node(g.outputs.front().node).shape;
+  return grp;
+}
+
+ir::Operand op2(ir::GraphBuilder& b, Op op, ir::Operand x, ir::Operand y, uint32_t line) {
+  ir::Operand a[2] = {x, y};
+  return b.apply(op, a, ir::Loc{line, 1});
+}
+
+// x : f32[4, 8], bias : f32[8]; y = exp(x * bias + 1.5)
+ir::Graph bias_graph(const ir::Shape& xs, const ir::Shape& bs, DType t = DType::F32) {
+  ir::GraphBuilder b("bias act", "bias.txt");
+  auto x = ir::Operand::of(b.add_input("x", t, xs, ir::Loc{2, 1}));
+  auto bias = ir::Operand::of(b.add_input("bias", t, bs, ir::Loc{3, 1}));
+  auto m = op2(b, Op::Mul, x, bias, 4);
+  ir::Literal l;
+  l.cat = ir::Category::Float;
+  l.f = 1.5;
+  auto s = op2(b, Op::Add, m, ir::Operand::of(l), 5);
+  ir::Operand e1[1] = {s};
+  auto y = b.apply(Op::Exp, e1, ir::Loc{6, 1});
+  b.add_output("y", y, ir::Loc{7, 1});
+  return b.finish();
+}
+
+std::string nvrtc_compile(const std::string& src, const std::vector<std::string>& opts_in, std::string& log) {
+  nvrtcProgram prog;
+  if (nvrtcCreateProgram(&prog, src.c_str(), "fusejit_test.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS)
+    return "create failed";
+  std::vector<std::string> opts = opts_in;
+  opts.push_back("-arch=sm_90");
+  std::vector<const char*> o;
+  for (auto& s : opts) o.push_back(s.c_str());
+  nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(o.size()), o.data());
+  size_t n = 0;
+  nvrtcGetProgramLogSize(prog, &n);
+  log.assign(n, '\0');
+  nvrtcGetProgramLog(prog, log.data());
+  nvrtcDestroyProgram(&prog);
+  return r == NVRTC_SUCCESS ? "" : nvrtcGetErrorString(r);
+}
+
+}  // namespace
+
+TEST_CASE("kernel names are deterministic and the source is commented per node") {
+  ir::Graph g = bias_graph(shp({4, 8}), shp({8}));
+  ir::FusionGroup grp = whole_graph_group(g);
+  jit::GeneratedKernel k1 = jit::generate_kernel(g, grp);
+  jit::GeneratedKernel k2 = jit::generate_kernel(g, grp);
+  CHECK(k1.name == k2.name);
+  CHECK(k1.source == k2.source);
+  CHECK(k1.name.rfind("fj_bias_act_", 0) == 0);
+  CHECK(k1.name.size() == std::string("fj_bias_act_").size() + 8);
+  CHECK(k1.source.find("extern \"C\" __global__ void " + k1.name + "(") != std::string::npos);
+  // Each computing line names its node and its graph line.
+  CHECK(k1.source.find("= mul(v0, v1) : f32  [bias.txt:4]") != std::string::npos);
+  CHECK(k1.source.find("= fj_exp(v") != std::string::npos);
+  CHECK(k1.source.find("[bias.txt:6]") != std::string::npos);
+  CHECK(k1.source.find("0x1.8p+0f") != std::string::npos);  // the 1.5 literal, exact
+  // The bias row is broadcast along dim 0: strided access, no vector path.
+  CHECK(k1.source.find("st_v1_1") != std::string::npos);
+  CHECK(k1.source.find("vec_ok") == std::string::npos);
+  CHECK(!k1.index64);
+  CHECK(k1.source.find("unsigned int n") != std::string::npos);
+  CHECK(k1.nvrtc_options == std::vector<std::string>{"--std=c++17", "--fmad=false"});
+  // A different graph body gives a different name.
+  ir::Graph g2 = bias_graph(shp({4, 8}), shp({4, 8}));
+  CHECK(jit::generate_kernel(g2, whole_graph_group(g2)).name != k1.name);
+}
+
+TEST_CASE("contiguous groups get a 16-byte vector path and a runtime alignment flag") {
+  ir::Graph g = bias_graph(shp({4, 8}), shp({4, 8}));
+  jit::GeneratedKernel k = jit::generate_kernel(g, whole_graph_group(g));
+  CHECK(k.vector_width == 4);
+  CHECK(k.source.find("fj_vload<float, 4>(in_v0 + i)") != std::string::npos);
+  CHECK(k.source.find("if (vec_ok)") != std::string::npos);
+  CHECK(k.signature.args.back().kind == jit::ArgKind::VecFlag);
+  // f64 arrays: 2 per 16 bytes; no vector path when disabled.
+  ir::Graph gd = bias_graph(shp({16}), shp({16}), DType::F64);
+  CHECK(jit::generate_kernel(gd, whole_graph_group(gd)).vector_width == 2);
+  jit::CodegenOptions nov;
+  nov.vectorize = false;
+  CHECK(jit::generate_kernel(gd, whole_graph_group(gd), nov).source.find("vec_ok") == std::string::npos);
+  // A 0-d input is uniform: read once, vector path kept.
+  ir::Graph gu = bias_graph(shp({4, 8}), shp({}));
+  jit::GeneratedKernel ku = jit::generate_kernel(gu, whole_graph_group(gu));
+  CHECK(ku.vector_width == 4);
+  CHECK(ku.source.find("const float u_v1 = in_v1[0];") != std::string::npos);
+}
+
+TEST_CASE("dims broadcast the same way collapse; index width follows the element count") {
+  // [2, 3, 4, 5] with bias [4, 5]: dims 0,1 collapse (bias broadcast), dims 2,3 collapse (full).
+  ir::Graph g = bias_graph(shp({2, 3, 4, 5}), shp({4, 5}));
+  jit::KernelLayout l = jit::compute_layout(g, whole_graph_group(g));
+  REQUIRE(l.dim_groups.size() == 2);
+  CHECK(l.dim_groups[0] == std::pair{0, 2});
+  CHECK(l.dim_groups[1] == std::pair{2, 4});
+  CHECK(l.access[0] == jit::InputAccess::Contiguous);
+  CHECK(l.access[1] == jit::InputAccess::Strided);
+  // Size-1 dims never split a collapse.
+  ir::Graph g1 = bias_graph(shp({6, 1, 7}), shp({6, 1, 7}));
+  CHECK(jit::compute_layout(g1, whole_graph_group(g1)).dim_groups.size() == 1);
+
+  ir::Graph small = bias_graph(shp({2147483647}), shp({1}));
+  CHECK(!jit::generate_kernel(small, whole_graph_group(small)).index64);
+  ir::Graph big = bias_graph(shp({32768, 65536}), shp({65536}));  // exactly 2^31 elements
+  jit::GeneratedKernel kb = jit::generate_kernel(big, whole_graph_group(big));
+  CHECK(kb.index64);
+  CHECK(kb.source.find("unsigned long long n") != std::string::npos);
+  CHECK(kb.source.find("unsigned int") == std::string::npos);
+  jit::CodegenOptions o32;
+  o32.index_bits = 32;
+  CHECK_THROWS_AS(jit::generate_kernel(big, whole_graph_group(big), o32), ir::InternalError);
+}
+
+TEST_CASE("pack_args: sizes and strides from the current shapes, layout checked") {
+  ir::Graph g = bias_graph(shp({2, 3, 4, 5}), shp({4, 5}));
+  ir::FusionGroup grp = whole_graph_group(g);
+  jit::GeneratedKernel k = jit::generate_kernel(g, grp);
+  uint64_t in[2] = {0x1000, 0x2000}, out[1] = {0x3000};
+  jit::PackedArgs p = jit::pack_args(k.signature, g, grp, in, out, {}, {});
+  REQUIRE(p.size() == k.signature.args.size());
+  for (size_t i = 0; i < k.signature.args.size(); ++i) {
+    const jit::ArgSlot& a = k.signature.args[i];
+    if (a.kind == jit::ArgKind::NumElements) CHECK(*static_cast<uint32_t*>(p.params()[i]) == 120u);
+    if (a.kind == jit::ArgKind::DimSize) CHECK(*static_cast<uint32_t*>(p.params()[i]) == 20u);
+    if (a.kind == jit::ArgKind::Stride) CHECK(*static_cast<uint32_t*>(p.params()[i]) == 1u);
+    if (a.kind == jit::ArgKind::InputPtr) CHECK(*static_cast<uint64_t*>(p.params()[i]) == in[a.index]);
+  }
+  jit::PackedArgs moved = std::move(p);
+  CHECK(*static_cast<uint64_t*>(moved.params()[0]) == 0x1000);
+  // A new dim value with the same broadcast pattern packs fine; a new pattern is refused.
+  std::vector<ir::Shape> shapes = {shp({2, 3, 40, 5}), shp({40, 5})};
+  CHECK_NOTHROW(jit::pack_args(k.signature, in, out, {}, shapes, shp({2, 3, 40, 5}), {}));
+  std::vector<ir::Shape> other = {shp({2, 3, 4, 5}), shp({3, 4, 5})};
+  CHECK_THROWS_AS(jit::pack_args(k.signature, in, out, {}, other, shp({2, 3, 4, 5}), {}), ir::InternalError);
+  jit::LaunchShape huge{1u << 22, 1024};
+  CHECK_THROWS_AS(jit::pack_args(k.signature, g, grp, in, out, {}, huge), ir::InternalError);
+}
+
+TEST_CASE("constants are printed to round-trip exactly") {
+  auto f32 = [](float v) { ir::Scalar s; s.dtype = DType::F32; s.f = v; return jit::constant_literal(s); };
+  CHECK(f32(1.5f) == "0x1.8p+0f");
+  CHECK(f32(std::numeric_limits<float>::max()) == "0x1.fffffep+127f");
+  CHECK(f32(std::numeric_limits<float>::denorm_min()) == "0x1p-149f");
+  CHECK(f32(-0.0f) == "-0x0p+0f");
+  CHECK(f32(std::numeric_limits<float>::infinity()) == "fjk_f32_from_bits(0x7f800000u)");
+  CHECK(f32(-std::numeric_limits<float>::infinity()) == "fjk_f32_from_bits(0xff800000u)");
+  CHECK(f32(std::numeric_limits<float>::quiet_NaN()) == "fjk_f32_from_bits(0x7fc00000u)");
+  ir::Scalar d;
+  d.dtype = DType::F64;
+  d.f = std::numeric_limits<double>::denorm_min();
+  CHECK(jit::constant_literal(d) == "0x0.0000000000001p-1022");
+  d.f = 0.1;
+  CHECK(jit::constant_literal(d) == "0x1.999999999999ap-4");
+  ir::Scalar i;
+  i.dtype = DType::I32;
+  i.i = INT32_MIN;
+  CHECK(jit::constant_literal(i) == "(-2147483647 - 1)");
+  i.dtype = DType::I64;
+  i.i = INT64_MIN;
+  CHECK(jit::constant_literal(i) == "(-9223372036854775807LL - 1LL)");
+  i.dtype = DType::I8;
+  i.i = -128;
+  CHECK(jit::constant_literal(i) == "(signed char)(-128)");
+}
+
+TEST_CASE("f16 nodes are rounded per node in strict mode only") {
+  ir::Graph g = bias_graph(shp({8}), shp({8}), DType::F16);
+  jit::GeneratedKernel k = jit::generate_kernel(g, whole_graph_group(g));
+  CHECK(k.source.find("fj_round_f16(fj_mul(v0, v1))") != std::string::npos);
+  CHECK(k.source.find("fj_store_f16(r_v") != std::string::npos);
+  CHECK(k.vector_width == 8);
+  jit::CodegenOptions fast;
+  fast.fast_math = true;
+  jit::GeneratedKernel kf = jit::generate_kernel(g, whole_graph_group(g), fast);
+  CHECK(kf.source.find("fj_round_f16(") == std::string::npos);
+  CHECK(kf.nvrtc_options == std::vector<std::string>{"--std=c++17", "--use_fast_math", "--fmad=true"});
+  std::vector<jit::GeneratedKernel> mixed = {k, kf};
+  CHECK_THROWS_AS(jit::emit_translation_unit(mixed), ir::InternalError);
+}
+
+// Every op on every dtype it accepts, one kernel per node, all in ONE translation unit.
+std::vector<jit::GeneratedKernel> every_op_kernels() {
+  std::vector<jit::GeneratedKernel> ks;
+  const DType types[] = {DType::Bool, DType::I8, DType::U8, DType::I32, DType::I64,
+                         DType::F16, DType::BF16, DType::F32, DType::F64};
+  for (int o = 0; o < ir::kNumOps; ++o) {
+    const Op op = static_cast<Op>(o);
+    if (ir::is_leaf(op)) continue;
+    for (DType t : types) {
+      ir::GraphBuilder b("ops");
+      std::vector<ir::Operand> args;
+      for (int a = 0; a < ir::op_arity(op); ++a)
+        args.push_back(ir::Operand::of(b.add_input("a" + std::to_string(a), (op == Op::Where && a == 0) ? DType::Bool : t,
+                                                   shp({a == 1 ? 1 : 5, 7}))));
+      try {
+        ir::Operand r = op == Op::Cast ? b.cast(args[0], types[(static_cast<int>(t) + 3) % 9]) : b.apply(op, args);
+        b.add_output("r", r);
+      } catch (const ir::UserError&) {
+        continue;  // op not defined on this dtype (e.g. neg of bool)
+      }
+      ir::Graph g = b.finish();
+      ir::Plan p = ir::plan_unfused(g);
+      if (p.groups.empty()) p.groups.push_back(whole_graph_group(g));  // until the planner lands
+      for (const ir::FusionGroup& grp : p.groups) ks.push_back(jit::generate_kernel(g, grp));
+    }
+  }
+  return ks;
+}
+
+TEST_CASE("every op's kernel compiles with NVRTC for sm_90 without any include path") {
+  std::vector<jit::GeneratedKernel> ks = every_op_kernels();
+  CHECK(ks.size() > 200);
+  jit::TranslationUnit tu = jit::emit_translation_unit(ks);
+  CHECK(tu.source.find("#include <cuda") == std::string::npos);
+  std::string log;
+  std::string err = nvrtc_compile(tu.source, tu.nvrtc_options, log);
+  INFO(log.substr(0, 4000));
+  CHECK(err == "");
+}
+
+TEST_CASE("every op's kernel compiles with the host compiler") {
+  std::vector<jit::GeneratedKernel> ks = every_op_kernels();
+  jit::HostCompileResult r;
+  try {
+    r = jit::host_compile(ks);
+  } catch (const jit::HostCompileError& e) {
+    FAIL(std::string(e.what()).substr(0, 6000));
+  }
+  REQUIRE(r.module);
+  for (const auto& k : ks) CHECK(reinterpret_cast<void*>(r.module->trampoline(k.name)) != nullptr);
+  // A second compile of the same kernels is a hit in this process.
+  CHECK(jit::host_compile(ks).memory_hit);
+}
+
+TEST_CASE("a host compiler failure is a clear error with the compiler's output") {
+  ir::Graph g = bias_graph(shp({8}), shp({8}));
+  jit::GeneratedKernel k = jit::generate_kernel(g, whole_graph_group(g));
+  k.source += "\nthis is not C++;\n";
+  std::vector<jit::GeneratedKernel> ks = {k};
+  try {
+    jit::host_compile(ks);
+    FAIL("expected a HostCompileError");
+  } catch (const jit::HostCompileError& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("host compiler failed") != std::string::npos);
+    CHECK(msg.find("this is not C++") != std::string::npos);
+    CHECK(msg.find("error") != std::string::npos);
+  }
+}
