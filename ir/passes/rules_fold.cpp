@@ -1,0 +1,26 @@
+// Constant folding: an op whose operands are all constants becomes one constant, computed by
+// ir::eval_scalar -- the same fj_scalar.h code the kernels run, rounded to the node's dtype
+// (f16/bf16 computed in f32 and rounded; inf, NaN, overflow to inf and half casts included), so
+// folding never changes a bit.
+#include "ir/eval.h"
+#include "ir/passes/rules.h"
+
+namespace fusejit::ir {
+namespace {
+
+// op(c1, ..., cn) -> eval_scalar(op, dtype, c1..cn), all operands 0-d constants
+NodeId fold(RewriteContext& ctx, const Candidate& n) {
+  Scalar vals[3];
+  for (int k = 0; k < n.nargs; ++k) {
+    const Scalar* c = ctx.const_value(n.arg(k));
+    if (!c) return kNoNode;
+    vals[k] = *c;
+  }
+  return ctx.constant(eval_scalar(n.op, n.dtype, std::span<const Scalar>(vals, static_cast<size_t>(n.nargs))));
+}
+
+}  // namespace
+
+void add_fold_rules(std::vector<Rule>& out) { out.push_back({"constant-fold", std::nullopt, false, fold}); }
+
+}  // namespace fusejit::ir
