@@ -35,16 +35,36 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+// Levenshtein distance, except that swapping two adjacent letters ("tahn" -> "tanh") costs 1.
+size_t typo_distance(std::string_view a, std::string_view b) {
+  size_t d = edit_distance(a, b);
+  if (a.size() == b.size()) {
+    for (size_t i = 0; i + 1 < a.size(); ++i) {
+      if (a[i] != b[i] && a[i] == b[i + 1] && a[i + 1] == b[i]) {
+        std::string t(a);
+        std::swap(t[i], t[i + 1]);
+        d = std::min(d, 1 + edit_distance(t, b));
+        break;
+      }
+    }
+  }
+  return d;
+}
+
 // "; did you mean 'x'?" for the closest candidate within a small edit distance, else "".
 template <class Range>
 std::string suggestion(std::string_view word, const Range& candidates) {
   std::string best;
-  size_t best_d = std::min<size_t>(2, word.size() / 2 + 1) + 1;
+  size_t limit = std::min<size_t>(2, word.size() / 2 + 1);  // at most 2 typos, fewer for short words
+  size_t best_score = SIZE_MAX;
   for (const auto& c : candidates) {
     std::string_view cv(c);
     if (cv.size() + 2 < word.size() || word.size() + 2 < cv.size()) continue;
-    size_t d = edit_distance(word, cv);
-    if (d < best_d) { best_d = d; best = std::string(cv); }
+    size_t d = typo_distance(word, cv);
+    if (d == 0 || d > limit) continue;
+    // Ties prefer a candidate of the same length (typos more often swap than drop letters).
+    size_t score = d * 2 + (cv.size() == word.size() ? 0 : 1);
+    if (score < best_score) { best_score = score; best = std::string(cv); }
   }
   return best.empty() ? "" : "; did you mean '" + best + "'?";
 }
@@ -124,29 +144,23 @@ class Parser {
     return {line, static_cast<uint32_t>(end - start + 1)};
   }
 
-  // Line of a later statement defining `name` (`name = ...`, `input name`, ...), or 0.
+  // Line of a later statement defining `name` (`name = ...`, `input name`, ...), or 0. Only
+  // called on the way to an error, so its linear scan costs nothing in the common case.
   uint32_t later_definition(std::string_view name) const {
+    // The current token is on the statement's line (or is the newline ending it).
+    uint32_t line = tok_.loc.line + 1;
     size_t i = lex_.offset();
-    uint32_t line = tok_.loc.line;
-    if (tok_.kind == Tok::Newline) --line;  // the lexer already moved past this line's end
+    if (tok_.kind != Tok::Newline) {
+      while (i < text_.size() && text_[i] != '\n') ++i;
+      ++i;
+    }
     auto skip_blank = [&](size_t& p) { while (p < text_.size() && (text_[p] == ' ' || text_[p] == '\t')) ++p; };
     auto word = [&](size_t& p) {
       size_t s = p;
       while (p < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[p])) || text_[p] == '_')) ++p;
       return text_.substr(s, p - s);
     };
-    if (tok_.kind != Tok::Newline) {
-      while (i < text_.size() && text_[i] != '\n') ++i;
-    } else {
-      // offset() is already at the start of the next line.
-      i = lex_.offset();
-      ++line;
-      goto scan;
-    }
-    while (i < text_.size()) {
-      ++i;  // past '\n'
-      ++line;
-    scan:
+    for (; i < text_.size(); ++line) {
       size_t p = i;
       skip_blank(p);
       std::string_view w = word(p);
@@ -158,6 +172,7 @@ class Parser {
         if (p < text_.size() && text_[p] == '=' && (p + 1 >= text_.size() || text_[p + 1] != '=')) return line;
       }
       while (i < text_.size() && text_[i] != '\n') ++i;
+      ++i;
     }
     return 0;
   }

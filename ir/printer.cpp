@@ -1,0 +1,216 @@
+#include "ir/printer.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+namespace fusejit::ir {
+namespace {
+
+bool is_identifier(std::string_view s) {
+  if (s.empty()) return false;
+  auto start = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!start(s[0])) return false;
+  for (char c : s)
+    if (!start(c) && !(c >= '0' && c <= '9')) return false;
+  static const std::string_view kReserved[] = {"graph", "dim", "input", "param", "output",
+                                               "true",  "false", "inf", "nan",  "cast"};
+  for (std::string_view r : kReserved)
+    if (s == r) return false;
+  return true;
+}
+
+std::string shortest(double v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::string float_text(double v, DType dt) {
+  if (std::isnan(v)) return std::signbit(v) ? "-nan" : "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  std::string s = shortest(v);
+  if (dt == DType::F32) {
+    // The shortest f32 text is nicer (0.1, not 0.10000000149011612); keep it only if reading it
+    // as f64 and rounding to f32 (what the builder does with a weak literal) gives v back.
+    float f = static_cast<float>(v);
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, f);
+    std::string fs(buf, r.ptr);
+    double back = 0;
+    std::from_chars(fs.data(), fs.data() + fs.size(), back);
+    if (static_cast<double>(static_cast<float>(back)) == v) s = fs;
+  }
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+// Binary ops that have an infix spelling (the parser maps these operators to the same nodes).
+const char* infix(Op op) {
+  switch (op) {
+    case Op::Add: return "+";
+    case Op::Sub: return "-";
+    case Op::Mul: return "*";
+    case Op::Div: return "/";
+    case Op::Lt: return "<";
+    case Op::Le: return "<=";
+    case Op::Gt: return ">";
+    case Op::Ge: return ">=";
+    case Op::Eq: return "==";
+    case Op::Ne: return "!=";
+    default: return nullptr;
+  }
+}
+
+struct Printer {
+  const Graph& g;
+  std::vector<std::string> names;   // printed name per node ("" for inlined constants)
+  std::vector<int> uses;            // operand uses + output uses per node
+  std::vector<char> inlined;        // Const printed inline in its single user
+  std::unordered_set<std::string> taken;
+
+  explicit Printer(const Graph& graph)
+      : g(graph), names(graph.nodes.size()), uses(graph.nodes.size()), inlined(graph.nodes.size()) {}
+
+  // Can the Const operands of node j be written as literals? All-or-nothing per node: the
+  // candidates must be exactly the nodes just before j in operand order (the builder creates
+  // literal constants there), and weak typing must give each its own dtype back.
+  void plan_inlining(NodeId j) {
+    const Node& n = g.node(j);
+    if (is_leaf(n.op) || n.op == Op::Cast) return;
+    const OpInfo& info = op_info(n.op);
+    std::vector<int> cand;
+    for (int k = 0; k < n.nargs; ++k) {
+      const Node& a = g.node(n.args[k]);
+      if (a.op == Op::Const && a.name.empty() && uses[n.args[k]] == 1) cand.push_back(k);
+    }
+    if (cand.empty() || static_cast<int>(cand.size()) == n.nargs) return;  // need a strong operand
+    for (size_t c = 0; c < cand.size(); ++c)
+      if (n.args[cand[c]] != j - static_cast<NodeId>(cand.size() - c)) return;
+    // Re-run the builder's typing with the candidates weak.
+    int first = info.rule == TypeRule::Where ? 1 : 0;
+    bool strong_set = false;
+    DType common = DType::Bool;
+    int weak_cat = -1;
+    auto is_cand = [&](int k) { return std::find(cand.begin(), cand.end(), k) != cand.end(); };
+    for (int k = first; k < n.nargs; ++k) {
+      DType t = g.node(n.args[k]).dtype;
+      if (is_cand(k)) weak_cat = std::max(weak_cat, static_cast<int>(dtype_category(t)));
+      else { common = strong_set ? promote(common, t) : t; strong_set = true; }
+    }
+    if (!strong_set) {
+      if (weak_cat < 0) return;
+      common = default_dtype(static_cast<Category>(weak_cat));
+    } else if (weak_cat > static_cast<int>(dtype_category(common))) {
+      common = default_dtype(static_cast<Category>(weak_cat));
+    }
+    DType operand = common;
+    if (info.rule == TypeRule::Float && !is_float(common)) operand = DType::F32;
+    if (info.rule == TypeRule::Logical) operand = DType::Bool;
+    for (int k : cand) {
+      DType want = (info.rule == TypeRule::Where && k == 0) ? DType::Bool : operand;
+      if (g.node(n.args[k]).dtype != want) return;
+    }
+    // Strong operands must already have the operand dtype, or the builder would add casts.
+    for (int k = 0; k < n.nargs; ++k) {
+      if (is_cand(k) || info.rule == TypeRule::Pred) continue;
+      DType want = (info.rule == TypeRule::Where && k == 0) ? DType::Bool : operand;
+      if (g.node(n.args[k]).dtype != want) return;
+    }
+    for (int k : cand) inlined[n.args[k]] = 1;
+  }
+
+  std::string fresh(NodeId id) {
+    std::string s(1, 't');
+    s += std::to_string(id);
+    while (taken.count(s)) s += "_";
+    taken.insert(s);
+    return s;
+  }
+
+  std::string operand(NodeId id) const {
+    return inlined[id] ? print_scalar(g.node(id).value) : names[id];
+  }
+
+  std::string run() {
+    for (const Node& n : g.nodes)
+      for (int k = 0; k < n.nargs; ++k) ++uses[n.args[k]];
+    for (const OutputDecl& o : g.outputs) ++uses[o.node];
+    for (NodeId j = 0; j < g.size(); ++j) plan_inlining(j);
+
+    // Keep user names that are valid and unique; everything else gets a temporary.
+    for (const DimDecl& d : g.dims) taken.insert(d.name);
+    for (NodeId id = 0; id < g.size(); ++id) {
+      const std::string& nm = g.node(id).name;
+      if (!inlined[id] && is_identifier(nm) && !taken.count(nm)) {
+        names[id] = nm;
+        taken.insert(nm);
+      }
+    }
+    for (const OutputDecl& o : g.outputs) taken.insert(o.name);
+    for (NodeId id = 0; id < g.size(); ++id)
+      if (!inlined[id] && names[id].empty()) names[id] = fresh(id);
+
+    std::string out;
+    if (!g.name.empty()) out += "graph " + g.name + "\n";
+    for (const DimDecl& d : g.dims) out += "dim " + d.name + " = " + std::to_string(d.value) + "\n";
+    for (NodeId id = 0; id < g.size(); ++id) {
+      const Node& n = g.node(id);
+      if (inlined[id]) continue;
+      switch (n.op) {
+        case Op::Input: {
+          out += "input " + names[id] + " : " + std::string(dtype_name(n.dtype)) + "[";
+          for (size_t k = 0; k < n.shape.size(); ++k) {
+            if (k) out += ", ";
+            const Dim& d = n.shape[k];
+            out += d.sym >= 0 ? g.dims[d.sym].name : std::to_string(d.size);
+          }
+          out += "]\n";
+          break;
+        }
+        case Op::Param:
+          out += "param " + names[id] + " : " + std::string(dtype_name(n.dtype)) + " = " +
+                 print_scalar(g.params[n.slot].default_value) + "\n";
+          break;
+        case Op::Const:
+          out += names[id] + " = cast(" + print_scalar(n.value) + ", " + std::string(dtype_name(n.dtype)) + ")\n";
+          break;
+        case Op::Cast:
+          out += names[id] + " = cast(" + operand(n.args[0]) + ", " + std::string(dtype_name(n.dtype)) + ")\n";
+          break;
+        default: {
+          if (const char* sym = infix(n.op)) {
+            out += names[id] + " = " + operand(n.args[0]) + " " + sym + " " + operand(n.args[1]) + "\n";
+            break;
+          }
+          out += names[id] + " = " + std::string(op_name(n.op)) + "(";
+          for (int k = 0; k < n.nargs; ++k) out += (k ? ", " : "") + operand(n.args[k]);
+          out += ")\n";
+        }
+      }
+    }
+    // Outputs: an output named differently from its node goes through an alias line.
+    std::string line;
+    for (const OutputDecl& o : g.outputs) {
+      if (o.name != names[o.node]) out += o.name + " = " + names[o.node] + "\n";
+    }
+    for (const OutputDecl& o : g.outputs) line += (line.empty() ? "output " : ", ") + o.name;
+    out += line + "\n";
+    return out;
+  }
+};
+
+}  // namespace
+
+std::string print_scalar(const Scalar& s) {
+  if (s.dtype == DType::Bool) return s.i ? "true" : "false";
+  if (is_int(s.dtype)) return std::to_string(s.i);
+  return float_text(s.f, s.dtype);
+}
+
+std::string print_graph(const Graph& g) { return Printer(g).run(); }
+
+}  // namespace fusejit::ir

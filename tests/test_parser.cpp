@@ -1,0 +1,251 @@
+// Parser tests: statements, precedence, typing through the builder, locations, names, dim
+// overrides, and that every sample graph parses.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string>
+
+#include "ir/diagnostic.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+
+using namespace fusejit::ir;
+namespace fs = std::filesystem;
+
+namespace {
+const Node& out_node(const Graph& g, size_t k = 0) { return g.node(g.outputs.at(k).node); }
+std::string err_of(std::string_view text) {
+  try {
+    parse_graph(text, "t.txt");
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+Loc loc_of(std::string_view text) {
+  try {
+    parse_graph(text, "t.txt");
+  } catch (const UserError& e) {
+    return e.loc();
+  }
+  return {};
+}
+}  // namespace
+
+TEST_CASE("all statements") {
+  Graph g = parse_graph(
+      "graph demo   # the name\n"
+      "\n"
+      "dim N = 16\n"
+      "input x : f32[N, 4]\n"
+      "input s : f16[]\n"
+      "param alpha : f32 = 0.5\n"
+      "y = x * alpha + 1\n"
+      "output y\n",
+      "demo.txt");
+  CHECK(g.name == "demo");
+  CHECK(g.file == "demo.txt");
+  REQUIRE(g.dims.size() == 1);
+  CHECK(g.dims[0].name == "N");
+  CHECK(g.dims[0].value == 16);
+  REQUIRE(g.inputs.size() == 2);
+  const Node& x = g.node(g.inputs[0]);
+  CHECK(x.name == "x");
+  CHECK(x.dtype == DType::F32);
+  REQUIRE(x.shape.size() == 2);
+  CHECK(x.shape[0] == Dim{16, 0});
+  CHECK(x.shape[1] == Dim{4, -1});
+  CHECK(g.node(g.inputs[1]).shape.empty());
+  CHECK(g.node(g.inputs[1]).dtype == DType::F16);
+  REQUIRE(g.params.size() == 1);
+  CHECK(g.params[0].default_value.dtype == DType::F32);
+  CHECK(g.params[0].default_value.f == 0.5);
+  const Node& y = out_node(g);
+  CHECK(y.op == Op::Add);
+  CHECK(y.name == "y");
+  CHECK(y.loc == Loc{7, 15});  // the '+'
+  CHECK(g.node(y.arg(0)).op == Op::Mul);
+  CHECK(g.node(y.arg(0)).loc == Loc{7, 7});
+}
+
+TEST_CASE("precedence and associativity") {
+  // a - b - c is (a - b) - c; a + b * c is a + (b * c); comparison lowest.
+  Graph g = parse_graph("input a : f32[]\ninput b : f32[]\ninput c : f32[]\n"
+                        "r = a - b - c\ns = a + b * c\nt = a + b < c * a\nu = -a * b\nv = (a + b) / c\n"
+                        "output r, s, t, u, v\n",
+                        "p.txt");
+  const Node& r = out_node(g, 0);
+  CHECK(r.op == Op::Sub);
+  CHECK(g.node(r.arg(0)).op == Op::Sub);
+  CHECK(r.arg(1) == g.inputs[2]);
+  const Node& s = out_node(g, 1);
+  CHECK(s.op == Op::Add);
+  CHECK(g.node(s.arg(1)).op == Op::Mul);
+  const Node& t = out_node(g, 2);
+  CHECK(t.op == Op::Lt);
+  CHECK(t.dtype == DType::Bool);
+  CHECK(g.node(t.arg(0)).op == Op::Add);
+  CHECK(g.node(t.arg(1)).op == Op::Mul);
+  const Node& u = out_node(g, 3);
+  CHECK(u.op == Op::Mul);
+  CHECK(g.node(u.arg(0)).op == Op::Neg);
+  const Node& v = out_node(g, 4);
+  CHECK(v.op == Op::Div);
+  CHECK(g.node(v.arg(0)).op == Op::Add);
+}
+
+TEST_CASE("every comparison operator") {
+  const std::pair<const char*, Op> cases[] = {{"<", Op::Lt}, {"<=", Op::Le}, {">", Op::Gt},
+                                              {">=", Op::Ge}, {"==", Op::Eq}, {"!=", Op::Ne}};
+  for (auto [sym, op] : cases) {
+    Graph g = parse_graph(std::string("input a : i32[3]\ny = a ") + sym + " 2\noutput y\n", "c.txt");
+    CHECK(out_node(g).op == op);
+    CHECK(out_node(g).dtype == DType::Bool);
+    CHECK(g.node(out_node(g).arg(1)).dtype == DType::I32);  // weak literal took a's dtype
+  }
+  CHECK(err_of("input a : f32[]\ny = a < a < a\noutput y\n").find("cannot be chained") != std::string::npos);
+  // Parenthesised, a chain is fine: (a < b) is bool, then compared with a.
+  CHECK_NOTHROW(parse_graph("input a : f32[]\ny = (a < a) < a\noutput y\n", "c.txt"));
+}
+
+TEST_CASE("calls, casts and weak literals") {
+  Graph g = parse_graph("input x : f16[2, 3]\ninput i : i32[3]\n"
+                        "a = where(x > 0, x, 0)\nb = clamp(i, -1, 7)\nc = cast(x, bf16)\n"
+                        "d = exp(i)\ne = i / 2\nf = x + 2.5\ng = isnan(x)\nh = cast(3, i8)\n"
+                        "output a, b, c, d, e, f, g, h\n",
+                        "c.txt");
+  CHECK(out_node(g, 0).op == Op::Where);
+  CHECK(out_node(g, 0).dtype == DType::F16);
+  CHECK(out_node(g, 1).op == Op::Clamp);
+  CHECK(out_node(g, 1).dtype == DType::I32);
+  CHECK(out_node(g, 2).op == Op::Cast);
+  CHECK(out_node(g, 2).dtype == DType::BF16);
+  CHECK(out_node(g, 3).dtype == DType::F32);   // exp(int) -> f32
+  CHECK(out_node(g, 4).dtype == DType::F32);   // int / int -> f32 (true division)
+  CHECK(out_node(g, 5).dtype == DType::F16);   // weak float literal takes f16
+  CHECK(out_node(g, 6).dtype == DType::Bool);
+  CHECK(out_node(g, 7).op == Op::Const);        // cast of a literal is a Const directly
+  CHECK(out_node(g, 7).dtype == DType::I8);
+  CHECK(out_node(g, 7).value.i == 3);
+  CHECK(out_node(g, 7).name == "h");
+  CHECK(out_node(g, 1).shape == Shape{{3, -1}});
+  CHECK(out_node(g, 0).shape == Shape{{2, -1}, {3, -1}});
+}
+
+TEST_CASE("literal values") {
+  auto value_of = [](const std::string& lit, const char* dt = "i64") {
+    Graph g = parse_graph(std::string("c = cast(") + lit + ", " + dt + ")\noutput c\n", "l.txt");
+    return out_node(g).value;
+  };
+  CHECK(value_of("-9223372036854775808").i == std::numeric_limits<int64_t>::min());
+  CHECK(value_of("9223372036854775807").i == std::numeric_limits<int64_t>::max());
+  CHECK(value_of("true", "bool").i == 1);
+  CHECK(value_of("false", "bool").i == 0);
+  CHECK(value_of("0.5", "f64").f == 0.5);
+  CHECK(value_of("1e-3", "f64").f == 1e-3);
+  CHECK(value_of(".25", "f64").f == 0.25);
+  CHECK(value_of("2.", "f64").f == 2.0);
+  CHECK(value_of("1E+2", "f64").f == 100.0);
+  CHECK(value_of("inf", "f64").f == std::numeric_limits<double>::infinity());
+  CHECK(value_of("-inf", "f64").f == -std::numeric_limits<double>::infinity());
+  CHECK(std::isnan(value_of("nan", "f64").f));
+  double nz = value_of("-0.0", "f64").f;
+  CHECK(nz == 0.0);
+  CHECK(std::signbit(nz));
+  CHECK(value_of("4.9406564584124654e-324", "f64").f == std::numeric_limits<double>::denorm_min());
+  CHECK(value_of("1e-400", "f64").f == 0.0);  // underflow rounds to zero, as in Python
+  CHECK(err_of("c = 9223372036854775808\noutput c\n").find("does not fit in i64") != std::string::npos);
+  CHECK(err_of("c = 99999999999999999999\noutput c\n").find("does not fit in i64") != std::string::npos);
+  CHECK(err_of("c = 1e400\noutput c\n").find("too large for f64") != std::string::npos);
+  // A named literal stays weak and is materialized (with its name) when it is an output.
+  Graph g = parse_graph("c = 2\ninput x : i8[4]\ny = x + c\noutput y, c\n", "w.txt");
+  CHECK(out_node(g, 0).dtype == DType::I8);
+  CHECK(out_node(g, 1).op == Op::Const);
+  CHECK(out_node(g, 1).dtype == DType::I64);
+  CHECK(out_node(g, 1).name == "c");
+}
+
+TEST_CASE("literal folding uses the semantics (eval_scalar)") {
+  // All-literal expressions fold as Python would; checks real folded values.
+  auto value_of = [](const std::string& expr, const char* dt) {
+    Graph g = parse_graph("c = cast(" + expr + ", " + dt + ")\noutput c\n", "f.txt");
+    return out_node(g).value;
+  };
+  CHECK(value_of("1 + 2 * 3", "i64").i == 7);
+  CHECK(value_of("7 / 2", "f64").f == 3.5);
+  CHECK(value_of("-(3)", "i64").i == -3);
+  CHECK(value_of("0.1 + 0.2", "f64").f == 0.1 + 0.2);
+  CHECK(value_of("floordiv(-7, 2)", "i64").i == -4);
+  CHECK(value_of("2.5", "i32").i == 2);
+  CHECK(value_of("1 < 2", "bool").i == 1);
+}
+
+TEST_CASE("names, aliases and locations") {
+  Graph g = parse_graph("input x : f32[8]\na = x * 2\nb = a\nc = (b)\nd = b + c\noutput d, b\n", "n.txt");
+  CHECK(g.outputs[1].name == "b");
+  CHECK(g.node(g.outputs[1].node).name == "a");  // alias: the node keeps its first name
+  CHECK(out_node(g).name == "d");
+  CHECK(g.outputs[0].loc == Loc{6, 8});
+  for (const Node& n : g.nodes) CHECK(n.loc.known());
+  // Temporaries are unnamed.
+  Graph h = parse_graph("input x : f32[8]\ny = exp(x) + 1\noutput y\n", "n.txt");
+  int unnamed = 0;
+  for (const Node& n : h.nodes) unnamed += n.name.empty();
+  CHECK(unnamed == 2);  // exp(x) and the literal constant
+}
+
+TEST_CASE("dim overrides") {
+  const char* text = "dim N = 8192\ndim K = 4\ninput x : f32[N, K]\ny = x + 1\noutput y\n";
+  Graph g = parse_graph(text, "d.txt", {{"N", 16}, {"K", 2}, {"N", 32}});
+  CHECK(g.dims[0].value == 32);
+  CHECK(g.dims[1].value == 2);
+  CHECK(num_elements(out_node(g).shape) == 64);
+  try {
+    parse_graph(text, "d.txt", {{"M", 3}});
+    FAIL("expected an error");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()) == "unknown dim 'M' in a dim override; the graph declares dims N, K");
+    CHECK(!e.loc().known());
+  }
+}
+
+TEST_CASE("error locations") {
+  CHECK(loc_of("input x : f32[]\ny = x + z\noutput y\n") == Loc{2, 9});
+  CHECK(loc_of("input x : f32[]\ny = foo(x)\noutput y\n") == Loc{2, 5});
+  CHECK(err_of("input x : f32[]\ny = tahn(x)\noutput y\n") == "unknown op 'tahn'; did you mean 'tanh'?");
+  CHECK(err_of("input x : f32[]\ny = x + 1\n") == "graph has no output; add a line such as `output y`");
+  CHECK(loc_of("input x : f32[]\ny = x + 1\n") == Loc{2, 10});
+  CHECK(err_of("input x : f32[]\ny = z\nz = x * 2\noutput y\n") == "'z' is used before its definition on line 3");
+  CHECK(err_of("input x : f32[3]\ninput w : f32[4]\ny = x + w\noutput y\n").find("do not broadcast") !=
+        std::string::npos);
+  CHECK(loc_of("input x : f32[3]\ninput w : f32[4]\ny = x + w\noutput y\n") == Loc{3, 7});
+}
+
+TEST_CASE("parse_graph_file") {
+  CHECK_THROWS_AS(parse_graph_file("/nonexistent/graph.txt"), UserError);
+  CHECK_THROWS_AS(parse_graph_file(FUSEJIT_SOURCE_DIR "/samples"), UserError);  // a directory
+}
+
+TEST_CASE("every sample graph parses, also with small dims") {
+  int count = 0;
+  for (const auto& e : fs::directory_iterator(FUSEJIT_SOURCE_DIR "/samples/graphs")) {
+    if (e.path().extension() != ".txt") continue;
+    ++count;
+    CAPTURE(e.path().string());
+    Graph g = parse_graph_file(e.path().string());
+    CHECK(!g.outputs.empty());
+    CHECK(!g.name.empty());
+    // Realistic default sizes: the largest input holds at least 16 MB.
+    int64_t biggest = 0;
+    for (NodeId id : g.inputs)
+      biggest = std::max(biggest, num_elements(g.node(id).shape) * dtype_size(g.node(id).dtype));
+    CHECK(biggest >= (int64_t{16} << 20));
+    DimOverrides small;
+    for (const DimDecl& d : g.dims) small.push_back({d.name, d.name == "C" ? 3 : 5});
+    Graph s = parse_graph_file(e.path().string(), small);
+    for (NodeId id : s.inputs) CHECK(num_elements(s.node(id).shape) <= 5 * 5 * 5 * 5);
+  }
+  CHECK(count >= 10);
+}
