@@ -3,6 +3,7 @@
 // per non-leaf node) from plan_unfused(). Code generation (jit/) turns each group into a kernel.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -43,8 +44,31 @@ struct GroupTraffic {
 };
 GroupTraffic group_traffic(const Graph& g, const FusionGroup& group);
 
+// Hardware limits the planner respects (ir/passes/plan_fusion.h splits groups to stay within them).
+//
+// Kernel parameter space: CUDA allows 4,096 bytes of __global__ function parameters; CUDA 12.1
+// raised it to 32,764 bytes on Volta and newer (CUDA C++ Programming Guide, "Function Parameters").
+// The planner uses the conservative 4,096 so every plan launches on every supported toolkit and
+// GPU; a group whose estimate exceeds it is split, so a launch never fails for this reason.
+inline constexpr int64_t kMaxKernelParamBytes = 4096;
+// Ops per kernel: a bound on register pressure (every live intermediate is a register; past a
+// few hundred ops NVRTC spills to local memory and the fused kernel loses to the unfused one).
+inline constexpr int kMaxOpsPerKernel = 256;
+
+// Upper bound on the parameter bytes of the kernel generated for `group` (jit/kernel_abi.h must
+// stay within it): 8 per pointer (each input, and each output binding: a value that is two
+// graph outputs is written to two buffers), 8 * rank(iter_shape) per input whose shape differs
+// from iter_shape (its strides), 8 per param, 8 * rank(iter_shape) for the sizes, and 64 for the
+// element count, flags and alignment padding.
+int64_t estimate_param_bytes(const Graph& g, const FusionGroup& group);
+
 // One group per non-leaf node (plus a copy/fill group per output that is a leaf): the baseline
 // that fusion is measured against. Deterministic.
 Plan plan_unfused(const Graph& g);
+
+// Appends one group per graph output that is a leaf (an input: copy kernel reading it; a param
+// or constant: fill kernel), each leaf once, in output order; adds them to p.materialized.
+// Shared by plan_unfused and the fusion planner.
+void append_leaf_output_groups(const Graph& g, Plan& p);
 
 }  // namespace fusejit::ir

@@ -1,0 +1,276 @@
+#include "ir/passes/plan_fusion.h"
+
+#include <algorithm>
+#include <map>
+
+namespace fusejit::ir {
+namespace {
+
+constexpr int kMaxDupShapes = 4;  // a recomputed node serving more iteration shapes is materialised
+
+enum class Kind : uint8_t { Dead, Leaf, Member, Dup };
+
+// Why a group was started (for FusionGroup::note).
+enum class Opened : uint8_t { FirstOfShape, Dependency, OpCap, SplitParams, SplitOps };
+
+struct Planner {
+  const Graph& g;
+  const PlanOptions& opt;
+  size_t n;
+  std::vector<Kind> kind;
+  std::vector<int> sid;            // shape id per node
+  std::vector<Shape> shapes;       // by shape id
+  std::vector<int> out_bind;       // graph output bindings per node
+  std::vector<int> cone;           // ops in the node's expression (capped)
+  std::vector<int> group;          // Member: its group index
+  std::vector<int> dmax;           // Dup: latest group it reads from (-1: none)
+  std::vector<std::vector<NodeId>> members;
+  std::vector<Opened> opened;
+  std::vector<int> key;            // group -> shape id
+
+  Planner(const Graph& graph, const PlanOptions& o) : g(graph), opt(o), n(static_cast<size_t>(graph.size())) {}
+
+  const Node& node(NodeId id) const { return g.node(id); }
+
+  void classify() {
+    kind.assign(n, Kind::Dead);
+    out_bind.assign(n, 0);
+    for (const OutputDecl& o : g.outputs) ++out_bind[static_cast<size_t>(o.node)];
+    // Liveness (reverse topological).
+    std::vector<char> live(n, 0);
+    for (const OutputDecl& o : g.outputs) live[static_cast<size_t>(o.node)] = 1;
+    for (size_t i = n; i-- > 0;)
+      if (live[i])
+        for (int k = 0; k < g.nodes[i].nargs; ++k) live[static_cast<size_t>(g.nodes[i].args[static_cast<size_t>(k)])] = 1;
+    // Shape ids (std::map: deterministic), consumer lists (CSR), cones.
+    std::map<std::vector<std::pair<int64_t, int32_t>>, int> ids;
+    sid.assign(n, -1);
+    cone.assign(n, 0);
+    std::vector<int> ucount(n + 1, 0);
+    const int cap = opt.max_recompute_ops + 1;
+    for (size_t i = 0; i < n; ++i) {
+      const Node& nd = g.nodes[i];
+      if (!live[i]) continue;
+      if (is_leaf(nd.op)) { kind[i] = Kind::Leaf; continue; }
+      std::vector<std::pair<int64_t, int32_t>> k;
+      k.reserve(nd.shape.size());
+      for (const Dim& d : nd.shape) k.emplace_back(d.size, d.sym);
+      auto [it, fresh] = ids.emplace(std::move(k), static_cast<int>(shapes.size()));
+      if (fresh) shapes.push_back(nd.shape);
+      sid[i] = it->second;
+      int c = 1;
+      for (int a = 0; a < nd.nargs; ++a) {
+        size_t op = static_cast<size_t>(nd.args[static_cast<size_t>(a)]);
+        c = std::min(cap, c + cone[op]);
+        ++ucount[op + 1];
+      }
+      cone[i] = c;
+    }
+    for (size_t i = 0; i < n; ++i) ucount[i + 1] += ucount[i];
+    std::vector<NodeId> users(static_cast<size_t>(ucount[n]));
+    std::vector<int> fill(ucount.begin(), ucount.end() - 1);
+    for (size_t i = 0; i < n; ++i) {
+      if (!live[i] || is_leaf(g.nodes[i].op)) continue;
+      for (int a = 0; a < g.nodes[i].nargs; ++a)
+        users[static_cast<size_t>(fill[static_cast<size_t>(g.nodes[i].args[static_cast<size_t>(a)])]++)] = static_cast<NodeId>(i);
+    }
+    // Reverse pass: Member (own group, materialised if needed) or Dup (recomputed per consumer).
+    // evals[i]: the iteration shapes node i is evaluated in.
+    std::vector<std::vector<int>> evals(n);
+    for (size_t i = n; i-- > 0;) {
+      if (kind[i] == Kind::Dead || kind[i] == Kind::Leaf) continue;
+      kind[i] = Kind::Member;
+      if (out_bind[i] == 0 && cone[i] <= opt.max_recompute_ops) {
+        std::vector<int> u;
+        for (int k = ucount[i]; k < ucount[i + 1]; ++k)
+          for (int s : evals[static_cast<size_t>(users[static_cast<size_t>(k)])]) u.push_back(s);
+        std::sort(u.begin(), u.end());
+        u.erase(std::unique(u.begin(), u.end()), u.end());
+        if (!u.empty() && !std::binary_search(u.begin(), u.end(), sid[i]) && static_cast<int>(u.size()) <= kMaxDupShapes) {
+          kind[i] = Kind::Dup;
+          evals[i] = std::move(u);
+          continue;
+        }
+      }
+      evals[i] = {sid[i]};
+    }
+  }
+
+  // Latest group a node's value comes from when node `a` is an operand (-1: none / a leaf).
+  int source(NodeId a) const {
+    switch (kind[static_cast<size_t>(a)]) {
+      case Kind::Member: return group[static_cast<size_t>(a)];
+      case Kind::Dup: return dmax[static_cast<size_t>(a)];
+      default: return -1;
+    }
+  }
+
+  void form_groups() {
+    group.assign(n, -1);
+    dmax.assign(n, -1);
+    std::vector<int> latest(shapes.size(), -1);
+    std::vector<int> ops;
+    for (size_t i = 0; i < n; ++i) {
+      const Node& nd = g.nodes[i];
+      if (kind[i] == Kind::Dup) {
+        int d = -1;
+        for (int a = 0; a < nd.nargs; ++a) d = std::max(d, source(nd.args[static_cast<size_t>(a)]));
+        dmax[i] = d;
+        continue;
+      }
+      if (kind[i] != Kind::Member) continue;
+      int dep = -1, extra = 1;
+      for (int a = 0; a < nd.nargs; ++a) {
+        NodeId x = nd.args[static_cast<size_t>(a)];
+        dep = std::max(dep, source(x));
+        if (kind[static_cast<size_t>(x)] == Kind::Dup) extra += cone[static_cast<size_t>(x)];
+      }
+      int G = latest[static_cast<size_t>(sid[i])];
+      Opened why = Opened::FirstOfShape;
+      if (G >= 0) {
+        if (dep > G) why = Opened::Dependency;
+        else if (ops[static_cast<size_t>(G)] + extra > opt.max_ops_per_group) why = Opened::OpCap;
+        else {
+          members[static_cast<size_t>(G)].push_back(static_cast<NodeId>(i));
+          ops[static_cast<size_t>(G)] += extra;
+          group[i] = G;
+          continue;
+        }
+      }
+      G = static_cast<int>(members.size());
+      members.push_back({static_cast<NodeId>(i)});
+      opened.push_back(why);
+      key.push_back(sid[i]);
+      ops.push_back(extra);
+      latest[static_cast<size_t>(sid[i])] = G;
+      group[i] = G;
+    }
+  }
+
+  // Builds the FusionGroups from the membership: recomputed nodes, inputs, params, outputs.
+  std::vector<FusionGroup> finalize() {
+    std::vector<FusionGroup> out(members.size());
+    std::vector<int> stamp(n, -1);
+    std::vector<char> outside(n, 0);
+    std::vector<NodeId> stack;
+    for (size_t gi = 0; gi < members.size(); ++gi) {
+      FusionGroup& fg = out[gi];
+      const int G = static_cast<int>(gi);
+      for (NodeId m : members[gi]) {
+        group[static_cast<size_t>(m)] = G;
+        stamp[static_cast<size_t>(m)] = G;
+      }
+      fg.nodes = members[gi];
+      // Recomputed (Dup) nodes reachable through Dup operands.
+      for (NodeId m : members[gi]) stack.push_back(m);
+      while (!stack.empty()) {
+        NodeId x = stack.back();
+        stack.pop_back();
+        const Node& nd = node(x);
+        for (int a = 0; a < nd.nargs; ++a) {
+          NodeId y = nd.args[static_cast<size_t>(a)];
+          size_t yi = static_cast<size_t>(y);
+          if (stamp[yi] == G) continue;
+          if (kind[yi] == Kind::Dup) {
+            stamp[yi] = G;
+            fg.nodes.push_back(y);
+            stack.push_back(y);
+          } else if (kind[yi] == Kind::Leaf) {
+            stamp[yi] = G;
+            if (node(y).op == Op::Input) fg.inputs.push_back(y);
+            else if (node(y).op == Op::Param) fg.params.push_back(y);
+          } else if (kind[yi] == Kind::Member && group[yi] != G) {
+            stamp[yi] = G;
+            fg.inputs.push_back(y);
+            outside[yi] = 1;
+          }
+        }
+      }
+      std::sort(fg.nodes.begin(), fg.nodes.end());
+      std::sort(fg.inputs.begin(), fg.inputs.end());
+      std::sort(fg.params.begin(), fg.params.end());
+      fg.iter_shape = shapes[static_cast<size_t>(key[gi])];
+    }
+    for (size_t gi = 0; gi < members.size(); ++gi)
+      for (NodeId m : members[gi])
+        if (out_bind[static_cast<size_t>(m)] || outside[static_cast<size_t>(m)]) out[gi].outputs.push_back(m);
+    return out;
+  }
+
+  // Splits every group over a cap in two; returns true if any split happened.
+  bool split_oversized(const std::vector<FusionGroup>& fgs) {
+    std::vector<std::vector<NodeId>> nm;
+    std::vector<Opened> no;
+    std::vector<int> nk;
+    bool any = false;
+    for (size_t gi = 0; gi < fgs.size(); ++gi) {
+      bool params = estimate_param_bytes(g, fgs[gi]) > opt.max_param_bytes;
+      bool ops = static_cast<int>(fgs[gi].nodes.size()) > opt.max_ops_per_group;
+      if ((params || ops) && members[gi].size() > 1) {
+        size_t half = members[gi].size() / 2;
+        nm.emplace_back(members[gi].begin(), members[gi].begin() + static_cast<std::ptrdiff_t>(half));
+        nm.emplace_back(members[gi].begin() + static_cast<std::ptrdiff_t>(half), members[gi].end());
+        no.push_back(opened[gi]);
+        no.push_back(params ? Opened::SplitParams : Opened::SplitOps);
+        nk.push_back(key[gi]);
+        nk.push_back(key[gi]);
+        any = true;
+      } else {
+        nm.push_back(std::move(members[gi]));
+        no.push_back(opened[gi]);
+        nk.push_back(key[gi]);
+      }
+    }
+    members = std::move(nm);
+    opened = std::move(no);
+    key = std::move(nk);
+    return any;
+  }
+
+  std::string note(size_t gi, size_t num_shapes) const {
+    std::string s;
+    switch (opened[gi]) {
+      case Opened::FirstOfShape:
+        s = num_shapes > 1 ? "iteration shape " + shape_to_string(shapes[static_cast<size_t>(key[gi])], &g) +
+                                 ": values of other shapes are in other groups (one iteration space per kernel)"
+                           : "one kernel over " + shape_to_string(shapes[static_cast<size_t>(key[gi])], &g);
+        break;
+      case Opened::Dependency:
+        s = "new group: the previous group of this shape would read a value computed after it (cycle)";
+        break;
+      case Opened::OpCap:
+      case Opened::SplitOps:
+        s = "split: more than " + std::to_string(opt.max_ops_per_group) + " ops per kernel (register pressure)";
+        break;
+      case Opened::SplitParams:
+        s = "split: kernel parameters over " + std::to_string(opt.max_param_bytes) + " bytes";
+        break;
+    }
+    return s;
+  }
+};
+
+}  // namespace
+
+Plan plan_fusion(const Graph& g, const PlanOptions& options) {
+  Planner p(g, options);
+  p.classify();
+  p.form_groups();
+  std::vector<FusionGroup> fgs = p.finalize();
+  for (int round = 0; round < 64 && p.split_oversized(fgs); ++round) fgs = p.finalize();
+  std::vector<int> keys = p.key;
+  std::sort(keys.begin(), keys.end());
+  size_t num_keys = static_cast<size_t>(std::unique(keys.begin(), keys.end()) - keys.begin());
+  Plan plan;
+  plan.fused = true;
+  for (size_t gi = 0; gi < fgs.size(); ++gi) {
+    fgs[gi].note = p.note(gi, num_keys);
+    for (NodeId o : fgs[gi].outputs) plan.materialized.push_back(o);
+    plan.groups.push_back(std::move(fgs[gi]));
+  }
+  append_leaf_output_groups(g, plan);
+  std::sort(plan.materialized.begin(), plan.materialized.end());
+  return plan;
+}
+
+}  // namespace fusejit::ir

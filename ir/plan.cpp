@@ -1,0 +1,94 @@
+// The unfused plan, traffic accounting and the kernel parameter estimate (ir/plan.h).
+#include "ir/plan.h"
+
+#include <algorithm>
+
+namespace fusejit::ir {
+namespace {
+
+int output_bindings(const Graph& g, NodeId id) {
+  int n = 0;
+  for (const OutputDecl& o : g.outputs) n += o.node == id;
+  return n;
+}
+
+int64_t bytes_of(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  return num_elements(n.shape) * dtype_size(n.dtype);
+}
+
+}  // namespace
+
+GroupTraffic group_traffic(const Graph& g, const FusionGroup& group) {
+  GroupTraffic t;
+  for (NodeId id : group.inputs) t.read_bytes += bytes_of(g, id);
+  for (NodeId id : group.outputs) t.write_bytes += bytes_of(g, id) * std::max(1, output_bindings(g, id));
+  return t;
+}
+
+int64_t estimate_param_bytes(const Graph& g, const FusionGroup& group) {
+  const int64_t rank = static_cast<int64_t>(group.iter_shape.size());
+  int64_t bytes = 64 + 8 * rank + 8 * static_cast<int64_t>(group.params.size());
+  for (NodeId id : group.inputs) {
+    bytes += 8;
+    if (g.node(id).shape != group.iter_shape) bytes += 8 * rank;
+  }
+  for (NodeId id : group.outputs) bytes += 8 * std::max(1, output_bindings(g, id));
+  return bytes;
+}
+
+Plan plan_unfused(const Graph& g) {
+  Plan p;
+  p.fused = false;
+  // Only nodes some output depends on are computed (the rewriter's DCE does the same).
+  std::vector<char> live(static_cast<size_t>(g.size()), 0);
+  for (const OutputDecl& o : g.outputs) live[static_cast<size_t>(o.node)] = 1;
+  for (NodeId id = g.size() - 1; id >= 0; --id)
+    if (live[static_cast<size_t>(id)])
+      for (int k = 0; k < g.node(id).nargs; ++k) live[static_cast<size_t>(g.node(id).args[static_cast<size_t>(k)])] = 1;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    if (!live[static_cast<size_t>(id)] || is_leaf(n.op)) continue;
+    FusionGroup grp;
+    grp.nodes = {id};
+    for (int k = 0; k < n.nargs; ++k) {
+      NodeId a = n.args[static_cast<size_t>(k)];
+      Op op = g.node(a).op;
+      if (op == Op::Param) grp.params.push_back(a);
+      else if (op != Op::Const) grp.inputs.push_back(a);
+    }
+    std::sort(grp.inputs.begin(), grp.inputs.end());
+    grp.inputs.erase(std::unique(grp.inputs.begin(), grp.inputs.end()), grp.inputs.end());
+    std::sort(grp.params.begin(), grp.params.end());
+    grp.params.erase(std::unique(grp.params.begin(), grp.params.end()), grp.params.end());
+    grp.outputs = {id};
+    grp.iter_shape = n.shape;
+    grp.note = "unfused: one kernel per op";
+    p.groups.push_back(std::move(grp));
+    p.materialized.push_back(id);
+  }
+  append_leaf_output_groups(g, p);
+  std::sort(p.materialized.begin(), p.materialized.end());
+  return p;
+}
+
+void append_leaf_output_groups(const Graph& g, Plan& p) {
+  std::vector<NodeId> done;
+  for (const OutputDecl& o : g.outputs) {
+    const Node& n = g.node(o.node);
+    if (!is_leaf(n.op) || std::find(done.begin(), done.end(), o.node) != done.end()) continue;
+    done.push_back(o.node);
+    FusionGroup grp;
+    if (n.op == Op::Input) grp.inputs = {o.node};
+    if (n.op == Op::Param) grp.params = {o.node};
+    grp.outputs = {o.node};
+    grp.iter_shape = n.shape;
+    grp.note = n.op == Op::Input ? "copy: output '" + o.name + "' is input '" + n.name + "' after rewrites"
+                                 : "fill: output '" + o.name + "' is a " + (n.op == Op::Param ? "param" : "constant") +
+                                       " after rewrites";
+    p.groups.push_back(std::move(grp));
+    p.materialized.push_back(o.node);
+  }
+}
+
+}  // namespace fusejit::ir
