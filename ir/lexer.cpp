@@ -43,6 +43,7 @@ size_t utf8_len(std::string_view s, size_t i) {
 std::string_view tok_description(Tok t) {
   switch (t) {
     case Tok::Ident: return "a name";
+    case Tok::Temp: return "a temporary";
     case Tok::Int: return "an integer";
     case Tok::Float: return "a number";
     case Tok::Plus: return "'+'";
@@ -172,6 +173,16 @@ Token Lexer::next() {
     }
     t.kind = Tok::Float;
     t.f = f;
+    return t;
+  }
+  if (c == '%') {
+    ++pos_;
+    while (pos_ < text_.size() && digit(text_[pos_])) ++pos_;
+    if (pos_ == start + 1 || (pos_ < text_.size() && ident_char(text_[pos_])))
+      throw UserError("'%' must be followed by digits (a temporary such as %12)", t.loc);
+    if (pos_ - start > 11) throw UserError("temporary number too long", t.loc);
+    t.kind = Tok::Temp;
+    t.text = text_.substr(start, pos_ - start);
     return t;
   }
   ++pos_;

@@ -11,6 +11,7 @@ namespace fusejit::ir {
 
 enum class Tok : uint8_t {
   Ident,    // [A-Za-z_][A-Za-z0-9_]*  (keywords and `inf`, `nan`, `true`, `false` included)
+  Temp,     // %<digits>: an anonymous value (a printed temporary; binds no node name)
   Int,      // decimal digits; value in Token::u (may exceed INT64_MAX by one for `-9223372036854775808`)
   Float,    // 0.5, 1e-3, 2., .5; value in Token::f
   Plus, Minus, Star, Slash, LParen, RParen, LBracket, RBracket, Comma, Colon, Assign,

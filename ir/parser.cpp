@@ -119,7 +119,7 @@ class Parser {
   void advance() { tok_ = lex_.next(); }
 
   static std::string describe(const Token& t) {
-    if (t.kind == Tok::Ident || t.kind == Tok::Int || t.kind == Tok::Float) {
+    if (t.kind == Tok::Ident || t.kind == Tok::Int || t.kind == Tok::Float || t.kind == Tok::Temp) {
       std::string s(t.text.substr(0, 40));
       return "'" + s + (t.text.size() > 40 ? "...'" : "'");
     }
@@ -157,6 +157,7 @@ class Parser {
     auto skip_blank = [&](size_t& p) { while (p < text_.size() && (text_[p] == ' ' || text_[p] == '\t')) ++p; };
     auto word = [&](size_t& p) {
       size_t s = p;
+      if (p < text_.size() && text_[p] == '%') ++p;
       while (p < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[p])) || text_[p] == '_')) ++p;
       return text_.substr(s, p - s);
     };
@@ -189,7 +190,7 @@ class Parser {
 
   // Checks `name` may be defined here (not reserved, not defined before).
   void check_new_name(const Token& t) {
-    if (is_reserved(t.text))
+    if (t.kind == Tok::Ident && is_reserved(t.text))
       throw UserError("'" + std::string(t.text) + "' is a reserved word and cannot be used as a name", t.loc);
     auto it = scope_.find(std::string(t.text));
     if (it != scope_.end())
@@ -232,6 +233,7 @@ class Parser {
   }
 
   void statement(bool first) {
+    if (tok_.kind == Tok::Temp) return assign_stmt();
     if (tok_.kind != Tok::Ident)
       throw UserError("expected a statement (`name = expr`, `input`, `param`, `dim`, `output` or `graph`), found " +
                           describe(tok_),
@@ -379,8 +381,9 @@ class Parser {
     advance();
     NodeId before = static_cast<NodeId>(b_.graph().size());
     Operand v = expr(0);
-    // A new node takes the statement's name; an existing one (`b = a`) is only aliased.
-    if (!v.is_literal() && v.node >= before) b_.set_node_name(v.node, std::string(name.text));
+    // A new node takes the statement's name; an existing one (`b = a`) is only aliased, and a
+    // temporary (`%3 = ...`) names nothing.
+    if (name.kind == Tok::Ident && !v.is_literal() && v.node >= before) b_.set_node_name(v.node, std::string(name.text));
     Kind kind = Kind::Value;
     scope_[std::string(name.text)] = {kind, v, name.loc.line};
   }
@@ -507,6 +510,9 @@ class Parser {
         advance();
         return v;
       }
+      case Tok::Temp:
+        advance();
+        return lookup_value(t);
       case Tok::Ident: break;
       default:
         throw UserError("expected an expression, found " + describe(t), t.loc);

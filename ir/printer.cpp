@@ -123,11 +123,11 @@ struct Printer {
     for (int k : cand) inlined[n.args[k]] = 1;
   }
 
+  // Unnamed nodes print as anonymous temporaries %<id>, which the parser binds without naming
+  // the node (so the round trip keeps them unnamed); they cannot collide with user names.
   std::string fresh(NodeId id) {
-    std::string s(1, 't');
+    std::string s(1, '%');
     s += std::to_string(id);
-    while (taken.count(s)) s += "_";
-    taken.insert(s);
     return s;
   }
 

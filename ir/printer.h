@@ -10,7 +10,8 @@ namespace fusejit::ir {
 
 // Prints `g` as graph text: `graph`, `dim`, `input`, `param` declarations, then one statement per
 // non-leaf node in node order (SSA), then `output` lines. Named nodes keep their names; unnamed
-// ones get fresh temporaries `t<id>` (suffixed with `_` until unique). Const nodes are written
+// ones print as anonymous temporaries `%<id>` (the node id, so dumps line up with ids; the parser
+// binds a `%N` without naming the node, which keeps temporaries unnamed across a round trip). Const nodes are written
 // inline as literals where the weak-literal rule re-creates exactly the same node at the same
 // position, otherwise as `tN = cast(LITERAL, dtype)`; implicit casts appear as explicit
 // `cast(x, dtype)`. Floats are printed in the shortest form that reads back to the same bits
