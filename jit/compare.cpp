@@ -76,22 +76,29 @@ std::string format_element(ir::DType dtype, const std::byte* element) {
     case ir::DType::U8: return fmt::format("{} ({})", static_cast<uint8_t>(bits), hex);
     case ir::DType::I32: return fmt::format("{} ({})", static_cast<int32_t>(bits), hex);
     case ir::DType::I64: return fmt::format("{} ({})", static_cast<int64_t>(bits), hex);
-    case ir::DType::F16: return fmt::format("{} ({})", static_cast<float>(half_to_double(static_cast<uint16_t>(bits))), hex);
+    case ir::DType::F16: {
+      const double v = half_to_double(static_cast<uint16_t>(bits));
+      if (std::isnan(v)) return fmt::format("nan ({})", hex);  // the sign and payload are in the hex
+      return fmt::format("{} ({})", static_cast<float>(v), hex);
+    }
     case ir::DType::BF16: {
       const uint32_t f32 = static_cast<uint32_t>(bits) << 16;
       float f;
       std::memcpy(&f, &f32, 4);
+      if (std::isnan(f)) return fmt::format("nan ({})", hex);
       return fmt::format("{} ({})", f, hex);
     }
     case ir::DType::F32: {
       const uint32_t u = static_cast<uint32_t>(bits);
       float f;
       std::memcpy(&f, &u, 4);
+      if (std::isnan(f)) return fmt::format("nan ({})", hex);
       return fmt::format("{} ({})", f, hex);
     }
     case ir::DType::F64: {
       double d;
       std::memcpy(&d, &bits, 8);
+      if (std::isnan(d)) return fmt::format("nan ({})", hex);
       return fmt::format("{} ({})", d, hex);
     }
   }

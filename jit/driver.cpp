@@ -179,16 +179,16 @@ std::string Driver::describe(cu::Result r) const {
 
 void Driver::check(cu::Result r, const char* call, std::string_view kernel) const {
   if (r == cu::kSuccess) return;
-  std::string where = kernel.empty() ? std::string(call) : fmt::format("{} for kernel {}", call, kernel);
+  // "CALL failed for kernel KERNEL" / "CALL failed"
+  std::string failed = kernel.empty() ? fmt::format("{} failed", call) : fmt::format("{} failed for kernel {}", call, kernel);
   if (r == cu::kErrorUnsupportedPtxVersion)
     throw DriverError(DriverErrorKind::PtxTooNew,
-                      fmt::format("{} ({} failed: {})", ptx_too_new_message(version_, nvrtc_version()), where,
-                                  describe(r)),
+                      fmt::format("{} ({}: {})", ptx_too_new_message(version_, nvrtc_version()), failed, describe(r)),
                       r);
   DriverErrorKind kind = DriverErrorKind::Other;
   if (r == cu::kErrorOutOfMemory) kind = DriverErrorKind::OutOfMemory;
   if (r == cu::kErrorNoDevice || r == cu::kErrorInvalidDevice) kind = DriverErrorKind::NoDevice;
-  throw DriverError(kind, fmt::format("{} failed: {}", where, describe(r)), r);
+  throw DriverError(kind, fmt::format("{}: {}", failed, describe(r)), r);
 }
 
 // ---- DeviceContext ---------------------------------------------------------------------------

@@ -1,0 +1,245 @@
+// A fake CUDA driver for tests without a GPU: a DriverApi table whose entry points act on host
+// memory (device pointers are host pointers), record launches, run registered host emulations of
+// kernels, and return injected errors. Single-threaded tests only; reset() before each use.
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "jit/driver.h"
+
+namespace fake_cuda {
+
+using namespace fusejit::jit;
+
+struct Launch {
+  std::string kernel;
+  unsigned grid = 0, block = 0;
+  cu::Stream stream = nullptr;
+};
+
+struct FakeEvent {
+  long long t = -1;
+};
+
+struct State {
+  // Device description.
+  int device_count = 1;
+  std::string name = "Fake H200";
+  int cc_major = 9, cc_minor = 0, sm_count = 132, l2 = 50 * 1024 * 1024;
+  size_t total = size_t{80} << 30, free = size_t{1} << 30;
+  // Injected results (0 = success).
+  cu::Result init_result = 0, alloc_result = 0, load_result = 0, launch_result = 0;
+  // Occupancy answers.
+  int occ_block = 768, occ_blocks_per_sm = 2;
+  // Recorded activity.
+  std::vector<Launch> launches;
+  std::set<void*> live;        // live allocations
+  int modules_loaded = 0;
+  std::deque<std::string> function_names;  // stable storage: a CUfunction is a pointer to its name
+  std::map<std::string, std::function<void(void**)>> kernels;  // host emulations by name
+  long long clock = 0;         // advanced by every event record and launch
+  double ms_per_tick = 0.25;
+  cu::Context current = nullptr;
+  std::vector<cu::Context> stack;
+};
+
+inline State& st() {
+  static State s;
+  return s;
+}
+inline cu::Context primary() { return reinterpret_cast<cu::Context>(0x1000); }
+
+inline cu::Result init(unsigned) { return st().init_result; }
+inline cu::Result driver_version(int* v) { *v = 12040; return 0; }
+inline cu::Result error_name(cu::Result r, const char** s) {
+  switch (r) {
+    case 0: *s = "CUDA_SUCCESS"; return 0;
+    case 1: *s = "CUDA_ERROR_INVALID_VALUE"; return 0;
+    case 2: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return 0;
+    case 100: *s = "CUDA_ERROR_NO_DEVICE"; return 0;
+    case 209: *s = "CUDA_ERROR_NO_BINARY_FOR_GPU"; return 0;
+    case 222: *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; return 0;
+    default: return 1;
+  }
+}
+inline cu::Result error_string(cu::Result r, const char** s) {
+  switch (r) {
+    case 0: *s = "no error"; return 0;
+    case 1: *s = "invalid argument"; return 0;
+    case 2: *s = "out of memory"; return 0;
+    case 100: *s = "no CUDA-capable device is detected"; return 0;
+    case 209: *s = "no kernel image is available for execution on the device"; return 0;
+    case 222: *s = "the provided PTX was compiled with an unsupported toolchain."; return 0;
+    default: return 1;
+  }
+}
+inline cu::Result device_count(int* n) { *n = st().device_count; return 0; }
+inline cu::Result device_get(cu::Device* d, int ordinal) { *d = ordinal; return 0; }
+inline cu::Result device_name(char* name, int len, cu::Device) {
+  std::strncpy(name, st().name.c_str(), static_cast<size_t>(len));
+  return 0;
+}
+inline cu::Result device_attr(int* v, int attr, cu::Device) {
+  switch (attr) {
+    case cu::kAttrComputeCapabilityMajor: *v = st().cc_major; return 0;
+    case cu::kAttrComputeCapabilityMinor: *v = st().cc_minor; return 0;
+    case cu::kAttrMultiprocessorCount: *v = st().sm_count; return 0;
+    case cu::kAttrL2CacheSize: *v = st().l2; return 0;
+    case cu::kAttrMaxThreadsPerBlock: *v = 1024; return 0;
+    case cu::kAttrMaxThreadsPerMultiprocessor: *v = 2048; return 0;
+    case cu::kAttrMaxBlocksPerMultiprocessor: *v = 32; return 0;
+    default: return 1;
+  }
+}
+inline cu::Result total_mem(size_t* b, cu::Device) { *b = st().total; return 0; }
+inline cu::Result retain(cu::Context* c, cu::Device) { *c = primary(); return 0; }
+inline cu::Result release(cu::Device) { return 0; }
+inline cu::Result ctx_current(cu::Context* c) { *c = st().current; return 0; }
+inline cu::Result ctx_device(cu::Device* d) { *d = 0; return 0; }
+inline cu::Result ctx_push(cu::Context c) {
+  st().stack.push_back(st().current);
+  st().current = c;
+  return 0;
+}
+inline cu::Result ctx_pop(cu::Context* c) {
+  if (st().stack.empty()) return 1;
+  *c = st().current;
+  st().current = st().stack.back();
+  st().stack.pop_back();
+  return 0;
+}
+inline cu::Result stream_create(cu::Stream* s, unsigned) { *s = reinterpret_cast<cu::Stream>(new int(0)); return 0; }
+inline cu::Result stream_destroy(cu::Stream s) { delete reinterpret_cast<int*>(s); return 0; }
+inline cu::Result stream_sync(cu::Stream) { return 0; }
+inline cu::Result module_load(cu::Module* m, const void*, unsigned, int*, void**) {
+  if (st().load_result) return st().load_result;
+  ++st().modules_loaded;
+  *m = reinterpret_cast<cu::Module>(new int(0));
+  return 0;
+}
+inline cu::Result module_unload(cu::Module m) { delete reinterpret_cast<int*>(m); return 0; }
+inline cu::Result get_function(cu::Function* f, cu::Module, const char* name) {
+  st().function_names.emplace_back(name);
+  *f = reinterpret_cast<cu::Function>(&st().function_names.back());
+  return 0;
+}
+inline cu::Result occ_block(int* min_grid, int* block, cu::Function, cu::OccupancyB2DSize, size_t, int) {
+  *block = st().occ_block;
+  *min_grid = st().sm_count * st().occ_blocks_per_sm;
+  return 0;
+}
+inline cu::Result occ_per_sm(int* n, cu::Function, int, size_t) { *n = st().occ_blocks_per_sm; return 0; }
+inline cu::Result launch(cu::Function f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned,
+                         cu::Stream s, void** params, void**) {
+  if (st().launch_result) return st().launch_result;
+  const std::string& name = *reinterpret_cast<std::string*>(f);
+  st().launches.push_back({name, gx, bx, s});
+  ++st().clock;
+  if (auto it = st().kernels.find(name); it != st().kernels.end()) it->second(params);
+  return 0;
+}
+inline cu::Result mem_alloc(cu::DevicePtr* p, size_t bytes) {
+  if (st().alloc_result) return st().alloc_result;
+  void* h = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  st().live.insert(h);
+  *p = reinterpret_cast<cu::DevicePtr>(h);
+  return 0;
+}
+inline cu::Result mem_free(cu::DevicePtr p) {
+  void* h = reinterpret_cast<void*>(p);
+  if (!st().live.erase(h)) return 1;
+  std::free(h);
+  return 0;
+}
+inline cu::Result mem_alloc_async(cu::DevicePtr* p, size_t bytes, cu::Stream) { return mem_alloc(p, bytes); }
+inline cu::Result mem_free_async(cu::DevicePtr p, cu::Stream) { return mem_free(p); }
+inline cu::Result mem_info(size_t* f, size_t* t) { *f = st().free; *t = st().total; return 0; }
+inline cu::Result htod(cu::DevicePtr d, const void* s, size_t n, cu::Stream) {
+  std::memcpy(reinterpret_cast<void*>(d), s, n);
+  return 0;
+}
+inline cu::Result dtoh(void* d, cu::DevicePtr s, size_t n, cu::Stream) {
+  std::memcpy(d, reinterpret_cast<void*>(s), n);
+  return 0;
+}
+inline cu::Result dtod(cu::DevicePtr d, cu::DevicePtr s, size_t n, cu::Stream) {
+  std::memcpy(reinterpret_cast<void*>(d), reinterpret_cast<void*>(s), n);
+  ++st().clock;
+  return 0;
+}
+inline cu::Result memset8(cu::DevicePtr d, unsigned char v, size_t n, cu::Stream) {
+  std::memset(reinterpret_cast<void*>(d), v, n);
+  return 0;
+}
+inline cu::Result event_create(cu::Event* e, unsigned) { *e = reinterpret_cast<cu::Event>(new FakeEvent); return 0; }
+inline cu::Result event_destroy(cu::Event e) { delete reinterpret_cast<FakeEvent*>(e); return 0; }
+inline cu::Result event_record(cu::Event e, cu::Stream) {
+  reinterpret_cast<FakeEvent*>(e)->t = ++st().clock;
+  return 0;
+}
+inline cu::Result event_sync(cu::Event) { return 0; }
+inline cu::Result event_elapsed(float* ms, cu::Event a, cu::Event b) {
+  auto* x = reinterpret_cast<FakeEvent*>(a);
+  auto* y = reinterpret_cast<FakeEvent*>(b);
+  if (x->t < 0 || y->t < 0) return 1;
+  *ms = static_cast<float>((y->t - x->t) * st().ms_per_tick);
+  return 0;
+}
+
+inline DriverApi api() {
+  DriverApi a;
+  a.cuInit = init;
+  a.cuDriverGetVersion = driver_version;
+  a.cuGetErrorName = error_name;
+  a.cuGetErrorString = error_string;
+  a.cuDeviceGetCount = device_count;
+  a.cuDeviceGet = device_get;
+  a.cuDeviceGetName = device_name;
+  a.cuDeviceGetAttribute = device_attr;
+  a.cuDeviceTotalMem = total_mem;
+  a.cuDevicePrimaryCtxRetain = retain;
+  a.cuDevicePrimaryCtxRelease = release;
+  a.cuCtxGetCurrent = ctx_current;
+  a.cuCtxGetDevice = ctx_device;
+  a.cuCtxPushCurrent = ctx_push;
+  a.cuCtxPopCurrent = ctx_pop;
+  a.cuStreamCreate = stream_create;
+  a.cuStreamDestroy = stream_destroy;
+  a.cuStreamSynchronize = stream_sync;
+  a.cuModuleLoadDataEx = module_load;
+  a.cuModuleUnload = module_unload;
+  a.cuModuleGetFunction = get_function;
+  a.cuOccupancyMaxPotentialBlockSize = occ_block;
+  a.cuOccupancyMaxActiveBlocksPerMultiprocessor = occ_per_sm;
+  a.cuLaunchKernel = launch;
+  a.cuMemAlloc = mem_alloc;
+  a.cuMemFree = mem_free;
+  a.cuMemAllocAsync = mem_alloc_async;
+  a.cuMemFreeAsync = mem_free_async;
+  a.cuMemGetInfo = mem_info;
+  a.cuMemcpyHtoDAsync = htod;
+  a.cuMemcpyDtoHAsync = dtoh;
+  a.cuMemcpyDtoDAsync = dtod;
+  a.cuMemsetD8Async = memset8;
+  a.cuEventCreate = event_create;
+  a.cuEventDestroy = event_destroy;
+  a.cuEventRecord = event_record;
+  a.cuEventSynchronize = event_sync;
+  a.cuEventElapsedTime = event_elapsed;
+  return a;
+}
+
+// A fresh fake driver (CUDA 12.4) with default state.
+inline std::shared_ptr<const Driver> reset() {
+  st() = State{};
+  return Driver::from_api(api(), 12040);
+}
+
+}  // namespace fake_cuda

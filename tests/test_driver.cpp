@@ -1,0 +1,462 @@
+// The GPU launch path without a GPU: launch configuration against a fake device description,
+// the driver's error messages (no driver, no device, PTX newer than the driver, out of memory,
+// a failing launch) through a fake driver table, argument packing and address mapping through
+// host emulations of kernels, the poisoned checked run and the timing math.
+#include <doctest/doctest.h>
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "ir/builder.h"
+#include "jit/compare.h"
+#include "jit/gpu_runner.h"
+#include "jit/nvrtc.h"
+#include "support/fake_driver.h"
+
+using namespace fusejit;
+using namespace fusejit::jit;
+
+namespace {
+
+DeviceInfo h200() {
+  DeviceInfo d;
+  d.name = "NVIDIA H200";
+  d.cc_major = 9;
+  d.sm_count = 132;
+  d.l2_bytes = 50 << 20;
+  d.max_threads_per_block = 1024;
+  return d;
+}
+
+template <class F>
+std::string error_of(F&& f, DriverErrorKind* kind = nullptr) {
+  try {
+    f();
+  } catch (const DriverError& e) {
+    if (kind) *kind = e.kind();
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0) == 0; }
+
+}  // namespace
+
+TEST_CASE("launch configuration fills every SM and never exceeds the work") {
+  const DeviceInfo d = h200();
+  // Large: capped at sm_count * blocks_per_sm, block from the occupancy API.
+  LaunchConfig c = choose_launch(d, 768, 2, int64_t{1} << 30, 4);
+  CHECK(c.block == 768);
+  CHECK(c.grid == 264);
+  // Small: only the blocks there is work for.
+  c = choose_launch(d, 256, 8, 1000, 4);
+  CHECK(c.grid == 1);
+  CHECK(c.block == 256);
+  c = choose_launch(d, 256, 8, 1025 * 4, 4);
+  CHECK(c.grid == 5);
+  // The 357,899 x 2 grid: 715,798 elements, 4 per vector iteration, 1024 threads per block.
+  c = choose_launch(d, 1024, 2, 357899 * 2, 4);
+  CHECK(c.grid == 175);  // ceil(178,950 / 1024)
+  c = choose_launch(d, 1024, 2, 357899 * 2, 1);
+  CHECK(c.grid == 264);  // 699 blocks of work, capped at 132 * 2
+  // Nothing to do: no launch.
+  CHECK(choose_launch(d, 256, 2, 0, 4).empty());
+  // Block sizes are whole warps within the device limit; a missing answer gives 256.
+  CHECK(choose_launch(d, 1000, 1, 1 << 20, 1).block == 992);
+  CHECK(choose_launch(d, 4096, 1, 1 << 20, 1).block == 1024);
+  CHECK(choose_launch(d, 0, 1, 1 << 20, 1).block == 256);
+  CHECK(choose_launch(d, 7, 1, 1 << 20, 1).block == 32);
+  // Above 2^31 elements with an absurd device: grid * block stays below 2^31.
+  DeviceInfo huge = d;
+  huge.sm_count = 1 << 24;
+  c = choose_launch(huge, 1024, 32, int64_t{1} << 40, 1);
+  CHECK(uint64_t{c.grid} * c.block < (uint64_t{1} << 31));
+  CHECK(c.grid > 0);
+}
+
+TEST_CASE("buffer rotation, medians and bandwidth math") {
+  CHECK(median_of({}) == 0);
+  CHECK(median_of({3, 1, 2}) == 2);
+  CHECK(median_of({4, 1, 3, 2}) == 2.5);
+  // 1 MB working set, 50 MB L2: 200 sets wanted, capped at 16.
+  CHECK(choose_buffer_sets(1 << 20, 50 << 20, 4.0, 16, int64_t{80} << 30) == 16);
+  // 60 MB: 4 sets reach 200 MB.
+  CHECK(choose_buffer_sets(60 << 20, 50 << 20, 4.0, 16, int64_t{80} << 30) == 4);
+  // 1 GB: one set is already far beyond L2.
+  CHECK(choose_buffer_sets(int64_t{1} << 30, 50 << 20, 4.0, 16, int64_t{80} << 30) == 1);
+  // Memory-limited: at most half of free memory.
+  CHECK(choose_buffer_sets(60 << 20, 50 << 20, 4.0, 16, 200 << 20) == 1);
+  CHECK(choose_buffer_sets(0, 50 << 20, 4.0, 16, 0) == 1);
+  const double times[] = {2.0, 1.0, 3.0};
+  PathTiming t = make_path_timing(2, times, 4'000'000'000, 4000.0);
+  CHECK(t.median_ms == 2.0);
+  CHECK(t.min_ms == 1.0);
+  CHECK(t.max_ms == 3.0);
+  CHECK(t.gbps == doctest::Approx(2000.0));
+  CHECK(t.pct_of_copy == doctest::Approx(50.0));
+}
+
+TEST_CASE("no driver: a clear message, never a crash") {
+  auto d = Driver::load("libcuda-fusejit-test-missing.so.1");
+  CHECK_FALSE(d->available());
+  CHECK(starts_with(d->unavailable_reason(), "no CUDA driver found: dlopen libcuda-fusejit-test-missing.so.1 failed: "));
+  DriverErrorKind kind = DriverErrorKind::Other;
+  CHECK(error_of([&] { DeviceContext::open(0, d); }, &kind) == d->unavailable_reason());
+  CHECK(kind == DriverErrorKind::NoDriver);
+  CHECK_THROWS_AS(d->api(), DriverError);
+  // The process-wide driver on this machine: either a working libcuda or the same kind of message.
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  auto real = Driver::get();
+  if (h == nullptr) {
+    CHECK_FALSE(real->available());
+    CHECK(starts_with(real->unavailable_reason(), "no CUDA driver found: dlopen libcuda.so.1 failed: "));
+  } else {
+    MESSAGE("libcuda.so.1 present: driver available = " << real->available() << " " << real->unavailable_reason());
+  }
+}
+
+TEST_CASE("no device and a device that does not exist") {
+  auto d = fake_cuda::reset();
+  fake_cuda::st().init_result = cu::kErrorNoDevice;
+  DriverErrorKind kind = DriverErrorKind::Other;
+  std::string msg = error_of([&] { DeviceContext::open(0, d); }, &kind);
+  CHECK(kind == DriverErrorKind::NoDevice);
+  CHECK(starts_with(msg, "no CUDA device found: the driver (CUDA 12.4) reports CUDA_ERROR_NO_DEVICE "
+                         "(no CUDA-capable device is detected)"));
+
+  d = fake_cuda::reset();
+  fake_cuda::st().device_count = 0;
+  msg = error_of([&] { DeviceContext::open(0, d); }, &kind);
+  CHECK(kind == DriverErrorKind::NoDevice);
+  CHECK(starts_with(msg, "no CUDA device found: the driver (CUDA 12.4) sees no device"));
+
+  d = fake_cuda::reset();
+  msg = error_of([&] { DeviceContext::open(3, d); }, &kind);
+  CHECK(kind == DriverErrorKind::NoDevice);
+  CHECK(starts_with(msg, "device 3 requested but only 1 CUDA device is visible (ordinals 0..0)"));
+}
+
+TEST_CASE("device info, primary context and a caller's current context") {
+  auto d = fake_cuda::reset();
+  {
+    auto dc = DeviceContext::open(0, d);
+    CHECK(dc->info().name == "Fake H200");
+    CHECK(dc->info().sm_arch() == "sm_90");
+    CHECK(dc->info().sm_count == 132);
+    CHECK(dc->info().l2_bytes == 50 << 20);
+    CHECK(dc->info().driver_version == 12040);
+    CHECK(dc->context() == fake_cuda::primary());
+    CHECK_FALSE(dc->borrowed_context());
+    // A scope makes it current and restores the previous (none) afterwards.
+    CHECK(fake_cuda::st().current == nullptr);
+    {
+      DeviceContext::Scope s(*dc);
+      CHECK(fake_cuda::st().current == fake_cuda::primary());
+    }
+    CHECK(fake_cuda::st().current == nullptr);
+  }
+  // The caller (e.g. the CUDA runtime) has a context current: fusejit uses it.
+  auto caller = reinterpret_cast<cu::Context>(0x2000);
+  fake_cuda::st().current = caller;
+  auto dc = DeviceContext::open(0, d);
+  CHECK(dc->context() == caller);
+  CHECK(dc->borrowed_context());
+  {
+    DeviceContext::Scope s(*dc);
+    CHECK(fake_cuda::st().stack.empty());  // already current: nothing pushed
+  }
+  fake_cuda::st().current = nullptr;
+}
+
+TEST_CASE("out of memory names the size, the buffer and what is free") {
+  auto d = fake_cuda::reset();
+  auto dc = DeviceContext::open(0, d);
+  fake_cuda::st().alloc_result = cu::kErrorOutOfMemory;
+  DriverErrorKind kind = DriverErrorKind::Other;
+  std::string msg = error_of([&] { DeviceBuffer b(dc, size_t{12} << 30, "input x"); }, &kind);
+  CHECK(kind == DriverErrorKind::OutOfMemory);
+  CHECK(msg == "out of device memory: cuMemAlloc of 12.0 GiB failed for input x (free 1.0 GiB of 80.0 GiB on Fake H200)");
+  fake_cuda::st().alloc_result = 0;
+  {
+    DeviceBuffer b(dc, 1000, "ok");
+    CHECK(b.ptr() != 0);
+    CHECK(fake_cuda::st().live.size() == 1);
+    DeviceBuffer moved = std::move(b);
+    CHECK(b.ptr() == 0);
+    CHECK(fake_cuda::st().live.size() == 1);
+  }
+  CHECK(fake_cuda::st().live.empty());
+}
+
+TEST_CASE("PTX newer than the driver, CUBIN for another arch, failing calls name the kernel") {
+  clear_module_cache();
+  auto d = fake_cuda::reset();
+  auto dc = DeviceContext::open(0, d);
+  const std::vector<char> image = {'p', 't', 'x', '\0'};
+  fake_cuda::st().load_result = cu::kErrorUnsupportedPtxVersion;
+  DriverErrorKind kind = DriverErrorKind::Other;
+  std::string msg = error_of([&] { load_function(dc, image, "compute_90", "k"); }, &kind);
+  CHECK(kind == DriverErrorKind::PtxTooNew);
+  const NvrtcVersion nv = nvrtc_version();
+  CHECK(starts_with(msg, "the driver (CUDA 12.4) is older than NVRTC (CUDA " + nv.str() + ") that produced this PTX"));
+  CHECK(msg.find("CUDA_ERROR_UNSUPPORTED_PTX_VERSION") != std::string::npos);
+
+  fake_cuda::st().load_result = cu::kErrorNoBinaryForGpu;
+  msg = error_of([&] { load_function(dc, image, "sm_100", "k"); }, &kind);
+  CHECK(msg.find("compiled for sm_100 and does not run on Fake H200 (sm_90)") != std::string::npos);
+
+  // Loaded once per (context, image): a second function from the same image reuses the module.
+  fake_cuda::st().load_result = 0;
+  GpuFunction f1 = load_function(dc, image, "compute_90", "k1");
+  GpuFunction f2 = load_function(dc, image, "compute_90", "k2");
+  GpuFunction f1b = load_function(dc, image, "compute_90", "k1");
+  CHECK(fake_cuda::st().modules_loaded == 1);
+  CHECK(module_cache_size() == 1);
+  CHECK(f1.fn == f1b.fn);
+  CHECK(f1.fn != f2.fn);
+  CHECK(f1.block == 768);
+  CHECK(f1.blocks_per_sm == 2);
+
+  fake_cuda::st().launch_result = cu::kErrorInvalidValue;
+  PackedArgs none;
+  msg = error_of([&] { launch_kernel(*dc, f1, LaunchConfig{1, 32}, none, nullptr); }, &kind);
+  CHECK(msg == "cuLaunchKernel failed for kernel k1: CUDA_ERROR_INVALID_VALUE (invalid argument)");
+  CHECK(kind == DriverErrorKind::Other);
+  // An error code the driver does not know still gives a message.
+  CHECK(d->describe(7777) == "CUresult 7777 (unknown to this driver)");
+  clear_module_cache();
+  CHECK(module_cache_size() == 0);
+}
+
+TEST_CASE("outputs overlapping inputs are refused") {
+  std::vector<DeviceRange> in = {{0x1000, 400, "input x"}, {0x2000, 400, "input y"}};
+  CHECK_NOTHROW(check_no_overlap(in, {{0x3000, 400, "output z"}, {0x3190, 16, "output w"}}));
+  DriverErrorKind kind = DriverErrorKind::Other;
+  std::string msg = error_of([&] { check_no_overlap(in, {{0x1100, 64, "output z"}}); }, &kind);
+  CHECK(kind == DriverErrorKind::BadArgument);
+  CHECK(starts_with(msg, "output z [0x1100, 0x1140) overlaps input x [0x1000, 0x1190): outputs must not alias inputs"));
+  msg = error_of([&] { check_no_overlap(in, {{0x3000, 400, "output z"}, {0x3100, 4, "output w"}}); });
+  CHECK(starts_with(msg, "output w [0x3100, 0x3104) overlaps output z"));
+  // Touching ends and empty ranges do not overlap.
+  CHECK_NOTHROW(check_no_overlap(in, {{0x1190, 4, "output a"}, {0x1000, 0, "output b"}}));
+}
+
+namespace {
+
+// y = (x + 1) * 2 over f32[n]; the fused plan is one kernel, the unfused plan two with an
+// intermediate. Kernels are emulated on the host through the fake driver.
+struct TwoOpGraph {
+  ir::Graph g;
+  ir::NodeId x = -1, add = -1, mul = -1;
+};
+
+TwoOpGraph two_op_graph(int64_t n) {
+  ir::GraphBuilder b("two");
+  TwoOpGraph t;
+  t.x = b.add_input("x", ir::DType::F32, {{n, -1}});
+  ir::Literal one{ir::Category::Float, 1.0, 0}, two{ir::Category::Float, 2.0, 0};
+  ir::Operand a1[2] = {ir::Operand::of(t.x), ir::Operand::of(one)};
+  ir::Operand s = b.apply(ir::Op::Add, a1);
+  ir::Operand a2[2] = {s, ir::Operand::of(two)};
+  ir::Operand y = b.apply(ir::Op::Mul, a2);
+  b.add_output("y", y);
+  t.add = s.node;
+  t.mul = y.node;
+  t.g = b.finish();
+  return t;
+}
+
+KernelSignature contiguous_sig(const ir::Graph& g, const ir::FusionGroup& grp) {
+  KernelSignature sig;
+  sig.layout = compute_layout(g, grp);
+  for (size_t i = 0; i < grp.inputs.size(); ++i) {
+    ArgSlot a;
+    a.kind = ArgKind::InputPtr;
+    a.index = static_cast<int>(i);
+    sig.args.push_back(a);
+  }
+  for (size_t i = 0; i < grp.outputs.size(); ++i) {
+    ArgSlot a;
+    a.kind = ArgKind::OutputPtr;
+    a.index = static_cast<int>(i);
+    sig.args.push_back(a);
+  }
+  ArgSlot n;
+  n.kind = ArgKind::NumElements;
+  n.bytes = 4;
+  sig.args.push_back(n);
+  return sig;
+}
+
+template <class F>
+std::function<void(void**)> unary_kernel(F f) {
+  return [f](void** p) {
+    const float* in = *static_cast<const float* const*>(p[0]);
+    float* out = *static_cast<float* const*>(p[1]);
+    const uint32_t n = *static_cast<const uint32_t*>(p[2]);
+    for (uint32_t i = 0; i < n; ++i) out[i] = f(in[i]);
+  };
+}
+
+}  // namespace
+
+TEST_CASE("fused and unfused runs on the fake driver: addresses, poison, timing") {
+  clear_module_cache();
+  auto d = fake_cuda::reset();
+  auto dc = DeviceContext::open(0, d);
+  const int64_t n = 1000;
+  TwoOpGraph t = two_op_graph(n);
+  const ir::Graph& g = t.g;
+  ir::Shape shape = {{n, -1}};
+
+  ir::Plan fused;
+  fused.groups.push_back({{t.add, t.mul}, {t.x}, {}, {t.mul}, shape, "graph end"});
+  fused.materialized = {t.mul};
+  ir::Plan unfused;
+  unfused.fused = false;
+  unfused.groups.push_back({{t.add}, {t.x}, {}, {t.add}, shape, "one node"});
+  unfused.groups.push_back({{t.mul}, {t.add}, {}, {t.mul}, shape, "one node"});
+  unfused.materialized = {t.add, t.mul};
+
+  auto image_f = std::make_shared<const std::vector<char>>(std::vector<char>{'f', '\0'});
+  auto image_u = std::make_shared<const std::vector<char>>(std::vector<char>{'u', '\0'});
+  std::vector<GpuKernelSpec> kf = {{"k_fused", contiguous_sig(g, fused.groups[0]), image_f, "sm_90"}};
+  std::vector<GpuKernelSpec> ku = {{"k_add", contiguous_sig(g, unfused.groups[0]), image_u, "sm_90"},
+                                   {"k_mul", contiguous_sig(g, unfused.groups[1]), image_u, "sm_90"}};
+  fake_cuda::st().kernels["k_fused"] = unary_kernel([](float v) { return (v + 1.0f) * 2.0f; });
+  fake_cuda::st().kernels["k_add"] = unary_kernel([](float v) { return v + 1.0f; });
+  fake_cuda::st().kernels["k_mul"] = unary_kernel([](float v) { return v * 2.0f; });
+
+  GpuProgram pf = GpuProgram::load(dc, g, fused, kf);
+  GpuProgram pu = GpuProgram::load(dc, g, unfused, ku);
+  CHECK(fake_cuda::st().modules_loaded == 2);  // the unfused kernels share one image
+  CHECK(pf.kernel_count() == 1);
+  CHECK(pu.kernel_count() == 2);
+  CHECK(pf.intermediate_bytes().empty());
+  REQUIRE(pu.intermediate_bytes().size() == 1);
+  CHECK(pu.intermediate_bytes()[0] == n * 4);
+  CHECK(pf.launch_config(0).grid == 2);  // ceil(1000 / 768)
+
+  std::vector<std::byte> xin(static_cast<size_t>(n) * 4);
+  for (int64_t i = 0; i < n; ++i) {
+    float v = static_cast<float>(i) - 500.5f;
+    if (i == 7) v = -0.0f;
+    if (i == 8) v = std::numeric_limits<float>::infinity();
+    std::memcpy(xin.data() + i * 4, &v, 4);
+  }
+  std::vector<std::vector<std::byte>> inputs = {xin};
+  MeasureOptions mo;
+  mo.warmup = 2;
+  mo.repeats = 5;
+  GpuMeasurement m = run_and_measure(pf, pu, inputs, {}, mo);
+  REQUIRE(m.fused_outputs.size() == 1);
+  for (int64_t i = 0; i < n; ++i) {
+    float xv, f, u;
+    std::memcpy(&xv, xin.data() + i * 4, 4);
+    std::memcpy(&f, m.fused_outputs[0].data() + i * 4, 4);
+    std::memcpy(&u, m.unfused_outputs[0].data() + i * 4, 4);
+    const float want = (xv + 1.0f) * 2.0f;
+    CHECK(std::memcmp(&f, &want, 4) == 0);
+    CHECK(std::memcmp(&u, &want, 4) == 0);
+  }
+  CHECK(compare_outputs(ir::DType::F32, m.fused_outputs[0], m.unfused_outputs[0], n, kBitwise).ok);
+  // Timing: fake events tick once per record and per launch, 0.25 ms a tick.
+  CHECK(m.fused.kernels == 1);
+  CHECK(m.unfused.kernels == 2);
+  CHECK(m.fused.median_ms == doctest::Approx(0.5));
+  CHECK(m.unfused.median_ms == doctest::Approx(0.75));
+  CHECK(m.speedup == doctest::Approx(1.5));
+  CHECK(m.buffer_sets == 16);  // 12 KB working set vs 50 MB L2: rotate the maximum
+  CHECK(m.l2_resident);
+  // Launches: the checked run, then warm-up (at least one run per set) and the timed runs.
+  int fused_launches = 0, unfused_launches = 0;
+  for (const auto& l : fake_cuda::st().launches) {
+    if (l.kernel == "k_fused") ++fused_launches;
+    else ++unfused_launches;
+    CHECK(l.block == 768);
+    CHECK(l.stream != nullptr);
+  }
+  CHECK(fused_launches == 1 + 16 + 5);
+  CHECK(unfused_launches == 2 * (1 + 16 + 5));
+  // Every device buffer was freed.
+  CHECK(fake_cuda::st().live.empty());
+
+  // A kernel that forgets its last element: the poison (0xFF bytes) shows through.
+  fake_cuda::st().kernels["k_fused"] = [](void** p) {
+    const float* in = *static_cast<const float* const*>(p[0]);
+    float* out = *static_cast<float* const*>(p[1]);
+    const uint32_t cnt = *static_cast<const uint32_t*>(p[2]);
+    for (uint32_t i = 0; i + 1 < cnt; ++i) out[i] = (in[i] + 1.0f) * 2.0f;
+  };
+  mo.time = false;
+  m = run_and_measure(pf, pu, inputs, {}, mo);
+  CompareResult r = compare_outputs(ir::DType::F32, m.unfused_outputs[0], m.fused_outputs[0], n, 0, "y");
+  CHECK_FALSE(r.ok);
+  CHECK(r.first_index == n - 1);
+  CHECK(r.message == "y: 1 of 1000 elements differ (exact); first at index 999: expected 999 (0x4479c000), got nan (0xffffffff)");
+
+  // Output aliasing an input is refused before anything is launched.
+  const size_t before = fake_cuda::st().launches.size();
+  DeviceBuffer buf(dc, static_cast<size_t>(n) * 4, "x");
+  const cu::DevicePtr in_p[] = {buf.ptr()};
+  const cu::DevicePtr out_p[] = {buf.ptr() + 16};
+  std::string msg = error_of([&] { pf.enqueue(in_p, out_p, {}, nullptr); });
+  CHECK(msg.find("output y") != std::string::npos);
+  CHECK(msg.find("overlaps input x") != std::string::npos);
+  CHECK(fake_cuda::st().launches.size() == before);
+  clear_module_cache();
+}
+
+TEST_CASE("compare_outputs: bitwise, exact and ulp tolerances with decimal and hex values") {
+  auto bytes = [](auto... v) {
+    std::vector<std::byte> out;
+    auto put = [&](auto x) {
+      const auto* p = reinterpret_cast<const std::byte*>(&x);
+      out.insert(out.end(), p, p + sizeof(x));
+    };
+    (put(v), ...);
+    return out;
+  };
+  const float qnan = std::numeric_limits<float>::quiet_NaN();
+  uint32_t other_nan_bits = 0x7fffffff;
+  float other_nan;
+  std::memcpy(&other_nan, &other_nan_bits, 4);
+  // NaN payloads differ: bitwise fails, exact passes.
+  auto e = bytes(1.0f, qnan, -0.0f);
+  auto a = bytes(1.0f, other_nan, -0.0f);
+  CHECK_FALSE(compare_outputs(ir::DType::F32, e, a, 3, kBitwise).ok);
+  CHECK(compare_outputs(ir::DType::F32, e, a, 3, 0).ok);
+  // -0.0 vs +0.0: not exact, but 0 ulp apart.
+  auto z = bytes(1.0f, qnan, 0.0f);
+  CompareResult r = compare_outputs(ir::DType::F32, e, z, 3, 0, "out", std::vector<int64_t>{3});
+  CHECK_FALSE(r.ok);
+  CHECK(r.message == "out: 1 of 3 elements differ (exact); first at index 2 [2]: expected -0 (0x80000000), got 0 (0x00000000)");
+  CHECK(compare_outputs(ir::DType::F32, e, z, 3, 1).ok);
+  // One ulp off passes a 1-ulp tolerance, two do not; NaN never matches a number.
+  float one_up = std::nextafter(1.0f, 2.0f), two_up = std::nextafter(one_up, 2.0f);
+  CHECK(compare_outputs(ir::DType::F32, bytes(1.0f), bytes(one_up), 1, 1).ok);
+  r = compare_outputs(ir::DType::F32, bytes(1.0f), bytes(two_up), 1, 1);
+  CHECK_FALSE(r.ok);
+  CHECK(r.max_ulps == 2);
+  CHECK_FALSE(compare_outputs(ir::DType::F32, bytes(1.0f), bytes(qnan), 1, 100).ok);
+  // Largest finite and inf are 1 ulp apart on the ordered line.
+  CHECK(ulp_distance(ir::DType::F32, 0x7f7fffff, 0x7f800000) == 1);
+  CHECK(ulp_distance(ir::DType::F32, 0x80000001, 0x00000001) == 2);
+  // f16 / bf16 / f64 / integers print in decimal and hex.
+  r = compare_outputs(ir::DType::F16, bytes(uint16_t{0x3c00}), bytes(uint16_t{0xfc00}), 1, 0, "h");
+  CHECK(r.message == "h: 1 of 1 elements differ (exact); first at index 0: expected 1 (0x3c00), got -inf (0xfc00)");
+  CHECK(format_element(ir::DType::F16, bytes(uint16_t{0x0001}).data()) == "5.9604645e-08 (0x0001)");
+  CHECK(format_element(ir::DType::BF16, bytes(uint16_t{0x3fc0}).data()) == "1.5 (0x3fc0)");
+  CHECK(format_element(ir::DType::F64, bytes(0.1).data()) == "0.1 (0x3fb999999999999a)");
+  CHECK(format_element(ir::DType::I8, bytes(int8_t{-128}).data()) == "-128 (0x80)");
+  CHECK(format_element(ir::DType::I64, bytes(int64_t{-1}).data()) == "-1 (0xffffffffffffffff)");
+  CHECK(format_element(ir::DType::Bool, bytes(uint8_t{1}).data()) == "true (0x01)");
+  // Integers are exact whatever the tolerance.
+  CHECK_FALSE(compare_outputs(ir::DType::I32, bytes(5), bytes(6), 1, 4).ok);
+  // Multi-dim coordinates.
+  r = compare_outputs(ir::DType::I32, bytes(0, 0, 0, 0, 0, 9), bytes(0, 0, 0, 0, 0, 8), 6, 0, "m",
+                      std::vector<int64_t>{2, 3});
+  CHECK(r.message.find("first at index 5 [1, 2]: expected 9 (0x00000009), got 8 (0x00000008)") != std::string::npos);
+}
