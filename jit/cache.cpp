@@ -580,6 +580,14 @@ CacheResult KernelCache::get_or_build(const Hash128& structural_key, const std::
   return r;
 }
 
+CacheResult compile_cached(KernelCache& cache, const std::string& source, const std::string& program_name,
+                           const CompileRequest& request, const std::string& codegen_version, const std::string& label) {
+  FJ_CHECK(request.name_expressions.empty(), "compile_cached: lowered names are not cached; use extern \"C\" kernels");
+  DiskKeyInputs inputs = make_key_inputs(source, request, codegen_version);
+  return cache.get_or_compile(
+      inputs, [&] { return compile_cuda(source, program_name, request); }, label.empty() ? program_name : label);
+}
+
 // ---- tools ----
 
 namespace {

@@ -178,6 +178,14 @@ class KernelCache {
   int64_t approx_bytes_ = -1;  // disk usage estimate for the cap (-1: not scanned yet)
 };
 
+// The usual GPU path in one call: the disk key from (source, request, codegen_version), then
+// cache.get_or_compile() with compile_cuda(source, program_name, request) on a miss. The request
+// must carry no name expressions (lowered names are not cached; kernels are extern "C"; an
+// ir::InternalError otherwise). Throws CompileError when NVRTC rejects the source.
+CacheResult compile_cached(KernelCache& cache, const std::string& source, const std::string& program_name,
+                           const CompileRequest& request, const std::string& codegen_version,
+                           const std::string& label = {});
+
 // ---- The operations behind `fusejit cache stats|list|clear|path` (the CLI prints). ----
 
 struct CacheEntryInfo {

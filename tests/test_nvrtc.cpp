@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "jit/arch.h"
 #include "jit/cache.h"
@@ -196,4 +197,61 @@ TEST_CASE("helpers: numbered lines, log parsing and graph tags") {
   CHECK(graph_ref_of_line(src, 3) == "");
   CHECK(graph_ref_of_line(src, 4) == "");
   CHECK(graph_ref_of_line(src, 99) == "");
+}
+
+TEST_CASE("a long source is excerpted around the error lines") {
+  std::string src;
+  for (int i = 1; i < 500; ++i) src += "// filler line " + std::to_string(i) + "\n";
+  src += "__global__ void k() { undefined_thing(); }  // [big.txt:42]\n";
+  for (int i = 501; i <= 600; ++i) src += "// filler line " + std::to_string(i) + "\n";
+  try {
+    compile_cuda(src, "big.cu", CompileRequest{parse_target("sm_80"), {}, {}});
+    FAIL("must not compile");
+  } catch (const CompileError& e) {
+    std::string m = e.what();
+    CHECK(m.find("showing the lines around each error") != std::string::npos);
+    CHECK(m.find(">500 | __global__ void k()") != std::string::npos);
+    CHECK(m.find(" 497 | // filler line 497") != std::string::npos);
+    CHECK(m.find("filler line 100\n") == std::string::npos);
+    CHECK(m.find("big.cu(500) comes from big.txt:42") != std::string::npos);
+    CHECK(e.source() == src);
+  }
+}
+
+TEST_CASE("concurrent compiles of different programs from several threads") {
+  std::vector<std::thread> threads;
+  std::vector<std::string> ptx(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::string src = "extern \"C\" __global__ void k" + std::to_string(t) + "(float* p) { p[0] = " +
+                        std::to_string(t) + ".0f; }\n";
+      ptx[static_cast<size_t>(t)] =
+          compile_cuda(src, "k.cu", CompileRequest{parse_target("compute_80"), {}, {}}).binary.data();
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) CHECK(ptx[static_cast<size_t>(t)].find(".entry k" + std::to_string(t)) != std::string::npos);
+}
+
+TEST_CASE("compile_cached: NVRTC on a miss, the disk on the next process") {
+  fs::path dir = make_temp_dir();
+  CompileRequest req{parse_target("sm_90"), default_compile_options(false), {}};
+  KernelCache a(CacheConfig{dir, kDefaultCacheMaxBytes, true, true, {}});
+  CacheResult r1 = compile_cached(a, kGood, "fj_test_axpb.cu", req, "cg-1");
+  CHECK(r1.outcome == CacheOutcome::Compiled);
+  CHECK(is_elf(*r1.kernel->binary));
+  CHECK(compile_cached(a, kGood, "fj_test_axpb.cu", req, "cg-1").outcome == CacheOutcome::MemoryHit);
+  KernelCache b(CacheConfig{dir, kDefaultCacheMaxBytes, true, true, {}});
+  CacheResult r2 = compile_cached(b, kGood, "fj_test_axpb.cu", req, "cg-1");
+  CHECK(r2.outcome == CacheOutcome::DiskHit);
+  CHECK(*r2.kernel->binary == *r1.kernel->binary);
+  // A different codegen version or option is a different kernel.
+  CHECK(compile_cached(b, kGood, "fj_test_axpb.cu", req, "cg-2").outcome == CacheOutcome::Compiled);
+  CompileRequest fast{parse_target("sm_90"), default_compile_options(true), {}};
+  CHECK(compile_cached(b, kGood, "fj_test_axpb.cu", fast, "cg-1").outcome == CacheOutcome::Compiled);
+  CHECK(list_cache(dir).size() == 3);
+  CompileRequest named = req;
+  named.name_expressions = {"x"};
+  CHECK_THROWS(compile_cached(b, kGood, "fj_test_axpb.cu", named, "cg-1"));
+  fs::remove_all(dir);
 }
