@@ -1,0 +1,339 @@
+// Reference evaluator: node by node, each node's value by the fj_ function of its op (the same
+// code generated kernels run), looped over the broadcast output with typed inner loops.
+#include "ir/reference.h"
+
+#include <array>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "ir/scalar/fj_scalar.h"
+
+namespace fusejit::ir {
+namespace {
+
+// Storage type S and compute type CT of each dtype, with load/store between them. bool is stored
+// as a byte and loaded as byte != 0, so a hostile input byte (e.g. 2 from a .npy file) is still a
+// valid bool. Half stores round to nearest even (fj_store_*), which is the per-node rounding.
+template <DType D> struct St;
+template <> struct St<DType::Bool> {
+  using S = unsigned char; using CT = bool;
+  static CT load(S v) { return v != 0; }
+  static S store(CT v) { return v ? 1 : 0; }
+};
+#define FJ_PLAIN_ST(D, ST, C)                 \
+  template <> struct St<DType::D> {           \
+    using S = ST; using CT = C;               \
+    static CT load(S v) { return v; }         \
+    static S store(CT v) { return v; }        \
+  };
+FJ_PLAIN_ST(I8, signed char, signed char)
+FJ_PLAIN_ST(U8, unsigned char, unsigned char)
+FJ_PLAIN_ST(I32, int, int)
+FJ_PLAIN_ST(I64, long long, long long)
+FJ_PLAIN_ST(F32, float, float)
+FJ_PLAIN_ST(F64, double, double)
+#undef FJ_PLAIN_ST
+template <> struct St<DType::F16> {
+  using S = fj_f16; using CT = float;
+  static CT load(S v) { return fj_load(v); }
+  static S store(CT v) { return fj_store_f16(v); }
+};
+template <> struct St<DType::BF16> {
+  using S = fj_bf16; using CT = float;
+  static CT load(S v) { return fj_load(v); }
+  static S store(CT v) { return fj_store_bf16(v); }
+};
+static_assert(sizeof(fj_f16) == 2 && sizeof(fj_bf16) == 2 && sizeof(long long) == 8 && sizeof(int) == 4);
+
+template <class F>
+decltype(auto) with_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::Bool: return f(std::integral_constant<DType, DType::Bool>{});
+    case DType::I8: return f(std::integral_constant<DType, DType::I8>{});
+    case DType::U8: return f(std::integral_constant<DType, DType::U8>{});
+    case DType::I32: return f(std::integral_constant<DType, DType::I32>{});
+    case DType::I64: return f(std::integral_constant<DType, DType::I64>{});
+    case DType::F16: return f(std::integral_constant<DType, DType::F16>{});
+    case DType::BF16: return f(std::integral_constant<DType, DType::BF16>{});
+    case DType::F32: return f(std::integral_constant<DType, DType::F32>{});
+    case DType::F64: return f(std::integral_constant<DType, DType::F64>{});
+  }
+  FJ_CHECK(false, "bad dtype");
+  return f(std::integral_constant<DType, DType::F64>{});
+}
+
+// Iterates the broadcast of up to 3 operands onto the output shape, one row (the innermost,
+// coalesced dimension) at a time: f(out_offset, operand offsets, row length, operand strides).
+// Strides are in elements; a broadcast dimension has stride 0.
+class Broadcast {
+ public:
+  Broadcast(const std::vector<int64_t>& out, std::span<const std::vector<int64_t>* const> ins) : n_(ins.size()) {
+    size_t rank = out.size();
+    std::vector<std::array<int64_t, 3>> strides(rank, {0, 0, 0});
+    for (size_t k = 0; k < n_; ++k) {
+      const std::vector<int64_t>& s = *ins[k];
+      FJ_CHECK(s.size() <= rank, "operand rank exceeds the node's rank");
+      int64_t st = 1;
+      for (size_t j = s.size(); j-- > 0;) {
+        size_t d = rank - s.size() + j;
+        FJ_CHECK(s[j] == out[d] || s[j] == 1, "operand shape does not broadcast to the node's shape");
+        strides[d][k] = s[j] == 1 ? 0 : st;
+        st *= s[j];
+      }
+    }
+    // Drop size-1 dims, then merge neighbours that are contiguous for every operand.
+    for (size_t d = 0; d < rank; ++d) {
+      if (out[d] == 1) continue;
+      if (!sizes_.empty()) {
+        bool merge = true;
+        for (size_t k = 0; k < n_; ++k) merge &= strides_.back()[k] == strides[d][k] * out[d];
+        if (merge) {
+          sizes_.back() *= out[d];
+          strides_.back() = strides[d];
+          continue;
+        }
+      }
+      sizes_.push_back(out[d]);
+      strides_.push_back(strides[d]);
+    }
+    numel_ = 1;
+    for (int64_t s : out) numel_ *= s;
+  }
+
+  template <class F>
+  void for_each_row(F&& f) const {
+    if (numel_ == 0) return;
+    std::array<int64_t, 3> off{0, 0, 0}, zero{0, 0, 0};
+    if (sizes_.empty()) { f(int64_t{0}, off, int64_t{1}, zero); return; }
+    size_t r = sizes_.size();
+    int64_t len = sizes_[r - 1];
+    const std::array<int64_t, 3>& inner = strides_[r - 1];
+    std::vector<int64_t> ctr(r, 0);
+    for (int64_t o = 0; o < numel_; o += len) {
+      f(o, off, len, inner);
+      for (size_t d = r - 1; d-- > 0;) {  // advance the outer counter
+        for (size_t k = 0; k < n_; ++k) off[k] += strides_[d][k];
+        if (++ctr[d] < sizes_[d]) break;
+        for (size_t k = 0; k < n_; ++k) off[k] -= strides_[d][k] * sizes_[d];
+        ctr[d] = 0;
+      }
+    }
+  }
+
+ private:
+  size_t n_;
+  int64_t numel_ = 1;
+  std::vector<int64_t> sizes_;
+  std::vector<std::array<int64_t, 3>> strides_;
+};
+
+[[noreturn]] void unsupported(const Node& n, DType t) {
+  internal_error(__FILE__, __LINE__,
+                 "reference: " + std::string(op_name(n.op)) + " is not defined on " + std::string(dtype_name(t)));
+}
+
+// The typed loop: out[i] = store(fn(load(a0[..]), ...)) over the broadcast.
+template <DType DR, DType D0, DType D1, int N, class Fn>
+void run_loop(Tensor& out, const Tensor* const* args, const Broadcast& bc, Fn fn) {
+  using SR = typename St<DR>::S;
+  SR* o = out.as<SR>();
+  const typename St<D0>::S* a0 = args[0]->as<typename St<D0>::S>();
+  const typename St<D1>::S* a1 = N > 1 ? args[1]->as<typename St<D1>::S>() : nullptr;
+  const typename St<D1>::S* a2 = N > 2 ? args[2]->as<typename St<D1>::S>() : nullptr;
+  bc.for_each_row([&](int64_t oo, const std::array<int64_t, 3>& off, int64_t len, const std::array<int64_t, 3>& st) {
+    SR* orow = o + oo;
+    if constexpr (N == 1) {
+      const auto* p0 = a0 + off[0];
+      for (int64_t j = 0; j < len; ++j) orow[j] = St<DR>::store(fn(St<D0>::load(p0[j * st[0]])));
+    } else if constexpr (N == 2) {
+      const auto *p0 = a0 + off[0], *p1 = a1 + off[1];
+      for (int64_t j = 0; j < len; ++j)
+        orow[j] = St<DR>::store(fn(St<D0>::load(p0[j * st[0]]), St<D1>::load(p1[j * st[1]])));
+    } else {
+      const auto *p0 = a0 + off[0], *p1 = a1 + off[1], *p2 = a2 + off[2];
+      for (int64_t j = 0; j < len; ++j)
+        orow[j] = St<DR>::store(
+            fn(St<D0>::load(p0[j * st[0]]), St<D1>::load(p1[j * st[1]]), St<D1>::load(p2[j * st[2]])));
+    }
+  });
+}
+
+// Calls k with an SFINAE-friendly functor for the node's fj_ function.
+template <class K>
+void with_fn(Op op, K&& k) {
+#define FJ_FNOBJ(E, FN) \
+  case Op::E: return k([](auto... x) -> decltype(FN(x...)) { return FN(x...); });
+  switch (op) {
+    FJ_FNOBJ(Neg, fj_neg) FJ_FNOBJ(Abs, fj_abs) FJ_FNOBJ(Exp, fj_exp) FJ_FNOBJ(Exp2, fj_exp2)
+    FJ_FNOBJ(Expm1, fj_expm1) FJ_FNOBJ(Log, fj_log) FJ_FNOBJ(Log2, fj_log2) FJ_FNOBJ(Log10, fj_log10)
+    FJ_FNOBJ(Log1p, fj_log1p) FJ_FNOBJ(Sqrt, fj_sqrt) FJ_FNOBJ(Rsqrt, fj_rsqrt) FJ_FNOBJ(Reciprocal, fj_reciprocal)
+    FJ_FNOBJ(Sin, fj_sin) FJ_FNOBJ(Cos, fj_cos) FJ_FNOBJ(Tan, fj_tan) FJ_FNOBJ(Tanh, fj_tanh)
+    FJ_FNOBJ(Sigmoid, fj_sigmoid) FJ_FNOBJ(Relu, fj_relu) FJ_FNOBJ(Gelu, fj_gelu) FJ_FNOBJ(GeluTanh, fj_gelu_tanh)
+    FJ_FNOBJ(Silu, fj_silu) FJ_FNOBJ(Softplus, fj_softplus) FJ_FNOBJ(Erf, fj_erf) FJ_FNOBJ(Floor, fj_floor)
+    FJ_FNOBJ(Ceil, fj_ceil) FJ_FNOBJ(Round, fj_round) FJ_FNOBJ(Trunc, fj_trunc) FJ_FNOBJ(Sign, fj_sign)
+    FJ_FNOBJ(IsNan, fj_isnan) FJ_FNOBJ(IsInf, fj_isinf) FJ_FNOBJ(LogicalNot, fj_logical_not)
+    FJ_FNOBJ(Add, fj_add) FJ_FNOBJ(Sub, fj_sub) FJ_FNOBJ(Mul, fj_mul) FJ_FNOBJ(Div, fj_div) FJ_FNOBJ(Pow, fj_pow)
+    FJ_FNOBJ(Maximum, fj_maximum) FJ_FNOBJ(Minimum, fj_minimum) FJ_FNOBJ(Fmax, fj_fmax) FJ_FNOBJ(Fmin, fj_fmin)
+    FJ_FNOBJ(FloorDiv, fj_floordiv) FJ_FNOBJ(Mod, fj_mod) FJ_FNOBJ(Fmod, fj_fmod) FJ_FNOBJ(Atan2, fj_atan2)
+    FJ_FNOBJ(Eq, fj_eq) FJ_FNOBJ(Ne, fj_ne) FJ_FNOBJ(Lt, fj_lt) FJ_FNOBJ(Le, fj_le) FJ_FNOBJ(Gt, fj_gt)
+    FJ_FNOBJ(Ge, fj_ge) FJ_FNOBJ(LogicalAnd, fj_logical_and) FJ_FNOBJ(LogicalOr, fj_logical_or)
+    FJ_FNOBJ(Where, fj_where) FJ_FNOBJ(Clamp, fj_clamp)
+    case Op::Cast: case Op::Input: case Op::Param: case Op::Const: break;
+  }
+#undef FJ_FNOBJ
+  FJ_CHECK(false, "reference: no function for op " + std::string(op_name(op)));
+}
+
+
+void eval_cast(const Node& n, Tensor& out, const Tensor* const* args, const Broadcast& bc) {
+  with_dtype(args[0]->dtype, [&](auto d0) {
+    constexpr DType D0 = decltype(d0)::value;
+    with_dtype(n.dtype, [&](auto dr) {
+      constexpr DType DR = decltype(dr)::value;
+      auto cvt = [](typename St<D0>::CT v) {
+        if constexpr (DR == DType::Bool) return fj_cvt_bool(v);
+        else if constexpr (DR == DType::I8) return fj_cvt_i8(v);
+        else if constexpr (DR == DType::U8) return fj_cvt_u8(v);
+        else if constexpr (DR == DType::I32) return fj_cvt_i32(v);
+        else if constexpr (DR == DType::I64) return fj_cvt_i64(v);
+        else if constexpr (DR == DType::F16) return fj_cvt_f16(v);
+        else if constexpr (DR == DType::BF16) return fj_cvt_bf16(v);
+        else if constexpr (DR == DType::F32) return fj_cvt_f32(v);
+        else return fj_cvt_f64(v);
+      };
+      run_loop<DR, D0, D0, 1>(out, args, bc, cvt);
+    });
+  });
+}
+
+void eval_node(const Node& n, Tensor& out, const Tensor* const* args) {
+  const std::vector<int64_t>* sp[3] = {nullptr, nullptr, nullptr};
+  for (int k = 0; k < n.nargs; ++k) sp[k] = &args[k]->shape;
+  Broadcast bc(out.shape, std::span<const std::vector<int64_t>* const>(sp, n.nargs));
+  if (n.op == Op::Cast) return eval_cast(n, out, args, bc);
+
+  const TypeRule rule = op_info(n.op).rule;
+  const bool to_bool = rule == TypeRule::Compare || rule == TypeRule::Logical || rule == TypeRule::Pred;
+  const int vi = n.op == Op::Where ? 1 : 0;  // the operand whose dtype is the value dtype
+  const DType dv = args[vi]->dtype;
+  FJ_CHECK(n.dtype == (to_bool ? DType::Bool : dv),
+           "reference: node dtype does not follow its operands for " + std::string(op_name(n.op)));
+  for (int k = 0; k < n.nargs; ++k)
+    if (k != 0 || n.op != Op::Where)
+      FJ_CHECK(args[k]->dtype == dv, "reference: operand dtypes differ for " + std::string(op_name(n.op)));
+  if (n.op == Op::Where) FJ_CHECK(args[0]->dtype == DType::Bool, "reference: where condition is not bool");
+
+  with_fn(n.op, [&](auto fn) {
+    with_dtype(dv, [&](auto dvt) {
+      constexpr DType DV = decltype(dvt)::value;
+      using CT = typename St<DV>::CT;
+      auto go = [&](auto drt) {
+        constexpr DType DR = decltype(drt)::value;
+        using RT = typename St<DR>::CT;
+        if (n.op == Op::Where) {
+          if constexpr (requires { { fn(bool{}, CT{}, CT{}) } -> std::same_as<RT>; })
+            return run_loop<DR, DType::Bool, DV, 3>(out, args, bc, fn);
+        } else if (n.nargs == 1) {
+          if constexpr (requires { { fn(CT{}) } -> std::same_as<RT>; }) return run_loop<DR, DV, DV, 1>(out, args, bc, fn);
+        } else if (n.nargs == 2) {
+          if constexpr (requires { { fn(CT{}, CT{}) } -> std::same_as<RT>; })
+            return run_loop<DR, DV, DV, 2>(out, args, bc, fn);
+        } else {
+          if constexpr (requires { { fn(CT{}, CT{}, CT{}) } -> std::same_as<RT>; })
+            return run_loop<DR, DV, DV, 3>(out, args, bc, fn);
+        }
+        unsupported(n, DV);
+      };
+      if (to_bool) go(std::integral_constant<DType, DType::Bool>{});
+      else go(dvt);
+    });
+  });
+}
+
+void check_storage(const Tensor& t, const std::string& what) {
+  int64_t n = checked_numel(t.shape);
+  if (n < 0 || static_cast<uint64_t>(n) * static_cast<uint64_t>(dtype_size(t.dtype)) != t.data.size())
+    throw UserError(what + ": storage of " + std::to_string(t.data.size()) + " bytes does not match its type " +
+                    tensor_type_string(t.dtype, t.shape));
+}
+
+}  // namespace
+
+std::vector<Tensor> evaluate_reference(const Graph& g, std::span<const Tensor> inputs, std::span<const Scalar> params) {
+  if (inputs.size() != g.inputs.size())
+    throw UserError("graph" + (g.name.empty() ? std::string() : " '" + g.name + "'") + " has " +
+                    std::to_string(g.inputs.size()) + " input(s), got " + std::to_string(inputs.size()));
+  if (!params.empty() && params.size() != g.params.size())
+    throw UserError("graph" + (g.name.empty() ? std::string() : " '" + g.name + "'") + " has " +
+                    std::to_string(g.params.size()) + " param(s), got " + std::to_string(params.size()));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Node& in = g.node(g.inputs[k]);
+    std::vector<int64_t> want = shape_sizes(in.shape);
+    const Tensor& t = inputs[k];
+    if (t.dtype != in.dtype || t.shape != want)
+      throw UserError("input '" + in.name + "': expected " + tensor_type_string(in.dtype, want) + ", found " +
+                      tensor_type_string(t.dtype, t.shape));
+    check_storage(t, "input '" + in.name + "'");
+  }
+  for (size_t k = 0; k < params.size(); ++k) {
+    const Node& p = g.node(g.params[k].node);
+    if (params[k].dtype != p.dtype)
+      throw UserError("param '" + p.name + "': expected a " + std::string(dtype_name(p.dtype)) + " value, found " +
+                      std::string(dtype_name(params[k].dtype)));
+  }
+
+  const size_t n = g.nodes.size();
+  std::vector<int64_t> last_use(n, -1), out_uses(n, 0);
+  for (size_t i = 0; i < n; ++i)
+    for (int k = 0; k < g.nodes[i].nargs; ++k) last_use[static_cast<size_t>(g.nodes[i].args[k])] = static_cast<int64_t>(i);
+  for (const OutputDecl& o : g.outputs) out_uses[static_cast<size_t>(o.node)]++;
+
+  std::vector<Tensor> owned(n);
+  std::vector<const Tensor*> val(n, nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    const Node& nd = g.nodes[i];
+    switch (nd.op) {
+      case Op::Input: val[i] = &inputs[static_cast<size_t>(nd.slot)]; continue;
+      case Op::Param:
+      case Op::Const: {
+        Scalar v = nd.op == Op::Const ? nd.value
+                   : params.empty()   ? g.params[static_cast<size_t>(nd.slot)].default_value
+                                      : params[static_cast<size_t>(nd.slot)];
+        owned[i] = Tensor(nd.dtype, shape_sizes(nd.shape));
+        for (int64_t e = 0; e < owned[i].numel(); ++e) owned[i].set(e, v);
+        val[i] = &owned[i];
+        continue;
+      }
+      default: break;
+    }
+    const Tensor* args[3] = {nullptr, nullptr, nullptr};
+    for (int k = 0; k < nd.nargs; ++k) {
+      args[k] = val[static_cast<size_t>(nd.args[k])];
+      FJ_CHECK(args[k] != nullptr, "reference: operand used after it was freed");
+    }
+    owned[i] = Tensor(nd.dtype, shape_sizes(nd.shape));
+    eval_node(nd, owned[i], args);
+    val[i] = &owned[i];
+    // Free operands whose last use this was (outputs are kept).
+    for (int k = 0; k < nd.nargs; ++k) {
+      size_t a = static_cast<size_t>(nd.args[k]);
+      if (last_use[a] == static_cast<int64_t>(i) && out_uses[a] == 0 && g.nodes[a].op != Op::Input) {
+        owned[a] = Tensor();
+        owned[a].data.shrink_to_fit();
+        val[a] = nullptr;
+      }
+    }
+  }
+
+  std::vector<Tensor> result;
+  result.reserve(g.outputs.size());
+  for (const OutputDecl& o : g.outputs) {
+    size_t id = static_cast<size_t>(o.node);
+    if (g.nodes[id].op != Op::Input && --out_uses[id] == 0) result.push_back(std::move(owned[id]));
+    else result.push_back(*val[id]);
+  }
+  return result;
+}
+
+}  // namespace fusejit::ir
