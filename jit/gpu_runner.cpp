@@ -339,6 +339,16 @@ GpuMeasurement run_and_measure(const GpuProgram& fused, const GpuProgram& unfuse
     drv.check(a.cuMemcpyDtoHAsync(m.unfused_outputs[k].data(), out_u[k].ptr(), m.unfused_outputs[k].size(), s),
               "cuMemcpyDtoHAsync");
   }
+  if (options.keep_intermediates) {
+    const std::vector<int64_t>& ib = unfused.intermediate_bytes();
+    m.unfused_intermediates.resize(ib.size());
+    for (size_t k = 0; k < ib.size(); ++k) {
+      m.unfused_intermediates[k].resize(static_cast<size_t>(ib[k]));
+      if (ib[k] > 0)
+        drv.check(a.cuMemcpyDtoHAsync(m.unfused_intermediates[k].data(), inter_u[k].ptr(), m.unfused_intermediates[k].size(), s),
+                  "cuMemcpyDtoHAsync (intermediates)");
+    }
+  }
   drv.check(a.cuStreamSynchronize(s), "cuStreamSynchronize (checked run)");
   if (!options.time) return m;
 

@@ -52,6 +52,8 @@ class GpuProgram {
   // Byte sizes of the values the plan materialises that are not graph outputs (the unfused path's
   // intermediates), in ascending node id order; empty for a plan that needs none.
   const std::vector<int64_t>& intermediate_bytes() const { return inter_bytes_; }
+  // The node ids of those intermediates, same order.
+  const std::vector<ir::NodeId>& intermediate_nodes() const { return inter_nodes_; }
   // The launch configuration of kernel i (for reports and tests).
   LaunchConfig launch_config(size_t i) const;
 
@@ -104,6 +106,9 @@ struct GpuMeasurement {
   // Host copies of every graph output from the checked (poisoned-first) run of each path, in
   // Graph::outputs order, C order bytes.
   std::vector<std::vector<std::byte>> fused_outputs, unfused_outputs;
+  // With MeasureOptions::keep_intermediates: host copies of the unfused program's intermediates
+  // from its checked run, in GpuProgram::intermediate_nodes() order (for the per-op check).
+  std::vector<std::vector<std::byte>> unfused_intermediates;
 };
 
 struct MeasureOptions {
@@ -112,6 +117,7 @@ struct MeasureOptions {
   double l2_multiple = 4.0;      // rotate buffer sets until the total exceeds this many L2 sizes
   int max_buffer_sets = 16;
   bool time = true;              // false: only the checked runs (no timing, no copy baseline)
+  bool keep_intermediates = false;  // copy the unfused intermediates back (GpuMeasurement)
 };
 
 // Copies `host_inputs` (one per graph input, C order, exact byte size) to the device once, runs

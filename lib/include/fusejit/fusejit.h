@@ -304,6 +304,7 @@ class Program {
 
   struct Impl;
   explicit Program(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  const Impl& impl() const { return *impl_; }
 
  private:
   std::shared_ptr<const Impl> impl_;

@@ -20,6 +20,9 @@ struct RunOptions {
   /// input name -> [lo, hi) for random values (else the per-dtype default range of docs/ops.md).
   std::vector<std::pair<std::string, std::pair<double, double>>> input_ranges;
   uint64_t seed = 0;             ///< seed of the deterministic random inputs
+  /// Mix hard cases into the random inputs (NaN, +-inf, -0.0, subnormals, extremes; about half
+  /// the elements), as documented in docs/ops.md.
+  bool special_values = false;
   std::string save_dir;          ///< "" = none; else each output is written as DIR/<name>.npy
   int warmup = 3;                ///< GPU: untimed launches before timing
   int repeats = 20;              ///< GPU: timed launches; the median is reported
@@ -106,9 +109,12 @@ std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& ar
 
 /// The kernel cache on disk (`fusejit cache`).
 struct CacheEntryInfo {
-  std::string key;     ///< 32 hex digits
+  std::string key;     ///< 32 hex digits (XXH3-128 of everything that changes the binary)
   std::string path;
-  int64_t bytes = 0;
+  int64_t bytes = 0;   ///< file size
+  std::string label;   ///< kernel name(s)
+  std::string target;  ///< "sm_90" (CUBIN) or "compute_90" (PTX)
+  bool valid = false;  ///< header and payload hash check out (a bad entry is deleted on its next load)
 };
 struct CacheStats {
   std::string path;

@@ -5,7 +5,9 @@
 
 #include "ir/diagnostic.h"
 #include "ir/error.h"
-#include "jit/errors.h"
+#include "jit/driver.h"
+#include "jit/host_compile.h"
+#include "jit/nvrtc.h"
 #include "lib/internal.h"
 
 namespace fusejit {
@@ -32,8 +34,11 @@ void rethrow_current(const std::string& file, std::string_view source) {
     throw Error(ErrorKind::Internal, e.what(), {}, 0, 0, "internal error (a fusejit bug; please report it): " + std::string(e.what()));
   } catch (const jit::CompileError& e) {
     throw Error(ErrorKind::Compile, e.what());
+  } catch (const jit::HostCompileError& e) {
+    throw Error(ErrorKind::Compile, e.what());
   } catch (const jit::DriverError& e) {
-    throw Error(ErrorKind::Driver, e.what());
+    // Refused arguments (an output overlapping an input) are the caller's mistake.
+    throw Error(e.kind() == jit::DriverErrorKind::BadArgument ? ErrorKind::User : ErrorKind::Driver, e.what());
   } catch (const std::exception& e) {
     throw Error(ErrorKind::Internal, e.what(), {}, 0, 0, "internal error (a fusejit bug; please report it): " + std::string(e.what()));
   }

@@ -1,0 +1,133 @@
+// RunReport as text (for people) and JSON (for tools and scripts/device-check.sh).
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/internal.h"
+#include "lib/report_format.h"
+
+namespace fusejit {
+
+std::string fmt_bytes(int64_t b) {
+  double v = static_cast<double>(b);
+  if (v >= 1e9) return fmt::format("{:.2f} GB", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.2f} MB", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.2f} kB", v / 1e3);
+  return fmt::format("{} B", b);
+}
+
+std::string fmt_ratio(double r) { return fmt::format("{:.2f}x", r); }
+
+std::string tensor_text(const TensorInfo& t) {
+  std::string s = t.name + " " + std::string(dtype_name(t.dtype)) + "[";
+  for (size_t k = 0; k < t.shape.size(); ++k) {
+    if (k) s += ", ";
+    if (!t.dim_names[k].empty()) s += t.dim_names[k] + "=";
+    s += std::to_string(t.shape[k]);
+  }
+  return s + "]";
+}
+
+namespace {
+std::string compile_text(const PathReport& p) {
+  std::string s;
+  auto part = [&](int n, const char* what) {
+    if (!n) return;
+    if (!s.empty()) s += ", ";
+    s += fmt::format("{} {}", n, what);
+  };
+  part(p.compiled, "compiled");
+  part(p.disk_hits, "disk hit");
+  part(p.memory_hits, "memory hit");
+  if (p.compiled && p.compile_ms > 0) s += fmt::format(" ({:.0f} ms)", p.compile_ms);
+  return s;
+}
+
+nlohmann::json tensor_json(const TensorInfo& t) {
+  return {{"name", t.name}, {"dtype", std::string(dtype_name(t.dtype))}, {"shape", t.shape}, {"dims", t.dim_names},
+          {"bytes", t.bytes()}};
+}
+
+nlohmann::json path_json(const PathReport& p) {
+  return {{"kernels", p.kernels}, {"time_ms", p.time_ms}, {"bytes", p.bytes}, {"gbps", p.gbps},
+          {"pct_of_copy", p.pct_of_copy}, {"compiled", p.compiled}, {"disk_hits", p.disk_hits},
+          {"memory_hits", p.memory_hits}, {"compile_ms", p.compile_ms}};
+}
+}  // namespace
+
+std::string RunReport::to_text() const {
+  std::string s;
+  s += fmt::format("fusejit run: {}\n", graph_name);
+  if (backend == "cpu") {
+    s += fmt::format("  device    host CPU: {} (the generated CUDA runs on the CPU)\n",
+                     backend_note.empty() ? std::string("CPU backend requested") : backend_note);
+  } else {
+    s += fmt::format("  device    {}, driver {}, NVRTC {}\n", device, driver_version, nvrtc_version);
+  }
+  s += fmt::format("  target    {}\n", target);
+  s += fmt::format("  mode      {}\n", fast_math ? "fast-math (results may differ from the reference)" : "strict (bitwise)");
+  for (size_t k = 0; k < inputs.size(); ++k)
+    s += fmt::format("  {}  {} ({})\n", k == 0 ? "inputs  " : "        ", tensor_text(inputs[k]), fmt_bytes(inputs[k].bytes()));
+  for (size_t k = 0; k < outputs.size(); ++k)
+    s += fmt::format("  {}  {} ({})\n", k == 0 ? "outputs " : "        ", tensor_text(outputs[k]), fmt_bytes(outputs[k].bytes()));
+  s += fmt::format("  graph     {} ops, {} elements\n", op_count, elements);
+  s += fmt::format("  {}\n", rewrites);
+  s += fmt::format("  plan      {}\n\n", plan);
+  s += fmt::format("  {:<8} {:>7} {:>11} {:>12} {:>9} {:>7}   {}\n", "path", "kernels", "time (ms)", "bytes moved", "GB/s",
+                   "% copy", "compile");
+  for (const PathReport* p : {&fused, &unfused}) {
+    std::string pct = copy_gbps > 0 ? fmt::format("{:.1f}%", p->pct_of_copy) : std::string("-");
+    s += fmt::format("  {:<8} {:>7} {:>11.4f} {:>12} {:>9.1f} {:>7}   {}\n", p->name, p->kernels, p->time_ms,
+                     fmt_bytes(p->bytes), p->gbps, pct, compile_text(*p));
+  }
+  if (copy_gbps > 0) s += fmt::format("  {:<8} {:>7} {:>11} {:>12} {:>9.1f} {:>7}\n", "copy", "", "", "", copy_gbps, "100%");
+  s += fmt::format("  speedup   {} measured (fused over unfused), {} predicted from bytes moved\n", fmt_ratio(speedup),
+                   fmt_ratio(predicted_ratio));
+  if (!checks.empty()) s += "\n";
+  for (const CheckReport& c : checks)
+    if (c.ran) s += fmt::format("  check     {}: {}{}\n", c.what, c.ok ? "" : "FAILED: ", c.detail);
+  s += fmt::format("\n  {:<12} {:>14} {:>14} {:>14} {:>8} {:>8}\n", "output", "min", "max", "mean", "NaN", "inf");
+  for (const OutputStats& o : stats)
+    s += fmt::format("  {:<12} {:>14.6g} {:>14.6g} {:>14.6g} {:>8} {:>8}\n", o.info.name, o.min, o.max, o.mean, o.nan_count,
+                     o.inf_count);
+  for (const std::string& w : warnings) s += "  warning: " + w + "\n";
+  s += fmt::format("\n  result    {}\n", ok() ? "OK" : "CHECK FAILED");
+  return s;
+}
+
+std::string RunReport::to_json() const {
+  nlohmann::json j;
+  j["graph"] = graph_name;
+  j["backend"] = backend;
+  j["backend_note"] = backend_note;
+  j["device"] = device;
+  j["target"] = target;
+  j["driver_version"] = driver_version;
+  j["nvrtc_version"] = nvrtc_version;
+  j["mode"] = fast_math ? "fast-math" : "strict";
+  j["inputs"] = nlohmann::json::array();
+  for (const TensorInfo& t : inputs) j["inputs"].push_back(tensor_json(t));
+  j["outputs"] = nlohmann::json::array();
+  for (const TensorInfo& t : outputs) j["outputs"].push_back(tensor_json(t));
+  j["op_count"] = op_count;
+  j["elements"] = elements;
+  j["rewrites"] = rewrites;
+  j["plan"] = plan;
+  j["predicted_ratio"] = predicted_ratio;
+  j["copy_gbps"] = copy_gbps;
+  j["fused"] = path_json(fused);
+  j["unfused"] = path_json(unfused);
+  j["speedup"] = speedup;
+  j["checks"] = nlohmann::json::array();
+  for (const CheckReport& c : checks) j["checks"].push_back({{"what", c.what}, {"ran", c.ran}, {"ok", c.ok}, {"detail", c.detail}});
+  j["stats"] = nlohmann::json::array();
+  for (const OutputStats& o : stats)
+    j["stats"].push_back({{"name", o.info.name}, {"min", o.min}, {"max", o.max}, {"mean", o.mean}, {"nan", o.nan_count},
+                          {"inf", o.inf_count}});
+  j["warnings"] = warnings;
+  j["ok"] = ok();
+  // NaN/inf statistics are not JSON numbers: nlohmann writes them as null.
+  return j.dump(2);
+}
+
+}  // namespace fusejit
