@@ -10,6 +10,7 @@
 #include "ir/diagnostic.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "ir/verify.h"
 
 using namespace fusejit::ir;
 namespace fs = std::filesystem;
@@ -248,4 +249,44 @@ TEST_CASE("every sample graph parses, also with small dims") {
     for (NodeId id : s.inputs) CHECK(num_elements(s.node(id).shape) <= 5 * 5 * 5 * 5);
   }
   CHECK(count >= 10);
+}
+
+TEST_CASE("verifier catches broken IR and bad outputs") {
+  const char* text = "input x : f32[4]\ninput i : i32[4]\ny = x * 2\nz = exp(i)\noutput y, z\n";
+  Graph good = parse_graph(text, "v.txt");
+  CHECK_NOTHROW(verify(good));
+  auto broken = [&](auto mutate) {
+    Graph g = good;
+    mutate(g);
+    return g;
+  };
+  // IR invariants are InternalError (a builder or pass bug).
+  CHECK_THROWS_AS(verify(broken([](Graph& g) { g.nodes.back().dtype = DType::F16; })), InternalError);
+  CHECK_THROWS_AS(verify(broken([](Graph& g) { g.nodes.back().args[0] = static_cast<NodeId>(g.nodes.size()); })),
+                  InternalError);
+  CHECK_THROWS_AS(verify(broken([](Graph& g) { g.nodes.back().nargs = 2; })), InternalError);
+  CHECK_THROWS_AS(verify(broken([](Graph& g) { g.nodes.back().shape = {{5, -1}}; })), InternalError);
+  CHECK_THROWS_AS(verify(broken([](Graph& g) { g.nodes[0].slot = 1; })), InternalError);
+  CHECK_THROWS_AS(verify(broken([](Graph& g) { g.inputs.pop_back(); })), InternalError);
+  CHECK_THROWS_AS(verify(broken([](Graph& g) {
+                    for (Node& n : g.nodes)
+                      if (n.op == Op::Mul) n.dtype = DType::Bool;
+                  })),
+                  InternalError);
+  // Output problems are the user's: UserError with the output's location.
+  Graph none = broken([](Graph& g) { g.outputs.clear(); });
+  CHECK_THROWS_AS(verify(none), UserError);
+  try {
+    verify(broken([](Graph& g) { g.outputs[1].node = g.inputs[0]; }));
+    FAIL("expected an error");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()) == "output 'z' names input 'x'; an output must be computed by the graph");
+    CHECK(e.loc() == Loc{5, 11});
+  }
+  try {
+    verify(broken([](Graph& g) { g.outputs[1].name = g.outputs[0].name; }));
+    FAIL("expected an error");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()) == "output 'y' is listed twice");
+  }
 }
