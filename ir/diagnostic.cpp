@@ -64,7 +64,7 @@ std::string format_diagnostic(const UserError& err, const std::string& file, std
   if (end == std::string_view::npos) end = src.size();
   std::string_view line = src.substr(start, end - start);
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  if (start >= src.size() && loc.line > 1 && line.empty()) return out;  // past the end
+  if (line.empty()) return out;  // nothing to point at (e.g. an empty file)
 
   size_t col = loc.col == 0 ? 0 : loc.col - 1;  // byte index of the caret
   if (col > line.size()) col = line.size();

@@ -55,7 +55,8 @@ size_t typo_distance(std::string_view a, std::string_view b) {
 template <class Range>
 std::string suggestion(std::string_view word, const Range& candidates) {
   std::string best;
-  size_t limit = std::min<size_t>(2, word.size() / 2 + 1);  // at most 2 typos, fewer for short words
+  // No guesses for names of 1-2 letters (anything is close); 1 typo up to 5 letters, else 2.
+  size_t limit = word.size() <= 2 ? 0 : word.size() <= 5 ? 1 : 2;
   size_t best_score = SIZE_MAX;
   for (const auto& c : candidates) {
     std::string_view cv(c);
@@ -541,6 +542,11 @@ class Parser {
     bool is_cast = name.text == "cast";
     if (!is_cast) {
       op = parse_op(name.text);
+      auto bound = scope_.find(std::string(name.text));
+      if (!op && bound != scope_.end())
+        throw UserError("'" + std::string(name.text) + "' is " + kind_word(bound->second.kind) +
+                            ", not an op; it cannot be called",
+                        name.loc);
       if (!op) {
         std::vector<std::string_view> names{"cast"};
         for (int k = 0; k < kNumOps; ++k)
@@ -556,9 +562,7 @@ class Parser {
         if (is_cast && args.size() == 1 && !cast_to) {
           cast_to = parse_dtype_tok();
         } else {
-          Operand a = expr(depth + 1);
-          if (cast_to) throw UserError("cast takes 2 arguments (a value and a dtype), got more", name.loc);
-          args.push_back(a);
+          args.push_back(expr(depth + 1));
         }
         if (tok_.kind == Tok::Comma) { advance(); continue; }
         if (tok_.kind == Tok::RParen) break;
@@ -569,8 +573,9 @@ class Parser {
     }
     advance();  // ')'
     if (is_cast) {
-      if (!cast_to)
-        throw UserError("cast takes 2 arguments (a value and a dtype), got " + std::to_string(args.size()),
+      if (!cast_to || args.size() != 1)
+        throw UserError("cast takes 2 arguments (a value and a dtype), got " +
+                            std::to_string(args.size() + (cast_to ? 1 : 0)),
                         name.loc);
       return b_.cast(args[0], *cast_to, name.loc);
     }

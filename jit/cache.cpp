@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <random>
 #include <thread>
 
 #include "ir/error.h"
@@ -403,11 +404,20 @@ bool KernelCache::store(const DiskKey& key, const Target& target, std::span<cons
     disable_disk(fmt::format("cannot create {}: {}", final_path.parent_path().string(), ec.message()));
     return false;
   }
+  // Temp names are unique per process (pid, a per-process random nonce: pids repeat across
+  // containers sharing a folder) and per call (counter).
+  static const uint64_t nonce = std::random_device{}() * 0x100000001ull ^ static_cast<uint64_t>(now_ns());
   static std::atomic<uint64_t> counter{0};
-  const fs::path temp = final_path.parent_path() /
-                        fmt::format("{}{}-{}-{}", kTempPrefix, key.key.hex(), ::getpid(), counter.fetch_add(1));
   const std::vector<unsigned char> buf = encode_entry(key, target, label, payload);
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  fs::path temp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 3 && fd < 0; ++attempt) {
+    temp = final_path.parent_path() / fmt::format("{}{}-{}-{:x}-{}", kTempPrefix, key.key.hex(), ::getpid(), nonce,
+                                                  counter.fetch_add(1));
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == ENOENT) fs::create_directories(final_path.parent_path(), ec);  // raced with `cache clear`
+    else if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) {
     disable_disk(fmt::format("cannot write {}: {}", temp.string(), std::strerror(errno)));
     return false;

@@ -111,13 +111,19 @@ struct CacheCounters {
   uint64_t evicted = 0;    // entries removed by the size cap
 };
 
+// Every member function is thread-safe. The memory level is unbounded (a process holds the
+// kernels of the graphs it runs); the disk level is bounded by max_bytes. A cache whose folder is
+// missing from the environment, disabled, or proved unwritable works as a memory-only cache.
 class KernelCache {
  public:
   explicit KernelCache(CacheConfig config = {});
   KernelCache(const KernelCache&) = delete;
   KernelCache& operator=(const KernelCache&) = delete;
 
-  // The process-wide cache used by the library (configured from the environment).
+  // The process-wide cache used by the library, configured from the environment on first use:
+  // folder from cache_dir_from_env(), FUSEJIT_DISABLE_CACHE=1 turns the disk level off (the
+  // memory level stays: it never outlives the process), FUSEJIT_CACHE_MAX_MB sets the cap. The
+  // library installs its warning callback with set_warning_handler() before the first lookup.
   static KernelCache& global();
 
   struct Generated {
@@ -135,7 +141,9 @@ class KernelCache {
   CacheResult get_or_build(const Hash128& structural_key, const std::function<Generated()>& generate,
                            const std::function<CompileResult(const Generated&)>& compile);
 
-  // Lookup by disk key only (the source is already generated): memory, then disk, then compile().
+  // Lookup by disk key only (the source is already generated): memory, then disk, then compile()
+  // (which must compile exactly `inputs`). label/user_data of the first caller are the ones kept.
+  // Same waiting and exception rules as get_or_build().
   CacheResult get_or_compile(const DiskKeyInputs& inputs, const std::function<CompileResult()>& compile,
                              std::string label = {}, std::shared_ptr<const void> user_data = {});
 

@@ -122,7 +122,13 @@ struct Child {
 Child spawn_child(const std::vector<std::string>& extra_env) {
   std::string exe = self_exe();
   std::vector<std::string> env_store;
-  for (char** e = environ; *e; ++e) env_store.emplace_back(*e);
+  auto overridden = [&](std::string_view var) {
+    for (const auto& e : extra_env)
+      if (var.substr(0, var.find('=') + 1) == std::string_view(e).substr(0, e.find('=') + 1)) return true;
+    return false;
+  };
+  for (char** e = environ; *e; ++e)
+    if (!overridden(*e)) env_store.emplace_back(*e);
   for (const auto& e : extra_env) env_store.push_back(e);
   std::vector<char*> envp;
   for (auto& s : env_store) envp.push_back(s.data());

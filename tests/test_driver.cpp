@@ -9,13 +9,17 @@
 #include <cstring>
 
 #include "ir/builder.h"
+#include "ir/parser.h"
+#include "ir/passes/plan_fusion.h"
 #include "jit/compare.h"
+#include "jit/gpu_build.h"
 #include "jit/gpu_runner.h"
 #include "jit/nvrtc.h"
 #include "support/fake_driver.h"
 
 using namespace fusejit;
 using namespace fusejit::jit;
+using ir::NodeId;
 
 namespace {
 
@@ -459,4 +463,41 @@ TEST_CASE("compare_outputs: bitwise, exact and ulp tolerances with decimal and h
   r = compare_outputs(ir::DType::I32, bytes(0, 0, 0, 0, 0, 9), bytes(0, 0, 0, 0, 0, 8), 6, 0, "m",
                       std::vector<int64_t>{2, 3});
   CHECK(r.message.find("first at index 5 [1, 2]: expected 9 (0x00000009), got 8 (0x00000008)") != std::string::npos);
+}
+
+TEST_CASE("real generated kernels: NVRTC for the fake sm_90 device, loaded, packed and launched") {
+  clear_module_cache();
+  auto d = fake_cuda::reset();
+  auto dc = DeviceContext::open(0, d);
+  const std::string path = std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/llama_swiglu.txt";
+  ir::Graph g = ir::parse_graph_file(path);
+  std::vector<std::pair<std::string, int64_t>> dims;
+  for (const ir::DimDecl& dd : g.dims) dims.push_back({dd.name, std::min<int64_t>(dd.value, 64)});
+  ir::rebind_dims(g, dims);
+  GpuBuild f = build_gpu_program(dc, g, ir::plan_fusion(g));
+  GpuBuild u = build_gpu_program(dc, g, ir::plan_unfused(g));
+  CHECK(f.arch.target.name() == "sm_90");
+  CHECK(f.kernels.size() == f.program.plan().groups.size());
+  CHECK(f.kernels.size() >= 1);
+  CHECK(u.kernels.size() > f.kernels.size());
+  CHECK(fake_cuda::st().modules_loaded == 2);  // one NVRTC program (module) per plan
+  std::vector<std::vector<std::byte>> in;
+  for (NodeId id : g.inputs) {
+    const ir::Node& n = g.node(id);
+    in.emplace_back(static_cast<size_t>(ir::num_elements(n.shape) * ir::dtype_size(n.dtype)), std::byte{0});
+  }
+  MeasureOptions mo;
+  mo.time = false;
+  GpuMeasurement m = run_and_measure(f.program, u.program, in, {}, mo);
+  CHECK(static_cast<int>(fake_cuda::st().launches.size()) == f.program.kernel_count() + u.program.kernel_count());
+  // Nothing ran the kernels: every output is still the 0xFF poison.
+  for (const auto& o : m.fused_outputs)
+    for (std::byte b : o) REQUIRE(b == std::byte{0xFF});
+  for (size_t i = 0; i < f.kernels.size(); ++i) {
+    const LaunchConfig c = f.program.launch_config(i);
+    CHECK(c.block == 768);
+    CHECK(c.grid >= 1);
+  }
+  CHECK(fake_cuda::st().live.empty());
+  clear_module_cache();
 }

@@ -4,12 +4,14 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 
 #include "ir/diagnostic.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "ir/verify.h"
 
 using namespace fusejit::ir;
 namespace fs = std::filesystem;
@@ -248,4 +250,85 @@ TEST_CASE("every sample graph parses, also with small dims") {
     for (NodeId id : s.inputs) CHECK(num_elements(s.node(id).shape) <= 5 * 5 * 5 * 5);
   }
   CHECK(count >= 10);
+}
+
+TEST_CASE("verifier catches broken IR and bad outputs") {
+  const char* text = "input x : f32[4]\ninput i : i32[4]\ny = x * 2\nz = exp(i)\noutput y, z\n";
+  Graph good = parse_graph(text, "v.txt");
+  CHECK_NOTHROW(verify(good));
+  auto broken = [&](auto mutate) {
+    Graph g = good;
+    mutate(g);
+    return g;
+  };
+  // IR invariants are InternalError (a builder or pass bug).
+  CHECK_THROWS_AS(verify(broken([](Graph& g) { g.nodes.back().dtype = DType::F16; })), InternalError);
+  CHECK_THROWS_AS(verify(broken([](Graph& g) { g.nodes.back().args[0] = static_cast<NodeId>(g.nodes.size()); })),
+                  InternalError);
+  CHECK_THROWS_AS(verify(broken([](Graph& g) { g.nodes.back().nargs = 2; })), InternalError);
+  CHECK_THROWS_AS(verify(broken([](Graph& g) { g.nodes.back().shape = {{5, -1}}; })), InternalError);
+  CHECK_THROWS_AS(verify(broken([](Graph& g) { g.nodes[0].slot = 1; })), InternalError);
+  CHECK_THROWS_AS(verify(broken([](Graph& g) { g.inputs.pop_back(); })), InternalError);
+  CHECK_THROWS_AS(verify(broken([](Graph& g) {
+                    for (Node& n : g.nodes)
+                      if (n.op == Op::Mul) n.dtype = DType::Bool;
+                  })),
+                  InternalError);
+  // Output problems are the user's: UserError with the output's location.
+  Graph none = broken([](Graph& g) { g.outputs.clear(); });
+  CHECK_THROWS_AS(verify(none), UserError);
+  try {
+    verify(broken([](Graph& g) { g.outputs[1].node = g.inputs[0]; }));
+    FAIL("expected an error");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()) == "output 'z' names input 'x'; an output must be computed by the graph");
+    CHECK(e.loc() == Loc{5, 11});
+  }
+  try {
+    verify(broken([](Graph& g) { g.outputs[1].name = g.outputs[0].name; }));
+    FAIL("expected an error");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()) == "output 'y' is listed twice");
+  }
+}
+
+TEST_CASE("docs/graph-format.md: the promotion table matches ir::promote and the example parses") {
+  std::ifstream in(FUSEJIT_SOURCE_DIR "/docs/graph-format.md");
+  REQUIRE(in);
+  std::string line, example;
+  bool in_first_block = false, first_done = false;
+  int rows = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("```", 0) == 0 && !first_done) {
+      if (in_first_block) first_done = true;
+      in_first_block = !in_first_block;
+      continue;
+    }
+    if (in_first_block) example += line + "\n";
+    if (line.rfind("| **", 0) != 0) continue;
+    // "| **a** | r0 | r1 | ... |"
+    std::vector<std::string> cells;
+    size_t p = 1;
+    while (p < line.size()) {
+      size_t q = line.find('|', p);
+      if (q == std::string::npos) break;
+      std::string c = line.substr(p, q - p);
+      c.erase(0, c.find_first_not_of(" *"));
+      c.erase(c.find_last_not_of(" *") + 1);
+      cells.push_back(c);
+      p = q + 1;
+    }
+    REQUIRE(cells.size() == 10);
+    auto a = parse_dtype(cells[0]);
+    REQUIRE(a);
+    for (int k = 0; k < kNumDTypes; ++k) {
+      CAPTURE(line);
+      CHECK(dtype_name(promote(*a, static_cast<DType>(k))) == cells[k + 1]);
+    }
+    ++rows;
+  }
+  CHECK(rows == kNumDTypes);
+  Graph g = parse_graph(example, "graph-format.md");
+  CHECK(g.name == "gelu_tanh");
+  CHECK(g.params.size() == 1);
 }

@@ -52,6 +52,7 @@ struct Planner {
       const Node& nd = g.nodes[i];
       if (!live[i]) continue;
       if (is_leaf(nd.op)) { kind[i] = Kind::Leaf; continue; }
+      kind[i] = Kind::Member;
       std::vector<std::pair<int64_t, int32_t>> k;
       k.reserve(nd.shape.size());
       for (const Dim& d : nd.shape) k.emplace_back(d.size, d.sym);
@@ -78,8 +79,7 @@ struct Planner {
     // evals[i]: the iteration shapes node i is evaluated in.
     std::vector<std::vector<int>> evals(n);
     for (size_t i = n; i-- > 0;) {
-      if (kind[i] == Kind::Dead || kind[i] == Kind::Leaf) continue;
-      kind[i] = Kind::Member;
+      if (kind[i] != Kind::Member) continue;
       if (out_bind[i] == 0 && cone[i] <= opt.max_recompute_ops) {
         std::vector<int> u;
         for (int k = ucount[i]; k < ucount[i + 1]; ++k)

@@ -1,0 +1,42 @@
+// NumPy .npy files (format versions 1.0, 2.0 and 3.0; C order, little-endian), the format
+// documented in numpy.lib.format. Used by `fusejit run --input NAME=FILE` and `--save-dir`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/tensor.h"
+
+namespace fusejit::ir {
+
+// How bf16 tensors are written; NumPy itself has no bfloat16 dtype.
+enum class Bf16Npy {
+  Bits,   // descr '<u2': the raw bfloat16 bits (default). Any NumPy reads it; recover the values
+          // with `x.view(ml_dtypes.bfloat16)` or `(x.astype('<u4') << 16).view('<f4')`.
+  F32,    // descr '<f4': every bf16 value widened exactly to f32 (reads back as an f32 tensor).
+  Descr,  // descr 'bfloat16' (ml_dtypes' name; ir::dtype_npy_descr): only ml_dtypes-aware readers.
+};
+
+// Writes `t` to `path` as a C-order .npy file (version 1.0, or 2.0 when the header needs more than
+// 65535 bytes), header padded to a multiple of 64 bytes as NumPy does. descr per dtype: bool '|b1',
+// i8 '|i1', u8 '|u1', i32 '<i4', i64 '<i8', f16 '<f2', f32 '<f4', f64 '<f8', bf16 per `bf16`.
+// Throws UserError naming the file when it cannot be created or written.
+void write_npy(const std::string& path, const Tensor& t, Bf16Npy bf16 = Bf16Npy::Bits);
+
+// Reads a .npy file. The dtype comes from the file's descr (the ones write_npy produces; '=' and
+// '|' byte orders are accepted where unambiguous, and descr 'bfloat16' gives bf16); when
+// `expect` is BF16, a '<u2' file is read as raw bf16 bits (the Bits convention above).
+// Throws UserError naming the file, never crashes, on: a missing/unreadable file, a bad magic or
+// version, a header length beyond the file or over 1 MiB, a header that is not the expected dict,
+// fortran_order True ("save it with np.ascontiguousarray"), big-endian or unsupported dtypes
+// (structured, object, u2..u8 other than above, complex), negative or overflowing shapes, and
+// data that is shorter or longer than the shape requires.
+Tensor read_npy(const std::string& path, std::optional<DType> expect = std::nullopt);
+
+// Reads an input tensor for graph input `name`, which must have exactly `dtype` and `shape`;
+// otherwise UserError "input 'x': FILE has f16[8, 4096], expected f32[8, 4096]".
+Tensor read_npy_input(const std::string& path, const std::string& name, DType dtype,
+                      const std::vector<int64_t>& shape);
+
+}  // namespace fusejit::ir

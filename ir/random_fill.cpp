@@ -1,0 +1,161 @@
+#include "ir/random_fill.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "ir/scalar/fj_scalar.h"
+
+namespace fusejit::ir {
+namespace {
+
+uint64_t splitmix64(uint64_t& s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// xoshiro256** (Blackman and Vigna), seeded through splitmix64 as its authors recommend.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) {
+    for (uint64_t& w : s_) w = splitmix64(seed);
+  }
+  uint64_t next() {
+    uint64_t r = rotl(s_[1] * 5, 7) * 9, t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return r;
+  }
+  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  // Uniform in [0, n) (n > 0) by the multiply-shift method; n == 0 means 2^64.
+  uint64_t below(uint64_t n) {
+    if (n == 0) return next();
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64);
+  }
+
+ private:
+  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  uint64_t s_[4];
+};
+
+std::string num(double v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+struct IntLimits { int64_t lo, hi; };
+IntLimits int_limits(DType t) {
+  switch (t) {
+    case DType::I8: return {-128, 127};
+    case DType::U8: return {0, 255};
+    case DType::I32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    default: return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+  }
+}
+
+// Hard cases per float dtype, as f64 values exactly representable in that dtype.
+std::vector<double> float_specials(DType t) {
+  double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  double sub, norm, big;
+  switch (t) {
+    case DType::F16: sub = std::ldexp(1.0, -24); norm = std::ldexp(1.0, -14); big = 65504.0; break;
+    case DType::BF16: sub = std::ldexp(1.0, -133); norm = std::ldexp(1.0, -126); big = 3.3895313892515355e38; break;
+    case DType::F32: sub = std::ldexp(1.0, -149); norm = std::ldexp(1.0, -126); big = std::numeric_limits<float>::max(); break;
+    default: sub = std::numeric_limits<double>::denorm_min(); norm = std::numeric_limits<double>::min();
+      big = std::numeric_limits<double>::max(); break;
+  }
+  return {nan, inf, -inf, -0.0, 0.0, sub, -sub, norm, -norm, big, -big, 0.5, 2.5, -2.5, 1.0, -1.0};
+}
+
+}  // namespace
+
+FillRange default_fill_range(DType t) {
+  switch (t) {
+    case DType::Bool: return {0, 1};
+    case DType::I8: return {-100, 100};
+    case DType::U8: return {0, 200};
+    case DType::I32: case DType::I64: return {-1000, 1000};
+    default: return {-4.0, 4.0};
+  }
+}
+
+uint64_t input_seed(uint64_t run_seed, std::string_view name) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64
+  for (char c : name) { h ^= static_cast<unsigned char>(c); h *= 0x100000001b3ull; }
+  uint64_t s = run_seed ^ h;
+  return splitmix64(s);
+}
+
+void random_fill(Tensor& t, uint64_t seed, const FillSpec& spec) {
+  FillRange r = spec.range.value_or(default_fill_range(t.dtype));
+  std::string what = std::string(dtype_name(t.dtype));
+  if (!std::isfinite(r.lo) || !std::isfinite(r.hi) || r.lo > r.hi)
+    throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what +
+                    " (need finite LO <= HI)");
+  Rng rng(seed);
+  const int64_t n = t.numel();
+  const bool special = spec.mode == FillMode::Special;
+  Scalar s;
+  if (t.dtype == DType::Bool) {
+    s.dtype = DType::Bool;
+    for (int64_t i = 0; i < n; ++i) { s.i = static_cast<int64_t>(rng.next() >> 63); t.set(i, s); }
+    return;
+  }
+  if (is_int(t.dtype)) {
+    IntLimits lim = int_limits(t.dtype);
+    // Bounds must be whole numbers within the dtype (checked in f64, exact for these magnitudes).
+    if (r.lo != std::floor(r.lo) || r.hi != std::floor(r.hi) || r.lo < static_cast<double>(lim.lo) ||
+        r.hi > static_cast<double>(lim.hi))
+      throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what + " (need whole numbers in [" +
+                      std::to_string(lim.lo) + ", " + std::to_string(lim.hi) + "])");
+    int64_t lo = r.lo <= -9.2233720368547758e18 ? INT64_MIN : static_cast<int64_t>(r.lo);
+    int64_t hi = r.hi >= 9.2233720368547758e18 ? INT64_MAX : static_cast<int64_t>(r.hi);
+    uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;  // 0 = all 2^64
+    const int64_t specials[] = {lim.lo, lim.hi, lim.lo + 1, lim.hi - 1, 0, 1, lim.lo < 0 ? -1 : 2};
+    s.dtype = DType::I64;
+    for (int64_t i = 0; i < n; ++i) {
+      if (special && (rng.next() >> 63)) s.i = specials[rng.below(std::size(specials))];
+      else s.i = static_cast<int64_t>(static_cast<uint64_t>(lo) + rng.below(span));
+      Scalar v = s;
+      v.dtype = t.dtype;  // in range by construction: store as the dtype directly
+      t.set(i, v);
+    }
+    return;
+  }
+  if (r.hi - r.lo > std::numeric_limits<double>::max())
+    throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what + " (too wide)");
+  std::vector<double> sp = float_specials(t.dtype);
+  s.dtype = DType::F64;
+  for (int64_t i = 0; i < n; ++i) {
+    if (special && (rng.next() >> 63)) s.f = sp[rng.below(sp.size())];
+    else s.f = r.lo + (r.hi - r.lo) * rng.unit();
+    t.set(i, s);  // rounds to the dtype by the cast rules
+  }
+}
+
+FillRange parse_fill_range(std::string_view text) {
+  auto bad = [&]() -> UserError {
+    return UserError("invalid range '" + std::string(text) + "': expected LO:HI with numbers, e.g. -1:1");
+  };
+  size_t colon = text.find(':');
+  if (colon == std::string_view::npos) throw bad();
+  auto parse = [&](std::string_view s) {
+    double v = 0;
+    auto res = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || res.ec != std::errc() || res.ptr != s.data() + s.size() || !std::isfinite(v)) throw bad();
+    return v;
+  };
+  FillRange r{parse(text.substr(0, colon)), parse(text.substr(colon + 1))};
+  if (r.lo > r.hi) throw UserError("invalid range '" + std::string(text) + "': LO must not exceed HI");
+  return r;
+}
+
+}  // namespace fusejit::ir

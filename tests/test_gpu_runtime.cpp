@@ -1,0 +1,349 @@
+// The GPU path on a real device (label `gpu`; exits 77 = skipped where there is no driver or
+// device): every sample and random graphs fused vs unfused (bitwise) vs the reference evaluator,
+// a graph above 2^31 elements, broadcasting with size-1 dims, 600 inputs, the 357,899 x 2 grid
+// with a broadcast mask, the caller's context, out of memory, and a timing sanity check.
+//
+// Environment: FUSEJIT_TEST_DEVICE (ordinal, default 0), FUSEJIT_GPU_RANDOM_GRAPHS (default 40),
+// FUSEJIT_GPU_SKIP_HUGE=1 skips the > 2^31-element graph.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "ir/builder.h"
+#include "ir/parser.h"
+#include "ir/passes/plan_fusion.h"
+#include "ir/plan.h"
+#include "ir/reference.h"
+#include "jit/compare.h"
+#include "jit/gpu_build.h"
+#include "jit/gpu_runner.h"
+#include "support/random_graph.h"
+
+using namespace fusejit;
+using namespace fusejit::jit;
+using ir::DType;
+using ir::NodeId;
+using ir::Op;
+
+namespace {
+
+int env_int(const char* name, int def) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : def;
+}
+
+std::shared_ptr<DeviceContext> g_dc;
+
+// Runs before doctest's main: no driver or no device -> the whole executable is skipped.
+struct SkipWithoutGpu {
+  SkipWithoutGpu() {
+    try {
+      g_dc = DeviceContext::open(env_int("FUSEJIT_TEST_DEVICE", 0));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "test_gpu_runtime: skipped: %s\n", e.what());
+      std::fflush(stderr);
+      std::_Exit(77);
+    }
+  }
+} g_skip;
+
+// Ops whose CUDA Math API implementation is not correctly rounded (docs/ops.md): results may
+// differ from the host reference by a few ulp.
+bool approximate_op(Op op) {
+  switch (op) {
+    case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log: case Op::Log2: case Op::Log10: case Op::Log1p:
+    case Op::Rsqrt: case Op::Sin: case Op::Cos: case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Gelu:
+    case Op::GeluTanh: case Op::Silu: case Op::Softplus: case Op::Erf: case Op::Pow: case Op::Atan2:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool cone_is_exact(const ir::Graph& g, NodeId out) {
+  std::vector<bool> seen(static_cast<size_t>(g.size()), false);
+  std::vector<NodeId> stack = {out};
+  while (!stack.empty()) {
+    NodeId id = stack.back();
+    stack.pop_back();
+    if (seen[static_cast<size_t>(id)]) continue;
+    seen[static_cast<size_t>(id)] = true;
+    const ir::Node& n = g.node(id);
+    if (approximate_op(n.op)) return false;
+    for (int k = 0; k < n.nargs; ++k) stack.push_back(n.arg(k));
+  }
+  return true;
+}
+
+struct Built {
+  GpuBuild fused, unfused;
+};
+
+Built build(const ir::Graph& g) {
+  Built b{build_gpu_program(g_dc, g, ir::plan_fusion(g), {}), build_gpu_program(g_dc, g, ir::plan_unfused(g), {})};
+  return b;
+}
+
+std::vector<std::vector<std::byte>> host_of(const std::vector<ir::Tensor>& ts) {
+  std::vector<std::vector<std::byte>> out;
+  for (const ir::Tensor& t : ts) out.push_back(t.data);
+  return out;
+}
+
+// Checks fused vs unfused bitwise and both vs the reference: exact for outputs computed only by
+// correctly rounded ops; within `approx_ulps` (f32/f64; 1 ulp for f16/bf16) otherwise, or not at
+// all when approx_ulps < 0. Returns the number of outputs compared approximately.
+int check_outputs(const ir::Graph& g, const GpuMeasurement& m, const std::vector<ir::Tensor>& ref, int64_t approx_ulps,
+                  const std::string& label) {
+  int approx = 0;
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const ir::Node& n = g.node(g.outputs[k].node);
+    const int64_t count = ir::num_elements(n.shape);
+    const std::string what = label + " output " + g.outputs[k].name;
+    const std::vector<int64_t> shape = ir::shape_sizes(n.shape);
+    CompareResult fu = compare_outputs(n.dtype, m.unfused_outputs[k], m.fused_outputs[k], count, kBitwise,
+                                       what + " fused vs unfused", shape);
+    CHECK_MESSAGE(fu.ok, fu.message);
+    int64_t tol = 0;
+    if (!cone_is_exact(g, g.outputs[k].node)) {
+      ++approx;
+      if (approx_ulps < 0) continue;
+      tol = ir::is_half(n.dtype) ? 1 : approx_ulps;
+    }
+    CompareResult fr = compare_outputs(n.dtype, ref[k].data, m.fused_outputs[k], count, tol,
+                                       what + " fused vs reference", shape);
+    CHECK_MESSAGE(fr.ok, fr.message);
+    if (tol > 0 && ir::is_float(n.dtype)) MESSAGE(what << ": max " << fr.max_ulps << " ulp from the reference");
+  }
+  return approx;
+}
+
+MeasureOptions checked_only() {
+  MeasureOptions o;
+  o.time = false;
+  return o;
+}
+
+ir::Shape shp(std::initializer_list<int64_t> s) {
+  ir::Shape r;
+  for (int64_t v : s) r.push_back({v, -1});
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("device description") {
+  const DeviceInfo& d = g_dc->info();
+  MESSAGE("device " << d.ordinal << ": " << d.name << " " << d.sm_arch() << ", " << d.sm_count << " SMs, L2 "
+                    << format_bytes(static_cast<uint64_t>(d.l2_bytes)) << ", "
+                    << format_bytes(static_cast<uint64_t>(d.total_memory)) << ", driver "
+                    << cuda_version_string(d.driver_version));
+  CHECK(d.sm_count > 0);
+  CHECK(d.cc_major >= 3);
+  CHECK(d.l2_bytes > 0);
+}
+
+TEST_CASE("every sample graph: fused vs unfused bitwise, vs reference") {
+  const std::filesystem::path dir = std::filesystem::path(FUSEJIT_SOURCE_DIR) / "samples" / "graphs";
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".txt") continue;
+    ir::Graph g = ir::parse_graph_file(entry.path().string());
+    // Test sizes: every named dim at most 512 (the device check runs the real sizes).
+    std::vector<std::pair<std::string, int64_t>> dims;
+    for (const ir::DimDecl& d : g.dims) dims.push_back({d.name, std::min<int64_t>(d.value, 512)});
+    ir::rebind_dims(g, dims);
+    INFO("sample " << entry.path().filename().string());
+    Built b = build(g);
+    const std::vector<ir::Tensor> in = testing::random_inputs(g, 7, 0.05);
+    const std::vector<ir::Tensor> ref = ir::evaluate_reference(g, in);
+    GpuMeasurement m = run_and_measure(b.fused.program, b.unfused.program, host_of(in), {}, checked_only());
+    check_outputs(g, m, ref, 64, entry.path().filename().string());
+    ++count;
+  }
+  CHECK(count >= 10);
+}
+
+TEST_CASE("random graphs: fused vs unfused bitwise, exact outputs vs reference") {
+  const int n = env_int("FUSEJIT_GPU_RANDOM_GRAPHS", 40);
+  int approx = 0;
+  for (int i = 0; i < n; ++i) {
+    testing::RandomGraphOptions opt;
+    opt.seed = 9000 + static_cast<uint64_t>(i);
+    ir::Graph g = testing::random_graph(opt);
+    INFO("random graph seed " << opt.seed);
+    Built b = build(g);
+    const std::vector<ir::Tensor> in = testing::random_inputs(g, opt.seed);
+    const std::vector<ir::Scalar> params = testing::random_params(g, opt.seed);
+    const std::vector<ir::Tensor> ref = ir::evaluate_reference(g, in, params);
+    GpuMeasurement m = run_and_measure(b.fused.program, b.unfused.program, host_of(in), params, checked_only());
+    // Special values everywhere: approximate ops can differ by more than any fixed ulp bound after
+    // cancellation, so those outputs are only compared fused vs unfused (bitwise).
+    approx += check_outputs(g, m, ref, -1, "seed " + std::to_string(opt.seed));
+  }
+  MESSAGE(n << " random graphs; " << approx << " outputs with approximate ops compared fused vs unfused only");
+}
+
+TEST_CASE("broadcast with size-1 dims") {
+  ir::GraphBuilder bld("bcast");
+  NodeId x = bld.add_input("x", DType::F32, shp({64, 1, 33}));
+  NodeId y = bld.add_input("y", DType::F32, shp({1, 47, 1}));
+  NodeId z = bld.add_input("z", DType::F32, shp({33}));
+  NodeId h = bld.add_input("h", DType::F16, shp({64, 47, 1}));
+  ir::Operand xy[2] = {ir::Operand::of(x), ir::Operand::of(y)};
+  ir::Operand p = bld.apply(Op::Mul, xy);
+  ir::Operand pz[2] = {p, ir::Operand::of(z)};
+  ir::Operand s = bld.apply(Op::Add, pz);
+  ir::Operand sh[2] = {s, ir::Operand::of(h)};
+  bld.add_output("out", bld.apply(Op::Maximum, sh));
+  bld.add_output("prod", p);
+  ir::Graph g = bld.finish();
+  Built b = build(g);
+  const auto in = testing::random_inputs(g, 3, 0.2);
+  const auto ref = ir::evaluate_reference(g, in);
+  GpuMeasurement m = run_and_measure(b.fused.program, b.unfused.program, host_of(in), {}, checked_only());
+  check_outputs(g, m, ref, 0, "bcast");
+  // The grid follows the iteration space, never a broadcast operand.
+  for (size_t i = 0; i < b.fused.program.plan().groups.size(); ++i) {
+    const LaunchConfig c = b.fused.program.launch_config(i);
+    const int64_t n = ir::num_elements(b.fused.program.plan().groups[i].iter_shape);
+    CHECK(int64_t{c.grid} * c.block >= std::min<int64_t>(n / 4, int64_t{g_dc->info().sm_count} * c.block));
+  }
+}
+
+TEST_CASE("600 inputs") {
+  ir::GraphBuilder bld("many");
+  ir::Operand acc;
+  for (int i = 0; i < 600; ++i) {
+    NodeId x = bld.add_input("x" + std::to_string(i), DType::F32, shp({1000}));
+    if (i == 0) {
+      acc = ir::Operand::of(x);
+    } else {
+      ir::Operand a[2] = {acc, ir::Operand::of(x)};
+      acc = bld.apply(i % 3 == 0 ? Op::Maximum : Op::Add, a);
+    }
+  }
+  bld.add_output("y", acc);
+  ir::Graph g = bld.finish();
+  Built b = build(g);
+  MESSAGE("600 inputs: " << b.fused.program.kernel_count() << " fused kernels, " << b.unfused.program.kernel_count()
+                         << " unfused");
+  const auto in = testing::random_inputs(g, 5, 0.01);
+  const auto ref = ir::evaluate_reference(g, in);
+  GpuMeasurement m = run_and_measure(b.fused.program, b.unfused.program, host_of(in), {}, checked_only());
+  check_outputs(g, m, ref, 0, "many");
+}
+
+TEST_CASE("357,899 x 2 grid with a broadcast mask fills the GPU") {
+  ir::GraphBuilder bld("mask");
+  NodeId x = bld.add_input("x", DType::F32, shp({357899, 2}));
+  NodeId mask = bld.add_input("mask", DType::Bool, shp({357899, 1}));
+  ir::Literal zero{ir::Category::Float, 0.0, 0}, two{ir::Category::Float, 2.0, 0};
+  ir::Operand xs[2] = {ir::Operand::of(x), ir::Operand::of(two)};
+  ir::Operand scaled = bld.apply(Op::Mul, xs);
+  ir::Operand w[3] = {ir::Operand::of(mask), scaled, ir::Operand::of(zero)};
+  bld.add_output("y", bld.apply(Op::Where, w));
+  ir::Graph g = bld.finish();
+  Built b = build(g);
+  const LaunchConfig c = b.fused.program.launch_config(0);
+  MESSAGE("357,899 x 2: grid " << c.grid << " x block " << c.block << " on " << g_dc->info().sm_count << " SMs");
+  CHECK(c.grid >= static_cast<uint32_t>(g_dc->info().sm_count));
+  const auto in = testing::random_inputs(g, 11, 0.1);
+  const auto ref = ir::evaluate_reference(g, in);
+  GpuMeasurement m = run_and_measure(b.fused.program, b.unfused.program, host_of(in), {}, checked_only());
+  check_outputs(g, m, ref, 0, "mask");
+}
+
+TEST_CASE("above 2^31 elements: 64-bit indexing, first, last and boundary elements") {
+  if (env_int("FUSEJIT_GPU_SKIP_HUGE", 0)) return;
+  const int64_t n = (int64_t{1} << 31) + 4099;
+  ir::GraphBuilder bld("huge");
+  NodeId x = bld.add_input("x", DType::I8, shp({n}));
+  ir::Literal three{ir::Category::Int, 0.0, 3}, one{ir::Category::Int, 0.0, 1};
+  ir::Operand a[2] = {ir::Operand::of(x), ir::Operand::of(three)};
+  ir::Operand t = bld.apply(Op::Mul, a);
+  ir::Operand c[2] = {t, ir::Operand::of(one)};
+  bld.add_output("y", bld.apply(Op::Add, c));
+  ir::Graph g = bld.finish();
+  Built b = build(g);
+  REQUIRE(b.fused.kernels.size() == 1);
+  CHECK(b.fused.kernels[0].index64);
+  std::vector<std::vector<std::byte>> in(1, std::vector<std::byte>(static_cast<size_t>(n)));
+  for (int64_t i = 0; i < n; ++i) in[0][static_cast<size_t>(i)] = static_cast<std::byte>((i * 7 + (i >> 20)) & 0xFF);
+  GpuMeasurement m = run_and_measure(b.fused.program, b.unfused.program, in, {}, checked_only());
+  auto expect = [&](int64_t i) {
+    const int8_t v = static_cast<int8_t>(in[0][static_cast<size_t>(i)]);
+    return static_cast<int8_t>(static_cast<uint8_t>(v * 3 + 1));  // i8 arithmetic wraps
+  };
+  std::vector<int64_t> idx = {0, 1, 15, 16, n - 1, n - 2, n - 17};
+  for (int64_t base : {int64_t{1} << 31, int64_t{1} << 32 >> 1, (int64_t{1} << 31) - 4096})
+    for (int64_t d = -20; d <= 20; ++d)
+      if (base + d >= 0 && base + d < n) idx.push_back(base + d);
+  for (int64_t i : idx) {
+    INFO("index " << i);
+    CHECK(static_cast<int8_t>(m.fused_outputs[0][static_cast<size_t>(i)]) == expect(i));
+    CHECK(static_cast<int8_t>(m.unfused_outputs[0][static_cast<size_t>(i)]) == expect(i));
+  }
+  // And the whole tail past 2^31 (where 32-bit indexing would wrap), fused vs unfused.
+  const size_t from = size_t{1} << 31;
+  CHECK(std::memcmp(m.fused_outputs[0].data() + from, m.unfused_outputs[0].data() + from, static_cast<size_t>(n) - from) == 0);
+  int64_t bad = 0;
+  for (int64_t i = static_cast<int64_t>(from) - 65536; i < n; ++i)
+    bad += static_cast<int8_t>(m.fused_outputs[0][static_cast<size_t>(i)]) != expect(i);
+  CHECK(bad == 0);
+}
+
+TEST_CASE("the caller's current context is used as is") {
+  const DriverApi& a = g_dc->api();
+  REQUIRE(a.cuCtxPushCurrent(g_dc->context()) == cu::kSuccess);
+  {
+    auto borrowed = DeviceContext::open(0);
+    CHECK(borrowed->borrowed_context());
+    CHECK(borrowed->context() == g_dc->context());
+  }
+  cu::Context popped = nullptr;
+  CHECK(a.cuCtxPopCurrent(&popped) == cu::kSuccess);
+}
+
+TEST_CASE("out of memory is a clear error") {
+  try {
+    DeviceBuffer b(g_dc, size_t{1} << 46, "a 64 TiB test buffer");
+    FAIL("a 64 TiB allocation succeeded");
+  } catch (const DriverError& e) {
+    CHECK(e.kind() == DriverErrorKind::OutOfMemory);
+    CHECK(std::string(e.what()).rfind("out of device memory: cuMemAlloc of 64.0 TiB failed for a 64 TiB test buffer", 0) == 0);
+  }
+}
+
+TEST_CASE("timing: events, copy baseline, L2 rotation") {
+  ir::GraphBuilder bld("x2x3");
+  NodeId x = bld.add_input("x", DType::F32, shp({int64_t{1} << 26}));
+  ir::Literal two{ir::Category::Float, 2.0, 0}, three{ir::Category::Float, 3.0, 0};
+  ir::Operand a[2] = {ir::Operand::of(x), ir::Operand::of(two)};
+  ir::Operand t = bld.apply(Op::Mul, a);
+  ir::Operand c[2] = {t, ir::Operand::of(three)};
+  bld.add_output("y", bld.apply(Op::Mul, c));
+  ir::Graph g = bld.finish();
+  Built b = build(g);
+  std::vector<std::vector<std::byte>> in(1, std::vector<std::byte>(size_t{4} << 26, std::byte{0x3f}));
+  MeasureOptions mo;
+  mo.warmup = 3;
+  mo.repeats = 20;
+  GpuMeasurement m = run_and_measure(b.fused.program, b.unfused.program, in, {}, mo);
+  MESSAGE("x*2*3 on 2^26 f32: fused " << m.fused.median_ms << " ms " << m.fused.gbps << " GB/s ("
+                                      << m.fused.pct_of_copy << "% of copy), unfused " << m.unfused.median_ms
+                                      << " ms, copy " << m.copy_gbps << " GB/s, speedup " << m.speedup
+                                      << ", buffer sets " << m.buffer_sets);
+  CHECK(m.fused.median_ms > 0);
+  CHECK(m.unfused.median_ms > 0);
+  CHECK(m.copy_gbps > 0);
+  CHECK(m.fused.bytes == (int64_t{8} << 26));
+  CHECK(m.unfused.bytes == (int64_t{16} << 26));
+  CHECK(m.speedup > 1.2);  // predicted 2x; anything near 1 means the fused path is broken
+  CHECK(compare_outputs(DType::F32, m.unfused_outputs[0], m.fused_outputs[0], int64_t{1} << 26, kBitwise).ok);
+}

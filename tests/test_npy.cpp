@@ -1,0 +1,230 @@
+// .npy I/O: round trips of every dtype, the exact header NumPy writes, v1/v2/v3 headers, and
+// malformed or hostile files (each must give a UserError naming the file, never a crash).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "ir/npy.h"
+#include "ir/random_fill.h"
+
+using namespace fusejit::ir;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path tmp_dir() {
+  fs::path d = fs::path(FUSEJIT_BINARY_DIR) / "test-npy-tmp";
+  fs::create_directories(d);
+  return d;
+}
+
+std::string tmp(const std::string& name) { return (tmp_dir() / name).string(); }
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// A .npy file with the given version, header text (padded by the caller or not) and data.
+std::string npy(int major, const std::string& header, const std::string& data) {
+  std::string out = "\x93NUMPY";
+  out += static_cast<char>(major);
+  out += '\0';
+  uint32_t n = static_cast<uint32_t>(header.size());
+  int width = major == 1 ? 2 : 4;
+  for (int k = 0; k < width; ++k) out += static_cast<char>((n >> (8 * k)) & 0xff);
+  return out + header + data;
+}
+
+std::string floats(std::vector<float> v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4); }
+
+// Expects read_npy to throw a UserError whose message starts with the path and contains `part`.
+void expect_error(const std::string& bytes, const std::string& part, std::optional<DType> expect = std::nullopt) {
+  std::string p = tmp("bad.npy");
+  write_bytes(p, bytes);
+  try {
+    read_npy(p, expect);
+    FAIL_CHECK("no error; wanted '" << part << "'");
+  } catch (const UserError& e) {
+    std::string m = e.what();
+    CHECK_MESSAGE(m.rfind(p + ": ", 0) == 0, m);
+    CHECK_MESSAGE(m.find(part) != std::string::npos, m << "  (wanted '" << part << "')");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every dtype round-trips bit for bit, with hard values") {
+  const DType all[] = {DType::Bool, DType::I8, DType::U8, DType::I32, DType::I64,
+                       DType::F16, DType::BF16, DType::F32, DType::F64};
+  for (DType t : all) {
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{}, {7}, {3, 5}, {2, 0, 4}, {2, 3, 4}}) {
+      CAPTURE(tensor_type_string(t, shape));
+      Tensor x(t, shape);
+      random_fill(x, 42, FillSpec{std::nullopt, FillMode::Special});
+      std::string p = tmp("rt.npy");
+      write_npy(p, x);
+      std::string bytes = read_bytes(p);
+      REQUIRE(bytes.size() >= 64);
+      uint32_t hlen = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
+      CHECK((10 + hlen) % 64 == 0);  // data aligned as NumPy aligns it
+      CHECK(bytes[10 + hlen - 1] == '\n');
+      Tensor y = read_npy(p, t);
+      CHECK(y.dtype == t);
+      CHECK(y.shape == shape);
+      CHECK(y.data == x.data);
+    }
+  }
+}
+
+TEST_CASE("the header is exactly NumPy's") {
+  Tensor x(DType::F32, {2, 3});
+  for (int i = 0; i < 6; ++i) x.as<float>()[i] = static_cast<float>(i) - 2.5f;
+  std::string p = tmp("hdr.npy");
+  write_npy(p, x);
+  std::string b = read_bytes(p);
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+  CHECK(b.substr(0, 8) == std::string("\x93NUMPY\x01\x00", 8));
+  CHECK(b.substr(10, dict.size()) == dict);
+  CHECK(b.size() == 128 + 24);
+  CHECK(b.substr(128) == floats({-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f}));
+  Tensor v(DType::I64, {5});
+  write_npy(p, v);
+  CHECK(read_bytes(p).find("'shape': (5,), }") != std::string::npos);
+  Tensor s(DType::Bool, {});
+  write_npy(p, s);
+  CHECK(read_bytes(p).find("'descr': '|b1', 'fortran_order': False, 'shape': (), }") != std::string::npos);
+}
+
+TEST_CASE("bf16 conventions: '<u2' bits by default, exact f32 widening, or the 'bfloat16' descr") {
+  Tensor x(DType::BF16, {3});
+  x.set(0, Scalar{DType::F64, 1.0, 0});
+  x.set(1, Scalar{DType::F64, -3.140625, 0});
+  x.set(2, Scalar{DType::F64, std::numeric_limits<double>::infinity(), 0});
+  std::string p = tmp("bf.npy");
+  write_npy(p, x);
+  CHECK(read_bytes(p).find("'descr': '<u2'") != std::string::npos);
+  CHECK(read_npy(p, DType::BF16).data == x.data);
+  CHECK_THROWS_WITH_AS(read_npy(p), doctest::Contains("unsupported dtype '<u2'"), UserError);
+  write_npy(p, x, Bf16Npy::F32);
+  Tensor w = read_npy(p);
+  CHECK(w.dtype == DType::F32);
+  CHECK(w.as<float>()[1] == -3.140625f);
+  CHECK(std::isinf(w.as<float>()[2]));
+  write_npy(p, x, Bf16Npy::Descr);
+  Tensor d = read_npy(p);
+  CHECK(d.dtype == DType::BF16);
+  CHECK(d.data == x.data);
+}
+
+TEST_CASE("v1, v2 and v3 headers, Python 2 style, '=' and '|' byte orders") {
+  std::string data = floats({1, 2, 3, 4});
+  std::string h = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }";
+  for (int v : {1, 2, 3}) {
+    std::string p = tmp("v.npy");
+    write_bytes(p, npy(v, h + std::string(10, ' ') + "\n", data));
+    Tensor t = read_npy(p);
+    CHECK(t.shape == std::vector<int64_t>{2, 2});
+    CHECK(t.as<float>()[3] == 4.0f);
+  }
+  std::string p = tmp("py2.npy");
+  write_bytes(p, npy(1, "{\"descr\": \"=f4\", \"shape\": (4L,), \"fortran_order\": False}\n", data));
+  CHECK(read_npy(p).shape == std::vector<int64_t>{4});
+  write_bytes(p, npy(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (4,)}", "abcd"));
+  CHECK(read_npy(p).dtype == DType::U8);
+  write_bytes(p, npy(1, "{'descr': '<f2', 'fortran_order': False, 'shape': ()}", std::string("\x00\x3c", 2)));
+  CHECK(read_npy(p).get(0).f == 1.0);
+}
+
+TEST_CASE("malformed and hostile files give errors naming the file") {
+  std::string d4 = floats({1, 2, 3, 4});
+  auto hdr = [](const std::string& descr, const std::string& fortran, const std::string& shape) {
+    return "{'descr': '" + descr + "', 'fortran_order': " + fortran + ", 'shape': " + shape + ", }\n";
+  };
+  expect_error("", "not a .npy file");
+  expect_error("hello world, not numpy", "bad magic");
+  expect_error(npy(9, hdr("<f4", "False", "(4,)"), d4), "unsupported .npy version 9.0");
+  expect_error(npy(1, hdr("<f4", "True", "(2, 2)"), d4), "fortran_order arrays are not supported");
+  expect_error(npy(1, hdr(">f4", "False", "(4,)"), d4), "big-endian");
+  expect_error(npy(1, hdr("<c8", "False", "(2,)"), d4), "unsupported dtype '<c8'");
+  expect_error(npy(1, hdr("|O", "False", "(2,)"), d4), "unsupported dtype '|O'");
+  expect_error(npy(1, hdr("<u4", "False", "(4,)"), d4), "unsupported dtype '<u4'");
+  expect_error(npy(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,), }", d4), "structured");
+  expect_error(npy(1, hdr("<f4", "False", "(-1,)"), d4), "negative dimension");
+  expect_error(npy(1, hdr("<f4", "False", "(3,)"), d4), "has 4 bytes after the data");
+  expect_error(npy(1, hdr("<f4", "False", "(5,)"), d4), "truncated data: f32[5] needs 20 bytes, the file has 16");
+  expect_error(npy(1, hdr("<f4", "False", "(1000000000000,)"), d4), "truncated data");
+  expect_error(npy(1, hdr("<f8", "False", "(4294967296, 4294967296)"), d4), "is too large");
+  expect_error(npy(1, hdr("<f4", "False", "(99999999999999999999,)"), d4), "dimension too large");
+  expect_error(npy(1, hdr("<f4", "Maybe", "(4,)"), d4), "expected True or False");
+  expect_error(npy(1, "{'descr': '<f4', 'shape': (4,), }", d4), "must have 'descr', 'fortran_order' and 'shape'");
+  expect_error(npy(1, "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (4,)}", d4), "duplicate key");
+  expect_error(npy(1, hdr("<f4", "False", "(4,)") + "junk", d4), "unexpected text");
+  expect_error(npy(1, "{'descr': '<f4, 'fortran_order': False", d4), "malformed .npy header");
+  expect_error(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'extra': 1}", d4), "unexpected key 'extra'");
+  expect_error(npy(1, "", d4), "malformed .npy header");
+  // Header lengths that lie.
+  std::string lie = npy(1, hdr("<f4", "False", "(4,)"), d4);
+  lie[8] = '\xff';
+  lie[9] = '\xff';
+  expect_error(lie, "beyond the end of the file");
+  std::string huge = npy(2, hdr("<f4", "False", "(4,)"), d4);
+  huge[8] = huge[9] = huge[10] = huge[11] = '\xff';
+  expect_error(huge, "over 1 MiB");
+  expect_error(std::string("\x93NUMPY\x02\x00\x10\x00\x00", 11), "truncated .npy header");
+  expect_error(std::string("\x93NUMPY\x02", 7), "too short");
+  CHECK_THROWS_WITH_AS(read_npy(tmp("does-not-exist.npy")), doctest::Contains("does-not-exist.npy: cannot open file"),
+                       UserError);
+  CHECK_THROWS_WITH_AS(write_npy((tmp_dir() / "no-such-dir" / "x.npy").string(), Tensor(DType::F32, {1})),
+                       doctest::Contains("cannot create file"), UserError);
+}
+
+TEST_CASE("fuzzed headers and truncations never crash") {
+  Tensor x(DType::I32, {3, 4});
+  random_fill(x, 7);
+  std::string p = tmp("fz.npy");
+  write_npy(p, x);
+  const std::string good = read_bytes(p);
+  std::mt19937_64 rng(99);  // test-only randomness
+  int errors = 0, ok = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string b = good;
+    int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      size_t at = rng() % std::min<size_t>(b.size(), 80);
+      b[at] = static_cast<char>(rng() % 3 == 0 ? "(),:'{} -0123456789TF"[rng() % 21] : static_cast<char>(rng()));
+    }
+    if (rng() % 5 == 0) b.resize(rng() % b.size());
+    write_bytes(p, b);
+    try {
+      Tensor t = read_npy(p);
+      CHECK(t.data.size() == static_cast<size_t>(t.numel()) * static_cast<size_t>(dtype_size(t.dtype)));
+      ++ok;
+    } catch (const UserError&) {
+      ++errors;
+    }
+  }
+  CHECK(errors > 100);
+}
+
+TEST_CASE("read_npy_input checks the input's dtype and shape") {
+  Tensor x(DType::F16, {8, 4});
+  std::string p = tmp("in.npy");
+  write_npy(p, x);
+  CHECK(read_npy_input(p, "x", DType::F16, {8, 4}).shape == std::vector<int64_t>{8, 4});
+  CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F32, {8, 4}),
+                       ("input 'x': " + p + " has f16[8, 4], expected f32[8, 4]").c_str(), UserError);
+  CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F16, {4, 8}),
+                       ("input 'x': " + p + " has f16[8, 4], expected f16[4, 8]").c_str(), UserError);
+}

@@ -1,0 +1,206 @@
+// The fusion planner: single kernels for the samples, the parameter-byte and op caps, recompute
+// of broadcast producers, determinism, and the plan invariants (no cycles, every output written
+// once, every value a kernel needs is computed in it or written by an earlier kernel).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "ir/builder.h"
+#include "ir/parser.h"
+#include "ir/passes/plan_fusion.h"
+#include "ir/passes/rewrite.h"
+#include "ir/plan.h"
+#include "tests/support/random_graph.h"
+
+using namespace fusejit::ir;
+
+namespace {
+
+bool has(const std::vector<NodeId>& v, NodeId x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+// Checks every invariant of ir/plan.h on `p`.
+void check_plan(const Graph& g, const Plan& p, const PlanOptions& o = {}) {
+  std::vector<int> written_by(static_cast<size_t>(g.size()), -1);
+  for (size_t gi = 0; gi < p.groups.size(); ++gi) {
+    const FusionGroup& grp = p.groups[gi];
+    CHECK(std::is_sorted(grp.nodes.begin(), grp.nodes.end()));
+    CHECK(std::is_sorted(grp.inputs.begin(), grp.inputs.end()));
+    CHECK(std::is_sorted(grp.outputs.begin(), grp.outputs.end()));
+    // Every operand of a computed node is in the group, an input, a param or a constant.
+    for (NodeId id : grp.nodes) {
+      const Node& n = g.node(id);
+      CHECK_FALSE(is_leaf(n.op));
+      for (int k = 0; k < n.nargs; ++k) {
+        NodeId a = n.args[static_cast<size_t>(k)];
+        Op op = g.node(a).op;
+        bool ok = op == Op::Const || (op == Op::Param && has(grp.params, a)) || has(grp.nodes, a) || has(grp.inputs, a);
+        CHECK(ok);
+      }
+    }
+    // Inputs are graph inputs or values written by an EARLIER group (launch order: no cycles).
+    for (NodeId in : grp.inputs) {
+      if (g.node(in).op == Op::Input) continue;
+      REQUIRE(written_by[static_cast<size_t>(in)] >= 0);
+      CHECK(written_by[static_cast<size_t>(in)] < static_cast<int>(gi));
+    }
+    for (NodeId out : grp.outputs) {
+      CHECK(g.node(out).shape == grp.iter_shape);
+      CHECK((has(grp.nodes, out) || is_leaf(g.node(out).op)));
+      CHECK(written_by[static_cast<size_t>(out)] == -1);  // written exactly once
+      written_by[static_cast<size_t>(out)] = static_cast<int>(gi);
+    }
+    if (grp.nodes.size() > 1) {
+      CHECK(estimate_param_bytes(g, grp) <= o.max_param_bytes);
+      CHECK(static_cast<int>(grp.nodes.size()) <= o.max_ops_per_group);
+    }
+    CHECK_FALSE(grp.note.empty());
+  }
+  for (const OutputDecl& out : g.outputs) CHECK(written_by[static_cast<size_t>(out.node)] >= 0);
+}
+
+Graph sample(const std::string& name, int64_t dim = 16) {
+  std::string path = std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/" + name;
+  Graph probe = parse_graph_file(path);
+  DimOverrides small;
+  for (const DimDecl& d : probe.dims) small.push_back({d.name, dim});
+  return parse_graph_file(path, small);
+}
+
+}  // namespace
+
+TEST_CASE("samples plan to a single kernel") {
+  for (const char* name : {"x2x3.txt", "gpt2_gelu_tanh.txt", "llama_swiglu.txt", "bias_gelu.txt", "black_scholes.txt",
+                           "adam_step.txt"}) {
+    Graph g = rewrite(sample(name)).graph;
+    Plan p = plan_fusion(g);
+    INFO(name);
+    CHECK(p.groups.size() == 1);
+    CHECK(p.fused);
+    check_plan(g, p);
+    CHECK(p.groups[0].outputs.size() == g.outputs.size());
+    Plan u = plan_unfused(g);
+    CHECK(u.groups.size() == static_cast<size_t>(g.op_count()));
+    check_plan(g, u);
+    int64_t fused = 0, unfused = 0;
+    for (const auto& grp : p.groups) fused += group_traffic(g, grp).read_bytes + group_traffic(g, grp).write_bytes;
+    for (const auto& grp : u.groups) unfused += group_traffic(g, grp).read_bytes + group_traffic(g, grp).write_bytes;
+    CHECK(fused <= unfused);
+  }
+  // Adam: three outputs from one kernel.
+  Graph adam = rewrite(sample("adam_step.txt")).graph;
+  CHECK(plan_fusion(adam).groups[0].outputs.size() == 3);
+  // x*2*3: one multiply, reads x once, writes z once.
+  Graph x = rewrite(sample("x2x3.txt", 1000)).graph;
+  Plan px = plan_fusion(x);
+  CHECK(px.groups[0].nodes.size() == 1);
+  CHECK(group_traffic(x, px.groups[0]).read_bytes == 4000);
+  CHECK(group_traffic(x, px.groups[0]).write_bytes == 4000);
+}
+
+TEST_CASE("every sample plans validly, fused and unfused") {
+  for (const auto& e : std::filesystem::directory_iterator(std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs")) {
+    if (e.path().extension() != ".txt") continue;
+    Graph g = rewrite(sample(e.path().filename().string())).graph;
+    INFO(e.path().filename().string());
+    check_plan(g, plan_fusion(g));
+    check_plan(g, plan_unfused(g));
+  }
+}
+
+TEST_CASE("a broadcast producer is recomputed in the consumer unless it is an output") {
+  Graph g = parse_graph("input x : f32[8, 4]\ninput b : f32[4]\nbb = exp(b) * 2\ny = x + bb\noutput y\n", "t");
+  Plan p = plan_fusion(g);
+  REQUIRE(p.groups.size() == 1);
+  CHECK(p.groups[0].nodes.size() == 3);
+  CHECK(p.groups[0].inputs.size() == 2);
+  check_plan(g, p);
+  // The same producer as a graph output: materialised in its own [4] group, read by the other.
+  Graph h = parse_graph("input x : f32[8, 4]\ninput b : f32[4]\nbb = exp(b) * 2\ny = x + bb\noutput y, bb\n", "t");
+  Plan q = plan_fusion(h);
+  CHECK(q.groups.size() == 2);
+  check_plan(h, q);
+  CHECK(q.groups[0].note.find("other groups") != std::string::npos);
+  // Recomputation off: the producer gets its own group.
+  Plan r = plan_fusion(g, {.max_recompute_ops = 0});
+  CHECK(r.groups.size() == 2);
+  check_plan(g, r);
+}
+
+TEST_CASE("outputs of different shapes go to different groups") {
+  Graph g = parse_graph("input x : f32[8, 4]\ninput b : f32[4]\ny = x * 2\nc = b + 1\noutput y, c\n", "t");
+  Plan p = plan_fusion(g);
+  CHECK(p.groups.size() == 2);
+  check_plan(g, p);
+}
+
+TEST_CASE("a leaf output gets a copy group") {
+  Graph g = rewrite(parse_graph("input x : f32[8]\ny = x * 1\nz = x + 1\noutput y, z\n", "t")).graph;
+  Plan p = plan_fusion(g);
+  REQUIRE(p.groups.size() == 2);
+  CHECK(p.groups[1].note.find("copy") == 0);
+  CHECK(p.groups[1].nodes.empty());
+  check_plan(g, p);
+}
+
+TEST_CASE("600 inputs: split by the kernel parameter byte cap, never over it") {
+  GraphBuilder b("wide");
+  Operand acc;
+  for (int k = 0; k < 600; ++k) {
+    // Broadcast inputs ([64, 1] and [1, 64]) carry strides too.
+    Shape s = k % 2 ? Shape{{64, -1}, {1, -1}} : Shape{{1, -1}, {64, -1}};
+    NodeId in = b.add_input("x" + std::to_string(k), DType::F32, s);
+    if (k == 0) { acc = Operand::of(in); continue; }
+    Operand a[2] = {acc, Operand::of(in)};
+    acc = b.apply(Op::Add, a);
+  }
+  b.add_output("y", acc);
+  Graph g = b.finish();
+  PlanOptions o;
+  o.max_ops_per_group = 100000;  // isolate the parameter cap
+  Plan p = plan_fusion(g, o);
+  CHECK(p.groups.size() > 1);
+  bool param_split = false;
+  for (const auto& grp : p.groups) param_split |= grp.note.find("parameters over 4096") != std::string::npos;
+  CHECK(param_split);
+  check_plan(g, p, o);
+  Plan d = plan_fusion(g);  // default caps: op cap and parameter cap both hold
+  check_plan(g, d);
+}
+
+TEST_CASE("op cap splits long chains") {
+  GraphBuilder b("chain");
+  Operand x = Operand::of(b.add_input("x", DType::F32, {{16, -1}}));
+  for (int k = 0; k < 1000; ++k) {
+    Operand a[1] = {x};
+    x = b.apply(k % 2 ? Op::Sin : Op::Cos, a);
+  }
+  b.add_output("y", x);
+  Graph g = b.finish();
+  Plan p = plan_fusion(g);
+  CHECK(p.groups.size() == 4);
+  check_plan(g, p);
+}
+
+TEST_CASE("deterministic and valid on 400 random graphs") {
+  for (uint64_t seed = 1; seed <= 400; ++seed) {
+    fusejit::testing::RandomGraphOptions o;
+    o.seed = seed;
+    o.num_ops = 5 + static_cast<int>(seed % 40);
+    o.max_outputs = 5;
+    Graph g = fusejit::testing::random_graph(o);
+    for (const Graph* h : {&g}) {
+      Graph r = rewrite(*h).graph;
+      Plan a = plan_fusion(r), b = plan_fusion(r);
+      REQUIRE(a.groups.size() == b.groups.size());
+      for (size_t k = 0; k < a.groups.size(); ++k) {
+        CHECK(a.groups[k].nodes == b.groups[k].nodes);
+        CHECK(a.groups[k].inputs == b.groups[k].inputs);
+        CHECK(a.groups[k].outputs == b.groups[k].outputs);
+      }
+      check_plan(r, a);
+      check_plan(*h, plan_fusion(*h));  // also without rewrites
+      check_plan(r, plan_fusion(r, {.max_ops_per_group = 3}));  // tiny cap: many splits
+    }
+  }
+}
