@@ -106,13 +106,15 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   std::string save_dir, dump_dir, arch, backend = "auto", cache_dir;
   int device = 0, repeats = 20, warmup = 3;
-  bool json = false, no_cache = false, no_check = false;
+  bool json = false, no_cache = false, no_check = false, special = false;
   CLI::App* run = app.add_subcommand("run", "run a graph fused and unfused, time, check and report");
   add_common(run, run_c);
   run->add_option("--param", params, "set a param, NAME=VALUE (repeatable)");
   run->add_option("--input", inputs, "read an input from a NumPy .npy file, NAME=FILE (repeatable)");
   run->add_option("--range", ranges, "random range of an input, NAME=LO:HI (repeatable)");
   run->add_option("--seed", seed, "seed of the deterministic random inputs")->default_val(0);
+  run->add_flag("--special", special,
+                "mix hard cases into random inputs: NaN, +-inf, -0.0, subnormals, extremes (docs/ops.md)");
   run->add_option("--save-dir", save_dir, "write each output as DIR/<name>.npy");
   run->add_option("--dump-dir", dump_dir, "write every kernel's .cu (and .cubin/.ptx) with an index.json");
   run->add_option("--arch", arch, "target architecture: sm_XY (CUBIN) or compute_XY (PTX); default: the GPU's");
@@ -180,6 +182,7 @@ int main(int argc, char** argv) {
         ro.input_ranges.push_back({k, {lo, hi}});
       }
       ro.seed = seed;
+      ro.special_values = special;
       ro.save_dir = save_dir;
       ro.repeats = repeats;
       ro.warmup = warmup;

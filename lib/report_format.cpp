@@ -5,6 +5,7 @@
 
 #include "lib/internal.h"
 #include "lib/report_format.h"
+#include "fusejit/report.h"
 
 namespace fusejit {
 

@@ -13,6 +13,7 @@
 #include "ir/tensor.h"
 #include "jit/compare.h"
 #include "jit/nvrtc.h"
+#include "fusejit/report.h"
 #include "lib/internal.h"
 #include "lib/program_impl.h"
 #include "lib/report_format.h"

@@ -1,0 +1,31 @@
+// `fusejit plan`: rewrite and plan without compiling (fusejit/report.h).
+#include "fusejit/report.h"
+#include "ir/passes/plan_fusion.h"
+#include "ir/passes/plan_report.h"
+#include "ir/passes/rewrite.h"
+#include "lib/internal.h"
+
+namespace fusejit {
+
+PlanReport plan_graph(const Graph& graph, bool fast_math) {
+  const ir::Graph& g = graph.impl().graph;
+  return translate_errors([&] {
+    ir::RewriteOptions ro;
+    ro.fast_math = fast_math;
+    ir::RewriteResult rw = ir::rewrite(g, ro);
+    ir::Plan fused = ir::plan_fusion(rw.graph);
+    // The baseline is the graph as written, one kernel per op: what running it op by op costs.
+    ir::Plan unfused = ir::plan_unfused(g);
+    PlanReport r;
+    r.text = ir::format_plan_text(rw, fused, unfused, &g);
+    r.dot = ir::format_plan_dot(rw.graph, fused);
+    r.json = ir::plan_to_json(rw, fused, unfused, &g).dump(2);
+    ir::PlanTotals f = ir::plan_totals(rw.graph, fused), u = ir::plan_totals(g, unfused);
+    r.fused_kernels = f.kernels;
+    r.unfused_kernels = u.kernels;
+    r.predicted_ratio = f.bytes() > 0 ? static_cast<double>(u.bytes()) / static_cast<double>(f.bytes()) : 1.0;
+    return r;
+  }, g.file, graph.impl().source);
+}
+
+}  // namespace fusejit
