@@ -22,7 +22,18 @@ size_t RewriteContext::KeyHash::operator()(const Key& k) const {
 
 const Scalar* RewriteContext::const_value(NodeId id) const {
   const Node& n = node(id);
-  return n.op == Op::Const ? &n.value : nullptr;
+  if (n.op == Op::Const) return &n.value;
+  NodeId like = splat_carrier(id);
+  return like == kNoNode ? nullptr : &node(n.args[1]).value;
+}
+
+NodeId RewriteContext::splat_carrier(NodeId id) const {
+  const Node& n = node(id);
+  if (n.op != Op::Where) return kNoNode;
+  const Node& c = node(n.args[0]);
+  const Node& v = node(n.args[1]);
+  if (c.op != Op::Const || c.value.i == 0 || v.op != Op::Const || node(n.args[2]).shape != n.shape) return kNoNode;
+  return n.args[2];
 }
 
 NodeId RewriteContext::emit(Op op, DType dtype, std::span<const NodeId> args) {
@@ -53,6 +64,7 @@ NodeId RewriteContext::constant(const Scalar& v) {
 NodeId RewriteContext::splat(const Scalar& v, NodeId like) {
   NodeId c = constant(v);
   if (node(like).shape.empty()) return c;
+  FJ_CHECK(node(like).dtype == v.dtype, "splat: the shape carrier must have the value's dtype");
   Scalar t;
   t.dtype = DType::Bool;
   t.i = 1;

@@ -25,8 +25,11 @@ class RewriteContext {
   const Graph& graph() const { return b_.graph(); }
   const Node& node(NodeId id) const { return b_.graph().node(id); }
   const RewriteOptions& options() const { return opts_; }
-  // The value of a 0-d Const node, else nullptr.
+  // The value of a node known to be one constant everywhere: a Const, or a splat (see splat())
+  // of one; else nullptr. A splat has a shape: rules check that their replacement fits.
   const Scalar* const_value(NodeId id) const;
+  // For a splat where(true, c, like): `like` (the node that carries its shape); else kNoNode.
+  NodeId splat_carrier(NodeId id) const;
   // A node with op/dtype/args; returns an identical existing node if there is one (CSE).
   NodeId emit(Op op, DType dtype, std::span<const NodeId> args);
   NodeId emit(Op op, DType dtype, std::initializer_list<NodeId> args) {

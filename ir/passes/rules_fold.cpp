@@ -8,15 +8,25 @@
 namespace fusejit::ir {
 namespace {
 
-// op(c1, ..., cn) -> eval_scalar(op, dtype, c1..cn), all operands 0-d constants
+// op(c1, ..., cn) -> eval_scalar(op, dtype, c1..cn), all operands constants; when some operand is
+// a splat (a constant broadcast to a shape), the result is splat over that shape
 NodeId fold(RewriteContext& ctx, const Candidate& n) {
   Scalar vals[3];
+  NodeId carrier = kNoNode;
+  bool all_const = true;
   for (int k = 0; k < n.nargs; ++k) {
     const Scalar* c = ctx.const_value(n.arg(k));
     if (!c) return kNoNode;
     vals[k] = *c;
+    if (ctx.node(n.arg(k)).op != Op::Const) {
+      all_const = false;
+      NodeId like = ctx.splat_carrier(n.arg(k));
+      if (carrier == kNoNode && ctx.node(like).shape == n.shape && ctx.node(like).dtype == n.dtype) carrier = like;
+    }
   }
-  return ctx.constant(eval_scalar(n.op, n.dtype, std::span<const Scalar>(vals, static_cast<size_t>(n.nargs))));
+  if (!all_const && carrier == kNoNode) return kNoNode;
+  Scalar v = eval_scalar(n.op, n.dtype, std::span<const Scalar>(vals, static_cast<size_t>(n.nargs)));
+  return all_const ? ctx.constant(v) : ctx.splat(v, carrier);
 }
 
 }  // namespace

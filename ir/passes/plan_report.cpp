@@ -1,0 +1,208 @@
+#include "ir/passes/plan_report.h"
+
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "ir/printer.h"
+
+namespace fusejit::ir {
+namespace {
+
+std::string value_name(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  if (!n.name.empty()) return n.name;
+  if (n.op == Op::Const) return print_scalar(n.value);
+  return "%" + std::to_string(id);
+}
+
+std::string list(const Graph& g, const std::vector<NodeId>& ids) {
+  std::string s;
+  for (size_t k = 0; k < ids.size(); ++k) s += (k ? ", " : "") + value_name(g, ids[k]);
+  return s.empty() ? "-" : s;
+}
+
+std::string bytes_text(int64_t b) {
+  if (b >= (int64_t{1} << 30)) return fmt::format("{} B ({:.2f} GiB)", b, static_cast<double>(b) / (1 << 30));
+  if (b >= (int64_t{1} << 20)) return fmt::format("{} B ({:.2f} MiB)", b, static_cast<double>(b) / (1 << 20));
+  if (b >= (int64_t{1} << 10)) return fmt::format("{} B ({:.2f} KiB)", b, static_cast<double>(b) / (1 << 10));
+  return fmt::format("{} B", b);
+}
+
+std::string dot_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o;
+}
+
+}  // namespace
+
+PlanTotals plan_totals(const Graph& g, const Plan& p) {
+  PlanTotals t;
+  t.kernels = static_cast<int>(p.groups.size());
+  for (const FusionGroup& grp : p.groups) {
+    GroupTraffic tr = group_traffic(g, grp);
+    t.read_bytes += tr.read_bytes;
+    t.write_bytes += tr.write_bytes;
+  }
+  return t;
+}
+
+double traffic_ratio(const PlanTotals& fused, const PlanTotals& unfused) {
+  if (unfused.bytes() == 0) return 1.0;
+  return static_cast<double>(fused.bytes()) / static_cast<double>(unfused.bytes());
+}
+
+std::string kernel_name(const Graph& g, size_t index) {
+  std::string base;
+  for (char c : g.name) base += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (base.empty()) base = "graph";
+  return "fj_" + base + "_k" + std::to_string(index);
+}
+
+std::string format_plan_summary(const RewriteResult& rw, const Plan& fused, const Plan& unfused) {
+  const Graph& g = rw.graph;
+  PlanTotals f = plan_totals(g, fused), u = plan_totals(g, unfused);
+  std::string s = fmt::format("rewrites ({} mode): {} fired in {} iteration{}{}\n", rw.fast_math ? "fast-math" : "strict",
+                              rw.total_fires(), rw.iterations, rw.iterations == 1 ? "" : "s",
+                              rw.hit_cap ? " (iteration cap hit)" : "");
+  s += fmt::format("fused plan:   {} kernel{}, reads {}, writes {}\n", f.kernels, f.kernels == 1 ? "" : "s",
+                   bytes_text(f.read_bytes), bytes_text(f.write_bytes));
+  s += fmt::format("unfused plan: {} kernel{}, reads {}, writes {}\n", u.kernels, u.kernels == 1 ? "" : "s",
+                   bytes_text(u.read_bytes), bytes_text(u.write_bytes));
+  s += fmt::format("predicted traffic fused/unfused: {:.3f}\n", traffic_ratio(f, u));
+  return s;
+}
+
+std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const Plan& unfused) {
+  const Graph& g = rw.graph;
+  std::string s = fmt::format("# rewrites: {} mode, {} iteration{}\n", rw.fast_math ? "fast-math" : "strict", rw.iterations,
+                              rw.iterations == 1 ? "" : "s");
+  if (rw.hit_cap) s += "# warning: " + rw.diagnostic + "\n";
+  for (const RuleCount& c : rw.counts)
+    if (c.count) {
+      s += fmt::format("#   {:<16} {:>6}", c.rule, c.count);
+      std::string where;
+      int shown = 0;
+      for (const RuleFire& f : rw.fires) {
+        if (f.rule != c.rule || shown == 8) continue;
+        std::string at = !f.node_name.empty() ? f.node_name : "";
+        if (f.loc.known()) at += (at.empty() ? "" : "@") + std::to_string(f.loc.line) + ":" + std::to_string(f.loc.col);
+        if (at.empty()) continue;
+        where += (shown++ ? ", " : "") + at;
+      }
+      if (!where.empty()) s += "  at " + where + (c.count > shown ? ", ..." : "");
+      s += "\n";
+    }
+  s += "# rewritten graph:\n";
+  s += print_graph(g);
+  s += "\n# fused plan\n";
+  for (size_t k = 0; k < fused.groups.size(); ++k) {
+    const FusionGroup& grp = fused.groups[k];
+    GroupTraffic t = group_traffic(g, grp);
+    s += fmt::format("kernel {} ({}): {} op{} over {}\n", k, kernel_name(g, k), grp.nodes.size(),
+                     grp.nodes.size() == 1 ? "" : "s", shape_to_string(grp.iter_shape, &g));
+    s += "  nodes:   " + list(g, grp.nodes) + "\n";
+    s += "  inputs:  " + list(g, grp.inputs) + "\n";
+    if (!grp.params.empty()) s += "  params:  " + list(g, grp.params) + "\n";
+    s += "  outputs: " + list(g, grp.outputs) + "\n";
+    s += fmt::format("  bytes:   read {}, write {}; kernel parameters ~{} B\n", bytes_text(t.read_bytes),
+                     bytes_text(t.write_bytes), estimate_param_bytes(g, grp));
+    s += "  note:    " + grp.note + "\n";
+  }
+  PlanTotals f = plan_totals(g, fused), u = plan_totals(g, unfused);
+  s += fmt::format("\n# totals\nfused:   {} kernel{}, read {}, write {}\n", f.kernels, f.kernels == 1 ? "" : "s",
+                   bytes_text(f.read_bytes), bytes_text(f.write_bytes));
+  s += fmt::format("unfused: {} kernel{}, read {}, write {}\n", u.kernels, u.kernels == 1 ? "" : "s",
+                   bytes_text(u.read_bytes), bytes_text(u.write_bytes));
+  s += fmt::format("predicted traffic fused/unfused: {:.3f}\n", traffic_ratio(f, u));
+  return s;
+}
+
+std::string format_plan_dot(const Graph& g, const Plan& fused) {
+  std::vector<int> group_of(static_cast<size_t>(g.size()), -1);
+  std::vector<char> written(static_cast<size_t>(g.size()), 0), used(static_cast<size_t>(g.size()), 0);
+  for (size_t k = 0; k < fused.groups.size(); ++k) {
+    for (NodeId id : fused.groups[k].nodes)
+      if (group_of[static_cast<size_t>(id)] < 0) group_of[static_cast<size_t>(id)] = static_cast<int>(k);
+    for (NodeId id : fused.groups[k].outputs) written[static_cast<size_t>(id)] = 1;
+  }
+  auto label = [&](NodeId id) {
+    const Node& n = g.node(id);
+    std::string l = value_name(g, id);
+    if (n.op == Op::Input || n.op == Op::Param) l += "\\n" + std::string(n.op == Op::Input ? "input " : "param ") + std::string(dtype_name(n.dtype));
+    else if (n.op != Op::Const) l += "\\n" + std::string(op_name(n.op)) + " " + std::string(dtype_name(n.dtype));
+    return l;
+  };
+  std::string s = "digraph \"" + dot_escape(g.name.empty() ? "graph" : g.name) + "\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n";
+  for (size_t k = 0; k < fused.groups.size(); ++k) {
+    const FusionGroup& grp = fused.groups[k];
+    s += fmt::format("  subgraph cluster_{} {{\n    label=\"{} over {}\";\n    style=rounded; color=blue;\n", k,
+                     kernel_name(g, k), dot_escape(shape_to_string(grp.iter_shape, &g)));
+    for (NodeId id : grp.nodes) {
+      if (group_of[static_cast<size_t>(id)] != static_cast<int>(k)) continue;  // recomputed copy: drawn once
+      s += fmt::format("    n{} [label=\"{}\", shape={}];\n", id, dot_escape(label(id)),
+                       written[static_cast<size_t>(id)] ? "doubleoctagon" : "box");
+    }
+    s += "  }\n";
+  }
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    if (group_of[static_cast<size_t>(id)] < 0 && !is_leaf(n.op)) continue;  // dead
+    for (int a = 0; a < n.nargs; ++a) used[static_cast<size_t>(n.args[static_cast<size_t>(a)])] = 1;
+  }
+  for (const OutputDecl& o : g.outputs) used[static_cast<size_t>(o.node)] = 1;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    if (!is_leaf(n.op) || !used[static_cast<size_t>(id)]) continue;
+    s += fmt::format("  n{} [label=\"{}\", shape={}];\n", id, dot_escape(label(id)), n.op == Op::Const ? "plaintext" : "ellipse");
+  }
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    if (is_leaf(n.op) || group_of[static_cast<size_t>(id)] < 0) continue;
+    for (int a = 0; a < n.nargs; ++a) s += fmt::format("  n{} -> n{};\n", n.args[static_cast<size_t>(a)], id);
+  }
+  for (size_t k = 0; k < g.outputs.size(); ++k)
+    s += fmt::format("  out{} [label=\"output {}\", shape=note];\n  n{} -> out{};\n", k, dot_escape(g.outputs[k].name),
+                     g.outputs[k].node, k);
+  s += "}\n";
+  return s;
+}
+
+nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Plan& unfused) {
+  using nlohmann::json;
+  const Graph& g = rw.graph;
+  auto names = [&](const std::vector<NodeId>& ids) {
+    json a = json::array();
+    for (NodeId id : ids) a.push_back(value_name(g, id));
+    return a;
+  };
+  json counts = json::object();
+  for (const RuleCount& c : rw.counts) counts[c.rule] = c.count;
+  json fires = json::array();
+  for (const RuleFire& f : rw.fires)
+    fires.push_back({{"rule", f.rule}, {"node", f.node_name}, {"line", f.loc.line}, {"col", f.loc.col}, {"iteration", f.iteration}});
+  json groups = json::array();
+  for (size_t k = 0; k < fused.groups.size(); ++k) {
+    const FusionGroup& grp = fused.groups[k];
+    GroupTraffic t = group_traffic(g, grp);
+    json shape = json::array();
+    for (const Dim& d : grp.iter_shape) shape.push_back(d.size);
+    groups.push_back({{"kernel", kernel_name(g, k)}, {"nodes", names(grp.nodes)}, {"inputs", names(grp.inputs)},
+                      {"params", names(grp.params)}, {"outputs", names(grp.outputs)}, {"iter_shape", shape},
+                      {"read_bytes", t.read_bytes}, {"write_bytes", t.write_bytes},
+                      {"param_bytes", estimate_param_bytes(g, grp)}, {"note", grp.note}});
+  }
+  PlanTotals f = plan_totals(g, fused), u = plan_totals(g, unfused);
+  return {{"mode", rw.fast_math ? "fast-math" : "strict"},
+          {"rewrite", {{"iterations", rw.iterations}, {"hit_cap", rw.hit_cap}, {"diagnostic", rw.diagnostic},
+                       {"counts", counts}, {"fires", fires}}},
+          {"fused", {{"kernels", f.kernels}, {"read_bytes", f.read_bytes}, {"write_bytes", f.write_bytes}, {"groups", groups}}},
+          {"unfused", {{"kernels", u.kernels}, {"read_bytes", u.read_bytes}, {"write_bytes", u.write_bytes}}},
+          {"traffic_ratio", traffic_ratio(f, u)}};
+}
+
+}  // namespace fusejit::ir

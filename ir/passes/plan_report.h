@@ -1,0 +1,55 @@
+// Reports of a rewrite + fusion plan: text for `fusejit plan`, a short summary for `fusejit run`,
+// Graphviz DOT (one cluster per fusion group) for `--dot`, and JSON for `--json`. Values are named
+// as the printer names them (ir/printer.h): the node's name, or `%<id>` for a temporary.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/graph.h"
+#include "ir/passes/rewrite.h"
+#include "ir/plan.h"
+
+namespace fusejit::ir {
+
+// Kernel count and device-memory traffic of a plan (sum of group_traffic over its groups).
+struct PlanTotals {
+  int kernels = 0;
+  int64_t read_bytes = 0;
+  int64_t write_bytes = 0;
+  int64_t bytes() const { return read_bytes + write_bytes; }
+};
+PlanTotals plan_totals(const Graph& g, const Plan& p);
+
+// Predicted fused/unfused traffic ratio (< 1 means fusion moves fewer bytes); 1 when both are 0.
+double traffic_ratio(const PlanTotals& fused, const PlanTotals& unfused);
+
+// The full `fusejit plan` text: mode, rule fire counts and places, the rewritten graph (printer),
+// each fused group (nodes, inputs, params, outputs, iteration shape, bytes read/written, note),
+// the unfused plan's kernels and bytes, and the predicted traffic ratio. `rw.graph` is the graph
+// both plans were made for.
+std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const Plan& unfused);
+
+// A few lines for `fusejit run`: mode, fires, kernels and bytes fused vs unfused, ratio.
+std::string format_plan_summary(const RewriteResult& rw, const Plan& fused, const Plan& unfused);
+
+// Graphviz DOT of the fused plan: one `cluster_<k>` subgraph per fusion group holding its nodes;
+// graph inputs, params and constants outside clusters; edges are operand -> user; values written
+// to memory are drawn as double octagons. Renders with `dot -Tpng`.
+std::string format_plan_dot(const Graph& g, const Plan& fused);
+
+// Machine-readable report: {"mode", "rewrite": {"iterations", "hit_cap", "diagnostic",
+// "counts": {rule: n}, "fires": [{"rule", "node", "line", "col"}]}, "fused": PLAN, "unfused":
+// {"kernels", "read_bytes", "write_bytes"}, "traffic_ratio"} with PLAN = {"kernels", "read_bytes",
+// "write_bytes", "groups": [{"kernel", "nodes", "inputs", "params", "outputs", "iter_shape",
+// "read_bytes", "write_bytes", "param_bytes", "note"}]}; values named as in the text report.
+nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Plan& unfused);
+
+// Deterministic kernel name of group `index` of a plan for graph `g`, e.g. "fj_gelu_tanh_k0"
+// (graph name sanitised to [A-Za-z0-9_]; "fj_graph_k0" when unnamed). The same on every run and
+// machine.
+std::string kernel_name(const Graph& g, size_t index);
+
+}  // namespace fusejit::ir

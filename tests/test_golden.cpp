@@ -1,0 +1,106 @@
+// Golden tests: tests/golden/<name>.graph in; <name>.rewritten (rule counts + rewritten graph)
+// and <name>.plan (the `fusejit plan` text) out, compared with the files in the repository.
+// Regenerate after an intended change with FUSEJIT_UPDATE_GOLDEN=1 and review the diff.
+// Also checks the DOT and JSON forms of the same reports.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ir/parser.h"
+#include "ir/passes/plan_fusion.h"
+#include "ir/passes/plan_report.h"
+#include "ir/passes/rewrite.h"
+#include "ir/printer.h"
+
+using namespace fusejit::ir;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string rewritten_text(const RewriteResult& r) {
+  std::string s = std::string("# mode: ") + (r.fast_math ? "fast-math" : "strict") + "\n";
+  for (const RuleCount& c : r.counts)
+    if (c.count) s += "# " + c.rule + ": " + std::to_string(c.count) + "\n";
+  return s + print_graph(r.graph);
+}
+
+void compare(const fs::path& expected, const std::string& actual) {
+  const char* update = std::getenv("FUSEJIT_UPDATE_GOLDEN");
+  if (update && std::string(update) == "1") {
+    std::ofstream(expected, std::ios::binary) << actual;
+    return;
+  }
+  INFO("golden file " << expected.string() << " (regenerate with FUSEJIT_UPDATE_GOLDEN=1)");
+  REQUIRE(fs::exists(expected));
+  CHECK(read(expected) == actual);
+}
+
+fs::path golden_dir() { return fs::path(FUSEJIT_SOURCE_DIR) / "tests" / "golden"; }
+
+}  // namespace
+
+TEST_CASE("golden: rewritten graphs and plans") {
+  int n = 0;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(golden_dir()))
+    if (e.path().extension() == ".graph") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const fs::path& p : files) {
+    INFO(p.filename().string());
+    Graph g = parse_graph(read(p), p.filename().string());
+    RewriteResult r = rewrite(g);
+    Plan fused = plan_fusion(r.graph), unfused = plan_unfused(r.graph);
+    fs::path base = p;
+    compare(base.replace_extension(".rewritten"), rewritten_text(r));
+    compare(base.replace_extension(".plan"), format_plan_text(r, fused, unfused));
+    // The rewritten text reads back as the same graph (only when no output became a leaf,
+    // which the parser rejects as "an output must be computed").
+    bool leaf_out = false;
+    for (const OutputDecl& o : r.graph.outputs) leaf_out |= is_leaf(r.graph.node(o.node).op);
+    if (!leaf_out) CHECK(structurally_equal(parse_graph(print_graph(r.graph), "again"), r.graph));
+    ++n;
+  }
+  CHECK(n >= 6);
+}
+
+TEST_CASE("reports: JSON and DOT") {
+  Graph g = parse_graph(read(golden_dir() / "shapes.graph"), "shapes.graph");
+  RewriteResult r = rewrite(g);
+  Plan fused = plan_fusion(r.graph), unfused = plan_unfused(r.graph);
+  nlohmann::json j = plan_to_json(r, fused, unfused);
+  CHECK(j["mode"] == "strict");
+  CHECK(j["fused"]["kernels"] == fused.groups.size());
+  CHECK(j["unfused"]["kernels"] == unfused.groups.size());
+  CHECK(j["fused"]["groups"][0]["kernel"] == "fj_shapes_k0");
+  CHECK(nlohmann::json::parse(j.dump()) == j);
+  CHECK(j["traffic_ratio"].get<double>() < 1.0);
+
+  std::string dot = format_plan_dot(r.graph, fused);
+  size_t clusters = 0;
+  for (size_t p = dot.find("subgraph cluster_"); p != std::string::npos; p = dot.find("subgraph cluster_", p + 1)) ++clusters;
+  CHECK(clusters == fused.groups.size());
+  // Render with Graphviz when it is installed.
+  if (std::system("command -v dot >/dev/null 2>&1") == 0) {
+    fs::path dir = fs::path(FUSEJIT_BINARY_DIR) / "test-golden";
+    fs::create_directories(dir);
+    std::ofstream(dir / "shapes.dot") << dot;
+    std::string cmd = "dot -Tpng -o '" + (dir / "shapes.png").string() + "' '" + (dir / "shapes.dot").string() + "' 2>&1";
+    CHECK(std::system(cmd.c_str()) == 0);
+    CHECK(fs::file_size(dir / "shapes.png") > 100);
+  } else {
+    MESSAGE("graphviz `dot` not installed: DOT not rendered");
+  }
+  std::string summary = format_plan_summary(r, fused, unfused);
+  CHECK(summary.find("strict") != std::string::npos);
+  CHECK(summary.find("predicted traffic fused/unfused") != std::string::npos);
+}
