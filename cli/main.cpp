@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -69,12 +68,6 @@ fj::DimValues parse_dims(const std::vector<std::string>& dims) {
     out.emplace_back(k, parse_int(v, "--dim " + k));
   }
   return out;
-}
-
-bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  return static_cast<bool>(f);
 }
 
 struct Common {

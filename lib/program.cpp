@@ -102,7 +102,11 @@ const char* outcome_name(jit::CacheOutcome o) {
 }
 
 jit::KernelCache& cache_for(const Options& o) {
-  if (o.cache_dir.empty() && o.disk_cache) return jit::KernelCache::global();
+  if (o.cache_dir.empty() && o.disk_cache) {
+    static std::once_flag routed;  // the library never prints: route the cache's warnings
+    std::call_once(routed, [] { jit::KernelCache::global().set_warning_handler([](const std::string& m) { warn(m); }); });
+    return jit::KernelCache::global();
+  }
   // A cache per distinct configuration, kept for the process (like the global one).
   static std::mutex mu;
   static std::vector<std::pair<std::string, std::unique_ptr<jit::KernelCache>>> caches;

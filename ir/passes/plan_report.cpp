@@ -63,9 +63,9 @@ std::string kernel_name(const Graph& g, size_t index) {
   return "fj_" + base + "_k" + std::to_string(index);
 }
 
-std::string format_plan_summary(const RewriteResult& rw, const Plan& fused, const Plan& unfused) {
+std::string format_plan_summary(const RewriteResult& rw, const Plan& fused, const Plan& unfused, const Graph* unfused_graph) {
   const Graph& g = rw.graph;
-  PlanTotals f = plan_totals(g, fused), u = plan_totals(g, unfused);
+  PlanTotals f = plan_totals(g, fused), u = plan_totals(unfused_graph ? *unfused_graph : g, unfused);
   std::string s = fmt::format("rewrites ({} mode): {} fired in {} iteration{}{}\n", rw.fast_math ? "fast-math" : "strict",
                               rw.total_fires(), rw.iterations, rw.iterations == 1 ? "" : "s",
                               rw.hit_cap ? " (iteration cap hit)" : "");
@@ -73,11 +73,12 @@ std::string format_plan_summary(const RewriteResult& rw, const Plan& fused, cons
                    bytes_text(f.read_bytes), bytes_text(f.write_bytes));
   s += fmt::format("unfused plan: {} kernel{}, reads {}, writes {}\n", u.kernels, u.kernels == 1 ? "" : "s",
                    bytes_text(u.read_bytes), bytes_text(u.write_bytes));
-  s += fmt::format("predicted traffic fused/unfused: {:.3f}\n", traffic_ratio(f, u));
+  s += fmt::format("predicted traffic fused/unfused: {:.3f} (predicted speedup {:.2f}x)\n", traffic_ratio(f, u),
+                   f.bytes() > 0 ? static_cast<double>(u.bytes()) / static_cast<double>(f.bytes()) : 1.0);
   return s;
 }
 
-std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const Plan& unfused) {
+std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const Plan& unfused, const Graph* unfused_graph) {
   const Graph& g = rw.graph;
   std::string s = fmt::format("# rewrites: {} mode, {} iteration{}\n", rw.fast_math ? "fast-math" : "strict", rw.iterations,
                               rw.iterations == 1 ? "" : "s");
@@ -113,12 +114,13 @@ std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const P
                      bytes_text(t.write_bytes), estimate_param_bytes(g, grp));
     s += "  note:    " + grp.note + "\n";
   }
-  PlanTotals f = plan_totals(g, fused), u = plan_totals(g, unfused);
+  PlanTotals f = plan_totals(g, fused), u = plan_totals(unfused_graph ? *unfused_graph : g, unfused);
   s += fmt::format("\n# totals\nfused:   {} kernel{}, read {}, write {}\n", f.kernels, f.kernels == 1 ? "" : "s",
                    bytes_text(f.read_bytes), bytes_text(f.write_bytes));
   s += fmt::format("unfused: {} kernel{}, read {}, write {}\n", u.kernels, u.kernels == 1 ? "" : "s",
                    bytes_text(u.read_bytes), bytes_text(u.write_bytes));
-  s += fmt::format("predicted traffic fused/unfused: {:.3f}\n", traffic_ratio(f, u));
+  s += fmt::format("predicted traffic fused/unfused: {:.3f} (predicted speedup {:.2f}x)\n", traffic_ratio(f, u),
+                   f.bytes() > 0 ? static_cast<double>(u.bytes()) / static_cast<double>(f.bytes()) : 1.0);
   return s;
 }
 
@@ -172,7 +174,7 @@ std::string format_plan_dot(const Graph& g, const Plan& fused) {
   return s;
 }
 
-nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Plan& unfused) {
+nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Plan& unfused, const Graph* unfused_graph) {
   using nlohmann::json;
   const Graph& g = rw.graph;
   auto names = [&](const std::vector<NodeId>& ids) {
@@ -196,7 +198,7 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
                       {"read_bytes", t.read_bytes}, {"write_bytes", t.write_bytes},
                       {"param_bytes", estimate_param_bytes(g, grp)}, {"note", grp.note}});
   }
-  PlanTotals f = plan_totals(g, fused), u = plan_totals(g, unfused);
+  PlanTotals f = plan_totals(g, fused), u = plan_totals(unfused_graph ? *unfused_graph : g, unfused);
   return {{"mode", rw.fast_math ? "fast-math" : "strict"},
           {"rewrite", {{"iterations", rw.iterations}, {"hit_cap", rw.hit_cap}, {"diagnostic", rw.diagnostic},
                        {"counts", counts}, {"fires", fires}}},

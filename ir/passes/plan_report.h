@@ -30,10 +30,14 @@ double traffic_ratio(const PlanTotals& fused, const PlanTotals& unfused);
 // each fused group (nodes, inputs, params, outputs, iteration shape, bytes read/written, note),
 // the unfused plan's kernels and bytes, and the predicted traffic ratio. `rw.graph` is the graph
 // both plans were made for.
-std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const Plan& unfused);
+// `unfused_graph`: the graph the unfused plan was made for, when it is not rw.graph (fusejit
+// compares against the graph as written, before rewrites); nullptr = rw.graph.
+std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const Plan& unfused,
+                             const Graph* unfused_graph = nullptr);
 
 // A few lines for `fusejit run`: mode, fires, kernels and bytes fused vs unfused, ratio.
-std::string format_plan_summary(const RewriteResult& rw, const Plan& fused, const Plan& unfused);
+std::string format_plan_summary(const RewriteResult& rw, const Plan& fused, const Plan& unfused,
+                                const Graph* unfused_graph = nullptr);
 
 // Graphviz DOT of the fused plan: one `cluster_<k>` subgraph per fusion group holding its nodes;
 // graph inputs, params and constants outside clusters; edges are operand -> user; values written
@@ -45,7 +49,8 @@ std::string format_plan_dot(const Graph& g, const Plan& fused);
 // {"kernels", "read_bytes", "write_bytes"}, "traffic_ratio"} with PLAN = {"kernels", "read_bytes",
 // "write_bytes", "groups": [{"kernel", "nodes", "inputs", "params", "outputs", "iter_shape",
 // "read_bytes", "write_bytes", "param_bytes", "note"}]}; values named as in the text report.
-nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Plan& unfused);
+nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Plan& unfused,
+                            const Graph* unfused_graph = nullptr);
 
 // Deterministic kernel name of group `index` of a plan for graph `g`, e.g. "fj_gelu_tanh_k0"
 // (graph name sanitised to [A-Za-z0-9_]; "fj_graph_k0" when unnamed). The same on every run and
