@@ -11,6 +11,7 @@
 #include "ir/builder.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "tests/support/random_graph.h"
 
 using namespace fusejit::ir;
 namespace fs = std::filesystem;
@@ -212,4 +213,14 @@ TEST_CASE("random graphs built through the API round-trip") {
     check_round_trip(g);
   }
   CHECK(built > 200);
+}
+
+TEST_CASE("the shared random graph generator's graphs round-trip") {
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    fusejit::testing::RandomGraphOptions opt;
+    opt.seed = seed;
+    Graph g = fusejit::testing::random_graph(opt);
+    CAPTURE(seed);
+    check_round_trip(g);
+  }
 }
