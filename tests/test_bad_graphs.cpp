@@ -158,6 +158,19 @@ TEST_CASE("100,000 statements") {
   std::string d = diagnose(bad, "many.txt");
   CHECK(d.rfind("many.txt:100002:14: error: undefined name 'nope'", 0) == 0);
   CHECK(seconds_since(t0) < 10);
+  // 100,000 dims and 100,000 params: declarations are indexed, not searched linearly.
+  std::string decls;
+  for (int i = 0; i < 100000; ++i) {
+    decls += "dim D";
+    decls += std::to_string(i);
+    decls += " = 1\nparam p";
+    decls += std::to_string(i);
+    decls += " : f32 = 1\n";
+  }
+  decls += "input x : f32[D99999, 4]\ny = x * p99999\noutput y\n";
+  t0 = std::chrono::steady_clock::now();
+  CHECK(diagnose(decls, "decls.txt") == "<parsed>");
+  CHECK(seconds_since(t0) < 10);
   // A use before a definition 100,000 lines later.
   std::string later = "input x : f32[4]\ny = late + 1\n" + text.substr(17) + "late = x * 2\noutput y\n";
   CHECK(diagnose(later, "later.txt") ==
