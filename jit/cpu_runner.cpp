@@ -90,11 +90,14 @@ CpuRunResult run_cpu_program(const CpuProgram& prog, std::span<const HostBuffer>
   for (const ir::FusionGroup& grp : prog.plan.groups)
     for (ir::NodeId o : grp.outputs)
       if (!written.count(o)) written.emplace(o, HostBuffer(byte_size(g.node(o))));
+  // A graph input is always read from the caller's buffer (a copy group that writes an input
+  // to an output buffer reads the original, not its own destination).
   auto read_addr = [&](ir::NodeId id) -> uint64_t {
-    if (auto it = written.find(id); it != written.end()) return reinterpret_cast<uint64_t>(it->second.data());
     const ir::Node& n = g.node(id);
-    FJ_CHECK(n.op == ir::Op::Input, fmt::format("run_cpu_program: v{} is read before it is written", id));
-    return reinterpret_cast<uint64_t>(inputs[static_cast<size_t>(n.slot)].data());
+    if (n.op == ir::Op::Input) return reinterpret_cast<uint64_t>(inputs[static_cast<size_t>(n.slot)].data());
+    auto it = written.find(id);
+    FJ_CHECK(it != written.end(), fmt::format("run_cpu_program: v{} is read before it is written", id));
+    return reinterpret_cast<uint64_t>(it->second.data());
   };
   std::vector<PackedArgs> packed;
   for (size_t gi = 0; gi < prog.plan.groups.size(); ++gi) {

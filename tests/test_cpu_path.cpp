@@ -16,6 +16,7 @@
 #include "ir/builder.h"
 #include "ir/parser.h"
 #include "ir/passes/plan_fusion.h"
+#include "ir/passes/rewrite.h"
 #include "ir/plan.h"
 #include "ir/reference.h"
 #include "jit/cpu_runner.h"
@@ -279,6 +280,32 @@ TEST_CASE("a new dim value or param value reuses the compiled kernels") {
   std::vector<ir::Tensor> wrong = cc.inputs;
   wrong[0] = ir::Tensor(DType::F16, {13, 4});
   CHECK_THROWS_AS(jit::run_cpu_program(cc.fused, std::span<const ir::Tensor>(wrong)), ir::UserError);
+}
+
+TEST_CASE("outputs that are leaves (input, param, constant) are copied or filled") {
+  ir::GraphBuilder b("leaves");
+  auto x = ir::Operand::of(b.add_input("x", DType::BF16, shp({3, 5})));
+  ir::Literal a;
+  a.cat = ir::Category::Float;
+  a.f = -2.5;
+  auto p = ir::Operand::of(b.add_param("alpha", DType::F64, a));
+  // The builder refuses leaf outputs; the rewriter produces them (x * 1 -> x, alpha * 1 -> alpha).
+  ir::Literal one_l;
+  one_l.i = 1;
+  ir::Operand xm[2] = {x, ir::Operand::of(one_l)};
+  b.add_output("x_again", b.apply(Op::Mul, xm));
+  ir::Operand pm[2] = {p, ir::Operand::of(one_l)};
+  b.add_output("alpha_out", b.apply(Op::Mul, pm));
+  ir::Operand m[2] = {x, x};
+  b.add_output("sq", b.apply(Op::Mul, m));
+  ir::Graph g = ir::rewrite(b.finish()).graph;
+  int leaf_outputs = 0;
+  for (const ir::OutputDecl& o : g.outputs) leaf_outputs += ir::is_leaf(g.node(o.node).op);
+  CHECK(leaf_outputs == 2);
+  std::vector<Case> one;
+  one.push_back(make_case("leaves", std::move(g), 3));
+  compile_all(one);
+  CHECK(check_case(one.front()) == 0);
 }
 
 TEST_CASE("a repeated build compiles nothing") {
