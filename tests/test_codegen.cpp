@@ -8,7 +8,11 @@
 #include <string>
 #include <vector>
 
+#include <filesystem>
+
 #include "ir/builder.h"
+#include "ir/parser.h"
+#include "ir/passes/plan_fusion.h"
 #include "ir/plan.h"
 #include "jit/codegen.h"
 #include "jit/host_compile.h"
@@ -325,4 +329,22 @@ TEST_CASE("a host compiler failure is a clear error with the compiler's output")
     CHECK(msg.find("this is not C++") != std::string::npos);
     CHECK(msg.find("error") != std::string::npos);
   }
+}
+
+TEST_CASE("every sample graph's fused and unfused kernels compile with NVRTC for sm_90") {
+  std::vector<jit::GeneratedKernel> ks;
+  const std::filesystem::path dir = std::filesystem::path(FUSEJIT_SOURCE_DIR) / "samples" / "graphs";
+  int graphs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".txt") continue;
+    ir::Graph g = ir::parse_graph_file(e.path().string());  // sample sizes: real element counts
+    for (const ir::Plan& p : {ir::plan_fusion(g), ir::plan_unfused(g)})
+      for (const ir::FusionGroup& grp : p.groups) ks.push_back(jit::generate_kernel(g, grp));
+    ++graphs;
+  }
+  REQUIRE(graphs >= 8);
+  jit::TranslationUnit tu = jit::emit_translation_unit(ks);
+  std::string log;
+  const std::string err = nvrtc_compile(tu.source, tu.nvrtc_options, log, "sm_90");
+  CHECK_MESSAGE(err == "", err.substr(0, 6000));
 }
