@@ -12,12 +12,19 @@
 
 using namespace fusejit::ir;
 
+// "x" + number without GCC 12's false -Wrestrict warning on operator+(const char*, string&&).
+static std::string numbered(const char* prefix, long long k) {
+  std::string s(prefix);
+  s += std::to_string(k);
+  return s;
+}
+
 static Graph make_graph(int nodes, uint64_t seed) {
   std::mt19937_64 rng(seed);
   GraphBuilder b("bench");
   std::vector<NodeId> big, small;
-  for (int k = 0; k < 8; ++k) big.push_back(b.add_input("x" + std::to_string(k), DType::F32, {{1024, -1}, {256, -1}}));
-  for (int k = 0; k < 4; ++k) small.push_back(b.add_input("b" + std::to_string(k), DType::F32, {{256, -1}}));
+  for (int k = 0; k < 8; ++k) big.push_back(b.add_input(numbered("x", k), DType::F32, {{1024, -1}, {256, -1}}));
+  for (int k = 0; k < 4; ++k) small.push_back(b.add_input(numbered("b", k), DType::F32, {{256, -1}}));
   const Op unary[] = {Op::Exp, Op::Tanh, Op::Neg, Op::Sqrt, Op::Sigmoid};
   const Op binary[] = {Op::Add, Op::Mul, Op::Sub, Op::Maximum};
   int outputs = 0;
@@ -34,7 +41,7 @@ static Graph make_graph(int nodes, uint64_t seed) {
       r = b.apply(binary[rng() % 4], a);
     }
     pool.push_back(r.node);
-    if (rng() % 2000 == 0) b.add_output("o" + std::to_string(outputs++), r);
+    if (rng() % 2000 == 0) b.add_output(numbered("o", outputs++), r);
   }
   b.add_output("y", Operand::of(big.back()));
   return b.finish();

@@ -112,15 +112,15 @@ GraphBuilder::GraphBuilder(std::string graph_name, std::string file) {
 }
 
 int32_t GraphBuilder::find_dim(const std::string& name) const {
-  for (size_t k = 0; k < g_.dims.size(); ++k)
-    if (g_.dims[k].name == name) return static_cast<int32_t>(k);
-  return -1;
+  auto it = dim_index_.find(name);
+  return it == dim_index_.end() ? -1 : it->second;
 }
 
 int32_t GraphBuilder::add_dim(const std::string& name, int64_t value, Loc loc) {
   if (find_dim(name) >= 0) throw UserError("dim '" + name + "' is declared twice", loc);
   if (value < 0) throw UserError("dim '" + name + "' must be >= 0, got " + std::to_string(value), loc);
   g_.dims.push_back({name, value, loc});
+  dim_index_.emplace(name, static_cast<int32_t>(g_.dims.size() - 1));
   return static_cast<int32_t>(g_.dims.size() - 1);
 }
 
@@ -296,7 +296,11 @@ Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
   return Operand::of(add_typed(op, result, ids, loc));
 }
 
-void GraphBuilder::copy_dims(const Graph& from) { g_.dims = from.dims; }
+void GraphBuilder::copy_dims(const Graph& from) {
+  g_.dims = from.dims;
+  dim_index_.clear();
+  for (size_t k = 0; k < g_.dims.size(); ++k) dim_index_.emplace(g_.dims[k].name, static_cast<int32_t>(k));
+}
 
 NodeId GraphBuilder::copy_leaf(const Graph& from, NodeId leaf) {
   const Node& src = from.node(leaf);
@@ -331,6 +335,7 @@ Graph GraphBuilder::finish() {
   verify(g_);
   Graph out = std::move(g_);
   g_ = Graph{};
+  dim_index_.clear();
   return out;
 }
 

@@ -81,6 +81,7 @@ class GraphBuilder {
   DType operand_dtype(Op op, std::span<const DType> strong) const;
   Shape broadcast(const Shape& a, const Shape& b, Loc loc) const;
   Graph g_;
+  std::unordered_map<std::string, int32_t> dim_index_;  // name -> index in g_.dims (O(1) find_dim)
 };
 
 // Broadcasts two shapes by NumPy's rules (right-aligned; a size-1 dim stretches). Throws UserError

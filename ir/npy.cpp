@@ -3,6 +3,8 @@
 // so hostile files give an error, not a crash or a huge allocation.
 #include "ir/npy.h"
 
+#include "ir/scalar/fj_scalar.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -269,6 +271,20 @@ Tensor read_npy(const std::string& path, std::optional<DType> expect) {
 
 Tensor read_npy_input(const std::string& path, const std::string& name, DType dtype, const std::vector<int64_t>& shape) {
   Tensor t = read_npy(path, dtype);
+  if (dtype == DType::BF16 && t.dtype == DType::F32 && t.shape == shape) {
+    // The exact-widening convention (Bf16Npy::F32): narrow back, refusing any value that would round.
+    Tensor b(DType::BF16, t.shape);
+    const float* src = t.as<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      fj_bf16 h = fj_store_bf16(src[i]);
+      float back = fj_load(h);
+      if (std::memcmp(&back, &src[i], 4) != 0 && !(back != back && src[i] != src[i]))
+        throw UserError("input '" + name + "': " + path + " has f32 values that are not exactly representable in bf16 (element " +
+                        std::to_string(i) + " = " + std::to_string(src[i]) + "); expected bf16 (or f32 holding bf16 values)");
+      b.as<fj_bf16>()[i] = h;
+    }
+    return b;
+  }
   if (t.dtype != dtype || t.shape != shape)
     throw UserError("input '" + name + "': " + path + " has " + tensor_type_string(t.dtype, t.shape) + ", expected " +
                     tensor_type_string(dtype, shape));

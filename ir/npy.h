@@ -12,9 +12,10 @@ namespace fusejit::ir {
 
 // How bf16 tensors are written; NumPy itself has no bfloat16 dtype.
 enum class Bf16Npy {
-  Bits,   // descr '<u2': the raw bfloat16 bits (default). Any NumPy reads it; recover the values
-          // with `x.view(ml_dtypes.bfloat16)` or `(x.astype('<u4') << 16).view('<f4')`.
-  F32,    // descr '<f4': every bf16 value widened exactly to f32 (reads back as an f32 tensor).
+  F32,    // descr '<f4' (default): every bf16 value widened exactly to f32, so plain NumPy shows the
+          // values the report describes; read_npy_input takes it back as bf16 (exactly, see there).
+  Bits,   // descr '<u2': the raw bfloat16 bits. Recover the values with
+          // `x.view(ml_dtypes.bfloat16)` or `(x.astype('<u4') << 16).view('<f4')`.
   Descr,  // descr 'bfloat16' (ml_dtypes' name; ir::dtype_npy_descr): only ml_dtypes-aware readers.
 };
 
@@ -22,7 +23,7 @@ enum class Bf16Npy {
 // 65535 bytes), header padded to a multiple of 64 bytes as NumPy does. descr per dtype: bool '|b1',
 // i8 '|i1', u8 '|u1', i32 '<i4', i64 '<i8', f16 '<f2', f32 '<f4', f64 '<f8', bf16 per `bf16`.
 // Throws UserError naming the file when it cannot be created or written.
-void write_npy(const std::string& path, const Tensor& t, Bf16Npy bf16 = Bf16Npy::Bits);
+void write_npy(const std::string& path, const Tensor& t, Bf16Npy bf16 = Bf16Npy::F32);
 
 // Reads a .npy file. The dtype comes from the file's descr (the ones write_npy produces; '=' and
 // '|' byte orders are accepted where unambiguous, and descr 'bfloat16' gives bf16); when
@@ -35,7 +36,10 @@ void write_npy(const std::string& path, const Tensor& t, Bf16Npy bf16 = Bf16Npy:
 Tensor read_npy(const std::string& path, std::optional<DType> expect = std::nullopt);
 
 // Reads an input tensor for graph input `name`, which must have exactly `dtype` and `shape`;
-// otherwise UserError "input 'x': FILE has f16[8, 4096], expected f32[8, 4096]".
+// otherwise UserError "input 'x': FILE has f16[8, 4096], expected f32[8, 4096]". For a bf16 input
+// the file may also be '<u2' (raw bits) or '<f4' whose values are all exactly representable in bf16
+// (what write_npy writes by default); an f32 value that is not gives a UserError naming the element,
+// never a silent rounding.
 Tensor read_npy_input(const std::string& path, const std::string& name, DType dtype,
                       const std::vector<int64_t>& shape);
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -143,8 +144,13 @@ struct Printer {
 
     // Keep user names that are valid and unique; everything else gets a temporary.
     for (const DimDecl& d : g.dims) taken.insert(d.name);
+    // An output name that belongs to another node's output alias cannot also name a node.
+    std::unordered_map<std::string, NodeId> output_of;
+    for (const OutputDecl& o : g.outputs) output_of.emplace(o.name, o.node);
     for (NodeId id = 0; id < g.size(); ++id) {
       const std::string& nm = g.node(id).name;
+      auto out = output_of.find(nm);
+      if (out != output_of.end() && out->second != id) continue;
       if (!inlined[id] && is_identifier(nm) && !taken.count(nm)) {
         names[id] = nm;
         taken.insert(nm);

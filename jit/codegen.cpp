@@ -178,7 +178,6 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
   GeneratedKernel k;
   k.fast_math = opts.fast_math;
   KernelLayout layout = compute_layout(g, group);
-  const int64_t n = ir::num_elements(group.iter_shape);
   if (opts.index_bits == 64) layout.index64 = true;
   FJ_CHECK(!(opts.index_bits == 32 && layout.index64), "codegen: 32-bit index math forced for >= 2^31 elements");
   k.index64 = layout.index64;
@@ -360,8 +359,15 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
   std::string outs;
   for (ir::NodeId id : group.outputs) outs += (outs.empty() ? "" : ", ") + node_label(g, id);
   std::string text;
-  text += fmt::format("// Fusion group: {} op(s), iteration space {} ({} elements), {}-bit index math{}.\n",
-                      group.nodes.size(), ir::shape_to_string(group.iter_shape, &g), n, layout.index64 ? 64 : 32,
+  // Sizes are kernel arguments: the text names dims symbolically so a new dim value gives the
+  // same source (and the same cache entry).
+  std::string space;
+  for (const ir::Dim& d : group.iter_shape)
+    space += (space.empty() ? "" : ", ") +
+             (d.sym >= 0 && static_cast<size_t>(d.sym) < g.dims.size() ? g.dims[static_cast<size_t>(d.sym)].name
+                                                                     : std::to_string(d.size));
+  text += fmt::format("// Fusion group: {} op(s), iteration space [{}], {}-bit index math{}.\n",
+                      group.nodes.size(), space, layout.index64 ? 64 : 32,
                       V > 1 ? fmt::format(", {}-wide vector path", V) : std::string());
   text += fmt::format("// Layout: {}. Outputs: {}.\n", layout_fingerprint(layout), outs.empty() ? "none" : outs);
   text += fmt::format("static __device__ __forceinline__ void @NAME@_elem({}) {{\n", elem_params);

@@ -2,6 +2,7 @@
 #include "jit/compare.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -59,7 +60,117 @@ double half_to_double(uint16_t h) {
   return sign ? -v : v;
 }
 
+double to_double(ir::DType t, uint64_t v) {
+  switch (t) {
+    case ir::DType::F16: return half_to_double(static_cast<uint16_t>(v));
+    case ir::DType::BF16: {
+      const uint32_t u = static_cast<uint32_t>(v) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    }
+    case ir::DType::F32: {
+      const uint32_t u = static_cast<uint32_t>(v);
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    }
+    default: {
+      double d;
+      std::memcpy(&d, &v, 8);
+      return d;
+    }
+  }
+}
+
+// docs/ops.md, "GPU vs reference: ulp bounds": {f32, f64} tolerance of one call; composites are
+// the sum of their calls (sigmoid/silu: exp; softplus: exp + log1p; gelu: erf; gelu_tanh: tanh).
+struct OpBound {
+  int f32 = 0, f64 = 0;
+  bool composite = false;
+};
+
+OpBound op_bound(ir::Op op) {
+  using ir::Op;
+  switch (op) {
+    case Op::Exp: case Op::Exp2: return {3, 2};
+    case Op::Expm1: case Op::Log: case Op::Log1p: return {2, 2};
+    case Op::Log2: return {2, 3};
+    case Op::Log10: return {4, 3};
+    case Op::Sin: case Op::Cos: return {3, 3};
+    case Op::Tan: return {5, 3};
+    case Op::Tanh: return {4, 3};
+    case Op::Erf: return {3, 3};
+    case Op::Pow: case Op::Atan2: return {5, 3};
+    case Op::Sigmoid: case Op::Silu: return {3, 2, true};
+    case Op::Softplus: return {5, 4, true};
+    case Op::Gelu: return {3, 3, true};
+    case Op::GeluTanh: return {4, 3, true};
+    default: return {};
+  }
+}
+
 }  // namespace
+
+// Ops whose result jumps when an operand moves by one ulp: after an approximate value they can
+// turn a few-ulp difference into any difference (a flipped comparison, a rounding step).
+bool discontinuous(ir::Op op) {
+  using ir::Op;
+  switch (op) {
+    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Cast:
+    case Op::Floor: case Op::Ceil: case Op::Round: case Op::Trunc: case Op::Sign: case Op::IsNan: case Op::IsInf:
+    case Op::FloorDiv: case Op::Mod: case Op::Fmod: case Op::LogicalNot: case Op::LogicalAnd: case Op::LogicalOr:
+      return true;
+    default:
+      return false;
+  }
+}
+
+OutputTolerance gpu_output_tolerance(const ir::Graph& g, ir::NodeId output) {
+  // The cone of the output (SSA: operands have smaller ids, so one backward sweep finds it).
+  std::vector<bool> in_cone(static_cast<size_t>(output) + 1, false);
+  in_cone[static_cast<size_t>(output)] = true;
+  for (ir::NodeId id = output; id >= 0; --id) {
+    if (!in_cone[static_cast<size_t>(id)]) continue;
+    const ir::Node& n = g.node(id);
+    for (int k = 0; k < n.nargs; ++k) in_cone[static_cast<size_t>(n.arg(k))] = true;
+  }
+  const ir::DType out_t = g.node(output).dtype;
+  const bool f64 = out_t == ir::DType::F64;
+  std::vector<bool> approx(static_cast<size_t>(output) + 1, false);  // an approximate op in its cone
+  int64_t ulps = 0, calls = 0;
+  bool composite = false;
+  OutputTolerance t;
+  for (ir::NodeId id = 0; id <= output; ++id) {
+    if (!in_cone[static_cast<size_t>(id)]) continue;
+    const ir::Node& n = g.node(id);
+    bool arg_approx = false;
+    for (int k = 0; k < n.nargs; ++k) arg_approx = arg_approx || approx[static_cast<size_t>(n.arg(k))];
+    // (A cast to a float dtype only rounds: continuous. where/max/min/clamp/relu are continuous in
+    // their float operands; an approximate condition of where() came through a comparison.)
+    if (arg_approx && discontinuous(n.op) && !(n.op == ir::Op::Cast && ir::is_float(n.dtype))) t.comparable = false;
+    const OpBound b = op_bound(n.op);
+    const int one = f64 ? b.f64 : b.f32;
+    if (one > 0) {
+      ++calls;
+      ulps += b.composite ? 4 * one : one;
+      composite = composite || b.composite;
+    }
+    approx[static_cast<size_t>(id)] = one > 0 || arg_approx;
+  }
+  if (calls == 0) return t;
+  if (!ir::is_float(out_t)) {
+    t.comparable = false;  // an integer or bool computed from approximate math
+    return t;
+  }
+  if (ir::is_half(out_t)) {
+    t.ulps = calls;
+    return t;
+  }
+  t.ulps = ulps;
+  if (composite) t.abs_tolerance = f64 ? std::ldexp(1.0, -48) : std::ldexp(1.0, -20);
+  return t;
+}
 
 uint64_t ulp_distance(ir::DType dtype, uint64_t a_bits, uint64_t b_bits) {
   const int64_t a = ordered(dtype, a_bits), b = ordered(dtype, b_bits);
@@ -107,7 +218,7 @@ std::string format_element(ir::DType dtype, const std::byte* element) {
 
 CompareResult compare_outputs(ir::DType dtype, std::span<const std::byte> expected, std::span<const std::byte> actual,
                               int64_t count, int64_t ulp_tolerance, std::string_view what,
-                              std::span<const int64_t> shape) {
+                              std::span<const int64_t> shape, double abs_tolerance) {
   const int size = ir::dtype_size(dtype);
   FJ_CHECK(count >= 0 && expected.size() >= static_cast<size_t>(count) * static_cast<size_t>(size) &&
                actual.size() >= static_cast<size_t>(count) * static_cast<size_t>(size),
@@ -131,6 +242,11 @@ CompareResult compare_outputs(ir::DType dtype, std::span<const std::byte> expect
         const uint64_t d = ulp_distance(dtype, e, a);
         if (d > r.max_ulps) r.max_ulps = d;
         same = d <= static_cast<uint64_t>(ulp_tolerance);
+        if (!same && abs_tolerance > 0) {
+          const double ev = to_double(dtype, e), av = to_double(dtype, a);
+          same = std::isfinite(ev) && std::isfinite(av) &&
+                 std::fabs(av - ev) <= abs_tolerance * std::max(1.0, std::fabs(ev));
+        }
       }
     }
     if (same) continue;

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "ir/dtype.h"
+#include "ir/graph.h"
 
 namespace fusejit::jit {
 
@@ -36,10 +37,28 @@ struct CompareResult {
 
 // Compares `count` elements of dtype `dtype` stored contiguously in `expected` and `actual` (both
 // at least count * dtype_size bytes; ir::InternalError otherwise). `shape` (optional, C order)
-// adds coordinates to the message; `what` names the output. Never throws on any bit pattern.
+// adds coordinates to the message; `what` names the output. `abs_tolerance` > 0 (floats, with
+// ulp_tolerance > 0 only) also accepts |actual - expected| <= abs_tolerance * max(1, |expected|)
+// (docs/ops.md: composite activations near cancellation). Never throws on any bit pattern.
 CompareResult compare_outputs(ir::DType dtype, std::span<const std::byte> expected, std::span<const std::byte> actual,
                               int64_t count, int64_t ulp_tolerance, std::string_view what = {},
-                              std::span<const int64_t> shape = {});
+                              std::span<const int64_t> shape = {}, double abs_tolerance = 0);
+
+// The tolerance of one graph output on the GPU against the reference evaluator, from the table in
+// docs/ops.md ("GPU vs reference: ulp bounds"), summed over every approximate op in the output's
+// cone (a conservative bound): ulps == 0 (exact) when the cone has only correctly rounded ops;
+// composite activations count 4x their calls and add abs_tolerance = 2^-20 (f32) / 2^-48 (f64);
+// f16/bf16 outputs get 1 half-ulp per approximate call. comparable == false when an approximate
+// value feeds an op that can turn a one-ulp change into any change (a comparison, a cast, floor,
+// max/min/clamp/relu, the condition of where(), ...) or when the output is an integer or bool
+// computed from approximate math: then only fused vs unfused (bitwise) is meaningful.
+struct OutputTolerance {
+  int64_t ulps = 0;
+  double abs_tolerance = 0;
+  bool comparable = true;
+  bool exact() const { return comparable && ulps == 0 && abs_tolerance == 0; }
+};
+OutputTolerance gpu_output_tolerance(const ir::Graph& g, ir::NodeId output);
 
 // One element as "decimal (0xHEX)", e.g. "-0 (0x8000)" for f16, "nan (0x7fc00000)", "-128 (0x80)".
 std::string format_element(ir::DType dtype, const std::byte* element);

@@ -37,11 +37,11 @@ CpuProgram prepare_cpu_program(const ir::Graph& g, const ir::Plan& plan, const C
   return p;
 }
 
-void compile_cpu_programs(std::span<CpuProgram* const> programs) {
+void compile_cpu_programs(std::span<CpuProgram* const> programs, const HostCompileOptions& opts) {
   std::vector<GeneratedKernel> all;
   for (CpuProgram* p : programs) all.insert(all.end(), p->kernels.begin(), p->kernels.end());
   if (all.empty()) return;
-  HostCompileResult r = host_compile(all);
+  HostCompileResult r = host_compile(all, opts);
   for (CpuProgram* p : programs) {
     p->module = r.module;
     p->compile = r;
@@ -64,7 +64,8 @@ size_t byte_size(const ir::Node& n) {
 }  // namespace
 
 CpuRunResult run_cpu_program(const CpuProgram& prog, std::span<const HostBuffer> inputs,
-                             std::span<const ir::Scalar> params, const LaunchShape& launch) {
+                             std::span<const ir::Scalar> params, const CpuRunOptions& opts) {
+  const LaunchShape& launch = opts.launch;
   const ir::Graph& g = prog.graph;
   if (inputs.size() != g.inputs.size())
     throw ir::UserError(fmt::format("graph has {} inputs but {} were given", g.inputs.size(), inputs.size()));
@@ -89,11 +90,14 @@ CpuRunResult run_cpu_program(const CpuProgram& prog, std::span<const HostBuffer>
   for (const ir::FusionGroup& grp : prog.plan.groups)
     for (ir::NodeId o : grp.outputs)
       if (!written.count(o)) written.emplace(o, HostBuffer(byte_size(g.node(o))));
+  // A graph input is always read from the caller's buffer (a copy group that writes an input
+  // to an output buffer reads the original, not its own destination).
   auto read_addr = [&](ir::NodeId id) -> uint64_t {
-    if (auto it = written.find(id); it != written.end()) return reinterpret_cast<uint64_t>(it->second.data());
     const ir::Node& n = g.node(id);
-    FJ_CHECK(n.op == ir::Op::Input, fmt::format("run_cpu_program: v{} is read before it is written", id));
-    return reinterpret_cast<uint64_t>(inputs[static_cast<size_t>(n.slot)].data());
+    if (n.op == ir::Op::Input) return reinterpret_cast<uint64_t>(inputs[static_cast<size_t>(n.slot)].data());
+    auto it = written.find(id);
+    FJ_CHECK(it != written.end(), fmt::format("run_cpu_program: v{} is read before it is written", id));
+    return reinterpret_cast<uint64_t>(it->second.data());
   };
   std::vector<PackedArgs> packed;
   for (size_t gi = 0; gi < prog.plan.groups.size(); ++gi) {
@@ -102,6 +106,11 @@ CpuRunResult run_cpu_program(const CpuProgram& prog, std::span<const HostBuffer>
     for (ir::NodeId id : grp.inputs) in_addrs.push_back(read_addr(id));
     for (ir::NodeId id : grp.outputs) out_addrs.push_back(reinterpret_cast<uint64_t>(written.at(id).data()));
     packed.push_back(pack_args(prog.kernels[gi].signature, g, grp, in_addrs, out_addrs, param_values, launch));
+    if (!opts.vector_path) {
+      const auto& args = prog.kernels[gi].signature.args;
+      for (size_t a = 0; a < args.size(); ++a)
+        if (args[a].kind == ArgKind::VecFlag) *static_cast<int32_t*>(packed.back().params()[a]) = 0;
+    }
   }
 
   CpuRunResult r;
@@ -121,6 +130,38 @@ CpuRunResult run_cpu_program(const CpuProgram& prog, std::span<const HostBuffer>
     r.outputs.push_back(inputs[static_cast<size_t>(n.slot)]);
   }
   return r;
+}
+
+}  // namespace fusejit::jit
+
+namespace fusejit::jit {
+
+CpuTensorRunResult run_cpu_program(const CpuProgram& prog, std::span<const ir::Tensor> inputs,
+                                   std::span<const ir::Scalar> params, const CpuRunOptions& opts) {
+  const ir::Graph& g = prog.graph;
+  if (inputs.size() != g.inputs.size())
+    throw ir::UserError(fmt::format("graph has {} inputs but {} were given", g.inputs.size(), inputs.size()));
+  std::vector<HostBuffer> bufs;
+  for (size_t s = 0; s < inputs.size(); ++s) {
+    const ir::Node& n = g.node(g.inputs[s]);
+    const std::vector<int64_t> want = ir::shape_sizes(n.shape);
+    if (inputs[s].dtype != n.dtype || inputs[s].shape != want)
+      throw ir::UserError(fmt::format("input '{}': expected {}, found {}", n.name, ir::tensor_type_string(n.dtype, want),
+                                      ir::tensor_type_string(inputs[s].dtype, inputs[s].shape)));
+    bufs.emplace_back(inputs[s].data.data(), inputs[s].data.size());
+  }
+  CpuRunResult r = run_cpu_program(prog, bufs, params, opts);
+  CpuTensorRunResult t;
+  t.run_ms = r.run_ms;
+  t.kernels_launched = r.kernels_launched;
+  for (size_t o = 0; o < g.outputs.size(); ++o) {
+    const ir::Node& n = g.node(g.outputs[o].node);
+    ir::Tensor out(n.dtype, ir::shape_sizes(n.shape));
+    FJ_CHECK(out.data.size() == r.outputs[o].size(), "run_cpu_program: output size mismatch");
+    if (!out.data.empty()) std::memcpy(out.data.data(), r.outputs[o].data(), out.data.size());
+    t.outputs.push_back(std::move(out));
+  }
+  return t;
 }
 
 }  // namespace fusejit::jit

@@ -13,6 +13,7 @@
 
 #include "ir/graph.h"
 #include "ir/plan.h"
+#include "ir/tensor.h"
 #include "jit/codegen.h"
 #include "jit/host_compile.h"
 
@@ -56,7 +57,7 @@ CpuProgram prepare_cpu_program(const ir::Graph& g, const ir::Plan& plan, const C
 
 // Compiles the kernels of all `programs` as one host shared object (or finds it in the cache) and
 // binds their trampolines. Throws HostCompileError on a compiler failure.
-void compile_cpu_programs(std::span<CpuProgram* const> programs);
+void compile_cpu_programs(std::span<CpuProgram* const> programs, const HostCompileOptions& opts = {});
 
 // prepare + compile for one plan.
 CpuProgram build_cpu_program(const ir::Graph& g, const ir::Plan& plan, const CodegenOptions& opts = {});
@@ -72,7 +73,21 @@ struct CpuRunResult {
 // empty = defaults). `launch` is the (serial) grid and block the trampolines emulate: the
 // default, one thread, is the fastest on a CPU; others exercise the grid-stride loop. Throws
 // ir::UserError on a wrong input count or byte size, ir::InternalError on a broken plan.
+struct CpuRunOptions {
+  LaunchShape launch;        // default: one block of one thread
+  bool vector_path = true;   // false: clear vec_ok so only the scalar loop runs (tests)
+};
 CpuRunResult run_cpu_program(const CpuProgram& prog, std::span<const HostBuffer> inputs,
-                             std::span<const ir::Scalar> params = {}, const LaunchShape& launch = {});
+                             std::span<const ir::Scalar> params = {}, const CpuRunOptions& opts = {});
+
+struct CpuTensorRunResult {
+  std::vector<ir::Tensor> outputs;  // one per graph output, with the output's dtype and shape
+  double run_ms = 0.0;
+  int kernels_launched = 0;
+};
+// The same on ir::Tensor inputs (one per graph input, slot order, with the input's dtype and
+// current shape; a mismatch is an ir::UserError naming the input).
+CpuTensorRunResult run_cpu_program(const CpuProgram& prog, std::span<const ir::Tensor> inputs,
+                                   std::span<const ir::Scalar> params = {}, const CpuRunOptions& opts = {});
 
 }  // namespace fusejit::jit

@@ -44,7 +44,8 @@ using ModuleKey = std::tuple<const Driver*, cu::Context, Hash128>;
 std::mutex g_modules_mutex;
 std::map<ModuleKey, ModuleEntry> g_modules;  // guarded by g_modules_mutex
 
-cu::Module load_module(const DeviceContext& dc, std::span<const char> image, const std::string& target_name) {
+cu::Module load_module(const DeviceContext& dc, std::span<const char> image, const std::string& target_name,
+                       const std::string& kernel) {
   const DriverApi& a = dc.api();
   // The driver's JIT error log (meaningful for PTX; harmless for CUBIN).
   char log[8192] = {};
@@ -53,7 +54,8 @@ cu::Module load_module(const DeviceContext& dc, std::span<const char> image, con
   cu::Module mod = nullptr;
   cu::Result r = a.cuModuleLoadDataEx(&mod, image.data(), 2, options, values);
   if (r == cu::kSuccess) return mod;
-  const std::string what = fmt::format("cuModuleLoadData ({} image for {})", target_name, dc.info().sm_arch());
+  const std::string what =
+      fmt::format("cuModuleLoadData ({} image with kernel {}, device {})", target_name, kernel, dc.info().sm_arch());
   if (r == cu::kErrorNoBinaryForGpu)
     throw DriverError(DriverErrorKind::Other,
                       fmt::format("{} failed: the image was compiled for {} and does not run on {} ({}): {}", what,
@@ -82,7 +84,7 @@ GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<co
   if (it == g_modules.end()) {
     ModuleEntry e;
     e.dc = dc;
-    e.module = load_module(*dc, image, target_name);
+    e.module = load_module(*dc, image, target_name, name);
     it = g_modules.emplace(key, std::move(e)).first;
   }
   ModuleEntry& e = it->second;

@@ -35,7 +35,8 @@ static thread_local fj_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
 // ---- end of host prelude ----
 )FJH";
 
-const char* const kHostFlags = "-O2 -ffp-contract=off -fPIC -shared -std=c++17 -w";
+// -ffp-contract=off: no FMA contraction, so every operation rounds as the reference's does.
+const char* const kHostFlags = "-ffp-contract=off -fPIC -shared -std=c++17 -w";
 
 std::string compiler() {
   const char* cxx = std::getenv("CXX");
@@ -85,8 +86,9 @@ std::string strip_restrict(std::string t) {
   return t;
 }
 
-std::mutex g_mu;
-std::map<std::string, std::weak_ptr<HostModule>> g_loaded;  // by key hex
+std::mutex g_mu;                                              // guards the two maps
+std::map<std::string, std::weak_ptr<HostModule>> g_loaded;    // by key hex
+std::map<std::string, std::shared_ptr<std::mutex>> g_key_mu;  // one compile per key at a time
 
 }  // namespace
 
@@ -145,22 +147,38 @@ std::string host_cache_dir() {
   throw HostCompileError("no writable folder for host kernel builds (tried $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME, ~/.cache, /tmp)");
 }
 
-HostCompileResult host_compile(std::span<const GeneratedKernel> kernels) {
+HostCompileResult host_compile(std::span<const GeneratedKernel> kernels, const HostCompileOptions& opts) {
   namespace fs = std::filesystem;
   const std::string src = host_source(kernels);
   const std::string cxx = compiler();
+  const std::string flags = shell_quote(opts.opt_level) + " " + kHostFlags;
   Hasher h;
-  h.add("fusejit host module v1").add(cxx).add(compiler_version(cxx)).add(kHostFlags).add(src);
+  h.add("fusejit host module v1").add(cxx).add(compiler_version(cxx)).add(flags).add(src);
   const std::string key = h.digest().hex();
 
   HostCompileResult r;
-  std::lock_guard lock(g_mu);  // one compile at a time per process; also guards g_loaded
-  if (auto it = g_loaded.find(key); it != g_loaded.end())
-    if (auto m = it->second.lock()) {
-      r.module = std::move(m);
-      r.memory_hit = true;
-      return r;
-    }
+  // Different keys compile in parallel; the same key is compiled at most once per process.
+  std::shared_ptr<std::mutex> key_mu;
+  {
+    std::lock_guard lock(g_mu);
+    auto& slot = g_key_mu[key];
+    if (!slot) slot = std::make_shared<std::mutex>();
+    key_mu = slot;
+  }
+  std::lock_guard key_lock(*key_mu);
+  auto remember = [&](const std::shared_ptr<HostModule>& m) {
+    std::lock_guard lock(g_mu);
+    g_loaded[key] = m;
+  };
+  {
+    std::lock_guard lock(g_mu);
+    if (auto it = g_loaded.find(key); it != g_loaded.end())
+      if (auto m = it->second.lock()) {
+        r.module = std::move(m);
+        r.memory_hit = true;
+        return r;
+      }
+  }
 
   const std::string dir = host_cache_dir();
   const std::string so = dir + "/" + key + ".so";
@@ -168,7 +186,7 @@ HostCompileResult host_compile(std::span<const GeneratedKernel> kernels) {
     if (void* hnd = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL)) {
       r.module = HostModuleAccess::make(hnd, so);
       r.disk_hit = true;
-      g_loaded[key] = r.module;
+      remember(r.module);
       return r;
     }
     std::error_code ec;
@@ -184,7 +202,7 @@ HostCompileResult host_compile(std::span<const GeneratedKernel> kernels) {
     f << src;
     if (!f) throw HostCompileError("cannot write " + tmp + ".cpp");
   }
-  const std::string cmd = fmt::format("{} {} -o {} {}", cxx, kHostFlags, shell_quote(tmp + ".so"), shell_quote(tmp + ".cpp"));
+  const std::string cmd = fmt::format("{} {} -o {} {}", cxx, flags, shell_quote(tmp + ".so"), shell_quote(tmp + ".cpp"));
   const auto t0 = std::chrono::steady_clock::now();
   std::string output;
   const int status = run_command(cmd, output);
@@ -205,7 +223,7 @@ HostCompileResult host_compile(std::span<const GeneratedKernel> kernels) {
   void* hnd = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!hnd) throw HostCompileError(fmt::format("dlopen {} failed: {}", so, dlerror()));
   r.module = HostModuleAccess::make(hnd, so);
-  g_loaded[key] = r.module;
+  remember(r.module);
   return r;
 }
 

@@ -55,13 +55,19 @@ struct HostCompileResult {
   double compile_ms = 0.0;   // wall time spent compiling (0 on a hit)
 };
 
+struct HostCompileOptions {
+  // Optimisation flag. The product uses -O2; results do not depend on it (no -ffast-math, no
+  // contraction), so big test batches may use -O0 to compile faster.
+  std::string opt_level = "-O2";
+};
+
 // The host C++ translation unit for `kernels`: host prelude + emit_translation_unit() + one
 // trampoline per distinct kernel.
 std::string host_source(std::span<const GeneratedKernel> kernels);
 
 // Compiles (or finds in the caches) and loads the host build of `kernels`. Thread-safe. Throws
 // HostCompileError on a compiler failure, with its output.
-HostCompileResult host_compile(std::span<const GeneratedKernel> kernels);
+HostCompileResult host_compile(std::span<const GeneratedKernel> kernels, const HostCompileOptions& opts = {});
 
 // The folder used for compiled host modules (created on demand).
 std::string host_cache_dir();

@@ -69,10 +69,17 @@ KernelLayout compute_layout(std::span<const ir::Shape> input_shapes, const ir::S
   return l;
 }
 
+ir::Shape current_iter_shape(const ir::Graph& g, const ir::FusionGroup& group) {
+  ir::Shape iter = group.iter_shape;
+  for (ir::Dim& d : iter)
+    if (d.sym >= 0 && static_cast<size_t>(d.sym) < g.dims.size()) d.size = g.dims[static_cast<size_t>(d.sym)].value;
+  return iter;
+}
+
 KernelLayout compute_layout(const ir::Graph& g, const ir::FusionGroup& group) {
   std::vector<ir::Shape> shapes;
   for (ir::NodeId id : group.inputs) shapes.push_back(g.node(id).shape);
-  return compute_layout(shapes, group.iter_shape);
+  return compute_layout(shapes, current_iter_shape(g, group));
 }
 
 std::string layout_fingerprint(const KernelLayout& l) {
@@ -229,7 +236,7 @@ PackedArgs pack_args(const KernelSignature& sig, const ir::Graph& g, const ir::F
     for (const ir::ParamDecl& d : g.params) defaults.push_back(d.default_value);
     param_values = defaults;
   }
-  return pack_args(sig, input_addrs, output_addrs, param_values, shapes, group.iter_shape, launch);
+  return pack_args(sig, input_addrs, output_addrs, param_values, shapes, current_iter_shape(g, group), launch);
 }
 
 }  // namespace fusejit::jit

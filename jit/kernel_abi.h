@@ -52,6 +52,10 @@ struct KernelLayout {
   friend bool operator==(const KernelLayout&, const KernelLayout&) = default;
 };
 
+// group.iter_shape with named dims (Dim::sym >= 0) at their current Graph::dims values, so a plan
+// made before ir::rebind_dims() still describes the current iteration space.
+ir::Shape current_iter_shape(const ir::Graph& g, const ir::FusionGroup& group);
+
 // Computes the layout of `group` from the shapes of its inputs (at their current sizes) and its
 // iter_shape. `index64` is chosen from the element count (>= 2^31 -> 64-bit).
 KernelLayout compute_layout(const ir::Graph& g, const ir::FusionGroup& group);
@@ -134,7 +138,8 @@ PackedArgs pack_args(const KernelSignature& sig, std::span<const uint64_t> input
                      std::span<const ir::Shape> input_shapes, const ir::Shape& iter_shape,
                      const LaunchShape& launch);
 
-// Convenience: shapes taken from the graph (current sizes of group.inputs and group.iter_shape)
+// Convenience: shapes taken from the graph (current sizes of group.inputs; group.iter_shape with
+// named dims at their current Graph::dims values, so a plan made before rebind_dims still packs)
 // and param values from their defaults unless `param_values` (indexed by slot) is non-empty.
 PackedArgs pack_args(const KernelSignature& sig, const ir::Graph& g, const ir::FusionGroup& group,
                      std::span<const uint64_t> input_addrs, std::span<const uint64_t> output_addrs,

@@ -501,3 +501,52 @@ TEST_CASE("real generated kernels: NVRTC for the fake sm_90 device, loaded, pack
   CHECK(fake_cuda::st().live.empty());
   clear_module_cache();
 }
+
+TEST_CASE("per-output GPU tolerance from the docs/ops.md table") {
+  ir::GraphBuilder b("tol");
+  NodeId x = b.add_input("x", ir::DType::F32, {{8, -1}});
+  NodeId h = b.add_input("h", ir::DType::F16, {{8, -1}});
+  auto un = [&](ir::Op op, ir::Operand a) {
+    ir::Operand v[1] = {a};
+    return b.apply(op, v);
+  };
+  auto bin = [&](ir::Op op, ir::Operand a, ir::Operand c) {
+    ir::Operand v[2] = {a, c};
+    return b.apply(op, v);
+  };
+  ir::Operand X = ir::Operand::of(x);
+  ir::Operand exact = bin(ir::Op::Mul, bin(ir::Op::Add, X, X), X);
+  ir::Operand e = un(ir::Op::Exp, X);
+  ir::Operand el = un(ir::Op::Log, e);                       // exp (3) + log (2)
+  ir::Operand s = un(ir::Op::Silu, X);                        // composite: 4 * 3, plus abs
+  ir::Operand cmp = bin(ir::Op::Gt, e, X);                    // bool from approximate math
+  ir::Operand fl = un(ir::Op::Floor, e);                      // a step after approximate math
+  ir::Operand mx = bin(ir::Op::Maximum, e, X);                // continuous: still comparable
+  ir::Operand hh = un(ir::Op::Tanh, ir::Operand::of(h));      // f16: 1 half-ulp per call
+  b.add_output("exact", exact);
+  b.add_output("el", el);
+  b.add_output("s", s);
+  b.add_output("cmp", cmp);
+  b.add_output("fl", fl);
+  b.add_output("mx", mx);
+  b.add_output("hh", hh);
+  ir::Graph g = b.finish();
+  auto tol = [&](int k) { return gpu_output_tolerance(g, g.outputs[static_cast<size_t>(k)].node); };
+  CHECK(tol(0).exact());
+  CHECK(tol(1).ulps == 5);
+  CHECK(tol(1).abs_tolerance == 0);
+  CHECK(tol(2).ulps == 12);
+  CHECK(tol(2).abs_tolerance == std::ldexp(1.0, -20));
+  CHECK_FALSE(tol(3).comparable);
+  CHECK_FALSE(tol(4).comparable);
+  CHECK(tol(5).comparable);
+  CHECK(tol(5).ulps == 3);
+  CHECK(tol(6).ulps == 1);
+  // The absolute tolerance accepts a tiny difference near zero that is many ulps.
+  float ev = 1e-30f, av = 2e-30f;
+  std::vector<std::byte> eb(4), ab(4);
+  std::memcpy(eb.data(), &ev, 4);
+  std::memcpy(ab.data(), &av, 4);
+  CHECK_FALSE(compare_outputs(ir::DType::F32, eb, ab, 1, 12).ok);
+  CHECK(compare_outputs(ir::DType::F32, eb, ab, 1, 12, {}, {}, std::ldexp(1.0, -20)).ok);
+}

@@ -80,10 +80,14 @@ TEST_CASE("every dtype round-trips bit for bit, with hard values") {
       uint32_t hlen = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
       CHECK((10 + hlen) % 64 == 0);  // data aligned as NumPy aligns it
       CHECK(bytes[10 + hlen - 1] == '\n');
-      Tensor y = read_npy(p, t);
+      Tensor y = read_npy_input(p, "x", t, shape);  // bf16 comes back from its exact f32 widening
       CHECK(y.dtype == t);
       CHECK(y.shape == shape);
       CHECK(y.data == x.data);
+      if (t == DType::BF16) {
+        write_npy(p, x, Bf16Npy::Bits);
+        CHECK(read_npy(p, t).data == x.data);
+      }
     }
   }
 }
@@ -107,21 +111,30 @@ TEST_CASE("the header is exactly NumPy's") {
   CHECK(read_bytes(p).find("'descr': '|b1', 'fortran_order': False, 'shape': (), }") != std::string::npos);
 }
 
-TEST_CASE("bf16 conventions: '<u2' bits by default, exact f32 widening, or the 'bfloat16' descr") {
+TEST_CASE("bf16 conventions: exact f32 widening by default, '<u2' bits, or the 'bfloat16' descr") {
   Tensor x(DType::BF16, {3});
   x.set(0, Scalar{DType::F64, 1.0, 0});
   x.set(1, Scalar{DType::F64, -3.140625, 0});
   x.set(2, Scalar{DType::F64, std::numeric_limits<double>::infinity(), 0});
   std::string p = tmp("bf.npy");
   write_npy(p, x);
-  CHECK(read_bytes(p).find("'descr': '<u2'") != std::string::npos);
-  CHECK(read_npy(p, DType::BF16).data == x.data);
-  CHECK_THROWS_WITH_AS(read_npy(p), doctest::Contains("unsupported dtype '<u2'"), UserError);
-  write_npy(p, x, Bf16Npy::F32);
+  CHECK(read_bytes(p).find("'descr': '<f4'") != std::string::npos);
   Tensor w = read_npy(p);
   CHECK(w.dtype == DType::F32);
   CHECK(w.as<float>()[1] == -3.140625f);
   CHECK(std::isinf(w.as<float>()[2]));
+  CHECK(read_npy_input(p, "x", DType::BF16, {3}).data == x.data);  // narrowed back exactly
+  Tensor f(DType::F32, {2});
+  f.as<float>()[0] = 1.0f;
+  f.as<float>()[1] = 0.1f;  // not a bf16 value
+  write_npy(p, f);
+  CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::BF16, {2}),
+                       doctest::Contains("not exactly representable in bf16 (element 1"), UserError);
+  write_npy(p, x, Bf16Npy::Bits);
+  CHECK(read_bytes(p).find("'descr': '<u2'") != std::string::npos);
+  CHECK(read_npy(p, DType::BF16).data == x.data);
+  CHECK(read_npy_input(p, "x", DType::BF16, {3}).data == x.data);
+  CHECK_THROWS_WITH_AS(read_npy(p), doctest::Contains("unsupported dtype '<u2'"), UserError);
   write_npy(p, x, Bf16Npy::Descr);
   Tensor d = read_npy(p);
   CHECK(d.dtype == DType::BF16);

@@ -332,3 +332,17 @@ TEST_CASE("docs/graph-format.md: the promotion table matches ir::promote and the
   CHECK(g.name == "gelu_tanh");
   CHECK(g.params.size() == 1);
 }
+
+TEST_CASE("CRLF line endings and comments everywhere") {
+  Graph g = parse_graph("# header\r\ngraph crlf # name\r\ninput x : f32[4]\r\n\r\ny = x * 2 # twice\r\noutput y\r\n",
+                        "crlf.txt");
+  CHECK(g.name == "crlf");
+  CHECK(out_node(g).loc == Loc{5, 7});
+  try {
+    parse_graph("input x : f32[4]\r\ny = x * q\r\noutput y\r\n", "crlf.txt");
+    FAIL("expected an error");
+  } catch (const UserError& e) {
+    CHECK(format_diagnostic(e, "crlf.txt", "input x : f32[4]\r\ny = x * q\r\noutput y\r\n") ==
+          "crlf.txt:2:9: error: undefined name 'q'\n  y = x * q\n          ^\n");
+  }
+}

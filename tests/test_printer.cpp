@@ -11,6 +11,7 @@
 #include "ir/builder.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "tests/support/random_graph.h"
 
 using namespace fusejit::ir;
 namespace fs = std::filesystem;
@@ -139,14 +140,20 @@ TEST_CASE("API-built graphs with odd names still print parseable text") {
   Operand y = b.apply(Op::Mul, args);
   b.set_node_name(y.node, "not an identifier");
   NodeId c = b.constant(si(DType::I32, 7));
+  Operand args2[2] = {y, Operand::of(x)};
+  Operand z = b.apply(Op::Add, args2);
+  b.set_node_name(z.node, "out");  // the same name as an output of another node
   b.add_output("out", y);
   b.add_output("seven", Operand::of(c));
+  b.add_output("z", z);
   Graph g = b.finish();
   std::string text = print_graph(g);
   CAPTURE(text);
   Graph back = parse_graph(text, "api.txt");
-  CHECK(back.outputs.size() == 2);
+  REQUIRE(back.outputs.size() == 3);
   CHECK(back.node(back.outputs[1].node).value.i == 7);
+  CHECK(back.node(back.outputs[0].node).op == Op::Mul);
+  CHECK(back.node(back.outputs[2].node).op == Op::Add);
 }
 
 TEST_CASE("random graphs built through the API round-trip") {
@@ -212,4 +219,14 @@ TEST_CASE("random graphs built through the API round-trip") {
     check_round_trip(g);
   }
   CHECK(built > 200);
+}
+
+TEST_CASE("the shared random graph generator's graphs round-trip") {
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    fusejit::testing::RandomGraphOptions opt;
+    opt.seed = seed;
+    Graph g = fusejit::testing::random_graph(opt);
+    CAPTURE(seed);
+    check_round_trip(g);
+  }
 }

@@ -227,10 +227,17 @@ struct Planner {
     return any;
   }
 
-  std::string note(size_t gi, size_t num_shapes) const {
+  std::string note(size_t gi, size_t num_shapes, const std::vector<int>& per_key) const {
     std::string s;
+    size_t same_key = static_cast<size_t>(per_key[static_cast<size_t>(key[gi])]);
     switch (opened[gi]) {
       case Opened::FirstOfShape:
+        if (same_key > 1) {
+          s = "first of " + std::to_string(same_key) + " kernels over " +
+              shape_to_string(shapes[static_cast<size_t>(key[gi])], &g) + " (later ones are split off: caps)";
+          if (num_shapes > 1) s += "; values of other shapes are in other groups";
+          break;
+        }
         s = num_shapes > 1 ? "iteration shape " + shape_to_string(shapes[static_cast<size_t>(key[gi])], &g) +
                                  ": values of other shapes are in other groups (one iteration space per kernel)"
                            : "one kernel over " + shape_to_string(shapes[static_cast<size_t>(key[gi])], &g);
@@ -258,13 +265,15 @@ Plan plan_fusion(const Graph& g, const PlanOptions& options) {
   p.form_groups();
   std::vector<FusionGroup> fgs = p.finalize();
   for (int round = 0; round < 64 && p.split_oversized(fgs); ++round) fgs = p.finalize();
+  std::vector<int> per_key(p.shapes.size(), 0);
+  for (int k : p.key) ++per_key[static_cast<size_t>(k)];
   std::vector<int> keys = p.key;
   std::sort(keys.begin(), keys.end());
   size_t num_keys = static_cast<size_t>(std::unique(keys.begin(), keys.end()) - keys.begin());
   Plan plan;
   plan.fused = true;
   for (size_t gi = 0; gi < fgs.size(); ++gi) {
-    fgs[gi].note = p.note(gi, num_keys);
+    fgs[gi].note = p.note(gi, num_keys, per_key);
     for (NodeId o : fgs[gi].outputs) plan.materialized.push_back(o);
     plan.groups.push_back(std::move(fgs[gi]));
   }

@@ -32,6 +32,7 @@ std::string bytes_text(int64_t b) {
 std::string dot_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
+    if (c == '\n') { o += "\\n"; continue; }
     if (c == '"' || c == '\\') o += '\\';
     o += c;
   }
@@ -135,8 +136,8 @@ std::string format_plan_dot(const Graph& g, const Plan& fused) {
   auto label = [&](NodeId id) {
     const Node& n = g.node(id);
     std::string l = value_name(g, id);
-    if (n.op == Op::Input || n.op == Op::Param) l += "\\n" + std::string(n.op == Op::Input ? "input " : "param ") + std::string(dtype_name(n.dtype));
-    else if (n.op != Op::Const) l += "\\n" + std::string(op_name(n.op)) + " " + std::string(dtype_name(n.dtype));
+    if (n.op == Op::Input || n.op == Op::Param) l += "\n" + std::string(n.op == Op::Input ? "input " : "param ") + std::string(dtype_name(n.dtype));
+    else if (n.op != Op::Const) l += "\n" + std::string(op_name(n.op)) + " " + std::string(dtype_name(n.dtype));
     return l;
   };
   std::string s = "digraph \"" + dot_escape(g.name.empty() ? "graph" : g.name) + "\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n";
@@ -149,8 +150,15 @@ std::string format_plan_dot(const Graph& g, const Plan& fused) {
       s += fmt::format("    n{} [label=\"{}\", shape={}];\n", id, dot_escape(label(id)),
                        written[static_cast<size_t>(id)] ? "doubleoctagon" : "box");
     }
+    if (grp.nodes.empty())  // copy / fill group of a leaf output
+      for (NodeId id : grp.outputs)
+        s += fmt::format("    c{} [label=\"{}\", shape=box, style=dashed];\n", k,
+                         dot_escape(grp.note.substr(0, grp.note.find(':')) + "\n" + value_name(g, id)));
     s += "  }\n";
   }
+  for (size_t k = 0; k < fused.groups.size(); ++k)
+    if (fused.groups[k].nodes.empty())
+      for (NodeId id : fused.groups[k].outputs) s += fmt::format("  n{} -> c{};\n", id, k);
   for (NodeId id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
     if (group_of[static_cast<size_t>(id)] < 0 && !is_leaf(n.op)) continue;  // dead

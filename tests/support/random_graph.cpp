@@ -12,6 +12,13 @@
 namespace fusejit::testing {
 namespace {
 
+// "x" + number without GCC 12's false -Wrestrict warning on operator+(const char*, string&&).
+static std::string numbered(const char* prefix, long long k) {
+  std::string s(prefix);
+  s += std::to_string(k);
+  return s;
+}
+
 using namespace fusejit::ir;
 
 struct Rng {
@@ -170,12 +177,12 @@ struct Gen {
       size_t drop = static_cast<size_t>(r.below(static_cast<int>(base.size()) + 1));
       if (k == 0) drop = 0;  // one input carries the full shape
       for (size_t d = drop; d < base.size(); ++d) s.push_back(k > 0 && r.chance(0.3) ? Dim{1, -1} : base[d]);
-      add(b.add_input("in" + std::to_string(k), r.pick(ts), s));
+      add(b.add_input(numbered("in", k), r.pick(ts), s));
     }
     int np = r.below(o.max_params + 1);
     for (int k = 0; k < np; ++k) {
       DType t = r.pick(ts);
-      add(b.add_param("p" + std::to_string(k), t, random_literal(r)));
+      add(b.add_param(numbered("p", k), t, random_literal(r)));
     }
     for (int step = 0; step < o.num_ops; ++step) {
       for (int tries = 0; tries < 8; ++tries)
@@ -189,8 +196,8 @@ struct Gen {
     std::vector<NodeId> outs = {computed.back()};
     for (int k = 1; k < nout; ++k) outs.push_back(r.pick(computed));
     for (size_t k = 0; k < outs.size(); ++k) {
-      if (r.chance(0.5) && b.graph().node(outs[k]).name.empty()) b.set_node_name(outs[k], "t" + std::to_string(k));
-      b.add_output("out" + std::to_string(k), Operand::of(outs[k]));
+      if (r.chance(0.5) && b.graph().node(outs[k]).name.empty()) b.set_node_name(outs[k], numbered("t", k));
+      b.add_output(numbered("out", k), Operand::of(outs[k]));
     }
     return b.finish();
   }

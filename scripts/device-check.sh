@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The whole GPU check in one command, from binaries built beforehand on a machine without a GPU
+# (the build folder is copied over; the GPU machine needs the NVIDIA driver and the CUDA toolkit's
+# NVRTC at /usr/local/cuda, nothing else: no package registry, no compiler).
+#
+#   scripts/device-check.sh [BUILD_DIR]          (default: build; run from anywhere)
+#   scripts/device-check.sh --warm [BUILD_DIR]   on the BUILD machine, before copying the build
+#       folder: compiles every kernel the check will need for sm_90 (H100/H200) into
+#       BUILD_DIR/test-cache with NVRTC (no GPU needed: the GPU test runs on a fake driver), so the
+#       GPU machine finds them on disk when its NVRTC has the same version.
+#
+# Steps: nvidia-smi summary; `ctest -L gpu` (GPU-labelled tests); `fusejit run GRAPH --json` for
+# every sample graph at its real (default) size; a table at the end: graph, kernels fused/unfused,
+# times, GB/s, % of the copy bandwidth measured in the same run, speedup vs predicted traffic ratio,
+# check. Logs and JSON go to $OUT when set (else BUILD_DIR/device-check). Finishes in < 5 minutes:
+# every command has a timeout and the sample runs stop when the time budget is spent.
+# Exit status: 0 when every step passed, 1 otherwise.
+set -u
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+WARM=0
+if [ "${1:-}" = "--warm" ]; then WARM=1; shift; fi
+BUILD="${1:-$ROOT/build}"
+case "$BUILD" in /*) ;; *) BUILD="$PWD/$BUILD" ;; esac
+OUTDIR="${OUT:-$BUILD/device-check}"
+mkdir -p "$OUTDIR/runs"
+START=$(date +%s)
+BUDGET_S=${DEVICE_CHECK_BUDGET_S:-280}   # total wall-clock budget (the slot allows 300 s)
+FJ="$BUILD/cli/fusejit"
+status=0
+
+elapsed() { echo $(( $(date +%s) - START )); }
+say() { echo "== $*" | tee -a "$OUTDIR/summary.txt"; }
+
+: > "$OUTDIR/summary.txt"
+say "fusejit device check: $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), build $BUILD"
+
+# Kernels compiled on the build machine for this arch are found in the carried cache.
+export FUSEJIT_CACHE_DIR="${FUSEJIT_CACHE_DIR:-$BUILD/test-cache}"
+# Random graphs in the GPU test: fewer than the default 40 keeps compile time inside the slot.
+export FUSEJIT_GPU_RANDOM_GRAPHS="${FUSEJIT_GPU_RANDOM_GRAPHS:-32}"
+export PATH="/usr/local/cuda/bin:$PATH"
+# The build folder may sit at another path here than where it was built: find libfusejit and the
+# sample graphs without relying on the absolute paths baked in at build time.
+export LD_LIBRARY_PATH="$BUILD/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export FUSEJIT_SOURCE_DIR="$ROOT"
+BUILT_AT="$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)"
+
+if [ $WARM -eq 1 ]; then
+  say "warming $FUSEJIT_CACHE_DIR for sm_90 (fake driver, NVRTC only)"
+  (cd "$BUILD/tests" && FUSEJIT_GPU_TEST_FAKE=1 FUSEJIT_GPU_SKIP_HUGE=1 timeout 1200 ./test_gpu_runtime) \
+    > "$OUTDIR/warm.log" 2>&1 || { say "warm-up run failed; see $OUTDIR/warm.log"; status=1; }
+  if [ -x "$FJ" ]; then
+    for g in "$ROOT"/samples/graphs/*.txt; do
+      timeout 300 "$FJ" compile "$g" --arch sm_90 -o "$OUTDIR/compiled/$(basename "$g" .txt)" >> "$OUTDIR/warm.log" 2>&1 || true
+    done
+  fi
+  say "cache now $(du -sh "$FUSEJIT_CACHE_DIR" 2>/dev/null | cut -f1); done in $(elapsed) s"
+  exit $status
+fi
+
+# 1. The GPU.
+say "nvidia-smi"
+timeout 20 nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,compute_cap \
+  --format=csv 2>&1 | tee "$OUTDIR/nvidia-smi.txt"
+timeout 20 nvidia-smi >> "$OUTDIR/nvidia-smi.txt" 2>&1
+if [ ! -x "$FJ" ]; then say "missing $FJ (build the cli target first)"; status=1; fi
+
+# 2. GPU-labelled tests.
+say "ctest -L gpu"
+if command -v ctest >/dev/null 2>&1 && [ "$BUILT_AT" = "$BUILD" ]; then
+  (cd "$BUILD" && timeout 170 ctest -L gpu --output-on-failure --timeout 160 -j1) > "$OUTDIR/ctest-gpu.log" 2>&1
+  rc=$?
+else
+  # No CMake here, or the build folder moved (ctest files hold absolute paths): run the GPU test
+  # executables directly (exit 77 = skipped).
+  rc=0
+  : > "$OUTDIR/ctest-gpu.log"
+  for t in "$BUILD"/tests/test_gpu_*; do
+    [ -x "$t" ] || continue
+    (cd "$BUILD/tests" && timeout 160 "$t") >> "$OUTDIR/ctest-gpu.log" 2>&1
+    r=$?
+    echo "$(basename "$t"): exit $r" >> "$OUTDIR/ctest-gpu.log"
+    [ $r -ne 0 ] && rc=$r
+  done
+fi
+tail -25 "$OUTDIR/ctest-gpu.log"
+if [ $rc -ne 0 ]; then say "GPU tests FAILED (exit $rc); see ctest-gpu.log"; status=1
+elif grep -qE "\(Skipped\)|skipped: " "$OUTDIR/ctest-gpu.log"; then
+  say "GPU tests were SKIPPED (no driver or device seen); see ctest-gpu.log"; status=1
+else say "GPU tests passed"; fi
+grep -hE "MESSAGE|skipped" "$OUTDIR/ctest-gpu.log" | head -30 >> "$OUTDIR/summary.txt"
+
+# 3. Every sample at its real size, fused vs unfused, timed and checked.
+say "samples (fusejit run --json)"
+for g in "$ROOT"/samples/graphs/*.txt; do
+  name="$(basename "$g" .txt)"
+  left=$(( BUDGET_S - $(elapsed) ))
+  if [ $left -lt 15 ]; then say "time budget spent: $name and later samples not run"; status=1; break; fi
+  t=$(( left < 60 ? left : 60 ))
+  timeout "$t" "$FJ" run "$g" --json > "$OUTDIR/runs/$name.json" 2> "$OUTDIR/runs/$name.log"
+  rc=$?
+  echo "$rc" > "$OUTDIR/runs/$name.rc"
+  [ $rc -ne 0 ] && status=1
+  echo "   $name: exit $rc ($(elapsed) s)"
+done
+
+# 4. The table (and one JSON with every run).
+say "results"
+if command -v python3 >/dev/null 2>&1; then
+  python3 - "$OUTDIR" <<'PY' | tee -a "$OUTDIR/summary.txt"
+import json, os, sys
+out = sys.argv[1]
+runs, rows = {}, []
+for f in sorted(os.listdir(os.path.join(out, "runs"))):
+    if not f.endswith(".json"):
+        continue
+    name = f[:-5]
+    rc = open(os.path.join(out, "runs", name + ".rc")).read().strip() if os.path.exists(os.path.join(out, "runs", name + ".rc")) else "?"
+    try:
+        r = json.load(open(os.path.join(out, "runs", f)))
+    except Exception as e:
+        runs[name] = {"error": "no JSON (%s)" % e, "exit": rc}
+        rows.append((name, "-", "-", "-", "-", "-", "-", "-", "-", "exit %s, no JSON" % rc))
+        continue
+    r["exit"] = rc
+    runs[name] = r
+    fu, un = r.get("fused", {}), r.get("unfused", {})
+    checks = r.get("checks", [])
+    ok = all(c.get("ok", False) for c in checks if c.get("ran", True)) and rc == "0"
+    pred = r.get("predicted_ratio", 0) or 0
+    sp = r.get("speedup", 0) or 0
+    rows.append((name, "%s/%s" % (fu.get("kernels", "?"), un.get("kernels", "?")),
+                 "%.3f/%.3f" % (fu.get("time_ms", 0), un.get("time_ms", 0)),
+                 "%.0f" % fu.get("gbps", 0), "%.0f" % (r.get("copy_gbps", 0) or 0), "%.0f%%" % fu.get("pct_of_copy", 0),
+                 "%.2fx" % sp, "%.2fx" % pred, ("%.0f%%" % (100 * sp / pred)) if pred else "-",
+                 "ok" if ok else "FAIL " + "; ".join(c.get("detail", "")[:80] for c in checks if not c.get("ok", True))))
+first = next((v for v in runs.values() if "device" in v), {})
+print("device: %s  target: %s  driver: %s  NVRTC: %s  backend: %s" % (
+    first.get("device", "?"), first.get("target", "?"), first.get("driver_version", "?"),
+    first.get("nvrtc_version", "?"), first.get("backend", "?")))
+hdr = ("graph", "kernels f/u", "ms fused/unfused", "GB/s", "copy GB/s", "% copy", "speedup", "predicted", "sp/pred", "check")
+w = [max(len(str(x[i])) for x in rows + [hdr]) for i in range(len(hdr))]
+for row in [hdr] + rows:
+    print("  ".join(str(c).ljust(w[i]) for i, c in enumerate(row)))
+json.dump(runs, open(os.path.join(out, "device-check.json"), "w"), indent=1)
+PY
+else
+  for j in "$OUTDIR"/runs/*.json; do echo "$(basename "$j"):"; head -c 2000 "$j"; echo; done
+fi
+say "done in $(elapsed) s, status $status; logs in $OUTDIR"
+exit $status

@@ -1,0 +1,318 @@
+// The CPU path: generated kernels compiled by the host compiler and run on the CPU, fused and
+// unfused, agree BIT FOR BIT with the reference evaluator on every op x dtype, every sample graph
+// and >= 1,000 random graphs (special values, broadcasting, mixed dtypes, multi-output groups).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ir/builder.h"
+#include "ir/parser.h"
+#include "ir/passes/plan_fusion.h"
+#include "ir/passes/rewrite.h"
+#include "ir/plan.h"
+#include "ir/reference.h"
+#include "jit/cpu_runner.h"
+#include "tests/support/random_graph.h"
+
+using namespace fusejit;
+using ir::DType;
+using ir::Op;
+
+namespace {
+
+ir::Shape shp(std::initializer_list<int64_t> s) {
+  ir::Shape r;
+  for (int64_t v : s) r.push_back({v, -1});
+  return r;
+}
+
+int g_nan_payload_only = 0;  // outputs equal except for NaN sign/payload bits
+
+// Exact byte equality, except that two NaNs are equal whatever their sign and payload (the team's
+// contract, testing::same_bits: x86 makes a fresh NaN negative, folding makes it positive). On a
+// mismatch, a description of the first differing element.
+bool identical(const ir::Tensor& a, const ir::Tensor& b, std::string& why) {
+  if (a.dtype != b.dtype || a.shape != b.shape) {
+    why = fmt::format("type {} vs {}", ir::tensor_type_string(a.dtype, a.shape), ir::tensor_type_string(b.dtype, b.shape));
+    return false;
+  }
+  if (a.data == b.data) return true;
+  if (testing::same_bits(a, b)) {
+    ++g_nan_payload_only;
+    return true;
+  }
+  const int sz = ir::dtype_size(a.dtype);
+  for (int64_t i = 0; i < a.numel(); ++i)
+    if (std::memcmp(a.data.data() + i * sz, b.data.data() + i * sz, static_cast<size_t>(sz)) != 0) {
+      const ir::Scalar x = a.get(i), y = b.get(i);
+      uint64_t bx = 0, by = 0;
+      std::memcpy(&bx, a.data.data() + i * sz, static_cast<size_t>(sz));
+      std::memcpy(&by, b.data.data() + i * sz, static_cast<size_t>(sz));
+      why = fmt::format("element {}: {} (0x{:x}) vs {} (0x{:x})", i, ir::is_float(a.dtype) ? fmt::format("{}", x.f) : fmt::format("{}", x.i), bx,
+                        ir::is_float(a.dtype) ? fmt::format("{}", y.f) : fmt::format("{}", y.i), by);
+      return false;
+    }
+  return true;
+}
+
+// A graph with its fused and unfused CPU programs and the inputs to check them on.
+struct Case {
+  std::string label;
+  ir::Graph graph;
+  std::vector<ir::Tensor> inputs;
+  std::vector<ir::Scalar> params;
+  jit::CpuProgram fused, unfused;
+};
+
+Case make_case(std::string label, ir::Graph g, uint64_t seed, const jit::CodegenOptions& opts = {}) {
+  Case c;
+  c.label = std::move(label);
+  c.inputs = testing::random_inputs(g, seed, 0.35);
+  c.params = testing::random_params(g, seed);
+  c.fused = jit::prepare_cpu_program(g, ir::plan_fusion(g), opts);
+  c.unfused = jit::prepare_cpu_program(g, ir::plan_unfused(g), opts);
+  c.graph = std::move(g);
+  return c;
+}
+
+// One host module per half of the cases, compiled concurrently (2 cores in CI).
+void compile_all(std::vector<Case>& cases, const jit::HostCompileOptions& opts = {}, int parts = 2) {
+  std::vector<std::future<void>> jobs;
+  const size_t per = (cases.size() + static_cast<size_t>(parts) - 1) / static_cast<size_t>(parts);
+  for (size_t first = 0; first < cases.size(); first += per)
+    jobs.push_back(std::async(std::launch::async, [&, first] {
+      std::vector<jit::CpuProgram*> ps;
+      for (size_t k = first; k < std::min(cases.size(), first + per); ++k) {
+        ps.push_back(&cases[k].fused);
+        ps.push_back(&cases[k].unfused);
+      }
+      jit::compile_cpu_programs(ps, opts);
+    }));
+  for (auto& j : jobs) j.get();
+}
+
+// Runs both programs and the reference; every output must be identical. Returns failures.
+int check_case(const Case& c, const jit::CpuRunOptions& run = {}) {
+  const std::vector<ir::Tensor> ref = ir::evaluate_reference(c.graph, c.inputs, c.params);
+  const jit::CpuTensorRunResult f = jit::run_cpu_program(c.fused, std::span<const ir::Tensor>(c.inputs), c.params, run);
+  const jit::CpuTensorRunResult u = jit::run_cpu_program(c.unfused, std::span<const ir::Tensor>(c.inputs), c.params, run);
+  int bad = 0;
+  for (size_t o = 0; o < ref.size(); ++o) {
+    std::string why;
+    if (!identical(ref[o], f.outputs[o], why)) {
+      ++bad;
+      FAIL_CHECK(c.label << ": fused output '" << c.graph.outputs[o].name << "' differs from the reference: " << why);
+    }
+    if (!identical(ref[o], u.outputs[o], why)) {
+      ++bad;
+      FAIL_CHECK(c.label << ": unfused output '" << c.graph.outputs[o].name << "' differs from the reference: " << why);
+    }
+  }
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("every op x dtype: fused, unfused and reference agree bit for bit, with broadcasting") {
+  const DType types[] = {DType::Bool, DType::I8, DType::U8, DType::I32, DType::I64,
+                         DType::F16, DType::BF16, DType::F32, DType::F64};
+  std::vector<Case> cases;
+  uint64_t seed = 100;
+  for (int o = 0; o < ir::kNumOps; ++o) {
+    const Op op = static_cast<Op>(o);
+    if (ir::is_leaf(op)) continue;
+    for (DType t : types) {
+      ir::GraphBuilder b(std::string(ir::op_name(op)));
+      // Operand 0 full [6, 9]; operand 1 a broadcast row [9]; operand 2 a column [6, 1].
+      const ir::Shape shapes[3] = {shp({6, 9}), shp({9}), shp({6, 1})};
+      std::vector<ir::Operand> args;
+      for (int a = 0; a < ir::op_arity(op); ++a)
+        args.push_back(ir::Operand::of(
+            b.add_input("a" + std::to_string(a), (op == Op::Where && a == 0) ? DType::Bool : t, shapes[a])));
+      try {
+        // Casts go from t to every dtype; other ops also feed a second op so groups have 2 nodes.
+        if (op == Op::Cast) {
+          for (DType to : types) b.add_output(std::string("to_") + std::string(ir::dtype_name(to)), b.cast(args[0], to));
+        } else {
+          ir::Operand r = b.apply(op, args);
+          b.add_output("r", r);
+          ir::Operand a2[2] = {r, r};
+          if (b.graph().node(r.node).dtype != DType::Bool) b.add_output("r2", b.apply(Op::Mul, a2));
+        }
+      } catch (const ir::UserError&) {
+        continue;  // op not defined on this dtype (neg of bool, ...)
+      }
+      ir::Graph g = b.finish();
+      cases.push_back(make_case(fmt::format("{}({})", ir::op_name(op), ir::dtype_name(t)), std::move(g), seed++));
+    }
+  }
+  CHECK(cases.size() > 250);
+  compile_all(cases);
+  int bad = 0;
+  for (const Case& c : cases) bad += check_case(c);
+  // The scalar-only loop and a multi-block, multi-thread grid-stride launch give the same bits.
+  jit::CpuRunOptions scalar;
+  scalar.vector_path = false;
+  scalar.launch = {3, 5};
+  for (const Case& c : cases) bad += check_case(c, scalar);
+  CHECK(bad == 0);
+}
+
+TEST_CASE("every sample graph, at small dims, fused and unfused match the reference") {
+  std::vector<Case> cases;
+  uint64_t seed = 7;
+  const std::filesystem::path dir = std::filesystem::path(FUSEJIT_SOURCE_DIR) / "samples" / "graphs";
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".txt") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 8);
+  for (const auto& f : files) {
+    ir::Graph g = ir::parse_graph_file(f.string());
+    std::vector<std::pair<std::string, int64_t>> small;
+    for (size_t d = 0; d < g.dims.size(); ++d) small.push_back({g.dims[d].name, static_cast<int64_t>(3 + 2 * d)});
+    ir::rebind_dims(g, small);
+    // The same graph with 64-bit index math forced (the code path of >= 2^31 elements).
+    jit::CodegenOptions i64;
+    i64.index_bits = 64;
+    cases.push_back(make_case(f.filename().string() + " (64-bit index)", g, seed, i64));
+    CHECK(cases.back().fused.kernels.front().index64);
+    cases.push_back(make_case(f.filename().string(), std::move(g), seed++));
+  }
+  compile_all(cases);
+  int bad = 0;
+  for (const Case& c : cases) {
+    CHECK(c.fused.plan.groups.size() <= c.unfused.plan.groups.size());
+    bad += check_case(c);
+  }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("1,000+ random graphs: fused, unfused and reference agree bit for bit") {
+  // Batches of graphs share one host compile. -O0 keeps the compile short; results do not depend
+  // on the optimisation level (no -ffast-math, no contraction); the samples and the every-op test
+  // use the product's -O2.
+  jit::HostCompileOptions quick;
+  quick.opt_level = "-O0";
+  int graphs = 0, bad = 0, multi_output_groups = 0, strided_groups = 0, kernels = 0;
+  double compile_s = 0;
+  const int kBatches = 10, kPerBatch = 100;
+  std::vector<std::vector<Case>> batches(kBatches);
+  for (int batch = 0; batch < kBatches; ++batch) {
+    std::vector<Case>& cases = batches[static_cast<size_t>(batch)];
+    for (int k = 0; k < kPerBatch; ++k) {
+      testing::RandomGraphOptions o;
+      o.seed = 5000 + static_cast<uint64_t>(batch * kPerBatch + k);
+      o.num_ops = 8;
+      ir::Graph g = testing::random_graph(o);
+      jit::CodegenOptions co;
+      co.vectorize = (k % 4 == 0);  // the vector path for every dtype is covered above
+      cases.push_back(make_case(fmt::format("random graph seed {}", o.seed), std::move(g), o.seed, co));
+      for (const ir::FusionGroup& grp : cases.back().fused.plan.groups) multi_output_groups += grp.outputs.size() > 1;
+      for (const jit::CpuProgram* pr : {&cases.back().fused, &cases.back().unfused})
+        for (const jit::GeneratedKernel& kk : pr->kernels) strided_groups += kk.source.find("off_v") != std::string::npos;
+    }
+  }
+  // Two compiler processes at a time (the CI machine has 2 cores).
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::future<void>> jobs;
+  for (int w = 0; w < 2; ++w)
+    jobs.push_back(std::async(std::launch::async, [&, w] {
+      for (int batch = w; batch < kBatches; batch += 2) compile_all(batches[static_cast<size_t>(batch)], quick, 1);
+    }));
+  for (auto& j : jobs) j.get();
+  compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (std::vector<Case>& cases : batches) {
+    ++kernels;
+    for (size_t k = 0; k < cases.size(); ++k) {
+      jit::CpuRunOptions run;
+      if (k % 3 == 1) run.launch = {2, 3};
+      bad += check_case(cases[k], run);
+      ++graphs;
+    }
+  }
+  MESSAGE(graphs << " graphs, " << kernels << " host modules, compile " << compile_s << " s, " << g_nan_payload_only
+                 << " outputs equal up to NaN sign/payload");
+  CHECK(graphs >= 1000);
+  CHECK(multi_output_groups > 50);
+  CHECK(strided_groups > 30);
+  CHECK(bad == 0);
+}
+
+TEST_CASE("a new dim value or param value reuses the compiled kernels") {
+  ir::GraphBuilder b("rebind");
+  const int32_t n = b.add_dim("N", 8);
+  ir::Shape xs = {{8, n}, {4, -1}};
+  auto x = ir::Operand::of(b.add_input("x", DType::F32, xs));
+  auto bias = ir::Operand::of(b.add_input("bias", DType::F32, shp({4})));
+  ir::Literal a;
+  a.cat = ir::Category::Float;
+  a.f = 0.5;
+  auto p = ir::Operand::of(b.add_param("alpha", DType::F32, a));
+  ir::Operand m[2] = {x, bias};
+  ir::Operand s[2] = {b.apply(Op::Mul, m), p};
+  b.add_output("y", b.apply(Op::Add, s));
+  ir::Graph g = b.finish();
+  Case c = make_case("rebind", g, 1);
+  std::vector<Case> one;
+  one.push_back(std::move(c));
+  compile_all(one);
+  Case& cc = one.front();
+  CHECK(check_case(cc) == 0);
+  // Rebind N in the programs' graphs (the kernels and plans stay as generated) and the case's graph.
+  ir::rebind_dims(cc.graph, {{"N", 13}});
+  ir::rebind_dims(cc.fused.graph, {{"N", 13}});
+  ir::rebind_dims(cc.unfused.graph, {{"N", 13}});
+  cc.inputs = testing::random_inputs(cc.graph, 2);
+  cc.params = {ir::literal_to_scalar(a, DType::F32)};
+  cc.params[0].f = -3.25;
+  CHECK(check_case(cc) == 0);
+  CHECK(cc.fused.kernels.front().name == jit::generate_kernel(cc.fused.graph, cc.fused.plan.groups.front()).name);
+  // A wrong input is a clear UserError.
+  std::vector<ir::Tensor> wrong = cc.inputs;
+  wrong[0] = ir::Tensor(DType::F16, {13, 4});
+  CHECK_THROWS_AS(jit::run_cpu_program(cc.fused, std::span<const ir::Tensor>(wrong)), ir::UserError);
+}
+
+TEST_CASE("outputs that are leaves (input, param, constant) are copied or filled") {
+  ir::GraphBuilder b("leaves");
+  auto x = ir::Operand::of(b.add_input("x", DType::BF16, shp({3, 5})));
+  ir::Literal a;
+  a.cat = ir::Category::Float;
+  a.f = -2.5;
+  auto p = ir::Operand::of(b.add_param("alpha", DType::F64, a));
+  // The builder refuses leaf outputs; the rewriter produces them (x * 1 -> x, alpha * 1 -> alpha).
+  ir::Literal one_l;
+  one_l.i = 1;
+  ir::Operand xm[2] = {x, ir::Operand::of(one_l)};
+  b.add_output("x_again", b.apply(Op::Mul, xm));
+  ir::Operand pm[2] = {p, ir::Operand::of(one_l)};
+  b.add_output("alpha_out", b.apply(Op::Mul, pm));
+  ir::Operand m[2] = {x, x};
+  b.add_output("sq", b.apply(Op::Mul, m));
+  ir::Graph g = ir::rewrite(b.finish()).graph;
+  int leaf_outputs = 0;
+  for (const ir::OutputDecl& o : g.outputs) leaf_outputs += ir::is_leaf(g.node(o.node).op);
+  CHECK(leaf_outputs == 2);
+  std::vector<Case> one;
+  one.push_back(make_case("leaves", std::move(g), 3));
+  compile_all(one);
+  CHECK(check_case(one.front()) == 0);
+}
+
+TEST_CASE("a repeated build compiles nothing") {
+  ir::Graph g = ir::parse_graph_file(std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/x2x3.txt");
+  jit::CpuProgram a = jit::build_cpu_program(g, ir::plan_fusion(g));
+  jit::CpuProgram b = jit::build_cpu_program(g, ir::plan_fusion(g));
+  CHECK((b.compile.memory_hit || b.compile.disk_hit));
+  CHECK(b.compile.compile_ms == 0.0);
+  CHECK(a.module == b.module);
+}

@@ -1,0 +1,80 @@
+// End to end on the CPU: rewrite (strict) -> plan_fusion -> generated kernels compiled with the
+// host compiler -> outputs bit for bit equal to the reference evaluator on the ORIGINAL graph
+// (NaN payloads aside). Checks that the plans (multi-output groups, recomputed broadcast
+// producers, copy/fill groups of leaf outputs, parameter-cap splits) are executable as planned.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "ir/builder.h"
+#include "ir/parser.h"
+#include "ir/passes/plan_fusion.h"
+#include "ir/passes/rewrite.h"
+#include "ir/reference.h"
+#include "jit/cpu_runner.h"
+#include "tests/support/random_graph.h"
+
+using namespace fusejit;
+using namespace fusejit::ir;
+
+namespace {
+
+void run_and_compare(const std::vector<Graph>& originals, const PlanOptions& po) {
+  std::vector<std::unique_ptr<jit::CpuProgram>> progs;
+  std::vector<jit::CpuProgram*> ptrs;
+  for (const Graph& g : originals) {
+    Graph r = rewrite(g).graph;
+    progs.push_back(std::make_unique<jit::CpuProgram>(jit::prepare_cpu_program(r, plan_fusion(r, po))));
+    ptrs.push_back(progs.back().get());
+  }
+  jit::compile_cpu_programs(ptrs);
+  for (size_t k = 0; k < originals.size(); ++k) {
+    INFO("graph " << k << " " << originals[k].name);
+    auto in = testing::random_inputs(originals[k], 77 + k);
+    auto ps = testing::random_params(originals[k], 91 + k);
+    auto want = evaluate_reference(originals[k], in, ps);
+    auto got = jit::run_cpu_program(*progs[k], in, ps);
+    REQUIRE(got.outputs.size() == want.size());
+    for (size_t o = 0; o < want.size(); ++o) {
+      std::string why;
+      bool same = testing::same_bits(want[o], got.outputs[o], &why);
+      if (!same) FAIL_CHECK("output " << originals[k].outputs[o].name << ": " << why);
+    }
+  }
+}
+
+}  // namespace
+
+// Known issue (reported to the codegen owner): jit/cpu_runner.cpp's read_addr looks a node up in
+// the written-buffer map before treating it as a graph input, so when an output is an input
+// after rewrites (its copy group writes a buffer keyed by the input's node id), kernels that
+// read that input read the not-yet-filled copy instead. Remove may_fail once that is fixed.
+TEST_CASE("leaf outputs (copy and fill groups) run on the CPU like the reference" * doctest::may_fail()) {
+  std::vector<Graph> gs;
+  gs.push_back(parse_graph("input x : f32[6]\ny = x * 1\nz = x + 1\noutput y, z\n", "copy"));
+  gs.push_back(parse_graph("input x : f32[6]\nparam p : f32 = 2.5\ny = p * 1\nz = x + p\noutput y, z\n", "fill"));
+  run_and_compare(gs, {});
+}
+
+TEST_CASE("fused plans of samples and random graphs run on the CPU bit for bit like the reference") {
+  std::vector<Graph> originals;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs")) {
+    if (e.path().extension() != ".txt") continue;
+    Graph probe = parse_graph_file(e.path().string());
+    DimOverrides small;
+    for (const DimDecl& d : probe.dims) small.push_back({d.name, 5});
+    originals.push_back(parse_graph_file(e.path().string(), small));
+  }
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    testing::RandomGraphOptions o;
+    o.seed = 9000 + seed;
+    o.num_ops = 10 + static_cast<int>(seed % 20);
+    o.max_outputs = 4;
+    originals.push_back(testing::random_graph(o));
+  }
+  PlanOptions po;
+  po.max_ops_per_group = 6;  // small cap: exercises splits and materialised intermediates
+  run_and_compare(originals, po);
+  run_and_compare(originals, {});
+}
