@@ -10,6 +10,8 @@
 
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "ir/builder.h"
 #include "ir/parser.h"
 #include "ir/passes/plan_fusion.h"
@@ -239,7 +241,7 @@ std::vector<jit::GeneratedKernel> every_op_kernels() {
       ir::GraphBuilder b("ops");
       std::vector<ir::Operand> args;
       for (int a = 0; a < ir::op_arity(op); ++a)
-        args.push_back(ir::Operand::of(b.add_input("a" + std::to_string(a), (op == Op::Where && a == 0) ? DType::Bool : t,
+        args.push_back(ir::Operand::of(b.add_input(fmt::format("a{}", a), (op == Op::Where && a == 0) ? DType::Bool : t,
                                                    shp({a == 1 ? 1 : 5, 7}))));
       try {
         ir::Operand r = op == Op::Cast ? b.cast(args[0], types[(static_cast<int>(t) + 3) % 9]) : b.apply(op, args);

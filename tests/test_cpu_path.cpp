@@ -136,7 +136,7 @@ TEST_CASE("every op x dtype: fused, unfused and reference agree bit for bit, wit
       std::vector<ir::Operand> args;
       for (int a = 0; a < ir::op_arity(op); ++a)
         args.push_back(ir::Operand::of(
-            b.add_input("a" + std::to_string(a), (op == Op::Where && a == 0) ? DType::Bool : t, shapes[a])));
+            b.add_input(fmt::format("a{}", a), (op == Op::Where && a == 0) ? DType::Bool : t, shapes[a])));
       try {
         // Casts go from t to every dtype; other ops also feed a second op so groups have 2 nodes.
         if (op == Op::Cast) {
