@@ -1,0 +1,171 @@
+// The library's GPU path (Program::compile for the CUDA backend, launch, run, run_graph's timing
+// and checks) end to end without a GPU: the kernels are really compiled by NVRTC for sm_90, the
+// Driver API is the fake of tests/support/fake_driver.h, and each "launch" runs the host build of
+// the same generated kernel.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include <fusejit/fusejit.h>
+#include <fusejit/report.h>
+
+#include "jit/codegen.h"
+#include "jit/host_compile.h"
+#include "lib/internal.h"
+#include "lib/program_impl.h"
+#include "tests/support/fake_driver.h"
+
+namespace fj = fusejit;
+
+namespace {
+
+// Registers host emulations for every kernel of both plans of `p` with the fake driver.
+std::vector<std::shared_ptr<fusejit::jit::HostModule>> emulate(const fj::Program& p) {
+  std::vector<std::shared_ptr<fusejit::jit::HostModule>> keep;
+  const fj::Program::Impl& impl = p.impl();
+  struct Side {
+    const fusejit::ir::Graph* g;
+    const fusejit::ir::Plan* plan;
+    bool fast;
+  } sides[2] = {{&impl.rewritten.impl().graph, &impl.fused_plan, impl.options.fast_math},
+                {&impl.graph.impl().graph, &impl.unfused_plan, false}};
+  for (const Side& s : sides) {
+    fusejit::jit::CodegenOptions cg;
+    cg.fast_math = s.fast;
+    auto kernels = fusejit::jit::generate_plan_kernels(*s.g, *s.plan, cg);
+    if (kernels.empty()) continue;
+    auto module = fusejit::jit::host_compile(kernels).module;
+    keep.push_back(module);
+    for (const auto& k : kernels) {
+      auto tr = module->trampoline(k.name);
+      fake_cuda::st().kernels[k.name] = [tr](void** a) { tr(a, 1, 1); };
+    }
+  }
+  return keep;
+}
+
+struct FakeGpu {
+  FakeGpu() {
+    auto drv = fake_cuda::reset();
+    fake_cuda::st().free = size_t{4} << 30;
+    fusejit::jit::set_driver_for_testing(drv);
+  }
+  ~FakeGpu() { fusejit::jit::set_driver_for_testing(nullptr); }
+};
+
+std::string sample(const char* name) { return std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/" + name; }
+
+}  // namespace
+
+TEST_CASE("run_graph on the CUDA backend: fused vs unfused, per-op check, timing fields") {
+  FakeGpu gpu;
+  struct Case {
+    const char* file;
+    fj::DimValues dims;
+    std::vector<std::pair<std::string, std::pair<double, double>>> ranges;
+  } cases[] = {
+      {"x2x3.txt", {{"N", 4099}}, {}},
+      {"gpt2_gelu_tanh.txt", {{"T", 3}, {"F", 67}}, {}},
+      {"adam_step.txt", {{"N", 1000}}, {{"v", {0.0, 1.0}}}},
+      {"bias_gelu.txt", {{"T", 5}, {"F", 33}}, {}},
+      {"llama_swiglu.txt", {{"T", 2}, {"F", 40}}, {}},
+      {"nchw_normalize.txt", {{"N", 2}, {"H", 5}, {"W", 7}}, {}},
+      {"int8_quant.txt", {{"T", 4}, {"F", 16}}, {}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.file);
+    fj::Graph g = fj::Graph::load(sample(c.file), c.dims);
+    fj::Options o;
+    o.backend = fj::Backend::Cuda;
+    fj::Program p = fj::Program::compile(g, o);
+    CHECK(p.backend() == fj::Backend::Cuda);
+    CHECK(p.target() == "sm_90 (CUBIN)");
+    auto keep = emulate(p);
+    fj::RunOptions ro;
+    ro.options = o;
+    ro.warmup = 1;
+    ro.repeats = 3;
+    ro.special_values = true;
+    ro.input_ranges = c.ranges;
+    fj::RunReport r = fj::run_graph(g, ro);
+    CHECK(r.backend == "cuda");
+    CHECK(r.device.find("Fake H200") != std::string::npos);
+    REQUIRE(r.checks.size() == 3);
+    for (const auto& chk : r.checks) {
+      CAPTURE(chk.what);
+      CAPTURE(chk.detail);
+      CHECK(chk.ok);
+    }
+    CHECK(r.fused.kernels == static_cast<int>(p.kernels(fj::PlanKind::Fused).size()));
+    CHECK(r.fused.time_ms > 0);
+    CHECK(r.copy_gbps > 0);
+    CHECK(r.to_json().find("\"pct_of_copy\"") != std::string::npos);
+  }
+  CHECK(fake_cuda::st().live.empty());  // every device buffer freed
+}
+
+TEST_CASE("Program::run and launch on the CUDA backend") {
+  FakeGpu gpu;
+  fj::GraphBuilder b("axpy");
+  fj::Value x = b.input("x", fj::DType::F32, {64});
+  fj::Value y = b.input("y", fj::DType::F32, {64});
+  fj::Value a = b.param("a", fj::DType::F32, 2.0);
+  b.output("z", a * x + y);
+  fj::Options o;
+  o.backend = fj::Backend::Cuda;
+  fj::Program p = fj::Program::compile(b.build(), o);
+  auto keep = emulate(p);
+  fj::HostTensor tx{fj::DType::F32, {64}, std::vector<std::byte>(256)}, ty = tx;
+  for (int i = 0; i < 64; ++i) {
+    float vx = static_cast<float>(i), vy = 0.5f;
+    std::memcpy(tx.data.data() + 4 * i, &vx, 4);
+    std::memcpy(ty.data.data() + 4 * i, &vy, 4);
+  }
+  fj::Scalar three[1] = {fj::Scalar(3.0)};
+  auto out = p.run({tx, ty}, three);
+  float z5;
+  std::memcpy(&z5, out[0].data.data() + 20, 4);
+  CHECK(z5 == 15.5f);
+  CHECK(p.run({tx, ty}, three, fj::PlanKind::Unfused)[0].data == out[0].data);
+
+  // launch: caller-owned "device" pointers (host memory under the fake driver).
+  std::vector<float> hx(64, 1.0f), hy(64, 2.0f), hz(64, 0.0f);
+  const void* ins[2] = {hx.data(), hy.data()};
+  void* outs[1] = {hz.data()};
+  p.launch(ins, outs, three, nullptr);
+  CHECK(hz[7] == 5.0f);
+  // An output overlapping an input is refused as the caller's mistake.
+  void* bad[1] = {hx.data()};
+  try {
+    p.launch(ins, bad, three, nullptr);
+    FAIL("expected an error");
+  } catch (const fj::Error& e) {
+    CHECK(e.kind() == fj::ErrorKind::User);
+  }
+  // A wrong pointer count.
+  CHECK_THROWS_AS(p.launch(std::span<const void* const>(ins, 1), outs, three, nullptr), fj::Error);
+}
+
+TEST_CASE("no GPU: the CUDA backend is a Driver error, Auto falls back to the CPU and says why") {
+  auto none = fusejit::jit::Driver::load("libcuda-that-does-not-exist.so");
+  fusejit::jit::set_driver_for_testing(none);
+  fj::GraphBuilder b("t");
+  b.output("y", b.input("x", fj::DType::F32, {4}) * 2);
+  fj::Graph g = b.build();
+  fj::Options o;
+  o.backend = fj::Backend::Cuda;
+  try {
+    fj::Program::compile(g, o);
+    FAIL("expected an error");
+  } catch (const fj::Error& e) {
+    CHECK(e.kind() == fj::ErrorKind::Driver);
+    CHECK(std::string(e.what()).find("no CUDA driver") != std::string::npos);
+  }
+  fj::RunOptions ro;
+  fj::RunReport r = fj::run_graph(g, ro);
+  CHECK(r.backend == "cpu");
+  CHECK(r.backend_note.find("no CUDA driver") != std::string::npos);
+  CHECK(r.to_text().find("host CPU: no GPU: no CUDA driver") != std::string::npos);
+  fusejit::jit::set_driver_for_testing(nullptr);
+}
