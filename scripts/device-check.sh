@@ -157,4 +157,8 @@ else
   for j in "$OUTDIR"/runs/*.json; do echo "$(basename "$j"):"; head -c 2000 "$j"; echo; done
 fi
 say "done in $(elapsed) s, status $status; logs in $OUTDIR"
+# The device tool returns at most 8 files from $OUT: fold the per-sample logs into one archive.
+if [ -n "${OUT:-}" ] && [ -d "$OUTDIR/runs" ]; then
+  tar czf "$OUTDIR/runs.tgz" -C "$OUTDIR" runs && rm -rf "$OUTDIR/runs"
+fi
 exit $status
