@@ -9,6 +9,9 @@
 // with NVRTC, loaded and launched as no-ops, so only the plumbing runs and the value checks are off.
 #include <doctest/doctest.h>
 
+#include <fusejit/fusejit.h>
+#include <fusejit/report.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -149,7 +152,21 @@ TEST_CASE("every sample graph: fused vs unfused bitwise, vs reference") {
     const std::vector<ir::Tensor> in = testing::random_inputs(g, 7, 0.05);
     const std::vector<ir::Tensor> ref = ir::evaluate_reference(g, in);
     GpuMeasurement m = run_and_measure(b.fused.program, b.unfused.program, host_of(in), {}, checked_only());
-    check_outputs(g, m, ref, true, entry.path().filename().string());
+    // Whole-output ulp bounds do not hold through cancellation (1 + erf(x) near x = -3 turns a
+    // 2-ulp erf error into thousands of ulps of the result): approximate outputs are compared
+    // fused vs unfused here, and each op against its own documented bound by the library's
+    // per-op check below.
+    check_outputs(g, m, ref, false, entry.path().filename().string());
+    if (!g_fake) {
+      fusejit::RunOptions ro;
+      ro.options.backend = fusejit::Backend::Cuda;
+      ro.warmup = 1;
+      ro.repeats = 2;
+      ro.special_values = true;
+      fusejit::RunReport r = fusejit::run_graph(fusejit::Graph::load(entry.path().string(), dims), ro);
+      for (const fusejit::CheckReport& c : r.checks) CHECK_MESSAGE(c.ok, c.what << ": " << c.detail);
+      for (const fusejit::CheckReport& c : r.checks) MESSAGE(entry.path().filename().string() << ": " << c.what << ": " << c.detail);
+    }
     ++count;
   }
   CHECK(count >= 10);

@@ -126,8 +126,36 @@ FJ_FN unsigned int fj_round_bits_i64(long long v, int mb, int eb) {
   return fj_pack_small(sign, m, 0, mb, eb);
 }
 
+#ifdef __CUDACC_RTC__
+// On the GPU the conversions use the hardware's cvt instructions (PTX ISA, "cvt"): the same IEEE
+// round-to-nearest-even, subnormal and overflow results as the bit-level code, at a fraction of
+// its cost (the bit-level path made f16/bf16 kernels compute-bound); NaN becomes a canonical NaN.
+FJ_FN unsigned int fj_hw_round_f16_bits(float x) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  return h;
+}
+FJ_FN float fj_hw_f16_bits_to_f32(unsigned int b) {
+  float r;
+  unsigned short h = (unsigned short)b;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h));
+  return r;
+}
+#if __CUDA_ARCH__ >= 800
+#define FJ_HW_BF16 1
+FJ_FN unsigned int fj_hw_round_bf16_bits(float x) {
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  return h;
+}
+#endif
+#endif
+
 // f16 bits -> float (exact).
 FJ_FN float fj_f16_bits_to_f32(unsigned int h) {
+#ifdef __CUDACC_RTC__
+  return fj_hw_f16_bits_to_f32(h);
+#else
   unsigned int sign = (h & 0x8000u) << 16;
   unsigned int e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
   if (e == 0x1fu) return fj_u2f(sign | 0x7f800000u | (m << 13));
@@ -138,18 +166,34 @@ FJ_FN float fj_f16_bits_to_f32(unsigned int h) {
     return fj_u2f(sign | (e << 23) | ((m & 0x3ffu) << 13));
   }
   return fj_u2f(sign | ((e + 112u) << 23) | (m << 13));
+#endif
 }
 FJ_FN float fj_bf16_bits_to_f32(unsigned int b) { return fj_u2f(b << 16); }
 
 // Storage <-> compute.
 FJ_FN float fj_load(fj_f16 h) { return fj_f16_bits_to_f32(h.bits); }
 FJ_FN float fj_load(fj_bf16 h) { return fj_bf16_bits_to_f32(h.bits); }
-FJ_FN fj_f16 fj_store_f16(float x) { fj_f16 r; r.bits = (unsigned short)fj_round_bits_f32(x, 10, 5); return r; }
-FJ_FN fj_bf16 fj_store_bf16(float x) { fj_bf16 r; r.bits = (unsigned short)fj_round_bits_f32(x, 7, 8); return r; }
+// Rounds a float to f16 / bf16 bits (nearest-even).
+FJ_FN unsigned int fj_f16_bits_of(float x) {
+#ifdef __CUDACC_RTC__
+  return fj_hw_round_f16_bits(x);
+#else
+  return fj_round_bits_f32(x, 10, 5);
+#endif
+}
+FJ_FN unsigned int fj_bf16_bits_of(float x) {
+#ifdef FJ_HW_BF16
+  return fj_hw_round_bf16_bits(x);
+#else
+  return fj_round_bits_f32(x, 7, 8);
+#endif
+}
+FJ_FN fj_f16 fj_store_f16(float x) { fj_f16 r; r.bits = (unsigned short)fj_f16_bits_of(x); return r; }
+FJ_FN fj_bf16 fj_store_bf16(float x) { fj_bf16 r; r.bits = (unsigned short)fj_bf16_bits_of(x); return r; }
 
 // Per-node rounding of an f16/bf16 result computed in f32.
-FJ_FN float fj_round_f16(float x) { return fj_f16_bits_to_f32(fj_round_bits_f32(x, 10, 5)); }
-FJ_FN float fj_round_bf16(float x) { return fj_bf16_bits_to_f32(fj_round_bits_f32(x, 7, 8)); }
+FJ_FN float fj_round_f16(float x) { return fj_f16_bits_to_f32(fj_f16_bits_of(x)); }
+FJ_FN float fj_round_bf16(float x) { return fj_bf16_bits_to_f32(fj_bf16_bits_of(x)); }
 
 // ---------------------------------------------------------------------------------------------
 // Casts: fj_cvt_<dst>(CT src) -> CT(dst).
@@ -216,7 +260,7 @@ FJ_FN double fj_cvt_f64(double x) { return x; }
   FJ_FN float fj_cvt_##NAME(unsigned char x) { return TOF(fj_round_bits_i64(x, MB, EB)); }     \
   FJ_FN float fj_cvt_##NAME(int x) { return TOF(fj_round_bits_i64(x, MB, EB)); }               \
   FJ_FN float fj_cvt_##NAME(long long x) { return TOF(fj_round_bits_i64(x, MB, EB)); }         \
-  FJ_FN float fj_cvt_##NAME(float x) { return TOF(fj_round_bits_f32(x, MB, EB)); }             \
+  FJ_FN float fj_cvt_##NAME(float x) { return TOF(fj_##NAME##_bits_of(x)); }                   \
   FJ_FN float fj_cvt_##NAME(double x) { return TOF(fj_round_bits_f64(x, MB, EB)); }
 FJ_CVT_HALF(f16, 10, 5, fj_f16_bits_to_f32)
 FJ_CVT_HALF(bf16, 7, 8, fj_bf16_bits_to_f32)
