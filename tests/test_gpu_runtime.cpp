@@ -30,7 +30,8 @@
 #include "support/fake_driver.h"
 #include "support/random_graph.h"
 
-using namespace fusejit;
+namespace ir = fusejit::ir;
+namespace testing = fusejit::testing;
 using namespace fusejit::jit;
 using ir::DType;
 using ir::NodeId;
