@@ -354,3 +354,37 @@ TEST_CASE("timing: events, copy baseline, L2 rotation") {
   CHECK(m.speedup > 1.2);  // predicted 2x; anything near 1 means the fused path is broken
   CHECK(compare_outputs(DType::F32, m.unfused_outputs[0], m.fused_outputs[0], int64_t{1} << 26, kBitwise).ok);
 }
+
+TEST_CASE("one compiled Program, launched from several threads at once (public API)") {
+  if (g_fake) return;  // needs real kernels
+  fusejit::GraphBuilder b("threads");
+  fusejit::Value x = b.input("x", fusejit::DType::F32, {1 << 20});
+  fusejit::Value a = b.param("a", fusejit::DType::F32, 1.0);
+  b.output("y", b.op("tanh", {x * a}) + 1);
+  fusejit::Options o;
+  o.backend = fusejit::Backend::Cuda;
+  fusejit::Program p = fusejit::Program::compile(b.build(), o);
+  fusejit::HostTensor in{fusejit::DType::F32, {1 << 20}, std::vector<std::byte>(4u << 20)};
+  for (int i = 0; i < (1 << 20); ++i) {
+    float v = static_cast<float>(i % 1000) / 250.0f - 2.0f;
+    std::memcpy(in.data.data() + 4 * i, &v, 4);
+  }
+  // Each thread uses its own param value, so a mix-up between threads shows in the results.
+  std::vector<std::vector<std::byte>> expect(8);
+  for (int t = 0; t < 8; ++t) {
+    fusejit::Scalar s[1] = {fusejit::Scalar(1.0 + t)};
+    expect[t] = p.run({in}, s)[0].data;
+  }
+  std::vector<int> ok(8, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      fusejit::Scalar s[1] = {fusejit::Scalar(1.0 + t)};
+      bool good = true;
+      for (int r = 0; r < 10; ++r)
+        good &= p.run({in}, s, r % 2 ? fusejit::PlanKind::Unfused : fusejit::PlanKind::Fused)[0].data == expect[t];
+      ok[t] = good;
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) CHECK(ok[t] == 1);
+}
