@@ -146,9 +146,10 @@ int main(int argc, char** argv) {
   std::string cache_opt_dir;
   cache->add_option("--cache-dir", cache_opt_dir, "cache folder (default as for run)");
   CLI::App* c_stats = cache->add_subcommand("stats", "entries, bytes and the size cap");
-  CLI::App* c_list = cache->add_subcommand("list", "one line per entry: key, bytes, path");
+  CLI::App* c_list = cache->add_subcommand("list", "one line per GPU kernel entry: key, bytes, target, kernel name(s)");
   CLI::App* c_clear = cache->add_subcommand("clear", "remove every entry");
   CLI::App* c_path = cache->add_subcommand("path", "print the cache folder");
+  for (CLI::App* c : {c_stats, c_list, c_clear, c_path}) c->fallthrough();  // `cache stats --cache-dir X` works too
 
   try {
     app.parse(argc, argv);
@@ -215,12 +216,14 @@ int main(int argc, char** argv) {
         std::printf("%s\n", fj::cache_path(o).c_str());
       } else if (*c_stats) {
         fj::CacheStats s = fj::cache_stats(o);
-        std::printf("path:    %s%s\nentries: %lld\nbytes:   %lld\ncap:     %lld\n", s.path.c_str(),
-                    s.enabled ? "" : " (disabled)", static_cast<long long>(s.entries), static_cast<long long>(s.bytes),
-                    static_cast<long long>(s.cap_bytes));
+        std::printf("path:         %s%s\nGPU kernels:  %lld entries, %lld bytes (cap %lld)\nCPU modules:  %lld, %lld bytes\n",
+                    s.path.c_str(), s.enabled ? "" : " (disk cache disabled)", static_cast<long long>(s.entries),
+                    static_cast<long long>(s.bytes), static_cast<long long>(s.cap_bytes),
+                    static_cast<long long>(s.host_modules), static_cast<long long>(s.host_bytes));
       } else if (*c_list) {
         for (const fj::CacheEntryInfo& e : fj::cache_list(o))
-          std::printf("%s %10lld %s\n", e.key.c_str(), static_cast<long long>(e.bytes), e.path.c_str());
+          std::printf("%s %10lld %-12s %s%s\n", e.key.c_str(), static_cast<long long>(e.bytes), e.target.c_str(),
+                      e.label.c_str(), e.valid ? "" : "  (damaged: deleted on next load)");
       } else if (*c_clear) {
         long long n = static_cast<long long>(fj::cache_clear(o));
         std::printf("removed %lld entr%s\n", n, n == 1 ? "y" : "ies");
@@ -231,7 +234,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fusejit: error: %s\n", e.what());
     return 2;
   } catch (const fj::Error& e) {
-    std::fprintf(stderr, "%s\n", e.diagnostic().c_str());
+    std::string d = e.diagnostic();
+    while (!d.empty() && d.back() == '\n') d.pop_back();
+    std::fprintf(stderr, "%s\n", d.c_str());
     return exit_code(e);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fusejit: internal error: %s\n", e.what());

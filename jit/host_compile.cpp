@@ -132,6 +132,23 @@ std::string host_source(std::span<const GeneratedKernel> kernels) {
   return s;
 }
 
+namespace {
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return f ? ss.str() : std::string();
+}
+// XXH3-128 of a file's bytes as hex; "" when it cannot be read.
+std::string file_hash(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return {};
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return xxh3_128(ss.str()).hex();
+}
+}  // namespace
+
 std::string host_cache_dir() {
   namespace fs = std::filesystem;
   std::vector<std::string> candidates;
@@ -180,17 +197,35 @@ HostCompileResult host_compile(std::span<const GeneratedKernel> kernels, const H
       }
   }
 
-  const std::string dir = host_cache_dir();
+  std::string dir;
+  if (!opts.disk_cache) {
+    dir = (fs::temp_directory_path() / fmt::format("fusejit-nocache-{}", getpid())).string();
+  } else if (!opts.cache_dir.empty()) {
+    dir = opts.cache_dir + "/host";
+  } else {
+    dir = host_cache_dir();
+  }
+  {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec || access(dir.c_str(), W_OK) != 0)
+      throw HostCompileError("cannot use '" + dir + "' for host kernel builds: " + (ec ? ec.message() : "not writable"));
+  }
   const std::string so = dir + "/" + key + ".so";
-  if (fs::exists(so)) {
-    if (void* hnd = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      r.module = HostModuleAccess::make(hnd, so);
-      r.disk_hit = true;
-      remember(r.module);
-      return r;
+  const std::string sum = so + ".sum";
+  if (opts.disk_cache && fs::exists(so)) {
+    // Load only a module whose bytes still hash to the sum written with it.
+    if (read_file(sum) == file_hash(so)) {
+      if (void* hnd = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+        r.module = HostModuleAccess::make(hnd, so);
+        r.disk_hit = true;
+        remember(r.module);
+        return r;
+      }
     }
     std::error_code ec;
-    fs::remove(so, ec);  // unreadable or truncated: rebuild it
+    fs::remove(so, ec);  // damaged, truncated or unreadable: rebuild it
+    fs::remove(sum, ec);
   }
 
   // Compile into unique temporary names, then rename into place, so a concurrent process never
@@ -214,6 +249,11 @@ HostCompileResult host_compile(std::span<const GeneratedKernel> kernels, const H
     throw HostCompileError(fmt::format("host compiler failed (exit status {}): {}\n{}\nsource:\n{}", status, cmd,
                                        output, numbered(src)));
   }
+  {
+    std::ofstream f(tmp + ".sum", std::ios::binary);
+    f << file_hash(tmp + ".so");
+  }
+  fs::rename(tmp + ".sum", sum, ec);
   fs::rename(tmp + ".so", so, ec);
   if (ec) throw HostCompileError(fmt::format("cannot move {} into the cache: {}", so, ec.message()));
   {

@@ -59,6 +59,12 @@ struct HostCompileOptions {
   // Optimisation flag. The product uses -O2; results do not depend on it (no -ffast-math, no
   // contraction), so big test batches may use -O0 to compile faster.
   std::string opt_level = "-O2";
+  // Cache folder root ("" = host_cache_dir()); modules go to ROOT/host. Each module is stored
+  // with an XXH3-128 sum of its bytes and reloaded only when the sum matches (a damaged file is
+  // rebuilt, never loaded).
+  std::string cache_dir;
+  // false: never read or keep modules on disk across processes (a per-process folder is used).
+  bool disk_cache = true;
 };
 
 // The host C++ translation unit for `kernels`: host prelude + emit_translation_unit() + one

@@ -243,8 +243,21 @@ void compile_cpu(Program::Impl& p) {
   cg.fast_math = p.options.fast_math;
   p.cpu_fused = std::make_shared<jit::CpuProgram>(jit::prepare_cpu_program(p.rewritten.impl().graph, p.fused_plan, cg));
   p.cpu_unfused = std::make_shared<jit::CpuProgram>(jit::prepare_cpu_program(p.graph.impl().graph, p.unfused_plan, {}));
-  jit::CpuProgram* both[2] = {p.cpu_fused.get(), p.cpu_unfused.get()};
-  jit::compile_cpu_programs(both);
+  jit::HostCompileOptions ho;
+  ho.cache_dir = p.options.cache_dir;
+  ho.disk_cache = p.options.disk_cache;
+  if (p.options.fast_math) {
+    // Fast-math and strict kernels need different compile modes: one shared object each.
+    jit::CpuProgram* f[1] = {p.cpu_fused.get()};
+    jit::CpuProgram* u[1] = {p.cpu_unfused.get()};
+    jit::compile_cpu_programs(f, ho);
+    jit::compile_cpu_programs(u, ho);
+  } else {
+    jit::CpuProgram* both[2] = {p.cpu_fused.get(), p.cpu_unfused.get()};
+    jit::compile_cpu_programs(both, ho);
+  }
+  if (!p.options.arch.empty())
+    warn("--arch " + p.options.arch + " has no effect on the CPU path (no GPU is used)");
   auto fill = [](const jit::CpuProgram& cp, std::vector<KernelInfo>& infos) {
     for (size_t i = 0; i < cp.plan.groups.size(); ++i) {
       KernelInfo info = kernel_info(cp.graph, cp.plan.groups[i], cp.kernels[i]);
@@ -255,8 +268,8 @@ void compile_cpu(Program::Impl& p) {
   };
   fill(*p.cpu_fused, p.fused_kernels);
   fill(*p.cpu_unfused, p.unfused_kernels);
-  // Both plans are one host shared object: count its compile time once.
-  if (!p.unfused_kernels.empty() && !p.fused_kernels.empty()) p.unfused_kernels[0].compile_ms = 0.0;
+  // In strict mode both plans are one host shared object: count its compile time once.
+  if (!p.options.fast_math && !p.unfused_kernels.empty() && !p.fused_kernels.empty()) p.unfused_kernels[0].compile_ms = 0.0;
   p.target = "host C++ (" + std::string(std::getenv("CXX") ? std::getenv("CXX") : "c++") + ", -ffp-contract=off)";
   if (!p.options.dump_dir.empty()) dump_all(p, p.cpu_fused->kernels, p.cpu_unfused->kernels, {}, {}, "");
 }

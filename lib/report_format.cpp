@@ -72,6 +72,9 @@ std::string RunReport::to_text() const {
   for (size_t k = 0; k < outputs.size(); ++k)
     s += fmt::format("  {}  {} ({})\n", k == 0 ? "outputs " : "        ", tensor_text(outputs[k]), fmt_bytes(outputs[k].bytes()));
   s += fmt::format("  graph     {} ops, {} elements\n", op_count, elements);
+  std::string run_args = fmt::format("seed {}{}", seed, special_values ? ", special values" : "");
+  for (const auto& [n, v] : params) run_args += fmt::format(", {}={}", n, v);
+  s += fmt::format("  run       {} (random inputs unless --input)\n", run_args);
   s += fmt::format("  {}\n", rewrites);
   s += fmt::format("  plan      {}\n\n", plan);
   s += fmt::format("  {:<8} {:>7} {:>11} {:>12} {:>9} {:>7}   {}\n", "path", "kernels", "time (ms)", "bytes moved", "GB/s",
@@ -112,6 +115,12 @@ std::string RunReport::to_json() const {
   for (const TensorInfo& t : outputs) j["outputs"].push_back(tensor_json(t));
   j["op_count"] = op_count;
   j["elements"] = elements;
+  j["seed"] = seed;
+  j["special_values"] = special_values;
+  j["dims"] = nlohmann::json::object();
+  for (const auto& [n, v] : dims) j["dims"][n] = v;
+  j["params"] = nlohmann::json::object();
+  for (const auto& [n, v] : params) j["params"][n] = v;
   j["rewrites"] = rewrites;
   j["plan"] = plan;
   j["predicted_ratio"] = predicted_ratio;

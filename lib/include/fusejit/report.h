@@ -71,6 +71,10 @@ struct RunReport {
   std::string driver_version;    ///< "" on the CPU
   std::string nvrtc_version;
   bool fast_math = false;
+  uint64_t seed = 0;             ///< seed of the random inputs
+  bool special_values = false;   ///< random inputs mixed with hard cases
+  DimValues dims;                ///< dim values of this run
+  std::vector<std::pair<std::string, double>> params;  ///< param values of this run
   std::string rewrites;          ///< which rules fired, counted
   std::string plan;              ///< fused plan summary
   double predicted_ratio = 0;    ///< unfused bytes / fused bytes
@@ -121,13 +125,15 @@ struct CacheStats {
   bool enabled = true;
   int64_t entries = 0;
   int64_t bytes = 0;
-  int64_t cap_bytes = 0;
+  int64_t cap_bytes = 0;     ///< size cap of the GPU kernel entries (LRU eviction beyond it)
+  int64_t host_modules = 0;  ///< CPU path: compiled host modules (DIR/host/*.so)
+  int64_t host_bytes = 0;    ///< their files' total size
 };
 /// Resolves the cache folder as Options::cache_dir / the environment would.
 std::string cache_path(const Options& options = {});
 CacheStats cache_stats(const Options& options = {});
 std::vector<CacheEntryInfo> cache_list(const Options& options = {});
-/// Removes every entry; returns how many were removed.
+/// Removes every GPU kernel entry and every CPU host module; returns how many were removed.
 int64_t cache_clear(const Options& options = {});
 
 }  // namespace fusejit
