@@ -1,0 +1,156 @@
+// The `fusejit` command end to end, as a user runs it: every sample on the CPU path with small
+// dims, outputs saved with --save-dir read back and compared with the report, a second run that
+// compiles nothing, plan/compile/cache subcommands, and exit codes for bad input.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/npy.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Result run(const std::string& args) {
+  const char* bin = std::getenv("FUSEJIT_BIN");
+  REQUIRE(bin != nullptr);
+  std::string cmd = std::string(bin) + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string sample(const std::string& name) { return std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/" + name; }
+
+fs::path scratch(const std::string& name) {
+  fs::path p = fs::path(FUSEJIT_BINARY_DIR) / "test-cli" / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+// Small dims for each sample so the CPU path runs in well under a second.
+const std::vector<std::pair<std::string, std::string>> kSamples = {
+    {"x2x3.txt", "--dim N=1000"},
+    {"gpt2_gelu_tanh.txt", "--dim T=4 --dim F=96"},
+    {"llama_swiglu.txt", "--dim T=4 --dim F=96"},
+    {"bias_gelu.txt", "--dim T=4 --dim F=96"},
+    {"residual_scale.txt", "--dim B=2 --dim L=3 --dim C=40"},
+    {"adam_step.txt", "--dim N=500 --range v=0:1"},
+    {"black_scholes.txt", "--dim OPT_N=500 --range S=5:30 --range X=1:100 --range T=0.25:10"},
+    {"nchw_normalize.txt", "--dim N=2 --dim H=5 --dim W=7 --range std=0.2:0.3"},
+    {"int8_quant.txt", "--dim T=4 --dim F=64"},
+    {"softplus_mish.txt", "--dim N=1 --dim C=3 --dim H=5 --dim W=7"},
+};
+
+}  // namespace
+
+TEST_CASE("every sample runs; saved outputs match the report; a second run compiles nothing") {
+  for (const auto& [file, dims] : kSamples) {
+    CAPTURE(file);
+    fs::path dir = scratch(file);
+    Result r = run("run " + sample(file) + " " + dims + " --backend cpu --json --special --save-dir " + dir.string());
+    REQUIRE_MESSAGE(r.code == 0, r.out);
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    CHECK(j["ok"] == true);
+    CHECK(j["backend"] == "cpu");
+    for (const auto& st : j["stats"]) {
+      std::string name = st["name"];
+      CAPTURE(name);
+      fusejit::ir::Tensor t = fusejit::ir::read_npy((dir / (name + ".npy")).string());
+      int64_t nan = 0, inf = 0, finite = 0;
+      double mn = 0, mx = 0, sum = 0;
+      bool first = true;
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        fusejit::ir::Scalar v = t.get(i);
+        double d = fusejit::ir::is_float(t.dtype) ? v.f : static_cast<double>(v.i);
+        if (std::isnan(d)) { ++nan; continue; }
+        if (std::isinf(d)) ++inf;
+        if (first || d < mn) mn = d;
+        if (first || d > mx) mx = d;
+        first = false;
+        if (std::isfinite(d)) { sum += d; ++finite; }
+      }
+      CHECK(st["nan"] == nan);
+      CHECK(st["inf"] == inf);
+      if (!first) {
+        CHECK(st["min"].get<double>() == doctest::Approx(mn));
+        CHECK(st["max"].get<double>() == doctest::Approx(mx));
+      }
+      if (finite) CHECK(st["mean"].get<double>() == doctest::Approx(sum / static_cast<double>(finite)));
+    }
+    // The same graph again: every kernel comes from the cache.
+    Result again = run("run " + sample(file) + " " + dims + " --backend cpu --json --no-check");
+    REQUIRE_MESSAGE(again.code == 0, again.out);
+    nlohmann::json j2 = nlohmann::json::parse(again.out);
+    CHECK(j2["fused"]["compiled"] == 0);
+    CHECK(j2["unfused"]["compiled"] == 0);
+  }
+}
+
+TEST_CASE("plan, compile and cache subcommands") {
+  Result p = run("plan " + sample("x2x3.txt") + " --json");
+  REQUIRE_MESSAGE(p.code == 0, p.out);
+  nlohmann::json j = nlohmann::json::parse(p.out);
+  CHECK(j["fused"]["kernels"] == 1);
+  Result dot = run("plan " + sample("adam_step.txt") + " --dot");
+  CHECK(dot.code == 0);
+  CHECK(dot.out.rfind("digraph", 0) == 0);
+  Result text = run("plan " + sample("x2x3.txt"));
+  CHECK(text.out.find("predicted speedup 2.00x") != std::string::npos);
+
+  fs::path dir = scratch("compile");
+  Result c = run("compile " + sample("gpt2_gelu_tanh.txt") + " --arch sm_90 -o " + dir.string());
+  REQUIRE_MESSAGE(c.code == 0, c.out);
+  nlohmann::json index = nlohmann::json::parse(std::ifstream(dir / "index.json"));
+  REQUIRE(index["kernels"].size() == 10);  // 1 fused + 9 unfused
+  for (const auto& k : index["kernels"]) {
+    CHECK(fs::exists(dir / k["cu"].get<std::string>()));
+    CHECK(fs::exists(dir / k["cubin"].get<std::string>()));
+  }
+  Result ptx = run("compile " + sample("x2x3.txt") + " --arch sm_90 --ptx -o " + scratch("ptx").string());
+  CHECK(ptx.code == 0);
+
+  fs::path cache = scratch("cache");
+  CHECK(run("cache path --cache-dir " + cache.string()).out == cache.string() + "\n");
+  CHECK(run("run " + sample("x2x3.txt") + " --dim N=10 --backend cpu --cache-dir " + cache.string()).code == 0);
+  CHECK(run("cache stats --cache-dir " + cache.string()).out.find("CPU modules:  1,") != std::string::npos);
+  CHECK(run("cache clear --cache-dir " + cache.string()).code == 0);
+  CHECK(run("cache stats --cache-dir " + cache.string()).out.find("CPU modules:  0,") != std::string::npos);
+}
+
+TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
+  fs::path dir = scratch("bad");
+  std::ofstream(dir / "bad.txt") << "input x : f32[4]\ny = exp(x, x)\noutput y\n";
+  Result r = run("run " + (dir / "bad.txt").string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("bad.txt:2:") != std::string::npos);
+  CHECK(r.out.find("error:") != std::string::npos);
+  CHECK(run("run " + sample("x2x3.txt") + " --dim N=abc").code == 2);
+  CHECK(run("run " + sample("x2x3.txt") + " --dim M=3").code == 2);
+  CHECK(run("run " + sample("x2x3.txt") + " --param nope=1").code == 2);
+  CHECK(run("run /nonexistent.txt").code == 2);
+  CHECK(run("frobnicate").code == 2);
+  CHECK(run("--help").code == 0);
+  CHECK(run("run --help").code == 0);
+}
