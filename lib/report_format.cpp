@@ -1,4 +1,6 @@
 // RunReport as text (for people) and JSON (for tools and scripts/device-check.sh).
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -131,12 +133,17 @@ std::string RunReport::to_json() const {
   j["checks"] = nlohmann::json::array();
   for (const CheckReport& c : checks) j["checks"].push_back({{"what", c.what}, {"ran", c.ran}, {"ok", c.ok}, {"detail", c.detail}});
   j["stats"] = nlohmann::json::array();
+  // JSON has no inf or NaN: non-finite statistics are written as the strings "inf", "-inf", "nan".
+  auto num = [](double v) -> nlohmann::json {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    return v;
+  };
   for (const OutputStats& o : stats)
-    j["stats"].push_back({{"name", o.info.name}, {"min", o.min}, {"max", o.max}, {"mean", o.mean}, {"nan", o.nan_count},
-                          {"inf", o.inf_count}});
+    j["stats"].push_back({{"name", o.info.name}, {"min", num(o.min)}, {"max", num(o.max)}, {"mean", num(o.mean)},
+                          {"nan", o.nan_count}, {"inf", o.inf_count}});
   j["warnings"] = warnings;
   j["ok"] = ok();
-  // NaN/inf statistics are not JSON numbers: nlohmann writes them as null.
   return j.dump(2);
 }
 
