@@ -11,16 +11,6 @@ namespace {
 
 bool mul_overflows(int64_t a, int64_t b, int64_t* out) { return __builtin_mul_overflow(a, b, out); }
 
-// Same-rule ops that stay meaningful on bool (as in PyTorch: add is or, mul is and).
-bool bool_ok(Op op) {
-  switch (op) {
-    case Op::Add: case Op::Mul: case Op::Maximum: case Op::Minimum: case Op::Fmax: case Op::Fmin:
-    case Op::Abs: case Op::Clamp: case Op::Where:
-      return true;
-    default:
-      return false;
-  }
-}
 
 DType literal_dtype_alone(Category c) {
   // All-weak expressions are evaluated as Python would: in f64 / i64 / bool.
@@ -250,7 +240,7 @@ Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
       case TypeRule::Compare: case TypeRule::Logical: case TypeRule::Pred: result = DType::Bool; break;
       default: break;
     }
-    if (!is_float(opnd) && info.rule == TypeRule::Same && opnd == DType::Bool && !bool_ok(op))
+    if (!is_float(opnd) && info.rule == TypeRule::Same && opnd == DType::Bool && !defined_on_bool(op))
       throw UserError(std::string(info.name) + " is not defined for bool operands", loc);
     return Operand::of(scalar_to_literal(eval_scalar(op, result, vals)));
   }
@@ -265,7 +255,7 @@ Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
   DType operand = common, result = common;
   switch (info.rule) {
     case TypeRule::Same:
-      if (common == DType::Bool && !bool_ok(op))
+      if (common == DType::Bool && !defined_on_bool(op))
         throw UserError(std::string(info.name) + " is not defined for bool operands; cast to an integer type first", loc);
       break;
     case TypeRule::Float:

@@ -13,6 +13,16 @@ constexpr std::array<OpInfo, kNumOps> kOps{{
 
 const OpInfo& op_info(Op op) { return kOps[static_cast<int>(op)]; }
 
+bool defined_on_bool(Op op) {
+  switch (op) {
+    case Op::Add: case Op::Mul: case Op::Maximum: case Op::Minimum: case Op::Fmax: case Op::Fmin:
+    case Op::Abs: case Op::Clamp: case Op::Where:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::optional<Op> parse_op(std::string_view name) {
   for (int i = 0; i < kNumOps; ++i)
     if (kOps[i].name == name && kOps[i].rule != TypeRule::Leaf) return static_cast<Op>(i);

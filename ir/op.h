@@ -32,6 +32,10 @@ const OpInfo& op_info(Op op);
 inline std::string_view op_name(Op op) { return op_info(op).name; }
 inline int op_arity(Op op) { return op_info(op).arity; }
 inline bool is_leaf(Op op) { return op_info(op).rule == TypeRule::Leaf; }
+// True for the Same-rule ops that stay meaningful on bool operands (PyTorch: add is logical or,
+// mul is logical and; maximum/minimum/fmax/fmin/abs/clamp/where select). Other arithmetic on bool
+// is an error, as in PyTorch.
+bool defined_on_bool(Op op);
 // Looks up an op by its graph-text name; leaves ("input", "param", "const") are not callable and
 // are not found.
 std::optional<Op> parse_op(std::string_view name);

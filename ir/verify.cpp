@@ -8,17 +8,6 @@
 namespace fusejit::ir {
 namespace {
 
-// Same-rule ops defined on bool operands (PyTorch: add is or, mul is and). Must match the
-// builder's list (ir/builder.cpp, bool_ok).
-bool bool_ok(Op op) {
-  switch (op) {
-    case Op::Add: case Op::Mul: case Op::Maximum: case Op::Minimum: case Op::Fmax: case Op::Fmin:
-    case Op::Abs: case Op::Clamp: case Op::Where:
-      return true;
-    default:
-      return false;
-  }
-}
 
 std::string where(const Graph& g, NodeId id) {
   const Node& n = g.node(id);
@@ -64,7 +53,7 @@ void check_node(const Graph& g, NodeId id) {
       return;
     case TypeRule::Same:
       for (int k = 0; k < n.nargs; ++k) FJ_CHECK(dt(k) == n.dtype, where(g, id) + ": operand dtype differs from result");
-      FJ_CHECK(n.dtype != DType::Bool || bool_ok(n.op), where(g, id) + ": op not defined on bool");
+      FJ_CHECK(n.dtype != DType::Bool || defined_on_bool(n.op), where(g, id) + ": op not defined on bool");
       break;
     case TypeRule::Float:
       FJ_CHECK(is_float(n.dtype), where(g, id) + ": result must be floating point");

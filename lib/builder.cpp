@@ -17,15 +17,6 @@ ir::Operand operand_of(const Value& v, int32_t node) {
   return ir::Operand::of(node);
 }
 
-ir::Literal literal_of(const Scalar& s) {
-  ir::Literal l;
-  l.cat = s.kind == Scalar::Kind::Float ? ir::Category::Float
-          : s.kind == Scalar::Kind::Int ? ir::Category::Int
-                                        : ir::Category::Bool;
-  l.f = s.f;
-  l.i = s.i;
-  return l;
-}
 
 ir::Op op_by_name(std::string_view name) {
   auto op = ir::parse_op(name);
@@ -61,7 +52,7 @@ Value GraphBuilder::input(const std::string& name, DType dtype, const std::vecto
 
 Value GraphBuilder::param(const std::string& name, DType dtype, Scalar default_value) {
   return translate_errors(
-      [&] { return Value(this, impl_->b.add_param(name, to_ir(dtype), literal_of(default_value))); });
+      [&] { return Value(this, impl_->b.add_param(name, to_ir(dtype), to_ir_literal(default_value))); });
 }
 
 Value GraphBuilder::op(std::string_view name, std::initializer_list<Value> args) {
@@ -73,7 +64,7 @@ Value GraphBuilder::op(std::string_view name, const std::vector<Value>& args) {
     ir::Op op = op_by_name(name);
     std::vector<ir::Operand> ops;
     for (const Value& v : args)
-      ops.push_back(v.is_literal() ? ir::Operand::of(literal_of(v.lit_)) : operand_of(v, node_of(v)));
+      ops.push_back(v.is_literal() ? ir::Operand::of(to_ir_literal(v.lit_)) : operand_of(v, node_of(v)));
     ir::Operand r = impl_->b.apply(op, ops);
     return Value(this, impl_->b.materialize(r));
   });
@@ -81,7 +72,7 @@ Value GraphBuilder::op(std::string_view name, const std::vector<Value>& args) {
 
 Value GraphBuilder::cast(const Value& x, DType dtype) {
   return translate_errors([&] {
-    ir::Operand in = x.is_literal() ? ir::Operand::of(literal_of(x.lit_)) : ir::Operand::of(node_of(x));
+    ir::Operand in = x.is_literal() ? ir::Operand::of(to_ir_literal(x.lit_)) : ir::Operand::of(node_of(x));
     return Value(this, impl_->b.materialize(impl_->b.cast(in, to_ir(dtype))));
   });
 }
@@ -92,7 +83,7 @@ void GraphBuilder::name(const Value& v, const std::string& name) {
 
 void GraphBuilder::output(const std::string& name, const Value& v) {
   translate_errors([&] {
-    ir::Operand o = v.is_literal() ? ir::Operand::of(literal_of(v.lit_)) : ir::Operand::of(node_of(v));
+    ir::Operand o = v.is_literal() ? ir::Operand::of(to_ir_literal(v.lit_)) : ir::Operand::of(node_of(v));
     impl_->b.add_output(name, o);
   });
 }

@@ -22,15 +22,17 @@ int64_t TensorInfo::elements() const {
 }
 int64_t TensorInfo::bytes() const { return elements() * static_cast<int64_t>(dtype_size(dtype)); }
 
-ir::Scalar to_ir_scalar(const Scalar& s, ir::DType dtype) {
+ir::Literal to_ir_literal(const Scalar& s) {
   ir::Literal l;
   l.cat = s.kind == Scalar::Kind::Float ? ir::Category::Float
           : s.kind == Scalar::Kind::Int ? ir::Category::Int
                                         : ir::Category::Bool;
   l.f = s.f;
   l.i = s.i;
-  return ir::literal_to_scalar(l, dtype);
+  return l;
 }
+
+ir::Scalar to_ir_scalar(const Scalar& s, ir::DType dtype) { return ir::literal_to_scalar(to_ir_literal(s), dtype); }
 
 TensorInfo tensor_info(const ir::Graph& g, ir::NodeId id, const std::string& name) {
   TensorInfo t;

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "fusejit/fusejit.h"
+#include "ir/builder.h"
 #include "ir/graph.h"
 
 namespace fusejit {
@@ -16,6 +17,8 @@ struct Graph::Impl {
 
 inline ir::DType to_ir(DType t) { return static_cast<ir::DType>(t); }
 inline DType from_ir(ir::DType t) { return static_cast<DType>(t); }
+// A public Scalar as a weak literal of its kind, and converted to a dtype by the cast rules.
+ir::Literal to_ir_literal(const Scalar& s);
 ir::Scalar to_ir_scalar(const Scalar& s, ir::DType dtype);
 
 // Runs f, translating every internal exception into fusejit::Error. `file`/`source` give the
