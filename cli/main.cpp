@@ -3,6 +3,7 @@
 // (graph, options, files); 3 an internal error (a fusejit bug).
 #include <CLI/CLI.hpp>
 
+#include <cctype>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -33,9 +34,13 @@ std::pair<std::string, std::string> split_kv(const std::string& s, const std::st
 int64_t parse_int(const std::string& v, const std::string& what) {
   try {
     size_t pos = 0;
-    long long x = std::stoll(v, &pos, 0);
+    // Decimal only (as in graph text): "010" is ten, not octal eight; no spaces.
+    if (v.empty() || !(std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '-')) throw std::invalid_argument(v);
+    long long x = std::stoll(v, &pos, 10);
     if (pos != v.size()) throw std::invalid_argument(v);
     return x;
+  } catch (const std::out_of_range&) {
+    throw CLI::ValidationError(what, "'" + v + "' is out of range for a 64-bit integer");
   } catch (const std::exception&) {
     throw CLI::ValidationError(what, "'" + v + "' is not an integer");
   }
@@ -165,7 +170,12 @@ int main(int argc, char** argv) {
         auto [k, v] = split_kv(p, "--param");
         ro.params.emplace_back(k, parse_scalar(v, "--param " + k));
       }
-      for (const std::string& i : inputs) ro.input_files.push_back(split_kv(i, "--input"));
+      for (const std::string& i : inputs) {
+        auto kv = split_kv(i, "--input");
+        for (const auto& prev : ro.input_files)
+          if (prev.first == kv.first) throw CLI::ValidationError("--input", "input '" + kv.first + "' is given twice");
+        ro.input_files.push_back(kv);
+      }
       for (const std::string& r : ranges) {
         auto [k, v] = split_kv(r, "--range");
         auto colon = v.find(':');

@@ -136,6 +136,13 @@ NodeId GraphBuilder::add_input(const std::string& name, DType dtype, const Shape
                           " whose element count overflows 64 bits",
                       loc);
   }
+  if (n.shape.size() > kMaxRank)
+    throw UserError("input '" + name + "' has rank " + std::to_string(n.shape.size()) + "; at most " +
+                        std::to_string(kMaxRank) + " dimensions are supported (as in NumPy)",
+                    loc);
+  int64_t bytes = 0;
+  if (mul_overflows(count, dtype_size(dtype), &bytes))
+    throw UserError("input '" + name + "' of shape " + shape_to_string(n.shape, &g_) + " has more than 2^63 bytes", loc);
   n.slot = static_cast<int32_t>(g_.inputs.size());
   n.name = name;
   n.loc = loc;
@@ -186,6 +193,11 @@ NodeId GraphBuilder::add_typed(Op op, DType dtype, std::span<const NodeId> args,
     n.args[k] = args[k];
     n.shape = k == 0 ? g_.node(args[k]).shape : broadcast(n.shape, g_.node(args[k]).shape, loc);
   }
+  int64_t bytes = 0;
+  if (mul_overflows(num_elements(n.shape), dtype_size(dtype), &bytes))
+    throw UserError("a " + std::string(dtype_name(dtype)) + " value of shape " + shape_to_string(n.shape, &g_) +
+                        " would have more than 2^63 bytes",
+                    loc);
   n.loc = loc;
   return push(std::move(n));
 }

@@ -27,6 +27,9 @@ struct Dim {
 };
 // Row-major (C order) shape; empty for a 0-d tensor (one element).
 using Shape = std::vector<Dim>;
+// Most dimensions a tensor may have (NumPy's limit, NPY_MAXDIMS = 64, so every tensor can be
+// saved as .npy and read back).
+inline constexpr size_t kMaxRank = 64;
 
 // Number of elements of a shape (product of sizes; 1 for 0-d). Shapes in a built graph are
 // checked not to overflow int64.

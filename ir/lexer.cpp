@@ -164,11 +164,16 @@ Token Lexer::next() {
     auto r = std::from_chars(buf.data(), buf.data() + buf.size(), f);
     if (r.ec == std::errc::result_out_of_range) {
       // Underflow is fine (the value rounds to a subnormal or zero, as in Python); overflow is not.
-      bool neg_exp = buf.find("e-") != std::string::npos || buf.find("E-") != std::string::npos;
-      if (!neg_exp)
-        throw UserError("number " + std::string(t.text.substr(0, 40)) + " is too large for f64; write inf", t.loc);
+      // strtod tells them apart by the magnitude it returns (HUGE_VAL on overflow).
       f = std::strtod(buf.c_str(), nullptr);
-    } else if (r.ec != std::errc() || r.ptr != buf.data() + buf.size()) {
+      if (std::isinf(f))
+        throw UserError("number " + std::string(t.text.substr(0, 40)) + " is too large for f64; write inf", t.loc);
+    } else if (r.ec == std::errc() && std::isinf(f)) {
+      throw UserError("number " + std::string(t.text.substr(0, 40)) + " is too large for f64; write inf", t.loc);
+    }
+    if (r.ec != std::errc() && r.ec != std::errc::result_out_of_range) {
+      throw UserError("invalid number '" + std::string(t.text.substr(0, 40)) + "'", t.loc);
+    } else if (r.ptr != buf.data() + buf.size()) {
       throw UserError("invalid number '" + std::string(t.text.substr(0, 40)) + "'", t.loc);
     }
     t.kind = Tok::Float;

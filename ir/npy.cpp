@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 namespace fusejit::ir {
@@ -219,6 +221,11 @@ void write_npy(const std::string& path, const Tensor& t, Bf16Npy bf16) {
 }
 
 Tensor read_npy(const std::string& path, std::optional<DType> expect) {
+  {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))  // a folder, FIFO or device would hang or mislead
+      fail(path, std::filesystem::exists(path, ec) ? "not a regular file" : "no such file");
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) fail(path, std::string("cannot open file: ") + std::strerror(errno));
   f.seekg(0, std::ios::end);
@@ -269,6 +276,14 @@ Tensor read_npy(const std::string& path, std::optional<DType> expect) {
   return t;
 }
 
+namespace {
+std::string fmt_g17(float v) {
+  char b[40];
+  std::snprintf(b, sizeof b, "%.9g", static_cast<double>(v));
+  return b;
+}
+}  // namespace
+
 Tensor read_npy_input(const std::string& path, const std::string& name, DType dtype, const std::vector<int64_t>& shape) {
   Tensor t = read_npy(path, dtype);
   if (dtype == DType::BF16 && t.dtype == DType::F32 && t.shape == shape) {
@@ -280,7 +295,7 @@ Tensor read_npy_input(const std::string& path, const std::string& name, DType dt
       float back = fj_load(h);
       if (std::memcmp(&back, &src[i], 4) != 0 && !(back != back && src[i] != src[i]))
         throw UserError("input '" + name + "': " + path + " has f32 values that are not exactly representable in bf16 (element " +
-                        std::to_string(i) + " = " + std::to_string(src[i]) + "); expected bf16 (or f32 holding bf16 values)");
+                        std::to_string(i) + " = " + fmt_g17(src[i]) + "); expected bf16 (or f32 holding bf16 values)");
       b.as<fj_bf16>()[i] = h;
     }
     return b;
@@ -288,6 +303,8 @@ Tensor read_npy_input(const std::string& path, const std::string& name, DType dt
   if (t.dtype != dtype || t.shape != shape)
     throw UserError("input '" + name + "': " + path + " has " + tensor_type_string(t.dtype, t.shape) + ", expected " +
                     tensor_type_string(dtype, shape));
+  if (t.dtype == DType::Bool)  // NumPy reads any nonzero byte as True: store it as 1, as every path expects
+    for (std::byte& b : t.data) b = b != std::byte{0} ? std::byte{1} : std::byte{0};
   return t;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -600,6 +601,11 @@ Graph parse_graph(std::string_view text, const std::string& file, const DimOverr
 }
 
 std::string read_text_file(const std::string& path) {
+  {
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+      throw UserError("cannot read graph file '" + path + "': not a regular file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError("cannot open graph file '" + path + "'");
   std::ostringstream ss;

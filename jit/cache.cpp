@@ -365,7 +365,8 @@ LoadResult KernelCache::load(const DiskKey& key) {
   LoadResult r;
   if (!disk_enabled()) return r;
   const fs::path path = entry_path(dir_, key.key);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO in an entry's place must not block the open (it is then discarded).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return r;  // missing (or unreadable: treated as a miss)
   struct stat st;
   std::vector<char> bytes;

@@ -213,9 +213,11 @@ HostCompileResult host_compile(std::span<const GeneratedKernel> kernels, const H
   }
   const std::string so = dir + "/" + key + ".so";
   const std::string sum = so + ".sum";
-  if (opts.disk_cache && fs::exists(so)) {
-    // Load only a module whose bytes still hash to the sum written with it.
-    if (read_file(sum) == file_hash(so)) {
+  std::error_code rec;
+  if (opts.disk_cache && fs::exists(so, rec)) {
+    // Load only a regular file whose bytes still hash to the sum written with it (a FIFO or
+    // device in its place would block the read; a damaged module must never be loaded).
+    if (fs::is_regular_file(so, rec) && fs::is_regular_file(sum, rec) && read_file(sum) == file_hash(so)) {
       if (void* hnd = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL)) {
         r.module = HostModuleAccess::make(hnd, so);
         r.disk_hit = true;

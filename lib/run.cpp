@@ -81,9 +81,11 @@ OutputStats stats_of(const TensorInfo& info, ir::DType dtype, std::span<const st
   t.shape = info.shape;
   t.data.assign(bytes.begin(), bytes.end());
   int64_t n = t.numel();
+  // As NumPy's nanmin / nanmax / nanmean: NaNs are counted, not averaged; infinities take part
+  // (so the mean of [inf, 1] is inf); all-NaN or empty gives NaN.
   double sum = 0;
-  int64_t finite = 0;
-  bool first = true;
+  int64_t counted = 0;
+  s.min = s.max = s.mean = std::nan("");
   for (int64_t i = 0; i < n; ++i) {
     ir::Scalar v = t.get(i);
     double d = ir::is_float(dtype) ? v.f : static_cast<double>(v.i);
@@ -92,15 +94,12 @@ OutputStats stats_of(const TensorInfo& info, ir::DType dtype, std::span<const st
       continue;
     }
     if (std::isinf(d)) ++s.inf_count;
-    if (first || d < s.min) s.min = d;
-    if (first || d > s.max) s.max = d;
-    first = false;
-    if (std::isfinite(d)) {
-      sum += d;
-      ++finite;
-    }
+    if (counted == 0 || d < s.min) s.min = d;
+    if (counted == 0 || d > s.max) s.max = d;
+    sum += d;
+    ++counted;
   }
-  s.mean = finite ? sum / static_cast<double>(finite) : 0.0;
+  if (counted) s.mean = sum / static_cast<double>(counted);
   return s;
 }
 

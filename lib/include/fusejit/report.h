@@ -30,7 +30,8 @@ struct RunOptions {
   bool reference = true;         ///< evaluate the reference (needed for stats on the CPU path)
 };
 
-/// Per output: summary statistics of the values (NaNs excluded from min/max/mean).
+/// Per output: summary statistics of the values, as NumPy's nanmin/nanmax/nanmean (NaNs counted,
+/// not included; NaN when every value is NaN or the output is empty).
 struct OutputStats {
   TensorInfo info;
   double min = 0, max = 0, mean = 0;
