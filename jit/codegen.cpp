@@ -189,14 +189,23 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
   for (size_t i = 0; i < group.inputs.size(); ++i) input_pos[group.inputs[i]] = i;
   std::set<ir::NodeId> params(group.params.begin(), group.params.end());
 
-  // Vector path: every array addressed by the element index itself (no strided input).
+  // Vector path: V consecutive elements of the iteration space per iteration. Contiguous inputs
+  // and outputs move as one vector. A strided input is either contiguous along the innermost
+  // collapsed dim (its stride there is 1: one vector load at its base offset) or broadcast along
+  // it (one scalar load reused by all V lanes). With strided inputs the vector path is only valid
+  // when the innermost collapsed size is a multiple of V (then the V elements never cross a row
+  // and every base offset is a multiple of V, so aligned); pack_args checks that at run time.
   const bool all_flat = std::none_of(layout.access.begin(), layout.access.end(),
                                      [](InputAccess a) { return a == InputAccess::Strided; });
+  const size_t rank = layout.dim_groups.size();
+  // Strided input contiguous along the innermost collapsed dim: loaded as a vector.
+  auto inner_vec = [&](size_t i) { return layout.access[i] == InputAccess::Strided && !layout.bcast[i][rank - 1]; };
   int max_size = 1;
   for (size_t i = 0; i < group.inputs.size(); ++i)
-    if (layout.access[i] == InputAccess::Contiguous) max_size = std::max(max_size, ir::dtype_size(g.node(group.inputs[i]).dtype));
+    if (layout.access[i] == InputAccess::Contiguous || inner_vec(i))
+      max_size = std::max(max_size, ir::dtype_size(g.node(group.inputs[i]).dtype));
   for (ir::NodeId o : group.outputs) max_size = std::max(max_size, ir::dtype_size(g.node(o).dtype));
-  const int V = (opts.vectorize && all_flat && !group.outputs.empty()) ? 16 / max_size : 1;
+  const int V = (opts.vectorize && !group.outputs.empty() && (all_flat || rank >= 2)) ? 16 / max_size : 1;
   k.vector_width = V;
 
   // ---- signature ----
@@ -221,7 +230,6 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
                         compute_ctype(nd.dtype)});
   }
   sig.args.push_back({ArgKind::NumElements, -1, -1, -1, ir::DType::I64, idx_bytes, "n", idx});
-  const size_t rank = layout.dim_groups.size();
   if (!all_flat) {
     for (size_t c = 1; c < rank; ++c)
       sig.args.push_back({ArgKind::DimSize, static_cast<int>(c), -1, -1, ir::DType::I64, idx_bytes,
@@ -291,11 +299,32 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
         case InputAccess::Contiguous:
           add(load_expr(t, vec ? fmt::format("x_{}.v[j]", vname(id)) : fmt::format("in_{}[{}]", vname(id), idx_expr)));
           break;
-        case InputAccess::Strided: add(load_expr(t, fmt::format("in_{0}[off_{0}]", vname(id)))); break;
+        case InputAccess::Strided:
+          if (!vec) add(load_expr(t, fmt::format("in_{0}[off_{0}]", vname(id))));
+          else if (inner_vec(i)) add(load_expr(t, fmt::format("x_{}.v[j]", vname(id))));
+          else add("b_" + vname(id));  // broadcast along the innermost dim: one load per vector
+          break;
       }
     }
     for (ir::NodeId id : group.params) add("p_" + vname(id));
     for (ir::NodeId id : group.outputs) add("r_" + vname(id));
+    return s;
+  };
+
+  // Coordinates of element `i` in the collapsed iteration space (innermost dim first) and the
+  // offset of every strided input; `ind` is the indentation.
+  auto emit_offsets = [&](const std::string& ind) {
+    std::string s = fmt::format("{}{} rem = i;\n", ind, idx);
+    for (size_t c = rank - 1; c >= 1; --c)
+      s += fmt::format("{0}const {1} c{2} = rem % size{2};\n{0}rem /= size{2};\n", ind, idx, c);
+    s += fmt::format("{}const {} c0 = rem;\n", ind, idx);
+    for (size_t i = 0; i < group.inputs.size(); ++i) {
+      if (layout.access[i] != InputAccess::Strided) continue;
+      std::string off;
+      for (size_t c = 0; c < rank; ++c)
+        if (!layout.bcast[i][c]) off += fmt::format("{}c{} * st_{}_{}", off.empty() ? "" : " + ", c, vname(group.inputs[i]), c);
+      s += fmt::format("{}const {} off_{} = {};\n", ind, idx, vname(group.inputs[i]), off);
+    }
     return s;
   };
 
@@ -310,16 +339,29 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
     }
   kb += fmt::format("  {} start = 0;\n", idx);
   if (V > 1) {
-    kb += fmt::format("  if (vec_ok) {{  // every pointer 16-byte aligned: {} elements per iteration\n", V);
+    if (all_flat)
+      kb += fmt::format("  if (vec_ok) {{  // every pointer 16-byte aligned: {} elements per iteration\n", V);
+    else
+      kb += fmt::format("  if (vec_ok) {{  // every pointer 16-byte aligned and size{} % {} == 0: {} elements per "
+                        "iteration, in one row\n", rank - 1, V, V);
     kb += fmt::format("    const {} nvec = n / {};\n", idx, V);
     kb += fmt::format("    for ({} k = tid; k < nvec; k += nthreads) {{\n", idx);
     kb += fmt::format("      const {} i = k * {};\n", idx, V);
-    for (size_t i = 0; i < group.inputs.size(); ++i)
-      if (layout.access[i] == InputAccess::Contiguous) {
-        const ir::NodeId id = group.inputs[i];
-        const char* st = storage_ctype(g.node(id).dtype);
+    // One index computation per vector: lane j of a strided input is at off + j (contiguous along
+    // the innermost dim) or at off (broadcast along it).
+    if (!all_flat) kb += emit_offsets("      ");
+    for (size_t i = 0; i < group.inputs.size(); ++i) {
+      const ir::NodeId id = group.inputs[i];
+      const ir::DType t = g.node(id).dtype;
+      const char* st = storage_ctype(t);
+      if (layout.access[i] == InputAccess::Contiguous)
         kb += fmt::format("      const fj_vec<{0}, {1}> x_{2} = fj_vload<{0}, {1}>(in_{2} + i);\n", st, V, vname(id));
-      }
+      else if (inner_vec(i))
+        kb += fmt::format("      const fj_vec<{0}, {1}> x_{2} = fj_vload<{0}, {1}>(in_{2} + off_{2});\n", st, V, vname(id));
+      else if (layout.access[i] == InputAccess::Strided)
+        kb += fmt::format("      const {} b_{} = {};\n", compute_ctype(t), vname(id),
+                          load_expr(t, fmt::format("in_{0}[off_{0}]", vname(id))));
+    }
     for (ir::NodeId id : group.outputs)
       kb += fmt::format("      fj_vec<{}, {}> y_{};\n", storage_ctype(g.node(id).dtype), V, vname(id));
     kb += "#pragma unroll\n";
@@ -336,20 +378,7 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
     kb += "  }\n";
   }
   kb += fmt::format("  for ({} i = start + tid; i < n; i += nthreads) {{\n", idx);
-  if (!all_flat) {
-    // Coordinates in the collapsed iteration space, innermost dim first.
-    kb += fmt::format("    {} rem = i;\n", idx);
-    for (size_t c = rank - 1; c >= 1; --c)
-      kb += fmt::format("    const {0} c{1} = rem % size{1};\n    rem /= size{1};\n", idx, c);
-    kb += fmt::format("    const {} c0 = rem;\n", idx);
-    for (size_t i = 0; i < group.inputs.size(); ++i) {
-      if (layout.access[i] != InputAccess::Strided) continue;
-      std::string off;
-      for (size_t c = 0; c < rank; ++c)
-        if (!layout.bcast[i][c]) off += fmt::format("{}c{} * st_{}_{}", off.empty() ? "" : " + ", c, vname(group.inputs[i]), c);
-      kb += fmt::format("    const {} off_{} = {};\n", idx, vname(group.inputs[i]), off);
-    }
-  }
+  if (!all_flat) kb += emit_offsets("    ");
   for (ir::NodeId id : group.outputs) kb += fmt::format("    {} r_{};\n", compute_ctype(g.node(id).dtype), vname(id));
   kb += fmt::format("    @NAME@_elem({});\n", elem_call("i", false));
   for (ir::NodeId id : group.outputs)

@@ -31,7 +31,10 @@ struct CodegenOptions {
   // Fast mode: f16/bf16 intermediates stay in f32 (rounded only when stored), FMA contraction and
   // fast intrinsics allowed (--use_fast_math). Results then differ from the reference.
   bool fast_math = false;
-  // Emit the 16-byte vector path when the layout allows it (every array contiguous or uniform).
+  // Emit the 16-byte vector path: for every kernel with an output. Contiguous arrays move as
+  // vectors, uniform inputs are read once, strided inputs are contiguous or broadcast along the
+  // innermost collapsed dim (vector load / one scalar load per vector). Whether it runs is the
+  // runtime vec_ok flag (alignment, and innermost size % V == 0 with strided inputs).
   bool vectorize = true;
   // 0: choose from the element count (< 2^31 -> 32-bit); 64: force 64-bit index math (tests).
   // 32 is refused (InternalError) when the element count needs 64-bit.

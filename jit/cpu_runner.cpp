@@ -85,6 +85,14 @@ CpuRunResult run_cpu_program(const CpuProgram& prog, std::span<const HostBuffer>
   }
   FJ_CHECK(prog.trampolines.size() == prog.plan.groups.size(), "run_cpu_program: program is not compiled");
 
+  // Misaligned copies of the inputs: element alignment kept, 16-byte alignment broken.
+  std::vector<HostBuffer> shifted;
+  if (opts.misalign_inputs)
+    for (size_t s = 0; s < inputs.size(); ++s) {
+      const size_t esz = static_cast<size_t>(ir::dtype_size(g.node(g.inputs[s]).dtype));
+      shifted.emplace_back(inputs[s].size() + esz);
+      if (inputs[s].size()) std::memcpy(shifted.back().data() + esz, inputs[s].data(), inputs[s].size());
+    }
   // Allocate every written value first so the timed part is the launches alone.
   std::map<ir::NodeId, HostBuffer> written;
   for (const ir::FusionGroup& grp : prog.plan.groups)
@@ -94,11 +102,17 @@ CpuRunResult run_cpu_program(const CpuProgram& prog, std::span<const HostBuffer>
   // to an output buffer reads the original, not its own destination).
   auto read_addr = [&](ir::NodeId id) -> uint64_t {
     const ir::Node& n = g.node(id);
-    if (n.op == ir::Op::Input) return reinterpret_cast<uint64_t>(inputs[static_cast<size_t>(n.slot)].data());
+    if (n.op == ir::Op::Input) {
+      const size_t s = static_cast<size_t>(n.slot);
+      if (opts.misalign_inputs)
+        return reinterpret_cast<uint64_t>(shifted[s].data() + ir::dtype_size(n.dtype));
+      return reinterpret_cast<uint64_t>(inputs[s].data());
+    }
     auto it = written.find(id);
     FJ_CHECK(it != written.end(), fmt::format("run_cpu_program: v{} is read before it is written", id));
     return reinterpret_cast<uint64_t>(it->second.data());
   };
+  CpuRunResult r;
   std::vector<PackedArgs> packed;
   for (size_t gi = 0; gi < prog.plan.groups.size(); ++gi) {
     const ir::FusionGroup& grp = prog.plan.groups[gi];
@@ -110,10 +124,11 @@ CpuRunResult run_cpu_program(const CpuProgram& prog, std::span<const HostBuffer>
       const auto& args = prog.kernels[gi].signature.args;
       for (size_t a = 0; a < args.size(); ++a)
         if (args[a].kind == ArgKind::VecFlag) *static_cast<int32_t*>(packed.back().params()[a]) = 0;
+    } else {
+      r.vector_launches += packed.back().vectorized();
     }
   }
 
-  CpuRunResult r;
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t gi = 0; gi < prog.plan.groups.size(); ++gi)
     prog.trampolines[gi](packed[gi].params(), launch.grid, launch.block);
@@ -154,6 +169,7 @@ CpuTensorRunResult run_cpu_program(const CpuProgram& prog, std::span<const ir::T
   CpuTensorRunResult t;
   t.run_ms = r.run_ms;
   t.kernels_launched = r.kernels_launched;
+  t.vector_launches = r.vector_launches;
   for (size_t o = 0; o < g.outputs.size(); ++o) {
     const ir::Node& n = g.node(g.outputs[o].node);
     ir::Tensor out(n.dtype, ir::shape_sizes(n.shape));

@@ -66,6 +66,7 @@ struct CpuRunResult {
   std::vector<HostBuffer> outputs;  // one per graph output (Graph::outputs order), C order bytes
   double run_ms = 0.0;              // steady-clock time of the kernel launches only
   int kernels_launched = 0;
+  int vector_launches = 0;          // launches whose vec_ok was 1 (the vector path ran)
 };
 
 // Runs `prog` on host inputs. `inputs` holds one buffer per graph input (slot order) of exactly
@@ -76,6 +77,10 @@ struct CpuRunResult {
 struct CpuRunOptions {
   LaunchShape launch;        // default: one block of one thread
   bool vector_path = true;   // false: clear vec_ok so only the scalar loop runs (tests)
+  // true: every graph input is read from a copy that starts one element past a 16-byte boundary,
+  // as a sub-tensor view would, so pack_args sees a misaligned pointer and clears vec_ok for
+  // every kernel reading a graph input (tests of the runtime alignment check).
+  bool misalign_inputs = false;
 };
 CpuRunResult run_cpu_program(const CpuProgram& prog, std::span<const HostBuffer> inputs,
                              std::span<const ir::Scalar> params = {}, const CpuRunOptions& opts = {});
@@ -84,6 +89,7 @@ struct CpuTensorRunResult {
   std::vector<ir::Tensor> outputs;  // one per graph output, with the output's dtype and shape
   double run_ms = 0.0;
   int kernels_launched = 0;
+  int vector_launches = 0;  // launches whose vec_ok was 1
 };
 // The same on ir::Tensor inputs (one per graph input, slot order, with the input's dtype and
 // current shape; a mismatch is an ir::UserError naming the input).

@@ -219,7 +219,13 @@ PackedArgs pack_args(const KernelSignature& sig, std::span<const uint64_t> input
   FJ_CHECK(output_addrs.size() == static_cast<size_t>(std::count_if(sig.args.begin(), sig.args.end(),
                                                                     [](const ArgSlot& a) { return a.kind == ArgKind::OutputPtr; })),
            "pack_args: output count does not match the kernel");
-  p.vectorized_ = sig.vector_width > 1 && aligned;
+  // With a strided input, V consecutive elements must stay in one row of the innermost collapsed
+  // dim (so a strided input's lanes are at off + j, or all at off, and off is V-aligned): its
+  // size must be a multiple of V. Checked here, per launch, so a new dim value never recompiles.
+  bool rows_ok = true;
+  if (std::any_of(gen.access.begin(), gen.access.end(), [](InputAccess a) { return a == InputAccess::Strided; }))
+    rows_ok = rank >= 1 && csize[rank - 1] % sig.vector_width == 0;
+  p.vectorized_ = sig.vector_width > 1 && aligned && rows_ok;
   for (size_t i = 0; i < sig.args.size(); ++i)
     if (sig.args[i].kind == ArgKind::VecFlag) p.storage_[i] = slot_of<int32_t>(p.vectorized_ ? 1 : 0);
   p.rebuild();

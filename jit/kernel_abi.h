@@ -15,6 +15,8 @@
 //   5. sizes of collapsed dims 1..rank-1 (IndexT), only when some input is strided
 //   6. for each strided input, the element stride of each collapsed dim it is not broadcast along
 //   7. vec_ok (int), only when the kernel has a vector path: 1 when every pointer is 16-byte aligned
+//      and, when some input is strided, the size of the innermost collapsed dim is a multiple of
+//      the vector width (pack_args decides it per launch)
 // IndexT is `unsigned int` for 32-bit kernels and `unsigned long long` for 64-bit ones.
 #pragma once
 
@@ -87,7 +89,8 @@ struct ArgSlot {
 struct KernelSignature {
   std::vector<ArgSlot> args;
   KernelLayout layout;
-  int vector_width = 1;  // elements per vector iteration (16 bytes of the widest dtype); 1 = none
+  // Elements per vector iteration (16 bytes of the widest dtype moved as a vector); 1 = none.
+  int vector_width = 1;
 };
 
 // Grid and block size of one launch (x dimension only). grid * block must be < 2^31 so the
@@ -110,7 +113,8 @@ class PackedArgs {
   // object lives.
   void** params() { return ptrs_.data(); }
   size_t size() const { return ptrs_.size(); }
-  // True when the vector path was enabled (every pointer 16-byte aligned and the kernel has one).
+  // True when the vector path was enabled (the kernel has one, every pointer is 16-byte aligned
+  // and, with a strided input, the innermost collapsed size is a multiple of the vector width).
   bool vectorized() const { return vectorized_; }
 
  private:

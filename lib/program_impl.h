@@ -17,7 +17,7 @@
 namespace fusejit {
 
 // Bumped whenever generated code changes meaning for the same IR; part of every disk cache key.
-inline constexpr const char* kCodegenVersion = "fusejit-codegen-2";
+inline constexpr const char* kCodegenVersion = "fusejit-codegen-3";
 
 struct Program::Impl {
   Graph graph;                      // as given

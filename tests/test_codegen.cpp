@@ -102,9 +102,9 @@ TEST_CASE("kernel names are deterministic and the source is commented per node")
   CHECK(k1.source.find("= fj_exp(v") != std::string::npos);
   CHECK(k1.source.find("[bias.txt:6]") != std::string::npos);
   CHECK(k1.source.find("0x1.8p+0f") != std::string::npos);  // the 1.5 literal, exact
-  // The bias row is broadcast along dim 0: strided access, no vector path.
+  // The bias row is broadcast along dim 0: strided access (contiguous along the inner dim).
   CHECK(k1.source.find("st_v1_1") != std::string::npos);
-  CHECK(k1.source.find("vec_ok") == std::string::npos);
+  CHECK(k1.source.find("fj_vload<float, 4>(in_v1 + off_v1)") != std::string::npos);
   CHECK(!k1.index64);
   CHECK(k1.source.find("unsigned int n") != std::string::npos);
   CHECK(k1.nvrtc_options == std::vector<std::string>{"--std=c++17", "--fmad=false"});
@@ -131,6 +131,66 @@ TEST_CASE("contiguous groups get a 16-byte vector path and a runtime alignment f
   jit::GeneratedKernel ku = jit::generate_kernel(gu, whole_graph_group(gu));
   CHECK(ku.vector_width == 4);
   CHECK(ku.source.find("const float u_v1 = in_v1[0];") != std::string::npos);
+}
+
+TEST_CASE("broadcast groups get a vector path: one index computation per vector") {
+  // Row broadcast (bias_gelu): x f16[T, F] + bias f16[F]. The bias is contiguous along the
+  // innermost collapsed dim: one vector load at its per-vector base offset.
+  {
+    ir::Graph g = bias_graph(shp({6, 16}), shp({16}), DType::F16);
+    jit::GeneratedKernel k = jit::generate_kernel(g, whole_graph_group(g));
+    CHECK(k.vector_width == 8);
+    CHECK(k.signature.args.back().kind == jit::ArgKind::VecFlag);
+    const size_t vec = k.source.find("if (vec_ok)");
+    const size_t tail = k.source.find("for (unsigned int i = start + tid");
+    REQUIRE(vec != std::string::npos);
+    REQUIRE(tail != std::string::npos);
+    const std::string vloop = k.source.substr(vec, tail - vec);
+    CHECK(vloop.find("const unsigned int c1 = rem % size1;") != std::string::npos);
+    CHECK(vloop.find("const unsigned int off_v1 = c1 * st_v1_1;") != std::string::npos);
+    CHECK(vloop.find("fj_vload<fj_f16, 8>(in_v0 + i)") != std::string::npos);
+    CHECK(vloop.find("fj_vload<fj_f16, 8>(in_v1 + off_v1)") != std::string::npos);
+    CHECK(vloop.find("fj_load(x_v1.v[j])") != std::string::npos);
+    // The div/mod chain sits outside the lane loop: once per vector.
+    CHECK(vloop.find("rem % size1") < vloop.find("for (int j = 0; j < 8; ++j)"));
+    // The scalar loop stays as the fallback and the tail.
+    CHECK(k.source.substr(tail).find("fj_load(in_v1[off_v1])") != std::string::npos);
+  }
+  // Channel broadcast (nchw_normalize): img u8[N, C, H, W] with mean f32[1, C, 1, 1]. The mean is
+  // broadcast along the innermost collapsed dim (H*W): one scalar load per vector, all lanes.
+  {
+    ir::GraphBuilder b("nchw");
+    auto img = ir::Operand::of(b.add_input("img", DType::U8, shp({2, 3, 4, 4})));
+    auto mean = ir::Operand::of(b.add_input("mean", DType::F32, shp({1, 3, 1, 1})));
+    auto y = op2(b, Op::Sub, b.cast(img, DType::F32), mean, 3);
+    b.add_output("y", y);
+    ir::Graph g = b.finish();
+    ir::FusionGroup grp = whole_graph_group(g);
+    jit::GeneratedKernel k = jit::generate_kernel(g, grp);
+    CHECK(k.vector_width == 4);  // f32 output, u8 image loaded 4 at a time
+    CHECK(k.source.find("fj_vload<unsigned char, 4>(in_v0 + i)") != std::string::npos);
+    CHECK(k.source.find("const float b_v1 = in_v1[off_v1];") != std::string::npos);
+    CHECK(k.source.find("_elem(x_v0.v[j], b_v1, r_v") != std::string::npos);
+    CHECK(k.signature.layout.dim_groups.size() == 3);
+    // vec_ok needs aligned pointers AND H*W % 4 == 0, decided per launch (no new kernel).
+    uint64_t in[2] = {0x1000, 0x2000}, out[1] = {0x3000};
+    std::vector<ir::Shape> shapes = {shp({2, 3, 4, 4}), shp({1, 3, 1, 1})};
+    CHECK(jit::pack_args(k.signature, in, out, {}, shapes, shp({2, 3, 4, 4}), {}).vectorized());
+    shapes = {shp({2, 3, 3, 5}), shp({1, 3, 1, 1})};
+    CHECK(!jit::pack_args(k.signature, in, out, {}, shapes, shp({2, 3, 3, 5}), {}).vectorized());
+    shapes = {shp({2, 3, 2, 2}), shp({1, 3, 1, 1})};
+    CHECK(jit::pack_args(k.signature, in, out, {}, shapes, shp({2, 3, 2, 2}), {}).vectorized());
+    uint64_t bad_in[2] = {0x1000, 0x2004};
+    CHECK(!jit::pack_args(k.signature, bad_in, out, {}, shapes, shp({2, 3, 2, 2}), {}).vectorized());
+    // Both compile with NVRTC to an sm_90 CUBIN.
+    std::vector<jit::GeneratedKernel> ks = {k};
+    ir::Graph gb = bias_graph(shp({6, 16}), shp({16}), DType::F16);
+    ks.push_back(jit::generate_kernel(gb, whole_graph_group(gb)));
+    jit::TranslationUnit tu = jit::emit_translation_unit(ks);
+    std::string log;
+    CHECK(nvrtc_compile(tu.source, tu.nvrtc_options, log) == "");
+    INFO(log.substr(0, 4000));
+  }
 }
 
 TEST_CASE("dims broadcast the same way collapse; index width follows the element count") {
@@ -258,25 +318,28 @@ std::vector<jit::GeneratedKernel> every_op_kernels() {
   return ks;
 }
 
-// The vector path for every dtype: y = where(c, a, cast(b)) with contiguous arrays (and a 0-d
-// uniform input), strict and fast mode.
+// The vector path for every dtype: y = where(c, a, cast(b)) with contiguous arrays, broadcast
+// rows and columns (and a 0-d uniform input), strict and fast mode.
 std::vector<jit::GeneratedKernel> vector_kernels(bool fast) {
   std::vector<jit::GeneratedKernel> ks;
   jit::CodegenOptions opts;
   opts.fast_math = fast;
   const DType types[] = {DType::Bool, DType::I8, DType::U8, DType::I32, DType::I64,
                          DType::F16, DType::BF16, DType::F32, DType::F64};
-  for (DType t : types) {
-    ir::GraphBuilder b("vec");
-    auto c = ir::Operand::of(b.add_input("c", DType::Bool, shp({5, 7})));
-    auto a = ir::Operand::of(b.add_input("a", t, shp({5, 7})));
-    auto s = ir::Operand::of(b.add_input("s", DType::F16, shp({})));
-    ir::Operand w[3] = {c, a, b.cast(s, t)};
-    b.add_output("y", b.apply(Op::Where, w));
-    ir::Graph g = b.finish();
-    ks.push_back(jit::generate_kernel(g, whole_graph_group(g), opts));
-    CHECK(ks.back().vector_width > 1);
-  }
+  // `a` contiguous, a broadcast row (strided, contiguous along the inner dim) and a broadcast
+  // column (strided, broadcast along the inner dim).
+  for (DType t : types)
+    for (const ir::Shape& ashape : {shp({5, 7}), shp({7}), shp({5, 1})}) {
+      ir::GraphBuilder b("vec");
+      auto c = ir::Operand::of(b.add_input("c", DType::Bool, shp({5, 7})));
+      auto a = ir::Operand::of(b.add_input("a", t, ashape));
+      auto s = ir::Operand::of(b.add_input("s", DType::F16, shp({})));
+      ir::Operand w[3] = {c, a, b.cast(s, t)};
+      b.add_output("y", b.apply(Op::Where, w));
+      ir::Graph g = b.finish();
+      ks.push_back(jit::generate_kernel(g, whole_graph_group(g), opts));
+      CHECK(ks.back().vector_width > 1);
+    }
   return ks;
 }
 

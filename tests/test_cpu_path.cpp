@@ -247,6 +247,54 @@ TEST_CASE("1,000+ random graphs: fused, unfused and reference agree bit for bit"
   CHECK(bad == 0);
 }
 
+TEST_CASE("broadcast inputs on the vector path: bias rows and [1,C,1,1] channels, bit for bit") {
+  // Innermost collapsed sizes that are and are not a multiple of V (8 for f16, 4 for f32 out).
+  struct Spec {
+    const char* file;
+    std::vector<std::pair<std::string, int64_t>> dims;
+    bool vec;  // innermost size % V == 0: the fused kernel takes the vector path
+  };
+  const std::vector<Spec> specs = {
+      {"bias_gelu.txt", {{"T", 5}, {"F", 24}}, true},   {"bias_gelu.txt", {{"T", 3}, {"F", 8}}, true},
+      {"bias_gelu.txt", {{"T", 5}, {"F", 13}}, false},  {"bias_gelu.txt", {{"T", 4}, {"F", 20}}, false},
+      {"nchw_normalize.txt", {{"N", 2}, {"C", 3}, {"H", 4}, {"W", 6}}, true},
+      {"nchw_normalize.txt", {{"N", 3}, {"C", 2}, {"H", 2}, {"W", 2}}, true},
+      {"nchw_normalize.txt", {{"N", 2}, {"C", 3}, {"H", 3}, {"W", 5}}, false},
+      {"nchw_normalize.txt", {{"N", 1}, {"C", 4}, {"H", 1}, {"W", 7}}, false},
+  };
+  std::vector<Case> cases;
+  uint64_t seed = 91;
+  for (const Spec& sp : specs) {
+    ir::Graph g = ir::parse_graph_file((std::filesystem::path(FUSEJIT_SOURCE_DIR) / "samples" / "graphs" / sp.file).string());
+    ir::rebind_dims(g, sp.dims);
+    cases.push_back(make_case(fmt::format("{} {}", sp.file, sp.vec ? "(vector)" : "(scalar)"), std::move(g), seed++));
+  }
+  compile_all(cases);
+  int bad = 0;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    REQUIRE(c.fused.kernels.size() == 1);
+    CHECK(c.fused.kernels[0].vector_width > 1);
+    CHECK(c.fused.kernels[0].source.find("off_v") != std::string::npos);  // strided inputs
+    jit::CpuRunOptions plain, misaligned, scalar;
+    misaligned.misalign_inputs = true;
+    misaligned.launch = {2, 3};
+    scalar.vector_path = false;
+    const auto f = jit::run_cpu_program(c.fused, std::span<const ir::Tensor>(c.inputs), c.params, plain);
+    CHECK_MESSAGE((f.vector_launches == 1) == specs[k].vec, c.label);
+    const auto m = jit::run_cpu_program(c.fused, std::span<const ir::Tensor>(c.inputs), c.params, misaligned);
+    CHECK_MESSAGE(m.vector_launches == 0, c.label);
+    bad += check_case(c, plain);
+    bad += check_case(c, misaligned);
+    bad += check_case(c, scalar);
+    // A multi-thread grid-stride launch splits the vectors across threads.
+    jit::CpuRunOptions grid;
+    grid.launch = {3, 2};
+    bad += check_case(c, grid);
+  }
+  CHECK(bad == 0);
+}
+
 TEST_CASE("a new dim value or param value reuses the compiled kernels") {
   ir::GraphBuilder b("rebind");
   const int32_t n = b.add_dim("N", 8);
