@@ -224,7 +224,7 @@ Tensor read_npy(const std::string& path, std::optional<DType> expect) {
   {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec))  // a folder, FIFO or device would hang or mislead
-      fail(path, std::filesystem::exists(path, ec) ? "not a regular file" : "no such file");
+      fail(path, std::filesystem::exists(path, ec) ? "cannot open file: not a regular file" : "cannot open file: no such file");
   }
   std::ifstream f(path, std::ios::binary);
   if (!f) fail(path, std::string("cannot open file: ") + std::strerror(errno));
