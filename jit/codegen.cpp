@@ -19,7 +19,7 @@ namespace {
 
 constexpr const char* kKernelPrelude = R"FJK(
 // ---- fusejit kernel prelude: indexing and vector helpers for generated kernels ----
-#ifdef __CUDACC_RTC__
+#ifdef FJ_DEVICE_CODE
 #define FJK_FN __device__ __forceinline__
 #else
 #define FJK_FN static inline
@@ -32,7 +32,7 @@ struct alignas(sizeof(T) * N) fj_vec {
 };
 template <class T, int N>
 FJK_FN fj_vec<T, N> fj_vload(const T* p) {
-#ifdef __CUDACC_RTC__
+#ifdef FJ_DEVICE_CODE
   return *reinterpret_cast<const fj_vec<T, N>*>(p);
 #else
   fj_vec<T, N> r;
@@ -42,7 +42,7 @@ FJK_FN fj_vec<T, N> fj_vload(const T* p) {
 }
 template <class T, int N>
 FJK_FN void fj_vstore(T* p, const fj_vec<T, N>& x) {
-#ifdef __CUDACC_RTC__
+#ifdef FJ_DEVICE_CODE
   *reinterpret_cast<fj_vec<T, N>*>(p) = x;
 #else
   __builtin_memcpy(p, &x, sizeof(x));
@@ -50,7 +50,7 @@ FJK_FN void fj_vstore(T* p, const fj_vec<T, N>& x) {
 }
 // Exact constants that have no literal form (inf, nan with its payload).
 FJK_FN float fjk_f32_from_bits(unsigned int b) {
-#ifdef __CUDACC_RTC__
+#ifdef FJ_DEVICE_CODE
   return __int_as_float(static_cast<int>(b));
 #else
   float f;
@@ -59,7 +59,7 @@ FJK_FN float fjk_f32_from_bits(unsigned int b) {
 #endif
 }
 FJK_FN double fjk_f64_from_bits(unsigned long long b) {
-#ifdef __CUDACC_RTC__
+#ifdef FJ_DEVICE_CODE
   return __longlong_as_double(static_cast<long long>(b));
 #else
   double d;

@@ -25,7 +25,12 @@
 #ifndef FJ_SCALAR_H
 #define FJ_SCALAR_H
 
-#ifdef __CUDACC_RTC__
+// Device code: NVRTC (__CUDACC_RTC__) or nvcc (__CUDACC__), so a dumped .cu also builds with
+// `nvcc -cubin`. The host C++ build of the kernels defines neither.
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define FJ_DEVICE_CODE 1
+#endif
+#ifdef FJ_DEVICE_CODE
 #define FJ_FN __device__ __forceinline__
 #else
 #include <cmath>
@@ -41,7 +46,7 @@ struct fj_bf16 { unsigned short bits; };
 // ---------------------------------------------------------------------------------------------
 // Bit casts.
 // ---------------------------------------------------------------------------------------------
-#ifdef __CUDACC_RTC__
+#ifdef FJ_DEVICE_CODE
 FJ_FN unsigned int fj_f2u(float x) { return __float_as_uint(x); }
 FJ_FN float fj_u2f(unsigned int u) { return __uint_as_float(u); }
 FJ_FN unsigned long long fj_d2u(double x) { return (unsigned long long)__double_as_longlong(x); }
@@ -126,7 +131,7 @@ FJ_FN unsigned int fj_round_bits_i64(long long v, int mb, int eb) {
   return fj_pack_small(sign, m, 0, mb, eb);
 }
 
-#ifdef __CUDACC_RTC__
+#ifdef FJ_DEVICE_CODE
 // On the GPU the conversions use the hardware's cvt instructions (PTX ISA, "cvt"): the same IEEE
 // round-to-nearest-even, subnormal and overflow results as the bit-level code, at a fraction of
 // its cost (the bit-level path made f16/bf16 kernels compute-bound); NaN becomes a canonical NaN.
@@ -153,7 +158,7 @@ FJ_FN unsigned int fj_hw_round_bf16_bits(float x) {
 
 // f16 bits -> float (exact).
 FJ_FN float fj_f16_bits_to_f32(unsigned int h) {
-#ifdef __CUDACC_RTC__
+#ifdef FJ_DEVICE_CODE
   return fj_hw_f16_bits_to_f32(h);
 #else
   unsigned int sign = (h & 0x8000u) << 16;
@@ -175,7 +180,7 @@ FJ_FN float fj_load(fj_f16 h) { return fj_f16_bits_to_f32(h.bits); }
 FJ_FN float fj_load(fj_bf16 h) { return fj_bf16_bits_to_f32(h.bits); }
 // Rounds a float to f16 / bf16 bits (nearest-even).
 FJ_FN unsigned int fj_f16_bits_of(float x) {
-#ifdef __CUDACC_RTC__
+#ifdef FJ_DEVICE_CODE
   return fj_hw_round_f16_bits(x);
 #else
   return fj_round_bits_f32(x, 10, 5);
@@ -269,7 +274,7 @@ FJ_CVT_HALF(bf16, 7, 8, fj_bf16_bits_to_f32)
 // ---------------------------------------------------------------------------------------------
 // Math library: C/C++ library on the host, CUDA Math API on the device.
 // ---------------------------------------------------------------------------------------------
-#ifdef __CUDACC_RTC__
+#ifdef FJ_DEVICE_CODE
 #define FJ_MATH1(OP, FN)                                              \
   FJ_FN float fj_##OP(float x) { return FN##f(x); }                   \
   FJ_FN double fj_##OP(double x) { return FN(x); }
