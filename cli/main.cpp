@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
   run->add_option("--param", params, "set a param, NAME=VALUE (repeatable)");
   run->add_option("--input", inputs, "read an input from a NumPy .npy file, NAME=FILE (repeatable)");
   run->add_option("--range", ranges, "random range of an input, NAME=LO:HI (repeatable)");
-  run->add_option("--seed", seed, "seed of the deterministic random inputs")->default_val(0);
+  run->add_option("--seed", seed, "seed of the deterministic random inputs (0 to 2^64-1)")
+      ->default_val(0)->check(CLI::NonNegativeNumber);
   run->add_flag("--special", special,
                 "mix hard cases into random inputs: NaN, +-inf, -0.0, subnormals, extremes (docs/ops.md)");
   run->add_option("--save-dir", save_dir, "write each output as DIR/<name>.npy");

@@ -30,6 +30,8 @@ std::vector<ir::Tensor> make_inputs(const ir::Graph& g, const RunOptions& ro) {
   for (const auto& r : ro.input_ranges) {
     bool found = std::any_of(g.inputs.begin(), g.inputs.end(), [&](ir::NodeId id) { return g.node(id).name == r.first; });
     if (!found) throw ir::UserError("--range " + r.first + ": the graph has no input named '" + r.first + "'");
+    bool from_file = std::any_of(ro.input_files.begin(), ro.input_files.end(), [&](const auto& f) { return f.first == r.first; });
+    if (from_file) throw ir::UserError("--range " + r.first + ": input '" + r.first + "' is read from a file (--input), not generated");
   }
   std::vector<ir::Tensor> out;
   for (size_t k = 0; k < g.inputs.size(); ++k) {
