@@ -75,6 +75,10 @@ fj::DimValues parse_dims(const std::vector<std::string>& dims) {
   return out;
 }
 
+// "must be >= 0" without CLI11's NonNegativeNumber message (which prints the largest double).
+const CLI::Validator kNonNegative(
+    [](std::string& v) { return !v.empty() && v[0] == '-' ? std::string("must be >= 0") : std::string(); }, "NONNEGATIVE");
+
 struct Common {
   std::string graph;
   std::vector<std::string> dims;
@@ -111,7 +115,7 @@ int main(int argc, char** argv) {
   run->add_option("--input", inputs, "read an input from a NumPy .npy file, NAME=FILE (repeatable)");
   run->add_option("--range", ranges, "random range of an input, NAME=LO:HI (repeatable)");
   run->add_option("--seed", seed, "seed of the deterministic random inputs (0 to 2^64-1)")
-      ->default_val(0)->check(CLI::NonNegativeNumber);
+      ->default_val(0)->check(kNonNegative);
   run->add_flag("--special", special,
                 "mix hard cases into random inputs: NaN, +-inf, -0.0, subnormals, extremes (docs/ops.md)");
   run->add_option("--save-dir", save_dir, "write each output as DIR/<name>.npy");
@@ -119,7 +123,7 @@ int main(int argc, char** argv) {
   run->add_option("--arch", arch, "target architecture: sm_XY (CUBIN) or compute_XY (PTX); default: the GPU's");
   run->add_option("--backend", backend, "auto (GPU if present), cuda, or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->default_val("auto");
-  run->add_option("--device", device, "CUDA device ordinal")->default_val(0)->check(CLI::NonNegativeNumber);
+  run->add_option("--device", device, "CUDA device ordinal")->default_val(0)->check(kNonNegative);
   run->add_option("--repeats", repeats, "timed runs per path; the median is reported")
       ->default_val(20)->check(CLI::Range(1, 100000));
   run->add_option("--warmup", warmup, "untimed runs before timing")->default_val(3)->check(CLI::Range(0, 100000));
