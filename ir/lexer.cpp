@@ -184,7 +184,9 @@ Token Lexer::next() {
     ++pos_;
     while (pos_ < text_.size() && digit(text_[pos_])) ++pos_;
     if (pos_ == start + 1 || (pos_ < text_.size() && ident_char(text_[pos_])))
-      throw UserError("'%' must be followed by digits (a temporary such as %12)", t.loc);
+      throw UserError("'%' must be followed by digits (a temporary such as %12); for a remainder use mod(x, y) "
+                      "(floor, as Python's %) or fmod(x, y) (truncating, as C's %)",
+                      t.loc);
     if (pos_ - start > 11) throw UserError("temporary number too long", t.loc);
     t.kind = Tok::Temp;
     t.text = text_.substr(start, pos_ - start);

@@ -516,8 +516,13 @@ class Parser {
         advance();
         return lookup_value(t);
       case Tok::Ident: break;
-      default:
-        throw UserError("expected an expression, found " + describe(t), t.loc);
+      default: {
+        // Python habits: `x ** 2` and `a // b` reach here at their second operator token.
+        std::string hint = t.kind == Tok::Star    ? "; for powers use pow(x, y)"
+                           : t.kind == Tok::Slash ? "; for floor division use floordiv(a, b)"
+                                                  : "";
+        throw UserError("expected an expression, found " + describe(t) + hint, t.loc);
+      }
     }
     advance();
     if (tok_.kind == Tok::LParen) return call(t, depth);
@@ -596,6 +601,9 @@ class Parser {
 }  // namespace
 
 Graph parse_graph(std::string_view text, const std::string& file, const DimOverrides& dim_overrides) {
+  // A UTF-8 byte-order mark (some editors write one) is not part of the text. Columns on the
+  // first line then count from after it.
+  if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   Parser p(text, file, dim_overrides);
   return p.run();
 }

@@ -346,3 +346,9 @@ TEST_CASE("CRLF line endings and comments everywhere") {
           "crlf.txt:2:9: error: undefined name 'q'\n  y = x * q\n          ^\n");
   }
 }
+
+TEST_CASE("a UTF-8 byte-order mark at the start is ignored") {
+  Graph g = parse_graph("\xEF\xBB\xBFinput x : f32[4]\ny = x * 2\noutput y\n", "bom.txt");
+  CHECK(g.outputs.size() == 1);
+  CHECK_THROWS_AS(parse_graph("input x : f32[4]\n\xEF\xBB\xBFy = x\noutput y\n", "bom2.txt"), UserError);
+}
