@@ -1,0 +1,23 @@
+// A program using fusejit through add_subdirectory: build y = relu(x) * 2 and run it on the CPU.
+#include <cstdio>
+#include <cstring>
+
+#include <fusejit/fusejit.h>
+
+int main() {
+  namespace fj = fusejit;
+  fj::GraphBuilder b("subdir");
+  fj::Value x = b.input("x", fj::DType::F32, {4});
+  b.output("y", b.op("relu", {x}) * 2);
+  fj::Options o;
+  o.backend = fj::Backend::Cpu;
+  fj::Program p = fj::Program::compile(b.build(), o);
+  float in[4] = {-1.0f, 0.5f, 2.0f, -0.0f};
+  fj::HostTensor t{fj::DType::F32, {4}, std::vector<std::byte>(16)};
+  std::memcpy(t.data.data(), in, 16);
+  auto out = p.run({t});
+  float y[4];
+  std::memcpy(y, out[0].data.data(), 16);
+  std::printf("add_subdirectory consumer: y = [%g, %g, %g, %g]\n", y[0], y[1], y[2], y[3]);
+  return y[0] == 0.0f && y[1] == 1.0f && y[2] == 4.0f ? 0 : 1;
+}
