@@ -26,8 +26,9 @@ inline bool is_float(DType t) { return dtype_category(t) == Category::Float; }
 inline bool is_int(DType t) { return dtype_category(t) == Category::Int; }
 // True for f16 and bf16: stored in 16 bits, computed in f32 and rounded to nearest-even per node.
 inline bool is_half(DType t) { return t == DType::F16 || t == DType::BF16; }
-// NumPy dtype string for .npy headers, little-endian ("<f4", "|b1", ...). bf16 has none: "<V2"
-// is NOT used; bf16 files are written with descr "bfloat16" (ml_dtypes' name) by convention.
+// NumPy dtype string for .npy headers, little-endian ("<f4", "|b1", ...). bf16 has no NumPy
+// dtype: "bfloat16" (ml_dtypes' name) is returned here, but ir/npy.h writes bf16 tensors as exact
+// f32 ("<f4") by default so that plain NumPy reads them (see Bf16Npy).
 std::string_view dtype_npy_descr(DType t);
 
 // Promotion of two tensor (strong) dtypes, following torch.result_type for these types:
