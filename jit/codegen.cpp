@@ -13,6 +13,9 @@
 
 #include <fmt/format.h>
 
+#include "ir/printer.h"
+#include "ir/scalar/fj_scalar.h"
+
 namespace fusejit::jit {
 
 namespace {
@@ -24,10 +27,11 @@ constexpr const char* kKernelPrelude = R"FJK(
 #else
 #define FJK_FN static inline
 #endif
-// N elements of T moved as one aligned access (16 bytes for the widest dtype of a kernel), so the
-// compiler emits ld.global.v4 / st.global.v4 style instructions.
+// N elements of T moved as aligned accesses of up to 16 bytes each (the widest the hardware has),
+// so the compiler emits ld.global.v4 / st.global.v4 style instructions; a 64-byte vector is four.
+// The alignment promised is min(16, sizeof(T) * N): what pack_args checks (16-byte pointers).
 template <class T, int N>
-struct alignas(sizeof(T) * N) fj_vec {
+struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) fj_vec {
   T v[N];
 };
 template <class T, int N>
@@ -78,39 +82,44 @@ std::string sanitize(const std::string& s) {
   return r;
 }
 
-std::string vname(ir::NodeId id) { return fmt::format("v{}", id); }
+// How values are named in a kernel's text. By default after graph node ids (`v12`), with the
+// node's name and source line in comments. Canonical kernels (CodegenOptions::canonical_names)
+// number values in order of first appearance and carry no names or lines, so structurally equal
+// groups give the same text, name and cache entry.
+class Naming {
+ public:
+  Naming(const ir::Graph& g, bool canonical) : g_(g), canonical_(canonical) {}
+  std::string v(ir::NodeId id) {
+    if (!canonical_) return fmt::format("v{}", id);
+    auto [it, added] = canon_.try_emplace(id, static_cast<int>(canon_.size()));
+    return fmt::format("v{}", it->second);
+  }
+  // "  [gelu.txt:5]", or "" when the node has no location or names are canonical.
+  std::string where(const ir::Node& n) const {
+    if (canonical_ || !n.loc.known()) return "";
+    std::string file = g_.file;
+    if (auto p = file.find_last_of('/'); p != std::string::npos) file = file.substr(p + 1);
+    if (file.empty()) file = g_.name.empty() ? "graph" : g_.name;
+    return fmt::format("  [{}:{}]", file, n.loc.line);
+  }
+  std::string label(ir::NodeId id) {
+    const ir::Node& n = g_.node(id);
+    return n.name.empty() || canonical_ ? v(id) : fmt::format("{} ({})", v(id), n.name);
+  }
+  // Comment text describing how a node is computed.
+  std::string describe(ir::NodeId id) {
+    const ir::Node& n = g_.node(id);
+    std::string args;
+    for (int k = 0; k < n.nargs; ++k) args += (k ? ", " : "") + v(n.arg(k));
+    if (n.op == ir::Op::Cast) args += fmt::format(", {}", ir::dtype_name(n.dtype));
+    return fmt::format("{} = {}({}) : {}", label(id), ir::op_name(n.op), args, ir::dtype_name(n.dtype));
+  }
 
-// "gelu.txt:5" or "" when the node has no location.
-std::string where(const ir::Graph& g, const ir::Node& n) {
-  if (!n.loc.known()) return "";
-  std::string file = g.file;
-  if (auto p = file.find_last_of('/'); p != std::string::npos) file = file.substr(p + 1);
-  if (file.empty()) file = g.name.empty() ? "graph" : g.name;
-  return fmt::format("  [{}:{}]", file, n.loc.line);
-}
-
-std::string node_label(const ir::Graph& g, ir::NodeId id) {
-  const ir::Node& n = g.node(id);
-  return n.name.empty() ? vname(id) : fmt::format("{} ({})", vname(id), n.name);
-}
-
-// Comment text describing how a node is computed.
-std::string describe(const ir::Graph& g, ir::NodeId id) {
-  const ir::Node& n = g.node(id);
-  std::string args;
-  for (int k = 0; k < n.nargs; ++k) args += (k ? ", " : "") + vname(n.arg(k));
-  if (n.op == ir::Op::Cast) args += fmt::format(", {}", ir::dtype_name(n.dtype));
-  return fmt::format("{} = {}({}) : {}", node_label(g, id), ir::op_name(n.op), args, ir::dtype_name(n.dtype));
-}
-
-std::string load_expr(ir::DType t, const std::string& lvalue) {
-  return ir::is_half(t) ? fmt::format("fj_load({})", lvalue) : lvalue;
-}
-std::string store_expr(ir::DType t, const std::string& value) {
-  if (t == ir::DType::F16) return fmt::format("fj_store_f16({})", value);
-  if (t == ir::DType::BF16) return fmt::format("fj_store_bf16({})", value);
-  return value;
-}
+ private:
+  const ir::Graph& g_;
+  bool canonical_;
+  std::map<ir::NodeId, int> canon_;
+};
 
 }  // namespace
 
@@ -176,6 +185,7 @@ std::string constant_literal(const ir::Scalar& s) {
 
 GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group, const CodegenOptions& opts) {
   GeneratedKernel k;
+  Naming nm(g, opts.canonical_names);
   k.fast_math = opts.fast_math;
   KernelLayout layout = compute_layout(g, group);
   if (opts.index_bits == 64) layout.index64 = true;
@@ -200,12 +210,23 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
   const size_t rank = layout.dim_groups.size();
   // Strided input contiguous along the innermost collapsed dim: loaded as a vector.
   auto inner_vec = [&](size_t i) { return layout.access[i] == InputAccess::Strided && !layout.bcast[i][rank - 1]; };
-  int max_size = 1;
+  // V is set by the NARROWEST array that moves as a vector, so it moves 16 bytes per access (a u8
+  // input feeding an f32 output gets V = 16, not 4: four times the bytes in flight per load and
+  // one index computation per 16 elements), capped at 64 bytes per thread for the widest array
+  // (4 x 16-byte accesses) to bound registers.
+  int min_size = 16, max_size = 1;
+  auto note_size = [&](ir::DType t) {
+    min_size = std::min(min_size, ir::dtype_size(t));
+    max_size = std::max(max_size, ir::dtype_size(t));
+  };
   for (size_t i = 0; i < group.inputs.size(); ++i)
-    if (layout.access[i] == InputAccess::Contiguous || inner_vec(i))
-      max_size = std::max(max_size, ir::dtype_size(g.node(group.inputs[i]).dtype));
-  for (ir::NodeId o : group.outputs) max_size = std::max(max_size, ir::dtype_size(g.node(o).dtype));
-  const int V = (opts.vectorize && !group.outputs.empty() && (all_flat || rank >= 2)) ? 16 / max_size : 1;
+    if (layout.access[i] == InputAccess::Contiguous || inner_vec(i)) note_size(g.node(group.inputs[i]).dtype);
+  for (ir::NodeId o : group.outputs) note_size(g.node(o).dtype);
+  int V = 1;
+  if (opts.vectorize && !group.outputs.empty() && (all_flat || rank >= 2)) {
+    V = 16 / min_size;
+    while (V > 1 && V * max_size > 64) V /= 2;
+  }
   k.vector_width = V;
 
   // ---- signature ----
@@ -214,19 +235,19 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
   sig.vector_width = V;
   for (size_t i = 0; i < group.inputs.size(); ++i) {
     const ir::Node& nd = g.node(group.inputs[i]);
-    sig.args.push_back({ArgKind::InputPtr, static_cast<int>(i), -1, -1, nd.dtype, 8, "in_" + vname(group.inputs[i]),
+    sig.args.push_back({ArgKind::InputPtr, static_cast<int>(i), -1, -1, nd.dtype, 8, "in_" + nm.v(group.inputs[i]),
                         fmt::format("const {}* __restrict__", storage_ctype(nd.dtype))});
   }
   for (size_t i = 0; i < group.outputs.size(); ++i) {
     const ir::Node& nd = g.node(group.outputs[i]);
-    sig.args.push_back({ArgKind::OutputPtr, static_cast<int>(i), -1, -1, nd.dtype, 8, "out_" + vname(group.outputs[i]),
+    sig.args.push_back({ArgKind::OutputPtr, static_cast<int>(i), -1, -1, nd.dtype, 8, "out_" + nm.v(group.outputs[i]),
                         fmt::format("{}* __restrict__", storage_ctype(nd.dtype))});
   }
   for (size_t i = 0; i < group.params.size(); ++i) {
     const ir::Node& nd = g.node(group.params[i]);
     FJ_CHECK(nd.op == ir::Op::Param, "codegen: group param is not a Param node");
     const int bytes = ir::is_half(nd.dtype) ? 4 : ir::dtype_size(nd.dtype);
-    sig.args.push_back({ArgKind::Param, static_cast<int>(i), -1, nd.slot, nd.dtype, bytes, "p_" + vname(group.params[i]),
+    sig.args.push_back({ArgKind::Param, static_cast<int>(i), -1, nd.slot, nd.dtype, bytes, "p_" + nm.v(group.params[i]),
                         compute_ctype(nd.dtype)});
   }
   sig.args.push_back({ArgKind::NumElements, -1, -1, -1, ir::DType::I64, idx_bytes, "n", idx});
@@ -239,18 +260,51 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
       for (size_t c = 0; c < rank; ++c)
         if (!layout.bcast[i][c])
           sig.args.push_back({ArgKind::Stride, static_cast<int>(i), static_cast<int>(c), -1, ir::DType::I64, idx_bytes,
-                              fmt::format("st_{}_{}", vname(group.inputs[i]), c), idx});
+                              fmt::format("st_{}_{}", nm.v(group.inputs[i]), c), idx});
     }
   }
   if (V > 1) sig.args.push_back({ArgKind::VecFlag, -1, -1, -1, ir::DType::I32, 4, "vec_ok", "int"});
 
   // ---- element function: computes the group's outputs from loaded inputs and params ----
+  // f16/bf16 values exist in two forms: storage bits `vNh` (fj_f16/fj_bf16) and their exact f32
+  // value `vN`. Inputs arrive and outputs leave in storage form; add/sub/mul of two halves compute
+  // in storage form (fj_add_f16 etc.: native instructions on the GPU, the same bits as rounding
+  // the f32 result; see fj_scalar.h); every other op computes in f32 and rounds once. A form is
+  // emitted only where some use needs it, so a half chain of add/mul never converts.
   std::string body;
   std::string elem_params;
   auto add_elem_param = [&](const std::string& p) { elem_params += (elem_params.empty() ? "" : ", ") + p; };
-  for (ir::NodeId id : group.inputs) add_elem_param(fmt::format("{} {}", compute_ctype(g.node(id).dtype), vname(id)));
-  for (ir::NodeId id : group.params) add_elem_param(fmt::format("{} {}", compute_ctype(g.node(id).dtype), vname(id)));
-  for (ir::NodeId id : group.outputs) add_elem_param(fmt::format("{}& o_{}", compute_ctype(g.node(id).dtype), vname(id)));
+  auto half = [&](ir::NodeId id) { return ir::is_half(g.node(id).dtype); };
+  auto hname = [&](ir::NodeId id) { return nm.v(id) + "h"; };
+  auto native_half = [&](const ir::Node& nd) {
+    if (opts.fast_math || !ir::is_half(nd.dtype)) return false;
+    if (nd.op != ir::Op::Add && nd.op != ir::Op::Sub && nd.op != ir::Op::Mul) return false;
+    for (int j = 0; j < nd.nargs; ++j)
+      if (g.node(nd.arg(j)).dtype != nd.dtype) return false;
+    return true;
+  };
+  std::set<ir::NodeId> need_h, need_f;  // half values whose storage / f32 form some use reads
+  for (ir::NodeId id : group.nodes) {
+    const ir::Node& nd = g.node(id);
+    for (int j = 0; j < nd.nargs; ++j) (native_half(nd) ? need_h : need_f).insert(nd.arg(j));
+  }
+  for (ir::NodeId id : group.outputs) (half(id) ? need_h : need_f).insert(id);
+  for (ir::NodeId id : group.inputs)
+    add_elem_param(fmt::format("{} {}", storage_ctype(g.node(id).dtype), half(id) ? hname(id) : nm.v(id)));
+  for (ir::NodeId id : group.params) add_elem_param(fmt::format("{} {}", compute_ctype(g.node(id).dtype), nm.v(id)));
+  for (ir::NodeId id : group.outputs)
+    add_elem_param(fmt::format("{}& o_{}", storage_ctype(g.node(id).dtype), nm.v(id)));
+  auto store_fn = [](ir::DType t) { return t == ir::DType::F16 ? "fj_store_f16" : "fj_store_bf16"; };
+
+  // Half inputs: their f32 value where an f32 op reads it.
+  for (ir::NodeId id : group.inputs)
+    if (half(id) && need_f.count(id))
+      body += fmt::format("  const float {} = fj_load({});\n", nm.v(id), hname(id));
+  // Half params arrive as f32 (exact half values): their storage form where a half op reads it.
+  for (ir::NodeId id : group.params)
+    if (half(id) && need_h.count(id))
+      body += fmt::format("  const {} {} = {}({});\n", storage_ctype(g.node(id).dtype), hname(id),
+                          store_fn(g.node(id).dtype), nm.v(id));
 
   // Constants used by the group, declared first so every value has a name.
   std::set<ir::NodeId> consts;
@@ -265,24 +319,51 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
   for (ir::NodeId id : group.outputs) note_operand(id);
   for (ir::NodeId c : consts) {
     const ir::Node& cn = g.node(c);
-    body += fmt::format("  const {} {} = {};  // {} = const : {}{}\n", compute_ctype(cn.dtype), vname(c),
-                        constant_literal(cn.value), node_label(g, c), ir::dtype_name(cn.dtype), where(g, cn));
+    const std::string note = fmt::format("  // {} = const {} : {}{}\n", nm.label(c), ir::print_scalar(cn.value),
+                                         ir::dtype_name(cn.dtype), nm.where(cn));
+    if (ir::is_half(cn.dtype) && need_h.count(c)) {
+      const float f = static_cast<float>(cn.value.f);
+      const unsigned bits = cn.dtype == ir::DType::F16 ? fj_f16_bits_of(f) : fj_bf16_bits_of(f);
+      body += fmt::format("  const {} {} = {{(unsigned short)0x{:04x}u}};{}", storage_ctype(cn.dtype), hname(c), bits, note);
+      if (!need_f.count(c)) continue;
+    }
+    body += fmt::format("  const {} {} = {};{}", compute_ctype(cn.dtype), nm.v(c), constant_literal(cn.value), note);
   }
   for (ir::NodeId id : group.nodes) {
     const ir::Node& nd = g.node(id);
     FJ_CHECK(!ir::is_leaf(nd.op), "codegen: a leaf is listed among a group's nodes");
+    const std::string note = fmt::format("  // {}{}\n", nm.describe(id), nm.where(nd));
+    const char* ht = ir::is_half(nd.dtype) ? storage_ctype(nd.dtype) : "";
+    if (native_half(nd)) {
+      body += fmt::format("  const {} {} = fj_{}_{}({}, {});{}", ht, hname(id), ir::op_name(nd.op),
+                          ir::dtype_name(nd.dtype), hname(nd.arg(0)), hname(nd.arg(1)), note);
+      if (need_f.count(id)) body += fmt::format("  const float {} = fj_load({});\n", nm.v(id), hname(id));
+      continue;
+    }
     std::string args;
-    for (int j = 0; j < nd.nargs; ++j) args += (j ? ", " : "") + vname(nd.arg(j));
+    for (int j = 0; j < nd.nargs; ++j) args += (j ? ", " : "") + nm.v(nd.arg(j));
+    // A cast whose operand is held as an f32 value (f32, or a half's exact f32 form) rounds it once.
+    const ir::DType src = nd.nargs ? g.node(nd.arg(0)).dtype : nd.dtype;
+    const bool cast_from_f32 = nd.op == ir::Op::Cast && (src == ir::DType::F32 || ir::is_half(src));
     std::string fn = nd.op == ir::Op::Cast ? fmt::format("fj_cvt_{}", ir::dtype_name(nd.dtype))
                                            : fmt::format("fj_{}", ir::op_name(nd.op));
     std::string value = fmt::format("{}({})", fn, args);
+    if (ir::is_half(nd.dtype) && !opts.fast_math && need_h.count(id)) {
+      // One rounding to storage form, then the f32 value where an f32 op reads it.
+      body += fmt::format("  const {} {} = {}({});{}", ht, hname(id), store_fn(nd.dtype),
+                          cast_from_f32 ? nm.v(nd.arg(0)) : value, note);
+      if (need_f.count(id)) body += fmt::format("  const float {} = fj_load({});\n", nm.v(id), hname(id));
+      continue;
+    }
     // Strict: every f16/bf16 node is rounded to its type (casts already return a rounded value).
     if (ir::is_half(nd.dtype) && nd.op != ir::Op::Cast && !opts.fast_math)
       value = fmt::format("{}({})", nd.dtype == ir::DType::F16 ? "fj_round_f16" : "fj_round_bf16", value);
-    body += fmt::format("  const {} {} = {};  // {}{}\n", compute_ctype(nd.dtype), vname(id), value, describe(g, id),
-                        where(g, nd));
+    body += fmt::format("  const {} {} = {};{}", compute_ctype(nd.dtype), nm.v(id), value, note);
+    // Fast mode keeps halves in f32; the storage form is rounded once where an output needs it.
+    if (ir::is_half(nd.dtype) && need_h.count(id))
+      body += fmt::format("  const {} {} = {}({});\n", ht, hname(id), store_fn(nd.dtype), nm.v(id));
   }
-  for (ir::NodeId id : group.outputs) body += fmt::format("  o_{0} = {0};\n", vname(id));
+  for (ir::NodeId id : group.outputs) body += fmt::format("  o_{} = {};\n", nm.v(id), half(id) ? hname(id) : nm.v(id));
 
   // ---- kernel ----
   std::string kp;  // kernel parameter list
@@ -293,21 +374,20 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
     auto add = [&](const std::string& x) { s += (s.empty() ? "" : ", ") + x; };
     for (size_t i = 0; i < group.inputs.size(); ++i) {
       const ir::NodeId id = group.inputs[i];
-      const ir::DType t = g.node(id).dtype;
       switch (layout.access[i]) {
-        case InputAccess::Uniform: add("u_" + vname(id)); break;
+        case InputAccess::Uniform: add("u_" + nm.v(id)); break;
         case InputAccess::Contiguous:
-          add(load_expr(t, vec ? fmt::format("x_{}.v[j]", vname(id)) : fmt::format("in_{}[{}]", vname(id), idx_expr)));
+          add(vec ? fmt::format("x_{}.v[j]", nm.v(id)) : fmt::format("in_{}[{}]", nm.v(id), idx_expr));
           break;
         case InputAccess::Strided:
-          if (!vec) add(load_expr(t, fmt::format("in_{0}[off_{0}]", vname(id))));
-          else if (inner_vec(i)) add(load_expr(t, fmt::format("x_{}.v[j]", vname(id))));
-          else add("b_" + vname(id));  // broadcast along the innermost dim: one load per vector
+          if (!vec) add(fmt::format("in_{0}[off_{0}]", nm.v(id)));
+          else if (inner_vec(i)) add(fmt::format("x_{}.v[j]", nm.v(id)));
+          else add("b_" + nm.v(id));  // broadcast along the innermost dim: one load per vector
           break;
       }
     }
-    for (ir::NodeId id : group.params) add("p_" + vname(id));
-    for (ir::NodeId id : group.outputs) add("r_" + vname(id));
+    for (ir::NodeId id : group.params) add("p_" + nm.v(id));
+    for (ir::NodeId id : group.outputs) add("r_" + nm.v(id));
     return s;
   };
 
@@ -322,8 +402,8 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
       if (layout.access[i] != InputAccess::Strided) continue;
       std::string off;
       for (size_t c = 0; c < rank; ++c)
-        if (!layout.bcast[i][c]) off += fmt::format("{}c{} * st_{}_{}", off.empty() ? "" : " + ", c, vname(group.inputs[i]), c);
-      s += fmt::format("{}const {} off_{} = {};\n", ind, idx, vname(group.inputs[i]), off);
+        if (!layout.bcast[i][c]) off += fmt::format("{}c{} * st_{}_{}", off.empty() ? "" : " + ", c, nm.v(group.inputs[i]), c);
+      s += fmt::format("{}const {} off_{} = {};\n", ind, idx, nm.v(group.inputs[i]), off);
     }
     return s;
   };
@@ -335,7 +415,7 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
     if (layout.access[i] == InputAccess::Uniform) {
       const ir::NodeId id = group.inputs[i];
       kb += fmt::format("  const {} u_{} = {};  // broadcast along every dim: read once\n",
-                        compute_ctype(g.node(id).dtype), vname(id), load_expr(g.node(id).dtype, fmt::format("in_{}[0]", vname(id))));
+                        storage_ctype(g.node(id).dtype), nm.v(id), fmt::format("in_{}[0]", nm.v(id)));
     }
   kb += fmt::format("  {} start = 0;\n", idx);
   if (V > 1) {
@@ -355,38 +435,38 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
       const ir::DType t = g.node(id).dtype;
       const char* st = storage_ctype(t);
       if (layout.access[i] == InputAccess::Contiguous)
-        kb += fmt::format("      const fj_vec<{0}, {1}> x_{2} = fj_vload<{0}, {1}>(in_{2} + i);\n", st, V, vname(id));
+        kb += fmt::format("      const fj_vec<{0}, {1}> x_{2} = fj_vload<{0}, {1}>(in_{2} + i);\n", st, V, nm.v(id));
       else if (inner_vec(i))
-        kb += fmt::format("      const fj_vec<{0}, {1}> x_{2} = fj_vload<{0}, {1}>(in_{2} + off_{2});\n", st, V, vname(id));
+        kb += fmt::format("      const fj_vec<{0}, {1}> x_{2} = fj_vload<{0}, {1}>(in_{2} + off_{2});\n", st, V, nm.v(id));
       else if (layout.access[i] == InputAccess::Strided)
-        kb += fmt::format("      const {} b_{} = {};\n", compute_ctype(t), vname(id),
-                          load_expr(t, fmt::format("in_{0}[off_{0}]", vname(id))));
+        kb += fmt::format("      const {} b_{} = {};\n", st, nm.v(id),
+                          fmt::format("in_{0}[off_{0}]", nm.v(id)));
     }
     for (ir::NodeId id : group.outputs)
-      kb += fmt::format("      fj_vec<{}, {}> y_{};\n", storage_ctype(g.node(id).dtype), V, vname(id));
+      kb += fmt::format("      fj_vec<{}, {}> y_{};\n", storage_ctype(g.node(id).dtype), V, nm.v(id));
     kb += "#pragma unroll\n";
     kb += fmt::format("      for (int j = 0; j < {}; ++j) {{\n", V);
-    for (ir::NodeId id : group.outputs) kb += fmt::format("        {} r_{};\n", compute_ctype(g.node(id).dtype), vname(id));
+    for (ir::NodeId id : group.outputs) kb += fmt::format("        {} r_{};\n", storage_ctype(g.node(id).dtype), nm.v(id));
     kb += fmt::format("        @NAME@_elem({});\n", elem_call("", true));
     for (ir::NodeId id : group.outputs)
-      kb += fmt::format("        y_{0}.v[j] = {1};\n", vname(id), store_expr(g.node(id).dtype, "r_" + vname(id)));
+      kb += fmt::format("        y_{0}.v[j] = r_{0};\n", nm.v(id));
     kb += "      }\n";
     for (ir::NodeId id : group.outputs)
-      kb += fmt::format("      fj_vstore<{0}, {1}>(out_{2} + i, y_{2});\n", storage_ctype(g.node(id).dtype), V, vname(id));
+      kb += fmt::format("      fj_vstore<{0}, {1}>(out_{2} + i, y_{2});\n", storage_ctype(g.node(id).dtype), V, nm.v(id));
     kb += "    }\n";
     kb += fmt::format("    start = nvec * {};\n", V);
     kb += "  }\n";
   }
   kb += fmt::format("  for ({} i = start + tid; i < n; i += nthreads) {{\n", idx);
   if (!all_flat) kb += emit_offsets("    ");
-  for (ir::NodeId id : group.outputs) kb += fmt::format("    {} r_{};\n", compute_ctype(g.node(id).dtype), vname(id));
+  for (ir::NodeId id : group.outputs) kb += fmt::format("    {} r_{};\n", storage_ctype(g.node(id).dtype), nm.v(id));
   kb += fmt::format("    @NAME@_elem({});\n", elem_call("i", false));
   for (ir::NodeId id : group.outputs)
-    kb += fmt::format("    out_{0}[i] = {1};\n", vname(id), store_expr(g.node(id).dtype, "r_" + vname(id)));
+    kb += fmt::format("    out_{0}[i] = r_{0};\n", nm.v(id));
   kb += "  }\n";
 
   std::string outs;
-  for (ir::NodeId id : group.outputs) outs += (outs.empty() ? "" : ", ") + node_label(g, id);
+  for (ir::NodeId id : group.outputs) outs += (outs.empty() ? "" : ", ") + nm.label(id);
   std::string text;
   // Sizes are kernel arguments: the text names dims symbolically so a new dim value gives the
   // same source (and the same cache entry).

@@ -3,7 +3,7 @@
 // The generated source is meant to read like hand-written code: values are named after IR node
 // ids (`v12`), every computing line carries a comment tying it to its node and graph line
 // (`// v12 = mul(v3, v7)  [gelu.txt:5]`), and the kernel is a grid-stride loop with an optional
-// 16-byte vector path. Element semantics come from the scalar prelude (ir/scalar/fj_scalar.h,
+// vector path (16-byte accesses). Element semantics come from the scalar prelude (ir/scalar/fj_scalar.h,
 // embedded as kScalarPrelude): a node's value is fj_<op>(operands), wrapped in
 // fj_round_f16/fj_round_bf16 for f16/bf16 nodes (strict mode), exactly what the reference
 // evaluator computes. Kernel parameters follow jit/kernel_abi.h.
@@ -31,7 +31,7 @@ struct CodegenOptions {
   // Fast mode: f16/bf16 intermediates stay in f32 (rounded only when stored), FMA contraction and
   // fast intrinsics allowed (--use_fast_math). Results then differ from the reference.
   bool fast_math = false;
-  // Emit the 16-byte vector path: for every kernel with an output. Contiguous arrays move as
+  // Emit the vector path (16-byte accesses): for every kernel with an output. Contiguous arrays move as
   // vectors, uniform inputs are read once, strided inputs are contiguous or broadcast along the
   // innermost collapsed dim (vector load / one scalar load per vector). Whether it runs is the
   // runtime vec_ok flag (alignment, and innermost size % V == 0 with strided inputs).
@@ -39,6 +39,11 @@ struct CodegenOptions {
   // 0: choose from the element count (< 2^31 -> 32-bit); 64: force 64-bit index math (tests).
   // 32 is refused (InternalError) when the element count needs 64-bit.
   int index_bits = 0;
+  // Name values by order of appearance in the group instead of by graph node id, and leave out
+  // node names and source lines: structurally equal groups then give identical kernels (same text,
+  // name and cache entry). The unfused path uses it, so a long chain of similar nodes compiles a
+  // handful of distinct kernels, not one per node.
+  bool canonical_names = false;
 };
 
 struct GeneratedKernel {

@@ -89,7 +89,8 @@ struct ArgSlot {
 struct KernelSignature {
   std::vector<ArgSlot> args;
   KernelLayout layout;
-  // Elements per vector iteration (16 bytes of the widest dtype moved as a vector); 1 = none.
+  // Elements per vector iteration (16 bytes of the narrowest vector-moved dtype, at most 64 bytes
+  // of the widest; see jit/codegen.cpp); 1 = none.
   int vector_width = 1;
 };
 

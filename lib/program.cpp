@@ -202,8 +202,7 @@ GpuCompiled compile_fused_gpu(const ir::Graph& g, const ir::Plan& plan, const ji
 GpuCompiled compile_unfused_gpu(const ir::Graph& g, const ir::Plan& plan, const jit::Target& target, const Options& o,
                                 std::vector<KernelInfo>& infos) {
   GpuCompiled out;
-  jit::CodegenOptions cg;  // the unfused baseline is always strict: it is what fast mode is compared with
-  out.kernels = jit::generate_plan_kernels(g, plan, cg);
+  out.kernels = jit::generate_plan_kernels(g, plan, unfused_codegen_options());
   if (out.kernels.empty()) return out;
   jit::TranslationUnit tu = jit::emit_translation_unit(out.kernels);
   jit::CompileRequest req;
@@ -242,7 +241,8 @@ void compile_cpu(Program::Impl& p) {
   jit::CodegenOptions cg;
   cg.fast_math = p.options.fast_math;
   p.cpu_fused = std::make_shared<jit::CpuProgram>(jit::prepare_cpu_program(p.rewritten.impl().graph, p.fused_plan, cg));
-  p.cpu_unfused = std::make_shared<jit::CpuProgram>(jit::prepare_cpu_program(p.graph.impl().graph, p.unfused_plan, {}));
+  p.cpu_unfused =
+      std::make_shared<jit::CpuProgram>(jit::prepare_cpu_program(p.graph.impl().graph, p.unfused_plan, unfused_codegen_options()));
   jit::HostCompileOptions ho;
   ho.cache_dir = p.options.cache_dir;
   ho.disk_cache = p.options.disk_cache;

@@ -10,6 +10,7 @@
 #include "ir/graph.h"
 #include "ir/passes/rewrite.h"
 #include "ir/plan.h"
+#include "jit/codegen.h"
 #include "jit/cpu_runner.h"
 #include "jit/driver.h"
 #include "jit/gpu_runner.h"
@@ -17,7 +18,16 @@
 namespace fusejit {
 
 // Bumped whenever generated code changes meaning for the same IR; part of every disk cache key.
-inline constexpr const char* kCodegenVersion = "fusejit-codegen-3";
+inline constexpr const char* kCodegenVersion = "fusejit-codegen-4";
+
+// Code generation options of the unfused baseline: always strict (it is what fast mode is compared
+// with), and canonical names so nodes that differ only in their ids share one kernel (a
+// 50,000-node chain compiles a handful of kernels, not 50,000).
+inline jit::CodegenOptions unfused_codegen_options() {
+  jit::CodegenOptions cg;
+  cg.canonical_names = true;
+  return cg;
+}
 
 struct Program::Impl {
   Graph graph;                      // as given

@@ -31,7 +31,7 @@ std::vector<std::shared_ptr<fusejit::jit::HostModule>> emulate(const fj::Program
   } sides[2] = {{&impl.rewritten.impl().graph, &impl.fused_plan, impl.options.fast_math},
                 {&impl.graph.impl().graph, &impl.unfused_plan, false}};
   for (const Side& s : sides) {
-    fusejit::jit::CodegenOptions cg;
+    fusejit::jit::CodegenOptions cg = s.plan == &impl.unfused_plan ? fusejit::unfused_codegen_options() : fusejit::jit::CodegenOptions{};
     cg.fast_math = s.fast;
     auto kernels = fusejit::jit::generate_plan_kernels(*s.g, *s.plan, cg);
     if (kernels.empty()) continue;

@@ -150,11 +150,12 @@ TEST_CASE("broadcast groups get a vector path: one index computation per vector"
     CHECK(vloop.find("const unsigned int off_v1 = c1 * st_v1_1;") != std::string::npos);
     CHECK(vloop.find("fj_vload<fj_f16, 8>(in_v0 + i)") != std::string::npos);
     CHECK(vloop.find("fj_vload<fj_f16, 8>(in_v1 + off_v1)") != std::string::npos);
-    CHECK(vloop.find("fj_load(x_v1.v[j])") != std::string::npos);
+    // Halves reach the element function in storage form (converted there only where an f32 op needs them).
+    CHECK(vloop.find("_elem(x_v0.v[j], x_v1.v[j], r_v") != std::string::npos);
     // The div/mod chain sits outside the lane loop: once per vector.
     CHECK(vloop.find("rem % size1") < vloop.find("for (int j = 0; j < 8; ++j)"));
     // The scalar loop stays as the fallback and the tail.
-    CHECK(k.source.substr(tail).find("fj_load(in_v1[off_v1])") != std::string::npos);
+    CHECK(k.source.substr(tail).find("_elem(in_v0[i], in_v1[off_v1], r_v") != std::string::npos);
   }
   // Channel broadcast (nchw_normalize): img u8[N, C, H, W] with mean f32[1, C, 1, 1]. The mean is
   // broadcast along the innermost collapsed dim (H*W): one scalar load per vector, all lanes.
@@ -167,21 +168,27 @@ TEST_CASE("broadcast groups get a vector path: one index computation per vector"
     ir::Graph g = b.finish();
     ir::FusionGroup grp = whole_graph_group(g);
     jit::GeneratedKernel k = jit::generate_kernel(g, grp);
-    CHECK(k.vector_width == 4);  // f32 output, u8 image loaded 4 at a time
-    CHECK(k.source.find("fj_vload<unsigned char, 4>(in_v0 + i)") != std::string::npos);
+    // The narrowest array sets the width: 16 u8 pixels in one 16-byte load, 4 x 16 bytes of f32 out.
+    CHECK(k.vector_width == 16);
+    CHECK(k.source.find("fj_vload<unsigned char, 16>(in_v0 + i)") != std::string::npos);
+    CHECK(k.source.find("fj_vstore<float, 16>(out_v") != std::string::npos);
     CHECK(k.source.find("const float b_v1 = in_v1[off_v1];") != std::string::npos);
     CHECK(k.source.find("_elem(x_v0.v[j], b_v1, r_v") != std::string::npos);
     CHECK(k.signature.layout.dim_groups.size() == 3);
-    // vec_ok needs aligned pointers AND H*W % 4 == 0, decided per launch (no new kernel).
+    // vec_ok needs aligned pointers AND H*W % 16 == 0, decided per launch (no new kernel).
     uint64_t in[2] = {0x1000, 0x2000}, out[1] = {0x3000};
     std::vector<ir::Shape> shapes = {shp({2, 3, 4, 4}), shp({1, 3, 1, 1})};
     CHECK(jit::pack_args(k.signature, in, out, {}, shapes, shp({2, 3, 4, 4}), {}).vectorized());
     shapes = {shp({2, 3, 3, 5}), shp({1, 3, 1, 1})};
     CHECK(!jit::pack_args(k.signature, in, out, {}, shapes, shp({2, 3, 3, 5}), {}).vectorized());
     shapes = {shp({2, 3, 2, 2}), shp({1, 3, 1, 1})};
-    CHECK(jit::pack_args(k.signature, in, out, {}, shapes, shp({2, 3, 2, 2}), {}).vectorized());
+    CHECK(!jit::pack_args(k.signature, in, out, {}, shapes, shp({2, 3, 2, 2}), {}).vectorized());
+    shapes = {shp({2, 3, 8, 2}), shp({1, 3, 1, 1})};
+    CHECK(jit::pack_args(k.signature, in, out, {}, shapes, shp({2, 3, 8, 2}), {}).vectorized());
     uint64_t bad_in[2] = {0x1000, 0x2004};
-    CHECK(!jit::pack_args(k.signature, bad_in, out, {}, shapes, shp({2, 3, 2, 2}), {}).vectorized());
+    CHECK(!jit::pack_args(k.signature, bad_in, out, {}, shapes, shp({2, 3, 8, 2}), {}).vectorized());
+    uint64_t bad_out[1] = {0x3008};  // f32 output 8-byte aligned only: its 16-byte stores would fault
+    CHECK(!jit::pack_args(k.signature, in, bad_out, {}, shapes, shp({2, 3, 8, 2}), {}).vectorized());
     // Both compile with NVRTC to an sm_90 CUBIN.
     std::vector<jit::GeneratedKernel> ks = {k};
     ir::Graph gb = bias_graph(shp({6, 16}), shp({16}), DType::F16);
@@ -273,13 +280,21 @@ TEST_CASE("constants are printed to round-trip exactly") {
 TEST_CASE("f16 nodes are rounded per node in strict mode only") {
   ir::Graph g = bias_graph(shp({8}), shp({8}), DType::F16);
   jit::GeneratedKernel k = jit::generate_kernel(g, whole_graph_group(g));
-  CHECK(k.source.find("fj_round_f16(fj_mul(v0, v1))") != std::string::npos);
-  CHECK(k.source.find("fj_store_f16(r_v") != std::string::npos);
+  // Strict: mul and add of halves stay in storage form (native half instructions on the GPU);
+  // exp computes in f32 and rounds once to storage form, which is the output.
+  CHECK(k.source.find("= fj_mul_f16(v0h, v1h);") != std::string::npos);
+  CHECK(k.source.find("= fj_add_f16(v2h, v3h);") != std::string::npos);
+  CHECK(k.source.find("= fj_store_f16(fj_exp(v4));") != std::string::npos);
+  CHECK(k.source.find("fj_round_f16(") == std::string::npos);
+  CHECK(k.source.find("fj_f16& o_v5") != std::string::npos);
   CHECK(k.vector_width == 8);
   jit::CodegenOptions fast;
   fast.fast_math = true;
   jit::GeneratedKernel kf = jit::generate_kernel(g, whole_graph_group(g), fast);
   CHECK(kf.source.find("fj_round_f16(") == std::string::npos);
+  CHECK(kf.source.find("fj_mul_f16") == std::string::npos);  // fast: halves are f32 throughout
+  CHECK(kf.source.find("= fj_mul(v0, v1);") != std::string::npos);
+  CHECK(kf.source.find("= fj_store_f16(v5);") != std::string::npos);  // rounded once, at the output
   CHECK(kf.nvrtc_options == std::vector<std::string>{"--std=c++17", "--use_fast_math", "--fmad=true"});
   std::vector<jit::GeneratedKernel> mixed = {k, kf};
   CHECK_THROWS_AS(jit::emit_translation_unit(mixed), ir::InternalError);

@@ -1,5 +1,6 @@
-// Golden tests: tests/golden/<name>.graph in; <name>.rewritten (rule counts + rewritten graph)
-// and <name>.plan (the `fusejit plan` text) out, compared with the files in the repository.
+// Golden tests: tests/golden/<name>.graph in; <name>.rewritten (rule counts + rewritten graph),
+// <name>.plan (the `fusejit plan` text) and <name>.cu (the CUDA of every fused kernel, without the
+// preludes) out, compared with the files in the repository.
 // Regenerate after an intended change with FUSEJIT_UPDATE_GOLDEN=1 and review the diff.
 // Also checks the DOT and JSON forms of the same reports.
 #include <doctest/doctest.h>
@@ -14,6 +15,7 @@
 #include "ir/passes/plan_report.h"
 #include "ir/passes/rewrite.h"
 #include "ir/printer.h"
+#include "jit/codegen.h"
 
 using namespace fusejit::ir;
 namespace fs = std::filesystem;
@@ -63,6 +65,10 @@ TEST_CASE("golden: rewritten graphs and plans") {
     fs::path base = p;
     compare(base.replace_extension(".rewritten"), rewritten_text(r));
     compare(base.replace_extension(".plan"), format_plan_text(r, fused, unfused));
+    std::string cuda;
+    for (const fusejit::jit::GeneratedKernel& k : fusejit::jit::generate_plan_kernels(r.graph, fused))
+      cuda += k.source + "\n";
+    compare(base.replace_extension(".cu"), cuda);
     // The rewritten text reads back as the same graph (only when no output became a leaf,
     // which the parser rejects as "an output must be computed").
     bool leaf_out = false;

@@ -137,6 +137,14 @@ std::string kernel_source() {
   float_kernel("k_f64", "double", "double", "fj_idd", "fj_idd");
   float_kernel("k_f16", "float", "fj_f16", "fj_load", "fj_store_f16");
   float_kernel("k_bf16", "float", "fj_bf16", "fj_load", "fj_store_bf16");
+  // Half add/sub/mul in storage form: the native PTX instructions (f16 on sm_53+, bf16 on sm_90+).
+  for (const char* h : {"f16", "bf16"}) {
+    const std::string t = std::string("fj_") + h;
+    s += "\nextern \"C\" __global__ void k_native_" + std::string(h) + "(int op, const " + t + "* a, const " + t +
+         "* b, const " + t + "* c, " + t + "* o, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "  if (i >= n) return;\n  o[i] = op == 0 ? fj_add_" + h + "(a[i], b[i]) : op == 1 ? fj_sub_" + h +
+         "(a[i], b[i]) : fj_mul_" + h + "(a[i], b[i]);\n}\n";
+  }
   auto int_kernel = [&](const char* name, const char* T) {
     s += std::string("\nextern \"C\" __global__ void ") + name + "(int op, const " + T + "* a, const " + T + "* b, const " +
          T + "* c, " + T + "* o, int n) {\n  typedef " + T + " T;\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -375,6 +383,43 @@ TEST_CASE("f16 and bf16 nodes (computed in f32, rounded per node) on the GPU") {
         if (!ok && kComposite[op] && std::isfinite(hv) && std::isfinite(gv))
           ok = std::fabs(static_cast<double>(hv) - gv) <= 0x1.0p-20 * std::max(1.0, std::fabs(static_cast<double>(load(a[i]))));
         if (!ok && bad++ < 3) MESSAGE(std::string(kFloatNames[op]) << " half " << half << ": host " << hv << " gpu " << gv);
+      }
+      CHECK(bad == 0);
+    }
+  }
+}
+
+// Every f16/bf16 pattern as a against 128 b patterns (all exponents, signs, zeros, subnormals,
+// infinities, NaNs): the device's native half add/sub/mul give the host's bits (f32 op, one
+// rounding), NaN payloads aside. This is what lets generated kernels keep half chains in storage
+// form (ir/scalar/fj_scalar.h).
+TEST_CASE("native f16/bf16 add, sub, mul on the GPU equal the per-node rule bit for bit") {
+  std::vector<unsigned short> bs = {0x7c00, 0xfc00, 0x7f80, 0xff80, 0x8000, 0x0001, 0x8001, 0x3c00, 0x7bff, 0x7f7f, 0x0400};
+  for (unsigned b = 0; bs.size() < 128; b += 523) bs.push_back(static_cast<unsigned short>(b & 0xffff));
+  std::vector<unsigned short> a, b;
+  for (unsigned x = 0; x < 65536; ++x)
+    for (unsigned short y : bs) {
+      a.push_back(static_cast<unsigned short>(x));
+      b.push_back(y);
+    }
+  for (int bf = 0; bf < 2; ++bf) {
+    auto nan = [&](unsigned v) { return (v & 0x7fffu) > (bf ? 0x7f80u : 0x7c00u); };
+    for (int op = 0; op < 3; ++op) {
+      CAPTURE(bf);
+      CAPTURE(op);
+      std::vector<unsigned short> g = launch<unsigned short, unsigned short>(bf ? "k_native_bf16" : "k_native_f16", op, a, &b, &b);
+      size_t bad = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        unsigned h;
+        if (bf) {
+          const fj_bf16 x{a[i]}, y{b[i]};
+          h = (op == 0 ? fj_add_bf16(x, y) : op == 1 ? fj_sub_bf16(x, y) : fj_mul_bf16(x, y)).bits;
+        } else {
+          const fj_f16 x{a[i]}, y{b[i]};
+          h = (op == 0 ? fj_add_f16(x, y) : op == 1 ? fj_sub_f16(x, y) : fj_mul_f16(x, y)).bits;
+        }
+        if (h != g[i] && !(nan(h) && nan(g[i])) && bad++ < 3)
+          MESSAGE("a=0x" << std::hex << a[i] << " b=0x" << b[i] << " host 0x" << h << " gpu 0x" << g[i]);
       }
       CHECK(bad == 0);
     }

@@ -366,6 +366,51 @@ FJ_FLOAT_OPS(double)
 #undef FJ_FLOAT_OPS
 
 // ---------------------------------------------------------------------------------------------
+// f16/bf16 add, sub, mul on values in storage form: fj_<op>_f16(a, b), fj_<op>_bf16(a, b).
+// The meaning is the per-node rule: compute in f32, round once to the half type. For these three
+// ops that equals the correctly rounded half operation, because f32 carries p = 24 >= 2q + 2
+// significand bits for q = 11 (f16) and q = 8 (bf16), so rounding first to f32 and then to the
+// half type cannot differ from rounding the exact result once (double rounding is innocuous:
+// S. A. Figueroa, "When is double rounding innocuous?", SIGNUM Newsletter 30(3), 1995; a product
+// of two halves is even exact in f32). The GPU therefore uses the native instructions (PTX ISA,
+// "Half Precision Floating-Point Instructions": add/sub/mul.rn.f16 on sm_53+, .bf16 on sm_90+):
+// one instruction instead of a convert, an f32 op and two converts. NaN results may carry a
+// different payload (NaN payloads are not part of the contract). tests/test_semantics.cpp checks
+// the identity against the exact result on the host; tests/test_gpu_scalar.cpp checks the device
+// instructions against the host bit for bit.
+// ---------------------------------------------------------------------------------------------
+#define FJ_HALF_OP_HW(OP, NAME)                                                                \
+  FJ_FN fj_##NAME fj_##OP##_##NAME(fj_##NAME a, fj_##NAME b) {                                 \
+    fj_##NAME r;                                                                               \
+    asm(#OP ".rn." #NAME " %0, %1, %2;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits));            \
+    return r;                                                                                  \
+  }
+#define FJ_HALF_OP_F32(OP, NAME)                                                               \
+  FJ_FN fj_##NAME fj_##OP##_##NAME(fj_##NAME a, fj_##NAME b) {                                 \
+    return fj_store_##NAME(fj_##OP(fj_load(a), fj_load(b)));                                   \
+  }
+#if defined(FJ_DEVICE_CODE) && __CUDA_ARCH__ >= 530
+#define FJ_HALF_OP_F16 FJ_HALF_OP_HW
+#else
+#define FJ_HALF_OP_F16 FJ_HALF_OP_F32
+#endif
+#if defined(FJ_DEVICE_CODE) && __CUDA_ARCH__ >= 900
+#define FJ_HALF_OP_BF16 FJ_HALF_OP_HW
+#else
+#define FJ_HALF_OP_BF16 FJ_HALF_OP_F32
+#endif
+FJ_HALF_OP_F16(add, f16)
+FJ_HALF_OP_F16(sub, f16)
+FJ_HALF_OP_F16(mul, f16)
+FJ_HALF_OP_BF16(add, bf16)
+FJ_HALF_OP_BF16(sub, bf16)
+FJ_HALF_OP_BF16(mul, bf16)
+#undef FJ_HALF_OP_F16
+#undef FJ_HALF_OP_BF16
+#undef FJ_HALF_OP_HW
+#undef FJ_HALF_OP_F32
+
+// ---------------------------------------------------------------------------------------------
 // Integer ops. T: the compute type, U: its unsigned twin (wrapping arithmetic, never UB).
 // ---------------------------------------------------------------------------------------------
 #define FJ_INT_COMMON(T, U)                                                              \

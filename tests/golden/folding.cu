@@ -1,0 +1,72 @@
+// Fusion group: 5 op(s), iteration space [4], 32-bit index math, 8-wide vector path.
+// Layout: r1 i32 in:[0,1):C,C. Outputs: v3 (a), v5 (b), v7 (c), v10 (d).
+static __device__ __forceinline__ void fj_folding_2af17748_elem(fj_f16 v0h, int v1, fj_f16& o_v3, fj_f16& o_v5, int& o_v7, float& o_v10) {
+  const float v0 = fj_load(v0h);
+  const fj_f16 v2h = {(unsigned short)0x7c00u};  // v2 = const inf : f16  [folding.graph:5]
+  const fj_f16 v4h = {(unsigned short)0x3555u};  // v4 = const 0.333251953125 : f16  [folding.graph:6]
+  const int v6 = (-2147483647 - 1);  // v6 = const -2147483648 : i32  [folding.graph:7]
+  const float v9 = fjk_f32_from_bits(0xffc00000u);  // v9 = const -nan : f32  [folding.graph:8]
+  const fj_f16 v3h = fj_add_f16(v0h, v2h);  // v3 (a) = add(v0, v2) : f16  [folding.graph:5]
+  const fj_f16 v5h = fj_mul_f16(v0h, v4h);  // v5 (b) = mul(v0, v4) : f16  [folding.graph:6]
+  const int v7 = fj_add(v1, v6);  // v7 (c) = add(v1, v6) : i32  [folding.graph:7]
+  const float v8 = fj_cvt_f32(v0);  // v8 = cast(v0, f32) : f32  [folding.graph:8]
+  const float v10 = fj_add(v8, v9);  // v10 (d) = add(v8, v9) : f32  [folding.graph:8]
+  o_v3 = v3h;
+  o_v5 = v5h;
+  o_v7 = v7;
+  o_v10 = v10;
+}
+extern "C" __global__ void fj_folding_2af17748(
+    const fj_f16* __restrict__ in_v0,
+    const int* __restrict__ in_v1,
+    fj_f16* __restrict__ out_v3,
+    fj_f16* __restrict__ out_v5,
+    int* __restrict__ out_v7,
+    float* __restrict__ out_v10,
+    unsigned int n,
+    int vec_ok) {
+  const unsigned int tid = (unsigned int)blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned int nthreads = (unsigned int)gridDim.x * blockDim.x;
+  unsigned int start = 0;
+  if (vec_ok) {  // every pointer 16-byte aligned: 8 elements per iteration
+    const unsigned int nvec = n / 8;
+    for (unsigned int k = tid; k < nvec; k += nthreads) {
+      const unsigned int i = k * 8;
+      const fj_vec<fj_f16, 8> x_v0 = fj_vload<fj_f16, 8>(in_v0 + i);
+      const fj_vec<int, 8> x_v1 = fj_vload<int, 8>(in_v1 + i);
+      fj_vec<fj_f16, 8> y_v3;
+      fj_vec<fj_f16, 8> y_v5;
+      fj_vec<int, 8> y_v7;
+      fj_vec<float, 8> y_v10;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        fj_f16 r_v3;
+        fj_f16 r_v5;
+        int r_v7;
+        float r_v10;
+        fj_folding_2af17748_elem(x_v0.v[j], x_v1.v[j], r_v3, r_v5, r_v7, r_v10);
+        y_v3.v[j] = r_v3;
+        y_v5.v[j] = r_v5;
+        y_v7.v[j] = r_v7;
+        y_v10.v[j] = r_v10;
+      }
+      fj_vstore<fj_f16, 8>(out_v3 + i, y_v3);
+      fj_vstore<fj_f16, 8>(out_v5 + i, y_v5);
+      fj_vstore<int, 8>(out_v7 + i, y_v7);
+      fj_vstore<float, 8>(out_v10 + i, y_v10);
+    }
+    start = nvec * 8;
+  }
+  for (unsigned int i = start + tid; i < n; i += nthreads) {
+    fj_f16 r_v3;
+    fj_f16 r_v5;
+    int r_v7;
+    float r_v10;
+    fj_folding_2af17748_elem(in_v0[i], in_v1[i], r_v3, r_v5, r_v7, r_v10);
+    out_v3[i] = r_v3;
+    out_v5[i] = r_v5;
+    out_v7[i] = r_v7;
+    out_v10[i] = r_v10;
+  }
+}
+

@@ -1,0 +1,128 @@
+// Fusion group: 2 op(s), iteration space [8], 32-bit index math, 4-wide vector path.
+// Layout: r1 i32 in:[0,1):C. Outputs: v4 (sc).
+static __device__ __forceinline__ void fj_shapes_88b1b81d_elem(float v1, float& o_v4) {
+  const float v3 = 0x1p-1f;  // v3 = const 0.5 : f32  [shapes.graph:6]
+  const float v2 = fj_exp(v1);  // v2 = exp(v1) : f32  [shapes.graph:6]
+  const float v4 = fj_mul(v2, v3);  // v4 (sc) = mul(v2, v3) : f32  [shapes.graph:6]
+  o_v4 = v4;
+}
+extern "C" __global__ void fj_shapes_88b1b81d(
+    const float* __restrict__ in_v1,
+    float* __restrict__ out_v4,
+    unsigned int n,
+    int vec_ok) {
+  const unsigned int tid = (unsigned int)blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned int nthreads = (unsigned int)gridDim.x * blockDim.x;
+  unsigned int start = 0;
+  if (vec_ok) {  // every pointer 16-byte aligned: 4 elements per iteration
+    const unsigned int nvec = n / 4;
+    for (unsigned int k = tid; k < nvec; k += nthreads) {
+      const unsigned int i = k * 4;
+      const fj_vec<float, 4> x_v1 = fj_vload<float, 4>(in_v1 + i);
+      fj_vec<float, 4> y_v4;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        float r_v4;
+        fj_shapes_88b1b81d_elem(x_v1.v[j], r_v4);
+        y_v4.v[j] = r_v4;
+      }
+      fj_vstore<float, 4>(out_v4 + i, y_v4);
+    }
+    start = nvec * 4;
+  }
+  for (unsigned int i = start + tid; i < n; i += nthreads) {
+    float r_v4;
+    fj_shapes_88b1b81d_elem(in_v1[i], r_v4);
+    out_v4[i] = r_v4;
+  }
+}
+
+// Fusion group: 2 op(s), iteration space [16, 8], 32-bit index math, 4-wide vector path.
+// Layout: r2 i32 in:[0,1)[1,2):C,S01. Outputs: v7 (y).
+static __device__ __forceinline__ void fj_shapes_41a53548_elem(float v0, float v4, float& o_v7) {
+  const float v6 = 0x1p+0f;  // v6 = const 1.0 : f32  [shapes.graph:7]
+  const float v5 = fj_mul(v0, v4);  // v5 = mul(v0, v4) : f32  [shapes.graph:7]
+  const float v7 = fj_add(v5, v6);  // v7 (y) = add(v5, v6) : f32  [shapes.graph:7]
+  o_v7 = v7;
+}
+extern "C" __global__ void fj_shapes_41a53548(
+    const float* __restrict__ in_v0,
+    const float* __restrict__ in_v4,
+    float* __restrict__ out_v7,
+    unsigned int n,
+    unsigned int size1,
+    unsigned int st_v4_1,
+    int vec_ok) {
+  const unsigned int tid = (unsigned int)blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned int nthreads = (unsigned int)gridDim.x * blockDim.x;
+  unsigned int start = 0;
+  if (vec_ok) {  // every pointer 16-byte aligned and size1 % 4 == 0: 4 elements per iteration, in one row
+    const unsigned int nvec = n / 4;
+    for (unsigned int k = tid; k < nvec; k += nthreads) {
+      const unsigned int i = k * 4;
+      unsigned int rem = i;
+      const unsigned int c1 = rem % size1;
+      rem /= size1;
+      const unsigned int c0 = rem;
+      const unsigned int off_v4 = c1 * st_v4_1;
+      const fj_vec<float, 4> x_v0 = fj_vload<float, 4>(in_v0 + i);
+      const fj_vec<float, 4> x_v4 = fj_vload<float, 4>(in_v4 + off_v4);
+      fj_vec<float, 4> y_v7;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        float r_v7;
+        fj_shapes_41a53548_elem(x_v0.v[j], x_v4.v[j], r_v7);
+        y_v7.v[j] = r_v7;
+      }
+      fj_vstore<float, 4>(out_v7 + i, y_v7);
+    }
+    start = nvec * 4;
+  }
+  for (unsigned int i = start + tid; i < n; i += nthreads) {
+    unsigned int rem = i;
+    const unsigned int c1 = rem % size1;
+    rem /= size1;
+    const unsigned int c0 = rem;
+    const unsigned int off_v4 = c1 * st_v4_1;
+    float r_v7;
+    fj_shapes_41a53548_elem(in_v0[i], in_v4[off_v4], r_v7);
+    out_v7[i] = r_v7;
+  }
+}
+
+// Fusion group: 0 op(s), iteration space [16, 8], 32-bit index math, 4-wide vector path.
+// Layout: r1 i32 in:[0,2):C. Outputs: v0 (x).
+static __device__ __forceinline__ void fj_shapes_7e2ad151_elem(float v0, float& o_v0) {
+  o_v0 = v0;
+}
+extern "C" __global__ void fj_shapes_7e2ad151(
+    const float* __restrict__ in_v0,
+    float* __restrict__ out_v0,
+    unsigned int n,
+    int vec_ok) {
+  const unsigned int tid = (unsigned int)blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned int nthreads = (unsigned int)gridDim.x * blockDim.x;
+  unsigned int start = 0;
+  if (vec_ok) {  // every pointer 16-byte aligned: 4 elements per iteration
+    const unsigned int nvec = n / 4;
+    for (unsigned int k = tid; k < nvec; k += nthreads) {
+      const unsigned int i = k * 4;
+      const fj_vec<float, 4> x_v0 = fj_vload<float, 4>(in_v0 + i);
+      fj_vec<float, 4> y_v0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        float r_v0;
+        fj_shapes_7e2ad151_elem(x_v0.v[j], r_v0);
+        y_v0.v[j] = r_v0;
+      }
+      fj_vstore<float, 4>(out_v0 + i, y_v0);
+    }
+    start = nvec * 4;
+  }
+  for (unsigned int i = start + tid; i < n; i += nthreads) {
+    float r_v0;
+    fj_shapes_7e2ad151_elem(in_v0[i], r_v0);
+    out_v0[i] = r_v0;
+  }
+}
+
