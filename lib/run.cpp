@@ -28,8 +28,11 @@ std::vector<ir::Tensor> make_inputs(const ir::Graph& g, const RunOptions& ro) {
     if (!found) throw ir::UserError("--input " + name + "=" + file + ": the graph has no input named '" + name + "'");
   }
   for (const auto& r : ro.input_ranges) {
-    bool found = std::any_of(g.inputs.begin(), g.inputs.end(), [&](ir::NodeId id) { return g.node(id).name == r.first; });
-    if (!found) throw ir::UserError("--range " + r.first + ": the graph has no input named '" + r.first + "'");
+    auto it = std::find_if(g.inputs.begin(), g.inputs.end(), [&](ir::NodeId id) { return g.node(id).name == r.first; });
+    if (it == g.inputs.end()) throw ir::UserError("--range " + r.first + ": the graph has no input named '" + r.first + "'");
+    if (g.node(*it).dtype == ir::DType::Bool)
+      throw ir::UserError("--range " + r.first + ": input '" + r.first +
+                          "' is bool; random bools are false/true with equal odds and take no range");
     bool from_file = std::any_of(ro.input_files.begin(), ro.input_files.end(), [&](const auto& f) { return f.first == r.first; });
     if (from_file) throw ir::UserError("--range " + r.first + ": input '" + r.first + "' is read from a file (--input), not generated");
   }

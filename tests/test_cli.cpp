@@ -156,6 +156,15 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
   CHECK(run("run " + sample("x2x3.txt") + " --dim M=3").code == 2);
   CHECK(run("run " + sample("x2x3.txt") + " --param nope=1").code == 2);
   CHECK(run("run /nonexistent.txt").code == 2);
+  // A range that cannot apply is refused, not ignored: bool inputs, inputs read from files.
+  std::ofstream(dir / "mask.txt") << "input m : bool[8]\ninput x : f32[8]\ny = where(m, x, 0.0)\noutput y\n";
+  r = run("run " + (dir / "mask.txt").string() + " --backend cpu --range m=0:1");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("input 'm' is bool") != std::string::npos);
+  r = run("run " + (dir / "mask.txt").string() + " --backend cpu --range nope=0:1");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("no input named 'nope'") != std::string::npos);
+  CHECK(run("run " + sample("x2x3.txt") + " --seed -1").code == 2);
   CHECK(run("frobnicate").code == 2);
   CHECK(run("--help").code == 0);
   CHECK(run("run --help").code == 0);
