@@ -3,6 +3,7 @@
 #include "ir/passes/plan_fusion.h"
 #include "ir/passes/plan_report.h"
 #include "ir/passes/rewrite.h"
+#include "jit/codegen.h"
 #include "lib/internal.h"
 
 namespace fusejit {
@@ -16,10 +17,16 @@ PlanReport plan_graph(const Graph& graph, bool fast_math) {
     ir::Plan fused = ir::plan_fusion(rw.graph);
     // The baseline is the graph as written, one kernel per op: what running it op by op costs.
     ir::Plan unfused = ir::plan_unfused(g);
+    // The fused kernels' real names (content-hashed, as `run`, `compile` and --dump-dir show
+    // them): code generation is cheap next to compiling, and only the names are kept.
+    jit::CodegenOptions cg;
+    cg.fast_math = fast_math;
+    std::vector<std::string> names;
+    for (const jit::GeneratedKernel& k : jit::generate_plan_kernels(rw.graph, fused, cg)) names.push_back(k.name);
     PlanReport r;
-    r.text = ir::format_plan_text(rw, fused, unfused, &g);
-    r.dot = ir::format_plan_dot(rw.graph, fused);
-    r.json = ir::plan_to_json(rw, fused, unfused, &g).dump(2);
+    r.text = ir::format_plan_text(rw, fused, unfused, &g, names);
+    r.dot = ir::format_plan_dot(rw.graph, fused, names);
+    r.json = ir::plan_to_json(rw, fused, unfused, &g, names).dump(2);
     ir::PlanTotals f = ir::plan_totals(rw.graph, fused), u = ir::plan_totals(g, unfused);
     r.fused_kernels = f.kernels;
     r.unfused_kernels = u.kernels;

@@ -134,6 +134,11 @@ TEST_CASE("plan, compile and cache subcommands") {
     CHECK(fs::exists(dir / k["cu"].get<std::string>()));
     CHECK(fs::exists(dir / k["cubin"].get<std::string>()));
   }
+  // `plan` names each fused kernel as code generation does (the name `compile` and `run` use).
+  nlohmann::json pj = nlohmann::json::parse(run("plan " + sample("gpt2_gelu_tanh.txt") + " --json").out);
+  REQUIRE(pj["fused"]["groups"].size() == 1);
+  CHECK(pj["fused"]["groups"][0]["kernel"] == index["kernels"][0]["kernel"]);
+  CHECK(index["kernels"][0]["plan"] == "fused");
   Result ptx = run("compile " + sample("x2x3.txt") + " --arch sm_90 --ptx -o " + scratch("ptx").string());
   CHECK(ptx.code == 0);
 

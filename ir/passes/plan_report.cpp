@@ -57,7 +57,8 @@ double traffic_ratio(const PlanTotals& fused, const PlanTotals& unfused) {
   return static_cast<double>(fused.bytes()) / static_cast<double>(unfused.bytes());
 }
 
-std::string kernel_name(const Graph& g, size_t index) {
+std::string kernel_name(const Graph& g, size_t index, std::span<const std::string> kernel_names) {
+  if (index < kernel_names.size()) return kernel_names[index];
   std::string base;
   for (char c : g.name) base += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   if (base.empty()) base = "graph";
@@ -79,7 +80,8 @@ std::string format_plan_summary(const RewriteResult& rw, const Plan& fused, cons
   return s;
 }
 
-std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const Plan& unfused, const Graph* unfused_graph) {
+std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const Plan& unfused, const Graph* unfused_graph,
+                             std::span<const std::string> kernel_names) {
   const Graph& g = rw.graph;
   std::string s = fmt::format("# rewrites: {} mode, {} iteration{}\n", rw.fast_math ? "fast-math" : "strict", rw.iterations,
                               rw.iterations == 1 ? "" : "s");
@@ -105,7 +107,7 @@ std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const P
   for (size_t k = 0; k < fused.groups.size(); ++k) {
     const FusionGroup& grp = fused.groups[k];
     GroupTraffic t = group_traffic(g, grp);
-    s += fmt::format("kernel {} ({}): {} op{} over {}\n", k, kernel_name(g, k), grp.nodes.size(),
+    s += fmt::format("kernel {} ({}): {} op{} over {}\n", k, kernel_name(g, k, kernel_names), grp.nodes.size(),
                      grp.nodes.size() == 1 ? "" : "s", shape_to_string(grp.iter_shape, &g));
     s += "  nodes:   " + list(g, grp.nodes) + "\n";
     s += "  inputs:  " + list(g, grp.inputs) + "\n";
@@ -125,7 +127,7 @@ std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const P
   return s;
 }
 
-std::string format_plan_dot(const Graph& g, const Plan& fused) {
+std::string format_plan_dot(const Graph& g, const Plan& fused, std::span<const std::string> kernel_names) {
   std::vector<int> group_of(static_cast<size_t>(g.size()), -1);
   std::vector<char> written(static_cast<size_t>(g.size()), 0), used(static_cast<size_t>(g.size()), 0);
   for (size_t k = 0; k < fused.groups.size(); ++k) {
@@ -144,7 +146,7 @@ std::string format_plan_dot(const Graph& g, const Plan& fused) {
   for (size_t k = 0; k < fused.groups.size(); ++k) {
     const FusionGroup& grp = fused.groups[k];
     s += fmt::format("  subgraph cluster_{} {{\n    label=\"{} over {}\";\n    style=rounded; color=blue;\n", k,
-                     kernel_name(g, k), dot_escape(shape_to_string(grp.iter_shape, &g)));
+                     kernel_name(g, k, kernel_names), dot_escape(shape_to_string(grp.iter_shape, &g)));
     for (NodeId id : grp.nodes) {
       if (group_of[static_cast<size_t>(id)] != static_cast<int>(k)) continue;  // recomputed copy: drawn once
       s += fmt::format("    n{} [label=\"{}\", shape={}];\n", id, dot_escape(label(id)),
@@ -182,7 +184,8 @@ std::string format_plan_dot(const Graph& g, const Plan& fused) {
   return s;
 }
 
-nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Plan& unfused, const Graph* unfused_graph) {
+nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Plan& unfused, const Graph* unfused_graph,
+                            std::span<const std::string> kernel_names) {
   using nlohmann::json;
   const Graph& g = rw.graph;
   auto names = [&](const std::vector<NodeId>& ids) {
@@ -201,7 +204,7 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
     GroupTraffic t = group_traffic(g, grp);
     json shape = json::array();
     for (const Dim& d : grp.iter_shape) shape.push_back(d.size);
-    groups.push_back({{"kernel", kernel_name(g, k)}, {"nodes", names(grp.nodes)}, {"inputs", names(grp.inputs)},
+    groups.push_back({{"kernel", kernel_name(g, k, kernel_names)}, {"nodes", names(grp.nodes)}, {"inputs", names(grp.inputs)},
                       {"params", names(grp.params)}, {"outputs", names(grp.outputs)}, {"iter_shape", shape},
                       {"read_bytes", t.read_bytes}, {"write_bytes", t.write_bytes},
                       {"param_bytes", estimate_param_bytes(g, grp)}, {"note", grp.note}});

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -32,8 +33,10 @@ double traffic_ratio(const PlanTotals& fused, const PlanTotals& unfused);
 // both plans were made for.
 // `unfused_graph`: the graph the unfused plan was made for, when it is not rw.graph (fusejit
 // compares against the graph as written, before rewrites); nullptr = rw.graph.
+// `kernel_names`: the fused kernels' names as code generation made them (one per group); empty =
+// the placeholder names of kernel_name().
 std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const Plan& unfused,
-                             const Graph* unfused_graph = nullptr);
+                             const Graph* unfused_graph = nullptr, std::span<const std::string> kernel_names = {});
 
 // A few lines for `fusejit run`: mode, fires, kernels and bytes fused vs unfused, ratio.
 std::string format_plan_summary(const RewriteResult& rw, const Plan& fused, const Plan& unfused,
@@ -42,7 +45,7 @@ std::string format_plan_summary(const RewriteResult& rw, const Plan& fused, cons
 // Graphviz DOT of the fused plan: one `cluster_<k>` subgraph per fusion group holding its nodes;
 // graph inputs, params and constants outside clusters; edges are operand -> user; values written
 // to memory are drawn as double octagons. Renders with `dot -Tpng`.
-std::string format_plan_dot(const Graph& g, const Plan& fused);
+std::string format_plan_dot(const Graph& g, const Plan& fused, std::span<const std::string> kernel_names = {});
 
 // Machine-readable report: {"mode", "rewrite": {"iterations", "hit_cap", "diagnostic",
 // "counts": {rule: n}, "fires": [{"rule", "node", "line", "col"}]}, "fused": PLAN, "unfused":
@@ -50,11 +53,11 @@ std::string format_plan_dot(const Graph& g, const Plan& fused);
 // "write_bytes", "groups": [{"kernel", "nodes", "inputs", "params", "outputs", "iter_shape",
 // "read_bytes", "write_bytes", "param_bytes", "note"}]}; values named as in the text report.
 nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Plan& unfused,
-                            const Graph* unfused_graph = nullptr);
+                            const Graph* unfused_graph = nullptr, std::span<const std::string> kernel_names = {});
 
-// Deterministic kernel name of group `index` of a plan for graph `g`, e.g. "fj_gelu_tanh_k0"
-// (graph name sanitised to [A-Za-z0-9_]; "fj_graph_k0" when unnamed). The same on every run and
-// machine.
-std::string kernel_name(const Graph& g, size_t index);
+// Placeholder name of group `index` of a plan for graph `g`, e.g. "fj_gelu_tanh_k0" (graph name
+// sanitised to [A-Za-z0-9_]; "fj_graph_k0" when unnamed), for reports made without code
+// generation. `kernel_names[index]` instead when given (the generated kernel's real name).
+std::string kernel_name(const Graph& g, size_t index, std::span<const std::string> kernel_names = {});
 
 }  // namespace fusejit::ir
