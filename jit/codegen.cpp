@@ -52,6 +52,15 @@ FJK_FN void fj_vstore(T* p, const fj_vec<T, N>& x) {
   __builtin_memcpy(p, &x, sizeof(x));
 #endif
 }
+// x / d for x < 2^31 from the magic numbers pack_args passes (jit/kernel_abi.h, div_magic32):
+// a multiply-high, an add and a shift instead of a division sequence.
+FJK_FN unsigned int fjk_udiv(unsigned int x, unsigned int mul, unsigned int shift) {
+#ifdef FJ_DEVICE_CODE
+  return (__umulhi(x, mul) + x) >> shift;
+#else
+  return ((unsigned int)(((unsigned long long)x * mul) >> 32) + x) >> shift;
+#endif
+}
 // Exact constants that have no literal form (inf, nan with its payload).
 FJK_FN float fjk_f32_from_bits(unsigned int b) {
 #ifdef FJ_DEVICE_CODE
@@ -252,9 +261,16 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
   }
   sig.args.push_back({ArgKind::NumElements, -1, -1, -1, ir::DType::I64, idx_bytes, "n", idx});
   if (!all_flat) {
-    for (size_t c = 1; c < rank; ++c)
+    for (size_t c = 1; c < rank; ++c) {
       sig.args.push_back({ArgKind::DimSize, static_cast<int>(c), -1, -1, ir::DType::I64, idx_bytes,
                           fmt::format("size{}", c), idx});
+      if (!layout.index64) {
+        sig.args.push_back({ArgKind::DimDivMul, static_cast<int>(c), -1, -1, ir::DType::I32, 4,
+                            fmt::format("size{}_mul", c), "unsigned int"});
+        sig.args.push_back({ArgKind::DimDivShift, static_cast<int>(c), -1, -1, ir::DType::I32, 4,
+                            fmt::format("size{}_shift", c), "unsigned int"});
+      }
+    }
     for (size_t i = 0; i < group.inputs.size(); ++i) {
       if (layout.access[i] != InputAccess::Strided) continue;
       for (size_t c = 0; c < rank; ++c)
@@ -395,8 +411,14 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
   // offset of every strided input; `ind` is the indentation.
   auto emit_offsets = [&](const std::string& ind) {
     std::string s = fmt::format("{}{} rem = i;\n", ind, idx);
-    for (size_t c = rank - 1; c >= 1; --c)
-      s += fmt::format("{0}const {1} c{2} = rem % size{2};\n{0}rem /= size{2};\n", ind, idx, c);
+    for (size_t c = rank - 1; c >= 1; --c) {
+      if (layout.index64)
+        s += fmt::format("{0}const {1} c{2} = rem % size{2};\n{0}rem /= size{2};\n", ind, idx, c);
+      else  // i < 2^31: divide by multiplying (Granlund-Montgomery magic numbers from pack_args)
+        s += fmt::format("{0}const {1} q{2} = fjk_udiv(rem, size{2}_mul, size{2}_shift);  // rem / size{2}\n"
+                         "{0}const {1} c{2} = rem - q{2} * size{2};\n{0}rem = q{2};\n",
+                         ind, idx, c);
+    }
     s += fmt::format("{}const {} c0 = rem;\n", ind, idx);
     for (size_t i = 0; i < group.inputs.size(); ++i) {
       if (layout.access[i] != InputAccess::Strided) continue;

@@ -147,6 +147,15 @@ uint64_t param_slot_value(const ir::Scalar& v, ir::DType t) {
 
 }  // namespace
 
+DivMagic div_magic32(uint64_t d) {
+  FJ_CHECK(d >= 1 && d < (uint64_t{1} << 31), fmt::format("div_magic32: divisor {} outside [1, 2^31)", d));
+  uint32_t s = 0;
+  while ((uint64_t{1} << s) < d) ++s;  // s = ceil(log2(d))
+  // mul = floor(2^32 * (2^s - d) / d) + 1 < 2^32 (since 2^s - d < d).
+  const uint64_t mul = ((uint64_t{1} << 32) * ((uint64_t{1} << s) - d)) / d + 1;
+  return {static_cast<uint32_t>(mul), s};
+}
+
 PackedArgs pack_args(const KernelSignature& sig, std::span<const uint64_t> input_addrs,
                      std::span<const uint64_t> output_addrs, std::span<const ir::Scalar> param_values,
                      std::span<const ir::Shape> input_shapes, const ir::Shape& iter_shape,
@@ -208,6 +217,12 @@ PackedArgs pack_args(const KernelSignature& sig, std::span<const uint64_t> input
       }
       case ArgKind::NumElements: v = static_cast<uint64_t>(n); break;
       case ArgKind::DimSize: v = static_cast<uint64_t>(csize[static_cast<size_t>(a.index)]); break;
+      case ArgKind::DimDivMul:
+        v = div_magic32(static_cast<uint64_t>(csize[static_cast<size_t>(a.index)])).mul;
+        break;
+      case ArgKind::DimDivShift:
+        v = div_magic32(static_cast<uint64_t>(csize[static_cast<size_t>(a.index)])).shift;
+        break;
       case ArgKind::Stride:
         v = static_cast<uint64_t>(stride_of(static_cast<size_t>(a.index), static_cast<size_t>(a.dim)));
         break;

@@ -12,7 +12,9 @@
 //   2. one pointer per group output, in FusionGroup::outputs order   (T*)
 //   3. one value per param, in FusionGroup::params order; compute type (f16/bf16 params as float)
 //   4. n: the element count of the iteration space (IndexT)
-//   5. sizes of collapsed dims 1..rank-1 (IndexT), only when some input is strided
+//   5. sizes of collapsed dims 1..rank-1 (IndexT), only when some input is strided; in 32-bit
+//      kernels each size is followed by the magic multiplier and shift that divide by it (see
+//      div_magic32)
 //   6. for each strided input, the element stride of each collapsed dim it is not broadcast along
 //   7. vec_ok (int), only when the kernel has a vector path: 1 when every pointer is 16-byte aligned
 //      and, when some input is strided, the size of the innermost collapsed dim is a multiple of
@@ -70,12 +72,25 @@ inline bool needs_index64(int64_t n) { return n >= (int64_t{1} << 31); }
 std::string layout_fingerprint(const KernelLayout& l);
 
 // What one kernel parameter carries.
-enum class ArgKind : uint8_t { InputPtr, OutputPtr, Param, NumElements, DimSize, Stride, VecFlag };
+enum class ArgKind : uint8_t { InputPtr, OutputPtr, Param, NumElements, DimSize, DimDivMul, DimDivShift, Stride, VecFlag };
+
+// Division by an invariant integer with a multiply and a shift (T. Granlund and P. Montgomery,
+// "Division by invariant integers using multiplication", PLDI 1994; H. Warren, Hacker's Delight,
+// 2nd ed., 10-9), as PyTorch's IntDivider does: for 1 <= d < 2^31 and every x < 2^31,
+//   x / d == (umulhi(x, mul) + x) >> shift     (the sum fits in 32 bits because x < 2^31).
+// 32-bit kernels divide the flat index by each collapsed dim's size this way instead of with a
+// division instruction sequence (~20 instructions). Throws ir::InternalError for d outside [1, 2^31).
+struct DivMagic {
+  uint32_t mul = 1;
+  uint32_t shift = 0;
+};
+DivMagic div_magic32(uint64_t d);
 
 struct ArgSlot {
   ArgKind kind = ArgKind::InputPtr;
   // InputPtr/Stride: position in FusionGroup::inputs; OutputPtr: in FusionGroup::outputs;
-  // Param: position in FusionGroup::params; DimSize: collapsed dim; otherwise -1.
+  // Param: position in FusionGroup::params; DimSize/DimDivMul/DimDivShift: collapsed dim;
+  // otherwise -1.
   int index = -1;
   int dim = -1;             // Stride: the collapsed dim; otherwise -1
   int param_slot = -1;      // Param: the graph param slot (Node::slot), index into param values

@@ -2,6 +2,8 @@
 // kernel compiles both with NVRTC (sm_90, no include path) and with the host compiler.
 #include <doctest/doctest.h>
 
+#include <random>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -146,14 +148,15 @@ TEST_CASE("broadcast groups get a vector path: one index computation per vector"
     REQUIRE(vec != std::string::npos);
     REQUIRE(tail != std::string::npos);
     const std::string vloop = k.source.substr(vec, tail - vec);
-    CHECK(vloop.find("const unsigned int c1 = rem % size1;") != std::string::npos);
+    CHECK(vloop.find("const unsigned int q1 = fjk_udiv(rem, size1_mul, size1_shift);") != std::string::npos);
+    CHECK(vloop.find("const unsigned int c1 = rem - q1 * size1;") != std::string::npos);
     CHECK(vloop.find("const unsigned int off_v1 = c1 * st_v1_1;") != std::string::npos);
     CHECK(vloop.find("fj_vload<fj_f16, 8>(in_v0 + i)") != std::string::npos);
     CHECK(vloop.find("fj_vload<fj_f16, 8>(in_v1 + off_v1)") != std::string::npos);
     // Halves reach the element function in storage form (converted there only where an f32 op needs them).
     CHECK(vloop.find("_elem(x_v0.v[j], x_v1.v[j], r_v") != std::string::npos);
-    // The div/mod chain sits outside the lane loop: once per vector.
-    CHECK(vloop.find("rem % size1") < vloop.find("for (int j = 0; j < 8; ++j)"));
+    // The division chain sits outside the lane loop: once per vector.
+    CHECK(vloop.find("fjk_udiv(rem, size1_mul") < vloop.find("for (int j = 0; j < 8; ++j)"));
     // The scalar loop stays as the fallback and the tail.
     CHECK(k.source.substr(tail).find("_elem(in_v0[i], in_v1[off_v1], r_v") != std::string::npos);
   }
@@ -236,6 +239,8 @@ TEST_CASE("pack_args: sizes and strides from the current shapes, layout checked"
     const jit::ArgSlot& a = k.signature.args[i];
     if (a.kind == jit::ArgKind::NumElements) CHECK(*static_cast<uint32_t*>(p.params()[i]) == 120u);
     if (a.kind == jit::ArgKind::DimSize) CHECK(*static_cast<uint32_t*>(p.params()[i]) == 20u);
+    if (a.kind == jit::ArgKind::DimDivMul) CHECK(*static_cast<uint32_t*>(p.params()[i]) == jit::div_magic32(20).mul);
+    if (a.kind == jit::ArgKind::DimDivShift) CHECK(*static_cast<uint32_t*>(p.params()[i]) == 5u);
     if (a.kind == jit::ArgKind::Stride) CHECK(*static_cast<uint32_t*>(p.params()[i]) == 1u);
     if (a.kind == jit::ArgKind::InputPtr) CHECK(*static_cast<uint64_t*>(p.params()[i]) == in[a.index]);
   }
@@ -248,6 +253,38 @@ TEST_CASE("pack_args: sizes and strides from the current shapes, layout checked"
   CHECK_THROWS_AS(jit::pack_args(k.signature, in, out, {}, other, shp({2, 3, 4, 5}), {}), ir::InternalError);
   jit::LaunchShape huge{1u << 22, 1024};
   CHECK_THROWS_AS(jit::pack_args(k.signature, g, grp, in, out, {}, huge), ir::InternalError);
+}
+
+// The index math of 32-bit kernels divides by collapsed sizes with div_magic32's numbers (the same
+// expression as the kernel prelude's fjk_udiv); it must equal x / d for every x < 2^31.
+TEST_CASE("magic-number division equals integer division for every index below 2^31") {
+  auto udiv = [](uint32_t x, jit::DivMagic m) {
+    return (static_cast<uint32_t>((static_cast<uint64_t>(x) * m.mul) >> 32) + x) >> m.shift;
+  };
+  std::vector<uint64_t> ds;
+  for (uint64_t d = 1; d <= 4100; ++d) ds.push_back(d);
+  for (int k = 12; k < 31; ++k)
+    for (int64_t e : {-3, -1, 0, 1, 3}) ds.push_back(static_cast<uint64_t>((int64_t{1} << k) + e));
+  ds.push_back((uint64_t{1} << 31) - 1);
+  for (uint64_t d : {262144ull, 50176ull, 89401ull, 357899ull, 8192ull * 3, 1000003ull}) ds.push_back(d);
+  std::mt19937_64 rng(5);  // test-only randomness
+  const uint32_t top = (1u << 31) - 1;
+  size_t bad = 0;
+  for (uint64_t d : ds) {
+    const jit::DivMagic m = jit::div_magic32(d);
+    std::vector<uint32_t> xs = {0, 1, top, top - 1};
+    for (uint64_t q : {uint64_t{1}, uint64_t{2}, uint64_t{1000}, top / d, top / d - 1})
+      for (int64_t e : {-1, 0, 1}) {
+        const int64_t x = static_cast<int64_t>(q * d) + e;
+        if (x >= 0 && x <= top) xs.push_back(static_cast<uint32_t>(x));
+      }
+    for (int r = 0; r < 64; ++r) xs.push_back(static_cast<uint32_t>(rng() & top));
+    for (uint32_t x : xs)
+      if (udiv(x, m) != x / d && bad++ < 5) MESSAGE("x=" << x << " d=" << d << " got " << udiv(x, m));
+  }
+  CHECK(bad == 0);
+  CHECK_THROWS_AS(jit::div_magic32(0), ir::InternalError);
+  CHECK_THROWS_AS(jit::div_magic32(uint64_t{1} << 31), ir::InternalError);
 }
 
 TEST_CASE("constants are printed to round-trip exactly") {

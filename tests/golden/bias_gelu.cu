@@ -1,6 +1,6 @@
 // Fusion group: 4 op(s), iteration space [B, C], 32-bit index math, 4-wide vector path.
 // Layout: r2 i32 in:[0,1)[1,2):C,S01. Outputs: v7 (y).
-static __device__ __forceinline__ void fj_bias_gelu_b5e4901c_elem(float v0, float v1, float v2, float& o_v7) {
+static __device__ __forceinline__ void fj_bias_gelu_7e2fba0e_elem(float v0, float v1, float v2, float& o_v7) {
   const float v3 = 0x1p+2f;  // v3 = const 4.0 : f32  [bias_gelu.graph:9]
   const float v4 = fj_mul(v1, v3);  // v4 (b2) = mul(v1, v3) : f32  [bias_gelu.graph:9]
   const float v5 = fj_mul(v4, v2);  // v5 = mul(v4, v2) : f32  [bias_gelu.graph:10]
@@ -8,13 +8,15 @@ static __device__ __forceinline__ void fj_bias_gelu_b5e4901c_elem(float v0, floa
   const float v7 = fj_gelu(v6);  // v7 (y) = gelu(v6) : f32  [bias_gelu.graph:11]
   o_v7 = v7;
 }
-extern "C" __global__ void fj_bias_gelu_b5e4901c(
+extern "C" __global__ void fj_bias_gelu_7e2fba0e(
     const float* __restrict__ in_v0,
     const float* __restrict__ in_v1,
     float* __restrict__ out_v7,
     float p_v2,
     unsigned int n,
     unsigned int size1,
+    unsigned int size1_mul,
+    unsigned int size1_shift,
     unsigned int st_v1_1,
     int vec_ok) {
   const unsigned int tid = (unsigned int)blockIdx.x * blockDim.x + threadIdx.x;
@@ -25,8 +27,9 @@ extern "C" __global__ void fj_bias_gelu_b5e4901c(
     for (unsigned int k = tid; k < nvec; k += nthreads) {
       const unsigned int i = k * 4;
       unsigned int rem = i;
-      const unsigned int c1 = rem % size1;
-      rem /= size1;
+      const unsigned int q1 = fjk_udiv(rem, size1_mul, size1_shift);  // rem / size1
+      const unsigned int c1 = rem - q1 * size1;
+      rem = q1;
       const unsigned int c0 = rem;
       const unsigned int off_v1 = c1 * st_v1_1;
       const fj_vec<float, 4> x_v0 = fj_vload<float, 4>(in_v0 + i);
@@ -35,7 +38,7 @@ extern "C" __global__ void fj_bias_gelu_b5e4901c(
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         float r_v7;
-        fj_bias_gelu_b5e4901c_elem(x_v0.v[j], x_v1.v[j], p_v2, r_v7);
+        fj_bias_gelu_7e2fba0e_elem(x_v0.v[j], x_v1.v[j], p_v2, r_v7);
         y_v7.v[j] = r_v7;
       }
       fj_vstore<float, 4>(out_v7 + i, y_v7);
@@ -44,12 +47,13 @@ extern "C" __global__ void fj_bias_gelu_b5e4901c(
   }
   for (unsigned int i = start + tid; i < n; i += nthreads) {
     unsigned int rem = i;
-    const unsigned int c1 = rem % size1;
-    rem /= size1;
+    const unsigned int q1 = fjk_udiv(rem, size1_mul, size1_shift);  // rem / size1
+    const unsigned int c1 = rem - q1 * size1;
+    rem = q1;
     const unsigned int c0 = rem;
     const unsigned int off_v1 = c1 * st_v1_1;
     float r_v7;
-    fj_bias_gelu_b5e4901c_elem(in_v0[i], in_v1[off_v1], p_v2, r_v7);
+    fj_bias_gelu_7e2fba0e_elem(in_v0[i], in_v1[off_v1], p_v2, r_v7);
     out_v7[i] = r_v7;
   }
 }

@@ -1,6 +1,6 @@
 // Fusion group: 4 op(s), iteration space [N, C, H, W], 32-bit index math, 16-wide vector path.
 // Layout: r3 i32 in:[0,1)[1,2)[2,4):C,S010,S010. Outputs: v7 (out).
-static __device__ __forceinline__ void fj_nchw_d8023e43_elem(unsigned char v0, float v1, float v2, float& o_v7) {
+static __device__ __forceinline__ void fj_nchw_8c32c77a_elem(unsigned char v0, float v1, float v2, float& o_v7) {
   const float v4 = 0x1.fep+7f;  // v4 = const 255.0 : f32  [nchw.graph:11]
   const float v3 = fj_cvt_f32(v0);  // v3 = cast(v0, f32) : f32  [nchw.graph:11]
   const float v5 = fj_div(v3, v4);  // v5 (x) = div(v3, v4) : f32  [nchw.graph:11]
@@ -8,14 +8,18 @@ static __device__ __forceinline__ void fj_nchw_d8023e43_elem(unsigned char v0, f
   const float v7 = fj_div(v6, v2);  // v7 (out) = div(v6, v2) : f32  [nchw.graph:12]
   o_v7 = v7;
 }
-extern "C" __global__ void fj_nchw_d8023e43(
+extern "C" __global__ void fj_nchw_8c32c77a(
     const unsigned char* __restrict__ in_v0,
     const float* __restrict__ in_v1,
     const float* __restrict__ in_v2,
     float* __restrict__ out_v7,
     unsigned int n,
     unsigned int size1,
+    unsigned int size1_mul,
+    unsigned int size1_shift,
     unsigned int size2,
+    unsigned int size2_mul,
+    unsigned int size2_shift,
     unsigned int st_v1_1,
     unsigned int st_v2_1,
     int vec_ok) {
@@ -27,10 +31,12 @@ extern "C" __global__ void fj_nchw_d8023e43(
     for (unsigned int k = tid; k < nvec; k += nthreads) {
       const unsigned int i = k * 16;
       unsigned int rem = i;
-      const unsigned int c2 = rem % size2;
-      rem /= size2;
-      const unsigned int c1 = rem % size1;
-      rem /= size1;
+      const unsigned int q2 = fjk_udiv(rem, size2_mul, size2_shift);  // rem / size2
+      const unsigned int c2 = rem - q2 * size2;
+      rem = q2;
+      const unsigned int q1 = fjk_udiv(rem, size1_mul, size1_shift);  // rem / size1
+      const unsigned int c1 = rem - q1 * size1;
+      rem = q1;
       const unsigned int c0 = rem;
       const unsigned int off_v1 = c1 * st_v1_1;
       const unsigned int off_v2 = c1 * st_v2_1;
@@ -41,7 +47,7 @@ extern "C" __global__ void fj_nchw_d8023e43(
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
         float r_v7;
-        fj_nchw_d8023e43_elem(x_v0.v[j], b_v1, b_v2, r_v7);
+        fj_nchw_8c32c77a_elem(x_v0.v[j], b_v1, b_v2, r_v7);
         y_v7.v[j] = r_v7;
       }
       fj_vstore<float, 16>(out_v7 + i, y_v7);
@@ -50,15 +56,17 @@ extern "C" __global__ void fj_nchw_d8023e43(
   }
   for (unsigned int i = start + tid; i < n; i += nthreads) {
     unsigned int rem = i;
-    const unsigned int c2 = rem % size2;
-    rem /= size2;
-    const unsigned int c1 = rem % size1;
-    rem /= size1;
+    const unsigned int q2 = fjk_udiv(rem, size2_mul, size2_shift);  // rem / size2
+    const unsigned int c2 = rem - q2 * size2;
+    rem = q2;
+    const unsigned int q1 = fjk_udiv(rem, size1_mul, size1_shift);  // rem / size1
+    const unsigned int c1 = rem - q1 * size1;
+    rem = q1;
     const unsigned int c0 = rem;
     const unsigned int off_v1 = c1 * st_v1_1;
     const unsigned int off_v2 = c1 * st_v2_1;
     float r_v7;
-    fj_nchw_d8023e43_elem(in_v0[i], in_v1[off_v1], in_v2[off_v2], r_v7);
+    fj_nchw_8c32c77a_elem(in_v0[i], in_v1[off_v1], in_v2[off_v2], r_v7);
     out_v7[i] = r_v7;
   }
 }

@@ -39,18 +39,20 @@ extern "C" __global__ void fj_shapes_88b1b81d(
 
 // Fusion group: 2 op(s), iteration space [16, 8], 32-bit index math, 4-wide vector path.
 // Layout: r2 i32 in:[0,1)[1,2):C,S01. Outputs: v7 (y).
-static __device__ __forceinline__ void fj_shapes_41a53548_elem(float v0, float v4, float& o_v7) {
+static __device__ __forceinline__ void fj_shapes_3f7eb556_elem(float v0, float v4, float& o_v7) {
   const float v6 = 0x1p+0f;  // v6 = const 1.0 : f32  [shapes.graph:7]
   const float v5 = fj_mul(v0, v4);  // v5 = mul(v0, v4) : f32  [shapes.graph:7]
   const float v7 = fj_add(v5, v6);  // v7 (y) = add(v5, v6) : f32  [shapes.graph:7]
   o_v7 = v7;
 }
-extern "C" __global__ void fj_shapes_41a53548(
+extern "C" __global__ void fj_shapes_3f7eb556(
     const float* __restrict__ in_v0,
     const float* __restrict__ in_v4,
     float* __restrict__ out_v7,
     unsigned int n,
     unsigned int size1,
+    unsigned int size1_mul,
+    unsigned int size1_shift,
     unsigned int st_v4_1,
     int vec_ok) {
   const unsigned int tid = (unsigned int)blockIdx.x * blockDim.x + threadIdx.x;
@@ -61,8 +63,9 @@ extern "C" __global__ void fj_shapes_41a53548(
     for (unsigned int k = tid; k < nvec; k += nthreads) {
       const unsigned int i = k * 4;
       unsigned int rem = i;
-      const unsigned int c1 = rem % size1;
-      rem /= size1;
+      const unsigned int q1 = fjk_udiv(rem, size1_mul, size1_shift);  // rem / size1
+      const unsigned int c1 = rem - q1 * size1;
+      rem = q1;
       const unsigned int c0 = rem;
       const unsigned int off_v4 = c1 * st_v4_1;
       const fj_vec<float, 4> x_v0 = fj_vload<float, 4>(in_v0 + i);
@@ -71,7 +74,7 @@ extern "C" __global__ void fj_shapes_41a53548(
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         float r_v7;
-        fj_shapes_41a53548_elem(x_v0.v[j], x_v4.v[j], r_v7);
+        fj_shapes_3f7eb556_elem(x_v0.v[j], x_v4.v[j], r_v7);
         y_v7.v[j] = r_v7;
       }
       fj_vstore<float, 4>(out_v7 + i, y_v7);
@@ -80,12 +83,13 @@ extern "C" __global__ void fj_shapes_41a53548(
   }
   for (unsigned int i = start + tid; i < n; i += nthreads) {
     unsigned int rem = i;
-    const unsigned int c1 = rem % size1;
-    rem /= size1;
+    const unsigned int q1 = fjk_udiv(rem, size1_mul, size1_shift);  // rem / size1
+    const unsigned int c1 = rem - q1 * size1;
+    rem = q1;
     const unsigned int c0 = rem;
     const unsigned int off_v4 = c1 * st_v4_1;
     float r_v7;
-    fj_shapes_41a53548_elem(in_v0[i], in_v4[off_v4], r_v7);
+    fj_shapes_3f7eb556_elem(in_v0[i], in_v4[off_v4], r_v7);
     out_v7[i] = r_v7;
   }
 }
