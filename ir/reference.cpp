@@ -2,8 +2,10 @@
 // code generated kernels run), looped over the broadcast output with typed inner loops.
 #include "ir/reference.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -101,17 +103,43 @@ class Broadcast {
     for (int64_t s : out) numel_ *= s;
   }
 
+  // Calls f once per row. Large outputs are split into blocks of rows evaluated on several threads
+  // (every row is written by exactly one call, so f must only write its own row); the results do
+  // not depend on the split.
   template <class F>
   void for_each_row(F&& f) const {
     if (numel_ == 0) return;
-    std::array<int64_t, 3> off{0, 0, 0}, zero{0, 0, 0};
-    if (sizes_.empty()) { f(int64_t{0}, off, int64_t{1}, zero); return; }
-    size_t r = sizes_.size();
-    int64_t len = sizes_[r - 1];
+    std::array<int64_t, 3> zero{0, 0, 0};
+    if (sizes_.empty()) { f(int64_t{0}, zero, int64_t{1}, zero); return; }
+    const int64_t len = sizes_.back(), rows = numel_ / len;
+    const int64_t threads = std::min<int64_t>({static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency())),
+                                               16, numel_ / kElementsPerThread, rows});
+    if (threads <= 1) return rows_range(0, rows, f);
+    std::vector<std::thread> pool;
+    const int64_t per = (rows + threads - 1) / threads;
+    for (int64_t b = per; b < rows; b += per) pool.emplace_back([&, b] { rows_range(b, std::min(rows, b + per), f); });
+    rows_range(0, std::min(rows, per), f);
+    for (std::thread& t : pool) t.join();
+  }
+
+ private:
+  static constexpr int64_t kElementsPerThread = int64_t{1} << 20;  // below this, threads cost more than they save
+
+  // Rows [first, last) of the output, in order.
+  template <class F>
+  void rows_range(int64_t first, int64_t last, F& f) const {
+    const size_t r = sizes_.size();
+    const int64_t len = sizes_[r - 1];
     const std::array<int64_t, 3>& inner = strides_[r - 1];
+    std::array<int64_t, 3> off{0, 0, 0};
     std::vector<int64_t> ctr(r, 0);
-    for (int64_t o = 0; o < numel_; o += len) {
-      f(o, off, len, inner);
+    for (size_t d = r - 1, rem = static_cast<size_t>(first); d-- > 0;) {  // row index -> outer counter
+      ctr[d] = static_cast<int64_t>(rem % static_cast<size_t>(sizes_[d]));
+      rem /= static_cast<size_t>(sizes_[d]);
+      for (size_t k = 0; k < n_; ++k) off[k] += ctr[d] * strides_[d][k];
+    }
+    for (int64_t row = first; row < last; ++row) {
+      f(row * len, off, len, inner);
       for (size_t d = r - 1; d-- > 0;) {  // advance the outer counter
         for (size_t k = 0; k < n_; ++k) off[k] += strides_[d][k];
         if (++ctr[d] < sizes_[d]) break;
@@ -121,7 +149,6 @@ class Broadcast {
     }
   }
 
- private:
   size_t n_;
   int64_t numel_ = 1;
   std::vector<int64_t> sizes_;

@@ -13,6 +13,7 @@
 #include "ir/builder.h"
 #include "ir/eval.h"
 #include "ir/reference.h"
+#include "ir/scalar/fj_scalar.h"
 #include "ir/tensor.h"
 
 using namespace fusejit::ir;
@@ -306,4 +307,38 @@ TEST_CASE("reasonably fast on a million-element broadcast chain") {
   std::vector<Tensor> out = evaluate_reference(g, in);
   CHECK(out[0].numel() == 1000000);
   CHECK(out[0].get(999999).f == static_cast<double>(out[0].as<float>()[999999]));
+}
+
+// Outputs of 2^21 elements and more are evaluated in blocks of rows on several threads: rows with
+// three broadcast operands (a row mask, a full matrix, a column vector), odd sizes so blocks start
+// mid-way through the outer counter, every element equal to a direct loop over the fj_ functions.
+TEST_CASE("multi-threaded rows give the same values as a direct loop") {
+  const int64_t R = 2053, C = 1031;  // 2,116,643 elements: at least two blocks
+  GraphBuilder b("rows");
+  NodeId mask = b.add_input("mask", DType::Bool, shp({R, 1}));
+  NodeId x = b.add_input("x", DType::F32, shp({R, C}));
+  NodeId bias = b.add_input("bias", DType::F16, shp({C}));
+  Operand m[2] = {Operand::of(x), Operand::of(bias)};
+  Operand prod = b.apply(Op::Mul, m);
+  Operand p1[2] = {Operand::of(x), lit_f(1.0)};
+  Operand plus = b.apply(Op::Add, p1);
+  Operand w[3] = {Operand::of(mask), prod, plus};
+  b.add_output("y", b.apply(Op::Where, w));
+  Graph g = b.finish();
+  Tensor tm(DType::Bool, {R, 1}), tx(DType::F32, {R, C}), tb(DType::F16, {C});
+  for (int64_t i = 0; i < R; ++i) tm.as<unsigned char>()[i] = static_cast<unsigned char>((i * 7) % 3 == 0);
+  for (int64_t i = 0; i < R * C; ++i) tx.as<float>()[i] = static_cast<float>((i * 2654435761u) % 20011) * 0.001f - 10.0f;
+  for (int64_t j = 0; j < C; ++j) tb.as<fj_f16>()[j] = fj_store_f16(static_cast<float>(j % 97) * 0.125f - 6.0f);
+  std::vector<Tensor> in = {tm, tx, tb};
+  std::vector<Tensor> out = evaluate_reference(g, in);
+  REQUIRE(out[0].numel() == R * C);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < R; ++i)
+    for (int64_t j = 0; j < C; ++j) {
+      const float xv = tx.as<float>()[i * C + j];
+      const float want = tm.as<unsigned char>()[i] ? fj_mul(xv, fj_load(tb.as<fj_f16>()[j])) : fj_add(xv, 1.0f);
+      const float got = out[0].as<float>()[i * C + j];
+      if (std::memcmp(&want, &got, 4) != 0 && bad++ < 3) FAIL_CHECK("element [" << i << ", " << j << "]: " << got << " vs " << want);
+    }
+  CHECK(bad == 0);
 }
