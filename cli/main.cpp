@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   add_common(run, run_c);
   run->add_option("--param", params, "set a param, NAME=VALUE (repeatable)");
   run->add_option("--input", inputs, "read an input from a NumPy .npy file, NAME=FILE (repeatable)");
-  run->add_option("--range", ranges, "random range of an input, NAME=LO:HI (repeatable)");
+  run->add_option("--range", ranges, "random range of an input, NAME=LO:HI (repeatable; overrides the graph's `range`)");
   run->add_option("--seed", seed, "seed of the deterministic random inputs (0 to 2^64-1)")
       ->default_val(0)->check(kNonNegative);
   run->add_flag("--special", special,

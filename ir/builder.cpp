@@ -1,9 +1,11 @@
 #include "ir/builder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "ir/eval.h"
+#include "ir/random_fill.h"
 #include "ir/verify.h"
 
 namespace fusejit::ir {
@@ -148,7 +150,23 @@ NodeId GraphBuilder::add_input(const std::string& name, DType dtype, const Shape
   n.loc = loc;
   NodeId id = push(std::move(n));
   g_.inputs.push_back(id);
+  g_.input_ranges.emplace_back();
   return id;
+}
+
+void GraphBuilder::set_input_range(NodeId input, double lo, double hi, Loc loc) {
+  FJ_CHECK(input >= 0 && input < g_.size() && g_.node(input).op == Op::Input, "set_input_range on a non-input");
+  const Node& n = g_.node(input);
+  if (n.dtype == DType::Bool)
+    throw UserError("input '" + n.name + "' is bool; random bools are false/true with equal odds and take no range", loc);
+  if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo < hi))
+    throw UserError("a range needs finite LO < HI (e.g. `range 0:1`)", loc);
+  try {
+    check_fill_range(n.dtype, FillRange{lo, hi});
+  } catch (const UserError& e) {
+    throw UserError(e.what(), loc);  // the same rule as --range, located in the graph text
+  }
+  g_.input_ranges[static_cast<size_t>(n.slot)] = {lo, hi};
 }
 
 NodeId GraphBuilder::add_param(const std::string& name, DType dtype, const Literal& def, Loc loc) {
@@ -312,6 +330,9 @@ NodeId GraphBuilder::copy_leaf(const Graph& from, NodeId leaf) {
     n.slot = static_cast<int32_t>(g_.inputs.size());
     NodeId id = push(std::move(n));
     g_.inputs.push_back(id);
+    g_.input_ranges.push_back(static_cast<size_t>(src.slot) < from.input_ranges.size()
+                                  ? from.input_ranges[static_cast<size_t>(src.slot)]
+                                  : ValueRange{});
     return id;
   }
   if (src.op == Op::Param) {
@@ -367,7 +388,8 @@ void rebind_dims(Graph& g, const std::vector<std::pair<std::string, int64_t>>& v
 
 bool structurally_equal(const Graph& a, const Graph& b) {
   if (a.name != b.name || a.dims.size() != b.dims.size() || a.nodes.size() != b.nodes.size() ||
-      a.inputs != b.inputs || a.params.size() != b.params.size() || a.outputs.size() != b.outputs.size())
+      a.inputs != b.inputs || a.input_ranges != b.input_ranges || a.params.size() != b.params.size() ||
+      a.outputs.size() != b.outputs.size())
     return false;
   for (size_t k = 0; k < a.dims.size(); ++k)
     if (a.dims[k].name != b.dims[k].name || a.dims[k].value != b.dims[k].value) return false;

@@ -44,6 +44,9 @@ class GraphBuilder {
   // Declares an input tensor. Dims with sym >= 0 take their size from that dim's value. Throws
   // UserError on a duplicate name or an element count that overflows int64.
   NodeId add_input(const std::string& name, DType dtype, const Shape& shape, Loc loc = {});
+  // Sets the range generated values of `input` are drawn from (ValueRange). Throws UserError at
+  // `loc` unless lo < hi are finite, or when the input is bool (random bools take no range).
+  void set_input_range(NodeId input, double lo, double hi, Loc loc = {});
   // Declares a 0-d run-time scalar param with a default value (converted to `dtype`).
   NodeId add_param(const std::string& name, DType dtype, const Literal& default_value, Loc loc = {});
 

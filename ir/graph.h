@@ -71,6 +71,16 @@ struct ParamDecl {
   Scalar default_value;   // value used when the run gives none
 };
 
+// The range [lo, hi) that generated (random) values of an input are drawn from when a run gives
+// none (`input x : f32[N] range 0:1` in the graph text; `--range` overrides it). Unset (lo >= hi):
+// the run's default. A property of the test data, never of the kernels.
+struct ValueRange {
+  double lo = 0.0;
+  double hi = 0.0;
+  bool set() const { return lo < hi; }
+  friend bool operator==(const ValueRange&, const ValueRange&) = default;
+};
+
 struct OutputDecl {
   std::string name;
   NodeId node = kNoNode;
@@ -83,6 +93,7 @@ struct Graph {
   std::vector<DimDecl> dims;
   std::vector<Node> nodes;          // topological order
   std::vector<NodeId> inputs;       // Input nodes, in declaration order (slot == index)
+  std::vector<ValueRange> input_ranges;  // per input slot (same length as inputs)
   std::vector<ParamDecl> params;    // in declaration order (slot == index)
   std::vector<OutputDecl> outputs;  // in declaration order
 
@@ -93,7 +104,7 @@ struct Graph {
   int op_count() const;
 };
 
-// Structural equality: same dims, inputs, params, outputs and nodes (op, dtype, shape, operands,
+// Structural equality: same dims, inputs (and their ranges), params, outputs and nodes (op, dtype, shape, operands,
 // constant bits, slots, names). Locations and the file name are ignored.
 bool structurally_equal(const Graph& a, const Graph& b);
 

@@ -321,7 +321,25 @@ class Parser {
       advance();  // ']'
     }
     NodeId id = b_.add_input(std::string(name.text), dt, shape, name.loc);
+    // Optional `range LO:HI`: where generated values of this input are drawn from.
+    if (tok_.kind == Tok::Ident && tok_.text == "range") {
+      Loc at = tok_.loc;
+      advance();
+      const double lo = range_bound("LO");
+      expect(Tok::Colon, "':' between the bounds (e.g. `range 0:1`)");
+      const double hi = range_bound("HI");
+      b_.set_input_range(id, lo, hi, at);
+    }
     scope_[std::string(name.text)] = {Kind::Input, Operand::of(id), stmt.line};
+  }
+
+  // One bound of `range LO:HI`: a constant expression (a literal such as -0.5 or 1/255).
+  double range_bound(const char* which) {
+    Loc at = tok_.loc;
+    Operand v = expr(0);
+    if (!v.is_literal() || v.lit.cat == Category::Bool)
+      throw UserError(std::string("expected a number for the range's ") + which + " (e.g. `range -1:1`)", at);
+    return v.lit.cat == Category::Float ? v.lit.f : static_cast<double>(v.lit.i);
   }
 
   void param_stmt() {

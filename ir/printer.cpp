@@ -174,7 +174,10 @@ struct Printer {
             const Dim& d = n.shape[k];
             out += d.sym >= 0 ? g.dims[d.sym].name : std::to_string(d.size);
           }
-          out += "]\n";
+          out += "]";
+          if (const ValueRange& r = g.input_ranges[static_cast<size_t>(n.slot)]; r.set())
+            out += " range " + print_scalar(Scalar{DType::F64, r.lo, 0}) + ":" + print_scalar(Scalar{DType::F64, r.hi, 0});
+          out += "\n";
           break;
         }
         case Op::Param:

@@ -94,12 +94,26 @@ uint64_t input_seed(uint64_t run_seed, std::string_view name) {
   return splitmix64(s);
 }
 
-void random_fill(Tensor& t, uint64_t seed, const FillSpec& spec) {
-  FillRange r = spec.range.value_or(default_fill_range(t.dtype));
-  std::string what = std::string(dtype_name(t.dtype));
+void check_fill_range(DType t, const FillRange& r) {
+  const std::string what = std::string(dtype_name(t));
   if (!std::isfinite(r.lo) || !std::isfinite(r.hi) || r.lo > r.hi)
     throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what +
                     " (need finite LO <= HI)");
+  if (is_int(t)) {
+    IntLimits lim = int_limits(t);
+    // Bounds must be whole numbers within the dtype (checked in f64, exact for these magnitudes).
+    if (r.lo != std::floor(r.lo) || r.hi != std::floor(r.hi) || r.lo < static_cast<double>(lim.lo) ||
+        r.hi > static_cast<double>(lim.hi))
+      throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what + " (need whole numbers in [" +
+                      std::to_string(lim.lo) + ", " + std::to_string(lim.hi) + "])");
+  } else if (t != DType::Bool && r.hi - r.lo > std::numeric_limits<double>::max()) {
+    throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what + " (too wide)");
+  }
+}
+
+void random_fill(Tensor& t, uint64_t seed, const FillSpec& spec) {
+  FillRange r = spec.range.value_or(default_fill_range(t.dtype));
+  check_fill_range(t.dtype, r);
   Rng rng(seed);
   const int64_t n = t.numel();
   const bool special = spec.mode == FillMode::Special;
@@ -111,11 +125,6 @@ void random_fill(Tensor& t, uint64_t seed, const FillSpec& spec) {
   }
   if (is_int(t.dtype)) {
     IntLimits lim = int_limits(t.dtype);
-    // Bounds must be whole numbers within the dtype (checked in f64, exact for these magnitudes).
-    if (r.lo != std::floor(r.lo) || r.hi != std::floor(r.hi) || r.lo < static_cast<double>(lim.lo) ||
-        r.hi > static_cast<double>(lim.hi))
-      throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what + " (need whole numbers in [" +
-                      std::to_string(lim.lo) + ", " + std::to_string(lim.hi) + "])");
     int64_t lo = r.lo <= -9.2233720368547758e18 ? INT64_MIN : static_cast<int64_t>(r.lo);
     int64_t hi = r.hi >= 9.2233720368547758e18 ? INT64_MAX : static_cast<int64_t>(r.hi);
     uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;  // 0 = all 2^64
@@ -130,8 +139,6 @@ void random_fill(Tensor& t, uint64_t seed, const FillSpec& spec) {
     }
     return;
   }
-  if (r.hi - r.lo > std::numeric_limits<double>::max())
-    throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what + " (too wide)");
   std::vector<double> sp = float_specials(t.dtype);
   s.dtype = DType::F64;
   for (int64_t i = 0; i < n; ++i) {

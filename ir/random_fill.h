@@ -44,6 +44,8 @@ uint64_t input_seed(uint64_t run_seed, std::string_view input_name);
 // outside the dtype (e.g. u8 with lo < 0) or not whole numbers.
 void random_fill(Tensor& t, uint64_t seed, const FillSpec& spec = {});
 
+// Throws UserError when `r` is not a valid range for dtype `t` (the checks random_fill makes).
+void check_fill_range(DType t, const FillRange& r);
 // Parses "LO:HI" (e.g. "-1:1", "0:255", "-1e3:1e3") as given to --range; UserError otherwise.
 FillRange parse_fill_range(std::string_view text);
 

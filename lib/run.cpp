@@ -56,6 +56,7 @@ std::vector<ir::Tensor> make_inputs(const ir::Graph& g, const RunOptions& ro) {
     ir::FillSpec spec;
     auto range = std::find_if(ro.input_ranges.begin(), ro.input_ranges.end(), [&](const auto& p) { return p.first == n.name; });
     if (range != ro.input_ranges.end()) spec.range = ir::FillRange{range->second.first, range->second.second};
+    else if (const ir::ValueRange& r = g.input_ranges[k]; r.set()) spec.range = ir::FillRange{r.lo, r.hi};  // `range` in the graph
     if (ro.special_values) spec.mode = ir::FillMode::Special;
     ir::Tensor t(n.dtype, shape);
     ir::random_fill(t, ir::input_seed(ro.seed, n.name), spec);

@@ -170,6 +170,37 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
   CHECK(r.code == 2);
   CHECK(r.out.find("no input named 'nope'") != std::string::npos);
   CHECK(run("run " + sample("x2x3.txt") + " --seed -1").code == 2);
+}
+
+TEST_CASE("generated inputs come from the graph's `range`, which --range overrides") {
+  fs::path dir = scratch("ranged");
+  std::ofstream(dir / "ranged.txt") << "input v : f32[64] range 100:101\ninput k : i32[64] range 7:9\n"
+                                       "a = v * 1\nb = k + 0\noutput a, b\n";
+  auto span_of = [&](const std::string& name) {
+    fusejit::ir::Tensor t = fusejit::ir::read_npy((dir / "out" / (name + ".npy")).string());
+    double lo = HUGE_VAL, hi = -HUGE_VAL;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      fusejit::ir::Scalar s = t.get(i);
+      const double d = fusejit::ir::is_float(t.dtype) ? s.f : static_cast<double>(s.i);
+      lo = std::min(lo, d);
+      hi = std::max(hi, d);
+    }
+    return std::pair{lo, hi};
+  };
+  const std::string base = "run " + (dir / "ranged.txt").string() + " --backend cpu --save-dir " + (dir / "out").string();
+  Result r = run(base);
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  auto [alo, ahi] = span_of("a");
+  CHECK(alo >= 100.0);
+  CHECK(ahi < 101.0);
+  auto [klo, khi] = span_of("b");
+  CHECK(klo == 7.0);  // integers: both ends included (64 draws from 3 values)
+  CHECK(khi == 9.0);
+  r = run(base + " --range v=-2:-1");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  auto [olo, ohi] = span_of("a");
+  CHECK(olo >= -2.0);
+  CHECK(ohi < -1.0);
   CHECK(run("frobnicate").code == 2);
   CHECK(run("--help").code == 0);
   CHECK(run("run --help").code == 0);

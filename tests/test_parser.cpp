@@ -72,6 +72,32 @@ TEST_CASE("all statements") {
   CHECK(g.node(y.arg(0)).loc == Loc{7, 7});
 }
 
+TEST_CASE("input ranges: parsed, printed back, part of structural equality") {
+  const char* text =
+      "dim N = 4\n"
+      "input p : f32[N]\n"
+      "input v : f32[N] range 0:1\n"
+      "input m : f64[N] range -1e-3:1/255\n"
+      "input img : u8[N] range 0:255\n"
+      "input s : f16 range -2.5:2.5\n"
+      "y = p + v + m + cast(img, f32) + s\n"
+      "output y\n";
+  Graph g = parse_graph(text, "r.txt");
+  REQUIRE(g.input_ranges.size() == 5);
+  CHECK(!g.input_ranges[0].set());
+  CHECK(g.input_ranges[1] == ValueRange{0.0, 1.0});
+  CHECK(g.input_ranges[2] == ValueRange{-1e-3, 1.0 / 255});
+  CHECK(g.input_ranges[3] == ValueRange{0.0, 255.0});
+  CHECK(g.input_ranges[4] == ValueRange{-2.5, 2.5});
+  const std::string printed = print_graph(g);
+  CHECK(printed.find("input v : f32[N] range 0.0:1.0\n") != std::string::npos);
+  Graph again = parse_graph(printed, "again.txt");
+  CHECK(structurally_equal(again, g));
+  CHECK(print_graph(again) == printed);
+  CHECK(!structurally_equal(parse_graph("input v : f32[4] range 0:2\nw = v * 2\noutput w\n", "a"),
+                            parse_graph("input v : f32[4] range 0:1\nw = v * 2\noutput w\n", "b")));
+}
+
 TEST_CASE("precedence and associativity") {
   // a - b - c is (a - b) - c; a + b * c is a + (b * c); comparison lowest.
   Graph g = parse_graph("input a : f32[]\ninput b : f32[]\ninput c : f32[]\n"

@@ -27,6 +27,7 @@ Graph eliminate_dead_code(const Graph& g, int* removed) {
     out.nodes.push_back(std::move(n));
   }
   for (NodeId id : g.inputs) out.inputs.push_back(map[static_cast<size_t>(id)]);
+  out.input_ranges = g.input_ranges;
   for (ParamDecl p : g.params) {
     p.node = map[static_cast<size_t>(p.node)];
     out.params.push_back(p);
