@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/passes/plan_fusion.h"
+#include "ir/passes/plan_report.h"
 #include "ir/printer.h"
 #include "jit/arch.h"
 #include "jit/cache.h"
@@ -378,6 +379,12 @@ const Graph& Program::graph() const { return impl_->graph; }
 const Graph& Program::rewritten() const { return impl_->rewritten; }
 const std::vector<KernelInfo>& Program::kernels(PlanKind kind) const {
   return kind == PlanKind::Fused ? impl_->fused_kernels : impl_->unfused_kernels;
+}
+
+std::string Program::plan_text() const {
+  std::vector<std::string> names;
+  for (const KernelInfo& k : impl_->fused_kernels) names.push_back(k.name);
+  return ir::format_plan_text(impl_->rewrite, impl_->fused_plan, impl_->unfused_plan, &impl_->graph.impl().graph, names);
 }
 
 std::string Program::rewrite_summary() const {

@@ -129,6 +129,14 @@ TEST_CASE("compile once, run fused and unfused on the CPU, bitwise equal and cor
   CHECK(p.backend() == fj::Backend::Cpu);
   CHECK(p.kernels(fj::PlanKind::Fused).size() == 1);
   CHECK(p.kernels(fj::PlanKind::Unfused).size() == 2);
+  // Every declared accessor links and says something true (plan_text once had no definition).
+  const std::string plan = p.plan_text();
+  CHECK(plan.find("kernel 0 (" + p.kernels(fj::PlanKind::Fused)[0].name + ")") != std::string::npos);
+  CHECK(plan.find("predicted") != std::string::npos);
+  CHECK(p.rewrite_summary().rfind("rewrites (strict mode):", 0) == 0);
+  CHECK(p.target().rfind("host C++", 0) == 0);
+  CHECK(!p.fast_math());
+  CHECK(p.rewritten().op_count() >= 1);
   std::vector<float> g(32), u(32);
   for (int k = 0; k < 32; ++k) {
     g[k] = -4.0f + 0.25f * static_cast<float>(k);

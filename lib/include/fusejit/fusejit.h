@@ -276,7 +276,7 @@ class Program {
   bool fast_math() const;
   const Graph& graph() const;            ///< the graph as given
   const Graph& rewritten() const;        ///< after rewrites (what the kernels compute)
-  std::string rewrite_summary() const;   ///< which rules fired, counted
+  std::string rewrite_summary() const;   ///< one line: "rewrites (strict mode): mul-chain x1;" (or "none fired")
   std::string plan_text() const;         ///< fusion groups, traffic and predicted ratio (as `fusejit plan`)
   const std::vector<KernelInfo>& kernels(PlanKind kind) const;
 
