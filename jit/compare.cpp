@@ -238,6 +238,8 @@ CompareResult compare_outputs(ir::DType dtype, std::span<const std::byte> expect
         same = en && an;
       } else if (ulp_tolerance == 0) {
         same = e == a;
+        // Exact comparison, but the distance is still reported (fast-math and whole-graph reports).
+        if (!same) r.max_ulps = std::max(r.max_ulps, ulp_distance(dtype, e, a));
       } else {
         const uint64_t d = ulp_distance(dtype, e, a);
         if (d > r.max_ulps) r.max_ulps = d;

@@ -156,7 +156,7 @@ CheckReport distance_report(const std::string& what, const ir::Graph& g, const s
   c.detail = mismatches == 0 ? "identical values"
                              : std::to_string(mismatches) + " of " + std::to_string(total) + " elements differ, by at most " +
                                    std::to_string(max_ulps) +
-                                   " ulp where both are numbers (others differ in NaN or the sign of zero); informational";
+                                   " ulp (a NaN against a number is counted, not measured); informational";
   return c;
 }
 

@@ -444,6 +444,11 @@ TEST_CASE("compare_outputs: bitwise, exact and ulp tolerances with decimal and h
   r = compare_outputs(ir::DType::F32, bytes(1.0f), bytes(two_up), 1, 1);
   CHECK_FALSE(r.ok);
   CHECK(r.max_ulps == 2);
+  // An exact comparison still measures how far apart the numbers are (fast-math reports use it).
+  r = compare_outputs(ir::DType::F32, bytes(1.0f, -0.0f), bytes(two_up, 0.0f), 2, 0);
+  CHECK_FALSE(r.ok);
+  CHECK(r.mismatches == 2);
+  CHECK(r.max_ulps == 2);
   CHECK_FALSE(compare_outputs(ir::DType::F32, bytes(1.0f), bytes(qnan), 1, 100).ok);
   // Largest finite and inf are 1 ulp apart on the ordered line.
   CHECK(ulp_distance(ir::DType::F32, 0x7f7fffff, 0x7f800000) == 1);
