@@ -149,6 +149,10 @@ int main(int argc, char** argv) {
   comp->add_option("--arch", comp_arch, "target: sm_XY (or compute_XY for PTX)")->default_val("sm_90");
   comp->add_flag("--ptx", ptx, "emit PTX for compute_XY instead of a CUBIN");
   comp->add_option("-o,--out", out_dir, "output folder")->required();
+  std::string comp_cache_dir;
+  bool comp_no_cache = false;
+  comp->add_option("--cache-dir", comp_cache_dir, "kernel cache folder (default as for run)");
+  comp->add_flag("--no-cache", comp_no_cache, "do not read or write the on-disk kernel cache");
 
   // fusejit cache
   CLI::App* cache = app.add_subcommand("cache", "inspect or clear the on-disk kernel cache");
@@ -219,7 +223,10 @@ int main(int argc, char** argv) {
       fj::Graph g = fj::Graph::load(comp_c.graph, parse_dims(comp_c.dims));
       std::string a = comp_arch;
       if (ptx && a.rfind("sm_", 0) == 0) a = "compute_" + a.substr(3);
-      auto kernels = fj::compile_to_dir(g, a, out_dir, comp_c.fast_math);
+      fj::Options co;
+      co.cache_dir = comp_cache_dir;
+      co.disk_cache = !comp_no_cache;
+      auto kernels = fj::compile_to_dir(g, a, out_dir, comp_c.fast_math, co);
       std::printf("compiled %zu kernel(s) for %s into %s (index.json lists them)\n", kernels.size(), a.c_str(),
                   out_dir.c_str());
       return 0;
@@ -236,9 +243,13 @@ int main(int argc, char** argv) {
                     static_cast<long long>(s.bytes), static_cast<long long>(s.cap_bytes),
                     static_cast<long long>(s.host_modules), static_cast<long long>(s.host_bytes));
       } else if (*c_list) {
-        for (const fj::CacheEntryInfo& e : fj::cache_list(o))
+        const std::vector<fj::CacheEntryInfo> entries = fj::cache_list(o);
+        for (const fj::CacheEntryInfo& e : entries)
           std::printf("%s %10lld %-12s %s%s\n", e.key.c_str(), static_cast<long long>(e.bytes), e.target.c_str(),
                       e.label.c_str(), e.valid ? "" : "  (damaged: deleted on next load)");
+        if (entries.empty())
+          std::printf("no GPU kernel entries in %s (CPU modules are counted by `fusejit cache stats`)\n",
+                      fj::cache_path(o).c_str());
       } else if (*c_clear) {
         long long n = static_cast<long long>(fj::cache_clear(o));
         std::printf("removed %lld entr%s\n", n, n == 1 ? "y" : "ies");
@@ -251,6 +262,8 @@ int main(int argc, char** argv) {
   } catch (const fj::Error& e) {
     std::string d = e.diagnostic();
     while (!d.empty() && d.back() == '\n') d.pop_back();
+    // Errors without a file location read like the command line's own: "fusejit: error: ...".
+    if (d.rfind("error: ", 0) == 0 || d.rfind("internal error", 0) == 0) d = "fusejit: " + d;
     std::fprintf(stderr, "%s\n", d.c_str());
     return exit_code(e);
   } catch (const std::exception& e) {

@@ -284,7 +284,8 @@ std::string fmt_g17(float v) {
 }
 }  // namespace
 
-Tensor read_npy_input(const std::string& path, const std::string& name, DType dtype, const std::vector<int64_t>& shape) {
+Tensor read_npy_input(const std::string& path, const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                      const std::string& shape_hint) {
   Tensor t = read_npy(path, dtype);
   if (dtype == DType::BF16 && t.dtype == DType::F32 && t.shape == shape) {
     // The exact-widening convention (Bf16Npy::F32): narrow back, refusing any value that would round.
@@ -300,9 +301,10 @@ Tensor read_npy_input(const std::string& path, const std::string& name, DType dt
     }
     return b;
   }
+  const bool same_dtype = t.dtype == dtype || (dtype == DType::BF16 && t.dtype == DType::F32);
   if (t.dtype != dtype || t.shape != shape)
     throw UserError("input '" + name + "': " + path + " has " + tensor_type_string(t.dtype, t.shape) + ", expected " +
-                    tensor_type_string(dtype, shape));
+                    tensor_type_string(dtype, shape) + (same_dtype && !shape_hint.empty() ? " " + shape_hint : ""));
   if (t.dtype == DType::Bool)  // NumPy reads any nonzero byte as True: store it as 1, as every path expects
     for (std::byte& b : t.data) b = b != std::byte{0} ? std::byte{1} : std::byte{0};
   return t;

@@ -39,8 +39,9 @@ Tensor read_npy(const std::string& path, std::optional<DType> expect = std::null
 // otherwise UserError "input 'x': FILE has f16[8, 4096], expected f32[8, 4096]". For a bf16 input
 // the file may also be '<u2' (raw bits) or '<f4' whose values are all exactly representable in bf16
 // (what write_npy writes by default); an f32 value that is not gives a UserError naming the element,
-// never a silent rounding.
+// never a silent rounding. `shape_hint` is appended to the message when only the shape differs
+// (e.g. which --dim would make it match).
 Tensor read_npy_input(const std::string& path, const std::string& name, DType dtype,
-                      const std::vector<int64_t>& shape);
+                      const std::vector<int64_t>& shape, const std::string& shape_hint = {});
 
 }  // namespace fusejit::ir

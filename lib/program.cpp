@@ -275,11 +275,17 @@ void compile_cpu(Program::Impl& p) {
   if (!p.options.dump_dir.empty()) dump_all(p, p.cpu_fused->kernels, p.cpu_unfused->kernels, {}, {}, "");
 }
 
+// An explicit --arch / Options::arch, checked against this NVRTC. Its errors are about the option,
+// not the graph file, so they carry no file name.
+jit::ArchDecision explicit_target(const std::string& arch) {
+  return translate_errors([&] { return jit::check_explicit_target(jit::parse_target(arch), jit::supported_archs()); });
+}
+
 void compile_gpu(Program::Impl& p) {
   const jit::DeviceInfo& dev = p.device->info();
   jit::ArchDecision d = p.options.arch.empty()
                             ? jit::choose_target_for_device(jit::Arch{dev.cc_major, dev.cc_minor})
-                            : jit::check_explicit_target(jit::parse_target(p.options.arch), jit::supported_archs());
+                            : explicit_target(p.options.arch);
   if (!d.warning.empty()) warn(d.warning);
   p.target = d.target.name() + (d.target.kind == jit::OutputKind::Cubin ? " (CUBIN)" : " (PTX, JIT-compiled by the driver)");
   GpuCompiled f = compile_fused_gpu(p.rewritten.impl().graph, p.fused_plan, d.target, p.options, p.fused_kernels);
@@ -336,14 +342,17 @@ std::shared_ptr<Program::Impl> rewrite_and_plan(const Graph& graph, const Option
 }
 }  // namespace
 
-std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& arch, const std::string& out_dir, bool fast_math) {
+std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& arch, const std::string& out_dir, bool fast_math,
+                                       const Options& cache) {
   return translate_errors([&] {
     Options o;
+    o.cache_dir = cache.cache_dir;
+    o.disk_cache = cache.disk_cache;
     o.fast_math = fast_math;
     o.dump_dir = out_dir;
     o.arch = arch;
+    jit::ArchDecision d = explicit_target(arch);
     std::shared_ptr<Program::Impl> p = rewrite_and_plan(graph, o);
-    jit::ArchDecision d = jit::check_explicit_target(jit::parse_target(arch), jit::supported_archs());
     p->target = d.target.name();
     GpuCompiled f = compile_fused_gpu(p->rewritten.impl().graph, p->fused_plan, d.target, p->options, p->fused_kernels);
     GpuCompiled u = compile_unfused_gpu(p->graph.impl().graph, p->unfused_plan, d.target, p->options, p->unfused_kernels);

@@ -32,6 +32,17 @@ std::string tensor_text(const TensorInfo& t) {
 }
 
 namespace {
+// A param value as written: the shortest text that reads back as the same f32 when the value is
+// one (0.001, not 0.0010000000474974513), else the shortest f64 text.
+std::string short_number(double v) {
+  const float f = static_cast<float>(v);
+  if (static_cast<double>(f) == v) return fmt::format("{}", f);
+  return fmt::format("{}", v);
+}
+
+// A statistic for the text report: 6 significant digits; NaN without a sign.
+std::string stat_text(double v) { return std::isnan(v) ? std::string("nan") : fmt::format("{:.6g}", v); }
+
 std::string compile_text(const PathReport& p) {
   std::string s;
   auto part = [&](int n, const char* what) {
@@ -43,6 +54,7 @@ std::string compile_text(const PathReport& p) {
   part(p.disk_hits, "disk hit");
   part(p.memory_hits, "memory hit");
   if (p.compiled && p.compile_ms > 0) s += fmt::format(" ({:.0f} ms)", p.compile_ms);
+  else if (p.compiled) s += " (in the fused kernels' program)";
   return s;
 }
 
@@ -75,7 +87,7 @@ std::string RunReport::to_text() const {
     s += fmt::format("  {}  {} ({})\n", k == 0 ? "outputs " : "        ", tensor_text(outputs[k]), fmt_bytes(outputs[k].bytes()));
   s += fmt::format("  graph     {} ops, {} elements\n", op_count, elements);
   std::string run_args = fmt::format("seed {}{}", seed, special_values ? ", special values" : "");
-  for (const auto& [n, v] : params) run_args += fmt::format(", {}={}", n, v);
+  for (const auto& [n, v] : params) run_args += fmt::format(", {}={}", n, short_number(v));
   s += fmt::format("  run       {} (random inputs unless --input)\n", run_args);
   s += fmt::format("  {}\n", rewrites);
   s += fmt::format("  plan      {}\n\n", plan);
@@ -89,13 +101,16 @@ std::string RunReport::to_text() const {
   if (copy_gbps > 0) s += fmt::format("  {:<8} {:>7} {:>11} {:>12} {:>9.1f} {:>7}\n", "copy", "", "", "", copy_gbps, "100%");
   s += fmt::format("  speedup   {} measured (fused over unfused), {} predicted from bytes moved\n", fmt_ratio(speedup),
                    fmt_ratio(predicted_ratio));
+  if (backend == "cpu")
+    s += "  note      host CPU times measure one core's arithmetic, not GPU memory traffic; on a GPU the\n"
+         "            speedup of memory-bound kernels approaches the predicted ratio (docs/report-example.md)\n";
   if (!checks.empty()) s += "\n";
   for (const CheckReport& c : checks)
     if (c.ran) s += fmt::format("  check     {}: {}{}\n", c.what, c.ok ? "" : "FAILED: ", c.detail);
   s += fmt::format("\n  {:<12} {:>14} {:>14} {:>14} {:>8} {:>8}\n", "output", "min", "max", "mean", "NaN", "inf");
   for (const OutputStats& o : stats)
-    s += fmt::format("  {:<12} {:>14.6g} {:>14.6g} {:>14.6g} {:>8} {:>8}\n", o.info.name, o.min, o.max, o.mean, o.nan_count,
-                     o.inf_count);
+    s += fmt::format("  {:<12} {:>14} {:>14} {:>14} {:>8} {:>8}\n", o.info.name, stat_text(o.min), stat_text(o.max),
+                     stat_text(o.mean), o.nan_count, o.inf_count);
   for (const std::string& w : warnings) s += "  warning: " + w + "\n";
   s += fmt::format("\n  result    {}\n", ok() ? "OK" : "CHECK FAILED");
   return s;

@@ -42,15 +42,11 @@ std::vector<ir::Tensor> make_inputs(const ir::Graph& g, const RunOptions& ro) {
     std::vector<int64_t> shape = ir::shape_sizes(n.shape);
     auto file = std::find_if(ro.input_files.begin(), ro.input_files.end(), [&](const auto& p) { return p.first == n.name; });
     if (file != ro.input_files.end()) {
-      try {
-        out.push_back(ir::read_npy_input(file->second, n.name, n.dtype, shape));
-      } catch (const ir::UserError& e) {
-        std::string hint;
-        for (const ir::Dim& d : n.shape)
-          if (d.sym >= 0) hint += (hint.empty() ? "" : ", ") + g.dims[static_cast<size_t>(d.sym)].name;
-        throw ir::UserError(std::string(e.what()) +
-                            (hint.empty() ? "" : " (the graph's dims " + hint + " can be set to match with --dim NAME=VALUE)"));
-      }
+      std::string dims;
+      for (const ir::Dim& d : n.shape)
+        if (d.sym >= 0) dims += (dims.empty() ? "" : ", ") + g.dims[static_cast<size_t>(d.sym)].name;
+      out.push_back(ir::read_npy_input(file->second, n.name, n.dtype, shape,
+                                       dims.empty() ? "" : "(the graph's dims " + dims + " can be set to match with --dim NAME=VALUE)"));
       continue;
     }
     ir::FillSpec spec;
