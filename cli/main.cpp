@@ -121,6 +121,9 @@ int main(int argc, char** argv) {
   run->add_option("--save-dir", save_dir, "write each output as DIR/<name>.npy");
   run->add_option("--dump-dir", dump_dir, "write every kernel's .cu (and .cubin/.ptx) with an index.json");
   run->add_option("--arch", arch, "target architecture: sm_XY (CUBIN) or compute_XY (PTX); default: the GPU's");
+  std::vector<std::string> run_nvrtc;
+  run->add_option("--nvrtc-option", run_nvrtc,
+                  "extra NVRTC option for every GPU kernel, e.g. --nvrtc-option=--maxrregcount=32 (repeatable)");
   run->add_option("--backend", backend, "auto (GPU if present), cuda, or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->default_val("auto");
   run->add_option("--device", device, "CUDA device ordinal")->default_val(0)->check(kNonNegative);
@@ -153,6 +156,8 @@ int main(int argc, char** argv) {
   bool comp_no_cache = false;
   comp->add_option("--cache-dir", comp_cache_dir, "kernel cache folder (default as for run)");
   comp->add_flag("--no-cache", comp_no_cache, "do not read or write the on-disk kernel cache");
+  std::vector<std::string> comp_nvrtc;
+  comp->add_option("--nvrtc-option", comp_nvrtc, "extra NVRTC option, e.g. --nvrtc-option=--maxrregcount=32 (repeatable)");
 
   // fusejit cache
   CLI::App* cache = app.add_subcommand("cache", "inspect or clear the on-disk kernel cache");
@@ -207,6 +212,7 @@ int main(int argc, char** argv) {
       ro.options.device = device;
       ro.options.cache_dir = cache_dir;
       ro.options.disk_cache = !no_cache;
+      ro.options.nvrtc_options = run_nvrtc;
       ro.options.backend = backend == "cuda" ? fj::Backend::Cuda : backend == "cpu" ? fj::Backend::Cpu : fj::Backend::Auto;
       fj::Graph g = fj::Graph::load(run_c.graph, parse_dims(run_c.dims));
       fj::RunReport rep = fj::run_graph(g, ro);
@@ -226,6 +232,7 @@ int main(int argc, char** argv) {
       fj::Options co;
       co.cache_dir = comp_cache_dir;
       co.disk_cache = !comp_no_cache;
+      co.nvrtc_options = comp_nvrtc;
       auto kernels = fj::compile_to_dir(g, a, out_dir, comp_c.fast_math, co);
       std::printf("compiled %zu kernel(s) for %s into %s (index.json lists them)\n", kernels.size(), a.c_str(),
                   out_dir.c_str());

@@ -33,7 +33,8 @@ namespace fs = std::filesystem;
 // constant bits, the memory layout (broadcast pattern, index width), the graph and line names
 // that appear in the source, and the mode. Hashing it lets a memory hit skip code generation
 // (ArrayFire's JIT does the same).
-jit::Hash128 structural_key(const ir::Graph& g, const ir::FusionGroup& grp, bool fast_math, const std::string& target) {
+jit::Hash128 structural_key(const ir::Graph& g, const ir::FusionGroup& grp, bool fast_math, const std::string& target,
+                            const std::vector<std::string>& extra_options) {
   std::string s;
   s.reserve(64 * (grp.nodes.size() + grp.inputs.size()) + 128);
   auto add = [&](std::string_view t) {
@@ -45,6 +46,9 @@ jit::Hash128 structural_key(const ir::Graph& g, const ir::FusionGroup& grp, bool
   add(g.file);
   add(target);
   add(fast_math ? "fast" : "strict");
+  for (const std::string& opt : extra_options) add("opt:" + opt);
+  for (const ir::Dim& d : grp.iter_shape)  // dim names appear in the source's header comment
+    add(d.sym >= 0 && static_cast<size_t>(d.sym) < g.dims.size() ? g.dims[static_cast<size_t>(d.sym)].name : "-");
   add(jit::layout_fingerprint(jit::compute_layout(g, grp)));
   auto ref = [&](ir::NodeId id) -> std::string {
     const ir::Node& n = g.node(id);
@@ -61,7 +65,7 @@ jit::Hash128 structural_key(const ir::Graph& g, const ir::FusionGroup& grp, bool
   for (ir::NodeId id : grp.nodes) {
     const ir::Node& n = g.node(id);
     std::string t = std::to_string(id) + "=" + std::string(ir::op_name(n.op)) + ":" + std::string(ir::dtype_name(n.dtype)) +
-                    "@" + std::to_string(n.loc.line) + "(";
+                    "@" + std::to_string(n.loc.line) + "'" + n.name + "'(";  // names appear in comments
     for (int k = 0; k < n.nargs; ++k) t += ref(n.args[k]) + ",";
     add(t + ")");
   }
@@ -151,6 +155,17 @@ nlohmann::json dump_kernel(const fs::path& dir, const std::string& plan, const j
   return e;
 }
 
+// NVRTC options of a GPU program: fusejit's defaults for the mode, those the generated code
+// requires, then the caller's extra options (Options::nvrtc_options), each once, in that order.
+std::vector<std::string> gpu_compile_options(bool fast_math, const std::vector<std::string>& required,
+                                             const std::vector<std::string>& extra) {
+  std::vector<std::string> out = jit::default_compile_options(fast_math);
+  for (const std::vector<std::string>* list : {&required, &extra})
+    for (const std::string& opt : *list)
+      if (std::find(out.begin(), out.end(), opt) == out.end()) out.push_back(opt);
+  return out;
+}
+
 struct GpuCompiled {
   std::vector<jit::GpuKernelSpec> specs;
   std::vector<jit::GeneratedKernel> kernels;
@@ -165,7 +180,7 @@ GpuCompiled compile_fused_gpu(const ir::Graph& g, const ir::Plan& plan, const ji
   jit::CodegenOptions cg;
   cg.fast_math = o.fast_math;
   for (const ir::FusionGroup& grp : plan.groups) {
-    jit::Hash128 skey = structural_key(g, grp, o.fast_math, target.name());
+    jit::Hash128 skey = structural_key(g, grp, o.fast_math, target.name(), o.nvrtc_options);
     jit::CacheResult r = cache.get_or_build(
         skey,
         [&] {
@@ -173,9 +188,7 @@ GpuCompiled compile_fused_gpu(const ir::Graph& g, const ir::Plan& plan, const ji
           jit::TranslationUnit tu = jit::emit_translation_unit(std::span<const jit::GeneratedKernel>(&k, 1));
           jit::CompileRequest req;
           req.target = target;
-          req.options = jit::default_compile_options(o.fast_math);
-          for (const std::string& opt : tu.nvrtc_options)
-            if (std::find(req.options.begin(), req.options.end(), opt) == req.options.end()) req.options.push_back(opt);
+          req.options = gpu_compile_options(o.fast_math, tu.nvrtc_options, o.nvrtc_options);
           jit::KernelCache::Generated gen;
           gen.inputs = jit::make_key_inputs(tu.source, req, kCodegenVersion);
           gen.label = k.name;
@@ -208,10 +221,7 @@ GpuCompiled compile_unfused_gpu(const ir::Graph& g, const ir::Plan& plan, const 
   jit::TranslationUnit tu = jit::emit_translation_unit(out.kernels);
   jit::CompileRequest req;
   req.target = target;
-  req.options = jit::default_compile_options(false);
-  for (const std::string& opt : tu.nvrtc_options)
-    if (std::find(req.options.begin(), req.options.end(), opt) == req.options.end()) req.options.push_back(opt);
-  (void)o;
+  req.options = gpu_compile_options(false, tu.nvrtc_options, o.nvrtc_options);
   std::string label = (g.name.empty() ? std::string("graph") : g.name) + "_unfused";
   jit::CacheResult r = jit::compile_cached(cache_for(o), tu.source, label + ".cu", req, kCodegenVersion, label);
   for (size_t i = 0; i < plan.groups.size(); ++i) {
@@ -259,6 +269,7 @@ void compile_cpu(Program::Impl& p) {
   }
   if (!p.options.arch.empty())
     warn("--arch " + p.options.arch + " has no effect on the CPU path (no GPU is used)");
+  if (!p.options.nvrtc_options.empty()) warn("NVRTC options have no effect on the CPU path (no GPU is used)");
   auto fill = [](const jit::CpuProgram& cp, std::vector<KernelInfo>& infos) {
     for (size_t i = 0; i < cp.plan.groups.size(); ++i) {
       KernelInfo info = kernel_info(cp.graph, cp.plan.groups[i], cp.kernels[i]);
@@ -348,6 +359,7 @@ std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& ar
     Options o;
     o.cache_dir = cache.cache_dir;
     o.disk_cache = cache.disk_cache;
+    o.nvrtc_options = cache.nvrtc_options;
     o.fast_math = fast_math;
     o.dump_dir = out_dir;
     o.arch = arch;

@@ -147,6 +147,45 @@ TEST_CASE("Program::run and launch on the CUDA backend") {
   CHECK_THROWS_AS(p.launch(std::span<const void* const>(ins, 1), outs, three, nullptr), fj::Error);
 }
 
+TEST_CASE("extra NVRTC options reach NVRTC, are part of the cache key, and bad ones are Compile errors") {
+  FakeGpu gpu;
+  fj::GraphBuilder b("regcap");
+  fj::Value x = b.input("x", fj::DType::F16, {8, 64});
+  fj::Value bias = b.input("bias", fj::DType::F16, {64});
+  b.output("y", b.op("gelu", {x + bias}));
+  const fj::Graph g = b.build();
+  fj::Options o;
+  o.backend = fj::Backend::Cuda;
+  o.disk_cache = false;
+  fj::Program plain = fj::Program::compile(g, o);
+  o.nvrtc_options = {"--maxrregcount=32"};
+  fj::Program capped = fj::Program::compile(g, o);
+  // Not served from the plain program's memory-cache entry: compiled again with the option.
+  CHECK(capped.kernels(fj::PlanKind::Fused)[0].cache == "compiled");
+  CHECK(fj::Program::compile(g, o).kernels(fj::PlanKind::Fused)[0].cache == "memory");
+  CHECK(plain.kernels(fj::PlanKind::Fused)[0].name == capped.kernels(fj::PlanKind::Fused)[0].name);
+  // The same structure with other value names is a different source (its comments name them), not
+  // a memory-cache hit on the first one.
+  o.nvrtc_options = {};
+  const char* text = "graph t\ninput x : f16[8, 64]\ninput bias : f16[64]\n%s = gelu(x + bias)\noutput %s\n";
+  char first[256], second[256];
+  std::snprintf(first, sizeof first, text, "y", "y");
+  std::snprintf(second, sizeof second, text, "activation", "activation");
+  const fj::KernelInfo k1 = fj::Program::compile(fj::Graph::parse(first, "same.txt"), o).kernels(fj::PlanKind::Fused)[0];
+  const fj::KernelInfo k2 = fj::Program::compile(fj::Graph::parse(second, "same.txt"), o).kernels(fj::PlanKind::Fused)[0];
+  CHECK(k1.source.find("(y)") != std::string::npos);
+  CHECK(k2.source.find("(activation)") != std::string::npos);
+  CHECK(k2.cache == "compiled");
+  o.nvrtc_options = {"--no-such-option"};
+  try {
+    fj::Program::compile(g, o);
+    FAIL("expected an error");
+  } catch (const fj::Error& e) {
+    CHECK(e.kind() == fj::ErrorKind::Compile);
+    CHECK(std::string(e.what()).find("--no-such-option") != std::string::npos);
+  }
+}
+
 TEST_CASE("no GPU: the CUDA backend is a Driver error, Auto falls back to the CPU and says why") {
   auto none = fusejit::jit::Driver::load("libcuda-that-does-not-exist.so");
   fusejit::jit::set_driver_for_testing(none);

@@ -246,6 +246,11 @@ struct Options {
   std::string arch;          ///< "" = from the device; "sm_90" (CUBIN) or "compute_90" (PTX) overrides
   bool fast_math = false;    ///< allow value-changing rewrites, FMA contraction, f32 intermediates for halves
   int device = 0;            ///< CUDA device ordinal (CUDA_VISIBLE_DEVICES is applied by the driver)
+  /// Extra NVRTC options appended after fusejit's own for every GPU kernel, fused and unfused
+  /// (e.g. "--maxrregcount=32" to trade registers for occupancy; NVRTC docs, "Supported Compile
+  /// Options"). Part of the cache key. Options that change results (--use_fast_math) show up in
+  /// the strict checks. Ignored, with a warning, on the CPU path.
+  std::vector<std::string> nvrtc_options;
   Backend backend = Backend::Auto;
 };
 

@@ -109,7 +109,7 @@ PlanReport plan_graph(const Graph& graph, bool fast_math = false);
 /// `fusejit compile`: generates and compiles every kernel ahead of time (no GPU needed) and
 /// writes .cu (and .cubin or .ptx) files plus index.json into `out_dir`. `arch` is "sm_XY"
 /// (CUBIN) or "compute_XY" (PTX). `cache` supplies the kernel cache settings (cache_dir,
-/// disk_cache); its other fields are ignored. Returns the kernels written. Throws Error(User) for
+/// disk_cache) and extra NVRTC options (nvrtc_options); its other fields are ignored. Returns the kernels written. Throws Error(User) for
 /// a bad arch, Error(Compile) when NVRTC fails.
 std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& arch, const std::string& out_dir,
                                        bool fast_math = false, const Options& cache = {});
