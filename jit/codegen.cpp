@@ -232,7 +232,8 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
     if (layout.access[i] == InputAccess::Contiguous || inner_vec(i)) note_size(g.node(group.inputs[i]).dtype);
   for (ir::NodeId o : group.outputs) note_size(g.node(o).dtype);
   int V = 1;
-  if (opts.vectorize && !group.outputs.empty() && (all_flat || rank >= 2)) {
+  // No vector path for a 0-d iteration space (one element).
+  if (opts.vectorize && !group.outputs.empty() && rank >= 1 && (all_flat || rank >= 2)) {
     V = 16 / min_size;
     while (V > 1 && V * max_size > 64) V /= 2;
   }
@@ -509,7 +510,9 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
   text += "}\n";
 
   const uint64_t h = XXH3_64bits(text.data(), text.size());
-  k.name = fmt::format("fj_{}_{:08x}", sanitize(g.name), static_cast<uint32_t>(h));
+  // 64 bits of the text's hash: names stand for kernels (unfused nodes share them, caches key on them),
+  // and 32 bits collide among tens of thousands of kernels.
+  k.name = fmt::format("fj_{}_{:016x}", sanitize(g.name), h);
   std::string out;
   for (size_t p = 0;;) {
     const size_t q = text.find("@NAME@", p);

@@ -47,7 +47,7 @@ struct CodegenOptions {
 };
 
 struct GeneratedKernel {
-  std::string name;         // fj_<graph>_<8 hex of XXH3 of the body>; deterministic
+  std::string name;         // fj_<graph>_<16 hex of XXH3-64 of the body>; deterministic
   std::string source;       // this kernel's code (element function + kernel), no prelude
   KernelSignature signature;
   bool index64 = false;     // 64-bit index math

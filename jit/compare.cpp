@@ -230,7 +230,10 @@ CompareResult compare_outputs(ir::DType dtype, std::span<const std::byte> expect
     const std::byte* pa = actual.data() + i * size;
     const uint64_t e = load_bits(pe, size), a = load_bits(pa, size);
     bool same;
-    if (ulp_tolerance < 0 || !flt) {
+    if (ulp_tolerance == kBitwiseAnyNaN && flt) {
+      const uint64_t poison = size == 8 ? ~0ull : (1ull << (8 * size)) - 1;
+      same = e == a || (is_nan_bits(dtype, e) && is_nan_bits(dtype, a) && e != poison && a != poison);
+    } else if (ulp_tolerance < 0 || !flt) {
       same = e == a;
     } else {
       const bool en = is_nan_bits(dtype, e), an = is_nan_bits(dtype, a);
@@ -271,7 +274,9 @@ CompareResult compare_outputs(ir::DType dtype, std::span<const std::byte> expect
       }
       coords = fmt::format(" [{}]", fmt::join(c, ", "));
     }
-    const std::string tol = ulp_tolerance < 0 ? "bitwise" : ulp_tolerance == 0 ? "exact" :
+    const std::string tol = ulp_tolerance == kBitwiseAnyNaN ? "bitwise, NaN payloads aside"
+                            : ulp_tolerance < 0                ? "bitwise"
+                            : ulp_tolerance == 0               ? "exact" :
                             fmt::format("tolerance {} ulp", ulp_tolerance);
     r.message = fmt::format("{}{}{} of {} elements differ ({}); first at index {}{}: expected {}, got {}", what,
                             what.empty() ? "" : ": ", r.mismatches, count, tol, r.first_index, coords,

@@ -17,6 +17,11 @@ namespace fusejit::jit {
 
 // Tolerance passed to compare_outputs.
 inline constexpr int64_t kBitwise = -1;  // every bit equal, NaN payloads and the sign of zero included
+// Every bit equal, except that two NaNs match unless one of them is the all-ones poison pattern
+// the GPU runner fills outputs with (so an unwritten element still fails). Fused vs unfused on the
+// GPU: a strict rewrite such as x * 1 -> x keeps an input NaN's payload where the unfused multiply
+// returns the canonical NaN, and NaN payloads are not part of the contract (docs/ops.md).
+inline constexpr int64_t kBitwiseAnyNaN = -2;
 // ulp_tolerance == 0: exact values: floats equal bit for bit, except that any NaN matches any NaN
 //   (GPU and CPU NaN payloads may differ); -0.0 and +0.0 are different values.
 // ulp_tolerance > 0: floats within that many units in the last place of the dtype, counted on the

@@ -218,11 +218,13 @@ PackedArgs pack_args(const KernelSignature& sig, std::span<const uint64_t> input
       case ArgKind::NumElements: v = static_cast<uint64_t>(n); break;
       case ArgKind::DimSize: v = static_cast<uint64_t>(csize[static_cast<size_t>(a.index)]); break;
       case ArgKind::DimDivMul:
-        v = div_magic32(static_cast<uint64_t>(csize[static_cast<size_t>(a.index)])).mul;
+      case ArgKind::DimDivShift: {
+        // A zero-size dim means no elements: the kernel never divides, any numbers do.
+        const int64_t d = csize[static_cast<size_t>(a.index)];
+        const DivMagic m = d > 0 ? div_magic32(static_cast<uint64_t>(d)) : DivMagic{};
+        v = a.kind == ArgKind::DimDivMul ? m.mul : m.shift;
         break;
-      case ArgKind::DimDivShift:
-        v = div_magic32(static_cast<uint64_t>(csize[static_cast<size_t>(a.index)])).shift;
-        break;
+      }
       case ArgKind::Stride:
         v = static_cast<uint64_t>(stride_of(static_cast<size_t>(a.index), static_cast<size_t>(a.dim)));
         break;

@@ -97,7 +97,7 @@ TEST_CASE("kernel names are deterministic and the source is commented per node")
   CHECK(k1.name == k2.name);
   CHECK(k1.source == k2.source);
   CHECK(k1.name.rfind("fj_bias_act_", 0) == 0);
-  CHECK(k1.name.size() == std::string("fj_bias_act_").size() + 8);
+  CHECK(k1.name.size() == std::string("fj_bias_act_").size() + 16);  // 64-bit hash
   CHECK(k1.source.find("extern \"C\" __global__ void " + k1.name + "(") != std::string::npos);
   // Each computing line names its node and its graph line.
   CHECK(k1.source.find("= mul(v0, v1) : f32  [bias.txt:4]") != std::string::npos);

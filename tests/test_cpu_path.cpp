@@ -357,6 +357,26 @@ TEST_CASE("outputs that are leaves (input, param, constant) are copied or filled
   CHECK(check_case(one.front()) == 0);
 }
 
+// Zero-size dims (no elements) and 0-d iteration spaces (one element): launches that do nothing or
+// one thing, with broadcasting and multiply-based index division in the kernel.
+TEST_CASE("zero-size dims and 0-d spaces") {
+  std::vector<Case> cases;
+  const char* texts[] = {
+      "input a : f16[4, 0]\ninput b : u8[0]\ny = a * b\noutput y\n",
+      "dim K = 16\ninput a : f32[3, K]\ninput b : f32[K]\ninput c : f32[3, 1]\ny = where(a > b, c, a * b)\noutput y\n",
+      "param a : bf16 = 1.5\nparam b : bf16 = 2\ny = a * b + a\noutput y\n",
+      "input s : f16\ninput t : f32[1, 1]\ny = s * t + 1\noutput y\n",
+  };
+  uint64_t seed = 7;
+  for (const char* t : texts) cases.push_back(make_case(t, ir::parse_graph(t, "z.txt"), seed++));
+  ir::Graph zero = ir::parse_graph(texts[1], "z.txt", {{"K", 0}});
+  cases.push_back(make_case("K = 0", std::move(zero), seed++));
+  compile_all(cases);
+  int bad = 0;
+  for (const Case& c : cases) bad += check_case(c);
+  CHECK(bad == 0);
+}
+
 TEST_CASE("a repeated build compiles nothing") {
   ir::Graph g = ir::parse_graph_file(std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/x2x3.txt");
   jit::CpuProgram a = jit::build_cpu_program(g, ir::plan_fusion(g));

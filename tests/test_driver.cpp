@@ -417,8 +417,9 @@ TEST_CASE("compare_outputs: bitwise, exact and ulp tolerances with decimal and h
   auto bytes = [](auto... v) {
     std::vector<std::byte> out;
     auto put = [&](auto x) {
-      const auto* p = reinterpret_cast<const std::byte*>(&x);
-      out.insert(out.end(), p, p + sizeof(x));
+      const size_t at = out.size();
+      out.resize(at + sizeof(x));
+      std::memcpy(out.data() + at, &x, sizeof(x));
     };
     (put(v), ...);
     return out;
@@ -432,6 +433,18 @@ TEST_CASE("compare_outputs: bitwise, exact and ulp tolerances with decimal and h
   auto a = bytes(1.0f, other_nan, -0.0f);
   CHECK_FALSE(compare_outputs(ir::DType::F32, e, a, 3, kBitwise).ok);
   CHECK(compare_outputs(ir::DType::F32, e, a, 3, 0).ok);
+  // Bitwise with NaN payloads aside: payloads may differ, the all-ones poison never matches, and
+  // the sign of zero still counts.
+  CHECK(compare_outputs(ir::DType::F32, e, a, 3, kBitwiseAnyNaN).ok);
+  const uint32_t poison_bits = 0xffffffffu;
+  float poison;
+  std::memcpy(&poison, &poison_bits, 4);
+  CompareResult rp = compare_outputs(ir::DType::F32, bytes(qnan), bytes(poison), 1, kBitwiseAnyNaN, "p");
+  CHECK_FALSE(rp.ok);
+  CHECK(rp.message.find("(bitwise, NaN payloads aside)") != std::string::npos);
+  CHECK_FALSE(compare_outputs(ir::DType::F16, bytes(uint16_t{0x7e00}), bytes(uint16_t{0xffff}), 1, kBitwiseAnyNaN).ok);
+  CHECK(compare_outputs(ir::DType::F16, bytes(uint16_t{0x7e00}), bytes(uint16_t{0x7fff}), 1, kBitwiseAnyNaN).ok);
+  CHECK_FALSE(compare_outputs(ir::DType::F32, bytes(-0.0f), bytes(0.0f), 1, kBitwiseAnyNaN).ok);
   // -0.0 vs +0.0: not exact, but 0 ulp apart.
   auto z = bytes(1.0f, qnan, 0.0f);
   CompareResult r = compare_outputs(ir::DType::F32, e, z, 3, 0, "out", std::vector<int64_t>{3});

@@ -451,6 +451,22 @@ TEST_CASE("add/sub/mul on floats: IEEE, subnormals kept, halves rounded per node
   CHECK_F(bin(Op::Add, F32(0.1f), F32(0.2f)), static_cast<double>(0.1f + 0.2f));
 }
 
+// The branch-free bf16 rounding (used where the GPU has no bf16 convert, and on the host) equals
+// the generic bit-level rounding. Exhaustive over all 2^32 patterns takes seconds (done when it was
+// written); here every 251st pattern plus the edges.
+TEST_CASE("branch-free bf16 rounding equals the generic rounding") {
+  size_t bad = 0;
+  auto check = [&](uint32_t u) {
+    const float f = fj_u2f(u);
+    if (fj_bf16_bits_soft(f) != fj_round_bits_f32(f, 7, 8) && bad++ < 5) MESSAGE("0x" << std::hex << u);
+  };
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 251) check(static_cast<uint32_t>(u));
+  for (uint32_t u : {0x7f7f8000u, 0x7f7f7fffu, 0x7f7fffffu, 0x7f800000u, 0x7f800001u, 0x7fc00000u, 0xffffffffu,
+                     0x00008000u, 0x00018000u, 0x00007fffu, 0x80008000u, 0x3f808000u, 0x3f818000u})
+    check(u);
+  CHECK(bad == 0);
+}
+
 // fj_add_f16 etc. (native half instructions on the GPU) must equal the per-node rule, f32 op then
 // one rounding. Both are checked against the correctly rounded result, computed from the double
 // result (exact for f16 sums and for all half products; for bf16 sums rounding through double is

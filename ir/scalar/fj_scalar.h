@@ -186,11 +186,21 @@ FJ_FN unsigned int fj_f16_bits_of(float x) {
   return fj_round_bits_f32(x, 10, 5);
 #endif
 }
+// bf16 is the top half of an f32 (same exponent range), so round to nearest even is one add on
+// the bits: the same results as fj_round_bits_f32(x, 7, 8) for every f32 (overflow to inf,
+// subnormals, NaN quieted with its top payload bits; tests/test_semantics.cpp checks it). Branch
+// free: the branchy generic path, inlined per vector lane, made NVRTC's optimizer run for minutes
+// on sm_75 (no bf16 cvt there).
+FJ_FN unsigned int fj_bf16_bits_soft(float x) {
+  const unsigned int u = fj_f2u(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;  // NaN: quiet, keep the top payload
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
 FJ_FN unsigned int fj_bf16_bits_of(float x) {
 #ifdef FJ_HW_BF16
   return fj_hw_round_bf16_bits(x);
 #else
-  return fj_round_bits_f32(x, 7, 8);
+  return fj_bf16_bits_soft(x);
 #endif
 }
 FJ_FN fj_f16 fj_store_f16(float x) { fj_f16 r; r.bits = (unsigned short)fj_f16_bits_of(x); return r; }

@@ -15,6 +15,7 @@ namespace fusejit {
 /// Options of run_graph().
 struct RunOptions {
   Options options;                                              ///< backend, arch, cache, fast mode, device
+  // In the three lists below a name given twice takes its last value (as --dim does).
   std::vector<std::pair<std::string, Scalar>> params;           ///< param name -> value (else the default)
   std::vector<std::pair<std::string, std::string>> input_files; ///< input name -> .npy file (else random)
   /// input name -> [lo, hi) for random values (else the per-dtype default range of docs/ops.md).
