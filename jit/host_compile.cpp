@@ -36,7 +36,10 @@ static thread_local fj_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
 )FJH";
 
 // -ffp-contract=off: no FMA contraction, so every operation rounds as the reference's does.
-const char* const kHostFlags = "-ffp-contract=off -fPIC -shared -std=c++17 -w";
+// -fno-tree-vectorize: GCC 12.2's SLP vectorizer drops a (double)(float)x pair in the vector
+// lanes (wrong code: cast(cast(d, f32), f64) - d gave 0; a 15-line C++ file shows it at -O2). The
+// CPU path is for exactness, not speed.
+const char* const kHostFlags = "-ffp-contract=off -fno-tree-vectorize -fPIC -shared -std=c++17 -w";
 
 std::string compiler() {
   const char* cxx = std::getenv("CXX");

@@ -282,7 +282,8 @@ void compile_cpu(Program::Impl& p) {
   fill(*p.cpu_unfused, p.unfused_kernels);
   // In strict mode both plans are one host shared object: count its compile time once.
   if (!p.options.fast_math && !p.unfused_kernels.empty() && !p.fused_kernels.empty()) p.unfused_kernels[0].compile_ms = 0.0;
-  p.target = "host C++ (" + std::string(std::getenv("CXX") ? std::getenv("CXX") : "c++") + ", -ffp-contract=off)";
+  p.target = "host C++ (" + std::string(std::getenv("CXX") ? std::getenv("CXX") : "c++") +
+             ", -ffp-contract=off -fno-tree-vectorize)";
   if (!p.options.dump_dir.empty()) dump_all(p, p.cpu_fused->kernels, p.cpu_unfused->kernels, {}, {}, "");
 }
 
