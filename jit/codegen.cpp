@@ -502,6 +502,9 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
                       group.nodes.size(), space, layout.index64 ? 64 : 32,
                       V > 1 ? fmt::format(", {}-wide vector path", V) : std::string());
   text += fmt::format("// Layout: {}. Outputs: {}.\n", layout_fingerprint(layout), outs.empty() ? "none" : outs);
+  if (opts.canonical_names)
+    text += "// Canonical value names (v0 = first value seen): every node of this structure shares this kernel;\n"
+            "// index.json lists, per node, the kernel it runs.\n";
   text += fmt::format("static __device__ __forceinline__ void @NAME@_elem({}) {{\n", elem_params);
   text += body;
   text += "}\n";
