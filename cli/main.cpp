@@ -5,6 +5,9 @@
 
 #include <cctype>
 #include <cstdio>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -55,13 +58,15 @@ fj::Scalar parse_scalar(const std::string& v, const std::string& what) {
     if (pos == v.size()) return fj::Scalar(static_cast<int64_t>(x));
   } catch (const std::exception&) {
   }
-  try {
-    size_t pos = 0;
-    double d = std::stod(v, &pos);
-    if (pos == v.size()) return fj::Scalar(d);
-  } catch (const std::out_of_range&) {
-    throw CLI::ValidationError(what, "'" + v + "' is out of range");
-  } catch (const std::exception&) {
+  if (!v.empty() && !std::isspace(static_cast<unsigned char>(v[0]))) {
+    // strtod, not stod: an underflow to a subnormal (1e-320) is a value, only overflow is an error.
+    errno = 0;
+    char* end = nullptr;
+    const double d = std::strtod(v.c_str(), &end);
+    if (end == v.c_str() + v.size()) {
+      if (errno == ERANGE && std::fabs(d) > 1.0) throw CLI::ValidationError(what, "'" + v + "' is out of range");
+      return fj::Scalar(d);
+    }
   }
   throw CLI::ValidationError(what, "'" + v + "' is not a number (use e.g. 0.5, 3, inf, nan, true)");
 }

@@ -339,7 +339,12 @@ class Parser {
     Operand v = expr(0);
     if (!v.is_literal() || v.lit.cat == Category::Bool)
       throw UserError(std::string("expected a number for the range's ") + which + " (e.g. `range -1:1`)", at);
-    return v.lit.cat == Category::Float ? v.lit.f : static_cast<double>(v.lit.i);
+    if (v.lit.cat == Category::Float) return v.lit.f;
+    // Ranges are kept in f64: an integer bound must survive that exactly (|x| <= 2^53).
+    const double d = static_cast<double>(v.lit.i);
+    if (v.lit.i > (int64_t{1} << 53) || v.lit.i < -(int64_t{1} << 53))
+      throw UserError(std::string("the range's ") + which + " must be within +-2^53 (ranges are held in f64)", at);
+    return d;
   }
 
   void param_stmt() {

@@ -1,5 +1,7 @@
 #include "jit/nvrtc.h"
 
+#include "ir/error.h"
+
 #include <fmt/format.h>
 #include <nvrtc.h>
 
@@ -127,6 +129,14 @@ CompileResult compile_cuda(const std::string& source, const std::string& program
   for (const auto& o : options) argv.push_back(o.c_str());
   rc = nvrtcCompileProgram(*prog, static_cast<int>(argv.size()), argv.data());
   std::string log = program_log(*prog);
+  if (rc == NVRTC_ERROR_INVALID_OPTION) {
+    // A bad option (e.g. from Options::nvrtc_options) is the caller's mistake, not the code's:
+    // say which options and what NVRTC said, without the generated source.
+    std::string said = log;
+    while (!said.empty() && (said.back() == '\n' || said.back() == '\0')) said.pop_back();
+    throw ir::UserError(fmt::format("NVRTC {} rejected an option: {} (options: {})", nvrtc_version().str(),
+                                    said.empty() ? nvrtcGetErrorString(rc) : said, join_options(options)));
+  }
   if (rc != NVRTC_SUCCESS) {
     fail(fmt::format("NVRTC {} failed to compile {} for {}: {}", nvrtc_version().str(), program_name,
                      request.target.name(), nvrtcGetErrorString(rc)),

@@ -155,6 +155,15 @@ nlohmann::json dump_kernel(const fs::path& dir, const std::string& plan, const j
   return e;
 }
 
+// Options::nvrtc_options may not choose the target: --arch / Options::arch does, and the output is
+// labelled with it (an -arch here would silently build for another GPU).
+void check_extra_nvrtc_options(const std::vector<std::string>& extra) {
+  for (const std::string& o : extra)
+    for (const char* p : {"-arch", "--gpu-architecture", "-gpu-architecture", "--gpu-name"})
+      if (o.rfind(p, 0) == 0)
+        throw ir::UserError("NVRTC option '" + o + "' chooses the target; use --arch (Options::arch) instead");
+}
+
 // NVRTC options of a GPU program: fusejit's defaults for the mode, those the generated code
 // requires, then the caller's extra options (Options::nvrtc_options), each once, in that order.
 std::vector<std::string> gpu_compile_options(bool fast_math, const std::vector<std::string>& required,
@@ -364,6 +373,7 @@ std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& ar
     o.fast_math = fast_math;
     o.dump_dir = out_dir;
     o.arch = arch;
+    translate_errors([&] { check_extra_nvrtc_options(o.nvrtc_options); });
     jit::ArchDecision d = explicit_target(arch);
     std::shared_ptr<Program::Impl> p = rewrite_and_plan(graph, o);
     p->target = d.target.name();
@@ -377,6 +387,7 @@ std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& ar
 }
 
 Program Program::compile(const Graph& graph, const Options& options) {
+  translate_errors([&] { check_extra_nvrtc_options(options.nvrtc_options); });
   return translate_errors([&] {
     std::shared_ptr<Impl> p = rewrite_and_plan(graph, options);
 

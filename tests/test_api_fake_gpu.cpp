@@ -147,7 +147,7 @@ TEST_CASE("Program::run and launch on the CUDA backend") {
   CHECK_THROWS_AS(p.launch(std::span<const void* const>(ins, 1), outs, three, nullptr), fj::Error);
 }
 
-TEST_CASE("extra NVRTC options reach NVRTC, are part of the cache key, and bad ones are Compile errors") {
+TEST_CASE("extra NVRTC options reach NVRTC, are part of the cache key, and bad ones are User errors") {
   FakeGpu gpu;
   fj::GraphBuilder b("regcap");
   fj::Value x = b.input("x", fj::DType::F16, {8, 64});
@@ -181,8 +181,20 @@ TEST_CASE("extra NVRTC options reach NVRTC, are part of the cache key, and bad o
     fj::Program::compile(g, o);
     FAIL("expected an error");
   } catch (const fj::Error& e) {
-    CHECK(e.kind() == fj::ErrorKind::Compile);
+    CHECK(e.kind() == fj::ErrorKind::User);  // the caller's option, not the generated code
     CHECK(std::string(e.what()).find("--no-such-option") != std::string::npos);
+    CHECK(std::string(e.what()).find("extern \"C\"") == std::string::npos);  // no source dump
+  }
+  // Options that choose the target are refused: --arch / Options::arch does that.
+  for (const char* arch_opt : {"-arch=sm_80", "--gpu-architecture=compute_80"}) {
+    o.nvrtc_options = {arch_opt};
+    try {
+      fj::Program::compile(g, o);
+      FAIL("expected an error");
+    } catch (const fj::Error& e) {
+      CHECK(e.kind() == fj::ErrorKind::User);
+      CHECK(std::string(e.what()).find("use --arch") != std::string::npos);
+    }
   }
 }
 

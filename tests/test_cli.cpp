@@ -170,6 +170,19 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
   CHECK(r.code == 2);
   CHECK(r.out.find("no input named 'nope'") != std::string::npos);
   CHECK(run("run " + sample("x2x3.txt") + " --seed -1").code == 2);
+  // NVRTC options: one that picks the target is refused (--arch does that); one NVRTC rejects is
+  // the user's error, reported in a few lines, not with the generated source.
+  r = run("compile " + sample("x2x3.txt") + " -o " + (dir / "o").string() + " --nvrtc-option=-arch=sm_80");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("use --arch") != std::string::npos);
+  r = run("compile " + sample("x2x3.txt") + " -o " + (dir / "o").string() + " --no-cache --nvrtc-option=--bogus");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--bogus") != std::string::npos);
+  CHECK(r.out.size() < 1000);
+  // Subnormal values are numbers; only overflow is out of range.
+  std::ofstream(dir / "sub.txt") << "param p : f64 = 0\ninput x : f64[4]\ny = x + p\noutput y\n";
+  CHECK(run("run " + (dir / "sub.txt").string() + " --backend cpu --param p=1e-320 --range x=1e-320:1e-319").code == 0);
+  CHECK(run("run " + (dir / "sub.txt").string() + " --backend cpu --param p=1e999").code == 2);
 }
 
 TEST_CASE("generated inputs come from the graph's `range`, which --range overrides") {

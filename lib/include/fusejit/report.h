@@ -15,7 +15,8 @@ namespace fusejit {
 /// Options of run_graph().
 struct RunOptions {
   Options options;                                              ///< backend, arch, cache, fast mode, device
-  // In the three lists below a name given twice takes its last value (as --dim does).
+  // In `params` and `input_ranges` a name given twice takes its last value (as --dim does); an input
+  // given twice in `input_files` is an error.
   std::vector<std::pair<std::string, Scalar>> params;           ///< param name -> value (else the default)
   std::vector<std::pair<std::string, std::string>> input_files; ///< input name -> .npy file (else random)
   /// input name -> [lo, hi) for random values (else the per-dtype default range of docs/ops.md).
