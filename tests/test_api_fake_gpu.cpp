@@ -54,6 +54,17 @@ struct FakeGpu {
   ~FakeGpu() { fusejit::jit::set_driver_for_testing(nullptr); }
 };
 
+// The error Program::compile throws for `g` with `o` (a test failure when it compiles).
+fj::Error compile_error(const fj::Graph& g, const fj::Options& o) {
+  try {
+    fj::Program::compile(g, o);
+  } catch (const fj::Error& e) {
+    return e;
+  }
+  FAIL("expected Program::compile to throw");
+  return fj::Error(fj::ErrorKind::Internal, "unreachable");
+}
+
 std::string sample(const char* name) { return std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/" + name; }
 
 }  // namespace
@@ -177,24 +188,16 @@ TEST_CASE("extra NVRTC options reach NVRTC, are part of the cache key, and bad o
   CHECK(k2.source.find("(activation)") != std::string::npos);
   CHECK(k2.cache == "compiled");
   o.nvrtc_options = {"--no-such-option"};
-  try {
-    fj::Program::compile(g, o);
-    FAIL("expected an error");
-  } catch (const fj::Error& e) {
-    CHECK(e.kind() == fj::ErrorKind::User);  // the caller's option, not the generated code
-    CHECK(std::string(e.what()).find("--no-such-option") != std::string::npos);
-    CHECK(std::string(e.what()).find("extern \"C\"") == std::string::npos);  // no source dump
-  }
+  const fj::Error bad = compile_error(g, o);
+  CHECK(bad.kind() == fj::ErrorKind::User);  // the caller's option, not the generated code
+  CHECK(std::string(bad.what()).find("--no-such-option") != std::string::npos);
+  CHECK(std::string(bad.what()).find("extern \"C\"") == std::string::npos);  // no source dump
   // Options that choose the target are refused: --arch / Options::arch does that.
   for (const char* arch_opt : {"-arch=sm_80", "--gpu-architecture=compute_80"}) {
     o.nvrtc_options = {arch_opt};
-    try {
-      fj::Program::compile(g, o);
-      FAIL("expected an error");
-    } catch (const fj::Error& e) {
-      CHECK(e.kind() == fj::ErrorKind::User);
-      CHECK(std::string(e.what()).find("use --arch") != std::string::npos);
-    }
+    const fj::Error e = compile_error(g, o);
+    CHECK(e.kind() == fj::ErrorKind::User);
+    CHECK(std::string(e.what()).find("use --arch") != std::string::npos);
   }
 }
 
@@ -206,13 +209,9 @@ TEST_CASE("no GPU: the CUDA backend is a Driver error, Auto falls back to the CP
   fj::Graph g = b.build();
   fj::Options o;
   o.backend = fj::Backend::Cuda;
-  try {
-    fj::Program::compile(g, o);
-    FAIL("expected an error");
-  } catch (const fj::Error& e) {
-    CHECK(e.kind() == fj::ErrorKind::Driver);
-    CHECK(std::string(e.what()).find("no CUDA driver") != std::string::npos);
-  }
+  const fj::Error e = compile_error(g, o);
+  CHECK(e.kind() == fj::ErrorKind::Driver);
+  CHECK(std::string(e.what()).find("no CUDA driver") != std::string::npos);
   fj::RunOptions ro;
   fj::RunReport r = fj::run_graph(g, ro);
   CHECK(r.backend == "cpu");
