@@ -14,20 +14,11 @@ namespace fj = fusejit;
 
 namespace {
 
-fj::HostTensor f32_tensor(std::vector<int64_t> shape, std::vector<float> values) {
-  fj::HostTensor t;
-  t.dtype = fj::DType::F32;
-  t.shape = std::move(shape);
-  t.data.resize(values.size() * 4);
-  std::memcpy(t.data.data(), values.data(), t.data.size());
-  return t;
+fj::HostTensor f32_tensor(std::vector<int64_t> shape, const std::vector<float>& values) {
+  return fj::HostTensor::from_floats(fj::DType::F32, std::move(shape), values);
 }
 
-std::vector<float> as_f32(const fj::HostTensor& t) {
-  std::vector<float> v(t.data.size() / 4);
-  std::memcpy(v.data(), t.data.data(), t.data.size());
-  return v;
-}
+std::vector<float> as_f32(const fj::HostTensor& t) { return t.to_floats(); }
 
 const char* kSwiglu =
     "graph swiglu\n"
@@ -150,7 +141,7 @@ TEST_CASE("compile once, run fused and unfused on the CPU, bitwise equal and cor
   auto fused = p.run(in);
   auto unfused = p.run(in, {}, fj::PlanKind::Unfused);
   REQUIRE(fused.size() == 1);
-  CHECK(fused[0].data == unfused[0].data);
+  CHECK(fused[0] == unfused[0]);
   auto y = as_f32(fused[0]);
   CHECK(std::isnan(y[3]));
   float expect = (g[10] / (1.0f + std::exp(-g[10]))) * u[10];
@@ -167,7 +158,7 @@ TEST_CASE("one Program runs concurrently from several threads") {
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&, t] {
       bool good = true;
-      for (int r = 0; r < 20; ++r) good &= p.run(in, {}, r % 2 ? fj::PlanKind::Unfused : fj::PlanKind::Fused)[0].data == expect[0].data;
+      for (int r = 0; r < 20; ++r) good &= p.run(in, {}, r % 2 ? fj::PlanKind::Unfused : fj::PlanKind::Fused)[0] == expect[0];
       ok[t] = good;
     });
   for (auto& th : threads) th.join();
@@ -182,8 +173,7 @@ TEST_CASE("params are run-time values") {
   fj::Program p = fj::Program::compile(b.build(), cpu_options());
   std::vector<fj::HostTensor> in = {f32_tensor({4}, {1, 2, 3, 4})};
   CHECK(as_f32(p.run(in)[0]) == std::vector<float>{2, 4, 6, 8});
-  fj::Scalar three[1] = {fj::Scalar(3.0)};
-  CHECK(as_f32(p.run(in, three)[0]) == std::vector<float>{3, 6, 9, 12});
+  CHECK(as_f32(p.run(in, {3.0})[0]) == std::vector<float>{3, 6, 9, 12});
 }
 
 TEST_CASE("run_graph reports the CPU path honestly") {
