@@ -211,8 +211,12 @@ void compile_cpu(Program::Impl& p) {
   }
   if (!o.arch.empty())
     warn(option_name(OptionField::Arch, o.message_style) + " " + o.arch + " has no effect on the CPU path (no GPU is used)");
-  if (!o.nvrtc_options.empty())
-    warn(option_name(OptionField::NvrtcOptions, o.message_style) + " have no effect on the CPU path (no GPU is used)");
+  if (!o.nvrtc_options.empty()) {
+    std::string list;
+    for (const std::string& opt : o.nvrtc_options) list += (list.empty() ? "" : " ") + opt;
+    warn(option_name(OptionField::NvrtcOptions, o.message_style) + " (" + list +
+         ") has no effect on the CPU path (no GPU is used)");
+  }
   fill_cpu_infos(*p.fused.cpu, p.fused.kernels);
   fill_cpu_infos(*p.unfused.cpu, p.unfused.kernels);
   // In strict mode both plans are one host shared object: count its compile time once.

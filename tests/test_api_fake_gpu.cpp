@@ -109,6 +109,9 @@ TEST_CASE("run_graph on the CUDA backend: fused vs unfused, per-op check, timing
       CAPTURE(chk.detail);
       CHECK(chk.ok);
     }
+    // The per-op check saw every op: the unfused run's intermediates came back from the device.
+    const std::string ops = std::to_string(p.kernels(fj::PlanKind::Unfused).size()) + " ops within";
+    CHECK(r.checks[1].detail.rfind(ops, 0) == 0);
     CHECK(r.fused.kernels == static_cast<int>(p.kernels(fj::PlanKind::Fused).size()));
     CHECK(r.fused.time_ms > 0);
     CHECK(r.copy_gbps > 0);
@@ -135,6 +138,17 @@ TEST_CASE("Program::run and launch on the CUDA backend") {
   auto out = p.run({tx, ty}, {3.0});
   CHECK(out[0].to_floats()[5] == 15.5f);
   CHECK(p.run({tx, ty}, {{"a", 3.0}}, fj::PlanKind::Unfused)[0] == out[0]);
+
+  // Other dims from the input shapes alone, on the GPU path too.
+  fj::GraphBuilder db("dims");
+  fj::DimRef N = db.dim("N", 64);
+  db.output("y", db.input("x", fj::DType::F32, {N}) * 2);
+  fj::Program dp = fj::Program::compile(db.build(), o);
+  auto dkeep = emulate(dp);
+  const std::vector<float> five = {1, 2, 3, 4, 5};
+  const fj::HostTensor y5 = dp.run({fj::HostTensor::from_floats(fj::DType::F32, {5}, five)})[0];
+  CHECK(y5.shape() == std::vector<int64_t>{5});
+  CHECK(y5.to_floats() == std::vector<float>{2, 4, 6, 8, 10});
 
   // launch: caller-owned "device" pointers (host memory under the fake driver).
   std::vector<float> hx(64, 1.0f), hy(64, 2.0f), hz(64, 0.0f);
