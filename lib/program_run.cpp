@@ -201,6 +201,11 @@ Measurement Program::measure(std::span<const TensorView> inputs, const Params& p
   return measure_any(*impl_, inputs, params, kind, options, true);
 }
 
+Measurement Program::measure(std::initializer_list<TensorView> inputs, const Params& params, PlanKind kind,
+                             const MeasureOptions& options) const {
+  return measure(std::span<const TensorView>(inputs.begin(), inputs.size()), params, kind, options);
+}
+
 void Program::launch(std::span<const void* const> inputs, std::span<void* const> outputs, const Params& params,
                      void* stream, PlanKind kind, const DimValues& dims) const {
   if (!dims.empty() && !same_dims(impl_->graph, dims)) {

@@ -373,7 +373,7 @@ TEST_CASE("measure: a checked run with poisoned outputs, timing, and the unfused
   const auto& [id, value] = u.intermediates[0];
   CHECK(p.kernels(fj::PlanKind::Unfused)[0].ops[0].rfind("v" + std::to_string(id) + " = exp(", 0) == 0);
   CHECK(value.to_floats()[1] == std::exp(1.0f));
-  const fj::Measurement f = p.measure(views, {}, fj::PlanKind::Fused, mo);
+  const fj::Measurement f = p.measure({in}, {}, fj::PlanKind::Fused, mo);
   CHECK(f.kernels == 1);
   CHECK(f.bytes == 32);
   CHECK(f.intermediates.empty());  // the fused plan materialises nothing else

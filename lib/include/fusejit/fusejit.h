@@ -318,9 +318,11 @@ class HostTensor {
   ~HostTensor() = default;
 
   DType dtype() const { return dtype_; }
-  const std::vector<int64_t>& shape() const { return shape_; }
+  const std::vector<int64_t>& shape() const { return shape_; }  ///< sizes, row-major; {} = 0-d
   int64_t elements() const;                       ///< product of shape (1 for 0-d)
   std::size_t bytes() const { return bytes_; }    ///< elements() * dtype_size(dtype())
+  /// The raw storage, bytes() long: little-endian elements in C order (f16/bf16 as their bits,
+  /// bool as one byte 0 or 1). Valid while the tensor lives and is not assigned to.
   std::span<std::byte> data() { return {mem_.get(), bytes_}; }
   std::span<const std::byte> data() const { return {mem_.get(), bytes_}; }
   /// The storage as elements of T (float for f32, uint16_t for f16/bf16 bits, uint8_t or bool for
@@ -473,6 +475,8 @@ class Program {
   /// kernel launches alone. All memory it allocates is freed before it returns.
   Measurement measure(std::span<const TensorView> inputs, const Params& params = {}, PlanKind kind = PlanKind::Fused,
                       const MeasureOptions& options = {}) const;
+  Measurement measure(std::initializer_list<TensorView> inputs, const Params& params = {},
+                      PlanKind kind = PlanKind::Fused, const MeasureOptions& options = {}) const;
 
   struct Impl;
   explicit Program(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
