@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/passes/plan_report.h"
+
 namespace fusejit::jit {
 
 CpuProgram prepare_cpu_program(const ir::Graph& g, const ir::Plan& plan, const CodegenOptions& opts) {
@@ -153,18 +155,13 @@ PathTiming measure_cpu_program(const CpuProgram& prog, std::span<const std::span
   for (std::span<std::byte> b : outputs) std::fill(b.begin(), b.end(), std::byte{0xFF});
   for (std::span<std::byte> b : intermediates) std::fill(b.begin(), b.end(), std::byte{0xFF});
   std::vector<double> times;
-  int64_t bytes = 0;
-  for (const ir::FusionGroup& grp : prog.plan.groups) {
-    const ir::GroupTraffic t = ir::group_traffic(prog.graph, grp);
-    bytes += t.read_bytes + t.write_bytes;
-  }
   int launched = 0;
   for (int r = 0; r < std::max(1, repeats); ++r) {
     const CpuRunStats st = run_cpu_program(prog, inputs, outputs, params, {}, r == 0 ? intermediates : std::span<const std::span<std::byte>>{});
     times.push_back(st.run_ms);
     launched = st.kernels_launched;
   }
-  return make_path_timing(launched, times, bytes);
+  return make_path_timing(launched, times, ir::plan_totals(prog.graph, prog.plan).bytes());
 }
 
 CpuTensorRunResult run_cpu_program(const CpuProgram& prog, std::span<const ir::Tensor> inputs,

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "ir/error.h"
+#include "ir/passes/plan_report.h"
 
 namespace fusejit::jit {
 namespace {
@@ -207,14 +208,7 @@ int GpuProgram::kernel_count() const {
   return n;
 }
 
-int64_t GpuProgram::bytes_moved() const {
-  int64_t b = 0;
-  for (const ir::FusionGroup& grp : plan_->groups) {
-    const ir::GroupTraffic t = ir::group_traffic(*graph_, grp);
-    b += t.read_bytes + t.write_bytes;
-  }
-  return b;
-}
+int64_t GpuProgram::bytes_moved() const { return ir::plan_totals(*graph_, *plan_).bytes(); }
 
 LaunchConfig GpuProgram::launch_config(size_t i) const {
   FJ_CHECK(i < functions_.size(), "GpuProgram::launch_config: no such kernel");
