@@ -379,3 +379,24 @@ TEST_CASE("measure: a checked run with poisoned outputs, timing, and the unfused
   CHECK(f.intermediates.empty());  // the fused plan materialises nothing else
   CHECK(f.outputs[0] == u.outputs[0]);
 }
+
+TEST_CASE("HostTensor: aligned storage, deep copies, empty after a move") {
+  fj::HostTensor a = f32_tensor({2, 2}, {1, 2, 3, 4});
+  CHECK(reinterpret_cast<uintptr_t>(a.data().data()) % 64 == 0);
+  CHECK(a.elements() == 4);
+  CHECK(a.bytes() == 16);
+  fj::HostTensor copy = a;
+  a.values<float>()[0] = -1;
+  CHECK(copy.to_floats()[0] == 1);  // the copy has its own data
+  CHECK(copy != a);
+  fj::HostTensor moved = std::move(a);
+  CHECK(moved.to_floats()[0] == -1);
+  CHECK(a.bytes() == 0);  // NOLINT(bugprone-use-after-move): documented state
+  CHECK(a.data().empty());
+  const fj::HostTensor empty(fj::DType::I64, {0, 3}), scalar(fj::DType::F64, {});
+  CHECK(empty.bytes() == 0);
+  CHECK(empty.data().data() != nullptr);  // a kernel argument must be an address, even for 0 bytes
+  CHECK(scalar.elements() == 1);
+  CHECK_THROWS_AS(fj::HostTensor(fj::DType::F32, {-1}), fj::Error);
+  CHECK_THROWS_AS(fj::HostTensor(fj::DType::F32, {int64_t{1} << 62, 8}), fj::Error);  // the byte size overflows
+}

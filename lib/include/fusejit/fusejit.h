@@ -313,8 +313,17 @@ class HostTensor {
 
   HostTensor(const HostTensor& other);
   HostTensor& operator=(const HostTensor& other);
-  HostTensor(HostTensor&&) noexcept = default;
-  HostTensor& operator=(HostTensor&&) noexcept = default;
+  /// A moved-from tensor holds no data (bytes() == 0); assign to it before using it again.
+  HostTensor(HostTensor&& other) noexcept
+      : dtype_(other.dtype_), shape_(std::move(other.shape_)), bytes_(std::exchange(other.bytes_, 0)),
+        mem_(std::move(other.mem_)) {}
+  HostTensor& operator=(HostTensor&& other) noexcept {
+    dtype_ = other.dtype_;
+    shape_ = std::move(other.shape_);
+    bytes_ = std::exchange(other.bytes_, 0);
+    mem_ = std::move(other.mem_);
+    return *this;
+  }
   ~HostTensor() = default;
 
   DType dtype() const { return dtype_; }
