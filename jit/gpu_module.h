@@ -62,7 +62,11 @@ size_t module_cache_size();
 
 // Enqueues one launch of `fn` with packed arguments on `stream` (in dc's context). Errors name the
 // kernel: "cuLaunchKernel failed for kernel fj_k_...: CUDA_ERROR_...".
-void launch_kernel(const DeviceContext& dc, const GpuFunction& fn, const LaunchConfig& cfg, PackedArgs& args,
+void launch_kernel(const DeviceContext& dc, const GpuFunction& fn, const LaunchConfig& cfg, void** args,
                    cu::Stream stream);
+inline void launch_kernel(const DeviceContext& dc, const GpuFunction& fn, const LaunchConfig& cfg, PackedArgs& args,
+                          cu::Stream stream) {
+  launch_kernel(dc, fn, cfg, args.params(), stream);
+}
 
 }  // namespace fusejit::jit

@@ -367,7 +367,9 @@ RunReport run_graph(const Graph& graph, const RunOptions& ro) {
     const std::vector<ir::Scalar> params = resolve_params(g, ro.params, ro.options.message_style);
     RunReport rep = describe(graph, ro, params);
     const std::vector<ir::Tensor> inputs = make_inputs(g, ro);
-    const Program prog = Program::compile(graph, ro.options);
+    Options co = ro.options;
+    co.build_unfused = true;  // both plans run here: built together (one host compile on the CPU)
+    const Program prog = Program::compile(graph, co);
     describe_program(rep, prog);
 
     const bool gpu = prog.backend() == Backend::Cuda;
