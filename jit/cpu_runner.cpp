@@ -14,9 +14,11 @@ void HostBuffer::Free::operator()(unsigned char* p) const { std::free(p); }
 
 HostBuffer::HostBuffer(size_t bytes) : size_(bytes) {
   // Never a null pointer, even for 0 bytes: a kernel argument must be a valid address.
-  const size_t alloc = ((bytes + 63) / 64 + 1) * 64;
-  mem_.reset(static_cast<unsigned char*>(std::aligned_alloc(64, alloc)));
-  if (!mem_) throw std::bad_alloc();
+  const size_t alloc = bytes > SIZE_MAX - 128 ? 0 : ((bytes + 63) / 64 + 1) * 64;
+  if (alloc) mem_.reset(static_cast<unsigned char*>(std::aligned_alloc(64, alloc)));
+  // Too little host memory for the tensors asked for is the caller's problem, not a fusejit bug.
+  if (!mem_) throw ir::UserError(fmt::format("not enough host memory for a buffer of {} bytes ({:.1f} GiB)", bytes,
+                                             static_cast<double>(bytes) / (1u << 30)));
   std::memset(mem_.get(), 0, alloc);
 }
 

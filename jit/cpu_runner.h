@@ -23,6 +23,7 @@ namespace fusejit::jit {
 class HostBuffer {
  public:
   HostBuffer() = default;
+  // Zero-filled; throws ir::UserError naming the size when the host has not enough memory.
   explicit HostBuffer(size_t bytes);
   HostBuffer(const void* data, size_t bytes);
   HostBuffer(const HostBuffer& o) : HostBuffer(o.data(), o.size()) {}
