@@ -666,7 +666,13 @@ std::string too_large(const std::string& path, uint64_t size) {
 std::string read_text_file(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below, never read).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw UserError("cannot open graph file '" + path + "': " + std::strerror(errno));
+  if (fd < 0) {
+    const int err = errno;
+    struct stat st;  // a socket cannot be opened at all: say what it is
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      throw UserError("cannot read graph file '" + path + "': " + not_regular(st));
+    throw UserError("cannot open graph file '" + path + "': " + std::strerror(err));
+  }
   struct stat st;
   std::string problem;
   if (::fstat(fd, &st) != 0) problem = std::string("cannot inspect it: ") + std::strerror(errno);

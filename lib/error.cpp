@@ -27,7 +27,7 @@ void rethrow_current(const std::string& file, std::string_view source) {
     throw;
   } catch (const ir::FileError& e) {
     // About a .npy file or the environment, not the graph text: no graph file, no graph lines.
-    std::string diag = (e.file().empty() ? "" : e.file() + ": ") + "error: " + e.what();
+    std::string diag = (e.file().empty() ? "" : e.file() + ": ") + "error: " + e.what() + "\n";
     throw Error(ErrorKind::User, e.what(), e.file(), 0, 0, diag);
   } catch (const ir::UserError& e) {
     std::string shown = file.empty() ? std::string("<graph>") : file;
