@@ -1179,4 +1179,5 @@ TEST_CASE("every damage case of a CPU module entry is rebuilt with one warning, 
     CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o), "disk"));  // rewritten, valid again
   }
   fs::remove_all(dir);
+  fs::remove_all(victim.parent_path());
 }
