@@ -79,7 +79,7 @@ struct CacheConfig {
   std::function<void(const std::string&)> warn;
   // A disk store to use (shared with other caches); when set, dir, max_bytes, disk and warn are
   // ignored: the store has its own.
-  std::shared_ptr<DiskStore> store;
+  std::shared_ptr<DiskStore> store = nullptr;
 };
 
 // Counters since construction (or clear_memory()).

@@ -300,6 +300,29 @@ std::vector<ScannedFile> scan(const fs::path& dir) {
   return out;
 }
 
+// Writes `bytes` to a fresh temporary file in `prefix` (set in `temp`; left empty when none could
+// be created). Names are unique per process (pid, a per-process random nonce: pids repeat across
+// containers sharing a folder) and per call (counter); O_EXCL | O_NOFOLLOW: always a new file.
+// `recreate_prefix` runs when the folder vanished (a race with `cache clear`). Returns 0 or errno.
+int write_temp(const fs::path& prefix, const Hash128& key, std::span<const unsigned char> bytes, fs::path& temp,
+               const std::function<void()>& recreate_prefix) {
+  static const uint64_t nonce = std::random_device{}() * 0x100000001ull ^ static_cast<uint64_t>(now_ns());
+  static std::atomic<uint64_t> counter{0};
+  int fd = -1;
+  for (int attempt = 0; attempt < 3 && fd < 0; ++attempt) {
+    const fs::path name =
+        prefix / fmt::format("{}{}-{}-{:x}-{}", kTempPrefix, key.hex(), ::getpid(), nonce, counter.fetch_add(1));
+    fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) temp = name;
+    else if (errno == ENOENT) recreate_prefix();
+    else if (errno != EEXIST) break;
+  }
+  if (fd < 0) return errno;
+  int err = write_all(fd, bytes.data(), bytes.size()) ? 0 : errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  return err;
+}
+
 // Removes a lock file unless some process holds it.
 bool remove_unused_lock(const fs::path& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -591,29 +614,14 @@ bool DiskStore::store(const DiskKey& key, const EntryMeta& meta, std::span<const
   const fs::path final_path = entry_path(dir_, key.key);
   const fs::path prefix = final_path.parent_path();
   if (!prefix_problem(prefix, true).empty()) return false;
-  // Temp names are unique per process (pid, a per-process random nonce: pids repeat across
-  // containers sharing a folder) and per call (counter); O_EXCL | O_NOFOLLOW: always a new file.
-  static const uint64_t nonce = std::random_device{}() * 0x100000001ull ^ static_cast<uint64_t>(now_ns());
-  static std::atomic<uint64_t> counter{0};
   const std::vector<unsigned char> buf = encode_entry(key, meta, payload);
   fs::path temp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 3 && fd < 0; ++attempt) {
-    temp = prefix / fmt::format("{}{}-{}-{:x}-{}", kTempPrefix, key.key.hex(), ::getpid(), nonce, counter.fetch_add(1));
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 && errno == ENOENT) prefix_problem(prefix, true);  // raced with `cache clear`
-    else if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) {
-    disable(fmt::format("cannot write {}: {}", temp.string(), std::strerror(errno)));
+  int err = write_temp(prefix, key.key, buf, temp, [&] { prefix_problem(prefix, true); });
+  if (err && temp.empty()) {
+    disable(fmt::format("cannot create a file in {}: {}", prefix.string(), std::strerror(err)));
     return false;
   }
-  bool ok = write_all(fd, buf.data(), buf.size());
-  int err = ok ? 0 : errno;
-  if (::close(fd) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
+  bool ok = err == 0;
   if (ok && ::rename(temp.c_str(), final_path.c_str()) != 0) {
     // A folder in the entry's place: remove it and try once more.
     if (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST) {

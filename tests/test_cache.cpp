@@ -1065,7 +1065,7 @@ TEST_CASE("a cache folder that is not private is never read or written: one warn
   };
   for (bool via_env : {false, true}) {
     fs::path open_to_all = planted(via_env ? "world-env" : "world-opt");
-    for (const fs::path& d : tree(open_to_all)) fs::permissions(open_to_all / d, fs::perms::all);
+    for (const std::string& d : tree(open_to_all)) fs::permissions(open_to_all / d, fs::perms::all);
     fs::permissions(open_to_all, fs::perms::all);
     expect_refused(open_to_all, via_env);
     fs::path group = planted(via_env ? "group-env" : "group-opt");
