@@ -147,17 +147,6 @@ void read_all(int fd, std::vector<char>& out, size_t size) {
   out.resize(done);
 }
 
-bool write_all(int fd, const unsigned char* data, size_t size) {
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::write(fd, data + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 bool is_hex(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
@@ -308,19 +297,18 @@ int write_temp(const fs::path& prefix, const Hash128& key, std::span<const unsig
                const std::function<void()>& recreate_prefix) {
   static const uint64_t nonce = std::random_device{}() * 0x100000001ull ^ static_cast<uint64_t>(now_ns());
   static std::atomic<uint64_t> counter{0};
-  int fd = -1;
-  for (int attempt = 0; attempt < 3 && fd < 0; ++attempt) {
+  const std::span<const char> chars(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  for (int attempt = 0; attempt < 3; ++attempt) {
     const fs::path name =
         prefix / fmt::format("{}{}-{}-{:x}-{}", kTempPrefix, key.hex(), ::getpid(), nonce, counter.fetch_add(1));
-    fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) temp = name;
-    else if (errno == ENOENT) recreate_prefix();
-    else if (errno != EEXIST) break;
+    const int err = write_new_file(name, chars);
+    if (err != EEXIST && err != ENOENT) {
+      temp = name;  // created, or refused for another reason: the caller unlinks it either way
+      return err;
+    }
+    if (err == ENOENT) recreate_prefix();
   }
-  if (fd < 0) return errno;
-  int err = write_all(fd, bytes.data(), bytes.size()) ? 0 : errno;
-  if (::close(fd) != 0 && err == 0) err = errno;
-  return err;
+  return EEXIST;
 }
 
 // Removes a lock file unless some process holds it.
@@ -393,6 +381,35 @@ EntryLock lock_file(const fs::path& path, const std::function<void(const std::st
 }
 
 }  // namespace
+
+// ---- files ----
+
+int write_new_file(const fs::path& path, std::span<const char> bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  int err = 0;
+  for (size_t done = 0; done < bytes.size() && !err;) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) err = n < 0 ? errno : EIO;
+    else done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 && !err) err = errno;
+  return err;
+}
+
+std::optional<std::vector<char>> read_regular_file(const fs::path& path, uint64_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  struct stat st;
+  std::optional<std::vector<char>> bytes;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) <= max_bytes) {
+    bytes.emplace();
+    read_all(fd, *bytes, static_cast<size_t>(st.st_size));
+  }
+  ::close(fd);
+  return bytes;
+}
 
 // ---- environment ----
 
@@ -731,20 +748,6 @@ DiskStore::Scratch DiskStore::scratch() {
 
 // ---- tools ----
 
-namespace {
-// The bytes of an entry file (empty for anything that is not a regular file).
-std::vector<char> read_entry_file(const fs::path& path) {
-  std::vector<char> bytes;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) return bytes;
-  struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-    read_all(fd, bytes, static_cast<size_t>(std::min<uint64_t>(st.st_size, kMaxEntryBytes + kHeaderSize)));
-  ::close(fd);
-  return bytes;
-}
-}  // namespace
-
 std::vector<CacheEntryInfo> list_cache(const fs::path& dir) {
   std::vector<ScannedFile> files = scan(dir);
   std::sort(files.begin(), files.end(), [](const ScannedFile& a, const ScannedFile& b) {
@@ -758,7 +761,7 @@ std::vector<CacheEntryInfo> list_cache(const fs::path& dir) {
     e.path = f.path;
     e.file_bytes = f.bytes;
     e.mtime_unix = f.mtime_ns / 1000000000;
-    std::vector<char> bytes = read_entry_file(f.path);
+    std::vector<char> bytes = read_regular_file(f.path, kMaxEntryBytes + kHeaderSize).value_or(std::vector<char>());
     Decoded d = decode_entry(bytes, *f.key, std::nullopt);
     e.valid = d.problem.empty();
     e.problem = d.problem;

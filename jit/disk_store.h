@@ -56,6 +56,15 @@ CacheEnv cache_env();
 std::optional<std::filesystem::path> cache_dir_from_env();
 bool cache_disabled_by_env();
 
+// ---- Files (the store's own reading and writing rules, for its users too) ----
+
+// Creates `path` holding `bytes`: a new file only (O_EXCL, never through a link: O_NOFOLLOW),
+// mode 0600. Returns 0, or the errno of the failure (EEXIST when anything is at `path`).
+int write_new_file(const std::filesystem::path& path, std::span<const char> bytes);
+// The bytes of `path` when it is a regular file of at most `max_bytes` (never through a link,
+// never waiting on a FIFO); nullopt otherwise.
+std::optional<std::vector<char>> read_regular_file(const std::filesystem::path& path, uint64_t max_bytes);
+
 // ---- Private folders ----
 
 // Why `dir` must not hold cache files, or "" when it may: it must be a directory (a symbolic link

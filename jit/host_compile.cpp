@@ -169,40 +169,9 @@ HostBuild describe_build(std::span<const GeneratedKernel> kernels, const HostCom
   return b;
 }
 
-// Creates `path` (which must not exist: O_EXCL, never through a link) holding `bytes`.
-void write_new_file(const fs::path& path, std::string_view bytes) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  bool ok = fd >= 0;
-  for (size_t done = 0; ok && done < bytes.size();) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) done += static_cast<size_t>(n);
-  }
-  const int err = errno;
-  if (fd >= 0 && ::close(fd) != 0) ok = false;
-  if (!ok) throw HostCompileError(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
-}
-
-// The bytes of the regular file `path`.
-std::vector<char> read_regular_file(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  struct stat st;
-  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    if (fd >= 0) ::close(fd);
-    throw HostCompileError(fmt::format("the host compiler wrote no shared object at {}", path.string()));
-  }
-  std::vector<char> bytes(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  if (done != bytes.size()) throw HostCompileError(fmt::format("cannot read {}", path.string()));
-  return bytes;
+void write_module_file(const fs::path& path, std::string_view bytes) {
+  if (int err = write_new_file(path, std::span<const char>(bytes.data(), bytes.size())))
+    throw HostCompileError(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
 }
 
 DiskStore::Scratch build_folder(DiskStore& store) {
@@ -219,7 +188,7 @@ std::vector<char> compile_shared_object(const HostBuild& b, DiskStore& store, do
   DiskStore::Scratch scratch = build_folder(store);
   const fs::path cpp = scratch.path() / (b.key.key.hex() + ".cpp");
   const fs::path so = scratch.path() / (b.key.key.hex() + ".so");
-  write_new_file(cpp, b.source);
+  write_module_file(cpp, b.source);
   const std::string cmd = fmt::format("{} {} -o {} {}", b.cxx, b.flags, shell_quote(so.string()), shell_quote(cpp.string()));
   const auto t0 = std::chrono::steady_clock::now();
   std::string output;
@@ -228,7 +197,9 @@ std::vector<char> compile_shared_object(const HostBuild& b, DiskStore& store, do
   if (status != 0)
     throw HostCompileError(fmt::format("host compiler failed (exit status {}): {}\n{}\nsource:\n{}", status, cmd, output,
                                        numbered(b.source)));
-  return read_regular_file(so);
+  std::optional<std::vector<char>> bytes = read_regular_file(so, uint64_t{1} << 31);
+  if (!bytes) throw HostCompileError(fmt::format("the host compiler wrote no shared object at {}", so.string()));
+  return std::move(*bytes);
 }
 
 // Loads verified module bytes through a fresh private copy, removed once loaded. The file name
@@ -259,7 +230,7 @@ namespace {
 std::shared_ptr<HostModule> load_shared_object(const HostBuild& b, const std::vector<char>& bytes, DiskStore& store) {
   DiskStore::Scratch scratch = build_folder(store);
   const fs::path so = scratch.path() / (b.key.key.hex() + ".so");
-  write_new_file(so, std::string_view(bytes.data(), bytes.size()));
+  write_module_file(so, std::string_view(bytes.data(), bytes.size()));
   void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) throw HostCompileError(fmt::format("dlopen of host module {} failed: {}", b.key.key.hex(), dlerror()));
   const std::string origin =
