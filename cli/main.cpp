@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
       fj::RunOptions ro;
       for (const std::string& p : params) {
         auto [k, v] = split_kv(p, "--param");
-        ro.params.emplace_back(k, parse_scalar(v, "--param " + k));
+        ro.params.set(k, parse_scalar(v, "--param " + k));
       }
       for (const std::string& i : inputs) {
         auto kv = split_kv(i, "--input");
@@ -211,7 +211,6 @@ int main(int argc, char** argv) {
       ro.repeats = repeats;
       ro.warmup = warmup;
       ro.check = !no_check;
-      ro.reference = !no_check;
       ro.options.fast_math = run_c.fast_math;
       ro.options.arch = arch;
       ro.options.dump_dir = dump_dir;
@@ -219,6 +218,7 @@ int main(int argc, char** argv) {
       ro.options.cache_dir = cache_dir;
       ro.options.disk_cache = !no_cache;
       ro.options.nvrtc_options = run_nvrtc;
+      ro.options.message_style = fj::MessageStyle::CommandLine;
       ro.options.backend = backend == "cuda" ? fj::Backend::Cuda : backend == "cpu" ? fj::Backend::Cpu : fj::Backend::Auto;
       fj::Graph g = fj::Graph::load(run_c.graph, parse_dims(run_c.dims));
       fj::RunReport rep = fj::run_graph(g, ro);
@@ -239,6 +239,7 @@ int main(int argc, char** argv) {
       co.cache_dir = comp_cache_dir;
       co.disk_cache = !comp_no_cache;
       co.nvrtc_options = comp_nvrtc;
+      co.message_style = fj::MessageStyle::CommandLine;
       auto kernels = fj::compile_to_dir(g, a, out_dir, comp_c.fast_math, co);
       std::printf("compiled %zu kernel(s) for %s into %s (index.json lists them)\n", kernels.size(), a.c_str(),
                   out_dir.c_str());

@@ -4,32 +4,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <map>
+#include <algorithm>
 
 #include <fmt/format.h>
 
+#include "ir/passes/plan_report.h"
+
 namespace fusejit::jit {
-
-void HostBuffer::Free::operator()(unsigned char* p) const { std::free(p); }
-
-HostBuffer::HostBuffer(size_t bytes) : size_(bytes) {
-  // Never a null pointer, even for 0 bytes: a kernel argument must be a valid address.
-  const size_t alloc = bytes > SIZE_MAX - 128 ? 0 : ((bytes + 63) / 64 + 1) * 64;
-  if (alloc) mem_.reset(static_cast<unsigned char*>(std::aligned_alloc(64, alloc)));
-  // Too little host memory for the tensors asked for is the caller's problem, not a fusejit bug.
-  if (!mem_) throw ir::UserError(fmt::format("not enough host memory for a buffer of {} bytes ({:.1f} GiB)", bytes,
-                                             static_cast<double>(bytes) / (1u << 30)));
-  std::memset(mem_.get(), 0, alloc);
-}
-
-HostBuffer::HostBuffer(const void* data, size_t bytes) : HostBuffer(bytes) {
-  if (bytes) std::memcpy(mem_.get(), data, bytes);
-}
-
-HostBuffer& HostBuffer::operator=(const HostBuffer& o) {
-  if (this != &o) *this = HostBuffer(o);
-  return *this;
-}
 
 CpuProgram prepare_cpu_program(const ir::Graph& g, const ir::Plan& plan, const CodegenOptions& opts) {
   CpuProgram p;
@@ -60,68 +41,95 @@ CpuProgram build_cpu_program(const ir::Graph& g, const ir::Plan& plan, const Cod
 }
 
 namespace {
-size_t byte_size(const ir::Node& n) {
-  return static_cast<size_t>(ir::num_elements(n.shape)) * static_cast<size_t>(ir::dtype_size(n.dtype));
-}
-}  // namespace
 
-CpuRunResult run_cpu_program(const CpuProgram& prog, std::span<const HostBuffer> inputs,
-                             std::span<const ir::Scalar> params, const CpuRunOptions& opts) {
-  const LaunchShape& launch = opts.launch;
-  const ir::Graph& g = prog.graph;
+// Rejects inputs whose byte size is not the graph input's.
+void check_inputs(const ir::Graph& g, std::span<const std::span<const std::byte>> inputs) {
   if (inputs.size() != g.inputs.size())
     throw ir::UserError(fmt::format("graph has {} inputs but {} were given", g.inputs.size(), inputs.size()));
   for (size_t s = 0; s < inputs.size(); ++s) {
     const ir::Node& n = g.node(g.inputs[s]);
-    if (inputs[s].size() != byte_size(n))
-      throw ir::UserError(fmt::format("input '{}' needs {} bytes ({} {}) but has {}", n.name, byte_size(n),
+    const size_t want = static_cast<size_t>(value_bytes(g, g.inputs[s]));
+    if (inputs[s].size() != want)
+      throw ir::UserError(fmt::format("input '{}' needs {} bytes ({} {}) but has {}", n.name, want,
                                       ir::dtype_name(n.dtype), ir::shape_to_string(n.shape, &g), inputs[s].size()));
   }
-  std::vector<ir::Scalar> param_values;
-  if (params.empty()) {
-    for (const ir::ParamDecl& d : g.params) param_values.push_back(d.default_value);
-  } else {
-    if (params.size() != g.params.size())
-      throw ir::UserError(fmt::format("graph has {} params but {} values were given", g.params.size(), params.size()));
-    param_values.assign(params.begin(), params.end());
-  }
-  FJ_CHECK(prog.trampolines.size() == prog.plan.groups.size(), "run_cpu_program: program is not compiled");
+}
 
-  // Misaligned copies of the inputs: element alignment kept, 16-byte alignment broken.
-  std::vector<HostBuffer> shifted;
-  if (opts.misalign_inputs)
-    for (size_t s = 0; s < inputs.size(); ++s) {
-      const size_t esz = static_cast<size_t>(ir::dtype_size(g.node(g.inputs[s]).dtype));
-      shifted.emplace_back(inputs[s].size() + esz);
-      if (inputs[s].size()) std::memcpy(shifted.back().data() + esz, inputs[s].data(), inputs[s].size());
+// The value of every graph param: `params` checked, or the defaults.
+std::vector<ir::Scalar> param_values(const ir::Graph& g, std::span<const ir::Scalar> params) {
+  if (params.empty()) {
+    std::vector<ir::Scalar> out;
+    for (const ir::ParamDecl& d : g.params) out.push_back(d.default_value);
+    return out;
+  }
+  if (params.size() != g.params.size())
+    throw ir::UserError(fmt::format("graph has {} params but {} values were given", g.params.size(), params.size()));
+  return {params.begin(), params.end()};
+}
+
+uint64_t address_of(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+// Host buffers of a run: the intermediates when the caller gave none, and misaligned input copies.
+struct Scratch {
+  std::vector<std::vector<std::byte>> owned;  // operator new aligns to 16 bytes: the vector path applies
+  std::vector<uint64_t> inputs, outputs, intermediates;
+};
+
+Scratch bind(const CpuProgram& prog, std::span<const std::span<const std::byte>> inputs,
+             std::span<const std::span<std::byte>> outputs, std::span<const std::span<std::byte>> intermediates,
+             bool misalign) {
+  const ir::Graph& g = prog.graph;
+  const std::vector<ir::NodeId> inter = plan_intermediates(g, prog.plan);
+  FJ_CHECK(outputs.size() == g.outputs.size(), "run_cpu_program: one buffer per graph output expected");
+  FJ_CHECK(intermediates.empty() || intermediates.size() == inter.size(), "run_cpu_program: wrong number of intermediates");
+  Scratch s;
+  s.owned.reserve(inputs.size() + inter.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (!misalign) {
+      s.inputs.push_back(address_of(inputs[k].data()));
+      continue;
     }
-  // Allocate every written value first so the timed part is the launches alone.
-  std::map<ir::NodeId, HostBuffer> written;
-  for (const ir::FusionGroup& grp : prog.plan.groups)
-    for (ir::NodeId o : grp.outputs)
-      if (!written.count(o)) written.emplace(o, HostBuffer(byte_size(g.node(o))));
-  // A graph input is always read from the caller's buffer (a copy group that writes an input
-  // to an output buffer reads the original, not its own destination).
-  auto read_addr = [&](ir::NodeId id) -> uint64_t {
-    const ir::Node& n = g.node(id);
-    if (n.op == ir::Op::Input) {
-      const size_t s = static_cast<size_t>(n.slot);
-      if (opts.misalign_inputs)
-        return reinterpret_cast<uint64_t>(shifted[s].data() + ir::dtype_size(n.dtype));
-      return reinterpret_cast<uint64_t>(inputs[s].data());
+    // Element alignment kept, 16-byte alignment broken (as a sub-tensor view would be).
+    const size_t esz = static_cast<size_t>(ir::dtype_size(g.node(g.inputs[k]).dtype));
+    s.owned.emplace_back(inputs[k].size() + esz);
+    std::copy(inputs[k].begin(), inputs[k].end(), s.owned.back().begin() + static_cast<std::ptrdiff_t>(esz));
+    s.inputs.push_back(address_of(s.owned.back().data() + esz));
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    FJ_CHECK(static_cast<int64_t>(outputs[k].size()) == value_bytes(g, g.outputs[k].node),
+             "run_cpu_program: output buffer of the wrong size");
+    s.outputs.push_back(address_of(outputs[k].data()));
+  }
+  for (size_t i = 0; i < inter.size(); ++i) {
+    if (!intermediates.empty()) {
+      s.intermediates.push_back(address_of(intermediates[i].data()));
+      continue;
     }
-    auto it = written.find(id);
-    FJ_CHECK(it != written.end(), fmt::format("run_cpu_program: v{} is read before it is written", id));
-    return reinterpret_cast<uint64_t>(it->second.data());
-  };
-  CpuRunResult r;
+    s.owned.emplace_back(static_cast<size_t>(std::max<int64_t>(value_bytes(g, inter[i]), 16)));
+    s.intermediates.push_back(address_of(s.owned.back().data()));
+  }
+  return s;
+}
+
+}  // namespace
+
+CpuRunStats run_cpu_program(const CpuProgram& prog, std::span<const std::span<const std::byte>> inputs,
+                            std::span<const std::span<std::byte>> outputs, std::span<const ir::Scalar> params,
+                            const CpuRunOptions& opts, std::span<const std::span<std::byte>> intermediates) {
+  const ir::Graph& g = prog.graph;
+  check_inputs(g, inputs);
+  const std::vector<ir::Scalar> pv = param_values(g, params);
+  FJ_CHECK(prog.trampolines.size() == prog.plan.groups.size(), "run_cpu_program: program is not compiled");
+  const Scratch s = bind(prog, inputs, outputs, intermediates, opts.misalign_inputs);
+  const std::vector<ir::NodeId> inter = plan_intermediates(g, prog.plan);
+  const RunBuffers buffers(g, prog.plan, s.inputs, s.outputs, inter, s.intermediates);
+  // Every argument packed first, so the timed part is the launches alone.
+  CpuRunStats r;
   std::vector<PackedArgs> packed;
   for (size_t gi = 0; gi < prog.plan.groups.size(); ++gi) {
     const ir::FusionGroup& grp = prog.plan.groups[gi];
-    std::vector<uint64_t> in_addrs, out_addrs;
-    for (ir::NodeId id : grp.inputs) in_addrs.push_back(read_addr(id));
-    for (ir::NodeId id : grp.outputs) out_addrs.push_back(reinterpret_cast<uint64_t>(written.at(id).data()));
-    packed.push_back(pack_args(prog.kernels[gi].signature, g, grp, in_addrs, out_addrs, param_values, launch));
+    packed.push_back(pack_args(prog.kernels[gi].signature, g, grp, buffers.group_inputs(grp), buffers.group_outputs(grp),
+                               pv, opts.launch));
     if (!opts.vector_path) {
       const auto& args = prog.kernels[gi].signature.args;
       for (size_t a = 0; a < args.size(); ++a)
@@ -130,55 +138,54 @@ CpuRunResult run_cpu_program(const CpuProgram& prog, std::span<const HostBuffer>
       r.vector_launches += packed.back().vectorized();
     }
   }
-
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t gi = 0; gi < prog.plan.groups.size(); ++gi)
-    prog.trampolines[gi](packed[gi].params(), launch.grid, launch.block);
+    prog.trampolines[gi](packed[gi].params(), opts.launch.grid, opts.launch.block);
   r.run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   r.kernels_launched = static_cast<int>(prog.plan.groups.size());
-
-  for (const ir::OutputDecl& o : g.outputs) {
-    if (auto it = written.find(o.node); it != written.end()) {
-      r.outputs.push_back(it->second);
-      continue;
-    }
-    const ir::Node& n = g.node(o.node);
-    FJ_CHECK(n.op == ir::Op::Input, fmt::format("run_cpu_program: output '{}' is never written by the plan", o.name));
-    r.outputs.push_back(inputs[static_cast<size_t>(n.slot)]);
-  }
+  for (const RunBuffers::Copy& c : buffers.copies())
+    if (c.bytes > 0) std::memcpy(reinterpret_cast<void*>(c.dst), reinterpret_cast<const void*>(c.src), static_cast<size_t>(c.bytes));
   return r;
 }
 
-}  // namespace fusejit::jit
-
-namespace fusejit::jit {
+PathTiming measure_cpu_program(const CpuProgram& prog, std::span<const std::span<const std::byte>> inputs,
+                               std::span<const std::span<std::byte>> outputs,
+                               std::span<const std::span<std::byte>> intermediates, std::span<const ir::Scalar> params,
+                               int repeats) {
+  for (std::span<std::byte> b : outputs) std::fill(b.begin(), b.end(), std::byte{0xFF});
+  for (std::span<std::byte> b : intermediates) std::fill(b.begin(), b.end(), std::byte{0xFF});
+  std::vector<double> times;
+  int launched = 0;
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    const CpuRunStats st = run_cpu_program(prog, inputs, outputs, params, {}, r == 0 ? intermediates : std::span<const std::span<std::byte>>{});
+    times.push_back(st.run_ms);
+    launched = st.kernels_launched;
+  }
+  return make_path_timing(launched, times, ir::plan_totals(prog.graph, prog.plan).bytes());
+}
 
 CpuTensorRunResult run_cpu_program(const CpuProgram& prog, std::span<const ir::Tensor> inputs,
                                    std::span<const ir::Scalar> params, const CpuRunOptions& opts) {
   const ir::Graph& g = prog.graph;
   if (inputs.size() != g.inputs.size())
     throw ir::UserError(fmt::format("graph has {} inputs but {} were given", g.inputs.size(), inputs.size()));
-  std::vector<HostBuffer> bufs;
+  std::vector<std::span<const std::byte>> in;
   for (size_t s = 0; s < inputs.size(); ++s) {
     const ir::Node& n = g.node(g.inputs[s]);
     const std::vector<int64_t> want = ir::shape_sizes(n.shape);
     if (inputs[s].dtype != n.dtype || inputs[s].shape != want)
       throw ir::UserError(fmt::format("input '{}': expected {}, found {}", n.name, ir::tensor_type_string(n.dtype, want),
                                       ir::tensor_type_string(inputs[s].dtype, inputs[s].shape)));
-    bufs.emplace_back(inputs[s].data.data(), inputs[s].data.size());
+    in.emplace_back(inputs[s].data);
   }
-  CpuRunResult r = run_cpu_program(prog, bufs, params, opts);
   CpuTensorRunResult t;
-  t.run_ms = r.run_ms;
-  t.kernels_launched = r.kernels_launched;
-  t.vector_launches = r.vector_launches;
-  for (size_t o = 0; o < g.outputs.size(); ++o) {
-    const ir::Node& n = g.node(g.outputs[o].node);
-    ir::Tensor out(n.dtype, ir::shape_sizes(n.shape));
-    FJ_CHECK(out.data.size() == r.outputs[o].size(), "run_cpu_program: output size mismatch");
-    if (!out.data.empty()) std::memcpy(out.data.data(), r.outputs[o].data(), out.data.size());
-    t.outputs.push_back(std::move(out));
+  std::vector<std::span<std::byte>> out;
+  for (const ir::OutputDecl& o : g.outputs) {
+    const ir::Node& n = g.node(o.node);
+    t.outputs.emplace_back(n.dtype, ir::shape_sizes(n.shape));
   }
+  for (ir::Tensor& o : t.outputs) out.emplace_back(o.data);
+  static_cast<CpuRunStats&>(t) = run_cpu_program(prog, in, out, params, opts);
   return t;
 }
 

@@ -281,6 +281,18 @@ DeviceContext::Scope::~Scope() {
   }
 }
 
+// ---- OwnedStream -----------------------------------------------------------------------------
+
+OwnedStream::OwnedStream(const DeviceContext& dc) : dc_(dc) {
+  dc.driver().check(dc.api().cuStreamCreate(&s_, 1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate");
+}
+
+OwnedStream::~OwnedStream() {
+  if (!s_) return;
+  dc_.api().cuStreamSynchronize(s_);  // a destructor cannot throw; a failed sync leaves nothing to do
+  dc_.api().cuStreamDestroy(s_);
+}
+
 // ---- DeviceBuffer ----------------------------------------------------------------------------
 
 DeviceBuffer::DeviceBuffer(std::shared_ptr<DeviceContext> ctx, size_t bytes, std::string_view what)

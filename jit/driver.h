@@ -269,6 +269,22 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// A stream of fusejit's own (cuStreamCreate, non-blocking) in a context that is current (inside a
+// DeviceContext::Scope). The destructor synchronises it before destroying it, so no queued work
+// outlives the buffers it uses, even when an exception unwinds.
+class OwnedStream {
+ public:
+  explicit OwnedStream(const DeviceContext& dc);
+  ~OwnedStream();
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  cu::Stream get() const { return s_; }
+
+ private:
+  const DeviceContext& dc_;
+  cu::Stream s_ = nullptr;
+};
+
 // "12.0 GiB" / "512 B" text for byte counts in messages.
 std::string format_bytes(uint64_t bytes);
 

@@ -156,13 +156,14 @@ DivMagic div_magic32(uint64_t d) {
   return {static_cast<uint32_t>(mul), s};
 }
 
-PackedArgs pack_args(const KernelSignature& sig, std::span<const uint64_t> input_addrs,
-                     std::span<const uint64_t> output_addrs, std::span<const ir::Scalar> param_values,
-                     std::span<const ir::Shape> input_shapes, const ir::Shape& iter_shape,
-                     const LaunchShape& launch) {
+namespace {
+
+// Checks that the current shapes give the layout the kernel was generated for and that the launch
+// fits the 32-bit grid-stride loop; returns the element count.
+int64_t check_launchable(const KernelSignature& sig, std::span<const ir::Shape> input_shapes, const ir::Shape& iter_shape,
+                         const LaunchShape& launch) {
   const KernelLayout& gen = sig.layout;
-  FJ_CHECK(input_addrs.size() == gen.access.size() && input_shapes.size() == gen.access.size(),
-           "pack_args: input count does not match the kernel");
+  FJ_CHECK(input_shapes.size() == gen.access.size(), "pack_args: input count does not match the kernel");
   FJ_CHECK(uint64_t{launch.grid} * launch.block < (uint64_t{1} << 31) && launch.grid > 0 && launch.block > 0,
            "pack_args: grid * block must be in [1, 2^31)");
   KernelLayout now = compute_layout(input_shapes, iter_shape);
@@ -173,63 +174,88 @@ PackedArgs pack_args(const KernelSignature& sig, std::span<const uint64_t> input
   FJ_CHECK(now == gen, fmt::format("pack_args: the shapes give layout '{}' but the kernel was generated for "
                                    "'{}'; regenerate it",
                                    layout_fingerprint(now), layout_fingerprint(gen)));
+  return n;
+}
 
-  // Collapsed sizes and, per strided input, element strides of each collapsed dim.
-  const size_t rank = gen.dim_groups.size();
-  std::vector<int64_t> csize(rank);
-  for (size_t c = 0; c < rank; ++c) {
+// The sizes of the collapsed dims at the current iteration shape.
+std::vector<int64_t> collapsed_sizes(const KernelLayout& l, const ir::Shape& iter_shape) {
+  std::vector<int64_t> csize(l.dim_groups.size());
+  for (size_t c = 0; c < csize.size(); ++c) {
     int64_t s = 1;
-    for (int d = gen.dim_groups[c].first; d < gen.dim_groups[c].second; ++d) s *= iter_shape[static_cast<size_t>(d)].size;
+    for (int d = l.dim_groups[c].first; d < l.dim_groups[c].second; ++d) s *= iter_shape[static_cast<size_t>(d)].size;
     csize[c] = s;
   }
-  auto stride_of = [&](size_t k, size_t c) {
-    // Row-major stride of the innermost iter dim of collapsed dim c, in input k's own layout.
-    const ir::Shape& in = input_shapes[k];
-    const size_t off = iter_shape.size() - in.size();
-    const size_t last = static_cast<size_t>(gen.dim_groups[c].second - 1);
-    int64_t st = 1;
-    for (size_t d = last + 1; d < iter_shape.size(); ++d)
-      if (d >= off) st *= in[d - off].size;
-    return st;
-  };
+  return csize;
+}
 
+// Row-major element stride of the innermost iter dim of collapsed dim c, in input `in`'s own layout.
+int64_t input_stride(const KernelLayout& l, const ir::Shape& in, const ir::Shape& iter_shape, size_t c) {
+  const size_t off = iter_shape.size() - in.size();
+  const size_t last = static_cast<size_t>(l.dim_groups[c].second - 1);
+  int64_t st = 1;
+  for (size_t d = last + 1; d < iter_shape.size(); ++d)
+    if (d >= off) st *= in[d - off].size;
+  return st;
+}
+
+// What one launch's arguments are made of (pack_args' parameters, and the derived sizes).
+struct PackInputs {
+  std::span<const uint64_t> input_addrs, output_addrs;
+  std::span<const ir::Scalar> param_values;
+  std::span<const ir::Shape> input_shapes;
+  const ir::Shape& iter_shape;
+  int64_t n;
+  std::vector<int64_t> csize;
+};
+
+// The value of one argument (VecFlag: 0, set once alignment is known).
+uint64_t arg_value(const ArgSlot& a, const KernelLayout& l, const PackInputs& in) {
+  switch (a.kind) {
+    case ArgKind::InputPtr: return in.input_addrs[static_cast<size_t>(a.index)];
+    case ArgKind::OutputPtr:
+      FJ_CHECK(static_cast<size_t>(a.index) < in.output_addrs.size(), "pack_args: missing output address");
+      return in.output_addrs[static_cast<size_t>(a.index)];
+    case ArgKind::Param: {
+      FJ_CHECK(a.param_slot >= 0 && static_cast<size_t>(a.param_slot) < in.param_values.size(),
+               "pack_args: missing param value");
+      const ir::Scalar& s = in.param_values[static_cast<size_t>(a.param_slot)];
+      FJ_CHECK(s.dtype == a.dtype, "pack_args: param value has the wrong dtype");
+      return param_slot_value(s, a.dtype);
+    }
+    case ArgKind::NumElements: return static_cast<uint64_t>(in.n);
+    case ArgKind::DimSize: return static_cast<uint64_t>(in.csize[static_cast<size_t>(a.index)]);
+    case ArgKind::DimDivMul:
+    case ArgKind::DimDivShift: {
+      // A zero-size dim means no elements: the kernel never divides, any numbers do.
+      const int64_t d = in.csize[static_cast<size_t>(a.index)];
+      const DivMagic m = d > 0 ? div_magic32(static_cast<uint64_t>(d)) : DivMagic{};
+      return a.kind == ArgKind::DimDivMul ? m.mul : m.shift;
+    }
+    case ArgKind::Stride:
+      return static_cast<uint64_t>(input_stride(l, in.input_shapes[static_cast<size_t>(a.index)], in.iter_shape,
+                                                static_cast<size_t>(a.dim)));
+    case ArgKind::VecFlag: return 0;
+  }
+  FJ_CHECK(false, "pack_args: unknown argument kind");
+  return 0;
+}
+
+}  // namespace
+
+PackedArgs pack_args(const KernelSignature& sig, std::span<const uint64_t> input_addrs,
+                     std::span<const uint64_t> output_addrs, std::span<const ir::Scalar> param_values,
+                     std::span<const ir::Shape> input_shapes, const ir::Shape& iter_shape,
+                     const LaunchShape& launch) {
+  const KernelLayout& gen = sig.layout;
+  FJ_CHECK(input_addrs.size() == gen.access.size(), "pack_args: input count does not match the kernel");
+  const int64_t n = check_launchable(sig, input_shapes, iter_shape, launch);
+  const PackInputs in{input_addrs, output_addrs, param_values, input_shapes, iter_shape, n,
+                      collapsed_sizes(gen, iter_shape)};
   PackedArgs p;
   bool aligned = true;
   for (const ArgSlot& a : sig.args) {
-    uint64_t v = 0;
-    switch (a.kind) {
-      case ArgKind::InputPtr:
-        v = input_addrs[static_cast<size_t>(a.index)];
-        aligned = aligned && v % 16 == 0;
-        break;
-      case ArgKind::OutputPtr:
-        FJ_CHECK(static_cast<size_t>(a.index) < output_addrs.size(), "pack_args: missing output address");
-        v = output_addrs[static_cast<size_t>(a.index)];
-        aligned = aligned && v % 16 == 0;
-        break;
-      case ArgKind::Param: {
-        FJ_CHECK(a.param_slot >= 0 && static_cast<size_t>(a.param_slot) < param_values.size(),
-                 "pack_args: missing param value");
-        const ir::Scalar& s = param_values[static_cast<size_t>(a.param_slot)];
-        FJ_CHECK(s.dtype == a.dtype, "pack_args: param value has the wrong dtype");
-        v = param_slot_value(s, a.dtype);
-        break;
-      }
-      case ArgKind::NumElements: v = static_cast<uint64_t>(n); break;
-      case ArgKind::DimSize: v = static_cast<uint64_t>(csize[static_cast<size_t>(a.index)]); break;
-      case ArgKind::DimDivMul:
-      case ArgKind::DimDivShift: {
-        // A zero-size dim means no elements: the kernel never divides, any numbers do.
-        const int64_t d = csize[static_cast<size_t>(a.index)];
-        const DivMagic m = d > 0 ? div_magic32(static_cast<uint64_t>(d)) : DivMagic{};
-        v = a.kind == ArgKind::DimDivMul ? m.mul : m.shift;
-        break;
-      }
-      case ArgKind::Stride:
-        v = static_cast<uint64_t>(stride_of(static_cast<size_t>(a.index), static_cast<size_t>(a.dim)));
-        break;
-      case ArgKind::VecFlag: break;  // filled below, once alignment is known
-    }
+    uint64_t v = arg_value(a, gen, in);
+    if (a.kind == ArgKind::InputPtr || a.kind == ArgKind::OutputPtr) aligned = aligned && v % 16 == 0;
     if (a.bytes == 4 && a.kind != ArgKind::Param) v = slot_of<uint32_t>(static_cast<uint32_t>(v));
     p.storage_.push_back(v);
   }
@@ -241,7 +267,7 @@ PackedArgs pack_args(const KernelSignature& sig, std::span<const uint64_t> input
   // size must be a multiple of V. Checked here, per launch, so a new dim value never recompiles.
   bool rows_ok = true;
   if (std::any_of(gen.access.begin(), gen.access.end(), [](InputAccess a) { return a == InputAccess::Strided; }))
-    rows_ok = rank >= 1 && csize[rank - 1] % sig.vector_width == 0;
+    rows_ok = !in.csize.empty() && in.csize.back() % sig.vector_width == 0;
   p.vectorized_ = sig.vector_width > 1 && aligned && rows_ok;
   for (size_t i = 0; i < sig.args.size(); ++i)
     if (sig.args[i].kind == ArgKind::VecFlag) p.storage_[i] = slot_of<int32_t>(p.vectorized_ ? 1 : 0);
@@ -260,6 +286,67 @@ PackedArgs pack_args(const KernelSignature& sig, const ir::Graph& g, const ir::F
     param_values = defaults;
   }
   return pack_args(sig, input_addrs, output_addrs, param_values, shapes, current_iter_shape(g, group), launch);
+}
+
+int64_t value_bytes(const ir::Graph& g, ir::NodeId id) {
+  const ir::Node& n = g.node(id);
+  return ir::num_elements(n.shape) * ir::dtype_size(n.dtype);
+}
+
+std::vector<ir::NodeId> plan_intermediates(const ir::Graph& g, const ir::Plan& plan) {
+  std::vector<bool> is_output(static_cast<size_t>(g.size()), false);
+  for (const ir::OutputDecl& o : g.outputs) is_output[static_cast<size_t>(o.node)] = true;
+  std::vector<ir::NodeId> mat = plan.materialized;
+  std::sort(mat.begin(), mat.end());
+  mat.erase(std::unique(mat.begin(), mat.end()), mat.end());
+  std::vector<ir::NodeId> out;
+  for (ir::NodeId id : mat)
+    if (!is_output[static_cast<size_t>(id)] && g.node(id).op != ir::Op::Input) out.push_back(id);
+  return out;
+}
+
+RunBuffers::RunBuffers(const ir::Graph& g, const ir::Plan& plan, std::span<const uint64_t> inputs,
+                       std::span<const uint64_t> outputs, std::span<const ir::NodeId> intermediates,
+                       std::span<const uint64_t> intermediate_addrs)
+    : g_(g), inputs_(inputs), at_(static_cast<size_t>(g.size()), 0) {
+  FJ_CHECK(inputs.size() == g.inputs.size() && outputs.size() == g.outputs.size() &&
+               intermediates.size() == intermediate_addrs.size(),
+           "RunBuffers: wrong number of buffers");
+  std::vector<bool> written(static_cast<size_t>(g.size()), false), placed(written);
+  for (const ir::FusionGroup& grp : plan.groups)
+    for (ir::NodeId id : grp.outputs) written[static_cast<size_t>(id)] = true;
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const size_t id = static_cast<size_t>(g.outputs[k].node);
+    const ir::Node& n = g.node(g.outputs[k].node);
+    if (written[id] && !placed[id]) {
+      at_[id] = outputs[k];  // the first output naming a value is where its kernel writes it
+      placed[id] = true;
+      continue;
+    }
+    FJ_CHECK(written[id] || n.op == ir::Op::Input,
+             fmt::format("RunBuffers: output '{}' is never written by the plan", g.outputs[k].name));
+    const uint64_t src = written[id] ? at_[id] : inputs[static_cast<size_t>(n.slot)];
+    copies_.push_back({outputs[k], src, value_bytes(g, g.outputs[k].node)});
+  }
+  for (size_t i = 0; i < intermediates.size(); ++i) at_[static_cast<size_t>(intermediates[i])] = intermediate_addrs[i];
+}
+
+std::vector<uint64_t> RunBuffers::group_inputs(const ir::FusionGroup& grp) const {
+  std::vector<uint64_t> out;
+  out.reserve(grp.inputs.size());
+  // A graph input is always read from the caller's buffer.
+  for (ir::NodeId id : grp.inputs) {
+    const ir::Node& n = g_.node(id);
+    out.push_back(n.op == ir::Op::Input ? inputs_[static_cast<size_t>(n.slot)] : at_[static_cast<size_t>(id)]);
+  }
+  return out;
+}
+
+std::vector<uint64_t> RunBuffers::group_outputs(const ir::FusionGroup& grp) const {
+  std::vector<uint64_t> out;
+  out.reserve(grp.outputs.size());
+  for (ir::NodeId id : grp.outputs) out.push_back(at_[static_cast<size_t>(id)]);
+  return out;
 }
 
 }  // namespace fusejit::jit

@@ -165,4 +165,42 @@ PackedArgs pack_args(const KernelSignature& sig, const ir::Graph& g, const ir::F
                      std::span<const uint64_t> input_addrs, std::span<const uint64_t> output_addrs,
                      std::span<const ir::Scalar> param_values, const LaunchShape& launch);
 
+// ---- Buffers of one run, shared by both launchers (jit/gpu_runner.h, jit/cpu_runner.h) ----
+
+// Bytes of value `id` at the graph's current shapes: num_elements * dtype_size.
+int64_t value_bytes(const ir::Graph& g, ir::NodeId id);
+
+// The values a plan materialises that are neither graph inputs nor graph outputs (the unfused
+// plan's intermediates), in ascending node id order: a runner gives each a buffer of its own.
+std::vector<ir::NodeId> plan_intermediates(const ir::Graph& g, const ir::Plan& plan);
+
+// Where each value of one run of a plan lives (device or host addresses: the runner's choice).
+// Graph inputs are read from the caller's input buffers; graph outputs are written to the caller's
+// output buffers (a value declared as several outputs, or an output that is a graph input, is
+// copied there after the kernels: copies()); intermediates live in the buffers given in
+// plan_intermediates() order.
+class RunBuffers {
+ public:
+  // Throws ir::InternalError on a wrong count, or an output that no group of `plan` writes and that
+  // is not a graph input.
+  RunBuffers(const ir::Graph& g, const ir::Plan& plan, std::span<const uint64_t> inputs,
+             std::span<const uint64_t> outputs, std::span<const ir::NodeId> intermediates,
+             std::span<const uint64_t> intermediate_addrs);
+  // Addresses of a group's inputs and of its outputs, in FusionGroup order.
+  std::vector<uint64_t> group_inputs(const ir::FusionGroup& grp) const;
+  std::vector<uint64_t> group_outputs(const ir::FusionGroup& grp) const;
+  // The copies that complete a run, after every kernel: dst <- src, `bytes` bytes.
+  struct Copy {
+    uint64_t dst = 0, src = 0;
+    int64_t bytes = 0;
+  };
+  const std::vector<Copy>& copies() const { return copies_; }
+
+ private:
+  const ir::Graph& g_;
+  std::span<const uint64_t> inputs_;
+  std::vector<uint64_t> at_;  // per node id: where a written value lives (0 = nowhere)
+  std::vector<Copy> copies_;
+};
+
 }  // namespace fusejit::jit

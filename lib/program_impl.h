@@ -1,5 +1,6 @@
 // Program::Impl: a graph rewritten, planned (fused and unfused), generated and compiled for one
-// backend. Shared by lib/program.cpp (compile, launch, run) and lib/run.cpp (the `run` job).
+// backend. Private to the Program implementation (lib/program.cpp compiles, lib/program_run.cpp
+// runs); everything else, run_graph included, uses the public API.
 #pragma once
 
 #include <memory>
@@ -10,51 +11,39 @@
 #include "ir/graph.h"
 #include "ir/passes/rewrite.h"
 #include "ir/plan.h"
-#include "jit/codegen.h"
 #include "jit/cpu_runner.h"
 #include "jit/driver.h"
 #include "jit/gpu_runner.h"
+#include "lib/internal.h"
 
 namespace fusejit {
 
-// Bumped whenever generated code changes meaning for the same IR; part of every disk cache key.
-inline constexpr const char* kCodegenVersion = "fusejit-codegen-4";
-
-// Code generation options of the unfused baseline: always strict (it is what fast mode is compared
-// with), and canonical names so nodes that differ only in their ids share one kernel (a
-// 50,000-node chain compiles a handful of kernels, not 50,000).
-inline jit::CodegenOptions unfused_codegen_options() {
-  jit::CodegenOptions cg;
-  cg.canonical_names = true;
-  return cg;
-}
-
 struct Program::Impl {
+  // One plan of the program and what it was compiled to.
+  struct Path {
+    ir::Plan plan;
+    std::vector<KernelInfo> kernels;             // one per plan group
+    std::shared_ptr<jit::CpuProgram> cpu;        // CPU backend
+    std::shared_ptr<jit::GpuProgram> gpu;        // GPU backend
+  };
+
   Graph graph;                      // as given
   Graph rewritten;                  // after rewrites: what the fused kernels compute
   ir::RewriteResult rewrite;
-  ir::Plan fused_plan;              // over rewritten.impl().graph
-  ir::Plan unfused_plan;            // over graph.impl().graph: one kernel per op, as written
   Options options;
   Backend backend = Backend::Cpu;
-  std::string target;               // "sm_90 (CUBIN)", "host C++", ...
+  std::string target;               // "sm_90 (CUBIN)", "host C++ (...)", ...
   std::string backend_note;         // why the CPU was used under Backend::Auto
-  std::vector<KernelInfo> fused_kernels, unfused_kernels;
-
-  // CPU backend.
-  std::shared_ptr<jit::CpuProgram> cpu_fused, cpu_unfused;
-  // GPU backend.
+  Path fused;                       // over rewritten.impl().graph
+  Path unfused;                     // over graph.impl().graph: one kernel per op, as written
   std::shared_ptr<jit::DeviceContext> device;
-  std::shared_ptr<jit::GpuProgram> gpu_fused, gpu_unfused;
 
   explicit Impl(Graph g) : graph(g), rewritten(std::move(g)) {}
+  const Path& path(PlanKind kind) const { return kind == PlanKind::Fused ? fused : unfused; }
+  // The graph a plan was made for.
+  const ir::Graph& graph_of(PlanKind kind) const {
+    return (kind == PlanKind::Fused ? rewritten : graph).impl().graph;
+  }
 };
-
-// Converts public param values (empty = defaults) to one ir::Scalar per graph param, in slot
-// order, each of the param's dtype. Throws Error(User) on a wrong count.
-std::vector<ir::Scalar> param_values(const ir::Graph& g, std::span<const Scalar> params);
-
-// Probes for a usable GPU: nullptr and the reason when there is none.
-std::shared_ptr<jit::DeviceContext> open_device(int ordinal, std::string* why_not);
 
 }  // namespace fusejit

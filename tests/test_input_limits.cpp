@@ -239,6 +239,7 @@ TEST_CASE("host buffers larger than memory are a user error naming the size") {
     FAIL("no error");
   } catch (const fj::Error& e) {
     CHECK(e.kind() == fj::ErrorKind::User);
-    CHECK(std::string(e.what()).find("not enough host memory for a buffer of 281474976710656 bytes") != std::string::npos);
+    CHECK(std::string(e.what()).find("not enough host memory") != std::string::npos);
+    CHECK(std::string(e.what()).find("281474976710656 bytes") != std::string::npos);
   }
 }

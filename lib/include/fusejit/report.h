@@ -14,10 +14,10 @@ namespace fusejit {
 
 /// Options of run_graph().
 struct RunOptions {
-  Options options;                                              ///< backend, arch, cache, fast mode, device
+  Options options;                                              ///< backend, arch, cache, fast mode, device, message style
   // In `params` and `input_ranges` a name given twice takes its last value (as --dim does); an input
   // given twice in `input_files` is an error.
-  std::vector<std::pair<std::string, Scalar>> params;           ///< param name -> value (else the default)
+  Params params;                                                ///< param values, named or positional (else the defaults)
   std::vector<std::pair<std::string, std::string>> input_files; ///< input name -> .npy file (else random)
   /// input name -> [lo, hi) for random values (else the per-dtype default range of docs/ops.md).
   std::vector<std::pair<std::string, std::pair<double, double>>> input_ranges;
@@ -28,8 +28,7 @@ struct RunOptions {
   std::string save_dir;          ///< "" = none; else each output is written as DIR/<name>.npy
   int warmup = 3;                ///< GPU: untimed launches before timing
   int repeats = 20;              ///< GPU: timed launches; the median is reported
-  bool check = true;             ///< compare fused, unfused and reference
-  bool reference = true;         ///< evaluate the reference (needed for stats on the CPU path)
+  bool check = true;             ///< compare fused, unfused and the reference evaluator
 };
 
 /// Per output: summary statistics of the values, as NumPy's nanmin/nanmax/nanmean (NaNs counted,
