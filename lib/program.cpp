@@ -73,25 +73,14 @@ KernelInfo kernel_info(const ir::Graph& g, const ir::FusionGroup& grp, const jit
   return info;
 }
 
-jit::KernelCache& cache_for(const Options& o) {
-  if (o.cache_dir.empty() && o.disk_cache) {
-    static std::once_flag routed;  // the library never prints: route the cache's warnings
-    std::call_once(routed, [] { jit::KernelCache::global().set_warning_handler([](const std::string& m) { warn(m); }); });
-    return jit::KernelCache::global();
-  }
-  // A cache per distinct configuration, kept for the process (like the global one).
-  static std::mutex mu;
-  static std::vector<std::pair<std::string, std::unique_ptr<jit::KernelCache>>> caches;
-  std::string id = (o.disk_cache ? "disk:" : "nodisk:") + o.cache_dir;
-  std::lock_guard<std::mutex> lock(mu);
-  for (auto& [k, c] : caches)
-    if (k == id) return *c;
-  jit::CacheConfig cfg;
-  if (!o.cache_dir.empty()) cfg.dir = fs::path(o.cache_dir);
-  cfg.disk = o.disk_cache;
-  cfg.warn = [](const std::string& m) { warn(m); };
-  caches.emplace_back(id, std::make_unique<jit::KernelCache>(cfg));
-  return *caches.back().second;
+// The process-wide cache of the folder the options name (jit/cache.h): GPU kernels and CPU host
+// modules of one folder share its disk store.
+jit::KernelCache& cache_for(const Options& o) { return jit::KernelCache::shared(o.cache_dir, o.disk_cache); }
+
+// The library never prints: the disk store's warnings go to the warning handler.
+void route_cache_warnings() {
+  static std::once_flag routed;
+  std::call_once(routed, [] { jit::set_cache_warning_handler([](const std::string& m) { warn(m); }); });
 }
 
 // ---- --dump-dir / compile_to_dir ---------------------------------------------------------------
@@ -280,6 +269,7 @@ std::shared_ptr<jit::DeviceContext> open_device(int ordinal, std::string* why_no
 std::shared_ptr<Program::Impl> rewrite_and_plan(const Graph& graph, const Options& options) {
   auto p = std::make_shared<Program::Impl>(graph);
   p->options = options;
+  route_cache_warnings();
   if (jit::cache_disabled_by_env()) p->options.disk_cache = false;
   const ir::Graph& g = graph.impl().graph;
   ir::RewriteOptions ro;

@@ -1,6 +1,6 @@
 // Fusion group: 4 op(s), iteration space [B, C], 32-bit index math, 4-wide vector path.
 // Layout: r2 i32 in:[0,1)[1,2):C,S01. Outputs: v7 (y).
-static __device__ __forceinline__ void fj_bias_gelu_4dda4da57e2fba0e_elem(float v0, float v1, float v2, float& o_v7) {
+static __device__ __forceinline__ void fj_bias_gelu_e5740d81590927b0_elem(float v0, float v1, float v2, float& o_v7) {
   const float v3 = 0x1p+2f;  // v3 = const 4.0 : f32  [bias_gelu.graph:9]
   const float v4 = fj_mul(v1, v3);  // v4 (b2) = mul(v1, v3) : f32  [bias_gelu.graph:9]
   const float v5 = fj_mul(v4, v2);  // v5 = mul(v4, v2) : f32  [bias_gelu.graph:10]
@@ -8,7 +8,7 @@ static __device__ __forceinline__ void fj_bias_gelu_4dda4da57e2fba0e_elem(float 
   const float v7 = fj_gelu(v6);  // v7 (y) = gelu(v6) : f32  [bias_gelu.graph:11]
   o_v7 = v7;
 }
-extern "C" __global__ void fj_bias_gelu_4dda4da57e2fba0e(
+extern "C" __global__ void fj_bias_gelu_e5740d81590927b0(
     const float* __restrict__ in_v0,
     const float* __restrict__ in_v1,
     float* __restrict__ out_v7,
@@ -38,7 +38,7 @@ extern "C" __global__ void fj_bias_gelu_4dda4da57e2fba0e(
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         float r_v7;
-        fj_bias_gelu_4dda4da57e2fba0e_elem(x_v0.v[j], x_v1.v[j], p_v2, r_v7);
+        fj_bias_gelu_e5740d81590927b0_elem(x_v0.v[j], x_v1.v[j], p_v2, r_v7);
         y_v7.v[j] = r_v7;
       }
       fj_vstore<float, 4>(out_v7 + i, y_v7);
@@ -53,7 +53,7 @@ extern "C" __global__ void fj_bias_gelu_4dda4da57e2fba0e(
     const unsigned int c0 = rem;
     const unsigned int off_v1 = c1 * st_v1_1;
     float r_v7;
-    fj_bias_gelu_4dda4da57e2fba0e_elem(in_v0[i], in_v1[off_v1], p_v2, r_v7);
+    fj_bias_gelu_e5740d81590927b0_elem(in_v0[i], in_v1[off_v1], p_v2, r_v7);
     out_v7[i] = r_v7;
   }
 }

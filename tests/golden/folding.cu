@@ -1,6 +1,6 @@
 // Fusion group: 5 op(s), iteration space [4], 32-bit index math, 8-wide vector path.
 // Layout: r1 i32 in:[0,1):C,C. Outputs: v3 (a), v5 (b), v7 (c), v10 (d).
-static __device__ __forceinline__ void fj_folding_a19ff8742af17748_elem(fj_f16 v0h, int v1, fj_f16& o_v3, fj_f16& o_v5, int& o_v7, float& o_v10) {
+static __device__ __forceinline__ void fj_folding_7681168080ad0f82_elem(fj_f16 v0h, int v1, fj_f16& o_v3, fj_f16& o_v5, int& o_v7, float& o_v10) {
   const float v0 = fj_load(v0h);
   const fj_f16 v2h = {(unsigned short)0x7c00u};  // v2 = const inf : f16  [folding.graph:5]
   const fj_f16 v4h = {(unsigned short)0x3555u};  // v4 = const 0.333251953125 : f16  [folding.graph:6]
@@ -16,7 +16,7 @@ static __device__ __forceinline__ void fj_folding_a19ff8742af17748_elem(fj_f16 v
   o_v7 = v7;
   o_v10 = v10;
 }
-extern "C" __global__ void fj_folding_a19ff8742af17748(
+extern "C" __global__ void fj_folding_7681168080ad0f82(
     const fj_f16* __restrict__ in_v0,
     const int* __restrict__ in_v1,
     fj_f16* __restrict__ out_v3,
@@ -44,7 +44,7 @@ extern "C" __global__ void fj_folding_a19ff8742af17748(
         fj_f16 r_v5;
         int r_v7;
         float r_v10;
-        fj_folding_a19ff8742af17748_elem(x_v0.v[j], x_v1.v[j], r_v3, r_v5, r_v7, r_v10);
+        fj_folding_7681168080ad0f82_elem(x_v0.v[j], x_v1.v[j], r_v3, r_v5, r_v7, r_v10);
         y_v3.v[j] = r_v3;
         y_v5.v[j] = r_v5;
         y_v7.v[j] = r_v7;
@@ -62,7 +62,7 @@ extern "C" __global__ void fj_folding_a19ff8742af17748(
     fj_f16 r_v5;
     int r_v7;
     float r_v10;
-    fj_folding_a19ff8742af17748_elem(in_v0[i], in_v1[i], r_v3, r_v5, r_v7, r_v10);
+    fj_folding_7681168080ad0f82_elem(in_v0[i], in_v1[i], r_v3, r_v5, r_v7, r_v10);
     out_v3[i] = r_v3;
     out_v5[i] = r_v5;
     out_v7[i] = r_v7;

@@ -1,6 +1,6 @@
 // Fusion group: 9 op(s), iteration space [T, F], 32-bit index math, 8-wide vector path.
 // Layout: r2 i32 in:[0,1)[1,2):C,S01,S01. Outputs: v11 (y), v13 (z), v14 (w).
-static __device__ __forceinline__ void fj_half_gelu_ce07840041a4d4d4_elem(fj_f16 v0h, fj_f16 v1h, fj_bf16 v2h, fj_f16& o_v11, fj_bf16& o_v13, float& o_v14) {
+static __device__ __forceinline__ void fj_half_gelu_1af7122cc3eb4503_elem(fj_f16 v0h, fj_f16 v1h, fj_bf16 v2h, fj_f16& o_v11, fj_bf16& o_v13, float& o_v14) {
   const fj_f16 v4h = {(unsigned short)0x3800u};  // v4 = const 0.5 : f16  [half_gelu.graph:9]
   const fj_f16 v6h = {(unsigned short)0x39a8u};  // v6 = const 0.70703125 : f16  [half_gelu.graph:9]
   const fj_f16 v9h = {(unsigned short)0x3c00u};  // v9 = const 1.0 : f16  [half_gelu.graph:9]
@@ -20,7 +20,7 @@ static __device__ __forceinline__ void fj_half_gelu_ce07840041a4d4d4_elem(fj_f16
   o_v13 = v13h;
   o_v14 = v14;
 }
-extern "C" __global__ void fj_half_gelu_ce07840041a4d4d4(
+extern "C" __global__ void fj_half_gelu_1af7122cc3eb4503(
     const fj_f16* __restrict__ in_v0,
     const fj_f16* __restrict__ in_v1,
     const fj_bf16* __restrict__ in_v2,
@@ -59,7 +59,7 @@ extern "C" __global__ void fj_half_gelu_ce07840041a4d4d4(
         fj_f16 r_v11;
         fj_bf16 r_v13;
         float r_v14;
-        fj_half_gelu_ce07840041a4d4d4_elem(x_v0.v[j], x_v1.v[j], x_v2.v[j], r_v11, r_v13, r_v14);
+        fj_half_gelu_1af7122cc3eb4503_elem(x_v0.v[j], x_v1.v[j], x_v2.v[j], r_v11, r_v13, r_v14);
         y_v11.v[j] = r_v11;
         y_v13.v[j] = r_v13;
         y_v14.v[j] = r_v14;
@@ -81,7 +81,7 @@ extern "C" __global__ void fj_half_gelu_ce07840041a4d4d4(
     fj_f16 r_v11;
     fj_bf16 r_v13;
     float r_v14;
-    fj_half_gelu_ce07840041a4d4d4_elem(in_v0[i], in_v1[off_v1], in_v2[off_v2], r_v11, r_v13, r_v14);
+    fj_half_gelu_1af7122cc3eb4503_elem(in_v0[i], in_v1[off_v1], in_v2[off_v2], r_v11, r_v13, r_v14);
     out_v11[i] = r_v11;
     out_v13[i] = r_v13;
     out_v14[i] = r_v14;

@@ -1,6 +1,6 @@
 // Fusion group: 12 op(s), iteration space [8, 4], 32-bit index math, 8-wide vector path.
 // Layout: r1 i32 in:[0,2):C,C. Outputs: v3 (a), v9 (c), v11 (d), v15 (f), v16 (g).
-static __device__ __forceinline__ void fj_identities_ad5277e3380c7786_elem(float v0, fj_f16 v1h, float& o_v3, float& o_v9, float& o_v11, fj_f16& o_v15, float& o_v16) {
+static __device__ __forceinline__ void fj_identities_38afdc2718a23519_elem(float v0, fj_f16 v1h, float& o_v3, float& o_v9, float& o_v11, fj_f16& o_v15, float& o_v16) {
   const float v4 = 0x0p+0f;  // v4 = const 0.0 : f32  [identities.graph:7]
   const fj_f16 v12h = {(unsigned short)0x3400u};  // v12 = const 0.25 : f16  [identities.graph:12]
   const float v3 = fj_add(v0, v0);  // v3 (a) = add(v0, v0) : f32  [identities.graph:7]
@@ -21,7 +21,7 @@ static __device__ __forceinline__ void fj_identities_ad5277e3380c7786_elem(float
   o_v15 = v15h;
   o_v16 = v16;
 }
-extern "C" __global__ void fj_identities_ad5277e3380c7786(
+extern "C" __global__ void fj_identities_38afdc2718a23519(
     const float* __restrict__ in_v0,
     const fj_f16* __restrict__ in_v1,
     float* __restrict__ out_v3,
@@ -52,7 +52,7 @@ extern "C" __global__ void fj_identities_ad5277e3380c7786(
         float r_v11;
         fj_f16 r_v15;
         float r_v16;
-        fj_identities_ad5277e3380c7786_elem(x_v0.v[j], x_v1.v[j], r_v3, r_v9, r_v11, r_v15, r_v16);
+        fj_identities_38afdc2718a23519_elem(x_v0.v[j], x_v1.v[j], r_v3, r_v9, r_v11, r_v15, r_v16);
         y_v3.v[j] = r_v3;
         y_v9.v[j] = r_v9;
         y_v11.v[j] = r_v11;
@@ -73,7 +73,7 @@ extern "C" __global__ void fj_identities_ad5277e3380c7786(
     float r_v11;
     fj_f16 r_v15;
     float r_v16;
-    fj_identities_ad5277e3380c7786_elem(in_v0[i], in_v1[i], r_v3, r_v9, r_v11, r_v15, r_v16);
+    fj_identities_38afdc2718a23519_elem(in_v0[i], in_v1[i], r_v3, r_v9, r_v11, r_v15, r_v16);
     out_v3[i] = r_v3;
     out_v9[i] = r_v9;
     out_v11[i] = r_v11;

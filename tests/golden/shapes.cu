@@ -1,12 +1,12 @@
 // Fusion group: 2 op(s), iteration space [8], 32-bit index math, 4-wide vector path.
 // Layout: r1 i32 in:[0,1):C. Outputs: v4 (sc).
-static __device__ __forceinline__ void fj_shapes_7b3ef8c888b1b81d_elem(float v1, float& o_v4) {
+static __device__ __forceinline__ void fj_shapes_891dddd899d54e94_elem(float v1, float& o_v4) {
   const float v3 = 0x1p-1f;  // v3 = const 0.5 : f32  [shapes.graph:6]
   const float v2 = fj_exp(v1);  // v2 = exp(v1) : f32  [shapes.graph:6]
   const float v4 = fj_mul(v2, v3);  // v4 (sc) = mul(v2, v3) : f32  [shapes.graph:6]
   o_v4 = v4;
 }
-extern "C" __global__ void fj_shapes_7b3ef8c888b1b81d(
+extern "C" __global__ void fj_shapes_891dddd899d54e94(
     const float* __restrict__ in_v1,
     float* __restrict__ out_v4,
     unsigned int n,
@@ -23,7 +23,7 @@ extern "C" __global__ void fj_shapes_7b3ef8c888b1b81d(
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         float r_v4;
-        fj_shapes_7b3ef8c888b1b81d_elem(x_v1.v[j], r_v4);
+        fj_shapes_891dddd899d54e94_elem(x_v1.v[j], r_v4);
         y_v4.v[j] = r_v4;
       }
       fj_vstore<float, 4>(out_v4 + i, y_v4);
@@ -32,20 +32,20 @@ extern "C" __global__ void fj_shapes_7b3ef8c888b1b81d(
   }
   for (unsigned int i = start + tid; i < n; i += nthreads) {
     float r_v4;
-    fj_shapes_7b3ef8c888b1b81d_elem(in_v1[i], r_v4);
+    fj_shapes_891dddd899d54e94_elem(in_v1[i], r_v4);
     out_v4[i] = r_v4;
   }
 }
 
 // Fusion group: 2 op(s), iteration space [16, 8], 32-bit index math, 4-wide vector path.
 // Layout: r2 i32 in:[0,1)[1,2):C,S01. Outputs: v7 (y).
-static __device__ __forceinline__ void fj_shapes_f8a1080a3f7eb556_elem(float v0, float v4, float& o_v7) {
+static __device__ __forceinline__ void fj_shapes_fa1b8d8fad895402_elem(float v0, float v4, float& o_v7) {
   const float v6 = 0x1p+0f;  // v6 = const 1.0 : f32  [shapes.graph:7]
   const float v5 = fj_mul(v0, v4);  // v5 = mul(v0, v4) : f32  [shapes.graph:7]
   const float v7 = fj_add(v5, v6);  // v7 (y) = add(v5, v6) : f32  [shapes.graph:7]
   o_v7 = v7;
 }
-extern "C" __global__ void fj_shapes_f8a1080a3f7eb556(
+extern "C" __global__ void fj_shapes_fa1b8d8fad895402(
     const float* __restrict__ in_v0,
     const float* __restrict__ in_v4,
     float* __restrict__ out_v7,
@@ -74,7 +74,7 @@ extern "C" __global__ void fj_shapes_f8a1080a3f7eb556(
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         float r_v7;
-        fj_shapes_f8a1080a3f7eb556_elem(x_v0.v[j], x_v4.v[j], r_v7);
+        fj_shapes_fa1b8d8fad895402_elem(x_v0.v[j], x_v4.v[j], r_v7);
         y_v7.v[j] = r_v7;
       }
       fj_vstore<float, 4>(out_v7 + i, y_v7);
@@ -89,7 +89,7 @@ extern "C" __global__ void fj_shapes_f8a1080a3f7eb556(
     const unsigned int c0 = rem;
     const unsigned int off_v4 = c1 * st_v4_1;
     float r_v7;
-    fj_shapes_f8a1080a3f7eb556_elem(in_v0[i], in_v4[off_v4], r_v7);
+    fj_shapes_fa1b8d8fad895402_elem(in_v0[i], in_v4[off_v4], r_v7);
     out_v7[i] = r_v7;
   }
 }

@@ -1,11 +1,11 @@
 // Fusion group: 1 op(s), iteration space [N], 32-bit index math, 4-wide vector path.
 // Layout: r1 i32 in:[0,1):C. Outputs: v2 (z).
-static __device__ __forceinline__ void fj_x2x3_534d14b24fa2cf8e_elem(float v0, float& o_v2) {
+static __device__ __forceinline__ void fj_x2x3_2af8c0a5d1872973_elem(float v0, float& o_v2) {
   const float v1 = 0x1.8p+2f;  // v1 = const 6.0 : f32  [x2x3.graph:6]
   const float v2 = fj_mul(v0, v1);  // v2 (z) = mul(v0, v1) : f32  [x2x3.graph:6]
   o_v2 = v2;
 }
-extern "C" __global__ void fj_x2x3_534d14b24fa2cf8e(
+extern "C" __global__ void fj_x2x3_2af8c0a5d1872973(
     const float* __restrict__ in_v0,
     float* __restrict__ out_v2,
     unsigned int n,
@@ -22,7 +22,7 @@ extern "C" __global__ void fj_x2x3_534d14b24fa2cf8e(
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         float r_v2;
-        fj_x2x3_534d14b24fa2cf8e_elem(x_v0.v[j], r_v2);
+        fj_x2x3_2af8c0a5d1872973_elem(x_v0.v[j], r_v2);
         y_v2.v[j] = r_v2;
       }
       fj_vstore<float, 4>(out_v2 + i, y_v2);
@@ -31,7 +31,7 @@ extern "C" __global__ void fj_x2x3_534d14b24fa2cf8e(
   }
   for (unsigned int i = start + tid; i < n; i += nthreads) {
     float r_v2;
-    fj_x2x3_534d14b24fa2cf8e_elem(in_v0[i], r_v2);
+    fj_x2x3_2af8c0a5d1872973_elem(in_v0[i], r_v2);
     out_v2[i] = r_v2;
   }
 }
