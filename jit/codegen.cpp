@@ -15,6 +15,7 @@
 
 #include "ir/printer.h"
 #include "ir/scalar/fj_scalar.h"
+#include "jit/source_key.h"
 
 namespace fusejit::jit {
 
@@ -109,7 +110,7 @@ class Naming {
     std::string file = g_.file;
     if (auto p = file.find_last_of('/'); p != std::string::npos) file = file.substr(p + 1);
     if (file.empty()) file = g_.name.empty() ? "graph" : g_.name;
-    return fmt::format("  [{}:{}]", file, n.loc.line);
+    return location_comment(file, n.loc.line);
   }
   std::string label(ir::NodeId id) {
     const ir::Node& n = g_.node(id);
@@ -655,9 +656,11 @@ std::string kernel_header(KernelGen& k) {
 
 // Stage 5: names the kernel after its text (64 bits of XXH3: names stand for kernels, unfused
 // nodes share them, caches key on them, and 32 bits collide among tens of thousands of kernels)
-// and puts the name in place of @NAME@.
+// and puts the name in place of @NAME@. Location comments are left out of the hash so that the
+// graph file's name and line numbers change no kernel name (jit/source_key.h).
 void finish(GeneratedKernel& out, const std::string& graph_name, const std::string& text) {
-  const uint64_t h = XXH3_64bits(text.data(), text.size());
+  const std::string keyed = without_location_comments(text);
+  const uint64_t h = XXH3_64bits(keyed.data(), keyed.size());
   out.name = fmt::format("fj_{}_{:016x}", sanitize(graph_name), h);
   std::string src;
   for (size_t p = 0;;) {

@@ -28,35 +28,14 @@ CacheOutcome outcome_of(jit::CacheOutcome o) {
   return CacheOutcome::Compiled;
 }
 
-jit::KernelCache& cache_for(const Options& o) {
-  if (o.cache_dir.empty() && o.disk_cache) {
-    static std::once_flag routed;  // the library never prints: route the cache's warnings
-    std::call_once(routed, [] { jit::KernelCache::global().set_warning_handler([](const std::string& m) { warn(m); }); });
-    return jit::KernelCache::global();
-  }
-  // A cache per distinct configuration, kept for the process (like the global one).
-  static std::mutex mu;
-  static std::vector<std::pair<std::string, std::unique_ptr<jit::KernelCache>>> caches;
-  std::string id = (o.disk_cache ? "disk:" : "nodisk:") + o.cache_dir;
-  std::lock_guard<std::mutex> lock(mu);
-  for (auto& [k, c] : caches)
-    if (k == id) return *c;
-  jit::CacheConfig cfg;
-  if (!o.cache_dir.empty()) cfg.dir = fs::path(o.cache_dir);
-  cfg.disk = o.disk_cache;
-  cfg.warn = [](const std::string& m) { warn(m); };
-  caches.emplace_back(id, std::make_unique<jit::KernelCache>(cfg));
-  return *caches.back().second;
-}
+// The process-wide cache of the folder the options name (jit/cache.h): GPU kernels and CPU host
+// modules of one folder share its disk store.
+jit::KernelCache& cache_for(const Options& o) { return jit::KernelCache::shared(o.cache_dir, o.disk_cache); }
 
-// Host modules stay loaded for the process once built, as GPU kernels stay in the kernel cache's
-// memory level: a later Program needing the same module finds it (a memory hit) even with the
-// disk cache off.
-void keep_loaded(const std::shared_ptr<jit::HostModule>& m) {
-  static std::mutex mu;
-  static std::vector<std::shared_ptr<jit::HostModule>> kept;
-  std::lock_guard lock(mu);
-  if (std::find(kept.begin(), kept.end(), m) == kept.end()) kept.push_back(m);
+// The library never prints: the disk store's warnings go to the warning handler.
+void route_cache_warnings() {
+  static std::once_flag routed;
+  std::call_once(routed, [] { jit::set_cache_warning_handler([](const std::string& m) { warn(m); }); });
 }
 
 // ---- Options --------------------------------------------------------------------------------
@@ -113,7 +92,6 @@ std::vector<std::shared_ptr<Program::Impl::Variant>> build_cpu_variants(
   jit::compile_cpu_programs(progs, ho);
   for (size_t k = 0; k < paths.size(); ++k) {
     Program::Impl::Variant& var = *out[k];
-    if (var.cpu->module) keep_loaded(var.cpu->module);
     const jit::HostCompileResult& c = var.cpu->compile;
     const CacheOutcome outcome =
         c.memory_hit ? CacheOutcome::MemoryHit : c.disk_hit ? CacheOutcome::DiskHit : CacheOutcome::Compiled;
@@ -160,6 +138,7 @@ jit::CodegenOptions codegen_options(PlanKind kind, const Options& o, int variant
 std::shared_ptr<Program::Impl> rewrite_and_plan(const Graph& graph, const Options& options) {
   auto p = std::make_shared<Program::Impl>(graph);
   p->options = options;
+  route_cache_warnings();
   if (jit::cache_disabled_by_env()) p->options.disk_cache = false;
   const ir::Graph& g = graph.impl().graph;
   ir::RewriteOptions ro;

@@ -134,7 +134,9 @@ class Graph {
   /// Parses graph text (format: docs/graph-format.md). `file` names the text in diagnostics.
   /// Throws Error(User) with file:line:col on any malformed input.
   static Graph parse(std::string_view text, std::string_view file = "<string>", const DimValues& dims = {});
-  /// Reads and parses a graph file. Throws Error(User) if it cannot be read or parsed.
+  /// Reads and parses a graph file. Throws Error(User) if it cannot be read (missing, not a
+  /// regular file, e.g. a directory, FIFO or /dev/zero, or over 16 MiB: docs/graph-format.md)
+  /// or parsed.
   static Graph load(const std::string& path, const DimValues& dims = {});
 
   /// The same graph with other dim values. Throws Error(User) on an unknown dim, a negative value
