@@ -10,7 +10,9 @@
 // different shapes: one fused kernel each, no intermediates), each launched at fixed dims and
 // alternating between two dims sets (T = 64 and T = 1). Reported per launch and per kernel:
 // total host time, the driver's share (fake: the fake entry points timed alone; GPU: raw
-// cuLaunchKernel), fusejit's own (the difference), and allocations per launch.
+// cuLaunchKernel), fusejit's own (the difference), and allocations per launch. Times are medians
+// over batches of calls.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -24,26 +26,12 @@
 
 #include "jit/driver.h"
 #include "lib/program_impl.h"
+#include "tests/support/alloc_counter.h"
 #include "tests/support/fake_driver.h"
 
 namespace fj = fusejit;
 namespace jit = fusejit::jit;
 
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<long> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -91,7 +79,7 @@ void* device_alloc(bool gpu, size_t bytes) {
 Case make_case(const std::string& name, const fj::Graph& g, bool gpu) {
   fj::Options o;
   o.backend = fj::Backend::Cuda;
-  Case c{name, fj::Program::compile(g, o)};
+  Case c{name, fj::Program::compile(g, o), 0, {}, {}, {}, {}};
   // The program's context current on this thread, as the CUDA runtime leaves its primary context.
   const jit::DeviceContext& dc = *c.program.impl().device;
   jit::cu::Context cur = nullptr;
@@ -129,25 +117,28 @@ void sync(bool gpu) {
   d.check(d.api().cuStreamSynchronize(nullptr), "cuStreamSynchronize");
 }
 
-// Seconds per call of `f` over `iters` calls, in batches (the GPU's queue is drained between
-// batches, untimed), and the heap allocations made during the timed calls.
+// Seconds per call of `f`: the median over batches of the batch's mean (the machine may be shared:
+// the median keeps a batch that another process interrupted from counting), and the heap
+// allocations made during all timed calls. On the GPU the queue is drained between batches,
+// untimed.
 template <class F>
 std::pair<double, long> time_calls(int iters, bool gpu, F&& f) {
-  const int batch = gpu ? 256 : 4096;
-  double seconds = 0;
+  const int batch = gpu ? 256 : 2048;
+  std::vector<double> per_call;
   long allocs = 0;
   for (int done = 0; done < iters; done += batch) {
     const int n = std::min(batch, iters - done);
-    g_allocations = 0;
-    g_counting = true;
-    const auto t0 = Clock::now();
-    for (int i = 0; i < n; ++i) f(done + i);
-    seconds += std::chrono::duration<double>(Clock::now() - t0).count();
-    g_counting = false;
-    allocs += g_allocations.load();
+    double seconds = 0;
+    allocs += alloc_counter::during([&] {
+      const auto t0 = Clock::now();
+      for (int i = 0; i < n; ++i) f(done + i);
+      seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    });
+    per_call.push_back(seconds / n);
     sync(gpu);
   }
-  return {seconds / iters, allocs};
+  std::nth_element(per_call.begin(), per_call.begin() + static_cast<std::ptrdiff_t>(per_call.size() / 2), per_call.end());
+  return {per_call[per_call.size() / 2], allocs};
 }
 
 // The driver's share of one launch: cuCtxGetCurrent and one cuLaunchKernel per kernel, called

@@ -242,8 +242,7 @@ void GpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool str
   const GpuProgram* p = variants_[group.variant];
   FJ_CHECK(p != nullptr, "GpuKernelRunner: the kernel variant is not loaded");
   const GpuFunction& fn = p->function(group_index, strided);
-  const LaunchConfig cfg = choose_launch(dc_.info(), fn.block, fn.blocks_per_sm, group.n,
-                                         vector ? group.kernel->signature.vector_width : 1);
+  const LaunchConfig cfg = fn.config(group.n, vector ? group.kernel->signature.vector_width : 1);
   launch_kernel(dc_, fn, cfg, args, stream_);
 }
 

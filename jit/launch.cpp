@@ -149,18 +149,6 @@ std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g, const i
 
 namespace {
 
-// Per-thread scratch that keeps its capacity, so a warm launch allocates nothing.
-struct Scratch {
-  std::vector<uint64_t> slots;
-  std::vector<void*> ptrs;
-  std::vector<uint8_t> canonical_in, canonical_out;
-};
-
-Scratch& scratch() {
-  thread_local Scratch s;
-  return s;
-}
-
 // What a launch reads its tensors from.
 struct Tensors {
   std::span<const TensorArg> inputs, outputs;
@@ -230,13 +218,18 @@ bool fill_dynamic(const KernelSignature& sig, const std::vector<BufferRef>& ins,
 
 }  // namespace
 
+LaunchScratch& LaunchScratch::of_this_thread() {
+  thread_local LaunchScratch s;
+  return s;
+}
+
 LaunchStats launch_plan(const PlanBindings& b, const LaunchState& st, std::span<const TensorArg> inputs,
                         std::span<const TensorArg> outputs, std::span<const uint64_t> intermediates,
-                        std::span<const ir::Scalar> params, KernelRunner& runner, const LaunchOptions& o) {
+                        std::span<const ir::Scalar> params, KernelRunner& runner, const LaunchOptions& o,
+                        LaunchScratch& s) {
   FJ_CHECK(inputs.size() == st.input_shapes.size() && outputs.size() == st.output_shapes.size() &&
                intermediates.size() == st.intermediate_bytes.size(),
            "launch_plan: wrong number of tensors");
-  Scratch& s = scratch();
   s.canonical_in.resize(inputs.size());
   s.canonical_out.resize(outputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) s.canonical_in[i] = is_canonical(inputs[i].shape, inputs[i].strides);
@@ -277,28 +270,19 @@ LaunchStats launch_plan(const PlanBindings& b, const LaunchState& st, std::span<
 
 namespace {
 
-struct View {
-  const TensorArg* t;
-  ir::DType dtype;
-  std::string_view name;  // "input 'x'" parts
-  const char* role;
-  uint64_t begin = 0, end = 0;  // byte range [begin, end); empty for a tensor without elements
-};
-
-View view_of(const TensorArg& t, ir::DType dtype, std::string_view name, const char* role) {
-  View v{&t, dtype, name, role};
+// [begin, end) bytes a view spans; empty (0, 0) for a tensor without elements.
+std::pair<uint64_t, uint64_t> byte_range(const TensorArg& t, ir::DType dtype) {
   const int64_t span = view_span(t.shape, t.strides);
-  if (span >= 0) {
-    v.begin = t.addr;
-    v.end = t.addr + static_cast<uint64_t>((span + 1) * ir::dtype_size(dtype));
-  }
-  return v;
+  if (span < 0) return {0, 0};
+  return {t.addr, t.addr + static_cast<uint64_t>((span + 1) * ir::dtype_size(dtype))};
 }
 
-bool overlap(const View& a, const View& b) { return a.begin < a.end && b.begin < b.end && a.begin < b.end && b.begin < a.end; }
+bool overlap(std::pair<uint64_t, uint64_t> a, std::pair<uint64_t, uint64_t> b) {
+  return a.first < a.second && b.first < b.second && a.first < b.second && b.first < a.second;
+}
 
-std::string describe(const View& v) {
-  return fmt::format("{} '{}' (bytes [0x{:x}, 0x{:x}))", v.role, v.name, v.begin, v.end);
+std::string describe(const char* role, const std::string& name, std::pair<uint64_t, uint64_t> r) {
+  return fmt::format("{} '{}' (bytes [0x{:x}, 0x{:x}))", role, name, r.first, r.second);
 }
 
 // Two elements of the view at one address: a dim of size > 1 with stride 0, or strides that
@@ -330,43 +314,51 @@ bool same_view(const TensorArg& a, const TensorArg& b) {
   return true;
 }
 
-[[noreturn]] void refuse_in_place(const ir::Graph& g, const PlanBindings& b, const View& out, const View& in, size_t k,
-                                  size_t s) {
-  if (!same_view(*out.t, *in.t) || out.dtype != in.dtype)
+// The error for output k overlapping input s where it may not.
+[[noreturn]] void refuse_in_place(const ir::Graph& g, const PlanBindings& b, std::span<const TensorArg> inputs,
+                                  std::span<const TensorArg> outputs, size_t k, size_t s) {
+  const ir::Node& in = g.node(g.inputs[s]);
+  const ir::Node& out = g.node(g.outputs[k].node);
+  if (!same_view(outputs[k], inputs[s]) || out.dtype != in.dtype)
     throw ir::UserError(fmt::format("{} overlaps {}: an output may share memory with an input only as the same tensor "
                                     "(same address, dtype, shape and strides), updated in place",
-                                    describe(out), describe(in)));
-  const int32_t w = b.writer[k];
+                                    describe("output", g.outputs[k].name, byte_range(outputs[k], out.dtype)),
+                                    describe("input", in.name, byte_range(inputs[s], in.dtype))));
   throw ir::UserError(fmt::format("output '{}' is input '{}''s own buffer, but the plan reads '{}' in kernel {} of {} "
                                   "after writing '{}' in kernel {}: it cannot run in place; pass another output buffer",
-                                  g.outputs[k].name, in.name, in.name,
-                                  b.last_reader[s] + 1, b.group_inputs.size(), g.outputs[k].name, w + 1));
+                                  g.outputs[k].name, in.name, in.name, b.last_reader[s] + 1, b.group_inputs.size(),
+                                  g.outputs[k].name, b.writer[k] + 1));
 }
 
 }  // namespace
 
 void check_aliasing(const ir::Graph& g, const PlanBindings& b, std::span<const TensorArg> inputs,
-                    std::span<const TensorArg> outputs) {
+                    std::span<const TensorArg> outputs, LaunchScratch& sc) {
   FJ_CHECK(inputs.size() == g.inputs.size() && outputs.size() == g.outputs.size(), "check_aliasing: wrong counts");
+  sc.input_bytes.clear();
+  sc.output_bytes.clear();
+  for (size_t s = 0; s < inputs.size(); ++s) sc.input_bytes.push_back(byte_range(inputs[s], g.node(g.inputs[s]).dtype));
   const int32_t after_all = static_cast<int32_t>(b.group_inputs.size());
   for (size_t k = 0; k < outputs.size(); ++k) {
-    const View out = view_of(outputs[k], g.node(g.outputs[k].node).dtype, g.outputs[k].name, "output");
-    if (out.begin < out.end && self_overlapping(outputs[k]))
+    const std::pair<uint64_t, uint64_t> out = byte_range(outputs[k], g.node(g.outputs[k].node).dtype);
+    sc.output_bytes.push_back(out);
+    if (out.first < out.second && self_overlapping(outputs[k]))
       throw ir::UserError(fmt::format("output '{}' is a view whose elements overlap (a stride of 0, or strides that "
                                       "interleave): every output element needs its own memory",
                                       g.outputs[k].name));
     for (size_t s = 0; s < inputs.size(); ++s) {
-      const View in = view_of(inputs[s], g.node(g.inputs[s]).dtype, g.node(g.inputs[s]).name, "input");
-      if (!overlap(out, in)) continue;
+      if (!overlap(out, sc.input_bytes[s])) continue;
       const int32_t writes = b.writer[k] >= 0 ? b.writer[k] : after_all;  // a copy runs after every kernel
-      if (same_view(outputs[k], inputs[s]) && out.dtype == in.dtype && b.last_reader[s] <= writes) continue;
-      refuse_in_place(g, b, out, in, k, s);
+      if (same_view(outputs[k], inputs[s]) && g.node(g.outputs[k].node).dtype == g.node(g.inputs[s]).dtype &&
+          b.last_reader[s] <= writes)
+        continue;
+      refuse_in_place(g, b, inputs, outputs, k, s);
     }
-    for (size_t j = 0; j < k; ++j) {
-      const View other = view_of(outputs[j], g.node(g.outputs[j].node).dtype, g.outputs[j].name, "output");
-      if (overlap(out, other))
-        throw ir::UserError(fmt::format("{} overlaps {}: outputs must not share memory", describe(out), describe(other)));
-    }
+    for (size_t j = 0; j < k; ++j)
+      if (overlap(out, sc.output_bytes[j]))
+        throw ir::UserError(fmt::format("{} overlaps {}: outputs must not share memory",
+                                        describe("output", g.outputs[k].name, out),
+                                        describe("output", g.outputs[j].name, sc.output_bytes[j])));
   }
 }
 

@@ -109,6 +109,22 @@ class KernelRunner {
   virtual void copy(uint64_t dst, uint64_t src, size_t bytes) = 0;
 };
 
+// Per-thread buffers of the launch path (this file's and the library's), kept between calls so a
+// warm launch allocates nothing; one thread-local lookup per launch.
+struct LaunchScratch {
+  std::vector<uint64_t> slots;
+  std::vector<void*> ptrs;
+  std::vector<uint8_t> canonical_in, canonical_out;
+  std::vector<std::pair<uint64_t, uint64_t>> input_bytes;  // check_aliasing: [begin, end) per input
+  std::vector<std::pair<uint64_t, uint64_t>> output_bytes;
+  std::vector<int64_t> dims;                               // the library's: dims bound per launch
+  std::vector<ir::Scalar> params;
+  std::vector<TensorArg> inputs, outputs;
+  std::vector<uint64_t> host_intermediates;
+  std::vector<std::byte> host_arena;
+  static LaunchScratch& of_this_thread();
+};
+
 struct LaunchOptions {
   bool vector_path = true;     // false: vec_ok is always 0 (tests of the scalar loop)
   bool force_strided = false;  // true: every group runs its strided entry (tests of it)
@@ -131,7 +147,8 @@ struct LaunchStats {
 // an output that repeats another's value is strided (it is copied as bytes).
 LaunchStats launch_plan(const PlanBindings& bindings, const LaunchState& state, std::span<const TensorArg> inputs,
                         std::span<const TensorArg> outputs, std::span<const uint64_t> intermediates,
-                        std::span<const ir::Scalar> params, KernelRunner& runner, const LaunchOptions& options = {});
+                        std::span<const ir::Scalar> params, KernelRunner& runner, const LaunchOptions& options = {},
+                        LaunchScratch& scratch = LaunchScratch::of_this_thread());
 
 // Refuses outputs whose memory overlaps an input or another output (or itself: two elements at one
 // address), with one exception: an output may be exactly an input's buffer (same address, dtype,
@@ -140,6 +157,6 @@ LaunchStats launch_plan(const PlanBindings& bindings, const LaunchState& state, 
 // before the same thread writes it). Empty tensors never overlap. `element_bytes` per input/output.
 // Throws ir::UserError naming both tensors, e.g. "output 'y' overlaps input 'x' ...".
 void check_aliasing(const ir::Graph& g, const PlanBindings& bindings, std::span<const TensorArg> inputs,
-                    std::span<const TensorArg> outputs);
+                    std::span<const TensorArg> outputs, LaunchScratch& scratch = LaunchScratch::of_this_thread());
 
 }  // namespace fusejit::jit

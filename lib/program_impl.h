@@ -136,6 +136,7 @@ struct LaunchTensors {
 // shapes, strides and param values have been checked: looks up the dims entry, checks the output
 // shapes and aliasing, and launches on the backend (`stream`: GPU only).
 void launch_bound(const Program::Impl& impl, PlanKind kind, std::span<const int64_t> dims, const LaunchTensors& tensors,
-                  std::span<const ir::Scalar> params, void* stream, const jit::LaunchOptions& options = {});
+                  std::span<const ir::Scalar> params, void* stream, const jit::LaunchOptions& options = {},
+                  jit::LaunchScratch& scratch = jit::LaunchScratch::of_this_thread());
 
 }  // namespace fusejit

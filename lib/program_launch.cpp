@@ -16,20 +16,6 @@ using Impl = Program::Impl;
 
 namespace {
 
-// Per-thread buffers of the launch path, kept between calls.
-struct LaunchScratch {
-  std::vector<int64_t> dims;
-  std::vector<ir::Scalar> params;
-  std::vector<jit::TensorArg> in, out;
-  std::vector<uint64_t> host_inter;
-  std::vector<std::byte> host_arena;  // the CPU path's intermediates
-};
-
-LaunchScratch& scratch() {
-  thread_local LaunchScratch s;
-  return s;
-}
-
 uint64_t hash_dims(std::span<const int64_t> dims) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the values
   for (int64_t v : dims) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
@@ -190,58 +176,57 @@ LoadedRefs load_in_context(const Impl& p, const Impl::Path& path, jit::cu::Conte
 }
 
 void launch_gpu(const Impl& p, const Impl::Path& path, const jit::LaunchState& st, const LaunchTensors& t,
-                std::span<const ir::Scalar> params, void* stream, const jit::LaunchOptions& o) {
+                std::span<const ir::Scalar> params, void* stream, const jit::LaunchOptions& o, jit::LaunchScratch& sc) {
   const CurrentContext ctx(p);
   LoadedRefs r = find_loaded(path, ctx.get(), st.wide);
   if (!r.v0) r = load_in_context(p, path, ctx.get(), st.wide);
   const auto s = static_cast<jit::cu::Stream>(stream);
   jit::GpuKernelRunner runner(*r.dc, r.v0, r.v1, s);
   if (!t.intermediates.empty() || st.intermediate_bytes.empty()) {
-    jit::launch_plan(*path.bindings, st, t.inputs, t.outputs, t.intermediates, params, runner, o);
+    jit::launch_plan(*path.bindings, st, t.inputs, t.outputs, t.intermediates, params, runner, o, sc);
     return;
   }
   // Intermediates stream-ordered: allocated and freed on the caller's stream around the kernels.
   const jit::StreamScratch inter(*r.dc, path.bindings->intermediates, st.intermediate_bytes, s);
-  jit::launch_plan(*path.bindings, st, t.inputs, t.outputs, inter.addrs(), params, runner, o);
+  jit::launch_plan(*path.bindings, st, t.inputs, t.outputs, inter.addrs(), params, runner, o, sc);
 }
 
 // ---- The CPU -----------------------------------------------------------------------------------
 
 void launch_cpu(const Impl& p, const Impl::Path& path, const jit::LaunchState& st, const LaunchTensors& t,
-                std::span<const ir::Scalar> params, const jit::LaunchOptions& o) {
+                std::span<const ir::Scalar> params, const jit::LaunchOptions& o, jit::LaunchScratch& s) {
   const jit::CpuProgram* v0 = p.variant(path, 0).cpu.get();
   const jit::CpuProgram* v1 = st.wide ? p.variant(path, 1).cpu.get() : nullptr;
   jit::CpuKernelRunner runner(v0, v1);
   std::span<const uint64_t> inter = t.intermediates;
   if (inter.empty() && !st.intermediate_bytes.empty()) {
     // Per-thread host memory, 64-byte aligned slices (the vector path needs 16).
-    LaunchScratch& s = scratch();
     size_t total = 64;
     for (int64_t b : st.intermediate_bytes) total += (static_cast<size_t>(b) + 63) / 64 * 64;
     if (s.host_arena.size() < total) s.host_arena.resize(total);
     uint64_t at = (reinterpret_cast<uint64_t>(s.host_arena.data()) + 63) / 64 * 64;
-    s.host_inter.clear();
+    s.host_intermediates.clear();
     for (int64_t b : st.intermediate_bytes) {
-      s.host_inter.push_back(at);
+      s.host_intermediates.push_back(at);
       at += (static_cast<uint64_t>(b) + 63) / 64 * 64;
     }
-    inter = s.host_inter;
+    inter = s.host_intermediates;
   }
-  jit::launch_plan(*path.bindings, st, t.inputs, t.outputs, inter, params, runner, o);
+  jit::launch_plan(*path.bindings, st, t.inputs, t.outputs, inter, params, runner, o, s);
 }
 
 }  // namespace
 
 void launch_bound(const Impl& p, PlanKind kind, std::span<const int64_t> dims, const LaunchTensors& t,
-                  std::span<const ir::Scalar> params, void* stream, const jit::LaunchOptions& o) {
+                  std::span<const ir::Scalar> params, void* stream, const jit::LaunchOptions& o, jit::LaunchScratch& s) {
   const Impl::Path& path = p.path(kind);
   const DimsHit hit = dims_entry(p, path, dims);
-  if (hit.delegate) return launch_bound(*hit.delegate, kind, dims, t, params, stream, o);
+  if (hit.delegate) return launch_bound(*hit.delegate, kind, dims, t, params, stream, o, s);
   const jit::LaunchState& st = *hit.state;
   check_output_shapes(p.graph_of(kind), st, t.outputs);
-  jit::check_aliasing(p.graph_of(kind), *path.bindings, t.inputs, t.outputs);
-  if (p.backend == Backend::Cuda) launch_gpu(p, path, st, t, params, stream, o);
-  else launch_cpu(p, path, st, t, params, o);
+  jit::check_aliasing(p.graph_of(kind), *path.bindings, t.inputs, t.outputs, s);
+  if (p.backend == Backend::Cuda) launch_gpu(p, path, st, t, params, stream, o, s);
+  else launch_cpu(p, path, st, t, params, o, s);
 }
 
 // ---- The public launch calls -------------------------------------------------------------------
@@ -251,17 +236,17 @@ void Program::launch(std::span<const TensorRef> inputs, std::span<const TensorRe
   translate_errors([&] {
     const Impl& p = *impl_;
     const ir::Graph& g = p.graph.impl().graph;
-    LaunchScratch& s = scratch();
+    jit::LaunchScratch& s = jit::LaunchScratch::of_this_thread();
     check_counts(g, inputs.size(), outputs.size());
-    s.in.clear();
-    s.out.clear();
-    for (const TensorRef& r : inputs) s.in.push_back({reinterpret_cast<uint64_t>(r.data), r.shape, r.strides});
-    for (const TensorRef& r : outputs) s.out.push_back({reinterpret_cast<uint64_t>(r.data), r.shape, r.strides});
+    s.inputs.clear();
+    s.outputs.clear();
+    for (const TensorRef& r : inputs) s.inputs.push_back({reinterpret_cast<uint64_t>(r.data), r.shape, r.strides});
+    for (const TensorRef& r : outputs) s.outputs.push_back({reinterpret_cast<uint64_t>(r.data), r.shape, r.strides});
     bind_dims(g, inputs, s.dims);
     check_output_dtypes(g, outputs);
-    check_strides(g, s.in, s.out);
+    check_strides(g, s.inputs, s.outputs);
     const std::span<const ir::Scalar> pv = resolve_params_fast(p, params, s.params);
-    launch_bound(p, kind, s.dims, {s.in, s.out, {}}, pv, stream);
+    launch_bound(p, kind, s.dims, {s.inputs, s.outputs, {}}, pv, stream, {}, s);
   });
 }
 
@@ -280,17 +265,18 @@ void Program::launch(std::span<const void* const> inputs, std::span<void* const>
                           "the CPU (use launch() with TensorRefs to host memory, or run())");
     const ir::Graph& g = p.graph.impl().graph;
     check_counts(g, inputs.size(), outputs.size());
-    LaunchScratch& s = scratch();
+    jit::LaunchScratch& s = jit::LaunchScratch::of_this_thread();
     dims_from_values(g, dims, s.dims);
     const DimsHit hit = dims_entry(p, p.path(kind), s.dims);
     const jit::LaunchState& st = hit.state ? *hit.state : *dims_entry(*hit.delegate, hit.delegate->path(kind), s.dims).state;
-    s.in.clear();
-    s.out.clear();
-    for (size_t k = 0; k < inputs.size(); ++k) s.in.push_back({reinterpret_cast<uint64_t>(inputs[k]), st.input_shapes[k], {}});
+    s.inputs.clear();
+    s.outputs.clear();
+    for (size_t k = 0; k < inputs.size(); ++k)
+      s.inputs.push_back({reinterpret_cast<uint64_t>(inputs[k]), st.input_shapes[k], {}});
     for (size_t k = 0; k < outputs.size(); ++k)
-      s.out.push_back({reinterpret_cast<uint64_t>(outputs[k]), st.output_shapes[k], {}});
+      s.outputs.push_back({reinterpret_cast<uint64_t>(outputs[k]), st.output_shapes[k], {}});
     const std::span<const ir::Scalar> pv = resolve_params_fast(p, params, s.params);
-    launch_bound(p, kind, s.dims, {s.in, s.out, {}}, pv, stream);
+    launch_bound(p, kind, s.dims, {s.inputs, s.outputs, {}}, pv, stream, {}, s);
   });
 }
 

@@ -300,8 +300,10 @@ void fill_path(PathReport& p, const char* name, const std::vector<KernelInfo>& k
     p.bytes += k.read_bytes + k.write_bytes;
     switch (k.cache) {
       case CacheOutcome::MemoryHit: ++p.memory_hits; break;
-      case CacheOutcome::DiskHit: ++p.disk_hits; break;
+      case CacheOutcome::DiskHit:
+      case CacheOutcome::Loaded: ++p.disk_hits; break;  // a binary read from disk either way
       case CacheOutcome::Compiled: ++p.compiled; break;
+      case CacheOutcome::NotBuilt: break;               // run_graph builds both plans
     }
     p.compile_ms += k.compile_ms;
   }

@@ -81,6 +81,22 @@ TEST_CASE("launch configuration fills every SM and never exceeds the work") {
   c = choose_launch(huge, 1024, 32, int64_t{1} << 40, 1);
   CHECK(uint64_t{c.grid} * c.block < (uint64_t{1} << 31));
   CHECK(c.grid > 0);
+  // A loaded function's precomputed numbers (GpuFunction::config, what a launch uses) give
+  // choose_launch's answer for every size.
+  for (const DeviceInfo& dev : {d, huge})
+    for (int occ : {0, 7, 256, 768, 1024})
+      for (int per_sm : {1, 2, 32}) {
+        GpuFunction fn;
+        const LaunchConfig widest = choose_launch(dev, occ, per_sm, int64_t{1} << 62, 1);
+        fn.launch_block = widest.block;
+        fn.max_grid = widest.grid;
+        for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}, int64_t{715798}, int64_t{1} << 31, int64_t{1} << 40})
+          for (int vw : {1, 4, 16}) {
+            const LaunchConfig want = choose_launch(dev, occ, per_sm, n, vw), got = fn.config(n, vw);
+            CHECK(got.grid == want.grid);
+            CHECK(got.block == want.block);
+          }
+      }
 }
 
 TEST_CASE("buffer rotation, medians and bandwidth math") {

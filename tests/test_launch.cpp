@@ -21,43 +21,17 @@
 #include <fusejit/report.h>
 
 #include "jit/nvrtc.h"
+#include "tests/support/alloc_counter.h"
 #include "tests/support/fake_gpu.h"
 
 namespace fj = fusejit;
 namespace fs = std::filesystem;
 
-// ---- Counting heap allocations of this process -----------------------------------------------
-
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<long> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
 using fake_gpu::emulate;
 using fake_gpu::FakeGpu;
-
-// Allocations made while `f` runs.
-template <class F>
-long allocations_in(F&& f) {
-  g_allocations = 0;
-  g_counting = true;
-  f();
-  g_counting = false;
-  return g_allocations.load();
-}
 
 // Deterministic values in [lo, hi) (an LCG: the same on every machine).
 fj::HostTensor random_tensor(fj::DType dtype, std::vector<int64_t> shape, uint32_t seed, float lo = -4, float hi = 4) {
@@ -381,7 +355,7 @@ TEST_CASE("a warm launch issues only kernel launches and allocates nothing") {
   auto record = [&](auto&& f) {
     calls.clear();
     fake_cuda::st().record = true;
-    const long allocs = allocations_in(f);
+    const long allocs = alloc_counter::during(f);
     fake_cuda::st().record = false;
     return allocs;
   };
