@@ -53,7 +53,9 @@ PlanBindings::PlanBindings(const ir::Graph& g, const ir::Plan& plan)
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     const size_t id = static_cast<size_t>(g.outputs[k].node);
     FJ_CHECK(written_by[id] >= 0, fmt::format("PlanBindings: output '{}' is never written by the plan", g.outputs[k].name));
-    if (first_output[id] != static_cast<int32_t>(k)) copies.push_back({static_cast<int32_t>(k), first_output[id]});
+    if (first_output[id] != static_cast<int32_t>(k))
+      copies.push_back({static_cast<int32_t>(k), first_output[id], g.outputs[k].name,
+                        g.outputs[static_cast<size_t>(first_output[id])].name});
   }
 }
 
@@ -236,9 +238,9 @@ LaunchStats launch_plan(const PlanBindings& b, const LaunchState& st, std::span<
   for (size_t k = 0; k < outputs.size(); ++k) s.canonical_out[k] = is_canonical(outputs[k].shape, outputs[k].strides);
   for (const PlanBindings::Copy& c : b.copies)
     if (!s.canonical_out[static_cast<size_t>(c.output)] || !s.canonical_out[static_cast<size_t>(c.from_output)])
-      throw ir::UserError(fmt::format("output {} repeats output {}'s value and one of them is a strided view: pass "
-                                      "C-contiguous tensors for both (the value is copied as bytes)",
-                                      c.output, c.from_output));
+      throw ir::UserError(fmt::format("output '{}' repeats output '{}''s value and one of them is a strided view: "
+                                      "pass C-contiguous tensors for both (the value is copied as bytes)",
+                                      c.name, c.from_name));
   const Tensors t{inputs, outputs, intermediates, s.canonical_in, s.canonical_out};
   LaunchStats stats;
   for (size_t gi = 0; gi < st.groups.size(); ++gi) {

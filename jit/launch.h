@@ -41,6 +41,7 @@ struct PlanBindings {
   struct Copy {
     int32_t output = 0;
     int32_t from_output = 0;
+    std::string name, from_name;  // the outputs' names, for messages
   };
   std::vector<Copy> copies;
   std::vector<int32_t> last_reader;  // per graph input slot: the last group reading it, -1 if none

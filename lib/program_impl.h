@@ -124,6 +124,10 @@ struct DimsHit {
   std::shared_ptr<const Program::Impl> delegate;
 };
 DimsHit dims_entry(const Program::Impl& impl, const Program::Impl::Path& p, std::span<const int64_t> dims);
+// The program (this one, or the specialization it delegates to) and launch state that run plan
+// `kind` at `dims`.
+std::pair<const Program::Impl*, DimsHit> resolve_dims(const Program::Impl& impl, PlanKind kind,
+                                                      std::span<const int64_t> dims);
 
 // The tensors of one launch: the caller's inputs and outputs, and intermediate buffers the caller
 // provides (measure) or none (the launch finds its own).

@@ -110,6 +110,16 @@ DimsHit dims_entry(const Impl& p, const Impl::Path& path, std::span<const int64_
   return hit;
 }
 
+std::pair<const Impl*, DimsHit> resolve_dims(const Impl& p, PlanKind kind, std::span<const int64_t> dims) {
+  const Impl* impl = &p;
+  DimsHit hit = dims_entry(p, p.path(kind), dims);
+  while (hit.delegate) {
+    impl = hit.delegate.get();
+    hit = dims_entry(*impl, impl->path(kind), dims);
+  }
+  return {impl, hit};
+}
+
 namespace {
 
 // ---- The GPU -----------------------------------------------------------------------------------
@@ -267,8 +277,8 @@ void Program::launch(std::span<const void* const> inputs, std::span<void* const>
     check_counts(g, inputs.size(), outputs.size());
     jit::LaunchScratch& s = jit::LaunchScratch::of_this_thread();
     dims_from_values(g, dims, s.dims);
-    const DimsHit hit = dims_entry(p, p.path(kind), s.dims);
-    const jit::LaunchState& st = hit.state ? *hit.state : *dims_entry(*hit.delegate, hit.delegate->path(kind), s.dims).state;
+    const auto [runs, hit] = resolve_dims(p, kind, s.dims);  // `hit` keeps the state alive
+    const jit::LaunchState& st = *hit.state;
     s.inputs.clear();
     s.outputs.clear();
     for (size_t k = 0; k < inputs.size(); ++k)

@@ -39,17 +39,6 @@ HostResults alloc_results(const Impl& p, const Impl::Path& path, std::span<const
   return r;
 }
 
-// The plan and launch state that run these dims (following a specialization).
-std::pair<const Impl*, DimsHit> resolve(const Impl& p, PlanKind kind, std::span<const int64_t> dims) {
-  const Impl* impl = &p;
-  DimsHit hit = dims_entry(p, p.path(kind), dims);
-  while (hit.delegate) {
-    impl = hit.delegate.get();
-    hit = dims_entry(*impl, impl->path(kind), dims);
-  }
-  return {impl, hit};
-}
-
 std::vector<jit::TensorArg> args_of(std::span<const TensorView> views) {
   std::vector<jit::TensorArg> out;
   for (const TensorView& v : views) out.push_back({reinterpret_cast<uint64_t>(v.data.data()), v.shape, v.strides});
@@ -125,7 +114,7 @@ Measurement measure_any(const Impl& p0, std::span<const TensorView> inputs, cons
     check_view_data(g, inputs);
     check_strides(g, args_of(inputs), {});
     const std::vector<ir::Scalar> pv = resolve_params(g, params, p0.options.message_style);
-    const auto [pp, hit] = resolve(p0, kind, dims);
+    const auto [pp, hit] = resolve_dims(p0, kind, dims);
     const Impl& p = *pp;
     const Impl::Path& path = p.path(kind);
     HostResults r = alloc_results(p, path, dims, *hit.state, o.keep_intermediates);

@@ -20,6 +20,7 @@
 
 #include "jit/driver.h"
 #include "tests/support/fake_gpu.h"
+#include "tests/support/launch_data.h"
 
 namespace fj = fusejit;
 namespace jit = fusejit::jit;
@@ -47,6 +48,8 @@ struct SkipWithoutGpu {
     }
   }
 } g_skip;
+
+using launch_data::random_tensor;
 
 const jit::DriverApi& api() { return g_dc->api(); }
 void check(cu::Result r, const char* what) { g_dc->driver().check(r, what); }
@@ -80,18 +83,6 @@ fj::HostTensor download(const DevTensor& d, cu::Stream s = nullptr) {
   return t;
 }
 
-fj::HostTensor random_tensor(fj::DType dtype, std::vector<int64_t> shape, uint32_t seed, float lo = -4, float hi = 4) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  uint32_t s = seed * 2654435761u + 12345u;
-  for (float& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = lo + (hi - lo) * static_cast<float>(s >> 8) / 16777216.0f;
-  }
-  return fj::HostTensor::from_floats(dtype, std::move(shape), v);
-}
-
 fj::Program compile(const std::string& text) {
   fj::Options o;
   o.backend = fj::Backend::Cuda;
@@ -109,24 +100,7 @@ std::vector<std::shared_ptr<jit::HostModule>> emulate(const fj::Program& p) {
   return g_fake ? fake_gpu::emulate(p) : std::vector<std::shared_ptr<jit::HostModule>>{};
 }
 
-const char* kAdamW = R"(graph adamw_gpu
-dim N = 1000003
-input p : f32[N]
-input grad : f32[N]
-input m : f32[N]
-input v : f32[N]
-param lr : f32 = 0.001
-param beta1 : f32 = 0.9
-param beta2 : f32 = 0.999
-param eps : f32 = 1e-8
-param wd : f32 = 0.01
-param bc1 : f32 = 0.1
-param bc2 : f32 = 0.001
-m_out = beta1 * m + (1 - beta1) * grad
-v_out = beta2 * v + (1 - beta2) * grad * grad
-p_out = p * (1 - lr * wd) - lr * (m_out / bc1) / (sqrt(v_out / bc2) + eps)
-output p_out, m_out, v_out
-)";
+const std::string kAdamW = launch_data::adamw_graph(1000003);
 
 // A driver entry point the library does not use (CUDA graphs, contexts), from libcuda itself.
 template <class Fn>
@@ -151,8 +125,8 @@ TEST_CASE("AdamW in place on the GPU is bitwise identical to out of place, and t
   auto keep = emulate(prog);
   const fj::Program cpu = compile_cpu(kAdamW);
   const int64_t n = 1000003;
-  const fj::HostTensor hp = random_tensor(fj::DType::F32, {n}, 1), hg = random_tensor(fj::DType::F32, {n}, 2, -1, 1);
-  const fj::HostTensor hm = random_tensor(fj::DType::F32, {n}, 3, -0.1f, 0.1f), hv = random_tensor(fj::DType::F32, {n}, 4, 0, 1);
+  const launch_data::AdamInputs h = launch_data::adam_inputs(n);
+  const fj::HostTensor &hp = h.p, &hg = h.grad, &hm = h.m, &hv = h.v;
   const std::vector<fj::HostTensor> want = cpu.run({hp, hg, hm, hv});
   for (fj::PlanKind kind : {fj::PlanKind::Fused, fj::PlanKind::Unfused}) {
     CAPTURE(kind == fj::PlanKind::Fused ? "fused" : "unfused");

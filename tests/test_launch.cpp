@@ -23,6 +23,7 @@
 #include "jit/nvrtc.h"
 #include "tests/support/alloc_counter.h"
 #include "tests/support/fake_gpu.h"
+#include "tests/support/launch_data.h"
 
 namespace fj = fusejit;
 namespace fs = std::filesystem;
@@ -32,19 +33,9 @@ namespace {
 
 using fake_gpu::emulate;
 using fake_gpu::FakeGpu;
-
-// Deterministic values in [lo, hi) (an LCG: the same on every machine).
-fj::HostTensor random_tensor(fj::DType dtype, std::vector<int64_t> shape, uint32_t seed, float lo = -4, float hi = 4) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  uint32_t s = seed * 2654435761u + 12345u;
-  for (float& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = lo + (hi - lo) * static_cast<float>(s >> 8) / 16777216.0f;
-  }
-  return fj::HostTensor::from_floats(dtype, std::move(shape), v);
-}
+using launch_data::adam_inputs;
+using launch_data::AdamInputs;
+using launch_data::random_tensor;
 
 fj::Options cpu_options() {
   fj::Options o;
@@ -75,33 +66,7 @@ fj::TensorRef view(fj::HostTensor& t, int64_t offset, const std::vector<int64_t>
   return fj::TensorRef(t.data().data() + offset * static_cast<int64_t>(fj::dtype_size(t.dtype())), t.dtype(), shape, strides);
 }
 
-const char* kAdamW = R"(graph adamw
-dim N = 1003
-input p : f32[N]
-input grad : f32[N] range -1:1
-input m : f32[N] range -0.1:0.1
-input v : f32[N] range 0:1
-param lr : f32 = 0.001
-param beta1 : f32 = 0.9
-param beta2 : f32 = 0.999
-param eps : f32 = 1e-8
-param wd : f32 = 0.01
-param bc1 : f32 = 0.1
-param bc2 : f32 = 0.001
-m_out = beta1 * m + (1 - beta1) * grad
-v_out = beta2 * v + (1 - beta2) * grad * grad
-p_out = p * (1 - lr * wd) - lr * (m_out / bc1) / (sqrt(v_out / bc2) + eps)
-output p_out, m_out, v_out
-)";
-
-struct AdamInputs {
-  fj::HostTensor p, grad, m, v;
-};
-
-AdamInputs adam_inputs(int64_t n) {
-  return {random_tensor(fj::DType::F32, {n}, 1), random_tensor(fj::DType::F32, {n}, 2, -1, 1),
-          random_tensor(fj::DType::F32, {n}, 3, -0.1f, 0.1f), random_tensor(fj::DType::F32, {n}, 4, 0, 1)};
-}
+const std::string kAdamW = launch_data::adamw_graph(1003);
 
 // AdamW out of place (run) and in place (launch writing p, m and v over themselves) agree bit for bit.
 void check_adamw_in_place(const fj::Program& prog, fj::PlanKind kind) {
