@@ -124,6 +124,7 @@ void CpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool str
 }
 
 void CpuKernelRunner::copy(uint64_t dst, uint64_t src, size_t bytes) {
+  if (dst == src) return;
   std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
 }
 

@@ -20,10 +20,13 @@
 #include <fusejit/fusejit.h>
 #include <fusejit/report.h>
 
+#include "jit/cache.h"
 #include "jit/nvrtc.h"
 #include "tests/support/alloc_counter.h"
+#include "ir/parser.h"
 #include "tests/support/fake_gpu.h"
 #include "tests/support/launch_data.h"
+#include "tests/support/random_graph.h"
 
 namespace fj = fusejit;
 namespace fs = std::filesystem;
@@ -105,6 +108,27 @@ TEST_CASE("dims at launch: size-1 dims and the compiled dims reuse the compiled 
   CHECK(p.specializations().empty());  // nothing compiled after compile()
   REQUIRE(p.kernels(fj::PlanKind::Fused).size() == compiled.size());
   CHECK(p.kernels(fj::PlanKind::Fused)[0].name == compiled[0].name);
+}
+
+TEST_CASE("dims at launch on the GPU path: a size-1 dim, another, then the compiled dims compile nothing (counted)") {
+  FakeGpu gpu;
+  const std::string text =
+      "graph dims_gpu_once\ndim B = 2\ndim T = 8\ninput x : f32[B, T, 16]\ninput s : f32[B, 1, 16]\n"
+      "input bias : f32[16]\ny = x * s + bias\noutput y\n";
+  fj::Options o = gpu_options();
+  o.disk_cache = false;
+  const fj::Program p = fj::Program::compile(fj::Graph::parse(text), o);
+  auto keep = emulate(p);
+  const fj::Program cpu = fj::Program::compile(fj::Graph::parse(text), cpu_options());
+  fusejit::jit::KernelCache& cache = fusejit::jit::KernelCache::shared("", false);
+  const uint64_t compiles = cache.counters().compiles;  // NVRTC runs of this process so far
+  for (auto [b, t] : {std::pair<int64_t, int64_t>{2, 1}, {1, 8}, {2, 8}}) {
+    const fj::HostTensor x = random_tensor(fj::DType::F32, {b, t, 16}, 7), s = random_tensor(fj::DType::F32, {b, 1, 16}, 8);
+    const fj::HostTensor bias = random_tensor(fj::DType::F32, {16}, 9);
+    CHECK(p.run({x, s, bias})[0] == cpu.run({x, s, bias})[0]);
+  }
+  CHECK(cache.counters().compiles == compiles);
+  CHECK(p.specializations().empty());
 }
 
 TEST_CASE("dims at launch: a plan that changes where two named dims meet is compiled once for that pattern") {
@@ -299,6 +323,30 @@ TEST_CASE("fake GPU: strided views, in place and other dims through NVRTC-compil
   CHECK(prog.specializations().empty());
 }
 
+TEST_CASE("fake GPU: transposed and sliced inputs give the bits of their contiguous copies (NVRTC-compiled)") {
+  FakeGpu gpu;
+  const std::string text = "graph strided_gpu\ndim M = 37\ninput x : f32[M, 24]\ninput b : f32[24]\n"
+                           "y = x * b + x\noutput y\n";
+  const fj::Program p = fj::Program::compile(fj::Graph::parse(text), gpu_options());
+  auto keep = emulate(p);
+  const int64_t M = 37, N = 24;
+  const fj::HostTensor buf = random_tensor(fj::DType::F32, {N, M}, 5), wide = random_tensor(fj::DType::F32, {M, 2 * N}, 6);
+  const fj::HostTensor b = random_tensor(fj::DType::F32, {N}, 7);
+  fj::HostTensor xt(fj::DType::F32, {M, N}), xs(fj::DType::F32, {M, N});
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      xt.values<float>()[static_cast<size_t>(i * N + j)] = buf.values<float>()[static_cast<size_t>(j * M + i)];
+      xs.values<float>()[static_cast<size_t>(i * N + j)] = wide.values<float>()[static_cast<size_t>(i * 2 * N + 5 + j)];
+    }
+  const std::vector<int64_t> shape = {M, N}, t_strides = {1, M}, s_strides = {2 * N, 1};
+  const fj::TensorView transposed(fj::DType::F32, shape, buf.data(), t_strides);
+  const fj::TensorView sliced(fj::DType::F32, shape, wide.data().subspan(5 * 4), s_strides);
+  for (fj::PlanKind kind : {fj::PlanKind::Fused, fj::PlanKind::Unfused}) {
+    CHECK(p.run({transposed, b}, {}, kind)[0] == p.run({xt, b}, {}, kind)[0]);
+    CHECK(p.run({sliced, b}, {}, kind)[0] == p.run({xs, b}, {}, kind)[0]);
+  }
+}
+
 TEST_CASE("a warm launch issues only kernel launches and allocates nothing") {
   FakeGpu gpu;
   fake_cuda::st().keep_launches = false;
@@ -459,4 +507,54 @@ TEST_CASE("FUSEJIT_NVRTC hides NVRTC: compiling fails clearly, the CPU path runs
   CHECK(contains(out, "NVRTC, the CUDA toolkit's runtime compiler, is not available"));
   rc = std::system((pre + "run " + sample + " --dim N=64 --backend cpu > " + log + " 2>&1").c_str());
   CHECK(WEXITSTATUS(rc) == 0);
+}
+
+namespace {
+
+// Bytes of a kernel parameter list as the CUDA ABI lays it out (each argument at its own alignment).
+int64_t param_bytes(const fusejit::jit::KernelSignature& sig) {
+  int64_t at = 0;
+  for (const fusejit::jit::ArgSlot& a : sig.args) at = (at + a.bytes - 1) / a.bytes * a.bytes + a.bytes;
+  return at;
+}
+
+void check_param_bytes(const fusejit::ir::Graph& g, const fusejit::ir::Plan& plan, const std::string& label) {
+  for (const fusejit::ir::FusionGroup& grp : plan.groups) {
+    const fusejit::jit::GeneratedKernel k = fusejit::jit::generate_kernel(g, grp);
+    const int64_t bound = fusejit::ir::estimate_param_bytes(g, grp);
+    CAPTURE(label);
+    CHECK(param_bytes(k.signature) <= bound);
+    CHECK(param_bytes(k.strided_signature) <= bound);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("both entry points stay within the planner's kernel parameter bound") {
+  namespace ir = fusejit::ir;
+  for (const auto& e : fs::directory_iterator(fs::path(FUSEJIT_SOURCE_DIR) / "samples" / "graphs")) {
+    const ir::Graph g = ir::parse_graph_file(e.path().string());
+    check_param_bytes(g, ir::plan_fusion(g), e.path().filename().string());
+    check_param_bytes(g, ir::plan_unfused(g), e.path().filename().string());
+  }
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    fusejit::testing::RandomGraphOptions o;
+    o.seed = seed;
+    o.num_ops = 12;
+    const ir::Graph g = fusejit::testing::random_graph(o);
+    check_param_bytes(g, ir::plan_fusion(g), "random graph " + std::to_string(seed));
+  }
+  // 600 inputs: the planner splits the group so each kernel's strides still fit.
+  ir::GraphBuilder b("wide");
+  ir::Operand sum = ir::Operand::of(b.add_input("x0", ir::DType::F32, {{64, -1}, {8, -1}}));
+  for (int i = 1; i < 600; ++i) {
+    ir::Operand args[2] = {sum, ir::Operand::of(b.add_input("x" + std::to_string(i), ir::DType::F32, {{64, -1}, {8, -1}}))};
+    sum = b.apply(ir::Op::Add, args);
+  }
+  b.add_output("y", sum);
+  const ir::Graph g = b.finish();
+  const ir::Plan plan = ir::plan_fusion(g);
+  CHECK(plan.groups.size() > 1);
+  check_param_bytes(g, plan, "600 inputs");
+  for (const ir::FusionGroup& grp : plan.groups) CHECK(ir::estimate_param_bytes(g, grp) <= ir::kMaxKernelParamBytes);
 }
