@@ -2,7 +2,8 @@
 // packing, everything but the driver's launch calls; and heap allocations on that path, counted by
 // this program's operator new (not guessed).
 //
-//   bench_launch [--iters N] [--json]     on the fake driver of tests/support/fake_driver.h (no GPU)
+//   bench_launch [--iters N] [--only 1|8] [--json]
+//                                         on the fake driver of tests/support/fake_driver.h (no GPU)
 //   bench_launch --gpu [--iters N]        on the real driver, against raw cuLaunchKernel of the
 //                                         same kernels with pre-packed arguments
 //
@@ -41,6 +42,7 @@ struct Options {
   bool gpu = false;
   bool json = false;
   int iters = 200000;
+  int only = 0;  // 1 or 8: that program only
 };
 
 // One program and the tensors of its two dims sets, in memory of the backend.
@@ -210,8 +212,9 @@ Options parse(int argc, char** argv) {
     if (a == "--gpu") o.gpu = true;
     else if (a == "--json") o.json = true;
     else if (a == "--iters" && i + 1 < argc) o.iters = std::atoi(argv[++i]);
+    else if (a == "--only" && i + 1 < argc) o.only = std::atoi(argv[++i]);
     else {
-      std::printf("usage: bench_launch [--gpu] [--iters N] [--json]\n");
+      std::printf("usage: bench_launch [--gpu] [--iters N] [--only 1|8] [--json]\n");
       std::exit(a == "--help" || a == "-h" ? 0 : 2);
     }
   }
@@ -229,8 +232,8 @@ int main(int argc, char** argv) {
     }
     jit::Driver::get()->api();  // throws without a driver
     std::vector<Case> cases;
-    cases.push_back(make_case("1 kernel", one_kernel_graph(), o.gpu));
-    cases.push_back(make_case("8 kernels", eight_kernel_graph(), o.gpu));
+    if (o.only != 8) cases.push_back(make_case("1 kernel", one_kernel_graph(), o.gpu));
+    if (o.only != 1) cases.push_back(make_case("8 kernels", eight_kernel_graph(), o.gpu));
     std::vector<Row> rows;
     for (const Case& c : cases)
       for (bool alternate : {false, true}) rows.push_back(measure(c, alternate, o));
