@@ -63,7 +63,17 @@ std::shared_ptr<const Impl> specialization(const Impl& p, const DimValues& dims)
   o.backend = p.backend;
   o.dump_dir.clear();
   o.build_unfused = false;
-  const Program spec = Program::compile(p.graph.with_dims(dims), o);
+  const Program spec = [&] {
+    try {
+      return Program::compile(p.graph.with_dims(dims), o);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Compile) throw;
+      std::string named;
+      for (const auto& [name, v] : dims) named += (named.empty() ? "" : ", ") + name + " = " + std::to_string(v);
+      throw Error(ErrorKind::Compile, "the dims " + named + " need the graph planned and compiled again for their size-1 "
+                                      "dims (docs/api.md, \"What makes a new kernel\"): " + e.what());
+    }
+  }();
   std::lock_guard lock(p.spec_mu);
   for (const auto& [m, s] : p.specializations)
     if (m == mask) return s;  // another thread was first

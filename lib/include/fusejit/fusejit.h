@@ -259,7 +259,10 @@ enum class MessageStyle { Api, CommandLine };
 struct Options {
   std::string cache_dir;     ///< kernel cache folder; "" = $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME/fusejit, ~/.cache/fusejit
   bool disk_cache = true;    ///< false: in-memory cache only (FUSEJIT_DISABLE_CACHE=1 also disables it)
-  std::string dump_dir;      ///< "" = none; else every kernel's .cu (and .ptx/.cubin) plus index.json is written here
+  /// "" = none; else the folder `fusejit compile` writes (docs/aot.md) is written here at compile():
+  /// graph.txt, every kernel of both plans (so the unfused plan is compiled then too) as .cu and, on
+  /// the GPU, .cubin or .ptx, and index.json.
+  std::string dump_dir;
   /// "" = from the device; "sm_90" (CUBIN) or "compute_90" (PTX) overrides. Checked against what
   /// the linked NVRTC supports on every backend (Error(User) when it is invalid); on the CPU it
   /// then has no effect (a warning says so).
