@@ -270,6 +270,15 @@ void Program::launch(std::span<const TensorRef> inputs, std::span<const TensorRe
   });
 }
 
+std::vector<std::vector<int64_t>> Program::output_shapes(std::span<const TensorRef> inputs, PlanKind kind) const {
+  return translate_errors([&] {
+    std::vector<int64_t> dims;
+    bind_dims(impl_->graph.impl().graph, inputs, dims);
+    const auto [runs, hit] = resolve_dims(*impl_, kind, dims);
+    return hit.state->output_shapes;
+  });
+}
+
 void Program::launch(std::initializer_list<TensorRef> inputs, std::initializer_list<TensorRef> outputs,
                      const Params& params, void* stream, PlanKind kind) const {
   launch(std::span<const TensorRef>(inputs.begin(), inputs.size()), std::span<const TensorRef>(outputs.begin(), outputs.size()),

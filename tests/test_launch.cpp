@@ -106,6 +106,14 @@ TEST_CASE("dims at launch: size-1 dims and the compiled dims reuse the compiled 
     }
   }
   CHECK(p.specializations().empty());  // nothing compiled after compile()
+  // What a caller allocating the outputs asks first (data not needed).
+  const std::vector<int64_t> x_shape = {5, 3, 16}, s_shape = {5, 1, 16}, b_shape = {16};
+  const fj::TensorRef shapes_only[3] = {fj::TensorRef(nullptr, fj::DType::F32, x_shape),
+                                        fj::TensorRef(nullptr, fj::DType::F32, s_shape),
+                                        fj::TensorRef(nullptr, fj::DType::F32, b_shape)};
+  CHECK(p.output_shapes(shapes_only) == std::vector<std::vector<int64_t>>{{5, 3, 16}});
+  const fj::TensorRef wrong[3] = {shapes_only[0], fj::TensorRef(nullptr, fj::DType::F32, x_shape), shapes_only[2]};
+  CHECK(contains(error_of([&] { p.output_shapes(wrong); }), "input 's': expected f32[B=5, 1, 16], got f32[5, 3, 16]"));
   REQUIRE(p.kernels(fj::PlanKind::Fused).size() == compiled.size());
   CHECK(p.kernels(fj::PlanKind::Fused)[0].name == compiled[0].name);
 }

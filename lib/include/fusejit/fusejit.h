@@ -541,6 +541,13 @@ class Program {
   void launch(std::initializer_list<TensorRef> inputs, std::initializer_list<TensorRef> outputs,
               const Params& params = {}, void* stream = nullptr, PlanKind kind = PlanKind::Fused) const;
 
+  /// The shape of each graph output (declaration order; dtypes as graph().outputs()) that launch()
+  /// expects for inputs of these dtypes and shapes (only dtype and shape are read: data may be
+  /// null). Checks the inputs as launch() does (Error(User) naming the input). For a caller that
+  /// allocates the outputs, e.g. a Python binding; the first call at a new set of dim values makes
+  /// its launch state, as a launch would.
+  std::vector<std::vector<int64_t>> output_shapes(std::span<const TensorRef> inputs, PlanKind kind = PlanKind::Fused) const;
+
   /// launch() for C-contiguous device buffers at given dims: `inputs` one device pointer per graph
   /// input (declaration order), `outputs` one per output, sized for `dims` ({} = the compiled
   /// ones). Requires backend() == Cuda. Same rules and errors as launch() above.
