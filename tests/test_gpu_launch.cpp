@@ -222,7 +222,8 @@ TEST_CASE("a launch captured into a CUDA graph replays with the buffers' new con
   DevTensor dx = upload(x1), db = upload(b), dy = device_zeros(fj::DType::F32, {4096, 256});
   prog.launch({dx.ref(), db.ref()}, {dy.ref()}, {3.0}, s);  // the first launch in this context loads
   check(api().cuStreamSynchronize(s), "cuStreamSynchronize");
-  check(begin(s, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */), "cuStreamBeginCapture");
+  // Global mode, as torch.cuda.graph uses: any call unsafe during capture would fail it.
+  check(begin(s, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */), "cuStreamBeginCapture");
   prog.launch({dx.ref(), db.ref()}, {dy.ref()}, {3.0}, s);
   void* graph = nullptr;
   check(end(s, &graph), "cuStreamEndCapture");
