@@ -165,9 +165,14 @@ double raw_launch_seconds(const Case& c, int iters, bool gpu) {
     const jit::GroupLaunch& gl = hit.state->groups[gi];
     slots.push_back(gl.fast_args);
     const jit::KernelSignature& sig = gl.kernel->signature;
-    for (size_t k = 0; k < sig.args.size(); ++k)
-      if (sig.args[k].kind == jit::ArgKind::InputPtr || sig.args[k].kind == jit::ArgKind::OutputPtr)
-        slots.back()[k] = reinterpret_cast<uint64_t>(c.buffers[0]);
+    for (size_t k = 0; k < sig.args.size(); ++k) {  // the same tensors the launches use (no intermediates)
+      const jit::ArgSlot& a = sig.args[k];
+      if (a.kind != jit::ArgKind::InputPtr && a.kind != jit::ArgKind::OutputPtr) continue;
+      const bool in = a.kind == jit::ArgKind::InputPtr;
+      const jit::BufferRef r = (in ? path.bindings->group_inputs : path.bindings->group_outputs)[gi][static_cast<size_t>(a.index)];
+      const fj::TensorRef& t = (r.kind == jit::BufferRef::Kind::Input ? c.in : c.out)[0][static_cast<size_t>(r.index)];
+      slots.back()[k] = reinterpret_cast<uint64_t>(t.data);
+    }
     const jit::GpuFunction& fn = loaded->variants[0]->function(gi, false);
     cfgs.push_back(jit::choose_launch(loaded->dc->info(), fn.block, fn.blocks_per_sm, gl.n, 1));
   }
