@@ -79,7 +79,7 @@ Target parse_target(std::string_view text) {
 }
 
 ArchDecision choose_target(Arch device, std::span<const int> supported_in) {
-  if (supported_in.empty()) throw ir::UserError("the linked NVRTC reports no supported GPU architectures");
+  if (supported_in.empty()) throw ir::UserError("the loaded NVRTC reports no supported GPU architectures");
   std::vector<int> supported(supported_in.begin(), supported_in.end());
   std::sort(supported.begin(), supported.end());
   const int dev = device.number();

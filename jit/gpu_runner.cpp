@@ -232,7 +232,8 @@ void GpuProgram::enqueue(std::span<const cu::DevicePtr> inputs, std::span<const 
     launch_plan(*bindings_, *state_, in, out, inter, params, runner);
     return;
   }
-  const StreamScratch scratch(*dc_, bindings_->intermediates, state_->intermediate_bytes, stream);
+  std::vector<uint64_t> addrs;
+  const StreamScratch scratch(*dc_, bindings_->intermediates, state_->intermediate_bytes, stream, addrs);
   launch_plan(*bindings_, *state_, in, out, scratch.addrs(), params, runner);
 }
 
@@ -252,9 +253,9 @@ void GpuKernelRunner::copy(uint64_t dst, uint64_t src, size_t bytes) {
 }
 
 StreamScratch::StreamScratch(const DeviceContext& dc, std::span<const ir::NodeId> nodes, std::span<const int64_t> bytes,
-                             cu::Stream stream)
-    : dc_(dc), stream_(stream) {
-  addrs_.reserve(bytes.size());
+                             cu::Stream stream, std::vector<uint64_t>& addrs)
+    : dc_(dc), stream_(stream), addrs_(addrs) {
+  addrs_.clear();
   for (size_t i = 0; i < bytes.size(); ++i) {
     cu::DevicePtr p = 0;
     if (bytes[i] > 0) {

@@ -101,11 +101,12 @@ class GpuKernelRunner : public KernelRunner {
 
 // Allocates the intermediates of one run stream-ordered (cuMemAllocAsync) and frees them on the
 // stream when destroyed (after the run's kernels are enqueued). Throws DriverError(OutOfMemory)
-// naming the value. Used by launches that were given no intermediate buffers.
+// naming the value. Used by launches that were given no intermediate buffers. The addresses are
+// kept in `addrs` (the caller's, so its capacity is reused).
 class StreamScratch {
  public:
   StreamScratch(const DeviceContext& dc, std::span<const ir::NodeId> nodes, std::span<const int64_t> bytes,
-                cu::Stream stream);
+                cu::Stream stream, std::vector<uint64_t>& addrs);
   ~StreamScratch();
   StreamScratch(const StreamScratch&) = delete;
   StreamScratch& operator=(const StreamScratch&) = delete;
@@ -114,7 +115,7 @@ class StreamScratch {
  private:
   const DeviceContext& dc_;
   cu::Stream stream_;
-  std::vector<uint64_t> addrs_;
+  std::vector<uint64_t>& addrs_;
 };
 
 struct MeasureOptions {

@@ -121,7 +121,7 @@ struct LaunchScratch {
   std::vector<int64_t> dims;                               // the library's: dims bound per launch
   std::vector<ir::Scalar> params;
   std::vector<TensorArg> inputs, outputs;
-  std::vector<uint64_t> host_intermediates;
+  std::vector<uint64_t> host_intermediates, device_intermediates;
   std::vector<std::byte> host_arena;
   static LaunchScratch& of_this_thread();
 };

@@ -207,7 +207,7 @@ void launch_gpu(const Impl& p, const Impl::Path& path, const jit::LaunchState& s
     return;
   }
   // Intermediates stream-ordered: allocated and freed on the caller's stream around the kernels.
-  const jit::StreamScratch inter(*r.dc, path.bindings->intermediates, st.intermediate_bytes, s);
+  const jit::StreamScratch inter(*r.dc, path.bindings->intermediates, st.intermediate_bytes, s, sc.device_intermediates);
   jit::launch_plan(*path.bindings, st, t.inputs, t.outputs, inter.addrs(), params, runner, o, sc);
 }
 

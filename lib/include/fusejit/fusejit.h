@@ -264,7 +264,7 @@ struct Options {
   /// the GPU, .cubin or .ptx, and index.json.
   std::string dump_dir;
   /// "" = from the device; "sm_90" (CUBIN) or "compute_90" (PTX) overrides. Checked against what
-  /// the linked NVRTC supports on every backend (Error(User) when it is invalid); on the CPU it
+  /// NVRTC supports on every backend (Error(User) when it is invalid); on the CPU it
   /// then has no effect (a warning says so).
   std::string arch;
   bool fast_math = false;    ///< allow value-changing rewrites, FMA contraction, f32 intermediates for halves
@@ -494,8 +494,9 @@ class Program {
   /// naming the kernel and what to install when it is missing). `options` supplies device, cache,
   /// message style and warnings; the target, fast-math mode and NVRTC options come from the
   /// folder. KernelInfo::cache is CacheOutcome::Loaded. Throws Error(User) for a missing or
-  /// malformed folder, one written by another fusejit version (its kernels' names differ from
-  /// what this one generates), Error(Driver) with no usable GPU or a binary for another GPU.
+  /// malformed folder, one written by another code generator version or whose kernels' argument
+  /// lists differ from what this fusejit generates for its graph, Error(Driver) with no usable GPU
+  /// or a binary for another GPU.
   static Program load(const std::string& dir, const Options& options = {});
 
   Backend backend() const;               ///< Cuda or Cpu, as decided at compile time
