@@ -142,6 +142,10 @@ void check_output_shapes(const ir::Graph& g, const jit::LaunchState& st, std::sp
 
 void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, std::span<const jit::TensorArg> outputs) {
   auto check = [&](const jit::TensorArg& t, const char* role, const std::string& name) {
+    if (t.addr == 0 && jit::view_span(t.shape, t.strides) >= 0)
+      throw ir::UserError(fmt::format("{} '{}': a null data pointer for a tensor of shape {} (only a tensor with no "
+                                      "elements may have none)",
+                                      role, name, shape_text(t.shape)));
     if (t.strides.empty()) return;
     bool ok = t.strides.size() == t.shape.size();
     for (size_t d = 0; ok && d < t.strides.size(); ++d) ok = t.strides[d] >= 0;

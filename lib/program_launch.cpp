@@ -304,6 +304,7 @@ void Program::launch(std::span<const void* const> inputs, std::span<void* const>
       s.inputs.push_back({reinterpret_cast<uint64_t>(inputs[k]), st.input_shapes[k], {}});
     for (size_t k = 0; k < outputs.size(); ++k)
       s.outputs.push_back({reinterpret_cast<uint64_t>(outputs[k]), st.output_shapes[k], {}});
+    check_strides(g, s.inputs, s.outputs);  // no null pointer for a tensor with elements
     const std::span<const ir::Scalar> pv = resolve_params_fast(p, params, s.params);
     launch_bound(p, kind, s.dims, {s.inputs, s.outputs, {}}, pv, stream, {}, s);
   });

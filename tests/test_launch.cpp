@@ -220,6 +220,9 @@ TEST_CASE("overlaps other than in place are refused, naming both tensors") {
   // An expanded output: every element at one address.
   e = error_of([&] { prog.launch({a.p, a.grad, a.m, a.v}, {view(big, 0, n, zero), a.m, a.v}); });
   CHECK(contains(e, "output 'p_out' is a view whose elements overlap"));
+  // No data for a tensor with elements.
+  e = error_of([&] { prog.launch({fj::TensorRef(nullptr, fj::DType::F32, n), a.grad, a.m, a.v}, {a.p, a.m, a.v}); });
+  CHECK(contains(e, "input 'p': a null data pointer for a tensor of shape [1003]"));
   // A negative stride.
   e = error_of([&] { prog.launch({view(big, 1002, n, {-1}), a.grad, a.m, a.v}, {a.p, a.m, a.v}); });
   CHECK(contains(e, "input 'p': strides [-1]"));
