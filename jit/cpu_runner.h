@@ -72,7 +72,7 @@ struct CpuRunOptions {
   LaunchShape launch;        // default: one block of one thread
   bool vector_path = true;   // false: clear vec_ok so only the scalar loop runs (tests)
   // true: every graph input is read from a copy that starts one element past a 16-byte boundary,
-  // as a sub-tensor view would, so pack_args sees a misaligned pointer and clears vec_ok for
+  // as a sub-tensor view would, so launch_plan sees a misaligned pointer and clears vec_ok for
   // every kernel reading a graph input (tests of the runtime alignment check).
   bool misalign_inputs = false;
   bool force_strided = false;  // true: every kernel runs its strided entry (tests of it)
