@@ -252,18 +252,18 @@ int vector_width(const KernelGen& k) {
   return v;
 }
 
-// Stage 2: the kernel's parameter list, in the order of jit/kernel_abi.h.
-KernelSignature signature(KernelGen& k) {
+// The parameters both entry points start with: pointers, params and n (jit/kernel_abi.h).
+KernelSignature common_signature(KernelGen& k) {
   KernelSignature sig;
   sig.layout = k.layout;
-  sig.vector_width = k.V;
   const ir::FusionGroup& grp = k.group;
+  // No __restrict__: an output may be the same buffer as an input (in place).
   for (size_t i = 0; i < grp.inputs.size(); ++i)
     sig.args.push_back({ArgKind::InputPtr, static_cast<int>(i), -1, -1, k.dtype(grp.inputs[i]), 8,
-                        "in_" + k.nm.v(grp.inputs[i]), fmt::format("const {}* __restrict__", k.storage(grp.inputs[i]))});
+                        "in_" + k.nm.v(grp.inputs[i]), fmt::format("const {}*", k.storage(grp.inputs[i]))});
   for (size_t i = 0; i < grp.outputs.size(); ++i)
     sig.args.push_back({ArgKind::OutputPtr, static_cast<int>(i), -1, -1, k.dtype(grp.outputs[i]), 8,
-                        "out_" + k.nm.v(grp.outputs[i]), fmt::format("{}* __restrict__", k.storage(grp.outputs[i]))});
+                        "out_" + k.nm.v(grp.outputs[i]), fmt::format("{}*", k.storage(grp.outputs[i]))});
   for (size_t i = 0; i < grp.params.size(); ++i) {
     const ir::Node& nd = k.g.node(grp.params[i]);
     FJ_CHECK(nd.op == ir::Op::Param, "codegen: group param is not a Param node");
@@ -272,6 +272,14 @@ KernelSignature signature(KernelGen& k) {
                         compute_ctype(nd.dtype)});
   }
   sig.args.push_back({ArgKind::NumElements, -1, -1, -1, ir::DType::I64, k.idx_bytes, "n", k.idx});
+  return sig;
+}
+
+// Stage 2: the fast entry's parameter list, in the order of jit/kernel_abi.h.
+KernelSignature signature(KernelGen& k) {
+  KernelSignature sig = common_signature(k);
+  sig.vector_width = k.V;
+  const ir::FusionGroup& grp = k.group;
   if (!k.all_flat) {
     for (size_t c = 1; c < k.rank; ++c) {
       sig.args.push_back({ArgKind::DimSize, static_cast<int>(c), -1, -1, ir::DType::I64, k.idx_bytes,
@@ -292,6 +300,35 @@ KernelSignature signature(KernelGen& k) {
     }
   }
   if (k.V > 1) sig.args.push_back({ArgKind::VecFlag, -1, -1, -1, ir::DType::I32, 4, "vec_ok", "int"});
+  return sig;
+}
+
+// The strided entry's parameter list: sizes of the kept dims 1..K-1 (with magic numbers in 32-bit
+// kernels), then each input's strides along the kept dims it has, then each output's.
+KernelSignature strided_signature(KernelGen& k) {
+  KernelSignature sig = common_signature(k);
+  sig.strided = true;
+  const ir::FusionGroup& grp = k.group;
+  const size_t K = k.layout.iter_dims.size();
+  for (size_t j = 1; j < K; ++j) {
+    sig.args.push_back({ArgKind::IterSize, static_cast<int>(j), -1, -1, ir::DType::I64, k.idx_bytes,
+                        fmt::format("isize{}", j), k.idx});
+    if (!k.layout.index64) {
+      sig.args.push_back({ArgKind::IterDivMul, static_cast<int>(j), -1, -1, ir::DType::I32, 4,
+                          fmt::format("isize{}_mul", j), "unsigned int"});
+      sig.args.push_back({ArgKind::IterDivShift, static_cast<int>(j), -1, -1, ir::DType::I32, 4,
+                          fmt::format("isize{}_shift", j), "unsigned int"});
+    }
+  }
+  for (size_t i = 0; i < grp.inputs.size(); ++i)
+    for (size_t j = 0; j < K; ++j)
+      if (k.layout.in_dims[i][j] >= 0)
+        sig.args.push_back({ArgKind::InStride, static_cast<int>(i), static_cast<int>(j), -1, ir::DType::I64, 8,
+                            fmt::format("ist_{}_{}", k.nm.v(grp.inputs[i]), j), "unsigned long long"});
+  for (size_t i = 0; i < grp.outputs.size(); ++i)
+    for (size_t j = 0; j < K; ++j)
+      sig.args.push_back({ArgKind::OutStride, static_cast<int>(i), static_cast<int>(j), -1, ir::DType::I64, 8,
+                          fmt::format("ost_{}_{}", k.nm.v(grp.outputs[i]), j), "unsigned long long"});
   return sig;
 }
 
@@ -546,6 +583,56 @@ std::string kernel_function(KernelGen& k, const KernelSignature& sig) {
   return fmt::format("extern \"C\" __global__ void @NAME@(\n    {}) {{\n", params) + kb + "}\n";
 }
 
+// The strided entry: one scalar grid-stride loop over the kept dims, every input and output at
+// its own strides (64-bit offsets: a view into a large buffer may lie beyond 2^31 elements even
+// when the iteration space does not). Each element's inputs are loaded before its outputs are
+// stored, so an output may be the input's own buffer.
+std::string strided_kernel_function(KernelGen& k, const KernelSignature& sig) {
+  const char* idx = k.idx;
+  const size_t K = k.layout.iter_dims.size();
+  std::string params;
+  for (const ArgSlot& a : sig.args) params += fmt::format("{}{} {}", params.empty() ? "" : ",\n    ", a.ctype, a.name);
+  std::string kb;
+  kb += fmt::format("  const {0} tid = ({0})blockIdx.x * blockDim.x + threadIdx.x;\n", idx);
+  kb += fmt::format("  const {0} nthreads = ({0})gridDim.x * blockDim.x;\n", idx);
+  kb += fmt::format("  for ({} i = tid; i < n; i += nthreads) {{\n", idx);
+  if (K > 0) kb += fmt::format("    {} rem = i;\n", idx);
+  for (size_t j = K - 1; K > 1 && j >= 1; --j) {
+    if (k.layout.index64)
+      kb += fmt::format("    const {0} c{1} = rem % isize{1};\n    rem /= isize{1};\n", idx, j);
+    else
+      kb += fmt::format("    const {0} q{1} = fjk_udiv(rem, isize{1}_mul, isize{1}_shift);  // rem / isize{1}\n"
+                        "    const {0} c{1} = rem - q{1} * isize{1};\n    rem = q{1};\n",
+                        idx, j);
+  }
+  if (K > 0) kb += fmt::format("    const {} c0 = rem;\n", idx);
+  auto offset = [&](const char* prefix, const std::string& v, auto has_dim) {
+    std::string off;
+    for (size_t j = 0; j < K; ++j)
+      if (has_dim(j)) off += fmt::format("{}(unsigned long long)c{} * {}_{}_{}", off.empty() ? "" : " + ", j, prefix, v, j);
+    return off.empty() ? std::string("0ull") : off;
+  };
+  std::string call;
+  auto add = [&](const std::string& x) { call += (call.empty() ? "" : ", ") + x; };
+  for (size_t i = 0; i < k.group.inputs.size(); ++i) {
+    const std::string v = k.nm.v(k.group.inputs[i]);
+    kb += fmt::format("    const unsigned long long ioff_{} = {};\n", v,
+                      offset("ist", v, [&](size_t j) { return k.layout.in_dims[i][j] >= 0; }));
+    add(fmt::format("in_{0}[ioff_{0}]", v));
+  }
+  for (ir::NodeId id : k.group.params) add("p_" + k.nm.v(id));
+  for (ir::NodeId id : k.group.outputs) {
+    const std::string v = k.nm.v(id);
+    kb += fmt::format("    const unsigned long long ooff_{} = {};\n", v, offset("ost", v, [](size_t) { return true; }));
+    kb += fmt::format("    {} r_{};\n", k.storage(id), v);
+    add("r_" + v);
+  }
+  kb += fmt::format("    @NAME@_elem({});\n", call);
+  for (ir::NodeId id : k.group.outputs) kb += fmt::format("    out_{0}[ooff_{0}] = r_{0};\n", k.nm.v(id));
+  kb += "  }\n";
+  return fmt::format("extern \"C\" __global__ void @NAME@_s(\n    {}) {{\n", params) + kb + "}\n";
+}
+
 // The comment that heads a kernel: its iteration space (dims named symbolically, since sizes are
 // kernel arguments: a new dim value gives the same source and cache entry), layout and outputs.
 std::string kernel_header(KernelGen& k) {
@@ -560,6 +647,7 @@ std::string kernel_header(KernelGen& k) {
                                  k.group.nodes.size(), space, k.layout.index64 ? 64 : 32,
                                  k.V > 1 ? fmt::format(", {}-wide vector path", k.V) : std::string());
   text += fmt::format("// Layout: {}. Outputs: {}.\n", layout_fingerprint(k.layout), outs.empty() ? "none" : outs);
+  text += "// Entry points: @NAME@ for tensors in their canonical layout, @NAME@_s for any strides.\n";
   if (k.opts.canonical_names)
     text += "// Canonical value names (v0 = first value seen): every node of this structure shares this kernel;\n"
             "// index.json lists, per node, the kernel it runs.\n";
@@ -597,9 +685,11 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
   out.index64 = k.layout.index64;
   out.vector_width = k.V;
   out.signature = signature(k);
+  out.strided_signature = strided_signature(k);
   const std::string elem = element_function(k);
   const std::string kernel = kernel_function(k, out.signature);
-  finish(out, g.name, kernel_header(k) + elem + kernel);
+  const std::string strided = strided_kernel_function(k, out.strided_signature);
+  finish(out, g.name, kernel_header(k) + elem + kernel + strided);
   return out;
 }
 

@@ -29,7 +29,11 @@ void compile_cpu_programs(std::span<CpuProgram* const> programs, const HostCompi
     p->module = r.module;
     p->compile = r;
     p->trampolines.clear();
-    for (const GeneratedKernel& k : p->kernels) p->trampolines.push_back(r.module->trampoline(k.name));
+    p->strided_trampolines.clear();
+    for (const GeneratedKernel& k : p->kernels) {
+      p->trampolines.push_back(r.module->trampoline(k.name));
+      p->strided_trampolines.push_back(r.module->trampoline(k.strided_name()));
+    }
   }
 }
 
@@ -113,6 +117,17 @@ Scratch bind(const CpuProgram& prog, std::span<const std::span<const std::byte>>
 
 }  // namespace
 
+void CpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool strided, bool, void** args) {
+  const CpuProgram* p = variants_[group.variant];
+  FJ_CHECK(p != nullptr && group_index < p->trampolines.size(), "CpuKernelRunner: the kernel variant is not compiled");
+  (strided ? p->strided_trampolines : p->trampolines)[group_index](args, launch_.grid, launch_.block);
+}
+
+void CpuKernelRunner::copy(uint64_t dst, uint64_t src, size_t bytes) {
+  if (dst == src) return;
+  std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+}
+
 CpuRunStats run_cpu_program(const CpuProgram& prog, std::span<const std::span<const std::byte>> inputs,
                             std::span<const std::span<std::byte>> outputs, std::span<const ir::Scalar> params,
                             const CpuRunOptions& opts, std::span<const std::span<std::byte>> intermediates) {
@@ -121,30 +136,27 @@ CpuRunStats run_cpu_program(const CpuProgram& prog, std::span<const std::span<co
   const std::vector<ir::Scalar> pv = param_values(g, params);
   FJ_CHECK(prog.trampolines.size() == prog.plan.groups.size(), "run_cpu_program: program is not compiled");
   const Scratch s = bind(prog, inputs, outputs, intermediates, opts.misalign_inputs);
-  const std::vector<ir::NodeId> inter = plan_intermediates(g, prog.plan);
-  const RunBuffers buffers(g, prog.plan, s.inputs, s.outputs, inter, s.intermediates);
-  // Every argument packed first, so the timed part is the launches alone.
-  CpuRunStats r;
-  std::vector<PackedArgs> packed;
-  for (size_t gi = 0; gi < prog.plan.groups.size(); ++gi) {
-    const ir::FusionGroup& grp = prog.plan.groups[gi];
-    packed.push_back(pack_args(prog.kernels[gi].signature, g, grp, buffers.group_inputs(grp), buffers.group_outputs(grp),
-                               pv, opts.launch));
-    if (!opts.vector_path) {
-      const auto& args = prog.kernels[gi].signature.args;
-      for (size_t a = 0; a < args.size(); ++a)
-        if (args[a].kind == ArgKind::VecFlag) *static_cast<int32_t*>(packed.back().params()[a]) = 0;
-    } else {
-      r.vector_launches += packed.back().vectorized();
-    }
-  }
+  const PlanBindings bindings(g, prog.plan);
+  const std::shared_ptr<const LaunchState> state =
+      make_launch_state(g, prog.plan, bindings, [&](int variant, size_t gi) -> const GeneratedKernel& {
+        FJ_CHECK(variant == 0, "run_cpu_program: the kernels were generated for fewer elements");
+        return prog.kernels[gi];
+      });
+  FJ_CHECK(state != nullptr, "run_cpu_program: the plan does not hold for its own graph");
+  std::vector<TensorArg> in, out;
+  for (size_t k = 0; k < s.inputs.size(); ++k) in.push_back({s.inputs[k], state->input_shapes[k], {}});
+  for (size_t k = 0; k < s.outputs.size(); ++k) out.push_back({s.outputs[k], state->output_shapes[k], {}});
+  CpuKernelRunner runner(&prog, nullptr, opts.launch);
+  LaunchOptions lo;
+  lo.vector_path = opts.vector_path;
+  lo.force_strided = opts.force_strided;
   const auto t0 = std::chrono::steady_clock::now();
-  for (size_t gi = 0; gi < prog.plan.groups.size(); ++gi)
-    prog.trampolines[gi](packed[gi].params(), opts.launch.grid, opts.launch.block);
+  const LaunchStats ls = launch_plan(bindings, *state, in, out, s.intermediates, pv, runner, lo);
+  CpuRunStats r;
   r.run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  r.kernels_launched = static_cast<int>(prog.plan.groups.size());
-  for (const RunBuffers::Copy& c : buffers.copies())
-    if (c.bytes > 0) std::memcpy(reinterpret_cast<void*>(c.dst), reinterpret_cast<const void*>(c.src), static_cast<size_t>(c.bytes));
+  r.kernels_launched = ls.kernels;
+  r.vector_launches = ls.vector;
+  r.strided_launches = ls.strided;
   return r;
 }
 

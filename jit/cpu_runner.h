@@ -1,8 +1,8 @@
 // Running a plan's generated kernels on the CPU (the path used when there is no GPU, and the one
 // that tests the generated source on every commit). The kernels are compiled by
 // jit/host_compile.h (all kernels of a plan, or of several plans, as ONE shared object),
-// arguments are packed with jit/kernel_abi.h exactly as for cuLaunchKernel (same RunBuffers, same
-// pack_args), and each group is "launched" through its host trampoline.
+// arguments are filled by jit/launch.h exactly as for cuLaunchKernel (same PlanBindings, same
+// LaunchState, same launch_plan), and each group is "launched" through its host trampoline.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +17,7 @@
 #include "jit/codegen.h"
 #include "jit/host_compile.h"
 #include "jit/kernel_abi.h"
+#include "jit/launch.h"
 #include "jit/timing.h"
 
 namespace fusejit::jit {
@@ -28,8 +29,23 @@ struct CpuProgram {
   ir::Plan plan;
   std::vector<GeneratedKernel> kernels;      // one per plan group, plan order
   std::shared_ptr<HostModule> module;        // set by compile_cpu_programs
-  std::vector<HostTrampoline> trampolines;   // one per plan group
+  std::vector<HostTrampoline> trampolines;   // one per plan group: its fast entry
+  std::vector<HostTrampoline> strided_trampolines;  // one per plan group: its strided entry
   HostCompileResult compile;                 // how the module was obtained (hit / compile time)
+};
+
+// Runs kernel entries through the host trampolines of up to two compiled variants of one plan
+// (jit/launch.h's variant 0 and 1), serially, as a grid of `launch` would run.
+class CpuKernelRunner : public KernelRunner {
+ public:
+  CpuKernelRunner(const CpuProgram* variant0, const CpuProgram* variant1, LaunchShape launch = {})
+      : variants_{variant0, variant1}, launch_(launch) {}
+  void run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, void** args) override;
+  void copy(uint64_t dst, uint64_t src, size_t bytes) override;
+
+ private:
+  const CpuProgram* variants_[2];
+  LaunchShape launch_;
 };
 
 // Generates the kernels of `plan` for `g` at its current shapes (nothing is compiled yet).
@@ -44,9 +60,10 @@ CpuProgram build_cpu_program(const ir::Graph& g, const ir::Plan& plan, const Cod
 
 // What one run did.
 struct CpuRunStats {
-  double run_ms = 0.0;              // steady-clock time of the kernel launches only
+  double run_ms = 0.0;              // steady-clock time of the launches (argument filling included)
   int kernels_launched = 0;
   int vector_launches = 0;          // launches whose vec_ok was 1 (the vector path ran)
+  int strided_launches = 0;         // launches of the strided entry
 };
 
 // Options of run_cpu_program. `launch` is the (serial) grid and block the trampolines emulate:
@@ -55,12 +72,13 @@ struct CpuRunOptions {
   LaunchShape launch;        // default: one block of one thread
   bool vector_path = true;   // false: clear vec_ok so only the scalar loop runs (tests)
   // true: every graph input is read from a copy that starts one element past a 16-byte boundary,
-  // as a sub-tensor view would, so pack_args sees a misaligned pointer and clears vec_ok for
+  // as a sub-tensor view would, so launch_plan sees a misaligned pointer and clears vec_ok for
   // every kernel reading a graph input (tests of the runtime alignment check).
   bool misalign_inputs = false;
+  bool force_strided = false;  // true: every kernel runs its strided entry (tests of it)
 };
 
-// Runs `prog` once, as GpuProgram::enqueue does on the GPU (jit/kernel_abi.h's RunBuffers):
+// Runs `prog` once, as GpuProgram::enqueue does on the GPU (jit/launch.h):
 //   inputs:  one host buffer per graph input (slot order) of exactly num_elements * dtype_size
 //            bytes (ir::UserError naming the input otherwise);
 //   outputs: one per graph output, exact size (ir::InternalError otherwise): written;

@@ -222,6 +222,7 @@ class DeviceContext {
   const DeviceInfo& info() const { return info_; }
   cu::Context context() const { return ctx_; }
   const Driver& driver() const { return *driver_; }
+  const std::shared_ptr<const Driver>& driver_ptr() const { return driver_; }
   const DriverApi& api() const { return driver_->api(); }
   bool borrowed_context() const { return !owns_primary_; }
 
@@ -287,17 +288,5 @@ class OwnedStream {
 
 // "12.0 GiB" / "512 B" text for byte counts in messages.
 std::string format_bytes(uint64_t bytes);
-
-// A byte range of device memory: [ptr, ptr + bytes).
-struct DeviceRange {
-  cu::DevicePtr ptr = 0;
-  size_t bytes = 0;
-  std::string name;  // for the message, e.g. "output y"
-};
-
-// Refuses outputs that overlap an input or another output (fusejit kernels read and write in a
-// grid-stride order, so an overlapping write could be read back as input: undefined results).
-// Throws DriverError(BadArgument) naming both ranges. Empty ranges never overlap.
-void check_no_overlap(const std::vector<DeviceRange>& inputs, const std::vector<DeviceRange>& outputs);
 
 }  // namespace fusejit::jit

@@ -12,8 +12,9 @@ namespace fusejit::jit {
 namespace {
 
 // The structure of a group that determines its generated source: ops, dtypes, operand wiring,
-// constant bits, the memory layout (broadcast pattern, index width), the graph and line names
-// that appear in the source, and everything that changes the binary (mode, target, options).
+// constant bits, the memory layout (broadcast pattern, index width, forced or not), the graph and
+// line names that appear in the source, the code generation options, and everything that changes
+// the binary (mode, target, options).
 Hash128 structural_key(const ir::Graph& g, const ir::FusionGroup& grp, const GpuBuildOptions& o) {
   std::string s;
   s.reserve(64 * (grp.nodes.size() + grp.inputs.size()) + 128);
@@ -29,7 +30,11 @@ Hash128 structural_key(const ir::Graph& g, const ir::FusionGroup& grp, const Gpu
   for (const std::string& opt : o.extra_options) add("opt:" + opt);
   for (const ir::Dim& d : grp.iter_shape)  // dim names appear in the source's header comment
     add(d.sym >= 0 && static_cast<size_t>(d.sym) < g.dims.size() ? g.dims[static_cast<size_t>(d.sym)].name : "-");
-  add(layout_fingerprint(compute_layout(g, grp)));
+  KernelLayout layout = compute_layout(g, grp);
+  if (o.codegen.index_bits == 64) layout.index64 = true;  // the 64-bit variant of a small kernel
+  add(layout_fingerprint(layout));
+  add(o.codegen.canonical_names ? "canonical" : "named");
+  add(o.codegen.vectorize ? "vector" : "scalar");
   auto ref = [&](ir::NodeId id) -> std::string {
     const ir::Node& n = g.node(id);
     if (n.op == ir::Op::Const) {

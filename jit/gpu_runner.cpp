@@ -64,12 +64,9 @@ std::vector<double> time_runs(const DeviceContext& d, cu::Stream s, int warmup, 
   return ev.elapsed(repeats);
 }
 
-// Device addresses as kernel_abi takes them (CUdeviceptr is unsigned long long, uint64_t may not be).
-std::vector<uint64_t> as_u64(std::span<const cu::DevicePtr> p) { return {p.begin(), p.end()}; }
-
 int64_t sum_of(std::span<const int64_t> v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
 
-// Device buffers for one run of a program: inputs, outputs, intermediates.
+// Device buffers for one run: inputs, outputs, intermediates.
 struct BufferSet {
   std::vector<DeviceBuffer> in, out, inter;
   std::vector<cu::DevicePtr> in_p, out_p, inter_p;
@@ -91,34 +88,23 @@ std::vector<cu::DevicePtr> ptrs_of(const std::vector<DeviceBuffer>& bufs) {
   return p;
 }
 
-// Byte sizes of a program's graph inputs and outputs.
-struct IoSizes {
-  std::vector<int64_t> in, out;
-};
-IoSizes io_sizes(const ir::Graph& g) {
-  IoSizes s;
-  for (ir::NodeId id : g.inputs) s.in.push_back(value_bytes(g, id));
-  for (const ir::OutputDecl& o : g.outputs) s.out.push_back(value_bytes(g, o.node));
-  return s;
-}
-
-// A buffer set whose inputs are copied from `inputs` (device addresses; 0 = from `host` instead).
-BufferSet make_set(const GpuProgram& p, const IoSizes& sz, std::span<const cu::DevicePtr> from_device,
+// A buffer set whose inputs are copied from `from_device` (device addresses), or from `from_host`
+// when that is empty.
+BufferSet make_set(const std::shared_ptr<DeviceContext>& dc, const RunSpec& spec, std::span<const cu::DevicePtr> from_device,
                    std::span<const std::span<const std::byte>> from_host, cu::Stream s) {
-  const std::shared_ptr<DeviceContext>& dc = p.context();
   const Driver& drv = dc->driver();
   BufferSet b;
-  b.in = alloc_all(dc, sz.in, "input");
+  b.in = alloc_all(dc, spec.input_bytes, "input");
   for (size_t i = 0; i < b.in.size(); ++i) {
-    if (sz.in[i] == 0) continue;
+    if (spec.input_bytes[i] == 0) continue;
     if (from_device.empty())
       drv.check(dc->api().cuMemcpyHtoDAsync(b.in[i].ptr(), from_host[i].data(), from_host[i].size(), s), "cuMemcpyHtoDAsync");
     else
-      drv.check(dc->api().cuMemcpyDtoDAsync(b.in[i].ptr(), from_device[i], static_cast<size_t>(sz.in[i]), s),
+      drv.check(dc->api().cuMemcpyDtoDAsync(b.in[i].ptr(), from_device[i], static_cast<size_t>(spec.input_bytes[i]), s),
                 "cuMemcpyDtoDAsync (input copy)");
   }
-  b.out = alloc_all(dc, sz.out, "output");
-  b.inter = alloc_all(dc, p.intermediate_bytes(), "intermediate");
+  b.out = alloc_all(dc, spec.output_bytes, "output");
+  b.inter = alloc_all(dc, spec.intermediate_bytes, "intermediate");
   b.in_p = ptrs_of(b.in);
   b.out_p = ptrs_of(b.out);
   b.inter_p = ptrs_of(b.inter);
@@ -133,25 +119,24 @@ void poison(const DeviceContext& d, const std::vector<DeviceBuffer>& bufs, cu::S
 void download(const DeviceContext& d, const std::vector<DeviceBuffer>& from, std::span<const std::span<std::byte>> to,
               cu::Stream s) {
   for (size_t k = 0; k < to.size(); ++k) {
-    FJ_CHECK(to[k].size() == from[k].size(), "measure_gpu_program: host buffer of the wrong size");
+    FJ_CHECK(to[k].size() == from[k].size(), "measure_gpu_runs: host buffer of the wrong size");
     if (!to[k].empty())
       d.driver().check(d.api().cuMemcpyDtoHAsync(to[k].data(), from[k].ptr(), to[k].size(), s), "cuMemcpyDtoHAsync");
   }
 }
 
-// Times the program over `sets` rotated buffer sets (set 0 is `first`).
-PathTiming time_program(const GpuProgram& p, const BufferSet& first, const IoSizes& sz, int sets,
-                        std::span<const ir::Scalar> params, const MeasureOptions& o, cu::Stream s) {
+// Times the runs over `sets` rotated buffer sets (set 0 is `first`).
+PathTiming time_runs_of(const std::shared_ptr<DeviceContext>& dc, const RunSpec& spec, const BufferSet& first, int sets,
+                        const MeasureOptions& o, cu::Stream s) {
   std::vector<BufferSet> extra;
-  for (int i = 1; i < sets; ++i) extra.push_back(make_set(p, sz, first.in_p, {}, s));
+  for (int i = 1; i < sets; ++i) extra.push_back(make_set(dc, spec, first.in_p, {}, s));
   auto run = [&](int k) {
     const BufferSet& b = k % sets == 0 ? first : extra[static_cast<size_t>(k % sets - 1)];
-    p.enqueue(b.in_p, b.out_p, params, s, b.inter_p);
+    spec.enqueue(b.in_p, b.out_p, b.inter_p, s);
   };
-  const std::vector<double> t =
-      time_runs(*p.context(), s, std::max(std::max(0, o.warmup), sets), std::max(1, o.repeats), run);
-  const PathTiming timing = make_path_timing(p.kernel_count(), t, p.bytes_moved());
-  p.context()->driver().check(p.context()->api().cuStreamSynchronize(s), "cuStreamSynchronize");
+  const std::vector<double> t = time_runs(*dc, s, std::max(std::max(0, o.warmup), sets), std::max(1, o.repeats), run);
+  const PathTiming timing = make_path_timing(spec.kernels, t, spec.bytes_moved);
+  dc->driver().check(dc->api().cuStreamSynchronize(s), "cuStreamSynchronize");
   return timing;  // the extra sets are freed here, before a copy baseline allocates
 }
 
@@ -194,17 +179,21 @@ GpuProgram GpuProgram::load(std::shared_ptr<DeviceContext> dc, const ir::Graph& 
   for (const CompiledKernel& k : compiled.kernels) {
     FJ_CHECK(k.image != nullptr && !k.image->empty(), "GpuProgram::load: kernel " + k.kernel.name + " has no image");
     p.functions_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.name));
-    p.signatures_.push_back(k.kernel.signature);
+    p.strided_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.strided_name()));
+    p.kernels_.push_back(k.kernel);
   }
-  p.inter_nodes_ = plan_intermediates(g, plan);
-  for (ir::NodeId id : p.inter_nodes_) p.inter_bytes_.push_back(value_bytes(g, id));
+  p.bindings_ = std::make_shared<const PlanBindings>(g, plan);
+  p.state_ = make_launch_state(g, plan, *p.bindings_, [&](int variant, size_t gi) -> const GeneratedKernel& {
+    FJ_CHECK(variant == 0, "GpuProgram: the kernels were generated for fewer elements than the graph has");
+    return p.kernels_[gi];
+  });
+  FJ_CHECK(p.state_ != nullptr, "GpuProgram::load: the plan does not hold for its own graph");
   return p;
 }
 
 int GpuProgram::kernel_count() const {
   int n = 0;
-  for (const ir::FusionGroup& grp : plan_->groups)
-    if (ir::num_elements(grp.iter_shape) > 0) ++n;
+  for (const GroupLaunch& gl : state_->groups) n += gl.n > 0;
   return n;
 }
 
@@ -213,89 +202,78 @@ int64_t GpuProgram::bytes_moved() const { return ir::plan_totals(*graph_, *plan_
 LaunchConfig GpuProgram::launch_config(size_t i) const {
   FJ_CHECK(i < functions_.size(), "GpuProgram::launch_config: no such kernel");
   const GpuFunction& fn = functions_[i];
-  return choose_launch(dc_->info(), fn.block, fn.blocks_per_sm, ir::num_elements(plan_->groups[i].iter_shape),
-                       signatures_[i].vector_width);
-}
-
-void GpuProgram::check_buffers(std::span<const cu::DevicePtr> inputs, std::span<const cu::DevicePtr> outputs,
-                               std::span<const ir::Scalar> params, std::span<const cu::DevicePtr> intermediates) const {
-  const ir::Graph& g = *graph_;
-  FJ_CHECK(inputs.size() == g.inputs.size(), fmt::format("GpuProgram::enqueue: {} input pointers for {} inputs",
-                                                          inputs.size(), g.inputs.size()));
-  FJ_CHECK(outputs.size() == g.outputs.size(), fmt::format("GpuProgram::enqueue: {} output pointers for {} outputs",
-                                                            outputs.size(), g.outputs.size()));
-  FJ_CHECK(intermediates.empty() || intermediates.size() == inter_nodes_.size(),
-           "GpuProgram::enqueue: wrong number of intermediate buffers");
-  FJ_CHECK(params.empty() || params.size() == g.params.size(), "GpuProgram::enqueue: wrong number of params");
-  // Outputs must not overlap inputs or each other (sizes from the graph).
-  std::vector<DeviceRange> in_ranges, out_ranges;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    in_ranges.push_back({inputs[i], static_cast<size_t>(value_bytes(g, g.inputs[i])),
-                         fmt::format("input {}", g.node(g.inputs[i]).name)});
-  for (size_t k = 0; k < outputs.size(); ++k)
-    out_ranges.push_back({outputs[k], static_cast<size_t>(value_bytes(g, g.outputs[k].node)),
-                          fmt::format("output {}", g.outputs[k].name)});
-  check_no_overlap(in_ranges, out_ranges);
-}
-
-void GpuProgram::launch_all(const RunBuffers& buffers, std::span<const ir::Scalar> params, cu::Stream stream) const {
-  const ir::Graph& g = *graph_;
-  for (size_t gi = 0; gi < plan_->groups.size(); ++gi) {
-    const ir::FusionGroup& grp = plan_->groups[gi];
-    const LaunchConfig cfg = launch_config(gi);
-    if (cfg.empty()) continue;
-    PackedArgs args = pack_args(signatures_[gi], g, grp, buffers.group_inputs(grp), buffers.group_outputs(grp), params,
-                                cfg.shape());
-    launch_kernel(*dc_, functions_[gi], cfg, args, stream);
-  }
-  for (const RunBuffers::Copy& c : buffers.copies())
-    if (c.bytes > 0)
-      dc_->driver().check(dc_->api().cuMemcpyDtoDAsync(c.dst, c.src, static_cast<size_t>(c.bytes), stream),
-                          "cuMemcpyDtoDAsync (output copy)");
+  return choose_launch(dc_->info(), fn.block, fn.blocks_per_sm, state_->groups[i].n, kernels_[i].signature.vector_width);
 }
 
 void GpuProgram::enqueue(std::span<const cu::DevicePtr> inputs, std::span<const cu::DevicePtr> outputs,
                          std::span<const ir::Scalar> params, cu::Stream stream,
                          std::span<const cu::DevicePtr> intermediates) const {
-  check_buffers(inputs, outputs, params, intermediates);
+  const ir::Graph& g = *graph_;
+  FJ_CHECK(inputs.size() == g.inputs.size(), fmt::format("GpuProgram::enqueue: {} input pointers for {} inputs",
+                                                          inputs.size(), g.inputs.size()));
+  FJ_CHECK(outputs.size() == g.outputs.size(), fmt::format("GpuProgram::enqueue: {} output pointers for {} outputs",
+                                                            outputs.size(), g.outputs.size()));
+  FJ_CHECK(intermediates.empty() || intermediates.size() == bindings_->intermediates.size(),
+           "GpuProgram::enqueue: wrong number of intermediate buffers");
+  FJ_CHECK(params.empty() || params.size() == g.params.size(), "GpuProgram::enqueue: wrong number of params");
   std::vector<ir::Scalar> defaults;
   if (params.empty()) {
-    for (const ir::ParamDecl& d : graph_->params) defaults.push_back(d.default_value);
+    for (const ir::ParamDecl& d : g.params) defaults.push_back(d.default_value);
     params = defaults;
   }
-  const DriverApi& a = dc_->api();
+  std::vector<TensorArg> in, out;
+  for (size_t k = 0; k < inputs.size(); ++k) in.push_back({inputs[k], state_->input_shapes[k], {}});
+  for (size_t k = 0; k < outputs.size(); ++k) out.push_back({outputs[k], state_->output_shapes[k], {}});
+  check_aliasing(g, *bindings_, in, out);
   DeviceContext::Scope scope(*dc_);
-  // Stream-ordered intermediates when the caller gave none; freed on the stream after the run.
-  std::vector<cu::DevicePtr> owned;
-  auto free_owned = [&] {
-    for (cu::DevicePtr p : owned) a.cuMemFreeAsync(p, stream);
-    owned.clear();
-  };
-  std::vector<cu::DevicePtr> inter(intermediates.begin(), intermediates.end());
-  for (size_t i = 0; intermediates.empty() && i < inter_nodes_.size(); ++i) {
+  GpuKernelRunner runner(*dc_, this, nullptr, stream);
+  if (!intermediates.empty()) {
+    const std::vector<uint64_t> inter(intermediates.begin(), intermediates.end());
+    launch_plan(*bindings_, *state_, in, out, inter, params, runner);
+    return;
+  }
+  std::vector<uint64_t> addrs;
+  const StreamScratch scratch(*dc_, bindings_->intermediates, state_->intermediate_bytes, stream, addrs);
+  launch_plan(*bindings_, *state_, in, out, scratch.addrs(), params, runner);
+}
+
+// ---- GpuKernelRunner, StreamScratch ------------------------------------------------------------
+
+void GpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, void** args) {
+  const GpuProgram* p = variants_[group.variant];
+  FJ_CHECK(p != nullptr, "GpuKernelRunner: the kernel variant is not loaded");
+  const GpuFunction& fn = p->function(group_index, strided);
+  const LaunchConfig cfg = fn.config(group.n, vector ? group.kernel->signature.vector_width : 1);
+  launch_kernel(dc_, fn, cfg, args, stream_);
+}
+
+void GpuKernelRunner::copy(uint64_t dst, uint64_t src, size_t bytes) {
+  if (dst == src) return;
+  dc_.driver().check(dc_.api().cuMemcpyDtoDAsync(dst, src, bytes, stream_), "cuMemcpyDtoDAsync (output copy)");
+}
+
+StreamScratch::StreamScratch(const DeviceContext& dc, std::span<const ir::NodeId> nodes, std::span<const int64_t> bytes,
+                             cu::Stream stream, std::vector<uint64_t>& addrs)
+    : dc_(dc), stream_(stream), addrs_(addrs) {
+  addrs_.clear();
+  for (size_t i = 0; i < bytes.size(); ++i) {
     cu::DevicePtr p = 0;
-    if (inter_bytes_[i] > 0) {
-      const cu::Result r = a.cuMemAllocAsync(&p, static_cast<size_t>(inter_bytes_[i]), stream);
-      if (r != cu::kSuccess) {
-        free_owned();
-        if (r == cu::kErrorOutOfMemory)
-          throw DriverError(DriverErrorKind::OutOfMemory,
-                            fmt::format("out of device memory: cuMemAllocAsync of {} for intermediate v{} failed",
-                                        format_bytes(static_cast<uint64_t>(inter_bytes_[i])), inter_nodes_[i]),
-                            r);
-        dc_->driver().check(r, "cuMemAllocAsync");
-      }
-      owned.push_back(p);
+    if (bytes[i] > 0) {
+      const cu::Result r = dc.api().cuMemAllocAsync(&p, static_cast<size_t>(bytes[i]), stream);
+      if (r == cu::kErrorOutOfMemory)
+        throw DriverError(DriverErrorKind::OutOfMemory,
+                          fmt::format("out of device memory: cuMemAllocAsync of {} for intermediate v{} failed",
+                                      format_bytes(static_cast<uint64_t>(bytes[i])), nodes[i]),
+                          r);
+      dc.driver().check(r, "cuMemAllocAsync");
     }
-    inter.push_back(p);
+    addrs_.push_back(p);
   }
-  try {
-    launch_all(RunBuffers(*graph_, *plan_, as_u64(inputs), as_u64(outputs), inter_nodes_, as_u64(inter)), params, stream);
-  } catch (...) {
-    free_owned();
-    throw;
-  }
-  free_owned();
+}
+
+StreamScratch::~StreamScratch() {
+  for (uint64_t p : addrs_)
+    if (p) dc_.api().cuMemFreeAsync(p, stream_);  // a destructor cannot throw; freed with the stream
 }
 
 // ---- Measurement -----------------------------------------------------------------------------
@@ -310,31 +288,28 @@ int choose_buffer_sets(int64_t working_set_bytes, int64_t l2_bytes, double l2_mu
   return static_cast<int>(sets);
 }
 
-GpuMeasurement measure_gpu_program(const GpuProgram& p, std::span<const std::span<const std::byte>> inputs,
-                                   std::span<const std::span<std::byte>> outputs,
-                                   std::span<const std::span<std::byte>> intermediates,
-                                   std::span<const ir::Scalar> params, const MeasureOptions& options) {
-  const ir::Graph& g = p.graph();
-  const DeviceContext& d = *p.context();
-  const IoSizes sz = io_sizes(g);
-  FJ_CHECK(inputs.size() == sz.in.size() && outputs.size() == sz.out.size(),
-           "measure_gpu_program: one host buffer per graph input and output expected");
-  FJ_CHECK(intermediates.empty() || intermediates.size() == p.intermediate_nodes().size(),
-           "measure_gpu_program: wrong number of intermediate buffers");
+GpuMeasurement measure_gpu_runs(const std::shared_ptr<DeviceContext>& dc, const RunSpec& spec,
+                                std::span<const std::span<const std::byte>> inputs,
+                                std::span<const std::span<std::byte>> outputs,
+                                std::span<const std::span<std::byte>> intermediates, const MeasureOptions& options) {
+  const DeviceContext& d = *dc;
+  FJ_CHECK(inputs.size() == spec.input_bytes.size() && outputs.size() == spec.output_bytes.size(),
+           "measure_gpu_runs: one host buffer per input and output expected");
+  FJ_CHECK(intermediates.empty() || intermediates.size() == spec.intermediate_bytes.size(),
+           "measure_gpu_runs: wrong number of intermediate buffers");
   for (size_t i = 0; i < inputs.size(); ++i)
-    FJ_CHECK(static_cast<int64_t>(inputs[i].size()) == sz.in[i],
-             fmt::format("measure_gpu_program: input {} has {} bytes, expected {}", g.node(g.inputs[i]).name,
-                         inputs[i].size(), sz.in[i]));
+    FJ_CHECK(static_cast<int64_t>(inputs[i].size()) == spec.input_bytes[i],
+             fmt::format("measure_gpu_runs: input {} has {} bytes, expected {}", i, inputs[i].size(), spec.input_bytes[i]));
   GpuMeasurement m;
   DeviceContext::Scope scope(d);
   OwnedStream stream(d);
   const cu::Stream s = stream.get();
 
   // The checked run: poison (0xFF bytes: NaN for every float dtype, -1/true for integers), run.
-  const BufferSet first = make_set(p, sz, {}, inputs, s);
+  const BufferSet first = make_set(dc, spec, {}, inputs, s);
   poison(d, first.out, s);
   poison(d, first.inter, s);
-  p.enqueue(first.in_p, first.out_p, params, s, first.inter_p);
+  spec.enqueue(first.in_p, first.out_p, first.inter_p, s);
   download(d, first.out, outputs, s);
   if (!intermediates.empty()) download(d, first.inter, intermediates, s);
   d.driver().check(d.api().cuStreamSynchronize(s), "cuStreamSynchronize (checked run)");
@@ -343,14 +318,30 @@ GpuMeasurement measure_gpu_program(const GpuProgram& p, std::span<const std::spa
   // Buffer sets rotated between runs so that consecutive runs touch more than ~4x L2.
   size_t free_b = 0, total_b = 0;
   d.driver().check(d.api().cuMemGetInfo(&free_b, &total_b), "cuMemGetInfo");
-  const int64_t set_bytes = sum_of(sz.in) + sum_of(sz.out) + sum_of(p.intermediate_bytes());
+  const int64_t set_bytes = sum_of(spec.input_bytes) + sum_of(spec.output_bytes) + sum_of(spec.intermediate_bytes);
   m.buffer_sets = choose_buffer_sets(set_bytes, d.info().l2_bytes, options.l2_multiple, options.max_buffer_sets,
                                      static_cast<int64_t>(free_b));
   m.l2_resident = static_cast<double>(set_bytes) * m.buffer_sets <
                   options.l2_multiple * static_cast<double>(d.info().l2_bytes);
-  m.timing = time_program(p, first, sz, m.buffer_sets, params, options, s);
-  if (options.copy_baseline) time_copy(m, p.context(), m.timing.bytes / 2, static_cast<int64_t>(free_b), options, s);
+  m.timing = time_runs_of(dc, spec, first, m.buffer_sets, options, s);
+  if (options.copy_baseline) time_copy(m, dc, m.timing.bytes / 2, static_cast<int64_t>(free_b), options, s);
   return m;
+}
+
+GpuMeasurement measure_gpu_program(const GpuProgram& p, std::span<const std::span<const std::byte>> inputs,
+                                   std::span<const std::span<std::byte>> outputs,
+                                   std::span<const std::span<std::byte>> intermediates,
+                                   std::span<const ir::Scalar> params, const MeasureOptions& options) {
+  const ir::Graph& g = p.graph();
+  RunSpec spec;
+  for (ir::NodeId id : g.inputs) spec.input_bytes.push_back(value_bytes(g, id));
+  for (const ir::OutputDecl& o : g.outputs) spec.output_bytes.push_back(value_bytes(g, o.node));
+  spec.intermediate_bytes = p.intermediate_bytes();
+  spec.kernels = p.kernel_count();
+  spec.bytes_moved = p.bytes_moved();
+  spec.enqueue = [&](std::span<const cu::DevicePtr> in, std::span<const cu::DevicePtr> out,
+                     std::span<const cu::DevicePtr> inter, cu::Stream s) { p.enqueue(in, out, params, s, inter); };
+  return measure_gpu_runs(p.context(), spec, inputs, outputs, intermediates, options);
 }
 
 }  // namespace fusejit::jit

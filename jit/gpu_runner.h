@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -20,12 +21,14 @@
 #include "jit/gpu_build.h"
 #include "jit/gpu_module.h"
 #include "jit/kernel_abi.h"
+#include "jit/launch.h"
 #include "jit/timing.h"
 
 namespace fusejit::jit {
 
-// A plan whose kernels are loaded in one context (stage 3 of jit/gpu_build.h). Immutable after
-// load(): enqueue() may be called from several threads on different streams.
+// A plan whose kernels (both entry points of each) are loaded in one context (stage 3 of
+// jit/gpu_build.h). Immutable after load(): enqueue() may be called from several threads on
+// different streams.
 class GpuProgram {
  public:
   // Loads compiled.kernels[i] for plan.groups[i] (same count; ir::InternalError otherwise). The
@@ -44,37 +47,75 @@ class GpuProgram {
   int64_t bytes_moved() const;
   // The values the plan materialises that are not graph outputs (plan_intermediates), and their
   // byte sizes, same order.
-  const std::vector<ir::NodeId>& intermediate_nodes() const { return inter_nodes_; }
-  const std::vector<int64_t>& intermediate_bytes() const { return inter_bytes_; }
-  // The launch configuration of kernel i (for reports and tests).
+  const std::vector<ir::NodeId>& intermediate_nodes() const { return bindings_->intermediates; }
+  const std::vector<int64_t>& intermediate_bytes() const { return state_->intermediate_bytes; }
+  // The launch configuration of kernel i's fast entry with its vector path (reports and tests).
   LaunchConfig launch_config(size_t i) const;
+  // The loaded entry of group i: its fast entry, or its strided one.
+  const GpuFunction& function(size_t group, bool strided) const {
+    return (strided ? strided_ : functions_)[group];
+  }
+  const std::vector<GeneratedKernel>& kernels() const { return kernels_; }
 
   // Enqueues one run on `stream` without synchronising.
   //   inputs:  one device address per graph input (Graph::inputs order), each at least the input's
   //            bytes (num_elements * dtype_size at the graph's current dims), C-contiguous;
   //   outputs: one per graph output (Graph::outputs order), same rule; an output that repeats
-  //            another's value is written once and copied (RunBuffers);
+  //            another's value is written once and copied; an output may be an input's own buffer
+  //            when the plan allows it (jit/launch.h, check_aliasing);
   //   params:  one value per graph param, with the param's dtype (empty = the defaults);
   //   intermediates: one address per intermediate_nodes() entry, or empty to allocate them
   //            stream-ordered (cuMemAllocAsync) and free them on the stream at the end of the run.
-  // Throws DriverError(BadArgument) when an output overlaps an input or another output (sizes
-  // from the graph), ir::InternalError on a wrong count, DriverError on a driver failure.
+  // Throws ir::UserError when an output overlaps an input or another output otherwise (sizes from
+  // the graph), ir::InternalError on a wrong count, DriverError on a driver failure.
   void enqueue(std::span<const cu::DevicePtr> inputs, std::span<const cu::DevicePtr> outputs,
                std::span<const ir::Scalar> params, cu::Stream stream,
                std::span<const cu::DevicePtr> intermediates = {}) const;
 
  private:
-  void check_buffers(std::span<const cu::DevicePtr> inputs, std::span<const cu::DevicePtr> outputs,
-                     std::span<const ir::Scalar> params, std::span<const cu::DevicePtr> intermediates) const;
-  void launch_all(const RunBuffers& buffers, std::span<const ir::Scalar> params, cu::Stream stream) const;
-
   std::shared_ptr<DeviceContext> dc_;
   std::shared_ptr<const ir::Graph> graph_;
   std::shared_ptr<const ir::Plan> plan_;
-  std::vector<GpuFunction> functions_;
-  std::vector<KernelSignature> signatures_;
-  std::vector<ir::NodeId> inter_nodes_;
-  std::vector<int64_t> inter_bytes_;
+  std::shared_ptr<const PlanBindings> bindings_;
+  std::shared_ptr<const LaunchState> state_;  // at the graph's dims
+  std::vector<GpuFunction> functions_, strided_;
+  std::vector<GeneratedKernel> kernels_;
+};
+
+// Launches kernel entries of up to two loaded variants of one plan (jit/launch.h's variant 0 and
+// 1) on `stream` with cuLaunchKernel: nothing else (no allocation, copy or synchronisation), but
+// the copy of an output that repeats another's value. The grid follows choose_launch() for the
+// path that runs (a thread-iteration covers vector_width elements only on the vector path).
+class GpuKernelRunner : public KernelRunner {
+ public:
+  GpuKernelRunner(const DeviceContext& dc, const GpuProgram* variant0, const GpuProgram* variant1, cu::Stream stream)
+      : dc_(dc), variants_{variant0, variant1}, stream_(stream) {}
+  void run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, void** args) override;
+  void copy(uint64_t dst, uint64_t src, size_t bytes) override;
+
+ private:
+  const DeviceContext& dc_;
+  const GpuProgram* variants_[2];
+  cu::Stream stream_;
+};
+
+// Allocates the intermediates of one run stream-ordered (cuMemAllocAsync) and frees them on the
+// stream when destroyed (after the run's kernels are enqueued). Throws DriverError(OutOfMemory)
+// naming the value. Used by launches that were given no intermediate buffers. The addresses are
+// kept in `addrs` (the caller's, so its capacity is reused).
+class StreamScratch {
+ public:
+  StreamScratch(const DeviceContext& dc, std::span<const ir::NodeId> nodes, std::span<const int64_t> bytes,
+                cu::Stream stream, std::vector<uint64_t>& addrs);
+  ~StreamScratch();
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
+  std::span<const uint64_t> addrs() const { return addrs_; }
+
+ private:
+  const DeviceContext& dc_;
+  cu::Stream stream_;
+  std::vector<uint64_t>& addrs_;
 };
 
 struct MeasureOptions {
@@ -97,12 +138,31 @@ struct GpuMeasurement {
   double copy_gbps = 0;          // 2 * copy_bytes / copy_ms: the achievable bandwidth ceiling
 };
 
-// Copies `inputs` (one host buffer per graph input, C order, exact byte size) to the device once,
-// runs `program` once on outputs and intermediates poisoned with 0xFF bytes and copies them back
-// into `outputs` (one host buffer per graph output, exact size) and `intermediates` (empty, or one
-// per GpuProgram::intermediate_nodes() entry), then (if options.time) times repeated runs and,
-// with options.copy_baseline, the copy. Allocates and frees all its device memory
-// (DriverError(OutOfMemory) with sizes when it does not fit); uses its own stream.
+// What measure_gpu_runs measures: the buffer sizes of one run and how to enqueue it.
+struct RunSpec {
+  std::vector<int64_t> input_bytes, output_bytes, intermediate_bytes;  // per buffer
+  int kernels = 0;            // kernel launches per run
+  int64_t bytes_moved = 0;    // bytes one run moves (ir::plan_totals)
+  // Enqueues one run on the stream with these device buffers (same order and sizes as above).
+  std::function<void(std::span<const cu::DevicePtr> inputs, std::span<const cu::DevicePtr> outputs,
+                     std::span<const cu::DevicePtr> intermediates, cu::Stream stream)>
+      enqueue;
+};
+
+// Copies `inputs` (one host buffer per spec input, its exact byte size) to the device once, runs
+// spec.enqueue once on outputs and intermediates poisoned with 0xFF bytes and copies them back into
+// `outputs` (one host buffer per spec output, exact size) and `intermediates` (empty, or one per
+// spec intermediate), then (if options.time) times repeated runs and, with options.copy_baseline,
+// the copy. Allocates and frees all its device memory (DriverError(OutOfMemory) with sizes when it
+// does not fit); uses its own stream in dc's context.
+GpuMeasurement measure_gpu_runs(const std::shared_ptr<DeviceContext>& dc, const RunSpec& spec,
+                                std::span<const std::span<const std::byte>> inputs,
+                                std::span<const std::span<std::byte>> outputs,
+                                std::span<const std::span<std::byte>> intermediates, const MeasureOptions& options = {});
+
+// measure_gpu_runs for `program` at its graph's dims: inputs one host buffer per graph input (C
+// order, exact byte size), outputs one per graph output, intermediates empty or one per
+// GpuProgram::intermediate_nodes() entry; `params` one per graph param (empty = defaults).
 GpuMeasurement measure_gpu_program(const GpuProgram& program, std::span<const std::span<const std::byte>> inputs,
                                    std::span<const std::span<std::byte>> outputs,
                                    std::span<const std::span<std::byte>> intermediates,

@@ -123,14 +123,16 @@ std::string host_source(std::span<const GeneratedKernel> kernels) {
   for (const GeneratedKernel& k : kernels) {
     if (done[k.name]) continue;
     done[k.name] = true;
-    s += fmt::format("extern \"C\" void {}__host(void** params, unsigned int grid, unsigned int block) {{\n", k.name);
-    s += "  gridDim = {grid, 1, 1};\n  blockDim = {block, 1, 1};\n";
-    s += "  for (unsigned int b = 0; b < grid; ++b) {\n    for (unsigned int t = 0; t < block; ++t) {\n";
-    s += "      blockIdx = {b, 0, 0};\n      threadIdx = {t, 0, 0};\n";
-    s += fmt::format("      {}(", k.name);
-    for (size_t i = 0; i < k.signature.args.size(); ++i)
-      s += fmt::format("{}*static_cast<{}*>(params[{}])", i ? ", " : "", strip_restrict(k.signature.args[i].ctype), i);
-    s += ");\n    }\n  }\n}\n";
+    for (const auto& [name, sig] : {std::pair{k.name, &k.signature}, std::pair{k.strided_name(), &k.strided_signature}}) {
+      s += fmt::format("extern \"C\" void {}__host(void** params, unsigned int grid, unsigned int block) {{\n", name);
+      s += "  gridDim = {grid, 1, 1};\n  blockDim = {block, 1, 1};\n";
+      s += "  for (unsigned int b = 0; b < grid; ++b) {\n    for (unsigned int t = 0; t < block; ++t) {\n";
+      s += "      blockIdx = {b, 0, 0};\n      threadIdx = {t, 0, 0};\n";
+      s += fmt::format("      {}(", name);
+      for (size_t i = 0; i < sig->args.size(); ++i)
+        s += fmt::format("{}*static_cast<{}*>(params[{}])", i ? ", " : "", strip_restrict(sig->args[i].ctype), i);
+      s += ");\n    }\n  }\n}\n";
+    }
   }
   return s;
 }

@@ -10,11 +10,44 @@ namespace fusejit::jit {
 
 namespace {
 
-// Per iter dim, per input: 'F' full, 'B' broadcast. Size-1 iter dims are dropped by the caller.
+bool literal_one(const ir::Dim& d) { return d.sym < 0 && d.size == 1; }
+
+// Whether input `in` is broadcast along iteration dim d (never a literal-1 iteration dim): it lacks
+// the dim, has it as a literal 1, or (two different named dims meeting) has size 1 against a
+// larger size. The same named dim is never broadcast against itself, whatever its value.
 bool input_is_bcast(const ir::Shape& in, const ir::Shape& iter, size_t d) {
   const size_t off = iter.size() - in.size();
   if (d < off) return true;
-  return in[d - off].size == 1 && iter[d].size != 1;
+  const ir::Dim& a = in[d - off];
+  const ir::Dim& b = iter[d];
+  if (a.sym >= 0 && a.sym == b.sym) return false;
+  if (literal_one(a)) return true;
+  return a.size == 1 && b.size != 1;
+}
+
+// Adjacent kept dims whose broadcast pattern is the same for every input are merged: addressing
+// them as one dim gives the same offsets with fewer divisions. Literal-1 dims between two groups
+// do not stop a merge. Returns the pattern of each collapsed dim (per input: broadcast?).
+std::vector<std::vector<bool>> collapse_dims(std::span<const ir::Shape> input_shapes, const ir::Shape& iter,
+                                             KernelLayout& l) {
+  std::vector<std::vector<bool>> pattern;
+  for (size_t d = 0; d < iter.size(); ++d) {
+    if (literal_one(iter[d])) continue;
+    std::vector<bool> p(input_shapes.size());
+    for (size_t k = 0; k < input_shapes.size(); ++k) p[k] = input_is_bcast(input_shapes[k], iter, d);
+    if (!l.dim_groups.empty() && pattern.back() == p) {
+      bool only_ones = true;
+      for (int e = l.dim_groups.back().second; e < static_cast<int>(d); ++e)
+        only_ones = only_ones && literal_one(iter[static_cast<size_t>(e)]);
+      if (only_ones) {
+        l.dim_groups.back().second = static_cast<int>(d) + 1;
+        continue;
+      }
+    }
+    l.dim_groups.push_back({static_cast<int>(d), static_cast<int>(d) + 1});
+    pattern.push_back(std::move(p));
+  }
+  return pattern;
 }
 
 }  // namespace
@@ -30,30 +63,7 @@ KernelLayout compute_layout(std::span<const ir::Shape> input_shapes, const ir::S
       FJ_CHECK(in[d].size == 1 || in[d].size == iter[d + off].size,
                "kernel input shape does not broadcast to the iteration space");
   }
-  // Merge adjacent non-trivial dims whose broadcast pattern is the same for every input:
-  // addressing them as one dim gives the same offsets with fewer divisions.
-  std::vector<std::vector<bool>> pattern;  // per collapsed dim, per input
-  for (size_t d = 0; d < iter.size(); ++d) {
-    if (iter[d].size == 1) continue;
-    std::vector<bool> p(nin);
-    for (size_t k = 0; k < nin; ++k) p[k] = input_is_bcast(input_shapes[k], iter, d);
-    if (!l.dim_groups.empty() && pattern.back() == p && l.dim_groups.back().second == static_cast<int>(d)) {
-      l.dim_groups.back().second = static_cast<int>(d) + 1;
-      continue;
-    }
-    // A dropped size-1 dim between two groups does not stop a merge either.
-    if (!l.dim_groups.empty() && pattern.back() == p) {
-      bool only_ones = true;
-      for (int e = l.dim_groups.back().second; e < static_cast<int>(d); ++e)
-        only_ones = only_ones && iter[static_cast<size_t>(e)].size == 1;
-      if (only_ones) {
-        l.dim_groups.back().second = static_cast<int>(d) + 1;
-        continue;
-      }
-    }
-    l.dim_groups.push_back({static_cast<int>(d), static_cast<int>(d) + 1});
-    pattern.push_back(std::move(p));
-  }
+  const std::vector<std::vector<bool>> pattern = collapse_dims(input_shapes, iter, l);
   l.access.resize(nin);
   l.bcast.resize(nin);
   for (size_t k = 0; k < nin; ++k) {
@@ -65,11 +75,23 @@ KernelLayout compute_layout(std::span<const ir::Shape> input_shapes, const ir::S
     l.access[k] = !any_b ? InputAccess::Contiguous : (!any_f ? InputAccess::Uniform : InputAccess::Strided);
     if (l.access[k] != InputAccess::Strided) l.bcast[k].clear();
   }
+  for (size_t d = 0; d < iter.size(); ++d)
+    if (!literal_one(iter[d])) l.iter_dims.push_back(static_cast<int>(d));
+  l.in_dims.resize(nin);
+  for (size_t k = 0; k < nin; ++k) {
+    const ir::Shape& in = input_shapes[k];
+    const size_t off = iter.size() - in.size();
+    for (int d : l.iter_dims) {
+      const size_t du = static_cast<size_t>(d);
+      l.in_dims[k].push_back(du >= off && !literal_one(in[du - off]) ? static_cast<int>(du - off) : -1);
+    }
+  }
   l.index64 = needs_index64(ir::num_elements(iter));
   return l;
 }
 
 ir::Shape current_iter_shape(const ir::Graph& g, const ir::FusionGroup& group) {
+  if (!group.outputs.empty()) return g.node(group.outputs.front()).shape;
   ir::Shape iter = group.iter_shape;
   for (ir::Dim& d : iter)
     if (d.sym >= 0 && static_cast<size_t>(d.sym) < g.dims.size()) d.size = g.dims[static_cast<size_t>(d.sym)].value;
@@ -96,7 +118,35 @@ std::string layout_fingerprint(const KernelLayout& l) {
         break;
     }
   }
+  // The strided entry: the kept dims, then per input the own dim each maps to ('-': stride 0).
+  auto join = [](const std::vector<int>& v) {
+    std::string t;
+    for (size_t j = 0; j < v.size(); ++j) t += (j ? "." : "") + (v[j] < 0 ? std::string("-") : std::to_string(v[j]));
+    return t;
+  };
+  s += " k" + join(l.iter_dims);
+  for (size_t k = 0; k < l.in_dims.size(); ++k) s += (k ? "," : ":") + join(l.in_dims[k]);
   return s;
+}
+
+const char* arg_kind_name(ArgKind kind) {
+  switch (kind) {
+    case ArgKind::InputPtr: return "input";
+    case ArgKind::OutputPtr: return "output";
+    case ArgKind::Param: return "param";
+    case ArgKind::NumElements: return "n";
+    case ArgKind::DimSize: return "size";
+    case ArgKind::DimDivMul: return "size_mul";
+    case ArgKind::DimDivShift: return "size_shift";
+    case ArgKind::Stride: return "stride";
+    case ArgKind::VecFlag: return "vec_ok";
+    case ArgKind::IterSize: return "iter_size";
+    case ArgKind::IterDivMul: return "iter_size_mul";
+    case ArgKind::IterDivShift: return "iter_size_shift";
+    case ArgKind::InStride: return "in_stride";
+    case ArgKind::OutStride: return "out_stride";
+  }
+  return "?";
 }
 
 PackedArgs::PackedArgs(PackedArgs&& o) noexcept
@@ -129,22 +179,6 @@ uint64_t slot_of(T v) {
   return s;
 }
 
-uint64_t param_slot_value(const ir::Scalar& v, ir::DType t) {
-  switch (t) {
-    case ir::DType::Bool: return slot_of<bool>(v.i != 0);
-    case ir::DType::I8: return slot_of<int8_t>(static_cast<int8_t>(v.i));
-    case ir::DType::U8: return slot_of<uint8_t>(static_cast<uint8_t>(v.i));
-    case ir::DType::I32: return slot_of<int32_t>(static_cast<int32_t>(v.i));
-    case ir::DType::I64: return slot_of<int64_t>(v.i);
-    case ir::DType::F16:
-    case ir::DType::BF16:
-    case ir::DType::F32: return slot_of<float>(static_cast<float>(v.f));
-    case ir::DType::F64: return slot_of<double>(v.f);
-  }
-  FJ_CHECK(false, "unknown dtype");
-  return 0;
-}
-
 }  // namespace
 
 DivMagic div_magic32(uint64_t d) {
@@ -157,25 +191,6 @@ DivMagic div_magic32(uint64_t d) {
 }
 
 namespace {
-
-// Checks that the current shapes give the layout the kernel was generated for and that the launch
-// fits the 32-bit grid-stride loop; returns the element count.
-int64_t check_launchable(const KernelSignature& sig, std::span<const ir::Shape> input_shapes, const ir::Shape& iter_shape,
-                         const LaunchShape& launch) {
-  const KernelLayout& gen = sig.layout;
-  FJ_CHECK(input_shapes.size() == gen.access.size(), "pack_args: input count does not match the kernel");
-  FJ_CHECK(uint64_t{launch.grid} * launch.block < (uint64_t{1} << 31) && launch.grid > 0 && launch.block > 0,
-           "pack_args: grid * block must be in [1, 2^31)");
-  KernelLayout now = compute_layout(input_shapes, iter_shape);
-  const int64_t n = ir::num_elements(iter_shape);
-  FJ_CHECK(gen.index64 || !now.index64,
-           fmt::format("pack_args: a 32-bit-index kernel cannot run {} elements; regenerate it", n));
-  now.index64 = gen.index64;
-  FJ_CHECK(now == gen, fmt::format("pack_args: the shapes give layout '{}' but the kernel was generated for "
-                                   "'{}'; regenerate it",
-                                   layout_fingerprint(now), layout_fingerprint(gen)));
-  return n;
-}
 
 // The sizes of the collapsed dims at the current iteration shape.
 std::vector<int64_t> collapsed_sizes(const KernelLayout& l, const ir::Shape& iter_shape) {
@@ -198,79 +213,149 @@ int64_t input_stride(const KernelLayout& l, const ir::Shape& in, const ir::Shape
   return st;
 }
 
-// What one launch's arguments are made of (pack_args' parameters, and the derived sizes).
-struct PackInputs {
-  std::span<const uint64_t> input_addrs, output_addrs;
-  std::span<const ir::Scalar> param_values;
+// C-contiguous element stride of dim t of `shape` (0 for a dim of size 1: it never moves).
+int64_t contiguous_stride(const ir::Shape& shape, int t) {
+  if (shape[static_cast<size_t>(t)].size == 1) return 0;
+  int64_t st = 1;
+  for (size_t d = static_cast<size_t>(t) + 1; d < shape.size(); ++d) st *= shape[d].size;
+  return st;
+}
+
+// What the static slots are computed from.
+struct StaticInputs {
   std::span<const ir::Shape> input_shapes;
   const ir::Shape& iter_shape;
   int64_t n;
-  std::vector<int64_t> csize;
+  std::vector<int64_t> csize;  // collapsed sizes (fast entry)
 };
 
-// The value of one argument (VecFlag: 0, set once alignment is known).
-uint64_t arg_value(const ArgSlot& a, const KernelLayout& l, const PackInputs& in) {
+uint64_t magic_part(ArgKind kind, int64_t d) {
+  // A zero-size dim means no elements: the kernel never divides, any numbers do.
+  const DivMagic m = d > 0 ? div_magic32(static_cast<uint64_t>(d)) : DivMagic{};
+  return kind == ArgKind::DimDivMul || kind == ArgKind::IterDivMul ? m.mul : m.shift;
+}
+
+// The value of one static argument; 0 for the slots a launch fills.
+uint64_t static_value(const ArgSlot& a, const KernelLayout& l, const StaticInputs& in) {
+  const size_t i = static_cast<size_t>(std::max(a.index, 0));
   switch (a.kind) {
-    case ArgKind::InputPtr: return in.input_addrs[static_cast<size_t>(a.index)];
-    case ArgKind::OutputPtr:
-      FJ_CHECK(static_cast<size_t>(a.index) < in.output_addrs.size(), "pack_args: missing output address");
-      return in.output_addrs[static_cast<size_t>(a.index)];
-    case ArgKind::Param: {
-      FJ_CHECK(a.param_slot >= 0 && static_cast<size_t>(a.param_slot) < in.param_values.size(),
-               "pack_args: missing param value");
-      const ir::Scalar& s = in.param_values[static_cast<size_t>(a.param_slot)];
-      FJ_CHECK(s.dtype == a.dtype, "pack_args: param value has the wrong dtype");
-      return param_slot_value(s, a.dtype);
-    }
     case ArgKind::NumElements: return static_cast<uint64_t>(in.n);
-    case ArgKind::DimSize: return static_cast<uint64_t>(in.csize[static_cast<size_t>(a.index)]);
+    case ArgKind::DimSize: return static_cast<uint64_t>(in.csize[i]);
     case ArgKind::DimDivMul:
-    case ArgKind::DimDivShift: {
-      // A zero-size dim means no elements: the kernel never divides, any numbers do.
-      const int64_t d = in.csize[static_cast<size_t>(a.index)];
-      const DivMagic m = d > 0 ? div_magic32(static_cast<uint64_t>(d)) : DivMagic{};
-      return a.kind == ArgKind::DimDivMul ? m.mul : m.shift;
-    }
+    case ArgKind::DimDivShift: return magic_part(a.kind, in.csize[i]);
     case ArgKind::Stride:
-      return static_cast<uint64_t>(input_stride(l, in.input_shapes[static_cast<size_t>(a.index)], in.iter_shape,
-                                                static_cast<size_t>(a.dim)));
+      return static_cast<uint64_t>(input_stride(l, in.input_shapes[i], in.iter_shape, static_cast<size_t>(a.dim)));
+    case ArgKind::IterSize: return static_cast<uint64_t>(in.iter_shape[static_cast<size_t>(l.iter_dims[i])].size);
+    case ArgKind::IterDivMul:
+    case ArgKind::IterDivShift: return magic_part(a.kind, in.iter_shape[static_cast<size_t>(l.iter_dims[i])].size);
+    case ArgKind::InStride:
+      return static_cast<uint64_t>(contiguous_stride(in.input_shapes[i], l.in_dims[i][static_cast<size_t>(a.dim)]));
+    case ArgKind::OutStride: return static_cast<uint64_t>(contiguous_stride(in.iter_shape, l.iter_dims[static_cast<size_t>(a.dim)]));
+    case ArgKind::InputPtr:
+    case ArgKind::OutputPtr:
+    case ArgKind::Param:
     case ArgKind::VecFlag: return 0;
   }
-  FJ_CHECK(false, "pack_args: unknown argument kind");
+  FJ_CHECK(false, "static_args: unknown argument kind");
   return 0;
 }
 
+bool has_strided_input(const KernelLayout& l) {
+  return std::any_of(l.access.begin(), l.access.end(), [](InputAccess a) { return a == InputAccess::Strided; });
+}
+
 }  // namespace
+
+uint64_t param_arg_bits(const ir::Scalar& v, ir::DType t) {
+  switch (t) {
+    case ir::DType::Bool: return slot_of<bool>(v.i != 0);
+    case ir::DType::I8: return slot_of<int8_t>(static_cast<int8_t>(v.i));
+    case ir::DType::U8: return slot_of<uint8_t>(static_cast<uint8_t>(v.i));
+    case ir::DType::I32: return slot_of<int32_t>(static_cast<int32_t>(v.i));
+    case ir::DType::I64: return slot_of<int64_t>(v.i);
+    case ir::DType::F16:
+    case ir::DType::BF16:
+    case ir::DType::F32: return slot_of<float>(static_cast<float>(v.f));
+    case ir::DType::F64: return slot_of<double>(v.f);
+  }
+  FJ_CHECK(false, "unknown dtype");
+  return 0;
+}
+
+bool layout_matches(const KernelSignature& sig, std::span<const ir::Shape> input_shapes, const ir::Shape& iter_shape) {
+  if (input_shapes.size() != sig.layout.access.size()) return false;
+  KernelLayout now = compute_layout(input_shapes, iter_shape);
+  if (now.index64 && !sig.layout.index64) return false;
+  now.index64 = sig.layout.index64;
+  return now == sig.layout;
+}
+
+bool vector_rows_ok(const KernelSignature& sig, const ir::Shape& iter_shape) {
+  if (sig.vector_width <= 1) return false;
+  if (!has_strided_input(sig.layout)) return true;
+  // V consecutive elements must stay in one row of the innermost collapsed dim, so a strided
+  // input's lanes are at off + j (or all at off) and off is V-aligned.
+  const std::vector<int64_t> csize = collapsed_sizes(sig.layout, iter_shape);
+  return !csize.empty() && csize.back() % sig.vector_width == 0;
+}
+
+std::vector<uint64_t> static_args(const KernelSignature& sig, std::span<const ir::Shape> input_shapes,
+                                  const ir::Shape& iter_shape) {
+  const KernelLayout& l = sig.layout;
+  FJ_CHECK(input_shapes.size() == l.access.size(), "static_args: input count does not match the kernel");
+  const int64_t n = ir::num_elements(iter_shape);
+  FJ_CHECK(l.index64 || !needs_index64(n),
+           fmt::format("static_args: a 32-bit-index kernel cannot run {} elements; it needs its 64-bit variant", n));
+  // The fast entry runs the layout it was generated for; the strided entry any broadcast pattern
+  // over the same kept dims.
+  KernelLayout now = compute_layout(input_shapes, iter_shape);
+  now.index64 = l.index64;
+  const bool ok = sig.strided ? now.iter_dims == l.iter_dims && now.in_dims == l.in_dims : now == l;
+  FJ_CHECK(ok, fmt::format("static_args: the shapes give layout '{}' but the kernel was generated for '{}'",
+                           layout_fingerprint(now), layout_fingerprint(l)));
+  const StaticInputs in{input_shapes, iter_shape, n, collapsed_sizes(l, iter_shape)};
+  std::vector<uint64_t> out;
+  out.reserve(sig.args.size());
+  for (const ArgSlot& a : sig.args) {
+    uint64_t v = static_value(a, l, in);
+    if (a.bytes == 4) v = slot_of<uint32_t>(static_cast<uint32_t>(v));
+    out.push_back(v);
+  }
+  return out;
+}
 
 PackedArgs pack_args(const KernelSignature& sig, std::span<const uint64_t> input_addrs,
                      std::span<const uint64_t> output_addrs, std::span<const ir::Scalar> param_values,
                      std::span<const ir::Shape> input_shapes, const ir::Shape& iter_shape,
                      const LaunchShape& launch) {
-  const KernelLayout& gen = sig.layout;
-  FJ_CHECK(input_addrs.size() == gen.access.size(), "pack_args: input count does not match the kernel");
-  const int64_t n = check_launchable(sig, input_shapes, iter_shape, launch);
-  const PackInputs in{input_addrs, output_addrs, param_values, input_shapes, iter_shape, n,
-                      collapsed_sizes(gen, iter_shape)};
+  FJ_CHECK(input_addrs.size() == sig.layout.access.size(), "pack_args: input count does not match the kernel");
+  FJ_CHECK(uint64_t{launch.grid} * launch.block < (uint64_t{1} << 31) && launch.grid > 0 && launch.block > 0,
+           "pack_args: grid * block must be in [1, 2^31)");
   PackedArgs p;
+  p.storage_ = static_args(sig, input_shapes, iter_shape);
+  size_t outputs = 0;
   bool aligned = true;
-  for (const ArgSlot& a : sig.args) {
-    uint64_t v = arg_value(a, gen, in);
-    if (a.kind == ArgKind::InputPtr || a.kind == ArgKind::OutputPtr) aligned = aligned && v % 16 == 0;
-    if (a.bytes == 4 && a.kind != ArgKind::Param) v = slot_of<uint32_t>(static_cast<uint32_t>(v));
-    p.storage_.push_back(v);
+  for (size_t k = 0; k < sig.args.size(); ++k) {
+    const ArgSlot& a = sig.args[k];
+    const size_t i = static_cast<size_t>(a.index);
+    if (a.kind == ArgKind::InputPtr) p.storage_[k] = input_addrs[i];
+    if (a.kind == ArgKind::OutputPtr) {
+      FJ_CHECK(i < output_addrs.size(), "pack_args: missing output address");
+      p.storage_[k] = output_addrs[i];
+      ++outputs;
+    }
+    if (a.kind == ArgKind::InputPtr || a.kind == ArgKind::OutputPtr) aligned = aligned && p.storage_[k] % 16 == 0;
+    if (a.kind == ArgKind::Param) {
+      FJ_CHECK(a.param_slot >= 0 && static_cast<size_t>(a.param_slot) < param_values.size(), "pack_args: missing param value");
+      const ir::Scalar& v = param_values[static_cast<size_t>(a.param_slot)];
+      FJ_CHECK(v.dtype == a.dtype, "pack_args: param value has the wrong dtype");
+      p.storage_[k] = param_arg_bits(v, a.dtype);
+    }
   }
-  FJ_CHECK(output_addrs.size() == static_cast<size_t>(std::count_if(sig.args.begin(), sig.args.end(),
-                                                                    [](const ArgSlot& a) { return a.kind == ArgKind::OutputPtr; })),
-           "pack_args: output count does not match the kernel");
-  // With a strided input, V consecutive elements must stay in one row of the innermost collapsed
-  // dim (so a strided input's lanes are at off + j, or all at off, and off is V-aligned): its
-  // size must be a multiple of V. Checked here, per launch, so a new dim value never recompiles.
-  bool rows_ok = true;
-  if (std::any_of(gen.access.begin(), gen.access.end(), [](InputAccess a) { return a == InputAccess::Strided; }))
-    rows_ok = !in.csize.empty() && in.csize.back() % sig.vector_width == 0;
-  p.vectorized_ = sig.vector_width > 1 && aligned && rows_ok;
-  for (size_t i = 0; i < sig.args.size(); ++i)
-    if (sig.args[i].kind == ArgKind::VecFlag) p.storage_[i] = slot_of<int32_t>(p.vectorized_ ? 1 : 0);
+  FJ_CHECK(outputs == output_addrs.size(), "pack_args: output count does not match the kernel");
+  p.vectorized_ = aligned && vector_rows_ok(sig, iter_shape);
+  for (size_t k = 0; k < sig.args.size(); ++k)
+    if (sig.args[k].kind == ArgKind::VecFlag) p.storage_[k] = slot_of<int32_t>(p.vectorized_ ? 1 : 0);
   p.rebuild();
   return p;
 }
@@ -302,50 +387,6 @@ std::vector<ir::NodeId> plan_intermediates(const ir::Graph& g, const ir::Plan& p
   std::vector<ir::NodeId> out;
   for (ir::NodeId id : mat)
     if (!is_output[static_cast<size_t>(id)] && g.node(id).op != ir::Op::Input) out.push_back(id);
-  return out;
-}
-
-RunBuffers::RunBuffers(const ir::Graph& g, const ir::Plan& plan, std::span<const uint64_t> inputs,
-                       std::span<const uint64_t> outputs, std::span<const ir::NodeId> intermediates,
-                       std::span<const uint64_t> intermediate_addrs)
-    : g_(g), inputs_(inputs), at_(static_cast<size_t>(g.size()), 0) {
-  FJ_CHECK(inputs.size() == g.inputs.size() && outputs.size() == g.outputs.size() &&
-               intermediates.size() == intermediate_addrs.size(),
-           "RunBuffers: wrong number of buffers");
-  std::vector<bool> written(static_cast<size_t>(g.size()), false), placed(written);
-  for (const ir::FusionGroup& grp : plan.groups)
-    for (ir::NodeId id : grp.outputs) written[static_cast<size_t>(id)] = true;
-  for (size_t k = 0; k < g.outputs.size(); ++k) {
-    const size_t id = static_cast<size_t>(g.outputs[k].node);
-    const ir::Node& n = g.node(g.outputs[k].node);
-    if (written[id] && !placed[id]) {
-      at_[id] = outputs[k];  // the first output naming a value is where its kernel writes it
-      placed[id] = true;
-      continue;
-    }
-    FJ_CHECK(written[id] || n.op == ir::Op::Input,
-             fmt::format("RunBuffers: output '{}' is never written by the plan", g.outputs[k].name));
-    const uint64_t src = written[id] ? at_[id] : inputs[static_cast<size_t>(n.slot)];
-    copies_.push_back({outputs[k], src, value_bytes(g, g.outputs[k].node)});
-  }
-  for (size_t i = 0; i < intermediates.size(); ++i) at_[static_cast<size_t>(intermediates[i])] = intermediate_addrs[i];
-}
-
-std::vector<uint64_t> RunBuffers::group_inputs(const ir::FusionGroup& grp) const {
-  std::vector<uint64_t> out;
-  out.reserve(grp.inputs.size());
-  // A graph input is always read from the caller's buffer.
-  for (ir::NodeId id : grp.inputs) {
-    const ir::Node& n = g_.node(id);
-    out.push_back(n.op == ir::Op::Input ? inputs_[static_cast<size_t>(n.slot)] : at_[static_cast<size_t>(id)]);
-  }
-  return out;
-}
-
-std::vector<uint64_t> RunBuffers::group_outputs(const ir::FusionGroup& grp) const {
-  std::vector<uint64_t> out;
-  out.reserve(grp.outputs.size());
-  for (ir::NodeId id : grp.outputs) out.push_back(at_[static_cast<size_t>(id)]);
   return out;
 }
 

@@ -40,6 +40,8 @@ void rethrow_current(const std::string& file, std::string_view source) {
     throw Error(ErrorKind::Compile, e.what());
   } catch (const jit::HostCompileError& e) {
     throw Error(ErrorKind::Compile, e.what());
+  } catch (const jit::NvrtcUnavailable& e) {
+    throw Error(ErrorKind::Compile, e.what());
   } catch (const jit::DriverError& e) {
     // Refused arguments (an output overlapping an input) are the caller's mistake.
     throw Error(e.kind() == jit::DriverErrorKind::BadArgument ? ErrorKind::User : ErrorKind::Driver, e.what());

@@ -19,6 +19,8 @@ std::string_view cache_outcome_name(CacheOutcome outcome) {
     case CacheOutcome::Compiled: return "compiled";
     case CacheOutcome::MemoryHit: return "memory";
     case CacheOutcome::DiskHit: return "disk";
+    case CacheOutcome::Loaded: return "loaded";
+    case CacheOutcome::NotBuilt: return "not built";
   }
   return "compiled";
 }

@@ -51,6 +51,8 @@ std::string option_name(OptionField field, MessageStyle style);
 // option as `style` writes it: an unknown name (listing the graph's params), a positional count
 // other than the graph's, or both forms at once.
 std::vector<ir::Scalar> resolve_params(const ir::Graph& g, const Params& params, MessageStyle style);
+// The same into `out` (no allocation once `out` has the capacity, unless an error is thrown).
+void resolve_params_into(const ir::Graph& g, const Params& params, MessageStyle style, std::vector<ir::Scalar>& out);
 
 TensorInfo tensor_info(const ir::Graph& g, ir::NodeId id, const std::string& name);
 

@@ -1,53 +1,23 @@
-// fusejit::Program, compiling: rewrite, plan, generate, compile (through the kernel cache), load.
-// Running is lib/program_run.cpp.
+// fusejit::Program, compiling: rewrite, plan, generate, compile (through the kernel cache) each
+// plan's variants on first need. Launching is lib/program_launch.cpp, host tensors
+// lib/program_run.cpp, ahead-of-time folders lib/aot.cpp.
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-
-#include <nlohmann/json.hpp>
 
 #include "ir/passes/plan_fusion.h"
 #include "ir/passes/plan_report.h"
 #include "jit/arch.h"
 #include "jit/cache.h"
 #include "jit/codegen.h"
-#include "jit/gpu_build.h"
 #include "jit/host_compile.h"
+#include "lib/aot.h"
 #include "lib/program_impl.h"
 
 namespace fusejit {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Code generation options of the unfused baseline: always strict (it is what fast mode is compared
-// with), and canonical names so nodes that differ only in their ids share one kernel (a
-// 50,000-node chain compiles a handful of kernels, not 50,000).
-jit::CodegenOptions unfused_codegen_options() {
-  jit::CodegenOptions cg;
-  cg.canonical_names = true;
-  return cg;
-}
-
-jit::CodegenOptions codegen_options(PlanKind kind, const Options& o) {
-  if (kind == PlanKind::Unfused) return unfused_codegen_options();
-  jit::CodegenOptions cg;
-  cg.fast_math = o.fast_math;
-  return cg;
-}
-
-std::vector<std::string> node_lines(const ir::Graph& g, const ir::FusionGroup& grp) {
-  std::vector<std::string> out;
-  for (ir::NodeId id : grp.nodes) {
-    const ir::Node& n = g.node(id);
-    std::string t = "v" + std::to_string(id) + " = " + std::string(ir::op_name(n.op)) + "(";
-    for (int k = 0; k < n.nargs; ++k) t += (k ? ", v" : "v") + std::to_string(n.args[k]);
-    if (n.op == ir::Op::Cast) t += ", " + std::string(ir::dtype_name(n.dtype));
-    out.push_back(t + ")");
-  }
-  return out;
-}
 
 CacheOutcome outcome_of(jit::CacheOutcome o) {
   switch (o) {
@@ -58,21 +28,6 @@ CacheOutcome outcome_of(jit::CacheOutcome o) {
   return CacheOutcome::Compiled;
 }
 
-KernelInfo kernel_info(const ir::Graph& g, const ir::FusionGroup& grp, const jit::GeneratedKernel& k,
-                       CacheOutcome outcome, double compile_ms) {
-  KernelInfo info;
-  info.name = k.name;
-  info.source = k.source;
-  info.ops = node_lines(g, grp);
-  info.elements = ir::num_elements(grp.iter_shape);
-  const ir::GroupTraffic t = ir::group_traffic(g, grp);
-  info.read_bytes = t.read_bytes;
-  info.write_bytes = t.write_bytes;
-  info.cache = outcome;
-  info.compile_ms = compile_ms;
-  return info;
-}
-
 // The process-wide cache of the folder the options name (jit/cache.h): GPU kernels and CPU host
 // modules of one folder share its disk store.
 jit::KernelCache& cache_for(const Options& o) { return jit::KernelCache::shared(o.cache_dir, o.disk_cache); }
@@ -81,66 +36,6 @@ jit::KernelCache& cache_for(const Options& o) { return jit::KernelCache::shared(
 void route_cache_warnings() {
   static std::once_flag routed;
   std::call_once(routed, [] { jit::set_cache_warning_handler([](const std::string& m) { warn(m); }); });
-}
-
-// ---- --dump-dir / compile_to_dir ---------------------------------------------------------------
-
-void write_text(const fs::path& p, std::string_view text) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  if (!f) throw ir::UserError("cannot write '" + p.string() + "'");
-}
-
-// One kernel to dump: its code, what the program reports of it, and its binary (nullptr on the CPU).
-struct DumpedKernel {
-  const jit::GeneratedKernel* kernel;
-  const KernelInfo* info;
-  const std::vector<char>* binary;
-};
-
-// Writes DIR/<kernel>.cu (a complete translation unit: prelude + kernel), DIR/<kernel>.<cubin|ptx>
-// when a binary is given, and returns the index entry.
-nlohmann::json dump_kernel(const fs::path& dir, const std::string& plan, const DumpedKernel& d, const std::string& ext) {
-  const jit::GeneratedKernel& k = *d.kernel;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw ir::UserError("cannot create dump folder '" + dir.string() + "': " + ec.message());
-  jit::TranslationUnit tu = jit::emit_translation_unit(std::span<const jit::GeneratedKernel>(&k, 1));
-  write_text(dir / (k.name + ".cu"), tu.source);
-  nlohmann::json e = {{"plan", plan}, {"kernel", k.name}, {"cu", k.name + ".cu"}, {"elements", d.info->elements},
-                      {"read_bytes", d.info->read_bytes}, {"write_bytes", d.info->write_bytes}, {"ops", d.info->ops},
-                      {"index64", k.index64}, {"vector_width", k.vector_width},
-                      {"cache", cache_outcome_name(d.info->cache)}};
-  if (d.binary) {
-    size_t n = d.binary->size();
-    if (ext == "ptx" && n && (*d.binary)[n - 1] == '\0') --n;  // PTX text without its terminator
-    write_text(dir / (k.name + "." + ext), std::string_view(d.binary->data(), n));
-    e[ext] = k.name + "." + ext;
-  }
-  return e;
-}
-
-// Writes every kernel of both plans and index.json into Options::dump_dir.
-void dump_all(const Program::Impl& p, const std::vector<DumpedKernel>& fused, const std::vector<DumpedKernel>& unfused,
-              const std::string& ext) {
-  fs::path dir(p.options.dump_dir);
-  nlohmann::json index = {{"graph", p.graph.name()}, {"target", p.target}, {"fast_math", p.options.fast_math},
-                          {"kernels", nlohmann::json::array()}};
-  for (const DumpedKernel& d : fused) index["kernels"].push_back(dump_kernel(dir, "fused", d, ext));
-  for (const DumpedKernel& d : unfused) index["kernels"].push_back(dump_kernel(dir, "unfused", d, ext));
-  write_text(dir / "index.json", index.dump(2) + "\n");
-}
-
-std::vector<DumpedKernel> dumped(const jit::CompiledPlan& c, const std::vector<KernelInfo>& infos) {
-  std::vector<DumpedKernel> out;
-  for (size_t i = 0; i < c.kernels.size(); ++i) out.push_back({&c.kernels[i].kernel, &infos[i], c.kernels[i].image.get()});
-  return out;
-}
-
-std::vector<DumpedKernel> dumped(const jit::CpuProgram& c, const std::vector<KernelInfo>& infos) {
-  std::vector<DumpedKernel> out;
-  for (size_t i = 0; i < c.kernels.size(); ++i) out.push_back({&c.kernels[i], &infos[i], nullptr});
-  return out;
 }
 
 // ---- Options --------------------------------------------------------------------------------
@@ -167,37 +62,7 @@ jit::ArchDecision explicit_target(const std::string& arch, MessageStyle style) {
   });
 }
 
-// ---- CPU ------------------------------------------------------------------------------------
-
-void fill_cpu_infos(const jit::CpuProgram& cp, std::vector<KernelInfo>& infos) {
-  const CacheOutcome outcome = cp.compile.memory_hit ? CacheOutcome::MemoryHit
-                               : cp.compile.disk_hit ? CacheOutcome::DiskHit
-                                                     : CacheOutcome::Compiled;
-  for (size_t i = 0; i < cp.plan.groups.size(); ++i)
-    infos.push_back(kernel_info(cp.graph, cp.plan.groups[i], cp.kernels[i], outcome, i == 0 ? cp.compile.compile_ms : 0.0));
-}
-
-void compile_cpu(Program::Impl& p) {
-  const Options& o = p.options;
-  // Checked although it has no effect here: an invalid arch is an error on every backend.
-  if (!o.arch.empty()) explicit_target(o.arch, o.message_style);
-  p.fused.cpu = std::make_shared<jit::CpuProgram>(
-      jit::prepare_cpu_program(p.graph_of(PlanKind::Fused), p.fused.plan, codegen_options(PlanKind::Fused, o)));
-  p.unfused.cpu = std::make_shared<jit::CpuProgram>(
-      jit::prepare_cpu_program(p.graph_of(PlanKind::Unfused), p.unfused.plan, codegen_options(PlanKind::Unfused, o)));
-  jit::HostCompileOptions ho;
-  ho.cache_dir = o.cache_dir;
-  ho.disk_cache = o.disk_cache;
-  jit::CpuProgram* f[1] = {p.fused.cpu.get()};
-  jit::CpuProgram* u[1] = {p.unfused.cpu.get()};
-  jit::CpuProgram* both[2] = {p.fused.cpu.get(), p.unfused.cpu.get()};
-  if (o.fast_math) {
-    // Fast-math and strict kernels need different compile modes: one shared object each.
-    jit::compile_cpu_programs(f, ho);
-    jit::compile_cpu_programs(u, ho);
-  } else {
-    jit::compile_cpu_programs(both, ho);
-  }
+void warn_cpu_ignores(const Options& o) {
   if (!o.arch.empty())
     warn(option_name(OptionField::Arch, o.message_style) + " " + o.arch + " has no effect on the CPU path (no GPU is used)");
   if (!o.nvrtc_options.empty()) {
@@ -206,51 +71,89 @@ void compile_cpu(Program::Impl& p) {
     warn(option_name(OptionField::NvrtcOptions, o.message_style) + " (" + list +
          ") has no effect on the CPU path (no GPU is used)");
   }
-  fill_cpu_infos(*p.fused.cpu, p.fused.kernels);
-  fill_cpu_infos(*p.unfused.cpu, p.unfused.kernels);
-  // In strict mode both plans are one host shared object: count its compile time once.
-  if (!o.fast_math && !p.unfused.kernels.empty() && !p.fused.kernels.empty()) p.unfused.kernels[0].compile_ms = 0.0;
-  p.target = "host C++ (" + std::string(std::getenv("CXX") ? std::getenv("CXX") : "c++") +
-             ", -ffp-contract=off -fno-tree-vectorize)";
-  if (!o.dump_dir.empty()) dump_all(p, dumped(*p.fused.cpu, p.fused.kernels), dumped(*p.unfused.cpu, p.unfused.kernels), "");
 }
 
-// ---- GPU ------------------------------------------------------------------------------------
+// ---- Variants ---------------------------------------------------------------------------------
 
-// Stages 1 and 2 of both plans for `target` (jit/gpu_build.h), their KernelInfos, and the dump.
-std::pair<jit::CompiledPlan, jit::CompiledPlan> compile_gpu_plans(Program::Impl& p, const jit::Target& target) {
-  jit::GpuBuildOptions bo;
-  bo.target = target;
-  bo.extra_options = p.options.nvrtc_options;
-  bo.cache = &cache_for(p.options);
-  std::pair<jit::CompiledPlan, jit::CompiledPlan> out;
-  for (PlanKind kind : {PlanKind::Fused, PlanKind::Unfused}) {
-    bo.codegen = codegen_options(kind, p.options);
-    Program::Impl::Path& path = kind == PlanKind::Fused ? p.fused : p.unfused;
-    jit::CompiledPlan& c = kind == PlanKind::Fused ? out.first : out.second;
-    c = jit::compile_plan(p.graph_of(kind), path.plan, bo);
-    for (size_t i = 0; i < c.kernels.size(); ++i)
-      path.kernels.push_back(kernel_info(p.graph_of(kind), path.plan.groups[i], c.kernels[i].kernel,
-                                         outcome_of(c.kernels[i].outcome), c.kernels[i].compile_ms));
+// The CPU variants of several paths compiled as ONE host shared object (one compiler run).
+std::vector<std::shared_ptr<Program::Impl::Variant>> build_cpu_variants(
+    const Program::Impl& p, std::span<const Program::Impl::Path* const> paths, int v) {
+  std::vector<std::shared_ptr<Program::Impl::Variant>> out;
+  std::vector<jit::CpuProgram*> progs;
+  for (const Program::Impl::Path* path : paths) {
+    out.push_back(std::make_shared<Program::Impl::Variant>());
+    out.back()->cpu = std::make_shared<jit::CpuProgram>(
+        jit::prepare_cpu_program(p.graph_of(path->kind), path->plan, codegen_options(path->kind, p.options, v)));
+    progs.push_back(out.back()->cpu.get());
   }
-  if (!p.options.dump_dir.empty())
-    dump_all(p, dumped(out.first, p.fused.kernels), dumped(out.second, p.unfused.kernels), jit::to_string(target.kind));
+  jit::HostCompileOptions ho;
+  ho.cache_dir = p.options.cache_dir;
+  ho.disk_cache = p.options.disk_cache;
+  jit::compile_cpu_programs(progs, ho);
+  for (size_t k = 0; k < paths.size(); ++k) {
+    Program::Impl::Variant& var = *out[k];
+    const jit::HostCompileResult& c = var.cpu->compile;
+    const CacheOutcome outcome =
+        c.memory_hit ? CacheOutcome::MemoryHit : c.disk_hit ? CacheOutcome::DiskHit : CacheOutcome::Compiled;
+    var.kernels = var.cpu->kernels;
+    const ir::Graph& g = p.graph_of(paths[k]->kind);
+    // One compile for all: its time is counted once, on the first kernel.
+    for (size_t i = 0; i < paths[k]->plan.groups.size(); ++i)
+      var.infos.push_back(kernel_info(g, paths[k]->plan.groups[i], var.kernels[i], outcome,
+                                      k == 0 && i == 0 ? c.compile_ms : 0.0));
+  }
   return out;
 }
 
-void compile_gpu(Program::Impl& p) {
-  const jit::DeviceInfo& dev = p.device->info();
-  jit::ArchDecision d = p.options.arch.empty() ? jit::choose_target_for_device(jit::Arch{dev.cc_major, dev.cc_minor})
-                                               : explicit_target(p.options.arch, p.options.message_style);
-  if (!d.warning.empty()) warn(d.warning);
-  p.target = d.target.name() + (d.target.kind == jit::OutputKind::Cubin ? " (CUBIN)" : " (PTX, JIT-compiled by the driver)");
-  auto [fused, unfused] = compile_gpu_plans(p, d.target);
-  p.fused.gpu = std::make_shared<jit::GpuProgram>(jit::GpuProgram::load(p.device, p.graph_of(PlanKind::Fused), p.fused.plan, fused));
-  p.unfused.gpu =
-      std::make_shared<jit::GpuProgram>(jit::GpuProgram::load(p.device, p.graph_of(PlanKind::Unfused), p.unfused.plan, unfused));
+std::shared_ptr<Program::Impl::Variant> build_gpu_variant(const Program::Impl& p, const Program::Impl::Path& path, int v) {
+  auto out = std::make_shared<Program::Impl::Variant>();
+  const ir::Graph& g = p.graph_of(path.kind);
+  jit::GpuBuildOptions bo;
+  bo.target = p.gpu_target;
+  bo.extra_options = p.options.nvrtc_options;
+  bo.cache = &cache_for(p.options);
+  bo.codegen = codegen_options(path.kind, p.options, v);
+  out->gpu = jit::compile_plan(g, path.plan, bo);
+  for (size_t i = 0; i < out->gpu.kernels.size(); ++i) {
+    const jit::CompiledKernel& k = out->gpu.kernels[i];
+    out->kernels.push_back(k.kernel);
+    out->infos.push_back(kernel_info(g, path.plan.groups[i], k.kernel, outcome_of(k.outcome), k.compile_ms));
+  }
+  return out;
 }
 
-// Probes for a usable GPU: nullptr and the reason when there is none.
+}  // namespace
+
+// The unfused baseline is always strict (it is what fast mode is compared with), with canonical
+// names so nodes that differ only in their ids share one kernel (a 50,000-node chain compiles a
+// handful of kernels, not 50,000).
+jit::CodegenOptions codegen_options(PlanKind kind, const Options& o, int variant) {
+  jit::CodegenOptions cg;
+  if (kind == PlanKind::Unfused) cg.canonical_names = true;
+  else cg.fast_math = o.fast_math;
+  if (variant == 1) cg.index_bits = 64;
+  return cg;
+}
+
+std::shared_ptr<Program::Impl> rewrite_and_plan(const Graph& graph, const Options& options) {
+  auto p = std::make_shared<Program::Impl>(graph);
+  p->options = options;
+  route_cache_warnings();
+  if (jit::cache_disabled_by_env()) p->options.disk_cache = false;
+  const ir::Graph& g = graph.impl().graph;
+  ir::RewriteOptions ro;
+  ro.fast_math = options.fast_math;
+  p->rewrite = ir::rewrite(g, ro);
+  auto rimpl = std::make_shared<Graph::Impl>();
+  rimpl->graph = p->rewrite.graph;
+  p->rewritten = Graph(rimpl);
+  p->fused.kind = PlanKind::Fused;
+  p->fused.plan = ir::plan_fusion(p->rewritten.impl().graph);
+  p->fused.bindings = std::make_shared<const jit::PlanBindings>(p->rewritten.impl().graph, p->fused.plan);
+  for (const ir::ParamDecl& d : g.params) p->default_params.push_back(d.default_value);
+  return p;
+}
+
 std::shared_ptr<jit::DeviceContext> open_device(int ordinal, std::string* why_not) {
   auto drv = jit::Driver::get();
   if (!drv->available()) {
@@ -265,25 +168,164 @@ std::shared_ptr<jit::DeviceContext> open_device(int ordinal, std::string* why_no
   }
 }
 
-// Rewrites and plans (fused over the rewritten graph, unfused over the graph as written).
-std::shared_ptr<Program::Impl> rewrite_and_plan(const Graph& graph, const Options& options) {
-  auto p = std::make_shared<Program::Impl>(graph);
-  p->options = options;
-  route_cache_warnings();
-  if (jit::cache_disabled_by_env()) p->options.disk_cache = false;
-  const ir::Graph& g = graph.impl().graph;
-  ir::RewriteOptions ro;
-  ro.fast_math = options.fast_math;
-  p->rewrite = ir::rewrite(g, ro);
-  auto rimpl = std::make_shared<Graph::Impl>();
-  rimpl->graph = p->rewrite.graph;
-  p->rewritten = Graph(rimpl);
-  p->fused.plan = ir::plan_fusion(p->rewritten.impl().graph);
-  p->unfused.plan = ir::plan_unfused(g);
-  return p;
+namespace {
+
+void choose_gpu_target(Program::Impl& p) {
+  const jit::DeviceInfo& dev = p.device->info();
+  jit::ArchDecision d = p.options.arch.empty() ? jit::choose_target_for_device(jit::Arch{dev.cc_major, dev.cc_minor})
+                                               : explicit_target(p.options.arch, p.options.message_style);
+  if (!d.warning.empty()) warn(d.warning);
+  p.gpu_target = d.target;
+  p.target = d.target.name() + (d.target.kind == jit::OutputKind::Cubin ? " (CUBIN)" : " (PTX, JIT-compiled by the driver)");
 }
 
 }  // namespace
+
+KernelInfo kernel_info(const ir::Graph& g, const ir::FusionGroup& grp, const jit::GeneratedKernel& k, CacheOutcome outcome,
+                       double compile_ms) {
+  KernelInfo info = unbuilt_info(g, grp);
+  info.name = k.name;
+  info.source = k.source;
+  info.cache = outcome;
+  info.compile_ms = compile_ms;
+  info.index64 = k.index64;
+  return info;
+}
+
+KernelInfo unbuilt_info(const ir::Graph& g, const ir::FusionGroup& grp) {
+  KernelInfo info;
+  for (ir::NodeId id : grp.nodes) {
+    const ir::Node& n = g.node(id);
+    std::string t = "v" + std::to_string(id) + " = " + std::string(ir::op_name(n.op)) + "(";
+    for (int k = 0; k < n.nargs; ++k) t += (k ? ", v" : "v") + std::to_string(n.args[k]);
+    if (n.op == ir::Op::Cast) t += ", " + std::string(ir::dtype_name(n.dtype));
+    info.ops.push_back(t + ")");
+  }
+  info.elements = ir::num_elements(grp.iter_shape);
+  const ir::GroupTraffic t = ir::group_traffic(g, grp);
+  info.read_bytes = t.read_bytes;
+  info.write_bytes = t.write_bytes;
+  info.cache = CacheOutcome::NotBuilt;
+  info.index64 = jit::needs_index64(info.elements);
+  return info;
+}
+
+std::shared_ptr<const Program::Impl::Variant> build_variant(const Program::Impl& p, const Program::Impl::Path& path, int v) {
+  return translate_errors([&]() -> std::shared_ptr<const Program::Impl::Variant> {
+    if (p.backend == Backend::Cpu) {
+      const Program::Impl::Path* one[1] = {&path};
+      return build_cpu_variants(p, one, v)[0];
+    }
+    if (!p.loaded) return build_gpu_variant(p, path, v);
+    if (std::shared_ptr<const Program::Impl::Variant> from = variant_from_folder(p, path, v)) return from;
+    try {  // not in the folder: compiled, which needs NVRTC
+      return build_gpu_variant(p, path, v);
+    } catch (const jit::NvrtcUnavailable& e) {
+      throw jit::NvrtcUnavailable(std::string("Program::load: the ") +
+                                  (v == 1 ? "64-bit-index variant of the " : "") +
+                                  (path.kind == PlanKind::Fused ? "fused" : "unfused") +
+                                  " kernels are not in the folder and must be compiled, but " + e.what());
+    }
+  }, p.graph.impl().graph.file, p.graph.impl().source);
+}
+
+namespace {
+
+std::unique_ptr<Program::Impl::Path> unfused_path(const Program::Impl& p) {
+  auto u = std::make_unique<Program::Impl::Path>();
+  u->kind = PlanKind::Unfused;
+  const ir::Graph& g = p.graph_of(PlanKind::Unfused);
+  u->plan = ir::plan_unfused(g);
+  u->bindings = std::make_shared<const jit::PlanBindings>(g, u->plan);
+  return u;
+}
+
+// Publishes the built unfused path (and writes the dump folder, which holds both plans).
+void publish_unfused(const Program::Impl& p, std::unique_ptr<Program::Impl::Path> u) {
+  p.unfused = std::move(u);
+  if (!p.options.dump_dir.empty()) dump_program(p);
+  p.unfused_ready.store(true, std::memory_order_release);
+}
+
+// Both plans at once. On the CPU in strict mode they compile as one host shared object (one
+// compiler run: what `fusejit run`, which runs both, pays); fast-math and strict kernels need
+// different compile modes.
+void build_both(Program::Impl& p) {
+  if (p.backend == Backend::Cpu && !p.options.fast_math) {
+    std::call_once(p.unfused_once, [&] {
+      std::unique_ptr<Program::Impl::Path> u = unfused_path(p);
+      const Program::Impl::Path* both[2] = {&p.fused, u.get()};
+      std::vector<std::shared_ptr<Program::Impl::Variant>> v =
+          translate_errors([&] { return build_cpu_variants(p, both, 0); }, p.graph.impl().graph.file,
+                           p.graph.impl().source);
+      p.fused.variants[0] = v[0];
+      u->variants[0] = v[1];
+      publish_unfused(p, std::move(u));
+    });
+    return;
+  }
+  p.fused.variants[0] = build_variant(p, p.fused, 0);
+  p.path(PlanKind::Unfused);
+}
+
+}  // namespace
+
+const Program::Impl::Path& Program::Impl::path(PlanKind kind) const {
+  if (kind == PlanKind::Fused) return fused;
+  if (!unfused_ready.load(std::memory_order_acquire)) {
+    std::call_once(unfused_once, [&] {
+      std::unique_ptr<Path> u = unfused_path(*this);
+      u->variants[0] = build_variant(*this, *u, 0);
+      publish_unfused(*this, std::move(u));
+    });
+  }
+  return *unfused;
+}
+
+const Program::Impl::Variant& Program::Impl::variant(const Path& p, int v) const {
+  if (v == 0) return *p.variants[0];
+  {
+    std::lock_guard lock(p.mu);
+    if (p.variants[1]) return *p.variants[1];
+  }
+  // Built outside the lock (it may compile for seconds); the first one stored wins.
+  std::shared_ptr<const Variant> built = build_variant(*this, p, 1);
+  std::lock_guard lock(p.mu);
+  if (!p.variants[1]) {
+    const_cast<Path&>(p).variants[1] = built;
+    std::lock_guard spec(spec_mu);
+    spec_infos.insert(spec_infos.end(), built->infos.begin(), built->infos.end());
+  }
+  return *p.variants[1];
+}
+
+Program Program::compile(const Graph& graph, const Options& options) {
+  translate_errors([&] { check_extra_nvrtc_options(options); });
+  return translate_errors([&] {
+    std::shared_ptr<Impl> p = rewrite_and_plan(graph, options);
+    if (options.backend != Backend::Cpu) {
+      std::string why;
+      p->device = open_device(options.device, &why);
+      if (!p->device && options.backend == Backend::Cuda)
+        throw jit::DriverError(jit::DriverErrorKind::NoDevice, "the CUDA backend was requested but no GPU is usable: " + why);
+      if (!p->device) p->backend_note = "no GPU: " + why;
+    }
+    p->backend = p->device ? Backend::Cuda : Backend::Cpu;
+    if (p->backend == Backend::Cuda) {
+      choose_gpu_target(*p);
+    } else {
+      // Checked although it has no effect here: an invalid arch is an error on every backend.
+      if (!options.arch.empty()) explicit_target(options.arch, options.message_style);
+      warn_cpu_ignores(options);
+      p->target = "host C++ (" + std::string(std::getenv("CXX") ? std::getenv("CXX") : "c++") +
+                  ", -ffp-contract=off -fno-tree-vectorize)";
+    }
+    // A dump holds both plans, so it builds the unfused one now (and writes the folder then).
+    if (options.build_unfused || !options.dump_dir.empty()) build_both(*p);
+    else p->fused.variants[0] = build_variant(*p, p->fused, 0);
+    return Program(std::move(p));
+  }, graph.impl().graph.file, graph.impl().source);
+}
 
 std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& arch, const std::string& out_dir, bool fast_math,
                                        const Options& cache) {
@@ -299,29 +341,14 @@ std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& ar
     translate_errors([&] { check_extra_nvrtc_options(o); });
     jit::ArchDecision d = explicit_target(arch, o.message_style);
     std::shared_ptr<Program::Impl> p = rewrite_and_plan(graph, o);
-    p->target = d.target.name();
-    compile_gpu_plans(*p, d.target);
-    std::vector<KernelInfo> all = p->fused.kernels;
-    all.insert(all.end(), p->unfused.kernels.begin(), p->unfused.kernels.end());
+    p->backend = Backend::Cuda;  // compiled for a GPU; nothing is loaded, no device is needed
+    p->gpu_target = d.target;
+    p->target = d.target.name() + (d.target.kind == jit::OutputKind::Cubin ? " (CUBIN)" : " (PTX, JIT-compiled by the driver)");
+    build_both(*p);  // writes the folder
+    std::vector<KernelInfo> all = p->fused.variants[0]->infos;
+    const std::vector<KernelInfo>& u = p->unfused->variants[0]->infos;
+    all.insert(all.end(), u.begin(), u.end());
     return all;
-  }, graph.impl().graph.file, graph.impl().source);
-}
-
-Program Program::compile(const Graph& graph, const Options& options) {
-  translate_errors([&] { check_extra_nvrtc_options(options); });
-  return translate_errors([&] {
-    std::shared_ptr<Impl> p = rewrite_and_plan(graph, options);
-    if (options.backend != Backend::Cpu) {
-      std::string why;
-      p->device = open_device(options.device, &why);
-      if (!p->device && options.backend == Backend::Cuda)
-        throw jit::DriverError(jit::DriverErrorKind::NoDevice, "the CUDA backend was requested but no GPU is usable: " + why);
-      if (!p->device) p->backend_note = "no GPU: " + why;
-    }
-    p->backend = p->device ? Backend::Cuda : Backend::Cpu;
-    if (p->backend == Backend::Cuda) compile_gpu(*p);
-    else compile_cpu(*p);
-    return Program(std::move(p));
   }, graph.impl().graph.file, graph.impl().source);
 }
 
@@ -331,7 +358,21 @@ std::string Program::backend_note() const { return impl_->backend_note; }
 bool Program::fast_math() const { return impl_->options.fast_math; }
 const Graph& Program::graph() const { return impl_->graph; }
 const Graph& Program::rewritten() const { return impl_->rewritten; }
-const std::vector<KernelInfo>& Program::kernels(PlanKind kind) const { return impl_->path(kind).kernels; }
+
+std::vector<KernelInfo> Program::kernels(PlanKind kind) const {
+  if (kind == PlanKind::Fused) return impl_->fused.variants[0]->infos;
+  if (impl_->unfused_ready.load(std::memory_order_acquire)) return impl_->unfused->variants[0]->infos;
+  const ir::Graph& g = impl_->graph_of(PlanKind::Unfused);
+  const ir::Plan plan = ir::plan_unfused(g);
+  std::vector<KernelInfo> out;
+  for (const ir::FusionGroup& grp : plan.groups) out.push_back(unbuilt_info(g, grp));
+  return out;
+}
+
+std::vector<KernelInfo> Program::specializations() const {
+  std::lock_guard lock(impl_->spec_mu);
+  return impl_->spec_infos;
+}
 
 std::string Program::device() const {
   if (!impl_->device) return "host CPU";
@@ -345,8 +386,9 @@ std::string Program::driver_version() const {
 
 std::string Program::plan_text() const {
   std::vector<std::string> names;
-  for (const KernelInfo& k : impl_->fused.kernels) names.push_back(k.name);
-  return ir::format_plan_text(impl_->rewrite, impl_->fused.plan, impl_->unfused.plan, &impl_->graph.impl().graph, names);
+  for (const KernelInfo& k : impl_->fused.variants[0]->infos) names.push_back(k.name);
+  const ir::Plan unfused = impl_->unfused_ready.load() ? impl_->unfused->plan : ir::plan_unfused(impl_->graph.impl().graph);
+  return ir::format_plan_text(impl_->rewrite, impl_->fused.plan, unfused, &impl_->graph.impl().graph, names);
 }
 
 std::string Program::rewrite_summary() const {

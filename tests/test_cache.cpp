@@ -244,7 +244,8 @@ fj::Options cpu_options(const fs::path& dir = {}) {
 
 // Compiles `text` for the CPU; the cache outcome of every kernel, fused then unfused. The
 // Program is gone on return, so the next call loads its module again (from disk when cached).
-std::vector<std::string> cpu_outcomes(const std::string& text, const std::string& file, const fj::Options& o) {
+std::vector<std::string> cpu_outcomes(const std::string& text, const std::string& file, fj::Options o) {
+  o.build_unfused = true;  // both plans now, as one host module (else the unfused one on first use)
   fj::Program p = fj::Program::compile(fj::Graph::parse(text, file), o);
   std::vector<std::string> out;
   for (fj::PlanKind kind : {fj::PlanKind::Fused, fj::PlanKind::Unfused})

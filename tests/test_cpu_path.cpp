@@ -189,9 +189,12 @@ TEST_CASE("every sample graph, at small dims, fused and unfused match the refere
   }
   compile_all(cases);
   int bad = 0;
+  jit::CpuRunOptions strided;  // every kernel through its strided entry (the one views run)
+  strided.force_strided = true;
   for (const Case& c : cases) {
     CHECK(c.fused.plan.groups.size() <= c.unfused.plan.groups.size());
     bad += check_case(c);
+    bad += check_case(c, strided);
   }
   CHECK(bad == 0);
 }
@@ -235,6 +238,7 @@ TEST_CASE("1,000+ random graphs: fused, unfused and reference agree bit for bit"
     for (size_t k = 0; k < cases.size(); ++k) {
       jit::CpuRunOptions run;
       if (k % 3 == 1) run.launch = {2, 3};
+      if (k % 3 == 2) run.force_strided = true;  // the strided entry, as views run it
       bad += check_case(cases[k], run);
       ++graphs;
     }

@@ -108,6 +108,7 @@ int main() {
     fj::Graph graph = build_swiglu(tokens, hidden);
     fj::Options options;
     options.backend = gpu ? fj::Backend::Cuda : fj::Backend::Cpu;
+    options.build_unfused = true;  // both plans are compared below: compile both now, not on first use
     if (gpu) cudaFree(nullptr);  // make the runtime's primary context current; fusejit uses it
     fj::Program prog = fj::Program::compile(graph, options);
     int64_t n = tokens * hidden;

@@ -107,11 +107,14 @@ struct PlanReport {
 };
 PlanReport plan_graph(const Graph& graph, bool fast_math = false);
 
-/// `fusejit compile`: generates and compiles every kernel ahead of time (no GPU needed) and
-/// writes .cu (and .cubin or .ptx) files plus index.json into `out_dir`. `arch` is "sm_XY"
-/// (CUBIN) or "compute_XY" (PTX). `cache` supplies the kernel cache settings (cache_dir,
-/// disk_cache) and extra NVRTC options (nvrtc_options); its other fields are ignored. Returns the kernels written. Throws Error(User) for
-/// a bad arch, Error(Compile) when NVRTC fails.
+/// `fusejit compile`: generates and compiles every kernel of both plans ahead of time (no GPU
+/// needed) and writes the graph (graph.txt), each kernel's .cu and .cubin or .ptx, and index.json
+/// (every kernel's entry points and arguments; format: docs/aot.md) into `out_dir`, a folder
+/// Program::load() runs without NVRTC. `arch` is "sm_XY" (CUBIN) or "compute_XY" (PTX). `cache`
+/// supplies the kernel cache settings (cache_dir, disk_cache), extra NVRTC options
+/// (nvrtc_options) and the message style; its other fields are ignored. Returns the kernels
+/// written, fused first. Throws Error(User) for a bad arch or an unwritable folder, Error(Compile)
+/// when NVRTC fails or is not available.
 std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& arch, const std::string& out_dir,
                                        bool fast_math = false, const Options& cache = {});
 
