@@ -291,6 +291,8 @@ FJ_CVT_HALF(bf16, 7, 8, fj_bf16_bits_to_f32)
 #define FJ_MATH2(OP, FN)                                              \
   FJ_FN float fj_##OP(float a, float b) { return FN##f(a, b); }       \
   FJ_FN double fj_##OP(double a, double b) { return FN(a, b); }
+#define FJ_LIBM1 FJ_MATH1
+#define FJ_LIBM2 FJ_MATH2
 #else
 #define FJ_MATH1(OP, FN)                                              \
   FJ_FN float fj_##OP(float x) { return std::FN(x); }                 \
@@ -298,30 +300,58 @@ FJ_CVT_HALF(bf16, 7, 8, fj_bf16_bits_to_f32)
 #define FJ_MATH2(OP, FN)                                              \
   FJ_FN float fj_##OP(float a, float b) { return std::FN(a, b); }     \
   FJ_FN double fj_##OP(double a, double b) { return std::FN(a, b); }
+// Host calls of the inexact functions take their arguments through fj_opaque, an empty asm
+// statement the optimizer cannot see through, so the compiler never evaluates such a call at
+// compile time. GCC 12 at -O2 folds a call whose argument it can prove constant with its own
+// correctly rounded arithmetic (expm1f(1.0f): 0x3fdbf0a9; glibc at run time: 0x3fdbf0a8), and
+// clang 14 folds some through the host's double functions (atan2f) -- so a fused kernel that
+// sees a literal operand would differ from the unfused kernel and the reference, which see a
+// run-time value. -fno-builtin does not help: libstdc++'s float overloads call
+// __builtin_expm1f etc. by name, and a flag would also have to reach every file that includes
+// this header. The exact functions (sqrt, floor, ceil, trunc, rint, fabs, fmod) fold to the
+// same bits as at run time and stay visible to the optimizer.
+#if defined(__x86_64__)
+#define FJ_OPAQUE_CONSTRAINT "+x"  // an SSE register: no move, no spill
+#elif defined(__aarch64__)
+#define FJ_OPAQUE_CONSTRAINT "+w"  // a SIMD/FP register
+#else
+#define FJ_OPAQUE_CONSTRAINT "+m"
 #endif
-FJ_MATH1(exp, exp)
-FJ_MATH1(exp2, exp2)
-FJ_MATH1(expm1, expm1)
-FJ_MATH1(log, log)
-FJ_MATH1(log2, log2)
-FJ_MATH1(log10, log10)
-FJ_MATH1(log1p, log1p)
+FJ_FN float fj_opaque(float x) { __asm__("" : FJ_OPAQUE_CONSTRAINT(x)); return x; }
+FJ_FN double fj_opaque(double x) { __asm__("" : FJ_OPAQUE_CONSTRAINT(x)); return x; }
+#undef FJ_OPAQUE_CONSTRAINT
+#define FJ_LIBM1(OP, FN)                                                          \
+  FJ_FN float fj_##OP(float x) { return std::FN(fj_opaque(x)); }                  \
+  FJ_FN double fj_##OP(double x) { return std::FN(fj_opaque(x)); }
+#define FJ_LIBM2(OP, FN)                                                                   \
+  FJ_FN float fj_##OP(float a, float b) { return std::FN(fj_opaque(a), fj_opaque(b)); }    \
+  FJ_FN double fj_##OP(double a, double b) { return std::FN(fj_opaque(a), fj_opaque(b)); }
+#endif
+FJ_LIBM1(exp, exp)
+FJ_LIBM1(exp2, exp2)
+FJ_LIBM1(expm1, expm1)
+FJ_LIBM1(log, log)
+FJ_LIBM1(log2, log2)
+FJ_LIBM1(log10, log10)
+FJ_LIBM1(log1p, log1p)
 FJ_MATH1(sqrt, sqrt)      // correctly rounded on both sides (IEEE; NVRTC's default -prec-sqrt=true)
-FJ_MATH1(sin, sin)
-FJ_MATH1(cos, cos)
-FJ_MATH1(tan, tan)
-FJ_MATH1(tanh, tanh)
-FJ_MATH1(erf, erf)
+FJ_LIBM1(sin, sin)
+FJ_LIBM1(cos, cos)
+FJ_LIBM1(tan, tan)
+FJ_LIBM1(tanh, tanh)
+FJ_LIBM1(erf, erf)
 FJ_MATH1(floor, floor)    // exact
 FJ_MATH1(ceil, ceil)      // exact
 FJ_MATH1(trunc, trunc)    // exact
 FJ_MATH1(round, rint)     // exact; rint rounds half to even in the default rounding mode
 FJ_MATH1(fm_fabs, fabs)   // internal helper
-FJ_MATH2(pow, pow)
-FJ_MATH2(atan2, atan2)
+FJ_LIBM2(pow, pow)
+FJ_LIBM2(atan2, atan2)
 FJ_MATH2(fmod, fmod)      // exact (truncating remainder, C's fmod)
 #undef FJ_MATH1
 #undef FJ_MATH2
+#undef FJ_LIBM1
+#undef FJ_LIBM2
 
 // ---------------------------------------------------------------------------------------------
 // Float ops (float and double).
