@@ -364,7 +364,7 @@ TEST_CASE("float rounding ops, sign, abs, neg") {
     CHECK_F(un(Op::Ceil, F(t, 0.25)), 1.0);
     CHECK_F(un(Op::Trunc, F(t, -1.75)), -1.0);
     CHECK_F(un(Op::Trunc, F(t, -0.5)), -0.0);
-    CHECK_F(un(Op::Sign, F(t, -0.0)), -0.0);
+    CHECK_F(un(Op::Sign, F(t, -0.0)), 0.0);  // +0.0, as NumPy and PyTorch
     CHECK_F(un(Op::Sign, F(t, 0.0)), 0.0);
     CHECK_F(un(Op::Sign, F(t, kNaN)), kNaN);
     CHECK_F(un(Op::Sign, F(t, -kInf)), -1.0);
@@ -417,8 +417,10 @@ TEST_CASE("float division, floordiv, mod and fmod (PyTorch's floating formulas)"
     CHECK_F(md(5, 0), kNaN);
     CHECK_F(md(-5, kInf), kInf);
     CHECK_F(md(5, kInf), 5.0);
-    CHECK_F(md(-0.0, 1), -0.0);
-    CHECK_F(md(4, -2), 0.0);
+    CHECK_F(md(-0.0, 1), 0.0);  // a zero remainder takes the divisor's sign (Python, NumPy)
+    CHECK_F(md(4, -2), -0.0);
+    CHECK_F(md(-1, 1), 0.0);
+    CHECK_F(md(0.0, -kInf), -0.0);
     CHECK_F(fm(-7.5, 2), -1.5);
     CHECK_F(fm(7.5, -2), 1.5);
     CHECK_F(fm(5, 0), kNaN);

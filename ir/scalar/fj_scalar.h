@@ -12,6 +12,8 @@
 //   integers; INT_MIN//-1 = INT_MIN (wraps), INT_MIN % -1 = 0. Integer pow with a negative
 //   exponent follows PyTorch: 1 for base 1, +-1 for base -1, otherwise 0.
 // - NaN: maximum/minimum/clamp/relu propagate NaN; fmax/fmin return the other operand.
+// - Zeros: sign(-0.0) = +0.0; a zero float remainder (mod) takes the divisor's sign (Python,
+//   NumPy); docs/ops.md lists every signed-zero, NaN and inf rule where NumPy and PyTorch differ.
 // - Casts fj_cvt_<dst>(src): float -> int truncates toward zero; NaN -> 0; values beyond the
 //   destination's range saturate to its min/max. int -> int wraps (two's complement). Anything
 //   -> bool is x != 0 (so NaN -> true). Every conversion into f16/bf16 is ONE round-to-nearest-
@@ -369,7 +371,7 @@ FJ_MATH2(fmod, fmod)      // exact (truncating remainder, C's fmod)
   }                                                                                            \
   FJ_FN T fj_softplus(T x) { return x > (T)20 ? x : fj_log1p(fj_exp(x)); }                     \
   FJ_FN T fj_relu(T x) { return x != x ? x : (x > (T)0 ? x : (T)0); }                          \
-  FJ_FN T fj_sign(T x) { return x != x ? x : x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : x; }         \
+  FJ_FN T fj_sign(T x) { return x != x ? x : x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : (T)0; }      \
   FJ_FN bool fj_isnan(T x) { return x != x; }                                                  \
   FJ_FN bool fj_isinf(T x) { return x == x && (x - x) != (x - x); /* inf - inf is NaN */ }     \
   FJ_FN T fj_add(T a, T b) { return a + b; }                                                   \
@@ -382,7 +384,8 @@ FJ_MATH2(fmod, fmod)      // exact (truncating remainder, C's fmod)
   FJ_FN T fj_fmin(T a, T b) { return a != a ? b : b != b ? a : (b < a ? b : a); }              \
   FJ_FN T fj_mod(T a, T b) {                                                                   \
     T m = fj_fmod(a, b);                                                                       \
-    if (m != (T)0 && ((b < (T)0) != (m < (T)0))) m += b;                                       \
+    if (m == (T)0) return fj_f_signbit(b) ? -(T)0 : (T)0; /* the divisor's sign, as Python */  \
+    if ((b < (T)0) != (m < (T)0)) m += b;                                                      \
     return m;                                                                                  \
   }                                                                                            \
   FJ_FN T fj_floordiv(T a, T b) {                                                              \
