@@ -6,12 +6,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "ir/builder.h"
 #include "ir/eval.h"
+#include "ir/parser.h"
 
 using namespace fusejit::ir;
 
@@ -100,5 +103,46 @@ TEST_CASE("docs/ops.md: the signed-zero, NaN and inf table is what eval_scalar c
       const Scalar w = in_dtype(want, t);
       CHECK((got.same_as(w) || (std::isnan(got.f) && std::isnan(w.f))));
     }
+  }
+}
+
+TEST_CASE("docs/ops.md: the promotion table is ir::promote") {
+  const auto rows = table_after(read_doc("docs/ops.md"), "Within one tier, dtypes promote by this table");
+  REQUIRE(rows.size() == static_cast<size_t>(kNumDTypes));
+  for (const auto& r : rows) {
+    REQUIRE(r.size() == static_cast<size_t>(kNumDTypes) + 1);
+    const auto a = parse_dtype(r[0]);
+    REQUIRE(a.has_value());
+    for (int k = 0; k < kNumDTypes; ++k) {
+      std::string cell = r[static_cast<size_t>(k) + 1];
+      if (!cell.empty() && cell.back() == '*') cell.pop_back();  // footnote: PyTorch gives i16
+      CAPTURE(r[0]);
+      CAPTURE(k);
+      const auto want = parse_dtype(trim(cell));
+      REQUIRE(want.has_value());
+      CHECK(promote(*a, static_cast<DType>(k)) == *want);
+    }
+  }
+}
+
+// Each row's expression, e.g. `f16[4] * f32[]`, is built as a graph whose tensors are inputs of
+// those types; the output's dtype must be the row's result.
+TEST_CASE("docs/ops.md: the three-tier promotion examples are what the builder does") {
+  const auto rows = table_after(read_doc("docs/ops.md"), "Across tiers (");
+  CHECK(rows.size() >= 12);
+  const std::regex tensor(R"(\b(bool|i8|u8|i32|i64|f16|bf16|f32|f64)\[([^\]]*)\])");
+  for (const auto& r : rows) {
+    std::string expr = r[0].substr(1, r[0].size() - 2), decls, body;
+    CAPTURE(expr);
+    int n = 0;
+    for (std::sregex_iterator it(expr.begin(), expr.end(), tensor), end; it != end; ++it) {
+      body += it->prefix().str() + "v" + std::to_string(n);
+      decls += "input v" + std::to_string(n++) + " : " + (*it)[1].str() + "[" + (*it)[2].str() + "]\n";
+      if (std::next(it) == end) body += it->suffix().str();
+    }
+    const Graph g = parse_graph(decls + "y = " + body + "\noutput y\n", "tiers.txt");
+    const auto want = parse_dtype(r[1]);
+    REQUIRE(want.has_value());
+    CHECK(dtype_name(g.node(g.outputs[0].node).dtype) == dtype_name(*want));
   }
 }
