@@ -286,32 +286,33 @@ FJ_CVT_HALF(bf16, 7, 8, fj_bf16_bits_to_f32)
 // ---------------------------------------------------------------------------------------------
 // Math library: C/C++ library on the host, CUDA Math API on the device.
 // ---------------------------------------------------------------------------------------------
+// The inexact functions take their arguments through fj_opaque, an empty asm statement the
+// optimizer cannot see through, so no compiler evaluates such a call at compile time: a fused
+// kernel that sees a constant operand (a literal, a where's literal branch) must give the bits
+// the unfused kernel and the reference compute at run time. Measured (docs/ops.md, "Constant
+// operands"): GCC 12 at -O2 folds with its own correctly rounded arithmetic (expm1f(1.0f):
+// 0x3fdbf0a9; glibc at run time: 0x3fdbf0a8); clang 14 and NVRTC 13 fold float functions through
+// the host's double functions (atan2f(5.275492f, 1.7f): 0x3fa128d3; glibc 0x3fa128d4), and NVRTC
+// f64 functions through the host's libm, not the CUDA Math API the GPU runs. -fno-builtin does not
+// help on the host: libstdc++'s float overloads call __builtin_expm1f etc. by name. The exact
+// functions (sqrt, floor, ceil, trunc, rint, fabs, fmod) fold to the run-time bits and stay
+// visible to the optimizer.
 #ifdef FJ_DEVICE_CODE
+FJ_FN float fj_opaque(float x) { asm("" : "+f"(x)); return x; }
+FJ_FN double fj_opaque(double x) { asm("" : "+d"(x)); return x; }
 #define FJ_MATH1(OP, FN)                                              \
   FJ_FN float fj_##OP(float x) { return FN##f(x); }                   \
   FJ_FN double fj_##OP(double x) { return FN(x); }
 #define FJ_MATH2(OP, FN)                                              \
   FJ_FN float fj_##OP(float a, float b) { return FN##f(a, b); }       \
   FJ_FN double fj_##OP(double a, double b) { return FN(a, b); }
-#define FJ_LIBM1 FJ_MATH1
-#define FJ_LIBM2 FJ_MATH2
+#define FJ_LIBM1(OP, FN)                                                          \
+  FJ_FN float fj_##OP(float x) { return FN##f(fj_opaque(x)); }                    \
+  FJ_FN double fj_##OP(double x) { return FN(fj_opaque(x)); }
+#define FJ_LIBM2(OP, FN)                                                                   \
+  FJ_FN float fj_##OP(float a, float b) { return FN##f(fj_opaque(a), fj_opaque(b)); }      \
+  FJ_FN double fj_##OP(double a, double b) { return FN(fj_opaque(a), fj_opaque(b)); }
 #else
-#define FJ_MATH1(OP, FN)                                              \
-  FJ_FN float fj_##OP(float x) { return std::FN(x); }                 \
-  FJ_FN double fj_##OP(double x) { return std::FN(x); }
-#define FJ_MATH2(OP, FN)                                              \
-  FJ_FN float fj_##OP(float a, float b) { return std::FN(a, b); }     \
-  FJ_FN double fj_##OP(double a, double b) { return std::FN(a, b); }
-// Host calls of the inexact functions take their arguments through fj_opaque, an empty asm
-// statement the optimizer cannot see through, so the compiler never evaluates such a call at
-// compile time. GCC 12 at -O2 folds a call whose argument it can prove constant with its own
-// correctly rounded arithmetic (expm1f(1.0f): 0x3fdbf0a9; glibc at run time: 0x3fdbf0a8), and
-// clang 14 folds some through the host's double functions (atan2f) -- so a fused kernel that
-// sees a literal operand would differ from the unfused kernel and the reference, which see a
-// run-time value. -fno-builtin does not help: libstdc++'s float overloads call
-// __builtin_expm1f etc. by name, and a flag would also have to reach every file that includes
-// this header. The exact functions (sqrt, floor, ceil, trunc, rint, fabs, fmod) fold to the
-// same bits as at run time and stay visible to the optimizer.
 #if defined(__x86_64__)
 #define FJ_OPAQUE_CONSTRAINT "+x"  // an SSE register: no move, no spill
 #elif defined(__aarch64__)
@@ -322,6 +323,12 @@ FJ_CVT_HALF(bf16, 7, 8, fj_bf16_bits_to_f32)
 FJ_FN float fj_opaque(float x) { __asm__("" : FJ_OPAQUE_CONSTRAINT(x)); return x; }
 FJ_FN double fj_opaque(double x) { __asm__("" : FJ_OPAQUE_CONSTRAINT(x)); return x; }
 #undef FJ_OPAQUE_CONSTRAINT
+#define FJ_MATH1(OP, FN)                                              \
+  FJ_FN float fj_##OP(float x) { return std::FN(x); }                 \
+  FJ_FN double fj_##OP(double x) { return std::FN(x); }
+#define FJ_MATH2(OP, FN)                                              \
+  FJ_FN float fj_##OP(float a, float b) { return std::FN(a, b); }     \
+  FJ_FN double fj_##OP(double a, double b) { return std::FN(a, b); }
 #define FJ_LIBM1(OP, FN)                                                          \
   FJ_FN float fj_##OP(float x) { return std::FN(fj_opaque(x)); }                  \
   FJ_FN double fj_##OP(double x) { return std::FN(fj_opaque(x)); }

@@ -55,28 +55,30 @@ def rounding(fn):
     return f
 
 
-def select_max(a, b):
+def select(a, b, take_b, nan_propagates):
+    """maximum/minimum (a NaN operand wins) and fmax/fmin (a NaN operand is ignored), on the
+    operands converted to their common type."""
     k = common(a, b)
     a, b = as_kind(a, k), as_kind(b, k)
-    return a if a != a else b if b != b else (b if a < b else a)
+    if a != a or b != b:
+        return (a if a != a else b) if nan_propagates else (b if a != a else a)
+    return b if take_b(a, b) else a
+
+
+def select_max(a, b):
+    return select(a, b, lambda x, y: x < y, True)
 
 
 def select_min(a, b):
-    k = common(a, b)
-    a, b = as_kind(a, k), as_kind(b, k)
-    return a if a != a else b if b != b else (b if b < a else a)
+    return select(a, b, lambda x, y: y < x, True)
 
 
 def fmax(a, b):
-    k = common(a, b)
-    a, b = as_kind(a, k), as_kind(b, k)
-    return b if a != a else a if b != b else (b if a < b else a)
+    return select(a, b, lambda x, y: x < y, False)
 
 
 def fmin(a, b):
-    k = common(a, b)
-    a, b = as_kind(a, k), as_kind(b, k)
-    return b if a != a else a if b != b else (b if b < a else a)
+    return select(a, b, lambda x, y: y < x, False)
 
 
 def fmod(a, b):
