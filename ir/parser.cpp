@@ -494,6 +494,7 @@ class Parser {
       Literal l;
       l.cat = Category::Int;
       l.i = static_cast<int64_t>(0 - tok_.u);  // 2^63 wraps to INT64_MIN, as intended
+      l.loc = t.loc;
       advance();
       return Operand::of(l);
     }
@@ -501,6 +502,7 @@ class Parser {
       Literal l;
       l.cat = Category::Float;
       l.f = -tok_.f;
+      l.loc = t.loc;
       advance();
       return Operand::of(l);
     }
@@ -508,6 +510,7 @@ class Parser {
       Literal l;
       l.cat = Category::Float;
       l.f = -(tok_.text == "inf" ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN());
+      l.loc = t.loc;
       advance();
       return Operand::of(l);
     }
@@ -527,6 +530,7 @@ class Parser {
         Literal l;
         l.cat = Category::Int;
         l.i = static_cast<int64_t>(t.u);
+        l.loc = t.loc;
         return Operand::of(l);
       }
       case Tok::Float: {
@@ -534,6 +538,7 @@ class Parser {
         Literal l;
         l.cat = Category::Float;
         l.f = t.f;
+        l.loc = t.loc;
         return Operand::of(l);
       }
       case Tok::LParen: {
@@ -562,6 +567,7 @@ class Parser {
     advance();
     if (tok_.kind == Tok::LParen) return call(t, depth);
     Literal l;
+    l.loc = t.loc;
     if (t.text == "true" || t.text == "false") {
       l.cat = Category::Bool;
       l.i = t.text == "true";

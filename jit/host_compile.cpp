@@ -43,6 +43,9 @@ static thread_local fj_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
 // -fno-tree-vectorize: GCC 12.2's SLP vectorizer drops a (double)(float)x pair in the vector
 // lanes (wrong code: cast(cast(d, f32), f64) - d gave 0; a 15-line C++ file shows it at -O2). The
 // CPU path is for exactness, not speed.
+// No -fno-builtin: it would not stop GCC folding libm calls (libstdc++ calls __builtin_expm1f etc.
+// by name) and would turn memcpy into calls; ir/scalar/fj_scalar.h hides the operands of inexact
+// math calls from the optimizer instead (fj_opaque), in kernels and the reference alike.
 const char* const kHostFlags = "-ffp-contract=off -fno-tree-vectorize -fPIC -shared -std=c++17 -w";
 
 std::string compiler() {
