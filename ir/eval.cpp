@@ -116,6 +116,7 @@ void check_args(Op op, DType result, std::span<const Scalar> a) {
       break;
     case TypeRule::Cast: break;
     case TypeRule::Leaf: break;
+    case TypeRule::Reduce: break;  // reductions are not scalar ops: unsupported() below
   }
 }
 
@@ -210,6 +211,7 @@ Scalar eval_scalar(Op op, DType result, std::span<const Scalar> args) {
     case Op::Input:
     case Op::Param:
     case Op::Const:
+    case Op::Sum: case Op::Mean: case Op::Prod: case Op::Amax: case Op::Amin:  // over tensors: ir/reduce.h
       break;
   }
 #undef FJ_UN

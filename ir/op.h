@@ -20,7 +20,8 @@ inline constexpr int kNumOps = 0
     ;
 
 // How an op's result dtype follows from its operands; see ir/ops.def for each rule.
-enum class TypeRule : uint8_t { Leaf, Same, Float, Compare, Logical, Pred, Where, Cast };
+// Reduce: a reduction over axes of its one operand (ir/reduce.h has its dtype and shape rules).
+enum class TypeRule : uint8_t { Leaf, Same, Float, Compare, Logical, Pred, Where, Cast, Reduce };
 
 struct OpInfo {
   std::string_view name;  // as in graph text, e.g. "gelu_tanh"

@@ -1,6 +1,8 @@
 // The unfused plan, traffic accounting and the kernel parameter estimate (ir/plan.h).
 #include "ir/plan.h"
 
+#include "ir/reduce.h"
+
 #include <algorithm>
 
 namespace fusejit::ir {
@@ -37,6 +39,7 @@ int64_t estimate_param_bytes(const Graph& g, const FusionGroup& group) {
 }
 
 Plan plan_unfused(const Graph& g) {
+  check_no_reductions(g);
   Plan p;
   p.fused = false;
   // Only nodes some output depends on are computed (the rewriter's DCE does the same).

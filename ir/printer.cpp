@@ -1,5 +1,7 @@
 #include "ir/printer.h"
 
+#include "ir/reduce.h"
+
 #include "ir/builder.h"
 
 #include <algorithm>
@@ -192,6 +194,7 @@ struct Printer {
           }
           out += names[id] + " = " + std::string(op_name(n.op)) + "(";
           for (int k = 0; k < n.nargs; ++k) out += (k ? ", " : "") + operand(n.args[k]);
+          if (is_reduction(n.op)) out += reduce_args_text(n.red.axes, g.node(n.args[0]).shape.size(), n.red.keepdim);
           out += ")\n";
         }
       }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "ir/reduce.h"
+
 namespace fusejit::ir {
 namespace {
 
@@ -260,6 +262,7 @@ struct Planner {
 }  // namespace
 
 Plan plan_fusion(const Graph& g, const PlanOptions& options) {
+  check_no_reductions(g);
   Planner p(g, options);
   p.classify();
   p.form_groups();

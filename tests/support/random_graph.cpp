@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ir/reduce.h"
 #include "ir/builder.h"
 #include "ir/eval.h"
 
@@ -164,7 +165,7 @@ struct Gen {
     if (r.chance(0.08)) return try_cast(any(), r.pick(dtypes(o)));
     Op op;
     do op = static_cast<Op>(r.below(kNumOps));
-    while (is_leaf(op) || op == Op::Cast);
+    while (is_leaf(op) || op == Op::Cast || is_reduction(op));  // graphs are planned: no reduction kernels yet
     std::vector<Operand> args;
     for (int k = 0; k < op_arity(op); ++k) args.push_back(operand());
     return try_apply(op, args);
