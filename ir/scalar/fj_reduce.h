@@ -32,8 +32,12 @@
 // Deepest chunk stack: log2 of the most chunks a reduction may have (2^63 / FJ_RED_CHUNK) + 1.
 #define FJ_RED_STACK 52
 
+// The block barrier between lane writes and tree steps. Host: nothing (one thread), unless a test
+// defines FJ_RED_HOST_SYNC() to run several host threads as one block.
 #ifdef FJ_DEVICE_CODE
 FJ_FN void fj_red_sync() { __syncthreads(); }
+#elif defined(FJ_RED_HOST_SYNC)
+FJ_FN void fj_red_sync() { FJ_RED_HOST_SYNC(); }
 #else
 FJ_FN void fj_red_sync() {}
 #endif
