@@ -470,7 +470,7 @@ void rebind_dims(Graph& g, const std::vector<std::pair<std::string, int64_t>>& v
       }
     } else if (is_reduction(n.op)) {
       const Shape& in = g.node(n.args[0]).shape;
-      check_reduce_nonempty(n.op, in, n.red.axes, "'" + n.name + "'", n.loc);
+      check_reduce_nonempty(n.op, in, n.red.axes, n.name.empty() ? "" : "'" + n.name + "'", n.loc);
       n.shape = reduced_shape(in, n.red.axes, n.red.keepdim);
     } else if (!is_leaf(n.op)) {
       Shape s = g.node(n.args[0]).shape;

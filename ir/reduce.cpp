@@ -58,7 +58,7 @@ DType reduce_compute_dtype(Op op, DType in, Loc loc) {
       return is_float(in) ? (half ? DType::F32 : in) : DType::I64;
     case Op::Mean:
       if (!is_float(in))
-        throw UserError(fmt::format("mean of a {} tensor: mean needs a float dtype (cast it first, e.g. "
+        throw UserError(fmt::format("mean of an integer or bool tensor ({}): mean needs a float dtype (cast it first, e.g. "
                                     "mean(cast(x, f32), -1); PyTorch refuses integer means too)", dtype_name(in)),
                         loc);
       return half ? DType::F32 : in;
@@ -73,9 +73,9 @@ DType reduce_compute_dtype(Op op, DType in, Loc loc) {
 void check_reduce_nonempty(Op op, const Shape& in, uint64_t mask, const std::string& what, Loc loc) {
   if ((op != Op::Amax && op != Op::Amin) || reduce_length(in, mask) != 0 || num_elements(reduced_shape(in, mask, false)) == 0)
     return;
-  throw UserError(fmt::format("{}: {} of zero elements (reduced axes {} of shape {}) has no identity; "
+  throw UserError(fmt::format("{}{} of zero elements (reduced axes {} of shape {}) has no identity; "
                               "make the reduced axes non-empty",
-                              what, op_name(op), fmt::join(mask_axes(mask), ", "), shape_to_string(in)),
+                              what.empty() ? "" : what + ": ", op_name(op), fmt::join(mask_axes(mask), ", "), shape_to_string(in)),
                   loc);
 }
 

@@ -40,8 +40,8 @@ int64_t reduce_length(const Shape& in, uint64_t mask);
 DType reduce_compute_dtype(Op op, DType in, Loc loc = {});
 
 // Throws UserError at `loc` when an amax/amin reduces zero elements (PyTorch: "Expected reduction
-// dim to be specified for input.numel() == 0"): no identity exists to return. `what` names the
-// node for the message.
+// dim to be specified for input.numel() == 0"): no identity exists to return. `what` ("" or the
+// node's quoted name) prefixes the message.
 void check_reduce_nonempty(Op op, const Shape& in, uint64_t mask, const std::string& what, Loc loc = {});
 
 // The reference value of reduction node `n` (dtype and shape from the node) applied to `in`, in
