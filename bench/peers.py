@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import re
 import statistics
 import sys
 import time
@@ -43,12 +42,6 @@ def parse_args(argv):
     ap.add_argument("--print-translation", action="store_true",
                     help="print the generated PyTorch and CuPy code of each graph and exit (no GPU needed)")
     return ap.parse_args(argv)
-
-
-def input_ranges(path):
-    """`input NAME : ... range LO:HI` annotations (value ranges of test data)."""
-    pat = re.compile(r"^\s*input\s+(\w+)\s*:.*?\brange\s+(-?[\d.e+-]+):(-?[\d.e+-]+)", re.M)
-    return {m[1]: (float(m[2]), float(m[3])) for m in pat.finditer(pathlib.Path(path).read_text())}
 
 
 def make_inputs(torch, g, ranges, gen):
@@ -139,6 +132,7 @@ def peers(torch, g, params, args):
 
 def run_graph(torch, path, args, l2_bytes):
     import fusejit
+    import fusejit.translate
 
     g = fusejit.Graph.load(str(path))
     dims = dict(d.split("=", 1) for d in args.dim)
@@ -146,7 +140,7 @@ def run_graph(torch, path, args, l2_bytes):
         g = g.with_dims({d: int(v) for d, v in dims.items() if d in g.dims})
     prog = fusejit.compile(g)
     gen = torch.Generator(device="cuda").manual_seed(0)
-    base = make_inputs(torch, g, input_ranges(path), gen)
+    base = make_inputs(torch, g, fusejit.translate.input_ranges(path.read_text()), gen)
     params = {p.name: (p.default, p.dtype) for p in g.params}
     per_set = sum(t.numel() * t.element_size() for t in base.values())
     nsets = max(1, min(8, -(-4 * l2_bytes // max(per_set, 1))))

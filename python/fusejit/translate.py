@@ -12,6 +12,7 @@ without one fails that test by name).
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable
 
 # op name -> (NumPy/CuPy expression, PyTorch expression); {0} {1} {2} are the operands, {dtype}
@@ -103,6 +104,14 @@ def mismatch(got: Any, want: Any, dtype: str) -> str | None:
     k = tuple(np.argwhere(~ok)[0])
     return f"{int((~ok).sum())} element(s) differ, first at {k}: {g[k]!r} vs fusejit {w[k]!r}"
 _DTYPES = ("bool", "i8", "u8", "i32", "i64", "f16", "bf16", "f32", "f64")
+
+
+def input_ranges(graph_text: str) -> dict[str, tuple[float, float]]:
+    """The `input NAME : ... range LO:HI` annotations of graph text: the value ranges test data
+    for each input should be drawn from (docs/graph-format.md), so peers and fusejit see valid
+    arguments (e.g. positive prices for a log)."""
+    pat = re.compile(r"^\s*input\s+(\w+)\s*:.*?\brange\s+(-?[\d.e+-]+):(-?[\d.e+-]+)", re.M)
+    return {m[1]: (float(m[2]), float(m[3])) for m in pat.finditer(graph_text)}
 
 
 class _Helpers:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import ast
 import os
 import pathlib
-import re
 
 import numpy as np
 import pytest
 
 import fusejit
+import fusejit.translate
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "samples" / "graphs").glob("*.txt"))
@@ -32,9 +32,7 @@ def small_graph(path: pathlib.Path) -> fusejit.Graph:
 
 
 def input_ranges(path: pathlib.Path) -> dict[str, tuple[float, float]]:
-    """`input NAME : ... range LO:HI` annotations of a graph file (value ranges of test data)."""
-    pat = re.compile(r"^\s*input\s+(\w+)\s*:.*?\brange\s+(-?[\d.e+-]+):(-?[\d.e+-]+)", re.M)
-    return {m[1]: (float(m[2]), float(m[3])) for m in pat.finditer(path.read_text())}
+    return fusejit.translate.input_ranges(path.read_text())
 
 
 def random_inputs(g: fusejit.Graph, rng: np.random.Generator, ranges: dict | None = None,

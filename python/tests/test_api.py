@@ -4,6 +4,7 @@ views, bf16, errors, warnings and threads."""
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -221,3 +222,30 @@ def test_torch_cpu_tensors():
     x, y = torch.randn(8), torch.randn(8)
     z = prog(x=x, y=y)["z"]
     assert isinstance(z, torch.Tensor) and torch.equal(z, 2 * x + y)
+
+
+def test_gil_released_while_compiling():
+    """A Python thread keeps running while another compiles (the host compiler takes ~1 s): with
+    the GIL held it would stall for the whole compile."""
+    count, stop = [0], threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            count[0] += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        time.sleep(0.2)
+        c0, t0 = count[0], time.perf_counter()
+        time.sleep(0.2)
+        rate = (count[0] - c0) / (time.perf_counter() - t0)  # increments per second, GIL shared
+        text = f"dim N = 8\ninput x : f32[N]\ny = tanh(x * {time.time_ns() % 99991}.5) + exp(x)\noutput y"
+        c1, t1 = count[0], time.perf_counter()
+        fusejit.compile(fusejit.Graph.parse(text), backend="cpu", disk_cache=False)
+        during, secs = count[0] - c1, time.perf_counter() - t1
+    finally:
+        stop.set()
+        t.join()
+    assert secs > 0.1, "compile too quick to tell"
+    assert during > 0.2 * rate * secs, (during, rate, secs)
