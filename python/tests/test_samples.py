@@ -19,6 +19,9 @@ def test_sample_matches_cli(path, special, tmp_path, rng):
     args = [str(fusejit_bin()), "run", str(path), "--backend", "cpu", "--save-dir", str(tmp_path / "out"),
             "--repeats", "1", "--warmup", "0", "--no-check"]
     args += [f"--dim={d}={v}" for d, v in g.dims.items()]
+    # The special-values variant also sets every float param to another value than its default.
+    params = {p.name: p.default * 1.25 for p in g.params if special and p.dtype.startswith(("f", "bf"))}
+    args += [f"--param={n}={v!r}" for n, v in params.items()]
     for name, a in inputs.items():
         f = tmp_path / f"{name}.npy"
         np.save(f, a.view(np.uint16) if a.dtype.name == "bfloat16" else a)
@@ -26,7 +29,7 @@ def test_sample_matches_cli(path, special, tmp_path, rng):
     subprocess.run(args, check=True, capture_output=True, text=True)
 
     prog = fusejit.compile(g, backend="cpu")
-    outs = prog(**inputs)
+    outs = prog(**inputs, **params)
     assert list(outs) == [t.name for t in g.outputs]
     for t in g.outputs:
         shape, data = read_npy_bytes(tmp_path / "out" / f"{t.name}.npy")
