@@ -46,12 +46,11 @@ def parse_args(argv):
 
 def make_inputs(torch, g, ranges, gen):
     """Random device tensors for every input (floats uniform in the graph's range, else [-4, 4))."""
-    from fusejit.translate import _Helpers
+    from fusejit import torch_dtype
 
-    dt = _Helpers("torch")
     out = {}
     for t in g.inputs:
-        shape, dtype = tuple(t.shape), getattr(dt, t.dtype)
+        shape, dtype = tuple(t.shape), torch_dtype(t.dtype)
         if t.dtype == "bool":
             a = torch.rand(shape, device="cuda", generator=gen) < 0.5
         elif t.dtype in ("i8", "u8", "i32", "i64"):
@@ -99,12 +98,13 @@ def to_numpy(torch, t):
 
 def peers(torch, g, params, args):
     """The peers' callables: name -> fn(inputs dict) -> tuple of outputs (errors: name -> message)."""
+    import fusejit
     from fusejit.translate import translate
 
     fns, errors = {}, {}
     order = [p.name for p in g.params]
     fn_t = translate(g, "torch", device="cuda")
-    tparams = {n: torch.tensor(v, device="cuda", dtype=getattr(fn_t.__globals__["fj"], d)) for n, (v, d) in params.items()}
+    tparams = {n: torch.tensor(v, device="cuda", dtype=fusejit.torch_dtype(d)) for n, (v, d) in params.items()}
     if "eager" not in args.skip:
         fns["eager"] = lambda s, f=fn_t: f(**s, **tparams)
     for name, mode in (("compile", None), ("autotune", "max-autotune-no-cudagraphs")):
@@ -122,7 +122,7 @@ def peers(torch, g, params, args):
 
             fn_c = translate(g, "cupy")
             fused = cupy.fuse(fn_c)
-            cparams = [np.asarray(params[n][0], dtype=getattr(fn_c.__globals__["fj"], params[n][1]))[()] for n in order]
+            cparams = [np.asarray(params[n][0], dtype=fusejit.numpy_dtype(params[n][1]))[()] for n in order]
             ins = [t.name for t in g.inputs]
             fns["cupy"] = lambda s: fused(*(cupy.from_dlpack(s[n]) for n in ins), *cparams)
         except Exception as e:  # noqa: BLE001
@@ -145,9 +145,7 @@ def run_graph(torch, path, args, l2_bytes):
     per_set = sum(t.numel() * t.element_size() for t in base.values())
     nsets = max(1, min(8, -(-4 * l2_bytes // max(per_set, 1))))
     sets = [base] + [{k: v.clone() for k, v in base.items()} for _ in range(nsets - 1)]
-    outs = {t.name: torch.empty(tuple(t.shape), device="cuda", dtype=getattr(torch, {
-        "bool": "bool", "i8": "int8", "u8": "uint8", "i32": "int32", "i64": "int64", "f16": "float16",
-        "bf16": "bfloat16", "f32": "float32", "f64": "float64"}[t.dtype])) for t in g.outputs}
+    outs = {t.name: torch.empty(tuple(t.shape), device="cuda", dtype=fusejit.torch_dtype(t.dtype)) for t in g.outputs}
     pvals = {n: v for n, (v, _) in params.items()}
     want = prog(**base, **pvals)
     torch.cuda.synchronize()

@@ -21,7 +21,7 @@ from ._fusejit import Graph, KernelInfo, NodeInfo, ParamInfo, TensorInfo
 __version__: str = _fusejit.__version__
 __all__ = [
     "Graph", "Program", "compile", "load", "KernelInfo", "NodeInfo", "ParamInfo", "TensorInfo", "Error",
-    "UserError", "CompileError", "DriverError", "InternalError", "FusejitWarning", "numpy_dtype",
+    "UserError", "CompileError", "DriverError", "InternalError", "FusejitWarning", "numpy_dtype", "torch_dtype",
 ]
 
 atexit.register(_fusejit._reset_warning_handler)
@@ -68,7 +68,8 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
     return a, None
 
 
-def _torch_dtype(dtype: str) -> Any:
+def torch_dtype(dtype: str) -> Any:
+    """The PyTorch dtype of a fusejit dtype name ("bf16" -> torch.bfloat16); imports torch."""
     import torch
 
     return {"bool": torch.bool, "i8": torch.int8, "u8": torch.uint8, "i32": torch.int32, "i64": torch.int64,
@@ -81,7 +82,7 @@ def _empty_like(like: Any, shape: Sequence[int], dtype: str) -> Any:
     if fw == "torch":
         import torch
 
-        return torch.empty(tuple(shape), dtype=_torch_dtype(dtype), device=like.device)
+        return torch.empty(tuple(shape), dtype=torch_dtype(dtype), device=like.device)
     if fw == "cupy":
         import cupy
 

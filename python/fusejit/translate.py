@@ -120,15 +120,15 @@ class _Helpers:
     def __init__(self, backend: str, device: Any = None):
         self.backend = backend
         self.device = device
+        from . import numpy_dtype, torch_dtype
+
         if backend == "torch":
             import torch
 
             self.mod = torch
-            names = ("bool", "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64")
-            for fj_name, t in zip(_DTYPES, names):
-                setattr(self, fj_name, getattr(torch, t))
+            for fj_name in _DTYPES:
+                setattr(self, fj_name, torch_dtype(fj_name))
             return
-        from . import numpy_dtype
 
         for fj_name in _DTYPES:
             try:

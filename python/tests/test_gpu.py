@@ -37,6 +37,7 @@ def test_torch_stream_no_sync(prog):
     torch = _torch()
     x = torch.randn(64, 4096, device="cuda")
     y = torch.randn(64, 4096, device="cuda")
+    torch.cuda.synchronize()  # the inputs are ready before the side stream uses them
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time queued ahead of the launch
@@ -71,7 +72,7 @@ def test_torch_bf16(prog):
     assert y.dtype == torch.bfloat16 and torch.equal(y, x * 2 + 1)
 
 
-def test_cupy_stream_no_sync(prog):
+def test_cupy_stream_in_place_and_views(prog):
     cupy = pytest.importorskip("cupy")
     try:
         cupy.cuda.runtime.getDeviceCount()
@@ -79,6 +80,7 @@ def test_cupy_stream_no_sync(prog):
         pytest.skip("no CUDA device for CuPy")
     x = cupy.random.standard_normal((64, 4096), dtype=cupy.float32)
     y = cupy.random.standard_normal((64, 4096), dtype=cupy.float32)
+    cupy.cuda.Device().synchronize()
     s = cupy.cuda.Stream(non_blocking=True)
     with s:
         z = prog(x=x, y=y)["z"]
