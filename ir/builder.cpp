@@ -253,26 +253,23 @@ Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
   }
   for (const Operand& a : args) any_strong |= !a.is_literal();
 
+  // The type rule, once for both paths below; a bool or float the op is not defined on is an error.
+  auto typed = [&](DType common_dtype, DType float_default) {
+    if (!defined_on(op, common_dtype))
+      throw UserError(std::string(info.name) + " is not defined for " + std::string(dtype_name(common_dtype)) +
+                          " operands; " + (is_float(common_dtype) ? "it needs integer operands"
+                                                                  : "cast to an integer type first"),
+                      loc);
+    return rule_dtypes(info.rule, common_dtype, float_default);
+  };
+
   if (!any_strong) {
     // Fold as Python would: f64 / i64 / bool arithmetic, result stays weak.
-    DType opnd = literal_dtype_alone(weak_cat);
+    const RuleDtypes rd = typed(literal_dtype_alone(weak_cat), DType::F64);
     std::vector<Scalar> vals;
-    for (size_t k = 0; k < args.size(); ++k) {
-      DType t = opnd;
-      if (info.rule == TypeRule::Logical || (info.rule == TypeRule::Where && k == 0)) t = DType::Bool;
-      if (info.rule == TypeRule::Pred) t = literal_dtype_alone(args[k].lit.cat);
-      if (info.rule == TypeRule::Float && !is_float(t)) t = DType::F64;
-      vals.push_back(literal_to_scalar(args[k].lit, t));
-    }
-    DType result = opnd;
-    switch (info.rule) {
-      case TypeRule::Float: result = DType::F64; break;
-      case TypeRule::Compare: case TypeRule::Logical: case TypeRule::Pred: result = DType::Bool; break;
-      default: break;
-    }
-    if (!is_float(opnd) && info.rule == TypeRule::Same && opnd == DType::Bool && !defined_on_bool(op))
-      throw UserError(std::string(info.name) + " is not defined for bool operands", loc);
-    return Operand::of(scalar_to_literal(eval_scalar(op, result, vals)));
+    for (size_t k = 0; k < args.size(); ++k)
+      vals.push_back(literal_to_scalar(args[k].lit, info.rule == TypeRule::Where && k == 0 ? DType::Bool : rd.operand));
+    return Operand::of(scalar_to_literal(eval_scalar(op, rd.result, vals)));
   }
 
   if (!strong_set) {
@@ -281,22 +278,8 @@ Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
   } else if (any_weak && weak_cat > dtype_category(common)) {
     common = default_dtype(weak_cat);
   }
-
-  DType operand = common, result = common;
-  switch (info.rule) {
-    case TypeRule::Same:
-      if (common == DType::Bool && !defined_on_bool(op))
-        throw UserError(std::string(info.name) + " is not defined for bool operands; cast to an integer type first", loc);
-      break;
-    case TypeRule::Float:
-      if (!is_float(common)) operand = result = DType::F32;
-      break;
-    case TypeRule::Compare: result = DType::Bool; break;
-    case TypeRule::Logical: operand = result = DType::Bool; break;
-    case TypeRule::Pred: result = DType::Bool; break;
-    case TypeRule::Where: break;
-    default: FJ_CHECK(false, "unexpected type rule");
-  }
+  const RuleDtypes rd = typed(common, DType::F32);
+  const DType operand = rd.operand, result = rd.result;
 
   std::vector<NodeId> ids;
   for (size_t k = 0; k < args.size(); ++k) {

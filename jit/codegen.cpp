@@ -284,10 +284,11 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
 
   // ---- element function: computes the group's outputs from loaded inputs and params ----
   // f16/bf16 values exist in two forms: storage bits `vNh` (fj_f16/fj_bf16) and their exact f32
-  // value `vN`. Inputs arrive and outputs leave in storage form; add/sub/mul of two halves compute
-  // in storage form (fj_add_f16 etc.: native instructions on the GPU, the same bits as rounding
-  // the f32 result; see fj_scalar.h); every other op computes in f32 and rounds once. A form is
-  // emitted only where some use needs it, so a half chain of add/mul never converts.
+  // value `vN`. Inputs arrive and outputs leave in storage form; ops whose ir/ops.def half form is
+  // Storage (add, sub, mul, ...) compute on halves in storage form (fj_add_f16 etc.: native
+  // instructions on the GPU, correctly rounded; see fj_scalar.h); every other op computes in f32
+  // and rounds once. A form is emitted only where some use needs it, so a half chain of add/mul
+  // never converts.
   std::string body;
   std::string elem_params;
   auto add_elem_param = [&](const std::string& p) { elem_params += (elem_params.empty() ? "" : ", ") + p; };
@@ -295,7 +296,7 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
   auto hname = [&](ir::NodeId id) { return nm.v(id) + "h"; };
   auto native_half = [&](const ir::Node& nd) {
     if (opts.fast_math || !ir::is_half(nd.dtype)) return false;
-    if (nd.op != ir::Op::Add && nd.op != ir::Op::Sub && nd.op != ir::Op::Mul) return false;
+    if (ir::op_info(nd.op).half != ir::HalfForm::Storage) return false;
     for (int j = 0; j < nd.nargs; ++j)
       if (g.node(nd.arg(j)).dtype != nd.dtype) return false;
     return true;
@@ -352,8 +353,10 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
     const std::string note = fmt::format("  // {}{}\n", nm.describe(id), nm.where(nd));
     const char* ht = ir::is_half(nd.dtype) ? storage_ctype(nd.dtype) : "";
     if (native_half(nd)) {
-      body += fmt::format("  const {} {} = fj_{}_{}({}, {});{}", ht, hname(id), ir::op_name(nd.op),
-                          ir::dtype_name(nd.dtype), hname(nd.arg(0)), hname(nd.arg(1)), note);
+      std::string hargs;
+      for (int j = 0; j < nd.nargs; ++j) hargs += (j ? ", " : "") + hname(nd.arg(j));
+      body += fmt::format("  const {} {} = {}_{}({});{}", ht, hname(id), ir::op_info(nd.op).scalar_fn,
+                          ir::dtype_name(nd.dtype), hargs, note);
       if (need_f.count(id)) body += fmt::format("  const float {} = fj_load({});\n", nm.v(id), hname(id));
       continue;
     }
@@ -362,8 +365,8 @@ GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group
     // A cast whose operand is held as an f32 value (f32, or a half's exact f32 form) rounds it once.
     const ir::DType src = nd.nargs ? g.node(nd.arg(0)).dtype : nd.dtype;
     const bool cast_from_f32 = nd.op == ir::Op::Cast && (src == ir::DType::F32 || ir::is_half(src));
-    std::string fn = nd.op == ir::Op::Cast ? fmt::format("fj_cvt_{}", ir::dtype_name(nd.dtype))
-                                           : fmt::format("fj_{}", ir::op_name(nd.op));
+    std::string fn(ir::op_info(nd.op).scalar_fn);  // ir/ops.def; casts: fj_cvt_<dst>
+    if (nd.op == ir::Op::Cast) fn += fmt::format("_{}", ir::dtype_name(nd.dtype));
     std::string value = fmt::format("{}({})", fn, args);
     if (ir::is_half(nd.dtype) && !opts.fast_math && need_h.count(id)) {
       // One rounding to storage form, then the f32 value where an f32 op reads it.

@@ -155,7 +155,7 @@ struct Gen {
 
   bool random_op() {
     if (r.chance(0.08)) return try_cast(any(), r.pick(dtypes(o)));
-    Op op;
+    Op op;  // any callable row of ir/ops.def (casts are drawn above)
     do op = static_cast<Op>(r.below(kNumOps));
     while (is_leaf(op) || op == Op::Cast);
     std::vector<Operand> args;
