@@ -17,7 +17,6 @@
 #include "lib/internal.h"
 #include "lib/program_impl.h"
 #include "lib/report_format.h"
-#include "lib/tolerance.h"
 
 namespace fusejit {
 namespace {
@@ -209,7 +208,7 @@ CheckReport per_op_check(const ir::Graph& g, const std::vector<ir::Tensor>& inpu
     b.add_output("r", ir::Operand::of(r));
     ir::Graph one = b.finish();
     ir::Tensor ref = ir::evaluate_reference(one, operand_tensors, {})[0];
-    OpTolerance tol = gpu_op_tolerance(n.op, n.dtype);
+    jit::OpTolerance tol = jit::gpu_op_tolerance(n.op, n.dtype);
     std::span<const std::byte> got(value[static_cast<size_t>(id)]->data(), value[static_cast<size_t>(id)]->size());
     int64_t count = ir::num_elements(n.shape);
     jit::CompareResult cr = jit::compare_outputs(n.dtype, bytes_of(ref), got, count, tol.ulps, "v" + std::to_string(id));
