@@ -525,4 +525,23 @@ FJ_CMP_WHERE(float)
 FJ_CMP_WHERE(double)
 #undef FJ_CMP_WHERE
 
+// ---------------------------------------------------------------------------------------------
+// Ops added through the op table (ir/ops.def; semantics and sources in docs/ops.md).
+// FJ_LIBM(fn) / FJ_LIBMF(fn): the math library's double / float function: the C library on the
+// host, the CUDA Math API on the device.
+// ---------------------------------------------------------------------------------------------
+#ifdef FJ_DEVICE_CODE
+#define FJ_LIBM(FN) FN
+#define FJ_LIBMF(FN) FN##f
+#else
+#define FJ_LIBM(FN) std::FN
+#define FJ_LIBMF(FN) std::FN
+#endif
+
+FJ_FN float fj_cbrt(float x) { return FJ_LIBMF(cbrt)(x); }
+FJ_FN double fj_cbrt(double x) { return FJ_LIBM(cbrt)(x); }
+
+#undef FJ_LIBM
+#undef FJ_LIBMF
+
 #endif  // FJ_SCALAR_H
