@@ -540,6 +540,8 @@ FJ_CMP_WHERE(double)
 
 FJ_FN float fj_cbrt(float x) { return FJ_LIBMF(cbrt)(x); }
 FJ_FN double fj_cbrt(double x) { return FJ_LIBM(cbrt)(x); }
+FJ_FN float fj_erfc(float x) { return FJ_LIBMF(erfc)(x); }
+FJ_FN double fj_erfc(double x) { return FJ_LIBM(erfc)(x); }
 
 #undef FJ_LIBM
 #undef FJ_LIBMF

@@ -198,6 +198,7 @@ def first_of(*runs):
 # for operand bit lists.
 OPS = {
     "cbrt": (1, FLOAT_DTYPES, first_of(numpy_fn("cbrt"), f64_fn("cbrt")), None),
+    "erfc": (1, FLOAT_DTYPES, torch_fn(torch.erfc), None),
 }
 
 
@@ -232,11 +233,30 @@ def libm_fn(name, dt, arity):
     return f
 
 
+# The exact functions (mpmath) behind the math-library ops, to measure glibc's error.
+def _exact():
+    import mpmath
+    return {"cbrt": lambda x: mpmath.cbrt(x) if x >= 0 else -mpmath.cbrt(-x), "erfc": mpmath.erfc, "asin": mpmath.asin, "acos": mpmath.acos,
+            "atan": mpmath.atan, "sinh": mpmath.sinh, "cosh": mpmath.cosh, "asinh": mpmath.asinh,
+            "acosh": mpmath.acosh, "atanh": mpmath.atanh, "hypot": mpmath.hypot,
+            "elu": lambda x: mpmath.expm1(x) if x < 0 else x}
+
+
+class _Lazy(dict):
+    def __missing__(self, key):
+        self.update(_exact())
+        return dict.__getitem__(self, key)
+
+
+EXACT = _Lazy()
+
+
 # The CPU path's value of the ops whose fj_ function calls the math library, as glibc computes it
 # (f(name) gives glibc's function of that name in the compute type), for the ops whose source may
 # use another implementation (NumPy's AVX-512 paths use Intel SVML; PyTorch's vector paths Sleef).
 GLIBC = {
     "cbrt": lambda f, x: f("cbrt", 1)(x),
+    "erfc": lambda f, x: f("erfc", 1)(x),
 }
 
 
@@ -266,6 +286,25 @@ def ulps(dt, a, b):
     return abs(ordered(a) - ordered(b))
 
 
+def glibc_error(op, dt, args, got):
+    """The largest error of glibc's results against the exact value (mpmath, 200 bits), in ulps of
+    the result's binade: what libm-test-ulps bounds."""
+    import mpmath
+    mpmath.mp.prec = 200
+    exact_fn = EXACT[op]
+    vals = [to_f64(dt, a) for a in args]
+    worst = 0.0
+    for i, gb in enumerate(got):
+        e = exact_fn(*[mpmath.mpf(float(v[i])) for v in vals])
+        gv = to_f64(dt, [gb])[0]
+        if not mpmath.isfinite(e) or not math.isfinite(gv) or e == 0:
+            continue
+        p, emin, _ = FORMAT[dt]
+        ulp = mpmath.mpf(2) ** (max(int(mpmath.floor(mpmath.log(abs(e), 2))), emin) - p + 1)
+        worst = max(worst, float(abs(mpmath.mpf(gv) - e) / ulp))
+    return worst
+
+
 def measure():
     """Prints how far glibc lies from each op's source on ordinary values: random values of every
     binade in [2^-30, 2^30] with both signs, plus uniform [-10, 10] (docs/ops.md's table of
@@ -288,9 +327,10 @@ def measure():
                                  rng.choice([-1, 1], n)]).astype(NP[dt]) for _ in range(arity)]
             args = [bits_of(dt, v) for v in x]
             src, lib = source(dt, args)
-            diff = [ulps(dt, a, b) for a, b in zip(lib, glibc_bits(op, dt, args))]
-            print("%-12s %-4s %-6s ordinary values: glibc differs on %6d of %d, at most %d ulp" %
-                  (op, dt, src, sum(1 for d in diff if d), len(diff), max(diff)))
+            g = glibc_bits(op, dt, args)
+            diff = [ulps(dt, a, b) for a, b in zip(lib, g)]
+            print("%-12s %-4s %-6s ordinary values: glibc differs on %6d of %d, at most %d ulp; glibc's error %.2f ulp" %
+                  (op, dt, src, sum(1 for d in diff if d), len(diff), max(diff), glibc_error(op, dt, args, g)))
 
 
 def main():
