@@ -542,6 +542,8 @@ FJ_FN float fj_cbrt(float x) { return FJ_LIBMF(cbrt)(x); }
 FJ_FN double fj_cbrt(double x) { return FJ_LIBM(cbrt)(x); }
 FJ_FN float fj_erfc(float x) { return FJ_LIBMF(erfc)(x); }
 FJ_FN double fj_erfc(double x) { return FJ_LIBM(erfc)(x); }
+FJ_FN float fj_asin(float x) { return FJ_LIBMF(asin)(x); }
+FJ_FN double fj_asin(double x) { return FJ_LIBM(asin)(x); }
 
 #undef FJ_LIBM
 #undef FJ_LIBMF
