@@ -544,6 +544,8 @@ FJ_FN float fj_erfc(float x) { return FJ_LIBMF(erfc)(x); }
 FJ_FN double fj_erfc(double x) { return FJ_LIBM(erfc)(x); }
 FJ_FN float fj_asin(float x) { return FJ_LIBMF(asin)(x); }
 FJ_FN double fj_asin(double x) { return FJ_LIBM(asin)(x); }
+FJ_FN float fj_acos(float x) { return FJ_LIBMF(acos)(x); }
+FJ_FN double fj_acos(double x) { return FJ_LIBM(acos)(x); }
 
 #undef FJ_LIBM
 #undef FJ_LIBMF

@@ -200,6 +200,7 @@ OPS = {
     "cbrt": (1, FLOAT_DTYPES, first_of(numpy_fn("cbrt"), f64_fn("cbrt")), None),
     "erfc": (1, FLOAT_DTYPES, torch_fn(torch.erfc), None),
     "asin": (1, FLOAT_DTYPES, first_of(numpy_fn("arcsin"), torch_fn(torch.asin)), None),
+    "acos": (1, FLOAT_DTYPES, first_of(numpy_fn("arccos"), torch_fn(torch.acos)), None),
 }
 
 
@@ -259,6 +260,7 @@ GLIBC = {
     "cbrt": lambda f, x: f("cbrt", 1)(x),
     "erfc": lambda f, x: f("erfc", 1)(x),
     "asin": lambda f, x: f("asin", 1)(x),
+    "acos": lambda f, x: f("acos", 1)(x),
 }
 
 
