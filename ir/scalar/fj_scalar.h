@@ -546,6 +546,8 @@ FJ_FN float fj_asin(float x) { return FJ_LIBMF(asin)(x); }
 FJ_FN double fj_asin(double x) { return FJ_LIBM(asin)(x); }
 FJ_FN float fj_acos(float x) { return FJ_LIBMF(acos)(x); }
 FJ_FN double fj_acos(double x) { return FJ_LIBM(acos)(x); }
+FJ_FN float fj_atan(float x) { return FJ_LIBMF(atan)(x); }
+FJ_FN double fj_atan(double x) { return FJ_LIBM(atan)(x); }
 
 #undef FJ_LIBM
 #undef FJ_LIBMF

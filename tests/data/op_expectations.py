@@ -201,6 +201,7 @@ OPS = {
     "erfc": (1, FLOAT_DTYPES, torch_fn(torch.erfc), None),
     "asin": (1, FLOAT_DTYPES, first_of(numpy_fn("arcsin"), torch_fn(torch.asin)), None),
     "acos": (1, FLOAT_DTYPES, first_of(numpy_fn("arccos"), torch_fn(torch.acos)), None),
+    "atan": (1, FLOAT_DTYPES, first_of(numpy_fn("arctan"), torch_fn(torch.atan)), None),
 }
 
 
@@ -261,6 +262,7 @@ GLIBC = {
     "erfc": lambda f, x: f("erfc", 1)(x),
     "asin": lambda f, x: f("asin", 1)(x),
     "acos": lambda f, x: f("acos", 1)(x),
+    "atan": lambda f, x: f("atan", 1)(x),
 }
 
 
