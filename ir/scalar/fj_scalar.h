@@ -548,6 +548,8 @@ FJ_FN float fj_acos(float x) { return FJ_LIBMF(acos)(x); }
 FJ_FN double fj_acos(double x) { return FJ_LIBM(acos)(x); }
 FJ_FN float fj_atan(float x) { return FJ_LIBMF(atan)(x); }
 FJ_FN double fj_atan(double x) { return FJ_LIBM(atan)(x); }
+FJ_FN float fj_sinh(float x) { return FJ_LIBMF(sinh)(x); }
+FJ_FN double fj_sinh(double x) { return FJ_LIBM(sinh)(x); }
 
 #undef FJ_LIBM
 #undef FJ_LIBMF

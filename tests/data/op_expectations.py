@@ -85,7 +85,8 @@ def round_f64_to(dt, values):
     """Bits of float64 values rounded once to nearest-even into dt (NaN stays NaN)."""
     if dt == "bf16":
         return bits_of(dt, torch.tensor(values, dtype=torch.float64).to(torch.bfloat16))
-    return bits_of(dt, np.asarray(values, dtype=np.float64).astype(NP[dt]))
+    with np.errstate(over="ignore"):  # overflow rounds to inf, as intended
+        return bits_of(dt, np.asarray(values, dtype=np.float64).astype(NP[dt]))
 
 
 def round_exact(dt, q, zero_negative=False):
@@ -202,6 +203,7 @@ OPS = {
     "asin": (1, FLOAT_DTYPES, first_of(numpy_fn("arcsin"), torch_fn(torch.asin)), None),
     "acos": (1, FLOAT_DTYPES, first_of(numpy_fn("arccos"), torch_fn(torch.acos)), None),
     "atan": (1, FLOAT_DTYPES, first_of(numpy_fn("arctan"), torch_fn(torch.atan)), None),
+    "sinh": (1, FLOAT_DTYPES, first_of(numpy_fn("sinh"), torch_fn(torch.sinh)), None),
 }
 
 
@@ -263,6 +265,7 @@ GLIBC = {
     "asin": lambda f, x: f("asin", 1)(x),
     "acos": lambda f, x: f("acos", 1)(x),
     "atan": lambda f, x: f("atan", 1)(x),
+    "sinh": lambda f, x: f("sinh", 1)(x),
 }
 
 
