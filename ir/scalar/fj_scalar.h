@@ -550,6 +550,8 @@ FJ_FN float fj_atan(float x) { return FJ_LIBMF(atan)(x); }
 FJ_FN double fj_atan(double x) { return FJ_LIBM(atan)(x); }
 FJ_FN float fj_sinh(float x) { return FJ_LIBMF(sinh)(x); }
 FJ_FN double fj_sinh(double x) { return FJ_LIBM(sinh)(x); }
+FJ_FN float fj_cosh(float x) { return FJ_LIBMF(cosh)(x); }
+FJ_FN double fj_cosh(double x) { return FJ_LIBM(cosh)(x); }
 
 #undef FJ_LIBM
 #undef FJ_LIBMF

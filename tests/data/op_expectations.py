@@ -204,6 +204,7 @@ OPS = {
     "acos": (1, FLOAT_DTYPES, first_of(numpy_fn("arccos"), torch_fn(torch.acos)), None),
     "atan": (1, FLOAT_DTYPES, first_of(numpy_fn("arctan"), torch_fn(torch.atan)), None),
     "sinh": (1, FLOAT_DTYPES, first_of(numpy_fn("sinh"), torch_fn(torch.sinh)), None),
+    "cosh": (1, FLOAT_DTYPES, first_of(numpy_fn("cosh"), torch_fn(torch.cosh)), None),
 }
 
 
@@ -266,6 +267,7 @@ GLIBC = {
     "acos": lambda f, x: f("acos", 1)(x),
     "atan": lambda f, x: f("atan", 1)(x),
     "sinh": lambda f, x: f("sinh", 1)(x),
+    "cosh": lambda f, x: f("cosh", 1)(x),
 }
 
 
