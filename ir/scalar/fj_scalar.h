@@ -552,6 +552,8 @@ FJ_FN float fj_sinh(float x) { return FJ_LIBMF(sinh)(x); }
 FJ_FN double fj_sinh(double x) { return FJ_LIBM(sinh)(x); }
 FJ_FN float fj_cosh(float x) { return FJ_LIBMF(cosh)(x); }
 FJ_FN double fj_cosh(double x) { return FJ_LIBM(cosh)(x); }
+FJ_FN float fj_asinh(float x) { return FJ_LIBMF(asinh)(x); }
+FJ_FN double fj_asinh(double x) { return FJ_LIBM(asinh)(x); }
 
 #undef FJ_LIBM
 #undef FJ_LIBMF

@@ -205,6 +205,7 @@ OPS = {
     "atan": (1, FLOAT_DTYPES, first_of(numpy_fn("arctan"), torch_fn(torch.atan)), None),
     "sinh": (1, FLOAT_DTYPES, first_of(numpy_fn("sinh"), torch_fn(torch.sinh)), None),
     "cosh": (1, FLOAT_DTYPES, first_of(numpy_fn("cosh"), torch_fn(torch.cosh)), None),
+    "asinh": (1, FLOAT_DTYPES, first_of(numpy_fn("arcsinh"), torch_fn(torch.asinh)), None),
 }
 
 
@@ -268,6 +269,7 @@ GLIBC = {
     "atan": lambda f, x: f("atan", 1)(x),
     "sinh": lambda f, x: f("sinh", 1)(x),
     "cosh": lambda f, x: f("cosh", 1)(x),
+    "asinh": lambda f, x: f("asinh", 1)(x),
 }
 
 
