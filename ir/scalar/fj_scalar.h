@@ -554,6 +554,8 @@ FJ_FN float fj_cosh(float x) { return FJ_LIBMF(cosh)(x); }
 FJ_FN double fj_cosh(double x) { return FJ_LIBM(cosh)(x); }
 FJ_FN float fj_asinh(float x) { return FJ_LIBMF(asinh)(x); }
 FJ_FN double fj_asinh(double x) { return FJ_LIBM(asinh)(x); }
+FJ_FN float fj_acosh(float x) { return FJ_LIBMF(acosh)(x); }
+FJ_FN double fj_acosh(double x) { return FJ_LIBM(acosh)(x); }
 
 #undef FJ_LIBM
 #undef FJ_LIBMF

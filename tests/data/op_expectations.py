@@ -206,6 +206,7 @@ OPS = {
     "sinh": (1, FLOAT_DTYPES, first_of(numpy_fn("sinh"), torch_fn(torch.sinh)), None),
     "cosh": (1, FLOAT_DTYPES, first_of(numpy_fn("cosh"), torch_fn(torch.cosh)), None),
     "asinh": (1, FLOAT_DTYPES, first_of(numpy_fn("arcsinh"), torch_fn(torch.asinh)), None),
+    "acosh": (1, FLOAT_DTYPES, first_of(numpy_fn("arccosh"), torch_fn(torch.acosh)), None),
 }
 
 
@@ -270,6 +271,7 @@ GLIBC = {
     "sinh": lambda f, x: f("sinh", 1)(x),
     "cosh": lambda f, x: f("cosh", 1)(x),
     "asinh": lambda f, x: f("asinh", 1)(x),
+    "acosh": lambda f, x: f("acosh", 1)(x),
 }
 
 
