@@ -556,6 +556,8 @@ FJ_FN float fj_asinh(float x) { return FJ_LIBMF(asinh)(x); }
 FJ_FN double fj_asinh(double x) { return FJ_LIBM(asinh)(x); }
 FJ_FN float fj_acosh(float x) { return FJ_LIBMF(acosh)(x); }
 FJ_FN double fj_acosh(double x) { return FJ_LIBM(acosh)(x); }
+FJ_FN float fj_atanh(float x) { return FJ_LIBMF(atanh)(x); }
+FJ_FN double fj_atanh(double x) { return FJ_LIBM(atanh)(x); }
 
 #undef FJ_LIBM
 #undef FJ_LIBMF

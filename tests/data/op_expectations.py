@@ -207,6 +207,7 @@ OPS = {
     "cosh": (1, FLOAT_DTYPES, first_of(numpy_fn("cosh"), torch_fn(torch.cosh)), None),
     "asinh": (1, FLOAT_DTYPES, first_of(numpy_fn("arcsinh"), torch_fn(torch.asinh)), None),
     "acosh": (1, FLOAT_DTYPES, first_of(numpy_fn("arccosh"), torch_fn(torch.acosh)), None),
+    "atanh": (1, FLOAT_DTYPES, first_of(numpy_fn("arctanh"), torch_fn(torch.atanh)), None),
 }
 
 
@@ -272,6 +273,7 @@ GLIBC = {
     "cosh": lambda f, x: f("cosh", 1)(x),
     "asinh": lambda f, x: f("asinh", 1)(x),
     "acosh": lambda f, x: f("acosh", 1)(x),
+    "atanh": lambda f, x: f("atanh", 1)(x),
 }
 
 
