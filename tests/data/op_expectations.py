@@ -208,6 +208,7 @@ OPS = {
     "asinh": (1, FLOAT_DTYPES, first_of(numpy_fn("arcsinh"), torch_fn(torch.asinh)), None),
     "acosh": (1, FLOAT_DTYPES, first_of(numpy_fn("arccosh"), torch_fn(torch.acosh)), None),
     "atanh": (1, FLOAT_DTYPES, first_of(numpy_fn("arctanh"), torch_fn(torch.atanh)), None),
+    "hardswish": (1, FLOAT_DTYPES, torch_fn(torch.nn.functional.hardswish), None),
 }
 
 
