@@ -209,6 +209,7 @@ OPS = {
     "acosh": (1, FLOAT_DTYPES, first_of(numpy_fn("arccosh"), torch_fn(torch.acosh)), None),
     "atanh": (1, FLOAT_DTYPES, first_of(numpy_fn("arctanh"), torch_fn(torch.atanh)), None),
     "hardswish": (1, FLOAT_DTYPES, torch_fn(torch.nn.functional.hardswish), None),
+    "hardsigmoid": (1, FLOAT_DTYPES, torch_fn(torch.nn.functional.hardsigmoid), None),
 }
 
 
