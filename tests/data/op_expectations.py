@@ -210,6 +210,7 @@ OPS = {
     "atanh": (1, FLOAT_DTYPES, first_of(numpy_fn("arctanh"), torch_fn(torch.atanh)), None),
     "hardswish": (1, FLOAT_DTYPES, torch_fn(torch.nn.functional.hardswish), None),
     "hardsigmoid": (1, FLOAT_DTYPES, torch_fn(torch.nn.functional.hardsigmoid), None),
+    "elu": (1, FLOAT_DTYPES, torch_fn(torch.nn.functional.elu), None),
 }
 
 
@@ -276,6 +277,7 @@ GLIBC = {
     "asinh": lambda f, x: f("asinh", 1)(x),
     "acosh": lambda f, x: f("acosh", 1)(x),
     "atanh": lambda f, x: f("atanh", 1)(x),
+    "elu": lambda f, x: f("expm1", 1)(x) if x < 0 else x,
 }
 
 
