@@ -567,6 +567,8 @@ FJ_FN double fj_atanh(double x) { return FJ_LIBM(atanh)(x); }
 FJ_TABLE_FLOAT_OPS(float)
 FJ_TABLE_FLOAT_OPS(double)
 #undef FJ_TABLE_FLOAT_OPS
+FJ_FN float fj_hypot(float a, float b) { return FJ_LIBMF(hypot)(a, b); }
+FJ_FN double fj_hypot(double a, double b) { return FJ_LIBM(hypot)(a, b); }
 
 #undef FJ_LIBM
 #undef FJ_LIBMF

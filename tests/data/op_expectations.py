@@ -175,6 +175,21 @@ def torch_fn(fn, f64_fallback=None):
     return run
 
 
+def leaky_relu_source(dt, args):
+    """torch.nn.functional.leaky_relu(x, slope) with each case's slope (a Python float, which
+    PyTorch keeps in the compute type: exact here, since it is a value of dt)."""
+    x, slope = args
+    out = [0] * len(x)
+    for sv in sorted(set(slope)):
+        idx = [i for i in range(len(x)) if slope[i] == sv]
+        xs = [x[i] for i in idx]
+        t = from_bits(dt, xs) if dt == "bf16" else torch.from_numpy(from_bits(dt, xs))
+        r = torch.nn.functional.leaky_relu(t, float(to_f64(dt, [sv])[0]))
+        for i, b in zip(idx, bits_of(dt, r if dt == "bf16" else r.numpy())):
+            out[i] = b
+    return "torch", out
+
+
 def f64_fn(name):
     """NumPy's float64 function on the exact operand values, rounded once to dt."""
     f = getattr(np, name)
@@ -211,6 +226,7 @@ OPS = {
     "hardswish": (1, FLOAT_DTYPES, torch_fn(torch.nn.functional.hardswish), None),
     "hardsigmoid": (1, FLOAT_DTYPES, torch_fn(torch.nn.functional.hardsigmoid), None),
     "elu": (1, FLOAT_DTYPES, torch_fn(torch.nn.functional.elu), None),
+    "hypot": (2, FLOAT_DTYPES, first_of(numpy_fn("hypot"), torch_fn(torch.hypot)), None),
 }
 
 
@@ -278,6 +294,7 @@ GLIBC = {
     "acosh": lambda f, x: f("acosh", 1)(x),
     "atanh": lambda f, x: f("atanh", 1)(x),
     "elu": lambda f, x: f("expm1", 1)(x) if x < 0 else x,
+    "hypot": lambda f, x, y: f("hypot", 2)(x, y),
 }
 
 
