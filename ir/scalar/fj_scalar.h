@@ -569,6 +569,8 @@ FJ_TABLE_FLOAT_OPS(double)
 #undef FJ_TABLE_FLOAT_OPS
 FJ_FN float fj_hypot(float a, float b) { return FJ_LIBMF(hypot)(a, b); }
 FJ_FN double fj_hypot(double a, double b) { return FJ_LIBM(hypot)(a, b); }
+FJ_FN float fj_copysign(float a, float b) { return FJ_LIBMF(copysign)(a, b); }
+FJ_FN double fj_copysign(double a, double b) { return FJ_LIBM(copysign)(a, b); }
 
 #undef FJ_LIBM
 #undef FJ_LIBMF

@@ -227,6 +227,7 @@ OPS = {
     "hardsigmoid": (1, FLOAT_DTYPES, torch_fn(torch.nn.functional.hardsigmoid), None),
     "elu": (1, FLOAT_DTYPES, torch_fn(torch.nn.functional.elu), None),
     "hypot": (2, FLOAT_DTYPES, first_of(numpy_fn("hypot"), torch_fn(torch.hypot)), None),
+    "copysign": (2, FLOAT_DTYPES, first_of(numpy_fn("copysign"), torch_fn(torch.copysign)), None),
 }
 
 
