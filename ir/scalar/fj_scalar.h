@@ -563,7 +563,8 @@ FJ_FN double fj_atanh(double x) { return FJ_LIBM(atanh)(x); }
 #define FJ_TABLE_FLOAT_OPS(T) \
   FJ_FN T fj_hardswish(T x) { return x * fj_minimum(fj_maximum(x + (T)3, (T)0), (T)6) / (T)6; } \
   FJ_FN T fj_hardsigmoid(T x) { return fj_minimum(fj_maximum(x + (T)3, (T)0), (T)6) / (T)6; } \
-  FJ_FN T fj_elu(T x) { return x < (T)0 ? fj_expm1(x) : x; }
+  FJ_FN T fj_elu(T x) { return x < (T)0 ? fj_expm1(x) : x; } \
+  FJ_FN T fj_leaky_relu(T x, T slope) { return x > (T)0 ? x : x * slope; }
 FJ_TABLE_FLOAT_OPS(float)
 FJ_TABLE_FLOAT_OPS(double)
 #undef FJ_TABLE_FLOAT_OPS

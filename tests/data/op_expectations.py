@@ -228,6 +228,7 @@ OPS = {
     "elu": (1, FLOAT_DTYPES, torch_fn(torch.nn.functional.elu), None),
     "hypot": (2, FLOAT_DTYPES, first_of(numpy_fn("hypot"), torch_fn(torch.hypot)), None),
     "copysign": (2, FLOAT_DTYPES, first_of(numpy_fn("copysign"), torch_fn(torch.copysign)), None),
+    "leaky_relu": (2, FLOAT_DTYPES, leaky_relu_source, None),
 }
 
 
