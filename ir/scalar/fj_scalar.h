@@ -558,6 +558,14 @@ FJ_FN float fj_acosh(float x) { return FJ_LIBMF(acosh)(x); }
 FJ_FN double fj_acosh(double x) { return FJ_LIBM(acosh)(x); }
 FJ_FN float fj_atanh(float x) { return FJ_LIBMF(atanh)(x); }
 FJ_FN double fj_atanh(double x) { return FJ_LIBM(atanh)(x); }
+FJ_FN float fj_hypot(float a, float b) { return FJ_LIBMF(hypot)(a, b); }
+FJ_FN double fj_hypot(double a, double b) { return FJ_LIBM(hypot)(a, b); }
+FJ_FN float fj_copysign(float a, float b) { return FJ_LIBMF(copysign)(a, b); }
+FJ_FN double fj_copysign(double a, double b) { return FJ_LIBM(copysign)(a, b); }
+// One rounding (IEEE 754 fusedMultiplyAdd), in strict mode too: an explicit fma is not the
+// contraction that -ffp-contract=off / -fmad=false forbid.
+FJ_FN float fj_fma(float a, float b, float c) { return FJ_LIBMF(fma)(a, b, c); }
+FJ_FN double fj_fma(double a, double b, double c) { return FJ_LIBM(fma)(a, b, c); }
 
 // Float ops written with other fj_ functions, on float (f32, and f16/bf16 values) and double.
 #define FJ_TABLE_FLOAT_OPS(T) \
@@ -568,10 +576,63 @@ FJ_FN double fj_atanh(double x) { return FJ_LIBM(atanh)(x); }
 FJ_TABLE_FLOAT_OPS(float)
 FJ_TABLE_FLOAT_OPS(double)
 #undef FJ_TABLE_FLOAT_OPS
-FJ_FN float fj_hypot(float a, float b) { return FJ_LIBMF(hypot)(a, b); }
-FJ_FN double fj_hypot(double a, double b) { return FJ_LIBM(hypot)(a, b); }
-FJ_FN float fj_copysign(float a, float b) { return FJ_LIBMF(copysign)(a, b); }
-FJ_FN double fj_copysign(double a, double b) { return FJ_LIBM(copysign)(a, b); }
+
+// Integer ops (T: the compute type, U: its unsigned twin; wrapping, never UB).
+#define FJ_TABLE_INT_OPS(T, U) \
+  FJ_FN T fj_fma(T a, T b, T c) { return (T)(U)((U)((U)a * (U)b) + (U)c); }
+FJ_TABLE_INT_OPS(signed char, unsigned char)
+FJ_TABLE_INT_OPS(unsigned char, unsigned char)
+FJ_TABLE_INT_OPS(int, unsigned int)
+FJ_TABLE_INT_OPS(long long, unsigned long long)
+#undef FJ_TABLE_INT_OPS
+
+// fma of f16/bf16 values, rounded once to the half format (mb, eb: its mantissa and exponent
+// bits). Rounding a*b + c to f32 (or to f64) first and then to the half format can round twice
+// (a*b + c needs up to ~2^-53 resolution to decide a tie of the half format). So: a*b is exact in
+// f64 (2 x 11 or 2 x 8 significant bits), the sum is rounded to odd in f64 (the nearest rounding
+// s plus the sign of its error e, from Knuth's TwoSum), and that is rounded once to the half
+// format: rounding to odd in precision >= p + 2 and then to nearest in precision p equals one
+// rounding to nearest (Boldo & Melquiond, "Emulation of FMA and correctly rounded sums: proved
+// algorithms using rounding to odd", IEEE Trans. Computers 57(4), 2008). NaN and inf need no
+// correction (e is NaN then). tests/test_op_expectations.cpp checks it against exact results.
+FJ_FN unsigned int fj_fma_half_bits(float a, float b, float c, int mb, int eb) {
+  const double p = (double)a * (double)b;
+  const double s = p + (double)c;
+  const double z = s - p;
+  const double e = (p - (s - z)) + ((double)c - z);  // p + c == s + e exactly
+  double r = s;
+  if (e != 0.0 && e == e && (fj_d2u(s) & 1ull) == 0ull)  // inexact and even: step toward the exact sum
+    r = fj_u2d(fj_d2u(s) + (((e > 0.0) == (s > 0.0)) ? 1ull : ~0ull));
+  return fj_round_bits_f64(r, mb, eb);
+}
+// On the GPU the native fma.rn.f16 (sm_53+) and fma.rn.bf16 (sm_80+) round once as well (PTX
+// ISA, "Half Precision Floating-Point Instructions: fma"); the same bits, NaN payloads aside.
+#if defined(FJ_DEVICE_CODE) && __CUDA_ARCH__ >= 530
+FJ_FN fj_f16 fj_fma_f16(fj_f16 a, fj_f16 b, fj_f16 c) {
+  fj_f16 r;
+  asm("fma.rn.f16 %0, %1, %2, %3;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits), "h"(c.bits));
+  return r;
+}
+#else
+FJ_FN fj_f16 fj_fma_f16(fj_f16 a, fj_f16 b, fj_f16 c) {
+  fj_f16 r;
+  r.bits = (unsigned short)fj_fma_half_bits(fj_load(a), fj_load(b), fj_load(c), 10, 5);
+  return r;
+}
+#endif
+#if defined(FJ_DEVICE_CODE) && __CUDA_ARCH__ >= 800
+FJ_FN fj_bf16 fj_fma_bf16(fj_bf16 a, fj_bf16 b, fj_bf16 c) {
+  fj_bf16 r;
+  asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits), "h"(c.bits));
+  return r;
+}
+#else
+FJ_FN fj_bf16 fj_fma_bf16(fj_bf16 a, fj_bf16 b, fj_bf16 c) {
+  fj_bf16 r;
+  r.bits = (unsigned short)fj_fma_half_bits(fj_load(a), fj_load(b), fj_load(c), 7, 8);
+  return r;
+}
+#endif
 
 #undef FJ_LIBM
 #undef FJ_LIBMF

@@ -70,8 +70,8 @@ def from_bits(dt, bits):
         return np.array(bits, dtype=UINT[dt]).view(NP[dt])
     if dt == "bool":
         return np.array(bits, dtype=np.bool_)
-    width = np.dtype(NP[dt]).itemsize * 8
-    return np.array([b - (1 << width) if b >> (width - 1) else b for b in bits], dtype=NP[dt])
+    unsigned = {1: np.uint8, 4: np.uint32, 8: np.uint64}[np.dtype(NP[dt]).itemsize]
+    return np.array(bits, dtype=unsigned).view(NP[dt])
 
 
 def to_f64(dt, bits):
@@ -190,6 +190,58 @@ def leaky_relu_source(dt, args):
     return "torch", out
 
 
+def fma_source(dt, args):
+    """fma has no NumPy or PyTorch function: floats are the exact rational a*b + c rounded once to
+    nearest-even (IEEE 754 fusedMultiplyAdd; an exact zero is -0 only for (-0) + (-0));
+    integers wrap, as NumPy's a * b + c does."""
+    if dt not in FORMAT:
+        a, b, c = (from_bits(dt, x) for x in args)
+        with np.errstate(all="ignore"):
+            return "numpy", bits_of(dt, (a * b + c).astype(NP[dt]))
+    out = []
+    for x, y, z in zip(*(to_f64(dt, a) for a in args)):
+        x, y, z = float(x), float(y), float(z)
+        if math.isnan(x) or math.isnan(y) or math.isnan(z):
+            r = math.nan
+        elif math.isinf(x) or math.isinf(y):
+            r = math.nan if x == 0 or y == 0 else math.copysign(math.inf, x) * math.copysign(1, y)
+            if math.isinf(z) and z != r:
+                r = math.nan
+        elif math.isinf(z):
+            r = z
+        else:
+            prod = Fraction(x) * Fraction(y)
+            q = prod + Fraction(z)
+            neg_zero = prod == 0 and z == 0 and math.copysign(1, x) * math.copysign(1, y) < 0 and math.copysign(1, z) < 0
+            out.append(round_exact(dt, q, neg_zero))
+            continue
+        out.append(round_f64_to(dt, [r])[0])
+    return "exact", out
+
+
+def fma_ties(dt):
+    """fma cases that decide a tie of dt: a * b exactly halfway between two values of dt, plus a
+    tiny c that must break the tie (rounding a*b + c first to f32 or f64 loses it), cancellations
+    c = -round(a * b), and random values."""
+    p, emin, _ = FORMAT[dt]
+    tiny = 2.0 ** (emin - p + 1)
+    a, b, c = [], [], []
+    for scale in (1.0, 2.0 ** 10, 2.0 ** -10):
+        for cv in (tiny, -tiny, 0.0, -0.0, 2.0 ** (emin + 1), -(2.0 ** (emin + 1))):
+            for s in (1.0, -1.0):
+                a.append(1.5 * s * scale)
+                b.append(1.0 + 2.0 ** (1 - p))  # 1.5 * (1 + ulp) needs one bit more than dt has: a tie
+                c.append(cv)
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        x, y = rng.uniform(-4, 4, 2)
+        xr, yr = (to_f64(dt, round_f64_to(dt, [v]))[0] for v in (x, y))
+        a.append(xr)
+        b.append(yr)
+        c.append(-float(to_f64(dt, round_f64_to(dt, [xr * yr]))[0]) if rng.uniform() < 0.5 else rng.uniform(-4, 4))
+    return [round_f64_to(dt, v) for v in (a, b, c)]
+
+
 def f64_fn(name):
     """NumPy's float64 function on the exact operand values, rounded once to dt."""
     f = getattr(np, name)
@@ -229,6 +281,7 @@ OPS = {
     "hypot": (2, FLOAT_DTYPES, first_of(numpy_fn("hypot"), torch_fn(torch.hypot)), None),
     "copysign": (2, FLOAT_DTYPES, first_of(numpy_fn("copysign"), torch_fn(torch.copysign)), None),
     "leaky_relu": (2, FLOAT_DTYPES, leaky_relu_source, None),
+    "fma": (3, FLOAT_DTYPES + INT_DTYPES, fma_source, lambda dt: fma_ties(dt) if dt in FORMAT else [[], [], []]),
 }
 
 
