@@ -572,7 +572,8 @@ FJ_FN double fj_fma(double a, double b, double c) { return FJ_LIBM(fma)(a, b, c)
   FJ_FN T fj_hardswish(T x) { return x * fj_minimum(fj_maximum(x + (T)3, (T)0), (T)6) / (T)6; } \
   FJ_FN T fj_hardsigmoid(T x) { return fj_minimum(fj_maximum(x + (T)3, (T)0), (T)6) / (T)6; } \
   FJ_FN T fj_elu(T x) { return x < (T)0 ? fj_expm1(x) : x; } \
-  FJ_FN T fj_leaky_relu(T x, T slope) { return x > (T)0 ? x : x * slope; }
+  FJ_FN T fj_leaky_relu(T x, T slope) { return x > (T)0 ? x : x * slope; } \
+  FJ_FN T fj_lerp(T a, T b, T w) { return fj_abs(w) < (T)0.5 ? fj_fma(w, b - a, a) : fj_fma(w - (T)1, b - a, b); }
 FJ_TABLE_FLOAT_OPS(float)
 FJ_TABLE_FLOAT_OPS(double)
 #undef FJ_TABLE_FLOAT_OPS

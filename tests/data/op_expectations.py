@@ -282,6 +282,7 @@ OPS = {
     "copysign": (2, FLOAT_DTYPES, first_of(numpy_fn("copysign"), torch_fn(torch.copysign)), None),
     "leaky_relu": (2, FLOAT_DTYPES, leaky_relu_source, None),
     "fma": (3, FLOAT_DTYPES + INT_DTYPES, fma_source, lambda dt: fma_ties(dt) if dt in FORMAT else [[], [], []]),
+    "lerp": (3, FLOAT_DTYPES, torch_fn(torch.lerp), None),
 }
 
 
