@@ -135,8 +135,9 @@ int main(int argc, char** argv) {
   run->add_option("--repeats", repeats, "timed runs per path; the median is reported")
       ->default_val(20)->check(CLI::Range(1, 100000));
   run->add_option("--warmup", warmup, "untimed runs before timing")->default_val(3)->check(CLI::Range(0, 100000));
-  run->add_option("--cache-dir", cache_dir, "kernel cache folder (default: $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME/fusejit, ~/.cache/fusejit)");
-  run->add_flag("--no-cache", no_cache, "do not use the disk cache");
+  run->add_option("--cache-dir", cache_dir,
+                  "kernel cache folder, private to you (default: $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME/fusejit, ~/.cache/fusejit)");
+  run->add_flag("--no-cache", no_cache, "do not read or write the on-disk kernel cache (nothing is left on disk)");
   run->add_flag("--no-check", no_check, "skip the reference evaluation and checks");
   run->add_flag("--json", json, "print the report as JSON");
 
@@ -165,13 +166,13 @@ int main(int argc, char** argv) {
   comp->add_option("--nvrtc-option", comp_nvrtc, "extra NVRTC option, e.g. --nvrtc-option=--maxrregcount=32 (repeatable)");
 
   // fusejit cache
-  CLI::App* cache = app.add_subcommand("cache", "inspect or clear the on-disk kernel cache");
+  CLI::App* cache = app.add_subcommand("cache", "inspect or clear the on-disk kernel cache (GPU kernels and CPU modules)");
   cache->require_subcommand(1);
   std::string cache_opt_dir;
   cache->add_option("--cache-dir", cache_opt_dir, "cache folder (default as for run)");
   CLI::App* c_stats = cache->add_subcommand("stats", "entries, bytes and the size cap");
-  CLI::App* c_list = cache->add_subcommand("list", "one line per GPU kernel entry: key, bytes, target, kernel name(s)");
-  CLI::App* c_clear = cache->add_subcommand("clear", "remove every entry");
+  CLI::App* c_list = cache->add_subcommand("list", "one line per entry: key, bytes, target (sm_XY, compute_XY or host), kernel name(s)");
+  CLI::App* c_clear = cache->add_subcommand("clear", "remove every entry and temporary file");
   CLI::App* c_path = cache->add_subcommand("path", "print the cache folder");
   for (CLI::App* c : {c_stats, c_list, c_clear, c_path}) c->fallthrough();  // `cache stats --cache-dir X` works too
 
@@ -187,7 +188,7 @@ int main(int argc, char** argv) {
       fj::RunOptions ro;
       for (const std::string& p : params) {
         auto [k, v] = split_kv(p, "--param");
-        ro.params.emplace_back(k, parse_scalar(v, "--param " + k));
+        ro.params.set(k, parse_scalar(v, "--param " + k));
       }
       for (const std::string& i : inputs) {
         auto kv = split_kv(i, "--input");
@@ -210,7 +211,6 @@ int main(int argc, char** argv) {
       ro.repeats = repeats;
       ro.warmup = warmup;
       ro.check = !no_check;
-      ro.reference = !no_check;
       ro.options.fast_math = run_c.fast_math;
       ro.options.arch = arch;
       ro.options.dump_dir = dump_dir;
@@ -218,6 +218,7 @@ int main(int argc, char** argv) {
       ro.options.cache_dir = cache_dir;
       ro.options.disk_cache = !no_cache;
       ro.options.nvrtc_options = run_nvrtc;
+      ro.options.message_style = fj::MessageStyle::CommandLine;
       ro.options.backend = backend == "cuda" ? fj::Backend::Cuda : backend == "cpu" ? fj::Backend::Cpu : fj::Backend::Auto;
       fj::Graph g = fj::Graph::load(run_c.graph, parse_dims(run_c.dims));
       fj::RunReport rep = fj::run_graph(g, ro);
@@ -238,6 +239,7 @@ int main(int argc, char** argv) {
       co.cache_dir = comp_cache_dir;
       co.disk_cache = !comp_no_cache;
       co.nvrtc_options = comp_nvrtc;
+      co.message_style = fj::MessageStyle::CommandLine;
       auto kernels = fj::compile_to_dir(g, a, out_dir, comp_c.fast_math, co);
       std::printf("compiled %zu kernel(s) for %s into %s (index.json lists them)\n", kernels.size(), a.c_str(),
                   out_dir.c_str());
@@ -250,18 +252,20 @@ int main(int argc, char** argv) {
         std::printf("%s\n", fj::cache_path(o).c_str());
       } else if (*c_stats) {
         fj::CacheStats s = fj::cache_stats(o);
-        std::printf("path:         %s%s\nGPU kernels:  %lld entries, %lld bytes (cap %lld)\nCPU modules:  %lld, %lld bytes\n",
-                    s.path.c_str(), s.enabled ? "" : " (disk cache disabled)", static_cast<long long>(s.entries),
-                    static_cast<long long>(s.bytes), static_cast<long long>(s.cap_bytes),
-                    static_cast<long long>(s.host_modules), static_cast<long long>(s.host_bytes));
+        std::printf("path:         %s%s%s\nGPU kernels:  %lld entries, %lld bytes\nCPU modules:  %lld, %lld bytes\n"
+                    "cap:          %lld bytes for all entries (least recently used evicted first)\n"
+                    "damaged:      %lld entries (rebuilt on next use); %lld temporary files\n",
+                    s.path.c_str(), s.enabled ? "" : " (disk cache off: ", s.enabled ? "" : (s.disabled_reason + ")").c_str(),
+                    static_cast<long long>(s.entries), static_cast<long long>(s.bytes),
+                    static_cast<long long>(s.host_modules), static_cast<long long>(s.host_bytes),
+                    static_cast<long long>(s.cap_bytes), static_cast<long long>(s.invalid),
+                    static_cast<long long>(s.temp_files));
       } else if (*c_list) {
         const std::vector<fj::CacheEntryInfo> entries = fj::cache_list(o);
         for (const fj::CacheEntryInfo& e : entries)
           std::printf("%s %10lld %-12s %s%s\n", e.key.c_str(), static_cast<long long>(e.bytes), e.target.c_str(),
                       e.label.c_str(), e.valid ? "" : "  (damaged: deleted on next load)");
-        if (entries.empty())
-          std::printf("no GPU kernel entries in %s (CPU modules are counted by `fusejit cache stats`)\n",
-                      fj::cache_path(o).c_str());
+        if (entries.empty()) std::printf("no entries in %s\n", fj::cache_path(o).c_str());
       } else if (*c_clear) {
         long long n = static_cast<long long>(fj::cache_clear(o));
         std::printf("removed %lld entr%s\n", n, n == 1 ? "y" : "ies");

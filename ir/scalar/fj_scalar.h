@@ -12,6 +12,8 @@
 //   integers; INT_MIN//-1 = INT_MIN (wraps), INT_MIN % -1 = 0. Integer pow with a negative
 //   exponent follows PyTorch: 1 for base 1, +-1 for base -1, otherwise 0.
 // - NaN: maximum/minimum/clamp/relu propagate NaN; fmax/fmin return the other operand.
+// - Zeros: sign(-0.0) = +0.0; a zero float remainder (mod) takes the divisor's sign (Python,
+//   NumPy); docs/ops.md lists every signed-zero, NaN and inf rule where NumPy and PyTorch differ.
 // - Casts fj_cvt_<dst>(src): float -> int truncates toward zero; NaN -> 0; values beyond the
 //   destination's range saturate to its min/max. int -> int wraps (two's complement). Anything
 //   -> bool is x != 0 (so NaN -> true). Every conversion into f16/bf16 is ONE round-to-nearest-
@@ -284,44 +286,102 @@ FJ_CVT_HALF(bf16, 7, 8, fj_bf16_bits_to_f32)
 // ---------------------------------------------------------------------------------------------
 // Math library: C/C++ library on the host, CUDA Math API on the device.
 // ---------------------------------------------------------------------------------------------
+// The inexact functions take their arguments through fj_opaque, an empty asm statement the
+// optimizer cannot see through, so no compiler evaluates such a call at compile time: a fused
+// kernel that sees a constant operand (a literal, a where's literal branch) must give the bits
+// the unfused kernel and the reference compute at run time. Measured (docs/ops.md, "Constant
+// operands"): GCC 12 at -O2 folds with its own correctly rounded arithmetic (expm1f(1.0f):
+// 0x3fdbf0a9; glibc at run time: 0x3fdbf0a8); clang 14 and NVRTC 13 fold float functions through
+// the host's double functions (atan2f(5.275492f, 1.7f): 0x3fa128d3; glibc 0x3fa128d4), and NVRTC
+// f64 functions through the host's libm, not the CUDA Math API the GPU runs. -fno-builtin does not
+// help on the host: libstdc++'s float overloads call __builtin_expm1f etc. by name. The exact
+// functions (sqrt, floor, ceil, trunc, rint, fabs, fmod) fold to the run-time bits and stay
+// visible to the optimizer.
 #ifdef FJ_DEVICE_CODE
+FJ_FN float fj_opaque(float x) { asm("" : "+f"(x)); return x; }
+FJ_FN double fj_opaque(double x) { asm("" : "+d"(x)); return x; }
 #define FJ_MATH1(OP, FN)                                              \
   FJ_FN float fj_##OP(float x) { return FN##f(x); }                   \
   FJ_FN double fj_##OP(double x) { return FN(x); }
 #define FJ_MATH2(OP, FN)                                              \
   FJ_FN float fj_##OP(float a, float b) { return FN##f(a, b); }       \
   FJ_FN double fj_##OP(double a, double b) { return FN(a, b); }
+#define FJ_LIBM1(OP, FN)                                                          \
+  FJ_FN float fj_##OP(float x) { return FN##f(fj_opaque(x)); }                    \
+  FJ_FN double fj_##OP(double x) { return FN(fj_opaque(x)); }
+#define FJ_LIBM2(OP, FN)                                                                   \
+  FJ_FN float fj_##OP(float a, float b) { return FN##f(fj_opaque(a), fj_opaque(b)); }      \
+  FJ_FN double fj_##OP(double a, double b) { return FN(fj_opaque(a), fj_opaque(b)); }
 #else
+#if defined(__x86_64__)
+#define FJ_OPAQUE_CONSTRAINT "+x"  // an SSE register: no move, no spill
+#elif defined(__aarch64__)
+#define FJ_OPAQUE_CONSTRAINT "+w"  // a SIMD/FP register
+#else
+#define FJ_OPAQUE_CONSTRAINT "+m"
+#endif
+FJ_FN float fj_opaque(float x) { __asm__("" : FJ_OPAQUE_CONSTRAINT(x)); return x; }
+FJ_FN double fj_opaque(double x) { __asm__("" : FJ_OPAQUE_CONSTRAINT(x)); return x; }
+#undef FJ_OPAQUE_CONSTRAINT
 #define FJ_MATH1(OP, FN)                                              \
   FJ_FN float fj_##OP(float x) { return std::FN(x); }                 \
   FJ_FN double fj_##OP(double x) { return std::FN(x); }
 #define FJ_MATH2(OP, FN)                                              \
   FJ_FN float fj_##OP(float a, float b) { return std::FN(a, b); }     \
   FJ_FN double fj_##OP(double a, double b) { return std::FN(a, b); }
+#define FJ_LIBM1(OP, FN)                                                          \
+  FJ_FN float fj_##OP(float x) { return std::FN(fj_opaque(x)); }                  \
+  FJ_FN double fj_##OP(double x) { return std::FN(fj_opaque(x)); }
+#define FJ_LIBM2(OP, FN)                                                                   \
+  FJ_FN float fj_##OP(float a, float b) { return std::FN(fj_opaque(a), fj_opaque(b)); }    \
+  FJ_FN double fj_##OP(double a, double b) { return std::FN(fj_opaque(a), fj_opaque(b)); }
 #endif
-FJ_MATH1(exp, exp)
-FJ_MATH1(exp2, exp2)
-FJ_MATH1(expm1, expm1)
-FJ_MATH1(log, log)
-FJ_MATH1(log2, log2)
-FJ_MATH1(log10, log10)
-FJ_MATH1(log1p, log1p)
+FJ_LIBM1(exp, exp)
+FJ_LIBM1(exp2, exp2)
+FJ_LIBM1(expm1, expm1)
+FJ_LIBM1(log, log)
+FJ_LIBM1(log2, log2)
+FJ_LIBM1(log10, log10)
+FJ_LIBM1(log1p, log1p)
 FJ_MATH1(sqrt, sqrt)      // correctly rounded on both sides (IEEE; NVRTC's default -prec-sqrt=true)
-FJ_MATH1(sin, sin)
-FJ_MATH1(cos, cos)
-FJ_MATH1(tan, tan)
-FJ_MATH1(tanh, tanh)
-FJ_MATH1(erf, erf)
+FJ_LIBM1(sin, sin)
+FJ_LIBM1(cos, cos)
+FJ_LIBM1(tan, tan)
+FJ_LIBM1(tanh, tanh)
+FJ_LIBM1(erf, erf)
 FJ_MATH1(floor, floor)    // exact
 FJ_MATH1(ceil, ceil)      // exact
 FJ_MATH1(trunc, trunc)    // exact
 FJ_MATH1(round, rint)     // exact; rint rounds half to even in the default rounding mode
 FJ_MATH1(fm_fabs, fabs)   // internal helper
-FJ_MATH2(pow, pow)
-FJ_MATH2(atan2, atan2)
+FJ_LIBM2(pow, pow)
+FJ_LIBM2(atan2, atan2)
 FJ_MATH2(fmod, fmod)      // exact (truncating remainder, C's fmod)
+FJ_LIBM1(cbrt, cbrt)
+FJ_LIBM1(erfc, erfc)
+FJ_LIBM1(asin, asin)
+FJ_LIBM1(acos, acos)
+FJ_LIBM1(atan, atan)
+FJ_LIBM1(sinh, sinh)
+FJ_LIBM1(cosh, cosh)
+FJ_LIBM1(asinh, asinh)
+FJ_LIBM1(acosh, acosh)
+FJ_LIBM1(atanh, atanh)
+FJ_LIBM2(hypot, hypot)
+FJ_MATH2(copysign, copysign)  // exact (sign bit only)
+// One rounding (IEEE 754 fusedMultiplyAdd), in strict mode too: an explicit fma is not the
+// contraction that -ffp-contract=off / -fmad=false forbid. Exact, so a fold gives the run-time bits.
+#ifdef FJ_DEVICE_CODE
+FJ_FN float fj_fma(float a, float b, float c) { return fmaf(a, b, c); }
+FJ_FN double fj_fma(double a, double b, double c) { return fma(a, b, c); }
+#else
+FJ_FN float fj_fma(float a, float b, float c) { return std::fma(a, b, c); }
+FJ_FN double fj_fma(double a, double b, double c) { return std::fma(a, b, c); }
+#endif
 #undef FJ_MATH1
 #undef FJ_MATH2
+#undef FJ_LIBM1
+#undef FJ_LIBM2
 
 // ---------------------------------------------------------------------------------------------
 // Float ops (float and double).
@@ -339,7 +399,7 @@ FJ_MATH2(fmod, fmod)      // exact (truncating remainder, C's fmod)
   }                                                                                            \
   FJ_FN T fj_softplus(T x) { return x > (T)20 ? x : fj_log1p(fj_exp(x)); }                     \
   FJ_FN T fj_relu(T x) { return x != x ? x : (x > (T)0 ? x : (T)0); }                          \
-  FJ_FN T fj_sign(T x) { return x != x ? x : x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : x; }         \
+  FJ_FN T fj_sign(T x) { return x != x ? x : x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : (T)0; }      \
   FJ_FN bool fj_isnan(T x) { return x != x; }                                                  \
   FJ_FN bool fj_isinf(T x) { return x == x && (x - x) != (x - x); /* inf - inf is NaN */ }     \
   FJ_FN T fj_add(T a, T b) { return a + b; }                                                   \
@@ -352,7 +412,8 @@ FJ_MATH2(fmod, fmod)      // exact (truncating remainder, C's fmod)
   FJ_FN T fj_fmin(T a, T b) { return a != a ? b : b != b ? a : (b < a ? b : a); }              \
   FJ_FN T fj_mod(T a, T b) {                                                                   \
     T m = fj_fmod(a, b);                                                                       \
-    if (m != (T)0 && ((b < (T)0) != (m < (T)0))) m += b;                                       \
+    if (m == (T)0) return fj_f_signbit(b) ? -(T)0 : (T)0; /* the divisor's sign, as Python */  \
+    if ((b < (T)0) != (m < (T)0)) m += b;                                                      \
     return m;                                                                                  \
   }                                                                                            \
   FJ_FN T fj_floordiv(T a, T b) {                                                              \
@@ -526,47 +587,9 @@ FJ_CMP_WHERE(double)
 #undef FJ_CMP_WHERE
 
 // ---------------------------------------------------------------------------------------------
-// Ops added through the op table (ir/ops.def; semantics and sources in docs/ops.md).
-// FJ_LIBM(fn) / FJ_LIBMF(fn): the math library's double / float function: the C library on the
-// host, the CUDA Math API on the device.
+// Ops added through the op table (ir/ops.def; semantics and sources in docs/ops.md). The math
+// library calls are declared with the others above (FJ_LIBM1/2: behind fj_opaque).
 // ---------------------------------------------------------------------------------------------
-#ifdef FJ_DEVICE_CODE
-#define FJ_LIBM(FN) FN
-#define FJ_LIBMF(FN) FN##f
-#else
-#define FJ_LIBM(FN) std::FN
-#define FJ_LIBMF(FN) std::FN
-#endif
-
-FJ_FN float fj_cbrt(float x) { return FJ_LIBMF(cbrt)(x); }
-FJ_FN double fj_cbrt(double x) { return FJ_LIBM(cbrt)(x); }
-FJ_FN float fj_erfc(float x) { return FJ_LIBMF(erfc)(x); }
-FJ_FN double fj_erfc(double x) { return FJ_LIBM(erfc)(x); }
-FJ_FN float fj_asin(float x) { return FJ_LIBMF(asin)(x); }
-FJ_FN double fj_asin(double x) { return FJ_LIBM(asin)(x); }
-FJ_FN float fj_acos(float x) { return FJ_LIBMF(acos)(x); }
-FJ_FN double fj_acos(double x) { return FJ_LIBM(acos)(x); }
-FJ_FN float fj_atan(float x) { return FJ_LIBMF(atan)(x); }
-FJ_FN double fj_atan(double x) { return FJ_LIBM(atan)(x); }
-FJ_FN float fj_sinh(float x) { return FJ_LIBMF(sinh)(x); }
-FJ_FN double fj_sinh(double x) { return FJ_LIBM(sinh)(x); }
-FJ_FN float fj_cosh(float x) { return FJ_LIBMF(cosh)(x); }
-FJ_FN double fj_cosh(double x) { return FJ_LIBM(cosh)(x); }
-FJ_FN float fj_asinh(float x) { return FJ_LIBMF(asinh)(x); }
-FJ_FN double fj_asinh(double x) { return FJ_LIBM(asinh)(x); }
-FJ_FN float fj_acosh(float x) { return FJ_LIBMF(acosh)(x); }
-FJ_FN double fj_acosh(double x) { return FJ_LIBM(acosh)(x); }
-FJ_FN float fj_atanh(float x) { return FJ_LIBMF(atanh)(x); }
-FJ_FN double fj_atanh(double x) { return FJ_LIBM(atanh)(x); }
-FJ_FN float fj_hypot(float a, float b) { return FJ_LIBMF(hypot)(a, b); }
-FJ_FN double fj_hypot(double a, double b) { return FJ_LIBM(hypot)(a, b); }
-FJ_FN float fj_copysign(float a, float b) { return FJ_LIBMF(copysign)(a, b); }
-FJ_FN double fj_copysign(double a, double b) { return FJ_LIBM(copysign)(a, b); }
-// One rounding (IEEE 754 fusedMultiplyAdd), in strict mode too: an explicit fma is not the
-// contraction that -ffp-contract=off / -fmad=false forbid.
-FJ_FN float fj_fma(float a, float b, float c) { return FJ_LIBMF(fma)(a, b, c); }
-FJ_FN double fj_fma(double a, double b, double c) { return FJ_LIBM(fma)(a, b, c); }
-
 // Float ops written with other fj_ functions, on float (f32, and f16/bf16 values) and double.
 #define FJ_TABLE_FLOAT_OPS(T) \
   FJ_FN T fj_hardswish(T x) { return x * fj_minimum(fj_maximum(x + (T)3, (T)0), (T)6) / (T)6; } \
@@ -635,7 +658,5 @@ FJ_FN fj_bf16 fj_fma_bf16(fj_bf16 a, fj_bf16 b, fj_bf16 c) {
 }
 #endif
 
-#undef FJ_LIBM
-#undef FJ_LIBMF
 
 #endif  // FJ_SCALAR_H
