@@ -79,6 +79,15 @@ Graph Graph::with_dims(const DimValues& dims) const {
       impl_->graph.file, impl_->source);
 }
 
+namespace {
+// An IR scalar of `dtype` as the public Scalar of its kind (integers exact).
+Scalar public_scalar(const ir::Scalar& v, ir::DType dtype) {
+  if (ir::is_float(dtype)) return Scalar(v.f);
+  if (dtype == ir::DType::Bool) return Scalar(v.i != 0);
+  return Scalar(static_cast<int64_t>(v.i));
+}
+}  // namespace
+
 std::string Graph::name() const { return impl_->graph.name; }
 
 std::vector<TensorInfo> Graph::inputs() const {
@@ -100,9 +109,7 @@ std::vector<ParamInfo> Graph::params() const {
     ParamInfo info;
     info.name = n.name;
     info.dtype = from_ir(n.dtype);
-    if (ir::is_float(n.dtype)) info.default_value = Scalar(p.default_value.f);
-    else if (n.dtype == ir::DType::Bool) info.default_value = Scalar(p.default_value.i != 0);
-    else info.default_value = Scalar(static_cast<int64_t>(p.default_value.i));
+    info.default_value = public_scalar(p.default_value, n.dtype);
     out.push_back(info);
   }
   return out;
@@ -115,6 +122,32 @@ DimValues Graph::dims() const {
 }
 
 int Graph::op_count() const { return impl_->graph.op_count(); }
+
+std::vector<int32_t> Graph::output_nodes() const {
+  std::vector<int32_t> out;
+  for (const ir::OutputDecl& o : impl_->graph.outputs) out.push_back(o.node);
+  return out;
+}
+
+std::vector<NodeInfo> Graph::nodes() const {
+  const ir::Graph& g = impl_->graph;
+  std::vector<NodeInfo> out;
+  out.reserve(g.nodes.size());
+  for (int id = 0; id < g.size(); ++id) {
+    const ir::Node& n = g.node(id);
+    NodeInfo info;
+    info.id = id;
+    info.op = std::string(ir::op_name(n.op));
+    info.name = n.name;
+    info.dtype = from_ir(n.dtype);
+    for (const ir::Dim& d : n.shape) info.shape.push_back(d.size);
+    for (int k = 0; k < n.nargs; ++k) info.operands.push_back(n.arg(k));
+    if (n.op == ir::Op::Const) info.value = public_scalar(n.value, n.dtype);
+    if (n.op == ir::Op::Input || n.op == ir::Op::Param) info.slot = n.slot;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
 
 std::string Graph::to_text() const {
   return translate_errors([&] { return ir::print_graph(impl_->graph); });

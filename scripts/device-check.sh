@@ -15,7 +15,8 @@
 # `bench_launch --gpu` (fusejit's host cost per launch against raw cuLaunchKernel);
 # `fusejit run GRAPH --json` for every sample graph at its real (default) size; a table at the end:
 # graph, kernels fused/unfused, times, GB/s, % of the copy bandwidth measured in the same run,
-# speedup vs predicted traffic ratio, check. Logs and JSON go to $OUT when set (else BUILD_DIR/device-check). Finishes in < 8 minutes:
+# speedup vs predicted traffic ratio, check; then the Python package's GPU tests and bench/peers.py
+# (step 3c, its own budget). Logs and JSON go to $OUT when set (else BUILD_DIR/device-check). Finishes in < 8 minutes:
 # every command has a timeout and the sample runs stop when the time budget is spent.
 # Exit status: 0 when every step passed, 1 otherwise.
 set -u
@@ -151,6 +152,34 @@ for extra in "bias_gelu~full:" "bias_gelu~fast-math:--fast-math" "bias_gelu~regs
   echo "$rc" > "$OUTDIR/runs/$name.rc"
   echo "   $name: exit $rc ($(elapsed) s)"
 done
+
+# 3c. The Python package on this machine's own Python (the one with PyTorch and CuPy): its
+# extension is compiled here (~1 minute: one source file) against the carried libfusejit, since
+# the build machine's Python version differs; nanobind, CMake and ninja come with that Python (no
+# package registry needed). Then the GPU tests of the package (torch and CuPy tensors on a
+# non-default stream, no synchronisation, in place, strided views) and bench/peers.py (fusejit
+# against PyTorch eager, torch.compile and CuPy on the same tensors), within their own budget
+# DEVICE_CHECK_PEERS_S (default 150 s; 0 skips this step). One log, python.log ($OUT returns at most
+# 8 files); the measurements as JSON in runs/peers.json.
+PEERS_S=${DEVICE_CHECK_PEERS_S:-150}
+PYB="${TMPDIR:-/tmp}/fusejit-pybuild"
+if [ "$PEERS_S" -gt 0 ] && python3 -c "import nanobind, torch" >/dev/null 2>&1; then
+  say "python: extension for $(python3 --version 2>&1), pytest test_gpu.py, bench/peers.py"
+  if timeout 240 cmake -S "$ROOT/python" -B "$PYB" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+       -DFUSEJIT_PREBUILT_LIB="$BUILD/lib/libfusejit.so" -DPython_EXECUTABLE="$(command -v python3)" \
+       > "$OUTDIR/python.log" 2>&1 && timeout 240 cmake --build "$PYB" -j"$(nproc)" >> "$OUTDIR/python.log" 2>&1; then
+    PYTHONPATH="$PYB" timeout 120 python3 -m pytest -q -p no:cacheprovider "$ROOT/python/tests/test_gpu.py" \
+      >> "$OUTDIR/python.log" 2>&1 || { say "python GPU tests FAILED; see python.log"; status=1; }
+    tail -3 "$OUTDIR/python.log" | tee -a "$OUTDIR/summary.txt"
+    PYTHONPATH="$PYB" timeout $((PEERS_S + 60)) python3 "$ROOT/bench/peers.py" --budget-s "$PEERS_S" \
+      --json "$OUTDIR/runs/peers.json" 2>&1 | tee -a "$OUTDIR/python.log" | tee -a "$OUTDIR/summary.txt"
+    [ "${PIPESTATUS[0]}" -ne 0 ] && { say "bench/peers.py: a peer failed its check or the budget ran out"; status=1; }
+  else
+    say "python: building the extension failed; see python.log"; status=1
+  fi
+else
+  say "python step skipped (DEVICE_CHECK_PEERS_S=0, or no nanobind/torch for python3)"
+fi
 
 # 4. The table (and one JSON with every run).
 say "results"

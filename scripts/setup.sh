@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Installs what fusejit needs that is missing (Debian packages, by name), then configures and
-# builds it (Release) in ./build. The CUDA toolkit (NVRTC + headers) is expected at
-# /usr/local/cuda or $CUDA_HOME; a GPU is optional.
+# builds it (Release) in ./build, the Python package included: a virtual environment in
+# BUILD_DIR/venv gets the PyPI packages it needs (by name, below), and `import fusejit` works there
+# (BUILD_DIR/venv/bin/python, or `source BUILD_DIR/venv/bin/activate`). The CUDA toolkit (NVRTC +
+# headers) is expected at /usr/local/cuda or $CUDA_HOME; a GPU is optional.
 #   usage: scripts/setup.sh [BUILD_DIR] [extra cmake args...]
+#   FUSEJIT_PYTHON=/path/to/python3 picks the interpreter the venv is made from (default: Debian's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 shift || true
 
-pkgs=(cmake ninja-build g++ pkg-config libfmt-dev doctest-dev libxxhash-dev libcli11-dev nlohmann-json3-dev)
+pkgs=(cmake ninja-build g++ pkg-config libfmt-dev doctest-dev libxxhash-dev libcli11-dev nlohmann-json3-dev
+      python3-dev python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -28,5 +32,21 @@ if [ ! -e "$cuda/include/nvrtc.h" ]; then
 fi
 export CUDAToolkit_ROOT="$cuda"
 
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+# The Python package's build and test dependencies, from PyPI by name, into a venv inside the build
+# folder (Debian's Python refuses `pip install` outside one: PEP 668). Skipped when all import.
+py=${FUSEJIT_PYTHON:-$([ -x /usr/bin/python3 ] && echo /usr/bin/python3 || command -v python3)}
+venv="$build/venv"
+mkdir -p "$build"
+[ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+py_pkgs=(nanobind scikit-build-core numpy pytest ml_dtypes)
+if ! "$venv/bin/python" -c "import nanobind, scikit_build_core, numpy, pytest, ml_dtypes" 2>/dev/null; then
+  echo "setup: installing Python packages into $venv: ${py_pkgs[*]}"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${py_pkgs[@]}"
+fi
+
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFUSEJIT_BUILD_PYTHON=ON \
+  -DPython_EXECUTABLE="$(cd "$venv/bin" && pwd)/python" "$@"
 cmake --build "$build" -j"$(nproc)"
+# `import fusejit` in the venv: its site-packages points at the package laid out in the build folder.
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$(cd "$build" && pwd)/python" > "$site/fusejit-build.pth"

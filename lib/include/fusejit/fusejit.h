@@ -127,6 +127,21 @@ struct ParamInfo {
   Scalar default_value;
 };
 
+/// One node of a graph as the parser or builder made it (topological order: operands always have
+/// smaller ids). Every implicit conversion is an explicit "cast" node, so each op's operands
+/// already have the dtype it computes in. For tools that translate a graph into another
+/// framework's calls (bench/peers.py); the op names and their semantics are docs/ops.md's.
+struct NodeInfo {
+  int32_t id = 0;                 ///< index in Graph::nodes()
+  std::string op;                 ///< "input", "param", "const", or an op name of docs/ops.md ("add", "cast", ...)
+  std::string name;               ///< the name the text gave it, "" for a temporary
+  DType dtype = DType::F32;       ///< the result dtype (for "cast": the target dtype)
+  std::vector<int64_t> shape;     ///< at the graph's current dims
+  std::vector<int32_t> operands;  ///< node ids, in the op's argument order
+  Scalar value;                   ///< "const": its value, already rounded to `dtype`
+  int32_t slot = -1;              ///< "input"/"param": index in inputs()/params(), else -1
+};
+
 /// An immutable, verified graph of elementwise ops. Cheap to copy (shared, immutable state).
 /// Thread-safe to share between threads.
 class Graph {
@@ -149,6 +164,8 @@ class Graph {
   std::vector<ParamInfo> params() const;   ///< in declaration order
   DimValues dims() const;                  ///< declared dims and their current values
   int op_count() const;                    ///< number of op nodes (inputs, params, constants excluded)
+  std::vector<NodeInfo> nodes() const;     ///< every node, topological order (see NodeInfo)
+  std::vector<int32_t> output_nodes() const;  ///< per output (declaration order): its node's id in nodes()
   /// Graph text that parses back to the same graph (the IR dump).
   std::string to_text() const;
 

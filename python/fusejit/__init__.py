@@ -1,0 +1,243 @@
+"""fusejit: a runtime JIT kernel fuser for NVIDIA GPUs, on NumPy arrays, PyTorch and CuPy tensors.
+
+    import numpy as np, fusejit
+    g = fusejit.Graph.parse("input x : f32[N]\\ny = tanh(x) * 2\\noutput y", dims={"N": 4})
+    prog = fusejit.compile(g)
+    outs = prog(x=np.arange(4, dtype=np.float32))     # {"y": array([...], dtype=float32)}
+
+A thin layer over the C++ library (docs/api.md); this module binds arguments, allocates outputs
+like the inputs and finds the caller's stream. Guide: docs/python.md.
+"""
+
+from __future__ import annotations
+
+import atexit
+from typing import Any, Mapping, Sequence
+
+from . import _fusejit
+from ._errors import CompileError, DriverError, Error, FusejitWarning, InternalError, UserError
+from ._fusejit import Graph, KernelInfo, NodeInfo, ParamInfo, TensorInfo
+
+__version__: str = _fusejit.__version__
+__all__ = [
+    "Graph", "Program", "compile", "load", "KernelInfo", "NodeInfo", "ParamInfo", "TensorInfo", "Error",
+    "UserError", "CompileError", "DriverError", "InternalError", "FusejitWarning", "numpy_dtype", "torch_dtype",
+]
+
+atexit.register(_fusejit._reset_warning_handler)
+
+_NUMPY_NAMES = {"bool": "bool", "i8": "int8", "u8": "uint8", "i32": "int32", "i64": "int64", "f16": "float16",
+                "f32": "float32", "f64": "float64"}
+
+
+def numpy_dtype(dtype: str) -> Any:
+    """The NumPy dtype of a fusejit dtype name ("f32", "bf16", ...). bf16 is ``ml_dtypes.bfloat16``
+    and needs the ml_dtypes package (UserError without it)."""
+    import numpy as np
+
+    if dtype == "bf16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise UserError("bf16 on NumPy needs the ml_dtypes package (pip install ml_dtypes)") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(_NUMPY_NAMES[dtype])
+
+
+def _framework(a: Any) -> str:
+    """"numpy", "torch", "cupy" or "dlpack" (any other DLPack producer)."""
+    mod = type(a).__module__.split(".")[0]
+    if mod in ("numpy", "torch", "cupy"):
+        return mod
+    if hasattr(a, "__dlpack__") or hasattr(a, "__array_interface__"):
+        return "dlpack"
+    return ""
+
+
+def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
+    """The array the extension reads, and a dtype override: NumPy arrays of ml_dtypes.bfloat16
+    travel as a uint16 view of the same memory (no copy), marked "bf16"."""
+    fw = _framework(a)
+    if not fw:
+        raise TypeError(f"{what}: expected an array (NumPy, PyTorch, CuPy or any DLPack tensor), "
+                        f"got {type(a).__name__}")
+    if fw == "numpy" and a.dtype.name == "bfloat16":
+        import numpy as np
+
+        return a.view(np.uint16), "bf16"
+    return a, None
+
+
+def torch_dtype(dtype: str) -> Any:
+    """The PyTorch dtype of a fusejit dtype name ("bf16" -> torch.bfloat16); imports torch."""
+    import torch
+
+    return {"bool": torch.bool, "i8": torch.int8, "u8": torch.uint8, "i32": torch.int32, "i64": torch.int64,
+            "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64}[dtype]
+
+
+def _empty_like(like: Any, shape: Sequence[int], dtype: str) -> Any:
+    """A new uninitialised array of `shape` and `dtype` in the framework and on the device of `like`."""
+    fw = _framework(like)
+    if fw == "torch":
+        import torch
+
+        return torch.empty(tuple(shape), dtype=torch_dtype(dtype), device=like.device)
+    if fw == "cupy":
+        import cupy
+
+        with like.device:
+            return cupy.empty(tuple(shape), dtype=numpy_dtype(dtype))
+    import numpy as np
+
+    return np.empty(tuple(shape), dtype=numpy_dtype(dtype))
+
+
+def _current_stream(like: Any) -> int:
+    """The caller's current CUDA stream for a device tensor (PyTorch's or CuPy's), else 0."""
+    fw = _framework(like)
+    if fw == "torch" and like.is_cuda:
+        import torch
+
+        return torch.cuda.current_stream(like.device).cuda_stream
+    if fw == "cupy":
+        import cupy
+
+        return cupy.cuda.get_current_stream().ptr
+    return 0
+
+
+def _param_value(name: str, v: Any) -> bool | int | float:
+    """A Python bool, int or float from a number (NumPy scalars and 0-d arrays too)."""
+    if hasattr(v, "item") and not isinstance(v, (bool, int, float)):
+        v = v.item()
+    if isinstance(v, (bool, int, float)):
+        return v
+    raise UserError(f"param '{name}': expected a bool, int or float, got {type(v).__name__}")
+
+
+class Program:
+    """A graph compiled for the GPU (or the CPU without one); from :func:`compile` or :func:`load`.
+
+    Call it with one array per graph input (by name, or positionally in declaration order) and the
+    params by name; it returns ``{output name: array}``. Thread-safe: several threads may call one
+    program at once (the GIL is released while it compiles and launches).
+    """
+
+    def __init__(self, impl: Any):
+        self._p = impl
+        g = impl.graph
+        self._inputs = [t.name for t in g.inputs]
+        self._outputs = [(t.name, t.dtype) for t in g.outputs]
+        self._params = {p.name for p in g.params}
+
+    backend = property(lambda self: self._p.backend, doc='"cuda" or "cpu", decided at compile time')
+    target = property(lambda self: self._p.target, doc='e.g. "sm_90 (CUBIN)" or "host C++ (...)"')
+    device = property(lambda self: self._p.device, doc='e.g. "NVIDIA H200 (sm_90, 132 SMs)" or "host CPU"')
+    backend_note = property(lambda self: self._p.backend_note, doc="why the CPU was chosen, else \"\"")
+    fast_math = property(lambda self: self._p.fast_math)
+    graph = property(lambda self: self._p.graph, doc="the graph as given")
+    rewritten = property(lambda self: self._p.rewritten, doc="the graph after rewrites (what the kernels compute)")
+    rewrite_summary = property(lambda self: self._p.rewrite_summary)
+    plan_text = property(lambda self: self._p.plan_text, doc="fusion groups and traffic, as `fusejit plan`")
+    kernels = property(lambda self: self._p.kernels("fused"), doc="the fused plan's kernels (KernelInfo list)")
+    unfused_kernels = property(lambda self: self._p.kernels("unfused"),
+                               doc='one kernel per op; cache "not built" until first used')
+    specializations = property(lambda self: self._p.specializations,
+                               doc="kernels built after compile for other dims (64-bit index, new broadcasts)")
+
+    def cuda_source(self, plan: str = "fused") -> str:
+        """The generated CUDA C++ of every kernel of the plan ("fused" or "unfused"), in plan order."""
+        return "\n".join(k.source for k in self._p.kernels(plan))
+
+    def _bind(self, args: tuple, kwargs: dict) -> tuple[list, dict]:
+        if len(args) > len(self._inputs):
+            raise TypeError(f"{len(args)} positional inputs given; the graph has {len(self._inputs)}: "
+                            + ", ".join(self._inputs))
+        given = dict(zip(self._inputs, args))
+        params = {}
+        for k, v in kwargs.items():
+            if k in self._inputs:
+                if k in given:
+                    raise TypeError(f"input '{k}' given twice")
+                given[k] = v
+            elif k in self._params:
+                params[k] = _param_value(k, v)
+            else:
+                raise TypeError(f"'{k}' is neither an input nor a param of graph '{self.graph.name}' "
+                                f"(inputs: {', '.join(self._inputs) or 'none'}; params: "
+                                f"{', '.join(sorted(self._params)) or 'none'})")
+        missing = [n for n in self._inputs if n not in given]
+        if missing:
+            raise TypeError("missing input(s): " + ", ".join(missing))
+        return [given[n] for n in self._inputs], params
+
+    def output_shapes(self, *args: Any, plan: str = "fused", **inputs: Any) -> dict[str, tuple[int, ...]]:
+        """The shape of each output for these inputs (checked as a call checks them)."""
+        arrays, _ = self._bind(args, inputs)
+        stored = [_as_storage(a, f"input '{n}'") for n, a in zip(self._inputs, arrays)]
+        shapes = self._p.output_shapes([s for s, _ in stored], [o for _, o in stored], plan)
+        return {name: tuple(s) for (name, _), s in zip(self._outputs, shapes)}
+
+    def __call__(self, *args: Any, out: Mapping[str, Any] | None = None, stream: int | None = None,
+                 plan: str = "fused", **kwargs: Any) -> dict[str, Any]:
+        """Runs the program: ``prog(x=..., w=..., eps=1e-6, out={"y": y})``.
+
+        Inputs: one array per graph input, of its dtype; dims come from their shapes. Params: by
+        name, the rest take the graph's defaults. Outputs are allocated like the first input
+        (NumPy -> NumPy, torch -> torch on its device, CuPy -> CuPy) unless ``out`` supplies them;
+        an output may be an input (in place) where docs/api.md allows it. Strided views (e.g.
+        transposed) are read and written in place, never copied. Device tensors run on the
+        caller's current stream (PyTorch's or CuPy's; ``stream=`` overrides it) without
+        synchronising. Returns ``{output name: array}``, ``out``'s arrays included.
+        Raises UserError (wrong dtype, shape, device, param) and TypeError (missing or unknown
+        argument).
+        """
+        arrays, params = self._bind(args, kwargs)
+        out = dict(out or {})
+        unknown = [k for k in out if k not in dict(self._outputs)]
+        if unknown:
+            raise TypeError(f"out: no output named {', '.join(unknown)} (outputs: "
+                            + ", ".join(n for n, _ in self._outputs) + ")")
+        stored = [_as_storage(a, f"input '{n}'") for n, a in zip(self._inputs, arrays)]
+        like = arrays[0] if arrays else next(iter(out.values()), None)
+        missing = [(k, (n, dt)) for k, (n, dt) in enumerate(self._outputs) if n not in out]
+        if missing:
+            shapes = self._p.output_shapes([s for s, _ in stored], [o for _, o in stored], plan)
+            for k, (n, dt) in missing:
+                out[n] = _empty_like(like, shapes[k], dt)
+        results = [out[n] for n, _ in self._outputs]
+        for n, a in zip(self._outputs, results):
+            if _framework(a) == "numpy" and not a.flags.writeable:
+                raise UserError(f"output '{n[0]}': the array is read-only")
+        outs = [_as_storage(a, f"output '{n}'") for (n, _), a in zip(self._outputs, results)]
+        if stream is None:
+            stream = _current_stream(like) if like is not None else 0
+        self._p.launch([s for s, _ in stored], [o for _, o in stored], [s for s, _ in outs], [o for _, o in outs],
+                       list(params.items()), stream, plan)
+        return dict(zip((n for n, _ in self._outputs), results))
+
+    def __repr__(self) -> str:
+        return f"<fusejit.Program {self.graph.name!r} on {self.target}, {len(self.kernels)} kernel(s)>"
+
+
+def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, backend: str = "auto",
+            cache_dir: str | None = None, disk_cache: bool = True, nvrtc_options: Sequence[str] = (),
+            device: int = 0, dump_dir: str | None = None, build_unfused: bool = False) -> Program:
+    """Rewrites, plans and compiles a graph (or loads its kernels from the cache): ``Program::compile``.
+
+    fast_math: allow value-changing rewrites. arch: "sm_90" (CUBIN) or "compute_90" (PTX), default
+    the device's. backend: "auto" (the GPU when there is one, else the CPU), "cuda" or "cpu".
+    cache_dir: kernel cache folder (default $FUSEJIT_CACHE_DIR, else ~/.cache/fusejit).
+    nvrtc_options: extra NVRTC flags. dump_dir: also write the ahead-of-time folder (docs/aot.md).
+    Raises UserError, CompileError, DriverError.
+    """
+    return Program(_fusejit.compile(graph, fast_math, arch, backend, cache_dir, disk_cache, list(nvrtc_options),
+                                    device, dump_dir, build_unfused))
+
+
+def load(dir: str, *, cache_dir: str | None = None, disk_cache: bool = True, device: int = 0) -> Program:
+    """Loads a folder written by ``fusejit compile GRAPH --arch sm_XY -o DIR`` (needs a GPU):
+    ``Program::load``. Raises UserError for a bad folder, DriverError without a usable GPU."""
+    return Program(_fusejit.load(dir, cache_dir, disk_cache, device))
+

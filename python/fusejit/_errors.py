@@ -1,0 +1,65 @@
+"""fusejit's exceptions and warning category (raised by the C++ layer through ``from_cpp``)."""
+
+from __future__ import annotations
+
+
+class Error(Exception):
+    """A ``fusejit::Error`` from the C++ library.
+
+    ``str(e)`` is the rendered diagnostic ("FILE:LINE:COL: error: MESSAGE", the offending line
+    and a caret when located). Attributes: ``kind`` ("user", "compile", "driver", "internal"),
+    ``message`` (bare), ``file`` ("" when none), ``line`` and ``column`` (1-based, 0 = unknown),
+    ``diagnostic``.
+    """
+
+    kind = "internal"
+
+    def __init__(self, message: str, file: str = "", line: int = 0, column: int = 0, diagnostic: str = ""):
+        super().__init__(diagnostic or message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.column = column
+        self.diagnostic = diagnostic or message
+
+    @property
+    def location(self) -> str:
+        """"FILE:LINE:COL" when the error has a location in graph text, else ""."""
+        return f"{self.file}:{self.line}:{self.column}" if self.line else ""
+
+
+class UserError(Error, ValueError):
+    """Bad graph text, dim, param, tensor (dtype, shape, device) or option: the caller's mistake."""
+
+    kind = "user"
+
+
+class CompileError(Error):
+    """NVRTC or the host C++ compiler rejected generated code (a fusejit bug or a toolchain issue)."""
+
+    kind = "compile"
+
+
+class DriverError(Error):
+    """The CUDA driver failed: no driver or device, out of memory, launch failure."""
+
+    kind = "driver"
+
+
+class InternalError(Error):
+    """A broken invariant inside fusejit: always a bug."""
+
+    kind = "internal"
+
+
+class FusejitWarning(UserWarning):
+    """A warning from the C++ library (e.g. the PTX fallback for a GPU newer than NVRTC)."""
+
+
+_KINDS = {c.kind: c for c in (UserError, CompileError, DriverError, InternalError)}
+
+
+def from_cpp(kind: str, message: str, file: str, line: int, column: int, diagnostic: str) -> Error:
+    """The Python exception for a C++ fusejit::Error (called by the extension)."""
+    # std::exception::what() is the rendered diagnostic; keep the bare message when it differs.
+    return _KINDS.get(kind, InternalError)(message, file, line, column, diagnostic)

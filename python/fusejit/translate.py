@@ -1,0 +1,223 @@
+"""A fusejit graph as NumPy, CuPy or PyTorch calls, generated from the graph's nodes.
+
+Used by bench/peers.py to run the same graph through other frameworks, and checked on the CPU
+(NumPy) against fusejit for every sample by python/tests/test_translate.py. The translation is
+generated, never written per graph: each op of ir/ops.def needs one entry in ``OPS`` (a new op
+without one fails that test by name).
+
+    fn = translate(graph, "numpy")       # a Python function: fn(x=..., w=..., eps=...) -> (y, ...)
+    print(fn.source)                     # the generated code
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable
+
+# op name -> (NumPy/CuPy expression, PyTorch expression); {0} {1} {2} are the operands, {dtype}
+# the result dtype's name. `xp` is numpy or cupy, `fj` the helpers of the backend below. Each
+# follows docs/ops.md's definition (the CPU test compares with fusejit within the ulp bounds).
+OPS: dict[str, tuple[str, str]] = {
+    "neg": ("-{0}", "-{0}"),
+    "abs": ("xp.abs({0})", "torch.abs({0})"),
+    "exp": ("xp.exp({0})", "torch.exp({0})"),
+    "exp2": ("xp.exp2({0})", "torch.exp2({0})"),
+    "expm1": ("xp.expm1({0})", "torch.expm1({0})"),
+    "log": ("xp.log({0})", "torch.log({0})"),
+    "log2": ("xp.log2({0})", "torch.log2({0})"),
+    "log10": ("xp.log10({0})", "torch.log10({0})"),
+    "log1p": ("xp.log1p({0})", "torch.log1p({0})"),
+    "sqrt": ("xp.sqrt({0})", "torch.sqrt({0})"),
+    "rsqrt": ("xp.reciprocal(xp.sqrt({0}))", "torch.rsqrt({0})"),
+    "reciprocal": ("xp.reciprocal({0})", "torch.reciprocal({0})"),
+    "sin": ("xp.sin({0})", "torch.sin({0})"),
+    "cos": ("xp.cos({0})", "torch.cos({0})"),
+    "tan": ("xp.tan({0})", "torch.tan({0})"),
+    "tanh": ("xp.tanh({0})", "torch.tanh({0})"),
+    "sigmoid": ("xp.reciprocal(1 + xp.exp(-{0}))", "torch.sigmoid({0})"),
+    "relu": ("xp.maximum({0}, 0)", "torch.relu({0})"),
+    "gelu": ("0.5 * {0} * (1 + fj.erf({0} * 0.7071067811865476))", "torch.nn.functional.gelu({0})"),
+    "gelu_tanh": ("0.5 * {0} * (1 + xp.tanh(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))",
+                  "torch.nn.functional.gelu({0}, approximate='tanh')"),
+    "silu": ("{0} / (1 + xp.exp(-{0}))", "torch.nn.functional.silu({0})"),
+    "softplus": ("xp.where({0} > 20, {0}, xp.log1p(xp.exp({0})))", "torch.nn.functional.softplus({0})"),
+    "erf": ("fj.erf({0})", "torch.erf({0})"),
+    "floor": ("xp.floor({0})", "torch.floor({0})"),
+    "ceil": ("xp.ceil({0})", "torch.ceil({0})"),
+    "round": ("xp.rint({0})", "torch.round({0})"),
+    "trunc": ("xp.trunc({0})", "torch.trunc({0})"),
+    "sign": ("xp.sign({0})", "torch.sign({0})"),
+    "isnan": ("xp.isnan({0})", "torch.isnan({0})"),
+    "isinf": ("xp.isinf({0})", "torch.isinf({0})"),
+    "logical_not": ("xp.logical_not({0})", "torch.logical_not({0})"),
+    "add": ("{0} + {1}", "{0} + {1}"),
+    "sub": ("{0} - {1}", "{0} - {1}"),
+    "mul": ("{0} * {1}", "{0} * {1}"),
+    "div": ("{0} / {1}", "{0} / {1}"),
+    "pow": ("xp.power({0}, {1})", "torch.pow({0}, {1})"),
+    "maximum": ("xp.maximum({0}, {1})", "torch.maximum({0}, {1})"),
+    "minimum": ("xp.minimum({0}, {1})", "torch.minimum({0}, {1})"),
+    "fmax": ("xp.fmax({0}, {1})", "torch.fmax({0}, {1})"),
+    "fmin": ("xp.fmin({0}, {1})", "torch.fmin({0}, {1})"),
+    "floordiv": ("xp.floor_divide({0}, {1})", "torch.floor_divide({0}, {1})"),
+    "mod": ("xp.mod({0}, {1})", "torch.remainder({0}, {1})"),
+    "fmod": ("xp.fmod({0}, {1})", "torch.fmod({0}, {1})"),
+    "atan2": ("xp.arctan2({0}, {1})", "torch.atan2({0}, {1})"),
+    "eq": ("{0} == {1}", "{0} == {1}"),
+    "ne": ("{0} != {1}", "{0} != {1}"),
+    "lt": ("{0} < {1}", "{0} < {1}"),
+    "le": ("{0} <= {1}", "{0} <= {1}"),
+    "gt": ("{0} > {1}", "{0} > {1}"),
+    "ge": ("{0} >= {1}", "{0} >= {1}"),
+    "logical_and": ("xp.logical_and({0}, {1})", "torch.logical_and({0}, {1})"),
+    "logical_or": ("xp.logical_or({0}, {1})", "torch.logical_or({0}, {1})"),
+    "where": ("xp.where({0}, {1}, {2})", "torch.where({0}, {1}, {2})"),
+    "clamp": ("xp.minimum(xp.maximum({0}, {1}), {2})", "torch.minimum(torch.maximum({0}, {1}), {2})"),
+    "cast": ("{0}.astype(fj.{dtype})", "{0}.to(fj.{dtype})"),
+}
+
+BACKENDS = ("numpy", "cupy", "torch")
+
+# How far a peer's result may be from fusejit's, by dtype: (relative, absolute). Libraries' math
+# functions differ by a few ulp (more after a chain of ops); integers may differ by one where a
+# rounding tie falls the other way; bool must agree exactly.
+TOLERANCE = {"f64": (1e-9, 1e-12), "f32": (2e-5, 1e-6), "f16": (1e-2, 1e-3), "bf16": (2e-2, 1e-2)}
+
+
+def mismatch(got: Any, want: Any, dtype: str) -> str | None:
+    """None when NumPy array `got` matches fusejit's `want` (an output of fusejit dtype `dtype`)
+    within TOLERANCE (NaN only where fusejit has NaN, infinities equal), else the first mismatch."""
+    import numpy as np
+
+    if got.shape != want.shape:
+        return f"shape {got.shape} != fusejit's {want.shape}"
+    g, w = np.asarray(got).astype(np.float64), np.asarray(want).astype(np.float64)
+    if dtype in TOLERANCE:
+        rtol, atol = TOLERANCE[dtype]
+        with np.errstate(invalid="ignore"):
+            ok = (np.isnan(g) & np.isnan(w)) | (g == w) | (np.abs(g - w) <= atol + rtol * np.abs(w))
+    else:
+        ok = np.abs(g - w) <= (0 if dtype == "bool" else 1)
+    if ok.all():
+        return None
+    k = tuple(np.argwhere(~ok)[0])
+    return f"{int((~ok).sum())} element(s) differ, first at {k}: {g[k]!r} vs fusejit {w[k]!r}"
+_DTYPES = ("bool", "i8", "u8", "i32", "i64", "f16", "bf16", "f32", "f64")
+
+
+def input_ranges(graph_text: str) -> dict[str, tuple[float, float]]:
+    """The `input NAME : ... range LO:HI` annotations of graph text: the value ranges test data
+    for each input should be drawn from (docs/graph-format.md), so peers and fusejit see valid
+    arguments (e.g. positive prices for a log)."""
+    pat = re.compile(r"^\s*input\s+(\w+)\s*:.*?\brange\s+(-?[\d.e+-]+):(-?[\d.e+-]+)", re.M)
+    return {m[1]: (float(m[2]), float(m[3])) for m in pat.finditer(graph_text)}
+
+
+class _Helpers:
+    """What generated code reaches as ``fj``: dtypes by fusejit name, erf, and 0-d constants."""
+
+    def __init__(self, backend: str, device: Any = None):
+        self.backend = backend
+        self.device = device
+        from . import numpy_dtype, torch_dtype
+
+        if backend == "torch":
+            import torch
+
+            self.mod = torch
+            for fj_name in _DTYPES:
+                setattr(self, fj_name, torch_dtype(fj_name))
+            return
+
+        for fj_name in _DTYPES:
+            try:
+                setattr(self, fj_name, numpy_dtype(fj_name))
+            except Exception:  # bf16 without ml_dtypes: only graphs using it fail
+                pass
+        if backend == "cupy":
+            import cupy
+            import cupyx.scipy.special
+
+            self.mod = cupy
+            self.erf = cupyx.scipy.special.erf
+        else:
+            import numpy
+
+            self.mod = numpy
+            # NumPy has no erf: math.erf per element (double precision, then rounded to the dtype).
+            self._erf = numpy.vectorize(math.erf, otypes=[numpy.float64])
+
+    def erf(self, x: Any) -> Any:
+        return self._erf(x).astype(x.dtype)
+
+    def const(self, value: Any, dtype: str) -> Any:
+        """A 0-d array of `dtype` holding `value` on the backend's device."""
+        if self.backend == "torch":
+            return self.mod.tensor(value, dtype=getattr(self, dtype), device=self.device)
+        import numpy
+
+        # A NumPy scalar for CuPy too: cupy.fuse takes scalars, not device arrays, as constants.
+        return numpy.asarray(value, dtype=getattr(self, dtype))[()]
+
+
+# Rounding ops are the identity on integers (docs/ops.md); NumPy's would return float64.
+_IDENTITY_ON_INTEGERS = {"floor", "ceil", "round", "trunc"}
+
+
+def _expr(backend: str, n: Any, names: dict[int, str]) -> str:
+    if n.op in _IDENTITY_ON_INTEGERS and n.dtype in ("bool", "i8", "u8", "i32", "i64"):
+        return names[n.operands[0]]
+    if n.op not in OPS:
+        raise KeyError(f"translate: no entry for op '{n.op}' in fusejit.translate.OPS (add one: docs/ops.md)")
+    template = OPS[n.op][1 if backend == "torch" else 0]
+    return template.format(*(names[a] for a in n.operands), dtype=n.dtype)
+
+
+def generate(graph: Any, backend: str = "numpy") -> tuple[str, list[tuple[str, Any, str]]]:
+    """The source of ``def fn(<inputs>, <params>)`` returning the outputs (declaration order) as a
+    tuple, and the constants it reads as globals: (name, value, dtype)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    ins = [t.name for t in graph.inputs]
+    pars = [p.name for p in graph.params]
+    names: dict[int, str] = {}
+    consts: list[tuple[str, Any, str]] = []
+    body = []
+    for n in graph.nodes:
+        if n.op == "input":
+            names[n.id] = ins[n.slot]
+        elif n.op == "param":
+            names[n.id] = pars[n.slot]
+        elif n.op == "const":
+            names[n.id] = f"c{n.id}"
+            consts.append((names[n.id], n.value, n.dtype))
+        else:
+            names[n.id] = f"v{n.id}"
+            body.append(f"    v{n.id} = {_expr(backend, n, names)}  # {n.name or '%' + str(n.id)} : {n.dtype}")
+    ret = ", ".join(names[i] for i in graph.output_nodes)
+    head = "".join(f"# {name} = {value!r} ({dtype})\n" for name, value, dtype in consts)
+    src = head + f"def fn({', '.join(ins + pars)}):\n" + "\n".join(body) + f"\n    return ({ret},)\n"
+    return src, consts
+
+
+def translate(graph: Any, backend: str = "numpy", device: Any = None) -> Callable[..., tuple]:
+    """A Python function computing `graph` with `backend` ("numpy", "cupy" or "torch"), called with
+    the inputs and params by name or in declaration order (params as 0-d arrays or numbers of the
+    backend); returns the outputs as a tuple. ``fn.source`` holds the generated code. `device`:
+    the torch device of the constants."""
+    src, consts = generate(graph, backend)
+    fj = _Helpers(backend, device)
+    env: dict[str, Any] = {"fj": fj}
+    if backend == "torch":
+        import torch
+
+        env["torch"] = torch
+    else:
+        env["xp"] = fj.mod
+    for name, value, dtype in consts:
+        env[name] = fj.const(value, dtype)
+    exec(compile(src, f"<fusejit.translate {graph.name} {backend}>", "exec"), env)
+    fn = env["fn"]
+    fn.source = src
+    return fn

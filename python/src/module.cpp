@@ -1,0 +1,431 @@
+// The `fusejit._fusejit` extension: a thin nanobind layer over the public C++ API
+// (lib/include/fusejit/). Tensors arrive as nb::ndarray (NumPy through the buffer protocol,
+// PyTorch, CuPy and others through DLPack), are described to Program::launch() as TensorRefs
+// (data pointer, dtype, shape, strides in elements: no copy), and every compile and launch runs
+// with the GIL released. Array allocation, argument binding and streams live in the Python layer
+// (python/fusejit/__init__.py), which knows the frameworks.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fusejit/fusejit.h"
+#include "fusejit/report.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using fusejit::DType;
+
+namespace {
+
+using InArray = nb::ndarray<nb::ro>;
+using OutArray = nb::ndarray<>;
+
+// A Python exception raised by the warning handler (warnings filtered to "error") while C++ code
+// ran on this thread: re-raised when the call returns, since the handler itself cannot throw
+// through fusejit.
+thread_local std::optional<nb::python_error> pending_warning_error;
+
+void raise_pending_warning() {
+  if (pending_warning_error) {
+    nb::python_error e = std::move(*pending_warning_error);
+    pending_warning_error.reset();
+    throw e;
+  }
+}
+
+// Runs f with the GIL released, then re-raises a warning turned into an error meanwhile.
+template <class F>
+auto released(F&& f) {
+  struct Check {
+    ~Check() noexcept(false) {
+      if (!std::uncaught_exceptions()) raise_pending_warning();
+    }
+  } check;
+  nb::gil_scoped_release release;
+  return f();
+}
+
+DType parse_dtype(std::string_view name) {
+  for (DType t : {DType::Bool, DType::I8, DType::U8, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32,
+                  DType::F64})
+    if (fusejit::dtype_name(t) == name) return t;
+  throw fusejit::Error(fusejit::ErrorKind::User, "unknown dtype '" + std::string(name) + "'");
+}
+
+// The fusejit dtype of a DLPack dtype; `as` (a dtype name) reinterprets 16-bit unsigned storage as
+// bf16 or f16, for NumPy arrays of ml_dtypes.bfloat16 that the Python layer views as uint16.
+DType dtype_of(nb::dlpack::dtype t, const std::optional<std::string>& as, const std::string& what) {
+  using C = nb::dlpack::dtype_code;
+  const auto code = static_cast<C>(t.code);
+  if (as && code == C::UInt && t.bits == 16 && t.lanes == 1) {
+    DType d = parse_dtype(*as);
+    if (d == DType::BF16 || d == DType::F16) return d;
+  }
+  if (t.lanes == 1) {
+    if (code == C::Bool && t.bits == 8) return DType::Bool;
+    if (code == C::Int && t.bits == 8) return DType::I8;
+    if (code == C::Int && t.bits == 32) return DType::I32;
+    if (code == C::Int && t.bits == 64) return DType::I64;
+    if (code == C::UInt && t.bits == 8) return DType::U8;
+    if (code == C::Float && t.bits == 16) return DType::F16;
+    if (code == C::Float && t.bits == 32) return DType::F32;
+    if (code == C::Float && t.bits == 64) return DType::F64;
+    if (code == C::Bfloat && t.bits == 16) return DType::BF16;
+  }
+  throw fusejit::Error(fusejit::ErrorKind::User,
+                       what + ": unsupported element type (DLPack code " + std::to_string(t.code) + ", " +
+                           std::to_string(t.bits) + " bits); fusejit takes bool, i8, u8, i32, i64, f16, bf16, "
+                           "f32 and f64");
+}
+
+// Views of caller arrays as the launch API sees them. Shapes and strides are owned here, so the
+// TensorRefs stay valid while this lives.
+struct Tensors {
+  std::vector<std::vector<int64_t>> shapes, strides;
+  std::vector<fusejit::TensorRef> refs;
+  int device_type = 0;  // DLPack device type shared by all (0 = none seen yet)
+
+  template <class Array>
+  void add(const Array& a, const std::optional<std::string>& as, const std::string& what, bool writable) {
+    std::vector<int64_t> shape(a.ndim()), stride(a.ndim());
+    for (size_t d = 0; d < a.ndim(); ++d) {
+      shape[d] = static_cast<int64_t>(a.shape(d));
+      stride[d] = a.stride(d);
+    }
+    if (device_type && a.device_type() != device_type)
+      throw fusejit::Error(fusejit::ErrorKind::User, what + ": on another kind of device than the tensors before it");
+    device_type = a.device_type();
+    shapes.push_back(std::move(shape));
+    strides.push_back(std::move(stride));
+    refs.emplace_back(writable ? const_cast<void*>(static_cast<const void*>(a.data())) : a.data(),
+                      dtype_of(a.dtype(), as, what), shapes.back(), strides.back());
+  }
+  void finish() {  // spans into shapes/strides are made once their vectors stop growing
+    for (size_t k = 0; k < refs.size(); ++k) refs[k] = {refs[k].data, refs[k].dtype, shapes[k], strides[k]};
+  }
+};
+
+using Overrides = std::vector<std::optional<std::string>>;
+
+Tensors collect_inputs(const fusejit::Program& p, const std::vector<InArray>& arrays, const Overrides& as) {
+  std::vector<fusejit::TensorInfo> info = p.graph().inputs();
+  Tensors t;
+  for (size_t k = 0; k < arrays.size(); ++k)
+    t.add(arrays[k], k < as.size() ? as[k] : std::nullopt,
+          "input '" + (k < info.size() ? info[k].name : std::to_string(k)) + "'", false);
+  t.finish();
+  return t;
+}
+
+fusejit::Params to_params(const std::vector<std::pair<std::string, nb::object>>& values) {
+  fusejit::Params params;
+  for (const auto& [name, v] : values) {
+    if (PyBool_Check(v.ptr())) params.set(name, fusejit::Scalar(v.ptr() == Py_True));
+    else if (PyLong_Check(v.ptr())) params.set(name, fusejit::Scalar(nb::cast<int64_t>(v)));
+    else if (PyFloat_Check(v.ptr())) params.set(name, fusejit::Scalar(nb::cast<double>(v)));
+    else
+      throw fusejit::Error(fusejit::ErrorKind::User,
+                           "param '" + name + "': expected a bool, int or float, got " +
+                               nb::cast<std::string>(nb::str(v.type().attr("__name__"))));
+  }
+  return params;
+}
+
+fusejit::PlanKind plan_kind(std::string_view plan) {
+  if (plan == "fused") return fusejit::PlanKind::Fused;
+  if (plan == "unfused") return fusejit::PlanKind::Unfused;
+  throw fusejit::Error(fusejit::ErrorKind::User, "plan must be 'fused' or 'unfused', got '" + std::string(plan) + "'");
+}
+
+// Bytes a strided view reaches from its first element (0 when it has no elements).
+size_t view_bytes(const fusejit::TensorRef& r) {
+  int64_t last = 0;
+  for (size_t d = 0; d < r.shape.size(); ++d) {
+    if (r.shape[d] == 0) return 0;
+    last += (r.shape[d] - 1) * (r.strides.empty() ? 0 : r.strides[d]);
+  }
+  return static_cast<size_t>(last + 1) * fusejit::dtype_size(r.dtype);
+}
+
+bool c_contiguous(const fusejit::TensorRef& r) {
+  int64_t expect = 1;
+  for (size_t d = r.shape.size(); d-- > 0;) {
+    if (r.shape[d] != 1 && r.strides[d] != expect) return false;
+    expect *= r.shape[d];
+  }
+  return true;
+}
+
+// A CUDA program given host arrays: Program::run() copies them in and the results back (and
+// synchronises); the results are then copied into the caller's C-contiguous outputs.
+void run_on_host_arrays(const fusejit::Program& p, const Tensors& in, const Tensors& out, const fusejit::Params& params,
+                        fusejit::PlanKind kind) {
+  std::vector<fusejit::TensorView> views;
+  for (const fusejit::TensorRef& r : in.refs)
+    views.emplace_back(r.dtype, r.shape, std::span(static_cast<const std::byte*>(r.data), view_bytes(r)), r.strides);
+  std::vector<fusejit::HostTensor> results = p.run(views, params, kind);
+  std::vector<fusejit::TensorInfo> info = p.graph().outputs();
+  for (size_t k = 0; k < results.size() && k < out.refs.size(); ++k) {
+    const fusejit::TensorRef& o = out.refs[k];
+    if (o.dtype != results[k].dtype() || std::vector<int64_t>(o.shape.begin(), o.shape.end()) != results[k].shape())
+      throw fusejit::Error(fusejit::ErrorKind::User, "output '" + info[k].name + "': wrong dtype or shape");
+    if (!c_contiguous(o))
+      throw fusejit::Error(fusejit::ErrorKind::User,
+                           "output '" + info[k].name + "': a CUDA program writes host arrays only when they are "
+                           "C-contiguous (pass device tensors for strided outputs)");
+    if (results[k].bytes()) std::memcpy(o.data, results[k].data().data(), results[k].bytes());
+  }
+}
+
+void launch(const fusejit::Program& p, const std::vector<InArray>& inputs, const Overrides& in_as,
+            const std::vector<OutArray>& outputs, const Overrides& out_as,
+            const std::vector<std::pair<std::string, nb::object>>& param_values, uintptr_t stream,
+            std::string_view plan) {
+  Tensors in = collect_inputs(p, inputs, in_as);
+  std::vector<fusejit::TensorInfo> info = p.graph().outputs();
+  Tensors out;
+  for (size_t k = 0; k < outputs.size(); ++k)
+    out.add(outputs[k], k < out_as.size() ? out_as[k] : std::nullopt,
+            "output '" + (k < info.size() ? info[k].name : std::to_string(k)) + "'", true);
+  out.finish();
+  fusejit::Params params = to_params(param_values);
+  fusejit::PlanKind kind = plan_kind(plan);
+  const bool host = (in.device_type ? in.device_type : out.device_type) == nb::device::cpu::value;
+  if (in.device_type && out.device_type && in.device_type != out.device_type)
+    throw fusejit::Error(fusejit::ErrorKind::User, "the outputs are on another kind of device than the inputs");
+  const bool cuda = p.backend() == fusejit::Backend::Cuda;
+  if (!cuda && !host && (in.device_type || out.device_type))
+    throw fusejit::Error(fusejit::ErrorKind::User,
+                         "this program runs on the CPU (" + p.backend_note() +
+                             "); pass host arrays (NumPy, or tensors on the CPU device)");
+  released([&] {
+    if (cuda && host) run_on_host_arrays(p, in, out, params, kind);
+    else p.launch(in.refs, out.refs, params, reinterpret_cast<void*>(stream), kind);
+  });
+}
+
+std::string cache_name(fusejit::CacheOutcome c) { return std::string(fusejit::cache_outcome_name(c)); }
+
+nb::object scalar_to_py(const fusejit::Scalar& s) {
+  switch (s.kind) {
+    case fusejit::Scalar::Kind::Bool: return nb::bool_(s.i != 0);
+    case fusejit::Scalar::Kind::Int: return nb::int_(s.i);
+    case fusejit::Scalar::Kind::Float: break;
+  }
+  return nb::float_(s.f);
+}
+
+fusejit::DimValues to_dims(const std::optional<nb::dict>& dims) {
+  fusejit::DimValues out;
+  if (dims)
+    for (auto [k, v] : *dims) out.emplace_back(nb::cast<std::string>(k), nb::cast<int64_t>(v));
+  return out;
+}
+
+nb::dict dims_to_py(const fusejit::DimValues& dims) {
+  nb::dict d;
+  for (const auto& [k, v] : dims) d[nb::str(k.c_str())] = v;
+  return d;
+}
+
+fusejit::Backend parse_backend(std::string_view b) {
+  if (b == "auto") return fusejit::Backend::Auto;
+  if (b == "cuda") return fusejit::Backend::Cuda;
+  if (b == "cpu") return fusejit::Backend::Cpu;
+  throw fusejit::Error(fusejit::ErrorKind::User, "backend must be 'auto', 'cuda' or 'cpu', got '" + std::string(b) + "'");
+}
+
+std::string_view kind_name(fusejit::ErrorKind k) {
+  switch (k) {
+    case fusejit::ErrorKind::User: return "user";
+    case fusejit::ErrorKind::Compile: return "compile";
+    case fusejit::ErrorKind::Driver: return "driver";
+    case fusejit::ErrorKind::Internal: break;
+  }
+  return "internal";
+}
+
+// fusejit::Error -> fusejit.Error (a subclass per kind, built by fusejit._errors in Python).
+void translate_error(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const fusejit::Error& e) {
+    nb::object make = nb::module_::import_("fusejit._errors").attr("from_cpp");
+    nb::object exc = make(kind_name(e.kind()), std::string(e.what()), e.file(), e.line(), e.column(), e.diagnostic());
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+  }
+}
+
+// The warning handler: fusejit warnings become Python warnings (fusejit.FusejitWarning), from any
+// thread; a warnings filter that raises is re-raised when the C++ call returns.
+void python_warning(std::string_view message) {
+  nb::gil_scoped_acquire gil;
+  try {
+    nb::object cat = nb::module_::import_("fusejit._errors").attr("FusejitWarning");
+    nb::module_::import_("warnings").attr("warn")(std::string(message), cat, 2);
+  } catch (nb::python_error& e) {
+    if (!pending_warning_error) pending_warning_error.emplace(std::move(e));
+  }
+}
+
+void bind_info(nb::module_& m) {
+  nb::class_<fusejit::TensorInfo>(m, "TensorInfo", "A graph input or output: name, dtype, shape, dim names.")
+      .def_ro("name", &fusejit::TensorInfo::name)
+      .def_prop_ro("dtype", [](const fusejit::TensorInfo& t) { return std::string(fusejit::dtype_name(t.dtype)); })
+      .def_ro("shape", &fusejit::TensorInfo::shape)
+      .def_ro("dim_names", &fusejit::TensorInfo::dim_names)
+      .def("__repr__", [](const fusejit::TensorInfo& t) {
+        std::string s = "TensorInfo(" + t.name + " : " + std::string(fusejit::dtype_name(t.dtype)) + "[";
+        for (size_t d = 0; d < t.shape.size(); ++d) s += (d ? ", " : "") + std::to_string(t.shape[d]);
+        return s + "])";
+      });
+  nb::class_<fusejit::ParamInfo>(m, "ParamInfo", "A graph param: name, dtype and default value.")
+      .def_ro("name", &fusejit::ParamInfo::name)
+      .def_prop_ro("dtype", [](const fusejit::ParamInfo& p) { return std::string(fusejit::dtype_name(p.dtype)); })
+      .def_prop_ro("default", [](const fusejit::ParamInfo& p) { return scalar_to_py(p.default_value); });
+  nb::class_<fusejit::NodeInfo>(m, "NodeInfo", "One node of a graph (Graph.nodes), topological order.")
+      .def_ro("id", &fusejit::NodeInfo::id)
+      .def_ro("op", &fusejit::NodeInfo::op)
+      .def_ro("name", &fusejit::NodeInfo::name)
+      .def_prop_ro("dtype", [](const fusejit::NodeInfo& n) { return std::string(fusejit::dtype_name(n.dtype)); })
+      .def_ro("shape", &fusejit::NodeInfo::shape)
+      .def_ro("operands", &fusejit::NodeInfo::operands)
+      .def_prop_ro("value", [](const fusejit::NodeInfo& n) { return n.op == "const" ? scalar_to_py(n.value) : nb::none(); })
+      .def_ro("slot", &fusejit::NodeInfo::slot);
+  nb::class_<fusejit::KernelInfo>(m, "KernelInfo", "One kernel (fusion group) of a compiled program.")
+      .def_ro("name", &fusejit::KernelInfo::name)
+      .def_ro("source", &fusejit::KernelInfo::source)
+      .def_ro("ops", &fusejit::KernelInfo::ops)
+      .def_ro("elements", &fusejit::KernelInfo::elements)
+      .def_ro("read_bytes", &fusejit::KernelInfo::read_bytes)
+      .def_ro("write_bytes", &fusejit::KernelInfo::write_bytes)
+      .def_prop_ro("cache", [](const fusejit::KernelInfo& k) { return cache_name(k.cache); })
+      .def_ro("compile_ms", &fusejit::KernelInfo::compile_ms)
+      .def_ro("index64", &fusejit::KernelInfo::index64)
+      .def("__repr__", [](const fusejit::KernelInfo& k) {
+        return "KernelInfo(" + k.name + ", cache=" + cache_name(k.cache) + ", compile_ms=" + std::to_string(k.compile_ms) + ")";
+      });
+}
+
+void bind_graph(nb::module_& m) {
+  using fusejit::Graph;
+  nb::class_<Graph>(m, "Graph", "An immutable, verified graph of elementwise ops (docs/graph-format.md).")
+      .def_static(
+          "parse",
+          [](std::string_view text, std::optional<std::string> filename, std::optional<nb::dict> dims) {
+            fusejit::DimValues d = to_dims(dims);
+            return released([&] { return Graph::parse(text, filename ? *filename : "<string>", d); });
+          },
+          "text"_a, "filename"_a = nb::none(), "dims"_a = nb::none())
+      .def_static(
+          "load",
+          [](const std::string& path, std::optional<nb::dict> dims) {
+            fusejit::DimValues d = to_dims(dims);
+            return released([&] { return Graph::load(path, d); });
+          },
+          "path"_a, "dims"_a = nb::none())
+      .def("with_dims", [](const Graph& g, nb::dict dims) { return g.with_dims(to_dims(dims)); }, "dims"_a)
+      .def_prop_ro("name", &Graph::name)
+      .def_prop_ro("inputs", &Graph::inputs)
+      .def_prop_ro("outputs", &Graph::outputs)
+      .def_prop_ro("params", &Graph::params)
+      .def_prop_ro("dims", [](const Graph& g) { return dims_to_py(g.dims()); })
+      .def_prop_ro("op_count", &Graph::op_count)
+      .def_prop_ro("nodes", &Graph::nodes)
+      .def_prop_ro("output_nodes", &Graph::output_nodes)
+      .def("to_text", &Graph::to_text)
+      .def(
+          "plan",
+          [](const Graph& g, bool fast_math) {
+            std::string json = released([&] { return fusejit::plan_graph(g, fast_math).json; });
+            return nb::module_::import_("json").attr("loads")(json);
+          },
+          "fast_math"_a = false)
+      .def("__repr__", [](const Graph& g) { return "<fusejit.Graph " + g.name() + ">"; });
+}
+
+fusejit::Options make_options(bool fast_math, std::optional<std::string> arch, std::string_view backend,
+                              std::optional<std::string> cache_dir, bool disk_cache,
+                              std::vector<std::string> nvrtc_options, int device, std::optional<std::string> dump_dir,
+                              bool build_unfused) {
+  fusejit::Options o;
+  o.fast_math = fast_math;
+  o.arch = arch.value_or("");
+  o.backend = parse_backend(backend);
+  o.cache_dir = cache_dir.value_or("");
+  o.disk_cache = disk_cache;
+  o.nvrtc_options = std::move(nvrtc_options);
+  o.device = device;
+  o.dump_dir = dump_dir.value_or("");
+  o.build_unfused = build_unfused;
+  return o;
+}
+
+void bind_program(nb::module_& m) {
+  using fusejit::Program;
+  nb::class_<Program>(m, "_Program")
+      .def_prop_ro("backend", [](const Program& p) { return p.backend() == fusejit::Backend::Cuda ? "cuda" : "cpu"; })
+      .def_prop_ro("target", &Program::target)
+      .def_prop_ro("device", &Program::device)
+      .def_prop_ro("driver_version", &Program::driver_version)
+      .def_prop_ro("backend_note", &Program::backend_note)
+      .def_prop_ro("fast_math", &Program::fast_math)
+      .def_prop_ro("graph", &Program::graph)
+      .def_prop_ro("rewritten", &Program::rewritten)
+      .def_prop_ro("rewrite_summary", &Program::rewrite_summary)
+      .def_prop_ro("plan_text", &Program::plan_text)
+      .def("kernels", [](const Program& p, std::string_view plan) { return p.kernels(plan_kind(plan)); }, "plan"_a)
+      .def_prop_ro("specializations", &Program::specializations)
+      .def(
+          "output_shapes",
+          [](const Program& p, const std::vector<InArray>& inputs, const Overrides& as, std::string_view plan) {
+            Tensors in = collect_inputs(p, inputs, as);
+            return p.output_shapes(in.refs, plan_kind(plan));
+          },
+          "inputs"_a, "as_dtypes"_a, "plan"_a)
+      .def("launch", &launch, "inputs"_a, "in_as"_a, "outputs"_a, "out_as"_a, "params"_a, "stream"_a, "plan"_a);
+
+  m.def(
+      "compile",
+      [](const fusejit::Graph& g, bool fast_math, std::optional<std::string> arch, std::string_view backend,
+         std::optional<std::string> cache_dir, bool disk_cache, std::vector<std::string> nvrtc_options, int device,
+         std::optional<std::string> dump_dir, bool build_unfused) {
+        fusejit::Options o = make_options(fast_math, std::move(arch), backend, std::move(cache_dir), disk_cache,
+                                          std::move(nvrtc_options), device, std::move(dump_dir), build_unfused);
+        return released([&] { return Program::compile(g, o); });
+      },
+      "graph"_a, "fast_math"_a, "arch"_a, "backend"_a, "cache_dir"_a, "disk_cache"_a, "nvrtc_options"_a, "device"_a,
+      "dump_dir"_a, "build_unfused"_a);
+  m.def(
+      "load",
+      [](const std::string& dir, std::optional<std::string> cache_dir, bool disk_cache, int device) {
+        fusejit::Options o = make_options(false, std::nullopt, "auto", std::move(cache_dir), disk_cache, {}, device,
+                                          std::nullopt, false);
+        return released([&] { return Program::load(dir, o); });
+      },
+      "dir"_a, "cache_dir"_a, "disk_cache"_a, "device"_a);
+}
+
+}  // namespace
+
+NB_MODULE(_fusejit, m) {
+  m.doc() = "fusejit's C++ API (use the `fusejit` package, not this module)";
+  m.attr("__version__") = std::string(fusejit::version());
+  nb::register_exception_translator(&translate_error);
+  fusejit::set_warning_handler(&python_warning);
+  // Python is finalised before static destructors run: restore the stderr handler at exit.
+  m.def("_reset_warning_handler", [] { fusejit::set_warning_handler({}); });
+  bind_info(m);
+  bind_graph(m);
+  bind_program(m);
+}

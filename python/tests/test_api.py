@@ -1,0 +1,251 @@
+"""The Python API on the CPU path: graphs, compile, calls, params, dims, out=, in place, strided
+views, bf16, errors, warnings and threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import fusejit
+from conftest import ROOT, bits, random_inputs
+
+AXPY = """graph axpy
+dim N = 8
+input x : f32[N]
+input y : f32[N]
+param a : f32 = 2.0
+z = a * x + y
+output z
+"""
+
+MATRIX = """graph scale_rows
+dim R = 4
+dim C = 6
+input m : f32[R, C]
+input s : f32[R, 1]
+out = tanh(m) * s + 1
+output out
+"""
+
+
+@pytest.fixture(scope="module")
+def axpy():
+    return fusejit.compile(fusejit.Graph.parse(AXPY), backend="cpu")
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    return fusejit.compile(fusejit.Graph.parse(MATRIX), backend="cpu")
+
+
+def test_graph_info():
+    g = fusejit.Graph.parse(AXPY, filename="axpy.txt")
+    assert g.name == "axpy"
+    assert [(t.name, t.dtype, t.shape, t.dim_names) for t in g.inputs] == [
+        ("x", "f32", [8], ["N"]), ("y", "f32", [8], ["N"])]
+    assert [(p.name, p.dtype, p.default) for p in g.params] == [("a", "f32", 2.0)]
+    assert g.dims == {"N": 8}
+    assert g.op_count == 2
+    assert fusejit.Graph.parse(g.to_text()).to_text() == g.to_text()
+    assert g.with_dims({"N": 3}).inputs[0].shape == [3]
+    ops = [n.op for n in g.nodes]
+    assert ops.count("mul") == 1 and ops.count("add") == 1
+    assert [g.nodes[i].name for i in g.output_nodes] == ["z"]
+
+
+def test_load_and_plan():
+    path = ROOT / "samples" / "graphs" / "gpt2_gelu_tanh.txt"
+    g = fusejit.Graph.load(str(path), dims={"T": 2})
+    assert g.inputs[0].shape[0] == 2
+    plan = g.plan()
+    assert plan["fused"]["kernels"] == 1 and plan["unfused"]["kernels"] > 1
+    assert plan["mode"] == "strict"
+    assert g.plan(fast_math=True)["mode"] != "strict"
+
+
+def test_program_info(axpy):
+    assert axpy.backend == "cpu" and axpy.device == "host CPU"
+    [k] = axpy.kernels
+    assert k.name and k.cache in ("compiled", "memory", "disk") and k.compile_ms >= 0
+    assert k.elements == 8 and k.read_bytes == 64 and k.write_bytes == 32
+    assert k.name in axpy.cuda_source()
+    assert all(u.cache == "not built" for u in axpy.unfused_kernels)
+    assert "fusion group" in axpy.plan_text or "kernel" in axpy.plan_text
+
+
+def test_call_params_and_defaults(axpy, rng):
+    x, y = rng.standard_normal(8, dtype=np.float32), rng.standard_normal(8, dtype=np.float32)
+    assert bits(axpy(x=x, y=y)["z"]) == bits(np.float32(2) * x + y)
+    assert bits(axpy(x, y, a=-0.5)["z"]) == bits(np.float32(-0.5) * x + y)
+    assert bits(axpy(x=x, y=y, a=np.float32(3))["z"]) == bits(np.float32(3) * x + y)
+    assert bits(axpy(x=x, y=y, a=3)["z"]) == bits(np.float32(3) * x + y)
+
+
+def test_dims_from_shapes(axpy, rng):
+    for n in (1, 3, 100, 0):
+        x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+        z = axpy(x=x, y=y)["z"]
+        assert z.shape == (n,) and bits(z) == bits(np.float32(2) * x + y)
+    assert axpy.output_shapes(x=np.zeros(5, np.float32), y=np.zeros(5, np.float32)) == {"z": (5,)}
+
+
+def test_out_and_in_place(axpy, rng):
+    x, y = rng.standard_normal(8, dtype=np.float32), rng.standard_normal(8, dtype=np.float32)
+    want = np.float32(2) * x + y
+    z = np.full(8, np.nan, np.float32)
+    r = axpy(x=x, y=y, out={"z": z})
+    assert r["z"] is z and bits(z) == bits(want)
+    y2 = y.copy()
+    axpy(x=x, y=y2, out={"z": y2})  # in place: z overwrites y
+    assert bits(y2) == bits(want)
+
+
+def test_adam_in_place_matches_out_of_place(rng):
+    g = fusejit.Graph.load(str(ROOT / "samples" / "graphs" / "adam_step.txt"), dims={"N": 1000})
+    prog = fusejit.compile(g, backend="cpu")
+    ins = random_inputs(g, rng, {"v": (0, 1)})
+    want = prog(**ins)
+    p, m, v = ins["p"].copy(), ins["m"].copy(), ins["v"].copy()
+    prog(p=p, grad=ins["grad"], m=m, v=v, out={"p_out": p, "m_out": m, "v_out": v})
+    for name, a in (("p_out", p), ("m_out", m), ("v_out", v)):
+        assert bits(a) == bits(want[name])
+
+
+def test_transposed_views_without_copy(matrix, rng):
+    base = rng.standard_normal((6, 4), dtype=np.float32)
+    m = base.T  # f32[4, 6], strides (1, 4) elements: read in place
+    assert not m.flags.c_contiguous
+    s = rng.standard_normal((4, 1), dtype=np.float32)
+    want = matrix(m=np.ascontiguousarray(m), s=s)["out"]
+    assert bits(matrix(m=m, s=s)["out"]) == bits(want)
+    # A transposed output view: the kernel writes straight into the caller's buffer.
+    buf = np.zeros((6, 4), np.float32)
+    matrix(m=m, s=s, out={"out": buf.T})
+    assert bits(buf.T) == bits(want)
+    # A sliced input (every other column of a wider array).
+    wide = rng.standard_normal((4, 12), dtype=np.float32)
+    assert bits(matrix(m=wide[:, ::2], s=s)["out"]) == bits(matrix(m=wide[:, ::2].copy(), s=s)["out"])
+    # Broadcast input through a stride-0 view.
+    s_b = np.broadcast_to(np.float32(0.5), (4, 1))
+    assert bits(matrix(m=m, s=s_b)["out"]) == bits(matrix(m=m, s=np.full((4, 1), 0.5, np.float32))["out"])
+
+
+def test_bf16_with_ml_dtypes(rng):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    g = fusejit.Graph.parse("dim N = 16\ninput x : bf16[N]\ny = x * 2 + 1\nz = cast(x, f32)\noutput y, z")
+    prog = fusejit.compile(g, backend="cpu")
+    x = rng.uniform(-100, 100, 16).astype(ml_dtypes.bfloat16)
+    x[:3] = [np.nan, -0.0, np.inf]
+    r = prog(x=x)
+    assert r["y"].dtype == ml_dtypes.bfloat16
+    want = (x.astype(np.float32) * 2).astype(ml_dtypes.bfloat16).astype(np.float32) + 1
+    assert bits(r["y"]) == bits(want.astype(ml_dtypes.bfloat16))
+    assert bits(r["z"]) == bits(x.astype(np.float32))
+    xt = np.stack([x, x]).T[:, 0]  # a strided bf16 view
+    assert bits(prog(x=xt)["y"]) == bits(r["y"])
+
+
+def test_errors(axpy):
+    x = np.zeros(8, np.float32)
+    with pytest.raises(fusejit.UserError, match="input 'x'.*f64") as e:
+        axpy(x=np.zeros(8), y=x)
+    assert e.value.kind == "user" and isinstance(e.value, ValueError)
+    with pytest.raises(fusejit.UserError, match="'y'"):
+        axpy(x=x, y=np.zeros(9, np.float32))
+    with pytest.raises(TypeError, match="missing input.*y"):
+        axpy(x=x)
+    with pytest.raises(TypeError, match="neither an input nor a param"):
+        axpy(x=x, y=x, b=1.0)
+    with pytest.raises(fusejit.UserError, match="param 'a'"):
+        axpy(x=x, y=x, a="2")
+    with pytest.raises(TypeError, match="expected an array"):
+        axpy(x=[0.0] * 8, y=x)
+    with pytest.raises(fusejit.UserError, match="stride"):
+        axpy(x=x[::-1], y=x)
+    with pytest.raises(fusejit.UserError, match="read-only"):
+        axpy(x=x, y=x, out={"z": np.broadcast_to(np.float32(0), (8,))})
+    with pytest.raises(TypeError, match="no output named"):
+        axpy(x=x, y=x, out={"w": x})
+
+
+def test_error_location():
+    with pytest.raises(fusejit.UserError) as e:
+        fusejit.Graph.parse("input x : f32[4]\ny = frobnicate(x)\noutput y\n", filename="bad.txt")
+    err = e.value
+    assert (err.file, err.line) == ("bad.txt", 2) and err.column > 0
+    assert err.location == f"bad.txt:2:{err.column}"
+    assert str(err).startswith(f"bad.txt:2:{err.column}: error:") and "frobnicate" in err.message
+    with pytest.raises(fusejit.UserError, match="cannot|no such|missing|not"):
+        fusejit.Graph.load(str(ROOT / "no-such-graph.txt"))
+
+
+def test_warnings_go_to_python():
+    g = fusejit.Graph.parse(AXPY)
+    with pytest.warns(fusejit.FusejitWarning, match="arch"):
+        fusejit.compile(g, backend="cpu", arch="sm_90")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(fusejit.FusejitWarning):
+            fusejit.compile(g, backend="cpu", arch="sm_90")
+
+
+def test_threads_share_one_program(matrix):
+    rng = np.random.default_rng(7)
+    cases = [(rng.standard_normal((r, 5), dtype=np.float32), rng.standard_normal((r, 1), dtype=np.float32))
+             for r in range(1, 17)]
+    want = [bits(matrix(m=m, s=s)["out"]) for m, s in cases]
+    errors = []
+
+    def work(k):
+        try:
+            for _ in range(20):
+                m, s = cases[k]
+                assert bits(matrix(m=m, s=s)["out"]) == want[k]
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(cases))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+def test_torch_cpu_tensors():
+    torch = pytest.importorskip("torch")
+    prog = fusejit.compile(fusejit.Graph.parse(AXPY), backend="cpu")
+    x, y = torch.randn(8), torch.randn(8)
+    z = prog(x=x, y=y)["z"]
+    assert isinstance(z, torch.Tensor) and torch.equal(z, 2 * x + y)
+
+
+def test_gil_released_while_compiling():
+    """A Python thread keeps running while another compiles (the host compiler takes ~1 s): with
+    the GIL held it would stall for the whole compile."""
+    count, stop = [0], threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            count[0] += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        time.sleep(0.2)
+        c0, t0 = count[0], time.perf_counter()
+        time.sleep(0.2)
+        rate = (count[0] - c0) / (time.perf_counter() - t0)  # increments per second, GIL shared
+        text = f"dim N = 8\ninput x : f32[N]\ny = tanh(x * {time.time_ns() % 99991}.5) + exp(x)\noutput y"
+        c1, t1 = count[0], time.perf_counter()
+        fusejit.compile(fusejit.Graph.parse(text), backend="cpu", disk_cache=False)
+        during, secs = count[0] - c1, time.perf_counter() - t1
+    finally:
+        stop.set()
+        t.join()
+    assert secs > 0.1, "compile too quick to tell"
+    assert during > 0.2 * rate * secs, (during, rate, secs)

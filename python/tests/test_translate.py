@@ -1,0 +1,102 @@
+"""fusejit.translate (the graph -> NumPy/CuPy/PyTorch translation bench/peers.py runs) checked on
+the CPU with NumPy against fusejit: every sample, every op of ir/ops.def, every intermediate's
+dtype. So the GPU run of bench/peers.py cannot fail on a translation mistake."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import fusejit
+from conftest import ROOT, SAMPLES, input_ranges, random_inputs, small_graph
+from fusejit.translate import OPS, generate, mismatch, translate
+
+def assert_close(got, want, dtype, what):
+    why = mismatch(got, want, dtype)
+    assert why is None, f"{what}: {why}"
+
+
+def op_names():
+    text = (ROOT / "ir" / "ops.def").read_text()
+    return [m[1] for m in re.finditer(r'^FJ_OP\(\w+, "(\w+)", (\d)', text, re.M) if m[2] != "0"]
+
+
+def test_every_op_has_a_translation():
+    missing = [op for op in op_names() if op not in OPS]
+    assert not missing, f"ops without an entry in fusejit.translate.OPS: {missing}"
+
+
+def check_translation(g, inputs, params=None):
+    prog = fusejit.compile(g, backend="cpu")
+    want = prog(**inputs, **(params or {}))
+    fn = translate(g, "numpy")
+    pvals = {p.name: fusejit.numpy_dtype(p.dtype).type((params or {}).get(p.name, p.default)) for p in g.params}
+    with np.errstate(all="ignore"):
+        got = fn(**inputs, **pvals)
+    for t, a in zip(g.outputs, got):
+        assert np.asarray(a).dtype == fusejit.numpy_dtype(t.dtype), f"{g.name}: {t.name} has dtype {a.dtype}"
+        line = next((ln.strip() for ln in fn.source.splitlines() if f"# {t.name} :" in ln), "")
+        assert_close(a, want[t.name], t.dtype, f"{g.name}: output {t.name} ({line})")
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
+def test_sample_translation_matches_fusejit(path, rng):
+    g = small_graph(path)
+    check_translation(g, random_inputs(g, rng, input_ranges(path)))
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
+def test_sample_translation_keeps_dtypes(path, rng):
+    """Every intermediate of the generated NumPy code has the dtype fusejit gives its node (so no
+    silent promotion makes a peer compute in another precision)."""
+    g = small_graph(path)
+    src, _ = generate(g, "numpy")
+    checked = re.sub(r"^(    (v\d+) = .*#.* : (\w+))$",
+                     r"\1\n    assert \2.dtype == fj.\3, ('\2', \2.dtype)", src, flags=re.M)
+    fn = translate(g, "numpy")
+    env = dict(fn.__globals__)
+    exec(checked, env)
+    ins = random_inputs(g, rng, input_ranges(path))
+    pvals = {p.name: fusejit.numpy_dtype(p.dtype).type(p.default) for p in g.params}
+    with np.errstate(all="ignore"):
+        env["fn"](**ins, **pvals)
+
+
+def op_line(op: str, k: int, dtype: str) -> tuple[list[str], str]:
+    """Input declarations and the statement `y<k> = op(...)` applying `op` to inputs of `dtype`
+    (a bool condition for where)."""
+    arity = {"where": 3, "clamp": 3}.get(op, 2 if "{1}" in OPS[op][0] else 1)
+    names = [f"{n}{k}" for n in "abc"[:arity]]
+    decl = [f"input {n} : {'bool' if (op == 'where' and n[0] == 'a') else dtype}[N]" for n in names]
+    call = f"cast({names[0]}, i32)" if op == "cast" else f"{op}({', '.join(names)})"
+    return decl, f"y{k} = {call}"
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "i32", "bool"])
+def test_every_op_translation_matches_fusejit(dtype, rng):
+    """One graph per dtype with one output per op defined on it (one compile), on special values."""
+    decls, lines, ops = [], [], []
+    for k, op in enumerate(sorted(OPS)):
+        decl, line = op_line(op, k, dtype)
+        try:  # ops undefined on this dtype are a parse error: leave them out
+            fusejit.Graph.parse("dim N = 64\n" + "\n".join(decl) + f"\n{line}\noutput y{k}")
+        except fusejit.UserError:
+            continue
+        decls += decl
+        lines.append(line)
+        ops.append((op, k))
+    assert len(ops) >= {"f32": 50, "f16": 50, "i32": 25, "bool": 10}[dtype]
+    g = fusejit.Graph.parse("dim N = 64\n" + "\n".join(decls + lines) + "\noutput " +
+                            ", ".join(f"y{k}" for _, k in ops))
+    ins = random_inputs(g, rng, special=dtype in ("f32", "f16"))
+    for op, k in ops:
+        if op == "pow" and dtype == "i32":
+            ins[f"b{k}"] = np.abs(ins[f"b{k}"]) % 5  # NumPy refuses negative integer powers
+        if op in ("floordiv", "mod", "fmod") and dtype == "i32":
+            ins[f"b{k}"][ins[f"b{k}"] == 0] = 1  # NumPy's x // 0 differs (docs/ops.md: fusejit gives 0)
+        if op == "cast" and dtype in ("f32", "f16"):  # float -> int of NaN, inf or out of range: undefined in NumPy
+            a = ins[f"a{k}"]
+            ins[f"a{k}"] = np.nan_to_num(a, nan=0, posinf=0, neginf=0).clip(-1e4, 1e4).astype(a.dtype)
+    check_translation(g, ins)
