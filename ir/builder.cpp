@@ -62,6 +62,7 @@ bool i64_fold_overflows(Op op, std::span<const Scalar> v) {
     case Op::Add: return __builtin_add_overflow(v[0].i, v[1].i, &r);
     case Op::Sub: return __builtin_sub_overflow(v[0].i, v[1].i, &r);
     case Op::Mul: return __builtin_mul_overflow(v[0].i, v[1].i, &r);
+    case Op::Fma: return __builtin_mul_overflow(v[0].i, v[1].i, &r) || __builtin_add_overflow(r, v[2].i, &r);
     case Op::Neg: case Op::Abs: return v[0].i == kMin;
     case Op::FloorDiv: return v[0].i == kMin && v[1].i == -1;
     case Op::Pow: {  // exponent >= 0 here (a negative one folds in f64)
@@ -74,6 +75,14 @@ bool i64_fold_overflows(Op op, std::span<const Scalar> v) {
     }
     default: return false;
   }
+}
+
+// A Same-rule op on a promoted dtype outside its ir/ops.def domain is a user error asking for a cast.
+void check_defined_on(Op op, DType common, Loc loc) {
+  if (defined_on(op, common)) return;
+  throw UserError(std::string(op_name(op)) + " is not defined for " + std::string(dtype_name(common)) + " operands; " +
+                      (is_float(common) ? "it needs integer operands" : "cast to an integer type first"),
+                  loc);
 }
 
 }  // namespace
@@ -327,21 +336,9 @@ Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
   if (!any_strong) return fold_literals(op, args, loc);
 
   const DType common = common_dtype(op, args);
-  DType operand = common, result = common;
-  switch (info.rule) {
-    case TypeRule::Same:
-      if (common == DType::Bool && !defined_on_bool(op))
-        throw UserError(std::string(info.name) + " is not defined for bool operands; cast to an integer type first", loc);
-      break;
-    case TypeRule::Float:
-      if (!is_float(common)) operand = result = DType::F32;
-      break;
-    case TypeRule::Compare: result = DType::Bool; break;
-    case TypeRule::Logical: operand = result = DType::Bool; break;
-    case TypeRule::Pred: result = DType::Bool; break;
-    case TypeRule::Where: break;
-    default: FJ_CHECK(false, "unexpected type rule");
-  }
+  check_defined_on(op, common, loc);
+  const RuleDtypes rd = rule_dtypes(info.rule, common);
+  const DType operand = rd.operand, result = rd.result;
 
   std::vector<NodeId> ids;
   for (size_t k = 0; k < args.size(); ++k) {
@@ -383,6 +380,7 @@ Operand GraphBuilder::fold_literals(Op op, std::span<const Operand> args, Loc lo
   if (opnd == DType::Bool && info.rule == TypeRule::Same && !selects(op)) opnd = DType::I64;  // True + True == 2
   if (op == Op::Pow && opnd == DType::I64 && args[1].lit.cat != Category::Float && args[1].lit.i < 0)
     opnd = DType::F64;  // Python: 2 ** -1 == 0.5
+  if (info.rule == TypeRule::Same) check_defined_on(op, opnd, loc);
   DType result = opnd;
   switch (info.rule) {
     case TypeRule::Float: opnd = result = DType::F64; break;

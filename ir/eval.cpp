@@ -1,12 +1,12 @@
-// eval_scalar: every op on one set of scalar operands, by calling the fj_ functions of
-// ir/scalar/fj_scalar.h (the header generated kernels embed), so constant folding, the reference
-// evaluator and the CPU kernels share one definition of each op.
+// eval_scalar: every op on one set of scalar operands, by calling the fj_ function of its ir/ops.def
+// row (ir/scalar/fj_scalar.h, the header generated kernels embed), so constant folding, the
+// reference evaluator and the CPU kernels share one definition of each op.
 #include "ir/eval.h"
 
 #include <string>
 #include <type_traits>
 
-#include "ir/scalar/fj_scalar.h"
+#include "ir/op_fns.h"
 
 namespace fusejit::ir {
 namespace {
@@ -120,103 +120,49 @@ void check_args(Op op, DType result, std::span<const Scalar> a) {
   }
 }
 
+// Calls fn on the operands in compute type T (the where condition as bool); InternalError when
+// the header has no overload of the op for T.
+template <class T, class Fn>
+Scalar call_ct(Op op, DType result, std::span<const Scalar> a, Fn& fn) {
+  const DType t = a[op == Op::Where ? 1 : 0].dtype;
+  if (op == Op::Where) {
+    if constexpr (requires { fn(bool{}, T{}, T{}); }) return box(result, fn(get<bool>(a[0]), get<T>(a[1]), get<T>(a[2])));
+  } else if (a.size() == 1) {
+    if constexpr (requires { fn(T{}); }) return box(result, fn(get<T>(a[0])));
+  } else if (a.size() == 2) {
+    if constexpr (requires { fn(T{}, T{}); }) return box(result, fn(get<T>(a[0]), get<T>(a[1])));
+  } else {
+    if constexpr (requires { fn(T{}, T{}, T{}); }) return box(result, fn(get<T>(a[0]), get<T>(a[1]), get<T>(a[2])));
+  }
+  unsupported(op, t);
+}
+
+// HalfForm::Storage ops on f16/bf16 operands: fn on the storage values (exact conversions, since
+// each operand already holds a value of the half dtype).
+template <class H, class Fn, class Store>
+Scalar call_storage(Op op, DType result, std::span<const Scalar> a, Fn& fn, Store store) {
+  auto h = [&](size_t k) { return store(static_cast<float>(a[k].f)); };
+  if (a.size() == 1) {
+    if constexpr (requires { fn(H{}); }) return box(result, fj_load(fn(h(0))));
+  } else if (a.size() == 2) {
+    if constexpr (requires { fn(H{}, H{}); }) return box(result, fj_load(fn(h(0), h(1))));
+  } else {
+    if constexpr (requires { fn(H{}, H{}, H{}); }) return box(result, fj_load(fn(h(0), h(1), h(2))));
+  }
+  unsupported(op, result);
+}
+
 }  // namespace
 
 Scalar eval_scalar(Op op, DType result, std::span<const Scalar> args) {
   check_args(op, result, args);
   if (op == Op::Cast) return cast(result, args[0]);
-  DType t = op == Op::Where ? args[1].dtype : args[0].dtype;
-
-  // One macro per arity: call fj_<fn> if it exists for the compute type, else InternalError.
-#define FJ_UN(E, FN)                                                                  \
-  case Op::E:                                                                         \
-    return with_ct(t, [&](auto z) -> Scalar {                                         \
-      using T = decltype(z);                                                          \
-      if constexpr (requires(T x) { FN(x); }) return box(result, FN(get<T>(args[0]))); \
-      else unsupported(op, t);                                                        \
-    });
-#define FJ_BIN(E, FN)                                                                 \
-  case Op::E:                                                                         \
-    return with_ct(t, [&](auto z) -> Scalar {                                         \
-      using T = decltype(z);                                                          \
-      if constexpr (requires(T x) { FN(x, x); })                                      \
-        return box(result, FN(get<T>(args[0]), get<T>(args[1])));                     \
-      else unsupported(op, t);                                                        \
-    });
-
-  switch (op) {
-    FJ_UN(Neg, fj_neg)
-    FJ_UN(Abs, fj_abs)
-    FJ_UN(Exp, fj_exp)
-    FJ_UN(Exp2, fj_exp2)
-    FJ_UN(Expm1, fj_expm1)
-    FJ_UN(Log, fj_log)
-    FJ_UN(Log2, fj_log2)
-    FJ_UN(Log10, fj_log10)
-    FJ_UN(Log1p, fj_log1p)
-    FJ_UN(Sqrt, fj_sqrt)
-    FJ_UN(Rsqrt, fj_rsqrt)
-    FJ_UN(Reciprocal, fj_reciprocal)
-    FJ_UN(Sin, fj_sin)
-    FJ_UN(Cos, fj_cos)
-    FJ_UN(Tan, fj_tan)
-    FJ_UN(Tanh, fj_tanh)
-    FJ_UN(Sigmoid, fj_sigmoid)
-    FJ_UN(Relu, fj_relu)
-    FJ_UN(Gelu, fj_gelu)
-    FJ_UN(GeluTanh, fj_gelu_tanh)
-    FJ_UN(Silu, fj_silu)
-    FJ_UN(Softplus, fj_softplus)
-    FJ_UN(Erf, fj_erf)
-    FJ_UN(Floor, fj_floor)
-    FJ_UN(Ceil, fj_ceil)
-    FJ_UN(Round, fj_round)
-    FJ_UN(Trunc, fj_trunc)
-    FJ_UN(Sign, fj_sign)
-    FJ_UN(IsNan, fj_isnan)
-    FJ_UN(IsInf, fj_isinf)
-    FJ_UN(LogicalNot, fj_logical_not)
-    FJ_BIN(Add, fj_add)
-    FJ_BIN(Sub, fj_sub)
-    FJ_BIN(Mul, fj_mul)
-    FJ_BIN(Div, fj_div)
-    FJ_BIN(Pow, fj_pow)
-    FJ_BIN(Maximum, fj_maximum)
-    FJ_BIN(Minimum, fj_minimum)
-    FJ_BIN(Fmax, fj_fmax)
-    FJ_BIN(Fmin, fj_fmin)
-    FJ_BIN(FloorDiv, fj_floordiv)
-    FJ_BIN(Mod, fj_mod)
-    FJ_BIN(Fmod, fj_fmod)
-    FJ_BIN(Atan2, fj_atan2)
-    FJ_BIN(Eq, fj_eq)
-    FJ_BIN(Ne, fj_ne)
-    FJ_BIN(Lt, fj_lt)
-    FJ_BIN(Le, fj_le)
-    FJ_BIN(Gt, fj_gt)
-    FJ_BIN(Ge, fj_ge)
-    FJ_BIN(LogicalAnd, fj_logical_and)
-    FJ_BIN(LogicalOr, fj_logical_or)
-    case Op::Where:
-      return with_ct(t, [&](auto z) -> Scalar {
-        using T = decltype(z);
-        return box(result, fj_where(get<bool>(args[0]), get<T>(args[1]), get<T>(args[2])));
-      });
-    case Op::Clamp:
-      return with_ct(t, [&](auto z) -> Scalar {
-        using T = decltype(z);
-        return box(result, fj_clamp(get<T>(args[0]), get<T>(args[1]), get<T>(args[2])));
-      });
-    case Op::Cast:
-    case Op::Input:
-    case Op::Param:
-    case Op::Const:
-    case Op::Sum: case Op::Mean: case Op::Prod: case Op::Amax: case Op::Amin:  // over tensors: ir/reduce.h
-      break;
-  }
-#undef FJ_UN
-#undef FJ_BIN
-  unsupported(op, t);
+  const DType t = args[op == Op::Where ? 1 : 0].dtype;
+  return with_op_fns(op, [&](auto fns) -> Scalar {
+    if (op_info(op).half == HalfForm::Storage && t == DType::F16) return call_storage<fj_f16>(op, result, args, fns.f16, fj_store_f16);
+    if (op_info(op).half == HalfForm::Storage && t == DType::BF16) return call_storage<fj_bf16>(op, result, args, fns.bf16, fj_store_bf16);
+    return with_ct(t, [&](auto z) -> Scalar { return call_ct<decltype(z)>(op, result, args, fns.fn); });
+  });
 }
 
 }  // namespace fusejit::ir

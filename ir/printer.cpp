@@ -53,23 +53,6 @@ std::string float_text(double v, DType dt) {
   return s;
 }
 
-// Binary ops that have an infix spelling (the parser maps these operators to the same nodes).
-const char* infix(Op op) {
-  switch (op) {
-    case Op::Add: return "+";
-    case Op::Sub: return "-";
-    case Op::Mul: return "*";
-    case Op::Div: return "/";
-    case Op::Lt: return "<";
-    case Op::Le: return "<=";
-    case Op::Gt: return ">";
-    case Op::Ge: return ">=";
-    case Op::Eq: return "==";
-    case Op::Ne: return "!=";
-    default: return nullptr;
-  }
-}
-
 struct Printer {
   const Graph& g;
   std::vector<std::string> names;   // printed name per node ("" for inlined constants)
@@ -104,10 +87,7 @@ struct Printer {
       else typed.push_back({a.dtype, a.shape.empty() ? Tier::ZeroDim : Tier::Dimensioned});
     }
     if (typed.empty()) return;
-    const DType common = result_type(typed);
-    DType operand = common;
-    if (info.rule == TypeRule::Float && !is_float(common)) operand = DType::F32;
-    if (info.rule == TypeRule::Logical) operand = DType::Bool;
+    const DType operand = rule_dtypes(info.rule, result_type(typed)).operand;
     for (int k : cand) {
       DType want = (info.rule == TypeRule::Where && k == 0) ? DType::Bool : operand;
       if (g.node(n.args[k]).dtype != want) return;
@@ -131,6 +111,34 @@ struct Printer {
 
   std::string operand(NodeId id) const {
     return inlined[id] ? print_scalar(g.node(id).value) : names[id];
+  }
+
+  // The statement that defines node `id`. Leaves and casts have their own syntax; every other op
+  // prints in its infix form (ir/ops.def) if it has one, else as a call.
+  std::string line(NodeId id) const {
+    const Node& n = g.node(id);
+    const std::string dt(dtype_name(n.dtype));
+    if (n.op == Op::Input) {
+      std::string s = "input " + names[id] + " : " + dt + "[";
+      for (size_t k = 0; k < n.shape.size(); ++k) {
+        if (k) s += ", ";
+        const Dim& d = n.shape[k];
+        s += d.sym >= 0 ? g.dims[d.sym].name : std::to_string(d.size);
+      }
+      s += "]";
+      if (const ValueRange& r = g.input_ranges[static_cast<size_t>(n.slot)]; r.set())
+        s += " range " + print_scalar(Scalar{DType::F64, r.lo, 0}) + ":" + print_scalar(Scalar{DType::F64, r.hi, 0});
+      return s + "\n";
+    }
+    if (n.op == Op::Param) return "param " + names[id] + " : " + dt + " = " + print_scalar(g.params[n.slot].default_value) + "\n";
+    if (n.op == Op::Const) return names[id] + " = cast(" + print_scalar(n.value) + ", " + dt + ")\n";
+    if (n.op == Op::Cast) return names[id] + " = cast(" + operand(n.args[0]) + ", " + dt + ")\n";
+    const std::string_view sym = op_info(n.op).infix;
+    if (!sym.empty()) return names[id] + " = " + operand(n.args[0]) + " " + std::string(sym) + " " + operand(n.args[1]) + "\n";
+    std::string s = names[id] + " = " + std::string(op_name(n.op)) + "(";
+    for (int k = 0; k < n.nargs; ++k) s += (k ? ", " : "") + operand(n.args[k]);
+    if (is_reduction(n.op)) s += reduce_args_text(n.red.axes, g.node(n.args[0]).shape.size(), n.red.keepdim);
+    return s + ")\n";
   }
 
   std::string run() {
@@ -160,52 +168,15 @@ struct Printer {
     std::string out;
     if (!g.name.empty()) out += "graph " + g.name + "\n";
     for (const DimDecl& d : g.dims) out += "dim " + d.name + " = " + std::to_string(d.value) + "\n";
-    for (NodeId id = 0; id < g.size(); ++id) {
-      const Node& n = g.node(id);
-      if (inlined[id]) continue;
-      switch (n.op) {
-        case Op::Input: {
-          out += "input " + names[id] + " : " + std::string(dtype_name(n.dtype)) + "[";
-          for (size_t k = 0; k < n.shape.size(); ++k) {
-            if (k) out += ", ";
-            const Dim& d = n.shape[k];
-            out += d.sym >= 0 ? g.dims[d.sym].name : std::to_string(d.size);
-          }
-          out += "]";
-          if (const ValueRange& r = g.input_ranges[static_cast<size_t>(n.slot)]; r.set())
-            out += " range " + print_scalar(Scalar{DType::F64, r.lo, 0}) + ":" + print_scalar(Scalar{DType::F64, r.hi, 0});
-          out += "\n";
-          break;
-        }
-        case Op::Param:
-          out += "param " + names[id] + " : " + std::string(dtype_name(n.dtype)) + " = " +
-                 print_scalar(g.params[n.slot].default_value) + "\n";
-          break;
-        case Op::Const:
-          out += names[id] + " = cast(" + print_scalar(n.value) + ", " + std::string(dtype_name(n.dtype)) + ")\n";
-          break;
-        case Op::Cast:
-          out += names[id] + " = cast(" + operand(n.args[0]) + ", " + std::string(dtype_name(n.dtype)) + ")\n";
-          break;
-        default: {
-          if (const char* sym = infix(n.op)) {
-            out += names[id] + " = " + operand(n.args[0]) + " " + sym + " " + operand(n.args[1]) + "\n";
-            break;
-          }
-          out += names[id] + " = " + std::string(op_name(n.op)) + "(";
-          for (int k = 0; k < n.nargs; ++k) out += (k ? ", " : "") + operand(n.args[k]);
-          if (is_reduction(n.op)) out += reduce_args_text(n.red.axes, g.node(n.args[0]).shape.size(), n.red.keepdim);
-          out += ")\n";
-        }
-      }
-    }
+    for (NodeId id = 0; id < g.size(); ++id)
+      if (!inlined[id]) out += line(id);
     // Outputs: an output named differently from its node goes through an alias line.
-    std::string line;
+    std::string outputs;
     for (const OutputDecl& o : g.outputs) {
       if (o.name != names[o.node]) out += o.name + " = " + names[o.node] + "\n";
     }
-    for (const OutputDecl& o : g.outputs) line += (line.empty() ? "output " : ", ") + o.name;
-    out += line + "\n";
+    for (const OutputDecl& o : g.outputs) outputs += (outputs.empty() ? "output " : ", ") + o.name;
+    out += outputs + "\n";
     return out;
   }
 };

@@ -1,5 +1,5 @@
-// Reference evaluator: node by node, each node's value by the fj_ function of its op (the same
-// code generated kernels run), looped over the broadcast output with typed inner loops.
+// Reference evaluator: node by node, each node's value by the fj_ function of its ir/ops.def row
+// (the same code generated kernels run), looped over the broadcast output with typed inner loops.
 #include "ir/reference.h"
 
 #include "ir/reduce.h"
@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "ir/scalar/fj_scalar.h"
+#include "ir/op_fns.h"
 
 namespace fusejit::ir {
 namespace {
@@ -188,33 +188,6 @@ void run_loop(Tensor& out, const Tensor* const* args, const Broadcast& bc, Fn fn
   });
 }
 
-// Calls k with an SFINAE-friendly functor for the node's fj_ function.
-template <class K>
-void with_fn(Op op, K&& k) {
-#define FJ_FNOBJ(E, FN) \
-  case Op::E: return k([](auto... x) -> decltype(FN(x...)) { return FN(x...); });
-  switch (op) {
-    FJ_FNOBJ(Neg, fj_neg) FJ_FNOBJ(Abs, fj_abs) FJ_FNOBJ(Exp, fj_exp) FJ_FNOBJ(Exp2, fj_exp2)
-    FJ_FNOBJ(Expm1, fj_expm1) FJ_FNOBJ(Log, fj_log) FJ_FNOBJ(Log2, fj_log2) FJ_FNOBJ(Log10, fj_log10)
-    FJ_FNOBJ(Log1p, fj_log1p) FJ_FNOBJ(Sqrt, fj_sqrt) FJ_FNOBJ(Rsqrt, fj_rsqrt) FJ_FNOBJ(Reciprocal, fj_reciprocal)
-    FJ_FNOBJ(Sin, fj_sin) FJ_FNOBJ(Cos, fj_cos) FJ_FNOBJ(Tan, fj_tan) FJ_FNOBJ(Tanh, fj_tanh)
-    FJ_FNOBJ(Sigmoid, fj_sigmoid) FJ_FNOBJ(Relu, fj_relu) FJ_FNOBJ(Gelu, fj_gelu) FJ_FNOBJ(GeluTanh, fj_gelu_tanh)
-    FJ_FNOBJ(Silu, fj_silu) FJ_FNOBJ(Softplus, fj_softplus) FJ_FNOBJ(Erf, fj_erf) FJ_FNOBJ(Floor, fj_floor)
-    FJ_FNOBJ(Ceil, fj_ceil) FJ_FNOBJ(Round, fj_round) FJ_FNOBJ(Trunc, fj_trunc) FJ_FNOBJ(Sign, fj_sign)
-    FJ_FNOBJ(IsNan, fj_isnan) FJ_FNOBJ(IsInf, fj_isinf) FJ_FNOBJ(LogicalNot, fj_logical_not)
-    FJ_FNOBJ(Add, fj_add) FJ_FNOBJ(Sub, fj_sub) FJ_FNOBJ(Mul, fj_mul) FJ_FNOBJ(Div, fj_div) FJ_FNOBJ(Pow, fj_pow)
-    FJ_FNOBJ(Maximum, fj_maximum) FJ_FNOBJ(Minimum, fj_minimum) FJ_FNOBJ(Fmax, fj_fmax) FJ_FNOBJ(Fmin, fj_fmin)
-    FJ_FNOBJ(FloorDiv, fj_floordiv) FJ_FNOBJ(Mod, fj_mod) FJ_FNOBJ(Fmod, fj_fmod) FJ_FNOBJ(Atan2, fj_atan2)
-    FJ_FNOBJ(Eq, fj_eq) FJ_FNOBJ(Ne, fj_ne) FJ_FNOBJ(Lt, fj_lt) FJ_FNOBJ(Le, fj_le) FJ_FNOBJ(Gt, fj_gt)
-    FJ_FNOBJ(Ge, fj_ge) FJ_FNOBJ(LogicalAnd, fj_logical_and) FJ_FNOBJ(LogicalOr, fj_logical_or)
-    FJ_FNOBJ(Where, fj_where) FJ_FNOBJ(Clamp, fj_clamp)
-    case Op::Cast: case Op::Input: case Op::Param: case Op::Const: break;
-  }
-#undef FJ_FNOBJ
-  FJ_CHECK(false, "reference: no function for op " + std::string(op_name(op)));
-}
-
-
 void eval_cast(const Node& n, Tensor& out, const Tensor* const* args, const Broadcast& bc) {
   with_dtype(args[0]->dtype, [&](auto d0) {
     constexpr DType D0 = decltype(d0)::value;
@@ -236,46 +209,63 @@ void eval_cast(const Node& n, Tensor& out, const Tensor* const* args, const Broa
   });
 }
 
+// Runs fn over the node with value dtype DV (result bool when to_bool): the typed loop whose
+// operand count and argument types fit the node; InternalError if fn has no such overload.
+template <DType DV, class Fn>
+void run_typed(const Node& n, Tensor& out, const Tensor* const* args, const Broadcast& bc, Fn fn, bool to_bool) {
+  using CT = typename St<DV>::CT;
+  auto go = [&](auto drt) {
+    constexpr DType DR = decltype(drt)::value;
+    using RT = typename St<DR>::CT;
+    if (n.op == Op::Where) {
+      if constexpr (requires { { fn(bool{}, CT{}, CT{}) } -> std::same_as<RT>; })
+        return run_loop<DR, DType::Bool, DV, 3>(out, args, bc, fn);
+    } else if (n.nargs == 1) {
+      if constexpr (requires { { fn(CT{}) } -> std::same_as<RT>; }) return run_loop<DR, DV, DV, 1>(out, args, bc, fn);
+    } else if (n.nargs == 2) {
+      if constexpr (requires { { fn(CT{}, CT{}) } -> std::same_as<RT>; }) return run_loop<DR, DV, DV, 2>(out, args, bc, fn);
+    } else {
+      if constexpr (requires { { fn(CT{}, CT{}, CT{}) } -> std::same_as<RT>; })
+        return run_loop<DR, DV, DV, 3>(out, args, bc, fn);
+    }
+    unsupported(n, DV);
+  };
+  if (to_bool) go(std::integral_constant<DType, DType::Bool>{});
+  else go(std::integral_constant<DType, DV>{});
+}
+
 void eval_node(const Node& n, Tensor& out, const Tensor* const* args) {
   const std::vector<int64_t>* sp[3] = {nullptr, nullptr, nullptr};
   for (int k = 0; k < n.nargs; ++k) sp[k] = &args[k]->shape;
   Broadcast bc(out.shape, std::span<const std::vector<int64_t>* const>(sp, n.nargs));
   if (n.op == Op::Cast) return eval_cast(n, out, args, bc);
 
-  const TypeRule rule = op_info(n.op).rule;
-  const bool to_bool = rule == TypeRule::Compare || rule == TypeRule::Logical || rule == TypeRule::Pred;
+  const OpInfo& info = op_info(n.op);
+  const bool to_bool = info.rule == TypeRule::Compare || info.rule == TypeRule::Logical || info.rule == TypeRule::Pred;
   const int vi = n.op == Op::Where ? 1 : 0;  // the operand whose dtype is the value dtype
   const DType dv = args[vi]->dtype;
   FJ_CHECK(n.dtype == (to_bool ? DType::Bool : dv),
-           "reference: node dtype does not follow its operands for " + std::string(op_name(n.op)));
+           "reference: node dtype does not follow its operands for " + std::string(info.name));
   for (int k = 0; k < n.nargs; ++k)
     if (k != 0 || n.op != Op::Where)
-      FJ_CHECK(args[k]->dtype == dv, "reference: operand dtypes differ for " + std::string(op_name(n.op)));
+      FJ_CHECK(args[k]->dtype == dv, "reference: operand dtypes differ for " + std::string(info.name));
   if (n.op == Op::Where) FJ_CHECK(args[0]->dtype == DType::Bool, "reference: where condition is not bool");
 
-  with_fn(n.op, [&](auto fn) {
+  with_op_fns(n.op, [&](auto fns) {
     with_dtype(dv, [&](auto dvt) {
       constexpr DType DV = decltype(dvt)::value;
-      using CT = typename St<DV>::CT;
-      auto go = [&](auto drt) {
-        constexpr DType DR = decltype(drt)::value;
-        using RT = typename St<DR>::CT;
-        if (n.op == Op::Where) {
-          if constexpr (requires { { fn(bool{}, CT{}, CT{}) } -> std::same_as<RT>; })
-            return run_loop<DR, DType::Bool, DV, 3>(out, args, bc, fn);
-        } else if (n.nargs == 1) {
-          if constexpr (requires { { fn(CT{}) } -> std::same_as<RT>; }) return run_loop<DR, DV, DV, 1>(out, args, bc, fn);
-        } else if (n.nargs == 2) {
-          if constexpr (requires { { fn(CT{}, CT{}) } -> std::same_as<RT>; })
-            return run_loop<DR, DV, DV, 2>(out, args, bc, fn);
-        } else {
-          if constexpr (requires { { fn(CT{}, CT{}, CT{}) } -> std::same_as<RT>; })
-            return run_loop<DR, DV, DV, 3>(out, args, bc, fn);
+      if constexpr (DV == DType::F16 || DV == DType::BF16) {
+        if (info.half == HalfForm::Storage) {
+          // The op on 16-bit storage values; operands are exact half values, so the conversions
+          // around it are exact.
+          auto& hfn = [&]() -> auto& { if constexpr (DV == DType::F16) return fns.f16; else return fns.bf16; }();
+          auto on_storage = [&hfn](auto... v) -> decltype(fj_load(hfn(St<DV>::store(v)...))) {
+            return fj_load(hfn(St<DV>::store(v)...));
+          };
+          return run_typed<DV>(n, out, args, bc, on_storage, false);
         }
-        unsupported(n, DV);
-      };
-      if (to_bool) go(std::integral_constant<DType, DType::Bool>{});
-      else go(dvt);
+      }
+      run_typed<DV>(n, out, args, bc, fns.fn, to_bool);
     });
   });
 }
@@ -322,19 +312,18 @@ std::vector<Tensor> evaluate_reference(const Graph& g, std::span<const Tensor> i
   std::vector<const Tensor*> val(n, nullptr);
   for (size_t i = 0; i < n; ++i) {
     const Node& nd = g.nodes[i];
-    switch (nd.op) {
-      case Op::Input: val[i] = &inputs[static_cast<size_t>(nd.slot)]; continue;
-      case Op::Param:
-      case Op::Const: {
-        Scalar v = nd.op == Op::Const ? nd.value
-                   : params.empty()   ? g.params[static_cast<size_t>(nd.slot)].default_value
-                                      : params[static_cast<size_t>(nd.slot)];
-        owned[i] = Tensor(nd.dtype, shape_sizes(nd.shape));
-        for (int64_t e = 0; e < owned[i].numel(); ++e) owned[i].set(e, v);
-        val[i] = &owned[i];
-        continue;
-      }
-      default: break;
+    if (nd.op == Op::Input) {
+      val[i] = &inputs[static_cast<size_t>(nd.slot)];
+      continue;
+    }
+    if (nd.op == Op::Param || nd.op == Op::Const) {
+      Scalar v = nd.op == Op::Const ? nd.value
+                 : params.empty()   ? g.params[static_cast<size_t>(nd.slot)].default_value
+                                    : params[static_cast<size_t>(nd.slot)];
+      owned[i] = Tensor(nd.dtype, shape_sizes(nd.shape));
+      for (int64_t e = 0; e < owned[i].numel(); ++e) owned[i].set(e, v);
+      val[i] = &owned[i];
+      continue;
     }
     const Tensor* args[3] = {nullptr, nullptr, nullptr};
     for (int k = 0; k < nd.nargs; ++k) {

@@ -67,7 +67,7 @@ void check_node(const Graph& g, NodeId id) {
       return;
     case TypeRule::Same:
       for (int k = 0; k < n.nargs; ++k) FJ_CHECK(dt(k) == n.dtype, where(g, id) + ": operand dtype differs from result");
-      FJ_CHECK(n.dtype != DType::Bool || defined_on_bool(n.op), where(g, id) + ": op not defined on bool");
+      FJ_CHECK(defined_on(n.op, n.dtype), where(g, id) + ": op not defined on its dtype");
       break;
     case TypeRule::Float:
       FJ_CHECK(is_float(n.dtype), where(g, id) + ": result must be floating point");

@@ -333,10 +333,11 @@ KernelSignature strided_signature(KernelGen& k) {
 }
 
 // The two forms of an f16/bf16 value in the element function: storage bits `vNh` (fj_f16/fj_bf16)
-// and their exact f32 value `vN`. Inputs arrive and outputs leave in storage form; add/sub/mul of
-// two halves compute in storage form (fj_add_f16 etc.: native instructions on the GPU, the same
-// bits as rounding the f32 result; see fj_scalar.h); every other op computes in f32 and rounds
-// once. A form is emitted only where some use needs it, so a half chain of add/mul never converts.
+// and their exact f32 value `vN`. Inputs arrive and outputs leave in storage form; ops whose
+// ir/ops.def half form is Storage (add, sub, mul, fma) compute on halves of their own dtype in
+// storage form (fj_add_f16 etc.: native instructions on the GPU, correctly rounded; see
+// fj_scalar.h); every other op computes in f32 and rounds once. A form is emitted only where some
+// use needs it, so a half chain of add/mul never converts.
 class HalfForms {
  public:
   enum class Form { Storage, Compute };
@@ -357,7 +358,7 @@ class HalfForms {
   // An add/sub/mul of halves of its own dtype, computed in storage form (strict mode only).
   bool native(const ir::Node& nd) const {
     if (k_.opts.fast_math || !ir::is_half(nd.dtype)) return false;
-    if (nd.op != ir::Op::Add && nd.op != ir::Op::Sub && nd.op != ir::Op::Mul) return false;
+    if (ir::op_info(nd.op).half != ir::HalfForm::Storage) return false;
     for (int j = 0; j < nd.nargs; ++j)
       if (k_.dtype(nd.arg(j)) != nd.dtype) return false;
     return true;
@@ -426,15 +427,16 @@ std::string compute_node(KernelGen& k, HalfForms& hf, ir::NodeId id) {
   const ir::Node& nd = k.g.node(id);
   FJ_CHECK(!ir::is_leaf(nd.op), "codegen: a leaf is listed among a group's nodes");
   const std::string note = fmt::format("  // {}{}\n", k.nm.describe(id), k.nm.where(nd));
-  if (hf.native(nd))
-    return hf.declare(id, Form::Storage,
-                      fmt::format("fj_{}_{}({}, {})", ir::op_name(nd.op), ir::dtype_name(nd.dtype), hf.hname(nd.arg(0)),
-                                  hf.hname(nd.arg(1))),
-                      note);
+  const std::string_view scalar_fn = ir::op_info(nd.op).scalar_fn;  // ir/ops.def; casts: fj_cvt_<dst>
+  if (hf.native(nd)) {
+    std::string hargs;
+    for (int j = 0; j < nd.nargs; ++j) hargs += (j ? ", " : "") + hf.hname(nd.arg(j));
+    return hf.declare(id, Form::Storage, fmt::format("{}_{}({})", scalar_fn, ir::dtype_name(nd.dtype), hargs), note);
+  }
   std::string args;
   for (int j = 0; j < nd.nargs; ++j) args += (j ? ", " : "") + k.nm.v(nd.arg(j));
-  const std::string fn = nd.op == ir::Op::Cast ? fmt::format("fj_cvt_{}", ir::dtype_name(nd.dtype))
-                                               : fmt::format("fj_{}", ir::op_name(nd.op));
+  const std::string fn = nd.op == ir::Op::Cast ? fmt::format("{}_{}", scalar_fn, ir::dtype_name(nd.dtype))
+                                               : std::string(scalar_fn);
   std::string value = fmt::format("{}({})", fn, args);
   if (hf.half(id) && !k.opts.fast_math && hf.needs_storage(id)) {
     // One rounding to storage form. A cast whose operand is held as an f32 value (f32, or a

@@ -83,47 +83,19 @@ double to_double(ir::DType t, uint64_t v) {
   }
 }
 
-// docs/ops.md, "GPU vs reference: ulp bounds": {f32, f64} tolerance of one call; composites are
-// the sum of their calls (sigmoid/silu: exp; softplus: exp + log1p; gelu: erf; gelu_tanh: tanh).
-struct OpBound {
-  int f32 = 0, f64 = 0;
-  bool composite = false;
-};
-
-OpBound op_bound(ir::Op op) {
-  using ir::Op;
-  switch (op) {
-    case Op::Exp: case Op::Exp2: return {3, 2};
-    case Op::Expm1: case Op::Log: case Op::Log1p: return {2, 2};
-    case Op::Log2: return {2, 3};
-    case Op::Log10: return {4, 3};
-    case Op::Sin: case Op::Cos: return {3, 3};
-    case Op::Tan: return {5, 3};
-    case Op::Tanh: return {4, 3};
-    case Op::Erf: return {3, 3};
-    case Op::Pow: case Op::Atan2: return {5, 3};
-    case Op::Sigmoid: case Op::Silu: return {3, 2, true};
-    case Op::Softplus: return {5, 4, true};
-    case Op::Gelu: return {3, 3, true};
-    case Op::GeluTanh: return {4, 3, true};
-    default: return {};
-  }
-}
+// docs/ops.md: composites near cancellation are compared within 2^-20 (f32) / 2^-48 (f64) times
+// max(1, |x|); f16/bf16 results get no absolute tolerance (their rounding absorbs the f32 error).
+double composite_abs_scale(ir::DType t) { return t == ir::DType::F64 ? 0x1p-48 : t == ir::DType::F32 ? 0x1p-20 : 0.0; }
 
 }  // namespace
 
-// Ops whose result jumps when an operand moves by one ulp: after an approximate value they can
-// turn a few-ulp difference into any difference (a flipped comparison, a rounding step).
-bool discontinuous(ir::Op op) {
-  using ir::Op;
-  switch (op) {
-    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Cast:
-    case Op::Floor: case Op::Ceil: case Op::Round: case Op::Trunc: case Op::Sign: case Op::IsNan: case Op::IsInf:
-    case Op::FloorDiv: case Op::Mod: case Op::Fmod: case Op::LogicalNot: case Op::LogicalAnd: case Op::LogicalOr:
-      return true;
-    default:
-      return false;
-  }
+OpTolerance gpu_op_tolerance(ir::Op op, ir::DType dtype) {
+  const ir::OpInfo& info = ir::op_info(op);
+  OpTolerance t;
+  if (!ir::is_float(dtype)) return t;  // integer and bool results are exact on every path
+  t.ulps = ir::is_half(dtype) ? info.ulp_half : dtype == ir::DType::F64 ? info.ulp_f64 : info.ulp_f32;
+  if (info.gpu == ir::OpAccuracy::Composite) t.abs_scale = composite_abs_scale(dtype);
+  return t;
 }
 
 OutputTolerance gpu_output_tolerance(const ir::Graph& g, ir::NodeId output) {
@@ -136,39 +108,35 @@ OutputTolerance gpu_output_tolerance(const ir::Graph& g, ir::NodeId output) {
     for (int k = 0; k < n.nargs; ++k) in_cone[static_cast<size_t>(n.arg(k))] = true;
   }
   const ir::DType out_t = g.node(output).dtype;
-  const bool f64 = out_t == ir::DType::F64;
-  std::vector<bool> approx(static_cast<size_t>(output) + 1, false);  // an approximate op in its cone
-  int64_t ulps = 0, calls = 0;
-  bool composite = false;
+  std::vector<bool> approx(static_cast<size_t>(output) + 1, false);  // a Math/Composite op in its cone
+  int64_t ulps = 0;
+  bool any_approx = false, composite = false;
   OutputTolerance t;
   for (ir::NodeId id = 0; id <= output; ++id) {
     if (!in_cone[static_cast<size_t>(id)]) continue;
     const ir::Node& n = g.node(id);
+    const ir::OpAccuracy acc = ir::op_info(n.op).gpu;
     bool arg_approx = false;
     for (int k = 0; k < n.nargs; ++k) arg_approx = arg_approx || approx[static_cast<size_t>(n.arg(k))];
     // (A cast to a float dtype only rounds: continuous. where/max/min/clamp/relu are continuous in
     // their float operands; an approximate condition of where() came through a comparison.)
-    if (arg_approx && discontinuous(n.op) && !(n.op == ir::Op::Cast && ir::is_float(n.dtype))) t.comparable = false;
-    const OpBound b = op_bound(n.op);
-    const int one = f64 ? b.f64 : b.f32;
-    if (one > 0) {
-      ++calls;
-      ulps += b.composite ? 4 * one : one;
-      composite = composite || b.composite;
+    if (arg_approx && acc == ir::OpAccuracy::Step && !(n.op == ir::Op::Cast && ir::is_float(n.dtype)))
+      t.comparable = false;
+    const bool own = acc == ir::OpAccuracy::Math || acc == ir::OpAccuracy::Composite;
+    if (own && ir::is_float(n.dtype)) {
+      any_approx = true;
+      ulps += gpu_op_tolerance(n.op, ir::is_float(out_t) ? out_t : n.dtype).ulps;
+      composite = composite || acc == ir::OpAccuracy::Composite;
     }
-    approx[static_cast<size_t>(id)] = one > 0 || arg_approx;
+    approx[static_cast<size_t>(id)] = (own && ir::is_float(n.dtype)) || arg_approx;
   }
-  if (calls == 0) return t;
+  if (!any_approx) return t;
   if (!ir::is_float(out_t)) {
     t.comparable = false;  // an integer or bool computed from approximate math
     return t;
   }
-  if (ir::is_half(out_t)) {
-    t.ulps = calls;
-    return t;
-  }
   t.ulps = ulps;
-  if (composite) t.abs_tolerance = f64 ? std::ldexp(1.0, -48) : std::ldexp(1.0, -20);
+  if (composite) t.abs_tolerance = composite_abs_scale(out_t);
   return t;
 }
 

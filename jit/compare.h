@@ -49,14 +49,26 @@ CompareResult compare_outputs(ir::DType dtype, std::span<const std::byte> expect
                               int64_t count, int64_t ulp_tolerance, std::string_view what = {},
                               std::span<const int64_t> shape = {}, double abs_tolerance = 0);
 
-// The tolerance of one graph output on the GPU against the reference evaluator, from the table in
-// docs/ops.md ("GPU vs reference: ulp bounds"), summed over every approximate op in the output's
-// cone (a conservative bound): ulps == 0 (exact) when the cone has only correctly rounded ops;
-// composite activations count 4x their calls and add abs_tolerance = 2^-20 (f32) / 2^-48 (f64);
-// f16/bf16 outputs get 1 half-ulp per approximate call. comparable == false when an approximate
-// value feeds an op that can turn a one-ulp change into any change (a comparison, a cast, floor,
-// max/min/clamp/relu, the condition of where(), ...) or when the output is an integer or bool
-// computed from approximate math: then only fused vs unfused (bitwise) is meaningful.
+// How far one op node's GPU result may lie from the reference result computed from the same
+// operand values: the op's row of ir/ops.def (columns gpu and ulp_*), which docs/ops.md ("GPU vs
+// reference: ulp bounds") lists and tests/test_op_table.cpp checks against it. Integer and bool
+// results, and Exact/Step ops, are exact (ulps 0: NaN matches NaN).
+struct OpTolerance {
+  // Maximum distance in ulps of the node's dtype (f32 and f64 columns; f16/bf16: ulp_half).
+  int64_t ulps = 0;
+  // Composite ops only: also accept |gpu - ref| <= abs_scale * max(|x|, 1), x the op's first
+  // operand: 2^-20 for f32, 2^-48 for f64, 0 otherwise (relative bounds fail near cancellation).
+  double abs_scale = 0.0;
+};
+OpTolerance gpu_op_tolerance(ir::Op op, ir::DType dtype);
+
+// The tolerance of one graph output on the GPU against the reference evaluator: the sum of
+// gpu_op_tolerance(op, output dtype) over every Math or Composite op in the output's cone (a
+// conservative bound), so ulps == 0 (exact) when the cone has only exact ops; abs_tolerance is the
+// composite one when the cone has a composite op. comparable == false when an approximate value
+// feeds a Step op that can turn a one-ulp change into any change (a comparison, a cast to an
+// integer, floor, ...) or when the output is an integer or bool computed from approximate math:
+// then only fused vs unfused (bitwise) is meaningful.
 struct OutputTolerance {
   int64_t ulps = 0;
   double abs_tolerance = 0;

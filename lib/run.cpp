@@ -16,7 +16,6 @@
 #include "fusejit/report.h"
 #include "lib/internal.h"
 #include "lib/report_format.h"
-#include "lib/tolerance.h"
 
 namespace fusejit {
 namespace {
@@ -216,7 +215,7 @@ std::optional<ir::Tensor> reference_of_node(const ir::Graph& g, ir::NodeId id, c
 
 // Composite activations near cancellation: accepted element by element within the ulp bound or
 // within abs_scale * max(|x|, 1), x the first operand (docs/ops.md).
-bool within_abs_bound(ir::DType dtype, const ir::Tensor& ref, Bytes got, const ir::Tensor& x, const OpTolerance& tol) {
+bool within_abs_bound(ir::DType dtype, const ir::Tensor& ref, Bytes got, const ir::Tensor& x, const jit::OpTolerance& tol) {
   const size_t esz = static_cast<size_t>(ir::dtype_size(dtype));
   for (int64_t i = 0; i < ref.numel(); ++i) {
     const double rv = ref.get(i).f, gv = ir::load_element(dtype, got.data() + static_cast<size_t>(i) * esz).f;
@@ -249,7 +248,7 @@ CheckReport per_op_check(const ir::Graph& g, const std::vector<ir::Tensor>& inpu
     std::vector<ir::Tensor> operands;
     std::optional<ir::Tensor> ref = reference_of_node(g, id, inputs, params, value, operands);
     if (!ref) continue;
-    const OpTolerance tol = gpu_op_tolerance(n.op, n.dtype);
+    const jit::OpTolerance tol = jit::gpu_op_tolerance(n.op, n.dtype);
     const Bytes got = value[static_cast<size_t>(id)]->data();
     const jit::CompareResult cr =
         jit::compare_outputs(n.dtype, ref->data, got, ir::num_elements(n.shape), tol.ulps, "v" + std::to_string(id));

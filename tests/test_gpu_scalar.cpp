@@ -1,8 +1,8 @@
 // fj_scalar.h on a real GPU vs the same header on the host (label `gpu`; exits 77 = skipped where
-// there is no driver or device). Every float op runs on hard and random inputs in f32, f64 and
-// f16; integer ops and casts too. Exact ops (arithmetic, division, sqrt, rsqrt, rounding, fmod,
-// floordiv, mod, comparisons, casts, half rounding, integer ops) must agree bit for bit; math
-// library ops within the ulp tolerances of docs/ops.md. Self-contained: dlopens libcuda itself.
+// there is no driver or device). Every op of ir/ops.def that the header defines on floats runs on
+// hard and random inputs in f32, f64, f16 and bf16; every op defined on integers on i8/u8/i32/i64;
+// casts too. Exact and Step ops must agree bit for bit; Math and Composite ops within their
+// ir/ops.def tolerance (jit::gpu_op_tolerance, listed in docs/ops.md). Dlopens libcuda itself.
 #include <doctest/doctest.h>
 #include <dlfcn.h>
 #include <nvrtc.h>
@@ -18,7 +18,18 @@
 #include <string>
 #include <vector>
 
-#include "ir/scalar/fj_scalar.h"
+#include "ir/op_fns.h"
+#include "jit/compare.h"
+
+using namespace fusejit;
+using ir::HalfForm;
+using ir::Op;
+using ir::op_arity;
+using ir::op_info;
+using ir::op_name;
+using ir::with_op_fns;
+using ir::kNumOps;
+using ir::is_leaf;
 
 namespace {
 
@@ -56,55 +67,80 @@ template <class F> bool sym(void* h, F& f, const char* name) {
 
 #define CU_OK(call) REQUIRE((call) == 0)
 
-// ---- the op list (X-macro shared by the kernel text and the host evaluation) ----
-// X(name, arity, expression on x y z, tol_f32, tol_f64, composite)
-#define FJ_FLOAT_OPS(X)                                     \
-  X(neg, fj_neg(x), 0, 0, 0) X(abs, fj_abs(x), 0, 0, 0)     \
-  X(exp, fj_exp(x), 3, 2, 0) X(exp2, fj_exp2(x), 3, 2, 0)   \
-  X(expm1, fj_expm1(x), 2, 2, 0) X(log, fj_log(x), 2, 2, 0) \
-  X(log2, fj_log2(x), 2, 3, 0) X(log10, fj_log10(x), 4, 3, 0) \
-  X(log1p, fj_log1p(x), 2, 2, 0) X(sqrt, fj_sqrt(x), 0, 0, 0) \
-  X(rsqrt, fj_rsqrt(x), 0, 0, 0) X(reciprocal, fj_reciprocal(x), 0, 0, 0) \
-  X(sin, fj_sin(x), 3, 3, 0) X(cos, fj_cos(x), 3, 3, 0) X(tan, fj_tan(x), 5, 3, 0) \
-  X(tanh, fj_tanh(x), 4, 3, 0) X(erf, fj_erf(x), 3, 3, 0) \
-  X(sigmoid, fj_sigmoid(x), 12, 8, 1) X(silu, fj_silu(x), 12, 8, 1) X(softplus, fj_softplus(x), 20, 16, 1) \
-  X(gelu, fj_gelu(x), 12, 12, 1) X(gelu_tanh, fj_gelu_tanh(x), 16, 12, 1) \
-  X(relu, fj_relu(x), 0, 0, 0) X(floor, fj_floor(x), 0, 0, 0) X(ceil, fj_ceil(x), 0, 0, 0) \
-  X(round, fj_round(x), 0, 0, 0) X(trunc, fj_trunc(x), 0, 0, 0) X(sign, fj_sign(x), 0, 0, 0) \
-  X(isnan, (T)fj_isnan(x), 0, 0, 0) X(isinf, (T)fj_isinf(x), 0, 0, 0) \
-  X(add, fj_add(x, y), 0, 0, 0) X(sub, fj_sub(x, y), 0, 0, 0) X(mul, fj_mul(x, y), 0, 0, 0) \
-  X(div, fj_div(x, y), 0, 0, 0) X(pow, fj_pow(x, y), 5, 3, 0) \
-  X(maximum, fj_maximum(x, y), 0, 0, 0) X(minimum, fj_minimum(x, y), 0, 0, 0) \
-  X(fmax, fj_fmax(x, y), 0, 0, 0) X(fmin, fj_fmin(x, y), 0, 0, 0) \
-  X(floordiv, fj_floordiv(x, y), 0, 0, 0) X(mod, fj_mod(x, y), 0, 0, 0) X(fmod, fj_fmod(x, y), 0, 0, 0) \
-  X(atan2, fj_atan2(x, y), 5, 3, 0) X(lt, (T)fj_lt(x, y), 0, 0, 0) X(eq, (T)fj_eq(x, y), 0, 0, 0) \
-  X(where, fj_where(x > y, y, z), 0, 0, 0) X(clamp, fj_clamp(x, y, z), 0, 0, 0)
+// ---- the op lists, derived from ir/ops.def: every op the host header defines on the type ----
+template <class R, class T> constexpr bool ok_ret = std::is_same_v<R, T> || std::is_same_v<R, bool>;
 
-#define FJ_INT_OPS(X)                                                                              \
-  X(add, fj_add(x, y)) X(sub, fj_sub(x, y)) X(mul, fj_mul(x, y)) X(neg, fj_neg(x)) X(abs, fj_abs(x)) \
-  X(floordiv, fj_floordiv(x, y)) X(mod, fj_mod(x, y)) X(fmod, fj_fmod(x, y)) X(pow, fj_pow(x, y))    \
-  X(maximum, fj_maximum(x, y)) X(minimum, fj_minimum(x, y)) X(clamp, fj_clamp(x, y, z))              \
-  X(sign, fj_sign(x)) X(relu, fj_relu(x)) X(lt, (T)fj_lt(x, y))
+// Calls fns.fn on x, y, z (as many as the op's arity; where: x > y, y, z) in compute type T, the
+// result converted to T (comparisons give 0/1). has == false when the header has no exact-type
+// overload for T.
+template <class T, class Fns>
+T call_op(Op op, const Fns& fns, T x, T y, T z, bool* has = nullptr) {
+  if (has) *has = true;
+  if (op == Op::Where) {
+    if constexpr (requires { fns.fn(bool{}, T{}, T{}); })
+      if constexpr (ok_ret<decltype(fns.fn(bool{}, T{}, T{})), T>) return (T)fns.fn(x > y, y, z);
+  } else if (op_arity(op) == 1) {
+    if constexpr (requires { fns.fn(T{}); })
+      if constexpr (ok_ret<decltype(fns.fn(T{})), T>) return (T)fns.fn(x);
+  } else if (op_arity(op) == 2) {
+    if constexpr (requires { fns.fn(T{}, T{}); })
+      if constexpr (ok_ret<decltype(fns.fn(T{}, T{})), T>) return (T)fns.fn(x, y);
+  } else if (op_arity(op) == 3) {
+    if constexpr (requires { fns.fn(T{}, T{}, T{}); })
+      if constexpr (ok_ret<decltype(fns.fn(T{}, T{}, T{})), T>) return (T)fns.fn(x, y, z);
+  }
+  if (has) *has = false;
+  return T(0);
+}
+
+// Storage-form half ops on 16-bit values (ir/ops.def half == Storage); H is fj_f16 or fj_bf16.
+template <class H, class Fns>
+H call_storage(Op op, const Fns& fns, H x, H y, H z) {
+  auto& f = [&]() -> auto& { if constexpr (std::is_same_v<H, fj_f16>) return fns.f16; else return fns.bf16; }();
+  if (op_arity(op) == 1) { if constexpr (requires { f(H{}); }) return f(x); }
+  else if (op_arity(op) == 2) { if constexpr (requires { f(H{}, H{}); }) return f(x, y); }
+  else { if constexpr (requires { f(H{}, H{}, H{}); }) return f(x, y, z); }
+  FAIL("no storage-form function for " << op_name(op));
+  return x;
+}
+
+// The non-leaf ops (casts have their own test) that the header defines on compute type T.
+template <class T> std::vector<Op> ops_on() {
+  std::vector<Op> out;
+  for (int k = 0; k < kNumOps; ++k) {
+    const Op op = static_cast<Op>(k);
+    if (is_leaf(op) || op == Op::Cast) continue;
+    bool has = false;
+    with_op_fns(op, [&](auto fns) { call_op<T>(op, fns, T(0), T(0), T(0), &has); });
+    if (has) out.push_back(op);
+  }
+  return out;
+}
+std::vector<Op> storage_ops() {
+  std::vector<Op> out;
+  for (int k = 0; k < kNumOps; ++k)
+    if (op_info(static_cast<Op>(k)).half == HalfForm::Storage) out.push_back(static_cast<Op>(k));
+  return out;
+}
+
+template <class T> T host_op(Op op, T x, T y, T z) {
+  return with_op_fns(op, [&](auto fns) { return call_op<T>(op, fns, x, y, z); });
+}
+
+// The device expression for op on x, y, z in compute type T (T is a typedef in the kernel).
+std::string device_expr(Op op, const char* x, const char* y, const char* z) {
+  std::string e = "(T)" + std::string(op_info(op).scalar_fn) + "(";
+  if (op == Op::Where) return e + x + " > " + y + ", " + y + ", " + z + ")";
+  const char* v[3] = {x, y, z};
+  for (int a = 0; a < op_arity(op); ++a) e += (a ? ", " : "") + std::string(v[a]);
+  return e + ")";
+}
 
 #define FJ_CASTS(X)                                                                                    \
   X(bool, (double)fj_cvt_bool(x)) X(i8, (double)fj_cvt_i8(x)) X(u8, (double)fj_cvt_u8(x))                \
   X(i32, (double)fj_cvt_i32(x)) X(i64_hi, (double)(fj_cvt_i64(x) >> 20)) X(i64_lo, (double)(fj_cvt_i64(x) & 0xfffff)) \
   X(f16, (double)fj_cvt_f16(x)) X(bf16, (double)fj_cvt_bf16(x)) X(f32, (double)fj_cvt_f32(x)) X(f64, (double)fj_cvt_f64(x))
 
-template <class T> T host_float(int op, T x, T y, T z) {
-  int k = 0;
-#define X(name, expr, t32, t64, comp) if (op == k++) return expr;
-  FJ_FLOAT_OPS(X)
-#undef X
-  return T(0);
-}
-template <class T> T host_int(int op, T x, T y, T z) {
-  int k = 0;
-#define X(name, expr) if (op == k++) return expr;
-  FJ_INT_OPS(X)
-#undef X
-  return T(0);
-}
 template <class T> double host_cast(int op, T x) {
   int k = 0;
 #define X(name, expr) if (op == k++) return expr;
@@ -121,44 +157,57 @@ std::string kernel_source() {
   std::stringstream ss;
   ss << f.rdbuf();
   std::string s = ss.str();
-  auto float_kernel = [&](const char* name, const char* T, const char* S, const char* load, const char* store) {
+  // One switch case per op the header defines on the type (ops_on); f16/bf16 kernels compute in
+  // f32 and round once, except Storage-form ops, which run on the 16-bit values.
+  auto float_kernel = [&](const char* name, const char* T, const char* S, const char* load, const char* store,
+                          const std::vector<Op>& ops, const char* half) {
     s += std::string("\nextern \"C\" __global__ void ") + name + "(int op, const " + S + "* a, const " + S + "* b, const " +
          S + "* c, " + S + "* o, int n) {\n  typedef " + T + " T;\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
          "  if (i >= n) return;\n  T x = " + load + "(a[i]), y = " + load + "(b[i]), z = " + load + "(c[i]);\n  T r = 0;\n"
          "  switch (op) {\n";
-    int k = 0;
-#define X(nm, expr, t32, t64, comp) s += "    case " + std::to_string(k++) + ": r = " #expr "; break;\n";
-    FJ_FLOAT_OPS(X)
-#undef X
+    for (size_t k = 0; k < ops.size(); ++k) {
+      if (half && op_info(ops[k]).half == HalfForm::Storage) {
+        std::string call = std::string(op_info(ops[k]).scalar_fn) + "_" + half + "(a[i]";
+        for (int j = 1; j < op_arity(ops[k]); ++j) call += j == 1 ? ", b[i]" : ", c[i]";
+        s += "    case " + std::to_string(k) + ": o[i] = " + call + "); return;\n";
+      } else {
+        s += "    case " + std::to_string(k) + ": r = " + device_expr(ops[k], "x", "y", "z") + "; break;\n";
+      }
+    }
     s += std::string("  }\n  o[i] = ") + store + "(r);\n}\n";
   };
   s += "\n__device__ float fj_id(float v) { return v; }\n__device__ double fj_idd(double v) { return v; }\n";
-  float_kernel("k_f32", "float", "float", "fj_id", "fj_id");
-  float_kernel("k_f64", "double", "double", "fj_idd", "fj_idd");
-  float_kernel("k_f16", "float", "fj_f16", "fj_load", "fj_store_f16");
-  float_kernel("k_bf16", "float", "fj_bf16", "fj_load", "fj_store_bf16");
-  // Half add/sub/mul in storage form: the native PTX instructions (f16 on sm_53+, bf16 on sm_90+).
+  float_kernel("k_f32", "float", "float", "fj_id", "fj_id", ops_on<float>(), nullptr);
+  float_kernel("k_f64", "double", "double", "fj_idd", "fj_idd", ops_on<double>(), nullptr);
+  float_kernel("k_f16", "float", "fj_f16", "fj_load", "fj_store_f16", ops_on<float>(), "f16");
+  float_kernel("k_bf16", "float", "fj_bf16", "fj_load", "fj_store_bf16", ops_on<float>(), "bf16");
+  // Storage-form half ops alone: the native PTX instructions (add/sub/mul.rn.f16 on sm_53+, .bf16
+  // on sm_90+; fma.rn.f16 on sm_53+, .bf16 on sm_80+).
   for (const char* h : {"f16", "bf16"}) {
     const std::string t = std::string("fj_") + h;
     s += "\nextern \"C\" __global__ void k_native_" + std::string(h) + "(int op, const " + t + "* a, const " + t +
          "* b, const " + t + "* c, " + t + "* o, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-         "  if (i >= n) return;\n  o[i] = op == 0 ? fj_add_" + h + "(a[i], b[i]) : op == 1 ? fj_sub_" + h +
-         "(a[i], b[i]) : fj_mul_" + h + "(a[i], b[i]);\n}\n";
+         "  if (i >= n) return;\n  switch (op) {\n";
+    const std::vector<Op> st = storage_ops();
+    for (size_t k = 0; k < st.size(); ++k) {
+      std::string call = std::string(op_info(st[k]).scalar_fn) + "_" + h + "(a[i]";
+      for (int j = 1; j < op_arity(st[k]); ++j) call += j == 1 ? ", b[i]" : ", c[i]";
+      s += "    case " + std::to_string(k) + ": o[i] = " + call + "); break;\n";
+    }
+    s += "  }\n}\n";
   }
-  auto int_kernel = [&](const char* name, const char* T) {
+  auto int_kernel = [&](const char* name, const char* T, const std::vector<Op>& ops) {
     s += std::string("\nextern \"C\" __global__ void ") + name + "(int op, const " + T + "* a, const " + T + "* b, const " +
          T + "* c, " + T + "* o, int n) {\n  typedef " + T + " T;\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
          "  if (i >= n) return;\n  T x = a[i], y = b[i], z = c[i];\n  T r = 0;\n  switch (op) {\n";
-    int k = 0;
-#define X(nm, expr) s += "    case " + std::to_string(k++) + ": r = " #expr "; break;\n";
-    FJ_INT_OPS(X)
-#undef X
+    for (size_t k = 0; k < ops.size(); ++k)
+      s += "    case " + std::to_string(k) + ": r = " + device_expr(ops[k], "x", "y", "z") + "; break;\n";
     s += "  }\n  o[i] = r;\n}\n";
   };
-  int_kernel("k_i8", "signed char");
-  int_kernel("k_u8", "unsigned char");
-  int_kernel("k_i32", "int");
-  int_kernel("k_i64", "long long");
+  int_kernel("k_i8", "signed char", ops_on<signed char>());
+  int_kernel("k_u8", "unsigned char", ops_on<unsigned char>());
+  int_kernel("k_i32", "int", ops_on<int>());
+  int_kernel("k_i64", "long long", ops_on<long long>());
   auto cast_kernel = [&](const char* name, const char* T) {
     s += std::string("\nextern \"C\" __global__ void ") + name + "(int op, const " + T + "* a, double* o, int n) {\n"
          "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= n) return;\n  " + T + " x = a[i];\n  double r = 0;\n"
@@ -290,70 +339,52 @@ template <class T> std::vector<T> inputs(uint64_t seed, size_t n) {
   return v;
 }
 
-const char* kFloatNames[] = {
-#define X(name, expr, t32, t64, comp) #name,
-    FJ_FLOAT_OPS(X)
-#undef X
-};
-const int kTol32[] = {
-#define X(name, expr, t32, t64, comp) t32,
-    FJ_FLOAT_OPS(X)
-#undef X
-};
-const int kTol64[] = {
-#define X(name, expr, t32, t64, comp) t64,
-    FJ_FLOAT_OPS(X)
-#undef X
-};
-const int kComposite[] = {
-#define X(name, expr, t32, t64, comp) comp,
-    FJ_FLOAT_OPS(X)
-#undef X
-};
-constexpr int kNumFloatOps = sizeof(kTol32) / sizeof(int);
-
 template <class T>
-void check_float(const char* kernel, const int* tol, double abs_tol) {
+void check_float(const char* kernel, ir::DType dtype) {
   const size_t n = 1 << 16;
   std::vector<T> a = inputs<T>(1, n), b = inputs<T>(2, n), c = inputs<T>(3, n);
-  for (int op = 0; op < kNumFloatOps; ++op) {
-    CAPTURE(kFloatNames[op]);
-    std::vector<T> g = launch<T, T>(kernel, op, a, &b, &c);
+  const std::vector<Op> ops = ops_on<T>();
+  for (size_t op = 0; op < ops.size(); ++op) {
+    const std::string name(op_name(ops[op]));
+    CAPTURE(name);
+    const jit::OpTolerance tol = jit::gpu_op_tolerance(ops[op], dtype);
+    std::vector<T> g = launch<T, T>(kernel, static_cast<int>(op), a, &b, &c);
     size_t bad = 0;
     uint64_t worst = 0;
     for (size_t i = 0; i < n; ++i) {
-      T h = host_float<T>(op, a[i], b[i], c[i]);
+      T h = host_op<T>(ops[op], a[i], b[i], c[i]);
       bool ok;
-      if (tol[op] == 0) ok = same_bits(h, g[i]);
+      if (tol.ulps == 0) ok = same_bits(h, g[i]);
       else {
         uint64_t d = ulp_dist(h, g[i]);
-        ok = d <= static_cast<uint64_t>(tol[op]);
-        if (!ok && kComposite[op] && std::isfinite(h) && std::isfinite(g[i]))
+        ok = d <= static_cast<uint64_t>(tol.ulps);
+        if (!ok && tol.abs_scale > 0 && std::isfinite(h) && std::isfinite(g[i]))
           ok = std::fabs(static_cast<double>(h) - static_cast<double>(g[i])) <=
-               abs_tol * std::max(1.0, std::fabs(static_cast<double>(a[i])));
+               tol.abs_scale * std::max(1.0, std::fabs(static_cast<double>(a[i])));
         if (d != ~0ull) worst = std::max(worst, d);
       }
       if (!ok && bad++ < 3)
-        MESSAGE(std::string(kernel) << " " << std::string(kFloatNames[op]) << "(" << a[i] << ", " << b[i] << ", " << c[i] << "): host " << h
+        MESSAGE(std::string(kernel) << " " << name << "(" << a[i] << ", " << b[i] << ", " << c[i] << "): host " << h
                        << " gpu " << g[i]);
     }
-    if (tol[op]) MESSAGE(std::string(kernel) << " " << std::string(kFloatNames[op]) << ": max ulp difference " << worst);
+    if (tol.ulps) MESSAGE(std::string(kernel) << " " << name << ": max ulp difference " << worst);
     CHECK(bad == 0);
   }
 }
 
 }  // namespace
 
-TEST_CASE("f32 ops on the GPU match the host within docs/ops.md's tolerances") {
-  check_float<float>("k_f32", kTol32, 0x1.0p-20);
+TEST_CASE("f32 ops on the GPU match the host within ir/ops.def's tolerances") {
+  check_float<float>("k_f32", ir::DType::F32);
 }
 
-TEST_CASE("f64 ops on the GPU match the host within docs/ops.md's tolerances") {
-  check_float<double>("k_f64", kTol64, 0x1.0p-48);
+TEST_CASE("f64 ops on the GPU match the host within ir/ops.def's tolerances") {
+  check_float<double>("k_f64", ir::DType::F64);
 }
 
-TEST_CASE("f16 and bf16 nodes (computed in f32, rounded per node) on the GPU") {
+TEST_CASE("f16 and bf16 nodes (computed in f32, rounded per node; Storage ops on 16 bits) on the GPU") {
   const size_t n = 1 << 16;
+  const std::vector<Op> ops = ops_on<float>();
   for (int half = 0; half < 2; ++half) {
     std::vector<float> fa = inputs<float>(4, n), fb = inputs<float>(5, n), fc = inputs<float>(6, n);
     std::vector<unsigned short> a(n), b(n), c(n);
@@ -363,64 +394,74 @@ TEST_CASE("f16 and bf16 nodes (computed in f32, rounded per node) on the GPU") {
       c[i] = half ? fj_store_bf16(fc[i]).bits : fj_store_f16(fc[i]).bits;
     }
     auto load = [&](unsigned short v) { return half ? fj_load(fj_bf16{v}) : fj_load(fj_f16{v}); };
-    for (int op = 0; op < kNumFloatOps; ++op) {
-      CAPTURE(kFloatNames[op]);
+    // The host's value: Storage ops on the 16-bit values, every other op in f32 rounded once.
+    auto host = [&](Op op, size_t i) -> unsigned short {
+      if (op_info(op).half == HalfForm::Storage)
+        return with_op_fns(op, [&](auto fns) -> unsigned short {
+          if (half) return call_storage<fj_bf16>(op, fns, fj_bf16{a[i]}, fj_bf16{b[i]}, fj_bf16{c[i]}).bits;
+          return call_storage<fj_f16>(op, fns, fj_f16{a[i]}, fj_f16{b[i]}, fj_f16{c[i]}).bits;
+        });
+      const float r = host_op<float>(op, load(a[i]), load(b[i]), load(c[i]));
+      return half ? fj_store_bf16(r).bits : fj_store_f16(r).bits;
+    };
+    for (size_t op = 0; op < ops.size(); ++op) {
+      const std::string name(op_name(ops[op]));
+      CAPTURE(name);
       CAPTURE(half);
-      std::vector<unsigned short> g = launch<unsigned short, unsigned short>(half ? "k_bf16" : "k_f16", op, a, &b, &c);
+      const jit::OpTolerance tol = jit::gpu_op_tolerance(ops[op], half ? ir::DType::BF16 : ir::DType::F16);
+      std::vector<unsigned short> g =
+          launch<unsigned short, unsigned short>(half ? "k_bf16" : "k_f16", static_cast<int>(op), a, &b, &c);
       size_t bad = 0;
       for (size_t i = 0; i < n; ++i) {
-        float r = host_float<float>(op, load(a[i]), load(b[i]), load(c[i]));
-        unsigned short h = half ? fj_store_bf16(r).bits : fj_store_f16(r).bits;
+        const unsigned short h = host(ops[op], i);
         float hv = load(h), gv = load(g[i]);
-        // Exact ops: identical bits (any NaN matches). Math ops: at most 1 half ulp apart (f32
-        // differences only show when the value sits next to a rounding boundary).
-        bool ok = kTol32[op] == 0 ? (h == g[i] || (std::isnan(hv) && std::isnan(gv)))
-                                  : (std::isnan(hv) && std::isnan(gv)) ||
-                                        (!std::isnan(hv) && !std::isnan(gv) &&
-                                         (h == g[i] || (((h ^ g[i]) & 0x8000) == 0 &&
-                                                        std::abs(static_cast<int>(h & 0x7fff) - static_cast<int>(g[i] & 0x7fff)) <= 1)));
-        // Composites near cancellation: the absolute tolerance of docs/ops.md.
-        if (!ok && kComposite[op] && std::isfinite(hv) && std::isfinite(gv))
+        // Exact ops: identical bits (any NaN matches). Math ops: at most ulp_half half ulps apart
+        // (f32 differences only show when the value sits next to a rounding boundary).
+        bool ok = (std::isnan(hv) && std::isnan(gv)) || h == g[i] ||
+                  (tol.ulps > 0 && !std::isnan(hv) && !std::isnan(gv) && ((h ^ g[i]) & 0x8000) == 0 &&
+                   std::abs(static_cast<int>(h & 0x7fff) - static_cast<int>(g[i] & 0x7fff)) <= tol.ulps);
+        // Composites near cancellation: the f32 absolute tolerance of docs/ops.md.
+        if (!ok && op_info(ops[op]).gpu == ir::OpAccuracy::Composite && std::isfinite(hv) && std::isfinite(gv))
           ok = std::fabs(static_cast<double>(hv) - gv) <= 0x1.0p-20 * std::max(1.0, std::fabs(static_cast<double>(load(a[i]))));
-        if (!ok && bad++ < 3) MESSAGE(std::string(kFloatNames[op]) << " half " << half << ": host " << hv << " gpu " << gv);
+        if (!ok && bad++ < 3) MESSAGE(name << " half " << half << ": host " << hv << " gpu " << gv);
       }
       CHECK(bad == 0);
     }
   }
 }
 
-// Every f16/bf16 pattern as a against 128 b patterns (all exponents, signs, zeros, subnormals,
-// infinities, NaNs): the device's native half add/sub/mul give the host's bits (f32 op, one
-// rounding), NaN payloads aside. This is what lets generated kernels keep half chains in storage
-// form (ir/scalar/fj_scalar.h).
-TEST_CASE("native f16/bf16 add, sub, mul on the GPU equal the per-node rule bit for bit") {
+// Every f16/bf16 pattern as a against 128 b (and c) patterns (all exponents, signs, zeros,
+// subnormals, infinities, NaNs): the device's native half instructions for the Storage-form ops
+// (add, sub, mul, fma, ...) give the host's bits (correctly rounded), NaN payloads aside. This is
+// what lets generated kernels keep half chains in storage form (ir/scalar/fj_scalar.h).
+TEST_CASE("native f16/bf16 Storage-form ops on the GPU equal the host bit for bit") {
   std::vector<unsigned short> bs = {0x7c00, 0xfc00, 0x7f80, 0xff80, 0x8000, 0x0001, 0x8001, 0x3c00, 0x7bff, 0x7f7f, 0x0400};
   for (unsigned b = 0; bs.size() < 128; b += 523) bs.push_back(static_cast<unsigned short>(b & 0xffff));
-  std::vector<unsigned short> a, b;
+  std::vector<unsigned short> a, b, c;
   for (unsigned x = 0; x < 65536; ++x)
-    for (unsigned short y : bs) {
+    for (size_t j = 0; j < bs.size(); ++j) {
       a.push_back(static_cast<unsigned short>(x));
-      b.push_back(y);
+      b.push_back(bs[j]);
+      c.push_back(bs[(j * 37 + x) % bs.size()]);
     }
+  const std::vector<Op> st = storage_ops();
   for (int bf = 0; bf < 2; ++bf) {
     auto nan = [&](unsigned v) { return (v & 0x7fffu) > (bf ? 0x7f80u : 0x7c00u); };
-    for (int op = 0; op < 3; ++op) {
+    for (size_t op = 0; op < st.size(); ++op) {
+      const std::string name(op_name(st[op]));
       CAPTURE(bf);
-      CAPTURE(op);
-      std::vector<unsigned short> g = launch<unsigned short, unsigned short>(bf ? "k_native_bf16" : "k_native_f16", op, a, &b, &b);
+      CAPTURE(name);
+      std::vector<unsigned short> g =
+          launch<unsigned short, unsigned short>(bf ? "k_native_bf16" : "k_native_f16", static_cast<int>(op), a, &b, &c);
       size_t bad = 0;
-      for (size_t i = 0; i < a.size(); ++i) {
-        unsigned h;
-        if (bf) {
-          const fj_bf16 x{a[i]}, y{b[i]};
-          h = (op == 0 ? fj_add_bf16(x, y) : op == 1 ? fj_sub_bf16(x, y) : fj_mul_bf16(x, y)).bits;
-        } else {
-          const fj_f16 x{a[i]}, y{b[i]};
-          h = (op == 0 ? fj_add_f16(x, y) : op == 1 ? fj_sub_f16(x, y) : fj_mul_f16(x, y)).bits;
+      with_op_fns(st[op], [&](auto fns) {
+        for (size_t i = 0; i < a.size(); ++i) {
+          const unsigned h = bf ? call_storage<fj_bf16>(st[op], fns, fj_bf16{a[i]}, fj_bf16{b[i]}, fj_bf16{c[i]}).bits
+                                : call_storage<fj_f16>(st[op], fns, fj_f16{a[i]}, fj_f16{b[i]}, fj_f16{c[i]}).bits;
+          if (h != g[i] && !(nan(h) && nan(g[i])) && bad++ < 3)
+            MESSAGE("a=0x" << std::hex << a[i] << " b=0x" << b[i] << " c=0x" << c[i] << " host 0x" << h << " gpu 0x" << g[i]);
         }
-        if (h != g[i] && !(nan(h) && nan(g[i])) && bad++ < 3)
-          MESSAGE("a=0x" << std::hex << a[i] << " b=0x" << b[i] << " host 0x" << h << " gpu 0x" << g[i]);
-      }
+      });
       CHECK(bad == 0);
     }
   }
@@ -436,21 +477,18 @@ template <class T> void check_int(const char* kernel) {
     b[i] = r() % 3 == 0 ? ex[r() % 7] : static_cast<T>(r() % 2 ? r() : r() % 17);
     c[i] = r() % 3 == 0 ? ex[r() % 7] : static_cast<T>(r());
   }
-  int k = 0;
-#define X(name, expr)                                                      \
-  {                                                                        \
-    int op = k++;                                                          \
-    CAPTURE(#name);                                                        \
-    std::vector<T> g = launch<T, T>(kernel, op, a, &b, &c);                \
-    size_t bad = 0;                                                        \
-    for (size_t i = 0; i < n; ++i) bad += host_int<T>(op, a[i], b[i], c[i]) != g[i]; \
-    CHECK(bad == 0);                                                       \
+  const std::vector<Op> ops = ops_on<T>();
+  for (size_t op = 0; op < ops.size(); ++op) {
+    const std::string name(op_name(ops[op]));
+    CAPTURE(name);
+    std::vector<T> g = launch<T, T>(kernel, static_cast<int>(op), a, &b, &c);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i) bad += host_op<T>(ops[op], a[i], b[i], c[i]) != g[i];
+    CHECK(bad == 0);
   }
-  FJ_INT_OPS(X)
-#undef X
 }
 
-TEST_CASE("integer ops on the GPU are bit-identical (wrapping, division by zero, INT_MIN / -1)") {
+TEST_CASE("integer ops on the GPU are bit-identical (wrapping, division by zero, INT_MIN / -1, shifts)") {
   check_int<signed char>("k_i8");
   check_int<unsigned char>("k_u8");
   check_int<int>("k_i32");

@@ -1,8 +1,9 @@
 // ir/scalar/fj_scalar.h must compile as CUDA device code under NVRTC with no includes (generated
-// kernels embed it as text). This test builds a kernel that calls every fj_ op on every compute
-// type the host header supports (so host and device offer the same overloads), every cast and the
-// half load/store/round helpers, and compiles it with NVRTC for sm_75/80/90/100 with strict
-// options (-fmad=false). NVRTC needs no GPU.
+// kernels embed it as text). This test builds a kernel that calls the fj_ function of every op of
+// ir/ops.def on every compute type the host header supports (so host and device offer the same
+// overloads), the storage-form half functions, every cast and the half load/store/round helpers,
+// and compiles it with NVRTC for sm_75/80/90/100 with strict options (-fmad=false). NVRTC needs no
+// GPU.
 #include <doctest/doctest.h>
 #include <nvrtc.h>
 
@@ -18,7 +19,7 @@
 
 #include "ir/reduce.h"
 #include "ir/op.h"
-#include "ir/scalar/fj_scalar.h"
+#include "ir/op_fns.h"
 
 using namespace fusejit::ir;
 
@@ -42,34 +43,33 @@ template <> struct TypeName<long long> { static constexpr const char* name = "lo
 template <> struct TypeName<float> { static constexpr const char* name = "float"; };
 template <> struct TypeName<double> { static constexpr const char* name = "double"; };
 
-// Every callable op of ir/ops.def with its fj_ function, and whether the host header has an
-// exact-type overload for T (the call compiles AND returns bool or T, i.e. no silent promotion).
-struct Call { std::string op; int arity; };
-
 template <class R, class T> constexpr bool ok_ret = std::is_same_v<R, T> || std::is_same_v<R, bool>;
 
-#define FJ_PROBE1(FN) \
-  if constexpr (requires(T x) { { FN(x) }; }) if (ok_ret<decltype(FN(T{})), T>) out.insert(#FN);
-#define FJ_PROBE2(FN) \
-  if constexpr (requires(T x) { { FN(x, x) }; }) if (ok_ret<decltype(FN(T{}, T{})), T>) out.insert(#FN);
-#define FJ_PROBE3(FN) \
-  if constexpr (requires(T x) { { FN(x, x, x) }; }) if (ok_ret<decltype(FN(T{}, T{}, T{})), T>) out.insert(#FN);
+// Whether fns.fn has an exact-type overload for T with the op's arity (the call compiles AND
+// returns bool or T, i.e. no silent promotion); where's condition is bool.
+template <class T, class Fns>
+bool host_has(Op op, const Fns& fns) {
+  if (op == Op::Where) {
+    if constexpr (requires { fns.fn(bool{}, T{}, T{}); }) return ok_ret<decltype(fns.fn(bool{}, T{}, T{})), T>;
+    return false;
+  }
+  switch (op_arity(op)) {
+    case 1: if constexpr (requires { fns.fn(T{}); }) return ok_ret<decltype(fns.fn(T{})), T>; return false;
+    case 2: if constexpr (requires { fns.fn(T{}, T{}); }) return ok_ret<decltype(fns.fn(T{}, T{})), T>; return false;
+    case 3: if constexpr (requires { fns.fn(T{}, T{}, T{}); }) return ok_ret<decltype(fns.fn(T{}, T{}, T{})), T>; return false;
+  }
+  return false;
+}
 
+// Every callable op of ir/ops.def (but cast) for which the host header has an overload on T.
 template <class T>
-std::set<std::string> host_overloads() {
-  std::set<std::string> out;
-  FJ_PROBE1(fj_neg) FJ_PROBE1(fj_abs) FJ_PROBE1(fj_exp) FJ_PROBE1(fj_exp2) FJ_PROBE1(fj_expm1)
-  FJ_PROBE1(fj_log) FJ_PROBE1(fj_log2) FJ_PROBE1(fj_log10) FJ_PROBE1(fj_log1p) FJ_PROBE1(fj_sqrt)
-  FJ_PROBE1(fj_rsqrt) FJ_PROBE1(fj_reciprocal) FJ_PROBE1(fj_sin) FJ_PROBE1(fj_cos) FJ_PROBE1(fj_tan)
-  FJ_PROBE1(fj_tanh) FJ_PROBE1(fj_sigmoid) FJ_PROBE1(fj_relu) FJ_PROBE1(fj_gelu) FJ_PROBE1(fj_gelu_tanh)
-  FJ_PROBE1(fj_silu) FJ_PROBE1(fj_softplus) FJ_PROBE1(fj_erf) FJ_PROBE1(fj_floor) FJ_PROBE1(fj_ceil)
-  FJ_PROBE1(fj_round) FJ_PROBE1(fj_trunc) FJ_PROBE1(fj_sign) FJ_PROBE1(fj_isnan) FJ_PROBE1(fj_isinf)
-  FJ_PROBE1(fj_logical_not)
-  FJ_PROBE2(fj_add) FJ_PROBE2(fj_sub) FJ_PROBE2(fj_mul) FJ_PROBE2(fj_div) FJ_PROBE2(fj_pow)
-  FJ_PROBE2(fj_maximum) FJ_PROBE2(fj_minimum) FJ_PROBE2(fj_fmax) FJ_PROBE2(fj_fmin) FJ_PROBE2(fj_floordiv)
-  FJ_PROBE2(fj_mod) FJ_PROBE2(fj_fmod) FJ_PROBE2(fj_atan2) FJ_PROBE2(fj_eq) FJ_PROBE2(fj_ne) FJ_PROBE2(fj_lt)
-  FJ_PROBE2(fj_le) FJ_PROBE2(fj_gt) FJ_PROBE2(fj_ge) FJ_PROBE2(fj_logical_and) FJ_PROBE2(fj_logical_or)
-  FJ_PROBE3(fj_clamp)
+std::vector<Op> host_overloads() {
+  std::vector<Op> out;
+  for (int k = 0; k < kNumOps; ++k) {
+    const Op op = static_cast<Op>(k);
+    if (is_leaf(op) || op == Op::Cast) continue;
+    if (with_op_fns(op, [&](auto fns) { return host_has<T>(op, fns); })) out.push_back(op);
+  }
   return out;
 }
 
@@ -80,25 +80,30 @@ void emit_type(std::ostringstream& k, int idx, std::set<std::string>& covered) {
   std::string tn = TypeName<T>::name;
   std::string v = "v" + std::to_string(idx);
   k << "  { " << tn << " " << v << " = (" << tn << ")in[i + " << idx << "];\n";
-  for (const std::string& fn : host_overloads<T>()) {
+  for (Op op : host_overloads<T>()) {
+    const std::string fn(op_info(op).scalar_fn);
     covered.insert(fn);
-    int arity = fn == "fj_clamp" ? 3 : 0;
-    if (!arity) {
-      // Binary if the host has a two-operand overload; tell apart by probing the name list.
-      static const std::set<std::string> bin = {"fj_add", "fj_sub", "fj_mul", "fj_div", "fj_pow", "fj_maximum",
-                                                "fj_minimum", "fj_fmax", "fj_fmin", "fj_floordiv", "fj_mod",
-                                                "fj_fmod", "fj_atan2", "fj_eq", "fj_ne", "fj_lt", "fj_le",
-                                                "fj_gt", "fj_ge", "fj_logical_and", "fj_logical_or"};
-      arity = bin.count(fn) ? 2 : 1;
-    }
-    k << "    acc += (double)" << fn << "(" << v;
-    for (int a = 1; a < arity; ++a) k << ", " << v;
+    k << "    acc += (double)" << fn << "(" << (op == Op::Where ? "in[i] > 0.0" : v);
+    for (int a = 1; a < op_arity(op); ++a) k << ", " << v;
     k << ");\n";
   }
-  k << "    acc += (double)fj_where(in[i] > 0.0, " << v << ", " << v << ");\n";
-  covered.insert("fj_where");
   for (const char* d : kCvtDst) k << "    acc += (double)fj_cvt_" << d << "(" << v << ");\n";
   k << "  }\n";
+}
+
+// Storage-form half ops (ir/ops.def half == Storage): fj_<op>_f16 / fj_<op>_bf16 on storage values.
+void emit_storage_ops(std::ostringstream& k, std::set<std::string>& covered) {
+  for (int o = 0; o < kNumOps; ++o) {
+    const Op op = static_cast<Op>(o);
+    if (op_info(op).half != HalfForm::Storage) continue;
+    for (const char* h : {"f16", "bf16"}) {
+      const std::string fn = std::string(op_info(op).scalar_fn) + "_" + h;
+      covered.insert(fn);
+      k << "  " << (h[0] == 'f' ? "h" : "b") << "[i] = " << fn << "(" << (h[0] == 'f' ? "h[i]" : "b[i]");
+      for (int a = 1; a < op_arity(op); ++a) k << ", " << (h[0] == 'f' ? "h[i]" : "b[i]");
+      k << ");\n";
+    }
+  }
 }
 
 std::string build_kernel(std::set<std::string>& covered) {
@@ -112,6 +117,7 @@ std::string build_kernel(std::set<std::string>& covered) {
   emit_type<long long>(k, 4, covered);
   emit_type<float>(k, 5, covered);
   emit_type<double>(k, 6, covered);
+  emit_storage_ops(k, covered);
   k << "  float x = fj_load(h[i]) + fj_load(b[i]);\n"
        "  h[i] = fj_store_f16(fj_round_f16(x));\n"
        "  b[i] = fj_store_bf16(fj_round_bf16(x));\n"
@@ -169,7 +175,8 @@ TEST_CASE("the kernel covers every op of ir/ops.def") {
     Op op = static_cast<Op>(k);
     if (is_leaf(op) || op == Op::Cast || is_reduction(op)) continue;
     CAPTURE(op_name(op));
-    CHECK(covered.count("fj_" + std::string(op_name(op))) == 1);
+    CHECK(covered.count(std::string(op_info(op).scalar_fn)) == 1);
+    if (op_info(op).half == HalfForm::Storage) CHECK(covered.count(std::string(op_info(op).scalar_fn) + "_bf16") == 1);
   }
 }
 

@@ -14,15 +14,8 @@ namespace {
 // GPU outputs must stay bitwise equal, so these are left to the kernels (docs/ops.md, "Constant
 // operands"). Exact ops (arithmetic, sqrt, rounding, fmod, casts) fold to the same bits everywhere.
 bool calls_inexact_math(Op op, DType operand) {
-  if (!is_float(operand)) return false;
-  switch (op) {
-    case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log: case Op::Log2: case Op::Log10: case Op::Log1p:
-    case Op::Sin: case Op::Cos: case Op::Tan: case Op::Tanh: case Op::Erf: case Op::Sigmoid: case Op::Gelu:
-    case Op::GeluTanh: case Op::Silu: case Op::Softplus: case Op::Pow: case Op::Atan2:
-      return true;
-    default:
-      return false;
-  }
+  const OpAccuracy a = op_info(op).gpu;  // ir/ops.def: Math and Composite rows call the math library
+  return is_float(operand) && (a == OpAccuracy::Math || a == OpAccuracy::Composite);
 }
 
 // op(c1, ..., cn) -> eval_scalar(op, dtype, c1..cn), all operands constants; when some operand is

@@ -357,6 +357,27 @@ FJ_MATH1(fm_fabs, fabs)   // internal helper
 FJ_LIBM2(pow, pow)
 FJ_LIBM2(atan2, atan2)
 FJ_MATH2(fmod, fmod)      // exact (truncating remainder, C's fmod)
+FJ_LIBM1(cbrt, cbrt)
+FJ_LIBM1(erfc, erfc)
+FJ_LIBM1(asin, asin)
+FJ_LIBM1(acos, acos)
+FJ_LIBM1(atan, atan)
+FJ_LIBM1(sinh, sinh)
+FJ_LIBM1(cosh, cosh)
+FJ_LIBM1(asinh, asinh)
+FJ_LIBM1(acosh, acosh)
+FJ_LIBM1(atanh, atanh)
+FJ_LIBM2(hypot, hypot)
+FJ_MATH2(copysign, copysign)  // exact (sign bit only)
+// One rounding (IEEE 754 fusedMultiplyAdd), in strict mode too: an explicit fma is not the
+// contraction that -ffp-contract=off / -fmad=false forbid. Exact, so a fold gives the run-time bits.
+#ifdef FJ_DEVICE_CODE
+FJ_FN float fj_fma(float a, float b, float c) { return fmaf(a, b, c); }
+FJ_FN double fj_fma(double a, double b, double c) { return fma(a, b, c); }
+#else
+FJ_FN float fj_fma(float a, float b, float c) { return std::fma(a, b, c); }
+FJ_FN double fj_fma(double a, double b, double c) { return std::fma(a, b, c); }
+#endif
 #undef FJ_MATH1
 #undef FJ_MATH2
 #undef FJ_LIBM1
@@ -564,5 +585,78 @@ FJ_CMP_WHERE(long long)
 FJ_CMP_WHERE(float)
 FJ_CMP_WHERE(double)
 #undef FJ_CMP_WHERE
+
+// ---------------------------------------------------------------------------------------------
+// Ops added through the op table (ir/ops.def; semantics and sources in docs/ops.md). The math
+// library calls are declared with the others above (FJ_LIBM1/2: behind fj_opaque).
+// ---------------------------------------------------------------------------------------------
+// Float ops written with other fj_ functions, on float (f32, and f16/bf16 values) and double.
+#define FJ_TABLE_FLOAT_OPS(T) \
+  FJ_FN T fj_hardswish(T x) { return x * fj_minimum(fj_maximum(x + (T)3, (T)0), (T)6) / (T)6; } \
+  FJ_FN T fj_hardsigmoid(T x) { return fj_minimum(fj_maximum(x + (T)3, (T)0), (T)6) / (T)6; } \
+  FJ_FN T fj_elu(T x) { return x < (T)0 ? fj_expm1(x) : x; } \
+  FJ_FN T fj_leaky_relu(T x, T slope) { return x > (T)0 ? x : x * slope; } \
+  FJ_FN T fj_lerp(T a, T b, T w) { return fj_abs(w) < (T)0.5 ? fj_fma(w, b - a, a) : fj_fma(w - (T)1, b - a, b); }
+FJ_TABLE_FLOAT_OPS(float)
+FJ_TABLE_FLOAT_OPS(double)
+#undef FJ_TABLE_FLOAT_OPS
+
+// Integer ops (T: the compute type, U: its unsigned twin; wrapping, never UB).
+#define FJ_TABLE_INT_OPS(T, U) \
+  FJ_FN T fj_fma(T a, T b, T c) { return (T)(U)((U)((U)a * (U)b) + (U)c); }
+FJ_TABLE_INT_OPS(signed char, unsigned char)
+FJ_TABLE_INT_OPS(unsigned char, unsigned char)
+FJ_TABLE_INT_OPS(int, unsigned int)
+FJ_TABLE_INT_OPS(long long, unsigned long long)
+#undef FJ_TABLE_INT_OPS
+
+// fma of f16/bf16 values, rounded once to the half format (mb, eb: its mantissa and exponent
+// bits). Rounding a*b + c to f32 (or to f64) first and then to the half format can round twice
+// (a*b + c needs up to ~2^-53 resolution to decide a tie of the half format). So: a*b is exact in
+// f64 (2 x 11 or 2 x 8 significant bits), the sum is rounded to odd in f64 (the nearest rounding
+// s plus the sign of its error e, from Knuth's TwoSum), and that is rounded once to the half
+// format: rounding to odd in precision >= p + 2 and then to nearest in precision p equals one
+// rounding to nearest (Boldo & Melquiond, "Emulation of FMA and correctly rounded sums: proved
+// algorithms using rounding to odd", IEEE Trans. Computers 57(4), 2008). NaN and inf need no
+// correction (e is NaN then). tests/test_op_expectations.cpp checks it against exact results.
+FJ_FN unsigned int fj_fma_half_bits(float a, float b, float c, int mb, int eb) {
+  const double p = (double)a * (double)b;
+  const double s = p + (double)c;
+  const double z = s - p;
+  const double e = (p - (s - z)) + ((double)c - z);  // p + c == s + e exactly
+  double r = s;
+  if (e != 0.0 && e == e && (fj_d2u(s) & 1ull) == 0ull)  // inexact and even: step toward the exact sum
+    r = fj_u2d(fj_d2u(s) + (((e > 0.0) == (s > 0.0)) ? 1ull : ~0ull));
+  return fj_round_bits_f64(r, mb, eb);
+}
+// On the GPU the native fma.rn.f16 (sm_53+) and fma.rn.bf16 (sm_80+) round once as well (PTX
+// ISA, "Half Precision Floating-Point Instructions: fma"); the same bits, NaN payloads aside.
+#if defined(FJ_DEVICE_CODE) && __CUDA_ARCH__ >= 530
+FJ_FN fj_f16 fj_fma_f16(fj_f16 a, fj_f16 b, fj_f16 c) {
+  fj_f16 r;
+  asm("fma.rn.f16 %0, %1, %2, %3;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits), "h"(c.bits));
+  return r;
+}
+#else
+FJ_FN fj_f16 fj_fma_f16(fj_f16 a, fj_f16 b, fj_f16 c) {
+  fj_f16 r;
+  r.bits = (unsigned short)fj_fma_half_bits(fj_load(a), fj_load(b), fj_load(c), 10, 5);
+  return r;
+}
+#endif
+#if defined(FJ_DEVICE_CODE) && __CUDA_ARCH__ >= 800
+FJ_FN fj_bf16 fj_fma_bf16(fj_bf16 a, fj_bf16 b, fj_bf16 c) {
+  fj_bf16 r;
+  asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits), "h"(c.bits));
+  return r;
+}
+#else
+FJ_FN fj_bf16 fj_fma_bf16(fj_bf16 a, fj_bf16 b, fj_bf16 c) {
+  fj_bf16 r;
+  r.bits = (unsigned short)fj_fma_half_bits(fj_load(a), fj_load(b), fj_load(c), 7, 8);
+  return r;
+}
+#endif
+
 
 #endif  // FJ_SCALAR_H

@@ -2,8 +2,9 @@
 
 Used by bench/peers.py to run the same graph through other frameworks, and checked on the CPU
 (NumPy) against fusejit for every sample by python/tests/test_translate.py. The translation is
-generated, never written per graph: each op of ir/ops.def needs one entry in ``OPS`` (a new op
-without one fails that test by name).
+generated, never written per graph: each elementwise op of ir/ops.def needs one entry in ``OPS``
+(a new op without one fails that test by name). Reductions have none: planning refuses them, so
+no graph fusejit compiles, and so none bench/peers.py runs, contains one.
 
     fn = translate(graph, "numpy")       # a Python function: fn(x=..., w=..., eps=...) -> (y, ...)
     print(fn.source)                     # the generated code

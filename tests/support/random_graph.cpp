@@ -150,8 +150,15 @@ struct Gen {
       case 11: {
         // A math op whose operand is a literal on one path (issue 16: the host compiler could
         // fold the call there), or a binary math op with a literal operand.
-        static const std::vector<Op> math = {Op::Exp, Op::Expm1, Op::Log1p, Op::Tanh, Op::Erf, Op::Sin, Op::Log10,
-                                             Op::Exp2, Op::GeluTanh, Op::Pow, Op::Atan2};
+        static const std::vector<Op> math = [] {  // every math-library op of ir/ops.def
+          std::vector<Op> ops;
+          for (int o = 0; o < kNumOps; ++o) {
+            const OpInfo& info = op_info(static_cast<Op>(o));
+            if ((info.gpu == OpAccuracy::Math || info.gpu == OpAccuracy::Composite) && info.arity <= 2)
+              ops.push_back(static_cast<Op>(o));
+          }
+          return ops;
+        }();
         const Op m = r.pick(math);
         if (op_arity(m) == 2) return try_apply(m, {X, Operand::of(random_literal(r))});
         if (!try_apply(Op::Where, {Operand::of(any()), Operand::of(random_literal(r)), X})) return false;
@@ -163,7 +170,7 @@ struct Gen {
 
   bool random_op() {
     if (r.chance(0.08)) return try_cast(any(), r.pick(dtypes(o)));
-    Op op;
+    Op op;  // any callable row of ir/ops.def (casts are drawn above)
     do op = static_cast<Op>(r.below(kNumOps));
     while (is_leaf(op) || op == Op::Cast || is_reduction(op));  // graphs are planned: no reduction kernels yet
     std::vector<Operand> args;
