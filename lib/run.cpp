@@ -24,7 +24,8 @@ namespace {
 
 std::vector<ir::Tensor> make_inputs(const ir::Graph& g, const RunOptions& ro) {
   for (const auto& [name, file] : ro.input_files) {
-    bool found = std::any_of(g.inputs.begin(), g.inputs.end(), [&](ir::NodeId id) { return g.node(id).name == name; });
+    const std::string& wanted = name;  // clang 14 cannot capture a structured binding
+    bool found = std::any_of(g.inputs.begin(), g.inputs.end(), [&](ir::NodeId id) { return g.node(id).name == wanted; });
     if (!found) throw ir::UserError("--input " + name + "=" + file + ": the graph has no input named '" + name + "'");
   }
   for (const auto& r : ro.input_ranges) {
@@ -64,7 +65,8 @@ std::vector<ir::Tensor> make_inputs(const ir::Graph& g, const RunOptions& ro) {
 std::vector<ir::Scalar> run_params(const ir::Graph& g, const RunOptions& ro) {
   std::vector<ir::Scalar> out;
   for (const auto& [name, v] : ro.params) {
-    bool found = std::any_of(g.params.begin(), g.params.end(), [&](const ir::ParamDecl& p) { return g.node(p.node).name == name; });
+    const std::string& wanted = name;  // clang 14 cannot capture a structured binding
+    bool found = std::any_of(g.params.begin(), g.params.end(), [&](const ir::ParamDecl& p) { return g.node(p.node).name == wanted; });
     if (!found) throw ir::UserError("--param " + name + ": the graph has no param named '" + name + "'");
   }
   for (const ir::ParamDecl& p : g.params) {
