@@ -191,10 +191,15 @@ struct Extent {
 };
 
 /// Builds a graph in code; its calls mirror the graph format statement by statement, and a built
-/// graph is identical to the parsed text of Graph::to_text(). Not thread-safe. Errors throw
-/// Error(User) without a file location.
+/// graph is identical to the parsed text of Graph::to_text(). Names follow the graph format's
+/// rules (docs/graph-format.md): a letter or '_' then letters, digits or '_', no reserved word, and
+/// one namespace for dims, inputs, params and named values, each name bound once. Not
+/// thread-safe. Errors throw Error(User) without a file location, and a refused call changes
+/// nothing; after build(), every call (and every Value of this builder) throws Error(User).
+/// Values must not outlive their builder.
 class GraphBuilder {
  public:
+  /// `graph NAME`; "" for none. Throws Error(User) if the name is not a valid name.
   explicit GraphBuilder(std::string graph_name = "");
   ~GraphBuilder();
   GraphBuilder(const GraphBuilder&) = delete;
@@ -213,9 +218,12 @@ class GraphBuilder {
   Value op(std::string_view name, const std::vector<Value>& args);
   /// `cast(x, dtype)`
   Value cast(const Value& x, DType dtype);
-  /// `NAME = value`: gives a node a name (shown in generated code and the IR dump).
+  /// `NAME = value`: gives a node a name (shown in generated code and the IR dump). Throws
+  /// Error(User) for a literal, an input or param, a value already named, or a name in use.
   void name(const Value& v, const std::string& name);
-  /// `output NAME`: marks a value as a graph output named `name`.
+  /// `output NAME`: marks a value as a graph output named `name` (a new name unless it is the
+  /// value's own). Throws Error(User) if it is an input or param (an output must be computed by
+  /// the graph), or the name is listed twice or in use.
   void output(const std::string& name, const Value& v);
   /// Verifies and returns the graph; the builder is then empty. Throws Error(User) (e.g. no output).
   Graph build();
