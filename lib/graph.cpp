@@ -53,6 +53,7 @@ Graph Graph::parse(std::string_view text, std::string_view file, const DimValues
         auto impl = std::make_shared<Impl>();
         impl->source = std::string(text);
         impl->graph = ir::parse_graph(impl->source, f, dims);
+        warn_unused_inputs(impl->graph);
         return Graph(std::move(impl));
       },
       f, text);

@@ -39,6 +39,9 @@ auto translate_errors(F&& f, const std::string& file, std::string_view source) -
 
 // Sends a warning to the installed handler (default: stderr).
 void warn(std::string_view message);
+// Warns once per input of `g` that no output depends on ("FILE:LINE:COL: input 'b' is not used
+// by any output").
+void warn_unused_inputs(const ir::Graph& g);
 
 TensorInfo tensor_info(const ir::Graph& g, ir::NodeId id, const std::string& name);
 

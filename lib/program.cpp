@@ -73,15 +73,10 @@ jit::Hash128 structural_key(const ir::Graph& g, const ir::FusionGroup& grp, bool
   return jit::xxh3_128(s);
 }
 
+// Each node as `fusejit plan` names it (ir::node_text).
 std::vector<std::string> node_lines(const ir::Graph& g, const ir::FusionGroup& grp) {
   std::vector<std::string> out;
-  for (ir::NodeId id : grp.nodes) {
-    const ir::Node& n = g.node(id);
-    std::string t = "v" + std::to_string(id) + " = " + std::string(ir::op_name(n.op)) + "(";
-    for (int k = 0; k < n.nargs; ++k) t += (k ? ", v" : "v") + std::to_string(n.args[k]);
-    if (n.op == ir::Op::Cast) t += ", " + std::string(ir::dtype_name(n.dtype));
-    out.push_back(t + ")");
-  }
+  for (ir::NodeId id : grp.nodes) out.push_back(ir::node_text(g, id));
   return out;
 }
 

@@ -266,7 +266,7 @@ struct Options {
 struct KernelInfo {
   std::string name;          ///< deterministic, derived from the kernel's content
   std::string source;        ///< generated CUDA C++ (the translation unit's kernel part)
-  std::vector<std::string> ops;  ///< the op nodes it computes, e.g. "v7 = mul(v3, v5)"
+  std::vector<std::string> ops;  ///< the op nodes it computes, named as `fusejit plan` names them, e.g. "h = add(x, bias)", "%4 = mul(h, 0.5)"
   int64_t elements = 0;      ///< iteration space size
   int64_t read_bytes = 0;    ///< each input read once
   int64_t write_bytes = 0;   ///< each output written once
