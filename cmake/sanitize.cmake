@@ -11,3 +11,12 @@ if(FUSEJIT_SANITIZE)
   list(JOIN FUSEJIT_SANITIZE_FLAGS " " _fj_flags)
   set(FUSEJIT_SANITIZE_CXX "${CMAKE_CXX_COMPILER} ${_fj_flags}")
 endif()
+
+# FUSEJIT_BUILD_FUZZ: libFuzzer's coverage instrumentation for every object (clang only); the
+# fuzz targets themselves link -fsanitize=fuzzer (tests/fuzz/CMakeLists.txt).
+if(FUSEJIT_BUILD_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "FUSEJIT_BUILD_FUZZ needs clang (libFuzzer); configure with -DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()

@@ -59,6 +59,8 @@ bool is_reserved(std::string_view s) {
   return std::find(std::begin(kReserved), std::end(kReserved), s) != std::end(kReserved);
 }
 
+std::span<const std::string_view> reserved_words() { return kReserved; }
+
 std::string_view name_kind_word(NameKind k) {
   switch (k) {
     case NameKind::Dim: return "a dim";

@@ -20,6 +20,7 @@ bool is_identifier(std::string_view s);
 // Words of the format that cannot name a dim, input, param or value: graph, dim, input, param,
 // output, true, false, inf, nan, cast. (A graph's own name may be one: `graph cast` parses.)
 bool is_reserved(std::string_view s);
+std::span<const std::string_view> reserved_words();
 
 // What a name is bound to. Dims, inputs, params and values share one namespace, and a name is
 // bound once.
