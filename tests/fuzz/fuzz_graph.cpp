@@ -14,12 +14,13 @@
 #include "ir/diagnostic.h"
 #include "ir/parser.h"
 #include "ir/passes/plan_fusion.h"
-#include "ir/passes/plan_report.h"
 #include "ir/passes/rewrite.h"
 #include "ir/plan.h"
 #include "ir/printer.h"
 #include "ir/verify.h"
 #include "jit/codegen.h"
+#include "lib/internal.h"
+#include "fusejit/report.h"
 
 namespace ir = fusejit::ir;
 namespace jit = fusejit::jit;
@@ -35,29 +36,37 @@ constexpr size_t kMaxInput = 16 * 1024;
   std::abort();
 }
 
-void rewrite_plan_generate(const ir::Graph& g, bool fast_math) {
+// The `fusejit plan` path (rewrite, both plans, fused kernels' code, text/DOT/JSON reports), then
+// the translation units of both plans as the compile paths emit them.
+void rewrite_plan_generate(const ir::Graph& g, std::string_view text, bool fast_math) {
+  auto impl = std::make_shared<fusejit::Graph::Impl>();
+  impl->graph = g;
+  impl->source = std::string(text);
+  try {
+    (void)fusejit::plan_graph(fusejit::Graph(std::move(impl)), fast_math);
+  } catch (const fusejit::Error& e) {
+    if (e.kind() != fusejit::ErrorKind::User) finding(std::string("plan_graph: ") + e.what(), text);
+    return;
+  }
   ir::RewriteOptions ro;
   ro.fast_math = fast_math;
-  ir::RewriteResult rw = ir::rewrite(g, ro);
-  ir::Plan fused = ir::plan_fusion(rw.graph);
-  ir::Plan unfused = ir::plan_unfused(g);
   jit::CodegenOptions cg;
   cg.fast_math = fast_math;
-  std::vector<std::string> names;
-  std::vector<jit::GeneratedKernel> fk = jit::generate_plan_kernels(rw.graph, fused, cg);
-  for (const jit::GeneratedKernel& k : fk) names.push_back(k.name);
-  (void)jit::emit_translation_unit(fk);
-  jit::CodegenOptions ucg;
-  ucg.canonical_names = true;  // as the unfused path generates them
-  (void)jit::emit_translation_unit(jit::generate_plan_kernels(g, unfused, ucg));
-  (void)ir::format_plan_text(rw, fused, unfused, &g, names);
-  (void)ir::format_plan_dot(rw.graph, fused, names);
-  (void)ir::plan_to_json(rw, fused, unfused, &g, names).dump();
+  const ir::Graph rewritten = ir::rewrite(g, ro).graph;
+  (void)jit::emit_translation_unit(jit::generate_plan_kernels(rewritten, ir::plan_fusion(rewritten), cg));
+  jit::CodegenOptions unfused;
+  unfused.canonical_names = true;  // as the unfused path generates them
+  (void)jit::emit_translation_unit(jit::generate_plan_kernels(g, ir::plan_unfused(g), unfused));
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const bool quiet = [] {
+    fusejit::set_warning_handler([](std::string_view) {});  // e.g. unused inputs: not findings
+    return true;
+  }();
+  (void)quiet;
   if (size > kMaxInput) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   ir::Graph g;
@@ -82,7 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (bool fast_math : {false, true}) {
     try {
-      rewrite_plan_generate(g, fast_math);
+      rewrite_plan_generate(g, text, fast_math);
     } catch (const ir::UserError&) {
       // e.g. a rewritten constant the user's dtype cannot hold: reported to the user, fine here.
     }
