@@ -252,8 +252,9 @@ struct RunCommand {
     cmd->add_option("--repeats", repeats, "timed runs per path; the median is reported")
         ->default_val(20)->check(CLI::Range(1, 100000));
     cmd->add_option("--warmup", warmup, "untimed runs before timing")->default_val(3)->check(CLI::Range(0, 100000));
-    cmd->add_option("--cache-dir", cache_dir, "kernel cache folder (default: $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME/fusejit, ~/.cache/fusejit)");
-    cmd->add_flag("--no-cache", no_cache, "do not use the disk cache");
+    cmd->add_option("--cache-dir", cache_dir,
+                    "kernel cache folder, private to you (default: $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME/fusejit, ~/.cache/fusejit)");
+    cmd->add_flag("--no-cache", no_cache, "do not read or write the on-disk kernel cache (nothing is left on disk)");
     cmd->add_flag("--no-check", no_check, "skip the reference evaluation and checks");
     cmd->add_flag("--json", json, "print the report as JSON (on an error, a JSON error object: kind, message, file, line, col)");
   }
@@ -262,7 +263,7 @@ struct RunCommand {
     fj::RunOptions ro;
     for (const std::string& p : params) {
       auto [k, v] = split_kv(p, "--param");
-      ro.params.emplace_back(k, parse_scalar(v, "--param", p, k.size() + 1));
+      ro.params.set(k, parse_scalar(v, "--param", p, k.size() + 1));
     }
     for (const std::string& i : inputs) {
       auto kv = split_kv(i, "--input");
@@ -285,7 +286,6 @@ struct RunCommand {
     ro.repeats = repeats;
     ro.warmup = warmup;
     ro.check = !no_check;
-    ro.reference = !no_check;
     ro.options.fast_math = common.fast_math;
     ro.options.arch = arch;
     ro.options.dump_dir = dump_dir;
@@ -293,6 +293,7 @@ struct RunCommand {
     ro.options.cache_dir = cache_dir;
     ro.options.disk_cache = !no_cache;
     ro.options.nvrtc_options = nvrtc;
+    ro.options.message_style = fj::MessageStyle::CommandLine;
     ro.options.backend = backend == "cuda" ? fj::Backend::Cuda : backend == "cpu" ? fj::Backend::Cpu : fj::Backend::Auto;
     return ro;
   }
@@ -348,6 +349,7 @@ struct CompileCommand {
     co.cache_dir = cache_dir;
     co.disk_cache = !no_cache;
     co.nvrtc_options = nvrtc;
+    co.message_style = fj::MessageStyle::CommandLine;
     auto kernels = fj::compile_to_dir(g, a, out_dir, common.fast_math, co);
     std::printf("compiled %zu kernel(s) for %s into %s (index.json lists them)\n", kernels.size(), a.c_str(),
                 out_dir.c_str());
@@ -361,12 +363,12 @@ struct CacheCommand {
   std::string dir;
 
   void define(CLI::App& app) {
-    cmd = app.add_subcommand("cache", "inspect or clear the on-disk kernel cache");
+    cmd = app.add_subcommand("cache", "inspect or clear the on-disk kernel cache (GPU kernels and CPU modules)");
     cmd->require_subcommand(1);
     cmd->add_option("--cache-dir", dir, "cache folder (default as for run)");
     stats = cmd->add_subcommand("stats", "entries, bytes and the size cap");
-    list = cmd->add_subcommand("list", "one line per GPU kernel entry: key, bytes, target, kernel name(s)");
-    clear = cmd->add_subcommand("clear", "remove every entry");
+    list = cmd->add_subcommand("list", "one line per entry: key, bytes, target (sm_XY, compute_XY or host), kernel name(s)");
+    clear = cmd->add_subcommand("clear", "remove every entry and temporary file");
     path = cmd->add_subcommand("path", "print the cache folder");
     for (CLI::App* c : {stats, list, clear, path}) c->fallthrough();  // `cache stats --cache-dir X` works too
   }
@@ -383,19 +385,21 @@ struct CacheCommand {
     return 0;
   }
   static void print_stats(const fj::CacheStats& s) {
-    std::printf("path:         %s%s\nGPU kernels:  %lld entries, %lld bytes (cap %lld)\nCPU modules:  %lld, %lld bytes\n",
-                s.path.c_str(), s.enabled ? "" : " (disk cache disabled)", static_cast<long long>(s.entries),
-                static_cast<long long>(s.bytes), static_cast<long long>(s.cap_bytes),
-                static_cast<long long>(s.host_modules), static_cast<long long>(s.host_bytes));
+    std::printf("path:         %s%s%s\nGPU kernels:  %lld entries, %lld bytes\nCPU modules:  %lld, %lld bytes\n"
+                "cap:          %lld bytes for all entries (least recently used evicted first)\n"
+                "damaged:      %lld entries (rebuilt on next use); %lld temporary files\n",
+                s.path.c_str(), s.enabled ? "" : " (disk cache off: ", s.enabled ? "" : (s.disabled_reason + ")").c_str(),
+                static_cast<long long>(s.entries), static_cast<long long>(s.bytes),
+                static_cast<long long>(s.host_modules), static_cast<long long>(s.host_bytes),
+                static_cast<long long>(s.cap_bytes), static_cast<long long>(s.invalid),
+                static_cast<long long>(s.temp_files));
   }
   static void print_list(const fj::Options& o) {
     const std::vector<fj::CacheEntryInfo> entries = fj::cache_list(o);
     for (const fj::CacheEntryInfo& e : entries)
       std::printf("%s %10lld %-12s %s%s\n", e.key.c_str(), static_cast<long long>(e.bytes), e.target.c_str(),
                   e.label.c_str(), e.valid ? "" : "  (damaged: deleted on next load)");
-    if (entries.empty())
-      std::printf("no GPU kernel entries in %s (CPU modules are counted by `fusejit cache stats`)\n",
-                  fj::cache_path(o).c_str());
+    if (entries.empty()) std::printf("no entries in %s\n", fj::cache_path(o).c_str());
   }
 };
 

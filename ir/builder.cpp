@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <optional>
 
 #include "ir/eval.h"
 #include "ir/random_fill.h"
@@ -19,15 +21,97 @@ DType literal_dtype_alone(Category c) {
   return c == Category::Float ? DType::F64 : c == Category::Int ? DType::I64 : DType::Bool;
 }
 
-Literal scalar_to_literal(const Scalar& s) {
+Literal scalar_to_literal(const Scalar& s, Loc loc) {
   Literal l;
   l.cat = dtype_category(s.dtype);
   if (l.cat == Category::Float) l.f = s.f;
   else l.i = s.i;
+  l.loc = loc;
   return l;
 }
 
+std::string literal_text(const Literal& l) {
+  if (l.cat == Category::Bool) return l.i ? "true" : "false";
+  if (l.cat == Category::Int) return std::to_string(l.i);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", l.f);
+  return buf;
+}
+
+// c10's combine_categories(higher, lower) for one pair of tiers (nullopt: the tier is empty).
+std::optional<DType> combine_tiers(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return lower;
+  if (!lower || is_float(*higher)) return higher;
+  if (*higher == DType::Bool || is_float(*lower)) return promote(*higher, *lower);
+  return higher;
+}
+
+// Ops that select one of their operands: on bool literals they stay bool, as Python's max/min do;
+// every other op does arithmetic, where Python's bools are the ints 0 and 1.
+bool selects(Op op) {
+  return op == Op::Maximum || op == Op::Minimum || op == Op::Fmax || op == Op::Fmin || op == Op::Clamp ||
+         op == Op::Where;
+}
+
+// True when an i64 fold of `op` on `v` wrapped, where Python's exact integers would not.
+bool i64_fold_overflows(Op op, std::span<const Scalar> v) {
+  int64_t r = 0;
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  switch (op) {
+    case Op::Add: return __builtin_add_overflow(v[0].i, v[1].i, &r);
+    case Op::Sub: return __builtin_sub_overflow(v[0].i, v[1].i, &r);
+    case Op::Mul: return __builtin_mul_overflow(v[0].i, v[1].i, &r);
+    case Op::Neg: case Op::Abs: return v[0].i == kMin;
+    case Op::FloorDiv: return v[0].i == kMin && v[1].i == -1;
+    case Op::Pow: {  // exponent >= 0 here (a negative one folds in f64)
+      int64_t acc = 1;
+      for (int64_t e = 0; e < v[1].i && acc != 0; ++e) {
+        if (__builtin_mul_overflow(acc, v[0].i, &acc)) return true;
+        if (acc == 1 || (acc == -1 && v[0].i == -1)) break;  // |base| <= 1: the rest cannot overflow
+      }
+      return false;
+    }
+    default: return false;
+  }
+}
+
 }  // namespace
+
+DType result_type(std::span<const TypedOperand> ops) {
+  FJ_CHECK(!ops.empty(), "result_type of no operands");
+  std::optional<DType> tier[3];
+  for (const TypedOperand& o : ops) {
+    std::optional<DType>& t = tier[static_cast<int>(o.tier)];
+    t = t ? promote(*t, o.dtype) : o.dtype;
+  }
+  return *combine_tiers(tier[0], combine_tiers(tier[1], tier[2]));
+}
+
+void check_literal_fits(const Literal& l, DType dtype, Loc loc) {
+  if (dtype == DType::Bool) return;
+  const Loc at = l.loc.known() ? l.loc : loc;
+  const std::string what = "literal " + literal_text(l) + " does not fit in " + std::string(dtype_name(dtype));
+  if (is_float(dtype)) {
+    const double v = l.cat == Category::Float ? l.f : static_cast<double>(l.i);
+    if (std::isfinite(v) && std::isinf(literal_to_scalar(l, dtype).f))
+      throw UserError(what + " (it would overflow to inf); use a wider dtype such as f32", at);
+    return;
+  }
+  int64_t lo = 0, hi = 0;
+  switch (dtype) {
+    case DType::I8: lo = -128; hi = 127; break;
+    case DType::U8: lo = 0; hi = 255; break;
+    case DType::I32: lo = std::numeric_limits<int32_t>::min(); hi = std::numeric_limits<int32_t>::max(); break;
+    default: lo = std::numeric_limits<int64_t>::min(); hi = std::numeric_limits<int64_t>::max(); break;
+  }
+  const bool fits = l.cat == Category::Float
+                        ? (l.f >= static_cast<double>(lo) && l.f < static_cast<double>(hi) + 1.0)
+                        : (l.cat == Category::Bool || (l.i >= lo && l.i <= hi));
+  if (!fits)
+    throw UserError(what + " (range " + std::to_string(lo) + " to " + std::to_string(hi) + "); use a wider dtype, or write cast(" +
+                        literal_text(l) + ", " + std::string(dtype_name(dtype)) + ") to convert it by the cast rules",
+                    at);
+}
 
 int64_t num_elements(const Shape& s) {
   int64_t n = 1;
@@ -170,6 +254,7 @@ void GraphBuilder::set_input_range(NodeId input, double lo, double hi, Loc loc) 
 }
 
 NodeId GraphBuilder::add_param(const std::string& name, DType dtype, const Literal& def, Loc loc) {
+  check_literal_fits(def, dtype, loc);
   Node n;
   n.op = Op::Param;
   n.dtype = dtype;
@@ -235,53 +320,11 @@ Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
                         (info.arity == 1 ? "" : "s") + ", got " + std::to_string(args.size()),
                     loc);
 
-  // Which operands take part in promotion (where's condition does not).
-  size_t first = info.rule == TypeRule::Where ? 1 : 0;
-  bool any_strong = false, strong_set = false;
-  DType common = DType::Bool;
-  Category weak_cat = Category::Bool;
-  bool any_weak = false;
-  for (size_t k = first; k < args.size(); ++k) {
-    if (args[k].is_literal()) {
-      any_weak = true;
-      weak_cat = std::max(weak_cat, args[k].lit.cat);
-    } else {
-      DType t = g_.node(args[k].node).dtype;
-      common = strong_set ? promote(common, t) : t;
-      strong_set = true;
-    }
-  }
+  bool any_strong = false;
   for (const Operand& a : args) any_strong |= !a.is_literal();
+  if (!any_strong) return fold_literals(op, args, loc);
 
-  if (!any_strong) {
-    // Fold as Python would: f64 / i64 / bool arithmetic, result stays weak.
-    DType opnd = literal_dtype_alone(weak_cat);
-    std::vector<Scalar> vals;
-    for (size_t k = 0; k < args.size(); ++k) {
-      DType t = opnd;
-      if (info.rule == TypeRule::Logical || (info.rule == TypeRule::Where && k == 0)) t = DType::Bool;
-      if (info.rule == TypeRule::Pred) t = literal_dtype_alone(args[k].lit.cat);
-      if (info.rule == TypeRule::Float && !is_float(t)) t = DType::F64;
-      vals.push_back(literal_to_scalar(args[k].lit, t));
-    }
-    DType result = opnd;
-    switch (info.rule) {
-      case TypeRule::Float: result = DType::F64; break;
-      case TypeRule::Compare: case TypeRule::Logical: case TypeRule::Pred: result = DType::Bool; break;
-      default: break;
-    }
-    if (!is_float(opnd) && info.rule == TypeRule::Same && opnd == DType::Bool && !defined_on_bool(op))
-      throw UserError(std::string(info.name) + " is not defined for bool operands", loc);
-    return Operand::of(scalar_to_literal(eval_scalar(op, result, vals)));
-  }
-
-  if (!strong_set) {
-    // Only where's condition is strong: values are weak literals; type them by their category.
-    common = default_dtype(weak_cat);
-  } else if (any_weak && weak_cat > dtype_category(common)) {
-    common = default_dtype(weak_cat);
-  }
-
+  const DType common = common_dtype(op, args);
   DType operand = common, result = common;
   switch (info.rule) {
     case TypeRule::Same:
@@ -306,6 +349,7 @@ Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
       ids.push_back(args[k].node);  // strong by construction (arity 1)
       continue;
     }
+    if (args[k].is_literal()) check_literal_fits(args[k].lit, want, loc);
     NodeId id = args[k].is_literal() ? constant(literal_to_scalar(args[k].lit, want), loc) : args[k].node;
     if (g_.node(id).dtype != want) {
       NodeId c[1] = {id};
@@ -314,6 +358,50 @@ Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
     ids.push_back(id);
   }
   return Operand::of(add_typed(op, result, ids, loc));
+}
+
+DType GraphBuilder::common_dtype(Op op, std::span<const Operand> args) const {
+  std::vector<TypedOperand> ops;
+  for (size_t k = op_info(op).rule == TypeRule::Where ? 1 : 0; k < args.size(); ++k) {
+    if (args[k].is_literal()) {
+      ops.push_back({default_dtype(args[k].lit.cat), Tier::Weak});
+    } else {
+      const Node& n = g_.node(args[k].node);
+      ops.push_back({n.dtype, n.shape.empty() ? Tier::ZeroDim : Tier::Dimensioned});
+    }
+  }
+  return result_type(ops);
+}
+
+Operand GraphBuilder::fold_literals(Op op, std::span<const Operand> args, Loc loc) const {
+  const OpInfo& info = op_info(op);
+  Category cat = Category::Bool;
+  for (size_t k = info.rule == TypeRule::Where ? 1 : 0; k < args.size(); ++k) cat = std::max(cat, args[k].lit.cat);
+  DType opnd = literal_dtype_alone(cat);
+  if (opnd == DType::Bool && info.rule == TypeRule::Same && !selects(op)) opnd = DType::I64;  // True + True == 2
+  if (op == Op::Pow && opnd == DType::I64 && args[1].lit.cat != Category::Float && args[1].lit.i < 0)
+    opnd = DType::F64;  // Python: 2 ** -1 == 0.5
+  DType result = opnd;
+  switch (info.rule) {
+    case TypeRule::Float: opnd = result = DType::F64; break;
+    case TypeRule::Compare: case TypeRule::Logical: case TypeRule::Pred: result = DType::Bool; break;
+    default: break;
+  }
+  std::vector<Scalar> vals;
+  for (size_t k = 0; k < args.size(); ++k) {
+    DType t = opnd;
+    if (info.rule == TypeRule::Logical || (info.rule == TypeRule::Where && k == 0)) t = DType::Bool;
+    if (info.rule == TypeRule::Pred) t = literal_dtype_alone(args[k].lit.cat);
+    vals.push_back(literal_to_scalar(args[k].lit, t));
+  }
+  if (result == DType::I64 && i64_fold_overflows(op, vals)) {
+    std::string call = std::string(info.name) + "(";
+    for (size_t k = 0; k < args.size(); ++k) call += (k ? ", " : "") + literal_text(args[k].lit);
+    throw UserError(call + ") overflows i64: literals fold in i64 (Python's integers would not wrap); " +
+                        "write a float literal (2.0) to fold in f64",
+                    loc);
+  }
+  return Operand::of(scalar_to_literal(eval_scalar(op, result, vals), loc));
 }
 
 void GraphBuilder::copy_dims(const Graph& from) {

@@ -20,10 +20,14 @@ struct Literal {
   Category cat = Category::Int;
   double f = 0.0;  // cat == Float
   int64_t i = 0;   // cat == Int or Bool
+  Loc loc;         // where it was written (for errors); {} if unknown
 };
 
 // An operand while building: either a node or a weak literal. Expressions made only of literals
-// are folded at build time in f64 / i64 (as Python would evaluate them) and stay weak.
+// are folded at build time as Python evaluates them (docs/graph-format.md): in i64 / f64, bools
+// counting as ints in arithmetic (`true + true` is 2), `int / int` and `int ** negative int`
+// giving floats; the result stays weak. An i64 overflow is a UserError (Python's ints do not
+// wrap); where Python raises (division by zero, a math domain error) the op's own rule applies.
 struct Operand {
   NodeId node = kNoNode;
   Literal lit;
@@ -31,6 +35,23 @@ struct Operand {
   static Operand of(NodeId n) { Operand o; o.node = n; return o; }
   static Operand of(Literal l) { Operand o; o.lit = l; return o; }
 };
+
+// The three tiers of type promotion, as in torch.result_type (PyTorch docs, "Type Promotion"):
+// tensors with dimensions, 0-d tensors (inputs of shape [], params, typed constants, values
+// computed from them), and weak literals (Python scalars). Within a category
+// (bool < integer < float) a higher tier's dtype wins over a lower tier's: `f16[4] * param f32`
+// is f16, `u8[2] + i64[]` is u8; a lower tier of a higher category decides the category (and, for
+// 0-d tensors, the dtype): `i32[4] * f64[]` is f64, `i32[4] * 0.5` is f32.
+enum class Tier : uint8_t { Dimensioned, ZeroDim, Weak };
+struct TypedOperand {
+  DType dtype;  // for Weak: default_dtype of the literal's category (bool, i64, f32)
+  Tier tier;
+};
+// The common dtype of `ops` (non-empty) by the three tiers: each tier's dtypes promote among
+// themselves (ir::promote), then tiers combine as c10's combine_categories does: a float higher
+// tier wins; a bool higher tier, or a float lower tier, promotes with the lower; otherwise the
+// higher tier wins.
+DType result_type(std::span<const TypedOperand> ops);
 
 class GraphBuilder {
  public:
@@ -47,13 +68,16 @@ class GraphBuilder {
   // Sets the range generated values of `input` are drawn from (ValueRange). Throws UserError at
   // `loc` unless lo < hi are finite, or when the input is bool (random bools take no range).
   void set_input_range(NodeId input, double lo, double hi, Loc loc = {});
-  // Declares a 0-d run-time scalar param with a default value (converted to `dtype`).
+  // Declares a 0-d run-time scalar param with a default value (converted to `dtype` by the cast
+  // rules). Throws UserError when the default does not fit `dtype` (check_literal_fits).
   NodeId add_param(const std::string& name, DType dtype, const Literal& default_value, Loc loc = {});
 
-  // Applies a non-leaf, non-cast op. Weak literals are typed from the strong operands; operands
-  // are cast to the op's operand dtype; shapes broadcast (NumPy). If every operand is a literal
-  // the op is folded and a literal returned. Throws UserError on an arity, dtype (e.g. neg of
-  // bool) or shape mismatch, naming both shapes.
+  // Applies a non-leaf, non-cast op. Operands promote by result_type's three tiers; weak
+  // literals become constants of the operand dtype; operands are cast to the op's operand dtype;
+  // shapes broadcast (NumPy). If every operand is a literal the op is folded as Python would
+  // (see Literal) and a literal returned. Throws UserError on an arity, dtype (e.g. neg of bool)
+  // or shape mismatch (naming both shapes), on a literal that does not fit the dtype it converts
+  // to (check_literal_fits), and on an i64 overflow while folding literals.
   Operand apply(Op op, std::span<const Operand> args, Loc loc = {});
   // cast(x, dtype). A weak literal is converted straight to a Const of that dtype.
   Operand cast(const Operand& x, DType to, Loc loc = {});
@@ -81,7 +105,8 @@ class GraphBuilder {
 
  private:
   NodeId push(Node n);
-  DType operand_dtype(Op op, std::span<const DType> strong) const;
+  Operand fold_literals(Op op, std::span<const Operand> args, Loc loc) const;
+  DType common_dtype(Op op, std::span<const Operand> args) const;
   Shape broadcast(const Shape& a, const Shape& b, Loc loc) const;
   Graph g_;
   std::unordered_map<std::string, int32_t> dim_index_;  // name -> index in g_.dims (O(1) find_dim)
@@ -97,5 +122,13 @@ void rebind_dims(Graph& g, const std::vector<std::pair<std::string, int64_t>>& v
 
 // Converts a weak literal to a typed scalar (float -> int truncates toward zero etc., the cast rules).
 Scalar literal_to_scalar(const Literal& l, DType dtype);
+
+// Throws UserError (at l.loc, else `loc`) naming the literal, its value and `dtype` when an
+// implicit conversion of `l` to `dtype` would not keep its value up to rounding: an integer
+// outside the dtype's range (`clamp(x_i8, -1000, 1000)`; PyTorch refuses these too), a finite
+// value that overflows a float dtype to inf (`x_f16 * 100000`), a float outside an integer
+// dtype's range or NaN (param defaults). Conversions to bool (x != 0) always fit; explicit
+// `cast` is never checked (it wraps and saturates by the cast rules).
+void check_literal_fits(const Literal& l, DType dtype, Loc loc = {});
 
 }  // namespace fusejit::ir

@@ -28,6 +28,18 @@ class UserError : public std::runtime_error {
   Loc loc_;
 };
 
+// A mistake in an input other than the graph text: a .npy file (file() is its path) or the
+// environment (file() is ""). Rendered as "FILE: error: MESSAGE" (or "error: MESSAGE"), never
+// against the graph file's name and lines; what() is the bare message.
+class FileError : public UserError {
+ public:
+  FileError(std::string message, std::string file) : UserError(std::move(message)), file_(std::move(file)) {}
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+};
+
 // A broken invariant inside fusejit: always a bug, never the user's fault.
 class InternalError : public std::logic_error {
  public:

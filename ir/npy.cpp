@@ -5,10 +5,13 @@
 
 #include "ir/scalar/fj_scalar.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 
 namespace fusejit::ir {
@@ -17,9 +20,8 @@ namespace {
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr uint32_t kMaxHeader = 1u << 20;
 
-[[noreturn]] void fail(const std::string& path, const std::string& msg) {
-  throw UserError(path + ": " + msg);
-}
+// Every .npy problem names the .npy file (not the graph file being run).
+[[noreturn]] void fail(const std::string& path, const std::string& msg) { throw FileError(msg, path); }
 
 std::string descr_of(DType t, Bf16Npy bf16) {
   switch (t) {
@@ -220,60 +222,99 @@ void write_npy(const std::string& path, const Tensor& t, Bf16Npy bf16) {
   if (!f) fail(path, std::string("write failed: ") + std::strerror(errno));
 }
 
-Tensor read_npy(const std::string& path, std::optional<DType> expect) {
-  {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec))  // a folder, FIFO or device would hang or mislead
-      fail(path, std::filesystem::exists(path, ec) ? "cannot open file: not a regular file" : "cannot open file: no such file");
+namespace {
+
+// An open .npy file whose header has been read and checked; the data is not read yet.
+struct NpyHeader {
+  std::string path;
+  int fd = -1;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  uint64_t data_offset = 0;
+  int64_t data_bytes = 0;
+  NpyHeader() = default;
+  NpyHeader(const NpyHeader&) = delete;
+  NpyHeader& operator=(const NpyHeader&) = delete;
+  ~NpyHeader() {
+    if (fd >= 0) ::close(fd);
   }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(path, std::string("cannot open file: ") + std::strerror(errno));
-  f.seekg(0, std::ios::end);
-  std::streamoff size = f.tellg();
-  f.seekg(0, std::ios::beg);
-  if (size < 0) fail(path, "cannot determine the file size");
+};
+
+// Reads exactly `size` bytes at `offset`; false at the end of the file or on an error.
+bool read_at(int fd, void* out, size_t size, uint64_t offset) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, static_cast<char*>(out) + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Opens `path` (a regular file only: a folder, FIFO or device is refused without reading it) and
+// reads and checks its header: magic, version, header dict, dtype, shape, and that the file holds
+// exactly the data the shape needs. No data is read.
+void read_npy_header(const std::string& path, std::optional<DType> expect, NpyHeader& h) {
+  h.path = path;
+  h.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (h.fd < 0) fail(path, errno == ENOENT ? "cannot open file: no such file" : std::string("cannot open file: ") + std::strerror(errno));
+  struct stat st;
+  if (::fstat(h.fd, &st) != 0) fail(path, std::string("cannot inspect the file: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) fail(path, "cannot open file: not a regular file");
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
   unsigned char pre[12] = {};
-  if (size < 10) fail(path, "not a .npy file (too short)");
-  f.read(reinterpret_cast<char*>(pre), 10);
-  if (!f || std::memcmp(pre, kMagic, 6) != 0) fail(path, "not a .npy file (bad magic)");
-  int major = pre[6], minor = pre[7];
+  if (size < 10 || !read_at(h.fd, pre, 10, 0)) fail(path, "not a .npy file (too short)");
+  if (std::memcmp(pre, kMagic, 6) != 0) fail(path, "not a .npy file (bad magic)");
+  const int major = pre[6], minor = pre[7];
   if ((major != 1 && major != 2 && major != 3) || minor != 0)
     fail(path, "unsupported .npy version " + std::to_string(major) + "." + std::to_string(minor));
-  size_t pre_len = major == 1 ? 10 : 12;
-  uint32_t hlen;
-  if (major == 1) {
-    hlen = le(pre + 8, 2);
-  } else {
-    if (size < 12) fail(path, "truncated .npy header");
-    f.read(reinterpret_cast<char*>(pre + 10), 2);
-    hlen = le(pre + 8, 4);
-  }
+  const size_t pre_len = major == 1 ? 10 : 12;
+  if (major != 1 && (size < 12 || !read_at(h.fd, pre + 10, 2, 10))) fail(path, "truncated .npy header");
+  const uint32_t hlen = major == 1 ? le(pre + 8, 2) : le(pre + 8, 4);
   if (hlen > kMaxHeader) fail(path, "malformed .npy header (header length " + std::to_string(hlen) + " is over 1 MiB)");
-  if (static_cast<uint64_t>(size) < pre_len + hlen)
+  if (size < pre_len + hlen)
     fail(path, "truncated .npy header (header length " + std::to_string(hlen) + " is beyond the end of the file)");
   std::string text(hlen, '\0');
-  f.read(text.data(), hlen);
-  if (!f) fail(path, "cannot read the .npy header");
+  if (!read_at(h.fd, text.data(), hlen, pre_len)) fail(path, "cannot read the .npy header");
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\0')) text.pop_back();
-  Header h = HeaderParser(text, path).parse();
-  if (h.fortran) fail(path, "fortran_order arrays are not supported; save it with np.ascontiguousarray(x)");
+  Header d = HeaderParser(text, path).parse();
+  if (d.fortran) fail(path, "fortran_order arrays are not supported; save it with np.ascontiguousarray(x)");
   std::string why;
-  std::optional<DType> dt = dtype_of(h.descr, expect, &why);
+  std::optional<DType> dt = dtype_of(d.descr, expect, &why);
   if (!dt) fail(path, why);
-  int64_t n = checked_numel(h.shape), bytes = 0;
-  if (n < 0 || __builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(*dt)), &bytes))
-    fail(path, "shape " + tensor_type_string(*dt, h.shape) + " is too large");
-  uint64_t have = static_cast<uint64_t>(size) - pre_len - hlen;
-  if (have < static_cast<uint64_t>(bytes))
-    fail(path, "truncated data: " + tensor_type_string(*dt, h.shape) + " needs " + std::to_string(bytes) +
+  int64_t n = checked_numel(d.shape);
+  if (n < 0 || __builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(*dt)), &h.data_bytes))
+    fail(path, "shape " + tensor_type_string(*dt, d.shape) + " is too large");
+  h.dtype = *dt;
+  h.shape = std::move(d.shape);
+  h.data_offset = pre_len + hlen;
+  const uint64_t have = size - h.data_offset, want = static_cast<uint64_t>(h.data_bytes);
+  if (have < want)
+    fail(path, "truncated data: " + tensor_type_string(h.dtype, h.shape) + " needs " + std::to_string(want) +
                    " bytes, the file has " + std::to_string(have));
-  if (have > static_cast<uint64_t>(bytes))
-    fail(path, "has " + std::to_string(have - static_cast<uint64_t>(bytes)) + " bytes after the data of " +
-                   tensor_type_string(*dt, h.shape));
-  Tensor t(*dt, h.shape);  // the size is now bounded by the file's size
-  f.read(reinterpret_cast<char*>(t.data.data()), static_cast<std::streamsize>(bytes));
-  if (!f) fail(path, "cannot read the data");
+  if (have > want) fail(path, "has " + std::to_string(have - want) + " bytes after the data of " + tensor_type_string(h.dtype, h.shape));
+}
+
+// Reads the data the header describes.
+Tensor read_npy_data(const NpyHeader& h) {
+  Tensor t = [&] {
+    try {
+      return Tensor(h.dtype, h.shape);  // the size is bounded by the file's size
+    } catch (const UserError& e) {  // not enough memory: still this file's problem
+      fail(h.path, e.what());
+    }
+  }();
+  if (!read_at(h.fd, t.data.data(), static_cast<size_t>(h.data_bytes), h.data_offset)) fail(h.path, "cannot read the data");
   return t;
+}
+
+}  // namespace
+
+Tensor read_npy(const std::string& path, std::optional<DType> expect) {
+  NpyHeader h;
+  read_npy_header(path, expect, h);
+  return read_npy_data(h);
 }
 
 namespace {
@@ -286,25 +327,30 @@ std::string fmt_g17(float v) {
 
 Tensor read_npy_input(const std::string& path, const std::string& name, DType dtype, const std::vector<int64_t>& shape,
                       const std::string& shape_hint) {
-  Tensor t = read_npy(path, dtype);
-  if (dtype == DType::BF16 && t.dtype == DType::F32 && t.shape == shape) {
-    // The exact-widening convention (Bf16Npy::F32): narrow back, refusing any value that would round.
+  // dtype and shape come from the header and are checked before any data is read (a huge file
+  // given for a small input costs nothing).
+  NpyHeader h;
+  read_npy_header(path, dtype, h);
+  const bool bf16_as_f32 = dtype == DType::BF16 && h.dtype == DType::F32;  // the Bf16Npy::F32 convention
+  if ((h.dtype != dtype && !bf16_as_f32) || h.shape != shape)
+    fail(path, "input '" + name + "': the file has " + tensor_type_string(h.dtype, h.shape) + ", expected " +
+                   tensor_type_string(dtype, shape) +
+                   ((h.dtype == dtype || bf16_as_f32) && !shape_hint.empty() ? " " + shape_hint : ""));
+  Tensor t = read_npy_data(h);
+  if (bf16_as_f32) {
+    // Narrow back, refusing any value that would round.
     Tensor b(DType::BF16, t.shape);
     const float* src = t.as<float>();
     for (int64_t i = 0; i < t.numel(); ++i) {
-      fj_bf16 h = fj_store_bf16(src[i]);
-      float back = fj_load(h);
+      fj_bf16 v = fj_store_bf16(src[i]);
+      float back = fj_load(v);
       if (std::memcmp(&back, &src[i], 4) != 0 && !(back != back && src[i] != src[i]))
-        throw UserError("input '" + name + "': " + path + " has f32 values that are not exactly representable in bf16 (element " +
-                        std::to_string(i) + " = " + fmt_g17(src[i]) + "); expected bf16 (or f32 holding bf16 values)");
-      b.as<fj_bf16>()[i] = h;
+        fail(path, "input '" + name + "': the file has f32 values that are not exactly representable in bf16 (element " +
+                       std::to_string(i) + " = " + fmt_g17(src[i]) + "); expected bf16 (or f32 holding bf16 values)");
+      b.as<fj_bf16>()[i] = v;
     }
     return b;
   }
-  const bool same_dtype = t.dtype == dtype || (dtype == DType::BF16 && t.dtype == DType::F32);
-  if (t.dtype != dtype || t.shape != shape)
-    throw UserError("input '" + name + "': " + path + " has " + tensor_type_string(t.dtype, t.shape) + ", expected " +
-                    tensor_type_string(dtype, shape) + (same_dtype && !shape_hint.empty() ? " " + shape_hint : ""));
   if (t.dtype == DType::Bool)  // NumPy reads any nonzero byte as True: store it as 1, as every path expects
     for (std::byte& b : t.data) b = b != std::byte{0} ? std::byte{1} : std::byte{0};
   return t;

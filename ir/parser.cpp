@@ -1,12 +1,15 @@
 #include "ir/parser.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
-#include <sstream>
 #include <unordered_map>
 
 #include "ir/builder.h"
@@ -365,7 +368,15 @@ class Parser {
     }
   }
 
+  // Called before every op is added: a graph stops at kMaxGraphNodes, so a huge expression gives
+  // a located error instead of gigabytes of nodes (about 150 bytes each).
+  void room_for_op(Loc loc) const {
+    if (b_.graph().size() >= static_cast<int64_t>(kMaxGraphNodes))
+      throw UserError("graph too large: more than " + std::to_string(kMaxGraphNodes) + " nodes (fusejit's limit)", loc);
+  }
+
   Operand binary(Op op, const Operand& a, const Operand& b, Loc loc) {
+    room_for_op(loc);
     Operand args[2] = {a, b};
     return b_.apply(op, args, loc);
   }
@@ -416,6 +427,7 @@ class Parser {
       Literal l;
       l.cat = Category::Int;
       l.i = static_cast<int64_t>(0 - tok_.u);  // 2^63 wraps to INT64_MIN, as intended
+      l.loc = t.loc;
       advance();
       return Operand::of(l);
     }
@@ -423,6 +435,7 @@ class Parser {
       Literal l;
       l.cat = Category::Float;
       l.f = -tok_.f;
+      l.loc = t.loc;
       advance();
       return Operand::of(l);
     }
@@ -430,10 +443,12 @@ class Parser {
       Literal l;
       l.cat = Category::Float;
       l.f = -(tok_.text == "inf" ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN());
+      l.loc = t.loc;
       advance();
       return Operand::of(l);
     }
     Operand x = unary(depth + 1);
+    room_for_op(t.loc);
     Operand args[1] = {x};
     return b_.apply(Op::Neg, args, t.loc);
   }
@@ -448,6 +463,7 @@ class Parser {
         Literal l;
         l.cat = Category::Int;
         l.i = static_cast<int64_t>(t.u);
+        l.loc = t.loc;
         return Operand::of(l);
       }
       case Tok::Float: {
@@ -455,6 +471,7 @@ class Parser {
         Literal l;
         l.cat = Category::Float;
         l.f = t.f;
+        l.loc = t.loc;
         return Operand::of(l);
       }
       case Tok::LParen: {
@@ -483,6 +500,7 @@ class Parser {
     advance();
     if (tok_.kind == Tok::LParen) return call(t, depth);
     Literal l;
+    l.loc = t.loc;
     if (t.text == "true" || t.text == "false") {
       l.cat = Category::Bool;
       l.i = t.text == "true";
@@ -529,6 +547,7 @@ class Parser {
       }
     }
     advance();  // ')'
+    room_for_op(name.loc);
     if (is_cast) {
       if (!cast_to || args.size() != 1)
         throw UserError("cast takes 2 arguments (a value and a dtype), got " +
@@ -559,18 +578,67 @@ Graph parse_graph(std::string_view text, const std::string& file, const DimOverr
   return p.run();
 }
 
+namespace {
+// What a graph path names when it is not a regular file, for the error message.
+std::string not_regular(const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) return "it is a directory";
+  if (S_ISFIFO(st.st_mode)) return "it is a FIFO (named pipe), not a regular file";
+  if (S_ISCHR(st.st_mode)) return "it is a character device (like /dev/zero), not a regular file";
+  if (S_ISBLK(st.st_mode)) return "it is a block device, not a regular file";
+  if (S_ISSOCK(st.st_mode)) return "it is a socket, not a regular file";
+  return "it is not a regular file";
+}
+
+// `size` is the file's size, or 0 when only "more than the limit" is known.
+std::string too_large(const std::string& path, uint64_t size) {
+  return "graph file '" + path + "' has " +
+         (size ? std::to_string(size) : "more than " + std::to_string(kMaxGraphFileBytes)) +
+         " bytes; fusejit reads graph files of at most " + std::to_string(kMaxGraphFileBytes >> 20) + " MiB";
+}
+}  // namespace
+
 std::string read_text_file(const std::string& path) {
-  {
-    std::error_code ec;
-    if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-      throw UserError("cannot read graph file '" + path + "': not a regular file");
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below, never read).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    const int err = errno;
+    struct stat st;  // a socket cannot be opened at all: say what it is
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      throw UserError("cannot read graph file '" + path + "': " + not_regular(st));
+    throw UserError("cannot open graph file '" + path + "': " + std::strerror(err));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError("cannot open graph file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw UserError("cannot read graph file '" + path + "'");
-  return ss.str();
+  struct stat st;
+  std::string problem;
+  if (::fstat(fd, &st) != 0) problem = std::string("cannot inspect it: ") + std::strerror(errno);
+  else if (!S_ISREG(st.st_mode)) problem = not_regular(st);
+  else if (static_cast<uint64_t>(st.st_size) > kMaxGraphFileBytes) problem = "too large";
+  if (!problem.empty()) {
+    ::close(fd);
+    if (problem == "too large") throw UserError(too_large(path, static_cast<uint64_t>(st.st_size)));
+    throw UserError("cannot read graph file '" + path + "': " + problem);
+  }
+  // Read at most one byte past the limit: the file may have grown since fstat.
+  std::string text(static_cast<size_t>(st.st_size) + 1, '\0');
+  size_t done = 0;
+  for (;;) {
+    if (done == text.size()) {
+      if (text.size() > kMaxGraphFileBytes) break;
+      text.resize(std::min<size_t>(text.size() * 2, kMaxGraphFileBytes + 1));
+    }
+    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw UserError("cannot read graph file '" + path + "': " + std::strerror(err));
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (done > kMaxGraphFileBytes) throw UserError(too_large(path, 0));
+  text.resize(done);
+  return text;
 }
 
 Graph parse_graph_file(const std::string& path, const DimOverrides& dim_overrides) {

@@ -28,11 +28,21 @@ inline constexpr int kMaxExprDepth = 256;
 // kMaxExprDepth.
 Graph parse_graph(std::string_view text, const std::string& file, const DimOverrides& dim_overrides = {});
 
+// Most bytes a graph file may hold (docs/graph-format.md). Real graphs are kilobytes; the limit
+// bounds what a mistaken path (a log, a data file) costs.
+inline constexpr uint64_t kMaxGraphFileBytes = uint64_t{16} << 20;
+// Most nodes the parser builds for one graph (inputs, params, constants and ops). Parsing needs
+// about 150 bytes per node, so a graph file never costs more than a few hundred MB.
+inline constexpr uint64_t kMaxGraphNodes = uint64_t{1} << 20;
+
 // Reads `path` and parses it (file = path). Throws UserError if the file cannot be read.
 Graph parse_graph_file(const std::string& path, const DimOverrides& dim_overrides = {});
 
-// Reads a whole file into a string; throws UserError naming the path on failure (used by the
-// command line to show source lines in diagnostics).
+// Reads a whole graph file into a string: the one checked reader for graph files (the library's
+// Graph::load and every command use it). Throws UserError naming the path and the problem when
+// it cannot be opened or read, is not a regular file (a directory, FIFO, device or socket is
+// refused without reading it, so /dev/zero or a FIFO never hang), or holds more than
+// kMaxGraphFileBytes.
 std::string read_text_file(const std::string& path);
 
 }  // namespace fusejit::ir

@@ -27,13 +27,12 @@ GroupTraffic group_traffic(const Graph& g, const FusionGroup& group) {
 }
 
 int64_t estimate_param_bytes(const Graph& g, const FusionGroup& group) {
+  // The larger of the kernel's two entries (jit/kernel_abi.h): every input and output has a
+  // stride per dim in the strided entry, a broadcast input one per collapsed dim in the fast one.
   const int64_t rank = static_cast<int64_t>(group.iter_shape.size());
-  int64_t bytes = 64 + 8 * rank + 8 * static_cast<int64_t>(group.params.size());
-  for (NodeId id : group.inputs) {
-    bytes += 8;
-    if (g.node(id).shape != group.iter_shape) bytes += 8 * rank;
-  }
-  for (NodeId id : group.outputs) bytes += 8 * std::max(1, output_bindings(g, id));
+  int64_t bytes = 64 + 16 * rank + 8 * static_cast<int64_t>(group.params.size());
+  bytes += 8 * (1 + rank) * static_cast<int64_t>(group.inputs.size());
+  for (NodeId id : group.outputs) bytes += 8 * (1 + rank) * std::max(1, output_bindings(g, id));
   return bytes;
 }
 

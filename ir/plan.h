@@ -55,11 +55,11 @@ inline constexpr int64_t kMaxKernelParamBytes = 4096;
 // few hundred ops NVRTC spills to local memory and the fused kernel loses to the unfused one).
 inline constexpr int kMaxOpsPerKernel = 256;
 
-// Upper bound on the parameter bytes of the kernel generated for `group` (jit/kernel_abi.h must
-// stay within it): 8 per pointer (each input, and each output binding: a value that is two
-// graph outputs is written to two buffers), 8 * rank(iter_shape) per input whose shape differs
-// from iter_shape (its strides), 8 per param, 8 * rank(iter_shape) for the sizes, and 64 for the
-// element count, flags and alignment padding.
+// Upper bound on the parameter bytes of either entry point of the kernel generated for `group`
+// (jit/kernel_abi.h must stay within it): 8 per pointer and 8 per dim of its strides for each input
+// and each output binding (a value that is two graph outputs is written to two buffers), 8 per
+// param, 16 * rank(iter_shape) for the sizes and their magic numbers, and 64 for the element count,
+// flags and alignment padding.
 int64_t estimate_param_bytes(const Graph& g, const FusionGroup& group);
 
 // One group per non-leaf node (plus a copy/fill group per output that is a leaf): the baseline

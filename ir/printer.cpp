@@ -1,5 +1,7 @@
 #include "ir/printer.h"
 
+#include "ir/builder.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -80,23 +82,16 @@ struct Printer {
     if (cand.empty() || static_cast<int>(cand.size()) == n.nargs) return;  // need a strong operand
     for (size_t c = 0; c < cand.size(); ++c)
       if (n.args[cand[c]] != j - static_cast<NodeId>(cand.size() - c)) return;
-    // Re-run the builder's typing with the candidates weak.
-    int first = info.rule == TypeRule::Where ? 1 : 0;
-    bool strong_set = false;
-    DType common = DType::Bool;
-    int weak_cat = -1;
+    // Re-run the builder's typing (ir::result_type) with the candidates weak.
     auto is_cand = [&](int k) { return std::find(cand.begin(), cand.end(), k) != cand.end(); };
-    for (int k = first; k < n.nargs; ++k) {
-      DType t = g.node(n.args[k]).dtype;
-      if (is_cand(k)) weak_cat = std::max(weak_cat, static_cast<int>(dtype_category(t)));
-      else { common = strong_set ? promote(common, t) : t; strong_set = true; }
+    std::vector<TypedOperand> typed;
+    for (int k = info.rule == TypeRule::Where ? 1 : 0; k < n.nargs; ++k) {
+      const Node& a = g.node(n.args[k]);
+      if (is_cand(k)) typed.push_back({default_dtype(dtype_category(a.dtype)), Tier::Weak});
+      else typed.push_back({a.dtype, a.shape.empty() ? Tier::ZeroDim : Tier::Dimensioned});
     }
-    if (!strong_set) {
-      if (weak_cat < 0) return;
-      common = default_dtype(static_cast<Category>(weak_cat));
-    } else if (weak_cat > static_cast<int>(dtype_category(common))) {
-      common = default_dtype(static_cast<Category>(weak_cat));
-    }
+    if (typed.empty()) return;
+    const DType common = result_type(typed);
     DType operand = common;
     if (info.rule == TypeRule::Float && !is_float(common)) operand = DType::F32;
     if (info.rule == TypeRule::Logical) operand = DType::Bool;

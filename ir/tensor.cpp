@@ -36,11 +36,9 @@ int64_t Tensor::numel() const {
   return n;
 }
 
-Scalar Tensor::get(int64_t i) const {
-  FJ_CHECK(i >= 0 && i < numel(), "Tensor::get index out of range");
+Scalar load_element(DType dtype, const std::byte* p) {
   Scalar s;
   s.dtype = dtype;
-  const std::byte* p = data.data() + static_cast<size_t>(i) * static_cast<size_t>(dtype_size(dtype));
   switch (dtype) {
     case DType::Bool: s.i = std::to_integer<uint8_t>(*p) != 0; break;
     case DType::I8: { int8_t v; std::memcpy(&v, p, 1); s.i = v; break; }
@@ -55,14 +53,12 @@ Scalar Tensor::get(int64_t i) const {
   return s;
 }
 
-void Tensor::set(int64_t i, const Scalar& value) {
-  FJ_CHECK(i >= 0 && i < numel(), "Tensor::set index out of range");
+void store_element(DType dtype, std::byte* p, const Scalar& value) {
   Scalar v = value;
   if (v.dtype != dtype) {
     Scalar args[1] = {value};
     v = eval_scalar(Op::Cast, dtype, args);
   }
-  std::byte* p = data.data() + static_cast<size_t>(i) * static_cast<size_t>(dtype_size(dtype));
   switch (dtype) {
     case DType::Bool: *p = std::byte{static_cast<uint8_t>(v.i != 0)}; break;
     case DType::I8: { int8_t x = static_cast<int8_t>(v.i); std::memcpy(p, &x, 1); break; }
@@ -75,6 +71,16 @@ void Tensor::set(int64_t i, const Scalar& value) {
     case DType::F32: { float x = static_cast<float>(v.f); std::memcpy(p, &x, 4); break; }
     case DType::F64: { double x = v.f; std::memcpy(p, &x, 8); break; }
   }
+}
+
+Scalar Tensor::get(int64_t i) const {
+  FJ_CHECK(i >= 0 && i < numel(), "Tensor::get index out of range");
+  return load_element(dtype, data.data() + static_cast<size_t>(i) * static_cast<size_t>(dtype_size(dtype)));
+}
+
+void Tensor::set(int64_t i, const Scalar& value) {
+  FJ_CHECK(i >= 0 && i < numel(), "Tensor::set index out of range");
+  store_element(dtype, data.data() + static_cast<size_t>(i) * static_cast<size_t>(dtype_size(dtype)), value);
 }
 
 std::vector<int64_t> shape_sizes(const Shape& s) {

@@ -40,6 +40,12 @@ struct Tensor {
   template <class S> const S* as() const { return reinterpret_cast<const S*>(data.data()); }
 };
 
+// One element of `dtype` at `p` (storage as Tensor documents it) as a typed scalar, and the store
+// of a scalar converted first by the cast rules when its dtype differs: what Tensor::get/set do,
+// for storage a Tensor does not own.
+Scalar load_element(DType dtype, const std::byte* p);
+void store_element(DType dtype, std::byte* p, const Scalar& value);
+
 // Sizes of a graph shape.
 std::vector<int64_t> shape_sizes(const Shape& s);
 // "f32[8, 4096]" (dtype and sizes) for messages and reports; "f32[]" for 0-d.

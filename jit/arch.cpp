@@ -1,7 +1,6 @@
 #include "jit/arch.h"
 
 #include <fmt/format.h>
-#include <nvrtc.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,6 +8,7 @@
 #include <stdexcept>
 
 #include "ir/error.h"
+#include "jit/nvrtc.h"
 
 namespace fusejit::jit {
 
@@ -40,16 +40,6 @@ std::optional<std::vector<int>> parse_arch_list(std::string_view text) {
   if (out.empty()) return std::nullopt;
   std::sort(out.begin(), out.end());
   return out;
-}
-
-std::vector<int> query_nvrtc_archs() {
-  int n = 0;
-  if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0)
-    throw std::runtime_error("nvrtcGetNumSupportedArchs failed");
-  std::vector<int> archs(static_cast<size_t>(n));
-  if (nvrtcGetSupportedArchs(archs.data()) != NVRTC_SUCCESS) throw std::runtime_error("nvrtcGetSupportedArchs failed");
-  std::sort(archs.begin(), archs.end());
-  return archs;
 }
 
 }  // namespace
@@ -89,7 +79,7 @@ Target parse_target(std::string_view text) {
 }
 
 ArchDecision choose_target(Arch device, std::span<const int> supported_in) {
-  if (supported_in.empty()) throw ir::UserError("the linked NVRTC reports no supported GPU architectures");
+  if (supported_in.empty()) throw ir::UserError("the loaded NVRTC reports no supported GPU architectures");
   std::vector<int> supported(supported_in.begin(), supported_in.end());
   std::sort(supported.begin(), supported.end());
   const int dev = device.number();
@@ -142,7 +132,7 @@ std::vector<int> supported_archs() {
     if (auto list = parse_arch_list(env)) return *list;
     throw ir::UserError(fmt::format("FUSEJIT_TEST_NVRTC_ARCHS='{}' is not a list like 75,80,90", env));
   }
-  static const std::vector<int> real = query_nvrtc_archs();  // thread-safe static init
+  static const std::vector<int> real = nvrtc_supported_archs();  // thread-safe static init
   return real;
 }
 

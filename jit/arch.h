@@ -1,5 +1,5 @@
 // GPU architecture targets for NVRTC: parsing `sm_90` / `compute_90`, and choosing what to compile
-// for a device from the architectures the linked NVRTC reports at run time
+// for a device from the architectures the loaded NVRTC reports at run time
 // (nvrtcGetSupportedArchs; no hard-coded tables, so a newer toolkit needs no fusejit change).
 #pragma once
 
@@ -66,10 +66,10 @@ struct ArchDecision {
 ArchDecision choose_target(Arch device, std::span<const int> supported);
 
 // For an explicit `--arch`: accepts the target if NVRTC supports its arch; otherwise throws
-// ir::UserError listing what the linked NVRTC supports.
+// ir::UserError listing what the loaded NVRTC supports.
 ArchDecision check_explicit_target(const Target& requested, std::span<const int> supported);
 
-// The architectures the linked NVRTC supports, ascending (nvrtcGetNumSupportedArchs +
+// The architectures the loaded NVRTC supports, ascending (nvrtcGetNumSupportedArchs +
 // nvrtcGetSupportedArchs, queried once). The test hook below or the environment variable
 // FUSEJIT_TEST_NVRTC_ARCHS ("75,80,90") replaces the list. Throws std::runtime_error if NVRTC fails.
 std::vector<int> supported_archs();

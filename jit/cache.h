@@ -1,12 +1,12 @@
-// The two-level kernel cache.
+// The two-level kernel cache of GPU binaries.
 //  - Memory: compiled kernels of this process, keyed by the caller's 128-bit structural hash of a
 //    fusion group (a hit skips code generation and NVRTC) and by the disk key.
-//  - Disk: one file per kernel under the cache folder, keyed by XXH3-128 over everything that
-//    changes the binary (DiskKeyInputs), so a second run of the same graph compiles nothing.
-// Each key is computed at most once per process (concurrent callers wait for the first), entries
-// are written to a temporary file and rename()d into place (readers never see half an entry; any
-// number of processes may write the same key), and a damaged, foreign or colliding entry is
-// deleted and recompiled, never loaded.
+//  - Disk: the one disk store (jit/disk_store.h), keyed by XXH3-128 over everything that changes
+//    the binary (DiskKeyInputs; the source without its location comments), so a second run of the
+//    same graph compiles nothing, whatever the graph file is called.
+// Each key is computed at most once per process (concurrent callers wait for the first) and at
+// most once at a time across processes (the store's per-key lock); the store's guarantees (atomic
+// writes, damaged or foreign entries rebuilt, private folders only, one size cap) hold here.
 #pragma once
 
 #include <cstdint>
@@ -22,20 +22,17 @@
 #include <vector>
 
 #include "jit/arch.h"
+#include "jit/disk_store.h"
 #include "jit/hash.h"
 #include "jit/nvrtc.h"
 
 namespace fusejit::jit {
 
-// Bumped whenever the entry file layout changes; entries of another version are discarded.
-inline constexpr uint32_t kCacheFormatVersion = 1;
-// Default size cap of the disk cache (1 GiB); FUSEJIT_CACHE_MAX_MB overrides it for global().
-inline constexpr uint64_t kDefaultCacheMaxBytes = uint64_t{1} << 30;
-
 // Everything that changes the compiled binary. Build it with make_key_inputs() so the key and
 // the actual NVRTC call see the same source, options and target.
 struct DiskKeyInputs {
-  std::string source;                 // the complete generated CUDA source
+  std::string source;                 // the complete generated CUDA source (location comments are
+                                      // left out of the key: jit/source_key.h)
   std::string compiler_version;       // e.g. nvrtc_version().str()
   std::vector<std::string> options;   // compile options except the architecture, in order
   Target target;                      // architecture and output kind (CUBIN/PTX)
@@ -47,14 +44,8 @@ DiskKeyInputs make_key_inputs(std::string source, const CompileRequest& request,
 // The NVRTC request that DiskKeyInputs describes (no name expressions).
 CompileRequest compile_request_of(const DiskKeyInputs& inputs);
 
-// The disk key (file name) and an independent check hash of the same inputs, stored in the
-// entry so that two inputs colliding on the 128-bit key are still told apart. Deterministic
-// across processes and machines. Throws ir::InternalError if codegen_version is empty.
-struct DiskKey {
-  Hash128 key;
-  Hash128 check;
-  friend bool operator==(const DiskKey&, const DiskKey&) = default;
-};
+// The disk key (file name) and check hash of `inputs` (see DiskKey). Deterministic across
+// processes and machines. Throws ir::InternalError if codegen_version is empty.
 DiskKey disk_key(const DiskKeyInputs& inputs);
 
 // How a kernel was obtained; every run reports it per kernel.
@@ -78,30 +69,17 @@ struct CacheResult {
   double lookup_ms = 0;   // wall time of the whole cache call, milliseconds
 };
 
-// The result of reading one disk entry.
-struct LoadResult {
-  enum class Status { Missing, Loaded, Discarded } status = Status::Missing;
-  std::string problem;       // why an entry was discarded ("truncated", "payload hash mismatch", ...)
-  std::vector<char> payload; // the binary when Loaded
-  std::string label;
-};
-
-// The cache folder from the environment: $FUSEJIT_CACHE_DIR, else $XDG_CACHE_HOME/fusejit (if
-// absolute), else $HOME/.cache/fusejit; nullopt if none is set.
-std::optional<std::filesystem::path> cache_dir_from_env();
-// True when FUSEJIT_DISABLE_CACHE is set to anything but "" or "0".
-bool cache_disabled_by_env();
-// The file of `key` under `dir`: DIR/ab/abcdef....fjk (first two hex digits as a subfolder).
-std::filesystem::path entry_path(const std::filesystem::path& dir, const Hash128& key);
-
 struct CacheConfig {
   // The cache folder; nullopt: cache_dir_from_env().
   std::optional<std::filesystem::path> dir;
   uint64_t max_bytes = kDefaultCacheMaxBytes;  // disk size cap; 0 means no cap
   bool disk = true;                            // false (or FUSEJIT_DISABLE_CACHE=1): no disk level
   bool memory = true;                          // false: nothing is kept in memory between calls
-  // Receives the cache's warnings (e.g. the one about an unwritable folder). Default: stderr.
+  // Receives the cache's warnings (e.g. the one about an unusable folder). Default: stderr.
   std::function<void(const std::string&)> warn;
+  // A disk store to use (shared with other caches); when set, dir, max_bytes, disk and warn are
+  // ignored: the store has its own.
+  std::shared_ptr<DiskStore> store = nullptr;
 };
 
 // Counters since construction (or clear_memory()).
@@ -112,19 +90,25 @@ struct CacheCounters {
 };
 
 // Every member function is thread-safe. The memory level is unbounded (a process holds the
-// kernels of the graphs it runs); the disk level is bounded by max_bytes. A cache whose folder is
-// missing from the environment, disabled, or proved unwritable works as a memory-only cache.
+// kernels of the graphs it runs); the disk level is bounded by the store's cap. A cache whose
+// folder is missing from the environment, disabled, or proved unusable works as a memory-only
+// cache.
 class KernelCache {
  public:
+  // Throws ir::FileError when FUSEJIT_DISABLE_CACHE is malformed (see cache_env()).
   explicit KernelCache(CacheConfig config = {});
   KernelCache(const KernelCache&) = delete;
   KernelCache& operator=(const KernelCache&) = delete;
 
-  // The process-wide cache used by the library, configured from the environment on first use:
-  // folder from cache_dir_from_env(), FUSEJIT_DISABLE_CACHE=1 turns the disk level off (the
-  // memory level stays: it never outlives the process), FUSEJIT_CACHE_MAX_MB sets the cap. The
-  // library installs its warning callback with set_warning_handler() before the first lookup.
+  // The process-wide cache of folder `dir` ("" = from the environment; `disk` false: memory
+  // only), on DiskStore::shared(dir, disk), so GPU kernels and host modules of one folder share
+  // its store. Kept for the life of the process. Throws ir::FileError for a malformed
+  // environment variable (cache_env()).
+  static KernelCache& shared(const std::string& dir, bool disk);
+  // shared("", true): the cache configured from the environment.
   static KernelCache& global();
+  // Forgets the memory level of every shared cache (after `fusejit cache clear`).
+  static void clear_all_memory();
 
   struct Generated {
     DiskKeyInputs inputs;                  // from code generation
@@ -149,18 +133,18 @@ class KernelCache {
 
   // The disk level alone (tests and tools). load() deletes an entry that fails any check.
   LoadResult load(const DiskKey& key);
-  // Writes an entry atomically; false (after the one warning) if the folder is unwritable.
+  // Writes an entry atomically; false (after the one warning) if the folder is unusable.
   bool store(const DiskKey& key, const Target& target, std::span<const char> payload, std::string_view label);
   // Deletes least-recently-used entries until the folder holds at most `max_bytes` (entry
   // files only); returns the number removed. Also removes stale temporary files.
   size_t evict_to(uint64_t max_bytes);
 
-  bool disk_enabled() const;                  // false once the folder proved unwritable
-  const std::filesystem::path& dir() const { return dir_; }  // empty if no disk level
-  uint64_t max_bytes() const { return config_.max_bytes; }
+  bool disk_enabled() const;                  // false once the folder proved unusable
+  const std::filesystem::path& dir() const;   // empty if no disk level
+  uint64_t max_bytes() const;
   CacheCounters counters() const;
   void clear_memory();                        // forgets the memory level and the counters
-  void set_warning_handler(std::function<void(const std::string&)> warn);
+  DiskStore& disk_store() { return *disk_; }
 
  private:
   using KernelPtr = std::shared_ptr<const CachedKernel>;
@@ -169,21 +153,16 @@ class KernelCache {
   KernelPtr once(std::unordered_map<Hash128, std::shared_ptr<Slot>, Hash128Hasher>& map, const Hash128& key,
                  bool& computed_here, Fn&& fn);
   std::shared_ptr<CachedKernel> lookup_disk_level(const DiskKeyInputs& inputs, const DiskKey& key, const std::string& label,
-                              const std::function<CompileResult()>& compile, CacheOutcome& outcome,
-                              double& compile_ms);
-  size_t evict_impl(uint64_t max_bytes, const std::filesystem::path& keep);
-  void warn_once(const std::string& message);
-  void disable_disk(const std::string& why);
+                                                  const std::function<CompileResult()>& compile, CacheOutcome& outcome,
+                                                  double& compile_ms);
 
   CacheConfig config_;
-  std::filesystem::path dir_;
-  mutable std::mutex mutex_;  // guards the maps, counters, disk state and the warning handler
+  std::shared_ptr<DiskStore> disk_;  // never null (a disabled store when there is no disk level)
+  mutable std::mutex mutex_;         // guards the maps and counters
   std::unordered_map<Hash128, std::shared_ptr<Slot>, Hash128Hasher> by_structure_;
   std::unordered_map<Hash128, std::shared_ptr<Slot>, Hash128Hasher> by_disk_key_;
   CacheCounters counters_;
-  bool disk_ok_ = false;
-  bool warned_ = false;
-  int64_t approx_bytes_ = -1;  // disk usage estimate for the cap (-1: not scanned yet)
+  StoreCounters store_base_;  // the store's counters at construction / clear_memory()
 };
 
 // The usual GPU path in one call: the disk key from (source, request, codegen_version), then
@@ -194,37 +173,6 @@ CacheResult compile_cached(KernelCache& cache, const std::string& source, const 
                            const CompileRequest& request, const std::string& codegen_version,
                            const std::string& label = {});
 
-// ---- The operations behind `fusejit cache stats|list|clear|path` (the CLI prints). ----
-
-struct CacheEntryInfo {
-  Hash128 key;
-  std::filesystem::path path;
-  uint64_t file_bytes = 0;
-  int64_t mtime_unix = 0;     // last use (seconds since the epoch)
-  std::string label;          // e.g. kernel name
-  std::string target;         // e.g. "sm_90" / "compute_90"
-  bool valid = false;         // header and payload checks pass
-  std::string problem;        // why not valid
-};
-
-// Every entry file under `dir`, most recently used first. Only files named like entries are read.
-std::vector<CacheEntryInfo> list_cache(const std::filesystem::path& dir);
-
-struct CacheStats {
-  std::filesystem::path dir;
-  uint64_t entries = 0;
-  uint64_t bytes = 0;
-  uint64_t invalid = 0;       // entries failing a check (deleted on their next load)
-  uint64_t temp_files = 0;    // in-progress or abandoned temporary files
-};
-CacheStats cache_stats(const std::filesystem::path& dir);
-
-struct ClearResult {
-  uint64_t removed = 0;
-  uint64_t bytes = 0;
-};
-// Removes entry files, temporary files and the emptied prefix folders under `dir`; files that do
-// not look like cache files are left alone (the folder may be shared by mistake).
-ClearResult clear_cache(const std::filesystem::path& dir);
+// The operations behind `fusejit cache stats|list|clear` are in jit/disk_store.h.
 
 }  // namespace fusejit::jit

@@ -15,6 +15,7 @@
 
 #include "ir/printer.h"
 #include "ir/scalar/fj_scalar.h"
+#include "jit/source_key.h"
 
 namespace fusejit::jit {
 
@@ -109,7 +110,7 @@ class Naming {
     std::string file = g_.file;
     if (auto p = file.find_last_of('/'); p != std::string::npos) file = file.substr(p + 1);
     if (file.empty()) file = g_.name.empty() ? "graph" : g_.name;
-    return fmt::format("  [{}:{}]", file, n.loc.line);
+    return location_comment(file, n.loc.line);
   }
   std::string label(ir::NodeId id) {
     const ir::Node& n = g_.node(id);
@@ -192,342 +193,504 @@ std::string constant_literal(const ir::Scalar& s) {
   return "";
 }
 
-GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group, const CodegenOptions& opts) {
-  GeneratedKernel k;
-  Naming nm(g, opts.canonical_names);
-  k.fast_math = opts.fast_math;
-  KernelLayout layout = compute_layout(g, group);
-  if (opts.index_bits == 64) layout.index64 = true;
-  FJ_CHECK(!(opts.index_bits == 32 && layout.index64), "codegen: 32-bit index math forced for >= 2^31 elements");
-  k.index64 = layout.index64;
-  const char* idx = layout.index64 ? "unsigned long long" : "unsigned int";
-  const int idx_bytes = layout.index64 ? 8 : 4;
+namespace {
 
-  std::set<ir::NodeId> in_group(group.nodes.begin(), group.nodes.end());
-  std::map<ir::NodeId, size_t> input_pos;
-  for (size_t i = 0; i < group.inputs.size(); ++i) input_pos[group.inputs[i]] = i;
-  std::set<ir::NodeId> params(group.params.begin(), group.params.end());
+// What every stage of one kernel's generation reads: the group, its layout, value names and the
+// index type. Stages run in a fixed order (vector width, signature, element function, body,
+// finish) because canonical names are numbered by first use.
+struct KernelGen {
+  KernelGen(const ir::Graph& graph, const ir::FusionGroup& grp, const CodegenOptions& options)
+      : g(graph), group(grp), opts(options), nm(graph, options.canonical_names), layout(compute_layout(graph, grp)) {
+    if (opts.index_bits == 64) layout.index64 = true;
+    FJ_CHECK(!(opts.index_bits == 32 && layout.index64), "codegen: 32-bit index math forced for >= 2^31 elements");
+    idx = layout.index64 ? "unsigned long long" : "unsigned int";
+    idx_bytes = layout.index64 ? 8 : 4;
+    all_flat = std::none_of(layout.access.begin(), layout.access.end(),
+                            [](InputAccess a) { return a == InputAccess::Strided; });
+    rank = layout.dim_groups.size();
+  }
+  ir::DType dtype(ir::NodeId id) const { return g.node(id).dtype; }
+  const char* storage(ir::NodeId id) const { return storage_ctype(dtype(id)); }
+  // A strided input contiguous along the innermost collapsed dim: loaded as a vector.
+  bool inner_vec(size_t i) const { return layout.access[i] == InputAccess::Strided && !layout.bcast[i][rank - 1]; }
 
-  // Vector path: V consecutive elements of the iteration space per iteration. Contiguous inputs
-  // and outputs move as one vector. A strided input is either contiguous along the innermost
-  // collapsed dim (its stride there is 1: one vector load at its base offset) or broadcast along
-  // it (one scalar load reused by all V lanes). With strided inputs the vector path is only valid
-  // when the innermost collapsed size is a multiple of V (then the V elements never cross a row
-  // and every base offset is a multiple of V, so aligned); pack_args checks that at run time.
-  const bool all_flat = std::none_of(layout.access.begin(), layout.access.end(),
-                                     [](InputAccess a) { return a == InputAccess::Strided; });
-  const size_t rank = layout.dim_groups.size();
-  // Strided input contiguous along the innermost collapsed dim: loaded as a vector.
-  auto inner_vec = [&](size_t i) { return layout.access[i] == InputAccess::Strided && !layout.bcast[i][rank - 1]; };
-  // V is set by the NARROWEST array that moves as a vector, so it moves 16 bytes per access (a u8
-  // input feeding an f32 output gets V = 16, not 4: four times the bytes in flight per load and
-  // one index computation per 16 elements), capped at 64 bytes per thread for the widest array
-  // (4 x 16-byte accesses) to bound registers.
+  const ir::Graph& g;
+  const ir::FusionGroup& group;
+  const CodegenOptions& opts;
+  Naming nm;
+  KernelLayout layout;
+  const char* idx = "unsigned int";  // IndexT of jit/kernel_abi.h
+  int idx_bytes = 4;
+  bool all_flat = true;              // no strided input: no coordinates to compute
+  size_t rank = 0;                   // collapsed dims
+  int V = 1;                         // vector width (stage 1)
+};
+
+// Stage 1: the vector width. V consecutive elements of the iteration space per iteration.
+// Contiguous inputs and outputs move as one vector. A strided input is either contiguous along the
+// innermost collapsed dim (its stride there is 1: one vector load at its base offset) or broadcast
+// along it (one scalar load reused by all V lanes). With strided inputs the vector path is only
+// valid when the innermost collapsed size is a multiple of V (then the V elements never cross a
+// row and every base offset is a multiple of V, so aligned); pack_args checks that at run time.
+// V is set by the NARROWEST array that moves as a vector, so it moves 16 bytes per access (a u8
+// input feeding an f32 output gets V = 16, not 4: four times the bytes in flight per load and one
+// index computation per 16 elements), capped at 64 bytes per thread for the widest array (4 x
+// 16-byte accesses) to bound registers.
+int vector_width(const KernelGen& k) {
   int min_size = 16, max_size = 1;
   auto note_size = [&](ir::DType t) {
     min_size = std::min(min_size, ir::dtype_size(t));
     max_size = std::max(max_size, ir::dtype_size(t));
   };
-  for (size_t i = 0; i < group.inputs.size(); ++i)
-    if (layout.access[i] == InputAccess::Contiguous || inner_vec(i)) note_size(g.node(group.inputs[i]).dtype);
-  for (ir::NodeId o : group.outputs) note_size(g.node(o).dtype);
-  int V = 1;
+  for (size_t i = 0; i < k.group.inputs.size(); ++i)
+    if (k.layout.access[i] == InputAccess::Contiguous || k.inner_vec(i)) note_size(k.dtype(k.group.inputs[i]));
+  for (ir::NodeId o : k.group.outputs) note_size(k.dtype(o));
   // No vector path for a 0-d iteration space (one element).
-  if (opts.vectorize && !group.outputs.empty() && rank >= 1 && (all_flat || rank >= 2)) {
-    V = 16 / min_size;
-    while (V > 1 && V * max_size > 64) V /= 2;
-  }
-  k.vector_width = V;
+  if (!k.opts.vectorize || k.group.outputs.empty() || k.rank < 1 || (!k.all_flat && k.rank < 2)) return 1;
+  int v = 16 / min_size;
+  while (v > 1 && v * max_size > 64) v /= 2;
+  return v;
+}
 
-  // ---- signature ----
-  KernelSignature& sig = k.signature;
-  sig.layout = layout;
-  sig.vector_width = V;
-  for (size_t i = 0; i < group.inputs.size(); ++i) {
-    const ir::Node& nd = g.node(group.inputs[i]);
-    sig.args.push_back({ArgKind::InputPtr, static_cast<int>(i), -1, -1, nd.dtype, 8, "in_" + nm.v(group.inputs[i]),
-                        fmt::format("const {}* __restrict__", storage_ctype(nd.dtype))});
-  }
-  for (size_t i = 0; i < group.outputs.size(); ++i) {
-    const ir::Node& nd = g.node(group.outputs[i]);
-    sig.args.push_back({ArgKind::OutputPtr, static_cast<int>(i), -1, -1, nd.dtype, 8, "out_" + nm.v(group.outputs[i]),
-                        fmt::format("{}* __restrict__", storage_ctype(nd.dtype))});
-  }
-  for (size_t i = 0; i < group.params.size(); ++i) {
-    const ir::Node& nd = g.node(group.params[i]);
+// The parameters both entry points start with: pointers, params and n (jit/kernel_abi.h).
+KernelSignature common_signature(KernelGen& k) {
+  KernelSignature sig;
+  sig.layout = k.layout;
+  const ir::FusionGroup& grp = k.group;
+  // No __restrict__: an output may be the same buffer as an input (in place).
+  for (size_t i = 0; i < grp.inputs.size(); ++i)
+    sig.args.push_back({ArgKind::InputPtr, static_cast<int>(i), -1, -1, k.dtype(grp.inputs[i]), 8,
+                        "in_" + k.nm.v(grp.inputs[i]), fmt::format("const {}*", k.storage(grp.inputs[i]))});
+  for (size_t i = 0; i < grp.outputs.size(); ++i)
+    sig.args.push_back({ArgKind::OutputPtr, static_cast<int>(i), -1, -1, k.dtype(grp.outputs[i]), 8,
+                        "out_" + k.nm.v(grp.outputs[i]), fmt::format("{}*", k.storage(grp.outputs[i]))});
+  for (size_t i = 0; i < grp.params.size(); ++i) {
+    const ir::Node& nd = k.g.node(grp.params[i]);
     FJ_CHECK(nd.op == ir::Op::Param, "codegen: group param is not a Param node");
     const int bytes = ir::is_half(nd.dtype) ? 4 : ir::dtype_size(nd.dtype);
-    sig.args.push_back({ArgKind::Param, static_cast<int>(i), -1, nd.slot, nd.dtype, bytes, "p_" + nm.v(group.params[i]),
+    sig.args.push_back({ArgKind::Param, static_cast<int>(i), -1, nd.slot, nd.dtype, bytes, "p_" + k.nm.v(grp.params[i]),
                         compute_ctype(nd.dtype)});
   }
-  sig.args.push_back({ArgKind::NumElements, -1, -1, -1, ir::DType::I64, idx_bytes, "n", idx});
-  if (!all_flat) {
-    for (size_t c = 1; c < rank; ++c) {
-      sig.args.push_back({ArgKind::DimSize, static_cast<int>(c), -1, -1, ir::DType::I64, idx_bytes,
-                          fmt::format("size{}", c), idx});
-      if (!layout.index64) {
+  sig.args.push_back({ArgKind::NumElements, -1, -1, -1, ir::DType::I64, k.idx_bytes, "n", k.idx});
+  return sig;
+}
+
+// Stage 2: the fast entry's parameter list, in the order of jit/kernel_abi.h.
+KernelSignature signature(KernelGen& k) {
+  KernelSignature sig = common_signature(k);
+  sig.vector_width = k.V;
+  const ir::FusionGroup& grp = k.group;
+  if (!k.all_flat) {
+    for (size_t c = 1; c < k.rank; ++c) {
+      sig.args.push_back({ArgKind::DimSize, static_cast<int>(c), -1, -1, ir::DType::I64, k.idx_bytes,
+                          fmt::format("size{}", c), k.idx});
+      if (!k.layout.index64) {
         sig.args.push_back({ArgKind::DimDivMul, static_cast<int>(c), -1, -1, ir::DType::I32, 4,
                             fmt::format("size{}_mul", c), "unsigned int"});
         sig.args.push_back({ArgKind::DimDivShift, static_cast<int>(c), -1, -1, ir::DType::I32, 4,
                             fmt::format("size{}_shift", c), "unsigned int"});
       }
     }
-    for (size_t i = 0; i < group.inputs.size(); ++i) {
-      if (layout.access[i] != InputAccess::Strided) continue;
-      for (size_t c = 0; c < rank; ++c)
-        if (!layout.bcast[i][c])
-          sig.args.push_back({ArgKind::Stride, static_cast<int>(i), static_cast<int>(c), -1, ir::DType::I64, idx_bytes,
-                              fmt::format("st_{}_{}", nm.v(group.inputs[i]), c), idx});
+    for (size_t i = 0; i < grp.inputs.size(); ++i) {
+      if (k.layout.access[i] != InputAccess::Strided) continue;
+      for (size_t c = 0; c < k.rank; ++c)
+        if (!k.layout.bcast[i][c])
+          sig.args.push_back({ArgKind::Stride, static_cast<int>(i), static_cast<int>(c), -1, ir::DType::I64, k.idx_bytes,
+                              fmt::format("st_{}_{}", k.nm.v(grp.inputs[i]), c), k.idx});
     }
   }
-  if (V > 1) sig.args.push_back({ArgKind::VecFlag, -1, -1, -1, ir::DType::I32, 4, "vec_ok", "int"});
+  if (k.V > 1) sig.args.push_back({ArgKind::VecFlag, -1, -1, -1, ir::DType::I32, 4, "vec_ok", "int"});
+  return sig;
+}
 
-  // ---- element function: computes the group's outputs from loaded inputs and params ----
-  // f16/bf16 values exist in two forms: storage bits `vNh` (fj_f16/fj_bf16) and their exact f32
-  // value `vN`. Inputs arrive and outputs leave in storage form; add/sub/mul of two halves compute
-  // in storage form (fj_add_f16 etc.: native instructions on the GPU, the same bits as rounding
-  // the f32 result; see fj_scalar.h); every other op computes in f32 and rounds once. A form is
-  // emitted only where some use needs it, so a half chain of add/mul never converts.
-  std::string body;
-  std::string elem_params;
-  auto add_elem_param = [&](const std::string& p) { elem_params += (elem_params.empty() ? "" : ", ") + p; };
-  auto half = [&](ir::NodeId id) { return ir::is_half(g.node(id).dtype); };
-  auto hname = [&](ir::NodeId id) { return nm.v(id) + "h"; };
-  auto native_half = [&](const ir::Node& nd) {
-    if (opts.fast_math || !ir::is_half(nd.dtype)) return false;
+// The strided entry's parameter list: sizes of the kept dims 1..K-1 (with magic numbers in 32-bit
+// kernels), then each input's strides along the kept dims it has, then each output's.
+KernelSignature strided_signature(KernelGen& k) {
+  KernelSignature sig = common_signature(k);
+  sig.strided = true;
+  const ir::FusionGroup& grp = k.group;
+  const size_t K = k.layout.iter_dims.size();
+  for (size_t j = 1; j < K; ++j) {
+    sig.args.push_back({ArgKind::IterSize, static_cast<int>(j), -1, -1, ir::DType::I64, k.idx_bytes,
+                        fmt::format("isize{}", j), k.idx});
+    if (!k.layout.index64) {
+      sig.args.push_back({ArgKind::IterDivMul, static_cast<int>(j), -1, -1, ir::DType::I32, 4,
+                          fmt::format("isize{}_mul", j), "unsigned int"});
+      sig.args.push_back({ArgKind::IterDivShift, static_cast<int>(j), -1, -1, ir::DType::I32, 4,
+                          fmt::format("isize{}_shift", j), "unsigned int"});
+    }
+  }
+  for (size_t i = 0; i < grp.inputs.size(); ++i)
+    for (size_t j = 0; j < K; ++j)
+      if (k.layout.in_dims[i][j] >= 0)
+        sig.args.push_back({ArgKind::InStride, static_cast<int>(i), static_cast<int>(j), -1, ir::DType::I64, 8,
+                            fmt::format("ist_{}_{}", k.nm.v(grp.inputs[i]), j), "unsigned long long"});
+  for (size_t i = 0; i < grp.outputs.size(); ++i)
+    for (size_t j = 0; j < K; ++j)
+      sig.args.push_back({ArgKind::OutStride, static_cast<int>(i), static_cast<int>(j), -1, ir::DType::I64, 8,
+                          fmt::format("ost_{}_{}", k.nm.v(grp.outputs[i]), j), "unsigned long long"});
+  return sig;
+}
+
+// The two forms of an f16/bf16 value in the element function: storage bits `vNh` (fj_f16/fj_bf16)
+// and their exact f32 value `vN`. Inputs arrive and outputs leave in storage form; add/sub/mul of
+// two halves compute in storage form (fj_add_f16 etc.: native instructions on the GPU, the same
+// bits as rounding the f32 result; see fj_scalar.h); every other op computes in f32 and rounds
+// once. A form is emitted only where some use needs it, so a half chain of add/mul never converts.
+class HalfForms {
+ public:
+  enum class Form { Storage, Compute };
+
+  explicit HalfForms(KernelGen& k) : k_(k) {
+    for (ir::NodeId id : k.group.nodes) {
+      const ir::Node& nd = k.g.node(id);
+      for (int j = 0; j < nd.nargs; ++j) (native(nd) ? need_h_ : need_f_).insert(nd.arg(j));
+    }
+    for (ir::NodeId id : k.group.outputs) (half(id) ? need_h_ : need_f_).insert(id);
+  }
+  bool half(ir::NodeId id) const { return ir::is_half(k_.dtype(id)); }
+  bool needs_storage(ir::NodeId id) const { return need_h_.count(id) > 0; }
+  bool needs_compute(ir::NodeId id) const { return need_f_.count(id) > 0; }
+  std::string hname(ir::NodeId id) { return k_.nm.v(id) + "h"; }
+  // The name a use in `form` reads: `vNh` for a half in storage form, else `vN`.
+  std::string name(ir::NodeId id, Form form) { return half(id) && form == Form::Storage ? hname(id) : k_.nm.v(id); }
+  // An add/sub/mul of halves of its own dtype, computed in storage form (strict mode only).
+  bool native(const ir::Node& nd) const {
+    if (k_.opts.fast_math || !ir::is_half(nd.dtype)) return false;
     if (nd.op != ir::Op::Add && nd.op != ir::Op::Sub && nd.op != ir::Op::Mul) return false;
     for (int j = 0; j < nd.nargs; ++j)
-      if (g.node(nd.arg(j)).dtype != nd.dtype) return false;
+      if (k_.dtype(nd.arg(j)) != nd.dtype) return false;
     return true;
-  };
-  std::set<ir::NodeId> need_h, need_f;  // half values whose storage / f32 form some use reads
-  for (ir::NodeId id : group.nodes) {
-    const ir::Node& nd = g.node(id);
-    for (int j = 0; j < nd.nargs; ++j) (native_half(nd) ? need_h : need_f).insert(nd.arg(j));
   }
-  for (ir::NodeId id : group.outputs) (half(id) ? need_h : need_f).insert(id);
-  for (ir::NodeId id : group.inputs)
-    add_elem_param(fmt::format("{} {}", storage_ctype(g.node(id).dtype), half(id) ? hname(id) : nm.v(id)));
-  for (ir::NodeId id : group.params) add_elem_param(fmt::format("{} {}", compute_ctype(g.node(id).dtype), nm.v(id)));
-  for (ir::NodeId id : group.outputs)
-    add_elem_param(fmt::format("{}& o_{}", storage_ctype(g.node(id).dtype), nm.v(id)));
-  auto store_fn = [](ir::DType t) { return t == ir::DType::F16 ? "fj_store_f16" : "fj_store_bf16"; };
+  // Declares value `id` from `expr`, which gives it in form `have` (`note` ends the line: its
+  // comment and newline), then its other form where some use needs it.
+  std::string declare(ir::NodeId id, Form have, const std::string& expr, const std::string& note) {
+    const ir::DType t = k_.dtype(id);
+    const std::string line = have == Form::Storage
+                                 ? fmt::format("  const {} {} = {};{}", storage_ctype(t), hname(id), expr, note)
+                                 : fmt::format("  const {} {} = {};{}", compute_ctype(t), k_.nm.v(id), expr, note);
+    return line + other_form(id, have);
+  }
+  // The other form of half value `id`, given in form `have`, where some use needs it.
+  std::string other_form(ir::NodeId id, Form have) {
+    if (!half(id)) return "";
+    if (have == Form::Storage && needs_compute(id))
+      return fmt::format("  const float {} = fj_load({});\n", k_.nm.v(id), hname(id));
+    if (have == Form::Compute && needs_storage(id))
+      return fmt::format("  const {} {} = {}({});\n", k_.storage(id), hname(id), store_fn(k_.dtype(id)), k_.nm.v(id));
+    return "";
+  }
+  static const char* store_fn(ir::DType t) { return t == ir::DType::F16 ? "fj_store_f16" : "fj_store_bf16"; }
 
-  // Half inputs: their f32 value where an f32 op reads it.
-  for (ir::NodeId id : group.inputs)
-    if (half(id) && need_f.count(id))
-      body += fmt::format("  const float {} = fj_load({});\n", nm.v(id), hname(id));
-  // Half params arrive as f32 (exact half values): their storage form where a half op reads it.
-  for (ir::NodeId id : group.params)
-    if (half(id) && need_h.count(id))
-      body += fmt::format("  const {} {} = {}({});\n", storage_ctype(g.node(id).dtype), hname(id),
-                          store_fn(g.node(id).dtype), nm.v(id));
+ private:
+  KernelGen& k_;
+  std::set<ir::NodeId> need_h_, need_f_;  // half values whose storage / f32 form some use reads
+};
 
-  // Constants used by the group, declared first so every value has a name.
+// The constants a group reads, each declared in the forms its uses need. Throws InternalError for
+// an operand that is neither computed in the group, read, a param nor a constant.
+std::string declare_constants(KernelGen& k, HalfForms& hf) {
+  const std::set<ir::NodeId> in_group(k.group.nodes.begin(), k.group.nodes.end());
+  const std::set<ir::NodeId> read(k.group.inputs.begin(), k.group.inputs.end());
+  const std::set<ir::NodeId> params(k.group.params.begin(), k.group.params.end());
   std::set<ir::NodeId> consts;
   auto note_operand = [&](ir::NodeId a) {
-    const ir::Node& an = g.node(a);
-    if (in_group.count(a) || input_pos.count(a) || params.count(a)) return;
-    FJ_CHECK(an.op == ir::Op::Const, fmt::format("codegen: operand v{} is not computed, read or a param in this group", a));
+    if (in_group.count(a) || read.count(a) || params.count(a)) return;
+    FJ_CHECK(k.g.node(a).op == ir::Op::Const,
+             fmt::format("codegen: operand v{} is not computed, read or a param in this group", a));
     consts.insert(a);
   };
-  for (ir::NodeId id : group.nodes)
-    for (int j = 0; j < g.node(id).nargs; ++j) note_operand(g.node(id).arg(j));
-  for (ir::NodeId id : group.outputs) note_operand(id);
+  for (ir::NodeId id : k.group.nodes)
+    for (int j = 0; j < k.g.node(id).nargs; ++j) note_operand(k.g.node(id).arg(j));
+  for (ir::NodeId id : k.group.outputs) note_operand(id);
+  std::string body;
   for (ir::NodeId c : consts) {
-    const ir::Node& cn = g.node(c);
-    const std::string note = fmt::format("  // {} = const {} : {}{}\n", nm.label(c), ir::print_scalar(cn.value),
-                                         ir::dtype_name(cn.dtype), nm.where(cn));
-    if (ir::is_half(cn.dtype) && need_h.count(c)) {
+    const ir::Node& cn = k.g.node(c);
+    const std::string note = fmt::format("  // {} = const {} : {}{}\n", k.nm.label(c), ir::print_scalar(cn.value),
+                                         ir::dtype_name(cn.dtype), k.nm.where(cn));
+    // Both forms are exact literals: no conversion at run time.
+    if (hf.half(c) && hf.needs_storage(c)) {
       const float f = static_cast<float>(cn.value.f);
       const unsigned bits = cn.dtype == ir::DType::F16 ? fj_f16_bits_of(f) : fj_bf16_bits_of(f);
-      body += fmt::format("  const {} {} = {{(unsigned short)0x{:04x}u}};{}", storage_ctype(cn.dtype), hname(c), bits, note);
-      if (!need_f.count(c)) continue;
+      body += fmt::format("  const {} {} = {{(unsigned short)0x{:04x}u}};{}", storage_ctype(cn.dtype), hf.hname(c), bits, note);
+      if (!hf.needs_compute(c)) continue;
     }
-    body += fmt::format("  const {} {} = {};{}", compute_ctype(cn.dtype), nm.v(c), constant_literal(cn.value), note);
+    body += fmt::format("  const {} {} = {};{}", compute_ctype(cn.dtype), k.nm.v(c), constant_literal(cn.value), note);
   }
-  for (ir::NodeId id : group.nodes) {
-    const ir::Node& nd = g.node(id);
-    FJ_CHECK(!ir::is_leaf(nd.op), "codegen: a leaf is listed among a group's nodes");
-    const std::string note = fmt::format("  // {}{}\n", nm.describe(id), nm.where(nd));
-    const char* ht = ir::is_half(nd.dtype) ? storage_ctype(nd.dtype) : "";
-    if (native_half(nd)) {
-      body += fmt::format("  const {} {} = fj_{}_{}({}, {});{}", ht, hname(id), ir::op_name(nd.op),
-                          ir::dtype_name(nd.dtype), hname(nd.arg(0)), hname(nd.arg(1)), note);
-      if (need_f.count(id)) body += fmt::format("  const float {} = fj_load({});\n", nm.v(id), hname(id));
-      continue;
-    }
-    std::string args;
-    for (int j = 0; j < nd.nargs; ++j) args += (j ? ", " : "") + nm.v(nd.arg(j));
-    // A cast whose operand is held as an f32 value (f32, or a half's exact f32 form) rounds it once.
-    const ir::DType src = nd.nargs ? g.node(nd.arg(0)).dtype : nd.dtype;
+  return body;
+}
+
+// One op node of the group: fj_<op>(operands), rounded to its dtype for f16/bf16 in strict mode.
+std::string compute_node(KernelGen& k, HalfForms& hf, ir::NodeId id) {
+  using Form = HalfForms::Form;
+  const ir::Node& nd = k.g.node(id);
+  FJ_CHECK(!ir::is_leaf(nd.op), "codegen: a leaf is listed among a group's nodes");
+  const std::string note = fmt::format("  // {}{}\n", k.nm.describe(id), k.nm.where(nd));
+  if (hf.native(nd))
+    return hf.declare(id, Form::Storage,
+                      fmt::format("fj_{}_{}({}, {})", ir::op_name(nd.op), ir::dtype_name(nd.dtype), hf.hname(nd.arg(0)),
+                                  hf.hname(nd.arg(1))),
+                      note);
+  std::string args;
+  for (int j = 0; j < nd.nargs; ++j) args += (j ? ", " : "") + k.nm.v(nd.arg(j));
+  const std::string fn = nd.op == ir::Op::Cast ? fmt::format("fj_cvt_{}", ir::dtype_name(nd.dtype))
+                                               : fmt::format("fj_{}", ir::op_name(nd.op));
+  std::string value = fmt::format("{}({})", fn, args);
+  if (hf.half(id) && !k.opts.fast_math && hf.needs_storage(id)) {
+    // One rounding to storage form. A cast whose operand is held as an f32 value (f32, or a
+    // half's exact f32 form) rounds that value directly.
+    const ir::DType src = nd.nargs ? k.dtype(nd.arg(0)) : nd.dtype;
     const bool cast_from_f32 = nd.op == ir::Op::Cast && (src == ir::DType::F32 || ir::is_half(src));
-    std::string fn = nd.op == ir::Op::Cast ? fmt::format("fj_cvt_{}", ir::dtype_name(nd.dtype))
-                                           : fmt::format("fj_{}", ir::op_name(nd.op));
-    std::string value = fmt::format("{}({})", fn, args);
-    if (ir::is_half(nd.dtype) && !opts.fast_math && need_h.count(id)) {
-      // One rounding to storage form, then the f32 value where an f32 op reads it.
-      body += fmt::format("  const {} {} = {}({});{}", ht, hname(id), store_fn(nd.dtype),
-                          cast_from_f32 ? nm.v(nd.arg(0)) : value, note);
-      if (need_f.count(id)) body += fmt::format("  const float {} = fj_load({});\n", nm.v(id), hname(id));
-      continue;
-    }
-    // Strict: every f16/bf16 node is rounded to its type (casts already return a rounded value).
-    if (ir::is_half(nd.dtype) && nd.op != ir::Op::Cast && !opts.fast_math)
-      value = fmt::format("{}({})", nd.dtype == ir::DType::F16 ? "fj_round_f16" : "fj_round_bf16", value);
-    body += fmt::format("  const {} {} = {};{}", compute_ctype(nd.dtype), nm.v(id), value, note);
-    // Fast mode keeps halves in f32; the storage form is rounded once where an output needs it.
-    if (ir::is_half(nd.dtype) && need_h.count(id))
-      body += fmt::format("  const {} {} = {}({});\n", ht, hname(id), store_fn(nd.dtype), nm.v(id));
+    return hf.declare(id, Form::Storage,
+                      fmt::format("{}({})", HalfForms::store_fn(nd.dtype), cast_from_f32 ? k.nm.v(nd.arg(0)) : value), note);
   }
-  for (ir::NodeId id : group.outputs) body += fmt::format("  o_{} = {};\n", nm.v(id), half(id) ? hname(id) : nm.v(id));
+  // Strict: every f16/bf16 node is rounded to its type (casts already return a rounded value).
+  // Fast mode keeps halves in f32; the storage form is rounded once where an output needs it.
+  if (hf.half(id) && nd.op != ir::Op::Cast && !k.opts.fast_math)
+    value = fmt::format("{}({})", nd.dtype == ir::DType::F16 ? "fj_round_f16" : "fj_round_bf16", value);
+  return hf.declare(id, Form::Compute, value, note);
+}
 
-  // ---- kernel ----
-  std::string kp;  // kernel parameter list
-  for (const ArgSlot& a : sig.args) kp += fmt::format("{}{} {}", kp.empty() ? "" : ",\n    ", a.ctype, a.name);
+// Stage 3: the element function, `@NAME@_elem(inputs, params, outputs&)`: the group's outputs of
+// one element from its loaded inputs and params.
+std::string element_function(KernelGen& k) {
+  using Form = HalfForms::Form;
+  HalfForms hf(k);
+  std::string params;
+  auto add_param = [&](const std::string& p) { params += (params.empty() ? "" : ", ") + p; };
+  for (ir::NodeId id : k.group.inputs) add_param(fmt::format("{} {}", k.storage(id), hf.name(id, Form::Storage)));
+  for (ir::NodeId id : k.group.params) add_param(fmt::format("{} {}", compute_ctype(k.dtype(id)), k.nm.v(id)));
+  for (ir::NodeId id : k.group.outputs) add_param(fmt::format("{}& o_{}", k.storage(id), k.nm.v(id)));
+  std::string body;
+  for (ir::NodeId id : k.group.inputs) body += hf.other_form(id, Form::Storage);   // inputs arrive as storage
+  for (ir::NodeId id : k.group.params) body += hf.other_form(id, Form::Compute);   // half params arrive as f32
+  body += declare_constants(k, hf);
+  for (ir::NodeId id : k.group.nodes) body += compute_node(k, hf, id);
+  for (ir::NodeId id : k.group.outputs) body += fmt::format("  o_{} = {};\n", k.nm.v(id), hf.name(id, Form::Storage));
+  return fmt::format("static __device__ __forceinline__ void @NAME@_elem({}) {{\n", params) + body + "}\n";
+}
 
-  auto elem_call = [&](const std::string& idx_expr, bool vec) {
-    std::string s;
-    auto add = [&](const std::string& x) { s += (s.empty() ? "" : ", ") + x; };
-    for (size_t i = 0; i < group.inputs.size(); ++i) {
-      const ir::NodeId id = group.inputs[i];
-      switch (layout.access[i]) {
-        case InputAccess::Uniform: add("u_" + nm.v(id)); break;
-        case InputAccess::Contiguous:
-          add(vec ? fmt::format("x_{}.v[j]", nm.v(id)) : fmt::format("in_{}[{}]", nm.v(id), idx_expr));
-          break;
-        case InputAccess::Strided:
-          if (!vec) add(fmt::format("in_{0}[off_{0}]", nm.v(id)));
-          else if (inner_vec(i)) add(fmt::format("x_{}.v[j]", nm.v(id)));
-          else add("b_" + nm.v(id));  // broadcast along the innermost dim: one load per vector
-          break;
-      }
+// The arguments of one element-function call: each input as this loop reads it, params, results.
+std::string element_call(KernelGen& k, const std::string& idx_expr, bool vec) {
+  std::string s;
+  auto add = [&](const std::string& x) { s += (s.empty() ? "" : ", ") + x; };
+  for (size_t i = 0; i < k.group.inputs.size(); ++i) {
+    const std::string v = k.nm.v(k.group.inputs[i]);
+    switch (k.layout.access[i]) {
+      case InputAccess::Uniform: add("u_" + v); break;
+      case InputAccess::Contiguous: add(vec ? fmt::format("x_{}.v[j]", v) : fmt::format("in_{}[{}]", v, idx_expr)); break;
+      case InputAccess::Strided:
+        if (!vec) add(fmt::format("in_{0}[off_{0}]", v));
+        else if (k.inner_vec(i)) add(fmt::format("x_{}.v[j]", v));
+        else add("b_" + v);  // broadcast along the innermost dim: one load per vector
+        break;
     }
-    for (ir::NodeId id : group.params) add("p_" + nm.v(id));
-    for (ir::NodeId id : group.outputs) add("r_" + nm.v(id));
-    return s;
-  };
+  }
+  for (ir::NodeId id : k.group.params) add("p_" + k.nm.v(id));
+  for (ir::NodeId id : k.group.outputs) add("r_" + k.nm.v(id));
+  return s;
+}
 
-  // Coordinates of element `i` in the collapsed iteration space (innermost dim first) and the
-  // offset of every strided input; `ind` is the indentation.
-  auto emit_offsets = [&](const std::string& ind) {
-    std::string s = fmt::format("{}{} rem = i;\n", ind, idx);
-    for (size_t c = rank - 1; c >= 1; --c) {
-      if (layout.index64)
-        s += fmt::format("{0}const {1} c{2} = rem % size{2};\n{0}rem /= size{2};\n", ind, idx, c);
-      else  // i < 2^31: divide by multiplying (Granlund-Montgomery magic numbers from pack_args)
-        s += fmt::format("{0}const {1} q{2} = fjk_udiv(rem, size{2}_mul, size{2}_shift);  // rem / size{2}\n"
-                         "{0}const {1} c{2} = rem - q{2} * size{2};\n{0}rem = q{2};\n",
-                         ind, idx, c);
-    }
-    s += fmt::format("{}const {} c0 = rem;\n", ind, idx);
-    for (size_t i = 0; i < group.inputs.size(); ++i) {
-      if (layout.access[i] != InputAccess::Strided) continue;
-      std::string off;
-      for (size_t c = 0; c < rank; ++c)
-        if (!layout.bcast[i][c]) off += fmt::format("{}c{} * st_{}_{}", off.empty() ? "" : " + ", c, nm.v(group.inputs[i]), c);
-      s += fmt::format("{}const {} off_{} = {};\n", ind, idx, nm.v(group.inputs[i]), off);
-    }
-    return s;
-  };
+// Coordinates of element `i` in the collapsed iteration space (innermost dim first) and the offset
+// of every strided input; `ind` is the indentation.
+std::string element_offsets(KernelGen& k, const std::string& ind) {
+  const char* idx = k.idx;
+  std::string s = fmt::format("{}{} rem = i;\n", ind, idx);
+  for (size_t c = k.rank - 1; c >= 1; --c) {
+    if (k.layout.index64)
+      s += fmt::format("{0}const {1} c{2} = rem % size{2};\n{0}rem /= size{2};\n", ind, idx, c);
+    else  // i < 2^31: divide by multiplying (Granlund-Montgomery magic numbers from pack_args)
+      s += fmt::format("{0}const {1} q{2} = fjk_udiv(rem, size{2}_mul, size{2}_shift);  // rem / size{2}\n"
+                       "{0}const {1} c{2} = rem - q{2} * size{2};\n{0}rem = q{2};\n",
+                       ind, idx, c);
+  }
+  s += fmt::format("{}const {} c0 = rem;\n", ind, idx);
+  for (size_t i = 0; i < k.group.inputs.size(); ++i) {
+    if (k.layout.access[i] != InputAccess::Strided) continue;
+    const std::string v = k.nm.v(k.group.inputs[i]);
+    std::string off;
+    for (size_t c = 0; c < k.rank; ++c)
+      if (!k.layout.bcast[i][c]) off += fmt::format("{}c{} * st_{}_{}", off.empty() ? "" : " + ", c, v, c);
+    s += fmt::format("{}const {} off_{} = {};\n", ind, idx, v, off);
+  }
+  return s;
+}
 
+// The vector loop of stage 4: V elements per iteration while vec_ok, one index computation each.
+std::string vector_loop(KernelGen& k) {
+  const int V = k.V;
+  const char* idx = k.idx;
+  std::string kb;
+  if (k.all_flat)
+    kb += fmt::format("  if (vec_ok) {{  // every pointer 16-byte aligned: {} elements per iteration\n", V);
+  else
+    kb += fmt::format("  if (vec_ok) {{  // every pointer 16-byte aligned and size{} % {} == 0: {} elements per "
+                      "iteration, in one row\n", k.rank - 1, V, V);
+  kb += fmt::format("    const {} nvec = n / {};\n", idx, V);
+  kb += fmt::format("    for ({} k = tid; k < nvec; k += nthreads) {{\n", idx);
+  kb += fmt::format("      const {} i = k * {};\n", idx, V);
+  // Lane j of a strided input is at off + j (contiguous along the innermost dim) or at off
+  // (broadcast along it).
+  if (!k.all_flat) kb += element_offsets(k, "      ");
+  for (size_t i = 0; i < k.group.inputs.size(); ++i) {
+    const ir::NodeId id = k.group.inputs[i];
+    const std::string v = k.nm.v(id);
+    const char* st = k.storage(id);
+    if (k.layout.access[i] == InputAccess::Contiguous)
+      kb += fmt::format("      const fj_vec<{0}, {1}> x_{2} = fj_vload<{0}, {1}>(in_{2} + i);\n", st, V, v);
+    else if (k.inner_vec(i))
+      kb += fmt::format("      const fj_vec<{0}, {1}> x_{2} = fj_vload<{0}, {1}>(in_{2} + off_{2});\n", st, V, v);
+    else if (k.layout.access[i] == InputAccess::Strided)
+      kb += fmt::format("      const {} b_{} = {};\n", st, v, fmt::format("in_{0}[off_{0}]", v));
+  }
+  for (ir::NodeId id : k.group.outputs) kb += fmt::format("      fj_vec<{}, {}> y_{};\n", k.storage(id), V, k.nm.v(id));
+  kb += "#pragma unroll\n";
+  kb += fmt::format("      for (int j = 0; j < {}; ++j) {{\n", V);
+  for (ir::NodeId id : k.group.outputs) kb += fmt::format("        {} r_{};\n", k.storage(id), k.nm.v(id));
+  kb += fmt::format("        @NAME@_elem({});\n", element_call(k, "", true));
+  for (ir::NodeId id : k.group.outputs) kb += fmt::format("        y_{0}.v[j] = r_{0};\n", k.nm.v(id));
+  kb += "      }\n";
+  for (ir::NodeId id : k.group.outputs)
+    kb += fmt::format("      fj_vstore<{0}, {1}>(out_{2} + i, y_{2});\n", k.storage(id), V, k.nm.v(id));
+  kb += "    }\n";
+  kb += fmt::format("    start = nvec * {};\n", V);
+  kb += "  }\n";
+  return kb;
+}
+
+// Stage 4: the kernel itself, a grid-stride loop (after the vector loop when there is one).
+std::string kernel_function(KernelGen& k, const KernelSignature& sig) {
+  const char* idx = k.idx;
+  std::string params;
+  for (const ArgSlot& a : sig.args) params += fmt::format("{}{} {}", params.empty() ? "" : ",\n    ", a.ctype, a.name);
   std::string kb;
   kb += fmt::format("  const {0} tid = ({0})blockIdx.x * blockDim.x + threadIdx.x;\n", idx);
   kb += fmt::format("  const {0} nthreads = ({0})gridDim.x * blockDim.x;\n", idx);
-  for (size_t i = 0; i < group.inputs.size(); ++i)
-    if (layout.access[i] == InputAccess::Uniform) {
-      const ir::NodeId id = group.inputs[i];
-      kb += fmt::format("  const {} u_{} = {};  // broadcast along every dim: read once\n",
-                        storage_ctype(g.node(id).dtype), nm.v(id), fmt::format("in_{}[0]", nm.v(id)));
+  for (size_t i = 0; i < k.group.inputs.size(); ++i)
+    if (k.layout.access[i] == InputAccess::Uniform) {
+      const ir::NodeId id = k.group.inputs[i];
+      kb += fmt::format("  const {} u_{} = {};  // broadcast along every dim: read once\n", k.storage(id), k.nm.v(id),
+                        fmt::format("in_{}[0]", k.nm.v(id)));
     }
   kb += fmt::format("  {} start = 0;\n", idx);
-  if (V > 1) {
-    if (all_flat)
-      kb += fmt::format("  if (vec_ok) {{  // every pointer 16-byte aligned: {} elements per iteration\n", V);
-    else
-      kb += fmt::format("  if (vec_ok) {{  // every pointer 16-byte aligned and size{} % {} == 0: {} elements per "
-                        "iteration, in one row\n", rank - 1, V, V);
-    kb += fmt::format("    const {} nvec = n / {};\n", idx, V);
-    kb += fmt::format("    for ({} k = tid; k < nvec; k += nthreads) {{\n", idx);
-    kb += fmt::format("      const {} i = k * {};\n", idx, V);
-    // One index computation per vector: lane j of a strided input is at off + j (contiguous along
-    // the innermost dim) or at off (broadcast along it).
-    if (!all_flat) kb += emit_offsets("      ");
-    for (size_t i = 0; i < group.inputs.size(); ++i) {
-      const ir::NodeId id = group.inputs[i];
-      const ir::DType t = g.node(id).dtype;
-      const char* st = storage_ctype(t);
-      if (layout.access[i] == InputAccess::Contiguous)
-        kb += fmt::format("      const fj_vec<{0}, {1}> x_{2} = fj_vload<{0}, {1}>(in_{2} + i);\n", st, V, nm.v(id));
-      else if (inner_vec(i))
-        kb += fmt::format("      const fj_vec<{0}, {1}> x_{2} = fj_vload<{0}, {1}>(in_{2} + off_{2});\n", st, V, nm.v(id));
-      else if (layout.access[i] == InputAccess::Strided)
-        kb += fmt::format("      const {} b_{} = {};\n", st, nm.v(id),
-                          fmt::format("in_{0}[off_{0}]", nm.v(id)));
-    }
-    for (ir::NodeId id : group.outputs)
-      kb += fmt::format("      fj_vec<{}, {}> y_{};\n", storage_ctype(g.node(id).dtype), V, nm.v(id));
-    kb += "#pragma unroll\n";
-    kb += fmt::format("      for (int j = 0; j < {}; ++j) {{\n", V);
-    for (ir::NodeId id : group.outputs) kb += fmt::format("        {} r_{};\n", storage_ctype(g.node(id).dtype), nm.v(id));
-    kb += fmt::format("        @NAME@_elem({});\n", elem_call("", true));
-    for (ir::NodeId id : group.outputs)
-      kb += fmt::format("        y_{0}.v[j] = r_{0};\n", nm.v(id));
-    kb += "      }\n";
-    for (ir::NodeId id : group.outputs)
-      kb += fmt::format("      fj_vstore<{0}, {1}>(out_{2} + i, y_{2});\n", storage_ctype(g.node(id).dtype), V, nm.v(id));
-    kb += "    }\n";
-    kb += fmt::format("    start = nvec * {};\n", V);
-    kb += "  }\n";
-  }
+  if (k.V > 1) kb += vector_loop(k);
   kb += fmt::format("  for ({} i = start + tid; i < n; i += nthreads) {{\n", idx);
-  if (!all_flat) kb += emit_offsets("    ");
-  for (ir::NodeId id : group.outputs) kb += fmt::format("    {} r_{};\n", storage_ctype(g.node(id).dtype), nm.v(id));
-  kb += fmt::format("    @NAME@_elem({});\n", elem_call("i", false));
-  for (ir::NodeId id : group.outputs)
-    kb += fmt::format("    out_{0}[i] = r_{0};\n", nm.v(id));
+  if (!k.all_flat) kb += element_offsets(k, "    ");
+  for (ir::NodeId id : k.group.outputs) kb += fmt::format("    {} r_{};\n", k.storage(id), k.nm.v(id));
+  kb += fmt::format("    @NAME@_elem({});\n", element_call(k, "i", false));
+  for (ir::NodeId id : k.group.outputs) kb += fmt::format("    out_{0}[i] = r_{0};\n", k.nm.v(id));
   kb += "  }\n";
+  return fmt::format("extern \"C\" __global__ void @NAME@(\n    {}) {{\n", params) + kb + "}\n";
+}
 
+// The strided entry: one scalar grid-stride loop over the kept dims, every input and output at
+// its own strides (64-bit offsets: a view into a large buffer may lie beyond 2^31 elements even
+// when the iteration space does not). Each element's inputs are loaded before its outputs are
+// stored, so an output may be the input's own buffer.
+std::string strided_kernel_function(KernelGen& k, const KernelSignature& sig) {
+  const char* idx = k.idx;
+  const size_t K = k.layout.iter_dims.size();
+  std::string params;
+  for (const ArgSlot& a : sig.args) params += fmt::format("{}{} {}", params.empty() ? "" : ",\n    ", a.ctype, a.name);
+  std::string kb;
+  kb += fmt::format("  const {0} tid = ({0})blockIdx.x * blockDim.x + threadIdx.x;\n", idx);
+  kb += fmt::format("  const {0} nthreads = ({0})gridDim.x * blockDim.x;\n", idx);
+  kb += fmt::format("  for ({} i = tid; i < n; i += nthreads) {{\n", idx);
+  if (K > 0) kb += fmt::format("    {} rem = i;\n", idx);
+  for (size_t j = K - 1; K > 1 && j >= 1; --j) {
+    if (k.layout.index64)
+      kb += fmt::format("    const {0} c{1} = rem % isize{1};\n    rem /= isize{1};\n", idx, j);
+    else
+      kb += fmt::format("    const {0} q{1} = fjk_udiv(rem, isize{1}_mul, isize{1}_shift);  // rem / isize{1}\n"
+                        "    const {0} c{1} = rem - q{1} * isize{1};\n    rem = q{1};\n",
+                        idx, j);
+  }
+  if (K > 0) kb += fmt::format("    const {} c0 = rem;\n", idx);
+  auto offset = [&](const char* prefix, const std::string& v, auto has_dim) {
+    std::string off;
+    for (size_t j = 0; j < K; ++j)
+      if (has_dim(j)) off += fmt::format("{}(unsigned long long)c{} * {}_{}_{}", off.empty() ? "" : " + ", j, prefix, v, j);
+    return off.empty() ? std::string("0ull") : off;
+  };
+  std::string call;
+  auto add = [&](const std::string& x) { call += (call.empty() ? "" : ", ") + x; };
+  for (size_t i = 0; i < k.group.inputs.size(); ++i) {
+    const std::string v = k.nm.v(k.group.inputs[i]);
+    kb += fmt::format("    const unsigned long long ioff_{} = {};\n", v,
+                      offset("ist", v, [&](size_t j) { return k.layout.in_dims[i][j] >= 0; }));
+    add(fmt::format("in_{0}[ioff_{0}]", v));
+  }
+  for (ir::NodeId id : k.group.params) add("p_" + k.nm.v(id));
+  for (ir::NodeId id : k.group.outputs) {
+    const std::string v = k.nm.v(id);
+    kb += fmt::format("    const unsigned long long ooff_{} = {};\n", v, offset("ost", v, [](size_t) { return true; }));
+    kb += fmt::format("    {} r_{};\n", k.storage(id), v);
+    add("r_" + v);
+  }
+  kb += fmt::format("    @NAME@_elem({});\n", call);
+  for (ir::NodeId id : k.group.outputs) kb += fmt::format("    out_{0}[ooff_{0}] = r_{0};\n", k.nm.v(id));
+  kb += "  }\n";
+  return fmt::format("extern \"C\" __global__ void @NAME@_s(\n    {}) {{\n", params) + kb + "}\n";
+}
+
+// The comment that heads a kernel: its iteration space (dims named symbolically, since sizes are
+// kernel arguments: a new dim value gives the same source and cache entry), layout and outputs.
+std::string kernel_header(KernelGen& k) {
   std::string outs;
-  for (ir::NodeId id : group.outputs) outs += (outs.empty() ? "" : ", ") + nm.label(id);
-  std::string text;
-  // Sizes are kernel arguments: the text names dims symbolically so a new dim value gives the
-  // same source (and the same cache entry).
+  for (ir::NodeId id : k.group.outputs) outs += (outs.empty() ? "" : ", ") + k.nm.label(id);
   std::string space;
-  for (const ir::Dim& d : group.iter_shape)
+  for (const ir::Dim& d : k.group.iter_shape)
     space += (space.empty() ? "" : ", ") +
-             (d.sym >= 0 && static_cast<size_t>(d.sym) < g.dims.size() ? g.dims[static_cast<size_t>(d.sym)].name
-                                                                     : std::to_string(d.size));
-  text += fmt::format("// Fusion group: {} op(s), iteration space [{}], {}-bit index math{}.\n",
-                      group.nodes.size(), space, layout.index64 ? 64 : 32,
-                      V > 1 ? fmt::format(", {}-wide vector path", V) : std::string());
-  text += fmt::format("// Layout: {}. Outputs: {}.\n", layout_fingerprint(layout), outs.empty() ? "none" : outs);
-  if (opts.canonical_names)
+             (d.sym >= 0 && static_cast<size_t>(d.sym) < k.g.dims.size() ? k.g.dims[static_cast<size_t>(d.sym)].name
+                                                                         : std::to_string(d.size));
+  std::string text = fmt::format("// Fusion group: {} op(s), iteration space [{}], {}-bit index math{}.\n",
+                                 k.group.nodes.size(), space, k.layout.index64 ? 64 : 32,
+                                 k.V > 1 ? fmt::format(", {}-wide vector path", k.V) : std::string());
+  text += fmt::format("// Layout: {}. Outputs: {}.\n", layout_fingerprint(k.layout), outs.empty() ? "none" : outs);
+  text += "// Entry points: @NAME@ for tensors in their canonical layout, @NAME@_s for any strides.\n";
+  if (k.opts.canonical_names)
     text += "// Canonical value names (v0 = first value seen): every node of this structure shares this kernel;\n"
             "// index.json lists, per node, the kernel it runs.\n";
-  text += fmt::format("static __device__ __forceinline__ void @NAME@_elem({}) {{\n", elem_params);
-  text += body;
-  text += "}\n";
-  text += fmt::format("extern \"C\" __global__ void @NAME@(\n    {}) {{\n", kp);
-  text += kb;
-  text += "}\n";
+  return text;
+}
 
-  const uint64_t h = XXH3_64bits(text.data(), text.size());
-  // 64 bits of the text's hash: names stand for kernels (unfused nodes share them, caches key on them),
-  // and 32 bits collide among tens of thousands of kernels.
-  k.name = fmt::format("fj_{}_{:016x}", sanitize(g.name), h);
-  std::string out;
+// Stage 5: names the kernel after its text (64 bits of XXH3: names stand for kernels, unfused
+// nodes share them, caches key on them, and 32 bits collide among tens of thousands of kernels)
+// and puts the name in place of @NAME@. Location comments are left out of the hash so that the
+// graph file's name and line numbers change no kernel name (jit/source_key.h).
+void finish(GeneratedKernel& out, const std::string& graph_name, const std::string& text) {
+  const std::string keyed = without_location_comments(text);
+  const uint64_t h = XXH3_64bits(keyed.data(), keyed.size());
+  out.name = fmt::format("fj_{}_{:016x}", sanitize(graph_name), h);
+  std::string src;
   for (size_t p = 0;;) {
     const size_t q = text.find("@NAME@", p);
-    out.append(text, p, q == std::string::npos ? std::string::npos : q - p);
+    src.append(text, p, q == std::string::npos ? std::string::npos : q - p);
     if (q == std::string::npos) break;
-    out += k.name;
+    src += out.name;
     p = q + 6;
   }
-  k.source = std::move(out);
-  k.nvrtc_options = opts.fast_math ? std::vector<std::string>{"--std=c++17", "--use_fast_math", "--fmad=true"}
-                                   : std::vector<std::string>{"--std=c++17", "--fmad=false"};
-  return k;
+  out.source = std::move(src);
+  out.nvrtc_options = out.fast_math ? std::vector<std::string>{"--std=c++17", "--use_fast_math", "--fmad=true"}
+                                    : std::vector<std::string>{"--std=c++17", "--fmad=false"};
+}
+
+}  // namespace
+
+GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group, const CodegenOptions& opts) {
+  KernelGen k(g, group, opts);
+  k.V = vector_width(k);
+  GeneratedKernel out;
+  out.fast_math = opts.fast_math;
+  out.index64 = k.layout.index64;
+  out.vector_width = k.V;
+  out.signature = signature(k);
+  out.strided_signature = strided_signature(k);
+  const std::string elem = element_function(k);
+  const std::string kernel = kernel_function(k, out.signature);
+  const std::string strided = strided_kernel_function(k, out.strided_signature);
+  finish(out, g.name, kernel_header(k) + elem + kernel + strided);
+  return out;
 }
 
 std::vector<GeneratedKernel> generate_plan_kernels(const ir::Graph& g, const ir::Plan& plan, const CodegenOptions& opts) {

@@ -4,30 +4,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <map>
+#include <algorithm>
 
 #include <fmt/format.h>
 
+#include "ir/passes/plan_report.h"
+
 namespace fusejit::jit {
-
-void HostBuffer::Free::operator()(unsigned char* p) const { std::free(p); }
-
-HostBuffer::HostBuffer(size_t bytes) : size_(bytes) {
-  // Never a null pointer, even for 0 bytes: a kernel argument must be a valid address.
-  const size_t alloc = ((bytes + 63) / 64 + 1) * 64;
-  mem_.reset(static_cast<unsigned char*>(std::aligned_alloc(64, alloc)));
-  if (!mem_) throw std::bad_alloc();
-  std::memset(mem_.get(), 0, alloc);
-}
-
-HostBuffer::HostBuffer(const void* data, size_t bytes) : HostBuffer(bytes) {
-  if (bytes) std::memcpy(mem_.get(), data, bytes);
-}
-
-HostBuffer& HostBuffer::operator=(const HostBuffer& o) {
-  if (this != &o) *this = HostBuffer(o);
-  return *this;
-}
 
 CpuProgram prepare_cpu_program(const ir::Graph& g, const ir::Plan& plan, const CodegenOptions& opts) {
   CpuProgram p;
@@ -46,7 +29,11 @@ void compile_cpu_programs(std::span<CpuProgram* const> programs, const HostCompi
     p->module = r.module;
     p->compile = r;
     p->trampolines.clear();
-    for (const GeneratedKernel& k : p->kernels) p->trampolines.push_back(r.module->trampoline(k.name));
+    p->strided_trampolines.clear();
+    for (const GeneratedKernel& k : p->kernels) {
+      p->trampolines.push_back(r.module->trampoline(k.name));
+      p->strided_trampolines.push_back(r.module->trampoline(k.strided_name()));
+    }
   }
 }
 
@@ -58,125 +45,159 @@ CpuProgram build_cpu_program(const ir::Graph& g, const ir::Plan& plan, const Cod
 }
 
 namespace {
-size_t byte_size(const ir::Node& n) {
-  return static_cast<size_t>(ir::num_elements(n.shape)) * static_cast<size_t>(ir::dtype_size(n.dtype));
-}
-}  // namespace
 
-CpuRunResult run_cpu_program(const CpuProgram& prog, std::span<const HostBuffer> inputs,
-                             std::span<const ir::Scalar> params, const CpuRunOptions& opts) {
-  const LaunchShape& launch = opts.launch;
-  const ir::Graph& g = prog.graph;
+// Rejects inputs whose byte size is not the graph input's.
+void check_inputs(const ir::Graph& g, std::span<const std::span<const std::byte>> inputs) {
   if (inputs.size() != g.inputs.size())
     throw ir::UserError(fmt::format("graph has {} inputs but {} were given", g.inputs.size(), inputs.size()));
   for (size_t s = 0; s < inputs.size(); ++s) {
     const ir::Node& n = g.node(g.inputs[s]);
-    if (inputs[s].size() != byte_size(n))
-      throw ir::UserError(fmt::format("input '{}' needs {} bytes ({} {}) but has {}", n.name, byte_size(n),
+    const size_t want = static_cast<size_t>(value_bytes(g, g.inputs[s]));
+    if (inputs[s].size() != want)
+      throw ir::UserError(fmt::format("input '{}' needs {} bytes ({} {}) but has {}", n.name, want,
                                       ir::dtype_name(n.dtype), ir::shape_to_string(n.shape, &g), inputs[s].size()));
   }
-  std::vector<ir::Scalar> param_values;
+}
+
+// The value of every graph param: `params` checked, or the defaults.
+std::vector<ir::Scalar> param_values(const ir::Graph& g, std::span<const ir::Scalar> params) {
   if (params.empty()) {
-    for (const ir::ParamDecl& d : g.params) param_values.push_back(d.default_value);
-  } else {
-    if (params.size() != g.params.size())
-      throw ir::UserError(fmt::format("graph has {} params but {} values were given", g.params.size(), params.size()));
-    param_values.assign(params.begin(), params.end());
+    std::vector<ir::Scalar> out;
+    for (const ir::ParamDecl& d : g.params) out.push_back(d.default_value);
+    return out;
   }
-  FJ_CHECK(prog.trampolines.size() == prog.plan.groups.size(), "run_cpu_program: program is not compiled");
+  if (params.size() != g.params.size())
+    throw ir::UserError(fmt::format("graph has {} params but {} values were given", g.params.size(), params.size()));
+  return {params.begin(), params.end()};
+}
 
-  // Misaligned copies of the inputs: element alignment kept, 16-byte alignment broken.
-  std::vector<HostBuffer> shifted;
-  if (opts.misalign_inputs)
-    for (size_t s = 0; s < inputs.size(); ++s) {
-      const size_t esz = static_cast<size_t>(ir::dtype_size(g.node(g.inputs[s]).dtype));
-      shifted.emplace_back(inputs[s].size() + esz);
-      if (inputs[s].size()) std::memcpy(shifted.back().data() + esz, inputs[s].data(), inputs[s].size());
-    }
-  // Allocate every written value first so the timed part is the launches alone.
-  std::map<ir::NodeId, HostBuffer> written;
-  for (const ir::FusionGroup& grp : prog.plan.groups)
-    for (ir::NodeId o : grp.outputs)
-      if (!written.count(o)) written.emplace(o, HostBuffer(byte_size(g.node(o))));
-  // A graph input is always read from the caller's buffer (a copy group that writes an input
-  // to an output buffer reads the original, not its own destination).
-  auto read_addr = [&](ir::NodeId id) -> uint64_t {
-    const ir::Node& n = g.node(id);
-    if (n.op == ir::Op::Input) {
-      const size_t s = static_cast<size_t>(n.slot);
-      if (opts.misalign_inputs)
-        return reinterpret_cast<uint64_t>(shifted[s].data() + ir::dtype_size(n.dtype));
-      return reinterpret_cast<uint64_t>(inputs[s].data());
-    }
-    auto it = written.find(id);
-    FJ_CHECK(it != written.end(), fmt::format("run_cpu_program: v{} is read before it is written", id));
-    return reinterpret_cast<uint64_t>(it->second.data());
-  };
-  CpuRunResult r;
-  std::vector<PackedArgs> packed;
-  for (size_t gi = 0; gi < prog.plan.groups.size(); ++gi) {
-    const ir::FusionGroup& grp = prog.plan.groups[gi];
-    std::vector<uint64_t> in_addrs, out_addrs;
-    for (ir::NodeId id : grp.inputs) in_addrs.push_back(read_addr(id));
-    for (ir::NodeId id : grp.outputs) out_addrs.push_back(reinterpret_cast<uint64_t>(written.at(id).data()));
-    packed.push_back(pack_args(prog.kernels[gi].signature, g, grp, in_addrs, out_addrs, param_values, launch));
-    if (!opts.vector_path) {
-      const auto& args = prog.kernels[gi].signature.args;
-      for (size_t a = 0; a < args.size(); ++a)
-        if (args[a].kind == ArgKind::VecFlag) *static_cast<int32_t*>(packed.back().params()[a]) = 0;
-    } else {
-      r.vector_launches += packed.back().vectorized();
-    }
-  }
+uint64_t address_of(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
-  const auto t0 = std::chrono::steady_clock::now();
-  for (size_t gi = 0; gi < prog.plan.groups.size(); ++gi)
-    prog.trampolines[gi](packed[gi].params(), launch.grid, launch.block);
-  r.run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  r.kernels_launched = static_cast<int>(prog.plan.groups.size());
+// Host buffers of a run: the intermediates when the caller gave none, and misaligned input copies.
+struct Scratch {
+  std::vector<std::vector<std::byte>> owned;  // operator new aligns to 16 bytes: the vector path applies
+  std::vector<uint64_t> inputs, outputs, intermediates;
+};
 
-  for (const ir::OutputDecl& o : g.outputs) {
-    if (auto it = written.find(o.node); it != written.end()) {
-      r.outputs.push_back(it->second);
+Scratch bind(const CpuProgram& prog, std::span<const std::span<const std::byte>> inputs,
+             std::span<const std::span<std::byte>> outputs, std::span<const std::span<std::byte>> intermediates,
+             bool misalign) {
+  const ir::Graph& g = prog.graph;
+  const std::vector<ir::NodeId> inter = plan_intermediates(g, prog.plan);
+  FJ_CHECK(outputs.size() == g.outputs.size(), "run_cpu_program: one buffer per graph output expected");
+  FJ_CHECK(intermediates.empty() || intermediates.size() == inter.size(), "run_cpu_program: wrong number of intermediates");
+  Scratch s;
+  s.owned.reserve(inputs.size() + inter.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (!misalign) {
+      s.inputs.push_back(address_of(inputs[k].data()));
       continue;
     }
-    const ir::Node& n = g.node(o.node);
-    FJ_CHECK(n.op == ir::Op::Input, fmt::format("run_cpu_program: output '{}' is never written by the plan", o.name));
-    r.outputs.push_back(inputs[static_cast<size_t>(n.slot)]);
+    // Element alignment kept, 16-byte alignment broken (as a sub-tensor view would be).
+    const size_t esz = static_cast<size_t>(ir::dtype_size(g.node(g.inputs[k]).dtype));
+    s.owned.emplace_back(inputs[k].size() + esz);
+    std::copy(inputs[k].begin(), inputs[k].end(), s.owned.back().begin() + static_cast<std::ptrdiff_t>(esz));
+    s.inputs.push_back(address_of(s.owned.back().data() + esz));
   }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    FJ_CHECK(static_cast<int64_t>(outputs[k].size()) == value_bytes(g, g.outputs[k].node),
+             "run_cpu_program: output buffer of the wrong size");
+    s.outputs.push_back(address_of(outputs[k].data()));
+  }
+  for (size_t i = 0; i < inter.size(); ++i) {
+    if (!intermediates.empty()) {
+      s.intermediates.push_back(address_of(intermediates[i].data()));
+      continue;
+    }
+    s.owned.emplace_back(static_cast<size_t>(std::max<int64_t>(value_bytes(g, inter[i]), 16)));
+    s.intermediates.push_back(address_of(s.owned.back().data()));
+  }
+  return s;
+}
+
+}  // namespace
+
+void CpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool strided, bool, void** args) {
+  const CpuProgram* p = variants_[group.variant];
+  FJ_CHECK(p != nullptr && group_index < p->trampolines.size(), "CpuKernelRunner: the kernel variant is not compiled");
+  (strided ? p->strided_trampolines : p->trampolines)[group_index](args, launch_.grid, launch_.block);
+}
+
+void CpuKernelRunner::copy(uint64_t dst, uint64_t src, size_t bytes) {
+  if (dst == src) return;
+  std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+}
+
+CpuRunStats run_cpu_program(const CpuProgram& prog, std::span<const std::span<const std::byte>> inputs,
+                            std::span<const std::span<std::byte>> outputs, std::span<const ir::Scalar> params,
+                            const CpuRunOptions& opts, std::span<const std::span<std::byte>> intermediates) {
+  const ir::Graph& g = prog.graph;
+  check_inputs(g, inputs);
+  const std::vector<ir::Scalar> pv = param_values(g, params);
+  FJ_CHECK(prog.trampolines.size() == prog.plan.groups.size(), "run_cpu_program: program is not compiled");
+  const Scratch s = bind(prog, inputs, outputs, intermediates, opts.misalign_inputs);
+  const PlanBindings bindings(g, prog.plan);
+  const std::shared_ptr<const LaunchState> state =
+      make_launch_state(g, prog.plan, bindings, [&](int variant, size_t gi) -> const GeneratedKernel& {
+        FJ_CHECK(variant == 0, "run_cpu_program: the kernels were generated for fewer elements");
+        return prog.kernels[gi];
+      });
+  FJ_CHECK(state != nullptr, "run_cpu_program: the plan does not hold for its own graph");
+  std::vector<TensorArg> in, out;
+  for (size_t k = 0; k < s.inputs.size(); ++k) in.push_back({s.inputs[k], state->input_shapes[k], {}});
+  for (size_t k = 0; k < s.outputs.size(); ++k) out.push_back({s.outputs[k], state->output_shapes[k], {}});
+  CpuKernelRunner runner(&prog, nullptr, opts.launch);
+  LaunchOptions lo;
+  lo.vector_path = opts.vector_path;
+  lo.force_strided = opts.force_strided;
+  const auto t0 = std::chrono::steady_clock::now();
+  const LaunchStats ls = launch_plan(bindings, *state, in, out, s.intermediates, pv, runner, lo);
+  CpuRunStats r;
+  r.run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  r.kernels_launched = ls.kernels;
+  r.vector_launches = ls.vector;
+  r.strided_launches = ls.strided;
   return r;
 }
 
-}  // namespace fusejit::jit
-
-namespace fusejit::jit {
+PathTiming measure_cpu_program(const CpuProgram& prog, std::span<const std::span<const std::byte>> inputs,
+                               std::span<const std::span<std::byte>> outputs,
+                               std::span<const std::span<std::byte>> intermediates, std::span<const ir::Scalar> params,
+                               int repeats) {
+  for (std::span<std::byte> b : outputs) std::fill(b.begin(), b.end(), std::byte{0xFF});
+  for (std::span<std::byte> b : intermediates) std::fill(b.begin(), b.end(), std::byte{0xFF});
+  std::vector<double> times;
+  int launched = 0;
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    const CpuRunStats st = run_cpu_program(prog, inputs, outputs, params, {}, r == 0 ? intermediates : std::span<const std::span<std::byte>>{});
+    times.push_back(st.run_ms);
+    launched = st.kernels_launched;
+  }
+  return make_path_timing(launched, times, ir::plan_totals(prog.graph, prog.plan).bytes());
+}
 
 CpuTensorRunResult run_cpu_program(const CpuProgram& prog, std::span<const ir::Tensor> inputs,
                                    std::span<const ir::Scalar> params, const CpuRunOptions& opts) {
   const ir::Graph& g = prog.graph;
   if (inputs.size() != g.inputs.size())
     throw ir::UserError(fmt::format("graph has {} inputs but {} were given", g.inputs.size(), inputs.size()));
-  std::vector<HostBuffer> bufs;
+  std::vector<std::span<const std::byte>> in;
   for (size_t s = 0; s < inputs.size(); ++s) {
     const ir::Node& n = g.node(g.inputs[s]);
     const std::vector<int64_t> want = ir::shape_sizes(n.shape);
     if (inputs[s].dtype != n.dtype || inputs[s].shape != want)
       throw ir::UserError(fmt::format("input '{}': expected {}, found {}", n.name, ir::tensor_type_string(n.dtype, want),
                                       ir::tensor_type_string(inputs[s].dtype, inputs[s].shape)));
-    bufs.emplace_back(inputs[s].data.data(), inputs[s].data.size());
+    in.emplace_back(inputs[s].data);
   }
-  CpuRunResult r = run_cpu_program(prog, bufs, params, opts);
   CpuTensorRunResult t;
-  t.run_ms = r.run_ms;
-  t.kernels_launched = r.kernels_launched;
-  t.vector_launches = r.vector_launches;
-  for (size_t o = 0; o < g.outputs.size(); ++o) {
-    const ir::Node& n = g.node(g.outputs[o].node);
-    ir::Tensor out(n.dtype, ir::shape_sizes(n.shape));
-    FJ_CHECK(out.data.size() == r.outputs[o].size(), "run_cpu_program: output size mismatch");
-    if (!out.data.empty()) std::memcpy(out.data.data(), r.outputs[o].data(), out.data.size());
-    t.outputs.push_back(std::move(out));
+  std::vector<std::span<std::byte>> out;
+  for (const ir::OutputDecl& o : g.outputs) {
+    const ir::Node& n = g.node(o.node);
+    t.outputs.emplace_back(n.dtype, ir::shape_sizes(n.shape));
   }
+  for (ir::Tensor& o : t.outputs) out.emplace_back(o.data);
+  static_cast<CpuRunStats&>(t) = run_cpu_program(prog, in, out, params, opts);
   return t;
 }
 

@@ -1,8 +1,8 @@
 // Running a plan's generated kernels on the CPU (the path used when there is no GPU, and the one
 // that tests the generated source on every commit). The kernels are compiled by
 // jit/host_compile.h (all kernels of a plan, or of several plans, as ONE shared object),
-// arguments are packed with jit/kernel_abi.h exactly as for cuLaunchKernel, and each group is
-// "launched" through its host trampoline.
+// arguments are filled by jit/launch.h exactly as for cuLaunchKernel (same PlanBindings, same
+// LaunchState, same launch_plan), and each group is "launched" through its host trampoline.
 #pragma once
 
 #include <cstddef>
@@ -16,30 +16,11 @@
 #include "ir/tensor.h"
 #include "jit/codegen.h"
 #include "jit/host_compile.h"
+#include "jit/kernel_abi.h"
+#include "jit/launch.h"
+#include "jit/timing.h"
 
 namespace fusejit::jit {
-
-// A host buffer with 64-byte aligned storage (so the kernels' 16-byte vector path can run).
-class HostBuffer {
- public:
-  HostBuffer() = default;
-  explicit HostBuffer(size_t bytes);
-  HostBuffer(const void* data, size_t bytes);
-  HostBuffer(const HostBuffer& o) : HostBuffer(o.data(), o.size()) {}
-  HostBuffer& operator=(const HostBuffer& o);
-  HostBuffer(HostBuffer&&) noexcept = default;
-  HostBuffer& operator=(HostBuffer&&) noexcept = default;
-  unsigned char* data() { return mem_.get(); }
-  const unsigned char* data() const { return mem_.get(); }
-  size_t size() const { return size_; }
-
- private:
-  struct Free {
-    void operator()(unsigned char* p) const;
-  };
-  std::unique_ptr<unsigned char[], Free> mem_;
-  size_t size_ = 0;
-};
 
 // One plan's kernels, generated and (after compile_cpu_programs) loaded. Holds a copy of the
 // graph and plan so it stays valid on its own.
@@ -48,8 +29,23 @@ struct CpuProgram {
   ir::Plan plan;
   std::vector<GeneratedKernel> kernels;      // one per plan group, plan order
   std::shared_ptr<HostModule> module;        // set by compile_cpu_programs
-  std::vector<HostTrampoline> trampolines;   // one per plan group
+  std::vector<HostTrampoline> trampolines;   // one per plan group: its fast entry
+  std::vector<HostTrampoline> strided_trampolines;  // one per plan group: its strided entry
   HostCompileResult compile;                 // how the module was obtained (hit / compile time)
+};
+
+// Runs kernel entries through the host trampolines of up to two compiled variants of one plan
+// (jit/launch.h's variant 0 and 1), serially, as a grid of `launch` would run.
+class CpuKernelRunner : public KernelRunner {
+ public:
+  CpuKernelRunner(const CpuProgram* variant0, const CpuProgram* variant1, LaunchShape launch = {})
+      : variants_{variant0, variant1}, launch_(launch) {}
+  void run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, void** args) override;
+  void copy(uint64_t dst, uint64_t src, size_t bytes) override;
+
+ private:
+  const CpuProgram* variants_[2];
+  LaunchShape launch_;
 };
 
 // Generates the kernels of `plan` for `g` at its current shapes (nothing is compiled yet).
@@ -62,34 +58,48 @@ void compile_cpu_programs(std::span<CpuProgram* const> programs, const HostCompi
 // prepare + compile for one plan.
 CpuProgram build_cpu_program(const ir::Graph& g, const ir::Plan& plan, const CodegenOptions& opts = {});
 
-struct CpuRunResult {
-  std::vector<HostBuffer> outputs;  // one per graph output (Graph::outputs order), C order bytes
-  double run_ms = 0.0;              // steady-clock time of the kernel launches only
+// What one run did.
+struct CpuRunStats {
+  double run_ms = 0.0;              // steady-clock time of the launches (argument filling included)
   int kernels_launched = 0;
   int vector_launches = 0;          // launches whose vec_ok was 1 (the vector path ran)
+  int strided_launches = 0;         // launches of the strided entry
 };
 
-// Runs `prog` on host inputs. `inputs` holds one buffer per graph input (slot order) of exactly
-// num_elements(shape) * dtype_size bytes; `params` the value of every graph param (slot order;
-// empty = defaults). `launch` is the (serial) grid and block the trampolines emulate: the
-// default, one thread, is the fastest on a CPU; others exercise the grid-stride loop. Throws
-// ir::UserError on a wrong input count or byte size, ir::InternalError on a broken plan.
+// Options of run_cpu_program. `launch` is the (serial) grid and block the trampolines emulate:
+// the default, one thread, is the fastest on a CPU; others exercise the grid-stride loop.
 struct CpuRunOptions {
   LaunchShape launch;        // default: one block of one thread
   bool vector_path = true;   // false: clear vec_ok so only the scalar loop runs (tests)
   // true: every graph input is read from a copy that starts one element past a 16-byte boundary,
-  // as a sub-tensor view would, so pack_args sees a misaligned pointer and clears vec_ok for
+  // as a sub-tensor view would, so launch_plan sees a misaligned pointer and clears vec_ok for
   // every kernel reading a graph input (tests of the runtime alignment check).
   bool misalign_inputs = false;
+  bool force_strided = false;  // true: every kernel runs its strided entry (tests of it)
 };
-CpuRunResult run_cpu_program(const CpuProgram& prog, std::span<const HostBuffer> inputs,
-                             std::span<const ir::Scalar> params = {}, const CpuRunOptions& opts = {});
 
-struct CpuTensorRunResult {
+// Runs `prog` once, as GpuProgram::enqueue does on the GPU (jit/launch.h):
+//   inputs:  one host buffer per graph input (slot order) of exactly num_elements * dtype_size
+//            bytes (ir::UserError naming the input otherwise);
+//   outputs: one per graph output, exact size (ir::InternalError otherwise): written;
+//   params:  the value of every graph param (slot order; empty = defaults);
+//   intermediates: one per plan_intermediates() entry, exact size, or empty to use buffers of
+//            its own.
+// Throws ir::InternalError on a broken plan.
+CpuRunStats run_cpu_program(const CpuProgram& prog, std::span<const std::span<const std::byte>> inputs,
+                            std::span<const std::span<std::byte>> outputs, std::span<const ir::Scalar> params = {},
+                            const CpuRunOptions& opts = {}, std::span<const std::span<std::byte>> intermediates = {});
+
+// run_cpu_program once on outputs (and intermediates) filled with 0xFF bytes first, so an element
+// no kernel wrote shows as NaN / -1, then `repeats - 1` more times; the timing of all `repeats`
+// runs (at least one).
+PathTiming measure_cpu_program(const CpuProgram& prog, std::span<const std::span<const std::byte>> inputs,
+                               std::span<const std::span<std::byte>> outputs,
+                               std::span<const std::span<std::byte>> intermediates, std::span<const ir::Scalar> params,
+                               int repeats);
+
+struct CpuTensorRunResult : CpuRunStats {
   std::vector<ir::Tensor> outputs;  // one per graph output, with the output's dtype and shape
-  double run_ms = 0.0;
-  int kernels_launched = 0;
-  int vector_launches = 0;  // launches whose vec_ok was 1
 };
 // The same on ir::Tensor inputs (one per graph input, slot order, with the input's dtype and
 // current shape; a mismatch is an ir::UserError naming the input).

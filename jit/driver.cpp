@@ -1,8 +1,9 @@
 // Loading libcuda and the small RAII layer over it. See driver.h.
 #include "jit/driver.h"
 
+#include "jit/nvrtc.h"
+
 #include <dlfcn.h>
-#include <nvrtc.h>
 
 #include <cstdlib>
 #include <fmt/format.h>
@@ -19,10 +20,10 @@ constexpr unsigned long long kLegacyStream = 1;
 std::mutex g_driver_mutex;
 std::shared_ptr<const Driver> g_driver;  // guarded by g_driver_mutex
 
-int nvrtc_version() {
-  int major = 0, minor = 0;
-  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return 0;
-  return major * 1000 + minor * 10;
+// NVRTC's version as cuDriverGetVersion writes versions (0 when NVRTC is not available).
+int nvrtc_version_number() {
+  const NvrtcVersion v = nvrtc_version();
+  return v.major * 1000 + v.minor * 10;
 }
 
 // Resolves one entry point into `slot` (the table's function pointer member).
@@ -183,7 +184,7 @@ void Driver::check(cu::Result r, const char* call, std::string_view kernel) cons
   std::string failed = kernel.empty() ? fmt::format("{} failed", call) : fmt::format("{} failed for kernel {}", call, kernel);
   if (r == cu::kErrorUnsupportedPtxVersion)
     throw DriverError(DriverErrorKind::PtxTooNew,
-                      fmt::format("{} ({}: {})", ptx_too_new_message(version_, nvrtc_version()), failed, describe(r)),
+                      fmt::format("{} ({}: {})", ptx_too_new_message(version_, nvrtc_version_number()), failed, describe(r)),
                       r);
   DriverErrorKind kind = DriverErrorKind::Other;
   if (r == cu::kErrorOutOfMemory) kind = DriverErrorKind::OutOfMemory;
@@ -281,6 +282,18 @@ DeviceContext::Scope::~Scope() {
   }
 }
 
+// ---- OwnedStream -----------------------------------------------------------------------------
+
+OwnedStream::OwnedStream(const DeviceContext& dc) : dc_(dc) {
+  dc.driver().check(dc.api().cuStreamCreate(&s_, 1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate");
+}
+
+OwnedStream::~OwnedStream() {
+  if (!s_) return;
+  dc_.api().cuStreamSynchronize(s_);  // a destructor cannot throw; a failed sync leaves nothing to do
+  dc_.api().cuStreamDestroy(s_);
+}
+
 // ---- DeviceBuffer ----------------------------------------------------------------------------
 
 DeviceBuffer::DeviceBuffer(std::shared_ptr<DeviceContext> ctx, size_t bytes, std::string_view what)
@@ -335,29 +348,6 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
     o.bytes_ = 0;
   }
   return *this;
-}
-
-void check_no_overlap(const std::vector<DeviceRange>& inputs, const std::vector<DeviceRange>& outputs) {
-  auto overlaps = [](const DeviceRange& x, const DeviceRange& y) {
-    if (x.bytes == 0 || y.bytes == 0) return false;
-    return x.ptr < y.ptr + y.bytes && y.ptr < x.ptr + x.bytes;
-  };
-  auto text = [](const DeviceRange& x) {
-    return fmt::format("{} [0x{:x}, 0x{:x})", x.name, x.ptr, x.ptr + x.bytes);
-  };
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    for (const DeviceRange& in : inputs)
-      if (overlaps(outputs[i], in))
-        throw DriverError(DriverErrorKind::BadArgument,
-                          fmt::format("{} overlaps {}: outputs must not alias inputs (kernels read and write "
-                                      "in parallel, so the result would be undefined)",
-                                      text(outputs[i]), text(in)));
-    for (size_t j = 0; j < i; ++j)
-      if (overlaps(outputs[i], outputs[j]))
-        throw DriverError(DriverErrorKind::BadArgument,
-                          fmt::format("{} overlaps {}: outputs must not alias each other", text(outputs[i]),
-                                      text(outputs[j])));
-  }
 }
 
 }  // namespace fusejit::jit

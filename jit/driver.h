@@ -222,6 +222,7 @@ class DeviceContext {
   const DeviceInfo& info() const { return info_; }
   cu::Context context() const { return ctx_; }
   const Driver& driver() const { return *driver_; }
+  const std::shared_ptr<const Driver>& driver_ptr() const { return driver_; }
   const DriverApi& api() const { return driver_->api(); }
   bool borrowed_context() const { return !owns_primary_; }
 
@@ -269,19 +270,23 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-// "12.0 GiB" / "512 B" text for byte counts in messages.
-std::string format_bytes(uint64_t bytes);
+// A stream of fusejit's own (cuStreamCreate, non-blocking) in a context that is current (inside a
+// DeviceContext::Scope). The destructor synchronises it before destroying it, so no queued work
+// outlives the buffers it uses, even when an exception unwinds.
+class OwnedStream {
+ public:
+  explicit OwnedStream(const DeviceContext& dc);
+  ~OwnedStream();
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  cu::Stream get() const { return s_; }
 
-// A byte range of device memory: [ptr, ptr + bytes).
-struct DeviceRange {
-  cu::DevicePtr ptr = 0;
-  size_t bytes = 0;
-  std::string name;  // for the message, e.g. "output y"
+ private:
+  const DeviceContext& dc_;
+  cu::Stream s_ = nullptr;
 };
 
-// Refuses outputs that overlap an input or another output (fusejit kernels read and write in a
-// grid-stride order, so an overlapping write could be read back as input: undefined results).
-// Throws DriverError(BadArgument) naming both ranges. Empty ranges never overlap.
-void check_no_overlap(const std::vector<DeviceRange>& inputs, const std::vector<DeviceRange>& outputs);
+// "12.0 GiB" / "512 B" text for byte counts in messages.
+std::string format_bytes(uint64_t bytes);
 
 }  // namespace fusejit::jit

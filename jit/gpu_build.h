@@ -1,11 +1,15 @@
-// From a plan to loaded GPU kernels in one call: code generation (jit/codegen.h), one NVRTC
-// program per plan through the kernel cache (jit/cache.h), the target chosen from the device's
-// compute capability and what the linked NVRTC supports (jit/arch.h), and the module load
-// (jit/gpu_module.h). The GPU counterpart of jit/cpu_runner.h's build_cpu_program.
+// The one GPU build path, used by the library (Program::compile, compile_to_dir) and the tests
+// alike, in stages with their own types (jitify2's model: source -> compiled -> loaded):
+//   1. source:   a plan's groups -> GeneratedKernel / TranslationUnit (jit/codegen.h) and the
+//                NVRTC options (nvrtc_options_for);
+//   2. compiled: -> CUBIN or PTX through the kernel cache (jit/cache.h): CompiledPlan. Needs no
+//                device, so `fusejit compile` stops here;
+//   3. loaded:   -> modules and functions in a device context: GpuProgram::load (jit/gpu_runner.h).
 #pragma once
 
 #include <memory>
-#include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "ir/graph.h"
@@ -13,32 +17,44 @@
 #include "jit/arch.h"
 #include "jit/cache.h"
 #include "jit/codegen.h"
-#include "jit/gpu_runner.h"
 
 namespace fusejit::jit {
 
-// Part of every disk-cache key of GPU kernels (the generated source is in the key too).
-inline constexpr const char* kGpuCodegenVersion = "fusejit-gpu-1";
-
 struct GpuBuildOptions {
-  CodegenOptions codegen;             // strict by default; fast_math also selects NVRTC's fast options
-  std::optional<Target> target;       // an explicit --arch; nullopt: chosen for the device
-  KernelCache* cache = nullptr;       // nullptr: KernelCache::global()
+  CodegenOptions codegen;                  // fast_math also selects NVRTC's fast-math options
+  Target target;                           // what NVRTC builds (jit/arch.h chooses it)
+  std::vector<std::string> extra_options;  // the caller's NVRTC options, after fusejit's own
+  KernelCache* cache = nullptr;            // nullptr: KernelCache::global()
 };
 
-struct GpuBuild {
-  GpuProgram program;
-  std::vector<GeneratedKernel> kernels;  // one per plan group, plan order
-  ArchDecision arch;                     // target, device arch, and a warning for the PTX fallback
-  CacheOutcome outcome = CacheOutcome::Compiled;  // of the plan's one NVRTC program
-  double compile_ms = 0;                 // NVRTC time when compiled, else 0
+// NVRTC options of one program: fusejit's defaults for the mode, then those the generated code
+// requires (TranslationUnit::nvrtc_options), then the caller's extra options; each once, in that
+// order. Never an architecture option (the target adds it).
+std::vector<std::string> nvrtc_options_for(bool fast_math, std::span<const std::string> required,
+                                           std::span<const std::string> extra);
+
+// Stage 2 of one plan group: its kernel and the binary that holds it.
+struct CompiledKernel {
+  GeneratedKernel kernel;
+  std::shared_ptr<const std::vector<char>> image;  // CUBIN, or PTX text with its final '\0'; shared
+                                                   // by the kernels of one NVRTC program
+  CacheOutcome outcome = CacheOutcome::Compiled;
+  double compile_ms = 0;  // NVRTC time of its program, on the program's first kernel only
 };
 
-// Generates, compiles (or finds in the cache) and loads every kernel of `plan` for the device of
-// `dc`, at the graph's current shapes. Throws CompileError (NVRTC), ir::UserError (the device is
-// older than NVRTC supports, or an unsupported --arch), DriverError (module load: e.g. PTX newer
-// than the driver).
-GpuBuild build_gpu_program(const std::shared_ptr<DeviceContext>& dc, const ir::Graph& g, const ir::Plan& plan,
-                           const GpuBuildOptions& options = {});
+struct CompiledPlan {
+  Target target;
+  std::vector<CompiledKernel> kernels;  // one per plan group, plan order
+};
+
+// Stages 1 and 2 for every group of `plan` over `g` at the graph's current shapes.
+//  - A fused plan (plan.fused) compiles each group as its own NVRTC program and cache entry, and
+//    looks it up first by a structural hash of the group (ops, dtypes, wiring, constants, layout,
+//    names that appear in the source, mode, target, options), so a memory hit skips code generation
+//    as well as NVRTC (ArrayFire's JIT does the same).
+//  - An unfused plan compiles all its kernels as ONE program (one compile, one cache entry), so the
+//    comparison baseline does not cost one compile per op.
+// Throws CompileError when NVRTC rejects the source, ir::UserError when it rejects an option.
+CompiledPlan compile_plan(const ir::Graph& g, const ir::Plan& plan, const GpuBuildOptions& options);
 
 }  // namespace fusejit::jit

@@ -102,6 +102,10 @@ GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<co
   d.check(a.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn.fn, fn.block, 0),
           "cuOccupancyMaxActiveBlocksPerMultiprocessor", name);
   fn.blocks_per_sm = std::max(1, per_sm);
+  // choose_launch's block and grid cap, so a launch only divides the element count.
+  const LaunchConfig widest = choose_launch(dc->info(), fn.block, fn.blocks_per_sm, int64_t{1} << 62, 1);
+  fn.launch_block = widest.block;
+  fn.max_grid = widest.grid;
   e.functions.emplace(name, fn);
   return fn;
 }
@@ -127,10 +131,10 @@ size_t module_cache_size() {
   return g_modules.size();
 }
 
-void launch_kernel(const DeviceContext& dc, const GpuFunction& fn, const LaunchConfig& cfg, PackedArgs& args,
+void launch_kernel(const DeviceContext& dc, const GpuFunction& fn, const LaunchConfig& cfg, void** args,
                    cu::Stream stream) {
   if (cfg.empty()) return;
-  dc.driver().check(dc.api().cuLaunchKernel(fn.fn, cfg.grid, 1, 1, cfg.block, 1, 1, 0, stream, args.params(), nullptr),
+  dc.driver().check(dc.api().cuLaunchKernel(fn.fn, cfg.grid, 1, 1, cfg.block, 1, 1, 0, stream, args, nullptr),
                     "cuLaunchKernel", fn.name);
 }
 

@@ -3,6 +3,7 @@
 // launch configuration for a grid-stride loop, and the checked launch itself.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -42,6 +43,20 @@ struct GpuFunction {
   std::string name;
   int block = 256;         // cuOccupancyMaxPotentialBlockSize's block size
   int blocks_per_sm = 1;   // cuOccupancyMaxActiveBlocksPerMultiprocessor at that block size
+  // choose_launch's numbers for this function on its device, computed once: the block size it
+  // launches with and the most blocks a grid gets (SMs x resident blocks, and grid * block < 2^31).
+  uint32_t launch_block = 256;
+  int64_t max_grid = 1;
+  // choose_launch(device, block, blocks_per_sm, elements, vector_width), from the numbers above.
+  LaunchConfig config(int64_t elements, int vector_width) const {
+    LaunchConfig cfg;
+    cfg.block = launch_block;
+    if (elements <= 0) return cfg;
+    const int64_t vw = vector_width > 1 ? vector_width : 1;
+    const int64_t needed = ((elements + vw - 1) / vw + launch_block - 1) / launch_block;
+    cfg.grid = static_cast<uint32_t>(std::max<int64_t>(1, std::min(needed, max_grid)));
+    return cfg;
+  }
 };
 
 // Loads `image` (a CUBIN, or PTX text including its final '\0', as NVRTC returns them) into the
@@ -62,7 +77,11 @@ size_t module_cache_size();
 
 // Enqueues one launch of `fn` with packed arguments on `stream` (in dc's context). Errors name the
 // kernel: "cuLaunchKernel failed for kernel fj_k_...: CUDA_ERROR_...".
-void launch_kernel(const DeviceContext& dc, const GpuFunction& fn, const LaunchConfig& cfg, PackedArgs& args,
+void launch_kernel(const DeviceContext& dc, const GpuFunction& fn, const LaunchConfig& cfg, void** args,
                    cu::Stream stream);
+inline void launch_kernel(const DeviceContext& dc, const GpuFunction& fn, const LaunchConfig& cfg, PackedArgs& args,
+                          cu::Stream stream) {
+  launch_kernel(dc, fn, cfg, args.params(), stream);
+}
 
 }  // namespace fusejit::jit

@@ -3,39 +3,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numeric>
 
 #include <fmt/format.h>
 
 #include "ir/error.h"
+#include "ir/passes/plan_report.h"
 
 namespace fusejit::jit {
 namespace {
-
-int64_t value_bytes(const ir::Graph& g, ir::NodeId id) {
-  const ir::Node& n = g.node(id);
-  return ir::num_elements(n.shape) * ir::dtype_size(n.dtype);
-}
-
-// A stream owned for the duration of a measurement.
-class OwnedStream {
- public:
-  explicit OwnedStream(const DeviceContext& dc) : dc_(dc) {
-    dc.driver().check(dc.api().cuStreamCreate(&s_, 1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate");
-  }
-  ~OwnedStream() {
-    if (s_) {
-      dc_.api().cuStreamSynchronize(s_);  // never leave work referencing freed buffers
-      dc_.api().cuStreamDestroy(s_);
-    }
-  }
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  cu::Stream get() const { return s_; }
-
- private:
-  const DeviceContext& dc_;
-  cu::Stream s_ = nullptr;
-};
 
 // Events for `count` timed runs (a start and an end event each).
 class EventPairs {
@@ -73,12 +50,27 @@ class EventPairs {
   std::vector<cu::Event> ev_;
 };
 
-std::vector<cu::DevicePtr> ptrs_of(const std::vector<DeviceBuffer>& bufs) {
-  std::vector<cu::DevicePtr> p;
-  p.reserve(bufs.size());
-  for (const DeviceBuffer& b : bufs) p.push_back(b.ptr());
-  return p;
+// The one timing loop: `warmup` untimed calls of run(k), then `repeats` calls each between a pair
+// of events on stream `s`; returns each timed call's milliseconds.
+std::vector<double> time_runs(const DeviceContext& d, cu::Stream s, int warmup, int repeats,
+                              const std::function<void(int)>& run) {
+  for (int w = 0; w < warmup; ++w) run(w);
+  EventPairs ev(d, repeats);
+  for (int r = 0; r < repeats; ++r) {
+    d.driver().check(d.api().cuEventRecord(ev.start(r), s), "cuEventRecord");
+    run(r);
+    d.driver().check(d.api().cuEventRecord(ev.end(r), s), "cuEventRecord");
+  }
+  return ev.elapsed(repeats);
 }
+
+int64_t sum_of(std::span<const int64_t> v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
+
+// Device buffers for one run: inputs, outputs, intermediates.
+struct BufferSet {
+  std::vector<DeviceBuffer> in, out, inter;
+  std::vector<cu::DevicePtr> in_p, out_p, inter_p;
+};
 
 std::vector<DeviceBuffer> alloc_all(const std::shared_ptr<DeviceContext>& dc, std::span<const int64_t> sizes,
                                     std::string_view what) {
@@ -89,57 +81,128 @@ std::vector<DeviceBuffer> alloc_all(const std::shared_ptr<DeviceContext>& dc, st
   return out;
 }
 
+std::vector<cu::DevicePtr> ptrs_of(const std::vector<DeviceBuffer>& bufs) {
+  std::vector<cu::DevicePtr> p;
+  p.reserve(bufs.size());
+  for (const DeviceBuffer& b : bufs) p.push_back(b.ptr());
+  return p;
+}
+
+// A buffer set whose inputs are copied from `from_device` (device addresses), or from `from_host`
+// when that is empty.
+BufferSet make_set(const std::shared_ptr<DeviceContext>& dc, const RunSpec& spec, std::span<const cu::DevicePtr> from_device,
+                   std::span<const std::span<const std::byte>> from_host, cu::Stream s) {
+  const Driver& drv = dc->driver();
+  BufferSet b;
+  b.in = alloc_all(dc, spec.input_bytes, "input");
+  for (size_t i = 0; i < b.in.size(); ++i) {
+    if (spec.input_bytes[i] == 0) continue;
+    if (from_device.empty())
+      drv.check(dc->api().cuMemcpyHtoDAsync(b.in[i].ptr(), from_host[i].data(), from_host[i].size(), s), "cuMemcpyHtoDAsync");
+    else
+      drv.check(dc->api().cuMemcpyDtoDAsync(b.in[i].ptr(), from_device[i], static_cast<size_t>(spec.input_bytes[i]), s),
+                "cuMemcpyDtoDAsync (input copy)");
+  }
+  b.out = alloc_all(dc, spec.output_bytes, "output");
+  b.inter = alloc_all(dc, spec.intermediate_bytes, "intermediate");
+  b.in_p = ptrs_of(b.in);
+  b.out_p = ptrs_of(b.out);
+  b.inter_p = ptrs_of(b.inter);
+  return b;
+}
+
+void poison(const DeviceContext& d, const std::vector<DeviceBuffer>& bufs, cu::Stream s) {
+  for (const DeviceBuffer& b : bufs)
+    if (b.size() > 0) d.driver().check(d.api().cuMemsetD8Async(b.ptr(), 0xFF, b.size(), s), "cuMemsetD8Async (poison)");
+}
+
+void download(const DeviceContext& d, const std::vector<DeviceBuffer>& from, std::span<const std::span<std::byte>> to,
+              cu::Stream s) {
+  for (size_t k = 0; k < to.size(); ++k) {
+    FJ_CHECK(to[k].size() == from[k].size(), "measure_gpu_runs: host buffer of the wrong size");
+    if (!to[k].empty())
+      d.driver().check(d.api().cuMemcpyDtoHAsync(to[k].data(), from[k].ptr(), to[k].size(), s), "cuMemcpyDtoHAsync");
+  }
+}
+
+// Times the runs over `sets` rotated buffer sets (set 0 is `first`).
+PathTiming time_runs_of(const std::shared_ptr<DeviceContext>& dc, const RunSpec& spec, const BufferSet& first, int sets,
+                        const MeasureOptions& o, cu::Stream s) {
+  std::vector<BufferSet> extra;
+  for (int i = 1; i < sets; ++i) extra.push_back(make_set(dc, spec, first.in_p, {}, s));
+  auto run = [&](int k) {
+    const BufferSet& b = k % sets == 0 ? first : extra[static_cast<size_t>(k % sets - 1)];
+    spec.enqueue(b.in_p, b.out_p, b.inter_p, s);
+  };
+  const std::vector<double> t = time_runs(*dc, s, std::max(std::max(0, o.warmup), sets), std::max(1, o.repeats), run);
+  const PathTiming timing = make_path_timing(spec.kernels, t, spec.bytes_moved);
+  dc->driver().check(dc->api().cuStreamSynchronize(s), "cuStreamSynchronize");
+  return timing;  // the extra sets are freed here, before a copy baseline allocates
+}
+
+// The bandwidth ceiling: a device-to-device copy of `bytes` (reads + writes = 2 * bytes), with
+// buffer sets rotated as for the kernels.
+void time_copy(GpuMeasurement& m, const std::shared_ptr<DeviceContext>& dc, int64_t bytes, int64_t free_bytes,
+               const MeasureOptions& o, cu::Stream s) {
+  m.copy_bytes = bytes;
+  if (bytes <= 0) return;
+  const Driver& drv = dc->driver();
+  const int sets = choose_buffer_sets(2 * bytes, dc->info().l2_bytes, o.l2_multiple, o.max_buffer_sets, free_bytes);
+  std::vector<DeviceBuffer> src, dst;
+  for (int i = 0; i < sets; ++i) {
+    src.emplace_back(dc, static_cast<size_t>(bytes), "copy baseline source");
+    dst.emplace_back(dc, static_cast<size_t>(bytes), "copy baseline destination");
+    drv.check(dc->api().cuMemsetD8Async(src.back().ptr(), 0x3C, src.back().size(), s), "cuMemsetD8Async");
+  }
+  auto copy = [&](int k) {
+    const size_t i = static_cast<size_t>(k % sets);
+    drv.check(dc->api().cuMemcpyDtoDAsync(dst[i].ptr(), src[i].ptr(), static_cast<size_t>(bytes), s),
+              "cuMemcpyDtoDAsync (copy baseline)");
+  };
+  m.copy_ms = median_of(time_runs(*dc, s, std::max(std::max(0, o.warmup), sets), std::max(1, o.repeats), copy));
+  if (m.copy_ms > 0) m.copy_gbps = 2.0 * static_cast<double>(bytes) / (m.copy_ms * 1e-3) / 1e9;
+}
+
 }  // namespace
 
 // ---- GpuProgram ------------------------------------------------------------------------------
 
 GpuProgram GpuProgram::load(std::shared_ptr<DeviceContext> dc, const ir::Graph& g, const ir::Plan& plan,
-                            std::span<const GpuKernelSpec> kernels) {
+                            const CompiledPlan& compiled) {
   FJ_CHECK(dc != nullptr, "GpuProgram::load: no device context");
-  FJ_CHECK(kernels.size() == plan.groups.size(), "GpuProgram::load: one kernel per fusion group expected");
+  FJ_CHECK(compiled.kernels.size() == plan.groups.size(),
+           fmt::format("GpuProgram::load: {} kernels for {} plan groups", compiled.kernels.size(), plan.groups.size()));
   GpuProgram p;
   p.dc_ = std::move(dc);
   p.graph_ = std::make_shared<const ir::Graph>(g);
   p.plan_ = std::make_shared<const ir::Plan>(plan);
-  for (const GpuKernelSpec& k : kernels) {
-    FJ_CHECK(k.image != nullptr && !k.image->empty(), "GpuProgram::load: kernel " + k.name + " has no image");
-    p.functions_.push_back(load_function(p.dc_, *k.image, k.target_name, k.name));
-    p.signatures_.push_back(k.signature);
+  for (const CompiledKernel& k : compiled.kernels) {
+    FJ_CHECK(k.image != nullptr && !k.image->empty(), "GpuProgram::load: kernel " + k.kernel.name + " has no image");
+    p.functions_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.name));
+    p.strided_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.strided_name()));
+    p.kernels_.push_back(k.kernel);
   }
-  std::vector<bool> is_output(static_cast<size_t>(g.size()), false);
-  for (const ir::OutputDecl& o : g.outputs) is_output[static_cast<size_t>(o.node)] = true;
-  std::vector<ir::NodeId> mat = plan.materialized;
-  std::sort(mat.begin(), mat.end());
-  mat.erase(std::unique(mat.begin(), mat.end()), mat.end());
-  for (ir::NodeId id : mat) {
-    if (is_output[static_cast<size_t>(id)] || g.node(id).op == ir::Op::Input) continue;
-    p.inter_nodes_.push_back(id);
-    p.inter_bytes_.push_back(value_bytes(g, id));
-  }
+  p.bindings_ = std::make_shared<const PlanBindings>(g, plan);
+  p.state_ = make_launch_state(g, plan, *p.bindings_, [&](int variant, size_t gi) -> const GeneratedKernel& {
+    FJ_CHECK(variant == 0, "GpuProgram: the kernels were generated for fewer elements than the graph has");
+    return p.kernels_[gi];
+  });
+  FJ_CHECK(p.state_ != nullptr, "GpuProgram::load: the plan does not hold for its own graph");
   return p;
 }
 
 int GpuProgram::kernel_count() const {
   int n = 0;
-  for (const ir::FusionGroup& grp : plan_->groups)
-    if (ir::num_elements(grp.iter_shape) > 0) ++n;
+  for (const GroupLaunch& gl : state_->groups) n += gl.n > 0;
   return n;
 }
 
-int64_t GpuProgram::bytes_moved() const {
-  int64_t b = 0;
-  for (const ir::FusionGroup& grp : plan_->groups) {
-    const ir::GroupTraffic t = ir::group_traffic(*graph_, grp);
-    b += t.read_bytes + t.write_bytes;
-  }
-  return b;
-}
+int64_t GpuProgram::bytes_moved() const { return ir::plan_totals(*graph_, *plan_).bytes(); }
 
 LaunchConfig GpuProgram::launch_config(size_t i) const {
   FJ_CHECK(i < functions_.size(), "GpuProgram::launch_config: no such kernel");
   const GpuFunction& fn = functions_[i];
-  return choose_launch(dc_->info(), fn.block, fn.blocks_per_sm, ir::num_elements(plan_->groups[i].iter_shape),
-                       signatures_[i].vector_width);
+  return choose_launch(dc_->info(), fn.block, fn.blocks_per_sm, state_->groups[i].n, kernels_[i].signature.vector_width);
 }
 
 void GpuProgram::enqueue(std::span<const cu::DevicePtr> inputs, std::span<const cu::DevicePtr> outputs,
@@ -150,120 +213,70 @@ void GpuProgram::enqueue(std::span<const cu::DevicePtr> inputs, std::span<const 
                                                           inputs.size(), g.inputs.size()));
   FJ_CHECK(outputs.size() == g.outputs.size(), fmt::format("GpuProgram::enqueue: {} output pointers for {} outputs",
                                                             outputs.size(), g.outputs.size()));
-  FJ_CHECK(intermediates.empty() || intermediates.size() == inter_nodes_.size(),
+  FJ_CHECK(intermediates.empty() || intermediates.size() == bindings_->intermediates.size(),
            "GpuProgram::enqueue: wrong number of intermediate buffers");
   FJ_CHECK(params.empty() || params.size() == g.params.size(), "GpuProgram::enqueue: wrong number of params");
-
-  // Outputs must not overlap inputs or each other (sizes from the graph).
-  std::vector<DeviceRange> in_ranges, out_ranges;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    in_ranges.push_back({inputs[i], static_cast<size_t>(value_bytes(g, g.inputs[i])),
-                         fmt::format("input {}", g.node(g.inputs[i]).name)});
-  for (size_t k = 0; k < outputs.size(); ++k)
-    out_ranges.push_back({outputs[k], static_cast<size_t>(value_bytes(g, g.outputs[k].node)),
-                          fmt::format("output {}", g.outputs[k].name)});
-  check_no_overlap(in_ranges, out_ranges);
-
   std::vector<ir::Scalar> defaults;
   if (params.empty()) {
     for (const ir::ParamDecl& d : g.params) defaults.push_back(d.default_value);
     params = defaults;
   }
-
-  const DeviceContext& dc = *dc_;
-  const Driver& drv = dc.driver();
-  const DriverApi& a = dc.api();
-  DeviceContext::Scope scope(dc);
-
-  // Where each materialised value lives: graph outputs in the caller's buffers (first declaration),
-  // intermediates in ours.
-  std::vector<cu::DevicePtr> written(static_cast<size_t>(g.size()), 0);
-  std::vector<int> first_decl(static_cast<size_t>(g.size()), -1);
-  for (size_t k = 0; k < g.outputs.size(); ++k) {
-    const size_t id = static_cast<size_t>(g.outputs[k].node);
-    if (first_decl[id] < 0) {
-      first_decl[id] = static_cast<int>(k);
-      written[id] = outputs[k];
-    }
+  std::vector<TensorArg> in, out;
+  for (size_t k = 0; k < inputs.size(); ++k) in.push_back({inputs[k], state_->input_shapes[k], {}});
+  for (size_t k = 0; k < outputs.size(); ++k) out.push_back({outputs[k], state_->output_shapes[k], {}});
+  check_aliasing(g, *bindings_, in, out);
+  DeviceContext::Scope scope(*dc_);
+  GpuKernelRunner runner(*dc_, this, nullptr, stream);
+  if (!intermediates.empty()) {
+    const std::vector<uint64_t> inter(intermediates.begin(), intermediates.end());
+    launch_plan(*bindings_, *state_, in, out, inter, params, runner);
+    return;
   }
-  // Stream-ordered intermediates when the caller gave none; freed on the stream after the run.
-  std::vector<cu::DevicePtr> owned;
-  auto free_owned = [&] {
-    for (cu::DevicePtr p : owned) a.cuMemFreeAsync(p, stream);
-    owned.clear();
-  };
-  for (size_t i = 0; i < inter_nodes_.size(); ++i) {
+  std::vector<uint64_t> addrs;
+  const StreamScratch scratch(*dc_, bindings_->intermediates, state_->intermediate_bytes, stream, addrs);
+  launch_plan(*bindings_, *state_, in, out, scratch.addrs(), params, runner);
+}
+
+// ---- GpuKernelRunner, StreamScratch ------------------------------------------------------------
+
+void GpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, void** args) {
+  const GpuProgram* p = variants_[group.variant];
+  FJ_CHECK(p != nullptr, "GpuKernelRunner: the kernel variant is not loaded");
+  const GpuFunction& fn = p->function(group_index, strided);
+  const LaunchConfig cfg = fn.config(group.n, vector ? group.kernel->signature.vector_width : 1);
+  launch_kernel(dc_, fn, cfg, args, stream_);
+}
+
+void GpuKernelRunner::copy(uint64_t dst, uint64_t src, size_t bytes) {
+  if (dst == src) return;
+  dc_.driver().check(dc_.api().cuMemcpyDtoDAsync(dst, src, bytes, stream_), "cuMemcpyDtoDAsync (output copy)");
+}
+
+StreamScratch::StreamScratch(const DeviceContext& dc, std::span<const ir::NodeId> nodes, std::span<const int64_t> bytes,
+                             cu::Stream stream, std::vector<uint64_t>& addrs)
+    : dc_(dc), stream_(stream), addrs_(addrs) {
+  addrs_.clear();
+  for (size_t i = 0; i < bytes.size(); ++i) {
     cu::DevicePtr p = 0;
-    if (!intermediates.empty()) {
-      p = intermediates[i];
-    } else if (inter_bytes_[i] > 0) {
-      cu::Result r = a.cuMemAllocAsync(&p, static_cast<size_t>(inter_bytes_[i]), stream);
-      if (r != cu::kSuccess) {
-        free_owned();
-        if (r == cu::kErrorOutOfMemory)
-          throw DriverError(DriverErrorKind::OutOfMemory,
-                            fmt::format("out of device memory: cuMemAllocAsync of {} for intermediate v{} failed",
-                                        format_bytes(static_cast<uint64_t>(inter_bytes_[i])), inter_nodes_[i]),
-                            r);
-        drv.check(r, "cuMemAllocAsync");
-      }
-      owned.push_back(p);
+    if (bytes[i] > 0) {
+      const cu::Result r = dc.api().cuMemAllocAsync(&p, static_cast<size_t>(bytes[i]), stream);
+      if (r == cu::kErrorOutOfMemory)
+        throw DriverError(DriverErrorKind::OutOfMemory,
+                          fmt::format("out of device memory: cuMemAllocAsync of {} for intermediate v{} failed",
+                                      format_bytes(static_cast<uint64_t>(bytes[i])), nodes[i]),
+                          r);
+      dc.driver().check(r, "cuMemAllocAsync");
     }
-    written[static_cast<size_t>(inter_nodes_[i])] = p;
+    addrs_.push_back(p);
   }
+}
 
-  try {
-    for (size_t gi = 0; gi < plan_->groups.size(); ++gi) {
-      const ir::FusionGroup& grp = plan_->groups[gi];
-      const LaunchConfig cfg = launch_config(gi);
-      if (cfg.empty()) continue;
-      std::vector<uint64_t> in_addrs, out_addrs;
-      for (ir::NodeId id : grp.inputs) {
-        const ir::Node& n = g.node(id);
-        in_addrs.push_back(n.op == ir::Op::Input ? inputs[static_cast<size_t>(n.slot)]
-                                                 : written[static_cast<size_t>(id)]);
-      }
-      for (ir::NodeId id : grp.outputs) out_addrs.push_back(written[static_cast<size_t>(id)]);
-      PackedArgs args = pack_args(signatures_[gi], g, grp, in_addrs, out_addrs, params, cfg.shape());
-      launch_kernel(dc, functions_[gi], cfg, args, stream);
-    }
-    // A value declared as several outputs is written once and copied to the other buffers.
-    for (size_t k = 0; k < g.outputs.size(); ++k) {
-      const size_t id = static_cast<size_t>(g.outputs[k].node);
-      if (first_decl[id] == static_cast<int>(k)) continue;
-      const int64_t bytes = value_bytes(g, g.outputs[k].node);
-      if (bytes > 0)
-        drv.check(a.cuMemcpyDtoDAsync(outputs[k], written[id], static_cast<size_t>(bytes), stream),
-                  "cuMemcpyDtoDAsync (duplicate output)");
-    }
-  } catch (...) {
-    free_owned();
-    throw;
-  }
-  free_owned();
+StreamScratch::~StreamScratch() {
+  for (uint64_t p : addrs_)
+    if (p) dc_.api().cuMemFreeAsync(p, stream_);  // a destructor cannot throw; freed with the stream
 }
 
 // ---- Measurement -----------------------------------------------------------------------------
-
-double median_of(std::vector<double> s) {
-  if (s.empty()) return 0;
-  std::sort(s.begin(), s.end());
-  const size_t n = s.size();
-  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-}
-
-PathTiming make_path_timing(int kernels, std::span<const double> times_ms, int64_t bytes, double copy_gbps) {
-  PathTiming t;
-  t.kernels = kernels;
-  t.bytes = bytes;
-  if (times_ms.empty()) return t;
-  t.median_ms = median_of(std::vector<double>(times_ms.begin(), times_ms.end()));
-  t.min_ms = *std::min_element(times_ms.begin(), times_ms.end());
-  t.max_ms = *std::max_element(times_ms.begin(), times_ms.end());
-  if (t.median_ms > 0) t.gbps = static_cast<double>(bytes) / (t.median_ms * 1e-3) / 1e9;
-  if (copy_gbps > 0) t.pct_of_copy = 100.0 * t.gbps / copy_gbps;
-  return t;
-}
 
 int choose_buffer_sets(int64_t working_set_bytes, int64_t l2_bytes, double l2_multiple, int max_sets,
                        int64_t free_bytes) {
@@ -275,175 +288,60 @@ int choose_buffer_sets(int64_t working_set_bytes, int64_t l2_bytes, double l2_mu
   return static_cast<int>(sets);
 }
 
-GpuMeasurement run_and_measure(const GpuProgram& fused, const GpuProgram& unfused,
-                               std::span<const std::vector<std::byte>> host_inputs,
-                               std::span<const ir::Scalar> params, const MeasureOptions& options) {
-  FJ_CHECK(fused.context() == unfused.context(), "run_and_measure: programs loaded in different contexts");
-  const std::shared_ptr<DeviceContext>& dc = fused.context();
+GpuMeasurement measure_gpu_runs(const std::shared_ptr<DeviceContext>& dc, const RunSpec& spec,
+                                std::span<const std::span<const std::byte>> inputs,
+                                std::span<const std::span<std::byte>> outputs,
+                                std::span<const std::span<std::byte>> intermediates, const MeasureOptions& options) {
   const DeviceContext& d = *dc;
-  const Driver& drv = d.driver();
-  const DriverApi& a = d.api();
-  const ir::Graph& g = fused.graph();
-  FJ_CHECK(g.inputs.size() == unfused.graph().inputs.size() && g.outputs.size() == unfused.graph().outputs.size(),
-           "run_and_measure: the two programs have different inputs or outputs");
-  FJ_CHECK(host_inputs.size() == g.inputs.size(), "run_and_measure: one host buffer per graph input expected");
-
-  std::vector<int64_t> in_bytes, out_bytes;
-  for (size_t i = 0; i < g.inputs.size(); ++i) {
-    in_bytes.push_back(value_bytes(g, g.inputs[i]));
-    FJ_CHECK(static_cast<int64_t>(host_inputs[i].size()) == in_bytes.back(),
-             fmt::format("run_and_measure: input {} has {} bytes, expected {}", g.node(g.inputs[i]).name,
-                         host_inputs[i].size(), in_bytes.back()));
-  }
-  for (const ir::OutputDecl& o : g.outputs) out_bytes.push_back(value_bytes(g, o.node));
-
+  FJ_CHECK(inputs.size() == spec.input_bytes.size() && outputs.size() == spec.output_bytes.size(),
+           "measure_gpu_runs: one host buffer per input and output expected");
+  FJ_CHECK(intermediates.empty() || intermediates.size() == spec.intermediate_bytes.size(),
+           "measure_gpu_runs: wrong number of intermediate buffers");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    FJ_CHECK(static_cast<int64_t>(inputs[i].size()) == spec.input_bytes[i],
+             fmt::format("measure_gpu_runs: input {} has {} bytes, expected {}", i, inputs[i].size(), spec.input_bytes[i]));
   GpuMeasurement m;
-  m.device = d.info();
-  m.warmup = options.warmup;
-  m.repeats = options.repeats;
   DeviceContext::Scope scope(d);
   OwnedStream stream(d);
   const cu::Stream s = stream.get();
 
-  // Set 0: inputs copied in once; separate outputs per path so both results come back.
-  std::vector<DeviceBuffer> in0 = alloc_all(dc, in_bytes, "input");
-  for (size_t i = 0; i < in0.size(); ++i)
-    if (in_bytes[i] > 0)
-      drv.check(a.cuMemcpyHtoDAsync(in0[i].ptr(), host_inputs[i].data(), host_inputs[i].size(), s), "cuMemcpyHtoDAsync");
-  std::vector<DeviceBuffer> out_f = alloc_all(dc, out_bytes, "fused output");
-  std::vector<DeviceBuffer> out_u = alloc_all(dc, out_bytes, "unfused output");
-  std::vector<DeviceBuffer> inter_f = alloc_all(dc, fused.intermediate_bytes(), "fused intermediate");
-  std::vector<DeviceBuffer> inter_u = alloc_all(dc, unfused.intermediate_bytes(), "unfused intermediate");
-  const std::vector<cu::DevicePtr> in0_p = ptrs_of(in0), out_f_p = ptrs_of(out_f), out_u_p = ptrs_of(out_u);
-  const std::vector<cu::DevicePtr> inter_f_p = ptrs_of(inter_f), inter_u_p = ptrs_of(inter_u);
-
   // The checked run: poison (0xFF bytes: NaN for every float dtype, -1/true for integers), run.
-  auto poison = [&](const std::vector<DeviceBuffer>& bufs) {
-    for (const DeviceBuffer& b : bufs)
-      if (b.size() > 0) drv.check(a.cuMemsetD8Async(b.ptr(), 0xFF, b.size(), s), "cuMemsetD8Async (poison)");
-  };
-  poison(out_f);
-  poison(inter_f);
-  fused.enqueue(in0_p, out_f_p, params, s, inter_f_p);
-  poison(out_u);
-  poison(inter_u);
-  unfused.enqueue(in0_p, out_u_p, params, s, inter_u_p);
-  m.fused_outputs.resize(out_bytes.size());
-  m.unfused_outputs.resize(out_bytes.size());
-  for (size_t k = 0; k < out_bytes.size(); ++k) {
-    m.fused_outputs[k].resize(static_cast<size_t>(out_bytes[k]));
-    m.unfused_outputs[k].resize(static_cast<size_t>(out_bytes[k]));
-    if (out_bytes[k] == 0) continue;
-    drv.check(a.cuMemcpyDtoHAsync(m.fused_outputs[k].data(), out_f[k].ptr(), m.fused_outputs[k].size(), s),
-              "cuMemcpyDtoHAsync");
-    drv.check(a.cuMemcpyDtoHAsync(m.unfused_outputs[k].data(), out_u[k].ptr(), m.unfused_outputs[k].size(), s),
-              "cuMemcpyDtoHAsync");
-  }
-  if (options.keep_intermediates) {
-    const std::vector<int64_t>& ib = unfused.intermediate_bytes();
-    m.unfused_intermediates.resize(ib.size());
-    for (size_t k = 0; k < ib.size(); ++k) {
-      m.unfused_intermediates[k].resize(static_cast<size_t>(ib[k]));
-      if (ib[k] > 0)
-        drv.check(a.cuMemcpyDtoHAsync(m.unfused_intermediates[k].data(), inter_u[k].ptr(), m.unfused_intermediates[k].size(), s),
-                  "cuMemcpyDtoHAsync (intermediates)");
-    }
-  }
-  drv.check(a.cuStreamSynchronize(s), "cuStreamSynchronize (checked run)");
+  const BufferSet first = make_set(dc, spec, {}, inputs, s);
+  poison(d, first.out, s);
+  poison(d, first.inter, s);
+  spec.enqueue(first.in_p, first.out_p, first.inter_p, s);
+  download(d, first.out, outputs, s);
+  if (!intermediates.empty()) download(d, first.inter, intermediates, s);
+  d.driver().check(d.api().cuStreamSynchronize(s), "cuStreamSynchronize (checked run)");
   if (!options.time) return m;
 
-  const int reps = std::max(1, options.repeats);
-  const int warm = std::max(0, options.warmup);
-  size_t free_b = 0, total_b = 0;
-  drv.check(a.cuMemGetInfo(&free_b, &total_b), "cuMemGetInfo");
-
   // Buffer sets rotated between runs so that consecutive runs touch more than ~4x L2.
-  auto sum = [](std::span<const int64_t> v) {
-    int64_t t = 0;
-    for (int64_t x : v) t += x;
-    return t;
-  };
-  const int64_t set_bytes = sum(in_bytes) + sum(out_bytes) + sum(fused.intermediate_bytes()) +
-                            sum(unfused.intermediate_bytes());
-  const int sets = choose_buffer_sets(set_bytes, d.info().l2_bytes, options.l2_multiple, options.max_buffer_sets,
-                                      static_cast<int64_t>(free_b));
-  m.buffer_sets = sets;
-  m.l2_resident = static_cast<double>(set_bytes) * sets < options.l2_multiple * static_cast<double>(d.info().l2_bytes);
-  {
-    struct Set {
-      std::vector<DeviceBuffer> in, out, inter_f, inter_u;
-      std::vector<cu::DevicePtr> in_p, out_p, inter_f_p, inter_u_p;
-    };
-    std::vector<Set> extra(static_cast<size_t>(sets - 1));
-    for (Set& st : extra) {
-      st.in = alloc_all(dc, in_bytes, "input copy");
-      for (size_t i = 0; i < st.in.size(); ++i)
-        if (in_bytes[i] > 0)
-          drv.check(a.cuMemcpyDtoDAsync(st.in[i].ptr(), in0[i].ptr(), static_cast<size_t>(in_bytes[i]), s),
-                    "cuMemcpyDtoDAsync (input copy)");
-      st.out = alloc_all(dc, out_bytes, "output");
-      st.inter_f = alloc_all(dc, fused.intermediate_bytes(), "fused intermediate");
-      st.inter_u = alloc_all(dc, unfused.intermediate_bytes(), "unfused intermediate");
-      st.in_p = ptrs_of(st.in);
-      st.out_p = ptrs_of(st.out);
-      st.inter_f_p = ptrs_of(st.inter_f);
-      st.inter_u_p = ptrs_of(st.inter_u);
-    }
-    auto run_set = [&](const GpuProgram& p, bool is_fused, int k) {
-      if (k % sets == 0) {
-        p.enqueue(in0_p, is_fused ? out_f_p : out_u_p, params, s, is_fused ? inter_f_p : inter_u_p);
-      } else {
-        const Set& st = extra[static_cast<size_t>(k % sets - 1)];
-        p.enqueue(st.in_p, st.out_p, params, s, is_fused ? st.inter_f_p : st.inter_u_p);
-      }
-    };
-    auto time_path = [&](const GpuProgram& p, bool is_fused) {
-      for (int w = 0; w < std::max(warm, sets); ++w) run_set(p, is_fused, w);
-      EventPairs ev(d, reps);
-      for (int r = 0; r < reps; ++r) {
-        drv.check(a.cuEventRecord(ev.start(r), s), "cuEventRecord");
-        run_set(p, is_fused, r);
-        drv.check(a.cuEventRecord(ev.end(r), s), "cuEventRecord");
-      }
-      return ev.elapsed(reps);
-    };
-    const std::vector<double> tf = time_path(fused, true);
-    const std::vector<double> tu = time_path(unfused, false);
-    m.fused = make_path_timing(fused.kernel_count(), tf, fused.bytes_moved(), 0);
-    m.unfused = make_path_timing(unfused.kernel_count(), tu, unfused.bytes_moved(), 0);
-    drv.check(a.cuStreamSynchronize(s), "cuStreamSynchronize");
-  }  // extra sets freed before the copy baseline allocates
-
-  // The bandwidth ceiling: a device-to-device copy moving the same bytes as the fused path.
-  m.copy_bytes = m.fused.bytes / 2;
-  if (m.copy_bytes > 0) {
-    const int csets = choose_buffer_sets(2 * m.copy_bytes, d.info().l2_bytes, options.l2_multiple,
-                                         options.max_buffer_sets, static_cast<int64_t>(free_b));
-    std::vector<DeviceBuffer> src, dst;
-    for (int i = 0; i < csets; ++i) {
-      src.emplace_back(dc, static_cast<size_t>(m.copy_bytes), "copy baseline source");
-      dst.emplace_back(dc, static_cast<size_t>(m.copy_bytes), "copy baseline destination");
-      drv.check(a.cuMemsetD8Async(src.back().ptr(), 0x3C, src.back().size(), s), "cuMemsetD8Async");
-    }
-    auto copy = [&](int k) {
-      const size_t i = static_cast<size_t>(k % csets);
-      drv.check(a.cuMemcpyDtoDAsync(dst[i].ptr(), src[i].ptr(), static_cast<size_t>(m.copy_bytes), s),
-                "cuMemcpyDtoDAsync (copy baseline)");
-    };
-    for (int w = 0; w < std::max(warm, csets); ++w) copy(w);
-    EventPairs ev(d, reps);
-    for (int r = 0; r < reps; ++r) {
-      drv.check(a.cuEventRecord(ev.start(r), s), "cuEventRecord");
-      copy(r);
-      drv.check(a.cuEventRecord(ev.end(r), s), "cuEventRecord");
-    }
-    m.copy_ms = median_of(ev.elapsed(reps));
-    if (m.copy_ms > 0) m.copy_gbps = 2.0 * static_cast<double>(m.copy_bytes) / (m.copy_ms * 1e-3) / 1e9;
-  }
-  m.fused.pct_of_copy = m.copy_gbps > 0 ? 100.0 * m.fused.gbps / m.copy_gbps : 0;
-  m.unfused.pct_of_copy = m.copy_gbps > 0 ? 100.0 * m.unfused.gbps / m.copy_gbps : 0;
-  m.speedup = m.fused.median_ms > 0 ? m.unfused.median_ms / m.fused.median_ms : 0;
+  size_t free_b = 0, total_b = 0;
+  d.driver().check(d.api().cuMemGetInfo(&free_b, &total_b), "cuMemGetInfo");
+  const int64_t set_bytes = sum_of(spec.input_bytes) + sum_of(spec.output_bytes) + sum_of(spec.intermediate_bytes);
+  m.buffer_sets = choose_buffer_sets(set_bytes, d.info().l2_bytes, options.l2_multiple, options.max_buffer_sets,
+                                     static_cast<int64_t>(free_b));
+  m.l2_resident = static_cast<double>(set_bytes) * m.buffer_sets <
+                  options.l2_multiple * static_cast<double>(d.info().l2_bytes);
+  m.timing = time_runs_of(dc, spec, first, m.buffer_sets, options, s);
+  if (options.copy_baseline) time_copy(m, dc, m.timing.bytes / 2, static_cast<int64_t>(free_b), options, s);
   return m;
+}
+
+GpuMeasurement measure_gpu_program(const GpuProgram& p, std::span<const std::span<const std::byte>> inputs,
+                                   std::span<const std::span<std::byte>> outputs,
+                                   std::span<const std::span<std::byte>> intermediates,
+                                   std::span<const ir::Scalar> params, const MeasureOptions& options) {
+  const ir::Graph& g = p.graph();
+  RunSpec spec;
+  for (ir::NodeId id : g.inputs) spec.input_bytes.push_back(value_bytes(g, id));
+  for (const ir::OutputDecl& o : g.outputs) spec.output_bytes.push_back(value_bytes(g, o.node));
+  spec.intermediate_bytes = p.intermediate_bytes();
+  spec.kernels = p.kernel_count();
+  spec.bytes_moved = p.bytes_moved();
+  spec.enqueue = [&](std::span<const cu::DevicePtr> in, std::span<const cu::DevicePtr> out,
+                     std::span<const cu::DevicePtr> inter, cu::Stream s) { p.enqueue(in, out, params, s, inter); };
+  return measure_gpu_runs(p.context(), spec, inputs, outputs, intermediates, options);
 }
 
 }  // namespace fusejit::jit

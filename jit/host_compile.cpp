@@ -2,22 +2,26 @@
 #include "jit/host_compile.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "ir/error.h"
+#include "jit/disk_store.h"
 #include "jit/hash.h"
+#include "jit/source_key.h"
 
 namespace fusejit::jit {
 
@@ -39,6 +43,9 @@ static thread_local fj_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
 // -fno-tree-vectorize: GCC 12.2's SLP vectorizer drops a (double)(float)x pair in the vector
 // lanes (wrong code: cast(cast(d, f32), f64) - d gave 0; a 15-line C++ file shows it at -O2). The
 // CPU path is for exactness, not speed.
+// No -fno-builtin: it would not stop GCC folding libm calls (libstdc++ calls __builtin_expm1f etc.
+// by name) and would turn memcpy into calls; ir/scalar/fj_scalar.h hides the operands of inexact
+// math calls from the optimizer instead (fj_opaque), in kernels and the reference alike.
 const char* const kHostFlags = "-ffp-contract=off -fno-tree-vectorize -fPIC -shared -std=c++17 -w";
 
 std::string compiler() {
@@ -89,10 +96,6 @@ std::string strip_restrict(std::string t) {
   return t;
 }
 
-std::mutex g_mu;                                              // guards the two maps
-std::map<std::string, std::weak_ptr<HostModule>> g_loaded;    // by key hex
-std::map<std::string, std::shared_ptr<std::mutex>> g_key_mu;  // one compile per key at a time
-
 }  // namespace
 
 struct HostModuleAccess {
@@ -123,152 +126,142 @@ std::string host_source(std::span<const GeneratedKernel> kernels) {
   for (const GeneratedKernel& k : kernels) {
     if (done[k.name]) continue;
     done[k.name] = true;
-    s += fmt::format("extern \"C\" void {}__host(void** params, unsigned int grid, unsigned int block) {{\n", k.name);
-    s += "  gridDim = {grid, 1, 1};\n  blockDim = {block, 1, 1};\n";
-    s += "  for (unsigned int b = 0; b < grid; ++b) {\n    for (unsigned int t = 0; t < block; ++t) {\n";
-    s += "      blockIdx = {b, 0, 0};\n      threadIdx = {t, 0, 0};\n";
-    s += fmt::format("      {}(", k.name);
-    for (size_t i = 0; i < k.signature.args.size(); ++i)
-      s += fmt::format("{}*static_cast<{}*>(params[{}])", i ? ", " : "", strip_restrict(k.signature.args[i].ctype), i);
-    s += ");\n    }\n  }\n}\n";
+    for (const auto& [name, sig] : {std::pair{k.name, &k.signature}, std::pair{k.strided_name(), &k.strided_signature}}) {
+      s += fmt::format("extern \"C\" void {}__host(void** params, unsigned int grid, unsigned int block) {{\n", name);
+      s += "  gridDim = {grid, 1, 1};\n  blockDim = {block, 1, 1};\n";
+      s += "  for (unsigned int b = 0; b < grid; ++b) {\n    for (unsigned int t = 0; t < block; ++t) {\n";
+      s += "      blockIdx = {b, 0, 0};\n      threadIdx = {t, 0, 0};\n";
+      s += fmt::format("      {}(", name);
+      for (size_t i = 0; i < sig->args.size(); ++i)
+        s += fmt::format("{}*static_cast<{}*>(params[{}])", i ? ", " : "", strip_restrict(sig->args[i].ctype), i);
+      s += ");\n    }\n  }\n}\n";
+    }
   }
   return s;
 }
 
 namespace {
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return f ? ss.str() : std::string();
-}
-// XXH3-128 of a file's bytes as hex; "" when it cannot be read.
-std::string file_hash(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return {};
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return xxh3_128(ss.str()).hex();
-}
-}  // namespace
 
-std::string host_cache_dir() {
-  namespace fs = std::filesystem;
-  std::vector<std::string> candidates;
-  if (const char* d = std::getenv("FUSEJIT_CACHE_DIR"); d && *d) candidates.push_back(std::string(d) + "/host");
-  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) candidates.push_back(std::string(d) + "/fusejit/host");
-  if (const char* d = std::getenv("HOME"); d && *d) candidates.push_back(std::string(d) + "/.cache/fusejit/host");
-  candidates.push_back((fs::temp_directory_path() / fmt::format("fusejit-host-{}", getuid())).string());
-  for (const std::string& c : candidates) {
-    std::error_code ec;
-    fs::create_directories(c, ec);
-    if (!ec && access(c.c_str(), W_OK) == 0) return c;
-  }
-  throw HostCompileError("no writable folder for host kernel builds (tried $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME, ~/.cache, /tmp)");
-}
+namespace fs = std::filesystem;
 
-HostCompileResult host_compile(std::span<const GeneratedKernel> kernels, const HostCompileOptions& opts) {
-  namespace fs = std::filesystem;
-  const std::string src = host_source(kernels);
-  const std::string cxx = compiler();
-  const std::string flags = shell_quote(opts.opt_level) + " " + kHostFlags;
-  Hasher h;
-  h.add("fusejit host module v1").add(cxx).add(compiler_version(cxx)).add(flags).add(src);
-  const std::string key = h.digest().hex();
+// Everything that determines a host module, and its key in the disk store.
+struct HostBuild {
+  std::string source;
+  std::string cxx;
+  std::string flags;
+  DiskKey key;
+  std::string label;  // kernel names, shown by `fusejit cache list`
+};
 
-  HostCompileResult r;
-  // Different keys compile in parallel; the same key is compiled at most once per process.
-  std::shared_ptr<std::mutex> key_mu;
-  {
-    std::lock_guard lock(g_mu);
-    auto& slot = g_key_mu[key];
-    if (!slot) slot = std::make_shared<std::mutex>();
-    key_mu = slot;
-  }
-  std::lock_guard key_lock(*key_mu);
-  auto remember = [&](const std::shared_ptr<HostModule>& m) {
-    std::lock_guard lock(g_mu);
-    g_loaded[key] = m;
-  };
-  {
-    std::lock_guard lock(g_mu);
-    if (auto it = g_loaded.find(key); it != g_loaded.end())
-      if (auto m = it->second.lock()) {
-        r.module = std::move(m);
-        r.memory_hit = true;
-        return r;
-      }
-  }
-
-  std::string dir;
-  if (!opts.disk_cache) {
-    dir = (fs::temp_directory_path() / fmt::format("fusejit-nocache-{}", getpid())).string();
-  } else if (!opts.cache_dir.empty()) {
-    dir = opts.cache_dir + "/host";
-  } else {
-    dir = host_cache_dir();
-  }
-  {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec || access(dir.c_str(), W_OK) != 0)
-      throw HostCompileError("cannot use '" + dir + "' for host kernel builds: " + (ec ? ec.message() : "not writable"));
-  }
-  const std::string so = dir + "/" + key + ".so";
-  const std::string sum = so + ".sum";
-  std::error_code rec;
-  if (opts.disk_cache && fs::exists(so, rec)) {
-    // Load only a regular file whose bytes still hash to the sum written with it (a FIFO or
-    // device in its place would block the read; a damaged module must never be loaded).
-    if (fs::is_regular_file(so, rec) && fs::is_regular_file(sum, rec) && read_file(sum) == file_hash(so)) {
-      if (void* hnd = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-        r.module = HostModuleAccess::make(hnd, so);
-        r.disk_hit = true;
-        remember(r.module);
-        return r;
-      }
+HostBuild describe_build(std::span<const GeneratedKernel> kernels, const HostCompileOptions& opts) {
+  HostBuild b;
+  b.source = host_source(kernels);
+  b.cxx = compiler();
+  b.flags = shell_quote(opts.opt_level) + " " + kHostFlags;
+  b.key = KeyBuilder("fusejit host module")
+              .add(b.cxx)
+              .add(compiler_version(b.cxx))
+              .add(b.flags)
+              .add(without_location_comments(b.source))
+              .digest();
+  for (const GeneratedKernel& k : kernels) {
+    if (b.label.size() > 200) {
+      b.label += " ...";
+      break;
     }
-    std::error_code ec;
-    fs::remove(so, ec);  // damaged, truncated or unreadable: rebuild it
-    fs::remove(sum, ec);
+    if (b.label.find(k.name) == std::string::npos) b.label += (b.label.empty() ? "" : " ") + k.name;
   }
+  return b;
+}
 
-  // Compile into unique temporary names, then rename into place, so a concurrent process never
-  // loads a half-written file.
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp = fmt::format("{}/{}.tmp.{}.{}", dir, key, getpid(), counter++);
-  {
-    std::ofstream f(tmp + ".cpp", std::ios::binary);
-    f << src;
-    if (!f) throw HostCompileError("cannot write " + tmp + ".cpp");
+void write_module_file(const fs::path& path, std::string_view bytes) {
+  if (int err = write_new_file(path, std::span<const char>(bytes.data(), bytes.size())))
+    throw HostCompileError(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
+}
+
+DiskStore::Scratch build_folder(DiskStore& store) {
+  try {
+    return store.scratch();
+  } catch (const std::runtime_error& e) {
+    throw HostCompileError(e.what());
   }
-  const std::string cmd = fmt::format("{} {} -o {} {}", cxx, flags, shell_quote(tmp + ".so"), shell_quote(tmp + ".cpp"));
+}
+
+// Runs the host compiler on `b` in a private build folder (removed on return, also on error) and
+// returns the shared object's bytes.
+std::vector<char> compile_shared_object(const HostBuild& b, DiskStore& store, double& compile_ms) {
+  DiskStore::Scratch scratch = build_folder(store);
+  const fs::path cpp = scratch.path() / (b.key.key.hex() + ".cpp");
+  const fs::path so = scratch.path() / (b.key.key.hex() + ".so");
+  write_module_file(cpp, b.source);
+  const std::string cmd = fmt::format("{} {} -o {} {}", b.cxx, b.flags, shell_quote(so.string()), shell_quote(cpp.string()));
   const auto t0 = std::chrono::steady_clock::now();
   std::string output;
   const int status = run_command(cmd, output);
-  r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::error_code ec;
-  fs::remove(tmp + ".cpp", ec);
-  if (status != 0) {
-    fs::remove(tmp + ".so", ec);
-    throw HostCompileError(fmt::format("host compiler failed (exit status {}): {}\n{}\nsource:\n{}", status, cmd,
-                                       output, numbered(src)));
+  compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (status != 0)
+    throw HostCompileError(fmt::format("host compiler failed (exit status {}): {}\n{}\nsource:\n{}", status, cmd, output,
+                                       numbered(b.source)));
+  std::optional<std::vector<char>> bytes = read_regular_file(so, uint64_t{1} << 31);
+  if (!bytes) throw HostCompileError(fmt::format("the host compiler wrote no shared object at {}", so.string()));
+  return std::move(*bytes);
+}
+
+// Loads verified module bytes through a fresh private copy, removed once loaded. The file name
+// carries the key, so dlopen never mistakes it for another module it loaded under that name.
+std::shared_ptr<HostModule> load_shared_object(const HostBuild& b, const std::vector<char>& bytes, DiskStore& store);
+
+// One compile per key at a time in this process; modules stay loaded while anyone holds them.
+std::mutex g_mu;                                                            // guards the two maps
+std::map<Hash128, std::weak_ptr<HostModule>> g_loaded;                      // by key
+std::map<Hash128, std::shared_ptr<std::mutex>> g_key_mu;                    // one compile per key at a time
+
+std::shared_ptr<std::mutex> key_mutex(const Hash128& key) {
+  std::lock_guard lock(g_mu);
+  auto& slot = g_key_mu[key];
+  if (!slot) slot = std::make_shared<std::mutex>();
+  return slot;
+}
+
+std::shared_ptr<HostModule> loaded_module(const Hash128& key) {
+  std::lock_guard lock(g_mu);
+  auto it = g_loaded.find(key);
+  return it == g_loaded.end() ? nullptr : it->second.lock();
+}
+
+}  // namespace
+
+namespace {
+std::shared_ptr<HostModule> load_shared_object(const HostBuild& b, const std::vector<char>& bytes, DiskStore& store) {
+  DiskStore::Scratch scratch = build_folder(store);
+  const fs::path so = scratch.path() / (b.key.key.hex() + ".so");
+  write_module_file(so, std::string_view(bytes.data(), bytes.size()));
+  void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) throw HostCompileError(fmt::format("dlopen of host module {} failed: {}", b.key.key.hex(), dlerror()));
+  const std::string origin =
+      store.enabled() ? entry_path(store.dir(), b.key.key).string() : "host module " + b.key.key.hex();
+  return HostModuleAccess::make(handle, origin);
+}
+}  // namespace
+
+HostCompileResult host_compile(std::span<const GeneratedKernel> kernels, const HostCompileOptions& opts) {
+  const HostBuild b = describe_build(kernels, opts);
+  const std::shared_ptr<std::mutex> key_mu = key_mutex(b.key.key);
+  std::lock_guard key_lock(*key_mu);
+  HostCompileResult r;
+  if ((r.module = loaded_module(b.key.key))) {
+    r.memory_hit = true;
+    return r;
   }
-  {
-    std::ofstream f(tmp + ".sum", std::ios::binary);
-    f << file_hash(tmp + ".so");
-  }
-  fs::rename(tmp + ".sum", sum, ec);
-  fs::rename(tmp + ".so", so, ec);
-  if (ec) throw HostCompileError(fmt::format("cannot move {} into the cache: {}", so, ec.message()));
-  {
-    std::ofstream f(dir + "/" + key + ".cpp", std::ios::binary);  // kept next to the .so for reading
-    f << src;
-  }
-  void* hnd = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!hnd) throw HostCompileError(fmt::format("dlopen {} failed: {}", so, dlerror()));
-  r.module = HostModuleAccess::make(hnd, so);
-  remember(r.module);
+  std::shared_ptr<DiskStore> store = DiskStore::shared(opts.cache_dir, opts.disk_cache);
+  DiskStore::Fetched f = store->fetch_or_build(b.key, [&] {
+    return DiskStore::Built{compile_shared_object(b, *store, r.compile_ms), EntryMeta{EntryKind::HostModule, 0, b.label}};
+  });
+  FJ_CHECK(f.meta.kind == EntryKind::HostModule, "a cache entry with a host module's key and check hash holds a GPU kernel");
+  r.disk_hit = f.from_disk;
+  r.module = load_shared_object(b, f.payload, *store);
+  std::lock_guard lock(g_mu);
+  g_loaded[b.key.key] = r.module;
   return r;
 }
 

@@ -6,9 +6,12 @@
 // that runs every (block, thread) pair of the launch serially, so the grid-stride loop, the vector
 // path and the index math are exercised exactly as written.
 //
-// Compiled shared objects are cached on disk, keyed by XXH3-128 of the compiler, its version, the
-// flags and the source, under $FUSEJIT_CACHE_DIR/host (else $XDG_CACHE_HOME/fusejit/host, else
-// ~/.cache/fusejit/host, else a temporary folder), so a repeat run compiles nothing.
+// Compiled shared objects are entries of the one disk store (jit/disk_store.h), keyed by XXH3-128
+// of the compiler, its version, the flags and the source without location comments, so a repeat
+// run compiles nothing; the store's guarantees (private folder, verified entries, compile once
+// across processes, one size cap) hold for them as for GPU kernels. The compiler runs in a
+// private build folder that is removed when it finishes, also on error, and a module is loaded
+// from a private copy of its verified bytes, never from a path another user could write.
 #pragma once
 
 #include <memory>
@@ -39,6 +42,8 @@ class HostModule {
   HostModule& operator=(const HostModule&) = delete;
   // The trampoline of kernel `name`; throws HostCompileError if the module has no such kernel.
   HostTrampoline trampoline(const std::string& kernel_name) const;
+  // Where the module came from, for messages: its cache entry, or "host module KEY" when the disk
+  // cache is off.
   const std::string& path() const { return path_; }
 
  private:
@@ -59,11 +64,11 @@ struct HostCompileOptions {
   // Optimisation flag. The product uses -O2; results do not depend on it (no -ffast-math, no
   // contraction), so big test batches may use -O0 to compile faster.
   std::string opt_level = "-O2";
-  // Cache folder root ("" = host_cache_dir()); modules go to ROOT/host. Each module is stored
-  // with an XXH3-128 sum of its bytes and reloaded only when the sum matches (a damaged file is
-  // rebuilt, never loaded).
+  // Cache folder ("" = the environment's: cache_env() in jit/disk_store.h). Modules are entries
+  // of DiskStore::shared(cache_dir, disk_cache), next to the GPU kernels of the same folder.
   std::string cache_dir;
-  // false: never read or keep modules on disk across processes (a per-process folder is used).
+  // false: nothing is read from or kept on disk across processes (the build folder is removed
+  // as soon as the module is loaded).
   bool disk_cache = true;
 };
 
@@ -71,11 +76,10 @@ struct HostCompileOptions {
 // trampoline per distinct kernel.
 std::string host_source(std::span<const GeneratedKernel> kernels);
 
-// Compiles (or finds in the caches) and loads the host build of `kernels`. Thread-safe. Throws
-// HostCompileError on a compiler failure, with its output.
+// Compiles (or finds in the caches) and loads the host build of `kernels`. Thread-safe; a module
+// is compiled at most once at a time across threads and processes. Throws HostCompileError on a
+// compiler failure (with its output) or when no private build folder can be made, and
+// ir::FileError for a malformed cache environment variable.
 HostCompileResult host_compile(std::span<const GeneratedKernel> kernels, const HostCompileOptions& opts = {});
-
-// The folder used for compiled host modules (created on demand).
-std::string host_cache_dir();
 
 }  // namespace fusejit::jit

@@ -10,11 +10,44 @@ namespace fusejit::jit {
 
 namespace {
 
-// Per iter dim, per input: 'F' full, 'B' broadcast. Size-1 iter dims are dropped by the caller.
+bool literal_one(const ir::Dim& d) { return d.sym < 0 && d.size == 1; }
+
+// Whether input `in` is broadcast along iteration dim d (never a literal-1 iteration dim): it lacks
+// the dim, has it as a literal 1, or (two different named dims meeting) has size 1 against a
+// larger size. The same named dim is never broadcast against itself, whatever its value.
 bool input_is_bcast(const ir::Shape& in, const ir::Shape& iter, size_t d) {
   const size_t off = iter.size() - in.size();
   if (d < off) return true;
-  return in[d - off].size == 1 && iter[d].size != 1;
+  const ir::Dim& a = in[d - off];
+  const ir::Dim& b = iter[d];
+  if (a.sym >= 0 && a.sym == b.sym) return false;
+  if (literal_one(a)) return true;
+  return a.size == 1 && b.size != 1;
+}
+
+// Adjacent kept dims whose broadcast pattern is the same for every input are merged: addressing
+// them as one dim gives the same offsets with fewer divisions. Literal-1 dims between two groups
+// do not stop a merge. Returns the pattern of each collapsed dim (per input: broadcast?).
+std::vector<std::vector<bool>> collapse_dims(std::span<const ir::Shape> input_shapes, const ir::Shape& iter,
+                                             KernelLayout& l) {
+  std::vector<std::vector<bool>> pattern;
+  for (size_t d = 0; d < iter.size(); ++d) {
+    if (literal_one(iter[d])) continue;
+    std::vector<bool> p(input_shapes.size());
+    for (size_t k = 0; k < input_shapes.size(); ++k) p[k] = input_is_bcast(input_shapes[k], iter, d);
+    if (!l.dim_groups.empty() && pattern.back() == p) {
+      bool only_ones = true;
+      for (int e = l.dim_groups.back().second; e < static_cast<int>(d); ++e)
+        only_ones = only_ones && literal_one(iter[static_cast<size_t>(e)]);
+      if (only_ones) {
+        l.dim_groups.back().second = static_cast<int>(d) + 1;
+        continue;
+      }
+    }
+    l.dim_groups.push_back({static_cast<int>(d), static_cast<int>(d) + 1});
+    pattern.push_back(std::move(p));
+  }
+  return pattern;
 }
 
 }  // namespace
@@ -30,30 +63,7 @@ KernelLayout compute_layout(std::span<const ir::Shape> input_shapes, const ir::S
       FJ_CHECK(in[d].size == 1 || in[d].size == iter[d + off].size,
                "kernel input shape does not broadcast to the iteration space");
   }
-  // Merge adjacent non-trivial dims whose broadcast pattern is the same for every input:
-  // addressing them as one dim gives the same offsets with fewer divisions.
-  std::vector<std::vector<bool>> pattern;  // per collapsed dim, per input
-  for (size_t d = 0; d < iter.size(); ++d) {
-    if (iter[d].size == 1) continue;
-    std::vector<bool> p(nin);
-    for (size_t k = 0; k < nin; ++k) p[k] = input_is_bcast(input_shapes[k], iter, d);
-    if (!l.dim_groups.empty() && pattern.back() == p && l.dim_groups.back().second == static_cast<int>(d)) {
-      l.dim_groups.back().second = static_cast<int>(d) + 1;
-      continue;
-    }
-    // A dropped size-1 dim between two groups does not stop a merge either.
-    if (!l.dim_groups.empty() && pattern.back() == p) {
-      bool only_ones = true;
-      for (int e = l.dim_groups.back().second; e < static_cast<int>(d); ++e)
-        only_ones = only_ones && iter[static_cast<size_t>(e)].size == 1;
-      if (only_ones) {
-        l.dim_groups.back().second = static_cast<int>(d) + 1;
-        continue;
-      }
-    }
-    l.dim_groups.push_back({static_cast<int>(d), static_cast<int>(d) + 1});
-    pattern.push_back(std::move(p));
-  }
+  const std::vector<std::vector<bool>> pattern = collapse_dims(input_shapes, iter, l);
   l.access.resize(nin);
   l.bcast.resize(nin);
   for (size_t k = 0; k < nin; ++k) {
@@ -65,11 +75,23 @@ KernelLayout compute_layout(std::span<const ir::Shape> input_shapes, const ir::S
     l.access[k] = !any_b ? InputAccess::Contiguous : (!any_f ? InputAccess::Uniform : InputAccess::Strided);
     if (l.access[k] != InputAccess::Strided) l.bcast[k].clear();
   }
+  for (size_t d = 0; d < iter.size(); ++d)
+    if (!literal_one(iter[d])) l.iter_dims.push_back(static_cast<int>(d));
+  l.in_dims.resize(nin);
+  for (size_t k = 0; k < nin; ++k) {
+    const ir::Shape& in = input_shapes[k];
+    const size_t off = iter.size() - in.size();
+    for (int d : l.iter_dims) {
+      const size_t du = static_cast<size_t>(d);
+      l.in_dims[k].push_back(du >= off && !literal_one(in[du - off]) ? static_cast<int>(du - off) : -1);
+    }
+  }
   l.index64 = needs_index64(ir::num_elements(iter));
   return l;
 }
 
 ir::Shape current_iter_shape(const ir::Graph& g, const ir::FusionGroup& group) {
+  if (!group.outputs.empty()) return g.node(group.outputs.front()).shape;
   ir::Shape iter = group.iter_shape;
   for (ir::Dim& d : iter)
     if (d.sym >= 0 && static_cast<size_t>(d.sym) < g.dims.size()) d.size = g.dims[static_cast<size_t>(d.sym)].value;
@@ -96,7 +118,35 @@ std::string layout_fingerprint(const KernelLayout& l) {
         break;
     }
   }
+  // The strided entry: the kept dims, then per input the own dim each maps to ('-': stride 0).
+  auto join = [](const std::vector<int>& v) {
+    std::string t;
+    for (size_t j = 0; j < v.size(); ++j) t += (j ? "." : "") + (v[j] < 0 ? std::string("-") : std::to_string(v[j]));
+    return t;
+  };
+  s += " k" + join(l.iter_dims);
+  for (size_t k = 0; k < l.in_dims.size(); ++k) s += (k ? "," : ":") + join(l.in_dims[k]);
   return s;
+}
+
+const char* arg_kind_name(ArgKind kind) {
+  switch (kind) {
+    case ArgKind::InputPtr: return "input";
+    case ArgKind::OutputPtr: return "output";
+    case ArgKind::Param: return "param";
+    case ArgKind::NumElements: return "n";
+    case ArgKind::DimSize: return "size";
+    case ArgKind::DimDivMul: return "size_mul";
+    case ArgKind::DimDivShift: return "size_shift";
+    case ArgKind::Stride: return "stride";
+    case ArgKind::VecFlag: return "vec_ok";
+    case ArgKind::IterSize: return "iter_size";
+    case ArgKind::IterDivMul: return "iter_size_mul";
+    case ArgKind::IterDivShift: return "iter_size_shift";
+    case ArgKind::InStride: return "in_stride";
+    case ArgKind::OutStride: return "out_stride";
+  }
+  return "?";
 }
 
 PackedArgs::PackedArgs(PackedArgs&& o) noexcept
@@ -129,7 +179,94 @@ uint64_t slot_of(T v) {
   return s;
 }
 
-uint64_t param_slot_value(const ir::Scalar& v, ir::DType t) {
+}  // namespace
+
+DivMagic div_magic32(uint64_t d) {
+  FJ_CHECK(d >= 1 && d < (uint64_t{1} << 31), fmt::format("div_magic32: divisor {} outside [1, 2^31)", d));
+  uint32_t s = 0;
+  while ((uint64_t{1} << s) < d) ++s;  // s = ceil(log2(d))
+  // mul = floor(2^32 * (2^s - d) / d) + 1 < 2^32 (since 2^s - d < d).
+  const uint64_t mul = ((uint64_t{1} << 32) * ((uint64_t{1} << s) - d)) / d + 1;
+  return {static_cast<uint32_t>(mul), s};
+}
+
+namespace {
+
+// The sizes of the collapsed dims at the current iteration shape.
+std::vector<int64_t> collapsed_sizes(const KernelLayout& l, const ir::Shape& iter_shape) {
+  std::vector<int64_t> csize(l.dim_groups.size());
+  for (size_t c = 0; c < csize.size(); ++c) {
+    int64_t s = 1;
+    for (int d = l.dim_groups[c].first; d < l.dim_groups[c].second; ++d) s *= iter_shape[static_cast<size_t>(d)].size;
+    csize[c] = s;
+  }
+  return csize;
+}
+
+// Row-major element stride of the innermost iter dim of collapsed dim c, in input `in`'s own layout.
+int64_t input_stride(const KernelLayout& l, const ir::Shape& in, const ir::Shape& iter_shape, size_t c) {
+  const size_t off = iter_shape.size() - in.size();
+  const size_t last = static_cast<size_t>(l.dim_groups[c].second - 1);
+  int64_t st = 1;
+  for (size_t d = last + 1; d < iter_shape.size(); ++d)
+    if (d >= off) st *= in[d - off].size;
+  return st;
+}
+
+// C-contiguous element stride of dim t of `shape` (0 for a dim of size 1: it never moves).
+int64_t contiguous_stride(const ir::Shape& shape, int t) {
+  if (shape[static_cast<size_t>(t)].size == 1) return 0;
+  int64_t st = 1;
+  for (size_t d = static_cast<size_t>(t) + 1; d < shape.size(); ++d) st *= shape[d].size;
+  return st;
+}
+
+// What the static slots are computed from.
+struct StaticInputs {
+  std::span<const ir::Shape> input_shapes;
+  const ir::Shape& iter_shape;
+  int64_t n;
+  std::vector<int64_t> csize;  // collapsed sizes (fast entry)
+};
+
+uint64_t magic_part(ArgKind kind, int64_t d) {
+  // A zero-size dim means no elements: the kernel never divides, any numbers do.
+  const DivMagic m = d > 0 ? div_magic32(static_cast<uint64_t>(d)) : DivMagic{};
+  return kind == ArgKind::DimDivMul || kind == ArgKind::IterDivMul ? m.mul : m.shift;
+}
+
+// The value of one static argument; 0 for the slots a launch fills.
+uint64_t static_value(const ArgSlot& a, const KernelLayout& l, const StaticInputs& in) {
+  const size_t i = static_cast<size_t>(std::max(a.index, 0));
+  switch (a.kind) {
+    case ArgKind::NumElements: return static_cast<uint64_t>(in.n);
+    case ArgKind::DimSize: return static_cast<uint64_t>(in.csize[i]);
+    case ArgKind::DimDivMul:
+    case ArgKind::DimDivShift: return magic_part(a.kind, in.csize[i]);
+    case ArgKind::Stride:
+      return static_cast<uint64_t>(input_stride(l, in.input_shapes[i], in.iter_shape, static_cast<size_t>(a.dim)));
+    case ArgKind::IterSize: return static_cast<uint64_t>(in.iter_shape[static_cast<size_t>(l.iter_dims[i])].size);
+    case ArgKind::IterDivMul:
+    case ArgKind::IterDivShift: return magic_part(a.kind, in.iter_shape[static_cast<size_t>(l.iter_dims[i])].size);
+    case ArgKind::InStride:
+      return static_cast<uint64_t>(contiguous_stride(in.input_shapes[i], l.in_dims[i][static_cast<size_t>(a.dim)]));
+    case ArgKind::OutStride: return static_cast<uint64_t>(contiguous_stride(in.iter_shape, l.iter_dims[static_cast<size_t>(a.dim)]));
+    case ArgKind::InputPtr:
+    case ArgKind::OutputPtr:
+    case ArgKind::Param:
+    case ArgKind::VecFlag: return 0;
+  }
+  FJ_CHECK(false, "static_args: unknown argument kind");
+  return 0;
+}
+
+bool has_strided_input(const KernelLayout& l) {
+  return std::any_of(l.access.begin(), l.access.end(), [](InputAccess a) { return a == InputAccess::Strided; });
+}
+
+}  // namespace
+
+uint64_t param_arg_bits(const ir::Scalar& v, ir::DType t) {
   switch (t) {
     case ir::DType::Bool: return slot_of<bool>(v.i != 0);
     case ir::DType::I8: return slot_of<int8_t>(static_cast<int8_t>(v.i));
@@ -145,106 +282,80 @@ uint64_t param_slot_value(const ir::Scalar& v, ir::DType t) {
   return 0;
 }
 
-}  // namespace
+bool layout_matches(const KernelSignature& sig, std::span<const ir::Shape> input_shapes, const ir::Shape& iter_shape) {
+  if (input_shapes.size() != sig.layout.access.size()) return false;
+  KernelLayout now = compute_layout(input_shapes, iter_shape);
+  if (now.index64 && !sig.layout.index64) return false;
+  now.index64 = sig.layout.index64;
+  return now == sig.layout;
+}
 
-DivMagic div_magic32(uint64_t d) {
-  FJ_CHECK(d >= 1 && d < (uint64_t{1} << 31), fmt::format("div_magic32: divisor {} outside [1, 2^31)", d));
-  uint32_t s = 0;
-  while ((uint64_t{1} << s) < d) ++s;  // s = ceil(log2(d))
-  // mul = floor(2^32 * (2^s - d) / d) + 1 < 2^32 (since 2^s - d < d).
-  const uint64_t mul = ((uint64_t{1} << 32) * ((uint64_t{1} << s) - d)) / d + 1;
-  return {static_cast<uint32_t>(mul), s};
+bool vector_rows_ok(const KernelSignature& sig, const ir::Shape& iter_shape) {
+  if (sig.vector_width <= 1) return false;
+  if (!has_strided_input(sig.layout)) return true;
+  // V consecutive elements must stay in one row of the innermost collapsed dim, so a strided
+  // input's lanes are at off + j (or all at off) and off is V-aligned.
+  const std::vector<int64_t> csize = collapsed_sizes(sig.layout, iter_shape);
+  return !csize.empty() && csize.back() % sig.vector_width == 0;
+}
+
+std::vector<uint64_t> static_args(const KernelSignature& sig, std::span<const ir::Shape> input_shapes,
+                                  const ir::Shape& iter_shape) {
+  const KernelLayout& l = sig.layout;
+  FJ_CHECK(input_shapes.size() == l.access.size(), "static_args: input count does not match the kernel");
+  const int64_t n = ir::num_elements(iter_shape);
+  FJ_CHECK(l.index64 || !needs_index64(n),
+           fmt::format("static_args: a 32-bit-index kernel cannot run {} elements; it needs its 64-bit variant", n));
+  // The fast entry runs the layout it was generated for; the strided entry any broadcast pattern
+  // over the same kept dims.
+  KernelLayout now = compute_layout(input_shapes, iter_shape);
+  now.index64 = l.index64;
+  const bool ok = sig.strided ? now.iter_dims == l.iter_dims && now.in_dims == l.in_dims : now == l;
+  FJ_CHECK(ok, fmt::format("static_args: the shapes give layout '{}' but the kernel was generated for '{}'",
+                           layout_fingerprint(now), layout_fingerprint(l)));
+  const StaticInputs in{input_shapes, iter_shape, n, collapsed_sizes(l, iter_shape)};
+  std::vector<uint64_t> out;
+  out.reserve(sig.args.size());
+  for (const ArgSlot& a : sig.args) {
+    uint64_t v = static_value(a, l, in);
+    if (a.bytes == 4) v = slot_of<uint32_t>(static_cast<uint32_t>(v));
+    out.push_back(v);
+  }
+  return out;
 }
 
 PackedArgs pack_args(const KernelSignature& sig, std::span<const uint64_t> input_addrs,
                      std::span<const uint64_t> output_addrs, std::span<const ir::Scalar> param_values,
                      std::span<const ir::Shape> input_shapes, const ir::Shape& iter_shape,
                      const LaunchShape& launch) {
-  const KernelLayout& gen = sig.layout;
-  FJ_CHECK(input_addrs.size() == gen.access.size() && input_shapes.size() == gen.access.size(),
-           "pack_args: input count does not match the kernel");
+  FJ_CHECK(input_addrs.size() == sig.layout.access.size(), "pack_args: input count does not match the kernel");
   FJ_CHECK(uint64_t{launch.grid} * launch.block < (uint64_t{1} << 31) && launch.grid > 0 && launch.block > 0,
            "pack_args: grid * block must be in [1, 2^31)");
-  KernelLayout now = compute_layout(input_shapes, iter_shape);
-  const int64_t n = ir::num_elements(iter_shape);
-  FJ_CHECK(gen.index64 || !now.index64,
-           fmt::format("pack_args: a 32-bit-index kernel cannot run {} elements; regenerate it", n));
-  now.index64 = gen.index64;
-  FJ_CHECK(now == gen, fmt::format("pack_args: the shapes give layout '{}' but the kernel was generated for "
-                                   "'{}'; regenerate it",
-                                   layout_fingerprint(now), layout_fingerprint(gen)));
-
-  // Collapsed sizes and, per strided input, element strides of each collapsed dim.
-  const size_t rank = gen.dim_groups.size();
-  std::vector<int64_t> csize(rank);
-  for (size_t c = 0; c < rank; ++c) {
-    int64_t s = 1;
-    for (int d = gen.dim_groups[c].first; d < gen.dim_groups[c].second; ++d) s *= iter_shape[static_cast<size_t>(d)].size;
-    csize[c] = s;
-  }
-  auto stride_of = [&](size_t k, size_t c) {
-    // Row-major stride of the innermost iter dim of collapsed dim c, in input k's own layout.
-    const ir::Shape& in = input_shapes[k];
-    const size_t off = iter_shape.size() - in.size();
-    const size_t last = static_cast<size_t>(gen.dim_groups[c].second - 1);
-    int64_t st = 1;
-    for (size_t d = last + 1; d < iter_shape.size(); ++d)
-      if (d >= off) st *= in[d - off].size;
-    return st;
-  };
-
   PackedArgs p;
+  p.storage_ = static_args(sig, input_shapes, iter_shape);
+  size_t outputs = 0;
   bool aligned = true;
-  for (const ArgSlot& a : sig.args) {
-    uint64_t v = 0;
-    switch (a.kind) {
-      case ArgKind::InputPtr:
-        v = input_addrs[static_cast<size_t>(a.index)];
-        aligned = aligned && v % 16 == 0;
-        break;
-      case ArgKind::OutputPtr:
-        FJ_CHECK(static_cast<size_t>(a.index) < output_addrs.size(), "pack_args: missing output address");
-        v = output_addrs[static_cast<size_t>(a.index)];
-        aligned = aligned && v % 16 == 0;
-        break;
-      case ArgKind::Param: {
-        FJ_CHECK(a.param_slot >= 0 && static_cast<size_t>(a.param_slot) < param_values.size(),
-                 "pack_args: missing param value");
-        const ir::Scalar& s = param_values[static_cast<size_t>(a.param_slot)];
-        FJ_CHECK(s.dtype == a.dtype, "pack_args: param value has the wrong dtype");
-        v = param_slot_value(s, a.dtype);
-        break;
-      }
-      case ArgKind::NumElements: v = static_cast<uint64_t>(n); break;
-      case ArgKind::DimSize: v = static_cast<uint64_t>(csize[static_cast<size_t>(a.index)]); break;
-      case ArgKind::DimDivMul:
-      case ArgKind::DimDivShift: {
-        // A zero-size dim means no elements: the kernel never divides, any numbers do.
-        const int64_t d = csize[static_cast<size_t>(a.index)];
-        const DivMagic m = d > 0 ? div_magic32(static_cast<uint64_t>(d)) : DivMagic{};
-        v = a.kind == ArgKind::DimDivMul ? m.mul : m.shift;
-        break;
-      }
-      case ArgKind::Stride:
-        v = static_cast<uint64_t>(stride_of(static_cast<size_t>(a.index), static_cast<size_t>(a.dim)));
-        break;
-      case ArgKind::VecFlag: break;  // filled below, once alignment is known
+  for (size_t k = 0; k < sig.args.size(); ++k) {
+    const ArgSlot& a = sig.args[k];
+    const size_t i = static_cast<size_t>(a.index);
+    if (a.kind == ArgKind::InputPtr) p.storage_[k] = input_addrs[i];
+    if (a.kind == ArgKind::OutputPtr) {
+      FJ_CHECK(i < output_addrs.size(), "pack_args: missing output address");
+      p.storage_[k] = output_addrs[i];
+      ++outputs;
     }
-    if (a.bytes == 4 && a.kind != ArgKind::Param) v = slot_of<uint32_t>(static_cast<uint32_t>(v));
-    p.storage_.push_back(v);
+    if (a.kind == ArgKind::InputPtr || a.kind == ArgKind::OutputPtr) aligned = aligned && p.storage_[k] % 16 == 0;
+    if (a.kind == ArgKind::Param) {
+      FJ_CHECK(a.param_slot >= 0 && static_cast<size_t>(a.param_slot) < param_values.size(), "pack_args: missing param value");
+      const ir::Scalar& v = param_values[static_cast<size_t>(a.param_slot)];
+      FJ_CHECK(v.dtype == a.dtype, "pack_args: param value has the wrong dtype");
+      p.storage_[k] = param_arg_bits(v, a.dtype);
+    }
   }
-  FJ_CHECK(output_addrs.size() == static_cast<size_t>(std::count_if(sig.args.begin(), sig.args.end(),
-                                                                    [](const ArgSlot& a) { return a.kind == ArgKind::OutputPtr; })),
-           "pack_args: output count does not match the kernel");
-  // With a strided input, V consecutive elements must stay in one row of the innermost collapsed
-  // dim (so a strided input's lanes are at off + j, or all at off, and off is V-aligned): its
-  // size must be a multiple of V. Checked here, per launch, so a new dim value never recompiles.
-  bool rows_ok = true;
-  if (std::any_of(gen.access.begin(), gen.access.end(), [](InputAccess a) { return a == InputAccess::Strided; }))
-    rows_ok = rank >= 1 && csize[rank - 1] % sig.vector_width == 0;
-  p.vectorized_ = sig.vector_width > 1 && aligned && rows_ok;
-  for (size_t i = 0; i < sig.args.size(); ++i)
-    if (sig.args[i].kind == ArgKind::VecFlag) p.storage_[i] = slot_of<int32_t>(p.vectorized_ ? 1 : 0);
+  FJ_CHECK(outputs == output_addrs.size(), "pack_args: output count does not match the kernel");
+  p.vectorized_ = aligned && vector_rows_ok(sig, iter_shape);
+  for (size_t k = 0; k < sig.args.size(); ++k)
+    if (sig.args[k].kind == ArgKind::VecFlag) p.storage_[k] = slot_of<int32_t>(p.vectorized_ ? 1 : 0);
   p.rebuild();
   return p;
 }
@@ -260,6 +371,23 @@ PackedArgs pack_args(const KernelSignature& sig, const ir::Graph& g, const ir::F
     param_values = defaults;
   }
   return pack_args(sig, input_addrs, output_addrs, param_values, shapes, current_iter_shape(g, group), launch);
+}
+
+int64_t value_bytes(const ir::Graph& g, ir::NodeId id) {
+  const ir::Node& n = g.node(id);
+  return ir::num_elements(n.shape) * ir::dtype_size(n.dtype);
+}
+
+std::vector<ir::NodeId> plan_intermediates(const ir::Graph& g, const ir::Plan& plan) {
+  std::vector<bool> is_output(static_cast<size_t>(g.size()), false);
+  for (const ir::OutputDecl& o : g.outputs) is_output[static_cast<size_t>(o.node)] = true;
+  std::vector<ir::NodeId> mat = plan.materialized;
+  std::sort(mat.begin(), mat.end());
+  mat.erase(std::unique(mat.begin(), mat.end()), mat.end());
+  std::vector<ir::NodeId> out;
+  for (ir::NodeId id : mat)
+    if (!is_output[static_cast<size_t>(id)] && g.node(id).op != ir::Op::Input) out.push_back(id);
+  return out;
 }
 
 }  // namespace fusejit::jit

@@ -2,16 +2,147 @@
 
 #include "ir/error.h"
 
+#include <dlfcn.h>
 #include <fmt/format.h>
-#include <nvrtc.h>
+#include <nvrtc.h>  // types and constants only: every function is called through NvrtcApi
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
+
+#ifndef FUSEJIT_NVRTC_SOMAJOR
+#define FUSEJIT_NVRTC_SOMAJOR 13
+#endif
+#ifndef FUSEJIT_CUDA_LIBDIR
+#define FUSEJIT_CUDA_LIBDIR ""
+#endif
 
 namespace fusejit::jit {
 
 namespace {
+
+// The NVRTC entry points fusejit calls, resolved with dlsym (their C names are stable across
+// CUDA 12 and 13).
+struct NvrtcApi {
+  nvrtcResult (*nvrtcVersion)(int*, int*) = nullptr;
+  const char* (*nvrtcGetErrorString)(nvrtcResult) = nullptr;
+  nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram*, const char*, const char*, int, const char* const*,
+                                    const char* const*) = nullptr;
+  nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram*) = nullptr;
+  nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char* const*) = nullptr;
+  nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t*) = nullptr;
+  nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char*) = nullptr;
+  nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram, size_t*) = nullptr;
+  nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram, char*) = nullptr;
+  nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram, size_t*) = nullptr;
+  nvrtcResult (*nvrtcGetPTX)(nvrtcProgram, char*) = nullptr;
+  nvrtcResult (*nvrtcAddNameExpression)(nvrtcProgram, const char*) = nullptr;
+  nvrtcResult (*nvrtcGetLoweredName)(nvrtcProgram, const char*, const char**) = nullptr;
+  nvrtcResult (*nvrtcGetNumSupportedArchs)(int*) = nullptr;
+  nvrtcResult (*nvrtcGetSupportedArchs)(int*) = nullptr;
+};
+
+// The loaded library (never dlclose'd: kernels compiled by it may still be referenced).
+struct Loaded {
+  bool ok = false;
+  std::string reason;
+  NvrtcApi api;
+};
+
+std::mutex g_nvrtc_mutex;
+std::shared_ptr<const Loaded> g_nvrtc;               // guarded by g_nvrtc_mutex
+std::optional<std::string> g_nvrtc_override;         // reload_nvrtc_for_testing
+
+// Resolves every entry point from `h`; false (naming the missing ones) when some are absent.
+bool resolve_all(void* h, NvrtcApi& a, std::string& missing) {
+  auto sym = [&](const char* name, auto& slot) {
+    void* p = dlsym(h, name);
+    if (!p) missing += (missing.empty() ? "" : ", ") + std::string(name);
+    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(p);
+  };
+  sym("nvrtcVersion", a.nvrtcVersion);
+  sym("nvrtcGetErrorString", a.nvrtcGetErrorString);
+  sym("nvrtcCreateProgram", a.nvrtcCreateProgram);
+  sym("nvrtcDestroyProgram", a.nvrtcDestroyProgram);
+  sym("nvrtcCompileProgram", a.nvrtcCompileProgram);
+  sym("nvrtcGetProgramLogSize", a.nvrtcGetProgramLogSize);
+  sym("nvrtcGetProgramLog", a.nvrtcGetProgramLog);
+  sym("nvrtcGetCUBINSize", a.nvrtcGetCUBINSize);
+  sym("nvrtcGetCUBIN", a.nvrtcGetCUBIN);
+  sym("nvrtcGetPTXSize", a.nvrtcGetPTXSize);
+  sym("nvrtcGetPTX", a.nvrtcGetPTX);
+  sym("nvrtcAddNameExpression", a.nvrtcAddNameExpression);
+  sym("nvrtcGetLoweredName", a.nvrtcGetLoweredName);
+  sym("nvrtcGetNumSupportedArchs", a.nvrtcGetNumSupportedArchs);
+  sym("nvrtcGetSupportedArchs", a.nvrtcGetSupportedArchs);
+  return missing.empty();
+}
+
+// Where NVRTC is looked for, in order (see jit/nvrtc.h).
+std::vector<std::string> nvrtc_candidates() {
+  std::vector<std::string> names = {"libnvrtc.so." + std::to_string(FUSEJIT_NVRTC_SOMAJOR)};
+  for (const char* n : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"})
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  std::vector<std::string> out = names;
+  std::vector<std::string> roots;
+  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* v = std::getenv(env); v && *v) roots.push_back(v);
+  roots.push_back("/usr/local/cuda");
+  std::vector<std::string> dirs;
+  for (const std::string& r : roots)
+    for (const char* sub : {"/lib64", "/targets/x86_64-linux/lib", "/targets/sbsa-linux/lib"}) dirs.push_back(r + sub);
+  if (*FUSEJIT_CUDA_LIBDIR) dirs.push_back(FUSEJIT_CUDA_LIBDIR);
+  for (const std::string& d : dirs)
+    for (const std::string& n : names) out.push_back(d + "/" + n);
+  return out;
+}
+
+std::shared_ptr<const Loaded> load_nvrtc(const std::optional<std::string>& only) {
+  auto l = std::make_shared<Loaded>();
+  std::vector<std::string> tried;
+  std::vector<std::string> candidates;
+  if (only) candidates = {*only};
+  else if (const char* env = std::getenv("FUSEJIT_NVRTC"); env && *env) candidates = {env};
+  else candidates = nvrtc_candidates();
+  for (const std::string& c : candidates) {
+    dlerror();
+    void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = dlerror();
+      tried.push_back(e ? e : c + ": not found");
+      continue;
+    }
+    std::string missing;
+    if (resolve_all(h, l->api, missing)) {
+      l->ok = true;
+      return l;
+    }
+    tried.push_back(c + " lacks " + missing);
+  }
+  std::string list;
+  for (size_t i = 0; i < tried.size() && i < 4; ++i) list += (i ? "; " : "") + tried[i];
+  if (tried.size() > 4) list += fmt::format("; and {} more places", tried.size() - 4);
+  l->reason = fmt::format("NVRTC, the CUDA toolkit's runtime compiler, is not available ({}): install it (e.g. the "
+                          "cuda-nvrtc package of your CUDA version) or set FUSEJIT_NVRTC to libnvrtc.so's path",
+                          list);
+  return l;
+}
+
+std::shared_ptr<const Loaded> loaded_nvrtc() {
+  std::lock_guard lock(g_nvrtc_mutex);
+  if (!g_nvrtc) g_nvrtc = load_nvrtc(g_nvrtc_override);
+  return g_nvrtc;
+}
+
+// The entry points; throws NvrtcUnavailable.
+const NvrtcApi& api() {
+  static thread_local std::shared_ptr<const Loaded> keep;  // keeps the table alive while used
+  keep = loaded_nvrtc();
+  if (!keep->ok) throw NvrtcUnavailable(keep->reason);
+  return keep->api;
+}
 
 // Splits into lines without their '\n' (a trailing newline does not add an empty line).
 std::vector<std::string_view> split_lines(const std::string& s) {
@@ -34,16 +165,16 @@ std::string join_options(const std::vector<std::string>& options) {
 
 struct ProgramDeleter {
   void operator()(nvrtcProgram* p) const {
-    nvrtcDestroyProgram(p);
+    api().nvrtcDestroyProgram(p);
     delete p;
   }
 };
 
 std::string program_log(nvrtcProgram prog) {
   size_t size = 0;
-  if (nvrtcGetProgramLogSize(prog, &size) != NVRTC_SUCCESS || size == 0) return {};
+  if (api().nvrtcGetProgramLogSize(prog, &size) != NVRTC_SUCCESS || size == 0) return {};
   std::string log(size, '\0');
-  if (nvrtcGetProgramLog(prog, log.data()) != NVRTC_SUCCESS) return {};
+  if (api().nvrtcGetProgramLog(prog, log.data()) != NVRTC_SUCCESS) return {};
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   return log;
 }
@@ -84,15 +215,34 @@ std::string source_excerpt(const std::string& source, const std::vector<int>& li
 
 }  // namespace
 
-std::string NvrtcVersion::str() const { return fmt::format("{}.{}", major, minor); }
+std::string NvrtcVersion::str() const { return major ? fmt::format("{}.{}", major, minor) : "unavailable"; }
 
 NvrtcVersion nvrtc_version() {
-  static const NvrtcVersion v = [] {
-    NvrtcVersion r;
-    if (nvrtcVersion(&r.major, &r.minor) != NVRTC_SUCCESS) r = NvrtcVersion{};
-    return r;
-  }();
-  return v;
+  const std::shared_ptr<const Loaded> l = loaded_nvrtc();
+  NvrtcVersion r;
+  if (!l->ok || l->api.nvrtcVersion(&r.major, &r.minor) != NVRTC_SUCCESS) r = NvrtcVersion{};
+  return r;
+}
+
+bool nvrtc_available() { return loaded_nvrtc()->ok; }
+
+std::string nvrtc_unavailable_reason() { return loaded_nvrtc()->reason; }
+
+void reload_nvrtc_for_testing(std::optional<std::string> library) {
+  std::lock_guard lock(g_nvrtc_mutex);
+  g_nvrtc_override = std::move(library);
+  g_nvrtc = nullptr;
+}
+
+std::vector<int> nvrtc_supported_archs() {
+  const NvrtcApi& a = api();
+  int n = 0;
+  if (a.nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0)
+    throw NvrtcUnavailable("nvrtcGetNumSupportedArchs failed");
+  std::vector<int> archs(static_cast<size_t>(n));
+  if (a.nvrtcGetSupportedArchs(archs.data()) != NVRTC_SUCCESS) throw NvrtcUnavailable("nvrtcGetSupportedArchs failed");
+  std::sort(archs.begin(), archs.end());
+  return archs;
 }
 
 std::vector<std::string> default_compile_options(bool fast_math) {
@@ -110,24 +260,25 @@ CompileResult compile_cuda(const std::string& source, const std::string& program
   options.push_back(request.target.nvrtc_option());
   options.insert(options.end(), request.options.begin(), request.options.end());
 
+  api();  // throws NvrtcUnavailable before anything is created
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<nvrtcProgram, ProgramDeleter> prog(new nvrtcProgram(nullptr));
-  nvrtcResult rc = nvrtcCreateProgram(prog.get(), source.c_str(), program_name.c_str(), 0, nullptr, nullptr);
+  nvrtcResult rc = api().nvrtcCreateProgram(prog.get(), source.c_str(), program_name.c_str(), 0, nullptr, nullptr);
   if (rc != NVRTC_SUCCESS) {
     // nvrtcDestroyProgram on a null program is harmless.
-    fail(fmt::format("NVRTC could not create program {}: {}", program_name, nvrtcGetErrorString(rc)), {}, options,
+    fail(fmt::format("NVRTC could not create program {}: {}", program_name, api().nvrtcGetErrorString(rc)), {}, options,
          source, program_name);
   }
   for (const auto& name : request.name_expressions) {
-    rc = nvrtcAddNameExpression(*prog, name.c_str());
+    rc = api().nvrtcAddNameExpression(*prog, name.c_str());
     if (rc != NVRTC_SUCCESS)
-      fail(fmt::format("NVRTC rejected name expression '{}': {}", name, nvrtcGetErrorString(rc)), {}, options, source,
+      fail(fmt::format("NVRTC rejected name expression '{}': {}", name, api().nvrtcGetErrorString(rc)), {}, options, source,
            program_name);
   }
   std::vector<const char*> argv;
   argv.reserve(options.size());
   for (const auto& o : options) argv.push_back(o.c_str());
-  rc = nvrtcCompileProgram(*prog, static_cast<int>(argv.size()), argv.data());
+  rc = api().nvrtcCompileProgram(*prog, static_cast<int>(argv.size()), argv.data());
   std::string log = program_log(*prog);
   if (rc == NVRTC_ERROR_INVALID_OPTION) {
     // A bad option (e.g. from Options::nvrtc_options) is the caller's mistake, not the code's:
@@ -135,11 +286,11 @@ CompileResult compile_cuda(const std::string& source, const std::string& program
     std::string said = log;
     while (!said.empty() && (said.back() == '\n' || said.back() == '\0')) said.pop_back();
     throw ir::UserError(fmt::format("NVRTC {} rejected an option: {} (options: {})", nvrtc_version().str(),
-                                    said.empty() ? nvrtcGetErrorString(rc) : said, join_options(options)));
+                                    said.empty() ? api().nvrtcGetErrorString(rc) : said, join_options(options)));
   }
   if (rc != NVRTC_SUCCESS) {
     fail(fmt::format("NVRTC {} failed to compile {} for {}: {}", nvrtc_version().str(), program_name,
-                     request.target.name(), nvrtcGetErrorString(rc)),
+                     request.target.name(), api().nvrtcGetErrorString(rc)),
          log, options, source, program_name);
   }
 
@@ -148,27 +299,27 @@ CompileResult compile_cuda(const std::string& source, const std::string& program
   out.log = std::move(log);
   size_t size = 0;
   if (request.target.kind == OutputKind::Cubin) {
-    rc = nvrtcGetCUBINSize(*prog, &size);
+    rc = api().nvrtcGetCUBINSize(*prog, &size);
     if (rc == NVRTC_SUCCESS) {
       out.binary.resize(size);
-      rc = nvrtcGetCUBIN(*prog, out.binary.data());
+      rc = api().nvrtcGetCUBIN(*prog, out.binary.data());
     }
   } else {
-    rc = nvrtcGetPTXSize(*prog, &size);
+    rc = api().nvrtcGetPTXSize(*prog, &size);
     if (rc == NVRTC_SUCCESS) {
       out.binary.resize(size);
-      rc = nvrtcGetPTX(*prog, out.binary.data());
+      rc = api().nvrtcGetPTX(*prog, out.binary.data());
     }
   }
   if (rc != NVRTC_SUCCESS || out.binary.empty())
     fail(fmt::format("NVRTC produced no {} for {}: {}", to_string(request.target.kind), program_name,
-                     nvrtcGetErrorString(rc)),
+                     api().nvrtcGetErrorString(rc)),
          out.log, options, source, program_name);
   for (const auto& name : request.name_expressions) {
     const char* lowered = nullptr;
-    rc = nvrtcGetLoweredName(*prog, name.c_str(), &lowered);
+    rc = api().nvrtcGetLoweredName(*prog, name.c_str(), &lowered);
     if (rc != NVRTC_SUCCESS || !lowered)
-      fail(fmt::format("NVRTC has no lowered name for '{}': {}", name, nvrtcGetErrorString(rc)), out.log, options,
+      fail(fmt::format("NVRTC has no lowered name for '{}': {}", name, api().nvrtcGetErrorString(rc)), out.log, options,
            source, program_name);
     out.lowered_names.emplace_back(name, lowered);
   }

@@ -1,8 +1,17 @@
 // A thin NVRTC wrapper: one call compiles a CUDA C++ source string to CUBIN or PTX for one target.
 // No include paths are ever passed (generated kernels are self-contained), nothing is printed, and
 // a failure throws CompileError carrying everything needed to debug it.
+//
+// NVRTC is loaded at run time (dlopen), as libcuda is, so libfusejit has no link-time dependency on
+// it: a deployment that runs precompiled kernels (Program::load) needs only the driver. It is
+// looked for, on first use, at $FUSEJIT_NVRTC when that is set (a path or soname, and nowhere
+// else: FUSEJIT_NVRTC=none hides NVRTC), else by soname (libnvrtc.so.<the toolkit major fusejit was
+// built with>, then libnvrtc.so.13, .12, libnvrtc.so: LD_LIBRARY_PATH, libfusejit's RUNPATH, the
+// loader cache), else under $CUDA_HOME, $CUDA_PATH, /usr/local/cuda and the toolkit found at build
+// time (lib64/, targets/<arch>-linux/lib/).
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -32,13 +41,32 @@ struct CompileResult {
   std::vector<std::pair<std::string, std::string>> lowered_names;  // (name expression, lowered name)
 };
 
-// The NVRTC version this process is linked against (nvrtcVersion), e.g. {13, 0}.
+// NVRTC could not be loaded (or lacks an entry point fusejit uses) while something had to be
+// compiled. what() says where it looked and what to install.
+class NvrtcUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// True when NVRTC is loaded (or loads now). Never throws.
+bool nvrtc_available();
+// Why NVRTC is unavailable ("" when it is available): the places tried and their errors.
+std::string nvrtc_unavailable_reason();
+// Test hook: forget the loaded NVRTC and look again, at `library` only when given (a path that does
+// not exist hides NVRTC), else as described above. Objects compiled before keep their binaries.
+void reload_nvrtc_for_testing(std::optional<std::string> library);
+
+// The version of the NVRTC loaded (nvrtcVersion), e.g. {13, 0}; {0, 0} when none is available.
 struct NvrtcVersion {
   int major = 0;
   int minor = 0;
-  std::string str() const;    // "13.0"
+  std::string str() const;    // "13.0", or "unavailable"
 };
 NvrtcVersion nvrtc_version();
+
+// The architectures the loaded NVRTC can target (nvrtcGetSupportedArchs), ascending, e.g.
+// {75, 80, ..., 120}. Throws NvrtcUnavailable.
+std::vector<int> nvrtc_supported_archs();
 
 // The default options for fusejit's generated kernels. Strict mode: C++17, no FMA contraction
 // (contraction changes results, so strict mode forbids it), exact division/sqrt and IEEE denormals
@@ -69,7 +97,8 @@ class CompileError : public std::runtime_error {
 };
 
 // Compiles `source` (program_name names it in NVRTC's messages, e.g. "fj_k_1a2b3c.cu") for
-// request.target. Thread-safe. Throws CompileError on a compile failure or NVRTC API error.
+// request.target. Thread-safe. Throws CompileError on a compile failure or NVRTC API error,
+// NvrtcUnavailable when NVRTC cannot be loaded.
 CompileResult compile_cuda(const std::string& source, const std::string& program_name, const CompileRequest& request);
 
 // `source` with right-aligned 1-based line numbers ("  12 | text"); lines listed in `mark` get a

@@ -26,6 +26,10 @@ void rethrow_current(const std::string& file, std::string_view source) {
     throw;
   } catch (const std::bad_alloc&) {
     throw;
+  } catch (const ir::FileError& e) {
+    // About a .npy file or the environment, not the graph text: no graph file, no graph lines.
+    std::string diag = (e.file().empty() ? "" : e.file() + ": ") + "error: " + e.what() + "\n";
+    throw Error(ErrorKind::User, e.what(), e.file(), 0, 0, diag);
   } catch (const ir::UserError& e) {
     std::string shown = file.empty() ? std::string("<graph>") : file;
     std::string diag = source.empty() && !e.loc().known() ? "error: " + std::string(e.what())
@@ -36,6 +40,8 @@ void rethrow_current(const std::string& file, std::string_view source) {
   } catch (const jit::CompileError& e) {
     throw Error(ErrorKind::Compile, e.what());
   } catch (const jit::HostCompileError& e) {
+    throw Error(ErrorKind::Compile, e.what());
+  } catch (const jit::NvrtcUnavailable& e) {
     throw Error(ErrorKind::Compile, e.what());
   } catch (const jit::DriverError& e) {
     // Refused arguments (an output overlapping an input) are the caller's mistake.

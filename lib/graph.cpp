@@ -1,7 +1,4 @@
 // fusejit::Graph: parse, load, inspect, print.
-#include <fstream>
-#include <sstream>
-
 #include "ir/builder.h"
 #include "ir/eval.h"
 #include "ir/parser.h"
@@ -46,26 +43,31 @@ TensorInfo tensor_info(const ir::Graph& g, ir::NodeId id, const std::string& nam
   return t;
 }
 
-Graph Graph::parse(std::string_view text, std::string_view file, const DimValues& dims) {
-  std::string f(file);
+namespace {
+// Parses impl->source into impl->graph; errors are rendered against that text.
+Graph parse_into(std::shared_ptr<Graph::Impl> impl, const std::string& file, const DimValues& dims) {
   return translate_errors(
       [&] {
-        auto impl = std::make_shared<Impl>();
-        impl->source = std::string(text);
-        impl->graph = ir::parse_graph(impl->source, f, dims);
+        impl->graph = ir::parse_graph(impl->source, file, dims);
         warn_unused_inputs(impl->graph);
-        return Graph(std::move(impl));
+        return Graph(impl);
       },
-      f, text);
+      file, impl->source);
+}
+}  // namespace
+
+Graph Graph::parse(std::string_view text, std::string_view file, const DimValues& dims) {
+  auto impl = std::make_shared<Impl>();
+  impl->source = std::string(text);
+  return parse_into(std::move(impl), std::string(file), dims);
 }
 
 Graph Graph::load(const std::string& path, const DimValues& dims) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::User, "cannot open graph file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(ErrorKind::User, "cannot read graph file '" + path + "'");
-  return parse(ss.str(), path, dims);
+  // The parser's checked reader: regular files only, at most ir::kMaxGraphFileBytes. The text is
+  // read once and kept (moved, not copied) for diagnostics.
+  auto impl = std::make_shared<Impl>();
+  impl->source = translate_errors([&] { return ir::read_text_file(path); });
+  return parse_into(std::move(impl), path, dims);
 }
 
 Graph Graph::with_dims(const DimValues& dims) const {

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fusejit/fusejit.h"
 #include "ir/builder.h"
@@ -42,6 +43,19 @@ void warn(std::string_view message);
 // Warns once per input of `g` that no output depends on ("FILE:LINE:COL: input 'b' is not used
 // by any output").
 void warn_unused_inputs(const ir::Graph& g);
+
+// The options messages name, each as an API user writes it ("Options::arch") or as a `fusejit`
+// user does ("--arch"), by Options::message_style.
+enum class OptionField { Arch, NvrtcOptions, Params, InputFiles, InputRanges, SaveDir, Dims };
+std::string option_name(OptionField field, MessageStyle style);
+
+// The value of every graph param (slot order, each converted to its param's dtype) from named or
+// positional Params; the default for every param not named. Throws ir::UserError, naming the
+// option as `style` writes it: an unknown name (listing the graph's params), a positional count
+// other than the graph's, or both forms at once.
+std::vector<ir::Scalar> resolve_params(const ir::Graph& g, const Params& params, MessageStyle style);
+// The same into `out` (no allocation once `out` has the capacity, unless an error is thrown).
+void resolve_params_into(const ir::Graph& g, const Params& params, MessageStyle style, std::vector<ir::Scalar>& out);
 
 TensorInfo tensor_info(const ir::Graph& g, ir::NodeId id, const std::string& name);
 

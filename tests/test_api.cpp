@@ -14,20 +14,11 @@ namespace fj = fusejit;
 
 namespace {
 
-fj::HostTensor f32_tensor(std::vector<int64_t> shape, std::vector<float> values) {
-  fj::HostTensor t;
-  t.dtype = fj::DType::F32;
-  t.shape = std::move(shape);
-  t.data.resize(values.size() * 4);
-  std::memcpy(t.data.data(), values.data(), t.data.size());
-  return t;
+fj::HostTensor f32_tensor(std::vector<int64_t> shape, const std::vector<float>& values) {
+  return fj::HostTensor::from_floats(fj::DType::F32, std::move(shape), values);
 }
 
-std::vector<float> as_f32(const fj::HostTensor& t) {
-  std::vector<float> v(t.data.size() / 4);
-  std::memcpy(v.data(), t.data.data(), t.data.size());
-  return v;
-}
+std::vector<float> as_f32(const fj::HostTensor& t) { return t.to_floats(); }
 
 const char* kSwiglu =
     "graph swiglu\n"
@@ -150,7 +141,7 @@ TEST_CASE("compile once, run fused and unfused on the CPU, bitwise equal and cor
   auto fused = p.run(in);
   auto unfused = p.run(in, {}, fj::PlanKind::Unfused);
   REQUIRE(fused.size() == 1);
-  CHECK(fused[0].data == unfused[0].data);
+  CHECK(fused[0] == unfused[0]);
   auto y = as_f32(fused[0]);
   CHECK(std::isnan(y[3]));
   float expect = (g[10] / (1.0f + std::exp(-g[10]))) * u[10];
@@ -167,7 +158,7 @@ TEST_CASE("one Program runs concurrently from several threads") {
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&, t] {
       bool good = true;
-      for (int r = 0; r < 20; ++r) good &= p.run(in, {}, r % 2 ? fj::PlanKind::Unfused : fj::PlanKind::Fused)[0].data == expect[0].data;
+      for (int r = 0; r < 20; ++r) good &= p.run(in, {}, r % 2 ? fj::PlanKind::Unfused : fj::PlanKind::Fused)[0] == expect[0];
       ok[t] = good;
     });
   for (auto& th : threads) th.join();
@@ -182,8 +173,7 @@ TEST_CASE("params are run-time values") {
   fj::Program p = fj::Program::compile(b.build(), cpu_options());
   std::vector<fj::HostTensor> in = {f32_tensor({4}, {1, 2, 3, 4})};
   CHECK(as_f32(p.run(in)[0]) == std::vector<float>{2, 4, 6, 8});
-  fj::Scalar three[1] = {fj::Scalar(3.0)};
-  CHECK(as_f32(p.run(in, three)[0]) == std::vector<float>{3, 6, 9, 12});
+  CHECK(as_f32(p.run(in, {3.0})[0]) == std::vector<float>{3, 6, 9, 12});
 }
 
 TEST_CASE("run_graph reports the CPU path honestly") {
@@ -197,4 +187,216 @@ TEST_CASE("run_graph reports the CPU path honestly") {
   CHECK(r.unfused.kernels == 2);
   CHECK(r.fused.bytes < r.unfused.bytes);
   CHECK(r.to_json().find("\"fused\"") != std::string::npos);
+}
+
+TEST_CASE("params by name or by position, in run and in RunOptions") {
+  fj::GraphBuilder b("axpby");
+  fj::Value x = b.input("x", fj::DType::F32, {3});
+  fj::Value y = b.input("y", fj::DType::F32, {3});
+  fj::Value alpha = b.param("alpha", fj::DType::F32, 2.0);
+  fj::Value beta = b.param("beta", fj::DType::F32, 1.0);
+  b.output("z", alpha * x + beta * y);
+  fj::Program p = fj::Program::compile(b.build(), cpu_options());
+  const fj::HostTensor tx = f32_tensor({3}, {1, 2, 3}), ty = f32_tensor({3}, {10, 20, 30});
+  CHECK(as_f32(p.run({tx, ty})[0]) == std::vector<float>{12, 24, 36});                        // defaults
+  CHECK(as_f32(p.run({tx, ty}, {1e-5, 0})[0])[2] == 3e-5f);                                  // positional
+  CHECK(as_f32(p.run({tx, ty}, {{"beta", 0.5}})[0]) == std::vector<float>{7, 14, 21});        // named subset
+  CHECK(as_f32(p.run({tx, ty}, {{"beta", 0.5}, {"alpha", 1}})[0]) == std::vector<float>{6, 12, 18});
+  fj::Params later;
+  later.set("alpha", 5).set("alpha", 3);  // a name given twice takes its last value
+  CHECK(as_f32(p.run({tx, ty}, later)[0]) == std::vector<float>{13, 26, 39});
+  const std::vector<fj::Scalar> values = {3.0, 0};
+  CHECK(as_f32(p.run({tx, ty}, values)[0]) == std::vector<float>{3, 6, 9});
+
+  auto message = [&](const fj::Params& params) {
+    try {
+      p.run({tx, ty}, params);
+    } catch (const fj::Error& e) {
+      CHECK(e.kind() == fj::ErrorKind::User);
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK(message({{"gamma", 1}}) == "params gamma: the graph has no param named 'gamma' (its params: alpha, beta)");
+  CHECK(message({1.0}) == "params: the graph has 2 param(s), got 1 positional value(s)");
+  fj::Params both = {1.0, 2.0};
+  both.set("alpha", 1);
+  CHECK(message(both) == "params: give param values by name or by position, not both");
+
+  fj::RunOptions ro;
+  ro.options = cpu_options();
+  ro.params = {{"alpha", 3}};
+  fj::RunReport r = fj::run_graph(p.graph(), ro);
+  CHECK(r.ok());
+  REQUIRE(r.params.size() == 2);
+  CHECK(r.params[0] == std::pair<std::string, double>{"alpha", 3.0});
+  CHECK(r.params[1] == std::pair<std::string, double>{"beta", 1.0});
+  ro.params = {{"gamma", 3}};
+  CHECK_THROWS_WITH_AS(fj::run_graph(p.graph(), ro), "params gamma: the graph has no param named 'gamma' (its params: alpha, beta)",
+                       fj::Error);
+}
+
+TEST_CASE("f16 and bf16 host conversions round to nearest even, bit for bit with the kernels") {
+  CHECK(fj::f16_from_float(1.0f) == 0x3C00);
+  CHECK(fj::f16_from_float(1.0f + 0x1p-11f) == 0x3C00);       // a tie: to the even neighbour, 1
+  CHECK(fj::f16_from_float(1.0f + 3 * 0x1p-11f) == 0x3C02);   // a tie: to the even neighbour, 1 + 2^-9
+  CHECK(fj::f16_from_float(65519.0f) == 0x7BFF);              // below the halfway point to 65536
+  CHECK(fj::f16_from_float(65520.0f) == 0x7C00);              // the tie rounds to even: infinity
+  CHECK(fj::f16_from_float(0x1p-24f) == 0x0001);              // the smallest subnormal
+  CHECK(fj::f16_from_float(0x1p-25f) == 0x0000);              // half of it: a tie, to even (zero)
+  CHECK(fj::f16_from_float(-0.0f) == 0x8000);
+  CHECK(fj::f16_from_float(-INFINITY) == 0xFC00);
+  CHECK((fj::f16_from_float(NAN) & 0x7C00) == 0x7C00);
+  CHECK((fj::f16_from_float(NAN) & 0x03FF) != 0);
+  CHECK(fj::bf16_from_float(1.0f + 0x1p-8f) == 0x3F80);       // a tie, to even
+  CHECK(fj::bf16_from_float(1.0f + 3 * 0x1p-8f) == 0x3F82);
+  CHECK(fj::bf16_from_float(3.4028235e38f) == 0x7F80);        // the largest float rounds up to infinity
+  CHECK(fj::bf16_from_float(-0.0f) == 0x8000);
+  CHECK(fj::bf16_to_float(0x0001) == 0x1p-133f);              // subnormals are exact
+  // Every bit pattern converts to float exactly and back unchanged (NaNs stay NaN).
+  for (uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
+    const uint16_t b16 = static_cast<uint16_t>(bits);
+    const float h = fj::f16_to_float(b16), bf = fj::bf16_to_float(b16);
+    if (std::isnan(h)) CHECK(std::isnan(fj::f16_to_float(fj::f16_from_float(h))));
+    else REQUIRE(fj::f16_from_float(h) == b16);
+    if (std::isnan(bf)) CHECK(std::isnan(fj::bf16_to_float(fj::bf16_from_float(bf))));
+    else REQUIRE(fj::bf16_from_float(bf) == b16);
+  }
+  // HostTensor conversions use the same rounding, and a bf16 kernel on the CPU agrees with them.
+  const std::vector<float> v = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -0.0f, 1e-40f, 3.4028235e38f, NAN};
+  const fj::HostTensor t = fj::HostTensor::from_floats(fj::DType::BF16, {6}, v);
+  for (size_t i = 0; i < v.size(); ++i) CHECK(t.values<uint16_t>()[i] == fj::bf16_from_float(v[i]));
+  const std::vector<float> back = t.to_floats();
+  CHECK(back[0] == 1.0f);
+  CHECK(std::signbit(back[2]));
+  CHECK(std::isinf(back[4]));
+  CHECK(std::isnan(back[5]));
+  fj::GraphBuilder b("round");
+  b.output("y", b.cast(b.input("x", fj::DType::F32, {6}), fj::DType::BF16));
+  const fj::HostTensor y = fj::Program::compile(b.build(), cpu_options()).run({f32_tensor({6}, v)})[0];
+  CHECK(y.dtype() == fj::DType::BF16);
+  for (size_t i = 0; i < v.size(); ++i) CHECK(y.values<uint16_t>()[i] == t.values<uint16_t>()[i]);
+  CHECK_THROWS_AS(t.values<float>(), fj::Error);  // 4-byte elements of a 2-byte dtype
+  CHECK_THROWS_AS(fj::HostTensor::from_floats(fj::DType::F16, {2, 2}, v), fj::Error);  // 6 values for 4 elements
+}
+
+TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked against the graph") {
+  fj::Program p = fj::Program::compile(build_swiglu(), cpu_options());  // compiled with T = 4
+  std::vector<float> g(2 * 8), u(2 * 8, 2.0f);
+  for (size_t k = 0; k < g.size(); ++k) g[k] = static_cast<float>(k) - 8.0f;
+  // T = 2 without saying so: the shapes are enough; the same kernels run.
+  const std::vector<fj::HostTensor> out = p.run({f32_tensor({2, 8}, g), f32_tensor({2, 8}, u)});
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].shape() == std::vector<int64_t>{2, 8});
+  const float want = (g[3] / (1.0f + std::exp(-g[3]))) * 2.0f;
+  CHECK(out[0].to_floats()[3] == want);
+  // T = 0: an empty run is no error.
+  CHECK(p.run({f32_tensor({0, 8}, {}), f32_tensor({0, 8}, {})})[0].shape() == std::vector<int64_t>{0, 8});
+  // A TensorView over a caller's buffer needs no copy.
+  const int64_t shape[2] = {2, 8};
+  const fj::TensorView view(fj::DType::F32, shape, std::as_bytes(std::span<const float>(g)));
+  const fj::TensorView views[2] = {view, view};
+  CHECK(p.run(std::span<const fj::TensorView>(views))[0].shape() == std::vector<int64_t>{2, 8});
+
+  auto message = [&](std::initializer_list<fj::TensorView> inputs) {
+    try {
+      p.run(inputs);
+    } catch (const fj::Error& e) {
+      CHECK(e.kind() == fj::ErrorKind::User);
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const fj::HostTensor a28 = f32_tensor({2, 8}, g), a38(fj::DType::F32, {3, 8}), a82(fj::DType::F32, {8, 2});
+  CHECK(message({a28, a38}) == "input 'up': expected f32[T=2, 8] (T = 2 from input 'gate'), got f32[3, 8]");
+  CHECK(message({a82, a82}) == "input 'gate': expected f32[T, 8], got f32[8, 2]");
+  CHECK(message({a28, fj::HostTensor(fj::DType::BF16, {2, 8})}) == "input 'up': expected f32[T=2, 8], got bf16[2, 8]");
+  CHECK(message({a28}) == "expected 2 input tensor(s) (gate, up), got 1");
+  const fj::TensorView short_data(fj::DType::F32, shape, a28.data().first(8));
+  CHECK(message({a28, short_data}) == "input 'up': f32[2, 8] needs 64 bytes, its data has 8");
+
+  // Literal sizes: the message names both shapes.
+  fj::GraphBuilder lb("literal");
+  lb.output("y", lb.input("a", fj::DType::BF16, {16, 4}) * 2);
+  fj::Program lp = fj::Program::compile(lb.build(), cpu_options());
+  CHECK_THROWS_WITH_AS(lp.run({fj::HostTensor(fj::DType::BF16, {4, 16})}), "input 'a': expected bf16[16, 4], got bf16[4, 16]",
+                       fj::Error);
+}
+
+TEST_CASE("Options::arch is checked on the CPU path too; messages name the API field") {
+  std::vector<std::string> warnings;
+  fj::set_warning_handler([&](std::string_view m) { warnings.emplace_back(m); });
+  fj::Options o = cpu_options();
+  o.arch = "sm_9000x";
+  try {
+    fj::Program::compile(build_swiglu(), o);
+    FAIL("an invalid arch compiled");
+  } catch (const fj::Error& e) {
+    CHECK(e.kind() == fj::ErrorKind::User);
+    CHECK(std::string(e.what()).rfind("Options::arch: invalid GPU architecture 'sm_9000x'", 0) == 0);
+  }
+  o.arch = "sm_90";
+  o.nvrtc_options = {"--maxrregcount=32"};
+  fj::Program::compile(build_swiglu(), o);
+  fj::set_warning_handler({});
+  REQUIRE(warnings.size() == 2);
+  CHECK(warnings[0] == "Options::arch sm_90 has no effect on the CPU path (no GPU is used)");
+  CHECK(warnings[1] == "Options::nvrtc_options (--maxrregcount=32) has no effect on the CPU path (no GPU is used)");
+  // The `fusejit` command's messages name its flags instead.
+  o.message_style = fj::MessageStyle::CommandLine;
+  o.arch = "sm_9000x";
+  CHECK_THROWS_WITH_AS(fj::Program::compile(build_swiglu(), o),
+                       doctest::Contains("--arch: invalid GPU architecture 'sm_9000x'"), fj::Error);
+}
+
+TEST_CASE("measure: a checked run with poisoned outputs, timing, and the unfused intermediates") {
+  fj::GraphBuilder b("chain");
+  fj::Value x = b.input("x", fj::DType::F32, {4});
+  fj::Value t = b.op("exp", {x});
+  b.output("y", t * 3);
+  fj::Program p = fj::Program::compile(b.build(), cpu_options());
+  const fj::HostTensor in = f32_tensor({4}, {0, 1, -1, NAN});
+  const fj::TensorView views[1] = {in};
+  fj::MeasureOptions mo;
+  mo.repeats = 3;
+  mo.keep_intermediates = true;
+  const fj::Measurement u = p.measure(views, {}, fj::PlanKind::Unfused, mo);
+  CHECK(u.kernels == 2);
+  CHECK(u.bytes == 4 * 16);  // exp reads and writes 16 bytes, mul the same
+  CHECK(u.median_ms >= 0);
+  CHECK(u.min_ms <= u.median_ms);
+  CHECK(u.median_ms <= u.max_ms);
+  REQUIRE(u.outputs.size() == 1);
+  CHECK(u.outputs[0] == p.run({in})[0]);
+  // exp's value, named as KernelInfo::ops names it.
+  REQUIRE(u.intermediates.size() == 1);
+  const auto& [id, value] = u.intermediates[0];
+  CHECK(p.kernels(fj::PlanKind::Unfused)[0].ops[0].rfind("v" + std::to_string(id) + " = exp(", 0) == 0);
+  CHECK(value.to_floats()[1] == std::exp(1.0f));
+  const fj::Measurement f = p.measure({in}, {}, fj::PlanKind::Fused, mo);
+  CHECK(f.kernels == 1);
+  CHECK(f.bytes == 32);
+  CHECK(f.intermediates.empty());  // the fused plan materialises nothing else
+  CHECK(f.outputs[0] == u.outputs[0]);
+}
+
+TEST_CASE("HostTensor: aligned storage, deep copies, empty after a move") {
+  fj::HostTensor a = f32_tensor({2, 2}, {1, 2, 3, 4});
+  CHECK(reinterpret_cast<uintptr_t>(a.data().data()) % 64 == 0);
+  CHECK(a.elements() == 4);
+  CHECK(a.bytes() == 16);
+  fj::HostTensor copy = a;
+  a.values<float>()[0] = -1;
+  CHECK(copy.to_floats()[0] == 1);  // the copy has its own data
+  CHECK(copy != a);
+  fj::HostTensor moved = std::move(a);
+  CHECK(moved.to_floats()[0] == -1);
+  CHECK(a.bytes() == 0);  // NOLINT(bugprone-use-after-move): documented state
+  CHECK(a.data().empty());
+  const fj::HostTensor empty(fj::DType::I64, {0, 3}), scalar(fj::DType::F64, {});
+  CHECK(empty.bytes() == 0);
+  CHECK(empty.data().data() != nullptr);  // a kernel argument must be an address, even for 0 bytes
+  CHECK(scalar.elements() == 1);
+  CHECK_THROWS_AS(fj::HostTensor(fj::DType::F32, {-1}), fj::Error);
+  CHECK_THROWS_AS(fj::HostTensor(fj::DType::F32, {int64_t{1} << 62, 8}), fj::Error);  // the byte size overflows
 }

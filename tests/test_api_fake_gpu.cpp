@@ -10,49 +10,14 @@
 #include <fusejit/fusejit.h>
 #include <fusejit/report.h>
 
-#include "jit/codegen.h"
-#include "jit/host_compile.h"
-#include "lib/internal.h"
-#include "lib/program_impl.h"
-#include "tests/support/fake_driver.h"
+#include "tests/support/fake_gpu.h"
 
 namespace fj = fusejit;
 
 namespace {
 
-// Registers host emulations for every kernel of both plans of `p` with the fake driver.
-std::vector<std::shared_ptr<fusejit::jit::HostModule>> emulate(const fj::Program& p) {
-  std::vector<std::shared_ptr<fusejit::jit::HostModule>> keep;
-  const fj::Program::Impl& impl = p.impl();
-  struct Side {
-    const fusejit::ir::Graph* g;
-    const fusejit::ir::Plan* plan;
-    bool fast;
-  } sides[2] = {{&impl.rewritten.impl().graph, &impl.fused_plan, impl.options.fast_math},
-                {&impl.graph.impl().graph, &impl.unfused_plan, false}};
-  for (const Side& s : sides) {
-    fusejit::jit::CodegenOptions cg = s.plan == &impl.unfused_plan ? fusejit::unfused_codegen_options() : fusejit::jit::CodegenOptions{};
-    cg.fast_math = s.fast;
-    auto kernels = fusejit::jit::generate_plan_kernels(*s.g, *s.plan, cg);
-    if (kernels.empty()) continue;
-    auto module = fusejit::jit::host_compile(kernels).module;
-    keep.push_back(module);
-    for (const auto& k : kernels) {
-      auto tr = module->trampoline(k.name);
-      fake_cuda::st().kernels[k.name] = [tr](void** a) { tr(a, 1, 1); };
-    }
-  }
-  return keep;
-}
-
-struct FakeGpu {
-  FakeGpu() {
-    auto drv = fake_cuda::reset();
-    fake_cuda::st().free = size_t{4} << 30;
-    fusejit::jit::set_driver_for_testing(drv);
-  }
-  ~FakeGpu() { fusejit::jit::set_driver_for_testing(nullptr); }
-};
+using fake_gpu::emulate;
+using fake_gpu::FakeGpu;
 
 // The error Program::compile throws for `g` with `o` (a test failure when it compiles).
 fj::Error compile_error(const fj::Graph& g, const fj::Options& o) {
@@ -108,6 +73,9 @@ TEST_CASE("run_graph on the CUDA backend: fused vs unfused, per-op check, timing
       CAPTURE(chk.detail);
       CHECK(chk.ok);
     }
+    // The per-op check saw every op: the unfused run's intermediates came back from the device.
+    const std::string ops = std::to_string(p.kernels(fj::PlanKind::Unfused).size()) + " ops within";
+    CHECK(r.checks[1].detail.rfind(ops, 0) == 0);
     CHECK(r.fused.kernels == static_cast<int>(p.kernels(fj::PlanKind::Fused).size()));
     CHECK(r.fused.time_ms > 0);
     CHECK(r.copy_gbps > 0);
@@ -127,35 +95,51 @@ TEST_CASE("Program::run and launch on the CUDA backend") {
   o.backend = fj::Backend::Cuda;
   fj::Program p = fj::Program::compile(b.build(), o);
   auto keep = emulate(p);
-  fj::HostTensor tx{fj::DType::F32, {64}, std::vector<std::byte>(256)}, ty = tx;
-  for (int i = 0; i < 64; ++i) {
-    float vx = static_cast<float>(i), vy = 0.5f;
-    std::memcpy(tx.data.data() + 4 * i, &vx, 4);
-    std::memcpy(ty.data.data() + 4 * i, &vy, 4);
-  }
-  fj::Scalar three[1] = {fj::Scalar(3.0)};
-  auto out = p.run({tx, ty}, three);
-  float z5;
-  std::memcpy(&z5, out[0].data.data() + 20, 4);
-  CHECK(z5 == 15.5f);
-  CHECK(p.run({tx, ty}, three, fj::PlanKind::Unfused)[0].data == out[0].data);
+  std::vector<float> vx(64), vy(64, 0.5f);
+  for (int i = 0; i < 64; ++i) vx[static_cast<size_t>(i)] = static_cast<float>(i);
+  const fj::HostTensor tx = fj::HostTensor::from_floats(fj::DType::F32, {64}, vx);
+  const fj::HostTensor ty = fj::HostTensor::from_floats(fj::DType::F32, {64}, vy);
+  auto out = p.run({tx, ty}, {3.0});
+  CHECK(out[0].to_floats()[5] == 15.5f);
+  CHECK(p.run({tx, ty}, {{"a", 3.0}}, fj::PlanKind::Unfused)[0] == out[0]);
+
+  // Other dims from the input shapes alone, on the GPU path too.
+  fj::GraphBuilder db("dims");
+  fj::DimRef N = db.dim("N", 64);
+  db.output("y", db.input("x", fj::DType::F32, {N}) * 2);
+  fj::Program dp = fj::Program::compile(db.build(), o);
+  auto dkeep = emulate(dp);
+  const std::vector<float> five = {1, 2, 3, 4, 5};
+  const fj::HostTensor y5 = dp.run({fj::HostTensor::from_floats(fj::DType::F32, {5}, five)})[0];
+  CHECK(y5.shape() == std::vector<int64_t>{5});
+  CHECK(y5.to_floats() == std::vector<float>{2, 4, 6, 8, 10});
 
   // launch: caller-owned "device" pointers (host memory under the fake driver).
   std::vector<float> hx(64, 1.0f), hy(64, 2.0f), hz(64, 0.0f);
   const void* ins[2] = {hx.data(), hy.data()};
   void* outs[1] = {hz.data()};
-  p.launch(ins, outs, three, nullptr);
+  p.launch(ins, outs, {3.0}, nullptr);
   CHECK(hz[7] == 5.0f);
-  // An output overlapping an input is refused as the caller's mistake.
-  void* bad[1] = {hx.data()};
+  p.launch(ins, outs, {{"a", 4.0}}, nullptr);  // params by name
+  CHECK(hz[7] == 6.0f);
+  p.launch(ins, outs);  // the default, a = 2
+  CHECK(hz[7] == 4.0f);
+  // The output may be an input's own buffer (in place: z = 3x + y written over x)...
+  void* in_place[1] = {hx.data()};
+  p.launch(ins, in_place, {3.0}, nullptr);
+  CHECK(hx[7] == 5.0f);
+  // ... but an output overlapping an input any other way is refused as the caller's mistake.
+  void* bad[1] = {hx.data() + 1};
   try {
-    p.launch(ins, bad, three, nullptr);
+    p.launch(ins, bad, {3.0}, nullptr);
     FAIL("expected an error");
   } catch (const fj::Error& e) {
     CHECK(e.kind() == fj::ErrorKind::User);
+    CHECK(std::string(e.what()).find("output 'z'") != std::string::npos);
+    CHECK(std::string(e.what()).find("overlaps input 'x'") != std::string::npos);
   }
   // A wrong pointer count.
-  CHECK_THROWS_AS(p.launch(std::span<const void* const>(ins, 1), outs, three, nullptr), fj::Error);
+  CHECK_THROWS_AS(p.launch(std::span<const void* const>(ins, 1), outs, {3.0}, nullptr), fj::Error);
 }
 
 TEST_CASE("extra NVRTC options reach NVRTC, are part of the cache key, and bad ones are User errors") {
@@ -172,8 +156,8 @@ TEST_CASE("extra NVRTC options reach NVRTC, are part of the cache key, and bad o
   o.nvrtc_options = {"--maxrregcount=32"};
   fj::Program capped = fj::Program::compile(g, o);
   // Not served from the plain program's memory-cache entry: compiled again with the option.
-  CHECK(capped.kernels(fj::PlanKind::Fused)[0].cache == "compiled");
-  CHECK(fj::Program::compile(g, o).kernels(fj::PlanKind::Fused)[0].cache == "memory");
+  CHECK(capped.kernels(fj::PlanKind::Fused)[0].cache == fj::CacheOutcome::Compiled);
+  CHECK(fj::Program::compile(g, o).kernels(fj::PlanKind::Fused)[0].cache == fj::CacheOutcome::MemoryHit);
   CHECK(plain.kernels(fj::PlanKind::Fused)[0].name == capped.kernels(fj::PlanKind::Fused)[0].name);
   // The same structure with other value names is a different source (its comments name them), not
   // a memory-cache hit on the first one.
@@ -186,7 +170,7 @@ TEST_CASE("extra NVRTC options reach NVRTC, are part of the cache key, and bad o
   const fj::KernelInfo k2 = fj::Program::compile(fj::Graph::parse(second, "same.txt"), o).kernels(fj::PlanKind::Fused)[0];
   CHECK(k1.source.find("(y)") != std::string::npos);
   CHECK(k2.source.find("(activation)") != std::string::npos);
-  CHECK(k2.cache == "compiled");
+  CHECK(k2.cache == fj::CacheOutcome::Compiled);
   o.nvrtc_options = {"--no-such-option"};
   const fj::Error bad = compile_error(g, o);
   CHECK(bad.kind() == fj::ErrorKind::User);  // the caller's option, not the generated code
@@ -197,7 +181,7 @@ TEST_CASE("extra NVRTC options reach NVRTC, are part of the cache key, and bad o
     o.nvrtc_options = {arch_opt};
     const fj::Error e = compile_error(g, o);
     CHECK(e.kind() == fj::ErrorKind::User);
-    CHECK(std::string(e.what()).find("use --arch") != std::string::npos);
+    CHECK(std::string(e.what()).find("use Options::arch") != std::string::npos);
   }
 }
 

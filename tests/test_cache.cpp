@@ -1,6 +1,9 @@
-// The kernel cache: key stability across processes, key sensitivity, damaged entries, many
-// processes and threads on one folder, unwritable folders, LRU eviction, FUSEJIT_DISABLE_CACHE,
-// and the `fusejit cache` operations. Child processes are this executable re-run with
+// The kernel cache and the one disk store under it: key stability across processes, key
+// sensitivity, damaged entries, many processes and threads on one folder, unwritable folders, LRU
+// eviction, FUSEJIT_DISABLE_CACHE, the `fusejit cache` operations; then the store as the library
+// uses it for both backends: CPU modules as entries, one cap, compile once across processes,
+// private folders only, every damage case of a CPU entry, validated environment, keys that ignore
+// the graph file's name and comments, and --no-cache leaving nothing behind. Child processes are this executable re-run with
 // FJ_CACHE_TEST_CHILD set (handled before doctest's main runs).
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -17,15 +20,21 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <fusejit/fusejit.h>
+#include <fusejit/report.h>
+
 #include "ir/error.h"
 #include "jit/cache.h"
+#include "jit/disk_store.h"
 #include "jit/nvrtc.h"
+#include "jit/source_key.h"
 
 extern char** environ;
 
@@ -215,6 +224,97 @@ int run_worker() {
   return bad == 0 ? 0 : 1;
 }
 
+// ---- the store as the library uses it (public API, CPU path) ----
+
+namespace fj = fusejit;
+
+// Two graph files with the same statements; the second has another name, comments and blank lines.
+const char* kGraphA = "graph pair\ninput x : f32[8]\ninput y : f32[8]\nz = exp(x) * y + 1\nw = z - x\noutput z, w\n";
+const char* kGraphB =
+    "# A copy of pair.txt under another name\n\n# with comments\ngraph pair\n\ninput x : f32[8]   # x\n"
+    "input y : f32[8]\n\n\nz = exp(x) * y + 1  # z\n# w next\n\nw = z - x\noutput z, w\n";
+const char* kGraphOther = "graph other\ninput x : f32[8]\ny = sqrt(x) * 3\noutput y\n";
+
+fj::Options cpu_options(const fs::path& dir = {}) {
+  fj::Options o;
+  o.backend = fj::Backend::Cpu;
+  o.cache_dir = dir.string();
+  return o;
+}
+
+// Compiles `text` for the CPU; the cache outcome of every kernel, fused then unfused. The
+// Program is gone on return, so the next call loads its module again (from disk when cached).
+std::vector<std::string> cpu_outcomes(const std::string& text, const std::string& file, fj::Options o) {
+  o.build_unfused = true;  // both plans now, as one host module (else the unfused one on first use)
+  fj::Program p = fj::Program::compile(fj::Graph::parse(text, file), o);
+  std::vector<std::string> out;
+  for (fj::PlanKind kind : {fj::PlanKind::Fused, fj::PlanKind::Unfused})
+    for (const fj::KernelInfo& k : p.kernels(kind)) out.emplace_back(fj::cache_outcome_name(k.cache));
+  return out;
+}
+bool all_are(const std::vector<std::string>& outcomes, const std::string& what) {
+  return !outcomes.empty() && std::all_of(outcomes.begin(), outcomes.end(), [&](const std::string& o) { return o == what; });
+}
+
+// Sets (or, with nullptr, unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
+    else ::unsetenv(name_.c_str());
+  }
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+// Collects the library's warnings for one scope.
+struct LibraryWarnings {
+  std::vector<std::string> list;
+  LibraryWarnings() {
+    fj::set_warning_handler([this](std::string_view m) { list.emplace_back(m); });
+  }
+  ~LibraryWarnings() { fj::set_warning_handler(nullptr); }
+  size_t count(const std::string& part) const {
+    return static_cast<size_t>(std::count_if(list.begin(), list.end(), [&](const std::string& w) { return w.find(part) != std::string::npos; }));
+  }
+};
+
+// Every path under `dir` (files and folders), relative, sorted; and their total file size.
+std::vector<std::string> tree(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    out.push_back(fs::relative(it->path(), dir).string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+uint64_t tree_bytes(const fs::path& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file()) total += it->file_size();
+  return total;
+}
+
+// Child: compiles kGraphOther for the CPU through FUSEJIT_CACHE_DIR; prints how many modules it
+// compiled (0 or 1: fused and unfused kernels are one module).
+int run_cpu_child() {
+  if (const char* at = std::getenv("FJ_CACHE_TEST_START_NS")) {
+    auto start = std::chrono::system_clock::time_point(std::chrono::nanoseconds(std::strtoll(at, nullptr, 10)));
+    std::this_thread::sleep_until(start);
+  }
+  std::vector<std::string> o = cpu_outcomes(kGraphOther, "other.txt", cpu_options());
+  std::printf("compiled=%d\n", o.front() == "compiled" ? 1 : 0);
+  return 0;
+}
+
 // Runs before doctest's main when this executable is started as a child.
 const int child_mode = [] {
   const char* mode = std::getenv("FJ_CACHE_TEST_CHILD");
@@ -225,6 +325,11 @@ const int child_mode = [] {
     std::printf("%s %s\n", k.key.hex().c_str(), k.check.hex().c_str());
     std::fflush(stdout);
     std::_Exit(0);
+  }
+  if (m == "cpu") {
+    int rc = run_cpu_child();
+    std::fflush(stdout);
+    std::_Exit(rc);
   }
   if (m == "worker") {
     int rc = run_worker();
@@ -245,8 +350,8 @@ TEST_CASE("the disk key is the same in another process and on another machine") 
   CHECK(out == here.key.hex() + " " + here.check.hex() + "\n");
   // Golden value: a change here means every user's cache is invalidated; bump
   // kCacheFormatVersion on purpose when that is intended, and update these.
-  CHECK(here.key.hex() == "5ee24d8c08de5d1d9f0b6d3696501e44");
-  CHECK(here.check.hex() == "296042ef2cb94a0b9ee6ffbbc516431a");
+  CHECK(here.key.hex() == "52c5d7946bb7252a3cfa02bd6b686d52");
+  CHECK(here.check.hex() == "4a693db0a9d591a16facef793f006896");
   CHECK(here.key != here.check);
 }
 
@@ -543,7 +648,7 @@ TEST_CASE("8 processes sharing one empty cache folder") {
     real_hashes.insert(real);
   }
   CHECK(real_hashes.size() == 1);                 // every process got the same NVRTC binary
-  CHECK(total_compiles >= kWorkerKernels + 1);    // somebody compiled each kernel
+  CHECK(total_compiles == kWorkerKernels + 1);    // each kernel compiled once, by one process
   std::vector<CacheEntryInfo> entries = list_cache(dir);
   CHECK(entries.size() == kWorkerKernels + 1);    // one valid entry per key
   for (const auto& e : entries) CHECK(e.valid);
@@ -717,7 +822,8 @@ TEST_CASE("cache stats, list and clear touch only cache files") {
   CHECK(s.dir == dir);
 
   ClearResult cleared = clear_cache(dir);
-  CHECK(cleared.removed == 4);  // 3 entries + the temp file
+  CHECK(cleared.removed == 3);  // entries (the temp file goes too)
+  CHECK(!fs::exists(first_prefix / ".tmp-abandoned"));
   CHECK(cleared.bytes > 0);
   CHECK(list_cache(dir).empty());
   CHECK(fs::exists(dir / "README"));
@@ -725,4 +831,354 @@ TEST_CASE("cache stats, list and clear touch only cache files") {
   CHECK(fs::exists(first_prefix / "notes.txt"));
   CHECK(cache_stats(dir / "does-not-exist").entries == 0);
   fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The one store, as the library uses it for both backends.
+
+TEST_CASE("location comments are cut exactly, and file names cannot break out of them") {
+  CHECK(location_comment("gelu.txt", 5) == "  [gelu.txt:5]");
+  CHECK(location_comment("a]b[c\nint evil;\x7f", 12) == "  [a?b?c?int evil;?:12]");
+  const std::string src =
+      "  const float v3 = fj_add(v1, v2);  // v3 = add(v1, v2) : f32  [gelu.txt:5]\n"
+      "  const float v4 = a[3:4];  // not a location: [x]\n"
+      "  y[i] = x[i];\n"
+      "// Fusion group  [odd name.txt:77]\n"
+      "int k = 1;  [no comment:1]\n"
+      "// not made by location_comment  [a]b:9]\n";
+  const std::string cut = without_location_comments(src);
+  CHECK(cut ==
+        "  const float v3 = fj_add(v1, v2);  // v3 = add(v1, v2) : f32\n"
+        "  const float v4 = a[3:4];  // not a location: [x]\n"
+        "  y[i] = x[i];\n"
+        "// Fusion group\n"
+        "int k = 1;  [no comment:1]\n"
+        "// not made by location_comment  [a]b:9]\n");
+  CHECK(without_location_comments("no newline at the end  // c  [g.txt:1]") == "no newline at the end  // c");
+  CHECK(without_location_comments("") == "");
+}
+
+TEST_CASE("two graph files differing only in name, comments and blank lines share every cache entry") {
+  fs::path dir = make_temp_dir();
+  const fj::Options o = cpu_options(dir);
+  // CPU path: one host module for both plans.
+  CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o), "compiled"));
+  const size_t entries = fj::cache_list(o).size();
+  CHECK(entries == 1);
+  CHECK(all_are(cpu_outcomes(kGraphB, "renamed/copy of pair.txt", o), "disk"));
+  CHECK(fj::cache_list(o).size() == entries);
+  // GPU path (NVRTC; no GPU needed): the same kernel names and entries, dumps with their own lines.
+  fs::path out_a = make_temp_dir(), out_b = make_temp_dir();
+  std::vector<fj::KernelInfo> ka = fj::compile_to_dir(fj::Graph::parse(kGraphA, "pair.txt"), "sm_80", out_a.string(), false, o);
+  const size_t gpu_entries = fj::cache_list(o).size();
+  CHECK(gpu_entries > entries);
+  std::vector<fj::KernelInfo> kb =
+      fj::compile_to_dir(fj::Graph::parse(kGraphB, "renamed/copy of pair.txt"), "sm_80", out_b.string(), false, o);
+  REQUIRE(ka.size() == kb.size());
+  for (size_t i = 0; i < ka.size(); ++i) {
+    CAPTURE(i);
+    CHECK(kb[i].name == ka[i].name);
+    CHECK(kb[i].cache != fj::CacheOutcome::Compiled);
+  }
+  CHECK(fj::cache_list(o).size() == gpu_entries);
+  CHECK(read_text(out_a / (ka[0].name + ".cu")).find("[pair.txt:4]") != std::string::npos);
+  CHECK(read_text(out_b / (kb[0].name + ".cu")).find("[copy of pair.txt:10]") != std::string::npos);
+  for (const fs::path& d : {dir, out_a, out_b}) fs::remove_all(d);
+}
+
+TEST_CASE("one store: GPU kernels and CPU modules in one folder, listed, counted and cleared together") {
+  fs::path dir = make_temp_dir(), out = make_temp_dir();
+  const fj::Options o = cpu_options(dir);
+  CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o), "compiled"));
+  fj::compile_to_dir(fj::Graph::parse(kGraphOther, "other.txt"), "sm_90", out.string(), false, o);
+  std::set<std::string> targets;
+  for (const fj::CacheEntryInfo& e : fj::cache_list(o)) {
+    CHECK(e.valid);
+    targets.insert(e.target);
+  }
+  CHECK(targets == std::set<std::string>{"host", "sm_90"});
+  fj::CacheStats s = fj::cache_stats(o);
+  CHECK(s.host_modules == 1);
+  CHECK(s.entries >= 1);
+  CHECK(s.temp_files == 0);
+  CHECK(s.enabled);
+  CHECK(fj::cache_clear(o) == s.entries + s.host_modules);
+  for (const std::string& f : tree(dir)) CHECK_MESSAGE(fs::is_directory(dir / f), f);  // no file left
+  fs::remove_all(dir);
+  fs::remove_all(out);
+}
+
+TEST_CASE("one size cap for GPU kernels and CPU modules") {
+  fs::path dir = make_temp_dir();
+  {
+    KernelCache filler(config_for(dir));
+    const std::vector<char> payload(100 << 10, 'p');
+    for (int i = 0; i < 12; ++i) {  // 1.2 MiB of old GPU entries
+      const DiskKey k = disk_key(inputs_n(500 + i));
+      REQUIRE(filler.store(k, Target{Arch{9, 0}, OutputKind::Cubin}, payload, "k"));
+      struct timespec times[2] = {{1000 + i, 0}, {1000 + i, 0}};
+      REQUIRE(::utimensat(AT_FDCWD, entry_path(dir, k.key).c_str(), times, 0) == 0);
+    }
+  }
+  REQUIRE(tree_bytes(dir) > (1u << 20));
+  ScopedEnv cap("FUSEJIT_CACHE_MAX_MB", "1");
+  CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", cpu_options(dir)), "compiled"));
+  CHECK(tree_bytes(dir) <= (1u << 20));  // old GPU entries went, least recently used first
+  CHECK(fj::cache_stats(cpu_options(dir)).host_modules == 1);
+  CHECK(fj::cache_stats(cpu_options(dir)).cap_bytes == (1 << 20));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a CPU module is compiled once across processes") {
+  fs::path dir = make_temp_dir();
+  const auto start = std::chrono::system_clock::now() + std::chrono::milliseconds(500);
+  const long long start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
+  std::vector<Child> children;
+  for (int p = 0; p < 4; ++p)
+    children.push_back(spawn_child({"FJ_CACHE_TEST_CHILD=cpu", "FUSEJIT_CACHE_DIR=" + dir.string(),
+                                    "FJ_CACHE_TEST_START_NS=" + std::to_string(start_ns)}));
+  int compiled = 0;
+  for (auto& c : children) {
+    auto [rc, out] = finish_child(c);
+    CAPTURE(out);
+    CHECK(rc == 0);
+    int n = -1;
+    REQUIRE(std::sscanf(out.c_str(), "compiled=%d", &n) == 1);
+    compiled += n;
+  }
+  CHECK(compiled == 1);  // the others waited on the key's lock and loaded it
+  CHECK(cache_stats(dir).host_entries == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("stale temporary files, lock files and build folders are swept; fresh ones stay") {
+  fs::path dir = make_temp_dir();
+  KernelCache seed(config_for(dir));
+  const DiskKeyInputs in = inputs_n(600);
+  seed.get_or_compile(in, [&] { return fake_compile(in); });
+  const fs::path prefix = entry_path(dir, disk_key(in).key).parent_path();
+  const fs::path old_temp = prefix / ".tmp-killed", new_temp = prefix / ".tmp-running";
+  const fs::path old_lock_named = entry_path(dir, Hash128{1, 0xab00000000000000ull}).replace_extension(".lock");
+  const fs::path old_build = dir / ".tmp-build-killed", new_build = dir / ".tmp-build-running";
+  fs::create_directories(old_lock_named.parent_path());
+  for (const fs::path& f : {old_temp, new_temp, old_lock_named}) write_text(f, "x");
+  for (const fs::path& d : {old_build, new_build}) {
+    fs::create_directories(d);
+    write_text(d / "module.cpp", "int x;");
+  }
+  const struct timespec two_hours_ago[2] = {{::time(nullptr) - 7200, 0}, {::time(nullptr) - 7200, 0}};
+  for (const fs::path& f : {old_temp, old_lock_named, old_build})
+    REQUIRE(::utimensat(AT_FDCWD, f.c_str(), two_hours_ago, AT_SYMLINK_NOFOLLOW) == 0);
+  CHECK(cache_stats(dir).temp_files == 4);
+  KernelCache next(config_for(dir));  // a new process's first store scans and sweeps
+  const DiskKeyInputs in2 = inputs_n(601);
+  next.get_or_compile(in2, [&] { return fake_compile(in2); });
+  CHECK(!fs::exists(old_temp));
+  CHECK(!fs::exists(old_lock_named));
+  CHECK(!fs::exists(old_build));
+  CHECK(fs::exists(new_temp));
+  CHECK(fs::exists(new_build / "module.cpp"));
+  CHECK(cache_stats(dir).temp_files == 2);
+  CHECK(cache_stats(dir).entries == 2);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cache environment variables are validated, with errors naming them") {
+  fs::path dir = make_temp_dir();
+  const fj::Options o = cpu_options(dir);
+  auto expect_error = [&](const char* var, const char* value) {
+    CAPTURE(var);
+    CAPTURE(value);
+    ScopedEnv e(var, value);
+    for (int path = 0; path < 2; ++path) {
+      try {
+        if (path == 0) cpu_outcomes(kGraphOther, "other.txt", o);
+        else fj::cache_stats(o);
+        FAIL_CHECK("no error");
+      } catch (const fj::Error& err) {
+        CHECK(err.kind() == fj::ErrorKind::User);
+        CHECK(std::string(err.what()).find(std::string(var) + "='" + value + "'") != std::string::npos);
+        CHECK(err.file().empty());  // about the environment, not the graph file
+        CHECK(err.diagnostic().rfind("error: " + std::string(var), 0) == 0);
+      }
+    }
+  };
+  for (const char* bad : {"-5", "abc", "1e3", "5 ", " 5", "0x10", "99999999999999999999", "17592186044416"})
+    expect_error("FUSEJIT_CACHE_MAX_MB", bad);
+  for (const char* bad : {"maybe", "2", "enabled", "1 "}) expect_error("FUSEJIT_DISABLE_CACHE", bad);
+  CHECK(tree(dir).empty());
+  {
+    ScopedEnv off("FUSEJIT_DISABLE_CACHE", "TRUE");
+    CHECK(all_are(cpu_outcomes(kGraphOther, "other.txt", o), "compiled"));
+    CHECK(tree(dir).empty());  // nothing on disk
+  }
+  for (const char* no : {"0", "no", "Off", "false", ""}) {
+    ScopedEnv on("FUSEJIT_DISABLE_CACHE", no);
+    CHECK(!cache_disabled_by_env());
+  }
+  ScopedEnv cap("FUSEJIT_CACHE_MAX_MB", "0");
+  CHECK(cache_env().max_bytes == 0);  // no cap
+  CHECK(fj::cache_stats(o).cap_bytes == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("one cache-folder rule for GPU kernels and CPU modules; a relative XDG_CACHE_HOME is ignored") {
+  fs::path home = make_temp_dir(), work = make_temp_dir();
+  const fs::path cwd = fs::current_path();
+  fs::current_path(work);
+  {
+    ScopedEnv a("FUSEJIT_CACHE_DIR", nullptr), b("XDG_CACHE_HOME", "relative-xdg"), c("HOME", home.c_str());
+    CHECK(fj::cache_path() == (home / ".cache" / "fusejit").string());
+    CHECK(all_are(cpu_outcomes(kGraphOther, "other.txt", cpu_options()), "compiled"));
+    CHECK(fj::cache_stats().host_modules == 1);
+    CHECK(!fs::exists(work / "relative-xdg"));
+    ScopedEnv x("XDG_CACHE_HOME", (work / "xdg").c_str());
+    CHECK(fj::cache_path() == (work / "xdg" / "fusejit").string());
+  }
+  fs::current_path(cwd);
+  fs::remove_all(home);
+  fs::remove_all(work);
+}
+
+TEST_CASE("a cache folder that is not private is never read or written: one warning, the run goes on") {
+  fs::path good = make_temp_dir();
+  CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", cpu_options(good)), "compiled"));
+  // Each bad folder starts as a copy of a good cache: a module planted there must never load.
+  std::vector<fs::path> made{good};
+  auto planted = [&](const std::string& name) {
+    made.push_back(make_temp_dir());
+    fs::path bad = made.back() / name;
+    fs::copy(good, bad, fs::copy_options::recursive);
+    return bad;
+  };
+  auto expect_refused = [&](const fs::path& bad, bool via_env) {
+    CAPTURE(bad);
+    CAPTURE(via_env);
+    const std::vector<std::string> before = tree(bad);
+    LibraryWarnings w;
+    std::optional<ScopedEnv> env;
+    if (via_env) env.emplace("FUSEJIT_CACHE_DIR", bad.c_str());
+    CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", cpu_options(via_env ? fs::path() : bad)), "compiled"));
+    CHECK(tree(bad) == before);  // nothing written
+    CHECK(w.list.size() == 1);
+    CHECK(w.count("is not usable") == 1);
+    CHECK(w.count("continuing without the disk cache") == 1);
+  };
+  for (bool via_env : {false, true}) {
+    fs::path open_to_all = planted(via_env ? "world-env" : "world-opt");
+    for (const std::string& d : tree(open_to_all)) fs::permissions(open_to_all / d, fs::perms::all);
+    fs::permissions(open_to_all, fs::perms::all);
+    expect_refused(open_to_all, via_env);
+    fs::path group = planted(via_env ? "group-env" : "group-opt");
+    fs::permissions(group, fs::perms::owner_all | fs::perms::group_all);
+    expect_refused(group, via_env);
+    // A folder that cannot be created (a path below a regular file: unwritable even for root).
+    made.push_back(make_temp_dir());
+    fs::path file = made.back() / "a-file";
+    write_text(file, "x");
+    LibraryWarnings w;
+    std::optional<ScopedEnv> env;
+    if (via_env) env.emplace("FUSEJIT_CACHE_DIR", (file / "cache").c_str());
+    CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", cpu_options(via_env ? fs::path() : file / "cache")), "compiled"));
+    CHECK(w.count("without the disk cache") == 1);
+    if (::geteuid() == 0) {  // only root can give a folder to another user
+      fs::path other = planted(via_env ? "other-env" : "other-opt");
+      for (const std::string& f : tree(other)) REQUIRE(::lchown((other / f).c_str(), 65534, 65534) == 0);
+      REQUIRE(::chown(other.c_str(), 65534, 65534) == 0);
+      expect_refused(other, via_env);
+    }
+  }
+  // A private folder of ours that is a symbolic link is fine: the link is followed.
+  fs::path real = planted("real");
+  made.push_back(make_temp_dir());
+  fs::path link = made.back() / "link";
+  fs::create_directory_symlink(real, link);
+  CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", cpu_options(link)), "disk"));
+  for (const fs::path& d : made) fs::remove_all(d);
+}
+
+TEST_CASE("without any cache folder nothing is written anywhere: one warning, a private build folder") {
+  fs::path tmp = make_temp_dir();
+  ScopedEnv a("FUSEJIT_CACHE_DIR", nullptr), b("XDG_CACHE_HOME", nullptr), c("HOME", nullptr), t("TMPDIR", tmp.c_str());
+  LibraryWarnings w;
+  CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", cpu_options()), "compiled"));
+  CHECK(w.count("no kernel cache folder") == 1);
+  CHECK(tree(tmp).empty());  // no shared folder such as /tmp/fusejit-host-<uid>, no leftovers
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("--no-cache (disk_cache = false) leaves nothing on disk, also when the compiler fails") {
+  fs::path tmp = make_temp_dir();
+  ScopedEnv t("TMPDIR", tmp.c_str());
+  fj::Options o = cpu_options();
+  o.disk_cache = false;
+  CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o), "compiled"));
+  CHECK(tree(tmp).empty());
+  {
+    ScopedEnv cxx("CXX", "false");  // a compiler that fails
+    CHECK_THROWS_AS(cpu_outcomes("input q : i32[3]\nr = q * 7\noutput r\n", "q.txt", o), fj::Error);
+  }
+  CHECK(tree(tmp).empty());
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("every damage case of a CPU module entry is rebuilt with one warning, never loaded") {
+  fs::path dir = make_temp_dir();
+  const fj::Options o = cpu_options(dir);
+  CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o), "compiled"));
+  REQUIRE(fj::cache_list(o).size() == 1);
+  const fs::path path = fj::cache_list(o)[0].path;
+  CHECK(all_are(cpu_outcomes(kGraphOther, "other.txt", o), "compiled"));
+  fs::path other_path;
+  for (const fj::CacheEntryInfo& e : fj::cache_list(o))
+    if (e.path != path.string()) other_path = e.path;
+  REQUIRE(!other_path.empty());
+  const std::string good = read_text(path);
+  const fs::path victim = make_temp_dir() / "precious.txt";
+  write_text(victim, "precious");
+  auto replace = [&](const std::function<void()>& make) {
+    return [&, make] {
+      fs::remove_all(path);
+      make();
+    };
+  };
+  struct Damage {
+    const char* what;
+    std::function<void()> apply;
+  };
+  std::vector<Damage> damages = {
+      {"an entry copied from another key", [&] { write_text(path, read_text(other_path)); }},
+      {"truncated", [&] { write_text(path, good.substr(0, good.size() / 2)); }},
+      {"a bit flipped in the module", [&] {
+         std::string s = good;
+         s[s.size() - 100] ^= 0x01;
+         write_text(path, s);
+       }},
+      {"garbage", [&] { write_text(path, std::string(300, 'z')); }},
+      {"empty", [&] { write_text(path, ""); }},
+      {"a directory", replace([&] { fs::create_directories(path / "inside"); })},
+      {"a symbolic link", replace([&] { fs::create_symlink(victim, path); })},
+      {"a FIFO", replace([&] { REQUIRE(::mkfifo(path.c_str(), 0600) == 0); })},
+  };
+  if (::geteuid() == 0)
+    damages.push_back({"another user's file", [&] {
+                         write_text(path, good);
+                         REQUIRE(::chown(path.c_str(), 65534, 65534) == 0);
+                       }});
+  for (const Damage& d : damages) {
+    std::string what = d.what;
+    CAPTURE(what);
+    d.apply();
+    LibraryWarnings w;
+    CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o), "compiled"));
+    CHECK(w.list.size() == 1);
+    CHECK(w.count(path.string()) == 1);
+    CHECK(read_text(victim) == "precious");  // never written through
+    struct stat st;
+    REQUIRE(::lstat(path.c_str(), &st) == 0);
+    CHECK(S_ISREG(st.st_mode));
+    CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o), "disk"));  // rewritten, valid again
+  }
+  fs::remove_all(dir);
+  fs::remove_all(victim.parent_path());
 }

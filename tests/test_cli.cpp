@@ -333,3 +333,22 @@ TEST_CASE("plan and run print bytes in the same units; index.json and plan name 
   CHECK(lhs == pj["fused"]["groups"][0]["nodes"].get<std::vector<std::string>>());
   CHECK(index["kernels"][0]["ops"][0] == "h = add(x, bias)");
 }
+
+TEST_CASE("messages about options name the command's flags, not the library's fields") {
+  const std::string x2x3 = sample("x2x3.txt") + " --backend cpu --dim N=64 ";
+  Result r = run("run " + x2x3 + "--arch sm_90");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("--arch sm_90 has no effect on the CPU path") != std::string::npos);
+  r = run("run " + x2x3 + "--arch sm_9000x");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--arch: invalid GPU architecture 'sm_9000x'") != std::string::npos);
+  r = run("run " + x2x3 + "--nvrtc-option=--maxrregcount=32");
+  CHECK(r.out.find("--nvrtc-option (--maxrregcount=32) has no effect on the CPU path") != std::string::npos);
+  r = run("run " + x2x3 + "--param nope=1");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--param nope: the graph has no param named 'nope'") != std::string::npos);
+  r = run("compile " + sample("x2x3.txt") + " -o " + scratch("arch").string() + " --arch sm_9000x");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--arch: invalid GPU architecture") != std::string::npos);
+  CHECK(r.out.find("Options::") == std::string::npos);
+}

@@ -20,11 +20,16 @@
 #include "ir/plan.h"
 #include "ir/reference.h"
 #include "jit/cpu_runner.h"
+#include "tests/support/cpu_check.h"
 #include "tests/support/random_graph.h"
 
 using namespace fusejit;
 using ir::DType;
 using ir::Op;
+using testing::Case;
+using testing::check_case;
+using testing::compile_all;
+using testing::make_case;
 
 namespace {
 
@@ -32,91 +37,6 @@ ir::Shape shp(std::initializer_list<int64_t> s) {
   ir::Shape r;
   for (int64_t v : s) r.push_back({v, -1});
   return r;
-}
-
-int g_nan_payload_only = 0;  // outputs equal except for NaN sign/payload bits
-
-// Exact byte equality, except that two NaNs are equal whatever their sign and payload (the team's
-// contract, testing::same_bits: x86 makes a fresh NaN negative, folding makes it positive). On a
-// mismatch, a description of the first differing element.
-bool identical(const ir::Tensor& a, const ir::Tensor& b, std::string& why) {
-  if (a.dtype != b.dtype || a.shape != b.shape) {
-    why = fmt::format("type {} vs {}", ir::tensor_type_string(a.dtype, a.shape), ir::tensor_type_string(b.dtype, b.shape));
-    return false;
-  }
-  if (a.data == b.data) return true;
-  if (testing::same_bits(a, b)) {
-    ++g_nan_payload_only;
-    return true;
-  }
-  const int sz = ir::dtype_size(a.dtype);
-  for (int64_t i = 0; i < a.numel(); ++i)
-    if (std::memcmp(a.data.data() + i * sz, b.data.data() + i * sz, static_cast<size_t>(sz)) != 0) {
-      const ir::Scalar x = a.get(i), y = b.get(i);
-      uint64_t bx = 0, by = 0;
-      std::memcpy(&bx, a.data.data() + i * sz, static_cast<size_t>(sz));
-      std::memcpy(&by, b.data.data() + i * sz, static_cast<size_t>(sz));
-      why = fmt::format("element {}: {} (0x{:x}) vs {} (0x{:x})", i, ir::is_float(a.dtype) ? fmt::format("{}", x.f) : fmt::format("{}", x.i), bx,
-                        ir::is_float(a.dtype) ? fmt::format("{}", y.f) : fmt::format("{}", y.i), by);
-      return false;
-    }
-  return true;
-}
-
-// A graph with its fused and unfused CPU programs and the inputs to check them on.
-struct Case {
-  std::string label;
-  ir::Graph graph;
-  std::vector<ir::Tensor> inputs;
-  std::vector<ir::Scalar> params;
-  jit::CpuProgram fused, unfused;
-};
-
-Case make_case(std::string label, ir::Graph g, uint64_t seed, const jit::CodegenOptions& opts = {}) {
-  Case c;
-  c.label = std::move(label);
-  c.inputs = testing::random_inputs(g, seed, 0.35);
-  c.params = testing::random_params(g, seed);
-  c.fused = jit::prepare_cpu_program(g, ir::plan_fusion(g), opts);
-  c.unfused = jit::prepare_cpu_program(g, ir::plan_unfused(g), opts);
-  c.graph = std::move(g);
-  return c;
-}
-
-// One host module per half of the cases, compiled concurrently (2 cores in CI).
-void compile_all(std::vector<Case>& cases, const jit::HostCompileOptions& opts = {}, int parts = 2) {
-  std::vector<std::future<void>> jobs;
-  const size_t per = (cases.size() + static_cast<size_t>(parts) - 1) / static_cast<size_t>(parts);
-  for (size_t first = 0; first < cases.size(); first += per)
-    jobs.push_back(std::async(std::launch::async, [&, first] {
-      std::vector<jit::CpuProgram*> ps;
-      for (size_t k = first; k < std::min(cases.size(), first + per); ++k) {
-        ps.push_back(&cases[k].fused);
-        ps.push_back(&cases[k].unfused);
-      }
-      jit::compile_cpu_programs(ps, opts);
-    }));
-  for (auto& j : jobs) j.get();
-}
-
-// Runs both programs and the reference; every output must be identical. Returns failures.
-int check_case(const Case& c, const jit::CpuRunOptions& run = {}) {
-  const std::vector<ir::Tensor> ref = ir::evaluate_reference(c.graph, c.inputs, c.params);
-  const jit::CpuTensorRunResult f = jit::run_cpu_program(c.fused, std::span<const ir::Tensor>(c.inputs), c.params, run);
-  const jit::CpuTensorRunResult u = jit::run_cpu_program(c.unfused, std::span<const ir::Tensor>(c.inputs), c.params, run);
-  int bad = 0;
-  for (size_t o = 0; o < ref.size(); ++o) {
-    std::string why;
-    if (!identical(ref[o], f.outputs[o], why)) {
-      ++bad;
-      FAIL_CHECK(c.label << ": fused output '" << c.graph.outputs[o].name << "' differs from the reference: " << why);
-    }
-    if (!identical(ref[o], u.outputs[o], why)) {
-      ++bad;
-      FAIL_CHECK(c.label << ": unfused output '" << c.graph.outputs[o].name << "' differs from the reference: " << why);
-    }
-  }
-  return bad;
 }
 
 }  // namespace
@@ -189,9 +109,12 @@ TEST_CASE("every sample graph, at small dims, fused and unfused match the refere
   }
   compile_all(cases);
   int bad = 0;
+  jit::CpuRunOptions strided;  // every kernel through its strided entry (the one views run)
+  strided.force_strided = true;
   for (const Case& c : cases) {
     CHECK(c.fused.plan.groups.size() <= c.unfused.plan.groups.size());
     bad += check_case(c);
+    bad += check_case(c, strided);
   }
   CHECK(bad == 0);
 }
@@ -235,11 +158,12 @@ TEST_CASE("1,000+ random graphs: fused, unfused and reference agree bit for bit"
     for (size_t k = 0; k < cases.size(); ++k) {
       jit::CpuRunOptions run;
       if (k % 3 == 1) run.launch = {2, 3};
+      if (k % 3 == 2) run.force_strided = true;  // the strided entry, as views run it
       bad += check_case(cases[k], run);
       ++graphs;
     }
   }
-  MESSAGE(graphs << " graphs, " << kernels << " host modules, compile " << compile_s << " s, " << g_nan_payload_only
+  MESSAGE(graphs << " graphs, " << kernels << " host modules, compile " << compile_s << " s, " << testing::nan_payload_only_count()
                  << " outputs equal up to NaN sign/payload");
   CHECK(graphs >= 1000);
   CHECK(multi_output_groups > 50);

@@ -26,6 +26,7 @@
 #include "ir/plan.h"
 #include "ir/reference.h"
 #include "jit/compare.h"
+#include "jit/arch.h"
 #include "jit/gpu_build.h"
 #include "jit/gpu_runner.h"
 #include "support/fake_driver.h"
@@ -66,13 +67,54 @@ struct SkipWithoutGpu {
   }
 } g_skip;
 
+// One plan through the production GPU build path (jit/gpu_build.h), as Program::compile runs it.
+struct BuiltPlan {
+  CompiledPlan compiled;
+  GpuProgram program;
+};
 struct Built {
-  GpuBuild fused, unfused;
+  BuiltPlan fused, unfused;
 };
 
-Built build(const ir::Graph& g) {
-  Built b{build_gpu_program(g_dc, g, ir::plan_fusion(g), {}), build_gpu_program(g_dc, g, ir::plan_unfused(g), {})};
+BuiltPlan build_plan(const ir::Graph& g, const ir::Plan& plan) {
+  GpuBuildOptions bo;
+  bo.target = choose_target_for_device(Arch{g_dc->info().cc_major, g_dc->info().cc_minor}).target;
+  bo.codegen.canonical_names = !plan.fused;  // as the library builds its unfused baseline
+  BuiltPlan b;
+  b.compiled = compile_plan(g, plan, bo);
+  b.program = GpuProgram::load(g_dc, g, plan, b.compiled);
   return b;
+}
+
+Built build(const ir::Graph& g) { return {build_plan(g, ir::plan_fusion(g)), build_plan(g, ir::plan_unfused(g))}; }
+
+// Both plans measured on the same inputs, with their outputs.
+struct BothRuns {
+  std::vector<std::vector<std::byte>> fused_outputs, unfused_outputs;
+  PathTiming fused, unfused;
+  double copy_gbps = 0, speedup = 0;
+  int buffer_sets = 1;
+};
+
+BothRuns run_both(const Built& b, const std::vector<std::vector<std::byte>>& in, std::span<const ir::Scalar> params,
+                  MeasureOptions mo) {
+  const ir::Graph& g = b.fused.program.graph();
+  BothRuns r;
+  std::vector<std::span<const std::byte>> ins(in.begin(), in.end());
+  for (auto* outs : {&r.fused_outputs, &r.unfused_outputs})
+    for (const ir::OutputDecl& o : g.outputs) outs->emplace_back(static_cast<size_t>(value_bytes(g, o.node)));
+  std::vector<std::span<std::byte>> of(r.fused_outputs.begin(), r.fused_outputs.end());
+  std::vector<std::span<std::byte>> ou(r.unfused_outputs.begin(), r.unfused_outputs.end());
+  mo.copy_baseline = mo.time;
+  const GpuMeasurement mf = measure_gpu_program(b.fused.program, ins, of, {}, params, mo);
+  mo.copy_baseline = false;
+  const GpuMeasurement mu = measure_gpu_program(b.unfused.program, ins, ou, {}, params, mo);
+  r.fused = mf.timing;
+  r.unfused = mu.timing;
+  r.copy_gbps = mf.copy_gbps;
+  r.buffer_sets = mf.buffer_sets;
+  r.speedup = mf.timing.median_ms > 0 ? mu.timing.median_ms / mf.timing.median_ms : 0;
+  return r;
 }
 
 std::vector<std::vector<std::byte>> host_of(const std::vector<ir::Tensor>& ts) {
@@ -86,7 +128,7 @@ std::vector<std::vector<std::byte>> host_of(const std::vector<ir::Tensor>& ts) {
 // the table's bound otherwise when `approx` is true, not at all when false (random graphs feed
 // special values through cancellations no ulp bound covers). Returns the outputs not compared
 // against the reference.
-int check_outputs(const ir::Graph& g, const GpuMeasurement& m, const std::vector<ir::Tensor>& ref, bool approx,
+int check_outputs(const ir::Graph& g, const BothRuns& m, const std::vector<ir::Tensor>& ref, bool approx,
                   const std::string& label) {
   if (g_fake) return 0;  // nothing really ran
   int skipped = 0;
@@ -153,7 +195,7 @@ TEST_CASE("every sample graph: fused vs unfused bitwise, vs reference") {
     Built b = build(g);
     const std::vector<ir::Tensor> in = testing::random_inputs(g, 7, 0.05);
     const std::vector<ir::Tensor> ref = ir::evaluate_reference(g, in);
-    GpuMeasurement m = run_and_measure(b.fused.program, b.unfused.program, host_of(in), {}, checked_only());
+    BothRuns m = run_both(b, host_of(in), {}, checked_only());
     // Whole-output ulp bounds do not hold through cancellation (1 + erf(x) near x = -3 turns a
     // 2-ulp erf error into thousands of ulps of the result): approximate outputs are compared
     // fused vs unfused here, and each op against its own documented bound by the library's
@@ -186,7 +228,7 @@ TEST_CASE("random graphs: fused vs unfused bitwise, exact outputs vs reference")
     const std::vector<ir::Tensor> in = testing::random_inputs(g, opt.seed);
     const std::vector<ir::Scalar> params = testing::random_params(g, opt.seed);
     const std::vector<ir::Tensor> ref = ir::evaluate_reference(g, in, params);
-    GpuMeasurement m = run_and_measure(b.fused.program, b.unfused.program, host_of(in), params, checked_only());
+    BothRuns m = run_both(b, host_of(in), params, checked_only());
     // Special values everywhere: approximate ops can differ by more than any fixed ulp bound after
     // cancellation, so those outputs are only compared fused vs unfused (bitwise).
     approx += check_outputs(g, m, ref, false, "seed " + std::to_string(opt.seed));
@@ -211,7 +253,7 @@ TEST_CASE("broadcast with size-1 dims") {
   Built b = build(g);
   const auto in = testing::random_inputs(g, 3, 0.2);
   const auto ref = ir::evaluate_reference(g, in);
-  GpuMeasurement m = run_and_measure(b.fused.program, b.unfused.program, host_of(in), {}, checked_only());
+  BothRuns m = run_both(b, host_of(in), {}, checked_only());
   CHECK(check_outputs(g, m, ref, false, "bcast") == 0);
   // The grid follows the iteration space, never a broadcast operand.
   for (size_t i = 0; i < b.fused.program.plan().groups.size(); ++i) {
@@ -240,7 +282,7 @@ TEST_CASE("600 inputs") {
                          << " unfused");
   const auto in = testing::random_inputs(g, 5, 0.01);
   const auto ref = ir::evaluate_reference(g, in);
-  GpuMeasurement m = run_and_measure(b.fused.program, b.unfused.program, host_of(in), {}, checked_only());
+  BothRuns m = run_both(b, host_of(in), {}, checked_only());
   CHECK(check_outputs(g, m, ref, false, "many") == 0);
 }
 
@@ -260,7 +302,7 @@ TEST_CASE("357,899 x 2 grid with a broadcast mask fills the GPU") {
   CHECK(c.grid >= static_cast<uint32_t>(g_dc->info().sm_count));
   const auto in = testing::random_inputs(g, 11, 0.1);
   const auto ref = ir::evaluate_reference(g, in);
-  GpuMeasurement m = run_and_measure(b.fused.program, b.unfused.program, host_of(in), {}, checked_only());
+  BothRuns m = run_both(b, host_of(in), {}, checked_only());
   CHECK(check_outputs(g, m, ref, false, "mask") == 0);
 }
 
@@ -276,11 +318,11 @@ TEST_CASE("above 2^31 elements: 64-bit indexing, first, last and boundary elemen
   bld.add_output("y", bld.apply(Op::Add, c));
   ir::Graph g = bld.finish();
   Built b = build(g);
-  REQUIRE(b.fused.kernels.size() == 1);
-  CHECK(b.fused.kernels[0].index64);
+  REQUIRE(b.fused.compiled.kernels.size() == 1);
+  CHECK(b.fused.compiled.kernels[0].kernel.index64);
   std::vector<std::vector<std::byte>> in(1, std::vector<std::byte>(static_cast<size_t>(n)));
   for (int64_t i = 0; i < n; ++i) in[0][static_cast<size_t>(i)] = static_cast<std::byte>((i * 7 + (i >> 20)) & 0xFF);
-  GpuMeasurement m = run_and_measure(b.fused.program, b.unfused.program, in, {}, checked_only());
+  BothRuns m = run_both(b, in, {}, checked_only());
   if (g_fake) return;
   auto expect = [&](int64_t i) {
     const int8_t v = static_cast<int8_t>(in[0][static_cast<size_t>(i)]);
@@ -341,9 +383,9 @@ TEST_CASE("timing: events, copy baseline, L2 rotation") {
   MeasureOptions mo;
   mo.warmup = 3;
   mo.repeats = 20;
-  GpuMeasurement m = run_and_measure(b.fused.program, b.unfused.program, in, {}, mo);
+  BothRuns m = run_both(b, in, {}, mo);
   MESSAGE("x*2*3 on 2^26 f32: fused " << m.fused.median_ms << " ms " << m.fused.gbps << " GB/s ("
-                                      << m.fused.pct_of_copy << "% of copy), unfused " << m.unfused.median_ms
+                                      << 100 * m.fused.gbps / m.copy_gbps << "% of copy), unfused " << m.unfused.median_ms
                                       << " ms, copy " << m.copy_gbps << " GB/s, speedup " << m.speedup
                                       << ", buffer sets " << m.buffer_sets);
   if (g_fake) return;
@@ -365,25 +407,19 @@ TEST_CASE("one compiled Program, launched from several threads at once (public A
   fusejit::Options o;
   o.backend = fusejit::Backend::Cuda;
   fusejit::Program p = fusejit::Program::compile(b.build(), o);
-  fusejit::HostTensor in{fusejit::DType::F32, {1 << 20}, std::vector<std::byte>(4u << 20)};
-  for (int i = 0; i < (1 << 20); ++i) {
-    float v = static_cast<float>(i % 1000) / 250.0f - 2.0f;
-    std::memcpy(in.data.data() + 4 * i, &v, 4);
-  }
+  fusejit::HostTensor in(fusejit::DType::F32, {1 << 20});
+  std::span<float> xs = in.values<float>();
+  for (int i = 0; i < (1 << 20); ++i) xs[static_cast<size_t>(i)] = static_cast<float>(i % 1000) / 250.0f - 2.0f;
   // Each thread uses its own param value, so a mix-up between threads shows in the results.
-  std::vector<std::vector<std::byte>> expect(8);
-  for (int t = 0; t < 8; ++t) {
-    fusejit::Scalar s[1] = {fusejit::Scalar(1.0 + t)};
-    expect[t] = p.run({in}, s)[0].data;
-  }
+  std::vector<fusejit::HostTensor> expect;
+  for (int t = 0; t < 8; ++t) expect.push_back(p.run({in}, {{"a", 1.0 + t}})[0]);
   std::vector<int> ok(8, 0);
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&, t] {
-      fusejit::Scalar s[1] = {fusejit::Scalar(1.0 + t)};
       bool good = true;
       for (int r = 0; r < 10; ++r)
-        good &= p.run({in}, s, r % 2 ? fusejit::PlanKind::Unfused : fusejit::PlanKind::Fused)[0].data == expect[t];
+        good &= p.run({in}, {1.0 + t}, r % 2 ? fusejit::PlanKind::Unfused : fusejit::PlanKind::Fused)[0] == expect[t];
       ok[t] = good;
     });
   for (auto& th : threads) th.join();

@@ -1,6 +1,10 @@
 // .npy I/O: round trips of every dtype, the exact header NumPy writes, v1/v2/v3 headers, and
-// malformed or hostile files (each must give a UserError naming the file, never a crash).
+// malformed or hostile files (each must give a FileError naming the file, never a crash).
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+
+#include <fusejit/fusejit.h>
+#include <fusejit/report.h>
 
 #include <cmath>
 #include <cstring>
@@ -49,16 +53,16 @@ std::string npy(int major, const std::string& header, const std::string& data) {
 
 std::string floats(std::vector<float> v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4); }
 
-// Expects read_npy to throw a UserError whose message starts with the path and contains `part`.
+// Expects read_npy to throw a FileError naming the file whose message contains `part`.
 void expect_error(const std::string& bytes, const std::string& part, std::optional<DType> expect = std::nullopt) {
   std::string p = tmp("bad.npy");
   write_bytes(p, bytes);
   try {
     read_npy(p, expect);
     FAIL_CHECK("no error; wanted '" << part << "'");
-  } catch (const UserError& e) {
+  } catch (const FileError& e) {
     std::string m = e.what();
-    CHECK_MESSAGE(m.rfind(p + ": ", 0) == 0, m);
+    CHECK_MESSAGE(e.file() == p, m);
     CHECK_MESSAGE(m.find(part) != std::string::npos, m << "  (wanted '" << part << "')");
   }
 }
@@ -197,8 +201,7 @@ TEST_CASE("malformed and hostile files give errors naming the file") {
   expect_error(huge, "over 1 MiB");
   expect_error(std::string("\x93NUMPY\x02\x00\x10\x00\x00", 11), "truncated .npy header");
   expect_error(std::string("\x93NUMPY\x02", 7), "too short");
-  CHECK_THROWS_WITH_AS(read_npy(tmp("does-not-exist.npy")), doctest::Contains("does-not-exist.npy: cannot open file"),
-                       UserError);
+  CHECK_THROWS_WITH_AS(read_npy(tmp("does-not-exist.npy")), "cannot open file: no such file", FileError);
   CHECK_THROWS_WITH_AS(write_npy((tmp_dir() / "no-such-dir" / "x.npy").string(), Tensor(DType::F32, {1})),
                        doctest::Contains("cannot create file"), UserError);
 }
@@ -236,8 +239,61 @@ TEST_CASE("read_npy_input checks the input's dtype and shape") {
   std::string p = tmp("in.npy");
   write_npy(p, x);
   CHECK(read_npy_input(p, "x", DType::F16, {8, 4}).shape == std::vector<int64_t>{8, 4});
-  CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F32, {8, 4}),
-                       ("input 'x': " + p + " has f16[8, 4], expected f32[8, 4]").c_str(), UserError);
-  CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F16, {4, 8}),
-                       ("input 'x': " + p + " has f16[8, 4], expected f16[4, 8]").c_str(), UserError);
+  CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F32, {8, 4}), "input 'x': the file has f16[8, 4], expected f32[8, 4]",
+                       FileError);
+  CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F16, {4, 8}), "input 'x': the file has f16[8, 4], expected f16[4, 8]",
+                       FileError);
+}
+
+namespace {
+// Bytes this process has read through read(2)/pread(2) so far (/proc/self/io "rchar").
+uint64_t bytes_read_so_far() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  uint64_t value = 0;
+  while (io >> key >> value)
+    if (key == "rchar:") return value;
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("dtype and shape are checked from the header before any data is read") {
+  // A 64 MiB f64 file (sparse: costs no disk) given for a 16-element f32 input.
+  std::string p = tmp("huge.npy");
+  const int64_t n = int64_t{8} << 20;
+  write_bytes(p, npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(n) + ",), }\n", ""));
+  const uint64_t header = fs::file_size(p);
+  fs::resize_file(p, header + static_cast<uint64_t>(n) * 8);
+  const uint64_t before = bytes_read_so_far();
+  CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F32, {16}),
+                       ("input 'x': the file has f64[" + std::to_string(n) + "], expected f32[16]").c_str(), FileError);
+  CHECK(bytes_read_so_far() - before < (1u << 20));  // the header only, not 64 MiB
+  // The right dtype and shape read it all, exactly once.
+  Tensor t = read_npy_input(p, "x", DType::F64, {n});
+  CHECK(t.numel() == n);
+  fs::remove(p);
+  // A FIFO or a folder is refused without waiting or reading.
+  std::string fifo = tmp("pipe.npy");
+  fs::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH_AS(read_npy(fifo), "cannot open file: not a regular file", FileError);
+  fs::remove(fifo);
+  CHECK_THROWS_WITH_AS(read_npy(tmp_dir().string()), "cannot open file: not a regular file", FileError);
+}
+
+TEST_CASE("an .npy input's error names the .npy file, not the graph file") {
+  std::string p = tmp("wrong.npy");
+  write_npy(p, Tensor(DType::F64, {3}));
+  fusejit::Graph g = fusejit::Graph::parse("graph t\ninput x : f32[4]\ny = x * 2\noutput y\n", "t.txt");
+  fusejit::RunOptions ro;
+  ro.options.backend = fusejit::Backend::Cpu;
+  ro.input_files = {{"x", p}};
+  try {
+    fusejit::run_graph(g, ro);
+    FAIL("no error");
+  } catch (const fusejit::Error& e) {
+    CHECK(e.kind() == fusejit::ErrorKind::User);
+    CHECK(e.file() == p);
+    CHECK(e.diagnostic() == p + ": error: input 'x': the file has f64[3], expected f32[4]\n");
+  }
 }

@@ -179,7 +179,13 @@ TEST_CASE("random graphs built through the API round-trip") {
     }
     if (rng() % 2) {
       Literal l; l.cat = Category::Float; l.f = specials[rng() % 12];
-      pool.push_back(Operand::of(b.add_param("p", types[rng() % 9], l)));
+      const DType pt = types[rng() % 9];
+      try {
+        check_literal_fits(l, pt);
+      } catch (const UserError&) {
+        l.f = 1.0;  // a param default must fit its dtype
+      }
+      pool.push_back(Operand::of(b.add_param("p", pt, l)));
     }
     for (int step = 0; step < 12; ++step) {
       auto pick = [&]() -> Operand {

@@ -7,6 +7,9 @@
 #include <nvrtc.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -116,7 +119,10 @@ std::string build_kernel(std::set<std::string>& covered) {
 }
 
 // Compiles `src` for `arch`; returns "" on success, else the NVRTC log (or the API error).
-std::string nvrtc_compile(const std::string& src, const std::string& arch, std::vector<std::string> extra) {
+// Compiles `src` for `arch`; returns "" on success, else the error or warnings. The CUBIN goes to
+// *cubin_out when given.
+std::string nvrtc_compile(const std::string& src, const std::string& arch, std::vector<std::string> extra,
+                          std::string* cubin_out = nullptr) {
   nvrtcProgram prog;
   if (nvrtcCreateProgram(&prog, src.c_str(), "fj_scalar_test.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS)
     return "nvrtcCreateProgram failed";
@@ -132,6 +138,10 @@ std::string nvrtc_compile(const std::string& src, const std::string& arch, std::
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   size_t cubin = 0;
   if (r == NVRTC_SUCCESS) nvrtcGetCUBINSize(prog, &cubin);
+  if (cubin && cubin_out) {
+    cubin_out->resize(cubin);
+    nvrtcGetCUBIN(prog, cubin_out->data());
+  }
   nvrtcDestroyProgram(&prog);
   if (r != NVRTC_SUCCESS) return std::string(nvrtcGetErrorString(r)) + "\n" + log;
   if (!log.empty()) return "warnings:\n" + log;  // the header must compile cleanly
@@ -187,4 +197,35 @@ TEST_CASE("fj_scalar.h compiles under NVRTC with no includes for sm_75/80/90/100
   // And C++20.
   err = nvrtc_compile(src, "sm_90", {"--std=c++20"});
   CHECK_MESSAGE(err.empty(), err);
+}
+
+// NVRTC 13 evaluates a CUDA math call whose argument is a constant at compile time, through the
+// host's double functions (atan2f(5.275492f, 1.7f) became the immediate 0x3fa128d3), not the CUDA
+// Math API the GPU runs: a fused kernel that sees a literal operand could then differ from the
+// unfused one. fj_scalar.h's fj_opaque keeps those calls at run time; no folded value may appear
+// in the CUBIN.
+TEST_CASE("NVRTC does not fold fj_ math calls on constant operands") {
+  volatile float a = 5.275492f, b = 1.7f, c = 0.7f, d = 3.031859f, e = 1.5f, g = 2.5f, h = 3.3f;
+  volatile double cd = 0.7, dd = 3.031859, ed = 1.5;
+  auto f32 = [](double v) { const float f = static_cast<float>(v); uint32_t u; std::memcpy(&u, &f, 4); return u; };
+  auto f64 = [](double v) { uint64_t u; std::memcpy(&u, &v, 8); return u; };
+  const uint32_t folded32[] = {f32(std::atan2(double(a), double(b))), f32(std::tanh(double(c))), f32(std::log10(double(d))),
+                               f32(std::exp(double(e))), f32(std::sin(double(c))), f32(std::pow(double(g), double(h)))};
+  const uint64_t folded64[] = {f64(std::tanh(double(cd))), f64(std::log10(double(dd))), f64(std::exp(double(ed)))};
+  const std::string kernel = read_header() +
+                             "extern \"C\" __global__ void k(float* o, double* d) {\n"
+                             "  o[0] = fj_atan2(5.275492f, 1.7f); o[1] = fj_tanh(0.7f); o[2] = fj_log10(3.031859f);\n"
+                             "  o[3] = fj_exp(1.5f); o[4] = fj_sin(0.7f); o[5] = fj_pow(2.5f, 3.3f);\n"
+                             "  d[0] = fj_tanh(0.7); d[1] = fj_log10(3.031859); d[2] = fj_exp(1.5);\n}\n";
+  std::string cubin;
+  const std::string err = nvrtc_compile(kernel, "sm_90", {"--std=c++17", "-default-device"}, &cubin);
+  REQUIRE_MESSAGE(err.empty(), err);
+  for (uint32_t v : folded32) {
+    CAPTURE(v);
+    CHECK(cubin.find(std::string(reinterpret_cast<const char*>(&v), 4)) == std::string::npos);
+  }
+  for (uint64_t v : folded64) {
+    CAPTURE(v);
+    CHECK(cubin.find(std::string(reinterpret_cast<const char*>(&v), 8)) == std::string::npos);
+  }
 }

@@ -364,7 +364,7 @@ TEST_CASE("float rounding ops, sign, abs, neg") {
     CHECK_F(un(Op::Ceil, F(t, 0.25)), 1.0);
     CHECK_F(un(Op::Trunc, F(t, -1.75)), -1.0);
     CHECK_F(un(Op::Trunc, F(t, -0.5)), -0.0);
-    CHECK_F(un(Op::Sign, F(t, -0.0)), -0.0);
+    CHECK_F(un(Op::Sign, F(t, -0.0)), 0.0);  // +0.0, as NumPy and PyTorch
     CHECK_F(un(Op::Sign, F(t, 0.0)), 0.0);
     CHECK_F(un(Op::Sign, F(t, kNaN)), kNaN);
     CHECK_F(un(Op::Sign, F(t, -kInf)), -1.0);
@@ -417,8 +417,10 @@ TEST_CASE("float division, floordiv, mod and fmod (PyTorch's floating formulas)"
     CHECK_F(md(5, 0), kNaN);
     CHECK_F(md(-5, kInf), kInf);
     CHECK_F(md(5, kInf), 5.0);
-    CHECK_F(md(-0.0, 1), -0.0);
-    CHECK_F(md(4, -2), 0.0);
+    CHECK_F(md(-0.0, 1), 0.0);  // a zero remainder takes the divisor's sign (Python, NumPy)
+    CHECK_F(md(4, -2), -0.0);
+    CHECK_F(md(-1, 1), 0.0);
+    CHECK_F(md(0.0, -kInf), -0.0);
     CHECK_F(fm(-7.5, 2), -1.5);
     CHECK_F(fm(7.5, -2), 1.5);
     CHECK_F(fm(5, 0), kNaN);
@@ -704,4 +706,45 @@ TEST_CASE("builder folds all-literal expressions in f64/i64 and converts literal
   CHECK(std::isinf(literal_to_scalar(Literal{Category::Float, 1e5, 0}, DType::F16).f));
   CHECK(literal_to_scalar(Literal{Category::Int, 0.0, (1ll << 62) + (1ll << 54) + 1}, DType::BF16).f ==
         std::ldexp(1.0, 62) + std::ldexp(1.0, 55));
+}
+
+TEST_CASE("promotion tiers: params, 0-d inputs, typed constants and 0-d results rank below tensors") {
+  GraphBuilder b("tiers");
+  auto vec = [&](DType t) { return Operand::of(b.add_input("v" + std::to_string(b.graph().size()), t, {{4, -1}})); };
+  auto zd = [&](DType t) { return Operand::of(b.add_input("s" + std::to_string(b.graph().size()), t, {})); };
+  auto dt = [&](const Operand& o) { return b.graph().node(o.node).dtype; };
+  auto ap = [&](Op op, std::vector<Operand> a) { return b.apply(op, a); };
+  Literal eps_default{Category::Float, 1e-5, 0, {}};
+  const Operand eps = Operand::of(b.add_param("eps", DType::F32, eps_default));
+  const Operand h = vec(DType::F16);
+  CHECK(dt(ap(Op::Mul, {h, eps})) == DType::F16);                      // issue 11: was f32
+  CHECK(dt(ap(Op::Add, {vec(DType::U8), zd(DType::I64)})) == DType::U8);  // issue 11: was i64
+  CHECK(dt(ap(Op::Add, {vec(DType::I8), zd(DType::U8)})) == DType::I8);
+  CHECK(dt(ap(Op::Mul, {vec(DType::I32), zd(DType::F64)})) == DType::F64);
+  CHECK(dt(ap(Op::Add, {vec(DType::Bool), zd(DType::I32)})) == DType::I32);
+  CHECK(dt(ap(Op::Where, {vec(DType::Bool), h, eps})) == DType::F16);
+  CHECK(dt(ap(Op::Clamp, {h, eps, zd(DType::F64)})) == DType::F16);
+  CHECK(dt(ap(Op::Maximum, {h, b.cast(Operand::of(eps_default), DType::F32)})) == DType::F16);  // typed constant
+  const Operand eps2 = ap(Op::Mul, {eps, Operand::of(Literal{Category::Int, 0.0, 2, {}})});       // 0-d result
+  CHECK(dt(ap(Op::Sub, {h, eps2})) == DType::F16);
+  CHECK(dt(ap(Op::Mul, {b.cast(h, DType::F32), eps})) == DType::F32);  // the explicit cast forces f32
+  CHECK(dt(ap(Op::Add, {zd(DType::F16), eps})) == DType::F32);         // one tier: the table
+  CHECK(dt(ap(Op::Lt, {h, eps})) == DType::Bool);
+  // A literal that does not fit the dtype it converts to is a located error naming it.
+  const Operand x8 = vec(DType::I8);
+  Literal lo{Category::Int, 0.0, -1000, {3, 14}}, hi{Category::Int, 0.0, 1000, {3, 21}};
+  try {
+    ap(Op::Clamp, {x8, Operand::of(lo), Operand::of(hi)});
+    FAIL("clamp(x_i8, -1000, 1000) must be an error");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()).find("literal -1000 does not fit in i8") != std::string::npos);
+    CHECK(e.loc() == Loc{3, 14});
+  }
+  CHECK_THROWS_AS(ap(Op::Add, {vec(DType::U8), Operand::of(Literal{Category::Int, 0.0, -1, {}})}), UserError);
+  CHECK_THROWS_AS(ap(Op::Mul, {h, Operand::of(Literal{Category::Float, 1e5, 0, {}})}), UserError);
+  CHECK(dt(ap(Op::Mul, {h, Operand::of(Literal{Category::Float, kInf, 0, {}})})) == DType::F16);  // inf is no overflow
+  CHECK(dt(ap(Op::Add, {x8, Operand::of(Literal{Category::Int, 0.0, -128, {}})})) == DType::I8);
+  CHECK_THROWS_AS(ap(Op::Add, {x8, Operand::of(Literal{Category::Float, 1e300, 0, {}})}), UserError);  // f32 inf
+  // Explicit casts convert by the cast rules, unchecked.
+  CHECK(b.graph().node(b.cast(Operand::of(hi), DType::I8).node).value.i == -24);
 }

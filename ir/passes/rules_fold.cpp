@@ -1,16 +1,34 @@
 // Constant folding: an op whose operands are all constants becomes one constant, computed by
 // ir::eval_scalar -- the same fj_scalar.h code the kernels run, rounded to the node's dtype
 // (f16/bf16 computed in f32 and rounded; inf, NaN, overflow to inf and half casts included), so
-// folding never changes a bit.
+// folding never changes a bit. Calls of inexact math functions are not folded (see below).
 #include "ir/eval.h"
 #include "ir/passes/rules.h"
 
 namespace fusejit::ir {
 namespace {
 
+// Float ops that call an inexact math library function (exp, log, sin, pow, ...): folding them
+// on the host would give glibc's bits, while a GPU kernel of the unfused plan (planned from the
+// graph before rewriting) computes the CUDA Math API's, up to a few ulp apart; fused and unfused
+// GPU outputs must stay bitwise equal, so these are left to the kernels (docs/ops.md, "Constant
+// operands"). Exact ops (arithmetic, sqrt, rounding, fmod, casts) fold to the same bits everywhere.
+bool calls_inexact_math(Op op, DType operand) {
+  if (!is_float(operand)) return false;
+  switch (op) {
+    case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log: case Op::Log2: case Op::Log10: case Op::Log1p:
+    case Op::Sin: case Op::Cos: case Op::Tan: case Op::Tanh: case Op::Erf: case Op::Sigmoid: case Op::Gelu:
+    case Op::GeluTanh: case Op::Silu: case Op::Softplus: case Op::Pow: case Op::Atan2:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // op(c1, ..., cn) -> eval_scalar(op, dtype, c1..cn), all operands constants; when some operand is
 // a splat (a constant broadcast to a shape), the result is splat over that shape
 NodeId fold(RewriteContext& ctx, const Candidate& n) {
+  if (calls_inexact_math(n.op, ctx.node(n.arg(0)).dtype)) return kNoNode;
   Scalar vals[3];
   NodeId carrier = kNoNode;
   bool all_const = true;

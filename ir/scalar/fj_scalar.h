@@ -12,6 +12,8 @@
 //   integers; INT_MIN//-1 = INT_MIN (wraps), INT_MIN % -1 = 0. Integer pow with a negative
 //   exponent follows PyTorch: 1 for base 1, +-1 for base -1, otherwise 0.
 // - NaN: maximum/minimum/clamp/relu propagate NaN; fmax/fmin return the other operand.
+// - Zeros: sign(-0.0) = +0.0; a zero float remainder (mod) takes the divisor's sign (Python,
+//   NumPy); docs/ops.md lists every signed-zero, NaN and inf rule where NumPy and PyTorch differ.
 // - Casts fj_cvt_<dst>(src): float -> int truncates toward zero; NaN -> 0; values beyond the
 //   destination's range saturate to its min/max. int -> int wraps (two's complement). Anything
 //   -> bool is x != 0 (so NaN -> true). Every conversion into f16/bf16 is ONE round-to-nearest-
@@ -284,44 +286,81 @@ FJ_CVT_HALF(bf16, 7, 8, fj_bf16_bits_to_f32)
 // ---------------------------------------------------------------------------------------------
 // Math library: C/C++ library on the host, CUDA Math API on the device.
 // ---------------------------------------------------------------------------------------------
+// The inexact functions take their arguments through fj_opaque, an empty asm statement the
+// optimizer cannot see through, so no compiler evaluates such a call at compile time: a fused
+// kernel that sees a constant operand (a literal, a where's literal branch) must give the bits
+// the unfused kernel and the reference compute at run time. Measured (docs/ops.md, "Constant
+// operands"): GCC 12 at -O2 folds with its own correctly rounded arithmetic (expm1f(1.0f):
+// 0x3fdbf0a9; glibc at run time: 0x3fdbf0a8); clang 14 and NVRTC 13 fold float functions through
+// the host's double functions (atan2f(5.275492f, 1.7f): 0x3fa128d3; glibc 0x3fa128d4), and NVRTC
+// f64 functions through the host's libm, not the CUDA Math API the GPU runs. -fno-builtin does not
+// help on the host: libstdc++'s float overloads call __builtin_expm1f etc. by name. The exact
+// functions (sqrt, floor, ceil, trunc, rint, fabs, fmod) fold to the run-time bits and stay
+// visible to the optimizer.
 #ifdef FJ_DEVICE_CODE
+FJ_FN float fj_opaque(float x) { asm("" : "+f"(x)); return x; }
+FJ_FN double fj_opaque(double x) { asm("" : "+d"(x)); return x; }
 #define FJ_MATH1(OP, FN)                                              \
   FJ_FN float fj_##OP(float x) { return FN##f(x); }                   \
   FJ_FN double fj_##OP(double x) { return FN(x); }
 #define FJ_MATH2(OP, FN)                                              \
   FJ_FN float fj_##OP(float a, float b) { return FN##f(a, b); }       \
   FJ_FN double fj_##OP(double a, double b) { return FN(a, b); }
+#define FJ_LIBM1(OP, FN)                                                          \
+  FJ_FN float fj_##OP(float x) { return FN##f(fj_opaque(x)); }                    \
+  FJ_FN double fj_##OP(double x) { return FN(fj_opaque(x)); }
+#define FJ_LIBM2(OP, FN)                                                                   \
+  FJ_FN float fj_##OP(float a, float b) { return FN##f(fj_opaque(a), fj_opaque(b)); }      \
+  FJ_FN double fj_##OP(double a, double b) { return FN(fj_opaque(a), fj_opaque(b)); }
 #else
+#if defined(__x86_64__)
+#define FJ_OPAQUE_CONSTRAINT "+x"  // an SSE register: no move, no spill
+#elif defined(__aarch64__)
+#define FJ_OPAQUE_CONSTRAINT "+w"  // a SIMD/FP register
+#else
+#define FJ_OPAQUE_CONSTRAINT "+m"
+#endif
+FJ_FN float fj_opaque(float x) { __asm__("" : FJ_OPAQUE_CONSTRAINT(x)); return x; }
+FJ_FN double fj_opaque(double x) { __asm__("" : FJ_OPAQUE_CONSTRAINT(x)); return x; }
+#undef FJ_OPAQUE_CONSTRAINT
 #define FJ_MATH1(OP, FN)                                              \
   FJ_FN float fj_##OP(float x) { return std::FN(x); }                 \
   FJ_FN double fj_##OP(double x) { return std::FN(x); }
 #define FJ_MATH2(OP, FN)                                              \
   FJ_FN float fj_##OP(float a, float b) { return std::FN(a, b); }     \
   FJ_FN double fj_##OP(double a, double b) { return std::FN(a, b); }
+#define FJ_LIBM1(OP, FN)                                                          \
+  FJ_FN float fj_##OP(float x) { return std::FN(fj_opaque(x)); }                  \
+  FJ_FN double fj_##OP(double x) { return std::FN(fj_opaque(x)); }
+#define FJ_LIBM2(OP, FN)                                                                   \
+  FJ_FN float fj_##OP(float a, float b) { return std::FN(fj_opaque(a), fj_opaque(b)); }    \
+  FJ_FN double fj_##OP(double a, double b) { return std::FN(fj_opaque(a), fj_opaque(b)); }
 #endif
-FJ_MATH1(exp, exp)
-FJ_MATH1(exp2, exp2)
-FJ_MATH1(expm1, expm1)
-FJ_MATH1(log, log)
-FJ_MATH1(log2, log2)
-FJ_MATH1(log10, log10)
-FJ_MATH1(log1p, log1p)
+FJ_LIBM1(exp, exp)
+FJ_LIBM1(exp2, exp2)
+FJ_LIBM1(expm1, expm1)
+FJ_LIBM1(log, log)
+FJ_LIBM1(log2, log2)
+FJ_LIBM1(log10, log10)
+FJ_LIBM1(log1p, log1p)
 FJ_MATH1(sqrt, sqrt)      // correctly rounded on both sides (IEEE; NVRTC's default -prec-sqrt=true)
-FJ_MATH1(sin, sin)
-FJ_MATH1(cos, cos)
-FJ_MATH1(tan, tan)
-FJ_MATH1(tanh, tanh)
-FJ_MATH1(erf, erf)
+FJ_LIBM1(sin, sin)
+FJ_LIBM1(cos, cos)
+FJ_LIBM1(tan, tan)
+FJ_LIBM1(tanh, tanh)
+FJ_LIBM1(erf, erf)
 FJ_MATH1(floor, floor)    // exact
 FJ_MATH1(ceil, ceil)      // exact
 FJ_MATH1(trunc, trunc)    // exact
 FJ_MATH1(round, rint)     // exact; rint rounds half to even in the default rounding mode
 FJ_MATH1(fm_fabs, fabs)   // internal helper
-FJ_MATH2(pow, pow)
-FJ_MATH2(atan2, atan2)
+FJ_LIBM2(pow, pow)
+FJ_LIBM2(atan2, atan2)
 FJ_MATH2(fmod, fmod)      // exact (truncating remainder, C's fmod)
 #undef FJ_MATH1
 #undef FJ_MATH2
+#undef FJ_LIBM1
+#undef FJ_LIBM2
 
 // ---------------------------------------------------------------------------------------------
 // Float ops (float and double).
@@ -339,7 +378,7 @@ FJ_MATH2(fmod, fmod)      // exact (truncating remainder, C's fmod)
   }                                                                                            \
   FJ_FN T fj_softplus(T x) { return x > (T)20 ? x : fj_log1p(fj_exp(x)); }                     \
   FJ_FN T fj_relu(T x) { return x != x ? x : (x > (T)0 ? x : (T)0); }                          \
-  FJ_FN T fj_sign(T x) { return x != x ? x : x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : x; }         \
+  FJ_FN T fj_sign(T x) { return x != x ? x : x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : (T)0; }      \
   FJ_FN bool fj_isnan(T x) { return x != x; }                                                  \
   FJ_FN bool fj_isinf(T x) { return x == x && (x - x) != (x - x); /* inf - inf is NaN */ }     \
   FJ_FN T fj_add(T a, T b) { return a + b; }                                                   \
@@ -352,7 +391,8 @@ FJ_MATH2(fmod, fmod)      // exact (truncating remainder, C's fmod)
   FJ_FN T fj_fmin(T a, T b) { return a != a ? b : b != b ? a : (b < a ? b : a); }              \
   FJ_FN T fj_mod(T a, T b) {                                                                   \
     T m = fj_fmod(a, b);                                                                       \
-    if (m != (T)0 && ((b < (T)0) != (m < (T)0))) m += b;                                       \
+    if (m == (T)0) return fj_f_signbit(b) ? -(T)0 : (T)0; /* the divisor's sign, as Python */  \
+    if ((b < (T)0) != (m < (T)0)) m += b;                                                      \
     return m;                                                                                  \
   }                                                                                            \
   FJ_FN T fj_floordiv(T a, T b) {                                                              \

@@ -1,6 +1,5 @@
 // A program using fusejit through add_subdirectory: build y = relu(x) * 2 and run it on the CPU.
 #include <cstdio>
-#include <cstring>
 
 #include <fusejit/fusejit.h>
 
@@ -12,12 +11,9 @@ int main() {
   fj::Options o;
   o.backend = fj::Backend::Cpu;
   fj::Program p = fj::Program::compile(b.build(), o);
-  float in[4] = {-1.0f, 0.5f, 2.0f, -0.0f};
-  fj::HostTensor t{fj::DType::F32, {4}, std::vector<std::byte>(16)};
-  std::memcpy(t.data.data(), in, 16);
-  auto out = p.run({t});
-  float y[4];
-  std::memcpy(y, out[0].data.data(), 16);
+  const float in[4] = {-1.0f, 0.5f, 2.0f, -0.0f};
+  const fj::HostTensor t = fj::HostTensor::from_floats(fj::DType::F32, {4}, in);
+  const std::vector<float> y = p.run({t})[0].to_floats();
   std::printf("add_subdirectory consumer: y = [%g, %g, %g, %g]\n", y[0], y[1], y[2], y[3]);
   return y[0] == 0.0f && y[1] == 1.0f && y[2] == 4.0f ? 0 : 1;
 }

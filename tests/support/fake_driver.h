@@ -48,6 +48,12 @@ struct State {
   double ms_per_tick = 0.25;
   cu::Context current = nullptr;
   std::vector<cu::Context> stack;
+  // Every driver call by name, while `record` is set (reserve `calls` first to keep a test free of
+  // allocations). `keep_launches` = false stops recording Launch entries (they hold strings).
+  bool record = false;
+  std::vector<const char*> calls;
+  bool keep_launches = true;
+  std::map<cu::Context, int> modules_per_context;  // modules loaded while each context was current
 };
 
 inline State& st() {
@@ -55,10 +61,13 @@ inline State& st() {
   return s;
 }
 inline cu::Context primary() { return reinterpret_cast<cu::Context>(0x1000); }
+inline void note(const char* call) {
+  if (st().record) st().calls.push_back(call);
+}
 
-inline cu::Result init(unsigned) { return st().init_result; }
-inline cu::Result driver_version(int* v) { *v = 12040; return 0; }
-inline cu::Result error_name(cu::Result r, const char** s) {
+inline cu::Result init(unsigned) { note("cuInit"); return st().init_result; }
+inline cu::Result driver_version(int* v) { note("cuDriverGetVersion"); *v = 12040; return 0; }
+inline cu::Result error_name(cu::Result r, const char** s) { note("cuGetErrorName");
   switch (r) {
     case 0: *s = "CUDA_SUCCESS"; return 0;
     case 1: *s = "CUDA_ERROR_INVALID_VALUE"; return 0;
@@ -69,7 +78,7 @@ inline cu::Result error_name(cu::Result r, const char** s) {
     default: return 1;
   }
 }
-inline cu::Result error_string(cu::Result r, const char** s) {
+inline cu::Result error_string(cu::Result r, const char** s) { note("cuGetErrorString");
   switch (r) {
     case 0: *s = "no error"; return 0;
     case 1: *s = "invalid argument"; return 0;
@@ -80,13 +89,13 @@ inline cu::Result error_string(cu::Result r, const char** s) {
     default: return 1;
   }
 }
-inline cu::Result device_count(int* n) { *n = st().device_count; return 0; }
-inline cu::Result device_get(cu::Device* d, int ordinal) { *d = ordinal; return 0; }
-inline cu::Result device_name(char* name, int len, cu::Device) {
+inline cu::Result device_count(int* n) { note("cuDeviceGetCount"); *n = st().device_count; return 0; }
+inline cu::Result device_get(cu::Device* d, int ordinal) { note("cuDeviceGet"); *d = ordinal; return 0; }
+inline cu::Result device_name(char* name, int len, cu::Device) { note("cuDeviceGetName");
   std::strncpy(name, st().name.c_str(), static_cast<size_t>(len));
   return 0;
 }
-inline cu::Result device_attr(int* v, int attr, cu::Device) {
+inline cu::Result device_attr(int* v, int attr, cu::Device) { note("cuDeviceGetAttribute");
   switch (attr) {
     case cu::kAttrComputeCapabilityMajor: *v = st().cc_major; return 0;
     case cu::kAttrComputeCapabilityMinor: *v = st().cc_minor; return 0;
@@ -98,94 +107,95 @@ inline cu::Result device_attr(int* v, int attr, cu::Device) {
     default: return 1;
   }
 }
-inline cu::Result total_mem(size_t* b, cu::Device) { *b = st().total; return 0; }
-inline cu::Result retain(cu::Context* c, cu::Device) { *c = primary(); return 0; }
-inline cu::Result release(cu::Device) { return 0; }
-inline cu::Result ctx_current(cu::Context* c) { *c = st().current; return 0; }
-inline cu::Result ctx_device(cu::Device* d) { *d = 0; return 0; }
-inline cu::Result ctx_push(cu::Context c) {
+inline cu::Result total_mem(size_t* b, cu::Device) { note("cuDeviceTotalMem"); *b = st().total; return 0; }
+inline cu::Result retain(cu::Context* c, cu::Device) { note("cuDevicePrimaryCtxRetain"); *c = primary(); return 0; }
+inline cu::Result release(cu::Device) { note("cuDevicePrimaryCtxRelease"); return 0; }
+inline cu::Result ctx_current(cu::Context* c) { note("cuCtxGetCurrent"); *c = st().current; return 0; }
+inline cu::Result ctx_device(cu::Device* d) { note("cuCtxGetDevice"); *d = 0; return 0; }
+inline cu::Result ctx_push(cu::Context c) { note("cuCtxPushCurrent");
   st().stack.push_back(st().current);
   st().current = c;
   return 0;
 }
-inline cu::Result ctx_pop(cu::Context* c) {
+inline cu::Result ctx_pop(cu::Context* c) { note("cuCtxPopCurrent");
   if (st().stack.empty()) return 1;
   *c = st().current;
   st().current = st().stack.back();
   st().stack.pop_back();
   return 0;
 }
-inline cu::Result stream_create(cu::Stream* s, unsigned) { *s = reinterpret_cast<cu::Stream>(new int(0)); return 0; }
-inline cu::Result stream_destroy(cu::Stream s) { delete reinterpret_cast<int*>(s); return 0; }
-inline cu::Result stream_sync(cu::Stream) { return 0; }
-inline cu::Result module_load(cu::Module* m, const void*, unsigned, int*, void**) {
+inline cu::Result stream_create(cu::Stream* s, unsigned) { note("cuStreamCreate"); *s = reinterpret_cast<cu::Stream>(new int(0)); return 0; }
+inline cu::Result stream_destroy(cu::Stream s) { note("cuStreamDestroy"); delete reinterpret_cast<int*>(s); return 0; }
+inline cu::Result stream_sync(cu::Stream) { note("cuStreamSynchronize"); return 0; }
+inline cu::Result module_load(cu::Module* m, const void*, unsigned, int*, void**) { note("cuModuleLoadDataEx");
   if (st().load_result) return st().load_result;
   ++st().modules_loaded;
+  ++st().modules_per_context[st().current];
   *m = reinterpret_cast<cu::Module>(new int(0));
   return 0;
 }
-inline cu::Result module_unload(cu::Module m) { delete reinterpret_cast<int*>(m); return 0; }
-inline cu::Result get_function(cu::Function* f, cu::Module, const char* name) {
+inline cu::Result module_unload(cu::Module m) { note("cuModuleUnload"); delete reinterpret_cast<int*>(m); return 0; }
+inline cu::Result get_function(cu::Function* f, cu::Module, const char* name) { note("cuModuleGetFunction");
   st().function_names.emplace_back(name);
   *f = reinterpret_cast<cu::Function>(&st().function_names.back());
   return 0;
 }
-inline cu::Result occ_block(int* min_grid, int* block, cu::Function, cu::OccupancyB2DSize, size_t, int) {
+inline cu::Result occ_block(int* min_grid, int* block, cu::Function, cu::OccupancyB2DSize, size_t, int) { note("cuOccupancyMaxPotentialBlockSize");
   *block = st().occ_block;
   *min_grid = st().sm_count * st().occ_blocks_per_sm;
   return 0;
 }
-inline cu::Result occ_per_sm(int* n, cu::Function, int, size_t) { *n = st().occ_blocks_per_sm; return 0; }
+inline cu::Result occ_per_sm(int* n, cu::Function, int, size_t) { note("cuOccupancyMaxActiveBlocksPerMultiprocessor"); *n = st().occ_blocks_per_sm; return 0; }
 inline cu::Result launch(cu::Function f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned,
-                         cu::Stream s, void** params, void**) {
+                         cu::Stream s, void** params, void**) { note("cuLaunchKernel");
   if (st().launch_result) return st().launch_result;
   const std::string& name = *reinterpret_cast<std::string*>(f);
-  st().launches.push_back({name, gx, bx, s});
+  if (st().keep_launches) st().launches.push_back({name, gx, bx, s});
   ++st().clock;
   if (auto it = st().kernels.find(name); it != st().kernels.end()) it->second(params);
   return 0;
 }
-inline cu::Result mem_alloc(cu::DevicePtr* p, size_t bytes) {
+inline cu::Result mem_alloc(cu::DevicePtr* p, size_t bytes) { note("cuMemAlloc");
   if (st().alloc_result) return st().alloc_result;
   void* h = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   st().live.insert(h);
   *p = reinterpret_cast<cu::DevicePtr>(h);
   return 0;
 }
-inline cu::Result mem_free(cu::DevicePtr p) {
+inline cu::Result mem_free(cu::DevicePtr p) { note("cuMemFree");
   void* h = reinterpret_cast<void*>(p);
   if (!st().live.erase(h)) return 1;
   std::free(h);
   return 0;
 }
-inline cu::Result mem_alloc_async(cu::DevicePtr* p, size_t bytes, cu::Stream) { return mem_alloc(p, bytes); }
-inline cu::Result mem_free_async(cu::DevicePtr p, cu::Stream) { return mem_free(p); }
-inline cu::Result mem_info(size_t* f, size_t* t) { *f = st().free; *t = st().total; return 0; }
-inline cu::Result htod(cu::DevicePtr d, const void* s, size_t n, cu::Stream) {
+inline cu::Result mem_alloc_async(cu::DevicePtr* p, size_t bytes, cu::Stream) { note("cuMemAllocAsync"); return mem_alloc(p, bytes); }
+inline cu::Result mem_free_async(cu::DevicePtr p, cu::Stream) { note("cuMemFreeAsync"); return mem_free(p); }
+inline cu::Result mem_info(size_t* f, size_t* t) { note("cuMemGetInfo"); *f = st().free; *t = st().total; return 0; }
+inline cu::Result htod(cu::DevicePtr d, const void* s, size_t n, cu::Stream) { note("cuMemcpyHtoDAsync");
   std::memcpy(reinterpret_cast<void*>(d), s, n);
   return 0;
 }
-inline cu::Result dtoh(void* d, cu::DevicePtr s, size_t n, cu::Stream) {
+inline cu::Result dtoh(void* d, cu::DevicePtr s, size_t n, cu::Stream) { note("cuMemcpyDtoHAsync");
   std::memcpy(d, reinterpret_cast<void*>(s), n);
   return 0;
 }
-inline cu::Result dtod(cu::DevicePtr d, cu::DevicePtr s, size_t n, cu::Stream) {
+inline cu::Result dtod(cu::DevicePtr d, cu::DevicePtr s, size_t n, cu::Stream) { note("cuMemcpyDtoDAsync");
   std::memcpy(reinterpret_cast<void*>(d), reinterpret_cast<void*>(s), n);
   ++st().clock;
   return 0;
 }
-inline cu::Result memset8(cu::DevicePtr d, unsigned char v, size_t n, cu::Stream) {
+inline cu::Result memset8(cu::DevicePtr d, unsigned char v, size_t n, cu::Stream) { note("cuMemsetD8Async");
   std::memset(reinterpret_cast<void*>(d), v, n);
   return 0;
 }
-inline cu::Result event_create(cu::Event* e, unsigned) { *e = reinterpret_cast<cu::Event>(new FakeEvent); return 0; }
-inline cu::Result event_destroy(cu::Event e) { delete reinterpret_cast<FakeEvent*>(e); return 0; }
-inline cu::Result event_record(cu::Event e, cu::Stream) {
+inline cu::Result event_create(cu::Event* e, unsigned) { note("cuEventCreate"); *e = reinterpret_cast<cu::Event>(new FakeEvent); return 0; }
+inline cu::Result event_destroy(cu::Event e) { note("cuEventDestroy"); delete reinterpret_cast<FakeEvent*>(e); return 0; }
+inline cu::Result event_record(cu::Event e, cu::Stream) { note("cuEventRecord");
   reinterpret_cast<FakeEvent*>(e)->t = ++st().clock;
   return 0;
 }
-inline cu::Result event_sync(cu::Event) { return 0; }
-inline cu::Result event_elapsed(float* ms, cu::Event a, cu::Event b) {
+inline cu::Result event_sync(cu::Event) { note("cuEventSynchronize"); return 0; }
+inline cu::Result event_elapsed(float* ms, cu::Event a, cu::Event b) { note("cuEventElapsedTime");
   auto* x = reinterpret_cast<FakeEvent*>(a);
   auto* y = reinterpret_cast<FakeEvent*>(b);
   if (x->t < 0 || y->t < 0) return 1;

@@ -106,13 +106,10 @@ struct Gen {
     NodeId x = any();
     Operand X = Operand::of(x);
     static const std::vector<double> mc = {2.0, 4.0, -2.0, 0.5, 1.0, 3.0, 1.5, -1.0, 0.25, 65536.0, 6.0, 1e-30, 1e30};
-    switch (r.below(12)) {
+    switch (r.below(13)) {
       case 0: {
-        Operand a[2] = {X, Operand::of(flit(r.pick(mc)))};
-        Operand m = b.apply(Op::Mul, a);
-        if (m.is_literal()) return false;
-        add(m.node);
-        return try_apply(Op::Mul, {m, Operand::of(flit(r.pick(mc)))});
+        if (!try_apply(Op::Mul, {X, Operand::of(flit(r.pick(mc)))})) return false;
+        return try_apply(Op::Mul, {Operand::of(pool.back()), Operand::of(flit(r.pick(mc)))});
       }
       case 1: return try_apply(Op::Div, {X, Operand::of(flit(r.pick(mc)))});
       case 2: return try_apply(Op::Pow, {X, Operand::of(r.chance(0.5) ? ilit(2) : flit(2.0))});
@@ -149,6 +146,16 @@ struct Gen {
         if (!try_apply(Op::Sigmoid, {X})) return false;
         return try_apply(Op::Mul, {X, Operand::of(pool.back())});
       }
+      case 11: {
+        // A math op whose operand is a literal on one path (issue 16: the host compiler could
+        // fold the call there), or a binary math op with a literal operand.
+        static const std::vector<Op> math = {Op::Exp, Op::Expm1, Op::Log1p, Op::Tanh, Op::Erf, Op::Sin, Op::Log10,
+                                             Op::Exp2, Op::GeluTanh, Op::Pow, Op::Atan2};
+        const Op m = r.pick(math);
+        if (op_arity(m) == 2) return try_apply(m, {X, Operand::of(random_literal(r))});
+        if (!try_apply(Op::Where, {Operand::of(any()), Operand::of(random_literal(r)), X})) return false;
+        return try_apply(m, {Operand::of(pool.back())});
+      }
       default: return try_apply(Op::Where, {Operand::of(any()), X, X});
     }
   }
@@ -182,7 +189,13 @@ struct Gen {
     int np = r.below(o.max_params + 1);
     for (int k = 0; k < np; ++k) {
       DType t = r.pick(ts);
-      add(b.add_param(numbered("p", k), t, random_literal(r)));
+      Literal def = random_literal(r);
+      try {
+        check_literal_fits(def, t);
+      } catch (const UserError&) {
+        def = ilit(1);  // a default must fit the param's dtype
+      }
+      add(b.add_param(numbered("p", k), t, def));
     }
     for (int step = 0; step < o.num_ops; ++step) {
       for (int tries = 0; tries < 8; ++tries)

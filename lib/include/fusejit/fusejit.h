@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -40,6 +41,15 @@ enum class DType : uint8_t { Bool, I8, U8, I32, I64, F16, BF16, F32, F64 };
 std::string_view dtype_name(DType t);
 /// Size of one element in bytes.
 std::size_t dtype_size(DType t);
+
+/// f16 (IEEE binary16) and bf16 (bfloat16) storage bits from and to float, bit for bit as the
+/// kernels and the reference evaluator convert (ir/scalar/fj_scalar.h): from float rounds to
+/// nearest, ties to even (overflow gives infinity, NaN stays a quiet NaN with its sign); to float
+/// is exact.
+uint16_t f16_from_float(float x);
+float f16_to_float(uint16_t bits);
+uint16_t bf16_from_float(float x);
+float bf16_to_float(uint16_t bits);
 
 /// What went wrong, so callers can react differently to their own mistakes and to fusejit's.
 enum class ErrorKind {
@@ -95,6 +105,7 @@ struct Scalar {
   Scalar(int v) : kind(Kind::Int), i(v) {}                            // NOLINT
   Scalar(int64_t v) : kind(Kind::Int), i(v) {}                        // NOLINT
   Scalar(bool v) : kind(Kind::Bool), i(v ? 1 : 0) {}                  // NOLINT
+  Scalar(const char*) = delete;  ///< a string is no value (it would silently become `true`)
   double as_double() const { return kind == Kind::Float ? f : static_cast<double>(i); }
 };
 
@@ -123,7 +134,9 @@ class Graph {
   /// Parses graph text (format: docs/graph-format.md). `file` names the text in diagnostics.
   /// Throws Error(User) with file:line:col on any malformed input.
   static Graph parse(std::string_view text, std::string_view file = "<string>", const DimValues& dims = {});
-  /// Reads and parses a graph file. Throws Error(User) if it cannot be read or parsed.
+  /// Reads and parses a graph file. Throws Error(User) if it cannot be read (missing, not a
+  /// regular file, e.g. a directory, FIFO or /dev/zero, or over 16 MiB: docs/graph-format.md)
+  /// or parsed.
   static Graph load(const std::string& path, const DimValues& dims = {});
 
   /// The same graph with other dim values. Throws Error(User) on an unknown dim, a negative value
@@ -246,12 +259,22 @@ enum class Backend {
 /// Which plan to run: fused (one kernel per fusion group) or unfused (one kernel per op node).
 enum class PlanKind { Fused, Unfused };
 
+/// Who reads fusejit's messages. Errors and warnings about an option name it as that reader
+/// writes it: the API field ("Options::arch") or the `fusejit` command's flag ("--arch").
+enum class MessageStyle { Api, CommandLine };
+
 /// Compilation and run options.
 struct Options {
   std::string cache_dir;     ///< kernel cache folder; "" = $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME/fusejit, ~/.cache/fusejit
   bool disk_cache = true;    ///< false: in-memory cache only (FUSEJIT_DISABLE_CACHE=1 also disables it)
-  std::string dump_dir;      ///< "" = none; else every kernel's .cu (and .ptx/.cubin) plus index.json is written here
-  std::string arch;          ///< "" = from the device; "sm_90" (CUBIN) or "compute_90" (PTX) overrides
+  /// "" = none; else the folder `fusejit compile` writes (docs/aot.md) is written here at compile():
+  /// graph.txt, every kernel of both plans (so the unfused plan is compiled then too) as .cu and, on
+  /// the GPU, .cubin or .ptx, and index.json.
+  std::string dump_dir;
+  /// "" = from the device; "sm_90" (CUBIN) or "compute_90" (PTX) overrides. Checked against what
+  /// NVRTC supports on every backend (Error(User) when it is invalid); on the CPU it
+  /// then has no effect (a warning says so).
+  std::string arch;
   bool fast_math = false;    ///< allow value-changing rewrites, FMA contraction, f32 intermediates for halves
   int device = 0;            ///< CUDA device ordinal (CUDA_VISIBLE_DEVICES is applied by the driver)
   /// Extra NVRTC options appended after fusejit's own for every GPU kernel, fused and unfused
@@ -260,60 +283,311 @@ struct Options {
   /// the strict checks. Ignored, with a warning, on the CPU path.
   std::vector<std::string> nvrtc_options;
   Backend backend = Backend::Auto;
+  MessageStyle message_style = MessageStyle::Api;  ///< the `fusejit` command sets CommandLine
+  /// Also compile the unfused plan (one kernel per op, the baseline fusion is measured against) at
+  /// compile(). By default it is compiled on its first use (launch, run or measure with
+  /// PlanKind::Unfused); until then kernels(PlanKind::Unfused) reports CacheOutcome::NotBuilt.
+  bool build_unfused = false;
 };
 
-/// One compiled kernel of a program.
+/// Where a kernel's binary came from.
+enum class CacheOutcome : uint8_t {
+  Compiled,   ///< compiled (NVRTC or the host C++ compiler) by this call
+  MemoryHit,  ///< compiled earlier in this process
+  DiskHit,    ///< loaded from the kernel cache on disk
+  Loaded,     ///< loaded from an ahead-of-time folder (Program::load)
+  NotBuilt,   ///< not compiled yet: the unfused plan before its first use (name and source empty)
+};
+/// "compiled", "memory", "disk", "loaded" or "not built", as index.json writes it.
+std::string_view cache_outcome_name(CacheOutcome outcome);
+
+/// One kernel of a program (one fusion group of its plan). Each kernel has two entry points: `name`
+/// for tensors in their canonical layout and `name + "_s"` for strided views (docs/aot.md).
 struct KernelInfo {
-  std::string name;          ///< deterministic, derived from the kernel's content
-  std::string source;        ///< generated CUDA C++ (the translation unit's kernel part)
+  std::string name;          ///< deterministic, derived from the kernel's content ("" when not built)
+  std::string source;        ///< generated CUDA C++ (the translation unit's kernel part; "" when not built)
   std::vector<std::string> ops;  ///< the op nodes it computes, named as `fusejit plan` names them, e.g. "h = add(x, bias)", "%4 = mul(h, 0.5)"
   int64_t elements = 0;      ///< iteration space size
   int64_t read_bytes = 0;    ///< each input read once
   int64_t write_bytes = 0;   ///< each output written once
-  std::string cache;         ///< "compiled", "memory" or "disk": where the binary came from
-  double compile_ms = 0.0;   ///< time spent compiling it (0 on a cache hit)
+  CacheOutcome cache = CacheOutcome::Compiled;  ///< where the binary came from
+  double compile_ms = 0.0;   ///< compile time (0 on a cache hit; counted once for kernels compiled together)
+  bool index64 = false;      ///< 64-bit index math (an iteration space of 2^31 elements or more)
 };
 
-/// A graph compiled for one target (device arch or CPU) and mode. Compile once, run many times.
-/// Cheap to copy (shared state); launch() and run() may be called concurrently from several
-/// threads (on different streams on the GPU).
+/// A tensor in host memory that owns its data: dtype, shape and C-order (row-major) storage of
+/// elements() * dtype_size(dtype) bytes, 64-byte aligned (so the CPU path's 16-byte vector loads
+/// apply). Copying copies the data; moving does not.
+class HostTensor {
+ public:
+  /// An empty f32[0] tensor.
+  HostTensor();
+  /// A zero-filled tensor. Throws Error(User) on a negative size, or when the byte size overflows
+  /// or cannot be allocated (naming the size asked for).
+  HostTensor(DType dtype, std::vector<int64_t> shape);
+  /// A tensor of `dtype` holding `values` converted as a cast from f32 (docs/ops.md): f16 and
+  /// bf16 round to nearest even. Throws Error(User) when values.size() != the shape's elements.
+  static HostTensor from_floats(DType dtype, std::vector<int64_t> shape, std::span<const float> values);
+  /// Every element converted to float (exact for bool, i8, u8, f16, bf16 and f32; f64 and large
+  /// integers round to nearest).
+  std::vector<float> to_floats() const;
+
+  HostTensor(const HostTensor& other);
+  HostTensor& operator=(const HostTensor& other);
+  /// A moved-from tensor holds no data (bytes() == 0); assign to it before using it again.
+  HostTensor(HostTensor&& other) noexcept
+      : dtype_(other.dtype_), shape_(std::move(other.shape_)), bytes_(std::exchange(other.bytes_, 0)),
+        mem_(std::move(other.mem_)) {}
+  HostTensor& operator=(HostTensor&& other) noexcept {
+    dtype_ = other.dtype_;
+    shape_ = std::move(other.shape_);
+    bytes_ = std::exchange(other.bytes_, 0);
+    mem_ = std::move(other.mem_);
+    return *this;
+  }
+  ~HostTensor() = default;
+
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }  ///< sizes, row-major; {} = 0-d
+  int64_t elements() const;                       ///< product of shape (1 for 0-d)
+  std::size_t bytes() const { return bytes_; }    ///< elements() * dtype_size(dtype())
+  /// The raw storage, bytes() long: little-endian elements in C order (f16/bf16 as their bits,
+  /// bool as one byte 0 or 1). Valid while the tensor lives and is not assigned to.
+  std::span<std::byte> data() { return {mem_.get(), bytes_}; }
+  std::span<const std::byte> data() const { return {mem_.get(), bytes_}; }
+  /// The storage as elements of T (float for f32, uint16_t for f16/bf16 bits, uint8_t or bool for
+  /// bool, ...). Throws Error(User) when sizeof(T) != dtype_size(dtype()).
+  template <class T>
+  std::span<T> values() {
+    check_element_size(sizeof(T));
+    return {reinterpret_cast<T*>(mem_.get()), bytes_ / sizeof(T)};
+  }
+  template <class T>
+  std::span<const T> values() const {
+    check_element_size(sizeof(T));
+    return {reinterpret_cast<const T*>(mem_.get()), bytes_ / sizeof(T)};
+  }
+  /// Same dtype, shape and bytes.
+  friend bool operator==(const HostTensor& a, const HostTensor& b);
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const noexcept;
+  };
+  void check_element_size(std::size_t size) const;
+  DType dtype_ = DType::F32;
+  std::vector<int64_t> shape_;
+  std::size_t bytes_ = 0;
+  std::unique_ptr<std::byte[], Free> mem_;
+};
+
+/// A read-only view of host tensor data owned elsewhere (a HostTensor, a NumPy array, a caller's
+/// buffer): dtype, shape, strides and the bytes the view spans. `data` starts at element [0, ..., 0]
+/// and must hold every element the strides reach: (1 + sum((shape[d] - 1) * strides[d])) *
+/// dtype_size(dtype) bytes at least (exactly elements * dtype_size for a C-contiguous view).
+/// `strides` are in elements, one per dim, each >= 0 (a dim of size 1 may have any stride);
+/// empty = C-contiguous. Transposed, sliced and expanded (stride 0) views run without a copy. It
+/// owns nothing: shape, strides and data must outlive every use of the view.
+struct TensorView {
+  DType dtype = DType::F32;
+  std::span<const int64_t> shape;
+  std::span<const std::byte> data;
+  std::span<const int64_t> strides;
+  TensorView() = default;
+  TensorView(DType dtype, std::span<const int64_t> shape, std::span<const std::byte> data,
+             std::span<const int64_t> strides = {})
+      : dtype(dtype), shape(shape), data(data), strides(strides) {}
+  TensorView(const HostTensor& t) : dtype(t.dtype()), shape(t.shape()), data(t.data()) {}  // NOLINT: implicit by design
+};
+
+/// A tensor in memory the caller owns, for Program::launch(): device memory on the CUDA backend
+/// (cudaMalloc/cuMemAlloc, or any pointer the driver accepts in the current context), host memory
+/// on the CPU backend. `data` is the address of element [0, ..., 0] (may be null for a tensor with
+/// no elements); `strides` are in elements, one per dim, each >= 0 (a dim of size 1 may have any
+/// stride), empty = C-contiguous. Inputs are only read, unless an output is the same tensor (in
+/// place, see Program::launch). It owns nothing: shape and strides must outlive the call, the
+/// memory every use of it (on the GPU: until the launch's kernels finish).
+struct TensorRef {
+  void* data = nullptr;
+  DType dtype = DType::F32;
+  std::span<const int64_t> shape;
+  std::span<const int64_t> strides;
+  TensorRef() = default;
+  TensorRef(void* data, DType dtype, std::span<const int64_t> shape, std::span<const int64_t> strides = {})
+      : data(data), dtype(dtype), shape(shape), strides(strides) {}
+  /// An input from a pointer to const: launch() never writes an input that is not also an output.
+  TensorRef(const void* data, DType dtype, std::span<const int64_t> shape, std::span<const int64_t> strides = {})
+      : data(const_cast<void*>(data)), dtype(dtype), shape(shape), strides(strides) {}
+  /// No memory: for a tensor with no elements.
+  TensorRef(std::nullptr_t, DType dtype, std::span<const int64_t> shape, std::span<const int64_t> strides = {})
+      : dtype(dtype), shape(shape), strides(strides) {}
+  /// A host tensor's storage (CPU backend).
+  TensorRef(HostTensor& t) : data(t.data().data()), dtype(t.dtype()), shape(t.shape()) {}  // NOLINT: implicit by design
+  TensorRef(const HostTensor& t)  // NOLINT: implicit by design
+      : data(const_cast<std::byte*>(t.data().data())), dtype(t.dtype()), shape(t.shape()) {}
+};
+
+/// Values for a graph's params (`param NAME : DTYPE = default` in docs/graph-format.md), by name
+/// or by position:
+///     p.run(inputs, {{"eps", 1e-5}, {"beta", 0.9}});   // named: any subset, the rest default
+///     p.run(inputs, {1e-5, 0.9});                     // positional: every param, declaration order
+///     p.run(inputs);                                   // every param at its default
+/// Each value is converted to its param's dtype by the cast rules of docs/ops.md. A name given
+/// twice takes its last value. A name the graph does not have, a positional count other than the
+/// graph's param count, or both forms at once are Error(User) where the values are used.
+class Params {
+ public:
+  Params() = default;
+  Params(std::initializer_list<Scalar> positional) : positional_(positional) {}
+  Params(std::vector<Scalar> positional) : positional_(std::move(positional)) {}  // NOLINT: implicit by design
+  Params(std::initializer_list<std::pair<std::string, Scalar>> named);
+  Params(const std::vector<std::pair<std::string, Scalar>>& named);  // NOLINT: implicit by design
+  /// Sets a named value (a later set of the same name replaces it). Returns *this.
+  Params& set(std::string name, Scalar value);
+  bool empty() const { return positional_.empty() && named_.empty(); }
+  const std::vector<Scalar>& positional() const { return positional_; }
+  const std::vector<std::pair<std::string, Scalar>>& named() const { return named_; }
+
+ private:
+  std::vector<Scalar> positional_;
+  std::vector<std::pair<std::string, Scalar>> named_;  // distinct names, in first-set order
+};
+
+/// Options of Program::measure().
+struct MeasureOptions {
+  int warmup = 3;                  ///< untimed runs before timing (GPU; at least one per buffer set)
+  int repeats = 20;                ///< timed runs; the median is reported
+  bool copy_baseline = false;      ///< GPU: also time a device-to-device copy of half the bytes the plan moves
+  bool keep_intermediates = false; ///< also return the values the plan materialises that are not outputs
+};
+
+/// The outcome of Program::measure(): the outputs of a checked run and the timing of repeated runs.
+struct Measurement {
+  /// One per graph output, from the first run. Their buffers are filled with 0xFF bytes (NaN for
+  /// every float dtype) before it, so an element no kernel wrote cannot pass a check.
+  std::vector<HostTensor> outputs;
+  /// With MeasureOptions::keep_intermediates: every value the plan materialises that is not a
+  /// graph output (for the unfused plan: every op's value), as (N, value) for the node named vN in
+  /// KernelInfo::ops, ascending N; poisoned before the run like the outputs.
+  std::vector<std::pair<int32_t, HostTensor>> intermediates;
+  int kernels = 0;            ///< kernel launches per run (fusion groups with at least one element)
+  int64_t bytes = 0;          ///< bytes one run moves: per kernel, each input read once, each output written once
+  double median_ms = 0;       ///< median time of one run (GPU: CUDA events; CPU: steady clock around the launches)
+  double min_ms = 0, max_ms = 0;
+  double gbps = 0;            ///< bytes / median time, 1e9 bytes per second
+  double copy_gbps = 0;       ///< with MeasureOptions::copy_baseline on the GPU: the copy's bandwidth (reads + writes)
+  int buffer_sets = 1;        ///< GPU: input/output sets rotated between timed runs so they do not hit in L2
+  bool l2_resident = false;   ///< GPU: even the rotated sets fit in ~4x L2: the times flatter DRAM bandwidth
+};
+
+/// A graph compiled for one target (device arch or CPU) and mode. Compile once, run many times, at
+/// any dim values: sizes, strides and params are kernel arguments (docs/api.md, "What makes a new
+/// kernel"). Cheap to copy (shared state). Thread-safe: launch(), run(), measure() and every
+/// accessor may be called concurrently from several threads (on the GPU, each launch on the
+/// caller's stream; two launches writing the same output buffer concurrently race as any two
+/// kernels would).
 class Program {
  public:
-  /// Rewrites, plans, generates and compiles (or loads from the cache) the fused and the unfused
-  /// kernels. Throws Error(User) for bad options, Error(Compile), Error(Driver) when the GPU
-  /// backend is requested but unavailable.
+  /// Rewrites, plans, generates and compiles (or loads from the cache) the fused kernels, and the
+  /// unfused ones too with Options::build_unfused (else on their first use). Throws Error(User) for
+  /// bad options (an invalid Options::arch on any backend), Error(Compile), Error(Driver) when the
+  /// GPU backend is requested but unavailable.
   static Program compile(const Graph& graph, const Options& options = {});
 
+  /// Loads a folder written by `fusejit compile GRAPH --arch sm_XY -o DIR` (compile_to_dir): the
+  /// graph, its plans and every kernel's CUBIN or PTX, checked against index.json (format:
+  /// docs/aot.md). Needs the CUDA driver, not NVRTC: nothing is compiled unless a launch needs a
+  /// kernel the folder lacks (the 64-bit-index variant for an iteration space of 2^31 elements or
+  /// more, or a dims set whose broadcasts change the plan), which then needs NVRTC (Error(Compile)
+  /// naming the kernel and what to install when it is missing). `options` supplies device, cache,
+  /// message style and warnings; the target, fast-math mode and NVRTC options come from the
+  /// folder. KernelInfo::cache is CacheOutcome::Loaded. Throws Error(User) for a missing or
+  /// malformed folder, one written by another code generator version or whose kernels' argument
+  /// lists differ from what this fusejit generates for its graph, Error(Driver) with no usable GPU
+  /// or a binary for another GPU.
+  static Program load(const std::string& dir, const Options& options = {});
+
   Backend backend() const;               ///< Cuda or Cpu, as decided at compile time
-  std::string target() const;            ///< e.g. "sm_90 (CUBIN)", "compute_120 (PTX, JIT-compiled by the driver)", "host C++"
+  std::string target() const;            ///< e.g. "sm_90 (CUBIN)", "compute_120 (PTX, JIT-compiled by the driver)", "host C++ (...)"
+  std::string device() const;            ///< e.g. "NVIDIA H200 (sm_90, 132 SMs)", or "host CPU"
+  std::string driver_version() const;    ///< e.g. "CUDA 12.4"; "" on the CPU
+  std::string backend_note() const;      ///< why the CPU was used under Backend::Auto ("no GPU: ..."), else ""
   bool fast_math() const;
   const Graph& graph() const;            ///< the graph as given
-  const Graph& rewritten() const;        ///< after rewrites (what the kernels compute)
+  const Graph& rewritten() const;        ///< after rewrites (what the fused kernels compute)
   std::string rewrite_summary() const;   ///< one line: "rewrites (strict mode): mul-chain x1;" (or "none fired")
   std::string plan_text() const;         ///< fusion groups, traffic and predicted ratio (as `fusejit plan`)
-  const std::vector<KernelInfo>& kernels(PlanKind kind) const;
+  /// One entry per fusion group of the plan, plan order, at the compiled dims; their read_bytes +
+  /// write_bytes summed is the traffic of one run. A snapshot: the unfused plan's entries say
+  /// CacheOutcome::NotBuilt until it is first used (or built by Options::build_unfused).
+  std::vector<KernelInfo> kernels(PlanKind kind) const;
+  /// The kernels built after compile() for dim values the compiled kernels do not cover (a 64-bit-
+  /// index variant, or a plan made again where a broadcast changes; docs/api.md), in build order.
+  std::vector<KernelInfo> specializations() const;
 
-  /// Enqueues the program on the GPU without synchronising. `inputs`: one device pointer per graph
-  /// input (declaration order), `outputs`: one per output; all owned by the caller, allocated with
-  /// cudaMalloc/cuMemAlloc, C-contiguous, sized for `dims`. `params`: one per graph param (empty =
-  /// defaults). `stream`: a CUstream / cudaStream_t (nullptr = the legacy default stream). Uses the
-  /// caller's current CUDA context when one is set, else the device's primary context.
-  /// The unfused plan allocates its intermediates stream-ordered and frees them on the stream.
-  /// Throws Error(User) on a wrong pointer count or an output overlapping an input (as far as
-  /// known from the sizes), Error(Driver) on a launch failure. Requires backend() == Cuda.
-  void launch(std::span<const void* const> inputs, std::span<void* const> outputs,
-              std::span<const Scalar> params = {}, void* stream = nullptr, PlanKind kind = PlanKind::Fused,
-              const DimValues& dims = {}) const;
+  /// Runs the program on tensors the caller owns, dims taken from their shapes.
+  ///   inputs:  one per graph input (declaration order), of the input's dtype and a shape the graph
+  ///            allows (named dims bound by the first input naming them, literal sizes as declared);
+  ///   outputs: one per graph output, of its dtype and the shape the inputs give;
+  ///   params:  named or positional (see Params; {} = the defaults);
+  ///   stream:  CUDA backend: a CUstream / cudaStream_t (nullptr = the legacy default stream),
+  ///            enqueued without synchronising; CPU backend: ignored, runs before returning.
+  /// In place: an output may be the same tensor as an input (same data, dtype, shape and strides)
+  /// when the plan reads that input for the last time in the kernel that writes the output, or
+  /// earlier; every other overlap between an output and an input or another output is refused.
+  /// On the GPU the caller's current CUDA context is used (else the device's primary context);
+  /// each context loads the modules once, at its first launch. After that, a launch issues only
+  /// cuLaunchKernel on `stream` (plus cuCtxGetCurrent), so it may be captured into a CUDA graph,
+  /// except: a plan with intermediates (the unfused plan; a fused plan of several kernels)
+  /// allocates them with cuMemAllocAsync/cuMemFreeAsync on the stream, an output repeating another
+  /// output's value is copied with cuMemcpyDtoDAsync, and the first launch at a new set of dim
+  /// values may compile (docs/api.md, "CUDA graphs"). Tensors with no elements launch nothing.
+  /// Throws Error(User) on a wrong count, dtype or shape (naming the tensor, as run() does), a bad
+  /// param, an overlap (naming both tensors) or a negative stride; Error(Driver) on a launch
+  /// failure; Error(Compile) when a new kernel is needed and cannot be compiled.
+  void launch(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, const Params& params = {},
+              void* stream = nullptr, PlanKind kind = PlanKind::Fused) const;
+  void launch(std::initializer_list<TensorRef> inputs, std::initializer_list<TensorRef> outputs,
+              const Params& params = {}, void* stream = nullptr, PlanKind kind = PlanKind::Fused) const;
 
-  /// Host-memory convenience for small programs and tests, on either backend: copies inputs in,
-  /// runs, copies outputs back, synchronises. Returns one tensor per graph output.
-  struct HostTensor {
-    DType dtype = DType::F32;
-    std::vector<int64_t> shape;
-    std::vector<std::byte> data;  ///< C order, elements() * dtype_size(dtype) bytes
-  };
-  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs, std::span<const Scalar> params = {},
-                              PlanKind kind = PlanKind::Fused, const DimValues& dims = {}) const;
+  /// The shape of each graph output (declaration order; dtypes as graph().outputs()) that launch()
+  /// expects for inputs of these dtypes and shapes (only dtype and shape are read: data may be
+  /// null). Checks the inputs as launch() does (Error(User) naming the input). For a caller that
+  /// allocates the outputs, e.g. a Python binding; the first call at a new set of dim values makes
+  /// its launch state, as a launch would.
+  std::vector<std::vector<int64_t>> output_shapes(std::span<const TensorRef> inputs, PlanKind kind = PlanKind::Fused) const;
+
+  /// launch() for C-contiguous device buffers at given dims: `inputs` one device pointer per graph
+  /// input (declaration order), `outputs` one per output, sized for `dims` ({} = the compiled
+  /// ones). Requires backend() == Cuda. Same rules and errors as launch() above.
+  void launch(std::span<const void* const> inputs, std::span<void* const> outputs, const Params& params = {},
+              void* stream = nullptr, PlanKind kind = PlanKind::Fused, const DimValues& dims = {}) const;
+
+  /// Host-memory convenience for small programs and tests, on either backend: runs and returns one
+  /// tensor per graph output. `inputs`: one view per graph input (declaration order) of the input's
+  /// dtype, any strides; the values of the graph's dims are taken from their shapes (so a graph
+  /// compiled with T = 4096 runs T = 1 without other arguments or a new kernel). On the CPU the
+  /// views are read in place; on the GPU they are copied in (and the outputs back) and the call
+  /// synchronises. Throws Error(User) on a wrong tensor count, dtype or shape, naming shapes:
+  /// "input 'a': expected bf16[16, 4], got bf16[4, 16]"; dims that two inputs give different
+  /// values; data too small for the view; or a bad param.
+  std::vector<HostTensor> run(std::span<const TensorView> inputs, const Params& params = {},
+                              PlanKind kind = PlanKind::Fused) const;
+  std::vector<HostTensor> run(std::initializer_list<TensorView> inputs, const Params& params = {},
+                              PlanKind kind = PlanKind::Fused) const;
+  std::vector<HostTensor> run(std::span<const HostTensor> inputs, const Params& params = {},
+                              PlanKind kind = PlanKind::Fused) const;
+
+  /// Runs the plan on host inputs as run() does (same checks, dims from the shapes), once checked
+  /// (outputs poisoned first, see Measurement) and then `options.repeats` times timed, after
+  /// `options.warmup` untimed runs. On the GPU the inputs are copied to the device once, device
+  /// buffer sets are rotated between runs so small working sets do not hit in L2, and the times
+  /// are CUDA event times of the kernels alone; on the CPU they are steady-clock times of the
+  /// launches alone. All memory it allocates is freed before it returns.
+  Measurement measure(std::span<const TensorView> inputs, const Params& params = {}, PlanKind kind = PlanKind::Fused,
+                      const MeasureOptions& options = {}) const;
+  Measurement measure(std::initializer_list<TensorView> inputs, const Params& params = {},
+                      PlanKind kind = PlanKind::Fused, const MeasureOptions& options = {}) const;
 
   struct Impl;
   explicit Program(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
@@ -322,7 +596,5 @@ class Program {
  private:
   std::shared_ptr<const Impl> impl_;
 };
-
-using HostTensor = Program::HostTensor;
 
 }  // namespace fusejit

@@ -14,10 +14,10 @@ namespace fusejit {
 
 /// Options of run_graph().
 struct RunOptions {
-  Options options;                                              ///< backend, arch, cache, fast mode, device
+  Options options;                                              ///< backend, arch, cache, fast mode, device, message style
   // In `params` and `input_ranges` a name given twice takes its last value (as --dim does); an input
   // given twice in `input_files` is an error.
-  std::vector<std::pair<std::string, Scalar>> params;           ///< param name -> value (else the default)
+  Params params;                                                ///< param values, named or positional (else the defaults)
   std::vector<std::pair<std::string, std::string>> input_files; ///< input name -> .npy file (else random)
   /// input name -> [lo, hi) for random values (else the per-dtype default range of docs/ops.md).
   std::vector<std::pair<std::string, std::pair<double, double>>> input_ranges;
@@ -28,8 +28,7 @@ struct RunOptions {
   std::string save_dir;          ///< "" = none; else each output is written as DIR/<name>.npy
   int warmup = 3;                ///< GPU: untimed launches before timing
   int repeats = 20;              ///< GPU: timed launches; the median is reported
-  bool check = true;             ///< compare fused, unfused and reference
-  bool reference = true;         ///< evaluate the reference (needed for stats on the CPU path)
+  bool check = true;             ///< compare fused, unfused and the reference evaluator
 };
 
 /// Per output: summary statistics of the values, as NumPy's nanmin/nanmax/nanmean (NaNs counted,
@@ -108,37 +107,49 @@ struct PlanReport {
 };
 PlanReport plan_graph(const Graph& graph, bool fast_math = false);
 
-/// `fusejit compile`: generates and compiles every kernel ahead of time (no GPU needed) and
-/// writes .cu (and .cubin or .ptx) files plus index.json into `out_dir`. `arch` is "sm_XY"
-/// (CUBIN) or "compute_XY" (PTX). `cache` supplies the kernel cache settings (cache_dir,
-/// disk_cache) and extra NVRTC options (nvrtc_options); its other fields are ignored. Returns the kernels written. Throws Error(User) for
-/// a bad arch, Error(Compile) when NVRTC fails.
+/// `fusejit compile`: generates and compiles every kernel of both plans ahead of time (no GPU
+/// needed) and writes the graph (graph.txt), each kernel's .cu and .cubin or .ptx, and index.json
+/// (every kernel's entry points and arguments; format: docs/aot.md) into `out_dir`, a folder
+/// Program::load() runs without NVRTC. `arch` is "sm_XY" (CUBIN) or "compute_XY" (PTX). `cache`
+/// supplies the kernel cache settings (cache_dir, disk_cache), extra NVRTC options
+/// (nvrtc_options) and the message style; its other fields are ignored. Returns the kernels
+/// written, fused first. Throws Error(User) for a bad arch or an unwritable folder, Error(Compile)
+/// when NVRTC fails or is not available.
 std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& arch, const std::string& out_dir,
                                        bool fast_math = false, const Options& cache = {});
 
-/// The kernel cache on disk (`fusejit cache`).
+/// The kernel cache on disk (`fusejit cache`): one store for GPU kernels and CPU-path host
+/// modules, in the folder Options::cache_dir names (else FUSEJIT_CACHE_DIR, else
+/// $XDG_CACHE_HOME/fusejit, else ~/.cache/fusejit; docs/api.md "The kernel cache"). Every call
+/// throws Error(User) when no folder is set or a cache environment variable is malformed.
 struct CacheEntryInfo {
   std::string key;     ///< 32 hex digits (XXH3-128 of everything that changes the binary)
   std::string path;
   int64_t bytes = 0;   ///< file size
   std::string label;   ///< kernel name(s)
-  std::string target;  ///< "sm_90" (CUBIN) or "compute_90" (PTX)
+  std::string target;  ///< "sm_90" (CUBIN), "compute_90" (PTX) or "host" (a CPU-path host module)
   bool valid = false;  ///< header and payload hash check out (a bad entry is deleted on its next load)
 };
 struct CacheStats {
   std::string path;
-  bool enabled = true;
-  int64_t entries = 0;
-  int64_t bytes = 0;
-  int64_t cap_bytes = 0;     ///< size cap of the GPU kernel entries (LRU eviction beyond it)
-  int64_t host_modules = 0;  ///< CPU path: compiled host modules (DIR/host/*.so)
-  int64_t host_bytes = 0;    ///< their files' total size
+  bool enabled = true;          ///< false: disabled (Options::disk_cache, FUSEJIT_DISABLE_CACHE) or unusable
+  std::string disabled_reason;  ///< why not enabled, e.g. "... may be written by its group or other users"
+  int64_t entries = 0;          ///< GPU kernel entries (CUBIN or PTX)
+  int64_t bytes = 0;            ///< their files' total size
+  int64_t cap_bytes = 0;        ///< size cap of all entries together, GPU and CPU (LRU eviction beyond it)
+  int64_t host_modules = 0;     ///< CPU path: compiled host modules (entries of the same store)
+  int64_t host_bytes = 0;       ///< their files' total size
+  int64_t invalid = 0;          ///< damaged entries (deleted and rebuilt on their next use)
+  int64_t temp_files = 0;       ///< temporary files and build folders (swept after an hour)
 };
-/// Resolves the cache folder as Options::cache_dir / the environment would.
+/// Resolves the cache folder as Options::cache_dir / the environment would (an absolute path).
 std::string cache_path(const Options& options = {});
+/// Counts the entries of the folder; reads it only (damaged entries are counted, not deleted).
 CacheStats cache_stats(const Options& options = {});
+/// Every entry, most recently used first.
 std::vector<CacheEntryInfo> cache_list(const Options& options = {});
-/// Removes every GPU kernel entry and every CPU host module; returns how many were removed.
+/// Removes every entry (GPU kernels and CPU host modules) and every temporary file; returns how
+/// many entries were removed.
 int64_t cache_clear(const Options& options = {});
 
 }  // namespace fusejit

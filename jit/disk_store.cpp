@@ -1,0 +1,817 @@
+// The one on-disk store; see jit/disk_store.h.
+#include "jit/disk_store.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "ir/error.h"
+
+namespace fusejit::jit {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---- Entry file layout (all integers little-endian) ----
+//   0  8  magic "FJKCACHE"
+//   8  4  format version (kCacheFormatVersion)
+//  12  4  header size (kHeaderSize)
+//  16 16  key (Hash128, lo then hi)
+//  32 16  check hash of the same inputs (collision guard)
+//  48  4  arch number (e.g. 90; 0 for host modules)
+//  52  4  entry kind (EntryKind: 0 CUBIN, 1 PTX, 2 host module)
+//  56  4  label size
+//  60  4  reserved, 0
+//  64  8  payload size
+//  72 16  XXH3-128 of bytes [0,72) + label + payload
+//  88     label, then payload
+constexpr char kMagic[8] = {'F', 'J', 'K', 'C', 'A', 'C', 'H', 'E'};
+constexpr size_t kHeaderSize = 88;
+constexpr size_t kHashedHeader = 72;
+constexpr const char* kEntrySuffix = ".fjk";
+constexpr const char* kLockSuffix = ".lock";
+constexpr const char* kTempPrefix = ".tmp-";             // temporary entry files, in prefix folders
+constexpr const char* kBuildPrefix = ".tmp-build-";      // compiler scratch folders, in the root
+constexpr const char* kTmpBuildPrefix = "fusejit-build-";  // the same in $TMPDIR (no disk store)
+constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 31;   // anything larger is not ours
+constexpr auto kStale = std::chrono::hours(1);           // temp files older than this are abandoned
+constexpr auto kLockWait = std::chrono::minutes(5);      // longest wait for another builder
+
+void put32(unsigned char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+void put64(unsigned char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+uint32_t get32(const unsigned char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(p[i]) << (8 * i);
+  return v;
+}
+uint64_t get64(const unsigned char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+Hash128 content_hash(const unsigned char* header, std::string_view label, std::span<const char> payload) {
+  Hasher h;
+  h.add(std::string_view(reinterpret_cast<const char*>(header), kHashedHeader)).add(label);
+  h.add(std::string_view(payload.data(), payload.size()));
+  return h.digest();
+}
+
+std::vector<unsigned char> encode_entry(const DiskKey& key, const EntryMeta& meta, std::span<const char> payload) {
+  std::vector<unsigned char> buf(kHeaderSize + meta.label.size() + payload.size());
+  unsigned char* h = buf.data();
+  std::memcpy(h, kMagic, 8);
+  put32(h + 8, kCacheFormatVersion);
+  put32(h + 12, kHeaderSize);
+  key.key.to_bytes(h + 16);
+  key.check.to_bytes(h + 32);
+  put32(h + 48, meta.arch);
+  put32(h + 52, static_cast<uint32_t>(meta.kind));
+  put32(h + 56, static_cast<uint32_t>(meta.label.size()));
+  put32(h + 60, 0);
+  put64(h + 64, payload.size());
+  content_hash(h, meta.label, payload).to_bytes(h + 72);
+  std::memcpy(h + kHeaderSize, meta.label.data(), meta.label.size());
+  if (!payload.empty()) std::memcpy(h + kHeaderSize + meta.label.size(), payload.data(), payload.size());
+  return buf;
+}
+
+// A decoded entry, or the reason it must not be used.
+struct Decoded {
+  std::string problem;  // empty when valid
+  EntryMeta meta;
+  std::span<const char> payload;
+};
+
+// Checks every field of an entry file that should hold `expected` (and, when given, `check`).
+Decoded decode_entry(std::span<const char> file, const Hash128& expected, std::optional<Hash128> check) {
+  Decoded d;
+  auto fail = [&](std::string why) {
+    d.problem = std::move(why);
+    return d;
+  };
+  if (file.size() < kHeaderSize) return fail(fmt::format("truncated ({} bytes, header needs {})", file.size(), kHeaderSize));
+  const auto* h = reinterpret_cast<const unsigned char*>(file.data());
+  if (std::memcmp(h, kMagic, 8) != 0) return fail("bad magic: not a fusejit cache entry");
+  if (get32(h + 8) != kCacheFormatVersion)
+    return fail(fmt::format("format version {} (this fusejit reads {})", get32(h + 8), kCacheFormatVersion));
+  if (get32(h + 12) != kHeaderSize) return fail("bad header size");
+  const Hash128 key = Hash128::from_bytes(h + 16);
+  if (key != expected) return fail(fmt::format("holds key {} instead of {} (foreign entry)", key.hex(), expected.hex()));
+  if (check && Hash128::from_bytes(h + 32) != *check) return fail("check hash differs: another entry with a colliding key");
+  const uint64_t label_size = get32(h + 56);
+  const uint64_t payload_size = get64(h + 64);
+  if (payload_size > kMaxEntryBytes || kHeaderSize + label_size + payload_size != file.size())
+    return fail(fmt::format("size mismatch ({} bytes, header says {}): truncated or overwritten", file.size(),
+                            kHeaderSize + label_size + payload_size));
+  d.meta.label.assign(file.data() + kHeaderSize, label_size);
+  d.payload = file.subspan(kHeaderSize + label_size, payload_size);
+  if (content_hash(h, d.meta.label, d.payload) != Hash128::from_bytes(h + 72)) return fail("content hash mismatch (corrupted)");
+  const uint32_t kind = get32(h + 52);
+  if (kind > static_cast<uint32_t>(EntryKind::HostModule)) return fail("bad entry kind");
+  d.meta.kind = static_cast<EntryKind>(kind);
+  d.meta.arch = get32(h + 48);
+  return d;
+}
+
+// Reads up to `size` bytes through an open descriptor (fewer if the file is shorter).
+void read_all(int fd, std::vector<char>& out, size_t size) {
+  out.resize(size);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::read(fd, out.data() + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  out.resize(done);
+}
+
+bool is_hex(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+int64_t mtime_ns(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+int64_t stale_before_ns() { return now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(kStale).count(); }
+
+// Why the file described by `st` is not an entry fusejit may read ("" when it may).
+std::string file_problem(const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) return "a folder";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISLNK(st.st_mode)) return "a symbolic link";
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  if (st.st_uid != ::geteuid()) return fmt::format("owned by user id {}, not by this user", st.st_uid);
+  if (static_cast<uint64_t>(st.st_size) > kMaxEntryBytes + kHeaderSize) return "too large";
+  return "";
+}
+
+// Removes whatever is at `path` without following it (a folder with its contents).
+void remove_odd(const fs::path& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return;
+  std::error_code ec;
+  if (S_ISDIR(st.st_mode)) fs::remove_all(path, ec);
+  else ::unlink(path.c_str());
+}
+
+// ---- the environment ----
+
+std::optional<std::string> env_value(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+bool parse_switch(const char* name, const std::string& value) {
+  std::string v = value;
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* yes : {"1", "true", "yes", "on"})
+    if (v == yes) return true;
+  for (const char* no : {"0", "false", "no", "off"})
+    if (v == no) return false;
+  throw ir::FileError(fmt::format("{}='{}' is not a switch: use 1 (true, yes, on) or 0 (false, no, off)", name, value), "");
+}
+
+uint64_t parse_max_mb(const std::string& value) {
+  const bool digits = value.size() <= 20 && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits)
+    throw ir::FileError(fmt::format("FUSEJIT_CACHE_MAX_MB='{}' is not a size: give the cap in MiB as a whole number "
+                                    "(0 means no cap)", value), "");
+  const unsigned long long mb = std::strtoull(value.c_str(), nullptr, 10);
+  if (value.size() > 14 || mb >= (1ull << 44))  // MiB << 20 must fit in 64 bits
+    throw ir::FileError(fmt::format("FUSEJIT_CACHE_MAX_MB='{}' is too large (at most {} MiB)", value, (1ull << 44) - 1), "");
+  return static_cast<uint64_t>(mb) << 20;
+}
+
+// ---- the shared stores' warnings ----
+
+std::mutex g_warn_mu;
+std::function<void(const std::string&)> g_warn;
+
+void default_warn(const std::string& message) { std::fprintf(stderr, "fusejit: warning: %s\n", message.c_str()); }
+
+void shared_warn(const std::string& message) {
+  std::function<void(const std::string&)> w;
+  {
+    std::lock_guard lock(g_warn_mu);
+    w = g_warn;
+  }
+  (w ? w : default_warn)(message);
+}
+
+// ---- scanning a folder ----
+
+enum class FileType { Entry, Temp, Lock, Build };
+
+struct ScannedFile {
+  fs::path path;
+  FileType type = FileType::Entry;
+  std::optional<Hash128> key;  // entries and locks
+  uint64_t bytes = 0;
+  int64_t mtime_ns = 0;
+};
+
+std::optional<ScannedFile> classify(const fs::path& path, const std::string& name, const std::string& prefix) {
+  ScannedFile f;
+  f.path = path;
+  const size_t hex = 32;
+  if (name.starts_with(kTempPrefix)) {
+    f.type = FileType::Temp;
+  } else if (name.size() > hex && name.compare(0, 2, prefix) == 0 && is_hex(name.substr(0, hex)) &&
+             (name.substr(hex) == kEntrySuffix || name.substr(hex) == kLockSuffix)) {
+    f.type = name.substr(hex) == kEntrySuffix ? FileType::Entry : FileType::Lock;
+    f.key = Hash128::from_hex(std::string_view(name).substr(0, hex));
+    if (!f.key) return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  f.bytes = static_cast<uint64_t>(st.st_size);
+  f.mtime_ns = mtime_ns(st);
+  return f;
+}
+
+uint64_t folder_bytes(const fs::path& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) total += static_cast<uint64_t>(st.st_size);
+  }
+  return total;
+}
+
+// Lists entries, temp files and lock files (in DIR/ab/) and build folders (in DIR). Never throws.
+std::vector<ScannedFile> scan(const fs::path& dir) {
+  std::vector<ScannedFile> out;
+  std::error_code ec;
+  fs::directory_iterator top(dir, ec), end;
+  for (; !ec && top != end; top.increment(ec)) {
+    const std::string prefix = top->path().filename().string();
+    if (prefix.starts_with(kBuildPrefix)) {
+      struct stat st;
+      if (::lstat(top->path().c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        out.push_back({top->path(), FileType::Build, std::nullopt, folder_bytes(top->path()), mtime_ns(st)});
+      continue;
+    }
+    if (prefix.size() != 2 || !is_hex(prefix) || top->is_symlink(ec)) continue;
+    std::error_code ec2;
+    for (fs::directory_iterator sub(top->path(), ec2); !ec2 && sub != end; sub.increment(ec2))
+      if (auto f = classify(sub->path(), sub->path().filename().string(), prefix)) out.push_back(std::move(*f));
+  }
+  return out;
+}
+
+// Writes `bytes` to a fresh temporary file in `prefix` (set in `temp`; left empty when none could
+// be created). Names are unique per process (pid, a per-process random nonce: pids repeat across
+// containers sharing a folder) and per call (counter); O_EXCL | O_NOFOLLOW: always a new file.
+// `recreate_prefix` runs when the folder vanished (a race with `cache clear`). Returns 0 or errno.
+int write_temp(const fs::path& prefix, const Hash128& key, std::span<const unsigned char> bytes, fs::path& temp,
+               const std::function<void()>& recreate_prefix) {
+  static const uint64_t nonce = std::random_device{}() * 0x100000001ull ^ static_cast<uint64_t>(now_ns());
+  static std::atomic<uint64_t> counter{0};
+  const std::span<const char> chars(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const fs::path name =
+        prefix / fmt::format("{}{}-{}-{:x}-{}", kTempPrefix, key.hex(), ::getpid(), nonce, counter.fetch_add(1));
+    const int err = write_new_file(name, chars);
+    if (err != EEXIST && err != ENOENT) {
+      temp = name;  // created, or refused for another reason: the caller unlinks it either way
+      return err;
+    }
+    if (err == ENOENT) recreate_prefix();
+  }
+  return EEXIST;
+}
+
+// Removes a lock file unless some process holds it.
+bool remove_unused_lock(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return false;
+  bool removed = ::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::unlink(path.c_str()) == 0;
+  ::close(fd);
+  return removed;
+}
+
+// Removes stale build folders of this user left in $TMPDIR by killed runs, once per process.
+void sweep_tmp_builds(const fs::path& tmp) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    const int64_t before = stale_before_ns();
+    std::error_code ec;
+    for (fs::directory_iterator it(tmp, ec), end; !ec && it != end; it.increment(ec)) {
+      struct stat st;
+      if (!it->path().filename().string().starts_with(kTmpBuildPrefix)) continue;
+      if (::lstat(it->path().c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && mtime_ns(st) < before)
+        fs::remove_all(it->path(), ec);
+    }
+  });
+}
+
+// An exclusive flock on a key's lock file, held until destruction (closing releases it).
+class EntryLock {
+ public:
+  EntryLock() = default;
+  explicit EntryLock(int fd) : fd_(fd) {}
+  EntryLock(EntryLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  EntryLock& operator=(EntryLock&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    return *this;
+  }
+  ~EntryLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Waits (up to kLockWait) for the lock of `path`; no lock (and a warning) when it cannot be had.
+EntryLock lock_file(const fs::path& path, const std::function<void(const std::string&)>& warn) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+  if (fd < 0 && errno == ELOOP) {  // a link where the lock belongs: remove it, try once more
+    ::unlink(path.c_str());
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+  }
+  struct stat st;
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !file_problem(st).empty()) {
+    if (fd >= 0) ::close(fd);
+    return {};  // build without the lock: at worst two processes build the same entry
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kLockWait;
+  auto pause = std::chrono::milliseconds(1);
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      warn(fmt::format("waited {} s for another process building {}; building it here too",
+                       std::chrono::duration_cast<std::chrono::seconds>(kLockWait).count(), path.string()));
+      break;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+  return EntryLock(fd);
+}
+
+}  // namespace
+
+// ---- files ----
+
+int write_new_file(const fs::path& path, std::span<const char> bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  int err = 0;
+  for (size_t done = 0; done < bytes.size() && !err;) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) err = n < 0 ? errno : EIO;
+    else done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 && !err) err = errno;
+  return err;
+}
+
+std::optional<std::vector<char>> read_regular_file(const fs::path& path, uint64_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  struct stat st;
+  std::optional<std::vector<char>> bytes;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) <= max_bytes) {
+    bytes.emplace();
+    read_all(fd, *bytes, static_cast<size_t>(st.st_size));
+  }
+  ::close(fd);
+  return bytes;
+}
+
+// ---- environment ----
+
+CacheEnv cache_env() {
+  CacheEnv env;
+  std::error_code ec;
+  if (auto d = env_value("FUSEJIT_CACHE_DIR")) env.dir = fs::path(*d);
+  else if (auto x = env_value("XDG_CACHE_HOME"); x && (*x)[0] == '/') env.dir = fs::path(*x) / "fusejit";
+  else if (auto h = env_value("HOME")) env.dir = fs::path(*h) / ".cache" / "fusejit";
+  if (env.dir && env.dir->is_relative()) {
+    fs::path abs = fs::absolute(*env.dir, ec);
+    if (!ec) env.dir = abs;
+  }
+  if (auto v = env_value("FUSEJIT_DISABLE_CACHE")) env.disabled = parse_switch("FUSEJIT_DISABLE_CACHE", *v);
+  if (auto v = env_value("FUSEJIT_CACHE_MAX_MB")) env.max_bytes = parse_max_mb(*v);
+  return env;
+}
+
+std::optional<fs::path> cache_dir_from_env() { return cache_env().dir; }
+bool cache_disabled_by_env() { return cache_env().disabled; }
+
+// ---- folders ----
+
+std::string folder_problem(const fs::path& dir, bool follow) {
+  struct stat st;
+  if ((follow ? ::stat(dir.c_str(), &st) : ::lstat(dir.c_str(), &st)) != 0)
+    return fmt::format("cannot inspect {}: {}", dir.string(), std::strerror(errno));
+  if (S_ISLNK(st.st_mode)) return fmt::format("{} is a symbolic link", dir.string());
+  if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a folder", dir.string());
+  if (st.st_uid != ::geteuid())
+    return fmt::format("{} belongs to user id {}, not to this user (id {})", dir.string(), st.st_uid, ::geteuid());
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return fmt::format("{} may be written by its group or other users (mode {:o})", dir.string(), st.st_mode & 07777);
+  return "";
+}
+
+std::string make_private_folder(const fs::path& dir) {
+  fs::path p;
+  for (const fs::path& part : dir) {
+    p /= part;
+    if (::mkdir(p.c_str(), 0700) != 0 && errno != EEXIST)
+      return fmt::format("cannot create {}: {}", p.string(), std::strerror(errno));
+  }
+  return folder_problem(dir, true);
+}
+
+// ---- keys ----
+
+KeyBuilder::KeyBuilder(std::string_view domain) : a_(0), b_(0x9E3779B97F4A7C15ull) {
+  add(domain).add_u64(kCacheFormatVersion);
+}
+KeyBuilder& KeyBuilder::add(std::string_view field) {
+  a_.add(field);
+  b_.add(field);
+  return *this;
+}
+KeyBuilder& KeyBuilder::add_u64(uint64_t field) {
+  a_.add_u64(field);
+  b_.add_u64(field);
+  return *this;
+}
+DiskKey KeyBuilder::digest() const { return DiskKey{a_.digest(), b_.digest()}; }
+
+std::string entry_target_name(EntryKind kind, uint32_t arch) {
+  switch (kind) {
+    case EntryKind::Cubin: return fmt::format("sm_{}", arch);
+    case EntryKind::Ptx: return fmt::format("compute_{}", arch);
+    case EntryKind::HostModule: return "host";
+  }
+  return "?";
+}
+
+fs::path entry_path(const fs::path& dir, const Hash128& key) {
+  const std::string hex = key.hex();
+  return dir / hex.substr(0, 2) / (hex + kEntrySuffix);
+}
+
+// ---- DiskStore ----
+
+void set_cache_warning_handler(std::function<void(const std::string&)> warn) {
+  std::lock_guard lock(g_warn_mu);
+  g_warn = std::move(warn);
+}
+
+DiskStore::DiskStore(StoreConfig config) : config_(std::move(config)) {
+  if (!config_.warn) config_.warn = default_warn;
+  if (!config_.dir) return;
+  dir_ = *config_.dir;
+  ok_ = true;
+  if (std::string problem = make_private_folder(dir_); !problem.empty()) disable(problem);
+}
+
+std::shared_ptr<DiskStore> DiskStore::shared(const std::string& dir, bool disk) {
+  const CacheEnv env = cache_env();
+  std::optional<fs::path> folder;
+  bool none_set = false;
+  if (disk && !env.disabled) {
+    std::error_code ec;
+    if (!dir.empty()) folder = fs::absolute(dir, ec);
+    else if (env.dir) folder = env.dir;
+    else none_set = true;
+  }
+  const std::string id = folder ? "dir:" + folder->string() : none_set ? "none" : "off";
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<DiskStore>> stores;
+  std::lock_guard lock(mu);
+  if (auto it = stores.find(id); it != stores.end()) return it->second;
+  auto store = std::make_shared<DiskStore>(StoreConfig{folder, env.max_bytes, shared_warn});
+  if (none_set)
+    shared_warn("no kernel cache folder (none of FUSEJIT_CACHE_DIR, XDG_CACHE_HOME, HOME is set); continuing without "
+                "the disk cache");
+  stores.emplace(id, store);
+  return store;
+}
+
+bool DiskStore::enabled() const {
+  std::lock_guard lock(mutex_);
+  return ok_;
+}
+
+StoreCounters DiskStore::counters() const {
+  std::lock_guard lock(mutex_);
+  return counters_;
+}
+
+void DiskStore::warn(const std::string& message) {
+  std::function<void(const std::string&)> w;
+  {
+    std::lock_guard lock(mutex_);
+    w = config_.warn;
+  }
+  w(message);
+}
+
+void DiskStore::disable(const std::string& why) {
+  {
+    std::lock_guard lock(mutex_);
+    ok_ = false;
+    if (warned_unusable_) return;
+    warned_unusable_ = true;
+  }
+  warn(fmt::format("kernel cache folder {} is not usable ({}); continuing without the disk cache", dir_.string(), why));
+}
+
+// Is `prefix` (DIR/ab) a private folder of ours? "" when it is; creates it when `create`;
+// replaces a file or link in its place (with a warning); disables the store (one warning) for a
+// folder it must not use. "missing" when it does not exist and `create` is false.
+std::string DiskStore::prefix_problem(const fs::path& prefix, bool create) {
+  auto checked = [&](std::string problem) {
+    if (!problem.empty()) disable(problem);
+    return problem;
+  };
+  struct stat st;
+  const bool exists = ::lstat(prefix.c_str(), &st) == 0;
+  const int err = errno;
+  if (exists && S_ISDIR(st.st_mode)) return checked(folder_problem(prefix, false));
+  if (exists) discard(prefix, S_ISLNK(st.st_mode) ? "a symbolic link where a folder belongs" : "a file where a folder belongs", &st);
+  else if (err != ENOENT) return checked(fmt::format("cannot inspect {}: {}", prefix.string(), std::strerror(err)));
+  if (!create) return "missing";
+  if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST)
+    return checked(fmt::format("cannot create {}: {}", prefix.string(), std::strerror(errno)));
+  return checked(folder_problem(prefix, false));
+}
+
+// Deletes a bad entry (or whatever sits at an entry path), counts it and warns once for it.
+// `seen_stat` (a struct stat*) is what the reader saw: the path is left alone if another
+// process has meanwhile renamed a fresh entry into place.
+void DiskStore::discard(const fs::path& path, const std::string& problem, const void* seen_stat) {
+  struct stat now;
+  const auto* seen = static_cast<const struct stat*>(seen_stat);
+  if (!seen || (::lstat(path.c_str(), &now) == 0 && now.st_ino == seen->st_ino && now.st_dev == seen->st_dev))
+    remove_odd(path);
+  {
+    std::lock_guard lock(mutex_);
+    ++counters_.discarded;
+  }
+  warn(fmt::format("kernel cache entry {} was unusable ({}); deleted, it is rebuilt", path.string(), problem));
+}
+
+LoadResult DiskStore::load(const DiskKey& key) {
+  LoadResult r;
+  if (!enabled()) return r;
+  const fs::path path = entry_path(dir_, key.key);
+  if (!prefix_problem(path.parent_path(), false).empty()) return r;
+  // O_NONBLOCK: a FIFO in an entry's place must not block the open; O_NOFOLLOW: never a link.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) return r;
+    r.problem = errno == ELOOP ? "a symbolic link" : fmt::format("cannot be opened: {}", std::strerror(errno));
+    discard(path, r.problem, nullptr);
+    r.status = LoadResult::Status::Discarded;
+    return r;
+  }
+  struct stat st;
+  r.problem = ::fstat(fd, &st) != 0 ? "cannot be inspected" : file_problem(st);
+  std::vector<char> bytes;
+  Decoded d;
+  if (r.problem.empty()) {
+    read_all(fd, bytes, static_cast<size_t>(st.st_size));
+    d = decode_entry(bytes, key.key, key.check);
+    r.problem = d.problem;
+  }
+  if (r.problem.empty()) {
+    ::futimens(fd, nullptr);  // the LRU clock: mark as just used
+    ::close(fd);
+    r.status = LoadResult::Status::Loaded;
+    r.meta = std::move(d.meta);
+    r.payload.assign(d.payload.begin(), d.payload.end());
+    return r;
+  }
+  ::close(fd);
+  discard(path, r.problem, &st);
+  r.status = LoadResult::Status::Discarded;
+  return r;
+}
+
+bool DiskStore::store(const DiskKey& key, const EntryMeta& meta, std::span<const char> payload) {
+  if (!enabled()) return false;
+  const fs::path final_path = entry_path(dir_, key.key);
+  const fs::path prefix = final_path.parent_path();
+  if (!prefix_problem(prefix, true).empty()) return false;
+  const std::vector<unsigned char> buf = encode_entry(key, meta, payload);
+  fs::path temp;
+  int err = write_temp(prefix, key.key, buf, temp, [&] { prefix_problem(prefix, true); });
+  if (err && temp.empty()) {
+    disable(fmt::format("cannot create a file in {}: {}", prefix.string(), std::strerror(err)));
+    return false;
+  }
+  bool ok = err == 0;
+  if (ok && ::rename(temp.c_str(), final_path.c_str()) != 0) {
+    // A folder in the entry's place: remove it and try once more.
+    if (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST) {
+      discard(final_path, "a folder", nullptr);
+      ok = ::rename(temp.c_str(), final_path.c_str()) == 0;
+    } else {
+      ok = false;
+    }
+    err = ok ? 0 : errno;
+  }
+  if (!ok) {
+    ::unlink(temp.c_str());
+    disable(fmt::format("cannot write {}: {}", final_path.string(), std::strerror(err)));
+    return false;
+  }
+  bool over = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (approx_bytes_ >= 0) approx_bytes_ += static_cast<int64_t>(buf.size());
+    // The first store of a process scans the folder (and sweeps what killed runs left).
+    over = approx_bytes_ < 0 || (config_.max_bytes > 0 && static_cast<uint64_t>(approx_bytes_) > config_.max_bytes);
+  }
+  if (over) evict_impl(config_.max_bytes, final_path);
+  return true;
+}
+
+DiskStore::Fetched DiskStore::fetch_or_build(const DiskKey& key, const std::function<Built()>& build) {
+  Fetched f;
+  auto loaded = [&](LoadResult& l) {
+    if (l.status != LoadResult::Status::Loaded) return false;
+    f.payload = std::move(l.payload);
+    f.meta = std::move(l.meta);
+    f.from_disk = true;
+    return true;
+  };
+  if (LoadResult l = load(key); loaded(l)) return f;
+  EntryLock lock;
+  if (enabled()) {
+    fs::path lock_path = entry_path(dir_, key.key);
+    lock_path.replace_extension(kLockSuffix);
+    if (prefix_problem(lock_path.parent_path(), true).empty()) {
+      lock = lock_file(lock_path, [this](const std::string& m) { warn(m); });
+      if (LoadResult l = load(key); loaded(l)) return f;  // built by whoever held the lock
+    }
+  }
+  Built b = build();
+  store(key, b.meta, b.payload);
+  f.payload = std::move(b.payload);
+  f.meta = std::move(b.meta);
+  return f;
+}
+
+size_t DiskStore::evict_to(uint64_t max_bytes) { return evict_impl(max_bytes, {}); }
+
+size_t DiskStore::evict_impl(uint64_t max_bytes, const fs::path& keep) {
+  if (dir_.empty() || !enabled()) return 0;
+  std::vector<ScannedFile> files = scan(dir_);
+  const int64_t stale = stale_before_ns();
+  uint64_t total = 0;
+  std::vector<ScannedFile*> entries;
+  for (auto& f : files) {
+    std::error_code ec;
+    if (f.type == FileType::Entry) {
+      total += f.bytes;
+      entries.push_back(&f);
+    } else if (f.mtime_ns < stale) {  // left behind by a killed run
+      if (f.type == FileType::Temp) ::unlink(f.path.c_str());
+      else if (f.type == FileType::Lock) remove_unused_lock(f.path);
+      else fs::remove_all(f.path, ec);
+    }
+  }
+  std::sort(entries.begin(), entries.end(), [](const ScannedFile* a, const ScannedFile* b) {
+    return a->mtime_ns != b->mtime_ns ? a->mtime_ns < b->mtime_ns : a->path < b->path;
+  });
+  size_t removed = 0;
+  for (ScannedFile* f : entries) {
+    if (max_bytes == 0 || total <= max_bytes) break;
+    if (!keep.empty() && f->path == keep) continue;
+    if (::unlink(f->path.c_str()) == 0) ++removed;
+    total -= f->bytes;  // gone either way (another process may have removed it first)
+  }
+  std::lock_guard lock(mutex_);
+  counters_.evicted += removed;
+  approx_bytes_ = static_cast<int64_t>(total);
+  return removed;
+}
+
+DiskStore::Scratch::~Scratch() {
+  std::error_code ec;
+  if (!path_.empty()) fs::remove_all(path_, ec);
+}
+
+DiskStore::Scratch DiskStore::scratch() {
+  if (enabled()) {
+    std::string tmpl = (dir_ / (std::string(kBuildPrefix) + "XXXXXX")).string();
+    if (::mkdtemp(tmpl.data())) return Scratch(tmpl);
+  }
+  std::error_code ec;
+  const fs::path tmp = fs::temp_directory_path(ec);
+  if (ec) throw std::runtime_error("no temporary folder for a kernel build: " + ec.message());
+  sweep_tmp_builds(tmp);
+  std::string tmpl = (tmp / (std::string(kTmpBuildPrefix) + "XXXXXX")).string();
+  if (!::mkdtemp(tmpl.data()))  // mode 0700, a fresh name
+    throw std::runtime_error(fmt::format("cannot create a build folder in {}: {}", tmp.string(), std::strerror(errno)));
+  return Scratch(tmpl);
+}
+
+// ---- tools ----
+
+std::vector<CacheEntryInfo> list_cache(const fs::path& dir) {
+  std::vector<ScannedFile> files = scan(dir);
+  std::sort(files.begin(), files.end(), [](const ScannedFile& a, const ScannedFile& b) {
+    return a.mtime_ns != b.mtime_ns ? a.mtime_ns > b.mtime_ns : a.path < b.path;
+  });
+  std::vector<CacheEntryInfo> out;
+  for (const auto& f : files) {
+    if (f.type != FileType::Entry) continue;
+    CacheEntryInfo e;
+    e.key = *f.key;
+    e.path = f.path;
+    e.file_bytes = f.bytes;
+    e.mtime_unix = f.mtime_ns / 1000000000;
+    std::vector<char> bytes = read_regular_file(f.path, kMaxEntryBytes + kHeaderSize).value_or(std::vector<char>());
+    Decoded d = decode_entry(bytes, *f.key, std::nullopt);
+    e.valid = d.problem.empty();
+    e.problem = d.problem;
+    if (e.valid) {
+      e.kind = d.meta.kind;
+      e.label = d.meta.label;
+      e.target = entry_target_name(d.meta.kind, d.meta.arch);
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+CacheStats cache_stats(const fs::path& dir) {
+  CacheStats s;
+  s.dir = dir;
+  for (const auto& e : list_cache(dir)) {
+    ++s.entries;
+    s.bytes += e.file_bytes;
+    if (!e.valid) {
+      ++s.invalid;
+      s.invalid_bytes += e.file_bytes;
+    }
+    if (e.valid && e.kind == EntryKind::HostModule) {
+      ++s.host_entries;
+      s.host_bytes += e.file_bytes;
+    }
+  }
+  for (const auto& f : scan(dir))
+    if (f.type == FileType::Temp || f.type == FileType::Build) ++s.temp_files;
+  return s;
+}
+
+ClearResult clear_cache(const fs::path& dir) {
+  ClearResult r;
+  for (const auto& f : scan(dir)) {
+    std::error_code ec;
+    bool removed = f.type == FileType::Lock    ? remove_unused_lock(f.path)
+                   : f.type == FileType::Build ? fs::remove_all(f.path, ec) > 0
+                                               : ::unlink(f.path.c_str()) == 0;
+    if (!removed) continue;
+    r.bytes += f.bytes;
+    if (f.type == FileType::Entry) ++r.removed;
+  }
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() == 2 && is_hex(name)) ::rmdir(it->path().c_str());  // only succeeds when empty
+  }
+  return r;
+}
+
+}  // namespace fusejit::jit

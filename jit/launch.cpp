@@ -1,0 +1,367 @@
+// Plan bindings, per-dims launch state and the per-launch argument filling; see jit/launch.h.
+#include "jit/launch.h"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+
+#include "ir/error.h"
+#include "ir/passes/plan_report.h"
+
+namespace fusejit::jit {
+
+// ---- PlanBindings ------------------------------------------------------------------------------
+
+PlanBindings::PlanBindings(const ir::Graph& g, const ir::Plan& plan)
+    : intermediates(plan_intermediates(g, plan)),
+      last_reader(g.inputs.size(), -1),
+      writer(g.outputs.size(), -1) {
+  const size_t n = static_cast<size_t>(g.size());
+  std::vector<int32_t> first_output(n, -1), inter(n, -1), written_by(n, -1);
+  for (size_t k = 0; k < g.outputs.size(); ++k)
+    if (int32_t& f = first_output[static_cast<size_t>(g.outputs[k].node)]; f < 0) f = static_cast<int32_t>(k);
+  for (size_t i = 0; i < intermediates.size(); ++i) inter[static_cast<size_t>(intermediates[i])] = static_cast<int32_t>(i);
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    const ir::FusionGroup& grp = plan.groups[gi];
+    std::vector<BufferRef> in, out;
+    for (ir::NodeId id : grp.inputs) {
+      const ir::Node& nd = g.node(id);
+      if (nd.op == ir::Op::Input) {  // a graph input is always read from the caller's buffer
+        in.push_back({BufferRef::Kind::Input, nd.slot});
+        last_reader[static_cast<size_t>(nd.slot)] = static_cast<int32_t>(gi);
+      } else if (const int32_t k = first_output[static_cast<size_t>(id)]; k >= 0) {
+        in.push_back({BufferRef::Kind::Output, k});
+      } else {
+        FJ_CHECK(inter[static_cast<size_t>(id)] >= 0, fmt::format("PlanBindings: v{} is read but never materialised", id));
+        in.push_back({BufferRef::Kind::Intermediate, inter[static_cast<size_t>(id)]});
+      }
+    }
+    for (ir::NodeId id : grp.outputs) {
+      written_by[static_cast<size_t>(id)] = static_cast<int32_t>(gi);
+      if (const int32_t k = first_output[static_cast<size_t>(id)]; k >= 0) {
+        out.push_back({BufferRef::Kind::Output, k});
+        writer[static_cast<size_t>(k)] = static_cast<int32_t>(gi);
+      } else {
+        FJ_CHECK(inter[static_cast<size_t>(id)] >= 0, fmt::format("PlanBindings: v{} is written to no buffer", id));
+        out.push_back({BufferRef::Kind::Intermediate, inter[static_cast<size_t>(id)]});
+      }
+    }
+    group_inputs.push_back(std::move(in));
+    group_outputs.push_back(std::move(out));
+  }
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const size_t id = static_cast<size_t>(g.outputs[k].node);
+    FJ_CHECK(written_by[id] >= 0, fmt::format("PlanBindings: output '{}' is never written by the plan", g.outputs[k].name));
+    if (first_output[id] != static_cast<int32_t>(k))
+      copies.push_back({static_cast<int32_t>(k), first_output[id], g.outputs[k].name,
+                        g.outputs[static_cast<size_t>(first_output[id])].name});
+  }
+}
+
+// ---- Views -------------------------------------------------------------------------------------
+
+bool is_canonical(std::span<const int64_t> shape, std::span<const int64_t> strides) {
+  if (strides.empty()) return true;
+  int64_t expect = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1 && strides[d] != expect) return false;
+    expect *= shape[d];
+  }
+  return true;
+}
+
+int64_t view_span(std::span<const int64_t> shape, std::span<const int64_t> strides) {
+  int64_t span = 0, contiguous = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] == 0) return -1;
+    span += (shape[d] - 1) * (strides.empty() ? contiguous : strides[d]);
+    contiguous *= shape[d];
+  }
+  return span;
+}
+
+// ---- LaunchState -------------------------------------------------------------------------------
+
+namespace {
+
+std::vector<int64_t> sizes_of(const ir::Shape& s) {
+  std::vector<int64_t> out;
+  out.reserve(s.size());
+  for (const ir::Dim& d : s) out.push_back(d.size);
+  return out;
+}
+
+// `s` broadcasts to `iter` (NumPy right alignment, sizes only).
+bool broadcasts_to(const ir::Shape& s, const ir::Shape& iter) {
+  if (s.size() > iter.size()) return false;
+  const size_t off = iter.size() - s.size();
+  for (size_t d = 0; d < s.size(); ++d)
+    if (s[d].size != 1 && s[d].size != iter[d + off].size) return false;
+  return true;
+}
+
+// The launch of one group, or false when the plan's grouping does not hold for these shapes.
+bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, const KernelProvider& kernels,
+                  GroupLaunch& out) {
+  const ir::Shape iter = current_iter_shape(g, grp);
+  const std::vector<int64_t> iter_sizes = sizes_of(iter);
+  for (ir::NodeId id : grp.outputs)
+    if (sizes_of(g.node(id).shape) != iter_sizes) return false;
+  std::vector<ir::Shape> in_shapes;
+  for (ir::NodeId id : grp.inputs) {
+    if (!broadcasts_to(g.node(id).shape, iter)) return false;
+    in_shapes.push_back(g.node(id).shape);
+  }
+  for (ir::NodeId id : grp.nodes)
+    if (!broadcasts_to(g.node(id).shape, iter)) return false;
+  out.n = ir::num_elements(iter);
+  const GeneratedKernel& base = kernels(0, gi);
+  out.variant = !base.index64 && needs_index64(out.n) ? 1 : 0;
+  out.kernel = out.variant ? &kernels(1, gi) : &base;
+  out.fast = layout_matches(out.kernel->signature, in_shapes, iter);
+  out.rows_ok = out.fast && vector_rows_ok(out.kernel->signature, iter);
+  if (out.fast) out.fast_args = static_args(out.kernel->signature, in_shapes, iter);
+  out.strided_args = static_args(out.kernel->strided_signature, in_shapes, iter);
+  return true;
+}
+
+}  // namespace
+
+std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g, const ir::Plan& plan,
+                                                     const PlanBindings& bindings, const KernelProvider& kernels) {
+  auto st = std::make_shared<LaunchState>();
+  for (const ir::DimDecl& d : g.dims) st->dims.push_back(d.value);
+  for (ir::NodeId id : g.inputs) st->input_shapes.push_back(sizes_of(g.node(id).shape));
+  for (const ir::OutputDecl& o : g.outputs) {
+    st->output_shapes.push_back(sizes_of(g.node(o.node).shape));
+    st->output_bytes.push_back(value_bytes(g, o.node));
+  }
+  for (ir::NodeId id : bindings.intermediates) st->intermediate_bytes.push_back(value_bytes(g, id));
+  st->bytes_moved = ir::plan_totals(g, plan).bytes();
+  st->groups.resize(plan.groups.size());
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    if (!group_launch(g, plan.groups[gi], gi, kernels, st->groups[gi])) return nullptr;
+    st->wide = st->wide || st->groups[gi].variant == 1;
+  }
+  return st;
+}
+
+// ---- launch_plan -------------------------------------------------------------------------------
+
+namespace {
+
+// What a launch reads its tensors from.
+struct Tensors {
+  std::span<const TensorArg> inputs, outputs;
+  std::span<const uint64_t> intermediates;
+  const std::vector<uint8_t>& canonical_in;
+  const std::vector<uint8_t>& canonical_out;
+
+  const TensorArg* caller(const BufferRef& r) const {
+    if (r.kind == BufferRef::Kind::Input) return &inputs[static_cast<size_t>(r.index)];
+    if (r.kind == BufferRef::Kind::Output) return &outputs[static_cast<size_t>(r.index)];
+    return nullptr;
+  }
+  uint64_t addr(const BufferRef& r) const {
+    const TensorArg* t = caller(r);
+    return t ? t->addr : intermediates[static_cast<size_t>(r.index)];
+  }
+  bool canonical(const BufferRef& r) const {
+    if (r.kind == BufferRef::Kind::Input) return canonical_in[static_cast<size_t>(r.index)] != 0;
+    if (r.kind == BufferRef::Kind::Output) return canonical_out[static_cast<size_t>(r.index)] != 0;
+    return true;
+  }
+  // The stride slot of a caller's strided tensor along its own dim t (-1: a dim it lacks).
+  bool caller_stride(const BufferRef& r, int t, uint64_t& value) const {
+    if (canonical(r)) return false;  // the static slot already holds the C-contiguous stride
+    const TensorArg& a = *caller(r);
+    const size_t d = static_cast<size_t>(t);
+    value = t < 0 || a.shape[d] == 1 ? 0 : static_cast<uint64_t>(a.strides[d]);
+    return true;
+  }
+};
+
+bool group_is_canonical(const PlanBindings& b, size_t gi, const Tensors& t) {
+  for (const BufferRef& r : b.group_inputs[gi])
+    if (!t.canonical(r)) return false;
+  for (const BufferRef& r : b.group_outputs[gi])
+    if (!t.canonical(r)) return false;
+  return true;
+}
+
+// Fills the slots of one entry that change per launch; returns whether every pointer is 16-byte
+// aligned. `vec_slot` receives the index of vec_ok (or stays -1).
+bool fill_dynamic(const KernelSignature& sig, const std::vector<BufferRef>& ins, const std::vector<BufferRef>& outs,
+                  const Tensors& t, std::span<const ir::Scalar> params, std::vector<uint64_t>& slots, int& vec_slot) {
+  bool aligned = true;
+  for (size_t k = 0; k < sig.args.size(); ++k) {
+    const ArgSlot& a = sig.args[k];
+    const size_t i = static_cast<size_t>(std::max(a.index, 0));
+    switch (a.kind) {
+      case ArgKind::InputPtr:
+      case ArgKind::OutputPtr:
+        slots[k] = t.addr(a.kind == ArgKind::InputPtr ? ins[i] : outs[i]);
+        aligned = aligned && slots[k] % 16 == 0;
+        break;
+      case ArgKind::Param: slots[k] = param_arg_bits(params[static_cast<size_t>(a.param_slot)], a.dtype); break;
+      case ArgKind::InStride:
+        t.caller_stride(ins[i], sig.layout.in_dims[i][static_cast<size_t>(a.dim)], slots[k]);
+        break;
+      case ArgKind::OutStride:
+        t.caller_stride(outs[i], sig.layout.iter_dims[static_cast<size_t>(a.dim)], slots[k]);
+        break;
+      case ArgKind::VecFlag: vec_slot = static_cast<int>(k); break;
+      default: break;
+    }
+  }
+  return aligned;
+}
+
+}  // namespace
+
+LaunchScratch& LaunchScratch::of_this_thread() {
+  thread_local LaunchScratch s;
+  return s;
+}
+
+LaunchStats launch_plan(const PlanBindings& b, const LaunchState& st, std::span<const TensorArg> inputs,
+                        std::span<const TensorArg> outputs, std::span<const uint64_t> intermediates,
+                        std::span<const ir::Scalar> params, KernelRunner& runner, const LaunchOptions& o,
+                        LaunchScratch& s) {
+  FJ_CHECK(inputs.size() == st.input_shapes.size() && outputs.size() == st.output_shapes.size() &&
+               intermediates.size() == st.intermediate_bytes.size(),
+           "launch_plan: wrong number of tensors");
+  s.canonical_in.resize(inputs.size());
+  s.canonical_out.resize(outputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) s.canonical_in[i] = is_canonical(inputs[i].shape, inputs[i].strides);
+  for (size_t k = 0; k < outputs.size(); ++k) s.canonical_out[k] = is_canonical(outputs[k].shape, outputs[k].strides);
+  for (const PlanBindings::Copy& c : b.copies)
+    if (!s.canonical_out[static_cast<size_t>(c.output)] || !s.canonical_out[static_cast<size_t>(c.from_output)])
+      throw ir::UserError(fmt::format("output '{}' repeats output '{}''s value and one of them is a strided view: "
+                                      "pass C-contiguous tensors for both (the value is copied as bytes)",
+                                      c.name, c.from_name));
+  const Tensors t{inputs, outputs, intermediates, s.canonical_in, s.canonical_out};
+  LaunchStats stats;
+  for (size_t gi = 0; gi < st.groups.size(); ++gi) {
+    const GroupLaunch& gl = st.groups[gi];
+    if (gl.n == 0) continue;
+    const bool strided = o.force_strided || !gl.fast || !group_is_canonical(b, gi, t);
+    const KernelSignature& sig = strided ? gl.kernel->strided_signature : gl.kernel->signature;
+    const std::vector<uint64_t>& fixed = strided ? gl.strided_args : gl.fast_args;
+    s.slots.assign(fixed.begin(), fixed.end());
+    int vec_slot = -1;
+    const bool aligned = fill_dynamic(sig, b.group_inputs[gi], b.group_outputs[gi], t, params, s.slots, vec_slot);
+    const bool vec = vec_slot >= 0 && o.vector_path && gl.rows_ok && aligned;
+    if (vec_slot >= 0) s.slots[static_cast<size_t>(vec_slot)] = vec ? 1 : 0;
+    s.ptrs.resize(s.slots.size());
+    for (size_t k = 0; k < s.slots.size(); ++k) s.ptrs[k] = &s.slots[k];
+    runner.run(gl, gi, strided, vec, s.ptrs.data());
+    ++stats.kernels;
+    stats.vector += vec;
+    stats.strided += strided;
+  }
+  for (const PlanBindings::Copy& c : b.copies)
+    if (const int64_t bytes = st.output_bytes[static_cast<size_t>(c.output)]; bytes > 0)
+      runner.copy(outputs[static_cast<size_t>(c.output)].addr, outputs[static_cast<size_t>(c.from_output)].addr,
+                  static_cast<size_t>(bytes));
+  return stats;
+}
+
+// ---- Aliasing ----------------------------------------------------------------------------------
+
+namespace {
+
+// [begin, end) bytes a view spans; empty (0, 0) for a tensor without elements.
+std::pair<uint64_t, uint64_t> byte_range(const TensorArg& t, ir::DType dtype) {
+  const int64_t span = view_span(t.shape, t.strides);
+  if (span < 0) return {0, 0};
+  return {t.addr, t.addr + static_cast<uint64_t>((span + 1) * ir::dtype_size(dtype))};
+}
+
+bool overlap(std::pair<uint64_t, uint64_t> a, std::pair<uint64_t, uint64_t> b) {
+  return a.first < a.second && b.first < b.second && a.first < b.second && b.first < a.second;
+}
+
+std::string describe(const char* role, const std::string& name, std::pair<uint64_t, uint64_t> r) {
+  return fmt::format("{} '{}' (bytes [0x{:x}, 0x{:x}))", role, name, r.first, r.second);
+}
+
+// Two elements of the view at one address: a dim of size > 1 with stride 0, or strides that
+// interleave (checked from the smallest stride up: each must exceed the span of the ones below).
+bool self_overlapping(const TensorArg& t) {
+  if (t.strides.empty()) return false;
+  std::array<std::pair<int64_t, int64_t>, ir::kMaxRank> dims{};
+  size_t n = 0;
+  for (size_t d = 0; d < t.shape.size(); ++d)
+    if (t.shape[d] > 1) dims[n++] = {t.strides[d], t.shape[d]};
+  std::sort(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(n));
+  int64_t reach = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (dims[k].first <= reach) return true;
+    reach += (dims[k].second - 1) * dims[k].first;
+  }
+  return false;
+}
+
+bool same_view(const TensorArg& a, const TensorArg& b) {
+  if (a.addr != b.addr || !std::equal(a.shape.begin(), a.shape.end(), b.shape.begin(), b.shape.end())) return false;
+  int64_t contiguous = 1;
+  for (size_t d = a.shape.size(); d-- > 0;) {
+    const int64_t sa = a.strides.empty() ? contiguous : a.strides[d];
+    const int64_t sb = b.strides.empty() ? contiguous : b.strides[d];
+    if (a.shape[d] != 1 && sa != sb) return false;
+    contiguous *= a.shape[d];
+  }
+  return true;
+}
+
+// The error for output k overlapping input s where it may not.
+[[noreturn]] void refuse_in_place(const ir::Graph& g, const PlanBindings& b, std::span<const TensorArg> inputs,
+                                  std::span<const TensorArg> outputs, size_t k, size_t s) {
+  const ir::Node& in = g.node(g.inputs[s]);
+  const ir::Node& out = g.node(g.outputs[k].node);
+  if (!same_view(outputs[k], inputs[s]) || out.dtype != in.dtype)
+    throw ir::UserError(fmt::format("{} overlaps {}: an output may share memory with an input only as the same tensor "
+                                    "(same address, dtype, shape and strides), updated in place",
+                                    describe("output", g.outputs[k].name, byte_range(outputs[k], out.dtype)),
+                                    describe("input", in.name, byte_range(inputs[s], in.dtype))));
+  throw ir::UserError(fmt::format("output '{}' is input '{}''s own buffer, but the plan reads '{}' in kernel {} of {} "
+                                  "after writing '{}' in kernel {}: it cannot run in place; pass another output buffer",
+                                  g.outputs[k].name, in.name, in.name, b.last_reader[s] + 1, b.group_inputs.size(),
+                                  g.outputs[k].name, b.writer[k] + 1));
+}
+
+}  // namespace
+
+void check_aliasing(const ir::Graph& g, const PlanBindings& b, std::span<const TensorArg> inputs,
+                    std::span<const TensorArg> outputs, LaunchScratch& sc) {
+  FJ_CHECK(inputs.size() == g.inputs.size() && outputs.size() == g.outputs.size(), "check_aliasing: wrong counts");
+  sc.input_bytes.clear();
+  sc.output_bytes.clear();
+  for (size_t s = 0; s < inputs.size(); ++s) sc.input_bytes.push_back(byte_range(inputs[s], g.node(g.inputs[s]).dtype));
+  const int32_t after_all = static_cast<int32_t>(b.group_inputs.size());
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const std::pair<uint64_t, uint64_t> out = byte_range(outputs[k], g.node(g.outputs[k].node).dtype);
+    sc.output_bytes.push_back(out);
+    if (out.first < out.second && self_overlapping(outputs[k]))
+      throw ir::UserError(fmt::format("output '{}' is a view whose elements overlap (a stride of 0, or strides that "
+                                      "interleave): every output element needs its own memory",
+                                      g.outputs[k].name));
+    for (size_t s = 0; s < inputs.size(); ++s) {
+      if (!overlap(out, sc.input_bytes[s])) continue;
+      const int32_t writes = b.writer[k] >= 0 ? b.writer[k] : after_all;  // a copy runs after every kernel
+      if (same_view(outputs[k], inputs[s]) && g.node(g.outputs[k].node).dtype == g.node(g.inputs[s]).dtype &&
+          b.last_reader[s] <= writes)
+        continue;
+      refuse_in_place(g, b, inputs, outputs, k, s);
+    }
+    for (size_t j = 0; j < k; ++j)
+      if (overlap(out, sc.output_bytes[j]))
+        throw ir::UserError(fmt::format("{} overlaps {}: outputs must not share memory",
+                                        describe("output", g.outputs[k].name, out),
+                                        describe("output", g.outputs[j].name, sc.output_bytes[j])));
+  }
+}
+
+}  // namespace fusejit::jit

@@ -1,0 +1,163 @@
+// Launching a compiled plan, on the GPU and the CPU alike, in three parts:
+//  - PlanBindings, the same for every launch: which buffer each group reads and writes (a graph
+//    input, a graph output, or an intermediate), and what in-place use the plan allows;
+//  - LaunchState, computed once per set of dim values: each group's iteration space, which kernel
+//    variant and entry point runs it, and the static slots of its arguments (sizes, magic
+//    divisors, broadcast strides: jit/kernel_abi.h's static_args);
+//  - launch_plan(), per launch: pointers, params, vec_ok and the strides of a caller's strided
+//    tensors written into thread-local scratch slots (no heap allocation once they have grown),
+//    then one call per kernel to a KernelRunner (cuLaunchKernel or a host trampoline).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/plan.h"
+#include "jit/codegen.h"
+#include "jit/kernel_abi.h"
+
+namespace fusejit::jit {
+
+// Where a group reads or writes a value during a run.
+struct BufferRef {
+  enum class Kind : uint8_t { Input, Output, Intermediate };
+  Kind kind = Kind::Input;
+  int32_t index = 0;  // graph input slot, graph output index, or PlanBindings::intermediates index
+};
+
+// The buffers of a plan's groups, computed once per plan.
+struct PlanBindings {
+  // Throws ir::InternalError on an output that no group of `plan` writes.
+  PlanBindings(const ir::Graph& g, const ir::Plan& plan);
+  std::vector<std::vector<BufferRef>> group_inputs, group_outputs;  // per group, FusionGroup order
+  std::vector<ir::NodeId> intermediates;                             // plan_intermediates(g, plan)
+  // An output that repeats an earlier output's value (`output a` and `output b` naming one value)
+  // is copied from it after every kernel.
+  struct Copy {
+    int32_t output = 0;
+    int32_t from_output = 0;
+    std::string name, from_name;  // the outputs' names, for messages
+  };
+  std::vector<Copy> copies;
+  std::vector<int32_t> last_reader;  // per graph input slot: the last group reading it, -1 if none
+  std::vector<int32_t> writer;       // per graph output: the group writing it, -1 for a copy
+};
+
+// One tensor of a launch: its address, and for a caller's tensor its shape and strides in elements
+// (empty strides: C-contiguous). Intermediates are always C-contiguous.
+struct TensorArg {
+  uint64_t addr = 0;
+  std::span<const int64_t> shape;
+  std::span<const int64_t> strides;
+};
+
+// True when a tensor with these strides is in its canonical layout: C-contiguous, where a dim of
+// size 1 may have any stride. `strides` empty means C-contiguous.
+bool is_canonical(std::span<const int64_t> shape, std::span<const int64_t> strides);
+
+// Number of elements past the first that a view spans (sum of (size - 1) * stride); 0 for a
+// tensor of at most one element; -1 for an empty tensor.
+int64_t view_span(std::span<const int64_t> shape, std::span<const int64_t> strides);
+
+// One group at one set of dim values.
+struct GroupLaunch {
+  int64_t n = 0;               // elements of the iteration space (0: nothing is launched)
+  int variant = 0;             // 0: the kernels as compiled; 1: their 64-bit-index variant
+  const GeneratedKernel* kernel = nullptr;  // the kernel of that variant (owned by the caller)
+  bool fast = true;            // the fast entry's layout holds; else the strided entry always runs
+  bool rows_ok = false;        // the sizes allow the fast entry's vector path (vector_rows_ok)
+  std::vector<uint64_t> fast_args, strided_args;  // static_args() of each entry (fast: when `fast`)
+};
+
+// What one set of dim values needs. Immutable once made; shared by concurrent launches.
+struct LaunchState {
+  std::vector<int64_t> dims;                       // the dim values (Graph::dims order)
+  std::vector<GroupLaunch> groups;                 // plan order
+  std::vector<std::vector<int64_t>> input_shapes;  // per graph input: sizes at these dims
+  std::vector<std::vector<int64_t>> output_shapes; // per graph output
+  std::vector<int64_t> output_bytes;               // per graph output
+  std::vector<int64_t> intermediate_bytes;         // per PlanBindings::intermediates entry
+  int64_t bytes_moved = 0;                         // one run's traffic (ir::plan_totals)
+  bool wide = false;                               // some group needs the 64-bit variant
+};
+
+// Where the kernels of each variant come from: kernel(variant, group). Variant 1 is asked for only
+// for a group whose iteration space has >= 2^31 elements while variant 0 indexes in 32 bits; the
+// provider may compile it then. The kernels must outlive every LaunchState made from them.
+using KernelProvider = std::function<const GeneratedKernel&(int variant, size_t group)>;
+
+// Computes the launch state of `plan` (made over `g` at other dims) for `g_at_dims`, the same graph
+// rebound to new dim values (ir::rebind_dims). Returns nullptr when the plan does not hold there:
+// a group whose outputs no longer share one shape (a broadcast between two named dims now takes
+// another one), so the caller must plan again for these dims.
+std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g_at_dims, const ir::Plan& plan,
+                                                     const PlanBindings& bindings, const KernelProvider& kernels);
+
+// Runs one kernel entry; implemented by the GPU (jit/gpu_runner.h) and CPU (jit/cpu_runner.h)
+// launchers.
+class KernelRunner {
+ public:
+  virtual ~KernelRunner() = default;
+  // `args`: one pointer per argument of the entry; valid during the call only. `vector`: the fast
+  // entry runs its vector path (vec_ok = 1), so a thread-iteration covers vector_width elements.
+  virtual void run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, void** args) = 0;
+  // dst <- src, `bytes` bytes, after every kernel (an output repeating another's value).
+  virtual void copy(uint64_t dst, uint64_t src, size_t bytes) = 0;
+};
+
+// Per-thread buffers of the launch path (this file's and the library's), kept between calls so a
+// warm launch allocates nothing; one thread-local lookup per launch.
+struct LaunchScratch {
+  std::vector<uint64_t> slots;
+  std::vector<void*> ptrs;
+  std::vector<uint8_t> canonical_in, canonical_out;
+  std::vector<std::pair<uint64_t, uint64_t>> input_bytes;  // check_aliasing: [begin, end) per input
+  std::vector<std::pair<uint64_t, uint64_t>> output_bytes;
+  std::vector<int64_t> dims;                               // the library's: dims bound per launch
+  std::vector<ir::Scalar> params;
+  std::vector<TensorArg> inputs, outputs;
+  std::vector<uint64_t> host_intermediates, device_intermediates;
+  std::vector<std::byte> host_arena;
+  static LaunchScratch& of_this_thread();
+};
+
+struct LaunchOptions {
+  bool vector_path = true;     // false: vec_ok is always 0 (tests of the scalar loop)
+  bool force_strided = false;  // true: every group runs its strided entry (tests of it)
+};
+
+// What one launch did (for tests and run statistics).
+struct LaunchStats {
+  int kernels = 0;          // entries run (groups with at least one element)
+  int vector = 0;           // fast entries run with vec_ok = 1
+  int strided = 0;          // strided entries run
+};
+
+// Launches every group of the plan for `state`:
+//   inputs/outputs: one per graph input/output, with the shapes of state.input_shapes /
+//                   output_shapes (the caller checks them);
+//   intermediates:  one address per bindings.intermediates entry;
+//   params:         one value per graph param (slot order), each of the param's dtype.
+// A group whose tensors are all canonical runs its fast entry (with the vector path when every
+// pointer is 16-byte aligned and rows_ok), otherwise its strided entry. Throws ir::UserError when
+// an output that repeats another's value is strided (it is copied as bytes).
+LaunchStats launch_plan(const PlanBindings& bindings, const LaunchState& state, std::span<const TensorArg> inputs,
+                        std::span<const TensorArg> outputs, std::span<const uint64_t> intermediates,
+                        std::span<const ir::Scalar> params, KernelRunner& runner, const LaunchOptions& options = {},
+                        LaunchScratch& scratch = LaunchScratch::of_this_thread());
+
+// Refuses outputs whose memory overlaps an input or another output (or itself: two elements at one
+// address), with one exception: an output may be exactly an input's buffer (same address, dtype,
+// shape and strides over its dims of size > 1) when the plan reads that input for the last time in
+// the group that writes the output or earlier (elementwise at the same index: each element is read
+// before the same thread writes it). Empty tensors never overlap. `element_bytes` per input/output.
+// Throws ir::UserError naming both tensors, e.g. "output 'y' overlaps input 'x' ...".
+void check_aliasing(const ir::Graph& g, const PlanBindings& bindings, std::span<const TensorArg> inputs,
+                    std::span<const TensorArg> outputs, LaunchScratch& scratch = LaunchScratch::of_this_thread());
+
+}  // namespace fusejit::jit

@@ -1,0 +1,181 @@
+// Checks of launch and run arguments; see lib/launch_check.h.
+#include "lib/launch_check.h"
+
+#include <fmt/format.h>
+
+#include "ir/tensor.h"
+
+namespace fusejit {
+namespace {
+
+std::string dtype_text(ir::DType t) { return std::string(ir::dtype_name(t)); }
+
+std::string shape_text(std::span<const int64_t> shape) {
+  std::string s;
+  for (int64_t d : shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
+  return "[" + s + "]";
+}
+
+// What each named dim is bound to while the inputs are read, and by which input (messages only).
+struct DimBindings {
+  std::vector<int64_t> value;      // per graph dim, -1 = not bound yet
+  std::vector<std::string> by;     // the input that bound it
+};
+
+// The type an input must have, for messages: literal sizes as numbers, named dims by name, or
+// "T=5" once an earlier input bound T.
+std::string expected_type(const ir::Graph& g, const ir::Node& n, const DimBindings& b) {
+  std::string s;
+  for (const ir::Dim& d : n.shape) {
+    std::string e = std::to_string(d.size);
+    if (d.sym >= 0) {
+      const size_t k = static_cast<size_t>(d.sym);
+      e = g.dims[k].name + (b.value[k] >= 0 ? "=" + std::to_string(b.value[k]) : "");
+    }
+    s += (s.empty() ? "" : ", ") + e;
+  }
+  return dtype_text(n.dtype) + "[" + s + "]";
+}
+
+// The message for the first input of `inputs` that does not fit (the slow path, run only to throw).
+template <class T>
+[[noreturn]] void refuse_inputs(const ir::Graph& g, std::span<const T> inputs) {
+  DimBindings b{std::vector<int64_t>(g.dims.size(), -1), std::vector<std::string>(g.dims.size())};
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const ir::Node& n = g.node(g.inputs[k]);
+    const T& t = inputs[k];
+    DimBindings next = b;
+    std::string conflict;
+    bool ok = to_ir(t.dtype) == n.dtype && t.shape.size() == n.shape.size();
+    for (size_t d = 0; ok && d < n.shape.size(); ++d) {
+      const ir::Dim& dim = n.shape[d];
+      if (dim.sym < 0) {
+        ok = t.shape[d] == dim.size;
+        continue;
+      }
+      const size_t s = static_cast<size_t>(dim.sym);
+      ok = t.shape[d] >= 0 && (next.value[s] < 0 || next.value[s] == t.shape[d]);
+      if (!ok && next.value[s] >= 0)
+        conflict = fmt::format(" ({} = {} from input '{}')", g.dims[s].name, next.value[s], next.by[s]);
+      if (next.value[s] < 0) {
+        next.value[s] = t.shape[d];
+        next.by[s] = n.name;
+      }
+    }
+    if (!ok)
+      throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}", n.name, expected_type(g, n, b), conflict,
+                                      dtype_text(to_ir(t.dtype)), shape_text(t.shape)));
+    b = std::move(next);
+  }
+  throw ir::InternalError("refuse_inputs: every input fits");
+}
+
+}  // namespace
+
+void check_counts(const ir::Graph& g, size_t inputs, size_t outputs) {
+  if (inputs == g.inputs.size() && outputs == g.outputs.size()) return;
+  std::string in, out;
+  for (ir::NodeId id : g.inputs) in += (in.empty() ? "" : ", ") + g.node(id).name;
+  for (const ir::OutputDecl& o : g.outputs) out += (out.empty() ? "" : ", ") + o.name;
+  throw ir::UserError(fmt::format("expected {} input tensor(s) ({}) and {} output tensor(s) ({}), got {} and {}",
+                                  g.inputs.size(), in, g.outputs.size(), out, inputs, outputs));
+}
+
+template <class T>
+void bind_dims(const ir::Graph& g, std::span<const T> inputs, std::vector<int64_t>& dims) {
+  if (inputs.size() != g.inputs.size()) {
+    std::string names;
+    for (ir::NodeId id : g.inputs) names += (names.empty() ? "" : ", ") + g.node(id).name;
+    throw ir::UserError(fmt::format("expected {} input tensor(s) ({}), got {}", g.inputs.size(), names, inputs.size()));
+  }
+  dims.assign(g.dims.size(), -1);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const ir::Node& n = g.node(g.inputs[k]);
+    const T& t = inputs[k];
+    if (to_ir(t.dtype) != n.dtype || t.shape.size() != n.shape.size()) refuse_inputs(g, inputs);
+    for (size_t d = 0; d < n.shape.size(); ++d) {
+      const ir::Dim& dim = n.shape[d];
+      const int64_t v = t.shape[d];
+      int64_t* bound = dim.sym >= 0 ? &dims[static_cast<size_t>(dim.sym)] : nullptr;
+      const bool ok = bound ? v >= 0 && (*bound < 0 || *bound == v) : v == dim.size;
+      if (!ok) refuse_inputs(g, inputs);
+      if (bound) *bound = v;
+    }
+  }
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (dims[k] < 0) dims[k] = g.dims[k].value;
+}
+
+template void bind_dims<TensorRef>(const ir::Graph&, std::span<const TensorRef>, std::vector<int64_t>&);
+template void bind_dims<TensorView>(const ir::Graph&, std::span<const TensorView>, std::vector<int64_t>&);
+
+void dims_from_values(const ir::Graph& g, const DimValues& dims, std::vector<int64_t>& out) {
+  out.resize(g.dims.size());
+  for (size_t k = 0; k < g.dims.size(); ++k) out[k] = g.dims[k].value;
+  for (const auto& [name, v] : dims) {
+    size_t k = 0;
+    while (k < g.dims.size() && g.dims[k].name != name) ++k;
+    if (k == g.dims.size()) throw ir::UserError("unknown dim '" + name + "'");
+    if (v < 0) throw ir::UserError("dim '" + name + "' must be >= 0, got " + std::to_string(v));
+    out[k] = v;
+  }
+}
+
+void check_output_dtypes(const ir::Graph& g, std::span<const TensorRef> outputs) {
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const ir::Node& n = g.node(g.outputs[k].node);
+    if (to_ir(outputs[k].dtype) != n.dtype)
+      throw ir::UserError(fmt::format("output '{}': expected dtype {}, got {}{}", g.outputs[k].name, dtype_text(n.dtype),
+                                      dtype_text(to_ir(outputs[k].dtype)), shape_text(outputs[k].shape)));
+  }
+}
+
+void check_output_shapes(const ir::Graph& g, const jit::LaunchState& st, std::span<const jit::TensorArg> outputs) {
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const std::vector<int64_t>& want = st.output_shapes[k];
+    if (!std::equal(want.begin(), want.end(), outputs[k].shape.begin(), outputs[k].shape.end()))
+      throw ir::UserError(fmt::format("output '{}': expected {}{} (the shape the inputs give), got {}{}", g.outputs[k].name,
+                                      dtype_text(g.node(g.outputs[k].node).dtype), shape_text(want),
+                                      dtype_text(g.node(g.outputs[k].node).dtype), shape_text(outputs[k].shape)));
+  }
+}
+
+void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, std::span<const jit::TensorArg> outputs) {
+  auto check = [&](const jit::TensorArg& t, const char* role, const std::string& name) {
+    if (t.addr == 0 && jit::view_span(t.shape, t.strides) >= 0)
+      throw ir::UserError(fmt::format("{} '{}': a null data pointer for a tensor of shape {} (only a tensor with no "
+                                      "elements may have none)",
+                                      role, name, shape_text(t.shape)));
+    if (t.strides.empty()) return;
+    bool ok = t.strides.size() == t.shape.size();
+    for (size_t d = 0; ok && d < t.strides.size(); ++d) ok = t.strides[d] >= 0;
+    if (!ok)
+      throw ir::UserError(fmt::format("{} '{}': strides {} for shape {}: give one stride per dim, in elements, each >= 0 "
+                                      "(or none for a C-contiguous tensor)",
+                                      role, name, shape_text(t.strides), shape_text(t.shape)));
+  };
+  for (size_t k = 0; k < inputs.size(); ++k) check(inputs[k], "input", g.node(g.inputs[k]).name);
+  for (size_t k = 0; k < outputs.size(); ++k) check(outputs[k], "output", g.outputs[k].name);
+}
+
+void check_view_data(const ir::Graph& g, std::span<const TensorView> inputs) {
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const TensorView& t = inputs[k];
+    const int64_t span = jit::view_span(t.shape, t.strides);
+    const int64_t want = span < 0 ? 0 : (span + 1) * ir::dtype_size(to_ir(t.dtype));
+    const bool contiguous = t.strides.empty();
+    // A C-contiguous view's data is exactly its elements; a strided one holds at least what it reaches.
+    if (contiguous ? static_cast<int64_t>(t.data.size()) != want : static_cast<int64_t>(t.data.size()) < want)
+      throw ir::UserError(fmt::format("input '{}': {}{}{} needs {} bytes, its data has {}", g.node(g.inputs[k]).name,
+                                      dtype_text(to_ir(t.dtype)), shape_text(t.shape),
+                                      contiguous ? "" : " with strides " + shape_text(t.strides), want, t.data.size()));
+  }
+}
+
+std::span<const ir::Scalar> resolve_params_fast(const Program::Impl& p, const Params& params, std::vector<ir::Scalar>& buf) {
+  if (params.empty()) return p.default_params;
+  resolve_params_into(p.graph.impl().graph, params, p.options.message_style, buf);
+  return buf;
+}
+
+}  // namespace fusejit

@@ -1,0 +1,42 @@
+// What a launch or run is given, checked against the graph before anything runs: counts, dtypes,
+// shapes (binding the graph's dims from the inputs), strides, params. Messages name the tensor and
+// both types: "input 'a': expected bf16[16, 4], got bf16[4, 16]". The checks allocate nothing
+// unless they throw, so a warm launch stays allocation-free.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "lib/program_impl.h"
+
+namespace fusejit {
+
+// Throws ir::UserError unless there is one tensor per graph input and per graph output.
+void check_counts(const ir::Graph& g, size_t inputs, size_t outputs);
+
+// Binds every graph dim from the inputs' shapes into `dims` (Graph::dims order; a dim no input
+// names keeps its current value), checking each input's dtype, rank and literal sizes. T is
+// TensorRef or TensorView. Throws ir::UserError naming the input (and the input that bound a dim
+// to another value).
+template <class T>
+void bind_dims(const ir::Graph& g, std::span<const T> inputs, std::vector<int64_t>& dims);
+
+// The dim values `dims` names, the others at their current values, into `out`. Throws
+// ir::UserError on an unknown name or a negative value.
+void dims_from_values(const ir::Graph& g, const DimValues& dims, std::vector<int64_t>& out);
+
+// Throws ir::UserError unless every output has its graph output's dtype.
+void check_output_dtypes(const ir::Graph& g, std::span<const TensorRef> outputs);
+// Throws ir::UserError unless every output has the shape the launch state gives it.
+void check_output_shapes(const ir::Graph& g, const jit::LaunchState& st, std::span<const jit::TensorArg> outputs);
+// Throws ir::UserError unless every tensor has no strides or one non-negative stride per dim, and
+// data unless it has no elements.
+void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, std::span<const jit::TensorArg> outputs);
+// Throws ir::UserError unless each view's data holds every element its shape and strides reach.
+void check_view_data(const ir::Graph& g, std::span<const TensorView> inputs);
+
+// The value of every graph param (slot order): the defaults for empty `params`, else resolved
+// into `buf` (Params' rules; see resolve_params).
+std::span<const ir::Scalar> resolve_params_fast(const Program::Impl& p, const Params& params, std::vector<ir::Scalar>& buf);
+
+}  // namespace fusejit

@@ -1,0 +1,64 @@
+// The library's GPU path without a GPU: the fake driver of fake_driver.h installed as the process's
+// driver, and each kernel "launch" running the host build of the same generated kernel, so values
+// can be checked. Programs compile for sm_90 with NVRTC as on a real device.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fusejit/fusejit.h>
+
+#include "ir/passes/plan_fusion.h"
+#include "jit/codegen.h"
+#include "jit/host_compile.h"
+#include "lib/internal.h"
+#include "tests/support/fake_driver.h"
+
+namespace fake_gpu {
+
+namespace fj = fusejit;
+
+// Installs a fresh fake driver (4 GiB free) as the process's driver for the scope.
+struct FakeGpu {
+  FakeGpu() {
+    auto drv = fake_cuda::reset();
+    fake_cuda::st().free = size_t{4} << 30;
+    fusejit::jit::set_driver_for_testing(drv);
+  }
+  ~FakeGpu() { fusejit::jit::set_driver_for_testing(nullptr); }
+  FakeGpu(const FakeGpu&) = delete;
+  FakeGpu& operator=(const FakeGpu&) = delete;
+};
+
+// Registers host emulations of every kernel of both plans of `p` (both entry points of each) with
+// the fake driver: the host build of the same kernels, generated again from the program's graphs
+// and their (deterministic) plans as Program::compile makes them. A built plan's kernels are
+// registered under the names the program reports (a loaded folder's names); a plan not built yet
+// under the names code generation gives. Returns the host modules to keep alive.
+inline std::vector<std::shared_ptr<fusejit::jit::HostModule>> emulate(const fj::Program& p) {
+  namespace ir = fusejit::ir;
+  std::vector<std::shared_ptr<fusejit::jit::HostModule>> keep;
+  for (fj::PlanKind kind : {fj::PlanKind::Fused, fj::PlanKind::Unfused}) {
+    const bool fused = kind == fj::PlanKind::Fused;
+    const ir::Graph& g = (fused ? p.rewritten() : p.graph()).impl().graph;
+    fusejit::jit::CodegenOptions cg;
+    cg.fast_math = fused && p.fast_math();
+    cg.canonical_names = !fused;
+    auto kernels = fusejit::jit::generate_plan_kernels(g, fused ? ir::plan_fusion(g) : ir::plan_unfused(g), cg);
+    const std::vector<fj::KernelInfo> infos = p.kernels(kind);
+    if (kernels.size() != infos.size() || kernels.empty()) continue;
+    auto module = fusejit::jit::host_compile(kernels).module;
+    keep.push_back(module);
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const std::string name = infos[i].cache == fj::CacheOutcome::NotBuilt ? kernels[i].name : infos[i].name;
+      for (const auto& [entry, as] : {std::pair{kernels[i].name, name}, std::pair{kernels[i].strided_name(), name + "_s"}}) {
+        auto tr = module->trampoline(entry);
+        fake_cuda::st().kernels[as] = [tr](void** a) { tr(a, 1, 1); };
+      }
+    }
+  }
+  return keep;
+}
+
+}  // namespace fake_gpu

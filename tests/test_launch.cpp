@@ -1,0 +1,571 @@
+// The production launch path (issue 12): any dims without recompiling, the lazy unfused plan, in
+// place and aliasing, strided views, zero-size tensors, warm launches that issue nothing but
+// kernel launches and allocate nothing (counted by this binary's operator new), several contexts,
+// and ahead-of-time folders run with NVRTC hidden. CPU path and the fake driver of
+// tests/support/fake_driver.h (kernels compiled by NVRTC for sm_90, run as their host builds).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <new>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <fusejit/fusejit.h>
+#include <fusejit/report.h>
+
+#include "jit/cache.h"
+#include "jit/nvrtc.h"
+#include "tests/support/alloc_counter.h"
+#include "ir/parser.h"
+#include "tests/support/fake_gpu.h"
+#include "tests/support/launch_data.h"
+#include "tests/support/random_graph.h"
+
+namespace fj = fusejit;
+namespace fs = std::filesystem;
+
+
+namespace {
+
+using fake_gpu::emulate;
+using fake_gpu::FakeGpu;
+using launch_data::adam_inputs;
+using launch_data::AdamInputs;
+using launch_data::random_tensor;
+
+fj::Options cpu_options() {
+  fj::Options o;
+  o.backend = fj::Backend::Cpu;
+  o.disk_cache = false;
+  return o;
+}
+
+fj::Options gpu_options() {
+  fj::Options o;
+  o.backend = fj::Backend::Cuda;
+  return o;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const fj::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// A view of `t`'s storage from element `offset` on, with `shape` and `strides` (CPU launch()).
+fj::TensorRef view(fj::HostTensor& t, int64_t offset, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
+  return fj::TensorRef(t.data().data() + offset * static_cast<int64_t>(fj::dtype_size(t.dtype())), t.dtype(), shape, strides);
+}
+
+const std::string kAdamW = launch_data::adamw_graph(1003);
+
+// AdamW out of place (run) and in place (launch writing p, m and v over themselves) agree bit for bit.
+void check_adamw_in_place(const fj::Program& prog, fj::PlanKind kind) {
+  AdamInputs a = adam_inputs(1003);
+  const std::vector<fj::HostTensor> want = prog.run({a.p, a.grad, a.m, a.v}, {}, kind);
+  prog.launch({a.p, a.grad, a.m, a.v}, {a.p, a.m, a.v}, {}, nullptr, kind);
+  CHECK(a.p == want[0]);
+  CHECK(a.m == want[1]);
+  CHECK(a.v == want[2]);
+}
+
+}  // namespace
+
+TEST_CASE("dims at launch: size-1 dims and the compiled dims reuse the compiled kernels") {
+  fj::Graph g = fj::Graph::parse(
+      "graph dims_once\ndim B = 2\ndim T = 8\ninput x : f32[B, T, 16]\ninput s : f32[B, 1, 16]\n"
+      "input bias : f32[16]\ny = x * s + bias\noutput y\n");
+  const fj::Program p = fj::Program::compile(g, cpu_options());
+  const std::vector<fj::KernelInfo> compiled = p.kernels(fj::PlanKind::Fused);
+  // T = 1 (the decode case), then B = 1, then both, then the compiled dims: no new kernel.
+  for (auto [b, t] : {std::pair<int64_t, int64_t>{2, 1}, {1, 8}, {1, 1}, {2, 8}, {3, 5}}) {
+    CAPTURE(b);
+    CAPTURE(t);
+    const fj::HostTensor x = random_tensor(fj::DType::F32, {b, t, 16}, 7);
+    const fj::HostTensor s = random_tensor(fj::DType::F32, {b, 1, 16}, 8);
+    const fj::HostTensor bias = random_tensor(fj::DType::F32, {16}, 9);
+    const fj::HostTensor y = p.run({x, s, bias})[0];
+    REQUIRE(y.shape() == std::vector<int64_t>{b, t, 16});
+    const auto xv = x.values<float>(), sv = s.values<float>(), bv = bias.values<float>(), yv = y.values<float>();
+    for (int64_t i = 0; i < b * t * 16; ++i) {
+      const int64_t bb = i / (t * 16), f = i % 16;
+      const float want = xv[static_cast<size_t>(i)] * sv[static_cast<size_t>(bb * 16 + f)] + bv[static_cast<size_t>(f)];
+      REQUIRE(std::memcmp(&want, &yv[static_cast<size_t>(i)], 4) == 0);
+    }
+  }
+  CHECK(p.specializations().empty());  // nothing compiled after compile()
+  // What a caller allocating the outputs asks first (data not needed).
+  const std::vector<int64_t> x_shape = {5, 3, 16}, s_shape = {5, 1, 16}, b_shape = {16};
+  const fj::TensorRef shapes_only[3] = {fj::TensorRef(nullptr, fj::DType::F32, x_shape),
+                                        fj::TensorRef(nullptr, fj::DType::F32, s_shape),
+                                        fj::TensorRef(nullptr, fj::DType::F32, b_shape)};
+  CHECK(p.output_shapes(shapes_only) == std::vector<std::vector<int64_t>>{{5, 3, 16}});
+  const fj::TensorRef wrong[3] = {shapes_only[0], fj::TensorRef(nullptr, fj::DType::F32, x_shape), shapes_only[2]};
+  CHECK(contains(error_of([&] { p.output_shapes(wrong); }), "input 's': expected f32[B=5, 1, 16], got f32[5, 3, 16]"));
+  REQUIRE(p.kernels(fj::PlanKind::Fused).size() == compiled.size());
+  CHECK(p.kernels(fj::PlanKind::Fused)[0].name == compiled[0].name);
+}
+
+TEST_CASE("dims at launch on the GPU path: a size-1 dim, another, then the compiled dims compile nothing (counted)") {
+  FakeGpu gpu;
+  const std::string text =
+      "graph dims_gpu_once\ndim B = 2\ndim T = 8\ninput x : f32[B, T, 16]\ninput s : f32[B, 1, 16]\n"
+      "input bias : f32[16]\ny = x * s + bias\noutput y\n";
+  fj::Options o = gpu_options();
+  o.disk_cache = false;
+  const fj::Program p = fj::Program::compile(fj::Graph::parse(text), o);
+  auto keep = emulate(p);
+  const fj::Program cpu = fj::Program::compile(fj::Graph::parse(text), cpu_options());
+  fusejit::jit::KernelCache& cache = fusejit::jit::KernelCache::shared("", false);
+  const uint64_t compiles = cache.counters().compiles;  // NVRTC runs of this process so far
+  for (auto [b, t] : {std::pair<int64_t, int64_t>{2, 1}, {1, 8}, {2, 8}}) {
+    const fj::HostTensor x = random_tensor(fj::DType::F32, {b, t, 16}, 7), s = random_tensor(fj::DType::F32, {b, 1, 16}, 8);
+    const fj::HostTensor bias = random_tensor(fj::DType::F32, {16}, 9);
+    CHECK(p.run({x, s, bias})[0] == cpu.run({x, s, bias})[0]);
+  }
+  CHECK(cache.counters().compiles == compiles);
+  CHECK(p.specializations().empty());
+}
+
+TEST_CASE("dims at launch: a plan that changes where two named dims meet is compiled once for that pattern") {
+  // y1 has a's shape and y2 the broadcast of a and b: one kernel while S = T, two shapes at S = 1.
+  fj::Graph g = fj::Graph::parse(
+      "graph two_dims\ndim S = 4\ndim T = 4\ninput a : f32[S, 8]\ninput b : f32[T, 8]\n"
+      "y1 = a * 2\ny2 = a + b\noutput y1, y2\n");
+  const fj::Program p = fj::Program::compile(g, cpu_options());
+  for (auto [s, t] : {std::pair<int64_t, int64_t>{1, 4}, {1, 6}, {4, 4}, {1, 2}}) {
+    CAPTURE(s);
+    CAPTURE(t);
+    const fj::HostTensor a = random_tensor(fj::DType::F32, {s, 8}, 1), b = random_tensor(fj::DType::F32, {t, 8}, 2);
+    const std::vector<fj::HostTensor> out = p.run({a, b});
+    REQUIRE(out[1].shape() == std::vector<int64_t>{std::max(s, t), 8});
+    const auto av = a.values<float>(), bv = b.values<float>(), y2 = out[1].values<float>();
+    for (int64_t i = 0; i < std::max(s, t) * 8; ++i) {
+      const float want = av[static_cast<size_t>(s == 1 ? i % 8 : i)] + bv[static_cast<size_t>(t == 1 ? i % 8 : i)];
+      REQUIRE(y2[static_cast<size_t>(i)] == want);
+    }
+    CHECK(p.run({a, b}, {}, fj::PlanKind::Unfused)[1] == out[1]);
+  }
+  // One Program for the dims pattern S = 1, compiled once (S = 1 with T = 4, 6 and 2 share it).
+  const std::vector<fj::KernelInfo> spec = p.specializations();
+  CHECK(spec.size() == 2);  // its fused plan: one kernel per shape
+}
+
+TEST_CASE("the unfused plan is compiled on first use, and KernelInfo says so") {
+  fj::Graph g = fj::Graph::parse("graph lazy\ninput x : f32[64]\ny = exp(x) * 2 + 1\noutput y\n");
+  const fj::Program p = fj::Program::compile(g, cpu_options());
+  const std::vector<fj::KernelInfo> before = p.kernels(fj::PlanKind::Unfused);
+  REQUIRE(before.size() == 3);
+  for (const fj::KernelInfo& k : before) {
+    CHECK(k.cache == fj::CacheOutcome::NotBuilt);
+    CHECK(k.name.empty());
+    CHECK(k.source.empty());
+    CHECK(k.ops.size() == 1);
+    CHECK(k.read_bytes + k.write_bytes > 0);
+  }
+  CHECK(fj::cache_outcome_name(fj::CacheOutcome::NotBuilt) == "not built");
+  CHECK(p.kernels(fj::PlanKind::Fused)[0].cache != fj::CacheOutcome::NotBuilt);
+  const fj::HostTensor x = random_tensor(fj::DType::F32, {64}, 3);
+  CHECK(p.run({x}, {}, fj::PlanKind::Unfused)[0] == p.run({x})[0]);
+  for (const fj::KernelInfo& k : p.kernels(fj::PlanKind::Unfused)) {
+    CHECK(k.cache != fj::CacheOutcome::NotBuilt);
+    CHECK(!k.name.empty());
+  }
+  fj::Options eager = cpu_options();
+  eager.build_unfused = true;
+  for (const fj::KernelInfo& k : fj::Program::compile(g, eager).kernels(fj::PlanKind::Unfused))
+    CHECK(k.cache != fj::CacheOutcome::NotBuilt);
+}
+
+TEST_CASE("AdamW in place is bitwise identical to out of place (CPU, fused and unfused)") {
+  const fj::Program prog = fj::Program::compile(fj::Graph::parse(kAdamW), cpu_options());
+  check_adamw_in_place(prog, fj::PlanKind::Fused);
+  check_adamw_in_place(prog, fj::PlanKind::Unfused);  // intermediates between its 14 kernels
+}
+
+TEST_CASE("overlaps other than in place are refused, naming both tensors") {
+  const fj::Program prog = fj::Program::compile(fj::Graph::parse(kAdamW), cpu_options());
+  AdamInputs a = adam_inputs(1003);
+  fj::HostTensor big(fj::DType::F32, {2006});
+  const std::vector<int64_t> n = {1003}, one = {1}, zero = {0};
+  // p_out one element past p: a partial overlap.
+  fj::HostTensor p2(fj::DType::F32, {1004});
+  std::string e = error_of([&] {
+    prog.launch({view(p2, 0, n, one), a.grad, a.m, a.v}, {view(p2, 1, n, one), a.m, a.v});
+  });
+  CHECK(contains(e, "output 'p_out'"));
+  CHECK(contains(e, "overlaps input 'p'"));
+  // The same bytes read with another stride (every other element) is no in-place update either.
+  e = error_of([&] {
+    prog.launch({view(big, 0, n, {2}), a.grad, a.m, a.v}, {view(big, 0, n, one), a.m, a.v});
+  });
+  CHECK(contains(e, "output 'p_out'"));
+  CHECK(contains(e, "same tensor"));
+  // Two outputs in one buffer.
+  e = error_of([&] { prog.launch({a.p, a.grad, a.m, a.v}, {view(big, 0, n, one), view(big, 500, n, one), a.v}); });
+  CHECK(contains(e, "output 'm_out'"));
+  CHECK(contains(e, "overlaps output 'p_out'"));
+  // An expanded output: every element at one address.
+  e = error_of([&] { prog.launch({a.p, a.grad, a.m, a.v}, {view(big, 0, n, zero), a.m, a.v}); });
+  CHECK(contains(e, "output 'p_out' is a view whose elements overlap"));
+  // No data for a tensor with elements.
+  e = error_of([&] { prog.launch({fj::TensorRef(nullptr, fj::DType::F32, n), a.grad, a.m, a.v}, {a.p, a.m, a.v}); });
+  CHECK(contains(e, "input 'p': a null data pointer for a tensor of shape [1003]"));
+  // A negative stride.
+  e = error_of([&] { prog.launch({view(big, 1002, n, {-1}), a.grad, a.m, a.v}, {a.p, a.m, a.v}); });
+  CHECK(contains(e, "input 'p': strides [-1]"));
+  // In place where the plan reads the input again after writing the output (unfused: y's kernel
+  // runs before z's, which reads x).
+  const fj::Program two = fj::Program::compile(
+      fj::Graph::parse("graph later\ninput x : f32[8]\ninput w : f32[4, 8]\ny = x + 1\nz = w * x\noutput y, z\n"),
+      cpu_options());
+  fj::HostTensor x = random_tensor(fj::DType::F32, {8}, 1), w = random_tensor(fj::DType::F32, {4, 8}, 2);
+  fj::HostTensor z(fj::DType::F32, {4, 8});
+  e = error_of([&] { two.launch({x, w}, {x, z}, {}, nullptr, fj::PlanKind::Unfused); });
+  CHECK(contains(e, "output 'y' is input 'x''s own buffer, but the plan reads 'x' in kernel 2"));
+  // Another dtype over the same bytes.
+  const fj::Program cast = fj::Program::compile(
+      fj::Graph::parse("graph cast\ninput x : i32[8]\ny = cast(x, f32)\noutput y\n"), cpu_options());
+  fj::HostTensor xi(fj::DType::I32, {8});
+  e = error_of([&] { cast.launch({xi}, {fj::TensorRef(xi.data().data(), fj::DType::F32, xi.shape())}); });
+  CHECK(contains(e, "same tensor"));
+}
+
+TEST_CASE("strided inputs: transposed, sliced and expanded views give the bits of their contiguous copies (CPU)") {
+  const int64_t M = 37, N = 24;
+  const fj::Program p = fj::Program::compile(
+      fj::Graph::parse("graph strided\ndim M = 37\ninput x : f32[M, 24]\ninput b : f32[24]\n"
+                       "y = gelu(x) * b + x\noutput y\n"),
+      cpu_options());
+  const fj::HostTensor buf = random_tensor(fj::DType::F32, {N, M}, 5);        // x^T in memory
+  const fj::HostTensor wide = random_tensor(fj::DType::F32, {M, 2 * N}, 6);   // x inside a wider row
+  const fj::HostTensor b = random_tensor(fj::DType::F32, {N}, 7);
+  fj::HostTensor xt(fj::DType::F32, {M, N}), xs(fj::DType::F32, {M, N});
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      xt.values<float>()[static_cast<size_t>(i * N + j)] = buf.values<float>()[static_cast<size_t>(j * M + i)];
+      xs.values<float>()[static_cast<size_t>(i * N + j)] = wide.values<float>()[static_cast<size_t>(i * 2 * N + 5 + j)];
+    }
+  const std::vector<int64_t> shape = {M, N}, t_strides = {1, M}, s_strides = {2 * N, 1};
+  const fj::TensorView transposed(fj::DType::F32, shape, buf.data(), t_strides);
+  const fj::TensorView sliced(fj::DType::F32, shape, wide.data().subspan(5 * 4), s_strides);
+  for (fj::PlanKind kind : {fj::PlanKind::Fused, fj::PlanKind::Unfused}) {
+    CHECK(p.run({transposed, b}, {}, kind)[0] == p.run({xt, b}, {}, kind)[0]);
+    CHECK(p.run({sliced, b}, {}, kind)[0] == p.run({xs, b}, {}, kind)[0]);
+  }
+  // An expanded bias (stride 0: one value for every column) equals its materialised copy.
+  const std::vector<int64_t> b_shape = {N}, b_zero = {0};
+  const fj::TensorView expanded(fj::DType::F32, b_shape, b.data().subspan(0, 4), b_zero);
+  fj::HostTensor bx(fj::DType::F32, {N});
+  for (float& v : bx.values<float>()) v = b.values<float>()[0];
+  CHECK(p.run({xt, expanded})[0] == p.run({xt, bx})[0]);
+  // A strided output: y written transposed into a [N, M] buffer.
+  fj::HostTensor yt(fj::DType::F32, {N, M});
+  fj::HostTensor x = xt;
+  fj::HostTensor bb = b;
+  p.launch({x, bb}, {view(yt, 0, shape, t_strides)});
+  const fj::HostTensor y = p.run({xt, b})[0];
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      REQUIRE(yt.values<float>()[static_cast<size_t>(j * M + i)] == y.values<float>()[static_cast<size_t>(i * N + j)]);
+  // A view whose data is too short for its strides is refused.
+  const std::string e = error_of([&] { p.run({fj::TensorView(fj::DType::F32, shape, buf.data().subspan(4), t_strides), b}); });
+  CHECK(contains(e, "input 'x': f32[37, 24] with strides [1, 37] needs 3552 bytes"));
+}
+
+TEST_CASE("zero-size tensors launch nothing and succeed") {
+  const fj::Program p = fj::Program::compile(
+      fj::Graph::parse("graph empty\ndim M = 4\ninput x : f32[M, 8]\ny = x * 2\noutput y\n"), cpu_options());
+  const fj::HostTensor x(fj::DType::F32, {0, 8});
+  const std::vector<fj::HostTensor> out = p.run({x});
+  CHECK(out[0].shape() == std::vector<int64_t>{0, 8});
+  fj::HostTensor y(fj::DType::F32, {0, 8});
+  p.launch({fj::TensorRef(static_cast<const void*>(nullptr), fj::DType::F32, x.shape())}, {fj::TensorRef(nullptr, fj::DType::F32, y.shape())});
+
+  FakeGpu gpu;
+  const fj::Program g = fj::Program::compile(p.graph(), gpu_options());
+  const size_t before = fake_cuda::st().launches.size();
+  const std::vector<int64_t> shape = {0, 8};
+  g.launch({fj::TensorRef(static_cast<const void*>(nullptr), fj::DType::F32, shape)},
+           {fj::TensorRef(nullptr, fj::DType::F32, shape)});
+  CHECK(fake_cuda::st().launches.size() == before);
+  CHECK(g.run({x})[0].shape() == std::vector<int64_t>{0, 8});
+}
+
+TEST_CASE("fake GPU: strided views, in place and other dims through NVRTC-compiled kernels") {
+  FakeGpu gpu;
+  const fj::Program prog = fj::Program::compile(fj::Graph::parse(kAdamW), gpu_options());
+  auto keep = emulate(prog);
+  const fj::Program cpu = fj::Program::compile(fj::Graph::parse(kAdamW), cpu_options());
+  for (fj::PlanKind kind : {fj::PlanKind::Fused, fj::PlanKind::Unfused}) {
+    // Other dims, with no new kernel.
+    AdamInputs a = adam_inputs(517);
+    const std::vector<fj::HostTensor> want = cpu.run({a.p, a.grad, a.m, a.v}, {}, kind);
+    const std::vector<fj::HostTensor> got = prog.run({a.p, a.grad, a.m, a.v}, {}, kind);
+    for (size_t k = 0; k < 3; ++k) CHECK(got[k] == want[k]);
+    // In place through launch ("device" pointers are host memory under the fake driver).
+    prog.launch({a.p, a.grad, a.m, a.v}, {a.p, a.m, a.v}, {}, nullptr, kind);
+    CHECK(a.p == want[0]);
+    CHECK(a.m == want[1]);
+    CHECK(a.v == want[2]);
+    // The gradient read as every other element of a wider buffer: the strided entry.
+    const fj::HostTensor wide = random_tensor(fj::DType::F32, {2 * 517}, 11, -1, 1);
+    fj::HostTensor dense(fj::DType::F32, {517});
+    for (int64_t i = 0; i < 517; ++i) dense.values<float>()[static_cast<size_t>(i)] = wide.values<float>()[static_cast<size_t>(2 * i)];
+    const std::vector<int64_t> shape = {517}, two = {2};
+    const fj::TensorView grad(fj::DType::F32, shape, wide.data(), two);
+    AdamInputs c = adam_inputs(517);
+    const std::vector<fj::HostTensor> strided = prog.run({c.p, grad, c.m, c.v}, {}, kind);
+    const std::vector<fj::HostTensor> plain = cpu.run({c.p, dense, c.m, c.v}, {}, kind);
+    for (size_t k = 0; k < 3; ++k) CHECK(strided[k] == plain[k]);
+  }
+  CHECK(prog.specializations().empty());
+}
+
+TEST_CASE("fake GPU: transposed and sliced inputs give the bits of their contiguous copies (NVRTC-compiled)") {
+  FakeGpu gpu;
+  const std::string text = "graph strided_gpu\ndim M = 37\ninput x : f32[M, 24]\ninput b : f32[24]\n"
+                           "y = x * b + x\noutput y\n";
+  const fj::Program p = fj::Program::compile(fj::Graph::parse(text), gpu_options());
+  auto keep = emulate(p);
+  const int64_t M = 37, N = 24;
+  const fj::HostTensor buf = random_tensor(fj::DType::F32, {N, M}, 5), wide = random_tensor(fj::DType::F32, {M, 2 * N}, 6);
+  const fj::HostTensor b = random_tensor(fj::DType::F32, {N}, 7);
+  fj::HostTensor xt(fj::DType::F32, {M, N}), xs(fj::DType::F32, {M, N});
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      xt.values<float>()[static_cast<size_t>(i * N + j)] = buf.values<float>()[static_cast<size_t>(j * M + i)];
+      xs.values<float>()[static_cast<size_t>(i * N + j)] = wide.values<float>()[static_cast<size_t>(i * 2 * N + 5 + j)];
+    }
+  const std::vector<int64_t> shape = {M, N}, t_strides = {1, M}, s_strides = {2 * N, 1};
+  const fj::TensorView transposed(fj::DType::F32, shape, buf.data(), t_strides);
+  const fj::TensorView sliced(fj::DType::F32, shape, wide.data().subspan(5 * 4), s_strides);
+  for (fj::PlanKind kind : {fj::PlanKind::Fused, fj::PlanKind::Unfused}) {
+    CHECK(p.run({transposed, b}, {}, kind)[0] == p.run({xt, b}, {}, kind)[0]);
+    CHECK(p.run({sliced, b}, {}, kind)[0] == p.run({xs, b}, {}, kind)[0]);
+  }
+}
+
+TEST_CASE("a warm launch issues only kernel launches and allocates nothing") {
+  FakeGpu gpu;
+  fake_cuda::st().keep_launches = false;
+  const fj::Program p = fj::Program::compile(
+      fj::Graph::parse("graph warm\ndim T = 64\ninput x : f32[T, 32]\ninput b : f32[32]\nparam a : f32 = 2\n"
+                       "y = a * x + b\noutput y\n"),
+      gpu_options());
+  std::vector<float> x(64 * 32), b(32), y(64 * 32);
+  const std::vector<int64_t> s64 = {64, 32}, s3 = {3, 32}, sb = {32}, st = {1, 64}, sy = {64, 32};
+  const fj::TensorRef in64[2] = {fj::TensorRef(static_cast<const void*>(x.data()), fj::DType::F32, s64),
+                                 fj::TensorRef(static_cast<const void*>(b.data()), fj::DType::F32, sb)};
+  const fj::TensorRef in3[2] = {fj::TensorRef(static_cast<const void*>(x.data()), fj::DType::F32, s3),
+                                fj::TensorRef(static_cast<const void*>(b.data()), fj::DType::F32, sb)};
+  const fj::TensorRef out64[1] = {fj::TensorRef(y.data(), fj::DType::F32, s64)};
+  const fj::TensorRef out3[1] = {fj::TensorRef(y.data(), fj::DType::F32, s3)};
+  const fj::Params params = {3.0};
+  auto& calls = fake_cuda::st().calls;
+  calls.reserve(4096);
+  auto record = [&](auto&& f) {
+    calls.clear();
+    fake_cuda::st().record = true;
+    const long allocs = alloc_counter::during(f);
+    fake_cuda::st().record = false;
+    return allocs;
+  };
+  fake_cuda::ctx_push(fake_cuda::primary());  // as the CUDA runtime leaves it
+  record([&] { p.launch(in64, out64, params); });  // the first launch in this context loads the module
+  CHECK(std::find_if(calls.begin(), calls.end(), [](const char* c) { return std::strcmp(c, "cuModuleLoadDataEx") == 0; }) !=
+        calls.end());
+  p.launch(in3, out3, params);  // a second dims set, seen once
+  const std::vector<std::string> only_launch = {"cuCtxGetCurrent", "cuLaunchKernel"};
+  for (int round = 0; round < 3; ++round) {
+    for (const auto* io : {&in64, &in3}) {
+      const long allocs = record([&] { p.launch(*io, io == &in64 ? out64 : out3, params); });
+      CHECK(allocs == 0);
+      CHECK(std::vector<std::string>(calls.begin(), calls.end()) == only_launch);
+    }
+  }
+  // Default params and a strided (transposed) input: still only the launch.
+  const fj::TensorRef tin[2] = {fj::TensorRef(static_cast<const void*>(x.data()), fj::DType::F32, sy, st), in64[1]};
+  p.launch(tin, out64);
+  CHECK(record([&] { p.launch(tin, out64); }) == 0);
+  CHECK(std::vector<std::string>(calls.begin(), calls.end()) == only_launch);
+  // No current context: fusejit pushes its own around the launch.
+  fusejit::jit::cu::Context popped = nullptr;
+  fake_cuda::ctx_pop(&popped);
+  CHECK(record([&] { p.launch(in64, out64, params); }) == 0);
+  CHECK(std::vector<std::string>(calls.begin(), calls.end()) ==
+        std::vector<std::string>{"cuCtxGetCurrent", "cuCtxPushCurrent", "cuLaunchKernel", "cuCtxPopCurrent"});
+  // The unfused plan's intermediates are allocated and freed stream-ordered (docs/api.md).
+  p.launch(in64, out64, params, nullptr, fj::PlanKind::Unfused);
+  record([&] { p.launch(in64, out64, params, nullptr, fj::PlanKind::Unfused); });
+  for (const char* c : calls) {
+    CAPTURE(c);
+    CHECK((std::string(c) == "cuCtxGetCurrent" || std::string(c) == "cuCtxPushCurrent" ||
+           std::string(c) == "cuCtxPopCurrent" || std::string(c) == "cuLaunchKernel" ||
+           std::string(c) == "cuMemAllocAsync" || std::string(c) == "cuMemAlloc" || std::string(c) == "cuMemFreeAsync" ||
+           std::string(c) == "cuMemFree"));
+  }
+}
+
+TEST_CASE("one Program on two contexts loads its modules once per context") {
+  FakeGpu gpu;
+  const fj::Program p = fj::Program::compile(
+      fj::Graph::parse("graph two_ctx\ninput x : f32[16]\ny = x + 1\noutput y\n"), gpu_options());
+  auto keep = emulate(p);
+  std::vector<float> x(16, 1.0f), y(16, 0.0f);
+  const std::vector<int64_t> shape = {16};
+  const fj::TensorRef in[1] = {fj::TensorRef(static_cast<const void*>(x.data()), fj::DType::F32, shape)};
+  const fj::TensorRef out[1] = {fj::TensorRef(y.data(), fj::DType::F32, shape)};
+  const auto a = fake_cuda::primary(), b = reinterpret_cast<fusejit::jit::cu::Context>(0x2000);
+  fusejit::jit::cu::Context popped = nullptr;
+  for (int round = 0; round < 3; ++round)
+    for (auto ctx : {a, b}) {
+      fake_cuda::ctx_push(ctx);
+      p.launch(in, out);
+      fake_cuda::ctx_pop(&popped);
+      CHECK(y[3] == 2.0f);
+      y[3] = 0;
+    }
+  CHECK(fake_cuda::st().modules_per_context[a] == 1);
+  CHECK(fake_cuda::st().modules_per_context[b] == 1);
+}
+
+namespace {
+
+fs::path scratch_dir(const std::string& name) {
+  fs::path d = fs::path(FUSEJIT_BINARY_DIR) / "test-launch" / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("ahead of time: a compiled folder loads and runs with NVRTC hidden; index.json lists every argument") {
+  const fs::path dir = scratch_dir("aot");
+  const fj::Graph g = fj::Graph::parse(kAdamW, "adamw.txt");
+  fj::compile_to_dir(g, "sm_90", dir.string());
+  const nlohmann::json index = nlohmann::json::parse(std::ifstream(dir / "index.json"));
+  CHECK(index["format"] == "fusejit-aot");
+  CHECK(index["format_version"] == 1);
+  CHECK(index["target"] == "sm_90");
+  CHECK(fs::exists(dir / "graph.txt"));
+  const nlohmann::json& k0 = index["kernels"][0];
+  REQUIRE(k0["entries"].size() == 2);
+  CHECK(k0["entries"][1]["name"] == k0["kernel"].get<std::string>() + "_s");
+  const nlohmann::json& args = k0["entries"][0]["args"];
+  CHECK(args[0]["kind"] == "input");
+  CHECK(args[0]["tensor"] == "p");
+  CHECK(args[0]["ctype"] == "const float*");
+  bool has_param = false;
+  for (const auto& a : args) has_param = has_param || (a["kind"] == "param" && a["param"] == "lr");
+  CHECK(has_param);
+
+  FakeGpu gpu;
+  fusejit::jit::reload_nvrtc_for_testing("/nonexistent/libnvrtc.so.99");
+  REQUIRE_FALSE(fusejit::jit::nvrtc_available());
+  try {
+    const fj::Program p = fj::Program::load(dir.string());
+    CHECK(p.kernels(fj::PlanKind::Fused)[0].cache == fj::CacheOutcome::Loaded);
+    CHECK(p.target() == "sm_90 (CUBIN)");
+    auto keep = emulate(p);
+    const fj::Program cpu = fj::Program::compile(g, cpu_options());
+    AdamInputs a = adam_inputs(1003);
+    for (fj::PlanKind kind : {fj::PlanKind::Fused, fj::PlanKind::Unfused}) {
+      const std::vector<fj::HostTensor> got = p.run({a.p, a.grad, a.m, a.v}, {}, kind);
+      const std::vector<fj::HostTensor> want = cpu.run({a.p, a.grad, a.m, a.v}, {}, kind);
+      for (size_t k = 0; k < 3; ++k) CHECK(got[k] == want[k]);
+    }
+    CHECK(p.kernels(fj::PlanKind::Unfused)[0].cache == fj::CacheOutcome::Loaded);
+    // 2^31 elements need the 64-bit-index kernels, which the folder lacks: a clear error.
+    const std::vector<int64_t> huge = {int64_t{1} << 31};
+    const fj::TensorRef t(reinterpret_cast<void*>(0x1000), fj::DType::F32, huge);
+    const std::string e = error_of([&] { p.launch({t, t, t, t}, {t, t, t}); });
+    CAPTURE(e);
+    CHECK(contains(e, "64-bit-index variant of the fused kernels are not in the folder"));
+    CHECK(contains(e, "NVRTC"));
+  } catch (...) {
+    fusejit::jit::reload_nvrtc_for_testing(std::nullopt);
+    throw;
+  }
+  fusejit::jit::reload_nvrtc_for_testing(std::nullopt);
+  CHECK(fusejit::jit::nvrtc_available());
+}
+
+TEST_CASE("FUSEJIT_NVRTC hides NVRTC: compiling fails clearly, the CPU path runs") {
+  const char* bin = std::getenv("FUSEJIT_BIN");
+  if (!bin || !*bin) return;  // built without the command
+  const fs::path dir = scratch_dir("nvrtc_env");
+  const std::string sample = std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/x2x3.txt";
+  const std::string log = (dir / "log.txt").string();
+  const std::string pre = "FUSEJIT_NVRTC=/nonexistent/libnvrtc.so '" + std::string(bin) + "' ";
+  int rc = std::system((pre + "compile " + sample + " --arch sm_90 -o " + (dir / "out").string() + " > " + log + " 2>&1").c_str());
+  std::ifstream f(log);
+  const std::string out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CHECK(WEXITSTATUS(rc) == 1);
+  CHECK(contains(out, "NVRTC, the CUDA toolkit's runtime compiler, is not available"));
+  rc = std::system((pre + "run " + sample + " --dim N=64 --backend cpu > " + log + " 2>&1").c_str());
+  CHECK(WEXITSTATUS(rc) == 0);
+}
+
+namespace {
+
+// Bytes of a kernel parameter list as the CUDA ABI lays it out (each argument at its own alignment).
+int64_t param_bytes(const fusejit::jit::KernelSignature& sig) {
+  int64_t at = 0;
+  for (const fusejit::jit::ArgSlot& a : sig.args) at = (at + a.bytes - 1) / a.bytes * a.bytes + a.bytes;
+  return at;
+}
+
+void check_param_bytes(const fusejit::ir::Graph& g, const fusejit::ir::Plan& plan, const std::string& label) {
+  for (const fusejit::ir::FusionGroup& grp : plan.groups) {
+    const fusejit::jit::GeneratedKernel k = fusejit::jit::generate_kernel(g, grp);
+    const int64_t bound = fusejit::ir::estimate_param_bytes(g, grp);
+    CAPTURE(label);
+    CHECK(param_bytes(k.signature) <= bound);
+    CHECK(param_bytes(k.strided_signature) <= bound);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("both entry points stay within the planner's kernel parameter bound") {
+  namespace ir = fusejit::ir;
+  for (const auto& e : fs::directory_iterator(fs::path(FUSEJIT_SOURCE_DIR) / "samples" / "graphs")) {
+    const ir::Graph g = ir::parse_graph_file(e.path().string());
+    check_param_bytes(g, ir::plan_fusion(g), e.path().filename().string());
+    check_param_bytes(g, ir::plan_unfused(g), e.path().filename().string());
+  }
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    fusejit::testing::RandomGraphOptions o;
+    o.seed = seed;
+    o.num_ops = 12;
+    const ir::Graph g = fusejit::testing::random_graph(o);
+    check_param_bytes(g, ir::plan_fusion(g), "random graph " + std::to_string(seed));
+  }
+  // 600 inputs: the planner splits the group so each kernel's strides still fit.
+  ir::GraphBuilder b("wide");
+  ir::Operand sum = ir::Operand::of(b.add_input("x0", ir::DType::F32, {{64, -1}, {8, -1}}));
+  for (int i = 1; i < 600; ++i) {
+    ir::Operand args[2] = {sum, ir::Operand::of(b.add_input("x" + std::to_string(i), ir::DType::F32, {{64, -1}, {8, -1}}))};
+    sum = b.apply(ir::Op::Add, args);
+  }
+  b.add_output("y", sum);
+  const ir::Graph g = b.finish();
+  const ir::Plan plan = ir::plan_fusion(g);
+  CHECK(plan.groups.size() > 1);
+  check_param_bytes(g, plan, "600 inputs");
+  for (const ir::FusionGroup& grp : plan.groups) CHECK(ir::estimate_param_bytes(g, grp) <= ir::kMaxKernelParamBytes);
+}
