@@ -467,8 +467,8 @@ struct Measurement {
   /// every float dtype) before it, so an element no kernel wrote cannot pass a check.
   std::vector<HostTensor> outputs;
   /// With MeasureOptions::keep_intermediates: every value the plan materialises that is not a
-  /// graph output (for the unfused plan: every op's value), as (N, value) for the node named vN in
-  /// KernelInfo::ops, ascending N; poisoned before the run like the outputs.
+  /// graph output (for the unfused plan: every op's value), as (N, value) for node id N (named %N in
+  /// KernelInfo::ops unless the graph names it), ascending N; poisoned before the run like outputs.
   std::vector<std::pair<int32_t, HostTensor>> intermediates;
   int kernels = 0;            ///< kernel launches per run (fusion groups with at least one element)
   int64_t bytes = 0;          ///< bytes one run moves: per kernel, each input read once, each output written once
