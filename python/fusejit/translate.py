@@ -84,7 +84,7 @@ OPS: dict[str, tuple[str, str]] = {
     "asinh": ("xp.arcsinh({0})", "torch.asinh({0})"),
     "acosh": ("xp.arccosh({0})", "torch.acosh({0})"),
     "atanh": ("xp.arctanh({0})", "torch.atanh({0})"),
-    "hardswish": ("{0} * xp.minimum(xp.maximum({0} + 3, 0), 6) / 6", "torch.nn.functional.hardswish({0})"),
+    "hardswish": ("{0} * (xp.minimum(xp.maximum({0} + 3, 0), 6) / 6)", "torch.nn.functional.hardswish({0})"),
     "hardsigmoid": ("xp.minimum(xp.maximum({0} + 3, 0), 6) / 6", "torch.nn.functional.hardsigmoid({0})"),
     "elu": ("xp.where({0} < 0, xp.expm1({0}), {0})", "torch.nn.functional.elu({0})"),
     "hypot": ("xp.hypot({0}, {1})", "torch.hypot({0}, {1})"),
