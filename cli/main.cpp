@@ -1,15 +1,19 @@
 // The `fusejit` command: a thin client of the public API (fusejit/fusejit.h, fusejit/report.h).
+// One struct per subcommand (its options, then what it does); main() parses and reports errors.
 // Exit codes: 0 success; 1 a check failed or a runtime (compile/driver) error; 2 bad input
 // (graph, options, files); 3 an internal error (a fusejit bug).
 #include <CLI/CLI.hpp>
 
 #include <cctype>
-#include <cstdio>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <fusejit/fusejit.h>
 #include <fusejit/report.h>
@@ -18,38 +22,152 @@ namespace fj = fusejit;
 
 namespace {
 
-int exit_code(const fj::Error& e) {
-  switch (e.kind()) {
+// ---- errors -------------------------------------------------------------------------------------
+
+// A bad command-line value: `option` (e.g. "--dim") was given `value` (e.g. "N=-5"); `at` is the
+// offset in `value` of the part at fault (the caret goes there).
+struct ArgError : std::runtime_error {
+  ArgError(std::string option, std::string value, size_t at, const std::string& message)
+      : std::runtime_error(message), option(std::move(option)), value(std::move(value)), at(at) {}
+  std::string option, value;
+  size_t at;
+};
+
+// The command line as one line of text (arguments with blanks quoted), to point into it.
+class CommandLine {
+ public:
+  CommandLine(int argc, char** argv) {
+    for (int i = 0; i < argc; ++i) {
+      std::string a = i == 0 ? std::string("fusejit") : argv[i];
+      if (i) text_ += ' ';
+      bool quote = a.empty() || a.find_first_of(" \t'\"") != std::string::npos;
+      if (quote) text_ += '\'';
+      starts_.push_back(text_.size());
+      args_.push_back(a);
+      text_ += a;
+      if (quote) text_ += '\'';
+    }
+  }
+  const std::string& text() const { return text_; }
+  // 0-based column in text() of `value`'s character `at`, where `value` was given to `option`
+  // (as `--opt value` or `--opt=value`); nullopt when it is not found.
+  std::optional<size_t> column(const std::string& option, const std::string& value, size_t at) const {
+    for (size_t i = 1; i < args_.size(); ++i) {
+      if (args_[i] == option && i + 1 < args_.size() && args_[i + 1] == value) return starts_[i + 1] + at;
+      if (args_[i] == option + "=" + value) return starts_[i] + option.size() + 1 + at;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::string text_;
+  std::vector<std::string> args_;
+  std::vector<size_t> starts_;
+};
+
+// What `run --json` prints on stdout for an error (stderr gets the text).
+struct ErrorInfo {
+  fj::ErrorKind kind = fj::ErrorKind::User;
+  std::string message;
+  std::string file;   // graph file, "<command line>", or "" when the error has no location
+  int line = 0, col = 0;
+  std::string text;   // the rendered message for stderr
+};
+
+const char* kind_name(fj::ErrorKind k) {
+  switch (k) {
+    case fj::ErrorKind::User: return "user";
+    case fj::ErrorKind::Compile: return "compile";
+    case fj::ErrorKind::Driver: return "driver";
+    case fj::ErrorKind::Internal: return "internal";
+  }
+  return "internal";
+}
+
+int exit_code(fj::ErrorKind k) {
+  switch (k) {
     case fj::ErrorKind::User: return 2;
     case fj::ErrorKind::Internal: return 3;
     default: return 1;
   }
 }
 
-// Splits "name=value"; throws CLI::ValidationError naming the option on a bad form.
+// The error being handled (inside a catch block) as an ErrorInfo.
+ErrorInfo current_error(const CommandLine& line) {
+  ErrorInfo e;
+  try {
+    throw;
+  } catch (const ArgError& a) {
+    e.message = a.option + " " + a.value + ": " + a.what();
+    if (auto col = line.column(a.option, a.value, a.at)) {
+      e.file = "<command line>";
+      e.line = 1;
+      e.col = static_cast<int>(*col) + 1;
+      e.text = e.file + ":1:" + std::to_string(e.col) + ": error: " + e.message + "\n  " + line.text() + "\n  " +
+               std::string(*col, ' ') + "^";
+    } else {
+      e.text = "fusejit: error: " + e.message;
+    }
+  } catch (const CLI::Error& c) {
+    e.message = c.what();
+    e.text = "fusejit: error: " + e.message;
+  } catch (const fj::Error& f) {
+    e.kind = f.kind();
+    e.message = f.what();
+    e.file = f.file();
+    e.line = f.line();
+    e.col = f.column();
+    e.text = f.diagnostic();
+    while (!e.text.empty() && e.text.back() == '\n') e.text.pop_back();
+    // Errors without a file location read like the command line's own: "fusejit: error: ...".
+    if (e.text.rfind("error: ", 0) == 0 || e.text.rfind("internal error", 0) == 0) e.text = "fusejit: " + e.text;
+  } catch (const std::exception& x) {
+    e.kind = fj::ErrorKind::Internal;
+    e.message = x.what();
+    e.text = "fusejit: internal error: " + e.message;
+  }
+  return e;
+}
+
+// Prints the error on stderr and, for tools (`--json`), as a JSON object on stdout.
+int report(const ErrorInfo& e, bool json) {
+  std::fprintf(stderr, "%s\n", e.text.c_str());
+  if (json) {
+    nlohmann::json j = {{"ok", false},
+                        {"error", {{"kind", kind_name(e.kind)}, {"message", e.message}, {"file", e.file},
+                                   {"line", e.line}, {"col", e.col}}}};
+    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+  }
+  return exit_code(e.kind);
+}
+
+// ---- option values ------------------------------------------------------------------------------
+
+// Splits "name=value" given to `option`.
 std::pair<std::string, std::string> split_kv(const std::string& s, const std::string& option) {
   auto eq = s.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
-    throw CLI::ValidationError(option, "expected NAME=VALUE, got '" + s + "'");
+    throw ArgError(option, s, eq == std::string::npos ? 0 : eq, "expected NAME=VALUE");
   return {s.substr(0, eq), s.substr(eq + 1)};
 }
 
-int64_t parse_int(const std::string& v, const std::string& what) {
+// Decimal only (as in graph text): "010" is ten, not octal eight; no blanks. nullopt when `v`
+// is not an integer; throws ArgError (at `at` in `raw`) when it does not fit in 64 bits.
+int64_t parse_int(const std::string& v, const std::string& option, const std::string& raw, size_t at) {
   try {
     size_t pos = 0;
-    // Decimal only (as in graph text): "010" is ten, not octal eight; no spaces.
     if (v.empty() || !(std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '-')) throw std::invalid_argument(v);
     long long x = std::stoll(v, &pos, 10);
     if (pos != v.size()) throw std::invalid_argument(v);
     return x;
   } catch (const std::out_of_range&) {
-    throw CLI::ValidationError(what, "'" + v + "' is out of range for a 64-bit integer");
+    throw ArgError(option, raw, at, "'" + v + "' is out of range for a 64-bit integer");
   } catch (const std::exception&) {
-    throw CLI::ValidationError(what, "'" + v + "' is not an integer");
+    throw ArgError(option, raw, at, "'" + v + "' is not an integer");
   }
 }
 
-fj::Scalar parse_scalar(const std::string& v, const std::string& what) {
+fj::Scalar parse_scalar(const std::string& v, const std::string& option, const std::string& raw, size_t at) {
   if (v == "true") return fj::Scalar(true);
   if (v == "false") return fj::Scalar(false);
   try {
@@ -64,18 +182,21 @@ fj::Scalar parse_scalar(const std::string& v, const std::string& what) {
     char* end = nullptr;
     const double d = std::strtod(v.c_str(), &end);
     if (end == v.c_str() + v.size()) {
-      if (errno == ERANGE && std::fabs(d) > 1.0) throw CLI::ValidationError(what, "'" + v + "' is out of range");
+      if (errno == ERANGE && std::fabs(d) > 1.0) throw ArgError(option, raw, at, "'" + v + "' is out of range");
       return fj::Scalar(d);
     }
   }
-  throw CLI::ValidationError(what, "'" + v + "' is not a number (use e.g. 0.5, 3, inf, nan, true)");
+  throw ArgError(option, raw, at, "'" + v + "' is not a number (use e.g. 0.5, 3, inf, nan, true)");
 }
 
+// --dim NAME=VALUE, VALUE >= 0 (checked here, so the caret points at the command line).
 fj::DimValues parse_dims(const std::vector<std::string>& dims) {
   fj::DimValues out;
   for (const std::string& d : dims) {
     auto [k, v] = split_kv(d, "--dim");
-    out.emplace_back(k, parse_int(v, "--dim " + k));
+    int64_t n = parse_int(v, "--dim", d, k.size() + 1);
+    if (n < 0) throw ArgError("--dim", d, k.size() + 1, "dim '" + k + "' must be >= 0, got " + v);
+    out.emplace_back(k, n);
   }
   return out;
 }
@@ -84,17 +205,213 @@ fj::DimValues parse_dims(const std::vector<std::string>& dims) {
 const CLI::Validator kNonNegative(
     [](std::string& v) { return !v.empty() && v[0] == '-' ? std::string("must be >= 0") : std::string(); }, "NONNEGATIVE");
 
+// The options every graph subcommand takes.
 struct Common {
   std::string graph;
   std::vector<std::string> dims;
   bool fast_math = false;
+
+  void define(CLI::App* cmd) {
+    cmd->add_option("GRAPH", graph, "graph file (format: docs/graph-format.md)")->required();
+    cmd->add_option("--dim", dims, "override a named dim, NAME=VALUE (repeatable)");
+    cmd->add_flag("--fast-math", fast_math,
+                  "allow value-changing rewrites, FMA contraction and f32 intermediates (default: strict, bitwise)");
+  }
+  fj::Graph load() const { return fj::Graph::load(graph, parse_dims(dims)); }
 };
 
-void add_common(CLI::App* cmd, Common& c) {
-  cmd->add_option("GRAPH", c.graph, "graph file (format: docs/graph-format.md)")->required();
-  cmd->add_option("--dim", c.dims, "override a named dim, NAME=VALUE (repeatable)");
-  cmd->add_flag("--fast-math", c.fast_math,
-                "allow value-changing rewrites, FMA contraction and f32 intermediates (default: strict, bitwise)");
+// ---- subcommands --------------------------------------------------------------------------------
+
+struct RunCommand {
+  CLI::App* cmd = nullptr;
+  Common common;
+  std::vector<std::string> params, inputs, ranges, nvrtc;
+  uint64_t seed = 0;
+  std::string save_dir, dump_dir, arch, backend = "auto", cache_dir;
+  int device = 0, repeats = 20, warmup = 3;
+  bool json = false, no_cache = false, no_check = false, special = false;
+
+  void define(CLI::App& app) {
+    cmd = app.add_subcommand("run", "run a graph fused and unfused, time, check and report");
+    common.define(cmd);
+    cmd->add_option("--param", params, "set a param, NAME=VALUE (repeatable)");
+    cmd->add_option("--input", inputs, "read an input from a NumPy .npy file, NAME=FILE (repeatable)");
+    cmd->add_option("--range", ranges, "random range of an input, NAME=LO:HI (repeatable; overrides the graph's `range`)");
+    cmd->add_option("--seed", seed, "seed of the deterministic random inputs (0 to 2^64-1)")
+        ->default_val(0)->check(kNonNegative);
+    cmd->add_flag("--special", special,
+                  "mix hard cases into random inputs: NaN, +-inf, -0.0, subnormals, extremes (docs/ops.md)");
+    cmd->add_option("--save-dir", save_dir, "write each output as DIR/<name>.npy");
+    cmd->add_option("--dump-dir", dump_dir, "write every kernel's .cu (and .cubin/.ptx) with an index.json");
+    cmd->add_option("--arch", arch, "target architecture: sm_XY (CUBIN) or compute_XY (PTX); default: the GPU's");
+    cmd->add_option("--nvrtc-option", nvrtc,
+                    "extra NVRTC option for every GPU kernel, e.g. --nvrtc-option=--maxrregcount=32 (repeatable)");
+    cmd->add_option("--backend", backend, "auto (GPU if present), cuda, or cpu")
+        ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->default_val("auto");
+    cmd->add_option("--device", device, "CUDA device ordinal")->default_val(0)->check(kNonNegative);
+    cmd->add_option("--repeats", repeats, "timed runs per path; the median is reported")
+        ->default_val(20)->check(CLI::Range(1, 100000));
+    cmd->add_option("--warmup", warmup, "untimed runs before timing")->default_val(3)->check(CLI::Range(0, 100000));
+    cmd->add_option("--cache-dir", cache_dir,
+                    "kernel cache folder, private to you (default: $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME/fusejit, ~/.cache/fusejit)");
+    cmd->add_flag("--no-cache", no_cache, "do not read or write the on-disk kernel cache (nothing is left on disk)");
+    cmd->add_flag("--no-check", no_check, "skip the reference evaluation and checks");
+    cmd->add_flag("--json", json, "print the report as JSON (on an error, a JSON error object: kind, message, file, line, col)");
+  }
+
+  fj::RunOptions run_options() const {
+    fj::RunOptions ro;
+    for (const std::string& p : params) {
+      auto [k, v] = split_kv(p, "--param");
+      ro.params.set(k, parse_scalar(v, "--param", p, k.size() + 1));
+    }
+    for (const std::string& i : inputs) {
+      auto kv = split_kv(i, "--input");
+      for (const auto& prev : ro.input_files)
+        if (prev.first == kv.first) throw ArgError("--input", i, 0, "input '" + kv.first + "' is given twice");
+      ro.input_files.push_back(kv);
+    }
+    for (const std::string& r : ranges) {
+      auto [k, v] = split_kv(r, "--range");
+      auto colon = v.find(':');
+      if (colon == std::string::npos) throw ArgError("--range", r, k.size() + 1, "expected NAME=LO:HI");
+      double lo = parse_scalar(v.substr(0, colon), "--range", r, k.size() + 1).as_double();
+      double hi = parse_scalar(v.substr(colon + 1), "--range", r, k.size() + 2 + colon).as_double();
+      if (!(lo < hi)) throw ArgError("--range", r, k.size() + 1, "need LO < HI");
+      ro.input_ranges.push_back({k, {lo, hi}});
+    }
+    ro.seed = seed;
+    ro.special_values = special;
+    ro.save_dir = save_dir;
+    ro.repeats = repeats;
+    ro.warmup = warmup;
+    ro.check = !no_check;
+    ro.options.fast_math = common.fast_math;
+    ro.options.arch = arch;
+    ro.options.dump_dir = dump_dir;
+    ro.options.device = device;
+    ro.options.cache_dir = cache_dir;
+    ro.options.disk_cache = !no_cache;
+    ro.options.nvrtc_options = nvrtc;
+    ro.options.message_style = fj::MessageStyle::CommandLine;
+    ro.options.backend = backend == "cuda" ? fj::Backend::Cuda : backend == "cpu" ? fj::Backend::Cpu : fj::Backend::Auto;
+    return ro;
+  }
+
+  int exec() const {
+    fj::RunOptions ro = run_options();
+    fj::RunReport rep = fj::run_graph(common.load(), ro);
+    std::fputs((json ? rep.to_json() + "\n" : rep.to_text()).c_str(), stdout);
+    return rep.ok() ? 0 : 1;
+  }
+};
+
+struct PlanCommand {
+  CLI::App* cmd = nullptr;
+  Common common;
+  bool dot = false, json = false;
+
+  void define(CLI::App& app) {
+    cmd = app.add_subcommand("plan", "print the rewritten graph and its fusion plan");
+    common.define(cmd);
+    cmd->add_flag("--dot", dot, "print the plan as Graphviz DOT (one cluster per fusion group)");
+    cmd->add_flag("--json", json, "print the plan as JSON");
+  }
+  int exec() const {
+    fj::PlanReport rep = fj::plan_graph(common.load(), common.fast_math);
+    std::fputs((dot ? rep.dot : json ? rep.json + "\n" : rep.text).c_str(), stdout);
+    return 0;
+  }
+};
+
+struct CompileCommand {
+  CLI::App* cmd = nullptr;
+  Common common;
+  std::string arch = "sm_90", out_dir, cache_dir;
+  bool ptx = false, no_cache = false;
+  std::vector<std::string> nvrtc;
+
+  void define(CLI::App& app) {
+    cmd = app.add_subcommand("compile", "generate and compile every kernel ahead of time (no GPU needed)");
+    common.define(cmd);
+    cmd->add_option("--arch", arch, "target: sm_XY (or compute_XY for PTX)")->default_val("sm_90");
+    cmd->add_flag("--ptx", ptx, "emit PTX for compute_XY instead of a CUBIN");
+    cmd->add_option("-o,--out", out_dir, "output folder")->required();
+    cmd->add_option("--cache-dir", cache_dir, "kernel cache folder (default as for run)");
+    cmd->add_flag("--no-cache", no_cache, "do not read or write the on-disk kernel cache");
+    cmd->add_option("--nvrtc-option", nvrtc, "extra NVRTC option, e.g. --nvrtc-option=--maxrregcount=32 (repeatable)");
+  }
+  int exec() const {
+    fj::Graph g = common.load();
+    std::string a = arch;
+    if (ptx && a.rfind("sm_", 0) == 0) a = "compute_" + a.substr(3);
+    fj::Options co;
+    co.cache_dir = cache_dir;
+    co.disk_cache = !no_cache;
+    co.nvrtc_options = nvrtc;
+    co.message_style = fj::MessageStyle::CommandLine;
+    auto kernels = fj::compile_to_dir(g, a, out_dir, common.fast_math, co);
+    std::printf("compiled %zu kernel(s) for %s into %s (index.json lists them)\n", kernels.size(), a.c_str(),
+                out_dir.c_str());
+    return 0;
+  }
+};
+
+struct CacheCommand {
+  CLI::App* cmd = nullptr;
+  CLI::App *stats = nullptr, *list = nullptr, *clear = nullptr, *path = nullptr;
+  std::string dir;
+
+  void define(CLI::App& app) {
+    cmd = app.add_subcommand("cache", "inspect or clear the on-disk kernel cache (GPU kernels and CPU modules)");
+    cmd->require_subcommand(1);
+    cmd->add_option("--cache-dir", dir, "cache folder (default as for run)");
+    stats = cmd->add_subcommand("stats", "entries, bytes and the size cap");
+    list = cmd->add_subcommand("list", "one line per entry: key, bytes, target (sm_XY, compute_XY or host), kernel name(s)");
+    clear = cmd->add_subcommand("clear", "remove every entry and temporary file");
+    path = cmd->add_subcommand("path", "print the cache folder");
+    for (CLI::App* c : {stats, list, clear, path}) c->fallthrough();  // `cache stats --cache-dir X` works too
+  }
+  int exec() const {
+    fj::Options o;
+    o.cache_dir = dir;
+    if (*path) std::printf("%s\n", fj::cache_path(o).c_str());
+    if (*stats) print_stats(fj::cache_stats(o));
+    if (*list) print_list(o);
+    if (*clear) {
+      long long n = static_cast<long long>(fj::cache_clear(o));
+      std::printf("removed %lld entr%s\n", n, n == 1 ? "y" : "ies");
+    }
+    return 0;
+  }
+  static void print_stats(const fj::CacheStats& s) {
+    std::printf("path:         %s%s%s\nGPU kernels:  %lld entries, %lld bytes\nCPU modules:  %lld, %lld bytes\n"
+                "cap:          %lld bytes for all entries (least recently used evicted first)\n"
+                "damaged:      %lld entries (rebuilt on next use); %lld temporary files\n",
+                s.path.c_str(), s.enabled ? "" : " (disk cache off: ", s.enabled ? "" : (s.disabled_reason + ")").c_str(),
+                static_cast<long long>(s.entries), static_cast<long long>(s.bytes),
+                static_cast<long long>(s.host_modules), static_cast<long long>(s.host_bytes),
+                static_cast<long long>(s.cap_bytes), static_cast<long long>(s.invalid),
+                static_cast<long long>(s.temp_files));
+  }
+  static void print_list(const fj::Options& o) {
+    const std::vector<fj::CacheEntryInfo> entries = fj::cache_list(o);
+    for (const fj::CacheEntryInfo& e : entries)
+      std::printf("%s %10lld %-12s %s%s\n", e.key.c_str(), static_cast<long long>(e.bytes), e.target.c_str(),
+                  e.label.c_str(), e.valid ? "" : "  (damaged: deleted on next load)");
+    if (entries.empty()) std::printf("no entries in %s\n", fj::cache_path(o).c_str());
+  }
+};
+
+// `run ... --json` anywhere on the command line: errors are then reported as JSON too (also when
+// the command line itself does not parse, before CLI11 has set the flag).
+bool wants_json(int argc, char** argv) {
+  bool run = false, json = false;
+  for (int i = 1; i < argc; ++i) {
+    run |= std::string(argv[i]) == "run";
+    json |= std::string(argv[i]) == "--json";
+  }
+  return run && json;
 }
 
 }  // namespace
@@ -106,185 +423,31 @@ int main(int argc, char** argv) {
                "fusejit"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(fj::version()));
+  RunCommand run;
+  PlanCommand plan;
+  CompileCommand compile;
+  CacheCommand cache;
+  run.define(app);
+  plan.define(app);
+  compile.define(app);
+  cache.define(app);
 
-  // fusejit run
-  Common run_c;
-  std::vector<std::string> params, inputs, ranges;
-  uint64_t seed = 0;
-  std::string save_dir, dump_dir, arch, backend = "auto", cache_dir;
-  int device = 0, repeats = 20, warmup = 3;
-  bool json = false, no_cache = false, no_check = false, special = false;
-  CLI::App* run = app.add_subcommand("run", "run a graph fused and unfused, time, check and report");
-  add_common(run, run_c);
-  run->add_option("--param", params, "set a param, NAME=VALUE (repeatable)");
-  run->add_option("--input", inputs, "read an input from a NumPy .npy file, NAME=FILE (repeatable)");
-  run->add_option("--range", ranges, "random range of an input, NAME=LO:HI (repeatable; overrides the graph's `range`)");
-  run->add_option("--seed", seed, "seed of the deterministic random inputs (0 to 2^64-1)")
-      ->default_val(0)->check(kNonNegative);
-  run->add_flag("--special", special,
-                "mix hard cases into random inputs: NaN, +-inf, -0.0, subnormals, extremes (docs/ops.md)");
-  run->add_option("--save-dir", save_dir, "write each output as DIR/<name>.npy");
-  run->add_option("--dump-dir", dump_dir, "write every kernel's .cu (and .cubin/.ptx) with an index.json");
-  run->add_option("--arch", arch, "target architecture: sm_XY (CUBIN) or compute_XY (PTX); default: the GPU's");
-  std::vector<std::string> run_nvrtc;
-  run->add_option("--nvrtc-option", run_nvrtc,
-                  "extra NVRTC option for every GPU kernel, e.g. --nvrtc-option=--maxrregcount=32 (repeatable)");
-  run->add_option("--backend", backend, "auto (GPU if present), cuda, or cpu")
-      ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->default_val("auto");
-  run->add_option("--device", device, "CUDA device ordinal")->default_val(0)->check(kNonNegative);
-  run->add_option("--repeats", repeats, "timed runs per path; the median is reported")
-      ->default_val(20)->check(CLI::Range(1, 100000));
-  run->add_option("--warmup", warmup, "untimed runs before timing")->default_val(3)->check(CLI::Range(0, 100000));
-  run->add_option("--cache-dir", cache_dir,
-                  "kernel cache folder, private to you (default: $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME/fusejit, ~/.cache/fusejit)");
-  run->add_flag("--no-cache", no_cache, "do not read or write the on-disk kernel cache (nothing is left on disk)");
-  run->add_flag("--no-check", no_check, "skip the reference evaluation and checks");
-  run->add_flag("--json", json, "print the report as JSON");
-
-  // fusejit plan
-  Common plan_c;
-  bool plan_dot = false, plan_json = false;
-  CLI::App* plan = app.add_subcommand("plan", "print the rewritten graph and its fusion plan");
-  add_common(plan, plan_c);
-  plan->add_flag("--dot", plan_dot, "print the plan as Graphviz DOT (one cluster per fusion group)");
-  plan->add_flag("--json", plan_json, "print the plan as JSON");
-
-  // fusejit compile
-  Common comp_c;
-  std::string comp_arch = "sm_90", out_dir;
-  bool ptx = false;
-  CLI::App* comp = app.add_subcommand("compile", "generate and compile every kernel ahead of time (no GPU needed)");
-  add_common(comp, comp_c);
-  comp->add_option("--arch", comp_arch, "target: sm_XY (or compute_XY for PTX)")->default_val("sm_90");
-  comp->add_flag("--ptx", ptx, "emit PTX for compute_XY instead of a CUBIN");
-  comp->add_option("-o,--out", out_dir, "output folder")->required();
-  std::string comp_cache_dir;
-  bool comp_no_cache = false;
-  comp->add_option("--cache-dir", comp_cache_dir, "kernel cache folder (default as for run)");
-  comp->add_flag("--no-cache", comp_no_cache, "do not read or write the on-disk kernel cache");
-  std::vector<std::string> comp_nvrtc;
-  comp->add_option("--nvrtc-option", comp_nvrtc, "extra NVRTC option, e.g. --nvrtc-option=--maxrregcount=32 (repeatable)");
-
-  // fusejit cache
-  CLI::App* cache = app.add_subcommand("cache", "inspect or clear the on-disk kernel cache (GPU kernels and CPU modules)");
-  cache->require_subcommand(1);
-  std::string cache_opt_dir;
-  cache->add_option("--cache-dir", cache_opt_dir, "cache folder (default as for run)");
-  CLI::App* c_stats = cache->add_subcommand("stats", "entries, bytes and the size cap");
-  CLI::App* c_list = cache->add_subcommand("list", "one line per entry: key, bytes, target (sm_XY, compute_XY or host), kernel name(s)");
-  CLI::App* c_clear = cache->add_subcommand("clear", "remove every entry and temporary file");
-  CLI::App* c_path = cache->add_subcommand("path", "print the cache folder");
-  for (CLI::App* c : {c_stats, c_list, c_clear, c_path}) c->fallthrough();  // `cache stats --cache-dir X` works too
-
+  const CommandLine line(argc, argv);
+  const bool json = wants_json(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (!json) return app.exit(e) == 0 ? 0 : 2;
+    return report(current_error(line), json);
   }
-
   try {
-    if (*run) {
-      fj::RunOptions ro;
-      for (const std::string& p : params) {
-        auto [k, v] = split_kv(p, "--param");
-        ro.params.set(k, parse_scalar(v, "--param " + k));
-      }
-      for (const std::string& i : inputs) {
-        auto kv = split_kv(i, "--input");
-        for (const auto& prev : ro.input_files)
-          if (prev.first == kv.first) throw CLI::ValidationError("--input", "input '" + kv.first + "' is given twice");
-        ro.input_files.push_back(kv);
-      }
-      for (const std::string& r : ranges) {
-        auto [k, v] = split_kv(r, "--range");
-        auto colon = v.find(':');
-        if (colon == std::string::npos) throw CLI::ValidationError("--range", "expected NAME=LO:HI, got '" + r + "'");
-        double lo = parse_scalar(v.substr(0, colon), "--range " + k).as_double();
-        double hi = parse_scalar(v.substr(colon + 1), "--range " + k).as_double();
-        if (!(lo < hi)) throw CLI::ValidationError("--range", "need LO < HI in '" + r + "'");
-        ro.input_ranges.push_back({k, {lo, hi}});
-      }
-      ro.seed = seed;
-      ro.special_values = special;
-      ro.save_dir = save_dir;
-      ro.repeats = repeats;
-      ro.warmup = warmup;
-      ro.check = !no_check;
-      ro.options.fast_math = run_c.fast_math;
-      ro.options.arch = arch;
-      ro.options.dump_dir = dump_dir;
-      ro.options.device = device;
-      ro.options.cache_dir = cache_dir;
-      ro.options.disk_cache = !no_cache;
-      ro.options.nvrtc_options = run_nvrtc;
-      ro.options.message_style = fj::MessageStyle::CommandLine;
-      ro.options.backend = backend == "cuda" ? fj::Backend::Cuda : backend == "cpu" ? fj::Backend::Cpu : fj::Backend::Auto;
-      fj::Graph g = fj::Graph::load(run_c.graph, parse_dims(run_c.dims));
-      fj::RunReport rep = fj::run_graph(g, ro);
-      std::fputs((json ? rep.to_json() + "\n" : rep.to_text()).c_str(), stdout);
-      return rep.ok() ? 0 : 1;
-    }
-    if (*plan) {
-      fj::Graph g = fj::Graph::load(plan_c.graph, parse_dims(plan_c.dims));
-      fj::PlanReport rep = fj::plan_graph(g, plan_c.fast_math);
-      std::fputs((plan_dot ? rep.dot : plan_json ? rep.json + "\n" : rep.text).c_str(), stdout);
-      return 0;
-    }
-    if (*comp) {
-      fj::Graph g = fj::Graph::load(comp_c.graph, parse_dims(comp_c.dims));
-      std::string a = comp_arch;
-      if (ptx && a.rfind("sm_", 0) == 0) a = "compute_" + a.substr(3);
-      fj::Options co;
-      co.cache_dir = comp_cache_dir;
-      co.disk_cache = !comp_no_cache;
-      co.nvrtc_options = comp_nvrtc;
-      co.message_style = fj::MessageStyle::CommandLine;
-      auto kernels = fj::compile_to_dir(g, a, out_dir, comp_c.fast_math, co);
-      std::printf("compiled %zu kernel(s) for %s into %s (index.json lists them)\n", kernels.size(), a.c_str(),
-                  out_dir.c_str());
-      return 0;
-    }
-    if (*cache) {
-      fj::Options o;
-      o.cache_dir = cache_opt_dir;
-      if (*c_path) {
-        std::printf("%s\n", fj::cache_path(o).c_str());
-      } else if (*c_stats) {
-        fj::CacheStats s = fj::cache_stats(o);
-        std::printf("path:         %s%s%s\nGPU kernels:  %lld entries, %lld bytes\nCPU modules:  %lld, %lld bytes\n"
-                    "cap:          %lld bytes for all entries (least recently used evicted first)\n"
-                    "damaged:      %lld entries (rebuilt on next use); %lld temporary files\n",
-                    s.path.c_str(), s.enabled ? "" : " (disk cache off: ", s.enabled ? "" : (s.disabled_reason + ")").c_str(),
-                    static_cast<long long>(s.entries), static_cast<long long>(s.bytes),
-                    static_cast<long long>(s.host_modules), static_cast<long long>(s.host_bytes),
-                    static_cast<long long>(s.cap_bytes), static_cast<long long>(s.invalid),
-                    static_cast<long long>(s.temp_files));
-      } else if (*c_list) {
-        const std::vector<fj::CacheEntryInfo> entries = fj::cache_list(o);
-        for (const fj::CacheEntryInfo& e : entries)
-          std::printf("%s %10lld %-12s %s%s\n", e.key.c_str(), static_cast<long long>(e.bytes), e.target.c_str(),
-                      e.label.c_str(), e.valid ? "" : "  (damaged: deleted on next load)");
-        if (entries.empty()) std::printf("no entries in %s\n", fj::cache_path(o).c_str());
-      } else if (*c_clear) {
-        long long n = static_cast<long long>(fj::cache_clear(o));
-        std::printf("removed %lld entr%s\n", n, n == 1 ? "y" : "ies");
-      }
-      return 0;
-    }
-  } catch (const CLI::ValidationError& e) {
-    std::fprintf(stderr, "fusejit: error: %s\n", e.what());
-    return 2;
-  } catch (const fj::Error& e) {
-    std::string d = e.diagnostic();
-    while (!d.empty() && d.back() == '\n') d.pop_back();
-    // Errors without a file location read like the command line's own: "fusejit: error: ...".
-    if (d.rfind("error: ", 0) == 0 || d.rfind("internal error", 0) == 0) d = "fusejit: " + d;
-    std::fprintf(stderr, "%s\n", d.c_str());
-    return exit_code(e);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "fusejit: internal error: %s\n", e.what());
-    return 3;
+    if (*run.cmd) return run.exec();
+    if (*plan.cmd) return plan.exec();
+    if (*compile.cmd) return compile.exec();
+    if (*cache.cmd) return cache.exec();
+  } catch (...) {
+    return report(current_error(line), json);
   }
   return 0;
 }

@@ -452,7 +452,8 @@ Graph GraphBuilder::finish() {
 
 void rebind_dims(Graph& g, const std::vector<std::pair<std::string, int64_t>>& values) {
   for (const auto& [name, v] : values) {
-    auto it = std::find_if(g.dims.begin(), g.dims.end(), [&](const DimDecl& d) { return d.name == name; });
+    const std::string& wanted = name;  // clang 14 cannot capture a structured binding
+    auto it = std::find_if(g.dims.begin(), g.dims.end(), [&](const DimDecl& d) { return d.name == wanted; });
     if (it == g.dims.end()) throw UserError("unknown dim '" + name + "'");
     if (v < 0) throw UserError("dim '" + name + "' must be >= 0, got " + std::to_string(v));
     it->value = v;

@@ -31,11 +31,13 @@ using Shape = std::vector<Dim>;
 // saved as .npy and read back).
 inline constexpr size_t kMaxRank = 64;
 
+struct Graph;
+
 // Number of elements of a shape (product of sizes; 1 for 0-d). Shapes in a built graph are
 // checked not to overflow int64.
 int64_t num_elements(const Shape& s);
 // "[N=8192, 4096]" style text for messages and reports.
-std::string shape_to_string(const Shape& s, const struct Graph* g = nullptr);
+std::string shape_to_string(const Shape& s, const Graph* g = nullptr);
 
 // A typed scalar value. Floats (f16, bf16, f32, f64) are held in `f`, already rounded to the
 // dtype (so printing `f` with 17 significant digits round-trips); bool and integers in `i`.

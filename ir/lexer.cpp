@@ -4,11 +4,13 @@
 #include <cmath>
 #include <string>
 
+#include "ir/names.h"
+
 namespace fusejit::ir {
 namespace {
 
-bool ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
+bool ident_start(char c) { return is_ident_start(c); }
+bool ident_char(char c) { return is_ident_char(c); }
 bool digit(char c) { return c >= '0' && c <= '9'; }
 
 std::string hex_byte(unsigned char c) {
@@ -89,18 +91,21 @@ void check_text(std::string_view text) {
   }
 }
 
-Token Lexer::next() {
-  // Skip blanks and comments (a comment runs to the end of the line).
+void Lexer::skip_blanks() {
+  // Blanks and comments (a comment runs to the end of the line).
   while (pos_ < text_.size()) {
     char c = text_[pos_];
     if (c == ' ' || c == '\t' || c == '\r') ++pos_;
     else if (c == '#') { while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_; }
     else break;
   }
+}
+
+Token Lexer::next() {
+  skip_blanks();
   Token t;
   t.loc = here();
   if (pos_ >= text_.size()) { t.kind = Tok::Eof; return t; }
-  size_t start = pos_;
   char c = text_[pos_];
   if (c == '\n') {
     t.kind = Tok::Newline;
@@ -109,90 +114,107 @@ Token Lexer::next() {
     line_start_ = pos_;
     return t;
   }
-  if (ident_start(c)) {
-    while (pos_ < text_.size() && ident_char(text_[pos_])) ++pos_;
-    t.kind = Tok::Ident;
-    t.text = text_.substr(start, pos_ - start);
-    return t;
-  }
-  if (digit(c) || (c == '.' && pos_ + 1 < text_.size() && digit(text_[pos_ + 1]))) {
-    bool is_float = false;
-    while (pos_ < text_.size() && digit(text_[pos_])) ++pos_;
-    if (pos_ < text_.size() && text_[pos_] == '.') {
-      is_float = true;
-      ++pos_;
-      while (pos_ < text_.size() && digit(text_[pos_])) ++pos_;
-    }
-    if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
-      size_t e = pos_ + 1;
-      if (e < text_.size() && (text_[e] == '+' || text_[e] == '-')) ++e;
-      if (e < text_.size() && digit(text_[e])) {
-        is_float = true;
-        pos_ = e;
-        while (pos_ < text_.size() && digit(text_[pos_])) ++pos_;
-      }
-    }
-    // Trailing name characters ("2x", "1e", "0x10") make the whole word a bad number.
-    size_t end = pos_;
-    while (end < text_.size() && (ident_char(text_[end]) || text_[end] == '.')) ++end;
-    if (end != pos_) {
-      std::string word(text_.substr(start, std::min<size_t>(end - start, 40)));
-      throw UserError("invalid number '" + word + (end - start > 40 ? "...'" : "'"), t.loc);
-    }
-    t.text = text_.substr(start, pos_ - start);
-    const char* b = text_.data() + start;
-    const char* e = text_.data() + pos_;
-    if (!is_float) {
-      // Accumulate with an overflow check; 2^63 itself is allowed (only valid after unary minus).
-      uint64_t v = 0;
-      for (const char* p = b; p < e; ++p) {
-        uint64_t d = static_cast<uint64_t>(*p - '0');
-        if (v > (UINT64_C(9223372036854775808) - d) / 10)
-          throw UserError("integer literal " + std::string(t.text.substr(0, 40)) +
-                              (t.text.size() > 40 ? "..." : "") + " does not fit in i64",
-                          t.loc);
-        v = v * 10 + d;
-      }
-      t.kind = Tok::Int;
-      t.u = v;
-      return t;
-    }
-    std::string buf;
-    if (t.text[0] == '.') buf.push_back('0');  // from_chars rejects a leading '.'
-    buf.append(t.text);
-    double f = 0.0;
-    auto r = std::from_chars(buf.data(), buf.data() + buf.size(), f);
-    if (r.ec == std::errc::result_out_of_range) {
-      // Underflow is fine (the value rounds to a subnormal or zero, as in Python); overflow is not.
-      // strtod tells them apart by the magnitude it returns (HUGE_VAL on overflow).
-      f = std::strtod(buf.c_str(), nullptr);
-      if (std::isinf(f))
-        throw UserError("number " + std::string(t.text.substr(0, 40)) + " is too large for f64; write inf", t.loc);
-    } else if (r.ec == std::errc() && std::isinf(f)) {
-      throw UserError("number " + std::string(t.text.substr(0, 40)) + " is too large for f64; write inf", t.loc);
-    }
-    if (r.ec != std::errc() && r.ec != std::errc::result_out_of_range) {
-      throw UserError("invalid number '" + std::string(t.text.substr(0, 40)) + "'", t.loc);
-    } else if (r.ptr != buf.data() + buf.size()) {
-      throw UserError("invalid number '" + std::string(t.text.substr(0, 40)) + "'", t.loc);
-    }
-    t.kind = Tok::Float;
-    t.f = f;
-    return t;
-  }
-  if (c == '%') {
+  if (ident_start(c)) return identifier(t);
+  if (digit(c) || (c == '.' && pos_ + 1 < text_.size() && digit(text_[pos_ + 1]))) return number(t);
+  if (c == '%') return temporary(t);
+  return punctuation(t);
+}
+
+Token Lexer::identifier(Token t) {
+  size_t start = pos_;
+  while (pos_ < text_.size() && ident_char(text_[pos_])) ++pos_;
+  t.kind = Tok::Ident;
+  t.text = text_.substr(start, pos_ - start);
+  return t;
+}
+
+Token Lexer::number(Token t) {
+  size_t start = pos_;
+  bool is_float = false;
+  while (pos_ < text_.size() && digit(text_[pos_])) ++pos_;
+  if (pos_ < text_.size() && text_[pos_] == '.') {
+    is_float = true;
     ++pos_;
     while (pos_ < text_.size() && digit(text_[pos_])) ++pos_;
-    if (pos_ == start + 1 || (pos_ < text_.size() && ident_char(text_[pos_])))
-      throw UserError("'%' must be followed by digits (a temporary such as %12); for a remainder use mod(x, y) "
-                      "(floor, as Python's %) or fmod(x, y) (truncating, as C's %)",
-                      t.loc);
-    if (pos_ - start > 11) throw UserError("temporary number too long", t.loc);
-    t.kind = Tok::Temp;
-    t.text = text_.substr(start, pos_ - start);
-    return t;
   }
-  ++pos_;
+  if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
+    size_t e = pos_ + 1;
+    if (e < text_.size() && (text_[e] == '+' || text_[e] == '-')) ++e;
+    if (e < text_.size() && digit(text_[e])) {
+      is_float = true;
+      pos_ = e;
+      while (pos_ < text_.size() && digit(text_[pos_])) ++pos_;
+    }
+  }
+  // Trailing name characters ("2x", "1e", "0x10") make the whole word a bad number.
+  size_t end = pos_;
+  while (end < text_.size() && (ident_char(text_[end]) || text_[end] == '.')) ++end;
+  if (end != pos_) {
+    std::string word(text_.substr(start, std::min<size_t>(end - start, 40)));
+    throw UserError("invalid number '" + word + (end - start > 40 ? "...'" : "'"), t.loc);
+  }
+  t.text = text_.substr(start, pos_ - start);
+  if (is_float) {
+    t.kind = Tok::Float;
+    t.f = float_value(t);
+  } else {
+    t.kind = Tok::Int;
+    t.u = int_value(t);
+  }
+  return t;
+}
+
+// Decimal digits with an overflow check; 2^63 itself is allowed (only valid after unary minus).
+uint64_t Lexer::int_value(const Token& t) {
+  uint64_t v = 0;
+  for (char ch : t.text) {
+    uint64_t d = static_cast<uint64_t>(ch - '0');
+    if (v > (UINT64_C(9223372036854775808) - d) / 10)
+      throw UserError("integer literal " + std::string(t.text.substr(0, 40)) + (t.text.size() > 40 ? "..." : "") +
+                          " does not fit in i64",
+                      t.loc);
+    v = v * 10 + d;
+  }
+  return v;
+}
+
+// The f64 nearest to the literal (std::from_chars rounds exactly).
+double Lexer::float_value(const Token& t) {
+  std::string buf;
+  if (t.text[0] == '.') buf.push_back('0');  // from_chars rejects a leading '.'
+  buf.append(t.text);
+  double f = 0.0;
+  auto r = std::from_chars(buf.data(), buf.data() + buf.size(), f);
+  if (r.ec == std::errc::result_out_of_range) {
+    // Underflow is fine (the value rounds to a subnormal or zero, as in Python); overflow is not.
+    // strtod tells them apart by the magnitude it returns (HUGE_VAL on overflow).
+    f = std::strtod(buf.c_str(), nullptr);
+    if (std::isinf(f))
+      throw UserError("number " + std::string(t.text.substr(0, 40)) + " is too large for f64; write inf", t.loc);
+  } else if (r.ec == std::errc() && std::isinf(f)) {
+    throw UserError("number " + std::string(t.text.substr(0, 40)) + " is too large for f64; write inf", t.loc);
+  }
+  if ((r.ec != std::errc() && r.ec != std::errc::result_out_of_range) || r.ptr != buf.data() + buf.size())
+    throw UserError("invalid number '" + std::string(t.text.substr(0, 40)) + "'", t.loc);
+  return f;
+}
+
+Token Lexer::temporary(Token t) {
+  size_t start = pos_++;
+  while (pos_ < text_.size() && digit(text_[pos_])) ++pos_;
+  if (pos_ == start + 1 || (pos_ < text_.size() && ident_char(text_[pos_])))
+    throw UserError("'%' must be followed by digits (a temporary such as %12); for a remainder use mod(x, y) "
+                    "(floor, as Python's %) or fmod(x, y) (truncating, as C's %)",
+                    t.loc);
+  if (pos_ - start > 11) throw UserError("temporary number too long", t.loc);
+  t.kind = Tok::Temp;
+  t.text = text_.substr(start, pos_ - start);
+  return t;
+}
+
+Token Lexer::punctuation(Token t) {
+  size_t start = pos_;
+  char c = text_[pos_++];
   auto two = [&](char n) {
     if (pos_ < text_.size() && text_[pos_] == n) { ++pos_; return true; }
     return false;
@@ -214,19 +236,21 @@ Token Lexer::next() {
     case '!':
       if (two('=')) { t.kind = Tok::Ne; break; }
       throw UserError("unexpected character '!' (use logical_not(x) or '!=')", t.loc);
-    default: {
-      unsigned char uc = static_cast<unsigned char>(c);
-      if (uc >= 0x80) {
-        size_t n = utf8_len(text_, start);
-        if (n == 0) throw UserError("invalid UTF-8 byte " + hex_byte(uc) + " in graph text", t.loc);
-        throw UserError("unexpected character '" + std::string(text_.substr(start, n)) + "'", t.loc);
-      }
-      if (uc < 0x20 || uc == 0x7F) throw UserError("unexpected control byte " + hex_byte(uc), t.loc);
-      throw UserError(std::string("unexpected character '") + c + "'", t.loc);
-    }
+    default: unexpected(c, start, t.loc);
   }
   t.text = text_.substr(start, pos_ - start);
   return t;
+}
+
+void Lexer::unexpected(char c, size_t at, Loc loc) const {
+  unsigned char uc = static_cast<unsigned char>(c);
+  if (uc >= 0x80) {
+    size_t n = utf8_len(text_, at);
+    if (n == 0) throw UserError("invalid UTF-8 byte " + hex_byte(uc) + " in graph text", loc);
+    throw UserError("unexpected character '" + std::string(text_.substr(at, n)) + "'", loc);
+  }
+  if (uc < 0x20 || uc == 0x7F) throw UserError("unexpected control byte " + hex_byte(uc), loc);
+  throw UserError(std::string("unexpected character '") + c + "'", loc);
 }
 
 }  // namespace fusejit::ir

@@ -46,6 +46,15 @@ class Lexer {
 
  private:
   Loc here() const { return {line_, static_cast<uint32_t>(pos_ - line_start_ + 1)}; }
+  // The pieces of next(): each scans one token kind starting at pos_ (t carries its location).
+  void skip_blanks();
+  Token identifier(Token t);
+  Token number(Token t);
+  static uint64_t int_value(const Token& t);
+  static double float_value(const Token& t);
+  Token temporary(Token t);
+  Token punctuation(Token t);
+  [[noreturn]] void unexpected(char c, size_t at, Loc loc) const;
   std::string_view text_;
   size_t pos_ = 0;
   size_t line_start_ = 0;

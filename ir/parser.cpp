@@ -16,65 +16,10 @@
 
 #include "ir/builder.h"
 #include "ir/lexer.h"
+#include "ir/names.h"
 
 namespace fusejit::ir {
 namespace {
-
-constexpr std::string_view kReserved[] = {"graph", "dim", "input", "param", "output",
-                                          "true",  "false", "inf", "nan",  "cast"};
-bool is_reserved(std::string_view s) {
-  return std::find(std::begin(kReserved), std::end(kReserved), s) != std::end(kReserved);
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-// Levenshtein distance, except that swapping two adjacent letters ("tahn" -> "tanh") costs 1.
-size_t typo_distance(std::string_view a, std::string_view b) {
-  size_t d = edit_distance(a, b);
-  if (a.size() == b.size()) {
-    for (size_t i = 0; i + 1 < a.size(); ++i) {
-      if (a[i] != b[i] && a[i] == b[i + 1] && a[i + 1] == b[i]) {
-        std::string t(a);
-        std::swap(t[i], t[i + 1]);
-        d = std::min(d, 1 + edit_distance(t, b));
-        break;
-      }
-    }
-  }
-  return d;
-}
-
-// "; did you mean 'x'?" for the closest candidate within a small edit distance, else "".
-template <class Range>
-std::string suggestion(std::string_view word, const Range& candidates) {
-  std::string best;
-  // No guesses for names of 1-2 letters (anything is close); 1 typo up to 5 letters, else 2.
-  size_t limit = word.size() <= 2 ? 0 : word.size() <= 5 ? 1 : 2;
-  size_t best_score = SIZE_MAX;
-  for (const auto& c : candidates) {
-    std::string_view cv(c);
-    if (cv.size() + 2 < word.size() || word.size() + 2 < cv.size()) continue;
-    size_t d = typo_distance(word, cv);
-    if (d == 0 || d > limit) continue;
-    // Ties prefer a candidate of the same length (typos more often swap than drop letters).
-    size_t score = d * 2 + (cv.size() == word.size() ? 0 : 1);
-    if (score < best_score) { best_score = score; best = std::string(cv); }
-  }
-  return best.empty() ? "" : "; did you mean '" + best + "'?";
-}
 
 std::string dtype_list() {
   std::string s;
@@ -82,12 +27,13 @@ std::string dtype_list() {
   return s;
 }
 
-enum class Kind : uint8_t { Value, Dim, Input, Param };
+using Kind = NameKind;
 
-struct Binding {
-  Kind kind = Kind::Value;
+// A name's binding (kind, line) and the value it stands for.
+struct Binding : NameBinding {
   Operand value;
-  uint32_t line = 0;
+  Binding() = default;
+  Binding(Kind k, Operand v, uint32_t line) : NameBinding{k, line}, value(v) {}
 };
 
 class Parser {
@@ -185,25 +131,12 @@ class Parser {
     return 0;
   }
 
-  std::string kind_word(Kind k) const {
-    switch (k) {
-      case Kind::Dim: return "a dim";
-      case Kind::Input: return "an input";
-      case Kind::Param: return "a param";
-      case Kind::Value: return "a value";
-    }
-    return "";
-  }
+  static std::string kind_word(Kind k) { return std::string(name_kind_word(k)); }
 
-  // Checks `name` may be defined here (not reserved, not defined before).
+  // Checks `name` may be defined here (ir/names.h: not reserved, not defined before).
   void check_new_name(const Token& t) {
-    if (t.kind == Tok::Ident && is_reserved(t.text))
-      throw UserError("'" + std::string(t.text) + "' is a reserved word and cannot be used as a name", t.loc);
     auto it = scope_.find(std::string(t.text));
-    if (it != scope_.end())
-      throw UserError("'" + std::string(t.text) + "' is already defined as " + kind_word(it->second.kind) +
-                          " on line " + std::to_string(it->second.line) + " (names are assigned once)",
-                      t.loc);
+    ir::check_new_name(t.text, it == scope_.end() ? nullptr : &it->second, t.loc, t.kind == Tok::Temp);
   }
 
   const Binding& lookup(const Token& t) {
@@ -215,7 +148,7 @@ class Parser {
     std::vector<std::string_view> names;
     for (const auto& [n, bnd] : scope_) names.push_back(n);
     std::sort(names.begin(), names.end());
-    throw UserError("undefined name '" + name + "'" + suggestion(name, names), t.loc);
+    throw UserError("undefined name '" + name + "'" + did_you_mean(name, names), t.loc);
   }
 
   Operand lookup_value(const Token& t) {
@@ -231,7 +164,7 @@ class Parser {
     if (!d) {
       std::vector<std::string_view> names;
       for (int k = 0; k < kNumDTypes; ++k) names.push_back(dtype_name(static_cast<DType>(k)));
-      std::string s = suggestion(t.text, names);
+      std::string s = did_you_mean(t.text, names);
       throw UserError("unknown dtype '" + std::string(t.text) + "'" +
                           (s.empty() ? "; expected one of " + dtype_list() : s),
                       t.loc);
@@ -598,12 +531,16 @@ class Parser {
         throw UserError("'" + std::string(name.text) + "' is " + kind_word(bound->second.kind) +
                             ", not an op; it cannot be called",
                         name.loc);
+<<<<<<< HEAD
       if (!op) {
         std::vector<std::string_view> names{"cast", "softmax", "log_softmax", "logsumexp"};
         for (int k = 0; k < kNumOps; ++k)
           if (!is_leaf(static_cast<Op>(k))) names.push_back(op_name(static_cast<Op>(k)));
         throw UserError("unknown op '" + std::string(name.text) + "'" + suggestion(name.text, names), name.loc);
       }
+=======
+      if (!op) throw UserError(unknown_op_message(name.text), name.loc);
+>>>>>>> main
     }
     advance();  // '('
     std::vector<Operand> args;

@@ -12,21 +12,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ir/names.h"
+
 namespace fusejit::ir {
 namespace {
-
-bool is_identifier(std::string_view s) {
-  if (s.empty()) return false;
-  auto start = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  if (!start(s[0])) return false;
-  for (char c : s)
-    if (!start(c) && !(c >= '0' && c <= '9')) return false;
-  static const std::string_view kReserved[] = {"graph", "dim", "input", "param", "output",
-                                               "true",  "false", "inf", "nan",  "cast"};
-  for (std::string_view r : kReserved)
-    if (s == r) return false;
-  return true;
-}
 
 std::string shortest(double v) {
   char buf[64];
@@ -156,7 +145,7 @@ struct Printer {
       const std::string& nm = g.node(id).name;
       auto out = output_of.find(nm);
       if (out != output_of.end() && out->second != id) continue;
-      if (!inlined[id] && is_identifier(nm) && !taken.count(nm)) {
+      if (!inlined[id] && is_identifier(nm) && !is_reserved(nm) && !taken.count(nm)) {
         names[id] = nm;
         taken.insert(nm);
       }

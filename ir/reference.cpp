@@ -176,11 +176,14 @@ void run_loop(Tensor& out, const Tensor* const* args, const Broadcast& bc, Fn fn
       const auto* p0 = a0 + off[0];
       for (int64_t j = 0; j < len; ++j) orow[j] = St<DR>::store(fn(St<D0>::load(p0[j * st[0]])));
     } else if constexpr (N == 2) {
-      const auto *p0 = a0 + off[0], *p1 = a1 + off[1];
+      const auto* p0 = a0 + off[0];
+      const auto* p1 = a1 + off[1];
       for (int64_t j = 0; j < len; ++j)
         orow[j] = St<DR>::store(fn(St<D0>::load(p0[j * st[0]]), St<D1>::load(p1[j * st[1]])));
     } else {
-      const auto *p0 = a0 + off[0], *p1 = a1 + off[1], *p2 = a2 + off[2];
+      const auto* p0 = a0 + off[0];
+      const auto* p1 = a1 + off[1];
+      const auto* p2 = a2 + off[2];
       for (int64_t j = 0; j < len; ++j)
         orow[j] = St<DR>::store(
             fn(St<D0>::load(p0[j * st[0]]), St<D1>::load(p1[j * st[1]]), St<D1>::load(p2[j * st[2]])));

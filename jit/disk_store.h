@@ -193,6 +193,9 @@ class DiskStore {
     Scratch& operator=(Scratch&&) = delete;
     ~Scratch();
     const std::filesystem::path& path() const { return path_; }
+    // Keeps the folder (it is not removed on destruction) and returns its path. A kept folder in
+    // the store is swept like any abandoned build folder once it is an hour old.
+    std::filesystem::path keep() { return std::exchange(path_, {}); }
 
    private:
     std::filesystem::path path_;

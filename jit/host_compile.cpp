@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,7 +15,6 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -46,6 +46,9 @@ static thread_local fj_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
 // No -fno-builtin: it would not stop GCC folding libm calls (libstdc++ calls __builtin_expm1f etc.
 // by name) and would turn memcpy into calls; ir/scalar/fj_scalar.h hides the operands of inexact
 // math calls from the optimizer instead (fj_opaque), in kernels and the reference alike.
+// Lines of the compiler's output a failure message shows (a wrong prelude can give thousands).
+constexpr size_t kCompilerOutputLines = 20;
+
 const char* const kHostFlags = "-ffp-contract=off -fno-tree-vectorize -fPIC -shared -std=c++17 -w";
 
 std::string compiler() {
@@ -59,7 +62,8 @@ std::string shell_quote(const std::string& s) {
   return r + "'";
 }
 
-// Runs a shell command, returning its exit status and combined output.
+// Runs a shell command, returning its wait status (-1 if it could not be started) and combined
+// output.
 int run_command(const std::string& cmd, std::string& output) {
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");
   if (!p) return -1;
@@ -82,12 +86,31 @@ const std::string& compiler_version(const std::string& cxx) {
   return it->second;
 }
 
-std::string numbered(const std::string& src) {
+// A wait status as words: "exit code 1", "killed by signal 9", "not found (exit code 127)".
+std::string describe_status(int status) {
+  if (status == -1) return "could not be started";
+  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
+  if (!WIFEXITED(status)) return fmt::format("wait status {}", status);
+  const int code = WEXITSTATUS(status);
+  if (code == 127) return "not found: the shell could not run it (exit code 127)";
+  return fmt::format("exit code {}", code);
+}
+
+// The first `max_lines` lines of a compiler's output, and how many more there were.
+std::string first_lines(const std::string& text, size_t max_lines) {
   std::string r;
-  std::istringstream in(src);
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) r += fmt::format("{:5} | {}\n", n, line);
-  return r;
+  size_t lines = 0, p = 0;
+  for (; p < text.size() && lines < max_lines; ++lines) {
+    size_t q = text.find('\n', p);
+    if (q == std::string::npos) q = text.size();
+    r += "  " + text.substr(p, std::min<size_t>(q - p, 300)) + "\n";  // 300: one line, not a wall
+    p = q + 1;
+  }
+  size_t rest = 0;
+  for (size_t q = p; q < text.size(); ++q) rest += text[q] == '\n';
+  if (p < text.size() && text.back() != '\n') ++rest;
+  if (rest) r += fmt::format("  ... ({} more line{})\n", rest, rest == 1 ? "" : "s");
+  return r.empty() ? "  (no output)\n" : r;
 }
 
 std::string strip_restrict(std::string t) {
@@ -199,9 +222,14 @@ std::vector<char> compile_shared_object(const HostBuild& b, DiskStore& store, do
   std::string output;
   const int status = run_command(cmd, output);
   compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (status != 0)
-    throw HostCompileError(fmt::format("host compiler failed (exit status {}): {}\n{}\nsource:\n{}", status, cmd, output,
-                                       numbered(b.source)));
+  if (status != 0) {
+    // Keep the source only where the user keeps files (the cache folder, swept after an hour);
+    // with the disk cache off nothing may stay on disk.
+    const std::string kept = store.enabled() ? "source kept for inspection: " + (scratch.keep() / cpp.filename()).string()
+                                             : "source not kept: the disk cache is off";
+    throw HostCompileError(fmt::format("host compiler failed ({}): {}\n{}{}", describe_status(status), cmd,
+                                       first_lines(output, kCompilerOutputLines), kept));
+  }
   std::optional<std::vector<char>> bytes = read_regular_file(so, uint64_t{1} << 31);
   if (!bytes) throw HostCompileError(fmt::format("the host compiler wrote no shared object at {}", so.string()));
   return std::move(*bytes);

@@ -23,8 +23,10 @@
 
 namespace fusejit::jit {
 
-// The compiler failed (or could not be run, or the result could not be loaded). what() holds the
-// command, the compiler's output and the source with line numbers.
+// The compiler failed (or could not be run, or the result could not be loaded). A compiler
+// failure's what() holds the command, its exit code (or signal), the first 20 lines of its output
+// and the path of the source file, kept in the cache folder for an hour (not kept when the disk
+// cache is off).
 class HostCompileError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -1,44 +1,74 @@
-// fusejit::GraphBuilder: the public builder, a thin layer over ir::GraphBuilder.
+// fusejit::GraphBuilder: the public builder, a thin layer over ir::GraphBuilder. It checks what the
+// parser checks in graph text (names by ir/names.h, one namespace, outputs computed by the graph),
+// so every graph it builds prints as text that parses back to the same graph.
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ir/builder.h"
+#include "ir/names.h"
 #include "lib/internal.h"
 
 namespace fusejit {
 
 struct GraphBuilder::Impl {
   ir::GraphBuilder b;
+  std::unordered_map<std::string, ir::NameBinding> scope;  // dims, inputs, params, named values
+  std::unordered_set<std::string> outputs;
+  bool built = false;
   explicit Impl(std::string name) : b(std::move(name)) {}
+
+  // Binds a new name by the parser's rules (ir::check_new_name) once `add` has succeeded, so a
+  // refused call leaves the builder as it was.
+  template <class F>
+  auto define(const std::string& name, ir::NameKind kind, F&& add) {
+    auto it = scope.find(name);
+    ir::check_new_name(name, it == scope.end() ? nullptr : &it->second, {});
+    auto r = add();
+    scope.emplace(name, ir::NameBinding{kind, 0});
+    return r;
+  }
+  void check_usable() const {
+    if (built)
+      throw Error(ErrorKind::User,
+                  "this GraphBuilder has already built its graph; build() ends it (start a new GraphBuilder)");
+  }
+  const ir::Node& node(int32_t id) const { return b.graph().node(id); }
 };
 
 namespace {
-ir::Operand operand_of(const Value& v, int32_t node) {
-  (void)v;
-  return ir::Operand::of(node);
-}
-
 
 ir::Op op_by_name(std::string_view name) {
   auto op = ir::parse_op(name);
-  if (!op || *op == ir::Op::Cast)
-    throw ir::UserError("unknown op '" + std::string(name) + "'" + (op ? " (use GraphBuilder::cast)" : ""));
+  if (!op) throw ir::UserError(ir::unknown_op_message(name));
+  if (*op == ir::Op::Cast) throw ir::UserError("op 'cast' takes a dtype: use GraphBuilder::cast");
   return *op;
 }
+
 }  // namespace
 
-GraphBuilder::GraphBuilder(std::string graph_name) : impl_(std::make_unique<Impl>(std::move(graph_name))) {}
+GraphBuilder::GraphBuilder(std::string graph_name) {
+  translate_errors([&] { ir::check_graph_name(graph_name); });
+  impl_ = std::make_unique<Impl>(std::move(graph_name));
+}
 GraphBuilder::~GraphBuilder() = default;
 
 int32_t GraphBuilder::node_of(const Value& v) {
+  impl_->check_usable();
   if (v.owner_ != this) throw Error(ErrorKind::User, "value belongs to another GraphBuilder");
+  if (v.id_ < 0 || v.id_ >= impl_->b.graph().size())
+    throw Error(ErrorKind::User, "value does not belong to this GraphBuilder's graph");
   return v.id_;
 }
 
 DimRef GraphBuilder::dim(const std::string& name, int64_t value) {
-  return translate_errors([&] { return DimRef{impl_->b.add_dim(name, value)}; });
+  impl_->check_usable();
+  return translate_errors([&] {
+    return impl_->define(name, ir::NameKind::Dim, [&] { return DimRef{impl_->b.add_dim(name, value)}; });
+  });
 }
 
 Value GraphBuilder::input(const std::string& name, DType dtype, const std::vector<Extent>& shape) {
+  impl_->check_usable();
   return translate_errors([&] {
     ir::Shape s;
     for (const Extent& e : shape) {
@@ -46,13 +76,17 @@ Value GraphBuilder::input(const std::string& name, DType dtype, const std::vecto
         throw ir::UserError("input '" + name + "' uses a dim of another builder");
       s.push_back(ir::Dim{e.dim >= 0 ? 0 : e.size, e.dim});
     }
-    return Value(this, impl_->b.add_input(name, to_ir(dtype), s));
+    return impl_->define(name, ir::NameKind::Input, [&] { return Value(this, impl_->b.add_input(name, to_ir(dtype), s)); });
   });
 }
 
 Value GraphBuilder::param(const std::string& name, DType dtype, Scalar default_value) {
-  return translate_errors(
-      [&] { return Value(this, impl_->b.add_param(name, to_ir(dtype), to_ir_literal(default_value))); });
+  impl_->check_usable();
+  return translate_errors([&] {
+    return impl_->define(name, ir::NameKind::Param, [&] {
+      return Value(this, impl_->b.add_param(name, to_ir(dtype), to_ir_literal(default_value)));
+    });
+  });
 }
 
 Value GraphBuilder::op(std::string_view name, std::initializer_list<Value> args) {
@@ -60,17 +94,19 @@ Value GraphBuilder::op(std::string_view name, std::initializer_list<Value> args)
 }
 
 Value GraphBuilder::op(std::string_view name, const std::vector<Value>& args) {
+  impl_->check_usable();
   return translate_errors([&] {
     ir::Op op = op_by_name(name);
     std::vector<ir::Operand> ops;
     for (const Value& v : args)
-      ops.push_back(v.is_literal() ? ir::Operand::of(to_ir_literal(v.lit_)) : operand_of(v, node_of(v)));
+      ops.push_back(v.is_literal() ? ir::Operand::of(to_ir_literal(v.lit_)) : ir::Operand::of(node_of(v)));
     ir::Operand r = impl_->b.apply(op, ops);
     return Value(this, impl_->b.materialize(r));
   });
 }
 
 Value GraphBuilder::cast(const Value& x, DType dtype) {
+  impl_->check_usable();
   return translate_errors([&] {
     ir::Operand in = x.is_literal() ? ir::Operand::of(to_ir_literal(x.lit_)) : ir::Operand::of(node_of(x));
     return Value(this, impl_->b.materialize(impl_->b.cast(in, to_ir(dtype))));
@@ -78,20 +114,57 @@ Value GraphBuilder::cast(const Value& x, DType dtype) {
 }
 
 void GraphBuilder::name(const Value& v, const std::string& name) {
-  translate_errors([&] { impl_->b.set_node_name(node_of(v), name); });
+  impl_->check_usable();
+  translate_errors([&] {
+    if (v.is_literal())
+      throw ir::UserError("cannot name '" + name + "' a literal: name the value an op returns");
+    const ir::Node& n = impl_->node(node_of(v));
+    // In graph text `b = a` only aliases a named value; a value has one name.
+    if (n.op == ir::Op::Input || n.op == ir::Op::Param)
+      throw ir::UserError("cannot name " + std::string(n.op == ir::Op::Input ? "input '" : "param '") + n.name +
+                          "' '" + name + "': inputs and params keep their declared names");
+    if (!n.name.empty())
+      throw ir::UserError("cannot name the value '" + n.name + "' '" + name + "': a value is named once");
+    impl_->define(name, ir::NameKind::Value, [&] {
+      impl_->b.set_node_name(v.id_, name);
+      return 0;
+    });
+  });
 }
 
 void GraphBuilder::output(const std::string& name, const Value& v) {
+  impl_->check_usable();
   translate_errors([&] {
+    if (impl_->outputs.count(name)) throw ir::UserError("output '" + name + "' is listed twice");
     ir::Operand o = v.is_literal() ? ir::Operand::of(to_ir_literal(v.lit_)) : ir::Operand::of(node_of(v));
+    if (o.is_literal()) {
+      // As in graph text (`c = 2` then `output c`): a constant node that carries the output's name.
+      o = ir::Operand::of(impl_->define(name, ir::NameKind::Value, [&] {
+        ir::NodeId id = impl_->b.materialize(o);
+        impl_->b.set_node_name(id, name);
+        return id;
+      }));
+    } else {
+      const ir::Node& n = impl_->node(o.node);
+      if (n.op == ir::Op::Input || n.op == ir::Op::Param)
+        throw ir::UserError("output '" + name + "' names " + (n.op == ir::Op::Input ? "input" : "param") + " '" +
+                            n.name + "'; an output must be computed by the graph");
+      // An output named like its value needs no new name; any other name is a new binding (the
+      // printed text says `name = value`).
+      if (n.name.empty() || n.name != name) impl_->define(name, ir::NameKind::Value, [] { return 0; });
+    }
     impl_->b.add_output(name, o);
+    impl_->outputs.insert(name);
   });
 }
 
 Graph GraphBuilder::build() {
+  impl_->check_usable();
   return translate_errors([&] {
     auto impl = std::make_shared<Graph::Impl>();
     impl->graph = impl_->b.finish();
+    impl_->built = true;
+    warn_unused_inputs(impl->graph);
     return Graph(std::move(impl));
   });
 }

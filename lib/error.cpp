@@ -5,6 +5,7 @@
 
 #include "ir/diagnostic.h"
 #include "ir/error.h"
+#include "ir/passes/dce.h"
 #include "jit/driver.h"
 #include "jit/host_compile.h"
 #include "jit/nvrtc.h"
@@ -68,6 +69,17 @@ void warn(std::string_view message) {
   }
   if (h) h(message);
   else std::fprintf(stderr, "fusejit: warning: %.*s\n", static_cast<int>(message.size()), message.data());
+}
+
+void warn_unused_inputs(const ir::Graph& g) {
+  for (ir::NodeId id : ir::unused_inputs(g)) {
+    const ir::Node& n = g.node(id);
+    std::string where;
+    if (n.loc.known())
+      where = (g.file.empty() ? std::string("<graph>") : g.file) + ":" + std::to_string(n.loc.line) + ":" +
+              std::to_string(n.loc.col) + ": ";
+    warn(where + "input '" + n.name + "' is not used by any output");
+  }
 }
 
 }  // namespace fusejit

@@ -40,6 +40,9 @@ auto translate_errors(F&& f, const std::string& file, std::string_view source) -
 
 // Sends a warning to the installed handler (default: stderr).
 void warn(std::string_view message);
+// Warns once per input of `g` that no output depends on ("FILE:LINE:COL: input 'b' is not used
+// by any output").
+void warn_unused_inputs(const ir::Graph& g);
 
 // The options messages name, each as an API user writes it ("Options::arch") or as a `fusejit`
 // user does ("--arch"), by Options::message_style.

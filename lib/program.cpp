@@ -194,13 +194,7 @@ KernelInfo kernel_info(const ir::Graph& g, const ir::FusionGroup& grp, const jit
 
 KernelInfo unbuilt_info(const ir::Graph& g, const ir::FusionGroup& grp) {
   KernelInfo info;
-  for (ir::NodeId id : grp.nodes) {
-    const ir::Node& n = g.node(id);
-    std::string t = "v" + std::to_string(id) + " = " + std::string(ir::op_name(n.op)) + "(";
-    for (int k = 0; k < n.nargs; ++k) t += (k ? ", v" : "v") + std::to_string(n.args[k]);
-    if (n.op == ir::Op::Cast) t += ", " + std::string(ir::dtype_name(n.dtype));
-    info.ops.push_back(t + ")");
-  }
+  for (ir::NodeId id : grp.nodes) info.ops.push_back(ir::node_text(g, id));  // as `fusejit plan` names it
   info.elements = ir::num_elements(grp.iter_shape);
   const ir::GroupTraffic t = ir::group_traffic(g, grp);
   info.read_bytes = t.read_bytes;

@@ -5,19 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/passes/plan_report.h"
 #include "lib/internal.h"
 #include "lib/report_format.h"
 #include "fusejit/report.h"
 
 namespace fusejit {
-
-std::string fmt_bytes(int64_t b) {
-  double v = static_cast<double>(b);
-  if (v >= 1e9) return fmt::format("{:.2f} GB", v / 1e9);
-  if (v >= 1e6) return fmt::format("{:.2f} MB", v / 1e6);
-  if (v >= 1e3) return fmt::format("{:.2f} kB", v / 1e3);
-  return fmt::format("{} B", b);
-}
 
 std::string fmt_ratio(double r) { return fmt::format("{:.2f}x", r); }
 
@@ -82,9 +75,9 @@ std::string RunReport::to_text() const {
   s += fmt::format("  target    {}\n", target);
   s += fmt::format("  mode      {}\n", fast_math ? "fast-math (results may differ from the reference)" : "strict (bitwise)");
   for (size_t k = 0; k < inputs.size(); ++k)
-    s += fmt::format("  {}  {} ({})\n", k == 0 ? "inputs  " : "        ", tensor_text(inputs[k]), fmt_bytes(inputs[k].bytes()));
+    s += fmt::format("  {}  {} ({})\n", k == 0 ? "inputs  " : "        ", tensor_text(inputs[k]), ir::format_bytes(inputs[k].bytes()));
   for (size_t k = 0; k < outputs.size(); ++k)
-    s += fmt::format("  {}  {} ({})\n", k == 0 ? "outputs " : "        ", tensor_text(outputs[k]), fmt_bytes(outputs[k].bytes()));
+    s += fmt::format("  {}  {} ({})\n", k == 0 ? "outputs " : "        ", tensor_text(outputs[k]), ir::format_bytes(outputs[k].bytes()));
   s += fmt::format("  graph     {} ops, {} elements\n", op_count, elements);
   std::string run_args = fmt::format("seed {}{}", seed, special_values ? ", special values" : "");
   for (const auto& [n, v] : params) run_args += fmt::format(", {}={}", n, short_number(v));
@@ -96,7 +89,7 @@ std::string RunReport::to_text() const {
   for (const PathReport* p : {&fused, &unfused}) {
     std::string pct = copy_gbps > 0 ? fmt::format("{:.1f}%", p->pct_of_copy) : std::string("-");
     s += fmt::format("  {:<8} {:>7} {:>11.4f} {:>12} {:>9.1f} {:>7}   {}\n", p->name, p->kernels, p->time_ms,
-                     fmt_bytes(p->bytes), p->gbps, pct, compile_text(*p));
+                     ir::format_bytes(p->bytes), p->gbps, pct, compile_text(*p));
   }
   if (copy_gbps > 0) s += fmt::format("  {:<8} {:>7} {:>11} {:>12} {:>9.1f} {:>7}\n", "copy", "", "", "", copy_gbps, "100%");
   s += fmt::format("  speedup   {} measured (fused over unfused), {} predicted from bytes moved\n", fmt_ratio(speedup),

@@ -7,7 +7,6 @@
 #include "fusejit/fusejit.h"
 
 namespace fusejit {
-std::string fmt_bytes(int64_t bytes);   // "201.33 MB" (decimal units, as GB/s)
 std::string fmt_ratio(double r);        // "9.00x"
 std::string tensor_text(const TensorInfo& t);  // "x f32[T=8192, 3072]"
 }  // namespace fusejit

@@ -6,6 +6,8 @@
 # headers) is expected at /usr/local/cuda or $CUDA_HOME; a GPU is optional.
 #   usage: scripts/setup.sh [BUILD_DIR] [extra cmake args...]
 #   FUSEJIT_PYTHON=/path/to/python3 picks the interpreter the venv is made from (default: Debian's).
+# FUSEJIT_EXTRA_PACKAGES: more Debian packages to install the same way (.ci/run asks for clang,
+# for the clang build and the libFuzzer target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -13,6 +15,8 @@ shift || true
 
 pkgs=(cmake ninja-build g++ pkg-config libfmt-dev doctest-dev libxxhash-dev libcli11-dev nlohmann-json3-dev
       python3-dev python3-venv)
+read -r -a extra <<< "${FUSEJIT_EXTRA_PACKAGES:-}"
+pkgs+=("${extra[@]}")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

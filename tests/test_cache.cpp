@@ -35,6 +35,7 @@
 #include "jit/disk_store.h"
 #include "jit/nvrtc.h"
 #include "jit/source_key.h"
+#include "tests/support/scoped_env.h"
 
 extern char** environ;
 
@@ -255,24 +256,6 @@ std::vector<std::string> cpu_outcomes(const std::string& text, const std::string
 bool all_are(const std::vector<std::string>& outcomes, const std::string& what) {
   return !outcomes.empty() && std::all_of(outcomes.begin(), outcomes.end(), [&](const std::string& o) { return o == what; });
 }
-
-// Sets (or, with nullptr, unsets) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
-    else ::unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 // Collects the library's warnings for one scope.
 struct LibraryWarnings {

@@ -28,7 +28,9 @@ struct Result {
 Result run(const std::string& args) {
   const char* bin = std::getenv("FUSEJIT_BIN");
   REQUIRE(bin != nullptr);
-  std::string cmd = std::string(bin) + " " + args + " 2>&1";
+  // stderr joins stdout unless `args` redirects it (the later redirection wins).
+  std::string cmd = std::string(bin) + " " + args.substr(0, args.rfind(" 2>") == std::string::npos ? args.size() : args.rfind(" 2>")) +
+                    " 2>&1" + (args.rfind(" 2>") == std::string::npos ? "" : args.substr(args.rfind(" 2>")));
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
@@ -38,6 +40,20 @@ Result run(const std::string& args) {
   int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Runs the command with stdout and stderr apart.
+struct SplitResult {
+  int code = -1;
+  std::string out, err;
+};
+SplitResult run_split(const std::string& args) {
+  fs::path err = fs::path(FUSEJIT_BINARY_DIR) / "test-cli" / "stderr.txt";
+  fs::create_directories(err.parent_path());
+  Result r = run(args + " 2>" + err.string());
+  std::ifstream in(err);
+  std::string e((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return {r.code, r.out, e};
 }
 
 std::string sample(const std::string& name) { return std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/" + name; }
@@ -217,6 +233,105 @@ TEST_CASE("generated inputs come from the graph's `range`, which --range overrid
   CHECK(run("frobnicate").code == 2);
   CHECK(run("--help").code == 0);
   CHECK(run("run --help").code == 0);
+}
+
+TEST_CASE("--dim errors point at the command line, not at the graph file") {
+  SplitResult r = run_split("run " + sample("x2x3.txt") + " --dim N=-5");
+  CHECK(r.code == 2);
+  CAPTURE(r.err);
+  // "<command line>:1:COL: error: ...", the command line, and a caret under the value.
+  REQUIRE(r.err.rfind("<command line>:1:", 0) == 0);
+  CHECK(r.err.find("dim 'N' must be >= 0, got -5") != std::string::npos);
+  CHECK(r.err.find("x2x3.txt:") == std::string::npos);
+  std::vector<std::string> lines;
+  for (size_t p = 0, q; p < r.err.size(); p = q + 1) {
+    q = r.err.find('\n', p);
+    if (q == std::string::npos) q = r.err.size();
+    lines.push_back(r.err.substr(p, q - p));
+  }
+  REQUIRE(lines.size() >= 3);
+  const size_t caret = lines[2].find('^');
+  REQUIRE(caret != std::string::npos);
+  CHECK(lines[1].substr(caret) == "-5");
+  const int col = std::stoi(lines[0].substr(std::string("<command line>:1:").size()));
+  CHECK(static_cast<size_t>(col) == caret - 1);  // the text is indented by two blanks
+  // Also as `--dim=N=-5`, and for a value that is not a number.
+  r = run_split("plan " + sample("x2x3.txt") + " --dim=N=x1");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("'x1' is not an integer") != std::string::npos);
+  CHECK(r.err.find("--dim=N=x1\n") != std::string::npos);
+}
+
+TEST_CASE("run --json reports every error as a JSON object on stdout, and as text on stderr") {
+  fs::path dir = scratch("json-errors");
+  std::ofstream(dir / "bad.txt") << "input x : f32[4]\ny = exp(x, x)\noutput y\n";
+  struct Case {
+    std::string args, file, message;
+    int line, col;
+  };
+  const std::vector<Case> cases = {
+      {"run " + (dir / "bad.txt").string() + " --json", (dir / "bad.txt").string(), "exp takes 1 argument", 2, 5},
+      {"run " + sample("x2x3.txt") + " --json --dim N=-5", "<command line>", "must be >= 0", 1, 0},
+      {"run /nonexistent/g.txt --json", "", "/nonexistent/g.txt", 0, 0},
+      {"run " + sample("x2x3.txt") + " --json --no-such-flag", "", "--no-such-flag", 0, 0},
+      {"run " + sample("x2x3.txt") + " --json --param nope=1", "", "nope", 0, 0},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    SplitResult r = run_split(c.args);
+    CHECK(r.code == 2);
+    CAPTURE(r.out);
+    nlohmann::json j = nlohmann::json::parse(r.out);  // stdout is JSON and nothing else
+    CHECK(j["ok"] == false);
+    const nlohmann::json& e = j["error"];
+    CHECK(e["kind"] == "user");
+    CHECK(e["message"].get<std::string>().find(c.message) != std::string::npos);
+    if (!c.file.empty()) CHECK(e["file"].get<std::string>().find(c.file) != std::string::npos);
+    CHECK(e["line"] == c.line);
+    if (c.col) CHECK(e["col"] == c.col);
+    if (c.line == 1 && c.file == "<command line>") CHECK(e["col"].get<int>() > 0);
+    CHECK(r.err.find("error") != std::string::npos);
+  }
+}
+
+TEST_CASE("an input no output uses gets a warning") {
+  fs::path dir = scratch("unused");
+  std::ofstream(dir / "u.txt") << "input x : f32[4]\ninput unused_b : f32[4]\ny = x * 2\noutput y\n";
+  SplitResult r = run_split("plan " + (dir / "u.txt").string());
+  CHECK(r.code == 0);
+  CHECK(r.err.find("u.txt:2:7: input 'unused_b' is not used by any output") != std::string::npos);
+  CHECK(r.err.find("warning") != std::string::npos);
+  r = run_split("plan " + sample("x2x3.txt"));
+  CHECK(r.err.empty());
+}
+
+TEST_CASE("plan and run print bytes in the same units; index.json and plan name values the same way") {
+  const std::string g = sample("bias_gelu.txt") + " --dim T=64 --dim F=4096";
+  std::string plan = run("plan " + g).out;
+  std::string rep = run("run " + g + " --backend cpu --repeats 1 --warmup 0").out;
+  CAPTURE(plan);
+  CAPTURE(rep);
+  // bias_gelu's output y is f16[64, 4096], 524288 B: the fused kernel writes it, and run lists it.
+  CHECK(plan.find("write 524288 B (524.29 kB)") != std::string::npos);
+  CHECK(rep.find("y f16[T=64, F=4096] (524.29 kB)") != std::string::npos);
+  for (const char* binary : {"KiB", "MiB", "GiB"}) {
+    CHECK(plan.find(binary) == std::string::npos);
+    CHECK(rep.find(binary) == std::string::npos);
+  }
+  CHECK(plan.find(" kB)") != std::string::npos);
+
+  fs::path dir = scratch("names");
+  REQUIRE(run("compile " + g + " --arch sm_80 -o " + dir.string()).code == 0);
+  nlohmann::json index = nlohmann::json::parse(std::ifstream(dir / "index.json"));
+  nlohmann::json pj = nlohmann::json::parse(run("plan " + g + " --json").out);
+  REQUIRE(index["kernels"][0]["plan"] == "fused");
+  std::vector<std::string> lhs;
+  for (const auto& op : index["kernels"][0]["ops"]) {
+    std::string line = op;
+    lhs.push_back(line.substr(0, line.find(" = ")));
+  }
+  CHECK(lhs == pj["fused"]["groups"][0]["nodes"].get<std::vector<std::string>>());
+  CHECK(index["kernels"][0]["ops"][0] == "h = add(x, bias)");
 }
 
 TEST_CASE("messages about options name the command's flags, not the library's fields") {

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include <filesystem>
+#include <fstream>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -23,6 +25,7 @@
 #include "jit/host_compile.h"
 #include "jit/kernel_abi.h"
 #include "jit/nvrtc.h"
+#include "tests/support/scoped_env.h"
 
 using namespace fusejit;
 using ir::DType;
@@ -433,20 +436,54 @@ TEST_CASE("every op's kernel compiles with the host compiler") {
   CHECK(jit::host_compile(ks).memory_hit);
 }
 
-TEST_CASE("a host compiler failure is a clear error with the compiler's output") {
+// A failed host compile: "host compiler failed (exit code N): COMMAND", at most 20 lines of the
+// compiler's output, and the path of the kept source, not the whole generated source.
+std::string host_compile_failure(std::vector<jit::GeneratedKernel> ks, const jit::HostCompileOptions& o) {
+  try {
+    jit::host_compile(ks, o);
+  } catch (const jit::HostCompileError& e) {
+    return e.what();
+  }
+  FAIL("expected a HostCompileError");
+  return {};
+}
+
+TEST_CASE("a host compiler failure is a short error: command, exit code, first lines, kept source") {
   ir::Graph g = bias_graph(shp({8}), shp({8}));
   jit::GeneratedKernel k = jit::generate_kernel(g, whole_graph_group(g));
-  k.source += "\nthis is not C++;\n";
-  std::vector<jit::GeneratedKernel> ks = {k};
-  try {
-    jit::host_compile(ks);
-    FAIL("expected a HostCompileError");
-  } catch (const jit::HostCompileError& e) {
-    const std::string msg = e.what();
-    CHECK(msg.find("host compiler failed") != std::string::npos);
-    CHECK(msg.find("this is not C++") != std::string::npos);
-    CHECK(msg.find("error") != std::string::npos);
+  for (int i = 0; i < 40; ++i) k.source += "\nthis is not C++ " + std::to_string(i) + ";\n";  // 40+ error lines
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("fj-hostfail-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  jit::HostCompileOptions o;
+  o.cache_dir = dir.string();
+  std::string msg = host_compile_failure({k}, o);
+  CAPTURE(msg);
+  CHECK(msg.rfind("host compiler failed (exit code 1): ", 0) == 0);
+  CHECK(msg.find("this is not C++ 0") != std::string::npos);  // the first error is shown
+  CHECK(msg.find("more lines)") != std::string::npos);       // and the rest is counted, not shown
+  CHECK(std::count(msg.begin(), msg.end(), '\n') <= 25);
+  CHECK(msg.find("fj_scalar") == std::string::npos);  // no generated source in the message
+  const std::string keep = "source kept for inspection: ";
+  REQUIRE(msg.find(keep) != std::string::npos);
+  const std::filesystem::path src = msg.substr(msg.find(keep) + keep.size());
+  CHECK(src.parent_path().parent_path() == std::filesystem::canonical(dir));
+  std::ifstream in(src);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("this is not C++ 39;") != std::string::npos);
+
+  // A compiler that is not there: exit code 127 in words, not a raw wait status (32512).
+  {
+    ScopedEnv cxx("CXX", "/nonexistent/c++");
+    msg = host_compile_failure({jit::generate_kernel(g, whole_graph_group(g))}, o);
   }
+  CAPTURE(msg);
+  CHECK(msg.rfind("host compiler failed (not found: the shell could not run it (exit code 127)): /nonexistent/c++ ", 0) == 0);
+  CHECK(msg.find("32512") == std::string::npos);
+  // With the disk cache off nothing stays on disk, so the source is not kept.
+  o.disk_cache = false;
+  msg = host_compile_failure({k}, o);
+  CHECK(msg.find("source not kept: the disk cache is off") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("every sample graph's fused and unfused kernels compile with NVRTC for sm_90") {

@@ -130,6 +130,26 @@ TEST_CASE("integer identities fire and keep every bit") {
   }
 }
 
+// Regression (AddressSanitizer, issue 11): a rule that splats a constant read from the graph being
+// built must not hold a reference into its node array while creating nodes. The padding inputs
+// move the growth of that array across the splat's new `true` constant, so under ASan one of these
+// sizes read freed memory before const_value() returned a copy.
+TEST_CASE("mul-zero rules splat a constant of the graph being built while it grows") {
+  for (int pad = 0; pad < 70; ++pad) {
+    std::string head;
+    for (int k = 0; k < pad; ++k) head += "input p" + std::to_string(k) + " : f32[2]\n";
+    for (const char* dt : {"i32", "f32"}) {
+      Graph g = text(head + "input x : " + dt + "[3]\ny = x * 0\noutput y\n");
+      RewriteResult r = rewrite(g, {.fast_math = std::string(dt) == "f32"});
+      CHECK(count(r, std::string(dt) == "f32" ? "fast-mul-zero" : "int-mul-zero") == 1);
+      check_structure(r.graph);
+      const Node& out = r.graph.node(r.graph.outputs[0].node);
+      CHECK(out.shape.size() == 1);
+      CHECK(out.dtype == g.node(g.outputs[0].node).dtype);
+    }
+  }
+}
+
 TEST_CASE("each strict identity fires and keeps every bit") {
   for (const char* dt : {"f32", "f16", "bf16", "f64", "i32"}) {
     std::string s = std::string("input x : ") + dt + "[3, 4]\ninput z : " + dt + "[4]\ninput bb : bool[3, 4]\n";

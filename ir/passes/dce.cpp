@@ -2,17 +2,37 @@
 
 namespace fusejit::ir {
 
-Graph eliminate_dead_code(const Graph& g, int* removed) {
+namespace {
+
+// Per node: does some output depend on it? `keep_leaves`: count inputs and params as live.
+std::vector<char> live_nodes(const Graph& g, bool keep_leaves) {
   std::vector<char> live(static_cast<size_t>(g.size()), 0);
   for (const OutputDecl& o : g.outputs) live[static_cast<size_t>(o.node)] = 1;
-  for (NodeId id : g.inputs) live[static_cast<size_t>(id)] = 1;
-  for (const ParamDecl& p : g.params) live[static_cast<size_t>(p.node)] = 1;
+  if (keep_leaves) {
+    for (NodeId id : g.inputs) live[static_cast<size_t>(id)] = 1;
+    for (const ParamDecl& p : g.params) live[static_cast<size_t>(p.node)] = 1;
+  }
   // Reverse topological sweep: operands of a live node are live.
   for (NodeId id = g.size() - 1; id >= 0; --id) {
     if (!live[static_cast<size_t>(id)]) continue;
     const Node& n = g.node(id);
     for (int k = 0; k < n.nargs; ++k) live[static_cast<size_t>(n.args[static_cast<size_t>(k)])] = 1;
   }
+  return live;
+}
+
+}  // namespace
+
+std::vector<NodeId> unused_inputs(const Graph& g) {
+  std::vector<char> live = live_nodes(g, false);
+  std::vector<NodeId> out;
+  for (NodeId id : g.inputs)
+    if (!live[static_cast<size_t>(id)]) out.push_back(id);
+  return out;
+}
+
+Graph eliminate_dead_code(const Graph& g, int* removed) {
+  std::vector<char> live = live_nodes(g, true);
   Graph out;
   out.name = g.name;
   out.file = g.file;

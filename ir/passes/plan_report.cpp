@@ -9,25 +9,14 @@
 namespace fusejit::ir {
 namespace {
 
-std::string value_name(const Graph& g, NodeId id) {
-  const Node& n = g.node(id);
-  if (!n.name.empty()) return n.name;
-  if (n.op == Op::Const) return print_scalar(n.value);
-  return "%" + std::to_string(id);
-}
-
 std::string list(const Graph& g, const std::vector<NodeId>& ids) {
   std::string s;
   for (size_t k = 0; k < ids.size(); ++k) s += (k ? ", " : "") + value_name(g, ids[k]);
   return s.empty() ? "-" : s;
 }
 
-std::string bytes_text(int64_t b) {
-  if (b >= (int64_t{1} << 30)) return fmt::format("{} B ({:.2f} GiB)", b, static_cast<double>(b) / (1 << 30));
-  if (b >= (int64_t{1} << 20)) return fmt::format("{} B ({:.2f} MiB)", b, static_cast<double>(b) / (1 << 20));
-  if (b >= (int64_t{1} << 10)) return fmt::format("{} B ({:.2f} KiB)", b, static_cast<double>(b) / (1 << 10));
-  return fmt::format("{} B", b);
-}
+// The exact count, and the rounded one when it is shorter: "134234112 B (134.23 MB)".
+std::string bytes_text(int64_t b) { return b >= 1000 ? fmt::format("{} B ({})", b, format_bytes(b)) : format_bytes(b); }
 
 std::string dot_escape(const std::string& s) {
   std::string o;
@@ -40,6 +29,29 @@ std::string dot_escape(const std::string& s) {
 }
 
 }  // namespace
+
+std::string value_name(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  if (!n.name.empty()) return n.name;
+  if (n.op == Op::Const) return print_scalar(n.value);
+  return "%" + std::to_string(id);
+}
+
+std::string node_text(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  std::string t = value_name(g, id) + " = " + std::string(op_name(n.op)) + "(";
+  for (int k = 0; k < n.nargs; ++k) t += (k ? ", " : "") + value_name(g, n.args[static_cast<size_t>(k)]);
+  if (n.op == Op::Cast) t += ", " + std::string(dtype_name(n.dtype));
+  return t + ")";
+}
+
+std::string format_bytes(int64_t b) {
+  double v = static_cast<double>(b);
+  if (v >= 1e9) return fmt::format("{:.2f} GB", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.2f} MB", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.2f} kB", v / 1e3);
+  return fmt::format("{} B", b);
+}
 
 PlanTotals plan_totals(const Graph& g, const Plan& p) {
   PlanTotals t;

@@ -15,6 +15,16 @@
 
 namespace fusejit::ir {
 
+// How reports name a value (plan text and JSON, KernelInfo::ops, index.json): its name, a
+// constant's value, else `%<id>`, the printer's temporary.
+std::string value_name(const Graph& g, NodeId id);
+// One op node with its operands named by value_name: "h = add(x, bias)", "%5 = cast(h, f16)".
+std::string node_text(const Graph& g, NodeId id);
+
+// A byte count for people, in the decimal units of bandwidth in GB/s (1 kB = 1000 B): "512 B",
+// "16.38 kB", "134.22 MB", "1.74 GB". `fusejit plan` and `fusejit run` both print bytes with it.
+std::string format_bytes(int64_t bytes);
+
 // Kernel count and device-memory traffic of a plan (sum of group_traffic over its groups).
 struct PlanTotals {
   int kernels = 0;

@@ -23,11 +23,11 @@ size_t RewriteContext::KeyHash::operator()(const Key& k) const {
   return static_cast<size_t>(h);
 }
 
-const Scalar* RewriteContext::const_value(NodeId id) const {
+std::optional<Scalar> RewriteContext::const_value(NodeId id) const {
   const Node& n = node(id);
-  if (n.op == Op::Const) return &n.value;
-  NodeId like = splat_carrier(id);
-  return like == kNoNode ? nullptr : &node(n.args[1]).value;
+  if (n.op == Op::Const) return n.value;
+  if (splat_carrier(id) == kNoNode) return std::nullopt;
+  return node(n.args[1]).value;
 }
 
 NodeId RewriteContext::splat_carrier(NodeId id) const {
@@ -53,8 +53,13 @@ NodeId RewriteContext::emit(Op op, DType dtype, std::span<const NodeId> args, Re
   return id;
 }
 
+<<<<<<< HEAD
 NodeId RewriteContext::constant(const Scalar& v) {
   Key k{Op::Const, v.dtype, {kNoNode, kNoNode, kNoNode}, 0, {}};
+=======
+NodeId RewriteContext::constant(Scalar v) {
+  Key k{Op::Const, v.dtype, {kNoNode, kNoNode, kNoNode}, 0};
+>>>>>>> main
   if (is_float(v.dtype)) std::memcpy(&k.bits, &v.f, 8);
   else k.bits = static_cast<uint64_t>(v.i);
   auto it = table_.find(k);
@@ -64,8 +69,8 @@ NodeId RewriteContext::constant(const Scalar& v) {
   return id;
 }
 
-NodeId RewriteContext::splat(const Scalar& v, NodeId like) {
-  NodeId c = constant(v);
+NodeId RewriteContext::splat(Scalar v, NodeId like) {
+  NodeId c = constant(v);  // may grow the node array: no reference into it is held across this
   if (node(like).shape.empty()) return c;
   FJ_CHECK(node(like).dtype == v.dtype, "splat: the shape carrier must have the value's dtype");
   Scalar t;
@@ -85,12 +90,12 @@ bool is_pow2(const Scalar& s) {
   return m == 0.5;
 }
 
-bool split_const(const RewriteContext& ctx, const Candidate& n, NodeId* other, const Scalar** c) {
+bool split_const(const RewriteContext& ctx, const Candidate& n, NodeId* other, Scalar* c) {
   if (n.nargs != 2) return false;
-  const Scalar* c0 = ctx.const_value(n.arg(0));
-  const Scalar* c1 = ctx.const_value(n.arg(1));
-  if (c1 && !c0) { *other = n.arg(0); *c = c1; return true; }
-  if (c0 && !c1) { *other = n.arg(1); *c = c0; return true; }
+  std::optional<Scalar> c0 = ctx.const_value(n.arg(0));
+  std::optional<Scalar> c1 = ctx.const_value(n.arg(1));
+  if (c1 && !c0) { *other = n.arg(0); *c = *c1; return true; }
+  if (c0 && !c1) { *other = n.arg(1); *c = *c0; return true; }
   return false;
 }
 

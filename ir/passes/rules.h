@@ -23,11 +23,14 @@ class RewriteContext {
  public:
   RewriteContext(GraphBuilder& b, const RewriteOptions& o) : b_(b), opts_(o) {}
   const Graph& graph() const { return b_.graph(); }
+  // A node of the graph being built. The reference is valid only until the next emit(),
+  // constant() or splat(), which may grow (and move) the node array: copy what is needed first.
   const Node& node(NodeId id) const { return b_.graph().node(id); }
   const RewriteOptions& options() const { return opts_; }
   // The value of a node known to be one constant everywhere: a Const, or a splat (see splat())
-  // of one; else nullptr. A splat has a shape: rules check that their replacement fits.
-  const Scalar* const_value(NodeId id) const;
+  // of one; else nullopt. A splat has a shape: rules check that their replacement fits. A copy:
+  // a pointer into the graph would dangle once emit() grows its node array.
+  std::optional<Scalar> const_value(NodeId id) const;
   // For a splat where(true, c, like): `like` (the node that carries its shape); else kNoNode.
   NodeId splat_carrier(NodeId id) const;
   // A node with op/dtype/args; returns an identical existing node if there is one (CSE).
@@ -36,11 +39,12 @@ class RewriteContext {
   NodeId emit(Op op, DType dtype, std::initializer_list<NodeId> args) {
     return emit(op, dtype, std::span<const NodeId>(args.begin(), args.size()));
   }
-  // A 0-d constant, shared with any equal (same bits) constant.
-  NodeId constant(const Scalar& v);
+  // A 0-d constant, shared with any equal (same bits) constant. `v` is taken by value, so it may
+  // come from a node of this graph.
+  NodeId constant(Scalar v);
   // The scalar `v` broadcast to the shape of `like` (same dtype as v): a Const if `like` is 0-d,
   // else where(true, v, like) -- the IR has no broadcast op, and the select keeps the shape.
-  NodeId splat(const Scalar& v, NodeId like);
+  NodeId splat(Scalar v, NodeId like);
   // Number of nodes in the graph being built (ids below this existed before a rule ran).
   NodeId size() const { return b_.graph().size(); }
 
@@ -102,8 +106,8 @@ namespace match {
 // True if the scalar is a finite float equal to +-2^k.
 bool is_pow2(const Scalar& s);
 // For a commutative binary candidate: if exactly one operand is a Const, returns the other
-// operand and the constant.
-bool split_const(const RewriteContext& ctx, const Candidate& n, NodeId* other, const Scalar** c);
+// operand and (a copy of) the constant.
+bool split_const(const RewriteContext& ctx, const Candidate& n, NodeId* other, Scalar* c);
 // True if the scalar equals `v` (ints: i == v; floats: f == v, so -0.0 == 0.0 here).
 bool equals(const Scalar& s, double v);
 bool is_neg_zero(const Scalar& s);

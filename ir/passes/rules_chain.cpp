@@ -33,7 +33,7 @@ Scalar eval2(Op op, DType t, const Scalar& a, const Scalar& b) {
 }
 
 // If node `id` is mul(x, c) or mul(c, x) with exactly one Const operand, sets x and c.
-bool as_mul_const(const RewriteContext& ctx, NodeId id, NodeId* x, const Scalar** c) {
+bool as_mul_const(const RewriteContext& ctx, NodeId id, NodeId* x, Scalar* c) {
   const Node& a = ctx.node(id);
   if (a.op != Op::Mul) return false;
   Candidate inner;
@@ -46,13 +46,13 @@ bool as_mul_const(const RewriteContext& ctx, NodeId id, NodeId* x, const Scalar*
 // mul(mul(x, c1), c2) -> mul(x, c1*c2) when exact (see the file comment for the condition)
 NodeId mul_chain(RewriteContext& ctx, const Candidate& n) {
   NodeId a, x;
-  const Scalar *c1, *c2;
+  Scalar c1, c2;
   if (!split_const(ctx, n, &a, &c2) || !as_mul_const(ctx, a, &x, &c1)) return kNoNode;
-  Scalar c = eval2(Op::Mul, n.dtype, *c1, *c2);
+  Scalar c = eval2(Op::Mul, n.dtype, c1, c2);
   if (is_float(n.dtype)) {
-    if (!is_pow2(*c1) || std::fabs(c1->f) < 1.0) return kNoNode;
-    if (!std::isfinite(c2->f) || std::fabs(c2->f) < 1.0) return kNoNode;
-    if (!std::isfinite(c.f) || c.f != c1->f * c2->f) return kNoNode;  // double product is exact here
+    if (!is_pow2(c1) || std::fabs(c1.f) < 1.0) return kNoNode;
+    if (!std::isfinite(c2.f) || std::fabs(c2.f) < 1.0) return kNoNode;
+    if (!std::isfinite(c.f) || c.f != c1.f * c2.f) return kNoNode;  // double product is exact here
   }
   NodeId r = ctx.emit(Op::Mul, n.dtype, {x, ctx.constant(c)});
   return fits(ctx, n, r) ? r : kNoNode;
@@ -66,13 +66,10 @@ bool as_add_const(const RewriteContext& ctx, NodeId id, NodeId* x, Scalar* k) {
     inner.op = a.op;
     inner.nargs = 2;
     inner.args = a.args;
-    const Scalar* c;
-    if (!split_const(ctx, inner, x, &c)) return false;
-    *k = *c;
-    return true;
+    return split_const(ctx, inner, x, k);
   }
   if (a.op == Op::Sub) {
-    const Scalar* c = ctx.const_value(a.args[1]);
+    std::optional<Scalar> c = ctx.const_value(a.args[1]);
     if (!c || ctx.const_value(a.args[0])) return false;
     *x = a.args[0];
     Scalar v[1] = {*c};
@@ -90,11 +87,9 @@ NodeId int_add_chain(RewriteContext& ctx, const Candidate& n) {
   Scalar k1, k2;
   // Read the outer candidate the way as_add_const reads a node.
   if (n.op == Op::Add) {
-    const Scalar* c;
-    if (!split_const(ctx, outer, &a, &c)) return kNoNode;
-    k2 = *c;
+    if (!split_const(ctx, outer, &a, &k2)) return kNoNode;
   } else {
-    const Scalar* c = ctx.const_value(n.arg(1));
+    std::optional<Scalar> c = ctx.const_value(n.arg(1));
     if (!c || ctx.const_value(n.arg(0))) return kNoNode;
     a = n.arg(0);
     Scalar v[1] = {*c};

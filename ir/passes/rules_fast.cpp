@@ -18,9 +18,9 @@ Scalar eval2(Op op, DType t, const Scalar& a, const Scalar& b) {
 // mul(x, 0) -> 0 for floats (wrong for NaN, inf and the sign of zero)
 NodeId fast_mul_zero(RewriteContext& ctx, const Candidate& n) {
   NodeId x;
-  const Scalar* c;
-  if (!is_float(n.dtype) || !split_const(ctx, n, &x, &c) || c->f != 0.0 || ctx.node(x).shape != n.shape) return kNoNode;
-  return ctx.splat(*c, x);
+  Scalar c;
+  if (!is_float(n.dtype) || !split_const(ctx, n, &x, &c) || c.f != 0.0 || ctx.node(x).shape != n.shape) return kNoNode;
+  return ctx.splat(c, x);
 }
 
 // sub(x, x) -> 0 for floats (wrong for NaN and inf)
@@ -32,10 +32,10 @@ NodeId fast_sub_self(RewriteContext& ctx, const Candidate& n) {
 // add(x, +-0) -> x, sub(x, +-0) -> x for floats (wrong for the sign of zero)
 NodeId fast_add_zero(RewriteContext& ctx, const Candidate& n) {
   NodeId x;
-  const Scalar* c = nullptr;
+  std::optional<Scalar> c;
   if (!is_float(n.dtype)) return kNoNode;
   if (n.op == Op::Add) {
-    if (!split_const(ctx, n, &x, &c)) return kNoNode;
+    if (!split_const(ctx, n, &x, &c.emplace())) return kNoNode;
   } else {
     x = n.arg(0);
     c = ctx.const_value(n.arg(1));
@@ -44,20 +44,20 @@ NodeId fast_add_zero(RewriteContext& ctx, const Candidate& n) {
   return x;
 }
 
-bool finite_const(const Scalar* c) { return c && is_float(c->dtype) && std::isfinite(c->f); }
+bool finite_const(const std::optional<Scalar>& c) { return c && is_float(c->dtype) && std::isfinite(c->f); }
 
 // mul(mul(x, c1), c2) -> mul(x, c1*c2) for floats, any finite constants (reassociation)
 NodeId fast_mul_chain(RewriteContext& ctx, const Candidate& n) {
   NodeId a, x;
-  const Scalar *c1, *c2;
-  if (!is_float(n.dtype) || !split_const(ctx, n, &a, &c2) || !finite_const(c2)) return kNoNode;
+  std::optional<Scalar> c1, c2;
+  if (!is_float(n.dtype) || !split_const(ctx, n, &a, &c2.emplace()) || !finite_const(c2)) return kNoNode;
   const Node& an = ctx.node(a);
   if (an.op != Op::Mul) return kNoNode;
   Candidate inner;
   inner.op = Op::Mul;
   inner.nargs = 2;
   inner.args = an.args;
-  if (!split_const(ctx, inner, &x, &c1) || !finite_const(c1)) return kNoNode;
+  if (!split_const(ctx, inner, &x, &c1.emplace()) || !finite_const(c1)) return kNoNode;
   NodeId r = ctx.emit(Op::Mul, n.dtype, {x, ctx.constant(eval2(Op::Mul, n.dtype, *c1, *c2))});
   return fits(ctx, n, r) ? r : kNoNode;
 }
@@ -69,13 +69,13 @@ bool as_add(const RewriteContext& ctx, Op op, const std::array<NodeId, 3>& args,
     c.op = op;
     c.nargs = 2;
     c.args = args;
-    const Scalar* v;
-    if (!split_const(ctx, c, x, &v) || !finite_const(v)) return false;
+    std::optional<Scalar> v;
+    if (!split_const(ctx, c, x, &v.emplace()) || !finite_const(v)) return false;
     *k = *v;
     return true;
   }
   if (op == Op::Sub) {
-    const Scalar* v = ctx.const_value(args[1]);
+    std::optional<Scalar> v = ctx.const_value(args[1]);
     if (!finite_const(v) || ctx.const_value(args[0])) return false;
     *x = args[0];
     *k = *v;
@@ -113,7 +113,7 @@ NodeId fast_silu(RewriteContext& ctx, const Candidate& n) {
 
 // pow(x, 2) -> mul(x, x) for f32/f64 (pow is not correctly rounded; x*x is)
 NodeId fast_pow_two(RewriteContext& ctx, const Candidate& n) {
-  const Scalar* c = ctx.const_value(n.arg(1));
+  std::optional<Scalar> c = ctx.const_value(n.arg(1));
   if (!c || !is_float(n.dtype) || !equals(*c, 2.0)) return kNoNode;
   NodeId r = ctx.emit(Op::Mul, n.dtype, {n.arg(0), n.arg(0)});
   return fits(ctx, n, r) ? r : kNoNode;
@@ -121,7 +121,7 @@ NodeId fast_pow_two(RewriteContext& ctx, const Candidate& n) {
 
 // div(x, c) -> mul(x, 1/c) for any finite nonzero c with a finite 1/c (one extra rounding)
 NodeId fast_div_const(RewriteContext& ctx, const Candidate& n) {
-  const Scalar* c = ctx.const_value(n.arg(1));
+  std::optional<Scalar> c = ctx.const_value(n.arg(1));
   if (!finite_const(c) || c->f == 0.0) return kNoNode;
   Scalar r = eval2(Op::Div, n.dtype, make(n.dtype, 1.0), *c);
   if (!std::isfinite(r.f) || r.f == 0.0) return kNoNode;

@@ -26,7 +26,7 @@ NodeId fold(RewriteContext& ctx, const Candidate& n) {
   NodeId carrier = kNoNode;
   bool all_const = true;
   for (int k = 0; k < n.nargs; ++k) {
-    const Scalar* c = ctx.const_value(n.arg(k));
+    std::optional<Scalar> c = ctx.const_value(n.arg(k));
     if (!c) return kNoNode;
     vals[k] = *c;
     if (ctx.node(n.arg(k)).op != Op::Const) {

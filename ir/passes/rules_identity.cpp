@@ -14,21 +14,21 @@ using namespace match;
 // mul(x, 1) -> x, mul(1, x) -> x (all dtypes; for bool, 1 is true and mul is logical and)
 NodeId mul_one(RewriteContext& ctx, const Candidate& n) {
   NodeId x;
-  const Scalar* c;
-  if (!split_const(ctx, n, &x, &c) || !equals(*c, 1.0) || !fits(ctx, n, x)) return kNoNode;
+  Scalar c;
+  if (!split_const(ctx, n, &x, &c) || !equals(c, 1.0) || !fits(ctx, n, x)) return kNoNode;
   return x;
 }
 
 // div(x, 1) -> x (x/1 is exactly x for every float, NaN and inf included)
 NodeId div_one(RewriteContext& ctx, const Candidate& n) {
-  const Scalar* c = ctx.const_value(n.arg(1));
+  std::optional<Scalar> c = ctx.const_value(n.arg(1));
   if (!c || !equals(*c, 1.0) || !fits(ctx, n, n.arg(0))) return kNoNode;
   return n.arg(0);
 }
 
 // sub(x, +0) -> x (floats: only +0, since x - (-0) turns -0 into +0; integers: 0)
 NodeId sub_zero(RewriteContext& ctx, const Candidate& n) {
-  const Scalar* c = ctx.const_value(n.arg(1));
+  std::optional<Scalar> c = ctx.const_value(n.arg(1));
   if (!c || !fits(ctx, n, n.arg(0))) return kNoNode;
   if (is_float(c->dtype) ? !is_pos_zero(*c) : c->i != 0) return kNoNode;
   return n.arg(0);
@@ -37,25 +37,25 @@ NodeId sub_zero(RewriteContext& ctx, const Candidate& n) {
 // add(x, -0.0) -> x, add(-0.0, x) -> x (floats: x + -0 == x for every x, +0 + -0 == +0 included)
 NodeId add_neg_zero(RewriteContext& ctx, const Candidate& n) {
   NodeId x;
-  const Scalar* c;
-  if (!split_const(ctx, n, &x, &c) || !is_neg_zero(*c) || !fits(ctx, n, x)) return kNoNode;
+  Scalar c;
+  if (!split_const(ctx, n, &x, &c) || !is_neg_zero(c) || !fits(ctx, n, x)) return kNoNode;
   return x;
 }
 
 // add(x, 0) -> x for integers and bool (bool add is logical or)
 NodeId int_add_zero(RewriteContext& ctx, const Candidate& n) {
   NodeId x;
-  const Scalar* c;
-  if (is_float(n.dtype) || !split_const(ctx, n, &x, &c) || c->i != 0 || !fits(ctx, n, x)) return kNoNode;
+  Scalar c;
+  if (is_float(n.dtype) || !split_const(ctx, n, &x, &c) || c.i != 0 || !fits(ctx, n, x)) return kNoNode;
   return x;
 }
 
 // mul(x, 0) -> 0 broadcast to x's shape, for integers and bool (never for floats: NaN, inf, -0)
 NodeId int_mul_zero(RewriteContext& ctx, const Candidate& n) {
   NodeId x;
-  const Scalar* c;
-  if (is_float(n.dtype) || !split_const(ctx, n, &x, &c) || c->i != 0 || ctx.node(x).shape != n.shape) return kNoNode;
-  return ctx.splat(*c, x);
+  Scalar c;
+  if (is_float(n.dtype) || !split_const(ctx, n, &x, &c) || c.i != 0 || ctx.node(x).shape != n.shape) return kNoNode;
+  return ctx.splat(c, x);
 }
 
 // sub(x, x) -> 0 broadcast to x's shape, for integers (wrapping: x - x is always 0)
@@ -103,7 +103,7 @@ NodeId cast_roundtrip(RewriteContext& ctx, const Candidate& n) {
 
 // where(true, a, b) -> a; where(false, a, b) -> b (when that operand has the result's shape)
 NodeId where_const(RewriteContext& ctx, const Candidate& n) {
-  const Scalar* c = ctx.const_value(n.arg(0));
+  std::optional<Scalar> c = ctx.const_value(n.arg(0));
   if (!c) return kNoNode;
   NodeId r = c->i ? n.arg(1) : n.arg(2);
   return fits(ctx, n, r) ? r : kNoNode;

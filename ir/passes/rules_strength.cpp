@@ -24,7 +24,7 @@ double min_normal(DType t) {
 // x*(1/c) are then the same real number, rounded once each (in f32 and then to the half type for
 // f16/bf16), so they agree for every x, NaN, inf, zeros and subnormals included.
 NodeId div_pow2(RewriteContext& ctx, const Candidate& n) {
-  const Scalar* c = ctx.const_value(n.arg(1));
+  std::optional<Scalar> c = ctx.const_value(n.arg(1));
   if (!c || !is_float(n.dtype) || !is_pow2(*c)) return kNoNode;
   Scalar one = make(n.dtype, 1.0);
   Scalar v[2] = {one, *c};
@@ -41,7 +41,7 @@ NodeId div_pow2(RewriteContext& ctx, const Candidate& n) {
 // f32/f64 in strict mode: powf/pow are not correctly rounded, so a tie case may round differently
 // from x*x (fast mode does it).
 NodeId pow_two(RewriteContext& ctx, const Candidate& n) {
-  const Scalar* c = ctx.const_value(n.arg(1));
+  std::optional<Scalar> c = ctx.const_value(n.arg(1));
   if (!c || !equals(*c, 2.0)) return kNoNode;
   if (!(is_int(n.dtype) || is_half(n.dtype))) return kNoNode;
   NodeId out = ctx.emit(Op::Mul, n.dtype, {n.arg(0), n.arg(0)});

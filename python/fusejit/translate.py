@@ -75,6 +75,25 @@ OPS: dict[str, tuple[str, str]] = {
     "logical_or": ("xp.logical_or({0}, {1})", "torch.logical_or({0}, {1})"),
     "where": ("xp.where({0}, {1}, {2})", "torch.where({0}, {1}, {2})"),
     "clamp": ("xp.minimum(xp.maximum({0}, {1}), {2})", "torch.minimum(torch.maximum({0}, {1}), {2})"),
+    "cbrt": ("xp.cbrt({0})", "torch.sign({0}) * torch.abs({0}).pow(1.0 / 3.0)"),
+    "erfc": ("fj.erfc({0})", "torch.erfc({0})"),
+    "asin": ("xp.arcsin({0})", "torch.asin({0})"),
+    "acos": ("xp.arccos({0})", "torch.acos({0})"),
+    "atan": ("xp.arctan({0})", "torch.atan({0})"),
+    "sinh": ("xp.sinh({0})", "torch.sinh({0})"),
+    "cosh": ("xp.cosh({0})", "torch.cosh({0})"),
+    "asinh": ("xp.arcsinh({0})", "torch.asinh({0})"),
+    "acosh": ("xp.arccosh({0})", "torch.acosh({0})"),
+    "atanh": ("xp.arctanh({0})", "torch.atanh({0})"),
+    "hardswish": ("{0} * (xp.minimum(xp.maximum({0} + 3, 0), 6) / 6)", "torch.nn.functional.hardswish({0})"),
+    "hardsigmoid": ("xp.minimum(xp.maximum({0} + 3, 0), 6) / 6", "torch.nn.functional.hardsigmoid({0})"),
+    "elu": ("xp.where({0} < 0, xp.expm1({0}), {0})", "torch.nn.functional.elu({0})"),
+    "hypot": ("xp.hypot({0}, {1})", "torch.hypot({0}, {1})"),
+    "copysign": ("xp.copysign({0}, {1})", "torch.copysign({0}, {1})"),
+    "leaky_relu": ("xp.where({0} > 0, {0}, {0} * {1})", "torch.where({0} > 0, {0}, {0} * {1})"),
+    "fma": ("{0} * {1} + {2}", "torch.addcmul({2}, {0}, {1})"),
+    "lerp": ("xp.where(xp.abs({2}) < 0.5, {0} + {2} * ({1} - {0}), {1} - ({1} - {0}) * (1 - {2}))",
+             "torch.lerp({0}, {1}, {2})"),
     "cast": ("{0}.astype(fj.{dtype})", "{0}.to(fj.{dtype})"),
 }
 
@@ -116,7 +135,7 @@ def input_ranges(graph_text: str) -> dict[str, tuple[float, float]]:
 
 
 class _Helpers:
-    """What generated code reaches as ``fj``: dtypes by fusejit name, erf, and 0-d constants."""
+    """What generated code reaches as ``fj``: dtypes by fusejit name, erf, erfc, and 0-d constants."""
 
     def __init__(self, backend: str, device: Any = None):
         self.backend = backend
@@ -142,15 +161,20 @@ class _Helpers:
 
             self.mod = cupy
             self.erf = cupyx.scipy.special.erf
+            self.erfc = cupyx.scipy.special.erfc
         else:
             import numpy
 
             self.mod = numpy
             # NumPy has no erf: math.erf per element (double precision, then rounded to the dtype).
             self._erf = numpy.vectorize(math.erf, otypes=[numpy.float64])
+            self._erfc = numpy.vectorize(math.erfc, otypes=[numpy.float64])
 
     def erf(self, x: Any) -> Any:
         return self._erf(x).astype(x.dtype)
+
+    def erfc(self, x: Any) -> Any:
+        return self._erfc(x).astype(x.dtype)
 
     def const(self, value: Any, dtype: str) -> Any:
         """A 0-d array of `dtype` holding `value` on the backend's device."""

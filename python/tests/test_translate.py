@@ -25,22 +25,13 @@ def op_rows():
     return [(m[1], m[3]) for m in rows if m[2] != "0"]
 
 
-# Elementwise ops of the op table that have no translation yet (the op-table change added them
-# without one). Listed so the check below is not vacuous for the rest; an entry must leave this
-# set when its translation lands.
-UNTRANSLATED = {"cbrt", "erfc", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-                "hardswish", "hardsigmoid", "elu", "hypot", "copysign", "leaky_relu", "fma", "lerp"}
-
-
 def test_every_op_has_a_translation():
     rows = op_rows()
     assert len(rows) > 70, "the ir/ops.def row pattern no longer matches"
     # Reductions (rule Reduce) are skipped: planning refuses them (docs/ops.md, "What runs
     # where"), so no compiled graph, and so no peer run of bench/peers.py, contains one.
-    missing = [op for op, rule in rows if rule != "Reduce" and op not in OPS and op not in UNTRANSLATED]
+    missing = [op for op, rule in rows if rule != "Reduce" and op not in OPS]
     assert not missing, f"ops without an entry in fusejit.translate.OPS: {missing}"
-    assert not UNTRANSLATED & set(OPS), f"translated now, remove from UNTRANSLATED: {UNTRANSLATED & set(OPS)}"
-    assert UNTRANSLATED <= {op for op, _ in rows}
 
 
 def check_translation(g, inputs, params=None):

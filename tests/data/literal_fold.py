@@ -20,6 +20,7 @@ the int to f64 first (as NumPy does), Python compares and divides exact integers
 """
 import itertools
 import math
+from fractions import Fraction
 
 INTS = [0, 1, -1, 2, 3, 7, -7, 2**31, -2**31, 2**53, 2**62, 2**63 - 1, -2**63]
 BOOLS = [True, False]
@@ -104,6 +105,43 @@ def f64(fn):
     return lambda *a: fn(*[float(v) for v in a])
 
 
+def fma(a, b, c):
+    """One rounding of a * b + c: ints (and bools) as Python ints; floats exactly through
+    Fraction (float(Fraction) rounds correctly; math.fma is Python 3.13+). IEEE's cases where
+    Fraction cannot help: a non-finite operand, and the sign of an exact zero."""
+    if common(a, b, c) != "float":
+        if not I64[0] <= int(a) * int(b) <= I64[1]:
+            raise I64Overflow  # the product overflows, as mul's would: fusejit refuses it
+        return int(a) * int(b) + int(c)
+    a, b, c = float(a), float(b), float(c)
+    if not all(map(math.isfinite, (a, b))):
+        return a * b + c  # the product is inf or NaN exactly
+    if not math.isfinite(c):
+        return c  # a finite exact product meets inf or NaN
+    if a * b == 0 and c == 0:
+        return a * b + c  # IEEE's sum of two zeros
+    r = Fraction(a) * Fraction(b) + Fraction(c)
+    return float(r)
+
+
+def lerp(a, b, w):
+    """docs/ops.md: torch.lerp's two fma forms, switched on |w| < 0.5."""
+    return fma(w, b - a, a) if abs(w) < 0.5 else fma(w - 1.0, b - a, b)
+
+
+def hardsigmoid(x):
+    return select_min(select_max(x + 3.0, 0.0), 6.0) / 6.0
+
+
+def hardswish(x):
+    """x * clamp(x + 3, 0, 6) / 6, multiplied before dividing (docs/ops.md)."""
+    return x * select_min(select_max(x + 3.0, 0.0), 6.0) / 6.0
+
+
+class I64Overflow(Exception):
+    """An intermediate int result outside i64 (fusejit refuses it)."""
+
+
 UNARY = {
     "neg": lambda x: -x, "abs": abs, "exp": f64(math.exp), "exp2": f64(math.exp2),
     "expm1": f64(math.expm1), "log": f64(math.log), "log2": f64(math.log2), "log10": f64(math.log10),
@@ -117,6 +155,10 @@ UNARY = {
     "floor": rounding(math.floor), "ceil": rounding(math.ceil), "round": rounding(round),
     "trunc": rounding(math.trunc), "sign": sign, "isnan": lambda x: math.isnan(x),
     "isinf": lambda x: math.isinf(x), "logical_not": lambda x: not x,
+    "cbrt": f64(math.cbrt), "erfc": f64(math.erfc), "asin": f64(math.asin), "acos": f64(math.acos),
+    "atan": f64(math.atan), "sinh": f64(math.sinh), "cosh": f64(math.cosh), "asinh": f64(math.asinh),
+    "acosh": f64(math.acosh), "atanh": f64(math.atanh), "hardswish": f64(hardswish),
+    "hardsigmoid": f64(hardsigmoid), "elu": f64(lambda x: math.expm1(x) if x < 0 else x),
 }
 BINARY = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
@@ -125,9 +167,13 @@ BINARY = {
     "atan2": f64(math.atan2), "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
     "logical_and": lambda a, b: bool(a) and bool(b), "logical_or": lambda a, b: bool(a) or bool(b),
+    "hypot": f64(math.hypot), "copysign": f64(math.copysign),
+    "leaky_relu": f64(lambda x, slope: x if x > 0 else x * slope),
 }
 FLOAT_FNS = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "sin",
-             "cos", "tan", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu", "softplus", "erf", "atan2", "div"}
+             "cos", "tan", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu", "softplus", "erf", "atan2", "div",
+             "cbrt", "erfc", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "hardswish",
+             "hardsigmoid", "elu", "hypot", "copysign", "leaky_relu", "lerp"}
 
 
 def text(v):
@@ -171,6 +217,8 @@ def line(op, fn, args):
         return f"{call}\terror\t-"
     try:
         r = fn(*args)
+    except I64Overflow:
+        return f"{call}\terror\t-"
     except (ZeroDivisionError, ValueError, OverflowError):
         return None
     if isinstance(r, complex):
@@ -194,6 +242,9 @@ def main():
     clamp = lambda x, lo, hi: select_min(select_max(x, lo), hi)
     triples = list(itertools.product([True, 0, -1.5, math.nan], [False, 2, 0.5, -math.inf], [True, 7, -0.0, math.nan]))
     out += [line("where", where, t) for t in triples] + [line("clamp", clamp, t) for t in triples]
+    out += [line("fma", fma, t) for t in triples] + [line("lerp", f64(lerp), t) for t in triples]
+    out += [line("fma", fma, t) for t in [(0.1, 10.0, -1.0), (1e308, 10.0, -math.inf), (-0.0, 1.0, -0.0),
+                                          (2**62, 2, 0), (2**62, 2, -2**63), (3, -0.0, 0.0)]]
     print("\n".join(l for l in out if l))
 
 

@@ -221,10 +221,15 @@ struct Extent {
 };
 
 /// Builds a graph in code; its calls mirror the graph format statement by statement, and a built
-/// graph is identical to the parsed text of Graph::to_text(). Not thread-safe. Errors throw
-/// Error(User) without a file location.
+/// graph is identical to the parsed text of Graph::to_text(). Names follow the graph format's
+/// rules (docs/graph-format.md): a letter or '_' then letters, digits or '_', no reserved word, and
+/// one namespace for dims, inputs, params and named values, each name bound once. Not
+/// thread-safe. Errors throw Error(User) without a file location, and a refused call changes
+/// nothing; after build(), every call (and every Value of this builder) throws Error(User).
+/// Values must not outlive their builder.
 class GraphBuilder {
  public:
+  /// `graph NAME`; "" for none. Throws Error(User) if the name is not a valid name.
   explicit GraphBuilder(std::string graph_name = "");
   ~GraphBuilder();
   GraphBuilder(const GraphBuilder&) = delete;
@@ -243,9 +248,12 @@ class GraphBuilder {
   Value op(std::string_view name, const std::vector<Value>& args);
   /// `cast(x, dtype)`
   Value cast(const Value& x, DType dtype);
-  /// `NAME = value`: gives a node a name (shown in generated code and the IR dump).
+  /// `NAME = value`: gives a node a name (shown in generated code and the IR dump). Throws
+  /// Error(User) for a literal, an input or param, a value already named, or a name in use.
   void name(const Value& v, const std::string& name);
-  /// `output NAME`: marks a value as a graph output named `name`.
+  /// `output NAME`: marks a value as a graph output named `name` (a new name unless it is the
+  /// value's own). Throws Error(User) if it is an input or param (an output must be computed by
+  /// the graph), or the name is listed twice or in use.
   void output(const std::string& name, const Value& v);
   /// Verifies and returns the graph; the builder is then empty. Throws Error(User) (e.g. no output).
   Graph build();
@@ -315,7 +323,7 @@ std::string_view cache_outcome_name(CacheOutcome outcome);
 struct KernelInfo {
   std::string name;          ///< deterministic, derived from the kernel's content ("" when not built)
   std::string source;        ///< generated CUDA C++ (the translation unit's kernel part; "" when not built)
-  std::vector<std::string> ops;  ///< the op nodes it computes, e.g. "v7 = mul(v3, v5)"
+  std::vector<std::string> ops;  ///< the op nodes it computes, named as `fusejit plan` names them, e.g. "h = add(x, bias)", "%4 = mul(h, 0.5)"
   int64_t elements = 0;      ///< iteration space size
   int64_t read_bytes = 0;    ///< each input read once
   int64_t write_bytes = 0;   ///< each output written once
@@ -476,8 +484,8 @@ struct Measurement {
   /// every float dtype) before it, so an element no kernel wrote cannot pass a check.
   std::vector<HostTensor> outputs;
   /// With MeasureOptions::keep_intermediates: every value the plan materialises that is not a
-  /// graph output (for the unfused plan: every op's value), as (N, value) for the node named vN in
-  /// KernelInfo::ops, ascending N; poisoned before the run like the outputs.
+  /// graph output (for the unfused plan: every op's value), as (N, value) for node id N (named %N in
+  /// KernelInfo::ops unless the graph names it), ascending N; poisoned before the run like outputs.
   std::vector<std::pair<int32_t, HostTensor>> intermediates;
   int kernels = 0;            ///< kernel launches per run (fusion groups with at least one element)
   int64_t bytes = 0;          ///< bytes one run moves: per kernel, each input read once, each output written once

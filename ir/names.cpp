@@ -1,0 +1,114 @@
+#include "ir/names.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "ir/op.h"
+
+namespace fusejit::ir {
+namespace {
+
+constexpr std::string_view kReserved[] = {"graph", "dim", "input", "param", "output",
+                                          "true",  "false", "inf", "nan",  "cast"};
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Levenshtein distance, except that swapping two adjacent letters ("tahn" -> "tanh") costs 1.
+size_t typo_distance(std::string_view a, std::string_view b) {
+  size_t d = edit_distance(a, b);
+  if (a.size() == b.size()) {
+    for (size_t i = 0; i + 1 < a.size(); ++i) {
+      if (a[i] != b[i] && a[i] == b[i + 1] && a[i + 1] == b[i]) {
+        std::string t(a);
+        std::swap(t[i], t[i + 1]);
+        d = std::min(d, 1 + edit_distance(t, b));
+        break;
+      }
+    }
+  }
+  return d;
+}
+
+std::string quoted(std::string_view s) {
+  // Long or odd names are cut for the message (a name is never longer than a line anyway).
+  std::string r = "'" + std::string(s.substr(0, 40));
+  return r + (s.size() > 40 ? "...'" : "'");
+}
+
+}  // namespace
+
+bool is_identifier(std::string_view s) {
+  return !s.empty() && is_ident_start(s[0]) && std::all_of(s.begin(), s.end(), is_ident_char);
+}
+
+bool is_reserved(std::string_view s) {
+  return std::find(std::begin(kReserved), std::end(kReserved), s) != std::end(kReserved);
+}
+
+std::span<const std::string_view> reserved_words() { return kReserved; }
+
+std::string_view name_kind_word(NameKind k) {
+  switch (k) {
+    case NameKind::Dim: return "a dim";
+    case NameKind::Input: return "an input";
+    case NameKind::Param: return "a param";
+    case NameKind::Value: return "a value";
+  }
+  return "";
+}
+
+void check_new_name(std::string_view name, const NameBinding* prior, Loc loc, bool is_temp) {
+  if (!is_temp && !is_identifier(name))
+    throw UserError(quoted(name) + " is not a valid name (a letter or '_', then letters, digits or '_')", loc);
+  if (is_reserved(name))
+    throw UserError(quoted(name) + " is a reserved word and cannot be used as a name", loc);
+  if (prior)
+    throw UserError(quoted(name) + " is already defined as " + std::string(name_kind_word(prior->kind)) +
+                        (prior->line ? " on line " + std::to_string(prior->line) : std::string()) +
+                        " (names are assigned once)",
+                    loc);
+}
+
+void check_graph_name(std::string_view name) {
+  if (!name.empty() && !is_identifier(name))
+    throw UserError("graph name " + quoted(name) + " is not a valid name (a letter or '_', then letters, digits or '_')");
+}
+
+std::string did_you_mean(std::string_view word, std::span<const std::string_view> candidates) {
+  std::string_view best;
+  // No guesses for names of 1-2 letters (anything is close); 1 typo up to 5 letters, else 2.
+  size_t limit = word.size() <= 2 ? 0 : word.size() <= 5 ? 1 : 2;
+  size_t best_score = SIZE_MAX;
+  for (std::string_view cv : candidates) {
+    if (cv.size() + 2 < word.size() || word.size() + 2 < cv.size()) continue;
+    size_t d = typo_distance(word, cv);
+    if (d == 0 || d > limit) continue;
+    // Ties prefer a candidate of the same length (typos more often swap than drop letters).
+    size_t score = d * 2 + (cv.size() == word.size() ? 0 : 1);
+    if (score < best_score) { best_score = score; best = cv; }
+  }
+  return best.empty() ? "" : "; did you mean '" + std::string(best) + "'?";
+}
+
+std::string unknown_op_message(std::string_view name) {
+  std::vector<std::string_view> names;
+  for (int k = 0; k < kNumOps; ++k)
+    if (!is_leaf(static_cast<Op>(k))) names.push_back(op_name(static_cast<Op>(k)));
+  return "unknown op " + quoted(name) + did_you_mean(name, names);
+}
+
+}  // namespace fusejit::ir

@@ -1,0 +1,276 @@
+// The public GraphBuilder: misuse throws Error(User) instead of crashing; names are checked by the
+// parser's own rules (ir/names.h), with the parser's messages; and every graph the builder accepts
+// prints as text that parses back to the same graph (driven by random graphs and random names).
+#include <doctest/doctest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fusejit/fusejit.h"
+#include "ir/builder.h"
+#include "lib/internal.h"
+#include "tests/support/random_graph.h"
+
+namespace fj = fusejit;
+
+namespace {
+
+// The message (what()) of the Error(User) that `f` throws; fails the test if it throws nothing.
+template <class F>
+std::string user_error(F&& f) {
+  try {
+    f();
+  } catch (const fj::Error& e) {
+    CHECK(e.kind() == fj::ErrorKind::User);
+    return e.what();
+  }
+  FAIL("expected an Error(User)");
+  return "";
+}
+
+std::string parse_error(const std::string& text) {
+  return user_error([&] { fj::Graph::parse(text, "t.txt"); });
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("a GraphBuilder and its values after build() throw Error(User), never crash") {
+  fj::GraphBuilder b("g");
+  fj::DimRef n = b.dim("N", 4);
+  fj::Value x = b.input("x", fj::DType::F32, {n});
+  fj::Value y = x * 2;
+  b.name(y, "y");
+  b.output("y", y);
+  fj::Graph g = b.build();
+  CHECK(g.op_count() == 1);
+  const std::string used = "already built its graph";
+  CHECK(contains(user_error([&] { b.op("exp", {x}); }), used));
+  CHECK(contains(user_error([&] { (void)(y + 1); }), used));
+  CHECK(contains(user_error([&] { (void)(x * y); }), used));
+  CHECK(contains(user_error([&] { b.cast(y, fj::DType::F16); }), used));
+  CHECK(contains(user_error([&] { b.name(y, "z"); }), used));
+  CHECK(contains(user_error([&] { b.output("z", y); }), used));
+  CHECK(contains(user_error([&] { b.input("w", fj::DType::F32, {n}); }), used));
+  CHECK(contains(user_error([&] { b.param("p", fj::DType::F32); }), used));
+  CHECK(contains(user_error([&] { b.dim("M", 2); }), used));
+  CHECK(contains(user_error([&] { b.build(); }), used));
+  // The built graph is unaffected.
+  CHECK(g.to_text() == "graph g\ndim N = 4\ninput x : f32[N]\ny = x * 2.0\noutput y\n");
+}
+
+TEST_CASE("values of another builder, and a refused call, leave the builder usable") {
+  fj::GraphBuilder a, b;
+  fj::Value xa = a.input("x", fj::DType::F32, {4});
+  fj::Value xb = b.input("x", fj::DType::F32, {4});
+  CHECK(contains(user_error([&] { (void)(xa + xb); }), "different GraphBuilders"));
+  CHECK(contains(user_error([&] { b.op("exp", {xa}); }), "another GraphBuilder"));
+  CHECK(contains(user_error([&] { b.output("y", xa * 2); }), "another GraphBuilder"));
+  // A refused declaration binds nothing: the name is still free afterwards.
+  CHECK(contains(user_error([&] { b.dim("N", -1); }), ">= 0"));
+  fj::DimRef n = b.dim("N", 3);
+  CHECK(contains(user_error([&] { b.input("bad", fj::DType::F32, {fj::DimRef{7}}); }), "another builder"));
+  fj::Value w = b.input("bad", fj::DType::F32, {n});
+  b.output("y", b.op("exp", {xb}) + 1);
+  b.output("z", w * 2);
+  CHECK(b.build().outputs().size() == 2);
+}
+
+TEST_CASE("builder names are checked by the parser's rules, with the parser's messages") {
+  // A name with a space, a reserved word, a leading digit, non-ASCII: refused where the parser
+  // refuses them (graph text cannot even spell most of them).
+  for (std::string bad : {"my x", "", "1x", "x-y", "caf\xc3\xa9", "%3", "cast", "inf", "graph", "true"}) {
+    CAPTURE(bad);
+    fj::GraphBuilder b;
+    std::string msg = user_error([&] { b.input(bad, fj::DType::F32, {4}); });
+    CHECK(contains(msg, "name"));
+    CHECK(!user_error([&] { b.dim(bad, 4); }).empty());
+    CHECK(!user_error([&] { b.param(bad, fj::DType::F32); }).empty());
+    fj::Value x = b.input("x", fj::DType::F32, {4});
+    CHECK(!user_error([&] { b.name(x * 2, bad); }).empty());
+    CHECK(!user_error([&] { b.output(bad, x * 2); }).empty());
+  }
+  // Reserved words: the same message as the parser's.
+  {
+    fj::GraphBuilder b;
+    std::string msg = user_error([&] { b.input("cast", fj::DType::F32, {4}); });
+    CHECK(msg == parse_error("input cast : f32[4]\noutput cast\n"));
+  }
+  // One namespace: a dim named like an input, an output named like an input, a name used twice.
+  {
+    fj::GraphBuilder b;
+    fj::Value x = b.input("x", fj::DType::F32, {4});
+    std::string msg = user_error([&] { b.dim("x", 4); });
+    CHECK(msg == "'x' is already defined as an input (names are assigned once)");
+    CHECK(contains(parse_error("input x : f32[4]\ndim x = 4\n"), "'x' is already defined as an input on line 1"));
+    CHECK(user_error([&] { b.output("x", x * 2); }) == msg);
+    fj::Value y = x * 2;
+    b.name(y, "y");
+    CHECK(contains(user_error([&] { b.name(x + 1, "y"); }), "'y' is already defined as a value"));
+    // name(v, existing): refused, not silently dropped; a value has one name, inputs keep theirs.
+    CHECK(contains(user_error([&] { b.name(y, "y2"); }), "a value is named once"));
+    CHECK(contains(user_error([&] { b.name(x, "x2"); }), "inputs and params keep their declared names"));
+    CHECK(contains(user_error([&] { b.name(2.0, "two"); }), "literal"));
+    b.output("y", y);
+    CHECK(contains(user_error([&] { b.output("y", y); }), "listed twice"));
+    CHECK(contains(user_error([&] { b.output("x_out", x); }), "an output must be computed by the graph"));
+    CHECK(contains(parse_error("input x : f32[4]\noutput x\n"), "an output must be computed by the graph"));
+    fj::Graph g = b.build();
+    // The refused output's `x * 2` and `x + 1` were computed before the calls refused them.
+    CHECK(g.to_text() == "input x : f32[4]\n%2 = x * 2.0\ny = x * 2.0\n%6 = x + 1.0\noutput y\n");
+  }
+  // The graph's own name: an identifier (a reserved word parses there: `graph cast`).
+  CHECK(contains(user_error([] { fj::GraphBuilder b("my graph"); }), "graph name 'my graph' is not a valid name"));
+  CHECK_NOTHROW(fj::GraphBuilder("cast"));
+}
+
+TEST_CASE("the builder's unknown-op error gets the parser's did-you-mean") {
+  fj::GraphBuilder b;
+  fj::Value x = b.input("x", fj::DType::F32, {4});
+  std::string msg = user_error([&] { b.op("tahn", {x}); });
+  CHECK(msg == "unknown op 'tahn'; did you mean 'tanh'?");
+  CHECK(contains(parse_error("input x : f32[4]\ny = tahn(x)\noutput y\n"), msg));
+  CHECK(contains(user_error([&] { b.op("cast", {x}); }), "GraphBuilder::cast"));
+}
+
+TEST_CASE("an output of a literal is a named constant, as `c = 2` then `output c` in text") {
+  fj::GraphBuilder b;
+  fj::Value x = b.input("x", fj::DType::F32, {4});
+  fj::Value y = x * 2;
+  b.name(y, "y");
+  b.output("y", y);
+  b.output("c", 2.0);
+  fj::Graph g = b.build();
+  fj::Graph back = fj::Graph::parse(g.to_text());
+  CHECK(fusejit::ir::structurally_equal(g.impl().graph, back.impl().graph));
+  CHECK(g.to_text() == fj::Graph::parse("input x : f32[4]\ny = x * 2\nc = 2.0\noutput y, c\n").to_text());
+}
+
+namespace {
+
+// Replays a random ir::Graph through the public builder, trying a random name (often a bad or
+// taken one) at every declaration, naming and output. Returns the built graph, or nothing when
+// the builder refused the whole graph.
+struct Replay {
+  std::mt19937_64 rng;
+  int accepted = 0, refused = 0, fresh = 0;
+
+  explicit Replay(uint64_t seed) : rng(seed) {}
+
+  std::string pick() {
+    static const char* const pool[] = {"a b", "", "1x", "cast", "graph", "inf", "true", "output", "x-y",
+                                       "%3",  "N",  "in0", "in1",  "p0",    "t0",  "t1",   "out0",  "y",
+                                       "_ok", "Z9", "tanh", "f32"};
+    return pool[rng() % (sizeof pool / sizeof pool[0])];
+  }
+  std::string fresh_name(const char* stem) { return stem + std::string("_") + std::to_string(fresh++); }
+
+  // Calls f(name) with a random name; when refused (Error(User)), with a fresh valid one.
+  template <class F>
+  auto named(const char* stem, F&& f) {
+    std::string name = pick();
+    try {
+      auto r = f(name);
+      ++accepted;
+      return r;
+    } catch (const fj::Error& e) {
+      REQUIRE(e.kind() == fj::ErrorKind::User);
+      ++refused;
+    }
+    return f(fresh_name(stem));
+  }
+
+  static fj::Scalar literal(const fusejit::ir::Scalar& s) {
+    if (fusejit::ir::is_float(s.dtype)) return fj::Scalar(s.f);
+    if (s.dtype == fusejit::ir::DType::Bool) return fj::Scalar(s.i != 0);
+    return fj::Scalar(s.i);
+  }
+
+  fj::Graph run(const fusejit::ir::Graph& rg) {
+    namespace ir = fusejit::ir;
+    std::string gname = rng() % 2 ? pick() : "";
+    std::unique_ptr<fj::GraphBuilder> bp;
+    try {
+      bp = std::make_unique<fj::GraphBuilder>(gname);
+    } catch (const fj::Error&) {
+      ++refused;
+      bp = std::make_unique<fj::GraphBuilder>("g");
+    }
+    fj::GraphBuilder& b = *bp;
+    std::vector<fj::DimRef> dims;
+    for (const ir::DimDecl& d : rg.dims) dims.push_back(named("d", [&](const std::string& n) { return b.dim(n, d.value); }));
+    std::vector<fj::Value> val;
+    for (ir::NodeId id = 0; id < rg.size(); ++id) {
+      const ir::Node& n = rg.node(id);
+      fj::DType dt = fj::from_ir(n.dtype);
+      switch (n.op) {
+        case ir::Op::Input: {
+          std::vector<fj::Extent> shape;
+          for (const ir::Dim& d : n.shape) shape.push_back(d.sym >= 0 ? fj::Extent(dims[static_cast<size_t>(d.sym)]) : fj::Extent(d.size));
+          val.push_back(named("in", [&](const std::string& nm) { return b.input(nm, dt, shape); }));
+          break;
+        }
+        case ir::Op::Param: {
+          fj::Scalar def = literal(rg.params[static_cast<size_t>(n.slot)].default_value);
+          val.push_back(named("p", [&](const std::string& nm) { return b.param(nm, dt, def); }));
+          break;
+        }
+        case ir::Op::Const: {
+          fj::Scalar c = literal(n.value);
+          fj::Value lit = c.kind == fj::Scalar::Kind::Float ? fj::Value(c.f)
+                          : c.kind == fj::Scalar::Kind::Bool ? fj::Value(c.i != 0)
+                                                             : fj::Value(c.i);
+          val.push_back(b.cast(lit, dt));
+          break;
+        }
+        case ir::Op::Cast: val.push_back(b.cast(val[static_cast<size_t>(n.args[0])], dt)); break;
+        default: {
+          std::vector<fj::Value> args;
+          for (int k = 0; k < n.nargs; ++k) args.push_back(val[static_cast<size_t>(n.args[static_cast<size_t>(k)])]);
+          val.push_back(b.op(ir::op_name(n.op), args));
+        }
+      }
+      if (!ir::is_leaf(n.op) && rng() % 3 == 0)
+        named("v", [&](const std::string& nm) { b.name(val.back(), nm); return 0; });
+    }
+    for (const ir::OutputDecl& o : rg.outputs) {
+      fj::Value v = val[static_cast<size_t>(o.node)];
+      // Sometimes an input as an output too: always refused.
+      if (!rg.inputs.empty() && rng() % 4 == 0) {
+        CHECK_THROWS_AS(b.output(fresh_name("o"), val[static_cast<size_t>(rg.inputs[0])]), fj::Error);
+      }
+      if (ir::is_leaf(rg.node(o.node).op) && rg.node(o.node).op != ir::Op::Const) continue;
+      named("o", [&](const std::string& nm) { b.output(nm, v); return 0; });
+    }
+    return b.build();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("every graph the builder accepts prints as text that parses back to it (random graphs, random names)") {
+  int graphs = 0, accepted = 0, refused = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    CAPTURE(seed);
+    fusejit::testing::RandomGraphOptions ro;
+    ro.seed = seed;
+    ro.num_ops = 6 + static_cast<int>(seed % 20);
+    fusejit::ir::Graph rg = fusejit::testing::random_graph(ro);
+    Replay r(seed);
+    fj::Graph g = r.run(rg);
+    std::string text = g.to_text();
+    CAPTURE(text);
+    fj::Graph back = fj::Graph::parse(text, "roundtrip.txt");
+    CHECK(fusejit::ir::structurally_equal(g.impl().graph, back.impl().graph));
+    CHECK(back.to_text() == text);
+    ++graphs;
+    accepted += r.accepted;
+    refused += r.refused;
+  }
+  CHECK(graphs == 300);
+  // Both outcomes occur often, so the property is exercised on each side.
+  CHECK(accepted > 300);
+  CHECK(refused > 300);
+}
