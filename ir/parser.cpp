@@ -531,16 +531,7 @@ class Parser {
         throw UserError("'" + std::string(name.text) + "' is " + kind_word(bound->second.kind) +
                             ", not an op; it cannot be called",
                         name.loc);
-<<<<<<< HEAD
-      if (!op) {
-        std::vector<std::string_view> names{"cast", "softmax", "log_softmax", "logsumexp"};
-        for (int k = 0; k < kNumOps; ++k)
-          if (!is_leaf(static_cast<Op>(k))) names.push_back(op_name(static_cast<Op>(k)));
-        throw UserError("unknown op '" + std::string(name.text) + "'" + suggestion(name.text, names), name.loc);
-      }
-=======
       if (!op) throw UserError(unknown_op_message(name.text), name.loc);
->>>>>>> main
     }
     advance();  // '('
     std::vector<Operand> args;

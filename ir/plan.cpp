@@ -39,7 +39,6 @@ int64_t estimate_param_bytes(const Graph& g, const FusionGroup& group) {
 }
 
 Plan plan_unfused(const Graph& g) {
-  check_no_reductions(g);
   Plan p;
   p.fused = false;
   // Only nodes some output depends on are computed (the rewriter's DCE does the same).
@@ -65,6 +64,10 @@ Plan plan_unfused(const Graph& g) {
     grp.params.erase(std::unique(grp.params.begin(), grp.params.end()), grp.params.end());
     grp.outputs = {id};
     grp.iter_shape = n.shape;
+    if (is_reduction(n.op)) {  // a reduction iterates over its operand
+      grp.iter_shape = g.node(n.arg(0)).shape;
+      grp.reduce_mask = n.red.axes;
+    }
     grp.note = "unfused: one kernel per op";
     p.groups.push_back(std::move(grp));
     p.materialized.push_back(id);

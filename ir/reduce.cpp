@@ -147,6 +147,16 @@ void reduce_op(const Node& n, const Tensor& in, Tensor& out) {
 
 }  // namespace
 
+const char* reduce_combiner(Op op) {
+  switch (op) {
+    case Op::Sum: case Op::Mean: return "fj_red_sum";
+    case Op::Prod: return "fj_red_prod";
+    case Op::Amax: return "fj_red_max";
+    case Op::Amin: return "fj_red_min";
+    default: internal_error(__FILE__, __LINE__, "reduce_combiner: not a reduction");
+  }
+}
+
 Tensor eval_reduction(const Node& n, const Tensor& in) {
   FJ_CHECK(in.dtype == n.dtype, "eval_reduction: operand dtype differs from the node's");
   Tensor out(n.dtype, shape_sizes(n.shape));
@@ -162,15 +172,6 @@ Tensor eval_reduction(const Node& n, const Tensor& in) {
       internal_error(__FILE__, __LINE__, "eval_reduction: f16/bf16 reductions compute in f32");
   }
   return out;
-}
-
-void check_no_reductions(const Graph& g) {
-  for (const Node& n : g.nodes)
-    if (is_reduction(n.op))
-      throw UserError(fmt::format("{}{}: reductions are evaluated by the reference evaluator only; fusejit does not "
-                                  "generate kernels for them yet (docs/ops.md, \"Reductions\")",
-                                  op_name(n.op), n.name.empty() ? "" : " '" + n.name + "'"),
-                      n.loc);
 }
 
 std::string reduce_args_text(uint64_t mask, size_t in_rank, bool keepdim) {

@@ -44,15 +44,14 @@ DType reduce_compute_dtype(Op op, DType in, Loc loc = {});
 // node's quoted name) prefixes the message.
 void check_reduce_nonempty(Op op, const Shape& in, uint64_t mask, const std::string& what, Loc loc = {});
 
+// The struct of ir/scalar/fj_reduce.h that combines the elements of reduction `op` ("fj_red_sum"
+// for sum and mean, "fj_red_prod", "fj_red_max", "fj_red_min"): what generated kernels call.
+const char* reduce_combiner(Op op);
+
 // The reference value of reduction node `n` (dtype and shape from the node) applied to `in`, in
 // the fixed order of ir/scalar/fj_reduce.h: every result element reduces its elements, taken in
 // row-major order of the reduced axes. `in` has the node operand's dtype and shape.
 Tensor eval_reduction(const Node& n, const Tensor& in);
-
-// Throws UserError at the first reduction node of `g` (its location): the planner does not
-// generate kernels for reductions yet, so a graph with one runs only in the reference evaluator
-// (docs/ops.md, "Reductions: what runs where"). Called by plan_fusion and plan_unfused.
-void check_no_reductions(const Graph& g);
 
 // "sum(x, [0, 2], keepdim)" style axis text for the printer: ", [a, b]" or ", a" plus
 // ", keepdim"; "" for a full reduction without keepdim of a non-0-d operand.

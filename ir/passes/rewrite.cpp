@@ -53,13 +53,8 @@ NodeId RewriteContext::emit(Op op, DType dtype, std::span<const NodeId> args, Re
   return id;
 }
 
-<<<<<<< HEAD
-NodeId RewriteContext::constant(const Scalar& v) {
-  Key k{Op::Const, v.dtype, {kNoNode, kNoNode, kNoNode}, 0, {}};
-=======
 NodeId RewriteContext::constant(Scalar v) {
-  Key k{Op::Const, v.dtype, {kNoNode, kNoNode, kNoNode}, 0};
->>>>>>> main
+  Key k{Op::Const, v.dtype, {kNoNode, kNoNode, kNoNode}, 0, {}};
   if (is_float(v.dtype)) std::memcpy(&k.bits, &v.f, 8);
   else k.bits = static_cast<uint64_t>(v.i);
   auto it = table_.find(k);
