@@ -206,7 +206,6 @@ TEST_CASE("docs/ops.md's GPU bounds table lists every op with ir/ops.def's class
     const Op op = static_cast<Op>(k);
     if (ir::is_leaf(op)) continue;
     CAPTURE(ir::op_name(op));
-    // Planning refuses reductions (docs/ops.md, "What runs where"): no GPU result to bound yet.
-    CHECK(seen[std::string(ir::op_name(op))] == (ir::is_reduction(op) ? 0 : 1));
+    CHECK(seen[std::string(ir::op_name(op))] == 1);
   }
 }
