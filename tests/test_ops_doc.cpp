@@ -1,6 +1,7 @@
 // docs/ops.md's tables are checked against the code, so the docs cannot drift from it: the
 // signed-zero/NaN/inf table against eval_scalar (the definition every path shares) in every float
-// dtype, and the promotion tables against ir::promote and the builder's three tiers.
+// dtype, the integer bit operations table against eval_scalar in each row's dtype, and the
+// promotion tables against ir::promote and the builder's three tiers.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -104,6 +105,39 @@ TEST_CASE("docs/ops.md: the signed-zero, NaN and inf table is what eval_scalar c
       CHECK((got.same_as(w) || (std::isnan(got.f) && std::isnan(w.f))));
     }
   }
+}
+
+// Rows such as `left_shift(1, 8)` | i8 | 0 |: the operands are values of the row's dtype (true and
+// false for bool); eval_scalar's result must be the fusejit column.
+TEST_CASE("docs/ops.md: the integer bit operations table is what eval_scalar computes") {
+  const auto rows = table_after(read_doc("docs/ops.md"), "## Integer bit operations");
+  CHECK(rows.size() >= 40);
+  auto value = [](const std::string& text, DType t) {
+    Scalar s;
+    s.dtype = t;
+    s.i = text == "true" ? 1 : text == "false" ? 0 : std::stoll(text);
+    return s;
+  };
+  int shifts_past_width = 0;
+  for (const auto& r : rows) {
+    REQUIRE(r.size() >= 3);
+    const std::string expr = r[0].substr(1, r[0].size() - 2);  // strip the backticks
+    CAPTURE(expr);
+    const size_t open = expr.find('(');
+    REQUIRE(open != std::string::npos);
+    const auto op = parse_op(expr.substr(0, open));
+    const auto t = parse_dtype(r[1]);
+    REQUIRE((op.has_value() && t.has_value()));
+    REQUIRE((op_info(*op).domain == OpDomain::Int || op_info(*op).domain == OpDomain::IntBool));
+    std::vector<Scalar> xs;
+    std::stringstream list(expr.substr(open + 1, expr.size() - open - 2));
+    for (std::string a; std::getline(list, a, ',');) xs.push_back(value(trim(a), *t));
+    REQUIRE(static_cast<int>(xs.size()) == op_arity(*op));
+    const bool shift = *op == Op::LeftShift || *op == Op::RightShift;
+    if (shift && (xs[1].i < 0 || xs[1].i >= 8 * dtype_size(*t))) ++shifts_past_width;
+    CHECK(eval_scalar(*op, *t, xs).i == value(r[2], *t).i);
+  }
+  CHECK(shifts_past_width >= 20);
 }
 
 TEST_CASE("docs/ops.md: the promotion table is ir::promote") {
