@@ -46,16 +46,22 @@ INT_NUMPY = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwis
 INT_DTYPES = {"bool": np.bool_, "i8": np.int8, "u8": np.uint8, "i32": np.int32, "i64": np.int64}
 
 
+def table_rows(doc, heading, pattern):
+    """The regex matches of the rows of the first table after `heading` that match `pattern`."""
+    rows = []
+    for line in doc[doc.index(heading):].splitlines()[1:]:
+        m = re.match(pattern, line)
+        if m:
+            rows.append(m)
+        elif rows:
+            break
+    return rows
+
+
 def int_table(doc):
     """The integer bit operations table: each row's expression on NumPy arrays of the row's dtype."""
-    section = doc[doc.index("## Integer bit operations"):]
     bad = rows = 0
-    for line in section.splitlines()[1:]:
-        m = re.match(r"\| `(\w+)\((.*)\)` \| (\w+) \| [^|]* \| ([^|]*) \|", line)
-        if not m:
-            if rows:
-                break
-            continue
+    for m in table_rows(doc, "## Integer bit operations", r"\| `(\w+)\((.*)\)` \| (\w+) \| [^|]* \| ([^|]*) \|"):
         rows += 1
         op, dt, want = m.group(1), INT_DTYPES[m.group(3)], m.group(4).strip()
         args = [np.array([a.strip() == "true" if dt is np.bool_ else int(a)], dtype=dt) for a in m.group(2).split(",")]
@@ -70,14 +76,8 @@ def int_table(doc):
 def main():
     doc = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "ops.md").read_text()
     int_rows, int_bad = int_table(doc)
-    section = doc[doc.index("## Signed zeros, NaN and infinity"):]
     bad = rows = 0
-    for line in section.splitlines()[4:]:
-        m = re.match(r"\| `(\w+)\((.*)\)` \| [^|]* \| ([^|]*) \|", line)
-        if not m:
-            if rows:
-                break
-            continue
+    for m in table_rows(doc, "## Signed zeros, NaN and infinity", r"\| `(\w+)\((.*)\)` \| [^|]* \| ([^|]*) \|"):
         rows += 1
         op, args, want = m.group(1), [float(a) for a in m.group(2).split(",")], m.group(3).strip()
         got = show(NUMPY[op](*[np.float64(a) for a in args]))
