@@ -33,7 +33,10 @@
 #define FJ_RED_STACK 52
 
 // The block barrier between lane writes and tree steps. Host: nothing (one thread), unless a test
-// defines FJ_RED_HOST_SYNC() to run several host threads as one block.
+// defines FJ_RED_HOST_SYNC() to run several host threads as one block. Called only when the
+// calling threads are more than one (a uniform condition in a block): a kernel whose threads each
+// reduce a row of their own (nthreads == 1) must not meet at a block barrier, since its threads
+// run different rows and some none.
 #ifdef FJ_DEVICE_CODE
 FJ_FN void fj_red_sync() { __syncthreads(); }
 #elif defined(FJ_RED_HOST_SYNC)
@@ -108,10 +111,10 @@ template <class R, class T>
 FJ_FN T fj_red_lane_tree(T* lanes, int tid, int nthreads) {
   for (int h = FJ_RED_LANES / 2; h >= 1; h /= 2) {
     for (int l = tid; l < h; l += nthreads) lanes[l] = R::template op<T>(lanes[l], lanes[l + h]);
-    fj_red_sync();
+    if (nthreads > 1) fj_red_sync();
   }
   T v = lanes[0];
-  fj_red_sync();  // lanes[] is reused by the next chunk
+  if (nthreads > 1) fj_red_sync();  // lanes[] is reused by the next chunk
   return v;
 }
 
@@ -140,7 +143,7 @@ FJ_FN T fj_reduce_fixed(long long n, Load load, T* lanes, int tid, int nthreads)
       for (long long i = l; i < m; i += FJ_RED_LANES) a = R::template op<T>(a, load(c0 + i));
       lanes[l] = a;
     }
-    fj_red_sync();
+    if (nthreads > 1) fj_red_sync();
     fj_red_push<R, T>(stack, depth, ++count, fj_red_lane_tree<R, T>(lanes, tid, nthreads));
   }
   for (; depth > 1; --depth) stack[depth - 2] = R::template op<T>(stack[depth - 2], stack[depth - 1]);
