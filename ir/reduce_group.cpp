@@ -59,7 +59,9 @@ struct Analyzer {
           fail(id, "reads a row value of the reduced shape (no keepdim), which broadcasts by NumPy's right alignment, "
                    "not per row");
     };
-    if (is_keepdim_row_shape(nd.shape, x, grp.reduce_mask)) {
+    if (same_sizes(nd.shape, x)) {  // an element value (also when the reduced dims are 1s: [N, 1])
+      keepdim_rows_only();
+    } else if (is_keepdim_row_shape(nd.shape, x, grp.reduce_mask)) {
       keepdim_rows_only();
       info.row.insert(id);
     } else if (same_sizes(nd.shape, r)) {
@@ -92,9 +94,9 @@ struct Analyzer {
     in_group.insert(grp.nodes.begin(), grp.nodes.end());
     for (NodeId id : grp.nodes)
       if (is_reduction(g.node(id).op)) info.reductions.push_back(id);
-    if (info.reductions.empty()) {  // elementwise: every output has the iteration shape
+    if (info.reductions.empty()) {  // elementwise: every output has the iteration shape (named dims too)
       for (NodeId o : grp.outputs)
-        if (!same_sizes(g.node(o).shape, grp.iter_shape)) fail(o, "an output without the group's iteration shape");
+        if (!(g.node(o).shape == grp.iter_shape)) fail(o, "an output without the group's iteration shape");
       return;
     }
     for (NodeId id : grp.nodes) {

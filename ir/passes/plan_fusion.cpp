@@ -333,16 +333,18 @@ bool plan_groups(const Graph& g, std::set<NodeId>& isolated, Planner& p, std::ve
   p.form_groups();
   fgs = p.finalize();
   for (int round = 0; round < 64 && p.split_oversized(fgs); ++round) fgs = p.finalize();
-  bool ok = true;
+  const size_t before = isolated.size();
+  std::string problem;
   for (size_t gi = 0; gi < fgs.size(); ++gi) {
     const ReduceGroupInfo info = analyze_reduce_group(g, fgs[gi]);
     if (info.problem.empty()) continue;
-    size_t before = isolated.size();
+    if (problem.empty()) problem = fmt::format("group {}: {}", gi, info.problem);
     for (NodeId r : p.key_reductions[static_cast<size_t>(p.key[gi])]) isolated.insert(r);
     for (NodeId r : info.reductions) isolated.insert(r);
-    FJ_CHECK(isolated.size() > before, fmt::format("plan_fusion: group {} cannot run as one kernel: {}", gi, info.problem));
-    ok = false;
   }
+  // Each round isolates at least one more reduction, or the groups hold.
+  FJ_CHECK(problem.empty() || isolated.size() > before, "plan_fusion: a group cannot run as one kernel: " + problem);
+  const bool ok = problem.empty();
   return ok;
 }
 

@@ -68,10 +68,14 @@ def test_sample_translation_keeps_dtypes(path, rng):
         env["fn"](**ins, **pvals)
 
 
+# Each op's arity, from its ir/ops.def row (guessing from the translation missed fma and lerp).
+ARITY = {m[1]: int(m[2]) for m in re.finditer(r'^FJ_OP\(\w+,\s*"(\w+)",\s*(\d)', (ROOT / "ir" / "ops.def").read_text(), re.M)}
+
+
 def op_line(op: str, k: int, dtype: str) -> tuple[list[str], str]:
     """Input declarations and the statement `y<k> = op(...)` applying `op` to inputs of `dtype`
     (a bool condition for where)."""
-    arity = {"where": 3, "clamp": 3}.get(op, 2 if "{1}" in OPS[op][0] else 1)
+    arity = ARITY[op]
     names = [f"{n}{k}" for n in "abc"[:arity]]
     decl = [f"input {n} : {'bool' if (op == 'where' and n[0] == 'a') else dtype}[N]" for n in names]
     call = f"cast({names[0]}, i32)" if op == "cast" else f"{op}({', '.join(names)})"
