@@ -64,6 +64,13 @@ bool i64_fold_overflows(Op op, std::span<const Scalar> v) {
     case Op::Fma: return __builtin_mul_overflow(v[0].i, v[1].i, &r) || __builtin_add_overflow(r, v[2].i, &r);
     case Op::Neg: case Op::Abs: return v[0].i == kMin;
     case Op::FloorDiv: return v[0].i == kMin && v[1].i == -1;
+    case Op::LeftShift: {  // Python: a << b == a * 2^b (a negative b raises there: the op's rule applies)
+      const int64_t a = v[0].i, b = v[1].i;
+      if (b <= 0 || a == 0) return false;
+      if (b >= 63) return !(b == 63 && a == -1);
+      const int64_t lim = int64_t{1} << (63 - b);
+      return a < -lim || a >= lim;
+    }
     case Op::Pow: {  // exponent >= 0 here (a negative one folds in f64)
       int64_t acc = 1;
       for (int64_t e = 0; e < v[1].i && acc != 0; ++e) {
@@ -79,8 +86,10 @@ bool i64_fold_overflows(Op op, std::span<const Scalar> v) {
 // A Same-rule op on a promoted dtype outside its ir/ops.def domain is a user error asking for a cast.
 void check_defined_on(Op op, DType common, Loc loc) {
   if (defined_on(op, common)) return;
-  throw UserError(std::string(op_name(op)) + " is not defined for " + std::string(dtype_name(common)) + " operands; " +
-                      (is_float(common) ? "it needs integer operands" : "cast to an integer type first"),
+  const char* fix = !is_float(common)                         ? "cast to an integer type first"
+                    : op_info(op).domain == OpDomain::IntBool ? "it needs integer or bool operands"
+                                                              : "it needs integer operands";
+  throw UserError(std::string(op_name(op)) + " is not defined for " + std::string(dtype_name(common)) + " operands; " + fix,
                   loc);
 }
 
@@ -375,7 +384,10 @@ Operand GraphBuilder::fold_literals(Op op, std::span<const Operand> args, Loc lo
   Category cat = Category::Bool;
   for (size_t k = info.rule == TypeRule::Where ? 1 : 0; k < args.size(); ++k) cat = std::max(cat, args[k].lit.cat);
   DType opnd = literal_dtype_alone(cat);
-  if (opnd == DType::Bool && info.rule == TypeRule::Same && !selects(op)) opnd = DType::I64;  // True + True == 2
+  // True + True == 2, but True & True is True: Python's & | ^ keep bools bool (and bitwise_not(true)
+  // is false, as in NumPy and PyTorch; Python's ~True == -2 is deprecated since 3.12).
+  if (opnd == DType::Bool && info.rule == TypeRule::Same && !selects(op) && info.domain != OpDomain::IntBool)
+    opnd = DType::I64;
   if (op == Op::Pow && opnd == DType::I64 && args[1].lit.cat != Category::Float && args[1].lit.i < 0)
     opnd = DType::F64;  // Python: 2 ** -1 == 0.5
   if (info.rule == TypeRule::Same) check_defined_on(op, opnd, loc);
@@ -395,9 +407,10 @@ Operand GraphBuilder::fold_literals(Op op, std::span<const Operand> args, Loc lo
   if (result == DType::I64 && i64_fold_overflows(op, vals)) {
     std::string call = std::string(info.name) + "(";
     for (size_t k = 0; k < args.size(); ++k) call += (k ? ", " : "") + literal_text(args[k].lit);
-    throw UserError(call + ") overflows i64: literals fold in i64 (Python's integers would not wrap); " +
-                        "write a float literal (2.0) to fold in f64",
-                    loc);
+    // A shift takes no float; cast(1, i64) is a typed constant, shifted by the op's own rule.
+    const std::string fix = op == Op::LeftShift ? "write cast(" + literal_text(args[0].lit) + ", i64) to drop the bits shifted out"
+                                                : "write a float literal (2.0) to fold in f64";
+    throw UserError(call + ") overflows i64: literals fold in i64 (Python's integers would not wrap); " + fix, loc);
   }
   return Operand::of(scalar_to_literal(eval_scalar(op, result, vals), loc));
 }

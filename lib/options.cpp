@@ -32,7 +32,10 @@ void resolve_params_into(const ir::Graph& g, const Params& params, MessageStyle 
     throw ir::UserError(fmt::format("{}: the graph has {} param(s), got {} positional value(s)",
                                     option_name(OptionField::Params, style), g.params.size(), pos.size()));
   for (size_t k = 0; k < pos.size(); ++k) out[k] = to_ir_scalar(pos[k], g.node(g.params[k].node).dtype);
-  for (const auto& [name, value] : params.named()) {
+  for (const auto& entry : params.named()) {
+    // Not a structured binding: clang 14 cannot capture one in the lambda below.
+    const std::string& name = entry.first;
+    const auto& value = entry.second;
     auto it = std::find_if(g.params.begin(), g.params.end(), [&](const ir::ParamDecl& p) { return g.node(p.node).name == name; });
     if (it == g.params.end()) {
       std::string names;

@@ -471,11 +471,15 @@ template <class T> void check_int(const char* kernel) {
   const size_t n = 1 << 14;
   std::mt19937_64 r(7);
   std::vector<T> a(n), b(n), c(n);
-  const T ex[] = {std::numeric_limits<T>::min(), std::numeric_limits<T>::max(), T(0), T(1), static_cast<T>(-1), T(2), T(3)};
+  // Extremes and shift counts around the width (W - 1, W, W + 1, 64, 100; -1 above).
+  constexpr int W = 8 * sizeof(T);
+  const T ex[] = {std::numeric_limits<T>::min(), std::numeric_limits<T>::max(), T(0), T(1), static_cast<T>(-1), T(2), T(3),
+                  T(W - 1), T(W), T(W + 1), T(64), T(100)};
+  const size_t nex = sizeof(ex) / sizeof(ex[0]);
   for (size_t i = 0; i < n; ++i) {
-    a[i] = r() % 3 == 0 ? ex[r() % 7] : static_cast<T>(r() % 2 ? r() : r() % 17);
-    b[i] = r() % 3 == 0 ? ex[r() % 7] : static_cast<T>(r() % 2 ? r() : r() % 17);
-    c[i] = r() % 3 == 0 ? ex[r() % 7] : static_cast<T>(r());
+    a[i] = r() % 3 == 0 ? ex[r() % nex] : static_cast<T>(r() % 2 ? r() : r() % 17);
+    b[i] = r() % 3 == 0 ? ex[r() % nex] : static_cast<T>(r() % 2 ? r() : r() % 17);
+    c[i] = r() % 3 == 0 ? ex[r() % nex] : static_cast<T>(r());
   }
   const std::vector<Op> ops = ops_on<T>();
   for (size_t op = 0; op < ops.size(); ++op) {

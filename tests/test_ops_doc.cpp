@@ -1,6 +1,7 @@
 // docs/ops.md's tables are checked against the code, so the docs cannot drift from it: the
 // signed-zero/NaN/inf table against eval_scalar (the definition every path shares) in every float
-// dtype, and the promotion tables against ir::promote and the builder's three tiers.
+// dtype, the integer bit operations table against eval_scalar in each row's dtype, and the
+// promotion tables against ir::promote and the builder's three tiers.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -69,6 +70,24 @@ std::vector<std::vector<std::string>> table_after(const std::string& doc, const 
   return rows;
 }
 
+// A table cell such as "`left_shift(1, 8)`": the op and its operand texts, trimmed.
+struct Call {
+  Op op;
+  std::vector<std::string> args;
+};
+Call parse_call(const std::string& cell) {
+  const std::string expr = cell.substr(1, cell.size() - 2);  // strip the backticks
+  const size_t open = expr.find('(');
+  REQUIRE_MESSAGE(open != std::string::npos, expr);
+  const auto op = parse_op(expr.substr(0, open));
+  REQUIRE_MESSAGE(op.has_value(), expr);
+  Call c{*op, {}};
+  std::stringstream list(expr.substr(open + 1, expr.size() - open - 2));
+  for (std::string a; std::getline(list, a, ',');) c.args.push_back(trim(a));
+  REQUIRE_MESSAGE(static_cast<int>(c.args.size()) == op_arity(*op), expr);
+  return c;
+}
+
 Scalar in_dtype(double v, DType t) {
   Scalar s;
   s.dtype = DType::F64;
@@ -84,16 +103,11 @@ TEST_CASE("docs/ops.md: the signed-zero, NaN and inf table is what eval_scalar c
   CHECK(rows.size() > 40);
   for (const auto& r : rows) {
     REQUIRE(r.size() >= 2);
-    const std::string expr = r[0].substr(1, r[0].size() - 2);  // strip the backticks
-    CAPTURE(expr);
-    const size_t open = expr.find('(');
-    REQUIRE(open != std::string::npos);
-    const auto op = parse_op(expr.substr(0, open));
-    REQUIRE(op.has_value());
+    CAPTURE(r[0]);
+    const Call c = parse_call(r[0]);
+    const auto op = &c.op;
     std::vector<double> args;
-    std::stringstream list(expr.substr(open + 1, expr.size() - open - 2));
-    for (std::string a; std::getline(list, a, ',');) args.push_back(std::strtod(trim(a).c_str(), nullptr));
-    REQUIRE(static_cast<int>(args.size()) == op_arity(*op));
+    for (const std::string& a : c.args) args.push_back(std::strtod(a.c_str(), nullptr));
     const double want = std::strtod(r[1].c_str(), nullptr);
     for (DType t : {DType::F16, DType::BF16, DType::F32, DType::F64}) {
       CAPTURE(dtype_name(t));
@@ -104,6 +118,35 @@ TEST_CASE("docs/ops.md: the signed-zero, NaN and inf table is what eval_scalar c
       CHECK((got.same_as(w) || (std::isnan(got.f) && std::isnan(w.f))));
     }
   }
+}
+
+// Rows such as `left_shift(1, 8)` | i8 | 0 |: the operands are values of the row's dtype (true and
+// false for bool); eval_scalar's result must be the fusejit column.
+TEST_CASE("docs/ops.md: the integer bit operations table is what eval_scalar computes") {
+  const auto rows = table_after(read_doc("docs/ops.md"), "## Integer bit operations");
+  CHECK(rows.size() >= 40);
+  auto value = [](const std::string& text, DType t) {
+    Scalar s;
+    s.dtype = t;
+    s.i = text == "true" ? 1 : text == "false" ? 0 : std::stoll(text);
+    return s;
+  };
+  int shifts_past_width = 0;
+  for (const auto& r : rows) {
+    REQUIRE(r.size() >= 3);
+    CAPTURE(r[0]);
+    const Call c = parse_call(r[0]);
+    const auto op = &c.op;
+    const auto t = parse_dtype(r[1]);
+    REQUIRE(t.has_value());
+    REQUIRE((op_info(*op).domain == OpDomain::Int || op_info(*op).domain == OpDomain::IntBool));
+    std::vector<Scalar> xs;
+    for (const std::string& a : c.args) xs.push_back(value(a, *t));
+    const bool shift = *op == Op::LeftShift || *op == Op::RightShift;
+    if (shift && (xs[1].i < 0 || xs[1].i >= 8 * dtype_size(*t))) ++shifts_past_width;
+    CHECK(eval_scalar(*op, *t, xs).i == value(r[2], *t).i);
+  }
+  CHECK(shifts_past_width >= 20);
 }
 
 TEST_CASE("docs/ops.md: the promotion table is ir::promote") {

@@ -748,3 +748,116 @@ TEST_CASE("promotion tiers: params, 0-d inputs, typed constants and 0-d results 
   // Explicit casts convert by the cast rules, unchecked.
   CHECK(b.graph().node(b.cast(Operand::of(hi), DType::I8).node).value.i == -24);
 }
+
+namespace {
+// The bit operations of one integer dtype against an oracle written with exact int64 / 128-bit
+// arithmetic: a << b is a * 2^b wrapped to the width, a >> b is floor(a / 2^b), and a count
+// outside [0, W) gives 0 (left) or the sign fill (right), PyTorch's and NumPy's rule
+// (docs/ops.md). Returns the number of mismatches over all pairs of `values`.
+template <class T>
+int bit_op_mismatches(DType t, const std::vector<int64_t>& values) {
+  constexpr int W = 8 * static_cast<int>(sizeof(T));
+  constexpr bool sgn = std::numeric_limits<T>::is_signed;
+  auto wrap = [](__int128 v) {  // v mod 2^W as a value of T
+    const unsigned __int128 m = static_cast<unsigned __int128>(v) & ((static_cast<unsigned __int128>(1) << W) - 1);
+    return static_cast<int64_t>(sgn && (m >> (W - 1)) ? static_cast<__int128>(m) - (static_cast<__int128>(1) << W)
+                                                      : static_cast<__int128>(m));
+  };
+  auto floor_shift = [](int64_t a, int64_t n) {  // floor(a / 2^n), 0 <= n < 64
+    const __int128 d = static_cast<__int128>(1) << n;
+    __int128 q = a / d;
+    if (q * d != a && a < 0) --q;
+    return static_cast<int64_t>(q);
+  };
+  int bad = 0;
+  for (int64_t a : values)
+    for (int64_t b : values) {
+      const bool outside = b < 0 || b >= W;
+      const int64_t ls = outside ? 0 : wrap(static_cast<__int128>(a) * (static_cast<__int128>(1) << b));
+      const int64_t rs = outside ? (a < 0 ? -1 : 0) : floor_shift(a, b);
+      const int64_t want[] = {wrap(a & b), wrap(a | b), wrap(a ^ b), wrap(~a), ls, rs};
+      const Op ops[] = {Op::BitwiseAnd, Op::BitwiseOr, Op::BitwiseXor, Op::BitwiseNot, Op::LeftShift, Op::RightShift};
+      for (int k = 0; k < 6; ++k) {
+        const Scalar r = ops[k] == Op::BitwiseNot ? un(ops[k], I(t, a)) : bin(ops[k], I(t, a), I(t, b));
+        if (r.i != want[k] && bad++ < 4)
+          FAIL_CHECK(op_name(ops[k]) << "(" << a << ", " << b << ") in " << dtype_name(t) << ": got " << r.i
+                                     << ", want " << want[k]);
+      }
+    }
+  return bad;
+}
+}  // namespace
+
+TEST_CASE("bit operations and shifts: every i8 and u8 pair; i32 and i64 extremes and counts around the width") {
+  std::vector<int64_t> i8, u8;
+  for (int64_t v = -128; v < 128; ++v) i8.push_back(v);
+  for (int64_t v = 0; v < 256; ++v) u8.push_back(v);
+  CHECK(bit_op_mismatches<signed char>(DType::I8, i8) == 0);
+  CHECK(bit_op_mismatches<unsigned char>(DType::U8, u8) == 0);
+  std::vector<int64_t> i32 = {kI32Min, kI32Min + 1, -1000, -65, -64, -33, -32, -2, -1, 0, 1, 2, 3, 30, 31, 32, 33,
+                              63, 64, 65, 100, 12345, kI32Max - 1, kI32Max};
+  CHECK(bit_op_mismatches<int>(DType::I32, i32) == 0);
+  std::vector<int64_t> i64 = i32;
+  for (int64_t v : {kI64Min, kI64Min + 1, int64_t{62}, int64_t{1} << 40, -(int64_t{1} << 40), kI64Max - 1, kI64Max})
+    i64.push_back(v);
+  CHECK(bit_op_mismatches<long long>(DType::I64, i64) == 0);
+  // bool: logical.
+  for (bool a : {false, true})
+    for (bool b : {false, true}) {
+      CHECK(bin(Op::BitwiseAnd, B(a), B(b)).i == (a && b));
+      CHECK(bin(Op::BitwiseOr, B(a), B(b)).i == (a || b));
+      CHECK(bin(Op::BitwiseXor, B(a), B(b)).i == (a != b));
+    }
+  CHECK(un(Op::BitwiseNot, B(true)).i == 0);
+  CHECK(un(Op::BitwiseNot, B(false)).i == 1);
+}
+
+TEST_CASE("bit operations: typing (PyTorch's domains), literal fits and folding as Python") {
+  Built g;
+  auto ap = [&](Op op, std::vector<Operand> a) { return g.b.apply(op, a); };
+  CHECK(g.dtype(ap(Op::BitwiseAnd, {g.in(DType::I32), g.in(DType::Bool)})) == DType::I32);
+  CHECK(g.dtype(ap(Op::BitwiseXor, {g.in(DType::Bool), g.in(DType::Bool)})) == DType::Bool);
+  CHECK(g.dtype(ap(Op::BitwiseOr, {g.in(DType::Bool), lit_b(true)})) == DType::Bool);
+  CHECK(g.dtype(ap(Op::BitwiseNot, {g.in(DType::Bool)})) == DType::Bool);
+  CHECK(g.dtype(ap(Op::BitwiseAnd, {g.in(DType::U8), g.in(DType::I8)})) == DType::I32);  // PyTorch: int16
+  CHECK(g.dtype(ap(Op::LeftShift, {g.in(DType::I8), lit_i(100)})) == DType::I8);
+  CHECK(g.dtype(ap(Op::RightShift, {g.in(DType::U8), g.in(DType::I64)})) == DType::I64);
+  CHECK(g.dtype(ap(Op::LeftShift, {g.in(DType::Bool), lit_i(1)})) == DType::I64);  // bool + int literal -> i64
+  // Refused, with the op and the dtype named: floats anywhere, shifts of bool, counts that do not fit.
+  auto refused = [&](Op op, std::vector<Operand> a, const char* what) {
+    try {
+      ap(op, a);
+      FAIL("accepted: " << what);
+    } catch (const UserError& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(what) != std::string::npos, e.what());
+    }
+  };
+  refused(Op::BitwiseAnd, {g.in(DType::I32), g.in(DType::F32)}, "bitwise_and is not defined for f32 operands; it needs integer or bool operands");
+  refused(Op::BitwiseNot, {g.in(DType::F16)}, "bitwise_not is not defined for f16 operands");
+  refused(Op::LeftShift, {g.in(DType::I64), lit_f(0.5)}, "left_shift is not defined for f32 operands; it needs integer operands");
+  refused(Op::RightShift, {g.in(DType::Bool), g.in(DType::Bool)}, "right_shift is not defined for bool operands; cast to an integer type first");
+  refused(Op::LeftShift, {g.in(DType::Bool), lit_b(true)}, "left_shift is not defined for bool");
+  refused(Op::LeftShift, {g.in(DType::I8), lit_i(128)}, "literal 128 does not fit in i8");
+  refused(Op::BitwiseXor, {lit_f(1.5), lit_i(1)}, "bitwise_xor is not defined for f64");
+  // Literal folding: Python's & | ^ keep bools bool; << is exact (2^64 does not fit i64); a
+  // negative count, which Python refuses, takes the op's rule.
+  auto folded = [&](Op op, std::vector<Operand> a) {
+    const Operand r = ap(op, a);
+    REQUIRE(r.is_literal());
+    return r.lit;
+  };
+  CHECK(folded(Op::BitwiseAnd, {lit_b(true), lit_b(true)}).cat == Category::Bool);
+  CHECK(folded(Op::BitwiseNot, {lit_b(true)}).i == 0);
+  CHECK(folded(Op::BitwiseNot, {lit_b(true)}).cat == Category::Bool);
+  CHECK(folded(Op::BitwiseAnd, {lit_b(true), lit_i(3)}).cat == Category::Int);
+  CHECK(folded(Op::LeftShift, {lit_b(true), lit_b(true)}).i == 2);
+  CHECK(folded(Op::LeftShift, {lit_i(-1), lit_i(63)}).i == kI64Min);
+  CHECK(folded(Op::LeftShift, {lit_i(0), lit_i(1000)}).i == 0);
+  CHECK(folded(Op::LeftShift, {lit_i(1), lit_i(-1)}).i == 0);
+  CHECK(folded(Op::RightShift, {lit_i(-5), lit_i(-1)}).i == -1);
+  CHECK(folded(Op::RightShift, {lit_i(kI64Min), lit_i(1000)}).i == -1);
+  CHECK_THROWS_AS(ap(Op::LeftShift, {lit_i(1), lit_i(63)}), UserError);
+  CHECK_THROWS_AS(ap(Op::LeftShift, {lit_i(1), lit_i(64)}), UserError);
+  CHECK_THROWS_AS(ap(Op::LeftShift, {lit_i(kI64Min), lit_i(1)}), UserError);
+  CHECK(folded(Op::LeftShift, {lit_i(-(int64_t{1} << 61)), lit_i(2)}).i == kI64Min);
+}

@@ -10,7 +10,8 @@
 // - fj_<op>(CT...) for every non-leaf op of ir/ops.def except cast, overloaded on compute types.
 //   Integer arithmetic wraps (done in unsigned types: never UB). x//0, x%0, fmod(x,0) give 0 for
 //   integers; INT_MIN//-1 = INT_MIN (wraps), INT_MIN % -1 = 0. Integer pow with a negative
-//   exponent follows PyTorch: 1 for base 1, +-1 for base -1, otherwise 0.
+//   exponent follows PyTorch: 1 for base 1, +-1 for base -1, otherwise 0. Shifts by a count
+//   outside [0, width) give 0 (left) or the sign fill (right), as PyTorch and NumPy.
 // - NaN: maximum/minimum/clamp/relu propagate NaN; fmax/fmin return the other operand.
 // - Zeros: sign(-0.0) = +0.0; a zero float remainder (mod) takes the divisor's sign (Python,
 //   NumPy); docs/ops.md lists every signed-zero, NaN and inf rule where NumPy and PyTorch differ.
@@ -549,8 +550,8 @@ FJ_FN unsigned char fj_pow(unsigned char a, unsigned char b) { return fj_i_powu(
 #undef FJ_INT_COMMON
 
 // ---------------------------------------------------------------------------------------------
-// Bool ops (the builder allows add, mul, maximum, minimum, fmax, fmin, abs, clamp, where on bool:
-// add is logical or, mul logical and, as in PyTorch).
+// Bool ops (the builder allows add, mul, maximum, minimum, fmax, fmin, abs, clamp, where and the
+// bitwise ops on bool: add is logical or, mul logical and, as in PyTorch; bitwise ops further down).
 // ---------------------------------------------------------------------------------------------
 FJ_FN bool fj_add(bool a, bool b) { return a || b; }
 FJ_FN bool fj_mul(bool a, bool b) { return a && b; }
@@ -601,14 +602,39 @@ FJ_TABLE_FLOAT_OPS(float)
 FJ_TABLE_FLOAT_OPS(double)
 #undef FJ_TABLE_FLOAT_OPS
 
-// Integer ops (T: the compute type, U: its unsigned twin; wrapping, never UB).
-#define FJ_TABLE_INT_OPS(T, U) \
-  FJ_FN T fj_fma(T a, T b, T c) { return (T)(U)((U)((U)a * (U)b) + (U)c); }
-FJ_TABLE_INT_OPS(signed char, unsigned char)
-FJ_TABLE_INT_OPS(unsigned char, unsigned char)
-FJ_TABLE_INT_OPS(int, unsigned int)
-FJ_TABLE_INT_OPS(long long, unsigned long long)
+// Integer ops (T: the compute type, U: its unsigned twin, W: its width in bits; wrapping, never
+// UB). Bit operations act on the two's-complement bits, computed in U. Shift counts follow
+// PyTorch's lshift/rshift kernels (NumPy's npy_lshift/npy_rshift agree): a count outside
+// [0, W) -- negative, or W and more -- gives 0 for left_shift; for right_shift it shifts by W - 1
+// on signed types (sign fill: -1 for negative values, else 0) and gives 0 on u8. (U)b >= W tests
+// both ends at once (a negative count converts to a large unsigned value). The signed right shift
+// shifts only non-negative values (~(~a >> n) for negative a): C++17 leaves >> of a negative value
+// implementation-defined.
+#define FJ_TABLE_INT_OPS(T, U, W) \
+  FJ_FN T fj_fma(T a, T b, T c) { return (T)(U)((U)((U)a * (U)b) + (U)c); } \
+  FJ_FN T fj_bitwise_and(T a, T b) { return (T)(U)((U)a & (U)b); } \
+  FJ_FN T fj_bitwise_or(T a, T b) { return (T)(U)((U)a | (U)b); } \
+  FJ_FN T fj_bitwise_xor(T a, T b) { return (T)(U)((U)a ^ (U)b); } \
+  FJ_FN T fj_bitwise_not(T x) { return (T)(U)~(U)x; } \
+  FJ_FN T fj_left_shift(T a, T b) { return (U)b >= (U)(W) ? (T)0 : (T)(U)((U)a << b); }
+#define FJ_TABLE_SIGNED_OPS(T, U, W) \
+  FJ_TABLE_INT_OPS(T, U, W) \
+  FJ_FN T fj_right_shift(T a, T b) { \
+    const T n = (U)b >= (U)((W) - 1) ? (T)((W) - 1) : b; \
+    return a < (T)0 ? (T)~(~a >> n) : (T)(a >> n); \
+  }
+FJ_TABLE_SIGNED_OPS(signed char, unsigned char, 8)
+FJ_TABLE_SIGNED_OPS(int, unsigned int, 32)
+FJ_TABLE_SIGNED_OPS(long long, unsigned long long, 64)
+FJ_TABLE_INT_OPS(unsigned char, unsigned char, 8)
+FJ_FN unsigned char fj_right_shift(unsigned char a, unsigned char b) { return b >= 8 ? (unsigned char)0 : (unsigned char)(a >> b); }
+#undef FJ_TABLE_SIGNED_OPS
 #undef FJ_TABLE_INT_OPS
+// On bool the bit operations are logical (PyTorch and NumPy); shifts are not defined on bool.
+FJ_FN bool fj_bitwise_and(bool a, bool b) { return a && b; }
+FJ_FN bool fj_bitwise_or(bool a, bool b) { return a || b; }
+FJ_FN bool fj_bitwise_xor(bool a, bool b) { return a != b; }
+FJ_FN bool fj_bitwise_not(bool x) { return !x; }
 
 // fma of f16/bf16 values, rounded once to the half format (mb, eb: its mantissa and exponent
 // bits). Rounding a*b + c to f32 (or to f64) first and then to the half format can round twice

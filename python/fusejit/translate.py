@@ -93,6 +93,12 @@ OPS: dict[str, tuple[str, str]] = {
     "fma": ("{0} * {1} + {2}", "torch.addcmul({2}, {0}, {1})"),
     "lerp": ("xp.where(xp.abs({2}) < 0.5, {0} + {2} * ({1} - {0}), {1} - ({1} - {0}) * (1 - {2}))",
              "torch.lerp({0}, {1}, {2})"),
+    "bitwise_and": ("xp.bitwise_and({0}, {1})", "torch.bitwise_and({0}, {1})"),
+    "bitwise_or": ("xp.bitwise_or({0}, {1})", "torch.bitwise_or({0}, {1})"),
+    "bitwise_xor": ("xp.bitwise_xor({0}, {1})", "torch.bitwise_xor({0}, {1})"),
+    "bitwise_not": ("xp.invert({0})", "torch.bitwise_not({0})"),
+    "left_shift": ("xp.left_shift({0}, {1})", "torch.bitwise_left_shift({0}, {1})"),
+    "right_shift": ("xp.right_shift({0}, {1})", "torch.bitwise_right_shift({0}, {1})"),
     "cast": ("{0}.astype(fj.{dtype})", "{0}.to(fj.{dtype})"),
 }
 

@@ -10,11 +10,14 @@ bools counting as the ints 0 and 1 in arithmetic. Each line is
     OP(ARG, ...) <tab> KIND <tab> VALUE
 
 KIND is bool, int, float or error (an int result outside i64: fusejit refuses it, Python's
-integers would not wrap); a float VALUE is float.hex() (exact). Ops with a Python operator or
+integers would not wrap; or operands Python refuses, such as a float in a bitwise op); a float
+VALUE is float.hex() (exact). Ops with a Python operator or
 `math` function use it; the others use the formula docs/ops.md defines for them, written with
 Python's arithmetic (maximum propagates NaN, as numpy.maximum does; fmod of ints truncates, as
 C's % does). Where Python raises (division by zero, a math domain or range error, a complex
-power) there is no line: fusejit's own op rule applies there (tests/test_semantics.cpp). Ints
+power, a negative shift count) there is no line: fusejit's own op rule applies there
+(tests/test_semantics.cpp). One op departs from Python on purpose: bitwise_not(true) is false
+(NumPy, PyTorch), where Python's deprecated ~True is -2. Ints
 beyond 2^53 meeting a float, true division or a float function are left out: fusejit converts
 the int to f64 first (as NumPy does), Python compares and divides exact integers.
 """
@@ -159,6 +162,8 @@ UNARY = {
     "atan": f64(math.atan), "sinh": f64(math.sinh), "cosh": f64(math.cosh), "asinh": f64(math.asinh),
     "acosh": f64(math.acosh), "atanh": f64(math.atanh), "hardswish": f64(hardswish),
     "hardsigmoid": f64(hardsigmoid), "elu": f64(lambda x: math.expm1(x) if x < 0 else x),
+    # ~True == -2 in Python (deprecated since 3.12); fusejit gives NumPy's and PyTorch's not.
+    "bitwise_not": lambda x: (not x) if isinstance(x, bool) else ~x,
 }
 BINARY = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
@@ -169,6 +174,8 @@ BINARY = {
     "logical_and": lambda a, b: bool(a) and bool(b), "logical_or": lambda a, b: bool(a) or bool(b),
     "hypot": f64(math.hypot), "copysign": f64(math.copysign),
     "leaky_relu": f64(lambda x, slope: x if x > 0 else x * slope),
+    "bitwise_and": lambda a, b: a & b, "bitwise_or": lambda a, b: a | b, "bitwise_xor": lambda a, b: a ^ b,
+    "left_shift": lambda a, b: a << b, "right_shift": lambda a, b: a >> b,
 }
 FLOAT_FNS = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "sin",
              "cos", "tan", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu", "softplus", "erf", "atan2", "div",
@@ -204,9 +211,10 @@ def lossy(op, args):
 
 
 def huge_power(op, args):
-    """An integer power whose exact value needs more than 64 bits (never computed: 2**62 ** 2**62)."""
-    a, b = args if op == "pow" else (0, 0)
-    return kind(a) != "float" and kind(b) != "float" and abs(a) >= 2 and b > 64
+    """An integer power or left shift whose exact value needs more than 64 bits (never computed:
+    2**62 ** 2**62, 1 << 2**62)."""
+    a, b = args if op in ("pow", "left_shift") else (0, 0)
+    return kind(a) != "float" and kind(b) != "float" and abs(a) >= (1 if op == "left_shift" else 2) and b > 64
 
 
 def line(op, fn, args):
@@ -217,7 +225,7 @@ def line(op, fn, args):
         return f"{call}\terror\t-"
     try:
         r = fn(*args)
-    except I64Overflow:
+    except (I64Overflow, TypeError):  # TypeError: Python refuses the operands (1.5 & 1), as fusejit does
         return f"{call}\terror\t-"
     except (ZeroDivisionError, ValueError, OverflowError):
         return None
@@ -237,6 +245,9 @@ def main():
     extra = [("pow", (-2**31, -2)), ("pow", (2, 63)), ("pow", (-2, 63)), ("pow", (2, 64)), ("pow", (-1, -3)),
              ("mul", (2**62, 2)), ("sub", (-2**63, 1)), ("floordiv", (-2**63, -1)), ("div", (1, 3)),
              ("add", (True, False)), ("mul", (True, True)), ("sub", (False, True))]
+    for a, b in [(1, 62), (1, 63), (-1, 63), (2, 62), (-2, 62), (3, 61), (1, 64), (0, 64), (0, 100), (-1, 100),
+                 (5, 100), (2**62, 1), (-2**62, 1), (-2**63, 63), (-2**63, 64), (2**63 - 1, 62), (-1, 2**63 - 1)]:
+        extra += [("left_shift", (a, b)), ("right_shift", (a, b))]
     out += [line(op, BINARY[op], args) for op, args in extra]
     where = lambda c, a, b: as_kind(a if c else b, common(a, b))
     clamp = lambda x, lo, hi: select_min(select_max(x, lo), hi)

@@ -12,7 +12,8 @@ rational a*b + c rounded once to nearest-even ("exact", the IEEE 754 fusedMultip
 Run from the repository root (the output is deterministic; commit it with the script):
     python3 -m venv /tmp/fj-venv && /tmp/fj-venv/bin/pip install numpy torch
     /tmp/fj-venv/bin/python tests/data/op_expectations.py
-`--measure [OP...]` instead prints how far glibc (the CPU path's math library) lies from the same sources
+`--only OP...` rewrites only those ops' lines (the others stay as the file has them; ops whose
+sources are NumPy's need no PyTorch). `--measure [OP...]` instead prints how far glibc (the CPU path's math library) lies from the same sources
 on ordinary values (the numbers in docs/ops.md's "NumPy, PyTorch and glibc" table).
 
 Line format (bits in hex, little-endian value of the dtype's width; bool 0/1):
@@ -22,6 +23,7 @@ than the source (e.g. NumPy's AVX-512 paths use Intel SVML, PyTorch's vector pat
 then expects glibc's bits, and docs/ops.md lists the difference.
 """
 
+import functools
 import math
 import os
 import sys
@@ -161,12 +163,13 @@ def numpy_fn(name):
     return run
 
 
-def torch_fn(fn, f64_fallback=None):
-    """A PyTorch function on tensors of dt; for dtypes PyTorch lacks it, f64_fallback (a NumPy
-    function) in float64 rounded once to dt."""
+def torch_fn(path):
+    """A PyTorch function on tensors of dt, named by its path below `torch` ("nn.functional.elu"),
+    so that the ops whose sources are NumPy's can be regenerated without PyTorch (--only)."""
     def run(dt, args):
         if torch is None:
             sys.exit("PyTorch is needed for this op: pip install torch")
+        fn = functools.reduce(getattr, path.split("."), torch)
         ts = [from_bits(dt, a) if dt == "bf16" else torch.from_numpy(from_bits(dt, a)) for a in args]
         out = fn(*ts)
         if dt == "bf16":
@@ -266,23 +269,31 @@ def first_of(*runs):
 # for operand bit lists.
 OPS = {
     "cbrt": (1, FLOAT_DTYPES, first_of(numpy_fn("cbrt"), f64_fn("cbrt")), None),
-    "erfc": (1, FLOAT_DTYPES, torch_fn(torch.erfc), None),
-    "asin": (1, FLOAT_DTYPES, first_of(numpy_fn("arcsin"), torch_fn(torch.asin)), None),
-    "acos": (1, FLOAT_DTYPES, first_of(numpy_fn("arccos"), torch_fn(torch.acos)), None),
-    "atan": (1, FLOAT_DTYPES, first_of(numpy_fn("arctan"), torch_fn(torch.atan)), None),
-    "sinh": (1, FLOAT_DTYPES, first_of(numpy_fn("sinh"), torch_fn(torch.sinh)), None),
-    "cosh": (1, FLOAT_DTYPES, first_of(numpy_fn("cosh"), torch_fn(torch.cosh)), None),
-    "asinh": (1, FLOAT_DTYPES, first_of(numpy_fn("arcsinh"), torch_fn(torch.asinh)), None),
-    "acosh": (1, FLOAT_DTYPES, first_of(numpy_fn("arccosh"), torch_fn(torch.acosh)), None),
-    "atanh": (1, FLOAT_DTYPES, first_of(numpy_fn("arctanh"), torch_fn(torch.atanh)), None),
-    "hardswish": (1, FLOAT_DTYPES, torch_fn(torch.nn.functional.hardswish), None),
-    "hardsigmoid": (1, FLOAT_DTYPES, torch_fn(torch.nn.functional.hardsigmoid), None),
-    "elu": (1, FLOAT_DTYPES, torch_fn(torch.nn.functional.elu), None),
-    "hypot": (2, FLOAT_DTYPES, first_of(numpy_fn("hypot"), torch_fn(torch.hypot)), None),
-    "copysign": (2, FLOAT_DTYPES, first_of(numpy_fn("copysign"), torch_fn(torch.copysign)), None),
+    "erfc": (1, FLOAT_DTYPES, torch_fn("erfc"), None),
+    "asin": (1, FLOAT_DTYPES, first_of(numpy_fn("arcsin"), torch_fn("asin")), None),
+    "acos": (1, FLOAT_DTYPES, first_of(numpy_fn("arccos"), torch_fn("acos")), None),
+    "atan": (1, FLOAT_DTYPES, first_of(numpy_fn("arctan"), torch_fn("atan")), None),
+    "sinh": (1, FLOAT_DTYPES, first_of(numpy_fn("sinh"), torch_fn("sinh")), None),
+    "cosh": (1, FLOAT_DTYPES, first_of(numpy_fn("cosh"), torch_fn("cosh")), None),
+    "asinh": (1, FLOAT_DTYPES, first_of(numpy_fn("arcsinh"), torch_fn("asinh")), None),
+    "acosh": (1, FLOAT_DTYPES, first_of(numpy_fn("arccosh"), torch_fn("acosh")), None),
+    "atanh": (1, FLOAT_DTYPES, first_of(numpy_fn("arctanh"), torch_fn("atanh")), None),
+    "hardswish": (1, FLOAT_DTYPES, torch_fn("nn.functional.hardswish"), None),
+    "hardsigmoid": (1, FLOAT_DTYPES, torch_fn("nn.functional.hardsigmoid"), None),
+    "elu": (1, FLOAT_DTYPES, torch_fn("nn.functional.elu"), None),
+    "hypot": (2, FLOAT_DTYPES, first_of(numpy_fn("hypot"), torch_fn("hypot")), None),
+    "copysign": (2, FLOAT_DTYPES, first_of(numpy_fn("copysign"), torch_fn("copysign")), None),
     "leaky_relu": (2, FLOAT_DTYPES, leaky_relu_source, None),
     "fma": (3, FLOAT_DTYPES + INT_DTYPES, fma_source, lambda dt: fma_ties(dt) if dt in FORMAT else [[], [], []]),
-    "lerp": (3, FLOAT_DTYPES, torch_fn(torch.lerp), None),
+    "lerp": (3, FLOAT_DTYPES, torch_fn("lerp"), None),
+    # Integer bit operations: NumPy, whose shifts agree with PyTorch's lshift/rshift kernels on
+    # every count (docs/ops.md); and/or/xor/not are logical on bool in both.
+    "bitwise_and": (2, INT_DTYPES + ["bool"], numpy_fn("bitwise_and"), None),
+    "bitwise_or": (2, INT_DTYPES + ["bool"], numpy_fn("bitwise_or"), None),
+    "bitwise_xor": (2, INT_DTYPES + ["bool"], numpy_fn("bitwise_xor"), None),
+    "bitwise_not": (1, INT_DTYPES + ["bool"], numpy_fn("invert"), None),
+    "left_shift": (2, INT_DTYPES, numpy_fn("left_shift"), None),
+    "right_shift": (2, INT_DTYPES, numpy_fn("right_shift"), None),
 }
 
 
@@ -427,28 +438,52 @@ def measure(only=None):
                   (op, dt, src, sum(1 for d in diff if d), len(diff), max(diff), glibc_error(op, dt, args, g)))
 
 
+def op_lines(op):
+    """The data lines of one op, every dtype of its OPS entry."""
+    arity, dtypes, source, extra = OPS[op]
+    lines = []
+    for dt in dtypes:
+        args = cases(dt, arity)
+        if extra:
+            more = extra(dt)
+            args = [a + m for a, m in zip(args, more)]
+        src, res = source(dt, args)
+        lib = glibc_bits(op, dt, args) if op in GLIBC else res
+        width = 1 if dt == "bool" else {"f16": 4, "bf16": 4, "i8": 2, "u8": 2, "f32": 8, "i32": 8}.get(dt, 16)
+        for k in range(len(res)):
+            ops = " ".join("%0*x" % (width, a[k]) for a in args)
+            line = "%s %s %s %s -> %0*x" % (op, dt, src, ops, width, res[k])
+            if lib[k] != res[k] and ulps(dt, lib[k], res[k]) != 0:
+                line += " glibc %0*x" % (width, lib[k])  # a difference the test checks and docs list
+            lines.append(line)
+    return lines
+
+
 def main():
+    """Writes every op's lines; `--only OP...` rewrites those ops' lines and keeps the others as the
+    file has them (the same NumPy version required), so ops with NumPy sources can be added where
+    PyTorch is not installed."""
     if sys.argv[1:2] == ["--measure"]:
         return measure(sys.argv[2:])
     out_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "op_expectations.txt")
-    lines = ["# Generated by tests/data/op_expectations.py (numpy %s, torch %s); do not edit." %
-             (np.__version__, torch.__version__ if torch else "absent"),
-             "# <op> <dtype> <source> <operand bits>... -> <result bits> [glibc <bits>]"]
-    for op, (arity, dtypes, source, extra) in OPS.items():
-        for dt in dtypes:
-            args = cases(dt, arity)
-            if extra:
-                more = extra(dt)
-                args = [a + m for a, m in zip(args, more)]
-            src, res = source(dt, args)
-            lib = glibc_bits(op, dt, args) if op in GLIBC else res
-            width = 1 if dt == "bool" else {"f16": 4, "bf16": 4, "i8": 2, "u8": 2, "f32": 8, "i32": 8}.get(dt, 16)
-            for k in range(len(res)):
-                ops = " ".join("%0*x" % (width, a[k]) for a in args)
-                line = "%s %s %s %s -> %0*x" % (op, dt, src, ops, width, res[k])
-                if lib[k] != res[k] and ulps(dt, lib[k], res[k]) != 0:
-                    line += " glibc %0*x" % (width, lib[k])  # a difference the test checks and docs list
-                lines.append(line)
+    only = sys.argv[2:] if sys.argv[1:2] == ["--only"] else None
+    kept = {}
+    header = "# Generated by tests/data/op_expectations.py (numpy %s, torch %s); do not edit." % (
+        np.__version__, torch.__version__ if torch else "absent")
+    if only:
+        unknown = [op for op in only if op not in OPS]
+        if unknown:
+            sys.exit("unknown ops: %s" % " ".join(unknown))
+        with open(out_path) as f:
+            old = f.read().splitlines()
+        if "(numpy %s," % np.__version__ not in old[0]:
+            sys.exit("%s was made with another NumPy than %s: regenerate every op" % (out_path, np.__version__))
+        header = old[0]
+        for line in old[2:]:
+            kept.setdefault(line.split(" ", 1)[0], []).append(line)
+    lines = [header, "# <op> <dtype> <source> <operand bits>... -> <result bits> [glibc <bits>]"]
+    for op in OPS:
+        lines += op_lines(op) if only is None or op in only else kept.get(op, [])
     with open(out_path, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("wrote %d cases to %s" % (len(lines) - 2, out_path))

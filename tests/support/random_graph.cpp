@@ -167,11 +167,36 @@ struct Gen {
     }
   }
 
+  // An integer-only row of ir/ops.def (domain Int or IntBool: bit operations, shifts) on integer
+  // values (bool too for IntBool), the second operand often a shift count around the widths.
+  // Drawn like the other ops, they would seldom meet only integer operands in a pool of mostly
+  // floats.
+  bool int_op(Op op) {
+    if (!o.allow_int) return false;
+    const bool with_bool = op_info(op).domain == OpDomain::IntBool;
+    std::vector<NodeId> ints;
+    for (NodeId id : pool) {
+      const DType t = b.graph().node(id).dtype;
+      if (is_int(t) || (with_bool && t == DType::Bool)) ints.push_back(id);
+    }
+    if (ints.empty() || r.chance(0.2)) {
+      static const std::vector<DType> int_types = {DType::I8, DType::U8, DType::I32, DType::I64};
+      if (!try_cast(any(), r.pick(int_types))) return false;
+      ints.push_back(pool.back());
+    }
+    std::vector<Operand> args = {Operand::of(r.pick(ints))};
+    static const std::vector<int64_t> counts = {-1, 0, 1, 7, 8, 9, 31, 32, 33, 63, 64, 65, 100};
+    if (op_arity(op) == 2)
+      args.push_back(r.chance(0.5) ? Operand::of(ilit(r.pick(counts))) : Operand::of(r.pick(ints)));
+    return try_apply(op, args);
+  }
+
   bool random_op() {
     if (r.chance(0.08)) return try_cast(any(), r.pick(dtypes(o)));
     Op op;  // any callable row of ir/ops.def (casts are drawn above)
     do op = static_cast<Op>(r.below(kNumOps));
     while (is_leaf(op) || op == Op::Cast);
+    if (op_info(op).domain == OpDomain::Int || op_info(op).domain == OpDomain::IntBool) return int_op(op);
     std::vector<Operand> args;
     for (int k = 0; k < op_arity(op); ++k) args.push_back(operand());
     return try_apply(op, args);

@@ -29,7 +29,8 @@ struct RandomGraphOptions {
 // A verified graph built with ir::GraphBuilder::apply (typing and broadcasting rules apply):
 // mixed dtypes, size-1 dims and rank differences, literals with special values (inf, nan, -0.0,
 // integer extremes), params, several outputs, and every op of ir/ops.def (drawn from the table, so a
-// new row is generated without a change here) including cast/where/clamp/compare.
+// new row is generated without a change here) including cast/where/clamp/compare; integer-only
+// rows (bit operations, shifts) on integer operands, often with shift counts around the widths.
 ir::Graph random_graph(const RandomGraphOptions& options);
 
 // One tensor per graph input (current dim sizes). About `special_rate` of the elements are special
