@@ -418,8 +418,9 @@ bool wants_json(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   CLI::App app{"fusejit: a runtime JIT kernel fuser for NVIDIA GPUs.\n"
-               "Fuses graphs of elementwise ops into generated CUDA kernels (NVRTC, cached), runs them\n"
-               "fused and unfused, and reports time, bytes moved, bandwidth and a bitwise check.",
+               "Fuses graphs of elementwise ops and reductions into generated CUDA kernels (NVRTC,\n"
+               "cached), runs them fused and unfused, and reports time, bytes moved, bandwidth and a\n"
+               "bitwise check.",
                "fusejit"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(fj::version()));

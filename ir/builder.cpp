@@ -8,6 +8,7 @@
 
 #include "ir/eval.h"
 #include "ir/random_fill.h"
+#include "ir/reduce.h"
 #include "ir/verify.h"
 
 namespace fusejit::ir {
@@ -338,6 +339,7 @@ Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
                         (info.arity == 1 ? "" : "s") + ", got " + std::to_string(args.size()),
                     loc);
 
+  if (info.rule == TypeRule::Reduce) return reduce(op, args[0], {}, false, loc);
   bool any_strong = false;
   for (const Operand& a : args) any_strong |= !a.is_literal();
   if (!any_strong) return fold_literals(op, args, loc);
@@ -478,6 +480,10 @@ void rebind_dims(Graph& g, const std::vector<std::pair<std::string, int64_t>>& v
           throw UserError("input '" + n.name + "' has shape " + shape_to_string(n.shape, &g) +
                           " whose element count overflows 64 bits", n.loc);
       }
+    } else if (is_reduction(n.op)) {
+      const Shape& in = g.node(n.args[0]).shape;
+      check_reduce_nonempty(n.op, in, n.red.axes, n.name.empty() ? "" : "'" + n.name + "'", n.loc);
+      n.shape = reduced_shape(in, n.red.axes, n.red.keepdim);
     } else if (!is_leaf(n.op)) {
       Shape s = g.node(n.args[0]).shape;
       for (int k = 1; k < n.nargs; ++k) s = broadcast_shapes(s, g.node(n.args[k]).shape, n.loc, &g);
@@ -501,7 +507,7 @@ bool structurally_equal(const Graph& a, const Graph& b) {
   for (size_t k = 0; k < a.nodes.size(); ++k) {
     const Node &x = a.nodes[k], &y = b.nodes[k];
     if (x.op != y.op || x.dtype != y.dtype || x.shape != y.shape || x.args != y.args || x.nargs != y.nargs ||
-        x.slot != y.slot || x.name != y.name)
+        x.slot != y.slot || x.name != y.name || x.red != y.red)
       return false;
     if (x.op == Op::Const && !x.value.same_as(y.value)) return false;
   }

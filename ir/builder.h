@@ -79,6 +79,26 @@ class GraphBuilder {
   // or shape mismatch (naming both shapes), on a literal that does not fit the dtype it converts
   // to (check_literal_fits), and on an i64 overflow while folding literals.
   Operand apply(Op op, std::span<const Operand> args, Loc loc = {});
+  // Reduction `op` (sum, mean, prod, amax, amin) of x over `axes` (negative from the end; empty:
+  // every axis), keeping them as size-1 dims when `keepdim`. Applies PyTorch's dtype rules
+  // (ir/reduce.h, reduce_compute_dtype): x is cast to the compute dtype first and, for an f16/bf16
+  // x, the result cast back (one rounding at the end). A literal x becomes a 0-d constant.
+  // Throws UserError at `loc` on a bad axis (out of range, repeated), an integer mean, or an
+  // amax/amin of zero elements. apply(op, {x}) of a reduction op reduces every axis.
+  Operand reduce(Op op, const Operand& x, std::span<const int64_t> axes, bool keepdim, Loc loc = {});
+  // Composites in their numerically stable forms, expanded into primitives here so plans and
+  // dumps show them (docs/ops.md, "Reductions"); `axis` as for reduce(). x must be a float tensor
+  // of rank >= 1 (UserError otherwise, as PyTorch); f16/bf16 are computed in f32 and the result
+  // is cast back once, as PyTorch's softmax kernels accumulate in f32.
+  //   softmax(x, a)     = e / sum(e, a, keepdim), e = exp(x - amax(x, a, keepdim))
+  //   log_softmax(x, a) = (x - m) - log(sum(exp(x - m), a, keepdim)), m = amax(x, a, keepdim)
+  //   logsumexp(x, a)   = m' + log(sum(exp(x - m), a)), m' = m with the reduced axis removed,
+  //                       where an infinite m becomes 0 inside the exp (torch.logsumexp: a row
+  //                       of -inf gives -inf, a row holding +inf gives +inf, not NaN)
+  // Throws UserError as reduce() does.
+  Operand softmax(const Operand& x, int64_t axis, Loc loc = {});
+  Operand log_softmax(const Operand& x, int64_t axis, Loc loc = {});
+  Operand logsumexp(const Operand& x, int64_t axis, bool keepdim, Loc loc = {});
   // cast(x, dtype). A weak literal is converted straight to a Const of that dtype.
   Operand cast(const Operand& x, DType to, Loc loc = {});
   // Turns a literal into a Const node of its default dtype (i64, f32 or bool); nodes pass through.
@@ -89,6 +109,10 @@ class GraphBuilder {
   // Low-level append for passes: operands must already have the op's operand dtypes (FJ_CHECK);
   // the shape is the broadcast of the operands' shapes. For Cast, `dtype` is the target.
   NodeId add_typed(Op op, DType dtype, std::span<const NodeId> args, Loc loc = {});
+  // Low-level append of a reduction for passes: `arg` must already have the compute dtype `dtype`;
+  // the shape follows from `red` (ir/reduce.h). Throws UserError at `loc` for an amax/amin of
+  // zero elements.
+  NodeId add_reduce(Op op, DType dtype, NodeId arg, ReduceAttr red, Loc loc = {});
   // Copies a leaf (Input/Param/Const) of another graph with its declaration (for passes that
   // rebuild a graph). Inputs and params must be copied in slot order.
   NodeId copy_leaf(const Graph& from, NodeId leaf);

@@ -116,6 +116,7 @@ void check_args(Op op, DType result, std::span<const Scalar> a) {
       break;
     case TypeRule::Cast: break;
     case TypeRule::Leaf: break;
+    case TypeRule::Reduce: break;  // reductions are not scalar ops: unsupported() below
   }
 }
 

@@ -49,6 +49,14 @@ struct Scalar {
   bool same_as(const Scalar& o) const;
 };
 
+// What a reduction node reduces (ir/reduce.h): the bit mask of its operand's reduced axes (bit k:
+// axis k) and whether they stay as size-1 dims. Zero for every other op.
+struct ReduceAttr {
+  uint64_t axes = 0;
+  bool keepdim = false;
+  friend bool operator==(const ReduceAttr&, const ReduceAttr&) = default;
+};
+
 struct Node {
   Op op = Op::Const;
   DType dtype = DType::F32;
@@ -57,6 +65,7 @@ struct Node {
   uint8_t nargs = 0;
   Scalar value;         // Const only: the value (dtype == node dtype)
   int32_t slot = -1;    // Input: index into Graph::inputs; Param: index into Graph::params
+  ReduceAttr red;       // reductions only: reduced axes, keepdim
   std::string name;     // user-visible name ("" for unnamed temporaries)
   Loc loc;              // where the node was written; {} if built through the API
   NodeId arg(int k) const { return args[k]; }

@@ -105,7 +105,8 @@ std::string did_you_mean(std::string_view word, std::span<const std::string_view
 }
 
 std::string unknown_op_message(std::string_view name) {
-  std::vector<std::string_view> names;
+  // cast and the composites the builder expands (ir/builder.h) are called like ops.
+  std::vector<std::string_view> names{"cast", "softmax", "log_softmax", "logsumexp"};
   for (int k = 0; k < kNumOps; ++k)
     if (!is_leaf(static_cast<Op>(k))) names.push_back(op_name(static_cast<Op>(k)));
   return "unknown op " + quoted(name) + did_you_mean(name, names);

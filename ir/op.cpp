@@ -47,9 +47,10 @@ RuleDtypes rule_dtypes(TypeRule rule, DType common, DType float_default) {
     case TypeRule::Pred: return {common, DType::Bool};
     case TypeRule::Logical: return {DType::Bool, DType::Bool};
     case TypeRule::Leaf:
-    case TypeRule::Cast: break;
+    case TypeRule::Cast:
+    case TypeRule::Reduce: break;  // reductions: reduce_compute_dtype (ir/reduce.h)
   }
-  FJ_CHECK(false, "rule_dtypes: leaves and casts have no rule-derived dtypes");
+  FJ_CHECK(false, "rule_dtypes: leaves, casts and reductions have no rule-derived dtypes");
   return {common, common};
 }
 

@@ -23,7 +23,8 @@ inline constexpr int kNumOps = 0
     ;
 
 // How an op's result dtype follows from its operands; see ir/ops.def for each rule.
-enum class TypeRule : uint8_t { Leaf, Same, Float, Compare, Logical, Pred, Where, Cast };
+// Reduce: a reduction over axes of its one operand (ir/reduce.h has its dtype and shape rules).
+enum class TypeRule : uint8_t { Leaf, Same, Float, Compare, Logical, Pred, Where, Cast, Reduce };
 
 // The dtypes a Same-rule op accepts after promotion (ir/ops.def, column `domain`).
 enum class OpDomain : uint8_t { All, NoBool, Int, IntBool };
@@ -70,8 +71,8 @@ std::optional<Op> parse_op(std::string_view name);
 // Operand and result dtype of an op of rule `rule` whose operands promote to `common` (the
 // ir/ops.def type rules). `float_default` is what an integer or bool dtype becomes under the
 // Float rule: f32 for tensors (PyTorch), f64 when only Python-like literals are folded. Where:
-// `operand` is the value operands' dtype (the condition is bool). Leaf and Cast have no rule-
-// derived dtypes: InternalError.
+// `operand` is the value operands' dtype (the condition is bool). Leaf, Cast and Reduce (ir/reduce.h)
+// have no rule-derived dtypes: InternalError.
 struct RuleDtypes {
   DType operand;
   DType result;

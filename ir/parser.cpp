@@ -1,5 +1,7 @@
 #include "ir/parser.h"
 
+#include "ir/reduce.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -520,6 +522,8 @@ class Parser {
     check_depth(depth + 1, open.loc);
     std::optional<Op> op;
     bool is_cast = name.text == "cast";
+    if (is_composite(name.text) || (parse_op(name.text) && is_reduction(*parse_op(name.text))))
+      return reduce_call(name, depth);
     if (!is_cast) {
       op = parse_op(name.text);
       auto bound = scope_.find(std::string(name.text));
@@ -556,6 +560,70 @@ class Parser {
       return b_.cast(args[0], *cast_to, name.loc);
     }
     return b_.apply(*op, args, name.loc);
+  }
+
+  static bool is_composite(std::string_view n) { return n == "softmax" || n == "log_softmax" || n == "logsumexp"; }
+
+  // One axis: an integer, negative ones counting from the end.
+  int64_t axis_literal() {
+    const bool neg = tok_.kind == Tok::Minus;
+    if (neg) advance();
+    Token v = expect(Tok::Int, "an axis (an integer such as -1)");
+    if (v.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      throw UserError("axis " + std::string(v.text) + " does not fit in i64", v.loc);
+    return neg ? -static_cast<int64_t>(v.u) : static_cast<int64_t>(v.u);
+  }
+
+  // `, AXES` (an integer or a [list]) and `, keepdim`, each optional, then ')'.
+  void reduce_tail(std::vector<int64_t>& axes, bool& keepdim, bool& has_axes) {
+    while (tok_.kind == Tok::Comma) {
+      advance();
+      if (tok_.kind == Tok::Ident && tok_.text == "keepdim" && !keepdim) {
+        keepdim = true;
+        advance();
+      } else if (!has_axes && !keepdim && tok_.kind == Tok::LBracket) {
+        has_axes = true;
+        advance();
+        while (tok_.kind != Tok::RBracket) {
+          axes.push_back(axis_literal());
+          if (tok_.kind != Tok::Comma) break;
+          advance();
+        }
+        expect(Tok::RBracket, "']' to close the list of axes");
+      } else if (!has_axes && !keepdim) {
+        has_axes = true;
+        axes.push_back(axis_literal());
+      } else {
+        throw UserError("expected `keepdim` or ')' after the axes, found " + describe(tok_), tok_.loc);
+      }
+    }
+  }
+
+  // sum/mean/prod/amax/amin(x[, AXES][, keepdim]) and softmax/log_softmax(x, AXIS),
+  // logsumexp(x, AXIS[, keepdim]) (docs/graph-format.md).
+  Operand reduce_call(const Token& name, int depth) {
+    Token open = tok_;
+    check_depth(depth + 1, open.loc);
+    advance();  // '('
+    Operand x = expr(depth + 1);
+    std::vector<int64_t> axes;
+    bool keepdim = false, has_axes = false;
+    reduce_tail(axes, keepdim, has_axes);
+    if (tok_.kind != Tok::RParen)
+      throw UserError("expected ',' or ')' to close '(' at column " + std::to_string(open.loc.col) + ", found " +
+                          describe(tok_),
+                      tok_.loc);
+    advance();
+    room_for_op(name.loc);
+    if (!is_composite(name.text)) return b_.reduce(*parse_op(name.text), x, axes, keepdim, name.loc);
+    if (axes.size() != 1 || (keepdim && name.text != "logsumexp"))
+      throw UserError(std::string(name.text) + " takes a value and one axis" +
+                          (name.text == "logsumexp" ? " and an optional keepdim" : "") + ", e.g. " +
+                          std::string(name.text) + "(x, -1)",
+                      name.loc);
+    if (name.text == "softmax") return b_.softmax(x, axes[0], name.loc);
+    if (name.text == "log_softmax") return b_.log_softmax(x, axes[0], name.loc);
+    return b_.logsumexp(x, axes[0], keepdim, name.loc);
   }
 
   std::string_view text_;

@@ -1,6 +1,8 @@
 // The unfused plan, traffic accounting and the kernel parameter estimate (ir/plan.h).
 #include "ir/plan.h"
 
+#include "ir/reduce.h"
+
 #include <algorithm>
 
 namespace fusejit::ir {
@@ -62,6 +64,10 @@ Plan plan_unfused(const Graph& g) {
     grp.params.erase(std::unique(grp.params.begin(), grp.params.end()), grp.params.end());
     grp.outputs = {id};
     grp.iter_shape = n.shape;
+    if (is_reduction(n.op)) {  // a reduction iterates over its operand
+      grp.iter_shape = g.node(n.arg(0)).shape;
+      grp.reduce_mask = n.red.axes;
+    }
     grp.note = "unfused: one kernel per op";
     p.groups.push_back(std::move(grp));
     p.materialized.push_back(id);

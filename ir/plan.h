@@ -20,14 +20,21 @@ struct FusionGroup {
   std::vector<NodeId> inputs;
   // Params read by the kernel (Param node ids, ascending).
   std::vector<NodeId> params;
-  // Values written to device memory, ascending node id; each has exactly iter_shape. A value that
+  // Values written to device memory, ascending node id; each has exactly iter_shape (in a reduction
+  // group, a row value has the reduced shape, with or without keepdim). A value that
   // is a graph output is written once, here; a leaf listed here (an output that rewrites reduced
   // to an input, param or constant) is copied or filled.
   std::vector<NodeId> outputs;
-  // The iteration space: the kernel runs one thread-iteration per element of this shape.
+  // The iteration space: the kernel runs one thread-iteration per element of this shape. In a
+  // reduction group, the shape of the reductions' operand (every reduction of a group has it).
   Shape iter_shape;
   // Why the group ends where it does (for `fusejit plan`), e.g. "graph end", "shape change".
   std::string note;
+  // Reduction groups (those listing a reduction node) only: the bit mask of the iter_shape axes
+  // every reduction of the group reduces (bit k: axis k); 0 otherwise. Values of the group are then
+  // either element values (broadcast to iter_shape) or row values, one per element of the reduced
+  // shape (the reductions and what is computed from them): ir/reduce_group.h.
+  uint64_t reduce_mask = 0;
 };
 
 struct Plan {

@@ -2,6 +2,8 @@
 // (the same code generated kernels run), looped over the broadcast output with typed inner loops.
 #include "ir/reference.h"
 
+#include "ir/reduce.h"
+
 #include <algorithm>
 #include <array>
 #include <string>
@@ -331,8 +333,12 @@ std::vector<Tensor> evaluate_reference(const Graph& g, std::span<const Tensor> i
       args[k] = val[static_cast<size_t>(nd.args[k])];
       FJ_CHECK(args[k] != nullptr, "reference: operand used after it was freed");
     }
-    owned[i] = Tensor(nd.dtype, shape_sizes(nd.shape));
-    eval_node(nd, owned[i], args);
+    if (is_reduction(nd.op)) {
+      owned[i] = eval_reduction(nd, *args[0]);
+    } else {
+      owned[i] = Tensor(nd.dtype, shape_sizes(nd.shape));
+      eval_node(nd, owned[i], args);
+    }
     val[i] = &owned[i];
     // Free operands whose last use this was (outputs are kept).
     for (int k = 0; k < nd.nargs; ++k) {

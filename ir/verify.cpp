@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "ir/builder.h"
+#include "ir/reduce.h"
 
 namespace fusejit::ir {
 namespace {
@@ -14,6 +15,19 @@ std::string where(const Graph& g, NodeId id) {
   std::string s = "node " + std::to_string(id) + " (" + std::string(op_name(n.op));
   if (!n.name.empty()) s += " '" + n.name + "'";
   return s + ")";
+}
+
+// A reduction computes in its operand's dtype, which must be its compute dtype (ir/reduce.h), and
+// has the reduced shape of its operand.
+void check_reduction(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  const Node& a = g.node(n.args[0]);
+  FJ_CHECK(a.dtype == n.dtype, where(g, id) + ": operand dtype differs from result");
+  FJ_CHECK(is_float(n.dtype) || n.op != Op::Mean, where(g, id) + ": mean of a non-float dtype");
+  FJ_CHECK(reduce_compute_dtype(n.op, n.dtype) == n.dtype, where(g, id) + ": not a reduction compute dtype");
+  FJ_CHECK(a.shape.size() == 64 || (n.red.axes >> a.shape.size()) == 0, where(g, id) + ": reduced axis beyond the rank");
+  FJ_CHECK(reduced_shape(a.shape, n.red.axes, n.red.keepdim) == n.shape,
+           where(g, id) + ": shape " + shape_to_string(n.shape, &g) + " is not the reduced shape of its operand");
 }
 
 void check_node(const Graph& g, NodeId id) {
@@ -76,7 +90,10 @@ void check_node(const Graph& g, NodeId id) {
       break;
     case TypeRule::Cast:
       break;
+    case TypeRule::Reduce:
+      return check_reduction(g, id);
   }
+  FJ_CHECK(n.red == ReduceAttr{}, where(g, id) + ": reduction axes on an elementwise node");
   // Shape = NumPy broadcast of the operands' shapes.
   Shape s = g.node(n.args[0]).shape;
   try {

@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 
 #include "ir/printer.h"
+#include "ir/reduce.h"
+#include "ir/reduce_group.h"
 #include "ir/scalar/fj_scalar.h"
 #include "jit/source_key.h"
 
@@ -677,10 +679,257 @@ void finish(GeneratedKernel& out, const std::string& graph_name, const std::stri
                                     : std::vector<std::string>{"--std=c++17", "--fmad=false"};
 }
 
+// ---- Reduction kernels (ir/reduce_group.h) ----------------------------------------------------
+
+// Adds `extra` spaces in front of every line of `block` (its stages are written at two).
+std::string indent(const std::string& block, size_t extra) {
+  std::string out, pad(extra, ' ');
+  size_t p = 0;
+  while (p < block.size()) {
+    const size_t q = block.find('\n', p);
+    const size_t e = q == std::string::npos ? block.size() : q + 1;
+    out += pad + block.substr(p, e - p);
+    p = e;
+  }
+  return out;
+}
+
+// One reduction kernel's generation: row values once per row, element values per element of a
+// row, each reduction in the fixed order of ir/scalar/fj_reduce.h (see GeneratedKernel::reduction).
+struct ReduceGen {
+  KernelGen& k;
+  HalfForms& hf;
+  const ir::ReduceGroupInfo info;
+  std::vector<int> red_j, row_j;  // kept dims (iter_dims indices) reduced / not
+  std::set<ir::NodeId> nodes, row_done;
+  std::map<ir::NodeId, size_t> input_index;
+
+  ReduceGen(KernelGen& kg, HalfForms& h) : k(kg), hf(h), info(ir::analyze_reduce_group(kg.g, kg.group)) {
+    FJ_CHECK(info.problem.empty(), "codegen: " + info.problem);
+    for (size_t j = 0; j < k.layout.iter_dims.size(); ++j)
+      (k.group.reduce_mask >> k.layout.iter_dims[j] & 1 ? red_j : row_j).push_back(static_cast<int>(j));
+    nodes.insert(k.group.nodes.begin(), k.group.nodes.end());
+    for (size_t i = 0; i < k.group.inputs.size(); ++i) input_index[k.group.inputs[i]] = i;
+  }
+  bool row_blocks() const { return !red_j.empty() && red_j.back() + 1 == static_cast<int>(k.layout.iter_dims.size()); }
+  std::string v(ir::NodeId id) { return k.nm.v(id); }
+
+  // The element values and inputs `id` needs in an element scope; the row values it reads.
+  void collect(ir::NodeId id, std::set<ir::NodeId>& elems, std::set<ir::NodeId>& ins, std::set<ir::NodeId>& rows) {
+    if (input_index.count(id)) ins.insert(id);
+    if (!nodes.count(id)) return;  // an input, a param or a constant (declared at the top)
+    if (info.row.count(id)) {
+      rows.insert(id);
+      return;
+    }
+    if (!elems.insert(id).second) return;
+    for (int a = 0; a < k.g.node(id).nargs; ++a) collect(k.g.node(id).arg(a), elems, ins, rows);
+  }
+
+  // c<j> for kept dims `dims` (ascending) from `var`, innermost first; the outermost takes the rest.
+  std::string decompose(const std::vector<int>& dims, const std::string& var) {
+    if (dims.empty()) return "";
+    std::string s = fmt::format("  {} rem_{} = {};\n", k.idx, var, var);
+    for (size_t t = dims.size(); t-- > 1;) {
+      const int j = dims[t];
+      if (k.layout.index64)
+        s += fmt::format("  const {0} c{1} = rem_{2} % isize{1};\n  rem_{2} /= isize{1};\n", k.idx, j, var);
+      else
+        s += fmt::format("  const {0} c{1} = rem_{2} - fjk_udiv(rem_{2}, isize{1}_mul, isize{1}_shift) * isize{1};\n"
+                         "  rem_{2} = fjk_udiv(rem_{2}, isize{1}_mul, isize{1}_shift);\n",
+                         k.idx, j, var);
+    }
+    return s + fmt::format("  const {} c{} = rem_{};\n", k.idx, dims[0], var);
+  }
+
+  // Sum of c<j> * <prefix>_<value>_<j> over `dims` (an input's only where it has the dim).
+  std::string terms(const std::vector<int>& dims, const char* prefix, const std::string& val, int input) {
+    std::string s;
+    for (int j : dims)
+      if (input < 0 || k.layout.in_dims[static_cast<size_t>(input)][static_cast<size_t>(j)] >= 0)
+        s += fmt::format("{}(unsigned long long)c{} * {}_{}_{}", s.empty() ? "" : " + ", j, prefix, val, j);
+    return s;
+  }
+
+  // Loads of `ins` at <off>_<v> and the element values `elems`, in topological order.
+  std::string elements(const std::set<ir::NodeId>& elems, const std::set<ir::NodeId>& ins, const char* off) {
+    std::string s;
+    for (ir::NodeId id : ins) {
+      s += fmt::format("  const {} {} = in_{}[{}_{}];\n", k.storage(id), hf.name(id, HalfForms::Form::Storage), v(id), off, v(id));
+      s += hf.other_form(id, HalfForms::Form::Storage);
+    }
+    for (ir::NodeId id : elems) s += compute_node(k, hf, id);
+    return s;
+  }
+
+  // Declares `id` in the row scope (once), after what it reads: row values, element values of the
+  // row and inputs at the row's base offsets (they do not vary along the reduced axes).
+  std::string ensure_row(ir::NodeId id) {
+    if (row_done.count(id) || (!nodes.count(id) && !input_index.count(id))) return "";
+    row_done.insert(id);
+    if (input_index.count(id)) return elements({}, {id}, "ib");
+    const ir::Node& nd = k.g.node(id);
+    FJ_CHECK(!ir::is_reduction(nd.op), "codegen: a row value is needed before its reduction");
+    std::string s;
+    for (int a = 0; a < nd.nargs; ++a) s += ensure_row(nd.arg(a));
+    return s + compute_node(k, hf, id);
+  }
+
+  // One reduction: its operand computed per element inside the load function of fj_reduce_fixed.
+  std::string phase(ir::NodeId r) {
+    const ir::Node& nd = k.g.node(r);
+    const ir::NodeId a = nd.arg(0);
+    std::set<ir::NodeId> elems, ins, rows;
+    collect(a, elems, ins, rows);
+    std::string s;
+    for (ir::NodeId x : rows) s += ensure_row(x);
+    std::string body = fmt::format("  const {} k = ({})fj_i;\n", k.idx, k.idx) + decompose(red_j, "k");
+    for (ir::NodeId id : ins) {
+      const std::string t = terms(red_j, "ist", v(id), static_cast<int>(input_index[id]));
+      body += fmt::format("  const unsigned long long ioff_{0} = ib_{0}{1};\n", v(id), t.empty() ? "" : " + " + t);
+    }
+    body += elements(elems, ins, "ioff") + fmt::format("  return {};\n", v(a));
+    const char* ct = compute_ctype(nd.dtype);
+    std::string value = fmt::format("fj_reduce_fixed<{}, {}>((long long)row_len, [&](long long fj_i) -> {} {{\n{}  }}, "
+                                    "fj_lanes_{}, fj_tid, fj_nt)",
+                                    ir::reduce_combiner(nd.op), ct, ct, indent(body, 2), mangle(ct));
+    if (nd.op == ir::Op::Mean) value = fmt::format("fj_red_mean({}, (long long)row_len)", value);
+    row_done.insert(r);
+    return s + fmt::format("  // {}{}: in the fixed order of fj_reduce.h\n  const {} {} = {};\n", k.nm.describe(r),
+                           k.nm.where(nd), ct, v(r), value);
+  }
+
+  static std::string mangle(const char* ctype) {
+    std::string m = ctype;
+    std::replace(m.begin(), m.end(), ' ', '_');
+    return m;
+  }
+
+  // The element outputs, per element of the row (threads split the row as they split the lanes).
+  std::string epilogue() {
+    std::set<ir::NodeId> elems, ins, rows;
+    std::vector<size_t> outs;
+    for (size_t i = 0; i < k.group.outputs.size(); ++i)
+      if (!k.layout.row_out[i]) {
+        outs.push_back(i);
+        collect(k.group.outputs[i], elems, ins, rows);
+      }
+    if (outs.empty()) return "";
+    std::string s;
+    for (ir::NodeId x : rows) s += ensure_row(x);
+    std::string body = decompose(red_j, "k");
+    for (ir::NodeId id : ins) {
+      const std::string t = terms(red_j, "ist", v(id), static_cast<int>(input_index[id]));
+      body += fmt::format("  const unsigned long long ioff_{0} = ib_{0}{1};\n", v(id), t.empty() ? "" : " + " + t);
+    }
+    body += elements(elems, ins, "ioff");
+    for (size_t i : outs) {
+      const ir::NodeId o = k.group.outputs[i];
+      const std::string t = terms(red_j, "ost", v(o), -1);
+      body += fmt::format("  out_{0}[ob_{0}{1}] = {2};\n", v(o), t.empty() ? "" : " + " + t, hf.name(o, HalfForms::Form::Storage));
+    }
+    return s + fmt::format("  for ({} k = fj_tid; k < row_len; k += fj_nt) {{  // the element outputs\n", k.idx) +
+           indent(body, 2) + "  }\n";
+  }
+
+  // One row: its coordinates and base offsets, the reductions, the row outputs, the element outputs.
+  std::string row() {
+    std::string s = decompose(row_j, "o");
+    for (size_t i = 0; i < k.group.inputs.size(); ++i) {
+      const std::string t = terms(row_j, "ist", v(k.group.inputs[i]), static_cast<int>(i));
+      s += fmt::format("  const unsigned long long ib_{} = {};\n", v(k.group.inputs[i]), t.empty() ? "0ull" : t);
+    }
+    for (ir::NodeId o : k.group.outputs) {
+      const std::string t = terms(row_j, "ost", v(o), -1);
+      s += fmt::format("  const unsigned long long ob_{} = {};\n", v(o), t.empty() ? "0ull" : t);
+    }
+    for (ir::NodeId r : info.reductions) s += phase(r);
+    std::string writes;
+    for (size_t i = 0; i < k.group.outputs.size(); ++i)
+      if (k.layout.row_out[i]) {
+        const ir::NodeId o = k.group.outputs[i];
+        s += ensure_row(o);
+        writes += fmt::format("    out_{0}[ob_{0}] = {1};\n", v(o), hf.name(o, HalfForms::Form::Storage));
+      }
+    if (!writes.empty()) s += "  if (fj_tid == 0) {  // the row outputs, once per row\n" + writes + "  }\n";
+    return s + epilogue();
+  }
+
+  // The body function both entries call.
+  std::string body_function(const KernelSignature& sig) {
+    std::string params, s;
+    for (const ArgSlot& a : sig.args) params += fmt::format("{}{} {}", params.empty() ? "" : ",\n    ", a.ctype, a.name);
+    std::set<std::string> types;
+    for (ir::NodeId r : info.reductions) types.insert(compute_ctype(k.dtype(r)));
+    for (const std::string& t : types)
+      s += fmt::format("  {}{} fj_lanes_{}[FJ_RED_LANES];\n", row_blocks() ? "__shared__ " : "", t, mangle(t.c_str()));
+    for (ir::NodeId id : k.group.params) {
+      s += fmt::format("  const {} {} = p_{};\n", compute_ctype(k.dtype(id)), v(id), v(id));
+      s += hf.other_form(id, HalfForms::Form::Compute);
+    }
+    s += declare_constants(k, hf);
+    if (row_blocks())
+      s += fmt::format("  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;  // one block per row\n"
+                       "  for ({0} o = blockIdx.x; o < rows; o += gridDim.x) {{\n", k.idx);
+    else
+      s += fmt::format("  const int fj_tid = 0, fj_nt = 1;  // one thread per row\n"
+                       "  for ({0} o = ({0})blockIdx.x * blockDim.x + threadIdx.x; o < rows; o += ({0})gridDim.x * blockDim.x) {{\n",
+                       k.idx);
+    s += indent(row(), 2) + "  }\n";
+    return fmt::format("static __device__ void @NAME@_rows(\n    {}) {{\n", params) + s + "}\n";
+  }
+};
+
+KernelSignature reduce_signature(KernelGen& k) {
+  KernelSignature sig = strided_signature(k);
+  sig.args.push_back({ArgKind::RowCount, -1, -1, -1, ir::DType::I64, k.idx_bytes, "rows", k.idx});
+  sig.args.push_back({ArgKind::RowLength, -1, -1, -1, ir::DType::I64, k.idx_bytes, "row_len", k.idx});
+  return sig;
+}
+
+std::string reduce_entry(const KernelSignature& sig, const char* suffix) {
+  std::string params, args;
+  for (const ArgSlot& a : sig.args) {
+    params += fmt::format("{}{} {}", params.empty() ? "" : ",\n    ", a.ctype, a.name);
+    args += (args.empty() ? "" : ", ") + a.name;
+  }
+  return fmt::format("extern \"C\" __global__ void @NAME@{}(\n    {}) {{\n  @NAME@_rows({});\n}}\n", suffix, params, args);
+}
+
+std::string reduce_header(KernelGen& k, const ReduceGen& r) {
+  std::string axes;
+  for (int64_t a : ir::mask_axes(k.group.reduce_mask)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
+  std::string text = kernel_header(k);
+  text.erase(text.rfind("// Entry points"));
+  text += fmt::format("// Reduction kernel: axes [{}] of the iteration space, {}.\n"
+                      "// Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:\n"
+                      "// chunks of FJ_RED_CHUNK, element i to lane\n"
+                      "// i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.\n"
+                      "// Entry points @NAME@ and @NAME@_s are the same (any strides).\n",
+                      axes, r.row_blocks() ? "one block per row (threads share the lanes)" : "one thread per row");
+  return text;
+}
+
+GeneratedKernel generate_reduce_kernel(KernelGen& k) {
+  HalfForms hf(k);
+  ReduceGen r(k, hf);
+  GeneratedKernel out;
+  out.fast_math = k.opts.fast_math;
+  out.index64 = k.layout.index64;
+  out.reduction = true;
+  out.row_blocks = r.row_blocks();
+  out.strided_signature = reduce_signature(k);
+  out.signature = out.strided_signature;
+  const std::string body = r.body_function(out.signature);
+  finish(out, k.g.name, reduce_header(k, r) + body + reduce_entry(out.signature, "") + reduce_entry(out.signature, "_s"));
+  return out;
+}
+
 }  // namespace
 
 GeneratedKernel generate_kernel(const ir::Graph& g, const ir::FusionGroup& group, const CodegenOptions& opts) {
   KernelGen k(g, group, opts);
+  if (reduction_operand(g, group) != ir::kNoNode) return generate_reduce_kernel(k);
   k.V = vector_width(k);
   GeneratedKernel out;
   out.fast_math = opts.fast_math;
@@ -706,6 +955,8 @@ TranslationUnit emit_translation_unit(std::span<const GeneratedKernel> kernels) 
   TranslationUnit tu;
   tu.source = "// Generated by fusejit. Scalar semantics: ir/scalar/fj_scalar.h (embedded below).\n";
   tu.source += kScalarPrelude;
+  if (std::any_of(kernels.begin(), kernels.end(), [](const GeneratedKernel& k) { return k.reduction; }))
+    tu.source += kReducePrelude;
   tu.source += kKernelPrelude;
   std::map<std::string, const std::string*> seen;
   for (const GeneratedKernel& k : kernels) {

@@ -122,6 +122,9 @@ OutputTolerance gpu_output_tolerance(const ir::Graph& g, ir::NodeId output) {
     // their float operands; an approximate condition of where() came through a comparison.)
     if (arg_approx && acc == ir::OpAccuracy::Step && !(n.op == ir::Op::Cast && ir::is_float(n.dtype)))
       t.comparable = false;
+    // A sum or product of approximate values has no bound relative to its result (terms of either
+    // sign cancel); amax/amin pick one value and keep its bound.
+    if (arg_approx && (n.op == ir::Op::Sum || n.op == ir::Op::Mean || n.op == ir::Op::Prod)) t.comparable = false;
     const bool own = acc == ir::OpAccuracy::Math || acc == ir::OpAccuracy::Composite;
     if (own && ir::is_float(n.dtype)) {
       any_approx = true;

@@ -193,7 +193,7 @@ GpuProgram GpuProgram::load(std::shared_ptr<DeviceContext> dc, const ir::Graph& 
 
 int GpuProgram::kernel_count() const {
   int n = 0;
-  for (const GroupLaunch& gl : state_->groups) n += gl.n > 0;
+  for (const GroupLaunch& gl : state_->groups) n += gl.items > 0;
   return n;
 }
 
@@ -202,7 +202,7 @@ int64_t GpuProgram::bytes_moved() const { return ir::plan_totals(*graph_, *plan_
 LaunchConfig GpuProgram::launch_config(size_t i) const {
   FJ_CHECK(i < functions_.size(), "GpuProgram::launch_config: no such kernel");
   const GpuFunction& fn = functions_[i];
-  return choose_launch(dc_->info(), fn.block, fn.blocks_per_sm, state_->groups[i].n, kernels_[i].signature.vector_width);
+  return choose_launch(dc_->info(), fn.block, fn.blocks_per_sm, state_->groups[i].items, kernels_[i].signature.vector_width);
 }
 
 void GpuProgram::enqueue(std::span<const cu::DevicePtr> inputs, std::span<const cu::DevicePtr> outputs,
@@ -243,7 +243,7 @@ void GpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool str
   const GpuProgram* p = variants_[group.variant];
   FJ_CHECK(p != nullptr, "GpuKernelRunner: the kernel variant is not loaded");
   const GpuFunction& fn = p->function(group_index, strided);
-  const LaunchConfig cfg = fn.config(group.n, vector ? group.kernel->signature.vector_width : 1);
+  const LaunchConfig cfg = fn.config(group.items, vector ? group.kernel->signature.vector_width : 1);
   launch_kernel(dc_, fn, cfg, args, stream_);
 }
 

@@ -34,6 +34,9 @@ constexpr const char* kHostPrelude = R"FJH(// ---- fusejit host prelude: CUDA sp
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#ifndef __shared__
+#define __shared__
+#endif
 struct fj_host_dim3 { unsigned int x, y, z; };
 static thread_local fj_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
 // ---- end of host prelude ----
@@ -151,6 +154,9 @@ std::string host_source(std::span<const GeneratedKernel> kernels) {
     done[k.name] = true;
     for (const auto& [name, sig] : {std::pair{k.name, &k.signature}, std::pair{k.strided_name(), &k.strided_signature}}) {
       s += fmt::format("extern \"C\" void {}__host(void** params, unsigned int grid, unsigned int block) {{\n", name);
+      // A reduction kernel's threads meet at __syncthreads(), which a serial loop cannot honour: each
+      // block runs with one thread (the fixed order gives the same bits for any block size).
+      if (k.reduction) s += "  block = 1;\n";
       s += "  gridDim = {grid, 1, 1};\n  blockDim = {block, 1, 1};\n";
       s += "  for (unsigned int b = 0; b < grid; ++b) {\n    for (unsigned int t = 0; t < block; ++t) {\n";
       s += "      blockIdx = {b, 0, 0};\n      threadIdx = {t, 0, 0};\n";

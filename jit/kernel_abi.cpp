@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "ir/reduce.h"
+#include "ir/reduce_group.h"
+
 namespace fusejit::jit {
 
 namespace {
@@ -90,7 +93,14 @@ KernelLayout compute_layout(std::span<const ir::Shape> input_shapes, const ir::S
   return l;
 }
 
+ir::NodeId reduction_operand(const ir::Graph& g, const ir::FusionGroup& group) {
+  for (ir::NodeId id : group.nodes)
+    if (ir::is_reduction(g.node(id).op)) return g.node(id).arg(0);
+  return ir::kNoNode;
+}
+
 ir::Shape current_iter_shape(const ir::Graph& g, const ir::FusionGroup& group) {
+  if (const ir::NodeId x = reduction_operand(g, group); x != ir::kNoNode) return g.node(x).shape;
   if (!group.outputs.empty()) return g.node(group.outputs.front()).shape;
   ir::Shape iter = group.iter_shape;
   for (ir::Dim& d : iter)
@@ -101,7 +111,38 @@ ir::Shape current_iter_shape(const ir::Graph& g, const ir::FusionGroup& group) {
 KernelLayout compute_layout(const ir::Graph& g, const ir::FusionGroup& group) {
   std::vector<ir::Shape> shapes;
   for (ir::NodeId id : group.inputs) shapes.push_back(g.node(id).shape);
-  return compute_layout(shapes, current_iter_shape(g, group));
+  const ir::Shape iter = current_iter_shape(g, group);
+  KernelLayout l = compute_layout(shapes, iter);
+  const bool reduces = reduction_operand(g, group) != ir::kNoNode;
+  if (reduces) {
+    l.reduce_mask = group.reduce_mask;
+    // Rows are counted too: a reduction over a zero-size axis still writes every row.
+    l.index64 = l.index64 || needs_index64(ir::num_elements(ir::reduced_shape(iter, group.reduce_mask, false)));
+  }
+  for (ir::NodeId o : group.outputs) {
+    const ir::Shape& os = g.node(o).shape;
+    // A reduction kernel's output without the iteration shape is a row output (ir/reduce_group.h).
+    const bool row = reduces && !ir::same_sizes(os, iter);
+    const bool dropped = row && os.size() != iter.size();  // the reduced shape without keepdim
+    std::vector<int> dims;
+    for (int d : l.iter_dims) {
+      int own = d - static_cast<int>(iter.size() - os.size());  // right-aligned (keepdim form)
+      if (dropped) {  // the reduced axes are missing: count the kept ones before d
+        own = 0;
+        for (int e = 0; e < d; ++e) own += !(group.reduce_mask >> e & 1);
+        if (group.reduce_mask >> d & 1) own = -1;
+      }
+      dims.push_back(own >= 0 && !literal_one(os[static_cast<size_t>(own)]) ? own : -1);
+    }
+    l.out_dims.push_back(std::move(dims));
+    l.row_out.push_back(row ? 1 : 0);
+  }
+  return l;
+}
+
+bool same_input_layout(const KernelLayout& a, const KernelLayout& b) {
+  return a.dim_groups == b.dim_groups && a.access == b.access && a.bcast == b.bcast && a.iter_dims == b.iter_dims &&
+         a.in_dims == b.in_dims && a.index64 == b.index64;
 }
 
 std::string layout_fingerprint(const KernelLayout& l) {
@@ -140,6 +181,8 @@ const char* arg_kind_name(ArgKind kind) {
     case ArgKind::DimDivShift: return "size_shift";
     case ArgKind::Stride: return "stride";
     case ArgKind::VecFlag: return "vec_ok";
+    case ArgKind::RowCount: return "rows";
+    case ArgKind::RowLength: return "row_length";
     case ArgKind::IterSize: return "iter_size";
     case ArgKind::IterDivMul: return "iter_size_mul";
     case ArgKind::IterDivShift: return "iter_size_shift";
@@ -221,6 +264,20 @@ int64_t contiguous_stride(const ir::Shape& shape, int t) {
   return st;
 }
 
+// The C-contiguous stride of output i along kept dim j: that of the iteration shape, where a row
+// output (its own shape is iter_shape without the reduced axes, or with them as 1s) skips the
+// reduced axes and has stride 0 along them.
+int64_t output_stride(const KernelLayout& l, const ir::Shape& iter, size_t i, size_t j) {
+  const int t = l.iter_dims[j];
+  const bool row = i < l.row_out.size() && l.row_out[i];
+  if (i < l.out_dims.size() && l.out_dims[i][j] < 0) return 0;
+  if (!row) return contiguous_stride(iter, t);
+  int64_t st = 1;
+  for (size_t d = static_cast<size_t>(t) + 1; d < iter.size(); ++d)
+    if (!(l.reduce_mask >> d & 1)) st *= iter[d].size;
+  return st;
+}
+
 // What the static slots are computed from.
 struct StaticInputs {
   std::span<const ir::Shape> input_shapes;
@@ -250,7 +307,10 @@ uint64_t static_value(const ArgSlot& a, const KernelLayout& l, const StaticInput
     case ArgKind::IterDivShift: return magic_part(a.kind, in.iter_shape[static_cast<size_t>(l.iter_dims[i])].size);
     case ArgKind::InStride:
       return static_cast<uint64_t>(contiguous_stride(in.input_shapes[i], l.in_dims[i][static_cast<size_t>(a.dim)]));
-    case ArgKind::OutStride: return static_cast<uint64_t>(contiguous_stride(in.iter_shape, l.iter_dims[static_cast<size_t>(a.dim)]));
+    case ArgKind::OutStride: return static_cast<uint64_t>(output_stride(l, in.iter_shape, i, static_cast<size_t>(a.dim)));
+    case ArgKind::RowCount:
+      return static_cast<uint64_t>(ir::num_elements(ir::reduced_shape(in.iter_shape, l.reduce_mask, false)));
+    case ArgKind::RowLength: return static_cast<uint64_t>(ir::reduce_length(in.iter_shape, l.reduce_mask));
     case ArgKind::InputPtr:
     case ArgKind::OutputPtr:
     case ArgKind::Param:
@@ -287,7 +347,7 @@ bool layout_matches(const KernelSignature& sig, std::span<const ir::Shape> input
   KernelLayout now = compute_layout(input_shapes, iter_shape);
   if (now.index64 && !sig.layout.index64) return false;
   now.index64 = sig.layout.index64;
-  return now == sig.layout;
+  return same_input_layout(now, sig.layout);
 }
 
 bool vector_rows_ok(const KernelSignature& sig, const ir::Shape& iter_shape) {
@@ -310,7 +370,7 @@ std::vector<uint64_t> static_args(const KernelSignature& sig, std::span<const ir
   // over the same kept dims.
   KernelLayout now = compute_layout(input_shapes, iter_shape);
   now.index64 = l.index64;
-  const bool ok = sig.strided ? now.iter_dims == l.iter_dims && now.in_dims == l.in_dims : now == l;
+  const bool ok = sig.strided ? now.iter_dims == l.iter_dims && now.in_dims == l.in_dims : same_input_layout(now, l);
   FJ_CHECK(ok, fmt::format("static_args: the shapes give layout '{}' but the kernel was generated for '{}'",
                            layout_fingerprint(now), layout_fingerprint(l)));
   const StaticInputs in{input_shapes, iter_shape, n, collapsed_sizes(l, iter_shape)};

@@ -76,14 +76,31 @@ struct KernelLayout {
   std::vector<std::vector<int>> in_dims;
   // True when the kernel uses 64-bit index math (element count >= 2^31).
   bool index64 = false;
+  // Reduction kernels (ir/reduce_group.h): the reduced iter_shape axes (bit k: axis k); 0 otherwise.
+  uint64_t reduce_mask = 0;
+  // Per group output, per kept dim (iter_dims order): the output's own dim index, or -1 when it
+  // lacks the dim (a row output of the reduced shape along a reduced axis). Identity for an
+  // elementwise kernel. Filled by compute_layout(g, group) only.
+  std::vector<std::vector<int>> out_dims;
+  // Per group output: 1 for a row output of a reduction kernel (one element per row: its stride
+  // along the reduced axes is 0 and its own shape is iter_shape without them).
+  std::vector<uint8_t> row_out;
   friend bool operator==(const KernelLayout&, const KernelLayout&) = default;
 };
 
-// The current iteration space of `group` in `g`: the shape of its outputs (a group's outputs all
-// have its iteration shape), so a plan made before ir::rebind_dims() describes the rebound graph,
+// True when two layouts address the inputs the same way (every field but the outputs' and the
+// reduction's, which the shapes of the inputs and the iteration space do not give).
+bool same_input_layout(const KernelLayout& a, const KernelLayout& b);
+
+// The current iteration space of `group` in `g`: the shape of its reductions' operand in a
+// reduction group, else the shape of its outputs (an elementwise group's outputs all have its
+// iteration shape), so a plan made before ir::rebind_dims() describes the rebound graph,
 // even where a broadcast now takes another named dim; group.iter_shape with its named dims at their
 // current values for a group without outputs.
 ir::Shape current_iter_shape(const ir::Graph& g, const ir::FusionGroup& group);
+// The operand of the first reduction of `group` (whose shape is its iteration space), or
+// ir::kNoNode for an elementwise group.
+ir::NodeId reduction_operand(const ir::Graph& g, const ir::FusionGroup& group);
 
 // Computes the layout of `group` from the shapes of its inputs (at their current sizes) and its
 // iter_shape. `index64` is chosen from the element count (>= 2^31 -> 64-bit).
@@ -102,10 +119,11 @@ enum class ArgKind : uint8_t {
   InputPtr, OutputPtr, Param, NumElements,
   DimSize, DimDivMul, DimDivShift, Stride, VecFlag,          // fast entry
   IterSize, IterDivMul, IterDivShift, InStride, OutStride,   // strided entry
+  RowCount, RowLength,                                       // reduction kernels
 };
 // "input", "output", "param", "n", "size", "size_mul", "size_shift", "stride", "vec_ok",
-// "iter_size", "iter_size_mul", "iter_size_shift", "in_stride", "out_stride": as index.json names
-// them (docs/aot.md).
+// "iter_size", "iter_size_mul", "iter_size_shift", "in_stride", "out_stride", "rows", "row_length":
+// as index.json names them (docs/aot.md).
 const char* arg_kind_name(ArgKind kind);
 
 // Division by an invariant integer with a multiply and a shift (T. Granlund and P. Montgomery,

@@ -8,6 +8,8 @@
 
 #include "ir/error.h"
 #include "ir/passes/plan_report.h"
+#include "ir/reduce.h"
+#include "ir/reduce_group.h"
 
 namespace fusejit::jit {
 
@@ -101,23 +103,40 @@ bool broadcasts_to(const ir::Shape& s, const ir::Shape& iter) {
   return true;
 }
 
+// Whether the grouping of `grp` holds at the current shapes of `g`.
+bool group_holds(const ir::Graph& g, const ir::FusionGroup& grp, const ir::Shape& iter) {
+  if (reduction_operand(g, grp) != ir::kNoNode) {  // the reduction kernel's own rules, at these sizes
+    ir::FusionGroup now = grp;
+    now.iter_shape = iter;
+    return ir::analyze_reduce_group(g, now).problem.empty();
+  }
+  const std::vector<int64_t> iter_sizes = sizes_of(iter);
+  for (ir::NodeId id : grp.outputs)
+    if (sizes_of(g.node(id).shape) != iter_sizes) return false;
+  for (ir::NodeId id : grp.inputs)
+    if (!broadcasts_to(g.node(id).shape, iter)) return false;
+  for (ir::NodeId id : grp.nodes)
+    if (!broadcasts_to(g.node(id).shape, iter)) return false;
+  return true;
+}
+
 // The launch of one group, or false when the plan's grouping does not hold for these shapes.
 bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, const KernelProvider& kernels,
                   GroupLaunch& out) {
   const ir::Shape iter = current_iter_shape(g, grp);
-  const std::vector<int64_t> iter_sizes = sizes_of(iter);
-  for (ir::NodeId id : grp.outputs)
-    if (sizes_of(g.node(id).shape) != iter_sizes) return false;
+  if (!group_holds(g, grp, iter)) return false;
   std::vector<ir::Shape> in_shapes;
-  for (ir::NodeId id : grp.inputs) {
-    if (!broadcasts_to(g.node(id).shape, iter)) return false;
-    in_shapes.push_back(g.node(id).shape);
-  }
-  for (ir::NodeId id : grp.nodes)
-    if (!broadcasts_to(g.node(id).shape, iter)) return false;
+  for (ir::NodeId id : grp.inputs) in_shapes.push_back(g.node(id).shape);
   out.n = ir::num_elements(iter);
   const GeneratedKernel& base = kernels(0, gi);
-  out.variant = !base.index64 && needs_index64(out.n) ? 1 : 0;
+  int64_t index_range = out.n;
+  out.items = out.n;
+  if (base.reduction) {
+    const int64_t rows = ir::num_elements(ir::reduced_shape(iter, grp.reduce_mask, false));
+    index_range = std::max(out.n, rows);
+    out.items = base.row_blocks ? rows * 256 : rows;
+  }
+  out.variant = !base.index64 && needs_index64(index_range) ? 1 : 0;
   out.kernel = out.variant ? &kernels(1, gi) : &base;
   out.fast = layout_matches(out.kernel->signature, in_shapes, iter);
   out.rows_ok = out.fast && vector_rows_ok(out.kernel->signature, iter);
@@ -209,7 +228,7 @@ bool fill_dynamic(const KernelSignature& sig, const std::vector<BufferRef>& ins,
         t.caller_stride(ins[i], sig.layout.in_dims[i][static_cast<size_t>(a.dim)], slots[k]);
         break;
       case ArgKind::OutStride:
-        t.caller_stride(outs[i], sig.layout.iter_dims[static_cast<size_t>(a.dim)], slots[k]);
+        t.caller_stride(outs[i], sig.layout.out_dims[i][static_cast<size_t>(a.dim)], slots[k]);
         break;
       case ArgKind::VecFlag: vec_slot = static_cast<int>(k); break;
       default: break;
@@ -245,7 +264,7 @@ LaunchStats launch_plan(const PlanBindings& b, const LaunchState& st, std::span<
   LaunchStats stats;
   for (size_t gi = 0; gi < st.groups.size(); ++gi) {
     const GroupLaunch& gl = st.groups[gi];
-    if (gl.n == 0) continue;
+    if (gl.items == 0) continue;
     const bool strided = o.force_strided || !gl.fast || !group_is_canonical(b, gi, t);
     const KernelSignature& sig = strided ? gl.kernel->strided_signature : gl.kernel->signature;
     const std::vector<uint64_t>& fixed = strided ? gl.strided_args : gl.fast_args;

@@ -66,7 +66,11 @@ int64_t view_span(std::span<const int64_t> shape, std::span<const int64_t> strid
 
 // One group at one set of dim values.
 struct GroupLaunch {
-  int64_t n = 0;               // elements of the iteration space (0: nothing is launched)
+  int64_t n = 0;               // elements of the iteration space
+  // Work items the launch is sized by (0: nothing is launched): n for an elementwise kernel; for a
+  // reduction kernel rows * 256 (one block per row) or rows (one thread per row), so a reduction
+  // over a zero-size axis still runs and writes its rows.
+  int64_t items = 0;
   int variant = 0;             // 0: the kernels as compiled; 1: their 64-bit-index variant
   const GeneratedKernel* kernel = nullptr;  // the kernel of that variant (owned by the caller)
   bool fast = true;            // the fast entry's layout holds; else the strided entry always runs

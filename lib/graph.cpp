@@ -3,6 +3,7 @@
 #include "ir/eval.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "ir/reduce.h"
 #include "lib/internal.h"
 
 namespace fusejit {
@@ -145,6 +146,10 @@ std::vector<NodeInfo> Graph::nodes() const {
     for (int k = 0; k < n.nargs; ++k) info.operands.push_back(n.arg(k));
     if (n.op == ir::Op::Const) info.value = public_scalar(n.value, n.dtype);
     if (n.op == ir::Op::Input || n.op == ir::Op::Param) info.slot = n.slot;
+    if (ir::is_reduction(n.op)) {
+      info.axes = ir::mask_axes(n.red.axes);
+      info.keepdim = n.red.keepdim;
+    }
     out.push_back(std::move(info));
   }
   return out;

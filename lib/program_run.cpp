@@ -70,7 +70,7 @@ jit::PathTiming measure_cpu(const Impl& p, PlanKind kind, std::span<const int64_
   }
   const Impl::Path& path = p.path(kind);
   int kernels = 0;
-  for (const jit::GroupLaunch& gl : dims_entry(p, path, dims).state->groups) kernels += gl.n > 0;
+  for (const jit::GroupLaunch& gl : dims_entry(p, path, dims).state->groups) kernels += gl.items > 0;
   return jit::make_path_timing(kernels, times, dims_entry(p, path, dims).state->bytes_moved);
 }
 
@@ -87,7 +87,7 @@ jit::GpuMeasurement measure_gpu(const Impl& p, PlanKind kind, std::span<const in
   }
   spec.output_bytes = st.output_bytes;
   spec.intermediate_bytes = st.intermediate_bytes;
-  for (const jit::GroupLaunch& gl : st.groups) spec.kernels += gl.n > 0;
+  for (const jit::GroupLaunch& gl : st.groups) spec.kernels += gl.items > 0;
   spec.bytes_moved = st.bytes_moved;
   spec.enqueue = [&](std::span<const jit::cu::DevicePtr> in_p, std::span<const jit::cu::DevicePtr> out_p,
                      std::span<const jit::cu::DevicePtr> inter_p, jit::cu::Stream s) {
@@ -119,7 +119,7 @@ Measurement measure_any(const Impl& p0, std::span<const TensorView> inputs, cons
     const Impl::Path& path = p.path(kind);
     HostResults r = alloc_results(p, path, dims, *hit.state, o.keep_intermediates);
     Measurement m;
-    for (const jit::GroupLaunch& gl : hit.state->groups) m.kernels += gl.n > 0;
+    for (const jit::GroupLaunch& gl : hit.state->groups) m.kernels += gl.items > 0;
     m.bytes = hit.state->bytes_moved;
     jit::PathTiming t;
     if (p.backend == Backend::Cpu) {

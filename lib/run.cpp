@@ -9,6 +9,7 @@
 #include "ir/builder.h"
 #include "ir/npy.h"
 #include "ir/random_fill.h"
+#include "ir/reduce.h"
 #include "ir/reference.h"
 #include "ir/tensor.h"
 #include "jit/compare.h"
@@ -208,7 +209,8 @@ std::optional<ir::Tensor> reference_of_node(const ir::Graph& g, ir::NodeId id, c
     std::copy(v->data().begin(), v->data().end(), t.data.begin());
     operands.push_back(std::move(t));
   }
-  ir::NodeId r = b.add_typed(n.op, n.dtype, args);
+  // A reduction keeps its axes; the GPU computes it in the same fixed order, so it is exact.
+  const ir::NodeId r = ir::is_reduction(n.op) ? b.add_reduce(n.op, n.dtype, args[0], n.red) : b.add_typed(n.op, n.dtype, args);
   b.add_output("r", ir::Operand::of(r));
   return ir::evaluate_reference(b.finish(), operands, {})[0];
 }

@@ -1,7 +1,9 @@
 // The op table ir/ops.def against itself and against docs/ops.md: every row is well formed (names,
 // scalar functions, infix forms, tolerance columns consistent with the accuracy class), and the
 // documentation lists every op in the semantics table of its arity and in the GPU bounds table with
-// exactly the table's class and ulp bounds (Math rows: CUDA + glibc = the tolerance).
+// exactly the table's class and ulp bounds (Math rows: CUDA + glibc = the tolerance). Reductions
+// (rule Reduce) are rows too, but not elementwise: no scalar function, listed in docs/ops.md's
+// "Reductions" section, and absent from the GPU bounds table because planning refuses them.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -12,6 +14,7 @@
 
 #include "ir/op.h"
 #include "ir/op_fns.h"
+#include "ir/reduce.h"
 #include "jit/compare.h"
 
 using namespace fusejit;
@@ -104,6 +107,19 @@ TEST_CASE("every row of ir/ops.def is well formed") {
       CHECK(!ir::parse_op(info.name));
       continue;
     }
+    if (ir::is_reduction(op)) {
+      // Folded over tensors by ir/reference.cpp with ir/scalar/fj_reduce.h, never called per
+      // element; no kernel runs them yet (planning refuses them), so no GPU tolerance either.
+      CHECK(ir::parse_op(info.name) == op);
+      CHECK(info.arity == 1);
+      CHECK(info.scalar_fn == "fj_none");
+      CHECK(info.infix.empty());
+      CHECK(info.domain == ir::OpDomain::All);
+      CHECK(info.gpu == ir::OpAccuracy::Exact);
+      CHECK((info.ulp_f32 == 0 && info.ulp_f64 == 0 && info.ulp_half == 0));
+      CHECK(info.half == ir::HalfForm::F32);
+      continue;
+    }
     CHECK(ir::parse_op(info.name) == op);
     CHECK((info.arity >= 1 && info.arity <= 3));
     CHECK(info.scalar_fn == (op == Op::Cast ? std::string("fj_cvt") : "fj_" + std::string(info.name)));
@@ -137,17 +153,17 @@ TEST_CASE("every row of ir/ops.def is well formed") {
   }
 }
 
-TEST_CASE("docs/ops.md lists every op in the semantics table of its arity") {
+TEST_CASE("docs/ops.md lists every op in the semantics table of its arity, reductions in theirs") {
   const std::vector<std::string> doc = lines_of(slurp(std::string(FUSEJIT_SOURCE_DIR) + "/docs/ops.md"));
-  const std::pair<const char*, int> sections[] = {{"## Unary ops", 1}, {"## Binary ops", 2}, {"## Ternary ops", 3}};
-  std::map<std::string, int> listed;  // op -> arity of the section that lists it
-  for (const auto& [heading, arity] : sections)
+  const char* const sections[] = {"## Unary ops", "## Binary ops", "## Ternary ops", "## Reductions"};
+  std::map<std::string, std::string> listed;  // op -> the section that lists it
+  for (const char* heading : sections)
     for (const std::vector<std::string>& row : section_rows(doc, heading, false))
       if (!row.empty())
         for (const std::string& name : ops_in(row[0])) {
           CAPTURE(name);
           CHECK_MESSAGE(!listed.count(name), name << " is listed twice");
-          listed[name] = arity;
+          listed[name] = heading;
         }
   for (int k = 0; k < ir::kNumOps; ++k) {
     const Op op = static_cast<Op>(k);
@@ -155,7 +171,7 @@ TEST_CASE("docs/ops.md lists every op in the semantics table of its arity") {
     const std::string name(ir::op_name(op));
     CAPTURE(name);
     REQUIRE_MESSAGE(listed.count(name), "docs/ops.md has no row for " << name);
-    CHECK(listed[name] == ir::op_arity(op));
+    CHECK(listed[name] == (ir::is_reduction(op) ? sections[3] : sections[ir::op_arity(op) - 1]));
   }
   CHECK(listed.size() == static_cast<size_t>(ir::kNumOps - 4));  // all but the 3 leaves and cast
 }

@@ -265,11 +265,12 @@ TEST_CASE("every sample graph parses, also with small dims") {
     Graph g = parse_graph_file(e.path().string());
     CHECK(!g.outputs.empty());
     CHECK(!g.name.empty());
-    // Realistic default sizes: the largest input holds at least 16 MB.
+    // Realistic default sizes: the largest input holds at least 16 MB (a decode-shape sample is
+    // small on purpose: one token, where launch cost decides).
     int64_t biggest = 0;
     for (NodeId id : g.inputs)
       biggest = std::max(biggest, num_elements(g.node(id).shape) * dtype_size(g.node(id).dtype));
-    CHECK(biggest >= (int64_t{16} << 20));
+    if (e.path().stem().string().find("decode") == std::string::npos) CHECK(biggest >= (int64_t{16} << 20));
     DimOverrides small;
     for (const DimDecl& d : g.dims) small.push_back({d.name, d.name == "C" ? 3 : 5});
     Graph s = parse_graph_file(e.path().string(), small);

@@ -2,6 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "ir/reduce.h"
+#include "ir/reduce_group.h"
 
 namespace fusejit::ir {
 namespace {
@@ -13,13 +20,26 @@ enum class Kind : uint8_t { Dead, Leaf, Member, Dup };
 // Why a group was started (for FusionGroup::note).
 enum class Opened : uint8_t { FirstOfShape, Dependency, OpCap, SplitParams, SplitOps };
 
+using ShapeKey = std::vector<std::pair<int64_t, int32_t>>;
+
+ShapeKey shape_key(const Shape& s) {
+  ShapeKey k;
+  k.reserve(s.size());
+  for (const Dim& d : s) k.emplace_back(d.size, d.sym);
+  return k;
+}
+
 struct Planner {
   const Graph& g;
   const PlanOptions& opt;
+  const std::set<NodeId>& isolated;  // reductions planned alone (plan_fusion's fallback)
   size_t n;
   std::vector<Kind> kind;
   std::vector<int> sid;            // shape id per node
-  std::vector<Shape> shapes;       // by shape id
+  std::vector<int> gkey;           // group key per node: its shape id, or its reduction's key
+  std::vector<Shape> shapes;       // by key: shape ids first, then reduction keys (iteration shape)
+  std::vector<uint64_t> key_mask;  // by key: the reduced axes of a reduction key, else 0
+  std::vector<std::vector<NodeId>> key_reductions;  // by key: the reductions that made it
   std::vector<int> out_bind;       // graph output bindings per node
   std::vector<int> cone;           // ops in the node's expression (capped)
   std::vector<int> group;          // Member: its group index
@@ -28,7 +48,49 @@ struct Planner {
   std::vector<Opened> opened;
   std::vector<int> key;            // group -> shape id
 
-  Planner(const Graph& graph, const PlanOptions& o) : g(graph), opt(o), n(static_cast<size_t>(graph.size())) {}
+  Planner(const Graph& graph, const PlanOptions& o, const std::set<NodeId>& iso)
+      : g(graph), opt(o), isolated(iso), n(static_cast<size_t>(graph.size())) {}
+
+  int new_key(const Shape& s, uint64_t mask) {
+    shapes.push_back(s);
+    key_mask.push_back(mask);
+    key_reductions.emplace_back();
+    return static_cast<int>(shapes.size()) - 1;
+  }
+
+  // Reduction keys: reductions of one operand shape over the same axes share a key, and with it
+  // the values of that shape (element values) and of the reduced shape, with or without the
+  // reduced dims as 1s (row values), unless an earlier key claimed that shape: so a softmax or
+  // an RMSNorm lands in one group. An isolated reduction gets a key of its own and claims nothing.
+  void reduction_keys(std::map<ShapeKey, int>& ids) {
+    std::map<std::pair<ShapeKey, uint64_t>, int> rkeys;
+    std::vector<int> claim(shapes.size(), -1);
+    auto claim_shape = [&](const Shape& s, int k) {
+      if (auto it = ids.find(shape_key(s)); it != ids.end() && claim[static_cast<size_t>(it->second)] < 0)
+        claim[static_cast<size_t>(it->second)] = k;
+    };
+    for (size_t i = 0; i < n; ++i) {
+      const Node& nd = g.nodes[i];
+      if (kind[i] != Kind::Member || !is_reduction(nd.op)) continue;
+      const Shape& x = node(nd.arg(0)).shape;
+      int k;
+      if (isolated.count(static_cast<NodeId>(i))) {
+        k = new_key(x, nd.red.axes);
+      } else {
+        auto [it, fresh] = rkeys.emplace(std::pair{shape_key(x), nd.red.axes}, 0);
+        if (fresh) it->second = new_key(x, nd.red.axes);
+        k = it->second;
+        claim_shape(x, k);
+        claim_shape(reduced_shape(x, nd.red.axes, true), k);
+        claim_shape(reduced_shape(x, nd.red.axes, false), k);
+      }
+      gkey[i] = k;
+      key_reductions[static_cast<size_t>(k)].push_back(static_cast<NodeId>(i));
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (kind[i] == Kind::Member && !is_reduction(g.nodes[i].op) && claim[static_cast<size_t>(sid[i])] >= 0)
+        gkey[i] = claim[static_cast<size_t>(sid[i])];
+  }
 
   const Node& node(NodeId id) const { return g.node(id); }
 
@@ -43,7 +105,7 @@ struct Planner {
       if (live[i])
         for (int k = 0; k < g.nodes[i].nargs; ++k) live[static_cast<size_t>(g.nodes[i].args[static_cast<size_t>(k)])] = 1;
     // Shape ids (std::map: deterministic), consumer lists (CSR), cones.
-    std::map<std::vector<std::pair<int64_t, int32_t>>, int> ids;
+    std::map<ShapeKey, int> ids;
     sid.assign(n, -1);
     cone.assign(n, 0);
     std::vector<int> ucount(n + 1, 0);
@@ -53,11 +115,8 @@ struct Planner {
       if (!live[i]) continue;
       if (is_leaf(nd.op)) { kind[i] = Kind::Leaf; continue; }
       kind[i] = Kind::Member;
-      std::vector<std::pair<int64_t, int32_t>> k;
-      k.reserve(nd.shape.size());
-      for (const Dim& d : nd.shape) k.emplace_back(d.size, d.sym);
-      auto [it, fresh] = ids.emplace(std::move(k), static_cast<int>(shapes.size()));
-      if (fresh) shapes.push_back(nd.shape);
+      auto [it, fresh] = ids.emplace(shape_key(nd.shape), static_cast<int>(shapes.size()));
+      if (fresh) new_key(nd.shape, 0);
       sid[i] = it->second;
       int c = 1;
       for (int a = 0; a < nd.nargs; ++a) {
@@ -75,24 +134,27 @@ struct Planner {
       for (int a = 0; a < g.nodes[i].nargs; ++a)
         users[static_cast<size_t>(fill[static_cast<size_t>(g.nodes[i].args[static_cast<size_t>(a)])]++)] = static_cast<NodeId>(i);
     }
+    gkey = sid;
+    reduction_keys(ids);
     // Reverse pass: Member (own group, materialised if needed) or Dup (recomputed per consumer).
+    // A reduction is never recomputed.
     // evals[i]: the iteration shapes node i is evaluated in.
     std::vector<std::vector<int>> evals(n);
     for (size_t i = n; i-- > 0;) {
       if (kind[i] != Kind::Member) continue;
-      if (out_bind[i] == 0 && cone[i] <= opt.max_recompute_ops) {
+      if (out_bind[i] == 0 && cone[i] <= opt.max_recompute_ops && !is_reduction(g.nodes[i].op)) {
         std::vector<int> u;
         for (int k = ucount[i]; k < ucount[i + 1]; ++k)
           for (int s : evals[static_cast<size_t>(users[static_cast<size_t>(k)])]) u.push_back(s);
         std::sort(u.begin(), u.end());
         u.erase(std::unique(u.begin(), u.end()), u.end());
-        if (!u.empty() && !std::binary_search(u.begin(), u.end(), sid[i]) && static_cast<int>(u.size()) <= kMaxDupShapes) {
+        if (!u.empty() && !std::binary_search(u.begin(), u.end(), gkey[i]) && static_cast<int>(u.size()) <= kMaxDupShapes) {
           kind[i] = Kind::Dup;
           evals[i] = std::move(u);
           continue;
         }
       }
-      evals[i] = {sid[i]};
+      evals[i] = {gkey[i]};
     }
   }
 
@@ -125,7 +187,7 @@ struct Planner {
         dep = std::max(dep, source(x));
         if (kind[static_cast<size_t>(x)] == Kind::Dup) extra += cone[static_cast<size_t>(x)];
       }
-      int G = latest[static_cast<size_t>(sid[i])];
+      int G = latest[static_cast<size_t>(gkey[i])];
       Opened why = Opened::FirstOfShape;
       if (G >= 0) {
         if (dep > G) why = Opened::Dependency;
@@ -140,9 +202,9 @@ struct Planner {
       G = static_cast<int>(members.size());
       members.push_back({static_cast<NodeId>(i)});
       opened.push_back(why);
-      key.push_back(sid[i]);
+      key.push_back(gkey[i]);
       ops.push_back(extra);
-      latest[static_cast<size_t>(sid[i])] = G;
+      latest[static_cast<size_t>(gkey[i])] = G;
       group[i] = G;
     }
   }
@@ -190,6 +252,8 @@ struct Planner {
       std::sort(fg.inputs.begin(), fg.inputs.end());
       std::sort(fg.params.begin(), fg.params.end());
       fg.iter_shape = shapes[static_cast<size_t>(key[gi])];
+      if (std::any_of(fg.nodes.begin(), fg.nodes.end(), [&](NodeId m) { return is_reduction(node(m).op); }))
+        fg.reduce_mask = key_mask[static_cast<size_t>(key[gi])];
     }
     for (size_t gi = 0; gi < members.size(); ++gi)
       for (NodeId m : members[gi])
@@ -259,12 +323,59 @@ struct Planner {
 
 }  // namespace
 
-Plan plan_fusion(const Graph& g, const PlanOptions& options) {
-  Planner p(g, options);
+namespace {
+
+// The groups of `g` with the reductions of `isolated` planned alone; adds to `isolated` the
+// reductions of every group that cannot run as one kernel (ir/reduce_group.h) and returns false
+// when it did.
+bool plan_groups(const Graph& g, std::set<NodeId>& isolated, Planner& p, std::vector<FusionGroup>& fgs) {
   p.classify();
   p.form_groups();
-  std::vector<FusionGroup> fgs = p.finalize();
+  fgs = p.finalize();
   for (int round = 0; round < 64 && p.split_oversized(fgs); ++round) fgs = p.finalize();
+  const size_t before = isolated.size();
+  std::string problem;
+  for (size_t gi = 0; gi < fgs.size(); ++gi) {
+    const ReduceGroupInfo info = analyze_reduce_group(g, fgs[gi]);
+    if (info.problem.empty()) continue;
+    if (problem.empty()) problem = fmt::format("group {}: {}", gi, info.problem);
+    for (NodeId r : p.key_reductions[static_cast<size_t>(p.key[gi])]) isolated.insert(r);
+    for (NodeId r : info.reductions) isolated.insert(r);
+  }
+  // Each round isolates at least one more reduction, or the groups hold.
+  FJ_CHECK(problem.empty() || isolated.size() > before, "plan_fusion: a group cannot run as one kernel: " + problem);
+  const bool ok = problem.empty();
+  return ok;
+}
+
+// "reduces axes [1] of [N, 4096] (2 reductions: 3 passes over each row); " for a reduction group.
+std::string reduction_note(const Graph& g, const FusionGroup& fg) {
+  const ReduceGroupInfo info = analyze_reduce_group(g, fg);
+  if (info.reductions.empty()) return "";
+  bool element_outputs = false;
+  for (NodeId o : fg.outputs) element_outputs = element_outputs || !info.row.count(o);
+  std::string axes;
+  for (int64_t a : mask_axes(fg.reduce_mask)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
+  const size_t passes = info.reductions.size() + (element_outputs ? 1 : 0);
+  return fmt::format("reduces axes [{}] of {} ({} reduction{}: {} pass{} over each row, re-read from memory); ", axes,
+                     shape_to_string(fg.iter_shape, &g), info.reductions.size(), info.reductions.size() == 1 ? "" : "s",
+                     passes, passes == 1 ? "" : "es");
+}
+
+}  // namespace
+
+Plan plan_fusion(const Graph& g, const PlanOptions& options) {
+  // A group that mixes values a reduction kernel cannot compute together (ir/reduce_group.h) is
+  // planned again with its reductions alone, until every group holds: at most one round per
+  // reduction.
+  std::set<NodeId> isolated;
+  std::vector<FusionGroup> fgs;
+  std::unique_ptr<Planner> pp;
+  for (;;) {
+    pp = std::make_unique<Planner>(g, options, isolated);
+    if (plan_groups(g, isolated, *pp, fgs)) break;
+  }
+  Planner& p = *pp;
   std::vector<int> per_key(p.shapes.size(), 0);
   for (int k : p.key) ++per_key[static_cast<size_t>(k)];
   std::vector<int> keys = p.key;
@@ -273,7 +384,7 @@ Plan plan_fusion(const Graph& g, const PlanOptions& options) {
   Plan plan;
   plan.fused = true;
   for (size_t gi = 0; gi < fgs.size(); ++gi) {
-    fgs[gi].note = p.note(gi, num_keys, per_key);
+    fgs[gi].note = reduction_note(g, fgs[gi]) + p.note(gi, num_keys, per_key);
     for (NodeId o : fgs[gi].outputs) plan.materialized.push_back(o);
     plan.groups.push_back(std::move(fgs[gi]));
   }

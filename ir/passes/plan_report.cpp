@@ -1,5 +1,7 @@
 #include "ir/passes/plan_report.h"
 
+#include "ir/reduce.h"
+
 #include <cctype>
 
 #include <fmt/format.h>
@@ -8,6 +10,18 @@
 
 namespace fusejit::ir {
 namespace {
+
+bool reduction_group(const Graph& g, const FusionGroup& grp) {
+  return std::any_of(grp.nodes.begin(), grp.nodes.end(), [&](NodeId id) { return is_reduction(g.node(id).op); });
+}
+
+// ", reducing axes [1]" for a reduction group, "" otherwise.
+std::string reduces_text(const Graph& g, const FusionGroup& grp) {
+  if (!reduction_group(g, grp)) return "";
+  std::string axes;
+  for (int64_t a : mask_axes(grp.reduce_mask)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
+  return ", reducing axes [" + axes + "]";
+}
 
 std::string list(const Graph& g, const std::vector<NodeId>& ids) {
   std::string s;
@@ -119,8 +133,8 @@ std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const P
   for (size_t k = 0; k < fused.groups.size(); ++k) {
     const FusionGroup& grp = fused.groups[k];
     GroupTraffic t = group_traffic(g, grp);
-    s += fmt::format("kernel {} ({}): {} op{} over {}\n", k, kernel_name(g, k, kernel_names), grp.nodes.size(),
-                     grp.nodes.size() == 1 ? "" : "s", shape_to_string(grp.iter_shape, &g));
+    s += fmt::format("kernel {} ({}): {} op{} over {}{}\n", k, kernel_name(g, k, kernel_names), grp.nodes.size(),
+                     grp.nodes.size() == 1 ? "" : "s", shape_to_string(grp.iter_shape, &g), reduces_text(g, grp));
     s += "  nodes:   " + list(g, grp.nodes) + "\n";
     s += "  inputs:  " + list(g, grp.inputs) + "\n";
     if (!grp.params.empty()) s += "  params:  " + list(g, grp.params) + "\n";
@@ -157,8 +171,9 @@ std::string format_plan_dot(const Graph& g, const Plan& fused, std::span<const s
   std::string s = "digraph \"" + dot_escape(g.name.empty() ? "graph" : g.name) + "\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n";
   for (size_t k = 0; k < fused.groups.size(); ++k) {
     const FusionGroup& grp = fused.groups[k];
-    s += fmt::format("  subgraph cluster_{} {{\n    label=\"{} over {}\";\n    style=rounded; color=blue;\n", k,
-                     kernel_name(g, k, kernel_names), dot_escape(shape_to_string(grp.iter_shape, &g)));
+    s += fmt::format("  subgraph cluster_{} {{\n    label=\"{} over {}{}\";\n    style=rounded; color=blue;\n", k,
+                     kernel_name(g, k, kernel_names), dot_escape(shape_to_string(grp.iter_shape, &g)),
+                     dot_escape(reduces_text(g, grp)));
     for (NodeId id : grp.nodes) {
       if (group_of[static_cast<size_t>(id)] != static_cast<int>(k)) continue;  // recomputed copy: drawn once
       s += fmt::format("    n{} [label=\"{}\", shape={}];\n", id, dot_escape(label(id)),
@@ -219,7 +234,8 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
     groups.push_back({{"kernel", kernel_name(g, k, kernel_names)}, {"nodes", names(grp.nodes)}, {"inputs", names(grp.inputs)},
                       {"params", names(grp.params)}, {"outputs", names(grp.outputs)}, {"iter_shape", shape},
                       {"read_bytes", t.read_bytes}, {"write_bytes", t.write_bytes},
-                      {"param_bytes", estimate_param_bytes(g, grp)}, {"note", grp.note}});
+                      {"param_bytes", estimate_param_bytes(g, grp)}, {"note", grp.note},
+                      {"reduce_axes", reduction_group(g, grp) ? mask_axes(grp.reduce_mask) : std::vector<int64_t>{}}});
   }
   PlanTotals f = plan_totals(g, fused), u = plan_totals(unfused_graph ? *unfused_graph : g, unfused);
   return {{"mode", rw.fast_math ? "fast-math" : "strict"},

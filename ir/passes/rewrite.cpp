@@ -5,6 +5,7 @@
 
 #include "ir/passes/dce.h"
 #include "ir/passes/rules.h"
+#include "ir/reduce.h"
 
 namespace fusejit::ir {
 
@@ -17,6 +18,8 @@ size_t RewriteContext::KeyHash::operator()(const Key& k) const {
   mix(static_cast<uint64_t>(k.dtype));
   for (NodeId a : k.args) mix(static_cast<uint64_t>(static_cast<uint32_t>(a)));
   mix(k.bits);
+  mix(k.red.axes);
+  mix(k.red.keepdim);
   return static_cast<size_t>(h);
 }
 
@@ -36,8 +39,8 @@ NodeId RewriteContext::splat_carrier(NodeId id) const {
   return n.args[2];
 }
 
-NodeId RewriteContext::emit(Op op, DType dtype, std::span<const NodeId> args) {
-  Key k{op, dtype, {kNoNode, kNoNode, kNoNode}, 0};
+NodeId RewriteContext::emit(Op op, DType dtype, std::span<const NodeId> args, ReduceAttr red) {
+  Key k{op, dtype, {kNoNode, kNoNode, kNoNode}, 0, red};
   for (size_t i = 0; i < args.size(); ++i) k.args[i] = args[i];
   auto it = table_.find(k);
   if (it != table_.end()) {
@@ -45,13 +48,13 @@ NodeId RewriteContext::emit(Op op, DType dtype, std::span<const NodeId> args) {
     return it->second;
   }
   last_hit_ = false;
-  NodeId id = b_.add_typed(op, dtype, args, loc_);
+  NodeId id = is_reduction(op) ? b_.add_reduce(op, dtype, args[0], red, loc_) : b_.add_typed(op, dtype, args, loc_);
   table_.emplace(k, id);
   return id;
 }
 
 NodeId RewriteContext::constant(Scalar v) {
-  Key k{Op::Const, v.dtype, {kNoNode, kNoNode, kNoNode}, 0};
+  Key k{Op::Const, v.dtype, {kNoNode, kNoNode, kNoNode}, 0, {}};
   if (is_float(v.dtype)) std::memcpy(&k.bits, &v.f, 8);
   else k.bits = static_cast<uint64_t>(v.i);
   auto it = table_.find(k);
@@ -184,7 +187,7 @@ struct Driver {
           const Shape& s = b.graph().node(c.args[static_cast<size_t>(k)]).shape;
           c.shape = k == 0 ? s : broadcast_shapes(c.shape, s);
         }
-        for (int ri : by_op[static_cast<size_t>(n.op)]) {
+        for (int ri : is_reduction(n.op) ? std::vector<int>{} : by_op[static_cast<size_t>(n.op)]) {
           r = rules[static_cast<size_t>(ri)]->apply(ctx, c);
           if (r == kNoNode) continue;
           FJ_CHECK(match::fits(ctx, c, r), std::string("rewrite rule '") + rules[static_cast<size_t>(ri)]->name +
@@ -195,7 +198,7 @@ struct Driver {
           break;
         }
         if (r == kNoNode) {
-          r = ctx.emit(c.op, c.dtype, std::span<const NodeId>(c.args.data(), static_cast<size_t>(c.nargs)));
+          r = ctx.emit(c.op, c.dtype, std::span<const NodeId>(c.args.data(), static_cast<size_t>(c.nargs)), n.red);
           if (ctx.last_emit_was_hit()) {
             record(rules.size(), n, iteration);
             ++(*per_rule)[rules.size()];

@@ -34,7 +34,8 @@ class RewriteContext {
   // For a splat where(true, c, like): `like` (the node that carries its shape); else kNoNode.
   NodeId splat_carrier(NodeId id) const;
   // A node with op/dtype/args; returns an identical existing node if there is one (CSE).
-  NodeId emit(Op op, DType dtype, std::span<const NodeId> args);
+  // `red`: a reduction's axes (ir/reduce.h); default for every other op.
+  NodeId emit(Op op, DType dtype, std::span<const NodeId> args, ReduceAttr red = {});
   NodeId emit(Op op, DType dtype, std::initializer_list<NodeId> args) {
     return emit(op, dtype, std::span<const NodeId>(args.begin(), args.size()));
   }
@@ -53,6 +54,7 @@ class RewriteContext {
     DType dtype;
     std::array<NodeId, 3> args;
     uint64_t bits;
+    ReduceAttr red;  // reductions: axes and keepdim
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {

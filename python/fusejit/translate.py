@@ -2,8 +2,8 @@
 
 Used by bench/peers.py to run the same graph through other frameworks, and checked on the CPU
 (NumPy) against fusejit for every sample by python/tests/test_translate.py. The translation is
-generated, never written per graph: each op of ir/ops.def needs one entry in ``OPS`` (a new op
-without one fails that test by name).
+generated, never written per graph: each elementwise op of ir/ops.def needs one entry in ``OPS``
+and each reduction one in ``REDUCTIONS`` (a new op without one fails that test by name).
 
     fn = translate(graph, "numpy")       # a Python function: fn(x=..., w=..., eps=...) -> (y, ...)
     print(fn.source)                     # the generated code
@@ -102,6 +102,19 @@ OPS: dict[str, tuple[str, str]] = {
     "cast": ("{0}.astype(fj.{dtype})", "{0}.to(fj.{dtype})"),
 }
 
+# Reductions: op name -> (NumPy/CuPy, PyTorch); {axes} is the tuple of reduced axes, {keepdim}
+# True or False. The operand already has the result dtype (fusejit casts it first: sums of
+# integers in i64, f16/bf16 in f32), so no dtype argument is needed. NumPy's max/min and torch's
+# amax/amin propagate NaN, as fusejit does. torch.prod takes one dim: fj.prod reduces one at a time.
+# The peers' summation orders differ from fusejit's fixed order (TOLERANCE covers it).
+REDUCTIONS: dict[str, tuple[str, str]] = {
+    "sum": ("xp.sum({0}, axis={axes}, keepdims={keepdim})", "torch.sum({0}, dim={axes}, keepdim={keepdim})"),
+    "mean": ("xp.mean({0}, axis={axes}, keepdims={keepdim})", "torch.mean({0}, dim={axes}, keepdim={keepdim})"),
+    "prod": ("xp.prod({0}, axis={axes}, keepdims={keepdim})", "fj.prod({0}, {axes}, {keepdim})"),
+    "amax": ("xp.max({0}, axis={axes}, keepdims={keepdim})", "torch.amax({0}, dim={axes}, keepdim={keepdim})"),
+    "amin": ("xp.min({0}, axis={axes}, keepdims={keepdim})", "torch.amin({0}, dim={axes}, keepdim={keepdim})"),
+}
+
 BACKENDS = ("numpy", "cupy", "torch")
 
 # How far a peer's result may be from fusejit's, by dtype: (relative, absolute). Libraries' math
@@ -175,6 +188,12 @@ class _Helpers:
             self._erf = numpy.vectorize(math.erf, otypes=[numpy.float64])
             self._erfc = numpy.vectorize(math.erfc, otypes=[numpy.float64])
 
+    def prod(self, x: Any, axes: tuple, keepdim: bool) -> Any:
+        """torch.prod over several axes (it takes one), innermost first so the numbering holds."""
+        for a in sorted(axes, reverse=True):
+            x = self.mod.prod(x, dim=a, keepdim=keepdim)
+        return x
+
     def erf(self, x: Any) -> Any:
         return self._erf(x).astype(x.dtype)
 
@@ -198,6 +217,9 @@ _IDENTITY_ON_INTEGERS = {"floor", "ceil", "round", "trunc"}
 def _expr(backend: str, n: Any, names: dict[int, str]) -> str:
     if n.op in _IDENTITY_ON_INTEGERS and n.dtype in ("bool", "i8", "u8", "i32", "i64"):
         return names[n.operands[0]]
+    if n.op in REDUCTIONS:
+        template = REDUCTIONS[n.op][1 if backend == "torch" else 0]
+        return template.format(names[n.operands[0]], axes=tuple(n.axes), keepdim=bool(n.keepdim))
     if n.op not in OPS:
         raise KeyError(f"translate: no entry for op '{n.op}' in fusejit.translate.OPS (add one: docs/ops.md)")
     template = OPS[n.op][1 if backend == "torch" else 0]

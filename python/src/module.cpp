@@ -301,7 +301,9 @@ void bind_info(nb::module_& m) {
       .def_ro("shape", &fusejit::NodeInfo::shape)
       .def_ro("operands", &fusejit::NodeInfo::operands)
       .def_prop_ro("value", [](const fusejit::NodeInfo& n) { return n.op == "const" ? scalar_to_py(n.value) : nb::none(); })
-      .def_ro("slot", &fusejit::NodeInfo::slot);
+      .def_ro("slot", &fusejit::NodeInfo::slot)
+      .def_ro("axes", &fusejit::NodeInfo::axes, "Reductions: the reduced axes of the operand, ascending; [] otherwise.")
+      .def_ro("keepdim", &fusejit::NodeInfo::keepdim, "Reductions: whether the reduced axes stay as size-1 dims.");
   nb::class_<fusejit::KernelInfo>(m, "KernelInfo", "One kernel (fusion group) of a compiled program.")
       .def_ro("name", &fusejit::KernelInfo::name)
       .def_ro("source", &fusejit::KernelInfo::source)

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ir/reduce.h"
 #include "ir/builder.h"
 #include "ir/eval.h"
 
@@ -167,6 +168,28 @@ struct Gen {
     }
   }
 
+  // A reduction of a random value over a random set of axes (none listed: all), or a composite.
+  bool random_reduction() {
+    const NodeId x = any();
+    const int rank = static_cast<int>(b.graph().node(x).shape.size());
+    std::vector<int64_t> axes;
+    for (int d = 0; d < rank; ++d)
+      if (r.chance(0.5)) axes.push_back(r.chance(0.5) ? d : d - rank);
+    static const Op ops[] = {Op::Sum, Op::Mean, Op::Prod, Op::Amax, Op::Amin};
+    try {
+      const int pick = r.below(8);
+      const int64_t axis = rank > 0 ? r.below(rank) - (r.chance(0.5) ? rank : 0) : 0;
+      Operand res = pick < 5   ? b.reduce(ops[pick], Operand::of(x), axes, r.chance(0.5))
+                    : pick == 5 ? b.softmax(Operand::of(x), axis)
+                    : pick == 6 ? b.log_softmax(Operand::of(x), axis)
+                                : b.logsumexp(Operand::of(x), axis, r.chance(0.5));
+      add(res.node);
+      return true;
+    } catch (const UserError&) {
+      return false;
+    }
+  }
+
   // An integer-only row of ir/ops.def (domain Int or IntBool: bit operations, shifts) on integer
   // values (bool too for IntBool), the second operand often a shift count around the widths.
   // Drawn like the other ops, they would seldom meet only integer operands in a pool of mostly
@@ -193,9 +216,10 @@ struct Gen {
 
   bool random_op() {
     if (r.chance(0.08)) return try_cast(any(), r.pick(dtypes(o)));
-    Op op;  // any callable row of ir/ops.def (casts are drawn above)
+    if (r.chance(o.reduction_rate)) return random_reduction();
+    Op op;  // any callable row of ir/ops.def (casts and reductions are drawn above)
     do op = static_cast<Op>(r.below(kNumOps));
-    while (is_leaf(op) || op == Op::Cast);
+    while (is_leaf(op) || op == Op::Cast || is_reduction(op));
     if (op_info(op).domain == OpDomain::Int || op_info(op).domain == OpDomain::IntBool) return int_op(op);
     std::vector<Operand> args;
     for (int k = 0; k < op_arity(op); ++k) args.push_back(operand());

@@ -24,13 +24,16 @@ struct RandomGraphOptions {
   bool allow_int = true;     // integer and bool inputs
   double pattern_rate = 0.35;  // share of steps that emit a rewrite-rule pattern (x*c1*c2, x/2, ...)
   double literal_rate = 0.2;   // share of operands that are literals (special values included)
+  double reduction_rate = 0.06;  // share of op steps that reduce (sum ... amin over random axes, softmax, ...)
 };
 
 // A verified graph built with ir::GraphBuilder::apply (typing and broadcasting rules apply):
 // mixed dtypes, size-1 dims and rank differences, literals with special values (inf, nan, -0.0,
 // integer extremes), params, several outputs, and every op of ir/ops.def (drawn from the table, so a
 // new row is generated without a change here) including cast/where/clamp/compare; integer-only
-// rows (bit operations, shifts) on integer operands, often with shift counts around the widths.
+// rows (bit operations, shifts) on integer operands, often with shift counts around the widths;
+// reductions over random axes with or without keepdim, and the softmax/log_softmax/logsumexp
+// composites.
 ir::Graph random_graph(const RandomGraphOptions& options);
 
 // One tensor per graph input (current dim sizes). About `special_rate` of the elements are special

@@ -140,9 +140,13 @@ struct NodeInfo {
   std::vector<int32_t> operands;  ///< node ids, in the op's argument order
   Scalar value;                   ///< "const": its value, already rounded to `dtype`
   int32_t slot = -1;              ///< "input"/"param": index in inputs()/params(), else -1
+  /// Reductions ("sum", "mean", "prod", "amax", "amin"): the reduced axes of the operand,
+  /// ascending and non-negative (all of them for `sum(x)`); empty for every other op.
+  std::vector<int64_t> axes;
+  bool keepdim = false;           ///< reductions: the reduced axes stay as size-1 dims (PyTorch's keepdim)
 };
 
-/// An immutable, verified graph of elementwise ops. Cheap to copy (shared, immutable state).
+/// An immutable, verified graph of elementwise ops and reductions. Cheap to copy (shared, immutable state).
 /// Thread-safe to share between threads.
 class Graph {
  public:

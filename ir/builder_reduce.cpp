@@ -1,0 +1,106 @@
+// GraphBuilder's reductions and the composites built from them (softmax, log_softmax, logsumexp);
+// see ir/builder.h and ir/reduce.h.
+#include <fmt/format.h>
+
+#include "ir/builder.h"
+#include "ir/reduce.h"
+
+namespace fusejit::ir {
+
+NodeId GraphBuilder::add_reduce(Op op, DType dtype, NodeId arg, ReduceAttr red, Loc loc) {
+  FJ_CHECK(is_reduction(op), "add_reduce: not a reduction");
+  FJ_CHECK(arg >= 0 && arg < g_.size() && g_.node(arg).dtype == dtype, "add_reduce: operand must have the compute dtype");
+  const Shape& in = g_.node(arg).shape;
+  FJ_CHECK(red.axes >> std::min<size_t>(in.size(), 63) == 0 || in.size() == 64, "add_reduce: axis beyond the rank");
+  check_reduce_nonempty(op, in, red.axes, "", loc);
+  Node n;
+  n.op = op;
+  n.dtype = dtype;
+  n.nargs = 1;
+  n.args[0] = arg;
+  n.red = red;
+  n.shape = reduced_shape(in, red.axes, red.keepdim);
+  n.loc = loc;
+  return push(std::move(n));
+}
+
+Operand GraphBuilder::reduce(Op op, const Operand& x, std::span<const int64_t> axes, bool keepdim, Loc loc) {
+  const NodeId in = materialize(x, loc);
+  const Node& xn = g_.node(in);
+  const ReduceAttr red{reduce_axes_mask(axes, xn.shape.size(), loc), keepdim};
+  const DType from = xn.dtype;
+  const DType ct = reduce_compute_dtype(op, from, loc);
+  const NodeId arg = from == ct ? in : cast(Operand::of(in), ct, loc).node;
+  const NodeId r = add_reduce(op, ct, arg, red, loc);
+  const bool half = from == DType::F16 || from == DType::BF16;
+  return half ? cast(Operand::of(r), from, loc) : Operand::of(r);
+}
+
+namespace {
+
+// The float dtype a composite of `x` computes in: f32 for f16/bf16 (rounded once at the end, as
+// PyTorch's softmax kernels accumulate in f32); integer inputs are refused as by PyTorch.
+DType composite_dtype(const Node& x, const char* what, Loc loc) {
+  if (!is_float(x.dtype))
+    throw UserError(fmt::format("{} of a {} tensor: {} needs a float dtype (cast it first, as PyTorch requires)", what,
+                                dtype_name(x.dtype), what),
+                    loc);
+  if (x.shape.empty()) throw UserError(fmt::format("{} needs a tensor of rank 1 or more, not a 0-d value", what), loc);
+  return x.dtype == DType::F16 || x.dtype == DType::BF16 ? DType::F32 : x.dtype;
+}
+
+}  // namespace
+
+Operand GraphBuilder::softmax(const Operand& x, int64_t axis, Loc loc) {
+  const NodeId in = materialize(x, loc);
+  const DType from = g_.node(in).dtype, ct = composite_dtype(g_.node(in), "softmax", loc);
+  const Operand xc = from == ct ? Operand::of(in) : cast(Operand::of(in), ct, loc);
+  const int64_t ax[1] = {axis};
+  const Operand m = reduce(Op::Amax, xc, ax, true, loc);
+  const Operand d[2] = {xc, m};
+  const Operand diff = apply(Op::Sub, d, loc);
+  const Operand ex[1] = {diff};
+  const Operand ev = apply(Op::Exp, ex, loc);
+  const Operand q[2] = {ev, reduce(Op::Sum, ev, ax, true, loc)};
+  const Operand y = apply(Op::Div, q, loc);
+  return from == ct ? y : cast(y, from, loc);
+}
+
+Operand GraphBuilder::log_softmax(const Operand& x, int64_t axis, Loc loc) {
+  const NodeId in = materialize(x, loc);
+  const DType from = g_.node(in).dtype, ct = composite_dtype(g_.node(in), "log_softmax", loc);
+  const Operand xc = from == ct ? Operand::of(in) : cast(Operand::of(in), ct, loc);
+  const int64_t ax[1] = {axis};
+  const Operand d[2] = {xc, reduce(Op::Amax, xc, ax, true, loc)};
+  const Operand diff = apply(Op::Sub, d, loc);
+  const Operand ex[1] = {diff};
+  const Operand ev = apply(Op::Exp, ex, loc);
+  const Operand s[1] = {reduce(Op::Sum, ev, ax, true, loc)};
+  const Operand q[2] = {diff, apply(Op::Log, s, loc)};
+  const Operand y = apply(Op::Sub, q, loc);
+  return from == ct ? y : cast(y, from, loc);
+}
+
+Operand GraphBuilder::logsumexp(const Operand& x, int64_t axis, bool keepdim, Loc loc) {
+  const NodeId in = materialize(x, loc);
+  const DType from = g_.node(in).dtype, ct = composite_dtype(g_.node(in), "logsumexp", loc);
+  const Operand xc = from == ct ? Operand::of(in) : cast(Operand::of(in), ct, loc);
+  const int64_t ax[1] = {axis};
+  // torch.logsumexp: an infinite max is replaced by 0 both where it is subtracted and added.
+  auto finite_max = [&](bool keep) {
+    const Operand m = reduce(Op::Amax, xc, ax, keep, loc);
+    const Operand inf[1] = {m};
+    Literal zero;
+    zero.cat = Category::Float;
+    const Operand w[3] = {apply(Op::IsInf, inf, loc), Operand::of(zero), m};
+    return apply(Op::Where, w, loc);
+  };
+  const Operand d[2] = {xc, finite_max(true)};
+  const Operand ex[1] = {apply(Op::Sub, d, loc)};
+  const Operand s[1] = {reduce(Op::Sum, apply(Op::Exp, ex, loc), ax, keepdim, loc)};
+  const Operand q[2] = {apply(Op::Log, s, loc), finite_max(keepdim)};
+  const Operand y = apply(Op::Add, q, loc);
+  return from == ct ? y : cast(y, from, loc);
+}
+
+}  // namespace fusejit::ir

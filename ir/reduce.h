@@ -1,0 +1,60 @@
+// Reductions (sum, mean, prod, amax, amin over a set of axes, optionally keeping them as size 1):
+// the axis and dtype rules every consumer shares (builder, parser, verifier, reference evaluator,
+// planner, code generator), and the reference evaluation in the fixed order of
+// ir/scalar/fj_reduce.h. Semantics and sources: docs/ops.md, "Reductions".
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace fusejit::ir {
+
+// True for the reduction ops (rule Reduce in ir/ops.def).
+bool is_reduction(Op op);
+
+// The bit mask of the reduced axes of an operand of rank `rank` from the axes as written:
+// negative axes count from the end; an empty list reduces every axis (`sum(x)`). Throws
+// UserError at `loc` for an axis outside [-rank, rank) or an axis given twice (after
+// normalisation: `sum(x, [1, -1])` of a rank-2 x), naming the axis and the rank.
+uint64_t reduce_axes_mask(std::span<const int64_t> axes, size_t rank, Loc loc = {});
+
+// The axes of a mask, ascending.
+std::vector<int64_t> mask_axes(uint64_t mask);
+
+// The result shape: the operand's shape without the reduced axes, or with them as literal 1s when
+// `keepdim` (PyTorch's keepdim=True, NumPy's keepdims).
+Shape reduced_shape(const Shape& in, uint64_t mask, bool keepdim);
+
+// Number of elements each result element combines (the product of the reduced axes' sizes).
+int64_t reduce_length(const Shape& in, uint64_t mask);
+
+// The dtype a reduction computes in and returns, PyTorch's rules: sum and prod of bool or an
+// integer dtype are i64; mean needs a float dtype (UserError at `loc` otherwise, as torch.mean
+// refuses integer tensors); amax/amin keep the dtype; f16/bf16 operands compute in f32 (the
+// builder casts the result back to the operand dtype: one rounding at the end).
+DType reduce_compute_dtype(Op op, DType in, Loc loc = {});
+
+// Throws UserError at `loc` when an amax/amin reduces zero elements (PyTorch: "Expected reduction
+// dim to be specified for input.numel() == 0"): no identity exists to return. `what` ("" or the
+// node's quoted name) prefixes the message.
+void check_reduce_nonempty(Op op, const Shape& in, uint64_t mask, const std::string& what, Loc loc = {});
+
+// The struct of ir/scalar/fj_reduce.h that combines the elements of reduction `op` ("fj_red_sum"
+// for sum and mean, "fj_red_prod", "fj_red_max", "fj_red_min"): what generated kernels call.
+const char* reduce_combiner(Op op);
+
+// The reference value of reduction node `n` (dtype and shape from the node) applied to `in`, in
+// the fixed order of ir/scalar/fj_reduce.h: every result element reduces its elements, taken in
+// row-major order of the reduced axes. `in` has the node operand's dtype and shape.
+Tensor eval_reduction(const Node& n, const Tensor& in);
+
+// "sum(x, [0, 2], keepdim)" style axis text for the printer: ", [a, b]" or ", a" plus
+// ", keepdim"; "" for a full reduction without keepdim of a non-0-d operand.
+std::string reduce_args_text(uint64_t mask, size_t in_rank, bool keepdim);
+
+}  // namespace fusejit::ir

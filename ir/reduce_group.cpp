@@ -1,0 +1,140 @@
+// Element and row values of a reduction group; see ir/reduce_group.h.
+#include "ir/reduce_group.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "ir/reduce.h"
+
+namespace fusejit::ir {
+
+bool same_sizes(const Shape& a, const Shape& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Dim& p, const Dim& q) { return p.size == q.size; });
+}
+
+namespace {
+
+// `s` broadcasts to `x` (NumPy right alignment, sizes).
+bool broadcasts(const Shape& s, const Shape& x) {
+  if (s.size() > x.size()) return false;
+  const size_t off = x.size() - s.size();
+  for (size_t d = 0; d < s.size(); ++d)
+    if (s[d].size != 1 && s[d].size != x[d + off].size) return false;
+  return true;
+}
+
+struct Analyzer {
+  const Graph& g;
+  const FusionGroup& grp;
+  ReduceGroupInfo info;
+  std::set<NodeId> in_group;
+
+  void fail(NodeId id, const std::string& why) {
+    if (info.problem.empty()) info.problem = fmt::format("v{}: {}", id, why);
+  }
+
+  bool leaf_constant(NodeId a) const {
+    const Op op = g.node(a).op;
+    return op == Op::Const || op == Op::Param;
+  }
+
+  void reduction(NodeId id) {
+    const Node& nd = g.node(id);
+    if (nd.red.axes != grp.reduce_mask || !same_sizes(g.node(nd.arg(0)).shape, grp.iter_shape))
+      fail(id, "a reduction over other axes or another shape than the group's");
+    if (info.row.count(nd.arg(0))) fail(id, "reduces a row value");
+    info.row.insert(id);
+  }
+
+  // A node reading at least one row value: a row value itself when its shape is per row, else an
+  // element value reading its row's values (the epilogue), which must then be in keepdim form.
+  void reads_row(NodeId id) {
+    const Node& nd = g.node(id);
+    const Shape& x = grp.iter_shape;
+    const Shape r = reduced_shape(x, grp.reduce_mask, false);
+    auto keepdim_rows_only = [&] {
+      for (int k = 0; k < nd.nargs; ++k)
+        if (info.row.count(nd.arg(k)) && !is_keepdim_row_shape(g.node(nd.arg(k)).shape, x, grp.reduce_mask))
+          fail(id, "reads a row value of the reduced shape (no keepdim), which broadcasts by NumPy's right alignment, "
+                   "not per row");
+    };
+    if (same_sizes(nd.shape, x)) {  // an element value (also when the reduced dims are 1s: [N, 1])
+      keepdim_rows_only();
+    } else if (is_keepdim_row_shape(nd.shape, x, grp.reduce_mask)) {
+      keepdim_rows_only();
+      info.row.insert(id);
+    } else if (same_sizes(nd.shape, r)) {
+      for (int k = 0; k < nd.nargs; ++k) {
+        const NodeId a = nd.arg(k);
+        if (info.row.count(a) ? !same_sizes(g.node(a).shape, r) : !leaf_constant(a))
+          fail(id, "a value of the reduced shape (no keepdim) reads an element value or an input");
+      }
+      info.row.insert(id);
+    } else if (broadcasts(nd.shape, x)) {
+      keepdim_rows_only();
+    } else {
+      fail(id, "a value that is neither per element nor per row");
+    }
+  }
+
+  void outputs() {
+    for (NodeId o : grp.outputs) {
+      if (!in_group.count(o)) continue;
+      const Shape& s = g.node(o).shape;
+      if (!info.row.count(o) && !same_sizes(s, grp.iter_shape) &&
+          !is_keepdim_row_shape(s, grp.iter_shape, grp.reduce_mask))
+        fail(o, "an output that is neither per element nor per row");
+    }
+    for (NodeId i : grp.inputs)
+      if (!broadcasts(g.node(i).shape, grp.iter_shape)) fail(i, "an input that does not broadcast to the iteration shape");
+  }
+
+  void run() {
+    in_group.insert(grp.nodes.begin(), grp.nodes.end());
+    for (NodeId id : grp.nodes)
+      if (is_reduction(g.node(id).op)) info.reductions.push_back(id);
+    if (info.reductions.empty()) {  // elementwise: every output has the iteration shape (named dims too)
+      for (NodeId o : grp.outputs)
+        if (!(g.node(o).shape == grp.iter_shape)) fail(o, "an output without the group's iteration shape");
+      return;
+    }
+    for (NodeId id : grp.nodes) {
+      const Node& nd = g.node(id);
+      if (is_reduction(nd.op)) {
+        reduction(id);
+        continue;
+      }
+      bool any_row = false;
+      for (int k = 0; k < nd.nargs; ++k) any_row = any_row || info.row.count(nd.arg(k)) > 0;
+      if (any_row) reads_row(id);
+      else if (!broadcasts(nd.shape, grp.iter_shape)) fail(id, "an element value that does not broadcast to the iteration shape");
+    }
+    outputs();
+  }
+};
+
+}  // namespace
+
+bool is_keepdim_row_shape(const Shape& s, const Shape& x, uint64_t mask) {
+  if (s.size() > x.size()) return false;
+  const size_t off = x.size() - s.size();
+  for (size_t d = 0; d < s.size(); ++d) {
+    const Dim& a = s[d];
+    const Dim& b = x[d + off];
+    if (mask >> (d + off) & 1) {
+      if (a.size != 1 || a.sym >= 0) return false;
+    } else if (a.size != 1 && a.size != b.size) {
+      return false;
+    }
+  }
+  return true;
+}
+
+ReduceGroupInfo analyze_reduce_group(const Graph& g, const FusionGroup& grp) {
+  Analyzer a{g, grp, {}, {}};
+  a.run();
+  return std::move(a.info);
+}
+
+}  // namespace fusejit::ir

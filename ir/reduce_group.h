@@ -1,0 +1,44 @@
+// What a reduction group computes where: the analysis the planner (to accept a group) and the
+// code generator (to order a reduction kernel's phases) share. See docs/architecture.md,
+// "Reduction kernels".
+//
+// A reduction group (ir/plan.h) iterates over the shape X of its reductions' operand
+// (FusionGroup::iter_shape) and reduces the axes of FusionGroup::reduce_mask. Each of its values
+// is one of:
+//  - an element value: computed per element of X (its shape broadcasts to X) from inputs,
+//    params, constants, other element values and row values in keepdim form: the prologue of a
+//    reduction, or the epilogue (`x - max`, `x * rsqrt(ms + eps)`);
+//  - a row value: a reduction, or computed from one; one value per row (element of the reduced
+//    shape R). Its shape is the keepdim form of R (X with the reduced axes as literal 1s, or a
+//    right-aligned suffix of it: it then broadcasts over the reduced axes of X), or exactly R
+//    (without the reduced axes), in which case it reads only other such values, constants and
+//    params (a value of shape R broadcasts against X by NumPy's right alignment, not per row).
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/plan.h"
+
+namespace fusejit::ir {
+
+struct ReduceGroupInfo {
+  std::vector<NodeId> reductions;  // the group's reductions, in topological order (empty: elementwise)
+  std::set<NodeId> row;            // the row values among the group's nodes
+  // Why the group cannot run as one kernel of its kind ("" when it can), for the planner.
+  std::string problem;
+};
+
+// True when `s` is a row shape of a reduction of X over `mask` in keepdim form: right-aligned to
+// X, every reduced axis is absent or a literal 1 and every other dim is 1 or X's size.
+bool is_keepdim_row_shape(const Shape& s, const Shape& x, uint64_t mask);
+
+// True when the shapes have the same sizes, dim by dim.
+bool same_sizes(const Shape& a, const Shape& b);
+
+// The analysis of `grp` (its nodes in topological order, iter_shape, reduce_mask) in `g`.
+ReduceGroupInfo analyze_reduce_group(const Graph& g, const FusionGroup& grp);
+
+}  // namespace fusejit::ir

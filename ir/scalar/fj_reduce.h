@@ -1,0 +1,158 @@
+// fj_reduce.h: the ONE fixed reduction order of fusejit (docs/ops.md, "Reductions"), shared by
+// the reference evaluator (host C++) and every generated reduction kernel (embedded after
+// fj_scalar.h, compiled by NVRTC for the GPU or by the host compiler for the CPU path).
+//
+// The order depends only on the reduction length n, never on the GPU, block size or grid:
+//  1. The n elements (index order of the reduced axes, row-major) are split into chunks of
+//     FJ_RED_CHUNK consecutive elements; the last chunk may be shorter.
+//  2. Within a chunk, element i goes to lane i mod FJ_RED_LANES; each lane starts from the
+//     op's identity and combines its elements in increasing index order.
+//  3. The lanes of a chunk are combined by a fixed binary tree: for h = LANES/2, LANES/4, ..., 1,
+//     lane l (l < h) becomes op(lane l, lane l + h). Lane 0 holds the chunk's value.
+//  4. Chunk values are combined by the binary tree that pairs neighbours level by level (an odd
+//     last value passes up unchanged), computed with a stack as chunks arrive.
+// fj_reduce_fixed() is that order, written once: a kernel calls it with its thread index and block
+// size (threads share the lane array in __shared__ memory and fj_red_sync() is __syncthreads()),
+// the host with (0, 1) (fj_red_sync() does nothing). Whatever the thread count, every lane and tree
+// step computes the same operations on the same values, so the bits never change.
+//
+// Constraints as fj_scalar.h (no includes under NVRTC; fj_/FJ_ prefixes); include it after it.
+#ifndef FJ_REDUCE_H
+#define FJ_REDUCE_H
+
+// Functions in structs and template specialisations cannot be `static` (FJ_FN on the host).
+#ifdef FJ_DEVICE_CODE
+#define FJ_RFN __device__ __forceinline__
+#else
+#define FJ_RFN inline
+#endif
+
+#define FJ_RED_LANES 256
+#define FJ_RED_CHUNK 8192
+// Deepest chunk stack: log2 of the most chunks a reduction may have (2^63 / FJ_RED_CHUNK) + 1.
+#define FJ_RED_STACK 52
+
+// The block barrier between lane writes and tree steps. Host: nothing (one thread), unless a test
+// defines FJ_RED_HOST_SYNC() to run several host threads as one block. Called only when the
+// calling threads are more than one (a uniform condition in a block): a kernel whose threads each
+// reduce a row of their own (nthreads == 1) must not meet at a block barrier, since its threads
+// run different rows and some none.
+#ifdef FJ_DEVICE_CODE
+FJ_FN void fj_red_sync() { __syncthreads(); }
+#elif defined(FJ_RED_HOST_SYNC)
+FJ_FN void fj_red_sync() { FJ_RED_HOST_SYNC(); }
+#else
+FJ_FN void fj_red_sync() {}
+#endif
+
+// Largest and smallest values of each compute type: the identities of amin and amax.
+template <class T> struct fj_red_lim;
+template <> struct fj_red_lim<bool> {
+  FJ_RFN static bool lo() { return false; }
+  FJ_RFN static bool hi() { return true; }
+};
+template <> struct fj_red_lim<signed char> {
+  FJ_RFN static signed char lo() { return -128; }
+  FJ_RFN static signed char hi() { return 127; }
+};
+template <> struct fj_red_lim<unsigned char> {
+  FJ_RFN static unsigned char lo() { return 0; }
+  FJ_RFN static unsigned char hi() { return 255; }
+};
+template <> struct fj_red_lim<int> {
+  FJ_RFN static int lo() { return -2147483647 - 1; }
+  FJ_RFN static int hi() { return 2147483647; }
+};
+template <> struct fj_red_lim<long long> {
+  FJ_RFN static long long lo() { return -9223372036854775807LL - 1; }
+  FJ_RFN static long long hi() { return 9223372036854775807LL; }
+};
+template <> struct fj_red_lim<float> {
+  FJ_RFN static float lo() { return fj_u2f(0xff800000u); }
+  FJ_RFN static float hi() { return fj_u2f(0x7f800000u); }
+};
+template <> struct fj_red_lim<double> {
+  FJ_RFN static double lo() { return fj_u2d(0xfff0000000000000ull); }
+  FJ_RFN static double hi() { return fj_u2d(0x7ff0000000000000ull); }
+};
+
+// The combining ops: op() is the op's fj_scalar.h function (wrapping integer arithmetic, NaN-
+// propagating maximum/minimum); id() starts every lane. The float sum starts from -0.0, the one
+// value with x + id == x for every x (so a sum of -0.0 values stays -0.0, as in NumPy); an empty
+// sum is +0.0 (empty()).
+template <class T> FJ_RFN T fj_red_zero() { return (T)0; }
+template <> FJ_RFN float fj_red_zero<float>() { return -0.0f; }
+template <> FJ_RFN double fj_red_zero<double>() { return -0.0; }
+struct fj_red_sum {
+  template <class T> FJ_RFN static T id() { return fj_red_zero<T>(); }
+  template <class T> FJ_RFN static T empty() { return (T)0; }
+  template <class T> FJ_RFN static T op(T a, T b) { return fj_add(a, b); }
+};
+struct fj_red_prod {
+  template <class T> FJ_RFN static T id() { return (T)1; }
+  template <class T> FJ_RFN static T empty() { return (T)1; }
+  template <class T> FJ_RFN static T op(T a, T b) { return fj_mul(a, b); }
+};
+// amax/amin of nothing is refused before any kernel runs; empty() is never used.
+struct fj_red_max {
+  template <class T> FJ_RFN static T id() { return fj_red_lim<T>::lo(); }
+  template <class T> FJ_RFN static T empty() { return fj_red_lim<T>::lo(); }
+  template <class T> FJ_RFN static T op(T a, T b) { return fj_maximum(a, b); }
+};
+struct fj_red_min {
+  template <class T> FJ_RFN static T id() { return fj_red_lim<T>::hi(); }
+  template <class T> FJ_RFN static T empty() { return fj_red_lim<T>::hi(); }
+  template <class T> FJ_RFN static T op(T a, T b) { return fj_minimum(a, b); }
+};
+
+// Step 3: the lane tree over lanes[0..FJ_RED_LANES). Thread `tid` of `nthreads` does lanes tid,
+// tid + nthreads, ...; every thread returns lanes[0].
+template <class R, class T>
+FJ_FN T fj_red_lane_tree(T* lanes, int tid, int nthreads) {
+  for (int h = FJ_RED_LANES / 2; h >= 1; h /= 2) {
+    for (int l = tid; l < h; l += nthreads) lanes[l] = R::template op<T>(lanes[l], lanes[l + h]);
+    if (nthreads > 1) fj_red_sync();
+  }
+  T v = lanes[0];
+  if (nthreads > 1) fj_red_sync();  // lanes[] is reused by the next chunk
+  return v;
+}
+
+// Step 4, one chunk value arriving: push it, then merge the top two while the chunk count
+// (1-based) has a trailing zero bit, so equal-sized subtrees pair as the level-by-level tree does.
+template <class R, class T>
+FJ_FN void fj_red_push(T* stack, int& depth, long long count, T v) {
+  stack[depth++] = v;
+  for (long long k = count; (k & 1) == 0; k >>= 1, --depth)
+    stack[depth - 2] = R::template op<T>(stack[depth - 2], stack[depth - 1]);
+}
+
+// Reduces elements 0..n-1, element i being load(i) (a compute-type value), in the fixed order.
+// `lanes`: FJ_RED_LANES values of scratch shared by the `nthreads` threads calling together (each
+// with its own `tid`); every thread returns the result. n == 0 gives R::empty().
+template <class R, class T, class Load>
+FJ_FN T fj_reduce_fixed(long long n, Load load, T* lanes, int tid, int nthreads) {
+  if (n == 0) return R::template empty<T>();
+  T stack[FJ_RED_STACK];
+  int depth = 0;
+  long long count = 0;
+  for (long long c0 = 0; c0 < n; c0 += FJ_RED_CHUNK) {
+    const long long m = n - c0 < FJ_RED_CHUNK ? n - c0 : FJ_RED_CHUNK;
+    for (int l = tid; l < FJ_RED_LANES; l += nthreads) {
+      T a = R::template id<T>();
+      for (long long i = l; i < m; i += FJ_RED_LANES) a = R::template op<T>(a, load(c0 + i));
+      lanes[l] = a;
+    }
+    if (nthreads > 1) fj_red_sync();
+    fj_red_push<R, T>(stack, depth, ++count, fj_red_lane_tree<R, T>(lanes, tid, nthreads));
+  }
+  for (; depth > 1; --depth) stack[depth - 2] = R::template op<T>(stack[depth - 2], stack[depth - 1]);
+  return stack[0];
+}
+
+// mean = sum / n, n converted to the compute type (rounded for n > 2^24 in f32, as PyTorch does);
+// n == 0 gives NaN (0/0), as torch.mean of nothing.
+FJ_FN float fj_red_mean(float sum, long long n) { return sum / (float)n; }
+FJ_FN double fj_red_mean(double sum, long long n) { return sum / (double)n; }
+
+#endif  // FJ_REDUCE_H

@@ -1,0 +1,291 @@
+// Fusion group: 15 op(s), iteration space [N, C], 32-bit index math.
+// Layout: r1 i32 in:[0,2):C k0.1:0.1. Outputs: v6 (p), v18 (lse).
+// Reduction kernel: axes [1] of the iteration space, one block per row (threads share the lanes).
+// Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
+// chunks of FJ_RED_CHUNK, element i to lane
+// i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
+// Entry points fj_reductions_2456bd9f6759f1ba and fj_reductions_2456bd9f6759f1ba_s are the same (any strides).
+static __device__ void fj_reductions_2456bd9f6759f1ba_rows(
+    const float* in_v0,
+    float* out_v6,
+    float* out_v18,
+    unsigned int n,
+    unsigned int isize1,
+    unsigned int isize1_mul,
+    unsigned int isize1_shift,
+    unsigned long long ist_v0_0,
+    unsigned long long ist_v0_1,
+    unsigned long long ost_v6_0,
+    unsigned long long ost_v6_1,
+    unsigned long long ost_v18_0,
+    unsigned long long ost_v18_1,
+    unsigned int rows,
+    unsigned int row_len) {
+  __shared__ float fj_lanes_float[FJ_RED_LANES];
+  const float v9 = 0x0p+0f;  // v9 = const 0.0 : f32  [reductions.graph:10]
+  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;  // one block per row
+  for (unsigned int o = blockIdx.x; o < rows; o += gridDim.x) {
+    unsigned int rem_o = o;
+    const unsigned int c0 = rem_o;
+    const unsigned long long ib_v0 = (unsigned long long)c0 * ist_v0_0;
+    const unsigned long long ob_v6 = (unsigned long long)c0 * ost_v6_0;
+    const unsigned long long ob_v18 = (unsigned long long)c0 * ost_v18_0;
+    // v2 = amax(v0) : f32  [reductions.graph:8]: in the fixed order of fj_reduce.h
+    const float v2 = fj_reduce_fixed<fj_red_max, float>((long long)row_len, [&](long long fj_i) -> float {
+      const unsigned int k = (unsigned int)fj_i;
+      unsigned int rem_k = k;
+      const unsigned int c1 = rem_k;
+      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
+      const float v0 = in_v0[ioff_v0];
+      return v0;
+    }, fj_lanes_float, fj_tid, fj_nt);
+    // v5 = sum(v4) : f32  [reductions.graph:8]: in the fixed order of fj_reduce.h
+    const float v5 = fj_reduce_fixed<fj_red_sum, float>((long long)row_len, [&](long long fj_i) -> float {
+      const unsigned int k = (unsigned int)fj_i;
+      unsigned int rem_k = k;
+      const unsigned int c1 = rem_k;
+      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
+      const float v0 = in_v0[ioff_v0];
+      const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
+      const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
+      return v4;
+    }, fj_lanes_float, fj_tid, fj_nt);
+    const bool v8 = fj_isinf(v2);  // v8 = isinf(v2) : bool  [reductions.graph:10]
+    const float v10 = fj_where(v8, v9, v2);  // v10 = where(v8, v9, v2) : f32  [reductions.graph:10]
+    // v13 = sum(v12) : f32  [reductions.graph:10]: in the fixed order of fj_reduce.h
+    const float v13 = fj_reduce_fixed<fj_red_sum, float>((long long)row_len, [&](long long fj_i) -> float {
+      const unsigned int k = (unsigned int)fj_i;
+      unsigned int rem_k = k;
+      const unsigned int c1 = rem_k;
+      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
+      const float v0 = in_v0[ioff_v0];
+      const float v11 = fj_sub(v0, v10);  // v11 = sub(v0, v10) : f32  [reductions.graph:10]
+      const float v12 = fj_exp(v11);  // v12 = exp(v11) : f32  [reductions.graph:10]
+      return v12;
+    }, fj_lanes_float, fj_tid, fj_nt);
+    // v15 = amax(v0) : f32  [reductions.graph:10]: in the fixed order of fj_reduce.h
+    const float v15 = fj_reduce_fixed<fj_red_max, float>((long long)row_len, [&](long long fj_i) -> float {
+      const unsigned int k = (unsigned int)fj_i;
+      unsigned int rem_k = k;
+      const unsigned int c1 = rem_k;
+      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
+      const float v0 = in_v0[ioff_v0];
+      return v0;
+    }, fj_lanes_float, fj_tid, fj_nt);
+    const float v14 = fj_log(v13);  // v14 = log(v13) : f32  [reductions.graph:10]
+    const bool v16 = fj_isinf(v15);  // v16 = isinf(v15) : bool  [reductions.graph:10]
+    const float v17 = fj_where(v16, v9, v15);  // v17 = where(v16, v9, v15) : f32  [reductions.graph:10]
+    const float v18 = fj_add(v14, v17);  // v18 (lse) = add(v14, v17) : f32  [reductions.graph:10]
+    if (fj_tid == 0) {  // the row outputs, once per row
+      out_v18[ob_v18] = v18;
+    }
+    for (unsigned int k = fj_tid; k < row_len; k += fj_nt) {  // the element outputs
+      unsigned int rem_k = k;
+      const unsigned int c1 = rem_k;
+      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
+      const float v0 = in_v0[ioff_v0];
+      const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
+      const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
+      const float v6 = fj_div(v4, v5);  // v6 (p) = div(v4, v5) : f32  [reductions.graph:8]
+      out_v6[ob_v6 + (unsigned long long)c1 * ost_v6_1] = v6;
+    }
+  }
+}
+extern "C" __global__ void fj_reductions_2456bd9f6759f1ba(
+    const float* in_v0,
+    float* out_v6,
+    float* out_v18,
+    unsigned int n,
+    unsigned int isize1,
+    unsigned int isize1_mul,
+    unsigned int isize1_shift,
+    unsigned long long ist_v0_0,
+    unsigned long long ist_v0_1,
+    unsigned long long ost_v6_0,
+    unsigned long long ost_v6_1,
+    unsigned long long ost_v18_0,
+    unsigned long long ost_v18_1,
+    unsigned int rows,
+    unsigned int row_len) {
+  fj_reductions_2456bd9f6759f1ba_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len);
+}
+extern "C" __global__ void fj_reductions_2456bd9f6759f1ba_s(
+    const float* in_v0,
+    float* out_v6,
+    float* out_v18,
+    unsigned int n,
+    unsigned int isize1,
+    unsigned int isize1_mul,
+    unsigned int isize1_shift,
+    unsigned long long ist_v0_0,
+    unsigned long long ist_v0_1,
+    unsigned long long ost_v6_0,
+    unsigned long long ost_v6_1,
+    unsigned long long ost_v18_0,
+    unsigned long long ost_v18_1,
+    unsigned int rows,
+    unsigned int row_len) {
+  fj_reductions_2456bd9f6759f1ba_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len);
+}
+
+// Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.
+// Layout: r1 i32 in:[0,2):C k0.1:0.1. Outputs: v7 (col).
+// Reduction kernel: axes [0] of the iteration space, one thread per row.
+// Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
+// chunks of FJ_RED_CHUNK, element i to lane
+// i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
+// Entry points fj_reductions_03788b4ab2f2dab6 and fj_reductions_03788b4ab2f2dab6_s are the same (any strides).
+static __device__ void fj_reductions_03788b4ab2f2dab6_rows(
+    const float* in_v0,
+    float* out_v7,
+    unsigned int n,
+    unsigned int isize1,
+    unsigned int isize1_mul,
+    unsigned int isize1_shift,
+    unsigned long long ist_v0_0,
+    unsigned long long ist_v0_1,
+    unsigned long long ost_v7_0,
+    unsigned long long ost_v7_1,
+    unsigned int rows,
+    unsigned int row_len) {
+  float fj_lanes_float[FJ_RED_LANES];
+  const int fj_tid = 0, fj_nt = 1;  // one thread per row
+  for (unsigned int o = (unsigned int)blockIdx.x * blockDim.x + threadIdx.x; o < rows; o += (unsigned int)gridDim.x * blockDim.x) {
+    unsigned int rem_o = o;
+    const unsigned int c1 = rem_o;
+    const unsigned long long ib_v0 = (unsigned long long)c1 * ist_v0_1;
+    const unsigned long long ob_v7 = (unsigned long long)c1 * ost_v7_1;
+    // v7 (col) = sum(v0) : f32  [reductions.graph:9]: in the fixed order of fj_reduce.h
+    const float v7 = fj_reduce_fixed<fj_red_sum, float>((long long)row_len, [&](long long fj_i) -> float {
+      const unsigned int k = (unsigned int)fj_i;
+      unsigned int rem_k = k;
+      const unsigned int c0 = rem_k;
+      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c0 * ist_v0_0;
+      const float v0 = in_v0[ioff_v0];
+      return v0;
+    }, fj_lanes_float, fj_tid, fj_nt);
+    if (fj_tid == 0) {  // the row outputs, once per row
+      out_v7[ob_v7] = v7;
+    }
+  }
+}
+extern "C" __global__ void fj_reductions_03788b4ab2f2dab6(
+    const float* in_v0,
+    float* out_v7,
+    unsigned int n,
+    unsigned int isize1,
+    unsigned int isize1_mul,
+    unsigned int isize1_shift,
+    unsigned long long ist_v0_0,
+    unsigned long long ist_v0_1,
+    unsigned long long ost_v7_0,
+    unsigned long long ost_v7_1,
+    unsigned int rows,
+    unsigned int row_len) {
+  fj_reductions_03788b4ab2f2dab6_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len);
+}
+extern "C" __global__ void fj_reductions_03788b4ab2f2dab6_s(
+    const float* in_v0,
+    float* out_v7,
+    unsigned int n,
+    unsigned int isize1,
+    unsigned int isize1_mul,
+    unsigned int isize1_shift,
+    unsigned long long ist_v0_0,
+    unsigned long long ist_v0_1,
+    unsigned long long ost_v7_0,
+    unsigned long long ost_v7_1,
+    unsigned int rows,
+    unsigned int row_len) {
+  fj_reductions_03788b4ab2f2dab6_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len);
+}
+
+// Fusion group: 1 op(s), iteration space [4, N, C], 32-bit index math.
+// Layout: r1 i32 in:[0,3):C k0.1.2:0.1.2. Outputs: v19 (m).
+// Reduction kernel: axes [0, 2] of the iteration space, one block per row (threads share the lanes).
+// Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
+// chunks of FJ_RED_CHUNK, element i to lane
+// i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
+// Entry points fj_reductions_c94e5942d594f77b and fj_reductions_c94e5942d594f77b_s are the same (any strides).
+static __device__ void fj_reductions_c94e5942d594f77b_rows(
+    const float* in_v1,
+    float* out_v19,
+    unsigned int n,
+    unsigned int isize1,
+    unsigned int isize1_mul,
+    unsigned int isize1_shift,
+    unsigned int isize2,
+    unsigned int isize2_mul,
+    unsigned int isize2_shift,
+    unsigned long long ist_v1_0,
+    unsigned long long ist_v1_1,
+    unsigned long long ist_v1_2,
+    unsigned long long ost_v19_0,
+    unsigned long long ost_v19_1,
+    unsigned long long ost_v19_2,
+    unsigned int rows,
+    unsigned int row_len) {
+  __shared__ float fj_lanes_float[FJ_RED_LANES];
+  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;  // one block per row
+  for (unsigned int o = blockIdx.x; o < rows; o += gridDim.x) {
+    unsigned int rem_o = o;
+    const unsigned int c1 = rem_o;
+    const unsigned long long ib_v1 = (unsigned long long)c1 * ist_v1_1;
+    const unsigned long long ob_v19 = (unsigned long long)c1 * ost_v19_1;
+    // v19 (m) = amax(v1) : f32  [reductions.graph:11]: in the fixed order of fj_reduce.h
+    const float v19 = fj_reduce_fixed<fj_red_max, float>((long long)row_len, [&](long long fj_i) -> float {
+      const unsigned int k = (unsigned int)fj_i;
+      unsigned int rem_k = k;
+      const unsigned int c2 = rem_k - fjk_udiv(rem_k, isize2_mul, isize2_shift) * isize2;
+      rem_k = fjk_udiv(rem_k, isize2_mul, isize2_shift);
+      const unsigned int c0 = rem_k;
+      const unsigned long long ioff_v1 = ib_v1 + (unsigned long long)c0 * ist_v1_0 + (unsigned long long)c2 * ist_v1_2;
+      const float v1 = in_v1[ioff_v1];
+      return v1;
+    }, fj_lanes_float, fj_tid, fj_nt);
+    if (fj_tid == 0) {  // the row outputs, once per row
+      out_v19[ob_v19] = v19;
+    }
+  }
+}
+extern "C" __global__ void fj_reductions_c94e5942d594f77b(
+    const float* in_v1,
+    float* out_v19,
+    unsigned int n,
+    unsigned int isize1,
+    unsigned int isize1_mul,
+    unsigned int isize1_shift,
+    unsigned int isize2,
+    unsigned int isize2_mul,
+    unsigned int isize2_shift,
+    unsigned long long ist_v1_0,
+    unsigned long long ist_v1_1,
+    unsigned long long ist_v1_2,
+    unsigned long long ost_v19_0,
+    unsigned long long ost_v19_1,
+    unsigned long long ost_v19_2,
+    unsigned int rows,
+    unsigned int row_len) {
+  fj_reductions_c94e5942d594f77b_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len);
+}
+extern "C" __global__ void fj_reductions_c94e5942d594f77b_s(
+    const float* in_v1,
+    float* out_v19,
+    unsigned int n,
+    unsigned int isize1,
+    unsigned int isize1_mul,
+    unsigned int isize1_shift,
+    unsigned int isize2,
+    unsigned int isize2_mul,
+    unsigned int isize2_shift,
+    unsigned long long ist_v1_0,
+    unsigned long long ist_v1_1,
+    unsigned long long ist_v1_2,
+    unsigned long long ost_v19_0,
+    unsigned long long ost_v19_1,
+    unsigned long long ost_v19_2,
+    unsigned int rows,
+    unsigned int row_len) {
+  fj_reductions_c94e5942d594f77b_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len);
+}
+

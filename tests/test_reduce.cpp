@@ -1,0 +1,313 @@
+// Reductions: the graph text (parse, print, located errors), PyTorch's dtype rules, the fixed
+// order of ir/scalar/fj_reduce.h against an independent level-by-level implementation of the order
+// docs/ops.md documents, the error bound against long double, special values, every axis pattern
+// against a naive loop, the composites, the rewriter and the planner's refusal.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/builder.h"
+#include "ir/parser.h"
+#include "ir/passes/plan_fusion.h"
+#include "ir/passes/rewrite.h"
+#include "ir/printer.h"
+#include "ir/reduce.h"
+#include "ir/reference.h"
+#include "ir/tensor.h"
+
+using namespace fusejit::ir;
+
+namespace {
+
+constexpr int kLanes = 256;     // docs/ops.md, "Reductions"
+constexpr int64_t kChunk = 8192;
+
+Graph parse(const std::string& text) { return parse_graph(text, "r.txt"); }
+
+// The documented order, written independently of fj_reduce.h: lanes (i mod 256) summed in index
+// order per chunk of 8192, the lane tree by halves, then chunk values paired level by level (an
+// odd last one passing up).
+template <class T, class Op>
+T documented_order(const std::vector<T>& x, T id, Op op) {
+  std::vector<T> chunks;
+  for (size_t c0 = 0; c0 < x.size(); c0 += kChunk) {
+    std::vector<T> lane(kLanes, id);
+    for (size_t i = c0; i < std::min(x.size(), c0 + kChunk); ++i) lane[(i - c0) % kLanes] = op(lane[(i - c0) % kLanes], x[i]);
+    for (int h = kLanes / 2; h >= 1; h /= 2)
+      for (int l = 0; l < h; ++l) lane[l] = op(lane[l], lane[l + h]);
+    chunks.push_back(lane[0]);
+  }
+  while (chunks.size() > 1) {
+    std::vector<T> next;
+    for (size_t k = 0; k + 1 < chunks.size(); k += 2) next.push_back(op(chunks[k], chunks[k + 1]));
+    if (chunks.size() % 2) next.push_back(chunks.back());
+    chunks = next;
+  }
+  return chunks.empty() ? T(0) : chunks[0];
+}
+
+Tensor f32_tensor(std::vector<int64_t> shape, const std::vector<float>& v) {
+  Tensor t(DType::F32, std::move(shape));
+  std::memcpy(t.data.data(), v.data(), v.size() * 4);
+  return t;
+}
+
+// sum(x, -1) of one f32 row through the reference evaluator.
+float ref_sum(const std::vector<float>& v, const char* op = "sum") {
+  Graph g = parse("dim N = " + std::to_string(v.size()) + "\ninput x : f32[N]\ny = " + op + "(x, -1)\noutput y\n");
+  Tensor in = f32_tensor({static_cast<int64_t>(v.size())}, v);
+  return evaluate_reference(g, std::span<const Tensor>(&in, 1))[0].as<float>()[0];
+}
+
+uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+std::vector<float> mixed_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> ex(-20, 20);
+  std::vector<float> v(n);
+  for (float& f : v) f = std::ldexp(mant(rng), ex(rng));  // magnitudes 2^-20..2^20: the order shows in the bits
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("reduction text: parse, shapes, dtypes and a round trip through the printer") {
+  Graph g = parse(
+      "input x : f32[4, 5, 6]\ninput b : bool[7]\ninput h : f16[3, 8]\ninput i : i32[2, 3]\n"
+      "a = sum(x, -1)\nc = sum(x, [0, 2], keepdim)\nd = mean(x)\ne = amax(x, 1, keepdim)\n"
+      "f = sum(b)\nk = mean(h, -1)\nm = prod(i, 0)\nn = amin(i, [-1, 0])\n"
+      "output a, c, d, e, f, k, m, n\n");
+  auto out = [&](int k) -> const Node& { return g.node(g.outputs[static_cast<size_t>(k)].node); };
+  CHECK(shape_sizes(out(0).shape) == std::vector<int64_t>{4, 5});
+  CHECK(shape_sizes(out(1).shape) == std::vector<int64_t>{1, 5, 1});
+  CHECK(out(2).shape.empty());
+  CHECK(shape_sizes(out(3).shape) == std::vector<int64_t>{4, 1, 6});
+  CHECK(out(4).dtype == DType::I64);  // torch: sum of bool is int64
+  CHECK(out(5).dtype == DType::F16);  // computed in f32, cast back once
+  CHECK(out(5).op == Op::Cast);
+  CHECK(g.node(out(5).args[0]).op == Op::Mean);
+  CHECK(g.node(out(5).args[0]).dtype == DType::F32);
+  CHECK(out(6).dtype == DType::I64);
+  CHECK(out(7).dtype == DType::I32);
+  CHECK(out(7).shape.empty());
+  const std::string text = print_graph(g);
+  CHECK(text.find("sum(x, [0, 2], keepdim)") != std::string::npos);
+  CHECK(text.find("sum(x, 2)") != std::string::npos);
+  Graph again = parse(text);
+  CHECK(structurally_equal(g, again));
+  CHECK(print_graph(again) == text);
+}
+
+TEST_CASE("reduction text: bad axes, integer means and empty amax are located errors") {
+  struct Bad { const char* line; uint32_t col; const char* says; };
+  const Bad bad[] = {
+      {"y = sum(x, 2)", 5, "axis 2 is out of range for a tensor of rank 2"},
+      {"y = sum(x, -3)", 5, "axis -3 is out of range"},
+      {"y = sum(x, [1, -1])", 5, "appears twice"},
+      {"y = mean(i)", 5, "mean needs a float dtype"},
+      {"y = amax(z, 0)", 5, "amax of zero elements"},
+      {"y = sum(x, keepdim, 1)", 21, "expected `keepdim` or ')'"},
+      {"y = sum(x, 1.5)", 12, "expected an axis"},
+      {"y = softmax(x)", 5, "softmax takes a value and one axis"},
+      {"y = softmax(i, 0)", 5, "softmax needs a float dtype"},
+      {"y = summ(x)", 5, "did you mean 'sum'"},
+  };
+  for (const Bad& b : bad) {
+    CAPTURE(b.line);
+    const std::string text = std::string("input x : f32[3, 4]\ninput i : i32[3]\ninput z : f32[0, 2]\n") + b.line + "\noutput y\n";
+    try {
+      parse(text);
+      FAIL("no error");
+    } catch (const UserError& e) {
+      CHECK(std::string(e.what()).find(b.says) != std::string::npos);
+      CHECK(e.loc().line == 4);
+      CHECK(e.loc().col == b.col);
+    }
+  }
+  // amax over an axis that --dim later makes empty: rebinding refuses it.
+  Graph g = parse("dim N = 3\ninput x : f32[N, 2]\ny = amax(x, 0)\noutput y\n");
+  CHECK_THROWS_WITH_AS(rebind_dims(g, {{"N", 0}}), doctest::Contains("zero elements"), UserError);
+  CHECK_NOTHROW(rebind_dims(g, {{"N", 5}}));
+  CHECK(shape_sizes(g.node(g.outputs[0].node).shape) == std::vector<int64_t>{2});
+}
+
+TEST_CASE("fixed order: the reference is the documented order, bit for bit, at every chunk edge") {
+  const size_t lengths[] = {1, 2, 3, 255, 256, 257, 511, 7919, 8191, 8192, 8193, 16383, 16384, 16385,
+                            3 * 8192 + 5, 5 * 8192, 7 * 8192 + 1, 65537};
+  for (size_t n : lengths) {
+    CAPTURE(n);
+    const std::vector<float> v = mixed_values(n, static_cast<uint32_t>(n));
+    const float want = documented_order<float>(v, -0.0f, [](float a, float b) { return a + b; });
+    CHECK(bits(ref_sum(v)) == bits(want));
+    const float mx = documented_order<float>(v, -INFINITY, [](float a, float b) { return a < b ? b : a; });
+    CHECK(bits(ref_sum(v, "amax")) == bits(mx));
+  }
+  // The data are order-sensitive: a left-to-right sum gives other bits, so the checks above see
+  // any change of lanes, chunk size or tree.
+  const std::vector<float> v = mixed_values(65537, 65537);
+  float seq = -0.0f;
+  for (float f : v) seq += f;
+  CHECK(bits(seq) != bits(ref_sum(v)));
+}
+
+TEST_CASE("fixed order: error against long double within the documented bound") {
+  // docs/ops.md: |sum - exact| <= (ceil(m / 256) + 8 + ceil(log2(chunks))) * u * sum|x|, m = min(n, 8192).
+  for (size_t n : {100u, 4096u, 8193u, 100000u, 1000003u}) {
+    CAPTURE(n);
+    const std::vector<float> v = mixed_values(n, 7u + static_cast<uint32_t>(n));
+    long double exact = 0, mag = 0;
+    for (float f : v) { exact += f; mag += std::fabs(static_cast<long double>(f)); }
+    const double m = static_cast<double>(std::min<size_t>(n, kChunk));
+    const double chunks = std::ceil(static_cast<double>(n) / kChunk);
+    const double k = std::ceil(m / kLanes) + 8 + std::ceil(std::log2(chunks));
+    const long double bound = k * std::ldexp(1.0, -24) * mag;
+    CHECK(std::fabs(static_cast<long double>(ref_sum(v)) - exact) <= bound);
+  }
+}
+
+TEST_CASE("special values: NaN, inf, signed zero, empty reductions, integer wrap") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = INFINITY;
+  CHECK(std::isnan(ref_sum({1.0f, nan, 3.0f}, "amax")));
+  CHECK(std::isnan(ref_sum({1.0f, nan, 3.0f}, "amin")));
+  CHECK(std::isnan(ref_sum({inf, -inf})));
+  CHECK(ref_sum({inf, 1.0f}) == inf);
+  CHECK(ref_sum({-inf, 5.0f}, "amin") == -inf);
+  CHECK(bits(ref_sum({-0.0f, -0.0f})) == bits(-0.0f));  // NumPy: a sum of -0.0 is -0.0
+  CHECK(bits(ref_sum({-0.0f, 0.0f})) == bits(0.0f));
+  CHECK(bits(ref_sum({})) == bits(0.0f));                // empty sum: +0.0
+  CHECK(ref_sum({}, "prod") == 1.0f);
+  CHECK(std::isnan(ref_sum({}, "mean")));                // torch.mean of nothing: nan
+  CHECK(ref_sum({2.0f, 4.0f, 9.0f}, "mean") == 5.0f);
+  CHECK(ref_sum({7.0f}, "prod") == 7.0f);
+
+  Graph g = parse("input a : i64[3]\ninput b : i8[4]\ns = sum(a)\np = prod(b)\nm = amax(b)\noutput s, p, m\n");
+  Tensor a(DType::I64, {3}), b(DType::I8, {4});
+  const int64_t av[3] = {std::numeric_limits<int64_t>::max(), 1, 5};
+  std::memcpy(a.data.data(), av, sizeof av);
+  const int8_t bv[4] = {-128, 100, 3, -1};
+  std::memcpy(b.data.data(), bv, sizeof bv);
+  const Tensor ins[2] = {a, b};
+  std::vector<Tensor> r = evaluate_reference(g, ins);
+  CHECK(r[0].as<int64_t>()[0] == std::numeric_limits<int64_t>::min() + 5);  // wraps, as torch
+  CHECK(r[1].dtype == DType::I64);
+  CHECK(r[1].as<int64_t>()[0] == int64_t{-128} * 100 * 3 * -1);             // in i64: no i8 wrap
+  CHECK(r[2].as<int8_t>()[0] == 100);
+}
+
+TEST_CASE("every axis pattern and keepdim against a naive loop (integers: any order is exact)") {
+  Graph g = parse(
+      "input x : i32[3, 4, 5]\n"
+      "a = sum(x, -1)\nb = sum(x, 0)\nc = sum(x, [0, 2], keepdim)\nd = sum(x)\ne = amax(x, 1)\nf = amin(x, [0, 1])\n"
+      "output a, b, c, d, e, f\n");
+  Tensor x(DType::I32, {3, 4, 5});
+  std::mt19937 rng(3);
+  for (int k = 0; k < 60; ++k) x.as<int32_t>()[k] = static_cast<int32_t>(rng() % 2001) - 1000;
+  auto at = [&](int i, int j, int l) { return static_cast<int64_t>(x.as<int32_t>()[(i * 4 + j) * 5 + l]); };
+  std::vector<Tensor> r = evaluate_reference(g, std::span<const Tensor>(&x, 1));
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) {
+      int64_t s = 0;
+      for (int l = 0; l < 5; ++l) s += at(i, j, l);
+      CHECK(r[0].as<int64_t>()[i * 4 + j] == s);
+    }
+  for (int j = 0; j < 4; ++j)
+    for (int l = 0; l < 5; ++l) CHECK(r[1].as<int64_t>()[j * 5 + l] == at(0, j, l) + at(1, j, l) + at(2, j, l));
+  CHECK(r[2].shape == std::vector<int64_t>{1, 4, 1});
+  int64_t total = 0;
+  for (int j = 0; j < 4; ++j) {
+    int64_t s = 0;
+    for (int i = 0; i < 3; ++i)
+      for (int l = 0; l < 5; ++l) s += at(i, j, l);
+    CHECK(r[2].as<int64_t>()[j] == s);
+    total += s;
+  }
+  CHECK(r[3].as<int64_t>()[0] == total);
+  for (int i = 0; i < 3; ++i)
+    for (int l = 0; l < 5; ++l) {
+      int64_t m = std::numeric_limits<int64_t>::min();
+      for (int j = 0; j < 4; ++j) m = std::max(m, at(i, j, l));
+      CHECK(r[4].as<int32_t>()[i * 5 + l] == m);
+    }
+  for (int l = 0; l < 5; ++l) {
+    int64_t m = std::numeric_limits<int64_t>::max();
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 4; ++j) m = std::min(m, at(i, j, l));
+    CHECK(r[5].as<int32_t>()[l] == m);
+  }
+}
+
+TEST_CASE("outer-axis float reductions take the reduced elements in index order of the reduced axes") {
+  // sum over axis 0 of [N, 3]: column c reduces x[0, c], x[1, c], ... in the documented order.
+  const int64_t n = 8200;  // one full chunk plus 8
+  const std::vector<float> v = mixed_values(static_cast<size_t>(n * 3), 11);
+  Graph g = parse("input x : f32[8200, 3]\ny = sum(x, 0, keepdim)\noutput y\n");
+  Tensor in = f32_tensor({n, 3}, v);
+  Tensor r = evaluate_reference(g, std::span<const Tensor>(&in, 1))[0];
+  REQUIRE(r.shape == std::vector<int64_t>{1, 3});
+  for (int c = 0; c < 3; ++c) {
+    std::vector<float> col;
+    for (int64_t i = 0; i < n; ++i) col.push_back(v[static_cast<size_t>(i * 3 + c)]);
+    CHECK(bits(r.as<float>()[c]) == bits(documented_order<float>(col, -0.0f, [](float a, float b) { return a + b; })));
+  }
+}
+
+TEST_CASE("composites: softmax, log_softmax, logsumexp (stable; torch's inf rules)") {
+  Graph g = parse(
+      "input x : f32[4, 6]\ns = softmax(x, -1)\nl = log_softmax(x, 1)\ne = logsumexp(x, -1)\n"
+      "k = logsumexp(x, -1, keepdim)\noutput s, l, e, k\n");
+  const float inf = INFINITY;
+  std::vector<float> v = {1, 2, 3, 4, 5, 6,  1000, 1001, 999, 1000, 998, 1000,
+                          -inf, -inf, -inf, -inf, -inf, -inf,  inf, 0, 1, 2, 3, 4};
+  Tensor in = f32_tensor({4, 6}, v);
+  std::vector<Tensor> r = evaluate_reference(g, std::span<const Tensor>(&in, 1));
+  for (int row = 0; row < 2; ++row) {
+    long double m = -INFINITY, s = 0;
+    for (int j = 0; j < 6; ++j) m = std::max<long double>(m, v[row * 6 + j]);
+    for (int j = 0; j < 6; ++j) s += std::exp(static_cast<long double>(v[row * 6 + j]) - m);
+    for (int j = 0; j < 6; ++j) {
+      const long double want = std::exp(static_cast<long double>(v[row * 6 + j]) - m) / s;
+      CHECK(std::fabs(r[0].as<float>()[row * 6 + j] - want) <= 4e-7L * (1 + want));  // no overflow at 1000
+      CHECK(std::fabs(r[1].as<float>()[row * 6 + j] - std::log(want)) <= 4e-6L * (1 + std::fabs(std::log(want))));
+    }
+    CHECK(std::fabs(r[2].as<float>()[row] - (m + std::log(s))) <= 1e-6L * std::fabs(m + std::log(s)) + 1e-6L);
+    CHECK(bits(r[3].as<float>()[row]) == bits(r[2].as<float>()[row]));
+  }
+  CHECK(r[2].as<float>()[2] == -inf);  // torch.logsumexp of a row of -inf
+  CHECK(r[2].as<float>()[3] == inf);   // and of a row holding +inf
+  CHECK(std::isnan(r[0].as<float>()[12]));  // softmax of a row of -inf is NaN, as in torch
+  CHECK(r[2].shape == std::vector<int64_t>{4});
+  CHECK(r[3].shape == std::vector<int64_t>{4, 1});
+
+  Graph h = parse("input x : bf16[2, 8]\ny = softmax(x, -1)\noutput y\n");
+  const Node& y = h.node(h.outputs[0].node);
+  CHECK(y.dtype == DType::BF16);
+  CHECK(y.op == Op::Cast);  // computed in f32, rounded once
+}
+
+TEST_CASE("the rewriter keeps reductions and merges only identical ones; the planner fuses both into one kernel") {
+  Graph g = parse("input x : f32[4, 6]\na = sum(x, -1) * 1\nb = sum(x, 1)\nc = sum(x, 1, keepdim)\n"
+                  "output a, b, c\n");
+  RewriteResult rw = rewrite(g, {});
+  int sums = 0;
+  for (const Node& n : rw.graph.nodes) sums += n.op == Op::Sum;
+  CHECK(sums == 2);  // sum(x, -1) == sum(x, 1); the keepdim one differs
+  Tensor in = f32_tensor({4, 6}, mixed_values(24, 5));
+  std::vector<Tensor> before = evaluate_reference(g, std::span<const Tensor>(&in, 1));
+  std::vector<Tensor> after = evaluate_reference(rw.graph, std::span<const Tensor>(&in, 1));
+  for (size_t k = 0; k < before.size(); ++k) CHECK(before[k].data == after[k].data);
+  const Plan fused = plan_fusion(rw.graph);
+  REQUIRE(fused.groups.size() == 1);  // both sums: one kernel over [4, 6]
+  CHECK(fused.groups[0].reduce_mask == 2);
+  CHECK(fused.groups[0].iter_shape.size() == 2);
+  CHECK(plan_unfused(rw.graph).groups.size() == 2);  // one kernel per sum (the multiply by 1 is gone)
+}

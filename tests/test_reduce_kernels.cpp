@@ -1,0 +1,248 @@
+// Reduction kernels on the CPU path: every reduction op x dtype x axis pattern, keepdim, size-1
+// and zero-size axes, rows of length 1, primes and lengths around the chunk size, NaN/inf rows,
+// fused with prologue and epilogue: fused, unfused and the reference agree bit for bit. And the
+// generated kernel run with 1 to 1024 real threads per block (std::barrier as __syncthreads) and
+// several grid sizes gives the same bits: the fixed order does not depend on the launch.
+#include <doctest/doctest.h>
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "ir/parser.h"
+#include "ir/passes/plan_fusion.h"
+#include "ir/plan.h"
+#include "ir/reduce.h"
+#include "ir/reference.h"
+#include "jit/codegen.h"
+#include "jit/kernel_abi.h"
+#include "support/cpu_check.h"
+#include "support/random_graph.h"
+
+using namespace fusejit;
+
+namespace {
+
+testing::Case reduce_case(const std::string& text, uint64_t seed) {
+  return testing::make_case(text, ir::parse_graph(text, "reduce.txt"), seed);
+}
+
+// `y = OP(x, AXES[, keepdim])` over x : DT[shape], plus an epilogue reading y per element when the
+// result keeps its dims and the dtype has a subtraction.
+std::string reduce_text(const char* op, const char* dt, const std::string& shape, const std::string& axes, bool keep) {
+  std::string t = fmt::format("input x : {}[{}]\ny = {}(x{}{})\n", dt, shape, op, axes.empty() ? "" : ", " + axes,
+                              keep ? ", keepdim" : "");
+  const bool sub = std::string(dt) != "bool";
+  if (keep && sub) return t + "e = x - y\noutput y, e\n";
+  return t + "output y\n";
+}
+
+void check_all(std::vector<testing::Case>& cases, int expect_fused_kernels = -1) {
+  jit::HostCompileOptions quick;
+  quick.opt_level = "-O0";  // results do not depend on it (jit/host_compile.h)
+  testing::compile_all(cases, quick);
+  for (const testing::Case& c : cases) {
+    CAPTURE(c.label);
+    if (expect_fused_kernels >= 0) CHECK(c.fused.kernels.size() == static_cast<size_t>(expect_fused_kernels));
+    CHECK(testing::check_case(c) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every reduction op and dtype over the innermost, outer, several and all axes") {
+  std::vector<testing::Case> cases;
+  uint64_t seed = 100;
+  const char* ops[] = {"sum", "mean", "prod", "amax", "amin"};
+  const char* dtypes[] = {"bool", "i8", "u8", "i32", "i64", "f16", "bf16", "f32", "f64"};
+  for (const char* op : ops)
+    for (const char* dt : dtypes) {
+      const bool is_float = dt[0] == 'f' || (dt[0] == 'b' && dt[1] == 'f');
+      if (std::string(op) == "mean" && !is_float) continue;  // refused, as torch.mean refuses integers
+      cases.push_back(reduce_case(reduce_text(op, dt, "3, 5, 7", "-1", true), seed++));
+      cases.push_back(reduce_case(reduce_text(op, dt, "3, 5, 7", "0", false), seed++));
+    }
+  // Axis patterns, keepdim or not, on a few dtypes.
+  const char* patterns[] = {"0", "1", "-1", "[0, 2]", "[1, 2]", "[0, 1]", "[0, 1, 2]", ""};
+  for (const char* dt : {"f32", "bf16", "i32"})
+    for (const char* ax : patterns)
+      for (bool keep : {false, true}) cases.push_back(reduce_case(reduce_text("sum", dt, "4, 3, 6", ax, keep), seed++));
+  for (const char* ax : patterns) cases.push_back(reduce_case(reduce_text("amax", "f32", "2, 3, 5", ax, true), seed++));
+  check_all(cases);
+}
+
+TEST_CASE("size-1 and zero-size axes, rows of length 1, primes and lengths around the chunk size") {
+  std::vector<testing::Case> cases;
+  uint64_t seed = 300;
+  for (const char* shape : {"1, 1", "5, 1", "1, 7", "0, 4", "4, 0", "2, 8191", "2, 8192", "2, 8193", "1, 16411", "1, 24577"})
+    for (const char* op : {"sum", "prod", "mean"}) {
+      cases.push_back(reduce_case(reduce_text(op, "f32", shape, "-1", true), seed++));
+      cases.push_back(reduce_case(reduce_text(op, "f32", shape, "0", false), seed++));
+    }
+  for (const char* shape : {"1, 1", "2, 8193", "3, 257"}) {
+    cases.push_back(reduce_case(reduce_text("amin", "f16", shape, "-1", false), seed++));
+    cases.push_back(reduce_case(reduce_text("amax", "i64", shape, "", false), seed++));
+  }
+  // A named dim at 1 keeps its dim; a whole-tensor reduction of a 0-d value.
+  cases.push_back(reduce_case("dim T = 1\ninput x : f32[T, 9]\ny = mean(x, -1, keepdim)\nz = x / y\noutput y, z\n", seed++));
+  cases.push_back(reduce_case("input x : f32[]\ny = sum(x)\noutput y\n", seed++));
+  check_all(cases);
+}
+
+TEST_CASE("softmax, log_softmax, logsumexp, RMSNorm and LayerNorm fuse into one kernel and match the reference") {
+  std::vector<testing::Case> cases;
+  uint64_t seed = 500;
+  for (const char* shape : {"3, 5", "2, 1", "4, 300", "2, 8193"})
+    for (const char* dt : {"f32", "bf16", "f16", "f64"}) {
+      for (const char* f : {"softmax(x, -1)", "log_softmax(x, -1)", "logsumexp(x, -1, keepdim)", "logsumexp(x, -1)"})
+        cases.push_back(reduce_case(fmt::format("input x : {}[{}]\ny = {}\noutput y\n", dt, shape, f), seed++));
+      cases.push_back(reduce_case(
+          fmt::format("input x : {0}[{1}]\ninput w : {0}[{2}]\nparam eps : f32 = 1e-6\nh = cast(x, f32)\n"
+                      "ms = mean(h * h, -1, keepdim)\ny = w * cast(h * rsqrt(ms + eps), {0})\noutput y\n",
+                      dt, shape, std::string(shape).substr(std::string(shape).find(' ') + 1)),
+          seed++));
+      cases.push_back(reduce_case(
+          fmt::format("input x : {0}[{1}]\ninput w : {0}[{2}]\ninput b : {0}[{2}]\nmu = mean(x, -1, keepdim)\n"
+                      "d = x - mu\nvar = mean(d * d, -1, keepdim)\ny = d * rsqrt(var + 1e-5) * w + b\noutput y\n",
+                      dt, shape, std::string(shape).substr(std::string(shape).find(' ') + 1)),
+          seed++));
+    }
+  check_all(cases, 1);
+}
+
+TEST_CASE("random graphs with reductions: fused, unfused and reference agree") {
+  std::vector<testing::Case> cases;
+  for (uint64_t s = 0; s < 120; ++s) {
+    testing::RandomGraphOptions o;
+    o.seed = 9100 + s;
+    o.num_ops = 10;
+    o.reduction_rate = 0.35;
+    cases.push_back(testing::make_case(fmt::format("random seed {}", o.seed), testing::random_graph(o), o.seed));
+  }
+  int with_reduction_groups = 0;
+  for (const testing::Case& c : cases)
+    for (const ir::FusionGroup& grp : c.fused.plan.groups)
+      if (jit::reduction_operand(c.graph, grp) != ir::kNoNode) {
+        ++with_reduction_groups;
+        break;
+      }
+  CHECK(with_reduction_groups > 60);  // the generator does reduce
+  check_all(cases);
+}
+
+// ---- The launch does not change the bits --------------------------------------------------------
+
+namespace {
+
+// Host prelude for running a generated reduction kernel with real threads per block: __shared__
+// memory is one static array (one block runs at a time), __syncthreads() a std::barrier.
+const char* kThreadedPrelude = R"(#include <barrier>
+#include <thread>
+#include <vector>
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
+struct fj_host_dim3 { unsigned int x, y, z; };
+static thread_local fj_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
+static std::barrier<>* fj_test_block = nullptr;
+#define FJ_RED_HOST_SYNC() fj_test_block->arrive_and_wait()
+)";
+
+std::string threaded_trampoline(const jit::GeneratedKernel& k) {
+  std::string call;
+  for (size_t i = 0; i < k.signature.args.size(); ++i) {
+    std::string ct = k.signature.args[i].ctype;
+    call += fmt::format("{}*static_cast<{}*>(params[{}])", i ? ", " : "", ct, i);
+  }
+  return fmt::format(R"(
+extern "C" void run_threaded(void** params, unsigned grid, unsigned block) {{
+  for (unsigned b = 0; b < grid; ++b) {{
+    std::barrier<> bar(block);
+    fj_test_block = &bar;
+    std::vector<std::thread> ts;
+    for (unsigned t = 0; t < block; ++t)
+      ts.emplace_back([=] {{
+        gridDim = {{grid, 1, 1}};
+        blockDim = {{block, 1, 1}};
+        blockIdx = {{b, 0, 0}};
+        threadIdx = {{t, 0, 0}};
+        {}({});
+      }});
+    for (auto& th : ts) th.join();
+  }}
+}}
+)",
+                     k.name, call);
+}
+
+using Threaded = void (*)(void**, unsigned, unsigned);
+
+}  // namespace
+
+TEST_CASE("a reduction kernel gives the same bits for every block size and grid (1 to 1024 threads)") {
+  const char* graphs[] = {
+      "graph t\ninput x : f32[3, 9000] range -8:8\ny = softmax(x, -1)\noutput y\n",
+      "graph t\ninput x : bf16[2, 5000]\ninput w : bf16[5000]\nh = cast(x, f32)\nms = mean(h * h, -1, keepdim)\n"
+      "y = w * cast(h * rsqrt(ms + 1e-6), bf16)\noutput y, ms\n",
+      "graph t\ninput x : f32[4, 2, 300]\nmu = mean(x, [1, 2], keepdim)\nd = x - mu\ny = d / sum(d * d, [1, 2], keepdim)\n"
+      "output y\n",
+      "graph t\ninput dy : f32[700, 5]\ndb = sum(dy, 0)\noutput db\n",  // one thread per row
+  };
+  const std::filesystem::path dir = std::filesystem::path(FUSEJIT_BINARY_DIR) / "test-reduce-threads";
+  std::filesystem::create_directories(dir);
+  int graph_no = 0;
+  for (const char* text : graphs) {
+    CAPTURE(text);
+    ir::Graph g = ir::parse_graph(text, "t.txt");
+    const ir::Plan plan = ir::plan_fusion(g);
+    REQUIRE(plan.groups.size() == 1);
+    const ir::FusionGroup& grp = plan.groups[0];
+    const jit::GeneratedKernel k = jit::generate_kernel(g, grp);
+    REQUIRE(k.reduction);
+    const std::vector<jit::GeneratedKernel> one{k};
+    const std::string src = std::string(kThreadedPrelude) + jit::emit_translation_unit(one).source + threaded_trampoline(k);
+    const std::filesystem::path cpp = dir / fmt::format("g{}.cpp", graph_no), so = dir / fmt::format("g{}.so", graph_no);
+    ++graph_no;
+    std::ofstream(cpp) << src;
+    const char* cxx = std::getenv("CXX");
+    const std::string cmd = fmt::format("{} -std=c++20 -O1 -ffp-contract=off -fno-tree-vectorize -fPIC -shared -pthread -w {} -o {}",
+                                        cxx && *cxx ? cxx : "c++", cpp.string(), so.string());
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    void* h = dlopen(so.string().c_str(), RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(h != nullptr);
+    auto run = reinterpret_cast<Threaded>(dlsym(h, "run_threaded"));
+    REQUIRE(static_cast<bool>(run));
+
+    const std::vector<ir::Tensor> in = testing::random_inputs(g, 77, 0.05);
+    const std::vector<ir::Tensor> want = ir::evaluate_reference(g, in);
+    std::vector<uint64_t> in_addrs, out_addrs;
+    for (ir::NodeId id : grp.inputs) in_addrs.push_back(reinterpret_cast<uint64_t>(in[static_cast<size_t>(g.node(id).slot)].data.data()));
+    std::vector<ir::Tensor> outs;
+    for (ir::NodeId id : grp.outputs) outs.emplace_back(g.node(id).dtype, ir::shape_sizes(g.node(id).shape));
+    for (ir::Tensor& t : outs) out_addrs.push_back(reinterpret_cast<uint64_t>(t.data.data()));
+    std::vector<ir::Scalar> params;
+    for (const ir::ParamDecl& p : g.params) params.push_back(p.default_value);
+    for (unsigned block : {1u, 2u, 3u, 32u, 96u, 256u, 1024u})
+      for (unsigned grid : {1u, 2u, 5u}) {
+        CAPTURE(block);
+        CAPTURE(grid);
+        for (ir::Tensor& t : outs) std::memset(t.data.data(), 0xA5, t.data.size());
+        jit::PackedArgs args = jit::pack_args(k.signature, g, grp, in_addrs, out_addrs, params, {grid, block});
+        run(args.params(), grid, block);
+        for (size_t o = 0; o < g.outputs.size(); ++o) {
+          const auto it = std::find(grp.outputs.begin(), grp.outputs.end(), g.outputs[o].node);
+          REQUIRE(it != grp.outputs.end());
+          std::string why;
+          CHECK_MESSAGE(testing::identical(outs[static_cast<size_t>(it - grp.outputs.begin())], want[o], why), why);
+        }
+      }
+    dlclose(h);
+  }
+}

@@ -1,0 +1,68 @@
+// The fixed reduction order does not depend on the thread count: fj_reduce_fixed run by 1, 2, 3,
+// 32, 256 and 512 host threads acting as one block (a std::barrier as fj_red_sync(), the lane
+// array shared, as __shared__ memory is on the GPU) gives the same bits as the one-thread run the
+// reference evaluator makes, for every combining op, at chunk edges and prime lengths.
+#include <doctest/doctest.h>
+
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace {
+std::barrier<>* g_block = nullptr;  // the block being run (one at a time)
+}  // namespace
+#define FJ_RED_HOST_SYNC() g_block->arrive_and_wait()
+#include "ir/scalar/fj_scalar.h"
+#include "ir/scalar/fj_reduce.h"
+
+namespace {
+
+template <class R, class T>
+T run_block(const std::vector<T>& x, int nthreads) {
+  std::barrier<> block(nthreads);
+  g_block = &block;
+  std::vector<T> lanes(FJ_RED_LANES);
+  std::vector<T> result(static_cast<size_t>(nthreads));
+  auto load = [&](long long i) { return x[static_cast<size_t>(i)]; };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < nthreads; ++t)
+    threads.emplace_back([&, t] {
+      result[static_cast<size_t>(t)] =
+          fj_reduce_fixed<R, T>(static_cast<long long>(x.size()), load, lanes.data(), t, nthreads);
+    });
+  for (std::thread& th : threads) th.join();
+  g_block = nullptr;
+  for (const T& r : result) CHECK(std::memcmp(&r, &result[0], sizeof(T)) == 0);  // every thread agrees
+  return result[0];
+}
+
+template <class R>
+void check_thread_counts(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+  std::vector<float> x(n);
+  for (float& f : x) f = std::ldexp(mant(rng), static_cast<int>(rng() % 41) - 20);
+  if (n > 3) x[n / 3] = -0.0f;
+  const float one = run_block<R, float>(x, 1);
+  for (int threads : {2, 3, 32, 256, 512}) {
+    CAPTURE(threads);
+    const float many = run_block<R, float>(x, threads);
+    CHECK(std::memcmp(&one, &many, 4) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fixed order: the same bits for every thread count (block size)") {
+  for (size_t n : {0u, 1u, 255u, 257u, 7919u, 8192u, 8193u, 3u * 8192u + 7u}) {
+    CAPTURE(n);
+    check_thread_counts<fj_red_sum>(n, static_cast<uint32_t>(n) + 1);
+    check_thread_counts<fj_red_prod>(n, static_cast<uint32_t>(n) + 2);
+    check_thread_counts<fj_red_max>(n, static_cast<uint32_t>(n) + 3);
+    check_thread_counts<fj_red_min>(n, static_cast<uint32_t>(n) + 4);
+  }
+}
