@@ -71,8 +71,9 @@ DType reduce_compute_dtype(Op op, DType in, Loc loc) {
 }
 
 void check_reduce_nonempty(Op op, const Shape& in, uint64_t mask, const std::string& what, Loc loc) {
-  if ((op != Op::Amax && op != Op::Amin) || reduce_length(in, mask) != 0 || num_elements(reduced_shape(in, mask, false)) == 0)
-    return;
+  // PyTorch refuses it whenever a reduced axis is empty, also when the result has no elements
+  // (aten's zero_numel_check_dims: "Expected reduction dim 1 to have non-zero size").
+  if ((op != Op::Amax && op != Op::Amin) || reduce_length(in, mask) != 0) return;
   throw UserError(fmt::format("{}{} of zero elements (reduced axes {} of shape {}) has no identity; "
                               "make the reduced axes non-empty",
                               what.empty() ? "" : what + ": ", op_name(op), fmt::join(mask_axes(mask), ", "), shape_to_string(in)),

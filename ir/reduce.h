@@ -39,8 +39,9 @@ int64_t reduce_length(const Shape& in, uint64_t mask);
 // builder casts the result back to the operand dtype: one rounding at the end).
 DType reduce_compute_dtype(Op op, DType in, Loc loc = {});
 
-// Throws UserError at `loc` when an amax/amin reduces zero elements (PyTorch: "Expected reduction
-// dim to be specified for input.numel() == 0"): no identity exists to return. `what` ("" or the
+// Throws UserError at `loc` when an amax/amin reduces zero elements, whether or not the result has
+// elements (PyTorch: "Expected reduction dim 1 to have non-zero size"): no identity exists to
+// return. `what` ("" or the
 // node's quoted name) prefixes the message.
 void check_reduce_nonempty(Op op, const Shape& in, uint64_t mask, const std::string& what, Loc loc = {});
 
