@@ -105,11 +105,33 @@ class Broadcast {
     for (int64_t s : out) numel_ *= s;
   }
 
+  // The row callback: f(out_offset, operand offsets, row length, operand strides). A plain
+  // function pointer plus context, so the row iteration (and its thread pool) is compiled once
+  // rather than once per op x dtype loop (this file's compile time is on every build's critical path).
+  struct RowFn {
+    void* ctx;
+    void (*call)(void* ctx, int64_t, const std::array<int64_t, 3>&, int64_t, const std::array<int64_t, 3>&);
+    void operator()(int64_t o, const std::array<int64_t, 3>& off, int64_t len, const std::array<int64_t, 3>& st) const {
+      call(ctx, o, off, len, st);
+    }
+  };
+
   // Calls f once per row. Large outputs are split into blocks of rows evaluated on several threads
   // (every row is written by exactly one call, so f must only write its own row); the results do
   // not depend on the split.
   template <class F>
   void for_each_row(F&& f) const {
+    using FD = std::remove_reference_t<F>;
+    run_rows(RowFn{const_cast<void*>(static_cast<const void*>(&f)),
+               [](void* c, int64_t o, const std::array<int64_t, 3>& off, int64_t len, const std::array<int64_t, 3>& st) {
+                 (*static_cast<FD*>(c))(o, off, len, st);
+               }});
+  }
+
+ private:
+  static constexpr int64_t kElementsPerThread = int64_t{1} << 20;  // below this, threads cost more than they save
+
+  void run_rows(RowFn f) const {
     if (numel_ == 0) return;
     std::array<int64_t, 3> zero{0, 0, 0};
     if (sizes_.empty()) { f(int64_t{0}, zero, int64_t{1}, zero); return; }
@@ -124,12 +146,8 @@ class Broadcast {
     for (std::thread& t : pool) t.join();
   }
 
- private:
-  static constexpr int64_t kElementsPerThread = int64_t{1} << 20;  // below this, threads cost more than they save
-
   // Rows [first, last) of the output, in order.
-  template <class F>
-  void rows_range(int64_t first, int64_t last, F& f) const {
+  void rows_range(int64_t first, int64_t last, RowFn f) const {
     const size_t r = sizes_.size();
     const int64_t len = sizes_[r - 1];
     const std::array<int64_t, 3>& inner = strides_[r - 1];
