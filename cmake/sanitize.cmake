@@ -3,13 +3,18 @@
 # finding fails the test that hit it. The CPU path's kernels (compiled by the host compiler at run
 # time and dlopen'ed) get the same flags through FUSEJIT_SANITIZE_CXX, which tests/CMakeLists.txt
 # passes to the tests as $CXX: the kernels' integer and float conversions (ir/scalar/fj_scalar.h)
-# are then checked by UBSan as well.
+# are then checked by UBSan as well. FUSEJIT_SANITIZE_KERNELS=OFF leaves the kernels to the plain
+# host compiler, so a sanitized suite can reuse the modules a plain suite compiled into a shared
+# FUSEJIT_TEST_CACHE_DIR (what CI does: the kernel compiles are most of the suite's time).
+option(FUSEJIT_SANITIZE_KERNELS "Also build the CPU path's kernels with FUSEJIT_SANITIZE in the tests" ON)
 if(FUSEJIT_SANITIZE)
   set(FUSEJIT_SANITIZE_FLAGS -fsanitize=${FUSEJIT_SANITIZE} -fno-sanitize-recover=all -fno-omit-frame-pointer)
   add_compile_options(${FUSEJIT_SANITIZE_FLAGS})
   add_link_options(-fsanitize=${FUSEJIT_SANITIZE})
   list(JOIN FUSEJIT_SANITIZE_FLAGS " " _fj_flags)
-  set(FUSEJIT_SANITIZE_CXX "${CMAKE_CXX_COMPILER} ${_fj_flags}")
+  if(FUSEJIT_SANITIZE_KERNELS)
+    set(FUSEJIT_SANITIZE_CXX "${CMAKE_CXX_COMPILER} ${_fj_flags}")
+  endif()
 endif()
 
 # FUSEJIT_BUILD_FUZZ: libFuzzer's coverage instrumentation for every object (clang only); the

@@ -360,7 +360,9 @@ TEST_CASE("the disk key changes with every input that changes the binary") {
   add("codegen version", [](DiskKeyInputs& v) { v.codegen_version = "test-codegen-8"; });
   std::set<Hash128> keys{disk_key(base).key};
   std::set<Hash128> checks{disk_key(base).check};
-  for (const auto& [what, v] : variants) {
+  for (const auto& variant : variants) {
+    const std::string& what = variant.first;
+    const auto& v = variant.second;
     CAPTURE(what);
     CHECK(keys.insert(disk_key(v).key).second);
     CHECK(checks.insert(disk_key(v).check).second);
@@ -619,7 +621,9 @@ TEST_CASE("8 processes sharing one empty cache folder") {
   std::set<std::string> real_hashes;
   int total_compiles = 0;
   for (auto& c : children) {
-    auto [rc, out] = finish_child(c);
+    const std::pair<int, std::string> child = finish_child(c);
+    const int rc = child.first;
+    const std::string& out = child.second;
     CAPTURE(out);
     CHECK(rc == 0);
     CHECK(out.find("bad=0") != std::string::npos);
@@ -922,7 +926,9 @@ TEST_CASE("a CPU module is compiled once across processes") {
                                     "FJ_CACHE_TEST_START_NS=" + std::to_string(start_ns)}));
   int compiled = 0;
   for (auto& c : children) {
-    auto [rc, out] = finish_child(c);
+    const std::pair<int, std::string> child = finish_child(c);
+    const int rc = child.first;
+    const std::string& out = child.second;
     CAPTURE(out);
     CHECK(rc == 0);
     int n = -1;

@@ -82,7 +82,9 @@ const std::vector<std::pair<std::string, std::string>> kSamples = {
 }  // namespace
 
 TEST_CASE("every sample runs; saved outputs match the report; a second run compiles nothing") {
-  for (const auto& [file, dims] : kSamples) {
+  for (const auto& entry : kSamples) {
+    const auto& file = entry.first;
+    const auto& dims = entry.second;
     CAPTURE(file);
     fs::path dir = scratch(file);
     Result r = run("run " + sample(file) + " " + dims + " --backend cpu --json --special --save-dir " + dir.string());

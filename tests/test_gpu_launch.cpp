@@ -186,7 +186,8 @@ TEST_CASE("zero-size tensors launch nothing; size-1 and other dims need no new k
   const fj::Program prog = compile(text);
   auto keep = emulate(prog);
   const fj::Program cpu = compile_cpu(text);
-  for (auto [b, t] : {std::pair<int64_t, int64_t>{4, 1}, {1, 512}, {1, 1}, {4, 512}, {3, 77}, {0, 5}, {2, 0}}) {
+  for (const auto& bt : {std::pair<int64_t, int64_t>{4, 1}, {1, 512}, {1, 1}, {4, 512}, {3, 77}, {0, 5}, {2, 0}}) {
+    const int64_t b = bt.first, t = bt.second;
     CAPTURE(b);
     CAPTURE(t);
     const fj::HostTensor x = random_tensor(fj::DType::F32, {b, t, 64}, 1), s = random_tensor(fj::DType::F32, {b, 1, 64}, 2);

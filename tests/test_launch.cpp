@@ -90,7 +90,8 @@ TEST_CASE("dims at launch: size-1 dims and the compiled dims reuse the compiled 
   const fj::Program p = fj::Program::compile(g, cpu_options());
   const std::vector<fj::KernelInfo> compiled = p.kernels(fj::PlanKind::Fused);
   // T = 1 (the decode case), then B = 1, then both, then the compiled dims: no new kernel.
-  for (auto [b, t] : {std::pair<int64_t, int64_t>{2, 1}, {1, 8}, {1, 1}, {2, 8}, {3, 5}}) {
+  for (const auto& bt : {std::pair<int64_t, int64_t>{2, 1}, {1, 8}, {1, 1}, {2, 8}, {3, 5}}) {
+    const int64_t b = bt.first, t = bt.second;
     CAPTURE(b);
     CAPTURE(t);
     const fj::HostTensor x = random_tensor(fj::DType::F32, {b, t, 16}, 7);
@@ -130,7 +131,8 @@ TEST_CASE("dims at launch on the GPU path: a size-1 dim, another, then the compi
   const fj::Program cpu = fj::Program::compile(fj::Graph::parse(text), cpu_options());
   fusejit::jit::KernelCache& cache = fusejit::jit::KernelCache::shared("", false);
   const uint64_t compiles = cache.counters().compiles;  // NVRTC runs of this process so far
-  for (auto [b, t] : {std::pair<int64_t, int64_t>{2, 1}, {1, 8}, {2, 8}}) {
+  for (const auto& bt : {std::pair<int64_t, int64_t>{2, 1}, {1, 8}, {2, 8}}) {
+    const int64_t b = bt.first, t = bt.second;
     const fj::HostTensor x = random_tensor(fj::DType::F32, {b, t, 16}, 7), s = random_tensor(fj::DType::F32, {b, 1, 16}, 8);
     const fj::HostTensor bias = random_tensor(fj::DType::F32, {16}, 9);
     CHECK(p.run({x, s, bias})[0] == cpu.run({x, s, bias})[0]);
@@ -145,7 +147,8 @@ TEST_CASE("dims at launch: a plan that changes where two named dims meet is comp
       "graph two_dims\ndim S = 4\ndim T = 4\ninput a : f32[S, 8]\ninput b : f32[T, 8]\n"
       "y1 = a * 2\ny2 = a + b\noutput y1, y2\n");
   const fj::Program p = fj::Program::compile(g, cpu_options());
-  for (auto [s, t] : {std::pair<int64_t, int64_t>{1, 4}, {1, 6}, {4, 4}, {1, 2}}) {
+  for (const auto& st : {std::pair<int64_t, int64_t>{1, 4}, {1, 6}, {4, 4}, {1, 2}}) {
+    const int64_t s = st.first, t = st.second;
     CAPTURE(s);
     CAPTURE(t);
     const fj::HostTensor a = random_tensor(fj::DType::F32, {s, 8}, 1), b = random_tensor(fj::DType::F32, {t, 8}, 2);

@@ -26,16 +26,19 @@ struct Case {
   std::vector<ir::Tensor> inputs;
   std::vector<ir::Scalar> params;
   jit::CpuProgram fused, unfused;
+  // false: compile_all and check_case leave the unfused program out (a test whose subject the
+  // unfused kernels do not add to, and whose compile time they would multiply).
+  bool with_unfused = true;
 };
 
 // Plans `g` fused and unfused and generates both programs' kernels (nothing compiled yet). Inputs
 // and params are random_inputs / random_params of `seed` unless the caller replaces them.
 Case make_case(std::string label, ir::Graph g, uint64_t seed, const jit::CodegenOptions& opts = {});
 
-// Compiles every case's two programs, split into `parts` host modules compiled concurrently.
+// Compiles every case's two programs (one if !with_unfused), split into `parts` host modules compiled concurrently.
 void compile_all(std::vector<Case>& cases, const jit::HostCompileOptions& opts = {}, int parts = 2);
 
-// Runs both programs and the reference; every output must be identical (each difference is a
+// Runs both programs (the fused one if !with_unfused) and the reference; every output must be identical (each difference is a
 // failed CHECK naming the case and output). Returns the number of differing outputs.
 int check_case(const Case& c, const jit::CpuRunOptions& run = {});
 
