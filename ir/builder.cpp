@@ -317,7 +317,7 @@ NodeId GraphBuilder::add_typed(Op op, DType dtype, std::span<const NodeId> args,
   }
   int64_t bytes = 0;
   if (mul_overflows(num_elements(n.shape), dtype_size(dtype), &bytes))
-    throw UserError("a " + std::string(dtype_name(dtype)) + " value of shape " + shape_to_string(n.shape, &g_) +
+    throw UserError("the " + std::string(dtype_name(dtype)) + " value of shape " + shape_to_string(n.shape, &g_) +
                         " would have more than 2^63 bytes",
                     loc);
   n.loc = loc;

@@ -42,7 +42,7 @@ namespace {
 // PyTorch's softmax kernels accumulate in f32); integer inputs are refused as by PyTorch.
 DType composite_dtype(const Node& x, const char* what, Loc loc) {
   if (!is_float(x.dtype))
-    throw UserError(fmt::format("{} of a {} tensor: {} needs a float dtype (cast it first, as PyTorch requires)", what,
+    throw UserError(fmt::format("{} of {} values: {} needs a float dtype (cast it first, as PyTorch requires)", what,
                                 dtype_name(x.dtype), what),
                     loc);
   if (x.shape.empty()) throw UserError(fmt::format("{} needs a tensor of rank 1 or more, not a 0-d value", what), loc);

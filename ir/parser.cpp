@@ -14,6 +14,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "ir/builder.h"
 #include "ir/lexer.h"
 #include "ir/names.h"
@@ -569,8 +571,11 @@ class Parser {
     const bool neg = tok_.kind == Tok::Minus;
     if (neg) advance();
     Token v = expect(Tok::Int, "an axis (an integer such as -1)");
-    if (v.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      throw UserError("axis " + std::string(v.text) + " does not fit in i64", v.loc);
+    // No tensor has 2^62 axes: any larger magnitude is out of range whatever the rank (and
+    // -2^63, which fits in i64, is not special).
+    if (v.u > (uint64_t{1} << 62))
+      throw UserError(fmt::format("axis {}{} is out of range (axes count from 0, or from -1 at the end)", neg ? "-" : "",
+                                  v.text), v.loc);
     return neg ? -static_cast<int64_t>(v.u) : static_cast<int64_t>(v.u);
   }
 

@@ -17,6 +17,9 @@ uint64_t reduce_axes_mask(std::span<const int64_t> axes, size_t rank, Loc loc) {
   const auto r = static_cast<int64_t>(rank);
   uint64_t mask = 0;
   for (int64_t a : axes) {
+    if (r == 0)  // NumPy's rule (PyTorch also accepts 0 and -1 here, reducing nothing)
+      throw UserError(fmt::format("axis {} is out of range: a 0-d tensor has no axes (reduce it with no axes, "
+                                  "e.g. sum(x))", a), loc);
     if (a < -r || a >= r)
       throw UserError(fmt::format("axis {} is out of range for a tensor of rank {} (expected {} to {})", a, r,
                                   -r, r - 1), loc);

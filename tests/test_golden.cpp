@@ -110,3 +110,10 @@ TEST_CASE("reports: JSON and DOT") {
   CHECK(summary.find("strict") != std::string::npos);
   CHECK(summary.find("predicted traffic fused/unfused") != std::string::npos);
 }
+
+TEST_CASE("reports: DOT names a reduction's axes on its node and its cluster") {
+  RewriteResult r = rewrite(parse_graph(read(golden_dir() / "rmsnorm.graph"), "rmsnorm.graph"));
+  const std::string dot = format_plan_dot(r.graph, plan_fusion(r.graph));
+  CHECK(dot.find("mean f32 [1] keepdim") != std::string::npos);
+  CHECK(dot.find("reducing axes [1]") != std::string::npos);
+}

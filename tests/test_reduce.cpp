@@ -53,7 +53,7 @@ T documented_order(const std::vector<T>& x, T id, Op op) {
 
 Tensor f32_tensor(std::vector<int64_t> shape, const std::vector<float>& v) {
   Tensor t(DType::F32, std::move(shape));
-  std::memcpy(t.data.data(), v.data(), v.size() * 4);
+  if (!v.empty()) std::memcpy(t.data.data(), v.data(), v.size() * 4);  // memcpy(nullptr, nullptr, 0) is UB
   return t;
 }
 

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ir/printer.h"
 
@@ -15,12 +16,12 @@ bool reduction_group(const Graph& g, const FusionGroup& grp) {
   return std::any_of(grp.nodes.begin(), grp.nodes.end(), [&](NodeId id) { return is_reduction(g.node(id).op); });
 }
 
+// "[0, 2]": the axes of a mask.
+std::string axes_text(uint64_t mask) { return fmt::format("[{}]", fmt::join(mask_axes(mask), ", ")); }
+
 // ", reducing axes [1]" for a reduction group, "" otherwise.
 std::string reduces_text(const Graph& g, const FusionGroup& grp) {
-  if (!reduction_group(g, grp)) return "";
-  std::string axes;
-  for (int64_t a : mask_axes(grp.reduce_mask)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
-  return ", reducing axes [" + axes + "]";
+  return reduction_group(g, grp) ? ", reducing axes " + axes_text(grp.reduce_mask) : "";
 }
 
 std::string list(const Graph& g, const std::vector<NodeId>& ids) {
@@ -166,6 +167,7 @@ std::string format_plan_dot(const Graph& g, const Plan& fused, std::span<const s
     std::string l = value_name(g, id);
     if (n.op == Op::Input || n.op == Op::Param) l += "\n" + std::string(n.op == Op::Input ? "input " : "param ") + std::string(dtype_name(n.dtype));
     else if (n.op != Op::Const) l += "\n" + std::string(op_name(n.op)) + " " + std::string(dtype_name(n.dtype));
+    if (is_reduction(n.op)) l += " " + axes_text(n.red.axes) + (n.red.keepdim ? " keepdim" : "");
     return l;
   };
   std::string s = "digraph \"" + dot_escape(g.name.empty() ? "graph" : g.name) + "\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n";
