@@ -315,7 +315,7 @@ struct PlanCommand {
     cmd = app.add_subcommand("plan", "print the rewritten graph and its fusion plan");
     common.define(cmd);
     cmd->add_flag("--dot", dot, "print the plan as Graphviz DOT (one cluster per fusion group)");
-    cmd->add_flag("--json", json, "print the plan as JSON");
+    cmd->add_flag("--json", json, "print the plan as JSON (on an error, a JSON error object: kind, message, file, line, col)");
   }
   int exec() const {
     fj::PlanReport rep = fj::plan_graph(common.load(), common.fast_math);
@@ -403,15 +403,15 @@ struct CacheCommand {
   }
 };
 
-// `run ... --json` anywhere on the command line: errors are then reported as JSON too (also when
-// the command line itself does not parse, before CLI11 has set the flag).
+// `run ... --json` or `plan ... --json` anywhere on the command line: errors are then reported as
+// JSON too (also when the command line itself does not parse, before CLI11 has set the flag).
 bool wants_json(int argc, char** argv) {
-  bool run = false, json = false;
+  bool json_command = false, json = false;
   for (int i = 1; i < argc; ++i) {
-    run |= std::string(argv[i]) == "run";
+    json_command |= std::string(argv[i]) == "run" || std::string(argv[i]) == "plan";
     json |= std::string(argv[i]) == "--json";
   }
-  return run && json;
+  return json_command && json;
 }
 
 }  // namespace

@@ -264,7 +264,7 @@ TEST_CASE("--dim errors point at the command line, not at the graph file") {
   CHECK(r.err.find("--dim=N=x1\n") != std::string::npos);
 }
 
-TEST_CASE("run --json reports every error as a JSON object on stdout, and as text on stderr") {
+TEST_CASE("run --json and plan --json report every error as a JSON object on stdout, and as text on stderr") {
   fs::path dir = scratch("json-errors");
   std::ofstream(dir / "bad.txt") << "input x : f32[4]\ny = exp(x, x)\noutput y\n";
   struct Case {
@@ -277,6 +277,8 @@ TEST_CASE("run --json reports every error as a JSON object on stdout, and as tex
       {"run /nonexistent/g.txt --json", "", "/nonexistent/g.txt", 0, 0},
       {"run " + sample("x2x3.txt") + " --json --no-such-flag", "", "--no-such-flag", 0, 0},
       {"run " + sample("x2x3.txt") + " --json --param nope=1", "", "nope", 0, 0},
+      {"plan " + (dir / "bad.txt").string() + " --json", (dir / "bad.txt").string(), "exp takes 1 argument", 2, 5},
+      {"plan " + sample("x2x3.txt") + " --json --dim N=-5", "<command line>", "must be >= 0", 1, 0},
   };
   for (const Case& c : cases) {
     CAPTURE(c.args);
