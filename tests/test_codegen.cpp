@@ -25,6 +25,7 @@
 #include "jit/host_compile.h"
 #include "jit/kernel_abi.h"
 #include "jit/nvrtc.h"
+#include "tests/support/nvrtc_cached.h"
 #include "tests/support/scoped_env.h"
 
 using namespace fusejit;
@@ -75,19 +76,18 @@ ir::Graph bias_graph(const ir::Shape& xs, const ir::Shape& bs, DType t = DType::
   return b.finish();
 }
 
-// Compiles with the project's NVRTC wrapper (jit/nvrtc.h): no include paths, the given target.
-// Returns "" on success, else the wrapper's full report.
-std::string nvrtc_compile(const std::string& src, const std::vector<std::string>& opts, std::string& log,
-                          const char* target = "sm_90") {
+// Compiles with the project's NVRTC wrapper (jit/nvrtc.h) through the tests' kernel cache
+// (support/nvrtc_cached.h): no include paths, the given target. Returns "" on success, else the
+// wrapper's full report with NVRTC's log.
+std::string nvrtc_compile(const std::string& src, const std::vector<std::string>& opts, const char* target = "sm_90") {
   jit::CompileRequest req;
   req.target = jit::parse_target(target);
   req.options = opts;
   try {
-    log = jit::compile_cuda(src, "fusejit_test.cu", req).log;
+    testing::compile_cuda_cached(src, "fusejit_test.cu", req);
     return "";
   } catch (const jit::CompileError& e) {
-    log = e.log();
-    return e.what();
+    return std::string(e.what()) + "\n" + e.log();
   }
 }
 
@@ -201,9 +201,8 @@ TEST_CASE("broadcast groups get a vector path: one index computation per vector"
     ir::Graph gb = bias_graph(shp({6, 16}), shp({16}), DType::F16);
     ks.push_back(jit::generate_kernel(gb, whole_graph_group(gb)));
     jit::TranslationUnit tu = jit::emit_translation_unit(ks);
-    std::string log;
-    CHECK(nvrtc_compile(tu.source, tu.nvrtc_options, log) == "");
-    INFO(log.substr(0, 4000));
+    const std::string err = nvrtc_compile(tu.source, tu.nvrtc_options);
+    CHECK_MESSAGE(err == "", err.substr(0, 6000));
   }
 }
 
@@ -408,32 +407,34 @@ TEST_CASE("every op's kernel compiles with NVRTC for sm_90 without any include p
   jit::TranslationUnit tu = jit::emit_translation_unit(ks);
   MESSAGE(tu.kernel_names.size() << " distinct kernels in one NVRTC program");
   CHECK(tu.source.find("#include <cuda") == std::string::npos);
-  std::string log;
-  std::string err = nvrtc_compile(tu.source, tu.nvrtc_options, log, "compute_90");
-  INFO(log.substr(0, 4000));
+  std::string err = nvrtc_compile(tu.source, tu.nvrtc_options, "compute_90");
   CHECK_MESSAGE(err == "", err.substr(0, 6000));
   for (bool fast : {false, true}) {
     std::vector<jit::GeneratedKernel> vk = vector_kernels(fast);
     jit::TranslationUnit vtu = jit::emit_translation_unit(vk);
-    CHECK(nvrtc_compile(vtu.source, vtu.nvrtc_options, log) == "");
-    INFO(log.substr(0, 4000));
+    err = nvrtc_compile(vtu.source, vtu.nvrtc_options);
+    CHECK_MESSAGE(err == "", err.substr(0, 6000));
   }
 }
 
 TEST_CASE("every op's kernel compiles with the host compiler") {
   std::vector<jit::GeneratedKernel> ks = every_op_kernels();
+  // -O0: whether the host compiler accepts the source does not depend on the level, and
+  // test_cpu_path compiles and runs every op at the product's -O2.
+  jit::HostCompileOptions quick;
+  quick.opt_level = "-O0";
   jit::HostCompileResult r;
   try {
-    r = jit::host_compile(ks);
+    r = jit::host_compile(ks, quick);
   } catch (const jit::HostCompileError& e) {
     FAIL(std::string(e.what()).substr(0, 6000));
   }
   REQUIRE(r.module);
   std::vector<jit::GeneratedKernel> vk = vector_kernels(false);
-  CHECK_NOTHROW(jit::host_compile(vk));
+  CHECK_NOTHROW(jit::host_compile(vk, quick));
   for (const auto& k : ks) CHECK(reinterpret_cast<void*>(r.module->trampoline(k.name)) != nullptr);
   // A second compile of the same kernels is a hit in this process.
-  CHECK(jit::host_compile(ks).memory_hit);
+  CHECK(jit::host_compile(ks, quick).memory_hit);
 }
 
 // A failed host compile: "host compiler failed (exit code N): COMMAND", at most 20 lines of the
@@ -484,22 +485,4 @@ TEST_CASE("a host compiler failure is a short error: command, exit code, first l
   msg = host_compile_failure({k}, o);
   CHECK(msg.find("source not kept: the disk cache is off") != std::string::npos);
   std::filesystem::remove_all(dir);
-}
-
-TEST_CASE("every sample graph's fused and unfused kernels compile with NVRTC for sm_90") {
-  std::vector<jit::GeneratedKernel> ks;
-  const std::filesystem::path dir = std::filesystem::path(FUSEJIT_SOURCE_DIR) / "samples" / "graphs";
-  int graphs = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() != ".txt") continue;
-    ir::Graph g = ir::parse_graph_file(e.path().string());  // sample sizes: real element counts
-    for (const ir::Plan& p : {ir::plan_fusion(g), ir::plan_unfused(g)})
-      for (const ir::FusionGroup& grp : p.groups) ks.push_back(jit::generate_kernel(g, grp));
-    ++graphs;
-  }
-  REQUIRE(graphs >= 8);
-  jit::TranslationUnit tu = jit::emit_translation_unit(ks);
-  std::string log;
-  const std::string err = nvrtc_compile(tu.source, tu.nvrtc_options, log, "sm_90");
-  CHECK_MESSAGE(err == "", err.substr(0, 6000));
 }

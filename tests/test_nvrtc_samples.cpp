@@ -2,7 +2,7 @@
 // fusejit's own wrapper (jit/nvrtc.h), to CUBIN for sm_75, sm_80, sm_90 and sm_100 with no CUDA
 // headers and no include path, fused and unfused, strict and fast. Kernels are batched into one
 // program per arch (as the unfused path does) to keep CI time down: ~100 kernels take NVRTC+ptxas
-// several seconds per arch.
+// several seconds per arch; they go through the kernel cache (tests/support/nvrtc_cached.h).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include "jit/arch.h"
 #include "jit/codegen.h"
 #include "jit/nvrtc.h"
+#include "support/nvrtc_cached.h"
 #include "support/random_graph.h"
 
 using namespace fusejit;
@@ -48,9 +49,9 @@ void compile_everywhere(const jit::TranslationUnit& tu, const std::string& name)
     CAPTURE(arch);
     jit::CompileRequest req{jit::parse_target(arch), tu.nvrtc_options, {}};
     try {
-      jit::CompileResult r = jit::compile_cuda(tu.source, name, req);
-      CHECK(is_elf(r.binary));
-      std::string bin(r.binary.begin(), r.binary.end());
+      const std::vector<char> binary = testing::compile_cuda_cached(tu.source, name, req);
+      CHECK(is_elf(binary));
+      std::string bin(binary.begin(), binary.end());
       for (const auto& k : tu.kernel_names) CHECK_MESSAGE(bin.find(k) != std::string::npos, k);
     } catch (const jit::CompileError& e) {
       FAIL(std::string(e.what()).substr(0, 6000));

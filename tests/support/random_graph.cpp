@@ -141,7 +141,8 @@ struct Gen {
       }
       case 9: {
         if (!try_apply(Op::Add, {X, Operand::of(random_literal(r))})) return false;
-        return try_apply(r.chance(0.5) ? Op::Sub : Op::Add, {Operand::of(pool.back()), Operand::of(random_literal(r))});
+        const Literal l = random_literal(r);
+        return try_apply(r.chance(0.5) ? Op::Sub : Op::Add, {Operand::of(pool.back()), Operand::of(l)});
       }
       case 10: {
         if (!try_apply(Op::Sigmoid, {X})) return false;
@@ -178,7 +179,11 @@ struct Gen {
     static const Op ops[] = {Op::Sum, Op::Mean, Op::Prod, Op::Amax, Op::Amin};
     try {
       const int pick = r.below(8);
-      const int64_t axis = rank > 0 ? r.below(rank) - (r.chance(0.5) ? rank : 0) : 0;
+      int64_t axis = 0;
+      if (rank > 0) {
+        const int64_t a = r.below(rank);
+        axis = a - (r.chance(0.5) ? rank : 0);
+      }
       Operand res = pick < 5   ? b.reduce(ops[pick], Operand::of(x), axes, r.chance(0.5))
                     : pick == 5 ? b.softmax(Operand::of(x), axis)
                     : pick == 6 ? b.log_softmax(Operand::of(x), axis)
@@ -204,7 +209,8 @@ struct Gen {
     }
     if (ints.empty() || r.chance(0.2)) {
       static const std::vector<DType> int_types = {DType::I8, DType::U8, DType::I32, DType::I64};
-      if (!try_cast(any(), r.pick(int_types))) return false;
+      const DType t = r.pick(int_types);
+      if (!try_cast(any(), t)) return false;
       ints.push_back(pool.back());
     }
     std::vector<Operand> args = {Operand::of(r.pick(ints))};
@@ -215,7 +221,10 @@ struct Gen {
   }
 
   bool random_op() {
-    if (r.chance(0.08)) return try_cast(any(), r.pick(dtypes(o)));
+    if (r.chance(0.08)) {
+      const DType t = r.pick(dtypes(o));
+      return try_cast(any(), t);
+    }
     if (r.chance(o.reduction_rate)) return random_reduction();
     Op op;  // any callable row of ir/ops.def (casts and reductions are drawn above)
     do op = static_cast<Op>(r.below(kNumOps));
