@@ -15,7 +15,7 @@ namespace {
 
 constexpr int kMaxDupShapes = 4;  // a recomputed node serving more iteration shapes is materialised
 
-enum class Kind : uint8_t { Dead, Leaf, Member, Dup };
+enum class NodeRole : uint8_t { Dead, Leaf, Member, Dup };
 
 // Why a group was started (for FusionGroup::note).
 enum class Opened : uint8_t { FirstOfShape, Dependency, OpCap, SplitParams, SplitOps };
@@ -34,7 +34,7 @@ struct Planner {
   const PlanOptions& opt;
   const std::set<NodeId>& isolated;  // reductions planned alone (plan_fusion's fallback)
   size_t n;
-  std::vector<Kind> kind;
+  std::vector<NodeRole> kind;
   std::vector<int> sid;            // shape id per node
   std::vector<int> gkey;           // group key per node: its shape id, or its reduction's key
   std::vector<Shape> shapes;       // by key: shape ids first, then reduction keys (iteration shape)
@@ -71,7 +71,7 @@ struct Planner {
     };
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];
-      if (kind[i] != Kind::Member || !is_reduction(nd.op)) continue;
+      if (kind[i] != NodeRole::Member || !is_reduction(nd.op)) continue;
       const Shape& x = node(nd.arg(0)).shape;
       int k;
       if (isolated.count(static_cast<NodeId>(i))) {
@@ -88,14 +88,14 @@ struct Planner {
       key_reductions[static_cast<size_t>(k)].push_back(static_cast<NodeId>(i));
     }
     for (size_t i = 0; i < n; ++i)
-      if (kind[i] == Kind::Member && !is_reduction(g.nodes[i].op) && claim[static_cast<size_t>(sid[i])] >= 0)
+      if (kind[i] == NodeRole::Member && !is_reduction(g.nodes[i].op) && claim[static_cast<size_t>(sid[i])] >= 0)
         gkey[i] = claim[static_cast<size_t>(sid[i])];
   }
 
   const Node& node(NodeId id) const { return g.node(id); }
 
   void classify() {
-    kind.assign(n, Kind::Dead);
+    kind.assign(n, NodeRole::Dead);
     out_bind.assign(n, 0);
     for (const OutputDecl& o : g.outputs) ++out_bind[static_cast<size_t>(o.node)];
     // Liveness (reverse topological).
@@ -113,8 +113,8 @@ struct Planner {
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];
       if (!live[i]) continue;
-      if (is_leaf(nd.op)) { kind[i] = Kind::Leaf; continue; }
-      kind[i] = Kind::Member;
+      if (is_leaf(nd.op)) { kind[i] = NodeRole::Leaf; continue; }
+      kind[i] = NodeRole::Member;
       auto [it, fresh] = ids.emplace(shape_key(nd.shape), static_cast<int>(shapes.size()));
       if (fresh) new_key(nd.shape, 0);
       sid[i] = it->second;
@@ -141,7 +141,7 @@ struct Planner {
     // evals[i]: the iteration shapes node i is evaluated in.
     std::vector<std::vector<int>> evals(n);
     for (size_t i = n; i-- > 0;) {
-      if (kind[i] != Kind::Member) continue;
+      if (kind[i] != NodeRole::Member) continue;
       if (out_bind[i] == 0 && cone[i] <= opt.max_recompute_ops && !is_reduction(g.nodes[i].op)) {
         std::vector<int> u;
         for (int k = ucount[i]; k < ucount[i + 1]; ++k)
@@ -149,7 +149,7 @@ struct Planner {
         std::sort(u.begin(), u.end());
         u.erase(std::unique(u.begin(), u.end()), u.end());
         if (!u.empty() && !std::binary_search(u.begin(), u.end(), gkey[i]) && static_cast<int>(u.size()) <= kMaxDupShapes) {
-          kind[i] = Kind::Dup;
+          kind[i] = NodeRole::Dup;
           evals[i] = std::move(u);
           continue;
         }
@@ -161,8 +161,8 @@ struct Planner {
   // Latest group a node's value comes from when node `a` is an operand (-1: none / a leaf).
   int source(NodeId a) const {
     switch (kind[static_cast<size_t>(a)]) {
-      case Kind::Member: return group[static_cast<size_t>(a)];
-      case Kind::Dup: return dmax[static_cast<size_t>(a)];
+      case NodeRole::Member: return group[static_cast<size_t>(a)];
+      case NodeRole::Dup: return dmax[static_cast<size_t>(a)];
       default: return -1;
     }
   }
@@ -174,18 +174,18 @@ struct Planner {
     std::vector<int> ops;
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];
-      if (kind[i] == Kind::Dup) {
+      if (kind[i] == NodeRole::Dup) {
         int d = -1;
         for (int a = 0; a < nd.nargs; ++a) d = std::max(d, source(nd.args[static_cast<size_t>(a)]));
         dmax[i] = d;
         continue;
       }
-      if (kind[i] != Kind::Member) continue;
+      if (kind[i] != NodeRole::Member) continue;
       int dep = -1, extra = 1;
       for (int a = 0; a < nd.nargs; ++a) {
         NodeId x = nd.args[static_cast<size_t>(a)];
         dep = std::max(dep, source(x));
-        if (kind[static_cast<size_t>(x)] == Kind::Dup) extra += cone[static_cast<size_t>(x)];
+        if (kind[static_cast<size_t>(x)] == NodeRole::Dup) extra += cone[static_cast<size_t>(x)];
       }
       int G = latest[static_cast<size_t>(gkey[i])];
       Opened why = Opened::FirstOfShape;
@@ -233,15 +233,15 @@ struct Planner {
           NodeId y = nd.args[static_cast<size_t>(a)];
           size_t yi = static_cast<size_t>(y);
           if (stamp[yi] == G) continue;
-          if (kind[yi] == Kind::Dup) {
+          if (kind[yi] == NodeRole::Dup) {
             stamp[yi] = G;
             fg.nodes.push_back(y);
             stack.push_back(y);
-          } else if (kind[yi] == Kind::Leaf) {
+          } else if (kind[yi] == NodeRole::Leaf) {
             stamp[yi] = G;
             if (node(y).op == Op::Input) fg.inputs.push_back(y);
             else if (node(y).op == Op::Param) fg.params.push_back(y);
-          } else if (kind[yi] == Kind::Member && group[yi] != G) {
+          } else if (kind[yi] == NodeRole::Member && group[yi] != G) {
             stamp[yi] = G;
             fg.inputs.push_back(y);
             outside[yi] = 1;
