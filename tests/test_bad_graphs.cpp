@@ -17,6 +17,7 @@
 #include "ir/diagnostic.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "tests/support/sanitized.h"
 
 using namespace fusejit::ir;
 namespace fs = std::filesystem;
@@ -39,6 +40,11 @@ std::string diagnose(const std::string& text, const std::string& file) {
   }
   return "<parsed>";
 }
+
+// A limit against quadratic or worse behaviour on pathological input (which takes minutes here),
+// not a speed goal: the parser takes well under a second for each case in a plain build, and
+// ASan + UBSan slow it ~10x (test_bad_graphs failed at 10.2 s under them on a loaded machine).
+constexpr double kHangLimitS = fusejit::testing::kSanitized ? 100 : 10;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -96,7 +102,7 @@ TEST_CASE("a 1 MB line") {
   auto t0 = std::chrono::steady_clock::now();
   Graph g = parse_graph(text, "long.txt");
   CHECK(g.op_count() > 200000);
-  CHECK(seconds_since(t0) < 10);
+  CHECK(seconds_since(t0) < kHangLimitS);
   // The same line with an error at its end: the diagnostic shows a short window.
   std::string bad = "input x : f32[4]\ny = x";
   while (bad.size() < (1u << 20)) bad += " + x";
@@ -151,13 +157,13 @@ TEST_CASE("100,000 statements") {
   auto t0 = std::chrono::steady_clock::now();
   Graph g = parse_graph(good, "many.txt");
   CHECK(g.op_count() == 100000);
-  CHECK(seconds_since(t0) < 10);
+  CHECK(seconds_since(t0) < kHangLimitS);
   // An error at the very end still points at the right line.
   std::string bad = text + "w = v99999 + nope\noutput w\n";
   t0 = std::chrono::steady_clock::now();
   std::string d = diagnose(bad, "many.txt");
   CHECK(d.rfind("many.txt:100002:14: error: undefined name 'nope'", 0) == 0);
-  CHECK(seconds_since(t0) < 10);
+  CHECK(seconds_since(t0) < kHangLimitS);
   // 100,000 dims and 100,000 params: declarations are indexed, not searched linearly.
   std::string decls;
   for (int i = 0; i < 100000; ++i) {
@@ -170,7 +176,7 @@ TEST_CASE("100,000 statements") {
   decls += "input x : f32[D99999, 4]\ny = x * p99999\noutput y\n";
   t0 = std::chrono::steady_clock::now();
   CHECK(diagnose(decls, "decls.txt") == "<parsed>");
-  CHECK(seconds_since(t0) < 10);
+  CHECK(seconds_since(t0) < kHangLimitS);
   // A use before a definition 100,000 lines later.
   std::string later = "input x : f32[4]\ny = late + 1\n" + text.substr(17) + "late = x * 2\noutput y\n";
   CHECK(diagnose(later, "later.txt") ==

@@ -420,7 +420,7 @@ TEST_CASE("every op's kernel compiles with NVRTC for sm_90 without any include p
 TEST_CASE("every op's kernel compiles with the host compiler") {
   std::vector<jit::GeneratedKernel> ks = every_op_kernels();
   // -O0: whether the host compiler accepts the source does not depend on the level, and
-  // test_cpu_path compiles and runs every op at the product's -O2.
+  // test_cpu_path compiles and runs every op at the product's level (jit/host_compile.h).
   jit::HostCompileOptions quick;
   quick.opt_level = "-O0";
   jit::HostCompileResult r;

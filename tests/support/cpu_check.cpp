@@ -56,17 +56,19 @@ Case make_case(std::string label, ir::Graph g, uint64_t seed, const jit::Codegen
   return c;
 }
 
-void compile_all(std::vector<Case>& cases, const jit::HostCompileOptions& opts, int parts) {
+void compile_all(std::vector<Case>& cases, const jit::HostCompileOptions& opts, int parts,
+                 const std::optional<jit::HostCompileOptions>& unfused_opts) {
   std::vector<std::future<void>> jobs;
   const size_t per = (cases.size() + static_cast<size_t>(parts) - 1) / static_cast<size_t>(parts);
   for (size_t first = 0; first < cases.size(); first += per)
     jobs.push_back(std::async(std::launch::async, [&, first] {
-      std::vector<jit::CpuProgram*> ps;
+      std::vector<jit::CpuProgram*> ps, unfused;
       for (size_t k = first; k < std::min(cases.size(), first + per); ++k) {
         ps.push_back(&cases[k].fused);
-        if (cases[k].with_unfused) ps.push_back(&cases[k].unfused);
+        if (cases[k].with_unfused) (unfused_opts ? unfused : ps).push_back(&cases[k].unfused);
       }
       jit::compile_cpu_programs(ps, opts);
+      if (!unfused.empty()) jit::compile_cpu_programs(unfused, *unfused_opts);
     }));
   for (auto& j : jobs) j.get();
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,11 @@ struct Case {
 // and params are random_inputs / random_params of `seed` unless the caller replaces them.
 Case make_case(std::string label, ir::Graph g, uint64_t seed, const jit::CodegenOptions& opts = {});
 
-// Compiles every case's two programs (one if !with_unfused), split into `parts` host modules compiled concurrently.
-void compile_all(std::vector<Case>& cases, const jit::HostCompileOptions& opts = {}, int parts = 2);
+// Compiles every case's two programs (one if !with_unfused), split into `parts` host modules compiled
+// concurrently. With `unfused_opts`, the unfused programs of each part are a module of their own
+// compiled with those options (e.g. -O0 where the fused programs already check the product's -O2).
+void compile_all(std::vector<Case>& cases, const jit::HostCompileOptions& opts = {}, int parts = 2,
+                 const std::optional<jit::HostCompileOptions>& unfused_opts = std::nullopt);
 
 // Runs both programs (the fused one if !with_unfused) and the reference; every output must be identical (each difference is a
 // failed CHECK naming the case and output). Returns the number of differing outputs.
