@@ -27,16 +27,12 @@
 namespace fs = std::filesystem;
 namespace fj = fusejit;
 
-// AddressSanitizer builds (GCC defines the first macro, clang answers the second) use more memory
-// and abort on huge allocations instead of returning null.
-#if defined(__SANITIZE_ADDRESS__)
+// Sanitized builds use more memory and abort on huge allocations instead of returning null. The
+// build says so (FUSEJIT_SANITIZED, tests/CMakeLists.txt): the test sources are not instrumented
+// there, so the compiler's own macros (__SANITIZE_ADDRESS__, __has_feature) do not.
+#ifdef FUSEJIT_SANITIZED
 #define FJ_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FJ_TEST_ASAN 1
-#endif
-#endif
-#ifndef FJ_TEST_ASAN
+#else
 #define FJ_TEST_ASAN 0
 #endif
 
