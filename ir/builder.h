@@ -3,7 +3,9 @@
 // Cast nodes) and NumPy broadcasting, so every graph it returns satisfies ir/verify.h.
 #pragma once
 
+#include <optional>
 #include <span>
+#include <string_view>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -85,7 +87,10 @@ class GraphBuilder {
   // x, the result cast back (one rounding at the end). A literal x becomes a 0-d constant.
   // Throws UserError at `loc` on a bad axis (out of range, repeated), an integer mean, or an
   // amax/amin of zero elements. apply(op, {x}) of a reduction op reduces every axis.
-  Operand reduce(Op op, const Operand& x, std::span<const int64_t> axes, bool keepdim, Loc loc = {});
+  // `correction` (mean only; 0 or more): divide the sum by max(0, n - correction), as var's
+  // second pass does; UserError for another op or a negative value.
+  Operand reduce(Op op, const Operand& x, std::span<const int64_t> axes, bool keepdim, Loc loc = {},
+                 int64_t correction = 0);
   // Composites in their numerically stable forms, expanded into primitives here so plans and
   // dumps show them (docs/ops.md, "Reductions"); `axis` as for reduce(). x must be a float tensor
   // of rank >= 1 (UserError otherwise, as PyTorch); f16/bf16 are computed in f32 and the result
@@ -99,6 +104,24 @@ class GraphBuilder {
   Operand softmax(const Operand& x, int64_t axis, Loc loc = {});
   Operand log_softmax(const Operand& x, int64_t axis, Loc loc = {});
   Operand logsumexp(const Operand& x, int64_t axis, bool keepdim, Loc loc = {});
+  // var(x, axes, correction) = mean((x - mean(x, axes, keepdim))^2, axes, correction): the
+  // squared deviations summed and divided by max(0, n - correction), PyTorch's torch.var (its
+  // default correction is 1, Bessel's; NumPy's ddof defaults to 0); `sd` takes the sqrt
+  // (torch.std). Any axes as reduce(), rank 0 included; f16/bf16 as the composites above. n <=
+  // correction divides by 0: NaN for a row of equal values, else +inf, as torch. Throws
+  // UserError for a non-float x, a bad axis or a negative correction.
+  Operand var(const Operand& x, std::span<const int64_t> axes, bool keepdim, int64_t correction, bool sd, Loc loc = {});
+  // What `name(x[, AXES][, keepdim][, correction=N])` means in graph text (docs/graph-format.md),
+  // for the parser and the public GraphBuilder alike: a reduction op (sum mean prod amax amin) or
+  // a composite (ir/reduce.h, composite_names). softmax and log_softmax take exactly one axis and
+  // no keepdim, logsumexp one axis; a correction is for mean (default 0), var and std (default 1).
+  // Throws UserError at `loc` for other argument combinations and as the functions above.
+  struct ReduceArgs {
+    std::vector<int64_t> axes;          // as written (negative from the end); empty: every axis
+    bool keepdim = false;
+    std::optional<int64_t> correction;  // unset: the op's default
+  };
+  Operand reduce_by_name(std::string_view name, const Operand& x, const ReduceArgs& args, Loc loc = {});
   // cast(x, dtype). A weak literal is converted straight to a Const of that dtype.
   Operand cast(const Operand& x, DType to, Loc loc = {});
   // Turns a literal into a Const node of its default dtype (i64, f32 or bool); nodes pass through.

@@ -24,10 +24,15 @@ NodeId GraphBuilder::add_reduce(Op op, DType dtype, NodeId arg, ReduceAttr red, 
   return push(std::move(n));
 }
 
-Operand GraphBuilder::reduce(Op op, const Operand& x, std::span<const int64_t> axes, bool keepdim, Loc loc) {
+Operand GraphBuilder::reduce(Op op, const Operand& x, std::span<const int64_t> axes, bool keepdim, Loc loc,
+                             int64_t correction) {
   const NodeId in = materialize(x, loc);
   const Node& xn = g_.node(in);
-  const ReduceAttr red{reduce_axes_mask(axes, xn.shape.size(), loc), keepdim};
+  if (correction < 0 || (correction != 0 && op != Op::Mean))
+    throw UserError(fmt::format("{}: correction={} {}", op_name(op), correction,
+                                op == Op::Mean ? "is negative (it must be 0 or more)" : "applies only to mean, var and std"),
+                    loc);
+  const ReduceAttr red{reduce_axes_mask(axes, xn.shape.size(), loc), keepdim, correction};
   const DType from = xn.dtype;
   const DType ct = reduce_compute_dtype(op, from, loc);
   const NodeId arg = from == ct ? in : cast(Operand::of(in), ct, loc).node;
@@ -39,21 +44,36 @@ Operand GraphBuilder::reduce(Op op, const Operand& x, std::span<const int64_t> a
 namespace {
 
 // The float dtype a composite of `x` computes in: f32 for f16/bf16 (rounded once at the end, as
-// PyTorch's softmax kernels accumulate in f32); integer inputs are refused as by PyTorch.
+// PyTorch's softmax and var kernels accumulate in f32); integer inputs are refused as by PyTorch.
 DType composite_dtype(const Node& x, const char* what, Loc loc) {
   if (!is_float(x.dtype))
     throw UserError(fmt::format("{} of {} values: {} needs a float dtype (cast it first, as PyTorch requires)", what,
                                 dtype_name(x.dtype), what),
                     loc);
-  if (x.shape.empty()) throw UserError(fmt::format("{} needs a tensor of rank 1 or more, not a 0-d value", what), loc);
   return x.dtype == DType::F16 || x.dtype == DType::BF16 ? DType::F32 : x.dtype;
+}
+
+// The checks of the composites over one axis built on amax (softmax, log_softmax, logsumexp):
+// a float tensor of rank >= 1, a valid axis, and elements along it (amax of nothing has no
+// identity; the error names the composite the user wrote, not its amax).
+DType max_composite_dtype(const Node& x, int64_t axis, const char* what, Loc loc) {
+  const DType ct = composite_dtype(x, what, loc);
+  if (x.shape.empty()) throw UserError(fmt::format("{} needs a tensor of rank 1 or more, not a 0-d value", what), loc);
+  const int64_t ax[1] = {axis};
+  const uint64_t mask = reduce_axes_mask(ax, x.shape.size(), loc);
+  if (reduce_length(x.shape, mask) == 0)
+    throw UserError(fmt::format("{} over an empty axis (axis {} of shape {}): its max has no identity; make the axis "
+                                "non-empty (PyTorch returns an empty tensor or -inf there)",
+                                what, axis, shape_to_string(x.shape)),
+                    loc);
+  return ct;
 }
 
 }  // namespace
 
 Operand GraphBuilder::softmax(const Operand& x, int64_t axis, Loc loc) {
   const NodeId in = materialize(x, loc);
-  const DType from = g_.node(in).dtype, ct = composite_dtype(g_.node(in), "softmax", loc);
+  const DType from = g_.node(in).dtype, ct = max_composite_dtype(g_.node(in), axis, "softmax", loc);
   const Operand xc = from == ct ? Operand::of(in) : cast(Operand::of(in), ct, loc);
   const int64_t ax[1] = {axis};
   const Operand m = reduce(Op::Amax, xc, ax, true, loc);
@@ -68,7 +88,7 @@ Operand GraphBuilder::softmax(const Operand& x, int64_t axis, Loc loc) {
 
 Operand GraphBuilder::log_softmax(const Operand& x, int64_t axis, Loc loc) {
   const NodeId in = materialize(x, loc);
-  const DType from = g_.node(in).dtype, ct = composite_dtype(g_.node(in), "log_softmax", loc);
+  const DType from = g_.node(in).dtype, ct = max_composite_dtype(g_.node(in), axis, "log_softmax", loc);
   const Operand xc = from == ct ? Operand::of(in) : cast(Operand::of(in), ct, loc);
   const int64_t ax[1] = {axis};
   const Operand d[2] = {xc, reduce(Op::Amax, xc, ax, true, loc)};
@@ -83,7 +103,7 @@ Operand GraphBuilder::log_softmax(const Operand& x, int64_t axis, Loc loc) {
 
 Operand GraphBuilder::logsumexp(const Operand& x, int64_t axis, bool keepdim, Loc loc) {
   const NodeId in = materialize(x, loc);
-  const DType from = g_.node(in).dtype, ct = composite_dtype(g_.node(in), "logsumexp", loc);
+  const DType from = g_.node(in).dtype, ct = max_composite_dtype(g_.node(in), axis, "logsumexp", loc);
   const Operand xc = from == ct ? Operand::of(in) : cast(Operand::of(in), ct, loc);
   const int64_t ax[1] = {axis};
   // torch.logsumexp: an infinite max is replaced by 0 both where it is subtracted and added.
@@ -101,6 +121,46 @@ Operand GraphBuilder::logsumexp(const Operand& x, int64_t axis, bool keepdim, Lo
   const Operand q[2] = {apply(Op::Log, s, loc), finite_max(keepdim)};
   const Operand y = apply(Op::Add, q, loc);
   return from == ct ? y : cast(y, from, loc);
+}
+
+Operand GraphBuilder::var(const Operand& x, std::span<const int64_t> axes, bool keepdim, int64_t correction, bool sd,
+                          Loc loc) {
+  const char* what = sd ? "std" : "var";
+  const NodeId in = materialize(x, loc);
+  const DType from = g_.node(in).dtype, ct = composite_dtype(g_.node(in), what, loc);
+  if (correction < 0)
+    throw UserError(fmt::format("{}: correction={} is negative (it must be 0 or more)", what, correction), loc);
+  const Operand xc = from == ct ? Operand::of(in) : cast(Operand::of(in), ct, loc);
+  // Two passes, as PyTorch's CUDA var: the mean, then the squared deviations from it.
+  const Operand d[2] = {xc, reduce(Op::Mean, xc, axes, true, loc)};
+  const Operand dev = apply(Op::Sub, d, loc);
+  const Operand sq[2] = {dev, dev};
+  Operand y = reduce(Op::Mean, apply(Op::Mul, sq, loc), axes, keepdim, loc, correction);
+  if (sd) {
+    const Operand v[1] = {y};
+    y = apply(Op::Sqrt, v, loc);
+  }
+  return from == ct ? y : cast(y, from, loc);
+}
+
+Operand GraphBuilder::reduce_by_name(std::string_view name, const Operand& x, const ReduceArgs& a, Loc loc) {
+  const std::string n(name);
+  const bool spread = name == "var" || name == "std";
+  if (a.correction && name != "mean" && !spread)
+    throw UserError(n + " takes no correction (only mean, var and std do)", loc);
+  if (spread) return var(x, a.axes, a.keepdim, a.correction.value_or(1), name == "std", loc);
+  if (!is_composite_name(name)) {
+    const std::optional<Op> op = parse_op(name);
+    FJ_CHECK(op && is_reduction(*op), "reduce_by_name: not a reduction: " + n);
+    return reduce(*op, x, a.axes, a.keepdim, loc, a.correction.value_or(0));
+  }
+  if (a.axes.size() != 1 || (a.keepdim && name != "logsumexp"))
+    throw UserError(n + " takes a value and one axis" + (name == "logsumexp" ? " and an optional keepdim" : "") +
+                        ", e.g. " + n + "(x, -1)",
+                    loc);
+  if (name == "softmax") return softmax(x, a.axes[0], loc);
+  if (name == "log_softmax") return log_softmax(x, a.axes[0], loc);
+  return logsumexp(x, a.axes[0], a.keepdim, loc);
 }
 
 }  // namespace fusejit::ir

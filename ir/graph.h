@@ -50,10 +50,13 @@ struct Scalar {
 };
 
 // What a reduction node reduces (ir/reduce.h): the bit mask of its operand's reduced axes (bit k:
-// axis k) and whether they stay as size-1 dims. Zero for every other op.
+// axis k) and whether they stay as size-1 dims; for mean, the correction: the sum is divided by
+// max(0, n - correction) (PyTorch's var/std `correction`; 0 for a plain mean). Zero for every
+// other op.
 struct ReduceAttr {
   uint64_t axes = 0;
   bool keepdim = false;
+  int64_t correction = 0;
   friend bool operator==(const ReduceAttr&, const ReduceAttr&) = default;
 };
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/op.h"
+#include "ir/reduce.h"
 
 namespace fusejit::ir {
 namespace {
@@ -106,7 +107,8 @@ std::string did_you_mean(std::string_view word, std::span<const std::string_view
 
 std::string unknown_op_message(std::string_view name) {
   // cast and the composites the builder expands (ir/builder.h) are called like ops.
-  std::vector<std::string_view> names{"cast", "softmax", "log_softmax", "logsumexp"};
+  std::vector<std::string_view> names{"cast"};
+  names.insert(names.end(), composite_names().begin(), composite_names().end());
   for (int k = 0; k < kNumOps; ++k)
     if (!is_leaf(static_cast<Op>(k))) names.push_back(op_name(static_cast<Op>(k)));
   return "unknown op " + quoted(name) + did_you_mean(name, names);

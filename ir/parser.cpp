@@ -524,8 +524,7 @@ class Parser {
     check_depth(depth + 1, open.loc);
     std::optional<Op> op;
     bool is_cast = name.text == "cast";
-    if (is_composite(name.text) || (parse_op(name.text) && is_reduction(*parse_op(name.text))))
-      return reduce_call(name, depth);
+    if (is_reduce_name(name.text)) return reduce_call(name, depth);
     if (!is_cast) {
       op = parse_op(name.text);
       auto bound = scope_.find(std::string(name.text));
@@ -564,8 +563,6 @@ class Parser {
     return b_.apply(*op, args, name.loc);
   }
 
-  static bool is_composite(std::string_view n) { return n == "softmax" || n == "log_softmax" || n == "logsumexp"; }
-
   // One axis: an integer, negative ones counting from the end.
   int64_t axis_literal() {
     const bool neg = tok_.kind == Tok::Minus;
@@ -579,56 +576,80 @@ class Parser {
     return neg ? -static_cast<int64_t>(v.u) : static_cast<int64_t>(v.u);
   }
 
-  // `, AXES` (an integer or a [list]) and `, keepdim`, each optional, then ')'.
-  void reduce_tail(std::vector<int64_t>& axes, bool& keepdim, bool& has_axes) {
+  // `correction=N` (N a non-negative integer), after its `,`.
+  int64_t correction_literal() {
+    advance();  // `correction`
+    expect(Tok::Assign, "'=' after `correction` (as in `correction=1`)");
+    Token v = expect(Tok::Int, "a non-negative integer correction (as in `correction=1`)");
+    if (v.u > (uint64_t{1} << 62))
+      throw UserError(fmt::format("correction {} is out of range (it is at most 2^62)", v.text), v.loc);
+    return static_cast<int64_t>(v.u);
+  }
+
+  // `keepdim` or `correction=N` after a reduction's `,`, in that order, each at most once.
+  void reduce_keyword(GraphBuilder::ReduceArgs& a) {
+    const bool keep = tok_.text == "keepdim";
+    if (keep ? a.keepdim : a.correction.has_value())
+      throw UserError(fmt::format("`{}` is given twice", tok_.text), tok_.loc);
+    if (!keep) {
+      a.correction = correction_literal();
+      return;
+    }
+    if (a.correction) throw UserError("`keepdim` comes before `correction=N`", tok_.loc);
+    a.keepdim = true;
+    advance();
+  }
+
+  // `[AXIS, ...]` after its '['.
+  void axes_list(std::vector<int64_t>& axes) {
+    advance();  // '['
+    while (tok_.kind != Tok::RBracket) {
+      axes.push_back(axis_literal());
+      if (tok_.kind != Tok::Comma) break;
+      advance();
+    }
+    expect(Tok::RBracket, "']' to close the list of axes");
+  }
+
+  // `, AXES` (an integer or a [list]), `, keepdim` and `, correction=N`, each optional and in
+  // that order, then ')'.
+  void reduce_tail(GraphBuilder::ReduceArgs& a) {
+    bool has_axes = false;
     while (tok_.kind == Tok::Comma) {
       advance();
-      if (tok_.kind == Tok::Ident && tok_.text == "keepdim" && !keepdim) {
-        keepdim = true;
-        advance();
-      } else if (!has_axes && !keepdim && tok_.kind == Tok::LBracket) {
+      const bool late = a.keepdim || a.correction;
+      if (tok_.kind == Tok::Ident && (tok_.text == "keepdim" || tok_.text == "correction")) {
+        reduce_keyword(a);
+      } else if (tok_.kind == Tok::RParen) {
+        throw UserError("expected an argument after ',' (remove the trailing ',')", tok_.loc);
+      } else if (!has_axes && !late) {
         has_axes = true;
-        advance();
-        while (tok_.kind != Tok::RBracket) {
-          axes.push_back(axis_literal());
-          if (tok_.kind != Tok::Comma) break;
-          advance();
-        }
-        expect(Tok::RBracket, "']' to close the list of axes");
-      } else if (!has_axes && !keepdim) {
-        has_axes = true;
-        axes.push_back(axis_literal());
+        if (tok_.kind == Tok::LBracket) axes_list(a.axes);
+        else a.axes.push_back(axis_literal());
       } else {
-        throw UserError("expected `keepdim` or ')' after the axes, found " + describe(tok_), tok_.loc);
+        throw UserError(std::string(late ? "the axes come first; expected" : "expected") +
+                            " `keepdim`, `correction=N` or ')' after the axes, found " + describe(tok_),
+                        tok_.loc);
       }
     }
   }
 
-  // sum/mean/prod/amax/amin(x[, AXES][, keepdim]) and softmax/log_softmax(x, AXIS),
-  // logsumexp(x, AXIS[, keepdim]) (docs/graph-format.md).
+  // sum/mean/prod/amax/amin/var/std(x[, AXES][, keepdim][, correction=N]), softmax/log_softmax(x,
+  // AXIS), logsumexp(x, AXIS[, keepdim]) (docs/graph-format.md; GraphBuilder::reduce_by_name).
   Operand reduce_call(const Token& name, int depth) {
     Token open = tok_;
     check_depth(depth + 1, open.loc);
     advance();  // '('
     Operand x = expr(depth + 1);
-    std::vector<int64_t> axes;
-    bool keepdim = false, has_axes = false;
-    reduce_tail(axes, keepdim, has_axes);
+    GraphBuilder::ReduceArgs args;
+    reduce_tail(args);
     if (tok_.kind != Tok::RParen)
       throw UserError("expected ',' or ')' to close '(' at column " + std::to_string(open.loc.col) + ", found " +
                           describe(tok_),
                       tok_.loc);
     advance();
     room_for_op(name.loc);
-    if (!is_composite(name.text)) return b_.reduce(*parse_op(name.text), x, axes, keepdim, name.loc);
-    if (axes.size() != 1 || (keepdim && name.text != "logsumexp"))
-      throw UserError(std::string(name.text) + " takes a value and one axis" +
-                          (name.text == "logsumexp" ? " and an optional keepdim" : "") + ", e.g. " +
-                          std::string(name.text) + "(x, -1)",
-                      name.loc);
-    if (name.text == "softmax") return b_.softmax(x, axes[0], name.loc);
-    if (name.text == "log_softmax") return b_.log_softmax(x, axes[0], name.loc);
-    return b_.logsumexp(x, axes[0], keepdim, name.loc);
+    return b_.reduce_by_name(name.text, x, args, name.loc);
   }
 
   std::string_view text_;

@@ -1,6 +1,7 @@
 // Reduction rules and reference evaluation; see ir/reduce.h.
 #include "ir/reduce.h"
 
+#include <optional>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -132,7 +133,7 @@ void reduce_typed(const Node& n, const Tensor& in, Tensor& out) {
     auto load = [&](long long i) { return load_as<T>(in.data.data(), base + idx.inner(i)); };
     T v = fj_reduce_fixed<R, T>(len, load, lanes, 0, 1);
     if constexpr (std::is_floating_point_v<T>)
-      if (n.op == Op::Mean) v = fj_red_mean(v, len);
+      if (n.op == Op::Mean) v = fj_red_mean(v, fj_red_divisor(len, n.red.correction));
     if constexpr (std::is_same_v<T, bool>) reinterpret_cast<unsigned char*>(out.data.data())[o] = v ? 1 : 0;
     else out.as<T>()[o] = v;
   }
@@ -178,13 +179,33 @@ Tensor eval_reduction(const Node& n, const Tensor& in) {
   return out;
 }
 
-std::string reduce_args_text(uint64_t mask, size_t in_rank, bool keepdim) {
-  const std::vector<int64_t> axes = mask_axes(mask);
+std::string reduce_args_text(const ReduceAttr& red, size_t in_rank) {
+  const std::vector<int64_t> axes = mask_axes(red.axes);
   std::string s;
   if (axes.size() == 1) s = fmt::format(", {}", axes[0]);
-  else if (axes.size() != in_rank || keepdim) s = fmt::format(", [{}]", fmt::join(axes, ", "));
-  if (keepdim) s += ", keepdim";
+  else if (axes.size() != in_rank || red.keepdim) s = fmt::format(", [{}]", fmt::join(axes, ", "));
+  if (red.keepdim) s += ", keepdim";
+  if (red.correction != 0) s += fmt::format(", correction={}", red.correction);
   return s;
+}
+
+
+bool is_reduce_name(std::string_view name) {
+  if (is_composite_name(name)) return true;
+  const std::optional<Op> op = parse_op(name);
+  return op && is_reduction(*op);
+}
+
+bool is_composite_name(std::string_view name) {
+  for (std::string_view c : composite_names())
+    if (c == name) return true;
+  return false;
+}
+
+const std::vector<std::string_view>& composite_names() {
+  // The builder expands them (ir/builder.h); the graph format calls them like reductions.
+  static const std::vector<std::string_view> names{"softmax", "log_softmax", "logsumexp", "var", "std"};
+  return names;
 }
 
 }  // namespace fusejit::ir

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
@@ -16,6 +17,14 @@ namespace fusejit::ir {
 
 // True for the reduction ops (rule Reduce in ir/ops.def).
 bool is_reduction(Op op);
+
+// The composites the builder expands into reductions and elementwise ops (GraphBuilder::
+// reduce_by_name): softmax, log_softmax, logsumexp, var, std. Called like reductions in graph text.
+const std::vector<std::string_view>& composite_names();
+bool is_composite_name(std::string_view name);
+// True for the name of a reduction op or of a composite: the calls the graph format parses as
+// `name(x[, AXES][, keepdim][, correction=N])`.
+bool is_reduce_name(std::string_view name);
 
 // The bit mask of the reduced axes of an operand of rank `rank` from the axes as written:
 // negative axes count from the end; an empty list reduces every axis (`sum(x)`). Throws
@@ -55,7 +64,8 @@ const char* reduce_combiner(Op op);
 Tensor eval_reduction(const Node& n, const Tensor& in);
 
 // "sum(x, [0, 2], keepdim)" style axis text for the printer: ", [a, b]" or ", a" plus
-// ", keepdim"; "" for a full reduction without keepdim of a non-0-d operand.
-std::string reduce_args_text(uint64_t mask, size_t in_rank, bool keepdim);
+// ", keepdim" and ", correction=N" (a mean's, when not 0); "" for a full reduction without keepdim
+// of a non-0-d operand.
+std::string reduce_args_text(const ReduceAttr& red, size_t in_rank);
 
 }  // namespace fusejit::ir

@@ -45,6 +45,14 @@ struct Analyzer {
       fail(id, "a reduction over other axes or another shape than the group's");
     if (info.row.count(nd.arg(0))) fail(id, "reduces a row value");
     info.row.insert(id);
+    for (NodeId r : info.reductions) {
+      const Node& e = g.node(r);
+      if (r >= id || info.same_as.count(r)) continue;
+      if (e.op == nd.op && e.arg(0) == nd.arg(0) && e.red.axes == nd.red.axes && e.red.correction == nd.red.correction) {
+        info.same_as[id] = r;
+        break;
+      }
+    }
   }
 
   // A node reading at least one row value: a row value itself when its shape is per row, else an

@@ -15,6 +15,7 @@
 //    params (a value of shape R broadcasts against X by NumPy's right alignment, not per row).
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,6 +28,10 @@ namespace fusejit::ir {
 struct ReduceGroupInfo {
   std::vector<NodeId> reductions;  // the group's reductions, in topological order (empty: elementwise)
   std::set<NodeId> row;            // the row values among the group's nodes
+  // A reduction of the same operand by the same op and correction as an earlier one of the group
+  // (they differ only in keepdim, as logsumexp's two amax): its row values are that one's, so a
+  // kernel computes them once. Maps the later reduction to the earliest.
+  std::map<NodeId, NodeId> same_as;
   // Why the group cannot run as one kernel of its kind ("" when it can), for the planner.
   std::string problem;
 };

@@ -779,6 +779,11 @@ struct ReduceGen {
   std::string phase(ir::NodeId r) {
     const ir::Node& nd = k.g.node(r);
     const ir::NodeId a = nd.arg(0);
+    if (auto same = info.same_as.find(r); same != info.same_as.end()) {
+      row_done.insert(r);
+      return fmt::format("  // {}{}: the row values of {} (only keepdim differs)\n  const {} {} = {};\n", k.nm.describe(r),
+                         k.nm.where(nd), k.nm.label(same->second), compute_ctype(nd.dtype), v(r), v(same->second));
+    }
     std::set<ir::NodeId> elems, ins, rows;
     collect(a, elems, ins, rows);
     std::string s;
@@ -793,7 +798,10 @@ struct ReduceGen {
     std::string value = fmt::format("fj_reduce_fixed<{}, {}>((long long)row_len, [&](long long fj_i) -> {} {{\n{}  }}, "
                                     "fj_lanes_{}, fj_tid, fj_nt)",
                                     ir::reduce_combiner(nd.op), ct, ct, indent(body, 2), mangle(ct));
-    if (nd.op == ir::Op::Mean) value = fmt::format("fj_red_mean({}, (long long)row_len)", value);
+    if (nd.op == ir::Op::Mean)
+      value = nd.red.correction == 0
+                  ? fmt::format("fj_red_mean({}, (long long)row_len)", value)
+                  : fmt::format("fj_red_mean({}, fj_red_divisor((long long)row_len, {}LL))", value, nd.red.correction);
     row_done.insert(r);
     return s + fmt::format("  // {}{}: in the fixed order of fj_reduce.h\n  const {} {} = {};\n", k.nm.describe(r),
                            k.nm.where(nd), ct, v(r), value);
@@ -962,7 +970,10 @@ TranslationUnit emit_translation_unit(std::span<const GeneratedKernel> kernels) 
   for (const GeneratedKernel& k : kernels) {
     FJ_CHECK(k.fast_math == kernels.front().fast_math, "emit_translation_unit: kernels mix fast and strict mode");
     if (auto it = seen.find(k.name); it != seen.end()) {
-      FJ_CHECK(*it->second == k.source, "emit_translation_unit: two different kernels named " + k.name);
+      // The name keys on the text without location comments: the same kernel written at other
+      // lines (of another graph in one translation unit) is the same kernel.
+      FJ_CHECK(without_location_comments(*it->second) == without_location_comments(k.source),
+               "emit_translation_unit: two different kernels named " + k.name);
       continue;
     }
     seen[k.name] = &k.source;

@@ -6,6 +6,7 @@
 
 #include "ir/builder.h"
 #include "ir/names.h"
+#include "ir/reduce.h"
 #include "lib/internal.h"
 
 namespace fusejit {
@@ -38,6 +39,8 @@ struct GraphBuilder::Impl {
 namespace {
 
 ir::Op op_by_name(std::string_view name) {
+  if (ir::is_composite_name(name))
+    throw ir::UserError("'" + std::string(name) + "' is a composite of reductions: use GraphBuilder::reduce");
   auto op = ir::parse_op(name);
   if (!op) throw ir::UserError(ir::unknown_op_message(name));
   if (*op == ir::Op::Cast) throw ir::UserError("op 'cast' takes a dtype: use GraphBuilder::cast");
@@ -101,6 +104,21 @@ Value GraphBuilder::op(std::string_view name, const std::vector<Value>& args) {
     for (const Value& v : args)
       ops.push_back(v.is_literal() ? ir::Operand::of(to_ir_literal(v.lit_)) : ir::Operand::of(node_of(v)));
     ir::Operand r = impl_->b.apply(op, ops);
+    return Value(this, impl_->b.materialize(r));
+  });
+}
+
+Value GraphBuilder::reduce(std::string_view name, const Value& x, const std::vector<int64_t>& axes, bool keepdim,
+                           std::optional<int64_t> correction) {
+  impl_->check_usable();
+  return translate_errors([&] {
+    if (!ir::is_reduce_name(name)) {
+      const std::optional<ir::Op> op = ir::parse_op(name);
+      throw ir::UserError(op ? "op '" + std::string(name) + "' is no reduction: use GraphBuilder::op"
+                             : ir::unknown_op_message(name));
+    }
+    const ir::Operand in = x.is_literal() ? ir::Operand::of(to_ir_literal(x.lit_)) : ir::Operand::of(node_of(x));
+    const ir::Operand r = impl_->b.reduce_by_name(name, in, {axes, keepdim, correction});
     return Value(this, impl_->b.materialize(r));
   });
 }

@@ -149,6 +149,7 @@ std::vector<NodeInfo> Graph::nodes() const {
     if (ir::is_reduction(n.op)) {
       info.axes = ir::mask_axes(n.red.axes);
       info.keepdim = n.red.keepdim;
+      info.correction = n.red.correction;
     }
     out.push_back(std::move(info));
   }

@@ -135,6 +135,54 @@ TEST_CASE("the builder's unknown-op error gets the parser's did-you-mean") {
   CHECK(contains(user_error([&] { b.op("cast", {x}); }), "GraphBuilder::cast"));
 }
 
+TEST_CASE("reductions and composites through GraphBuilder::reduce give the parser's graph and errors") {
+  const char* text =
+      "dim N = 4\ninput x : f32[N, 6]\ninput w : f32[6]\n"
+      "ms = mean(x * x, -1, keepdim)\ny = x * rsqrt(ms + 1e-6) * w\n"
+      "s = sum(x, [0, 1])\np = softmax(x, 0)\nl = logsumexp(x, -1, keepdim)\n"
+      "v = var(x, -1)\nd = std(x, [0, 1], keepdim, correction=0)\nc = mean(x, 0, correction=2)\n"
+      "output y, s, p, l, v, d, c\n";
+  fj::GraphBuilder b;
+  fj::DimRef N = b.dim("N", 4);
+  fj::Value x = b.input("x", fj::DType::F32, {N, 6});
+  fj::Value w = b.input("w", fj::DType::F32, {6});
+  fj::Value ms = b.reduce("mean", x * x, {-1}, true);
+  b.name(ms, "ms");
+  fj::Value y = x * b.op("rsqrt", {ms + 1e-6}) * w;
+  const std::pair<const char*, fj::Value> outs[] = {
+      {"y", y},
+      {"s", b.reduce("sum", x, {0, 1})},
+      {"p", b.reduce("softmax", x, {0})},
+      {"l", b.reduce("logsumexp", x, {-1}, true)},
+      {"v", b.reduce("var", x, {-1})},
+      {"d", b.reduce("std", x, {0, 1}, true, 0)},
+      {"c", b.reduce("mean", x, {0}, false, 2)},
+  };
+  for (const auto& [name, v] : outs) {
+    b.name(v, name);
+    b.output(name, v);
+  }
+  fj::Graph built = b.build();
+  CHECK(built.to_text() == fj::Graph::parse(text).to_text());
+  bool saw_correction = false;
+  for (const fj::NodeInfo& n : built.nodes()) saw_correction = saw_correction || (n.op == "mean" && n.correction == 2);
+  CHECK(saw_correction);
+
+  fj::GraphBuilder e;
+  fj::Value f = e.input("f", fj::DType::F32, {3, 0});
+  fj::Value i = e.input("i", fj::DType::I32, {3});
+  CHECK(contains(user_error([&] { e.reduce("softmax", f, {-1}); }), "softmax over an empty axis"));
+  CHECK(contains(user_error([&] { e.reduce("softmax", f, {0, 1}); }), "softmax takes a value and one axis"));
+  CHECK(contains(user_error([&] { e.reduce("var", i); }), "var needs a float dtype"));
+  CHECK(contains(user_error([&] { e.reduce("sum", f, {}, false, 1); }), "sum takes no correction"));
+  CHECK(contains(user_error([&] { e.reduce("mean", f, {}, false, -1); }), "correction=-1 is negative"));
+  CHECK(contains(user_error([&] { e.reduce("sum", f, {2}); }), "axis 2 is out of range"));
+  CHECK(user_error([&] { e.reduce("summ", f); }) == "unknown op 'summ'; did you mean 'sum'?");
+  CHECK(contains(user_error([&] { e.reduce("add", f); }), "op 'add' is no reduction: use GraphBuilder::op"));
+  CHECK(contains(user_error([&] { e.op("softmax", {f}); }), "use GraphBuilder::reduce"));
+  CHECK(e.reduce("amax", i, {}, true).is_literal() == false);  // refused calls left the builder usable
+}
+
 TEST_CASE("an output of a literal is a named constant, as `c = 2` then `output c` in text") {
   fj::GraphBuilder b;
   fj::Value x = b.input("x", fj::DType::F32, {4});

@@ -116,11 +116,24 @@ TEST_CASE("reduction text: bad axes, integer means and empty amax are located er
       {"y = sum(x, [1, -1])", 5, "appears twice"},
       {"y = mean(i)", 5, "mean needs a float dtype"},
       {"y = amax(z, 0)", 5, "amax of zero elements"},
-      {"y = sum(x, keepdim, 1)", 21, "expected `keepdim` or ')'"},
+      {"y = sum(x, keepdim, 1)", 21, "the axes come first"},
       {"y = sum(x, 1.5)", 12, "expected an axis"},
       {"y = softmax(x)", 5, "softmax takes a value and one axis"},
       {"y = softmax(i, 0)", 5, "softmax needs a float dtype"},
       {"y = summ(x)", 5, "did you mean 'sum'"},
+      {"y = var(i)", 5, "var needs a float dtype"},
+      {"y = std(x, 9)", 5, "axis 9 is out of range"},
+      {"y = sum(x, -1, correction=1)", 5, "sum takes no correction (only mean, var and std do)"},
+      {"y = var(x, -1, correction=-1)", 27, "a non-negative integer correction"},
+      {"y = var(x, -1, correction 1)", 27, "'=' after `correction`"},
+      {"y = var(x, correction=1, keepdim)", 26, "`keepdim` comes before `correction=N`"},
+      {"y = var(x, correction=1, correction=2)", 26, "`correction` is given twice"},
+      {"y = var(x, keepdim, keepdim)", 21, "`keepdim` is given twice"},
+      {"y = var(x, keepdim, -1)", 21, "the axes come first; expected `keepdim`"},
+      {"y = var(x, -1,)", 15, "expected an argument after ',' (remove the trailing ',')"},
+      {"y = softmax(x, -1, correction=1)", 5, "softmax takes no correction"},
+      {"y = softmax(z, 0)", 5, "softmax over an empty axis (axis 0 of shape [0, 2])"},
+      {"y = logsumexp(z, 0)", 5, "logsumexp over an empty axis"},
   };
   for (const Bad& b : bad) {
     CAPTURE(b.line);
@@ -292,6 +305,61 @@ TEST_CASE("composites: softmax, log_softmax, logsumexp (stable; torch's inf rule
   const Node& y = h.node(h.outputs[0].node);
   CHECK(y.dtype == DType::BF16);
   CHECK(y.op == Op::Cast);  // computed in f32, rounded once
+}
+
+TEST_CASE("var and std: PyTorch's correction, two passes, within a few ulp of long double") {
+  Graph g = parse(
+      "input x : f32[3, 7]\ninput h : bf16[2, 5]\n"
+      "v1 = var(x, -1)\nv0 = var(x, 1, keepdim, correction=0)\ns2 = std(x, -1, correction=2)\n"
+      "va = var(x)\nvc = var(x, 0)\nvh = var(h, -1)\noutput v1, v0, s2, va, vc, vh\n");
+  // The expansion shows in the IR: the second mean carries the correction, and prints it.
+  const std::string text = print_graph(g);
+  CHECK(text.find("mean(x, 1, keepdim)") != std::string::npos);
+  CHECK(text.find(", 1, correction=1)") != std::string::npos);
+  CHECK(text.find(", 1, keepdim)") != std::string::npos);  // correction=0: a plain mean
+  CHECK(text.find("correction=2)") != std::string::npos);
+  Graph again = parse(text);
+  CHECK(structurally_equal(g, again));
+  CHECK(print_graph(again) == text);
+  CHECK(g.node(g.outputs[5].node).dtype == DType::BF16);  // computed in f32, rounded once
+
+  const std::vector<float> v = mixed_values(21, 9);
+  Tensor in = f32_tensor({3, 7}, v);
+  Tensor hb(DType::BF16, {2, 5});
+  const Tensor ins[2] = {in, hb};
+  std::vector<Tensor> r = evaluate_reference(g, ins);
+  // var over elements idx of v with correction c, two-pass in long double.
+  auto want = [&](const std::vector<size_t>& idx, int c) {
+    long double m = 0, s = 0;
+    for (size_t i : idx) m += v[i];
+    m /= static_cast<long double>(idx.size());
+    for (size_t i : idx) s += (v[i] - m) * (v[i] - m);
+    return s / static_cast<long double>(static_cast<int64_t>(idx.size()) - c);
+  };
+  auto close = [](float got, long double w) { return std::fabs(got - w) <= 1e-5L * std::fabs(w); };
+  std::vector<size_t> all;
+  for (size_t row = 0; row < 3; ++row) {
+    std::vector<size_t> idx;
+    for (size_t j = 0; j < 7; ++j) idx.push_back(row * 7 + j), all.push_back(row * 7 + j);
+    CHECK(close(r[0].as<float>()[row], want(idx, 1)));
+    CHECK(close(r[1].as<float>()[row], want(idx, 0)));
+    CHECK(close(r[2].as<float>()[row], std::sqrt(want(idx, 2))));
+  }
+  CHECK(r[1].shape == std::vector<int64_t>{3, 1});
+  CHECK(close(r[3].as<float>()[0], want(all, 1)));
+  for (size_t col = 0; col < 7; ++col) CHECK(close(r[4].as<float>()[col], want({col, 7 + col, 14 + col}, 1)));
+
+  // n <= correction divides by 0 (torch: NaN for equal values, inf otherwise); a 0-d var has n = 1.
+  Graph e = parse("input x : f32[2, 1]\ninput s : f32[]\na = var(x, -1)\nb = var(x, -1, correction=3)\n"
+                  "c = var(s)\nd = var(s, correction=0)\ne = var(x, 0, correction=2)\noutput a, b, c, d, e\n");
+  Tensor x2 = f32_tensor({2, 1}, {1.5f, 4.0f}), s0 = f32_tensor({}, {2.0f});
+  const Tensor ins2[2] = {x2, s0};
+  std::vector<Tensor> q = evaluate_reference(e, ins2);
+  CHECK(std::isnan(q[0].as<float>()[0]));   // 0 / 0
+  CHECK(std::isnan(q[1].as<float>()[1]));
+  CHECK(std::isnan(q[2].as<float>()[0]));
+  CHECK(bits(q[3].as<float>()[0]) == bits(0.0f));
+  CHECK(q[4].as<float>()[0] == INFINITY);   // 3.125 / 0
 }
 
 TEST_CASE("the rewriter keeps reductions and merges only identical ones; the planner fuses both into one kernel") {

@@ -73,6 +73,8 @@ TEST_CASE("every reduction op and dtype over the innermost, outer, several and a
     for (const char* ax : patterns)
       for (bool keep : {false, true}) cases.push_back(reduce_case(reduce_text("sum", dt, "4, 3, 6", ax, keep), seed++));
   for (const char* ax : patterns) cases.push_back(reduce_case(reduce_text("amax", "f32", "2, 3, 5", ax, true), seed++));
+  for (const char* ax : patterns) cases.push_back(reduce_case(reduce_text("var", "f32", "2, 3, 5", ax, true), seed++));
+  cases.push_back(reduce_case("input x : f64[4, 9]\ny = mean(x, 0, correction=3)\noutput y\n", seed++));
   check_all(cases);
 }
 
@@ -99,7 +101,8 @@ TEST_CASE("softmax, log_softmax, logsumexp, RMSNorm and LayerNorm fuse into one 
   uint64_t seed = 500;
   for (const char* shape : {"3, 5", "2, 1", "4, 300", "2, 8193"})
     for (const char* dt : {"f32", "bf16", "f16", "f64"}) {
-      for (const char* f : {"softmax(x, -1)", "log_softmax(x, -1)", "logsumexp(x, -1, keepdim)", "logsumexp(x, -1)"})
+      for (const char* f : {"softmax(x, -1)", "log_softmax(x, -1)", "logsumexp(x, -1, keepdim)", "logsumexp(x, -1)",
+                            "var(x, -1)", "std(x, -1, keepdim, correction=0)"})
         cases.push_back(reduce_case(fmt::format("input x : {}[{}]\ny = {}\noutput y\n", dt, shape, f), seed++));
       cases.push_back(reduce_case(
           fmt::format("input x : {0}[{1}]\ninput w : {0}[{2}]\nparam eps : f32 = 1e-6\nh = cast(x, f32)\n"

@@ -44,7 +44,7 @@ std::string row_kernels() {
        "  __shared__ float lanes[FJ_RED_LANES];\n"
        "  float v = fj_reduce_fixed<fj_red_sum, float>(n, [&](long long i) { return x[i]; }, lanes, (int)threadIdx.x, "
        "(int)blockDim.x);\n"
-       "  if (threadIdx.x == 0) y[0] = fj_red_mean(v, n);\n}\n";
+       "  if (threadIdx.x == 0) y[0] = fj_red_mean(v, n) + fj_red_mean(v, fj_red_divisor(n, 1));\n}\n";
   return s;
 }
 

@@ -60,14 +60,18 @@ struct Planner {
 
   // Reduction keys: reductions of one operand shape over the same axes share a key, and with it
   // the values of that shape (element values) and of the reduced shape, with or without the
-  // reduced dims as 1s (row values), unless an earlier key claimed that shape: so a softmax or
-  // an RMSNorm lands in one group. An isolated reduction gets a key of its own and claims nothing.
+  // reduced dims as 1s (row values): so a softmax or an RMSNorm lands in one group. Where several
+  // keys claim a shape (softmax(x, -1) + softmax(x, 0)), a value goes to the latest key among its
+  // operands' (it follows the reduction it reads: the epilogue of that one), else to the first.
+  // An isolated reduction gets a key of its own and claims nothing.
   void reduction_keys(std::map<ShapeKey, int>& ids) {
     std::map<std::pair<ShapeKey, uint64_t>, int> rkeys;
-    std::vector<int> claim(shapes.size(), -1);
+    std::vector<std::vector<int>> claim(shapes.size());  // by shape id: the keys claiming it, in order
     auto claim_shape = [&](const Shape& s, int k) {
-      if (auto it = ids.find(shape_key(s)); it != ids.end() && claim[static_cast<size_t>(it->second)] < 0)
-        claim[static_cast<size_t>(it->second)] = k;
+      auto it = ids.find(shape_key(s));
+      if (it == ids.end()) return;
+      std::vector<int>& c = claim[static_cast<size_t>(it->second)];
+      if (std::find(c.begin(), c.end(), k) == c.end()) c.push_back(k);
     };
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];
@@ -87,9 +91,21 @@ struct Planner {
       gkey[i] = k;
       key_reductions[static_cast<size_t>(k)].push_back(static_cast<NodeId>(i));
     }
-    for (size_t i = 0; i < n; ++i)
-      if (kind[i] == NodeRole::Member && !is_reduction(g.nodes[i].op) && claim[static_cast<size_t>(sid[i])] >= 0)
-        gkey[i] = claim[static_cast<size_t>(sid[i])];
+    for (size_t i = 0; i < n; ++i) {
+      const std::vector<int>& c = claim[static_cast<size_t>(sid[i])];
+      if (kind[i] == NodeRole::Member && !is_reduction(g.nodes[i].op) && !c.empty()) gkey[i] = follow_key(i, c);
+    }
+  }
+
+  // The key of element or row value `i` among the keys `c` claiming its shape: the latest of its
+  // operands' keys in `c`, else the first of `c`.
+  int follow_key(size_t i, const std::vector<int>& c) const {
+    int k = -1;
+    for (int a = 0; a < g.nodes[i].nargs; ++a) {
+      const size_t x = static_cast<size_t>(g.nodes[i].args[static_cast<size_t>(a)]);
+      if (kind[x] == NodeRole::Member && std::find(c.begin(), c.end(), gkey[x]) != c.end()) k = std::max(k, gkey[x]);
+    }
+    return k >= 0 ? k : c.front();
   }
 
   const Node& node(NodeId id) const { return g.node(id); }
@@ -298,7 +314,7 @@ struct Planner {
       case Opened::FirstOfShape:
         if (same_key > 1) {
           s = "first of " + std::to_string(same_key) + " kernels over " +
-              shape_to_string(shapes[static_cast<size_t>(key[gi])], &g) + " (later ones are split off: caps)";
+              shape_to_string(shapes[static_cast<size_t>(key[gi])], &g) + " (each later one says why it is split off)";
           if (num_shapes > 1) s += "; values of other shapes are in other groups";
           break;
         }
@@ -356,7 +372,7 @@ std::string reduction_note(const Graph& g, const FusionGroup& fg) {
   for (NodeId o : fg.outputs) element_outputs = element_outputs || !info.row.count(o);
   std::string axes;
   for (int64_t a : mask_axes(fg.reduce_mask)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
-  const size_t passes = info.reductions.size() + (element_outputs ? 1 : 0);
+  const size_t passes = info.reductions.size() - info.same_as.size() + (element_outputs ? 1 : 0);
   return fmt::format("reduces axes [{}] of {} ({} reduction{}: {} pass{} over each row, re-read from memory); ", axes,
                      shape_to_string(fg.iter_shape, &g), info.reductions.size(), info.reductions.size() == 1 ? "" : "s",
                      passes, passes == 1 ? "" : "es");

@@ -20,6 +20,7 @@ size_t RewriteContext::KeyHash::operator()(const Key& k) const {
   mix(k.bits);
   mix(k.red.axes);
   mix(k.red.keepdim);
+  mix(static_cast<uint64_t>(k.red.correction));
   return static_cast<size_t>(h);
 }
 

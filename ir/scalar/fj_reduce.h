@@ -154,5 +154,9 @@ FJ_FN T fj_reduce_fixed(long long n, Load load, T* lanes, int tid, int nthreads)
 // n == 0 gives NaN (0/0), as torch.mean of nothing.
 FJ_FN float fj_red_mean(float sum, long long n) { return sum / (float)n; }
 FJ_FN double fj_red_mean(double sum, long long n) { return sum / (double)n; }
+// The divisor of a mean with a correction c (PyTorch's var/std: `correction`, ATen's
+// WelfordOps: `nf > correction ? nf - correction : 0`): a sum of squared deviations over n - c,
+// and over 0 (inf or NaN, as torch) when n <= c.
+FJ_FN long long fj_red_divisor(long long n, long long c) { return n > c ? n - c : 0; }
 
 #endif  // FJ_REDUCE_H

@@ -55,6 +55,12 @@ class NodeInfo:
     def value(self) -> bool | int | float | None: ...  # "const" only
     @property
     def slot(self) -> int: ...  # "input"/"param": declaration index, else -1
+    @property
+    def axes(self) -> list[int]: ...  # reductions: the reduced axes of the operand, ascending
+    @property
+    def keepdim(self) -> bool: ...  # reductions: the reduced axes stay as size-1 dims
+    @property
+    def correction(self) -> int: ...  # mean: divided by max(0, n - correction); 0 otherwise
 
 class KernelInfo:
     @property

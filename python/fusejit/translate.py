@@ -214,12 +214,18 @@ class _Helpers:
 _IDENTITY_ON_INTEGERS = {"floor", "ceil", "round", "trunc"}
 
 
-def _expr(backend: str, n: Any, names: dict[int, str]) -> str:
+def _expr(backend: str, n: Any, names: dict[int, str], nodes: list[Any]) -> str:
     if n.op in _IDENTITY_ON_INTEGERS and n.dtype in ("bool", "i8", "u8", "i32", "i64"):
         return names[n.operands[0]]
     if n.op in REDUCTIONS:
-        template = REDUCTIONS[n.op][1 if backend == "torch" else 0]
-        return template.format(names[n.operands[0]], axes=tuple(n.axes), keepdim=bool(n.keepdim))
+        # A mean with a correction (var's second pass) is the sum over max(0, count - correction).
+        corrected = n.op == "mean" and n.correction != 0
+        template = REDUCTIONS["sum" if corrected else n.op][1 if backend == "torch" else 0]
+        e = template.format(names[n.operands[0]], axes=tuple(n.axes), keepdim=bool(n.keepdim))
+        if not corrected:
+            return e
+        count = math.prod(nodes[n.operands[0]].shape[a] for a in n.axes)
+        return f"({e} / {max(0, count - n.correction)})"
     if n.op not in OPS:
         raise KeyError(f"translate: no entry for op '{n.op}' in fusejit.translate.OPS (add one: docs/ops.md)")
     template = OPS[n.op][1 if backend == "torch" else 0]
@@ -236,7 +242,8 @@ def generate(graph: Any, backend: str = "numpy") -> tuple[str, list[tuple[str, A
     names: dict[int, str] = {}
     consts: list[tuple[str, Any, str]] = []
     body = []
-    for n in graph.nodes:
+    nodes = graph.nodes
+    for n in nodes:
         if n.op == "input":
             names[n.id] = ins[n.slot]
         elif n.op == "param":
@@ -246,7 +253,7 @@ def generate(graph: Any, backend: str = "numpy") -> tuple[str, list[tuple[str, A
             consts.append((names[n.id], n.value, n.dtype))
         else:
             names[n.id] = f"v{n.id}"
-            body.append(f"    v{n.id} = {_expr(backend, n, names)}  # {n.name or '%' + str(n.id)} : {n.dtype}")
+            body.append(f"    v{n.id} = {_expr(backend, n, names, nodes)}  # {n.name or '%' + str(n.id)} : {n.dtype}")
     ret = ", ".join(names[i] for i in graph.output_nodes)
     head = "".join(f"# {name} = {value!r} ({dtype})\n" for name, value, dtype in consts)
     src = head + f"def fn({', '.join(ins + pars)}):\n" + "\n".join(body) + f"\n    return ({ret},)\n"

@@ -303,7 +303,9 @@ void bind_info(nb::module_& m) {
       .def_prop_ro("value", [](const fusejit::NodeInfo& n) { return n.op == "const" ? scalar_to_py(n.value) : nb::none(); })
       .def_ro("slot", &fusejit::NodeInfo::slot)
       .def_ro("axes", &fusejit::NodeInfo::axes, "Reductions: the reduced axes of the operand, ascending; [] otherwise.")
-      .def_ro("keepdim", &fusejit::NodeInfo::keepdim, "Reductions: whether the reduced axes stay as size-1 dims.");
+      .def_ro("keepdim", &fusejit::NodeInfo::keepdim, "Reductions: whether the reduced axes stay as size-1 dims.")
+      .def_ro("correction", &fusejit::NodeInfo::correction,
+              "mean: the sum is divided by max(0, n - correction) (var and std expand into it); 0 otherwise.");
   nb::class_<fusejit::KernelInfo>(m, "KernelInfo", "One kernel (fusion group) of a compiled program.")
       .def_ro("name", &fusejit::KernelInfo::name)
       .def_ro("source", &fusejit::KernelInfo::source)

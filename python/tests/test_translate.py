@@ -133,3 +133,18 @@ def test_bit_ops_translation_equals_fusejit_exactly(dtype):
     for k, op in enumerate(ops):
         assert got[k].dtype == want[f"y{k}"].dtype, op
         assert np.array_equal(got[k], want[f"y{k}"]), f"{op} on {dtype}: {np.argwhere(got[k] != want[f'y{k}'])[:4]}"
+
+
+def test_var_std_and_corrected_mean_translate_and_match_numpy(rng):
+    """var/std expand into a mean with a correction (NodeInfo.correction); the translation divides
+    the sum by max(0, n - correction), and fusejit matches NumPy's float64 var with ddof."""
+    g = fusejit.Graph.parse("input x : f32[6, 50]\nv = var(x, -1)\ns = std(x, 0, keepdim, correction=0)\n"
+                            "m = mean(x, [0, 1], correction=3)\noutput v, s, m")
+    assert [n.correction for n in g.nodes if n.op == "mean"] == [0, 1, 0, 0, 3]
+    x = rng.standard_normal((6, 50)).astype(np.float32) * 100 + 7
+    check_translation(g, {"x": x})
+    out = fusejit.compile(g, backend="cpu")(x=x)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(out["v"], np.var(x64, axis=-1, ddof=1), rtol=1e-5)
+    np.testing.assert_allclose(out["s"], np.std(x64, axis=0, keepdims=True, ddof=0), rtol=1e-5)
+    np.testing.assert_allclose(out["m"], x64.sum() / (x64.size - 3), rtol=1e-5)

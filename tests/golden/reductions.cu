@@ -4,8 +4,8 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_2456bd9f6759f1ba and fj_reductions_2456bd9f6759f1ba_s are the same (any strides).
-static __device__ void fj_reductions_2456bd9f6759f1ba_rows(
+// Entry points fj_reductions_aecf4ebfe064268e and fj_reductions_aecf4ebfe064268e_s are the same (any strides).
+static __device__ void fj_reductions_aecf4ebfe064268e_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -63,15 +63,8 @@ static __device__ void fj_reductions_2456bd9f6759f1ba_rows(
       const float v12 = fj_exp(v11);  // v12 = exp(v11) : f32  [reductions.graph:10]
       return v12;
     }, fj_lanes_float, fj_tid, fj_nt);
-    // v15 = amax(v0) : f32  [reductions.graph:10]: in the fixed order of fj_reduce.h
-    const float v15 = fj_reduce_fixed<fj_red_max, float>((long long)row_len, [&](long long fj_i) -> float {
-      const unsigned int k = (unsigned int)fj_i;
-      unsigned int rem_k = k;
-      const unsigned int c1 = rem_k;
-      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
-      const float v0 = in_v0[ioff_v0];
-      return v0;
-    }, fj_lanes_float, fj_tid, fj_nt);
+    // v15 = amax(v0) : f32  [reductions.graph:10]: the row values of v2 (only keepdim differs)
+    const float v15 = v2;
     const float v14 = fj_log(v13);  // v14 = log(v13) : f32  [reductions.graph:10]
     const bool v16 = fj_isinf(v15);  // v16 = isinf(v15) : bool  [reductions.graph:10]
     const float v17 = fj_where(v16, v9, v15);  // v17 = where(v16, v9, v15) : f32  [reductions.graph:10]
@@ -91,7 +84,7 @@ static __device__ void fj_reductions_2456bd9f6759f1ba_rows(
     }
   }
 }
-extern "C" __global__ void fj_reductions_2456bd9f6759f1ba(
+extern "C" __global__ void fj_reductions_aecf4ebfe064268e(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -107,9 +100,9 @@ extern "C" __global__ void fj_reductions_2456bd9f6759f1ba(
     unsigned long long ost_v18_1,
     unsigned int rows,
     unsigned int row_len) {
-  fj_reductions_2456bd9f6759f1ba_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len);
+  fj_reductions_aecf4ebfe064268e_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len);
 }
-extern "C" __global__ void fj_reductions_2456bd9f6759f1ba_s(
+extern "C" __global__ void fj_reductions_aecf4ebfe064268e_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -125,7 +118,7 @@ extern "C" __global__ void fj_reductions_2456bd9f6759f1ba_s(
     unsigned long long ost_v18_1,
     unsigned int rows,
     unsigned int row_len) {
-  fj_reductions_2456bd9f6759f1ba_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len);
+  fj_reductions_aecf4ebfe064268e_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.

@@ -169,7 +169,8 @@ struct Gen {
     }
   }
 
-  // A reduction of a random value over a random set of axes (none listed: all), or a composite.
+  // A reduction of a random value over a random set of axes (none listed: all), or a composite
+  // (softmax, log_softmax, logsumexp, var and std with a correction of 0 to 2).
   bool random_reduction() {
     const NodeId x = any();
     const int rank = static_cast<int>(b.graph().node(x).shape.size());
@@ -178,16 +179,19 @@ struct Gen {
       if (r.chance(0.5)) axes.push_back(r.chance(0.5) ? d : d - rank);
     static const Op ops[] = {Op::Sum, Op::Mean, Op::Prod, Op::Amax, Op::Amin};
     try {
-      const int pick = r.below(8);
+      const int pick = r.below(10);
       int64_t axis = 0;
       if (rank > 0) {
         const int64_t a = r.below(rank);
         axis = a - (r.chance(0.5) ? rank : 0);
       }
-      Operand res = pick < 5   ? b.reduce(ops[pick], Operand::of(x), axes, r.chance(0.5))
+      const bool keep = r.chance(0.5);
+      const int64_t correction = r.below(3);
+      Operand res = pick < 5   ? b.reduce(ops[pick], Operand::of(x), axes, keep)
                     : pick == 5 ? b.softmax(Operand::of(x), axis)
                     : pick == 6 ? b.log_softmax(Operand::of(x), axis)
-                                : b.logsumexp(Operand::of(x), axis, r.chance(0.5));
+                    : pick == 7 ? b.logsumexp(Operand::of(x), axis, keep)
+                                : b.var(Operand::of(x), axes, keep, correction, pick == 9);
       add(res.node);
       return true;
     } catch (const UserError&) {
