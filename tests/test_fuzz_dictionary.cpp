@@ -4,6 +4,7 @@
 // FUSEJIT_UPDATE_GOLDEN=1 (as the golden files are).
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "ir/dtype.h"
 #include "ir/names.h"
 #include "ir/op.h"
+#include "ir/reduce.h"
 
 using namespace fusejit::ir;
 
@@ -46,6 +48,7 @@ std::string dictionary() {
     if (info.rule == TypeRule::Leaf) continue;
     d += entry("op_" + std::string(info.name), std::string(info.name) + "(");
   }
+  for (std::string_view c : composite_names()) d += entry("op_" + std::string(c), std::string(c) + "(");
   const std::pair<const char*, const char*> tokens[] = {
       {"tok_eq", "=="}, {"tok_ne", "!="}, {"tok_le", "<="}, {"tok_ge", ">="}, {"tok_lt", "<"}, {"tok_gt", ">"},
       {"tok_assign", " = "}, {"tok_colon", " : "}, {"tok_comma", ", "}, {"tok_lbracket", "["},
@@ -53,12 +56,44 @@ std::string dictionary() {
       {"tok_newline", "\n"}, {"num_neg_zero", "-0.0"}, {"num_exp", "1e-45"}, {"num_big", "9223372036854775807"},
       {"num_min", "-9223372036854775808"}, {"num_frac", ".5"},
       {"stmt_dim", "dim N = 4\n"}, {"stmt_input", "input x : f32[N, 4]\n"}, {"stmt_param", "param p : f32 = 0.5\n"},
-      {"stmt_output", "output y\n"}, {"stmt_cast", "cast(x, f16)"}, {"stmt_where", "where(x > 0, x, 0)"}};
+      {"stmt_output", "output y\n"}, {"stmt_cast", "cast(x, f16)"}, {"stmt_where", "where(x > 0, x, 0)"},
+      {"arg_keepdim", ", keepdim"}, {"arg_correction", ", correction=1"}, {"arg_axes", ", [0, -1]"}};
   for (const auto& [k, v] : tokens) d += entry(k, v);
   return d;
 }
 
+// True when every entry is KEY="VALUE" with only the escapes libFuzzer reads in VALUE.
+bool only_libfuzzer_escapes(const std::string& dict) {
+  size_t p = 0;
+  while (p < dict.size()) {
+    const size_t e = dict.find('\n', p);
+    const std::string line = dict.substr(p, e - p);
+    p = e == std::string::npos ? dict.size() : e + 1;
+    if (line.empty() || line[0] == '#') continue;
+    const size_t q = line.find("=\"");
+    if (q == std::string::npos || line.back() != '"' || line.size() < q + 3) return false;
+    const std::string v = line.substr(q + 2, line.size() - q - 3);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i] == '"') return false;  // unescaped quote
+      if (v[i] != '\\') continue;
+      if (i + 1 < v.size() && (v[i + 1] == '\\' || v[i + 1] == '"')) ++i;
+      else if (i + 3 < v.size() && v[i + 1] == 'x' && std::isxdigit(static_cast<unsigned char>(v[i + 2])) &&
+               std::isxdigit(static_cast<unsigned char>(v[i + 3])))
+        i += 3;
+      else return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+TEST_CASE("the fuzz dictionary uses only the escapes libFuzzer reads") {
+  CHECK(only_libfuzzer_escapes(dictionary()));
+  CHECK_FALSE(only_libfuzzer_escapes("a=\"x\\ny\"\n"));   // \n: libFuzzer refuses the file
+  CHECK_FALSE(only_libfuzzer_escapes("a=\"x\"y\"\n"));     // a bare quote inside
+  CHECK(only_libfuzzer_escapes("a=\"\\x0A\\\\\\\"\"\n"));  // \x0A, \\ and \"
+}
 
 TEST_CASE("the fuzz dictionary lists every op, dtype and reserved word") {
   const std::filesystem::path path = std::filesystem::path(FUSEJIT_SOURCE_DIR) / "tests" / "fuzz" / "graph.dict";

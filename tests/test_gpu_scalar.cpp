@@ -331,7 +331,12 @@ template <class T> std::vector<T> inputs(uint64_t seed, size_t n) {
     switch (r() % 4) {
       case 0: x = sp[r() % sp.size()]; break;
       case 1: x = (static_cast<double>(r() >> 11) * 0x1.0p-53 - 0.5) * 20.0; break;
-      case 2: x = std::ldexp(static_cast<double>(r() >> 11) * 0x1.0p-53 + 0.5, static_cast<int>(r() % 80) - 40) * (r() % 2 ? 1 : -1); break;
+      case 2: {  // one draw per statement: the same values under every compiler
+        const double m = static_cast<double>(r() >> 11) * 0x1.0p-53 + 0.5;
+        const int e = static_cast<int>(r() % 80) - 40;
+        x = std::ldexp(m, e) * (r() % 2 ? 1 : -1);
+        break;
+      }
       default: x = (static_cast<double>(r() >> 11) * 0x1.0p-53 - 0.5) * 200.0; break;
     }
     v[i] = static_cast<T>(x);
