@@ -11,6 +11,7 @@
 #include <fusejit/report.h>
 
 #include "tests/support/fake_gpu.h"
+#include "tests/support/files.h"
 
 namespace fj = fusejit;
 
@@ -30,7 +31,7 @@ fj::Error compile_error(const fj::Graph& g, const fj::Options& o) {
   return fj::Error(fj::ErrorKind::Internal, "unreachable");
 }
 
-std::string sample(const char* name) { return std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/" + name; }
+std::string sample(const char* name) { return fusejit::testing::sample_path(name); }
 
 }  // namespace
 

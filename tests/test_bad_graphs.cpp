@@ -18,18 +18,13 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "tests/support/sanitized.h"
+#include "tests/support/files.h"
 
 using namespace fusejit::ir;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The rendered diagnostic for `text`, or "<parsed>" if it parses.
 std::string diagnose(const std::string& text, const std::string& file) {
@@ -60,7 +55,7 @@ TEST_CASE("must-fail graphs give their exact diagnostics") {
     ++count;
     std::string file = e.path().filename().string();
     CAPTURE(file);
-    std::string got = diagnose(slurp(e.path()), file);
+    std::string got = diagnose(fusejit::testing::read_file(e.path()), file);
     fs::path expected_path = e.path();
     expected_path.replace_extension(".expected");
     if (update) {
@@ -68,7 +63,7 @@ TEST_CASE("must-fail graphs give their exact diagnostics") {
       continue;
     }
     REQUIRE_MESSAGE(fs::exists(expected_path), "missing " << expected_path.string());
-    CHECK(got == slurp(expected_path));
+    CHECK(got == fusejit::testing::read_file(expected_path));
   }
   CHECK(count >= 60);
 }
@@ -205,8 +200,7 @@ TEST_CASE("random binary garbage never parses and never crashes") {
 
 TEST_CASE("mutated samples: a located diagnostic or a graph that round-trips, never a crash") {
   std::vector<std::string> samples;
-  for (const auto& e : fs::directory_iterator(FUSEJIT_SOURCE_DIR "/samples/graphs"))
-    if (e.path().extension() == ".txt") samples.push_back(slurp(e.path()));
+  for (const fs::path& p : fusejit::testing::sample_graphs()) samples.push_back(fusejit::testing::read_file(p));
   REQUIRE(!samples.empty());
   std::sort(samples.begin(), samples.end());
   std::mt19937_64 rng(99);

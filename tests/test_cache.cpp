@@ -36,6 +36,7 @@
 #include "jit/nvrtc.h"
 #include "jit/source_key.h"
 #include "tests/support/scoped_env.h"
+#include "tests/support/files.h"
 
 extern char** environ;
 
@@ -105,10 +106,7 @@ CacheConfig config_for(const fs::path& dir, std::function<void(const std::string
   return c;
 }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
+std::string read_text(const fs::path& p) { return fusejit::testing::read_file(p); }
 void write_text(const fs::path& p, const std::string& s) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
   f << s;

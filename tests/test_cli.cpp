@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/npy.h"
+#include "tests/support/files.h"
 
 namespace fs = std::filesystem;
 
@@ -51,12 +52,10 @@ SplitResult run_split(const std::string& args) {
   fs::path err = fs::path(FUSEJIT_BINARY_DIR) / "test-cli" / "stderr.txt";
   fs::create_directories(err.parent_path());
   Result r = run(args + " 2>" + err.string());
-  std::ifstream in(err);
-  std::string e((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return {r.code, r.out, e};
+  return {r.code, r.out, fusejit::testing::read_file(err)};
 }
 
-std::string sample(const std::string& name) { return std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/" + name; }
+std::string sample(const std::string& name) { return fusejit::testing::sample_path(name); }
 
 fs::path scratch(const std::string& name) {
   fs::path p = fs::path(FUSEJIT_BINARY_DIR) / "test-cli" / name;

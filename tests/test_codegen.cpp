@@ -27,6 +27,7 @@
 #include "jit/nvrtc.h"
 #include "tests/support/nvrtc_cached.h"
 #include "tests/support/scoped_env.h"
+#include "tests/support/files.h"
 
 using namespace fusejit;
 using ir::DType;
@@ -468,9 +469,7 @@ TEST_CASE("a host compiler failure is a short error: command, exit code, first l
   REQUIRE(msg.find(keep) != std::string::npos);
   const std::filesystem::path src = msg.substr(msg.find(keep) + keep.size());
   CHECK(src.parent_path().parent_path() == std::filesystem::canonical(dir));
-  std::ifstream in(src);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  CHECK(text.find("this is not C++ 39;") != std::string::npos);
+  CHECK(testing::read_file(src).find("this is not C++ 39;") != std::string::npos);
 
   // A compiler that is not there: exit code 127 in words, not a raw wait status (32512).
   {

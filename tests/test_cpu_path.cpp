@@ -23,6 +23,7 @@
 #include "jit/cpu_runner.h"
 #include "tests/support/cpu_check.h"
 #include "tests/support/random_graph.h"
+#include "tests/support/files.h"
 
 using namespace fusejit;
 using ir::DType;
@@ -321,7 +322,7 @@ TEST_CASE("narrowing casts inside f64 kernels are not optimised away by the host
 }
 
 TEST_CASE("a repeated build compiles nothing") {
-  ir::Graph g = ir::parse_graph_file(std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/x2x3.txt");
+  ir::Graph g = ir::parse_graph_file(testing::sample_path("x2x3.txt"));
   jit::CpuProgram a = jit::build_cpu_program(g, ir::plan_fusion(g));
   jit::CpuProgram b = jit::build_cpu_program(g, ir::plan_fusion(g));
   CHECK((b.compile.memory_hit || b.compile.disk_hit));

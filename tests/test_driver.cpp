@@ -17,6 +17,7 @@
 #include "jit/gpu_runner.h"
 #include "jit/nvrtc.h"
 #include "support/fake_driver.h"
+#include "tests/support/files.h"
 
 using namespace fusejit;
 using namespace fusejit::jit;
@@ -508,7 +509,7 @@ TEST_CASE("real generated kernels: NVRTC for the fake sm_90 device, loaded, pack
   clear_module_cache();
   auto d = fake_cuda::reset();
   auto dc = DeviceContext::open(0, d);
-  const std::string path = std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/llama_swiglu.txt";
+  const std::string path = fusejit::testing::sample_path("llama_swiglu.txt");
   ir::Graph g = ir::parse_graph_file(path);
   std::vector<std::pair<std::string, int64_t>> dims;
   for (const ir::DimDecl& dd : g.dims) dims.push_back({dd.name, std::min<int64_t>(dd.value, 64)});

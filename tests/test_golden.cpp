@@ -16,18 +16,13 @@
 #include "ir/passes/rewrite.h"
 #include "ir/printer.h"
 #include "jit/codegen.h"
+#include "tests/support/files.h"
 
 using namespace fusejit::ir;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string read(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::string rewritten_text(const RewriteResult& r) {
   std::string s = std::string("# mode: ") + (r.fast_math ? "fast-math" : "strict") + "\n";
@@ -44,7 +39,7 @@ void compare(const fs::path& expected, const std::string& actual) {
   }
   INFO("golden file " << expected.string() << " (regenerate with FUSEJIT_UPDATE_GOLDEN=1)");
   REQUIRE(fs::exists(expected));
-  CHECK(read(expected) == actual);
+  CHECK(fusejit::testing::read_file(expected) == actual);
 }
 
 fs::path golden_dir() { return fs::path(FUSEJIT_SOURCE_DIR) / "tests" / "golden"; }
@@ -59,7 +54,7 @@ TEST_CASE("golden: rewritten graphs and plans") {
   std::sort(files.begin(), files.end());
   for (const fs::path& p : files) {
     INFO(p.filename().string());
-    Graph g = parse_graph(read(p), p.filename().string());
+    Graph g = parse_graph(fusejit::testing::read_file(p), p.filename().string());
     RewriteResult r = rewrite(g);
     Plan fused = plan_fusion(r.graph), unfused = plan_unfused(r.graph);
     fs::path base = p;
@@ -80,7 +75,7 @@ TEST_CASE("golden: rewritten graphs and plans") {
 }
 
 TEST_CASE("reports: JSON and DOT") {
-  Graph g = parse_graph(read(golden_dir() / "shapes.graph"), "shapes.graph");
+  Graph g = parse_graph(fusejit::testing::read_file(golden_dir() / "shapes.graph"), "shapes.graph");
   RewriteResult r = rewrite(g);
   Plan fused = plan_fusion(r.graph), unfused = plan_unfused(r.graph);
   nlohmann::json j = plan_to_json(r, fused, unfused);
@@ -112,7 +107,7 @@ TEST_CASE("reports: JSON and DOT") {
 }
 
 TEST_CASE("reports: DOT names a reduction's axes on its node and its cluster") {
-  RewriteResult r = rewrite(parse_graph(read(golden_dir() / "rmsnorm.graph"), "rmsnorm.graph"));
+  RewriteResult r = rewrite(parse_graph(fusejit::testing::read_file(golden_dir() / "rmsnorm.graph"), "rmsnorm.graph"));
   const std::string dot = format_plan_dot(r.graph, plan_fusion(r.graph));
   CHECK(dot.find("mean f32 [1] keepdim") != std::string::npos);
   CHECK(dot.find("reducing axes [1]") != std::string::npos);

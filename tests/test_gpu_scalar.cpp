@@ -20,6 +20,7 @@
 
 #include "ir/op_fns.h"
 #include "jit/compare.h"
+#include "tests/support/files.h"
 
 using namespace fusejit;
 using ir::HalfForm;
@@ -150,13 +151,8 @@ template <class T> double host_cast(int op, T x) {
 }
 
 std::string kernel_source() {
-  // FUSEJIT_SOURCE_DIR can be overridden at run time (a binary copied to another machine).
-  const char* dir = std::getenv("FUSEJIT_SOURCE_DIR");
-  std::ifstream f(std::string(dir && *dir ? dir : FUSEJIT_SOURCE_DIR) + "/ir/scalar/fj_scalar.h");
-  REQUIRE(f.good());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string s = ss.str();
+  // source_path: FUSEJIT_SOURCE_DIR can be overridden at run time (a binary copied to another machine).
+  std::string s = testing::read_file(testing::source_path("ir/scalar/fj_scalar.h"));
   // One switch case per op the header defines on the type (ops_on); f16/bf16 kernels compute in
   // f32 and round once, except Storage-form ops, which run on the 16-bit values.
   auto float_kernel = [&](const char* name, const char* T, const char* S, const char* load, const char* store,

@@ -27,6 +27,7 @@
 #include "tests/support/fake_gpu.h"
 #include "tests/support/launch_data.h"
 #include "tests/support/random_graph.h"
+#include "tests/support/files.h"
 
 namespace fj = fusejit;
 namespace fs = std::filesystem;
@@ -511,12 +512,11 @@ TEST_CASE("FUSEJIT_NVRTC hides NVRTC: compiling fails clearly, the CPU path runs
   const char* bin = std::getenv("FUSEJIT_BIN");
   if (!bin || !*bin) return;  // built without the command
   const fs::path dir = scratch_dir("nvrtc_env");
-  const std::string sample = std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/x2x3.txt";
+  const std::string sample = fusejit::testing::sample_path("x2x3.txt");
   const std::string log = (dir / "log.txt").string();
   const std::string pre = "FUSEJIT_NVRTC=/nonexistent/libnvrtc.so '" + std::string(bin) + "' ";
   int rc = std::system((pre + "compile " + sample + " --arch sm_90 -o " + (dir / "out").string() + " > " + log + " 2>&1").c_str());
-  std::ifstream f(log);
-  const std::string out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string out = fusejit::testing::read_file(log);
   CHECK(WEXITSTATUS(rc) == 1);
   CHECK(contains(out, "NVRTC, the CUDA toolkit's runtime compiler, is not available"));
   rc = std::system((pre + "run " + sample + " --dim N=64 --backend cpu > " + log + " 2>&1").c_str());

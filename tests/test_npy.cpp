@@ -16,6 +16,7 @@
 
 #include "ir/npy.h"
 #include "ir/random_fill.h"
+#include "tests/support/files.h"
 
 using namespace fusejit::ir;
 namespace fs = std::filesystem;
@@ -35,10 +36,7 @@ void write_bytes(const std::string& path, const std::string& bytes) {
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
+std::string read_bytes(const std::string& path) { return fusejit::testing::read_file(path); }
 
 // A .npy file with the given version, header text (padded by the caller or not) and data.
 std::string npy(int major, const std::string& header, const std::string& data) {

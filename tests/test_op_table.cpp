@@ -16,19 +16,13 @@
 #include "ir/op_fns.h"
 #include "ir/reduce.h"
 #include "jit/compare.h"
+#include "tests/support/files.h"
 
 using namespace fusejit;
 using ir::Op;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  REQUIRE_MESSAGE(f.good(), path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
@@ -154,7 +148,7 @@ TEST_CASE("every row of ir/ops.def is well formed") {
 }
 
 TEST_CASE("docs/ops.md lists every op in the semantics table of its arity, reductions in theirs") {
-  const std::vector<std::string> doc = lines_of(slurp(std::string(FUSEJIT_SOURCE_DIR) + "/docs/ops.md"));
+  const std::vector<std::string> doc = lines_of(testing::read_file(testing::source_path("docs/ops.md")));
   const char* const sections[] = {"## Unary ops", "## Binary ops", "## Ternary ops", "## Reductions"};
   std::map<std::string, std::string> listed;  // op -> the section that lists it
   for (const char* heading : sections)
@@ -177,7 +171,7 @@ TEST_CASE("docs/ops.md lists every op in the semantics table of its arity, reduc
 }
 
 TEST_CASE("docs/ops.md's GPU bounds table lists every op with ir/ops.def's class and bounds") {
-  const std::vector<std::string> doc = lines_of(slurp(std::string(FUSEJIT_SOURCE_DIR) + "/docs/ops.md"));
+  const std::vector<std::string> doc = lines_of(testing::read_file(testing::source_path("docs/ops.md")));
   const auto rows = section_rows(doc, "## GPU vs reference: ulp bounds", true);
   REQUIRE(rows.size() > 10);
   std::map<std::string, int> seen;

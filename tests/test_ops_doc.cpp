@@ -16,18 +16,13 @@
 #include "ir/builder.h"
 #include "ir/eval.h"
 #include "ir/parser.h"
+#include "tests/support/files.h"
 
 using namespace fusejit::ir;
 
 namespace {
 
-std::string read_doc(const std::string& rel) {
-  std::ifstream f(std::string(FUSEJIT_SOURCE_DIR) + "/" + rel);
-  REQUIRE_MESSAGE(f, "cannot read " << rel);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string read_doc(const std::string& rel) { return fusejit::testing::read_file(fusejit::testing::source_path(rel)); }
 
 std::string trim(std::string s) {
   const size_t a = s.find_first_not_of(" \t*"), b = s.find_last_not_of(" \t*");

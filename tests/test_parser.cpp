@@ -12,6 +12,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verify.h"
+#include "tests/support/samples.h"
 
 using namespace fusejit::ir;
 namespace fs = std::filesystem;
@@ -258,11 +259,10 @@ TEST_CASE("parse_graph_file") {
 
 TEST_CASE("every sample graph parses, also with small dims") {
   int count = 0;
-  for (const auto& e : fs::directory_iterator(FUSEJIT_SOURCE_DIR "/samples/graphs")) {
-    if (e.path().extension() != ".txt") continue;
+  for (const fs::path& path : fusejit::testing::sample_graphs()) {
     ++count;
-    CAPTURE(e.path().string());
-    Graph g = parse_graph_file(e.path().string());
+    CAPTURE(path.string());
+    Graph g = parse_graph_file(path.string());
     CHECK(!g.outputs.empty());
     CHECK(!g.name.empty());
     // Realistic default sizes: the largest input holds at least 16 MB (a decode-shape sample is
@@ -270,10 +270,10 @@ TEST_CASE("every sample graph parses, also with small dims") {
     int64_t biggest = 0;
     for (NodeId id : g.inputs)
       biggest = std::max(biggest, num_elements(g.node(id).shape) * dtype_size(g.node(id).dtype));
-    if (e.path().stem().string().find("decode") == std::string::npos) CHECK(biggest >= (int64_t{16} << 20));
+    if (path.stem().string().find("decode") == std::string::npos) CHECK(biggest >= (int64_t{16} << 20));
     DimOverrides small;
     for (const DimDecl& d : g.dims) small.push_back({d.name, d.name == "C" ? 3 : 5});
-    Graph s = parse_graph_file(e.path().string(), small);
+    Graph s = parse_graph_file(path.string(), small);
     for (NodeId id : s.inputs) CHECK(num_elements(s.node(id).shape) <= 5 * 5 * 5 * 5);
   }
   CHECK(count >= 10);

@@ -13,6 +13,7 @@
 #include "ir/plan.h"
 #include "ir/reduce_group.h"
 #include "tests/support/random_graph.h"
+#include "tests/support/samples.h"
 
 using namespace fusejit::ir;
 
@@ -65,11 +66,7 @@ void check_plan(const Graph& g, const Plan& p, const PlanOptions& o = {}) {
 }
 
 Graph sample(const std::string& name, int64_t dim = 16) {
-  std::string path = std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/" + name;
-  Graph probe = parse_graph_file(path);
-  DimOverrides small;
-  for (const DimDecl& d : probe.dims) small.push_back({d.name, dim});
-  return parse_graph_file(path, small);
+  return fusejit::testing::parse_small(fusejit::testing::sample_path(name), dim);
 }
 
 }  // namespace
@@ -104,10 +101,9 @@ TEST_CASE("samples plan to a single kernel") {
 }
 
 TEST_CASE("every sample plans validly, fused and unfused") {
-  for (const auto& e : std::filesystem::directory_iterator(std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs")) {
-    if (e.path().extension() != ".txt") continue;
-    Graph g = rewrite(sample(e.path().filename().string())).graph;
-    INFO(e.path().filename().string());
+  for (const std::filesystem::path& path : fusejit::testing::sample_graphs()) {
+    Graph g = rewrite(fusejit::testing::parse_small(path, 16)).graph;
+    INFO(path.filename().string());
     check_plan(g, plan_fusion(g));
     check_plan(g, plan_unfused(g));
   }

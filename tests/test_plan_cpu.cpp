@@ -14,6 +14,7 @@
 #include "ir/reference.h"
 #include "jit/cpu_runner.h"
 #include "tests/support/random_graph.h"
+#include "tests/support/samples.h"
 
 using namespace fusejit;
 using namespace fusejit::ir;
@@ -58,12 +59,8 @@ TEST_CASE("leaf outputs (copy and fill groups) run on the CPU like the reference
 
 TEST_CASE("fused plans of samples and random graphs run on the CPU bit for bit like the reference") {
   std::vector<Graph> originals;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs")) {
-    if (e.path().extension() != ".txt") continue;
-    Graph probe = parse_graph_file(e.path().string());
-    DimOverrides small;
-    for (const DimDecl& d : probe.dims) small.push_back({d.name, 5});
-    originals.push_back(parse_graph_file(e.path().string(), small));
+  for (const std::filesystem::path& path : fusejit::testing::sample_graphs()) {
+    originals.push_back(fusejit::testing::parse_small(path, 5));
   }
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     testing::RandomGraphOptions o;

@@ -12,6 +12,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "tests/support/random_graph.h"
+#include "tests/support/files.h"
 
 using namespace fusejit::ir;
 namespace fs = std::filesystem;
@@ -40,11 +41,10 @@ Scalar si(DType t, int64_t v) { Scalar s; s.dtype = t; s.i = v; return s; }
 
 TEST_CASE("every sample round-trips") {
   int count = 0;
-  for (const auto& e : fs::directory_iterator(FUSEJIT_SOURCE_DIR "/samples/graphs")) {
-    if (e.path().extension() != ".txt") continue;
+  for (const fs::path& path : fusejit::testing::sample_graphs()) {
     ++count;
-    CAPTURE(e.path().string());
-    check_round_trip(parse_graph_file(e.path().string()));
+    CAPTURE(path.string());
+    check_round_trip(parse_graph_file(path.string()));
   }
   CHECK(count >= 10);
 }

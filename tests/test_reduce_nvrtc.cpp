@@ -11,17 +11,11 @@
 
 #include "jit/nvrtc.h"
 #include "support/nvrtc_cached.h"
+#include "tests/support/files.h"
 
 using namespace fusejit;
 
 namespace {
-
-std::string read_source(const char* rel) {
-  std::ifstream f(std::string(FUSEJIT_SOURCE_DIR) + "/" + rel);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 // One row-reduction kernel per (op, type): block b reduces rows b, b + gridDim.x, ...
 std::string row_kernels() {
@@ -55,7 +49,8 @@ TEST_CASE("fj_reduce.h compiles under NVRTC for sm_75/80/90/100 in block-per-row
     MESSAGE("NVRTC unavailable: " << jit::nvrtc_unavailable_reason());
     return;
   }
-  const std::string src = read_source("ir/scalar/fj_scalar.h") + read_source("ir/scalar/fj_reduce.h") + row_kernels();
+  const std::string src = testing::read_file(testing::source_path("ir/scalar/fj_scalar.h")) +
+                          testing::read_file(testing::source_path("ir/scalar/fj_reduce.h")) + row_kernels();
   const std::vector<int> supported = jit::nvrtc_supported_archs();
   int compiled = 0;
   for (const char* arch : {"sm_75", "sm_80", "sm_90", "sm_100"}) {

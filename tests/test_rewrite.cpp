@@ -14,6 +14,7 @@
 #include "ir/verify.h"
 #include "tests/support/random_graph.h"
 #include "tests/support/sanitized.h"
+#include "tests/support/samples.h"
 
 using namespace fusejit::ir;
 using fusejit::testing::random_graph;
@@ -85,7 +86,7 @@ Graph text(const std::string& src) { return parse_graph(src, "test.graph"); }
 }  // namespace
 
 TEST_CASE("seed x*2*3 becomes one multiply by 6") {
-  Graph g = parse_graph_file(std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs/x2x3.txt", {{"N", 64}});
+  Graph g = parse_graph_file(fusejit::testing::sample_path("x2x3.txt"), {{"N", 64}});
   RewriteResult r = rewrite(g);
   CHECK(r.graph.op_count() == 1);
   CHECK(count(r, "mul-chain") == 1);
@@ -348,14 +349,10 @@ TEST_CASE("rewriting is deterministic and idempotent") {
 }
 
 TEST_CASE("strict mode keeps every output bit on every sample") {
-  for (const auto& e : std::filesystem::directory_iterator(std::string(FUSEJIT_SOURCE_DIR) + "/samples/graphs")) {
-    if (e.path().extension() != ".txt") continue;
-    Graph probe = parse_graph_file(e.path().string());
-    DimOverrides small;
-    for (const DimDecl& d : probe.dims) small.push_back({d.name, 3});
-    Graph g = parse_graph_file(e.path().string(), small);
+  for (const std::filesystem::path& path : fusejit::testing::sample_graphs()) {
+    Graph g = fusejit::testing::parse_small(path, 3);
     RewriteResult r = rewrite(g);
-    INFO(e.path().filename().string());
+    INFO(path.filename().string());
     CHECK_FALSE(r.hit_cap);
     check_structure(r.graph);
     check_same_results(g, r.graph, 8, 4);

@@ -20,18 +20,13 @@
 #include "ir/reduce.h"
 #include "ir/op.h"
 #include "ir/op_fns.h"
+#include "tests/support/files.h"
 
 using namespace fusejit::ir;
 
 namespace {
 
-std::string read_header() {
-  std::ifstream f(std::string(FUSEJIT_SOURCE_DIR) + "/ir/scalar/fj_scalar.h");
-  REQUIRE(f.good());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string read_header() { return fusejit::testing::read_file(fusejit::testing::source_path("ir/scalar/fj_scalar.h")); }
 
 // The compute types, by the C++ name the header uses.
 template <class T> struct TypeName;
