@@ -65,6 +65,12 @@ std::string_view tok_description(Tok t) {
     case Tok::Le: return "'<='";
     case Tok::Gt: return "'>'";
     case Tok::Ge: return "'>='";
+    case Tok::Amp: return "'&'";
+    case Tok::Pipe: return "'|'";
+    case Tok::Caret: return "'^'";
+    case Tok::Tilde: return "'~'";
+    case Tok::Shl: return "'<<'";
+    case Tok::Shr: return "'>>'";
     case Tok::Newline: return "end of line";
     case Tok::Eof: return "end of file";
   }
@@ -231,8 +237,12 @@ Token Lexer::punctuation(Token t) {
     case ',': t.kind = Tok::Comma; break;
     case ':': t.kind = Tok::Colon; break;
     case '=': t.kind = two('=') ? Tok::Eq : Tok::Assign; break;
-    case '<': t.kind = two('=') ? Tok::Le : Tok::Lt; break;
-    case '>': t.kind = two('=') ? Tok::Ge : Tok::Gt; break;
+    case '<': t.kind = two('=') ? Tok::Le : two('<') ? Tok::Shl : Tok::Lt; break;
+    case '>': t.kind = two('=') ? Tok::Ge : two('>') ? Tok::Shr : Tok::Gt; break;
+    case '&': t.kind = Tok::Amp; break;
+    case '|': t.kind = Tok::Pipe; break;
+    case '^': t.kind = Tok::Caret; break;
+    case '~': t.kind = Tok::Tilde; break;
     case '!':
       if (two('=')) { t.kind = Tok::Ne; break; }
       throw UserError("unexpected character '!' (use logical_not(x) or '!=')", t.loc);

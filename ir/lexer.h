@@ -16,6 +16,7 @@ enum class Tok : uint8_t {
   Float,    // 0.5, 1e-3, 2., .5; value in Token::f
   Plus, Minus, Star, Slash, LParen, RParen, LBracket, RBracket, Comma, Colon, Assign,
   Eq, Ne, Lt, Le, Gt, Ge,
+  Amp, Pipe, Caret, Tilde, Shl, Shr,  // & | ^ ~ << >> (bitwise_and/or/xor/not, left/right_shift)
   Newline,  // end of a line (comments are skipped up to it)
   Eof,
 };

@@ -353,8 +353,10 @@ class Parser {
     scope_[std::string(name.text)] = {kind, v, name.loc.line};
   }
 
-  // ---- expressions: cmp := add [cmpop add]; add := mul {(+|-) mul}; mul := unary {(*|/) unary};
-  //      unary := '-' unary | primary; primary := literal | name | call | '(' expr ')'.
+  // ---- expressions, Python's precedence (lowest first):
+  //      cmp := or [cmpop or]; or := xor {'|' xor}; xor := and {'^' and}; and := shift {'&' shift};
+  //      shift := add {('<<'|'>>') add}; add := mul {(+|-) mul}; mul := unary {(*|/) unary};
+  //      unary := ('-'|'~') unary | primary; primary := literal | name | call | '(' expr ')'.
   void check_depth(int depth, Loc loc) {
     if (depth > kMaxExprDepth)
       throw UserError("expression nested too deeply (more than " + std::to_string(kMaxExprDepth) + " levels)", loc);
@@ -386,16 +388,36 @@ class Parser {
   }
 
   Operand expr(int depth) {
-    Operand lhs = additive(depth);
+    Operand lhs = bit_or(depth);
     if (auto op = cmp_op(tok_.kind)) {
       Token t = tok_;
       advance();
-      Operand rhs = additive(depth);
+      Operand rhs = bit_or(depth);
       if (cmp_op(tok_.kind))
         throw UserError("comparisons cannot be chained; use parentheses or logical_and(a < b, b < c)", tok_.loc);
       lhs = binary(*op, lhs, rhs, t.loc);
     }
     return lhs;
+  }
+
+  // One left-associative level of binary operators: `next {tok next}`, `tok` applying `op`.
+  template <class Next>
+  Operand left_assoc(int depth, Next next, std::initializer_list<std::pair<Tok, Op>> ops) {
+    Operand lhs = (this->*next)(depth);
+    for (;;) {
+      const auto it = std::find_if(ops.begin(), ops.end(), [&](const auto& p) { return p.first == tok_.kind; });
+      if (it == ops.end()) return lhs;
+      Token t = tok_;
+      advance();
+      Operand rhs = (this->*next)(depth);
+      lhs = binary(it->second, lhs, rhs, t.loc);
+    }
+  }
+  Operand bit_or(int depth) { return left_assoc(depth, &Parser::bit_xor, {{Tok::Pipe, Op::BitwiseOr}}); }
+  Operand bit_xor(int depth) { return left_assoc(depth, &Parser::bit_and, {{Tok::Caret, Op::BitwiseXor}}); }
+  Operand bit_and(int depth) { return left_assoc(depth, &Parser::shift, {{Tok::Amp, Op::BitwiseAnd}}); }
+  Operand shift(int depth) {
+    return left_assoc(depth, &Parser::additive, {{Tok::Shl, Op::LeftShift}, {Tok::Shr, Op::RightShift}});
   }
 
   Operand additive(int depth) {
@@ -421,6 +443,14 @@ class Parser {
   }
 
   Operand unary(int depth) {
+    if (tok_.kind == Tok::Tilde) {
+      Token t = tok_;
+      check_depth(depth + 1, t.loc);
+      advance();
+      Operand args[1] = {unary(depth + 1)};
+      room_for_op(t.loc);
+      return b_.apply(Op::BitwiseNot, args, t.loc);
+    }
     if (tok_.kind != Tok::Minus) return primary(depth);
     Token t = tok_;
     check_depth(depth + 1, t.loc);
