@@ -31,6 +31,7 @@
 #include "jit/gpu_runner.h"
 #include "support/fake_driver.h"
 #include "support/random_graph.h"
+#include "tests/support/files.h"
 
 namespace ir = fusejit::ir;
 namespace testing = fusejit::testing;
@@ -180,18 +181,16 @@ TEST_CASE("device description") {
 }
 
 TEST_CASE("every sample graph: fused vs unfused bitwise, vs reference") {
-  // The device check may run from a copy of the tree at another path: it exports FUSEJIT_SOURCE_DIR.
-  const char* src = std::getenv("FUSEJIT_SOURCE_DIR");
-  const std::filesystem::path dir = std::filesystem::path(src && *src ? src : FUSEJIT_SOURCE_DIR) / "samples" / "graphs";
+  // The device check may run from a copy of the tree at another path: it exports
+  // FUSEJIT_SOURCE_DIR, which sample_graphs() reads.
   int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (entry.path().extension() != ".txt") continue;
-    ir::Graph g = ir::parse_graph_file(entry.path().string());
+  for (const std::filesystem::path& path : testing::sample_graphs()) {
+    ir::Graph g = ir::parse_graph_file(path.string());
     // Test sizes: every named dim at most 512 (the device check runs the real sizes).
     std::vector<std::pair<std::string, int64_t>> dims;
     for (const ir::DimDecl& d : g.dims) dims.push_back({d.name, std::min<int64_t>(d.value, 512)});
     ir::rebind_dims(g, dims);
-    INFO("sample " << entry.path().filename().string());
+    INFO("sample " << path.filename().string());
     Built b = build(g);
     const std::vector<ir::Tensor> in = testing::random_inputs(g, 7, 0.05);
     const std::vector<ir::Tensor> ref = ir::evaluate_reference(g, in);
@@ -200,16 +199,16 @@ TEST_CASE("every sample graph: fused vs unfused bitwise, vs reference") {
     // 2-ulp erf error into thousands of ulps of the result): approximate outputs are compared
     // fused vs unfused here, and each op against its own documented bound by the library's
     // per-op check below.
-    check_outputs(g, m, ref, false, entry.path().filename().string());
+    check_outputs(g, m, ref, false, path.filename().string());
     if (!g_fake) {
       fusejit::RunOptions ro;
       ro.options.backend = fusejit::Backend::Cuda;
       ro.warmup = 1;
       ro.repeats = 2;
       ro.special_values = true;
-      fusejit::RunReport r = fusejit::run_graph(fusejit::Graph::load(entry.path().string(), dims), ro);
+      fusejit::RunReport r = fusejit::run_graph(fusejit::Graph::load(path.string(), dims), ro);
       for (const fusejit::CheckReport& c : r.checks) CHECK_MESSAGE(c.ok, c.what << ": " << c.detail);
-      for (const fusejit::CheckReport& c : r.checks) MESSAGE(entry.path().filename().string() << ": " << c.what << ": " << c.detail);
+      for (const fusejit::CheckReport& c : r.checks) MESSAGE(path.filename().string() << ": " << c.what << ": " << c.detail);
     }
     ++count;
   }
