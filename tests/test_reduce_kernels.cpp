@@ -118,6 +118,26 @@ TEST_CASE("softmax, log_softmax, logsumexp, RMSNorm and LayerNorm fuse into one 
   check_all(cases, 1);
 }
 
+TEST_CASE("reductions over two axes of one shape: each value follows the reduction it reads") {
+  // softmax over rows plus softmax over columns: two kernels (one per axis), not five.
+  std::vector<testing::Case> two;
+  two.push_back(reduce_case("input x : f32[64, 32]\ny = softmax(x, -1) + softmax(x, 0)\noutput y\n", 700));
+  two.push_back(reduce_case("input x : f32[16, 16]\na = softmax(x, -1)\nb = log_softmax(x, 0)\noutput a, b\n", 701));
+  check_all(two, 2);
+  // var over axis 0 of a value an axis-1 group computes: the squares follow var's mean (axis 0),
+  // so var is one kernel and no [24, 24] temporary is written.
+  std::vector<testing::Case> three;
+  three.push_back(reduce_case("input x : f32[24, 24]\na = sum(x, 0)\nb = sum(x, 1, keepdim)\nd = x - b + a\n"
+                              "e = var(d, 0)\noutput e\n",
+                              702));
+  check_all(three, 3);
+  // logsumexp without keepdim: its two amax (with and without keepdim) are one pass.
+  const ir::Graph lse = ir::parse_graph("input x : f32[8, 100]\ny = logsumexp(x, -1)\noutput y\n", "l.txt");
+  const ir::Plan p = ir::plan_fusion(lse);
+  REQUIRE(p.groups.size() == 1);
+  CHECK(p.groups[0].note.find("3 reductions: 2 passes") != std::string::npos);
+}
+
 TEST_CASE("random graphs with reductions: fused, unfused and reference agree") {
   std::vector<testing::Case> cases;
   for (uint64_t s = 0; s < 120; ++s) {

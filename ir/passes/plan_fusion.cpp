@@ -61,8 +61,8 @@ struct Planner {
   // Reduction keys: reductions of one operand shape over the same axes share a key, and with it
   // the values of that shape (element values) and of the reduced shape, with or without the
   // reduced dims as 1s (row values): so a softmax or an RMSNorm lands in one group. Where several
-  // keys claim a shape (softmax(x, -1) + softmax(x, 0)), a value goes to the latest key among its
-  // operands' (it follows the reduction it reads: the epilogue of that one), else to the first.
+  // keys claim a shape (softmax(x, -1) + softmax(x, 0)), a value goes to the key of its latest
+  // keyed operand (it follows the reduction it reads: the epilogue of that one), else to the first.
   // An isolated reduction gets a key of its own and claims nothing.
   void reduction_keys(std::map<ShapeKey, int>& ids) {
     std::map<std::pair<ShapeKey, uint64_t>, int> rkeys;
@@ -97,15 +97,17 @@ struct Planner {
     }
   }
 
-  // The key of element or row value `i` among the keys `c` claiming its shape: the latest of its
-  // operands' keys in `c`, else the first of `c`.
+  // The key of element or row value `i` among the keys `c` claiming its shape: the key of its
+  // latest operand (highest node id) with a key in `c`, else the first of `c`. `var(d, 0)` of a
+  // `d` computed in an axis-1 group squares `d - mean(d, 0)`: that follows the mean (axis 0).
   int follow_key(size_t i, const std::vector<int>& c) const {
-    int k = -1;
+    size_t latest = SIZE_MAX;
     for (int a = 0; a < g.nodes[i].nargs; ++a) {
       const size_t x = static_cast<size_t>(g.nodes[i].args[static_cast<size_t>(a)]);
-      if (kind[x] == NodeRole::Member && std::find(c.begin(), c.end(), gkey[x]) != c.end()) k = std::max(k, gkey[x]);
+      const bool keyed = kind[x] == NodeRole::Member && std::find(c.begin(), c.end(), gkey[x]) != c.end();
+      if (keyed && (latest == SIZE_MAX || x > latest)) latest = x;
     }
-    return k >= 0 ? k : c.front();
+    return latest != SIZE_MAX ? gkey[latest] : c.front();
   }
 
   const Node& node(NodeId id) const { return g.node(id); }
