@@ -387,7 +387,8 @@ struct CacheCommand {
   static void print_stats(const fj::CacheStats& s) {
     std::printf("path:         %s%s%s\nGPU kernels:  %lld entries, %lld bytes\nCPU modules:  %lld, %lld bytes\n"
                 "cap:          %lld bytes for all entries (least recently used evicted first)\n"
-                "damaged:      %lld entries (rebuilt on next use); %lld temporary files\n",
+                "damaged:      %lld entries (each deleted on its next load; `fusejit cache clear` removes all "
+                "now); %lld temporary files\n",
                 s.path.c_str(), s.enabled ? "" : " (disk cache off: ", s.enabled ? "" : (s.disabled_reason + ")").c_str(),
                 static_cast<long long>(s.entries), static_cast<long long>(s.bytes),
                 static_cast<long long>(s.host_modules), static_cast<long long>(s.host_bytes),
@@ -397,8 +398,8 @@ struct CacheCommand {
   static void print_list(const fj::Options& o) {
     const std::vector<fj::CacheEntryInfo> entries = fj::cache_list(o);
     for (const fj::CacheEntryInfo& e : entries)
-      std::printf("%s %10lld %-12s %s%s\n", e.key.c_str(), static_cast<long long>(e.bytes), e.target.c_str(),
-                  e.label.c_str(), e.valid ? "" : "  (damaged: deleted on next load)");
+      std::printf("%s %10lld %-12s %s%s%s%s\n", e.key.c_str(), static_cast<long long>(e.bytes), e.target.c_str(),
+                  e.label.c_str(), e.valid ? "" : "  (damaged: ", e.problem.c_str(), e.valid ? "" : "; deleted on its next load)");
     if (entries.empty()) std::printf("no entries in %s\n", fj::cache_path(o).c_str());
   }
 };

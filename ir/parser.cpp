@@ -652,6 +652,11 @@ class Parser {
         reduce_keyword(a);
       } else if (tok_.kind == Tok::RParen) {
         throw UserError("expected an argument after ',' (remove the trailing ',')", tok_.loc);
+      } else if (tok_.kind == Tok::Ident && (tok_.text == "ddof" || tok_.text == "unbiased")) {
+        throw UserError(fmt::format("unknown argument `{}`: NumPy's ddof and PyTorch's unbiased are written "
+                                    "`correction=N` here (ddof=1 and unbiased=True are correction=1)",
+                                    tok_.text),
+                        tok_.loc);
       } else if (!has_axes && !late) {
         has_axes = true;
         if (tok_.kind == Tok::LBracket) axes_list(a.axes);

@@ -44,7 +44,8 @@ std::vector<CacheEntryInfo> cache_list(const Options& o) {
   return translate_errors([&] {
     std::vector<CacheEntryInfo> out;
     for (const jit::CacheEntryInfo& e : jit::list_cache(resolve(o)))
-      out.push_back({e.key.hex(), e.path.string(), static_cast<int64_t>(e.file_bytes), e.label, e.target, e.valid});
+      out.push_back({e.key.hex(), e.path.string(), static_cast<int64_t>(e.file_bytes), e.label, e.target, e.valid,
+                     e.problem});
     return out;
   });
 }

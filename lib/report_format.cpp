@@ -78,7 +78,7 @@ std::string RunReport::to_text() const {
     s += fmt::format("  {}  {} ({})\n", k == 0 ? "inputs  " : "        ", tensor_text(inputs[k]), ir::format_bytes(inputs[k].bytes()));
   for (size_t k = 0; k < outputs.size(); ++k)
     s += fmt::format("  {}  {} ({})\n", k == 0 ? "outputs " : "        ", tensor_text(outputs[k]), ir::format_bytes(outputs[k].bytes()));
-  s += fmt::format("  graph     {} ops, {} elements\n", op_count, elements);
+  s += fmt::format("  graph     {} ops, {} elements in the largest output\n", op_count, elements);
   std::string run_args = fmt::format("seed {}{}", seed, special_values ? ", special values" : "");
   for (const auto& [n, v] : params) run_args += fmt::format(", {}={}", n, short_number(v));
   s += fmt::format("  run       {} (random inputs unless --input)\n", run_args);

@@ -800,6 +800,15 @@ TEST_CASE("cache stats, list and clear touch only cache files") {
   }
   CHECK(labels == std::set<std::string>{"fj_k0", "fj_k1", "fj_k2"});
   write_text(list[1].path, "damaged");
+  // The public list says why an entry is not valid (`fusejit cache list` prints it).
+  fusejit::Options po;
+  po.cache_dir = dir.string();
+  int bad = 0;
+  for (const fusejit::CacheEntryInfo& e : fusejit::cache_list(po)) {
+    CHECK(e.valid == e.problem.empty());
+    bad += !e.valid;
+  }
+  CHECK(bad == 1);
   CacheStats s = cache_stats(dir);
   CHECK(s.entries == 3);
   CHECK(s.invalid == 1);

@@ -266,7 +266,7 @@ TwoOpGraph two_op_graph(int64_t n) {
   ir::GraphBuilder b("two");
   TwoOpGraph t;
   t.x = b.add_input("x", ir::DType::F32, {{n, -1}});
-  ir::Literal one{ir::Category::Float, 1.0, 0}, two{ir::Category::Float, 2.0, 0};
+  ir::Literal one{ir::Category::Float, 1.0, 0, {}}, two{ir::Category::Float, 2.0, 0, {}};
   ir::Operand a1[2] = {ir::Operand::of(t.x), ir::Operand::of(one)};
   ir::Operand s = b.apply(ir::Op::Add, a1);
   ir::Operand a2[2] = {s, ir::Operand::of(two)};

@@ -289,7 +289,7 @@ TEST_CASE("357,899 x 2 grid with a broadcast mask fills the GPU") {
   ir::GraphBuilder bld("mask");
   NodeId x = bld.add_input("x", DType::F32, shp({357899, 2}));
   NodeId mask = bld.add_input("mask", DType::Bool, shp({357899, 1}));
-  ir::Literal zero{ir::Category::Float, 0.0, 0}, two{ir::Category::Float, 2.0, 0};
+  ir::Literal zero{ir::Category::Float, 0.0, 0, {}}, two{ir::Category::Float, 2.0, 0, {}};
   ir::Operand xs[2] = {ir::Operand::of(x), ir::Operand::of(two)};
   ir::Operand scaled = bld.apply(Op::Mul, xs);
   ir::Operand w[3] = {ir::Operand::of(mask), scaled, ir::Operand::of(zero)};
@@ -310,7 +310,7 @@ TEST_CASE("above 2^31 elements: 64-bit indexing, first, last and boundary elemen
   const int64_t n = (int64_t{1} << 31) + 4099;
   ir::GraphBuilder bld("huge");
   NodeId x = bld.add_input("x", DType::I8, shp({n}));
-  ir::Literal three{ir::Category::Int, 0.0, 3}, one{ir::Category::Int, 0.0, 1};
+  ir::Literal three{ir::Category::Int, 0.0, 3, {}}, one{ir::Category::Int, 0.0, 1, {}};
   ir::Operand a[2] = {ir::Operand::of(x), ir::Operand::of(three)};
   ir::Operand t = bld.apply(Op::Mul, a);
   ir::Operand c[2] = {t, ir::Operand::of(one)};
@@ -371,7 +371,7 @@ TEST_CASE("out of memory is a clear error") {
 TEST_CASE("timing: events, copy baseline, L2 rotation") {
   ir::GraphBuilder bld("x2x3");
   NodeId x = bld.add_input("x", DType::F32, shp({int64_t{1} << 26}));
-  ir::Literal two{ir::Category::Float, 2.0, 0}, three{ir::Category::Float, 3.0, 0};
+  ir::Literal two{ir::Category::Float, 2.0, 0, {}}, three{ir::Category::Float, 3.0, 0, {}};
   ir::Operand a[2] = {ir::Operand::of(x), ir::Operand::of(two)};
   ir::Operand t = bld.apply(Op::Mul, a);
   ir::Operand c[2] = {t, ir::Operand::of(three)};

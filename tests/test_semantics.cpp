@@ -701,11 +701,11 @@ TEST_CASE("builder folds all-literal expressions in f64/i64 and converts literal
   Operand p = ap(Op::Add, {lit_f(0.1), lit_f(0.2)});
   CHECK(p.lit.f == 0.30000000000000004);  // f64 arithmetic, not f32
   // A literal meeting a u8 tensor is converted by the cast rules (300 wraps to 44).
-  CHECK(literal_to_scalar(Literal{Category::Int, 0.0, 300}, DType::U8).i == 44);
-  CHECK(literal_to_scalar(Literal{Category::Float, 1e10, 0}, DType::I32).i == kI32Max);
-  CHECK(literal_to_scalar(Literal{Category::Float, 0.1, 0}, DType::F16).f == 0.0999755859375);
-  CHECK(std::isinf(literal_to_scalar(Literal{Category::Float, 1e5, 0}, DType::F16).f));
-  CHECK(literal_to_scalar(Literal{Category::Int, 0.0, (1ll << 62) + (1ll << 54) + 1}, DType::BF16).f ==
+  CHECK(literal_to_scalar(Literal{Category::Int, 0.0, 300, {}}, DType::U8).i == 44);
+  CHECK(literal_to_scalar(Literal{Category::Float, 1e10, 0, {}}, DType::I32).i == kI32Max);
+  CHECK(literal_to_scalar(Literal{Category::Float, 0.1, 0, {}}, DType::F16).f == 0.0999755859375);
+  CHECK(std::isinf(literal_to_scalar(Literal{Category::Float, 1e5, 0, {}}, DType::F16).f));
+  CHECK(literal_to_scalar(Literal{Category::Int, 0.0, (1ll << 62) + (1ll << 54) + 1, {}}, DType::BF16).f ==
         std::ldexp(1.0, 62) + std::ldexp(1.0, 55));
 }
 

@@ -188,6 +188,12 @@ class _Helpers:
             self._erf = numpy.vectorize(math.erf, otypes=[numpy.float64])
             self._erfc = numpy.vectorize(math.erfc, otypes=[numpy.float64])
 
+    @staticmethod
+    def divisor(x: Any, axes: tuple, correction: int) -> int:
+        """A corrected mean's divisor max(0, n - correction), n from x's shape at call time (the
+        function runs on any dims, as fusejit's kernels do)."""
+        return max(0, math.prod(x.shape[a] for a in axes) - correction)
+
     def prod(self, x: Any, axes: tuple, keepdim: bool) -> Any:
         """torch.prod over several axes (it takes one), innermost first so the numbering holds."""
         for a in sorted(axes, reverse=True):
@@ -214,7 +220,7 @@ class _Helpers:
 _IDENTITY_ON_INTEGERS = {"floor", "ceil", "round", "trunc"}
 
 
-def _expr(backend: str, n: Any, names: dict[int, str], nodes: list[Any]) -> str:
+def _expr(backend: str, n: Any, names: dict[int, str]) -> str:
     if n.op in _IDENTITY_ON_INTEGERS and n.dtype in ("bool", "i8", "u8", "i32", "i64"):
         return names[n.operands[0]]
     if n.op in REDUCTIONS:
@@ -224,8 +230,7 @@ def _expr(backend: str, n: Any, names: dict[int, str], nodes: list[Any]) -> str:
         e = template.format(names[n.operands[0]], axes=tuple(n.axes), keepdim=bool(n.keepdim))
         if not corrected:
             return e
-        count = math.prod(nodes[n.operands[0]].shape[a] for a in n.axes)
-        return f"({e} / {max(0, count - n.correction)})"
+        return f"({e} / fj.divisor({names[n.operands[0]]}, {tuple(n.axes)}, {n.correction}))"
     if n.op not in OPS:
         raise KeyError(f"translate: no entry for op '{n.op}' in fusejit.translate.OPS (add one: docs/ops.md)")
     template = OPS[n.op][1 if backend == "torch" else 0]
@@ -242,8 +247,7 @@ def generate(graph: Any, backend: str = "numpy") -> tuple[str, list[tuple[str, A
     names: dict[int, str] = {}
     consts: list[tuple[str, Any, str]] = []
     body = []
-    nodes = graph.nodes
-    for n in nodes:
+    for n in graph.nodes:
         if n.op == "input":
             names[n.id] = ins[n.slot]
         elif n.op == "param":
@@ -253,7 +257,7 @@ def generate(graph: Any, backend: str = "numpy") -> tuple[str, list[tuple[str, A
             consts.append((names[n.id], n.value, n.dtype))
         else:
             names[n.id] = f"v{n.id}"
-            body.append(f"    v{n.id} = {_expr(backend, n, names, nodes)}  # {n.name or '%' + str(n.id)} : {n.dtype}")
+            body.append(f"    v{n.id} = {_expr(backend, n, names)}  # {n.name or '%' + str(n.id)} : {n.dtype}")
     ret = ", ".join(names[i] for i in graph.output_nodes)
     head = "".join(f"# {name} = {value!r} ({dtype})\n" for name, value, dtype in consts)
     src = head + f"def fn({', '.join(ins + pars)}):\n" + "\n".join(body) + f"\n    return ({ret},)\n"

@@ -148,3 +148,9 @@ def test_var_std_and_corrected_mean_translate_and_match_numpy(rng):
     np.testing.assert_allclose(out["v"], np.var(x64, axis=-1, ddof=1), rtol=1e-5)
     np.testing.assert_allclose(out["s"], np.std(x64, axis=0, keepdims=True, ddof=0), rtol=1e-5)
     np.testing.assert_allclose(out["m"], x64.sum() / (x64.size - 3), rtol=1e-5)
+    # The divisor comes from the shape at call time, not the graph's declared dims.
+    y = rng.standard_normal((3, 32)).astype(np.float32)
+    with np.errstate(all="ignore"):
+        v, s, m = translate(g, "numpy")(x=y)
+    np.testing.assert_allclose(v, np.var(y.astype(np.float64), axis=-1, ddof=1), rtol=1e-5)
+    np.testing.assert_allclose(m, y.astype(np.float64).sum() / (y.size - 3), rtol=1e-5)

@@ -129,6 +129,7 @@ struct CacheEntryInfo {
   std::string label;   ///< kernel name(s)
   std::string target;  ///< "sm_90" (CUBIN), "compute_90" (PTX) or "host" (a CPU-path host module)
   bool valid = false;  ///< header and payload hash check out (a bad entry is deleted on its next load)
+  std::string problem; ///< why not valid ("" when valid): "truncated", "foreign entry" (another fusejit version), ...
 };
 struct CacheStats {
   std::string path;
