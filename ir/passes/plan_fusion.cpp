@@ -92,8 +92,9 @@ struct Planner {
       key_reductions[static_cast<size_t>(k)].push_back(static_cast<NodeId>(i));
     }
     for (size_t i = 0; i < n; ++i) {
+      if (kind[i] != NodeRole::Member || is_reduction(g.nodes[i].op)) continue;  // leaves and dead nodes: sid -1
       const std::vector<int>& c = claim[static_cast<size_t>(sid[i])];
-      if (kind[i] == NodeRole::Member && !is_reduction(g.nodes[i].op) && !c.empty()) gkey[i] = follow_key(i, c);
+      if (!c.empty()) gkey[i] = follow_key(i, c);
     }
   }
 
