@@ -101,9 +101,11 @@ TEST_CASE("softmax, log_softmax, logsumexp, RMSNorm and LayerNorm fuse into one 
   uint64_t seed = 500;
   for (const char* shape : {"3, 5", "2, 1", "4, 300", "2, 8193"})
     for (const char* dt : {"f32", "bf16", "f16", "f64"}) {
-      for (const char* f : {"softmax(x, -1)", "log_softmax(x, -1)", "logsumexp(x, -1, keepdim)", "logsumexp(x, -1)",
-                            "var(x, -1)", "std(x, -1, keepdim, correction=0)"})
+      for (const char* f : {"softmax(x, -1)", "log_softmax(x, -1)", "logsumexp(x, -1, keepdim)", "logsumexp(x, -1)"})
         cases.push_back(reduce_case(fmt::format("input x : {}[{}]\ny = {}\noutput y\n", dt, shape, f), seed++));
+      if (shape[0] != '4')  // var and std: the same code on three of the shapes (CI time)
+        for (const char* f : {"var(x, -1)", "std(x, -1, keepdim, correction=0)"})
+          cases.push_back(reduce_case(fmt::format("input x : {}[{}]\ny = {}\noutput y\n", dt, shape, f), seed++));
       cases.push_back(reduce_case(
           fmt::format("input x : {0}[{1}]\ninput w : {0}[{2}]\nparam eps : f32 = 1e-6\nh = cast(x, f32)\n"
                       "ms = mean(h * h, -1, keepdim)\ny = w * cast(h * rsqrt(ms + eps), {0})\noutput y\n",
