@@ -38,4 +38,16 @@ cmake --build "$build" -j"$(nproc)"
 scripts/check-no-libcuda.sh "$build"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"
+# LeakSanitizer's stop-the-world tracer itself crashes now and then at exit ("Tracer caught signal
+# 11", after every test case passed; google/sanitizers#1353, seen once in CI on test_cache). When
+# that signature is in the output of a failed run, the failed tests run once more and must pass; a
+# real leak, sanitizer report or failure repeats and still fails.
+log="$build/ctest-sanitized.log"
+rc=0
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@" 2>&1 | tee "$log" || rc=$?
+if [ "$rc" != 0 ] && grep -q "LeakSanitizer has encountered a fatal error" "$log"; then
+  echo "== sanitize: LeakSanitizer's tracer crashed (not a leak report); running the failed tests once more"
+  ctest --test-dir "$build" --output-on-failure --rerun-failed
+  exit $?
+fi
+exit "$rc"
