@@ -152,6 +152,8 @@ void reduce_op(const Node& n, const Tensor& in, Tensor& out) {
 
 }  // namespace
 
+static_assert(kReduceChunk == FJ_RED_CHUNK, "ir/reduce.h and fj_reduce.h disagree on the chunk size");
+
 const char* reduce_combiner(Op op) {
   switch (op) {
     case Op::Sum: case Op::Mean: return "fj_red_sum";

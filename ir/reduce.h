@@ -42,6 +42,11 @@ Shape reduced_shape(const Shape& in, uint64_t mask, bool keepdim);
 // Number of elements each result element combines (the product of the reduced axes' sizes).
 int64_t reduce_length(const Shape& in, uint64_t mask);
 
+// Elements per chunk of the fixed reduction order (FJ_RED_CHUNK of ir/scalar/fj_reduce.h), and the
+// number of chunks of a reduction of `n` elements.
+inline constexpr int64_t kReduceChunk = 8192;
+inline constexpr int64_t reduce_chunks(int64_t n) { return (n + kReduceChunk - 1) / kReduceChunk; }
+
 // The dtype a reduction computes in and returns, PyTorch's rules: sum and prod of bool or an
 // integer dtype are i64; mean needs a float dtype (UserError at `loc` otherwise, as torch.mean
 // refuses integer tensors); amax/amin keep the dtype; f16/bf16 operands compute in f32 (the

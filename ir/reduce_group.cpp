@@ -29,6 +29,7 @@ struct Analyzer {
   const FusionGroup& grp;
   ReduceGroupInfo info;
   std::set<NodeId> in_group;
+  std::set<NodeId> after_row;  // element values computed from a row value
 
   void fail(NodeId id, const std::string& why) {
     if (info.problem.empty()) info.problem = fmt::format("v{}: {}", id, why);
@@ -44,6 +45,7 @@ struct Analyzer {
     if (nd.red.axes != grp.reduce_mask || !same_sizes(g.node(nd.arg(0)).shape, grp.iter_shape))
       fail(id, "a reduction over other axes or another shape than the group's");
     if (info.row.count(nd.arg(0))) fail(id, "reduces a row value");
+    if (after_row.count(nd.arg(0))) info.splittable = false;
     info.row.insert(id);
     for (NodeId r : info.reductions) {
       const Node& e = g.node(r);
@@ -98,6 +100,18 @@ struct Analyzer {
       if (!broadcasts(g.node(i).shape, grp.iter_shape)) fail(i, "an input that does not broadcast to the iteration shape");
   }
 
+  // A value computed from its operands: an element value, or a row value when it reads one.
+  void non_reduction(NodeId id) {
+    const Node& nd = g.node(id);
+    bool any_row = false;
+    for (int k = 0; k < nd.nargs; ++k) {
+      any_row = any_row || info.row.count(nd.arg(k)) > 0;
+      if (info.row.count(nd.arg(k)) || after_row.count(nd.arg(k))) after_row.insert(id);
+    }
+    if (any_row) reads_row(id);
+    else if (!broadcasts(nd.shape, grp.iter_shape)) fail(id, "an element value that does not broadcast to the iteration shape");
+  }
+
   void run() {
     in_group.insert(grp.nodes.begin(), grp.nodes.end());
     for (NodeId id : grp.nodes)
@@ -107,18 +121,14 @@ struct Analyzer {
         if (!(g.node(o).shape == grp.iter_shape)) fail(o, "an output without the group's iteration shape");
       return;
     }
+    info.splittable = true;  // until a reduction reads a row value or an output is per element
     for (NodeId id : grp.nodes) {
-      const Node& nd = g.node(id);
-      if (is_reduction(nd.op)) {
-        reduction(id);
-        continue;
-      }
-      bool any_row = false;
-      for (int k = 0; k < nd.nargs; ++k) any_row = any_row || info.row.count(nd.arg(k)) > 0;
-      if (any_row) reads_row(id);
-      else if (!broadcasts(nd.shape, grp.iter_shape)) fail(id, "an element value that does not broadcast to the iteration shape");
+      if (is_reduction(g.node(id).op)) reduction(id);
+      else non_reduction(id);
     }
     outputs();
+    for (NodeId o : grp.outputs)
+      if (!info.row.count(o)) info.splittable = false;
   }
 };
 

@@ -32,6 +32,10 @@ struct ReduceGroupInfo {
   // (they differ only in keepdim, as logsumexp's two amax): its row values are that one's, so a
   // kernel computes them once. Maps the later reduction to the earliest.
   std::map<NodeId, NodeId> same_as;
+  // Every output is a row value and no reduction's operand reads a row value: the row values need
+  // only each reduction's own elements, so a long row may split over blocks that combine their
+  // chunk values afterwards (docs/ops.md, "A row split over blocks").
+  bool splittable = false;
   // Why the group cannot run as one kernel of its kind ("" when it can), for the planner.
   std::string problem;
 };

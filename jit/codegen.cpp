@@ -712,6 +712,18 @@ struct ReduceGen {
     for (size_t i = 0; i < k.group.inputs.size(); ++i) input_index[k.group.inputs[i]] = i;
   }
   bool row_blocks() const { return !red_j.empty() && red_j.back() + 1 == static_cast<int>(k.layout.iter_dims.size()); }
+
+  // Reductions that own chunk-value slots when a row is split over blocks (same_as twins reuse).
+  std::vector<ir::NodeId> split_slots;
+
+  // Whether a long row may be split over several blocks (fj_reduce_split): a block per row and
+  // ReduceGroupInfo::splittable (no element output, no reduction reading another's value).
+  bool splittable() {
+    if (!row_blocks() || !info.splittable) return false;
+    for (ir::NodeId r : info.reductions)
+      if (!info.same_as.count(r)) split_slots.push_back(r);
+    return true;
+  }
   std::string v(ir::NodeId id) { return k.nm.v(id); }
 
   // The element values and inputs `id` needs in an element scope; the row values it reads.
@@ -795,9 +807,16 @@ struct ReduceGen {
     }
     body += elements(elems, ins, "ioff") + fmt::format("  return {};\n", v(a));
     const char* ct = compute_ctype(nd.dtype);
-    std::string value = fmt::format("fj_reduce_fixed<{}, {}>((long long)row_len, [&](long long fj_i) -> {} {{\n{}  }}, "
-                                    "fj_lanes_{}, fj_tid, fj_nt)",
-                                    ir::reduce_combiner(nd.op), ct, ct, indent(body, 2), mangle(ct));
+    const std::string load = fmt::format("[&](long long fj_i) -> {} {{\n{}  }}", ct, indent(body, 2));
+    std::string value = fmt::format("fj_reduce_fixed<{}, {}>((long long)row_len, {}, fj_lanes_{}, fj_tid, fj_nt)",
+                                    ir::reduce_combiner(nd.op), ct, load, mangle(ct));
+    if (!split_slots.empty()) {
+      const auto slot = std::find(split_slots.begin(), split_slots.end(), r) - split_slots.begin();
+      const std::string slot_row = slot == 0 ? "(long long)o" : fmt::format("{} * (long long)rows + (long long)o", slot);
+      value = fmt::format("fj_reduce_split<{0}, {1}>(split_phase, (long long)row_len, fj_part, fj_parts, {2}, "
+                          "fj_lanes_{3}, fj_tid, fj_nt,\n      fj_red_values<{1}>(ws, {4}, (long long)row_len))",
+                          ir::reduce_combiner(nd.op), ct, load, mangle(ct), slot_row);
+    }
     if (nd.op == ir::Op::Mean)
       value = nd.red.correction == 0
                   ? fmt::format("fj_red_mean({}, (long long)row_len)", value)
@@ -852,6 +871,7 @@ struct ReduceGen {
       s += fmt::format("  const unsigned long long ob_{} = {};\n", v(o), t.empty() ? "0ull" : t);
     }
     for (ir::NodeId r : info.reductions) s += phase(r);
+    if (!split_slots.empty()) s += "  if (split_phase == 1) continue;  // the second launch combines the chunk values\n";
     std::string writes;
     for (size_t i = 0; i < k.group.outputs.size(); ++i)
       if (k.layout.row_out[i]) {
@@ -876,7 +896,13 @@ struct ReduceGen {
       s += hf.other_form(id, HalfForms::Form::Compute);
     }
     s += declare_constants(k, hf);
-    if (row_blocks())
+    if (!split_slots.empty())
+      s += fmt::format("  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;\n"
+                       "  // One block per row; in split_phase 1, row_split blocks per row (fj_reduce_split)\n"
+                       "  const {0} fj_parts = split_phase == 1 ? row_split : 1;\n"
+                       "  for ({0} fj_b = blockIdx.x; fj_b < rows * fj_parts; fj_b += gridDim.x) {{\n"
+                       "    const {0} o = fj_b / fj_parts, fj_part = fj_b - o * fj_parts;\n", k.idx);
+    else if (row_blocks())
       s += fmt::format("  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;  // one block per row\n"
                        "  for ({0} o = blockIdx.x; o < rows; o += gridDim.x) {{\n", k.idx);
     else
@@ -888,10 +914,15 @@ struct ReduceGen {
   }
 };
 
-KernelSignature reduce_signature(KernelGen& k) {
+KernelSignature reduce_signature(KernelGen& k, bool split) {
   KernelSignature sig = strided_signature(k);
   sig.args.push_back({ArgKind::RowCount, -1, -1, -1, ir::DType::I64, k.idx_bytes, "rows", k.idx});
   sig.args.push_back({ArgKind::RowLength, -1, -1, -1, ir::DType::I64, k.idx_bytes, "row_len", k.idx});
+  if (split) {
+    sig.args.push_back({ArgKind::SplitPhase, -1, -1, -1, ir::DType::I32, 4, "split_phase", "int"});
+    sig.args.push_back({ArgKind::RowSplit, -1, -1, -1, ir::DType::I64, k.idx_bytes, "row_split", k.idx});
+    sig.args.push_back({ArgKind::Workspace, -1, -1, -1, ir::DType::I64, 8, "ws", "unsigned long long*"});
+  }
   return sig;
 }
 
@@ -914,7 +945,11 @@ std::string reduce_header(KernelGen& k, const ReduceGen& r) {
                       "// chunks of FJ_RED_CHUNK, element i to lane\n"
                       "// i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.\n"
                       "// Entry points @NAME@ and @NAME@_s are the same (any strides).\n",
-                      axes, r.row_blocks() ? "one block per row (threads share the lanes)" : "one thread per row");
+                      axes,
+                      !r.split_slots.empty() ? "one block per row (threads share the lanes), or row_split blocks per\n"
+                                               "// long row and a second launch to combine their chunk values"
+                      : r.row_blocks()       ? "one block per row (threads share the lanes)"
+                                             : "one thread per row");
   return text;
 }
 
@@ -926,7 +961,8 @@ GeneratedKernel generate_reduce_kernel(KernelGen& k) {
   out.index64 = k.layout.index64;
   out.reduction = true;
   out.row_blocks = r.row_blocks();
-  out.strided_signature = reduce_signature(k);
+  out.split_reductions = r.splittable() ? static_cast<int>(r.split_slots.size()) : 0;
+  out.strided_signature = reduce_signature(k, out.split_reductions > 0);
   out.signature = out.strided_signature;
   const std::string body = r.body_function(out.signature);
   finish(out, k.g.name, reduce_header(k, r) + body + reduce_entry(out.signature, "") + reduce_entry(out.signature, "_s"));

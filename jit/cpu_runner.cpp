@@ -117,10 +117,15 @@ Scratch bind(const CpuProgram& prog, std::span<const std::span<const std::byte>>
 
 }  // namespace
 
-void CpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool strided, bool, void** args) {
+void CpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool strided, bool, int64_t, void** args) {
   const CpuProgram* p = variants_[group.variant];
   FJ_CHECK(p != nullptr && group_index < p->trampolines.size(), "CpuKernelRunner: the kernel variant is not compiled");
   (strided ? p->strided_trampolines : p->trampolines)[group_index](args, launch_.grid, launch_.block);
+}
+
+uint64_t CpuKernelRunner::workspace(size_t bytes) {
+  if (workspace_.size() * 8 < bytes) workspace_.resize((bytes + 7) / 8);
+  return address_of(workspace_.data());
 }
 
 void CpuKernelRunner::copy(uint64_t dst, uint64_t src, size_t bytes) {

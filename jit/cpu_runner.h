@@ -40,12 +40,15 @@ class CpuKernelRunner : public KernelRunner {
  public:
   CpuKernelRunner(const CpuProgram* variant0, const CpuProgram* variant1, LaunchShape launch = {})
       : variants_{variant0, variant1}, launch_(launch) {}
-  void run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, void** args) override;
+  void run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, int64_t items,
+           void** args) override;
   void copy(uint64_t dst, uint64_t src, size_t bytes) override;
+  uint64_t workspace(size_t bytes) override;  // host memory owned by the runner
 
  private:
   const CpuProgram* variants_[2];
   LaunchShape launch_;
+  std::vector<uint64_t> workspace_;
 };
 
 // Generates the kernels of `plan` for `g` at its current shapes (nothing is compiled yet).

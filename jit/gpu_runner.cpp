@@ -192,9 +192,7 @@ GpuProgram GpuProgram::load(std::shared_ptr<DeviceContext> dc, const ir::Graph& 
 }
 
 int GpuProgram::kernel_count() const {
-  int n = 0;
-  for (const GroupLaunch& gl : state_->groups) n += gl.items > 0;
-  return n;
+  return state_->kernel_launches();
 }
 
 int64_t GpuProgram::bytes_moved() const { return ir::plan_totals(*graph_, *plan_).bytes(); }
@@ -239,12 +237,33 @@ void GpuProgram::enqueue(std::span<const cu::DevicePtr> inputs, std::span<const 
 
 // ---- GpuKernelRunner, StreamScratch ------------------------------------------------------------
 
-void GpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, void** args) {
+void GpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, int64_t items,
+                          void** args) {
   const GpuProgram* p = variants_[group.variant];
   FJ_CHECK(p != nullptr, "GpuKernelRunner: the kernel variant is not loaded");
   const GpuFunction& fn = p->function(group_index, strided);
-  const LaunchConfig cfg = fn.config(group.items, vector ? group.kernel->signature.vector_width : 1);
+  const LaunchConfig cfg = fn.config(items, vector ? group.kernel->signature.vector_width : 1);
   launch_kernel(dc_, fn, cfg, args, stream_);
+}
+
+uint64_t GpuKernelRunner::workspace(size_t bytes) {
+  if (bytes <= workspace_bytes_) return workspace_;
+  if (workspace_) dc_.api().cuMemFreeAsync(workspace_, stream_);
+  workspace_ = 0;
+  workspace_bytes_ = 0;
+  const cu::Result r = dc_.api().cuMemAllocAsync(&workspace_, bytes, stream_);
+  if (r == cu::kErrorOutOfMemory)
+    throw DriverError(DriverErrorKind::OutOfMemory,
+                      fmt::format("out of device memory: cuMemAllocAsync of {} for a split reduction's chunk values failed",
+                                  format_bytes(bytes)),
+                      r);
+  dc_.driver().check(r, "cuMemAllocAsync");
+  workspace_bytes_ = bytes;
+  return workspace_;
+}
+
+GpuKernelRunner::~GpuKernelRunner() {
+  if (workspace_) dc_.api().cuMemFreeAsync(workspace_, stream_);  // a destructor cannot throw
 }
 
 void GpuKernelRunner::copy(uint64_t dst, uint64_t src, size_t bytes) {

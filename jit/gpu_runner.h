@@ -40,7 +40,7 @@ class GpuProgram {
   const ir::Graph& graph() const { return *graph_; }
   const ir::Plan& plan() const { return *plan_; }
   const std::shared_ptr<DeviceContext>& context() const { return dc_; }
-  // Kernel launches per run (groups with at least one element).
+  // Kernel launches per run (LaunchState::kernel_launches).
   int kernel_count() const;
   // Bytes one run moves: per kernel, each input read once and each output written once
   // (ir::group_traffic summed over the plan's groups).
@@ -90,13 +90,21 @@ class GpuKernelRunner : public KernelRunner {
  public:
   GpuKernelRunner(const DeviceContext& dc, const GpuProgram* variant0, const GpuProgram* variant1, cu::Stream stream)
       : dc_(dc), variants_{variant0, variant1}, stream_(stream) {}
-  void run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, void** args) override;
+  ~GpuKernelRunner() override;  // frees the workspace on the stream, after the launch's kernels
+  GpuKernelRunner(const GpuKernelRunner&) = delete;
+  GpuKernelRunner& operator=(const GpuKernelRunner&) = delete;
+  void run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, int64_t items,
+           void** args) override;
   void copy(uint64_t dst, uint64_t src, size_t bytes) override;
+  // Stream-ordered (cuMemAllocAsync). Throws DriverError(OutOfMemory) when it cannot be allocated.
+  uint64_t workspace(size_t bytes) override;
 
  private:
   const DeviceContext& dc_;
   const GpuProgram* variants_[2];
   cu::Stream stream_;
+  cu::DevicePtr workspace_ = 0;
+  size_t workspace_bytes_ = 0;
 };
 
 // Allocates the intermediates of one run stream-ordered (cuMemAllocAsync) and frees them on the

@@ -183,6 +183,9 @@ const char* arg_kind_name(ArgKind kind) {
     case ArgKind::VecFlag: return "vec_ok";
     case ArgKind::RowCount: return "rows";
     case ArgKind::RowLength: return "row_length";
+    case ArgKind::SplitPhase: return "split_phase";
+    case ArgKind::RowSplit: return "row_split";
+    case ArgKind::Workspace: return "workspace";
     case ArgKind::IterSize: return "iter_size";
     case ArgKind::IterDivMul: return "iter_size_mul";
     case ArgKind::IterDivShift: return "iter_size_shift";
@@ -314,7 +317,10 @@ uint64_t static_value(const ArgSlot& a, const KernelLayout& l, const StaticInput
     case ArgKind::InputPtr:
     case ArgKind::OutputPtr:
     case ArgKind::Param:
-    case ArgKind::VecFlag: return 0;
+    case ArgKind::VecFlag:
+    case ArgKind::SplitPhase:
+    case ArgKind::RowSplit:
+    case ArgKind::Workspace: return 0;
   }
   FJ_CHECK(false, "static_args: unknown argument kind");
   return 0;

@@ -85,6 +85,18 @@ int64_t view_span(std::span<const int64_t> shape, std::span<const int64_t> strid
 
 // ---- LaunchState -------------------------------------------------------------------------------
 
+int64_t choose_row_split(int64_t rows, int64_t row_len) {
+  if (rows <= 0) return 1;
+  const int64_t parts = std::min(ir::reduce_chunks(row_len) / 4, 1024 / rows);
+  return parts >= 2 ? parts : 1;
+}
+
+int LaunchState::kernel_launches() const {
+  int n = 0;
+  for (const GroupLaunch& gl : groups) n += gl.launches();
+  return n;
+}
+
 namespace {
 
 std::vector<int64_t> sizes_of(const ir::Shape& s) {
@@ -142,6 +154,12 @@ bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, con
   out.rows_ok = out.fast && vector_rows_ok(out.kernel->signature, iter);
   if (out.fast) out.fast_args = static_args(out.kernel->signature, in_shapes, iter);
   out.strided_args = static_args(out.kernel->strided_signature, in_shapes, iter);
+  if (out.kernel->split_reductions > 0) {
+    const int64_t rows = ir::num_elements(ir::reduced_shape(iter, grp.reduce_mask, false));
+    const int64_t row_len = ir::reduce_length(iter, grp.reduce_mask);
+    out.row_split = choose_row_split(rows, row_len);
+    if (out.row_split > 1) out.workspace_bytes = out.kernel->split_reductions * rows * ir::reduce_chunks(row_len) * 8;
+  }
   return true;
 }
 
@@ -237,6 +255,43 @@ bool fill_dynamic(const KernelSignature& sig, const std::vector<BufferRef>& ins,
   return aligned;
 }
 
+// The arguments of a split row's launch (GroupLaunch::row_split): which phase, the blocks per row
+// and the workspace of the chunk values.
+void set_split_slots(const KernelSignature& sig, std::vector<uint64_t>& slots, int phase, int64_t split, uint64_t ws) {
+  for (size_t k = 0; k < sig.args.size(); ++k) {
+    if (sig.args[k].kind == ArgKind::SplitPhase) slots[k] = static_cast<uint64_t>(phase);
+    if (sig.args[k].kind == ArgKind::RowSplit) slots[k] = static_cast<uint64_t>(split);
+    if (sig.args[k].kind == ArgKind::Workspace) slots[k] = ws;
+  }
+}
+
+// Fills the arguments of group `gi` and runs it: once, or twice for a split row (chunk values of
+// row_split blocks per row, then one block per row combining them).
+void launch_group(const PlanBindings& b, const GroupLaunch& gl, size_t gi, const Tensors& t,
+                  std::span<const ir::Scalar> params, KernelRunner& runner, const LaunchOptions& o, LaunchScratch& s,
+                  LaunchStats& stats) {
+  const bool strided = o.force_strided || !gl.fast || !group_is_canonical(b, gi, t);
+  const KernelSignature& sig = strided ? gl.kernel->strided_signature : gl.kernel->signature;
+  const std::vector<uint64_t>& fixed = strided ? gl.strided_args : gl.fast_args;
+  s.slots.assign(fixed.begin(), fixed.end());
+  int vec_slot = -1;
+  const bool aligned = fill_dynamic(sig, b.group_inputs[gi], b.group_outputs[gi], t, params, s.slots, vec_slot);
+  const bool vec = vec_slot >= 0 && o.vector_path && gl.rows_ok && aligned;
+  if (vec_slot >= 0) s.slots[static_cast<size_t>(vec_slot)] = vec ? 1 : 0;
+  s.ptrs.resize(s.slots.size());
+  for (size_t k = 0; k < s.slots.size(); ++k) s.ptrs[k] = &s.slots[k];
+  if (gl.row_split > 1) {
+    const uint64_t ws = runner.workspace(static_cast<size_t>(gl.workspace_bytes));
+    set_split_slots(sig, s.slots, 1, gl.row_split, ws);
+    runner.run(gl, gi, strided, vec, gl.items * gl.row_split, s.ptrs.data());
+    set_split_slots(sig, s.slots, 2, gl.row_split, ws);
+  }
+  runner.run(gl, gi, strided, vec, gl.items, s.ptrs.data());
+  stats.kernels += gl.launches();
+  stats.vector += vec;
+  stats.strided += strided;
+}
+
 }  // namespace
 
 LaunchScratch& LaunchScratch::of_this_thread() {
@@ -262,24 +317,8 @@ LaunchStats launch_plan(const PlanBindings& b, const LaunchState& st, std::span<
                                       c.name, c.from_name));
   const Tensors t{inputs, outputs, intermediates, s.canonical_in, s.canonical_out};
   LaunchStats stats;
-  for (size_t gi = 0; gi < st.groups.size(); ++gi) {
-    const GroupLaunch& gl = st.groups[gi];
-    if (gl.items == 0) continue;
-    const bool strided = o.force_strided || !gl.fast || !group_is_canonical(b, gi, t);
-    const KernelSignature& sig = strided ? gl.kernel->strided_signature : gl.kernel->signature;
-    const std::vector<uint64_t>& fixed = strided ? gl.strided_args : gl.fast_args;
-    s.slots.assign(fixed.begin(), fixed.end());
-    int vec_slot = -1;
-    const bool aligned = fill_dynamic(sig, b.group_inputs[gi], b.group_outputs[gi], t, params, s.slots, vec_slot);
-    const bool vec = vec_slot >= 0 && o.vector_path && gl.rows_ok && aligned;
-    if (vec_slot >= 0) s.slots[static_cast<size_t>(vec_slot)] = vec ? 1 : 0;
-    s.ptrs.resize(s.slots.size());
-    for (size_t k = 0; k < s.slots.size(); ++k) s.ptrs[k] = &s.slots[k];
-    runner.run(gl, gi, strided, vec, s.ptrs.data());
-    ++stats.kernels;
-    stats.vector += vec;
-    stats.strided += strided;
-  }
+  for (size_t gi = 0; gi < st.groups.size(); ++gi)
+    if (st.groups[gi].items > 0) launch_group(b, st.groups[gi], gi, t, params, runner, o, s, stats);
   for (const PlanBindings::Copy& c : b.copies)
     if (const int64_t bytes = st.output_bytes[static_cast<size_t>(c.output)]; bytes > 0)
       runner.copy(outputs[static_cast<size_t>(c.output)].addr, outputs[static_cast<size_t>(c.from_output)].addr,

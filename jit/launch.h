@@ -76,7 +76,20 @@ struct GroupLaunch {
   bool fast = true;            // the fast entry's layout holds; else the strided entry always runs
   bool rows_ok = false;        // the sizes allow the fast entry's vector path (vector_rows_ok)
   std::vector<uint64_t> fast_args, strided_args;  // static_args() of each entry (fast: when `fast`)
+  // A reduction whose rows split over blocks (GeneratedKernel::split_reductions, choose_row_split):
+  // row_split > 1 blocks per row; the kernel runs twice (split_phase 1 on rows * row_split * 256
+  // items, then 2 on rows * 256) with a workspace of workspace_bytes. 1: one launch, no workspace.
+  int64_t row_split = 1;
+  int64_t workspace_bytes = 0;
+  // Kernel launches of one run of this group: 0 (no items), 1, or 2 (a split row).
+  int launches() const { return items == 0 ? 0 : row_split > 1 ? 2 : 1; }
 };
+
+// Blocks per row of a reduction kernel that may split its rows: 1 unless rows are few and long
+// (a whole-tensor sum), then enough parts of at least 4 chunks (32768 elements) each for about
+// 1024 blocks in all. A function of the sizes only, and the bits never depend on it
+// (fj_reduce_split combines the same chunk values the same way).
+int64_t choose_row_split(int64_t rows, int64_t row_len);
 
 // What one set of dim values needs. Immutable once made; shared by concurrent launches.
 struct LaunchState {
@@ -88,6 +101,7 @@ struct LaunchState {
   std::vector<int64_t> intermediate_bytes;         // per PlanBindings::intermediates entry
   int64_t bytes_moved = 0;                         // one run's traffic (ir::plan_totals)
   bool wide = false;                               // some group needs the 64-bit variant
+  int kernel_launches() const;                     // kernels one run launches (GroupLaunch::launches)
 };
 
 // Where the kernels of each variant come from: kernel(variant, group). Variant 1 is asked for only
@@ -109,7 +123,12 @@ class KernelRunner {
   virtual ~KernelRunner() = default;
   // `args`: one pointer per argument of the entry; valid during the call only. `vector`: the fast
   // entry runs its vector path (vec_ok = 1), so a thread-iteration covers vector_width elements.
-  virtual void run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, void** args) = 0;
+  // `items`: the work items to size the launch by (GroupLaunch::items, or a split row's phase's).
+  virtual void run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, int64_t items,
+                   void** args) = 0;
+  // Scratch memory of at least `bytes` bytes, 16-byte aligned, that stays valid, in stream order,
+  // for the kernels of this launch (a split row's chunk values); the runner owns it.
+  virtual uint64_t workspace(size_t bytes) = 0;
   // dst <- src, `bytes` bytes, after every kernel (an output repeating another's value).
   virtual void copy(uint64_t dst, uint64_t src, size_t bytes) = 0;
 };

@@ -69,8 +69,7 @@ jit::PathTiming measure_cpu(const Impl& p, PlanKind kind, std::span<const int64_
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   const Impl::Path& path = p.path(kind);
-  int kernels = 0;
-  for (const jit::GroupLaunch& gl : dims_entry(p, path, dims).state->groups) kernels += gl.items > 0;
+  const int kernels = dims_entry(p, path, dims).state->kernel_launches();
   return jit::make_path_timing(kernels, times, dims_entry(p, path, dims).state->bytes_moved);
 }
 
@@ -87,7 +86,7 @@ jit::GpuMeasurement measure_gpu(const Impl& p, PlanKind kind, std::span<const in
   }
   spec.output_bytes = st.output_bytes;
   spec.intermediate_bytes = st.intermediate_bytes;
-  for (const jit::GroupLaunch& gl : st.groups) spec.kernels += gl.items > 0;
+  spec.kernels = st.kernel_launches();
   spec.bytes_moved = st.bytes_moved;
   spec.enqueue = [&](std::span<const jit::cu::DevicePtr> in_p, std::span<const jit::cu::DevicePtr> out_p,
                      std::span<const jit::cu::DevicePtr> inter_p, jit::cu::Stream s) {
@@ -119,7 +118,7 @@ Measurement measure_any(const Impl& p0, std::span<const TensorView> inputs, cons
     const Impl::Path& path = p.path(kind);
     HostResults r = alloc_results(p, path, dims, *hit.state, o.keep_intermediates);
     Measurement m;
-    for (const jit::GroupLaunch& gl : hit.state->groups) m.kernels += gl.items > 0;
+    m.kernels = hit.state->kernel_launches();
     m.bytes = hit.state->bytes_moved;
     jit::PathTiming t;
     if (p.backend == Backend::Cpu) {

@@ -51,13 +51,32 @@ std::string compile_text(const PathReport& p) {
   return s;
 }
 
+// The table of the two paths (and the copy baseline), then a note per path that launches more
+// kernels than it has.
+std::string path_table(const PathReport& fused, const PathReport& unfused, double copy_gbps) {
+  std::string s = fmt::format("  {:<8} {:>7} {:>11} {:>12} {:>9} {:>7}   {}\n", "path", "kernels", "time (ms)",
+                              "bytes moved", "GB/s", "% copy", "compile");
+  for (const PathReport* p : {&fused, &unfused}) {
+    std::string pct = copy_gbps > 0 ? fmt::format("{:.1f}%", p->pct_of_copy) : std::string("-");
+    s += fmt::format("  {:<8} {:>7} {:>11.4f} {:>12} {:>9.1f} {:>7}   {}\n", p->name, p->kernels, p->time_ms,
+                     ir::format_bytes(p->bytes), p->gbps, pct, compile_text(*p));
+  }
+  if (copy_gbps > 0) s += fmt::format("  {:<8} {:>7} {:>11} {:>12} {:>9.1f} {:>7}\n", "copy", "", "", "", copy_gbps, "100%");
+  for (const PathReport* p : {&fused, &unfused})
+    if (p->launches > p->kernels)
+      s += fmt::format("  note      {}: {} launches of {} kernel(s): a reduction whose few long rows split over blocks\n"
+                       "            runs twice (chunk values, then their fixed tree; docs/ops.md)\n",
+                       p->name, p->launches, p->kernels);
+  return s;
+}
+
 nlohmann::json tensor_json(const TensorInfo& t) {
   return {{"name", t.name}, {"dtype", std::string(dtype_name(t.dtype))}, {"shape", t.shape}, {"dims", t.dim_names},
           {"bytes", t.bytes()}};
 }
 
 nlohmann::json path_json(const PathReport& p) {
-  return {{"kernels", p.kernels}, {"time_ms", p.time_ms}, {"bytes", p.bytes}, {"gbps", p.gbps},
+  return {{"kernels", p.kernels}, {"launches", p.launches}, {"time_ms", p.time_ms}, {"bytes", p.bytes}, {"gbps", p.gbps},
           {"pct_of_copy", p.pct_of_copy}, {"compiled", p.compiled}, {"disk_hits", p.disk_hits},
           {"memory_hits", p.memory_hits}, {"compile_ms", p.compile_ms}};
 }
@@ -84,14 +103,7 @@ std::string RunReport::to_text() const {
   s += fmt::format("  run       {} (random inputs unless --input)\n", run_args);
   s += fmt::format("  {}\n", rewrites);
   s += fmt::format("  plan      {}\n\n", plan);
-  s += fmt::format("  {:<8} {:>7} {:>11} {:>12} {:>9} {:>7}   {}\n", "path", "kernels", "time (ms)", "bytes moved", "GB/s",
-                   "% copy", "compile");
-  for (const PathReport* p : {&fused, &unfused}) {
-    std::string pct = copy_gbps > 0 ? fmt::format("{:.1f}%", p->pct_of_copy) : std::string("-");
-    s += fmt::format("  {:<8} {:>7} {:>11.4f} {:>12} {:>9.1f} {:>7}   {}\n", p->name, p->kernels, p->time_ms,
-                     ir::format_bytes(p->bytes), p->gbps, pct, compile_text(*p));
-  }
-  if (copy_gbps > 0) s += fmt::format("  {:<8} {:>7} {:>11} {:>12} {:>9.1f} {:>7}\n", "copy", "", "", "", copy_gbps, "100%");
+  s += path_table(fused, unfused, copy_gbps);
   s += fmt::format("  speedup   {} measured (fused over unfused), {} predicted from bytes moved\n", fmt_ratio(speedup),
                    fmt_ratio(predicted_ratio));
   if (backend == "cpu")

@@ -311,6 +311,7 @@ void fill_path(PathReport& p, const char* name, const std::vector<KernelInfo>& k
 }
 
 void fill_timing(PathReport& p, const Measurement& m, double copy_gbps) {
+  p.launches = m.kernels;
   p.time_ms = m.median_ms;
   p.gbps = m.gbps;
   p.pct_of_copy = copy_gbps > 0 ? 100.0 * m.gbps / copy_gbps : 0.0;

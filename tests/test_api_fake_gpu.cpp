@@ -4,6 +4,7 @@
 // the same generated kernel.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -141,6 +142,40 @@ TEST_CASE("Program::run and launch on the CUDA backend") {
   }
   // A wrong pointer count.
   CHECK_THROWS_AS(p.launch(std::span<const void* const>(ins, 1), outs, {3.0}, nullptr), fj::Error);
+}
+
+TEST_CASE("a whole-tensor reduction on the CUDA backend: two launches, a stream-ordered workspace, the CPU's bits") {
+  FakeGpu gpu;
+  const std::string text = "graph total\ninput x : f32[100000]\ns = sum(x * x)\nm = amax(x)\noutput s, m\n";
+  fj::Options o;
+  o.backend = fj::Backend::Cuda;
+  fj::Program p = fj::Program::compile(fj::Graph::parse(text), o);
+  auto keep = emulate(p);
+  std::vector<float> vx(100000);
+  for (size_t i = 0; i < vx.size(); ++i) vx[i] = static_cast<float>((i * 7919) % 1000) / 997.0f - 0.4f;
+  const fj::HostTensor x = fj::HostTensor::from_floats(fj::DType::F32, {100000}, vx);
+  fj::Options cpu_o;
+  cpu_o.backend = fj::Backend::Cpu;
+  const std::vector<fj::HostTensor> want = fj::Program::compile(fj::Graph::parse(text), cpu_o).run({x});
+
+  float s = 0, m = 0;
+  const void* ins[1] = {vx.data()};
+  void* outs[2] = {&s, &m};
+  fake_cuda::st().calls.reserve(64);
+  fake_cuda::st().record = true;
+  p.launch(ins, outs);
+  fake_cuda::st().record = false;
+  auto count = [](const char* name) {
+    return std::count_if(fake_cuda::st().calls.begin(), fake_cuda::st().calls.end(),
+                         [&](const char* c) { return std::strcmp(c, name) == 0; });
+  };
+  CHECK(count("cuLaunchKernel") == 2);  // 13 chunks in 3 parts, then their tree
+  CHECK(count("cuMemAllocAsync") == 1);
+  CHECK(count("cuMemFreeAsync") == 1);
+  CHECK(std::memcmp(&s, want[0].data().data(), 4) == 0);
+  CHECK(std::memcmp(&m, want[1].data().data(), 4) == 0);
+  CHECK(p.run({x})[0] == want[0]);
+  CHECK(p.run({x}, {}, fj::PlanKind::Unfused)[0] == want[0]);
 }
 
 TEST_CASE("extra NVRTC options reach NVRTC, are part of the cache key, and bad ones are User errors") {

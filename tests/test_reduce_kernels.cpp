@@ -17,16 +17,30 @@
 #include "ir/parser.h"
 #include "ir/passes/plan_fusion.h"
 #include "ir/plan.h"
+#include "ir/random_fill.h"
 #include "ir/reduce.h"
 #include "ir/reference.h"
 #include "jit/codegen.h"
 #include "jit/kernel_abi.h"
+#include "jit/launch.h"
 #include "support/cpu_check.h"
 #include "support/random_graph.h"
 
 using namespace fusejit;
 
 namespace {
+
+// Finite inputs, uniform in the dtype's default range (ir/random_fill.h): random_inputs puts NaN,
+// inf and random bit patterns among the elements, and one of them in a long row decides its sum
+// whatever the order of the additions that a long-row test is there to check.
+std::vector<ir::Tensor> finite_inputs(const ir::Graph& g, uint64_t seed) {
+  std::vector<ir::Tensor> out;
+  for (ir::NodeId id : g.inputs) {
+    out.emplace_back(g.node(id).dtype, ir::shape_sizes(g.node(id).shape));
+    ir::random_fill(out.back(), seed++);
+  }
+  return out;
+}
 
 testing::Case reduce_case(const std::string& text, uint64_t seed) {
   return testing::make_case(text, ir::parse_graph(text, "reduce.txt"), seed);
@@ -93,6 +107,14 @@ TEST_CASE("size-1 and zero-size axes, rows of length 1, primes and lengths aroun
   // A named dim at 1 keeps its dim; a whole-tensor reduction of a 0-d value.
   cases.push_back(reduce_case("dim T = 1\ninput x : f32[T, 9]\ny = mean(x, -1, keepdim)\nz = x / y\noutput y, z\n", seed++));
   cases.push_back(reduce_case("input x : f32[]\ny = sum(x)\noutput y\n", seed++));
+  // Long rows again with finite inputs (finite_inputs).
+  for (size_t i = 0, n = cases.size(); i < n; ++i) {
+    if (ir::num_elements(cases[i].graph.node(cases[i].graph.inputs[0]).shape) < 1000) continue;
+    testing::Case finite = cases[i];
+    finite.label += " (finite inputs)";
+    finite.inputs = finite_inputs(finite.graph, seed++);
+    cases.push_back(std::move(finite));
+  }
   check_all(cases);
 }
 
@@ -160,6 +182,30 @@ TEST_CASE("random graphs with reductions: fused, unfused and reference agree") {
   check_all(cases);
 }
 
+TEST_CASE("few long rows split over blocks (two launches) and give the reference's bits") {
+  CHECK(jit::choose_row_split(1, 8 * 8192) == 2);
+  CHECK(jit::choose_row_split(1, 7 * 8192) == 1);      // 7 chunks: one block
+  CHECK(jit::choose_row_split(1, 1 << 24) == 512);     // a whole-tensor sum of 16M elements
+  CHECK(jit::choose_row_split(4096, 1 << 20) == 1);    // many rows fill the GPU already
+  CHECK(jit::choose_row_split(0, 1 << 20) == 1);
+  std::vector<testing::Case> cases;
+  uint64_t seed = 500;
+  for (const char* text : {"input x : f32[300001]\ny = sum(x)\noutput y\n",
+                           "input x : f32[3, 100000]\ns = sum(x * x, -1)\nm = amax(x, -1)\ny = sqrt(s) + m\noutput y, m\n",
+                           "input x : bf16[2, 70001]\ny = mean(x, -1, keepdim)\nz = amin(x, -1)\noutput y, z\n",
+                           "input x : i32[600, 600]\ny = sum(x)\nz = prod(x)\noutput y, z\n",
+                           "input x : f64[2, 3, 40000]\ny = mean(x, [1, 2], correction=1)\noutput y\n",
+                           "input x : f16[1, 262144]\ny = amax(x, -1)\nw = amax(x, -1, keepdim)\noutput y, w\n"})
+    cases.push_back(reduce_case(text, seed++));
+  for (size_t i = 1; i < cases.size(); ++i) cases[i].inputs = finite_inputs(cases[i].graph, 600 + i);
+  check_all(cases, 1);
+  for (const testing::Case& c : cases) {
+    CAPTURE(c.label);
+    CHECK(c.fused.kernels[0].split_reductions > 0);
+    CHECK(jit::run_cpu_program(c.fused, c.inputs, c.params).kernels_launched == 2);
+  }
+}
+
 // ---- The launch does not change the bits --------------------------------------------------------
 
 namespace {
@@ -209,6 +255,16 @@ extern "C" void run_threaded(void** params, unsigned grid, unsigned block) {{
 
 using Threaded = void (*)(void**, unsigned, unsigned);
 
+// The split-row arguments of a packed launch (launch_plan's set_split_slots).
+void set_split(const jit::GeneratedKernel& k, jit::PackedArgs& args, int phase, long long parts, uint64_t ws) {
+  for (size_t i = 0; i < k.signature.args.size(); ++i) {
+    auto* slot = static_cast<uint64_t*>(args.params()[i]);
+    if (k.signature.args[i].kind == jit::ArgKind::SplitPhase) *slot = static_cast<uint64_t>(phase);
+    if (k.signature.args[i].kind == jit::ArgKind::RowSplit) *slot = static_cast<uint64_t>(parts);
+    if (k.signature.args[i].kind == jit::ArgKind::Workspace) *slot = ws;
+  }
+}
+
 }  // namespace
 
 TEST_CASE("a reduction kernel gives the same bits for every block size and grid (1 to 1024 threads)") {
@@ -219,6 +275,8 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
       "graph t\ninput x : f32[4, 2, 300]\nmu = mean(x, [1, 2], keepdim)\nd = x - mu\ny = d / sum(d * d, [1, 2], keepdim)\n"
       "output y\n",
       "graph t\ninput dy : f32[700, 5]\ndb = sum(dy, 0)\noutput db\n",  // one thread per row
+      // Rows that may split over blocks: run whole, and split in 2, 3 and 9 parts (two launches)
+      "graph t\ninput x : f32[2, 70000]\ny = sum(x * x, -1)\nz = amax(x, -1)\noutput y, z\n",
   };
   const std::filesystem::path dir = std::filesystem::path(FUSEJIT_BINARY_DIR) / "test-reduce-threads";
   std::filesystem::create_directories(dir);
@@ -245,7 +303,8 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
     auto run = reinterpret_cast<Threaded>(dlsym(h, "run_threaded"));
     REQUIRE(static_cast<bool>(run));
 
-    const std::vector<ir::Tensor> in = testing::random_inputs(g, 77, 0.05);
+    const bool split = k.split_reductions > 0;
+    const std::vector<ir::Tensor> in = split ? finite_inputs(g, 77) : testing::random_inputs(g, 77, 0.05);
     const std::vector<ir::Tensor> want = ir::evaluate_reference(g, in);
     std::vector<uint64_t> in_addrs, out_addrs;
     for (ir::NodeId id : grp.inputs) in_addrs.push_back(reinterpret_cast<uint64_t>(in[static_cast<size_t>(g.node(id).slot)].data.data()));
@@ -254,12 +313,21 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
     for (ir::Tensor& t : outs) out_addrs.push_back(reinterpret_cast<uint64_t>(t.data.data()));
     std::vector<ir::Scalar> params;
     for (const ir::ParamDecl& p : g.params) params.push_back(p.default_value);
-    for (unsigned block : {1u, 2u, 3u, 32u, 96u, 256u, 1024u})
+    const std::vector<unsigned> blocks = split ? std::vector<unsigned>{1, 3, 256} : std::vector<unsigned>{1, 2, 3, 32, 96, 256, 1024};
+    for (long long parts : split ? std::vector<long long>{1, 2, 3, 9} : std::vector<long long>{1})
+    for (unsigned block : blocks)
       for (unsigned grid : {1u, 2u, 5u}) {
+        CAPTURE(parts);
         CAPTURE(block);
         CAPTURE(grid);
         for (ir::Tensor& t : outs) std::memset(t.data.data(), 0xA5, t.data.size());
         jit::PackedArgs args = jit::pack_args(k.signature, g, grp, in_addrs, out_addrs, params, {grid, block});
+        std::vector<uint64_t> ws(static_cast<size_t>(k.split_reductions * 2 * ir::reduce_chunks(70000)), ~0ull);
+        if (parts > 1) {  // as launch_plan does: phase 1 with parts blocks per row, then phase 2
+          set_split(k, args, 1, parts, reinterpret_cast<uint64_t>(ws.data()));
+          run(args.params(), grid, block);
+          set_split(k, args, 2, parts, reinterpret_cast<uint64_t>(ws.data()));
+        }
         run(args.params(), grid, block);
         for (size_t o = 0; o < g.outputs.size(); ++o) {
           const auto it = std::find(grp.outputs.begin(), grp.outputs.end(), g.outputs[o].node);

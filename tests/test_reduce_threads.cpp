@@ -1,7 +1,9 @@
 // The fixed reduction order does not depend on the thread count: fj_reduce_fixed run by 1, 2, 3,
 // 32, 256 and 512 host threads acting as one block (a std::barrier as fj_red_sync(), the lane
 // array shared, as __shared__ memory is on the GPU) gives the same bits as the one-thread run the
-// reference evaluator makes, for every combining op, at chunk edges and prime lengths.
+// reference evaluator makes, for every combining op, at chunk edges and prime lengths. And a row
+// split over blocks (fj_reduce_split: chunk values by `parts` blocks, then combined) gives the
+// same bits for every number of parts.
 #include <doctest/doctest.h>
 
 #include <barrier>
@@ -55,7 +57,53 @@ void check_thread_counts(size_t n, uint32_t seed) {
   }
 }
 
+// fj_reduce_split's two launches, each block run by `nthreads` threads: phase 1 by blocks 0..parts-1
+// (in reverse, as a GPU may schedule them), then phase 2 by one block.
+template <class R, class T>
+T run_split(const std::vector<T>& x, long long parts, int nthreads) {
+  const long long n = static_cast<long long>(x.size());
+  std::vector<T> values(static_cast<size_t>(fj_red_chunks(n)) + 1), lanes(FJ_RED_LANES), result(static_cast<size_t>(nthreads));
+  auto load = [&](long long i) { return x[static_cast<size_t>(i)]; };
+  auto block = [&](int phase, long long part) {
+    std::barrier<> bar(nthreads);
+    g_block = &bar;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < nthreads; ++t)
+      threads.emplace_back([&, t] {
+        result[static_cast<size_t>(t)] = fj_reduce_split<R, T>(phase, n, part, parts, load, lanes.data(), t, nthreads, values.data());
+      });
+    for (std::thread& th : threads) th.join();
+    g_block = nullptr;
+  };
+  for (long long p = parts; p-- > 0;) block(1, p);
+  block(2, 0);
+  for (const T& r : result) CHECK(std::memcmp(&r, &result[0], sizeof(T)) == 0);
+  return result[0];
+}
+
 }  // namespace
+
+TEST_CASE("a row split over blocks: the same bits for every number of parts") {
+  for (size_t n : {1u, 8192u, 8193u, 2u * 8192u, 5u * 8192u + 1u, 13u * 8192u + 4099u}) {
+    CAPTURE(n);
+    std::mt19937 rng(static_cast<uint32_t>(n));
+    std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+    std::vector<float> x(n);
+    for (float& f : x) f = std::ldexp(mant(rng), static_cast<int>(rng() % 41) - 20);
+    const float sum = run_block<fj_red_sum, float>(x, 1), mx = run_block<fj_red_max, float>(x, 1);
+    for (long long parts : {1LL, 2LL, 3LL, 4LL, 7LL, 14LL, 40LL})
+      for (int threads : {1, 32}) {
+        CAPTURE(parts);
+        CAPTURE(threads);
+        const float s = run_split<fj_red_sum, float>(x, parts, threads), m = run_split<fj_red_max, float>(x, parts, threads);
+        CHECK(std::memcmp(&s, &sum, 4) == 0);
+        CHECK(std::memcmp(&m, &mx, 4) == 0);
+      }
+  }
+  // An empty row (never split by the launcher) still gives the identity of an empty reduction.
+  const std::vector<double> none;
+  CHECK(run_split<fj_red_prod, double>(none, 3, 1) == 1.0);
+}
 
 TEST_CASE("fixed order: the same bits for every thread count (block size)") {
   for (size_t n : {0u, 1u, 255u, 257u, 7919u, 8192u, 8193u, 3u * 8192u + 7u}) {

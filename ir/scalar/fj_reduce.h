@@ -127,6 +127,34 @@ FJ_FN void fj_red_push(T* stack, int& depth, long long count, T v) {
     stack[depth - 2] = R::template op<T>(stack[depth - 2], stack[depth - 1]);
 }
 
+// Steps 2-3 for the chunk of elements [c0, c0 + m): lanes, then the lane tree. Every thread
+// returns the chunk's value.
+template <class R, class T, class Load>
+FJ_FN T fj_red_chunk(long long c0, long long m, Load& load, T* lanes, int tid, int nthreads) {
+  for (int l = tid; l < FJ_RED_LANES; l += nthreads) {
+    T a = R::template id<T>();
+    for (long long i = l; i < m; i += FJ_RED_LANES) a = R::template op<T>(a, load(c0 + i));
+    lanes[l] = a;
+  }
+  if (nthreads > 1) fj_red_sync();
+  return fj_red_lane_tree<R, T>(lanes, tid, nthreads);
+}
+
+// Number of chunks of a reduction of length n.
+FJ_FN long long fj_red_chunks(long long n) { return (n + FJ_RED_CHUNK - 1) / FJ_RED_CHUNK; }
+
+// Step 4 over chunk values that are already computed: values[0..chunks) by the same stack as
+// fj_reduce_fixed, so the result is the same bits. chunks == 0 gives R::empty().
+template <class R, class T>
+FJ_FN T fj_red_combine_chunks(long long chunks, const T* values) {
+  if (chunks == 0) return R::template empty<T>();
+  T stack[FJ_RED_STACK];
+  int depth = 0;
+  for (long long c = 0; c < chunks; ++c) fj_red_push<R, T>(stack, depth, c + 1, values[c]);
+  for (; depth > 1; --depth) stack[depth - 2] = R::template op<T>(stack[depth - 2], stack[depth - 1]);
+  return stack[0];
+}
+
 // Reduces elements 0..n-1, element i being load(i) (a compute-type value), in the fixed order.
 // `lanes`: FJ_RED_LANES values of scratch shared by the `nthreads` threads calling together (each
 // with its own `tid`); every thread returns the result. n == 0 gives R::empty().
@@ -138,16 +166,42 @@ FJ_FN T fj_reduce_fixed(long long n, Load load, T* lanes, int tid, int nthreads)
   long long count = 0;
   for (long long c0 = 0; c0 < n; c0 += FJ_RED_CHUNK) {
     const long long m = n - c0 < FJ_RED_CHUNK ? n - c0 : FJ_RED_CHUNK;
-    for (int l = tid; l < FJ_RED_LANES; l += nthreads) {
-      T a = R::template id<T>();
-      for (long long i = l; i < m; i += FJ_RED_LANES) a = R::template op<T>(a, load(c0 + i));
-      lanes[l] = a;
-    }
-    if (nthreads > 1) fj_red_sync();
-    fj_red_push<R, T>(stack, depth, ++count, fj_red_lane_tree<R, T>(lanes, tid, nthreads));
+    fj_red_push<R, T>(stack, depth, ++count, fj_red_chunk<R, T>(c0, m, load, lanes, tid, nthreads));
   }
   for (; depth > 1; --depth) stack[depth - 2] = R::template op<T>(stack[depth - 2], stack[depth - 1]);
   return stack[0];
+}
+
+// The chunk values of one reduction of one row in a split launch's workspace: `slot_row`-th run
+// of chunks(n) 8-byte slots (every compute type fits one); null without a workspace (phase 0).
+template <class T>
+FJ_FN T* fj_red_values(unsigned long long* ws, long long slot_row, long long n) {
+  return ws ? (T*)(ws + slot_row * fj_red_chunks(n)) : (T*)0;
+}
+
+// The same order with a long row split over several blocks (a kernel launched twice; docs/ops.md,
+// "A row split over blocks"). `phase`:
+//   0  the calling block reduces the whole row: fj_reduce_fixed;
+//   1  the block is part `part` of `parts` of the row: it computes the values of chunks
+//      [part * per, (part + 1) * per), per = ceil(chunks / parts), into values[] (thread 0
+//      writes them) and returns R::id() (unused: the row's value is not known yet);
+//   2  the chunk values of the first launch are in values[]: step 4 combines them.
+// Each chunk value is the same operations on the same elements in every phase, and step 4 pairs
+// them the same way, so the three ways give the same bits.
+template <class R, class T, class Load>
+FJ_FN T fj_reduce_split(int phase, long long n, long long part, long long parts, Load load, T* lanes, int tid,
+                        int nthreads, T* values) {
+  if (phase == 0) return fj_reduce_fixed<R, T>(n, load, lanes, tid, nthreads);
+  const long long chunks = fj_red_chunks(n);
+  if (phase == 2) return fj_red_combine_chunks<R, T>(chunks, values);
+  const long long per = (chunks + parts - 1) / parts;
+  const long long end = (part + 1) * per < chunks ? (part + 1) * per : chunks;
+  for (long long c = part * per; c < end; ++c) {
+    const long long c0 = c * FJ_RED_CHUNK;
+    const T v = fj_red_chunk<R, T>(c0, n - c0 < FJ_RED_CHUNK ? n - c0 : FJ_RED_CHUNK, load, lanes, tid, nthreads);
+    if (tid == 0) values[c] = v;
+  }
+  return R::template id<T>();
 }
 
 // mean = sum / n, n converted to the compute type (rounded for n > 2^24 in f32, as PyTorch does);

@@ -195,12 +195,13 @@ extern "C" __global__ void fj_reductions_03788b4ab2f2dab6_s(
 
 // Fusion group: 1 op(s), iteration space [4, N, C], 32-bit index math.
 // Layout: r1 i32 in:[0,3):C k0.1.2:0.1.2. Outputs: v19 (m).
-// Reduction kernel: axes [0, 2] of the iteration space, one block per row (threads share the lanes).
+// Reduction kernel: axes [0, 2] of the iteration space, one block per row (threads share the lanes), or row_split blocks per
+// long row and a second launch to combine their chunk values.
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_c94e5942d594f77b and fj_reductions_c94e5942d594f77b_s are the same (any strides).
-static __device__ void fj_reductions_c94e5942d594f77b_rows(
+// Entry points fj_reductions_1d5e48cf4c4e2d81 and fj_reductions_1d5e48cf4c4e2d81_s are the same (any strides).
+static __device__ void fj_reductions_1d5e48cf4c4e2d81_rows(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -217,16 +218,22 @@ static __device__ void fj_reductions_c94e5942d594f77b_rows(
     unsigned long long ost_v19_1,
     unsigned long long ost_v19_2,
     unsigned int rows,
-    unsigned int row_len) {
+    unsigned int row_len,
+    int split_phase,
+    unsigned int row_split,
+    unsigned long long* ws) {
   __shared__ float fj_lanes_float[FJ_RED_LANES];
-  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;  // one block per row
-  for (unsigned int o = blockIdx.x; o < rows; o += gridDim.x) {
+  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;
+  // One block per row; in split_phase 1, row_split blocks per row (fj_reduce_split)
+  const unsigned int fj_parts = split_phase == 1 ? row_split : 1;
+  for (unsigned int fj_b = blockIdx.x; fj_b < rows * fj_parts; fj_b += gridDim.x) {
+    const unsigned int o = fj_b / fj_parts, fj_part = fj_b - o * fj_parts;
     unsigned int rem_o = o;
     const unsigned int c1 = rem_o;
     const unsigned long long ib_v1 = (unsigned long long)c1 * ist_v1_1;
     const unsigned long long ob_v19 = (unsigned long long)c1 * ost_v19_1;
     // v19 (m) = amax(v1) : f32  [reductions.graph:11]: in the fixed order of fj_reduce.h
-    const float v19 = fj_reduce_fixed<fj_red_max, float>((long long)row_len, [&](long long fj_i) -> float {
+    const float v19 = fj_reduce_split<fj_red_max, float>(split_phase, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> float {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c2 = rem_k - fjk_udiv(rem_k, isize2_mul, isize2_shift) * isize2;
@@ -235,13 +242,15 @@ static __device__ void fj_reductions_c94e5942d594f77b_rows(
       const unsigned long long ioff_v1 = ib_v1 + (unsigned long long)c0 * ist_v1_0 + (unsigned long long)c2 * ist_v1_2;
       const float v1 = in_v1[ioff_v1];
       return v1;
-    }, fj_lanes_float, fj_tid, fj_nt);
+    }, fj_lanes_float, fj_tid, fj_nt,
+        fj_red_values<float>(ws, (long long)o, (long long)row_len));
+    if (split_phase == 1) continue;  // the second launch combines the chunk values
     if (fj_tid == 0) {  // the row outputs, once per row
       out_v19[ob_v19] = v19;
     }
   }
 }
-extern "C" __global__ void fj_reductions_c94e5942d594f77b(
+extern "C" __global__ void fj_reductions_1d5e48cf4c4e2d81(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -258,10 +267,13 @@ extern "C" __global__ void fj_reductions_c94e5942d594f77b(
     unsigned long long ost_v19_1,
     unsigned long long ost_v19_2,
     unsigned int rows,
-    unsigned int row_len) {
-  fj_reductions_c94e5942d594f77b_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len);
+    unsigned int row_len,
+    int split_phase,
+    unsigned int row_split,
+    unsigned long long* ws) {
+  fj_reductions_1d5e48cf4c4e2d81_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_c94e5942d594f77b_s(
+extern "C" __global__ void fj_reductions_1d5e48cf4c4e2d81_s(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -278,7 +290,10 @@ extern "C" __global__ void fj_reductions_c94e5942d594f77b_s(
     unsigned long long ost_v19_1,
     unsigned long long ost_v19_2,
     unsigned int rows,
-    unsigned int row_len) {
-  fj_reductions_c94e5942d594f77b_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len);
+    unsigned int row_len,
+    int split_phase,
+    unsigned int row_split,
+    unsigned long long* ws) {
+  fj_reductions_1d5e48cf4c4e2d81_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
 
