@@ -86,7 +86,9 @@ int64_t view_span(std::span<const int64_t> shape, std::span<const int64_t> strid
 // ---- LaunchState -------------------------------------------------------------------------------
 
 int64_t choose_row_split(int64_t rows, int64_t row_len) {
-  if (rows <= 0) return 1;
+  // A second launch costs microseconds; a row of 32 chunks (1 MiB of f32) keeps one block busy for
+  // longer than that at the ~0.1 TB/s one SM reads (an estimate, not yet measured on a GPU).
+  if (rows <= 0 || ir::reduce_chunks(row_len) < 32) return 1;
   const int64_t parts = std::min(ir::reduce_chunks(row_len) / 4, 1024 / rows);
   return parts >= 2 ? parts : 1;
 }

@@ -86,8 +86,8 @@ struct GroupLaunch {
 };
 
 // Blocks per row of a reduction kernel that may split its rows: 1 unless rows are few and long
-// (a whole-tensor sum), then enough parts of at least 4 chunks (32768 elements) each for about
-// 1024 blocks in all. A function of the sizes only, and the bits never depend on it
+// (at least 32 chunks, 262144 elements: a whole-tensor sum), then enough parts of at least 4
+// chunks (32768 elements) each for about 1024 blocks in all. A function of the sizes only, and the bits never depend on it
 // (fj_reduce_split combines the same chunk values the same way).
 int64_t choose_row_split(int64_t rows, int64_t row_len);
 
