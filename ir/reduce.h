@@ -46,6 +46,11 @@ int64_t reduce_length(const Shape& in, uint64_t mask);
 // number of chunks of a reduction of `n` elements.
 inline constexpr int64_t kReduceChunk = 8192;
 inline constexpr int64_t reduce_chunks(int64_t n) { return (n + kReduceChunk - 1) / kReduceChunk; }
+// 8-byte slots of the workspace of a row split over blocks (fj_reduce.h: the row value of each of
+// `nslots` reductions per row, then their chunk values).
+inline constexpr int64_t split_workspace_slots(int64_t nslots, int64_t rows, int64_t row_len) {
+  return nslots * rows * (1 + reduce_chunks(row_len));
+}
 
 // The dtype a reduction computes in and returns, PyTorch's rules: sum and prod of bool or an
 // integer dtype are i64; mean needs a float dtype (UserError at `loc` otherwise, as torch.mean

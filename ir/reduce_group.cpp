@@ -29,7 +29,7 @@ struct Analyzer {
   const FusionGroup& grp;
   ReduceGroupInfo info;
   std::set<NodeId> in_group;
-  std::set<NodeId> after_row;  // element values computed from a row value
+  std::map<NodeId, int> depth;  // per node: the highest level of the reductions it reads (0: none)
 
   void fail(NodeId id, const std::string& why) {
     if (info.problem.empty()) info.problem = fmt::format("v{}: {}", id, why);
@@ -45,7 +45,8 @@ struct Analyzer {
     if (nd.red.axes != grp.reduce_mask || !same_sizes(g.node(nd.arg(0)).shape, grp.iter_shape))
       fail(id, "a reduction over other axes or another shape than the group's");
     if (info.row.count(nd.arg(0))) fail(id, "reduces a row value");
-    if (after_row.count(nd.arg(0))) info.splittable = false;
+    depth[id] = info.level[id] = depth[nd.arg(0)] + 1;
+    info.levels = std::max(info.levels, info.level[id]);
     info.row.insert(id);
     for (NodeId r : info.reductions) {
       const Node& e = g.node(r);
@@ -106,7 +107,7 @@ struct Analyzer {
     bool any_row = false;
     for (int k = 0; k < nd.nargs; ++k) {
       any_row = any_row || info.row.count(nd.arg(k)) > 0;
-      if (info.row.count(nd.arg(k)) || after_row.count(nd.arg(k))) after_row.insert(id);
+      depth[id] = std::max(depth[id], depth[nd.arg(k)]);
     }
     if (any_row) reads_row(id);
     else if (!broadcasts(nd.shape, grp.iter_shape)) fail(id, "an element value that does not broadcast to the iteration shape");
@@ -121,14 +122,12 @@ struct Analyzer {
         if (!(g.node(o).shape == grp.iter_shape)) fail(o, "an output without the group's iteration shape");
       return;
     }
-    info.splittable = true;  // until a reduction reads a row value or an output is per element
     for (NodeId id : grp.nodes) {
       if (is_reduction(g.node(id).op)) reduction(id);
       else non_reduction(id);
     }
     outputs();
-    for (NodeId o : grp.outputs)
-      if (!info.row.count(o)) info.splittable = false;
+    for (NodeId o : grp.outputs) info.element_outputs = info.element_outputs || !info.row.count(o);
   }
 };
 

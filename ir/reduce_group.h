@@ -32,10 +32,12 @@ struct ReduceGroupInfo {
   // (they differ only in keepdim, as logsumexp's two amax): its row values are that one's, so a
   // kernel computes them once. Maps the later reduction to the earliest.
   std::map<NodeId, NodeId> same_as;
-  // Every output is a row value and no reduction's operand reads a row value: the row values need
-  // only each reduction's own elements, so a long row may split over blocks that combine their
-  // chunk values afterwards (docs/ops.md, "A row split over blocks").
-  bool splittable = false;
+  // The level of each reduction: 1 + the highest level of the reductions its operand reads the
+  // values of (1 when it reads none; softmax: amax 1, the sum of exp(x - max) 2). A row split over
+  // blocks runs each level as two launches (docs/ops.md, "A row split over blocks").
+  std::map<NodeId, int> level;
+  int levels = 0;                  // the highest level (0: no reduction)
+  bool element_outputs = false;    // some output is an element value (written per element)
   // Why the group cannot run as one kernel of its kind ("" when it can), for the planner.
   std::string problem;
 };

@@ -713,15 +713,17 @@ struct ReduceGen {
   }
   bool row_blocks() const { return !red_j.empty() && red_j.back() + 1 == static_cast<int>(k.layout.iter_dims.size()); }
 
-  // Reductions that own chunk-value slots when a row is split over blocks (same_as twins reuse).
+  // Reductions that own workspace slots when a row is split over blocks (same_as twins reuse), and
+  // the last phase of a split row (2 per level, one more for element outputs; ir/reduce_group.h).
   std::vector<ir::NodeId> split_slots;
+  int final_phase = 0;
 
-  // Whether a long row may be split over several blocks (fj_reduce_split): a block per row and
-  // ReduceGroupInfo::splittable (no element output, no reduction reading another's value).
+  // Whether a long row may split over several blocks (fj_reduce_phase): one block per row.
   bool splittable() {
-    if (!row_blocks() || !info.splittable) return false;
+    if (!row_blocks()) return false;
     for (ir::NodeId r : info.reductions)
       if (!info.same_as.count(r)) split_slots.push_back(r);
+    final_phase = 2 * info.levels + (info.element_outputs ? 1 : 0);
     return true;
   }
   std::string v(ir::NodeId id) { return k.nm.v(id); }
@@ -812,10 +814,11 @@ struct ReduceGen {
                                     ir::reduce_combiner(nd.op), ct, load, mangle(ct));
     if (!split_slots.empty()) {
       const auto slot = std::find(split_slots.begin(), split_slots.end(), r) - split_slots.begin();
-      const std::string slot_row = slot == 0 ? "(long long)o" : fmt::format("{} * (long long)rows + (long long)o", slot);
-      value = fmt::format("fj_reduce_split<{0}, {1}>(split_phase, (long long)row_len, fj_part, fj_parts, {2}, "
-                          "fj_lanes_{3}, fj_tid, fj_nt,\n      fj_red_values<{1}>(ws, {4}, (long long)row_len))",
-                          ir::reduce_combiner(nd.op), ct, load, mangle(ct), slot_row);
+      value = fmt::format("fj_reduce_phase<{0}, {1}>(split_phase, {2}, (long long)row_len, fj_part, fj_parts, {3}, "
+                          "fj_lanes_{4}, fj_tid, fj_nt,\n      fj_red_chunk_slots<{1}>(ws, {5}, {6}, (long long)rows, (long long)o, "
+                          "(long long)row_len), fj_red_row_slot<{1}>(ws, {6}, (long long)rows, (long long)o))",
+                          ir::reduce_combiner(nd.op), ct, 2 * info.level.at(r) - 1, load, mangle(ct), split_slots.size(),
+                          slot);
     }
     if (nd.op == ir::Op::Mean)
       value = nd.red.correction == 0
@@ -855,8 +858,35 @@ struct ReduceGen {
       const std::string t = terms(red_j, "ost", v(o), -1);
       body += fmt::format("  out_{0}[ob_{0}{1}] = {2};\n", v(o), t.empty() ? "" : " + " + t, hf.name(o, HalfForms::Form::Storage));
     }
-    return s + fmt::format("  for ({} k = fj_tid; k < row_len; k += fj_nt) {{  // the element outputs\n", k.idx) +
+    if (split_slots.empty())
+      return s + fmt::format("  for ({} k = fj_tid; k < row_len; k += fj_nt) {{  // the element outputs\n", k.idx) +
+             indent(body, 2) + "  }\n";
+    return s + fmt::format("  long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch\n"
+                           "  fj_red_part_elements(split_phase, (long long)row_len, fj_part, fj_parts, fj_k0, fj_k1);\n"
+                           "  for ({0} k = ({0})fj_k0 + fj_tid; k < ({0})fj_k1; k += fj_nt) {{  // the element outputs\n",
+                           k.idx) +
            indent(body, 2) + "  }\n";
+  }
+
+  // The reductions level by level; in a split row, the launches of a level end after it.
+  std::string reductions() {
+    if (split_slots.empty()) {
+      std::string s;
+      for (ir::NodeId r : info.reductions) s += phase(r);
+      return s;
+    }
+    std::string s;
+    for (int j = 1; j <= info.levels; ++j) {
+      for (ir::NodeId r : info.reductions)
+        if (info.level.at(r) == j) s += phase(r);
+      if (2 * j == final_phase)
+        s += fmt::format("  if (split_phase == {}) continue;  // a split row's chunk values, combined by the next launch\n",
+                         2 * j - 1);
+      else
+        s += fmt::format("  if (split_phase == {} || split_phase == {}) continue;  // a split row's level-{} launches\n",
+                         2 * j - 1, 2 * j, j);
+    }
+    return s;
   }
 
   // One row: its coordinates and base offsets, the reductions, the row outputs, the element outputs.
@@ -870,8 +900,7 @@ struct ReduceGen {
       const std::string t = terms(row_j, "ost", v(o), -1);
       s += fmt::format("  const unsigned long long ob_{} = {};\n", v(o), t.empty() ? "0ull" : t);
     }
-    for (ir::NodeId r : info.reductions) s += phase(r);
-    if (!split_slots.empty()) s += "  if (split_phase == 1) continue;  // the second launch combines the chunk values\n";
+    s += reductions();
     std::string writes;
     for (size_t i = 0; i < k.group.outputs.size(); ++i)
       if (k.layout.row_out[i]) {
@@ -879,7 +908,9 @@ struct ReduceGen {
         s += ensure_row(o);
         writes += fmt::format("    out_{0}[ob_{0}] = {1};\n", v(o), hf.name(o, HalfForms::Form::Storage));
       }
-    if (!writes.empty()) s += "  if (fj_tid == 0) {  // the row outputs, once per row\n" + writes + "  }\n";
+    if (!writes.empty())
+      s += std::string(split_slots.empty() ? "  if (fj_tid == 0) {" : "  if (fj_tid == 0 && fj_part == 0) {") +
+           "  // the row outputs, once per row\n" + writes + "  }\n";
     return s + epilogue();
   }
 
@@ -898,8 +929,8 @@ struct ReduceGen {
     s += declare_constants(k, hf);
     if (!split_slots.empty())
       s += fmt::format("  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;\n"
-                       "  // One block per row; in split_phase 1, row_split blocks per row (fj_reduce_split)\n"
-                       "  const {0} fj_parts = split_phase == 1 ? row_split : 1;\n"
+                       "  // One block per row; row_split blocks per row in the odd launches of a split row\n"
+                       "  const {0} fj_parts = (split_phase & 1) ? row_split : 1;\n"
                        "  for ({0} fj_b = blockIdx.x; fj_b < rows * fj_parts; fj_b += gridDim.x) {{\n"
                        "    const {0} o = fj_b / fj_parts, fj_part = fj_b - o * fj_parts;\n", k.idx);
     else if (row_blocks())
@@ -946,8 +977,8 @@ std::string reduce_header(KernelGen& k, const ReduceGen& r) {
                       "// i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.\n"
                       "// Entry points @NAME@ and @NAME@_s are the same (any strides).\n",
                       axes,
-                      !r.split_slots.empty() ? "one block per row (threads share the lanes), or row_split blocks per\n"
-                                               "// long row and a second launch to combine their chunk values"
+                      !r.split_slots.empty() ? "one block per row (threads share the lanes), or for a few long rows\n"
+                                               "// row_split blocks per row in several launches (fj_reduce_phase)"
                       : r.row_blocks()       ? "one block per row (threads share the lanes)"
                                              : "one thread per row");
   return text;
@@ -962,6 +993,7 @@ GeneratedKernel generate_reduce_kernel(KernelGen& k) {
   out.reduction = true;
   out.row_blocks = r.row_blocks();
   out.split_reductions = r.splittable() ? static_cast<int>(r.split_slots.size()) : 0;
+  out.split_phases = r.final_phase;
   out.strided_signature = reduce_signature(k, out.split_reductions > 0);
   out.signature = out.strided_signature;
   const std::string body = r.body_function(out.signature);

@@ -68,12 +68,13 @@ struct GeneratedKernel {
   // read neighbouring elements). The host build runs each block with one thread.
   bool reduction = false;
   bool row_blocks = false;
-  // > 0: a long row may be split over several blocks, the kernel launched twice (fj_reduce_split
-  // in ir/scalar/fj_reduce.h; the entries take split_phase, row_split and ws, the workspace of
-  // split_reductions * rows * chunks 8-byte chunk values); 0: one block or thread per row (the
-  // kernel has element outputs, or a reduction reads another's value). Launches with split_phase
-  // 0, row_split 1 and a null ws reduce each row in one block.
+  // > 0: a long row may split over several blocks, the kernel launched split_phases times with
+  // split_phase 1, 2, ... (fj_reduce_phase in ir/scalar/fj_reduce.h; the entries take
+  // split_phase, row_split and ws, a workspace of split_reductions * rows * (1 + chunks) 8-byte
+  // slots); 0: one thread per row (a column reduction). Launches with split_phase 0, row_split 1
+  // and a null ws reduce each row in one block.
   int split_reductions = 0;
+  int split_phases = 0;
   int vector_width = 1;     // elements per vector iteration; 1 = no vector path
   bool fast_math = false;
   // NVRTC options the code requires (the compiler adds -arch): "--fmad=false" in strict mode.

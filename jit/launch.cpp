@@ -160,7 +160,7 @@ bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, con
     const int64_t rows = ir::num_elements(ir::reduced_shape(iter, grp.reduce_mask, false));
     const int64_t row_len = ir::reduce_length(iter, grp.reduce_mask);
     out.row_split = choose_row_split(rows, row_len);
-    if (out.row_split > 1) out.workspace_bytes = out.kernel->split_reductions * rows * ir::reduce_chunks(row_len) * 8;
+    if (out.row_split > 1) out.workspace_bytes = 8 * ir::split_workspace_slots(out.kernel->split_reductions, rows, row_len);
   }
   return true;
 }
@@ -267,8 +267,8 @@ void set_split_slots(const KernelSignature& sig, std::vector<uint64_t>& slots, i
   }
 }
 
-// Fills the arguments of group `gi` and runs it: once, or twice for a split row (chunk values of
-// row_split blocks per row, then one block per row combining them).
+// Fills the arguments of group `gi` and runs it: once, or once per phase of a split row (odd: chunk
+// values of row_split blocks per row, or the element outputs; even: one block per row combining).
 void launch_group(const PlanBindings& b, const GroupLaunch& gl, size_t gi, const Tensors& t,
                   std::span<const ir::Scalar> params, KernelRunner& runner, const LaunchOptions& o, LaunchScratch& s,
                   LaunchStats& stats) {
@@ -284,11 +284,13 @@ void launch_group(const PlanBindings& b, const GroupLaunch& gl, size_t gi, const
   for (size_t k = 0; k < s.slots.size(); ++k) s.ptrs[k] = &s.slots[k];
   if (gl.row_split > 1) {
     const uint64_t ws = runner.workspace(static_cast<size_t>(gl.workspace_bytes));
-    set_split_slots(sig, s.slots, 1, gl.row_split, ws);
-    runner.run(gl, gi, strided, vec, gl.items * gl.row_split, s.ptrs.data());
-    set_split_slots(sig, s.slots, 2, gl.row_split, ws);
+    for (int phase = 1; phase <= gl.kernel->split_phases; ++phase) {
+      set_split_slots(sig, s.slots, phase, gl.row_split, ws);
+      runner.run(gl, gi, strided, vec, phase % 2 ? gl.items * gl.row_split : gl.items, s.ptrs.data());
+    }
+  } else {
+    runner.run(gl, gi, strided, vec, gl.items, s.ptrs.data());
   }
-  runner.run(gl, gi, strided, vec, gl.items, s.ptrs.data());
   stats.kernels += gl.launches();
   stats.vector += vec;
   stats.strided += strided;

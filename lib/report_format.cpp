@@ -65,7 +65,7 @@ std::string path_table(const PathReport& fused, const PathReport& unfused, doubl
   for (const PathReport* p : {&fused, &unfused})
     if (p->launches > p->kernels)
       s += fmt::format("  note      {}: {} launches of {} kernel(s): a reduction whose few long rows split over blocks\n"
-                       "            runs twice (chunk values, then their fixed tree; docs/ops.md)\n",
+                       "            runs once per phase (chunk values, their fixed tree, ...; docs/ops.md)\n",
                        p->name, p->launches, p->kernels);
   return s;
 }

@@ -182,7 +182,7 @@ TEST_CASE("random graphs with reductions: fused, unfused and reference agree") {
   check_all(cases);
 }
 
-TEST_CASE("few long rows split over blocks (two launches) and give the reference's bits") {
+TEST_CASE("few long rows split over blocks (several launches) and give the reference's bits") {
   CHECK(jit::choose_row_split(1, 32 * 8192) == 8);
   CHECK(jit::choose_row_split(1, 31 * 8192) == 1);      // 31 chunks: one block
   CHECK(jit::choose_row_split(1, 1 << 24) == 512);     // a whole-tensor sum of 16M elements
@@ -190,19 +190,30 @@ TEST_CASE("few long rows split over blocks (two launches) and give the reference
   CHECK(jit::choose_row_split(0, 1 << 20) == 1);
   std::vector<testing::Case> cases;
   uint64_t seed = 500;
-  for (const char* text : {"input x : f32[300001]\ny = sum(x)\noutput y\n",
-                           "input x : f32[3, 270000]\ns = sum(x * x, -1)\nm = amax(x, -1)\ny = sqrt(s) + m\noutput y, m\n",
-                           "input x : bf16[2, 262145]\ny = mean(x, -1, keepdim)\nz = amin(x, -1)\noutput y, z\n",
-                           "input x : i32[600, 600]\ny = sum(x)\nz = prod(x)\noutput y, z\n",
-                           "input x : f64[2, 3, 90000]\ny = mean(x, [1, 2], correction=1)\noutput y\n",
-                           "input x : f16[1, 262144]\ny = amax(x, -1)\nw = amax(x, -1, keepdim)\noutput y, w\n"})
-    cases.push_back(reduce_case(text, seed++));
+  // (graph, launches of its split kernel: 2 per level of reductions, 1 more for element outputs)
+  const std::pair<const char*, int> graphs[] = {
+      {"input x : f32[300001]\ny = sum(x)\noutput y\n", 2},
+      {"input x : f32[3, 270000]\ns = sum(x * x, -1)\nm = amax(x, -1)\ny = sqrt(s) + m\noutput y, m\n", 2},
+      {"input x : bf16[2, 262145]\ny = mean(x, -1, keepdim)\nz = amin(x, -1)\noutput y, z\n", 2},
+      {"input x : i32[600, 600]\ny = sum(x)\nz = prod(x)\noutput y, z\n", 2},
+      {"input x : f64[2, 3, 90000]\ny = mean(x, [1, 2], correction=1)\noutput y\n", 2},
+      {"input x : f16[1, 262144]\ny = amax(x, -1)\nw = amax(x, -1, keepdim)\noutput y, w\n", 2},
+      {"input x : bf16[1, 300000] range -8:8\ny = softmax(x, -1)\noutput y\n", 5},
+      {"input x : f32[2, 270000]\ny = logsumexp(x, -1)\noutput y\n", 4},
+      {"input x : f32[600, 600]\nm = mean(x)\nd = x - m\ny = d / sqrt(mean(d * d))\noutput y, m\n", 5},
+      {"input x : f32[2, 270000]\ninput w : f32[270000]\ninput b : f32[270000]\n"
+       "mu = mean(x, -1, keepdim)\nd = x - mu\nv = mean(d * d, -1, keepdim)\ny = d * rsqrt(v + 1e-5) * w + b\n"
+       "output y\n", 5},
+      {"input x : f32[2, 270000]\ny = x - amax(x, -1, keepdim)\noutput y\n", 3},
+  };
+  for (const auto& [text, launches] : graphs) cases.push_back(reduce_case(text, seed++));
   for (size_t i = 1; i < cases.size(); ++i) cases[i].inputs = finite_inputs(cases[i].graph, 600 + i);
   check_all(cases, 1);
-  for (const testing::Case& c : cases) {
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const testing::Case& c = cases[i];
     CAPTURE(c.label);
     CHECK(c.fused.kernels[0].split_reductions > 0);
-    CHECK(jit::run_cpu_program(c.fused, c.inputs, c.params).kernels_launched == 2);
+    CHECK(jit::run_cpu_program(c.fused, c.inputs, c.params).kernels_launched == graphs[i].second);
   }
 }
 
@@ -275,8 +286,13 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
       "graph t\ninput x : f32[4, 2, 300]\nmu = mean(x, [1, 2], keepdim)\nd = x - mu\ny = d / sum(d * d, [1, 2], keepdim)\n"
       "output y\n",
       "graph t\ninput dy : f32[700, 5]\ndb = sum(dy, 0)\noutput db\n",  // one thread per row
-      // Rows that may split over blocks: run whole, and split in 2, 3 and 9 parts (two launches)
+      // Long rows, run whole and split in 2 and 9 parts: one level and row outputs (two
+      // launches); two levels and element outputs (softmax: five launches); row and element
+      // outputs of two levels (standardization, its mean and variance).
       "graph t\ninput x : f32[2, 70000]\ny = sum(x * x, -1)\nz = amax(x, -1)\noutput y, z\n",
+      "graph t\ninput x : f32[2, 70000] range -8:8\ny = softmax(x, -1)\noutput y\n",
+      "graph t\ninput x : f32[2, 70000]\nm = mean(x, -1, keepdim)\nd = x - m\nv = mean(d * d, -1, keepdim)\n"
+      "y = d * rsqrt(v + 1e-5)\noutput y, m, v\n",
   };
   const std::filesystem::path dir = std::filesystem::path(FUSEJIT_BINARY_DIR) / "test-reduce-threads";
   std::filesystem::create_directories(dir);
@@ -303,7 +319,8 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
     auto run = reinterpret_cast<Threaded>(dlsym(h, "run_threaded"));
     REQUIRE(static_cast<bool>(run));
 
-    const bool split = k.split_reductions > 0;
+    const bool split = std::string(text).find("70000") != std::string::npos;  // the long rows above
+    REQUIRE((!split || k.split_reductions > 0));
     const std::vector<ir::Tensor> in = split ? finite_inputs(g, 77) : testing::random_inputs(g, 77, 0.05);
     const std::vector<ir::Tensor> want = ir::evaluate_reference(g, in);
     std::vector<uint64_t> in_addrs, out_addrs;
@@ -313,8 +330,8 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
     for (ir::Tensor& t : outs) out_addrs.push_back(reinterpret_cast<uint64_t>(t.data.data()));
     std::vector<ir::Scalar> params;
     for (const ir::ParamDecl& p : g.params) params.push_back(p.default_value);
-    const std::vector<unsigned> blocks = split ? std::vector<unsigned>{1, 3, 256} : std::vector<unsigned>{1, 2, 3, 32, 96, 256, 1024};
-    for (long long parts : split ? std::vector<long long>{1, 2, 3, 9} : std::vector<long long>{1})
+    const std::vector<unsigned> blocks = split ? std::vector<unsigned>{1, 96} : std::vector<unsigned>{1, 2, 3, 32, 96, 256, 1024};
+    for (long long parts : split ? std::vector<long long>{1, 2, 9} : std::vector<long long>{1})
     for (unsigned block : blocks)
       for (unsigned grid : {1u, 2u, 5u}) {
         CAPTURE(parts);
@@ -322,13 +339,12 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
         CAPTURE(grid);
         for (ir::Tensor& t : outs) std::memset(t.data.data(), 0xA5, t.data.size());
         jit::PackedArgs args = jit::pack_args(k.signature, g, grp, in_addrs, out_addrs, params, {grid, block});
-        std::vector<uint64_t> ws(static_cast<size_t>(k.split_reductions * 2 * ir::reduce_chunks(70000)), ~0ull);
-        if (parts > 1) {  // as launch_plan does: phase 1 with parts blocks per row, then phase 2
-          set_split(k, args, 1, parts, reinterpret_cast<uint64_t>(ws.data()));
+        std::vector<uint64_t> ws(static_cast<size_t>(ir::split_workspace_slots(k.split_reductions, 2, 70000)), ~0ull);
+        if (parts == 1) run(args.params(), grid, block);
+        for (int phase = 1; parts > 1 && phase <= k.split_phases; ++phase) {  // as launch_plan does
+          set_split(k, args, phase, parts, reinterpret_cast<uint64_t>(ws.data()));
           run(args.params(), grid, block);
-          set_split(k, args, 2, parts, reinterpret_cast<uint64_t>(ws.data()));
         }
-        run(args.params(), grid, block);
         for (size_t o = 0; o < g.outputs.size(); ++o) {
           const auto it = std::find(grp.outputs.begin(), grp.outputs.end(), g.outputs[o].node);
           REQUIRE(it != grp.outputs.end());

@@ -2,8 +2,8 @@
 // 32, 256 and 512 host threads acting as one block (a std::barrier as fj_red_sync(), the lane
 // array shared, as __shared__ memory is on the GPU) gives the same bits as the one-thread run the
 // reference evaluator makes, for every combining op, at chunk edges and prime lengths. And a row
-// split over blocks (fj_reduce_split: chunk values by `parts` blocks, then combined) gives the
-// same bits for every number of parts.
+// split over blocks (fj_reduce_phase: chunk values by `parts` blocks, then combined and kept)
+// gives the same bits for every number of parts.
 #include <doctest/doctest.h>
 
 #include <barrier>
@@ -57,12 +57,14 @@ void check_thread_counts(size_t n, uint32_t seed) {
   }
 }
 
-// fj_reduce_split's two launches, each block run by `nthreads` threads: phase 1 by blocks 0..parts-1
-// (in reverse, as a GPU may schedule them), then phase 2 by one block.
+// fj_reduce_phase's launches for a reduction of level 2 (first = 3), each block run by `nthreads`
+// threads: phase 3 by blocks 0..parts-1 (in reverse, as a GPU may schedule them), phase 4 by one
+// block per row, then phase 5 (a later level's launch) reads the kept value back.
 template <class R, class T>
 T run_split(const std::vector<T>& x, long long parts, int nthreads) {
   const long long n = static_cast<long long>(x.size());
   std::vector<T> values(static_cast<size_t>(fj_red_chunks(n)) + 1), lanes(FJ_RED_LANES), result(static_cast<size_t>(nthreads));
+  T kept{};
   auto load = [&](long long i) { return x[static_cast<size_t>(i)]; };
   auto block = [&](int phase, long long part) {
     std::barrier<> bar(nthreads);
@@ -70,15 +72,20 @@ T run_split(const std::vector<T>& x, long long parts, int nthreads) {
     std::vector<std::thread> threads;
     for (int t = 0; t < nthreads; ++t)
       threads.emplace_back([&, t] {
-        result[static_cast<size_t>(t)] = fj_reduce_split<R, T>(phase, n, part, parts, load, lanes.data(), t, nthreads, values.data());
+        result[static_cast<size_t>(t)] =
+            fj_reduce_phase<R, T>(phase, 3, n, part, parts, load, lanes.data(), t, nthreads, values.data(), &kept);
       });
     for (std::thread& th : threads) th.join();
     g_block = nullptr;
   };
-  for (long long p = parts; p-- > 0;) block(1, p);
-  block(2, 0);
+  for (long long p = parts; p-- > 0;) block(3, p);
+  block(4, 0);
   for (const T& r : result) CHECK(std::memcmp(&r, &result[0], sizeof(T)) == 0);
-  return result[0];
+  const T combined = result[0];
+  CHECK(std::memcmp(&kept, &combined, sizeof(T)) == 0);
+  block(5, parts - 1);
+  CHECK(std::memcmp(&result[0], &combined, sizeof(T)) == 0);
+  return combined;
 }
 
 }  // namespace
@@ -103,6 +110,33 @@ TEST_CASE("a row split over blocks: the same bits for every number of parts") {
   // An empty row (never split by the launcher) still gives the identity of an empty reduction.
   const std::vector<double> none;
   CHECK(run_split<fj_red_prod, double>(none, 3, 1) == 1.0);
+}
+
+TEST_CASE("a split row's parts cover its chunks and elements once, in order") {
+  for (long long n : {1LL, 8191LL, 8192LL, 8193LL, 37LL * 8192 + 5}) {
+    const long long chunks = fj_red_chunks(n);
+    for (long long parts : {1LL, 2LL, 3LL, 8LL, 40LL}) {
+      CAPTURE(n);
+      CAPTURE(parts);
+      long long next_chunk = 0, next_elem = 0;
+      for (long long p = 0; p < parts; ++p) {
+        long long c0, c1, k0, k1;
+        fj_red_part_chunks(chunks, p, parts, c0, c1);
+        fj_red_part_elements(1, n, p, parts, k0, k1);
+        CHECK(c0 == next_chunk);
+        CHECK(c1 >= c0);
+        CHECK(k0 == next_elem);
+        CHECK(k1 >= k0);
+        next_chunk = c1;
+        next_elem = k1;
+      }
+      CHECK(next_chunk == chunks);
+      CHECK(next_elem == n);
+      long long k0, k1;
+      fj_red_part_elements(0, n, 0, 1, k0, k1);  // not split: the whole row
+      CHECK((k0 == 0 && k1 == n));
+    }
+  }
 }
 
 TEST_CASE("fixed order: the same bits for every thread count (block size)") {

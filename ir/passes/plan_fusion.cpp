@@ -371,8 +371,7 @@ bool plan_groups(const Graph& g, std::set<NodeId>& isolated, Planner& p, std::ve
 std::string reduction_note(const Graph& g, const FusionGroup& fg) {
   const ReduceGroupInfo info = analyze_reduce_group(g, fg);
   if (info.reductions.empty()) return "";
-  bool element_outputs = false;
-  for (NodeId o : fg.outputs) element_outputs = element_outputs || !info.row.count(o);
+  const bool element_outputs = info.element_outputs;
   std::string axes;
   for (int64_t a : mask_axes(fg.reduce_mask)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
   const size_t passes = info.reductions.size() - info.same_as.size() + (element_outputs ? 1 : 0);
@@ -383,10 +382,11 @@ std::string reduction_note(const Graph& g, const FusionGroup& fg) {
       innermost = (fg.reduce_mask >> d & 1) != 0;
       break;
     }
+  const int launches = 2 * info.levels + (element_outputs ? 1 : 0);
   return fmt::format("reduces axes [{}] of {} ({} reduction{}: {} pass{} over each row, re-read from memory{}); ", axes,
                      shape_to_string(fg.iter_shape, &g), info.reductions.size(), info.reductions.size() == 1 ? "" : "s",
                      passes, passes == 1 ? "" : "es",
-                     info.splittable && innermost ? "; rows split over blocks when few and long: two launches" : "");
+                     innermost ? fmt::format("; rows split over blocks when few and long: {} launches", launches) : "");
 }
 
 }  // namespace

@@ -172,33 +172,66 @@ FJ_FN T fj_reduce_fixed(long long n, Load load, T* lanes, int tid, int nthreads)
   return stack[0];
 }
 
-// The chunk values of one reduction of one row in a split launch's workspace: `slot_row`-th run
-// of chunks(n) 8-byte slots (every compute type fits one); null without a workspace (phase 0).
-template <class T>
-FJ_FN T* fj_red_values(unsigned long long* ws, long long slot_row, long long n) {
-  return ws ? (T*)(ws + slot_row * fj_red_chunks(n)) : (T*)0;
+// ---- A row split over blocks (docs/ops.md, "A row split over blocks") ----
+// A kernel launched several times on one stream, `phase` 1, 2, ... (0: not split, one block per
+// row). The reductions of level j (ir/reduce_group.h) use phases 2j - 1 (`row_split` blocks per
+// row each compute the values of their consecutive chunks) and 2j (one block per row combines
+// them and keeps the row's value); a last odd phase writes the element outputs, each block its
+// chunks' elements. The workspace `ws` holds, in 8-byte slots (every compute type fits one), the
+// row values of the `nslots` reductions (nslots * rows slots), then their chunk values.
+
+// Chunks [c0, c1) of part `part` of `parts` of a row of `chunks` chunks: ceil(chunks / parts)
+// consecutive chunks each (the last parts may have fewer or none).
+FJ_FN void fj_red_part_chunks(long long chunks, long long part, long long parts, long long& c0, long long& c1) {
+  const long long per = (chunks + parts - 1) / parts;
+  c0 = part * per < chunks ? part * per : chunks;
+  c1 = c0 + per < chunks ? c0 + per : chunks;
 }
 
-// The same order with a long row split over several blocks (a kernel launched twice; docs/ops.md,
-// "A row split over blocks"). `phase`:
-//   0  the calling block reduces the whole row: fj_reduce_fixed;
-//   1  the block is part `part` of `parts` of the row: it computes the values of chunks
-//      [part * per, (part + 1) * per), per = ceil(chunks / parts), into values[] (thread 0
-//      writes them) and returns R::id() (unused: the row's value is not known yet);
-//   2  the chunk values of the first launch are in values[]: step 4 combines them.
-// Each chunk value is the same operations on the same elements in every phase, and step 4 pairs
-// them the same way, so the three ways give the same bits.
+// The elements [k0, k1) a block writes in the element phase: its part's chunks (phase > 0), or the
+// whole row of n elements (phase 0).
+FJ_FN void fj_red_part_elements(int phase, long long n, long long part, long long parts, long long& k0, long long& k1) {
+  k0 = 0;
+  k1 = n;
+  if (phase == 0) return;
+  fj_red_part_chunks(fj_red_chunks(n), part, parts, k0, k1);
+  k0 = k0 * FJ_RED_CHUNK < n ? k0 * FJ_RED_CHUNK : n;
+  k1 = k1 * FJ_RED_CHUNK < n ? k1 * FJ_RED_CHUNK : n;
+}
+
+// The slot of reduction `slot`'s value for row `row`, and the first of its chunk values; null
+// without a workspace (phase 0).
+template <class T>
+FJ_FN T* fj_red_row_slot(unsigned long long* ws, long long slot, long long rows, long long row) {
+  return ws ? (T*)(ws + slot * rows + row) : (T*)0;
+}
+template <class T>
+FJ_FN T* fj_red_chunk_slots(unsigned long long* ws, long long nslots, long long slot, long long rows, long long row,
+                            long long n) {
+  return ws ? (T*)(ws + nslots * rows + (slot * rows + row) * fj_red_chunks(n)) : (T*)0;
+}
+
+// One reduction of a row whose chunk values are computed in phase `first`: phase 0 reduces the
+// whole row (fj_reduce_fixed); phase `first` computes the values of this part's chunks into
+// values[] (thread 0 writes them) and returns R::id() (unused); phase first + 1 combines them
+// (step 4, the same stack as fj_reduce_fixed, so the same bits) and keeps the result in *kept;
+// later phases return *kept. Each chunk value is the same operations on the same elements as in one
+// block, so the bits never depend on the split.
 template <class R, class T, class Load>
-FJ_FN T fj_reduce_split(int phase, long long n, long long part, long long parts, Load load, T* lanes, int tid,
-                        int nthreads, T* values) {
+FJ_FN T fj_reduce_phase(int phase, int first, long long n, long long part, long long parts, Load load, T* lanes,
+                        int tid, int nthreads, T* values, T* kept) {
   if (phase == 0) return fj_reduce_fixed<R, T>(n, load, lanes, tid, nthreads);
-  const long long chunks = fj_red_chunks(n);
-  if (phase == 2) return fj_red_combine_chunks<R, T>(chunks, values);
-  const long long per = (chunks + parts - 1) / parts;
-  const long long end = (part + 1) * per < chunks ? (part + 1) * per : chunks;
-  for (long long c = part * per; c < end; ++c) {
-    const long long c0 = c * FJ_RED_CHUNK;
-    const T v = fj_red_chunk<R, T>(c0, n - c0 < FJ_RED_CHUNK ? n - c0 : FJ_RED_CHUNK, load, lanes, tid, nthreads);
+  if (phase > first + 1) return *kept;
+  if (phase == first + 1) {
+    const T v = fj_red_combine_chunks<R, T>(fj_red_chunks(n), values);
+    if (tid == 0) *kept = v;
+    return v;
+  }
+  long long c0, c1;
+  fj_red_part_chunks(fj_red_chunks(n), part, parts, c0, c1);
+  for (long long c = c0; c < c1; ++c) {
+    const long long e0 = c * FJ_RED_CHUNK;
+    const T v = fj_red_chunk<R, T>(e0, n - e0 < FJ_RED_CHUNK ? n - e0 : FJ_RED_CHUNK, load, lanes, tid, nthreads);
     if (tid == 0) values[c] = v;
   }
   return R::template id<T>();

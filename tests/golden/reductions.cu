@@ -1,11 +1,12 @@
 // Fusion group: 15 op(s), iteration space [N, C], 32-bit index math.
 // Layout: r1 i32 in:[0,2):C k0.1:0.1. Outputs: v6 (p), v18 (lse).
-// Reduction kernel: axes [1] of the iteration space, one block per row (threads share the lanes).
+// Reduction kernel: axes [1] of the iteration space, one block per row (threads share the lanes), or for a few long rows
+// row_split blocks per row in several launches (fj_reduce_phase).
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_aecf4ebfe064268e and fj_reductions_aecf4ebfe064268e_s are the same (any strides).
-static __device__ void fj_reductions_aecf4ebfe064268e_rows(
+// Entry points fj_reductions_996b5622f3eead42 and fj_reductions_996b5622f3eead42_s are the same (any strides).
+static __device__ void fj_reductions_996b5622f3eead42_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -20,27 +21,37 @@ static __device__ void fj_reductions_aecf4ebfe064268e_rows(
     unsigned long long ost_v18_0,
     unsigned long long ost_v18_1,
     unsigned int rows,
-    unsigned int row_len) {
+    unsigned int row_len,
+    int split_phase,
+    unsigned int row_split,
+    unsigned long long* ws) {
   __shared__ float fj_lanes_float[FJ_RED_LANES];
   const float v9 = 0x0p+0f;  // v9 = const 0.0 : f32  [reductions.graph:10]
-  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;  // one block per row
-  for (unsigned int o = blockIdx.x; o < rows; o += gridDim.x) {
+  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;
+  // One block per row; row_split blocks per row in the odd launches of a split row
+  const unsigned int fj_parts = (split_phase & 1) ? row_split : 1;
+  for (unsigned int fj_b = blockIdx.x; fj_b < rows * fj_parts; fj_b += gridDim.x) {
+    const unsigned int o = fj_b / fj_parts, fj_part = fj_b - o * fj_parts;
     unsigned int rem_o = o;
     const unsigned int c0 = rem_o;
     const unsigned long long ib_v0 = (unsigned long long)c0 * ist_v0_0;
     const unsigned long long ob_v6 = (unsigned long long)c0 * ost_v6_0;
     const unsigned long long ob_v18 = (unsigned long long)c0 * ost_v18_0;
     // v2 = amax(v0) : f32  [reductions.graph:8]: in the fixed order of fj_reduce.h
-    const float v2 = fj_reduce_fixed<fj_red_max, float>((long long)row_len, [&](long long fj_i) -> float {
+    const float v2 = fj_reduce_phase<fj_red_max, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> float {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
       const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
       const float v0 = in_v0[ioff_v0];
       return v0;
-    }, fj_lanes_float, fj_tid, fj_nt);
+    }, fj_lanes_float, fj_tid, fj_nt,
+        fj_red_chunk_slots<float>(ws, 3, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 0, (long long)rows, (long long)o));
+    // v15 = amax(v0) : f32  [reductions.graph:10]: the row values of v2 (only keepdim differs)
+    const float v15 = v2;
+    if (split_phase == 1 || split_phase == 2) continue;  // a split row's level-1 launches
     // v5 = sum(v4) : f32  [reductions.graph:8]: in the fixed order of fj_reduce.h
-    const float v5 = fj_reduce_fixed<fj_red_sum, float>((long long)row_len, [&](long long fj_i) -> float {
+    const float v5 = fj_reduce_phase<fj_red_sum, float>(split_phase, 3, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> float {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
@@ -49,11 +60,12 @@ static __device__ void fj_reductions_aecf4ebfe064268e_rows(
       const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
       const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
       return v4;
-    }, fj_lanes_float, fj_tid, fj_nt);
+    }, fj_lanes_float, fj_tid, fj_nt,
+        fj_red_chunk_slots<float>(ws, 3, 1, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 1, (long long)rows, (long long)o));
     const bool v8 = fj_isinf(v2);  // v8 = isinf(v2) : bool  [reductions.graph:10]
     const float v10 = fj_where(v8, v9, v2);  // v10 = where(v8, v9, v2) : f32  [reductions.graph:10]
     // v13 = sum(v12) : f32  [reductions.graph:10]: in the fixed order of fj_reduce.h
-    const float v13 = fj_reduce_fixed<fj_red_sum, float>((long long)row_len, [&](long long fj_i) -> float {
+    const float v13 = fj_reduce_phase<fj_red_sum, float>(split_phase, 3, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> float {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
@@ -62,17 +74,19 @@ static __device__ void fj_reductions_aecf4ebfe064268e_rows(
       const float v11 = fj_sub(v0, v10);  // v11 = sub(v0, v10) : f32  [reductions.graph:10]
       const float v12 = fj_exp(v11);  // v12 = exp(v11) : f32  [reductions.graph:10]
       return v12;
-    }, fj_lanes_float, fj_tid, fj_nt);
-    // v15 = amax(v0) : f32  [reductions.graph:10]: the row values of v2 (only keepdim differs)
-    const float v15 = v2;
+    }, fj_lanes_float, fj_tid, fj_nt,
+        fj_red_chunk_slots<float>(ws, 3, 2, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 2, (long long)rows, (long long)o));
+    if (split_phase == 3 || split_phase == 4) continue;  // a split row's level-2 launches
     const float v14 = fj_log(v13);  // v14 = log(v13) : f32  [reductions.graph:10]
     const bool v16 = fj_isinf(v15);  // v16 = isinf(v15) : bool  [reductions.graph:10]
     const float v17 = fj_where(v16, v9, v15);  // v17 = where(v16, v9, v15) : f32  [reductions.graph:10]
     const float v18 = fj_add(v14, v17);  // v18 (lse) = add(v14, v17) : f32  [reductions.graph:10]
-    if (fj_tid == 0) {  // the row outputs, once per row
+    if (fj_tid == 0 && fj_part == 0) {  // the row outputs, once per row
       out_v18[ob_v18] = v18;
     }
-    for (unsigned int k = fj_tid; k < row_len; k += fj_nt) {  // the element outputs
+    long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch
+    fj_red_part_elements(split_phase, (long long)row_len, fj_part, fj_parts, fj_k0, fj_k1);
+    for (unsigned int k = (unsigned int)fj_k0 + fj_tid; k < (unsigned int)fj_k1; k += fj_nt) {  // the element outputs
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
       const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
@@ -84,7 +98,7 @@ static __device__ void fj_reductions_aecf4ebfe064268e_rows(
     }
   }
 }
-extern "C" __global__ void fj_reductions_aecf4ebfe064268e(
+extern "C" __global__ void fj_reductions_996b5622f3eead42(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -99,10 +113,13 @@ extern "C" __global__ void fj_reductions_aecf4ebfe064268e(
     unsigned long long ost_v18_0,
     unsigned long long ost_v18_1,
     unsigned int rows,
-    unsigned int row_len) {
-  fj_reductions_aecf4ebfe064268e_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len);
+    unsigned int row_len,
+    int split_phase,
+    unsigned int row_split,
+    unsigned long long* ws) {
+  fj_reductions_996b5622f3eead42_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_aecf4ebfe064268e_s(
+extern "C" __global__ void fj_reductions_996b5622f3eead42_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -117,8 +134,11 @@ extern "C" __global__ void fj_reductions_aecf4ebfe064268e_s(
     unsigned long long ost_v18_0,
     unsigned long long ost_v18_1,
     unsigned int rows,
-    unsigned int row_len) {
-  fj_reductions_aecf4ebfe064268e_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len);
+    unsigned int row_len,
+    int split_phase,
+    unsigned int row_split,
+    unsigned long long* ws) {
+  fj_reductions_996b5622f3eead42_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.
@@ -195,13 +215,13 @@ extern "C" __global__ void fj_reductions_03788b4ab2f2dab6_s(
 
 // Fusion group: 1 op(s), iteration space [4, N, C], 32-bit index math.
 // Layout: r1 i32 in:[0,3):C k0.1.2:0.1.2. Outputs: v19 (m).
-// Reduction kernel: axes [0, 2] of the iteration space, one block per row (threads share the lanes), or row_split blocks per
-// long row and a second launch to combine their chunk values.
+// Reduction kernel: axes [0, 2] of the iteration space, one block per row (threads share the lanes), or for a few long rows
+// row_split blocks per row in several launches (fj_reduce_phase).
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_1d5e48cf4c4e2d81 and fj_reductions_1d5e48cf4c4e2d81_s are the same (any strides).
-static __device__ void fj_reductions_1d5e48cf4c4e2d81_rows(
+// Entry points fj_reductions_c2e1d61c30e051a8 and fj_reductions_c2e1d61c30e051a8_s are the same (any strides).
+static __device__ void fj_reductions_c2e1d61c30e051a8_rows(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -224,8 +244,8 @@ static __device__ void fj_reductions_1d5e48cf4c4e2d81_rows(
     unsigned long long* ws) {
   __shared__ float fj_lanes_float[FJ_RED_LANES];
   const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;
-  // One block per row; in split_phase 1, row_split blocks per row (fj_reduce_split)
-  const unsigned int fj_parts = split_phase == 1 ? row_split : 1;
+  // One block per row; row_split blocks per row in the odd launches of a split row
+  const unsigned int fj_parts = (split_phase & 1) ? row_split : 1;
   for (unsigned int fj_b = blockIdx.x; fj_b < rows * fj_parts; fj_b += gridDim.x) {
     const unsigned int o = fj_b / fj_parts, fj_part = fj_b - o * fj_parts;
     unsigned int rem_o = o;
@@ -233,7 +253,7 @@ static __device__ void fj_reductions_1d5e48cf4c4e2d81_rows(
     const unsigned long long ib_v1 = (unsigned long long)c1 * ist_v1_1;
     const unsigned long long ob_v19 = (unsigned long long)c1 * ost_v19_1;
     // v19 (m) = amax(v1) : f32  [reductions.graph:11]: in the fixed order of fj_reduce.h
-    const float v19 = fj_reduce_split<fj_red_max, float>(split_phase, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> float {
+    const float v19 = fj_reduce_phase<fj_red_max, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> float {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c2 = rem_k - fjk_udiv(rem_k, isize2_mul, isize2_shift) * isize2;
@@ -243,14 +263,14 @@ static __device__ void fj_reductions_1d5e48cf4c4e2d81_rows(
       const float v1 = in_v1[ioff_v1];
       return v1;
     }, fj_lanes_float, fj_tid, fj_nt,
-        fj_red_values<float>(ws, (long long)o, (long long)row_len));
-    if (split_phase == 1) continue;  // the second launch combines the chunk values
-    if (fj_tid == 0) {  // the row outputs, once per row
+        fj_red_chunk_slots<float>(ws, 1, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 0, (long long)rows, (long long)o));
+    if (split_phase == 1) continue;  // a split row's chunk values, combined by the next launch
+    if (fj_tid == 0 && fj_part == 0) {  // the row outputs, once per row
       out_v19[ob_v19] = v19;
     }
   }
 }
-extern "C" __global__ void fj_reductions_1d5e48cf4c4e2d81(
+extern "C" __global__ void fj_reductions_c2e1d61c30e051a8(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -271,9 +291,9 @@ extern "C" __global__ void fj_reductions_1d5e48cf4c4e2d81(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_1d5e48cf4c4e2d81_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_c2e1d61c30e051a8_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_1d5e48cf4c4e2d81_s(
+extern "C" __global__ void fj_reductions_c2e1d61c30e051a8_s(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -294,6 +314,6 @@ extern "C" __global__ void fj_reductions_1d5e48cf4c4e2d81_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_1d5e48cf4c4e2d81_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_c2e1d61c30e051a8_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
 

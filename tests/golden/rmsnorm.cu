@@ -1,11 +1,12 @@
 // Fusion group: 8 op(s), iteration space [T, D], 32-bit index math.
 // Layout: r2 i32 in:[0,1)[1,2):C,S01 k0.1:0.1,-.0. Outputs: v10 (y).
-// Reduction kernel: axes [1] of the iteration space, one block per row (threads share the lanes).
+// Reduction kernel: axes [1] of the iteration space, one block per row (threads share the lanes), or for a few long rows
+// row_split blocks per row in several launches (fj_reduce_phase).
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_rmsnorm_8da6c91ef72bd42d and fj_rmsnorm_8da6c91ef72bd42d_s are the same (any strides).
-static __device__ void fj_rmsnorm_8da6c91ef72bd42d_rows(
+// Entry points fj_rmsnorm_4cd9e6677fd8d3b2 and fj_rmsnorm_4cd9e6677fd8d3b2_s are the same (any strides).
+static __device__ void fj_rmsnorm_4cd9e6677fd8d3b2_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -20,18 +21,24 @@ static __device__ void fj_rmsnorm_8da6c91ef72bd42d_rows(
     unsigned long long ost_v10_0,
     unsigned long long ost_v10_1,
     unsigned int rows,
-    unsigned int row_len) {
+    unsigned int row_len,
+    int split_phase,
+    unsigned int row_split,
+    unsigned long long* ws) {
   __shared__ float fj_lanes_float[FJ_RED_LANES];
   const float v2 = p_v2;
-  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;  // one block per row
-  for (unsigned int o = blockIdx.x; o < rows; o += gridDim.x) {
+  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;
+  // One block per row; row_split blocks per row in the odd launches of a split row
+  const unsigned int fj_parts = (split_phase & 1) ? row_split : 1;
+  for (unsigned int fj_b = blockIdx.x; fj_b < rows * fj_parts; fj_b += gridDim.x) {
+    const unsigned int o = fj_b / fj_parts, fj_part = fj_b - o * fj_parts;
     unsigned int rem_o = o;
     const unsigned int c0 = rem_o;
     const unsigned long long ib_v0 = (unsigned long long)c0 * ist_v0_0;
     const unsigned long long ib_v1 = 0ull;
     const unsigned long long ob_v10 = (unsigned long long)c0 * ost_v10_0;
     // v5 (ms) = mean(v4) : f32  [rmsnorm.graph:9]: in the fixed order of fj_reduce.h
-    const float v5 = fj_red_mean(fj_reduce_fixed<fj_red_sum, float>((long long)row_len, [&](long long fj_i) -> float {
+    const float v5 = fj_red_mean(fj_reduce_phase<fj_red_sum, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> float {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
@@ -41,10 +48,14 @@ static __device__ void fj_rmsnorm_8da6c91ef72bd42d_rows(
       const float v3 = fj_cvt_f32(v0);  // v3 (h) = cast(v0, f32) : f32  [rmsnorm.graph:8]
       const float v4 = fj_mul(v3, v3);  // v4 = mul(v3, v3) : f32  [rmsnorm.graph:9]
       return v4;
-    }, fj_lanes_float, fj_tid, fj_nt), (long long)row_len);
+    }, fj_lanes_float, fj_tid, fj_nt,
+        fj_red_chunk_slots<float>(ws, 1, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 0, (long long)rows, (long long)o)), (long long)row_len);
+    if (split_phase == 1 || split_phase == 2) continue;  // a split row's level-1 launches
     const float v6 = fj_add(v5, v2);  // v6 = add(v5, v2) : f32  [rmsnorm.graph:10]
     const float v7 = fj_rsqrt(v6);  // v7 = rsqrt(v6) : f32  [rmsnorm.graph:10]
-    for (unsigned int k = fj_tid; k < row_len; k += fj_nt) {  // the element outputs
+    long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch
+    fj_red_part_elements(split_phase, (long long)row_len, fj_part, fj_parts, fj_k0, fj_k1);
+    for (unsigned int k = (unsigned int)fj_k0 + fj_tid; k < (unsigned int)fj_k1; k += fj_nt) {  // the element outputs
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
       const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
@@ -60,7 +71,7 @@ static __device__ void fj_rmsnorm_8da6c91ef72bd42d_rows(
     }
   }
 }
-extern "C" __global__ void fj_rmsnorm_8da6c91ef72bd42d(
+extern "C" __global__ void fj_rmsnorm_4cd9e6677fd8d3b2(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -75,10 +86,13 @@ extern "C" __global__ void fj_rmsnorm_8da6c91ef72bd42d(
     unsigned long long ost_v10_0,
     unsigned long long ost_v10_1,
     unsigned int rows,
-    unsigned int row_len) {
-  fj_rmsnorm_8da6c91ef72bd42d_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len);
+    unsigned int row_len,
+    int split_phase,
+    unsigned int row_split,
+    unsigned long long* ws) {
+  fj_rmsnorm_4cd9e6677fd8d3b2_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_rmsnorm_8da6c91ef72bd42d_s(
+extern "C" __global__ void fj_rmsnorm_4cd9e6677fd8d3b2_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -93,7 +107,10 @@ extern "C" __global__ void fj_rmsnorm_8da6c91ef72bd42d_s(
     unsigned long long ost_v10_0,
     unsigned long long ost_v10_1,
     unsigned int rows,
-    unsigned int row_len) {
-  fj_rmsnorm_8da6c91ef72bd42d_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len);
+    unsigned int row_len,
+    int split_phase,
+    unsigned int row_split,
+    unsigned long long* ws) {
+  fj_rmsnorm_4cd9e6677fd8d3b2_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
 }
 

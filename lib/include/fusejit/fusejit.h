@@ -507,8 +507,9 @@ struct Measurement {
   /// graph output (for the unfused plan: every op's value), as (N, value) for node id N (named %N in
   /// KernelInfo::ops unless the graph names it), ascending N; poisoned before the run like outputs.
   std::vector<std::pair<int32_t, HostTensor>> intermediates;
-  /// Kernel launches per run: one per fusion group with at least one element, two for a
-  /// reduction whose few long rows split over blocks (docs/ops.md, "A row split over blocks").
+  /// Kernel launches per run: one per fusion group with at least one element, one per phase
+  /// (2 to 5 or more) for a reduction whose few long rows split over blocks (docs/ops.md, "A row
+  /// split over blocks").
   int kernels = 0;
   int64_t bytes = 0;          ///< bytes one run moves: per kernel, each input read once, each output written once
   double median_ms = 0;       ///< median time of one run (GPU: CUDA events; CPU: steady clock around the launches)

@@ -43,8 +43,8 @@ struct OutputStats {
 struct PathReport {
   std::string name;             ///< "fused" or "unfused"
   int kernels = 0;              ///< kernels of the plan (fusion groups)
-  /// Kernel launches per run (Measurement::kernels): one per kernel, two for a reduction whose
-  /// few long rows split over blocks (docs/ops.md, "A row split over blocks").
+  /// Kernel launches per run (Measurement::kernels): one per kernel, 2 to 5 or more for a
+  /// reduction whose few long rows split over blocks (docs/ops.md, "A row split over blocks").
   int launches = 0;
   double time_ms = 0;           ///< median time of one run (GPU: CUDA events; CPU: steady clock)
   int64_t bytes = 0;            ///< bytes moved: each kernel's inputs read once, outputs written once
