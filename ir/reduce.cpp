@@ -17,6 +17,7 @@ uint64_t reduce_axes_mask(std::span<const int64_t> axes, size_t rank, Loc loc) {
   if (axes.empty()) return rank == 0 ? 0 : (rank == 64 ? ~uint64_t{0} : (uint64_t{1} << rank) - 1);
   const auto r = static_cast<int64_t>(rank);
   uint64_t mask = 0;
+  int64_t written[64] = {};  // the axis as written, per normalised axis (for the repeat message)
   for (int64_t a : axes) {
     if (r == 0)  // NumPy's rule (PyTorch also accepts 0 and -1 here, reducing nothing)
       throw UserError(fmt::format("axis {} is out of range: a 0-d tensor has no axes (reduce it with no axes, "
@@ -25,8 +26,11 @@ uint64_t reduce_axes_mask(std::span<const int64_t> axes, size_t rank, Loc loc) {
       throw UserError(fmt::format("axis {} is out of range for a tensor of rank {} (expected {} to {})", a, r,
                                   -r, r - 1), loc);
     const int64_t k = a < 0 ? a + r : a;
-    if (mask & (uint64_t{1} << k))
-      throw UserError(fmt::format("axis {} appears twice in the reduced axes (as {} of rank {})", a, k, r), loc);
+    if (mask & (uint64_t{1} << k)) {
+      if (written[k] == a) throw UserError(fmt::format("axis {} appears twice in the reduced axes", a), loc);
+      throw UserError(fmt::format("axes {} and {} name the same axis ({} of a tensor of rank {})", written[k], a, k, r), loc);
+    }
+    written[k] = a;
     mask |= uint64_t{1} << k;
   }
   return mask;

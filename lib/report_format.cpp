@@ -47,7 +47,7 @@ std::string compile_text(const PathReport& p) {
   part(p.disk_hits, "disk hit");
   part(p.memory_hits, "memory hit");
   if (p.compiled && p.compile_ms > 0) s += fmt::format(" ({:.0f} ms)", p.compile_ms);
-  else if (p.compiled) s += " (in the fused kernels' program)";
+  else if (p.compiled) s += " (built with the fused kernels: time above)";
   return s;
 }
 

@@ -113,7 +113,8 @@ TEST_CASE("reduction text: bad axes, integer means and empty amax are located er
   const Bad bad[] = {
       {"y = sum(x, 2)", 5, "axis 2 is out of range for a tensor of rank 2"},
       {"y = sum(x, -3)", 5, "axis -3 is out of range"},
-      {"y = sum(x, [1, -1])", 5, "appears twice"},
+      {"y = sum(x, [1, -1])", 5, "axes 1 and -1 name the same axis (1 of a tensor of rank 2)"},
+      {"y = sum(x, [0, 0])", 5, "axis 0 appears twice in the reduced axes"},
       {"y = mean(i)", 5, "mean needs a float dtype"},
       {"y = amax(z, 0)", 5, "amax of zero elements"},
       {"y = sum(x, keepdim, 1)", 21, "the axes come first"},
