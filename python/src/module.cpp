@@ -12,6 +12,7 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -317,7 +318,13 @@ void bind_info(nb::module_& m) {
       .def_ro("compile_ms", &fusejit::KernelInfo::compile_ms)
       .def_ro("index64", &fusejit::KernelInfo::index64)
       .def("__repr__", [](const fusejit::KernelInfo& k) {
-        return "KernelInfo(" + k.name + ", cache=" + cache_name(k.cache) + ", compile_ms=" + std::to_string(k.compile_ms) + ")";
+        if (k.cache == fusejit::CacheOutcome::NotBuilt)  // an unfused kernel of compile(build_unfused=False)
+          return std::string("KernelInfo(cache='not built': compile with build_unfused=True)");
+        char ms[32];
+        std::snprintf(ms, sizeof ms, "%.1f", k.compile_ms);
+        return "KernelInfo('" + k.name + "', elements=" + std::to_string(k.elements) + ", read_bytes=" +
+               std::to_string(k.read_bytes) + ", write_bytes=" + std::to_string(k.write_bytes) + ", cache='" +
+               cache_name(k.cache) + "', compile_ms=" + ms + ")";
       });
 }
 
