@@ -32,7 +32,9 @@ struct Analyzer {
   std::map<NodeId, int> depth;  // per node: the highest level of the reductions it reads (0: none)
 
   void fail(NodeId id, const std::string& why) {
-    if (info.problem.empty()) info.problem = fmt::format("v{}: {}", id, why);
+    if (!info.problem.empty()) return;
+    info.problem = fmt::format("v{}: {}", id, why);
+    info.problem_node = id;
   }
 
   bool leaf_constant(NodeId a) const {

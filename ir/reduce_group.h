@@ -38,8 +38,10 @@ struct ReduceGroupInfo {
   std::map<NodeId, int> level;
   int levels = 0;                  // the highest level (0: no reduction)
   bool element_outputs = false;    // some output is an element value (written per element)
-  // Why the group cannot run as one kernel of its kind ("" when it can), for the planner.
+  // Why the group cannot run as one kernel of its kind ("" when it can), for the planner, and the
+  // node (or input) it names.
   std::string problem;
+  NodeId problem_node = kNoNode;
 };
 
 // True when `s` is a row shape of a reduction of X over `mask` in keepdim form: right-aligned to

@@ -155,6 +155,14 @@ TEST_CASE("reductions over two axes of one shape: each value follows the reducti
                               "e = var(d, 0)\noutput e\n",
                               702));
   check_all(three, 3);
+  // x - amax(x, -1) without keepdim broadcasts the row maxima by NumPy's right alignment (along
+  // columns): that value leaves the reduction group for an elementwise kernel, and the softmax of
+  // the same x stays one kernel (the fallback isolated every reduction: six kernels).
+  std::vector<testing::Case> detached;
+  detached.push_back(reduce_case("input x : f32[64, 64]\nm = amax(x, -1)\ny = x - m\ns = softmax(x, -1)\noutput y, s\n", 703));
+  detached.push_back(reduce_case("input x : f32[8, 8]\ninput b : f32[8]\nm = sum(x, -1)\nc = m + b\n"
+                                 "r = x / sum(x, -1, keepdim)\noutput c, r\n", 704));
+  check_all(detached, 2);
   // logsumexp without keepdim: its two amax (with and without keepdim) are one pass.
   const ir::Graph lse = ir::parse_graph("input x : f32[8, 100]\ny = logsumexp(x, -1)\noutput y\n", "l.txt");
   const ir::Plan p = ir::plan_fusion(lse);

@@ -33,6 +33,7 @@ struct Planner {
   const Graph& g;
   const PlanOptions& opt;
   const std::set<NodeId>& isolated;  // reductions planned alone (plan_fusion's fallback)
+  const std::set<NodeId>& detached;  // values that claim no reduction key (plan_fusion's fallback)
   size_t n;
   std::vector<NodeRole> kind;
   std::vector<int> sid;            // shape id per node
@@ -48,8 +49,8 @@ struct Planner {
   std::vector<Opened> opened;
   std::vector<int> key;            // group -> shape id
 
-  Planner(const Graph& graph, const PlanOptions& o, const std::set<NodeId>& iso)
-      : g(graph), opt(o), isolated(iso), n(static_cast<size_t>(graph.size())) {}
+  Planner(const Graph& graph, const PlanOptions& o, const std::set<NodeId>& iso, const std::set<NodeId>& det)
+      : g(graph), opt(o), isolated(iso), detached(det), n(static_cast<size_t>(graph.size())) {}
 
   int new_key(const Shape& s, uint64_t mask) {
     shapes.push_back(s);
@@ -93,6 +94,7 @@ struct Planner {
     }
     for (size_t i = 0; i < n; ++i) {
       if (kind[i] != NodeRole::Member || is_reduction(g.nodes[i].op)) continue;  // leaves and dead nodes: sid -1
+      if (detached.count(static_cast<NodeId>(i))) continue;
       const std::vector<int>& c = claim[static_cast<size_t>(sid[i])];
       if (!c.empty()) gkey[i] = follow_key(i, c);
     }
@@ -344,25 +346,37 @@ struct Planner {
 
 namespace {
 
-// The groups of `g` with the reductions of `isolated` planned alone; adds to `isolated` the
-// reductions of every group that cannot run as one kernel (ir/reduce_group.h) and returns false
-// when it did.
-bool plan_groups(const Graph& g, std::set<NodeId>& isolated, Planner& p, std::vector<FusionGroup>& fgs) {
+// The groups of `g` with the reductions of `isolated` planned alone and the values of `detached`
+// outside reduction groups. For every group that cannot run as one kernel (ir/reduce_group.h):
+// the value it names leaves reduction groups when it is an element or row value of the group (x -
+// amax(x, -1) without keepdim reads the row values by NumPy's right alignment: an elementwise
+// kernel computes it, and a softmax of the same x stays one kernel); otherwise the group's
+// reductions are planned alone. Returns false when it changed either set.
+bool plan_groups(const Graph& g, std::set<NodeId>& isolated, std::set<NodeId>& detached, Planner& p,
+                 std::vector<FusionGroup>& fgs) {
   p.classify();
   p.form_groups();
   fgs = p.finalize();
   for (int round = 0; round < 64 && p.split_oversized(fgs); ++round) fgs = p.finalize();
-  const size_t before = isolated.size();
+  const size_t before = isolated.size() + detached.size();
   std::string problem;
   for (size_t gi = 0; gi < fgs.size(); ++gi) {
     const ReduceGroupInfo info = analyze_reduce_group(g, fgs[gi]);
     if (info.problem.empty()) continue;
     if (problem.empty()) problem = fmt::format("group {}: {}", gi, info.problem);
+    const std::vector<NodeId>& members = fgs[gi].nodes;
+    const NodeId bad = info.problem_node;
+    if (bad != kNoNode && !is_reduction(g.node(bad).op) && !info.reductions.empty() &&
+        std::find(members.begin(), members.end(), bad) != members.end() && !detached.count(bad)) {
+      detached.insert(bad);
+      continue;
+    }
     for (NodeId r : p.key_reductions[static_cast<size_t>(p.key[gi])]) isolated.insert(r);
     for (NodeId r : info.reductions) isolated.insert(r);
   }
-  // Each round isolates at least one more reduction, or the groups hold.
-  FJ_CHECK(problem.empty() || isolated.size() > before, "plan_fusion: a group cannot run as one kernel: " + problem);
+  // Each round detaches a value or isolates a reduction, or the groups hold.
+  FJ_CHECK(problem.empty() || isolated.size() + detached.size() > before,
+           "plan_fusion: a group cannot run as one kernel: " + problem);
   const bool ok = problem.empty();
   return ok;
 }
@@ -393,14 +407,14 @@ std::string reduction_note(const Graph& g, const FusionGroup& fg) {
 
 Plan plan_fusion(const Graph& g, const PlanOptions& options) {
   // A group that mixes values a reduction kernel cannot compute together (ir/reduce_group.h) is
-  // planned again with its reductions alone, until every group holds: at most one round per
-  // reduction.
-  std::set<NodeId> isolated;
+  // planned again without the value at fault, or with its reductions alone, until every group
+  // holds: at most one round per node.
+  std::set<NodeId> isolated, detached;
   std::vector<FusionGroup> fgs;
   std::unique_ptr<Planner> pp;
   for (;;) {
-    pp = std::make_unique<Planner>(g, options, isolated);
-    if (plan_groups(g, isolated, *pp, fgs)) break;
+    pp = std::make_unique<Planner>(g, options, isolated, detached);
+    if (plan_groups(g, isolated, detached, *pp, fgs)) break;
   }
   Planner& p = *pp;
   std::vector<int> per_key(p.shapes.size(), 0);
