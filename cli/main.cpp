@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,6 +59,16 @@ class CommandLine {
     }
     return std::nullopt;
   }
+  // 0-based column of the value given to `option` that starts with `name` and '=' (--range
+  // x=0:1 for name x); nullopt when there is none.
+  std::optional<size_t> column_of_name(const std::string& option, const std::string& name) const {
+    const std::string prefix = name + "=";
+    for (size_t i = 1; i < args_.size(); ++i) {
+      if (args_[i] == option && i + 1 < args_.size() && args_[i + 1].rfind(prefix, 0) == 0) return starts_[i + 1];
+      if (args_[i].rfind(option + "=" + prefix, 0) == 0) return starts_[i] + option.size() + 1;
+    }
+    return std::nullopt;
+  }
 
  private:
   std::string text_;
@@ -92,6 +103,46 @@ int exit_code(fj::ErrorKind k) {
   }
 }
 
+// While alive, the library's warnings are printed to stderr (as by default) and kept.
+class WarningLog {
+ public:
+  WarningLog() {
+    fj::set_warning_handler([this](std::string_view m) {
+      std::fprintf(stderr, "fusejit: warning: %.*s\n", static_cast<int>(m.size()), m.data());
+      std::lock_guard<std::mutex> lock(mu_);
+      kept_.emplace_back(m);
+    });
+  }
+  ~WarningLog() { fj::set_warning_handler(nullptr); }
+  WarningLog(const WarningLog&) = delete;
+  WarningLog& operator=(const WarningLog&) = delete;
+  void append_to(std::vector<std::string>& out) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    out.insert(out.end(), kept_.begin(), kept_.end());
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> kept_;
+};
+
+// A library error about a value given on the command line ("--range x: ...", from RunOptions
+// checked against the graph) points at that value.
+bool locate_option_error(const CommandLine& line, ErrorInfo& e) {
+  if (e.message.rfind("--", 0) != 0) return false;
+  const size_t sp = e.message.find(' ');
+  const size_t end = e.message.find_first_of(":=", sp == std::string::npos ? 0 : sp);
+  if (sp == std::string::npos || end == std::string::npos || end <= sp + 1) return false;
+  const auto col = line.column_of_name(e.message.substr(0, sp), e.message.substr(sp + 1, end - sp - 1));
+  if (!col) return false;
+  e.file = "<command line>";
+  e.line = 1;
+  e.col = static_cast<int>(*col) + 1;
+  e.text = e.file + ":1:" + std::to_string(e.col) + ": error: " + e.message + "\n  " + line.text() + "\n  " +
+           std::string(*col, ' ') + "^";
+  return true;
+}
+
 // The error being handled (inside a catch block) as an ErrorInfo.
 ErrorInfo current_error(const CommandLine& line) {
   ErrorInfo e;
@@ -119,6 +170,7 @@ ErrorInfo current_error(const CommandLine& line) {
     e.col = f.column();
     e.text = f.diagnostic();
     while (!e.text.empty() && e.text.back() == '\n') e.text.pop_back();
+    if (locate_option_error(line, e)) return e;
     // Errors without a file location read like the command line's own: "fusejit: error: ...".
     if (e.text.rfind("error: ", 0) == 0 || e.text.rfind("internal error", 0) == 0) e.text = "fusejit: " + e.text;
   } catch (const std::exception& x) {
@@ -300,7 +352,9 @@ struct RunCommand {
 
   int exec() const {
     fj::RunOptions ro = run_options();
+    const WarningLog log;  // the library's warnings go to stderr and, with --json, into the report
     fj::RunReport rep = fj::run_graph(common.load(), ro);
+    if (json) log.append_to(rep.warnings);
     std::fputs((json ? rep.to_json() + "\n" : rep.to_text()).c_str(), stdout);
     return rep.ok() ? 0 : 1;
   }

@@ -156,4 +156,28 @@ ReduceGroupInfo analyze_reduce_group(const Graph& g, const FusionGroup& grp) {
   return std::move(a.info);
 }
 
+int64_t choose_row_split(int64_t rows, int64_t row_len) {
+  // A further launch costs microseconds; a row of 32 chunks (1 MiB of f32) keeps one block busy
+  // for longer than that at the ~0.1 TB/s one SM reads.
+  if (rows <= 0 || reduce_chunks(row_len) < 32) return 1;
+  const int64_t parts = std::min(reduce_chunks(row_len) / 4, 1024 / rows);
+  return parts >= 2 ? parts : 1;
+}
+
+RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupInfo& info) {
+  RowSplit r;
+  // One block per row when the innermost axis that is not a literal 1 is reduced (jit/codegen's
+  // kept dims: neighbouring threads then read neighbouring elements of one row).
+  for (size_t d = grp.iter_shape.size(); d-- > 0;)
+    if (grp.iter_shape[d].size != 1 || grp.iter_shape[d].sym >= 0) {
+      r.block_rows = (grp.reduce_mask >> d & 1) != 0;
+      break;
+    }
+  if (!r.block_rows || info.reductions.empty()) return r;
+  r.blocks_per_row = choose_row_split(num_elements(reduced_shape(grp.iter_shape, grp.reduce_mask, false)),
+                                      reduce_length(grp.iter_shape, grp.reduce_mask));
+  if (r.blocks_per_row > 1) r.launches = 2 * info.levels + (info.element_outputs ? 1 : 0);
+  return r;
+}
+
 }  // namespace fusejit::ir

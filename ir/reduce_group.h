@@ -54,4 +54,21 @@ bool same_sizes(const Shape& a, const Shape& b);
 // The analysis of `grp` (its nodes in topological order, iter_shape, reduce_mask) in `g`.
 ReduceGroupInfo analyze_reduce_group(const Graph& g, const FusionGroup& grp);
 
+// Blocks per row of a reduction kernel with one block per row: 1 unless rows are few and long (at
+// least 32 chunks: more than 253,952 elements; a whole-tensor sum), then enough parts of at least
+// 4 chunks (32,768 elements) each for about 1,024 blocks in all. A function of the sizes only, and
+// the bits never depend on it (fj_reduce_phase combines the same chunk values the same way). The
+// thresholds are estimates, not yet measured on a GPU.
+int64_t choose_row_split(int64_t rows, int64_t row_len);
+
+// How a reduction group's rows run at the graph's current sizes (docs/ops.md, "A row split over
+// blocks"): one thread per row (a column reduction: block_rows false), else one block per row, or
+// blocks_per_row > 1 blocks per row over `launches` launches.
+struct RowSplit {
+  bool block_rows = false;
+  int64_t blocks_per_row = 1;
+  int launches = 1;
+};
+RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupInfo& info);
+
 }  // namespace fusejit::ir

@@ -85,14 +85,6 @@ int64_t view_span(std::span<const int64_t> shape, std::span<const int64_t> strid
 
 // ---- LaunchState -------------------------------------------------------------------------------
 
-int64_t choose_row_split(int64_t rows, int64_t row_len) {
-  // A second launch costs microseconds; a row of 32 chunks (1 MiB of f32) keeps one block busy for
-  // longer than that at the ~0.1 TB/s one SM reads (an estimate, not yet measured on a GPU).
-  if (rows <= 0 || ir::reduce_chunks(row_len) < 32) return 1;
-  const int64_t parts = std::min(ir::reduce_chunks(row_len) / 4, 1024 / rows);
-  return parts >= 2 ? parts : 1;
-}
-
 int LaunchState::kernel_launches() const {
   int n = 0;
   for (const GroupLaunch& gl : groups) n += gl.launches();
@@ -159,7 +151,7 @@ bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, con
   if (out.kernel->split_reductions > 0) {
     const int64_t rows = ir::num_elements(ir::reduced_shape(iter, grp.reduce_mask, false));
     const int64_t row_len = ir::reduce_length(iter, grp.reduce_mask);
-    out.row_split = choose_row_split(rows, row_len);
+    out.row_split = ir::choose_row_split(rows, row_len);
     if (out.row_split > 1) out.workspace_bytes = 8 * ir::split_workspace_slots(out.kernel->split_reductions, rows, row_len);
   }
   return true;

@@ -76,7 +76,7 @@ struct GroupLaunch {
   bool fast = true;            // the fast entry's layout holds; else the strided entry always runs
   bool rows_ok = false;        // the sizes allow the fast entry's vector path (vector_rows_ok)
   std::vector<uint64_t> fast_args, strided_args;  // static_args() of each entry (fast: when `fast`)
-  // A reduction whose rows split over blocks (GeneratedKernel::split_reductions, choose_row_split):
+  // A reduction whose rows split over blocks (GeneratedKernel::split_reductions, ir::choose_row_split):
   // row_split > 1 blocks per row; the kernel runs split_phases times (odd split_phase on
   // rows * row_split * 256 items, even on rows * 256) with a workspace of workspace_bytes.
   // 1: one launch, no workspace.
@@ -86,11 +86,7 @@ struct GroupLaunch {
   int launches() const { return items == 0 ? 0 : row_split > 1 ? kernel->split_phases : 1; }
 };
 
-// Blocks per row of a reduction kernel that may split its rows: 1 unless rows are few and long
-// (at least 32 chunks, 262144 elements: a whole-tensor sum), then enough parts of at least 4
-// chunks (32768 elements) each for about 1024 blocks in all. A function of the sizes only, and
-// the bits never depend on it (fj_reduce_phase combines the same chunk values the same way).
-int64_t choose_row_split(int64_t rows, int64_t row_len);
+
 
 // What one set of dim values needs. Immutable once made; shared by concurrent launches.
 struct LaunchState {

@@ -42,6 +42,11 @@ void check_input_options(const ir::Graph& g, const RunOptions& ro) {
     bool from_file = std::any_of(ro.input_files.begin(), ro.input_files.end(), [&](const auto& f) { return f.first == r.first; });
     if (from_file)
       throw ir::UserError(ranges + " " + r.first + ": input '" + r.first + "' is read from a file (" + files + "), not generated");
+    try {  // the dtype's own limits (random_fill checks them again, for the graph's `range`)
+      ir::check_fill_range(g.node(*it).dtype, ir::FillRange{r.second.first, r.second.second});
+    } catch (const ir::UserError& e) {
+      throw ir::UserError(ranges + " " + r.first + ": " + e.what());
+    }
   }
 }
 

@@ -231,6 +231,11 @@ TEST_CASE("generated inputs come from the graph's `range`, which --range overrid
   auto [olo, ohi] = span_of("a");
   CHECK(olo >= -2.0);
   CHECK(ohi < -1.0);
+  // A range the input's dtype cannot hold is the command line's error, located there.
+  SplitResult bad = run_split(base + " --range k=0:1e10");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("<command line>:1:") != std::string::npos);
+  CHECK(bad.err.find("--range k: invalid random range") != std::string::npos);
   CHECK(run("frobnicate").code == 2);
   CHECK(run("--help").code == 0);
   CHECK(run("run --help").code == 0);
@@ -275,7 +280,8 @@ TEST_CASE("run --json and plan --json report every error as a JSON object on std
       {"run " + sample("x2x3.txt") + " --json --dim N=-5", "<command line>", "must be >= 0", 1, 0},
       {"run /nonexistent/g.txt --json", "", "/nonexistent/g.txt", 0, 0},
       {"run " + sample("x2x3.txt") + " --json --no-such-flag", "", "--no-such-flag", 0, 0},
-      {"run " + sample("x2x3.txt") + " --json --param nope=1", "", "nope", 0, 0},
+      {"run " + sample("x2x3.txt") + " --json --param nope=1", "<command line>", "nope", 1, 0},
+      {"run " + sample("x2x3.txt") + " --json --range=nope=0:1", "<command line>", "--range nope: the graph has no input", 1, 0},
       {"plan " + (dir / "bad.txt").string() + " --json", (dir / "bad.txt").string(), "exp takes 1 argument", 2, 5},
       {"plan " + sample("x2x3.txt") + " --json --dim N=-5", "<command line>", "must be >= 0", 1, 0},
   };
@@ -306,6 +312,13 @@ TEST_CASE("an input no output uses gets a warning") {
   CHECK(r.err.find("warning") != std::string::npos);
   r = run_split("plan " + sample("x2x3.txt"));
   CHECK(r.err.empty());
+  // run --json: on stderr and in the report's warnings
+  r = run_split("run " + (dir / "u.txt").string() + " --backend cpu --repeats 1 --warmup 0 --json");
+  CHECK(r.code == 0);
+  CHECK(r.err.find("input 'unused_b' is not used") != std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  REQUIRE(j["warnings"].size() == 1);
+  CHECK(j["warnings"][0].get<std::string>().find("u.txt:2:7: input 'unused_b' is not used by any output") != std::string::npos);
 }
 
 TEST_CASE("plan and run print bytes in the same units; index.json and plan name values the same way") {

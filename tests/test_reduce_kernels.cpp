@@ -19,6 +19,7 @@
 #include "ir/plan.h"
 #include "ir/random_fill.h"
 #include "ir/reduce.h"
+#include "ir/reduce_group.h"
 #include "ir/reference.h"
 #include "jit/codegen.h"
 #include "jit/kernel_abi.h"
@@ -191,11 +192,11 @@ TEST_CASE("random graphs with reductions: fused, unfused and reference agree") {
 }
 
 TEST_CASE("few long rows split over blocks (several launches) and give the reference's bits") {
-  CHECK(jit::choose_row_split(1, 32 * 8192) == 8);
-  CHECK(jit::choose_row_split(1, 31 * 8192) == 1);      // 31 chunks: one block
-  CHECK(jit::choose_row_split(1, 1 << 24) == 512);     // a whole-tensor sum of 16M elements
-  CHECK(jit::choose_row_split(4096, 1 << 20) == 1);    // many rows fill the GPU already
-  CHECK(jit::choose_row_split(0, 1 << 20) == 1);
+  CHECK(ir::choose_row_split(1, 32 * 8192) == 8);
+  CHECK(ir::choose_row_split(1, 31 * 8192) == 1);      // 31 chunks: one block
+  CHECK(ir::choose_row_split(1, 1 << 24) == 512);     // a whole-tensor sum of 16M elements
+  CHECK(ir::choose_row_split(4096, 1 << 20) == 1);    // many rows fill the GPU already
+  CHECK(ir::choose_row_split(0, 1 << 20) == 1);
   std::vector<testing::Case> cases;
   uint64_t seed = 500;
   // (graph, launches of its split kernel: 2 per level of reductions, 1 more for element outputs)
@@ -222,6 +223,8 @@ TEST_CASE("few long rows split over blocks (several launches) and give the refer
     CAPTURE(c.label);
     CHECK(c.fused.kernels[0].split_reductions > 0);
     CHECK(jit::run_cpu_program(c.fused, c.inputs, c.params).kernels_launched == graphs[i].second);
+    CHECK(c.fused.plan.groups[0].note.find(fmt::format("blocks per row at these sizes, {} launches", graphs[i].second)) !=
+          std::string::npos);  // what `fusejit plan` says
   }
 }
 

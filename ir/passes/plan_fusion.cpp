@@ -389,18 +389,13 @@ std::string reduction_note(const Graph& g, const FusionGroup& fg) {
   std::string axes;
   for (int64_t a : mask_axes(fg.reduce_mask)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
   const size_t passes = info.reductions.size() - info.same_as.size() + (element_outputs ? 1 : 0);
-  // One block per row (the innermost axis that is not a literal 1 is reduced) can split a row.
-  bool innermost = false;
-  for (size_t d = fg.iter_shape.size(); d-- > 0;)
-    if (fg.iter_shape[d].size != 1 || fg.iter_shape[d].sym >= 0) {
-      innermost = (fg.reduce_mask >> d & 1) != 0;
-      break;
-    }
-  const int launches = 2 * info.levels + (element_outputs ? 1 : 0);
-  return fmt::format("reduces axes [{}] of {} ({} reduction{}: {} pass{} over each row, re-read from memory{}); ", axes,
-                     shape_to_string(fg.iter_shape, &g), info.reductions.size(), info.reductions.size() == 1 ? "" : "s",
-                     passes, passes == 1 ? "" : "es",
-                     innermost ? fmt::format("; rows split over blocks when few and long: {} launches", launches) : "");
+  const RowSplit split = row_split_at(g, fg, info);
+  std::string how = split.block_rows ? "one block per row at these sizes" : "one thread per row";
+  if (split.blocks_per_row > 1)
+    how = fmt::format("{} blocks per row at these sizes, {} launches", split.blocks_per_row, split.launches);
+  return fmt::format("reduces axes [{}] of {} ({} reduction{}: {} pass{} over each row, re-read from memory; {}); ",
+                     axes, shape_to_string(fg.iter_shape, &g), info.reductions.size(),
+                     info.reductions.size() == 1 ? "" : "s", passes, passes == 1 ? "" : "es", how);
 }
 
 }  // namespace

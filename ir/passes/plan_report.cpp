@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "ir/printer.h"
+#include "ir/reduce_group.h"
 
 namespace fusejit::ir {
 namespace {
@@ -233,11 +234,18 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
     GroupTraffic t = group_traffic(g, grp);
     json shape = json::array();
     for (const Dim& d : grp.iter_shape) shape.push_back(d.size);
-    groups.push_back({{"kernel", kernel_name(g, k, kernel_names)}, {"nodes", names(grp.nodes)}, {"inputs", names(grp.inputs)},
-                      {"params", names(grp.params)}, {"outputs", names(grp.outputs)}, {"iter_shape", shape},
-                      {"read_bytes", t.read_bytes}, {"write_bytes", t.write_bytes},
-                      {"param_bytes", estimate_param_bytes(g, grp)}, {"note", grp.note},
-                      {"reduce_axes", reduction_group(g, grp) ? mask_axes(grp.reduce_mask) : std::vector<int64_t>{}}});
+    json e = {{"kernel", kernel_name(g, k, kernel_names)}, {"nodes", names(grp.nodes)}, {"inputs", names(grp.inputs)},
+              {"params", names(grp.params)}, {"outputs", names(grp.outputs)}, {"iter_shape", shape},
+              {"read_bytes", t.read_bytes}, {"write_bytes", t.write_bytes},
+              {"param_bytes", estimate_param_bytes(g, grp)}, {"note", grp.note},
+              {"reduce_axes", reduction_group(g, grp) ? mask_axes(grp.reduce_mask) : std::vector<int64_t>{}}};
+    if (reduction_group(g, grp)) {  // how its rows run at these sizes (docs/ops.md, "A row split over blocks")
+      const RowSplit r = row_split_at(g, grp, analyze_reduce_group(g, grp));
+      e["rows_per"] = r.block_rows ? "block" : "thread";
+      e["blocks_per_row"] = r.blocks_per_row;
+      e["launches"] = r.launches;
+    }
+    groups.push_back(std::move(e));
   }
   PlanTotals f = plan_totals(g, fused), u = plan_totals(unfused_graph ? *unfused_graph : g, unfused);
   return {{"mode", rw.fast_math ? "fast-math" : "strict"},
