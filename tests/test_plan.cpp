@@ -9,6 +9,7 @@
 #include "ir/builder.h"
 #include "ir/parser.h"
 #include "ir/passes/plan_fusion.h"
+#include "ir/passes/plan_report.h"
 #include "ir/passes/rewrite.h"
 #include "ir/plan.h"
 #include "ir/reduce_group.h"
@@ -126,6 +127,27 @@ TEST_CASE("a broadcast producer is recomputed in the consumer unless it is an ou
   Plan r = plan_fusion(g, {.max_recompute_ops = 0});
   CHECK(r.groups.size() == 2);
   check_plan(g, r);
+}
+
+TEST_CASE("a widening cast two reduction groups read is recomputed in both, not written as an intermediate") {
+  // CSE leaves one cast(x, i64) for both sums; writing it (8 bytes an element) and reading it back
+  // would move 16 bytes where recomputing reads the 1-byte input again.
+  Graph g = rewrite(parse_graph("input x : i8[3, 40]\na = sum(x, -1)\ne = sum(x)\noutput a, e\n", "t")).graph;
+  REQUIRE(g.op_count() == 3);  // one cast, two sums
+  Plan p = plan_fusion(g);
+  REQUIRE(p.groups.size() == 2);
+  check_plan(g, p);
+  for (const FusionGroup& grp : p.groups) {
+    REQUIRE(grp.inputs.size() == 1);
+    CHECK(g.node(grp.inputs[0]).op == Op::Input);
+  }
+  CHECK(plan_totals(g, p).write_bytes == 3 * 8 + 8);  // the outputs alone
+  // A value wider in its operands than in itself (a + b of two inputs) is still written once.
+  Graph h = rewrite(parse_graph("input x : f32[3, 40]\ninput y : f32[3, 40]\nz = x + y\na = sum(z, -1)\ne = sum(z)\n"
+                                "output a, e\n", "t")).graph;
+  Plan q = plan_fusion(h);
+  check_plan(h, q);
+  CHECK(plan_totals(h, q).write_bytes > 3 * 4 + 4);
 }
 
 TEST_CASE("outputs of different shapes go to different groups") {

@@ -115,6 +115,19 @@ struct Planner {
 
   const Node& node(NodeId id) const { return g.node(id); }
 
+  // Whether recomputing node i where another group needs it reads no more bytes than writing it
+  // once and reading it there: its tensor operands are no larger than its value (a widening cast
+  // after CSE: i8 -> i64 is 1 byte recomputed against 16 moved).
+  bool cheaper_recomputed(size_t i) const {
+    const Node& nd = g.nodes[i];
+    int64_t in = 0;
+    for (int a = 0; a < nd.nargs; ++a) {
+      const Node& x = node(nd.arg(a));
+      if (x.op != Op::Const && x.op != Op::Param) in += num_elements(x.shape) * dtype_size(x.dtype);
+    }
+    return in <= num_elements(nd.shape) * dtype_size(nd.dtype);
+  }
+
   void classify() {
     kind.assign(n, NodeRole::Dead);
     out_bind.assign(n, 0);
@@ -169,7 +182,9 @@ struct Planner {
           for (int s : evals[static_cast<size_t>(users[static_cast<size_t>(k)])]) u.push_back(s);
         std::sort(u.begin(), u.end());
         u.erase(std::unique(u.begin(), u.end()), u.end());
-        if (!u.empty() && !std::binary_search(u.begin(), u.end(), gkey[i]) && static_cast<int>(u.size()) <= kMaxDupShapes) {
+        const bool own = std::binary_search(u.begin(), u.end(), gkey[i]);
+        if (!u.empty() && static_cast<int>(u.size()) <= kMaxDupShapes &&
+            (!own || (u.size() > 1 && cheaper_recomputed(i)))) {
           kind[i] = NodeRole::Dup;
           evals[i] = std::move(u);
           continue;
