@@ -299,6 +299,20 @@ NodeId GraphBuilder::materialize(const Operand& x, Loc loc) {
   return constant(literal_to_scalar(x.lit, default_dtype(x.lit.cat)), loc);
 }
 
+// For operands that do not broadcast: a hint when one is a reduction without keepdim (x -
+// amax(x, -1), the commonest slip: the reduced axis is gone, so NumPy's right alignment no longer
+// lines the rows up).
+std::string GraphBuilder::keepdim_hint(std::span<const NodeId> args) const {
+  for (NodeId a : args) {
+    while (g_.node(a).op == Op::Cast) a = g_.node(a).arg(0);
+    const Node& r = g_.node(a);
+    if (is_reduction(r.op) && !r.red.keepdim && r.red.axes != 0)
+      return "; " + (r.name.empty() ? "the " + std::string(op_name(r.op)) + " result" : "'" + r.name + "'") +
+             " has dropped its reduced axes: reduce with `keepdim` to broadcast it back over them";
+  }
+  return "";
+}
+
 Shape GraphBuilder::broadcast(const Shape& a, const Shape& b, Loc loc) const {
   return broadcast_shapes(a, b, loc, &g_);
 }
@@ -313,7 +327,11 @@ NodeId GraphBuilder::add_typed(Op op, DType dtype, std::span<const NodeId> args,
   for (size_t k = 0; k < args.size(); ++k) {
     FJ_CHECK(args[k] >= 0 && args[k] < g_.size(), "add_typed: operand out of range");
     n.args[k] = args[k];
-    n.shape = k == 0 ? g_.node(args[k]).shape : broadcast(n.shape, g_.node(args[k]).shape, loc);
+    try {
+      n.shape = k == 0 ? g_.node(args[k]).shape : broadcast(n.shape, g_.node(args[k]).shape, loc);
+    } catch (const UserError& e) {
+      throw UserError(e.what() + keepdim_hint(args.first(k + 1)), e.loc());
+    }
   }
   int64_t bytes = 0;
   if (mul_overflows(num_elements(n.shape), dtype_size(dtype), &bytes))

@@ -155,6 +155,7 @@ class GraphBuilder {
   Operand fold_literals(Op op, std::span<const Operand> args, Loc loc) const;
   DType common_dtype(Op op, std::span<const Operand> args) const;
   Shape broadcast(const Shape& a, const Shape& b, Loc loc) const;
+  std::string keepdim_hint(std::span<const NodeId> args) const;
   Graph g_;
   std::unordered_map<std::string, int32_t> dim_index_;  // name -> index in g_.dims (O(1) find_dim)
 };

@@ -146,7 +146,7 @@ Operand GraphBuilder::var(const Operand& x, std::span<const int64_t> axes, bool 
 Operand GraphBuilder::reduce_by_name(std::string_view name, const Operand& x, const ReduceArgs& a, Loc loc) {
   const std::string n(name);
   const bool spread = name == "var" || name == "std";
-  if (a.correction && name != "mean" && !spread)
+  if (a.correction && !takes_correction(name))
     throw UserError(n + " takes no correction (only mean, var and std do)", loc);
   if (spread) return var(x, a.axes, a.keepdim, a.correction.value_or(1), name == "std", loc);
   if (!is_composite_name(name)) {

@@ -111,6 +111,12 @@ std::string unknown_op_message(std::string_view name) {
   names.insert(names.end(), composite_names().begin(), composite_names().end());
   for (int k = 0; k < kNumOps; ++k)
     if (!is_leaf(static_cast<Op>(k))) names.push_back(op_name(static_cast<Op>(k)));
+  // PyTorch's and NumPy's names for what fusejit spells otherwise: a typo guess (max -> fmax)
+  // would name an elementwise op that silently computes something else.
+  if (name == "max" || name == "min")
+    return "unknown op " + quoted(name) + ": for a reduction write a" + std::string(name) + " (torch.a" +
+           std::string(name) + "), for an elementwise one " + std::string(name) + "imum (NaN-propagating, torch." +
+           std::string(name) + "imum) or f" + std::string(name);
   return "unknown op " + quoted(name) + did_you_mean(name, names);
 }
 

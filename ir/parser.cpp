@@ -628,6 +628,8 @@ class Parser {
     if (a.correction) throw UserError("`keepdim` comes before `correction=N`", tok_.loc);
     a.keepdim = true;
     advance();
+    if (tok_.kind == Tok::Assign)
+      throw UserError("`keepdim` takes no value: write `keepdim` alone (PyTorch's keepdim=True)", tok_.loc);
   }
 
   // `[AXIS, ...]` after its '['.
@@ -641,9 +643,9 @@ class Parser {
     expect(Tok::RBracket, "']' to close the list of axes");
   }
 
-  // `, AXES` (an integer or a [list]), `, keepdim` and `, correction=N`, each optional and in
-  // that order, then ')'.
-  void reduce_tail(GraphBuilder::ReduceArgs& a) {
+  // `, AXES` (an integer or a [list]), `, keepdim` and `, correction=N` (reductions that take one:
+  // `correction`), each optional and in that order, then ')'.
+  void reduce_tail(GraphBuilder::ReduceArgs& a, bool correction) {
     bool has_axes = false;
     while (tok_.kind == Tok::Comma) {
       advance();
@@ -652,6 +654,8 @@ class Parser {
         reduce_keyword(a);
       } else if (tok_.kind == Tok::RParen) {
         throw UserError("expected an argument after ',' (remove the trailing ',')", tok_.loc);
+      } else if (tok_.kind == Tok::Ident && tok_.text == "keepdims") {
+        throw UserError("unknown argument `keepdims`: NumPy's keepdims is written `keepdim` here", tok_.loc);
       } else if (tok_.kind == Tok::Ident && (tok_.text == "ddof" || tok_.text == "unbiased")) {
         throw UserError(fmt::format("unknown argument `{}`: NumPy's ddof and PyTorch's unbiased are written "
                                     "`correction=N` here (ddof=1 and unbiased=True are correction=1)",
@@ -663,7 +667,8 @@ class Parser {
         else a.axes.push_back(axis_literal());
       } else {
         throw UserError(std::string(late ? "the axes come first; expected" : "expected") +
-                            " `keepdim`, `correction=N` or ')' after the axes, found " + describe(tok_),
+                            (correction ? " `keepdim`, `correction=N`" : " `keepdim`") + " or ')' after the axes, found " +
+                            describe(tok_),
                         tok_.loc);
       }
     }
@@ -677,7 +682,7 @@ class Parser {
     advance();  // '('
     Operand x = expr(depth + 1);
     GraphBuilder::ReduceArgs args;
-    reduce_tail(args);
+    reduce_tail(args, takes_correction(name.text));
     if (tok_.kind != Tok::RParen)
       throw UserError("expected ',' or ')' to close '(' at column " + std::to_string(open.loc.col) + ", found " +
                           describe(tok_),

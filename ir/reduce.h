@@ -25,6 +25,8 @@ bool is_composite_name(std::string_view name);
 // True for the name of a reduction op or of a composite: the calls the graph format parses as
 // `name(x[, AXES][, keepdim][, correction=N])`.
 bool is_reduce_name(std::string_view name);
+// Whether reduction `name` takes `correction=N` (mean, var, std: PyTorch's var/std correction).
+inline bool takes_correction(std::string_view name) { return name == "mean" || name == "var" || name == "std"; }
 
 // The bit mask of the reduced axes of an operand of rank `rank` from the axes as written:
 // negative axes count from the end; an empty list reduces every axis (`sum(x)`). Throws

@@ -136,6 +136,14 @@ TEST_CASE("reduction text: bad axes, integer means and empty amax are located er
       {"y = softmax(x, -1, correction=1)", 5, "softmax takes no correction"},
       {"y = softmax(z, 0)", 5, "softmax over an empty axis (axis 0 of shape [0, 2])"},
       {"y = logsumexp(z, 0)", 5, "logsumexp over an empty axis"},
+      // What PyTorch and NumPy users write first
+      {"y = max(x, -1)", 5, "for a reduction write amax (torch.amax), for an elementwise one maximum"},
+      {"y = min(x)", 5, "for a reduction write amin"},
+      {"y = mean(x, -1, keepdim=True)", 24, "`keepdim` takes no value: write `keepdim` alone"},
+      {"y = sum(x, -1, keepdims)", 16, "NumPy's keepdims is written `keepdim` here"},
+      {"y = sum(x, -1, 3)", 16, "expected `keepdim` or ')' after the axes"},
+      {"y = var(x, -1, 3)", 16, "expected `keepdim`, `correction=N` or ')' after the axes"},
+      {"y = x - amax(x, -1)", 7, "the amax result has dropped its reduced axes: reduce with `keepdim`"},
   };
   for (const Bad& b : bad) {
     CAPTURE(b.line);
