@@ -327,6 +327,25 @@ struct Planner {
     return any;
   }
 
+  // "axes [0, 1]" when other groups reduce group gi's iteration shape over other axes (its key is
+  // a reduction key and another key has the same shape), else "".
+  std::string other_axes(size_t gi) const {
+    const size_t k = static_cast<size_t>(key[gi]);
+    if (key_mask[k] == 0) return "";
+    std::set<uint64_t> masks;
+    for (int k2 : key)
+      if (key_mask[static_cast<size_t>(k2)] != 0 && key_mask[static_cast<size_t>(k2)] != key_mask[k] &&
+          shape_key(shapes[static_cast<size_t>(k2)]) == shape_key(shapes[k]))
+        masks.insert(key_mask[static_cast<size_t>(k2)]);
+    std::string s;
+    for (uint64_t m : masks) {
+      std::string axes;
+      for (int64_t a : mask_axes(m)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
+      s += (s.empty() ? "axes [" : " and [") + axes + "]";
+    }
+    return s;
+  }
+
   std::string note(size_t gi, size_t num_shapes, const std::vector<int>& per_key) const {
     std::string s;
     size_t same_key = static_cast<size_t>(per_key[static_cast<size_t>(key[gi])]);
@@ -341,6 +360,9 @@ struct Planner {
         s = num_shapes > 1 ? "iteration shape " + shape_to_string(shapes[static_cast<size_t>(key[gi])], &g) +
                                  ": values of other shapes are in other groups (one iteration space per kernel)"
                            : "one kernel over " + shape_to_string(shapes[static_cast<size_t>(key[gi])], &g);
+        if (const std::string o = other_axes(gi); !o.empty())
+          s = "iteration shape " + shape_to_string(shapes[static_cast<size_t>(key[gi])], &g) + ": reductions of it over " +
+              o + " are another kernel (one set of reduced axes per kernel)";
         break;
       case Opened::Dependency:
         s = "new group: the previous group of this shape would read a value computed after it (cycle)";
@@ -408,9 +430,11 @@ std::string reduction_note(const Graph& g, const FusionGroup& fg) {
   std::string how = split.block_rows ? "one block per row at these sizes" : "one thread per row";
   if (split.blocks_per_row > 1)
     how = fmt::format("{} blocks per row at these sizes, {} launches", split.blocks_per_row, split.launches);
-  return fmt::format("reduces axes [{}] of {} ({} reduction{}: {} pass{} over each row, re-read from memory; {}); ",
-                     axes, shape_to_string(fg.iter_shape, &g), info.reductions.size(),
-                     info.reductions.size() == 1 ? "" : "s", passes, passes == 1 ? "" : "es", how);
+  const size_t n = info.reductions.size();
+  const std::string count = fmt::format("{} reduction{}", n, n == 1 ? "" : "s") +
+                            (info.same_as.empty() ? "" : fmt::format(", {} distinct", n - info.same_as.size()));
+  const std::string reads = passes == 1 ? "1 pass over each row" : fmt::format("{} passes over each row, each reading it from memory", passes);
+  return fmt::format("reduces axes [{}] of {} ({}: {}; {}); ", axes, shape_to_string(fg.iter_shape, &g), count, reads, how);
 }
 
 }  // namespace

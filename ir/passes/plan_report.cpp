@@ -93,6 +93,12 @@ std::string kernel_name(const Graph& g, size_t index, std::span<const std::strin
   return "fj_" + base + "_k" + std::to_string(index);
 }
 
+// What the unfused plan runs: every op of the graph as written (before rewrites: what a framework
+// without fusejit would launch), or of rw.graph.
+std::string unfused_label(const Graph* unfused_graph) {
+  return unfused_graph ? " (one kernel per op of the graph as written, before rewrites)" : " (one kernel per op)";
+}
+
 std::string format_plan_summary(const RewriteResult& rw, const Plan& fused, const Plan& unfused, const Graph* unfused_graph) {
   const Graph& g = rw.graph;
   PlanTotals f = plan_totals(g, fused), u = plan_totals(unfused_graph ? *unfused_graph : g, unfused);
@@ -101,8 +107,8 @@ std::string format_plan_summary(const RewriteResult& rw, const Plan& fused, cons
                               rw.hit_cap ? " (iteration cap hit)" : "");
   s += fmt::format("fused plan:   {} kernel{}, reads {}, writes {}\n", f.kernels, f.kernels == 1 ? "" : "s",
                    bytes_text(f.read_bytes), bytes_text(f.write_bytes));
-  s += fmt::format("unfused plan: {} kernel{}, reads {}, writes {}\n", u.kernels, u.kernels == 1 ? "" : "s",
-                   bytes_text(u.read_bytes), bytes_text(u.write_bytes));
+  s += fmt::format("unfused plan: {} kernel{}, reads {}, writes {}{}\n", u.kernels, u.kernels == 1 ? "" : "s",
+                   bytes_text(u.read_bytes), bytes_text(u.write_bytes), unfused_label(unfused_graph));
   s += fmt::format("predicted traffic fused/unfused: {:.3f} (predicted speedup {:.2f}x)\n", traffic_ratio(f, u),
                    f.bytes() > 0 ? static_cast<double>(u.bytes()) / static_cast<double>(f.bytes()) : 1.0);
   return s;
@@ -148,8 +154,8 @@ std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const P
   PlanTotals f = plan_totals(g, fused), u = plan_totals(unfused_graph ? *unfused_graph : g, unfused);
   s += fmt::format("\n# totals\nfused:   {} kernel{}, read {}, write {}\n", f.kernels, f.kernels == 1 ? "" : "s",
                    bytes_text(f.read_bytes), bytes_text(f.write_bytes));
-  s += fmt::format("unfused: {} kernel{}, read {}, write {}\n", u.kernels, u.kernels == 1 ? "" : "s",
-                   bytes_text(u.read_bytes), bytes_text(u.write_bytes));
+  s += fmt::format("unfused: {} kernel{}, read {}, write {}{}\n", u.kernels, u.kernels == 1 ? "" : "s",
+                   bytes_text(u.read_bytes), bytes_text(u.write_bytes), unfused_label(unfused_graph));
   s += fmt::format("predicted traffic fused/unfused: {:.3f} (predicted speedup {:.2f}x)\n", traffic_ratio(f, u),
                    f.bytes() > 0 ? static_cast<double>(u.bytes()) / static_cast<double>(f.bytes()) : 1.0);
   return s;
