@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -126,6 +127,26 @@ json dump_kernel(const fs::path& dir, PlanKind kind, size_t group, const Program
   return e;
 }
 
+// The kernel files (.cu, .cubin, .ptx) the folder's index.json lists; empty without a readable
+// fusejit index. Only plain file names count (an index cannot point outside its folder).
+std::set<std::string> indexed_files(const fs::path& dir) {
+  std::set<std::string> out;
+  std::ifstream in(dir / "index.json");
+  if (!in) return out;
+  const json j = json::parse(in, nullptr, false);
+  if (!j.is_object() || j.value("format", "") != "fusejit-aot" || !j.contains("kernels") || !j["kernels"].is_array())
+    return out;
+  for (const json& k : j["kernels"]) {
+    if (!k.is_object()) continue;
+    for (const char* key : {"cu", "cubin", "ptx"})
+      if (k.contains(key) && k[key].is_string()) {
+        const std::string name = k[key].get<std::string>();
+        if (!name.empty() && fs::path(name).filename().string() == name && name != "." && name != "..") out.insert(name);
+      }
+  }
+  return out;
+}
+
 void dump_path(const fs::path& dir, const Program::Impl& p, PlanKind kind, json& kernels) {
   const Program::Impl::Variant& v = *(kind == PlanKind::Fused ? p.fused : *p.unfused).variants[0];
   const std::string ext = p.backend == Backend::Cuda ? jit::to_string(p.gpu_target.kind) : "";
@@ -156,9 +177,15 @@ void dump_program(const Program::Impl& p) {
                 {"output", gpu ? jit::to_string(p.gpu_target.kind) : "none"}, {"fast_math", p.options.fast_math},
                 {"nvrtc_options", p.options.nvrtc_options}, {"nvrtc_version", gpu ? jit::nvrtc_version().str() : ""},
                 {"kernels", json::array()}};
+  const std::set<std::string> before = indexed_files(dir);
   dump_path(dir, p, PlanKind::Fused, index["kernels"]);
   dump_path(dir, p, PlanKind::Unfused, index["kernels"]);
   write_text(dir / "index.json", index.dump(2) + "\n");
+  // The kernel files of an earlier dump into this folder that this one does not write again: gone,
+  // so the folder holds one program (files fusejit did not write stay).
+  const std::set<std::string> now = indexed_files(dir);
+  for (const std::string& f : before)
+    if (!now.count(f)) fs::remove(dir / f, ec);
 }
 
 namespace {

@@ -156,6 +156,15 @@ TEST_CASE("plan, compile and cache subcommands") {
   REQUIRE(pj["fused"]["groups"].size() == 1);
   CHECK(pj["fused"]["groups"][0]["kernel"] == index["kernels"][0]["kernel"]);
   CHECK(index["kernels"][0]["plan"] == "fused");
+  // Another graph into the same folder: the earlier kernel files go, a file fusejit did not write stays.
+  std::ofstream(dir / "mine.txt") << "notes\n";
+  REQUIRE(run("compile " + sample("x2x3.txt") + " --arch sm_90 -o " + dir.string()).code == 0);
+  nlohmann::json again = nlohmann::json::parse(std::ifstream(dir / "index.json"));
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
+  CHECK(files == 2 * again["kernels"].size() + 3);  // .cu + .cubin per kernel, graph.txt, index.json, mine.txt
+  CHECK(fs::exists(dir / "mine.txt"));
+  CHECK(!fs::exists(dir / index["kernels"][0]["cu"].get<std::string>()));
   Result ptx = run("compile " + sample("x2x3.txt") + " --arch sm_90 --ptx -o " + scratch("ptx").string());
   CHECK(ptx.code == 0);
 
