@@ -281,6 +281,7 @@ struct RunCommand {
   uint64_t seed = 0;
   std::string save_dir, dump_dir, arch, backend = "auto", cache_dir;
   int device = 0, repeats = 20, warmup = 3;
+  int64_t row_split = 0;
   bool json = false, no_cache = false, no_check = false, special = false;
 
   void define(CLI::App& app) {
@@ -301,6 +302,10 @@ struct RunCommand {
     cmd->add_option("--backend", backend, "auto (GPU if present), cuda, or cpu")
         ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->default_val("auto");
     cmd->add_option("--device", device, "CUDA device ordinal")->default_val(0)->check(kNonNegative);
+    cmd->add_option("--row-split", row_split,
+                    "blocks per row of block-per-row reductions: 0 = fusejit's rule (few rows of > 253,952 "
+                    "elements split), 1 = never, N = N parts (same bits either way; docs/ops.md)")
+        ->default_val(0)->check(kNonNegative);
     cmd->add_option("--repeats", repeats, "timed runs per path; the median is reported")
         ->default_val(20)->check(CLI::Range(1, 100000));
     cmd->add_option("--warmup", warmup, "untimed runs before timing")->default_val(3)->check(CLI::Range(0, 100000));
@@ -346,6 +351,7 @@ struct RunCommand {
     ro.options.disk_cache = !no_cache;
     ro.options.nvrtc_options = nvrtc;
     ro.options.message_style = fj::MessageStyle::CommandLine;
+    ro.options.row_split = row_split;
     ro.options.backend = backend == "cuda" ? fj::Backend::Cuda : backend == "cpu" ? fj::Backend::Cpu : fj::Backend::Auto;
     return ro;
   }

@@ -128,7 +128,7 @@ bool group_holds(const ir::Graph& g, const ir::FusionGroup& grp, const ir::Shape
 
 // The launch of one group, or false when the plan's grouping does not hold for these shapes.
 bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, const KernelProvider& kernels,
-                  GroupLaunch& out) {
+                  int64_t row_split, GroupLaunch& out) {
   const ir::Shape iter = current_iter_shape(g, grp);
   if (!group_holds(g, grp, iter)) return false;
   std::vector<ir::Shape> in_shapes;
@@ -151,7 +151,8 @@ bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, con
   if (out.kernel->split_reductions > 0) {
     const int64_t rows = ir::num_elements(ir::reduced_shape(iter, grp.reduce_mask, false));
     const int64_t row_len = ir::reduce_length(iter, grp.reduce_mask);
-    out.row_split = ir::choose_row_split(rows, row_len);
+    const int64_t chunks = ir::reduce_chunks(row_len);
+    out.row_split = row_split == 0 ? ir::choose_row_split(rows, row_len) : std::min(row_split, std::max<int64_t>(chunks, 1));
     if (out.row_split > 1) out.workspace_bytes = 8 * ir::split_workspace_slots(out.kernel->split_reductions, rows, row_len);
   }
   return true;
@@ -160,7 +161,8 @@ bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, con
 }  // namespace
 
 std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g, const ir::Plan& plan,
-                                                     const PlanBindings& bindings, const KernelProvider& kernels) {
+                                                     const PlanBindings& bindings, const KernelProvider& kernels,
+                                                     int64_t row_split) {
   auto st = std::make_shared<LaunchState>();
   for (const ir::DimDecl& d : g.dims) st->dims.push_back(d.value);
   for (ir::NodeId id : g.inputs) st->input_shapes.push_back(sizes_of(g.node(id).shape));
@@ -172,7 +174,7 @@ std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g, const i
   st->bytes_moved = ir::plan_totals(g, plan).bytes();
   st->groups.resize(plan.groups.size());
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
-    if (!group_launch(g, plan.groups[gi], gi, kernels, st->groups[gi])) return nullptr;
+    if (!group_launch(g, plan.groups[gi], gi, kernels, row_split, st->groups[gi])) return nullptr;
     st->wide = st->wide || st->groups[gi].variant == 1;
   }
   return st;

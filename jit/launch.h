@@ -109,9 +109,10 @@ using KernelProvider = std::function<const GeneratedKernel&(int variant, size_t 
 // Computes the launch state of `plan` (made over `g` at other dims) for `g_at_dims`, the same graph
 // rebound to new dim values (ir::rebind_dims). Returns nullptr when the plan does not hold there:
 // a group whose outputs no longer share one shape (a broadcast between two named dims now takes
-// another one), so the caller must plan again for these dims.
+// another one), so the caller must plan again for these dims. `row_split`: Options::row_split.
 std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g_at_dims, const ir::Plan& plan,
-                                                     const PlanBindings& bindings, const KernelProvider& kernels);
+                                                     const PlanBindings& bindings, const KernelProvider& kernels,
+                                                     int64_t row_split = 0);
 
 // Runs one kernel entry; implemented by the GPU (jit/gpu_runner.h) and CPU (jit/cpu_runner.h)
 // launchers.

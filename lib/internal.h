@@ -46,7 +46,7 @@ void warn_unused_inputs(const ir::Graph& g);
 
 // The options messages name, each as an API user writes it ("Options::arch") or as a `fusejit`
 // user does ("--arch"), by Options::message_style.
-enum class OptionField { Arch, NvrtcOptions, Params, InputFiles, InputRanges, SaveDir, Dims };
+enum class OptionField { Arch, NvrtcOptions, Params, InputFiles, InputRanges, SaveDir, Dims, RowSplit };
 std::string option_name(OptionField field, MessageStyle style);
 
 // The value of every graph param (slot order, each converted to its param's dtype) from named or

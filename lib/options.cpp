@@ -18,6 +18,7 @@ std::string option_name(OptionField field, MessageStyle style) {
     case OptionField::InputRanges: return cli ? "--range" : "RunOptions::input_ranges";
     case OptionField::SaveDir: return cli ? "--save-dir" : "RunOptions::save_dir";
     case OptionField::Dims: return cli ? "--dim" : "the dims argument";
+    case OptionField::RowSplit: return cli ? "--row-split" : "Options::row_split";
   }
   return "an option";
 }

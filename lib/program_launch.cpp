@@ -92,9 +92,10 @@ Impl::DimsEntry make_entry(const Impl& p, const Impl::Path& path, std::span<cons
   const DimValues named = named_dims(p.graph_of(path.kind), dims);
   const ir::Graph g = rebound(p.graph_of(path.kind), named);
   if (path.kind == PlanKind::Unfused || rewrites_hold(p, g, named))
-    e.state = jit::make_launch_state(g, path.plan, *path.bindings, [&](int v, size_t gi) -> const jit::GeneratedKernel& {
-      return p.variant(path, v).kernels[gi];
-    });
+    e.state = jit::make_launch_state(
+        g, path.plan, *path.bindings,
+        [&](int v, size_t gi) -> const jit::GeneratedKernel& { return p.variant(path, v).kernels[gi]; },
+        p.options.row_split);
   if (!e.state) e.delegate = specialization(p, named);
   return e;
 }

@@ -139,14 +139,20 @@ done
 # 3b. Timing-only extras, budget permitting: bias_gelu at its full size (the checked run above
 # uses half the rows), in fast-math mode (f32 intermediates, fast erf: its compute ceiling, which
 # tells whether the strict kernel is bound by instruction issue or by memory), and capped at 32
-# registers (full occupancy: does it need more bytes in flight?).
-for extra in "bias_gelu~full:" "bias_gelu~fast-math:--fast-math" "bias_gelu~regs32:--nvrtc-option=--maxrregcount=32"; do
-  name="${extra%%:*}"; flags="${extra#*:}"
+# registers (full occupancy: does it need more bytes in flight?). Then the row split's thresholds
+# (ir::choose_row_split, unmeasured): grad_norm in one block against its 512-block split, and a
+# vocabulary-sized logsumexp row (1 x 128256, under the threshold) split in 8 parts against one block.
+for extra in "bias_gelu~full:bias_gelu:" "bias_gelu~fast-math:bias_gelu:--fast-math" \
+             "bias_gelu~regs32:bias_gelu:--nvrtc-option=--maxrregcount=32" \
+             "grad_norm~one-block:grad_norm:--row-split=1" \
+             "logsumexp~vocab:logsumexp:--dim=N=1 --dim=V=128256 --row-split=1" \
+             "logsumexp~vocab-split8:logsumexp:--dim=N=1 --dim=V=128256 --row-split=8"; do
+  name="${extra%%:*}"; rest="${extra#*:}"; graph="${rest%%:*}"; flags="${rest#*:}"
   left=$(( BUDGET_S - $(elapsed) ))
   if [ $left -lt 15 ]; then say "time budget spent: $name not run"; break; fi
   t=$(( left < 25 ? left : 25 ))
   # shellcheck disable=SC2086
-  timeout "$t" "$FJ" run "$ROOT/samples/graphs/bias_gelu.txt" --json --no-check $flags \
+  timeout "$t" "$FJ" run "$ROOT/samples/graphs/$graph.txt" --json --no-check $flags \
     > "$OUTDIR/runs/$name.json" 2> "$OUTDIR/runs/$name.log"
   rc=$?
   echo "$rc" > "$OUTDIR/runs/$name.rc"

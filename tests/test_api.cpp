@@ -380,6 +380,38 @@ TEST_CASE("measure: a checked run with poisoned outputs, timing, and the unfused
   CHECK(f.outputs[0] == u.outputs[0]);
 }
 
+TEST_CASE("Options::row_split: forced splits launch once per phase and give the same bits") {
+  const fj::Graph g = fj::Graph::parse("input x : f32[3, 20000]\ny = softmax(x, -1)\nm = amax(x, -1)\noutput y, m\n");
+  std::vector<float> v(60000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7919) % 1000) / 97.0f - 5.0f;
+  const fj::HostTensor in = fj::HostTensor::from_floats(fj::DType::F32, {3, 20000}, v);
+  const fj::TensorView views[1] = {in};
+  fj::MeasureOptions mo;
+  mo.repeats = 1;
+  mo.warmup = 0;
+  std::vector<fj::HostTensor> want;
+  for (int64_t split : {0, 1, 2, 3, 100}) {  // 0: the rule (3 rows of 20,000 do not split); 100: min(100, 3 chunks)
+    CAPTURE(split);
+    fj::Options o = cpu_options();
+    o.row_split = split;
+    fj::Program p = fj::Program::compile(g, o);
+    const fj::Measurement f = p.measure(views, {}, fj::PlanKind::Fused, mo);
+    CHECK(f.kernels == (split >= 2 ? 5 : 1));  // softmax: 2 levels and element outputs
+    if (want.empty()) want = f.outputs;
+    CHECK(f.outputs == want);
+    CHECK(p.measure(views, {}, fj::PlanKind::Unfused, mo).outputs == want);
+  }
+  fj::Options bad = cpu_options();
+  bad.row_split = -1;
+  try {
+    fj::Program::compile(g, bad);
+    FAIL("expected an error");
+  } catch (const fj::Error& e) {
+    CHECK(e.kind() == fj::ErrorKind::User);
+    CHECK(std::string(e.what()).find("Options::row_split -1: must be >= 0") != std::string::npos);
+  }
+}
+
 TEST_CASE("HostTensor: aligned storage, deep copies, empty after a move") {
   fj::HostTensor a = f32_tensor({2, 2}, {1, 2, 3, 4});
   CHECK(reinterpret_cast<uintptr_t>(a.data().data()) % 64 == 0);

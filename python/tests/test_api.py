@@ -249,3 +249,16 @@ def test_gil_released_while_compiling():
         t.join()
     assert secs > 0.1, "compile too quick to tell"
     assert during > 0.2 * rate * secs, (during, rate, secs)
+
+
+def test_row_split_gives_the_same_bits(rng):
+    # Softmax over 3 rows of 20,000: fusejit's rule keeps one block per row; row_split=3 forces
+    # the split (5 launches on the CPU path too); the bits are the same.
+    g = fusejit.Graph.parse("input x : f32[3, 20000]\ny = softmax(x, -1)\ns = sum(x, -1)\noutput y, s\n")
+    x = rng.standard_normal((3, 20000), dtype=np.float32)
+    whole = fusejit.compile(g, backend="cpu")(x=x)
+    split = fusejit.compile(g, backend="cpu", row_split=3)(x=x)
+    for name in ("y", "s"):
+        assert bits(split[name]) == bits(whole[name])
+    with pytest.raises(fusejit.UserError, match="row_split -1: must be >= 0"):
+        fusejit.compile(g, backend="cpu", row_split=-1)
