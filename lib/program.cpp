@@ -2,8 +2,10 @@
 // plan's variants on first need. Launching is lib/program_launch.cpp, host tensors
 // lib/program_run.cpp, ahead-of-time folders lib/aot.cpp.
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <mutex>
+#include <thread>
 
 #include "ir/passes/plan_fusion.h"
 #include "ir/passes/plan_report.h"
@@ -75,7 +77,8 @@ void warn_cpu_ignores(const Options& o) {
 
 // ---- Variants ---------------------------------------------------------------------------------
 
-// The CPU variants of several paths compiled as ONE host shared object (one compiler run).
+// The CPU variants of several paths, each its own host shared object (the one a compile of that
+// path alone makes, so a later fused-only compile finds it in the cache), compiled concurrently.
 std::vector<std::shared_ptr<Program::Impl::Variant>> build_cpu_variants(
     const Program::Impl& p, std::span<const Program::Impl::Path* const> paths, int v) {
   std::vector<std::shared_ptr<Program::Impl::Variant>> out;
@@ -89,7 +92,20 @@ std::vector<std::shared_ptr<Program::Impl::Variant>> build_cpu_variants(
   jit::HostCompileOptions ho;
   ho.cache_dir = p.options.cache_dir;
   ho.disk_cache = p.options.disk_cache;
-  jit::compile_cpu_programs(progs, ho);
+  std::vector<std::exception_ptr> failed(progs.size());
+  std::vector<std::thread> compilers;
+  for (size_t k = 0; k < progs.size(); ++k)
+    compilers.emplace_back([&, k] {
+      try {
+        jit::CpuProgram* one[1] = {progs[k]};
+        jit::compile_cpu_programs(one, ho);
+      } catch (...) {
+        failed[k] = std::current_exception();
+      }
+    });
+  for (std::thread& t : compilers) t.join();
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
   for (size_t k = 0; k < paths.size(); ++k) {
     Program::Impl::Variant& var = *out[k];
     const jit::HostCompileResult& c = var.cpu->compile;
@@ -97,10 +113,9 @@ std::vector<std::shared_ptr<Program::Impl::Variant>> build_cpu_variants(
         c.memory_hit ? CacheOutcome::MemoryHit : c.disk_hit ? CacheOutcome::DiskHit : CacheOutcome::Compiled;
     var.kernels = var.cpu->kernels;
     const ir::Graph& g = p.graph_of(paths[k]->kind);
-    // One compile for all: its time is counted once, on the first kernel.
+    // One compile per path: its time is counted once, on the path's first kernel.
     for (size_t i = 0; i < paths[k]->plan.groups.size(); ++i)
-      var.infos.push_back(kernel_info(g, paths[k]->plan.groups[i], var.kernels[i], outcome,
-                                      k == 0 && i == 0 ? c.compile_ms : 0.0));
+      var.infos.push_back(kernel_info(g, paths[k]->plan.groups[i], var.kernels[i], outcome, i == 0 ? c.compile_ms : 0.0));
   }
   return out;
 }
@@ -241,8 +256,8 @@ void publish_unfused(const Program::Impl& p, std::unique_ptr<Program::Impl::Path
   p.unfused_ready.store(true, std::memory_order_release);
 }
 
-// Both plans at once. On the CPU in strict mode they compile as one host shared object (one
-// compiler run: what `fusejit run`, which runs both, pays); fast-math and strict kernels need
+// Both plans at once. On the CPU in strict mode their two host shared objects compile
+// concurrently (what `fusejit run`, which runs both, pays); fast-math and strict kernels need
 // different compile modes.
 void build_both(Program::Impl& p) {
   if (p.backend == Backend::Cpu && !p.options.fast_math) {

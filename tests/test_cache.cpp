@@ -243,12 +243,16 @@ fj::Options cpu_options(const fs::path& dir = {}) {
 
 // Compiles `text` for the CPU; the cache outcome of every kernel, fused then unfused. The
 // Program is gone on return, so the next call loads its module again (from disk when cached).
-std::vector<std::string> cpu_outcomes(const std::string& text, const std::string& file, fj::Options o) {
-  o.build_unfused = true;  // both plans now, as one host module (else the unfused one on first use)
+// The cache outcome of every kernel of both plans (two host modules, one per plan), or with
+// `fused_only` of the fused plan alone (one module).
+std::vector<std::string> cpu_outcomes(const std::string& text, const std::string& file, fj::Options o,
+                                      bool fused_only = false) {
+  o.build_unfused = !fused_only;  // both plans now (else the unfused one on first use)
   fj::Program p = fj::Program::compile(fj::Graph::parse(text, file), o);
   std::vector<std::string> out;
   for (fj::PlanKind kind : {fj::PlanKind::Fused, fj::PlanKind::Unfused})
-    for (const fj::KernelInfo& k : p.kernels(kind)) out.emplace_back(fj::cache_outcome_name(k.cache));
+    if (kind == fj::PlanKind::Fused || !fused_only)
+      for (const fj::KernelInfo& k : p.kernels(kind)) out.emplace_back(fj::cache_outcome_name(k.cache));
   return out;
 }
 bool all_are(const std::vector<std::string>& outcomes, const std::string& what) {
@@ -855,10 +859,12 @@ TEST_CASE("location comments are cut exactly, and file names cannot break out of
 TEST_CASE("two graph files differing only in name, comments and blank lines share every cache entry") {
   fs::path dir = make_temp_dir();
   const fj::Options o = cpu_options(dir);
-  // CPU path: one host module for both plans.
+  // CPU path: one host module per plan.
   CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o), "compiled"));
   const size_t entries = fj::cache_list(o).size();
-  CHECK(entries == 1);
+  CHECK(entries == 2);
+  // ... so a compile of the fused plan alone (after `fusejit run` built both) compiles nothing.
+  for (const std::string& outcome : cpu_outcomes(kGraphA, "pair.txt", o, true)) CHECK(outcome != "compiled");
   CHECK(all_are(cpu_outcomes(kGraphB, "renamed/copy of pair.txt", o), "disk"));
   CHECK(fj::cache_list(o).size() == entries);
   // GPU path (NVRTC; no GPU needed): the same kernel names and entries, dumps with their own lines.
@@ -892,7 +898,7 @@ TEST_CASE("one store: GPU kernels and CPU modules in one folder, listed, counted
   }
   CHECK(targets == std::set<std::string>{"host", "sm_90"});
   fj::CacheStats s = fj::cache_stats(o);
-  CHECK(s.host_modules == 1);
+  CHECK(s.host_modules == 2);  // the fused and the unfused plan's
   CHECK(s.entries >= 1);
   CHECK(s.temp_files == 0);
   CHECK(s.enabled);
@@ -918,7 +924,7 @@ TEST_CASE("one size cap for GPU kernels and CPU modules") {
   ScopedEnv cap("FUSEJIT_CACHE_MAX_MB", "1");
   CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", cpu_options(dir)), "compiled"));
   CHECK(tree_bytes(dir) <= (1u << 20));  // old GPU entries went, least recently used first
-  CHECK(fj::cache_stats(cpu_options(dir)).host_modules == 1);
+  CHECK(fj::cache_stats(cpu_options(dir)).host_modules == 2);
   CHECK(fj::cache_stats(cpu_options(dir)).cap_bytes == (1 << 20));
   fs::remove_all(dir);
 }
@@ -943,7 +949,7 @@ TEST_CASE("a CPU module is compiled once across processes") {
     compiled += n;
   }
   CHECK(compiled == 1);  // the others waited on the key's lock and loaded it
-  CHECK(cache_stats(dir).host_entries == 1);
+  CHECK(cache_stats(dir).host_entries == 2);  // the fused and the unfused plan's modules
   fs::remove_all(dir);
 }
 
@@ -1026,7 +1032,7 @@ TEST_CASE("one cache-folder rule for GPU kernels and CPU modules; a relative XDG
     ScopedEnv a("FUSEJIT_CACHE_DIR", nullptr), b("XDG_CACHE_HOME", "relative-xdg"), c("HOME", home.c_str());
     CHECK(fj::cache_path() == (home / ".cache" / "fusejit").string());
     CHECK(all_are(cpu_outcomes(kGraphOther, "other.txt", cpu_options()), "compiled"));
-    CHECK(fj::cache_stats().host_modules == 1);
+    CHECK(fj::cache_stats().host_modules == 2);
     CHECK(!fs::exists(work / "relative-xdg"));
     ScopedEnv x("XDG_CACHE_HOME", (work / "xdg").c_str());
     CHECK(fj::cache_path() == (work / "xdg" / "fusejit").string());
@@ -1121,10 +1127,10 @@ TEST_CASE("--no-cache (disk_cache = false) leaves nothing on disk, also when the
 TEST_CASE("every damage case of a CPU module entry is rebuilt with one warning, never loaded") {
   fs::path dir = make_temp_dir();
   const fj::Options o = cpu_options(dir);
-  CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o), "compiled"));
+  CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o, true), "compiled"));
   REQUIRE(fj::cache_list(o).size() == 1);
   const fs::path path = fj::cache_list(o)[0].path;
-  CHECK(all_are(cpu_outcomes(kGraphOther, "other.txt", o), "compiled"));
+  CHECK(all_are(cpu_outcomes(kGraphOther, "other.txt", o, true), "compiled"));
   fs::path other_path;
   for (const fj::CacheEntryInfo& e : fj::cache_list(o))
     if (e.path != path.string()) other_path = e.path;
@@ -1166,14 +1172,14 @@ TEST_CASE("every damage case of a CPU module entry is rebuilt with one warning, 
     CAPTURE(what);
     d.apply();
     LibraryWarnings w;
-    CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o), "compiled"));
+    CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o, true), "compiled"));
     CHECK(w.list.size() == 1);
     CHECK(w.count(path.string()) == 1);
     CHECK(read_text(victim) == "precious");  // never written through
     struct stat st;
     REQUIRE(::lstat(path.c_str(), &st) == 0);
     CHECK(S_ISREG(st.st_mode));
-    CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o), "disk"));  // rewritten, valid again
+    CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o, true), "disk"));  // rewritten, valid again
   }
   fs::remove_all(dir);
   fs::remove_all(victim.parent_path());
