@@ -62,7 +62,7 @@ ReduceGroupInfo analyze_reduce_group(const Graph& g, const FusionGroup& grp);
 int64_t choose_row_split(int64_t rows, int64_t row_len);
 
 // How a reduction group's rows run at the graph's current sizes (docs/ops.md, "A row split over
-// blocks"): one thread per row (a column reduction: block_rows false), else one block per row, or
+// blocks"): rows side by side in blocks (a column reduction: block_rows false), else one block per row, or
 // blocks_per_row > 1 blocks per row over `launches` launches.
 struct RowSplit {
   bool block_rows = false;

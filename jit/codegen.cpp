@@ -858,8 +858,8 @@ struct ReduceGen {
       const std::string t = terms(red_j, "ost", v(o), -1);
       body += fmt::format("  out_{0}[ob_{0}{1}] = {2};\n", v(o), t.empty() ? "" : " + " + t, hf.name(o, HalfForms::Form::Storage));
     }
-    if (split_slots.empty())
-      return s + fmt::format("  for ({} k = fj_tid; k < row_len; k += fj_nt) {{  // the element outputs\n", k.idx) +
+    if (split_slots.empty())  // a column kernel
+      return s + fmt::format("  for ({} k = fj_tid; fj_live && k < row_len; k += fj_nt) {{  // the element outputs\n", k.idx) +
              indent(body, 2) + "  }\n";
     return s + fmt::format("  long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch\n"
                            "  fj_red_part_elements(split_phase, (long long)row_len, fj_part, fj_parts, fj_k0, fj_k1);\n"
@@ -909,9 +909,41 @@ struct ReduceGen {
         writes += fmt::format("    out_{0}[ob_{0}] = {1};\n", v(o), hf.name(o, HalfForms::Form::Storage));
       }
     if (!writes.empty())
-      s += std::string(split_slots.empty() ? "  if (fj_tid == 0) {" : "  if (fj_tid == 0 && fj_part == 0) {") +
+      s += std::string(!row_blocks() ? "  if (fj_tid == 0 && fj_live) {" : "  if (fj_tid == 0 && fj_part == 0) {") +
            "  // the row outputs, once per row\n" + writes + "  }\n";
     return s + epilogue();
+  }
+
+  // Rows per block of a column kernel: a power of two up to 32 whose lanes fit in 48 KB of shared
+  // memory (the static limit), 256 lanes per row of each compute type.
+  int col_rows() const {
+    size_t bytes = 0;
+    std::set<ir::DType> types;
+    for (ir::NodeId r : info.reductions) types.insert(k.dtype(r) == ir::DType::F16 || k.dtype(r) == ir::DType::BF16
+                                                          ? ir::DType::F32 : k.dtype(r));
+    for (ir::DType t : types) bytes += 256 * static_cast<size_t>(ir::dtype_size(t));
+    int r = 32;
+    while (r > 1 && static_cast<size_t>(r) * bytes > 48 * 1024) r /= 2;
+    return r;
+  }
+
+  // The row loop of a column kernel (the innermost axis kept): rows side by side in a block, so
+  // neighbouring threads read neighbouring elements, each row's lanes shared by the block's other
+  // threads (fj_reduce_fixed with fj_nt threads). A row past the end repeats the last one, so its
+  // threads meet every barrier, and writes nothing (fj_live).
+  std::string column_loop(const std::set<std::string>& types) {
+    std::string s = fmt::format(
+        "  // {0} rows per block side by side (neighbouring threads read neighbouring elements), each\n"
+        "  // reduced by the block's threads in turn sharing its lanes; rows per block divide the block size\n"
+        "  int fj_rpb = {0};\n"
+        "  while ((int)blockDim.x % fj_rpb != 0) fj_rpb /= 2;\n"
+        "  const int fj_nt = (int)blockDim.x / fj_rpb, fj_tid = (int)threadIdx.x / fj_rpb, fj_r = (int)threadIdx.x % fj_rpb;\n",
+        col_rows());
+    for (const std::string& t : types) s += fmt::format("  {0}* const fj_lanes_{1} = fj_lanes_{1}_rows[fj_r];\n", t, mangle(t.c_str()));
+    return s + fmt::format("  for ({0} fj_o0 = ({0})blockIdx.x * fj_rpb; fj_o0 < rows; fj_o0 += ({0})gridDim.x * fj_rpb) {{\n"
+                           "    const bool fj_live = fj_o0 + fj_r < rows;\n"
+                           "    const {0} o = fj_live ? fj_o0 + fj_r : rows - 1;\n",
+                           k.idx);
   }
 
   // The body function both entries call.
@@ -921,7 +953,8 @@ struct ReduceGen {
     std::set<std::string> types;
     for (ir::NodeId r : info.reductions) types.insert(compute_ctype(k.dtype(r)));
     for (const std::string& t : types)
-      s += fmt::format("  {}{} fj_lanes_{}[FJ_RED_LANES];\n", row_blocks() ? "__shared__ " : "", t, mangle(t.c_str()));
+      s += row_blocks() ? fmt::format("  __shared__ {} fj_lanes_{}[FJ_RED_LANES];\n", t, mangle(t.c_str()))
+                        : fmt::format("  __shared__ {} fj_lanes_{}_rows[{}][FJ_RED_LANES];\n", t, mangle(t.c_str()), col_rows());
     for (ir::NodeId id : k.group.params) {
       s += fmt::format("  const {} {} = p_{};\n", compute_ctype(k.dtype(id)), v(id), v(id));
       s += hf.other_form(id, HalfForms::Form::Compute);
@@ -933,13 +966,8 @@ struct ReduceGen {
                        "  const {0} fj_parts = (split_phase & 1) ? row_split : 1;\n"
                        "  for ({0} fj_b = blockIdx.x; fj_b < rows * fj_parts; fj_b += gridDim.x) {{\n"
                        "    const {0} o = fj_b / fj_parts, fj_part = fj_b - o * fj_parts;\n", k.idx);
-    else if (row_blocks())
-      s += fmt::format("  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;  // one block per row\n"
-                       "  for ({0} o = blockIdx.x; o < rows; o += gridDim.x) {{\n", k.idx);
     else
-      s += fmt::format("  const int fj_tid = 0, fj_nt = 1;  // one thread per row\n"
-                       "  for ({0} o = ({0})blockIdx.x * blockDim.x + threadIdx.x; o < rows; o += ({0})gridDim.x * blockDim.x) {{\n",
-                       k.idx);
+      s += column_loop(types);
     s += indent(row(), 2) + "  }\n";
     return fmt::format("static __device__ void @NAME@_rows(\n    {}) {{\n", params) + s + "}\n";
   }
@@ -980,7 +1008,7 @@ std::string reduce_header(KernelGen& k, const ReduceGen& r) {
                       !r.split_slots.empty() ? "one block per row (threads share the lanes), or for a few long rows\n"
                                                "// row_split blocks per row in several launches (fj_reduce_phase)"
                       : r.row_blocks()       ? "one block per row (threads share the lanes)"
-                                             : "one thread per row");
+                                             : "rows side by side in a block, each row's lanes shared by its threads");
   return text;
 }
 
@@ -994,6 +1022,7 @@ GeneratedKernel generate_reduce_kernel(KernelGen& k) {
   out.row_blocks = r.row_blocks();
   out.split_reductions = r.splittable() ? static_cast<int>(r.split_slots.size()) : 0;
   out.split_phases = r.final_phase;
+  out.rows_per_block = r.row_blocks() ? 1 : r.col_rows();
   out.strided_signature = reduce_signature(k, out.split_reductions > 0);
   out.signature = out.strided_signature;
   const std::string body = r.body_function(out.signature);

@@ -64,17 +64,22 @@ struct GeneratedKernel {
   // A reduction kernel (ir/reduce_group.h): both entries take the strided entry's parameters plus
   // the row count and length, and loop over rows (grid-stride). `row_blocks`: one block per row,
   // its threads sharing the lanes of the fixed order in __shared__ memory (reductions over the
-  // innermost axis); else one thread per row (the innermost axis is kept: neighbouring threads
-  // read neighbouring elements). The host build runs each block with one thread.
+  // innermost axis); else rows_per_block rows side by side per block (the innermost axis is kept:
+  // neighbouring threads read neighbouring elements), each row's lanes shared by its threads. The
+  // host build runs each block with one thread.
   bool reduction = false;
   bool row_blocks = false;
   // > 0: a long row may split over several blocks, the kernel launched split_phases times with
   // split_phase 1, 2, ... (fj_reduce_phase in ir/scalar/fj_reduce.h; the entries take
   // split_phase, row_split and ws, a workspace of split_reductions * rows * (1 + chunks) 8-byte
-  // slots); 0: one thread per row (a column reduction). Launches with split_phase 0, row_split 1
+  // slots); 0: rows side by side (a column reduction). Launches with split_phase 0, row_split 1
   // and a null ws reduce each row in one block.
   int split_reductions = 0;
   int split_phases = 0;
+  // Rows a block reduces side by side (at most; a divisor of the block size): 1 with one block per
+  // row; up to 32 for a column kernel (the innermost axis kept), whose rows' lanes are shared by
+  // the block's threads (blockDim / rows per block threads per row).
+  int rows_per_block = 1;
   int vector_width = 1;     // elements per vector iteration; 1 = no vector path
   bool fast_math = false;
   // NVRTC options the code requires (the compiler adds -arch): "--fmad=false" in strict mode.

@@ -140,7 +140,7 @@ bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, con
   if (base.reduction) {
     const int64_t rows = ir::num_elements(ir::reduced_shape(iter, grp.reduce_mask, false));
     index_range = std::max(out.n, rows);
-    out.items = base.row_blocks ? rows * 256 : rows;
+    out.items = base.row_blocks ? rows * 256 : rows * (256 / base.rows_per_block);  // 256-thread blocks
   }
   out.variant = !base.index64 && needs_index64(index_range) ? 1 : 0;
   out.kernel = out.variant ? &kernels(1, gi) : &base;

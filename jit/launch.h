@@ -68,8 +68,8 @@ int64_t view_span(std::span<const int64_t> shape, std::span<const int64_t> strid
 struct GroupLaunch {
   int64_t n = 0;               // elements of the iteration space
   // Work items the launch is sized by (0: nothing is launched): n for an elementwise kernel; for a
-  // reduction kernel rows * 256 (one block per row) or rows (one thread per row), so a reduction
-  // over a zero-size axis still runs and writes its rows.
+  // reduction kernel rows * 256 (one block per row) or rows * 256 / rows_per_block (a column
+  // kernel), so a reduction over a zero-size axis still runs and writes its rows.
   int64_t items = 0;
   int variant = 0;             // 0: the kernels as compiled; 1: their 64-bit-index variant
   const GeneratedKernel* kernel = nullptr;  // the kernel of that variant (owned by the caller)

@@ -296,7 +296,7 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
       "y = w * cast(h * rsqrt(ms + 1e-6), bf16)\noutput y, ms\n",
       "graph t\ninput x : f32[4, 2, 300]\nmu = mean(x, [1, 2], keepdim)\nd = x - mu\ny = d / sum(d * d, [1, 2], keepdim)\n"
       "output y\n",
-      "graph t\ninput dy : f32[700, 5]\ndb = sum(dy, 0)\noutput db\n",  // one thread per row
+      "graph t\ninput dy : f32[700, 5]\ndb = sum(dy, 0)\noutput db\n",  // rows side by side in a block
       // Long rows, run whole and split in 2 and 9 parts: one level and row outputs (two
       // launches); two levels and element outputs (softmax: five launches); row and element
       // outputs of two levels (standardization, its mean and variance).

@@ -143,12 +143,12 @@ extern "C" __global__ void fj_reductions_996b5622f3eead42_s(
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.
 // Layout: r1 i32 in:[0,2):C k0.1:0.1. Outputs: v7 (col).
-// Reduction kernel: axes [0] of the iteration space, one thread per row.
+// Reduction kernel: axes [0] of the iteration space, rows side by side in a block, each row's lanes shared by its threads.
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_03788b4ab2f2dab6 and fj_reductions_03788b4ab2f2dab6_s are the same (any strides).
-static __device__ void fj_reductions_03788b4ab2f2dab6_rows(
+// Entry points fj_reductions_ae69fd3b12fa3d2d and fj_reductions_ae69fd3b12fa3d2d_s are the same (any strides).
+static __device__ void fj_reductions_ae69fd3b12fa3d2d_rows(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -161,9 +161,16 @@ static __device__ void fj_reductions_03788b4ab2f2dab6_rows(
     unsigned long long ost_v7_1,
     unsigned int rows,
     unsigned int row_len) {
-  float fj_lanes_float[FJ_RED_LANES];
-  const int fj_tid = 0, fj_nt = 1;  // one thread per row
-  for (unsigned int o = (unsigned int)blockIdx.x * blockDim.x + threadIdx.x; o < rows; o += (unsigned int)gridDim.x * blockDim.x) {
+  __shared__ float fj_lanes_float_rows[32][FJ_RED_LANES];
+  // 32 rows per block side by side (neighbouring threads read neighbouring elements), each
+  // reduced by the block's threads in turn sharing its lanes; rows per block divide the block size
+  int fj_rpb = 32;
+  while ((int)blockDim.x % fj_rpb != 0) fj_rpb /= 2;
+  const int fj_nt = (int)blockDim.x / fj_rpb, fj_tid = (int)threadIdx.x / fj_rpb, fj_r = (int)threadIdx.x % fj_rpb;
+  float* const fj_lanes_float = fj_lanes_float_rows[fj_r];
+  for (unsigned int fj_o0 = (unsigned int)blockIdx.x * fj_rpb; fj_o0 < rows; fj_o0 += (unsigned int)gridDim.x * fj_rpb) {
+    const bool fj_live = fj_o0 + fj_r < rows;
+    const unsigned int o = fj_live ? fj_o0 + fj_r : rows - 1;
     unsigned int rem_o = o;
     const unsigned int c1 = rem_o;
     const unsigned long long ib_v0 = (unsigned long long)c1 * ist_v0_1;
@@ -177,12 +184,12 @@ static __device__ void fj_reductions_03788b4ab2f2dab6_rows(
       const float v0 = in_v0[ioff_v0];
       return v0;
     }, fj_lanes_float, fj_tid, fj_nt);
-    if (fj_tid == 0) {  // the row outputs, once per row
+    if (fj_tid == 0 && fj_live) {  // the row outputs, once per row
       out_v7[ob_v7] = v7;
     }
   }
 }
-extern "C" __global__ void fj_reductions_03788b4ab2f2dab6(
+extern "C" __global__ void fj_reductions_ae69fd3b12fa3d2d(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -195,9 +202,9 @@ extern "C" __global__ void fj_reductions_03788b4ab2f2dab6(
     unsigned long long ost_v7_1,
     unsigned int rows,
     unsigned int row_len) {
-  fj_reductions_03788b4ab2f2dab6_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len);
+  fj_reductions_ae69fd3b12fa3d2d_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len);
 }
-extern "C" __global__ void fj_reductions_03788b4ab2f2dab6_s(
+extern "C" __global__ void fj_reductions_ae69fd3b12fa3d2d_s(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -210,7 +217,7 @@ extern "C" __global__ void fj_reductions_03788b4ab2f2dab6_s(
     unsigned long long ost_v7_1,
     unsigned int rows,
     unsigned int row_len) {
-  fj_reductions_03788b4ab2f2dab6_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len);
+  fj_reductions_ae69fd3b12fa3d2d_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len);
 }
 
 // Fusion group: 1 op(s), iteration space [4, N, C], 32-bit index math.
