@@ -151,7 +151,7 @@ bool is_keepdim_row_shape(const Shape& s, const Shape& x, uint64_t mask) {
 }
 
 ReduceGroupInfo analyze_reduce_group(const Graph& g, const FusionGroup& grp) {
-  Analyzer a{g, grp, {}, {}};
+  Analyzer a{g, grp, {}, {}, {}};
   a.run();
   return std::move(a.info);
 }
@@ -164,15 +164,15 @@ int64_t choose_row_split(int64_t rows, int64_t row_len) {
   return parts >= 2 ? parts : 1;
 }
 
-RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupInfo& info) {
-  RowSplit r;
-  // One block per row when the innermost axis that is not a literal 1 is reduced (jit/codegen's
-  // kept dims: neighbouring threads then read neighbouring elements of one row).
+bool reduces_innermost(const FusionGroup& grp) {
   for (size_t d = grp.iter_shape.size(); d-- > 0;)
-    if (grp.iter_shape[d].size != 1 || grp.iter_shape[d].sym >= 0) {
-      r.block_rows = (grp.reduce_mask >> d & 1) != 0;
-      break;
-    }
+    if (grp.iter_shape[d].size != 1 || grp.iter_shape[d].sym >= 0) return (grp.reduce_mask >> d & 1) != 0;
+  return false;
+}
+
+RowSplit row_split_at(const FusionGroup& grp, const ReduceGroupInfo& info) {
+  RowSplit r;
+  r.block_rows = reduces_innermost(grp);
   if (!r.block_rows || info.reductions.empty()) return r;
   r.blocks_per_row = choose_row_split(num_elements(reduced_shape(grp.iter_shape, grp.reduce_mask, false)),
                                       reduce_length(grp.iter_shape, grp.reduce_mask));

@@ -61,6 +61,10 @@ ReduceGroupInfo analyze_reduce_group(const Graph& g, const FusionGroup& grp);
 // thresholds are estimates, not yet measured on a GPU.
 int64_t choose_row_split(int64_t rows, int64_t row_len);
 
+// Whether a reduction group reduces its innermost axis that is not a literal 1 (jit/codegen's kept
+// dims): its kernel then runs one block per row; else rows side by side (a column reduction).
+bool reduces_innermost(const FusionGroup& grp);
+
 // How a reduction group's rows run at the graph's current sizes (docs/ops.md, "A row split over
 // blocks"): rows side by side in blocks (a column reduction: block_rows false), else one block per row, or
 // blocks_per_row > 1 blocks per row over `launches` launches.
@@ -69,6 +73,6 @@ struct RowSplit {
   int64_t blocks_per_row = 1;
   int launches = 1;
 };
-RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupInfo& info);
+RowSplit row_split_at(const FusionGroup& grp, const ReduceGroupInfo& info);
 
 }  // namespace fusejit::ir

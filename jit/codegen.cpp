@@ -711,7 +711,7 @@ struct ReduceGen {
     nodes.insert(k.group.nodes.begin(), k.group.nodes.end());
     for (size_t i = 0; i < k.group.inputs.size(); ++i) input_index[k.group.inputs[i]] = i;
   }
-  bool row_blocks() const { return !red_j.empty() && red_j.back() + 1 == static_cast<int>(k.layout.iter_dims.size()); }
+  bool row_blocks() const { return ir::reduces_innermost(k.group); }
 
   // Reductions that own workspace slots when a row is split over blocks (same_as twins reuse), and
   // the last phase of a split row (2 per level, one more for element outputs; ir/reduce_group.h).
@@ -812,7 +812,7 @@ struct ReduceGen {
     const std::string load = fmt::format("[&](long long fj_i) -> {} {{\n{}  }}", ct, indent(body, 2));
     std::string value = fmt::format("fj_reduce_fixed<{}, {}>((long long)row_len, {}, fj_lanes_{}, fj_tid, fj_nt)",
                                     ir::reduce_combiner(nd.op), ct, load, mangle(ct));
-    if (!split_slots.empty()) {
+    if (row_blocks()) {
       const auto slot = std::find(split_slots.begin(), split_slots.end(), r) - split_slots.begin();
       value = fmt::format("fj_reduce_phase<{0}, {1}>(split_phase, {2}, (long long)row_len, fj_part, fj_parts, {3}, "
                           "fj_lanes_{4}, fj_tid, fj_nt,\n      fj_red_chunk_slots<{1}>(ws, {5}, {6}, (long long)rows, (long long)o, "
@@ -858,7 +858,7 @@ struct ReduceGen {
       const std::string t = terms(red_j, "ost", v(o), -1);
       body += fmt::format("  out_{0}[ob_{0}{1}] = {2};\n", v(o), t.empty() ? "" : " + " + t, hf.name(o, HalfForms::Form::Storage));
     }
-    if (split_slots.empty())  // a column kernel
+    if (!row_blocks())
       return s + fmt::format("  for ({} k = fj_tid; fj_live && k < row_len; k += fj_nt) {{  // the element outputs\n", k.idx) +
              indent(body, 2) + "  }\n";
     return s + fmt::format("  long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch\n"
@@ -870,7 +870,7 @@ struct ReduceGen {
 
   // The reductions level by level; in a split row, the launches of a level end after it.
   std::string reductions() {
-    if (split_slots.empty()) {
+    if (!row_blocks()) {
       std::string s;
       for (ir::NodeId r : info.reductions) s += phase(r);
       return s;
@@ -960,7 +960,7 @@ struct ReduceGen {
       s += hf.other_form(id, HalfForms::Form::Compute);
     }
     s += declare_constants(k, hf);
-    if (!split_slots.empty())
+    if (row_blocks())
       s += fmt::format("  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;\n"
                        "  // One block per row; row_split blocks per row in the odd launches of a split row\n"
                        "  const {0} fj_parts = (split_phase & 1) ? row_split : 1;\n"
@@ -1005,10 +1005,9 @@ std::string reduce_header(KernelGen& k, const ReduceGen& r) {
                       "// i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.\n"
                       "// Entry points @NAME@ and @NAME@_s are the same (any strides).\n",
                       axes,
-                      !r.split_slots.empty() ? "one block per row (threads share the lanes), or for a few long rows\n"
-                                               "// row_split blocks per row in several launches (fj_reduce_phase)"
-                      : r.row_blocks()       ? "one block per row (threads share the lanes)"
-                                             : "rows side by side in a block, each row's lanes shared by its threads");
+                      r.row_blocks() ? "one block per row (threads share the lanes), or for a few long rows\n"
+                                       "// row_split blocks per row in several launches (fj_reduce_phase)"
+                                     : "rows side by side in a block, each row's lanes shared by its threads");
   return text;
 }
 

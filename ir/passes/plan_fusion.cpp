@@ -426,7 +426,7 @@ std::string reduction_note(const Graph& g, const FusionGroup& fg) {
   std::string axes;
   for (int64_t a : mask_axes(fg.reduce_mask)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
   const size_t passes = info.reductions.size() - info.same_as.size() + (element_outputs ? 1 : 0);
-  const RowSplit split = row_split_at(g, fg, info);
+  const RowSplit split = row_split_at(fg, info);
   std::string how = split.block_rows ? "one block per row at these sizes" : "rows side by side in blocks";
   if (split.blocks_per_row > 1)
     how = fmt::format("{} blocks per row at these sizes, {} launches", split.blocks_per_row, split.launches);

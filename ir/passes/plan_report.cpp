@@ -246,7 +246,7 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
               {"param_bytes", estimate_param_bytes(g, grp)}, {"note", grp.note},
               {"reduce_axes", reduction_group(g, grp) ? mask_axes(grp.reduce_mask) : std::vector<int64_t>{}}};
     if (reduction_group(g, grp)) {  // how its rows run at these sizes (docs/ops.md, "A row split over blocks")
-      const RowSplit r = row_split_at(g, grp, analyze_reduce_group(g, grp));
+      const RowSplit r = row_split_at(grp, analyze_reduce_group(g, grp));
       e["row_layout"] = r.block_rows ? "block_per_row" : "rows_side_by_side";
       e["blocks_per_row"] = r.blocks_per_row;
       e["launches"] = r.launches;
