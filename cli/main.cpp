@@ -282,7 +282,7 @@ struct RunCommand {
   std::string save_dir, dump_dir, arch, backend = "auto", cache_dir;
   int device = 0, repeats = 20, warmup = 3;
   int64_t row_split = 0;
-  bool json = false, no_cache = false, no_check = false, special = false;
+  bool json = false, no_cache = false, no_check = false, special = false, no_row_cache = false;
 
   void define(CLI::App& app) {
     cmd = app.add_subcommand("run", "run a graph fused and unfused, time, check and report");
@@ -306,6 +306,9 @@ struct RunCommand {
                     "blocks per row of block-per-row reductions: 0 = fusejit's rule (few rows of > 253,952 "
                     "elements split), 1 = never, N = N parts (same bits either way; docs/ops.md)")
         ->default_val(0)->check(kNonNegative);
+    cmd->add_flag("--no-row-cache", no_row_cache,
+                  "reduction kernels re-read each row from memory in every pass instead of keeping it in shared "
+                  "memory (same bits; to measure the difference; docs/ops.md)");
     cmd->add_option("--repeats", repeats, "timed runs per path; the median is reported")
         ->default_val(20)->check(CLI::Range(1, 100000));
     cmd->add_option("--warmup", warmup, "untimed runs before timing")->default_val(3)->check(CLI::Range(0, 100000));
@@ -352,6 +355,7 @@ struct RunCommand {
     ro.options.nvrtc_options = nvrtc;
     ro.options.message_style = fj::MessageStyle::CommandLine;
     ro.options.row_split = row_split;
+    ro.options.row_cache = !no_row_cache;
     ro.options.backend = backend == "cuda" ? fj::Backend::Cuda : backend == "cpu" ? fj::Backend::Cpu : fj::Backend::Auto;
     return ro;
   }

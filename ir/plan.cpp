@@ -2,6 +2,7 @@
 #include "ir/plan.h"
 
 #include "ir/reduce.h"
+#include "ir/reduce_group.h"
 
 #include <algorithm>
 
@@ -25,6 +26,12 @@ GroupTraffic group_traffic(const Graph& g, const FusionGroup& group) {
   GroupTraffic t;
   for (NodeId id : group.inputs) t.read_bytes += bytes_of(g, id);
   for (NodeId id : group.outputs) t.write_bytes += bytes_of(g, id) * std::max(1, output_bindings(g, id));
+  if (group.reduce_mask == 0) return t;
+  // A reduction kernel whose row is not kept on chip reads its re-read inputs once per pass.
+  const ReduceGroupInfo info = analyze_reduce_group(g, group);
+  if (!info.problem.empty() || row_split_at(g, group, info).row_cache_bytes > 0) return t;
+  for (NodeId id : info.reread_inputs) t.reread_bytes += (info.input_passes.at(id) - 1) * bytes_of(g, id);
+  t.read_bytes += t.reread_bytes;
   return t;
 }
 

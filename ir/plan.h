@@ -44,10 +44,14 @@ struct Plan {
   std::vector<NodeId> materialized;
 };
 
-// Bytes a group reads (each input read once at its own size) and writes (each output once).
+// Bytes a group reads (each input once at its own size) and writes (each output once). A reduction
+// kernel that does not keep its row on chip (ir/reduce_group.h, RowSplit::row_cache_bytes == 0)
+// reads an input its passes share once per pass: those extra reads are reread_bytes, counted in
+// read_bytes too.
 struct GroupTraffic {
   int64_t read_bytes = 0;
   int64_t write_bytes = 0;
+  int64_t reread_bytes = 0;
 };
 GroupTraffic group_traffic(const Graph& g, const FusionGroup& group);
 

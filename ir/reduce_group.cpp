@@ -130,6 +130,44 @@ struct Analyzer {
     }
     outputs();
     for (NodeId o : grp.outputs) info.element_outputs = info.element_outputs || !info.row.count(o);
+    passes();
+  }
+
+  // The group inputs loaded per element to compute `id` (codegen's element scope: it stops at row
+  // values, which are computed once per row).
+  void element_loads(NodeId id, std::set<NodeId>& seen, std::set<NodeId>& loads) const {
+    if (!seen.insert(id).second) return;
+    if (std::find(grp.inputs.begin(), grp.inputs.end(), id) != grp.inputs.end()) loads.insert(id);
+    if (!in_group.count(id) || info.row.count(id)) return;
+    for (int k = 0; k < g.node(id).nargs; ++k) element_loads(g.node(id).arg(k), seen, loads);
+  }
+
+  // Whether input `i` has a dim other than a literal 1 on a reduced axis (right-aligned to X).
+  bool varies_along_row(NodeId i) const {
+    const Shape& s = g.node(i).shape;
+    const size_t off = grp.iter_shape.size() - s.size();
+    for (size_t d = 0; d < s.size(); ++d)
+      if ((grp.reduce_mask >> (d + off) & 1) && (s[d].size != 1 || s[d].sym >= 0)) return true;
+    return false;
+  }
+
+  // input_passes and reread_inputs: one pass per distinct reduction, one for the element outputs.
+  void passes() {
+    std::vector<std::set<NodeId>> per_pass;
+    for (NodeId r : info.reductions) {
+      if (info.same_as.count(r)) continue;
+      std::set<NodeId> seen, loads;
+      element_loads(g.node(r).arg(0), seen, loads);
+      per_pass.push_back(loads);
+    }
+    std::set<NodeId> seen, loads;
+    for (NodeId o : grp.outputs)
+      if (in_group.count(o) && !info.row.count(o)) element_loads(o, seen, loads);
+    per_pass.push_back(loads);
+    for (const std::set<NodeId>& p : per_pass)
+      for (NodeId i : p) ++info.input_passes[i];
+    for (NodeId i : grp.inputs)
+      if (info.input_passes.count(i) && info.input_passes[i] >= 2 && varies_along_row(i)) info.reread_inputs.push_back(i);
   }
 };
 
@@ -170,13 +208,31 @@ bool reduces_innermost(const FusionGroup& grp) {
   return false;
 }
 
-RowSplit row_split_at(const FusionGroup& grp, const ReduceGroupInfo& info) {
+int64_t row_cache_bytes(std::span<const int> element_sizes, int64_t row_len) {
+  int64_t bytes = 0;
+  for (int size : element_sizes) bytes += (row_len * size + 15) / 16 * 16;
+  return bytes;
+}
+
+int64_t row_cache_at(std::span<const int> element_sizes, int64_t row_len, int64_t blocks_per_row) {
+  const int64_t bytes = row_cache_bytes(element_sizes, row_len);
+  return blocks_per_row == 1 && bytes <= kRowCacheBytes ? bytes : 0;
+}
+
+std::vector<int> row_cache_element_sizes(const Graph& g, const ReduceGroupInfo& info) {
+  std::vector<int> sizes;
+  for (NodeId i : info.reread_inputs) sizes.push_back(static_cast<int>(dtype_size(g.node(i).dtype)));
+  return sizes;
+}
+
+RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupInfo& info) {
   RowSplit r;
   r.block_rows = reduces_innermost(grp);
   if (!r.block_rows || info.reductions.empty()) return r;
-  r.blocks_per_row = choose_row_split(num_elements(reduced_shape(grp.iter_shape, grp.reduce_mask, false)),
-                                      reduce_length(grp.iter_shape, grp.reduce_mask));
+  const int64_t row_len = reduce_length(grp.iter_shape, grp.reduce_mask);
+  r.blocks_per_row = choose_row_split(num_elements(reduced_shape(grp.iter_shape, grp.reduce_mask, false)), row_len);
   if (r.blocks_per_row > 1) r.launches = 2 * info.levels + (info.element_outputs ? 1 : 0);
+  r.row_cache_bytes = row_cache_at(row_cache_element_sizes(g, info), row_len, r.blocks_per_row);
   return r;
 }
 

@@ -17,6 +17,7 @@
 
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,14 @@ struct ReduceGroupInfo {
   std::map<NodeId, int> level;
   int levels = 0;                  // the highest level (0: no reduction)
   bool element_outputs = false;    // some output is an element value (written per element)
+  // Per group input read per element (not a row-scope load): the passes over a row that load it
+  // (one per distinct reduction whose operand reads it, one for the element outputs).
+  std::map<NodeId, int> input_passes;
+  // The inputs loaded per element by two or more passes and varying along a reduced axis, in group
+  // input order. A kernel with one block per row keeps their rows in its row cache (docs/ops.md,
+  // "The row on chip": the first pass writes each element it loads to shared memory, later passes
+  // read it there) when they fit; otherwise every pass reads them from memory.
+  std::vector<NodeId> reread_inputs;
   // Why the group cannot run as one kernel of its kind ("" when it can), for the planner, and the
   // node (or input) it names.
   std::string problem;
@@ -65,14 +74,31 @@ int64_t choose_row_split(int64_t rows, int64_t row_len);
 // dims): its kernel then runs one block per row; else rows side by side (a column reduction).
 bool reduces_innermost(const FusionGroup& grp);
 
+// The row cache: shared memory per block of a kernel with one block per row, for the row of every
+// cached input (ReduceGroupInfo::reread_inputs), each region `row_len * element size` bytes rounded
+// up to 16 (the kernel lays them out in that order). The launcher keeps the row on chip when a row
+// is not split and this is at most kRowCacheBytes: 48 KiB, the dynamic shared memory every block may
+// have without opting in (CUDA C++ Programming Guide, "Shared Memory"), so every supported GPU can
+// launch it (4 such blocks fit an SM of sm_80 and later). A limit chosen before any GPU measurement.
+inline constexpr int64_t kRowCacheBytes = 48 * 1024;
+int64_t row_cache_bytes(std::span<const int> element_sizes, int64_t row_len);
+// The launcher's rule: the row cache's bytes when a row runs in one block (blocks_per_row 1) and
+// they are at most kRowCacheBytes, else 0 (the passes read memory).
+int64_t row_cache_at(std::span<const int> element_sizes, int64_t row_len, int64_t blocks_per_row);
+// The element sizes of info.reread_inputs in `g` (their storage dtypes), for row_cache_bytes.
+std::vector<int> row_cache_element_sizes(const Graph& g, const ReduceGroupInfo& info);
+
 // How a reduction group's rows run at the graph's current sizes (docs/ops.md, "A row split over
 // blocks"): rows side by side in blocks (a column reduction: block_rows false), else one block per row, or
 // blocks_per_row > 1 blocks per row over `launches` launches.
+// `row_cache_bytes`: the shared memory the row cache takes per block at these sizes, 0 when the
+// rows are not kept on chip (no cached input, a split or column layout, or over kRowCacheBytes).
 struct RowSplit {
   bool block_rows = false;
   int64_t blocks_per_row = 1;
   int launches = 1;
+  int64_t row_cache_bytes = 0;
 };
-RowSplit row_split_at(const FusionGroup& grp, const ReduceGroupInfo& info);
+RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupInfo& info);
 
 }  // namespace fusejit::ir

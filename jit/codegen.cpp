@@ -55,6 +55,13 @@ FJK_FN void fj_vstore(T* p, const fj_vec<T, N>& x) {
   __builtin_memcpy(p, &x, sizeof(x));
 #endif
 }
+// The launch's dynamic shared memory (a reduction kernel's row cache): on the host, a buffer the
+// trampoline's caller passes (fj_host_dynamic_shared, the host prelude).
+#ifdef FJ_DEVICE_CODE
+#define FJK_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
+#else
+#define FJK_DYNAMIC_SHARED(name) unsigned char* const name = fj_host_dynamic_shared
+#endif
 // x / d for x < 2^31 from the magic numbers pack_args passes (jit/kernel_abi.h, div_magic32):
 // a multiply-high, an add and a shift instead of a division sequence.
 FJK_FN unsigned int fjk_udiv(unsigned int x, unsigned int mul, unsigned int shift) {
@@ -703,6 +710,8 @@ struct ReduceGen {
   std::vector<int> red_j, row_j;  // kept dims (iter_dims indices) reduced / not
   std::set<ir::NodeId> nodes, row_done;
   std::map<ir::NodeId, size_t> input_index;
+  // Row cache (info.reread_inputs): the inputs whose first pass is emitted (it writes the cache).
+  std::set<ir::NodeId> cached, cache_written;
 
   ReduceGen(KernelGen& kg, HalfForms& h) : k(kg), hf(h), info(ir::analyze_reduce_group(kg.g, kg.group)) {
     FJ_CHECK(info.problem.empty(), "codegen: " + info.problem);
@@ -710,6 +719,7 @@ struct ReduceGen {
       (k.group.reduce_mask >> k.layout.iter_dims[j] & 1 ? red_j : row_j).push_back(static_cast<int>(j));
     nodes.insert(k.group.nodes.begin(), k.group.nodes.end());
     for (size_t i = 0; i < k.group.inputs.size(); ++i) input_index[k.group.inputs[i]] = i;
+    if (row_blocks()) cached.insert(info.reread_inputs.begin(), info.reread_inputs.end());
   }
   bool row_blocks() const { return ir::reduces_innermost(k.group); }
 
@@ -765,11 +775,20 @@ struct ReduceGen {
     return s;
   }
 
-  // Loads of `ins` at <off>_<v> and the element values `elems`, in topological order.
+  // Loads of `ins` at <off>_<v> and the element values `elems`, in topological order. A cached
+  // input's first pass keeps each element it loads in the row cache; later passes read it there.
   std::string elements(const std::set<ir::NodeId>& elems, const std::set<ir::NodeId>& ins, const char* off) {
     std::string s;
     for (ir::NodeId id : ins) {
-      s += fmt::format("  const {} {} = in_{}[{}_{}];\n", k.storage(id), hf.name(id, HalfForms::Form::Storage), v(id), off, v(id));
+      const std::string name = hf.name(id, HalfForms::Form::Storage), load = fmt::format("in_{}[{}_{}]", v(id), off, v(id));
+      if (!cached.count(id)) {
+        s += fmt::format("  const {} {} = {};\n", k.storage(id), name, load);
+      } else if (cache_written.insert(id).second) {
+        s += fmt::format("  const {0} {1} = {2};\n  if (fj_rc) fj_rc_{3}[k] = {1};  // kept on chip for the later passes\n",
+                         k.storage(id), name, load, v(id));
+      } else {
+        s += fmt::format("  const {0} {1} = fj_rc ? fj_rc_{3}[k] : {2};\n", k.storage(id), name, load, v(id));
+      }
       s += hf.other_form(id, HalfForms::Form::Storage);
     }
     for (ir::NodeId id : elems) s += compute_node(k, hf, id);
@@ -946,6 +965,20 @@ struct ReduceGen {
                            k.idx);
   }
 
+  // The row cache's regions in the launch's dynamic shared memory (GeneratedKernel::row_cache_sizes).
+  std::string row_cache() {
+    if (cached.empty()) return "";
+    std::string s = "  // The row on chip (docs/ops.md): the inputs later passes read again, kept in shared memory by\n"
+                    "  // the first pass when the launch gave room for them (row_cache 1; not in a split row's launches)\n"
+                    "  FJK_DYNAMIC_SHARED(fj_row_cache);\n  const bool fj_rc = row_cache != 0 && split_phase == 0;\n";
+    std::string offset = "0";
+    for (ir::NodeId id : info.reread_inputs) {
+      s += fmt::format("  {0}* const fj_rc_{1} = fj_rc ? ({0}*)(fj_row_cache + {2}) : ({0}*)0;\n", k.storage(id), v(id), offset);
+      offset += fmt::format(" + ((unsigned long long)row_len * {} + 15) / 16 * 16", ir::dtype_size(k.dtype(id)));
+    }
+    return s;
+  }
+
   // The body function both entries call.
   std::string body_function(const KernelSignature& sig) {
     std::string params, s;
@@ -960,6 +993,7 @@ struct ReduceGen {
       s += hf.other_form(id, HalfForms::Form::Compute);
     }
     s += declare_constants(k, hf);
+    s += row_cache();
     if (row_blocks())
       s += fmt::format("  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;\n"
                        "  // One block per row; row_split blocks per row in the odd launches of a split row\n"
@@ -968,12 +1002,14 @@ struct ReduceGen {
                        "    const {0} o = fj_b / fj_parts, fj_part = fj_b - o * fj_parts;\n", k.idx);
     else
       s += column_loop(types);
-    s += indent(row(), 2) + "  }\n";
+    s += indent(row(), 2);
+    if (!cached.empty()) s += "    if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache\n";
+    s += "  }\n";
     return fmt::format("static __device__ void @NAME@_rows(\n    {}) {{\n", params) + s + "}\n";
   }
 };
 
-KernelSignature reduce_signature(KernelGen& k, bool split) {
+KernelSignature reduce_signature(KernelGen& k, bool split, bool row_cache) {
   KernelSignature sig = strided_signature(k);
   sig.args.push_back({ArgKind::RowCount, -1, -1, -1, ir::DType::I64, k.idx_bytes, "rows", k.idx});
   sig.args.push_back({ArgKind::RowLength, -1, -1, -1, ir::DType::I64, k.idx_bytes, "row_len", k.idx});
@@ -982,6 +1018,7 @@ KernelSignature reduce_signature(KernelGen& k, bool split) {
     sig.args.push_back({ArgKind::RowSplit, -1, -1, -1, ir::DType::I64, k.idx_bytes, "row_split", k.idx});
     sig.args.push_back({ArgKind::Workspace, -1, -1, -1, ir::DType::I64, 8, "ws", "unsigned long long*"});
   }
+  if (row_cache) sig.args.push_back({ArgKind::RowCache, -1, -1, -1, ir::DType::I32, 4, "row_cache", "unsigned int"});
   return sig;
 }
 
@@ -1022,7 +1059,8 @@ GeneratedKernel generate_reduce_kernel(KernelGen& k) {
   out.split_reductions = r.splittable() ? static_cast<int>(r.split_slots.size()) : 0;
   out.split_phases = r.final_phase;
   out.rows_per_block = r.row_blocks() ? 1 : r.col_rows();
-  out.strided_signature = reduce_signature(k, out.split_reductions > 0);
+  if (r.row_blocks()) out.row_cache_sizes = ir::row_cache_element_sizes(k.g, r.info);
+  out.strided_signature = reduce_signature(k, out.split_reductions > 0, !out.row_cache_sizes.empty());
   out.signature = out.strided_signature;
   const std::string body = r.body_function(out.signature);
   finish(out, k.g.name, reduce_header(k, r) + body + reduce_entry(out.signature, "") + reduce_entry(out.signature, "_s"));

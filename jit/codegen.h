@@ -76,6 +76,12 @@ struct GeneratedKernel {
   // and a null ws reduce each row in one block.
   int split_reductions = 0;
   int split_phases = 0;
+  // The row cache (docs/ops.md, "The row on chip"; ir::ReduceGroupInfo::reread_inputs): the element
+  // size in bytes of each input a kernel with one block per row keeps in dynamic shared memory, in
+  // its layout order (regions of row_length * size bytes rounded up to 16, ir::row_cache_bytes).
+  // Empty: no row cache and no row_cache parameter. With `row_cache` 1 the launch must give that
+  // many bytes of dynamic shared memory (split_phase 0 only); with 0, none (the passes re-read).
+  std::vector<int> row_cache_sizes;
   // Rows a block reduces side by side (at most; a divisor of the block size): 1 with one block per
   // row; up to 32 for a column kernel (the innermost axis kept), whose rows' lanes are shared by
   // the block's threads (blockDim / rows per block threads per row).

@@ -120,7 +120,12 @@ Scratch bind(const CpuProgram& prog, std::span<const std::span<const std::byte>>
 void CpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool strided, bool, int64_t, void** args) {
   const CpuProgram* p = variants_[group.variant];
   FJ_CHECK(p != nullptr && group_index < p->trampolines.size(), "CpuKernelRunner: the kernel variant is not compiled");
-  (strided ? p->strided_trampolines : p->trampolines)[group_index](args, launch_.grid, launch_.block);
+  void* shared = nullptr;
+  if (group.row_cache_bytes > 0) {
+    if (shared_.size() * 8 < static_cast<size_t>(group.row_cache_bytes)) shared_.resize((static_cast<size_t>(group.row_cache_bytes) + 7) / 8);
+    shared = shared_.data();
+  }
+  (strided ? p->strided_trampolines : p->trampolines)[group_index](args, launch_.grid, launch_.block, shared);
 }
 
 uint64_t CpuKernelRunner::workspace(size_t bytes) {

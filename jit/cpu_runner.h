@@ -49,6 +49,7 @@ class CpuKernelRunner : public KernelRunner {
   const CpuProgram* variants_[2];
   LaunchShape launch_;
   std::vector<uint64_t> workspace_;
+  std::vector<uint64_t> shared_;  // the launches' dynamic shared memory (GroupLaunch::row_cache_bytes)
 };
 
 // Generates the kernels of `plan` for `g` at its current shapes (nothing is compiled yet).

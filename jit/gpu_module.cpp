@@ -134,7 +134,7 @@ size_t module_cache_size() {
 void launch_kernel(const DeviceContext& dc, const GpuFunction& fn, const LaunchConfig& cfg, void** args,
                    cu::Stream stream) {
   if (cfg.empty()) return;
-  dc.driver().check(dc.api().cuLaunchKernel(fn.fn, cfg.grid, 1, 1, cfg.block, 1, 1, 0, stream, args, nullptr),
+  dc.driver().check(dc.api().cuLaunchKernel(fn.fn, cfg.grid, 1, 1, cfg.block, 1, 1, cfg.shared_bytes, stream, args, nullptr),
                     "cuLaunchKernel", fn.name);
 }
 

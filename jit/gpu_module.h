@@ -19,6 +19,7 @@ namespace fusejit::jit {
 struct LaunchConfig {
   uint32_t grid = 0;
   uint32_t block = 0;
+  uint32_t shared_bytes = 0;  // dynamic shared memory per block (a reduction's row cache), <= 48 KiB
   bool empty() const { return grid == 0; }
   LaunchShape shape() const { return LaunchShape{grid, block}; }
 };

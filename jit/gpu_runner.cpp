@@ -242,7 +242,8 @@ void GpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool str
   const GpuProgram* p = variants_[group.variant];
   FJ_CHECK(p != nullptr, "GpuKernelRunner: the kernel variant is not loaded");
   const GpuFunction& fn = p->function(group_index, strided);
-  const LaunchConfig cfg = fn.config(items, vector ? group.kernel->signature.vector_width : 1);
+  LaunchConfig cfg = fn.config(items, vector ? group.kernel->signature.vector_width : 1);
+  cfg.shared_bytes = static_cast<uint32_t>(group.row_cache_bytes);
   launch_kernel(dc_, fn, cfg, args, stream_);
 }
 

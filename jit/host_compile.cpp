@@ -39,6 +39,7 @@ constexpr const char* kHostPrelude = R"FJH(// ---- fusejit host prelude: CUDA sp
 #endif
 struct fj_host_dim3 { unsigned int x, y, z; };
 static thread_local fj_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
+static thread_local unsigned char* fj_host_dynamic_shared = nullptr;  // FJK_DYNAMIC_SHARED
 // ---- end of host prelude ----
 )FJH";
 
@@ -153,7 +154,8 @@ std::string host_source(std::span<const GeneratedKernel> kernels) {
     if (done[k.name]) continue;
     done[k.name] = true;
     for (const auto& [name, sig] : {std::pair{k.name, &k.signature}, std::pair{k.strided_name(), &k.strided_signature}}) {
-      s += fmt::format("extern \"C\" void {}__host(void** params, unsigned int grid, unsigned int block) {{\n", name);
+      s += fmt::format("extern \"C\" void {}__host(void** params, unsigned int grid, unsigned int block, void* dyn) {{\n", name);
+      s += "  fj_host_dynamic_shared = static_cast<unsigned char*>(dyn);\n";
       // A reduction kernel's threads meet at __syncthreads(), which a serial loop cannot honour: each
       // block runs with one thread (the fixed order gives the same bits for any block size).
       if (k.reduction) s += "  block = 1;\n";

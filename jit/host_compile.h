@@ -2,9 +2,11 @@
 // system C++ compiler ($CXX, else `c++`) with -ffp-contract=off (so no FMA changes a result)
 // together with a host prelude that defines __global__, __device__, blockIdx, threadIdx, ..., and
 // loaded with dlopen. Each kernel gets a host trampoline
-//   extern "C" void <name>__host(void** params, unsigned grid, unsigned block)
+//   extern "C" void <name>__host(void** params, unsigned grid, unsigned block, void* dynamic_shared)
 // that runs every (block, thread) pair of the launch serially, so the grid-stride loop, the vector
-// path and the index math are exercised exactly as written.
+// path and the index math are exercised exactly as written. `dynamic_shared` is the launch's
+// dynamic shared memory (a reduction kernel's row cache; null when the launch asks for none),
+// owned by the caller and used by one block at a time.
 //
 // Compiled shared objects are entries of the one disk store (jit/disk_store.h), keyed by XXH3-128
 // of the compiler, its version, the flags and the source without location comments, so a repeat
@@ -33,7 +35,7 @@ class HostCompileError : public std::runtime_error {
 };
 
 // Signature of every host trampoline.
-using HostTrampoline = void (*)(void** params, unsigned grid, unsigned block);
+using HostTrampoline = void (*)(void** params, unsigned grid, unsigned block, void* dynamic_shared);
 
 // A loaded shared object holding host builds of some kernels. Shared by every caller that
 // compiled the same source in this process; unloaded when the last reference goes.

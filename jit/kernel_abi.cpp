@@ -186,6 +186,7 @@ const char* arg_kind_name(ArgKind kind) {
     case ArgKind::SplitPhase: return "split_phase";
     case ArgKind::RowSplit: return "row_split";
     case ArgKind::Workspace: return "workspace";
+    case ArgKind::RowCache: return "row_cache";
     case ArgKind::IterSize: return "iter_size";
     case ArgKind::IterDivMul: return "iter_size_mul";
     case ArgKind::IterDivShift: return "iter_size_shift";
@@ -320,7 +321,8 @@ uint64_t static_value(const ArgSlot& a, const KernelLayout& l, const StaticInput
     case ArgKind::VecFlag:
     case ArgKind::SplitPhase:
     case ArgKind::RowSplit:
-    case ArgKind::Workspace: return 0;
+    case ArgKind::Workspace:
+    case ArgKind::RowCache: return 0;
   }
   FJ_CHECK(false, "static_args: unknown argument kind");
   return 0;

@@ -121,10 +121,11 @@ enum class ArgKind : uint8_t {
   IterSize, IterDivMul, IterDivShift, InStride, OutStride,   // strided entry
   RowCount, RowLength,                                       // reduction kernels
   SplitPhase, RowSplit, Workspace,                           // ... whose rows may split (launch fills)
+  RowCache,                                                  // ... that keep the row on chip (launch fills)
 };
 // "input", "output", "param", "n", "size", "size_mul", "size_shift", "stride", "vec_ok",
 // "iter_size", "iter_size_mul", "iter_size_shift", "in_stride", "out_stride", "rows", "row_length",
-// "split_phase", "row_split", "workspace": as index.json names them (docs/aot.md).
+// "split_phase", "row_split", "workspace", "row_cache": as index.json names them (docs/aot.md).
 const char* arg_kind_name(ArgKind kind);
 
 // Division by an invariant integer with a multiply and a shift (T. Granlund and P. Montgomery,

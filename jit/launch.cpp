@@ -126,9 +126,23 @@ bool group_holds(const ir::Graph& g, const ir::FusionGroup& grp, const ir::Shape
   return true;
 }
 
+// The row cache of a group whose rows are not split (GroupLaunch::row_cache_bytes), and its
+// row_cache argument in both entries' static slots.
+void set_row_cache(const LaunchRules& rules, int64_t row_len, GroupLaunch& out) {
+  if (!rules.row_cache) return;
+  out.row_cache_bytes = ir::row_cache_at(out.kernel->row_cache_sizes, row_len, out.row_split);
+  if (out.row_cache_bytes == 0) return;
+  const auto set = [](const KernelSignature& sig, std::vector<uint64_t>& slots) {
+    for (size_t k = 0; k < sig.args.size() && k < slots.size(); ++k)
+      if (sig.args[k].kind == ArgKind::RowCache) slots[k] = 1;
+  };
+  if (out.fast) set(out.kernel->signature, out.fast_args);
+  set(out.kernel->strided_signature, out.strided_args);
+}
+
 // The launch of one group, or false when the plan's grouping does not hold for these shapes.
 bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, const KernelProvider& kernels,
-                  int64_t row_split, GroupLaunch& out) {
+                  const LaunchRules& rules, GroupLaunch& out) {
   const ir::Shape iter = current_iter_shape(g, grp);
   if (!group_holds(g, grp, iter)) return false;
   std::vector<ir::Shape> in_shapes;
@@ -152,8 +166,10 @@ bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, con
     const int64_t rows = ir::num_elements(ir::reduced_shape(iter, grp.reduce_mask, false));
     const int64_t row_len = ir::reduce_length(iter, grp.reduce_mask);
     const int64_t chunks = ir::reduce_chunks(row_len);
-    out.row_split = row_split == 0 ? ir::choose_row_split(rows, row_len) : std::min(row_split, std::max<int64_t>(chunks, 1));
+    out.row_split = rules.row_split == 0 ? ir::choose_row_split(rows, row_len)
+                                         : std::min(rules.row_split, std::max<int64_t>(chunks, 1));
     if (out.row_split > 1) out.workspace_bytes = 8 * ir::split_workspace_slots(out.kernel->split_reductions, rows, row_len);
+    set_row_cache(rules, row_len, out);
   }
   return true;
 }
@@ -162,7 +178,7 @@ bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, con
 
 std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g, const ir::Plan& plan,
                                                      const PlanBindings& bindings, const KernelProvider& kernels,
-                                                     int64_t row_split) {
+                                                     const LaunchRules& rules) {
   auto st = std::make_shared<LaunchState>();
   for (const ir::DimDecl& d : g.dims) st->dims.push_back(d.value);
   for (ir::NodeId id : g.inputs) st->input_shapes.push_back(sizes_of(g.node(id).shape));
@@ -174,7 +190,7 @@ std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g, const i
   st->bytes_moved = ir::plan_totals(g, plan).bytes();
   st->groups.resize(plan.groups.size());
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
-    if (!group_launch(g, plan.groups[gi], gi, kernels, row_split, st->groups[gi])) return nullptr;
+    if (!group_launch(g, plan.groups[gi], gi, kernels, rules, st->groups[gi])) return nullptr;
     st->wide = st->wide || st->groups[gi].variant == 1;
   }
   return st;

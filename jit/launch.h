@@ -82,6 +82,10 @@ struct GroupLaunch {
   // 1: one launch, no workspace.
   int64_t row_split = 1;
   int64_t workspace_bytes = 0;
+  // > 0: the kernel keeps each row's cached inputs on chip (GeneratedKernel::row_cache_sizes,
+  // ir::row_cache_bytes <= ir::kRowCacheBytes, rows not split): its row_cache argument is 1 and
+  // every launch gets this many bytes of dynamic shared memory. 0: no row cache.
+  int64_t row_cache_bytes = 0;
   // Kernel launches of one run of this group: 0 (no items), 1, or split_phases (a split row).
   int launches() const { return items == 0 ? 0 : row_split > 1 ? kernel->split_phases : 1; }
 };
@@ -101,6 +105,13 @@ struct LaunchState {
   int kernel_launches() const;                     // kernels one run launches (GroupLaunch::launches)
 };
 
+// Overrides of the launcher's rules for reduction kernels (Options::row_split, Options::row_cache),
+// to measure each way on a GPU; the bits never depend on them.
+struct LaunchRules {
+  int64_t row_split = 0;   // 0: ir::choose_row_split; 1: never split; N: min(N, chunks) parts
+  bool row_cache = true;   // false: never keep a row on chip (every pass reads memory)
+};
+
 // Where the kernels of each variant come from: kernel(variant, group). Variant 1 is asked for only
 // for a group whose iteration space has >= 2^31 elements while variant 0 indexes in 32 bits; the
 // provider may compile it then. The kernels must outlive every LaunchState made from them.
@@ -109,10 +120,10 @@ using KernelProvider = std::function<const GeneratedKernel&(int variant, size_t 
 // Computes the launch state of `plan` (made over `g` at other dims) for `g_at_dims`, the same graph
 // rebound to new dim values (ir::rebind_dims). Returns nullptr when the plan does not hold there:
 // a group whose outputs no longer share one shape (a broadcast between two named dims now takes
-// another one), so the caller must plan again for these dims. `row_split`: Options::row_split.
+// another one), so the caller must plan again for these dims.
 std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g_at_dims, const ir::Plan& plan,
                                                      const PlanBindings& bindings, const KernelProvider& kernels,
-                                                     int64_t row_split = 0);
+                                                     const LaunchRules& rules = {});
 
 // Runs one kernel entry; implemented by the GPU (jit/gpu_runner.h) and CPU (jit/cpu_runner.h)
 // launchers.

@@ -142,11 +142,18 @@ done
 # registers (full occupancy: does it need more bytes in flight?). Then the row split's thresholds
 # (ir::choose_row_split, unmeasured): grad_norm in one block against its 512-block split, and a
 # vocabulary-sized logsumexp row (1 x 128256, under the threshold) split in 8 parts against one block.
+# Then the row cache (docs/ops.md, "The row on chip"; its 48 KiB limit is unmeasured): softmax and
+# LayerNorm with every pass reading memory, and softmax over rows of 1,024 and 32,768 elements (the
+# issue's range; 32,768 f32 is over the limit, so its passes re-read) at the same 64 MiB.
 for extra in "bias_gelu~full:bias_gelu:" "bias_gelu~fast-math:bias_gelu:--fast-math" \
              "bias_gelu~regs32:bias_gelu:--nvrtc-option=--maxrregcount=32" \
              "grad_norm~one-block:grad_norm:--row-split=1" \
              "logsumexp~vocab:logsumexp:--dim=N=1 --dim=V=128256 --row-split=1" \
-             "logsumexp~vocab-split8:logsumexp:--dim=N=1 --dim=V=128256 --row-split=8"; do
+             "logsumexp~vocab-split8:logsumexp:--dim=N=1 --dim=V=128256 --row-split=8" \
+             "softmax~no-row-cache:softmax:--no-row-cache" \
+             "layernorm~no-row-cache:layernorm:--no-row-cache" \
+             "softmax~rows1024:softmax:--dim=N=16384 --dim=C=1024" \
+             "softmax~rows32768:softmax:--dim=N=512 --dim=C=32768"; do
   name="${extra%%:*}"; rest="${extra#*:}"; graph="${rest%%:*}"; flags="${rest#*:}"
   left=$(( BUDGET_S - $(elapsed) ))
   if [ $left -lt 15 ]; then say "time budget spent: $name not run"; break; fi

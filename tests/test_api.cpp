@@ -412,6 +412,42 @@ TEST_CASE("Options::row_split: forced splits launch once per phase and give the 
   }
 }
 
+TEST_CASE("Options::row_cache: the row on chip or re-read from memory gives the same bits") {
+  // RMSNorm over rows of 4096 f32 and residual-add + RMSNorm (two cached inputs, 2 x 16 KiB).
+  const char* texts[] = {
+      "input x : f32[5, 4096]\ninput w : f32[4096]\ny = x * rsqrt(mean(x * x, -1, keepdim) + 1e-6) * w\noutput y\n",
+      "input x : f32[3, 4096]\ninput r : f32[3, 4096]\nh = x + r\ny = h * rsqrt(mean(h * h, -1, keepdim) + 1e-6)\n"
+      "output y, h\n",
+  };
+  for (const char* text : texts) {
+    CAPTURE(text);
+    const fj::Graph g = fj::Graph::parse(text);
+    std::vector<fj::HostTensor> ins;
+    for (size_t k = 0; k < g.inputs().size(); ++k) {
+      const std::vector<int64_t> shape = g.inputs()[k].shape;
+      std::vector<float> v(static_cast<size_t>(g.inputs()[k].elements()));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7919 + k * 131) % 1000) / 97.0f - 5.0f;
+      ins.push_back(fj::HostTensor::from_floats(fj::DType::F32, shape, v));
+    }
+    std::vector<fj::TensorView> views(ins.begin(), ins.end());
+    fj::MeasureOptions mo;
+    mo.repeats = 1;
+    mo.warmup = 0;
+    std::vector<fj::HostTensor> want;
+    for (bool cache : {true, false}) {
+      CAPTURE(cache);
+      fj::Options o = cpu_options();
+      o.row_cache = cache;
+      fj::Program p = fj::Program::compile(g, o);
+      const fj::Measurement f = p.measure(views, {}, fj::PlanKind::Fused, mo);
+      CHECK(f.kernels == 1);
+      if (want.empty()) want = f.outputs;
+      CHECK(f.outputs == want);
+      CHECK(p.measure(views, {}, fj::PlanKind::Unfused, mo).outputs == want);
+    }
+  }
+}
+
 TEST_CASE("HostTensor: aligned storage, deep copies, empty after a move") {
   fj::HostTensor a = f32_tensor({2, 2}, {1, 2, 3, 4});
   CHECK(reinterpret_cast<uintptr_t>(a.data().data()) % 64 == 0);

@@ -178,6 +178,37 @@ TEST_CASE("a whole-tensor reduction on the CUDA backend: two launches, a stream-
   CHECK(p.run({x}, {}, fj::PlanKind::Unfused)[0] == want[0]);
 }
 
+TEST_CASE("the row on chip on the CUDA backend: dynamic shared memory per launch, the CPU's bits either way") {
+  FakeGpu gpu;
+  // LayerNorm over rows of 3000 f32: x is read by 3 passes, so its row (12,000 B) stays on chip.
+  const std::string text = "graph ln\ninput x : f32[6, 3000]\nm = mean(x, -1, keepdim)\nd = x - m\n"
+                           "v = mean(d * d, -1, keepdim)\ny = d * rsqrt(v + 1e-5)\noutput y\n";
+  std::vector<float> vx(18000);
+  for (size_t i = 0; i < vx.size(); ++i) vx[i] = static_cast<float>((i * 7919) % 1000) / 97.0f - 5.0f;
+  const fj::HostTensor x = fj::HostTensor::from_floats(fj::DType::F32, {6, 3000}, vx);
+  fj::Options cpu_o;
+  cpu_o.backend = fj::Backend::Cpu;
+  const std::vector<fj::HostTensor> want = fj::Program::compile(fj::Graph::parse(text), cpu_o).run({x});
+  for (bool cache : {true, false}) {
+    CAPTURE(cache);
+    fj::Options o;
+    o.backend = fj::Backend::Cuda;
+    o.row_cache = cache;
+    fj::Program p = fj::Program::compile(fj::Graph::parse(text), o);
+    auto keep = emulate(p);
+    std::vector<float> y(18000);
+    const void* ins[1] = {vx.data()};
+    void* outs[1] = {y.data()};
+    fake_cuda::st().keep_launches = true;
+    fake_cuda::st().launches.clear();
+    p.launch(ins, outs);
+    fake_cuda::st().keep_launches = false;
+    REQUIRE(fake_cuda::st().launches.size() == 1);
+    CHECK(fake_cuda::st().launches[0].shared_bytes == (cache ? 12000u : 0u));
+    CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
+  }
+}
+
 TEST_CASE("extra NVRTC options reach NVRTC, are part of the cache key, and bad ones are User errors") {
   FakeGpu gpu;
   fj::GraphBuilder b("regcap");

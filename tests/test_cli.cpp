@@ -377,3 +377,19 @@ TEST_CASE("messages about options name the command's flags, not the library's fi
   CHECK(r.out.find("--arch: invalid GPU architecture") != std::string::npos);
   CHECK(r.out.find("Options::") == std::string::npos);
 }
+
+TEST_CASE("--no-row-cache: every pass reads memory, the outputs are the same bits; plan says where rows live") {
+  fs::path dir = scratch("row-cache");
+  const std::string base = "run " + sample("layernorm.txt") + " --backend cpu --dim N=6 --dim C=3000 --save-dir ";
+  Result on = run(base + (dir / "on").string());
+  REQUIRE_MESSAGE(on.code == 0, on.out);
+  Result off = run(base + (dir / "off").string() + " --no-row-cache");
+  REQUIRE_MESSAGE(off.code == 0, off.out);
+  CHECK(fusejit::testing::read_file(dir / "on" / "y.npy") == fusejit::testing::read_file(dir / "off" / "y.npy"));
+  Result plan = run("plan " + sample("layernorm.txt") + " --dim N=6 --dim C=3000");
+  REQUIRE_MESSAGE(plan.code == 0, plan.out);
+  CHECK(plan.out.find("the row kept on chip (12000 B of shared memory per block)") != std::string::npos);
+  plan = run("plan " + sample("layernorm.txt") + " --dim N=6 --dim C=30000");  // 120,000 B rows: re-read
+  CHECK(plan.out.find("each reading it from memory: its row (120000 B) is over the 49152 B row cache") != std::string::npos);
+  CHECK(plan.out.find("of it re-read by later passes") != std::string::npos);
+}

@@ -228,6 +228,63 @@ TEST_CASE("few long rows split over blocks (several launches) and give the refer
   }
 }
 
+TEST_CASE("the row on chip: which inputs stay in shared memory, when, and what the plan counts") {
+  struct Want {
+    const char* text;
+    std::vector<std::string> reread;  // ReduceGroupInfo::reread_inputs by name
+    int64_t cache_bytes;              // per block at these sizes; 0: the passes read memory
+    int64_t reread_bytes;             // the traffic model's extra reads
+    const char* note;
+  };
+  const Want wants[] = {
+      {"input x : f32[4, 4096]\ny = softmax(x, -1)\noutput y\n", {"x"}, 16384, 0,
+       "3 passes over each row, the row kept on chip (16384 B of shared memory per block)"},
+      // w is read by the last pass only: not cached. bf16 rows: 2 bytes an element.
+      {"input x : bf16[4, 4096]\ninput w : bf16[4096]\nh = cast(x, f32)\n"
+       "y = w * cast(h * rsqrt(mean(h * h, -1, keepdim) + 1e-6), bf16)\noutput y\n", {"x"}, 8192, 0,
+       "2 passes over each row, the row kept on chip (8192 B"},
+      // Residual-add + RMSNorm: both inputs, each region rounded up to 16 bytes.
+      {"input x : f32[2, 1001]\ninput r : f32[2, 1001]\nh = x + r\ny = h * rsqrt(mean(h * h, -1, keepdim) + 1e-6)\n"
+       "output y, h\n", {"x", "r"}, 2 * 4016, 0, "the row kept on chip (8032 B"},
+      // 80,000 B rows are over the 48 KiB cache: the two later passes read x again.
+      {"input x : f32[4, 20000]\ny = softmax(x, -1)\noutput y\n", {"x"}, 0, 2 * 320000,
+       "3 passes over each row, each reading it from memory: its row (80000 B) is over the 49152 B row cache"},
+      // A split row never keeps its row on chip (its passes are separate launches).
+      {"input x : f32[1, 300000]\ns = sum(x * x, -1)\nm = amax(x, -1)\noutput s, m\n", {"x"}, 0, 1200000,
+       "2 passes over each row, each reading it from memory;"},
+      {"input x : f32[8, 512]\ny = sum(x, -1)\noutput y\n", {}, 0, 0, "(1 reduction: 1 pass over each row;"},
+      // A column kernel reads its rows again in every pass (no row cache).
+      {"input dy : f32[700, 64]\nm = amax(dy, 0, keepdim)\ny = dy - m\noutput y\n", {"dy"}, 0, 700 * 64 * 4,
+       "2 passes over each row, each reading it from memory; rows side by side"},
+  };
+  for (const Want& w : wants) {
+    const std::string text = w.text;
+    CAPTURE(text);
+    const ir::Graph g = ir::parse_graph(w.text, "t.txt");
+    const ir::Plan plan = ir::plan_fusion(g);
+    REQUIRE(!plan.groups.empty());
+    const ir::FusionGroup& grp = plan.groups[0];
+    const ir::ReduceGroupInfo info = ir::analyze_reduce_group(g, grp);
+    std::vector<std::string> names;
+    for (ir::NodeId i : info.reread_inputs) names.push_back(g.node(i).name);
+    CHECK(names == w.reread);
+    CHECK(ir::row_split_at(g, grp, info).row_cache_bytes == w.cache_bytes);
+    CHECK(ir::group_traffic(g, grp).reread_bytes == w.reread_bytes);
+    CHECK_MESSAGE(grp.note.find(w.note) != std::string::npos, grp.note);
+    // The launcher's decision at the same sizes, and with Options::row_cache off.
+    const jit::GeneratedKernel k = jit::generate_kernel(g, grp);
+    const jit::PlanBindings b(g, plan);
+    const std::vector<jit::GeneratedKernel> ks = jit::generate_plan_kernels(g, plan);
+    for (bool on : {true, false}) {
+      const auto st = jit::make_launch_state(g, plan, b, [&](int, size_t gi) -> const jit::GeneratedKernel& { return ks[gi]; },
+                                             jit::LaunchRules{0, on});
+      REQUIRE(st != nullptr);
+      CHECK(st->groups[0].row_cache_bytes == (on ? w.cache_bytes : 0));
+    }
+    CHECK(k.row_cache_sizes.size() == (k.row_blocks ? w.reread.size() : 0));
+  }
+}
+
 // ---- The launch does not change the bits --------------------------------------------------------
 
 namespace {
@@ -246,6 +303,7 @@ struct fj_host_dim3 { unsigned int x, y, z; };
 static thread_local fj_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
 static std::barrier<>* fj_test_block = nullptr;
 #define FJ_RED_HOST_SYNC() fj_test_block->arrive_and_wait()
+static unsigned char* fj_host_dynamic_shared = nullptr;  // one block's, shared by its threads
 )";
 
 std::string threaded_trampoline(const jit::GeneratedKernel& k) {
@@ -255,7 +313,8 @@ std::string threaded_trampoline(const jit::GeneratedKernel& k) {
     call += fmt::format("{}*static_cast<{}*>(params[{}])", i ? ", " : "", ct, i);
   }
   return fmt::format(R"(
-extern "C" void run_threaded(void** params, unsigned grid, unsigned block) {{
+extern "C" void run_threaded(void** params, unsigned grid, unsigned block, void* shared) {{
+  fj_host_dynamic_shared = static_cast<unsigned char*>(shared);
   for (unsigned b = 0; b < grid; ++b) {{
     std::barrier<> bar(block);
     fj_test_block = &bar;
@@ -275,7 +334,7 @@ extern "C" void run_threaded(void** params, unsigned grid, unsigned block) {{
                      k.name, call);
 }
 
-using Threaded = void (*)(void**, unsigned, unsigned);
+using Threaded = void (*)(void**, unsigned, unsigned, void*);
 
 // The split-row arguments of a packed launch (launch_plan's set_split_slots).
 void set_split(const jit::GeneratedKernel& k, jit::PackedArgs& args, int phase, long long parts, uint64_t ws) {
@@ -285,6 +344,12 @@ void set_split(const jit::GeneratedKernel& k, jit::PackedArgs& args, int phase, 
     if (k.signature.args[i].kind == jit::ArgKind::RowSplit) *slot = static_cast<uint64_t>(parts);
     if (k.signature.args[i].kind == jit::ArgKind::Workspace) *slot = ws;
   }
+}
+
+// The row_cache argument of a packed launch (launch_plan sets it with the launch's shared memory).
+void set_row_cache(const jit::GeneratedKernel& k, jit::PackedArgs& args, bool on) {
+  for (size_t i = 0; i < k.signature.args.size(); ++i)
+    if (k.signature.args[i].kind == jit::ArgKind::RowCache) *static_cast<uint64_t*>(args.params()[i]) = on ? 1 : 0;
 }
 
 }  // namespace
@@ -342,19 +407,26 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
     std::vector<ir::Scalar> params;
     for (const ir::ParamDecl& p : g.params) params.push_back(p.default_value);
     const std::vector<unsigned> blocks = split ? std::vector<unsigned>{1, 96} : std::vector<unsigned>{1, 2, 3, 32, 96, 256, 1024};
+    // The row cache on (whatever the row's size: the 48 KiB limit is the launcher's) and off.
+    const int64_t row_len = ir::reduce_length(grp.iter_shape, grp.reduce_mask);
+    std::vector<uint64_t> shared(static_cast<size_t>(ir::row_cache_bytes(k.row_cache_sizes, row_len) / 8), ~0ull);
+    CHECK(k.row_cache_sizes.empty() == (std::string(text).find("db = sum") != std::string::npos));
+    for (bool cache : k.row_cache_sizes.empty() ? std::vector<bool>{false} : std::vector<bool>{false, true})
     for (long long parts : split ? std::vector<long long>{1, 2, 9} : std::vector<long long>{1})
     for (unsigned block : blocks)
       for (unsigned grid : {1u, 2u, 5u}) {
+        CAPTURE(cache);
         CAPTURE(parts);
         CAPTURE(block);
         CAPTURE(grid);
         for (ir::Tensor& t : outs) std::memset(t.data.data(), 0xA5, t.data.size());
         jit::PackedArgs args = jit::pack_args(k.signature, g, grp, in_addrs, out_addrs, params, {grid, block});
         std::vector<uint64_t> ws(static_cast<size_t>(ir::split_workspace_slots(k.split_reductions, 2, 70000)), ~0ull);
-        if (parts == 1) run(args.params(), grid, block);
+        set_row_cache(k, args, cache && parts == 1);  // split launches never get the row cache
+        if (parts == 1) run(args.params(), grid, block, cache ? shared.data() : nullptr);
         for (int phase = 1; parts > 1 && phase <= k.split_phases; ++phase) {  // as launch_plan does
           set_split(k, args, phase, parts, reinterpret_cast<uint64_t>(ws.data()));
-          run(args.params(), grid, block);
+          run(args.params(), grid, block, nullptr);
         }
         for (size_t o = 0; o < g.outputs.size(); ++o) {
           const auto it = std::find(grp.outputs.begin(), grp.outputs.end(), g.outputs[o].node);

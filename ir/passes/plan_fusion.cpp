@@ -418,7 +418,19 @@ bool plan_groups(const Graph& g, std::set<NodeId>& isolated, std::set<NodeId>& d
   return ok;
 }
 
-// "reduces axes [1] of [N, 4096] (2 reductions: 3 passes over each row); " for a reduction group.
+// How a reduction kernel's passes read the inputs they share: from the row cache or from memory.
+std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroupInfo& info, const RowSplit& split) {
+  if (info.reread_inputs.empty()) return "";
+  if (split.row_cache_bytes > 0)
+    return fmt::format(", the row kept on chip ({} B of shared memory per block)", split.row_cache_bytes);
+  const int64_t bytes = row_cache_bytes(row_cache_element_sizes(g, info), reduce_length(fg.iter_shape, fg.reduce_mask));
+  if (split.block_rows && split.blocks_per_row == 1)
+    return fmt::format(", each reading it from memory: its row ({} B) is over the {} B row cache", bytes, kRowCacheBytes);
+  return ", each reading it from memory";
+}
+
+// "reduces axes [1] of [N, 4096] (2 reductions: 3 passes over each row, the row kept on chip (16384 B
+// of shared memory per block); one block per row at these sizes); " for a reduction group.
 std::string reduction_note(const Graph& g, const FusionGroup& fg) {
   const ReduceGroupInfo info = analyze_reduce_group(g, fg);
   if (info.reductions.empty()) return "";
@@ -426,14 +438,14 @@ std::string reduction_note(const Graph& g, const FusionGroup& fg) {
   std::string axes;
   for (int64_t a : mask_axes(fg.reduce_mask)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
   const size_t passes = info.reductions.size() - info.same_as.size() + (element_outputs ? 1 : 0);
-  const RowSplit split = row_split_at(fg, info);
+  const RowSplit split = row_split_at(g, fg, info);
   std::string how = split.block_rows ? "one block per row at these sizes" : "rows side by side in blocks";
   if (split.blocks_per_row > 1)
     how = fmt::format("{} blocks per row at these sizes, {} launches", split.blocks_per_row, split.launches);
   const size_t n = info.reductions.size();
   const std::string count = fmt::format("{} reduction{}", n, n == 1 ? "" : "s") +
                             (info.same_as.empty() ? "" : fmt::format(", {} distinct", n - info.same_as.size()));
-  const std::string reads = passes == 1 ? "1 pass over each row" : fmt::format("{} passes over each row, each reading it from memory", passes);
+  const std::string reads = fmt::format("{} pass{} over each row", passes, passes == 1 ? "" : "es") + reread_note(g, fg, info, split);
   return fmt::format("reduces axes [{}] of {} ({}: {}; {}); ", axes, shape_to_string(fg.iter_shape, &g), count, reads, how);
 }
 

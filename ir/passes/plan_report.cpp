@@ -147,7 +147,8 @@ std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const P
     s += "  inputs:  " + list(g, grp.inputs) + "\n";
     if (!grp.params.empty()) s += "  params:  " + list(g, grp.params) + "\n";
     s += "  outputs: " + list(g, grp.outputs) + "\n";
-    s += fmt::format("  bytes:   read {}, write {}; kernel parameters ~{} B\n", bytes_text(t.read_bytes),
+    const std::string reread = t.reread_bytes ? fmt::format(" ({} of it re-read by later passes)", bytes_text(t.reread_bytes)) : "";
+    s += fmt::format("  bytes:   read {}{}, write {}; kernel parameters ~{} B\n", bytes_text(t.read_bytes), reread,
                      bytes_text(t.write_bytes), estimate_param_bytes(g, grp));
     s += "  note:    " + grp.note + "\n";
   }
@@ -246,10 +247,12 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
               {"param_bytes", estimate_param_bytes(g, grp)}, {"note", grp.note},
               {"reduce_axes", reduction_group(g, grp) ? mask_axes(grp.reduce_mask) : std::vector<int64_t>{}}};
     if (reduction_group(g, grp)) {  // how its rows run at these sizes (docs/ops.md, "A row split over blocks")
-      const RowSplit r = row_split_at(grp, analyze_reduce_group(g, grp));
+      const RowSplit r = row_split_at(g, grp, analyze_reduce_group(g, grp));
       e["row_layout"] = r.block_rows ? "block_per_row" : "rows_side_by_side";
       e["blocks_per_row"] = r.blocks_per_row;
       e["launches"] = r.launches;
+      e["row_cache_bytes"] = r.row_cache_bytes;  // 0: passes re-read their inputs (reread_bytes)
+      e["reread_bytes"] = t.reread_bytes;
     }
     groups.push_back(std::move(e));
   }

@@ -224,7 +224,7 @@ class Program:
 def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, backend: str = "auto",
             cache_dir: str | None = None, disk_cache: bool = True, nvrtc_options: Sequence[str] = (),
             device: int = 0, dump_dir: str | None = None, build_unfused: bool = False,
-            row_split: int = 0) -> Program:
+            row_split: int = 0, row_cache: bool = True) -> Program:
     """Rewrites, plans and compiles a graph (or loads its kernels from the cache): ``Program::compile``.
 
     fast_math: allow value-changing rewrites. arch: "sm_90" (CUBIN) or "compute_90" (PTX), default
@@ -233,11 +233,13 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
     nvrtc_options: extra NVRTC flags. dump_dir: also write the ahead-of-time folder (docs/aot.md).
     build_unfused: compile the unfused plan now, not on its first use. row_split: blocks per row of
     block-per-row reductions (0: fusejit's rule, few rows of over 253,952 elements split; 1: never;
-    N: N parts; the same bits either way; docs/ops.md, "A row split over blocks").
+    N: N parts; the same bits either way; docs/ops.md, "A row split over blocks"). row_cache:
+    reduction kernels keep a row their passes share in shared memory when it fits in 48 KiB (False:
+    every pass reads memory; the same bits either way; docs/ops.md, "The row on chip").
     Raises UserError, CompileError, DriverError.
     """
     return Program(_fusejit.compile(graph, fast_math, arch, backend, cache_dir, disk_cache, list(nvrtc_options),
-                                    device, dump_dir, build_unfused, row_split))
+                                    device, dump_dir, build_unfused, row_split, row_cache))
 
 
 def load(dir: str, *, cache_dir: str | None = None, disk_cache: bool = True, device: int = 0) -> Program:

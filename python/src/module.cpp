@@ -368,7 +368,7 @@ void bind_graph(nb::module_& m) {
 fusejit::Options make_options(bool fast_math, std::optional<std::string> arch, std::string_view backend,
                               std::optional<std::string> cache_dir, bool disk_cache,
                               std::vector<std::string> nvrtc_options, int device, std::optional<std::string> dump_dir,
-                              bool build_unfused, int64_t row_split) {
+                              bool build_unfused, int64_t row_split, bool row_cache) {
   fusejit::Options o;
   o.fast_math = fast_math;
   o.arch = arch.value_or("");
@@ -380,6 +380,7 @@ fusejit::Options make_options(bool fast_math, std::optional<std::string> arch, s
   o.dump_dir = dump_dir.value_or("");
   o.build_unfused = build_unfused;
   o.row_split = row_split;
+  o.row_cache = row_cache;
   return o;
 }
 
@@ -411,19 +412,19 @@ void bind_program(nb::module_& m) {
       "compile",
       [](const fusejit::Graph& g, bool fast_math, std::optional<std::string> arch, std::string_view backend,
          std::optional<std::string> cache_dir, bool disk_cache, std::vector<std::string> nvrtc_options, int device,
-         std::optional<std::string> dump_dir, bool build_unfused, int64_t row_split) {
+         std::optional<std::string> dump_dir, bool build_unfused, int64_t row_split, bool row_cache) {
         fusejit::Options o = make_options(fast_math, std::move(arch), backend, std::move(cache_dir), disk_cache,
                                           std::move(nvrtc_options), device, std::move(dump_dir), build_unfused,
-                                          row_split);
+                                          row_split, row_cache);
         return released([&] { return Program::compile(g, o); });
       },
       "graph"_a, "fast_math"_a, "arch"_a, "backend"_a, "cache_dir"_a, "disk_cache"_a, "nvrtc_options"_a, "device"_a,
-      "dump_dir"_a, "build_unfused"_a, "row_split"_a);
+      "dump_dir"_a, "build_unfused"_a, "row_split"_a, "row_cache"_a);
   m.def(
       "load",
       [](const std::string& dir, std::optional<std::string> cache_dir, bool disk_cache, int device) {
         fusejit::Options o = make_options(false, std::nullopt, "auto", std::move(cache_dir), disk_cache, {}, device,
-                                          std::nullopt, false, 0);
+                                          std::nullopt, false, 0, true);
         return released([&] { return Program::load(dir, o); });
       },
       "dir"_a, "cache_dir"_a, "disk_cache"_a, "device"_a);

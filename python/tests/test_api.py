@@ -262,3 +262,15 @@ def test_row_split_gives_the_same_bits(rng):
         assert bits(split[name]) == bits(whole[name])
     with pytest.raises(fusejit.UserError, match="row_split -1: must be >= 0"):
         fusejit.compile(g, backend="cpu", row_split=-1)
+
+
+def test_row_cache_off_gives_the_same_bits(rng):
+    # LayerNorm over rows of 2,000 f32: x stays on chip (3 passes read it) unless row_cache=False.
+    g = fusejit.Graph.parse("input x : f32[4, 2000]\nm = mean(x, -1, keepdim)\nd = x - m\n"
+                            "v = mean(d * d, -1, keepdim)\ny = d * rsqrt(v + 1e-5)\noutput y\n")
+    assert "the row kept on chip (8000 B" in g.plan()["fused"]["groups"][0]["note"]
+    assert g.plan()["fused"]["groups"][0]["row_cache_bytes"] == 8000
+    x = rng.standard_normal((4, 2000), dtype=np.float32)
+    on = fusejit.compile(g, backend="cpu")(x=x)
+    off = fusejit.compile(g, backend="cpu", row_cache=False)(x=x)
+    assert bits(on["y"]) == bits(off["y"])

@@ -5,8 +5,8 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_996b5622f3eead42 and fj_reductions_996b5622f3eead42_s are the same (any strides).
-static __device__ void fj_reductions_996b5622f3eead42_rows(
+// Entry points fj_reductions_33158961c72036a4 and fj_reductions_33158961c72036a4_s are the same (any strides).
+static __device__ void fj_reductions_33158961c72036a4_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -24,9 +24,15 @@ static __device__ void fj_reductions_996b5622f3eead42_rows(
     unsigned int row_len,
     int split_phase,
     unsigned int row_split,
-    unsigned long long* ws) {
+    unsigned long long* ws,
+    unsigned int row_cache) {
   __shared__ float fj_lanes_float[FJ_RED_LANES];
   const float v9 = 0x0p+0f;  // v9 = const 0.0 : f32  [reductions.graph:10]
+  // The row on chip (docs/ops.md): the inputs later passes read again, kept in shared memory by
+  // the first pass when the launch gave room for them (row_cache 1; not in a split row's launches)
+  FJK_DYNAMIC_SHARED(fj_row_cache);
+  const bool fj_rc = row_cache != 0 && split_phase == 0;
+  float* const fj_rc_v0 = fj_rc ? (float*)(fj_row_cache + 0) : (float*)0;
   const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;
   // One block per row; row_split blocks per row in the odd launches of a split row
   const unsigned int fj_parts = (split_phase & 1) ? row_split : 1;
@@ -44,6 +50,7 @@ static __device__ void fj_reductions_996b5622f3eead42_rows(
       const unsigned int c1 = rem_k;
       const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
       const float v0 = in_v0[ioff_v0];
+      if (fj_rc) fj_rc_v0[k] = v0;  // kept on chip for the later passes
       return v0;
     }, fj_lanes_float, fj_tid, fj_nt,
         fj_red_chunk_slots<float>(ws, 3, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 0, (long long)rows, (long long)o));
@@ -56,7 +63,7 @@ static __device__ void fj_reductions_996b5622f3eead42_rows(
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
       const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
-      const float v0 = in_v0[ioff_v0];
+      const float v0 = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
       const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
       const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
       return v4;
@@ -70,7 +77,7 @@ static __device__ void fj_reductions_996b5622f3eead42_rows(
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
       const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
-      const float v0 = in_v0[ioff_v0];
+      const float v0 = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
       const float v11 = fj_sub(v0, v10);  // v11 = sub(v0, v10) : f32  [reductions.graph:10]
       const float v12 = fj_exp(v11);  // v12 = exp(v11) : f32  [reductions.graph:10]
       return v12;
@@ -90,15 +97,16 @@ static __device__ void fj_reductions_996b5622f3eead42_rows(
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
       const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
-      const float v0 = in_v0[ioff_v0];
+      const float v0 = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
       const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
       const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
       const float v6 = fj_div(v4, v5);  // v6 (p) = div(v4, v5) : f32  [reductions.graph:8]
       out_v6[ob_v6 + (unsigned long long)c1 * ost_v6_1] = v6;
     }
+    if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_996b5622f3eead42(
+extern "C" __global__ void fj_reductions_33158961c72036a4(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -116,10 +124,11 @@ extern "C" __global__ void fj_reductions_996b5622f3eead42(
     unsigned int row_len,
     int split_phase,
     unsigned int row_split,
-    unsigned long long* ws) {
-  fj_reductions_996b5622f3eead42_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws);
+    unsigned long long* ws,
+    unsigned int row_cache) {
+  fj_reductions_33158961c72036a4_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
-extern "C" __global__ void fj_reductions_996b5622f3eead42_s(
+extern "C" __global__ void fj_reductions_33158961c72036a4_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -137,8 +146,9 @@ extern "C" __global__ void fj_reductions_996b5622f3eead42_s(
     unsigned int row_len,
     int split_phase,
     unsigned int row_split,
-    unsigned long long* ws) {
-  fj_reductions_996b5622f3eead42_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws);
+    unsigned long long* ws,
+    unsigned int row_cache) {
+  fj_reductions_33158961c72036a4_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.

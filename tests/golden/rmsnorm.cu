@@ -5,8 +5,8 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_rmsnorm_4cd9e6677fd8d3b2 and fj_rmsnorm_4cd9e6677fd8d3b2_s are the same (any strides).
-static __device__ void fj_rmsnorm_4cd9e6677fd8d3b2_rows(
+// Entry points fj_rmsnorm_051527410fab2387 and fj_rmsnorm_051527410fab2387_s are the same (any strides).
+static __device__ void fj_rmsnorm_051527410fab2387_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -24,9 +24,15 @@ static __device__ void fj_rmsnorm_4cd9e6677fd8d3b2_rows(
     unsigned int row_len,
     int split_phase,
     unsigned int row_split,
-    unsigned long long* ws) {
+    unsigned long long* ws,
+    unsigned int row_cache) {
   __shared__ float fj_lanes_float[FJ_RED_LANES];
   const float v2 = p_v2;
+  // The row on chip (docs/ops.md): the inputs later passes read again, kept in shared memory by
+  // the first pass when the launch gave room for them (row_cache 1; not in a split row's launches)
+  FJK_DYNAMIC_SHARED(fj_row_cache);
+  const bool fj_rc = row_cache != 0 && split_phase == 0;
+  fj_bf16* const fj_rc_v0 = fj_rc ? (fj_bf16*)(fj_row_cache + 0) : (fj_bf16*)0;
   const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;
   // One block per row; row_split blocks per row in the odd launches of a split row
   const unsigned int fj_parts = (split_phase & 1) ? row_split : 1;
@@ -44,6 +50,7 @@ static __device__ void fj_rmsnorm_4cd9e6677fd8d3b2_rows(
       const unsigned int c1 = rem_k;
       const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
       const fj_bf16 v0h = in_v0[ioff_v0];
+      if (fj_rc) fj_rc_v0[k] = v0h;  // kept on chip for the later passes
       const float v0 = fj_load(v0h);
       const float v3 = fj_cvt_f32(v0);  // v3 (h) = cast(v0, f32) : f32  [rmsnorm.graph:8]
       const float v4 = fj_mul(v3, v3);  // v4 = mul(v3, v3) : f32  [rmsnorm.graph:9]
@@ -60,7 +67,7 @@ static __device__ void fj_rmsnorm_4cd9e6677fd8d3b2_rows(
       const unsigned int c1 = rem_k;
       const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
       const unsigned long long ioff_v1 = ib_v1 + (unsigned long long)c1 * ist_v1_1;
-      const fj_bf16 v0h = in_v0[ioff_v0];
+      const fj_bf16 v0h = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
       const float v0 = fj_load(v0h);
       const fj_bf16 v1h = in_v1[ioff_v1];
       const float v3 = fj_cvt_f32(v0);  // v3 (h) = cast(v0, f32) : f32  [rmsnorm.graph:8]
@@ -69,9 +76,10 @@ static __device__ void fj_rmsnorm_4cd9e6677fd8d3b2_rows(
       const fj_bf16 v10h = fj_mul_bf16(v1h, v9h);  // v10 (y) = mul(v1, v9) : bf16  [rmsnorm.graph:10]
       out_v10[ob_v10 + (unsigned long long)c1 * ost_v10_1] = v10h;
     }
+    if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_rmsnorm_4cd9e6677fd8d3b2(
+extern "C" __global__ void fj_rmsnorm_051527410fab2387(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -89,10 +97,11 @@ extern "C" __global__ void fj_rmsnorm_4cd9e6677fd8d3b2(
     unsigned int row_len,
     int split_phase,
     unsigned int row_split,
-    unsigned long long* ws) {
-  fj_rmsnorm_4cd9e6677fd8d3b2_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
+    unsigned long long* ws,
+    unsigned int row_cache) {
+  fj_rmsnorm_051527410fab2387_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
-extern "C" __global__ void fj_rmsnorm_4cd9e6677fd8d3b2_s(
+extern "C" __global__ void fj_rmsnorm_051527410fab2387_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -110,7 +119,8 @@ extern "C" __global__ void fj_rmsnorm_4cd9e6677fd8d3b2_s(
     unsigned int row_len,
     int split_phase,
     unsigned int row_split,
-    unsigned long long* ws) {
-  fj_rmsnorm_4cd9e6677fd8d3b2_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
+    unsigned long long* ws,
+    unsigned int row_cache) {
+  fj_rmsnorm_051527410fab2387_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
 

@@ -22,6 +22,7 @@ struct Launch {
   std::string kernel;
   unsigned grid = 0, block = 0;
   cu::Stream stream = nullptr;
+  unsigned shared_bytes = 0;  // dynamic shared memory per block
 };
 
 struct FakeEvent {
@@ -43,7 +44,8 @@ struct State {
   std::set<void*> live;        // live allocations
   int modules_loaded = 0;
   std::deque<std::string> function_names;  // stable storage: a CUfunction is a pointer to its name
-  std::map<std::string, std::function<void(void**)>> kernels;  // host emulations by name
+  // Host emulations by name: (params, the launch's dynamic shared memory bytes).
+  std::map<std::string, std::function<void(void**, unsigned)>> kernels;
   long long clock = 0;         // advanced by every event record and launch
   double ms_per_tick = 0.25;
   cu::Context current = nullptr;
@@ -146,13 +148,13 @@ inline cu::Result occ_block(int* min_grid, int* block, cu::Function, cu::Occupan
   return 0;
 }
 inline cu::Result occ_per_sm(int* n, cu::Function, int, size_t) { note("cuOccupancyMaxActiveBlocksPerMultiprocessor"); *n = st().occ_blocks_per_sm; return 0; }
-inline cu::Result launch(cu::Function f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned,
-                         cu::Stream s, void** params, void**) { note("cuLaunchKernel");
+inline cu::Result launch(cu::Function f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned,
+                         unsigned shared, cu::Stream s, void** params, void**) { note("cuLaunchKernel");
   if (st().launch_result) return st().launch_result;
   const std::string& name = *reinterpret_cast<std::string*>(f);
-  if (st().keep_launches) st().launches.push_back({name, gx, bx, s});
+  if (st().keep_launches) st().launches.push_back({name, gx, bx, s, shared});
   ++st().clock;
-  if (auto it = st().kernels.find(name); it != st().kernels.end()) it->second(params);
+  if (auto it = st().kernels.find(name); it != st().kernels.end()) it->second(params, shared);
   return 0;
 }
 inline cu::Result mem_alloc(cu::DevicePtr* p, size_t bytes) { note("cuMemAlloc");

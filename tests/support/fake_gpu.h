@@ -54,7 +54,10 @@ inline std::vector<std::shared_ptr<fusejit::jit::HostModule>> emulate(const fj::
       const std::string name = infos[i].cache == fj::CacheOutcome::NotBuilt ? kernels[i].name : infos[i].name;
       for (const auto& [entry, as] : {std::pair{kernels[i].name, name}, std::pair{kernels[i].strided_name(), name + "_s"}}) {
         auto tr = module->trampoline(entry);
-        fake_cuda::st().kernels[as] = [tr](void** a) { tr(a, 1, 1); };
+        fake_cuda::st().kernels[as] = [tr](void** a, unsigned shared) {
+          std::vector<uint64_t> dynamic_shared((shared + 7) / 8);  // the launch's shared memory
+          tr(a, 1, 1, shared ? dynamic_shared.data() : nullptr);
+        };
       }
     }
   }

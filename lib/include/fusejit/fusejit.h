@@ -331,6 +331,12 @@ struct Options {
   /// measure the split on a GPU). The results are the same bits whatever the value. Error(User)
   /// when negative.
   int64_t row_split = 0;
+  /// Whether reduction kernels with one block per row keep the row of the inputs their passes
+  /// share in shared memory when it fits in 48 KiB (docs/ops.md, "The row on chip";
+  /// ir::kRowCacheBytes): the first pass reads memory, later passes the copy on chip. false = every
+  /// pass reads memory (to measure the difference on a GPU). The results are the same bits either
+  /// way; the plan's traffic assumes the default.
+  bool row_cache = true;
 };
 
 /// Where a kernel's binary came from.
