@@ -178,8 +178,9 @@ GpuProgram GpuProgram::load(std::shared_ptr<DeviceContext> dc, const ir::Graph& 
   p.plan_ = std::make_shared<const ir::Plan>(plan);
   for (const CompiledKernel& k : compiled.kernels) {
     FJ_CHECK(k.image != nullptr && !k.image->empty(), "GpuProgram::load: kernel " + k.kernel.name + " has no image");
-    p.functions_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.name));
-    p.strided_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.strided_name()));
+    const int max_block = k.kernel.reduction ? kReduceMaxBlock : 0;
+    p.functions_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.name, max_block));
+    p.strided_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.strided_name(), max_block));
     p.kernels_.push_back(k.kernel);
   }
   p.bindings_ = std::make_shared<const PlanBindings>(g, plan);

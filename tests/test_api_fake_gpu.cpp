@@ -205,6 +205,10 @@ TEST_CASE("the row on chip on the CUDA backend: dynamic shared memory per launch
     fake_cuda::st().keep_launches = false;
     REQUIRE(fake_cuda::st().launches.size() == 1);
     CHECK(fake_cuda::st().launches[0].shared_bytes == (cache ? 12000u : 0u));
+    // The occupancy API would give 768 threads; a reduction kernel asks for at most 256
+    // (jit::kReduceMaxBlock: its passes load with one thread per lane).
+    CHECK(fake_cuda::st().occ_block == 768);
+    CHECK(fake_cuda::st().launches[0].block == 256);
     CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
   }
 }

@@ -142,8 +142,8 @@ inline cu::Result get_function(cu::Function* f, cu::Module, const char* name) { 
   *f = reinterpret_cast<cu::Function>(&st().function_names.back());
   return 0;
 }
-inline cu::Result occ_block(int* min_grid, int* block, cu::Function, cu::OccupancyB2DSize, size_t, int) { note("cuOccupancyMaxPotentialBlockSize");
-  *block = st().occ_block;
+inline cu::Result occ_block(int* min_grid, int* block, cu::Function, cu::OccupancyB2DSize, size_t, int limit) { note("cuOccupancyMaxPotentialBlockSize");
+  *block = limit > 0 && limit < st().occ_block ? limit : st().occ_block;  // blockSizeLimit, as the driver
   *min_grid = st().sm_count * st().occ_blocks_per_sm;
   return 0;
 }
