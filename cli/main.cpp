@@ -127,8 +127,18 @@ class WarningLog {
 };
 
 // A library error about a value given on the command line ("--range x: ...", from RunOptions
-// checked against the graph) points at that value.
+// checked against the graph) points at that value. The parser's "unknown dim 'Q' in a dim
+// override" (ir/parser.cpp: it knows the graph's dims, not the command line) is --dim Q's.
 bool locate_option_error(const CommandLine& line, ErrorInfo& e) {
+  const std::string unknown_dim = "unknown dim '";
+  if (e.message.rfind(unknown_dim, 0) == 0 && e.message.find("' in a dim override") != std::string::npos) {
+    const std::string name = e.message.substr(unknown_dim.size(), e.message.find('\'', unknown_dim.size()) - unknown_dim.size());
+    ErrorInfo d = e;
+    d.message = "--dim " + name + ": " + e.message;
+    if (!locate_option_error(line, d)) return false;
+    e = d;
+    return true;
+  }
   if (e.message.rfind("--", 0) != 0) return false;
   const size_t sp = e.message.find(' ');
   const size_t end = e.message.find_first_of(":=", sp == std::string::npos ? 0 : sp);

@@ -275,6 +275,12 @@ TEST_CASE("--dim errors point at the command line, not at the graph file") {
   CHECK(r.code == 2);
   CHECK(r.err.find("'x1' is not an integer") != std::string::npos);
   CHECK(r.err.find("--dim=N=x1\n") != std::string::npos);
+  // A dim the graph does not declare (found by the parser) is the command line's error too.
+  r = run_split("plan " + sample("x2x3.txt") + " --dim N=3 --dim Q=4");
+  CHECK(r.code == 2);
+  CHECK(r.err.rfind("<command line>:1:", 0) == 0);
+  CHECK(r.err.find("--dim Q: unknown dim 'Q' in a dim override; the graph declares dims N") != std::string::npos);
+  CHECK(r.err.find("x2x3.txt:") == std::string::npos);
 }
 
 TEST_CASE("run --json and plan --json report every error as a JSON object on stdout, and as text on stderr") {
