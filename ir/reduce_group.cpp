@@ -2,6 +2,7 @@
 #include "ir/reduce_group.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -202,6 +203,29 @@ int64_t choose_row_split(int64_t rows, int64_t row_len) {
   return parts >= 2 ? parts : 1;
 }
 
+int column_rows_per_block(const Graph& g, const ReduceGroupInfo& info) {
+  std::set<DType> types;
+  for (NodeId r : info.reductions) types.insert(is_half(g.node(r).dtype) ? DType::F32 : g.node(r).dtype);
+  int64_t bytes = 0;
+  for (DType t : types) bytes += 256 * dtype_size(t);
+  int rows = 32;
+  while (rows > 1 && rows * bytes > 48 * 1024) rows /= 2;
+  return rows;
+}
+
+int64_t choose_column_split(int64_t groups, int64_t row_len) {
+  const int64_t chunks = reduce_chunks(row_len);
+  if (groups <= 0 || groups >= 512 || chunks < 2) return 1;
+  const int64_t parts = std::min(chunks, 1024 / groups);
+  return parts >= 2 ? parts : 1;
+}
+
+int64_t choose_split(bool block_rows, int64_t rows, int64_t rows_per_block, int64_t row_len) {
+  if (block_rows) return choose_row_split(rows, row_len);
+  const int64_t rpb = std::max<int64_t>(1, rows_per_block);
+  return choose_column_split((rows + rpb - 1) / rpb, row_len);
+}
+
 bool reduces_innermost(const FusionGroup& grp) {
   for (size_t d = grp.iter_shape.size(); d-- > 0;)
     if (grp.iter_shape[d].size != 1 || grp.iter_shape[d].sym >= 0) return (grp.reduce_mask >> d & 1) != 0;
@@ -228,11 +252,12 @@ std::vector<int> row_cache_element_sizes(const Graph& g, const ReduceGroupInfo& 
 RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupInfo& info) {
   RowSplit r;
   r.block_rows = reduces_innermost(grp);
-  if (!r.block_rows || info.reductions.empty()) return r;
+  if (info.reductions.empty()) return r;
   const int64_t row_len = reduce_length(grp.iter_shape, grp.reduce_mask);
-  r.blocks_per_row = choose_row_split(num_elements(reduced_shape(grp.iter_shape, grp.reduce_mask, false)), row_len);
+  const int64_t rows = num_elements(reduced_shape(grp.iter_shape, grp.reduce_mask, false));
+  r.blocks_per_row = choose_split(r.block_rows, rows, r.block_rows ? 1 : column_rows_per_block(g, info), row_len);
   if (r.blocks_per_row > 1) r.launches = 2 * info.levels + (info.element_outputs ? 1 : 0);
-  r.row_cache_bytes = row_cache_at(row_cache_element_sizes(g, info), row_len, r.blocks_per_row);
+  if (r.block_rows) r.row_cache_bytes = row_cache_at(row_cache_element_sizes(g, info), row_len, r.blocks_per_row);
   return r;
 }
 

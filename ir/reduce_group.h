@@ -70,6 +70,21 @@ ReduceGroupInfo analyze_reduce_group(const Graph& g, const FusionGroup& grp);
 // thresholds are estimates, not yet measured on a GPU.
 int64_t choose_row_split(int64_t rows, int64_t row_len);
 
+// Rows a column kernel (rows side by side in a block) holds per block: a power of two up to 32
+// whose lanes, 256 per row of each compute type of the group's reductions (f32 for f16/bf16), fit
+// in 48 KiB of static shared memory. jit/codegen lays blocks out by it; the launcher counts blocks.
+int column_rows_per_block(const Graph& g, const ReduceGroupInfo& info);
+
+// Blocks per column group of a column kernel (rows_per_block rows side by side): 1 unless the
+// rows have at least 2 chunks (more than 8,192 elements) and the groups are fewer than 512, then
+// one part per chunk up to about 1,024 blocks in all (a group's chunk is rows_per_block times a
+// row's, so columns split sooner than rows). Thresholds not yet measured on a GPU.
+int64_t choose_column_split(int64_t groups, int64_t row_len);
+
+// The launcher's rule for either layout: choose_row_split(rows, row_len) with one block per row
+// (rows_per_block 1 and block_rows), else choose_column_split over ceil(rows / rows_per_block).
+int64_t choose_split(bool block_rows, int64_t rows, int64_t rows_per_block, int64_t row_len);
+
 // Whether a reduction group reduces its innermost axis that is not a literal 1 (jit/codegen's kept
 // dims): its kernel then runs one block per row; else rows side by side (a column reduction).
 bool reduces_innermost(const FusionGroup& grp);
@@ -89,8 +104,9 @@ int64_t row_cache_at(std::span<const int> element_sizes, int64_t row_len, int64_
 std::vector<int> row_cache_element_sizes(const Graph& g, const ReduceGroupInfo& info);
 
 // How a reduction group's rows run at the graph's current sizes (docs/ops.md, "A row split over
-// blocks"): rows side by side in blocks (a column reduction: block_rows false), else one block per row, or
-// blocks_per_row > 1 blocks per row over `launches` launches.
+// blocks"): rows side by side in blocks (a column reduction: block_rows false) or one block per
+// row, and blocks_per_row > 1 blocks per row (per group of rows side by side) over `launches`
+// launches.
 // `row_cache_bytes`: the shared memory the row cache takes per block at these sizes, 0 when the
 // rows are not kept on chip (no cached input, a split or column layout, or over kRowCacheBytes).
 struct RowSplit {

@@ -728,9 +728,9 @@ struct ReduceGen {
   std::vector<ir::NodeId> split_slots;
   int final_phase = 0;
 
-  // Whether a long row may split over several blocks (fj_reduce_phase): one block per row.
+  // Every reduction kernel may split a long row over several blocks (fj_reduce_phase); the
+  // launcher decides (ir::choose_split).
   bool splittable() {
-    if (!row_blocks()) return false;
     for (ir::NodeId r : info.reductions)
       if (!info.same_as.count(r)) split_slots.push_back(r);
     final_phase = 2 * info.levels + (info.element_outputs ? 1 : 0);
@@ -808,7 +808,7 @@ struct ReduceGen {
     return s + compute_node(k, hf, id);
   }
 
-  // One reduction: its operand computed per element inside the load function of fj_reduce_fixed.
+  // One reduction: its operand computed per element inside the load function of fj_reduce_phase.
   std::string phase(ir::NodeId r) {
     const ir::Node& nd = k.g.node(r);
     const ir::NodeId a = nd.arg(0);
@@ -829,15 +829,14 @@ struct ReduceGen {
     body += elements(elems, ins, "ioff") + fmt::format("  return {};\n", v(a));
     const char* ct = compute_ctype(nd.dtype);
     const std::string load = fmt::format("[&](long long fj_i) -> {} {{\n{}  }}", ct, indent(body, 2));
-    std::string value = fmt::format("fj_reduce_fixed<{}, {}>((long long)row_len, {}, fj_lanes_{}, fj_tid, fj_nt)",
-                                    ir::reduce_combiner(nd.op), ct, load, mangle(ct));
-    if (row_blocks()) {
+    std::string value;
+    {
       const auto slot = std::find(split_slots.begin(), split_slots.end(), r) - split_slots.begin();
       value = fmt::format("fj_reduce_phase<{0}, {1}>(split_phase, {2}, (long long)row_len, fj_part, fj_parts, {3}, "
                           "fj_lanes_{4}, fj_tid, fj_nt,\n      fj_red_chunk_slots<{1}>(ws, {5}, {6}, (long long)rows, (long long)o, "
-                          "(long long)row_len), fj_red_row_slot<{1}>(ws, {6}, (long long)rows, (long long)o))",
+                          "(long long)row_len), fj_red_row_slot<{1}>(ws, {6}, (long long)rows, (long long)o){7})",
                           ir::reduce_combiner(nd.op), ct, 2 * info.level.at(r) - 1, load, mangle(ct), split_slots.size(),
-                          slot);
+                          slot, row_blocks() ? "" : ", fj_live");
     }
     if (nd.op == ir::Op::Mean)
       value = nd.red.correction == 0
@@ -877,23 +876,15 @@ struct ReduceGen {
       const std::string t = terms(red_j, "ost", v(o), -1);
       body += fmt::format("  out_{0}[ob_{0}{1}] = {2};\n", v(o), t.empty() ? "" : " + " + t, hf.name(o, HalfForms::Form::Storage));
     }
-    if (!row_blocks())
-      return s + fmt::format("  for ({} k = fj_tid; fj_live && k < row_len; k += fj_nt) {{  // the element outputs\n", k.idx) +
-             indent(body, 2) + "  }\n";
     return s + fmt::format("  long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch\n"
                            "  fj_red_part_elements(split_phase, (long long)row_len, fj_part, fj_parts, fj_k0, fj_k1);\n"
-                           "  for ({0} k = ({0})fj_k0 + fj_tid; k < ({0})fj_k1; k += fj_nt) {{  // the element outputs\n",
-                           k.idx) +
+                           "  for ({0} k = ({0})fj_k0 + fj_tid; {1}k < ({0})fj_k1; k += fj_nt) {{  // the element outputs\n",
+                           k.idx, row_blocks() ? "" : "fj_live && ") +
            indent(body, 2) + "  }\n";
   }
 
   // The reductions level by level; in a split row, the launches of a level end after it.
   std::string reductions() {
-    if (!row_blocks()) {
-      std::string s;
-      for (ir::NodeId r : info.reductions) s += phase(r);
-      return s;
-    }
     std::string s;
     for (int j = 1; j <= info.levels; ++j) {
       for (ir::NodeId r : info.reductions)
@@ -928,27 +919,16 @@ struct ReduceGen {
         writes += fmt::format("    out_{0}[ob_{0}] = {1};\n", v(o), hf.name(o, HalfForms::Form::Storage));
       }
     if (!writes.empty())
-      s += std::string(!row_blocks() ? "  if (fj_tid == 0 && fj_live) {" : "  if (fj_tid == 0 && fj_part == 0) {") +
+      s += std::string(!row_blocks() ? "  if (fj_tid == 0 && fj_live && fj_part == 0) {" : "  if (fj_tid == 0 && fj_part == 0) {") +
            "  // the row outputs, once per row\n" + writes + "  }\n";
     return s + epilogue();
   }
 
-  // Rows per block of a column kernel: a power of two up to 32 whose lanes fit in 48 KB of shared
-  // memory (the static limit), 256 lanes per row of each compute type.
-  int col_rows() const {
-    size_t bytes = 0;
-    std::set<ir::DType> types;
-    for (ir::NodeId r : info.reductions) types.insert(k.dtype(r) == ir::DType::F16 || k.dtype(r) == ir::DType::BF16
-                                                          ? ir::DType::F32 : k.dtype(r));
-    for (ir::DType t : types) bytes += 256 * static_cast<size_t>(ir::dtype_size(t));
-    int r = 32;
-    while (r > 1 && static_cast<size_t>(r) * bytes > 48 * 1024) r /= 2;
-    return r;
-  }
+  int col_rows() const { return ir::column_rows_per_block(k.g, info); }
 
   // The row loop of a column kernel (the innermost axis kept): rows side by side in a block, so
   // neighbouring threads read neighbouring elements, each row's lanes shared by the block's other
-  // threads (fj_reduce_fixed with fj_nt threads). A row past the end repeats the last one, so its
+  // threads (fj_reduce_phase with fj_nt threads). A row past the end repeats the last one, so its
   // threads meet every barrier, and writes nothing (fj_live).
   std::string column_loop(const std::set<std::string>& types) {
     std::string s = fmt::format(
@@ -959,7 +939,10 @@ struct ReduceGen {
         "  const int fj_nt = (int)blockDim.x / fj_rpb, fj_tid = (int)threadIdx.x / fj_rpb, fj_r = (int)threadIdx.x % fj_rpb;\n",
         col_rows());
     for (const std::string& t : types) s += fmt::format("  {0}* const fj_lanes_{1} = fj_lanes_{1}_rows[fj_r];\n", t, mangle(t.c_str()));
-    return s + fmt::format("  for ({0} fj_o0 = ({0})blockIdx.x * fj_rpb; fj_o0 < rows; fj_o0 += ({0})gridDim.x * fj_rpb) {{\n"
+    return s + fmt::format("  // Each group of fj_rpb rows in a block; row_split blocks per group in the odd launches of a split\n"
+                           "  const {0} fj_parts = (split_phase & 1) ? row_split : 1, fj_groups = (rows + fj_rpb - 1) / fj_rpb;\n"
+                           "  for ({0} fj_b = blockIdx.x; fj_b < fj_groups * fj_parts; fj_b += gridDim.x) {{\n"
+                           "    const {0} fj_o0 = fj_b / fj_parts * fj_rpb, fj_part = fj_b - fj_b / fj_parts * fj_parts;\n"
                            "    const bool fj_live = fj_o0 + fj_r < rows;\n"
                            "    const {0} o = fj_live ? fj_o0 + fj_r : rows - 1;\n",
                            k.idx);
@@ -1044,7 +1027,8 @@ std::string reduce_header(KernelGen& k, const ReduceGen& r) {
                       axes,
                       r.row_blocks() ? "one block per row (threads share the lanes), or for a few long rows\n"
                                        "// row_split blocks per row in several launches (fj_reduce_phase)"
-                                     : "rows side by side in a block, each row's lanes shared by its threads");
+                                     : "rows side by side in a block, each row's lanes shared by its threads, or\n"
+                                       "// for a few groups of long rows row_split blocks per group in several launches");
   return text;
 }
 

@@ -69,11 +69,11 @@ struct GeneratedKernel {
   // host build runs each block with one thread.
   bool reduction = false;
   bool row_blocks = false;
-  // > 0: a long row may split over several blocks, the kernel launched split_phases times with
+  // Every reduction kernel (split_reductions > 0) may split long rows over several blocks (a group
+  // of rows side by side, in a column kernel), the kernel launched split_phases times with
   // split_phase 1, 2, ... (fj_reduce_phase in ir/scalar/fj_reduce.h; the entries take
   // split_phase, row_split and ws, a workspace of split_reductions * rows * (1 + chunks) 8-byte
-  // slots); 0: rows side by side (a column reduction). Launches with split_phase 0, row_split 1
-  // and a null ws reduce each row in one block.
+  // slots). Launches with split_phase 0, row_split 1 and a null ws reduce each row in one block.
   int split_reductions = 0;
   int split_phases = 0;
   // The row cache (docs/ops.md, "The row on chip"; ir::ReduceGroupInfo::reread_inputs): the element

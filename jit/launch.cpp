@@ -166,8 +166,9 @@ bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, con
     const int64_t rows = ir::num_elements(ir::reduced_shape(iter, grp.reduce_mask, false));
     const int64_t row_len = ir::reduce_length(iter, grp.reduce_mask);
     const int64_t chunks = ir::reduce_chunks(row_len);
-    out.row_split = rules.row_split == 0 ? ir::choose_row_split(rows, row_len)
-                                         : std::min(rules.row_split, std::max<int64_t>(chunks, 1));
+    out.row_split = rules.row_split == 0
+                        ? ir::choose_split(out.kernel->row_blocks, rows, out.kernel->rows_per_block, row_len)
+                        : std::min(rules.row_split, std::max<int64_t>(chunks, 1));
     if (out.row_split > 1) out.workspace_bytes = 8 * ir::split_workspace_slots(out.kernel->split_reductions, rows, row_len);
     set_row_cache(rules, row_len, out);
   }

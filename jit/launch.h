@@ -76,9 +76,9 @@ struct GroupLaunch {
   bool fast = true;            // the fast entry's layout holds; else the strided entry always runs
   bool rows_ok = false;        // the sizes allow the fast entry's vector path (vector_rows_ok)
   std::vector<uint64_t> fast_args, strided_args;  // static_args() of each entry (fast: when `fast`)
-  // A reduction whose rows split over blocks (GeneratedKernel::split_reductions, ir::choose_row_split):
-  // row_split > 1 blocks per row; the kernel runs split_phases times (odd split_phase on
-  // rows * row_split * 256 items, even on rows * 256) with a workspace of workspace_bytes.
+  // A reduction whose rows split over blocks (GeneratedKernel::split_reductions, ir::choose_split):
+  // row_split > 1 blocks per row (per group of rows side by side); the kernel runs split_phases
+  // times (odd split_phase on items * row_split, even on items) with a workspace of workspace_bytes.
   // 1: one launch, no workspace.
   int64_t row_split = 1;
   int64_t workspace_bytes = 0;
@@ -108,7 +108,7 @@ struct LaunchState {
 // Overrides of the launcher's rules for reduction kernels (Options::row_split, Options::row_cache),
 // to measure each way on a GPU; the bits never depend on them.
 struct LaunchRules {
-  int64_t row_split = 0;   // 0: ir::choose_row_split; 1: never split; N: min(N, chunks) parts
+  int64_t row_split = 0;   // 0: ir::choose_split; 1: never split; N: min(N, chunks) parts
   bool row_cache = true;   // false: never keep a row on chip (every pass reads memory)
 };
 

@@ -144,7 +144,9 @@ done
 # vocabulary-sized logsumexp row (1 x 128256, under the threshold) split in 8 parts against one block.
 # Then the row cache (docs/ops.md, "The row on chip"; its 48 KiB limit is unmeasured): softmax and
 # LayerNorm with every pass reading memory, and softmax over rows of 1,024 and 32,768 elements (the
-# issue's range; 32,768 f32 is over the limit, so its passes re-read) at the same 64 MiB.
+# issue's range; 32,768 f32 is over the limit, so its passes re-read) at the same 64 MiB. Last, a
+# column reduction with few columns (per-channel sums of [100352, 64]): split over 26 blocks (the
+# rule, ir::choose_column_split) against 2 blocks.
 for extra in "bias_gelu~full:bias_gelu:" "bias_gelu~fast-math:bias_gelu:--fast-math" \
              "bias_gelu~regs32:bias_gelu:--nvrtc-option=--maxrregcount=32" \
              "grad_norm~one-block:grad_norm:--row-split=1" \
@@ -153,7 +155,9 @@ for extra in "bias_gelu~full:bias_gelu:" "bias_gelu~fast-math:bias_gelu:--fast-m
              "softmax~no-row-cache:softmax:--no-row-cache" \
              "layernorm~no-row-cache:layernorm:--no-row-cache" \
              "softmax~rows1024:softmax:--dim=N=16384 --dim=C=1024" \
-             "softmax~rows32768:softmax:--dim=N=512 --dim=C=32768"; do
+             "softmax~rows32768:softmax:--dim=N=512 --dim=C=32768" \
+             "bias_grad~channels:bias_grad:--dim=N=100352 --dim=C=64" \
+             "bias_grad~channels-unsplit:bias_grad:--dim=N=100352 --dim=C=64 --row-split=1"; do
   name="${extra%%:*}"; rest="${extra#*:}"; graph="${rest%%:*}"; flags="${rest#*:}"
   left=$(( BUDGET_S - $(elapsed) ))
   if [ $left -lt 15 ]; then say "time budget spent: $name not run"; break; fi

@@ -197,6 +197,13 @@ TEST_CASE("few long rows split over blocks (several launches) and give the refer
   CHECK(ir::choose_row_split(1, 1 << 24) == 512);     // a whole-tensor sum of 16M elements
   CHECK(ir::choose_row_split(4096, 1 << 20) == 1);    // many rows fill the GPU already
   CHECK(ir::choose_row_split(0, 1 << 20) == 1);
+  CHECK(ir::choose_column_split(1, 300000) == 37);     // 3 columns: 37 chunks, one part each
+  CHECK(ir::choose_column_split(2, 20000) == 3);
+  CHECK(ir::choose_column_split(128, 65536) == 8);     // a [65536, 4096] bias gradient: 1,024 blocks
+  CHECK(ir::choose_column_split(128, 8192) == 1);      // one chunk: nothing to split
+  CHECK(ir::choose_column_split(512, 1 << 20) == 1);   // many groups fill the GPU already
+  CHECK(ir::choose_split(false, 64, 32, 100000) == ir::choose_column_split(2, 100000));
+  CHECK(ir::choose_split(true, 64, 1, 1 << 20) == ir::choose_row_split(64, 1 << 20));
   std::vector<testing::Case> cases;
   uint64_t seed = 500;
   // (graph, launches of its split kernel: 2 per level of reductions, 1 more for element outputs)
@@ -214,6 +221,12 @@ TEST_CASE("few long rows split over blocks (several launches) and give the refer
        "mu = mean(x, -1, keepdim)\nd = x - mu\nv = mean(d * d, -1, keepdim)\ny = d * rsqrt(v + 1e-5) * w + b\n"
        "output y\n", 5},
       {"input x : f32[2, 270000]\ny = x - amax(x, -1, keepdim)\noutput y\n", 3},
+      // Column kernels (rows side by side): one group of 3 columns in 37 parts; two groups of 40
+      // columns in 3 parts with element outputs; a standardization over axis 0 (two levels).
+      {"input x : f32[300000, 3]\ny = sum(x, 0)\noutput y\n", 2},
+      {"input x : f32[20000, 40]\nm = amax(x, 0, keepdim)\ny = x - m\noutput y, m\n", 3},
+      {"input x : f32[17000, 5]\nmu = mean(x, 0, keepdim)\nd = x - mu\nv = mean(d * d, 0, keepdim)\n"
+       "y = d * rsqrt(v + 1e-5)\noutput y, v\n", 5},
   };
   for (const auto& [text, launches] : graphs) cases.push_back(reduce_case(text, seed++));
   for (size_t i = 1; i < cases.size(); ++i) cases[i].inputs = finite_inputs(cases[i].graph, 600 + i);
@@ -369,6 +382,9 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
       "graph t\ninput x : f32[2, 70000] range -8:8\ny = softmax(x, -1)\noutput y\n",
       "graph t\ninput x : f32[2, 70000]\nm = mean(x, -1, keepdim)\nd = x - m\nv = mean(d * d, -1, keepdim)\n"
       "y = d * rsqrt(v + 1e-5)\noutput y, m, v\n",
+      // Columns of 20,000 (3 chunks) in two groups of side-by-side rows (33 columns: the second
+      // group has one live row, the rest repeat it), whole and split.
+      "graph t\ninput dy : f32[20000, 33]\nm = amax(dy, 0, keepdim)\ny = dy - m\noutput y, m\n",
   };
   const std::filesystem::path dir = std::filesystem::path(FUSEJIT_BINARY_DIR) / "test-reduce-threads";
   std::filesystem::create_directories(dir);
@@ -395,7 +411,7 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
     auto run = reinterpret_cast<Threaded>(dlsym(h, "run_threaded"));
     REQUIRE(static_cast<bool>(run));
 
-    const bool split = std::string(text).find("70000") != std::string::npos;  // the long rows above
+    const bool split = std::string(text).find("0000") != std::string::npos;  // the long rows above
     REQUIRE((!split || k.split_reductions > 0));
     const std::vector<ir::Tensor> in = split ? finite_inputs(g, 77) : testing::random_inputs(g, 77, 0.05);
     const std::vector<ir::Tensor> want = ir::evaluate_reference(g, in);
@@ -410,7 +426,7 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
     // The row cache on (whatever the row's size: the 48 KiB limit is the launcher's) and off.
     const int64_t row_len = ir::reduce_length(grp.iter_shape, grp.reduce_mask);
     std::vector<uint64_t> shared(static_cast<size_t>(ir::row_cache_bytes(k.row_cache_sizes, row_len) / 8), ~0ull);
-    CHECK(k.row_cache_sizes.empty() == (std::string(text).find("db = sum") != std::string::npos));
+    CHECK(k.row_cache_sizes.empty() == !k.row_blocks);  // every row kernel here re-reads x
     for (bool cache : k.row_cache_sizes.empty() ? std::vector<bool>{false} : std::vector<bool>{false, true})
     for (long long parts : split ? std::vector<long long>{1, 2, 9} : std::vector<long long>{1})
     for (unsigned block : blocks)
@@ -421,7 +437,8 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
         CAPTURE(grid);
         for (ir::Tensor& t : outs) std::memset(t.data.data(), 0xA5, t.data.size());
         jit::PackedArgs args = jit::pack_args(k.signature, g, grp, in_addrs, out_addrs, params, {grid, block});
-        std::vector<uint64_t> ws(static_cast<size_t>(ir::split_workspace_slots(k.split_reductions, 2, 70000)), ~0ull);
+        const int64_t rows = ir::num_elements(ir::reduced_shape(grp.iter_shape, grp.reduce_mask, false));
+        std::vector<uint64_t> ws(static_cast<size_t>(ir::split_workspace_slots(k.split_reductions, rows, row_len)), ~0ull);
         set_row_cache(k, args, cache && parts == 1);  // split launches never get the row cache
         if (parts == 1) run(args.params(), grid, block, cache ? shared.data() : nullptr);
         for (int phase = 1; parts > 1 && phase <= k.split_phases; ++phase) {  // as launch_plan does

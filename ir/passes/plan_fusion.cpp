@@ -441,7 +441,8 @@ std::string reduction_note(const Graph& g, const FusionGroup& fg) {
   const RowSplit split = row_split_at(g, fg, info);
   std::string how = split.block_rows ? "one block per row at these sizes" : "rows side by side in blocks";
   if (split.blocks_per_row > 1)
-    how = fmt::format("{} blocks per row at these sizes, {} launches", split.blocks_per_row, split.launches);
+    how = fmt::format("{}{} blocks per row at these sizes, {} launches", split.block_rows ? "" : "rows side by side in blocks, ",
+                      split.blocks_per_row, split.launches);
   const size_t n = info.reductions.size();
   const std::string count = fmt::format("{} reduction{}", n, n == 1 ? "" : "s") +
                             (info.same_as.empty() ? "" : fmt::format(", {} distinct", n - info.same_as.size()));

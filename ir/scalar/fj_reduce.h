@@ -216,15 +216,16 @@ FJ_FN T* fj_red_chunk_slots(unsigned long long* ws, long long nslots, long long 
 // values[] (thread 0 writes them) and returns R::id() (unused); phase first + 1 combines them
 // (step 4, the same stack as fj_reduce_fixed, so the same bits) and keeps the result in *kept;
 // later phases return *kept. Each chunk value is the same operations on the same elements as in one
-// block, so the bits never depend on the split.
+// block, so the bits never depend on the split. `live` false: the calling threads repeat another
+// row only to meet the block's barriers (a column kernel's rows past the end) and write nothing.
 template <class R, class T, class Load>
 FJ_FN T fj_reduce_phase(int phase, int first, long long n, long long part, long long parts, Load load, T* lanes,
-                        int tid, int nthreads, T* values, T* kept) {
+                        int tid, int nthreads, T* values, T* kept, bool live = true) {
   if (phase == 0) return fj_reduce_fixed<R, T>(n, load, lanes, tid, nthreads);
   if (phase > first + 1) return *kept;
   if (phase == first + 1) {
     const T v = fj_red_combine_chunks<R, T>(fj_red_chunks(n), values);
-    if (tid == 0) *kept = v;
+    if (tid == 0 && live) *kept = v;
     return v;
   }
   long long c0, c1;
@@ -232,7 +233,7 @@ FJ_FN T fj_reduce_phase(int phase, int first, long long n, long long part, long 
   for (long long c = c0; c < c1; ++c) {
     const long long e0 = c * FJ_RED_CHUNK;
     const T v = fj_red_chunk<R, T>(e0, n - e0 < FJ_RED_CHUNK ? n - e0 : FJ_RED_CHUNK, load, lanes, tid, nthreads);
-    if (tid == 0) values[c] = v;
+    if (tid == 0 && live) values[c] = v;
   }
   return R::template id<T>();
 }

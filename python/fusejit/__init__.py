@@ -232,8 +232,9 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
     cache_dir: kernel cache folder (default $FUSEJIT_CACHE_DIR, else ~/.cache/fusejit).
     nvrtc_options: extra NVRTC flags. dump_dir: also write the ahead-of-time folder (docs/aot.md).
     build_unfused: compile the unfused plan now, not on its first use. row_split: blocks per row of
-    block-per-row reductions (0: fusejit's rule, few rows of over 253,952 elements split; 1: never;
-    N: N parts; the same bits either way; docs/ops.md, "A row split over blocks"). row_cache:
+    reductions (0: fusejit's rule, few rows of over 253,952 elements, or few groups of columns of
+    over 8,192, split; 1: never; N: N parts; the same bits either way; docs/ops.md, "A row split
+    over blocks"). row_cache:
     reduction kernels keep a row their passes share in shared memory when it fits in 48 KiB (False:
     every pass reads memory; the same bits either way; docs/ops.md, "The row on chip").
     Raises UserError, CompileError, DriverError.

@@ -153,12 +153,13 @@ extern "C" __global__ void fj_reductions_33158961c72036a4_s(
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.
 // Layout: r1 i32 in:[0,2):C k0.1:0.1. Outputs: v7 (col).
-// Reduction kernel: axes [0] of the iteration space, rows side by side in a block, each row's lanes shared by its threads.
+// Reduction kernel: axes [0] of the iteration space, rows side by side in a block, each row's lanes shared by its threads, or
+// for a few groups of long rows row_split blocks per group in several launches.
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_ae69fd3b12fa3d2d and fj_reductions_ae69fd3b12fa3d2d_s are the same (any strides).
-static __device__ void fj_reductions_ae69fd3b12fa3d2d_rows(
+// Entry points fj_reductions_b516685bc82a0cdf and fj_reductions_b516685bc82a0cdf_s are the same (any strides).
+static __device__ void fj_reductions_b516685bc82a0cdf_rows(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -170,7 +171,10 @@ static __device__ void fj_reductions_ae69fd3b12fa3d2d_rows(
     unsigned long long ost_v7_0,
     unsigned long long ost_v7_1,
     unsigned int rows,
-    unsigned int row_len) {
+    unsigned int row_len,
+    int split_phase,
+    unsigned int row_split,
+    unsigned long long* ws) {
   __shared__ float fj_lanes_float_rows[32][FJ_RED_LANES];
   // 32 rows per block side by side (neighbouring threads read neighbouring elements), each
   // reduced by the block's threads in turn sharing its lanes; rows per block divide the block size
@@ -178,7 +182,10 @@ static __device__ void fj_reductions_ae69fd3b12fa3d2d_rows(
   while ((int)blockDim.x % fj_rpb != 0) fj_rpb /= 2;
   const int fj_nt = (int)blockDim.x / fj_rpb, fj_tid = (int)threadIdx.x / fj_rpb, fj_r = (int)threadIdx.x % fj_rpb;
   float* const fj_lanes_float = fj_lanes_float_rows[fj_r];
-  for (unsigned int fj_o0 = (unsigned int)blockIdx.x * fj_rpb; fj_o0 < rows; fj_o0 += (unsigned int)gridDim.x * fj_rpb) {
+  // Each group of fj_rpb rows in a block; row_split blocks per group in the odd launches of a split
+  const unsigned int fj_parts = (split_phase & 1) ? row_split : 1, fj_groups = (rows + fj_rpb - 1) / fj_rpb;
+  for (unsigned int fj_b = blockIdx.x; fj_b < fj_groups * fj_parts; fj_b += gridDim.x) {
+    const unsigned int fj_o0 = fj_b / fj_parts * fj_rpb, fj_part = fj_b - fj_b / fj_parts * fj_parts;
     const bool fj_live = fj_o0 + fj_r < rows;
     const unsigned int o = fj_live ? fj_o0 + fj_r : rows - 1;
     unsigned int rem_o = o;
@@ -186,20 +193,22 @@ static __device__ void fj_reductions_ae69fd3b12fa3d2d_rows(
     const unsigned long long ib_v0 = (unsigned long long)c1 * ist_v0_1;
     const unsigned long long ob_v7 = (unsigned long long)c1 * ost_v7_1;
     // v7 (col) = sum(v0) : f32  [reductions.graph:9]: in the fixed order of fj_reduce.h
-    const float v7 = fj_reduce_fixed<fj_red_sum, float>((long long)row_len, [&](long long fj_i) -> float {
+    const float v7 = fj_reduce_phase<fj_red_sum, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> float {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c0 = rem_k;
       const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c0 * ist_v0_0;
       const float v0 = in_v0[ioff_v0];
       return v0;
-    }, fj_lanes_float, fj_tid, fj_nt);
-    if (fj_tid == 0 && fj_live) {  // the row outputs, once per row
+    }, fj_lanes_float, fj_tid, fj_nt,
+        fj_red_chunk_slots<float>(ws, 1, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 0, (long long)rows, (long long)o), fj_live);
+    if (split_phase == 1) continue;  // a split row's chunk values, combined by the next launch
+    if (fj_tid == 0 && fj_live && fj_part == 0) {  // the row outputs, once per row
       out_v7[ob_v7] = v7;
     }
   }
 }
-extern "C" __global__ void fj_reductions_ae69fd3b12fa3d2d(
+extern "C" __global__ void fj_reductions_b516685bc82a0cdf(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -211,10 +220,13 @@ extern "C" __global__ void fj_reductions_ae69fd3b12fa3d2d(
     unsigned long long ost_v7_0,
     unsigned long long ost_v7_1,
     unsigned int rows,
-    unsigned int row_len) {
-  fj_reductions_ae69fd3b12fa3d2d_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len);
+    unsigned int row_len,
+    int split_phase,
+    unsigned int row_split,
+    unsigned long long* ws) {
+  fj_reductions_b516685bc82a0cdf_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_ae69fd3b12fa3d2d_s(
+extern "C" __global__ void fj_reductions_b516685bc82a0cdf_s(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -226,8 +238,11 @@ extern "C" __global__ void fj_reductions_ae69fd3b12fa3d2d_s(
     unsigned long long ost_v7_0,
     unsigned long long ost_v7_1,
     unsigned int rows,
-    unsigned int row_len) {
-  fj_reductions_ae69fd3b12fa3d2d_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len);
+    unsigned int row_len,
+    int split_phase,
+    unsigned int row_split,
+    unsigned long long* ws) {
+  fj_reductions_b516685bc82a0cdf_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
 
 // Fusion group: 1 op(s), iteration space [4, N, C], 32-bit index math.

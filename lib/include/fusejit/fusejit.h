@@ -325,11 +325,11 @@ struct Options {
   /// compile(). By default it is compiled on its first use (launch, run or measure with
   /// PlanKind::Unfused); until then kernels(PlanKind::Unfused) reports CacheOutcome::NotBuilt.
   bool build_unfused = false;
-  /// Blocks per row of reduction kernels with one block per row (docs/ops.md, "A row split over
-  /// blocks"): 0 = the launcher's rule (ir::choose_row_split: only few rows of more than 253,952
-  /// elements split); 1 = never split; N >= 2 = every such row in min(N, its chunks) parts (to
-  /// measure the split on a GPU). The results are the same bits whatever the value. Error(User)
-  /// when negative.
+  /// Blocks per row of reduction kernels (per group of rows side by side in a column kernel;
+  /// docs/ops.md, "A row split over blocks"): 0 = the launcher's rule (ir::choose_split: only few
+  /// rows of more than 253,952 elements, or fewer than 512 groups of columns longer than 8,192,
+  /// split); 1 = never split; N >= 2 = every row in min(N, its chunks) parts (to measure the split
+  /// on a GPU). The results are the same bits whatever the value. Error(User) when negative.
   int64_t row_split = 0;
   /// Whether reduction kernels with one block per row keep the row of the inputs their passes
   /// share in shared memory when it fits in 48 KiB (docs/ops.md, "The row on chip";
