@@ -68,7 +68,7 @@ int64_t view_span(std::span<const int64_t> shape, std::span<const int64_t> strid
 struct GroupLaunch {
   int64_t n = 0;               // elements of the iteration space
   // Work items the launch is sized by (0: nothing is launched): n for an elementwise kernel; for a
-  // reduction kernel rows * 256 (one block per row) or rows * 256 / rows_per_block (a column
+  // reduction kernel 256 per row (one block per row) or per group of rows_per_block rows (a column
   // kernel), so a reduction over a zero-size axis still runs and writes its rows.
   int64_t items = 0;
   int variant = 0;             // 0: the kernels as compiled; 1: their 64-bit-index variant

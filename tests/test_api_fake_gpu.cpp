@@ -178,6 +178,33 @@ TEST_CASE("a whole-tensor reduction on the CUDA backend: two launches, a stream-
   CHECK(p.run({x}, {}, fj::PlanKind::Unfused)[0] == want[0]);
 }
 
+TEST_CASE("a column reduction with few long columns on the CUDA backend: split in parts, the CPU's bits") {
+  FakeGpu gpu;
+  const std::string text = "graph cols\ninput x : f32[100000, 3]\ns = sum(x, 0)\noutput s\n";
+  std::vector<float> vx(300000);
+  for (size_t i = 0; i < vx.size(); ++i) vx[i] = static_cast<float>((i * 7919) % 1000) / 997.0f - 0.4f;
+  const fj::HostTensor x = fj::HostTensor::from_floats(fj::DType::F32, {100000, 3}, vx);
+  fj::Options cpu_o;
+  cpu_o.backend = fj::Backend::Cpu;
+  const std::vector<fj::HostTensor> want = fj::Program::compile(fj::Graph::parse(text), cpu_o).run({x});
+  fake_cuda::st().sm_count = 132;  // an H200's SMs: the grid is not capped below 13 blocks
+  fj::Options o;
+  o.backend = fj::Backend::Cuda;
+  fj::Program p = fj::Program::compile(fj::Graph::parse(text), o);
+  auto keep = emulate(p);
+  float s[3] = {};
+  const void* ins[1] = {vx.data()};
+  void* outs[1] = {s};
+  fake_cuda::st().keep_launches = true;
+  fake_cuda::st().launches.clear();
+  p.launch(ins, outs);
+  fake_cuda::st().keep_launches = false;
+  REQUIRE(fake_cuda::st().launches.size() == 2);  // 13 chunks in 13 parts, then their tree
+  CHECK(fake_cuda::st().launches[0].grid == 13);  // one group of 3 columns x 13 parts
+  CHECK(fake_cuda::st().launches[1].grid == 1);
+  CHECK(std::memcmp(s, want[0].data().data(), sizeof s) == 0);
+}
+
 TEST_CASE("the row on chip on the CUDA backend: dynamic shared memory per launch, the CPU's bits either way") {
   FakeGpu gpu;
   // LayerNorm over rows of 3000 f32: x is read by 3 passes, so its row (12,000 B) stays on chip.
