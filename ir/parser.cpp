@@ -421,25 +421,10 @@ class Parser {
   }
 
   Operand additive(int depth) {
-    Operand lhs = multiplicative(depth);
-    while (tok_.kind == Tok::Plus || tok_.kind == Tok::Minus) {
-      Token t = tok_;
-      advance();
-      Operand rhs = multiplicative(depth);
-      lhs = binary(t.kind == Tok::Plus ? Op::Add : Op::Sub, lhs, rhs, t.loc);
-    }
-    return lhs;
+    return left_assoc(depth, &Parser::multiplicative, {{Tok::Plus, Op::Add}, {Tok::Minus, Op::Sub}});
   }
-
   Operand multiplicative(int depth) {
-    Operand lhs = unary(depth);
-    while (tok_.kind == Tok::Star || tok_.kind == Tok::Slash) {
-      Token t = tok_;
-      advance();
-      Operand rhs = unary(depth);
-      lhs = binary(t.kind == Tok::Star ? Op::Mul : Op::Div, lhs, rhs, t.loc);
-    }
-    return lhs;
+    return left_assoc(depth, &Parser::unary, {{Tok::Star, Op::Mul}, {Tok::Slash, Op::Div}});
   }
 
   Operand unary(int depth) {

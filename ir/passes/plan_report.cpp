@@ -99,6 +99,14 @@ std::string unfused_label(const Graph* unfused_graph) {
   return unfused_graph ? " (one kernel per op of the graph as written, before rewrites)" : " (one kernel per op)";
 }
 
+namespace {
+// "predicted traffic fused/unfused: 0.250 (predicted speedup 4.00x)", the last line of both formats.
+std::string predicted_line(const PlanTotals& f, const PlanTotals& u) {
+  return fmt::format("predicted traffic fused/unfused: {:.3f} (predicted speedup {:.2f}x)\n", traffic_ratio(f, u),
+                     f.bytes() > 0 ? static_cast<double>(u.bytes()) / static_cast<double>(f.bytes()) : 1.0);
+}
+}  // namespace
+
 std::string format_plan_summary(const RewriteResult& rw, const Plan& fused, const Plan& unfused, const Graph* unfused_graph) {
   const Graph& g = rw.graph;
   PlanTotals f = plan_totals(g, fused), u = plan_totals(unfused_graph ? *unfused_graph : g, unfused);
@@ -109,9 +117,7 @@ std::string format_plan_summary(const RewriteResult& rw, const Plan& fused, cons
                    bytes_text(f.read_bytes), bytes_text(f.write_bytes));
   s += fmt::format("unfused plan: {} kernel{}, reads {}, writes {}{}\n", u.kernels, u.kernels == 1 ? "" : "s",
                    bytes_text(u.read_bytes), bytes_text(u.write_bytes), unfused_label(unfused_graph));
-  s += fmt::format("predicted traffic fused/unfused: {:.3f} (predicted speedup {:.2f}x)\n", traffic_ratio(f, u),
-                   f.bytes() > 0 ? static_cast<double>(u.bytes()) / static_cast<double>(f.bytes()) : 1.0);
-  return s;
+  return s + predicted_line(f, u);
 }
 
 std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const Plan& unfused, const Graph* unfused_graph,
@@ -157,9 +163,7 @@ std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const P
                    bytes_text(f.read_bytes), bytes_text(f.write_bytes));
   s += fmt::format("unfused: {} kernel{}, read {}, write {}{}\n", u.kernels, u.kernels == 1 ? "" : "s",
                    bytes_text(u.read_bytes), bytes_text(u.write_bytes), unfused_label(unfused_graph));
-  s += fmt::format("predicted traffic fused/unfused: {:.3f} (predicted speedup {:.2f}x)\n", traffic_ratio(f, u),
-                   f.bytes() > 0 ? static_cast<double>(u.bytes()) / static_cast<double>(f.bytes()) : 1.0);
-  return s;
+  return s + predicted_line(f, u);
 }
 
 std::string format_plan_dot(const Graph& g, const Plan& fused, std::span<const std::string> kernel_names) {
