@@ -92,9 +92,11 @@ bool reduces_innermost(const FusionGroup& grp);
 // The row cache: shared memory per block of a kernel with one block per row, for the row of every
 // cached input (ReduceGroupInfo::reread_inputs), each region `row_len * element size` bytes rounded
 // up to 16 (the kernel lays them out in that order). The launcher keeps the row on chip when a row
-// is not split and this is at most kRowCacheBytes: 48 KiB, the dynamic shared memory every block may
-// have without opting in (CUDA C++ Programming Guide, "Shared Memory"), so every supported GPU can
-// launch it (4 such blocks fit an SM of sm_80 and later). A limit chosen before any GPU measurement.
+// is not split and this is at most kRowCacheBytes, 48 KiB: with the kernel's static lane arrays a
+// block then needs a little more than the 48 KiB a block gets without opting in (CUDA C++
+// Programming Guide, "Shared Memory"), so the GPU launcher opts in per function
+// (jit::FunctionLimits; every sm_75 and later GPU allows 64 KiB or more; 4 such blocks fit an SM
+// of sm_80 and later). A limit chosen before any GPU measurement.
 inline constexpr int64_t kRowCacheBytes = 48 * 1024;
 int64_t row_cache_bytes(std::span<const int> element_sizes, int64_t row_len);
 // The launcher's rule: the row cache's bytes when a row runs in one block (blocks_per_row 1) and

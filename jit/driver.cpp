@@ -113,6 +113,7 @@ std::shared_ptr<const Driver> Driver::load(const char* library) {
   FJ_RESOLVE(cuModuleLoadDataEx);
   FJ_RESOLVE(cuModuleUnload);
   FJ_RESOLVE(cuModuleGetFunction);
+  FJ_RESOLVE(cuFuncSetAttribute);
   FJ_RESOLVE(cuOccupancyMaxPotentialBlockSize);
   FJ_RESOLVE(cuOccupancyMaxActiveBlocksPerMultiprocessor);
   FJ_RESOLVE(cuLaunchKernel);

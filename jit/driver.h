@@ -57,6 +57,10 @@ inline constexpr int kAttrMaxThreadsPerMultiprocessor = 39;
 inline constexpr int kAttrComputeCapabilityMajor = 75;
 inline constexpr int kAttrComputeCapabilityMinor = 76;
 inline constexpr int kAttrMaxBlocksPerMultiprocessor = 106;
+// CUfunction_attribute: the most dynamic shared memory a launch of the function may ask for
+// (above 48 KiB in all with its static shared memory only after this opt-in; CUDA C++ Programming
+// Guide, "Shared Memory").
+inline constexpr int kFuncAttrMaxDynamicSharedSizeBytes = 8;
 // CUjit_option values for the JIT error log of cuModuleLoadDataEx.
 inline constexpr int kJitErrorLogBuffer = 5;
 inline constexpr int kJitErrorLogBufferSizeBytes = 6;
@@ -87,6 +91,7 @@ struct DriverApi {
                                    void** values) = nullptr;
   cu::Result (*cuModuleUnload)(cu::Module mod) = nullptr;
   cu::Result (*cuModuleGetFunction)(cu::Function* fn, cu::Module mod, const char* name) = nullptr;
+  cu::Result (*cuFuncSetAttribute)(cu::Function fn, int attribute, int value) = nullptr;
   cu::Result (*cuOccupancyMaxPotentialBlockSize)(int* min_grid, int* block, cu::Function fn,
                                                  cu::OccupancyB2DSize smem_fn, size_t smem,
                                                  int block_limit) = nullptr;

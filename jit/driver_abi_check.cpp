@@ -22,6 +22,8 @@ static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR == kAttrComputeCapabi
 static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == kAttrComputeCapabilityMinor);
 static_assert(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR == kAttrMaxBlocksPerMultiprocessor);
 static_assert(CU_JIT_ERROR_LOG_BUFFER == kJitErrorLogBuffer);
+static_assert(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES == kFuncAttrMaxDynamicSharedSizeBytes);
+static_assert(sizeof(CUfunction_attribute) == sizeof(int));
 static_assert(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES == kJitErrorLogBufferSizeBytes);
 // The opaque handles are the same types as cuda.h's, and the scalar types have the same ABI.
 static_assert(std::is_same_v<Context, CUcontext> && std::is_same_v<Module, CUmodule>);

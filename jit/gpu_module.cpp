@@ -75,7 +75,7 @@ cu::Module load_module(const DeviceContext& dc, std::span<const char> image, con
 }  // namespace
 
 GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<const char> image,
-                          const std::string& target_name, const std::string& name, int max_block) {
+                          const std::string& target_name, const std::string& name, FunctionLimits limits) {
   DeviceContext::Scope scope(*dc);
   const ModuleKey key{&dc->driver(), dc->context(),
                       xxh3_128(std::string_view(image.data(), image.size()))};
@@ -95,7 +95,10 @@ GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<co
   fn.name = name;
   d.check(a.cuModuleGetFunction(&fn.fn, e.module, name.c_str()), "cuModuleGetFunction", name);
   int min_grid = 0, block = 0;
-  d.check(a.cuOccupancyMaxPotentialBlockSize(&min_grid, &block, fn.fn, nullptr, 0, std::max(0, max_block)),
+  if (limits.max_dynamic_shared > 0)
+    d.check(a.cuFuncSetAttribute(fn.fn, cu::kFuncAttrMaxDynamicSharedSizeBytes, limits.max_dynamic_shared),
+            "cuFuncSetAttribute", name);
+  d.check(a.cuOccupancyMaxPotentialBlockSize(&min_grid, &block, fn.fn, nullptr, 0, std::max(0, limits.max_block)),
           "cuOccupancyMaxPotentialBlockSize", name);
   fn.block = block > 0 ? block : 256;
   int per_sm = 0;

@@ -68,15 +68,25 @@ struct GpuFunction {
 // driver's and NVRTC's CUDA versions), Other for a CUBIN built for another architecture
 // (CUDA_ERROR_NO_BINARY_FOR_GPU: names the target and the device's sm_XY), a PTX JIT failure
 // (with the driver's JIT log) or a missing function.
-// `max_block` > 0 caps the block size the occupancy API may choose (its blockSizeLimit): a
-// reduction kernel gets kReduceMaxBlock, as its load passes keep only FJ_RED_LANES threads busy.
+// What a kernel needs of its launches, set once when its function is loaded.
+//  - max_block > 0 caps the block size the occupancy API may choose (its blockSizeLimit): a
+//    reduction kernel with one block per row gets kReduceMaxBlock, as its load passes keep only
+//    FJ_RED_LANES threads busy (a column kernel's rows share a block's threads: no cap);
+//  - max_dynamic_shared > 0: launches may ask for that many bytes of dynamic shared memory (a row
+//    cache, ir::kRowCacheBytes), opted in with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES):
+//    without it a block's static and dynamic shared memory together may not pass 48 KiB, and the
+//    lane arrays are static. Every sm_75 and later GPU allows 64 KiB or more per block.
+struct FunctionLimits {
+  int max_block = 0;
+  int max_dynamic_shared = 0;
+};
 GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<const char> image,
-                          const std::string& target_name, const std::string& name, int max_block = 0);
+                          const std::string& target_name, const std::string& name, FunctionLimits limits = {});
 
-// The largest block a reduction kernel launches with: FJ_RED_LANES (ir/scalar/fj_reduce.h). In a
-// pass over a row only the threads that own a lane load elements (element i goes to lane i mod
-// 256), so a larger block would leave threads idle there while taking an SM's room for other rows'
-// blocks. A choice made before any GPU measurement.
+// The largest block a reduction kernel with one block per row launches with: FJ_RED_LANES
+// (ir/scalar/fj_reduce.h). In a pass over a row only the threads that own a lane load elements
+// (element i goes to lane i mod 256), so a larger block would leave threads idle there while taking
+// an SM's room for other rows' blocks. A choice made before any GPU measurement.
 inline constexpr int kReduceMaxBlock = 256;
 
 // Unloads every cached module (for tests, and before a borrowed context is destroyed).

@@ -10,6 +10,7 @@
 
 #include "ir/error.h"
 #include "ir/passes/plan_report.h"
+#include "ir/reduce_group.h"
 
 namespace fusejit::jit {
 namespace {
@@ -178,9 +179,11 @@ GpuProgram GpuProgram::load(std::shared_ptr<DeviceContext> dc, const ir::Graph& 
   p.plan_ = std::make_shared<const ir::Plan>(plan);
   for (const CompiledKernel& k : compiled.kernels) {
     FJ_CHECK(k.image != nullptr && !k.image->empty(), "GpuProgram::load: kernel " + k.kernel.name + " has no image");
-    const int max_block = k.kernel.reduction ? kReduceMaxBlock : 0;
-    p.functions_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.name, max_block));
-    p.strided_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.strided_name(), max_block));
+    FunctionLimits limits;
+    if (k.kernel.reduction && k.kernel.row_blocks) limits.max_block = kReduceMaxBlock;
+    if (!k.kernel.row_cache_sizes.empty()) limits.max_dynamic_shared = static_cast<int>(ir::kRowCacheBytes);
+    p.functions_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.name, limits));
+    p.strided_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.strided_name(), limits));
     p.kernels_.push_back(k.kernel);
   }
   p.bindings_ = std::make_shared<const PlanBindings>(g, plan);
@@ -198,10 +201,24 @@ int GpuProgram::kernel_count() const {
 
 int64_t GpuProgram::bytes_moved() const { return ir::plan_totals(*graph_, *plan_).bytes(); }
 
+namespace {
+
+// The launch of `items` work items of `group` with `fn`: an elementwise kernel's grid covers the
+// items (vector iterations on the vector path); a reduction kernel's items are
+// kReduceItemsPerBlock per block it needs (one per row, or per group of rows side by side), so its
+// grid is that many blocks whatever block size it launches with (capped at the resident blocks).
+LaunchConfig group_config(const GpuFunction& fn, const GroupLaunch& group, int64_t items, bool vector) {
+  LaunchConfig cfg = group.kernel->reduction ? fn.config(items / kReduceItemsPerBlock * fn.launch_block, 1)
+                                             : fn.config(items, vector ? group.kernel->signature.vector_width : 1);
+  cfg.shared_bytes = static_cast<uint32_t>(group.row_cache_bytes);
+  return cfg;
+}
+
+}  // namespace
+
 LaunchConfig GpuProgram::launch_config(size_t i) const {
   FJ_CHECK(i < functions_.size(), "GpuProgram::launch_config: no such kernel");
-  const GpuFunction& fn = functions_[i];
-  return choose_launch(dc_->info(), fn.block, fn.blocks_per_sm, state_->groups[i].items, kernels_[i].signature.vector_width);
+  return group_config(functions_[i], state_->groups[i], state_->groups[i].items, true);
 }
 
 void GpuProgram::enqueue(std::span<const cu::DevicePtr> inputs, std::span<const cu::DevicePtr> outputs,
@@ -243,9 +260,7 @@ void GpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool str
   const GpuProgram* p = variants_[group.variant];
   FJ_CHECK(p != nullptr, "GpuKernelRunner: the kernel variant is not loaded");
   const GpuFunction& fn = p->function(group_index, strided);
-  LaunchConfig cfg = fn.config(items, vector ? group.kernel->signature.vector_width : 1);
-  cfg.shared_bytes = static_cast<uint32_t>(group.row_cache_bytes);
-  launch_kernel(dc_, fn, cfg, args, stream_);
+  launch_kernel(dc_, fn, group_config(fn, group, items, vector), args, stream_);
 }
 
 uint64_t GpuKernelRunner::workspace(size_t bytes) {

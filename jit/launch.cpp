@@ -154,9 +154,9 @@ bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, con
   if (base.reduction) {
     const int64_t rows = ir::num_elements(ir::reduced_shape(iter, grp.reduce_mask, false));
     index_range = std::max(out.n, rows);
-    // One 256-thread block per row, or per group of rows side by side (a column kernel).
+    // One block per row, or per group of rows side by side (a column kernel).
     const int64_t rpb = std::max(1, base.rows_per_block);
-    out.items = (base.row_blocks ? rows : (rows + rpb - 1) / rpb) * 256;
+    out.items = (base.row_blocks ? rows : (rows + rpb - 1) / rpb) * kReduceItemsPerBlock;
   }
   out.variant = !base.index64 && needs_index64(index_range) ? 1 : 0;
   out.kernel = out.variant ? &kernels(1, gi) : &base;

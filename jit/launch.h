@@ -64,12 +64,16 @@ bool is_canonical(std::span<const int64_t> shape, std::span<const int64_t> strid
 // tensor of at most one element; -1 for an empty tensor.
 int64_t view_span(std::span<const int64_t> shape, std::span<const int64_t> strides);
 
+// Work items per block of a reduction kernel (GroupLaunch::items).
+inline constexpr int64_t kReduceItemsPerBlock = 256;
+
 // One group at one set of dim values.
 struct GroupLaunch {
   int64_t n = 0;               // elements of the iteration space
   // Work items the launch is sized by (0: nothing is launched): n for an elementwise kernel; for a
-  // reduction kernel 256 per row (one block per row) or per group of rows_per_block rows (a column
-  // kernel), so a reduction over a zero-size axis still runs and writes its rows.
+  // reduction kernel kReduceItemsPerBlock per block it needs: one block per row, or per group of
+  // rows_per_block rows (a column kernel), so a reduction over a zero-size axis still runs and
+  // writes its rows. The GPU launcher turns them into that many blocks of any size.
   int64_t items = 0;
   int variant = 0;             // 0: the kernels as compiled; 1: their 64-bit-index variant
   const GeneratedKernel* kernel = nullptr;  // the kernel of that variant (owned by the caller)

@@ -202,6 +202,9 @@ TEST_CASE("a column reduction with few long columns on the CUDA backend: split i
   REQUIRE(fake_cuda::st().launches.size() == 2);  // 13 chunks in 13 parts, then their tree
   CHECK(fake_cuda::st().launches[0].grid == 13);  // one group of 3 columns x 13 parts
   CHECK(fake_cuda::st().launches[1].grid == 1);
+  // A column kernel's rows share the block's threads: the occupancy API's 768, not capped at 256,
+  // and the grid is still one block per group and part.
+  CHECK(fake_cuda::st().launches[0].block == 768);
   CHECK(std::memcmp(s, want[0].data().data(), sizeof s) == 0);
 }
 
@@ -238,6 +241,36 @@ TEST_CASE("the row on chip on the CUDA backend: dynamic shared memory per launch
     CHECK(fake_cuda::st().launches[0].block == 256);
     CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
   }
+}
+
+TEST_CASE("a 48 KiB row cache launches: the kernel opts in to dynamic shared memory beyond the 48 KiB default") {
+  FakeGpu gpu;
+  // Softmax over rows of 12,288 f32: a 49,152 B row cache on top of the lane arrays' static shared
+  // memory, over the driver's default 48 KiB per block unless the function opted in.
+  const std::string text = "graph sm\ninput x : f32[2, 12288]\ny = softmax(x, -1)\noutput y\n";
+  std::vector<float> vx(2 * 12288);
+  for (size_t i = 0; i < vx.size(); ++i) vx[i] = static_cast<float>((i * 7919) % 1000) / 97.0f - 5.0f;
+  fj::Options o;
+  o.backend = fj::Backend::Cuda;
+  fj::Program p = fj::Program::compile(fj::Graph::parse(text), o);
+  auto keep = emulate(p);
+  std::vector<float> y(vx.size());
+  const void* ins[1] = {vx.data()};
+  void* outs[1] = {y.data()};
+  fake_cuda::st().keep_launches = true;
+  fake_cuda::st().launches.clear();
+  p.launch(ins, outs);
+  REQUIRE(fake_cuda::st().launches.size() == 1);
+  CHECK(fake_cuda::st().launches[0].shared_bytes == 49152u);
+  CHECK(fake_cuda::st().max_dynamic_shared[p.kernels(fj::PlanKind::Fused)[0].name] == 49152);
+  fj::Options cpu_o;
+  cpu_o.backend = fj::Backend::Cpu;
+  const fj::HostTensor x = fj::HostTensor::from_floats(fj::DType::F32, {2, 12288}, vx);
+  const std::vector<fj::HostTensor> want = fj::Program::compile(fj::Graph::parse(text), cpu_o).run({x});
+  CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
+  // Without the opt-in the driver refuses the launch (the failure this guards against).
+  fake_cuda::st().max_dynamic_shared.clear();
+  CHECK_THROWS_AS(p.launch(ins, outs), fj::Error);
 }
 
 TEST_CASE("extra NVRTC options reach NVRTC, are part of the cache key, and bad ones are User errors") {

@@ -56,6 +56,12 @@ struct State {
   std::vector<const char*> calls;
   bool keep_launches = true;
   std::map<cu::Context, int> modules_per_context;  // modules loaded while each context was current
+  // Shared memory, as the driver checks it: every kernel has `static_shared` bytes of static shared
+  // memory (fusejit's lane arrays: 2,048 B in NVRTC's sm_90 CUBINs), and a launch may add dynamic
+  // shared memory up to 48 KiB in all, or up to the function's MAX_DYNAMIC_SHARED_SIZE_BYTES once
+  // cuFuncSetAttribute raised it.
+  unsigned static_shared = 2048;
+  std::map<std::string, int> max_dynamic_shared;  // by function name
 };
 
 inline State& st() {
@@ -142,6 +148,11 @@ inline cu::Result get_function(cu::Function* f, cu::Module, const char* name) { 
   *f = reinterpret_cast<cu::Function>(&st().function_names.back());
   return 0;
 }
+inline cu::Result func_set_attribute(cu::Function f, int attribute, int value) { note("cuFuncSetAttribute");
+  if (attribute != cu::kFuncAttrMaxDynamicSharedSizeBytes || value < 0) return cu::kErrorInvalidValue;
+  st().max_dynamic_shared[*reinterpret_cast<std::string*>(f)] = value;
+  return 0;
+}
 inline cu::Result occ_block(int* min_grid, int* block, cu::Function, cu::OccupancyB2DSize, size_t, int limit) { note("cuOccupancyMaxPotentialBlockSize");
   *block = limit > 0 && limit < st().occ_block ? limit : st().occ_block;  // blockSizeLimit, as the driver
   *min_grid = st().sm_count * st().occ_blocks_per_sm;
@@ -152,6 +163,9 @@ inline cu::Result launch(cu::Function f, unsigned gx, unsigned, unsigned, unsign
                          unsigned shared, cu::Stream s, void** params, void**) { note("cuLaunchKernel");
   if (st().launch_result) return st().launch_result;
   const std::string& name = *reinterpret_cast<std::string*>(f);
+  const auto opted = st().max_dynamic_shared.find(name);
+  if (shared > (opted != st().max_dynamic_shared.end() ? static_cast<unsigned>(opted->second) : 48 * 1024 - st().static_shared))
+    return cu::kErrorInvalidValue;  // what the driver answers a launch over the shared memory limit
   if (st().keep_launches) st().launches.push_back({name, gx, bx, s, shared});
   ++st().clock;
   if (auto it = st().kernels.find(name); it != st().kernels.end()) it->second(params, shared);
@@ -228,6 +242,7 @@ inline DriverApi api() {
   a.cuModuleLoadDataEx = module_load;
   a.cuModuleUnload = module_unload;
   a.cuModuleGetFunction = get_function;
+  a.cuFuncSetAttribute = func_set_attribute;
   a.cuOccupancyMaxPotentialBlockSize = occ_block;
   a.cuOccupancyMaxActiveBlocksPerMultiprocessor = occ_per_sm;
   a.cuLaunchKernel = launch;
