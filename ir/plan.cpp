@@ -22,14 +22,16 @@ int64_t bytes_of(const Graph& g, NodeId id) {
 
 }  // namespace
 
-GroupTraffic group_traffic(const Graph& g, const FusionGroup& group) {
+GroupTraffic group_traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules) {
   GroupTraffic t;
+  const Shape launched = group.reduce_mask ? reduced_shape(group.iter_shape, group.reduce_mask, false) : group.iter_shape;
+  if (num_elements(launched) == 0) return t;
   for (NodeId id : group.inputs) t.read_bytes += bytes_of(g, id);
   for (NodeId id : group.outputs) t.write_bytes += bytes_of(g, id) * std::max(1, output_bindings(g, id));
   if (group.reduce_mask == 0) return t;
   // A reduction kernel whose row is not kept on chip reads its re-read inputs once per pass.
   const ReduceGroupInfo info = analyze_reduce_group(g, group);
-  if (!info.problem.empty() || row_split_at(g, group, info).row_cache_bytes > 0) return t;
+  if (!info.problem.empty() || row_split_at(g, group, info, rules).row_cache_bytes > 0) return t;
   for (NodeId id : info.reread_inputs) t.reread_bytes += (info.input_passes.at(id) - 1) * bytes_of(g, id);
   t.read_bytes += t.reread_bytes;
   return t;

@@ -53,7 +53,17 @@ struct GroupTraffic {
   int64_t write_bytes = 0;
   int64_t reread_bytes = 0;
 };
-GroupTraffic group_traffic(const Graph& g, const FusionGroup& group);
+
+// Overrides of the launcher's rules for reduction kernels (Options::row_split, Options::row_cache),
+// to measure each way on a GPU; the bits never depend on them. The default is fusejit's rules.
+struct SplitRules {
+  int64_t row_split = 0;  // 0: ir::choose_split; 1: never split; N: min(N, chunks) parts
+  bool row_cache = true;  // false: never keep a row on chip (every pass reads memory)
+};
+
+// A group that launches nothing (no element, or a reduction to no rows) moves no byte. `rules`: how
+// reduction kernels run (the re-reads of a row not kept on chip are counted).
+GroupTraffic group_traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules = {});
 
 // Hardware limits the planner respects (ir/passes/plan_fusion.h splits groups to stay within them).
 //

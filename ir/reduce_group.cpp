@@ -226,6 +226,11 @@ int64_t choose_split(bool block_rows, int64_t rows, int64_t rows_per_block, int6
   return choose_column_split((rows + rpb - 1) / rpb, row_len);
 }
 
+int64_t blocks_per_row(const SplitRules& rules, bool block_rows, int64_t rows, int64_t rows_per_block, int64_t row_len) {
+  if (rules.row_split == 0) return choose_split(block_rows, rows, rows_per_block, row_len);
+  return std::min(rules.row_split, std::max<int64_t>(reduce_chunks(row_len), 1));
+}
+
 bool reduces_innermost(const FusionGroup& grp) {
   for (size_t d = grp.iter_shape.size(); d-- > 0;)
     if (grp.iter_shape[d].size != 1 || grp.iter_shape[d].sym >= 0) return (grp.reduce_mask >> d & 1) != 0;
@@ -249,15 +254,17 @@ std::vector<int> row_cache_element_sizes(const Graph& g, const ReduceGroupInfo& 
   return sizes;
 }
 
-RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupInfo& info) {
+RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupInfo& info, const SplitRules& rules) {
   RowSplit r;
   r.block_rows = reduces_innermost(grp);
   if (info.reductions.empty()) return r;
   const int64_t row_len = reduce_length(grp.iter_shape, grp.reduce_mask);
   const int64_t rows = num_elements(reduced_shape(grp.iter_shape, grp.reduce_mask, false));
-  r.blocks_per_row = choose_split(r.block_rows, rows, r.block_rows ? 1 : column_rows_per_block(g, info), row_len);
+  r.blocks_per_row = blocks_per_row(rules, r.block_rows, rows, r.block_rows ? 1 : column_rows_per_block(g, info), row_len);
   if (r.blocks_per_row > 1) r.launches = 2 * info.levels + (info.element_outputs ? 1 : 0);
-  if (r.block_rows) r.row_cache_bytes = row_cache_at(row_cache_element_sizes(g, info), row_len, r.blocks_per_row);
+  if (rows == 0) r.launches = 0;
+  if (r.block_rows && rules.row_cache)
+    r.row_cache_bytes = row_cache_at(row_cache_element_sizes(g, info), row_len, r.blocks_per_row);
   return r;
 }
 

@@ -84,6 +84,9 @@ int64_t choose_column_split(int64_t groups, int64_t row_len);
 // The launcher's rule for either layout: choose_row_split(rows, row_len) with one block per row
 // (rows_per_block 1 and block_rows), else choose_column_split over ceil(rows / rows_per_block).
 int64_t choose_split(bool block_rows, int64_t rows, int64_t rows_per_block, int64_t row_len);
+// Blocks per row as the launcher runs them: choose_split, or rules.row_split parts (at most one per
+// chunk) when it is set.
+int64_t blocks_per_row(const SplitRules& rules, bool block_rows, int64_t rows, int64_t rows_per_block, int64_t row_len);
 
 // Whether a reduction group reduces its innermost axis that is not a literal 1 (jit/codegen's kept
 // dims): its kernel then runs one block per row; else rows side by side (a column reduction).
@@ -117,6 +120,7 @@ struct RowSplit {
   int launches = 1;
   int64_t row_cache_bytes = 0;
 };
-RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupInfo& info);
+// `rules`: the launcher's overrides (Options::row_split, row_cache). `launches` is 0 for no rows.
+RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupInfo& info, const SplitRules& rules = {});
 
 }  // namespace fusejit::ir

@@ -167,10 +167,7 @@ bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, con
   if (out.kernel->split_reductions > 0) {
     const int64_t rows = ir::num_elements(ir::reduced_shape(iter, grp.reduce_mask, false));
     const int64_t row_len = ir::reduce_length(iter, grp.reduce_mask);
-    const int64_t chunks = ir::reduce_chunks(row_len);
-    out.row_split = rules.row_split == 0
-                        ? ir::choose_split(out.kernel->row_blocks, rows, out.kernel->rows_per_block, row_len)
-                        : std::min(rules.row_split, std::max<int64_t>(chunks, 1));
+    out.row_split = ir::blocks_per_row(rules, out.kernel->row_blocks, rows, out.kernel->rows_per_block, row_len);
     if (out.row_split > 1) out.workspace_bytes = 8 * ir::split_workspace_slots(out.kernel->split_reductions, rows, row_len);
     set_row_cache(rules, row_len, out);
   }
@@ -190,7 +187,12 @@ std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g, const i
     st->output_bytes.push_back(value_bytes(g, o.node));
   }
   for (ir::NodeId id : bindings.intermediates) st->intermediate_bytes.push_back(value_bytes(g, id));
-  st->bytes_moved = ir::plan_totals(g, plan).bytes();
+  for (const ir::FusionGroup& grp : plan.groups) {  // at these dims, as the kernels run with `rules`
+    ir::FusionGroup at = grp;
+    at.iter_shape = current_iter_shape(g, grp);
+    const ir::GroupTraffic t = ir::group_traffic(g, at, rules);
+    st->bytes_moved += t.read_bytes + t.write_bytes;
+  }
   st->groups.resize(plan.groups.size());
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
     if (!group_launch(g, plan.groups[gi], gi, kernels, rules, st->groups[gi])) return nullptr;

@@ -104,17 +104,13 @@ struct LaunchState {
   std::vector<std::vector<int64_t>> output_shapes; // per graph output
   std::vector<int64_t> output_bytes;               // per graph output
   std::vector<int64_t> intermediate_bytes;         // per PlanBindings::intermediates entry
-  int64_t bytes_moved = 0;                         // one run's traffic (ir::plan_totals)
+  int64_t bytes_moved = 0;                         // one run's traffic (ir::group_traffic with the rules)
   bool wide = false;                               // some group needs the 64-bit variant
   int kernel_launches() const;                     // kernels one run launches (GroupLaunch::launches)
 };
 
-// Overrides of the launcher's rules for reduction kernels (Options::row_split, Options::row_cache),
-// to measure each way on a GPU; the bits never depend on them.
-struct LaunchRules {
-  int64_t row_split = 0;   // 0: ir::choose_split; 1: never split; N: min(N, chunks) parts
-  bool row_cache = true;   // false: never keep a row on chip (every pass reads memory)
-};
+// Overrides of the launcher's rules for reduction kernels (ir/plan.h).
+using LaunchRules = ir::SplitRules;
 
 // Where the kernels of each variant come from: kernel(variant, group). Variant 1 is asked for only
 // for a group whose iteration space has >= 2^31 elements while variant 0 indexes in 32 bits; the

@@ -265,7 +265,7 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
       if (p.gpu_target.kind == jit::OutputKind::Ptx) bin->push_back('\0');  // as NVRTC returns PTX
       image = bin;
     }
-    KernelInfo info = kernel_info(g, grp, k, CacheOutcome::Loaded, 0.0);
+    KernelInfo info = kernel_info(g, grp, k, CacheOutcome::Loaded, 0.0, split_rules(p.options));
     info.source = read_text(f.dir / e->at("cu").get<std::string>(), "kernel source");
     out->infos.push_back(std::move(info));
     out->gpu.kernels.push_back({k, image, jit::CacheOutcome::DiskHit, 0.0});

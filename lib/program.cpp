@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "ir/passes/plan_fusion.h"
 #include "ir/passes/plan_report.h"
 #include "jit/arch.h"
@@ -115,7 +117,8 @@ std::vector<std::shared_ptr<Program::Impl::Variant>> build_cpu_variants(
     const ir::Graph& g = p.graph_of(paths[k]->kind);
     // One compile per path: its time is counted once, on the path's first kernel.
     for (size_t i = 0; i < paths[k]->plan.groups.size(); ++i)
-      var.infos.push_back(kernel_info(g, paths[k]->plan.groups[i], var.kernels[i], outcome, i == 0 ? c.compile_ms : 0.0));
+      var.infos.push_back(kernel_info(g, paths[k]->plan.groups[i], var.kernels[i], outcome, i == 0 ? c.compile_ms : 0.0,
+                                      split_rules(p.options)));
   }
   return out;
 }
@@ -132,7 +135,8 @@ std::shared_ptr<Program::Impl::Variant> build_gpu_variant(const Program::Impl& p
   for (size_t i = 0; i < out->gpu.kernels.size(); ++i) {
     const jit::CompiledKernel& k = out->gpu.kernels[i];
     out->kernels.push_back(k.kernel);
-    out->infos.push_back(kernel_info(g, path.plan.groups[i], k.kernel, outcome_of(k.outcome), k.compile_ms));
+    out->infos.push_back(kernel_info(g, path.plan.groups[i], k.kernel, outcome_of(k.outcome), k.compile_ms,
+                                     split_rules(p.options)));
   }
   return out;
 }
@@ -197,8 +201,8 @@ void choose_gpu_target(Program::Impl& p) {
 }  // namespace
 
 KernelInfo kernel_info(const ir::Graph& g, const ir::FusionGroup& grp, const jit::GeneratedKernel& k, CacheOutcome outcome,
-                       double compile_ms) {
-  KernelInfo info = unbuilt_info(g, grp);
+                       double compile_ms, const ir::SplitRules& rules) {
+  KernelInfo info = unbuilt_info(g, grp, rules);
   info.name = k.name;
   info.source = k.source;
   info.cache = outcome;
@@ -207,11 +211,11 @@ KernelInfo kernel_info(const ir::Graph& g, const ir::FusionGroup& grp, const jit
   return info;
 }
 
-KernelInfo unbuilt_info(const ir::Graph& g, const ir::FusionGroup& grp) {
+KernelInfo unbuilt_info(const ir::Graph& g, const ir::FusionGroup& grp, const ir::SplitRules& rules) {
   KernelInfo info;
   for (ir::NodeId id : grp.nodes) info.ops.push_back(ir::node_text(g, id));  // as `fusejit plan` names it
   info.elements = ir::num_elements(grp.iter_shape);
-  const ir::GroupTraffic t = ir::group_traffic(g, grp);
+  const ir::GroupTraffic t = ir::group_traffic(g, grp, rules);
   info.read_bytes = t.read_bytes;
   info.write_bytes = t.write_bytes;
   info.cache = CacheOutcome::NotBuilt;
@@ -379,7 +383,7 @@ std::vector<KernelInfo> Program::kernels(PlanKind kind) const {
   const ir::Graph& g = impl_->graph_of(PlanKind::Unfused);
   const ir::Plan plan = ir::plan_unfused(g);
   std::vector<KernelInfo> out;
-  for (const ir::FusionGroup& grp : plan.groups) out.push_back(unbuilt_info(g, grp));
+  for (const ir::FusionGroup& grp : plan.groups) out.push_back(unbuilt_info(g, grp, split_rules(impl_->options)));
   return out;
 }
 
@@ -402,7 +406,16 @@ std::string Program::plan_text() const {
   std::vector<std::string> names;
   for (const KernelInfo& k : impl_->fused.variants[0]->infos) names.push_back(k.name);
   const ir::Plan unfused = impl_->unfused_ready.load() ? impl_->unfused->plan : ir::plan_unfused(impl_->graph.impl().graph);
-  return ir::format_plan_text(impl_->rewrite, impl_->fused.plan, unfused, &impl_->graph.impl().graph, names);
+  std::string s = ir::format_plan_text(impl_->rewrite, impl_->fused.plan, unfused, &impl_->graph.impl().graph, names);
+  const Options& o = impl_->options;
+  std::string overrides;  // the plan's notes and bytes follow fusejit's own rules
+  if (o.row_split != 0) overrides = fmt::format("Options::row_split = {}", o.row_split);
+  if (!o.row_cache) overrides += std::string(overrides.empty() ? "" : ", ") + "Options::row_cache = false";
+  if (!overrides.empty())
+    s += "# launched with " + overrides +
+         ": reduction kernels may run otherwise than the notes above say (kernels() and measurements count their "
+         "bytes as launched)\n";
+  return s;
 }
 
 std::string Program::rewrite_summary() const {

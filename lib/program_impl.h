@@ -111,10 +111,14 @@ std::shared_ptr<jit::DeviceContext> open_device(int ordinal, std::string* why_no
 // names; variant 1 indexes in 64 bits.
 jit::CodegenOptions codegen_options(PlanKind kind, const Options& o, int variant);
 
-// What kernels() reports of one group: from its generated kernel, or (not built) from the plan.
+// How reduction kernels run under `o` (Options::row_split, Options::row_cache).
+inline ir::SplitRules split_rules(const Options& o) { return {o.row_split, o.row_cache}; }
+
+// What kernels() reports of one group: from its generated kernel, or (not built) from the plan;
+// its bytes as the kernel runs under `rules`.
 KernelInfo kernel_info(const ir::Graph& g, const ir::FusionGroup& grp, const jit::GeneratedKernel& k, CacheOutcome outcome,
-                       double compile_ms);
-KernelInfo unbuilt_info(const ir::Graph& g, const ir::FusionGroup& grp);
+                       double compile_ms, const ir::SplitRules& rules);
+KernelInfo unbuilt_info(const ir::Graph& g, const ir::FusionGroup& grp, const ir::SplitRules& rules);
 
 // The launch state of `p` at the dim values `dims` (Graph::dims order), made on first use and kept
 // (at most kMaxDimsEntries per path); or, where p's plan does not hold at those dims, the Program

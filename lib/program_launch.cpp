@@ -95,7 +95,7 @@ Impl::DimsEntry make_entry(const Impl& p, const Impl::Path& path, std::span<cons
     e.state = jit::make_launch_state(
         g, path.plan, *path.bindings,
         [&](int v, size_t gi) -> const jit::GeneratedKernel& { return p.variant(path, v).kernels[gi]; },
-        jit::LaunchRules{p.options.row_split, p.options.row_cache});
+        split_rules(p.options));
   if (!e.state) e.delegate = specialization(p, named);
   return e;
 }

@@ -343,7 +343,7 @@ RunReport describe(const Graph& graph, const RunOptions& ro, const std::vector<i
 }
 
 // What the compiled program says: backend, target, rewrites, plans and their traffic.
-void describe_program(RunReport& rep, const Program& prog) {
+void describe_program(RunReport& rep, const Program& prog, const Options& o) {
   rep.backend = prog.backend() == Backend::Cuda ? "cuda" : "cpu";
   rep.backend_note = prog.backend_note();
   rep.target = prog.target();
@@ -355,6 +355,12 @@ void describe_program(RunReport& rep, const Program& prog) {
   rep.predicted_ratio = rep.fused.bytes > 0 ? static_cast<double>(rep.unfused.bytes) / static_cast<double>(rep.fused.bytes) : 1.0;
   rep.plan = std::to_string(rep.fused.kernels) + " fused kernel(s) vs " + std::to_string(rep.unfused.kernels) +
              " unfused; predicted traffic ratio " + fmt_ratio(rep.predicted_ratio);
+  // Overrides of the launcher's rules (to measure each way) change the bytes reductions move.
+  const bool cli = o.message_style == MessageStyle::CommandLine;
+  if (o.row_split != 0)
+    rep.plan += "; reductions split as " + option_name(OptionField::RowSplit, o.message_style) + " " + std::to_string(o.row_split);
+  if (!o.row_cache)
+    rep.plan += std::string("; rows re-read by every pass (") + (cli ? "--no-row-cache" : "Options::row_cache = false") + ")";
 }
 
 void save_outputs(const ir::Graph& g, const RunReport& rep, const std::vector<HostTensor>& outputs, const RunOptions& ro) {
@@ -379,7 +385,7 @@ RunReport run_graph(const Graph& graph, const RunOptions& ro) {
     Options co = ro.options;
     co.build_unfused = true;  // both plans run here: built together (one host compile on the CPU)
     const Program prog = Program::compile(graph, co);
-    describe_program(rep, prog);
+    describe_program(rep, prog, co);
 
     const bool gpu = prog.backend() == Backend::Cuda;
     const std::vector<TensorView> views = views_of(inputs);

@@ -391,6 +391,9 @@ TEST_CASE("--no-row-cache: every pass reads memory, the outputs are the same bit
   REQUIRE_MESSAGE(on.code == 0, on.out);
   Result off = run(base + (dir / "off").string() + " --no-row-cache");
   REQUIRE_MESSAGE(off.code == 0, off.out);
+  // The report says so, and counts the passes' re-reads in the bytes moved.
+  CHECK(off.out.find("rows re-read by every pass (--no-row-cache)") != std::string::npos);
+  CHECK(on.out.find("rows re-read") == std::string::npos);
   CHECK(fusejit::testing::read_file(dir / "on" / "y.npy") == fusejit::testing::read_file(dir / "off" / "y.npy"));
   Result plan = run("plan " + sample("layernorm.txt") + " --dim N=6 --dim C=3000");
   REQUIRE_MESSAGE(plan.code == 0, plan.out);

@@ -283,6 +283,12 @@ TEST_CASE("the row on chip: which inputs stay in shared memory, when, and what t
     CHECK(names == w.reread);
     CHECK(ir::row_split_at(g, grp, info).row_cache_bytes == w.cache_bytes);
     CHECK(ir::group_traffic(g, grp).reread_bytes == w.reread_bytes);
+    // With the row cache off (Options::row_cache = false) every re-read input is counted.
+    int64_t every_pass = 0;
+    for (ir::NodeId i : info.reread_inputs)
+      every_pass += (info.input_passes.at(i) - 1) * ir::num_elements(g.node(i).shape) * ir::dtype_size(g.node(i).dtype);
+    CHECK(ir::group_traffic(g, grp, ir::SplitRules{0, false}).reread_bytes == every_pass);
+    CHECK(ir::row_split_at(g, grp, info, ir::SplitRules{0, false}).row_cache_bytes == 0);
     CHECK_MESSAGE(grp.note.find(w.note) != std::string::npos, grp.note);
     // The launcher's decision at the same sizes, and with Options::row_cache off.
     const jit::GeneratedKernel k = jit::generate_kernel(g, grp);

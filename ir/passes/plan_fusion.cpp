@@ -420,10 +420,10 @@ bool plan_groups(const Graph& g, std::set<NodeId>& isolated, std::set<NodeId>& d
 
 // How a reduction kernel's passes read the inputs they share: from the row cache or from memory.
 std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroupInfo& info, const RowSplit& split) {
-  if (info.reread_inputs.empty()) return "";
+  const int64_t bytes = row_cache_bytes(row_cache_element_sizes(g, info), reduce_length(fg.iter_shape, fg.reduce_mask));
+  if (info.reread_inputs.empty() || bytes == 0) return "";  // nothing read twice, or empty rows
   if (split.row_cache_bytes > 0)
     return fmt::format(", the row kept on chip ({} B of shared memory per block)", split.row_cache_bytes);
-  const int64_t bytes = row_cache_bytes(row_cache_element_sizes(g, info), reduce_length(fg.iter_shape, fg.reduce_mask));
   if (split.block_rows && split.blocks_per_row == 1)
     return fmt::format(", each reading it from memory: its row ({} B) is over the {} B row cache", bytes, kRowCacheBytes);
   return ", each reading it from memory";

@@ -239,6 +239,8 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
     every pass reads memory; the same bits either way; docs/ops.md, "The row on chip").
     Raises UserError, CompileError, DriverError.
     """
+    if not isinstance(row_cache, bool):
+        raise TypeError(f"row_cache must be True or False, not {row_cache!r}")
     return Program(_fusejit.compile(graph, fast_math, arch, backend, cache_dir, disk_cache, list(nvrtc_options),
                                     device, dump_dir, build_unfused, row_split, row_cache))
 

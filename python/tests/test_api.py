@@ -272,5 +272,11 @@ def test_row_cache_off_gives_the_same_bits(rng):
     assert g.plan()["fused"]["groups"][0]["row_cache_bytes"] == 8000
     x = rng.standard_normal((4, 2000), dtype=np.float32)
     on = fusejit.compile(g, backend="cpu")(x=x)
-    off = fusejit.compile(g, backend="cpu", row_cache=False)(x=x)
+    prog = fusejit.compile(g, backend="cpu", row_cache=False)
+    off = prog(x=x)
     assert bits(on["y"]) == bits(off["y"])
+    # Its kernel counts the two later passes' reads; plan_text says the notes follow the rules.
+    assert prog.kernels[0].read_bytes == 3 * x.nbytes
+    assert "launched with Options::row_cache = false" in prog.plan_text
+    with pytest.raises(TypeError, match="row_cache must be True or False"):
+        fusejit.compile(g, backend="cpu", row_cache=0)

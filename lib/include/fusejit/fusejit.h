@@ -335,7 +335,8 @@ struct Options {
   /// share in shared memory when it fits in 48 KiB (docs/ops.md, "The row on chip";
   /// ir::kRowCacheBytes): the first pass reads memory, later passes the copy on chip. false = every
   /// pass reads memory (to measure the difference on a GPU). The results are the same bits either
-  /// way; the plan's traffic assumes the default.
+  /// way. kernels() and measurements count the bytes as the kernels run with this and row_split;
+  /// plan_text()'s notes describe fusejit's own rules and say when these differ.
   bool row_cache = true;
 };
 
