@@ -728,13 +728,12 @@ struct ReduceGen {
   std::vector<ir::NodeId> split_slots;
   int final_phase = 0;
 
-  // Every reduction kernel may split a long row over several blocks (fj_reduce_phase); the
-  // launcher decides (ir::choose_split).
-  bool splittable() {
+  // Every reduction kernel may split a long row over several blocks (fj_reduce_phase; the launcher
+  // decides, ir::choose_split): its reductions' workspace slots and its last phase.
+  void plan_split() {
     for (ir::NodeId r : info.reductions)
       if (!info.same_as.count(r)) split_slots.push_back(r);
     final_phase = 2 * info.levels + (info.element_outputs ? 1 : 0);
-    return true;
   }
   std::string v(ir::NodeId id) { return k.nm.v(id); }
 
@@ -829,15 +828,13 @@ struct ReduceGen {
     body += elements(elems, ins, "ioff") + fmt::format("  return {};\n", v(a));
     const char* ct = compute_ctype(nd.dtype);
     const std::string load = fmt::format("[&](long long fj_i) -> {} {{\n{}  }}", ct, indent(body, 2));
-    std::string value;
-    {
-      const auto slot = std::find(split_slots.begin(), split_slots.end(), r) - split_slots.begin();
-      value = fmt::format("fj_reduce_phase<{0}, {1}>(split_phase, {2}, (long long)row_len, fj_part, fj_parts, {3}, "
-                          "fj_lanes_{4}, fj_tid, fj_nt,\n      fj_red_chunk_slots<{1}>(ws, {5}, {6}, (long long)rows, (long long)o, "
-                          "(long long)row_len), fj_red_row_slot<{1}>(ws, {6}, (long long)rows, (long long)o){7})",
-                          ir::reduce_combiner(nd.op), ct, 2 * info.level.at(r) - 1, load, mangle(ct), split_slots.size(),
-                          slot, row_blocks() ? "" : ", fj_live");
-    }
+    const auto slot = std::find(split_slots.begin(), split_slots.end(), r) - split_slots.begin();
+    std::string value = fmt::format(
+        "fj_reduce_phase<{0}, {1}>(split_phase, {2}, (long long)row_len, fj_part, fj_parts, {3}, "
+        "fj_lanes_{4}, fj_tid, fj_nt,\n      fj_red_chunk_slots<{1}>(ws, {5}, {6}, (long long)rows, (long long)o, "
+        "(long long)row_len), fj_red_row_slot<{1}>(ws, {6}, (long long)rows, (long long)o){7})",
+        ir::reduce_combiner(nd.op), ct, 2 * info.level.at(r) - 1, load, mangle(ct), split_slots.size(), slot,
+        row_blocks() ? "" : ", fj_live");
     if (nd.op == ir::Op::Mean)
       value = nd.red.correction == 0
                   ? fmt::format("fj_red_mean({}, (long long)row_len)", value)
@@ -1040,7 +1037,8 @@ GeneratedKernel generate_reduce_kernel(KernelGen& k) {
   out.index64 = k.layout.index64;
   out.reduction = true;
   out.row_blocks = r.row_blocks();
-  out.split_reductions = r.splittable() ? static_cast<int>(r.split_slots.size()) : 0;
+  r.plan_split();
+  out.split_reductions = static_cast<int>(r.split_slots.size());
   out.split_phases = r.final_phase;
   out.rows_per_block = r.row_blocks() ? 1 : r.col_rows();
   if (r.row_blocks()) out.row_cache_sizes = ir::row_cache_element_sizes(k.g, r.info);
