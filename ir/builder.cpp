@@ -481,11 +481,18 @@ Graph GraphBuilder::finish() {
   return out;
 }
 
+std::string unknown_dim_message(const Graph& g, const std::string& name, const std::string& where) {
+  std::string declared;
+  for (const DimDecl& d : g.dims) declared += (declared.empty() ? "" : ", ") + d.name;
+  return "unknown dim '" + name + "'" + where + "; the graph declares " +
+         (declared.empty() ? std::string("no dims") : "dims " + declared);
+}
+
 void rebind_dims(Graph& g, const std::vector<std::pair<std::string, int64_t>>& values) {
   for (const auto& [name, v] : values) {
     const std::string& wanted = name;  // clang 14 cannot capture a structured binding
     auto it = std::find_if(g.dims.begin(), g.dims.end(), [&](const DimDecl& d) { return d.name == wanted; });
-    if (it == g.dims.end()) throw UserError("unknown dim '" + name + "'");
+    if (it == g.dims.end()) throw UserError(unknown_dim_message(g, name));
     if (v < 0) throw UserError("dim '" + name + "' must be >= 0, got " + std::to_string(v));
     it->value = v;
   }

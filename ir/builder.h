@@ -168,6 +168,10 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, Loc loc = {}, const Graph
 // an unknown dim name, a negative value, or a broadcast that no longer holds.
 void rebind_dims(Graph& g, const std::vector<std::pair<std::string, int64_t>>& values);
 
+// "unknown dim 'Q'<where>; the graph declares dims N, C" (or "no dims"): the one message for a dim
+// name a graph does not declare (the parser's overrides, rebind_dims, the library's dims).
+std::string unknown_dim_message(const Graph& g, const std::string& name, const std::string& where = "");
+
 // Converts a weak literal to a typed scalar (float -> int truncates toward zero etc., the cast rules).
 Scalar literal_to_scalar(const Literal& l, DType dtype);
 

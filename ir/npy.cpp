@@ -41,6 +41,8 @@ std::string descr_of(DType t, Bf16Npy bf16) {
 // Maps a descr to a dtype; nullopt with `why` set when unsupported.
 std::optional<DType> dtype_of(const std::string& d, std::optional<DType> expect, std::string* why) {
   if (d == "bfloat16" || d == "<V2bfloat16") return DType::BF16;
+  // np.save of an ml_dtypes bfloat16 array (the Python package's bf16) writes 2-byte void records.
+  if ((d == "<V2" || d == "|V2") && expect == DType::BF16) return DType::BF16;
   if (d.size() < 3) { *why = "unsupported dtype '" + d + "'"; return std::nullopt; }
   char order = d[0];
   std::string kind = d.substr(1);
@@ -60,7 +62,8 @@ std::optional<DType> dtype_of(const std::string& d, std::optional<DType> expect,
   if (kind == "f4") return DType::F32;
   if (kind == "f8") return DType::F64;
   if (kind == "u2" && expect == DType::BF16) return DType::BF16;  // raw bf16 bits (Bf16Npy::Bits)
-  *why = "unsupported dtype '" + d + "' (fusejit supports bool, i8, u8, i32, i64, f16, f32, f64, and bf16 as '<u2' bits)";
+  *why = "unsupported dtype '" + d + "' (fusejit supports bool, i8, u8, i32, i64, f16, f32, f64, and for a bf16 input "
+         "'bfloat16', ml_dtypes' '<V2', '<u2' bits or exactly representable '<f4')";
   return std::nullopt;
 }
 

@@ -58,12 +58,7 @@ class Parser {
       throw UserError("graph has no output; add a line such as `output y`", end_loc());
     for (const auto& [name, v] : overrides_) {
       (void)v;
-      if (b_.find_dim(name) < 0) {
-        std::string declared;
-        for (const DimDecl& d : b_.graph().dims) declared += (declared.empty() ? "" : ", ") + d.name;
-        throw UserError("unknown dim '" + name + "' in a dim override; the graph declares " +
-                        (declared.empty() ? std::string("no dims") : "dims " + declared));
-      }
+      if (b_.find_dim(name) < 0) throw UserError(unknown_dim_message(b_.graph(), name, " in a dim override"));
     }
     Graph g = b_.finish();
     g.name = graph_name_;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/builder.h"
 #include "ir/tensor.h"
 
 namespace fusejit {
@@ -115,7 +116,7 @@ void dims_from_values(const ir::Graph& g, const DimValues& dims, std::vector<int
   for (const auto& [name, v] : dims) {
     size_t k = 0;
     while (k < g.dims.size() && g.dims[k].name != name) ++k;
-    if (k == g.dims.size()) throw ir::UserError("unknown dim '" + name + "'");
+    if (k == g.dims.size()) throw ir::UserError(ir::unknown_dim_message(g, name));
     if (v < 0) throw ir::UserError("dim '" + name + "' must be >= 0, got " + std::to_string(v));
     out[k] = v;
   }

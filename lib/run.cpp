@@ -355,10 +355,15 @@ void describe_program(RunReport& rep, const Program& prog, const Options& o) {
   rep.predicted_ratio = rep.fused.bytes > 0 ? static_cast<double>(rep.unfused.bytes) / static_cast<double>(rep.fused.bytes) : 1.0;
   rep.plan = std::to_string(rep.fused.kernels) + " fused kernel(s) vs " + std::to_string(rep.unfused.kernels) +
              " unfused; predicted traffic ratio " + fmt_ratio(rep.predicted_ratio);
-  // Overrides of the launcher's rules (to measure each way) change the bytes reductions move.
+  // Overrides of the launcher's rules (to measure each way) change how reductions run and the bytes
+  // they move; said only where the rewritten graph reduces (NodeInfo::axes).
+  const std::vector<NodeInfo> nodes = prog.rewritten().nodes();
+  if (std::none_of(nodes.begin(), nodes.end(), [](const NodeInfo& n) { return !n.axes.empty(); })) return;
   const bool cli = o.message_style == MessageStyle::CommandLine;
-  if (o.row_split != 0)
-    rep.plan += "; reductions split as " + option_name(OptionField::RowSplit, o.message_style) + " " + std::to_string(o.row_split);
+  const std::string split = option_name(OptionField::RowSplit, o.message_style) + (cli ? " " : " = ") + std::to_string(o.row_split);
+  if (o.row_split == 1) rep.plan += "; reduction rows never split (" + split + ")";
+  if (o.row_split > 1) rep.plan += "; reduction rows of over one chunk split in up to " + std::to_string(o.row_split) +
+                                   " parts, one per 8,192 elements (" + split + ")";
   if (!o.row_cache)
     rep.plan += std::string("; rows re-read by every pass (") + (cli ? "--no-row-cache" : "Options::row_cache = false") + ")";
 }

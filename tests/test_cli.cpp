@@ -397,8 +397,9 @@ TEST_CASE("--no-row-cache: every pass reads memory, the outputs are the same bit
   CHECK(fusejit::testing::read_file(dir / "on" / "y.npy") == fusejit::testing::read_file(dir / "off" / "y.npy"));
   Result plan = run("plan " + sample("layernorm.txt") + " --dim N=6 --dim C=3000");
   REQUIRE_MESSAGE(plan.code == 0, plan.out);
-  CHECK(plan.out.find("the row kept on chip (12000 B of shared memory per block)") != std::string::npos);
+  CHECK(plan.out.find("the row kept on chip (12000 B of shared memory per block for x)") != std::string::npos);
   plan = run("plan " + sample("layernorm.txt") + " --dim N=6 --dim C=30000");  // 120,000 B rows: re-read
-  CHECK(plan.out.find("each reading it from memory: its row (120000 B) is over the 49152 B row cache") != std::string::npos);
+  CHECK(plan.out.find("each reading x from memory: a row of x takes 120000 B, over the 49152 B row cache") !=
+        std::string::npos);
   CHECK(plan.out.find("of it re-read by later passes") != std::string::npos);
 }

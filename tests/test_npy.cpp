@@ -141,6 +141,14 @@ TEST_CASE("bf16 conventions: exact f32 widening by default, '<u2' bits, or the '
   Tensor d = read_npy(p);
   CHECK(d.dtype == DType::BF16);
   CHECK(d.data == x.data);
+  // np.save of an ml_dtypes bfloat16 array: 2-byte void records, read as a bf16 input's bits.
+  std::string bytes = read_bytes(p);
+  const size_t at = bytes.find("'descr': 'bfloat16'");
+  REQUIRE(at != std::string::npos);
+  bytes.replace(at, std::string("'descr': 'bfloat16'").size(), "'descr': '<V2'     ");  // same header length
+  std::ofstream(p, std::ios::binary) << bytes;
+  CHECK(read_npy(p, DType::BF16).data == x.data);
+  CHECK_THROWS_WITH_AS(read_npy(p), doctest::Contains("ml_dtypes' '<V2'"), UserError);  // no bf16 input: refused
 }
 
 TEST_CASE("v1, v2 and v3 headers, Python 2 style, '=' and '|' byte orders") {

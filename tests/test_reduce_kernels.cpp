@@ -251,24 +251,24 @@ TEST_CASE("the row on chip: which inputs stay in shared memory, when, and what t
   };
   const Want wants[] = {
       {"input x : f32[4, 4096]\ny = softmax(x, -1)\noutput y\n", {"x"}, 16384, 0,
-       "3 passes over each row, the row kept on chip (16384 B of shared memory per block)"},
+       "3 passes over each row, the row kept on chip (16384 B of shared memory per block for x)"},
       // w is read by the last pass only: not cached. bf16 rows: 2 bytes an element.
       {"input x : bf16[4, 4096]\ninput w : bf16[4096]\nh = cast(x, f32)\n"
        "y = w * cast(h * rsqrt(mean(h * h, -1, keepdim) + 1e-6), bf16)\noutput y\n", {"x"}, 8192, 0,
        "2 passes over each row, the row kept on chip (8192 B"},
       // Residual-add + RMSNorm: both inputs, each region rounded up to 16 bytes.
       {"input x : f32[2, 1001]\ninput r : f32[2, 1001]\nh = x + r\ny = h * rsqrt(mean(h * h, -1, keepdim) + 1e-6)\n"
-       "output y, h\n", {"x", "r"}, 2 * 4016, 0, "the row kept on chip (8032 B"},
+       "output y, h\n", {"x", "r"}, 2 * 4016, 0, "the row kept on chip (8032 B of shared memory per block for x, r)"},
       // 80,000 B rows are over the 48 KiB cache: the two later passes read x again.
       {"input x : f32[4, 20000]\ny = softmax(x, -1)\noutput y\n", {"x"}, 0, 2 * 320000,
-       "3 passes over each row, each reading it from memory: its row (80000 B) is over the 49152 B row cache"},
+       "3 passes over each row, each reading x from memory: a row of x takes 80000 B, over the 49152 B row cache"},
       // A split row never keeps its row on chip (its passes are separate launches).
       {"input x : f32[1, 300000]\ns = sum(x * x, -1)\nm = amax(x, -1)\noutput s, m\n", {"x"}, 0, 1200000,
-       "2 passes over each row, each reading it from memory;"},
+       "2 passes over each row, each reading x from memory (a split row is not kept on chip);"},
       {"input x : f32[8, 512]\ny = sum(x, -1)\noutput y\n", {}, 0, 0, "(1 reduction: 1 pass over each row;"},
       // A column kernel reads its rows again in every pass (no row cache).
       {"input dy : f32[700, 64]\nm = amax(dy, 0, keepdim)\ny = dy - m\noutput y\n", {"dy"}, 0, 700 * 64 * 4,
-       "2 passes over each row, each reading it from memory; rows side by side"},
+       "2 passes over each row, each reading dy from memory (a column kernel keeps no row on chip); rows side by side"},
   };
   for (const Want& w : wants) {
     const std::string text = w.text;

@@ -421,12 +421,16 @@ bool plan_groups(const Graph& g, std::set<NodeId>& isolated, std::set<NodeId>& d
 // How a reduction kernel's passes read the inputs they share: from the row cache or from memory.
 std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroupInfo& info, const RowSplit& split) {
   const int64_t bytes = row_cache_bytes(row_cache_element_sizes(g, info), reduce_length(fg.iter_shape, fg.reduce_mask));
-  if (info.reread_inputs.empty() || bytes == 0) return "";  // nothing read twice, or empty rows
+  const int64_t rows = num_elements(reduced_shape(fg.iter_shape, fg.reduce_mask, false));
+  if (info.reread_inputs.empty() || bytes == 0 || rows == 0) return "";  // nothing read twice, or nothing to read
+  std::string names;  // the inputs the passes share
+  for (NodeId i : info.reread_inputs) names += (names.empty() ? "" : ", ") + g.node(i).name;
   if (split.row_cache_bytes > 0)
-    return fmt::format(", the row kept on chip ({} B of shared memory per block)", split.row_cache_bytes);
-  if (split.block_rows && split.blocks_per_row == 1)
-    return fmt::format(", each reading it from memory: its row ({} B) is over the {} B row cache", bytes, kRowCacheBytes);
-  return ", each reading it from memory";
+    return fmt::format(", the row kept on chip ({} B of shared memory per block for {})", split.row_cache_bytes, names);
+  if (!split.block_rows) return fmt::format(", each reading {} from memory (a column kernel keeps no row on chip)", names);
+  if (split.blocks_per_row > 1) return fmt::format(", each reading {} from memory (a split row is not kept on chip)", names);
+  return fmt::format(", each reading {} from memory: a row of {} takes {} B, over the {} B row cache", names, names, bytes,
+                     kRowCacheBytes);
 }
 
 // "reduces axes [1] of [N, 4096] (2 reductions: 3 passes over each row, the row kept on chip (16384 B
@@ -439,10 +443,16 @@ std::string reduction_note(const Graph& g, const FusionGroup& fg) {
   for (int64_t a : mask_axes(fg.reduce_mask)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
   const size_t passes = info.reductions.size() - info.same_as.size() + (element_outputs ? 1 : 0);
   const RowSplit split = row_split_at(g, fg, info);
-  std::string how = split.block_rows ? "one block per row at these sizes" : "rows side by side in blocks";
+  // Column kernels: rows side by side, a group of up to rpb rows a block (and its split parts).
+  const int64_t rows = num_elements(reduced_shape(fg.iter_shape, fg.reduce_mask, false));
+  const int64_t rpb = split.block_rows ? 1 : column_rows_per_block(g, info), units = (rows + rpb - 1) / rpb;
+  std::string how = split.block_rows ? "one block per row at these sizes"
+                                     : fmt::format("rows side by side, up to {} a block ({} block{} at these sizes)", rpb,
+                                                   units, units == 1 ? "" : "s");
   if (split.blocks_per_row > 1)
-    how = fmt::format("{}{} blocks per row at these sizes, {} launches", split.block_rows ? "" : "rows side by side in blocks, ",
-                      split.blocks_per_row, split.launches);
+    how = fmt::format("{}{} blocks per row at these sizes, {} launches ({} blocks)",
+                      split.block_rows ? "" : fmt::format("rows side by side, up to {} a block, ", rpb), split.blocks_per_row,
+                      split.launches, units * split.blocks_per_row);
   const size_t n = info.reductions.size();
   const std::string count = fmt::format("{} reduction{}", n, n == 1 ? "" : "s") +
                             (info.same_as.empty() ? "" : fmt::format(", {} distinct", n - info.same_as.size()));

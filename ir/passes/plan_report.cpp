@@ -58,6 +58,7 @@ std::string node_text(const Graph& g, NodeId id) {
   std::string t = value_name(g, id) + " = " + std::string(op_name(n.op)) + "(";
   for (int k = 0; k < n.nargs; ++k) t += (k ? ", " : "") + value_name(g, n.args[static_cast<size_t>(k)]);
   if (n.op == Op::Cast) t += ", " + std::string(dtype_name(n.dtype));
+  if (is_reduction(n.op)) t += reduce_args_text(n.red, g.node(n.arg(0)).shape.size());  // as the printer: axes, keepdim
   return t + ")";
 }
 
@@ -253,6 +254,7 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
     if (reduction_group(g, grp)) {  // how its rows run at these sizes (docs/ops.md, "A row split over blocks")
       const RowSplit r = row_split_at(g, grp, analyze_reduce_group(g, grp));
       e["row_layout"] = r.block_rows ? "block_per_row" : "rows_side_by_side";
+      e["rows_per_block"] = r.block_rows ? 1 : column_rows_per_block(g, analyze_reduce_group(g, grp));
       e["blocks_per_row"] = r.blocks_per_row;
       e["launches"] = r.launches;
       e["row_cache_bytes"] = r.row_cache_bytes;  // 0: passes re-read their inputs (reread_bytes)

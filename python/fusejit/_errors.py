@@ -15,6 +15,7 @@ class Error(Exception):
     kind = "internal"
 
     def __init__(self, message: str, file: str = "", line: int = 0, column: int = 0, diagnostic: str = ""):
+        diagnostic = diagnostic.rstrip("\n")  # a str() or traceback line ends without a blank line
         super().__init__(diagnostic or message)
         self.message = message
         self.file = file
