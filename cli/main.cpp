@@ -383,16 +383,24 @@ struct RunCommand {
 struct PlanCommand {
   CLI::App* cmd = nullptr;
   Common common;
-  bool dot = false, json = false;
+  bool dot = false, json = false, no_row_cache = false;
+  int64_t row_split = 0;
 
   void define(CLI::App& app) {
     cmd = app.add_subcommand("plan", "print the rewritten graph and its fusion plan");
     common.define(cmd);
+    cmd->add_option("--row-split", row_split, "plan reductions as `run --row-split N` runs them (0 = fusejit's rule)")
+        ->default_val(0)->check(kNonNegative);
+    cmd->add_flag("--no-row-cache", no_row_cache, "plan reductions as `run --no-row-cache` runs them");
     cmd->add_flag("--dot", dot, "print the plan as Graphviz DOT (one cluster per fusion group)");
     cmd->add_flag("--json", json, "print the plan as JSON (on an error, a JSON error object: kind, message, file, line, col)");
   }
   int exec() const {
-    fj::PlanReport rep = fj::plan_graph(common.load(), common.fast_math);
+    fj::Options o;
+    o.fast_math = common.fast_math;
+    o.row_split = row_split;
+    o.row_cache = !no_row_cache;
+    fj::PlanReport rep = fj::plan_graph(common.load(), o);
     std::fputs((dot ? rep.dot : json ? rep.json + "\n" : rep.text).c_str(), stdout);
     return 0;
   }

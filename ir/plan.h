@@ -37,8 +37,16 @@ struct FusionGroup {
   uint64_t reduce_mask = 0;
 };
 
+// Overrides of the launcher's rules for reduction kernels (Options::row_split, Options::row_cache),
+// to measure each way on a GPU; the bits never depend on them. The default is fusejit's rules.
+struct SplitRules {
+  int64_t row_split = 0;  // 0: ir::choose_split; 1: never split; N: min(N, chunks) parts
+  bool row_cache = true;  // false: never keep a row on chip (every pass reads memory)
+};
+
 struct Plan {
   bool fused = true;                 // false for the one-kernel-per-node plan
+  SplitRules rules;                  // how its reduction kernels run (notes and traffic follow them)
   std::vector<FusionGroup> groups;   // in launch order (a group only reads values written earlier)
   // Every value written to device memory by some group (graph outputs and intermediates).
   std::vector<NodeId> materialized;
@@ -52,13 +60,6 @@ struct GroupTraffic {
   int64_t read_bytes = 0;
   int64_t write_bytes = 0;
   int64_t reread_bytes = 0;
-};
-
-// Overrides of the launcher's rules for reduction kernels (Options::row_split, Options::row_cache),
-// to measure each way on a GPU; the bits never depend on them. The default is fusejit's rules.
-struct SplitRules {
-  int64_t row_split = 0;  // 0: ir::choose_split; 1: never split; N: min(N, chunks) parts
-  bool row_cache = true;  // false: never keep a row on chip (every pass reads memory)
 };
 
 // A group that launches nothing (no element, or a reduction to no rows) moves no byte. `rules`: how

@@ -8,6 +8,7 @@
 #include "fusejit/fusejit.h"
 #include "ir/builder.h"
 #include "ir/graph.h"
+#include "ir/plan.h"
 
 namespace fusejit {
 
@@ -48,6 +49,10 @@ void warn_unused_inputs(const ir::Graph& g);
 // user does ("--arch"), by Options::message_style.
 enum class OptionField { Arch, NvrtcOptions, Params, InputFiles, InputRanges, SaveDir, Dims, RowSplit };
 std::string option_name(OptionField field, MessageStyle style);
+
+// How reduction kernels run under `o` (Options::row_split, Options::row_cache): the launcher's
+// overrides, which the plan's notes and traffic follow too.
+inline ir::SplitRules split_rules(const Options& o) { return {o.row_split, o.row_cache}; }
 
 // The value of every graph param (slot order, each converted to its param's dtype) from named or
 // positional Params; the default for every param not named. Throws ir::UserError, naming the

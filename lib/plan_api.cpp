@@ -9,12 +9,21 @@
 namespace fusejit {
 
 PlanReport plan_graph(const Graph& graph, bool fast_math) {
+  Options o;
+  o.fast_math = fast_math;
+  return plan_graph(graph, o);
+}
+
+PlanReport plan_graph(const Graph& graph, const Options& options) {
   const ir::Graph& g = graph.impl().graph;
+  const bool fast_math = options.fast_math;
   return translate_errors([&] {
     ir::RewriteOptions ro;
     ro.fast_math = fast_math;
     ir::RewriteResult rw = ir::rewrite(g, ro);
-    ir::Plan fused = ir::plan_fusion(rw.graph);
+    ir::PlanOptions po;
+    po.rules = split_rules(options);
+    ir::Plan fused = ir::plan_fusion(rw.graph, po);
     // The baseline is the graph as written, one kernel per op: what running it op by op costs.
     ir::Plan unfused = ir::plan_unfused(g);
     // The fused kernels' real names (content-hashed, as `run`, `compile` and --dump-dir show

@@ -167,7 +167,9 @@ std::shared_ptr<Program::Impl> rewrite_and_plan(const Graph& graph, const Option
   rimpl->graph = p->rewrite.graph;
   p->rewritten = Graph(rimpl);
   p->fused.kind = PlanKind::Fused;
-  p->fused.plan = ir::plan_fusion(p->rewritten.impl().graph);
+  ir::PlanOptions po;
+  po.rules = split_rules(options);
+  p->fused.plan = ir::plan_fusion(p->rewritten.impl().graph, po);
   p->fused.bindings = std::make_shared<const jit::PlanBindings>(p->rewritten.impl().graph, p->fused.plan);
   for (const ir::ParamDecl& d : g.params) p->default_params.push_back(d.default_value);
   return p;
@@ -406,16 +408,7 @@ std::string Program::plan_text() const {
   std::vector<std::string> names;
   for (const KernelInfo& k : impl_->fused.variants[0]->infos) names.push_back(k.name);
   const ir::Plan unfused = impl_->unfused_ready.load() ? impl_->unfused->plan : ir::plan_unfused(impl_->graph.impl().graph);
-  std::string s = ir::format_plan_text(impl_->rewrite, impl_->fused.plan, unfused, &impl_->graph.impl().graph, names);
-  const Options& o = impl_->options;
-  std::string overrides;  // the plan's notes and bytes follow fusejit's own rules
-  if (o.row_split != 0) overrides = fmt::format("Options::row_split = {}", o.row_split);
-  if (!o.row_cache) overrides += std::string(overrides.empty() ? "" : ", ") + "Options::row_cache = false";
-  if (!overrides.empty())
-    s += "# launched with " + overrides +
-         ": reduction kernels may run otherwise than the notes above say (kernels() and measurements count their "
-         "bytes as launched)\n";
-  return s;
+  return ir::format_plan_text(impl_->rewrite, impl_->fused.plan, unfused, &impl_->graph.impl().graph, names);
 }
 
 std::string Program::rewrite_summary() const {

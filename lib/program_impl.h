@@ -111,9 +111,6 @@ std::shared_ptr<jit::DeviceContext> open_device(int ordinal, std::string* why_no
 // names; variant 1 indexes in 64 bits.
 jit::CodegenOptions codegen_options(PlanKind kind, const Options& o, int variant);
 
-// How reduction kernels run under `o` (Options::row_split, Options::row_cache).
-inline ir::SplitRules split_rules(const Options& o) { return {o.row_split, o.row_cache}; }
-
 // What kernels() reports of one group: from its generated kernel, or (not built) from the plan;
 // its bytes as the kernel runs under `rules`.
 KernelInfo kernel_info(const ir::Graph& g, const ir::FusionGroup& grp, const jit::GeneratedKernel& k, CacheOutcome outcome,

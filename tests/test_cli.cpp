@@ -402,4 +402,9 @@ TEST_CASE("--no-row-cache: every pass reads memory, the outputs are the same bit
   CHECK(plan.out.find("each reading x from memory: a row of x takes 120000 B, over the 49152 B row cache") !=
         std::string::npos);
   CHECK(plan.out.find("of it re-read by later passes") != std::string::npos);
+  // plan takes run's options and says how the kernels then run.
+  plan = run("plan " + sample("layernorm.txt") + " --dim N=6 --dim C=3000 --no-row-cache");
+  CHECK(plan.out.find("each reading x from memory (the row cache is off)") != std::string::npos);
+  plan = run("plan " + sample("layernorm.txt") + " --dim N=2 --dim C=30000 --row-split 3");
+  CHECK(plan.out.find("3 blocks per row at these sizes, 5 launches (6 blocks)") != std::string::npos);
 }

@@ -419,7 +419,8 @@ bool plan_groups(const Graph& g, std::set<NodeId>& isolated, std::set<NodeId>& d
 }
 
 // How a reduction kernel's passes read the inputs they share: from the row cache or from memory.
-std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroupInfo& info, const RowSplit& split) {
+std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroupInfo& info, const RowSplit& split,
+                        const SplitRules& rules) {
   const int64_t bytes = row_cache_bytes(row_cache_element_sizes(g, info), reduce_length(fg.iter_shape, fg.reduce_mask));
   const int64_t rows = num_elements(reduced_shape(fg.iter_shape, fg.reduce_mask, false));
   if (info.reread_inputs.empty() || bytes == 0 || rows == 0) return "";  // nothing read twice, or nothing to read
@@ -429,20 +430,21 @@ std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroup
     return fmt::format(", the row kept on chip ({} B of shared memory per block for {})", split.row_cache_bytes, names);
   if (!split.block_rows) return fmt::format(", each reading {} from memory (a column kernel keeps no row on chip)", names);
   if (split.blocks_per_row > 1) return fmt::format(", each reading {} from memory (a split row is not kept on chip)", names);
+  if (!rules.row_cache) return fmt::format(", each reading {} from memory (the row cache is off)", names);
   return fmt::format(", each reading {} from memory: a row of {} takes {} B, over the {} B row cache", names, names, bytes,
                      kRowCacheBytes);
 }
 
 // "reduces axes [1] of [N, 4096] (2 reductions: 3 passes over each row, the row kept on chip (16384 B
 // of shared memory per block); one block per row at these sizes); " for a reduction group.
-std::string reduction_note(const Graph& g, const FusionGroup& fg) {
+std::string reduction_note(const Graph& g, const FusionGroup& fg, const SplitRules& rules) {
   const ReduceGroupInfo info = analyze_reduce_group(g, fg);
   if (info.reductions.empty()) return "";
   const bool element_outputs = info.element_outputs;
   std::string axes;
   for (int64_t a : mask_axes(fg.reduce_mask)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
   const size_t passes = info.reductions.size() - info.same_as.size() + (element_outputs ? 1 : 0);
-  const RowSplit split = row_split_at(g, fg, info);
+  const RowSplit split = row_split_at(g, fg, info, rules);
   // Column kernels: rows side by side, a group of up to rpb rows a block (and its split parts).
   const int64_t rows = num_elements(reduced_shape(fg.iter_shape, fg.reduce_mask, false));
   const int64_t rpb = split.block_rows ? 1 : column_rows_per_block(g, info), units = (rows + rpb - 1) / rpb;
@@ -456,7 +458,7 @@ std::string reduction_note(const Graph& g, const FusionGroup& fg) {
   const size_t n = info.reductions.size();
   const std::string count = fmt::format("{} reduction{}", n, n == 1 ? "" : "s") +
                             (info.same_as.empty() ? "" : fmt::format(", {} distinct", n - info.same_as.size()));
-  const std::string reads = fmt::format("{} pass{} over each row", passes, passes == 1 ? "" : "es") + reread_note(g, fg, info, split);
+  const std::string reads = fmt::format("{} pass{} over each row", passes, passes == 1 ? "" : "es") + reread_note(g, fg, info, split, rules);
   return fmt::format("reduces axes [{}] of {} ({}: {}; {}); ", axes, shape_to_string(fg.iter_shape, &g), count, reads, how);
 }
 
@@ -481,8 +483,9 @@ Plan plan_fusion(const Graph& g, const PlanOptions& options) {
   size_t num_keys = static_cast<size_t>(std::unique(keys.begin(), keys.end()) - keys.begin());
   Plan plan;
   plan.fused = true;
+  plan.rules = options.rules;
   for (size_t gi = 0; gi < fgs.size(); ++gi) {
-    fgs[gi].note = reduction_note(g, fgs[gi]) + p.note(gi, num_keys, per_key);
+    fgs[gi].note = reduction_note(g, fgs[gi], options.rules) + p.note(gi, num_keys, per_key);
     for (NodeId o : fgs[gi].outputs) plan.materialized.push_back(o);
     plan.groups.push_back(std::move(fgs[gi]));
   }

@@ -17,6 +17,9 @@ struct PlanOptions {
   // consumer kernel instead of being written to memory, when its expression has at most this
   // many ops ("too costly" beyond). 0 disables recomputation.
   int max_recompute_ops = 16;
+  // How reduction kernels will run (Options::row_split, row_cache): the groups do not depend on
+  // it; their notes and the plan's traffic (Plan::rules) do.
+  SplitRules rules;
 };
 
 // Partitions `g` into fusion groups (ir/plan.h). Rules:

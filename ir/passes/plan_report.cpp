@@ -74,7 +74,7 @@ PlanTotals plan_totals(const Graph& g, const Plan& p) {
   PlanTotals t;
   t.kernels = static_cast<int>(p.groups.size());
   for (const FusionGroup& grp : p.groups) {
-    GroupTraffic tr = group_traffic(g, grp);
+    GroupTraffic tr = group_traffic(g, grp, p.rules);
     t.read_bytes += tr.read_bytes;
     t.write_bytes += tr.write_bytes;
   }
@@ -147,7 +147,7 @@ std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const P
   s += "\n# fused plan\n";
   for (size_t k = 0; k < fused.groups.size(); ++k) {
     const FusionGroup& grp = fused.groups[k];
-    GroupTraffic t = group_traffic(g, grp);
+    GroupTraffic t = group_traffic(g, grp, fused.rules);
     s += fmt::format("kernel {} ({}): {} op{} over {}{}\n", k, kernel_name(g, k, kernel_names), grp.nodes.size(),
                      grp.nodes.size() == 1 ? "" : "s", shape_to_string(grp.iter_shape, &g), reduces_text(g, grp));
     s += "  nodes:   " + list(g, grp.nodes) + "\n";
@@ -243,7 +243,7 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
   json groups = json::array();
   for (size_t k = 0; k < fused.groups.size(); ++k) {
     const FusionGroup& grp = fused.groups[k];
-    GroupTraffic t = group_traffic(g, grp);
+    GroupTraffic t = group_traffic(g, grp, fused.rules);
     json shape = json::array();
     for (const Dim& d : grp.iter_shape) shape.push_back(d.size);
     json e = {{"kernel", kernel_name(g, k, kernel_names)}, {"nodes", names(grp.nodes)}, {"inputs", names(grp.inputs)},
@@ -252,7 +252,7 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
               {"param_bytes", estimate_param_bytes(g, grp)}, {"note", grp.note},
               {"reduce_axes", reduction_group(g, grp) ? mask_axes(grp.reduce_mask) : std::vector<int64_t>{}}};
     if (reduction_group(g, grp)) {  // how its rows run at these sizes (docs/ops.md, "A row split over blocks")
-      const RowSplit r = row_split_at(g, grp, analyze_reduce_group(g, grp));
+      const RowSplit r = row_split_at(g, grp, analyze_reduce_group(g, grp), fused.rules);
       e["row_layout"] = r.block_rows ? "block_per_row" : "rows_side_by_side";
       e["rows_per_block"] = r.block_rows ? 1 : column_rows_per_block(g, analyze_reduce_group(g, grp));
       e["blocks_per_row"] = r.blocks_per_row;

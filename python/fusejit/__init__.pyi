@@ -105,7 +105,8 @@ class Graph:
     @property
     def output_nodes(self) -> list[int]: ...
     def to_text(self) -> str: ...
-    def plan(self, fast_math: bool = False) -> dict[str, Any]: ...  # `fusejit plan --json` as objects
+    # `fusejit plan --json` as objects; row_split/row_cache: plan reductions as compile(...) runs them
+    def plan(self, fast_math: bool = False, row_split: int = 0, row_cache: bool = True) -> dict[str, Any]: ...
 
 class Program:
     @property

@@ -357,11 +357,15 @@ void bind_graph(nb::module_& m) {
       .def("to_text", &Graph::to_text)
       .def(
           "plan",
-          [](const Graph& g, bool fast_math) {
-            std::string json = released([&] { return fusejit::plan_graph(g, fast_math).json; });
+          [](const Graph& g, bool fast_math, int64_t row_split, bool row_cache) {
+            fusejit::Options o;
+            o.fast_math = fast_math;
+            o.row_split = row_split;
+            o.row_cache = row_cache;
+            std::string json = released([&] { return fusejit::plan_graph(g, o).json; });
             return nb::module_::import_("json").attr("loads")(json);
           },
-          "fast_math"_a = false)
+          "fast_math"_a = false, "row_split"_a = 0, "row_cache"_a = true)
       .def("__repr__", [](const Graph& g) { return "<fusejit.Graph " + g.name() + ">"; });
 }
 

@@ -277,6 +277,7 @@ def test_row_cache_off_gives_the_same_bits(rng):
     assert bits(on["y"]) == bits(off["y"])
     # Its kernel counts the two later passes' reads; plan_text says the notes follow the rules.
     assert prog.kernels[0].read_bytes == 3 * x.nbytes
-    assert "launched with Options::row_cache = false" in prog.plan_text
+    assert "each reading x from memory (the row cache is off)" in prog.plan_text
+    assert g.plan(row_cache=False)["fused"]["groups"][0]["reread_bytes"] == 2 * x.nbytes
     with pytest.raises(TypeError, match="row_cache must be True or False"):
         fusejit.compile(g, backend="cpu", row_cache=0)
