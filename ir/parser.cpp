@@ -575,6 +575,13 @@ class Parser {
 
   // One axis: an integer, negative ones counting from the end.
   int64_t axis_literal() {
+    // NumPy's axis=, PyTorch's dim= and a Python tuple of axes, each with the spelling this format takes.
+    const std::string_view t = tok_.text;
+    if (tok_.kind == Tok::Ident && (t == "axis" || t == "axes" || t == "dim" || t == "dims"))
+      throw UserError(fmt::format("write the axis without a keyword: `-1`, not `{}=-1` (several axes in brackets: "
+                                  "`[0, 2]`)", t), tok_.loc);
+    if (tok_.kind == Tok::LParen)
+      throw UserError("several axes go in brackets, as in `sum(x, [0, 1])`, not in parentheses", tok_.loc);
     const bool neg = tok_.kind == Tok::Minus;
     if (neg) advance();
     Token v = expect(Tok::Int, "an axis (an integer such as -1)");

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <nlohmann/json.hpp>
 
@@ -100,7 +101,10 @@ std::string RunReport::to_text() const {
   s += fmt::format("  graph     {} ops, {} elements in the largest output\n", op_count, elements);
   std::string run_args = fmt::format("seed {}{}", seed, special_values ? ", special values" : "");
   for (const auto& [n, v] : params) run_args += fmt::format(", {}={}", n, short_number(v));
-  s += fmt::format("  run       {} (random inputs unless --input)\n", run_args);
+  const std::string from = file_inputs.empty() ? std::string("random inputs")
+                           : fmt::format("{} from .npy files{}", fmt::join(file_inputs, ", "),
+                                         file_inputs.size() < inputs.size() ? ", the rest random" : "");
+  s += fmt::format("  run       {} ({})\n", run_args, from);
   s += fmt::format("  {}\n", rewrites);
   s += fmt::format("  plan      {}\n\n", plan);
   s += path_table(fused, unfused, copy_gbps);
@@ -139,6 +143,7 @@ std::string RunReport::to_json() const {
   j["elements"] = elements;
   j["seed"] = seed;
   j["special_values"] = special_values;
+  j["file_inputs"] = file_inputs;
   j["dims"] = nlohmann::json::object();
   for (const auto& [n, v] : dims) j["dims"][n] = v;
   j["params"] = nlohmann::json::object();

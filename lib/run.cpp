@@ -334,6 +334,7 @@ RunReport describe(const Graph& graph, const RunOptions& ro, const std::vector<i
   rep.fast_math = ro.options.fast_math;
   rep.seed = ro.seed;
   rep.special_values = ro.special_values;
+  for (const auto& f : ro.input_files) rep.file_inputs.push_back(f.first);
   rep.dims = graph.dims();
   rep.nvrtc_version = jit::nvrtc_version().str();
   for (size_t k = 0; k < params.size(); ++k)

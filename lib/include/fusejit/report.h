@@ -78,6 +78,7 @@ struct RunReport {
   bool fast_math = false;
   uint64_t seed = 0;             ///< seed of the random inputs
   bool special_values = false;   ///< random inputs mixed with hard cases
+  std::vector<std::string> file_inputs;  ///< inputs read from .npy files (RunOptions::input_files); the rest are random
   DimValues dims;                ///< dim values of this run
   std::vector<std::pair<std::string, double>> params;  ///< param values of this run
   std::string rewrites;          ///< which rules fired, counted
