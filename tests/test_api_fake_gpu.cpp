@@ -34,6 +34,21 @@ fj::Error compile_error(const fj::Graph& g, const fj::Options& o) {
 
 std::string sample(const char* name) { return fusejit::testing::sample_path(name); }
 
+// n deterministic f32 values ((i * 7919) % 1000) / div - off: spread, not tidy.
+std::vector<float> patterned(size_t n, float div, float off) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7919) % 1000) / div - off;
+  return v;
+}
+
+// The CPU backend's outputs of `text` for its one f32 input of `shape` holding `v`: the bits a
+// CUDA launch on the fake driver must give.
+std::vector<fj::HostTensor> cpu_outputs(const std::string& text, std::vector<int64_t> shape, const std::vector<float>& v) {
+  fj::Options o;
+  o.backend = fj::Backend::Cpu;
+  return fj::Program::compile(fj::Graph::parse(text), o).run({fj::HostTensor::from_floats(fj::DType::F32, shape, v)});
+}
+
 }  // namespace
 
 TEST_CASE("run_graph on the CUDA backend: fused vs unfused, per-op check, timing fields") {
@@ -151,12 +166,9 @@ TEST_CASE("a whole-tensor reduction on the CUDA backend: two launches, a stream-
   o.backend = fj::Backend::Cuda;
   fj::Program p = fj::Program::compile(fj::Graph::parse(text), o);
   auto keep = emulate(p);
-  std::vector<float> vx(300000);
-  for (size_t i = 0; i < vx.size(); ++i) vx[i] = static_cast<float>((i * 7919) % 1000) / 997.0f - 0.4f;
+  const std::vector<float> vx = patterned(300000, 997.0f, 0.4f);
   const fj::HostTensor x = fj::HostTensor::from_floats(fj::DType::F32, {300000}, vx);
-  fj::Options cpu_o;
-  cpu_o.backend = fj::Backend::Cpu;
-  const std::vector<fj::HostTensor> want = fj::Program::compile(fj::Graph::parse(text), cpu_o).run({x});
+  const std::vector<fj::HostTensor> want = cpu_outputs(text, {300000}, vx);
 
   float s = 0, m = 0;
   const void* ins[1] = {vx.data()};
@@ -181,12 +193,8 @@ TEST_CASE("a whole-tensor reduction on the CUDA backend: two launches, a stream-
 TEST_CASE("a column reduction with few long columns on the CUDA backend: split in parts, the CPU's bits") {
   FakeGpu gpu;
   const std::string text = "graph cols\ninput x : f32[100000, 3]\ns = sum(x, 0)\noutput s\n";
-  std::vector<float> vx(300000);
-  for (size_t i = 0; i < vx.size(); ++i) vx[i] = static_cast<float>((i * 7919) % 1000) / 997.0f - 0.4f;
-  const fj::HostTensor x = fj::HostTensor::from_floats(fj::DType::F32, {100000, 3}, vx);
-  fj::Options cpu_o;
-  cpu_o.backend = fj::Backend::Cpu;
-  const std::vector<fj::HostTensor> want = fj::Program::compile(fj::Graph::parse(text), cpu_o).run({x});
+  const std::vector<float> vx = patterned(300000, 997.0f, 0.4f);
+  const std::vector<fj::HostTensor> want = cpu_outputs(text, {100000, 3}, vx);
   fake_cuda::st().sm_count = 132;  // an H200's SMs: the grid is not capped below 13 blocks
   fj::Options o;
   o.backend = fj::Backend::Cuda;
@@ -213,12 +221,8 @@ TEST_CASE("the row on chip on the CUDA backend: dynamic shared memory per launch
   // LayerNorm over rows of 3000 f32: x is read by 3 passes, so its row (12,000 B) stays on chip.
   const std::string text = "graph ln\ninput x : f32[6, 3000]\nm = mean(x, -1, keepdim)\nd = x - m\n"
                            "v = mean(d * d, -1, keepdim)\ny = d * rsqrt(v + 1e-5)\noutput y\n";
-  std::vector<float> vx(18000);
-  for (size_t i = 0; i < vx.size(); ++i) vx[i] = static_cast<float>((i * 7919) % 1000) / 97.0f - 5.0f;
-  const fj::HostTensor x = fj::HostTensor::from_floats(fj::DType::F32, {6, 3000}, vx);
-  fj::Options cpu_o;
-  cpu_o.backend = fj::Backend::Cpu;
-  const std::vector<fj::HostTensor> want = fj::Program::compile(fj::Graph::parse(text), cpu_o).run({x});
+  const std::vector<float> vx = patterned(18000, 97.0f, 5.0f);
+  const std::vector<fj::HostTensor> want = cpu_outputs(text, {6, 3000}, vx);
   for (bool cache : {true, false}) {
     CAPTURE(cache);
     fj::Options o;
@@ -248,8 +252,7 @@ TEST_CASE("a 48 KiB row cache launches: the kernel opts in to dynamic shared mem
   // Softmax over rows of 12,288 f32: a 49,152 B row cache on top of the lane arrays' static shared
   // memory, over the driver's default 48 KiB per block unless the function opted in.
   const std::string text = "graph sm\ninput x : f32[2, 12288]\ny = softmax(x, -1)\noutput y\n";
-  std::vector<float> vx(2 * 12288);
-  for (size_t i = 0; i < vx.size(); ++i) vx[i] = static_cast<float>((i * 7919) % 1000) / 97.0f - 5.0f;
+  const std::vector<float> vx = patterned(2 * 12288, 97.0f, 5.0f);
   fj::Options o;
   o.backend = fj::Backend::Cuda;
   fj::Program p = fj::Program::compile(fj::Graph::parse(text), o);
@@ -263,10 +266,7 @@ TEST_CASE("a 48 KiB row cache launches: the kernel opts in to dynamic shared mem
   REQUIRE(fake_cuda::st().launches.size() == 1);
   CHECK(fake_cuda::st().launches[0].shared_bytes == 49152u);
   CHECK(fake_cuda::st().max_dynamic_shared[p.kernels(fj::PlanKind::Fused)[0].name] == 49152);
-  fj::Options cpu_o;
-  cpu_o.backend = fj::Backend::Cpu;
-  const fj::HostTensor x = fj::HostTensor::from_floats(fj::DType::F32, {2, 12288}, vx);
-  const std::vector<fj::HostTensor> want = fj::Program::compile(fj::Graph::parse(text), cpu_o).run({x});
+  const std::vector<fj::HostTensor> want = cpu_outputs(text, {2, 12288}, vx);
   CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
   // Without the opt-in the driver refuses the launch (the failure this guards against).
   fake_cuda::st().max_dynamic_shared.clear();
