@@ -17,23 +17,37 @@ int output_bindings(const Graph& g, NodeId id) {
 
 int64_t bytes_of(const Graph& g, NodeId id) {
   const Node& n = g.node(id);
-  return num_elements(n.shape) * dtype_size(n.dtype);
+  return mul_bytes(num_elements(n.shape), dtype_size(n.dtype));
 }
 
 }  // namespace
+
+int64_t add_bytes(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+int64_t mul_bytes(int64_t bytes, int64_t times) {
+  int64_t r = 0;
+  return __builtin_mul_overflow(bytes, times, &r) ? INT64_MAX : r;
+}
+
+int64_t GroupTraffic::bytes() const { return add_bytes(read_bytes, write_bytes); }
 
 GroupTraffic group_traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules) {
   GroupTraffic t;
   const Shape launched = group.reduce_mask ? reduced_shape(group.iter_shape, group.reduce_mask, false) : group.iter_shape;
   if (num_elements(launched) == 0) return t;
-  for (NodeId id : group.inputs) t.read_bytes += bytes_of(g, id);
-  for (NodeId id : group.outputs) t.write_bytes += bytes_of(g, id) * std::max(1, output_bindings(g, id));
+  for (NodeId id : group.inputs) t.read_bytes = add_bytes(t.read_bytes, bytes_of(g, id));
+  for (NodeId id : group.outputs)
+    t.write_bytes = add_bytes(t.write_bytes, mul_bytes(bytes_of(g, id), std::max(1, output_bindings(g, id))));
   if (group.reduce_mask == 0) return t;
   // A reduction kernel whose row is not kept on chip reads its re-read inputs once per pass.
   const ReduceGroupInfo info = analyze_reduce_group(g, group);
   if (!info.problem.empty() || row_split_at(g, group, info, rules).row_cache_bytes > 0) return t;
-  for (NodeId id : info.reread_inputs) t.reread_bytes += (info.input_passes.at(id) - 1) * bytes_of(g, id);
-  t.read_bytes += t.reread_bytes;
+  for (NodeId id : info.reread_inputs)
+    t.reread_bytes = add_bytes(t.reread_bytes, mul_bytes(bytes_of(g, id), info.input_passes.at(id) - 1));
+  t.read_bytes = add_bytes(t.read_bytes, t.reread_bytes);
   return t;
 }
 

@@ -60,7 +60,14 @@ struct GroupTraffic {
   int64_t read_bytes = 0;
   int64_t write_bytes = 0;
   int64_t reread_bytes = 0;
+  int64_t bytes() const;  // read_bytes + write_bytes, saturating (add_bytes)
 };
+
+// Byte counts of the traffic model add and multiply saturating at INT64_MAX: each tensor's size
+// fits in 64 bits (the builder checks), but a plan's sum of them need not (an f32 tensor of 2^61
+// elements, read once and written once); a report then shows the largest count, not a wrapped one.
+int64_t add_bytes(int64_t a, int64_t b);
+int64_t mul_bytes(int64_t bytes, int64_t times);
 
 // A group that launches nothing (no element, or a reduction to no rows) moves no byte. `rules`: how
 // reduction kernels run (the re-reads of a row not kept on chip are counted).

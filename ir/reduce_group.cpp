@@ -239,7 +239,10 @@ bool reduces_innermost(const FusionGroup& grp) {
 
 int64_t row_cache_bytes(std::span<const int> element_sizes, int64_t row_len) {
   int64_t bytes = 0;
-  for (int size : element_sizes) bytes += (row_len * size + 15) / 16 * 16;
+  for (int size : element_sizes) {  // saturating: a row of 2^60 elements is a valid (unrunnable) graph
+    const int64_t row = mul_bytes(row_len, size);
+    bytes = add_bytes(bytes, row > INT64_MAX - 15 ? INT64_MAX : (row + 15) / 16 * 16);
+  }
   return bytes;
 }
 

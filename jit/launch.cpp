@@ -191,7 +191,7 @@ std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g, const i
     ir::FusionGroup at = grp;
     at.iter_shape = current_iter_shape(g, grp);
     const ir::GroupTraffic t = ir::group_traffic(g, at, rules);
-    st->bytes_moved += t.read_bytes + t.write_bytes;
+    st->bytes_moved = ir::add_bytes(st->bytes_moved, t.bytes());
   }
   st->groups.resize(plan.groups.size());
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {

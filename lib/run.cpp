@@ -8,6 +8,7 @@
 
 #include "ir/builder.h"
 #include "ir/npy.h"
+#include "ir/plan.h"
 #include "ir/random_fill.h"
 #include "ir/reduce.h"
 #include "ir/reference.h"
@@ -303,7 +304,7 @@ void fill_path(PathReport& p, const char* name, const std::vector<KernelInfo>& k
   p.name = name;
   p.kernels = static_cast<int>(kernels.size());
   for (const KernelInfo& k : kernels) {
-    p.bytes += k.read_bytes + k.write_bytes;
+    p.bytes = ir::add_bytes(p.bytes, ir::add_bytes(k.read_bytes, k.write_bytes));
     switch (k.cache) {
       case CacheOutcome::MemoryHit: ++p.memory_hits; break;
       case CacheOutcome::DiskHit:

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 
 #include "ir/builder.h"
@@ -108,6 +109,30 @@ TEST_CASE("every sample plans validly, fused and unfused") {
     check_plan(g, plan_fusion(g));
     check_plan(g, plan_unfused(g));
   }
+}
+
+TEST_CASE("traffic of tensors near 2^63 bytes saturates at INT64_MAX, not wrapping (a fuzz finding)") {
+  // Each tensor's size fits int64 (the builder checks); a read plus a write of 2^63 - 2^61 bytes,
+  // or two rows of 2^60 f32 kept on chip, do not.
+  Graph g = parse_graph("dim N = 2223372036854775808\ninput x : f32[N]\ny = x * 2\noutput y\n", "t");
+  const Plan p = plan_fusion(g);
+  CHECK(group_traffic(g, p.groups[0]).read_bytes == 8893488147419103232);
+  CHECK(group_traffic(g, p.groups[0]).bytes() == INT64_MAX);
+  CHECK(plan_totals(g, p).bytes() == INT64_MAX);
+  CHECK(traffic_ratio(plan_totals(g, p), plan_totals(g, plan_unfused(g))) == 1.0);
+  const RewriteResult rw = rewrite(parse_graph(
+      "dim N = 1152921504606846976\ninput x : f32[1, N]\ninput r : f32[1, N]\nh = x + r\n"
+      "y = h * rsqrt(mean(h * h, -1, keepdim) + 1e-6)\noutput h, y\n", "t"));
+  const Plan q = plan_fusion(rw.graph);
+  REQUIRE(q.groups.size() == 1);
+  CHECK(group_traffic(rw.graph, q.groups[0]).read_bytes == INT64_MAX);  // re-read, saturated
+  const std::array<int, 2> sizes{4, 4};
+  CHECK(row_cache_bytes(sizes, int64_t{1} << 60) == INT64_MAX);
+  CHECK(row_cache_bytes(sizes, 5) == 64);  // 20 B each, to 16 B
+  CHECK(add_bytes(INT64_MAX, 1) == INT64_MAX);
+  CHECK(mul_bytes(int64_t{1} << 62, 2) == INT64_MAX);
+  CHECK(mul_bytes(3, 5) == 15);
+  CHECK(format_plan_text(rw, q, plan_unfused(rw.graph)).find("9223372036854775807 B") != std::string::npos);
 }
 
 TEST_CASE("a broadcast producer is recomputed in the consumer unless it is an output") {

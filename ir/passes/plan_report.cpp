@@ -75,8 +75,8 @@ PlanTotals plan_totals(const Graph& g, const Plan& p) {
   t.kernels = static_cast<int>(p.groups.size());
   for (const FusionGroup& grp : p.groups) {
     GroupTraffic tr = group_traffic(g, grp, p.rules);
-    t.read_bytes += tr.read_bytes;
-    t.write_bytes += tr.write_bytes;
+    t.read_bytes = add_bytes(t.read_bytes, tr.read_bytes);
+    t.write_bytes = add_bytes(t.write_bytes, tr.write_bytes);
   }
   return t;
 }

@@ -30,7 +30,7 @@ struct PlanTotals {
   int kernels = 0;
   int64_t read_bytes = 0;
   int64_t write_bytes = 0;
-  int64_t bytes() const { return read_bytes + write_bytes; }
+  int64_t bytes() const { return add_bytes(read_bytes, write_bytes); }  // saturating (ir/plan.h)
 };
 PlanTotals plan_totals(const Graph& g, const Plan& p);
 
