@@ -109,6 +109,11 @@ GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<co
   const LaunchConfig widest = choose_launch(dc->info(), fn.block, fn.blocks_per_sm, int64_t{1} << 62, 1);
   fn.launch_block = widest.block;
   fn.max_grid = widest.grid;
+  for (int shared = GpuFunction::kSharedStep; shared <= limits.max_dynamic_shared; shared += GpuFunction::kSharedStep) {
+    d.check(a.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn.fn, fn.block, static_cast<size_t>(shared)),
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor", name);
+    fn.max_grid_shared.push_back(choose_launch(dc->info(), fn.block, std::max(1, per_sm), int64_t{1} << 62, 1).grid);
+  }
   e.functions.emplace(name, fn);
   return fn;
 }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "jit/driver.h"
 #include "jit/kernel_abi.h"
@@ -48,14 +49,29 @@ struct GpuFunction {
   // launches with and the most blocks a grid gets (SMs x resident blocks, and grid * block < 2^31).
   uint32_t launch_block = 256;
   int64_t max_grid = 1;
-  // choose_launch(device, block, blocks_per_sm, elements, vector_width), from the numbers above.
-  LaunchConfig config(int64_t elements, int vector_width) const {
+  // A function that may launch with dynamic shared memory (FunctionLimits::max_dynamic_shared):
+  // max_grid_shared[k] is the grid cap with (k + 1) * kSharedStep bytes of it per block, from the
+  // occupancy API queried with that much (a 48 KiB row cache leaves room for fewer blocks per SM
+  // than none does, so a grid sized without it would run in two waves).
+  static constexpr uint32_t kSharedStep = 4096;
+  std::vector<int64_t> max_grid_shared;
+  // The grid cap of a launch with `shared_bytes` of dynamic shared memory per block: the cap at the
+  // next step up (never more blocks than fit at once), max_grid without any.
+  int64_t grid_cap(uint32_t shared_bytes) const {
+    if (shared_bytes == 0 || max_grid_shared.empty()) return max_grid;
+    const size_t k = (shared_bytes + kSharedStep - 1) / kSharedStep - 1;
+    return max_grid_shared[std::min(k, max_grid_shared.size() - 1)];
+  }
+  // choose_launch(device, block, blocks_per_sm, elements, vector_width), from the numbers above,
+  // for a launch with `shared_bytes` of dynamic shared memory per block (its grid cap: grid_cap).
+  LaunchConfig config(int64_t elements, int vector_width, uint32_t shared_bytes = 0) const {
     LaunchConfig cfg;
     cfg.block = launch_block;
+    cfg.shared_bytes = shared_bytes;
     if (elements <= 0) return cfg;
     const int64_t vw = vector_width > 1 ? vector_width : 1;
     const int64_t needed = ((elements + vw - 1) / vw + launch_block - 1) / launch_block;
-    cfg.grid = static_cast<uint32_t>(std::max<int64_t>(1, std::min(needed, max_grid)));
+    cfg.grid = static_cast<uint32_t>(std::max<int64_t>(1, std::min(needed, grid_cap(shared_bytes))));
     return cfg;
   }
 };

@@ -206,12 +206,12 @@ namespace {
 // The launch of `items` work items of `group` with `fn`: an elementwise kernel's grid covers the
 // items (vector iterations on the vector path); a reduction kernel's items are
 // kReduceItemsPerBlock per block it needs (one per row, or per group of rows side by side), so its
-// grid is that many blocks whatever block size it launches with (capped at the resident blocks).
+// grid is that many blocks whatever block size it launches with (capped at the blocks resident at
+// once with its row cache: GpuFunction::grid_cap).
 LaunchConfig group_config(const GpuFunction& fn, const GroupLaunch& group, int64_t items, bool vector) {
-  LaunchConfig cfg = group.kernel->reduction ? fn.config(items / kReduceItemsPerBlock * fn.launch_block, 1)
-                                             : fn.config(items, vector ? group.kernel->signature.vector_width : 1);
-  cfg.shared_bytes = static_cast<uint32_t>(group.row_cache_bytes);
-  return cfg;
+  const auto shared = static_cast<uint32_t>(group.row_cache_bytes);
+  return group.kernel->reduction ? fn.config(items / kReduceItemsPerBlock * fn.launch_block, 1, shared)
+                                 : fn.config(items, vector ? group.kernel->signature.vector_width : 1, shared);
 }
 
 }  // namespace

@@ -61,6 +61,9 @@ struct State {
   // shared memory up to 48 KiB in all, or up to the function's MAX_DYNAMIC_SHARED_SIZE_BYTES once
   // cuFuncSetAttribute raised it.
   unsigned static_shared = 2048;
+  // Shared memory per SM the occupancy answers count blocks with dynamic shared memory against
+  // (static + dynamic bytes per block); 0: occ_blocks_per_sm whatever the launch asks for.
+  unsigned shared_per_sm = 0;
   std::map<std::string, int> max_dynamic_shared;  // by function name
 };
 
@@ -158,7 +161,13 @@ inline cu::Result occ_block(int* min_grid, int* block, cu::Function, cu::Occupan
   *min_grid = st().sm_count * st().occ_blocks_per_sm;
   return 0;
 }
-inline cu::Result occ_per_sm(int* n, cu::Function, int, size_t) { note("cuOccupancyMaxActiveBlocksPerMultiprocessor"); *n = st().occ_blocks_per_sm; return 0; }
+inline cu::Result occ_per_sm(int* n, cu::Function, int, size_t dynamic_shared) {
+  note("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  *n = st().occ_blocks_per_sm;
+  if (st().shared_per_sm > 0 && dynamic_shared > 0)  // as many blocks as their shared memory fits
+    *n = std::min(*n, static_cast<int>(st().shared_per_sm / (st().static_shared + dynamic_shared)));
+  return 0;
+}
 inline cu::Result launch(cu::Function f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned,
                          unsigned shared, cu::Stream s, void** params, void**) { note("cuLaunchKernel");
   if (st().launch_result) return st().launch_result;
