@@ -31,9 +31,9 @@ void rethrow_current(const std::string& file, std::string_view source) {
     std::string diag = (e.file().empty() ? "" : e.file() + ": ") + "error: " + e.what() + "\n";
     throw Error(ErrorKind::User, e.what(), e.file(), 0, 0, diag);
   } catch (const ir::UserError& e) {
+    // An error without a place in the graph (a launch's arguments) names no graph file.
     std::string shown = file.empty() ? std::string("<graph>") : file;
-    std::string diag = source.empty() && !e.loc().known() ? "error: " + std::string(e.what())
-                                                          : ir::format_diagnostic(e, shown, source);
+    std::string diag = !e.loc().known() ? "error: " + std::string(e.what()) : ir::format_diagnostic(e, shown, source);
     throw Error(ErrorKind::User, e.what(), file, static_cast<int>(e.loc().line), static_cast<int>(e.loc().col), diag);
   } catch (const ir::InternalError& e) {
     throw Error(ErrorKind::Internal, e.what(), {}, 0, 0, "internal error (a fusejit bug; please report it): " + std::string(e.what()));

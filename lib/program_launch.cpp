@@ -268,7 +268,7 @@ void Program::launch(std::span<const TensorRef> inputs, std::span<const TensorRe
     check_strides(g, s.inputs, s.outputs);
     const std::span<const ir::Scalar> pv = resolve_params_fast(p, params, s.params);
     launch_bound(p, kind, s.dims, {s.inputs, s.outputs, {}}, pv, stream, {}, s);
-  });
+  }, impl_->graph.impl().graph.file, impl_->graph.impl().source);  // a graph line at these dims (rebind_dims)
 }
 
 std::vector<std::vector<int64_t>> Program::output_shapes(std::span<const TensorRef> inputs, PlanKind kind) const {
@@ -277,7 +277,7 @@ std::vector<std::vector<int64_t>> Program::output_shapes(std::span<const TensorR
     bind_dims(impl_->graph.impl().graph, inputs, dims);
     const auto [runs, hit] = resolve_dims(*impl_, kind, dims);
     return hit.state->output_shapes;
-  });
+  }, impl_->graph.impl().graph.file, impl_->graph.impl().source);
 }
 
 void Program::launch(std::initializer_list<TensorRef> inputs, std::initializer_list<TensorRef> outputs,
@@ -308,7 +308,7 @@ void Program::launch(std::span<const void* const> inputs, std::span<void* const>
     check_strides(g, s.inputs, s.outputs);  // no null pointer for a tensor with elements
     const std::span<const ir::Scalar> pv = resolve_params_fast(p, params, s.params);
     launch_bound(p, kind, s.dims, {s.inputs, s.outputs, {}}, pv, stream, {}, s);
-  });
+  }, impl_->graph.impl().graph.file, impl_->graph.impl().source);  // a graph line at these dims (rebind_dims)
 }
 
 }  // namespace fusejit

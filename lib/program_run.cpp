@@ -139,7 +139,7 @@ Measurement measure_any(const Impl& p0, std::span<const TensorView> inputs, cons
     m.outputs = std::move(r.outputs);
     m.intermediates = std::move(r.intermediates);
     return m;
-  });
+  }, p0.graph.impl().graph.file, p0.graph.impl().source);  // a graph line at these dims (rebind_dims)
 }
 
 }  // namespace

@@ -120,6 +120,29 @@ TEST_CASE("dims at launch: size-1 dims and the compiled dims reuse the compiled 
   CHECK(p.kernels(fj::PlanKind::Fused)[0].name == compiled[0].name);
 }
 
+TEST_CASE("a graph error at the dims of a launch is located in the graph's file; an argument error names no file") {
+  const std::string text = "dim N = 4\ndim C = 8\ninput x : f32[N, C]\ny = softmax(x, -1)\noutput y\n";
+  const fj::Program p = fj::Program::compile(fj::Graph::parse(text, "sm.txt"), cpu_options());
+  const std::vector<int64_t> empty_rows = {4, 0}, bad_rank = {4};
+  const fj::TensorRef in[1] = {fj::TensorRef(nullptr, fj::DType::F32, empty_rows)};
+  try {
+    p.output_shapes(in);
+    FAIL("expected an error");
+  } catch (const fj::Error& e) {
+    CHECK(e.file() == "sm.txt");
+    CHECK(e.line() == 4);
+    CHECK(contains(e.diagnostic(), "sm.txt:4:5: error: amax of zero elements"));
+    CHECK(contains(e.diagnostic(), "y = softmax(x, -1)\n      ^"));
+  }
+  const fj::TensorRef wrong[1] = {fj::TensorRef(nullptr, fj::DType::F32, bad_rank)};
+  try {
+    p.output_shapes(wrong);
+    FAIL("expected an error");
+  } catch (const fj::Error& e) {
+    CHECK(e.diagnostic().rfind("error: input 'x'", 0) == 0);
+  }
+}
+
 TEST_CASE("dims at launch on the GPU path: a size-1 dim, another, then the compiled dims compile nothing (counted)") {
   FakeGpu gpu;
   const std::string text =
