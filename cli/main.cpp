@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cctype>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -266,6 +267,15 @@ fj::DimValues parse_dims(const std::vector<std::string>& dims) {
 // "must be >= 0" without CLI11's NonNegativeNumber message (which prints the largest double).
 const CLI::Validator kNonNegative(
     [](std::string& v) { return !v.empty() && v[0] == '-' ? std::string("must be >= 0") : std::string(); }, "NONNEGATIVE");
+// The same for an int64 option: CLI11 would store a number past 2^63 - 1 as that maximum.
+const CLI::Validator kNonNegative64(
+    [](std::string& v) {
+      if (!v.empty() && v[0] == '-') return std::string("must be >= 0");
+      int64_t n = 0;
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      return ec == std::errc::result_out_of_range ? std::string("must be at most 9223372036854775807") : std::string();
+    },
+    "NONNEGATIVE");
 
 // The options every graph subcommand takes.
 struct Common {
@@ -315,7 +325,7 @@ struct RunCommand {
     cmd->add_option("--row-split", row_split,
                     "blocks per row of reductions: 0 = fusejit's rule (few rows of > 253,952 elements, or few "
                     "groups of columns of > 8,192, split), 1 = never, N = N parts (same bits either way; docs/ops.md)")
-        ->default_val(0)->check(kNonNegative);
+        ->default_val(0)->check(kNonNegative64);
     cmd->add_flag("--no-row-cache", no_row_cache,
                   "reduction kernels re-read each row from memory in every pass instead of keeping it in shared "
                   "memory (same bits; to measure the difference; docs/ops.md)");
@@ -390,7 +400,7 @@ struct PlanCommand {
     cmd = app.add_subcommand("plan", "print the rewritten graph and its fusion plan");
     common.define(cmd);
     cmd->add_option("--row-split", row_split, "plan reductions as `run --row-split N` runs them (0 = fusejit's rule)")
-        ->default_val(0)->check(kNonNegative);
+        ->default_val(0)->check(kNonNegative64);
     cmd->add_flag("--no-row-cache", no_row_cache, "plan reductions as `run --no-row-cache` runs them");
     cmd->add_flag("--dot", dot, "print the plan as Graphviz DOT (one cluster per fusion group)");
     cmd->add_flag("--json", json, "print the plan as JSON (on an error, a JSON error object: kind, message, file, line, col)");

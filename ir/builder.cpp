@@ -16,7 +16,6 @@ namespace {
 
 bool mul_overflows(int64_t a, int64_t b, int64_t* out) { return __builtin_mul_overflow(a, b, out); }
 
-
 DType literal_dtype_alone(Category c) {
   // All-weak expressions are evaluated as Python would: in f64 / i64 / bool.
   return c == Category::Float ? DType::F64 : c == Category::Int ? DType::I64 : DType::Bool;
@@ -333,13 +332,19 @@ NodeId GraphBuilder::add_typed(Op op, DType dtype, std::span<const NodeId> args,
       throw UserError(e.what() + keepdim_hint(args.first(k + 1)), e.loc());
     }
   }
-  int64_t bytes = 0;
-  if (mul_overflows(num_elements(n.shape), dtype_size(dtype), &bytes))
-    throw UserError("the " + std::string(dtype_name(dtype)) + " value of shape " + shape_to_string(n.shape, &g_) +
-                        " would have more than 2^63 bytes",
-                    loc);
+  check_value_bytes(g_, dtype, n.shape, loc);
   n.loc = loc;
   return push(std::move(n));
+}
+
+void check_value_bytes(const Graph& g, DType dtype, const Shape& shape, Loc loc) {
+  int64_t count = 1, bytes = 0;
+  for (const Dim& d : shape)
+    if (mul_overflows(count, d.size, &count)) count = -1;
+  if (count < 0 || mul_overflows(count, dtype_size(dtype), &bytes))
+    throw UserError("the " + std::string(dtype_name(dtype)) + " value of shape " + shape_to_string(shape, &g) +
+                        " would have more than 2^63 bytes",
+                    loc);
 }
 
 Operand GraphBuilder::cast(const Operand& x, DType to, Loc loc) {
@@ -509,10 +514,12 @@ void rebind_dims(Graph& g, const std::vector<std::pair<std::string, int64_t>>& v
       const Shape& in = g.node(n.args[0]).shape;
       check_reduce_nonempty(n.op, in, n.red.axes, n.name.empty() ? "" : "'" + n.name + "'", n.loc);
       n.shape = reduced_shape(in, n.red.axes, n.red.keepdim);
+      check_value_bytes(g, n.dtype, n.shape, n.loc);
     } else if (!is_leaf(n.op)) {
       Shape s = g.node(n.args[0]).shape;
       for (int k = 1; k < n.nargs; ++k) s = broadcast_shapes(s, g.node(n.args[k]).shape, n.loc, &g);
       n.shape = std::move(s);
+      check_value_bytes(g, n.dtype, n.shape, n.loc);
     }
   }
 }

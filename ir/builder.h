@@ -164,6 +164,10 @@ class GraphBuilder {
 // naming both shapes on mismatch or int64 overflow of the element count.
 Shape broadcast_shapes(const Shape& a, const Shape& b, Loc loc = {}, const Graph* g = nullptr);
 
+// Throws UserError at `loc` when a computed value of `dtype` and `shape` would not fit 2^63 bytes
+// (a broadcast or reduction result; inputs are checked where declared).
+void check_value_bytes(const Graph& g, DType dtype, const Shape& shape, Loc loc);
+
 // Sets dims to new values (name -> value) and recomputes every node's shape. Throws UserError on
 // an unknown dim name, a negative value, or a broadcast that no longer holds.
 void rebind_dims(Graph& g, const std::vector<std::pair<std::string, int64_t>>& values);

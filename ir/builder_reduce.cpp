@@ -20,6 +20,7 @@ NodeId GraphBuilder::add_reduce(Op op, DType dtype, NodeId arg, ReduceAttr red, 
   n.args[0] = arg;
   n.red = red;
   n.shape = reduced_shape(in, red.axes, red.keepdim);
+  check_value_bytes(g_, dtype, n.shape, loc);
   n.loc = loc;
   return push(std::move(n));
 }

@@ -53,6 +53,8 @@ std::string option_name(OptionField field, MessageStyle style);
 // How reduction kernels run under `o` (Options::row_split, Options::row_cache): the launcher's
 // overrides, which the plan's notes and traffic follow too.
 inline ir::SplitRules split_rules(const Options& o) { return {o.row_split, o.row_cache}; }
+// Throws ir::UserError for an Options::row_split below 0 (compile and plan_graph both check it).
+void check_row_split(const Options& o);
 
 // The value of every graph param (slot order, each converted to its param's dtype) from named or
 // positional Params; the default for every param not named. Throws ir::UserError, naming the

@@ -23,6 +23,12 @@ std::string option_name(OptionField field, MessageStyle style) {
   return "an option";
 }
 
+void check_row_split(const Options& o) {
+  if (o.row_split < 0)
+    throw ir::UserError(option_name(OptionField::RowSplit, o.message_style) + " " + std::to_string(o.row_split) +
+                        ": must be >= 0 (0: the launcher's rule, 1: never split)");
+}
+
 void resolve_params_into(const ir::Graph& g, const Params& params, MessageStyle style, std::vector<ir::Scalar>& out) {
   out.clear();
   for (const ir::ParamDecl& p : g.params) out.push_back(p.default_value);

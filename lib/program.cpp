@@ -317,9 +317,7 @@ const Program::Impl::Variant& Program::Impl::variant(const Path& p, int v) const
 Program Program::compile(const Graph& graph, const Options& options) {
   translate_errors([&] {
     check_extra_nvrtc_options(options);
-    if (options.row_split < 0)
-      throw ir::UserError(option_name(OptionField::RowSplit, options.message_style) + " " +
-                          std::to_string(options.row_split) + ": must be >= 0 (0: the launcher's rule, 1: never split)");
+    check_row_split(options);
   });
   return translate_errors([&] {
     std::shared_ptr<Impl> p = rewrite_and_plan(graph, options);

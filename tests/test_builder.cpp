@@ -322,3 +322,23 @@ TEST_CASE("every graph the builder accepts prints as text that parses back to it
   CHECK(accepted > 300);
   CHECK(refused > 300);
 }
+
+TEST_CASE("new dims that make a computed value over 2^63 bytes are a located error (with_dims, rebind_dims)") {
+  // A reduction of an empty axis and a broadcast: the inputs have no bytes or few, the results too
+  // many. The parser checks them at the dims it reads; with_dims must too.
+  const std::string text = "dim N = 4\ninput x : f32[N, 0]\ny = sum(x, 1)\ninput a : f32[N, 1]\ninput b : f32[1, N]\n"
+                           "z = a + b\noutput y, z\n";
+  const fj::Graph g = fj::Graph::parse(text, "big.txt");
+  for (const int64_t n : {int64_t{9223372036854775807}, int64_t{1} << 31}) {
+    CAPTURE(n);
+    try {
+      (void)g.with_dims({{"N", n}});
+      FAIL("expected an error");
+    } catch (const fj::Error& e) {
+      CHECK(e.kind() == fj::ErrorKind::User);
+      CHECK(e.line() == (n == (int64_t{1} << 31) ? 6 : 3));
+      CHECK(std::string(e.what()).find("would have more than 2^63 bytes") != std::string::npos);
+    }
+  }
+  CHECK(g.with_dims({{"N", 1000}}).dims()[0].second == 1000);
+}

@@ -407,4 +407,8 @@ TEST_CASE("--no-row-cache: every pass reads memory, the outputs are the same bit
   CHECK(plan.out.find("each reading x from memory (the row cache is off)") != std::string::npos);
   plan = run("plan " + sample("layernorm.txt") + " --dim N=2 --dim C=30000 --row-split 3");
   CHECK(plan.out.find("3 blocks per row at these sizes, 5 launches (6 blocks)") != std::string::npos);
+  // A count past int64 is refused, not stored as 2^63 - 1.
+  plan = run("plan " + sample("layernorm.txt") + " --row-split 99999999999999999999");
+  CHECK(plan.code == 2);
+  CHECK(plan.out.find("--row-split: must be at most 9223372036854775807") != std::string::npos);
 }

@@ -357,10 +357,15 @@ void bind_graph(nb::module_& m) {
       .def("to_text", &Graph::to_text)
       .def(
           "plan",
-          [](const Graph& g, bool fast_math, int64_t row_split, bool row_cache) {
+          [](const Graph& g, bool fast_math, nb::handle row_split, bool row_cache) {
+            // As compile(): an int, not a bool (True would read as 1 part); < 0 refused by plan_graph.
+            if (PyBool_Check(row_split.ptr()) || !PyLong_Check(row_split.ptr()))
+              throw nb::type_error(("row_split must be an int (0: fusejit's rule, 1: never split, N parts), not " +
+                                    nb::cast<std::string>(nb::repr(row_split))).c_str());
             fusejit::Options o;
+            if (!nb::try_cast(row_split, o.row_split))
+              throw nb::value_error(("row_split " + nb::cast<std::string>(nb::repr(row_split)) + " is over 2^63 - 1").c_str());
             o.fast_math = fast_math;
-            o.row_split = row_split;
             o.row_cache = row_cache;
             std::string json = released([&] { return fusejit::plan_graph(g, o).json; });
             return nb::module_::import_("json").attr("loads")(json);

@@ -260,8 +260,15 @@ def test_row_split_gives_the_same_bits(rng):
     split = fusejit.compile(g, backend="cpu", row_split=3)(x=x)
     for name in ("y", "s"):
         assert bits(split[name]) == bits(whole[name])
-    with pytest.raises(fusejit.UserError, match="row_split -1: must be >= 0"):
-        fusejit.compile(g, backend="cpu", row_split=-1)
+    # compile and Graph.plan check row_split alike: >= 0, an int (not a bool), below 2^63.
+    for call in (lambda v: fusejit.compile(g, backend="cpu", row_split=v), lambda v: g.plan(row_split=v)):
+        with pytest.raises(fusejit.UserError, match="row_split -1: must be >= 0"):
+            call(-1)
+        with pytest.raises(TypeError, match="row_split must be an int"):
+            call(True)
+        with pytest.raises(ValueError, match="row_split 1180591620717411303424 is over 2\\^63 - 1"):
+            call(2**70)
+    assert g.plan(row_split=3)["fused"]["groups"][0]["blocks_per_row"] == 3
 
 
 def test_row_cache_off_gives_the_same_bits(rng):

@@ -112,7 +112,8 @@ struct PlanReport {
 PlanReport plan_graph(const Graph& graph, bool fast_math = false);
 /// The same with `options`' fast_math, and its row_split and row_cache: the plan's notes and traffic
 /// then say how reduction kernels run under them (docs/ops.md, "The row on chip", "A row split over
-/// blocks"). The other options do not change a plan. Errors as plan_graph(graph, fast_math).
+/// blocks"). The other options do not change a plan. Errors as plan_graph(graph, fast_math), and
+/// Error(User) for a row_split below 0 (as Program::compile).
 PlanReport plan_graph(const Graph& graph, const Options& options);
 
 /// `fusejit compile`: generates and compiles every kernel of both plans ahead of time (no GPU
