@@ -2,6 +2,7 @@
 #include "ir/reduce_group.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -152,15 +153,34 @@ struct Analyzer {
     return false;
   }
 
-  // input_passes and reread_inputs: one pass per distinct reduction, one for the element outputs.
+  // The reductions' passes (level by level; a reduction joins an earlier pass of its level that
+  // loads one of its inputs and has room), and the inputs each pass loads.
+  void group_passes(std::vector<std::set<NodeId>>& per_pass) {
+    for (int level = 1; level <= info.levels; ++level) {
+      const size_t first = info.passes.size();
+      for (NodeId r : info.reductions) {
+        if (info.same_as.count(r) || info.level.at(r) != level) continue;
+        std::set<NodeId> seen, loads;
+        element_loads(g.node(r).arg(0), seen, loads);
+        size_t p = first;
+        for (; p < info.passes.size(); ++p)
+          if (info.passes[p].size() < kMaxPassReductions &&
+              std::any_of(loads.begin(), loads.end(), [&](NodeId i) { return per_pass[p].count(i) > 0; }))
+            break;
+        if (p == info.passes.size()) {
+          info.passes.emplace_back();
+          per_pass.emplace_back();
+        }
+        info.passes[p].push_back(r);
+        per_pass[p].insert(loads.begin(), loads.end());
+      }
+    }
+  }
+
+  // passes, input_passes and reread_inputs: the reductions' passes, one for the element outputs.
   void passes() {
     std::vector<std::set<NodeId>> per_pass;
-    for (NodeId r : info.reductions) {
-      if (info.same_as.count(r)) continue;
-      std::set<NodeId> seen, loads;
-      element_loads(g.node(r).arg(0), seen, loads);
-      per_pass.push_back(loads);
-    }
+    group_passes(per_pass);
     std::set<NodeId> seen, loads;
     for (NodeId o : grp.outputs)
       if (in_group.count(o) && !info.row.count(o)) element_loads(o, seen, loads);
@@ -203,11 +223,33 @@ int64_t choose_row_split(int64_t rows, int64_t row_len) {
   return parts >= 2 ? parts : 1;
 }
 
+int64_t pass_lane_bytes(const Graph& g, std::span<const NodeId> pass) {
+  // fj_red_two<A, fj_red_two<B, ...>>: the last member alone, then each earlier one in front.
+  int64_t size = 0, align = 1;
+  for (size_t k = pass.size(); k-- > 0;) {
+    const DType t = g.node(pass[k]).dtype;
+    const int64_t s = dtype_size(is_half(t) ? DType::F32 : t);
+    if (size == 0) {
+      size = align = s;
+      continue;
+    }
+    const int64_t a = std::max(s, align), offset = (s + align - 1) / align * align;
+    size = (offset + size + a - 1) / a * a;
+    align = a;
+  }
+  return size;
+}
+
 int column_rows_per_block(const Graph& g, const ReduceGroupInfo& info) {
-  std::set<DType> types;
-  for (NodeId r : info.reductions) types.insert(is_half(g.node(r).dtype) ? DType::F32 : g.node(r).dtype);
+  // One lane array per distinct lane type, as jit/codegen declares them.
+  std::map<std::vector<DType>, int64_t> lane_bytes;
+  for (const std::vector<NodeId>& pass : info.passes) {
+    std::vector<DType> key;
+    for (NodeId r : pass) key.push_back(is_half(g.node(r).dtype) ? DType::F32 : g.node(r).dtype);
+    lane_bytes[key] = pass_lane_bytes(g, pass);
+  }
   int64_t bytes = 0;
-  for (DType t : types) bytes += 256 * dtype_size(t);
+  for (const auto& [key, b] : lane_bytes) bytes += 256 * b;
   int rows = 32;
   while (rows > 1 && rows * bytes > 48 * 1024) rows /= 2;
   return rows;

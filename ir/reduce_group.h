@@ -38,6 +38,12 @@ struct ReduceGroupInfo {
   // blocks runs each level as two launches (docs/ops.md, "A row split over blocks").
   std::map<NodeId, int> level;
   int levels = 0;                  // the highest level (0: no reduction)
+  // The passes over a row that compute the reductions (same_as twins left out), level by level: a
+  // pass holds up to kMaxPassReductions reductions of one level whose operands load a common input
+  // per element (grad_norm's sum(g * g) and amax(abs(g))), so the row is read once for them; each
+  // is still combined in its own fixed order (fj_red_pair in ir/scalar/fj_reduce.h), so the bits
+  // are those of one pass each. Members in topological order.
+  std::vector<std::vector<NodeId>> passes;
   bool element_outputs = false;    // some output is an element value (written per element)
   // Per group input read per element (not a row-scope load): the passes over a row that load it
   // (one per distinct reduction whose operand reads it, one for the element outputs).
@@ -52,6 +58,14 @@ struct ReduceGroupInfo {
   std::string problem;
   NodeId problem_node = kNoNode;
 };
+
+// The most reductions one pass computes together: each adds its lane array's bytes to the pass's.
+inline constexpr size_t kMaxPassReductions = 4;
+
+// The bytes of one lane of a pass (ReduceGroupInfo::passes): its reductions' compute types laid out
+// as the kernel's nested fj_red_two structs (ir/scalar/fj_reduce.h), with C++'s alignment; a
+// single reduction's lane is its compute type.
+int64_t pass_lane_bytes(const Graph& g, std::span<const NodeId> pass);
 
 // True when `s` is a row shape of a reduction of X over `mask` in keepdim form: right-aligned to
 // X, every reduced axis is absent or a literal 1 and every other dim is 1 or X's size.

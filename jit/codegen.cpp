@@ -723,17 +723,38 @@ struct ReduceGen {
   }
   bool row_blocks() const { return ir::reduces_innermost(k.group); }
 
-  // Reductions that own workspace slots when a row is split over blocks (same_as twins reuse), and
-  // the last phase of a split row (2 per level, one more for element outputs; ir/reduce_group.h).
-  std::vector<ir::NodeId> split_slots;
+  // The first workspace slot of each pass when a row is split over blocks (a pass of several
+  // reductions takes fj_red_words of its lane type), the slots in all, and the last phase of a split
+  // row (2 per level, one more for element outputs; ir/reduce_group.h).
+  std::vector<int> pass_slot;
+  int split_words = 0;
   int final_phase = 0;
 
   // Every reduction kernel may split a long row over several blocks (fj_reduce_phase; the launcher
-  // decides, ir::choose_split): its reductions' workspace slots and its last phase.
+  // decides, ir::choose_split): its passes' workspace slots and its last phase.
   void plan_split() {
-    for (ir::NodeId r : info.reductions)
-      if (!info.same_as.count(r)) split_slots.push_back(r);
+    for (const std::vector<ir::NodeId>& p : info.passes) {
+      pass_slot.push_back(split_words);
+      split_words += static_cast<int>((ir::pass_lane_bytes(k.g, p) + 7) / 8);
+    }
     final_phase = 2 * info.levels + (info.element_outputs ? 1 : 0);
+  }
+
+  // A pass's lane type, combiner and the access to member m of its value: the compute type, the
+  // reduction's combiner and nothing for one reduction; nested fj_red_two / fj_red_pair for more.
+  std::string lane_type(const std::vector<ir::NodeId>& p, size_t from = 0) {
+    const std::string t = compute_ctype(k.dtype(p[from]));
+    return from + 1 == p.size() ? t : fmt::format("fj_red_two<{}, {}>", t, lane_type(p, from + 1));
+  }
+  std::string combiner(const std::vector<ir::NodeId>& p, size_t from = 0) {
+    const std::string c = ir::reduce_combiner(k.g.node(p[from]).op);
+    return from + 1 == p.size() ? c : fmt::format("fj_red_pair<{}, {}>", c, combiner(p, from + 1));
+  }
+  static std::string member(size_t m, size_t n) {
+    if (n == 1) return "";
+    std::string s;
+    for (size_t j = 0; j < m; ++j) s += ".b";
+    return s + (m + 1 == n ? "" : ".a");
   }
   std::string v(ir::NodeId id) { return k.nm.v(id); }
 
@@ -807,17 +828,21 @@ struct ReduceGen {
     return s + compute_node(k, hf, id);
   }
 
-  // One reduction: its operand computed per element inside the load function of fj_reduce_phase.
-  std::string phase(ir::NodeId r) {
+  // A same_as twin: the row values of the earlier reduction (only keepdim differs).
+  std::string twin(ir::NodeId r) {
     const ir::Node& nd = k.g.node(r);
-    const ir::NodeId a = nd.arg(0);
-    if (auto same = info.same_as.find(r); same != info.same_as.end()) {
-      row_done.insert(r);
-      return fmt::format("  // {}{}: the row values of {} (only keepdim differs)\n  const {} {} = {};\n", k.nm.describe(r),
-                         k.nm.where(nd), k.nm.label(same->second), compute_ctype(nd.dtype), v(r), v(same->second));
-    }
+    const ir::NodeId same = info.same_as.at(r);
+    row_done.insert(r);
+    return fmt::format("  // {}{}: the row values of {} (only keepdim differs)\n  const {} {} = {};\n", k.nm.describe(r),
+                       k.nm.where(nd), k.nm.label(same), compute_ctype(nd.dtype), v(r), v(same));
+  }
+
+  // One pass over the row (ReduceGroupInfo::passes): its reductions' operands computed per element
+  // inside the load function of fj_reduce_phase, each reduction combined in its own fixed order.
+  std::string pass(size_t pi) {
+    const std::vector<ir::NodeId>& p = info.passes[pi];
     std::set<ir::NodeId> elems, ins, rows;
-    collect(a, elems, ins, rows);
+    for (ir::NodeId r : p) collect(k.g.node(r).arg(0), elems, ins, rows);
     std::string s;
     for (ir::NodeId x : rows) s += ensure_row(x);
     std::string body = fmt::format("  const {} k = ({})fj_i;\n", k.idx, k.idx) + decompose(red_j, "k");
@@ -825,28 +850,48 @@ struct ReduceGen {
       const std::string t = terms(red_j, "ist", v(id), static_cast<int>(input_index[id]));
       body += fmt::format("  const unsigned long long ioff_{0} = ib_{0}{1};\n", v(id), t.empty() ? "" : " + " + t);
     }
-    body += elements(elems, ins, "ioff") + fmt::format("  return {};\n", v(a));
-    const char* ct = compute_ctype(nd.dtype);
-    const std::string load = fmt::format("[&](long long fj_i) -> {} {{\n{}  }}", ct, indent(body, 2));
-    const auto slot = std::find(split_slots.begin(), split_slots.end(), r) - split_slots.begin();
-    std::string value = fmt::format(
+    // The members' operands, nested as the lane type: "a, {b, c}".
+    std::string operands = v(k.g.node(p[0]).arg(0));
+    for (size_t m = 1; m < p.size(); ++m) operands += (m + 1 < p.size() ? ", {" : ", ") + v(k.g.node(p[m]).arg(0));
+    operands += std::string(p.size() > 2 ? p.size() - 2 : 0, '}');
+    const std::string lt = lane_type(p);
+    body += elements(elems, ins, "ioff") +
+            fmt::format("  return {};\n", p.size() == 1 ? operands : lt + "{" + operands + "}");
+    const std::string load = fmt::format("[&](long long fj_i) -> {} {{\n{}  }}", lt, indent(body, 2));
+    const int level = info.level.at(p[0]);
+    const std::string value = fmt::format(
         "fj_reduce_phase<{0}, {1}>(split_phase, {2}, (long long)row_len, fj_part, fj_parts, {3}, "
         "fj_lanes_{4}, fj_tid, fj_nt,\n      fj_red_chunk_slots<{1}>(ws, {5}, {6}, (long long)rows, (long long)o, "
         "(long long)row_len), fj_red_row_slot<{1}>(ws, {6}, (long long)rows, (long long)o){7})",
-        ir::reduce_combiner(nd.op), ct, 2 * info.level.at(r) - 1, load, mangle(ct), split_slots.size(), slot,
-        row_blocks() ? "" : ", fj_live");
+        combiner(p), lt, 2 * level - 1, load, mangle(lt), split_words, pass_slot[pi], row_blocks() ? "" : ", fj_live");
+    if (p.size() == 1) return s + reduction_value(p[0], value);
+    std::string names;
+    for (ir::NodeId r : p) names += (names.empty() ? "" : ", ") + k.nm.label(r);
+    s += fmt::format("  // One pass for {}: each in the fixed order of fj_reduce.h, as alone\n"
+                     "  static_assert(sizeof({}) == {}, \"the lane layout ir::pass_lane_bytes sizes the workspace by\");\n"
+                     "  const {} fj_pass{} = {};\n",
+                     names, lt, ir::pass_lane_bytes(k.g, p), lt, pi, value);
+    for (size_t m = 0; m < p.size(); ++m) s += reduction_value(p[m], fmt::format("fj_pass{}{}", pi, member(m, p.size())));
+    return s;
+  }
+
+  // `const T v = <value>;` for reduction r from its combined value (a mean divides it).
+  std::string reduction_value(ir::NodeId r, std::string value) {
+    const ir::Node& nd = k.g.node(r);
     if (nd.op == ir::Op::Mean)
       value = nd.red.correction == 0
                   ? fmt::format("fj_red_mean({}, (long long)row_len)", value)
                   : fmt::format("fj_red_mean({}, fj_red_divisor((long long)row_len, {}LL))", value, nd.red.correction);
     row_done.insert(r);
-    return s + fmt::format("  // {}{}: in the fixed order of fj_reduce.h\n  const {} {} = {};\n", k.nm.describe(r),
-                           k.nm.where(nd), ct, v(r), value);
+    return fmt::format("  // {}{}: in the fixed order of fj_reduce.h\n  const {} {} = {};\n", k.nm.describe(r), k.nm.where(nd),
+                       compute_ctype(nd.dtype), v(r), value);
   }
 
-  static std::string mangle(const char* ctype) {
+  // A lane type as part of a name: "unsigned_char", "fj_red_two_float__float_".
+  static std::string mangle(const std::string& ctype) {
     std::string m = ctype;
-    std::replace(m.begin(), m.end(), ' ', '_');
+    for (char& c : m)
+      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
     return m;
   }
 
@@ -884,8 +929,10 @@ struct ReduceGen {
   std::string reductions() {
     std::string s;
     for (int j = 1; j <= info.levels; ++j) {
+      for (size_t pi = 0; pi < info.passes.size(); ++pi)
+        if (info.level.at(info.passes[pi][0]) == j) s += pass(pi);
       for (ir::NodeId r : info.reductions)
-        if (info.level.at(r) == j) s += phase(r);
+        if (info.same_as.count(r) && info.level.at(r) == j) s += twin(r);
       if (2 * j == final_phase)
         s += fmt::format("  if (split_phase == {}) continue;  // a split row's chunk values, combined by the next launch\n",
                          2 * j - 1);
@@ -935,7 +982,7 @@ struct ReduceGen {
         "  while ((int)blockDim.x % fj_rpb != 0) fj_rpb /= 2;\n"
         "  const int fj_nt = (int)blockDim.x / fj_rpb, fj_tid = (int)threadIdx.x / fj_rpb, fj_r = (int)threadIdx.x % fj_rpb;\n",
         col_rows());
-    for (const std::string& t : types) s += fmt::format("  {0}* const fj_lanes_{1} = fj_lanes_{1}_rows[fj_r];\n", t, mangle(t.c_str()));
+    for (const std::string& t : types) s += fmt::format("  {0}* const fj_lanes_{1} = fj_lanes_{1}_rows[fj_r];\n", t, mangle(t));
     return s + fmt::format("  // Each group of fj_rpb rows in a block; row_split blocks per group in the odd launches of a split\n"
                            "  const {0} fj_parts = (split_phase & 1) ? row_split : 1, fj_groups = (rows + fj_rpb - 1) / fj_rpb;\n"
                            "  for ({0} fj_b = blockIdx.x; fj_b < fj_groups * fj_parts; fj_b += gridDim.x) {{\n"
@@ -963,11 +1010,11 @@ struct ReduceGen {
   std::string body_function(const KernelSignature& sig) {
     std::string params, s;
     for (const ArgSlot& a : sig.args) params += fmt::format("{}{} {}", params.empty() ? "" : ",\n    ", a.ctype, a.name);
-    std::set<std::string> types;
-    for (ir::NodeId r : info.reductions) types.insert(compute_ctype(k.dtype(r)));
+    std::set<std::string> types;  // one lane array per lane type, shared by the passes in turn
+    for (const std::vector<ir::NodeId>& p : info.passes) types.insert(lane_type(p));
     for (const std::string& t : types)
-      s += row_blocks() ? fmt::format("  __shared__ {} fj_lanes_{}[FJ_RED_LANES];\n", t, mangle(t.c_str()))
-                        : fmt::format("  __shared__ {} fj_lanes_{}_rows[{}][FJ_RED_LANES];\n", t, mangle(t.c_str()), col_rows());
+      s += row_blocks() ? fmt::format("  __shared__ {} fj_lanes_{}[FJ_RED_LANES];\n", t, mangle(t))
+                        : fmt::format("  __shared__ {} fj_lanes_{}_rows[{}][FJ_RED_LANES];\n", t, mangle(t), col_rows());
     for (ir::NodeId id : k.group.params) {
       s += fmt::format("  const {} {} = p_{};\n", compute_ctype(k.dtype(id)), v(id), v(id));
       s += hf.other_form(id, HalfForms::Form::Compute);
@@ -1038,7 +1085,7 @@ GeneratedKernel generate_reduce_kernel(KernelGen& k) {
   out.reduction = true;
   out.row_blocks = r.row_blocks();
   r.plan_split();
-  out.split_reductions = static_cast<int>(r.split_slots.size());
+  out.split_reductions = r.split_words;
   out.split_phases = r.final_phase;
   out.rows_per_block = r.row_blocks() ? 1 : r.col_rows();
   if (r.row_blocks()) out.row_cache_sizes = ir::row_cache_element_sizes(k.g, r.info);

@@ -241,6 +241,44 @@ TEST_CASE("few long rows split over blocks (several launches) and give the refer
   }
 }
 
+TEST_CASE("reductions of one level that load a common input share a pass, up to four; lanes laid out as C++ does") {
+  struct Want {
+    const char* text;
+    std::vector<std::vector<std::string>> passes;  // ReduceGroupInfo::passes by name
+    std::vector<int64_t> lane_bytes;               // pass_lane_bytes of each
+  };
+  const Want wants[] = {
+      // grad_norm: one pass. LayerNorm: its two levels cannot share one.
+      {"input g : f32[8, 100]\nn = sum(g * g, -1)\nm = amax(abs(g), -1)\noutput n, m\n", {{"n", "m"}}, {8}},
+      {"input x : f32[8, 100]\nm = mean(x, -1, keepdim)\nv = mean((x - m) * (x - m), -1, keepdim)\noutput m, v\n",
+       {{"m"}, {"v"}}, {4, 4}},
+      // No common input: a pass each. Five of one input: four, then one.
+      {"input a : f32[8, 100]\ninput b : f32[8, 100]\ns = sum(a, -1)\nt = sum(b, -1)\noutput s, t\n", {{"s"}, {"t"}}, {4, 4}},
+      {"input a : f32[8, 100]\ns1 = sum(a, -1)\ns2 = amax(a, -1)\ns3 = amin(a, -1)\ns4 = prod(a, -1)\n"
+       "s5 = sum(a * a, -1)\noutput s1, s2, s3, s4, s5\n", {{"s1", "s2", "s3", "s4"}, {"s5"}}, {16, 4}},
+      // One common input is enough (b); mixed compute types: {i64, {i8, f64}} -> 8 + 16.
+      {"input a : i8[8, 100]\ninput b : f64[8, 100]\ns = sum(a, -1)\nm = amax(a + cast(b, i8), -1)\nv = sum(b, -1)\n"
+       "output s, m, v\n", {{"s", "m", "v"}}, {24}},
+      {"input a : i8[8, 100]\ns = amax(a, -1)\nt = sum(a, -1)\noutput s, t\n", {{"s", "t"}}, {16}},
+  };
+  for (const Want& w : wants) {
+    CAPTURE(std::string(w.text));
+    const ir::Graph g = ir::parse_graph(w.text, "t.txt");
+    const ir::Plan plan = ir::plan_fusion(g);
+    REQUIRE(plan.groups.size() == 1);
+    const ir::ReduceGroupInfo info = ir::analyze_reduce_group(g, plan.groups[0]);
+    std::vector<std::vector<std::string>> names;
+    std::vector<int64_t> bytes;
+    for (const std::vector<ir::NodeId>& p : info.passes) {
+      names.emplace_back();
+      for (ir::NodeId r : p) names.back().push_back(g.node(r).name.empty() ? "?" : g.node(r).name);
+      bytes.push_back(ir::pass_lane_bytes(g, p));
+    }
+    CHECK(names == w.passes);
+    CHECK(bytes == w.lane_bytes);
+  }
+}
+
 TEST_CASE("the row on chip: which inputs stay in shared memory, when, and what the plan counts") {
   struct Want {
     const char* text;
@@ -263,8 +301,11 @@ TEST_CASE("the row on chip: which inputs stay in shared memory, when, and what t
       {"input x : f32[4, 20000]\ny = softmax(x, -1)\noutput y\n", {"x"}, 0, 2 * 320000,
        "3 passes over each row, each reading x from memory: a row of x takes 80000 B, over the 49152 B row cache"},
       // A split row never keeps its row on chip (its passes are separate launches).
-      {"input x : f32[1, 300000]\ns = sum(x * x, -1)\nm = amax(x, -1)\noutput s, m\n", {"x"}, 0, 1200000,
-       "2 passes over each row, each reading x from memory (a split row is not kept on chip);"},
+      {"input x : f32[1, 300000]\ny = softmax(x, -1)\noutput y\n", {"x"}, 0, 2400000,
+       "3 passes over each row, each reading x from memory (a split row is not kept on chip);"},
+      // Two reductions of one level that load x: one pass (ReduceGroupInfo::passes), x read once.
+      {"input x : f32[1, 300000]\ns = sum(x * x, -1)\nm = amax(x, -1)\noutput s, m\n", {}, 0, 0,
+       "(2 reductions: 1 pass over each row;"},
       {"input x : f32[8, 512]\ny = sum(x, -1)\noutput y\n", {}, 0, 0, "(1 reduction: 1 pass over each row;"},
       // A column kernel reads its rows again in every pass (no row cache).
       {"input dy : f32[700, 64]\nm = amax(dy, 0, keepdim)\ny = dy - m\noutput y\n", {"dy"}, 0, 700 * 64 * 4,
@@ -385,6 +426,10 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
       // launches); two levels and element outputs (softmax: five launches); row and element
       // outputs of two levels (standardization, its mean and variance).
       "graph t\ninput x : f32[2, 70000]\ny = sum(x * x, -1)\nz = amax(x, -1)\noutput y, z\n",
+      // One pass of three reductions whose lanes take two workspace slots (i64, i8, i8), and a
+      // column kernel's pass of two (the lanes of 16 rows fill the block's 48 KiB).
+      "graph t\ninput x : i8[2, 70000]\ns = sum(x, -1)\nm = amax(x, -1)\nn = amin(x, -1)\noutput s, m, n\n",
+      "graph t\ninput dy : f32[20000, 33]\ndb = sum(dy, 0)\nm = amax(dy, 0)\noutput db, m\n",
       "graph t\ninput x : f32[2, 70000] range -8:8\ny = softmax(x, -1)\noutput y\n",
       "graph t\ninput x : f32[2, 70000]\nm = mean(x, -1, keepdim)\nd = x - m\nv = mean(d * d, -1, keepdim)\n"
       "y = d * rsqrt(v + 1e-5)\noutput y, m, v\n",
@@ -432,7 +477,8 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
     // The row cache on (whatever the row's size: the 48 KiB limit is the launcher's) and off.
     const int64_t row_len = ir::reduce_length(grp.iter_shape, grp.reduce_mask);
     std::vector<uint64_t> shared(static_cast<size_t>(ir::row_cache_bytes(k.row_cache_sizes, row_len) / 8), ~0ull);
-    CHECK(k.row_cache_sizes.empty() == !k.row_blocks);  // every row kernel here re-reads x
+    // Every row kernel here re-reads x, except the pass computing sum(x * x) and amax(x) together.
+    CHECK(k.row_cache_sizes.size() == (k.row_blocks ? ir::analyze_reduce_group(g, grp).reread_inputs.size() : 0));
     for (bool cache : k.row_cache_sizes.empty() ? std::vector<bool>{false} : std::vector<bool>{false, true})
     for (long long parts : split ? std::vector<long long>{1, 2, 9} : std::vector<long long>{1})
     for (unsigned block : blocks)

@@ -443,7 +443,7 @@ std::string reduction_note(const Graph& g, const FusionGroup& fg, const SplitRul
   const bool element_outputs = info.element_outputs;
   std::string axes;
   for (int64_t a : mask_axes(fg.reduce_mask)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
-  const size_t passes = info.reductions.size() - info.same_as.size() + (element_outputs ? 1 : 0);
+  const size_t passes = info.passes.size() + (element_outputs ? 1 : 0);
   const RowSplit split = row_split_at(g, fg, info, rules);
   // Column kernels: rows side by side, a group of up to rpb rows a block (and its split parts).
   const int64_t rows = num_elements(reduced_shape(fg.iter_shape, fg.reduce_mask, false));

@@ -105,6 +105,28 @@ struct fj_red_min {
   template <class T> FJ_RFN static T op(T a, T b) { return fj_minimum(a, b); }
 };
 
+// Several reductions in one pass over a row (ir/reduce_group.h, ReduceGroupInfo::passes): a lane
+// holds one value per reduction, fj_red_two<A, fj_red_two<B, C>> for three, and fj_red_pair
+// combines each member with its own op at the same step of the order, so each member's result is
+// the bits it has alone.
+template <class A, class B> struct fj_red_two {
+  typedef A first_type;
+  typedef B second_type;
+  A a;
+  B b;
+};
+template <class RA, class RB> struct fj_red_pair {
+  template <class T> FJ_RFN static T id() {
+    return T{RA::template id<typename T::first_type>(), RB::template id<typename T::second_type>()};
+  }
+  template <class T> FJ_RFN static T empty() {
+    return T{RA::template empty<typename T::first_type>(), RB::template empty<typename T::second_type>()};
+  }
+  template <class T> FJ_RFN static T op(T x, T y) {
+    return T{RA::template op<typename T::first_type>(x.a, y.a), RB::template op<typename T::second_type>(x.b, y.b)};
+  }
+};
+
 // Step 3: the lane tree over lanes[0..FJ_RED_LANES). Thread `tid` of `nthreads` does lanes tid,
 // tid + nthreads, ...; every thread returns lanes[0].
 template <class R, class T>
@@ -187,7 +209,9 @@ FJ_FN T fj_reduce_fixed(long long n, Load load, T* lanes, int tid, int nthreads)
 // row each compute the values of their consecutive chunks) and 2j (one block per row combines
 // them and keeps the row's value); a last odd phase writes the element outputs, each block its
 // chunks' elements. The workspace `ws` holds, in 8-byte slots (every compute type fits one), the
-// row values of the `nslots` reductions (nslots * rows slots), then their chunk values.
+// row values of the `nslots` reductions (nslots * rows slots), then their chunk values. A pass's
+// value wider than a slot (fj_red_two of 8-byte members) takes fj_red_words<T>::n consecutive
+// slots: its slot numbers are `slot` to `slot + n - 1`, and `nslots` counts them all.
 
 // Chunks [c0, c1) of part `part` of `parts` of a row of `chunks` chunks: ceil(chunks / parts)
 // consecutive chunks each (the last parts may have fewer or none).
@@ -208,16 +232,21 @@ FJ_FN void fj_red_part_elements(int phase, long long n, long long part, long lon
   k1 = k1 * FJ_RED_CHUNK < n ? k1 * FJ_RED_CHUNK : n;
 }
 
+// The 8-byte slots a value of type T takes in the workspace.
+template <class T> struct fj_red_words {
+  enum { n = (int)((sizeof(T) + 7) / 8) };
+};
+
 // The slot of reduction `slot`'s value for row `row`, and the first of its chunk values; null
 // without a workspace (phase 0).
 template <class T>
 FJ_FN T* fj_red_row_slot(unsigned long long* ws, long long slot, long long rows, long long row) {
-  return ws ? (T*)(ws + slot * rows + row) : (T*)0;
+  return ws ? (T*)(ws + slot * rows + row * fj_red_words<T>::n) : (T*)0;
 }
 template <class T>
 FJ_FN T* fj_red_chunk_slots(unsigned long long* ws, long long nslots, long long slot, long long rows, long long row,
                             long long n) {
-  return ws ? (T*)(ws + nslots * rows + (slot * rows + row) * fj_red_chunks(n)) : (T*)0;
+  return ws ? (T*)(ws + nslots * rows + (slot * rows + row * fj_red_words<T>::n) * fj_red_chunks(n)) : (T*)0;
 }
 
 // One reduction of a row whose chunk values are computed in phase `first`: phase 0 reduces the

@@ -5,8 +5,8 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_33158961c72036a4 and fj_reductions_33158961c72036a4_s are the same (any strides).
-static __device__ void fj_reductions_33158961c72036a4_rows(
+// Entry points fj_reductions_192c39c8951a6220 and fj_reductions_192c39c8951a6220_s are the same (any strides).
+static __device__ void fj_reductions_192c39c8951a6220_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -26,6 +26,7 @@ static __device__ void fj_reductions_33158961c72036a4_rows(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
+  __shared__ fj_red_two<float, float> fj_lanes_fj_red_two_float__float_[FJ_RED_LANES];
   __shared__ float fj_lanes_float[FJ_RED_LANES];
   const float v9 = 0x0p+0f;  // v9 = const 0.0 : f32  [reductions.graph:10]
   // The row on chip (docs/ops.md): the inputs later passes read again, kept in shared memory by
@@ -53,12 +54,15 @@ static __device__ void fj_reductions_33158961c72036a4_rows(
       if (fj_rc) fj_rc_v0[k] = v0;  // kept on chip for the later passes
       return v0;
     }, fj_lanes_float, fj_tid, fj_nt,
-        fj_red_chunk_slots<float>(ws, 3, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 0, (long long)rows, (long long)o));
+        fj_red_chunk_slots<float>(ws, 2, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 0, (long long)rows, (long long)o));
     // v15 = amax(v0) : f32  [reductions.graph:10]: the row values of v2 (only keepdim differs)
     const float v15 = v2;
     if (split_phase == 1 || split_phase == 2) continue;  // a split row's level-1 launches
-    // v5 = sum(v4) : f32  [reductions.graph:8]: in the fixed order of fj_reduce.h
-    const float v5 = fj_reduce_phase<fj_red_sum, float>(split_phase, 3, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> float {
+    const bool v8 = fj_isinf(v2);  // v8 = isinf(v2) : bool  [reductions.graph:10]
+    const float v10 = fj_where(v8, v9, v2);  // v10 = where(v8, v9, v2) : f32  [reductions.graph:10]
+    // One pass for v5, v13: each in the fixed order of fj_reduce.h, as alone
+    static_assert(sizeof(fj_red_two<float, float>) == 8, "the lane layout ir::pass_lane_bytes sizes the workspace by");
+    const fj_red_two<float, float> fj_pass1 = fj_reduce_phase<fj_red_pair<fj_red_sum, fj_red_sum>, fj_red_two<float, float>>(split_phase, 3, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> fj_red_two<float, float> {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
@@ -66,23 +70,15 @@ static __device__ void fj_reductions_33158961c72036a4_rows(
       const float v0 = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
       const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
       const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
-      return v4;
-    }, fj_lanes_float, fj_tid, fj_nt,
-        fj_red_chunk_slots<float>(ws, 3, 1, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 1, (long long)rows, (long long)o));
-    const bool v8 = fj_isinf(v2);  // v8 = isinf(v2) : bool  [reductions.graph:10]
-    const float v10 = fj_where(v8, v9, v2);  // v10 = where(v8, v9, v2) : f32  [reductions.graph:10]
-    // v13 = sum(v12) : f32  [reductions.graph:10]: in the fixed order of fj_reduce.h
-    const float v13 = fj_reduce_phase<fj_red_sum, float>(split_phase, 3, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> float {
-      const unsigned int k = (unsigned int)fj_i;
-      unsigned int rem_k = k;
-      const unsigned int c1 = rem_k;
-      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
-      const float v0 = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
       const float v11 = fj_sub(v0, v10);  // v11 = sub(v0, v10) : f32  [reductions.graph:10]
       const float v12 = fj_exp(v11);  // v12 = exp(v11) : f32  [reductions.graph:10]
-      return v12;
-    }, fj_lanes_float, fj_tid, fj_nt,
-        fj_red_chunk_slots<float>(ws, 3, 2, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 2, (long long)rows, (long long)o));
+      return fj_red_two<float, float>{v4, v12};
+    }, fj_lanes_fj_red_two_float__float_, fj_tid, fj_nt,
+        fj_red_chunk_slots<fj_red_two<float, float>>(ws, 2, 1, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<fj_red_two<float, float>>(ws, 1, (long long)rows, (long long)o));
+    // v5 = sum(v4) : f32  [reductions.graph:8]: in the fixed order of fj_reduce.h
+    const float v5 = fj_pass1.a;
+    // v13 = sum(v12) : f32  [reductions.graph:10]: in the fixed order of fj_reduce.h
+    const float v13 = fj_pass1.b;
     if (split_phase == 3 || split_phase == 4) continue;  // a split row's level-2 launches
     const float v14 = fj_log(v13);  // v14 = log(v13) : f32  [reductions.graph:10]
     const bool v16 = fj_isinf(v15);  // v16 = isinf(v15) : bool  [reductions.graph:10]
@@ -106,7 +102,7 @@ static __device__ void fj_reductions_33158961c72036a4_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_33158961c72036a4(
+extern "C" __global__ void fj_reductions_192c39c8951a6220(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -126,9 +122,9 @@ extern "C" __global__ void fj_reductions_33158961c72036a4(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  fj_reductions_33158961c72036a4_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
+  fj_reductions_192c39c8951a6220_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
-extern "C" __global__ void fj_reductions_33158961c72036a4_s(
+extern "C" __global__ void fj_reductions_192c39c8951a6220_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -148,7 +144,7 @@ extern "C" __global__ void fj_reductions_33158961c72036a4_s(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  fj_reductions_33158961c72036a4_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
+  fj_reductions_192c39c8951a6220_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.
