@@ -219,38 +219,8 @@ TEST_CASE("a column reduction with few long columns on the CUDA backend: split i
 TEST_CASE("the row on chip on the CUDA backend: dynamic shared memory per launch, the CPU's bits either way") {
   FakeGpu gpu;
   // LayerNorm over rows of 3000 f32: x is read by 3 passes, so its row (12,000 B) stays on chip.
-  const std::string text = "graph ln\ninput x : f32[6, 3000]\nm = mean(x, -1, keepdim)\nd = x - m\n"
-                           "v = mean(d * d, -1, keepdim)\ny = d * rsqrt(v + 1e-5)\noutput y\n";
-  const std::vector<float> vx = patterned(18000, 97.0f, 5.0f);
-  const std::vector<fj::HostTensor> want = cpu_outputs(text, {6, 3000}, vx);
-  for (bool cache : {true, false}) {
-    CAPTURE(cache);
-    fj::Options o;
-    o.backend = fj::Backend::Cuda;
-    o.row_cache = cache;
-    fj::Program p = fj::Program::compile(fj::Graph::parse(text), o);
-    auto keep = emulate(p);
-    std::vector<float> y(18000);
-    const void* ins[1] = {vx.data()};
-    void* outs[1] = {y.data()};
-    fake_cuda::st().keep_launches = true;
-    fake_cuda::st().launches.clear();
-    p.launch(ins, outs);
-    fake_cuda::st().keep_launches = false;
-    REQUIRE(fake_cuda::st().launches.size() == 1);
-    CHECK(fake_cuda::st().launches[0].shared_bytes == (cache ? 12000u : 0u));
-    // The occupancy API would give 768 threads; a reduction kernel asks for at most 256
-    // (jit::kReduceMaxBlock: its passes load with one thread per lane).
-    CHECK(fake_cuda::st().occ_block == 768);
-    CHECK(fake_cuda::st().launches[0].block == 256);
-    CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
-  }
-}
-
-TEST_CASE("a launch with a row cache gets no more blocks than its shared memory lets run at once") {
-  FakeGpu gpu;
-  // 2 SMs of 64 KiB, 8 blocks each by threads; a block of LayerNorm over rows of 3000 f32 takes
-  // 2,048 B of lane arrays and a 12,000 B row cache: 4 fit an SM (the cap is queried at 12 KiB).
+  // 2 SMs of 64 KiB, 8 blocks each by threads; a block takes 2,048 B of lane arrays and the
+  // 12,000 B row cache: 4 fit an SM (the grid cap is queried at 12 KiB, GpuFunction::grid_cap).
   fake_cuda::st().sm_count = 2;
   fake_cuda::st().occ_blocks_per_sm = 8;
   fake_cuda::st().shared_per_sm = 64 * 1024;
@@ -275,9 +245,12 @@ TEST_CASE("a launch with a row cache gets no more blocks than its shared memory 
     REQUIRE(fake_cuda::st().launches.size() == 1);
     CHECK(fake_cuda::st().launches[0].shared_bytes == (cache ? 12000u : 0u));
     CHECK(fake_cuda::st().launches[0].grid == (cache ? 8u : 16u));  // 20 rows over the resident blocks
+    // The occupancy API would give 768 threads; a reduction kernel asks for at most 256
+    // (jit::kReduceMaxBlock: its passes load with one thread per lane).
+    CHECK(fake_cuda::st().occ_block == 768);
+    CHECK(fake_cuda::st().launches[0].block == 256);
     CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
   }
-  fake_cuda::st().shared_per_sm = 0;
 }
 
 TEST_CASE("a 48 KiB row cache launches: the kernel opts in to dynamic shared memory beyond the 48 KiB default") {
