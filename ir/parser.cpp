@@ -581,7 +581,8 @@ class Parser {
       throw UserError(fmt::format("write the axis without a keyword: `-1`, not `{}=-1` (several axes in brackets: "
                                   "`[0, 2]`)", t), tok_.loc);
     if (tok_.kind == Tok::LParen)
-      throw UserError("several axes go in brackets, as in `sum(x, [0, 1])`, not in parentheses", tok_.loc);
+      throw UserError("axes go in brackets, as in `sum(x, [0, 1])`, or one alone, as in `sum(x, 1)`; not in parentheses",
+                      tok_.loc);
     const bool neg = tok_.kind == Tok::Minus;
     if (neg) advance();
     Token v = expect(Tok::Int, "an axis (an integer such as -1)");
