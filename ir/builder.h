@@ -120,6 +120,7 @@ class GraphBuilder {
     std::vector<int64_t> axes;          // as written (negative from the end); empty: every axis
     bool keepdim = false;
     std::optional<int64_t> correction;  // unset: the op's default
+    Loc axes_loc;                       // where the axes are written; a bad axis is reported there
   };
   Operand reduce_by_name(std::string_view name, const Operand& x, const ReduceArgs& args, Loc loc = {});
   // cast(x, dtype). A weak literal is converted straight to a Const of that dtype.

@@ -149,6 +149,9 @@ Operand GraphBuilder::reduce_by_name(std::string_view name, const Operand& x, co
   const bool spread = name == "var" || name == "std";
   if (a.correction && !takes_correction(name))
     throw UserError(n + " takes no correction (only mean, var and std do)", loc);
+  // A repeated or out-of-range axis points at the axes (a 0-d operand keeps its own messages).
+  if (!x.is_literal() && !g_.node(x.node).shape.empty() && a.axes_loc.known())
+    (void)reduce_axes_mask(a.axes, g_.node(x.node).shape.size(), a.axes_loc);
   if (spread) return var(x, a.axes, a.keepdim, a.correction.value_or(1), name == "std", loc);
   if (!is_composite_name(name)) {
     const std::optional<Op> op = parse_op(name);

@@ -651,6 +651,7 @@ class Parser {
                         tok_.loc);
       } else if (!has_axes && !late) {
         has_axes = true;
+        a.axes_loc = tok_.loc;
         if (tok_.kind == Tok::LBracket) axes_list(a.axes);
         else a.axes.push_back(axis_literal());
       } else {

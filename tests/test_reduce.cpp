@@ -111,10 +111,11 @@ TEST_CASE("reduction text: parse, shapes, dtypes and a round trip through the pr
 TEST_CASE("reduction text: bad axes, integer means and empty amax are located errors") {
   struct Bad { const char* line; uint32_t col; const char* says; };
   const Bad bad[] = {
-      {"y = sum(x, 2)", 5, "axis 2 is out of range for a tensor of rank 2"},
-      {"y = sum(x, -3)", 5, "axis -3 is out of range"},
-      {"y = sum(x, [1, -1])", 5, "axes 1 and -1 name the same axis (1 of a tensor of rank 2)"},
-      {"y = sum(x, [0, 0])", 5, "axis 0 appears twice in the reduced axes"},
+      // A bad axis is located at the axes (ReduceArgs::axes_loc).
+      {"y = sum(x, 2)", 12, "axis 2 is out of range for a tensor of rank 2"},
+      {"y = sum(x, -3)", 12, "axis -3 is out of range"},
+      {"y = sum(x, [1, -1])", 12, "axes 1 and -1 name the same axis (1 of a tensor of rank 2)"},
+      {"y = sum(x, [0, 0])", 12, "axis 0 appears twice in the reduced axes"},
       {"y = mean(i)", 5, "mean needs a float dtype"},
       {"y = amax(z, 0)", 5, "amax of zero elements"},
       {"y = sum(x, keepdim, 1)", 21, "the axes come first"},
@@ -123,7 +124,8 @@ TEST_CASE("reduction text: bad axes, integer means and empty amax are located er
       {"y = softmax(i, 0)", 5, "softmax needs a float dtype"},
       {"y = summ(x)", 5, "did you mean 'sum'"},
       {"y = var(i)", 5, "var needs a float dtype"},
-      {"y = std(x, 9)", 5, "axis 9 is out of range"},
+      {"y = std(x, 9)", 12, "axis 9 is out of range"},
+      {"y = softmax(x, 2)", 16, "axis 2 is out of range"},
       {"y = sum(x, -1, correction=1)", 5, "sum takes no correction (only mean, var and std do)"},
       {"y = var(x, -1, correction=-1)", 27, "a non-negative integer correction"},
       {"y = var(x, -1, correction 1)", 27, "'=' after `correction`"},
