@@ -47,7 +47,10 @@ int64_t reduce_length(const Shape& in, uint64_t mask);
 // Elements per chunk of the fixed reduction order (FJ_RED_CHUNK of ir/scalar/fj_reduce.h), and the
 // number of chunks of a reduction of `n` elements.
 inline constexpr int64_t kReduceChunk = 8192;
-inline constexpr int64_t reduce_chunks(int64_t n) { return (n + kReduceChunk - 1) / kReduceChunk; }
+// ceil(n / d) for n >= 0, d > 0, without overflow: the planner sees row counts and lengths up to
+// 2^63 - 1 (an empty tensor's, or a u8 tensor's).
+inline constexpr int64_t ceil_div(int64_t n, int64_t d) { return n / d + (n % d > 0 ? 1 : 0); }
+inline constexpr int64_t reduce_chunks(int64_t n) { return ceil_div(n, kReduceChunk); }
 // 8-byte slots of the workspace of a row split over blocks (fj_reduce.h: the row value of each of
 // `nslots` reductions per row, then their chunk values).
 inline constexpr int64_t split_workspace_slots(int64_t nslots, int64_t rows, int64_t row_len) {

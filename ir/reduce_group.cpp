@@ -153,28 +153,56 @@ struct Analyzer {
     return false;
   }
 
-  // The reductions' passes (level by level; a reduction joins an earlier pass of its level that
-  // loads one of its inputs and has room), and the inputs each pass loads.
+  // The reductions' passes, level by level: the reductions of a level linked (transitively) by a
+  // common per-element load, in chunks of kMaxPassReductions; and the inputs each pass loads.
   void group_passes(std::vector<std::set<NodeId>>& per_pass) {
     for (int level = 1; level <= info.levels; ++level) {
-      const size_t first = info.passes.size();
+      std::vector<NodeId> rs;
+      std::vector<std::set<NodeId>> loads;
       for (NodeId r : info.reductions) {
         if (info.same_as.count(r) || info.level.at(r) != level) continue;
-        std::set<NodeId> seen, loads;
-        element_loads(g.node(r).arg(0), seen, loads);
-        size_t p = first;
-        for (; p < info.passes.size(); ++p)
-          if (info.passes[p].size() < kMaxPassReductions &&
-              std::any_of(loads.begin(), loads.end(), [&](NodeId i) { return per_pass[p].count(i) > 0; }))
-            break;
-        if (p == info.passes.size()) {
-          info.passes.emplace_back();
-          per_pass.emplace_back();
+        rs.push_back(r);
+        std::set<NodeId> seen;
+        element_loads(g.node(r).arg(0), seen, loads.emplace_back());
+      }
+      const std::vector<size_t> root = linked(loads);
+      for (size_t c = 0; c < rs.size(); ++c) {
+        if (root[c] != c) continue;
+        bool room = false;  // the last pass is this component's and not full
+        for (size_t i = c; i < rs.size(); ++i) {
+          if (root[i] != c) continue;
+          if (!room || info.passes.back().size() == kMaxPassReductions) {
+            info.passes.emplace_back();
+            per_pass.emplace_back();
+            room = true;
+          }
+          info.passes.back().push_back(rs[i]);
+          per_pass.back().insert(loads[i].begin(), loads[i].end());
         }
-        info.passes[p].push_back(r);
-        per_pass[p].insert(loads.begin(), loads.end());
       }
     }
+    for (std::vector<NodeId>& p : info.passes)  // widest first: the least padding in the lane
+      std::stable_sort(p.begin(), p.end(), [&](NodeId a, NodeId b) { return compute_size(a) > compute_size(b); });
+  }
+
+  // For each set, the first set linked to it through common members (a chain of them).
+  static std::vector<size_t> linked(const std::vector<std::set<NodeId>>& loads) {
+    std::vector<size_t> root(loads.size());
+    for (size_t i = 0; i < loads.size(); ++i) {
+      root[i] = i;
+      for (size_t j = 0; j < i; ++j) {
+        if (std::none_of(loads[i].begin(), loads[i].end(), [&](NodeId x) { return loads[j].count(x) > 0; })) continue;
+        const size_t lo = std::min(root[i], root[j]), hi = std::max(root[i], root[j]);
+        for (size_t k = 0; k <= i; ++k)
+          if (root[k] == hi) root[k] = lo;
+      }
+    }
+    return root;
+  }
+
+  int64_t compute_size(NodeId r) const {
+    const DType t = g.node(r).dtype;
+    return dtype_size(is_half(t) ? DType::F32 : t);
   }
 
   // passes, input_passes and reread_inputs: the reductions' passes, one for the element outputs.
@@ -240,16 +268,14 @@ int64_t pass_lane_bytes(const Graph& g, std::span<const NodeId> pass) {
   return size;
 }
 
+int64_t lane_bytes(const Graph& g, const ReduceGroupInfo& info) {
+  int64_t bytes = 1;
+  for (const std::vector<NodeId>& pass : info.passes) bytes = std::max(bytes, pass_lane_bytes(g, pass));
+  return bytes;
+}
+
 int column_rows_per_block(const Graph& g, const ReduceGroupInfo& info) {
-  // One lane array per distinct lane type, as jit/codegen declares them.
-  std::map<std::vector<DType>, int64_t> lane_bytes;
-  for (const std::vector<NodeId>& pass : info.passes) {
-    std::vector<DType> key;
-    for (NodeId r : pass) key.push_back(is_half(g.node(r).dtype) ? DType::F32 : g.node(r).dtype);
-    lane_bytes[key] = pass_lane_bytes(g, pass);
-  }
-  int64_t bytes = 0;
-  for (const auto& [key, b] : lane_bytes) bytes += 256 * b;
+  const int64_t bytes = 256 * lane_bytes(g, info);
   int rows = 32;
   while (rows > 1 && rows * bytes > 48 * 1024) rows /= 2;
   return rows;
@@ -265,7 +291,7 @@ int64_t choose_column_split(int64_t groups, int64_t row_len) {
 int64_t choose_split(bool block_rows, int64_t rows, int64_t rows_per_block, int64_t row_len) {
   if (block_rows) return choose_row_split(rows, row_len);
   const int64_t rpb = std::max<int64_t>(1, rows_per_block);
-  return choose_column_split((rows + rpb - 1) / rpb, row_len);
+  return choose_column_split(ceil_div(rows, rpb), row_len);
 }
 
 int64_t blocks_per_row(const SplitRules& rules, bool block_rows, int64_t rows, int64_t rows_per_block, int64_t row_len) {

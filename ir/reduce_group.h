@@ -38,11 +38,13 @@ struct ReduceGroupInfo {
   // blocks runs each level as two launches (docs/ops.md, "A row split over blocks").
   std::map<NodeId, int> level;
   int levels = 0;                  // the highest level (0: no reduction)
-  // The passes over a row that compute the reductions (same_as twins left out), level by level: a
-  // pass holds up to kMaxPassReductions reductions of one level whose operands load a common input
-  // per element (grad_norm's sum(g * g) and amax(abs(g))), so the row is read once for them; each
+  // The passes over a row that compute the reductions (same_as twins left out), level by level:
+  // the reductions of one level linked by the inputs they load per element (grad_norm's sum(g * g)
+  // and amax(abs(g)); also a(x) and b(y) when c loads x and y) share passes of up to
+  // kMaxPassReductions, so the row is read once for them whatever order they are written in; each
   // is still combined in its own fixed order (fj_red_pair in ir/scalar/fj_reduce.h), so the bits
-  // are those of one pass each. Members in topological order.
+  // are those of one pass each. Members widest compute type first (the least padding), then in
+  // topological order.
   std::vector<std::vector<NodeId>> passes;
   bool element_outputs = false;    // some output is an element value (written per element)
   // Per group input read per element (not a row-scope load): the passes over a row that load it
@@ -59,7 +61,9 @@ struct ReduceGroupInfo {
   NodeId problem_node = kNoNode;
 };
 
-// The most reductions one pass computes together: each adds its lane array's bytes to the pass's.
+// The most reductions one pass computes together: a lane then takes at most 32 bytes (4 x 8), so
+// the kernel's one lane buffer (FJ_RED_LANES lanes of the widest pass) takes at most 8 KiB of static
+// shared memory, which with a 48 KiB row cache fits the 64 KiB a block may opt in to on sm_75.
 inline constexpr size_t kMaxPassReductions = 4;
 
 // The bytes of one lane of a pass (ReduceGroupInfo::passes): its reductions' compute types laid out
@@ -84,9 +88,14 @@ ReduceGroupInfo analyze_reduce_group(const Graph& g, const FusionGroup& grp);
 // thresholds are estimates, not yet measured on a GPU.
 int64_t choose_row_split(int64_t rows, int64_t row_len);
 
+// The bytes of one lane of the kernel's lane buffer: the widest pass's lane (pass_lane_bytes). Every
+// pass uses the one buffer in turn (jit/codegen).
+int64_t lane_bytes(const Graph& g, const ReduceGroupInfo& info);
+
 // Rows a column kernel (rows side by side in a block) holds per block: a power of two up to 32
-// whose lanes, 256 per row of each compute type of the group's reductions (f32 for f16/bf16), fit
-// in 48 KiB of static shared memory. jit/codegen lays blocks out by it; the launcher counts blocks.
+// whose lane buffers, 256 lanes of lane_bytes each per row, fit in 48 KiB of static shared memory
+// (at least 1: a lane buffer takes at most 8 KiB). jit/codegen lays blocks out by it; the launcher
+// counts blocks.
 int column_rows_per_block(const Graph& g, const ReduceGroupInfo& info);
 
 // Blocks per column group of a column kernel (rows_per_block rows side by side): 1 unless the

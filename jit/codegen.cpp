@@ -863,7 +863,7 @@ struct ReduceGen {
         "fj_reduce_phase<{0}, {1}>(split_phase, {2}, (long long)row_len, fj_part, fj_parts, {3}, "
         "fj_lanes_{4}, fj_tid, fj_nt,\n      fj_red_chunk_slots<{1}>(ws, {5}, {6}, (long long)rows, (long long)o, "
         "(long long)row_len), fj_red_row_slot<{1}>(ws, {6}, (long long)rows, (long long)o){7})",
-        combiner(p), lt, 2 * level - 1, load, mangle(lt), split_words, pass_slot[pi], row_blocks() ? "" : ", fj_live");
+        combiner(p), lt, 2 * level - 1, load, lane_name(p), split_words, pass_slot[pi], row_blocks() ? "" : ", fj_live");
     if (p.size() == 1) return s + reduction_value(p[0], value);
     std::string names;
     for (ir::NodeId r : p) names += (names.empty() ? "" : ", ") + k.nm.label(r);
@@ -887,12 +887,19 @@ struct ReduceGen {
                        compute_ctype(nd.dtype), v(r), value);
   }
 
-  // A lane type as part of a name: "unsigned_char", "fj_red_two_float__float_".
-  static std::string mangle(const std::string& ctype) {
-    std::string m = ctype;
-    for (char& c : m)
-      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  // A pass's lanes as part of a name: its members' compute types, "float", "double_float".
+  std::string lane_name(const std::vector<ir::NodeId>& p) {
+    std::string m;
+    for (ir::NodeId r : p) m += (m.empty() ? "" : "_") + std::string(compute_ctype(k.dtype(r)));
+    std::replace(m.begin(), m.end(), ' ', '_');
     return m;
+  }
+
+  // The lane types of the passes, each once, by name.
+  std::map<std::string, std::string> lane_types() {
+    std::map<std::string, std::string> types;
+    for (const std::vector<ir::NodeId>& p : info.passes) types[lane_name(p)] = lane_type(p);
+    return types;
   }
 
   // The element outputs, per element of the row (threads split the row as they split the lanes).
@@ -974,7 +981,7 @@ struct ReduceGen {
   // neighbouring threads read neighbouring elements, each row's lanes shared by the block's other
   // threads (fj_reduce_phase with fj_nt threads). A row past the end repeats the last one, so its
   // threads meet every barrier, and writes nothing (fj_live).
-  std::string column_loop(const std::set<std::string>& types) {
+  std::string column_loop() {
     std::string s = fmt::format(
         "  // {0} rows per block side by side (neighbouring threads read neighbouring elements), each\n"
         "  // reduced by the block's threads in turn sharing its lanes; rows per block divide the block size\n"
@@ -982,7 +989,8 @@ struct ReduceGen {
         "  while ((int)blockDim.x % fj_rpb != 0) fj_rpb /= 2;\n"
         "  const int fj_nt = (int)blockDim.x / fj_rpb, fj_tid = (int)threadIdx.x / fj_rpb, fj_r = (int)threadIdx.x % fj_rpb;\n",
         col_rows());
-    for (const std::string& t : types) s += fmt::format("  {0}* const fj_lanes_{1} = fj_lanes_{1}_rows[fj_r];\n", t, mangle(t));
+    for (const auto& [name, t] : lane_types())
+      s += fmt::format("  {0}* const fj_lanes_{1} = ({0}*)fj_lane_buf[fj_r];\n", t, name);
     return s + fmt::format("  // Each group of fj_rpb rows in a block; row_split blocks per group in the odd launches of a split\n"
                            "  const {0} fj_parts = (split_phase & 1) ? row_split : 1, fj_groups = (rows + fj_rpb - 1) / fj_rpb;\n"
                            "  for ({0} fj_b = blockIdx.x; fj_b < fj_groups * fj_parts; fj_b += gridDim.x) {{\n"
@@ -1010,11 +1018,15 @@ struct ReduceGen {
   std::string body_function(const KernelSignature& sig) {
     std::string params, s;
     for (const ArgSlot& a : sig.args) params += fmt::format("{}{} {}", params.empty() ? "" : ",\n    ", a.ctype, a.name);
-    std::set<std::string> types;  // one lane array per lane type, shared by the passes in turn
-    for (const std::vector<ir::NodeId>& p : info.passes) types.insert(lane_type(p));
-    for (const std::string& t : types)
-      s += row_blocks() ? fmt::format("  __shared__ {} fj_lanes_{}[FJ_RED_LANES];\n", t, mangle(t))
-                        : fmt::format("  __shared__ {} fj_lanes_{}_rows[{}][FJ_RED_LANES];\n", t, mangle(t), col_rows());
+    // One lane buffer, the passes' lanes in turn (each pass ends at a barrier): FJ_RED_LANES lanes of
+    // the widest pass (ir::lane_bytes each) in 8-byte words, per row of a column kernel's block.
+    const std::string words = fmt::format("(FJ_RED_LANES * {} + 7) / 8", ir::lane_bytes(k.g, info));
+    if (row_blocks()) {
+      s += fmt::format("  __shared__ unsigned long long fj_lane_buf[{}];\n", words);
+      for (const auto& [name, t] : lane_types()) s += fmt::format("  {0}* const fj_lanes_{1} = ({0}*)fj_lane_buf;\n", t, name);
+    } else {
+      s += fmt::format("  __shared__ unsigned long long fj_lane_buf[{}][{}];\n", col_rows(), words);
+    }
     for (ir::NodeId id : k.group.params) {
       s += fmt::format("  const {} {} = p_{};\n", compute_ctype(k.dtype(id)), v(id), v(id));
       s += hf.other_form(id, HalfForms::Form::Compute);
@@ -1028,7 +1040,7 @@ struct ReduceGen {
                        "  for ({0} fj_b = blockIdx.x; fj_b < rows * fj_parts; fj_b += gridDim.x) {{\n"
                        "    const {0} o = fj_b / fj_parts, fj_part = fj_b - o * fj_parts;\n", k.idx);
     else
-      s += column_loop(types);
+      s += column_loop();
     s += indent(row(), 2);
     if (!cached.empty()) s += "    if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache\n";
     s += "  }\n";

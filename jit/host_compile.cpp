@@ -50,10 +50,13 @@ static thread_local unsigned char* fj_host_dynamic_shared = nullptr;  // FJK_DYN
 // No -fno-builtin: it would not stop GCC folding libm calls (libstdc++ calls __builtin_expm1f etc.
 // by name) and would turn memcpy into calls; ir/scalar/fj_scalar.h hides the operands of inexact
 // math calls from the optimizer instead (fj_opaque), in kernels and the reference alike.
+// -fno-strict-aliasing: shared memory is typed by casts, as in CUDA (a reduction's lane buffer holds
+// each pass's lane type in turn; the row cache is dynamic shared memory); on the host the optimizer
+// must not reorder accesses to it by type.
 // Lines of the compiler's output a failure message shows (a wrong prelude can give thousands).
 constexpr size_t kCompilerOutputLines = 20;
 
-const char* const kHostFlags = "-ffp-contract=off -fno-tree-vectorize -fPIC -shared -std=c++17 -w";
+const char* const kHostFlags = "-ffp-contract=off -fno-tree-vectorize -fno-strict-aliasing -fPIC -shared -std=c++17 -w";
 
 std::string compiler() {
   const char* cxx = std::getenv("CXX");

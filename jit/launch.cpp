@@ -156,7 +156,8 @@ bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, con
     index_range = std::max(out.n, rows);
     // One block per row, or per group of rows side by side (a column kernel).
     const int64_t rpb = std::max(1, base.rows_per_block);
-    out.items = (base.row_blocks ? rows : (rows + rpb - 1) / rpb) * kReduceItemsPerBlock;
+    // Saturating: 2^63 - 1 rows of a u8 tensor plan, though no device holds them.
+    out.items = ir::mul_bytes(base.row_blocks ? rows : ir::ceil_div(rows, rpb), kReduceItemsPerBlock);
   }
   out.variant = !base.index64 && needs_index64(index_range) ? 1 : 0;
   out.kernel = out.variant ? &kernels(1, gi) : &base;

@@ -336,7 +336,7 @@ Program Program::compile(const Graph& graph, const Options& options) {
       if (!options.arch.empty()) explicit_target(options.arch, options.message_style);
       warn_cpu_ignores(options);
       p->target = "host C++ (" + std::string(std::getenv("CXX") ? std::getenv("CXX") : "c++") +
-                  ", -ffp-contract=off -fno-tree-vectorize)";
+                  ", -ffp-contract=off -fno-tree-vectorize -fno-strict-aliasing)";
     }
     // A dump holds both plans, so it builds the unfused one now (and writes the folder then).
     if (options.build_unfused || !options.dump_dir.empty()) build_both(*p);

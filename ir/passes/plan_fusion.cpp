@@ -447,7 +447,7 @@ std::string reduction_note(const Graph& g, const FusionGroup& fg, const SplitRul
   const RowSplit split = row_split_at(g, fg, info, rules);
   // Column kernels: rows side by side, a group of up to rpb rows a block (and its split parts).
   const int64_t rows = num_elements(reduced_shape(fg.iter_shape, fg.reduce_mask, false));
-  const int64_t rpb = split.block_rows ? 1 : column_rows_per_block(g, info), units = (rows + rpb - 1) / rpb;
+  const int64_t rpb = split.block_rows ? 1 : column_rows_per_block(g, info), units = ceil_div(rows, rpb);
   std::string how = split.block_rows ? "one block per row at these sizes"
                                      : fmt::format("rows side by side, up to {} a block ({} block{} at these sizes)", rpb,
                                                    units, units == 1 ? "" : "s");

@@ -5,8 +5,8 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_192c39c8951a6220 and fj_reductions_192c39c8951a6220_s are the same (any strides).
-static __device__ void fj_reductions_192c39c8951a6220_rows(
+// Entry points fj_reductions_75ce438cb94409bf and fj_reductions_75ce438cb94409bf_s are the same (any strides).
+static __device__ void fj_reductions_75ce438cb94409bf_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -26,8 +26,9 @@ static __device__ void fj_reductions_192c39c8951a6220_rows(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  __shared__ fj_red_two<float, float> fj_lanes_fj_red_two_float__float_[FJ_RED_LANES];
-  __shared__ float fj_lanes_float[FJ_RED_LANES];
+  __shared__ unsigned long long fj_lane_buf[(FJ_RED_LANES * 8 + 7) / 8];
+  float* const fj_lanes_float = (float*)fj_lane_buf;
+  fj_red_two<float, float>* const fj_lanes_float_float = (fj_red_two<float, float>*)fj_lane_buf;
   const float v9 = 0x0p+0f;  // v9 = const 0.0 : f32  [reductions.graph:10]
   // The row on chip (docs/ops.md): the inputs later passes read again, kept in shared memory by
   // the first pass when the launch gave room for them (row_cache 1; not in a split row's launches)
@@ -73,7 +74,7 @@ static __device__ void fj_reductions_192c39c8951a6220_rows(
       const float v11 = fj_sub(v0, v10);  // v11 = sub(v0, v10) : f32  [reductions.graph:10]
       const float v12 = fj_exp(v11);  // v12 = exp(v11) : f32  [reductions.graph:10]
       return fj_red_two<float, float>{v4, v12};
-    }, fj_lanes_fj_red_two_float__float_, fj_tid, fj_nt,
+    }, fj_lanes_float_float, fj_tid, fj_nt,
         fj_red_chunk_slots<fj_red_two<float, float>>(ws, 2, 1, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<fj_red_two<float, float>>(ws, 1, (long long)rows, (long long)o));
     // v5 = sum(v4) : f32  [reductions.graph:8]: in the fixed order of fj_reduce.h
     const float v5 = fj_pass1.a;
@@ -102,7 +103,7 @@ static __device__ void fj_reductions_192c39c8951a6220_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_192c39c8951a6220(
+extern "C" __global__ void fj_reductions_75ce438cb94409bf(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -122,9 +123,9 @@ extern "C" __global__ void fj_reductions_192c39c8951a6220(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  fj_reductions_192c39c8951a6220_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
+  fj_reductions_75ce438cb94409bf_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
-extern "C" __global__ void fj_reductions_192c39c8951a6220_s(
+extern "C" __global__ void fj_reductions_75ce438cb94409bf_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -144,7 +145,7 @@ extern "C" __global__ void fj_reductions_192c39c8951a6220_s(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  fj_reductions_192c39c8951a6220_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
+  fj_reductions_75ce438cb94409bf_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.
@@ -154,8 +155,8 @@ extern "C" __global__ void fj_reductions_192c39c8951a6220_s(
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_b516685bc82a0cdf and fj_reductions_b516685bc82a0cdf_s are the same (any strides).
-static __device__ void fj_reductions_b516685bc82a0cdf_rows(
+// Entry points fj_reductions_1fc434dc94caaa05 and fj_reductions_1fc434dc94caaa05_s are the same (any strides).
+static __device__ void fj_reductions_1fc434dc94caaa05_rows(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -171,13 +172,13 @@ static __device__ void fj_reductions_b516685bc82a0cdf_rows(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  __shared__ float fj_lanes_float_rows[32][FJ_RED_LANES];
+  __shared__ unsigned long long fj_lane_buf[32][(FJ_RED_LANES * 4 + 7) / 8];
   // 32 rows per block side by side (neighbouring threads read neighbouring elements), each
   // reduced by the block's threads in turn sharing its lanes; rows per block divide the block size
   int fj_rpb = 32;
   while ((int)blockDim.x % fj_rpb != 0) fj_rpb /= 2;
   const int fj_nt = (int)blockDim.x / fj_rpb, fj_tid = (int)threadIdx.x / fj_rpb, fj_r = (int)threadIdx.x % fj_rpb;
-  float* const fj_lanes_float = fj_lanes_float_rows[fj_r];
+  float* const fj_lanes_float = (float*)fj_lane_buf[fj_r];
   // Each group of fj_rpb rows in a block; row_split blocks per group in the odd launches of a split
   const unsigned int fj_parts = (split_phase & 1) ? row_split : 1, fj_groups = (rows + fj_rpb - 1) / fj_rpb;
   for (unsigned int fj_b = blockIdx.x; fj_b < fj_groups * fj_parts; fj_b += gridDim.x) {
@@ -204,7 +205,7 @@ static __device__ void fj_reductions_b516685bc82a0cdf_rows(
     }
   }
 }
-extern "C" __global__ void fj_reductions_b516685bc82a0cdf(
+extern "C" __global__ void fj_reductions_1fc434dc94caaa05(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -220,9 +221,9 @@ extern "C" __global__ void fj_reductions_b516685bc82a0cdf(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_b516685bc82a0cdf_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_1fc434dc94caaa05_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_b516685bc82a0cdf_s(
+extern "C" __global__ void fj_reductions_1fc434dc94caaa05_s(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -238,7 +239,7 @@ extern "C" __global__ void fj_reductions_b516685bc82a0cdf_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_b516685bc82a0cdf_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_1fc434dc94caaa05_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
 
 // Fusion group: 1 op(s), iteration space [4, N, C], 32-bit index math.
@@ -248,8 +249,8 @@ extern "C" __global__ void fj_reductions_b516685bc82a0cdf_s(
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_c2e1d61c30e051a8 and fj_reductions_c2e1d61c30e051a8_s are the same (any strides).
-static __device__ void fj_reductions_c2e1d61c30e051a8_rows(
+// Entry points fj_reductions_3f0b2d20dbbecbaf and fj_reductions_3f0b2d20dbbecbaf_s are the same (any strides).
+static __device__ void fj_reductions_3f0b2d20dbbecbaf_rows(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -270,7 +271,8 @@ static __device__ void fj_reductions_c2e1d61c30e051a8_rows(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  __shared__ float fj_lanes_float[FJ_RED_LANES];
+  __shared__ unsigned long long fj_lane_buf[(FJ_RED_LANES * 4 + 7) / 8];
+  float* const fj_lanes_float = (float*)fj_lane_buf;
   const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;
   // One block per row; row_split blocks per row in the odd launches of a split row
   const unsigned int fj_parts = (split_phase & 1) ? row_split : 1;
@@ -298,7 +300,7 @@ static __device__ void fj_reductions_c2e1d61c30e051a8_rows(
     }
   }
 }
-extern "C" __global__ void fj_reductions_c2e1d61c30e051a8(
+extern "C" __global__ void fj_reductions_3f0b2d20dbbecbaf(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -319,9 +321,9 @@ extern "C" __global__ void fj_reductions_c2e1d61c30e051a8(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_c2e1d61c30e051a8_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_3f0b2d20dbbecbaf_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_c2e1d61c30e051a8_s(
+extern "C" __global__ void fj_reductions_3f0b2d20dbbecbaf_s(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -342,6 +344,6 @@ extern "C" __global__ void fj_reductions_c2e1d61c30e051a8_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_c2e1d61c30e051a8_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_3f0b2d20dbbecbaf_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
 

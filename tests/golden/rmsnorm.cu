@@ -5,8 +5,8 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_rmsnorm_051527410fab2387 and fj_rmsnorm_051527410fab2387_s are the same (any strides).
-static __device__ void fj_rmsnorm_051527410fab2387_rows(
+// Entry points fj_rmsnorm_e242285af1f8f45c and fj_rmsnorm_e242285af1f8f45c_s are the same (any strides).
+static __device__ void fj_rmsnorm_e242285af1f8f45c_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -26,7 +26,8 @@ static __device__ void fj_rmsnorm_051527410fab2387_rows(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  __shared__ float fj_lanes_float[FJ_RED_LANES];
+  __shared__ unsigned long long fj_lane_buf[(FJ_RED_LANES * 4 + 7) / 8];
+  float* const fj_lanes_float = (float*)fj_lane_buf;
   const float v2 = p_v2;
   // The row on chip (docs/ops.md): the inputs later passes read again, kept in shared memory by
   // the first pass when the launch gave room for them (row_cache 1; not in a split row's launches)
@@ -79,7 +80,7 @@ static __device__ void fj_rmsnorm_051527410fab2387_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_rmsnorm_051527410fab2387(
+extern "C" __global__ void fj_rmsnorm_e242285af1f8f45c(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -99,9 +100,9 @@ extern "C" __global__ void fj_rmsnorm_051527410fab2387(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  fj_rmsnorm_051527410fab2387_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache);
+  fj_rmsnorm_e242285af1f8f45c_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
-extern "C" __global__ void fj_rmsnorm_051527410fab2387_s(
+extern "C" __global__ void fj_rmsnorm_e242285af1f8f45c_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -121,6 +122,6 @@ extern "C" __global__ void fj_rmsnorm_051527410fab2387_s(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  fj_rmsnorm_051527410fab2387_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache);
+  fj_rmsnorm_e242285af1f8f45c_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
 
