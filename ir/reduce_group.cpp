@@ -181,8 +181,10 @@ struct Analyzer {
         }
       }
     }
-    for (std::vector<NodeId>& p : info.passes)  // widest first: the least padding in the lane
-      std::stable_sort(p.begin(), p.end(), [&](NodeId a, NodeId b) { return compute_size(a) > compute_size(b); });
+    for (std::vector<NodeId>& p : info.passes)  // widest first (the least padding in the lane), then by id
+      std::sort(p.begin(), p.end(), [&](NodeId a, NodeId b) {
+        return compute_size(a) != compute_size(b) ? compute_size(a) > compute_size(b) : a < b;
+      });
   }
 
   // For each set, the first set linked to it through common members (a chain of them).
