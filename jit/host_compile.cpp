@@ -56,7 +56,8 @@ static thread_local unsigned char* fj_host_dynamic_shared = nullptr;  // FJK_DYN
 // Lines of the compiler's output a failure message shows (a wrong prelude can give thousands).
 constexpr size_t kCompilerOutputLines = 20;
 
-const char* const kHostFlags = "-ffp-contract=off -fno-tree-vectorize -fno-strict-aliasing -fPIC -shared -std=c++17 -w";
+#define FJ_HOST_SEMANTIC_FLAGS "-ffp-contract=off -fno-tree-vectorize -fno-strict-aliasing"
+const char* const kHostFlags = FJ_HOST_SEMANTIC_FLAGS " -fPIC -shared -std=c++17 -w";
 
 std::string compiler() {
   const char* cxx = std::getenv("CXX");
@@ -146,6 +147,8 @@ HostTrampoline HostModule::trampoline(const std::string& kernel_name) const {
   if (!f) throw HostCompileError(fmt::format("host module {} has no kernel {}", path_, kernel_name));
   return reinterpret_cast<HostTrampoline>(f);
 }
+
+const char* host_semantic_flags() { return FJ_HOST_SEMANTIC_FLAGS; }
 
 std::string host_source(std::span<const GeneratedKernel> kernels) {
   TranslationUnit tu = emit_translation_unit(kernels);

@@ -81,6 +81,10 @@ struct HostCompileOptions {
 // trampoline per distinct kernel.
 std::string host_source(std::span<const GeneratedKernel> kernels);
 
+// The host compiler flags that keep the CPU path's results those of the reference (no FMA
+// contraction, no SLP vectorizing, no type-based aliasing), as reports name the target.
+const char* host_semantic_flags();
+
 // Compiles (or finds in the caches) and loads the host build of `kernels`. Thread-safe; a module
 // is compiled at most once at a time across threads and processes. Throws HostCompileError on a
 // compiler failure (with its output) or when no private build folder can be made, and

@@ -335,8 +335,8 @@ Program Program::compile(const Graph& graph, const Options& options) {
       // Checked although it has no effect here: an invalid arch is an error on every backend.
       if (!options.arch.empty()) explicit_target(options.arch, options.message_style);
       warn_cpu_ignores(options);
-      p->target = "host C++ (" + std::string(std::getenv("CXX") ? std::getenv("CXX") : "c++") +
-                  ", -ffp-contract=off -fno-tree-vectorize -fno-strict-aliasing)";
+      p->target = "host C++ (" + std::string(std::getenv("CXX") ? std::getenv("CXX") : "c++") + ", " +
+                  jit::host_semantic_flags() + ")";
     }
     // A dump holds both plans, so it builds the unfused one now (and writes the folder then).
     if (options.build_unfused || !options.dump_dir.empty()) build_both(*p);
