@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <map>
@@ -16,6 +17,25 @@ namespace fs = std::filesystem;
 
 namespace {
 EntryKind entry_kind(const Target& t) { return t.kind == OutputKind::Cubin ? EntryKind::Cubin : EntryKind::Ptx; }
+
+// `e` saying where the whole generated source was kept, for a source too long for its message. As for the host compiler's failures, a build folder of the store keeps it (swept after an
+// hour); with the disk cache off nothing may stay on disk.
+CompileError with_kept_source(const CompileError& e, DiskStore& store, std::string label) {
+  std::replace(label.begin(), label.end(), '/', '_');
+  std::string kept = "source not kept: the disk cache is off";
+  if (store.enabled()) {
+    try {
+      DiskStore::Scratch scratch = store.scratch();
+      const std::filesystem::path cu = scratch.path() / (label + ".cu");
+      kept = write_new_file(cu, std::span<const char>(e.source().data(), e.source().size())) == 0
+                 ? "source kept for inspection: " + (scratch.keep() / cu.filename()).string()
+                 : "source not kept: cannot write " + cu.string();
+    } catch (const std::runtime_error& why) {
+      kept = std::string("source not kept: ") + why.what();
+    }
+  }
+  return CompileError(std::string(e.what()) + kept + "\n", e.log(), e.options(), e.source(), e.graph_refs());
+}
 }  // namespace
 
 // ---- keys ----
@@ -177,7 +197,13 @@ std::shared_ptr<CachedKernel> KernelCache::lookup_disk_level(const DiskKeyInputs
   kernel->source = inputs.source;
   kernel->label = label;
   DiskStore::Fetched f = disk_->fetch_or_build(key, [&] {
-    CompileResult result = compile();
+    CompileResult result;
+    try {
+      result = compile();
+    } catch (const CompileError& e) {
+      if (std::count(e.source().begin(), e.source().end(), '\n') <= kCompileErrorSourceLines) throw;
+      throw with_kept_source(e, *disk_, label);
+    }
     FJ_CHECK(result.target == inputs.target, "the compile callback built a different target than the cache key says");
     FJ_CHECK(!result.binary.empty(), "the compile callback returned an empty binary");
     compile_ms = result.compile_ms;

@@ -179,10 +179,17 @@ std::string program_log(nvrtcProgram prog) {
   return log;
 }
 
-// The source part of a CompileError: everything when short, else the lines around each error.
+// The source part of a CompileError: everything when short, else the lines around each error, or
+// the head of the source when the log names no line (a ptxas limit; the kernel cache keeps the
+// whole source on disk for such errors: KernelCache).
 std::string source_excerpt(const std::string& source, const std::vector<int>& lines) {
+  constexpr int kHead = 40;
   const int total = static_cast<int>(split_lines(source).size());
-  if (total <= 400 || lines.empty()) return number_source_lines(source, lines);
+  if (total <= kCompileErrorSourceLines) return number_source_lines(source, lines);
+  if (lines.empty()) {
+    return fmt::format("({} lines; the first {})\n", total, kHead) + number_source_lines(source, {}, 1, kHead) +
+           fmt::format("   ... ({} more lines)\n", total - kHead);
+  }
   std::vector<std::pair<int, int>> ranges;
   for (int l : lines) {
     int a = std::max(1, l - 4), b = std::min(total, l + 4);

@@ -74,9 +74,14 @@ std::vector<int> nvrtc_supported_archs();
 // __device__. Fast mode permits contraction and approximate math (`--use_fast_math`).
 std::vector<std::string> default_compile_options(bool fast_math);
 
+// A CompileError's message holds the whole generated source up to this many lines.
+inline constexpr int kCompileErrorSourceLines = 400;
+
 // A compilation that NVRTC rejected (or an NVRTC API failure). what() is a complete report:
 // the headline, the mapped graph lines, the options, the NVRTC log, and the source with line
-// numbers (the whole source up to 400 lines, otherwise the lines around each error).
+// numbers: the whole source up to kCompileErrorSourceLines lines, otherwise the lines around each
+// error, or the first 40 when the log names none (a ptxas limit; KernelCache then adds where it
+// kept the whole source).
 class CompileError : public std::runtime_error {
  public:
   CompileError(std::string message, std::string log, std::vector<std::string> options, std::string source,

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -243,6 +245,47 @@ TEST_CASE("a long source is excerpted around the error lines") {
     CHECK(m.find("big.cu(500) comes from big.txt:42") != std::string::npos);
     CHECK(e.source() == src);
   }
+}
+
+TEST_CASE("a long source whose failure names no line shows its head; the cache keeps it whole") {
+  // ptxas, not the front end, refuses too much static shared memory: the log names no source line.
+  std::string src = "__shared__ char fj_big[200000];\n"
+                    "extern \"C\" __global__ void k(char* p) { fj_big[threadIdx.x] = 1; p[0] = fj_big[p[1]]; }\n";
+  for (int i = 3; i <= 600; ++i) src += "// filler line " + std::to_string(i) + "\n";
+  const auto dir = std::filesystem::temp_directory_path() / ("fj_test_kept_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  for (const bool disk : {true, false}) {
+    CAPTURE(disk);
+    CacheConfig config;
+    config.dir = dir;
+    config.disk = disk;
+    KernelCache cache(config);
+    const CompileRequest req{parse_target("sm_80"), {}, {}};
+    try {
+      compile_cached(cache, src, "big_smem.cu", req, "test", "big_smem");
+      FAIL("must not compile");
+    } catch (const CompileError& e) {
+      std::string m = e.what();
+      CHECK(m.find("(600 lines; the first 40)") != std::string::npos);
+      CHECK(m.find("  40 | // filler line 40\n") != std::string::npos);
+      CHECK(m.find("filler line 41\n") == std::string::npos);
+      CHECK(m.find("   ... (560 more lines)\n") != std::string::npos);
+      CHECK(e.source() == src);
+      const std::string tag = "source kept for inspection: ";
+      const size_t at = m.find(tag);
+      if (!disk) {
+        CHECK(m.find("source not kept: the disk cache is off") != std::string::npos);
+        continue;
+      }
+      REQUIRE(at != std::string::npos);
+      const std::string path = m.substr(at + tag.size(), m.find('\n', at) - at - tag.size());
+      CHECK(std::filesystem::path(path).filename() == "big_smem.cu");
+      CHECK(path.rfind(dir.string(), 0) == 0);
+      std::ifstream in(path, std::ios::binary);
+      CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == src);
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("concurrent compiles of different programs from several threads") {
