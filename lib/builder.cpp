@@ -118,7 +118,7 @@ Value GraphBuilder::reduce(std::string_view name, const Value& x, const std::vec
                              : ir::unknown_op_message(name));
     }
     const ir::Operand in = x.is_literal() ? ir::Operand::of(to_ir_literal(x.lit_)) : ir::Operand::of(node_of(x));
-    const ir::Operand r = impl_->b.reduce_by_name(name, in, {axes, keepdim, correction});
+    const ir::Operand r = impl_->b.reduce_by_name(name, in, {axes, keepdim, correction, {}});
     return Value(this, impl_->b.materialize(r));
   });
 }
@@ -148,6 +148,14 @@ void GraphBuilder::name(const Value& v, const std::string& name) {
       return 0;
     });
   });
+}
+
+TensorInfo GraphBuilder::info(const Value& v) {
+  impl_->check_usable();
+  if (v.is_literal())
+    throw Error(ErrorKind::User, "a literal has no dtype or shape of its own: the op it meets gives it one");
+  const int32_t id = node_of(v);
+  return tensor_info(impl_->b.graph(), id, impl_->node(id).name);
 }
 
 void GraphBuilder::output(const std::string& name, const Value& v) {

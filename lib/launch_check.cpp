@@ -46,12 +46,17 @@ template <class T>
     const ir::Node& n = g.node(g.inputs[k]);
     const T& t = inputs[k];
     DimBindings next = b;
-    std::string conflict;
+    std::string conflict, fixed;
     bool ok = to_ir(t.dtype) == n.dtype && t.shape.size() == n.shape.size();
     for (size_t d = 0; ok && d < n.shape.size(); ++d) {
       const ir::Dim& dim = n.shape[d];
       if (dim.sym < 0) {
         ok = t.shape[d] == dim.size;
+        // A size written as a number is fixed; only a named dim follows the tensors.
+        if (!ok)
+          fixed = fmt::format("; axis {} has the fixed size {} in the graph: name it with a dim (`dim N = {}`, then N "
+                              "in the input's shape) to let it follow the tensors",
+                              d, dim.size, dim.size);
         continue;
       }
       const size_t s = static_cast<size_t>(dim.sym);
@@ -64,8 +69,8 @@ template <class T>
       }
     }
     if (!ok)
-      throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}", n.name, expected_type(g, n, b), conflict,
-                                      dtype_text(to_ir(t.dtype)), shape_text(t.shape)));
+      throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}{}", n.name, expected_type(g, n, b), conflict,
+                                      dtype_text(to_ir(t.dtype)), shape_text(t.shape), fixed));
     b = std::move(next);
   }
   throw ir::InternalError("refuse_inputs: every input fits");
@@ -148,12 +153,16 @@ void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, s
                                       "elements may have none)",
                                       role, name, shape_text(t.shape)));
     if (t.strides.empty()) return;
-    bool ok = t.strides.size() == t.shape.size();
-    for (size_t d = 0; ok && d < t.strides.size(); ++d) ok = t.strides[d] >= 0;
-    if (!ok)
+    if (t.strides.size() != t.shape.size())
       throw ir::UserError(fmt::format("{} '{}': strides {} for shape {}: give one stride per dim, in elements, each >= 0 "
                                       "(or none for a C-contiguous tensor)",
                                       role, name, shape_text(t.strides), shape_text(t.shape)));
+    for (int64_t st : t.strides)
+      if (st < 0)
+        throw ir::UserError(fmt::format("{} '{}': strides {} for shape {}: a negative stride (a reversed view such as "
+                                        "x[::-1]) is not supported; pass a copy (np.ascontiguousarray(x), "
+                                        "x.contiguous() in PyTorch)",
+                                        role, name, shape_text(t.strides), shape_text(t.shape)));
   };
   for (size_t k = 0; k < inputs.size(); ++k) check(inputs[k], "input", g.node(g.inputs[k]).name);
   for (size_t k = 0; k < outputs.size(); ++k) check(outputs[k], "output", g.outputs[k].name);

@@ -309,7 +309,9 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
   };
   const fj::HostTensor a28 = f32_tensor({2, 8}, g), a38(fj::DType::F32, {3, 8}), a82(fj::DType::F32, {8, 2});
   CHECK(message({a28, a38}) == "input 'up': expected f32[T=2, 8] (T = 2 from input 'gate'), got f32[3, 8]");
-  CHECK(message({a82, a82}) == "input 'gate': expected f32[T, 8], got f32[8, 2]");
+  CHECK(message({a82, a82}) == "input 'gate': expected f32[T, 8], got f32[8, 2]; axis 1 has the fixed size 8 in the "
+                                "graph: name it with a dim (`dim N = 8`, then N in the input's shape) to let it follow "
+                                "the tensors");
   CHECK(message({a28, fj::HostTensor(fj::DType::BF16, {2, 8})}) == "input 'up': expected f32[T=2, 8], got bf16[2, 8]");
   CHECK(message({a28}) == "expected 2 input tensor(s) (gate, up), got 1");
   const fj::TensorView short_data(fj::DType::F32, shape, a28.data().first(8));
@@ -319,7 +321,9 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
   fj::GraphBuilder lb("literal");
   lb.output("y", lb.input("a", fj::DType::BF16, {16, 4}) * 2);
   fj::Program lp = fj::Program::compile(lb.build(), cpu_options());
-  CHECK_THROWS_WITH_AS(lp.run({fj::HostTensor(fj::DType::BF16, {4, 16})}), "input 'a': expected bf16[16, 4], got bf16[4, 16]",
+  CHECK_THROWS_WITH_AS(lp.run({fj::HostTensor(fj::DType::BF16, {4, 16})}),
+                       "input 'a': expected bf16[16, 4], got bf16[4, 16]; axis 0 has the fixed size 16 in the graph: "
+                       "name it with a dim (`dim N = 16`, then N in the input's shape) to let it follow the tensors",
                        fj::Error);
 }
 

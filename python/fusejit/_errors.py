@@ -7,7 +7,7 @@ class Error(Exception):
     """A ``fusejit::Error`` from the C++ library.
 
     ``str(e)`` is the rendered diagnostic ("FILE:LINE:COL: error: MESSAGE", the offending line
-    and a caret when located). Attributes: ``kind`` ("user", "compile", "driver", "internal"),
+    and a caret when located; "error: MESSAGE" when not). Attributes: ``kind`` ("user", "compile", "driver", "internal"),
     ``message`` (bare), ``file`` ("" when none), ``line`` and ``column`` (1-based, 0 = unknown),
     ``diagnostic``.
     """
@@ -15,13 +15,15 @@ class Error(Exception):
     kind = "internal"
 
     def __init__(self, message: str, file: str = "", line: int = 0, column: int = 0, diagnostic: str = ""):
-        diagnostic = diagnostic.rstrip("\n")  # a str() or traceback line ends without a blank line
-        super().__init__(diagnostic or message)
+        # As the C++ library renders an unlocated error; a str() or traceback line ends without a
+        # blank line.
+        diagnostic = diagnostic.rstrip("\n") or f"error: {message}"
+        super().__init__(diagnostic)
         self.message = message
         self.file = file
         self.line = line
         self.column = column
-        self.diagnostic = diagnostic or message
+        self.diagnostic = diagnostic
 
     @property
     def location(self) -> str:
