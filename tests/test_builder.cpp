@@ -61,6 +61,26 @@ TEST_CASE("a GraphBuilder and its values after build() throw Error(User), never 
   CHECK(g.to_text() == "graph g\ndim N = 4\ninput x : f32[N]\ny = x * 2.0\noutput y\n");
 }
 
+TEST_CASE("GraphBuilder::info: a value's dtype and shape while building") {
+  fj::GraphBuilder b("g");
+  fj::DimRef n = b.dim("N", 5);
+  fj::Value x = b.input("x", fj::DType::F16, {n, 3});
+  fj::TensorInfo t = b.info(x);
+  CHECK((t.name == "x" && t.dtype == fj::DType::F16));
+  CHECK(t.shape == std::vector<int64_t>{5, 3});
+  CHECK(t.dim_names == std::vector<std::string>{"N", ""});
+  fj::Value m = b.reduce("amax", x * 2, {-1}, true);
+  t = b.info(m);
+  CHECK((t.name.empty() && t.dtype == fj::DType::F16 && t.shape == std::vector<int64_t>{5, 1}));
+  CHECK(b.info(b.cast(b.op("lt", {x, 1}), fj::DType::I32)).dtype == fj::DType::I32);
+  CHECK(contains(user_error([&] { b.info(2.5); }), "a literal has no dtype or shape"));
+  fj::GraphBuilder other;
+  CHECK(contains(user_error([&] { other.info(x); }), "another GraphBuilder"));
+  b.output("y", m);
+  b.build();
+  CHECK(contains(user_error([&] { b.info(x); }), "already built"));
+}
+
 TEST_CASE("values of another builder, and a refused call, leave the builder usable") {
   fj::GraphBuilder a, b;
   fj::Value xa = a.input("x", fj::DType::F32, {4});

@@ -16,11 +16,11 @@ from typing import Any, Mapping, Sequence
 
 from . import _fusejit
 from ._errors import CompileError, DriverError, Error, FusejitWarning, InternalError, UserError
-from ._fusejit import Graph, KernelInfo, NodeInfo, ParamInfo, TensorInfo
+from ._fusejit import Dim, Graph, GraphBuilder, KernelInfo, NodeInfo, ParamInfo, TensorInfo, Value
 
 __version__: str = _fusejit.__version__
 __all__ = [
-    "Graph", "Program", "compile", "load", "KernelInfo", "NodeInfo", "ParamInfo", "TensorInfo", "Error",
+    "Graph", "GraphBuilder", "Value", "Dim", "Program", "compile", "load", "KernelInfo", "NodeInfo", "ParamInfo", "TensorInfo", "Error",
     "UserError", "CompileError", "DriverError", "InternalError", "FusejitWarning", "numpy_dtype", "torch_dtype",
 ]
 

@@ -21,12 +21,23 @@
 
 #include "fusejit/fusejit.h"
 #include "fusejit/report.h"
+#include "module.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 using fusejit::DType;
 
+fusejit::DType fusejit_py::parse_dtype(std::string_view name) {
+  for (DType t : {DType::Bool, DType::I8, DType::U8, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32,
+                  DType::F64})
+    if (fusejit::dtype_name(t) == name) return t;
+  throw fusejit::Error(fusejit::ErrorKind::User, "unknown dtype '" + std::string(name) +
+                                                     "' (bool, i8, u8, i32, i64, f16, bf16, f32 or f64)");
+}
+
 namespace {
+
+using fusejit_py::parse_dtype;
 
 using InArray = nb::ndarray<nb::ro>;
 using OutArray = nb::ndarray<>;
@@ -54,13 +65,6 @@ auto released(F&& f) {
   } check;
   nb::gil_scoped_release release;
   return f();
-}
-
-DType parse_dtype(std::string_view name) {
-  for (DType t : {DType::Bool, DType::I8, DType::U8, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32,
-                  DType::F64})
-    if (fusejit::dtype_name(t) == name) return t;
-  throw fusejit::Error(fusejit::ErrorKind::User, "unknown dtype '" + std::string(name) + "'");
 }
 
 // The fusejit dtype of a DLPack dtype; `as` (a dtype name) reinterprets 16-bit unsigned storage as
@@ -450,5 +454,6 @@ NB_MODULE(_fusejit, m) {
   m.def("_reset_warning_handler", [] { fusejit::set_warning_handler({}); });
   bind_info(m);
   bind_graph(m);
+  fusejit_py::bind_builder(m);
   bind_program(m);
 }

@@ -271,6 +271,10 @@ class GraphBuilder {
   /// `NAME = value`: gives a node a name (shown in generated code and the IR dump). Throws
   /// Error(User) for a literal, an input or param, a value already named, or a name in use.
   void name(const Value& v, const std::string& name);
+  /// The dtype and shape of a value of this builder (TensorInfo: `name` is the value's name, ""
+  /// when unnamed; `dim_names` name the dims its shape follows). Throws Error(User) for a literal
+  /// (its dtype is fixed only by the op it meets) or a value of another builder.
+  TensorInfo info(const Value& v);
   /// `output NAME`: marks a value as a graph output named `name` (a new name unless it is the
   /// value's own). Throws Error(User) if it is an input or param (an output must be computed by
   /// the graph), or the name is listed twice or in use.

@@ -1,0 +1,237 @@
+// fusejit.GraphBuilder, fusejit.Value and fusejit.Dim: the C++ fusejit::GraphBuilder
+// (lib/include/fusejit/fusejit.h) for Python, with Python operators on values. A Value holds its
+// builder, so a builder lives as long as any of its values (the C++ Value only points at it).
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "module.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace fusejit_py {
+
+namespace {
+
+using fusejit::Error;
+using fusejit::ErrorKind;
+
+struct PyValue {
+  fusejit::Value v;
+  nb::object builder;  // the fusejit.GraphBuilder whose node `v` is
+};
+
+struct PyDim {
+  fusejit::DimRef ref;
+  std::string name;
+  int64_t size = 0;
+  nb::object builder;
+};
+
+std::string py_type_name(nb::handle h) { return nb::cast<std::string>(nb::str(h.type().attr("__name__"))); }
+
+// A value argument for `builder`: one of its Values, or a Python bool, int or float literal
+// (a NumPy or PyTorch scalar through .item()), weakly typed as in PyTorch.
+fusejit::Value to_value(nb::handle h, nb::handle builder) {
+  if (nb::isinstance<PyValue>(h)) {
+    const PyValue& pv = nb::cast<const PyValue&>(h);
+    if (!pv.builder.is(builder)) throw Error(ErrorKind::User, "a value of another GraphBuilder");
+    return pv.v;
+  }
+  if (PyBool_Check(h.ptr())) return fusejit::Value(h.ptr() == Py_True);
+  if (PyLong_Check(h.ptr())) {
+    int64_t i = 0;
+    if (!nb::try_cast(h, i))
+      throw Error(ErrorKind::User, "integer literal " + nb::cast<std::string>(nb::repr(h)) + " is outside i64");
+    return fusejit::Value(i);
+  }
+  if (PyFloat_Check(h.ptr())) return fusejit::Value(nb::cast<double>(h));
+  if (nb::hasattr(h, "item") && nb::hasattr(h, "ndim") && nb::cast<int>(h.attr("ndim")) == 0)
+    return to_value(h.attr("item")(), builder);
+  throw nb::type_error(
+      ("expected a fusejit.Value or a bool, int or float literal, got " + py_type_name(h)).c_str());
+}
+
+fusejit::GraphBuilder& cpp(nb::handle builder) { return nb::cast<fusejit::GraphBuilder&>(builder); }
+
+PyValue apply(nb::handle builder, std::string_view op, std::initializer_list<nb::handle> args) {
+  std::vector<fusejit::Value> vs;
+  for (nb::handle a : args) vs.push_back(to_value(a, builder));
+  return PyValue{cpp(builder).op(op, vs), nb::borrow(builder)};
+}
+
+fusejit::Scalar to_scalar(nb::handle h, const std::string& what) {
+  if (PyBool_Check(h.ptr())) return fusejit::Scalar(h.ptr() == Py_True);
+  if (PyLong_Check(h.ptr())) {
+    int64_t i = 0;
+    if (!nb::try_cast(h, i)) throw Error(ErrorKind::User, what + ": " + nb::cast<std::string>(nb::repr(h)) + " is outside i64");
+    return fusejit::Scalar(i);
+  }
+  if (PyFloat_Check(h.ptr())) return fusejit::Scalar(nb::cast<double>(h));
+  throw nb::type_error((what + ": expected a bool, int or float, got " + py_type_name(h)).c_str());
+}
+
+std::vector<fusejit::Extent> to_extents(nb::handle builder, const nb::sequence& shape) {
+  std::vector<fusejit::Extent> out;
+  for (nb::handle e : shape) {
+    if (nb::isinstance<PyDim>(e)) {
+      const PyDim& d = nb::cast<const PyDim&>(e);
+      if (!d.builder.is(builder)) throw Error(ErrorKind::User, "dim '" + d.name + "' belongs to another GraphBuilder");
+      out.emplace_back(d.ref);
+    } else if (PyLong_Check(e.ptr()) && !PyBool_Check(e.ptr())) {
+      int64_t size = 0;
+      if (!nb::try_cast(e, size)) throw Error(ErrorKind::User, "size " + nb::cast<std::string>(nb::repr(e)) + " is outside i64");
+      out.emplace_back(size);
+    } else {
+      throw nb::type_error(("a shape holds ints and fusejit.Dims (GraphBuilder.dim), got " + py_type_name(e)).c_str());
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> to_axes(nb::handle axes) {
+  if (axes.is_none()) return {};
+  if (PyLong_Check(axes.ptr()) && !PyBool_Check(axes.ptr())) return {nb::cast<int64_t>(axes)};
+  std::vector<int64_t> out;
+  if (nb::try_cast(axes, out) && !nb::isinstance<nb::str>(axes)) return out;
+  throw nb::type_error(("axes: an int, a sequence of ints or None (every axis), got " + py_type_name(axes)).c_str());
+}
+
+// Python's binary operators on values, by graph-format op name; reflected forms swap operands.
+constexpr std::pair<const char*, const char*> kBinary[] = {
+    {"add", "add"}, {"sub", "sub"}, {"mul", "mul"}, {"truediv", "div"}, {"floordiv", "floordiv"}, {"mod", "mod"},
+    {"pow", "pow"}, {"and", "bitwise_and"}, {"or", "bitwise_or"}, {"xor", "bitwise_xor"}, {"lshift", "left_shift"},
+    {"rshift", "right_shift"}};
+constexpr std::pair<const char*, const char*> kCompare[] = {{"lt", "lt"}, {"le", "le"}, {"gt", "gt"}, {"ge", "ge"}};
+
+void bind_value(nb::module_& m) {
+  auto cls = nb::class_<PyValue>(
+      m, "Value",
+      "A value while building a graph (GraphBuilder): a node of its builder, which it keeps alive.\n\n"
+      "Python operators build ops with NumPy broadcasting and PyTorch promotion (docs/ops.md): + - * / // % ** "
+      "& | ^ << >> (add sub mul div floordiv mod pow bitwise_and bitwise_or bitwise_xor left_shift "
+      "right_shift), unary - (neg), ~ (bitwise_not), abs() (abs), < <= > >= (lt le gt ge). == and != keep "
+      "Python's identity meaning: use GraphBuilder.op('eq', a, b). A bool, int or float operand is a weakly "
+      "typed literal (x * 2 keeps x's dtype).");
+  for (auto [py, op] : kBinary) {
+    const std::string name = py;
+    const std::string fj = op;
+    cls.def(("__" + name + "__").c_str(), [fj](nb::handle self, nb::handle o) {
+      return apply(nb::cast<const PyValue&>(self).builder, fj, {self, o});
+    });
+    cls.def(("__r" + name + "__").c_str(), [fj](nb::handle self, nb::handle o) {
+      return apply(nb::cast<const PyValue&>(self).builder, fj, {o, self});
+    });
+  }
+  for (auto [py, op] : kCompare) {
+    const std::string fj = op;
+    cls.def(("__" + std::string(py) + "__").c_str(), [fj](nb::handle self, nb::handle o) {
+      return apply(nb::cast<const PyValue&>(self).builder, fj, {self, o});
+    });
+  }
+  cls.def("__neg__", [](nb::handle self) { return apply(nb::cast<const PyValue&>(self).builder, "neg", {self}); })
+      .def("__invert__", [](nb::handle self) { return apply(nb::cast<const PyValue&>(self).builder, "bitwise_not", {self}); })
+      .def("__abs__", [](nb::handle self) { return apply(nb::cast<const PyValue&>(self).builder, "abs", {self}); })
+      .def("__bool__", [](nb::handle) -> bool {
+        throw nb::type_error("a graph value has no truth value while the graph is built: use where(cond, a, b)");
+      })
+      .def_prop_ro("dtype", [](const PyValue& v) { return std::string(fusejit::dtype_name(cpp(v.builder).info(v.v).dtype)); },
+                   "The value's dtype name (\"f32\", ...).")
+      .def_prop_ro("shape", [](const PyValue& v) { return cpp(v.builder).info(v.v).shape; },
+                   "The value's shape at the builder's dim sizes (list of ints).")
+      .def("__repr__", [](const PyValue& v) {
+        const fusejit::TensorInfo t = cpp(v.builder).info(v.v);
+        std::string s = "<fusejit.Value" + (t.name.empty() ? "" : " " + t.name) + " : " +
+                        std::string(fusejit::dtype_name(t.dtype)) + "[";
+        for (size_t d = 0; d < t.shape.size(); ++d)
+          s += (d ? ", " : "") + (t.dim_names[d].empty() ? std::to_string(t.shape[d]) : t.dim_names[d]);
+        return s + "]>";
+      });
+}
+
+void bind_graph_builder(nb::module_& m) {
+  nb::class_<fusejit::GraphBuilder>(
+      m, "GraphBuilder",
+      "Builds a graph in code; its calls mirror the graph format statement by statement "
+      "(docs/graph-format.md), and the built graph equals the parsed text of its Graph.to_text(). "
+      "Errors raise fusejit.UserError (a refused call changes nothing); build() ends the builder.")
+      .def(nb::init<std::string>(), "name"_a = "", "`graph NAME` (\"\": none).")
+      .def(
+          "dim",
+          [](nb::handle self, const std::string& name, int64_t size) {
+            return PyDim{cpp(self).dim(name, size), name, size, nb::borrow(self)};
+          },
+          "name"_a, "size"_a, "`dim NAME = size`: a named size that follows the tensors a program is called with.")
+      .def(
+          "input",
+          [](nb::handle self, const std::string& name, std::string_view dtype, const nb::sequence& shape) {
+            return PyValue{cpp(self).input(name, parse_dtype(dtype), to_extents(self, shape)), nb::borrow(self)};
+          },
+          "name"_a, "dtype"_a, "shape"_a, "`input NAME : DTYPE[shape]`; shape holds ints and Dims.")
+      .def(
+          "param",
+          [](nb::handle self, const std::string& name, std::string_view dtype, nb::handle value) {
+            return PyValue{cpp(self).param(name, parse_dtype(dtype), to_scalar(value, "param '" + name + "'")),
+                           nb::borrow(self)};
+          },
+          "name"_a, "dtype"_a, "default"_a = 0.0, "`param NAME : DTYPE = default`: a scalar set per call.")
+      .def(
+          "op",
+          [](nb::handle self, std::string_view name, nb::args args) {
+            std::vector<fusejit::Value> vs;
+            for (nb::handle a : args) vs.push_back(to_value(a, self));
+            return PyValue{cpp(self).op(name, vs), nb::borrow(self)};
+          },
+          "name"_a, "args"_a,
+          "Any elementwise op of docs/ops.md by name: op('tanh', x), op('where', c, a, b), op('maximum', x, 0).")
+      .def(
+          "reduce",
+          [](nb::handle self, std::string_view name, nb::handle x, nb::handle axes, bool keepdim,
+             std::optional<int64_t> correction) {
+            return PyValue{cpp(self).reduce(name, to_value(x, self), to_axes(axes), keepdim, correction),
+                           nb::borrow(self)};
+          },
+          "name"_a, "x"_a, "axes"_a = nb::none(), "keepdim"_a = false, "correction"_a = nb::none(),
+          "A reduction (sum mean prod amax amin) or a composite of them (softmax log_softmax logsumexp var "
+          "std) over axes (an int, ints, or None: every axis), as in graph text (docs/ops.md, Reductions).")
+      .def(
+          "cast",
+          [](nb::handle self, nb::handle x, std::string_view dtype) {
+            return PyValue{cpp(self).cast(to_value(x, self), parse_dtype(dtype)), nb::borrow(self)};
+          },
+          "x"_a, "dtype"_a, "`cast(x, DTYPE)`.")
+      .def(
+          "name",
+          [](nb::handle self, const PyValue& v, const std::string& name) {
+            if (!v.builder.is(self)) throw Error(ErrorKind::User, "a value of another GraphBuilder");
+            cpp(self).name(v.v, name);
+            return v;
+          },
+          "value"_a, "name"_a, "`NAME = value`: names a value (kept in the IR and generated code); returns it.")
+      .def(
+          "output",
+          [](nb::handle self, const std::string& name, nb::handle v) { cpp(self).output(name, to_value(v, self)); },
+          "name"_a, "value"_a, "`output NAME`: marks the value as an output named `name`.")
+      .def("build", &fusejit::GraphBuilder::build, "Verifies and returns the Graph; the builder is then spent.");
+}
+
+}  // namespace
+
+void bind_builder(nb::module_& m) {
+  nb::class_<PyDim>(m, "Dim", "A named dim of a GraphBuilder (GraphBuilder.dim), for input shapes.")
+      .def_ro("name", &PyDim::name)
+      .def_ro("size", &PyDim::size)
+      .def("__repr__", [](const PyDim& d) { return "<fusejit.Dim " + d.name + " = " + std::to_string(d.size) + ">"; });
+  bind_value(m);
+  bind_graph_builder(m);
+}
+
+}  // namespace fusejit_py

@@ -1,0 +1,177 @@
+"""fusejit.GraphBuilder from Python: the graphs it builds equal the parsed text, its operators map
+to the graph format's ops (with their semantics: sign of zero, Python's // and %), programs built
+from it run on the CPU path, and bad calls raise clear errors."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import fusejit
+from conftest import bits
+
+RMSNORM_TEXT = """graph rmsnorm
+dim T = 8
+input x : bf16[T, 64]
+input w : bf16[64]
+param eps : f32 = 1e-06
+xf = cast(x, f32)
+ms = mean(xf * xf, -1, keepdim)
+y = cast(xf * rsqrt(ms + eps), bf16) * w
+output y
+"""
+
+
+def build_rmsnorm() -> fusejit.Graph:
+    b = fusejit.GraphBuilder("rmsnorm")
+    T = b.dim("T", 8)
+    x = b.input("x", "bf16", [T, 64])
+    w = b.input("w", "bf16", [64])
+    eps = b.param("eps", "f32", 1e-6)
+    xf = b.name(b.cast(x, "f32"), "xf")
+    ms = b.name(b.reduce("mean", xf * xf, -1, keepdim=True), "ms")
+    b.output("y", b.name(b.cast(xf * b.op("rsqrt", ms + eps), "bf16") * w, "y"))
+    return b.build()
+
+
+def test_built_graph_equals_parsed_text():
+    built = build_rmsnorm()
+    assert built.to_text() == fusejit.Graph.parse(RMSNORM_TEXT).to_text()
+    assert [(t.name, t.dtype, t.dim_names) for t in built.inputs] == [("x", "bf16", ["T", ""]), ("w", "bf16", [""])]
+
+
+def test_built_graph_runs_and_follows_the_tensors():
+    prog = fusejit.compile(build_rmsnorm(), backend="cpu")
+    text = fusejit.compile(fusejit.Graph.parse(RMSNORM_TEXT), backend="cpu")
+    rng = np.random.default_rng(3)
+    bf16 = fusejit.numpy_dtype("bf16")
+    for rows in (8, 3, 1):  # the dim T follows the tensors
+        x = rng.uniform(-4, 4, (rows, 64)).astype(bf16)
+        w = rng.uniform(0.5, 1.5, 64).astype(bf16)
+        y = prog(x=x, w=w, eps=1e-5)["y"]
+        assert y.shape == (rows, 64) and y.dtype == bf16
+        assert bits(y) == bits(text(x=x, w=w, eps=1e-5)["y"])
+        xf = x.astype(np.float64)
+        ref = xf / np.sqrt((xf * xf).mean(-1, keepdims=True) + 1e-5) * w.astype(np.float64)
+        np.testing.assert_allclose(y.astype(np.float64), ref, rtol=2e-2, atol=1e-2)
+
+
+def test_value_shape_dtype_and_repr():
+    b = fusejit.GraphBuilder()
+    n = b.dim("N", 5)
+    x = b.input("x", "f16", [n, 3])
+    s = b.reduce("sum", x, [0, 1])
+    assert (x.dtype, x.shape, s.dtype, s.shape) == ("f16", [5, 3], "f16", [])
+    assert repr(x) == "<fusejit.Value x : f16[N, 3]>" and repr(n) == "<fusejit.Dim N = 5>"
+    assert (b.reduce("amax", x, 1, keepdim=True).shape, b.reduce("sum", x).shape) == ([5, 1], [])
+    assert (b.cast(x < 1, "i32").dtype, (x.__lt__(1)).dtype) == ("i32", "bool")
+
+
+# (op, the op Python calls when the literal is on the left, operator)
+OPERATORS = [
+    ("add", "add", lambda a, c: a + c), ("sub", "sub", lambda a, c: a - c), ("mul", "mul", lambda a, c: a * c),
+    ("div", "div", lambda a, c: a / c), ("floordiv", "floordiv", lambda a, c: a // c),
+    ("mod", "mod", lambda a, c: a % c), ("pow", "pow", lambda a, c: a ** c),
+    # 2.5 < c is c > 2.5 in Python: the mirrored comparison, the same values
+    ("lt", "gt", lambda a, c: a < c), ("le", "ge", lambda a, c: a <= c),
+    ("gt", "lt", lambda a, c: a > c), ("ge", "le", lambda a, c: a >= c),
+]
+
+
+@pytest.mark.parametrize("name,reflected,fn", OPERATORS, ids=[o[0] for o in OPERATORS])
+def test_operators_are_the_graph_formats_ops(name, reflected, fn):
+    """Each Python operator (forward and reflected) builds the op of the same name, and computes
+    what that op computes in graph text, bit for bit."""
+    b = fusejit.GraphBuilder()
+    a, c = b.input("a", "f32", [16]), b.input("c", "f32", [16])
+    b.output("y", fn(a, c))
+    b.output("r", fn(2.5, c))  # the literal on the left
+    g = b.build()
+    ops = [n.op for n in g.nodes]
+    assert name in ops and reflected in ops and len(ops) == 5  # a, c, y, the literal, r
+    text = fusejit.Graph.parse(f"input a : f32[16]\ninput c : f32[16]\ny = {name}(a, c)\nr = {name}(2.5, c)\noutput y, r\n")
+    rng = np.random.default_rng(7)
+    a_v = np.array([0.0, -0.0, 1.5, -7.0, np.inf, -np.inf, np.nan, 3.0, 2.0, -2.0, 5.0, 1e-40, -1.0, 4.0, 0.5, 9.0],
+                   np.float32)
+    c_v = rng.choice(np.array([0.0, -0.0, 2.0, -2.0, 3.0, np.inf, -1.5], np.float32), 16)
+    got = fusejit.compile(g, backend="cpu")(a=a_v, c=c_v)
+    want = fusejit.compile(text, backend="cpu")(a=a_v, c=c_v)
+    assert bits(got["y"]) == bits(want["y"]) and bits(got["r"]) == bits(want["r"])
+
+
+def test_unary_and_integer_operators():
+    b = fusejit.GraphBuilder()
+    x, i = b.input("x", "f32", [4]), b.input("i", "i32", [4])
+    b.output("neg", -x)
+    b.output("abs", abs(x))
+    b.output("bits", ((i & 6) | (i ^ 1)) << 1 >> 1)
+    b.output("inv", ~i)
+    b.output("where", b.op("where", x > 0, x, 0.5))
+    out = fusejit.compile(b.build(), backend="cpu")(
+        x=np.array([0.0, -0.0, 2.0, -3.0], np.float32), i=np.array([-7, 0, 5, 2**31 - 1], np.int32))
+    assert bits(out["neg"]) == bits(np.array([-0.0, 0.0, -2.0, 3.0], np.float32))  # neg, not 0 - x
+    assert bits(out["abs"]) == bits(np.array([0.0, 0.0, 2.0, 3.0], np.float32))
+    i = np.array([-7, 0, 5, 2**31 - 1], np.int32)
+    np.testing.assert_array_equal(out["bits"], (((i & 6) | (i ^ 1)) << 1) >> 1)
+    np.testing.assert_array_equal(out["inv"], ~i)
+    np.testing.assert_array_equal(out["where"], np.array([0.5, 0.5, 2.0, 0.5], np.float32))
+
+
+def test_literals_are_weak_and_numpy_scalars_count():
+    b = fusejit.GraphBuilder()
+    h = b.input("h", "f16", [2])
+    assert (h * 2).dtype == "f16" and (h * 2.5).dtype == "f16" and (h + True).dtype == "f16"
+    assert (h * np.float64(3.0)).dtype == "f16" and (h + np.array(1)).dtype == "f16"
+    assert b.op("maximum", h, 0).dtype == "f16"
+
+
+def test_values_keep_their_builder_alive():
+    def make():
+        b = fusejit.GraphBuilder("kept")
+        return b, b.input("x", "f32", [4])
+
+    _, x = make()
+    gc.collect()
+    y = x * 3  # the builder is alive through x
+    assert repr(y) == "<fusejit.Value : f32[4]>"
+
+
+def test_errors():
+    b, other = fusejit.GraphBuilder(), fusejit.GraphBuilder()
+    x, z = b.input("x", "f32", [4]), other.input("z", "f32", [4])
+    with pytest.raises(fusejit.UserError, match="another GraphBuilder"):
+        x + z
+    with pytest.raises(TypeError, match="got str"):
+        x + "1"
+    with pytest.raises(fusejit.UserError, match=r"outside i64"):
+        x + 2**70
+    with pytest.raises(fusejit.UserError, match="unknown dtype 'f33'"):
+        b.input("y", "f33", [4])
+    with pytest.raises(TypeError, match="ints and fusejit.Dims"):
+        b.input("y", "f32", [4.0])
+    with pytest.raises(TypeError, match="ints and fusejit.Dims"):
+        b.input("y", "f32", [True])
+    with pytest.raises(fusejit.UserError, match="belongs to another GraphBuilder"):
+        b.input("y", "f32", [other.dim("M", 2)])
+    with pytest.raises(TypeError, match="axes: an int"):
+        b.reduce("sum", x, "0")
+    with pytest.raises(fusejit.UserError, match="axis 3 is out of range"):
+        b.reduce("sum", x, 3)
+    with pytest.raises(fusejit.UserError, match="unknown op 'frob'"):
+        b.op("frob", x)
+    with pytest.raises(fusejit.UserError, match="add takes 2 arguments, got 1"):
+        b.op("add", x)
+    with pytest.raises(TypeError, match="no truth value"):
+        bool(x > 0)
+    with pytest.raises(fusejit.UserError, match="name"):
+        b.input("x", "f32", [4])  # x is bound
+    with pytest.raises(fusejit.UserError, match="no output"):
+        b.build()
+    b.output("y", x + 1)
+    assert b.build().op_count == 2
+    with pytest.raises(fusejit.UserError, match="already built"):
+        b.output("w", x)
+    with pytest.raises(fusejit.UserError, match="already built"):
+        x * 2
