@@ -4,6 +4,7 @@
 // (graph, options, files); 3 an internal error (a fusejit bug).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cerrno>
@@ -290,6 +291,21 @@ struct Common {
                   "allow value-changing rewrites, FMA contraction and f32 intermediates (default: strict, bitwise)");
   }
   fj::Graph load() const { return fj::Graph::load(graph, parse_dims(dims)); }
+  // As load(), with the dims that `--input` files give (fj::input_file_dims) where no --dim sets
+  // them, as a Program call takes dims from its tensors.
+  fj::Graph load(const std::vector<std::pair<std::string, std::string>>& input_files) const {
+    fj::DimValues given = parse_dims(dims);
+    fj::Graph g = fj::Graph::load(graph, given);
+    const fj::DimValues now = g.dims();
+    bool changed = false;
+    for (const auto& [name, size] : fj::input_file_dims(g, input_files)) {
+      auto set = [&](const auto& d) { return d.first == name; };
+      if (std::any_of(given.begin(), given.end(), set)) continue;
+      changed |= std::find_if(now.begin(), now.end(), set)->second != size;
+      given.emplace_back(name, size);
+    }
+    return changed ? fj::Graph::load(graph, given) : g;
+  }
 };
 
 // ---- subcommands --------------------------------------------------------------------------------
@@ -308,13 +324,16 @@ struct RunCommand {
     cmd = app.add_subcommand("run", "run a graph fused and unfused, time, check and report");
     common.define(cmd);
     cmd->add_option("--param", params, "set a param, NAME=VALUE (repeatable)");
-    cmd->add_option("--input", inputs, "read an input from a NumPy .npy file, NAME=FILE (repeatable)");
+    cmd->add_option("--input", inputs,
+                    "read an input from a NumPy .npy file, NAME=FILE (repeatable); the dims of its shape follow the "
+                    "file unless --dim sets them");
     cmd->add_option("--range", ranges, "random range of an input, NAME=LO:HI (repeatable; overrides the graph's `range`)");
     cmd->add_option("--seed", seed, "seed of the deterministic random inputs (0 to 2^64-1)")
         ->default_val(0)->check(kNonNegative);
     cmd->add_flag("--special", special,
                   "mix hard cases into random inputs: NaN, +-inf, -0.0, subnormals, extremes (docs/ops.md)");
-    cmd->add_option("--save-dir", save_dir, "write each output as DIR/<name>.npy");
+    cmd->add_option("--save-dir", save_dir,
+                    "write each output as DIR/<name>.npy (bf16 as f32 holding the same values; docs/ops.md)");
     cmd->add_option("--dump-dir", dump_dir, "write every kernel's .cu (and .cubin/.ptx) with an index.json");
     cmd->add_option("--arch", arch, "target architecture: sm_XY (CUBIN) or compute_XY (PTX); default: the GPU's");
     cmd->add_option("--nvrtc-option", nvrtc,
@@ -383,7 +402,7 @@ struct RunCommand {
   int exec() const {
     fj::RunOptions ro = run_options();
     const WarningLog log;  // the library's warnings go to stderr and, with --json, into the report
-    fj::RunReport rep = fj::run_graph(common.load(), ro);
+    fj::RunReport rep = fj::run_graph(common.load(ro.input_files), ro);
     if (json) log.append_to(rep.warnings);
     std::fputs((json ? rep.to_json() + "\n" : rep.to_text()).c_str(), stdout);
     return rep.ok() ? 0 : 1;

@@ -320,6 +320,12 @@ Tensor read_npy(const std::string& path, std::optional<DType> expect) {
   return read_npy_data(h);
 }
 
+std::vector<int64_t> read_npy_shape(const std::string& path, std::optional<DType> expect) {
+  NpyHeader h;
+  read_npy_header(path, expect, h);
+  return h.shape;
+}
+
 namespace {
 std::string fmt_g17(float v) {
   char b[40];

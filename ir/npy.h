@@ -37,6 +37,10 @@ void write_npy(const std::string& path, const Tensor& t, Bf16Npy bf16 = Bf16Npy:
 // data that is shorter or longer than the shape requires.
 Tensor read_npy(const std::string& path, std::optional<DType> expect = std::nullopt);
 
+// The shape in the header of a .npy file, checked as read_npy(path, expect) checks it (FileError
+// likewise); no data is read.
+std::vector<int64_t> read_npy_shape(const std::string& path, std::optional<DType> expect = std::nullopt);
+
 // Reads an input tensor for graph input `name`, which must have exactly `dtype` and `shape`,
 // checked from the header before any data is read; otherwise FileError (file() = path) "input
 // 'x': the file has f16[8, 4096], expected f32[8, 4096]". For a bf16 input

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "ir/builder.h"
 #include "ir/npy.h"
 #include "ir/plan.h"
@@ -60,9 +62,12 @@ ir::Tensor make_input(const ir::Graph& g, size_t k, const RunOptions& ro) {
     std::string dims;
     for (const ir::Dim& d : n.shape)
       if (d.sym >= 0) dims += (dims.empty() ? "" : ", ") + g.dims[static_cast<size_t>(d.sym)].name;
-    return ir::read_npy_input(file->second, n.name, n.dtype, shape,
-                              dims.empty() ? "" : "(the graph's dims " + dims + " can be set to match with " +
-                                                      option_name(OptionField::Dims, ro.options.message_style) + ")");
+    // `fusejit run` takes dims from the files (fusejit::input_file_dims) unless --dim sets them.
+    const std::string hint = ro.options.message_style == MessageStyle::CommandLine
+                                 ? "(--dim sets the graph's dims " + dims + "; without it they follow the file)"
+                                 : "(the graph's dims " + dims + " can be set to match with " +
+                                       option_name(OptionField::Dims, ro.options.message_style) + ")";
+    return ir::read_npy_input(file->second, n.name, n.dtype, shape, dims.empty() ? "" : hint);
   }
   ir::FillSpec spec;
   auto range = std::find_if(ro.input_ranges.rbegin(), ro.input_ranges.rend(), [&](const auto& p) { return p.first == n.name; });
@@ -382,6 +387,34 @@ void save_outputs(const ir::Graph& g, const RunReport& rep, const std::vector<Ho
 }
 
 }  // namespace
+
+DimValues input_file_dims(const Graph& graph, const std::vector<std::pair<std::string, std::string>>& input_files) {
+  const ir::Graph& g = graph.impl().graph;
+  return translate_errors([&] {
+    DimValues out;
+    std::vector<std::string> by(g.dims.size());  // per dim: "file (input 'x', axis 0)" that bound it
+    std::vector<int64_t> size(g.dims.size(), -1);
+    for (const auto& [name, file] : input_files) {
+      auto it = std::find_if(g.inputs.begin(), g.inputs.end(), [&](ir::NodeId id) { return g.node(id).name == name; });
+      if (it == g.inputs.end()) continue;  // run_graph names it
+      const ir::Shape& shape = g.node(*it).shape;
+      const std::vector<int64_t> have = ir::read_npy_shape(file, g.node(*it).dtype);  // bf16 as '<u2' bits too
+      if (have.size() != shape.size()) continue;  // run_graph's read reports it
+      for (size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d].sym < 0) continue;
+        const auto s = static_cast<size_t>(shape[d].sym);
+        const std::string here = fmt::format("{} (input '{}', axis {})", file, name, d);
+        if (size[s] >= 0 && size[s] != have[d])
+          throw ir::UserError(fmt::format("dim {}: {} has size {} but {} has size {}", g.dims[s].name, by[s], size[s],
+                                          here, have[d]));
+        if (size[s] < 0) out.emplace_back(g.dims[s].name, have[d]);
+        size[s] = have[d];
+        by[s] = here;
+      }
+    }
+    return out;
+  }, g.file, graph.impl().source);
+}
 
 RunReport run_graph(const Graph& graph, const RunOptions& ro) {
   const ir::Graph& g = graph.impl().graph;

@@ -412,3 +412,29 @@ TEST_CASE("--no-row-cache: every pass reads memory, the outputs are the same bit
   CHECK(plan.code == 2);
   CHECK(plan.out.find("--row-split: must be at most 9223372036854775807") != std::string::npos);
 }
+
+TEST_CASE("run --input: the dims of an input's shape follow its .npy file unless --dim sets them") {
+  fs::path dir = scratch("input-dims");
+  std::ofstream(dir / "g.txt") << "dim N = 4096\ndim C = 8\ninput x : f32[N, C]\ninput b : f32[C]\n"
+                                  "y = softmax(x, -1) + b\noutput y\n";
+  fusejit::ir::Tensor x(fusejit::ir::DType::F32, {3, 5}), b5(fusejit::ir::DType::F32, {5}), b6(fusejit::ir::DType::F32, {6});
+  fusejit::ir::write_npy((dir / "x.npy").string(), x);
+  fusejit::ir::write_npy((dir / "b5.npy").string(), b5);
+  fusejit::ir::write_npy((dir / "b6.npy").string(), b6);
+  const std::string base = "run " + (dir / "g.txt").string() + " --backend cpu --repeats 1 --input x=" + (dir / "x.npy").string();
+  Result r = run(base);
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("x f32[N=3, C=5]") != std::string::npos);
+  r = run(base + " --input b=" + (dir / "b5.npy").string());
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  // Two files that disagree on a dim: both named.
+  r = run(base + " --input b=" + (dir / "b6.npy").string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("dim C: " + (dir / "x.npy").string() + " (input 'x', axis 1) has size 5 but " +
+                   (dir / "b6.npy").string() + " (input 'b', axis 0) has size 6") != std::string::npos);
+  // --dim wins over the file, and the file is then refused.
+  r = run(base + " --dim N=7");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("the file has f32[3, 5], expected f32[7, 5] (--dim sets the graph's dims N, C; without it they "
+                   "follow the file)") != std::string::npos);
+}

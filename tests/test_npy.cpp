@@ -303,3 +303,32 @@ TEST_CASE("an .npy input's error names the .npy file, not the graph file") {
     CHECK(e.diagnostic() == p + ": error: input 'x': the file has f64[3], expected f32[4]\n");
   }
 }
+
+TEST_CASE("input_file_dims: the dims the files' shapes give, conflicts named, other names left to run_graph") {
+  const std::string x = tmp("dims_x.npy"), w = tmp("dims_w.npy"), w3 = tmp("dims_w3.npy"), r1 = tmp("dims_rank1.npy");
+  write_npy(x, Tensor(DType::F32, {2, 3, 5}));
+  write_npy(w, Tensor(DType::F32, {5}));
+  write_npy(w3, Tensor(DType::F32, {3}));
+  write_npy(r1, Tensor(DType::F32, {7}));
+  const std::string bits = tmp("dims_bits.npy");  // a bf16 input's raw bits, as '<u2'
+  write_npy(bits, Tensor(DType::BF16, {4}), Bf16Npy::Bits);
+  CHECK(fusejit::input_file_dims(fusejit::Graph::parse("dim N = 1\ninput h : bf16[N]\ny = h + 1\noutput y\n"),
+                                 {{"h", bits}}) == fusejit::DimValues{{"N", 4}});
+  fusejit::Graph g = fusejit::Graph::parse(
+      "dim B = 1\ndim T = 1\ndim C = 1\ninput x : f32[B, T, C]\ninput w : f32[C]\ny = x * w\noutput y\n", "t.txt");
+  using DV = fusejit::DimValues;
+  CHECK(fusejit::input_file_dims(g, {{"x", x}}) == DV{{"B", 2}, {"T", 3}, {"C", 5}});
+  CHECK(fusejit::input_file_dims(g, {{"w", w}, {"x", x}}) == DV{{"C", 5}, {"B", 2}, {"T", 3}});
+  CHECK(fusejit::input_file_dims(g, {{"x", r1}, {"nope", x}}).empty());  // run_graph reports these
+  CHECK_THROWS_WITH_AS(fusejit::input_file_dims(g, {{"x", x}, {"w", w3}}),
+                       ("dim C: " + x + " (input 'x', axis 2) has size 5 but " + w3 + " (input 'w', axis 0) has size 3")
+                           .c_str(),
+                       fusejit::Error);
+  try {
+    fusejit::input_file_dims(g, {{"w", tmp("dims_missing.npy")}});
+    FAIL("no error");
+  } catch (const fusejit::Error& e) {
+    CHECK(e.kind() == fusejit::ErrorKind::User);
+    CHECK(e.file() == tmp("dims_missing.npy"));
+  }
+}

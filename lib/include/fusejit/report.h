@@ -95,6 +95,14 @@ struct RunReport {
   std::string to_json() const;   ///< the same as JSON
 };
 
+/// The dim values that the .npy files of `input_files` (input name -> file, as RunOptions) give:
+/// each named dim in the shape of an input read from a file takes the file's size on that axis, as
+/// a Program call takes dims from its tensors (`fusejit run --input` without a `--dim` for them).
+/// Only headers are read; a file of another rank than its input, or for a name that is no input,
+/// gives nothing (run_graph reports it). Throws Error(User) naming both files when two files give
+/// one dim different sizes, and for an unreadable file or header (naming the file).
+DimValues input_file_dims(const Graph& graph, const std::vector<std::pair<std::string, std::string>>& input_files);
+
 /// Compiles the graph, runs it fused and unfused on the chosen backend, times both and checks
 /// both against the reference evaluator. Throws Error on bad options, unreadable/mismatched
 /// input files (naming the input, expected and found), compile or driver failures; a failed
