@@ -260,7 +260,11 @@ void Lexer::unexpected(char c, size_t at, Loc loc) const {
     throw UserError("unexpected character '" + std::string(text_.substr(at, n)) + "'", loc);
   }
   if (uc < 0x20 || uc == 0x7F) throw UserError("unexpected control byte " + hex_byte(uc), loc);
-  throw UserError(std::string("unexpected character '") + c + "'", loc);
+  // What PyTorch or NumPy code would have here.
+  const char* hint = c == '.'   ? ": graph text has no methods or attributes (write sum(x, 0), not x.sum(0))"
+                     : c == '@' ? ": fusejit has no matrix product (it fuses elementwise ops and reductions)"
+                                : "";
+  throw UserError(std::string("unexpected character '") + c + "'" + hint, loc);
 }
 
 }  // namespace fusejit::ir

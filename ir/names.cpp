@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "ir/op.h"
@@ -117,6 +118,19 @@ std::string unknown_op_message(std::string_view name) {
     return "unknown op " + quoted(name) + ": for a reduction write a" + std::string(name) + " (torch.a" +
            std::string(name) + "), for an elementwise one " + std::string(name) + "imum (NaN-propagating, torch." +
            std::string(name) + "imum) or f" + std::string(name);
+  // Names from PyTorch and NumPy that fusejit spells otherwise or builds from other ops.
+  static constexpr std::pair<std::string_view, std::string_view> kForeign[] = {
+      {"square", "write x * x (or pow(x, 2))"},
+      {"layer_norm", "LayerNorm is two means and an rsqrt: see samples/graphs/layernorm.txt"},
+      {"rms_norm", "RMSNorm is mean and rsqrt: see samples/graphs/rmsnorm.txt"},
+      {"clip", "write clamp(x, lo, hi)"},
+      {"remainder", "write mod(x, y) (Python's %, torch.remainder)"},
+      {"swish", "write silu(x)"},
+      {"argmax", "fusejit's reductions are sum, mean, prod, amax, amin (and var, std, softmax, log_softmax, logsumexp)"},
+      {"argmin", "fusejit's reductions are sum, mean, prod, amax, amin (and var, std, softmax, log_softmax, logsumexp)"},
+  };
+  for (const auto& [foreign, hint] : kForeign)
+    if (name == foreign) return "unknown op " + quoted(name) + ": " + std::string(hint);
   return "unknown op " + quoted(name) + did_you_mean(name, names);
 }
 
