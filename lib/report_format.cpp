@@ -53,14 +53,16 @@ std::string compile_text(const PathReport& p) {
 }
 
 // The table of the two paths (and the copy baseline), then a note per path that launches more
-// kernels than it has.
-std::string path_table(const PathReport& fused, const PathReport& unfused, double copy_gbps) {
+// kernels than it has. On the CPU path bytes per second say nothing about memory traffic (one core
+// computes), so the GB/s column shows "-".
+std::string path_table(const PathReport& fused, const PathReport& unfused, double copy_gbps, bool cpu) {
   std::string s = fmt::format("  {:<8} {:>7} {:>11} {:>12} {:>9} {:>7}   {}\n", "path", "kernels", "time (ms)",
                               "bytes moved", "GB/s", "% copy", "compile");
   for (const PathReport* p : {&fused, &unfused}) {
     std::string pct = copy_gbps > 0 ? fmt::format("{:.1f}%", p->pct_of_copy) : std::string("-");
-    s += fmt::format("  {:<8} {:>7} {:>11.4f} {:>12} {:>9.1f} {:>7}   {}\n", p->name, p->kernels, p->time_ms,
-                     ir::format_bytes(p->bytes), p->gbps, pct, compile_text(*p));
+    const std::string gbps = cpu ? std::string("-") : fmt::format("{:.1f}", p->gbps);
+    s += fmt::format("  {:<8} {:>7} {:>11.4f} {:>12} {:>9} {:>7}   {}\n", p->name, p->kernels, p->time_ms,
+                     ir::format_bytes(p->bytes), gbps, pct, compile_text(*p));
   }
   if (copy_gbps > 0) s += fmt::format("  {:<8} {:>7} {:>11} {:>12} {:>9.1f} {:>7}\n", "copy", "", "", "", copy_gbps, "100%");
   for (const PathReport* p : {&fused, &unfused})
@@ -107,9 +109,9 @@ std::string RunReport::to_text() const {
   s += fmt::format("  run       {} ({})\n", run_args, from);
   s += fmt::format("  {}\n", rewrites);
   s += fmt::format("  plan      {}\n\n", plan);
-  s += path_table(fused, unfused, copy_gbps);
-  s += fmt::format("  speedup   {} measured (fused over unfused), {} predicted from bytes moved\n", fmt_ratio(speedup),
-                   fmt_ratio(predicted_ratio));
+  s += path_table(fused, unfused, copy_gbps, backend == "cpu");
+  s += fmt::format("  speedup   {} measured{} (fused over unfused), {} predicted from bytes moved\n", fmt_ratio(speedup),
+                   backend == "cpu" ? " on the host CPU" : "", fmt_ratio(predicted_ratio));
   if (backend == "cpu")
     s += "  note      host CPU times measure one core's arithmetic, not GPU memory traffic; on a GPU the\n"
          "            speedup of memory-bound kernels approaches the predicted ratio (docs/report-example.md)\n";
