@@ -445,7 +445,17 @@ RunReport run_graph(const Graph& graph, const RunOptions& ro) {
       rep.warnings.push_back("the working set fits in L2 even with buffer rotation: times flatter DRAM bandwidth");
 
     if (ro.check) add_checks(rep, g, prog, inputs, params, fused, unfused);
-    for (size_t k = 0; k < g.outputs.size(); ++k) rep.stats.push_back(stats_of(rep.outputs[k], fused.outputs[k]));
+    for (size_t k = 0; k < g.outputs.size(); ++k) {
+      rep.stats.push_back(stats_of(rep.outputs[k], fused.outputs[k]));
+      // A reduction over rows that --special seeded with NaN is mostly NaN: its check then
+      // compares NaNs, mostly.
+      const OutputStats& st = rep.stats.back();
+      if (ro.special_values && st.nan_count > 0 && st.nan_count >= st.info.elements() / 2)
+        rep.warnings.push_back(fmt::format("output '{}' is NaN in {} of {} elements (the special-value inputs, "
+                                           "--special, put NaNs in most rows a reduction reads), so its checks compare "
+                                           "NaNs mostly: run without special values to check its values too",
+                                           st.info.name, st.nan_count, st.info.elements()));
+    }
     if (!ro.save_dir.empty()) save_outputs(g, rep, fused.outputs, ro);
     return rep;
   }, g.file, graph.impl().source);

@@ -438,3 +438,12 @@ TEST_CASE("run --input: the dims of an input's shape follow its .npy file unless
   CHECK(r.out.find("the file has f32[3, 5], expected f32[7, 5] (--dim sets the graph's dims N, C; without it they "
                    "follow the file)") != std::string::npos);
 }
+
+TEST_CASE("run --special: an output that is mostly NaN is named, so its 'identical values' is read for what it is") {
+  Result r = run("run " + sample("rmsnorm.txt") + " --backend cpu --repeats 1 --dim T=4 --dim D=64 --special");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("warning: output 'y' is NaN in ") != std::string::npos);
+  r = run("run " + sample("rmsnorm.txt") + " --backend cpu --repeats 1 --dim T=4 --dim D=64");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("is NaN in") == std::string::npos);
+}
