@@ -175,9 +175,16 @@ void GraphBuilder::output(const std::string& name, const Value& v) {
       if (n.op == ir::Op::Input || n.op == ir::Op::Param)
         throw ir::UserError("output '" + name + "' names " + (n.op == ir::Op::Input ? "input" : "param") + " '" +
                             n.name + "'; an output must be computed by the graph");
-      // An output named like its value needs no new name; any other name is a new binding (the
-      // printed text says `name = value`).
-      if (n.name.empty() || n.name != name) impl_->define(name, ir::NameKind::Value, [] { return 0; });
+      // An unnamed value takes the output's name (text: `name = <expr>`, then `output name`); a
+      // value named otherwise gets `name` as a new binding (the printed text says `name = value`).
+      if (n.name.empty()) {
+        impl_->define(name, ir::NameKind::Value, [&] {
+          impl_->b.set_node_name(o.node, name);
+          return 0;
+        });
+      } else if (n.name != name) {
+        impl_->define(name, ir::NameKind::Value, [] { return 0; });
+      }
     }
     impl_->b.add_output(name, o);
     impl_->outputs.insert(name);

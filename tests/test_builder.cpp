@@ -61,6 +61,18 @@ TEST_CASE("a GraphBuilder and its values after build() throw Error(User), never 
   CHECK(g.to_text() == "graph g\ndim N = 4\ninput x : f32[N]\ny = x * 2.0\noutput y\n");
 }
 
+TEST_CASE("an output names an unnamed value; a named value keeps its name") {
+  fj::GraphBuilder b("g");
+  fj::Value x = b.input("x", fj::DType::F32, {4});
+  fj::Value t = x * 3;
+  b.output("z", t);
+  b.output("w", t);  // already named z: w is a new binding
+  fj::Value u = x + 1;
+  b.name(u, "u");
+  b.output("v", u);
+  CHECK(b.build().to_text() == "graph g\ninput x : f32[4]\nz = x * 3.0\nu = x + 1.0\nw = z\nv = u\noutput z, w, v\n");
+}
+
 TEST_CASE("GraphBuilder::info: a value's dtype and shape while building") {
   fj::GraphBuilder b("g");
   fj::DimRef n = b.dim("N", 5);

@@ -5,6 +5,9 @@
     prog = fusejit.compile(g)
     outs = prog(x=np.arange(4, dtype=np.float32))     # {"y": array([...], dtype=float32)}
 
+Graphs also come from code: ``b = fusejit.GraphBuilder(); x = b.input("x", "f32", [b.dim("N", 4)]);
+b.output("y", b.op("tanh", x) * 2); g = b.build()`` (Python operators on its values build ops).
+
 A thin layer over the C++ library (docs/api.md); this module binds arguments, allocates outputs
 like the inputs and finds the caller's stream. Guide: docs/python.md.
 """

@@ -32,7 +32,7 @@ def build_rmsnorm() -> fusejit.Graph:
     eps = b.param("eps", "f32", 1e-6)
     xf = b.name(b.cast(x, "f32"), "xf")
     ms = b.name(b.reduce("mean", xf * xf, -1, keepdim=True), "ms")
-    b.output("y", b.name(b.cast(xf * b.op("rsqrt", ms + eps), "bf16") * w, "y"))
+    b.output("y", b.cast(xf * b.op("rsqrt", ms + eps), "bf16") * w)  # an unnamed value takes the output's name
     return b.build()
 
 

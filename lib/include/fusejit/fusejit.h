@@ -275,8 +275,8 @@ class GraphBuilder {
   /// when unnamed; `dim_names` name the dims its shape follows). Throws Error(User) for a literal
   /// (its dtype is fixed only by the op it meets) or a value of another builder.
   TensorInfo info(const Value& v);
-  /// `output NAME`: marks a value as a graph output named `name` (a new name unless it is the
-  /// value's own). Throws Error(User) if it is an input or param (an output must be computed by
+  /// `output NAME`: marks a value as a graph output named `name`; an unnamed value takes that
+  /// name (as `NAME = expr` then `output NAME` in text), a value named otherwise keeps its name. Throws Error(User) if it is an input or param (an output must be computed by
   /// the graph), or the name is listed twice or in use.
   void output(const std::string& name, const Value& v);
   /// Verifies and returns the graph; the builder is then empty. Throws Error(User) (e.g. no output).
