@@ -298,11 +298,11 @@ struct Common {
     fj::Graph g = fj::Graph::load(graph, given);
     const fj::DimValues now = g.dims();
     bool changed = false;
-    for (const auto& [name, size] : fj::input_file_dims(g, input_files)) {
-      auto set = [&](const auto& d) { return d.first == name; };
+    for (const auto& dim : fj::input_file_dims(g, input_files)) {
+      auto set = [&](const auto& d) { return d.first == dim.first; };
       if (std::any_of(given.begin(), given.end(), set)) continue;
-      changed |= std::find_if(now.begin(), now.end(), set)->second != size;
-      given.emplace_back(name, size);
+      changed |= std::find_if(now.begin(), now.end(), set)->second != dim.second;
+      given.push_back(dim);
     }
     return changed ? fj::Graph::load(graph, given) : g;
   }

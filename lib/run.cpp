@@ -394,7 +394,9 @@ DimValues input_file_dims(const Graph& graph, const std::vector<std::pair<std::s
     DimValues out;
     std::vector<std::string> by(g.dims.size());  // per dim: "file (input 'x', axis 0)" that bound it
     std::vector<int64_t> size(g.dims.size(), -1);
-    for (const auto& [name, file] : input_files) {
+    for (const auto& input_file : input_files) {
+      const std::string& name = input_file.first;
+      const std::string& file = input_file.second;
       auto it = std::find_if(g.inputs.begin(), g.inputs.end(), [&](ir::NodeId id) { return g.node(id).name == name; });
       if (it == g.inputs.end()) continue;  // run_graph names it
       const ir::Shape& shape = g.node(*it).shape;
