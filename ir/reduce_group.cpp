@@ -62,6 +62,13 @@ struct Analyzer {
     }
   }
 
+  // Whether every reduced axis of the iteration space is a literal 1.
+  bool literal_rows() const {
+    for (size_t d = 0; d < grp.iter_shape.size(); ++d)
+      if ((grp.reduce_mask >> d & 1) && (grp.iter_shape[d].size != 1 || grp.iter_shape[d].sym >= 0)) return false;
+    return true;
+  }
+
   // A node reading at least one row value: a row value itself when its shape is per row, else an
   // element value reading its row's values (the epilogue), which must then be in keepdim form.
   void reads_row(NodeId id) {
@@ -74,9 +81,16 @@ struct Analyzer {
           fail(id, "reads a row value of the reduced shape (no keepdim), which broadcasts by NumPy's right alignment, "
                    "not per row");
     };
-    if (same_sizes(nd.shape, x)) {  // an element value (also when the reduced dims are 1s: [N, 1])
+    // By the shape's structure first: a literal 1 on every reduced axis is per row whatever the
+    // dims are (at C = 1 the row [N, 1] also has the sizes of the iteration space [N, C]), unless
+    // the iteration space's own reduced axes are literal 1s (rows of one element, at any dims).
+    const bool keepdim_row = is_keepdim_row_shape(nd.shape, x, grp.reduce_mask);
+    if (keepdim_row && !literal_rows()) {
       keepdim_rows_only();
-    } else if (is_keepdim_row_shape(nd.shape, x, grp.reduce_mask)) {
+      info.row.insert(id);
+    } else if (same_sizes(nd.shape, x)) {  // an element value
+      keepdim_rows_only();
+    } else if (keepdim_row) {
       keepdim_rows_only();
       info.row.insert(id);
     } else if (same_sizes(nd.shape, r)) {

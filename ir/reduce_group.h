@@ -59,6 +59,8 @@ struct ReduceGroupInfo {
   // node (or input) it names.
   std::string problem;
   NodeId problem_node = kNoNode;
+  // The same analysis: what a kernel generated from one computes is what the other needs.
+  bool operator==(const ReduceGroupInfo&) const = default;
 };
 
 // The most reductions one pass computes together: a lane then takes at most 32 bytes (4 x 8), so

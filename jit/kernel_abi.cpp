@@ -114,15 +114,18 @@ KernelLayout compute_layout(const ir::Graph& g, const ir::FusionGroup& group) {
   const ir::Shape iter = current_iter_shape(g, group);
   KernelLayout l = compute_layout(shapes, iter);
   const bool reduces = reduction_operand(g, group) != ir::kNoNode;
+  ir::ReduceGroupInfo info;
   if (reduces) {
+    info = ir::analyze_reduce_group(g, group);
     l.reduce_mask = group.reduce_mask;
     // Rows are counted too: a reduction over a zero-size axis still writes every row.
     l.index64 = l.index64 || needs_index64(ir::num_elements(ir::reduced_shape(iter, group.reduce_mask, false)));
   }
   for (ir::NodeId o : group.outputs) {
     const ir::Shape& os = g.node(o).shape;
-    // A reduction kernel's output without the iteration shape is a row output (ir/reduce_group.h).
-    const bool row = reduces && !ir::same_sizes(os, iter);
+    // A reduction kernel's row values are its row outputs (ir/reduce_group.h), also where their
+    // sizes are the iteration space's (a reduced dim of 1 at these dims).
+    const bool row = reduces && info.row.count(o);
     const bool dropped = row && os.size() != iter.size();  // the reduced shape without keepdim
     std::vector<int> dims;
     for (int d : l.iter_dims) {

@@ -109,12 +109,16 @@ bool broadcasts_to(const ir::Shape& s, const ir::Shape& iter) {
   return true;
 }
 
-// Whether the grouping of `grp` holds at the current shapes of `g`.
-bool group_holds(const ir::Graph& g, const ir::FusionGroup& grp, const ir::Shape& iter) {
+// Whether the grouping of `grp` holds at the current shapes of `g`. A reduction kernel also needs
+// the analysis it was generated from (`planned`: the graph at the plan's dims, if other): which
+// values are per row and which per element follows from sizes (at C = 1 a keepdim row [N, 1] has
+// the iteration shape [N, C]; at N = 0 a [1] result is no longer one element of [N]).
+bool group_holds(const ir::Graph& g, const ir::Graph* planned, const ir::FusionGroup& grp, const ir::Shape& iter) {
   if (reduction_operand(g, grp) != ir::kNoNode) {  // the reduction kernel's own rules, at these sizes
     ir::FusionGroup now = grp;
     now.iter_shape = iter;
-    return ir::analyze_reduce_group(g, now).problem.empty();
+    const ir::ReduceGroupInfo info = ir::analyze_reduce_group(g, now);
+    return info.problem.empty() && (!planned || info == ir::analyze_reduce_group(*planned, grp));
   }
   const std::vector<int64_t> iter_sizes = sizes_of(iter);
   for (ir::NodeId id : grp.outputs)
@@ -141,10 +145,10 @@ void set_row_cache(const LaunchRules& rules, int64_t row_len, GroupLaunch& out) 
 }
 
 // The launch of one group, or false when the plan's grouping does not hold for these shapes.
-bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, const KernelProvider& kernels,
-                  const LaunchRules& rules, GroupLaunch& out) {
+bool group_launch(const ir::Graph& g, const ir::Graph* planned, const ir::FusionGroup& grp, size_t gi,
+                  const KernelProvider& kernels, const LaunchRules& rules, GroupLaunch& out) {
   const ir::Shape iter = current_iter_shape(g, grp);
-  if (!group_holds(g, grp, iter)) return false;
+  if (!group_holds(g, planned, grp, iter)) return false;
   std::vector<ir::Shape> in_shapes;
   for (ir::NodeId id : grp.inputs) in_shapes.push_back(g.node(id).shape);
   out.n = ir::num_elements(iter);
@@ -179,7 +183,7 @@ bool group_launch(const ir::Graph& g, const ir::FusionGroup& grp, size_t gi, con
 
 std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g, const ir::Plan& plan,
                                                      const PlanBindings& bindings, const KernelProvider& kernels,
-                                                     const LaunchRules& rules) {
+                                                     const LaunchRules& rules, const ir::Graph* planned) {
   auto st = std::make_shared<LaunchState>();
   for (const ir::DimDecl& d : g.dims) st->dims.push_back(d.value);
   for (ir::NodeId id : g.inputs) st->input_shapes.push_back(sizes_of(g.node(id).shape));
@@ -196,7 +200,7 @@ std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g, const i
   }
   st->groups.resize(plan.groups.size());
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
-    if (!group_launch(g, plan.groups[gi], gi, kernels, rules, st->groups[gi])) return nullptr;
+    if (!group_launch(g, planned, plan.groups[gi], gi, kernels, rules, st->groups[gi])) return nullptr;
     st->wide = st->wide || st->groups[gi].variant == 1;
   }
   return st;

@@ -117,13 +117,16 @@ using LaunchRules = ir::SplitRules;
 // provider may compile it then. The kernels must outlive every LaunchState made from them.
 using KernelProvider = std::function<const GeneratedKernel&(int variant, size_t group)>;
 
-// Computes the launch state of `plan` (made over `g` at other dims) for `g_at_dims`, the same graph
-// rebound to new dim values (ir::rebind_dims). Returns nullptr when the plan does not hold there:
-// a group whose outputs no longer share one shape (a broadcast between two named dims now takes
-// another one), so the caller must plan again for these dims.
+// Computes the launch state of `plan` (made over `planned`, the same graph at the plan's dims; null
+// when that is `g_at_dims` itself) for `g_at_dims`, the graph rebound to new dim values
+// (ir::rebind_dims). Returns nullptr when the plan does not hold there, so the caller must plan
+// again for these dims: a group whose outputs no longer share one shape (a broadcast between two
+// named dims now takes another one), or a reduction group whose analysis (ir::ReduceGroupInfo:
+// which values are per row, which per element) differs from the one its kernel was generated from
+// (a reduced dim of 1, or a dim of 0, at one of the two).
 std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g_at_dims, const ir::Plan& plan,
                                                      const PlanBindings& bindings, const KernelProvider& kernels,
-                                                     const LaunchRules& rules = {});
+                                                     const LaunchRules& rules = {}, const ir::Graph* planned = nullptr);
 
 // Runs one kernel entry; implemented by the GPU (jit/gpu_runner.h) and CPU (jit/cpu_runner.h)
 // launchers.

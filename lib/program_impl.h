@@ -83,7 +83,8 @@ struct Program::Impl {
   mutable std::atomic<bool> unfused_ready{false};
 
   mutable std::mutex spec_mu;                  // guards specializations and spec_infos
-  mutable std::vector<std::pair<uint64_t, std::shared_ptr<const Impl>>> specializations;  // by size-1 dims mask
+  // By each dim's size class (0, 1, 2 for more).
+  mutable std::vector<std::pair<std::vector<uint8_t>, std::shared_ptr<const Impl>>> specializations;
   mutable std::vector<KernelInfo> spec_infos;
 
   explicit Impl(Graph g) : graph(g), rewritten(std::move(g)) {}

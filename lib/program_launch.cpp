@@ -48,12 +48,11 @@ bool rewrites_hold(const Impl& p, const ir::Graph& fused_at_dims, const DimValue
   return true;
 }
 
-// A Program compiled for the dims `dims` (and any other with the same dims at 1), for dim values
-// where this program's plan does not hold.
+// A Program compiled for the dims `dims` (and any other with the same dims at 0, at 1 and above),
+// for dim values where this program's plan does not hold.
 std::shared_ptr<const Impl> specialization(const Impl& p, const DimValues& dims) {
-  uint64_t mask = 0;
-  for (size_t k = 0; k < dims.size(); ++k)
-    if (dims[k].second == 1) mask |= uint64_t{1} << (k % 64);
+  std::vector<uint8_t> mask;  // per dim: 0, 1, or 2 for more (what a plan's analysis depends on)
+  for (const auto& d : dims) mask.push_back(static_cast<uint8_t>(std::min<int64_t>(d.second, 2)));
   {
     std::lock_guard lock(p.spec_mu);
     for (const auto& [m, s] : p.specializations)
@@ -70,8 +69,8 @@ std::shared_ptr<const Impl> specialization(const Impl& p, const DimValues& dims)
       if (e.kind() != ErrorKind::Compile) throw;
       std::string named;
       for (const auto& [name, v] : dims) named += (named.empty() ? "" : ", ") + name + " = " + std::to_string(v);
-      throw Error(ErrorKind::Compile, "the dims " + named + " need the graph planned and compiled again for their size-1 "
-                                      "dims (docs/api.md, \"What makes a new kernel\"): " + e.what());
+      throw Error(ErrorKind::Compile, "the dims " + named + " need the graph planned and compiled again for their dims "
+                                      "at 0 and 1 (docs/api.md, \"What makes a new kernel\"): " + e.what());
     }
   }();
   std::lock_guard lock(p.spec_mu);
@@ -95,7 +94,7 @@ Impl::DimsEntry make_entry(const Impl& p, const Impl::Path& path, std::span<cons
     e.state = jit::make_launch_state(
         g, path.plan, *path.bindings,
         [&](int v, size_t gi) -> const jit::GeneratedKernel& { return p.variant(path, v).kernels[gi]; },
-        split_rules(p.options));
+        split_rules(p.options), &p.graph_of(path.kind));
   if (!e.state) e.delegate = specialization(p, named);
   return e;
 }

@@ -12,9 +12,11 @@
 #include <functional>
 #include <fstream>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <fusejit/fusejit.h>
@@ -188,6 +190,64 @@ TEST_CASE("dims at launch: a plan that changes where two named dims meet is comp
   // One Program for the dims pattern S = 1, compiled once (S = 1 with T = 4, 6 and 2 share it).
   const std::vector<fj::KernelInfo> spec = p.specializations();
   CHECK(spec.size() == 2);  // its fused plan: one kernel per shape
+}
+
+TEST_CASE("dims at launch: a reduction compiled where a reduced dim is 1 or 0 runs other dims right, in bounds") {
+  // Which values are per row and which per element must not follow sizes that change at launch: at
+  // C = 1 the keepdim row [N, 1] has the iteration space's sizes; at N = 0 a [1] result is not one
+  // of N elements. Each program runs every other dims' tensors and must give the bits of the program
+  // compiled at those dims, writing exactly its outputs (guard elements around them stay poisoned).
+  const std::vector<std::string> bodies = {
+      "y = sum(x, -1, keepdim)\n", "y = softmax(x, -1)\n", "y = logsumexp(x, -1, keepdim)\nz = logsumexp(x, -1)\n",
+      "y = var(x, -1)\n", "y = x - mean(x, -1, keepdim)\nz = sum(x, -1, keepdim) * 2 + 1\n",
+      "y = sum(x, 0, keepdim)\n"};
+  const std::vector<std::pair<int64_t, int64_t>> dims = {{3, 1}, {1, 1}, {3, 0}, {2, 5}};
+  fj::Options o;
+  o.backend = fj::Backend::Cpu;
+  auto compile = [&](const std::string& body, std::pair<int64_t, int64_t> nc) -> std::optional<fj::Program> {
+    const std::string text = fmt::format("dim N = {}\ndim C = {}\ninput x : f32[N, C]\n{}output y{}\n", nc.first,
+                                         nc.second, body, body.find("z =") != std::string::npos ? ", z" : "");
+    try {
+      return fj::Program::compile(fj::Graph::parse(text), o);
+    } catch (const fj::Error& e) {  // softmax over C = 0: no identity for its max
+      CHECK(e.kind() == fj::ErrorKind::User);
+      return std::nullopt;
+    }
+  };
+  constexpr int64_t kGuard = 16;
+  for (const std::string& body : bodies) {
+    std::vector<std::optional<fj::Program>> progs;
+    for (const auto& nc : dims) progs.push_back(compile(body, nc));
+    for (size_t from = 0; from < dims.size(); ++from) {
+      if (!progs[from]) continue;
+      for (size_t at = 0; at < dims.size(); ++at) {
+        if (!progs[at]) continue;
+        CAPTURE(body);
+        CAPTURE(dims[from]);
+        CAPTURE(dims[at]);
+        const fj::HostTensor x = random_tensor(fj::DType::F32, {dims[at].first, dims[at].second}, 11);
+        for (const fj::PlanKind kind : {fj::PlanKind::Fused, fj::PlanKind::Unfused}) {
+          const std::vector<fj::HostTensor> want = progs[at]->run({x}, {}, kind);
+          std::vector<fj::HostTensor> guarded;
+          std::vector<fj::TensorRef> outs;
+          for (const fj::HostTensor& w : want) {
+            guarded.emplace_back(fj::DType::F32, std::vector<int64_t>{w.elements() + 2 * kGuard});
+            std::memset(guarded.back().data().data(), 0xA5, guarded.back().bytes());
+          }
+          for (size_t k = 0; k < want.size(); ++k) outs.push_back(view(guarded[k], kGuard, want[k].shape(), {}));
+          const fj::TensorRef in[1] = {x};
+          progs[from]->launch(in, outs, {}, nullptr, kind);
+          for (size_t k = 0; k < want.size(); ++k) {
+            const std::byte* g = guarded[k].data().data();
+            const size_t head = kGuard * 4, body_bytes = want[k].bytes();
+            for (size_t b = 0; b < head; ++b) REQUIRE(g[b] == std::byte{0xA5});
+            for (size_t b = 0; b < head; ++b) REQUIRE(g[head + body_bytes + b] == std::byte{0xA5});
+            REQUIRE(std::memcmp(g + head, want[k].data().data(), body_bytes) == 0);
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("the unfused plan is compiled on first use, and KernelInfo says so") {
