@@ -33,6 +33,15 @@ constexpr const char* kKernelPrelude = R"FJK(
 // N elements of T moved as aligned accesses of up to 16 bytes each (the widest the hardware has),
 // so the compiler emits ld.global.v4 / st.global.v4 style instructions; a 64-byte vector is four.
 // The alignment promised is min(16, sizeof(T) * N): what pack_args checks (16-byte pointers).
+// A bool input's byte, read as NumPy reads a bool array: any nonzero byte is true (a view of other
+// bytes as bool holds 2 or 255). Kernels write bools as 0 or 1.
+struct fj_bool_in {
+  unsigned char b;
+#ifdef FJ_DEVICE_CODE
+  __device__ __forceinline__
+#endif
+  operator bool() const { return b != 0; }
+};
 template <class T, int N>
 struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) fj_vec {
   T v[N];
@@ -261,6 +270,12 @@ int vector_width(const KernelGen& k) {
   return v;
 }
 
+// The element type an input pointer points to: its storage type, but fj_bool_in for bool (any
+// nonzero byte reads as true).
+const char* input_storage(KernelGen& k, ir::NodeId id) {
+  return k.dtype(id) == ir::DType::Bool ? "fj_bool_in" : k.storage(id);
+}
+
 // The parameters both entry points start with: pointers, params and n (jit/kernel_abi.h).
 KernelSignature common_signature(KernelGen& k) {
   KernelSignature sig;
@@ -269,7 +284,7 @@ KernelSignature common_signature(KernelGen& k) {
   // No __restrict__: an output may be the same buffer as an input (in place).
   for (size_t i = 0; i < grp.inputs.size(); ++i)
     sig.args.push_back({ArgKind::InputPtr, static_cast<int>(i), -1, -1, k.dtype(grp.inputs[i]), 8,
-                        "in_" + k.nm.v(grp.inputs[i]), fmt::format("const {}*", k.storage(grp.inputs[i]))});
+                        "in_" + k.nm.v(grp.inputs[i]), fmt::format("const {}*", input_storage(k, grp.inputs[i]))});
   for (size_t i = 0; i < grp.outputs.size(); ++i)
     sig.args.push_back({ArgKind::OutputPtr, static_cast<int>(i), -1, -1, k.dtype(grp.outputs[i]), 8,
                         "out_" + k.nm.v(grp.outputs[i]), fmt::format("{}*", k.storage(grp.outputs[i]))});
@@ -546,7 +561,7 @@ std::string vector_loop(KernelGen& k) {
   for (size_t i = 0; i < k.group.inputs.size(); ++i) {
     const ir::NodeId id = k.group.inputs[i];
     const std::string v = k.nm.v(id);
-    const char* st = k.storage(id);
+    const char* st = input_storage(k, id);
     if (k.layout.access[i] == InputAccess::Contiguous)
       kb += fmt::format("      const fj_vec<{0}, {1}> x_{2} = fj_vload<{0}, {1}>(in_{2} + i);\n", st, V, v);
     else if (k.inner_vec(i))

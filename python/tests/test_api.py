@@ -288,3 +288,22 @@ def test_row_cache_off_gives_the_same_bits(rng):
     assert g.plan(row_cache=False)["fused"]["groups"][0]["reread_bytes"] == 2 * x.nbytes
     with pytest.raises(TypeError, match="row_cache must be True or False"):
         fusejit.compile(g, backend="cpu", row_cache=0)
+
+
+def test_bool_inputs_read_any_nonzero_byte_as_true():
+    """A bool array viewed from other bytes (2, 255) reads as NumPy reads it: nonzero is true, on
+    every path (vector loads, strided views, fused and unfused)."""
+    raw = np.tile(np.array([2, 0, 1, 255, 0, 7, 1, 128], np.uint8), 33)
+    b = raw.view(np.bool_)
+    x = np.linspace(-3, 3, b.size, dtype=np.float32)
+    prog = fusejit.compile(fusejit.Graph.parse(
+        "dim N = 8\ninput b : bool[N]\ninput x : f32[N]\nc = sum(cast(b, i32))\nw = where(b, x, -x)\n"
+        "n = logical_not(b)\nf = cast(b, f32) + x\noutput c, w, n, f\n"), backend="cpu")
+    truth = raw != 0
+    for plan in ("fused", "unfused"):
+        for view_b, view_x, t in ((b, x, truth), (b[::3], x[::3], truth[::3])):
+            out = prog(b=view_b, x=view_x, plan=plan)
+            assert out["c"] == t.sum()
+            assert bits(out["w"]) == bits(np.where(t, view_x, -view_x))
+            assert bits(out["n"]) == bits(~t)
+            assert bits(out["f"]) == bits(t.astype(np.float32) + view_x)
