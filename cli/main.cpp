@@ -421,8 +421,9 @@ struct PlanCommand {
     cmd->add_option("--row-split", row_split, "plan reductions as `run --row-split N` runs them (0 = fusejit's rule)")
         ->default_val(0)->check(kNonNegative64);
     cmd->add_flag("--no-row-cache", no_row_cache, "plan reductions as `run --no-row-cache` runs them");
-    cmd->add_flag("--dot", dot, "print the plan as Graphviz DOT (one cluster per fusion group)");
-    cmd->add_flag("--json", json, "print the plan as JSON (on an error, a JSON error object: kind, message, file, line, col)");
+    CLI::Option* as_dot = cmd->add_flag("--dot", dot, "print the plan as Graphviz DOT (one cluster per fusion group)");
+    cmd->add_flag("--json", json, "print the plan as JSON (on an error, a JSON error object: kind, message, file, line, col)")
+        ->excludes(as_dot);
   }
   int exec() const {
     fj::Options o;

@@ -112,7 +112,8 @@ void check_literal_fits(const Literal& l, DType dtype, Loc loc) {
   if (is_float(dtype)) {
     const double v = l.cat == Category::Float ? l.f : static_cast<double>(l.i);
     if (std::isfinite(v) && std::isinf(literal_to_scalar(l, dtype).f))
-      throw UserError(what + " (it would overflow to inf); use a wider dtype such as f32", at);
+      throw UserError(what + " (it would overflow to inf); use a wider dtype such as " + (dtype == DType::F32 ? "f64" : "f32"),
+                      at);
     return;
   }
   int64_t lo = 0, hi = 0;

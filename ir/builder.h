@@ -116,6 +116,8 @@ class GraphBuilder {
   // a composite (ir/reduce.h, composite_names). softmax and log_softmax take exactly one axis and
   // no keepdim, logsumexp one axis; a correction is for mean (default 0), var and std (default 1).
   // Throws UserError at `loc` for other argument combinations and as the functions above.
+  // The largest correction (mean, var, std) the graph format reads.
+  static constexpr int64_t kMaxCorrection = int64_t{1} << 62;
   struct ReduceArgs {
     std::vector<int64_t> axes;          // as written (negative from the end); empty: every axis
     bool keepdim = false;

@@ -25,6 +25,14 @@ NodeId GraphBuilder::add_reduce(Op op, DType dtype, NodeId arg, ReduceAttr red, 
   return push(std::move(n));
 }
 
+namespace {
+// The parser's bound on a correction literal, so every built graph prints text that parses back.
+void check_correction(std::string_view what, int64_t correction, Loc loc) {
+  if (correction > GraphBuilder::kMaxCorrection)
+    throw UserError(fmt::format("{}: correction={} is out of range (it is at most 2^62)", what, correction), loc);
+}
+}  // namespace
+
 Operand GraphBuilder::reduce(Op op, const Operand& x, std::span<const int64_t> axes, bool keepdim, Loc loc,
                              int64_t correction) {
   const NodeId in = materialize(x, loc);
@@ -33,6 +41,7 @@ Operand GraphBuilder::reduce(Op op, const Operand& x, std::span<const int64_t> a
     throw UserError(fmt::format("{}: correction={} {}", op_name(op), correction,
                                 op == Op::Mean ? "is negative (it must be 0 or more)" : "applies only to mean, var and std"),
                     loc);
+  check_correction(op_name(op), correction, loc);
   const ReduceAttr red{reduce_axes_mask(axes, xn.shape.size(), loc), keepdim, correction};
   const DType from = xn.dtype;
   const DType ct = reduce_compute_dtype(op, from, loc);
@@ -131,6 +140,7 @@ Operand GraphBuilder::var(const Operand& x, std::span<const int64_t> axes, bool 
   const DType from = g_.node(in).dtype, ct = composite_dtype(g_.node(in), what, loc);
   if (correction < 0)
     throw UserError(fmt::format("{}: correction={} is negative (it must be 0 or more)", what, correction), loc);
+  check_correction(what, correction, loc);
   const Operand xc = from == ct ? Operand::of(in) : cast(Operand::of(in), ct, loc);
   // Two passes, as PyTorch's CUDA var: the mean, then the squared deviations from it.
   const Operand d[2] = {xc, reduce(Op::Mean, xc, axes, true, loc)};

@@ -599,7 +599,7 @@ class Parser {
     advance();  // `correction`
     expect(Tok::Assign, "'=' after `correction` (as in `correction=1`)");
     Token v = expect(Tok::Int, "a non-negative integer correction (as in `correction=1`)");
-    if (v.u > (uint64_t{1} << 62))
+    if (v.u > static_cast<uint64_t>(GraphBuilder::kMaxCorrection))
       throw UserError(fmt::format("correction {} is out of range (it is at most 2^62)", v.text), v.loc);
     return static_cast<int64_t>(v.u);
   }

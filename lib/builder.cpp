@@ -39,8 +39,9 @@ struct GraphBuilder::Impl {
 namespace {
 
 ir::Op op_by_name(std::string_view name) {
-  if (ir::is_composite_name(name))
-    throw ir::UserError("'" + std::string(name) + "' is a composite of reductions: use GraphBuilder::reduce");
+  if (ir::is_composite_name(name) || (ir::parse_op(name) && ir::is_reduction(*ir::parse_op(name))))
+    throw ir::UserError("'" + std::string(name) + "' is a reduction" + (ir::is_composite_name(name) ? " composite" : "") +
+                        ": build it with the builder's reduce(\"" + std::string(name) + "\", x, axes)");
   auto op = ir::parse_op(name);
   if (!op) throw ir::UserError(ir::unknown_op_message(name));
   if (*op == ir::Op::Cast) throw ir::UserError("op 'cast' takes a dtype: use GraphBuilder::cast");
@@ -114,7 +115,8 @@ Value GraphBuilder::reduce(std::string_view name, const Value& x, const std::vec
   return translate_errors([&] {
     if (!ir::is_reduce_name(name)) {
       const std::optional<ir::Op> op = ir::parse_op(name);
-      throw ir::UserError(op ? "op '" + std::string(name) + "' is no reduction: use GraphBuilder::op"
+      throw ir::UserError(op ? "op '" + std::string(name) + "' is no reduction: build it with the builder's op(\"" +
+                                   std::string(name) + "\", ...)"
                              : ir::unknown_op_message(name));
     }
     const ir::Operand in = x.is_literal() ? ir::Operand::of(to_ir_literal(x.lit_)) : ir::Operand::of(node_of(x));

@@ -81,14 +81,11 @@ Graph Graph::with_dims(const DimValues& dims) const {
       impl_->graph.file, impl_->source);
 }
 
-namespace {
-// An IR scalar of `dtype` as the public Scalar of its kind (integers exact).
 Scalar public_scalar(const ir::Scalar& v, ir::DType dtype) {
   if (ir::is_float(dtype)) return Scalar(v.f);
   if (dtype == ir::DType::Bool) return Scalar(v.i != 0);
   return Scalar(static_cast<int64_t>(v.i));
 }
-}  // namespace
 
 std::string Graph::name() const { return impl_->graph.name; }
 

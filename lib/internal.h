@@ -22,6 +22,8 @@ inline DType from_ir(ir::DType t) { return static_cast<DType>(t); }
 // A public Scalar as a weak literal of its kind, and converted to a dtype by the cast rules.
 ir::Literal to_ir_literal(const Scalar& s);
 ir::Scalar to_ir_scalar(const Scalar& s, ir::DType dtype);
+// An IR scalar of `dtype` as the public Scalar of its kind (integers exact).
+Scalar public_scalar(const ir::Scalar& v, ir::DType dtype);
 
 // Runs f, translating every internal exception into fusejit::Error. `file`/`source` give the
 // graph text for rendering located user errors.

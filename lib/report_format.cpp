@@ -34,6 +34,25 @@ std::string short_number(double v) {
   return fmt::format("{}", v);
 }
 
+// A param value: integers exact, bools as true/false, floats as short_number.
+std::string scalar_text(const Scalar& s) {
+  switch (s.kind) {
+    case Scalar::Kind::Bool: return s.i ? "true" : "false";
+    case Scalar::Kind::Int: return fmt::format("{}", s.i);
+    case Scalar::Kind::Float: break;
+  }
+  return short_number(s.f);
+}
+
+nlohmann::json scalar_json(const Scalar& s) {
+  switch (s.kind) {
+    case Scalar::Kind::Bool: return s.i != 0;
+    case Scalar::Kind::Int: return s.i;
+    case Scalar::Kind::Float: break;
+  }
+  return s.f;
+}
+
 // A statistic for the text report: 6 significant digits; NaN without a sign.
 std::string stat_text(double v) { return std::isnan(v) ? std::string("nan") : fmt::format("{:.6g}", v); }
 
@@ -102,7 +121,7 @@ std::string RunReport::to_text() const {
     s += fmt::format("  {}  {} ({})\n", k == 0 ? "outputs " : "        ", tensor_text(outputs[k]), ir::format_bytes(outputs[k].bytes()));
   s += fmt::format("  graph     {} ops, {} elements in the largest output\n", op_count, elements);
   std::string run_args = fmt::format("seed {}{}", seed, special_values ? ", special values" : "");
-  for (const auto& [n, v] : params) run_args += fmt::format(", {}={}", n, short_number(v));
+  for (const auto& [n, v] : params) run_args += fmt::format(", {}={}", n, scalar_text(v));
   const std::string from = file_inputs.empty() ? std::string("random inputs")
                            : fmt::format("{} from .npy files{}", fmt::join(file_inputs, ", "),
                                          file_inputs.size() < inputs.size() ? ", the rest random" : "");
@@ -149,7 +168,7 @@ std::string RunReport::to_json() const {
   j["dims"] = nlohmann::json::object();
   for (const auto& [n, v] : dims) j["dims"][n] = v;
   j["params"] = nlohmann::json::object();
-  for (const auto& [n, v] : params) j["params"][n] = v;
+  for (const auto& [n, v] : params) j["params"][n] = scalar_json(v);
   j["rewrites"] = rewrites;
   j["plan"] = plan;
   j["predicted_ratio"] = predicted_ratio;

@@ -344,8 +344,7 @@ RunReport describe(const Graph& graph, const RunOptions& ro, const std::vector<i
   rep.dims = graph.dims();
   rep.nvrtc_version = jit::nvrtc_version().str();
   for (size_t k = 0; k < params.size(); ++k)
-    rep.params.emplace_back(g.node(g.params[k].node).name,
-                            ir::is_float(params[k].dtype) ? params[k].f : static_cast<double>(params[k].i));
+    rep.params.emplace_back(g.node(g.params[k].node).name, public_scalar(params[k], params[k].dtype));
   return rep;
 }
 

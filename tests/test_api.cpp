@@ -229,8 +229,8 @@ TEST_CASE("params by name or by position, in run and in RunOptions") {
   fj::RunReport r = fj::run_graph(p.graph(), ro);
   CHECK(r.ok());
   REQUIRE(r.params.size() == 2);
-  CHECK(r.params[0] == std::pair<std::string, double>{"alpha", 3.0});
-  CHECK(r.params[1] == std::pair<std::string, double>{"beta", 1.0});
+  CHECK((r.params[0].first == "alpha" && r.params[0].second.kind == fj::Scalar::Kind::Float && r.params[0].second.f == 3.0));
+  CHECK((r.params[1].first == "beta" && r.params[1].second.f == 1.0));
   ro.params = {{"gamma", 3}};
   CHECK_THROWS_WITH_AS(fj::run_graph(p.graph(), ro), "params gamma: the graph has no param named 'gamma' (its params: alpha, beta)",
                        fj::Error);

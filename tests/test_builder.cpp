@@ -61,6 +61,18 @@ TEST_CASE("a GraphBuilder and its values after build() throw Error(User), never 
   CHECK(g.to_text() == "graph g\ndim N = 4\ninput x : f32[N]\ny = x * 2.0\noutput y\n");
 }
 
+TEST_CASE("a correction past the parser's bound (2^62) is refused by the builder too") {
+  fj::GraphBuilder b("g");
+  fj::Value x = b.input("x", fj::DType::F32, {4});
+  for (const char* op : {"mean", "var", "std"}) {
+    CAPTURE(op);
+    CHECK(contains(user_error([&] { b.reduce(op, x, {0}, false, (int64_t{1} << 62) + 1); }), "at most 2^62"));
+  }
+  b.output("v", b.reduce("var", x, {0}, false, int64_t{1} << 62));
+  const fj::Graph g = b.build();
+  CHECK(fj::Graph::parse(g.to_text()).to_text() == g.to_text());
+}
+
 TEST_CASE("an output names an unnamed value; a named value keeps its name") {
   fj::GraphBuilder b("g");
   fj::Value x = b.input("x", fj::DType::F32, {4});
@@ -210,8 +222,9 @@ TEST_CASE("reductions and composites through GraphBuilder::reduce give the parse
   CHECK(contains(user_error([&] { e.reduce("mean", f, {}, false, -1); }), "correction=-1 is negative"));
   CHECK(contains(user_error([&] { e.reduce("sum", f, {2}); }), "axis 2 is out of range"));
   CHECK(user_error([&] { e.reduce("summ", f); }) == "unknown op 'summ'; did you mean 'sum'?");
-  CHECK(contains(user_error([&] { e.reduce("add", f); }), "op 'add' is no reduction: use GraphBuilder::op"));
-  CHECK(contains(user_error([&] { e.op("softmax", {f}); }), "use GraphBuilder::reduce"));
+  CHECK(contains(user_error([&] { e.reduce("add", f); }), "op 'add' is no reduction: build it with the builder's op"));
+  CHECK(contains(user_error([&] { e.op("softmax", {f}); }), "build it with the builder's reduce(\"softmax\""));
+  CHECK(contains(user_error([&] { e.op("sum", {f}); }), "'sum' is a reduction: build it with the builder's reduce"));
   CHECK(e.reduce("amax", i, {}, true).is_literal() == false);  // refused calls left the builder usable
 }
 
@@ -306,6 +319,14 @@ struct Replay {
           break;
         }
         case ir::Op::Cast: val.push_back(b.cast(val[static_cast<size_t>(n.args[0])], dt)); break;
+        case ir::Op::Sum: case ir::Op::Mean: case ir::Op::Prod: case ir::Op::Amax: case ir::Op::Amin: {
+          std::vector<int64_t> axes;
+          for (int a = 0; a < 64; ++a)
+            if (n.red.axes >> a & 1) axes.push_back(a);
+          val.push_back(b.reduce(ir::op_name(n.op), val[static_cast<size_t>(n.args[0])], axes, n.red.keepdim,
+                                 n.op == ir::Op::Mean ? std::optional<int64_t>(n.red.correction) : std::nullopt));
+          break;
+        }
         default: {
           std::vector<fj::Value> args;
           for (int k = 0; k < n.nargs; ++k) args.push_back(val[static_cast<size_t>(n.args[static_cast<size_t>(k)])]);

@@ -447,3 +447,20 @@ TEST_CASE("run --special: an output that is mostly NaN is named, so its 'identic
   REQUIRE_MESSAGE(r.code == 0, r.out);
   CHECK(r.out.find("is NaN in") == std::string::npos);
 }
+
+TEST_CASE("run reports integer params exactly, in text and JSON") {
+  fs::path dir = scratch("int-params");
+  std::ofstream(dir / "g.txt") << "input x : i64[4]\nparam k : i64 = 1\nparam j : i32 = 1\nparam b : bool = true\n"
+                                  "y = x * k + j + cast(b, i64)\noutput y\n";
+  const std::string base = "run " + (dir / "g.txt").string() + " --backend cpu --repeats 1 --param k=-9223372036854775807 "
+                           "--param j=-2147483648";
+  Result r = run(base);
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("k=-9223372036854775807, j=-2147483648, b=true") != std::string::npos);
+  SplitResult s = run_split(base + " --json");
+  REQUIRE_MESSAGE(s.code == 0, s.err);
+  const nlohmann::json j = nlohmann::json::parse(s.out);
+  CHECK(j["params"]["k"].get<int64_t>() == -9223372036854775807);
+  CHECK(j["params"]["j"].get<int64_t>() == -2147483648);
+  CHECK(j["params"]["b"].get<bool>());
+}

@@ -180,7 +180,9 @@ std::string format_plan_dot(const Graph& g, const Plan& fused, std::span<const s
     std::string l = value_name(g, id);
     if (n.op == Op::Input || n.op == Op::Param) l += "\n" + std::string(n.op == Op::Input ? "input " : "param ") + std::string(dtype_name(n.dtype));
     else if (n.op != Op::Const) l += "\n" + std::string(op_name(n.op)) + " " + std::string(dtype_name(n.dtype));
-    if (is_reduction(n.op)) l += " " + axes_text(n.red.axes) + (n.red.keepdim ? " keepdim" : "");
+    if (is_reduction(n.op))
+      l += " " + axes_text(n.red.axes) + (n.red.keepdim ? " keepdim" : "") +
+           (n.red.correction ? fmt::format(" correction={}", n.red.correction) : "");
     return l;
   };
   std::string s = "digraph \"" + dot_escape(g.name.empty() ? "graph" : g.name) + "\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n";

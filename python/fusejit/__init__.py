@@ -246,8 +246,8 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
         raise TypeError(f"row_cache must be True or False, not {row_cache!r}")
     if isinstance(row_split, bool) or not isinstance(row_split, int):
         raise TypeError(f"row_split must be an int (0: fusejit's rule, 1: never split, N parts), not {row_split!r}")
-    if row_split >= 2**63:
-        raise ValueError(f"row_split {row_split} is over 2^63 - 1")
+    if not -2**63 <= row_split < 2**63:
+        raise ValueError(f"row_split {row_split} is outside int64")
     return Program(_fusejit.compile(graph, fast_math, arch, backend, cache_dir, disk_cache, list(nvrtc_options),
                                     device, dump_dir, build_unfused, row_split, row_cache))
 

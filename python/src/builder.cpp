@@ -38,6 +38,15 @@ struct PyDim {
 
 std::string py_type_name(nb::handle h) { return nb::cast<std::string>(nb::str(h.type().attr("__name__"))); }
 
+// An int argument (not a bool) within int64.
+int64_t int_arg(nb::handle h, const std::string& what) {
+  if (PyBool_Check(h.ptr()) || !PyLong_Check(h.ptr()))
+    throw nb::type_error((what + ": expected an int, got " + py_type_name(h)).c_str());
+  int64_t i = 0;
+  if (!nb::try_cast(h, i)) throw Error(ErrorKind::User, what + ": " + nb::cast<std::string>(nb::repr(h)) + " is outside int64");
+  return i;
+}
+
 // A value argument for `builder`: one of its Values, or a Python bool, int or float literal
 // (a NumPy or PyTorch scalar through .item()), weakly typed as in PyTorch.
 fusejit::Value to_value(nb::handle h, nb::handle builder) {
@@ -50,7 +59,7 @@ fusejit::Value to_value(nb::handle h, nb::handle builder) {
   if (PyLong_Check(h.ptr())) {
     int64_t i = 0;
     if (!nb::try_cast(h, i))
-      throw Error(ErrorKind::User, "integer literal " + nb::cast<std::string>(nb::repr(h)) + " is outside i64");
+      throw Error(ErrorKind::User, "integer literal " + nb::cast<std::string>(nb::repr(h)) + " is outside int64");
     return fusejit::Value(i);
   }
   if (PyFloat_Check(h.ptr())) return fusejit::Value(nb::cast<double>(h));
@@ -72,10 +81,12 @@ fusejit::Scalar to_scalar(nb::handle h, const std::string& what) {
   if (PyBool_Check(h.ptr())) return fusejit::Scalar(h.ptr() == Py_True);
   if (PyLong_Check(h.ptr())) {
     int64_t i = 0;
-    if (!nb::try_cast(h, i)) throw Error(ErrorKind::User, what + ": " + nb::cast<std::string>(nb::repr(h)) + " is outside i64");
+    if (!nb::try_cast(h, i)) throw Error(ErrorKind::User, what + ": " + nb::cast<std::string>(nb::repr(h)) + " is outside int64");
     return fusejit::Scalar(i);
   }
   if (PyFloat_Check(h.ptr())) return fusejit::Scalar(nb::cast<double>(h));
+  if (nb::hasattr(h, "item") && nb::hasattr(h, "ndim") && nb::cast<int>(h.attr("ndim")) == 0)
+    return to_scalar(h.attr("item")(), what);  // a NumPy or PyTorch scalar
   throw nb::type_error((what + ": expected a bool, int or float, got " + py_type_name(h)).c_str());
 }
 
@@ -87,9 +98,7 @@ std::vector<fusejit::Extent> to_extents(nb::handle builder, const nb::sequence& 
       if (!d.builder.is(builder)) throw Error(ErrorKind::User, "dim '" + d.name + "' belongs to another GraphBuilder");
       out.emplace_back(d.ref);
     } else if (PyLong_Check(e.ptr()) && !PyBool_Check(e.ptr())) {
-      int64_t size = 0;
-      if (!nb::try_cast(e, size)) throw Error(ErrorKind::User, "size " + nb::cast<std::string>(nb::repr(e)) + " is outside i64");
-      out.emplace_back(size);
+      out.emplace_back(int_arg(e, "shape"));
     } else {
       throw nb::type_error(("a shape holds ints and fusejit.Dims (GraphBuilder.dim), got " + py_type_name(e)).c_str());
     }
@@ -99,10 +108,12 @@ std::vector<fusejit::Extent> to_extents(nb::handle builder, const nb::sequence& 
 
 std::vector<int64_t> to_axes(nb::handle axes) {
   if (axes.is_none()) return {};
-  if (PyLong_Check(axes.ptr()) && !PyBool_Check(axes.ptr())) return {nb::cast<int64_t>(axes)};
+  if (PyLong_Check(axes.ptr()) || PyBool_Check(axes.ptr())) return {int_arg(axes, "axes")};
+  if (nb::isinstance<nb::str>(axes) || !nb::isinstance<nb::sequence>(axes))
+    throw nb::type_error(("axes: an int, a sequence of ints or None (every axis), got " + py_type_name(axes)).c_str());
   std::vector<int64_t> out;
-  if (nb::try_cast(axes, out) && !nb::isinstance<nb::str>(axes)) return out;
-  throw nb::type_error(("axes: an int, a sequence of ints or None (every axis), got " + py_type_name(axes)).c_str());
+  for (nb::handle a : nb::borrow<nb::sequence>(axes)) out.push_back(int_arg(a, "axes"));
+  return out;
 }
 
 // Python's binary operators on values, by graph-format op name; reflected forms swap operands.
@@ -166,7 +177,8 @@ void bind_graph_builder(nb::module_& m) {
       .def(nb::init<std::string>(), "name"_a = "", "`graph NAME` (\"\": none).")
       .def(
           "dim",
-          [](nb::handle self, const std::string& name, int64_t size) {
+          [](nb::handle self, const std::string& name, nb::handle size_arg) {
+            const int64_t size = int_arg(size_arg, "dim '" + name + "'");
             return PyDim{cpp(self).dim(name, size), name, size, nb::borrow(self)};
           },
           "name"_a, "size"_a, "`dim NAME = size`: a named size that follows the tensors a program is called with.")
@@ -195,11 +207,12 @@ void bind_graph_builder(nb::module_& m) {
       .def(
           "reduce",
           [](nb::handle self, std::string_view name, nb::handle x, nb::handle axes, bool keepdim,
-             std::optional<int64_t> correction) {
-            return PyValue{cpp(self).reduce(name, to_value(x, self), to_axes(axes), keepdim, correction),
-                           nb::borrow(self)};
+             nb::handle correction) {
+            std::optional<int64_t> c;
+            if (!correction.is_none()) c = int_arg(correction, "correction");
+            return PyValue{cpp(self).reduce(name, to_value(x, self), to_axes(axes), keepdim, c), nb::borrow(self)};
           },
-          "name"_a, "x"_a, "axes"_a = nb::none(), "keepdim"_a = false, "correction"_a = nb::none(),
+          "name"_a, "x"_a, "axes"_a.none() = nb::none(), "keepdim"_a = false, "correction"_a.none() = nb::none(),
           "A reduction (sum mean prod amax amin) or a composite of them (softmax log_softmax logsumexp var "
           "std) over axes (an int, ints, or None: every axis), as in graph text (docs/ops.md, Reductions).")
       .def(

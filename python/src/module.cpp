@@ -132,11 +132,19 @@ Tensors collect_inputs(const fusejit::Program& p, const std::vector<InArray>& ar
   return t;
 }
 
+int64_t int_param(const std::string& name, nb::handle v) {
+  int64_t i = 0;
+  if (!nb::try_cast(v, i))
+    throw fusejit::Error(fusejit::ErrorKind::User,
+                         "param '" + name + "': " + nb::cast<std::string>(nb::repr(v)) + " is outside int64");
+  return i;
+}
+
 fusejit::Params to_params(const std::vector<std::pair<std::string, nb::object>>& values) {
   fusejit::Params params;
   for (const auto& [name, v] : values) {
     if (PyBool_Check(v.ptr())) params.set(name, fusejit::Scalar(v.ptr() == Py_True));
-    else if (PyLong_Check(v.ptr())) params.set(name, fusejit::Scalar(nb::cast<int64_t>(v)));
+    else if (PyLong_Check(v.ptr())) params.set(name, fusejit::Scalar(int_param(name, v)));
     else if (PyFloat_Check(v.ptr())) params.set(name, fusejit::Scalar(nb::cast<double>(v)));
     else
       throw fusejit::Error(fusejit::ErrorKind::User,
@@ -230,10 +238,22 @@ nb::object scalar_to_py(const fusejit::Scalar& s) {
   return nb::float_(s.f);
 }
 
+// Dim values from a dict of names to ints (not bools, as for row_split), each within int64.
 fusejit::DimValues to_dims(const std::optional<nb::dict>& dims) {
   fusejit::DimValues out;
-  if (dims)
-    for (auto [k, v] : *dims) out.emplace_back(nb::cast<std::string>(k), nb::cast<int64_t>(v));
+  if (!dims) return out;
+  for (auto [k, v] : *dims) {
+    if (!nb::isinstance<nb::str>(k))
+      throw nb::type_error(("dims: a dim name is a str, not " + nb::cast<std::string>(nb::repr(k))).c_str());
+    const std::string name = nb::cast<std::string>(k);
+    int64_t size = 0;
+    if (PyBool_Check(v.ptr()) || !PyLong_Check(v.ptr()))
+      throw nb::type_error(("dims: dim '" + name + "' takes an int, not " + nb::cast<std::string>(nb::repr(v))).c_str());
+    if (!nb::try_cast(v, size))
+      throw fusejit::Error(fusejit::ErrorKind::User,
+                           "dim '" + name + "': " + nb::cast<std::string>(nb::repr(v)) + " is outside int64");
+    out.emplace_back(name, size);
+  }
   return out;
 }
 
@@ -368,13 +388,13 @@ void bind_graph(nb::module_& m) {
                                     nb::cast<std::string>(nb::repr(row_split))).c_str());
             fusejit::Options o;
             if (!nb::try_cast(row_split, o.row_split))
-              throw nb::value_error(("row_split " + nb::cast<std::string>(nb::repr(row_split)) + " is over 2^63 - 1").c_str());
+              throw nb::value_error(("row_split " + nb::cast<std::string>(nb::repr(row_split)) + " is outside int64").c_str());
             o.fast_math = fast_math;
             o.row_cache = row_cache;
             std::string json = released([&] { return fusejit::plan_graph(g, o).json; });
             return nb::module_::import_("json").attr("loads")(json);
           },
-          "fast_math"_a = false, "row_split"_a = 0, "row_cache"_a = true)
+          "fast_math"_a = false, "row_split"_a.none() = 0, "row_cache"_a = true)
       .def("__repr__", [](const Graph& g) { return "<fusejit.Graph " + g.name() + ">"; });
 }
 

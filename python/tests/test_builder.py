@@ -145,7 +145,7 @@ def test_errors():
         x + z
     with pytest.raises(TypeError, match="got str"):
         x + "1"
-    with pytest.raises(fusejit.UserError, match=r"outside i64"):
+    with pytest.raises(fusejit.UserError, match=r"outside int64"):
         x + 2**70
     with pytest.raises(fusejit.UserError, match="unknown dtype 'f33'"):
         b.input("y", "f33", [4])

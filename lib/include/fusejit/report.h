@@ -80,7 +80,7 @@ struct RunReport {
   bool special_values = false;   ///< random inputs mixed with hard cases
   std::vector<std::string> file_inputs;  ///< inputs read from .npy files (RunOptions::input_files); the rest are random
   DimValues dims;                ///< dim values of this run
-  std::vector<std::pair<std::string, double>> params;  ///< param values of this run
+  std::vector<std::pair<std::string, Scalar>> params;  ///< param values of this run (integers exact)
   std::string rewrites;          ///< which rules fired, counted
   std::string plan;              ///< fused plan summary
   double predicted_ratio = 0;    ///< unfused bytes / fused bytes
