@@ -299,6 +299,13 @@ NodeId GraphBuilder::materialize(const Operand& x, Loc loc) {
   return constant(literal_to_scalar(x.lit, default_dtype(x.lit.cat)), loc);
 }
 
+namespace {
+// A reduction as the user wrote it: var (and std) expand into a mean with a correction.
+std::string reduction_word(const Node& r) {
+  return r.op == Op::Mean && r.red.correction != 0 ? "var" : std::string(op_name(r.op));
+}
+}  // namespace
+
 // For operands that do not broadcast: a hint when one is a reduction without keepdim (x -
 // amax(x, -1), the commonest slip: the reduced axis is gone, so NumPy's right alignment no longer
 // lines the rows up).
@@ -307,10 +314,31 @@ std::string GraphBuilder::keepdim_hint(std::span<const NodeId> args) const {
     while (g_.node(a).op == Op::Cast) a = g_.node(a).arg(0);
     const Node& r = g_.node(a);
     if (is_reduction(r.op) && !r.red.keepdim && r.red.axes != 0)
-      return "; " + (r.name.empty() ? "the " + std::string(op_name(r.op)) + " result" : "'" + r.name + "'") +
+      return "; " + (r.name.empty() ? "the " + reduction_word(r) + " result" : "'" + r.name + "'") +
              " has dropped its reduced axes: reduce with `keepdim` to broadcast it back over them";
+    // A value computed from such a reduction (std's sqrt of a mean, logsumexp's sum and max).
+    if (const NodeId from = dropped_reduction(a); from != kNoNode)
+      return "; " + (r.name.empty() ? std::string("an operand") : "'" + r.name + "'") + " comes from a reduction without " +
+             "`keepdim` (" + reduction_word(g_.node(from)) +
+             (g_.node(from).loc.known() ? " on line " + std::to_string(g_.node(from).loc.line) : std::string()) +
+             "), whose reduced axes are gone: reduce with `keepdim` to broadcast it back over them";
   }
   return "";
+}
+
+// A reduction without keepdim that value `id` is computed from elementwise, at its shape (through
+// ops whose operands have that shape or are constants); kNoNode if none.
+NodeId GraphBuilder::dropped_reduction(NodeId id) const {
+  for (int depth = 0; depth < 16; ++depth) {
+    const Node& n = g_.node(id);
+    if (is_reduction(n.op)) return !n.red.keepdim && n.red.axes != 0 ? id : kNoNode;
+    NodeId next = kNoNode;
+    for (int k = 0; k < n.nargs && next == kNoNode; ++k)
+      if (g_.node(n.arg(k)).shape == n.shape && g_.node(n.arg(k)).op != Op::Const) next = n.arg(k);
+    if (next == kNoNode) return kNoNode;
+    id = next;
+  }
+  return kNoNode;
 }
 
 Shape GraphBuilder::broadcast(const Shape& a, const Shape& b, Loc loc) const {

@@ -159,6 +159,7 @@ class GraphBuilder {
   DType common_dtype(Op op, std::span<const Operand> args) const;
   Shape broadcast(const Shape& a, const Shape& b, Loc loc) const;
   std::string keepdim_hint(std::span<const NodeId> args) const;
+  NodeId dropped_reduction(NodeId id) const;
   Graph g_;
   std::unordered_map<std::string, int32_t> dim_index_;  // name -> index in g_.dims (O(1) find_dim)
 };
