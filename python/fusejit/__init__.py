@@ -23,8 +23,9 @@ from ._fusejit import Dim, Graph, GraphBuilder, KernelInfo, NodeInfo, ParamInfo,
 
 __version__: str = _fusejit.__version__
 __all__ = [
-    "Graph", "GraphBuilder", "Value", "Dim", "Program", "compile", "load", "KernelInfo", "NodeInfo", "ParamInfo", "TensorInfo", "Error",
-    "UserError", "CompileError", "DriverError", "InternalError", "FusejitWarning", "numpy_dtype", "torch_dtype",
+    "Graph", "GraphBuilder", "Value", "Dim", "Program", "compile", "load", "KernelInfo", "NodeInfo", "ParamInfo",
+    "TensorInfo", "Error", "UserError", "CompileError", "DriverError", "InternalError", "FusejitWarning",
+    "numpy_dtype", "torch_dtype",
 ]
 
 atexit.register(_fusejit._reset_warning_handler)

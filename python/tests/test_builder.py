@@ -175,3 +175,20 @@ def test_errors():
         b.output("w", x)
     with pytest.raises(fusejit.UserError, match="already built"):
         x * 2
+
+
+def test_the_stubs_list_what_the_package_has():
+    """python/fusejit/__init__.pyi declares every name of fusejit.__all__, and every attribute it
+    declares on a class exists at run time (a stub that drifts from the binding fails here)."""
+    import ast
+    import pathlib
+
+    stub = ast.parse((pathlib.Path(fusejit.__file__).parent / "__init__.pyi").read_text())
+    top = {n.name for n in stub.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    top |= {t.id for n in stub.body if isinstance(n, ast.AnnAssign) for t in [n.target] if isinstance(t, ast.Name)}
+    assert set(fusejit.__all__) <= top, set(fusejit.__all__) - top
+    for cls in (n for n in stub.body if isinstance(n, ast.ClassDef)):
+        runtime = getattr(fusejit, cls.name)
+        for member in cls.body:
+            if isinstance(member, ast.FunctionDef) and member.name != "__init__":
+                assert hasattr(runtime, member.name), f"{cls.name}.{member.name}"
