@@ -105,6 +105,9 @@ DType result_type(std::span<const TypedOperand> ops) {
   return *combine_tiers(tier[0], combine_tiers(tier[1], tier[2]));
 }
 
+// The float dtype to suggest when a literal overflows `t`.
+std::string wider_float(DType t) { return t == DType::F32 ? "f64" : "f32"; }
+
 void check_literal_fits(const Literal& l, DType dtype, Loc loc) {
   if (dtype == DType::Bool) return;
   const Loc at = l.loc.known() ? l.loc : loc;
@@ -112,8 +115,7 @@ void check_literal_fits(const Literal& l, DType dtype, Loc loc) {
   if (is_float(dtype)) {
     const double v = l.cat == Category::Float ? l.f : static_cast<double>(l.i);
     if (std::isfinite(v) && std::isinf(literal_to_scalar(l, dtype).f))
-      throw UserError(what + " (it would overflow to inf); use a wider dtype such as " + (dtype == DType::F32 ? "f64" : "f32"),
-                      at);
+      throw UserError(what + " (it would overflow to inf); use a wider dtype such as " + wider_float(dtype), at);
     return;
   }
   int64_t lo = 0, hi = 0;

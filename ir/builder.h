@@ -149,6 +149,9 @@ class GraphBuilder {
   void add_output(const std::string& name, const Operand& value, Loc loc = {});
 
   const Graph& graph() const { return g_; }
+  // Drops the nodes added after the graph had `size` nodes (constants and casts a refused call
+  // made before failing); nothing may refer to them.
+  void drop_nodes_after(int size) { g_.nodes.resize(static_cast<size_t>(size)); }
   // Finishes and verifies the graph (ir/verify.h); the builder is left empty. Throws UserError
   // when the graph has no output.
   Graph finish();

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "ir/op.h"
 #include "ir/reduce.h"
 
@@ -46,8 +48,13 @@ size_t typo_distance(std::string_view a, std::string_view b) {
 }
 
 std::string quoted(std::string_view s) {
-  // Long or odd names are cut for the message (a name is never longer than a line anyway).
-  std::string r = "'" + std::string(s.substr(0, 40));
+  // Long or odd names are cut for the message (a name is never longer than a line anyway), and
+  // control bytes shown as \xNN (a NUL would end the message where C strings carry it).
+  std::string r = "'";
+  for (char c : s.substr(0, 40)) {
+    const auto u = static_cast<unsigned char>(c);
+    r += u < 0x20 || u == 0x7F ? fmt::format("\\x{:02x}", u) : std::string(1, c);
+  }
   return r + (s.size() > 40 ? "...'" : "'");
 }
 

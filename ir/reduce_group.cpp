@@ -127,8 +127,15 @@ struct Analyzer {
       any_row = any_row || info.row.count(nd.arg(k)) > 0;
       depth[id] = std::max(depth[id], depth[nd.arg(k)]);
     }
-    if (any_row) reads_row(id);
-    else if (!broadcasts(nd.shape, grp.iter_shape)) fail(id, "an element value that does not broadcast to the iteration shape");
+    if (any_row) {
+      reads_row(id);
+    } else if (is_keepdim_row_shape(nd.shape, grp.iter_shape, grp.reduce_mask) && !literal_rows()) {
+      // Constant along the reduced axes (a bias of a column sum, a constant): a row value, computed
+      // and written once per row, also where the rows have no elements.
+      info.row.insert(id);
+    } else if (!broadcasts(nd.shape, grp.iter_shape)) {
+      fail(id, "an element value that does not broadcast to the iteration shape");
+    }
   }
 
   void run() {

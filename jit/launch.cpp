@@ -65,6 +65,8 @@ PlanBindings::PlanBindings(const ir::Graph& g, const ir::Plan& plan)
 
 bool is_canonical(std::span<const int64_t> shape, std::span<const int64_t> strides) {
   if (strides.empty()) return true;
+  // No elements: no layout (NumPy and PyTorch give empty tensors any strides, 0 among them).
+  if (std::find(shape.begin(), shape.end(), int64_t{0}) != shape.end()) return true;
   int64_t expect = 1;
   for (size_t d = shape.size(); d-- > 0;) {
     if (shape[d] != 1 && strides[d] != expect) return false;

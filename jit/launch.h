@@ -57,7 +57,8 @@ struct TensorArg {
 };
 
 // True when a tensor with these strides is in its canonical layout: C-contiguous, where a dim of
-// size 1 may have any stride. `strides` empty means C-contiguous.
+// size 1 may have any stride, and a tensor with no elements is canonical whatever its strides.
+// `strides` empty means C-contiguous.
 bool is_canonical(std::span<const int64_t> shape, std::span<const int64_t> strides);
 
 // Number of elements past the first that a view spans (sum of (size - 1) * stride); 0 for a

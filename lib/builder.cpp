@@ -34,9 +34,27 @@ struct GraphBuilder::Impl {
                   "this GraphBuilder has already built its graph; build() ends it (start a new GraphBuilder)");
   }
   const ir::Node& node(int32_t id) const { return b.graph().node(id); }
+  // Runs a call that adds nodes; if it throws, the nodes it added (a literal's constant, a cast)
+  // go again, so a refused call leaves the graph as it was.
+  template <class F>
+  auto adding_nodes(F&& f) {
+    const int before = b.graph().size();
+    try {
+      return f();
+    } catch (...) {
+      b.drop_nodes_after(before);
+      throw;
+    }
+  }
 };
 
 namespace {
+
+// translate_errors around a call that adds nodes, which go again if it throws.
+template <class F>
+auto adding_nodes(GraphBuilder::Impl& impl, F&& f) {
+  return translate_errors([&] { return impl.adding_nodes(f); });
+}
 
 ir::Op op_by_name(std::string_view name) {
   if (ir::is_composite_name(name) || (ir::parse_op(name) && ir::is_reduction(*ir::parse_op(name))))
@@ -44,7 +62,7 @@ ir::Op op_by_name(std::string_view name) {
                         ": build it with the builder's reduce(\"" + std::string(name) + "\", x, axes)");
   auto op = ir::parse_op(name);
   if (!op) throw ir::UserError(ir::unknown_op_message(name));
-  if (*op == ir::Op::Cast) throw ir::UserError("op 'cast' takes a dtype: use GraphBuilder::cast");
+  if (*op == ir::Op::Cast) throw ir::UserError("op 'cast' takes a dtype: build it with the builder's cast(x, dtype)");
   return *op;
 }
 
@@ -99,7 +117,7 @@ Value GraphBuilder::op(std::string_view name, std::initializer_list<Value> args)
 
 Value GraphBuilder::op(std::string_view name, const std::vector<Value>& args) {
   impl_->check_usable();
-  return translate_errors([&] {
+  return adding_nodes(*impl_, [&] {
     ir::Op op = op_by_name(name);
     std::vector<ir::Operand> ops;
     for (const Value& v : args)
@@ -112,7 +130,7 @@ Value GraphBuilder::op(std::string_view name, const std::vector<Value>& args) {
 Value GraphBuilder::reduce(std::string_view name, const Value& x, const std::vector<int64_t>& axes, bool keepdim,
                            std::optional<int64_t> correction) {
   impl_->check_usable();
-  return translate_errors([&] {
+  return adding_nodes(*impl_, [&] {
     if (!ir::is_reduce_name(name)) {
       const std::optional<ir::Op> op = ir::parse_op(name);
       throw ir::UserError(op ? "op '" + std::string(name) + "' is no reduction: build it with the builder's op(\"" +
@@ -127,7 +145,7 @@ Value GraphBuilder::reduce(std::string_view name, const Value& x, const std::vec
 
 Value GraphBuilder::cast(const Value& x, DType dtype) {
   impl_->check_usable();
-  return translate_errors([&] {
+  return adding_nodes(*impl_, [&] {
     ir::Operand in = x.is_literal() ? ir::Operand::of(to_ir_literal(x.lit_)) : ir::Operand::of(node_of(x));
     return Value(this, impl_->b.materialize(impl_->b.cast(in, to_ir(dtype))));
   });

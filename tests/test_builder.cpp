@@ -61,6 +61,17 @@ TEST_CASE("a GraphBuilder and its values after build() throw Error(User), never 
   CHECK(g.to_text() == "graph g\ndim N = 4\ninput x : f32[N]\ny = x * 2.0\noutput y\n");
 }
 
+TEST_CASE("a refused op, reduce or cast adds no node (a literal's constant, a cast made before failing)") {
+  fj::GraphBuilder b("g");
+  fj::Value x = b.input("x", fj::DType::F32, {3});
+  fj::Value i = b.cast(x, fj::DType::I8);
+  CHECK(contains(user_error([&] { b.reduce("sum", 3, {0}); }), "axis 0 is out of range"));
+  CHECK(contains(user_error([&] { b.op("clamp", {i, 5, 1000}); }), "does not fit in i8"));
+  CHECK(contains(user_error([&] { b.cast(x, fj::DType::F32) * b.op("exp", {i, 2}); }), "exp takes 1 argument"));
+  b.output("y", b.op("abs", {i}));
+  CHECK(b.build().to_text() == "graph g\ninput x : f32[3]\n%1 = cast(x, i8)\ny = abs(%1)\noutput y\n");
+}
+
 TEST_CASE("a correction past the parser's bound (2^62) is refused by the builder too") {
   fj::GraphBuilder b("g");
   fj::Value x = b.input("x", fj::DType::F32, {4});
@@ -176,7 +187,7 @@ TEST_CASE("the builder's unknown-op error gets the parser's did-you-mean") {
   std::string msg = user_error([&] { b.op("tahn", {x}); });
   CHECK(msg == "unknown op 'tahn'; did you mean 'tanh'?");
   CHECK(contains(parse_error("input x : f32[4]\ny = tahn(x)\noutput y\n"), msg));
-  CHECK(contains(user_error([&] { b.op("cast", {x}); }), "GraphBuilder::cast"));
+  CHECK(contains(user_error([&] { b.op("cast", {x}); }), "builder's cast(x, dtype)"));
 }
 
 TEST_CASE("reductions and composites through GraphBuilder::reduce give the parser's graph and errors") {

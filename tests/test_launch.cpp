@@ -200,7 +200,10 @@ TEST_CASE("dims at launch: a reduction compiled where a reduced dim is 1 or 0 ru
   const std::vector<std::string> bodies = {
       "y = sum(x, -1, keepdim)\n", "y = softmax(x, -1)\n", "y = logsumexp(x, -1, keepdim)\nz = logsumexp(x, -1)\n",
       "y = var(x, -1)\n", "y = x - mean(x, -1, keepdim)\nz = sum(x, -1, keepdim) * 2 + 1\n",
-      "y = sum(x, 0, keepdim)\n"};
+      "y = sum(x, 0, keepdim)\n",
+      // Values constant along the reduced axes ride in the reduction's kernel: written once per row,
+      // also where the rows are empty (N = 0), and a 0-d one where the iteration space is.
+      "y = sum(x, 0)\nz = exp(cast(0.5, f32)) + sum(x, [0, 1]) * 0\n", "y = sum(x)\nz = exp(cast(0.5, f32))\n"};
   const std::vector<std::pair<int64_t, int64_t>> dims = {{3, 1}, {1, 1}, {3, 0}, {2, 5}};
   fj::Options o;
   o.backend = fj::Backend::Cpu;

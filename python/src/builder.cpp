@@ -38,13 +38,38 @@ struct PyDim {
 
 std::string py_type_name(nb::handle h) { return nb::cast<std::string>(nb::str(h.type().attr("__name__"))); }
 
-// An int argument (not a bool) within int64.
+// The Python bool, int or float of a NumPy or PyTorch 0-d value (`.item()`), or nothing (a
+// longdouble's item() is a longdouble again, a complex's a complex: no such number).
+nb::object scalar_item(nb::handle h) {
+  if (!nb::hasattr(h, "item") || !nb::hasattr(h, "ndim") || nb::cast<int>(h.attr("ndim")) != 0) return {};
+  nb::object v = h.attr("item")();
+  const bool number = PyBool_Check(v.ptr()) || PyLong_Check(v.ptr()) || PyFloat_Check(v.ptr());
+  return number ? v : nb::object();
+}
+
+// An int argument within int64: a Python int or an integer NumPy scalar (anything with
+// __index__), not a bool.
 int64_t int_arg(nb::handle h, const std::string& what) {
-  if (PyBool_Check(h.ptr()) || !PyLong_Check(h.ptr()))
-    throw nb::type_error((what + ": expected an int, got " + py_type_name(h)).c_str());
+  const bool boolean = PyBool_Check(h.ptr()) || (nb::hasattr(h, "dtype") && nb::hasattr(h.attr("dtype"), "kind") &&
+                                                 nb::cast<std::string>(nb::str(h.attr("dtype").attr("kind"))) == "b");
+  nb::object index;
+  if (!boolean) {
+    PyObject* i = PyNumber_Index(h.ptr());
+    if (i) index = nb::steal(i);
+    else PyErr_Clear();
+  }
+  if (!index.is_valid()) throw nb::type_error((what + ": expected an int, got " + py_type_name(h)).c_str());
   int64_t i = 0;
-  if (!nb::try_cast(h, i)) throw Error(ErrorKind::User, what + ": " + nb::cast<std::string>(nb::repr(h)) + " is outside int64");
+  if (!nb::try_cast(index, i))
+    throw Error(ErrorKind::User, what + ": " + nb::cast<std::string>(nb::repr(h)) + " is outside int64");
   return i;
+}
+
+// A bool argument: a Python bool or a NumPy bool scalar.
+bool bool_arg(nb::handle h, const std::string& what) {
+  if (PyBool_Check(h.ptr())) return h.ptr() == Py_True;
+  if (nb::object v = scalar_item(h); v.is_valid() && PyBool_Check(v.ptr())) return v.ptr() == Py_True;
+  throw nb::type_error((what + ": expected a bool, got " + py_type_name(h)).c_str());
 }
 
 // A value argument for `builder`: one of its Values, or a Python bool, int or float literal
@@ -63,8 +88,7 @@ fusejit::Value to_value(nb::handle h, nb::handle builder) {
     return fusejit::Value(i);
   }
   if (PyFloat_Check(h.ptr())) return fusejit::Value(nb::cast<double>(h));
-  if (nb::hasattr(h, "item") && nb::hasattr(h, "ndim") && nb::cast<int>(h.attr("ndim")) == 0)
-    return to_value(h.attr("item")(), builder);
+  if (nb::object v = scalar_item(h); v.is_valid()) return to_value(v, builder);
   throw nb::type_error(
       ("expected a fusejit.Value or a bool, int or float literal, got " + py_type_name(h)).c_str());
 }
@@ -85,8 +109,7 @@ fusejit::Scalar to_scalar(nb::handle h, const std::string& what) {
     return fusejit::Scalar(i);
   }
   if (PyFloat_Check(h.ptr())) return fusejit::Scalar(nb::cast<double>(h));
-  if (nb::hasattr(h, "item") && nb::hasattr(h, "ndim") && nb::cast<int>(h.attr("ndim")) == 0)
-    return to_scalar(h.attr("item")(), what);  // a NumPy or PyTorch scalar
+  if (nb::object v = scalar_item(h); v.is_valid()) return to_scalar(v, what);
   throw nb::type_error((what + ": expected a bool, int or float, got " + py_type_name(h)).c_str());
 }
 
@@ -108,11 +131,11 @@ std::vector<fusejit::Extent> to_extents(nb::handle builder, const nb::sequence& 
 
 std::vector<int64_t> to_axes(nb::handle axes) {
   if (axes.is_none()) return {};
-  if (PyLong_Check(axes.ptr()) || PyBool_Check(axes.ptr())) return {int_arg(axes, "axes")};
-  if (nb::isinstance<nb::str>(axes) || !nb::isinstance<nb::sequence>(axes))
+  if (!nb::isinstance<nb::str>(axes) && !nb::hasattr(axes, "__len__")) return {int_arg(axes, "axes")};  // one axis
+  if (nb::isinstance<nb::str>(axes) || !nb::hasattr(axes, "__iter__"))
     throw nb::type_error(("axes: an int, a sequence of ints or None (every axis), got " + py_type_name(axes)).c_str());
   std::vector<int64_t> out;
-  for (nb::handle a : nb::borrow<nb::sequence>(axes)) out.push_back(int_arg(a, "axes"));
+  for (nb::handle a : nb::iter(axes)) out.push_back(int_arg(a, "axes"));
   return out;
 }
 
@@ -148,6 +171,9 @@ void bind_value(nb::module_& m) {
       return apply(nb::cast<const PyValue&>(self).builder, fj, {self, o});
     });
   }
+  // NumPy then calls the reflected operators here (np.float32(2) * x, np.array(3.0) < x) instead of
+  // building an object array of values.
+  cls.attr("__array_ufunc__") = nb::none();
   cls.def("__neg__", [](nb::handle self) { return apply(nb::cast<const PyValue&>(self).builder, "neg", {self}); })
       .def("__invert__", [](nb::handle self) { return apply(nb::cast<const PyValue&>(self).builder, "bitwise_not", {self}); })
       .def("__abs__", [](nb::handle self) { return apply(nb::cast<const PyValue&>(self).builder, "abs", {self}); })
@@ -206,11 +232,12 @@ void bind_graph_builder(nb::module_& m) {
           "Any elementwise op of docs/ops.md by name: op('tanh', x), op('where', c, a, b), op('maximum', x, 0).")
       .def(
           "reduce",
-          [](nb::handle self, std::string_view name, nb::handle x, nb::handle axes, bool keepdim,
+          [](nb::handle self, std::string_view name, nb::handle x, nb::handle axes, nb::handle keepdim,
              nb::handle correction) {
             std::optional<int64_t> c;
             if (!correction.is_none()) c = int_arg(correction, "correction");
-            return PyValue{cpp(self).reduce(name, to_value(x, self), to_axes(axes), keepdim, c), nb::borrow(self)};
+            return PyValue{cpp(self).reduce(name, to_value(x, self), to_axes(axes), bool_arg(keepdim, "keepdim"), c),
+                           nb::borrow(self)};
           },
           "name"_a, "x"_a, "axes"_a.none() = nb::none(), "keepdim"_a = false, "correction"_a.none() = nb::none(),
           "A reduction (sum mean prod amax amin) or a composite of them (softmax log_softmax logsumexp var "

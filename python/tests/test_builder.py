@@ -192,3 +192,63 @@ def test_the_stubs_list_what_the_package_has():
         for member in cls.body:
             if isinstance(member, ast.FunctionDef) and member.name != "__init__":
                 assert hasattr(runtime, member.name), f"{cls.name}.{member.name}"
+
+
+def test_numpy_values_as_arguments():
+    """NumPy scalars and 0-d arrays are literals on either side (NumPy defers to Value's operators);
+    an array is refused; NumPy integers are axes, NumPy bools keepdim; longdouble and complex are no
+    bool, int or float (a TypeError, not a crash)."""
+    b = fusejit.GraphBuilder()
+    x = b.input("x", "f32", [2, 3])
+    assert (np.float32(2) * x).dtype == "f32" and (np.array(3.0) < x).dtype == "bool"
+    with pytest.raises(TypeError, match="got ndarray"):
+        np.array([1.0, 2.0, 3.0]) + x
+    assert b.reduce("sum", x, np.int64(-1)).shape == [2]
+    assert b.reduce("sum", x, np.array([0, 1]), keepdim=np.bool_(True)).shape == [1, 1]
+    assert b.reduce("sum", x, range(2)).shape == []
+    for bad in (np.longdouble(1.5), np.clongdouble(1), 1j):
+        with pytest.raises(TypeError, match="expected a fusejit.Value or a bool, int or float"):
+            x + bad
+        with pytest.raises(TypeError, match="expected a bool, int or float"):
+            b.param(f"p{abs(hash(type(bad))) % 1000}", "f64", bad)
+    with pytest.raises(TypeError, match="axes: expected an int, got bool"):
+        b.reduce("sum", x, [True])
+    with pytest.raises(TypeError, match="keepdim: expected a bool"):
+        b.reduce("sum", x, 0, keepdim=1)
+
+
+def test_a_refused_call_adds_no_nodes_and_messages_show_odd_bytes():
+    b = fusejit.GraphBuilder("g")
+    x = b.input("x", "f32", [3])
+    with pytest.raises(fusejit.UserError):
+        b.reduce("sum", 3, 0)  # the literal's constant goes with the refused call
+    with pytest.raises(fusejit.UserError, match="does not fit in i8"):
+        b.op("clamp", b.input("i", "i8", [3]), 5, 1000)  # cast(5, i8) goes too
+    with pytest.raises(fusejit.UserError, match=r"'q\\x00r' is not a valid name"):
+        b.input("q\x00r", "f32", [2])
+    with pytest.raises(fusejit.UserError, match=r"builder's cast\(x, dtype\)"):
+        b.op("cast", x)
+    b.output("y", x * 1.0)
+    with pytest.warns(fusejit.FusejitWarning, match="input 'i' is not used"):
+        g = b.build()
+    assert g.to_text() == "graph g\ninput x : f32[3]\ninput i : i8[3]\ny = x * 1.0\noutput y\n"
+
+
+def test_outputs_of_one_value_and_row_constants_at_zero_size():
+    """Two outputs of one value, and a value constant along a reduction's axes, are written (or
+    empty) at dims of 0, on both plans."""
+    b = fusejit.GraphBuilder()
+    n = b.dim("N", 3)
+    x = b.input("x", "f32", [n, 2])
+    w = b.input("w", "f32", [2])
+    v = x * 2
+    b.output("a", v)
+    b.output("c", v)
+    b.output("s", b.reduce("sum", x, 0))
+    b.output("y", w * 2)
+    prog = fusejit.compile(b.build(), backend="cpu")
+    for plan in ("fused", "unfused"):
+        out = prog(x=np.ones((0, 2), np.float32), w=np.array([1.5, -2.0], np.float32), plan=plan)
+        assert out["a"].shape == (0, 2) and out["c"].shape == (0, 2)
+        assert bits(out["s"]) == bits(np.zeros(2, np.float32))
+        assert bits(out["y"]) == bits(np.array([3.0, -4.0], np.float32))
