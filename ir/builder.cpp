@@ -231,12 +231,13 @@ NodeId GraphBuilder::add_input(const std::string& name, DType dtype, const Shape
   n.op = Op::Input;
   n.dtype = dtype;
   n.shape = shape;
+  for (Dim& d : n.shape) {  // every size first, so a message shows the whole shape
+    if (d.sym < 0) continue;
+    FJ_CHECK(static_cast<size_t>(d.sym) < g_.dims.size(), "input dim refers to an undeclared dim");
+    d.size = g_.dims[static_cast<size_t>(d.sym)].value;
+  }
   int64_t count = 1;
-  for (Dim& d : n.shape) {
-    if (d.sym >= 0) {
-      FJ_CHECK(static_cast<size_t>(d.sym) < g_.dims.size(), "input dim refers to an undeclared dim");
-      d.size = g_.dims[static_cast<size_t>(d.sym)].value;
-    }
+  for (const Dim& d : n.shape) {
     if (d.size < 0) throw UserError("input '" + name + "' has a negative dimension", loc);
     if (mul_overflows(count, d.size, &count))
       throw UserError("input '" + name + "' has shape " + shape_to_string(n.shape, &g_) +

@@ -252,3 +252,11 @@ def test_outputs_of_one_value_and_row_constants_at_zero_size():
         assert out["a"].shape == (0, 2) and out["c"].shape == (0, 2)
         assert bits(out["s"]) == bits(np.zeros(2, np.float32))
         assert bits(out["y"]) == bits(np.array([3.0, -4.0], np.float32))
+
+
+def test_an_overflowing_shape_is_shown_whole():
+    b = fusejit.GraphBuilder()
+    c, big = b.dim("C", 7), b.dim("B", 2**40)
+    with pytest.raises(fusejit.UserError, match=r"\[C=7, B=1099511627776, B=1099511627776, B=1099511627776, C=7\] "
+                                                r"whose element count overflows 64 bits"):
+        b.input("x", "f32", [c, big, big, big, c])
