@@ -8,7 +8,25 @@
 
 namespace fusejit {
 
+namespace {
+// The Python package's keyword for an option (python/fusejit/__init__.py).
+std::string python_option_name(OptionField field) {
+  switch (field) {
+    case OptionField::Arch: return "arch";
+    case OptionField::NvrtcOptions: return "nvrtc_options";
+    case OptionField::Params: return "params";
+    case OptionField::InputFiles: return "input_files";
+    case OptionField::InputRanges: return "input_ranges";
+    case OptionField::SaveDir: return "save_dir";
+    case OptionField::Dims: return "dims";
+    case OptionField::RowSplit: return "row_split";
+  }
+  return "an option";
+}
+}  // namespace
+
 std::string option_name(OptionField field, MessageStyle style) {
+  if (style == MessageStyle::Python) return python_option_name(field);
   const bool cli = style == MessageStyle::CommandLine;
   switch (field) {
     case OptionField::Arch: return cli ? "--arch" : "Options::arch";

@@ -19,6 +19,13 @@ using namespace nb::literals;
 
 namespace fusejit_py {
 
+int64_t checked_int64(nb::handle h, const std::string& what) {
+  int64_t i = 0;
+  if (!nb::try_cast(h, i))
+    throw fusejit::Error(fusejit::ErrorKind::User, what + ": " + nb::cast<std::string>(nb::repr(h)) + " is outside int64");
+  return i;
+}
+
 namespace {
 
 using fusejit::Error;
@@ -59,10 +66,7 @@ int64_t int_arg(nb::handle h, const std::string& what) {
     else PyErr_Clear();
   }
   if (!index.is_valid()) throw nb::type_error((what + ": expected an int, got " + py_type_name(h)).c_str());
-  int64_t i = 0;
-  if (!nb::try_cast(index, i))
-    throw Error(ErrorKind::User, what + ": " + nb::cast<std::string>(nb::repr(h)) + " is outside int64");
-  return i;
+  return checked_int64(index, what);
 }
 
 // A bool argument: a Python bool or a NumPy bool scalar.
@@ -81,12 +85,7 @@ fusejit::Value to_value(nb::handle h, nb::handle builder) {
     return pv.v;
   }
   if (PyBool_Check(h.ptr())) return fusejit::Value(h.ptr() == Py_True);
-  if (PyLong_Check(h.ptr())) {
-    int64_t i = 0;
-    if (!nb::try_cast(h, i))
-      throw Error(ErrorKind::User, "integer literal " + nb::cast<std::string>(nb::repr(h)) + " is outside int64");
-    return fusejit::Value(i);
-  }
+  if (PyLong_Check(h.ptr())) return fusejit::Value(checked_int64(h, "integer literal"));
   if (PyFloat_Check(h.ptr())) return fusejit::Value(nb::cast<double>(h));
   if (nb::object v = scalar_item(h); v.is_valid()) return to_value(v, builder);
   throw nb::type_error(
@@ -103,11 +102,7 @@ PyValue apply(nb::handle builder, std::string_view op, std::initializer_list<nb:
 
 fusejit::Scalar to_scalar(nb::handle h, const std::string& what) {
   if (PyBool_Check(h.ptr())) return fusejit::Scalar(h.ptr() == Py_True);
-  if (PyLong_Check(h.ptr())) {
-    int64_t i = 0;
-    if (!nb::try_cast(h, i)) throw Error(ErrorKind::User, what + ": " + nb::cast<std::string>(nb::repr(h)) + " is outside int64");
-    return fusejit::Scalar(i);
-  }
+  if (PyLong_Check(h.ptr())) return fusejit::Scalar(checked_int64(h, what));
   if (PyFloat_Check(h.ptr())) return fusejit::Scalar(nb::cast<double>(h));
   if (nb::object v = scalar_item(h); v.is_valid()) return to_scalar(v, what);
   throw nb::type_error((what + ": expected a bool, int or float, got " + py_type_name(h)).c_str());

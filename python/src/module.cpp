@@ -132,19 +132,11 @@ Tensors collect_inputs(const fusejit::Program& p, const std::vector<InArray>& ar
   return t;
 }
 
-int64_t int_param(const std::string& name, nb::handle v) {
-  int64_t i = 0;
-  if (!nb::try_cast(v, i))
-    throw fusejit::Error(fusejit::ErrorKind::User,
-                         "param '" + name + "': " + nb::cast<std::string>(nb::repr(v)) + " is outside int64");
-  return i;
-}
-
 fusejit::Params to_params(const std::vector<std::pair<std::string, nb::object>>& values) {
   fusejit::Params params;
   for (const auto& [name, v] : values) {
     if (PyBool_Check(v.ptr())) params.set(name, fusejit::Scalar(v.ptr() == Py_True));
-    else if (PyLong_Check(v.ptr())) params.set(name, fusejit::Scalar(int_param(name, v)));
+    else if (PyLong_Check(v.ptr())) params.set(name, fusejit::Scalar(fusejit_py::checked_int64(v, "param '" + name + "'")));
     else if (PyFloat_Check(v.ptr())) params.set(name, fusejit::Scalar(nb::cast<double>(v)));
     else
       throw fusejit::Error(fusejit::ErrorKind::User,
@@ -246,13 +238,9 @@ fusejit::DimValues to_dims(const std::optional<nb::dict>& dims) {
     if (!nb::isinstance<nb::str>(k))
       throw nb::type_error(("dims: a dim name is a str, not " + nb::cast<std::string>(nb::repr(k))).c_str());
     const std::string name = nb::cast<std::string>(k);
-    int64_t size = 0;
     if (PyBool_Check(v.ptr()) || !PyLong_Check(v.ptr()))
       throw nb::type_error(("dims: dim '" + name + "' takes an int, not " + nb::cast<std::string>(nb::repr(v))).c_str());
-    if (!nb::try_cast(v, size))
-      throw fusejit::Error(fusejit::ErrorKind::User,
-                           "dim '" + name + "': " + nb::cast<std::string>(nb::repr(v)) + " is outside int64");
-    out.emplace_back(name, size);
+    out.emplace_back(name, fusejit_py::checked_int64(v, "dim '" + name + "'"));
   }
   return out;
 }
@@ -391,6 +379,7 @@ void bind_graph(nb::module_& m) {
               throw nb::value_error(("row_split " + nb::cast<std::string>(nb::repr(row_split)) + " is outside int64").c_str());
             o.fast_math = fast_math;
             o.row_cache = row_cache;
+            o.message_style = fusejit::MessageStyle::Python;
             std::string json = released([&] { return fusejit::plan_graph(g, o).json; });
             return nb::module_::import_("json").attr("loads")(json);
           },
@@ -414,6 +403,7 @@ fusejit::Options make_options(bool fast_math, std::optional<std::string> arch, s
   o.build_unfused = build_unfused;
   o.row_split = row_split;
   o.row_cache = row_cache;
+  o.message_style = fusejit::MessageStyle::Python;  // messages name `arch`, `row_split`, ...
   return o;
 }
 

@@ -307,3 +307,13 @@ def test_bool_inputs_read_any_nonzero_byte_as_true():
             assert bits(out["w"]) == bits(np.where(t, view_x, -view_x))
             assert bits(out["n"]) == bits(~t)
             assert bits(out["f"]) == bits(t.astype(np.float32) + view_x)
+
+
+def test_option_messages_name_the_python_keywords():
+    g = fusejit.Graph.parse("input x : f32[4]\ny = x * 2\noutput y\n")
+    with pytest.raises(fusejit.UserError, match=r"^error: row_split -1: must be >= 0"):
+        g.plan(row_split=-1)
+    with pytest.raises(fusejit.UserError, match=r"^error: row_split -1: must be >= 0"):
+        fusejit.compile(g, backend="cpu", row_split=-1)
+    with pytest.raises(fusejit.UserError, match=r"^error: arch: invalid GPU architecture 'sm_1'"):
+        fusejit.compile(g, backend="cpu", arch="sm_1")

@@ -301,8 +301,9 @@ enum class Backend {
 enum class PlanKind { Fused, Unfused };
 
 /// Who reads fusejit's messages. Errors and warnings about an option name it as that reader
-/// writes it: the API field ("Options::arch") or the `fusejit` command's flag ("--arch").
-enum class MessageStyle { Api, CommandLine };
+/// writes it: the API field ("Options::arch"), the `fusejit` command's flag ("--arch") or the
+/// Python package's keyword ("arch").
+enum class MessageStyle { Api, CommandLine, Python };
 
 /// Compilation and run options.
 struct Options {
@@ -324,7 +325,7 @@ struct Options {
   /// the strict checks. Ignored, with a warning, on the CPU path.
   std::vector<std::string> nvrtc_options;
   Backend backend = Backend::Auto;
-  MessageStyle message_style = MessageStyle::Api;  ///< the `fusejit` command sets CommandLine
+  MessageStyle message_style = MessageStyle::Api;  ///< the `fusejit` command sets CommandLine, Python Python
   /// Also compile the unfused plan (one kernel per op, the baseline fusion is measured against) at
   /// compile(). By default it is compiled on its first use (launch, run or measure with
   /// PlanKind::Unfused); until then kernels(PlanKind::Unfused) reports CacheOutcome::NotBuilt.
