@@ -9,36 +9,35 @@
 namespace fusejit {
 
 namespace {
-// The Python package's keyword for an option (python/fusejit/__init__.py).
-std::string python_option_name(OptionField field) {
-  switch (field) {
-    case OptionField::Arch: return "arch";
-    case OptionField::NvrtcOptions: return "nvrtc_options";
-    case OptionField::Params: return "params";
-    case OptionField::InputFiles: return "input_files";
-    case OptionField::InputRanges: return "input_ranges";
-    case OptionField::SaveDir: return "save_dir";
-    case OptionField::Dims: return "dims";
-    case OptionField::RowSplit: return "row_split";
-  }
-  return "an option";
-}
+// Per OptionField (in its order): the name in the C++ API, on the `fusejit` command line, and in
+// the Python package (python/fusejit/__init__.py).
+struct OptionNames {
+  OptionField field;
+  const char* api;
+  const char* cli;
+  const char* python;
+};
+constexpr OptionNames kOptionNames[] = {
+    {OptionField::Arch, "Options::arch", "--arch", "arch"},
+    {OptionField::NvrtcOptions, "Options::nvrtc_options", "--nvrtc-option", "nvrtc_options"},
+    {OptionField::Params, "params", "--param", "params"},
+    {OptionField::InputFiles, "RunOptions::input_files", "--input", "input_files"},
+    {OptionField::InputRanges, "RunOptions::input_ranges", "--range", "input_ranges"},
+    {OptionField::SaveDir, "RunOptions::save_dir", "--save-dir", "save_dir"},
+    {OptionField::Dims, "the dims argument", "--dim", "dims"},
+    {OptionField::RowSplit, "Options::row_split", "--row-split", "row_split"},
+};
 }  // namespace
 
 std::string option_name(OptionField field, MessageStyle style) {
-  if (style == MessageStyle::Python) return python_option_name(field);
-  const bool cli = style == MessageStyle::CommandLine;
-  switch (field) {
-    case OptionField::Arch: return cli ? "--arch" : "Options::arch";
-    case OptionField::NvrtcOptions: return cli ? "--nvrtc-option" : "Options::nvrtc_options";
-    case OptionField::Params: return cli ? "--param" : "params";
-    case OptionField::InputFiles: return cli ? "--input" : "RunOptions::input_files";
-    case OptionField::InputRanges: return cli ? "--range" : "RunOptions::input_ranges";
-    case OptionField::SaveDir: return cli ? "--save-dir" : "RunOptions::save_dir";
-    case OptionField::Dims: return cli ? "--dim" : "the dims argument";
-    case OptionField::RowSplit: return cli ? "--row-split" : "Options::row_split";
+  const OptionNames& n = kOptionNames[static_cast<size_t>(field)];
+  FJ_CHECK(n.field == field, "option_name: kOptionNames is out of OptionField's order");
+  switch (style) {
+    case MessageStyle::Api: return n.api;
+    case MessageStyle::CommandLine: return n.cli;
+    case MessageStyle::Python: return n.python;
   }
-  return "an option";
+  return n.api;
 }
 
 void check_row_split(const Options& o) {
