@@ -67,7 +67,7 @@ TEST_CASE("a refused op, reduce or cast adds no node (a literal's constant, a ca
   fj::Value i = b.cast(x, fj::DType::I8);
   CHECK(contains(user_error([&] { b.reduce("sum", 3, {0}); }), "axis 0 is out of range"));
   CHECK(contains(user_error([&] { b.op("clamp", {i, 5, 1000}); }), "does not fit in i8"));
-  CHECK(contains(user_error([&] { b.cast(x, fj::DType::F32) * b.op("exp", {i, 2}); }), "exp takes 1 argument"));
+  CHECK(contains(user_error([&] { b.op("exp", {i, 2}); }), "exp takes 1 argument"));
   b.output("y", b.op("abs", {i}));
   CHECK(b.build().to_text() == "graph g\ninput x : f32[3]\n%1 = cast(x, i8)\ny = abs(%1)\noutput y\n");
 }
