@@ -3,6 +3,7 @@
 #include "ir/reduce.h"
 
 #include <cctype>
+#include <limits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -103,6 +104,10 @@ std::string unfused_label(const Graph* unfused_graph) {
 namespace {
 // "predicted traffic fused/unfused: 0.250 (predicted speedup 4.00x)", the last line of both formats.
 std::string predicted_line(const PlanTotals& f, const PlanTotals& u) {
+  // Byte counts saturate (ir::add_bytes): past 2^63 - 1 no ratio means anything.
+  constexpr int64_t kSaturated = std::numeric_limits<int64_t>::max();
+  if (f.bytes() == kSaturated || u.bytes() == kSaturated)
+    return "predicted traffic fused/unfused: unknown (the byte counts pass 2^63 - 1 at these dims)\n";
   return fmt::format("predicted traffic fused/unfused: {:.3f} (predicted speedup {:.2f}x)\n", traffic_ratio(f, u),
                      f.bytes() > 0 ? static_cast<double>(u.bytes()) / static_cast<double>(f.bytes()) : 1.0);
 }
