@@ -62,11 +62,15 @@ struct Analyzer {
     }
   }
 
-  // Whether every reduced axis of the iteration space is a literal 1.
-  bool literal_rows() const {
+  // Whether a value of shape `s` is per row by its structure: a literal 1 (or no dim) on every
+  // reduced axis, whatever the dims are (at C = 1 the row [N, 1] also has the sizes of the iteration
+  // space [N, C]); not where the iteration space's own reduced axes are literal 1s (rows of one
+  // element, at any dims: such values are per element).
+  bool per_row_by_structure(const Shape& s) const {
+    if (!is_keepdim_row_shape(s, grp.iter_shape, grp.reduce_mask)) return false;
     for (size_t d = 0; d < grp.iter_shape.size(); ++d)
-      if ((grp.reduce_mask >> d & 1) && (grp.iter_shape[d].size != 1 || grp.iter_shape[d].sym >= 0)) return false;
-    return true;
+      if ((grp.reduce_mask >> d & 1) && (grp.iter_shape[d].size != 1 || grp.iter_shape[d].sym >= 0)) return true;
+    return false;
   }
 
   // A node reading at least one row value: a row value itself when its shape is per row, else an
@@ -81,18 +85,13 @@ struct Analyzer {
           fail(id, "reads a row value of the reduced shape (no keepdim), which broadcasts by NumPy's right alignment, "
                    "not per row");
     };
-    // By the shape's structure first: a literal 1 on every reduced axis is per row whatever the
-    // dims are (at C = 1 the row [N, 1] also has the sizes of the iteration space [N, C]), unless
-    // the iteration space's own reduced axes are literal 1s (rows of one element, at any dims).
-    const bool keepdim_row = is_keepdim_row_shape(nd.shape, x, grp.reduce_mask);
-    if (keepdim_row && !literal_rows()) {
+    // By the shape's structure first, then by sizes.
+    if (per_row_by_structure(nd.shape) ||
+        (!same_sizes(nd.shape, x) && is_keepdim_row_shape(nd.shape, x, grp.reduce_mask))) {
       keepdim_rows_only();
       info.row.insert(id);
     } else if (same_sizes(nd.shape, x)) {  // an element value
       keepdim_rows_only();
-    } else if (keepdim_row) {
-      keepdim_rows_only();
-      info.row.insert(id);
     } else if (same_sizes(nd.shape, r)) {
       for (int k = 0; k < nd.nargs; ++k) {
         const NodeId a = nd.arg(k);
@@ -129,7 +128,7 @@ struct Analyzer {
     }
     if (any_row) {
       reads_row(id);
-    } else if (is_keepdim_row_shape(nd.shape, grp.iter_shape, grp.reduce_mask) && !literal_rows()) {
+    } else if (per_row_by_structure(nd.shape)) {
       // Constant along the reduced axes (a bias of a column sum, a constant): a row value, computed
       // and written once per row, also where the rows have no elements.
       info.row.insert(id);

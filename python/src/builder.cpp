@@ -19,14 +19,15 @@ using namespace nb::literals;
 
 namespace fusejit_py {
 
+namespace {
+
+// A Python int (or an object with __index__) as int64; Error(User) "<what>: X is outside int64".
 int64_t checked_int64(nb::handle h, const std::string& what) {
   int64_t i = 0;
   if (!nb::try_cast(h, i))
     throw fusejit::Error(fusejit::ErrorKind::User, what + ": " + nb::cast<std::string>(nb::repr(h)) + " is outside int64");
   return i;
 }
-
-namespace {
 
 using fusejit::Error;
 using fusejit::ErrorKind;
@@ -54,6 +55,8 @@ nb::object scalar_item(nb::handle h) {
   return number ? v : nb::object();
 }
 
+}  // namespace
+
 // An int argument within int64: a Python int or an integer NumPy scalar (anything with
 // __index__), not a bool.
 int64_t int_arg(nb::handle h, const std::string& what) {
@@ -68,6 +71,8 @@ int64_t int_arg(nb::handle h, const std::string& what) {
   if (!index.is_valid()) throw nb::type_error((what + ": expected an int, got " + py_type_name(h)).c_str());
   return checked_int64(index, what);
 }
+
+namespace {
 
 // A bool argument: a Python bool or a NumPy bool scalar.
 bool bool_arg(nb::handle h, const std::string& what) {
@@ -100,6 +105,8 @@ PyValue apply(nb::handle builder, std::string_view op, std::initializer_list<nb:
   return PyValue{cpp(builder).op(op, vs), nb::borrow(builder)};
 }
 
+}  // namespace
+
 fusejit::Scalar to_scalar(nb::handle h, const std::string& what) {
   if (PyBool_Check(h.ptr())) return fusejit::Scalar(h.ptr() == Py_True);
   if (PyLong_Check(h.ptr())) return fusejit::Scalar(checked_int64(h, what));
@@ -107,6 +114,8 @@ fusejit::Scalar to_scalar(nb::handle h, const std::string& what) {
   if (nb::object v = scalar_item(h); v.is_valid()) return to_scalar(v, what);
   throw nb::type_error((what + ": expected a bool, int or float, got " + py_type_name(h)).c_str());
 }
+
+namespace {
 
 std::vector<fusejit::Extent> to_extents(nb::handle builder, const nb::sequence& shape) {
   std::vector<fusejit::Extent> out;

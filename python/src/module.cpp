@@ -134,15 +134,7 @@ Tensors collect_inputs(const fusejit::Program& p, const std::vector<InArray>& ar
 
 fusejit::Params to_params(const std::vector<std::pair<std::string, nb::object>>& values) {
   fusejit::Params params;
-  for (const auto& [name, v] : values) {
-    if (PyBool_Check(v.ptr())) params.set(name, fusejit::Scalar(v.ptr() == Py_True));
-    else if (PyLong_Check(v.ptr())) params.set(name, fusejit::Scalar(fusejit_py::checked_int64(v, "param '" + name + "'")));
-    else if (PyFloat_Check(v.ptr())) params.set(name, fusejit::Scalar(nb::cast<double>(v)));
-    else
-      throw fusejit::Error(fusejit::ErrorKind::User,
-                           "param '" + name + "': expected a bool, int or float, got " +
-                               nb::cast<std::string>(nb::str(v.type().attr("__name__"))));
-  }
+  for (const auto& [name, v] : values) params.set(name, fusejit_py::to_scalar(v, "param '" + name + "'"));
   return params;
 }
 
@@ -238,9 +230,7 @@ fusejit::DimValues to_dims(const std::optional<nb::dict>& dims) {
     if (!nb::isinstance<nb::str>(k))
       throw nb::type_error(("dims: a dim name is a str, not " + nb::cast<std::string>(nb::repr(k))).c_str());
     const std::string name = nb::cast<std::string>(k);
-    if (PyBool_Check(v.ptr()) || !PyLong_Check(v.ptr()))
-      throw nb::type_error(("dims: dim '" + name + "' takes an int, not " + nb::cast<std::string>(nb::repr(v))).c_str());
-    out.emplace_back(name, fusejit_py::checked_int64(v, "dim '" + name + "'"));
+    out.emplace_back(name, fusejit_py::int_arg(v, "dim '" + name + "'"));
   }
   return out;
 }

@@ -14,8 +14,13 @@ namespace fusejit_py {
 // The dtype named `name` ("f32", "bf16", ...); Error(User) for another name.
 fusejit::DType parse_dtype(std::string_view name);
 
-// A Python int (or an object with __index__) as int64; Error(User) "<what>: X is outside int64".
-int64_t checked_int64(nanobind::handle h, const std::string& what);
+// An int argument within int64 (a Python int or anything with __index__, not a bool): TypeError
+// "<what>: expected an int, got T" otherwise, Error(User) past int64 (python/src/builder.cpp).
+int64_t int_arg(nanobind::handle h, const std::string& what);
+
+// A bool, int or float (or a NumPy/PyTorch 0-d one) as a Scalar; TypeError "<what>: expected a
+// bool, int or float, got T" otherwise.
+fusejit::Scalar to_scalar(nanobind::handle h, const std::string& what);
 
 // fusejit.GraphBuilder, fusejit.Value and fusejit.Dim (python/src/builder.cpp).
 void bind_builder(nanobind::module_& m);
