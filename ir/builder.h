@@ -88,9 +88,11 @@ class GraphBuilder {
   // Throws UserError at `loc` on a bad axis (out of range, repeated), an integer mean, or an
   // amax/amin of zero elements. apply(op, {x}) of a reduction op reduces every axis.
   // `correction` (mean only; 0 or more): divide the sum by max(0, n - correction), as var's
-  // second pass does; UserError for another op or a negative value.
+  // second pass does; UserError for another op or a negative value. `initial` (NumPy's initial=):
+  // only -inf for a float amax and +inf for a float amin, their identities: zero elements then
+  // give it instead of an error; UserError for another op, dtype or value.
   Operand reduce(Op op, const Operand& x, std::span<const int64_t> axes, bool keepdim, Loc loc = {},
-                 int64_t correction = 0);
+                 int64_t correction = 0, std::optional<double> initial = std::nullopt);
   // Composites in their numerically stable forms, expanded into primitives here so plans and
   // dumps show them (docs/ops.md, "Reductions"); `axis` as for reduce(). x must be a float tensor
   // of rank >= 1 (UserError otherwise, as PyTorch); f16/bf16 are computed in f32 and the result
@@ -111,10 +113,11 @@ class GraphBuilder {
   // correction divides by 0: NaN for a row of equal values, else +inf, as torch. Throws
   // UserError for a non-float x, a bad axis or a negative correction.
   Operand var(const Operand& x, std::span<const int64_t> axes, bool keepdim, int64_t correction, bool sd, Loc loc = {});
-  // What `name(x[, AXES][, keepdim][, correction=N])` means in graph text (docs/graph-format.md),
-  // for the parser and the public GraphBuilder alike: a reduction op (sum mean prod amax amin) or
-  // a composite (ir/reduce.h, composite_names). softmax and log_softmax take exactly one axis and
-  // no keepdim, logsumexp one axis; a correction is for mean (default 0), var and std (default 1).
+  // What `name(x[, AXES][, keepdim][, correction=N | initial=±inf])` means in graph text
+  // (docs/graph-format.md), for the parser and the public GraphBuilder alike: a reduction op (sum
+  // mean prod amax amin) or a composite (ir/reduce.h, composite_names). softmax and log_softmax
+  // take exactly one axis and no keepdim, logsumexp one axis; a correction is for mean (default
+  // 0), var and std (default 1); an initial for amax (-inf) and amin (+inf).
   // Throws UserError at `loc` for other argument combinations and as the functions above.
   // The largest correction (mean, var, std) the graph format reads.
   static constexpr int64_t kMaxCorrection = int64_t{1} << 62;
@@ -122,6 +125,7 @@ class GraphBuilder {
     std::vector<int64_t> axes;          // as written (negative from the end); empty: every axis
     bool keepdim = false;
     std::optional<int64_t> correction;  // unset: the op's default
+    std::optional<double> initial;      // amax/amin: NumPy's initial= (only -inf / +inf)
     Loc axes_loc;                       // where the axes are written; a bad axis is reported there
   };
   Operand reduce_by_name(std::string_view name, const Operand& x, const ReduceArgs& args, Loc loc = {});

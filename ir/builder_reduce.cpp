@@ -2,6 +2,9 @@
 // see ir/builder.h and ir/reduce.h.
 #include <fmt/format.h>
 
+#include <cmath>
+#include <optional>
+
 #include "ir/builder.h"
 #include "ir/reduce.h"
 
@@ -12,7 +15,7 @@ NodeId GraphBuilder::add_reduce(Op op, DType dtype, NodeId arg, ReduceAttr red, 
   FJ_CHECK(arg >= 0 && arg < g_.size() && g_.node(arg).dtype == dtype, "add_reduce: operand must have the compute dtype");
   const Shape& in = g_.node(arg).shape;
   FJ_CHECK(red.axes >> std::min<size_t>(in.size(), 63) == 0 || in.size() == 64, "add_reduce: axis beyond the rank");
-  check_reduce_nonempty(op, in, red.axes, "", loc);
+  check_reduce_nonempty(op, in, red, "", loc);
   Node n;
   n.op = op;
   n.dtype = dtype;
@@ -31,10 +34,29 @@ void check_correction(std::string_view what, int64_t correction, Loc loc) {
   if (correction > GraphBuilder::kMaxCorrection)
     throw UserError(fmt::format("{}: correction={} is out of range (it is at most 2^62)", what, correction), loc);
 }
+
+// Whether a reduction of a `from` operand starts from `initial` (NumPy's initial=): only a float
+// amax's -inf or amin's +inf, their identities, so the result differs from the plain reduction's
+// only where that one has no elements. Throws UserError for any other op, dtype or value.
+bool initial_flag(Op op, DType from, std::optional<double> initial, Loc loc) {
+  if (!initial) return false;
+  const std::string_view name = op_name(op);
+  if (op != Op::Amax && op != Op::Amin)
+    throw UserError(fmt::format("{}: initial= applies only to amax and amin", name), loc);
+  if (!is_float(from))
+    throw UserError(fmt::format("{} of {} values: initial={} needs a float dtype", name, dtype_name(from), *initial), loc);
+  const double identity = op == Op::Amax ? -INFINITY : INFINITY;
+  if (*initial != identity)
+    throw UserError(fmt::format("{}: initial={} is not supported, only {}'s identity initial={} (a row of nothing gives "
+                                "it); for another start value write {}({}(x, ...), VALUE)",
+                                name, *initial, name, identity, op == Op::Amax ? "maximum" : "minimum", name),
+                    loc);
+  return true;
+}
 }  // namespace
 
 Operand GraphBuilder::reduce(Op op, const Operand& x, std::span<const int64_t> axes, bool keepdim, Loc loc,
-                             int64_t correction) {
+                             int64_t correction, std::optional<double> initial) {
   const NodeId in = materialize(x, loc);
   const Node& xn = g_.node(in);
   if (correction < 0 || (correction != 0 && op != Op::Mean))
@@ -42,7 +64,8 @@ Operand GraphBuilder::reduce(Op op, const Operand& x, std::span<const int64_t> a
                                 op == Op::Mean ? "is negative (it must be 0 or more)" : "applies only to mean, var and std"),
                     loc);
   check_correction(op_name(op), correction, loc);
-  const ReduceAttr red{reduce_axes_mask(axes, xn.shape.size(), loc), keepdim, correction};
+  const ReduceAttr red{reduce_axes_mask(axes, xn.shape.size(), loc), keepdim, correction,
+                       initial_flag(op, xn.dtype, initial, loc)};
   const DType from = xn.dtype;
   const DType ct = reduce_compute_dtype(op, from, loc);
   const NodeId arg = from == ct ? in : cast(Operand::of(in), ct, loc).node;
@@ -64,19 +87,20 @@ DType composite_dtype(const Node& x, const char* what, Loc loc) {
 }
 
 // The checks of the composites over one axis built on amax (softmax, log_softmax, logsumexp):
-// a float tensor of rank >= 1, a valid axis, and elements along it (amax of nothing has no
-// identity; the error names the composite the user wrote, not its amax).
+// a float tensor of rank >= 1 and a valid axis. An empty axis is fine: their amax starts from
+// -inf (initial=-inf), so softmax of nothing is empty and logsumexp of nothing -inf, as PyTorch.
 DType max_composite_dtype(const Node& x, int64_t axis, const char* what, Loc loc) {
   const DType ct = composite_dtype(x, what, loc);
   if (x.shape.empty()) throw UserError(fmt::format("{} needs a tensor of rank 1 or more, not a 0-d value", what), loc);
   const int64_t ax[1] = {axis};
-  const uint64_t mask = reduce_axes_mask(ax, x.shape.size(), loc);
-  if (reduce_length(x.shape, mask) == 0)
-    throw UserError(fmt::format("{} over an empty axis (axis {} of shape {}): its max has no identity; make the axis "
-                                "non-empty (PyTorch returns an empty tensor or -inf there)",
-                                what, axis, shape_to_string(x.shape)),
-                    loc);
+  (void)reduce_axes_mask(ax, x.shape.size(), loc);
   return ct;
+}
+
+// The composites' max: amax(x, axis, keepdim, initial=-inf).
+Operand composite_max(GraphBuilder& b, const Operand& x, int64_t axis, bool keepdim, Loc loc) {
+  const int64_t ax[1] = {axis};
+  return b.reduce(Op::Amax, x, ax, keepdim, loc, 0, -INFINITY);
 }
 
 }  // namespace
@@ -86,7 +110,7 @@ Operand GraphBuilder::softmax(const Operand& x, int64_t axis, Loc loc) {
   const DType from = g_.node(in).dtype, ct = max_composite_dtype(g_.node(in), axis, "softmax", loc);
   const Operand xc = from == ct ? Operand::of(in) : cast(Operand::of(in), ct, loc);
   const int64_t ax[1] = {axis};
-  const Operand m = reduce(Op::Amax, xc, ax, true, loc);
+  const Operand m = composite_max(*this, xc, axis, true, loc);
   const Operand d[2] = {xc, m};
   const Operand diff = apply(Op::Sub, d, loc);
   const Operand ex[1] = {diff};
@@ -101,7 +125,7 @@ Operand GraphBuilder::log_softmax(const Operand& x, int64_t axis, Loc loc) {
   const DType from = g_.node(in).dtype, ct = max_composite_dtype(g_.node(in), axis, "log_softmax", loc);
   const Operand xc = from == ct ? Operand::of(in) : cast(Operand::of(in), ct, loc);
   const int64_t ax[1] = {axis};
-  const Operand d[2] = {xc, reduce(Op::Amax, xc, ax, true, loc)};
+  const Operand d[2] = {xc, composite_max(*this, xc, axis, true, loc)};
   const Operand diff = apply(Op::Sub, d, loc);
   const Operand ex[1] = {diff};
   const Operand ev = apply(Op::Exp, ex, loc);
@@ -118,7 +142,7 @@ Operand GraphBuilder::logsumexp(const Operand& x, int64_t axis, bool keepdim, Lo
   const int64_t ax[1] = {axis};
   // torch.logsumexp: an infinite max is replaced by 0 both where it is subtracted and added.
   auto finite_max = [&](bool keep) {
-    const Operand m = reduce(Op::Amax, xc, ax, keep, loc);
+    const Operand m = composite_max(*this, xc, axis, keep, loc);
     const Operand inf[1] = {m};
     Literal zero;
     zero.cat = Category::Float;
@@ -159,6 +183,10 @@ Operand GraphBuilder::reduce_by_name(std::string_view name, const Operand& x, co
   const bool spread = name == "var" || name == "std";
   if (a.correction && !takes_correction(name))
     throw UserError(n + " takes no correction (only mean, var and std do)", loc);
+  if (a.initial && name != "amax" && name != "amin")
+    throw UserError(n + " takes no initial= (only amax and amin do" +
+                        (is_composite_name(name) && !spread ? "; " + n + " over an empty axis needs none" : "") + ")",
+                    loc);
   // A repeated or out-of-range axis points at the axes (a 0-d operand keeps its own messages).
   if (!x.is_literal() && !g_.node(x.node).shape.empty() && a.axes_loc.known())
     (void)reduce_axes_mask(a.axes, g_.node(x.node).shape.size(), a.axes_loc);
@@ -166,7 +194,7 @@ Operand GraphBuilder::reduce_by_name(std::string_view name, const Operand& x, co
   if (!is_composite_name(name)) {
     const std::optional<Op> op = parse_op(name);
     FJ_CHECK(op && is_reduction(*op), "reduce_by_name: not a reduction: " + n);
-    return reduce(*op, x, a.axes, a.keepdim, loc, a.correction.value_or(0));
+    return reduce(*op, x, a.axes, a.keepdim, loc, a.correction.value_or(0), a.initial);
   }
   if (a.axes.size() != 1 || (a.keepdim && name != "logsumexp"))
     throw UserError(n + " takes a value and one axis" + (name == "logsumexp" ? " and an optional keepdim" : "") +

@@ -51,12 +51,15 @@ struct Scalar {
 
 // What a reduction node reduces (ir/reduce.h): the bit mask of its operand's reduced axes (bit k:
 // axis k) and whether they stay as size-1 dims; for mean, the correction: the sum is divided by
-// max(0, n - correction) (PyTorch's var/std `correction`; 0 for a plain mean). Zero for every
-// other op.
+// max(0, n - correction) (PyTorch's var/std `correction`; 0 for a plain mean); for a float amax or
+// amin, `initial`: it starts from its identity -inf / +inf as NumPy's `initial=` says, so zero
+// elements give that value instead of an error (the composites' max: torch.logsumexp of nothing is
+// -inf). Zero for every other op.
 struct ReduceAttr {
   uint64_t axes = 0;
   bool keepdim = false;
   int64_t correction = 0;
+  bool initial = false;
   friend bool operator==(const ReduceAttr&, const ReduceAttr&) = default;
 };
 

@@ -604,16 +604,39 @@ class Parser {
     return static_cast<int64_t>(v.u);
   }
 
-  // `keepdim` or `correction=N` after a reduction's `,`, in that order, each at most once.
+  // `initial=V` (V a number or inf, signed), after its `,`; the builder says which values it takes.
+  double initial_literal() {
+    advance();  // `initial`
+    expect(Tok::Assign, "'=' after `initial` (as in `initial=-inf`)");
+    const bool neg = tok_.kind == Tok::Minus;
+    if (neg || tok_.kind == Tok::Plus) advance();
+    double v = 0;
+    if (tok_.kind == Tok::Ident && tok_.text == "inf") v = std::numeric_limits<double>::infinity();
+    else if (tok_.kind == Tok::Float) v = tok_.f;
+    else if (tok_.kind == Tok::Int) v = static_cast<double>(tok_.u);
+    else throw UserError("expected a number after `initial=` (as in `initial=-inf`), found " + describe(tok_), tok_.loc);
+    advance();
+    return neg ? -v : v;
+  }
+
+  // `keepdim`, then `correction=N` or `initial=V`, after a reduction's `,`: in that order, each at
+  // most once.
   void reduce_keyword(GraphBuilder::ReduceArgs& a) {
     const bool keep = tok_.text == "keepdim";
-    if (keep ? a.keepdim : a.correction.has_value())
-      throw UserError(fmt::format("`{}` is given twice", tok_.text), tok_.loc);
+    const bool initial = tok_.text == "initial";
+    if (keep ? a.keepdim : (a.correction.has_value() || a.initial.has_value())) {
+      const bool same = keep || (initial ? a.initial.has_value() : a.correction.has_value());
+      throw UserError(same ? fmt::format("`{}` is given twice", tok_.text)
+                           : std::string("a reduction takes `correction=N` or `initial=V`, not both"),
+                      tok_.loc);
+    }
     if (!keep) {
-      a.correction = correction_literal();
+      if (initial) a.initial = initial_literal();
+      else a.correction = correction_literal();
       return;
     }
-    if (a.correction) throw UserError("`keepdim` comes before `correction=N`", tok_.loc);
+    if (a.correction || a.initial)
+      throw UserError(fmt::format("`keepdim` comes before `{}`", a.initial ? "initial=V" : "correction=N"), tok_.loc);
     a.keepdim = true;
     advance();
     if (tok_.kind == Tok::Assign)
@@ -631,14 +654,14 @@ class Parser {
     expect(Tok::RBracket, "']' to close the list of axes");
   }
 
-  // `, AXES` (an integer or a [list]), `, keepdim` and `, correction=N` (reductions that take one:
-  // `correction`), each optional and in that order, then ')'.
-  void reduce_tail(GraphBuilder::ReduceArgs& a, bool correction) {
+  // `, AXES` (an integer or a [list]), `, keepdim` and `, correction=N` or `, initial=V`, each
+  // optional and in that order, then ')'. `keywords` lists what the reduction takes, for messages.
+  void reduce_tail(GraphBuilder::ReduceArgs& a, std::string_view keywords) {
     bool has_axes = false;
     while (tok_.kind == Tok::Comma) {
       advance();
-      const bool late = a.keepdim || a.correction;
-      if (tok_.kind == Tok::Ident && (tok_.text == "keepdim" || tok_.text == "correction")) {
+      const bool late = a.keepdim || a.correction || a.initial;
+      if (tok_.kind == Tok::Ident && (tok_.text == "keepdim" || tok_.text == "correction" || tok_.text == "initial")) {
         reduce_keyword(a);
       } else if (tok_.kind == Tok::RParen) {
         throw UserError("expected an argument after ',' (remove the trailing ',')", tok_.loc);
@@ -655,15 +678,15 @@ class Parser {
         if (tok_.kind == Tok::LBracket) axes_list(a.axes);
         else a.axes.push_back(axis_literal());
       } else {
-        throw UserError(std::string(late ? "the axes come first; expected" : "expected") +
-                            (correction ? " `keepdim`, `correction=N`" : " `keepdim`") + " or ')' after the axes, found " +
-                            describe(tok_),
+        throw UserError(fmt::format("{} {} or ')' after the axes, found {}",
+                                    late ? "the axes come first; expected" : "expected", keywords, describe(tok_)),
                         tok_.loc);
       }
     }
   }
 
-  // sum/mean/prod/amax/amin/var/std(x[, AXES][, keepdim][, correction=N]), softmax/log_softmax(x,
+  // sum/mean/prod/amax/amin/var/std(x[, AXES][, keepdim][, correction=N]) (amax/amin: initial=V
+  // instead of correction=N), softmax/log_softmax(x,
   // AXIS), logsumexp(x, AXIS[, keepdim]) (docs/graph-format.md; GraphBuilder::reduce_by_name).
   Operand reduce_call(const Token& name, int depth) {
     Token open = tok_;
@@ -671,7 +694,10 @@ class Parser {
     advance();  // '('
     Operand x = expr(depth + 1);
     GraphBuilder::ReduceArgs args;
-    reduce_tail(args, takes_correction(name.text));
+    const bool extremum = name.text == "amax" || name.text == "amin";
+    reduce_tail(args, takes_correction(name.text) ? "`keepdim`, `correction=N`"
+                      : extremum                  ? "`keepdim`, `initial=V`"
+                                                  : "`keepdim`");
     if (tok_.kind != Tok::RParen)
       throw UserError("expected ',' or ')' to close '(' at column " + std::to_string(open.loc.col) + ", found " +
                           describe(tok_),

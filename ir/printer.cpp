@@ -126,7 +126,7 @@ struct Printer {
     if (!sym.empty()) return names[id] + " = " + operand(n.args[0]) + " " + std::string(sym) + " " + operand(n.args[1]) + "\n";
     std::string s = names[id] + " = " + std::string(op_name(n.op)) + "(";
     for (int k = 0; k < n.nargs; ++k) s += (k ? ", " : "") + operand(n.args[k]);
-    if (is_reduction(n.op)) s += reduce_args_text(n.red, g.node(n.args[0]).shape.size());
+    if (is_reduction(n.op)) s += reduce_args_text(n.op, n.red, g.node(n.args[0]).shape.size());
     return s + ")\n";
   }
 

@@ -78,10 +78,11 @@ DType reduce_compute_dtype(Op op, DType in, Loc loc) {
   internal_error(__FILE__, __LINE__, "reduce_compute_dtype: not a reduction");
 }
 
-void check_reduce_nonempty(Op op, const Shape& in, uint64_t mask, const std::string& what, Loc loc) {
+void check_reduce_nonempty(Op op, const Shape& in, const ReduceAttr& red, const std::string& what, Loc loc) {
   // PyTorch refuses it whenever a reduced axis is empty, also when the result has no elements
   // (aten's zero_numel_check_dims: "Expected reduction dim 1 to have non-zero size").
-  if ((op != Op::Amax && op != Op::Amin) || reduce_length(in, mask) != 0) return;
+  const uint64_t mask = red.axes;
+  if ((op != Op::Amax && op != Op::Amin) || red.initial || reduce_length(in, mask) != 0) return;
   throw UserError(fmt::format("{}{} of zero elements (reduced axes {} of shape {}) has no identity; "
                               "make the reduced axes non-empty",
                               what.empty() ? "" : what + ": ", op_name(op), fmt::join(mask_axes(mask), ", "), shape_to_string(in)),
@@ -185,13 +186,14 @@ Tensor eval_reduction(const Node& n, const Tensor& in) {
   return out;
 }
 
-std::string reduce_args_text(const ReduceAttr& red, size_t in_rank) {
+std::string reduce_args_text(Op op, const ReduceAttr& red, size_t in_rank) {
   const std::vector<int64_t> axes = mask_axes(red.axes);
   std::string s;
   if (axes.size() == 1) s = fmt::format(", {}", axes[0]);
   else if (axes.size() != in_rank || red.keepdim) s = fmt::format(", [{}]", fmt::join(axes, ", "));
   if (red.keepdim) s += ", keepdim";
   if (red.correction != 0) s += fmt::format(", correction={}", red.correction);
+  if (red.initial) s += op == Op::Amax ? ", initial=-inf" : ", initial=inf";
   return s;
 }
 

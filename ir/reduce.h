@@ -67,7 +67,7 @@ DType reduce_compute_dtype(Op op, DType in, Loc loc = {});
 // elements (PyTorch: "Expected reduction dim 1 to have non-zero size"): no identity exists to
 // return. `what` ("" or the
 // node's quoted name) prefixes the message.
-void check_reduce_nonempty(Op op, const Shape& in, uint64_t mask, const std::string& what, Loc loc = {});
+void check_reduce_nonempty(Op op, const Shape& in, const ReduceAttr& red, const std::string& what, Loc loc = {});
 
 // The struct of ir/scalar/fj_reduce.h that combines the elements of reduction `op` ("fj_red_sum"
 // for sum and mean, "fj_red_prod", "fj_red_max", "fj_red_min"): what generated kernels call.
@@ -79,8 +79,8 @@ const char* reduce_combiner(Op op);
 Tensor eval_reduction(const Node& n, const Tensor& in);
 
 // "sum(x, [0, 2], keepdim)" style axis text for the printer: ", [a, b]" or ", a" plus
-// ", keepdim" and ", correction=N" (a mean's, when not 0); "" for a full reduction without keepdim
-// of a non-0-d operand.
-std::string reduce_args_text(const ReduceAttr& red, size_t in_rank);
+// ", keepdim", ", correction=N" (a mean's, when not 0) and ", initial=-inf" (amax) or
+// ", initial=inf" (amin) when set; "" for a full reduction without keepdim of a non-0-d operand.
+std::string reduce_args_text(Op op, const ReduceAttr& red, size_t in_rank);
 
 }  // namespace fusejit::ir

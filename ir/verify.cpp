@@ -26,6 +26,8 @@ void check_reduction(const Graph& g, NodeId id) {
   FJ_CHECK(is_float(n.dtype) || n.op != Op::Mean, where(g, id) + ": mean of a non-float dtype");
   FJ_CHECK(n.red.correction == 0 || (n.op == Op::Mean && n.red.correction > 0),
            where(g, id) + ": a correction other than a mean's positive one");
+  FJ_CHECK(!n.red.initial || ((n.op == Op::Amax || n.op == Op::Amin) && is_float(n.dtype)),
+           where(g, id) + ": an initial value on other than a float amax or amin");
   FJ_CHECK(reduce_compute_dtype(n.op, n.dtype) == n.dtype, where(g, id) + ": not a reduction compute dtype");
   FJ_CHECK(a.shape.size() == 64 || (n.red.axes >> a.shape.size()) == 0, where(g, id) + ": reduced axis beyond the rank");
   FJ_CHECK(reduced_shape(a.shape, n.red.axes, n.red.keepdim) == n.shape,

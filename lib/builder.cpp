@@ -128,7 +128,7 @@ Value GraphBuilder::op(std::string_view name, const std::vector<Value>& args) {
 }
 
 Value GraphBuilder::reduce(std::string_view name, const Value& x, const std::vector<int64_t>& axes, bool keepdim,
-                           std::optional<int64_t> correction) {
+                           std::optional<int64_t> correction, std::optional<double> initial) {
   impl_->check_usable();
   return adding_nodes(*impl_, [&] {
     if (!ir::is_reduce_name(name)) {
@@ -138,7 +138,7 @@ Value GraphBuilder::reduce(std::string_view name, const Value& x, const std::vec
                              : ir::unknown_op_message(name));
     }
     const ir::Operand in = x.is_literal() ? ir::Operand::of(to_ir_literal(x.lit_)) : ir::Operand::of(node_of(x));
-    const ir::Operand r = impl_->b.reduce_by_name(name, in, {axes, keepdim, correction, {}});
+    const ir::Operand r = impl_->b.reduce_by_name(name, in, {axes, keepdim, correction, initial, {}});
     return Value(this, impl_->b.materialize(r));
   });
 }

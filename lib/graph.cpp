@@ -147,6 +147,7 @@ std::vector<NodeInfo> Graph::nodes() const {
       info.axes = ir::mask_axes(n.red.axes);
       info.keepdim = n.red.keepdim;
       info.correction = n.red.correction;
+      info.initial = n.red.initial;
     }
     out.push_back(std::move(info));
   }

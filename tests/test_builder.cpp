@@ -226,7 +226,12 @@ TEST_CASE("reductions and composites through GraphBuilder::reduce give the parse
   fj::GraphBuilder e;
   fj::Value f = e.input("f", fj::DType::F32, {3, 0});
   fj::Value i = e.input("i", fj::DType::I32, {3});
-  CHECK(contains(user_error([&] { e.reduce("softmax", f, {-1}); }), "softmax over an empty axis"));
+  CHECK(e.info(e.reduce("softmax", f, {-1})).shape == std::vector<int64_t>{3, 0});  // empty, as torch.softmax
+  CHECK(e.info(e.reduce("logsumexp", f, {-1})).shape == std::vector<int64_t>{3});    // -inf, as torch.logsumexp
+  CHECK(contains(user_error([&] { e.reduce("amax", f, {-1}); }), "amax of zero elements"));
+  CHECK(e.info(e.reduce("amax", f, {-1}, false, {}, -INFINITY)).shape == std::vector<int64_t>{3});
+  CHECK(contains(user_error([&] { e.reduce("amin", f, {-1}, false, {}, -INFINITY); }), "only amin's identity initial=inf"));
+  CHECK(contains(user_error([&] { e.reduce("logsumexp", f, {-1}, false, {}, -INFINITY); }), "logsumexp takes no initial="));
   CHECK(contains(user_error([&] { e.reduce("softmax", f, {0, 1}); }), "softmax takes a value and one axis"));
   CHECK(contains(user_error([&] { e.reduce("var", i); }), "var needs a float dtype"));
   CHECK(contains(user_error([&] { e.reduce("sum", f, {}, false, 1); }), "sum takes no correction"));

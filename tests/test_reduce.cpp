@@ -136,8 +136,18 @@ TEST_CASE("reduction text: bad axes, integer means and empty amax are located er
       {"y = var(x, -1,)", 15, "expected an argument after ',' (remove the trailing ',')"},
       {"y = var(x, -1, ddof=0)", 16, "NumPy's ddof and PyTorch's unbiased are written `correction=N`"},
       {"y = softmax(x, -1, correction=1)", 5, "softmax takes no correction"},
-      {"y = softmax(z, 0)", 5, "softmax over an empty axis (axis 0 of shape [0, 2])"},
-      {"y = logsumexp(z, 0)", 5, "logsumexp over an empty axis"},
+      // initial= (NumPy's): only amax's -inf and amin's +inf, of a float operand.
+      {"y = sum(x, -1, initial=0)", 5, "sum takes no initial= (only amax and amin do)"},
+      {"y = softmax(z, 0, initial=-inf)", 5, "softmax over an empty axis needs none"},
+      {"y = amax(x, -1, initial=0)", 5, "amax: initial=0 is not supported, only amax's identity initial=-inf"},
+      {"y = amin(x, -1, initial=-inf)", 5, "only amin's identity initial=inf"},
+      {"y = amax(i, initial=-inf)", 5, "amax of i32 values: initial=-inf needs a float dtype"},
+      {"y = amax(x, -1, initial=-x)", 26, "expected a number after `initial=`"},
+      {"y = amax(x, -1, initial -inf)", 25, "'=' after `initial`"},
+      {"y = amax(x, initial=-inf, keepdim)", 27, "`keepdim` comes before `initial=V`"},
+      {"y = amax(x, initial=-inf, initial=-inf)", 27, "`initial` is given twice"},
+      {"y = mean(x, correction=1, initial=-inf)", 27, "`correction=N` or `initial=V`, not both"},
+      {"y = amax(x, -1, 3)", 17, "expected `keepdim`, `initial=V` or ')' after the axes"},
       // What PyTorch and NumPy users write first
       {"y = max(x, -1)", 5, "for a reduction write amax (torch.amax), for an elementwise one maximum"},
       {"y = min(x)", 5, "for a reduction write amin"},
@@ -164,6 +174,9 @@ TEST_CASE("reduction text: bad axes, integer means and empty amax are located er
   CHECK_THROWS_WITH_AS(rebind_dims(g, {{"N", 0}}), doctest::Contains("zero elements"), UserError);
   CHECK_NOTHROW(rebind_dims(g, {{"N", 5}}));
   CHECK(shape_sizes(g.node(g.outputs[0].node).shape) == std::vector<int64_t>{2});
+  // ... unless it starts from its identity (initial=-inf), as the composites' max does.
+  Graph h = parse("dim N = 3\ninput x : f32[N, 2]\ny = amax(x, 0, initial=-inf)\nz = logsumexp(x, 0)\noutput y, z\n");
+  CHECK_NOTHROW(rebind_dims(h, {{"N", 0}}));
 }
 
 TEST_CASE("fixed order: the reference is the documented order, bit for bit, at every chunk edge") {
@@ -317,6 +330,25 @@ TEST_CASE("composites: softmax, log_softmax, logsumexp (stable; torch's inf rule
   const Node& y = h.node(h.outputs[0].node);
   CHECK(y.dtype == DType::BF16);
   CHECK(y.op == Op::Cast);  // computed in f32, rounded once
+
+  // Over an empty axis, as PyTorch: softmax and log_softmax are empty, logsumexp is -inf (their
+  // amax starts from -inf: initial=-inf, printed so the text parses back); amax from -inf alone.
+  Graph e = parse("input x : f32[3, 0]\ns = softmax(x, -1)\nl = log_softmax(x, 1)\nk = logsumexp(x, -1, keepdim)\n"
+                  "m = amax(x, -1, initial=-inf)\nn = amin(x, -1, initial=inf)\noutput s, l, k, m, n\n");
+  const std::string text = print_graph(e);
+  CHECK(text.find("amax(x, 1, keepdim, initial=-inf)") != std::string::npos);
+  CHECK(text.find("amin(x, 1, initial=inf)") != std::string::npos);
+  CHECK(print_graph(parse(text)) == text);
+  const Tensor none = f32_tensor({3, 0}, {});
+  const std::vector<Tensor> re = evaluate_reference(e, std::span<const Tensor>(&none, 1));
+  CHECK(re[0].shape == std::vector<int64_t>{3, 0});
+  CHECK(re[1].shape == std::vector<int64_t>{3, 0});
+  REQUIRE(re[2].shape == std::vector<int64_t>{3, 1});
+  for (int row = 0; row < 3; ++row) {
+    CHECK(re[2].as<float>()[row] == -inf);
+    CHECK(re[3].as<float>()[row] == -inf);
+    CHECK(re[4].as<float>()[row] == inf);
+  }
 }
 
 TEST_CASE("var and std: PyTorch's correction, two passes, within a few ulp of long double") {

@@ -108,6 +108,14 @@ TEST_CASE("size-1 and zero-size axes, rows of length 1, primes and lengths aroun
   // A named dim at 1 keeps its dim; a whole-tensor reduction of a 0-d value.
   cases.push_back(reduce_case("dim T = 1\ninput x : f32[T, 9]\ny = mean(x, -1, keepdim)\nz = x / y\noutput y, z\n", seed++));
   cases.push_back(reduce_case("input x : f32[]\ny = sum(x)\noutput y\n", seed++));
+  // Composites over an empty axis: softmax of nothing is empty, logsumexp -inf (their amax starts
+  // from -inf, initial=-inf), as PyTorch; an amin from +inf.
+  for (const char* dt : {"f32", "bf16"})
+    cases.push_back(reduce_case(
+        fmt::format("input x : {}[3, 0]\ns = softmax(x, -1)\nl = log_softmax(x, 1)\ne = logsumexp(x, -1)\n"
+                    "k = logsumexp(x, 1, keepdim)\nm = amin(x, -1, initial=inf)\noutput s, l, e, k, m\n",
+                    dt),
+        seed++));
   // Long rows again with finite inputs (finite_inputs).
   for (size_t i = 0, n = cases.size(); i < n; ++i) {
     if (ir::num_elements(cases[i].graph.node(cases[i].graph.inputs[0]).shape) < 1000) continue;

@@ -59,7 +59,7 @@ std::string node_text(const Graph& g, NodeId id) {
   std::string t = value_name(g, id) + " = " + std::string(op_name(n.op)) + "(";
   for (int k = 0; k < n.nargs; ++k) t += (k ? ", " : "") + value_name(g, n.args[static_cast<size_t>(k)]);
   if (n.op == Op::Cast) t += ", " + std::string(dtype_name(n.dtype));
-  if (is_reduction(n.op)) t += reduce_args_text(n.red, g.node(n.arg(0)).shape.size());  // as the printer: axes, keepdim
+  if (is_reduction(n.op)) t += reduce_args_text(n.op, n.red, g.node(n.arg(0)).shape.size());  // as the printer: axes, keepdim
   return t + ")";
 }
 

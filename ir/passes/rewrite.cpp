@@ -21,6 +21,7 @@ size_t RewriteContext::KeyHash::operator()(const Key& k) const {
   mix(k.red.axes);
   mix(k.red.keepdim);
   mix(static_cast<uint64_t>(k.red.correction));
+  mix(k.red.initial);
   return static_cast<size_t>(h);
 }
 

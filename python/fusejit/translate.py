@@ -228,6 +228,10 @@ def _expr(backend: str, n: Any, names: dict[int, str]) -> str:
         corrected = n.op == "mean" and n.correction != 0
         template = REDUCTIONS["sum" if corrected else n.op][1 if backend == "torch" else 0]
         e = template.format(names[n.operands[0]], axes=tuple(n.axes), keepdim=bool(n.keepdim))
+        if n.initial and backend == "numpy":
+            # amax/amin from -inf/+inf (the composites' max). CuPy and torch.amax take no initial:
+            # the same result except on an empty axis, which they refuse.
+            e = f"{e[:-1]}, initial={'-' if n.op == 'amax' else ''}xp.inf)"
         if not corrected:
             return e
         return f"({e} / fj.divisor({names[n.operands[0]]}, {tuple(n.axes)}, {n.correction}))"

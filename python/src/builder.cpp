@@ -81,6 +81,16 @@ bool bool_arg(nb::handle h, const std::string& what) {
   throw nb::type_error((what + ": expected a bool, got " + py_type_name(h)).c_str());
 }
 
+// A float argument: a Python int or float, or a NumPy scalar of one (not a bool).
+double float_arg(nb::handle h, const std::string& what) {
+  nb::object v = PyFloat_Check(h.ptr()) || PyLong_Check(h.ptr()) ? nb::borrow(h) : scalar_item(h);
+  if (!v.is_valid() || PyBool_Check(v.ptr()) || !(PyFloat_Check(v.ptr()) || PyLong_Check(v.ptr())))
+    throw nb::type_error((what + ": expected a float, got " + py_type_name(h)).c_str());
+  const double d = PyFloat_AsDouble(v.ptr());  // an int beyond f64 raises OverflowError
+  if (d == -1.0 && PyErr_Occurred()) nb::raise_python_error();
+  return d;
+}
+
 // A value argument for `builder`: one of its Values, or a Python bool, int or float literal
 // (a NumPy or PyTorch scalar through .item()), weakly typed as in PyTorch.
 fusejit::Value to_value(nb::handle h, nb::handle builder) {
@@ -237,15 +247,20 @@ void bind_graph_builder(nb::module_& m) {
       .def(
           "reduce",
           [](nb::handle self, std::string_view name, nb::handle x, nb::handle axes, nb::handle keepdim,
-             nb::handle correction) {
+             nb::handle correction, nb::handle initial) {
             std::optional<int64_t> c;
             if (!correction.is_none()) c = int_arg(correction, "correction");
-            return PyValue{cpp(self).reduce(name, to_value(x, self), to_axes(axes), bool_arg(keepdim, "keepdim"), c),
+            std::optional<double> init;
+            if (!initial.is_none()) init = float_arg(initial, "initial");
+            return PyValue{cpp(self).reduce(name, to_value(x, self), to_axes(axes), bool_arg(keepdim, "keepdim"), c, init),
                            nb::borrow(self)};
           },
           "name"_a, "x"_a, "axes"_a.none() = nb::none(), "keepdim"_a = false, "correction"_a.none() = nb::none(),
+          "initial"_a.none() = nb::none(),
           "A reduction (sum mean prod amax amin) or a composite of them (softmax log_softmax logsumexp var "
-          "std) over axes (an int, ints, or None: every axis), as in graph text (docs/ops.md, Reductions).")
+          "std) over axes (an int, ints, or None: every axis), as in graph text (docs/ops.md, Reductions). "
+          "correction: mean, var, std. initial: amax -inf, amin inf only (NumPy's initial=; zero elements "
+          "give it).")
       .def(
           "cast",
           [](nb::handle self, nb::handle x, std::string_view dtype) {

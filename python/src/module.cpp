@@ -308,7 +308,10 @@ void bind_info(nb::module_& m) {
       .def_ro("axes", &fusejit::NodeInfo::axes, "Reductions: the reduced axes of the operand, ascending; [] otherwise.")
       .def_ro("keepdim", &fusejit::NodeInfo::keepdim, "Reductions: whether the reduced axes stay as size-1 dims.")
       .def_ro("correction", &fusejit::NodeInfo::correction,
-              "mean: the sum is divided by max(0, n - correction) (var and std expand into it); 0 otherwise.");
+              "mean: the sum is divided by max(0, n - correction) (var and std expand into it); 0 otherwise.")
+      .def_ro("initial", &fusejit::NodeInfo::initial,
+              "amax/amin: starts from -inf/+inf (NumPy's initial=), so zero elements give it; softmax, "
+              "log_softmax and logsumexp expand into such an amax. False otherwise.");
   nb::class_<fusejit::KernelInfo>(m, "KernelInfo", "One kernel (fusion group) of a compiled program.")
       .def_ro("name", &fusejit::KernelInfo::name)
       .def_ro("source", &fusejit::KernelInfo::source)

@@ -260,3 +260,35 @@ def test_an_overflowing_shape_is_shown_whole():
     with pytest.raises(fusejit.UserError, match=r"\[C=7, B=1099511627776, B=1099511627776, B=1099511627776, C=7\] "
                                                 r"whose element count overflows 64 bits"):
         b.input("x", "f32", [c, big, big, big, c])
+
+
+def test_empty_axis_composites_and_initial_match_numpy_and_torch():
+    # softmax of nothing is empty and logsumexp -inf (torch); amax(initial=-inf) is NumPy's.
+    b = fusejit.GraphBuilder()
+    n = b.dim("N", 3)
+    c = b.dim("C", 0)
+    x = b.input("x", "f32", [n, c])
+    b.output("s", b.reduce("softmax", x, -1))
+    b.output("l", b.reduce("logsumexp", x, 1))
+    b.output("m", b.reduce("amax", x, -1, initial=-np.inf))
+    b.output("k", b.reduce("amin", x, -1, keepdim=True, initial=np.float32("inf")))
+    g = b.build()
+    assert any(nd.op == "amax" and nd.initial for nd in g.nodes)
+    for dims in ({}, {"C": 5}):
+        shape = (3, dims.get("C", 0))
+        xs = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+        r = fusejit.compile(g)(x=xs)
+        assert r["s"].shape == shape
+        ref_max = np.max(xs, -1, initial=-np.inf)
+        assert bits(r["m"]) == bits(ref_max.astype(np.float32))
+        assert bits(r["k"]) == bits(np.min(xs, -1, keepdims=True, initial=np.inf).astype(np.float32))
+        m = np.where(np.isinf(ref_max), 0, ref_max)
+        with np.errstate(divide="ignore"):
+            lse = m + np.log(np.exp(xs.astype(np.float64) - m[:, None]).sum(-1))
+        np.testing.assert_allclose(r["l"], lse, rtol=1e-6)
+    with pytest.raises(fusejit.UserError, match="only amax's identity initial=-inf"):
+        b2 = fusejit.GraphBuilder()
+        b2.reduce("amax", b2.input("x", "f32", [2]), initial=0.0)
+    with pytest.raises(TypeError, match="initial: expected a float"):
+        b3 = fusejit.GraphBuilder()
+        b3.reduce("amax", b3.input("x", "f32", [2]), initial="-inf")

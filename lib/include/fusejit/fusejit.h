@@ -148,6 +148,10 @@ struct NodeInfo {
   /// "mean" only: the sum is divided by max(0, n - correction), n the reduced element count (0 for
   /// a plain mean; var and std expand into a mean with their correction, docs/ops.md).
   int64_t correction = 0;
+  /// "amax"/"amin" only: it starts from its identity, -inf / +inf (NumPy's `initial=`), so zero
+  /// elements give that value instead of an error (softmax, log_softmax and logsumexp expand into
+  /// such an amax).
+  bool initial = false;
 };
 
 /// An immutable, verified graph of elementwise ops and reductions. Cheap to copy (shared, immutable state).
@@ -254,18 +258,21 @@ class GraphBuilder {
   /// that do not broadcast.
   Value op(std::string_view name, std::initializer_list<Value> args);
   Value op(std::string_view name, const std::vector<Value>& args);
-  /// `name(x[, axes][, keepdim][, correction=N])`: a reduction ("sum", "mean", "prod", "amax",
+  /// `name(x[, axes][, keepdim][, correction=N | initial=V])`: a reduction ("sum", "mean", "prod", "amax",
   /// "amin") or a composite the builder expands into them ("softmax", "log_softmax", "logsumexp",
   /// "var", "std"), with the graph format's rules (docs/graph-format.md; semantics, result dtypes
   /// and PyTorch sources in docs/ops.md, "Reductions"). `axes` count from the end when negative;
   /// empty reduces every axis (softmax, log_softmax and logsumexp take exactly one). `keepdim`
   /// keeps the reduced axes as size-1 dims (not for softmax and log_softmax). `correction`: mean
-  /// (default 0), var and std (default 1, PyTorch's) divide by max(0, n - correction). f16/bf16
+  /// (default 0), var and std (default 1, PyTorch's) divide by max(0, n - correction).
+  /// `initial` (NumPy's initial=): only -inf for a float amax and +inf for a float amin, their
+  /// identities, so a reduction of zero elements gives that value instead of an error. f16/bf16
   /// operands accumulate in f32 and are rounded once. Throws Error(User) for an unknown name, a
-  /// bad or repeated axis, an integer operand of mean/var/std/softmax, amax/amin/softmax over zero
-  /// elements, a negative correction or one given to another op.
+  /// bad or repeated axis, an integer operand of mean/var/std/softmax, amax/amin of zero elements
+  /// without `initial`, a negative correction or one given to another op, an initial given to
+  /// another op, an integer operand or another value.
   Value reduce(std::string_view name, const Value& x, const std::vector<int64_t>& axes = {}, bool keepdim = false,
-               std::optional<int64_t> correction = std::nullopt);
+               std::optional<int64_t> correction = std::nullopt, std::optional<double> initial = std::nullopt);
   /// `cast(x, dtype)`
   Value cast(const Value& x, DType dtype);
   /// `NAME = value`: gives a node a name (shown in generated code and the IR dump). Throws
