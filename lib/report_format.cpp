@@ -138,9 +138,11 @@ std::string RunReport::to_text() const {
   for (const CheckReport& c : checks)
     if (c.ran) s += fmt::format("  check     {}: {}{}\n", c.what, c.ok ? "" : "FAILED: ", c.detail);
   s += fmt::format("\n  {:<12} {:>14} {:>14} {:>14} {:>8} {:>8}\n", "output", "min", "max", "mean", "NaN", "inf");
-  for (const OutputStats& o : stats)
-    s += fmt::format("  {:<12} {:>14} {:>14} {:>14} {:>8} {:>8}\n", o.info.name, stat_text(o.min), stat_text(o.max),
-                     stat_text(o.mean), o.nan_count, o.inf_count);
+  for (const OutputStats& o : stats) {
+    const bool none = o.info.bytes() == 0;  // no elements: no min, max or mean ("-", not nan)
+    s += fmt::format("  {:<12} {:>14} {:>14} {:>14} {:>8} {:>8}\n", o.info.name, none ? "-" : stat_text(o.min),
+                     none ? "-" : stat_text(o.max), none ? "-" : stat_text(o.mean), o.nan_count, o.inf_count);
+  }
   for (const std::string& w : warnings) s += "  warning: " + w + "\n";
   s += fmt::format("\n  result    {}\n", ok() ? "OK" : "CHECK FAILED");
   return s;

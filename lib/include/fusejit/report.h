@@ -32,7 +32,8 @@ struct RunOptions {
 };
 
 /// Per output: summary statistics of the values, as NumPy's nanmin/nanmax/nanmean (NaNs counted,
-/// not included; NaN when every value is NaN or the output is empty).
+/// not included; NaN when every value is NaN or the output is empty: the text report then prints
+/// "-" for an empty output).
 struct OutputStats {
   TensorInfo info;
   double min = 0, max = 0, mean = 0;
