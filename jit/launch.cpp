@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -18,7 +19,8 @@ namespace fusejit::jit {
 PlanBindings::PlanBindings(const ir::Graph& g, const ir::Plan& plan)
     : intermediates(plan_intermediates(g, plan)),
       last_reader(g.inputs.size(), -1),
-      writer(g.outputs.size(), -1) {
+      writer(g.outputs.size(), -1),
+      row_output(g.outputs.size(), 0) {
   const size_t n = static_cast<size_t>(g.size());
   std::vector<int32_t> first_output(n, -1), inter(n, -1), written_by(n, -1);
   for (size_t k = 0; k < g.outputs.size(); ++k)
@@ -39,11 +41,13 @@ PlanBindings::PlanBindings(const ir::Graph& g, const ir::Plan& plan)
         in.push_back({BufferRef::Kind::Intermediate, inter[static_cast<size_t>(id)]});
       }
     }
+    const std::set<ir::NodeId> rows = grp.reduce_mask ? ir::analyze_reduce_group(g, grp).row : std::set<ir::NodeId>{};
     for (ir::NodeId id : grp.outputs) {
       written_by[static_cast<size_t>(id)] = static_cast<int32_t>(gi);
       if (const int32_t k = first_output[static_cast<size_t>(id)]; k >= 0) {
         out.push_back({BufferRef::Kind::Output, k});
         writer[static_cast<size_t>(k)] = static_cast<int32_t>(gi);
+        row_output[static_cast<size_t>(k)] = rows.count(id) ? 1 : 0;
       } else {
         FJ_CHECK(inter[static_cast<size_t>(id)] >= 0, fmt::format("PlanBindings: v{} is written to no buffer", id));
         out.push_back({BufferRef::Kind::Intermediate, inter[static_cast<size_t>(id)]});
@@ -410,6 +414,12 @@ bool same_view(const TensorArg& a, const TensorArg& b) {
                                     "(same address, dtype, shape and strides), updated in place",
                                     describe("output", g.outputs[k].name, byte_range(outputs[k], out.dtype)),
                                     describe("input", in.name, byte_range(inputs[s], in.dtype))));
+  if (b.row_output[k] && b.last_reader[s] == b.writer[k])
+    throw ir::UserError(fmt::format("output '{}' is input '{}''s own buffer, but kernel {} of {} writes '{}' once per row "
+                                    "of its reduction while the row's threads still read '{}': it cannot run in place; "
+                                    "pass another output buffer",
+                                    g.outputs[k].name, in.name, b.writer[k] + 1, b.group_inputs.size(),
+                                    g.outputs[k].name, in.name));
   throw ir::UserError(fmt::format("output '{}' is input '{}''s own buffer, but the plan reads '{}' in kernel {} of {} "
                                   "after writing '{}' in kernel {}: it cannot run in place; pass another output buffer",
                                   g.outputs[k].name, in.name, in.name, b.last_reader[s] + 1, b.group_inputs.size(),
@@ -434,9 +444,11 @@ void check_aliasing(const ir::Graph& g, const PlanBindings& b, std::span<const T
                                       g.outputs[k].name));
     for (size_t s = 0; s < inputs.size(); ++s) {
       if (!overlap(out, sc.input_bytes[s])) continue;
-      const int32_t writes = b.writer[k] >= 0 ? b.writer[k] : after_all;  // a copy runs after every kernel
-      if (same_view(outputs[k], inputs[s]) && g.node(g.outputs[k].node).dtype == g.node(g.inputs[s]).dtype &&
-          b.last_reader[s] <= writes)
+      // In place: the same tensor, last read by the kernel that writes it (each element is read
+      // before it is written: a row value is not) or an earlier one. A copy runs after every kernel.
+      const int32_t writes = b.writer[k] >= 0 ? b.writer[k] : after_all;
+      const bool before = b.last_reader[s] < writes || (b.last_reader[s] == writes && !b.row_output[k]);
+      if (same_view(outputs[k], inputs[s]) && g.node(g.outputs[k].node).dtype == g.node(g.inputs[s]).dtype && before)
         continue;
       refuse_in_place(g, b, inputs, outputs, k, s);
     }

@@ -46,6 +46,10 @@ struct PlanBindings {
   std::vector<Copy> copies;
   std::vector<int32_t> last_reader;  // per graph input slot: the last group reading it, -1 if none
   std::vector<int32_t> writer;       // per graph output: the group writing it, -1 for a copy
+  // Per graph output: 1 when it is a row value of a reduction group (ir/reduce_group.h), written
+  // once per row while the row's threads may still read inputs broadcast over it: it cannot be
+  // written in place over an input its own kernel reads.
+  std::vector<uint8_t> row_output;
 };
 
 // One tensor of a launch: its address, and for a caller's tensor its shape and strides in elements
