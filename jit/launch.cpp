@@ -89,6 +89,20 @@ int64_t view_span(std::span<const int64_t> shape, std::span<const int64_t> strid
   return span;
 }
 
+int64_t view_bytes(std::span<const int64_t> shape, std::span<const int64_t> strides, int64_t elem_size) {
+  for (int64_t n : shape)
+    if (n == 0) return 0;
+  int64_t span = 0, contiguous = 1, step = 0, bytes = 0;
+  for (size_t d = shape.size(); d-- > 0;) {
+    const int64_t stride = strides.empty() ? contiguous : strides[d];
+    if (__builtin_mul_overflow(shape[d] - 1, stride, &step) || __builtin_add_overflow(span, step, &span) ||
+        __builtin_mul_overflow(contiguous, shape[d], &contiguous))
+      return -1;
+  }
+  if (__builtin_add_overflow(span, 1, &span) || __builtin_mul_overflow(span, elem_size, &bytes)) return -1;
+  return bytes;
+}
+
 // ---- LaunchState -------------------------------------------------------------------------------
 
 int LaunchState::kernel_launches() const {

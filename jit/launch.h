@@ -66,8 +66,13 @@ struct TensorArg {
 bool is_canonical(std::span<const int64_t> shape, std::span<const int64_t> strides);
 
 // Number of elements past the first that a view spans (sum of (size - 1) * stride); 0 for a
-// tensor of at most one element; -1 for an empty tensor.
+// tensor of at most one element; -1 for an empty tensor. Only for views that view_bytes accepts.
 int64_t view_span(std::span<const int64_t> shape, std::span<const int64_t> strides);
+// Bytes from a view's first element to the end of its last, (view_span + 1) * elem_size; 0 for an
+// empty tensor; -1 when the sizes, strides or bytes pass INT64_MAX (no memory holds such a view:
+// the launch checks refuse it before anything else computes with its extent). Strides must be
+// empty or one per dim, each >= 0.
+int64_t view_bytes(std::span<const int64_t> shape, std::span<const int64_t> strides, int64_t elem_size);
 
 // Work items per block of a reduction kernel (GroupLaunch::items).
 inline constexpr int64_t kReduceItemsPerBlock = 256;

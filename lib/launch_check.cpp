@@ -147,13 +147,8 @@ void check_output_shapes(const ir::Graph& g, const jit::LaunchState& st, std::sp
 }
 
 void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, std::span<const jit::TensorArg> outputs) {
-  auto check = [&](const jit::TensorArg& t, const char* role, const std::string& name) {
-    if (t.addr == 0 && jit::view_span(t.shape, t.strides) >= 0)
-      throw ir::UserError(fmt::format("{} '{}': a null data pointer for a tensor of shape {} (only a tensor with no "
-                                      "elements may have none)",
-                                      role, name, shape_text(t.shape)));
-    if (t.strides.empty()) return;
-    if (t.strides.size() != t.shape.size())
+  auto check = [&](const jit::TensorArg& t, const char* role, const std::string& name, ir::DType dtype) {
+    if (!t.strides.empty() && t.strides.size() != t.shape.size())
       throw ir::UserError(fmt::format("{} '{}': strides {} for shape {}: give one stride per dim, in elements, each >= 0 "
                                       "(or none for a C-contiguous tensor)",
                                       role, name, shape_text(t.strides), shape_text(t.shape)));
@@ -163,16 +158,25 @@ void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, s
                                         "x[::-1]) is not supported; pass a copy (np.ascontiguousarray(x), "
                                         "x.contiguous() in PyTorch)",
                                         role, name, shape_text(t.strides), shape_text(t.shape)));
+    const int64_t bytes = jit::view_bytes(t.shape, t.strides, ir::dtype_size(dtype));
+    if (bytes < 0)
+      throw ir::UserError(fmt::format("{} '{}': {}{}{} reaches more than 2^63 - 1 bytes: no memory holds it", role, name,
+                                      dtype_text(dtype), shape_text(t.shape),
+                                      t.strides.empty() ? "" : " with strides " + shape_text(t.strides)));
+    if (t.addr == 0 && bytes > 0)
+      throw ir::UserError(fmt::format("{} '{}': a null data pointer for a tensor of shape {} (only a tensor with no "
+                                      "elements may have none)",
+                                      role, name, shape_text(t.shape)));
   };
-  for (size_t k = 0; k < inputs.size(); ++k) check(inputs[k], "input", g.node(g.inputs[k]).name);
-  for (size_t k = 0; k < outputs.size(); ++k) check(outputs[k], "output", g.outputs[k].name);
+  for (size_t k = 0; k < inputs.size(); ++k) check(inputs[k], "input", g.node(g.inputs[k]).name, g.node(g.inputs[k]).dtype);
+  for (size_t k = 0; k < outputs.size(); ++k)
+    check(outputs[k], "output", g.outputs[k].name, g.node(g.outputs[k].node).dtype);
 }
 
 void check_view_data(const ir::Graph& g, std::span<const TensorView> inputs) {
   for (size_t k = 0; k < inputs.size(); ++k) {
     const TensorView& t = inputs[k];
-    const int64_t span = jit::view_span(t.shape, t.strides);
-    const int64_t want = span < 0 ? 0 : (span + 1) * ir::dtype_size(to_ir(t.dtype));
+    const int64_t want = jit::view_bytes(t.shape, t.strides, ir::dtype_size(to_ir(t.dtype)));  // check_strides: >= 0
     const bool contiguous = t.strides.empty();
     // A C-contiguous view's data is exactly its elements; a strided one holds at least what it reaches.
     if (contiguous ? static_cast<int64_t>(t.data.size()) != want : static_cast<int64_t>(t.data.size()) < want)

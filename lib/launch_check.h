@@ -29,8 +29,9 @@ void dims_from_values(const ir::Graph& g, const DimValues& dims, std::vector<int
 void check_output_dtypes(const ir::Graph& g, std::span<const TensorRef> outputs);
 // Throws ir::UserError unless every output has the shape the launch state gives it.
 void check_output_shapes(const ir::Graph& g, const jit::LaunchState& st, std::span<const jit::TensorArg> outputs);
-// Throws ir::UserError unless every tensor has no strides or one non-negative stride per dim, and
-// data unless it has no elements.
+// Throws ir::UserError unless every tensor has no strides or one non-negative stride per dim, an
+// extent of at most 2^63 - 1 bytes (jit::view_bytes; run it before anything computes with the
+// extent), and data unless it has no elements.
 void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, std::span<const jit::TensorArg> outputs);
 // Throws ir::UserError unless each view's data holds every element its shape and strides reach.
 void check_view_data(const ir::Graph& g, std::span<const TensorView> inputs);

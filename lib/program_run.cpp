@@ -110,8 +110,8 @@ Measurement measure_any(const Impl& p0, std::span<const TensorView> inputs, cons
     const ir::Graph& g = p0.graph.impl().graph;
     std::vector<int64_t> dims;
     bind_dims(g, inputs, dims);
+    check_strides(g, args_of(inputs), {});  // first: check_view_data needs extents that fit in int64
     check_view_data(g, inputs);
-    check_strides(g, args_of(inputs), {});
     const std::vector<ir::Scalar> pv = resolve_params(g, params, p0.options.message_style);
     const auto [pp, hit] = resolve_dims(p0, kind, dims);
     const Impl& p = *pp;

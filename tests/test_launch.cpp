@@ -318,6 +318,25 @@ TEST_CASE("in place in a reduction kernel: element outputs run in place, a row v
   CHECK(x == want);
 }
 
+TEST_CASE("views reaching past 2^63 bytes are refused before any check computes with their extent") {
+  // The byte extent wrapped mod 2^64: run() read far outside a 128-byte buffer, launch() took
+  // four rows 2^64 bytes apart as one 32-byte block (hostile pass).
+  const fj::Program p = fj::Program::compile(fj::Graph::parse("input x : f32[4, 8]\ny = x * 2\noutput y\n"), cpu_options());
+  std::vector<std::byte> data(128);
+  const std::vector<int64_t> shape = {4, 8}, wide = {int64_t{1} << 61, 1}, wider = {int64_t{1} << 62, 1};
+  const fj::TensorView v(fj::DType::F32, shape, data, wide);
+  CHECK(contains(error_of([&] { p.run({v}); }), "input 'x': f32[4, 8] with strides [2305843009213693952, 1] reaches "
+                                                "more than 2^63 - 1 bytes"));
+  fj::HostTensor x = random_tensor(fj::DType::F32, {4, 8}, 1), y(fj::DType::F32, {4, 8});
+  CHECK(contains(error_of([&] { p.launch({x}, {fj::TensorRef(y.data().data(), fj::DType::F32, shape, wider)}); }),
+                 "output 'y': f32[4, 8] with strides [4611686018427387904, 1] reaches more than 2^63 - 1 bytes"));
+  const fj::Program n = fj::Program::compile(fj::Graph::parse("dim N = 16\ninput x : f32[N]\ns = sum(x)\noutput s\n"),
+                                             cpu_options());
+  const std::vector<int64_t> huge = {(int64_t{1} << 62) + 16};
+  CHECK(contains(error_of([&] { n.run({fj::TensorView(fj::DType::F32, huge, std::span(data).first(64))}); }),
+                 "input 'x': f32[4611686018427387920] reaches more than 2^63 - 1 bytes"));
+}
+
 TEST_CASE("overlaps other than in place are refused, naming both tensors") {
   const fj::Program prog = fj::Program::compile(fj::Graph::parse(kAdamW), cpu_options());
   AdamInputs a = adam_inputs(1003);
