@@ -4,6 +4,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <fmt/format.h>
+
 #include "ir/builder.h"
 #include "ir/names.h"
 #include "ir/reduce.h"
@@ -85,7 +87,7 @@ int32_t GraphBuilder::node_of(const Value& v) {
 DimRef GraphBuilder::dim(const std::string& name, int64_t value) {
   impl_->check_usable();
   return translate_errors([&] {
-    return impl_->define(name, ir::NameKind::Dim, [&] { return DimRef{impl_->b.add_dim(name, value)}; });
+    return impl_->define(name, ir::NameKind::Dim, [&] { return DimRef{impl_->b.add_dim(name, value), impl_.get()}; });
   });
 }
 
@@ -94,9 +96,11 @@ Value GraphBuilder::input(const std::string& name, DType dtype, const std::vecto
   return translate_errors([&] {
     ir::Shape s;
     for (const Extent& e : shape) {
-      if (e.dim >= static_cast<int32_t>(impl_->b.graph().dims.size()))
-        throw ir::UserError("input '" + name + "' uses a dim of another builder");
-      s.push_back(ir::Dim{e.dim >= 0 ? 0 : e.size, e.dim});
+      if (e.named && (e.builder != impl_.get() || e.dim < 0 || e.dim >= static_cast<int32_t>(impl_->b.graph().dims.size())))
+        throw ir::UserError(fmt::format("input '{}': extent {} of its shape is a DimRef this builder's dim() did not "
+                                        "return (a default DimRef, or one of another builder)",
+                                        name, s.size()));
+      s.push_back(ir::Dim{e.named ? 0 : e.size, e.named ? e.dim : -1});
     }
     return impl_->define(name, ir::NameKind::Input, [&] { return Value(this, impl_->b.add_input(name, to_ir(dtype), s)); });
   });

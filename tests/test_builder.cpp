@@ -127,6 +127,13 @@ TEST_CASE("values of another builder, and a refused call, leave the builder usab
   CHECK(contains(user_error([&] { b.dim("N", -1); }), ">= 0"));
   fj::DimRef n = b.dim("N", 3);
   CHECK(contains(user_error([&] { b.input("bad", fj::DType::F32, {fj::DimRef{7}}); }), "another builder"));
+  // A default DimRef was a literal 1, DimRef{-5} an internal error, another builder's dim 0 this one's.
+  CHECK(contains(user_error([&] { b.input("bad", fj::DType::F32, {4, fj::DimRef{}}); }),
+                 "input 'bad': extent 1 of its shape is a DimRef this builder's dim() did not return"));
+  CHECK(contains(user_error([&] { b.input("bad", fj::DType::F32, {fj::DimRef{-5}}); }), "a default DimRef"));
+  fj::GraphBuilder other;
+  const fj::DimRef theirs = other.dim("M", 2);
+  CHECK(contains(user_error([&] { b.input("bad", fj::DType::F32, {theirs}); }), "or one of another builder"));
   fj::Value w = b.input("bad", fj::DType::F32, {n});
   b.output("y", b.op("exp", {xb}) + 1);
   b.output("z", w * 2);

@@ -155,7 +155,8 @@ struct NodeInfo {
 };
 
 /// An immutable, verified graph of elementwise ops and reductions. Cheap to copy (shared, immutable state).
-/// Thread-safe to share between threads.
+/// Thread-safe to share between threads. A moved-from Graph may only be assigned to or destroyed
+/// (it holds no state; other calls are undefined, as for a moved-from std::shared_ptr's target).
 class Graph {
  public:
   /// Parses graph text (format: docs/graph-format.md). `file` names the text in diagnostics.
@@ -219,17 +220,21 @@ inline Value operator-(const Value& a, const Value& b) { return binary("sub", a,
 inline Value operator*(const Value& a, const Value& b) { return binary("mul", a, b); }
 inline Value operator/(const Value& a, const Value& b) { return binary("div", a, b); }
 
-/// A named dimension handle from GraphBuilder::dim().
+/// A named dimension handle from GraphBuilder::dim(), valid for that builder only (input() refuses
+/// a default-constructed one or another builder's).
 struct DimRef {
   int32_t index = -1;
+  const void* builder = nullptr;  ///< the state of the builder that made it (identity only)
 };
 /// One extent of an input shape: a literal size or a named dim.
 struct Extent {
-  Extent(int64_t size) : size(size) {}  // NOLINT
-  Extent(int size) : size(size) {}      // NOLINT
-  Extent(DimRef d) : dim(d.index) {}    // NOLINT
+  Extent(int64_t size) : size(size) {}                                // NOLINT
+  Extent(int size) : size(size) {}                                    // NOLINT
+  Extent(DimRef d) : dim(d.index), builder(d.builder), named(true) {}  // NOLINT
   int64_t size = 1;
   int32_t dim = -1;
+  const void* builder = nullptr;
+  bool named = false;  ///< made from a DimRef
 };
 
 /// Builds a graph in code; its calls mirror the graph format statement by statement, and a built
@@ -550,7 +555,8 @@ struct Measurement {
 /// kernel"). Cheap to copy (shared state). Thread-safe: launch(), run(), measure() and every
 /// accessor may be called concurrently from several threads (on the GPU, each launch on the
 /// caller's stream; two launches writing the same output buffer concurrently race as any two
-/// kernels would).
+/// kernels would). Copy it rather than move it where it is used again: a moved-from Program may
+/// only be assigned to or destroyed.
 class Program {
  public:
   /// Rewrites, plans, generates and compiles (or loads from the cache) the fused kernels, and the
