@@ -6,6 +6,8 @@
 #include <limits>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "ir/eval.h"
 #include "ir/random_fill.h"
 #include "ir/reduce.h"
@@ -28,14 +30,6 @@ Literal scalar_to_literal(const Scalar& s, Loc loc) {
   else l.i = s.i;
   l.loc = loc;
   return l;
-}
-
-std::string literal_text(const Literal& l) {
-  if (l.cat == Category::Bool) return l.i ? "true" : "false";
-  if (l.cat == Category::Int) return std::to_string(l.i);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", l.f);
-  return buf;
 }
 
 // c10's combine_categories(higher, lower) for one pair of tiers (nullopt: the tier is empty).
@@ -108,15 +102,17 @@ DType result_type(std::span<const TypedOperand> ops) {
 // The float dtype to suggest when a literal overflows `t`.
 std::string wider_float(DType t) { return t == DType::F32 ? "f64" : "f32"; }
 
-void check_literal_fits(const Literal& l, DType dtype, Loc loc) {
-  if (dtype == DType::Bool) return;
-  const Loc at = l.loc.known() ? l.loc : loc;
-  const std::string what = "literal " + literal_text(l) + " does not fit in " + std::string(dtype_name(dtype));
+std::string literal_text(const Literal& l) {
+  if (l.cat == Category::Bool) return l.i ? "true" : "false";
+  if (l.cat == Category::Int) return std::to_string(l.i);
+  return fmt::format("{}", l.f);  // the shortest text that reads back as l.f: 1e+39, not 9.9999999999999994e+38
+}
+
+std::string literal_misfit(const Literal& l, DType dtype) {
+  if (dtype == DType::Bool) return "";
   if (is_float(dtype)) {
     const double v = l.cat == Category::Float ? l.f : static_cast<double>(l.i);
-    if (std::isfinite(v) && std::isinf(literal_to_scalar(l, dtype).f))
-      throw UserError(what + " (it would overflow to inf); use a wider dtype such as " + wider_float(dtype), at);
-    return;
+    return std::isfinite(v) && std::isinf(literal_to_scalar(l, dtype).f) ? "it would overflow to inf" : "";
   }
   int64_t lo = 0, hi = 0;
   switch (dtype) {
@@ -128,10 +124,18 @@ void check_literal_fits(const Literal& l, DType dtype, Loc loc) {
   const bool fits = l.cat == Category::Float
                         ? (l.f >= static_cast<double>(lo) && l.f < static_cast<double>(hi) + 1.0)
                         : (l.cat == Category::Bool || (l.i >= lo && l.i <= hi));
-  if (!fits)
-    throw UserError(what + " (range " + std::to_string(lo) + " to " + std::to_string(hi) + "); use a wider dtype, or write cast(" +
-                        literal_text(l) + ", " + std::string(dtype_name(dtype)) + ") to convert it by the cast rules",
-                    at);
+  return fits ? "" : "range " + std::to_string(lo) + " to " + std::to_string(hi);
+}
+
+void check_literal_fits(const Literal& l, DType dtype, Loc loc) {
+  const std::string why = literal_misfit(l, dtype);
+  if (why.empty()) return;
+  const std::string what = "literal " + literal_text(l) + " does not fit in " + std::string(dtype_name(dtype));
+  const Loc at = l.loc.known() ? l.loc : loc;
+  if (is_float(dtype)) throw UserError(what + " (" + why + "); use a wider dtype such as " + wider_float(dtype), at);
+  throw UserError(what + " (" + why + "); use a wider dtype, or write cast(" + literal_text(l) + ", " +
+                      std::string(dtype_name(dtype)) + ") to convert it by the cast rules",
+                  at);
 }
 
 int64_t num_elements(const Shape& s) {

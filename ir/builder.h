@@ -197,5 +197,10 @@ Scalar literal_to_scalar(const Literal& l, DType dtype);
 // dtype's range or NaN (param defaults). Conversions to bool (x != 0) always fit; explicit
 // `cast` is never checked (it wraps and saturates by the cast rules).
 void check_literal_fits(const Literal& l, DType dtype, Loc loc = {});
+// A literal as messages show it: true, 300, 1e+39 (a float's shortest round-trip text).
+std::string literal_text(const Literal& l);
+// What check_literal_fits refuses, without throwing: "" when `l` fits `dtype`, else why not
+// ("range 0 to 255", "it would overflow to inf"); for param values set at a call.
+std::string literal_misfit(const Literal& l, DType dtype);
 
 }  // namespace fusejit::ir

@@ -46,6 +46,20 @@ void check_row_split(const Options& o) {
                         ": must be >= 0 (0: the launcher's rule, 1: never split)");
 }
 
+namespace {
+// A param value set at a call, converted to the param's dtype: the fit rule of param defaults in
+// graph text (ir::check_literal_fits: 300 for a u8, NaN for an i32, 1e5 for an f16 are errors).
+ir::Scalar param_value(const ir::Graph& g, const ir::ParamDecl& p, const Scalar& v, MessageStyle style) {
+  const ir::Node& n = g.node(p.node);
+  const ir::Literal l = to_ir_literal(v);
+  if (const std::string why = ir::literal_misfit(l, n.dtype); !why.empty())
+    throw ir::UserError(fmt::format("{} {}={}: does not fit {}, the dtype of param '{}' ({}; a default of {} is refused too)",
+                                    option_name(OptionField::Params, style), n.name, ir::literal_text(l),
+                                    ir::dtype_name(n.dtype), n.name, why, ir::literal_text(l)));
+  return ir::literal_to_scalar(l, n.dtype);
+}
+}  // namespace
+
 void resolve_params_into(const ir::Graph& g, const Params& params, MessageStyle style, std::vector<ir::Scalar>& out) {
   out.clear();
   for (const ir::ParamDecl& p : g.params) out.push_back(p.default_value);
@@ -55,7 +69,7 @@ void resolve_params_into(const ir::Graph& g, const Params& params, MessageStyle 
   if (!pos.empty() && pos.size() != g.params.size())
     throw ir::UserError(fmt::format("{}: the graph has {} param(s), got {} positional value(s)",
                                     option_name(OptionField::Params, style), g.params.size(), pos.size()));
-  for (size_t k = 0; k < pos.size(); ++k) out[k] = to_ir_scalar(pos[k], g.node(g.params[k].node).dtype);
+  for (size_t k = 0; k < pos.size(); ++k) out[k] = param_value(g, g.params[k], pos[k], style);
   for (const auto& entry : params.named()) {
     // Not a structured binding: clang 14 cannot capture one in the lambda below.
     const std::string& name = entry.first;
@@ -67,7 +81,7 @@ void resolve_params_into(const ir::Graph& g, const Params& params, MessageStyle 
       throw ir::UserError(fmt::format("{} {}: the graph has no param named '{}' ({})", option_name(OptionField::Params, style),
                                       name, name, names.empty() ? "it has no params" : "its params: " + names));
     }
-    out[static_cast<size_t>(it - g.params.begin())] = to_ir_scalar(value, g.node(it->node).dtype);
+    out[static_cast<size_t>(it - g.params.begin())] = param_value(g, *it, value, style);
   }
 }
 

@@ -222,6 +222,10 @@ TEST_CASE("params by name or by position, in run and in RunOptions") {
   fj::Params both = {1.0, 2.0};
   both.set("alpha", 1);
   CHECK(message(both) == "params: give param values by name or by position, not both");
+  // A value that does not fit the param's dtype is refused as a default would be (it overflowed to inf).
+  CHECK(message({{"alpha", 1e39}}) ==
+        "params alpha=1e+39: does not fit f32, the dtype of param 'alpha' (it would overflow to inf; a default of 1e+39 "
+        "is refused too)");
 
   fj::RunOptions ro;
   ro.options = cpu_options();

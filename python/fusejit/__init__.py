@@ -111,15 +111,6 @@ def _current_stream(like: Any) -> int:
     return 0
 
 
-def _param_value(name: str, v: Any) -> bool | int | float:
-    """A Python bool, int or float from a number (NumPy scalars and 0-d arrays too)."""
-    if hasattr(v, "item") and not isinstance(v, (bool, int, float)):
-        v = v.item()
-    if isinstance(v, (bool, int, float)):
-        return v
-    raise UserError(f"param '{name}': expected a bool, int or float, got {type(v).__name__}")
-
-
 class Program:
     """A graph compiled for the GPU (or the CPU without one); from :func:`compile` or :func:`load`.
 
@@ -166,7 +157,7 @@ class Program:
                     raise TypeError(f"input '{k}' given twice")
                 given[k] = v
             elif k in self._params:
-                params[k] = _param_value(k, v)
+                params[k] = v  # a number, NumPy scalar or 0-d array (the extension converts and checks it)
             else:
                 raise TypeError(f"'{k}' is neither an input nor a param of graph '{self.graph.name}' "
                                 f"(inputs: {', '.join(self._inputs) or 'none'}; params: "

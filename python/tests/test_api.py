@@ -3,6 +3,7 @@ views, bf16, errors, warnings and threads."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import warnings
@@ -317,3 +318,19 @@ def test_option_messages_name_the_python_keywords():
         fusejit.compile(g, backend="cpu", row_split=-1)
     with pytest.raises(fusejit.UserError, match=r"^error: arch: invalid GPU architecture 'sm_1'"):
         fusejit.compile(g, backend="cpu", arch="sm_1")
+
+
+def test_param_values_follow_the_fit_rule_of_defaults():
+    # 300 for a u8 param wrapped to 44, NaN for an i32 became 0, 1e5 for an f16 inf (hostile pass).
+    g = fusejit.Graph.parse("input x : u8[2]\nparam p : u8 = 1\nparam h : f16 = 1.0\nparam i : i32 = 1\n"
+                            "y = x + p\nz = cast(x, f16) * h + cast(i, f16)\noutput y, z\n")
+    prog = fusejit.compile(g)
+    x = np.zeros(2, np.uint8)
+    for kw, says in (({"p": 300}, "p=300: does not fit u8, the dtype of param 'p' (range 0 to 255"),
+                     ({"p": -1}, "does not fit u8"), ({"h": 1e5}, "it would overflow to inf"),
+                     ({"i": float("nan")}, "i=nan: does not fit i32"), ({"i": 1e10}, "does not fit i32")):
+        with pytest.raises(fusejit.UserError, match=re.escape(says)):
+            prog(x=x, **kw)
+    with pytest.raises(TypeError, match="param 'p': expected a bool, int or float, got ndarray"):
+        prog(x=x, p=np.array([2.0]))
+    assert list(prog(x=x, p=np.uint8(255), h=np.float16(np.inf), i=np.array(-7))["y"]) == [255, 255]

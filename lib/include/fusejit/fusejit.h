@@ -499,9 +499,11 @@ struct TensorRef {
 ///     p.run(inputs, {{"eps", 1e-5}, {"beta", 0.9}});   // named: any subset, the rest default
 ///     p.run(inputs, {1e-5, 0.9});                     // positional: every param, declaration order
 ///     p.run(inputs);                                   // every param at its default
-/// Each value is converted to its param's dtype by the cast rules of docs/ops.md. A name given
-/// twice takes its last value. A name the graph does not have, a positional count other than the
-/// graph's param count, or both forms at once are Error(User) where the values are used.
+/// Each value is converted to its param's dtype as a default in graph text is (a float to an
+/// integer truncates toward zero), and refused as a default is when it does not fit (300 for a
+/// u8, NaN for an i32, 1e5 for an f16: ir::check_literal_fits). A name given twice takes its last
+/// value. A name the graph does not have, a positional count other than the graph's param count,
+/// both forms at once, or a value that does not fit are Error(User) where the values are used.
 class Params {
  public:
   Params() = default;
