@@ -51,7 +51,11 @@ constexpr const char* kBuildPrefix = ".tmp-build-";      // compiler scratch fol
 constexpr const char* kTmpBuildPrefix = "fusejit-build-";  // the same in $TMPDIR (no disk store)
 constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 31;   // anything larger is not ours
 constexpr auto kStale = std::chrono::hours(1);           // temp files older than this are abandoned
-constexpr auto kLockWait = std::chrono::minutes(5);      // longest wait for another builder
+// Another process building the same key: after kLockNote a warning says it is waited for (a
+// process stopped with Ctrl-Z holds its lock), after kLockWait this one builds too. NVRTC takes
+// seconds for a large kernel; a duplicate build costs only time.
+constexpr auto kLockNote = std::chrono::seconds(5);
+constexpr auto kLockWait = std::chrono::seconds(60);
 
 void put32(unsigned char* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
@@ -365,11 +369,20 @@ EntryLock lock_file(const fs::path& path, const std::function<void(const std::st
     if (fd >= 0) ::close(fd);
     return {};  // build without the lock: at worst two processes build the same entry
   }
-  const auto deadline = std::chrono::steady_clock::now() + kLockWait;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + kLockWait;
   auto pause = std::chrono::milliseconds(1);
+  bool said = false;
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) break;
-    if (std::chrono::steady_clock::now() > deadline) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!said && now > start + kLockNote) {  // a stopped or hung process holds it: say so, not hang silently
+      said = true;
+      warn(fmt::format("waiting for another process building the same kernel (it holds {}); building it here after "
+                       "{} s",
+                       path.string(), std::chrono::duration_cast<std::chrono::seconds>(kLockWait).count()));
+    }
+    if (now > deadline) {
       warn(fmt::format("waited {} s for another process building {}; building it here too",
                        std::chrono::duration_cast<std::chrono::seconds>(kLockWait).count(), path.string()));
       break;

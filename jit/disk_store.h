@@ -201,9 +201,11 @@ class DiskStore {
     std::filesystem::path path_;
   };
   Scratch scratch();
+  // Stops using the folder for the rest of the process (enabled() false from now on), with one
+  // warning naming it and `why` ("its filesystem is full: ..."); later calls warn no more.
+  void disable(const std::string& why);
 
  private:
-  void disable(const std::string& why);
   void warn(const std::string& message);
   std::string prefix_problem(const std::filesystem::path& prefix, bool create);
   void discard(const std::filesystem::path& path, const std::string& problem, const void* seen_stat);

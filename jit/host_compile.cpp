@@ -211,9 +211,32 @@ HostBuild describe_build(std::span<const GeneratedKernel> kernels, const HostCom
   return b;
 }
 
+// A build that found no room in its folder (ENOSPC, EDQUOT): with_room moves it out of the cache
+// folder, whose filesystem is full, to $TMPDIR without the disk cache.
+class OutOfSpace : public HostCompileError {
+ public:
+  using HostCompileError::HostCompileError;
+};
+
 void write_module_file(const fs::path& path, std::string_view bytes) {
-  if (int err = write_new_file(path, std::span<const char>(bytes.data(), bytes.size())))
-    throw HostCompileError(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
+  if (int err = write_new_file(path, std::span<const char>(bytes.data(), bytes.size()))) {
+    const std::string what = fmt::format("cannot write {}: {}", path.string(), std::strerror(err));
+    if (err == ENOSPC || err == EDQUOT) throw OutOfSpace(what);
+    throw HostCompileError(what);
+  }
+}
+
+// Runs `build` in the disk store's build folder; if that filesystem is full, disables the store
+// (one warning, as for any unusable cache folder: docs/api.md) and runs it again in $TMPDIR.
+template <class F>
+auto with_room(DiskStore& store, F&& build) {
+  try {
+    return build();
+  } catch (const OutOfSpace& e) {
+    if (!store.enabled()) throw;
+    store.disable(fmt::format("its filesystem is full: {}", e.what()));
+    return build();
+  }
 }
 
 DiskStore::Scratch build_folder(DiskStore& store) {
@@ -236,6 +259,8 @@ std::vector<char> compile_shared_object(const HostBuild& b, DiskStore& store, do
   std::string output;
   const int status = run_command(cmd, output);
   compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (status != 0 && output.find(std::strerror(ENOSPC)) != std::string::npos)  // "No space left on device"
+    throw OutOfSpace(fmt::format("no space left on device for the host compiler's output in {}", scratch.path().string()));
   if (status != 0) {
     // Keep the source only where the user keeps files (the cache folder, swept after an hour);
     // with the disk cache off nothing may stay on disk.
@@ -297,11 +322,12 @@ HostCompileResult host_compile(std::span<const GeneratedKernel> kernels, const H
   }
   std::shared_ptr<DiskStore> store = DiskStore::shared(opts.cache_dir, opts.disk_cache);
   DiskStore::Fetched f = store->fetch_or_build(b.key, [&] {
-    return DiskStore::Built{compile_shared_object(b, *store, r.compile_ms), EntryMeta{EntryKind::HostModule, 0, b.label}};
+    std::vector<char> so = with_room(*store, [&] { return compile_shared_object(b, *store, r.compile_ms); });
+    return DiskStore::Built{std::move(so), EntryMeta{EntryKind::HostModule, 0, b.label}};
   });
   FJ_CHECK(f.meta.kind == EntryKind::HostModule, "a cache entry with a host module's key and check hash holds a GPU kernel");
   r.disk_hit = f.from_disk;
-  r.module = load_shared_object(b, f.payload, *store);
+  r.module = with_room(*store, [&] { return load_shared_object(b, f.payload, *store); });
   std::lock_guard lock(g_mu);
   g_loaded[b.key.key] = r.module;
   return r;

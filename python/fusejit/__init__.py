@@ -185,8 +185,8 @@ class Program:
         transposed) are read and written in place, never copied. Device tensors run on the
         caller's current stream (PyTorch's or CuPy's; ``stream=`` overrides it) without
         synchronising. Returns ``{output name: array}``, ``out``'s arrays included.
-        Raises UserError (wrong dtype, shape, device, param) and TypeError (missing or unknown
-        argument).
+        Raises UserError (wrong dtype, shape, device; a param value that does not fit its dtype)
+        and TypeError (missing or unknown argument; a param that is no bool, int or float).
         """
         arrays, params = self._bind(args, kwargs)
         out = dict(out or {})

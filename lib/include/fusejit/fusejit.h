@@ -55,7 +55,7 @@ float bf16_to_float(uint16_t bits);
 /// What went wrong, so callers can react differently to their own mistakes and to fusejit's.
 enum class ErrorKind {
   User,      ///< bad graph text, builder call, dim, param, input file or option
-  Compile,   ///< NVRTC or the host compiler rejected generated code (a fusejit bug, or a toolchain issue)
+  Compile,   ///< NVRTC or the host compiler rejected generated code (a fusejit bug, or a toolchain issue; or no room to build in $TMPDIR)
   Driver,    ///< the CUDA driver failed: no driver/device, out of memory, launch failure, too-old driver
   Internal,  ///< a broken invariant inside fusejit: always a bug; please report it
 };
