@@ -277,6 +277,15 @@ const CLI::Validator kNonNegative64(
       return ec == std::errc::result_out_of_range ? std::string("must be at most 9223372036854775807") : std::string();
     },
     "NONNEGATIVE");
+// The same for a uint64 option (--seed): CLI11 would store a number past 2^64 - 1 as that maximum.
+const CLI::Validator kUnsigned64(
+    [](std::string& v) {
+      if (!v.empty() && v[0] == '-') return std::string("must be >= 0");
+      uint64_t n = 0;
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      return ec == std::errc::result_out_of_range ? std::string("must be at most 18446744073709551615") : std::string();
+    },
+    "UINT64");
 
 // The options every graph subcommand takes.
 struct Common {
@@ -329,7 +338,7 @@ struct RunCommand {
                     "file unless --dim sets them");
     cmd->add_option("--range", ranges, "random range of an input, NAME=LO:HI (repeatable; overrides the graph's `range`)");
     cmd->add_option("--seed", seed, "seed of the deterministic random inputs (0 to 2^64-1)")
-        ->default_val(0)->check(kNonNegative);
+        ->default_val(0)->check(kUnsigned64);
     cmd->add_flag("--special", special,
                   "mix hard cases into random inputs: NaN, +-inf, -0.0, subnormals, extremes (docs/ops.md)");
     cmd->add_option("--save-dir", save_dir,

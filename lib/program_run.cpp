@@ -3,6 +3,8 @@
 // they are copied in and the outputs back).
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "ir/builder.h"
 #include "ir/tensor.h"
 #include "lib/launch_check.h"
@@ -159,6 +161,10 @@ std::vector<HostTensor> Program::run(std::span<const HostTensor> inputs, const P
 
 Measurement Program::measure(std::span<const TensorView> inputs, const Params& params, PlanKind kind,
                              const MeasureOptions& options) const {
+  if (options.warmup < 0 || options.repeats < 1)
+    throw Error(ErrorKind::User, fmt::format("MeasureOptions: warmup {} and repeats {}: warmup must be >= 0 and repeats "
+                                             ">= 1",
+                                             options.warmup, options.repeats));
   return measure_any(*impl_, inputs, params, kind, options, true);
 }
 

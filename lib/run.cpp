@@ -421,6 +421,9 @@ RunReport run_graph(const Graph& graph, const RunOptions& ro) {
   const ir::Graph& g = graph.impl().graph;
   return translate_errors([&] {
     const std::vector<ir::Scalar> params = resolve_params(g, ro.params, ro.options.message_style);
+    if (ro.warmup < 0 || ro.repeats < 1)
+      throw ir::UserError(fmt::format("RunOptions: warmup {} and repeats {}: warmup must be >= 0 and repeats >= 1",
+                                      ro.warmup, ro.repeats));
     RunReport rep = describe(graph, ro, params);
     const std::vector<ir::Tensor> inputs = make_inputs(g, ro);
     Options co = ro.options;

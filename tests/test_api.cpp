@@ -386,6 +386,14 @@ TEST_CASE("measure: a checked run with poisoned outputs, timing, and the unfused
   CHECK(f.bytes == 32);
   CHECK(f.intermediates.empty());  // the fused plan materialises nothing else
   CHECK(f.outputs[0] == u.outputs[0]);
+  // No timed run, or a negative warmup, is an error, not a median of nothing.
+  for (const auto& [warmup, repeats] : {std::pair{-7, 20}, std::pair{3, 0}, std::pair{0, -5}}) {
+    fj::MeasureOptions bad;
+    bad.warmup = warmup;
+    bad.repeats = repeats;
+    CHECK_THROWS_WITH_AS(p.measure({in}, {}, fj::PlanKind::Fused, bad),
+                         doctest::Contains("warmup must be >= 0 and repeats >= 1"), fj::Error);
+  }
 }
 
 TEST_CASE("Options::row_split: forced splits launch once per phase and give the same bits") {

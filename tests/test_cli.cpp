@@ -411,6 +411,10 @@ TEST_CASE("--no-row-cache: every pass reads memory, the outputs are the same bit
   plan = run("plan " + sample("layernorm.txt") + " --row-split 99999999999999999999");
   CHECK(plan.code == 2);
   CHECK(plan.out.find("--row-split: must be at most 9223372036854775807") != std::string::npos);
+  // So is a seed past 2^64 - 1 (it ran with seed 2^64 - 1).
+  plan = run("run " + sample("x2x3.txt") + " --seed 18446744073709551616");
+  CHECK(plan.code == 2);
+  CHECK(plan.out.find("--seed: must be at most 18446744073709551615") != std::string::npos);
 }
 
 TEST_CASE("run --input: the dims of an input's shape follow its .npy file unless --dim sets them") {

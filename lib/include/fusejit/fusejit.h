@@ -524,8 +524,8 @@ class Params {
 
 /// Options of Program::measure().
 struct MeasureOptions {
-  int warmup = 3;                  ///< untimed runs before timing (GPU; at least one per buffer set)
-  int repeats = 20;                ///< timed runs; the median is reported
+  int warmup = 3;                  ///< untimed runs before timing (GPU; at least one per buffer set); >= 0
+  int repeats = 20;                ///< timed runs; the median is reported; >= 1 (Error(User) otherwise)
   bool copy_baseline = false;      ///< GPU: also time a device-to-device copy of half the bytes the plan moves
   bool keep_intermediates = false; ///< also return the values the plan materialises that are not outputs
 };

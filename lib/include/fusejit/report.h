@@ -26,8 +26,8 @@ struct RunOptions {
   /// the elements), as documented in docs/ops.md.
   bool special_values = false;
   std::string save_dir;          ///< "" = none; else each output is written as DIR/<name>.npy
-  int warmup = 3;                ///< GPU: untimed launches before timing
-  int repeats = 20;              ///< GPU: timed launches; the median is reported
+  int warmup = 3;                ///< GPU: untimed launches before timing; >= 0
+  int repeats = 20;              ///< GPU: timed launches; the median is reported; >= 1 (Error(User) otherwise)
   bool check = true;             ///< compare fused, unfused and the reference evaluator
 };
 
