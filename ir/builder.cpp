@@ -416,6 +416,14 @@ Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
       ids.push_back(args[k].node);  // strong by construction (arity 1)
       continue;
     }
+    if (args[k].is_literal() && info.rule == TypeRule::Compare && !is_float(want)) {
+      // NumPy 2 compares an out-of-range integer by value; cast(300, u8) would compare with 44.
+      if (const std::string why = literal_misfit(args[k].lit, want); !why.empty())
+        throw UserError(fmt::format("literal {} does not fit in {} ({}); NumPy 2 would compare it by value, fusejit "
+                                    "refuses it: {} in a wider dtype (cast the tensor, e.g. to i64)",
+                                    literal_text(args[k].lit), dtype_name(want), why, op_name(op)),
+                        args[k].lit.loc.known() ? args[k].lit.loc : loc);
+    }
     if (args[k].is_literal()) check_literal_fits(args[k].lit, want, loc);
     NodeId id = args[k].is_literal() ? constant(literal_to_scalar(args[k].lit, want), loc) : args[k].node;
     if (g_.node(id).dtype != want) {

@@ -69,6 +69,10 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
         import numpy as np
 
         return a.view(np.uint16), "bf16"
+    if fw == "numpy" and not a.dtype.isnative:  # as the .npy reader says it
+        native = a.dtype.newbyteorder("=").str
+        raise UserError(f"{what}: big-endian data ({a.dtype.str!r}) is not supported; convert it with "
+                        f".astype({native!r})")
     return a, None
 
 

@@ -334,3 +334,12 @@ def test_param_values_follow_the_fit_rule_of_defaults():
     with pytest.raises(TypeError, match="param 'p': expected a bool, int or float, got ndarray"):
         prog(x=x, p=np.array([2.0]))
     assert list(prog(x=x, p=np.uint8(255), h=np.float16(np.inf), i=np.array(-7))["y"]) == [255, 255]
+
+
+def test_big_endian_arrays_are_refused_naming_the_tensor():
+    prog = fusejit.compile(fusejit.Graph.parse("input x : f32[3]\ny = x * 2\noutput y\n"))
+    with pytest.raises(fusejit.UserError, match=r"input 'x': big-endian data \('>f4'\) is not supported; "
+                                                r"convert it with .astype\('<f4'\)"):
+        prog(x=np.array([1, 2, 3], ">f4"))
+    with pytest.raises(fusejit.UserError, match="output 'y': big-endian data"):
+        prog(x=np.array([1, 2, 3], "<f4"), out={"y": np.zeros(3, ">f4")})
