@@ -47,6 +47,9 @@ size_t typo_distance(std::string_view a, std::string_view b) {
   return d;
 }
 
+
+}  // namespace
+
 std::string quoted(std::string_view s) {
   // Long or odd names are cut for the message (a name is never longer than a line anyway), and
   // control bytes shown as \xNN (a NUL would end the message where C strings carry it).
@@ -57,8 +60,6 @@ std::string quoted(std::string_view s) {
   }
   return r + (s.size() > 40 ? "...'" : "'");
 }
-
-}  // namespace
 
 bool is_identifier(std::string_view s) {
   return !s.empty() && is_ident_start(s[0]) && std::all_of(s.begin(), s.end(), is_ident_char);

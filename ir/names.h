@@ -17,6 +17,10 @@ inline bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' 
 inline bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
 bool is_identifier(std::string_view s);
 
+// `s` in single quotes for a message: cut after 40 characters ("...'"), control bytes as \xNN (a
+// NUL would end the message where C strings carry it).
+std::string quoted(std::string_view s);
+
 // Words of the format that cannot name a dim, input, param or value: graph, dim, input, param,
 // output, true, false, inf, nan, cast. (A graph's own name may be one: `graph cast` parses.)
 bool is_reserved(std::string_view s);

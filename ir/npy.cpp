@@ -3,6 +3,7 @@
 // so hostile files give an error, not a crash or a huge allocation.
 #include "ir/npy.h"
 
+#include "ir/names.h"
 #include "ir/scalar/fj_scalar.h"
 
 #include <fcntl.h>
@@ -43,16 +44,16 @@ std::optional<DType> dtype_of(const std::string& d, std::optional<DType> expect,
   if (d == "bfloat16" || d == "<V2bfloat16") return DType::BF16;
   // np.save of an ml_dtypes bfloat16 array (the Python package's bf16) writes 2-byte void records.
   if ((d == "<V2" || d == "|V2") && expect == DType::BF16) return DType::BF16;
-  if (d.size() < 3) { *why = "unsupported dtype '" + d + "'"; return std::nullopt; }
+  if (d.size() < 3) { *why = "unsupported dtype " + quoted(d); return std::nullopt; }
   char order = d[0];
   std::string kind = d.substr(1);
   bool one_byte = kind == "b1" || kind == "i1" || kind == "u1";
   if (order == '>' && !one_byte) { *why = "big-endian data ('" + d + "') is not supported; save it with .astype('<" + kind + "')"; return std::nullopt; }
   if (order != '<' && order != '|' && order != '=' && !(order == '>' && one_byte)) {
-    *why = "unsupported dtype '" + d + "'";
+    *why = "unsupported dtype " + quoted(d);
     return std::nullopt;
   }
-  if (order == '|' && !one_byte) { *why = "unsupported dtype '" + d + "'"; return std::nullopt; }
+  if (order == '|' && !one_byte) { *why = "unsupported dtype " + quoted(d); return std::nullopt; }
   if (kind == "b1") return DType::Bool;
   if (kind == "i1") return DType::I8;
   if (kind == "u1") return DType::U8;
@@ -62,7 +63,7 @@ std::optional<DType> dtype_of(const std::string& d, std::optional<DType> expect,
   if (kind == "f4") return DType::F32;
   if (kind == "f8") return DType::F64;
   if (kind == "u2" && expect == DType::BF16) return DType::BF16;  // raw bf16 bits (Bf16Npy::Bits)
-  *why = "unsupported dtype '" + d + "' (fusejit supports bool, i8, u8, i32, i64, f16, f32, f64, and for a bf16 input "
+  *why = "unsupported dtype " + quoted(d) + " (fusejit supports bool, i8, u8, i32, i64, f16, f32, f64, and for a bf16 input "
          "'bfloat16', ml_dtypes' '<V2', '<u2' bits or exactly representable '<f4')";
   return std::nullopt;
 }

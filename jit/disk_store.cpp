@@ -203,7 +203,7 @@ bool parse_switch(const char* name, const std::string& value) {
 }
 
 uint64_t parse_max_mb(const std::string& value) {
-  const bool digits = value.size() <= 20 && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const bool digits = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (!digits)
     throw ir::FileError(fmt::format("FUSEJIT_CACHE_MAX_MB='{}' is not a size: give the cap in MiB as a whole number "
                                     "(0 means no cap)", value), "");
