@@ -336,7 +336,7 @@ std::string fmt_g17(float v) {
 }  // namespace
 
 Tensor read_npy_input(const std::string& path, const std::string& name, DType dtype, const std::vector<int64_t>& shape,
-                      const std::string& shape_hint) {
+                      const std::string& shape_hint, const std::string& expected) {
   // dtype and shape come from the header and are checked before any data is read (a huge file
   // given for a small input costs nothing).
   NpyHeader h;
@@ -344,7 +344,7 @@ Tensor read_npy_input(const std::string& path, const std::string& name, DType dt
   const bool bf16_as_f32 = dtype == DType::BF16 && h.dtype == DType::F32;  // the Bf16Npy::F32 convention
   if ((h.dtype != dtype && !bf16_as_f32) || h.shape != shape)
     fail(path, "input '" + name + "': the file has " + tensor_type_string(h.dtype, h.shape) + ", expected " +
-                   tensor_type_string(dtype, shape) +
+                   (expected.empty() ? tensor_type_string(dtype, shape) : expected) +
                    ((h.dtype == dtype || bf16_as_f32) && !shape_hint.empty() ? " " + shape_hint : ""));
   Tensor t = read_npy_data(h);
   if (bf16_as_f32) {

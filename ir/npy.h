@@ -47,8 +47,10 @@ std::vector<int64_t> read_npy_shape(const std::string& path, std::optional<DType
 // the file may also be '<u2' (raw bits) or '<f4' whose values are all exactly representable in bf16
 // (what write_npy writes by default); an f32 value that is not gives a FileError naming the element,
 // never a silent rounding. `shape_hint` is appended to the message when only the shape differs
-// (e.g. which --dim would make it match).
+// (e.g. which --dim would make it match); `expected` is the message's text of the expected type
+// ("" for dtype and shape as numbers; the graph's `bf16[T=4096, D=4096]` names its dims).
 Tensor read_npy_input(const std::string& path, const std::string& name, DType dtype,
-                      const std::vector<int64_t>& shape, const std::string& shape_hint = {});
+                      const std::vector<int64_t>& shape, const std::string& shape_hint = {},
+                      const std::string& expected = {});
 
 }  // namespace fusejit::ir

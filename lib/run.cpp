@@ -67,7 +67,8 @@ ir::Tensor make_input(const ir::Graph& g, size_t k, const RunOptions& ro) {
                                  ? "(--dim sets the graph's dims " + dims + "; without it they follow the file)"
                                  : "(the graph's dims " + dims + " can be set to match with " +
                                        option_name(OptionField::Dims, ro.options.message_style) + ")";
-    return ir::read_npy_input(file->second, n.name, n.dtype, shape, dims.empty() ? "" : hint);
+    const std::string expected = std::string(ir::dtype_name(n.dtype)) + ir::shape_to_string(n.shape, &g);  // [T=4096, D=4096]
+    return ir::read_npy_input(file->second, n.name, n.dtype, shape, dims.empty() ? "" : hint, expected);
   }
   ir::FillSpec spec;
   auto range = std::find_if(ro.input_ranges.rbegin(), ro.input_ranges.rend(), [&](const auto& p) { return p.first == n.name; });

@@ -439,7 +439,7 @@ TEST_CASE("run --input: the dims of an input's shape follow its .npy file unless
   // --dim wins over the file, and the file is then refused.
   r = run(base + " --dim N=7");
   CHECK(r.code == 2);
-  CHECK(r.out.find("the file has f32[3, 5], expected f32[7, 5] (--dim sets the graph's dims N, C; without it they "
+  CHECK(r.out.find("the file has f32[3, 5], expected f32[N=7, C=5] (--dim sets the graph's dims N, C; without it they "
                    "follow the file)") != std::string::npos);
 }
 
