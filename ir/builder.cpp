@@ -108,6 +108,20 @@ std::string literal_text(const Literal& l) {
   return fmt::format("{}", l.f);  // the shortest text that reads back as l.f: 1e+39, not 9.9999999999999994e+38
 }
 
+namespace {
+// check_literal_fits for an operand of `op`; in a comparison the message says what NumPy 2 does
+// instead (it compares an out-of-range integer by value; cast(300, u8) would compare with 44).
+void check_operand_literal(Op op, TypeRule rule, const Literal& l, DType want, Loc loc) {
+  if (rule == TypeRule::Compare && !is_float(want))
+    if (const std::string why = literal_misfit(l, want); !why.empty())
+      throw UserError(fmt::format("literal {} does not fit in {} ({}); NumPy 2 would compare it by value, fusejit "
+                                  "refuses it: {} in a wider dtype (cast the tensor, e.g. to i64)",
+                                  literal_text(l), dtype_name(want), why, op_name(op)),
+                      l.loc.known() ? l.loc : loc);
+  check_literal_fits(l, want, loc);
+}
+}  // namespace
+
 std::string literal_misfit(const Literal& l, DType dtype) {
   if (dtype == DType::Bool) return "";
   if (is_float(dtype)) {
@@ -416,15 +430,7 @@ Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
       ids.push_back(args[k].node);  // strong by construction (arity 1)
       continue;
     }
-    if (args[k].is_literal() && info.rule == TypeRule::Compare && !is_float(want)) {
-      // NumPy 2 compares an out-of-range integer by value; cast(300, u8) would compare with 44.
-      if (const std::string why = literal_misfit(args[k].lit, want); !why.empty())
-        throw UserError(fmt::format("literal {} does not fit in {} ({}); NumPy 2 would compare it by value, fusejit "
-                                    "refuses it: {} in a wider dtype (cast the tensor, e.g. to i64)",
-                                    literal_text(args[k].lit), dtype_name(want), why, op_name(op)),
-                        args[k].lit.loc.known() ? args[k].lit.loc : loc);
-    }
-    if (args[k].is_literal()) check_literal_fits(args[k].lit, want, loc);
+    if (args[k].is_literal()) check_operand_literal(op, info.rule, args[k].lit, want, loc);
     NodeId id = args[k].is_literal() ? constant(literal_to_scalar(args[k].lit, want), loc) : args[k].node;
     if (g_.node(id).dtype != want) {
       NodeId c[1] = {id};

@@ -440,6 +440,16 @@ bool same_view(const TensorArg& a, const TensorArg& b) {
                                   g.outputs[k].name, b.writer[k] + 1));
 }
 
+// Whether output k may be input s's own buffer: the same tensor, last read by the kernel that
+// writes it (each element is read before it is written: a row value is not) or an earlier one. A
+// copy runs after every kernel.
+bool may_run_in_place(const ir::Graph& g, const PlanBindings& b, const TensorArg& out, const TensorArg& in, size_t k,
+                      size_t s) {
+  const int32_t writes = b.writer[k] >= 0 ? b.writer[k] : static_cast<int32_t>(b.group_inputs.size());
+  const bool before = b.last_reader[s] < writes || (b.last_reader[s] == writes && !b.row_output[k]);
+  return before && same_view(out, in) && g.node(g.outputs[k].node).dtype == g.node(g.inputs[s]).dtype;
+}
+
 }  // namespace
 
 void check_aliasing(const ir::Graph& g, const PlanBindings& b, std::span<const TensorArg> inputs,
@@ -448,7 +458,6 @@ void check_aliasing(const ir::Graph& g, const PlanBindings& b, std::span<const T
   sc.input_bytes.clear();
   sc.output_bytes.clear();
   for (size_t s = 0; s < inputs.size(); ++s) sc.input_bytes.push_back(byte_range(inputs[s], g.node(g.inputs[s]).dtype));
-  const int32_t after_all = static_cast<int32_t>(b.group_inputs.size());
   for (size_t k = 0; k < outputs.size(); ++k) {
     const std::pair<uint64_t, uint64_t> out = byte_range(outputs[k], g.node(g.outputs[k].node).dtype);
     sc.output_bytes.push_back(out);
@@ -458,12 +467,7 @@ void check_aliasing(const ir::Graph& g, const PlanBindings& b, std::span<const T
                                       g.outputs[k].name));
     for (size_t s = 0; s < inputs.size(); ++s) {
       if (!overlap(out, sc.input_bytes[s])) continue;
-      // In place: the same tensor, last read by the kernel that writes it (each element is read
-      // before it is written: a row value is not) or an earlier one. A copy runs after every kernel.
-      const int32_t writes = b.writer[k] >= 0 ? b.writer[k] : after_all;
-      const bool before = b.last_reader[s] < writes || (b.last_reader[s] == writes && !b.row_output[k]);
-      if (same_view(outputs[k], inputs[s]) && g.node(g.outputs[k].node).dtype == g.node(g.inputs[s]).dtype && before)
-        continue;
+      if (may_run_in_place(g, b, outputs[k], inputs[s], k, s)) continue;
       refuse_in_place(g, b, inputs, outputs, k, s);
     }
     for (size_t j = 0; j < k; ++j)
