@@ -49,7 +49,7 @@ void warn_unused_inputs(const ir::Graph& g);
 
 // The options messages name, each as an API user writes it ("Options::arch") or as a `fusejit`
 // user does ("--arch"), by Options::message_style.
-enum class OptionField { Arch, NvrtcOptions, Params, InputFiles, InputRanges, SaveDir, Dims, RowSplit };
+enum class OptionField { Arch, NvrtcOptions, Params, InputFiles, InputRanges, SaveDir, Dims, RowSplit, Device };
 std::string option_name(OptionField field, MessageStyle style);
 
 // How reduction kernels run under `o` (Options::row_split, Options::row_cache): the launcher's

@@ -26,6 +26,7 @@ constexpr OptionNames kOptionNames[] = {
     {OptionField::SaveDir, "RunOptions::save_dir", "--save-dir", "save_dir"},
     {OptionField::Dims, "the dims argument", "--dim", "dims"},
     {OptionField::RowSplit, "Options::row_split", "--row-split", "row_split"},
+    {OptionField::Device, "Options::device", "--device", "device"},
 };
 }  // namespace
 

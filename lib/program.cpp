@@ -67,6 +67,9 @@ jit::ArchDecision explicit_target(const std::string& arch, MessageStyle style) {
 }
 
 void warn_cpu_ignores(const Options& o) {
+  if (o.device != 0)
+    warn(option_name(OptionField::Device, o.message_style) + " " + std::to_string(o.device) +
+         " has no effect on the CPU path (no GPU is used)");
   if (!o.arch.empty())
     warn(option_name(OptionField::Arch, o.message_style) + " " + o.arch + " has no effect on the CPU path (no GPU is used)");
   if (!o.nvrtc_options.empty()) {

@@ -345,11 +345,14 @@ TEST_CASE("Options::arch is checked on the CPU path too; messages name the API f
   }
   o.arch = "sm_90";
   o.nvrtc_options = {"--maxrregcount=32"};
+  o.device = 3;
   fj::Program::compile(build_swiglu(), o);
   fj::set_warning_handler({});
-  REQUIRE(warnings.size() == 2);
-  CHECK(warnings[0] == "Options::arch sm_90 has no effect on the CPU path (no GPU is used)");
-  CHECK(warnings[1] == "Options::nvrtc_options (--maxrregcount=32) has no effect on the CPU path (no GPU is used)");
+  REQUIRE(warnings.size() == 3);
+  CHECK(warnings[0] == "Options::device 3 has no effect on the CPU path (no GPU is used)");
+  CHECK(warnings[1] == "Options::arch sm_90 has no effect on the CPU path (no GPU is used)");
+  CHECK(warnings[2] == "Options::nvrtc_options (--maxrregcount=32) has no effect on the CPU path (no GPU is used)");
+  o.device = 0;
   // The `fusejit` command's messages name its flags instead.
   o.message_style = fj::MessageStyle::CommandLine;
   o.arch = "sm_9000x";
