@@ -121,7 +121,7 @@ Decoded decode_entry(std::span<const char> file, const Hash128& expected, std::o
     return fail(fmt::format("format version {} (this fusejit reads {})", get32(h + 8), kCacheFormatVersion));
   if (get32(h + 12) != kHeaderSize) return fail("bad header size");
   const Hash128 key = Hash128::from_bytes(h + 16);
-  if (key != expected) return fail(fmt::format("holds key {} instead of {} (foreign entry)", key.hex(), expected.hex()));
+  if (key != expected) return fail(fmt::format("holds key {} instead of {} (damaged, or copied from another key)", key.hex(), expected.hex()));
   if (check && Hash128::from_bytes(h + 32) != *check) return fail("check hash differs: another entry with a colliding key");
   const uint64_t label_size = get32(h + 56);
   const uint64_t payload_size = get64(h + 64);
@@ -774,8 +774,12 @@ std::vector<CacheEntryInfo> list_cache(const fs::path& dir) {
     e.path = f.path;
     e.file_bytes = f.bytes;
     e.mtime_unix = f.mtime_ns / 1000000000;
-    std::vector<char> bytes = read_regular_file(f.path, kMaxEntryBytes + kHeaderSize).value_or(std::vector<char>());
-    Decoded d = decode_entry(bytes, *f.key, std::nullopt);
+    const std::optional<std::vector<char>> bytes = read_regular_file(f.path, kMaxEntryBytes + kHeaderSize);
+    Decoded d = bytes ? decode_entry(*bytes, *f.key, std::nullopt) : Decoded{};
+    if (!bytes)
+      d.problem = f.bytes > kMaxEntryBytes + kHeaderSize
+                      ? fmt::format("too large ({} bytes; an entry is at most {})", f.bytes, kMaxEntryBytes + kHeaderSize)
+                      : "unreadable";
     e.valid = d.problem.empty();
     e.problem = d.problem;
     if (e.valid) {

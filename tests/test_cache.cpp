@@ -564,8 +564,8 @@ TEST_CASE("truncated, bit-flipped, foreign, colliding and garbage entries are re
       {"header arch bit flipped", flip(48), "content hash mismatch"},
       {"magic bit flipped", flip(2), "bad magic"},
       {"format version changed", flip(8), "format version"},
-      {"key bit flipped", flip(20), "foreign entry"},
-      {"another key's entry", [&] { write_text(path, other_file); }, "foreign entry"},
+      {"key bit flipped", flip(20), "damaged, or copied from another key"},
+      {"another key's entry", [&] { write_text(path, other_file); }, "damaged, or copied from another key"},
       {"garbage", [&] { write_text(path, std::string(300, '\x5a')); }, "bad magic"},
       {"colliding key",
        [&] {
@@ -803,6 +803,16 @@ TEST_CASE("cache stats, list and clear touch only cache files") {
     labels.insert(e.label);
   }
   CHECK(labels == std::set<std::string>{"fj_k0", "fj_k1", "fj_k2"});
+  // A file past the largest entry (sparse: no disk used) is listed as too large, not "truncated".
+  const fs::path big = entry_path(dir, disk_key(inputs_n(77)).key);
+  fs::create_directories(big.parent_path());
+  write_text(big, "");
+  fs::resize_file(big, uint64_t{3} << 30);
+  bool saw_big = false;
+  for (const CacheEntryInfo& e : list_cache(dir))
+    if (e.path == big) saw_big = e.problem.rfind("too large (3221225472 bytes; an entry is at most", 0) == 0;
+  CHECK(saw_big);
+  fs::remove(big);
   write_text(list[1].path, "damaged");
   // The public list says why an entry is not valid (`fusejit cache list` prints it).
   fusejit::Options po;
