@@ -59,7 +59,8 @@ std::string dictionary() {
       {"num_min", "-9223372036854775808"}, {"num_frac", ".5"},
       {"stmt_dim", "dim N = 4\n"}, {"stmt_input", "input x : f32[N, 4]\n"}, {"stmt_param", "param p : f32 = 0.5\n"},
       {"stmt_output", "output y\n"}, {"stmt_cast", "cast(x, f16)"}, {"stmt_where", "where(x > 0, x, 0)"},
-      {"arg_keepdim", ", keepdim"}, {"arg_correction", ", correction=1"}, {"arg_axes", ", [0, -1]"}};
+      {"arg_keepdim", ", keepdim"}, {"arg_correction", ", correction=1"}, {"arg_initial", ", initial=-inf"},
+      {"arg_axes", ", [0, -1]"}};
   for (const auto& [k, v] : tokens) d += entry(k, v);
   return d;
 }
