@@ -111,4 +111,7 @@ TEST_CASE("reports: DOT names a reduction's axes on its node and its cluster") {
   const std::string dot = format_plan_dot(r.graph, plan_fusion(r.graph));
   CHECK(dot.find("mean f32 [1] keepdim") != std::string::npos);
   CHECK(dot.find("reducing axes [1]") != std::string::npos);
+  // ... and a composite's max its initial value (softmax's amax starts from -inf).
+  RewriteResult s = rewrite(parse_graph(fusejit::testing::read_file(golden_dir() / "reductions.graph"), "reductions.graph"));
+  CHECK(format_plan_dot(s.graph, plan_fusion(s.graph)).find("amax f32 [1] keepdim initial=-inf") != std::string::npos);
 }

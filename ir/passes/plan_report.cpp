@@ -187,7 +187,8 @@ std::string format_plan_dot(const Graph& g, const Plan& fused, std::span<const s
     else if (n.op != Op::Const) l += "\n" + std::string(op_name(n.op)) + " " + std::string(dtype_name(n.dtype));
     if (is_reduction(n.op))
       l += " " + axes_text(n.red.axes) + (n.red.keepdim ? " keepdim" : "") +
-           (n.red.correction ? fmt::format(" correction={}", n.red.correction) : "");
+           (n.red.correction ? fmt::format(" correction={}", n.red.correction) : "") +
+           (n.red.initial ? (n.op == Op::Amax ? " initial=-inf" : " initial=inf") : "");
     return l;
   };
   std::string s = "digraph \"" + dot_escape(g.name.empty() ? "graph" : g.name) + "\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n";
