@@ -231,16 +231,24 @@ int64_t parse_int(const std::string& v, const std::string& option, const std::st
   }
 }
 
+// A number as graph text writes one: a decimal integer (within i64: no silent rounding to a
+// float), a decimal float, inf or nan (signed), true or false. No hex, no blanks.
 fj::Scalar parse_scalar(const std::string& v, const std::string& option, const std::string& raw, size_t at) {
   if (v == "true") return fj::Scalar(true);
   if (v == "false") return fj::Scalar(false);
-  try {
-    size_t pos = 0;
-    long long x = std::stoll(v, &pos, 10);
-    if (pos == v.size()) return fj::Scalar(static_cast<int64_t>(x));
-  } catch (const std::exception&) {
+  const size_t sign = !v.empty() && (v[0] == '-' || v[0] == '+') ? 1 : 0;
+  const std::string body = v.substr(sign);
+  if (!body.empty() && body.find_first_not_of("0123456789") == std::string::npos) {
+    int64_t x = 0;
+    const char* first = v.data() + (v[0] == '+' ? 1 : 0);
+    const auto [end, ec] = std::from_chars(first, v.data() + v.size(), x);
+    if (ec == std::errc::result_out_of_range)
+      throw ArgError(option, raw, at, "integer " + v + " does not fit in i64 (write it as a float, e.g. " + v + ".0)");
+    if (ec == std::errc() && end == v.data() + v.size()) return fj::Scalar(x);
   }
-  if (!v.empty() && !std::isspace(static_cast<unsigned char>(v[0]))) {
+  const bool decimal = body == "inf" || body == "nan" ||
+                       (!body.empty() && body.find_first_not_of("0123456789.eE+-") == std::string::npos);
+  if (decimal) {
     // strtod, not stod: an underflow to a subnormal (1e-320) is a value, only overflow is an error.
     errno = 0;
     char* end = nullptr;

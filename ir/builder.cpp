@@ -135,8 +135,11 @@ std::string literal_misfit(const Literal& l, DType dtype) {
     case DType::I32: lo = std::numeric_limits<int32_t>::min(); hi = std::numeric_limits<int32_t>::max(); break;
     default: lo = std::numeric_limits<int64_t>::min(); hi = std::numeric_limits<int64_t>::max(); break;
   }
+  // A float converts by truncation toward zero (the cast rules): -0.5 is 0 for a u8, 255.9 is 255.
+  // (lo - 1.0 rounds to lo for i64, hence both tests at the low end.)
   const bool fits = l.cat == Category::Float
-                        ? (l.f >= static_cast<double>(lo) && l.f < static_cast<double>(hi) + 1.0)
+                        ? ((l.f >= static_cast<double>(lo) || l.f > static_cast<double>(lo) - 1.0) &&
+                           l.f < static_cast<double>(hi) + 1.0)
                         : (l.cat == Category::Bool || (l.i >= lo && l.i <= hi));
   return fits ? "" : "range " + std::to_string(lo) + " to " + std::to_string(hi);
 }

@@ -127,6 +127,7 @@ class GraphBuilder {
     std::optional<int64_t> correction;  // unset: the op's default
     std::optional<double> initial;      // amax/amin: NumPy's initial= (only -inf / +inf)
     Loc axes_loc;                       // where the axes are written; a bad axis is reported there
+    Loc initial_loc;                    // where the initial value is written; a bad one is reported there
   };
   Operand reduce_by_name(std::string_view name, const Operand& x, const ReduceArgs& args, Loc loc = {});
   // cast(x, dtype). A weak literal is converted straight to a Const of that dtype.

@@ -190,6 +190,9 @@ Operand GraphBuilder::reduce_by_name(std::string_view name, const Operand& x, co
   // A repeated or out-of-range axis points at the axes (a 0-d operand keeps its own messages).
   if (!x.is_literal() && !g_.node(x.node).shape.empty() && a.axes_loc.known())
     (void)reduce_axes_mask(a.axes, g_.node(x.node).shape.size(), a.axes_loc);
+  // So does a bad initial value, at the value (an initial given to another op is the op's error).
+  if (a.initial && a.initial_loc.known() && !x.is_literal() && (name == "amax" || name == "amin"))
+    (void)initial_flag(name == "amax" ? Op::Amax : Op::Amin, g_.node(x.node).dtype, a.initial, a.initial_loc);
   if (spread) return var(x, a.axes, a.keepdim, a.correction.value_or(1), name == "std", loc);
   if (!is_composite_name(name)) {
     const std::optional<Op> op = parse_op(name);

@@ -605,9 +605,10 @@ class Parser {
   }
 
   // `initial=V` (V a number or inf, signed), after its `,`; the builder says which values it takes.
-  double initial_literal() {
+  double initial_literal(Loc& at) {
     advance();  // `initial`
     expect(Tok::Assign, "'=' after `initial` (as in `initial=-inf`)");
+    at = tok_.loc;
     const bool neg = tok_.kind == Tok::Minus;
     if (neg || tok_.kind == Tok::Plus) advance();
     double v = 0;
@@ -631,7 +632,7 @@ class Parser {
                       tok_.loc);
     }
     if (!keep) {
-      if (initial) a.initial = initial_literal();
+      if (initial) a.initial = initial_literal(a.initial_loc);
       else a.correction = correction_literal();
       return;
     }

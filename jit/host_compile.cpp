@@ -227,15 +227,15 @@ void write_module_file(const fs::path& path, std::string_view bytes) {
 }
 
 // Runs `build` in the disk store's build folder; if that filesystem is full, disables the store
-// (one warning, as for any unusable cache folder: docs/api.md) and runs it again in $TMPDIR.
+// (one warning, as for any unusable cache folder: docs/api.md) and runs it again in $TMPDIR. Also
+// when another thread disabled the store first: this build's folder was in the store all the same.
 template <class F>
 auto with_room(DiskStore& store, F&& build) {
   try {
     return build();
   } catch (const OutOfSpace& e) {
-    if (!store.enabled()) throw;
-    store.disable(fmt::format("its filesystem is full: {}", e.what()));
-    return build();
+    if (store.enabled()) store.disable(fmt::format("its filesystem is full: {}", e.what()));  // warns once
+    return build();  // the store is off: a $TMPDIR folder (a second OutOfSpace there is the error)
   }
 }
 

@@ -142,7 +142,7 @@ Value GraphBuilder::reduce(std::string_view name, const Value& x, const std::vec
                              : ir::unknown_op_message(name));
     }
     const ir::Operand in = x.is_literal() ? ir::Operand::of(to_ir_literal(x.lit_)) : ir::Operand::of(node_of(x));
-    const ir::Operand r = impl_->b.reduce_by_name(name, in, {axes, keepdim, correction, initial, {}});
+    const ir::Operand r = impl_->b.reduce_by_name(name, in, {axes, keepdim, correction, initial, {}, {}});
     return Value(this, impl_->b.materialize(r));
   });
 }

@@ -54,8 +54,10 @@ ir::Scalar param_value(const ir::Graph& g, const ir::ParamDecl& p, const Scalar&
   const ir::Node& n = g.node(p.node);
   const ir::Literal l = to_ir_literal(v);
   if (const std::string why = ir::literal_misfit(l, n.dtype); !why.empty())
-    throw ir::UserError(fmt::format("{} {}={}: does not fit {}, the dtype of param '{}' ({}; a default of {} is refused too)",
-                                    option_name(OptionField::Params, style), n.name, ir::literal_text(l),
+    throw ir::UserError(fmt::format("{}{}={}: does not fit {}, the dtype of param '{}' ({}; a default of {} is refused too)",
+                                    // Python passes params as keyword arguments: no option to name
+                                    style == MessageStyle::Python ? "" : option_name(OptionField::Params, style) + " ",
+                                    n.name, ir::literal_text(l),
                                     ir::dtype_name(n.dtype), n.name, why, ir::literal_text(l)));
   return ir::literal_to_scalar(l, n.dtype);
 }

@@ -224,6 +224,19 @@ TEST_CASE("literal values") {
   CHECK(err_of("c = 9223372036854775808\noutput c\n").find("does not fit in i64") != std::string::npos);
   CHECK(err_of("c = 99999999999999999999\noutput c\n").find("does not fit in i64") != std::string::npos);
   CHECK(err_of("c = 1e400\noutput c\n").find("too large for f64") != std::string::npos);
+  // A float default truncates toward zero, so it fits when its truncation does: -0.5 is a u8's 0
+  // and -128.5 an i8's -128, as 255.9 is a u8's 255; -1.0 and -129.0 do not fit.
+  auto param_of = [](const std::string& def, const char* dt) {
+    Graph g = parse_graph(std::string("param p : ") + dt + " = " + def + "\ninput x : i64[2]\ny = x + cast(p, i64)\noutput y\n",
+                          "p.txt");
+    return g.params[0].default_value.i;
+  };
+  CHECK(param_of("-0.5", "u8") == 0);
+  CHECK(param_of("255.9", "u8") == 255);
+  CHECK(param_of("-128.5", "i8") == -128);
+  CHECK(param_of("-9223372036854775808.0", "i64") == std::numeric_limits<int64_t>::min());
+  CHECK(err_of("param p : u8 = -1.0\noutput p\n").find("does not fit in u8") != std::string::npos);
+  CHECK(err_of("param p : i8 = -129.0\noutput p\n").find("does not fit in i8") != std::string::npos);
   // A named literal stays weak and is materialized (with its name) when it is an output.
   Graph g = parse_graph("c = 2\ninput x : i8[4]\ny = x + c\noutput y, c\n", "w.txt");
   CHECK(out_node(g, 0).dtype == DType::I8);

@@ -139,9 +139,9 @@ TEST_CASE("reduction text: bad axes, integer means and empty amax are located er
       // initial= (NumPy's): only amax's -inf and amin's +inf, of a float operand.
       {"y = sum(x, -1, initial=0)", 5, "sum takes no initial= (only amax and amin do)"},
       {"y = softmax(z, 0, initial=-inf)", 5, "softmax over an empty axis needs none"},
-      {"y = amax(x, -1, initial=0)", 5, "amax: initial=0 is not supported, only amax's identity initial=-inf"},
-      {"y = amin(x, -1, initial=-inf)", 5, "only amin's identity initial=inf"},
-      {"y = amax(i, initial=-inf)", 5, "amax of i32 values: initial=-inf needs a float dtype"},
+      {"y = amax(x, -1, initial=0)", 25, "amax: initial=0 is not supported, only amax's identity initial=-inf"},
+      {"y = amin(x, -1, initial=-inf)", 25, "only amin's identity initial=inf"},
+      {"y = amax(i, initial=-inf)", 21, "amax of i32 values: initial=-inf needs a float dtype"},
       {"y = amax(x, -1, initial=-x)", 26, "expected a number after `initial=`"},
       {"y = amax(x, -1, initial -inf)", 25, "'=' after `initial`"},
       {"y = amax(x, initial=-inf, keepdim)", 27, "`keepdim` comes before `initial=V`"},

@@ -69,6 +69,9 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
         import numpy as np
 
         return a.view(np.uint16), "bf16"
+    if fw == "numpy" and any(s % a.itemsize for s in a.strides):  # np.lib.stride_tricks.as_strided
+        raise UserError(f"{what}: strides {a.strides} bytes are not multiples of its item size {a.itemsize}: "
+                        "fusejit takes strides in elements; pass a copy (np.ascontiguousarray)")
     if fw == "numpy" and not a.dtype.isnative:  # as the .npy reader says it
         native = a.dtype.newbyteorder("=").str
         raise UserError(f"{what}: big-endian data ({a.dtype.str!r}) is not supported; convert it with "

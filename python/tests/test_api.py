@@ -343,3 +343,12 @@ def test_big_endian_arrays_are_refused_naming_the_tensor():
         prog(x=np.array([1, 2, 3], ">f4"))
     with pytest.raises(fusejit.UserError, match="output 'y': big-endian data"):
         prog(x=np.array([1, 2, 3], "<f4"), out={"y": np.zeros(3, ">f4")})
+
+
+def test_strides_that_are_not_whole_elements_are_refused_naming_the_tensor():
+    prog = fusejit.compile(fusejit.Graph.parse("input x : f32[4, 4]\ny = x * 2\noutput y\n"))
+    odd = np.lib.stride_tricks.as_strided(np.zeros(64, np.uint8).view(np.float32), (4, 4), (6, 4))
+    with pytest.raises(fusejit.UserError, match=r"input 'x': strides \(6, 4\) bytes are not multiples of its item size 4"):
+        prog(x=odd)
+    with pytest.raises(fusejit.UserError, match="output 'y': strides"):
+        prog(x=np.ones((4, 4), np.float32), out={"y": odd})
