@@ -514,15 +514,18 @@ struct CacheCommand {
     return 0;
   }
   static void print_stats(const fj::CacheStats& s) {
-    std::printf("path:         %s%s%s\nGPU kernels:  %lld entries, %lld bytes\nCPU modules:  %lld, %lld bytes\n"
-                "cap:          %lld bytes for all entries (least recently used evicted first)\n"
+    // FUSEJIT_CACHE_MAX_MB=0: no cap.
+    const std::string cap = s.cap_bytes == 0 ? std::string("none (FUSEJIT_CACHE_MAX_MB=0: entries are never evicted)")
+                                             : std::to_string(s.cap_bytes) +
+                                                   " bytes for all entries (least recently used evicted first)";
+    std::printf("path:         %s%s%s\nGPU kernels:  %lld entries, %lld bytes\nCPU modules:  %lld entries, %lld bytes\n"
+                "cap:          %s\n"
                 "damaged:      %lld entries (each deleted on its next load; `fusejit cache clear` removes all "
                 "now); %lld temporary files\n",
                 s.path.c_str(), s.enabled ? "" : " (disk cache off: ", s.enabled ? "" : (s.disabled_reason + ")").c_str(),
                 static_cast<long long>(s.entries), static_cast<long long>(s.bytes),
-                static_cast<long long>(s.host_modules), static_cast<long long>(s.host_bytes),
-                static_cast<long long>(s.cap_bytes), static_cast<long long>(s.invalid),
-                static_cast<long long>(s.temp_files));
+                static_cast<long long>(s.host_modules), static_cast<long long>(s.host_bytes), cap.c_str(),
+                static_cast<long long>(s.invalid), static_cast<long long>(s.temp_files));
   }
   static void print_list(const fj::Options& o) {
     const std::vector<fj::CacheEntryInfo> entries = fj::cache_list(o);

@@ -416,10 +416,7 @@ std::string Program::rewrite_summary() const {
   std::string s = impl_->rewrite.fast_math ? "rewrites (fast-math mode):" : "rewrites (strict mode):";
   int shown = 0;
   for (const ir::RuleCount& c : impl_->rewrite.counts)
-    if (c.count) {
-      s += " " + c.rule + " x" + std::to_string(c.count) + ";";
-      ++shown;
-    }
+    if (c.count) s += (shown++ ? ", " : " ") + c.rule + " x" + std::to_string(c.count);
   if (!shown) s += " none fired";
   if (impl_->rewrite.hit_cap) s += " (iteration cap hit: " + impl_->rewrite.diagnostic + ")";
   return s;

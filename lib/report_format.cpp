@@ -61,7 +61,7 @@ std::string compile_text(const PathReport& p) {
   auto part = [&](int n, const char* what) {
     if (!n) return;
     if (!s.empty()) s += ", ";
-    s += fmt::format("{} {}", n, what);
+    s += fmt::format("{} {}{}", n, what, n == 1 || std::string_view(what) == "compiled" ? "" : "s");
   };
   part(p.compiled, "compiled");
   part(p.disk_hits, "disk hit");
@@ -97,10 +97,14 @@ nlohmann::json tensor_json(const TensorInfo& t) {
           {"bytes", t.bytes()}};
 }
 
-nlohmann::json path_json(const PathReport& p) {
-  return {{"kernels", p.kernels}, {"launches", p.launches}, {"time_ms", p.time_ms}, {"bytes", p.bytes}, {"gbps", p.gbps},
-          {"pct_of_copy", p.pct_of_copy}, {"compiled", p.compiled}, {"disk_hits", p.disk_hits},
-          {"memory_hits", p.memory_hits}, {"compile_ms", p.compile_ms}};
+// null, not 0, for what was not measured (the text report's "-"): GB/s on the host CPU, the share
+// of a copy bandwidth that was not timed.
+nlohmann::json measured(double v, bool was) { return was ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json path_json(const PathReport& p, bool cpu, double copy_gbps) {
+  return {{"kernels", p.kernels}, {"launches", p.launches}, {"time_ms", p.time_ms}, {"bytes", p.bytes},
+          {"gbps", measured(p.gbps, !cpu)}, {"pct_of_copy", measured(p.pct_of_copy, copy_gbps > 0)},
+          {"compiled", p.compiled}, {"disk_hits", p.disk_hits}, {"memory_hits", p.memory_hits}, {"compile_ms", p.compile_ms}};
 }
 }  // namespace
 
@@ -174,9 +178,9 @@ std::string RunReport::to_json() const {
   j["rewrites"] = rewrites;
   j["plan"] = plan;
   j["predicted_ratio"] = predicted_ratio;
-  j["copy_gbps"] = copy_gbps;
-  j["fused"] = path_json(fused);
-  j["unfused"] = path_json(unfused);
+  j["copy_gbps"] = measured(copy_gbps, copy_gbps > 0);
+  j["fused"] = path_json(fused, backend == "cpu", copy_gbps);
+  j["unfused"] = path_json(unfused, backend == "cpu", copy_gbps);
   j["speedup"] = speedup;
   j["checks"] = nlohmann::json::array();
   for (const CheckReport& c : checks) j["checks"].push_back({{"what", c.what}, {"ran", c.ran}, {"ok", c.ok}, {"detail", c.detail}});

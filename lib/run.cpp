@@ -452,14 +452,17 @@ RunReport run_graph(const Graph& graph, const RunOptions& ro) {
     if (ro.check) add_checks(rep, g, prog, inputs, params, fused, unfused);
     for (size_t k = 0; k < g.outputs.size(); ++k) {
       rep.stats.push_back(stats_of(rep.outputs[k], fused.outputs[k]));
-      // A reduction over rows that --special seeded with NaN is mostly NaN: its check then
-      // compares NaNs, mostly.
+      // An output that is mostly NaN passes its checks by comparing NaNs: say so (a reduction over
+      // rows that --special seeded with NaN; random inputs outside the graph's domain).
       const OutputStats& st = rep.stats.back();
-      if (ro.special_values && st.nan_count > 0 && st.nan_count >= st.info.elements() / 2)
-        rep.warnings.push_back(fmt::format("output '{}' is NaN in {} of {} elements (the special-value inputs, "
-                                           "--special, put NaNs in most rows a reduction reads), so its checks compare "
-                                           "NaNs mostly: run without special values to check its values too",
-                                           st.info.name, st.nan_count, st.info.elements()));
+      if (st.nan_count > 0 && st.nan_count >= st.info.elements() / 2)
+        rep.warnings.push_back(fmt::format(
+            "output '{}' is NaN in {} of {} elements, so its checks compare NaNs mostly: {}", st.info.name, st.nan_count,
+            st.info.elements(),
+            ro.special_values ? "the special-value inputs (--special) put NaNs in most rows a reduction reads; run "
+                                "without them to check its values too"
+                              : "give its inputs a range the graph is defined on (`input v : f32[N] range 0:1` in the "
+                                "graph, or --range NAME=LO:HI)"));
     }
     if (!ro.save_dir.empty()) save_outputs(g, rep, fused.outputs, ro);
     return rep;

@@ -225,7 +225,7 @@ for f in sorted(os.listdir(os.path.join(out, "runs"))):
     sp = r.get("speedup", 0) or 0
     rows.append((name, "%s/%s" % (fu.get("kernels", "?"), un.get("kernels", "?")),
                  "%.3f/%.3f" % (fu.get("time_ms", 0), un.get("time_ms", 0)),
-                 "%.0f" % fu.get("gbps", 0), "%.0f" % (r.get("copy_gbps", 0) or 0), "%.0f%%" % fu.get("pct_of_copy", 0),
+                 "%.0f" % (fu.get("gbps") or 0), "%.0f" % (r.get("copy_gbps") or 0), "%.0f%%" % (fu.get("pct_of_copy") or 0),
                  "%.2fx" % sp, "%.2fx" % pred, ("%.0f%%" % (100 * sp / pred)) if pred else "-",
                  ("ok" if checks else "timing only") if ok else
                  "FAIL " + "; ".join(c.get("detail", "")[:80] for c in checks if not c.get("ok", True))))

@@ -155,7 +155,7 @@ struct CacheStats {
   std::string disabled_reason;  ///< why not enabled, e.g. "... may be written by its group or other users"
   int64_t entries = 0;          ///< GPU kernel entries (CUBIN or PTX)
   int64_t bytes = 0;            ///< their files' total size
-  int64_t cap_bytes = 0;        ///< size cap of all entries together, GPU and CPU (LRU eviction beyond it)
+  int64_t cap_bytes = 0;        ///< size cap of all entries together, GPU and CPU (LRU eviction beyond it); 0: no cap
   int64_t host_modules = 0;     ///< CPU path: compiled host modules (entries of the same store)
   int64_t host_bytes = 0;       ///< their files' total size
   int64_t invalid = 0;          ///< damaged entries (deleted and rebuilt on their next use)
