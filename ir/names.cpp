@@ -47,7 +47,6 @@ size_t typo_distance(std::string_view a, std::string_view b) {
   return d;
 }
 
-
 }  // namespace
 
 std::string quoted(std::string_view s) {

@@ -93,7 +93,7 @@ struct RunReport {
   std::vector<std::string> warnings;
   bool ok() const;               ///< every check that ran passed
   std::string to_text() const;   ///< the human-readable report
-  std::string to_json() const;   ///< the same as JSON
+  std::string to_json() const;   ///< the same as JSON; what was not measured (GB/s on the CPU, % of copy) is null
 };
 
 /// The dim values that the .npy files of `input_files` (input name -> file, as RunOptions) give:
