@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -231,6 +232,17 @@ int64_t parse_int(const std::string& v, const std::string& option, const std::st
   }
 }
 
+// A signed decimal integer within i64 (an ArgError past it: no silent rounding to a float).
+int64_t decimal_integer(const std::string& v, const std::string& option, const std::string& raw, size_t at) {
+  int64_t x = 0;
+  const char* first = v.data() + (v[0] == '+' ? 1 : 0);
+  const auto [end, ec] = std::from_chars(first, v.data() + v.size(), x);
+  if (ec == std::errc::result_out_of_range)
+    throw ArgError(option, raw, at, "integer " + v + " does not fit in i64 (write it as a float, e.g. " + v + ".0)");
+  if (ec != std::errc() || end != v.data() + v.size()) throw ArgError(option, raw, at, "'" + v + "' is not a number");
+  return x;
+}
+
 // A number as graph text writes one: a decimal integer (within i64: no silent rounding to a
 // float), a decimal float, inf or nan (signed), true or false. No hex, no blanks.
 fj::Scalar parse_scalar(const std::string& v, const std::string& option, const std::string& raw, size_t at) {
@@ -238,14 +250,8 @@ fj::Scalar parse_scalar(const std::string& v, const std::string& option, const s
   if (v == "false") return fj::Scalar(false);
   const size_t sign = !v.empty() && (v[0] == '-' || v[0] == '+') ? 1 : 0;
   const std::string body = v.substr(sign);
-  if (!body.empty() && body.find_first_not_of("0123456789") == std::string::npos) {
-    int64_t x = 0;
-    const char* first = v.data() + (v[0] == '+' ? 1 : 0);
-    const auto [end, ec] = std::from_chars(first, v.data() + v.size(), x);
-    if (ec == std::errc::result_out_of_range)
-      throw ArgError(option, raw, at, "integer " + v + " does not fit in i64 (write it as a float, e.g. " + v + ".0)");
-    if (ec == std::errc() && end == v.data() + v.size()) return fj::Scalar(x);
-  }
+  if (!body.empty() && body.find_first_not_of("0123456789") == std::string::npos)
+    return fj::Scalar(decimal_integer(v, option, raw, at));
   const bool decimal = body == "inf" || body == "nan" ||
                        (!body.empty() && body.find_first_not_of("0123456789.eE+-") == std::string::npos);
   if (decimal) {
@@ -276,24 +282,23 @@ fj::DimValues parse_dims(const std::vector<std::string>& dims) {
 // "must be >= 0" without CLI11's NonNegativeNumber message (which prints the largest double).
 const CLI::Validator kNonNegative(
     [](std::string& v) { return !v.empty() && v[0] == '-' ? std::string("must be >= 0") : std::string(); }, "NONNEGATIVE");
-// The same for an int64 option: CLI11 would store a number past 2^63 - 1 as that maximum.
-const CLI::Validator kNonNegative64(
-    [](std::string& v) {
-      if (!v.empty() && v[0] == '-') return std::string("must be >= 0");
-      int64_t n = 0;
-      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-      return ec == std::errc::result_out_of_range ? std::string("must be at most 9223372036854775807") : std::string();
-    },
-    "NONNEGATIVE");
-// The same for a uint64 option (--seed): CLI11 would store a number past 2^64 - 1 as that maximum.
-const CLI::Validator kUnsigned64(
-    [](std::string& v) {
-      if (!v.empty() && v[0] == '-') return std::string("must be >= 0");
-      uint64_t n = 0;
-      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-      return ec == std::errc::result_out_of_range ? std::string("must be at most 18446744073709551615") : std::string();
-    },
-    "UINT64");
+// The same for an option of integer type T: CLI11 would store a number past T's maximum as that
+// maximum (--row-split past 2^63 - 1, --seed past 2^64 - 1).
+template <class T>
+CLI::Validator at_most_max(const char* name) {
+  return CLI::Validator(
+      [](std::string& v) {
+        if (!v.empty() && v[0] == '-') return std::string("must be >= 0");
+        T n = 0;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        return ec == std::errc::result_out_of_range
+                   ? "must be at most " + std::to_string(std::numeric_limits<T>::max())
+                   : std::string();
+      },
+      name);
+}
+const CLI::Validator kNonNegative64 = at_most_max<int64_t>("NONNEGATIVE");
+const CLI::Validator kUnsigned64 = at_most_max<uint64_t>("UINT64");
 
 // The options every graph subcommand takes.
 struct Common {
