@@ -330,6 +330,20 @@ struct Common {
   }
 };
 
+// `--param` on a command that does not run the graph (a run command line turned into a plan or
+// compile one): params are kernel arguments, so say why instead of CLI11's "arguments were not
+// expected".
+struct NoParams {
+  std::vector<std::string> given;
+  void define(CLI::App* cmd) { cmd->add_option("--param", given)->group(""); }  // hidden from --help
+  void check(const char* command) const {
+    if (given.empty()) return;
+    throw ArgError("--param", given[0], 0,
+                   std::string(command) + " takes no --param: a param is a kernel argument, set at each launch, "
+                                          "and changes neither the plan nor the generated code (`fusejit run` takes it)");
+  }
+};
+
 // ---- subcommands --------------------------------------------------------------------------------
 
 struct RunCommand {
@@ -434,12 +448,14 @@ struct RunCommand {
 struct PlanCommand {
   CLI::App* cmd = nullptr;
   Common common;
+  NoParams no_params;
   bool dot = false, json = false, no_row_cache = false;
   int64_t row_split = 0;
 
   void define(CLI::App& app) {
     cmd = app.add_subcommand("plan", "print the rewritten graph and its fusion plan");
     common.define(cmd);
+    no_params.define(cmd);
     cmd->add_option("--row-split", row_split, "plan reductions as `run --row-split N` runs them (0 = fusejit's rule)")
         ->default_val(0)->check(kNonNegative64);
     cmd->add_flag("--no-row-cache", no_row_cache, "plan reductions as `run --no-row-cache` runs them");
@@ -448,6 +464,7 @@ struct PlanCommand {
         ->excludes(as_dot);
   }
   int exec() const {
+    no_params.check("plan");
     fj::Options o;
     o.fast_math = common.fast_math;
     o.row_split = row_split;
@@ -461,6 +478,7 @@ struct PlanCommand {
 struct CompileCommand {
   CLI::App* cmd = nullptr;
   Common common;
+  NoParams no_params;
   std::string arch = "sm_90", out_dir, cache_dir;
   bool ptx = false, no_cache = false;
   std::vector<std::string> nvrtc;
@@ -468,6 +486,7 @@ struct CompileCommand {
   void define(CLI::App& app) {
     cmd = app.add_subcommand("compile", "generate and compile every kernel ahead of time (no GPU needed)");
     common.define(cmd);
+    no_params.define(cmd);
     cmd->add_option("--arch", arch, "target: sm_XY (or compute_XY for PTX)")->default_val("sm_90");
     cmd->add_flag("--ptx", ptx, "emit PTX for compute_XY instead of a CUBIN");
     cmd->add_option("-o,--out", out_dir, "output folder")->required();
@@ -476,6 +495,7 @@ struct CompileCommand {
     cmd->add_option("--nvrtc-option", nvrtc, "extra NVRTC option, e.g. --nvrtc-option=--maxrregcount=32 (repeatable)");
   }
   int exec() const {
+    no_params.check("compile");
     fj::Graph g = common.load();
     std::string a = arch;
     if (ptx && a.rfind("sm_", 0) == 0) a = "compute_" + a.substr(3);

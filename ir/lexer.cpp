@@ -171,14 +171,15 @@ Token Lexer::number(Token t) {
 }
 
 // Decimal digits with an overflow check; 2^63 itself is allowed (only valid after unary minus).
-uint64_t Lexer::int_value(const Token& t) {
+// A larger value is marked, not thrown: only the parser knows whether a minus belongs to it.
+uint64_t Lexer::int_value(Token& t) {
   uint64_t v = 0;
   for (char ch : t.text) {
     uint64_t d = static_cast<uint64_t>(ch - '0');
-    if (v > (UINT64_C(9223372036854775808) - d) / 10)
-      throw UserError("integer literal " + std::string(t.text.substr(0, 40)) + (t.text.size() > 40 ? "..." : "") +
-                          " does not fit in i64",
-                      t.loc);
+    if (v > (UINT64_C(9223372036854775808) - d) / 10) {
+      t.too_big = true;
+      return 0;
+    }
     v = v * 10 + d;
   }
   return v;

@@ -28,7 +28,8 @@ struct Token {
   Tok kind = Tok::Eof;
   std::string_view text;  // view into the source (empty for Newline/Eof)
   Loc loc;
-  uint64_t u = 0;         // Int: the value (<= 2^63; larger literals are rejected when lexed)
+  uint64_t u = 0;         // Int: the value (<= 2^63)
+  bool too_big = false;   // Int above 2^63 (u is 0): the parser reports it, with the sign it saw
   double f = 0.0;         // Float: the value (exactly rounded by std::from_chars)
 };
 
@@ -36,8 +37,9 @@ struct Token {
 // throws UserError at the first offending byte ("binary garbage" is rejected up front).
 void check_text(std::string_view text);
 
-// On-demand tokenizer. Throws UserError (with the location) on an unexpected character, a
-// malformed number, or an integer literal above 2^63. Columns count bytes, starting at 1.
+// On-demand tokenizer. Throws UserError (with the location) on an unexpected character or a
+// malformed number; an integer literal above 2^63 comes back marked too_big. Columns count bytes,
+// starting at 1.
 class Lexer {
  public:
   explicit Lexer(std::string_view text) : text_(text) {}
@@ -51,7 +53,7 @@ class Lexer {
   void skip_blanks();
   Token identifier(Token t);
   Token number(Token t);
-  static uint64_t int_value(const Token& t);
+  static uint64_t int_value(Token& t);
   static double float_value(const Token& t);
   Token temporary(Token t);
   Token punctuation(Token t);

@@ -66,7 +66,16 @@ class Parser {
   }
 
  private:
-  void advance() { tok_ = lex_.next(); }
+  // negated_at: the location of a unary minus directly before the next token, so that an integer
+  // literal too large for i64 is quoted as written, sign included.
+  void advance(const Loc* negated_at = nullptr) {
+    tok_ = lex_.next();
+    if (!tok_.too_big) return;
+    std::string digits(tok_.text.substr(0, 40));
+    throw UserError("integer literal " + std::string(negated_at ? "-" : "") + digits +
+                        (tok_.text.size() > 40 ? "..." : "") + " does not fit in i64",
+                    negated_at ? *negated_at : tok_.loc);
+  }
 
   static std::string describe(const Token& t) {
     if (t.kind == Tok::Ident || t.kind == Tok::Int || t.kind == Tok::Float || t.kind == Tok::Temp) {
@@ -434,7 +443,7 @@ class Parser {
     if (tok_.kind != Tok::Minus) return primary(depth);
     Token t = tok_;
     check_depth(depth + 1, t.loc);
-    advance();
+    advance(&t.loc);
     // A minus directly before a number negates the literal itself (so -9223372036854775808 and
     // -0.0 are exact, independent of constant folding).
     if (tok_.kind == Tok::Int) {

@@ -564,7 +564,10 @@ void DiskStore::disable(const std::string& why) {
     if (warned_unusable_) return;
     warned_unusable_ = true;
   }
-  warn(fmt::format("kernel cache folder {} is not usable ({}); continuing without the disk cache", dir_.string(), why));
+  // "From here on": entries this process already read from other subfolders stay loaded.
+  warn(fmt::format("kernel cache folder {} is not usable ({}); from here on this process uses no disk cache "
+                   "(what it compiles stays cached in memory)",
+                   dir_.string(), why));
 }
 
 // Is `prefix` (DIR/ab) a private folder of ours? "" when it is; creates it when `create`;

@@ -394,6 +394,14 @@ TEST_CASE("messages about options name the command's flags, not the library's fi
   CHECK(r.code == 2);
   CHECK(r.out.find("--arch: invalid GPU architecture") != std::string::npos);
   CHECK(r.out.find("Options::") == std::string::npos);
+  // A run command line turned into plan or compile: --param is refused, saying why.
+  for (const char* cmd : {"plan ", "compile "}) {
+    r = run(cmd + sample("rmsnorm.txt") + " --param eps=1e-5" + (cmd[0] == 'c' ? " -o " + scratch("p").string() : ""));
+    CAPTURE(cmd);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("takes no --param: a param is a kernel argument") != std::string::npos);
+    CHECK(r.out.find("<command line>:1:") != std::string::npos);
+  }
 }
 
 TEST_CASE("--no-row-cache: every pass reads memory, the outputs are the same bits; plan says where rows live") {

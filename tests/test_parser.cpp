@@ -223,6 +223,12 @@ TEST_CASE("literal values") {
   CHECK(value_of("1e-400", "f64").f == 0.0);  // underflow rounds to zero, as in Python
   CHECK(err_of("c = 9223372036854775808\noutput c\n").find("does not fit in i64") != std::string::npos);
   CHECK(err_of("c = 99999999999999999999\noutput c\n").find("does not fit in i64") != std::string::npos);
+  // Quoted as written: a unary minus is part of the literal, a binary one is not.
+  CHECK(err_of("c = -99999999999999999999\noutput c\n") == "integer literal -99999999999999999999 does not fit in i64");
+  CHECK(loc_of("c = -99999999999999999999\noutput c\n").col == 5);
+  CHECK(err_of("input a : i64[2]\nc = a - 99999999999999999999\noutput c\n") ==
+        "integer literal 99999999999999999999 does not fit in i64");
+  CHECK(loc_of("input a : i64[2]\nc = a - 99999999999999999999\noutput c\n").col == 9);
   CHECK(err_of("c = 1e400\noutput c\n").find("too large for f64") != std::string::npos);
   // A float default truncates toward zero, so it fits when its truncation does: -0.5 is a u8's 0
   // and -128.5 an i8's -128, as 255.9 is a u8's 255; -1.0 and -129.0 do not fit.
