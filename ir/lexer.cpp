@@ -178,7 +178,7 @@ uint64_t Lexer::int_value(Token& t) {
     uint64_t d = static_cast<uint64_t>(ch - '0');
     if (v > (UINT64_C(9223372036854775808) - d) / 10) {
       t.too_big = true;
-      return 0;
+      return UINT64_MAX;  // past every range check of the parser's, which report the text
     }
     v = v * 10 + d;
   }

@@ -28,8 +28,8 @@ struct Token {
   Tok kind = Tok::Eof;
   std::string_view text;  // view into the source (empty for Newline/Eof)
   Loc loc;
-  uint64_t u = 0;         // Int: the value (<= 2^63)
-  bool too_big = false;   // Int above 2^63 (u is 0): the parser reports it, with the sign it saw
+  uint64_t u = 0;         // Int: the value (<= 2^63, or UINT64_MAX when too_big)
+  bool too_big = false;   // Int above 2^63: the parser reports it where it knows the sign and use
   double f = 0.0;         // Float: the value (exactly rounded by std::from_chars)
 };
 

@@ -66,15 +66,11 @@ class Parser {
   }
 
  private:
-  // negated_at: the location of a unary minus directly before the next token, so that an integer
-  // literal too large for i64 is quoted as written, sign included.
-  void advance(const Loc* negated_at = nullptr) {
-    tok_ = lex_.next();
-    if (!tok_.too_big) return;
-    std::string digits(tok_.text.substr(0, 40));
-    throw UserError("integer literal " + std::string(negated_at ? "-" : "") + digits +
-                        (tok_.text.size() > 40 ? "..." : "") + " does not fit in i64",
-                    negated_at ? *negated_at : tok_.loc);
+  void advance() { tok_ = lex_.next(); }
+
+  // A number's text for a message, at most 40 characters (a literal may be megabytes of digits).
+  static std::string number_text(const Token& t) {
+    return std::string(t.text.substr(0, 40)) + (t.text.size() > 40 ? "..." : "");
   }
 
   static std::string describe(const Token& t) {
@@ -208,7 +204,7 @@ class Parser {
     expect(Tok::Assign, "'=' and a default size (e.g. `dim N = 1024`)");
     Token v = expect(Tok::Int, "a non-negative integer size");
     if (v.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      throw UserError("dim size " + std::string(v.text) + " does not fit in i64", v.loc);
+      throw UserError("dim size " + number_text(v) + " does not fit in i64", v.loc);
     int64_t value = static_cast<int64_t>(v.u);
     std::string n(name.text);
     for (const auto& [oname, ov] : overrides_)
@@ -232,7 +228,7 @@ class Parser {
         for (;;) {
           if (tok_.kind == Tok::Int) {
             if (tok_.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-              throw UserError("dimension " + std::string(tok_.text) + " does not fit in i64", tok_.loc);
+              throw UserError("dimension " + number_text(tok_) + " does not fit in i64", tok_.loc);
             shape.push_back({static_cast<int64_t>(tok_.u), -1});
           } else if (tok_.kind == Tok::Ident) {
             auto it = scope_.find(std::string(tok_.text));
@@ -443,10 +439,11 @@ class Parser {
     if (tok_.kind != Tok::Minus) return primary(depth);
     Token t = tok_;
     check_depth(depth + 1, t.loc);
-    advance(&t.loc);
+    advance();
     // A minus directly before a number negates the literal itself (so -9223372036854775808 and
     // -0.0 are exact, independent of constant folding).
     if (tok_.kind == Tok::Int) {
+      if (tok_.too_big) throw UserError("integer literal -" + number_text(tok_) + " does not fit in i64", t.loc);
       Literal l;
       l.cat = Category::Int;
       l.i = static_cast<int64_t>(0 - tok_.u);  // 2^63 wraps to INT64_MIN, as intended
@@ -481,7 +478,7 @@ class Parser {
     switch (t.kind) {
       case Tok::Int: {
         if (t.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-          throw UserError("integer literal " + std::string(t.text) + " does not fit in i64", t.loc);
+          throw UserError("integer literal " + number_text(t) + " does not fit in i64", t.loc);
         advance();
         Literal l;
         l.cat = Category::Int;
@@ -599,7 +596,7 @@ class Parser {
     // -2^63, which fits in i64, is not special).
     if (v.u > (uint64_t{1} << 62))
       throw UserError(fmt::format("axis {}{} is out of range (axes count from 0, or from -1 at the end)", neg ? "-" : "",
-                                  v.text), v.loc);
+                                  number_text(v)), v.loc);
     return neg ? -static_cast<int64_t>(v.u) : static_cast<int64_t>(v.u);
   }
 
@@ -609,7 +606,7 @@ class Parser {
     expect(Tok::Assign, "'=' after `correction` (as in `correction=1`)");
     Token v = expect(Tok::Int, "a non-negative integer correction (as in `correction=1`)");
     if (v.u > static_cast<uint64_t>(GraphBuilder::kMaxCorrection))
-      throw UserError(fmt::format("correction {} is out of range (it is at most 2^62)", v.text), v.loc);
+      throw UserError(fmt::format("correction {} is out of range (it is at most 2^62)", number_text(v)), v.loc);
     return static_cast<int64_t>(v.u);
   }
 
@@ -623,6 +620,10 @@ class Parser {
     double v = 0;
     if (tok_.kind == Tok::Ident && tok_.text == "inf") v = std::numeric_limits<double>::infinity();
     else if (tok_.kind == Tok::Float) v = tok_.f;
+    else if (tok_.kind == Tok::Int && tok_.too_big)  // no identity anyway; say so with the text as written
+      throw UserError(fmt::format("initial={}{} is not supported (amax takes initial=-inf, amin initial=inf)",
+                                  neg ? "-" : "", number_text(tok_)),
+                      at);
     else if (tok_.kind == Tok::Int) v = static_cast<double>(tok_.u);
     else throw UserError("expected a number after `initial=` (as in `initial=-inf`), found " + describe(tok_), tok_.loc);
     advance();
