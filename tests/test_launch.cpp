@@ -13,6 +13,8 @@
 #include <fstream>
 #include <new>
 #include <optional>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,7 @@
 
 #include "jit/cache.h"
 #include "jit/nvrtc.h"
+#include "jit/overlap.h"
 #include "tests/support/alloc_counter.h"
 #include "ir/parser.h"
 #include "tests/support/fake_gpu.h"
@@ -32,6 +35,7 @@
 #include "tests/support/files.h"
 
 namespace fj = fusejit;
+namespace jit = fusejit::jit;
 namespace fs = std::filesystem;
 
 
@@ -384,6 +388,93 @@ TEST_CASE("overlaps other than in place are refused, naming both tensors") {
   fj::HostTensor xi(fj::DType::I32, {8});
   e = error_of([&] { cast.launch({xi}, {fj::TensorRef(xi.data().data(), fj::DType::F32, xi.shape())}); });
   CHECK(contains(e, "same tensor"));
+}
+
+TEST_CASE("views_share_bytes: the exact answer, against every byte of random small views") {
+  std::mt19937_64 rng(11);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  auto bytes_of = [](const jit::ByteView& v) {
+    std::set<uint64_t> out;
+    int64_t count = 1;
+    for (int64_t n : v.shape) count *= n;
+    for (int64_t flat = 0; flat < count; ++flat) {
+      int64_t rem = flat, off = 0;
+      for (size_t d = v.shape.size(); d-- > 0;) {
+        off += (rem % v.shape[d]) * v.strides[d];
+        rem /= v.shape[d];
+      }
+      for (int64_t e = 0; e < v.elem_size; ++e) out.insert(v.addr + static_cast<uint64_t>(off * v.elem_size + e));
+    }
+    return out;
+  };
+  int shared = 0, disjoint = 0;
+  for (int iter = 0; iter < 4000; ++iter) {
+    std::vector<int64_t> shape[2], strides[2];
+    jit::ByteView v[2];
+    for (int k = 0; k < 2; ++k) {
+      const int64_t rank = pick(0, 3);
+      for (int64_t d = 0; d < rank; ++d) {
+        shape[k].push_back(pick(0, 9) == 0 ? 0 : pick(1, 4));
+        strides[k].push_back(pick(0, 7));
+      }
+      v[k] = {static_cast<uint64_t>(1000 + pick(0, 40)), shape[k], strides[k], int64_t{1} << pick(0, 3)};
+    }
+    const std::set<uint64_t> a = bytes_of(v[0]), b = bytes_of(v[1]);
+    const bool any = std::any_of(a.begin(), a.end(), [&](uint64_t x) { return b.count(x) > 0; });
+    CAPTURE(iter);
+    REQUIRE(jit::views_share_bytes(v[0], v[1]) == (any ? jit::Sharing::Some : jit::Sharing::None));
+    REQUIRE(jit::views_share_bytes(v[1], v[0]) == (any ? jit::Sharing::Some : jit::Sharing::None));
+    (any ? shared : disjoint) += 1;
+  }
+  CHECK(shared > 500);  // both answers are exercised
+  CHECK(disjoint > 500);
+  // Layouts of real size are decided in a few steps: the two halves of each row of a [4096, 2 * 8192]
+  // bf16 buffer, and a KV cache [32, 4096, 128] whose position 100 is written while 0..99 are read.
+  const std::vector<int64_t> rows = {4096, 8192}, wide = {2 * 8192, 1};
+  CHECK(jit::views_share_bytes({0, rows, wide, 2}, {2 * 8192, rows, wide, 2}, 100) == jit::Sharing::None);
+  CHECK(jit::views_share_bytes({0, rows, wide, 2}, {2 * 8190, rows, wide, 2}, 100) == jit::Sharing::Some);
+  const std::vector<int64_t> past = {32, 100, 128}, one = {32, 1, 128}, cache = {4096 * 128, 128, 1};
+  CHECK(jit::views_share_bytes({0, past, cache, 4}, {100 * 128 * 4, one, cache, 4}, 100) == jit::Sharing::None);
+  CHECK(jit::views_share_bytes({0, past, cache, 4}, {99 * 128 * 4, one, cache, 4}, 100) == jit::Sharing::Some);
+  // Even elements against odd ones: no candidate has the right parity, decided at once.
+  const std::vector<int64_t> big = {1000001}, s2 = {2}, s4 = {4};
+  CHECK(jit::views_share_bytes({0, big, s2, 1}, {1, big, s4, 1}, 10) == jit::Sharing::None);
+  // Coprime strides a and b whose byte sets miss each other only because the equation's right side
+  // is the largest sum a*x + b*y cannot make (a*b - a - b): a million candidates, none a solution,
+  // undecided within the bound, which callers take as sharing.
+  const int64_t a = 1000003, b = 999983;
+  const std::vector<int64_t> sa = {a}, sb = {b};
+  CHECK(jit::views_share_bytes({0, big, sa, 1}, {static_cast<uint64_t>(b * 3 - a - b), big, sb, 1}, 10) ==
+        jit::Sharing::Unknown);
+}
+
+TEST_CASE("outputs that interleave with an input without sharing a byte run (the halves of each row)") {
+  const fj::Program p = fj::Program::compile(
+      fj::Graph::parse("graph swiglu\ndim T = 5\ninput gate : f32[T, 8]\ninput up : f32[T, 8]\n"
+                       "y = silu(gate) * up\noutput y\n"),
+      cpu_options());
+  const std::vector<int64_t> shape = {5, 8}, strides = {16, 1};
+  for (fj::PlanKind kind : {fj::PlanKind::Fused, fj::PlanKind::Unfused}) {
+    fj::HostTensor h = random_tensor(fj::DType::F32, {5, 16}, 9);
+    fj::HostTensor gate(fj::DType::F32, {5, 8}), up(fj::DType::F32, {5, 8});
+    for (int64_t i = 0; i < 40; ++i) {
+      gate.values<float>()[static_cast<size_t>(i)] = h.values<float>()[static_cast<size_t>(i / 8 * 16 + i % 8)];
+      up.values<float>()[static_cast<size_t>(i)] = h.values<float>()[static_cast<size_t>(i / 8 * 16 + 8 + i % 8)];
+    }
+    const fj::HostTensor want = p.run({gate, up}, {}, kind)[0];
+    // y over up (the same view: in place) while gate, the other half of each row, is read.
+    p.launch({view(h, 0, shape, strides), view(h, 8, shape, strides)}, {view(h, 8, shape, strides)}, {}, nullptr, kind);
+    for (int64_t i = 0; i < 40; ++i)
+      REQUIRE(h.values<float>()[static_cast<size_t>(i / 8 * 16 + 8 + i % 8)] == want.values<float>()[static_cast<size_t>(i)]);
+    // One element further, y's first element of each row is gate's last: refused.
+    fj::HostTensor h2 = random_tensor(fj::DType::F32, {5, 17}, 9);
+    const std::vector<int64_t> strides2 = {17, 1};
+    const std::string e = error_of([&] {
+      p.launch({view(h2, 0, shape, strides2), view(h2, 9, shape, strides2)}, {view(h2, 7, shape, strides2)}, {}, nullptr, kind);
+    });
+    CHECK(contains(e, "output 'y'"));
+    CHECK(contains(e, "overlaps input 'gate'"));
+  }
 }
 
 TEST_CASE("strided inputs: transposed, sliced and expanded views give the bits of their contiguous copies (CPU)") {

@@ -105,6 +105,21 @@ def test_out_and_in_place(axpy, rng):
     assert bits(y2) == bits(want)
 
 
+def test_output_interleaved_with_an_input_without_sharing_a_byte(axpy, rng):
+    # z into the second half of each row while x, the first half, is read (np.shares_memory is
+    # False, np.may_share_memory True): it runs; one element further they share bytes: refused.
+    h = rng.standard_normal((4, 16), dtype=np.float32)
+    y = rng.standard_normal((4, 8), dtype=np.float32)
+    g = fusejit.Graph.parse("dim N = 4\ninput x : f32[N, 8]\ninput y : f32[N, 8]\nz = 2 * x + y\noutput z\n")
+    prog = fusejit.compile(g, backend="cpu")
+    want = np.float32(2) * h[:, :8] + y
+    assert not np.shares_memory(h[:, 8:], h[:, :8]) and np.may_share_memory(h[:, 8:], h[:, :8])
+    prog(x=h[:, :8], y=y, out={"z": h[:, 8:]})
+    assert bits(h[:, 8:]) == bits(want)
+    with pytest.raises(fusejit.UserError, match="overlaps input 'x'"):
+        prog(x=h[:, :8], y=y, out={"z": h[:, 7:15]})
+
+
 def test_adam_in_place_matches_out_of_place(rng):
     g = fusejit.Graph.load(str(ROOT / "samples" / "graphs" / "adam_step.txt"), dims={"N": 1000})
     prog = fusejit.compile(g, backend="cpu")

@@ -607,7 +607,9 @@ class Program {
   ///            enqueued without synchronising; CPU backend: ignored, runs before returning.
   /// In place: an output may be the same tensor as an input (same data, dtype, shape and strides)
   /// when the plan reads that input for the last time in the kernel that writes the output, or
-  /// earlier; every other overlap between an output and an input or another output is refused.
+  /// earlier; every other output sharing a byte with an input or another output is refused. Views
+  /// that interleave without sharing a byte (the two halves of each row) run: the check is exact
+  /// (jit/overlap.h), and a layout it cannot decide within a bound counts as sharing.
   /// On the GPU the caller's current CUDA context is used (else the device's primary context);
   /// each context loads the modules once, at its first launch. After that, a launch issues only
   /// cuLaunchKernel on `stream` (plus cuCtxGetCurrent), so it may be captured into a CUDA graph,

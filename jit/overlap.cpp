@@ -1,0 +1,102 @@
+#include "jit/overlap.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "ir/graph.h"
+
+namespace fusejit::jit {
+namespace {
+
+using Wide = __int128;  // sums of two views' byte spans (each < 2^63) and addresses (< 2^64)
+
+struct Term {
+  Wide c = 0;  // bytes per step (> 0)
+  Wide u = 0;  // steps: 0..u
+};
+
+// sum_k t[k].c * x_k = r, 0 <= x_k <= t[k].u: the equation of header's comment.
+struct Equation {
+  std::array<Term, 2 * ir::kMaxRank + 2> t{};
+  size_t n = 0;
+  Wide r = 0;
+
+  // A term +c*x (or -c*x, written c*(u - x') - c*u so every coefficient is positive). Terms
+  // with one coefficient merge: x + y over [0, u1] x [0, u2] takes each value of [0, u1 + u2].
+  void add(Wide c, Wide u, bool minus) {
+    if (c == 0 || u == 0) return;
+    if (minus) r += c * u;
+    for (size_t k = 0; k < n; ++k)
+      if (t[k].c == c) {
+        t[k].u += u;
+        return;
+      }
+    t[n++] = {c, u};
+  }
+
+  // One view's dims and element bytes, on the left side (`minus` false) or the right.
+  void add_view(const ByteView& v, bool minus) {
+    int64_t contiguous = 1;
+    for (size_t d = v.shape.size(); d-- > 0;) {
+      const int64_t stride = v.strides.empty() ? contiguous : v.strides[d];
+      add(static_cast<Wide>(stride) * v.elem_size, v.shape[d] - 1, minus);
+      if (v.strides.empty()) contiguous *= v.shape[d];
+    }
+    add(1, v.elem_size - 1, minus);
+  }
+};
+
+// Depth-first search, term k onwards, for the remaining right-hand side r (0 <= r <= rest[k]).
+struct Search {
+  const Equation& e;
+  std::array<Wide, 2 * ir::kMaxRank + 3> rest{};  // rest[k]: the largest sum terms k.. can make
+  std::array<Wide, 2 * ir::kMaxRank + 3> gcd{};   // gcd[k]: of coefficients k.. (0 for none)
+  int64_t work;
+
+  Sharing from(size_t k, Wide r) {
+    if (k == e.n) return r == 0 ? Sharing::Some : Sharing::None;
+    if (r % gcd[k] != 0) return Sharing::None;  // every sum of the terms left is a multiple
+    const Term& t = e.t[k];
+    // c*x <= r, and the later terms must make up r - c*x <= rest[k + 1].
+    const Wide need = r - rest[k + 1];
+    const Wide lo = need <= 0 ? 0 : (need + t.c - 1) / t.c;
+    for (Wide x = std::min(t.u, r / t.c); x >= lo; --x) {
+      if (--work < 0) return Sharing::Unknown;
+      if (const Sharing s = from(k + 1, r - t.c * x); s != Sharing::None) return s;
+    }
+    return Sharing::None;
+  }
+};
+
+Wide gcd_of(Wide a, Wide b) {
+  while (b != 0) a = std::exchange(b, a % b);
+  return a;
+}
+
+bool empty(const ByteView& v) {
+  return std::any_of(v.shape.begin(), v.shape.end(), [](int64_t n) { return n == 0; });
+}
+
+}  // namespace
+
+Sharing views_share_bytes(const ByteView& a, const ByteView& b, int64_t max_work) {
+  if (empty(a) || empty(b)) return Sharing::None;
+  // a.addr + (a's terms) = b.addr + (b's terms)
+  Equation e;
+  e.r = static_cast<Wide>(b.addr) - static_cast<Wide>(a.addr);
+  e.add_view(a, false);
+  e.add_view(b, true);
+  // Largest coefficient first: each then has the fewest values left to try.
+  std::sort(e.t.begin(), e.t.begin() + static_cast<std::ptrdiff_t>(e.n),
+            [](const Term& x, const Term& y) { return x.c > y.c; });
+  Search s{e, {}, {}, max_work};
+  for (size_t k = e.n; k-- > 0;) {
+    s.rest[k] = s.rest[k + 1] + e.t[k].c * e.t[k].u;
+    s.gcd[k] = gcd_of(e.t[k].c, s.gcd[k + 1]);
+  }
+  if (e.r < 0 || e.r > s.rest[0]) return Sharing::None;
+  return s.from(0, e.r);
+}
+
+}  // namespace fusejit::jit
