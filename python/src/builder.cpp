@@ -279,7 +279,13 @@ void bind_graph_builder(nb::module_& m) {
           "output",
           [](nb::handle self, const std::string& name, nb::handle v) { cpp(self).output(name, to_value(v, self)); },
           "name"_a, "value"_a, "`output NAME`: marks the value as an output named `name`.")
-      .def("build", &fusejit::GraphBuilder::build, "Verifies and returns the Graph; the builder is then spent.");
+      .def(
+          "build",
+          [](fusejit::GraphBuilder& b) {
+            WarningScope scope;  // an unused input warns
+            return b.build();
+          },
+          "Verifies and returns the Graph; the builder is then spent.");
 }
 
 }  // namespace

@@ -27,6 +27,30 @@ namespace nb = nanobind;
 using namespace nb::literals;
 using fusejit::DType;
 
+namespace {
+// A Python exception raised by the warning handler (warnings filtered to "error"), which cannot
+// throw through fusejit: kept, and raised when the binding call that caused it returns. A warning
+// on a thread inside a call (WarningScope) belongs to that call; one on a thread fusejit started
+// (a compile worker, joined before the call that started it returns) to whichever call returns
+// next. Both are touched only with the GIL held.
+thread_local int scope_depth = 0;
+thread_local std::optional<nb::python_error> pending_warning_error;
+std::optional<nb::python_error> worker_warning_error;
+}  // namespace
+
+fusejit_py::WarningScope::WarningScope() { ++scope_depth; }
+
+fusejit_py::WarningScope::~WarningScope() noexcept(false) {
+  --scope_depth;
+  std::optional<nb::python_error>* slot = pending_warning_error ? &pending_warning_error
+                                          : scope_depth == 0    ? &worker_warning_error
+                                                                : nullptr;
+  if (!slot || !*slot) return;
+  nb::python_error e = std::move(**slot);
+  slot->reset();
+  if (!std::uncaught_exceptions()) throw e;
+}
+
 fusejit::DType fusejit_py::parse_dtype(std::string_view name) {
   for (DType t : {DType::Bool, DType::I8, DType::U8, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32,
                   DType::F64})
@@ -42,30 +66,9 @@ using fusejit_py::parse_dtype;
 using InArray = nb::ndarray<nb::ro>;
 using OutArray = nb::ndarray<>;
 
-// A Python exception raised by the warning handler (warnings filtered to "error") while C++ code
-// ran on this thread: re-raised when the call returns, since the handler itself cannot throw
-// through fusejit.
-thread_local std::optional<nb::python_error> pending_warning_error;
+using fusejit_py::released;
+using fusejit_py::WarningScope;
 
-void raise_pending_warning() {
-  if (pending_warning_error) {
-    nb::python_error e = std::move(*pending_warning_error);
-    pending_warning_error.reset();
-    throw e;
-  }
-}
-
-// Runs f with the GIL released, then re-raises a warning turned into an error meanwhile.
-template <class F>
-auto released(F&& f) {
-  struct Check {
-    ~Check() noexcept(false) {
-      if (!std::uncaught_exceptions()) raise_pending_warning();
-    }
-  } check;
-  nb::gil_scoped_release release;
-  return f();
-}
 
 // The fusejit dtype of a DLPack dtype; `as` (a dtype name) reinterprets 16-bit unsigned storage as
 // bf16 or f16, for NumPy arrays of ml_dtypes.bfloat16 that the Python layer views as uint16.
@@ -277,7 +280,8 @@ void python_warning(std::string_view message) {
     nb::object cat = nb::module_::import_("fusejit._errors").attr("FusejitWarning");
     nb::module_::import_("warnings").attr("warn")(std::string(message), cat, 2);
   } catch (nb::python_error& e) {
-    if (!pending_warning_error) pending_warning_error.emplace(std::move(e));
+    std::optional<nb::python_error>& slot = scope_depth > 0 ? pending_warning_error : worker_warning_error;
+    if (!slot) slot.emplace(std::move(e));
   }
 }
 
@@ -419,7 +423,8 @@ void bind_program(nb::module_& m) {
           "output_shapes",
           [](const Program& p, const std::vector<InArray>& inputs, const Overrides& as, std::string_view plan) {
             Tensors in = collect_inputs(p, inputs, as);
-            return p.output_shapes(in.refs, plan_kind(plan));
+            // It may compile a specialization, whose worker threads may warn: without the GIL.
+            return released([&] { return p.output_shapes(in.refs, plan_kind(plan)); });
           },
           "inputs"_a, "as_dtypes"_a, "plan"_a)
       .def("launch", &launch, "inputs"_a, "in_as"_a, "outputs"_a, "out_as"_a, "params"_a, "stream"_a, "plan"_a);

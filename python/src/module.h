@@ -25,4 +25,23 @@ fusejit::Scalar to_scalar(nanobind::handle h, const std::string& what);
 // fusejit.GraphBuilder, fusejit.Value and fusejit.Dim (python/src/builder.cpp).
 void bind_builder(nanobind::module_& m);
 
+// One binding call that may warn: a warning a `warnings` filter turns into an error while it runs
+// (on this thread, or on a thread fusejit started for it) is raised when the scope ends, unless
+// another exception is already on its way. Construct and destroy it with the GIL held.
+struct WarningScope {
+  WarningScope();
+  WarningScope(const WarningScope&) = delete;
+  WarningScope& operator=(const WarningScope&) = delete;
+  ~WarningScope() noexcept(false);
+};
+
+// Runs f with the GIL released (compiles and launches: other Python threads run meanwhile), in a
+// WarningScope.
+template <class F>
+auto released(F&& f) {
+  WarningScope scope;
+  nanobind::gil_scoped_release release;  // destroyed first: the scope ends with the GIL held
+  return f();
+}
+
 }  // namespace fusejit_py

@@ -3,7 +3,10 @@ views, bf16, errors, warnings and threads."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -207,6 +210,69 @@ def test_warnings_go_to_python():
         warnings.simplefilter("error")
         with pytest.raises(fusejit.FusejitWarning):
             fusejit.compile(g, backend="cpu", arch="sm_90")
+
+
+SPECIALIZED = """graph s1
+dim S = 8
+dim T = 8
+dim D = 16
+input a : f32[S, D]
+input b : f32[T, D]
+ya = a * 1.5
+y = ya + b
+output y
+output ya
+"""
+
+
+def damage_cache_entries(cache):
+    for f in cache.glob("*/*.fjk"):
+        b = bytearray(f.read_bytes())
+        b[-1] ^= 0xFF
+        f.write_bytes(bytes(b))
+
+
+def test_a_warning_from_a_compile_worker_during_a_call_neither_hangs_nor_is_lost(tmp_path):
+    # A call at new dims (S = 1 meets T = 5) compiles a specialization on worker threads, which
+    # warn about the damaged cache entries: the call once held the GIL there, and the warning
+    # handler waited for it forever. In a subprocess, so a hang fails the test instead of the run.
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    script = f"""
+import sys, warnings, numpy as np, fusejit
+p = fusejit.compile(fusejit.Graph.parse({SPECIALIZED!r}), backend="cpu", cache_dir={str(cache)!r})
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    r = p(a=np.ones((1, 16), np.float32), b=np.ones((5, 16), np.float32))
+print(r["y"].shape, sum("unusable" in str(x.message) for x in w))
+"""
+    run = [sys.executable, "-c", script]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    subprocess.run(run, check=True, timeout=120, env=env, capture_output=True)  # fills the cache
+    damage_cache_entries(cache)
+    out = subprocess.run(run, check=True, timeout=120, env=env, capture_output=True, text=True).stdout.split()
+    assert out[:2] == ["(5,", "16)"] and int(out[2]) >= 1  # the specialization's entry warned
+    # With warnings as errors, the worker's warning is raised by the call that compiled.
+    damage_cache_entries(cache)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fused program's own entries
+        p = fusejit.compile(fusejit.Graph.parse(SPECIALIZED), backend="cpu", cache_dir=str(cache))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(fusejit.FusejitWarning, match="unusable"):
+            p(a=np.ones((1, 16), np.float32), b=np.ones((5, 16), np.float32))
+        fusejit.Graph.parse(AXPY)  # nothing left pending for a later call
+
+
+def test_a_warning_turned_error_in_output_shapes_is_raised_there_not_later():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = fusejit.compile(fusejit.Graph.parse(SPECIALIZED), backend="cpu", device=1, disk_cache=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(fusejit.FusejitWarning, match="device 1"):  # compiling the specialization warns
+            p.output_shapes(a=np.ones((1, 16), np.float32), b=np.ones((5, 16), np.float32))
+        fusejit.Graph.parse(AXPY)
 
 
 def test_threads_share_one_program(matrix):
