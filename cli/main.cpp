@@ -522,7 +522,7 @@ struct CacheCommand {
     cmd->add_option("--cache-dir", dir, "cache folder (default as for run)");
     stats = cmd->add_subcommand("stats", "entries, bytes and the size cap");
     list = cmd->add_subcommand("list", "one line per entry: key, bytes, target (sm_XY, compute_XY or host), kernel name(s)");
-    clear = cmd->add_subcommand("clear", "remove every entry and temporary file");
+    clear = cmd->add_subcommand("clear", "remove every entry and temporary file (except those of builds running in other processes)");
     path = cmd->add_subcommand("path", "print the cache folder");
     for (CLI::App* c : {stats, list, clear, path}) c->fallthrough();  // `cache stats --cache-dir X` works too
   }

@@ -51,6 +51,7 @@ constexpr const char* kBuildPrefix = ".tmp-build-";      // compiler scratch fol
 constexpr const char* kTmpBuildPrefix = "fusejit-build-";  // the same in $TMPDIR (no disk store)
 constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 31;   // anything larger is not ours
 constexpr auto kStale = std::chrono::hours(1);           // temp files older than this are abandoned
+constexpr auto kTempInFlight = std::chrono::minutes(1);  // `cache clear` spares temp entry files younger
 // Another process building the same key: after kLockNote a warning says it is waited for (a
 // process stopped with Ctrl-Z holds its lock), after kLockWait this one builds too. NVRTC takes
 // seconds for a large kernel; a duplicate build costs only time.
@@ -315,6 +316,28 @@ int write_temp(const fs::path& prefix, const Hash128& key, std::span<const unsig
   return EEXIST;
 }
 
+// Removes a build folder unless a Scratch holds its lock (a build in progress).
+bool remove_unused_build(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  std::error_code ec;
+  const bool removed = ::flock(fd, LOCK_EX | LOCK_NB) == 0 && fs::remove_all(path, ec) > 0;
+  ::close(fd);
+  return removed;
+}
+
+// A shared flock on a fresh build folder, which must still be the one at `path` (a `cache clear`
+// may have removed it, empty, before the lock): -1 when it is not, or cannot be locked.
+int lock_build_folder(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  struct stat held, now;
+  if (fd >= 0 && ::flock(fd, LOCK_SH) == 0 && ::fstat(fd, &held) == 0 && ::lstat(path.c_str(), &now) == 0 &&
+      held.st_ino == now.st_ino && held.st_dev == now.st_dev)
+    return fd;
+  if (fd >= 0) ::close(fd);
+  return -1;
+}
+
 // Removes a lock file unless some process holds it.
 bool remove_unused_lock(const fs::path& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -358,7 +381,9 @@ class EntryLock {
 };
 
 // Waits (up to kLockWait) for the lock of `path`; no lock (and a warning) when it cannot be had.
-EntryLock lock_file(const fs::path& path, const std::function<void(const std::string&)>& warn) {
+// A lock won on a file that `cache clear` unlinked meanwhile (it removes unused ones) excludes
+// nobody: it is taken again on the file now at `path` (`retries` times).
+EntryLock lock_file(const fs::path& path, const std::function<void(const std::string&)>& warn, int retries = 2) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
   if (fd < 0 && errno == ELOOP) {  // a link where the lock belongs: remove it, try once more
     ::unlink(path.c_str());
@@ -389,6 +414,11 @@ EntryLock lock_file(const fs::path& path, const std::function<void(const std::st
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+  struct stat now;
+  if (retries > 0 && (::lstat(path.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev)) {
+    ::close(fd);
+    return lock_file(path, warn, retries - 1);
   }
   return EntryLock(fd);
 }
@@ -667,6 +697,7 @@ bool DiskStore::store(const DiskKey& key, const EntryMeta& meta, std::span<const
   }
   if (!ok) {
     ::unlink(temp.c_str());
+    if (err == ENOENT) return false;  // a `cache clear` removed the temp file or its folder: just not stored
     disable(fmt::format("cannot write {}: {}", final_path.string(), std::strerror(err)));
     return false;
   }
@@ -723,7 +754,7 @@ size_t DiskStore::evict_impl(uint64_t max_bytes, const fs::path& keep) {
     } else if (f.mtime_ns < stale) {  // left behind by a killed run
       if (f.type == FileType::Temp) ::unlink(f.path.c_str());
       else if (f.type == FileType::Lock) remove_unused_lock(f.path);
-      else fs::remove_all(f.path, ec);
+      else remove_unused_build(f.path);
     }
   }
   std::sort(entries.begin(), entries.end(), [](const ScannedFile* a, const ScannedFile* b) {
@@ -745,12 +776,21 @@ size_t DiskStore::evict_impl(uint64_t max_bytes, const fs::path& keep) {
 DiskStore::Scratch::~Scratch() {
   std::error_code ec;
   if (!path_.empty()) fs::remove_all(path_, ec);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+fs::path DiskStore::Scratch::keep() {
+  if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+  return std::exchange(path_, {});
 }
 
 DiskStore::Scratch DiskStore::scratch() {
-  if (enabled()) {
+  for (int attempt = 0; attempt < 3 && enabled(); ++attempt) {
     std::string tmpl = (dir_ / (std::string(kBuildPrefix) + "XXXXXX")).string();
-    if (::mkdtemp(tmpl.data())) return Scratch(tmpl);
+    if (!::mkdtemp(tmpl.data())) break;
+    if (const int fd = lock_build_folder(tmpl); fd >= 0) return Scratch(tmpl, fd);
+    std::error_code ec;
+    fs::remove_all(tmpl, ec);  // removed by a `cache clear` before it was locked: another name
   }
   std::error_code ec;
   const fs::path tmp = fs::temp_directory_path(ec);
@@ -759,7 +799,7 @@ DiskStore::Scratch DiskStore::scratch() {
   std::string tmpl = (tmp / (std::string(kTmpBuildPrefix) + "XXXXXX")).string();
   if (!::mkdtemp(tmpl.data()))  // mode 0700, a fresh name
     throw std::runtime_error(fmt::format("cannot create a build folder in {}: {}", tmp.string(), std::strerror(errno)));
-  return Scratch(tmpl);
+  return Scratch(tmpl, -1);  // $TMPDIR: swept by age only (sweep_tmp_builds)
 }
 
 // ---- tools ----
@@ -817,10 +857,11 @@ CacheStats cache_stats(const fs::path& dir) {
 
 ClearResult clear_cache(const fs::path& dir) {
   ClearResult r;
+  const int64_t in_flight = now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(kTempInFlight).count();
   for (const auto& f : scan(dir)) {
-    std::error_code ec;
+    if (f.type == FileType::Temp && f.mtime_ns >= in_flight) continue;  // between a write and its rename
     bool removed = f.type == FileType::Lock    ? remove_unused_lock(f.path)
-                   : f.type == FileType::Build ? fs::remove_all(f.path, ec) > 0
+                   : f.type == FileType::Build ? remove_unused_build(f.path)
                                                : ::unlink(f.path.c_str()) == 0;
     if (!removed) continue;
     r.bytes += f.bytes;

@@ -186,19 +186,23 @@ class DiskStore {
   // A private folder for a compiler's temporary files, removed (with its contents) by the
   // destructor: DIR/.tmp-build-XXXXXX in the store's folder, or $TMPDIR/fusejit-build-XXXXXX
   // (mode 0700) when the store is disabled. Throws std::runtime_error when none can be made.
+  // While it lives it holds a shared flock on the folder, so `cache clear` in another process
+  // leaves it alone (clear_cache); a killed process's folder loses the lock with the process.
   class Scratch {
    public:
-    explicit Scratch(std::filesystem::path path) : path_(std::move(path)) {}
-    Scratch(Scratch&& o) noexcept : path_(std::exchange(o.path_, {})) {}
+    Scratch(std::filesystem::path path, int lock_fd) : path_(std::move(path)), fd_(lock_fd) {}
+    Scratch(Scratch&& o) noexcept : path_(std::exchange(o.path_, {})), fd_(std::exchange(o.fd_, -1)) {}
     Scratch& operator=(Scratch&&) = delete;
     ~Scratch();
     const std::filesystem::path& path() const { return path_; }
-    // Keeps the folder (it is not removed on destruction) and returns its path. A kept folder in
-    // the store is swept like any abandoned build folder once it is an hour old.
-    std::filesystem::path keep() { return std::exchange(path_, {}); }
+    // Keeps the folder (it is not removed on destruction, and no longer locked) and returns its
+    // path. A kept folder in the store is swept like any abandoned build folder once it is an
+    // hour old.
+    std::filesystem::path keep();
 
    private:
     std::filesystem::path path_;
+    int fd_ = -1;
   };
   Scratch scratch();
   // Stops using the folder for the rest of the process (enabled() false from now on), with one
@@ -255,7 +259,8 @@ struct ClearResult {
 };
 // Removes entries, temporary files, unused lock files, build folders and the emptied prefix
 // folders under `dir`; files that do not look like cache files are left alone (the folder may
-// be shared by mistake).
+// be shared by mistake). What a build in progress uses stays: a build folder whose Scratch holds
+// its lock, a temporary entry file younger than a minute (it lives between a write and a rename).
 ClearResult clear_cache(const std::filesystem::path& dir);
 
 }  // namespace fusejit::jit

@@ -791,6 +791,8 @@ TEST_CASE("cache stats, list and clear touch only cache files") {
   const fs::path first_prefix = entry_path(dir, disk_key(inputs_n(30)).key).parent_path();
   write_text(first_prefix / "notes.txt", "also mine");
   write_text(first_prefix / ".tmp-abandoned", "partial");
+  const struct timespec two_minutes_ago[2] = {{::time(nullptr) - 120, 0}, {::time(nullptr) - 120, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, (first_prefix / ".tmp-abandoned").c_str(), two_minutes_ago, AT_SYMLINK_NOFOLLOW) == 0);
 
   std::vector<CacheEntryInfo> list = list_cache(dir);
   REQUIRE(list.size() == 3);
@@ -829,9 +831,24 @@ TEST_CASE("cache stats, list and clear touch only cache files") {
   CHECK(s.temp_files == 1);
   CHECK(s.dir == dir);
 
+  // What builds in progress use stays (another process's `fusejit cache clear` made every CPU
+  // compile beside it fail): a temp entry file younger than a minute, a build folder in use.
+  write_text(first_prefix / ".tmp-being-renamed", "whole");
+  DiskStore store(StoreConfig{dir, 0, [](const std::string&) {}});
+  std::optional<DiskStore::Scratch> building = store.scratch();
+  write_text(building->path() / "module.cpp", "int x;");
+  const fs::path abandoned_build = dir / ".tmp-build-killed";
+  fs::create_directories(abandoned_build);
+
   ClearResult cleared = clear_cache(dir);
-  CHECK(cleared.removed == 3);  // entries (the temp file goes too)
+  CHECK(cleared.removed == 3);  // entries (the abandoned temp file goes too)
   CHECK(!fs::exists(first_prefix / ".tmp-abandoned"));
+  CHECK(!fs::exists(abandoned_build));
+  CHECK(fs::exists(first_prefix / ".tmp-being-renamed"));
+  CHECK(fs::exists(building->path() / "module.cpp"));
+  const fs::path built = building->path();
+  building.reset();  // the build ends: its folder goes with it
+  CHECK(!fs::exists(built));
   CHECK(cleared.bytes > 0);
   CHECK(list_cache(dir).empty());
   CHECK(fs::exists(dir / "README"));

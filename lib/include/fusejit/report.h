@@ -167,8 +167,9 @@ std::string cache_path(const Options& options = {});
 CacheStats cache_stats(const Options& options = {});
 /// Every entry, most recently used first.
 std::vector<CacheEntryInfo> cache_list(const Options& options = {});
-/// Removes every entry (GPU kernels and CPU host modules) and every temporary file; returns how
-/// many entries were removed.
+/// Removes every entry (GPU kernels and CPU host modules) and every temporary file, except what
+/// builds running meanwhile (other processes) use: their build folders (locked while in use) and
+/// temporary entry files younger than a minute. Returns how many entries were removed.
 int64_t cache_clear(const Options& options = {});
 
 }  // namespace fusejit
