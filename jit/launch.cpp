@@ -339,10 +339,30 @@ void launch_group(const PlanBindings& b, const GroupLaunch& gl, size_t gi, const
 
 }  // namespace
 
-LaunchScratch& LaunchScratch::of_this_thread() {
-  thread_local LaunchScratch s;
-  return s;
+namespace {
+struct ThreadScratch {
+  std::vector<std::unique_ptr<LaunchScratch>> levels;  // one per nested Lease
+  size_t depth = 0;                                    // Leases held
+};
+ThreadScratch& thread_scratch() {
+  thread_local ThreadScratch t;
+  return t;
 }
+}  // namespace
+
+LaunchScratch& LaunchScratch::of_this_thread() {
+  ThreadScratch& t = thread_scratch();
+  const size_t level = t.depth == 0 ? 0 : t.depth - 1;
+  while (t.levels.size() <= level) t.levels.push_back(std::make_unique<LaunchScratch>());
+  return *t.levels[level];
+}
+
+LaunchScratch::Lease::Lease() {
+  ++thread_scratch().depth;
+  scratch_ = &of_this_thread();
+}
+
+LaunchScratch::Lease::~Lease() { --thread_scratch().depth; }
 
 LaunchStats launch_plan(const PlanBindings& b, const LaunchState& st, std::span<const TensorArg> inputs,
                         std::span<const TensorArg> outputs, std::span<const uint64_t> intermediates,

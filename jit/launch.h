@@ -168,7 +168,23 @@ struct LaunchScratch {
   std::vector<TensorArg> inputs, outputs;
   std::vector<uint64_t> host_intermediates, device_intermediates;
   std::vector<std::byte> host_arena;
+  // The scratch of the launch in progress on this thread: the innermost Lease's (level 0 when
+  // none is held). Grown once, then reused: a warm launch allocates nothing.
   static LaunchScratch& of_this_thread();
+  // Held by each public launch, run and measure for its duration: a launch started meanwhile on
+  // the same thread (by a warning handler the outer one called while compiling for new dims) gets
+  // a scratch of its own, so the outer launch's tensors and dims stay intact.
+  class Lease {
+   public:
+    Lease();
+    ~Lease();
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    LaunchScratch& scratch() const { return *scratch_; }
+
+   private:
+    LaunchScratch* scratch_;
+  };
 };
 
 struct LaunchOptions {

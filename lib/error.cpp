@@ -1,6 +1,8 @@
 // fusejit::Error, error translation from the internal layers, and the warning handler.
 #include <cstdio>
 #include <mutex>
+#include <shared_mutex>
+#include <utility>
 #include <new>
 
 #include "ir/diagnostic.h"
@@ -52,23 +54,36 @@ void rethrow_current(const std::string& file, std::string_view source) {
 }
 
 namespace {
-std::mutex g_warn_mu;
+// Held shared while a handler runs, exclusively to replace it: once set_warning_handler returns,
+// the old handler is never called again, so its owner may free what it captured.
+std::shared_mutex g_warn_mu;
 WarningHandler g_handler;
+thread_local int t_in_handler = 0;  // this thread runs a handler (which holds g_warn_mu shared)
+
+void call_handler(std::string_view message) {
+  ++t_in_handler;
+  struct Leave {
+    ~Leave() { --t_in_handler; }
+  } leave;
+  if (g_handler) g_handler(message);
+  else std::fprintf(stderr, "fusejit: warning: %.*s\n", static_cast<int>(message.size()), message.data());
+}
 }  // namespace
 
 void set_warning_handler(WarningHandler handler) {
-  std::lock_guard<std::mutex> lock(g_warn_mu);
-  g_handler = std::move(handler);
+  if (t_in_handler)  // it would wait for itself to return
+    throw Error(ErrorKind::User, "set_warning_handler called from inside a warning handler");
+  WarningHandler old;
+  {
+    std::unique_lock lock(g_warn_mu);  // waits for the handler calls in progress
+    old = std::exchange(g_handler, std::move(handler));
+  }
 }
 
 void warn(std::string_view message) {
-  WarningHandler h;
-  {
-    std::lock_guard<std::mutex> lock(g_warn_mu);
-    h = g_handler;
-  }
-  if (h) h(message);
-  else std::fprintf(stderr, "fusejit: warning: %.*s\n", static_cast<int>(message.size()), message.data());
+  if (t_in_handler) return call_handler(message);  // a handler that warns: g_warn_mu is held already
+  std::shared_lock lock(g_warn_mu);
+  call_handler(message);
 }
 
 void warn_unused_inputs(const ir::Graph& g) {

@@ -256,7 +256,8 @@ void Program::launch(std::span<const TensorRef> inputs, std::span<const TensorRe
   translate_errors([&] {
     const Impl& p = *impl_;
     const ir::Graph& g = p.graph.impl().graph;
-    jit::LaunchScratch& s = jit::LaunchScratch::of_this_thread();
+    const jit::LaunchScratch::Lease lease;
+    jit::LaunchScratch& s = lease.scratch();
     check_counts(g, inputs.size(), outputs.size());
     s.inputs.clear();
     s.outputs.clear();
@@ -294,7 +295,8 @@ void Program::launch(std::span<const void* const> inputs, std::span<void* const>
                           "the CPU (use launch() with TensorRefs to host memory, or run())");
     const ir::Graph& g = p.graph.impl().graph;
     check_counts(g, inputs.size(), outputs.size());
-    jit::LaunchScratch& s = jit::LaunchScratch::of_this_thread();
+    const jit::LaunchScratch::Lease lease;
+    jit::LaunchScratch& s = lease.scratch();
     dims_from_values(g, dims, s.dims);
     const auto [runs, hit] = resolve_dims(p, kind, s.dims);  // `hit` keeps the state alive
     const jit::LaunchState& st = *hit.state;

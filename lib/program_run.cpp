@@ -109,6 +109,7 @@ jit::GpuMeasurement measure_gpu(const Impl& p, PlanKind kind, std::span<const in
 Measurement measure_any(const Impl& p0, std::span<const TensorView> inputs, const Params& params, PlanKind kind,
                         const MeasureOptions& o, bool time) {
   return translate_errors([&] {
+    const jit::LaunchScratch::Lease lease;  // the launches below use it (of_this_thread)
     const ir::Graph& g = p0.graph.impl().graph;
     std::vector<int64_t> dims;
     bind_dims(g, inputs, dims);

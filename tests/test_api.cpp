@@ -2,8 +2,10 @@
 // and concurrent runs of one Program from several threads.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -163,6 +165,69 @@ TEST_CASE("one Program runs concurrently from several threads") {
     });
   for (auto& th : threads) th.join();
   for (int t = 0; t < 8; ++t) CHECK(ok[t] == 1);
+}
+
+TEST_CASE("a replaced warning handler is never called again; one may not replace itself") {
+  // Threads warn (an unused input) while the handler is replaced: once set_warning_handler has
+  // returned, the old handler must not run, or freeing what it captured is a use after free.
+  const std::string unused = "graph w\ninput x : f32[2]\ninput z : f32[2]\ny = x + 1\noutput y\n";
+  std::atomic<bool> replaced{false}, stop{false};
+  std::atomic<int> late{0}, calls{0};
+  fj::set_warning_handler([&](std::string_view) {
+    ++calls;
+    if (replaced.load()) ++late;
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      while (!stop.load()) fj::Graph::parse(unused);
+    });
+  while (calls.load() < 100) std::this_thread::yield();
+  fj::set_warning_handler([](std::string_view) {});
+  replaced = true;
+  for (int k = 0; k < 200; ++k) fj::Graph::parse(unused);
+  stop = true;
+  for (auto& th : threads) th.join();
+  CHECK(late.load() == 0);
+  std::string inner;
+  fj::set_warning_handler([&](std::string_view) {
+    try {
+      fj::set_warning_handler({});
+    } catch (const fj::Error& e) {
+      inner = e.what();
+    }
+  });
+  fj::Graph::parse(unused);
+  fj::set_warning_handler({});
+  CHECK(inner == "set_warning_handler called from inside a warning handler");
+}
+
+TEST_CASE("a launch from a warning handler, during a launch that compiles for new dims, leaves that launch intact") {
+  fj::Options o = cpu_options();
+  o.device = 1;  // warns at every compile on the CPU path, also of a specialization mid-launch
+  o.disk_cache = false;
+  const fj::Program p = fj::Program::compile(
+      fj::Graph::parse("graph s1\ndim S = 8\ndim T = 8\ndim D = 4\ninput a : f32[S, D]\ninput b : f32[T, D]\n"
+                       "ya = a * 2\ny = ya + b\noutput y\noutput ya\n"),
+      o);
+  const fj::Program q = fj::Program::compile(fj::Graph::parse("graph q\ndim N = 3\ninput x : f32[N]\ny = x + 100\noutput y\n"),
+                                             cpu_options());
+  std::vector<float> qx(3, 1.0f), qy(3, 0.0f);
+  const std::vector<int64_t> qs = {3};
+  int inner = 0;
+  fj::set_warning_handler([&](std::string_view) {
+    q.launch({fj::TensorRef(qx.data(), fj::DType::F32, qs)}, {fj::TensorRef(qy.data(), fj::DType::F32, qs)});
+    ++inner;
+  });
+  std::vector<float> a(4, 1.0f), b(20, 10.0f), y(20, -1.0f), ya(4, -1.0f);
+  const std::vector<int64_t> as = {1, 4}, bs = {5, 4};  // S = 1 meets T = 5: a specialization
+  p.launch({fj::TensorRef(a.data(), fj::DType::F32, as), fj::TensorRef(b.data(), fj::DType::F32, bs)},
+           {fj::TensorRef(y.data(), fj::DType::F32, bs), fj::TensorRef(ya.data(), fj::DType::F32, as)});
+  fj::set_warning_handler({});
+  CHECK(inner >= 1);
+  CHECK(qy == std::vector<float>(3, 101.0f));
+  CHECK(y == std::vector<float>(20, 12.0f));
+  CHECK(ya == std::vector<float>(4, 2.0f));
 }
 
 TEST_CASE("params are run-time values") {

@@ -457,9 +457,10 @@ NB_MODULE(_fusejit, m) {
   m.doc() = "fusejit's C++ API (use the `fusejit` package, not this module)";
   m.attr("__version__") = std::string(fusejit::version());
   nb::register_exception_translator(&translate_error);
-  fusejit::set_warning_handler(&python_warning);
+  // Without the GIL: setting waits for handler calls in progress, which wait for the GIL.
+  released([] { fusejit::set_warning_handler(&python_warning); });
   // Python is finalised before static destructors run: restore the stderr handler at exit.
-  m.def("_reset_warning_handler", [] { fusejit::set_warning_handler({}); });
+  m.def("_reset_warning_handler", [] { released([] { fusejit::set_warning_handler({}); }); });
   bind_info(m);
   bind_graph(m);
   fusejit_py::bind_builder(m);

@@ -85,10 +85,13 @@ class Error : public std::runtime_error {
 };
 
 /// Receives warnings (one complete message per call, no trailing newline). Called from whichever
-/// thread hit the condition; must be thread-safe.
+/// thread hit the condition (also threads fusejit starts to compile); must be thread-safe.
 using WarningHandler = std::function<void(std::string_view message)>;
 /// Sets the process-wide warning handler; an empty handler restores the default, which writes
-/// "fusejit: warning: MESSAGE" to stderr.
+/// "fusejit: warning: MESSAGE" to stderr. Waits for calls of the old handler in progress to
+/// return: after it returns the old handler is never called again (so what it captured may be
+/// freed). Error(User) when called from inside a handler (it would wait for itself). A handler
+/// may call fusejit, including functions that warn (on the same thread they reach it directly).
 void set_warning_handler(WarningHandler handler);
 
 /// Named dim values, e.g. {{"N", 1024}}: override the graph's defaults.
