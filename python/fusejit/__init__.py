@@ -1,7 +1,7 @@
 """fusejit: a runtime JIT kernel fuser for NVIDIA GPUs, on NumPy arrays, PyTorch and CuPy tensors.
 
     import numpy as np, fusejit
-    g = fusejit.Graph.parse("input x : f32[N]\\ny = tanh(x) * 2\\noutput y", dims={"N": 4})
+    g = fusejit.Graph.parse("dim N = 4\\ninput x : f32[N]\\ny = tanh(x) * 2\\noutput y")
     prog = fusejit.compile(g)
     outs = prog(x=np.arange(4, dtype=np.float32))     # {"y": array([...], dtype=float32)}
 
@@ -231,7 +231,8 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
 
     fast_math: allow value-changing rewrites. arch: "sm_90" (CUBIN) or "compute_90" (PTX), default
     the device's. backend: "auto" (the GPU when there is one, else the CPU), "cuda" or "cpu".
-    cache_dir: kernel cache folder (default $FUSEJIT_CACHE_DIR, else ~/.cache/fusejit).
+    cache_dir: kernel cache folder (default $FUSEJIT_CACHE_DIR, else $XDG_CACHE_HOME/fusejit, else
+    ~/.cache/fusejit).
     nvrtc_options: extra NVRTC flags. dump_dir: also write the ahead-of-time folder (docs/aot.md).
     build_unfused: compile the unfused plan now, not on its first use. row_split: blocks per row of
     reductions (0: fusejit's rule, few rows of over 253,952 elements, or few groups of columns of

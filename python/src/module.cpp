@@ -339,7 +339,7 @@ void bind_info(nb::module_& m) {
 
 void bind_graph(nb::module_& m) {
   using fusejit::Graph;
-  nb::class_<Graph>(m, "Graph", "An immutable, verified graph of elementwise ops (docs/graph-format.md).")
+  nb::class_<Graph>(m, "Graph", "An immutable, verified graph of elementwise ops and reductions (docs/graph-format.md).")
       .def_static(
           "parse",
           [](std::string_view text, std::optional<std::string> filename, std::optional<nb::dict> dims) {
