@@ -316,6 +316,15 @@ int write_temp(const fs::path& prefix, const Hash128& key, std::span<const unsig
   return EEXIST;
 }
 
+// Renames `temp` to `final_path`; when a folder is in the entry's place, removes it
+// (`remove_folder`) and tries once more. 0, or the errno of the failure.
+int rename_into_place(const fs::path& temp, const fs::path& final_path, const std::function<void()>& remove_folder) {
+  if (::rename(temp.c_str(), final_path.c_str()) == 0) return 0;
+  if (errno != EISDIR && errno != ENOTEMPTY && errno != EEXIST) return errno;
+  remove_folder();
+  return ::rename(temp.c_str(), final_path.c_str()) == 0 ? 0 : errno;
+}
+
 // Removes a build folder unless a Scratch holds its lock (a build in progress).
 bool remove_unused_build(const fs::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -380,20 +389,9 @@ class EntryLock {
   int fd_ = -1;
 };
 
-// Waits (up to kLockWait) for the lock of `path`; no lock (and a warning) when it cannot be had.
-// A lock won on a file that `cache clear` unlinked meanwhile (it removes unused ones) excludes
-// nobody: it is taken again on the file now at `path` (`retries` times).
-EntryLock lock_file(const fs::path& path, const std::function<void(const std::string&)>& warn, int retries = 2) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
-  if (fd < 0 && errno == ELOOP) {  // a link where the lock belongs: remove it, try once more
-    ::unlink(path.c_str());
-    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
-  }
-  struct stat st;
-  if (fd < 0 || ::fstat(fd, &st) != 0 || !file_problem(st).empty()) {
-    if (fd >= 0) ::close(fd);
-    return {};  // build without the lock: at worst two processes build the same entry
-  }
+// Takes an exclusive flock on `fd` (the lock file `path`), waiting up to kLockWait: after
+// kLockNote a warning names the holder's lock, after kLockWait another says this one builds too.
+void wait_for_lock(int fd, const fs::path& path, const std::function<void(const std::string&)>& warn) {
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + kLockWait;
   auto pause = std::chrono::milliseconds(1);
@@ -415,6 +413,23 @@ EntryLock lock_file(const fs::path& path, const std::function<void(const std::st
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
+}
+
+// Waits (up to kLockWait) for the lock of `path`; no lock (and a warning) when it cannot be had.
+// A lock won on a file that `cache clear` unlinked meanwhile (it removes unused ones) excludes
+// nobody: it is taken again on the file now at `path` (`retries` times).
+EntryLock lock_file(const fs::path& path, const std::function<void(const std::string&)>& warn, int retries = 2) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+  if (fd < 0 && errno == ELOOP) {  // a link where the lock belongs: remove it, try once more
+    ::unlink(path.c_str());
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+  }
+  struct stat st;
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !file_problem(st).empty()) {
+    if (fd >= 0) ::close(fd);
+    return {};  // build without the lock: at worst two processes build the same entry
+  }
+  wait_for_lock(fd, path, warn);
   struct stat now;
   if (retries > 0 && (::lstat(path.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev)) {
     ::close(fd);
@@ -684,18 +699,8 @@ bool DiskStore::store(const DiskKey& key, const EntryMeta& meta, std::span<const
     disable(fmt::format("cannot create a file in {}: {}", prefix.string(), std::strerror(err)));
     return false;
   }
-  bool ok = err == 0;
-  if (ok && ::rename(temp.c_str(), final_path.c_str()) != 0) {
-    // A folder in the entry's place: remove it and try once more.
-    if (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST) {
-      discard(final_path, "a folder", nullptr);
-      ok = ::rename(temp.c_str(), final_path.c_str()) == 0;
-    } else {
-      ok = false;
-    }
-    err = ok ? 0 : errno;
-  }
-  if (!ok) {
+  if (err == 0) err = rename_into_place(temp, final_path, [&] { discard(final_path, "a folder", nullptr); });
+  if (err != 0) {
     ::unlink(temp.c_str());
     if (err == ENOENT) return false;  // a `cache clear` removed the temp file or its folder: just not stored
     disable(fmt::format("cannot write {}: {}", final_path.string(), std::strerror(err)));
