@@ -162,7 +162,7 @@ ErrorInfo current_error(const CommandLine& line) {
   try {
     throw;
   } catch (const ArgError& a) {
-    e.message = a.option + " " + a.value + ": " + a.what();
+    e.message = a.option + (a.value.empty() ? "" : " " + a.value) + ": " + a.what();
     if (auto col = line.column(a.option, a.value, a.at)) {
       e.file = "<command line>";
       e.line = 1;
@@ -335,7 +335,7 @@ struct Common {
 // expected".
 struct NoParams {
   std::vector<std::string> given;
-  void define(CLI::App* cmd) { cmd->add_option("--param", given)->group(""); }  // hidden from --help
+  void define(CLI::App* cmd) { cmd->add_option("--param", given)->group("")->expected(0, 1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll); }  // hidden
   void check(const char* command) const {
     if (given.empty()) return;
     throw ArgError("--param", given[0], 0,

@@ -68,9 +68,11 @@ class Parser {
  private:
   void advance() { tok_ = lex_.next(); }
 
-  // A number's text for a message, at most 40 characters (a literal may be megabytes of digits).
+  // A number's text for a message: past 40 characters (a literal may be megabytes of digits) its
+  // first and last digits and the count, so leading zeros do not hide the value.
   static std::string number_text(const Token& t) {
-    return std::string(t.text.substr(0, 40)) + (t.text.size() > 40 ? "..." : "");
+    if (t.text.size() <= 40) return std::string(t.text);
+    return fmt::format("{}...{} ({} digits)", t.text.substr(0, 12), t.text.substr(t.text.size() - 24), t.text.size());
   }
 
   static std::string describe(const Token& t) {

@@ -619,20 +619,30 @@ void DiskStore::disable(const std::string& why) {
 // replaces a file or link in its place (with a warning); disables the store (one warning) for a
 // folder it must not use. "missing" when it does not exist and `create` is false.
 std::string DiskStore::prefix_problem(const fs::path& prefix, bool create) {
-  auto checked = [&](std::string problem) {
-    if (!problem.empty()) disable(problem);
-    return problem;
-  };
+  // A `cache clear` in another process removes empty prefix folders: one that vanishes between
+  // the checks is looked at again, not taken for an unusable folder.
+  for (int attempt = 0;; ++attempt) {
+    std::string problem = prefix_problem_once(prefix, create);
+    struct stat st;
+    const bool vanished = ::lstat(prefix.c_str(), &st) != 0 && errno == ENOENT;
+    if (problem.empty() || problem == "missing" || !vanished || attempt == 2) {
+      if (!problem.empty() && problem != "missing") disable(problem);
+      return problem;
+    }
+  }
+}
+
+std::string DiskStore::prefix_problem_once(const fs::path& prefix, bool create) {
   struct stat st;
   const bool exists = ::lstat(prefix.c_str(), &st) == 0;
   const int err = errno;
-  if (exists && S_ISDIR(st.st_mode)) return checked(folder_problem(prefix, false));
+  if (exists && S_ISDIR(st.st_mode)) return folder_problem(prefix, false);
   if (exists) discard(prefix, S_ISLNK(st.st_mode) ? "a symbolic link where a folder belongs" : "a file where a folder belongs", &st);
-  else if (err != ENOENT) return checked(fmt::format("cannot inspect {}: {}", prefix.string(), std::strerror(err)));
+  else if (err != ENOENT) return fmt::format("cannot inspect {}: {}", prefix.string(), std::strerror(err));
   if (!create) return "missing";
   if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST)
-    return checked(fmt::format("cannot create {}: {}", prefix.string(), std::strerror(errno)));
-  return checked(folder_problem(prefix, false));
+    return fmt::format("cannot create {}: {}", prefix.string(), std::strerror(errno));
+  return folder_problem(prefix, false);
 }
 
 // Deletes a bad entry (or whatever sits at an entry path), counts it and warns once for it.

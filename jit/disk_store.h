@@ -212,6 +212,7 @@ class DiskStore {
  private:
   void warn(const std::string& message);
   std::string prefix_problem(const std::filesystem::path& prefix, bool create);
+  std::string prefix_problem_once(const std::filesystem::path& prefix, bool create);  // no disable()
   void discard(const std::filesystem::path& path, const std::string& problem, const void* seen_stat);
   size_t evict_impl(uint64_t max_bytes, const std::filesystem::path& keep);
 

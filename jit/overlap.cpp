@@ -51,12 +51,20 @@ struct Equation {
 struct Search {
   const Equation& e;
   std::array<Wide, 2 * ir::kMaxRank + 3> rest{};  // rest[k]: the largest sum terms k.. can make
-  std::array<Wide, 2 * ir::kMaxRank + 3> gcd{};   // gcd[k]: of coefficients k.. (0 for none)
+  std::array<Wide, 2 * ir::kMaxRank + 3> gcd{};   // gcd[k]: of coefficients k.. before a last unit term
+  Wide unit = -1;                                 // the bound of a last term of coefficient 1 (-1: none)
   int64_t work;
+
+  // Every sum of terms k.. is a multiple of gcd[k], plus 0..unit when a unit term ends the list
+  // (the element bytes: views of 2-byte or wider elements always have one).
+  bool reachable(size_t k, Wide r) const {
+    if (unit < 0) return r % gcd[k] == 0;
+    return k + 1 == e.n || r % gcd[k] <= unit;
+  }
 
   Sharing from(size_t k, Wide r) {
     if (k == e.n) return r == 0 ? Sharing::Some : Sharing::None;
-    if (r % gcd[k] != 0) return Sharing::None;  // every sum of the terms left is a multiple
+    if (!reachable(k, r)) return Sharing::None;
     const Term& t = e.t[k];
     // c*x <= r, and the later terms must make up r - c*x <= rest[k + 1].
     const Wide need = r - rest[k + 1];
@@ -90,10 +98,12 @@ Sharing views_share_bytes(const ByteView& a, const ByteView& b, int64_t max_work
   // Largest coefficient first: each then has the fewest values left to try.
   std::sort(e.t.begin(), e.t.begin() + static_cast<std::ptrdiff_t>(e.n),
             [](const Term& x, const Term& y) { return x.c > y.c; });
-  Search s{e, {}, {}, max_work};
+  Search s{e, {}, {}, -1, max_work};
+  if (e.n > 0 && e.t[e.n - 1].c == 1) s.unit = e.t[e.n - 1].u;
   for (size_t k = e.n; k-- > 0;) {
     s.rest[k] = s.rest[k + 1] + e.t[k].c * e.t[k].u;
-    s.gcd[k] = gcd_of(e.t[k].c, s.gcd[k + 1]);
+    const bool last_unit = s.unit >= 0 && k + 1 == e.n;
+    s.gcd[k] = last_unit ? 0 : gcd_of(e.t[k].c, s.gcd[k + 1]);
   }
   if (e.r < 0 || e.r > s.rest[0]) return Sharing::None;
   return s.from(0, e.r);

@@ -34,6 +34,6 @@ enum class Sharing : uint8_t {
 // layout has) leave at most a few candidate values per term, so such views are decided in a few
 // steps each; `max_work` bounds the candidates tried. Views of no elements share nothing. Sizes,
 // strides and spans must fit in int64 (view_bytes checks them before any launch).
-Sharing views_share_bytes(const ByteView& a, const ByteView& b, int64_t max_work = 1 << 16);
+Sharing views_share_bytes(const ByteView& a, const ByteView& b, int64_t max_work = 1 << 12);
 
 }  // namespace fusejit::jit

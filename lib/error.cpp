@@ -1,7 +1,9 @@
 // fusejit::Error, error translation from the internal layers, and the warning handler.
 #include <cstdio>
 #include <mutex>
-#include <shared_mutex>
+#include <condition_variable>
+#include <optional>
+#include <thread>
 #include <utility>
 #include <new>
 
@@ -54,11 +56,16 @@ void rethrow_current(const std::string& file, std::string_view source) {
 }
 
 namespace {
-// Held shared while a handler runs, exclusively to replace it: once set_warning_handler returns,
-// the old handler is never called again, so its owner may free what it captured.
-std::shared_mutex g_warn_mu;
+// Handler calls in progress and a replacement waiting: set_warning_handler waits for the calls,
+// and new calls wait while it does (so threads that keep warning cannot starve it). Once it
+// returns the old handler is never called again, so its owner may free what it captured.
+std::mutex g_warn_mu;
+std::condition_variable g_warn_cv;
+int g_calls = 0;
+bool g_replacing = false;
 WarningHandler g_handler;
-thread_local int t_in_handler = 0;  // this thread runs a handler (which holds g_warn_mu shared)
+thread_local int t_in_handler = 0;           // this thread runs a handler
+thread_local std::optional<std::thread::id> t_origin;  // a worker's caller (WarningOrigin)
 
 void call_handler(std::string_view message) {
   ++t_in_handler;
@@ -75,14 +82,34 @@ void set_warning_handler(WarningHandler handler) {
     throw Error(ErrorKind::User, "set_warning_handler called from inside a warning handler");
   WarningHandler old;
   {
-    std::unique_lock lock(g_warn_mu);  // waits for the handler calls in progress
+    std::unique_lock lock(g_warn_mu);
+    g_warn_cv.wait(lock, [] { return !g_replacing; });
+    g_replacing = true;
+    g_warn_cv.wait(lock, [] { return g_calls == 0; });
     old = std::exchange(g_handler, std::move(handler));
+    g_replacing = false;
   }
+  g_warn_cv.notify_all();
 }
 
+std::thread::id warning_origin() { return t_origin.value_or(std::this_thread::get_id()); }
+
+WarningOrigin::WarningOrigin(std::thread::id caller) : saved_(t_origin) { t_origin = caller; }
+WarningOrigin::~WarningOrigin() { t_origin = saved_; }
+
 void warn(std::string_view message) {
-  if (t_in_handler) return call_handler(message);  // a handler that warns: g_warn_mu is held already
-  std::shared_lock lock(g_warn_mu);
+  if (t_in_handler) return call_handler(message);  // a handler that warns: its call is counted already
+  {
+    std::unique_lock lock(g_warn_mu);
+    g_warn_cv.wait(lock, [] { return !g_replacing; });
+    ++g_calls;
+  }
+  struct Done {
+    ~Done() {
+      std::lock_guard lock(g_warn_mu);
+      if (--g_calls == 0) g_warn_cv.notify_all();
+    }
+  } done;
   call_handler(message);
 }
 

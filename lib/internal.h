@@ -1,8 +1,10 @@
 // Internal glue between the public API (lib/include/fusejit) and the ir/ and jit/ layers.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "fusejit/fusejit.h"
@@ -43,6 +45,19 @@ auto translate_errors(F&& f, const std::string& file, std::string_view source) -
 
 // Sends a warning to the installed handler (default: stderr).
 void warn(std::string_view message);
+
+// Set on a thread fusejit starts for a call (a compile worker) for its lifetime: its warnings'
+// warning_origin() is the calling thread, so a handler can give them to that call.
+class WarningOrigin {
+ public:
+  explicit WarningOrigin(std::thread::id caller);
+  ~WarningOrigin();
+  WarningOrigin(const WarningOrigin&) = delete;
+  WarningOrigin& operator=(const WarningOrigin&) = delete;
+
+ private:
+  std::optional<std::thread::id> saved_;
+};
 // Warns once per input of `g` that no output depends on ("FILE:LINE:COL: input 'b' is not used
 // by any output").
 void warn_unused_inputs(const ir::Graph& g);

@@ -99,8 +99,10 @@ std::vector<std::shared_ptr<Program::Impl::Variant>> build_cpu_variants(
   ho.disk_cache = p.options.disk_cache;
   std::vector<std::exception_ptr> failed(progs.size());
   std::vector<std::thread> compilers;
+  const std::thread::id caller = warning_origin();
   for (size_t k = 0; k < progs.size(); ++k)
     compilers.emplace_back([&, k] {
+      const WarningOrigin origin(caller);
       try {
         jit::CpuProgram* one[1] = {progs[k]};
         jit::compile_cpu_programs(one, ho);

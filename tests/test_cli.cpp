@@ -401,6 +401,10 @@ TEST_CASE("messages about options name the command's flags, not the library's fi
     CHECK(r.code == 2);
     CHECK(r.out.find("takes no --param: a param is a kernel argument") != std::string::npos);
     CHECK(r.out.find("<command line>:1:") != std::string::npos);
+    r = run(cmd + sample("rmsnorm.txt") + " --param" + (cmd[0] == 'c' ? " -o " + scratch("p").string() : ""));
+    CHECK(r.code == 2);
+    CHECK(r.out.find("error: --param: " + std::string(cmd[0] == 'c' ? "compile" : "plan") + " takes no --param") !=
+          std::string::npos);
   }
 }
 

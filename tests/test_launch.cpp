@@ -436,6 +436,11 @@ TEST_CASE("views_share_bytes: the exact answer, against every byte of random sma
   const std::vector<int64_t> past = {32, 100, 128}, one = {32, 1, 128}, cache = {4096 * 128, 128, 1};
   CHECK(jit::views_share_bytes({0, past, cache, 4}, {100 * 128 * 4, one, cache, 4}, 100) == jit::Sharing::None);
   CHECK(jit::views_share_bytes({0, past, cache, 4}, {99 * 128 * 4, one, cache, 4}, 100) == jit::Sharing::Some);
+  // Odd floats read through strides that are not nested (26 and 34 elements), even floats
+  // written: the element bytes' bounds settle it at once (it took 65,536 steps per pair before).
+  const std::vector<int64_t> odd_shape = {200, 200}, odd_strides = {26, 34}, even_shape = {4000}, even_stride = {2};
+  CHECK(jit::views_share_bytes({4, odd_shape, odd_strides, 4}, {0, even_shape, even_stride, 4}, 10) == jit::Sharing::None);
+  CHECK(jit::views_share_bytes({8, odd_shape, odd_strides, 4}, {0, even_shape, even_stride, 4}, 100) == jit::Sharing::Some);
   // Even elements against odd ones: no candidate has the right parity, decided at once.
   const std::vector<int64_t> big = {1000001}, s2 = {2}, s4 = {4};
   CHECK(jit::views_share_bytes({0, big, s2, 1}, {1, big, s4, 1}, 10) == jit::Sharing::None);

@@ -234,7 +234,9 @@ TEST_CASE("literal values") {
   CHECK(err_of("input a : f32[2]\nc = amax(a, 0, initial=-99999999999999999999)\noutput c\n") ==
         "initial=-99999999999999999999 is not supported (amax takes initial=-inf, amin initial=inf)");
   CHECK(err_of("c = " + std::string(5000, '9') + "\noutput c\n") ==
-        "integer literal " + std::string(40, '9') + "... does not fit in i64");
+        "integer literal " + std::string(12, '9') + "..." + std::string(24, '9') + " (5000 digits) does not fit in i64");
+  CHECK(err_of("c = " + std::string(49, '0') + "9223372036854775808\noutput c\n") ==
+        "integer literal 000000000000...000009223372036854775808 (68 digits) does not fit in i64");
   CHECK(err_of("c = 1e400\noutput c\n").find("too large for f64") != std::string::npos);
   // A float default truncates toward zero, so it fits when its truncation does: -0.5 is a u8's 0
   // and -128.5 an i8's -128, as 255.9 is a u8's 255; -1.0 and -129.0 do not fit.

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -28,27 +30,21 @@ using namespace nb::literals;
 using fusejit::DType;
 
 namespace {
-// A Python exception raised by the warning handler (warnings filtered to "error"), which cannot
-// throw through fusejit: kept, and raised when the binding call that caused it returns. A warning
-// on a thread inside a call (WarningScope) belongs to that call; one on a thread fusejit started
-// (a compile worker, joined before the call that started it returns) to whichever call returns
-// next. Both are touched only with the GIL held.
-thread_local int scope_depth = 0;
-thread_local std::optional<nb::python_error> pending_warning_error;
-std::optional<nb::python_error> worker_warning_error;
+// Python exceptions raised by the warning handler (warnings filtered to "error"), which cannot
+// throw through fusejit: kept by the thread whose call caused them (fusejit::warning_origin(),
+// also for a compile worker's warning) and raised when that call's WarningScope ends. Touched only
+// with the GIL held.
+std::unordered_map<std::thread::id, nb::python_error> pending_warning_errors;
 }  // namespace
 
-fusejit_py::WarningScope::WarningScope() { ++scope_depth; }
+fusejit_py::WarningScope::WarningScope() = default;
 
 fusejit_py::WarningScope::~WarningScope() noexcept(false) {
-  --scope_depth;
-  std::optional<nb::python_error>* slot = pending_warning_error ? &pending_warning_error
-                                          : scope_depth == 0    ? &worker_warning_error
-                                                                : nullptr;
-  if (!slot || !*slot) return;
-  nb::python_error e = std::move(**slot);
-  slot->reset();
-  if (!std::uncaught_exceptions()) throw e;
+  const auto it = pending_warning_errors.find(std::this_thread::get_id());
+  if (it == pending_warning_errors.end()) return;
+  nb::python_error e = std::move(it->second);
+  pending_warning_errors.erase(it);
+  if (!std::uncaught_exceptions()) throw e;  // else the error on its way wins
 }
 
 fusejit::DType fusejit_py::parse_dtype(std::string_view name) {
@@ -280,8 +276,7 @@ void python_warning(std::string_view message) {
     nb::object cat = nb::module_::import_("fusejit._errors").attr("FusejitWarning");
     nb::module_::import_("warnings").attr("warn")(std::string(message), cat, 2);
   } catch (nb::python_error& e) {
-    std::optional<nb::python_error>& slot = scope_depth > 0 ? pending_warning_error : worker_warning_error;
-    if (!slot) slot.emplace(std::move(e));
+    pending_warning_errors.try_emplace(fusejit::warning_origin(), std::move(e));  // the first one stays
   }
 }
 

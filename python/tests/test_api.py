@@ -264,6 +264,34 @@ print(r["y"].shape, sum("unusable" in str(x.message) for x in w))
         fusejit.Graph.parse(AXPY)  # nothing left pending for a later call
 
 
+def test_a_compile_workers_warning_error_is_raised_by_its_call_not_another_threads(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    fusejit.compile(fusejit.Graph.parse(SPECIALIZED), backend="cpu", cache_dir=str(cache), build_unfused=True)
+    damage_cache_entries(cache)
+    other_raised, stop = [], threading.Event()
+
+    def parse_loop():  # another thread's calls, unrelated to the compile
+        while not stop.is_set():
+            try:
+                fusejit.Graph.parse(AXPY)
+            except fusejit.FusejitWarning as e:  # must not receive the compile's warning
+                other_raised.append(e)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = threading.Thread(target=parse_loop)
+        t.start()
+        try:
+            with pytest.raises(fusejit.FusejitWarning, match="unusable"):
+                fusejit.compile(fusejit.Graph.parse(SPECIALIZED), backend="cpu", cache_dir=str(cache),
+                                build_unfused=True)
+        finally:
+            stop.set()
+            t.join()
+    assert other_raised == []
+
+
 def test_a_warning_turned_error_in_output_shapes_is_raised_there_not_later():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

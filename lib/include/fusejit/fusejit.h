@@ -25,6 +25,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -89,10 +90,19 @@ class Error : public std::runtime_error {
 using WarningHandler = std::function<void(std::string_view message)>;
 /// Sets the process-wide warning handler; an empty handler restores the default, which writes
 /// "fusejit: warning: MESSAGE" to stderr. Waits for calls of the old handler in progress to
-/// return: after it returns the old handler is never called again (so what it captured may be
-/// freed). Error(User) when called from inside a handler (it would wait for itself). A handler
-/// may call fusejit, including functions that warn (on the same thread they reach it directly).
+/// return (new calls wait meanwhile): after it returns the old handler is never called again (so
+/// what it captured may be freed). Error(User) when called from inside a handler (it would wait
+/// for itself). A handler may call fusejit, including functions that warn (on the same thread
+/// they reach it directly) and launches of other programs, but must not compile the kernel it is
+/// warned about: a handler called during a build runs inside it, holding that kernel's build
+/// lock, so compiling the same graph again from the handler waits for itself.
 void set_warning_handler(WarningHandler handler);
+
+/// Inside a WarningHandler: the thread whose fusejit call the warning comes from. A compile runs
+/// parts on threads of its own; their warnings name the thread that called fusejit, so a handler
+/// can hand each warning to the call that caused it (the Python binding raises a warning turned
+/// error from that call). Elsewhere: the calling thread's id.
+std::thread::id warning_origin();
 
 /// Named dim values, e.g. {{"N", 1024}}: override the graph's defaults.
 using DimValues = std::vector<std::pair<std::string, int64_t>>;
