@@ -51,7 +51,7 @@ constexpr const char* kBuildPrefix = ".tmp-build-";      // compiler scratch fol
 constexpr const char* kTmpBuildPrefix = "fusejit-build-";  // the same in $TMPDIR (no disk store)
 constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 31;   // anything larger is not ours
 constexpr auto kStale = std::chrono::hours(1);           // temp files older than this are abandoned
-constexpr auto kTempInFlight = std::chrono::minutes(1);  // `cache clear` spares temp entry files younger
+constexpr auto kTempInFlight = std::chrono::minutes(1);  // `cache clear` spares temp files younger than this
 // Another process building the same key: after kLockNote a warning says it is waited for (a
 // process stopped with Ctrl-Z holds its lock), after kLockWait this one builds too. NVRTC takes
 // seconds for a large kernel; a duplicate build costs only time.

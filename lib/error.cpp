@@ -1,11 +1,11 @@
 // fusejit::Error, error translation from the internal layers, and the warning handler.
+#include <condition_variable>
 #include <cstdio>
 #include <mutex>
-#include <condition_variable>
+#include <new>
 #include <optional>
 #include <thread>
 #include <utility>
-#include <new>
 
 #include "ir/diagnostic.h"
 #include "ir/error.h"
@@ -64,7 +64,7 @@ std::condition_variable g_warn_cv;
 int g_calls = 0;
 bool g_replacing = false;
 WarningHandler g_handler;
-thread_local int t_in_handler = 0;           // this thread runs a handler
+thread_local int t_in_handler = 0;                     // this thread runs a handler
 thread_local std::optional<std::thread::id> t_origin;  // a worker's caller (WarningOrigin)
 
 void call_handler(std::string_view message) {

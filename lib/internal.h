@@ -58,6 +58,7 @@ class WarningOrigin {
  private:
   std::optional<std::thread::id> saved_;
 };
+
 // Warns once per input of `g` that no output depends on ("FILE:LINE:COL: input 'b' is not used
 // by any output").
 void warn_unused_inputs(const ir::Graph& g);

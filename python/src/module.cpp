@@ -33,8 +33,10 @@ namespace {
 // Python exceptions raised by the warning handler (warnings filtered to "error"), which cannot
 // throw through fusejit: kept by the thread whose call caused them (fusejit::warning_origin(),
 // also for a compile worker's warning) and raised when that call's WarningScope ends. Touched only
-// with the GIL held.
-std::unordered_map<std::thread::id, nb::python_error> pending_warning_errors;
+// with the GIL held. Never destroyed: a python_error left at exit must not be released after
+// Python is finalised.
+std::unordered_map<std::thread::id, nb::python_error>& pending_warning_errors =
+    *new std::unordered_map<std::thread::id, nb::python_error>;
 }  // namespace
 
 fusejit_py::WarningScope::WarningScope() = default;
@@ -64,7 +66,6 @@ using OutArray = nb::ndarray<>;
 
 using fusejit_py::released;
 using fusejit_py::WarningScope;
-
 
 // The fusejit dtype of a DLPack dtype; `as` (a dtype name) reinterprets 16-bit unsigned storage as
 // bf16 or f16, for NumPy arrays of ml_dtypes.bfloat16 that the Python layer views as uint16.
