@@ -1173,6 +1173,28 @@ TEST_CASE("--no-cache (disk_cache = false) leaves nothing on disk, also when the
   fs::remove_all(tmp);
 }
 
+TEST_CASE("a compile worker's warnings name the thread whose call it is (warning_origin)") {
+  fs::path dir = make_temp_dir();
+  const fj::Options o = cpu_options(dir);
+  CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o), "compiled"));
+  for (const fj::CacheEntryInfo& e : fj::cache_list(o)) write_text(e.path, "damaged");
+  std::mutex mu;
+  std::vector<std::pair<std::thread::id, std::thread::id>> seen;  // (the handler's thread, the origin)
+  fj::set_warning_handler([&](std::string_view) {
+    std::lock_guard lock(mu);
+    seen.emplace_back(std::this_thread::get_id(), fj::warning_origin());
+  });
+  CHECK(all_are(cpu_outcomes(kGraphA, "pair.txt", o), "compiled"));  // each damaged entry warns
+  fj::set_warning_handler({});
+  REQUIRE(seen.size() == 2);  // the fused and the unfused module, each built on a worker
+  for (const auto& [on, origin] : seen) {
+    CHECK(on != std::this_thread::get_id());
+    CHECK(origin == std::this_thread::get_id());
+  }
+  CHECK(fj::warning_origin() == std::this_thread::get_id());
+  fs::remove_all(dir);
+}
+
 TEST_CASE("every damage case of a CPU module entry is rebuilt with one warning, never loaded") {
   fs::path dir = make_temp_dir();
   const fj::Options o = cpu_options(dir);
