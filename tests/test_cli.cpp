@@ -375,21 +375,21 @@ TEST_CASE("messages about options name the command's flags, not the library's fi
   CHECK(r.out.find("--arch: invalid GPU architecture 'sm_9000x'") != std::string::npos);
   r = run("run " + x2x3 + "--nvrtc-option=--maxrregcount=32");
   CHECK(r.out.find("--nvrtc-option (--maxrregcount=32) has no effect on the CPU path") != std::string::npos);
-  r = run("run " + x2x3 + "--param nope=1");
-  CHECK(r.code == 2);
-  CHECK(r.out.find("--param nope: the graph has no param named 'nope'") != std::string::npos);
-  // Values as graph text writes them: no hex, no integer silently rounded past i64, and one that
-  // does not fit the param's dtype is refused as a default would be.
+  // Param values as graph text writes them: no hex, no integer silently rounded past i64, and one
+  // that does not fit the param's dtype is refused as a default would be.
   const std::string rms = sample("rmsnorm.txt") + " --backend cpu --dim T=2 --dim D=8 ";
-  r = run("run " + rms + "--param eps=0x10");
-  CHECK(r.code == 2);
-  CHECK(r.out.find("'0x10' is not a number") != std::string::npos);
-  r = run("run " + rms + "--param eps=-9223372036854776000");
-  CHECK(r.code == 2);
-  CHECK(r.out.find("integer -9223372036854776000 does not fit in i64") != std::string::npos);
-  r = run("run " + rms + "--param eps=1e40");
-  CHECK(r.code == 2);
-  CHECK(r.out.find("--param eps=1e+40: does not fit f32, the dtype of param 'eps'") != std::string::npos);
+  const std::pair<std::string, std::string> refused[] = {
+      {x2x3 + "--param nope=1", "--param nope: the graph has no param named 'nope'"},
+      {rms + "--param eps=0x10", "'0x10' is not a number"},
+      {rms + "--param eps=-9223372036854776000", "integer -9223372036854776000 does not fit in i64"},
+      {rms + "--param eps=1e40", "--param eps=1e+40: does not fit f32, the dtype of param 'eps'"},
+  };
+  for (const auto& [args, message] : refused) {
+    CAPTURE(args);
+    r = run("run " + args);
+    CHECK(r.code == 2);
+    CHECK(r.out.find(message) != std::string::npos);
+  }
   r = run("compile " + sample("x2x3.txt") + " -o " + scratch("arch").string() + " --arch sm_9000x");
   CHECK(r.code == 2);
   CHECK(r.out.find("--arch: invalid GPU architecture") != std::string::npos);
