@@ -253,7 +253,11 @@ class Parser {
             throw UserError("expected a dimension (an integer or a dim name), found " + describe(tok_), tok_.loc);
           }
           advance();
-          if (tok_.kind == Tok::Comma) { advance(); continue; }
+          if (tok_.kind == Tok::Comma) {
+            advance();
+            refuse_trailing_comma(Tok::RBracket, "a dimension");
+            continue;
+          }
           if (tok_.kind == Tok::RBracket) break;
           throw UserError("expected ',' or ']' to close '[' at column " + std::to_string(open.col) + ", found " +
                               describe(tok_),
@@ -562,7 +566,11 @@ class Parser {
         } else {
           args.push_back(expr(depth + 1));
         }
-        if (tok_.kind == Tok::Comma) { advance(); continue; }
+        if (tok_.kind == Tok::Comma) {
+          advance();
+          refuse_trailing_comma(Tok::RParen, "an argument");
+          continue;
+        }
         if (tok_.kind == Tok::RParen) break;
         throw UserError("expected ',' or ')' to close '(' at column " + std::to_string(open.loc.col) + ", found " +
                             describe(tok_),
@@ -656,6 +664,12 @@ class Parser {
       throw UserError("`keepdim` takes no value: write `keepdim` alone (PyTorch's keepdim=True)", tok_.loc);
   }
 
+  // A ',' just before `close`: lists and calls take no trailing comma (one spelling of each).
+  void refuse_trailing_comma(Tok close, std::string_view what) {
+    if (tok_.kind == close)
+      throw UserError(fmt::format("expected {} after ',' (remove the trailing ',')", what), tok_.loc);
+  }
+
   // `[AXIS, ...]` after its '['.
   void axes_list(std::vector<int64_t>& axes) {
     advance();  // '['
@@ -663,6 +677,7 @@ class Parser {
       axes.push_back(axis_literal());
       if (tok_.kind != Tok::Comma) break;
       advance();
+      refuse_trailing_comma(Tok::RBracket, "an axis");
     }
     expect(Tok::RBracket, "']' to close the list of axes");
   }
@@ -677,7 +692,7 @@ class Parser {
       if (tok_.kind == Tok::Ident && (tok_.text == "keepdim" || tok_.text == "correction" || tok_.text == "initial")) {
         reduce_keyword(a);
       } else if (tok_.kind == Tok::RParen) {
-        throw UserError("expected an argument after ',' (remove the trailing ',')", tok_.loc);
+        refuse_trailing_comma(Tok::RParen, "an argument");
       } else if (tok_.kind == Tok::Ident && tok_.text == "keepdims") {
         throw UserError("unknown argument `keepdims`: NumPy's keepdims is written `keepdim` here", tok_.loc);
       } else if (tok_.kind == Tok::Ident && (tok_.text == "ddof" || tok_.text == "unbiased")) {

@@ -315,6 +315,22 @@ TEST_CASE("error locations") {
   CHECK(loc_of("input x : f32[3]\ninput w : f32[4]\ny = x + w\noutput y\n") == Loc{3, 7});
 }
 
+TEST_CASE("no trailing comma in a call or a list: one message for each") {
+  // One spelling of each list, as the printer writes it; `sum(x, [0,])` was accepted while
+  // `sum(x, 1,)` was refused.
+  CHECK(err_of("input x : f32[2]\ny = add(x, x,)\noutput y\n") ==
+        "expected an argument after ',' (remove the trailing ',')");
+  CHECK(loc_of("input x : f32[2]\ny = add(x, x,)\noutput y\n") == Loc{2, 14});
+  CHECK(err_of("input x : f32[2]\ny = cast(x, i32,)\noutput y\n") ==
+        "expected an argument after ',' (remove the trailing ',')");
+  CHECK(err_of("input x : f32[2, 3,]\ny = x + 1\noutput y\n") ==
+        "expected a dimension after ',' (remove the trailing ',')");
+  CHECK(loc_of("input x : f32[2, 3,]\ny = x + 1\noutput y\n") == Loc{1, 20});
+  CHECK(err_of("input x : f32[2, 3]\ny = sum(x, [0, 1,])\noutput y\n") ==
+        "expected an axis after ',' (remove the trailing ',')");
+  CHECK(err_of("input x : f32[2]\ny = add(x,\noutput y\n") == "expected an expression, found end of line");
+}
+
 TEST_CASE("parse_graph_file") {
   CHECK_THROWS_AS(parse_graph_file("/nonexistent/graph.txt"), UserError);
   CHECK_THROWS_AS(parse_graph_file(FUSEJIT_SOURCE_DIR "/samples"), UserError);  // a directory

@@ -134,6 +134,7 @@ TEST_CASE("reduction text: bad axes, integer means and empty amax are located er
       {"y = var(x, keepdim, keepdim)", 21, "`keepdim` is given twice"},
       {"y = var(x, keepdim, -1)", 21, "the axes come first; expected `keepdim`"},
       {"y = var(x, -1,)", 15, "expected an argument after ',' (remove the trailing ',')"},
+      {"y = sum(x, [0,])", 15, "expected an axis after ',' (remove the trailing ',')"},
       {"y = var(x, -1, ddof=0)", 16, "NumPy's ddof and PyTorch's unbiased are written `correction=N`"},
       {"y = softmax(x, -1, correction=1)", 5, "softmax takes no correction"},
       // initial= (NumPy's): only amax's -inf and amin's +inf, of a float operand.
