@@ -406,21 +406,34 @@ bool overlap(std::pair<uint64_t, uint64_t> a, std::pair<uint64_t, uint64_t> b) {
   return a.first < a.second && b.first < b.second && a.first < b.second && b.first < a.second;
 }
 
+ByteView byte_view(const TensorArg& t, ir::DType dtype) {
+  return {t.addr, t.shape, t.strides, static_cast<int64_t>(ir::dtype_size(dtype))};
+}
+
 // Views whose byte ranges overlap but whose bytes may be disjoint (two halves of each row): asks
-// the exact question; one too costly to decide counts as sharing.
-bool share_bytes(const TensorArg& a, ir::DType da, const TensorArg& b, ir::DType db) {
-  return views_share_bytes({a.addr, a.shape, a.strides, static_cast<int64_t>(ir::dtype_size(da))},
-                           {b.addr, b.shape, b.strides, static_cast<int64_t>(ir::dtype_size(db))}) != Sharing::None;
+// the exact question; one too costly to decide is refused as sharing, said as such.
+Sharing share_bytes(const TensorArg& a, ir::DType da, const TensorArg& b, ir::DType db) {
+  return views_share_bytes(byte_view(a, da), byte_view(b, db));
+}
+
+// How a refusal names the overlap: proven, or not decided within views_share_bytes's bound.
+const char* overlap_verb(Sharing s) { return s == Sharing::Unknown ? "may overlap" : "overlaps"; }
+
+std::string undecided_note(Sharing s) {
+  return s == Sharing::Unknown ? fmt::format(" (fusejit could not decide within {} steps whether these interleaved "
+                                             "strides share a byte, so it refuses them; pass separate buffers)",
+                                             kOverlapMaxWork)
+                               : std::string();
 }
 
 std::string describe(const char* role, const std::string& name, std::pair<uint64_t, uint64_t> r) {
   return fmt::format("{} '{}' (bytes [0x{:x}, 0x{:x}))", role, name, r.first, r.second);
 }
 
-// Two elements of the view at one address: a dim of size > 1 with stride 0, or strides that
-// interleave (checked from the smallest stride up: each must exceed the span of the ones below).
-bool self_overlapping(const TensorArg& t) {
-  if (t.strides.empty()) return false;
+// Whether the strides are nested (each larger than the span of the smaller ones, as any C or
+// sliced layout has): then no two elements share an address, found in one sorted pass.
+bool nested_strides(const TensorArg& t) {
+  if (t.strides.empty()) return true;
   std::array<std::pair<int64_t, int64_t>, ir::kMaxRank> dims{};
   size_t n = 0;
   for (size_t d = 0; d < t.shape.size(); ++d)
@@ -428,10 +441,16 @@ bool self_overlapping(const TensorArg& t) {
   std::sort(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(n));
   int64_t reach = 0;
   for (size_t k = 0; k < n; ++k) {
-    if (dims[k].first <= reach) return true;
+    if (dims[k].first <= reach) return false;
     reach += (dims[k].second - 1) * dims[k].first;
   }
-  return false;
+  return true;
+}
+
+// Two elements of the view at one address (a dim of size > 1 with stride 0, or strides that
+// interleave onto each other; shape [3, 2] with strides [2, 3] interleaves without meeting).
+Sharing self_overlap(const TensorArg& t, ir::DType dtype) {
+  return nested_strides(t) ? Sharing::None : view_overlaps_itself(byte_view(t, dtype));
 }
 
 bool same_view(const TensorArg& a, const TensorArg& b) {
@@ -448,14 +467,15 @@ bool same_view(const TensorArg& a, const TensorArg& b) {
 
 // The error for output k overlapping input s where it may not.
 [[noreturn]] void refuse_in_place(const ir::Graph& g, const PlanBindings& b, std::span<const TensorArg> inputs,
-                                  std::span<const TensorArg> outputs, size_t k, size_t s) {
+                                  std::span<const TensorArg> outputs, size_t k, size_t s, Sharing how) {
   const ir::Node& in = g.node(g.inputs[s]);
   const ir::Node& out = g.node(g.outputs[k].node);
   if (!same_view(outputs[k], inputs[s]) || out.dtype != in.dtype)
-    throw ir::UserError(fmt::format("{} overlaps {}: an output may share memory with an input only as the same tensor "
-                                    "(same address, dtype, shape and strides), updated in place",
+    throw ir::UserError(fmt::format("{} {} {}: an output may share memory with an input only as the same tensor "
+                                    "(same address, dtype, shape and strides), updated in place{}",
                                     describe("output", g.outputs[k].name, byte_range(outputs[k], out.dtype)),
-                                    describe("input", in.name, byte_range(inputs[s], in.dtype))));
+                                    overlap_verb(how), describe("input", in.name, byte_range(inputs[s], in.dtype)),
+                                    undecided_note(how)));
   if (b.row_output[k] && b.last_reader[s] == b.writer[k])
     throw ir::UserError(fmt::format("output '{}' is input '{}''s own buffer, but kernel {} of {} writes '{}' once per row "
                                     "of its reduction while the row's threads still read '{}': it cannot run in place; "
@@ -489,22 +509,27 @@ void check_aliasing(const ir::Graph& g, const PlanBindings& b, std::span<const T
   for (size_t k = 0; k < outputs.size(); ++k) {
     const std::pair<uint64_t, uint64_t> out = byte_range(outputs[k], g.node(g.outputs[k].node).dtype);
     sc.output_bytes.push_back(out);
-    if (out.first < out.second && self_overlapping(outputs[k]))
-      throw ir::UserError(fmt::format("output '{}' is a view whose elements overlap (a stride of 0, or strides that "
-                                      "interleave): every output element needs its own memory",
-                                      g.outputs[k].name));
     const ir::DType dk = g.node(g.outputs[k].node).dtype;
+    if (const Sharing self = out.first < out.second ? self_overlap(outputs[k], dk) : Sharing::None;
+        self != Sharing::None)
+      throw ir::UserError(fmt::format("output '{}' is a view whose elements {} each other (a stride of 0, or strides "
+                                      "that interleave onto each other): every output element needs its own memory{}",
+                                      g.outputs[k].name, self == Sharing::Unknown ? "may overlap" : "overlap",
+                                      undecided_note(self)));
     for (size_t s = 0; s < inputs.size(); ++s) {
       if (!overlap(out, sc.input_bytes[s])) continue;
       if (may_run_in_place(g, b, outputs[k], inputs[s], k, s)) continue;
-      if (!share_bytes(outputs[k], dk, inputs[s], g.node(g.inputs[s]).dtype)) continue;
-      refuse_in_place(g, b, inputs, outputs, k, s);
+      const Sharing how = share_bytes(outputs[k], dk, inputs[s], g.node(g.inputs[s]).dtype);
+      if (how != Sharing::None) refuse_in_place(g, b, inputs, outputs, k, s, how);
     }
-    for (size_t j = 0; j < k; ++j)
-      if (overlap(out, sc.output_bytes[j]) && share_bytes(outputs[k], dk, outputs[j], g.node(g.outputs[j].node).dtype))
-        throw ir::UserError(fmt::format("{} overlaps {}: outputs must not share memory",
-                                        describe("output", g.outputs[k].name, out),
-                                        describe("output", g.outputs[j].name, sc.output_bytes[j])));
+    for (size_t j = 0; j < k; ++j) {
+      if (!overlap(out, sc.output_bytes[j])) continue;
+      const Sharing how = share_bytes(outputs[k], dk, outputs[j], g.node(g.outputs[j].node).dtype);
+      if (how != Sharing::None)
+        throw ir::UserError(fmt::format("{} {} {}: outputs must not share memory{}",
+                                        describe("output", g.outputs[k].name, out), overlap_verb(how),
+                                        describe("output", g.outputs[j].name, sc.output_bytes[j]), undecided_note(how)));
+    }
   }
 }
 

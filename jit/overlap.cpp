@@ -86,15 +86,8 @@ bool empty(const ByteView& v) {
   return std::any_of(v.shape.begin(), v.shape.end(), [](int64_t n) { return n == 0; });
 }
 
-}  // namespace
-
-Sharing views_share_bytes(const ByteView& a, const ByteView& b, int64_t max_work) {
-  if (empty(a) || empty(b)) return Sharing::None;
-  // a.addr + (a's terms) = b.addr + (b's terms)
-  Equation e;
-  e.r = static_cast<Wide>(b.addr) - static_cast<Wide>(a.addr);
-  e.add_view(a, false);
-  e.add_view(b, true);
+// Whether the equation has a solution, within max_work candidates.
+Sharing solve(Equation& e, int64_t max_work) {
   // Largest coefficient first: each then has the fewest values left to try.
   std::sort(e.t.begin(), e.t.begin() + static_cast<std::ptrdiff_t>(e.n),
             [](const Term& x, const Term& y) { return x.c > y.c; });
@@ -107,6 +100,49 @@ Sharing views_share_bytes(const ByteView& a, const ByteView& b, int64_t max_work
   }
   if (e.r < 0 || e.r > s.rest[0]) return Sharing::None;
   return s.from(0, e.r);
+}
+
+// The stride of dim d in elements.
+int64_t stride_of(const ByteView& v, size_t d) {
+  int64_t contiguous = 1;
+  for (size_t k = d + 1; k < v.shape.size(); ++k) contiguous *= v.shape[k];
+  return v.strides.empty() ? contiguous : v.strides[d];
+}
+
+}  // namespace
+
+Sharing views_share_bytes(const ByteView& a, const ByteView& b, int64_t max_work) {
+  if (empty(a) || empty(b)) return Sharing::None;
+  // a.addr + (a's terms) = b.addr + (b's terms)
+  Equation e;
+  e.r = static_cast<Wide>(b.addr) - static_cast<Wide>(a.addr);
+  e.add_view(a, false);
+  e.add_view(b, true);
+  return solve(e, max_work);
+}
+
+Sharing view_overlaps_itself(const ByteView& v, int64_t max_work) {
+  if (empty(v)) return Sharing::None;
+  bool undecided = false;
+  for (size_t k = 0; k < v.shape.size(); ++k) {
+    if (v.shape[k] < 2) continue;
+    // x_k = 1 + w (0 <= w <= n_k - 2), x_j = y_j - (n_j - 1) (0 <= y_j <= 2 (n_j - 1)) for j > k:
+    //   s_k w + sum_j s_j y_j = sum_j s_j (n_j - 1) - s_k
+    const Wide sk = stride_of(v, k);
+    if (sk == 0) return Sharing::Some;  // x_k = 1, the rest 0
+    Equation e;
+    e.r = -sk;
+    e.add(sk, v.shape[k] - 2, false);
+    for (size_t j = k + 1; j < v.shape.size(); ++j) {
+      const Wide sj = stride_of(v, j), nj = v.shape[j];
+      e.r += sj * (nj - 1);
+      e.add(sj, 2 * (nj - 1), false);
+    }
+    const Sharing s = solve(e, max_work);
+    if (s == Sharing::Some) return s;
+    undecided = undecided || s == Sharing::Unknown;
+  }
+  return undecided ? Sharing::Unknown : Sharing::None;
 }
 
 }  // namespace fusejit::jit

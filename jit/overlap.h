@@ -18,6 +18,9 @@ struct ByteView {
   int64_t elem_size = 1;
 };
 
+// The candidates views_share_bytes tries before it answers Unknown (each a few operations).
+inline constexpr int64_t kOverlapMaxWork = 1 << 12;
+
 enum class Sharing : uint8_t {
   None,     // no byte belongs to both views
   Some,     // at least one byte does
@@ -34,6 +37,13 @@ enum class Sharing : uint8_t {
 // layout has) leave at most a few candidate values per term, so such views are decided in a few
 // steps each; `max_work` bounds the candidates tried. Views of no elements share nothing. Sizes,
 // strides and spans must fit in int64 (view_bytes checks them before any launch).
-Sharing views_share_bytes(const ByteView& a, const ByteView& b, int64_t max_work = 1 << 12);
+Sharing views_share_bytes(const ByteView& a, const ByteView& b, int64_t max_work = kOverlapMaxWork);
+
+// Whether two elements of one view share an address (NumPy's internal overlap, which decides
+// whether an output may be written through the view): a nonzero x with |x_d| < shape_d and
+// sum_d x_d * stride_d = 0. Its first nonzero x_k can be taken positive, so for each k this is
+// the bounded knapsack above with x_k = 1 + w and x_j = y_j - (shape_j - 1) for j > k; a stride
+// of 0 on a dim of size > 1 is Some at once. `elem_size` plays no part (strides are in elements).
+Sharing view_overlaps_itself(const ByteView& v, int64_t max_work = kOverlapMaxWork);
 
 }  // namespace fusejit::jit
