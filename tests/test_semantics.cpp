@@ -277,6 +277,8 @@ TEST_CASE("integer arithmetic wraps; division by zero and INT_MIN / -1 are defin
   CHECK_I(un(Op::Round, I(DType::I64, kI64Max)), kI64Max);
   CHECK_I(ev(Op::IsNan, DType::Bool, {I32(3)}), 0);
   CHECK_I(ev(Op::IsInf, DType::Bool, {I(DType::I64, kI64Max)}), 0);
+  CHECK_I(ev(Op::IsFinite, DType::Bool, {I(DType::I64, kI64Min)}), 1);
+  CHECK_I(ev(Op::IsFinite, DType::Bool, {I(DType::Bool, 0)}), 1);
 }
 
 TEST_CASE("bool ops: add is or, mul is and; logical ops; comparisons") {
@@ -380,6 +382,15 @@ TEST_CASE("float rounding ops, sign, abs, neg") {
     CHECK_I(ev(Op::IsInf, DType::Bool, {F(t, -kInf)}), 1);
     CHECK_I(ev(Op::IsInf, DType::Bool, {F(t, kNaN)}), 0);
     CHECK_I(ev(Op::IsInf, DType::Bool, {F(t, t == DType::F16 ? 65504 : 3e38)}), 0);
+    // isfinite: neither NaN nor +-inf (np.isfinite, torch.isfinite); the largest finite and the
+    // smallest subnormal values are finite.
+    CHECK_I(ev(Op::IsFinite, DType::Bool, {F(t, kNaN)}), 0);
+    CHECK_I(ev(Op::IsFinite, DType::Bool, {F(t, -kNaN)}), 0);
+    CHECK_I(ev(Op::IsFinite, DType::Bool, {F(t, kInf)}), 0);
+    CHECK_I(ev(Op::IsFinite, DType::Bool, {F(t, -kInf)}), 0);
+    CHECK_I(ev(Op::IsFinite, DType::Bool, {F(t, -0.0)}), 1);
+    CHECK_I(ev(Op::IsFinite, DType::Bool, {F(t, t == DType::F16 ? 65504 : 3e38)}), 1);
+    CHECK_I(ev(Op::IsFinite, DType::Bool, {F(t, t == DType::F16 ? 5.960464477539063e-08 : 1e-45)}), 1);
   }
   CHECK_F(un(Op::Round, F64(4503599627370497.0)), 4503599627370497.0);  // already integral
   CHECK_F(un(Op::Round, F32(8388609.0)), 8388609.0);

@@ -403,6 +403,7 @@ FJ_FN double fj_fma(double a, double b, double c) { return std::fma(a, b, c); }
   FJ_FN T fj_sign(T x) { return x != x ? x : x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : (T)0; }      \
   FJ_FN bool fj_isnan(T x) { return x != x; }                                                  \
   FJ_FN bool fj_isinf(T x) { return x == x && (x - x) != (x - x); /* inf - inf is NaN */ }     \
+  FJ_FN bool fj_isfinite(T x) { return x - x == x - x; /* NaN for inf and NaN */ }             \
   FJ_FN T fj_add(T a, T b) { return a + b; }                                                   \
   FJ_FN T fj_sub(T a, T b) { return a - b; }                                                   \
   FJ_FN T fj_mul(T a, T b) { return a * b; }                                                   \
@@ -496,6 +497,7 @@ FJ_HALF_OP_BF16(mul, bf16)
   FJ_FN T fj_trunc(T x) { return x; }                                                          \
   FJ_FN bool fj_isnan(T) { return false; }                                                     \
   FJ_FN bool fj_isinf(T) { return false; }                                                     \
+  FJ_FN bool fj_isfinite(T) { return true; }                                                   \
   FJ_FN T fj_maximum(T a, T b) { return a < b ? b : a; }                                       \
   FJ_FN T fj_minimum(T a, T b) { return b < a ? b : a; }                                       \
   FJ_FN T fj_fmax(T a, T b) { return a < b ? b : a; }                                          \
@@ -563,6 +565,7 @@ FJ_FN bool fj_abs(bool x) { return x; }
 FJ_FN bool fj_clamp(bool x, bool lo, bool hi) { return (x || lo) && hi; }
 FJ_FN bool fj_isnan(bool) { return false; }
 FJ_FN bool fj_isinf(bool) { return false; }
+FJ_FN bool fj_isfinite(bool) { return true; }
 FJ_FN bool fj_logical_not(bool x) { return !x; }
 FJ_FN bool fj_logical_and(bool a, bool b) { return a && b; }
 FJ_FN bool fj_logical_or(bool a, bool b) { return a || b; }

@@ -50,6 +50,7 @@ OPS: dict[str, tuple[str, str]] = {
     "sign": ("xp.sign({0})", "torch.sign({0})"),
     "isnan": ("xp.isnan({0})", "torch.isnan({0})"),
     "isinf": ("xp.isinf({0})", "torch.isinf({0})"),
+    "isfinite": ("xp.isfinite({0})", "torch.isfinite({0})"),
     "logical_not": ("xp.logical_not({0})", "torch.logical_not({0})"),
     "add": ("{0} + {1}", "{0} + {1}"),
     "sub": ("{0} - {1}", "{0} - {1}"),

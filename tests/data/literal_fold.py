@@ -157,6 +157,7 @@ UNARY = {
     "softplus": f64(lambda x: x if x > 20 else math.log1p(math.exp(x))), "erf": f64(math.erf),
     "floor": rounding(math.floor), "ceil": rounding(math.ceil), "round": rounding(round),
     "trunc": rounding(math.trunc), "sign": sign, "isnan": lambda x: math.isnan(x),
+    "isfinite": lambda x: math.isfinite(x),
     "isinf": lambda x: math.isinf(x), "logical_not": lambda x: not x,
     "cbrt": f64(math.cbrt), "erfc": f64(math.erfc), "asin": f64(math.asin), "acos": f64(math.acos),
     "atan": f64(math.atan), "sinh": f64(math.sinh), "cosh": f64(math.cosh), "asinh": f64(math.asinh),
