@@ -756,7 +756,7 @@ Graph parse_graph(std::string_view text, const std::string& file, const DimOverr
 }
 
 namespace {
-// What a graph path names when it is not a regular file, for the error message.
+// What a path names when it is not a regular file, for the error message.
 std::string not_regular(const struct stat& st) {
   if (S_ISDIR(st.st_mode)) return "it is a directory";
   if (S_ISFIFO(st.st_mode)) return "it is a FIFO (named pipe), not a regular file";
@@ -767,53 +767,61 @@ std::string not_regular(const struct stat& st) {
 }
 
 // `size` is the file's size, or 0 when only "more than the limit" is known.
-std::string too_large(const std::string& path, uint64_t size) {
-  return "graph file '" + path + "' has " +
-         (size ? std::to_string(size) : "more than " + std::to_string(kMaxGraphFileBytes)) +
-         " bytes; fusejit reads graph files of at most " + std::to_string(kMaxGraphFileBytes >> 20) + " MiB";
+std::string too_large(const std::string& path, uint64_t size, const FileKind& kind) {
+  return fmt::format("{} '{}' has {} bytes; fusejit reads {} of at most {} MiB", kind.what, path,
+                     size ? std::to_string(size) : "more than " + std::to_string(kind.max_bytes), kind.plural,
+                     kind.max_bytes >> 20);
+}
+
+// The error for an opened file before reading it ("" if none): not a regular file, or too large.
+std::string open_problem(int fd, const std::string& path, const FileKind& kind, struct stat& st) {
+  if (::fstat(fd, &st) != 0)
+    return fmt::format("cannot read {} '{}': cannot inspect it: {}", kind.what, path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fmt::format("cannot read {} '{}': {}", kind.what, path, not_regular(st));
+  if (static_cast<uint64_t>(st.st_size) > kind.max_bytes) return too_large(path, static_cast<uint64_t>(st.st_size), kind);
+  return "";
 }
 }  // namespace
 
 std::string read_text_file(const std::string& path) {
+  return read_checked_file(path, {"graph file", "graph files", kMaxGraphFileBytes});
+}
+
+std::string read_checked_file(const std::string& path, const FileKind& kind) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below, never read).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     struct stat st;  // a socket cannot be opened at all: say what it is
     if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-      throw UserError("cannot read graph file '" + path + "': " + not_regular(st));
-    throw UserError("cannot open graph file '" + path + "': " + std::strerror(err));
+      throw UserError(fmt::format("cannot read {} '{}': {}", kind.what, path, not_regular(st)));
+    throw UserError(fmt::format("cannot open {} '{}': {}", kind.what, path, std::strerror(err)));
   }
   struct stat st;
-  std::string problem;
-  if (::fstat(fd, &st) != 0) problem = std::string("cannot inspect it: ") + std::strerror(errno);
-  else if (!S_ISREG(st.st_mode)) problem = not_regular(st);
-  else if (static_cast<uint64_t>(st.st_size) > kMaxGraphFileBytes) problem = "too large";
-  if (!problem.empty()) {
+  if (const std::string problem = open_problem(fd, path, kind, st); !problem.empty()) {
     ::close(fd);
-    if (problem == "too large") throw UserError(too_large(path, static_cast<uint64_t>(st.st_size)));
-    throw UserError("cannot read graph file '" + path + "': " + problem);
+    throw UserError(problem);
   }
   // Read at most one byte past the limit: the file may have grown since fstat.
   std::string text(static_cast<size_t>(st.st_size) + 1, '\0');
   size_t done = 0;
   for (;;) {
     if (done == text.size()) {
-      if (text.size() > kMaxGraphFileBytes) break;
-      text.resize(std::min<size_t>(text.size() * 2, kMaxGraphFileBytes + 1));
+      if (text.size() > kind.max_bytes) break;
+      text.resize(std::min<size_t>(text.size() * 2, kind.max_bytes + 1));
     }
     const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int err = errno;
       ::close(fd);
-      throw UserError("cannot read graph file '" + path + "': " + std::strerror(err));
+      throw UserError(fmt::format("cannot read {} '{}': {}", kind.what, path, std::strerror(err)));
     }
     if (n == 0) break;
     done += static_cast<size_t>(n);
   }
   ::close(fd);
-  if (done > kMaxGraphFileBytes) throw UserError(too_large(path, 0));
+  if (done > kind.max_bytes) throw UserError(too_large(path, 0, kind));
   text.resize(done);
   return text;
 }

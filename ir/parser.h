@@ -45,4 +45,16 @@ Graph parse_graph_file(const std::string& path, const DimOverrides& dim_override
 // kMaxGraphFileBytes.
 std::string read_text_file(const std::string& path);
 
+// What read_checked_file calls a file in its messages ("graph file", "graph files"), and the most
+// bytes it reads.
+struct FileKind {
+  const char* what;
+  const char* plural;
+  uint64_t max_bytes;
+};
+
+// read_text_file for any file fusejit reads whole (an ahead-of-time folder's index, sources and
+// binaries): the same checks and errors, with `kind`'s words and limit.
+std::string read_checked_file(const std::string& path, const FileKind& kind);
+
 }  // namespace fusejit::ir

@@ -2,11 +2,19 @@
 // lib/aot.h and docs/aot.md.
 #include "lib/aot.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -14,6 +22,7 @@
 #include "jit/arch.h"
 #include "jit/codegen.h"
 #include "jit/nvrtc.h"
+#include "ir/parser.h"
 
 namespace fusejit {
 
@@ -27,18 +36,65 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// Writes a new file beside `p` and renames it over `p`: a reader sees the old file or the new one,
+// and a symlink at `p` is replaced, never written through (O_NOFOLLOW | O_EXCL on the new file).
 void write_text(const fs::path& p, std::string_view text) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  if (!f) throw ir::UserError("cannot write '" + p.string() + "'");
+  static std::atomic<unsigned> counter{0};
+  const fs::path tmp = p.parent_path() / fmt::format(".{}.{}.{}.tmp", p.filename().string(), ::getpid(), counter++);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  bool ok = fd >= 0;
+  for (size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    done += ok ? static_cast<size_t>(n) : 0;
+  }
+  const int err = errno;
+  if (fd >= 0) ok = (::close(fd) == 0) && ok;
+  if (ok && ::rename(tmp.c_str(), p.c_str()) == 0) return;
+  const std::string why = std::strerror(ok ? errno : err);
+  ::unlink(tmp.c_str());
+  throw ir::UserError(fmt::format("cannot write '{}': {}", p.string(), why));
 }
 
-std::string read_text(const fs::path& p, const char* what) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw ir::UserError(fmt::format("cannot read {} '{}'", what, p.string()));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+// The files of a folder fusejit reads whole, and the most bytes of each (a FIFO, a device or a
+// symlink to /dev/zero is refused, never read).
+const ir::FileKind kIndexFile{"ahead-of-time index", "ahead-of-time indexes", uint64_t{64} << 20};
+const ir::FileKind kSourceFile{"kernel source", "kernel sources", uint64_t{64} << 20};
+const ir::FileKind kBinaryFile{"kernel binary", "kernel binaries", uint64_t{1} << 30};
+
+std::string read_text(const fs::path& p, const ir::FileKind& kind) { return ir::read_checked_file(p.string(), kind); }
+
+// An flock on the folder itself (no file of fusejit's own in it): a dump holds it exclusively and a
+// load shared, so a load never reads one dump's index beside another's graph.txt.
+class FolderLock {
+ public:
+  FolderLock(const fs::path& dir, int op) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    while (fd_ >= 0 && ::flock(fd_, op) != 0 && errno == EINTR) {
+    }
+  }
+  ~FolderLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+// A kernel name as jit/codegen gives them: fj_<graph>_<hash>, a C identifier.
+bool kernel_name_ok(std::string_view name) {
+  return name.size() > 3 && name.substr(0, 3) == "fj_" &&
+         std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+// The names fusejit gives the files of a kernel: `<kernel>.cu`, `.cubin`, `.ptx`.
+bool kernel_file_name(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos) return false;
+  const std::string_view ext = std::string_view(name).substr(dot + 1);
+  return (ext == "cu" || ext == "cubin" || ext == "ptx") && kernel_name_ok(std::string_view(name).substr(0, dot));
 }
 
 const char* plan_name(PlanKind kind) { return kind == PlanKind::Fused ? "fused" : "unfused"; }
@@ -129,12 +185,17 @@ json dump_kernel(const fs::path& dir, PlanKind kind, size_t group, const Program
 }
 
 // The kernel files (.cu, .cubin, .ptx) the folder's index.json lists; empty without a readable
-// fusejit index. Only plain file names count (an index cannot point outside its folder).
+// fusejit index. Only names fusejit gives kernel files count (an index can name neither a file
+// outside its folder nor index.json, graph.txt or a file of the user's).
 std::set<std::string> indexed_files(const fs::path& dir) {
   std::set<std::string> out;
-  std::ifstream in(dir / "index.json");
-  if (!in) return out;
-  const json j = json::parse(in, nullptr, false);
+  std::string text;
+  try {
+    text = read_text(dir / "index.json", kIndexFile);
+  } catch (const ir::UserError&) {
+    return out;
+  }
+  const json j = json::parse(text, nullptr, false);
   if (!j.is_object() || j.value("format", "") != "fusejit-aot" || !j.contains("kernels") || !j["kernels"].is_array())
     return out;
   for (const json& k : j["kernels"]) {
@@ -142,7 +203,7 @@ std::set<std::string> indexed_files(const fs::path& dir) {
     for (const char* key : {"cu", "cubin", "ptx"})
       if (k.contains(key) && k[key].is_string()) {
         const std::string name = k[key].get<std::string>();
-        if (!name.empty() && fs::path(name).filename().string() == name && name != "." && name != "..") out.insert(name);
+        if (kernel_file_name(name)) out.insert(name);
       }
   }
   return out;
@@ -164,6 +225,7 @@ void dump_program(const Program::Impl& p) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw ir::UserError("cannot create dump folder '" + dir.string() + "': " + ec.message());
+  const FolderLock lock(dir, LOCK_EX);
   const ir::Graph& g = p.graph.impl().graph;
   // The graph as given: its own text when it was parsed (so messages keep their lines), else the
   // printed form.
@@ -191,44 +253,144 @@ void dump_program(const Program::Impl& p) {
 
 namespace {
 
+[[noreturn]] void bad_index(const std::string& where, const std::string& what) {
+  throw ir::UserError(fmt::format("{}: {}; write the folder again with `fusejit compile`", where, what));
+}
+
+// x[key] when it is there and `ok` holds for it; else a User error naming the file and the key.
+const json& field(const json& x, const char* key, bool (json::*ok)() const noexcept, const char* want,
+                  const std::string& where) {
+  const auto it = x.find(key);
+  if (it == x.end()) bad_index(where, fmt::format("\"{}\" is missing (expected {})", key, want));
+  if (!((*it).*ok)()) bad_index(where, fmt::format("\"{}\" is not {}", key, want));
+  return *it;
+}
+
+const std::string& string_field(const json& x, const char* key, const std::string& where) {
+  return field(x, key, &json::is_string, "a string", where).get_ref<const std::string&>();
+}
+
+// One entry point's "args": objects with a string kind and ctype, and integer index and dim.
+void check_args(const json& e, const std::string& where) {
+  for (const json& a : field(e, "args", &json::is_array, "an array", where)) {
+    if (!a.is_object()) bad_index(where, "an argument is not an object");
+    string_field(a, "kind", where);
+    string_field(a, "ctype", where);
+    for (const char* key : {"index", "dim"})
+      if (a.contains(key)) field(a, key, &json::is_number_integer, "an integer", where);
+  }
+}
+
+// Kernel k of the index: its plan and group, its kernel name, and files named as fusejit names them
+// (so an index never points outside its folder).
+void check_kernel(const json& k, size_t i, size_t count, const std::string& output, const std::string& file) {
+  const std::string where = fmt::format("'{}', kernel {}", file, i);
+  if (!k.is_object()) bad_index(where, "the entry is not an object");
+  const std::string& plan = string_field(k, "plan", where);
+  if (plan != "fused" && plan != "unfused") bad_index(where, "\"plan\" is neither \"fused\" nor \"unfused\"");
+  if (field(k, "group", &json::is_number_unsigned, "a non-negative integer", where).get<uint64_t>() >= count)
+    bad_index(where, fmt::format("\"group\" is not below the number of kernels ({})", count));
+  const std::string& name = string_field(k, "kernel", where);
+  if (!kernel_name_ok(name)) bad_index(where, fmt::format("\"kernel\" is not a fusejit kernel name (fj_...)"));
+  for (const std::string& key : {std::string("cu"), output})
+    if (string_field(k, key.c_str(), where) != name + "." + key)
+      bad_index(where, fmt::format("\"{}\" is not \"{}.{}\"", key, name, key));
+  const json& entries = field(k, "entries", &json::is_array, "an array", where);
+  if (entries.size() != 2) bad_index(where, "\"entries\" does not hold the two entry points");
+  for (const json& e : entries) check_args(e, where);
+}
+
+// Every key the loader reads, with its type: a damaged or hand-edited index is a User error naming
+// the file, never a crash or a message of the JSON library.
+void check_index(const json& x, const std::string& file) {
+  const std::string where = "'" + file + "'";
+  const std::string& graph = string_field(x, "graph", where);
+  if (graph.empty() || graph == "." || graph == ".." || graph.find('/') != std::string::npos)
+    bad_index(where, "\"graph\" is not a file name in the folder");
+  string_field(x, "target", where);
+  field(x, "fast_math", &json::is_boolean, "true or false", where);
+  for (const json& o : field(x, "nvrtc_options", &json::is_array, "an array", where))
+    if (!o.is_string()) bad_index(where, "\"nvrtc_options\" holds a value that is not a string");
+  for (const auto& [name, value] : field(x, "dims", &json::is_object, "an object", where).items())
+    if (!value.is_number_unsigned()) bad_index(where, fmt::format("dim '{}' is not a non-negative integer", name));
+  const json& kernels = field(x, "kernels", &json::is_array, "an array", where);
+  std::set<std::pair<std::string, uint64_t>> seen;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    check_kernel(kernels[i], i, kernels.size(), x["output"].get<std::string>(), file);
+    if (!seen.insert({kernels[i]["plan"].get<std::string>(), kernels[i]["group"].get<uint64_t>()}).second)
+      bad_index(fmt::format("'{}', kernel {}", file, i), "a second kernel for the same plan and group");
+  }
+}
+
+// x[key] as a message shows it: a string as itself, anything else as JSON, "?" when missing.
+std::string shown(const json& x, const char* key) {
+  if (!x.contains(key)) return "?";
+  return x[key].is_string() ? x[key].get<std::string>() : x[key].dump();
+}
+
 // The folder's index, checked for a format and code generator this fusejit reads.
 std::shared_ptr<AotFolder> read_folder(const std::string& dir) {
   auto f = std::make_shared<AotFolder>();
   f->dir = dir;
-  const std::string text = read_text(f->dir / "index.json", "ahead-of-time index");
+  const std::string file = (f->dir / "index.json").string();
+  const std::string text = read_text(file, kIndexFile);
   try {
     f->index = json::parse(text);
   } catch (const json::exception& e) {
-    throw ir::UserError(fmt::format("'{}' is not valid JSON: {}", (f->dir / "index.json").string(), e.what()));
+    throw ir::UserError(fmt::format("'{}' is not valid JSON: {}", file, e.what()));
   }
   const json& x = f->index;
-  if (!x.is_object() || x.value("format", "") != "fusejit-aot")
-    throw ir::UserError(fmt::format("'{}' is not a fusejit ahead-of-time index (no \"format\": \"fusejit-aot\")",
-                                    (f->dir / "index.json").string()));
-  if (x.value("format_version", 0) != kAotFormatVersion)
+  if (!x.is_object() || !x.contains("format") || x["format"] != "fusejit-aot")
+    throw ir::UserError(fmt::format("'{}' is not a fusejit ahead-of-time index (no \"format\": \"fusejit-aot\")", file));
+  if (!x.contains("format_version") || x["format_version"] != kAotFormatVersion)
     throw ir::UserError(fmt::format("'{}' has format_version {}; this fusejit reads {}: write it again with "
                                     "`fusejit compile`",
-                                    dir, x.value("format_version", 0), kAotFormatVersion));
-  if (x.value("codegen_version", "") != jit::kCodegenVersion)
+                                    dir, x.contains("format_version") ? x["format_version"].dump() : "(none)",
+                                    kAotFormatVersion));
+  if (!x.contains("codegen_version") || x["codegen_version"] != jit::kCodegenVersion)
     throw ir::UserError(fmt::format("'{}' was written by fusejit {} ({}); this one generates {}: write it again with "
                                     "`fusejit compile`",
-                                    dir, x.value("fusejit_version", "?"), x.value("codegen_version", "?"),
-                                    jit::kCodegenVersion));
-  if (x.value("output", "") != "cubin" && x.value("output", "") != "ptx")
-    throw ir::UserError(fmt::format("'{}' holds no GPU binaries (it was dumped from the CPU path)", dir));
+                                    dir, shown(x, "fusejit_version"), shown(x, "codegen_version"), jit::kCodegenVersion));
+  if (!x.contains("output") || (x["output"] != "cubin" && x["output"] != "ptx"))
+    throw ir::UserError(fmt::format("'{}' holds no GPU binaries (it was written with Options::dump_dir from the CPU "
+                                    "path, for reading): write a folder to load with `fusejit compile GRAPH --arch "
+                                    "sm_XY -o DIR` or fusejit::compile_to_dir",
+                                    dir));
+  check_index(x, file);
   return f;
 }
 
-// The folder's kernels of one plan, by group.
+// The folder's kernels of one plan, by group (check_index: each group below the kernel count, once).
 std::vector<const json*> folder_kernels(const AotFolder& f, PlanKind kind) {
   std::vector<const json*> out;
   for (const json& k : f.index.at("kernels"))
-    if (k.value("plan", "") == plan_name(kind)) {
+    if (k.at("plan") == plan_name(kind)) {
       const size_t group = k.at("group").get<size_t>();
       if (out.size() <= group) out.resize(group + 1, nullptr);
       out[group] = &k;
     }
   return out;
+}
+
+// Kernel i of a plan in the folder is the one this fusejit generates for graph.txt: the same name
+// (a hash of its source, so the same code) and parameters. A folder whose graph.txt was edited or
+// written by another dump, or whose index lacks the kernel, is refused rather than run.
+void check_folder_kernel(const AotFolder& f, const Program::Impl::Path& path, size_t i, const json* e,
+                         const jit::GeneratedKernel& k, const json& args, const json& strided_args) {
+  const char* plan = plan_name(path.kind);
+  if (!e)
+    throw ir::UserError(fmt::format("'{}': index.json lists no kernel {} of the {} plan ({} kernels): write the "
+                                    "folder again with `fusejit compile`",
+                                    f.dir.string(), i, plan, path.plan.groups.size()));
+  const std::string& name = e->at("kernel").get_ref<const std::string&>();
+  const bool same = name == k.name && abi_text(e->at("entries")[0].at("args")) == abi_text(args) &&
+                    abi_text(e->at("entries")[1].at("args")) == abi_text(strided_args);
+  if (!same || folder_kernels(f, path.kind).size() != path.plan.groups.size())
+    throw ir::UserError(fmt::format("'{}': kernel {} of the {} plan is {} in index.json, but this fusejit makes {} "
+                                    "from graph.txt (the folder's binaries were compiled from another graph or "
+                                    "options: was graph.txt edited, or written by another `fusejit compile`?): write "
+                                    "the folder again with `fusejit compile`",
+                                    f.dir.string(), i, plan, name, k.name));
 }
 
 }  // namespace
@@ -238,7 +400,7 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
   if (!p.aot || v != 0) return nullptr;
   const AotFolder& f = *p.aot;
   const std::vector<const json*> entries = folder_kernels(f, path.kind);
-  if (entries.empty()) return nullptr;
+  if (entries.empty() && path.plan.groups.empty()) return nullptr;
   const ir::Graph& g = p.graph_of(path.kind);
   const jit::CodegenOptions cg = codegen_options(path.kind, p.options, 0);
   auto out = std::make_shared<Program::Impl::Variant>();
@@ -248,25 +410,17 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
     const ir::FusionGroup& grp = path.plan.groups[i];
     jit::GeneratedKernel k = jit::generate_kernel(g, grp, cg);
     const json* e = i < entries.size() ? entries[i] : nullptr;
-    const bool same = e && e->at("entries").size() == 2 &&
-                      abi_text(e->at("entries")[0].at("args")) == abi_text(args_json(k.signature, g, grp)) &&
-                      abi_text(e->at("entries")[1].at("args")) == abi_text(args_json(k.strided_signature, g, grp));
-    if (!same || entries.size() != path.plan.groups.size())
-      throw ir::UserError(fmt::format("'{}': kernel {} of the {} plan does not match the kernel this fusejit makes for "
-                                      "the graph (was the folder or graph.txt edited?): write it again with "
-                                      "`fusejit compile`",
-                                      f.dir.string(), i, plan_name(path.kind)));
-    k.name = e->at("kernel").get<std::string>();
+    check_folder_kernel(f, path, i, e, k, args_json(k.signature, g, grp), args_json(k.strided_signature, g, grp));
     const std::string file = e->at(jit::to_string(p.gpu_target.kind)).get<std::string>();
     auto& image = images[file];
     if (!image) {
-      const std::string bytes = read_text(f.dir / file, "kernel binary");
+      const std::string bytes = read_text(f.dir / file, kBinaryFile);
       auto bin = std::make_shared<std::vector<char>>(bytes.begin(), bytes.end());
       if (p.gpu_target.kind == jit::OutputKind::Ptx) bin->push_back('\0');  // as NVRTC returns PTX
       image = bin;
     }
     KernelInfo info = kernel_info(g, grp, k, CacheOutcome::Loaded, 0.0, split_rules(p.options));
-    info.source = read_text(f.dir / e->at("cu").get<std::string>(), "kernel source");
+    info.source = read_text(f.dir / e->at("cu").get<std::string>(), kSourceFile);
     out->infos.push_back(std::move(info));
     out->gpu.kernels.push_back({k, image, jit::CacheOutcome::DiskHit, 0.0});
     out->kernels.push_back(std::move(k));
@@ -276,14 +430,17 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
 
 Program Program::load(const std::string& dir, const Options& options) {
   return translate_errors([&] {
+    const FolderLock lock(dir, LOCK_SH);
     std::shared_ptr<AotFolder> f = read_folder(dir);
     const json& x = f->index;
-    const std::string text = read_text(f->dir / x.value("graph", "graph.txt"), "graph");
-    const Graph graph = Graph::parse(text, x.value("graph_file", "graph.txt"));
+    // At the dims it was compiled for; messages name the folder's graph.txt (the same lines).
+    DimValues dims;
+    for (const auto& [name, value] : x["dims"].items()) dims.emplace_back(name, value.get<int64_t>());
+    const Graph graph = Graph::load((f->dir / x["graph"].get<std::string>()).string(), dims);
     Options o = options;
-    o.fast_math = x.value("fast_math", false);
-    o.nvrtc_options = x.value("nvrtc_options", std::vector<std::string>{});
-    o.arch = x.value("target", "");
+    o.fast_math = x["fast_math"].get<bool>();
+    o.nvrtc_options = x["nvrtc_options"].get<std::vector<std::string>>();
+    o.arch = x["target"].get<std::string>();
     o.dump_dir.clear();
     std::shared_ptr<Impl> p = rewrite_and_plan(graph, o);
     p->loaded = true;

@@ -353,6 +353,7 @@ Program Program::compile(const Graph& graph, const Options& options) {
 std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& arch, const std::string& out_dir, bool fast_math,
                                        const Options& cache) {
   return translate_errors([&] {
+    if (out_dir.empty()) throw ir::UserError("compile_to_dir: the output folder is an empty path");
     Options o;
     o.cache_dir = cache.cache_dir;
     o.disk_cache = cache.disk_cache;

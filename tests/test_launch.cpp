@@ -5,6 +5,8 @@
 // tests/support/fake_driver.h (kernels compiled by NVRTC for sm_90, run as their host builds).
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -823,6 +825,119 @@ TEST_CASE("ahead of time: a compiled folder loads and runs with NVRTC hidden; in
   }
   fusejit::jit::reload_nvrtc_for_testing(std::nullopt);
   CHECK(fusejit::jit::nvrtc_available());
+}
+
+namespace {
+
+// Loads `dir` on the fake GPU; "" when it loads, else the error.
+std::string load_error(const fs::path& dir) {
+  FakeGpu gpu;
+  try {
+    const fj::Program p = fj::Program::load(dir.string());
+    return "";
+  } catch (const fj::Error& e) {
+    CHECK(e.kind() == fj::ErrorKind::User);
+    return e.what();
+  }
+}
+
+nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(std::ifstream(p)); }
+
+void write_file(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+}  // namespace
+
+TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is refused, never run") {
+  const char* exp_graph = "graph g\ninput x : f32[8]\ny = exp(x)\noutput y\n";
+  const fs::path dir = scratch_dir("aot-tamper");
+  fj::compile_to_dir(fj::Graph::parse(exp_graph, "g.txt"), "sm_90", (dir / "ok").string());
+  CHECK(load_error(dir / "ok") == "");
+  auto variant = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+    fs::copy(dir / "ok", dir / name);
+    nlohmann::json x = read_json(dir / name / "index.json");
+    edit(x);
+    write_file(dir / name / "index.json", x.dump());
+    return load_error(dir / name);
+  };
+  // Another graph with the same arguments over the binaries: the kernel names differ.
+  fs::copy(dir / "ok", dir / "swapped");
+  write_file(dir / "swapped" / "graph.txt", "graph g\ninput x : f32[8]\ny = log(x)\noutput y\n");
+  std::string e = load_error(dir / "swapped");
+  CHECK(contains(e, "kernel 0 of the fused plan is fj_g_"));
+  CHECK(contains(e, "compiled from another graph"));
+  // Damaged or hostile index values: User errors naming the file and the key.
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
+      {[](nlohmann::json& x) { x["kernels"][0]["group"] = -1; }, "\"group\" is not a non-negative integer"},
+      {[](nlohmann::json& x) { x["kernels"][0]["group"] = 18446744073709551615ull; }, "\"group\" is not below"},
+      {[](nlohmann::json& x) { x["kernels"][0]["group"] = 1e18; }, "\"group\" is not a non-negative integer"},
+      {[](nlohmann::json& x) { x["kernels"][1] = x["kernels"][0]; }, "a second kernel for the same plan and group"},
+      {[](nlohmann::json& x) { x["kernels"][0]["cubin"] = "/etc/passwd"; }, "\"cubin\" is not \"fj_g_"},
+      {[](nlohmann::json& x) { x["kernels"][0]["kernel"] = "../evil"; }, "\"kernel\" is not a fusejit kernel name"},
+      {[](nlohmann::json& x) { x["graph"] = "/etc/passwd"; }, "\"graph\" is not a file name in the folder"},
+      {[](nlohmann::json& x) { x["format_version"] = "1"; }, "has format_version \"1\"; this fusejit reads 1"},
+      {[](nlohmann::json& x) { x["format_version"] = 1.5; }, "has format_version 1.5"},
+      {[](nlohmann::json& x) { x["kernels"] = "x"; }, "\"kernels\" is not an array"},
+      {[](nlohmann::json& x) { x["kernels"][0]["entries"][0]["args"][0]["ctype"] = 1; }, "\"ctype\" is not a string"},
+      {[](nlohmann::json& x) { x["kernels"] = nlohmann::json::array(); }, "index.json lists no kernel 0 of the fused plan"},
+      {[](nlohmann::json& x) { x.erase("dims"); }, "\"dims\" is missing"},
+      {[](nlohmann::json& x) { x["output"] = "none"; }, "it was written with Options::dump_dir from the CPU path"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    CAPTURE(i);
+    e = variant("case" + std::to_string(i), cases[i].first);
+    CAPTURE(e);
+    CHECK(contains(e, cases[i].second));
+  }
+  // A FIFO or a device where a file should be is refused without reading it (it would hang or
+  // never end).
+  fs::copy(dir / "ok", dir / "fifo");
+  fs::remove(dir / "fifo" / "index.json");
+  REQUIRE(::mkfifo((dir / "fifo" / "index.json").c_str(), 0600) == 0);
+  CHECK(contains(load_error(dir / "fifo"), "it is a FIFO (named pipe)"));
+  fs::copy(dir / "ok", dir / "zero");
+  fs::remove(dir / "zero" / "graph.txt");
+  fs::create_symlink("/dev/zero", dir / "zero" / "graph.txt");
+  CHECK(contains(load_error(dir / "zero"), "it is a character device"));
+  // A graph error names the folder's graph.txt, whose lines it counts.
+  fs::copy(dir / "ok", dir / "typo");
+  write_file(dir / "typo" / "graph.txt", "graph g\ninput x : f32[8]\ny = epx(x)\noutput y\n");
+  FakeGpu gpu;
+  try {
+    (void)fj::Program::load((dir / "typo").string());
+    FAIL("loaded");
+  } catch (const fj::Error& e2) {
+    CHECK(e2.file() == (dir / "typo" / "graph.txt").string());
+    CHECK(e2.line() == 3);
+  }
+}
+
+TEST_CASE("ahead of time: writing a folder replaces symlinks, keeps files it did not write, refuses an empty path") {
+  const fs::path dir = scratch_dir("aot-write");
+  const fj::Graph g = fj::Graph::parse("graph g\ninput x : f32[8]\ny = exp(x)\noutput y\n", "g.txt");
+  // An index naming the user's files, index.json and graph.txt: none is removed.
+  fs::create_directories(dir / "trap");
+  write_file(dir / "trap" / "precious.txt", "mine");
+  write_file(dir / "trap" / "index.json",
+             R"({"format":"fusejit-aot","kernels":[{"cu":"precious.txt"},{"cu":"index.json"},{"cu":"graph.txt"}]})");
+  fj::compile_to_dir(g, "sm_90", (dir / "trap").string());
+  CHECK(fs::exists(dir / "trap" / "precious.txt"));
+  CHECK(load_error(dir / "trap") == "");
+  // graph.txt a symlink to a file elsewhere: the link is replaced, the file untouched.
+  fs::create_directories(dir / "sym");
+  write_file(dir / "victim.txt", "victim");
+  fs::create_symlink(dir / "victim.txt", dir / "sym" / "graph.txt");
+  fj::compile_to_dir(g, "sm_90", (dir / "sym").string());
+  CHECK(!fs::is_symlink(dir / "sym" / "graph.txt"));
+  std::ifstream victim(dir / "victim.txt");
+  CHECK(std::string(std::istreambuf_iterator<char>(victim), {}) == "victim");
+  // Compiled at other dims: loaded at those dims.
+  const fj::Graph big = fj::Graph::parse("graph g\ndim N = 8\ninput x : f32[N]\ny = exp(x)\noutput y\n", "g.txt")
+                            .with_dims({{"N", 3000000000}});
+  fj::compile_to_dir(big, "sm_90", (dir / "dims").string());
+  CHECK(load_error(dir / "dims") == "");
+  CHECK(contains(error_of([&] { fj::compile_to_dir(g, "sm_90", ""); }), "the output folder is an empty path"));
+  // No temporary file is left behind.
+  for (const auto& entry : fs::directory_iterator(dir / "sym")) CHECK(entry.path().extension() != ".tmp");
 }
 
 TEST_CASE("FUSEJIT_NVRTC hides NVRTC: compiling fails clearly, the CPU path runs") {

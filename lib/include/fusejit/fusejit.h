@@ -588,9 +588,10 @@ class Program {
   /// naming the kernel and what to install when it is missing). `options` supplies device, cache,
   /// message style and warnings; the target, fast-math mode and NVRTC options come from the
   /// folder. KernelInfo::cache is CacheOutcome::Loaded. Throws Error(User) for a missing or
-  /// malformed folder, one written by another code generator version or whose kernels' argument
-  /// lists differ from what this fusejit generates for its graph, Error(Driver) with no usable GPU
-  /// or a binary for another GPU.
+  /// malformed folder (docs/aot.md, "What loading checks"), one written by another code generator
+  /// version, or whose kernels are not the ones this fusejit generates for its graph.txt (their
+  /// names, hashes of the source, or argument lists differ: graph.txt was edited or written by
+  /// another dump), Error(Driver) with no usable GPU or a binary for another GPU.
   static Program load(const std::string& dir, const Options& options = {});
 
   Backend backend() const;               ///< Cuda or Cpu, as decided at compile time

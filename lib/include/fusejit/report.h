@@ -131,8 +131,11 @@ PlanReport plan_graph(const Graph& graph, const Options& options);
 /// Program::load() runs without NVRTC. `arch` is "sm_XY" (CUBIN) or "compute_XY" (PTX). `cache`
 /// supplies the kernel cache settings (cache_dir, disk_cache), extra NVRTC options
 /// (nvrtc_options) and the message style; its other fields are ignored. Returns the kernels
-/// written, fused first. Throws Error(User) for a bad arch or an unwritable folder, Error(Compile)
-/// when NVRTC fails or is not available.
+/// written, fused first. Each file is written to a temporary name and renamed (a symlink in the
+/// folder is replaced, not written through), under an flock of the folder; kernel files of an
+/// earlier dump that this one does not write are removed, nothing else. Throws Error(User) for a
+/// bad arch, an empty `out_dir` or an unwritable folder, Error(Compile) when NVRTC fails or is not
+/// available.
 std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& arch, const std::string& out_dir,
                                        bool fast_math = false, const Options& cache = {});
 
