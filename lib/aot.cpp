@@ -415,6 +415,9 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
     auto& image = images[file];
     if (!image) {
       const std::string bytes = read_text(f.dir / file, kBinaryFile);
+      if (bytes.empty())
+        throw ir::UserError(fmt::format("kernel binary '{}' is empty: write the folder again with `fusejit compile`",
+                                        (f.dir / file).string()));
       auto bin = std::make_shared<std::vector<char>>(bytes.begin(), bytes.end());
       if (p.gpu_target.kind == jit::OutputKind::Ptx) bin->push_back('\0');  // as NVRTC returns PTX
       image = bin;

@@ -898,6 +898,10 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
   fs::remove(dir / "zero" / "graph.txt");
   fs::create_symlink("/dev/zero", dir / "zero" / "graph.txt");
   CHECK(contains(load_error(dir / "zero"), "it is a character device"));
+  fs::copy(dir / "ok", dir / "empty");
+  const std::string cubin = read_json(dir / "ok" / "index.json")["kernels"][0]["cubin"].get<std::string>();
+  write_file(dir / "empty" / cubin, "");
+  CHECK(contains(load_error(dir / "empty"), "' is empty: write the folder again"));
   // A graph error names the folder's graph.txt, whose lines it counts.
   fs::copy(dir / "ok", dir / "typo");
   write_file(dir / "typo" / "graph.txt", "graph g\ninput x : f32[8]\ny = epx(x)\noutput y\n");
