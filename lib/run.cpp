@@ -361,7 +361,8 @@ void describe_program(RunReport& rep, const Program& prog, const Options& o) {
   fill_path(rep.unfused, "unfused", prog.kernels(PlanKind::Unfused));
   rep.predicted_ratio = rep.fused.bytes > 0 ? static_cast<double>(rep.unfused.bytes) / static_cast<double>(rep.fused.bytes) : 1.0;
   rep.plan = std::to_string(rep.fused.kernels) + " fused kernel(s) vs " + std::to_string(rep.unfused.kernels) +
-             " unfused; predicted traffic ratio " + fmt_ratio(rep.predicted_ratio);
+             " unfused; predicted speedup " + fmt_ratio(rep.predicted_ratio) +
+             " (unfused bytes / fused bytes)";
   // Overrides of the launcher's rules (to measure each way) change how reductions run and the bytes
   // they move; said only where the rewritten graph reduces (NodeInfo::axes).
   const std::vector<NodeInfo> nodes = prog.rewritten().nodes();
