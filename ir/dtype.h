@@ -19,6 +19,9 @@ enum class Category : uint8_t { Bool = 0, Int = 1, Float = 2 };
 std::string_view dtype_name(DType t);
 // Inverse of dtype_name; nullopt for an unknown name.
 std::optional<DType> parse_dtype(std::string_view name);
+// The dtype NumPy or PyTorch call `name` ("float32", "bfloat16", "half", "long", "bool_", "fp16"),
+// for messages that say how fusejit writes it; nullopt for any other name.
+std::optional<DType> foreign_dtype(std::string_view name);
 // Size of one element in bytes (bool is 1 byte, as in NumPy and PyTorch).
 int dtype_size(DType t);
 Category dtype_category(DType t);

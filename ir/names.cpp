@@ -6,7 +6,9 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "ir/dtype.h"
 #include "ir/op.h"
 #include "ir/reduce.h"
 
@@ -98,19 +100,35 @@ void check_graph_name(std::string_view name) {
 }
 
 std::string did_you_mean(std::string_view word, std::span<const std::string_view> candidates) {
-  std::string_view best;
   // No guesses for names of 1-2 letters (anything is close); 1 typo up to 5 letters, else 2.
-  size_t limit = word.size() <= 2 ? 0 : word.size() <= 5 ? 1 : 2;
-  size_t best_score = SIZE_MAX;
+  const size_t limit = word.size() <= 2 ? 0 : word.size() <= 5 ? 1 : 2;
+  // Every candidate at the fewest typos (`slu`: elu and silu), those of the same length first
+  // (typos more often swap than drop letters), at most three.
+  std::vector<std::pair<size_t, std::string_view>> found;  // (score, name)
+  size_t fewest = SIZE_MAX;
   for (std::string_view cv : candidates) {
     if (cv.size() + 2 < word.size() || word.size() + 2 < cv.size()) continue;
-    size_t d = typo_distance(word, cv);
-    if (d == 0 || d > limit) continue;
-    // Ties prefer a candidate of the same length (typos more often swap than drop letters).
-    size_t score = d * 2 + (cv.size() == word.size() ? 0 : 1);
-    if (score < best_score) { best_score = score; best = cv; }
+    const size_t d = typo_distance(word, cv);
+    if (d == 0 || d > limit || d > fewest) continue;
+    if (d < fewest) found.clear();
+    fewest = d;
+    found.emplace_back(cv.size() == word.size() ? 0 : 1, cv);
   }
-  return best.empty() ? "" : "; did you mean '" + std::string(best) + "'?";
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string out;
+  for (size_t k = 0; k < found.size() && k < 3; ++k)
+    out += fmt::format("{}'{}'", k == 0 ? "; did you mean " : k + 1 == std::min<size_t>(found.size(), 3) ? " or " : ", ",
+                       found[k].second);
+  return out.empty() ? "" : out + "?";
+}
+
+std::string unknown_dtype_message(std::string_view name) {
+  if (const std::optional<DType> f = foreign_dtype(name))
+    return fmt::format("unknown dtype '{}': fusejit writes it {}", name, dtype_name(*f));
+  std::vector<std::string_view> names;
+  for (int k = 0; k < kNumDTypes; ++k) names.push_back(dtype_name(static_cast<DType>(k)));
+  const std::string guess = did_you_mean(name, names);
+  return fmt::format("unknown dtype '{}'{}", name, guess.empty() ? "; expected one of " + fmt::format("{}", fmt::join(names, ", ")) : guess);
 }
 
 std::string unknown_op_message(std::string_view name) {

@@ -45,12 +45,17 @@ void check_new_name(std::string_view name, const NameBinding* prior, Loc loc, bo
 // Throws UserError unless `name` is "" or an identifier: the name of `graph NAME`.
 void check_graph_name(std::string_view name);
 
-// "; did you mean 'x'?" for the candidate closest to `word` (Levenshtein distance, an adjacent
-// swap counting 1; at most 1 edit up to 5 letters, 2 beyond, none for 1-2 letter words); "" when
-// nothing is close.
+// "; did you mean 'x'?" for the candidates closest to `word` (Levenshtein distance, an adjacent
+// swap counting 1; at most 1 edit up to 5 letters, 2 beyond, none for 1-2 letter words): every one
+// at the fewest edits, same length first, at most three ("'elu' or 'silu'"); "" when nothing is
+// close.
 std::string did_you_mean(std::string_view word, std::span<const std::string_view> candidates);
 
 // "unknown op 'NAME'" plus did_you_mean over every op callable by name (and cast).
 std::string unknown_op_message(std::string_view name);
+
+// "unknown dtype 'NAME'" and how fusejit writes NumPy's or PyTorch's name for it ("bfloat16":
+// bf16), else did_you_mean over the dtype names, else the list of them.
+std::string unknown_dtype_message(std::string_view name);
 
 }  // namespace fusejit::ir

@@ -23,12 +23,6 @@
 namespace fusejit::ir {
 namespace {
 
-std::string dtype_list() {
-  std::string s;
-  for (int k = 0; k < kNumDTypes; ++k) s += (k ? ", " : "") + std::string(dtype_name(static_cast<DType>(k)));
-  return s;
-}
-
 using Kind = NameKind;
 
 // A name's binding (kind, line) and the value it stands for.
@@ -165,14 +159,7 @@ class Parser {
   DType parse_dtype_tok() {
     Token t = expect(Tok::Ident, "a dtype");
     auto d = parse_dtype(t.text);
-    if (!d) {
-      std::vector<std::string_view> names;
-      for (int k = 0; k < kNumDTypes; ++k) names.push_back(dtype_name(static_cast<DType>(k)));
-      std::string s = did_you_mean(t.text, names);
-      throw UserError("unknown dtype '" + std::string(t.text) + "'" +
-                          (s.empty() ? "; expected one of " + dtype_list() : s),
-                      t.loc);
-    }
+    if (!d) throw UserError(unknown_dtype_message(t.text), t.loc);
     return *d;
   }
 

@@ -1,6 +1,7 @@
 // fusejit::Graph: parse, load, inspect, print.
 #include "ir/builder.h"
 #include "ir/eval.h"
+#include "ir/names.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/reduce.h"
@@ -11,6 +12,11 @@ namespace fusejit {
 std::string_view version() { return "0.1.0"; }
 
 std::string_view dtype_name(DType t) { return ir::dtype_name(to_ir(t)); }
+
+DType parse_dtype(std::string_view name) {
+  if (const std::optional<ir::DType> t = ir::parse_dtype(name)) return from_ir(*t);
+  throw Error(ErrorKind::User, ir::unknown_dtype_message(name));
+}
 std::size_t dtype_size(DType t) { return static_cast<std::size_t>(ir::dtype_size(to_ir(t))); }
 
 int64_t TensorInfo::elements() const {

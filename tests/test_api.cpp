@@ -105,6 +105,25 @@ TEST_CASE("errors carry a kind and, for graph text, a location") {
   CHECK_THROWS_AS(empty.build(), fj::Error);  // no output
 }
 
+TEST_CASE("parse_dtype: graph-text names, and how fusejit writes NumPy's and PyTorch's") {
+  for (fj::DType t : {fj::DType::Bool, fj::DType::I8, fj::DType::U8, fj::DType::I32, fj::DType::I64, fj::DType::F16,
+                      fj::DType::BF16, fj::DType::F32, fj::DType::F64})
+    CHECK(fj::parse_dtype(fj::dtype_name(t)) == t);
+  auto message = [](std::string_view name) {
+    try {
+      (void)fj::parse_dtype(name);
+    } catch (const fj::Error& e) {
+      CHECK(e.kind() == fj::ErrorKind::User);
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  CHECK(message("float32") == "unknown dtype 'float32': fusejit writes it f32");
+  CHECK(message("bfloat16") == "unknown dtype 'bfloat16': fusejit writes it bf16");
+  CHECK(message("f33") == "unknown dtype 'f33'; did you mean 'f32'?");
+  CHECK(message("") == "unknown dtype ''; expected one of bool, i8, u8, i32, i64, f16, bf16, f32, f64");
+}
+
 TEST_CASE("GPU backend without a driver is a Driver error") {
   fj::Options o;
   o.backend = fj::Backend::Cuda;

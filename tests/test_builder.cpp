@@ -192,7 +192,7 @@ TEST_CASE("the builder's unknown-op error gets the parser's did-you-mean") {
   fj::GraphBuilder b;
   fj::Value x = b.input("x", fj::DType::F32, {4});
   std::string msg = user_error([&] { b.op("tahn", {x}); });
-  CHECK(msg == "unknown op 'tahn'; did you mean 'tanh'?");
+  CHECK(msg == "unknown op 'tahn'; did you mean 'tanh' or 'tan'?");
   CHECK(contains(parse_error("input x : f32[4]\ny = tahn(x)\noutput y\n"), msg));
   CHECK(contains(user_error([&] { b.op("cast", {x}); }), "builder's cast(x, dtype)"));
 }

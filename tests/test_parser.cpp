@@ -306,7 +306,14 @@ TEST_CASE("dim overrides") {
 TEST_CASE("error locations") {
   CHECK(loc_of("input x : f32[]\ny = x + z\noutput y\n") == Loc{2, 9});
   CHECK(loc_of("input x : f32[]\ny = foo(x)\noutput y\n") == Loc{2, 5});
-  CHECK(err_of("input x : f32[]\ny = tahn(x)\noutput y\n") == "unknown op 'tahn'; did you mean 'tanh'?");
+  CHECK(err_of("input x : f32[]\ny = tahn(x)\noutput y\n") == "unknown op 'tahn'; did you mean 'tanh' or 'tan'?");
+  // NumPy's and PyTorch's dtype names: how fusejit writes them.
+  CHECK(err_of("input x : bfloat16[2]\ny = x + 1\noutput y\n") == "unknown dtype 'bfloat16': fusejit writes it bf16");
+  CHECK(err_of("input x : f32[2]\ny = cast(x, half)\noutput y\n") == "unknown dtype 'half': fusejit writes it f16");
+  CHECK(err_of("input x : f33[2]\ny = x + 1\noutput y\n") == "unknown dtype 'f33'; did you mean 'f32'?");
+  // Every guess at the fewest typos, same length first: a dropped letter is as likely as a swap.
+  CHECK(err_of("input x : f32[]\ny = slu(x)\noutput y\n") == "unknown op 'slu'; did you mean 'elu' or 'silu'?");
+  CHECK(err_of("input x : f32[]\ny = sinn(x)\noutput y\n") == "unknown op 'sinn'; did you mean 'sign', 'sinh' or 'sin'?");
   CHECK(err_of("input x : f32[]\ny = x + 1\n") == "graph has no output; add a line such as `output y`");
   CHECK(loc_of("input x : f32[]\ny = x + 1\n") == Loc{2, 10});
   CHECK(err_of("input x : f32[]\ny = z\nz = x * 2\noutput y\n") == "'z' is used before its definition on line 3");

@@ -49,13 +49,7 @@ fusejit_py::WarningScope::~WarningScope() noexcept(false) {
   if (!std::uncaught_exceptions()) throw e;  // else the error on its way wins
 }
 
-fusejit::DType fusejit_py::parse_dtype(std::string_view name) {
-  for (DType t : {DType::Bool, DType::I8, DType::U8, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32,
-                  DType::F64})
-    if (fusejit::dtype_name(t) == name) return t;
-  throw fusejit::Error(fusejit::ErrorKind::User, "unknown dtype '" + std::string(name) +
-                                                     "' (bool, i8, u8, i32, i64, f16, bf16, f32 or f64)");
-}
+fusejit::DType fusejit_py::parse_dtype(std::string_view name) { return fusejit::parse_dtype(name); }
 
 namespace {
 

@@ -41,6 +41,10 @@ enum class DType : uint8_t { Bool, I8, U8, I32, I64, F16, BF16, F32, F64 };
 
 /// "f32", "bf16", ... as written in graph text.
 std::string_view dtype_name(DType t);
+/// The dtype named `name` as in graph text ("f32", "bf16", ...). Throws Error(User) for any other
+/// name, saying how fusejit writes a NumPy or PyTorch name ("float32": f32, "bfloat16": bf16) or
+/// which names are close.
+DType parse_dtype(std::string_view name);
 /// Size of one element in bytes.
 std::size_t dtype_size(DType t);
 
