@@ -15,6 +15,7 @@ like the inputs and finds the caller's stream. Guide: docs/python.md.
 from __future__ import annotations
 
 import atexit
+import sys
 from typing import Any, Mapping, Sequence
 
 from . import _fusejit
@@ -48,14 +49,71 @@ def numpy_dtype(dtype: str) -> Any:
     return np.dtype(_NUMPY_NAMES[dtype])
 
 
+# Per-call caches (a call must cost a few µs): facts about each array type and each NumPy dtype
+# (`dtype.name` alone costs ~1.5 µs), learnt on first sight. Each pair is cleared together if it
+# ever grows large (types or dtypes made on the fly), so the second stays within the first.
+_FRAMEWORK_OF_TYPE: dict[type, str | None] = {}  # "numpy", "torch", "cupy", or None: ask the object
+_NDARRAY_TYPES: set[type] = set()  # np.ndarray and its subclasses (NumPy scalars are not)
+_NUMPY_DTYPE_FACTS: dict[Any, tuple[bool, bool]] = {}  # dtype -> (is bfloat16, is native)
+_PLAIN_ITEMSIZE: dict[Any, int] = {}  # dtype -> itemsize, for those the extension takes as they are
+_CACHE_LIMIT = 1024
+_MISSING = object()  # an output that `out` does not supply (None would be an array fusejit refuses)
+
+
+def _learn_type(t: type) -> str | None:
+    """_FRAMEWORK_OF_TYPE's entry for a type seen for the first time (and _NDARRAY_TYPES')."""
+    if len(_FRAMEWORK_OF_TYPE) >= _CACHE_LIMIT:
+        _FRAMEWORK_OF_TYPE.clear()
+        _NDARRAY_TYPES.clear()
+    mod = t.__module__.split(".")[0]  # the module names the framework
+    fw = mod if mod in ("numpy", "torch", "cupy") else None
+    nd = getattr(sys.modules.get("numpy"), "ndarray", None)  # imported if `t` is a NumPy type
+    if fw == "numpy" and isinstance(nd, type) and issubclass(t, nd):
+        _NDARRAY_TYPES.add(t)
+    _FRAMEWORK_OF_TYPE[t] = fw
+    return fw
+
+
 def _framework(a: Any) -> str:
     """"numpy", "torch", "cupy" or "dlpack" (any other DLPack producer)."""
-    mod = type(a).__module__.split(".")[0]
-    if mod in ("numpy", "torch", "cupy"):
-        return mod
+    t = type(a)
+    fw = _FRAMEWORK_OF_TYPE.get(t, _MISSING)  # one lookup: another thread may clear the cache
+    if fw is _MISSING:
+        fw = _learn_type(t)
+    if fw:
+        return fw
     if hasattr(a, "__dlpack__") or hasattr(a, "__array_interface__"):
         return "dlpack"
     return ""
+
+
+def _numpy_dtype_facts(dt: Any) -> tuple[bool, bool]:
+    """(is it bfloat16, is it native); a dtype that is neither goes in _PLAIN_ITEMSIZE too."""
+    facts = _NUMPY_DTYPE_FACTS.get(dt)
+    if facts is None:
+        if len(_NUMPY_DTYPE_FACTS) >= _CACHE_LIMIT:
+            _NUMPY_DTYPE_FACTS.clear()
+            _PLAIN_ITEMSIZE.clear()
+        facts = _NUMPY_DTYPE_FACTS[dt] = (dt.name == "bfloat16", dt.isnative)
+        if facts == (False, True):
+            _PLAIN_ITEMSIZE[dt] = dt.itemsize
+    return facts
+
+
+def _plain_numpy(arrays: list, outputs: bool) -> bool:
+    """Whether every array is a NumPy array the extension takes as it is (the common call's fast
+    check): a native dtype other than bfloat16, strides in whole elements, writeable if an output.
+    False sends the call through _as_storage, which says what is wrong."""
+    for a in arrays:
+        if type(a) not in _NDARRAY_TYPES:
+            return False
+        size = _PLAIN_ITEMSIZE.get(a.dtype)
+        if not size or (outputs and not a.flags.writeable):
+            return False
+        for s in a.strides:
+            if s % size:
+                return False
+    return True
 
 
 def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
@@ -65,18 +123,27 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
     if not fw:
         raise TypeError(f"{what}: expected an array (NumPy, PyTorch, CuPy or any DLPack tensor), "
                         f"got {type(a).__name__}")
-    if fw == "numpy" and a.dtype.name == "bfloat16":
+    if fw != "numpy":
+        return a, None
+    bf16, native = _numpy_dtype_facts(a.dtype)
+    if bf16:
         import numpy as np
 
         return a.view(np.uint16), "bf16"
-    if fw == "numpy" and any(s % a.itemsize for s in a.strides):  # np.lib.stride_tricks.as_strided
+    if any(s % a.itemsize for s in a.strides):  # np.lib.stride_tricks.as_strided
         raise UserError(f"{what}: strides {a.strides} bytes are not multiples of its item size {a.itemsize}: "
                         "fusejit takes strides in elements; pass a copy (np.ascontiguousarray)")
-    if fw == "numpy" and not a.dtype.isnative:  # as the .npy reader says it
-        native = a.dtype.newbyteorder("=").str
+    if not native:  # as the .npy reader says it
+        native_str = a.dtype.newbyteorder("=").str
         raise UserError(f"{what}: big-endian data ({a.dtype.str!r}) is not supported; convert it with "
-                        f".astype({native!r})")
+                        f".astype({native_str!r})")
     return a, None
+
+
+def _storages(arrays: list, whats: list[str]) -> tuple[list, list]:
+    """_as_storage of each array: the arrays the extension reads and their dtype overrides."""
+    stored = [_as_storage(a, what) for a, what in zip(arrays, whats)]
+    return [s for s, _ in stored], [o for _, o in stored]
 
 
 def torch_dtype(dtype: str) -> Any:
@@ -85,6 +152,9 @@ def torch_dtype(dtype: str) -> Any:
 
     return {"bool": torch.bool, "i8": torch.int8, "u8": torch.uint8, "i32": torch.int32, "i64": torch.int64,
             "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64}[dtype]
+
+
+_NUMPY_DTYPES: dict[str, Any] = {}  # fusejit dtype name -> NumPy dtype, for outputs fusejit allocates
 
 
 def _empty_like(like: Any, shape: Sequence[int], dtype: str) -> Any:
@@ -101,7 +171,10 @@ def _empty_like(like: Any, shape: Sequence[int], dtype: str) -> Any:
             return cupy.empty(tuple(shape), dtype=numpy_dtype(dtype))
     import numpy as np
 
-    return np.empty(tuple(shape), dtype=numpy_dtype(dtype))
+    dt = _NUMPY_DTYPES.get(dtype)
+    if dt is None:
+        dt = _NUMPY_DTYPES[dtype] = numpy_dtype(dtype)
+    return np.empty(tuple(shape), dtype=dt)
 
 
 def _current_stream(like: Any) -> int:
@@ -132,6 +205,13 @@ class Program:
         self._inputs = [t.name for t in g.inputs]
         self._outputs = [(t.name, t.dtype) for t in g.outputs]
         self._params = {p.name for p in g.params}
+        # Built once so that a call formats no strings and builds no lists it can do without.
+        self._out_names = [n for n, _ in self._outputs]
+        self._out_set = frozenset(self._out_names)
+        self._in_whats = [f"input '{n}'" for n in self._inputs]
+        self._out_whats = [f"output '{n}'" for n in self._out_names]
+        self._no_in_as = [None] * len(self._inputs)  # no dtype overrides (read, never kept, by C++)
+        self._no_out_as = [None] * len(self._outputs)
 
     backend = property(lambda self: self._p.backend, doc='"cuda" or "cpu", decided at compile time')
     target = property(lambda self: self._p.target, doc='e.g. "sm_90 (CUBIN)" or "host C++ (...)"')
@@ -153,6 +233,24 @@ class Program:
         return "\n".join(k.source for k in self._p.kernels(plan))
 
     def _bind(self, args: tuple, kwargs: dict) -> tuple[list, dict]:
+        """The input arrays in declaration order, and the params given."""
+        inputs = self._inputs
+        if not kwargs and len(args) == len(inputs):  # every input in order, no params
+            return list(args), {}
+        if not args:  # every input by name and only params besides: nothing to refuse
+            try:
+                arrays = [kwargs[n] for n in inputs]
+            except KeyError:
+                return self._bind_checked(args, kwargs)  # says what is missing
+            if len(kwargs) == len(inputs):
+                return arrays, {}
+            params = {k: v for k, v in kwargs.items() if k in self._params}
+            if len(params) + len(inputs) == len(kwargs):
+                return arrays, params
+        return self._bind_checked(args, kwargs)
+
+    def _bind_checked(self, args: tuple, kwargs: dict) -> tuple[list, dict]:
+        """_bind by every rule, in the order its errors are raised."""
         if len(args) > len(self._inputs):
             raise TypeError(f"{len(args)} positional inputs given; the graph has {len(self._inputs)}: "
                             + ", ".join(self._inputs))
@@ -177,9 +275,8 @@ class Program:
     def output_shapes(self, *args: Any, plan: str = "fused", **inputs: Any) -> dict[str, tuple[int, ...]]:
         """The shape of each output for these inputs (checked as a call checks them)."""
         arrays, _ = self._bind(args, inputs)
-        stored = [_as_storage(a, f"input '{n}'") for n, a in zip(self._inputs, arrays)]
-        shapes = self._p.output_shapes([s for s, _ in stored], [o for _, o in stored], plan)
-        return {name: tuple(s) for (name, _), s in zip(self._outputs, shapes)}
+        shapes = self._p.output_shapes(*_storages(arrays, self._in_whats), plan)
+        return {name: tuple(s) for name, s in zip(self._out_names, shapes)}
 
     def __call__(self, *args: Any, out: Mapping[str, Any] | None = None, stream: int | None = None,
                  plan: str = "fused", **kwargs: Any) -> dict[str, Any]:
@@ -196,28 +293,54 @@ class Program:
         and TypeError (missing or unknown argument; a param that is no bool, int or float).
         """
         arrays, params = self._bind(args, kwargs)
-        out = dict(out or {})
-        unknown = [k for k in out if k not in dict(self._outputs)]
+        if out and type(out) is not dict:  # any mapping (or pairs), as dict() reads it
+            out = dict(out)
+        results, complete = self._given_outputs(out)
+        if _plain_numpy(arrays, False):  # the common case, checked fast; else each array's rules
+            stored, in_as = arrays, self._no_in_as
+        else:
+            stored, in_as = _storages(arrays, self._in_whats)
+        like = arrays[0] if arrays else next(iter(out.values()), None) if out else None
+        if not complete:
+            self._allocate(results, like, stored, in_as, plan)
+        if _plain_numpy(results, True):
+            outs, out_as = results, self._no_out_as
+        else:
+            outs, out_as = self._output_storages(results)
+        if stream is None:  # NumPy arrays have none (checked first: the cheap common case)
+            stream = 0 if like is None or type(like) in _NDARRAY_TYPES else _current_stream(like)
+        self._p.launch(stored, in_as, outs, out_as, list(params.items()) if params else [], stream, plan)
+        return dict(zip(self._out_names, results))
+
+    def _given_outputs(self, out: Mapping[str, Any] | None) -> tuple[list, bool]:
+        """`out`'s arrays in output order (_MISSING where fusejit allocates), and whether it gave all."""
+        names = self._out_names
+        if not out:
+            return [_MISSING] * len(names), not names
+        if len(out) == len(names):  # every output given (no room for an unknown name)
+            try:
+                return [out[n] for n in names], True
+            except KeyError:
+                pass
+        unknown = [k for k in out if k not in self._out_set]
         if unknown:
-            raise TypeError(f"out: no output named {', '.join(unknown)} (outputs: "
-                            + ", ".join(n for n, _ in self._outputs) + ")")
-        stored = [_as_storage(a, f"input '{n}'") for n, a in zip(self._inputs, arrays)]
-        like = arrays[0] if arrays else next(iter(out.values()), None)
-        missing = [(k, (n, dt)) for k, (n, dt) in enumerate(self._outputs) if n not in out]
-        if missing:
-            shapes = self._p.output_shapes([s for s, _ in stored], [o for _, o in stored], plan)
-            for k, (n, dt) in missing:
-                out[n] = _empty_like(like, shapes[k], dt)
-        results = [out[n] for n, _ in self._outputs]
-        for n, a in zip(self._outputs, results):
+            raise TypeError(f"out: no output named {', '.join(unknown)} (outputs: " + ", ".join(names) + ")")
+        results = [out[n] if n in out else _MISSING for n in names]
+        return results, all(a is not _MISSING for a in results)  # not `in`: it would compare arrays
+
+    def _allocate(self, results: list, like: Any, stored: list, in_as: list, plan: str) -> None:
+        """Fills the outputs `out` did not give with new arrays like `like`."""
+        shapes = self._p.output_shapes(stored, in_as, plan)
+        for k, (a, (_, dt)) in enumerate(zip(results, self._outputs)):
+            if a is _MISSING:
+                results[k] = _empty_like(like, shapes[k], dt)
+
+    def _output_storages(self, results: list) -> tuple[list, list]:
+        """_storages of the outputs, read-only NumPy arrays refused first."""
+        for n, a in zip(self._out_names, results):
             if _framework(a) == "numpy" and not a.flags.writeable:
-                raise UserError(f"output '{n[0]}': the array is read-only")
-        outs = [_as_storage(a, f"output '{n}'") for (n, _), a in zip(self._outputs, results)]
-        if stream is None:
-            stream = _current_stream(like) if like is not None else 0
-        self._p.launch([s for s, _ in stored], [o for _, o in stored], [s for s, _ in outs], [o for _, o in outs],
-                       list(params.items()), stream, plan)
-        return dict(zip((n for n, _ in self._outputs), results))
+                raise UserError(f"output '{n}': the array is read-only")
+        return _storages(results, self._out_whats)
 
     def __repr__(self) -> str:
         return f"<fusejit.Program {self.graph.name!r} on {self.target}, {len(self.kernels)} kernel(s)>"

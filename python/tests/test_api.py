@@ -461,3 +461,38 @@ def test_strides_that_are_not_whole_elements_are_refused_naming_the_tensor():
         prog(x=odd)
     with pytest.raises(fusejit.UserError, match="output 'y': strides"):
         prog(x=np.ones((4, 4), np.float32), out={"y": odd})
+
+
+def test_checks_hold_on_calls_that_meet_warm_caches(axpy):
+    # A call's fast path (NumPy arrays of a plain dtype, every input and output given) must leave
+    # every check to the full path: each error twice, after calls that warmed the caches.
+    x, z = np.zeros(8, np.float32), np.zeros(8, np.float32)
+    odd = np.lib.stride_tricks.as_strided(np.zeros(64, np.uint8).view(np.float32), (8,), (6,))
+    bad = [(TypeError, "input 'x': expected an array", dict(x=[0.0] * 8, y=x)),
+           (fusejit.UserError, "input 'x': strides", dict(x=odd, y=x, out={"z": z})),
+           (fusejit.UserError, "input 'x': big-endian", dict(x=x.astype(">f4"), y=x, out={"z": z})),
+           (fusejit.UserError, "output 'z': the array is read-only",
+            dict(x=x, y=x, out={"z": np.broadcast_to(np.float32(0), (8,))})),
+           (fusejit.UserError, "output 'z': strides", dict(x=x, y=x, out={"z": odd})),
+           (TypeError, "output 'z': expected an array .* got NoneType", dict(x=x, y=x, out={"z": None})),
+           (TypeError, "missing input", dict(x=x, a=1.0)),
+           (TypeError, "neither an input nor a param", dict(x=x, y=x, q=1.0, out={"z": z}))]
+    for _ in range(2):
+        axpy(x=x, y=x, out={"z": z})
+        axpy(x, x, out={"z": z})
+        for exc, says, kw in bad:
+            with pytest.raises(exc, match=says):
+                axpy(**kw)
+    # `out` may be any mapping; an output it does not name is allocated.
+    import types
+    r = axpy(x=x + 1, y=x, out=types.MappingProxyType({"z": z}))
+    assert r["z"] is z and list(z) == [2.0] * 8
+    assert axpy(x=x + 1, y=x, out={})["z"] is not z
+
+
+def test_bench_python_call_runs():
+    # bench/python_call.py (per-call cost of the Python layer): a smoke run; timings not asserted.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / "python_call.py"), "--calls", "3", "--repeats", "1"],
+                         check=True, timeout=120, env=env, capture_output=True, text=True)
+    assert res.stdout.count("µs/call") == 8, res.stdout
