@@ -74,6 +74,19 @@ int64_t int_arg(nb::handle h, const std::string& what) {
 
 namespace {
 
+// reduce()'s keyword arguments past its own: NumPy's and PyTorch's names say what fusejit calls
+// them (as the graph text's parser does), anything else lists the ones it takes.
+void refuse_reduce_kwargs(const nb::kwargs& extra) {
+  for (auto [key, value] : extra) {
+    const std::string k = nb::cast<std::string>(nb::str(key));
+    std::string hint = "reduce() takes name, x, axes, keepdim, correction and initial";
+    if (k == "keepdims") hint = "NumPy's keepdims is written keepdim here";
+    if (k == "axis" || k == "dim") hint = "the axes are given as axes= (an int, ints, or None: every axis)";
+    if (k == "ddof" || k == "unbiased") hint = "NumPy's ddof and PyTorch's unbiased are written correction=N here";
+    throw nb::type_error(("reduce(): unknown argument '" + k + "': " + hint).c_str());
+  }
+}
+
 // A bool argument: a Python bool or a NumPy bool scalar.
 bool bool_arg(nb::handle h, const std::string& what) {
   if (PyBool_Check(h.ptr())) return h.ptr() == Py_True;
@@ -247,7 +260,8 @@ void bind_graph_builder(nb::module_& m) {
       .def(
           "reduce",
           [](nb::handle self, std::string_view name, nb::handle x, nb::handle axes, nb::handle keepdim,
-             nb::handle correction, nb::handle initial) {
+             nb::handle correction, nb::handle initial, nb::kwargs extra) {
+            refuse_reduce_kwargs(extra);
             std::optional<int64_t> c;
             if (!correction.is_none()) c = int_arg(correction, "correction");
             std::optional<double> init;
@@ -256,7 +270,7 @@ void bind_graph_builder(nb::module_& m) {
                            nb::borrow(self)};
           },
           "name"_a, "x"_a, "axes"_a.none() = nb::none(), "keepdim"_a = false, "correction"_a.none() = nb::none(),
-          "initial"_a.none() = nb::none(),
+          "initial"_a.none() = nb::none(), "kwargs"_a,
           "A reduction (sum mean prod amax amin) or a composite of them (softmax log_softmax logsumexp var "
           "std) over axes (an int, ints, or None: every axis), as in graph text (docs/ops.md, Reductions). "
           "correction: mean, var, std. initial: amax -inf, amin inf only (NumPy's initial=; zero elements "

@@ -147,8 +147,10 @@ def test_errors():
         x + "1"
     with pytest.raises(fusejit.UserError, match=r"outside int64"):
         x + 2**70
-    with pytest.raises(fusejit.UserError, match="unknown dtype 'f33'"):
+    with pytest.raises(fusejit.UserError, match="unknown dtype 'f33'; did you mean 'f32'"):
         b.input("y", "f33", [4])
+    with pytest.raises(fusejit.UserError, match="unknown dtype 'float32': fusejit writes it f32"):
+        b.input("y", "float32", [4])
     with pytest.raises(TypeError, match="ints and fusejit.Dims"):
         b.input("y", "f32", [4.0])
     with pytest.raises(TypeError, match="ints and fusejit.Dims"):
@@ -159,6 +161,15 @@ def test_errors():
         b.reduce("sum", x, "0")
     with pytest.raises(fusejit.UserError, match="axis 3 is out of range"):
         b.reduce("sum", x, 3)
+    # NumPy's and PyTorch's keyword names say what fusejit calls them.
+    with pytest.raises(TypeError, match="unknown argument 'keepdims': NumPy's keepdims is written keepdim"):
+        b.reduce("sum", x, -1, keepdims=True)
+    with pytest.raises(TypeError, match="unknown argument 'dim': the axes are given as axes="):
+        b.reduce("sum", x, dim=-1)
+    with pytest.raises(TypeError, match="unknown argument 'ddof': .* correction=N"):
+        b.reduce("var", x, ddof=1)
+    with pytest.raises(TypeError, match="unknown argument 'frob': reduce\\(\\) takes name, x, axes"):
+        b.reduce("sum", x, frob=1)
     with pytest.raises(fusejit.UserError, match="unknown op 'frob'"):
         b.op("frob", x)
     with pytest.raises(fusejit.UserError, match="add takes 2 arguments, got 1"):

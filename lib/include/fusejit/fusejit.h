@@ -65,7 +65,8 @@ enum class ErrorKind {
   Internal,  ///< a broken invariant inside fusejit: always a bug; please report it
 };
 
-/// The one exception type of the library.
+/// The one exception type of the library. what() is the bare message, without the location;
+/// diagnostic() is what to print for a person (with FILE:LINE:COL, the line and a caret).
 class Error : public std::runtime_error {
  public:
   /// `message` is the bare message; `file`/`line`/`column` locate it in graph text when known
