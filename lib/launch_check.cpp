@@ -38,6 +38,17 @@ std::string expected_type(const ir::Graph& g, const ir::Node& n, const DimBindin
   return dtype_text(n.dtype) + "[" + s + "]";
 }
 
+// " (N = 4096 from input 'x', which is f32[4096, 8])": where dim s got its value, with that input's
+// type, so the message shows which of the two tensors is the wrong one.
+template <class T>
+std::string dim_source(const ir::Graph& g, std::span<const T> inputs, size_t k, const DimBindings& b, size_t s) {
+  std::string which;
+  for (size_t j = 0; j < k; ++j)
+    if (g.node(g.inputs[j]).name == b.by[s])
+      which = fmt::format(", which is {}{}", dtype_text(to_ir(inputs[j].dtype)), shape_text(inputs[j].shape));
+  return fmt::format(" ({} = {} from input '{}'{})", g.dims[s].name, b.value[s], b.by[s], which);
+}
+
 // The message for the first input of `inputs` that does not fit (the slow path, run only to throw).
 template <class T>
 [[noreturn]] void refuse_inputs(const ir::Graph& g, std::span<const T> inputs) {
@@ -61,8 +72,7 @@ template <class T>
       }
       const size_t s = static_cast<size_t>(dim.sym);
       ok = t.shape[d] >= 0 && (next.value[s] < 0 || next.value[s] == t.shape[d]);
-      if (!ok && next.value[s] >= 0)
-        conflict = fmt::format(" ({} = {} from input '{}')", g.dims[s].name, next.value[s], next.by[s]);
+      if (!ok && next.value[s] >= 0) conflict = dim_source(g, inputs, k, next, s);
       if (next.value[s] < 0) {
         next.value[s] = t.shape[d];
         next.by[s] = n.name;

@@ -404,7 +404,8 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
     return std::string("(no error)");
   };
   const fj::HostTensor a28 = f32_tensor({2, 8}, g), a38(fj::DType::F32, {3, 8}), a82(fj::DType::F32, {8, 2});
-  CHECK(message({a28, a38}) == "input 'up': expected f32[T=2, 8] (T = 2 from input 'gate'), got f32[3, 8]");
+  CHECK(message({a28, a38}) ==
+        "input 'up': expected f32[T=2, 8] (T = 2 from input 'gate', which is f32[2, 8]), got f32[3, 8]");
   CHECK(message({a82, a82}) == "input 'gate': expected f32[T, 8], got f32[8, 2]; axis 1 has the fixed size 8 in the "
                                 "graph: name it with a dim (`dim N = 8`, then N in the input's shape) to let it follow "
                                 "the tensors");
