@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include <fmt/format.h>
+
 namespace fusejit::ir {
 namespace {
 
@@ -333,6 +335,21 @@ std::string fmt_g17(float v) {
   std::snprintf(b, sizeof b, "%.9g", static_cast<double>(v));
   return b;
 }
+
+// What to do about a file whose dtype or rank is not the input's: convert the file, or (same
+// dtype and rank) set the dims with `shape_hint`.
+std::string npy_input_hint(const NpyHeader& h, DType dtype, size_t rank, const std::string& shape_hint, bool same_dtype) {
+  if (!same_dtype) {
+    static constexpr const char* kNumpy[] = {"bool", "int8", "uint8", "int32", "int64", "float16", "float32",
+                                             "float32", "float64"};  // bf16: exact f32 values (Bf16Npy::F32)
+    return fmt::format(" (convert the file with NumPy: np.save(FILE, np.load(FILE).astype('{}')){})",
+                       kNumpy[static_cast<int>(dtype)],
+                       dtype == DType::BF16 ? ", values exact in bf16, or ml_dtypes.bfloat16" : "");
+  }
+  if (h.shape.size() != rank)
+    return fmt::format(" (the file has {} axes, the input {}: --dim cannot change that)", h.shape.size(), rank);
+  return shape_hint.empty() ? "" : " " + shape_hint;
+}
 }  // namespace
 
 Tensor read_npy_input(const std::string& path, const std::string& name, DType dtype, const std::vector<int64_t>& shape,
@@ -345,7 +362,7 @@ Tensor read_npy_input(const std::string& path, const std::string& name, DType dt
   if ((h.dtype != dtype && !bf16_as_f32) || h.shape != shape)
     fail(path, "input '" + name + "': the file has " + tensor_type_string(h.dtype, h.shape) + ", expected " +
                    (expected.empty() ? tensor_type_string(dtype, shape) : expected) +
-                   ((h.dtype == dtype || bf16_as_f32) && !shape_hint.empty() ? " " + shape_hint : ""));
+                   npy_input_hint(h, dtype, shape.size(), shape_hint, h.dtype == dtype || bf16_as_f32));
   Tensor t = read_npy_data(h);
   if (bf16_as_f32) {
     // Narrow back, refusing any value that would round.

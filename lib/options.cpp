@@ -81,8 +81,12 @@ void resolve_params_into(const ir::Graph& g, const Params& params, MessageStyle 
     if (it == g.params.end()) {
       std::string names;
       for (const ir::ParamDecl& p : g.params) names += (names.empty() ? "" : ", ") + g.node(p.node).name;
-      throw ir::UserError(fmt::format("{} {}: the graph has no param named '{}' ({})", option_name(OptionField::Params, style),
-                                      name, name, names.empty() ? "it has no params" : "its params: " + names));
+      // "--param eps: ..." on the command line (as the user typed it), "params: ..." elsewhere.
+      const std::string where = style == MessageStyle::CommandLine
+                                    ? option_name(OptionField::Params, style) + " " + name
+                                    : option_name(OptionField::Params, style);
+      throw ir::UserError(fmt::format("{}: the graph has no param named '{}' ({})", where, name,
+                                      names.empty() ? "it has no params" : "its params: " + names));
     }
     out[static_cast<size_t>(it - g.params.begin())] = param_value(g, *it, value, style);
   }

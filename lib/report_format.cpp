@@ -133,9 +133,12 @@ std::string RunReport::to_text() const {
   s += fmt::format("  {}\n", rewrites);
   s += fmt::format("  plan      {}\n\n", plan);
   s += path_table(fused, unfused, copy_gbps, backend == "cpu");
-  s += fmt::format("  speedup   {} measured{} (fused over unfused), {} predicted from bytes moved\n", fmt_ratio(speedup),
-                   backend == "cpu" ? " on the host CPU" : "", fmt_ratio(predicted_ratio));
-  if (backend == "cpu")
+  if (elements == 0)  // the times are launch overheads: a ratio of them says nothing about fusion
+    s += "  speedup   - (no elements: the kernels had nothing to compute)\n";
+  else
+    s += fmt::format("  speedup   {} measured{} (fused over unfused), {} predicted from bytes moved\n", fmt_ratio(speedup),
+                     backend == "cpu" ? " on the host CPU" : "", fmt_ratio(predicted_ratio));
+  if (backend == "cpu" && elements != 0)
     s += "  note      host CPU times measure one core's arithmetic, not GPU memory traffic; on a GPU the\n"
          "            speedup of memory-bound kernels approaches the predicted ratio (docs/report-example.md)\n";
   if (!checks.empty()) s += "\n";

@@ -309,7 +309,7 @@ TEST_CASE("params by name or by position, in run and in RunOptions") {
     }
     return std::string("(no error)");
   };
-  CHECK(message({{"gamma", 1}}) == "params gamma: the graph has no param named 'gamma' (its params: alpha, beta)");
+  CHECK(message({{"gamma", 1}}) == "params: the graph has no param named 'gamma' (its params: alpha, beta)");
   CHECK(message({1.0}) == "params: the graph has 2 param(s), got 1 positional value(s)");
   fj::Params both = {1.0, 2.0};
   both.set("alpha", 1);
@@ -328,7 +328,7 @@ TEST_CASE("params by name or by position, in run and in RunOptions") {
   CHECK((r.params[0].first == "alpha" && r.params[0].second.kind == fj::Scalar::Kind::Float && r.params[0].second.f == 3.0));
   CHECK((r.params[1].first == "beta" && r.params[1].second.f == 1.0));
   ro.params = {{"gamma", 3}};
-  CHECK_THROWS_WITH_AS(fj::run_graph(p.graph(), ro), "params gamma: the graph has no param named 'gamma' (its params: alpha, beta)",
+  CHECK_THROWS_WITH_AS(fj::run_graph(p.graph(), ro), "params: the graph has no param named 'gamma' (its params: alpha, beta)",
                        fj::Error);
 }
 

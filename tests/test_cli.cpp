@@ -501,3 +501,10 @@ TEST_CASE("run reports integer params exactly, in text and JSON") {
   CHECK(j["params"]["j"].get<int64_t>() == -2147483648);
   CHECK(j["params"]["b"].get<bool>());
 }
+
+TEST_CASE("run with no elements: no speedup is claimed from launch overheads") {
+  Result r = run("run " + sample("softmax.txt") + " --dim N=0 --backend cpu --repeats 1");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("speedup   - (no elements: the kernels had nothing to compute)") != std::string::npos);
+  CHECK(r.out.find("measured on the host CPU") == std::string::npos);
+}

@@ -246,7 +246,13 @@ TEST_CASE("read_npy_input checks the input's dtype and shape") {
   std::string p = tmp("in.npy");
   write_npy(p, x);
   CHECK(read_npy_input(p, "x", DType::F16, {8, 4}).shape == std::vector<int64_t>{8, 4});
-  CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F32, {8, 4}), "input 'x': the file has f16[8, 4], expected f32[8, 4]",
+  CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F32, {8, 4}), "input 'x': the file has f16[8, 4], expected f32[8, 4]"
+                       " (convert the file with NumPy: np.save(FILE, np.load(FILE).astype('float32')))",
+                       FileError);
+  // Another rank: --dim cannot fix it, and the message says so rather than suggest it.
+  CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F16, {32}, "(--dim sets the graph's dims N)"),
+                       "input 'x': the file has f16[8, 4], expected f16[32] (the file has 2 axes, the input 1: --dim "
+                       "cannot change that)",
                        FileError);
   CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F16, {4, 8}), "input 'x': the file has f16[8, 4], expected f16[4, 8]",
                        FileError);
@@ -266,6 +272,7 @@ uint64_t bytes_read_so_far() {
 
 TEST_CASE("dtype and shape are checked from the header before any data is read") {
   // A 64 MiB f64 file (sparse: costs no disk) given for a 16-element f32 input.
+  const std::string suffix = " (convert the file with NumPy: np.save(FILE, np.load(FILE).astype('float32')))";
   std::string p = tmp("huge.npy");
   const int64_t n = int64_t{8} << 20;
   write_bytes(p, npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(n) + ",), }\n", ""));
@@ -273,7 +280,8 @@ TEST_CASE("dtype and shape are checked from the header before any data is read")
   fs::resize_file(p, header + static_cast<uint64_t>(n) * 8);
   const uint64_t before = bytes_read_so_far();
   CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F32, {16}),
-                       ("input 'x': the file has f64[" + std::to_string(n) + "], expected f32[16]").c_str(), FileError);
+                       ("input 'x': the file has f64[" + std::to_string(n) + "], expected f32[16]" + suffix).c_str(),
+                       FileError);
   CHECK(bytes_read_so_far() - before < (1u << 20));  // the header only, not 64 MiB
   // The right dtype and shape read it all, exactly once.
   Tensor t = read_npy_input(p, "x", DType::F64, {n});
@@ -301,7 +309,8 @@ TEST_CASE("an .npy input's error names the .npy file, not the graph file") {
   } catch (const fusejit::Error& e) {
     CHECK(e.kind() == fusejit::ErrorKind::User);
     CHECK(e.file() == p);
-    CHECK(e.diagnostic() == p + ": error: input 'x': the file has f64[3], expected f32[4]\n");
+    CHECK(e.diagnostic() == p + ": error: input 'x': the file has f64[3], expected f32[4] (convert the file with NumPy: "
+                                "np.save(FILE, np.load(FILE).astype('float32')))\n");
   }
 }
 
