@@ -113,6 +113,10 @@ class GraphBuilder {
   // correction divides by 0: NaN for a row of equal values, else +inf, as torch. Throws
   // UserError for a non-float x, a bad axis or a negative correction.
   Operand var(const Operand& x, std::span<const int64_t> axes, bool keepdim, int64_t correction, bool sd, Loc loc = {});
+  // any(x, axes) = sum(cast(x, bool), axes) != 0 and all(x, axes) = sum(logical_not(x), axes) == 0
+  // (np.any / np.all, torch.any / torch.all): a bool result for any dtype, NaN counts as true, and
+  // over no elements any is false and all true. Any axes as reduce(); the count is an i64 sum.
+  Operand any_all(const Operand& x, std::span<const int64_t> axes, bool keepdim, bool all, Loc loc = {});
   // What `name(x[, AXES][, keepdim][, correction=N | initial=±inf])` means in graph text
   // (docs/graph-format.md), for the parser and the public GraphBuilder alike: a reduction op (sum
   // mean prod amax amin) or a composite (ir/reduce.h, composite_names). softmax and log_softmax

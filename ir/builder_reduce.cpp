@@ -178,6 +178,19 @@ Operand GraphBuilder::var(const Operand& x, std::span<const int64_t> axes, bool 
   return from == ct ? y : cast(y, from, loc);
 }
 
+Operand GraphBuilder::any_all(const Operand& x, std::span<const int64_t> axes, bool keepdim, bool all, Loc loc) {
+  const NodeId in = materialize(x, loc);
+  Operand b = g_.node(in).dtype == DType::Bool ? Operand::of(in) : cast(Operand::of(in), DType::Bool, loc);
+  if (all) {
+    const Operand v[1] = {b};
+    b = apply(Op::LogicalNot, v, loc);
+  }
+  Literal zero;
+  zero.cat = Category::Int;
+  const Operand q[2] = {reduce(Op::Sum, b, axes, keepdim, loc), Operand::of(zero)};
+  return apply(all ? Op::Eq : Op::Ne, q, loc);
+}
+
 Operand GraphBuilder::reduce_by_name(std::string_view name, const Operand& x, const ReduceArgs& a, Loc loc) {
   const std::string n(name);
   const bool spread = name == "var" || name == "std";
@@ -194,6 +207,7 @@ Operand GraphBuilder::reduce_by_name(std::string_view name, const Operand& x, co
   if (a.initial && a.initial_loc.known() && !x.is_literal() && (name == "amax" || name == "amin"))
     (void)initial_flag(name == "amax" ? Op::Amax : Op::Amin, g_.node(x.node).dtype, a.initial, a.initial_loc);
   if (spread) return var(x, a.axes, a.keepdim, a.correction.value_or(1), name == "std", loc);
+  if (name == "any" || name == "all") return any_all(x, a.axes, a.keepdim, name == "all", loc);
   if (!is_composite_name(name)) {
     const std::optional<Op> op = parse_op(name);
     FJ_CHECK(op && is_reduction(*op), "reduce_by_name: not a reduction: " + n);

@@ -151,8 +151,10 @@ std::string unknown_op_message(std::string_view name) {
       {"clip", "write clamp(x, lo, hi)"},
       {"remainder", "write mod(x, y) (Python's %, torch.remainder)"},
       {"swish", "write silu(x)"},
-      {"argmax", "fusejit's reductions are sum, mean, prod, amax, amin (and var, std, softmax, log_softmax, logsumexp)"},
-      {"argmin", "fusejit's reductions are sum, mean, prod, amax, amin (and var, std, softmax, log_softmax, logsumexp)"},
+      {"argmax", "fusejit's reductions are sum, mean, prod, amax, amin (and var, std, any, all, softmax, log_softmax, "
+                 "logsumexp)"},
+      {"argmin", "fusejit's reductions are sum, mean, prod, amax, amin (and var, std, any, all, softmax, log_softmax, "
+                 "logsumexp)"},
   };
   for (const auto& [foreign, hint] : kForeign)
     if (name == foreign) return "unknown op " + quoted(name) + ": " + std::string(hint);

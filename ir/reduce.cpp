@@ -212,7 +212,7 @@ bool is_composite_name(std::string_view name) {
 
 const std::vector<std::string_view>& composite_names() {
   // The builder expands them (ir/builder.h); the graph format calls them like reductions.
-  static const std::vector<std::string_view> names{"softmax", "log_softmax", "logsumexp", "var", "std"};
+  static const std::vector<std::string_view> names{"softmax", "log_softmax", "logsumexp", "var", "std", "any", "all"};
   return names;
 }
 

@@ -19,7 +19,7 @@ namespace fusejit::ir {
 bool is_reduction(Op op);
 
 // The composites the builder expands into reductions and elementwise ops (GraphBuilder::
-// reduce_by_name): softmax, log_softmax, logsumexp, var, std. Called like reductions in graph text.
+// reduce_by_name): softmax, log_softmax, logsumexp, var, std, any, all. Called like reductions in graph text.
 const std::vector<std::string_view>& composite_names();
 bool is_composite_name(std::string_view name);
 // True for the name of a reduction op or of a composite: the calls the graph format parses as

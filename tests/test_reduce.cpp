@@ -407,6 +407,34 @@ TEST_CASE("var and std: PyTorch's correction, two passes, within a few ulp of lo
   CHECK(q[4].as<float>()[0] == INFINITY);   // 3.125 / 0
 }
 
+TEST_CASE("any and all: bool of any dtype, NaN counts as true, no elements give false and true (np.any, np.all)") {
+  Graph g = parse("input x : f32[3, 4]\ninput i : i8[3, 4]\ninput z : f32[3, 0]\n"
+                  "a = any(x, -1)\nb = all(x, -1, keepdim)\nc = any(i)\nd = all(i, [0, 1])\n"
+                  "e = any(z, -1)\nf = all(z, -1)\nh = all(isfinite(x), 0)\noutput a, b, c, d, e, f, h\n");
+  for (size_t k = 0; k < g.outputs.size(); ++k) CHECK(g.node(g.outputs[k].node).dtype == DType::Bool);
+  CHECK(g.node(g.outputs[1].node).shape.size() == 2);  // keepdim
+  // Rows: all zero (one -0.0), one NaN among zeros, all nonzero with an inf, mixed.
+  Tensor x = f32_tensor({3, 4}, {0.0f, -0.0f, 0.0f, 0.0f, 0.0f, NAN, 0.0f, 0.0f, 1.0f, -INFINITY, 1e-45f, 2.0f});
+  Tensor i(DType::I8, {3, 4});
+  for (size_t k = 0; k < 12; ++k) i.data[k] = std::byte{k == 7 ? uint8_t{0} : static_cast<uint8_t>(k + 1)};  // one zero
+  Tensor z(DType::F32, {3, 0});
+  const Tensor ins[3] = {x, i, z};
+  const std::vector<Tensor> r = evaluate_reference(g, ins);
+  auto b = [](const Tensor& t, size_t k) { return t.data[k] != std::byte{0}; };
+  CHECK((!b(r[0], 0) && b(r[0], 1) && b(r[0], 2)));   // any: NaN is true, -0.0 false
+  CHECK((!b(r[1], 0) && !b(r[1], 1) && b(r[1], 2)));  // all: only the row without a zero
+  CHECK(b(r[2], 0));
+  CHECK(!b(r[3], 0));                                  // i8 holds one 0
+  for (size_t k = 0; k < 3; ++k) {
+    CHECK(!b(r[4], k));  // any of nothing
+    CHECK(b(r[5], k));   // all of nothing
+  }
+  for (size_t col = 0; col < 4; ++col) CHECK(b(r[6], col) == (col != 1));  // NaN in column 1, -inf in column 1
+  // Other extras are refused as for the other reductions.
+  CHECK_THROWS_WITH_AS(parse("input x : f32[4]\ny = any(x, -1, correction=1)\noutput y\n"),
+                       "any takes no correction (only mean, var and std do)", UserError);
+}
+
 TEST_CASE("the rewriter keeps reductions and merges only identical ones; the planner fuses both into one kernel") {
   Graph g = parse("input x : f32[4, 6]\na = sum(x, -1) * 1\nb = sum(x, 1)\nc = sum(x, 1, keepdim)\n"
                   "output a, b, c\n");

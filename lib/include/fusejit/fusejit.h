@@ -283,7 +283,7 @@ class GraphBuilder {
   Value op(std::string_view name, const std::vector<Value>& args);
   /// `name(x[, axes][, keepdim][, correction=N | initial=V])`: a reduction ("sum", "mean", "prod", "amax",
   /// "amin") or a composite the builder expands into them ("softmax", "log_softmax", "logsumexp",
-  /// "var", "std"), with the graph format's rules (docs/graph-format.md; semantics, result dtypes
+  /// "var", "std", "any", "all"), with the graph format's rules (docs/graph-format.md; semantics, result dtypes
   /// and PyTorch sources in docs/ops.md, "Reductions"). `axes` count from the end when negative;
   /// empty reduces every axis (softmax, log_softmax and logsumexp take exactly one). `keepdim`
   /// keeps the reduced axes as size-1 dims (not for softmax and log_softmax). `correction`: mean
