@@ -227,14 +227,30 @@ struct Analyzer {
     return dtype_size(is_half(t) ? DType::F32 : t);
   }
 
-  // passes, input_passes and reread_inputs: the reductions' passes, one for the element outputs.
+  // Whether element value `id` reads a row value in its element scope.
+  bool reads_row(NodeId id, std::set<NodeId>& seen) const {
+    if (info.row.count(id)) return true;
+    if (!in_group.count(id) || !seen.insert(id).second) return false;
+    for (int k = 0; k < g.node(id).nargs; ++k)
+      if (reads_row(g.node(id).arg(k), seen)) return true;
+    return false;
+  }
+
+  // passes, input_passes and reread_inputs: the reductions' passes, one for the element outputs
+  // unless they are written in the one pass (early_outputs).
   void passes() {
     std::vector<std::set<NodeId>> per_pass;
     group_passes(per_pass);
-    std::set<NodeId> seen, loads;
+    std::set<NodeId> seen, loads, scope;
+    bool row_free = true;
     for (NodeId o : grp.outputs)
-      if (in_group.count(o) && !info.row.count(o)) element_loads(o, seen, loads);
-    per_pass.push_back(loads);
+      if (in_group.count(o) && !info.row.count(o)) {
+        element_loads(o, seen, loads);
+        row_free = row_free && !reads_row(o, scope);
+      }
+    info.early_outputs = info.element_outputs && row_free && per_pass.size() == 1 && info.levels == 1;
+    if (info.early_outputs) per_pass[0].insert(loads.begin(), loads.end());
+    else per_pass.push_back(loads);
     for (const std::set<NodeId>& p : per_pass)
       for (NodeId i : p) ++info.input_passes[i];
     for (NodeId i : grp.inputs)
@@ -354,7 +370,7 @@ RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupI
   const int64_t row_len = reduce_length(grp.iter_shape, grp.reduce_mask);
   const int64_t rows = num_elements(reduced_shape(grp.iter_shape, grp.reduce_mask, false));
   r.blocks_per_row = blocks_per_row(rules, r.block_rows, rows, r.block_rows ? 1 : column_rows_per_block(g, info), row_len);
-  if (r.blocks_per_row > 1) r.launches = 2 * info.levels + (info.element_outputs ? 1 : 0);
+  if (r.blocks_per_row > 1) r.launches = 2 * info.levels + (info.epilogue() ? 1 : 0);
   if (rows == 0) r.launches = 0;
   if (r.block_rows && rules.row_cache)
     r.row_cache_bytes = row_cache_at(row_cache_element_sizes(g, info), row_len, r.blocks_per_row);

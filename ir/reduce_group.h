@@ -47,6 +47,13 @@ struct ReduceGroupInfo {
   // topological order.
   std::vector<std::vector<NodeId>> passes;
   bool element_outputs = false;    // some output is an element value (written per element)
+  // Every element output reads no row value and the reductions take one pass: the element outputs
+  // are written in that pass, from what it loads, so the row is read once (an AMP unscale with its
+  // found-inf flag, a cast with its amax). In place stays safe: each element is loaded and written
+  // by one thread, and no later pass reads it.
+  bool early_outputs = false;
+  // An element-output pass after the reductions (element outputs, not written early).
+  bool epilogue() const { return element_outputs && !early_outputs; }
   // Per group input read per element (not a row-scope load): the passes over a row that load it
   // (one per distinct reduction whose operand reads it, one for the element outputs).
   std::map<NodeId, int> input_passes;

@@ -752,7 +752,7 @@ struct ReduceGen {
       pass_slot.push_back(split_words);
       split_words += static_cast<int>((ir::pass_lane_bytes(k.g, p) + 7) / 8);
     }
-    final_phase = 2 * info.levels + (info.element_outputs ? 1 : 0);
+    final_phase = 2 * info.levels + (info.epilogue() ? 1 : 0);
   }
 
   // A pass's lane type, combiner and the access to member m of its value: the compute type, the
@@ -858,6 +858,8 @@ struct ReduceGen {
     const std::vector<ir::NodeId>& p = info.passes[pi];
     std::set<ir::NodeId> elems, ins, rows;
     for (ir::NodeId r : p) collect(k.g.node(r).arg(0), elems, ins, rows);
+    const std::vector<size_t> early = info.early_outputs ? element_outputs() : std::vector<size_t>{};
+    for (size_t i : early) collect(k.group.outputs[i], elems, ins, rows);
     std::string s;
     for (ir::NodeId x : rows) s += ensure_row(x);
     std::string body = fmt::format("  const {} k = ({})fj_i;\n", k.idx, k.idx) + decompose(red_j, "k");
@@ -870,7 +872,7 @@ struct ReduceGen {
     for (size_t m = 1; m < p.size(); ++m) operands += (m + 1 < p.size() ? ", {" : ", ") + v(k.g.node(p[m]).arg(0));
     operands += std::string(p.size() > 2 ? p.size() - 2 : 0, '}');
     const std::string lt = lane_type(p);
-    body += elements(elems, ins, "ioff") +
+    body += elements(elems, ins, "ioff") + output_writes(early) +
             fmt::format("  return {};\n", p.size() == 1 ? operands : lt + "{" + operands + "}");
     const std::string load = fmt::format("[&](long long fj_i) -> {} {{\n{}  }}", lt, indent(body, 2));
     const int level = info.level.at(p[0]);
@@ -917,15 +919,35 @@ struct ReduceGen {
     return types;
   }
 
-  // The element outputs, per element of the row (threads split the row as they split the lanes).
-  std::string epilogue() {
-    std::set<ir::NodeId> elems, ins, rows;
+  // The group's element outputs (not row values), by output index.
+  std::vector<size_t> element_outputs() const {
     std::vector<size_t> outs;
     for (size_t i = 0; i < k.group.outputs.size(); ++i)
-      if (!k.layout.row_out[i]) {
-        outs.push_back(i);
-        collect(k.group.outputs[i], elems, ins, rows);
-      }
+      if (!k.layout.row_out[i]) outs.push_back(i);
+    return outs;
+  }
+
+  // Stores of element outputs `outs` at element k of the row. Inside a pass, a column kernel's
+  // repeated last row (fj_live false) writes nothing: in place, its loads would read what the live
+  // row wrote (the epilogue's loop skips that row already).
+  std::string output_writes(const std::vector<size_t>& outs) {
+    const bool guard = info.early_outputs && !row_blocks();
+    std::string s;
+    for (size_t i : outs) {
+      const ir::NodeId o = k.group.outputs[i];
+      const std::string t = terms(red_j, "ost", v(o), -1);
+      s += fmt::format("  {}out_{}[ob_{}{}] = {};\n", guard ? "if (fj_live) " : "", v(o), v(o),
+                       t.empty() ? "" : " + " + t, hf.name(o, HalfForms::Form::Storage));
+    }
+    return s.empty() || !info.early_outputs ? s : "  // the element outputs, written as the pass loads the row (the row is read once)\n" + s;
+  }
+
+  // The element outputs, per element of the row (threads split the row as they split the lanes),
+  // unless the one pass wrote them.
+  std::string epilogue() {
+    std::set<ir::NodeId> elems, ins, rows;
+    const std::vector<size_t> outs = info.early_outputs ? std::vector<size_t>{} : element_outputs();
+    for (size_t i : outs) collect(k.group.outputs[i], elems, ins, rows);
     if (outs.empty()) return "";
     std::string s;
     for (ir::NodeId x : rows) s += ensure_row(x);
@@ -934,12 +956,7 @@ struct ReduceGen {
       const std::string t = terms(red_j, "ist", v(id), static_cast<int>(input_index[id]));
       body += fmt::format("  const unsigned long long ioff_{0} = ib_{0}{1};\n", v(id), t.empty() ? "" : " + " + t);
     }
-    body += elements(elems, ins, "ioff");
-    for (size_t i : outs) {
-      const ir::NodeId o = k.group.outputs[i];
-      const std::string t = terms(red_j, "ost", v(o), -1);
-      body += fmt::format("  out_{0}[ob_{0}{1}] = {2};\n", v(o), t.empty() ? "" : " + " + t, hf.name(o, HalfForms::Form::Storage));
-    }
+    body += elements(elems, ins, "ioff") + output_writes(outs);
     return s + fmt::format("  long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch\n"
                            "  fj_red_part_elements(split_phase, (long long)row_len, fj_part, fj_parts, fj_k0, fj_k1);\n"
                            "  for ({0} k = ({0})fj_k0 + fj_tid; {1}k < ({0})fj_k1; k += fj_nt) {{  // the element outputs\n",

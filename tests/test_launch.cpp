@@ -324,6 +324,38 @@ TEST_CASE("in place in a reduction kernel: element outputs run in place, a row v
   CHECK(x == want);
 }
 
+TEST_CASE("element outputs written in the one pass (the row read once): in place, split rows, column kernels") {
+  // u reads no reduction, so the kernel writes it as its one pass loads x: a whole-tensor flag, a
+  // row kernel, and a column kernel with rows past the end (C = 37: its last block repeats a row).
+  const char* texts[] = {"dim N = 40\ndim C = 600\ninput x : f32[N, C]\nparam s : f32 = 0.5\nu = x * s\n"
+                         "f = any(logical_not(isfinite(u)))\noutput u, f\n",
+                         "dim N = 40\ndim C = 600\ninput x : f32[N, C]\nu = x * 3\nm = amax(abs(x), -1)\noutput u, m\n",
+                         "dim N = 600\ndim C = 37\ninput x : f32[N, C]\nu = x - 1\ns = sum(x, 0)\noutput u, s\n"};
+  for (const char* text : texts) {
+    CAPTURE(text);
+    const fj::Graph g = fj::Graph::parse(text);
+    const fj::PlanReport plan = fj::plan_graph(g);
+    CHECK(plan.fused_kernels == 1);
+    CHECK(contains(plan.text, "1 pass over each row (the element outputs written in it)"));
+    CHECK(!contains(plan.text, "re-read"));
+    const std::vector<int64_t> shape = g.inputs()[0].shape;
+    for (int64_t split : {0, 1, 3}) {
+      CAPTURE(split);
+      fj::Options o = cpu_options();
+      o.row_split = split;
+      const fj::Program p = fj::Program::compile(g, o);
+      fj::HostTensor x = random_tensor(fj::DType::F32, shape, 5);
+      x.values<float>()[17] = NAN;
+      const std::vector<fj::HostTensor> want = p.run({x}, {}, fj::PlanKind::Unfused);
+      CHECK(p.run({x}) == want);
+      fj::HostTensor r(want[1].dtype(), want[1].shape());
+      p.launch({x}, {x, r});  // u over x
+      CHECK(x == want[0]);
+      CHECK(r == want[1]);
+    }
+  }
+}
+
 TEST_CASE("views reaching past 2^63 bytes are refused before any check computes with their extent") {
   // The byte extent wrapped mod 2^64: run() read far outside a 128-byte buffer, launch() took
   // four rows 2^64 bytes apart as one 32-byte block (hostile pass).

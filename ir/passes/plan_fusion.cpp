@@ -440,10 +440,9 @@ std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroup
 std::string reduction_note(const Graph& g, const FusionGroup& fg, const SplitRules& rules) {
   const ReduceGroupInfo info = analyze_reduce_group(g, fg);
   if (info.reductions.empty()) return "";
-  const bool element_outputs = info.element_outputs;
   std::string axes;
   for (int64_t a : mask_axes(fg.reduce_mask)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
-  const size_t passes = info.passes.size() + (element_outputs ? 1 : 0);
+  const size_t passes = info.passes.size() + (info.epilogue() ? 1 : 0);
   const RowSplit split = row_split_at(g, fg, info, rules);
   // Column kernels: rows side by side, a group of up to rpb rows a block (and its split parts).
   const int64_t rows = num_elements(reduced_shape(fg.iter_shape, fg.reduce_mask, false));
@@ -458,7 +457,9 @@ std::string reduction_note(const Graph& g, const FusionGroup& fg, const SplitRul
   const size_t n = info.reductions.size();
   const std::string count = fmt::format("{} reduction{}", n, n == 1 ? "" : "s") +
                             (info.same_as.empty() ? "" : fmt::format(", {} distinct", n - info.same_as.size()));
-  const std::string reads = fmt::format("{} pass{} over each row", passes, passes == 1 ? "" : "es") + reread_note(g, fg, info, split, rules);
+  const std::string reads = fmt::format("{} pass{} over each row{}", passes, passes == 1 ? "" : "es",
+                                        info.early_outputs ? " (the element outputs written in it)" : "") +
+                            reread_note(g, fg, info, split, rules);
   return fmt::format("reduces axes [{}] of {} ({}: {}; {}); ", axes, shape_to_string(fg.iter_shape, &g), count, reads, how);
 }
 
