@@ -99,6 +99,16 @@ void check_graph_name(std::string_view name) {
     throw UserError("graph name " + quoted(name) + " is not a valid name (a letter or '_', then letters, digits or '_')");
 }
 
+namespace {
+// "'a'", "'a' or 'b'", "'a', 'b' or 'c'".
+std::string one_of(std::span<const std::string_view> names) {
+  std::string s;
+  for (size_t k = 0; k < names.size(); ++k)
+    s += fmt::format("{}'{}'", k == 0 ? "" : k + 1 == names.size() ? " or " : ", ", names[k]);
+  return s;
+}
+}  // namespace
+
 std::string did_you_mean(std::string_view word, std::span<const std::string_view> candidates) {
   // No guesses for names of 1-2 letters (anything is close); 1 typo up to 5 letters, else 2.
   const size_t limit = word.size() <= 2 ? 0 : word.size() <= 5 ? 1 : 2;
@@ -115,11 +125,9 @@ std::string did_you_mean(std::string_view word, std::span<const std::string_view
     found.emplace_back(cv.size() == word.size() ? 0 : 1, cv);
   }
   std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::string out;
-  for (size_t k = 0; k < found.size() && k < 3; ++k)
-    out += fmt::format("{}'{}'", k == 0 ? "; did you mean " : k + 1 == std::min<size_t>(found.size(), 3) ? " or " : ", ",
-                       found[k].second);
-  return out.empty() ? "" : out + "?";
+  std::vector<std::string_view> names;
+  for (size_t k = 0; k < found.size() && k < 3; ++k) names.push_back(found[k].second);
+  return names.empty() ? "" : "; did you mean " + one_of(names) + "?";
 }
 
 std::string unknown_dtype_message(std::string_view name) {

@@ -848,8 +848,16 @@ struct ReduceGen {
     const ir::Node& nd = k.g.node(r);
     const ir::NodeId same = info.same_as.at(r);
     row_done.insert(r);
-    return fmt::format("  // {}{}: the row values of {} (only keepdim differs)\n  const {} {} = {};\n", k.nm.describe(r),
-                       k.nm.where(nd), k.nm.label(same), compute_ctype(nd.dtype), v(r), v(same));
+    // The location ends the comment line: names are hashed without it (jit/source_key.h).
+    return fmt::format("  // {}, the row values of {} (only keepdim differs){}\n  const {} {} = {};\n", k.nm.describe(r),
+                       k.nm.label(same), k.nm.where(nd), compute_ctype(nd.dtype), v(r), v(same));
+  }
+
+  // The members' operands of pass p, nested as the lane type: "a, {b, c}".
+  std::string pass_operands(const std::vector<ir::NodeId>& p) {
+    std::string operands = v(k.g.node(p[0]).arg(0));
+    for (size_t m = 1; m < p.size(); ++m) operands += (m + 1 < p.size() ? ", {" : ", ") + v(k.g.node(p[m]).arg(0));
+    return operands + std::string(p.size() > 2 ? p.size() - 2 : 0, '}');
   }
 
   // One pass over the row (ReduceGroupInfo::passes): its reductions' operands computed per element
@@ -867,10 +875,7 @@ struct ReduceGen {
       const std::string t = terms(red_j, "ist", v(id), static_cast<int>(input_index[id]));
       body += fmt::format("  const unsigned long long ioff_{0} = ib_{0}{1};\n", v(id), t.empty() ? "" : " + " + t);
     }
-    // The members' operands, nested as the lane type: "a, {b, c}".
-    std::string operands = v(k.g.node(p[0]).arg(0));
-    for (size_t m = 1; m < p.size(); ++m) operands += (m + 1 < p.size() ? ", {" : ", ") + v(k.g.node(p[m]).arg(0));
-    operands += std::string(p.size() > 2 ? p.size() - 2 : 0, '}');
+    const std::string operands = pass_operands(p);
     const std::string lt = lane_type(p);
     body += elements(elems, ins, "ioff") + output_writes(early) +
             fmt::format("  return {};\n", p.size() == 1 ? operands : lt + "{" + operands + "}");
@@ -900,7 +905,7 @@ struct ReduceGen {
                   ? fmt::format("fj_red_mean({}, (long long)row_len)", value)
                   : fmt::format("fj_red_mean({}, fj_red_divisor((long long)row_len, {}LL))", value, nd.red.correction);
     row_done.insert(r);
-    return fmt::format("  // {}{}: in the fixed order of fj_reduce.h\n  const {} {} = {};\n", k.nm.describe(r), k.nm.where(nd),
+    return fmt::format("  // {}, in the fixed order of fj_reduce.h{}\n  const {} {} = {};\n", k.nm.describe(r), k.nm.where(nd),
                        compute_ctype(nd.dtype), v(r), value);
   }
 

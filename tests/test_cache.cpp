@@ -228,10 +228,12 @@ int run_worker() {
 namespace fj = fusejit;
 
 // Two graph files with the same statements; the second has another name, comments and blank lines.
-const char* kGraphA = "graph pair\ninput x : f32[8]\ninput y : f32[8]\nz = exp(x) * y + 1\nw = z - x\noutput z, w\n";
+// With a reduction: its kernel's comments say where each reduction is (file and line) too.
+const char* kGraphA =
+    "graph pair\ninput x : f32[8]\ninput y : f32[8]\nz = exp(x) * y + 1\nw = z - x\ns = sum(w)\noutput z, w, s\n";
 const char* kGraphB =
     "# A copy of pair.txt under another name\n\n# with comments\ngraph pair\n\ninput x : f32[8]   # x\n"
-    "input y : f32[8]\n\n\nz = exp(x) * y + 1  # z\n# w next\n\nw = z - x\noutput z, w\n";
+    "input y : f32[8]\n\n\nz = exp(x) * y + 1  # z\n# w next\n\nw = z - x\n\ns = sum(w)\noutput z, w, s\n";
 const char* kGraphOther = "graph other\ninput x : f32[8]\ny = sqrt(x) * 3\noutput y\n";
 
 fj::Options cpu_options(const fs::path& dir = {}) {

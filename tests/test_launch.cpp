@@ -880,7 +880,9 @@ void write_file(const fs::path& p, const std::string& text) { std::ofstream(p, s
 }  // namespace
 
 TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is refused, never run") {
-  const char* exp_graph = "graph g\ninput x : f32[8]\ny = exp(x)\noutput y\n";
+  // A reduction kernel's source names the graph file in its comments ([g.txt:4]), which a loaded
+  // folder calls graph.txt: kernel names are hashed without them, or no such folder would load.
+  const char* exp_graph = "graph g\ninput x : f32[8]\ny = exp(x)\ns = sum(y)\noutput y, s\n";
   const fs::path dir = scratch_dir("aot-tamper");
   fj::compile_to_dir(fj::Graph::parse(exp_graph, "g.txt"), "sm_90", (dir / "ok").string());
   CHECK(load_error(dir / "ok") == "");
@@ -893,7 +895,7 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
   };
   // Another graph with the same arguments over the binaries: the kernel names differ.
   fs::copy(dir / "ok", dir / "swapped");
-  write_file(dir / "swapped" / "graph.txt", "graph g\ninput x : f32[8]\ny = log(x)\noutput y\n");
+  write_file(dir / "swapped" / "graph.txt", "graph g\ninput x : f32[8]\ny = log(x)\ns = sum(y)\noutput y, s\n");
   std::string e = load_error(dir / "swapped");
   CHECK(contains(e, "kernel 0 of the fused plan is fj_g_"));
   CHECK(contains(e, "compiled from another graph"));
@@ -936,7 +938,7 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
   CHECK(contains(load_error(dir / "empty"), "' is empty: write the folder again"));
   // A graph error names the folder's graph.txt, whose lines it counts.
   fs::copy(dir / "ok", dir / "typo");
-  write_file(dir / "typo" / "graph.txt", "graph g\ninput x : f32[8]\ny = epx(x)\noutput y\n");
+  write_file(dir / "typo" / "graph.txt", "graph g\ninput x : f32[8]\ny = epx(x)\ns = sum(y)\noutput y, s\n");
   FakeGpu gpu;
   try {
     (void)fj::Program::load((dir / "typo").string());

@@ -5,8 +5,8 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_75ce438cb94409bf and fj_reductions_75ce438cb94409bf_s are the same (any strides).
-static __device__ void fj_reductions_75ce438cb94409bf_rows(
+// Entry points fj_reductions_8db0b5d963451c1f and fj_reductions_8db0b5d963451c1f_s are the same (any strides).
+static __device__ void fj_reductions_8db0b5d963451c1f_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -45,7 +45,7 @@ static __device__ void fj_reductions_75ce438cb94409bf_rows(
     const unsigned long long ib_v0 = (unsigned long long)c0 * ist_v0_0;
     const unsigned long long ob_v6 = (unsigned long long)c0 * ost_v6_0;
     const unsigned long long ob_v18 = (unsigned long long)c0 * ost_v18_0;
-    // v2 = amax(v0) : f32  [reductions.graph:8]: in the fixed order of fj_reduce.h
+    // v2 = amax(v0) : f32, in the fixed order of fj_reduce.h  [reductions.graph:8]
     const float v2 = fj_reduce_phase<fj_red_max, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> float {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
@@ -56,7 +56,7 @@ static __device__ void fj_reductions_75ce438cb94409bf_rows(
       return v0;
     }, fj_lanes_float, fj_tid, fj_nt,
         fj_red_chunk_slots<float>(ws, 2, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 0, (long long)rows, (long long)o));
-    // v15 = amax(v0) : f32  [reductions.graph:10]: the row values of v2 (only keepdim differs)
+    // v15 = amax(v0) : f32, the row values of v2 (only keepdim differs)  [reductions.graph:10]
     const float v15 = v2;
     if (split_phase == 1 || split_phase == 2) continue;  // a split row's level-1 launches
     const bool v8 = fj_isinf(v2);  // v8 = isinf(v2) : bool  [reductions.graph:10]
@@ -76,9 +76,9 @@ static __device__ void fj_reductions_75ce438cb94409bf_rows(
       return fj_red_two<float, float>{v4, v12};
     }, fj_lanes_float_float, fj_tid, fj_nt,
         fj_red_chunk_slots<fj_red_two<float, float>>(ws, 2, 1, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<fj_red_two<float, float>>(ws, 1, (long long)rows, (long long)o));
-    // v5 = sum(v4) : f32  [reductions.graph:8]: in the fixed order of fj_reduce.h
+    // v5 = sum(v4) : f32, in the fixed order of fj_reduce.h  [reductions.graph:8]
     const float v5 = fj_pass1.a;
-    // v13 = sum(v12) : f32  [reductions.graph:10]: in the fixed order of fj_reduce.h
+    // v13 = sum(v12) : f32, in the fixed order of fj_reduce.h  [reductions.graph:10]
     const float v13 = fj_pass1.b;
     if (split_phase == 3 || split_phase == 4) continue;  // a split row's level-2 launches
     const float v14 = fj_log(v13);  // v14 = log(v13) : f32  [reductions.graph:10]
@@ -103,7 +103,7 @@ static __device__ void fj_reductions_75ce438cb94409bf_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_75ce438cb94409bf(
+extern "C" __global__ void fj_reductions_8db0b5d963451c1f(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -123,9 +123,9 @@ extern "C" __global__ void fj_reductions_75ce438cb94409bf(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  fj_reductions_75ce438cb94409bf_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
+  fj_reductions_8db0b5d963451c1f_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
-extern "C" __global__ void fj_reductions_75ce438cb94409bf_s(
+extern "C" __global__ void fj_reductions_8db0b5d963451c1f_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -145,7 +145,7 @@ extern "C" __global__ void fj_reductions_75ce438cb94409bf_s(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  fj_reductions_75ce438cb94409bf_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
+  fj_reductions_8db0b5d963451c1f_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.
@@ -155,8 +155,8 @@ extern "C" __global__ void fj_reductions_75ce438cb94409bf_s(
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_1fc434dc94caaa05 and fj_reductions_1fc434dc94caaa05_s are the same (any strides).
-static __device__ void fj_reductions_1fc434dc94caaa05_rows(
+// Entry points fj_reductions_e3728c27d3b0f57e and fj_reductions_e3728c27d3b0f57e_s are the same (any strides).
+static __device__ void fj_reductions_e3728c27d3b0f57e_rows(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -189,7 +189,7 @@ static __device__ void fj_reductions_1fc434dc94caaa05_rows(
     const unsigned int c1 = rem_o;
     const unsigned long long ib_v0 = (unsigned long long)c1 * ist_v0_1;
     const unsigned long long ob_v7 = (unsigned long long)c1 * ost_v7_1;
-    // v7 (col) = sum(v0) : f32  [reductions.graph:9]: in the fixed order of fj_reduce.h
+    // v7 (col) = sum(v0) : f32, in the fixed order of fj_reduce.h  [reductions.graph:9]
     const float v7 = fj_reduce_phase<fj_red_sum, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> float {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
@@ -205,7 +205,7 @@ static __device__ void fj_reductions_1fc434dc94caaa05_rows(
     }
   }
 }
-extern "C" __global__ void fj_reductions_1fc434dc94caaa05(
+extern "C" __global__ void fj_reductions_e3728c27d3b0f57e(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -221,9 +221,9 @@ extern "C" __global__ void fj_reductions_1fc434dc94caaa05(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_1fc434dc94caaa05_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_e3728c27d3b0f57e_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_1fc434dc94caaa05_s(
+extern "C" __global__ void fj_reductions_e3728c27d3b0f57e_s(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -239,7 +239,7 @@ extern "C" __global__ void fj_reductions_1fc434dc94caaa05_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_1fc434dc94caaa05_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_e3728c27d3b0f57e_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
 
 // Fusion group: 1 op(s), iteration space [4, N, C], 32-bit index math.
@@ -249,8 +249,8 @@ extern "C" __global__ void fj_reductions_1fc434dc94caaa05_s(
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_3f0b2d20dbbecbaf and fj_reductions_3f0b2d20dbbecbaf_s are the same (any strides).
-static __device__ void fj_reductions_3f0b2d20dbbecbaf_rows(
+// Entry points fj_reductions_1e86bc6e6c2751bc and fj_reductions_1e86bc6e6c2751bc_s are the same (any strides).
+static __device__ void fj_reductions_1e86bc6e6c2751bc_rows(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -282,7 +282,7 @@ static __device__ void fj_reductions_3f0b2d20dbbecbaf_rows(
     const unsigned int c1 = rem_o;
     const unsigned long long ib_v1 = (unsigned long long)c1 * ist_v1_1;
     const unsigned long long ob_v19 = (unsigned long long)c1 * ost_v19_1;
-    // v19 (m) = amax(v1) : f32  [reductions.graph:11]: in the fixed order of fj_reduce.h
+    // v19 (m) = amax(v1) : f32, in the fixed order of fj_reduce.h  [reductions.graph:11]
     const float v19 = fj_reduce_phase<fj_red_max, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> float {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
@@ -300,7 +300,7 @@ static __device__ void fj_reductions_3f0b2d20dbbecbaf_rows(
     }
   }
 }
-extern "C" __global__ void fj_reductions_3f0b2d20dbbecbaf(
+extern "C" __global__ void fj_reductions_1e86bc6e6c2751bc(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -321,9 +321,9 @@ extern "C" __global__ void fj_reductions_3f0b2d20dbbecbaf(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_3f0b2d20dbbecbaf_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_1e86bc6e6c2751bc_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_3f0b2d20dbbecbaf_s(
+extern "C" __global__ void fj_reductions_1e86bc6e6c2751bc_s(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -344,6 +344,6 @@ extern "C" __global__ void fj_reductions_3f0b2d20dbbecbaf_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_3f0b2d20dbbecbaf_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_1e86bc6e6c2751bc_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
 

@@ -5,8 +5,8 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_rmsnorm_e242285af1f8f45c and fj_rmsnorm_e242285af1f8f45c_s are the same (any strides).
-static __device__ void fj_rmsnorm_e242285af1f8f45c_rows(
+// Entry points fj_rmsnorm_e3820375623f852f and fj_rmsnorm_e3820375623f852f_s are the same (any strides).
+static __device__ void fj_rmsnorm_e3820375623f852f_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -44,7 +44,7 @@ static __device__ void fj_rmsnorm_e242285af1f8f45c_rows(
     const unsigned long long ib_v0 = (unsigned long long)c0 * ist_v0_0;
     const unsigned long long ib_v1 = 0ull;
     const unsigned long long ob_v10 = (unsigned long long)c0 * ost_v10_0;
-    // v5 (ms) = mean(v4) : f32  [rmsnorm.graph:9]: in the fixed order of fj_reduce.h
+    // v5 (ms) = mean(v4) : f32, in the fixed order of fj_reduce.h  [rmsnorm.graph:9]
     const float v5 = fj_red_mean(fj_reduce_phase<fj_red_sum, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> float {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
@@ -80,7 +80,7 @@ static __device__ void fj_rmsnorm_e242285af1f8f45c_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_rmsnorm_e242285af1f8f45c(
+extern "C" __global__ void fj_rmsnorm_e3820375623f852f(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -100,9 +100,9 @@ extern "C" __global__ void fj_rmsnorm_e242285af1f8f45c(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  fj_rmsnorm_e242285af1f8f45c_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache);
+  fj_rmsnorm_e3820375623f852f_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
-extern "C" __global__ void fj_rmsnorm_e242285af1f8f45c_s(
+extern "C" __global__ void fj_rmsnorm_e3820375623f852f_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -122,6 +122,6 @@ extern "C" __global__ void fj_rmsnorm_e242285af1f8f45c_s(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  fj_rmsnorm_e242285af1f8f45c_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache);
+  fj_rmsnorm_e3820375623f852f_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
 
