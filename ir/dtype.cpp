@@ -38,9 +38,9 @@ std::optional<DType> parse_dtype(std::string_view name) {
 std::optional<DType> foreign_dtype(std::string_view name) {
   static constexpr std::pair<std::string_view, DType> kNames[] = {
       {"bool_", DType::Bool},    {"int8", DType::I8},     {"uint8", DType::U8},     {"int32", DType::I32},
-      {"int", DType::I32},       {"int64", DType::I64},   {"long", DType::I64},     {"float16", DType::F16},
+      {"int64", DType::I64},   {"long", DType::I64},     {"float16", DType::F16},
       {"half", DType::F16},      {"fp16", DType::F16},    {"bfloat16", DType::BF16}, {"float32", DType::F32},
-      {"float", DType::F32},     {"fp32", DType::F32},    {"float64", DType::F64},  {"double", DType::F64},
+      {"fp32", DType::F32},    {"float64", DType::F64},  {"double", DType::F64},
       {"fp64", DType::F64},      {"torch.float32", DType::F32}, {"torch.bfloat16", DType::BF16},
       {"torch.float16", DType::F16},
   };

@@ -20,7 +20,8 @@ std::string_view dtype_name(DType t);
 // Inverse of dtype_name; nullopt for an unknown name.
 std::optional<DType> parse_dtype(std::string_view name);
 // The dtype NumPy or PyTorch call `name` ("float32", "bfloat16", "half", "long", "bool_", "fp16"),
-// for messages that say how fusejit writes it; nullopt for any other name.
+// for messages that say how fusejit writes it; nullopt for any other name (also for "float" and
+// "int", which mean f64 and i64 in NumPy but f32 and i32 in PyTorch).
 std::optional<DType> foreign_dtype(std::string_view name);
 // Size of one element in bytes (bool is 1 byte, as in NumPy and PyTorch).
 int dtype_size(DType t);

@@ -324,6 +324,8 @@ class Parser {
       output_lines_[n] = name.loc.line;
       if (tok_.kind != Tok::Comma) break;
       advance();
+      if (tok_.kind == Tok::Newline || tok_.kind == Tok::Eof)
+        throw UserError("expected an output name after ',' (remove the trailing ',')", tok_.loc);
     }
   }
 

@@ -419,10 +419,11 @@ Sharing share_bytes(const TensorArg& a, ir::DType da, const TensorArg& b, ir::DT
 // How a refusal names the overlap: proven, or not decided within views_share_bytes's bound.
 const char* overlap_verb(Sharing s) { return s == Sharing::Unknown ? "may overlap" : "overlaps"; }
 
-std::string undecided_note(Sharing s) {
+// `fix`: what to pass instead ("separate buffers", "a contiguous array").
+std::string undecided_note(Sharing s, const char* fix = "separate buffers") {
   return s == Sharing::Unknown ? fmt::format(" (fusejit could not decide within {} steps whether these interleaved "
-                                             "strides share a byte, so it refuses them; pass separate buffers)",
-                                             kOverlapMaxWork)
+                                             "strides share a byte, so it refuses them; pass {})",
+                                             kOverlapMaxWork, fix)
                                : std::string();
 }
 
@@ -515,7 +516,7 @@ void check_aliasing(const ir::Graph& g, const PlanBindings& b, std::span<const T
       throw ir::UserError(fmt::format("output '{}' is a view whose elements {} each other (a stride of 0, or strides "
                                       "that interleave onto each other): every output element needs its own memory{}",
                                       g.outputs[k].name, self == Sharing::Unknown ? "may overlap" : "overlap",
-                                      undecided_note(self)));
+                                      undecided_note(self, "a contiguous array")));
     for (size_t s = 0; s < inputs.size(); ++s) {
       if (!overlap(out, sc.input_bytes[s])) continue;
       if (may_run_in_place(g, b, outputs[k], inputs[s], k, s)) continue;

@@ -307,12 +307,18 @@ void check_index(const json& x, const std::string& file) {
   const std::string& graph = string_field(x, "graph", where);
   if (graph.empty() || graph == "." || graph == ".." || graph.find('/') != std::string::npos)
     bad_index(where, "\"graph\" is not a file name in the folder");
-  string_field(x, "target", where);
+  // sm_XY holds CUBINs, compute_XY PTX: the binary key the loader reads follows from the target.
+  const std::string& target = string_field(x, "target", where);
+  const bool cubin = x["output"] == "cubin";
+  if (target.rfind(cubin ? "sm_" : "compute_", 0) != 0)
+    bad_index(where, fmt::format("\"target\" {} does not hold \"output\" {} (sm_XY: cubin, compute_XY: ptx)", target,
+                                 cubin ? "cubin" : "ptx"));
   field(x, "fast_math", &json::is_boolean, "true or false", where);
   for (const json& o : field(x, "nvrtc_options", &json::is_array, "an array", where))
     if (!o.is_string()) bad_index(where, "\"nvrtc_options\" holds a value that is not a string");
   for (const auto& [name, value] : field(x, "dims", &json::is_object, "an object", where).items())
-    if (!value.is_number_unsigned()) bad_index(where, fmt::format("dim '{}' is not a non-negative integer", name));
+    if (!value.is_number_unsigned() || value.get<uint64_t>() > uint64_t{INT64_MAX})
+      bad_index(where, fmt::format("dim '{}' is not an integer from 0 to 2^63 - 1", name));
   const json& kernels = field(x, "kernels", &json::is_array, "an array", where);
   std::set<std::pair<std::string, uint64_t>> seen;
   for (size_t i = 0; i < kernels.size(); ++i) {

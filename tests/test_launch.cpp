@@ -567,6 +567,7 @@ TEST_CASE("an output whose strides interleave without meeting runs; an undecided
   });
   CHECK(contains(e, "output 'y' is a view whose elements may overlap each other"));
   CHECK(contains(e, "could not decide within 4096 steps"));
+  CHECK(contains(e, "pass a contiguous array"));
 }
 
 TEST_CASE("outputs that interleave with an input without sharing a byte run (the halves of each row)") {
@@ -915,6 +916,8 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
       {[](nlohmann::json& x) { x["kernels"] = nlohmann::json::array(); }, "index.json lists no kernel 0 of the fused plan"},
       {[](nlohmann::json& x) { x.erase("dims"); }, "\"dims\" is missing"},
       {[](nlohmann::json& x) { x["output"] = "none"; }, "it was written with Options::dump_dir from the CPU path"},
+      {[](nlohmann::json& x) { x["target"] = "compute_90"; }, "\"target\" compute_90 does not hold \"output\" cubin"},
+      {[](nlohmann::json& x) { x["dims"]["N"] = 9223372036854775808ull; }, "dim 'N' is not an integer from 0 to 2^63 - 1"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     CAPTURE(i);

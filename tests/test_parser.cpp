@@ -336,6 +336,8 @@ TEST_CASE("no trailing comma in a call or a list: one message for each") {
   CHECK(err_of("input x : f32[2, 3]\ny = sum(x, [0, 1,])\noutput y\n") ==
         "expected an axis after ',' (remove the trailing ',')");
   CHECK(err_of("input x : f32[2]\ny = add(x,\noutput y\n") == "expected an expression, found end of line");
+  CHECK(err_of("input x : f32[2]\ny = x + 1\noutput y,\n") == "expected an output name after ',' (remove the trailing ',')");
+  CHECK(err_of("input x : f32[2]\ny = x + 1\noutput y,") == "expected an output name after ',' (remove the trailing ',')");
 }
 
 TEST_CASE("parse_graph_file") {

@@ -126,6 +126,9 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
     if fw != "numpy":
         return a, None
     bf16, native = _numpy_dtype_facts(a.dtype)
+    if not native:  # as the .npy reader says it (first: a big-endian bfloat16 would pass as bf16 bits)
+        fix = "ml_dtypes.bfloat16" if bf16 else repr(a.dtype.newbyteorder("=").str)
+        raise UserError(f"{what}: big-endian data ({a.dtype.str!r}) is not supported; convert it with .astype({fix})")
     if bf16:
         import numpy as np
 
@@ -133,10 +136,6 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
     if any(s % a.itemsize for s in a.strides):  # np.lib.stride_tricks.as_strided
         raise UserError(f"{what}: strides {a.strides} bytes are not multiples of its item size {a.itemsize}: "
                         "fusejit takes strides in elements; pass a copy (np.ascontiguousarray)")
-    if not native:  # as the .npy reader says it
-        native_str = a.dtype.newbyteorder("=").str
-        raise UserError(f"{what}: big-endian data ({a.dtype.str!r}) is not supported; convert it with "
-                        f".astype({native_str!r})")
     return a, None
 
 

@@ -452,6 +452,14 @@ def test_big_endian_arrays_are_refused_naming_the_tensor():
         prog(x=np.array([1, 2, 3], ">f4"))
     with pytest.raises(fusejit.UserError, match="output 'y': big-endian data"):
         prog(x=np.array([1, 2, 3], "<f4"), out={"y": np.zeros(3, ">f4")})
+    # bfloat16 too: its bytes swapped would pass as bf16 bits and read as other numbers.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    hb = fusejit.compile(fusejit.Graph.parse("input x : bf16[4]\ny = x * 2\noutput y\n"))
+    big = np.array([1, 2, 3, 4], dtype=ml_dtypes.bfloat16).astype(np.dtype(ml_dtypes.bfloat16).newbyteorder(">"))
+    with pytest.raises(fusejit.UserError, match=r"input 'x': big-endian data .* convert it with \.astype\(ml_dtypes\.bfloat16\)"):
+        hb(x=big)
+    with pytest.raises(fusejit.UserError, match="output 'y': big-endian data"):
+        hb(x=big.astype(ml_dtypes.bfloat16), out={"y": big.copy()})
 
 
 def test_strides_that_are_not_whole_elements_are_refused_naming_the_tensor():
