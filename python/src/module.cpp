@@ -63,7 +63,19 @@ using fusejit_py::WarningScope;
 
 // The fusejit dtype of a DLPack dtype; `as` (a dtype name) reinterprets 16-bit unsigned storage as
 // bf16 or f16, for NumPy arrays of ml_dtypes.bfloat16 that the Python layer views as uint16.
-DType dtype_of(nb::dlpack::dtype t, const std::optional<std::string>& as, const std::string& what) {
+// "input 'x'" / "output 'y'" for messages, made only when one is thrown (a call costs a few
+// microseconds; the graph's descriptions are copies).
+struct TensorName {
+  const fusejit::Program& p;
+  bool output;
+  size_t k;
+  std::string operator()() const {
+    const std::vector<fusejit::TensorInfo> info = output ? p.graph().outputs() : p.graph().inputs();
+    return std::string(output ? "output '" : "input '") + (k < info.size() ? info[k].name : std::to_string(k)) + "'";
+  }
+};
+
+DType dtype_of(nb::dlpack::dtype t, const std::optional<std::string>& as, const TensorName& what) {
   using C = nb::dlpack::dtype_code;
   const auto code = static_cast<C>(t.code);
   if (as && code == C::UInt && t.bits == 16 && t.lanes == 1) {
@@ -82,7 +94,7 @@ DType dtype_of(nb::dlpack::dtype t, const std::optional<std::string>& as, const 
     if (code == C::Bfloat && t.bits == 16) return DType::BF16;
   }
   throw fusejit::Error(fusejit::ErrorKind::User,
-                       what + ": unsupported element type (DLPack code " + std::to_string(t.code) + ", " +
+                       what() + ": unsupported element type (DLPack code " + std::to_string(t.code) + ", " +
                            std::to_string(t.bits) + " bits); fusejit takes bool, i8, u8, i32, i64, f16, bf16, "
                            "f32 and f64");
 }
@@ -95,14 +107,14 @@ struct Tensors {
   int device_type = 0;  // DLPack device type shared by all (0 = none seen yet)
 
   template <class Array>
-  void add(const Array& a, const std::optional<std::string>& as, const std::string& what, bool writable) {
+  void add(const Array& a, const std::optional<std::string>& as, const TensorName& what, bool writable) {
     std::vector<int64_t> shape(a.ndim()), stride(a.ndim());
     for (size_t d = 0; d < a.ndim(); ++d) {
       shape[d] = static_cast<int64_t>(a.shape(d));
       stride[d] = a.stride(d);
     }
     if (device_type && a.device_type() != device_type)
-      throw fusejit::Error(fusejit::ErrorKind::User, what + ": on another kind of device than the tensors before it");
+      throw fusejit::Error(fusejit::ErrorKind::User, what() + ": on another kind of device than the tensors before it");
     device_type = a.device_type();
     shapes.push_back(std::move(shape));
     strides.push_back(std::move(stride));
@@ -117,11 +129,8 @@ struct Tensors {
 using Overrides = std::vector<std::optional<std::string>>;
 
 Tensors collect_inputs(const fusejit::Program& p, const std::vector<InArray>& arrays, const Overrides& as) {
-  std::vector<fusejit::TensorInfo> info = p.graph().inputs();
   Tensors t;
-  for (size_t k = 0; k < arrays.size(); ++k)
-    t.add(arrays[k], k < as.size() ? as[k] : std::nullopt,
-          "input '" + (k < info.size() ? info[k].name : std::to_string(k)) + "'", false);
+  for (size_t k = 0; k < arrays.size(); ++k) t.add(arrays[k], k < as.size() ? as[k] : std::nullopt, {p, false, k}, false);
   t.finish();
   return t;
 }
@@ -183,11 +192,8 @@ void launch(const fusejit::Program& p, const std::vector<InArray>& inputs, const
             const std::vector<std::pair<std::string, nb::object>>& param_values, uintptr_t stream,
             std::string_view plan) {
   Tensors in = collect_inputs(p, inputs, in_as);
-  std::vector<fusejit::TensorInfo> info = p.graph().outputs();
   Tensors out;
-  for (size_t k = 0; k < outputs.size(); ++k)
-    out.add(outputs[k], k < out_as.size() ? out_as[k] : std::nullopt,
-            "output '" + (k < info.size() ? info[k].name : std::to_string(k)) + "'", true);
+  for (size_t k = 0; k < outputs.size(); ++k) out.add(outputs[k], k < out_as.size() ? out_as[k] : std::nullopt, {p, true, k}, true);
   out.finish();
   fusejit::Params params = to_params(param_values);
   fusejit::PlanKind kind = plan_kind(plan);
