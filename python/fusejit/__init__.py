@@ -268,7 +268,11 @@ class Program:
                                 f"{', '.join(sorted(self._params)) or 'none'})")
         missing = [n for n in self._inputs if n not in given]
         if missing:
-            raise TypeError("missing input(s): " + ", ".join(missing))
+            # An input named as a keyword of the call itself never reaches kwargs.
+            clash = [n for n in missing if n in ("out", "stream", "plan")]
+            raise TypeError("missing input(s): " + ", ".join(missing)
+                            + (f" ({', '.join(clash)}: the call's own keyword; pass such an input positionally)"
+                               if clash else ""))
         return [given[n] for n in self._inputs], params
 
     def output_shapes(self, *args: Any, plan: str = "fused", **inputs: Any) -> dict[str, tuple[int, ...]]:

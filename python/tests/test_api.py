@@ -177,6 +177,12 @@ def test_errors(axpy):
         axpy(x=x, y=np.zeros(9, np.float32))
     with pytest.raises(TypeError, match="missing input.*y"):
         axpy(x=x)
+    # An input named like the call's own keywords (out=, stream=, plan=) goes positionally.
+    named_out = fusejit.compile(fusejit.Graph.parse("input out : f32[8]\ny = out * 2\noutput y\n"))
+    with pytest.raises(TypeError, match=r"missing input\(s\): out \(out: the call's own keyword; pass such an "
+                                        r"input positionally\)"):
+        named_out(out=x)
+    assert list(named_out(x)["y"]) == [0.0] * 8
     with pytest.raises(TypeError, match="neither an input nor a param"):
         axpy(x=x, y=x, b=1.0)
     with pytest.raises(TypeError, match="param 'a': expected a bool, int or float, got str"):
