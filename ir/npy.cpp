@@ -339,13 +339,10 @@ std::string fmt_g17(float v) {
 // What to do about a file whose dtype or rank is not the input's: convert the file, or (same
 // dtype and rank) set the dims with `shape_hint`.
 std::string npy_input_hint(const NpyHeader& h, DType dtype, size_t rank, const std::string& shape_hint, bool same_dtype) {
-  if (!same_dtype) {
-    static constexpr const char* kNumpy[] = {"bool", "int8", "uint8", "int32", "int64", "float16", "float32",
-                                             "float32", "float64"};  // bf16: exact f32 values (Bf16Npy::F32)
+  if (!same_dtype)  // bf16: exact f32 values (Bf16Npy::F32), the form .npy files take here
     return fmt::format(" (convert the file with NumPy: np.save(FILE, np.load(FILE).astype('{}')){})",
-                       kNumpy[static_cast<int>(dtype)],
+                       dtype_npy_descr(dtype == DType::BF16 ? DType::F32 : dtype),
                        dtype == DType::BF16 ? ", values exact in bf16, or ml_dtypes.bfloat16" : "");
-  }
   if (h.shape.size() != rank)
     return fmt::format(" (the file has {} axes, the input {}: --dim cannot change that)", h.shape.size(), rank);
   return shape_hint.empty() ? "" : " " + shape_hint;

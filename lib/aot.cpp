@@ -381,8 +381,9 @@ std::vector<const json*> folder_kernels(const AotFolder& f, PlanKind kind) {
 // Kernel i of a plan in the folder is the one this fusejit generates for graph.txt: the same name
 // (a hash of its source, so the same code) and parameters. A folder whose graph.txt was edited or
 // written by another dump, or whose index lacks the kernel, is refused rather than run.
-void check_folder_kernel(const AotFolder& f, const Program::Impl::Path& path, size_t i, const json* e,
+void check_folder_kernel(const AotFolder& f, const Program::Impl::Path& path, size_t i, const std::vector<const json*>& entries,
                          const jit::GeneratedKernel& k, const json& args, const json& strided_args) {
+  const json* e = i < entries.size() ? entries[i] : nullptr;
   const char* plan = plan_name(path.kind);
   if (!e)
     throw ir::UserError(fmt::format("'{}': index.json lists no kernel {} of the {} plan ({} kernels): write the "
@@ -391,7 +392,7 @@ void check_folder_kernel(const AotFolder& f, const Program::Impl::Path& path, si
   const std::string& name = e->at("kernel").get_ref<const std::string&>();
   const bool same = name == k.name && abi_text(e->at("entries")[0].at("args")) == abi_text(args) &&
                     abi_text(e->at("entries")[1].at("args")) == abi_text(strided_args);
-  if (!same || folder_kernels(f, path.kind).size() != path.plan.groups.size())
+  if (!same || entries.size() != path.plan.groups.size())
     throw ir::UserError(fmt::format("'{}': kernel {} of the {} plan is {} in index.json, but this fusejit makes {} "
                                     "from graph.txt (the folder's binaries were compiled from another graph or "
                                     "options: was graph.txt edited, or written by another `fusejit compile`?): write "
@@ -415,8 +416,8 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
   for (size_t i = 0; i < path.plan.groups.size(); ++i) {
     const ir::FusionGroup& grp = path.plan.groups[i];
     jit::GeneratedKernel k = jit::generate_kernel(g, grp, cg);
-    const json* e = i < entries.size() ? entries[i] : nullptr;
-    check_folder_kernel(f, path, i, e, k, args_json(k.signature, g, grp), args_json(k.strided_signature, g, grp));
+    check_folder_kernel(f, path, i, entries, k, args_json(k.signature, g, grp), args_json(k.strided_signature, g, grp));
+    const json* e = entries[i];
     const std::string file = e->at(jit::to_string(p.gpu_target.kind)).get<std::string>();
     auto& image = images[file];
     if (!image) {

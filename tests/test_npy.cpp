@@ -247,7 +247,7 @@ TEST_CASE("read_npy_input checks the input's dtype and shape") {
   write_npy(p, x);
   CHECK(read_npy_input(p, "x", DType::F16, {8, 4}).shape == std::vector<int64_t>{8, 4});
   CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F32, {8, 4}), "input 'x': the file has f16[8, 4], expected f32[8, 4]"
-                       " (convert the file with NumPy: np.save(FILE, np.load(FILE).astype('float32')))",
+                       " (convert the file with NumPy: np.save(FILE, np.load(FILE).astype('<f4')))",
                        FileError);
   // Another rank: --dim cannot fix it, and the message says so rather than suggest it.
   CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F16, {32}, "(--dim sets the graph's dims N)"),
@@ -272,7 +272,7 @@ uint64_t bytes_read_so_far() {
 
 TEST_CASE("dtype and shape are checked from the header before any data is read") {
   // A 64 MiB f64 file (sparse: costs no disk) given for a 16-element f32 input.
-  const std::string suffix = " (convert the file with NumPy: np.save(FILE, np.load(FILE).astype('float32')))";
+  const std::string suffix = " (convert the file with NumPy: np.save(FILE, np.load(FILE).astype('<f4')))";
   std::string p = tmp("huge.npy");
   const int64_t n = int64_t{8} << 20;
   write_bytes(p, npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(n) + ",), }\n", ""));
@@ -310,7 +310,7 @@ TEST_CASE("an .npy input's error names the .npy file, not the graph file") {
     CHECK(e.kind() == fusejit::ErrorKind::User);
     CHECK(e.file() == p);
     CHECK(e.diagnostic() == p + ": error: input 'x': the file has f64[3], expected f32[4] (convert the file with NumPy: "
-                                "np.save(FILE, np.load(FILE).astype('float32')))\n");
+                                "np.save(FILE, np.load(FILE).astype('<f4')))\n");
   }
 }
 
