@@ -801,13 +801,32 @@ struct ReduceGen {
     return s + fmt::format("  const {} c{} = rem_{};\n", k.idx, dims[0], var);
   }
 
-  // Sum of c<j> * <prefix>_<value>_<j> over `dims` (an input's only where it has the dim).
+  // Sum of c<j> * <prefix>_<value>_<j> over `dims` (an input's only where it has the dim); along a
+  // row kernel's innermost dim, the stride fj_<prefix>_<value> (1 in the fast entry: row_stride()).
   std::string terms(const std::vector<int>& dims, const char* prefix, const std::string& val, int input) {
     std::string s;
     for (int j : dims)
       if (input < 0 || k.layout.in_dims[static_cast<size_t>(input)][static_cast<size_t>(j)] >= 0)
-        s += fmt::format("{}(unsigned long long)c{} * {}_{}_{}", s.empty() ? "" : " + ", j, prefix, val, j);
+        s += fmt::format("{}(unsigned long long)c{} * {}", s.empty() ? "" : " + ", j,
+                         row_blocks() && j == last_dim() ? fmt::format("fj_{}_{}", prefix, val)
+                                                         : fmt::format("{}_{}_{}", prefix, val, j));
     return s;
+  }
+  int last_dim() const { return static_cast<int>(k.layout.iter_dims.size()) - 1; }
+
+  // A row kernel's strides along the row (its innermost dim): the fast entry runs C-contiguous
+  // tensors only (jit/launch.cpp), where they are 1, so fj_fast makes them a constant the compiler
+  // folds into the address arithmetic; the strided entry passes them on.
+  std::string row_strides() {
+    if (!row_blocks()) return "";
+    std::string s;
+    auto declare = [&](const char* prefix, ir::NodeId id) {
+      s += fmt::format("  const unsigned long long fj_{0}_{1} = fj_fast ? 1ull : {0}_{1}_{2};\n", prefix, v(id), last_dim());
+    };
+    for (size_t i = 0; i < k.group.inputs.size(); ++i)
+      if (k.layout.in_dims[i][static_cast<size_t>(last_dim())] >= 0) declare("ist", k.group.inputs[i]);
+    for (size_t i : element_outputs()) declare("ost", k.group.outputs[i]);
+    return s.empty() ? "" : "  // Strides along the row: 1 in the fast entry (C-contiguous tensors)\n" + s;
   }
 
   // Loads of `ins` at <off>_<v> and the element values `elems`, in topological order. A cached
@@ -1069,6 +1088,7 @@ struct ReduceGen {
       s += hf.other_form(id, HalfForms::Form::Compute);
     }
     s += declare_constants(k, hf);
+    s += row_strides();
     s += row_cache();
     if (row_blocks())
       s += fmt::format("  const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;\n"
@@ -1081,7 +1101,8 @@ struct ReduceGen {
     s += indent(row(), 2);
     if (!cached.empty()) s += "    if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache\n";
     s += "  }\n";
-    return fmt::format("static __device__ void @NAME@_rows(\n    {}) {{\n", params) + s + "}\n";
+    return fmt::format("template <bool fj_fast>\nstatic __device__ __forceinline__ void @NAME@_rows(\n    {}) {{\n", params) + s +
+           "}\n";
   }
 };
 
@@ -1098,13 +1119,15 @@ KernelSignature reduce_signature(KernelGen& k, bool split, bool row_cache) {
   return sig;
 }
 
+// An entry: the fast one (suffix "") with the row strides 1, the strided one ("_s") as passed.
 std::string reduce_entry(const KernelSignature& sig, const char* suffix) {
   std::string params, args;
   for (const ArgSlot& a : sig.args) {
     params += fmt::format("{}{} {}", params.empty() ? "" : ",\n    ", a.ctype, a.name);
     args += (args.empty() ? "" : ", ") + a.name;
   }
-  return fmt::format("extern \"C\" __global__ void @NAME@{}(\n    {}) {{\n  @NAME@_rows({});\n}}\n", suffix, params, args);
+  return fmt::format("extern \"C\" __global__ void @NAME@{}(\n    {}) {{\n  @NAME@_rows<{}>({});\n}}\n", suffix, params,
+                     *suffix ? "false" : "true", args);
 }
 
 std::string reduce_header(KernelGen& k, const ReduceGen& r) {
@@ -1116,7 +1139,7 @@ std::string reduce_header(KernelGen& k, const ReduceGen& r) {
                       "// Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:\n"
                       "// chunks of FJ_RED_CHUNK, element i to lane\n"
                       "// i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.\n"
-                      "// Entry points @NAME@ and @NAME@_s are the same (any strides).\n",
+                      "// Entry points: @NAME@ for C-contiguous tensors (stride 1 along a row: fj_fast), @NAME@_s for any strides.\n",
                       axes,
                       r.row_blocks() ? "one block per row (threads share the lanes), or for a few long rows\n"
                                        "// row_split blocks per row in several launches (fj_reduce_phase)"

@@ -144,7 +144,9 @@ done
 # vocabulary-sized logsumexp row (1 x 128256, under the threshold) split in 8 parts against one block.
 # Then the row cache (docs/ops.md, "The row on chip"; its 48 KiB limit is unmeasured): softmax and
 # LayerNorm with every pass reading memory, and softmax over rows of 1,024 and 32,768 elements (the
-# issue's range; 32,768 f32 is over the limit, so its passes re-read) at the same 64 MiB. Last, a
+# issue's range; 32,768 f32 is over the limit, so its passes re-read) at the same 64 MiB, the
+# 1,024 rows also with the lane tree's nine block barriers instead of the warp tree's two
+# (-DFJ_RED_NO_WARP_TREE, ir/scalar/fj_reduce.h). Last, a
 # column reduction with few columns (per-channel sums of [100352, 64]): split over 26 blocks (the
 # rule, ir::choose_column_split) against 2 blocks.
 for extra in "bias_gelu~full:bias_gelu:" "bias_gelu~fast-math:bias_gelu:--fast-math" \
@@ -155,6 +157,7 @@ for extra in "bias_gelu~full:bias_gelu:" "bias_gelu~fast-math:bias_gelu:--fast-m
              "softmax~no-row-cache:softmax:--no-row-cache" \
              "layernorm~no-row-cache:layernorm:--no-row-cache" \
              "softmax~rows1024:softmax:--dim=N=16384 --dim=C=1024" \
+             "softmax~rows1024-no-warp-tree:softmax:--dim=N=16384 --dim=C=1024 --nvrtc-option=-DFJ_RED_NO_WARP_TREE" \
              "softmax~rows32768:softmax:--dim=N=512 --dim=C=32768" \
              "bias_grad~channels:bias_grad:--dim=N=100352 --dim=C=64" \
              "bias_grad~channels-unsplit:bias_grad:--dim=N=100352 --dim=C=64 --row-split=1"; do

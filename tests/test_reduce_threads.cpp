@@ -16,8 +16,25 @@
 
 namespace {
 std::barrier<>* g_block = nullptr;  // the block being run (one at a time)
+std::barrier<>* g_warp = nullptr;   // its warp 0 (threads 0..31), when its thread count is 32k
+unsigned char g_warp_words[32][32];  // the values warp 0 exchanges
+
+// CUDA's __shfl_down_sync(full mask, v, h) for host threads 0..31 acting as warp 0: lane l gets
+// lane l + h's value (its own where l + h >= 32), every lane taking part.
+template <class T>
+T host_shfl_down(T v, int h, int lane) {
+  static_assert(sizeof(T) <= sizeof(g_warp_words[0]));
+  std::memcpy(g_warp_words[lane], &v, sizeof(T));
+  g_warp->arrive_and_wait();
+  T got = v;
+  if (lane + h < 32) std::memcpy(&got, g_warp_words[lane + h], sizeof(T));
+  g_warp->arrive_and_wait();
+  return got;
+}
 }  // namespace
 #define FJ_RED_HOST_SYNC() g_block->arrive_and_wait()
+// Thread counts of 32k run fj_reduce.h's warp tree (fj_red_lane_tree_warps) as a GPU block does.
+#define FJ_RED_HOST_SHFL_DOWN(v, h, lane) host_shfl_down(v, h, lane)
 #include "ir/scalar/fj_scalar.h"
 #include "ir/scalar/fj_reduce.h"
 
@@ -25,8 +42,9 @@ namespace {
 
 template <class R, class T>
 T run_block(const std::vector<T>& x, int nthreads) {
-  std::barrier<> block(nthreads);
+  std::barrier<> block(nthreads), warp(32);
   g_block = &block;
+  g_warp = &warp;
   std::vector<T> lanes(FJ_RED_LANES);
   std::vector<T> result(static_cast<size_t>(nthreads));
   auto load = [&](long long i) { return x[static_cast<size_t>(i)]; };
@@ -67,8 +85,9 @@ T run_split(const std::vector<T>& x, long long parts, int nthreads) {
   T kept{};
   auto load = [&](long long i) { return x[static_cast<size_t>(i)]; };
   auto block = [&](int phase, long long part) {
-    std::barrier<> bar(nthreads);
+    std::barrier<> bar(nthreads), warp(32);
     g_block = &bar;
+    g_warp = &warp;
     std::vector<std::thread> threads;
     for (int t = 0; t < nthreads; ++t)
       threads.emplace_back([&, t] {
@@ -146,5 +165,34 @@ TEST_CASE("fixed order: the same bits for every thread count (block size)") {
     check_thread_counts<fj_red_prod>(n, static_cast<uint32_t>(n) + 2);
     check_thread_counts<fj_red_max>(n, static_cast<uint32_t>(n) + 3);
     check_thread_counts<fj_red_min>(n, static_cast<uint32_t>(n) + 4);
+  }
+}
+
+namespace {
+// Every thread count, for lane type T (bits compared with the one-thread run).
+template <class R, class T, class Make>
+void check_type(size_t n, Make make) {
+  std::vector<T> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = make(i);
+  const T one = run_block<R, T>(x, 1);
+  for (int threads : {32, 64, 96, 256}) {
+    CAPTURE(threads);
+    const T many = run_block<R, T>(x, threads);
+    CHECK(std::memcmp(&one, &many, sizeof(T)) == 0);
+  }
+}
+}  // namespace
+
+TEST_CASE("the warp tree: lane types of 1 to 16 bytes, pairs included, as one thread") {
+  // Wider and narrower than the 4-byte word the warp exchange moves, and a pass of two reductions.
+  typedef fj_red_two<float, double> Pair;
+  for (size_t n : {1u, 33u, 256u, 4099u, 8192u + 300u}) {
+    CAPTURE(n);
+    std::mt19937 rng(static_cast<uint32_t>(n) + 7);
+    auto real = [&](size_t) { return std::ldexp(static_cast<double>(rng() % 2001) - 1000.0, static_cast<int>(rng() % 61) - 30); };
+    check_type<fj_red_sum, double>(n, real);
+    check_type<fj_red_max, signed char>(n, [&](size_t) { return static_cast<signed char>(rng()); });
+    check_type<fj_red_sum, long long>(n, [&](size_t) { return static_cast<long long>(rng()) << 31; });
+    check_type<fj_red_pair<fj_red_sum, fj_red_max>, Pair>(n, [&](size_t i) { return Pair{static_cast<float>(real(i)), real(i)}; });
   }
 }

@@ -127,10 +127,64 @@ template <class RA, class RB> struct fj_red_pair {
   }
 };
 
+// Step 3 in whole warps (a GPU block of 32k threads, or a test's host threads acting as warps):
+// warp 0 does the whole tree with two block barriers instead of nine. Lane `l` < 32 first does
+// the steps h = 128, 64, 32 over its subtree, lanes l + 32 j (the same ops on the same values as
+// the halving tree), then h = 16, ..., 1 exchange values with fj_red_shfl_down: lane l < h gets
+// lane l + h's value (lanes >= h compute values nobody reads). -DFJ_RED_NO_WARP_TREE (an NVRTC
+// option) turns it off to measure it.
+#if defined(FJ_DEVICE_CODE) && !defined(FJ_RED_NO_WARP_TREE)
+#define FJ_RED_WARP_TREE 1
+#define FJ_RED_BLOCK_SHARED __shared__
+// Lane `lane`'s value `v` of warp 0 exchanged with lane + h's (CUDA's __shfl_down_sync, one 4-byte
+// word at a time: any lane type, pairs included).
+template <class T>
+__device__ __forceinline__ T fj_red_shfl_down(T v, int h, int lane) {
+  (void)lane;
+  union Words {
+    T t;
+    unsigned int w[(sizeof(T) + 3) / 4];
+  } u;
+  u.t = v;
+  for (int j = 0; j < (int)((sizeof(T) + 3) / 4); ++j) u.w[j] = __shfl_down_sync(0xffffffffu, u.w[j], h);
+  return u.t;
+}
+// Whole warps: the calling threads are the block, thread `tid` being threadIdx.x.
+FJ_FN bool fj_red_whole_warps(int nthreads) { return nthreads == (int)blockDim.x && nthreads % 32 == 0; }
+#elif defined(FJ_RED_HOST_SHFL_DOWN) && !defined(FJ_DEVICE_CODE)
+// A test runs host threads as warps: it defines FJ_RED_HOST_SHFL_DOWN(v, h, lane) too.
+#define FJ_RED_WARP_TREE 1
+#define FJ_RED_BLOCK_SHARED static
+template <class T> inline T fj_red_shfl_down(T v, int h, int lane) { return FJ_RED_HOST_SHFL_DOWN(v, h, lane); }
+inline bool fj_red_whole_warps(int nthreads) { return nthreads % 32 == 0; }
+#endif
+
+#ifdef FJ_RED_WARP_TREE
+template <class R, class T>
+FJ_FN T fj_red_lane_tree_warps(T* lanes, int tid) {
+  static_assert(FJ_RED_LANES == 256, "the warp tree's first steps assume 256 lanes");
+  FJ_RED_BLOCK_SHARED T fj_red_result;  // warp 0's result for the block
+  if (tid < 32) {
+    T x[8];  // lanes tid + 32 j
+    for (int j = 0; j < 8; ++j) x[j] = lanes[tid + 32 * j];
+    for (int h = 4; h >= 1; h /= 2)  // h = 128, 64, 32 lanes: lane tid + 32 j < 32 h
+      for (int j = 0; j < h; ++j) x[j] = R::template op<T>(x[j], x[j + h]);
+    T v = x[0];
+    for (int h = 16; h >= 1; h /= 2) v = R::template op<T>(v, fj_red_shfl_down(v, h, tid));
+    if (tid == 0) fj_red_result = v;
+  }
+  fj_red_sync();  // lanes[] is free for the next chunk; fj_red_result is written only after the next
+  return fj_red_result;  // chunk's first barrier, which every thread reaches after reading this one
+}
+#endif
+
 // Step 3: the lane tree over lanes[0..FJ_RED_LANES). Thread `tid` of `nthreads` does lanes tid,
 // tid + nthreads, ...; every thread returns lanes[0].
 template <class R, class T>
 FJ_FN T fj_red_lane_tree(T* lanes, int tid, int nthreads) {
+#ifdef FJ_RED_WARP_TREE
+  if (fj_red_whole_warps(nthreads)) return fj_red_lane_tree_warps<R, T>(lanes, tid);
+#endif
   for (int h = FJ_RED_LANES / 2; h >= 1; h /= 2) {
     for (int l = tid; l < h; l += nthreads) lanes[l] = R::template op<T>(lanes[l], lanes[l + h]);
     if (nthreads > 1) fj_red_sync();

@@ -5,8 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_8db0b5d963451c1f and fj_reductions_8db0b5d963451c1f_s are the same (any strides).
-static __device__ void fj_reductions_8db0b5d963451c1f_rows(
+// Entry points: fj_reductions_0c64b900ec442327 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_0c64b900ec442327_s for any strides.
+template <bool fj_fast>
+static __device__ __forceinline__ void fj_reductions_0c64b900ec442327_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -30,6 +31,9 @@ static __device__ void fj_reductions_8db0b5d963451c1f_rows(
   float* const fj_lanes_float = (float*)fj_lane_buf;
   fj_red_two<float, float>* const fj_lanes_float_float = (fj_red_two<float, float>*)fj_lane_buf;
   const float v9 = 0x0p+0f;  // v9 = const 0.0 : f32  [reductions.graph:10]
+  // Strides along the row: 1 in the fast entry (C-contiguous tensors)
+  const unsigned long long fj_ist_v0 = fj_fast ? 1ull : ist_v0_1;
+  const unsigned long long fj_ost_v6 = fj_fast ? 1ull : ost_v6_1;
   // The row on chip (docs/ops.md): the inputs later passes read again, kept in shared memory by
   // the first pass when the launch gave room for them (row_cache 1; not in a split row's launches)
   FJK_DYNAMIC_SHARED(fj_row_cache);
@@ -50,7 +54,7 @@ static __device__ void fj_reductions_8db0b5d963451c1f_rows(
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
-      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
+      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * fj_ist_v0;
       const float v0 = in_v0[ioff_v0];
       if (fj_rc) fj_rc_v0[k] = v0;  // kept on chip for the later passes
       return v0;
@@ -67,7 +71,7 @@ static __device__ void fj_reductions_8db0b5d963451c1f_rows(
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
-      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
+      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * fj_ist_v0;
       const float v0 = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
       const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
       const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
@@ -93,17 +97,17 @@ static __device__ void fj_reductions_8db0b5d963451c1f_rows(
     for (unsigned int k = (unsigned int)fj_k0 + fj_tid; k < (unsigned int)fj_k1; k += fj_nt) {  // the element outputs
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
-      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
+      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * fj_ist_v0;
       const float v0 = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
       const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
       const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
       const float v6 = fj_div(v4, v5);  // v6 (p) = div(v4, v5) : f32  [reductions.graph:8]
-      out_v6[ob_v6 + (unsigned long long)c1 * ost_v6_1] = v6;
+      out_v6[ob_v6 + (unsigned long long)c1 * fj_ost_v6] = v6;
     }
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_8db0b5d963451c1f(
+extern "C" __global__ void fj_reductions_0c64b900ec442327(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -123,9 +127,9 @@ extern "C" __global__ void fj_reductions_8db0b5d963451c1f(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  fj_reductions_8db0b5d963451c1f_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
+  fj_reductions_0c64b900ec442327_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
-extern "C" __global__ void fj_reductions_8db0b5d963451c1f_s(
+extern "C" __global__ void fj_reductions_0c64b900ec442327_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -145,7 +149,7 @@ extern "C" __global__ void fj_reductions_8db0b5d963451c1f_s(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  fj_reductions_8db0b5d963451c1f_rows(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
+  fj_reductions_0c64b900ec442327_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.
@@ -155,8 +159,9 @@ extern "C" __global__ void fj_reductions_8db0b5d963451c1f_s(
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_e3728c27d3b0f57e and fj_reductions_e3728c27d3b0f57e_s are the same (any strides).
-static __device__ void fj_reductions_e3728c27d3b0f57e_rows(
+// Entry points: fj_reductions_397f0ac64fc3650f for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_397f0ac64fc3650f_s for any strides.
+template <bool fj_fast>
+static __device__ __forceinline__ void fj_reductions_397f0ac64fc3650f_rows(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -205,7 +210,7 @@ static __device__ void fj_reductions_e3728c27d3b0f57e_rows(
     }
   }
 }
-extern "C" __global__ void fj_reductions_e3728c27d3b0f57e(
+extern "C" __global__ void fj_reductions_397f0ac64fc3650f(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -221,9 +226,9 @@ extern "C" __global__ void fj_reductions_e3728c27d3b0f57e(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_e3728c27d3b0f57e_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_397f0ac64fc3650f_rows<true>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_e3728c27d3b0f57e_s(
+extern "C" __global__ void fj_reductions_397f0ac64fc3650f_s(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -239,7 +244,7 @@ extern "C" __global__ void fj_reductions_e3728c27d3b0f57e_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_e3728c27d3b0f57e_rows(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_397f0ac64fc3650f_rows<false>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
 
 // Fusion group: 1 op(s), iteration space [4, N, C], 32-bit index math.
@@ -249,8 +254,9 @@ extern "C" __global__ void fj_reductions_e3728c27d3b0f57e_s(
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_reductions_1e86bc6e6c2751bc and fj_reductions_1e86bc6e6c2751bc_s are the same (any strides).
-static __device__ void fj_reductions_1e86bc6e6c2751bc_rows(
+// Entry points: fj_reductions_9a97976accf67bf2 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_9a97976accf67bf2_s for any strides.
+template <bool fj_fast>
+static __device__ __forceinline__ void fj_reductions_9a97976accf67bf2_rows(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -273,6 +279,8 @@ static __device__ void fj_reductions_1e86bc6e6c2751bc_rows(
     unsigned long long* ws) {
   __shared__ unsigned long long fj_lane_buf[(FJ_RED_LANES * 4 + 7) / 8];
   float* const fj_lanes_float = (float*)fj_lane_buf;
+  // Strides along the row: 1 in the fast entry (C-contiguous tensors)
+  const unsigned long long fj_ist_v1 = fj_fast ? 1ull : ist_v1_2;
   const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;
   // One block per row; row_split blocks per row in the odd launches of a split row
   const unsigned int fj_parts = (split_phase & 1) ? row_split : 1;
@@ -289,7 +297,7 @@ static __device__ void fj_reductions_1e86bc6e6c2751bc_rows(
       const unsigned int c2 = rem_k - fjk_udiv(rem_k, isize2_mul, isize2_shift) * isize2;
       rem_k = fjk_udiv(rem_k, isize2_mul, isize2_shift);
       const unsigned int c0 = rem_k;
-      const unsigned long long ioff_v1 = ib_v1 + (unsigned long long)c0 * ist_v1_0 + (unsigned long long)c2 * ist_v1_2;
+      const unsigned long long ioff_v1 = ib_v1 + (unsigned long long)c0 * ist_v1_0 + (unsigned long long)c2 * fj_ist_v1;
       const float v1 = in_v1[ioff_v1];
       return v1;
     }, fj_lanes_float, fj_tid, fj_nt,
@@ -300,7 +308,7 @@ static __device__ void fj_reductions_1e86bc6e6c2751bc_rows(
     }
   }
 }
-extern "C" __global__ void fj_reductions_1e86bc6e6c2751bc(
+extern "C" __global__ void fj_reductions_9a97976accf67bf2(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -321,9 +329,9 @@ extern "C" __global__ void fj_reductions_1e86bc6e6c2751bc(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_1e86bc6e6c2751bc_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_9a97976accf67bf2_rows<true>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_1e86bc6e6c2751bc_s(
+extern "C" __global__ void fj_reductions_9a97976accf67bf2_s(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -344,6 +352,6 @@ extern "C" __global__ void fj_reductions_1e86bc6e6c2751bc_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_1e86bc6e6c2751bc_rows(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_9a97976accf67bf2_rows<false>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
 

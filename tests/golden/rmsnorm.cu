@@ -5,8 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points fj_rmsnorm_e3820375623f852f and fj_rmsnorm_e3820375623f852f_s are the same (any strides).
-static __device__ void fj_rmsnorm_e3820375623f852f_rows(
+// Entry points: fj_rmsnorm_4ce7d10bfcebbf57 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_4ce7d10bfcebbf57_s for any strides.
+template <bool fj_fast>
+static __device__ __forceinline__ void fj_rmsnorm_4ce7d10bfcebbf57_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -29,6 +30,10 @@ static __device__ void fj_rmsnorm_e3820375623f852f_rows(
   __shared__ unsigned long long fj_lane_buf[(FJ_RED_LANES * 4 + 7) / 8];
   float* const fj_lanes_float = (float*)fj_lane_buf;
   const float v2 = p_v2;
+  // Strides along the row: 1 in the fast entry (C-contiguous tensors)
+  const unsigned long long fj_ist_v0 = fj_fast ? 1ull : ist_v0_1;
+  const unsigned long long fj_ist_v1 = fj_fast ? 1ull : ist_v1_1;
+  const unsigned long long fj_ost_v10 = fj_fast ? 1ull : ost_v10_1;
   // The row on chip (docs/ops.md): the inputs later passes read again, kept in shared memory by
   // the first pass when the launch gave room for them (row_cache 1; not in a split row's launches)
   FJK_DYNAMIC_SHARED(fj_row_cache);
@@ -49,7 +54,7 @@ static __device__ void fj_rmsnorm_e3820375623f852f_rows(
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
-      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
+      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * fj_ist_v0;
       const fj_bf16 v0h = in_v0[ioff_v0];
       if (fj_rc) fj_rc_v0[k] = v0h;  // kept on chip for the later passes
       const float v0 = fj_load(v0h);
@@ -66,8 +71,8 @@ static __device__ void fj_rmsnorm_e3820375623f852f_rows(
     for (unsigned int k = (unsigned int)fj_k0 + fj_tid; k < (unsigned int)fj_k1; k += fj_nt) {  // the element outputs
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
-      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * ist_v0_1;
-      const unsigned long long ioff_v1 = ib_v1 + (unsigned long long)c1 * ist_v1_1;
+      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * fj_ist_v0;
+      const unsigned long long ioff_v1 = ib_v1 + (unsigned long long)c1 * fj_ist_v1;
       const fj_bf16 v0h = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
       const float v0 = fj_load(v0h);
       const fj_bf16 v1h = in_v1[ioff_v1];
@@ -75,12 +80,12 @@ static __device__ void fj_rmsnorm_e3820375623f852f_rows(
       const float v8 = fj_mul(v3, v7);  // v8 = mul(v3, v7) : f32  [rmsnorm.graph:10]
       const fj_bf16 v9h = fj_store_bf16(v8);  // v9 = cast(v8, bf16) : bf16  [rmsnorm.graph:10]
       const fj_bf16 v10h = fj_mul_bf16(v1h, v9h);  // v10 (y) = mul(v1, v9) : bf16  [rmsnorm.graph:10]
-      out_v10[ob_v10 + (unsigned long long)c1 * ost_v10_1] = v10h;
+      out_v10[ob_v10 + (unsigned long long)c1 * fj_ost_v10] = v10h;
     }
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_rmsnorm_e3820375623f852f(
+extern "C" __global__ void fj_rmsnorm_4ce7d10bfcebbf57(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -100,9 +105,9 @@ extern "C" __global__ void fj_rmsnorm_e3820375623f852f(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  fj_rmsnorm_e3820375623f852f_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache);
+  fj_rmsnorm_4ce7d10bfcebbf57_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
-extern "C" __global__ void fj_rmsnorm_e3820375623f852f_s(
+extern "C" __global__ void fj_rmsnorm_4ce7d10bfcebbf57_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -122,6 +127,6 @@ extern "C" __global__ void fj_rmsnorm_e3820375623f852f_s(
     unsigned int row_split,
     unsigned long long* ws,
     unsigned int row_cache) {
-  fj_rmsnorm_e3820375623f852f_rows(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache);
+  fj_rmsnorm_4ce7d10bfcebbf57_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache);
 }
 
