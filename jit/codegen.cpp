@@ -727,6 +727,7 @@ struct ReduceGen {
   std::map<ir::NodeId, size_t> input_index;
   // Row cache (info.reread_inputs): the inputs whose first pass is emitted (it writes the cache).
   std::set<ir::NodeId> cached, cache_written;
+  int V = 1;  // the vector width of a row kernel's fast entry (vec_width), 1: none
 
   ReduceGen(KernelGen& kg, HalfForms& h) : k(kg), hf(h), info(ir::analyze_reduce_group(kg.g, kg.group)) {
     FJ_CHECK(info.problem.empty(), "codegen: " + info.problem);
@@ -735,8 +736,30 @@ struct ReduceGen {
     nodes.insert(k.group.nodes.begin(), k.group.nodes.end());
     for (size_t i = 0; i < k.group.inputs.size(); ++i) input_index[k.group.inputs[i]] = i;
     if (row_blocks()) cached.insert(info.reread_inputs.begin(), info.reread_inputs.end());
+    V = vec_width();
   }
   bool row_blocks() const { return ir::reduces_innermost(k.group); }
+
+  // Whether input i varies along the row (a row kernel's innermost dim).
+  bool along_row(size_t i) const { return k.layout.in_dims[i][static_cast<size_t>(last_dim())] >= 0; }
+
+  // The vector width of a row kernel's fast entry: V elements per vector access along the row, V
+  // lanes per thread in a pass (fj_red_loads in fj_reduce.h), so the widest array moved along the
+  // row moves 16 bytes per access (f32: 4, bf16: 8, at most 8). 1 (none) for column kernels, rows of
+  // several collapsed dims, a bool input along the row (read as any nonzero byte, not as a vector)
+  // or CodegenOptions::vectorize off. The launcher turns it on per launch (vec_ok: rows of a
+  // multiple of V elements, 16-byte aligned pointers, the fast entry).
+  int vec_width() const {
+    if (!k.opts.vectorize || !row_blocks() || red_j.size() != 1) return 1;
+    int widest = 1;
+    for (size_t i = 0; i < k.group.inputs.size(); ++i) {
+      if (!along_row(i)) continue;
+      if (k.dtype(k.group.inputs[i]) == ir::DType::Bool) return 1;
+      widest = std::max(widest, ir::dtype_size(k.dtype(k.group.inputs[i])));
+    }
+    for (size_t i : element_outputs()) widest = std::max(widest, ir::dtype_size(k.dtype(k.group.outputs[i])));
+    return std::min(8, 16 / widest);
+  }
 
   // The first workspace slot of each pass when a row is split over blocks (a pass of several
   // reductions takes fj_red_words of its lane type), the slots in all, and the last phase of a split
@@ -826,6 +849,10 @@ struct ReduceGen {
     for (size_t i = 0; i < k.group.inputs.size(); ++i)
       if (k.layout.in_dims[i][static_cast<size_t>(last_dim())] >= 0) declare("ist", k.group.inputs[i]);
     for (size_t i : element_outputs()) declare("ost", k.group.outputs[i]);
+    if (V > 1)
+      s += fmt::format("  // The vector path: {} elements a vector access along the row (the fast entry; vec_ok: rows of a\n"
+                       "  // multiple of {} elements, 16-byte aligned pointers)\n"
+                       "  const bool fj_vector = FJ_RED_VECTOR && fj_fast && vec_ok != 0;\n", V, V);
     return s.empty() ? "" : "  // Strides along the row: 1 in the fast entry (C-contiguous tensors)\n" + s;
   }
 
@@ -847,6 +874,47 @@ struct ReduceGen {
     }
     for (ir::NodeId id : elems) s += compute_node(k, hf, id);
     return s;
+  }
+
+  // The vector form of elements() at elements fj_k .. fj_k + V - 1 of the row (the fast entry: stride
+  // 1, fj_k a multiple of V): inputs along the row loaded V at a time (the first pass of a cached
+  // input keeps the vector in the row cache, later ones read it there), then per element fj_j the
+  // element values as elements() computes them, `lane` (the pass's result for element fj_j) and the
+  // outputs `outs`, stored V at a time. An input not along the row loads per element, as elements().
+  std::string vector_elements(const std::set<ir::NodeId>& elems, const std::set<ir::NodeId>& ins,
+                              const std::vector<size_t>& outs, const std::string& lane) {
+    std::string pre, each, post;
+    std::set<ir::NodeId> scalar_ins;
+    for (ir::NodeId id : ins) {
+      if (!along_row(input_index.at(id))) {
+        scalar_ins.insert(id);
+        each += fmt::format("  const unsigned long long ioff_{0} = ib_{0};\n", v(id));
+        continue;
+      }
+      const std::string t = k.storage(id), x = "x_" + v(id);
+      const std::string mem = fmt::format("fj_vload<{}, {}>(in_{} + ib_{} + fj_k)", t, V, v(id), v(id));
+      if (!cached.count(id)) {
+        pre += fmt::format("  const fj_vec<{}, {}> {} = {};\n", t, V, x, mem);
+      } else if (!cache_written.count(id)) {
+        pre += fmt::format("  const fj_vec<{0}, {1}> {2} = {3};\n  if (fj_rc) fj_vstore<{0}, {1}>(fj_rc_{4} + fj_k, {2});  "
+                           "// kept on chip for the later passes\n", t, V, x, mem, v(id));
+      } else {
+        pre += fmt::format("  const fj_vec<{0}, {1}> {2} = fj_rc ? fj_vload<{0}, {1}>(fj_rc_{3} + fj_k) : {4};\n", t, V, x,
+                           v(id), mem);
+      }
+      each += fmt::format("  const {} {} = {}.v[fj_j];\n", t, hf.name(id, HalfForms::Form::Storage), x) +
+              hf.other_form(id, HalfForms::Form::Storage);
+    }
+    if (!scalar_ins.empty()) each = fmt::format("  const {} k = fj_k + fj_j;\n", k.idx) + each;
+    each += elements(elems, scalar_ins, "ioff");
+    for (size_t i : outs) {
+      const ir::NodeId o = k.group.outputs[i];
+      pre += fmt::format("  fj_vec<{}, {}> y_{};\n", k.storage(o), V, v(o));
+      each += fmt::format("  y_{}.v[fj_j] = {};\n", v(o), hf.name(o, HalfForms::Form::Storage));
+      post += fmt::format("  fj_vstore<{0}, {1}>(out_{2} + ob_{2} + fj_k, y_{2});\n", k.storage(o), V, v(o));
+    }
+    return pre + fmt::format("#pragma unroll\n  for (int fj_j = 0; fj_j < {}; ++fj_j) {{\n", V) + indent(each + lane, 2) +
+           "  }\n" + post;
   }
 
   // Declares `id` in the row scope (once), after what it reads: row values, element values of the
@@ -896,9 +964,18 @@ struct ReduceGen {
     }
     const std::string operands = pass_operands(p);
     const std::string lt = lane_type(p);
-    body += elements(elems, ins, "ioff") + output_writes(early) +
-            fmt::format("  return {};\n", p.size() == 1 ? operands : lt + "{" + operands + "}");
-    const std::string load = fmt::format("[&](long long fj_i) -> {} {{\n{}  }}", lt, indent(body, 2));
+    const std::string result = p.size() == 1 ? operands : lt + "{" + operands + "}";
+    std::set<ir::NodeId> written = cache_written;  // the vector load writes the cache as the scalar one
+    body += elements(elems, ins, "ioff") + output_writes(early) + fmt::format("  return {};\n", result);
+    std::string load = fmt::format("[&](long long fj_i) -> {} {{\n{}  }}", lt, indent(body, 2));
+    if (V > 1) {
+      std::swap(written, cache_written);
+      const std::string vec = fmt::format("  const {0} fj_k = ({0})fj_i;\n", k.idx) +
+                              vector_elements(elems, ins, early, fmt::format("  fj_out[fj_j] = {};\n", result));
+      cache_written = written;
+      load = fmt::format("fj_red_loads<{}>(fj_vector, {},\n      [&](long long fj_i, {}* fj_out) {{\n{}  }})", V, load, lt,
+                         indent(vec, 2));
+    }
     const int level = info.level.at(p[0]);
     const std::string value = fmt::format(
         "fj_reduce_phase<{0}, {1}>(split_phase, {2}, (long long)row_len, fj_part, fj_parts, {3}, "
@@ -980,11 +1057,25 @@ struct ReduceGen {
       const std::string t = terms(red_j, "ist", v(id), static_cast<int>(input_index[id]));
       body += fmt::format("  const unsigned long long ioff_{0} = ib_{0}{1};\n", v(id), t.empty() ? "" : " + " + t);
     }
+    const std::set<ir::NodeId> written = cache_written;
     body += elements(elems, ins, "ioff") + output_writes(outs);
-    return s + fmt::format("  long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch\n"
-                           "  fj_red_part_elements(split_phase, (long long)row_len, fj_part, fj_parts, fj_k0, fj_k1);\n"
-                           "  for ({0} k = ({0})fj_k0 + fj_tid; {1}k < ({0})fj_k1; k += fj_nt) {{  // the element outputs\n",
-                           k.idx, row_blocks() ? "" : "fj_live && ") +
+    s += "  long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch\n"
+         "  fj_red_part_elements(split_phase, (long long)row_len, fj_part, fj_parts, fj_k0, fj_k1);\n";
+    std::string start = fmt::format("({})fj_k0", k.idx);
+    if (V > 1) {  // V elements a thread and iteration while whole vectors are left (fj_k0 is a multiple of V)
+      const std::set<ir::NodeId> after = cache_written;
+      cache_written = written;
+      s += fmt::format("  {0} fj_ks = ({0})fj_k0;  // where the scalar loop starts\n"
+                       "  if (fj_vector) {{  // vector loads and stores: {1} elements a thread and iteration\n"
+                       "    const {0} fj_kv = ({0})fj_k0 + ({0})(fj_k1 - fj_k0) / {1} * {1};\n"
+                       "    for ({0} fj_k = ({0})fj_k0 + {1} * ({0})fj_tid; fj_k < fj_kv; fj_k += {1} * ({0})fj_nt) {{\n",
+                       k.idx, V) +
+           indent(vector_elements(elems, ins, outs, ""), 4) + "    }\n    fj_ks = fj_kv;\n  }\n";
+      cache_written = after;
+      start = "fj_ks";
+    }
+    return s + fmt::format("  for ({0} k = {1} + fj_tid; {2}k < ({0})fj_k1; k += fj_nt) {{  // the element outputs\n", k.idx,
+                           start, row_blocks() ? "" : "fj_live && ") +
            indent(body, 2) + "  }\n";
   }
 
@@ -1106,7 +1197,7 @@ struct ReduceGen {
   }
 };
 
-KernelSignature reduce_signature(KernelGen& k, bool split, bool row_cache) {
+KernelSignature reduce_signature(KernelGen& k, bool split, bool row_cache, int V) {
   KernelSignature sig = strided_signature(k);
   sig.args.push_back({ArgKind::RowCount, -1, -1, -1, ir::DType::I64, k.idx_bytes, "rows", k.idx});
   sig.args.push_back({ArgKind::RowLength, -1, -1, -1, ir::DType::I64, k.idx_bytes, "row_len", k.idx});
@@ -1116,6 +1207,7 @@ KernelSignature reduce_signature(KernelGen& k, bool split, bool row_cache) {
     sig.args.push_back({ArgKind::Workspace, -1, -1, -1, ir::DType::I64, 8, "ws", "unsigned long long*"});
   }
   if (row_cache) sig.args.push_back({ArgKind::RowCache, -1, -1, -1, ir::DType::I32, 4, "row_cache", "unsigned int"});
+  if (V > 1) sig.args.push_back({ArgKind::VecFlag, -1, -1, -1, ir::DType::I32, 4, "vec_ok", "int"});
   return sig;
 }
 
@@ -1161,8 +1253,11 @@ GeneratedKernel generate_reduce_kernel(KernelGen& k) {
   out.split_phases = r.final_phase;
   out.rows_per_block = r.row_blocks() ? 1 : r.col_rows();
   if (r.row_blocks()) out.row_cache_sizes = ir::row_cache_element_sizes(k.g, r.info);
-  out.strided_signature = reduce_signature(k, out.split_reductions > 0, !out.row_cache_sizes.empty());
+  out.strided_signature = reduce_signature(k, out.split_reductions > 0, !out.row_cache_sizes.empty(), r.V);
   out.signature = out.strided_signature;
+  out.signature.vector_width = r.V;  // the fast entry's vector path (the strided entry ignores vec_ok)
+  out.signature.reduce_rows = r.V > 1;
+  out.vector_width = r.V;
   const std::string body = r.body_function(out.signature);
   finish(out, k.g.name, reduce_header(k, r) + body + reduce_entry(out.signature, "") + reduce_entry(out.signature, "_s"));
   return out;

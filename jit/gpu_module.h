@@ -87,7 +87,8 @@ struct GpuFunction {
 // What a kernel needs of its launches, set once when its function is loaded.
 //  - max_block > 0 caps the block size the occupancy API may choose (its blockSizeLimit): a
 //    reduction kernel with one block per row gets kReduceMaxBlock, as its load passes keep only
-//    FJ_RED_LANES threads busy (a column kernel's rows share a block's threads: no cap);
+//    FJ_RED_LANES threads busy, and its fast entry kReduceMaxBlock / V with a vector path of V
+//    lanes a thread (a column kernel's rows share a block's threads: no cap);
 //  - max_dynamic_shared > 0: launches may ask for that many bytes of dynamic shared memory (a row
 //    cache, ir::kRowCacheBytes), opted in with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES):
 //    without it a block's static and dynamic shared memory together may not pass 48 KiB, and the

@@ -182,7 +182,13 @@ GpuProgram GpuProgram::load(std::shared_ptr<DeviceContext> dc, const ir::Graph& 
     FunctionLimits limits;
     if (k.kernel.reduction && k.kernel.row_blocks) limits.max_block = kReduceMaxBlock;
     if (!k.kernel.row_cache_sizes.empty()) limits.max_dynamic_shared = static_cast<int>(ir::kRowCacheBytes);
-    p.functions_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.name, limits));
+    FunctionLimits fast = limits;
+    // A row kernel's fast entry with a vector path keeps FJ_RED_LANES / V threads busy in a pass (V
+    // lanes each: fj_red_loads): a larger block would idle the rest there and take registers and
+    // room on the SM from other rows' blocks.
+    if (k.kernel.reduction && k.kernel.row_blocks && k.kernel.vector_width > 1)
+      fast.max_block = kReduceMaxBlock / k.kernel.vector_width;
+    p.functions_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.name, fast));
     p.strided_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.strided_name(), limits));
     p.kernels_.push_back(k.kernel);
   }

@@ -363,6 +363,10 @@ bool layout_matches(const KernelSignature& sig, std::span<const ir::Shape> input
 
 bool vector_rows_ok(const KernelSignature& sig, const ir::Shape& iter_shape) {
   if (sig.vector_width <= 1) return false;
+  if (sig.reduce_rows) {  // every row V-aligned: the row (the innermost kept dim) a multiple of V long
+    const std::vector<int>& kept = sig.layout.iter_dims;
+    return !kept.empty() && iter_shape[static_cast<size_t>(kept.back())].size % sig.vector_width == 0;
+  }
   if (!has_strided_input(sig.layout)) return true;
   // V consecutive elements must stay in one row of the innermost collapsed dim, so a strided
   // input's lanes are at off + j (or all at off) and off is V-aligned.

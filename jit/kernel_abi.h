@@ -164,6 +164,9 @@ struct KernelSignature {
   // of the widest; see jit/codegen.cpp); 1 = none. Always 1 for the strided entry.
   int vector_width = 1;
   bool strided = false;  // the strided entry (NAME_s), else the fast one
+  // A row reduction kernel's vector path (jit/codegen.cpp, ReduceGen::vec_width): every row starts
+  // V-aligned only when the row length (the innermost collapsed size) is a multiple of V.
+  bool reduce_rows = false;
 };
 
 // Grid and block size of one launch (x dimension only). grid * block must be < 2^31 so the
@@ -241,7 +244,8 @@ std::vector<uint64_t> static_args(const KernelSignature& sig, std::span<const ir
 // generated for (the index width aside: a 64-bit kernel runs any size, a 32-bit one < 2^31).
 bool layout_matches(const KernelSignature& sig, std::span<const ir::Shape> input_shapes, const ir::Shape& iter_shape);
 // True when the sizes allow the fast entry's vector path (vec_ok also needs aligned pointers):
-// with a strided input, the innermost collapsed size must be a multiple of the vector width.
+// with a strided input, the innermost collapsed size must be a multiple of the vector width; in a
+// row reduction kernel (KernelSignature::reduce_rows), the row length.
 bool vector_rows_ok(const KernelSignature& sig, const ir::Shape& iter_shape);
 // The bits of a param value in its argument slot (f16/bf16 params travel as float).
 uint64_t param_arg_bits(const ir::Scalar& v, ir::DType t);

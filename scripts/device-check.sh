@@ -146,7 +146,8 @@ done
 # LayerNorm with every pass reading memory, and softmax over rows of 1,024 and 32,768 elements (the
 # issue's range; 32,768 f32 is over the limit, so its passes re-read) at the same 64 MiB, the
 # 1,024 rows also with the lane tree's nine block barriers instead of the warp tree's two
-# (-DFJ_RED_NO_WARP_TREE, ir/scalar/fj_reduce.h). Last, a
+# (-DFJ_RED_NO_WARP_TREE, ir/scalar/fj_reduce.h), and softmax (f32, bf16) and RMSNorm with the
+# row kernels' scalar loads instead of their 16-byte vector path (-DFJ_RED_NO_VECTOR). Last, a
 # column reduction with few columns (per-channel sums of [100352, 64]): split over 26 blocks (the
 # rule, ir::choose_column_split) against 2 blocks.
 for extra in "bias_gelu~full:bias_gelu:" "bias_gelu~fast-math:bias_gelu:--fast-math" \
@@ -158,6 +159,9 @@ for extra in "bias_gelu~full:bias_gelu:" "bias_gelu~fast-math:bias_gelu:--fast-m
              "layernorm~no-row-cache:layernorm:--no-row-cache" \
              "softmax~rows1024:softmax:--dim=N=16384 --dim=C=1024" \
              "softmax~rows1024-no-warp-tree:softmax:--dim=N=16384 --dim=C=1024 --nvrtc-option=-DFJ_RED_NO_WARP_TREE" \
+             "softmax_bf16~scalar-loads:softmax_bf16:--nvrtc-option=-DFJ_RED_NO_VECTOR" \
+             "rmsnorm~scalar-loads:rmsnorm:--nvrtc-option=-DFJ_RED_NO_VECTOR" \
+             "softmax~scalar-loads:softmax:--nvrtc-option=-DFJ_RED_NO_VECTOR" \
              "softmax~rows32768:softmax:--dim=N=512 --dim=C=32768" \
              "bias_grad~channels:bias_grad:--dim=N=100352 --dim=C=64" \
              "bias_grad~channels-unsplit:bias_grad:--dim=N=100352 --dim=C=64 --row-split=1"; do

@@ -7,12 +7,14 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "ir/random_fill.h"
 #include "ir/reduce.h"
 #include "ir/builder.h"
 #include "ir/parser.h"
@@ -222,6 +224,67 @@ TEST_CASE("broadcast inputs on the vector path: bias rows and [1,C,1,1] channels
     jit::CpuRunOptions grid;
     grid.launch = {3, 2};
     bad += check_case(c, grid);
+  }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("row reductions on the vector path: V lanes a thread, the same bits as the scalar loop") {
+  // Rows that are (vector) and are not (scalar) a multiple of V (4 for f32, 8 for bf16), within a
+  // chunk and a few elements past one, a row split over blocks, and element outputs written in the
+  // one pass (early outputs).
+  struct Spec {
+    std::string label, text;
+    std::vector<std::pair<std::string, int64_t>> dims;
+    bool vec;
+  };
+  auto sample = [](const char* file) {
+    std::ifstream f(std::filesystem::path(FUSEJIT_SOURCE_DIR) / "samples" / "graphs" / file);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::string early = "graph early\ndim N = 16\ndim C = 1028\ninput g : f32[N, C] range -3:3\nparam s : f32 = 0.5\n"
+                            "u = g * s\nm = amax(abs(g), -1)\noutput u, m\n";
+  const std::vector<Spec> specs = {
+      {"softmax", sample("softmax.txt"), {{"N", 16}, {"C", 1028}}, true},
+      {"softmax", sample("softmax.txt"), {{"N", 16}, {"C", 1030}}, false},
+      {"softmax_bf16", sample("softmax_bf16.txt"), {{"N", 6}, {"C", 8200}}, true},
+      {"softmax_bf16", sample("softmax_bf16.txt"), {{"N", 2}, {"C", 8204}}, false},
+      {"rmsnorm", sample("rmsnorm.txt"), {{"T", 16}, {"D", 4104}}, true},
+      {"residual_rmsnorm", sample("residual_rmsnorm.txt"), {{"T", 16}, {"D", 1000}}, true},
+      {"layernorm", sample("layernorm.txt"), {{"N", 16}, {"C", 1028}}, true},
+      {"logsumexp", sample("logsumexp.txt"), {{"N", 8}, {"V", 9000}}, true},
+      {"grad_norm (split over blocks)", sample("grad_norm.txt"), {{"N", 300000}}, true},
+      {"early outputs", early, {}, true},
+  };
+  std::vector<Case> cases;
+  uint64_t seed = 301;
+  for (const Spec& sp : specs) {
+    ir::Graph g = ir::parse_graph(sp.text, sp.label + ".txt");
+    ir::rebind_dims(g, sp.dims);
+    cases.push_back(make_case(fmt::format("{} {}", sp.label, sp.vec ? "(vector)" : "(scalar)"), std::move(g), seed++));
+  }
+  compile_all(cases);
+  // Again with finite inputs: a NaN or inf in most rows (random_inputs' specials) hides the order.
+  for (size_t k = 0, n = cases.size(); k < n; ++k) {
+    Case finite = cases[k];
+    finite.label += " (finite inputs)";
+    for (ir::Tensor& t : finite.inputs) ir::random_fill(t, seed++);
+    cases.push_back(std::move(finite));
+  }
+  int bad = 0;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    REQUIRE(c.fused.kernels.size() == 1);
+    CHECK_MESSAGE(c.fused.kernels[0].vector_width > 1, c.label);
+    jit::CpuRunOptions plain, misaligned, scalar, strided;
+    misaligned.misalign_inputs = true;
+    scalar.vector_path = false;
+    strided.force_strided = true;
+    const auto f = jit::run_cpu_program(c.fused, std::span<const ir::Tensor>(c.inputs), c.params, plain);
+    CHECK_MESSAGE((f.vector_launches == 1) == specs[k % specs.size()].vec, c.label);
+    CHECK_MESSAGE(f.strided_launches == 0, c.label);  // the fast entry: the only one with the vector path
+    CHECK_MESSAGE(jit::run_cpu_program(c.fused, std::span<const ir::Tensor>(c.inputs), c.params, misaligned).vector_launches == 0,
+                  c.label);
+    for (const jit::CpuRunOptions& o : {plain, misaligned, scalar, strided}) bad += check_case(c, o);
   }
   CHECK(bad == 0);
 }

@@ -6,6 +6,8 @@
 // gives the same bits for every number of parts.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstring>
@@ -40,24 +42,28 @@ T host_shfl_down(T v, int h, int lane) {
 
 namespace {
 
-template <class R, class T>
-T run_block(const std::vector<T>& x, int nthreads) {
+// fj_reduce_fixed of n elements through `load` (a load function or fj_red_loads) by `nthreads`
+// host threads acting as one block; every thread must return the same bits.
+template <class R, class T, class Load>
+T run_threads(long long n, Load load, int nthreads) {
   std::barrier<> block(nthreads), warp(32);
   g_block = &block;
   g_warp = &warp;
   std::vector<T> lanes(FJ_RED_LANES);
   std::vector<T> result(static_cast<size_t>(nthreads));
-  auto load = [&](long long i) { return x[static_cast<size_t>(i)]; };
   std::vector<std::thread> threads;
   for (int t = 0; t < nthreads; ++t)
-    threads.emplace_back([&, t] {
-      result[static_cast<size_t>(t)] =
-          fj_reduce_fixed<R, T>(static_cast<long long>(x.size()), load, lanes.data(), t, nthreads);
-    });
+    threads.emplace_back([&, t] { result[static_cast<size_t>(t)] = fj_reduce_fixed<R, T>(n, load, lanes.data(), t, nthreads); });
   for (std::thread& th : threads) th.join();
   g_block = nullptr;
   for (const T& r : result) CHECK(std::memcmp(&r, &result[0], sizeof(T)) == 0);  // every thread agrees
   return result[0];
+}
+
+template <class R, class T>
+T run_block(const std::vector<T>& x, int nthreads) {
+  return run_threads<R, T>(static_cast<long long>(x.size()), [&](long long i) { return x[static_cast<size_t>(i)]; },
+                           nthreads);
 }
 
 template <class R>
@@ -194,5 +200,48 @@ TEST_CASE("the warp tree: lane types of 1 to 16 bytes, pairs included, as one th
     check_type<fj_red_max, signed char>(n, [&](size_t) { return static_cast<signed char>(rng()); });
     check_type<fj_red_sum, long long>(n, [&](size_t) { return static_cast<long long>(rng()) << 31; });
     check_type<fj_red_pair<fj_red_sum, fj_red_max>, Pair>(n, [&](size_t i) { return Pair{static_cast<float>(real(i)), real(i)}; });
+  }
+}
+
+namespace {
+// fj_reduce_fixed through a vector load (fj_red_loads: V lanes per thread) by `nthreads` threads.
+template <int V, class R>
+float run_vector(const std::vector<float>& x, int nthreads) {
+  const long long n = static_cast<long long>(x.size());
+  std::atomic<bool> misaligned{false};
+  auto one = [&](long long i) { return x[static_cast<size_t>(i)]; };
+  auto vec = [&](long long i, float* out) {
+    if (i % V != 0 || i + V > n) misaligned = true;  // aligned, whole vectors in the row
+    for (int j = 0; j < V; ++j) out[j] = x[static_cast<size_t>(std::min(i + j, n - 1))];
+  };
+  const float r = run_threads<R, float>(n, fj_red_loads<V>(true, one, vec), nthreads);
+  CHECK(!misaligned);
+  return r;
+}
+
+template <int V>
+void check_vector(const std::vector<float>& x, const float sum, const float mx) {
+  for (int threads : {1, 3, 32, 256 / V}) {
+    CAPTURE(V);
+    CAPTURE(threads);
+    const float s = run_vector<V, fj_red_sum>(x, threads), m = run_vector<V, fj_red_max>(x, threads);
+    CHECK(std::memcmp(&s, &sum, 4) == 0);
+    CHECK(std::memcmp(&m, &mx, 4) == 0);
+  }
+}
+}  // namespace
+
+TEST_CASE("vector loads (V lanes per thread): the same lanes, the same bits") {
+  // Lengths around the vector batch (4 x 256 elements a round), the chunk and a partial vector.
+  for (size_t n : {1u, 3u, 8u, 255u, 1023u, 1024u, 1025u, 4096u + 5u, 8191u, 8192u, 8193u, 2u * 8192u + 1031u}) {
+    CAPTURE(n);
+    std::mt19937 rng(static_cast<uint32_t>(n) + 11);
+    std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+    std::vector<float> x(n);
+    for (float& f : x) f = std::ldexp(mant(rng), static_cast<int>(rng() % 41) - 20);
+    const float sum = run_block<fj_red_sum, float>(x, 1), mx = run_block<fj_red_max, float>(x, 1);
+    check_vector<2>(x, sum, mx);
+    check_vector<4>(x, sum, mx);
+    check_vector<8>(x, sum, mx);
   }
 }

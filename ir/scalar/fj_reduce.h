@@ -225,6 +225,60 @@ FJ_FN T fj_red_chunk(long long c0, long long m, Load& load, T* lanes, int tid, i
   return fj_red_lane_tree<R, T>(lanes, tid, nthreads);
 }
 
+// A pass's element loads with a vector path (the fast entry of a row kernel, jit/codegen.cpp):
+// one(i) is element i; vec(i, out) writes elements i .. i + V - 1 to out[0 .. V) (i a multiple of
+// V, all in the row) with V-wide memory accesses. When `on`, fj_red_chunk gives each thread V
+// consecutive lanes, so one vector load feeds V lanes; every lane still combines the same elements
+// in the same order, so the bits do not change. Off (unaligned rows, a strided view): one(i) only.
+template <int V, class One, class Vec>
+struct fj_red_vec_load {
+  bool on;
+  One one;
+  Vec vec;
+};
+template <int V, class One, class Vec>
+FJ_RFN fj_red_vec_load<V, One, Vec> fj_red_loads(bool on, One one, Vec vec) {
+  return fj_red_vec_load<V, One, Vec>{on, one, vec};
+}
+#define FJ_RED_VBATCH 4  // vector loads in flight per thread (16 bytes each at most)
+// Generated kernels take their vector path only where FJ_RED_VECTOR is 1: -DFJ_RED_NO_VECTOR (an
+// NVRTC option) keeps the scalar loop to measure the difference (scripts/device-check.sh).
+#ifdef FJ_RED_NO_VECTOR
+#define FJ_RED_VECTOR 0
+#else
+#define FJ_RED_VECTOR 1
+#endif
+
+// Steps 2-3 as fj_red_chunk, each thread taking lane groups g (lanes gV .. gV + V - 1) in turn.
+// Lane gV + j's elements are i + j for i = gV, gV + LANES, ... (< m): the vector at i, and at the
+// chunk's end, where fewer than V elements are left, one(i + j) for those there are.
+template <class R, class T, int V, class One, class Vec>
+FJ_FN T fj_red_chunk(long long c0, long long m, fj_red_vec_load<V, One, Vec>& load, T* lanes, int tid, int nthreads) {
+  static_assert(FJ_RED_LANES % V == 0, "a thread's V lanes must tile the lanes");
+  if (!load.on) return fj_red_chunk<R, T>(c0, m, load.one, lanes, tid, nthreads);
+  for (int g = tid; g < FJ_RED_LANES / V; g += nthreads) {
+    T a[V];
+    for (int j = 0; j < V; ++j) a[j] = R::template id<T>();
+    long long i = (long long)g * V;
+    for (; i + (FJ_RED_VBATCH - 1) * FJ_RED_LANES + V <= m; i += FJ_RED_VBATCH * FJ_RED_LANES) {
+      T v[FJ_RED_VBATCH][V];
+      for (int u = 0; u < FJ_RED_VBATCH; ++u) load.vec(c0 + i + u * FJ_RED_LANES, v[u]);
+      for (int u = 0; u < FJ_RED_VBATCH; ++u)
+        for (int j = 0; j < V; ++j) a[j] = R::template op<T>(a[j], v[u][j]);
+    }
+    for (; i + V <= m; i += FJ_RED_LANES) {
+      T v[V];
+      load.vec(c0 + i, v);
+      for (int j = 0; j < V; ++j) a[j] = R::template op<T>(a[j], v[j]);
+    }
+    for (int j = 0; j < V; ++j)
+      if (i + j < m) a[j] = R::template op<T>(a[j], load.one(c0 + i + j));
+    for (int j = 0; j < V; ++j) lanes[g * V + j] = a[j];
+  }
+  if (nthreads > 1) fj_red_sync();
+  return fj_red_lane_tree<R, T>(lanes, tid, nthreads);
+}
+
 // Number of chunks of a reduction of length n.
 FJ_FN long long fj_red_chunks(long long n) { return (n + FJ_RED_CHUNK - 1) / FJ_RED_CHUNK; }
 

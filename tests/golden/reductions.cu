@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_0c64b900ec442327 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_0c64b900ec442327_s for any strides.
+// Entry points: fj_reductions_7ce01a8ea7c69ffc for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_7ce01a8ea7c69ffc_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_reductions_0c64b900ec442327_rows(
+static __device__ __forceinline__ void fj_reductions_7ce01a8ea7c69ffc_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -26,7 +26,8 @@ static __device__ __forceinline__ void fj_reductions_0c64b900ec442327_rows(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws,
-    unsigned int row_cache) {
+    unsigned int row_cache,
+    int vec_ok) {
   __shared__ unsigned long long fj_lane_buf[(FJ_RED_LANES * 8 + 7) / 8];
   float* const fj_lanes_float = (float*)fj_lane_buf;
   fj_red_two<float, float>* const fj_lanes_float_float = (fj_red_two<float, float>*)fj_lane_buf;
@@ -34,6 +35,9 @@ static __device__ __forceinline__ void fj_reductions_0c64b900ec442327_rows(
   // Strides along the row: 1 in the fast entry (C-contiguous tensors)
   const unsigned long long fj_ist_v0 = fj_fast ? 1ull : ist_v0_1;
   const unsigned long long fj_ost_v6 = fj_fast ? 1ull : ost_v6_1;
+  // The vector path: 4 elements a vector access along the row (the fast entry; vec_ok: rows of a
+  // multiple of 4 elements, 16-byte aligned pointers)
+  const bool fj_vector = FJ_RED_VECTOR && fj_fast && vec_ok != 0;
   // The row on chip (docs/ops.md): the inputs later passes read again, kept in shared memory by
   // the first pass when the launch gave room for them (row_cache 1; not in a split row's launches)
   FJK_DYNAMIC_SHARED(fj_row_cache);
@@ -50,7 +54,7 @@ static __device__ __forceinline__ void fj_reductions_0c64b900ec442327_rows(
     const unsigned long long ob_v6 = (unsigned long long)c0 * ost_v6_0;
     const unsigned long long ob_v18 = (unsigned long long)c0 * ost_v18_0;
     // v2 = amax(v0) : f32, in the fixed order of fj_reduce.h  [reductions.graph:8]
-    const float v2 = fj_reduce_phase<fj_red_max, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> float {
+    const float v2 = fj_reduce_phase<fj_red_max, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, fj_red_loads<4>(fj_vector, [&](long long fj_i) -> float {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
@@ -58,7 +62,17 @@ static __device__ __forceinline__ void fj_reductions_0c64b900ec442327_rows(
       const float v0 = in_v0[ioff_v0];
       if (fj_rc) fj_rc_v0[k] = v0;  // kept on chip for the later passes
       return v0;
-    }, fj_lanes_float, fj_tid, fj_nt,
+    },
+        [&](long long fj_i, float* fj_out) {
+      const unsigned int fj_k = (unsigned int)fj_i;
+      const fj_vec<float, 4> x_v0 = fj_vload<float, 4>(in_v0 + ib_v0 + fj_k);
+      if (fj_rc) fj_vstore<float, 4>(fj_rc_v0 + fj_k, x_v0);  // kept on chip for the later passes
+    #pragma unroll
+      for (int fj_j = 0; fj_j < 4; ++fj_j) {
+        const float v0 = x_v0.v[fj_j];
+        fj_out[fj_j] = v0;
+      }
+    }), fj_lanes_float, fj_tid, fj_nt,
         fj_red_chunk_slots<float>(ws, 2, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 0, (long long)rows, (long long)o));
     // v15 = amax(v0) : f32, the row values of v2 (only keepdim differs)  [reductions.graph:10]
     const float v15 = v2;
@@ -67,7 +81,7 @@ static __device__ __forceinline__ void fj_reductions_0c64b900ec442327_rows(
     const float v10 = fj_where(v8, v9, v2);  // v10 = where(v8, v9, v2) : f32  [reductions.graph:10]
     // One pass for v5, v13: each in the fixed order of fj_reduce.h, as alone
     static_assert(sizeof(fj_red_two<float, float>) == 8, "the lane layout ir::pass_lane_bytes sizes the workspace by");
-    const fj_red_two<float, float> fj_pass1 = fj_reduce_phase<fj_red_pair<fj_red_sum, fj_red_sum>, fj_red_two<float, float>>(split_phase, 3, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> fj_red_two<float, float> {
+    const fj_red_two<float, float> fj_pass1 = fj_reduce_phase<fj_red_pair<fj_red_sum, fj_red_sum>, fj_red_two<float, float>>(split_phase, 3, (long long)row_len, fj_part, fj_parts, fj_red_loads<4>(fj_vector, [&](long long fj_i) -> fj_red_two<float, float> {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
@@ -78,7 +92,20 @@ static __device__ __forceinline__ void fj_reductions_0c64b900ec442327_rows(
       const float v11 = fj_sub(v0, v10);  // v11 = sub(v0, v10) : f32  [reductions.graph:10]
       const float v12 = fj_exp(v11);  // v12 = exp(v11) : f32  [reductions.graph:10]
       return fj_red_two<float, float>{v4, v12};
-    }, fj_lanes_float_float, fj_tid, fj_nt,
+    },
+        [&](long long fj_i, fj_red_two<float, float>* fj_out) {
+      const unsigned int fj_k = (unsigned int)fj_i;
+      const fj_vec<float, 4> x_v0 = fj_rc ? fj_vload<float, 4>(fj_rc_v0 + fj_k) : fj_vload<float, 4>(in_v0 + ib_v0 + fj_k);
+    #pragma unroll
+      for (int fj_j = 0; fj_j < 4; ++fj_j) {
+        const float v0 = x_v0.v[fj_j];
+        const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
+        const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
+        const float v11 = fj_sub(v0, v10);  // v11 = sub(v0, v10) : f32  [reductions.graph:10]
+        const float v12 = fj_exp(v11);  // v12 = exp(v11) : f32  [reductions.graph:10]
+        fj_out[fj_j] = fj_red_two<float, float>{v4, v12};
+      }
+    }), fj_lanes_float_float, fj_tid, fj_nt,
         fj_red_chunk_slots<fj_red_two<float, float>>(ws, 2, 1, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<fj_red_two<float, float>>(ws, 1, (long long)rows, (long long)o));
     // v5 = sum(v4) : f32, in the fixed order of fj_reduce.h  [reductions.graph:8]
     const float v5 = fj_pass1.a;
@@ -94,7 +121,25 @@ static __device__ __forceinline__ void fj_reductions_0c64b900ec442327_rows(
     }
     long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch
     fj_red_part_elements(split_phase, (long long)row_len, fj_part, fj_parts, fj_k0, fj_k1);
-    for (unsigned int k = (unsigned int)fj_k0 + fj_tid; k < (unsigned int)fj_k1; k += fj_nt) {  // the element outputs
+    unsigned int fj_ks = (unsigned int)fj_k0;  // where the scalar loop starts
+    if (fj_vector) {  // vector loads and stores: 4 elements a thread and iteration
+      const unsigned int fj_kv = (unsigned int)fj_k0 + (unsigned int)(fj_k1 - fj_k0) / 4 * 4;
+      for (unsigned int fj_k = (unsigned int)fj_k0 + 4 * (unsigned int)fj_tid; fj_k < fj_kv; fj_k += 4 * (unsigned int)fj_nt) {
+        const fj_vec<float, 4> x_v0 = fj_rc ? fj_vload<float, 4>(fj_rc_v0 + fj_k) : fj_vload<float, 4>(in_v0 + ib_v0 + fj_k);
+        fj_vec<float, 4> y_v6;
+      #pragma unroll
+        for (int fj_j = 0; fj_j < 4; ++fj_j) {
+          const float v0 = x_v0.v[fj_j];
+          const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
+          const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
+          const float v6 = fj_div(v4, v5);  // v6 (p) = div(v4, v5) : f32  [reductions.graph:8]
+          y_v6.v[fj_j] = v6;
+        }
+        fj_vstore<float, 4>(out_v6 + ob_v6 + fj_k, y_v6);
+      }
+      fj_ks = fj_kv;
+    }
+    for (unsigned int k = fj_ks + fj_tid; k < (unsigned int)fj_k1; k += fj_nt) {  // the element outputs
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
       const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * fj_ist_v0;
@@ -107,7 +152,7 @@ static __device__ __forceinline__ void fj_reductions_0c64b900ec442327_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_0c64b900ec442327(
+extern "C" __global__ void fj_reductions_7ce01a8ea7c69ffc(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -126,10 +171,11 @@ extern "C" __global__ void fj_reductions_0c64b900ec442327(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws,
-    unsigned int row_cache) {
-  fj_reductions_0c64b900ec442327_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
+    unsigned int row_cache,
+    int vec_ok) {
+  fj_reductions_7ce01a8ea7c69ffc_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_0c64b900ec442327_s(
+extern "C" __global__ void fj_reductions_7ce01a8ea7c69ffc_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -148,8 +194,9 @@ extern "C" __global__ void fj_reductions_0c64b900ec442327_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws,
-    unsigned int row_cache) {
-  fj_reductions_0c64b900ec442327_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache);
+    unsigned int row_cache,
+    int vec_ok) {
+  fj_reductions_7ce01a8ea7c69ffc_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.
