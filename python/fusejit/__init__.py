@@ -153,6 +153,37 @@ def torch_dtype(dtype: str) -> Any:
             "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64}[dtype]
 
 
+_DTYPE_NAMES = ("bool", "i8", "u8", "i32", "i64", "f16", "bf16", "f32", "f64")
+
+
+def _dtype_name(dtype: Any) -> str:
+    """The fusejit name of a dtype argument that is not a string (GraphBuilder.input, param, cast):
+    a PyTorch dtype (torch.bfloat16), or what ``np.dtype()`` takes (np.float32, np.dtype("<f4"),
+    ml_dtypes.bfloat16, float, bool), matched with the tables of torch_dtype and numpy_dtype.
+    Raises UserError for anything else (a big-endian NumPy dtype, complex, object)."""
+    if dtype is None:  # np.dtype(None) would be float64
+        raise UserError("dtype None: give a dtype name (f32, ...) or a NumPy or PyTorch dtype")
+    if type(dtype).__module__ == "torch":
+        for name in _DTYPE_NAMES:
+            if torch_dtype(name) == dtype:
+                return name
+    else:
+        import numpy as np
+
+        try:
+            dt = np.dtype(dtype)
+        except (TypeError, ValueError):
+            dt = None
+        for name in _DTYPE_NAMES:
+            if dt is not None and (name != "bf16" or dt.name == "bfloat16") and numpy_dtype(name) == dt:
+                return name
+        if dt is not None and not dt.isnative:
+            raise UserError(f"dtype {dtype!r}: big-endian; fusejit's dtypes are in the machine's byte order "
+                            f"({dt.newbyteorder('=').str!r})")
+    raise UserError(f"dtype {dtype!r}: fusejit has no such dtype; use a name ({', '.join(_DTYPE_NAMES)}) or "
+                    "the NumPy or PyTorch dtype of one")
+
+
 _NUMPY_DTYPES: dict[str, Any] = {}  # fusejit dtype name -> NumPy dtype, for outputs fusejit allocates
 
 

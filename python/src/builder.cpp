@@ -74,6 +74,14 @@ int64_t int_arg(nb::handle h, const std::string& what) {
 
 namespace {
 
+// A dtype argument: a fusejit name ("f32") as it is, anything else (NumPy's and PyTorch's dtypes and
+// scalar types) through fusejit._dtype_name, which maps them with the tables numpy_dtype and
+// torch_dtype use and raises UserError for the rest.
+fusejit::DType dtype_arg(nb::handle h) {
+  if (nb::isinstance<nb::str>(h)) return parse_dtype(nb::cast<std::string>(h));
+  return parse_dtype(nb::cast<std::string>(nb::module_::import_("fusejit").attr("_dtype_name")(h)));
+}
+
 // reduce()'s keyword arguments past its own: NumPy's and PyTorch's names say what fusejit calls
 // them (as the graph text's parser does), anything else lists the ones it takes.
 void refuse_reduce_kwargs(const nb::kwargs& extra) {
@@ -237,17 +245,19 @@ void bind_graph_builder(nb::module_& m) {
           "name"_a, "size"_a, "`dim NAME = size`: a named size that follows the tensors a program is called with.")
       .def(
           "input",
-          [](nb::handle self, const std::string& name, std::string_view dtype, const nb::sequence& shape) {
-            return PyValue{cpp(self).input(name, parse_dtype(dtype), to_extents(self, shape)), nb::borrow(self)};
+          [](nb::handle self, const std::string& name, nb::handle dtype, const nb::sequence& shape) {
+            return PyValue{cpp(self).input(name, dtype_arg(dtype), to_extents(self, shape)), nb::borrow(self)};
           },
-          "name"_a, "dtype"_a, "shape"_a, "`input NAME : DTYPE[shape]`; shape holds ints and Dims.")
+          "name"_a, "dtype"_a.none(), "shape"_a,
+          "`input NAME : DTYPE[shape]`; shape holds ints and Dims. dtype: a name (\"f32\") or NumPy's / PyTorch's "
+          "dtype (np.float32, ml_dtypes.bfloat16, torch.bfloat16).")
       .def(
           "param",
-          [](nb::handle self, const std::string& name, std::string_view dtype, nb::handle value) {
-            return PyValue{cpp(self).param(name, parse_dtype(dtype), to_scalar(value, "param '" + name + "'")),
+          [](nb::handle self, const std::string& name, nb::handle dtype, nb::handle value) {
+            return PyValue{cpp(self).param(name, dtype_arg(dtype), to_scalar(value, "param '" + name + "'")),
                            nb::borrow(self)};
           },
-          "name"_a, "dtype"_a, "default"_a = 0.0, "`param NAME : DTYPE = default`: a scalar set per call.")
+          "name"_a, "dtype"_a.none(), "default"_a = 0.0, "`param NAME : DTYPE = default`: a scalar set per call.")
       .def(
           "op",
           [](nb::handle self, std::string_view name, nb::args args) {
@@ -277,10 +287,10 @@ void bind_graph_builder(nb::module_& m) {
           "give it).")
       .def(
           "cast",
-          [](nb::handle self, nb::handle x, std::string_view dtype) {
-            return PyValue{cpp(self).cast(to_value(x, self), parse_dtype(dtype)), nb::borrow(self)};
+          [](nb::handle self, nb::handle x, nb::handle dtype) {
+            return PyValue{cpp(self).cast(to_value(x, self), dtype_arg(dtype)), nb::borrow(self)};
           },
-          "x"_a, "dtype"_a, "`cast(x, DTYPE)`.")
+          "x"_a, "dtype"_a.none(), "`cast(x, DTYPE)`; dtype as for input().")
       .def(
           "name",
           [](nb::handle self, const PyValue& v, const std::string& name) {

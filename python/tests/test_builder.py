@@ -303,3 +303,27 @@ def test_empty_axis_composites_and_initial_match_numpy_and_torch():
     with pytest.raises(TypeError, match="initial: expected a float"):
         b3 = fusejit.GraphBuilder()
         b3.reduce("amax", b3.input("x", "f32", [2]), initial="-inf")
+
+
+def test_dtype_objects_of_numpy_and_pytorch_name_fusejit_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    b = fusejit.GraphBuilder("d")
+    x = b.input("x", np.float32, [4])
+    w = b.input("w", ml_dtypes.bfloat16, [4])
+    i = b.input("i", np.dtype("<i8"), [4])
+    s = b.param("s", float, 2.0)  # np.dtype(float): float64
+    b.output("y", b.cast(x * s, np.float16))
+    b.output("z", b.cast(w, "f32") + b.cast(i, bool))
+    g = b.build()
+    assert [t.dtype for t in g.inputs] == ["f32", "bf16", "i64"]
+    assert [t.dtype for t in g.outputs] == ["f16", "f32"]
+    assert g.params[0].dtype == "f64"
+    for bad, says in [(np.complex64, "no such dtype"), (np.dtype(">f4"), "big-endian"), (object, "no such dtype"),
+                      (None, "dtype None"), (3, "no such dtype"), ("float32", "f32")]:
+        with pytest.raises(fusejit.UserError, match=says):
+            b.input("q", bad, [1])
+
+
+def test_torch_dtypes_name_fusejit_dtypes():
+    torch = pytest.importorskip("torch")
+    assert fusejit.GraphBuilder("t").input("x", torch.bfloat16, [2]).dtype == "bf16"
