@@ -167,6 +167,10 @@ TEST_CASE("1,000+ random graphs: fused, unfused and reference agree bit for bit"
       jit::CpuRunOptions run;
       if (k % 3 == 1) run.launch = {2, 3};
       if (k % 3 == 2) run.force_strided = true;  // the strided entry, as views run it
+      // Every fourth graph on finite inputs: random_inputs' NaN and inf in most long rows would hide
+      // a reduction that combines its elements in another order.
+      if (k % 4 == 3)
+        for (ir::Tensor& t : cases[k].inputs) ir::random_fill(t, 9000 + k);
       bad += check_case(cases[k], run);
       ++graphs;
     }
