@@ -825,7 +825,7 @@ struct ReduceGen {
   }
 
   // Sum of c<j> * <prefix>_<value>_<j> over `dims` (an input's only where it has the dim); along a
-  // row kernel's innermost dim, the stride fj_<prefix>_<value> (1 in the fast entry: row_stride()).
+  // row kernel's innermost dim, the stride fj_<prefix>_<value> (1 in the fast entry: row_strides()).
   std::string terms(const std::vector<int>& dims, const char* prefix, const std::string& val, int input) {
     std::string s;
     for (int j : dims)
@@ -847,7 +847,7 @@ struct ReduceGen {
       s += fmt::format("  const unsigned long long fj_{0}_{1} = fj_fast ? 1ull : {0}_{1}_{2};\n", prefix, v(id), last_dim());
     };
     for (size_t i = 0; i < k.group.inputs.size(); ++i)
-      if (k.layout.in_dims[i][static_cast<size_t>(last_dim())] >= 0) declare("ist", k.group.inputs[i]);
+      if (along_row(i)) declare("ist", k.group.inputs[i]);
     for (size_t i : element_outputs()) declare("ost", k.group.outputs[i]);
     if (V > 1)
       s += fmt::format("  // The vector path: {} elements a vector access along the row (the fast entry; vec_ok: rows of a\n"
