@@ -127,7 +127,7 @@ template <class RA, class RB> struct fj_red_pair {
   }
 };
 
-// Step 3 in whole warps (a GPU block of 32k threads, or a test's host threads acting as warps):
+// Step 3 in whole warps (a GPU block of a multiple of 32 threads, or host threads acting as warps):
 // warp 0 does the whole tree with two block barriers instead of nine. Lane `l` < 32 first does
 // the steps h = 128, 64, 32 over its subtree, lanes l + 32 j (the same ops on the same values as
 // the halving tree), then h = 16, ..., 1 exchange values with fj_red_shfl_down: lane l < h gets
