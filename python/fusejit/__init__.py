@@ -95,7 +95,7 @@ def _numpy_dtype_facts(dt: Any) -> tuple[bool, bool]:
             _NUMPY_DTYPE_FACTS.clear()
             _PLAIN_ITEMSIZE.clear()
         facts = _NUMPY_DTYPE_FACTS[dt] = (dt.name == "bfloat16", dt.isnative)
-        if facts == (False, True):
+        if facts == (False, True) and dt.kind in "biuf" and dt.itemsize <= 8:  # not object, complex, long double
             _PLAIN_ITEMSIZE[dt] = dt.itemsize
     return facts
 
@@ -133,6 +133,9 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
         import numpy as np
 
         return a.view(np.uint16), "bf16"
+    if a.dtype.kind not in "biuf" or a.dtype.itemsize > 8:  # object, complex, long double, strings, dates
+        raise UserError(f"{what}: NumPy dtype {a.dtype.name} has no fusejit dtype; fusejit takes bool, int8, uint8, "
+                        "int32, int64, float16, ml_dtypes.bfloat16, float32 and float64 arrays")
     if any(s % a.itemsize for s in a.strides):  # np.lib.stride_tricks.as_strided
         raise UserError(f"{what}: strides {a.strides} bytes are not multiples of its item size {a.itemsize}: "
                         "fusejit takes strides in elements; pass a copy (np.ascontiguousarray)")
@@ -312,13 +315,14 @@ class Program:
         shapes = self._p.output_shapes(*_storages(arrays, self._in_whats), plan)
         return {name: tuple(s) for name, s in zip(self._out_names, shapes)}
 
-    def __call__(self, *args: Any, out: Mapping[str, Any] | None = None, stream: int | None = None,
-                 plan: str = "fused", **kwargs: Any) -> dict[str, Any]:
+    def __call__(self, *args: Any, out: Mapping[str, Any] | Sequence[Any] | None = None,
+                 stream: int | None = None, plan: str = "fused", **kwargs: Any) -> dict[str, Any]:
         """Runs the program: ``prog(x=..., w=..., eps=1e-6, out={"y": y})``.
 
         Inputs: one array per graph input, of its dtype; dims come from their shapes. Params: by
         name, the rest take the graph's defaults. Outputs are allocated like the first input
-        (NumPy -> NumPy, torch -> torch on its device, CuPy -> CuPy) unless ``out`` supplies them;
+        (NumPy -> NumPy, torch -> torch on its device, CuPy -> CuPy) unless ``out`` supplies them
+        (a dict by name, or a list or tuple of one array per output in declaration order);
         an output may be an input (in place) where docs/api.md allows it. Strided views (e.g.
         transposed) are read and written in place, never copied. Device tensors run on the
         caller's current stream (PyTorch's or CuPy's; ``stream=`` overrides it) without
@@ -327,8 +331,8 @@ class Program:
         and TypeError (missing or unknown argument; a param that is no bool, int or float).
         """
         arrays, params = self._bind(args, kwargs)
-        if out and type(out) is not dict:  # any mapping (or pairs), as dict() reads it
-            out = dict(out)
+        if out and type(out) is not dict:  # any mapping, pairs, or one array per output in order
+            out = self._out_mapping(out)
         results, complete = self._given_outputs(out)
         if _plain_numpy(arrays, False):  # the common case, checked fast; else each array's rules
             stored, in_as = arrays, self._no_in_as
@@ -345,6 +349,21 @@ class Program:
             stream = 0 if like is None or type(like) in _NDARRAY_TYPES else _current_stream(like)
         self._p.launch(stored, in_as, outs, out_as, list(params.items()) if params else [], stream, plan)
         return dict(zip(self._out_names, results))
+
+    def _out_mapping(self, out: Any) -> dict[str, Any]:
+        """``out`` as a dict: a mapping or (name, array) pairs as dict() reads them, or a list or tuple
+        of one array per output in declaration order."""
+        if isinstance(out, (list, tuple)) and not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str)
+                                                      for p in out):
+            if len(out) != len(self._out_names):
+                raise TypeError(f"out: {len(out)} array(s) for {len(self._out_names)} output(s) "
+                                f"({', '.join(self._out_names)}): give one per output in order, or a dict by name")
+            return dict(zip(self._out_names, out))
+        try:
+            return dict(out)
+        except (TypeError, ValueError):
+            raise TypeError(f"out: expected a dict {{output name: array}} or one array per output in order, "
+                            f"got {type(out).__name__}") from None
 
     def _given_outputs(self, out: Mapping[str, Any] | None) -> tuple[list, bool]:
         """`out`'s arrays in output order (_MISSING where fusejit allocates), and whether it gave all."""

@@ -510,3 +510,24 @@ def test_bench_python_call_runs():
     res = subprocess.run([sys.executable, str(ROOT / "bench" / "python_call.py"), "--calls", "3", "--repeats", "1"],
                          check=True, timeout=120, env=env, capture_output=True, text=True)
     assert res.stdout.count("µs/call") == 8, res.stdout
+
+
+def test_out_as_a_list_in_output_order_and_bad_out_or_dtype_are_clear_errors():
+    g = fusejit.Graph.parse("graph t\ninput x : f32[4]\ny = x * 2\nz = x + 1\noutput y, z\n")
+    p = fusejit.compile(g)
+    x = np.arange(4, dtype=np.float32)
+    y, z = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    r = p(x=x, out=[y, z])
+    assert r["y"] is y and r["z"] is z and y.tolist() == [0, 2, 4, 6] and z.tolist() == [1, 2, 3, 4]
+    assert p(x=x, out=(y, z))["z"] is z
+    assert p(x=x, out=[("z", z)])["z"] is z  # (name, array) pairs, as dict() reads them
+    with pytest.raises(TypeError, match=r"out: 1 array\(s\) for 2 output\(s\) \(y, z\)"):
+        p(x=x, out=[y])
+    with pytest.raises(TypeError, match="out: expected a dict"):
+        p(x=x, out=3)
+    for bad in [np.array([1, 2, 3, 4], dtype=object), np.zeros(4, np.complex64), np.array(["a"] * 4),
+                np.zeros(4, np.longdouble)]:
+        with pytest.raises(fusejit.UserError, match="input 'x': NumPy dtype .* has no fusejit dtype"):
+            p(x=bad)
+        with pytest.raises(fusejit.UserError, match="output 'y': NumPy dtype .* has no fusejit dtype"):
+            p(x=x, out={"y": np.zeros(4, dtype=bad.dtype)})
