@@ -46,11 +46,20 @@ template <class T, int N>
 struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) fj_vec {
   T v[N];
 };
+// Host builds with FJK_CHECK_ALIGNMENT (tests) trap where the GPU would fault: a vector access at an
+// address that is not a multiple of its alignment.
+#if !defined(FJ_DEVICE_CODE) && defined(FJK_CHECK_ALIGNMENT)
+#define FJK_ALIGNED(p, T, N) \
+  if (reinterpret_cast<unsigned long long>(p) % alignof(fj_vec<T, N>) != 0) __builtin_trap()
+#else
+#define FJK_ALIGNED(p, T, N)
+#endif
 template <class T, int N>
 FJK_FN fj_vec<T, N> fj_vload(const T* p) {
 #ifdef FJ_DEVICE_CODE
   return *reinterpret_cast<const fj_vec<T, N>*>(p);
 #else
+  FJK_ALIGNED(p, T, N);
   fj_vec<T, N> r;
   __builtin_memcpy(&r, p, sizeof(r));  // host: no aliasing assumptions
   return r;
@@ -61,6 +70,7 @@ FJK_FN void fj_vstore(T* p, const fj_vec<T, N>& x) {
 #ifdef FJ_DEVICE_CODE
   *reinterpret_cast<fj_vec<T, N>*>(p) = x;
 #else
+  FJK_ALIGNED(p, T, N);
   __builtin_memcpy(p, &x, sizeof(x));
 #endif
 }
@@ -913,7 +923,7 @@ struct ReduceGen {
       each += fmt::format("  y_{}.v[fj_j] = {};\n", v(o), hf.name(o, HalfForms::Form::Storage));
       post += fmt::format("  fj_vstore<{0}, {1}>(out_{2} + ob_{2} + fj_k, y_{2});\n", k.storage(o), V, v(o));
     }
-    return pre + fmt::format("#pragma unroll\n  for (int fj_j = 0; fj_j < {}; ++fj_j) {{\n", V) + indent(each + lane, 2) +
+    return pre + fmt::format("  #pragma unroll\n  for (int fj_j = 0; fj_j < {}; ++fj_j) {{\n", V) + indent(each + lane, 2) +
            "  }\n" + post;
   }
 
@@ -970,7 +980,8 @@ struct ReduceGen {
     std::string load = fmt::format("[&](long long fj_i) -> {} {{\n{}  }}", lt, indent(body, 2));
     if (V > 1) {
       std::swap(written, cache_written);
-      const std::string vec = fmt::format("  const {0} fj_k = ({0})fj_i;\n", k.idx) +
+      const std::string vec = fmt::format("  const {0} fj_k = ({0})fj_i;  // elements fj_k .. fj_k + {1}: this thread's {2} lanes\n",
+                                          k.idx, V - 1, V) +
                               vector_elements(elems, ins, early, fmt::format("  fj_out[fj_j] = {};\n", result));
       cache_written = written;
       load = fmt::format("fj_red_loads<{}>(fj_vector, {},\n      [&](long long fj_i, {}* fj_out) {{\n{}  }})", V, load, lt,

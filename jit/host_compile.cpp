@@ -194,7 +194,7 @@ HostBuild describe_build(std::span<const GeneratedKernel> kernels, const HostCom
   HostBuild b;
   b.source = host_source(kernels);
   b.cxx = compiler();
-  b.flags = shell_quote(opts.opt_level) + " " + kHostFlags;
+  b.flags = shell_quote(opts.opt_level) + " " + kHostFlags + (opts.check_alignment ? " -DFJK_CHECK_ALIGNMENT" : "");
   b.key = KeyBuilder("fusejit host module")
               .add(b.cxx)
               .add(compiler_version(b.cxx))

@@ -75,6 +75,10 @@ struct HostCompileOptions {
   // false: nothing is read from or kept on disk across processes (the build folder is removed
   // as soon as the module is loaded).
   bool disk_cache = true;
+  // true (tests): a misaligned vector access (fj_vload / fj_vstore) traps, as it faults on a GPU,
+  // so a launch that took the vector path for a misaligned tensor fails on the CPU path too, where
+  // the access is a byte copy that would give the right values (-DFJK_CHECK_ALIGNMENT).
+  bool check_alignment = false;
 };
 
 // The host C++ translation unit for `kernels`: host prelude + emit_translation_unit() + one

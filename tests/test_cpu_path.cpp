@@ -115,7 +115,9 @@ TEST_CASE("every sample graph, at small dims, fused and unfused match the refere
     CHECK(cases.back().fused.kernels.front().index64);
     cases.push_back(make_case(f.filename().string(), std::move(g), seed++));
   }
-  compile_all(cases);
+  jit::HostCompileOptions trap;  // a vector access at a misaligned address traps, as on a GPU
+  trap.check_alignment = true;
+  compile_all(cases, trap);
   int bad = 0;
   jit::CpuRunOptions strided;  // every kernel through its strided entry (the one views run)
   strided.force_strided = true;
@@ -133,6 +135,7 @@ TEST_CASE("1,000+ random graphs: fused, unfused and reference agree bit for bit"
   // use the product's level (jit/host_compile.h).
   jit::HostCompileOptions quick;
   quick.opt_level = "-O0";
+  quick.check_alignment = true;  // a misaligned vector access traps, as on a GPU
   int graphs = 0, bad = 0, multi_output_groups = 0, strided_groups = 0, kernels = 0;
   double compile_s = 0;
   const int kBatches = 10, kPerBatch = 100;
@@ -206,7 +209,9 @@ TEST_CASE("broadcast inputs on the vector path: bias rows and [1,C,1,1] channels
     ir::rebind_dims(g, sp.dims);
     cases.push_back(make_case(fmt::format("{} {}", sp.file, sp.vec ? "(vector)" : "(scalar)"), std::move(g), seed++));
   }
-  compile_all(cases);
+  jit::HostCompileOptions trap;  // a vector access at a misaligned address traps, as on a GPU
+  trap.check_alignment = true;
+  compile_all(cases, trap);
   int bad = 0;
   for (size_t k = 0; k < cases.size(); ++k) {
     const Case& c = cases[k];
@@ -266,7 +271,9 @@ TEST_CASE("row reductions on the vector path: V lanes a thread, the same bits as
     ir::rebind_dims(g, sp.dims);
     cases.push_back(make_case(fmt::format("{} {}", sp.label, sp.vec ? "(vector)" : "(scalar)"), std::move(g), seed++));
   }
-  compile_all(cases);
+  jit::HostCompileOptions trap;  // a vector access at a misaligned address traps, as on a GPU
+  trap.check_alignment = true;
+  compile_all(cases, trap);
   // Again with finite inputs: a NaN or inf in most rows (random_inputs' specials) hides the order.
   for (size_t k = 0, n = cases.size(); k < n; ++k) {
     Case finite = cases[k];

@@ -467,7 +467,8 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
     ++graph_no;
     std::ofstream(cpp) << src;
     const char* cxx = std::getenv("CXX");
-    const std::string cmd = fmt::format("{} -std=c++20 -O1 -ffp-contract=off -fno-tree-vectorize -fno-strict-aliasing -fPIC -shared -pthread -w {} -o {}",
+    const std::string cmd = fmt::format("{} -std=c++20 -O1 -ffp-contract=off -fno-tree-vectorize -fno-strict-aliasing -fPIC -shared -pthread -w "
+                                        "-DFJK_CHECK_ALIGNMENT {} -o {}",
                                         cxx && *cxx ? cxx : "c++", cpp.string(), so.string());
     REQUIRE(std::system(cmd.c_str()) == 0);
     void* h = dlopen(so.string().c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_7ce01a8ea7c69ffc for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_7ce01a8ea7c69ffc_s for any strides.
+// Entry points: fj_reductions_481856e8b4310954 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_481856e8b4310954_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_reductions_7ce01a8ea7c69ffc_rows(
+static __device__ __forceinline__ void fj_reductions_481856e8b4310954_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -64,10 +64,10 @@ static __device__ __forceinline__ void fj_reductions_7ce01a8ea7c69ffc_rows(
       return v0;
     },
         [&](long long fj_i, float* fj_out) {
-      const unsigned int fj_k = (unsigned int)fj_i;
+      const unsigned int fj_k = (unsigned int)fj_i;  // elements fj_k .. fj_k + 3: this thread's 4 lanes
       const fj_vec<float, 4> x_v0 = fj_vload<float, 4>(in_v0 + ib_v0 + fj_k);
       if (fj_rc) fj_vstore<float, 4>(fj_rc_v0 + fj_k, x_v0);  // kept on chip for the later passes
-    #pragma unroll
+      #pragma unroll
       for (int fj_j = 0; fj_j < 4; ++fj_j) {
         const float v0 = x_v0.v[fj_j];
         fj_out[fj_j] = v0;
@@ -94,9 +94,9 @@ static __device__ __forceinline__ void fj_reductions_7ce01a8ea7c69ffc_rows(
       return fj_red_two<float, float>{v4, v12};
     },
         [&](long long fj_i, fj_red_two<float, float>* fj_out) {
-      const unsigned int fj_k = (unsigned int)fj_i;
+      const unsigned int fj_k = (unsigned int)fj_i;  // elements fj_k .. fj_k + 3: this thread's 4 lanes
       const fj_vec<float, 4> x_v0 = fj_rc ? fj_vload<float, 4>(fj_rc_v0 + fj_k) : fj_vload<float, 4>(in_v0 + ib_v0 + fj_k);
-    #pragma unroll
+      #pragma unroll
       for (int fj_j = 0; fj_j < 4; ++fj_j) {
         const float v0 = x_v0.v[fj_j];
         const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
@@ -127,7 +127,7 @@ static __device__ __forceinline__ void fj_reductions_7ce01a8ea7c69ffc_rows(
       for (unsigned int fj_k = (unsigned int)fj_k0 + 4 * (unsigned int)fj_tid; fj_k < fj_kv; fj_k += 4 * (unsigned int)fj_nt) {
         const fj_vec<float, 4> x_v0 = fj_rc ? fj_vload<float, 4>(fj_rc_v0 + fj_k) : fj_vload<float, 4>(in_v0 + ib_v0 + fj_k);
         fj_vec<float, 4> y_v6;
-      #pragma unroll
+        #pragma unroll
         for (int fj_j = 0; fj_j < 4; ++fj_j) {
           const float v0 = x_v0.v[fj_j];
           const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
@@ -152,7 +152,7 @@ static __device__ __forceinline__ void fj_reductions_7ce01a8ea7c69ffc_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_7ce01a8ea7c69ffc(
+extern "C" __global__ void fj_reductions_481856e8b4310954(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -173,9 +173,9 @@ extern "C" __global__ void fj_reductions_7ce01a8ea7c69ffc(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_7ce01a8ea7c69ffc_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_481856e8b4310954_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_7ce01a8ea7c69ffc_s(
+extern "C" __global__ void fj_reductions_481856e8b4310954_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -196,7 +196,7 @@ extern "C" __global__ void fj_reductions_7ce01a8ea7c69ffc_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_7ce01a8ea7c69ffc_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_481856e8b4310954_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.

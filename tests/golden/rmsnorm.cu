@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_rmsnorm_eef0fccd44a28384 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_eef0fccd44a28384_s for any strides.
+// Entry points: fj_rmsnorm_e0d94639f300f1d8 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_e0d94639f300f1d8_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_rmsnorm_eef0fccd44a28384_rows(
+static __device__ __forceinline__ void fj_rmsnorm_e0d94639f300f1d8_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -67,10 +67,10 @@ static __device__ __forceinline__ void fj_rmsnorm_eef0fccd44a28384_rows(
       return v4;
     },
         [&](long long fj_i, float* fj_out) {
-      const unsigned int fj_k = (unsigned int)fj_i;
+      const unsigned int fj_k = (unsigned int)fj_i;  // elements fj_k .. fj_k + 7: this thread's 8 lanes
       const fj_vec<fj_bf16, 8> x_v0 = fj_vload<fj_bf16, 8>(in_v0 + ib_v0 + fj_k);
       if (fj_rc) fj_vstore<fj_bf16, 8>(fj_rc_v0 + fj_k, x_v0);  // kept on chip for the later passes
-    #pragma unroll
+      #pragma unroll
       for (int fj_j = 0; fj_j < 8; ++fj_j) {
         const fj_bf16 v0h = x_v0.v[fj_j];
         const float v0 = fj_load(v0h);
@@ -92,7 +92,7 @@ static __device__ __forceinline__ void fj_rmsnorm_eef0fccd44a28384_rows(
         const fj_vec<fj_bf16, 8> x_v0 = fj_rc ? fj_vload<fj_bf16, 8>(fj_rc_v0 + fj_k) : fj_vload<fj_bf16, 8>(in_v0 + ib_v0 + fj_k);
         const fj_vec<fj_bf16, 8> x_v1 = fj_vload<fj_bf16, 8>(in_v1 + ib_v1 + fj_k);
         fj_vec<fj_bf16, 8> y_v10;
-      #pragma unroll
+        #pragma unroll
         for (int fj_j = 0; fj_j < 8; ++fj_j) {
           const fj_bf16 v0h = x_v0.v[fj_j];
           const float v0 = fj_load(v0h);
@@ -124,7 +124,7 @@ static __device__ __forceinline__ void fj_rmsnorm_eef0fccd44a28384_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_rmsnorm_eef0fccd44a28384(
+extern "C" __global__ void fj_rmsnorm_e0d94639f300f1d8(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -145,9 +145,9 @@ extern "C" __global__ void fj_rmsnorm_eef0fccd44a28384(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_eef0fccd44a28384_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_e0d94639f300f1d8_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_rmsnorm_eef0fccd44a28384_s(
+extern "C" __global__ void fj_rmsnorm_e0d94639f300f1d8_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -168,6 +168,6 @@ extern "C" __global__ void fj_rmsnorm_eef0fccd44a28384_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_eef0fccd44a28384_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_e0d94639f300f1d8_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
