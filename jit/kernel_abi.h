@@ -165,7 +165,7 @@ struct KernelSignature {
   int vector_width = 1;
   bool strided = false;  // the strided entry (NAME_s), else the fast one
   // A row reduction kernel's vector path (jit/codegen.cpp, ReduceGen::vec_width): every row starts
-  // V-aligned only when the row length (the innermost collapsed size) is a multiple of V.
+  // V-aligned only when the row length (the size of the innermost kept dim) is a multiple of V.
   bool reduce_rows = false;
 };
 
