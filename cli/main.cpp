@@ -353,7 +353,7 @@ struct RunCommand {
   uint64_t seed = 0;
   std::string save_dir, dump_dir, arch, backend = "auto", cache_dir;
   int device = 0, repeats = 20, warmup = 3;
-  int64_t row_split = 0;
+  int64_t row_split = 0, row_cache_limit = 0;
   bool json = false, no_cache = false, no_check = false, special = false, no_row_cache = false;
 
   void define(CLI::App& app) {
@@ -384,6 +384,10 @@ struct RunCommand {
     cmd->add_flag("--no-row-cache", no_row_cache,
                   "reduction kernels re-read each row from memory in every pass instead of keeping it in shared "
                   "memory (same bits; to measure the difference; docs/ops.md)");
+    cmd->add_option("--row-cache-limit", row_cache_limit,
+                    "most bytes of shared memory a block's row cache may take: 0 = fusejit's rule (the GPU's opt-in "
+                    "maximum less 9 KiB; 48 KiB on the CPU), N = at most N (same bits; docs/ops.md)")
+        ->default_val(0)->check(kNonNegative64);
     cmd->add_option("--repeats", repeats, "timed runs per path; the median is reported")
         ->default_val(20)->check(CLI::Range(1, 100000));
     cmd->add_option("--warmup", warmup, "untimed runs before timing")->default_val(3)->check(CLI::Range(0, 100000));
@@ -431,6 +435,7 @@ struct RunCommand {
     ro.options.message_style = fj::MessageStyle::CommandLine;
     ro.options.row_split = row_split;
     ro.options.row_cache = !no_row_cache;
+    ro.options.row_cache_limit = row_cache_limit;
     ro.options.backend = backend == "cuda" ? fj::Backend::Cuda : backend == "cpu" ? fj::Backend::Cpu : fj::Backend::Auto;
     return ro;
   }
@@ -450,7 +455,7 @@ struct PlanCommand {
   Common common;
   NoParams no_params;
   bool dot = false, json = false, no_row_cache = false;
-  int64_t row_split = 0;
+  int64_t row_split = 0, row_cache_limit = 0;
 
   void define(CLI::App& app) {
     cmd = app.add_subcommand("plan", "print the rewritten graph and its fusion plan");
@@ -459,6 +464,9 @@ struct PlanCommand {
     cmd->add_option("--row-split", row_split, "plan reductions as `run --row-split N` runs them (0 = fusejit's rule)")
         ->default_val(0)->check(kNonNegative64);
     cmd->add_flag("--no-row-cache", no_row_cache, "plan reductions as `run --no-row-cache` runs them");
+    cmd->add_option("--row-cache-limit", row_cache_limit,
+                    "plan reductions as `run --row-cache-limit N` runs them (0 = 48 KiB, as without a GPU)")
+        ->default_val(0)->check(kNonNegative64);
     CLI::Option* as_dot = cmd->add_flag("--dot", dot, "print the plan as Graphviz DOT (one cluster per fusion group)");
     cmd->add_flag("--json", json, "print the plan as JSON (on an error, a JSON error object: kind, message, file, line, col)")
         ->excludes(as_dot);
@@ -469,6 +477,7 @@ struct PlanCommand {
     o.fast_math = common.fast_math;
     o.row_split = row_split;
     o.row_cache = !no_row_cache;
+    o.row_cache_limit = row_cache_limit;
     fj::PlanReport rep = fj::plan_graph(common.load(), o);
     std::fputs((dot ? rep.dot : json ? rep.json + "\n" : rep.text).c_str(), stdout);
     return 0;

@@ -39,9 +39,29 @@ struct FusionGroup {
 
 // Overrides of the launcher's rules for reduction kernels (Options::row_split, Options::row_cache),
 // to measure each way on a GPU; the bits never depend on them. The default is fusejit's rules.
+// The row cache's default limit, bytes of shared memory per block (ir/reduce_group.h, row_cache_at):
+// what the CPU path and plans made without a GPU assume. A GPU's is row_cache_limit_for() its
+// opt-in maximum.
+inline constexpr int64_t kRowCacheBytes = 48 * 1024;
+// Shared memory a reduction kernel may need besides its row cache: its lane buffer (256 lanes of
+// at most 4 reductions of 8 bytes, 8 KiB: kMaxPassReductions) and the warp tree's result, rounded
+// up to 9 KiB.
+inline constexpr int64_t kRowCacheStaticReserve = 9 * 1024;
+// The row cache limit on a GPU whose blocks may opt in to `optin_bytes` of shared memory
+// (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: 227 KiB on sm_90, 163 KiB on sm_80,
+// 99 KiB on sm_86/89, 64 KiB on sm_75; CUDA C++ Programming Guide, "Technical Specifications per
+// Compute Capability"): all of it but kRowCacheStaticReserve, and never under the 48 KiB default
+// (every sm_75 and later GPU fits that: 48 + 9 < 64).
+inline int64_t row_cache_limit_for(int64_t optin_bytes) {
+  return optin_bytes - kRowCacheStaticReserve > kRowCacheBytes ? optin_bytes - kRowCacheStaticReserve : kRowCacheBytes;
+}
+
 struct SplitRules {
   int64_t row_split = 0;  // 0: ir::choose_split; 1: never split; N: min(N, chunks) parts
   bool row_cache = true;  // false: never keep a row on chip (every pass reads memory)
+  // The most bytes of shared memory a block's row cache may take (kRowCacheBytes without a GPU,
+  // row_cache_limit_for() the GPU's opt-in maximum on one, or a smaller limit the caller sets).
+  int64_t row_cache_limit = kRowCacheBytes;
 };
 
 struct Plan {

@@ -352,9 +352,9 @@ int64_t row_cache_bytes(std::span<const int> element_sizes, int64_t row_len) {
   return bytes;
 }
 
-int64_t row_cache_at(std::span<const int> element_sizes, int64_t row_len, int64_t blocks_per_row) {
+int64_t row_cache_at(std::span<const int> element_sizes, int64_t row_len, int64_t blocks_per_row, int64_t limit) {
   const int64_t bytes = row_cache_bytes(element_sizes, row_len);
-  return blocks_per_row == 1 && bytes <= kRowCacheBytes ? bytes : 0;
+  return blocks_per_row == 1 && bytes <= limit ? bytes : 0;
 }
 
 std::vector<int> row_cache_element_sizes(const Graph& g, const ReduceGroupInfo& info) {
@@ -373,7 +373,7 @@ RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupI
   if (r.blocks_per_row > 1) r.launches = 2 * info.levels + (info.epilogue() ? 1 : 0);
   if (rows == 0) r.launches = 0;
   if (r.block_rows && rules.row_cache)
-    r.row_cache_bytes = row_cache_at(row_cache_element_sizes(g, info), row_len, r.blocks_per_row);
+    r.row_cache_bytes = row_cache_at(row_cache_element_sizes(g, info), row_len, r.blocks_per_row, rules.row_cache_limit);
   return r;
 }
 

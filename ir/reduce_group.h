@@ -72,7 +72,7 @@ struct ReduceGroupInfo {
 
 // The most reductions one pass computes together: a lane then takes at most 32 bytes (4 x 8), so
 // the kernel's one lane buffer (FJ_RED_LANES lanes of the widest pass) takes at most 8 KiB of static
-// shared memory, which with a 48 KiB row cache fits the 64 KiB a block may opt in to on sm_75.
+// shared memory, within ir::kRowCacheStaticReserve beside the row cache (ir/plan.h).
 inline constexpr size_t kMaxPassReductions = 4;
 
 // The bytes of one lane of a pass (ReduceGroupInfo::passes): its reductions' compute types laid out
@@ -127,16 +127,15 @@ bool reduces_innermost(const FusionGroup& grp);
 // The row cache: shared memory per block of a kernel with one block per row, for the row of every
 // cached input (ReduceGroupInfo::reread_inputs), each region `row_len * element size` bytes rounded
 // up to 16 (the kernel lays them out in that order). The launcher keeps the row on chip when a row
-// is not split and this is at most kRowCacheBytes, 48 KiB: with the kernel's static lane arrays a
-// block then needs a little more than the 48 KiB a block gets without opting in (CUDA C++
-// Programming Guide, "Shared Memory"), so the GPU launcher opts in per function
-// (jit::FunctionLimits; every sm_75 and later GPU allows 64 KiB or more; 4 such blocks fit an SM
-// of sm_80 and later). A limit chosen before any GPU measurement.
-inline constexpr int64_t kRowCacheBytes = 48 * 1024;
+// is not split and this is at most SplitRules::row_cache_limit: kRowCacheBytes (48 KiB) without a
+// GPU, on a GPU all the shared memory a block may opt in to but kRowCacheStaticReserve
+// (row_cache_limit_for). With the kernel's static lane arrays a block then needs more than the
+// 48 KiB a block gets without opting in (CUDA C++ Programming Guide, "Shared Memory"), so the GPU
+// launcher opts in per function (jit::FunctionLimits). Limits chosen before any GPU measurement.
 int64_t row_cache_bytes(std::span<const int> element_sizes, int64_t row_len);
 // The launcher's rule: the row cache's bytes when a row runs in one block (blocks_per_row 1) and
-// they are at most kRowCacheBytes, else 0 (the passes read memory).
-int64_t row_cache_at(std::span<const int> element_sizes, int64_t row_len, int64_t blocks_per_row);
+// they are at most `limit`, else 0 (the passes read memory).
+int64_t row_cache_at(std::span<const int> element_sizes, int64_t row_len, int64_t blocks_per_row, int64_t limit);
 // The element sizes of info.reread_inputs in `g` (their storage dtypes), for row_cache_bytes.
 std::vector<int> row_cache_element_sizes(const Graph& g, const ReduceGroupInfo& info);
 
@@ -145,7 +144,7 @@ std::vector<int> row_cache_element_sizes(const Graph& g, const ReduceGroupInfo& 
 // row, and blocks_per_row > 1 blocks per row (per group of rows side by side) over `launches`
 // launches.
 // `row_cache_bytes`: the shared memory the row cache takes per block at these sizes, 0 when the
-// rows are not kept on chip (no cached input, a split or column layout, or over kRowCacheBytes).
+// rows are not kept on chip (no cached input, a split or column layout, or over the limit).
 struct RowSplit {
   bool block_rows = false;
   int64_t blocks_per_row = 1;

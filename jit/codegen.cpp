@@ -74,6 +74,42 @@ FJK_FN void fj_vstore(T* p, const fj_vec<T, N>& x) {
   __builtin_memcpy(p, &x, sizeof(x));
 #endif
 }
+// A row of n elements of an input, src[i * stride] for i < n, copied into the row cache dst[0, n) by
+// the block's nt threads together (a row with a row cache does this first; every pass then reads
+// the row on chip; the caller's barrier makes it visible to the block). A contiguous row of whole
+// 16-byte units at 16-byte aligned addresses moves in 16-byte units: on sm_80 and later with
+// cp.async (global to shared memory without registers, so all of a thread's units are in flight
+// at once: PTX ISA, "cp.async"), else FJK_STAGE_BATCH vector loads in flight per thread.
+#define FJK_STAGE_BATCH 4
+template <class T>
+FJK_FN void fjk_stage_row(T* dst, const T* src, long long n, unsigned long long stride, int tid, int nt) {
+  const long long bytes = n * (long long)sizeof(T);
+  if (stride != 1 || bytes % 16 != 0 || ((unsigned long long)src | (unsigned long long)dst) % 16 != 0) {
+    for (long long i = tid; i < n; i += nt) dst[i] = src[(unsigned long long)i * stride];
+    return;
+  }
+  const long long units = bytes / 16;
+  const unsigned int* s = (const unsigned int*)src;
+  unsigned int* d = (unsigned int*)dst;
+#if defined(FJ_DEVICE_CODE) && __CUDA_ARCH__ >= 800
+  for (long long u = tid; u < units; u += nt)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n"
+                 :: "r"((unsigned int)__cvta_generic_to_shared(d + 4 * u)), "l"(s + 4 * u) : "memory");
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#else
+  for (long long u0 = tid; u0 < units; u0 += FJK_STAGE_BATCH * (long long)nt) {
+    fj_vec<unsigned int, 4> x[FJK_STAGE_BATCH];
+    for (int j = 0; j < FJK_STAGE_BATCH; ++j)
+      if (u0 + j * nt < units) x[j] = fj_vload<unsigned int, 4>(s + 4 * (u0 + j * nt));
+    for (int j = 0; j < FJK_STAGE_BATCH; ++j)
+      if (u0 + j * nt < units) fj_vstore<unsigned int, 4>(d + 4 * (u0 + j * nt), x[j]);
+  }
+#endif
+}
+// A bool input's row is cached as 0 or 1 (fj_bool_in: any nonzero byte is true), element by element.
+FJK_FN void fjk_stage_row(bool* dst, const fj_bool_in* src, long long n, unsigned long long stride, int tid, int nt) {
+  for (long long i = tid; i < n; i += nt) dst[i] = src[(unsigned long long)i * stride];
+}
 // The launch's dynamic shared memory (a reduction kernel's row cache): on the host, a buffer the
 // trampoline's caller passes (fj_host_dynamic_shared, the host prelude).
 #ifdef FJ_DEVICE_CODE
@@ -735,8 +771,9 @@ struct ReduceGen {
   std::vector<int> red_j, row_j;  // kept dims (iter_dims indices) reduced / not
   std::set<ir::NodeId> nodes, row_done;
   std::map<ir::NodeId, size_t> input_index;
-  // Row cache (info.reread_inputs): the inputs whose first pass is emitted (it writes the cache).
-  std::set<ir::NodeId> cached, cache_written;
+  // Row cache (info.reread_inputs): the inputs every pass reads on chip when the launch keeps the row
+  // there (fj_rc), copied at the start of the row (stage_rows).
+  std::set<ir::NodeId> cached;
   int V = 1;  // the vector width of a row kernel's fast entry (vec_width), 1: none
 
   ReduceGen(KernelGen& kg, HalfForms& h) : k(kg), hf(h), info(ir::analyze_reduce_group(kg.g, kg.group)) {
@@ -867,19 +904,15 @@ struct ReduceGen {
   }
 
   // Loads of `ins` at <off>_<v> and the element values `elems`, in topological order. A cached
-  // input's first pass keeps each element it loads in the row cache; later passes read it there.
+  // input is read in the row cache when the launch keeps the row on chip.
   std::string elements(const std::set<ir::NodeId>& elems, const std::set<ir::NodeId>& ins, const char* off) {
     std::string s;
     for (ir::NodeId id : ins) {
       const std::string name = hf.name(id, HalfForms::Form::Storage), load = fmt::format("in_{}[{}_{}]", v(id), off, v(id));
-      if (!cached.count(id)) {
+      if (!cached.count(id))
         s += fmt::format("  const {} {} = {};\n", k.storage(id), name, load);
-      } else if (cache_written.insert(id).second) {
-        s += fmt::format("  const {0} {1} = {2};\n  if (fj_rc) fj_rc_{3}[k] = {1};  // kept on chip for the later passes\n",
-                         k.storage(id), name, load, v(id));
-      } else {
+      else
         s += fmt::format("  const {0} {1} = fj_rc ? fj_rc_{3}[k] : {2};\n", k.storage(id), name, load, v(id));
-      }
       s += hf.other_form(id, HalfForms::Form::Storage);
     }
     for (ir::NodeId id : elems) s += compute_node(k, hf, id);
@@ -887,12 +920,12 @@ struct ReduceGen {
   }
 
   // The vector form of elements() at elements fj_k .. fj_k + V - 1 of the row (the fast entry: stride
-  // 1, fj_k a multiple of V): inputs along the row loaded V at a time (the first pass of a cached
-  // input keeps the vector in the row cache, later ones read it there), then per element fj_j the
-  // element values as elements() computes them, `lane` (the pass's result for element fj_j) and the
-  // outputs `outs`, stored V at a time. An input not along the row loads per element, as elements().
+  // 1, fj_k a multiple of V): inputs along the row loaded V at a time (a cached one from the row
+  // cache when `on_chip` and the launch keeps the row there), then per element fj_j the element
+  // values as elements() computes them, `lane` (the pass's result for element fj_j) and the outputs
+  // `outs`, stored V at a time. An input not along the row loads per element, as elements().
   std::string vector_elements(const std::set<ir::NodeId>& elems, const std::set<ir::NodeId>& ins,
-                              const std::vector<size_t>& outs, const std::string& lane) {
+                              const std::vector<size_t>& outs, const std::string& lane, bool on_chip) {
     std::string pre, each, post;
     std::set<ir::NodeId> scalar_ins;
     for (ir::NodeId id : ins) {
@@ -903,15 +936,11 @@ struct ReduceGen {
       }
       const std::string t = k.storage(id), x = "x_" + v(id);
       const std::string mem = fmt::format("fj_vload<{}, {}>(in_{} + ib_{} + fj_k)", t, V, v(id), v(id));
-      if (!cached.count(id)) {
+      if (!cached.count(id) || !on_chip)
         pre += fmt::format("  const fj_vec<{}, {}> {} = {};\n", t, V, x, mem);
-      } else if (!cache_written.count(id)) {
-        pre += fmt::format("  const fj_vec<{0}, {1}> {2} = {3};\n  if (fj_rc) fj_vstore<{0}, {1}>(fj_rc_{4} + fj_k, {2});  "
-                           "// kept on chip for the later passes\n", t, V, x, mem, v(id));
-      } else {
+      else
         pre += fmt::format("  const fj_vec<{0}, {1}> {2} = fj_rc ? fj_vload<{0}, {1}>(fj_rc_{3} + fj_k) : {4};\n", t, V, x,
                            v(id), mem);
-      }
       each += fmt::format("  const {} {} = {}.v[fj_j];\n", t, hf.name(id, HalfForms::Form::Storage), x) +
               hf.other_form(id, HalfForms::Form::Storage);
     }
@@ -975,17 +1004,14 @@ struct ReduceGen {
     const std::string operands = pass_operands(p);
     const std::string lt = lane_type(p);
     const std::string result = p.size() == 1 ? operands : lt + "{" + operands + "}";
-    std::set<ir::NodeId> written = cache_written;  // the vector load writes the cache as the scalar one
     body += elements(elems, ins, "ioff") + output_writes(early) + fmt::format("  return {};\n", result);
     std::string load = fmt::format("[&](long long fj_i) -> {} {{\n{}  }}", lt, indent(body, 2));
-    if (V > 1) {
-      std::swap(written, cache_written);
+    if (V > 1) {  // vector loads from memory; a row on chip is read one lane a thread
       const std::string vec = fmt::format("  const {0} fj_k = ({0})fj_i;  // elements fj_k .. fj_k + {1}: this thread's {2} lanes\n",
                                           k.idx, V - 1, V) +
-                              vector_elements(elems, ins, early, fmt::format("  fj_out[fj_j] = {};\n", result));
-      cache_written = written;
-      load = fmt::format("fj_red_loads<{}>(fj_vector, {},\n      [&](long long fj_i, {}* fj_out) {{\n{}  }})", V, load, lt,
-                         indent(vec, 2));
+                              vector_elements(elems, ins, early, fmt::format("  fj_out[fj_j] = {};\n", result), false);
+      load = fmt::format("fj_red_loads<{}>({}, {},\n      [&](long long fj_i, {}* fj_out) {{\n{}  }})", V,
+                         cached.empty() ? "fj_vector" : "fj_vector && !fj_rc", load, lt, indent(vec, 2));
     }
     const int level = info.level.at(p[0]);
     const std::string value = fmt::format(
@@ -1068,21 +1094,17 @@ struct ReduceGen {
       const std::string t = terms(red_j, "ist", v(id), static_cast<int>(input_index[id]));
       body += fmt::format("  const unsigned long long ioff_{0} = ib_{0}{1};\n", v(id), t.empty() ? "" : " + " + t);
     }
-    const std::set<ir::NodeId> written = cache_written;
     body += elements(elems, ins, "ioff") + output_writes(outs);
     s += "  long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch\n"
          "  fj_red_part_elements(split_phase, (long long)row_len, fj_part, fj_parts, fj_k0, fj_k1);\n";
     std::string start = fmt::format("({})fj_k0", k.idx);
     if (V > 1) {  // V elements a thread and iteration while whole vectors are left (fj_k0 is a multiple of V)
-      const std::set<ir::NodeId> after = cache_written;
-      cache_written = written;
       s += fmt::format("  {0} fj_ks = ({0})fj_k0;  // where the scalar loop starts\n"
                        "  if (fj_vector) {{  // vector loads and stores: {1} elements a thread and iteration\n"
                        "    const {0} fj_kv = ({0})fj_k0 + ({0})(fj_k1 - fj_k0) / {1} * {1};\n"
                        "    for ({0} fj_k = ({0})fj_k0 + {1} * ({0})fj_tid; fj_k < fj_kv; fj_k += {1} * ({0})fj_nt) {{\n",
                        k.idx, V) +
-           indent(vector_elements(elems, ins, outs, ""), 4) + "    }\n    fj_ks = fj_kv;\n  }\n";
-      cache_written = after;
+           indent(vector_elements(elems, ins, outs, "", true), 4) + "    }\n    fj_ks = fj_kv;\n  }\n";
       start = "fj_ks";
     }
     return s + fmt::format("  for ({0} k = {1} + fj_tid; {2}k < ({0})fj_k1; k += fj_nt) {{  // the element outputs\n", k.idx,
@@ -1119,6 +1141,7 @@ struct ReduceGen {
       const std::string t = terms(row_j, "ost", v(o), -1);
       s += fmt::format("  const unsigned long long ob_{} = {};\n", v(o), t.empty() ? "0ull" : t);
     }
+    s += stage_rows();
     s += reductions();
     std::string writes;
     for (size_t i = 0; i < k.group.outputs.size(); ++i)
@@ -1134,6 +1157,31 @@ struct ReduceGen {
   }
 
   int col_rows() const { return ir::column_rows_per_block(k.g, info); }
+
+  // The row on chip: the cached inputs' rows copied into the row cache by all the block's threads
+  // before the first pass (fjk_stage_row: 16-byte units where the row is contiguous and aligned), so
+  // the row's only read of memory keeps as many loads in flight as the block has threads, and every
+  // pass reads shared memory. A row of several reduced dims is copied element by element.
+  std::string stage_rows() {
+    if (cached.empty()) return "";
+    std::string s;
+    if (red_j.size() == 1) {
+      for (ir::NodeId id : info.reread_inputs) {
+        const size_t i = input_index.at(id);
+        s += fmt::format("  fjk_stage_row(fj_rc_{0}, in_{0} + ib_{0}, (long long)row_len, {1}, fj_tid, fj_nt);\n", v(id),
+                         along_row(i) ? "fj_ist_" + v(id) : std::string("0ull"));
+      }
+    } else {
+      std::string body = decompose(red_j, "k");
+      for (ir::NodeId id : info.reread_inputs) {
+        const std::string t = terms(red_j, "ist", v(id), static_cast<int>(input_index.at(id)));
+        body += fmt::format("  fj_rc_{0}[k] = in_{0}[ib_{0}{1}];\n", v(id), t.empty() ? "" : " + " + t);
+      }
+      s += fmt::format("  for ({0} k = ({0})fj_tid; k < row_len; k += ({0})fj_nt) {{\n", k.idx) + indent(body, 2) + "  }\n";
+    }
+    return "  if (fj_rc) {  // the row on chip: copied by the whole block, then every pass reads it there\n" + indent(s, 2) +
+           "    if (fj_nt > 1) fj_red_sync();\n  }\n";
+  }
 
   // The row loop of a column kernel (the innermost axis kept): rows side by side in a block, so
   // neighbouring threads read neighbouring elements, each row's lanes shared by the block's other
@@ -1161,8 +1209,8 @@ struct ReduceGen {
   // The row cache's regions in the launch's dynamic shared memory (GeneratedKernel::row_cache_sizes).
   std::string row_cache() {
     if (cached.empty()) return "";
-    std::string s = "  // The row on chip (docs/ops.md): the inputs later passes read again, kept in shared memory by\n"
-                    "  // the first pass when the launch gave room for them (row_cache 1; not in a split row's launches)\n"
+    std::string s = "  // The row on chip (docs/ops.md): the inputs several passes read, copied into shared memory at\n"
+                    "  // the start of each row when the launch gave room for them (row_cache 1; not in a split row's launches)\n"
                     "  FJK_DYNAMIC_SHARED(fj_row_cache);\n  const bool fj_rc = row_cache != 0 && split_phase == 0;\n";
     std::string offset = "0";
     for (ir::NodeId id : info.reread_inputs) {

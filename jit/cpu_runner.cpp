@@ -122,7 +122,8 @@ void CpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool str
   FJ_CHECK(p != nullptr && group_index < p->trampolines.size(), "CpuKernelRunner: the kernel variant is not compiled");
   void* shared = nullptr;
   if (group.row_cache_bytes > 0) {
-    if (shared_.size() * 8 < static_cast<size_t>(group.row_cache_bytes)) shared_.resize((static_cast<size_t>(group.row_cache_bytes) + 7) / 8);
+    if (shared_.size() * 16 < static_cast<size_t>(group.row_cache_bytes))
+      shared_.resize((static_cast<size_t>(group.row_cache_bytes) + 15) / 16);
     shared = shared_.data();
   }
   (strided ? p->strided_trampolines : p->trampolines)[group_index](args, launch_.grid, launch_.block, shared);

@@ -49,7 +49,12 @@ class CpuKernelRunner : public KernelRunner {
   const CpuProgram* variants_[2];
   LaunchShape launch_;
   std::vector<uint64_t> workspace_;
-  std::vector<uint64_t> shared_;  // the launches' dynamic shared memory (GroupLaunch::row_cache_bytes)
+  // The launches' dynamic shared memory (GroupLaunch::row_cache_bytes), 16-byte aligned as a GPU's
+  // (the row cache's 16-byte copies and vector accesses; their alignment traps check it in tests).
+  struct alignas(16) SharedUnit {
+    unsigned char bytes[16];
+  };
+  std::vector<SharedUnit> shared_;
 };
 
 // Generates the kernels of `plan` for `g` at its current shapes (nothing is compiled yet).

@@ -255,6 +255,7 @@ std::shared_ptr<DeviceContext> DeviceContext::open(int ordinal, std::shared_ptr<
   info.max_threads_per_block = attr(cu::kAttrMaxThreadsPerBlock, "MAX_THREADS_PER_BLOCK");
   info.max_threads_per_sm = attr(cu::kAttrMaxThreadsPerMultiprocessor, "MAX_THREADS_PER_MULTIPROCESSOR");
   info.max_blocks_per_sm = attr(cu::kAttrMaxBlocksPerMultiprocessor, "MAX_BLOCKS_PER_MULTIPROCESSOR");
+  info.shared_per_block_optin = attr(cu::kAttrMaxSharedMemoryPerBlockOptin, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN");
   size_t total = 0;
   driver->check(a.cuDeviceTotalMem(&total, dc->dev_), "cuDeviceTotalMem");
   info.total_memory = static_cast<int64_t>(total);

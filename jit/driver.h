@@ -57,6 +57,7 @@ inline constexpr int kAttrMaxThreadsPerMultiprocessor = 39;
 inline constexpr int kAttrComputeCapabilityMajor = 75;
 inline constexpr int kAttrComputeCapabilityMinor = 76;
 inline constexpr int kAttrMaxBlocksPerMultiprocessor = 106;
+inline constexpr int kAttrMaxSharedMemoryPerBlockOptin = 97;
 // CUfunction_attribute: the most dynamic shared memory a launch of the function may ask for
 // (above 48 KiB in all with its static shared memory only after this opt-in; CUDA C++ Programming
 // Guide, "Shared Memory").
@@ -203,6 +204,9 @@ struct DeviceInfo {
   int max_threads_per_block = 1024;
   int max_threads_per_sm = 2048;
   int max_blocks_per_sm = 32;
+  // Shared memory a block may use once its function opts in (MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+  // bytes: 227 KiB on sm_90. Sizes the row cache (ir::row_cache_limit_for).
+  int64_t shared_per_block_optin = 48 * 1024;
   int64_t total_memory = 0;       // bytes
   int driver_version = 0;         // cuDriverGetVersion, e.g. 13000
   // "sm_90" from the compute capability.

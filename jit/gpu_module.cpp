@@ -36,7 +36,9 @@ namespace {
 struct ModuleEntry {
   std::shared_ptr<DeviceContext> dc;  // keeps the context (and its driver) alive while loaded
   cu::Module module = nullptr;
-  std::map<std::string, GpuFunction> functions;
+  // By name and limits: one function loaded with two limits (a fast entry's block with and without
+  // the row on chip) has two launch shapes.
+  std::map<std::tuple<std::string, int, int>, GpuFunction> functions;
 };
 
 using ModuleKey = std::tuple<const Driver*, cu::Context, Hash128>;
@@ -88,7 +90,8 @@ GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<co
     it = g_modules.emplace(key, std::move(e)).first;
   }
   ModuleEntry& e = it->second;
-  if (auto f = e.functions.find(name); f != e.functions.end()) return f->second;
+  const std::tuple<std::string, int, int> fkey{name, limits.max_block, limits.max_dynamic_shared};
+  if (auto f = e.functions.find(fkey); f != e.functions.end()) return f->second;
   const DriverApi& a = dc->api();
   const Driver& d = dc->driver();
   GpuFunction fn;
@@ -114,7 +117,7 @@ GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<co
             "cuOccupancyMaxActiveBlocksPerMultiprocessor", name);
     fn.max_grid_shared.push_back(choose_launch(dc->info(), fn.block, std::max(1, per_sm), int64_t{1} << 62, 1).grid);
   }
-  e.functions.emplace(name, fn);
+  e.functions.emplace(fkey, fn);
   return fn;
 }
 

@@ -20,7 +20,7 @@ namespace fusejit::jit {
 struct LaunchConfig {
   uint32_t grid = 0;
   uint32_t block = 0;
-  uint32_t shared_bytes = 0;  // dynamic shared memory per block (a reduction's row cache), <= 48 KiB
+  uint32_t shared_bytes = 0;  // dynamic shared memory per block (a reduction's row cache), <= the device's row cache limit (ir::row_cache_limit_for)
   bool empty() const { return grid == 0; }
   LaunchShape shape() const { return LaunchShape{grid, block}; }
 };
@@ -51,7 +51,7 @@ struct GpuFunction {
   int64_t max_grid = 1;
   // A function that may launch with dynamic shared memory (FunctionLimits::max_dynamic_shared):
   // max_grid_shared[k] is the grid cap with (k + 1) * kSharedStep bytes of it per block, from the
-  // occupancy API queried with that much (a 48 KiB row cache leaves room for fewer blocks per SM
+  // occupancy API queried with that much (a large row cache leaves room for fewer blocks per SM
   // than none does, so a grid sized without it would run in two waves).
   static constexpr uint32_t kSharedStep = 4096;
   std::vector<int64_t> max_grid_shared;
@@ -88,9 +88,10 @@ struct GpuFunction {
 //  - max_block > 0 caps the block size the occupancy API may choose (its blockSizeLimit): a
 //    reduction kernel with one block per row gets kReduceMaxBlock, as its load passes keep only
 //    FJ_RED_LANES threads busy, and its fast entry kReduceMaxBlock / V with a vector path of V
-//    lanes a thread (a column kernel's rows share a block's threads: no cap);
+//    lanes a thread, except for launches that keep the row on chip (GpuProgram loads that entry
+//    twice; a column kernel's rows share a block's threads: no cap);
 //  - max_dynamic_shared > 0: launches may ask for that many bytes of dynamic shared memory (a row
-//    cache, ir::kRowCacheBytes), opted in with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES):
+//    cache, ir::row_cache_limit_for the device), opted in with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES):
 //    without it a block's static and dynamic shared memory together may not pass 48 KiB, and the
 //    lane arrays are static. Every sm_75 and later GPU allows 64 KiB or more per block.
 struct FunctionLimits {

@@ -181,22 +181,30 @@ GpuProgram GpuProgram::load(std::shared_ptr<DeviceContext> dc, const ir::Graph& 
     FJ_CHECK(k.image != nullptr && !k.image->empty(), "GpuProgram::load: kernel " + k.kernel.name + " has no image");
     FunctionLimits limits;
     if (k.kernel.reduction && k.kernel.row_blocks) limits.max_block = kReduceMaxBlock;
-    if (!k.kernel.row_cache_sizes.empty()) limits.max_dynamic_shared = static_cast<int>(ir::kRowCacheBytes);
+    // Opted in to the largest row cache any rules allow on this GPU (launches ask for what they use).
+    if (!k.kernel.row_cache_sizes.empty())
+      limits.max_dynamic_shared = static_cast<int>(ir::row_cache_limit_for(p.dc_->info().shared_per_block_optin));
     FunctionLimits fast = limits;
-    // A row kernel's fast entry with a vector path keeps FJ_RED_LANES / V threads busy in a pass (V
-    // lanes each: fj_red_loads): a larger block would idle the rest there and take registers and
-    // room on the SM from other rows' blocks.
+    // A row kernel's fast entry with a vector path keeps FJ_RED_LANES / V threads busy in a pass that
+    // reads memory (V lanes each: fj_red_loads): a larger block would idle the rest there and take
+    // registers and room on the SM from other rows' blocks. With the row on chip, all the threads
+    // copy the row in and write the outputs, and a pass takes one lane a thread: kReduceMaxBlock.
     if (k.kernel.reduction && k.kernel.row_blocks && k.kernel.vector_width > 1)
       fast.max_block = kReduceMaxBlock / k.kernel.vector_width;
     p.functions_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.name, fast));
+    p.on_chip_.push_back(fast.max_block == limits.max_block
+                             ? p.functions_.back()
+                             : load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.name, limits));
     p.strided_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.strided_name(), limits));
     p.kernels_.push_back(k.kernel);
   }
   p.bindings_ = std::make_shared<const PlanBindings>(g, plan);
+  ir::SplitRules rules = plan.rules;  // no larger row cache than the functions opted in to
+  rules.row_cache_limit = std::min(rules.row_cache_limit, ir::row_cache_limit_for(p.dc_->info().shared_per_block_optin));
   p.state_ = make_launch_state(g, plan, *p.bindings_, [&](int variant, size_t gi) -> const GeneratedKernel& {
     FJ_CHECK(variant == 0, "GpuProgram: the kernels were generated for fewer elements than the graph has");
     return p.kernels_[gi];
-  });
+  }, rules);
   FJ_CHECK(p.state_ != nullptr, "GpuProgram::load: the plan does not hold for its own graph");
   return p;
 }
@@ -224,7 +232,8 @@ LaunchConfig group_config(const GpuFunction& fn, const GroupLaunch& group, int64
 
 LaunchConfig GpuProgram::launch_config(size_t i) const {
   FJ_CHECK(i < functions_.size(), "GpuProgram::launch_config: no such kernel");
-  return group_config(functions_[i], state_->groups[i], state_->groups[i].items, true);
+  const GroupLaunch& group = state_->groups[i];
+  return group_config(function(i, false, group.row_cache_bytes > 0), group, group.items, true);
 }
 
 void GpuProgram::enqueue(std::span<const cu::DevicePtr> inputs, std::span<const cu::DevicePtr> outputs,
@@ -265,7 +274,7 @@ void GpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool str
                           void** args) {
   const GpuProgram* p = variants_[group.variant];
   FJ_CHECK(p != nullptr, "GpuKernelRunner: the kernel variant is not loaded");
-  const GpuFunction& fn = p->function(group_index, strided);
+  const GpuFunction& fn = p->function(group_index, strided, group.row_cache_bytes > 0);
   launch_kernel(dc_, fn, group_config(fn, group, items, vector), args, stream_);
 }
 

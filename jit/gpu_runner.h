@@ -49,11 +49,14 @@ class GpuProgram {
   // byte sizes, same order.
   const std::vector<ir::NodeId>& intermediate_nodes() const { return bindings_->intermediates; }
   const std::vector<int64_t>& intermediate_bytes() const { return state_->intermediate_bytes; }
-  // The launch configuration of kernel i's fast entry with its vector path (reports and tests).
+  // The launch configuration of kernel i's fast entry with its vector path at the graph's dims (its row-cache
+  // function when those launches keep rows on chip; reports and tests).
   LaunchConfig launch_config(size_t i) const;
-  // The loaded entry of group i: its fast entry, or its strided one.
-  const GpuFunction& function(size_t group, bool strided) const {
-    return (strided ? strided_ : functions_)[group];
+  // The loaded entry of group i: its fast entry, or its strided one; `on_chip`: for a launch that
+  // keeps its rows in the row cache (GroupLaunch::row_cache_bytes > 0), whose fast entry may take a
+  // larger block (GpuProgram::load).
+  const GpuFunction& function(size_t group, bool strided, bool on_chip = false) const {
+    return (strided ? strided_ : on_chip ? on_chip_ : functions_)[group];
   }
   const std::vector<GeneratedKernel>& kernels() const { return kernels_; }
 
@@ -78,7 +81,7 @@ class GpuProgram {
   std::shared_ptr<const ir::Plan> plan_;
   std::shared_ptr<const PlanBindings> bindings_;
   std::shared_ptr<const LaunchState> state_;  // at the graph's dims
-  std::vector<GpuFunction> functions_, strided_;
+  std::vector<GpuFunction> functions_, strided_, on_chip_;
   std::vector<GeneratedKernel> kernels_;
 };
 

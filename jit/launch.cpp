@@ -155,7 +155,7 @@ bool group_holds(const ir::Graph& g, const ir::Graph* planned, const ir::FusionG
 // row_cache argument in both entries' static slots.
 void set_row_cache(const LaunchRules& rules, int64_t row_len, GroupLaunch& out) {
   if (!rules.row_cache) return;
-  out.row_cache_bytes = ir::row_cache_at(out.kernel->row_cache_sizes, row_len, out.row_split);
+  out.row_cache_bytes = ir::row_cache_at(out.kernel->row_cache_sizes, row_len, out.row_split, rules.row_cache_limit);
   if (out.row_cache_bytes == 0) return;
   const auto set = [](const KernelSignature& sig, std::vector<uint64_t>& slots) {
     for (size_t k = 0; k < sig.args.size() && k < slots.size(); ++k)

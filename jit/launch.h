@@ -97,7 +97,7 @@ struct GroupLaunch {
   int64_t row_split = 1;
   int64_t workspace_bytes = 0;
   // > 0: the kernel keeps each row's cached inputs on chip (GeneratedKernel::row_cache_sizes,
-  // ir::row_cache_bytes <= ir::kRowCacheBytes, rows not split): its row_cache argument is 1 and
+  // ir::row_cache_bytes <= LaunchRules::row_cache_limit, rows not split): its row_cache argument is 1 and
   // every launch gets this many bytes of dynamic shared memory. 0: no row cache.
   int64_t row_cache_bytes = 0;
   // Kernel launches of one run of this group: 0 (no items), 1, or split_phases (a split row).

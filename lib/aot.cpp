@@ -429,7 +429,7 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
       if (p.gpu_target.kind == jit::OutputKind::Ptx) bin->push_back('\0');  // as NVRTC returns PTX
       image = bin;
     }
-    KernelInfo info = kernel_info(g, grp, k, CacheOutcome::Loaded, 0.0, split_rules(p.options));
+    KernelInfo info = kernel_info(g, grp, k, CacheOutcome::Loaded, 0.0, p.rules);
     info.source = read_text(f.dir / e->at("cu").get<std::string>(), kSourceFile);
     out->infos.push_back(std::move(info));
     out->gpu.kernels.push_back({k, image, jit::CacheOutcome::DiskHit, 0.0});
@@ -440,6 +440,7 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
 
 Program Program::load(const std::string& dir, const Options& options) {
   return translate_errors([&] {
+    check_split_options(options);
     const FolderLock lock(dir, LOCK_SH);
     std::shared_ptr<AotFolder> f = read_folder(dir);
     const json& x = f->index;
@@ -452,12 +453,13 @@ Program Program::load(const std::string& dir, const Options& options) {
     o.nvrtc_options = x["nvrtc_options"].get<std::vector<std::string>>();
     o.arch = x["target"].get<std::string>();
     o.dump_dir.clear();
-    std::shared_ptr<Impl> p = rewrite_and_plan(graph, o);
+    std::string why;
+    std::shared_ptr<jit::DeviceContext> device = open_device(options.device, &why);
+    if (!device) throw jit::DriverError(jit::DriverErrorKind::NoDevice, "Program::load needs a GPU: " + why);
+    std::shared_ptr<Impl> p = rewrite_and_plan(graph, o, device->info().shared_per_block_optin);
     p->loaded = true;
     p->aot = f;
-    std::string why;
-    p->device = open_device(options.device, &why);
-    if (!p->device) throw jit::DriverError(jit::DriverErrorKind::NoDevice, "Program::load needs a GPU: " + why);
+    p->device = device;
     p->backend = Backend::Cuda;
     p->gpu_target = jit::parse_target(o.arch);  // not checked against NVRTC: none may be installed
     p->target = p->gpu_target.name() +

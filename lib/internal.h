@@ -65,14 +65,18 @@ void warn_unused_inputs(const ir::Graph& g);
 
 // The options messages name, each as an API user writes it ("Options::arch") or as a `fusejit`
 // user does ("--arch"), by Options::message_style.
-enum class OptionField { Arch, NvrtcOptions, Params, InputFiles, InputRanges, SaveDir, Dims, RowSplit, Device };
+enum class OptionField { Arch, NvrtcOptions, Params, InputFiles, InputRanges, SaveDir, Dims, RowSplit, RowCacheLimit, Device };
 std::string option_name(OptionField field, MessageStyle style);
 
-// How reduction kernels run under `o` (Options::row_split, Options::row_cache): the launcher's
-// overrides, which the plan's notes and traffic follow too.
-inline ir::SplitRules split_rules(const Options& o) { return {o.row_split, o.row_cache}; }
-// Throws ir::UserError for an Options::row_split below 0 (compile and plan_graph both check it).
-void check_row_split(const Options& o);
+// How reduction kernels run under `o` (Options::row_split, row_cache, row_cache_limit) on a GPU
+// whose blocks may opt in to `shared_optin` bytes of shared memory (0: no GPU, the CPU path or a
+// plan without one): the launcher's rules, which the plan's notes and traffic follow too. The row
+// cache limit is ir::row_cache_limit_for(shared_optin) (ir::kRowCacheBytes without a GPU), or
+// Options::row_cache_limit when set, capped by the GPU's.
+ir::SplitRules split_rules(const Options& o, int64_t shared_optin = 0);
+// Throws ir::UserError for an Options::row_split or row_cache_limit below 0 (compile and plan_graph
+// both check them).
+void check_split_options(const Options& o);
 
 // The value of every graph param (slot order, each converted to its param's dtype) from named or
 // positional Params; the default for every param not named. Throws ir::UserError, naming the

@@ -26,6 +26,7 @@ constexpr OptionNames kOptionNames[] = {
     {OptionField::SaveDir, "RunOptions::save_dir", "--save-dir", "save_dir"},
     {OptionField::Dims, "the dims argument", "--dim", "dims"},
     {OptionField::RowSplit, "Options::row_split", "--row-split", "row_split"},
+    {OptionField::RowCacheLimit, "Options::row_cache_limit", "--row-cache-limit", "row_cache_limit"},
     {OptionField::Device, "Options::device", "--device", "device"},
 };
 }  // namespace
@@ -41,10 +42,19 @@ std::string option_name(OptionField field, MessageStyle style) {
   return n.api;
 }
 
-void check_row_split(const Options& o) {
+void check_split_options(const Options& o) {
   if (o.row_split < 0)
     throw ir::UserError(option_name(OptionField::RowSplit, o.message_style) + " " + std::to_string(o.row_split) +
                         ": must be >= 0 (0: the launcher's rule, 1: never split)");
+  if (o.row_cache_limit < 0)
+    throw ir::UserError(option_name(OptionField::RowCacheLimit, o.message_style) + " " +
+                        std::to_string(o.row_cache_limit) + ": must be >= 0 (0: the launcher's rule)");
+}
+
+ir::SplitRules split_rules(const Options& o, int64_t shared_optin) {
+  ir::SplitRules r{o.row_split, o.row_cache, shared_optin > 0 ? ir::row_cache_limit_for(shared_optin) : ir::kRowCacheBytes};
+  if (o.row_cache_limit > 0) r.row_cache_limit = shared_optin > 0 ? std::min(r.row_cache_limit, o.row_cache_limit) : o.row_cache_limit;
+  return r;
 }
 
 namespace {

@@ -123,7 +123,7 @@ std::vector<std::shared_ptr<Program::Impl::Variant>> build_cpu_variants(
     // One compile per path: its time is counted once, on the path's first kernel.
     for (size_t i = 0; i < paths[k]->plan.groups.size(); ++i)
       var.infos.push_back(kernel_info(g, paths[k]->plan.groups[i], var.kernels[i], outcome, i == 0 ? c.compile_ms : 0.0,
-                                      split_rules(p.options)));
+                                      p.rules));
   }
   return out;
 }
@@ -141,7 +141,7 @@ std::shared_ptr<Program::Impl::Variant> build_gpu_variant(const Program::Impl& p
     const jit::CompiledKernel& k = out->gpu.kernels[i];
     out->kernels.push_back(k.kernel);
     out->infos.push_back(kernel_info(g, path.plan.groups[i], k.kernel, outcome_of(k.outcome), k.compile_ms,
-                                     split_rules(p.options)));
+                                     p.rules));
   }
   return out;
 }
@@ -159,9 +159,10 @@ jit::CodegenOptions codegen_options(PlanKind kind, const Options& o, int variant
   return cg;
 }
 
-std::shared_ptr<Program::Impl> rewrite_and_plan(const Graph& graph, const Options& options) {
+std::shared_ptr<Program::Impl> rewrite_and_plan(const Graph& graph, const Options& options, int64_t shared_optin) {
   auto p = std::make_shared<Program::Impl>(graph);
   p->options = options;
+  p->rules = split_rules(options, shared_optin);
   route_cache_warnings();
   if (jit::cache_disabled_by_env()) p->options.disk_cache = false;
   const ir::Graph& g = graph.impl().graph;
@@ -173,7 +174,7 @@ std::shared_ptr<Program::Impl> rewrite_and_plan(const Graph& graph, const Option
   p->rewritten = Graph(rimpl);
   p->fused.kind = PlanKind::Fused;
   ir::PlanOptions po;
-  po.rules = split_rules(options);
+  po.rules = p->rules;
   p->fused.plan = ir::plan_fusion(p->rewritten.impl().graph, po);
   p->fused.bindings = std::make_shared<const jit::PlanBindings>(p->rewritten.impl().graph, p->fused.plan);
   for (const ir::ParamDecl& d : g.params) p->default_params.push_back(d.default_value);
@@ -322,17 +323,19 @@ const Program::Impl::Variant& Program::Impl::variant(const Path& p, int v) const
 Program Program::compile(const Graph& graph, const Options& options) {
   translate_errors([&] {
     check_extra_nvrtc_options(options);
-    check_row_split(options);
+    check_split_options(options);
   });
   return translate_errors([&] {
-    std::shared_ptr<Impl> p = rewrite_and_plan(graph, options);
+    std::shared_ptr<jit::DeviceContext> device;  // opened first: the plan's row cache limit is the GPU's
+    std::string why;
     if (options.backend != Backend::Cpu) {
-      std::string why;
-      p->device = open_device(options.device, &why);
-      if (!p->device && options.backend == Backend::Cuda)
+      device = open_device(options.device, &why);
+      if (!device && options.backend == Backend::Cuda)
         throw jit::DriverError(jit::DriverErrorKind::NoDevice, "the CUDA backend was requested but no GPU is usable: " + why);
-      if (!p->device) p->backend_note = "no GPU: " + why;
     }
+    std::shared_ptr<Impl> p = rewrite_and_plan(graph, options, device ? device->info().shared_per_block_optin : 0);
+    p->device = device;
+    if (!p->device && options.backend != Backend::Cpu) p->backend_note = "no GPU: " + why;
     p->backend = p->device ? Backend::Cuda : Backend::Cpu;
     if (p->backend == Backend::Cuda) {
       choose_gpu_target(*p);
@@ -364,7 +367,7 @@ std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& ar
     o.arch = arch;
     translate_errors([&] { check_extra_nvrtc_options(o); });
     jit::ArchDecision d = explicit_target(arch, o.message_style);
-    std::shared_ptr<Program::Impl> p = rewrite_and_plan(graph, o);
+    std::shared_ptr<Program::Impl> p = rewrite_and_plan(graph, o, 0);
     p->backend = Backend::Cuda;  // compiled for a GPU; nothing is loaded, no device is needed
     p->gpu_target = d.target;
     p->target = d.target.name() + (d.target.kind == jit::OutputKind::Cubin ? " (CUBIN)" : " (PTX, JIT-compiled by the driver)");
@@ -389,7 +392,7 @@ std::vector<KernelInfo> Program::kernels(PlanKind kind) const {
   const ir::Graph& g = impl_->graph_of(PlanKind::Unfused);
   const ir::Plan plan = ir::plan_unfused(g);
   std::vector<KernelInfo> out;
-  for (const ir::FusionGroup& grp : plan.groups) out.push_back(unbuilt_info(g, grp, split_rules(impl_->options)));
+  for (const ir::FusionGroup& grp : plan.groups) out.push_back(unbuilt_info(g, grp, impl_->rules));
   return out;
 }
 

@@ -75,6 +75,7 @@ struct Program::Impl {
   std::shared_ptr<const AotFolder> aot;  // that folder's index (lib/aot.h)
   std::string backend_note;         // why the CPU was used under Backend::Auto
   std::shared_ptr<jit::DeviceContext> device;  // GPU: the context opened at compile time
+  ir::SplitRules rules;                        // how reduction kernels run (split_rules at the device)
   std::vector<ir::Scalar> default_params;      // every param's default, slot order
 
   Path fused;                                  // over rewritten.impl().graph
@@ -102,9 +103,10 @@ struct Program::Impl {
 // for this program's backend and target.
 std::shared_ptr<const Program::Impl::Variant> build_variant(const Program::Impl& impl, const Program::Impl::Path& p, int v);
 
-// Rewrites the graph and plans its fused path (Program::compile's first step; the unfused path is
+// Rewrites the graph and plans its fused path under split_rules(options, shared_optin), for a GPU
+// whose blocks may opt in to `shared_optin` bytes of shared memory (0: none; the unfused path is
 // planned on first use).
-std::shared_ptr<Program::Impl> rewrite_and_plan(const Graph& graph, const Options& options);
+std::shared_ptr<Program::Impl> rewrite_and_plan(const Graph& graph, const Options& options, int64_t shared_optin);
 // Opens device `ordinal` for the GPU backend: nullptr and the reason when there is none.
 std::shared_ptr<jit::DeviceContext> open_device(int ordinal, std::string* why_not);
 

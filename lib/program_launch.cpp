@@ -94,7 +94,7 @@ Impl::DimsEntry make_entry(const Impl& p, const Impl::Path& path, std::span<cons
     e.state = jit::make_launch_state(
         g, path.plan, *path.bindings,
         [&](int v, size_t gi) -> const jit::GeneratedKernel& { return p.variant(path, v).kernels[gi]; },
-        split_rules(p.options), &p.graph_of(path.kind));
+        p.rules, &p.graph_of(path.kind));
   if (!e.state) e.delegate = specialization(p, named);
   return e;
 }

@@ -374,6 +374,10 @@ void describe_program(RunReport& rep, const Program& prog, const Options& o) {
                                    " parts, one per 8,192 elements (" + split + ")";
   if (!o.row_cache)
     rep.plan += std::string("; rows re-read by every pass (") + (cli ? "--no-row-cache" : "Options::row_cache = false") + ")";
+  else if (o.row_cache_limit > 0)
+    rep.plan += "; row caches of at most " + std::to_string(o.row_cache_limit) + " B (" +
+                option_name(OptionField::RowCacheLimit, o.message_style) + (cli ? " " : " = ") +
+                std::to_string(o.row_cache_limit) + ")";
 }
 
 void save_outputs(const ir::Graph& g, const RunReport& rep, const std::vector<HostTensor>& outputs, const RunOptions& ro) {

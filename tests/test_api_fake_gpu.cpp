@@ -49,6 +49,26 @@ std::vector<fj::HostTensor> cpu_outputs(const std::string& text, std::vector<int
   return fj::Program::compile(fj::Graph::parse(text), o).run({fj::HostTensor::from_floats(fj::DType::F32, shape, v)});
 }
 
+// `text` (one f32 input x, one f32 output) compiled for the fake GPU with `o`.
+fj::Program compile_cuda(const std::string& text, fj::Options o) {
+  o.backend = fj::Backend::Cuda;
+  return fj::Program::compile(fj::Graph::parse(text), o);
+}
+
+// Launches `p` once on `vx` (its kernels emulated) and returns the output; the launch is
+// fake_cuda::st().launches[0].
+std::vector<float> launch_once(const fj::Program& p, const std::vector<float>& vx) {
+  auto keep = emulate(p);
+  std::vector<float> y(vx.size());
+  const void* ins[1] = {vx.data()};
+  void* outs[1] = {y.data()};
+  fake_cuda::st().keep_launches = true;
+  fake_cuda::st().launches.clear();
+  p.launch(ins, outs);
+  fake_cuda::st().keep_launches = false;
+  return y;
+}
+
 }  // namespace
 
 TEST_CASE("run_graph on the CUDA backend: fused vs unfused, per-op check, timing fields") {
@@ -231,25 +251,17 @@ TEST_CASE("the row on chip on the CUDA backend: dynamic shared memory per launch
   for (bool cache : {true, false}) {
     CAPTURE(cache);
     fj::Options o;
-    o.backend = fj::Backend::Cuda;
     o.row_cache = cache;
-    fj::Program p = fj::Program::compile(fj::Graph::parse(text), o);
-    auto keep = emulate(p);
-    std::vector<float> y(vx.size());
-    const void* ins[1] = {vx.data()};
-    void* outs[1] = {y.data()};
-    fake_cuda::st().keep_launches = true;
-    fake_cuda::st().launches.clear();
-    p.launch(ins, outs);
-    fake_cuda::st().keep_launches = false;
+    const std::vector<float> y = launch_once(compile_cuda(text, o), vx);
     REQUIRE(fake_cuda::st().launches.size() == 1);
     CHECK(fake_cuda::st().launches[0].shared_bytes == (cache ? 12000u : 0u));
     CHECK(fake_cuda::st().launches[0].grid == (cache ? 8u : 16u));  // 20 rows over the resident blocks
     // The occupancy API would give 768 threads; a reduction kernel asks for at most 256
     // (jit::kReduceMaxBlock: its passes load with one thread per lane), its fast entry with a
-    // vector path of V = 4 f32 lanes a thread at most 64 (the threads its passes keep busy).
+    // vector path of V = 4 f32 lanes a thread at most 64 when its passes read memory (the threads
+    // they keep busy), 256 with the row on chip (all copy the row in; a pass takes a lane each).
     CHECK(fake_cuda::st().occ_block == 768);
-    CHECK(fake_cuda::st().launches[0].block == 64);
+    CHECK(fake_cuda::st().launches[0].block == (cache ? 256u : 64u));
     CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
   }
 }
@@ -260,24 +272,57 @@ TEST_CASE("a 48 KiB row cache launches: the kernel opts in to dynamic shared mem
   // memory, over the driver's default 48 KiB per block unless the function opted in.
   const std::string text = "graph sm\ninput x : f32[2, 12288]\ny = softmax(x, -1)\noutput y\n";
   const std::vector<float> vx = patterned(2 * 12288, 97.0f, 5.0f);
-  fj::Options o;
-  o.backend = fj::Backend::Cuda;
-  fj::Program p = fj::Program::compile(fj::Graph::parse(text), o);
-  auto keep = emulate(p);
-  std::vector<float> y(vx.size());
-  const void* ins[1] = {vx.data()};
-  void* outs[1] = {y.data()};
-  fake_cuda::st().keep_launches = true;
-  fake_cuda::st().launches.clear();
-  p.launch(ins, outs);
+  const fj::Program p = compile_cuda(text, {});
+  std::vector<float> y = launch_once(p, vx);
   REQUIRE(fake_cuda::st().launches.size() == 1);
   CHECK(fake_cuda::st().launches[0].shared_bytes == 49152u);
-  CHECK(fake_cuda::st().max_dynamic_shared[p.kernels(fj::PlanKind::Fused)[0].name] == 49152);
+  // The fast entry of a kernel whose row stays on chip opts in to the device's row cache limit:
+  // its opt-in maximum (the fake's 99 KiB) less kRowCacheStaticReserve (9 KiB).
+  CHECK(fake_cuda::st().max_dynamic_shared[p.kernels(fj::PlanKind::Fused)[0].name] == 92160);
   const std::vector<fj::HostTensor> want = cpu_outputs(text, {2, 12288}, vx);
   CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
   // Without the opt-in the driver refuses the launch (the failure this guards against).
   fake_cuda::st().max_dynamic_shared.clear();
-  CHECK_THROWS_AS(p.launch(ins, outs), fj::Error);
+  CHECK_THROWS_AS(launch_once(p, vx), fj::Error);
+}
+
+TEST_CASE("the row cache limit follows the GPU's opt-in shared memory; Options::row_cache_limit lowers it") {
+  // Softmax over rows of 32,768 f32: a 131,072 B row. It stays on chip on a GPU whose blocks may
+  // opt in to 227 KiB (sm_90: 218 KiB limit), not on one of 99 KiB (sm_86/89: 90 KiB), nor under a
+  // row_cache_limit of 48 KiB; the same bits every way.
+  const std::string text = "graph sm\ninput x : f32[2, 32768]\ny = softmax(x, -1)\noutput y\n";
+  const std::vector<float> vx = patterned(2 * 32768, 97.0f, 5.0f);
+  const std::vector<fj::HostTensor> want = cpu_outputs(text, {2, 32768}, vx);
+  struct Case {
+    unsigned optin;
+    int64_t limit;
+    unsigned shared;
+  };
+  for (const Case c : {Case{227 * 1024, 0, 131072}, Case{99 * 1024, 0, 0}, Case{227 * 1024, 49152, 0},
+                       Case{227 * 1024, 131072, 131072}, Case{227 * 1024, 131071, 0}, Case{99 * 1024, 1 << 30, 0}}) {
+    CAPTURE(c.optin);
+    CAPTURE(c.limit);
+    FakeGpu gpu;
+    fake_cuda::st().shared_optin = c.optin;
+    fj::Options o;
+    o.row_cache_limit = c.limit;
+    const std::vector<float> y = launch_once(compile_cuda(text, o), vx);
+    REQUIRE(fake_cuda::st().launches.size() == 1);
+    CHECK(fake_cuda::st().launches[0].shared_bytes == c.shared);
+    CHECK(fake_cuda::st().launches[0].block == (c.shared ? 256u : 64u));  // as the LayerNorm test above
+    CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
+  }
+  FakeGpu gpu;
+  fj::Options o;
+  o.backend = fj::Backend::Cuda;
+  o.row_cache_limit = -1;
+  try {
+    (void)fj::Program::compile(fj::Graph::parse(text), o);
+    FAIL("expected an error");
+  } catch (const fj::Error& e) {
+    CHECK(e.kind() == fj::ErrorKind::User);
+    CHECK(std::string(e.what()).find("Options::row_cache_limit -1: must be >= 0") != std::string::npos);
+  }
 }
 
 TEST_CASE("extra NVRTC options reach NVRTC, are part of the cache key, and bad ones are User errors") {

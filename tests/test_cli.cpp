@@ -429,6 +429,23 @@ TEST_CASE("--no-row-cache: every pass reads memory, the outputs are the same bit
   // plan takes run's options and says how the kernels then run.
   plan = run("plan " + sample("layernorm.txt") + " --dim N=6 --dim C=3000 --no-row-cache");
   CHECK(plan.out.find("each reading x from memory (the row cache is off)") != std::string::npos);
+  // --row-cache-limit sets the limit: 120,000 B rows stay on chip under a 128 KiB one, and the
+  // 12,000 B ones of C=3000 no longer under 10,000 B; a negative limit is refused.
+  plan = run("plan " + sample("layernorm.txt") + " --dim N=6 --dim C=30000 --row-cache-limit 131072");
+  REQUIRE_MESSAGE(plan.code == 0, plan.out);
+  CHECK(plan.out.find("the row kept on chip (120000 B of shared memory per block for x)") != std::string::npos);
+  plan = run("plan " + sample("layernorm.txt") + " --dim N=6 --dim C=3000 --row-cache-limit 10000");
+  CHECK(plan.out.find("a row of x takes 12000 B, over the 10000 B row cache") != std::string::npos);
+  plan = run("plan " + sample("layernorm.txt") + " --row-cache-limit -1");
+  CHECK(plan.code != 0);
+  CHECK(plan.out.find("--row-cache-limit: must be >= 0") != std::string::npos);
+  Result limited = run(base + (dir / "limited").string() + " --row-cache-limit 1000");
+  REQUIRE_MESSAGE(limited.code == 0, limited.out);
+  CHECK(limited.out.find("row caches of at most 1000 B (--row-cache-limit 1000)") != std::string::npos);
+  // x's 72 kB read by 3 passes instead of once: 168 kB moved becomes 312 kB.
+  CHECK(on.out.find("168.00 kB") != std::string::npos);
+  CHECK(limited.out.find("312.00 kB") != std::string::npos);
+  CHECK(fusejit::testing::read_file(dir / "on" / "y.npy") == fusejit::testing::read_file(dir / "limited" / "y.npy"));
   plan = run("plan " + sample("layernorm.txt") + " --dim N=2 --dim C=30000 --row-split 3");
   CHECK(plan.out.find("3 blocks per row at these sizes, 5 launches (6 blocks)") != std::string::npos);
   // A count past int64 is refused, not stored as 2^63 - 1.

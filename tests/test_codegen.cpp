@@ -485,3 +485,70 @@ TEST_CASE("a host compiler failure is a short error: command, exit code, first l
   CHECK(msg.find("source not kept: the disk cache is off") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+// A kernel whose threads each run their share of fjk_stage_row (the prelude's copy of a row into
+// the row cache): `T` the cached storage type, `S` the input's (fj_bool_in for bool). The copy has
+// no barrier inside, so the host trampoline's serial loop over threads is the block.
+jit::GeneratedKernel stage_row_kernel(const std::string& name, const std::string& t, const std::string& s) {
+  jit::GeneratedKernel k;
+  k.name = name;
+  const std::string params = fmt::format("const {}* src, {}* dst, long long n, unsigned long long stride", s, t);
+  for (const char* suffix : {"", "_s"})
+    k.source += fmt::format("extern \"C\" __global__ void {}{}({}) {{\n"
+                            "  fjk_stage_row(dst, src, n, stride, (int)threadIdx.x, (int)blockDim.x);\n}}\n",
+                            name, suffix, params);
+  using jit::ArgKind;
+  k.signature.args = {{ArgKind::InputPtr, 0, -1, -1, ir::DType::F32, 8, "src", "const " + s + "*"},
+                      {ArgKind::OutputPtr, 0, -1, -1, ir::DType::F32, 8, "dst", t + "*"},
+                      {ArgKind::RowLength, -1, -1, -1, ir::DType::I64, 8, "n", "long long"},
+                      {ArgKind::Workspace, -1, -1, -1, ir::DType::I64, 8, "stride", "unsigned long long"}};
+  k.strided_signature = k.signature;
+  return k;
+}
+
+TEST_CASE("the row cache's copy: every element once at its place, for any thread count, stride and alignment") {
+  std::vector<jit::GeneratedKernel> ks = {stage_row_kernel("fj_stage_f32", "float", "float"),
+                                          stage_row_kernel("fj_stage_bf16", "fj_bf16", "fj_bf16"),
+                                          stage_row_kernel("fj_stage_u8", "unsigned char", "unsigned char"),
+                                          stage_row_kernel("fj_stage_bool", "bool", "fj_bool_in")};
+  jit::HostCompileOptions o;
+  o.opt_level = "-O0";
+  o.check_alignment = true;  // a 16-byte unit at a misaligned address traps, as it faults on a GPU
+  const jit::HostCompileResult r = jit::host_compile(ks, o);
+  REQUIRE(r.module);
+  alignas(16) unsigned char src[1024], dst[1024 + 64];
+  for (int i = 0; i < 1024; ++i) src[i] = static_cast<unsigned char>(i * 37 + 11);
+  struct Case {
+    const char* name;
+    int size;
+  };
+  for (const Case c : {Case{"fj_stage_f32", 4}, Case{"fj_stage_bf16", 2}, Case{"fj_stage_u8", 1}, Case{"fj_stage_bool", 1}}) {
+    const jit::HostTrampoline run = r.module->trampoline(c.name);
+    for (long long n : {0LL, 1LL, 3LL, 4LL, 8LL, 16LL, 17LL, 63LL, 64LL, 100LL})
+      for (unsigned long long stride : {1ULL, 3ULL, 0ULL})
+        for (int offset : {0, 2, 4, 16})  // bytes from 16-byte alignment, the input's start
+          for (unsigned threads : {1U, 3U, 32U, 256U}) {
+            if (offset % c.size != 0 || (n > 0 && offset + (n - 1) * stride * c.size + c.size > 1024)) continue;
+            CAPTURE(c.name);
+            CAPTURE(n);
+            CAPTURE(stride);
+            CAPTURE(offset);
+            CAPTURE(threads);
+            std::memset(dst, 0xEE, sizeof dst);
+            const void* sp = src + offset;
+            void* dp = dst;
+            void* params[4] = {&sp, &dp, &n, &stride};
+            run(params, 1, threads, nullptr);
+            bool same = true;
+            for (long long i = 0; i < n; ++i) {
+              const unsigned char* from = src + offset + static_cast<size_t>(i) * stride * c.size;
+              if (std::string(c.name) == "fj_stage_bool")  // any nonzero byte is true, cached as 1
+                same = same && dst[i] == (from[0] != 0 ? 1 : 0);
+              else
+                same = same && std::memcmp(dst + i * c.size, from, static_cast<size_t>(c.size)) == 0;
+            }
+            CHECK(same);
+            CHECK(dst[n * c.size] == 0xEE);  // nothing past the row
+          }
+  }
+}

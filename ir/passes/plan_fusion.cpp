@@ -432,7 +432,7 @@ std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroup
   if (split.blocks_per_row > 1) return fmt::format(", each reading {} from memory (a split row is not kept on chip)", names);
   if (!rules.row_cache) return fmt::format(", each reading {} from memory (the row cache is off)", names);
   return fmt::format(", each reading {} from memory: a row of {} takes {} B, over the {} B row cache", names, names, bytes,
-                     kRowCacheBytes);
+                     rules.row_cache_limit);
 }
 
 // "reduces axes [1] of [N, 4096] (2 reductions: 3 passes over each row, the row kept on chip (16384 B

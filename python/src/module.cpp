@@ -235,6 +235,16 @@ fusejit::DimValues to_dims(const std::optional<nb::dict>& dims) {
   return out;
 }
 
+// An int option of Graph.plan, as compile() checks it in __init__.py: an int, not a bool, within
+// int64 (TypeError, ValueError).
+int64_t split_arg(nb::handle v, const std::string& name, const std::string& meaning) {
+  if (PyBool_Check(v.ptr()) || !PyLong_Check(v.ptr()))
+    throw nb::type_error((name + " must be an int (" + meaning + "), not " + nb::cast<std::string>(nb::repr(v))).c_str());
+  int64_t out = 0;
+  if (!nb::try_cast(v, out)) throw nb::value_error((name + " " + nb::cast<std::string>(nb::repr(v)) + " is outside int64").c_str());
+  return out;
+}
+
 nb::dict dims_to_py(const fusejit::DimValues& dims) {
   nb::dict d;
   for (const auto& [k, v] : dims) d[nb::str(k.c_str())] = v;
@@ -362,28 +372,25 @@ void bind_graph(nb::module_& m) {
       .def("to_text", &Graph::to_text)
       .def(
           "plan",
-          [](const Graph& g, bool fast_math, nb::handle row_split, bool row_cache) {
-            // As compile(): an int, not a bool (True would read as 1 part); < 0 refused by plan_graph.
-            if (PyBool_Check(row_split.ptr()) || !PyLong_Check(row_split.ptr()))
-              throw nb::type_error(("row_split must be an int (0: fusejit's rule, 1: never split, N parts), not " +
-                                    nb::cast<std::string>(nb::repr(row_split))).c_str());
+          [](const Graph& g, bool fast_math, nb::handle row_split, bool row_cache, nb::handle row_cache_limit) {
+            // As compile(): ints, not bools (True would read as 1 part); < 0 refused by plan_graph.
             fusejit::Options o;
-            if (!nb::try_cast(row_split, o.row_split))
-              throw nb::value_error(("row_split " + nb::cast<std::string>(nb::repr(row_split)) + " is outside int64").c_str());
+            o.row_split = split_arg(row_split, "row_split", "0: fusejit's rule, 1: never split, N parts");
+            o.row_cache_limit = split_arg(row_cache_limit, "row_cache_limit", "0: fusejit's rule, N: at most N bytes");
             o.fast_math = fast_math;
             o.row_cache = row_cache;
             o.message_style = fusejit::MessageStyle::Python;
             std::string json = released([&] { return fusejit::plan_graph(g, o).json; });
             return nb::module_::import_("json").attr("loads")(json);
           },
-          "fast_math"_a = false, "row_split"_a.none() = 0, "row_cache"_a = true)
+          "fast_math"_a = false, "row_split"_a.none() = 0, "row_cache"_a = true, "row_cache_limit"_a.none() = 0)
       .def("__repr__", [](const Graph& g) { return "<fusejit.Graph " + g.name() + ">"; });
 }
 
 fusejit::Options make_options(bool fast_math, std::optional<std::string> arch, std::string_view backend,
                               std::optional<std::string> cache_dir, bool disk_cache,
                               std::vector<std::string> nvrtc_options, int device, std::optional<std::string> dump_dir,
-                              bool build_unfused, int64_t row_split, bool row_cache) {
+                              bool build_unfused, int64_t row_split, bool row_cache, int64_t row_cache_limit) {
   fusejit::Options o;
   o.fast_math = fast_math;
   o.arch = arch.value_or("");
@@ -396,6 +403,7 @@ fusejit::Options make_options(bool fast_math, std::optional<std::string> arch, s
   o.build_unfused = build_unfused;
   o.row_split = row_split;
   o.row_cache = row_cache;
+  o.row_cache_limit = row_cache_limit;
   o.message_style = fusejit::MessageStyle::Python;  // messages name `arch`, `row_split`, ...
   return o;
 }
@@ -429,19 +437,20 @@ void bind_program(nb::module_& m) {
       "compile",
       [](const fusejit::Graph& g, bool fast_math, std::optional<std::string> arch, std::string_view backend,
          std::optional<std::string> cache_dir, bool disk_cache, std::vector<std::string> nvrtc_options, int device,
-         std::optional<std::string> dump_dir, bool build_unfused, int64_t row_split, bool row_cache) {
+         std::optional<std::string> dump_dir, bool build_unfused, int64_t row_split, bool row_cache,
+         int64_t row_cache_limit) {
         fusejit::Options o = make_options(fast_math, std::move(arch), backend, std::move(cache_dir), disk_cache,
                                           std::move(nvrtc_options), device, std::move(dump_dir), build_unfused,
-                                          row_split, row_cache);
+                                          row_split, row_cache, row_cache_limit);
         return released([&] { return Program::compile(g, o); });
       },
       "graph"_a, "fast_math"_a, "arch"_a, "backend"_a, "cache_dir"_a, "disk_cache"_a, "nvrtc_options"_a, "device"_a,
-      "dump_dir"_a, "build_unfused"_a, "row_split"_a, "row_cache"_a);
+      "dump_dir"_a, "build_unfused"_a, "row_split"_a, "row_cache"_a, "row_cache_limit"_a);
   m.def(
       "load",
       [](const std::string& dir, std::optional<std::string> cache_dir, bool disk_cache, int device) {
         fusejit::Options o = make_options(false, std::nullopt, "auto", std::move(cache_dir), disk_cache, {}, device,
-                                          std::nullopt, false, 0, true);
+                                          std::nullopt, false, 0, true, 0);
         return released([&] { return Program::load(dir, o); });
       },
       "dir"_a, "cache_dir"_a, "disk_cache"_a, "device"_a);

@@ -393,8 +393,20 @@ def test_row_cache_off_gives_the_same_bits(rng):
                             "v = mean(d * d, -1, keepdim)\ny = d * rsqrt(v + 1e-5)\noutput y\n")
     assert "the row kept on chip (8000 B" in g.plan()["fused"]["groups"][0]["note"]
     assert g.plan()["fused"]["groups"][0]["row_cache_bytes"] == 8000
+    # row_cache_limit lowers the limit: the 8,000 B rows no longer fit 4,096 B.
+    assert g.plan(row_cache_limit=4096)["fused"]["groups"][0]["row_cache_bytes"] == 0
+    for call in (lambda v: fusejit.compile(g, backend="cpu", row_cache_limit=v),
+                 lambda v: g.plan(row_cache_limit=v)):
+        with pytest.raises(fusejit.UserError, match="row_cache_limit -1: must be >= 0"):
+            call(-1)
+        with pytest.raises(TypeError, match="row_cache_limit must be an int"):
+            call(1.5)
+        with pytest.raises(ValueError, match="row_cache_limit 1180591620717411303424 is outside int64"):
+            call(2**70)
     x = rng.standard_normal((4, 2000), dtype=np.float32)
     on = fusejit.compile(g, backend="cpu")(x=x)
+    limited = fusejit.compile(g, backend="cpu", row_cache_limit=4096)(x=x)
+    assert bits(on["y"]) == bits(limited["y"])
     prog = fusejit.compile(g, backend="cpu", row_cache=False)
     off = prog(x=x)
     assert bits(on["y"]) == bits(off["y"])

@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_481856e8b4310954 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_481856e8b4310954_s for any strides.
+// Entry points: fj_reductions_6a0a9b74148598c9 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_6a0a9b74148598c9_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_reductions_481856e8b4310954_rows(
+static __device__ __forceinline__ void fj_reductions_6a0a9b74148598c9_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -38,8 +38,8 @@ static __device__ __forceinline__ void fj_reductions_481856e8b4310954_rows(
   // The vector path: 4 elements a vector access along the row (the fast entry; vec_ok: rows of a
   // multiple of 4 elements, 16-byte aligned pointers)
   const bool fj_vector = FJ_RED_VECTOR && fj_fast && vec_ok != 0;
-  // The row on chip (docs/ops.md): the inputs later passes read again, kept in shared memory by
-  // the first pass when the launch gave room for them (row_cache 1; not in a split row's launches)
+  // The row on chip (docs/ops.md): the inputs several passes read, copied into shared memory at
+  // the start of each row when the launch gave room for them (row_cache 1; not in a split row's launches)
   FJK_DYNAMIC_SHARED(fj_row_cache);
   const bool fj_rc = row_cache != 0 && split_phase == 0;
   float* const fj_rc_v0 = fj_rc ? (float*)(fj_row_cache + 0) : (float*)0;
@@ -53,20 +53,22 @@ static __device__ __forceinline__ void fj_reductions_481856e8b4310954_rows(
     const unsigned long long ib_v0 = (unsigned long long)c0 * ist_v0_0;
     const unsigned long long ob_v6 = (unsigned long long)c0 * ost_v6_0;
     const unsigned long long ob_v18 = (unsigned long long)c0 * ost_v18_0;
+    if (fj_rc) {  // the row on chip: copied by the whole block, then every pass reads it there
+      fjk_stage_row(fj_rc_v0, in_v0 + ib_v0, (long long)row_len, fj_ist_v0, fj_tid, fj_nt);
+      if (fj_nt > 1) fj_red_sync();
+    }
     // v2 = amax(v0) : f32, in the fixed order of fj_reduce.h  [reductions.graph:8]
-    const float v2 = fj_reduce_phase<fj_red_max, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, fj_red_loads<4>(fj_vector, [&](long long fj_i) -> float {
+    const float v2 = fj_reduce_phase<fj_red_max, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, fj_red_loads<4>(fj_vector && !fj_rc, [&](long long fj_i) -> float {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
       const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * fj_ist_v0;
-      const float v0 = in_v0[ioff_v0];
-      if (fj_rc) fj_rc_v0[k] = v0;  // kept on chip for the later passes
+      const float v0 = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
       return v0;
     },
         [&](long long fj_i, float* fj_out) {
       const unsigned int fj_k = (unsigned int)fj_i;  // elements fj_k .. fj_k + 3: this thread's 4 lanes
       const fj_vec<float, 4> x_v0 = fj_vload<float, 4>(in_v0 + ib_v0 + fj_k);
-      if (fj_rc) fj_vstore<float, 4>(fj_rc_v0 + fj_k, x_v0);  // kept on chip for the later passes
       #pragma unroll
       for (int fj_j = 0; fj_j < 4; ++fj_j) {
         const float v0 = x_v0.v[fj_j];
@@ -81,7 +83,7 @@ static __device__ __forceinline__ void fj_reductions_481856e8b4310954_rows(
     const float v10 = fj_where(v8, v9, v2);  // v10 = where(v8, v9, v2) : f32  [reductions.graph:10]
     // One pass for v5, v13: each in the fixed order of fj_reduce.h, as alone
     static_assert(sizeof(fj_red_two<float, float>) == 8, "the lane layout ir::pass_lane_bytes sizes the workspace by");
-    const fj_red_two<float, float> fj_pass1 = fj_reduce_phase<fj_red_pair<fj_red_sum, fj_red_sum>, fj_red_two<float, float>>(split_phase, 3, (long long)row_len, fj_part, fj_parts, fj_red_loads<4>(fj_vector, [&](long long fj_i) -> fj_red_two<float, float> {
+    const fj_red_two<float, float> fj_pass1 = fj_reduce_phase<fj_red_pair<fj_red_sum, fj_red_sum>, fj_red_two<float, float>>(split_phase, 3, (long long)row_len, fj_part, fj_parts, fj_red_loads<4>(fj_vector && !fj_rc, [&](long long fj_i) -> fj_red_two<float, float> {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
@@ -95,7 +97,7 @@ static __device__ __forceinline__ void fj_reductions_481856e8b4310954_rows(
     },
         [&](long long fj_i, fj_red_two<float, float>* fj_out) {
       const unsigned int fj_k = (unsigned int)fj_i;  // elements fj_k .. fj_k + 3: this thread's 4 lanes
-      const fj_vec<float, 4> x_v0 = fj_rc ? fj_vload<float, 4>(fj_rc_v0 + fj_k) : fj_vload<float, 4>(in_v0 + ib_v0 + fj_k);
+      const fj_vec<float, 4> x_v0 = fj_vload<float, 4>(in_v0 + ib_v0 + fj_k);
       #pragma unroll
       for (int fj_j = 0; fj_j < 4; ++fj_j) {
         const float v0 = x_v0.v[fj_j];
@@ -152,7 +154,7 @@ static __device__ __forceinline__ void fj_reductions_481856e8b4310954_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_481856e8b4310954(
+extern "C" __global__ void fj_reductions_6a0a9b74148598c9(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -173,9 +175,9 @@ extern "C" __global__ void fj_reductions_481856e8b4310954(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_481856e8b4310954_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_6a0a9b74148598c9_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_481856e8b4310954_s(
+extern "C" __global__ void fj_reductions_6a0a9b74148598c9_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -196,7 +198,7 @@ extern "C" __global__ void fj_reductions_481856e8b4310954_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_481856e8b4310954_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_6a0a9b74148598c9_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.

@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_rmsnorm_e0d94639f300f1d8 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_e0d94639f300f1d8_s for any strides.
+// Entry points: fj_rmsnorm_40029d259ac5b3cc for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_40029d259ac5b3cc_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_rmsnorm_e0d94639f300f1d8_rows(
+static __device__ __forceinline__ void fj_rmsnorm_40029d259ac5b3cc_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -38,8 +38,8 @@ static __device__ __forceinline__ void fj_rmsnorm_e0d94639f300f1d8_rows(
   // The vector path: 8 elements a vector access along the row (the fast entry; vec_ok: rows of a
   // multiple of 8 elements, 16-byte aligned pointers)
   const bool fj_vector = FJ_RED_VECTOR && fj_fast && vec_ok != 0;
-  // The row on chip (docs/ops.md): the inputs later passes read again, kept in shared memory by
-  // the first pass when the launch gave room for them (row_cache 1; not in a split row's launches)
+  // The row on chip (docs/ops.md): the inputs several passes read, copied into shared memory at
+  // the start of each row when the launch gave room for them (row_cache 1; not in a split row's launches)
   FJK_DYNAMIC_SHARED(fj_row_cache);
   const bool fj_rc = row_cache != 0 && split_phase == 0;
   fj_bf16* const fj_rc_v0 = fj_rc ? (fj_bf16*)(fj_row_cache + 0) : (fj_bf16*)0;
@@ -53,14 +53,17 @@ static __device__ __forceinline__ void fj_rmsnorm_e0d94639f300f1d8_rows(
     const unsigned long long ib_v0 = (unsigned long long)c0 * ist_v0_0;
     const unsigned long long ib_v1 = 0ull;
     const unsigned long long ob_v10 = (unsigned long long)c0 * ost_v10_0;
+    if (fj_rc) {  // the row on chip: copied by the whole block, then every pass reads it there
+      fjk_stage_row(fj_rc_v0, in_v0 + ib_v0, (long long)row_len, fj_ist_v0, fj_tid, fj_nt);
+      if (fj_nt > 1) fj_red_sync();
+    }
     // v5 (ms) = mean(v4) : f32, in the fixed order of fj_reduce.h  [rmsnorm.graph:9]
-    const float v5 = fj_red_mean(fj_reduce_phase<fj_red_sum, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, fj_red_loads<8>(fj_vector, [&](long long fj_i) -> float {
+    const float v5 = fj_red_mean(fj_reduce_phase<fj_red_sum, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, fj_red_loads<8>(fj_vector && !fj_rc, [&](long long fj_i) -> float {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
       const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * fj_ist_v0;
-      const fj_bf16 v0h = in_v0[ioff_v0];
-      if (fj_rc) fj_rc_v0[k] = v0h;  // kept on chip for the later passes
+      const fj_bf16 v0h = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
       const float v0 = fj_load(v0h);
       const float v3 = fj_cvt_f32(v0);  // v3 (h) = cast(v0, f32) : f32  [rmsnorm.graph:8]
       const float v4 = fj_mul(v3, v3);  // v4 = mul(v3, v3) : f32  [rmsnorm.graph:9]
@@ -69,7 +72,6 @@ static __device__ __forceinline__ void fj_rmsnorm_e0d94639f300f1d8_rows(
         [&](long long fj_i, float* fj_out) {
       const unsigned int fj_k = (unsigned int)fj_i;  // elements fj_k .. fj_k + 7: this thread's 8 lanes
       const fj_vec<fj_bf16, 8> x_v0 = fj_vload<fj_bf16, 8>(in_v0 + ib_v0 + fj_k);
-      if (fj_rc) fj_vstore<fj_bf16, 8>(fj_rc_v0 + fj_k, x_v0);  // kept on chip for the later passes
       #pragma unroll
       for (int fj_j = 0; fj_j < 8; ++fj_j) {
         const fj_bf16 v0h = x_v0.v[fj_j];
@@ -124,7 +126,7 @@ static __device__ __forceinline__ void fj_rmsnorm_e0d94639f300f1d8_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_rmsnorm_e0d94639f300f1d8(
+extern "C" __global__ void fj_rmsnorm_40029d259ac5b3cc(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -145,9 +147,9 @@ extern "C" __global__ void fj_rmsnorm_e0d94639f300f1d8(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_e0d94639f300f1d8_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_40029d259ac5b3cc_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_rmsnorm_e0d94639f300f1d8_s(
+extern "C" __global__ void fj_rmsnorm_40029d259ac5b3cc_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -168,6 +170,6 @@ extern "C" __global__ void fj_rmsnorm_e0d94639f300f1d8_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_e0d94639f300f1d8_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_40029d259ac5b3cc_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 

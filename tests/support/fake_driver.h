@@ -65,6 +65,9 @@ struct State {
   // (static + dynamic bytes per block); 0: occ_blocks_per_sm whatever the launch asks for.
   unsigned shared_per_sm = 0;
   std::map<std::string, int> max_dynamic_shared;  // by function name
+  // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: a function may opt in to this less its static shared memory
+  // (more is CUDA_ERROR_INVALID_VALUE). 99 KiB, as sm_86/89.
+  unsigned shared_optin = 99 * 1024;
 };
 
 inline State& st() {
@@ -115,6 +118,7 @@ inline cu::Result device_attr(int* v, int attr, cu::Device) { note("cuDeviceGetA
     case cu::kAttrMaxThreadsPerBlock: *v = 1024; return 0;
     case cu::kAttrMaxThreadsPerMultiprocessor: *v = 2048; return 0;
     case cu::kAttrMaxBlocksPerMultiprocessor: *v = 32; return 0;
+    case cu::kAttrMaxSharedMemoryPerBlockOptin: *v = static_cast<int>(st().shared_optin); return 0;
     default: return 1;
   }
 }
@@ -153,6 +157,7 @@ inline cu::Result get_function(cu::Function* f, cu::Module, const char* name) { 
 }
 inline cu::Result func_set_attribute(cu::Function f, int attribute, int value) { note("cuFuncSetAttribute");
   if (attribute != cu::kFuncAttrMaxDynamicSharedSizeBytes || value < 0) return cu::kErrorInvalidValue;
+  if (static_cast<unsigned>(value) > st().shared_optin - st().static_shared) return cu::kErrorInvalidValue;
   st().max_dynamic_shared[*reinterpret_cast<std::string*>(f)] = value;
   return 0;
 }

@@ -367,12 +367,19 @@ struct Options {
   /// on a GPU). The results are the same bits whatever the value. Error(User) when negative.
   int64_t row_split = 0;
   /// Whether reduction kernels with one block per row keep the row of the inputs their passes
-  /// share in shared memory when it fits in 48 KiB (docs/ops.md, "The row on chip";
-  /// ir::kRowCacheBytes): the first pass reads memory, later passes the copy on chip. false = every
-  /// pass reads memory (to measure the difference on a GPU). The results are the same bits either
-  /// way. kernels() and measurements count the bytes as the kernels run with this and row_split;
-  /// plan_text()'s notes describe fusejit's own rules and say when these differ.
+  /// share in shared memory when it fits in row_cache_limit (docs/ops.md, "The row on chip"): the
+  /// block copies the row from memory once, every pass reads the copy on chip. false = every pass
+  /// reads memory (to measure the difference on a GPU). The results are the same bits either way.
+  /// kernels() and measurements count the bytes as the kernels run with this, row_cache_limit and
+  /// row_split; plan_text()'s notes describe fusejit's own rules and say when these differ.
   bool row_cache = true;
+  /// The most bytes of shared memory per block a row cache may take. 0 = the launcher's rule: on a
+  /// GPU, all the shared memory a block may opt in to (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_
+  /// BLOCK_OPTIN: 227 KiB on sm_90) but 9 KiB for the kernel's lane arrays; on the CPU path and in
+  /// plans made without a GPU, 48 KiB. N > 0: at most N bytes, capped by the GPU's (to measure the
+  /// trade of fewer blocks per SM for fewer reads on a GPU). The same bits whatever the value.
+  /// Error(User) when negative.
+  int64_t row_cache_limit = 0;
 };
 
 /// Where a kernel's binary came from.
