@@ -904,13 +904,17 @@ struct ReduceGen {
   }
 
   // Loads of `ins` at <off>_<v> and the element values `elems`, in topological order. A cached
-  // input is read in the row cache when the launch keeps the row on chip.
-  std::string elements(const std::set<ir::NodeId>& elems, const std::set<ir::NodeId>& ins, const char* off) {
+  // input is read in the row cache when the launch keeps the row on chip: at element `at` of its
+  // row pointer (row_pointer()), else at k of the cache.
+  std::string elements(const std::set<ir::NodeId>& elems, const std::set<ir::NodeId>& ins, const char* off,
+                       const char* at = "k") {
     std::string s;
     for (ir::NodeId id : ins) {
       const std::string name = hf.name(id, HalfForms::Form::Storage), load = fmt::format("in_{}[{}_{}]", v(id), off, v(id));
       if (!cached.count(id))
         s += fmt::format("  const {} {} = {};\n", k.storage(id), name, load);
+      else if (row_pointer(id))
+        s += fmt::format("  const {0} {1} = fj_row_{2}[(unsigned long long){3} * fj_rst_{2}];\n", k.storage(id), name, v(id), at);
       else
         s += fmt::format("  const {0} {1} = fj_rc ? fj_rc_{3}[k] : {2};\n", k.storage(id), name, load, v(id));
       s += hf.other_form(id, HalfForms::Form::Storage);
@@ -936,11 +940,10 @@ struct ReduceGen {
       }
       const std::string t = k.storage(id), x = "x_" + v(id);
       const std::string mem = fmt::format("fj_vload<{}, {}>(in_{} + ib_{} + fj_k)", t, V, v(id), v(id));
-      if (!cached.count(id) || !on_chip)
+      if (!row_pointer(id) || !on_chip)
         pre += fmt::format("  const fj_vec<{}, {}> {} = {};\n", t, V, x, mem);
-      else
-        pre += fmt::format("  const fj_vec<{0}, {1}> {2} = fj_rc ? fj_vload<{0}, {1}>(fj_rc_{3} + fj_k) : {4};\n", t, V, x,
-                           v(id), mem);
+      else  // the fast entry: fj_rst_ is 1 either way
+        pre += fmt::format("  const fj_vec<{0}, {1}> {2} = fj_vload<{0}, {1}>(fj_row_{3} + fj_k);\n", t, V, x, v(id));
       each += fmt::format("  const {} {} = {}.v[fj_j];\n", t, hf.name(id, HalfForms::Form::Storage), x) +
               hf.other_form(id, HalfForms::Form::Storage);
     }
@@ -979,6 +982,40 @@ struct ReduceGen {
                        k.nm.label(same), k.nm.where(nd), compute_ctype(nd.dtype), v(r), v(same));
   }
 
+  // The element offsets ioff_<v> of `ins` at element k of the row (a cached input read through its
+  // row pointer needs none).
+  std::string offsets(const std::set<ir::NodeId>& ins) {
+    std::string s;
+    for (ir::NodeId id : ins) {
+      if (row_pointer(id)) continue;
+      const std::string t = terms(red_j, "ist", v(id), static_cast<int>(input_index[id]));
+      s += fmt::format("  const unsigned long long ioff_{0} = ib_{0}{1};\n", v(id), t.empty() ? "" : " + " + t);
+    }
+    return s;
+  }
+
+  // Whether a cached input is read through its row pointer: in rows of one reduced dim, unless a
+  // bool (the row cache holds 0/1 bools, memory any nonzero byte: fj_bool_in).
+  bool row_pointer(ir::NodeId id) const {
+    return cached.count(id) && red_j.size() == 1 && k.dtype(id) != ir::DType::Bool;
+  }
+
+  // A cached input's row as the passes and the epilogue read it, chosen once per row: the row
+  // cache (stride 1) when the launch keeps the row on chip, else memory at the input's stride
+  // along the row. So an element's load is one access at a constant offset from the pointer, not a
+  // branch between the two and 64-bit index arithmetic per element.
+  std::string declare_row_pointers() {
+    std::string s;
+    for (ir::NodeId id : info.reread_inputs) {
+      if (!row_pointer(id)) continue;
+      const std::string st = along_row(input_index.at(id)) ? "fj_ist_" + v(id) : std::string("0ull");
+      s += fmt::format("  const {0}* const fj_row_{1} = fj_rc ? fj_rc_{1} : in_{1} + ib_{1};\n"
+                       "  const unsigned long long fj_rst_{1} = fj_rc ? 1ull : {2};\n",
+                       k.storage(id), v(id), st);
+    }
+    return s.empty() ? "" : "  // The rows the passes read: on chip when the launch keeps them there, else in memory\n" + s;
+  }
+
   // The members' operands of pass p, nested as the lane type: "a, {b, c}".
   std::string pass_operands(const std::vector<ir::NodeId>& p) {
     std::string operands = v(k.g.node(p[0]).arg(0));
@@ -996,15 +1033,13 @@ struct ReduceGen {
     for (size_t i : early) collect(k.group.outputs[i], elems, ins, rows);
     std::string s;
     for (ir::NodeId x : rows) s += ensure_row(x);
-    std::string body = fmt::format("  const {} k = ({})fj_i;\n", k.idx, k.idx) + decompose(red_j, "k");
-    for (ir::NodeId id : ins) {
-      const std::string t = terms(red_j, "ist", v(id), static_cast<int>(input_index[id]));
-      body += fmt::format("  const unsigned long long ioff_{0} = ib_{0}{1};\n", v(id), t.empty() ? "" : " + " + t);
-    }
+    std::string body = offsets(ins);
+    if (!body.empty() || !early.empty())  // element k's coordinates: for offsets in memory and output writes
+      body = fmt::format("  const {} k = ({})fj_i;\n", k.idx, k.idx) + decompose(red_j, "k") + body;
     const std::string operands = pass_operands(p);
     const std::string lt = lane_type(p);
     const std::string result = p.size() == 1 ? operands : lt + "{" + operands + "}";
-    body += elements(elems, ins, "ioff") + output_writes(early) + fmt::format("  return {};\n", result);
+    body += elements(elems, ins, "ioff", "fj_i") + output_writes(early) + fmt::format("  return {};\n", result);
     std::string load = fmt::format("[&](long long fj_i) -> {} {{\n{}  }}", lt, indent(body, 2));
     if (V > 1) {  // vector loads from memory; a row on chip is read one lane a thread
       const std::string vec = fmt::format("  const {0} fj_k = ({0})fj_i;  // elements fj_k .. fj_k + {1}: this thread's {2} lanes\n",
@@ -1089,11 +1124,7 @@ struct ReduceGen {
     if (outs.empty()) return "";
     std::string s;
     for (ir::NodeId x : rows) s += ensure_row(x);
-    std::string body = decompose(red_j, "k");
-    for (ir::NodeId id : ins) {
-      const std::string t = terms(red_j, "ist", v(id), static_cast<int>(input_index[id]));
-      body += fmt::format("  const unsigned long long ioff_{0} = ib_{0}{1};\n", v(id), t.empty() ? "" : " + " + t);
-    }
+    std::string body = decompose(red_j, "k") + offsets(ins);
     body += elements(elems, ins, "ioff") + output_writes(outs);
     s += "  long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch\n"
          "  fj_red_part_elements(split_phase, (long long)row_len, fj_part, fj_parts, fj_k0, fj_k1);\n";
@@ -1141,7 +1172,7 @@ struct ReduceGen {
       const std::string t = terms(row_j, "ost", v(o), -1);
       s += fmt::format("  const unsigned long long ob_{} = {};\n", v(o), t.empty() ? "0ull" : t);
     }
-    s += stage_rows();
+    s += stage_rows() + declare_row_pointers();
     s += reductions();
     std::string writes;
     for (size_t i = 0; i < k.group.outputs.size(); ++i)

@@ -356,6 +356,63 @@ TEST_CASE("element outputs written in the one pass (the row read once): in place
   }
 }
 
+TEST_CASE("row kernels over strided views read the rows they keep on chip at the views' strides") {
+  // Softmax and LayerNorm over rows of x (re-read by every pass: kept on chip when it fits), and a
+  // softmax of x + b with b [N, 1] (re-read too, constant along the row: stride 0). Inputs as views
+  // with a stride of 3 along the row and as transposes (the strided entry), with the row cache on,
+  // off and under a limit the rows do not fit: the bits of contiguous copies every way.
+  const char* texts[] = {"dim N = 6\ndim C = 203\ninput x : f32[N, C]\ny = softmax(x, -1)\noutput y\n",
+                         "dim N = 6\ndim C = 203\ninput x : bf16[N, C]\nh = cast(x, f32)\nm = mean(h, -1, keepdim)\n"
+                         "d = h - m\nv = mean(d * d, -1, keepdim)\ny = d * rsqrt(v + 1e-5)\noutput y\n",
+                         "dim N = 6\ndim C = 203\ninput x : f32[N, C]\ninput b : f32[N, 1]\ny = softmax(x + b, -1)\noutput y\n"};
+  for (const char* text : texts) {
+    CAPTURE(text);
+    const fj::Graph g = fj::Graph::parse(text);
+    std::vector<fj::HostTensor> ins;  // x [6, 203], b [6, 1]
+    for (size_t i = 0; i < g.inputs().size(); ++i)
+      ins.push_back(random_tensor(g.inputs()[i].dtype, {6, i == 0 ? 203 : 1}, 40 + static_cast<int>(i)));
+    for (int cache = 0; cache < 3; ++cache) {
+      CAPTURE(cache);
+      fj::Options o = cpu_options();
+      o.row_cache = cache != 1;
+      o.row_cache_limit = cache == 2 ? 64 : 0;
+      const fj::Program p = fj::Program::compile(g, o);
+      const std::vector<fj::HostTensor> want = p.run(ins);
+      // Every input in storage 3 times as wide, element (r, c) at 3 (r C + c) + 1 (stride 3 along
+      // the row), and transposed: element (r, c) at c N + r.
+      std::vector<fj::HostTensor> wide, transposed;
+      std::vector<fj::TensorRef> wide_refs, t_refs;
+      for (fj::HostTensor& t : ins) {
+        const int64_t n = t.shape()[0], c = t.shape()[1];
+        const size_t es = fj::dtype_size(t.dtype());
+        wide.emplace_back(t.dtype(), std::vector<int64_t>{3 * n * c + 1});
+        transposed.emplace_back(t.dtype(), std::vector<int64_t>{c, n});
+        for (int64_t r = 0; r < n; ++r)
+          for (int64_t k = 0; k < c; ++k) {
+            const std::byte* from = t.data().data() + (r * c + k) * es;
+            std::memcpy(wide.back().data().data() + (3 * (r * c + k) + 1) * es, from, es);
+            std::memcpy(transposed.back().data().data() + (k * n + r) * es, from, es);
+          }
+      }
+      std::vector<std::vector<int64_t>> wide_strides, t_strides;  // a TensorRef refers to them
+      for (const fj::HostTensor& t : ins) {
+        wide_strides.push_back({3 * t.shape()[1], 3});
+        t_strides.push_back({1, t.shape()[0]});
+      }
+      for (size_t i = 0; i < ins.size(); ++i) {
+        wide_refs.push_back(view(wide[i], 1, ins[i].shape(), wide_strides[i]));
+        t_refs.push_back(view(transposed[i], 0, ins[i].shape(), t_strides[i]));
+      }
+      for (const std::vector<fj::TensorRef>* refs : {&wide_refs, &t_refs}) {
+        fj::HostTensor y(want[0].dtype(), want[0].shape());
+        const fj::TensorRef outs[1] = {y};
+        p.launch(*refs, outs);
+        CHECK(y == want[0]);
+      }
+    }
+  }
+}
+
 TEST_CASE("views reaching past 2^63 bytes are refused before any check computes with their extent") {
   // The byte extent wrapped mod 2^64: run() read far outside a 128-byte buffer, launch() took
   // four rows 2^64 bytes apart as one 32-byte block (hostile pass).

@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_6a0a9b74148598c9 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_6a0a9b74148598c9_s for any strides.
+// Entry points: fj_reductions_e9b95f44c9c8d631 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_e9b95f44c9c8d631_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_reductions_6a0a9b74148598c9_rows(
+static __device__ __forceinline__ void fj_reductions_e9b95f44c9c8d631_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -57,13 +57,12 @@ static __device__ __forceinline__ void fj_reductions_6a0a9b74148598c9_rows(
       fjk_stage_row(fj_rc_v0, in_v0 + ib_v0, (long long)row_len, fj_ist_v0, fj_tid, fj_nt);
       if (fj_nt > 1) fj_red_sync();
     }
+    // The rows the passes read: on chip when the launch keeps them there, else in memory
+    const float* const fj_row_v0 = fj_rc ? fj_rc_v0 : in_v0 + ib_v0;
+    const unsigned long long fj_rst_v0 = fj_rc ? 1ull : fj_ist_v0;
     // v2 = amax(v0) : f32, in the fixed order of fj_reduce.h  [reductions.graph:8]
     const float v2 = fj_reduce_phase<fj_red_max, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, fj_red_loads<4>(fj_vector && !fj_rc, [&](long long fj_i) -> float {
-      const unsigned int k = (unsigned int)fj_i;
-      unsigned int rem_k = k;
-      const unsigned int c1 = rem_k;
-      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * fj_ist_v0;
-      const float v0 = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
+      const float v0 = fj_row_v0[(unsigned long long)fj_i * fj_rst_v0];
       return v0;
     },
         [&](long long fj_i, float* fj_out) {
@@ -84,11 +83,7 @@ static __device__ __forceinline__ void fj_reductions_6a0a9b74148598c9_rows(
     // One pass for v5, v13: each in the fixed order of fj_reduce.h, as alone
     static_assert(sizeof(fj_red_two<float, float>) == 8, "the lane layout ir::pass_lane_bytes sizes the workspace by");
     const fj_red_two<float, float> fj_pass1 = fj_reduce_phase<fj_red_pair<fj_red_sum, fj_red_sum>, fj_red_two<float, float>>(split_phase, 3, (long long)row_len, fj_part, fj_parts, fj_red_loads<4>(fj_vector && !fj_rc, [&](long long fj_i) -> fj_red_two<float, float> {
-      const unsigned int k = (unsigned int)fj_i;
-      unsigned int rem_k = k;
-      const unsigned int c1 = rem_k;
-      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * fj_ist_v0;
-      const float v0 = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
+      const float v0 = fj_row_v0[(unsigned long long)fj_i * fj_rst_v0];
       const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
       const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
       const float v11 = fj_sub(v0, v10);  // v11 = sub(v0, v10) : f32  [reductions.graph:10]
@@ -127,7 +122,7 @@ static __device__ __forceinline__ void fj_reductions_6a0a9b74148598c9_rows(
     if (fj_vector) {  // vector loads and stores: 4 elements a thread and iteration
       const unsigned int fj_kv = (unsigned int)fj_k0 + (unsigned int)(fj_k1 - fj_k0) / 4 * 4;
       for (unsigned int fj_k = (unsigned int)fj_k0 + 4 * (unsigned int)fj_tid; fj_k < fj_kv; fj_k += 4 * (unsigned int)fj_nt) {
-        const fj_vec<float, 4> x_v0 = fj_rc ? fj_vload<float, 4>(fj_rc_v0 + fj_k) : fj_vload<float, 4>(in_v0 + ib_v0 + fj_k);
+        const fj_vec<float, 4> x_v0 = fj_vload<float, 4>(fj_row_v0 + fj_k);
         fj_vec<float, 4> y_v6;
         #pragma unroll
         for (int fj_j = 0; fj_j < 4; ++fj_j) {
@@ -144,8 +139,7 @@ static __device__ __forceinline__ void fj_reductions_6a0a9b74148598c9_rows(
     for (unsigned int k = fj_ks + fj_tid; k < (unsigned int)fj_k1; k += fj_nt) {  // the element outputs
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
-      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * fj_ist_v0;
-      const float v0 = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
+      const float v0 = fj_row_v0[(unsigned long long)k * fj_rst_v0];
       const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
       const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
       const float v6 = fj_div(v4, v5);  // v6 (p) = div(v4, v5) : f32  [reductions.graph:8]
@@ -154,7 +148,7 @@ static __device__ __forceinline__ void fj_reductions_6a0a9b74148598c9_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_6a0a9b74148598c9(
+extern "C" __global__ void fj_reductions_e9b95f44c9c8d631(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -175,9 +169,9 @@ extern "C" __global__ void fj_reductions_6a0a9b74148598c9(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_6a0a9b74148598c9_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_e9b95f44c9c8d631_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_6a0a9b74148598c9_s(
+extern "C" __global__ void fj_reductions_e9b95f44c9c8d631_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -198,7 +192,7 @@ extern "C" __global__ void fj_reductions_6a0a9b74148598c9_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_6a0a9b74148598c9_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_e9b95f44c9c8d631_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.

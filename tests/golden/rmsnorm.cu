@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_rmsnorm_40029d259ac5b3cc for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_40029d259ac5b3cc_s for any strides.
+// Entry points: fj_rmsnorm_682717bd7060467d for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_682717bd7060467d_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_rmsnorm_40029d259ac5b3cc_rows(
+static __device__ __forceinline__ void fj_rmsnorm_682717bd7060467d_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -57,13 +57,12 @@ static __device__ __forceinline__ void fj_rmsnorm_40029d259ac5b3cc_rows(
       fjk_stage_row(fj_rc_v0, in_v0 + ib_v0, (long long)row_len, fj_ist_v0, fj_tid, fj_nt);
       if (fj_nt > 1) fj_red_sync();
     }
+    // The rows the passes read: on chip when the launch keeps them there, else in memory
+    const fj_bf16* const fj_row_v0 = fj_rc ? fj_rc_v0 : in_v0 + ib_v0;
+    const unsigned long long fj_rst_v0 = fj_rc ? 1ull : fj_ist_v0;
     // v5 (ms) = mean(v4) : f32, in the fixed order of fj_reduce.h  [rmsnorm.graph:9]
     const float v5 = fj_red_mean(fj_reduce_phase<fj_red_sum, float>(split_phase, 1, (long long)row_len, fj_part, fj_parts, fj_red_loads<8>(fj_vector && !fj_rc, [&](long long fj_i) -> float {
-      const unsigned int k = (unsigned int)fj_i;
-      unsigned int rem_k = k;
-      const unsigned int c1 = rem_k;
-      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * fj_ist_v0;
-      const fj_bf16 v0h = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
+      const fj_bf16 v0h = fj_row_v0[(unsigned long long)fj_i * fj_rst_v0];
       const float v0 = fj_load(v0h);
       const float v3 = fj_cvt_f32(v0);  // v3 (h) = cast(v0, f32) : f32  [rmsnorm.graph:8]
       const float v4 = fj_mul(v3, v3);  // v4 = mul(v3, v3) : f32  [rmsnorm.graph:9]
@@ -91,7 +90,7 @@ static __device__ __forceinline__ void fj_rmsnorm_40029d259ac5b3cc_rows(
     if (fj_vector) {  // vector loads and stores: 8 elements a thread and iteration
       const unsigned int fj_kv = (unsigned int)fj_k0 + (unsigned int)(fj_k1 - fj_k0) / 8 * 8;
       for (unsigned int fj_k = (unsigned int)fj_k0 + 8 * (unsigned int)fj_tid; fj_k < fj_kv; fj_k += 8 * (unsigned int)fj_nt) {
-        const fj_vec<fj_bf16, 8> x_v0 = fj_rc ? fj_vload<fj_bf16, 8>(fj_rc_v0 + fj_k) : fj_vload<fj_bf16, 8>(in_v0 + ib_v0 + fj_k);
+        const fj_vec<fj_bf16, 8> x_v0 = fj_vload<fj_bf16, 8>(fj_row_v0 + fj_k);
         const fj_vec<fj_bf16, 8> x_v1 = fj_vload<fj_bf16, 8>(in_v1 + ib_v1 + fj_k);
         fj_vec<fj_bf16, 8> y_v10;
         #pragma unroll
@@ -112,9 +111,8 @@ static __device__ __forceinline__ void fj_rmsnorm_40029d259ac5b3cc_rows(
     for (unsigned int k = fj_ks + fj_tid; k < (unsigned int)fj_k1; k += fj_nt) {  // the element outputs
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k;
-      const unsigned long long ioff_v0 = ib_v0 + (unsigned long long)c1 * fj_ist_v0;
       const unsigned long long ioff_v1 = ib_v1 + (unsigned long long)c1 * fj_ist_v1;
-      const fj_bf16 v0h = fj_rc ? fj_rc_v0[k] : in_v0[ioff_v0];
+      const fj_bf16 v0h = fj_row_v0[(unsigned long long)k * fj_rst_v0];
       const float v0 = fj_load(v0h);
       const fj_bf16 v1h = in_v1[ioff_v1];
       const float v3 = fj_cvt_f32(v0);  // v3 (h) = cast(v0, f32) : f32  [rmsnorm.graph:8]
@@ -126,7 +124,7 @@ static __device__ __forceinline__ void fj_rmsnorm_40029d259ac5b3cc_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_rmsnorm_40029d259ac5b3cc(
+extern "C" __global__ void fj_rmsnorm_682717bd7060467d(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -147,9 +145,9 @@ extern "C" __global__ void fj_rmsnorm_40029d259ac5b3cc(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_40029d259ac5b3cc_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_682717bd7060467d_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_rmsnorm_40029d259ac5b3cc_s(
+extern "C" __global__ void fj_rmsnorm_682717bd7060467d_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -170,6 +168,6 @@ extern "C" __global__ void fj_rmsnorm_40029d259ac5b3cc_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_40029d259ac5b3cc_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_682717bd7060467d_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
