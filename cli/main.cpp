@@ -386,7 +386,7 @@ struct RunCommand {
                   "memory (same bits; to measure the difference; docs/ops.md)");
     cmd->add_option("--row-cache-limit", row_cache_limit,
                     "most bytes of shared memory a block's row cache may take: 0 = fusejit's rule (the GPU's opt-in "
-                    "maximum less 9 KiB; 48 KiB on the CPU), N = at most N (same bits; docs/ops.md)")
+                    "maximum less 12 KiB; 48 KiB on the CPU), N = at most N (same bits; docs/ops.md)")
         ->default_val(0)->check(kNonNegative64);
     cmd->add_option("--repeats", repeats, "timed runs per path; the median is reported")
         ->default_val(20)->check(CLI::Range(1, 100000));

@@ -354,7 +354,8 @@ int64_t row_cache_bytes(std::span<const int> element_sizes, int64_t row_len) {
 
 int64_t row_cache_at(std::span<const int> element_sizes, int64_t row_len, int64_t blocks_per_row, int64_t limit) {
   const int64_t bytes = row_cache_bytes(element_sizes, row_len);
-  return blocks_per_row == 1 && bytes <= limit ? bytes : 0;
+  // A saturated size (INT64_MAX) is a row no memory holds: never on chip, whatever the limit.
+  return blocks_per_row == 1 && bytes < INT64_MAX && bytes <= limit ? bytes : 0;
 }
 
 std::vector<int> row_cache_element_sizes(const Graph& g, const ReduceGroupInfo& info) {

@@ -75,11 +75,12 @@ FJK_FN void fj_vstore(T* p, const fj_vec<T, N>& x) {
 #endif
 }
 // A row of n elements of an input, src[i * stride] for i < n, copied into the row cache dst[0, n) by
-// the block's nt threads together (a row with a row cache does this first; every pass then reads
-// the row on chip; the caller's barrier makes it visible to the block). A contiguous row of whole
-// 16-byte units at 16-byte aligned addresses moves in 16-byte units: on sm_80 and later with
-// cp.async (global to shared memory without registers, so all of a thread's units are in flight
-// at once: PTX ISA, "cp.async"), else FJK_STAGE_BATCH vector loads in flight per thread.
+// the block's nt threads together (a row with a row cache does this first for each cached input;
+// every pass then reads the row on chip; the caller's fjk_stage_wait() and barrier make it visible
+// to the block). A contiguous row of whole 16-byte units at 16-byte aligned addresses moves in
+// 16-byte units: on sm_80 and later with cp.async (global to shared memory without registers, so
+// all of a thread's units, of every cached input, are in flight at once until fjk_stage_wait: PTX
+// ISA, "cp.async"), else FJK_STAGE_BATCH vector loads in flight per thread.
 #define FJK_STAGE_BATCH 4
 template <class T>
 FJK_FN void fjk_stage_row(T* dst, const T* src, long long n, unsigned long long stride, int tid, int nt) {
@@ -95,7 +96,6 @@ FJK_FN void fjk_stage_row(T* dst, const T* src, long long n, unsigned long long 
   for (long long u = tid; u < units; u += nt)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n"
                  :: "r"((unsigned int)__cvta_generic_to_shared(d + 4 * u)), "l"(s + 4 * u) : "memory");
-  asm volatile("cp.async.wait_all;\n" ::: "memory");
 #else
   for (long long u0 = tid; u0 < units; u0 += FJK_STAGE_BATCH * (long long)nt) {
     fj_vec<unsigned int, 4> x[FJK_STAGE_BATCH];
@@ -104,6 +104,12 @@ FJK_FN void fjk_stage_row(T* dst, const T* src, long long n, unsigned long long 
     for (int j = 0; j < FJK_STAGE_BATCH; ++j)
       if (u0 + j * nt < units) fj_vstore<unsigned int, 4>(d + 4 * (u0 + j * nt), x[j]);
   }
+#endif
+}
+// Waits for this thread's copies of fjk_stage_row to land (cp.async's; the other forms are done).
+FJK_FN void fjk_stage_wait() {
+#if defined(FJ_DEVICE_CODE) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
 }
 // A bool input's row is cached as 0 or 1 (fj_bool_in: any nonzero byte is true), element by element.
@@ -1210,6 +1216,7 @@ struct ReduceGen {
       }
       s += fmt::format("  for ({0} k = ({0})fj_tid; k < row_len; k += ({0})fj_nt) {{\n", k.idx) + indent(body, 2) + "  }\n";
     }
+    if (red_j.size() == 1) s += "  fjk_stage_wait();\n";
     return "  if (fj_rc) {  // the row on chip: copied by the whole block, then every pass reads it there\n" + indent(s, 2) +
            "    if (fj_nt > 1) fj_red_sync();\n  }\n";
   }

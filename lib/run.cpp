@@ -19,6 +19,7 @@
 #include "jit/nvrtc.h"
 #include "fusejit/report.h"
 #include "lib/internal.h"
+#include "lib/program_impl.h"
 #include "lib/report_format.h"
 
 namespace fusejit {
@@ -372,12 +373,14 @@ void describe_program(RunReport& rep, const Program& prog, const Options& o) {
   if (o.row_split == 1) rep.plan += "; reduction rows never split (" + split + ")";
   if (o.row_split > 1) rep.plan += "; reduction rows of over one chunk split in up to " + std::to_string(o.row_split) +
                                    " parts, one per 8,192 elements (" + split + ")";
+  const std::string limit = option_name(OptionField::RowCacheLimit, o.message_style) + (cli ? " " : " = ") +
+                            std::to_string(o.row_cache_limit);
   if (!o.row_cache)
-    rep.plan += std::string("; rows re-read by every pass (") + (cli ? "--no-row-cache" : "Options::row_cache = false") + ")";
-  else if (o.row_cache_limit > 0)
-    rep.plan += "; row caches of at most " + std::to_string(o.row_cache_limit) + " B (" +
-                option_name(OptionField::RowCacheLimit, o.message_style) + (cli ? " " : " = ") +
-                std::to_string(o.row_cache_limit) + ")";
+    rep.plan += std::string("; rows re-read by every pass (") + (cli ? "--no-row-cache" : "Options::row_cache = false") +
+                (o.row_cache_limit > 0 ? ", so " + limit + " has no effect" : "") + ")";
+  else if (o.row_cache_limit > 0)  // the limit that applies: capped by the GPU's (Program::Impl::rules)
+    rep.plan += "; row caches of at most " + std::to_string(prog.impl().rules.row_cache_limit) + " B (" + limit +
+                (prog.impl().rules.row_cache_limit < o.row_cache_limit ? ", capped by the GPU's" : "") + ")";
 }
 
 void save_outputs(const ir::Graph& g, const RunReport& rep, const std::vector<HostTensor>& outputs, const RunOptions& ro) {

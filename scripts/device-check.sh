@@ -142,7 +142,7 @@ done
 # registers (full occupancy: does it need more bytes in flight?). Then the row split's thresholds
 # (ir::choose_row_split, unmeasured): grad_norm in one block against its 512-block split, and a
 # vocabulary-sized logsumexp row (1 x 128256, under the threshold) split in 8 parts against one block.
-# Then the row cache (docs/ops.md, "The row on chip"; its limit, the GPU's opt-in shared memory less 9 KiB, is unmeasured): softmax and
+# Then the row cache (docs/ops.md, "The row on chip"; its limit, the GPU's opt-in shared memory less 12 KiB, is unmeasured): softmax and
 # LayerNorm with every pass reading memory, and softmax over rows of 1,024 and 32,768 elements (the
 # issue's range; 32,768 f32 is a 128 KiB row cache on the H200, its passes re-read under a 48 KiB
 # limit: both run, and bf16 RMSNorm over 32,768-element rows, a 64 KiB row, with and without it) at the same 64 MiB, the

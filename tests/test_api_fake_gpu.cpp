@@ -277,8 +277,8 @@ TEST_CASE("a 48 KiB row cache launches: the kernel opts in to dynamic shared mem
   REQUIRE(fake_cuda::st().launches.size() == 1);
   CHECK(fake_cuda::st().launches[0].shared_bytes == 49152u);
   // The fast entry of a kernel whose row stays on chip opts in to the device's row cache limit:
-  // its opt-in maximum (the fake's 99 KiB) less kRowCacheStaticReserve (9 KiB).
-  CHECK(fake_cuda::st().max_dynamic_shared[p.kernels(fj::PlanKind::Fused)[0].name] == 92160);
+  // its opt-in maximum (the fake's 99 KiB) less kRowCacheStaticReserve (12 KiB).
+  CHECK(fake_cuda::st().max_dynamic_shared[p.kernels(fj::PlanKind::Fused)[0].name] == 87 * 1024);
   const std::vector<fj::HostTensor> want = cpu_outputs(text, {2, 12288}, vx);
   CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
   // Without the opt-in the driver refuses the launch (the failure this guards against).
@@ -288,7 +288,7 @@ TEST_CASE("a 48 KiB row cache launches: the kernel opts in to dynamic shared mem
 
 TEST_CASE("the row cache limit follows the GPU's opt-in shared memory; Options::row_cache_limit lowers it") {
   // Softmax over rows of 32,768 f32: a 131,072 B row. It stays on chip on a GPU whose blocks may
-  // opt in to 227 KiB (sm_90: 218 KiB limit), not on one of 99 KiB (sm_86/89: 90 KiB), nor under a
+  // opt in to 227 KiB (sm_90: 215 KiB limit), not on one of 99 KiB (sm_86/89: 87 KiB), nor under a
   // row_cache_limit of 48 KiB; the same bits every way.
   const std::string text = "graph sm\ninput x : f32[2, 32768]\ny = softmax(x, -1)\noutput y\n";
   const std::vector<float> vx = patterned(2 * 32768, 97.0f, 5.0f);
@@ -313,6 +313,20 @@ TEST_CASE("the row cache limit follows the GPU's opt-in shared memory; Options::
     CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
   }
   FakeGpu gpu;
+  {  // run_graph's plan line gives the limit that applies: a larger one is capped by the GPU's
+    auto sm = fj::Graph::parse(text);
+    fj::RunOptions ro;
+    ro.options.backend = fj::Backend::Cuda;
+    ro.options.row_cache_limit = 1 << 30;
+    ro.warmup = 0;
+    ro.repeats = 1;
+    fj::Program p = fj::Program::compile(sm, ro.options);
+    auto keep = emulate(p);
+    const fj::RunReport r = fj::run_graph(sm, ro);
+    CHECK_MESSAGE(r.plan.find("row caches of at most 89088 B (Options::row_cache_limit = 1073741824, capped by the GPU's)") !=
+                      std::string::npos,
+                  r.plan);
+  }
   fj::Options o;
   o.backend = fj::Backend::Cuda;
   o.row_cache_limit = -1;

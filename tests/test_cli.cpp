@@ -442,6 +442,9 @@ TEST_CASE("--no-row-cache: every pass reads memory, the outputs are the same bit
   Result limited = run(base + (dir / "limited").string() + " --row-cache-limit 1000");
   REQUIRE_MESSAGE(limited.code == 0, limited.out);
   CHECK(limited.out.find("row caches of at most 1000 B (--row-cache-limit 1000)") != std::string::npos);
+  Result both = run(base + (dir / "both").string() + " --no-row-cache --row-cache-limit 16");
+  CHECK(both.out.find("rows re-read by every pass (--no-row-cache, so --row-cache-limit 16 has no effect)") !=
+        std::string::npos);
   // x's 72 kB read by 3 passes instead of once: 168 kB moved becomes 312 kB.
   CHECK(on.out.find("168.00 kB") != std::string::npos);
   CHECK(limited.out.find("312.00 kB") != std::string::npos);

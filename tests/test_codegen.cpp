@@ -495,7 +495,7 @@ jit::GeneratedKernel stage_row_kernel(const std::string& name, const std::string
   const std::string params = fmt::format("const {}* src, {}* dst, long long n, unsigned long long stride", s, t);
   for (const char* suffix : {"", "_s"})
     k.source += fmt::format("extern \"C\" __global__ void {}{}({}) {{\n"
-                            "  fjk_stage_row(dst, src, n, stride, (int)threadIdx.x, (int)blockDim.x);\n}}\n",
+                            "  fjk_stage_row(dst, src, n, stride, (int)threadIdx.x, (int)blockDim.x);\n  fjk_stage_wait();\n}}\n",
                             name, suffix, params);
   using jit::ArgKind;
   k.signature.args = {{ArgKind::InputPtr, 0, -1, -1, ir::DType::F32, 8, "src", "const " + s + "*"},

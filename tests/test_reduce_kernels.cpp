@@ -199,6 +199,31 @@ TEST_CASE("random graphs with reductions: fused, unfused and reference agree") {
   check_all(cases);
 }
 
+TEST_CASE("the row cache limit: the GPU's opt-in shared memory less the static reserve; sizes that saturate never fit") {
+  CHECK(ir::row_cache_limit_for(227 * 1024) == 215 * 1024);  // sm_90
+  CHECK(ir::row_cache_limit_for(163 * 1024) == 151 * 1024);  // sm_80
+  CHECK(ir::row_cache_limit_for(64 * 1024) == 52 * 1024);    // sm_75
+  CHECK(ir::row_cache_limit_for(48 * 1024) == 48 * 1024);    // never under the 48 KiB default
+  const int f32[] = {4}, two[] = {1, 8};
+  CHECK(ir::row_cache_bytes(two, 17) == 32 + 144);  // each input's row rounded up to 16 bytes
+  CHECK(ir::row_cache_at(two, 17, 1, 176) == 176);
+  CHECK(ir::row_cache_at(two, 17, 1, 175) == 0);
+  CHECK(ir::row_cache_at(two, 17, 2, 176) == 0);  // a split row is never on chip
+  // A row of 2^62 f32 takes 2^64 bytes: its size saturates at INT64_MAX and does not fit even
+  // under the largest limit.
+  CHECK(ir::row_cache_bytes(f32, int64_t{1} << 62) == INT64_MAX);
+  CHECK(ir::row_cache_at(f32, int64_t{1} << 62, 1, INT64_MAX) == 0);
+  // The plan says a row's size as rounded, and what it was.
+  const ir::Graph g = ir::parse_graph("input x : f32[2, 7]\ny = softmax(x, -1)\noutput y\n", "t.txt");
+  ir::PlanOptions po;
+  po.rules.row_cache_limit = 28;
+  const ir::Plan plan = ir::plan_fusion(g, po);
+  REQUIRE(plan.groups.size() == 1);
+  CHECK_MESSAGE(plan.groups[0].note.find("a row of x takes 32 B (28 B, each input's row rounded up to 16), over the 28 B row cache") !=
+                    std::string::npos,
+                plan.groups[0].note);
+}
+
 TEST_CASE("few long rows split over blocks (several launches) and give the reference's bits") {
   CHECK(ir::choose_row_split(1, 32 * 8192) == 8);
   CHECK(ir::choose_row_split(1, 31 * 8192) == 1);      // 31 chunks: one block

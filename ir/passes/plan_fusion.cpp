@@ -431,8 +431,14 @@ std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroup
   if (!split.block_rows) return fmt::format(", each reading {} from memory (a column kernel keeps no row on chip)", names);
   if (split.blocks_per_row > 1) return fmt::format(", each reading {} from memory (a split row is not kept on chip)", names);
   if (!rules.row_cache) return fmt::format(", each reading {} from memory (the row cache is off)", names);
-  return fmt::format(", each reading {} from memory: a row of {} takes {} B, over the {} B row cache", names, names, bytes,
-                     rules.row_cache_limit);
+  int64_t exact = 0;  // the rows' bytes before rounding each up to 16
+  for (int size : row_cache_element_sizes(g, info))
+    exact = add_bytes(exact, mul_bytes(reduce_length(fg.iter_shape, fg.reduce_mask), size));
+  const std::string rounded = exact == bytes ? "" : fmt::format(" ({} B, each input's row rounded up to 16)", exact);
+  // The default without a GPU says so: `fusejit plan` on a GPU machine plans without the GPU.
+  const std::string which = rules.row_cache_limit == kRowCacheBytes ? " (48 KiB, the limit without a GPU)" : "";
+  return fmt::format(", each reading {} from memory: a row of {} takes {} B{}, over the {} B row cache{}", names, names,
+                     bytes, rounded, rules.row_cache_limit, which);
 }
 
 // "reduces axes [1] of [N, 4096] (2 reductions: 3 passes over each row, the row kept on chip (16384 B

@@ -399,14 +399,6 @@ class Program:
         return f"<fusejit.Program {self.graph.name!r} on {self.target}, {len(self.kernels)} kernel(s)>"
 
 
-def _check_int64(value: Any, name: str, meaning: str) -> None:
-    # As Graph.plan checks them (python/src/module.cpp, split_arg): a bool would read as 0 or 1.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int ({meaning}), not {value!r}")
-    if not -2**63 <= value < 2**63:
-        raise ValueError(f"{name} {value} is outside int64")
-
-
 def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, backend: str = "auto",
             cache_dir: str | None = None, disk_cache: bool = True, nvrtc_options: Sequence[str] = (),
             device: int = 0, dump_dir: str | None = None, build_unfused: bool = False,
@@ -424,13 +416,9 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
     over blocks"). row_cache: reduction kernels keep a row their passes share in shared memory when
     it fits in row_cache_limit bytes (False: every pass reads memory; the same bits either way;
     docs/ops.md, "The row on chip"). row_cache_limit: 0, fusejit's rule (on a GPU the shared
-    memory a block may opt in to less 9 KiB, 227 KiB - 9 KiB on sm_90; 48 KiB on the CPU); N, at
+    memory a block may opt in to less 12 KiB, 227 KiB - 12 KiB on sm_90; 48 KiB on the CPU); N, at
     most N bytes, capped by the GPU's. Raises UserError, CompileError, DriverError.
     """
-    if not isinstance(row_cache, bool):
-        raise TypeError(f"row_cache must be True or False, not {row_cache!r}")
-    _check_int64(row_split, "row_split", "0: fusejit's rule, 1: never split, N parts")
-    _check_int64(row_cache_limit, "row_cache_limit", "0: fusejit's rule, N: at most N bytes")
     return Program(_fusejit.compile(graph, fast_math, arch, backend, cache_dir, disk_cache, list(nvrtc_options),
                                     device, dump_dir, build_unfused, row_split, row_cache, row_cache_limit))
 

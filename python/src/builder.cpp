@@ -59,11 +59,14 @@ nb::object scalar_item(nb::handle h) {
 
 // An int argument within int64: a Python int or an integer NumPy scalar (anything with
 // __index__), not a bool.
+bool bool_like(nb::handle h) {
+  return PyBool_Check(h.ptr()) || (nb::hasattr(h, "dtype") && nb::hasattr(h.attr("dtype"), "kind") &&
+                                   nb::cast<std::string>(nb::str(h.attr("dtype").attr("kind"))) == "b");
+}
+
 int64_t int_arg(nb::handle h, const std::string& what) {
-  const bool boolean = PyBool_Check(h.ptr()) || (nb::hasattr(h, "dtype") && nb::hasattr(h.attr("dtype"), "kind") &&
-                                                 nb::cast<std::string>(nb::str(h.attr("dtype").attr("kind"))) == "b");
   nb::object index;
-  if (!boolean) {
+  if (!bool_like(h)) {
     PyObject* i = PyNumber_Index(h.ptr());
     if (i) index = nb::steal(i);
     else PyErr_Clear();

@@ -235,14 +235,31 @@ fusejit::DimValues to_dims(const std::optional<nb::dict>& dims) {
   return out;
 }
 
-// An int option of Graph.plan, as compile() checks it in __init__.py: an int, not a bool, within
-// int64 (TypeError, ValueError).
-int64_t split_arg(nb::handle v, const std::string& name, const std::string& meaning) {
-  if (PyBool_Check(v.ptr()) || !PyLong_Check(v.ptr()))
-    throw nb::type_error((name + " must be an int (" + meaning + "), not " + nb::cast<std::string>(nb::repr(v))).c_str());
-  int64_t out = 0;
-  if (!nb::try_cast(v, out)) throw nb::value_error((name + " " + nb::cast<std::string>(nb::repr(v)) + " is outside int64").c_str());
-  return out;
+// The reduction options of compile() and Graph.plan, checked alike: row_split and
+// row_cache_limit ints (a NumPy integer too; not a bool: True would read as 1 part) within int64
+// (TypeError, ValueError; < 0 is refused by the library: UserError), row_cache a bool.
+void split_options(fusejit::Options& o, nb::handle row_split, nb::handle row_cache, nb::handle row_cache_limit) {
+  auto int64_option = [](nb::handle v, const std::string& name, const std::string& meaning) {
+    nb::object index;
+    if (!fusejit_py::bool_like(v)) {
+      PyObject* i = PyNumber_Index(v.ptr());
+      if (i) index = nb::steal(i);
+      else PyErr_Clear();
+    }
+    if (!index.is_valid())
+      throw nb::type_error((name + " must be an int (" + meaning + "), not " + nb::cast<std::string>(nb::repr(v))).c_str());
+    int64_t out = 0;
+    if (!nb::try_cast(index, out))
+      throw nb::value_error((name + " " + nb::cast<std::string>(nb::repr(index)) + " is outside int64").c_str());
+    return out;
+  };
+  o.row_split = int64_option(row_split, "row_split", "0: fusejit's rule, 1: never split, N parts");
+  o.row_cache_limit = int64_option(row_cache_limit, "row_cache_limit", "0: fusejit's rule, N: at most N bytes");
+  if (!fusejit_py::bool_like(row_cache))
+    throw nb::type_error(("row_cache must be True or False, not " + nb::cast<std::string>(nb::repr(row_cache))).c_str());
+  const int on = PyObject_IsTrue(row_cache.ptr());  // -1: an array of several bools (ValueError)
+  if (on < 0) throw nb::python_error();
+  o.row_cache = on == 1;
 }
 
 nb::dict dims_to_py(const fusejit::DimValues& dims) {
@@ -372,25 +389,23 @@ void bind_graph(nb::module_& m) {
       .def("to_text", &Graph::to_text)
       .def(
           "plan",
-          [](const Graph& g, bool fast_math, nb::handle row_split, bool row_cache, nb::handle row_cache_limit) {
-            // As compile(): ints, not bools (True would read as 1 part); < 0 refused by plan_graph.
+          [](const Graph& g, bool fast_math, nb::handle row_split, nb::handle row_cache, nb::handle row_cache_limit) {
             fusejit::Options o;
-            o.row_split = split_arg(row_split, "row_split", "0: fusejit's rule, 1: never split, N parts");
-            o.row_cache_limit = split_arg(row_cache_limit, "row_cache_limit", "0: fusejit's rule, N: at most N bytes");
+            split_options(o, row_split, row_cache, row_cache_limit);
             o.fast_math = fast_math;
-            o.row_cache = row_cache;
             o.message_style = fusejit::MessageStyle::Python;
             std::string json = released([&] { return fusejit::plan_graph(g, o).json; });
             return nb::module_::import_("json").attr("loads")(json);
           },
-          "fast_math"_a = false, "row_split"_a.none() = 0, "row_cache"_a = true, "row_cache_limit"_a.none() = 0)
+          "fast_math"_a = false, "row_split"_a.none() = 0, "row_cache"_a.none() = true,
+          "row_cache_limit"_a.none() = 0)
       .def("__repr__", [](const Graph& g) { return "<fusejit.Graph " + g.name() + ">"; });
 }
 
 fusejit::Options make_options(bool fast_math, std::optional<std::string> arch, std::string_view backend,
                               std::optional<std::string> cache_dir, bool disk_cache,
                               std::vector<std::string> nvrtc_options, int device, std::optional<std::string> dump_dir,
-                              bool build_unfused, int64_t row_split, bool row_cache, int64_t row_cache_limit) {
+                              bool build_unfused, nb::handle row_split, nb::handle row_cache, nb::handle row_cache_limit) {
   fusejit::Options o;
   o.fast_math = fast_math;
   o.arch = arch.value_or("");
@@ -401,9 +416,7 @@ fusejit::Options make_options(bool fast_math, std::optional<std::string> arch, s
   o.device = device;
   o.dump_dir = dump_dir.value_or("");
   o.build_unfused = build_unfused;
-  o.row_split = row_split;
-  o.row_cache = row_cache;
-  o.row_cache_limit = row_cache_limit;
+  split_options(o, row_split, row_cache, row_cache_limit);
   o.message_style = fusejit::MessageStyle::Python;  // messages name `arch`, `row_split`, ...
   return o;
 }
@@ -437,20 +450,20 @@ void bind_program(nb::module_& m) {
       "compile",
       [](const fusejit::Graph& g, bool fast_math, std::optional<std::string> arch, std::string_view backend,
          std::optional<std::string> cache_dir, bool disk_cache, std::vector<std::string> nvrtc_options, int device,
-         std::optional<std::string> dump_dir, bool build_unfused, int64_t row_split, bool row_cache,
-         int64_t row_cache_limit) {
+         std::optional<std::string> dump_dir, bool build_unfused, nb::handle row_split, nb::handle row_cache,
+         nb::handle row_cache_limit) {
         fusejit::Options o = make_options(fast_math, std::move(arch), backend, std::move(cache_dir), disk_cache,
                                           std::move(nvrtc_options), device, std::move(dump_dir), build_unfused,
                                           row_split, row_cache, row_cache_limit);
         return released([&] { return Program::compile(g, o); });
       },
       "graph"_a, "fast_math"_a, "arch"_a, "backend"_a, "cache_dir"_a, "disk_cache"_a, "nvrtc_options"_a, "device"_a,
-      "dump_dir"_a, "build_unfused"_a, "row_split"_a, "row_cache"_a, "row_cache_limit"_a);
+      "dump_dir"_a, "build_unfused"_a, "row_split"_a.none(), "row_cache"_a.none(), "row_cache_limit"_a.none());
   m.def(
       "load",
       [](const std::string& dir, std::optional<std::string> cache_dir, bool disk_cache, int device) {
         fusejit::Options o = make_options(false, std::nullopt, "auto", std::move(cache_dir), disk_cache, {}, device,
-                                          std::nullopt, false, 0, true, 0);
+                                          std::nullopt, false, nb::int_(0), nb::bool_(true), nb::int_(0));
         return released([&] { return Program::load(dir, o); });
       },
       "dir"_a, "cache_dir"_a, "disk_cache"_a, "device"_a);

@@ -18,6 +18,10 @@ fusejit::DType parse_dtype(std::string_view name);
 // "<what>: expected an int, got T" otherwise, Error(User) past int64 (python/src/builder.cpp).
 int64_t int_arg(nanobind::handle h, const std::string& what);
 
+// Whether `h` is a bool: Python's, or a NumPy/PyTorch one (a dtype of kind "b"), which would
+// otherwise pass as the int 0 or 1.
+bool bool_like(nanobind::handle h);
+
 // A bool, int or float (or a NumPy/PyTorch 0-d one) as a Scalar; TypeError "<what>: expected a
 // bool, int or float, got T" otherwise.
 fusejit::Scalar to_scalar(nanobind::handle h, const std::string& what);

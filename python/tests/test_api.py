@@ -393,14 +393,18 @@ def test_row_cache_off_gives_the_same_bits(rng):
                             "v = mean(d * d, -1, keepdim)\ny = d * rsqrt(v + 1e-5)\noutput y\n")
     assert "the row kept on chip (8000 B" in g.plan()["fused"]["groups"][0]["note"]
     assert g.plan()["fused"]["groups"][0]["row_cache_bytes"] == 8000
-    # row_cache_limit lowers the limit: the 8,000 B rows no longer fit 4,096 B.
+    # row_cache_limit lowers the limit: the 8,000 B rows no longer fit 4,096 B (a NumPy integer too).
     assert g.plan(row_cache_limit=4096)["fused"]["groups"][0]["row_cache_bytes"] == 0
+    assert g.plan(row_cache_limit=np.int64(4096))["fused"]["groups"][0]["row_cache_bytes"] == 0
+    assert g.plan(row_cache=np.False_)["fused"]["groups"][0]["row_cache_bytes"] == 0
     for call in (lambda v: fusejit.compile(g, backend="cpu", row_cache_limit=v),
                  lambda v: g.plan(row_cache_limit=v)):
         with pytest.raises(fusejit.UserError, match="row_cache_limit -1: must be >= 0"):
             call(-1)
         with pytest.raises(TypeError, match="row_cache_limit must be an int"):
             call(1.5)
+        with pytest.raises(TypeError, match="row_cache_limit must be an int"):
+            call(np.True_)
         with pytest.raises(ValueError, match="row_cache_limit 1180591620717411303424 is outside int64"):
             call(2**70)
     x = rng.standard_normal((4, 2000), dtype=np.float32)
@@ -414,8 +418,11 @@ def test_row_cache_off_gives_the_same_bits(rng):
     assert prog.kernels[0].read_bytes == 3 * x.nbytes
     assert "each reading x from memory (the row cache is off)" in prog.plan_text
     assert g.plan(row_cache=False)["fused"]["groups"][0]["reread_bytes"] == 2 * x.nbytes
-    with pytest.raises(TypeError, match="row_cache must be True or False"):
-        fusejit.compile(g, backend="cpu", row_cache=0)
+    for call in (lambda v: fusejit.compile(g, backend="cpu", row_cache=v), lambda v: g.plan(row_cache=v)):
+        with pytest.raises(TypeError, match="row_cache must be True or False, not 0"):
+            call(0)
+        with pytest.raises(ValueError, match="truth value of an array"):
+            call(np.array([True, False]))
 
 
 def test_bool_inputs_read_any_nonzero_byte_as_true():

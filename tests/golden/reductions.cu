@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_e9b95f44c9c8d631 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_e9b95f44c9c8d631_s for any strides.
+// Entry points: fj_reductions_3b1d113ea7e4b00b for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_3b1d113ea7e4b00b_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_reductions_e9b95f44c9c8d631_rows(
+static __device__ __forceinline__ void fj_reductions_3b1d113ea7e4b00b_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -55,6 +55,7 @@ static __device__ __forceinline__ void fj_reductions_e9b95f44c9c8d631_rows(
     const unsigned long long ob_v18 = (unsigned long long)c0 * ost_v18_0;
     if (fj_rc) {  // the row on chip: copied by the whole block, then every pass reads it there
       fjk_stage_row(fj_rc_v0, in_v0 + ib_v0, (long long)row_len, fj_ist_v0, fj_tid, fj_nt);
+      fjk_stage_wait();
       if (fj_nt > 1) fj_red_sync();
     }
     // The rows the passes read: on chip when the launch keeps them there, else in memory
@@ -148,7 +149,7 @@ static __device__ __forceinline__ void fj_reductions_e9b95f44c9c8d631_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_e9b95f44c9c8d631(
+extern "C" __global__ void fj_reductions_3b1d113ea7e4b00b(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -169,9 +170,9 @@ extern "C" __global__ void fj_reductions_e9b95f44c9c8d631(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_e9b95f44c9c8d631_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_3b1d113ea7e4b00b_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_e9b95f44c9c8d631_s(
+extern "C" __global__ void fj_reductions_3b1d113ea7e4b00b_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -192,7 +193,7 @@ extern "C" __global__ void fj_reductions_e9b95f44c9c8d631_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_e9b95f44c9c8d631_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_3b1d113ea7e4b00b_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.

@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_rmsnorm_682717bd7060467d for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_682717bd7060467d_s for any strides.
+// Entry points: fj_rmsnorm_2999b21e866d3887 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_2999b21e866d3887_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_rmsnorm_682717bd7060467d_rows(
+static __device__ __forceinline__ void fj_rmsnorm_2999b21e866d3887_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -55,6 +55,7 @@ static __device__ __forceinline__ void fj_rmsnorm_682717bd7060467d_rows(
     const unsigned long long ob_v10 = (unsigned long long)c0 * ost_v10_0;
     if (fj_rc) {  // the row on chip: copied by the whole block, then every pass reads it there
       fjk_stage_row(fj_rc_v0, in_v0 + ib_v0, (long long)row_len, fj_ist_v0, fj_tid, fj_nt);
+      fjk_stage_wait();
       if (fj_nt > 1) fj_red_sync();
     }
     // The rows the passes read: on chip when the launch keeps them there, else in memory
@@ -124,7 +125,7 @@ static __device__ __forceinline__ void fj_rmsnorm_682717bd7060467d_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_rmsnorm_682717bd7060467d(
+extern "C" __global__ void fj_rmsnorm_2999b21e866d3887(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -145,9 +146,9 @@ extern "C" __global__ void fj_rmsnorm_682717bd7060467d(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_682717bd7060467d_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_2999b21e866d3887_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_rmsnorm_682717bd7060467d_s(
+extern "C" __global__ void fj_rmsnorm_2999b21e866d3887_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -168,6 +169,6 @@ extern "C" __global__ void fj_rmsnorm_682717bd7060467d_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_682717bd7060467d_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_2999b21e866d3887_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 

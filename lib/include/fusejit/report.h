@@ -119,10 +119,11 @@ struct PlanReport {
   int fused_kernels = 0, unfused_kernels = 0;
 };
 PlanReport plan_graph(const Graph& graph, bool fast_math = false);
-/// The same with `options`' fast_math, and its row_split and row_cache: the plan's notes and traffic
-/// then say how reduction kernels run under them (docs/ops.md, "The row on chip", "A row split over
-/// blocks"). The other options do not change a plan. Errors as plan_graph(graph, fast_math), and
-/// Error(User) for a row_split below 0 (as Program::compile).
+/// The same with `options`' fast_math, and its row_split, row_cache and row_cache_limit: the plan's
+/// notes and traffic then say how reduction kernels run under them (docs/ops.md, "The row on chip",
+/// "A row split over blocks"; planned without a GPU, so row_cache_limit 0 means 48 KiB). The other
+/// options do not change a plan. Errors as plan_graph(graph, fast_math), and Error(User) for a
+/// row_split or row_cache_limit below 0 (as Program::compile).
 PlanReport plan_graph(const Graph& graph, const Options& options);
 
 /// `fusejit compile`: generates and compiles every kernel of both plans ahead of time (no GPU
