@@ -222,6 +222,14 @@ TEST_CASE("the row cache limit: the GPU's opt-in shared memory less the static r
   CHECK_MESSAGE(plan.groups[0].note.find("a row of x takes 32 B (28 B, each input's row rounded up to 16), over the 28 B row cache") !=
                     std::string::npos,
                 plan.groups[0].note);
+  // A row past 2^63 - 1 bytes says so, whatever the limit.
+  const ir::Graph huge = ir::parse_graph("dim L = 2305843009213693951\ninput x : f32[1, L]\ny = softmax(x, -1)\noutput y\n", "t.txt");
+  po.rules.row_cache_limit = INT64_MAX;
+  po.rules.row_split = 1;
+  const ir::Plan hp = ir::plan_fusion(huge, po);
+  REQUIRE(hp.groups.size() == 1);
+  CHECK_MESSAGE(hp.groups[0].note.find("each reading x from memory: a row of x takes more than 2^63 - 1 bytes") != std::string::npos,
+                hp.groups[0].note);
 }
 
 TEST_CASE("few long rows split over blocks (several launches) and give the reference's bits") {

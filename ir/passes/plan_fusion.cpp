@@ -431,6 +431,8 @@ std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroup
   if (!split.block_rows) return fmt::format(", each reading {} from memory (a column kernel keeps no row on chip)", names);
   if (split.blocks_per_row > 1) return fmt::format(", each reading {} from memory (a split row is not kept on chip)", names);
   if (!rules.row_cache) return fmt::format(", each reading {} from memory (the row cache is off)", names);
+  if (bytes == INT64_MAX)  // saturated (row_cache_bytes): no memory holds it
+    return fmt::format(", each reading {} from memory: a row of {} takes more than 2^63 - 1 bytes", names, names);
   int64_t exact = 0;  // the rows' bytes before rounding each up to 16
   for (int size : row_cache_element_sizes(g, info))
     exact = add_bytes(exact, mul_bytes(reduce_length(fg.iter_shape, fg.reduce_mask), size));

@@ -255,11 +255,11 @@ void split_options(fusejit::Options& o, nb::handle row_split, nb::handle row_cac
   };
   o.row_split = int64_option(row_split, "row_split", "0: fusejit's rule, 1: never split, N parts");
   o.row_cache_limit = int64_option(row_cache_limit, "row_cache_limit", "0: fusejit's rule, N: at most N bytes");
-  if (!fusejit_py::bool_like(row_cache))
+  // A bool, or a NumPy bool scalar or 0-d array; not an array of bools, whatever its size.
+  const bool scalar = !nb::hasattr(row_cache, "ndim") || nb::cast<int64_t>(row_cache.attr("ndim")) == 0;
+  if (!fusejit_py::bool_like(row_cache) || !scalar)
     throw nb::type_error(("row_cache must be True or False, not " + nb::cast<std::string>(nb::repr(row_cache))).c_str());
-  const int on = PyObject_IsTrue(row_cache.ptr());  // -1: an array of several bools (ValueError)
-  if (on < 0) throw nb::python_error();
-  o.row_cache = on == 1;
+  o.row_cache = PyObject_IsTrue(row_cache.ptr()) == 1;
 }
 
 nb::dict dims_to_py(const fusejit::DimValues& dims) {

@@ -421,8 +421,10 @@ def test_row_cache_off_gives_the_same_bits(rng):
     for call in (lambda v: fusejit.compile(g, backend="cpu", row_cache=v), lambda v: g.plan(row_cache=v)):
         with pytest.raises(TypeError, match="row_cache must be True or False, not 0"):
             call(0)
-        with pytest.raises(ValueError, match="truth value of an array"):
-            call(np.array([True, False]))
+        for array in (np.array([True]), np.array([True, False])):
+            with pytest.raises(TypeError, match="row_cache must be True or False, not array"):
+                call(array)
+    assert g.plan(row_cache=np.array(False))["fused"]["groups"][0]["row_cache_bytes"] == 0  # 0-d
 
 
 def test_bool_inputs_read_any_nonzero_byte_as_true():
