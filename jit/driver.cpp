@@ -114,6 +114,7 @@ std::shared_ptr<const Driver> Driver::load(const char* library) {
   FJ_RESOLVE(cuModuleUnload);
   FJ_RESOLVE(cuModuleGetFunction);
   FJ_RESOLVE(cuFuncSetAttribute);
+  FJ_RESOLVE(cuFuncGetAttribute);
   FJ_RESOLVE(cuOccupancyMaxPotentialBlockSize);
   FJ_RESOLVE(cuOccupancyMaxActiveBlocksPerMultiprocessor);
   FJ_RESOLVE(cuLaunchKernel);

@@ -62,6 +62,8 @@ inline constexpr int kAttrMaxSharedMemoryPerBlockOptin = 97;
 // (above 48 KiB in all with its static shared memory only after this opt-in; CUDA C++ Programming
 // Guide, "Shared Memory").
 inline constexpr int kFuncAttrMaxDynamicSharedSizeBytes = 8;
+// CUfunction_attribute: the function's static shared memory in bytes (its __shared__ arrays).
+inline constexpr int kFuncAttrSharedSizeBytes = 1;
 // CUjit_option values for the JIT error log of cuModuleLoadDataEx.
 inline constexpr int kJitErrorLogBuffer = 5;
 inline constexpr int kJitErrorLogBufferSizeBytes = 6;
@@ -93,6 +95,7 @@ struct DriverApi {
   cu::Result (*cuModuleUnload)(cu::Module mod) = nullptr;
   cu::Result (*cuModuleGetFunction)(cu::Function* fn, cu::Module mod, const char* name) = nullptr;
   cu::Result (*cuFuncSetAttribute)(cu::Function fn, int attribute, int value) = nullptr;
+  cu::Result (*cuFuncGetAttribute)(int* value, int attribute, cu::Function fn) = nullptr;
   cu::Result (*cuOccupancyMaxPotentialBlockSize)(int* min_grid, int* block, cu::Function fn,
                                                  cu::OccupancyB2DSize smem_fn, size_t smem,
                                                  int block_limit) = nullptr;

@@ -24,6 +24,7 @@ static_assert(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR == kAttrMaxBlock
 static_assert(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN == kAttrMaxSharedMemoryPerBlockOptin);
 static_assert(CU_JIT_ERROR_LOG_BUFFER == kJitErrorLogBuffer);
 static_assert(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES == kFuncAttrMaxDynamicSharedSizeBytes);
+static_assert(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES == kFuncAttrSharedSizeBytes);
 static_assert(sizeof(CUfunction_attribute) == sizeof(int));
 static_assert(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES == kJitErrorLogBufferSizeBytes);
 // The opaque handles are the same types as cuda.h's, and the scalar types have the same ABI.

@@ -98,9 +98,18 @@ GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<co
   fn.name = name;
   d.check(a.cuModuleGetFunction(&fn.fn, e.module, name.c_str()), "cuModuleGetFunction", name);
   int min_grid = 0, block = 0;
-  if (limits.max_dynamic_shared > 0)
-    d.check(a.cuFuncSetAttribute(fn.fn, cu::kFuncAttrMaxDynamicSharedSizeBytes, limits.max_dynamic_shared),
-            "cuFuncSetAttribute", name);
+  if (limits.max_dynamic_shared > 0) {
+    // Static and dynamic shared memory together may not pass the opt-in maximum: a kernel whose
+    // static shared memory is over ir::kRowCacheStaticReserve gets less (its row cache limit, too).
+    int static_shared = 0;
+    d.check(a.cuFuncGetAttribute(&static_shared, cu::kFuncAttrSharedSizeBytes, fn.fn), "cuFuncGetAttribute", name);
+    const int64_t room = dc->info().shared_per_block_optin - static_shared;
+    limits.max_dynamic_shared = static_cast<int>(std::clamp<int64_t>(room, 0, limits.max_dynamic_shared));
+    if (limits.max_dynamic_shared > 0)
+      d.check(a.cuFuncSetAttribute(fn.fn, cu::kFuncAttrMaxDynamicSharedSizeBytes, limits.max_dynamic_shared),
+              "cuFuncSetAttribute", name);
+  }
+  fn.max_dynamic_shared = limits.max_dynamic_shared;
   d.check(a.cuOccupancyMaxPotentialBlockSize(&min_grid, &block, fn.fn, nullptr, 0, std::max(0, limits.max_block)),
           "cuOccupancyMaxPotentialBlockSize", name);
   fn.block = block > 0 ? block : 256;

@@ -55,6 +55,9 @@ struct GpuFunction {
   // than none does, so a grid sized without it would run in two waves).
   static constexpr uint32_t kSharedStep = 4096;
   std::vector<int64_t> max_grid_shared;
+  // The dynamic shared memory a launch may ask for: FunctionLimits::max_dynamic_shared, less where
+  // the function's static shared memory leaves less room under the device's opt-in maximum.
+  int max_dynamic_shared = 0;
   // The grid cap of a launch with `shared_bytes` of dynamic shared memory per block: the cap at the
   // next step up (never more blocks than fit at once), max_grid without any.
   int64_t grid_cap(uint32_t shared_bytes) const {

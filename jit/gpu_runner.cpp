@@ -199,8 +199,14 @@ GpuProgram GpuProgram::load(std::shared_ptr<DeviceContext> dc, const ir::Graph& 
     p.kernels_.push_back(k.kernel);
   }
   p.bindings_ = std::make_shared<const PlanBindings>(g, plan);
-  ir::SplitRules rules = plan.rules;  // no larger row cache than the functions opted in to
+  // No larger row cache than every function with one could opt in to (its static shared memory
+  // may leave less room than ir::kRowCacheStaticReserve assumes: GpuFunction::max_dynamic_shared).
+  ir::SplitRules rules = plan.rules;
   rules.row_cache_limit = std::min(rules.row_cache_limit, ir::row_cache_limit_for(p.dc_->info().shared_per_block_optin));
+  for (size_t i = 0; i < p.kernels_.size(); ++i)
+    if (!p.kernels_[i].row_cache_sizes.empty())
+      for (const GpuFunction* fn : {&p.functions_[i], &p.on_chip_[i], &p.strided_[i]})
+        rules.row_cache_limit = std::min<int64_t>(rules.row_cache_limit, fn->max_dynamic_shared);
   p.state_ = make_launch_state(g, plan, *p.bindings_, [&](int variant, size_t gi) -> const GeneratedKernel& {
     FJ_CHECK(variant == 0, "GpuProgram: the kernels were generated for fewer elements than the graph has");
     return p.kernels_[gi];
@@ -275,6 +281,13 @@ void GpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool str
   const GpuProgram* p = variants_[group.variant];
   FJ_CHECK(p != nullptr, "GpuKernelRunner: the kernel variant is not loaded");
   const GpuFunction& fn = p->function(group_index, strided, group.row_cache_bytes > 0);
+  // The plan's row cache limit assumes at most ir::kRowCacheStaticReserve of static shared memory
+  // per kernel; a kernel with more says so here, not as the driver's CUDA_ERROR_INVALID_VALUE.
+  FJ_CHECK(group.row_cache_bytes <= fn.max_dynamic_shared,
+           fmt::format("kernel {}: its {} B row cache is over the {} B of dynamic shared memory its static shared "
+                       "memory leaves under the device's opt-in maximum (ir::kRowCacheStaticReserve is too small; "
+                       "Options::row_cache_limit lower, or row_cache false, avoids it)",
+                       fn.name, group.row_cache_bytes, fn.max_dynamic_shared));
   launch_kernel(dc_, fn, group_config(fn, group, items, vector), args, stream_);
 }
 

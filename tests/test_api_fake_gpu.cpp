@@ -312,6 +312,30 @@ TEST_CASE("the row cache limit follows the GPU's opt-in shared memory; Options::
     CHECK(fake_cuda::st().launches[0].block == (c.shared ? 256u : 64u));  // as the LayerNorm test above
     CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
   }
+  {  // A kernel whose static shared memory is over the 12 KiB reserve: its functions opt in to the
+     // room left (99 KiB - 20 KiB), and a row cache the plan allowed past that is an error naming
+     // the numbers (not the driver's CUDA_ERROR_INVALID_VALUE); a lower limit runs.
+    const std::string t2 = "graph sm\ninput x : f32[2, 20480]\ny = softmax(x, -1)\noutput y\n";
+    const std::vector<float> v2 = patterned(2 * 20480, 97.0f, 5.0f);
+    const std::vector<fj::HostTensor> want2 = cpu_outputs(t2, {2, 20480}, v2);
+    for (int64_t limit : {int64_t{0}, int64_t{79} * 1024}) {
+      CAPTURE(limit);
+      FakeGpu gpu;
+      fake_cuda::st().static_shared = 20480;
+      fj::Options o;
+      o.row_cache_limit = limit;
+      const fj::Program p = compile_cuda(t2, o);
+      if (limit == 0) {
+        CHECK_THROWS_WITH(launch_once(p, v2), doctest::Contains("its 81920 B row cache is over the 80896 B"));
+        continue;
+      }
+      const std::vector<float> y = launch_once(p, v2);
+      REQUIRE(fake_cuda::st().launches.size() == 1);
+      CHECK(fake_cuda::st().launches[0].shared_bytes == 0u);
+      CHECK(fake_cuda::st().max_dynamic_shared[p.kernels(fj::PlanKind::Fused)[0].name] == 79 * 1024);
+      CHECK(std::memcmp(y.data(), want2[0].data().data(), y.size() * 4) == 0);
+    }
+  }
   FakeGpu gpu;
   {  // run_graph's plan line gives the limit that applies: a larger one is capped by the GPU's
     auto sm = fj::Graph::parse(text);

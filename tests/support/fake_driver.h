@@ -161,6 +161,11 @@ inline cu::Result func_set_attribute(cu::Function f, int attribute, int value) {
   st().max_dynamic_shared[*reinterpret_cast<std::string*>(f)] = value;
   return 0;
 }
+inline cu::Result func_get_attribute(int* value, int attribute, cu::Function) { note("cuFuncGetAttribute");
+  if (attribute != cu::kFuncAttrSharedSizeBytes) return cu::kErrorInvalidValue;
+  *value = static_cast<int>(st().static_shared);
+  return 0;
+}
 inline cu::Result occ_block(int* min_grid, int* block, cu::Function, cu::OccupancyB2DSize, size_t, int limit) { note("cuOccupancyMaxPotentialBlockSize");
   *block = limit > 0 && limit < st().occ_block ? limit : st().occ_block;  // blockSizeLimit, as the driver
   *min_grid = st().sm_count * st().occ_blocks_per_sm;
@@ -257,6 +262,7 @@ inline DriverApi api() {
   a.cuModuleUnload = module_unload;
   a.cuModuleGetFunction = get_function;
   a.cuFuncSetAttribute = func_set_attribute;
+  a.cuFuncGetAttribute = func_get_attribute;
   a.cuOccupancyMaxPotentialBlockSize = occ_block;
   a.cuOccupancyMaxActiveBlocksPerMultiprocessor = occ_per_sm;
   a.cuLaunchKernel = launch;
