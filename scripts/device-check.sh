@@ -67,6 +67,12 @@ if [ $WARM -eq 1 ]; then
       >> "$OUTDIR/warm.log" 2>&1 || true
     timeout 300 "$FJ" compile "$ROOT/samples/graphs/bias_gelu.txt" --arch sm_90 --nvrtc-option=--maxrregcount=32 \
       -o "$OUTDIR/compiled/bias_gelu~regs32" >> "$OUTDIR/warm.log" 2>&1 || true
+    # Step 3b's reduction variants built with other NVRTC options.
+    for v in "softmax:-DFJ_RED_NO_VECTOR" "softmax_bf16:-DFJ_RED_NO_VECTOR" "rmsnorm:-DFJ_RED_NO_VECTOR" \
+             "softmax:-DFJ_RED_NO_WARP_TREE"; do
+      timeout 300 "$FJ" compile "$ROOT/samples/graphs/${v%%:*}.txt" --arch sm_90 --nvrtc-option="${v#*:}" \
+        -o "$OUTDIR/compiled/${v%%:*}~${v#*:-D}" >> "$OUTDIR/warm.log" 2>&1 || true
+    done
   fi
   say "cache now $(du -sh "$FUSEJIT_CACHE_DIR" 2>/dev/null | cut -f1); done in $(elapsed) s"
   exit $status
@@ -136,37 +142,41 @@ for g in "$ROOT"/samples/graphs/*.txt; do
   echo "   $name: exit $rc ($(elapsed) s)"
 done
 
-# 3b. Timing-only extras, budget permitting: bias_gelu at its full size (the checked run above
-# uses half the rows), in fast-math mode (f32 intermediates, fast erf: its compute ceiling, which
-# tells whether the strict kernel is bound by instruction issue or by memory), and capped at 32
-# registers (full occupancy: does it need more bytes in flight?). Then the row split's thresholds
+# 3b. Timing-only extras, budget permitting, issue 13's target first: softmax (f32, bf16), RMSNorm
+# and LayerNorm over rows of 1,024 and 32,768 elements (the samples run 4,096 or 1,024 above) at
+# 64 MiB of input (32 MiB for bf16 RMSNorm's 32,768-element rows), each against the copy bandwidth of the same run. Then
+# the row cache (docs/ops.md, "The row on chip"; its limit, the GPU's opt-in shared memory less
+# 12 KiB, is unmeasured): 32,768-element rows on chip (128 KiB of f32, 64 KiB of bf16 a block)
+# against a 48 KiB limit (re-read by every pass), softmax and LayerNorm with every pass reading
+# memory; the row kernels' scalar loads instead of their 16-byte vector path (-DFJ_RED_NO_VECTOR),
+# and the lane tree's nine block barriers instead of the warp tree's two (-DFJ_RED_NO_WARP_TREE,
+# ir/scalar/fj_reduce.h). Then bias_gelu at its full size (the checked run above uses half the
+# rows), in fast-math mode (f32 intermediates, fast erf: its compute ceiling, which tells whether
+# the strict kernel is bound by instruction issue or by memory), and capped at 32 registers (full
+# occupancy: does it need more bytes in flight?); the row split's thresholds
 # (ir::choose_row_split, unmeasured): grad_norm in one block against its 512-block split, and a
-# vocabulary-sized logsumexp row (1 x 128256, under the threshold) split in 8 parts against one block.
-# Then the row cache (docs/ops.md, "The row on chip"; its limit, the GPU's opt-in shared memory less 12 KiB, is unmeasured): softmax and
-# LayerNorm with every pass reading memory, and softmax over rows of 1,024 and 32,768 elements (the
-# issue's range; 32,768 f32 is a 128 KiB row cache on the H200, its passes re-read under a 48 KiB
-# limit: both run, and bf16 RMSNorm over 32,768-element rows, a 64 KiB row, with and without it) at the same 64 MiB, the
-# 1,024 rows also with the lane tree's nine block barriers instead of the warp tree's two
-# (-DFJ_RED_NO_WARP_TREE, ir/scalar/fj_reduce.h), and softmax (f32, bf16) and RMSNorm with the
-# row kernels' scalar loads instead of their 16-byte vector path (-DFJ_RED_NO_VECTOR). Last, a
-# column reduction with few columns (per-channel sums of [100352, 64]): split over 26 blocks (the
-# rule, ir::choose_column_split) against 2 blocks.
-for extra in "bias_gelu~full:bias_gelu:" "bias_gelu~fast-math:bias_gelu:--fast-math" \
+# vocabulary-sized logsumexp row (1 x 128256, under the threshold) split in 8 parts against one
+# block. Last, a column reduction with few columns (per-channel sums of [100352, 64]): split over
+# 26 blocks (the rule, ir::choose_column_split) against 2 blocks.
+for extra in "softmax~rows1024:softmax:--dim=N=16384 --dim=C=1024" \
+             "softmax~rows32768:softmax:--dim=N=512 --dim=C=32768" \
+             "softmax_bf16~rows32768:softmax_bf16:--dim=N=1024 --dim=C=32768" \
+             "rmsnorm~rows1024:rmsnorm:--dim=T=32768 --dim=D=1024" \
+             "rmsnorm~rows32768:rmsnorm:--dim=T=512 --dim=D=32768" \
+             "layernorm~rows32768:layernorm:--dim=N=512 --dim=C=32768" \
+             "softmax~rows32768-cache48k:softmax:--dim=N=512 --dim=C=32768 --row-cache-limit=49152" \
+             "rmsnorm~rows32768-cache48k:rmsnorm:--dim=T=512 --dim=D=32768 --row-cache-limit=49152" \
+             "softmax~no-row-cache:softmax:--no-row-cache" \
+             "layernorm~no-row-cache:layernorm:--no-row-cache" \
+             "softmax_bf16~scalar-loads:softmax_bf16:--nvrtc-option=-DFJ_RED_NO_VECTOR" \
+             "rmsnorm~scalar-loads:rmsnorm:--nvrtc-option=-DFJ_RED_NO_VECTOR" \
+             "softmax~scalar-loads:softmax:--nvrtc-option=-DFJ_RED_NO_VECTOR" \
+             "softmax~rows1024-no-warp-tree:softmax:--dim=N=16384 --dim=C=1024 --nvrtc-option=-DFJ_RED_NO_WARP_TREE" \
+             "bias_gelu~full:bias_gelu:" "bias_gelu~fast-math:bias_gelu:--fast-math" \
              "bias_gelu~regs32:bias_gelu:--nvrtc-option=--maxrregcount=32" \
              "grad_norm~one-block:grad_norm:--row-split=1" \
              "logsumexp~vocab:logsumexp:--dim=N=1 --dim=V=128256 --row-split=1" \
              "logsumexp~vocab-split8:logsumexp:--dim=N=1 --dim=V=128256 --row-split=8" \
-             "softmax~no-row-cache:softmax:--no-row-cache" \
-             "layernorm~no-row-cache:layernorm:--no-row-cache" \
-             "softmax~rows1024:softmax:--dim=N=16384 --dim=C=1024" \
-             "softmax~rows1024-no-warp-tree:softmax:--dim=N=16384 --dim=C=1024 --nvrtc-option=-DFJ_RED_NO_WARP_TREE" \
-             "softmax_bf16~scalar-loads:softmax_bf16:--nvrtc-option=-DFJ_RED_NO_VECTOR" \
-             "rmsnorm~scalar-loads:rmsnorm:--nvrtc-option=-DFJ_RED_NO_VECTOR" \
-             "softmax~scalar-loads:softmax:--nvrtc-option=-DFJ_RED_NO_VECTOR" \
-             "softmax~rows32768:softmax:--dim=N=512 --dim=C=32768" \
-             "softmax~rows32768-cache48k:softmax:--dim=N=512 --dim=C=32768 --row-cache-limit=49152" \
-             "rmsnorm~rows32768:rmsnorm:--dim=T=512 --dim=D=32768" \
-             "rmsnorm~rows32768-cache48k:rmsnorm:--dim=T=512 --dim=D=32768 --row-cache-limit=49152" \
              "bias_grad~channels:bias_grad:--dim=N=100352 --dim=C=64" \
              "bias_grad~channels-unsplit:bias_grad:--dim=N=100352 --dim=C=64 --row-split=1"; do
   name="${extra%%:*}"; rest="${extra#*:}"; graph="${rest%%:*}"; flags="${rest#*:}"
