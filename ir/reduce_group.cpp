@@ -255,6 +255,53 @@ struct Analyzer {
       for (NodeId i : p) ++info.input_passes[i];
     for (NodeId i : grp.inputs)
       if (info.input_passes.count(i) && info.input_passes[i] >= 2 && varies_along_row(i)) info.reread_inputs.push_back(i);
+    keep_values();
+  }
+
+  // An op whose GPU code is long (~10 instructions or more a value): a CUDA Math API call, an IEEE
+  // division or square root (a Newton-Raphson sequence with a slow path), an integer division.
+  static bool costly_op(Op op) {
+    const OpAccuracy a = op_info(op).gpu;
+    return a == OpAccuracy::Math || a == OpAccuracy::Composite || op == Op::Div || op == Op::Sqrt ||
+           op == Op::Rsqrt || op == Op::Reciprocal || op == Op::FloorDiv || op == Op::Mod || op == Op::Fmod;
+  }
+
+  // Whether element value `id` has a costly op in its element scope (memo: per node).
+  bool costly(NodeId id, std::map<NodeId, bool>& memo) const {
+    if (!in_group.count(id) || info.row.count(id)) return false;
+    if (auto it = memo.find(id); it != memo.end()) return it->second;
+    bool c = costly_op(g.node(id).op);
+    for (int k = 0; k < g.node(id).nargs && !c; ++k) c = costly(g.node(id).arg(k), memo);
+    return memo[id] = c;
+  }
+
+  // The element values of the passes' element scopes.
+  void pass_values(NodeId id, std::set<NodeId>& out) const {
+    if (!in_group.count(id) || info.row.count(id) || !out.insert(id).second) return;
+    for (int k = 0; k < g.node(id).nargs; ++k) pass_values(g.node(id).arg(k), out);
+  }
+
+  // The epilogue's walk from `id` down to the first costly values a pass computes (kept_values).
+  void epilogue_walk(NodeId id, const std::set<NodeId>& in_passes, std::map<NodeId, bool>& memo, std::set<NodeId>& seen,
+                     std::set<NodeId>& kept) const {
+    if (!in_group.count(id) || info.row.count(id) || !seen.insert(id).second) return;
+    if (in_passes.count(id) && costly(id, memo) && !is_half(g.node(id).dtype)) {
+      kept.insert(id);
+      return;
+    }
+    for (int k = 0; k < g.node(id).nargs; ++k) epilogue_walk(g.node(id).arg(k), in_passes, memo, seen, kept);
+  }
+
+  // kept_values: only where an epilogue follows the passes and the rows may be on chip.
+  void keep_values() {
+    if (!info.epilogue() || info.reread_inputs.empty() || !reduces_innermost(grp)) return;
+    std::set<NodeId> in_passes, seen, kept;
+    for (const std::vector<NodeId>& p : info.passes)
+      for (NodeId r : p) pass_values(g.node(r).arg(0), in_passes);
+    std::map<NodeId, bool> memo;
+    for (NodeId o : grp.outputs)
+      if (in_group.count(o) && !info.row.count(o)) epilogue_walk(o, in_passes, memo, seen, kept);
+    info.kept_values.assign(kept.begin(), kept.end());
   }
 };
 
@@ -364,6 +411,25 @@ std::vector<int> row_cache_element_sizes(const Graph& g, const ReduceGroupInfo& 
   return sizes;
 }
 
+std::vector<int> kept_value_sizes(const Graph& g, const ReduceGroupInfo& info) {
+  std::vector<int> sizes;
+  for (NodeId v : info.kept_values) sizes.push_back(static_cast<int>(dtype_size(g.node(v).dtype)));
+  return sizes;
+}
+
+RowCacheUse row_cache_use(std::span<const int> input_sizes, std::span<const int> value_sizes, int64_t row_len,
+                          int64_t blocks_per_row, int64_t limit) {
+  const int64_t inputs = row_cache_at(input_sizes, row_len, blocks_per_row, limit);
+  if (inputs == 0) return {};
+  if (!value_sizes.empty()) {
+    std::vector<int> all(input_sizes.begin(), input_sizes.end());
+    all.insert(all.end(), value_sizes.begin(), value_sizes.end());
+    const int64_t both = row_cache_at(all, row_len, blocks_per_row, std::min(limit, kKeptValuesCacheBytes));
+    if (both > 0) return {2, both};
+  }
+  return {1, inputs};
+}
+
 RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupInfo& info, const SplitRules& rules) {
   RowSplit r;
   r.block_rows = reduces_innermost(grp);
@@ -373,8 +439,12 @@ RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupI
   r.blocks_per_row = blocks_per_row(rules, r.block_rows, rows, r.block_rows ? 1 : column_rows_per_block(g, info), row_len);
   if (r.blocks_per_row > 1) r.launches = 2 * info.levels + (info.epilogue() ? 1 : 0);
   if (rows == 0) r.launches = 0;
-  if (r.block_rows && rules.row_cache)
-    r.row_cache_bytes = row_cache_at(row_cache_element_sizes(g, info), row_len, r.blocks_per_row, rules.row_cache_limit);
+  if (r.block_rows && rules.row_cache) {
+    const RowCacheUse use = row_cache_use(row_cache_element_sizes(g, info), kept_value_sizes(g, info), row_len,
+                                          r.blocks_per_row, rules.row_cache_limit);
+    r.row_cache_bytes = use.bytes;
+    r.values_on_chip = use.mode == 2;
+  }
   return r;
 }
 

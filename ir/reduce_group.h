@@ -62,6 +62,14 @@ struct ReduceGroupInfo {
   // "The row on chip": the first pass writes each element it loads to shared memory, later passes
   // read it there) when they fit; otherwise every pass reads them from memory.
   std::vector<NodeId> reread_inputs;
+  // Element values a pass computes that the epilogue computes again from the same inputs, costly
+  // ones only (a library math call, a division or square root, an integer division: costly_op),
+  // the highest such on each of the epilogue's paths, in topological order (softmax: exp(x - max),
+  // which its sum pass computes and its epilogue divides by the sum). A row kernel whose launch
+  // keeps them on chip too (row_cache 2: RowCacheUse) writes each to the row cache in the first pass
+  // that computes it and reads it there in the epilogue, so the bits are the same either way. Not
+  // f16/bf16 values (their storage and f32 forms), nor in column kernels (no row cache).
+  std::vector<NodeId> kept_values;
   // Why the group cannot run as one kernel of its kind ("" when it can), for the planner, and the
   // node (or input) it names.
   std::string problem;
@@ -138,18 +146,41 @@ int64_t row_cache_bytes(std::span<const int> element_sizes, int64_t row_len);
 int64_t row_cache_at(std::span<const int> element_sizes, int64_t row_len, int64_t blocks_per_row, int64_t limit);
 // The element sizes of info.reread_inputs in `g` (their storage dtypes), for row_cache_bytes.
 std::vector<int> row_cache_element_sizes(const Graph& g, const ReduceGroupInfo& info);
+// The element sizes of info.kept_values in `g` (their compute types), laid out after the inputs.
+std::vector<int> kept_value_sizes(const Graph& g, const ReduceGroupInfo& info);
+
+// The most shared memory a row cache takes to also keep a row's kept values (ReduceGroupInfo::
+// kept_values): they save compute, not memory traffic, and a larger cache allows fewer blocks per
+// SM, so only while inputs and values fit in 48 KiB (4 blocks of 256 threads per SM on an sm_90's
+// 228 KiB with the static reserve). An estimate, not yet measured on a GPU.
+inline constexpr int64_t kKeptValuesCacheBytes = 48 * 1024;
+
+// What a launch keeps in a row kernel's row cache: `mode` 0 nothing (the passes read memory), 1
+// the cached inputs' rows, 2 those and the kept values (the kernel's row_cache argument), taking
+// `bytes` of shared memory per block.
+struct RowCacheUse {
+  int mode = 0;
+  int64_t bytes = 0;
+  bool operator==(const RowCacheUse&) const = default;
+};
+// The launcher's rule: mode 2 when the inputs and values together fit min(limit,
+// kKeptValuesCacheBytes), else mode 1 when the inputs fit `limit` (row_cache_at), else 0.
+RowCacheUse row_cache_use(std::span<const int> input_sizes, std::span<const int> value_sizes, int64_t row_len,
+                          int64_t blocks_per_row, int64_t limit);
 
 // How a reduction group's rows run at the graph's current sizes (docs/ops.md, "A row split over
 // blocks"): rows side by side in blocks (a column reduction: block_rows false) or one block per
 // row, and blocks_per_row > 1 blocks per row (per group of rows side by side) over `launches`
 // launches.
 // `row_cache_bytes`: the shared memory the row cache takes per block at these sizes, 0 when the
-// rows are not kept on chip (no cached input, a split or column layout, or over the limit).
+// rows are not kept on chip (no cached input, a split or column layout, or over the limit);
+// `values_on_chip`: the kept values are in it too (RowCacheUse mode 2).
 struct RowSplit {
   bool block_rows = false;
   int64_t blocks_per_row = 1;
   int launches = 1;
   int64_t row_cache_bytes = 0;
+  bool values_on_chip = false;
 };
 // `rules`: the launcher's overrides (Options::row_split, row_cache). `launches` is 0 for no rows.
 RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupInfo& info, const SplitRules& rules = {});

@@ -780,6 +780,9 @@ struct ReduceGen {
   // Row cache (info.reread_inputs): the inputs every pass reads on chip when the launch keeps the row
   // there (fj_rc), copied at the start of the row (stage_rows).
   std::set<ir::NodeId> cached;
+  // Kept values (info.kept_values): written to the row cache by the first pass computing each
+  // (kept_written) when the launch keeps them there (fj_rv), read there by the epilogue.
+  std::set<ir::NodeId> kept, kept_written;
   int V = 1;  // the vector width of a row kernel's fast entry (vec_width), 1: none
 
   ReduceGen(KernelGen& kg, HalfForms& h) : k(kg), hf(h), info(ir::analyze_reduce_group(kg.g, kg.group)) {
@@ -789,6 +792,7 @@ struct ReduceGen {
     nodes.insert(k.group.nodes.begin(), k.group.nodes.end());
     for (size_t i = 0; i < k.group.inputs.size(); ++i) input_index[k.group.inputs[i]] = i;
     if (row_blocks()) cached.insert(info.reread_inputs.begin(), info.reread_inputs.end());
+    if (!cached.empty()) kept.insert(info.kept_values.begin(), info.kept_values.end());
     V = vec_width();
   }
   bool row_blocks() const { return ir::reduces_innermost(k.group); }
@@ -849,16 +853,22 @@ struct ReduceGen {
   }
   std::string v(ir::NodeId id) { return k.nm.v(id); }
 
-  // The element values and inputs `id` needs in an element scope; the row values it reads.
-  void collect(ir::NodeId id, std::set<ir::NodeId>& elems, std::set<ir::NodeId>& ins, std::set<ir::NodeId>& rows) {
+  // The element values and inputs `id` needs in an element scope; the row values it reads. With
+  // `read`, the kept values it reads from the row cache go there, their operands not collected.
+  void collect(ir::NodeId id, std::set<ir::NodeId>& elems, std::set<ir::NodeId>& ins, std::set<ir::NodeId>& rows,
+               std::set<ir::NodeId>* read = nullptr) {
     if (input_index.count(id)) ins.insert(id);
     if (!nodes.count(id)) return;  // an input, a param or a constant (declared at the top)
     if (info.row.count(id)) {
       rows.insert(id);
       return;
     }
+    if (read && kept_written.count(id)) {
+      read->insert(id);
+      return;
+    }
     if (!elems.insert(id).second) return;
-    for (int a = 0; a < k.g.node(id).nargs; ++a) collect(k.g.node(id).arg(a), elems, ins, rows);
+    for (int a = 0; a < k.g.node(id).nargs; ++a) collect(k.g.node(id).arg(a), elems, ins, rows, read);
   }
 
   // c<j> for kept dims `dims` (ascending) from `var`, innermost first; the outermost takes the rest.
@@ -913,8 +923,11 @@ struct ReduceGen {
   // input is read in the row cache when the launch keeps the row on chip: at element `at` of its
   // row pointer (row_pointer()), else at k of the cache.
   std::string elements(const std::set<ir::NodeId>& elems, const std::set<ir::NodeId>& ins, const char* off,
-                       const char* at = "k") {
+                       const char* at = "k", const std::set<ir::NodeId>& read = {}) {
     std::string s;
+    for (ir::NodeId id : read)
+      s += fmt::format("  const {} {} = fj_rv_{}[{}];  // {}, kept on chip by a pass\n", compute_ctype(k.dtype(id)), v(id), v(id),
+                       at, k.nm.label(id));
     for (ir::NodeId id : ins) {
       const std::string name = hf.name(id, HalfForms::Form::Storage), load = fmt::format("in_{}[{}_{}]", v(id), off, v(id));
       if (!cached.count(id))
@@ -935,8 +948,15 @@ struct ReduceGen {
   // values as elements() computes them, `lane` (the pass's result for element fj_j) and the outputs
   // `outs`, stored V at a time. An input not along the row loads per element, as elements().
   std::string vector_elements(const std::set<ir::NodeId>& elems, const std::set<ir::NodeId>& ins,
-                              const std::vector<size_t>& outs, const std::string& lane, bool on_chip) {
+                              const std::vector<size_t>& outs, const std::string& lane, bool on_chip,
+                              const std::set<ir::NodeId>& read = {}) {
     std::string pre, each, post;
+    for (ir::NodeId id : read) {  // kept values, V at a time from the row cache
+      const std::string t = compute_ctype(k.dtype(id));
+      pre += fmt::format("  const fj_vec<{0}, {1}> x_{2} = fj_vload<{0}, {1}>(fj_rv_{2} + fj_k);  // {3}, kept on chip\n", t, V,
+                         v(id), k.nm.label(id));
+      each += fmt::format("  const {} {} = x_{}.v[fj_j];\n", t, v(id), v(id));
+    }
     std::set<ir::NodeId> scalar_ins;
     for (ir::NodeId id : ins) {
       if (!along_row(input_index.at(id))) {
@@ -1045,7 +1065,8 @@ struct ReduceGen {
     const std::string operands = pass_operands(p);
     const std::string lt = lane_type(p);
     const std::string result = p.size() == 1 ? operands : lt + "{" + operands + "}";
-    body += elements(elems, ins, "ioff", "fj_i") + output_writes(early) + fmt::format("  return {};\n", result);
+    body += elements(elems, ins, "ioff", "fj_i") + keep_writes(elems) + output_writes(early) +
+            fmt::format("  return {};\n", result);
     std::string load = fmt::format("[&](long long fj_i) -> {} {{\n{}  }}", lt, indent(body, 2));
     if (V > 1) {  // vector loads from memory; a row on chip is read one lane a thread
       const std::string vec = fmt::format("  const {0} fj_k = ({0})fj_i;  // elements fj_k .. fj_k + {1}: this thread's {2} lanes\n",
@@ -1068,6 +1089,17 @@ struct ReduceGen {
                      "  const {} fj_pass{} = {};\n",
                      names, lt, ir::pass_lane_bytes(k.g, p), lt, pi, value);
     for (size_t m = 0; m < p.size(); ++m) s += reduction_value(p[m], fmt::format("fj_pass{}{}", pi, member(m, p.size())));
+    return s;
+  }
+
+  // The kept values among a pass's element values `elems` that no earlier pass wrote, written to
+  // the row cache when the launch keeps them there (each element is loaded once, by one thread, and
+  // the pass's lane tree ends at a barrier before the epilogue reads them).
+  std::string keep_writes(const std::set<ir::NodeId>& elems) {
+    std::string s;
+    for (ir::NodeId id : elems)
+      if (kept.count(id) && kept_written.insert(id).second)
+        s += fmt::format("  if (fj_rv) fj_rv_{0}[fj_i] = {0};  // kept on chip for the epilogue\n", v(id));
     return s;
   }
 
@@ -1130,18 +1162,29 @@ struct ReduceGen {
     if (outs.empty()) return "";
     std::string s;
     for (ir::NodeId x : rows) s += ensure_row(x);
-    std::string body = decompose(red_j, "k") + offsets(ins);
-    body += elements(elems, ins, "ioff") + output_writes(outs);
     s += "  long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch\n"
          "  fj_red_part_elements(split_phase, (long long)row_len, fj_part, fj_parts, fj_k0, fj_k1);\n";
-    std::string start = fmt::format("({})fj_k0", k.idx);
+    FJ_CHECK(kept_written == kept, "codegen: a kept value that no pass computes");
+    if (kept.empty()) return s + epilogue_loops(outs, false);
+    return s + "  if (fj_rv) {  // the kept values on chip: read, not computed again\n" + indent(epilogue_loops(outs, true), 2) +
+           "  } else {\n" + indent(epilogue_loops(outs, false), 2) + "  }\n";
+  }
+
+  // The epilogue's loops over elements fj_k0 .. fj_k1 of the row: vector, then scalar. With
+  // `kept_read`, the kept values it reads come from the row cache.
+  std::string epilogue_loops(const std::vector<size_t>& outs, bool kept_read) {
+    std::set<ir::NodeId> elems, ins, rows, read;
+    for (size_t i : outs) collect(k.group.outputs[i], elems, ins, rows, kept_read ? &read : nullptr);
+    std::string body = decompose(red_j, "k") + offsets(ins);
+    body += elements(elems, ins, "ioff", "k", read) + output_writes(outs);
+    std::string s, start = fmt::format("({})fj_k0", k.idx);
     if (V > 1) {  // V elements a thread and iteration while whole vectors are left (fj_k0 is a multiple of V)
       s += fmt::format("  {0} fj_ks = ({0})fj_k0;  // where the scalar loop starts\n"
                        "  if (fj_vector) {{  // vector loads and stores: {1} elements a thread and iteration\n"
                        "    const {0} fj_kv = ({0})fj_k0 + ({0})(fj_k1 - fj_k0) / {1} * {1};\n"
                        "    for ({0} fj_k = ({0})fj_k0 + {1} * ({0})fj_tid; fj_k < fj_kv; fj_k += {1} * ({0})fj_nt) {{\n",
                        k.idx, V) +
-           indent(vector_elements(elems, ins, outs, "", true), 4) + "    }\n    fj_ks = fj_kv;\n  }\n";
+           indent(vector_elements(elems, ins, outs, "", true, read), 4) + "    }\n    fj_ks = fj_kv;\n  }\n";
       start = "fj_ks";
     }
     return s + fmt::format("  for ({0} k = {1} + fj_tid; {2}k < ({0})fj_k1; k += fj_nt) {{  // the element outputs\n", k.idx,
@@ -1248,11 +1291,19 @@ struct ReduceGen {
   std::string row_cache() {
     if (cached.empty()) return "";
     std::string s = "  // The row on chip (docs/ops.md): the inputs several passes read, copied into shared memory at\n"
-                    "  // the start of each row when the launch gave room for them (row_cache 1; not in a split row's launches)\n"
+                    "  // the start of each row when the launch gave room for them (row_cache 1 or 2; not in a split row's launches)\n"
                     "  FJK_DYNAMIC_SHARED(fj_row_cache);\n  const bool fj_rc = row_cache != 0 && split_phase == 0;\n";
     std::string offset = "0";
     for (ir::NodeId id : info.reread_inputs) {
       s += fmt::format("  {0}* const fj_rc_{1} = fj_rc ? ({0}*)(fj_row_cache + {2}) : ({0}*)0;\n", k.storage(id), v(id), offset);
+      offset += fmt::format(" + ((unsigned long long)row_len * {} + 15) / 16 * 16", ir::dtype_size(k.dtype(id)));
+    }
+    if (kept.empty()) return s;
+    s += "  // and, with row_cache 2, the values a pass computes and the epilogue reads again (kept values)\n"
+         "  const bool fj_rv = FJ_RED_KEPT && fj_rc && row_cache == 2;\n";
+    for (ir::NodeId id : info.kept_values) {
+      s += fmt::format("  {0}* const fj_rv_{1} = fj_rv ? ({0}*)(fj_row_cache + {2}) : ({0}*)0;\n", compute_ctype(k.dtype(id)),
+                       v(id), offset);
       offset += fmt::format(" + ((unsigned long long)row_len * {} + 15) / 16 * 16", ir::dtype_size(k.dtype(id)));
     }
     return s;
@@ -1350,6 +1401,7 @@ GeneratedKernel generate_reduce_kernel(KernelGen& k) {
   out.split_phases = r.final_phase;
   out.rows_per_block = r.row_blocks() ? 1 : r.col_rows();
   if (r.row_blocks()) out.row_cache_sizes = ir::row_cache_element_sizes(k.g, r.info);
+  if (!r.kept.empty()) out.row_value_sizes = ir::kept_value_sizes(k.g, r.info);
   out.strided_signature = reduce_signature(k, out.split_reductions > 0, !out.row_cache_sizes.empty(), r.V);
   out.signature = out.strided_signature;
   out.signature.vector_width = r.V;  // the fast entry's vector path (the strided entry ignores vec_ok)

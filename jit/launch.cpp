@@ -155,11 +155,14 @@ bool group_holds(const ir::Graph& g, const ir::Graph* planned, const ir::FusionG
 // row_cache argument in both entries' static slots.
 void set_row_cache(const LaunchRules& rules, int64_t row_len, GroupLaunch& out) {
   if (!rules.row_cache) return;
-  out.row_cache_bytes = ir::row_cache_at(out.kernel->row_cache_sizes, row_len, out.row_split, rules.row_cache_limit);
-  if (out.row_cache_bytes == 0) return;
-  const auto set = [](const KernelSignature& sig, std::vector<uint64_t>& slots) {
+  const ir::RowCacheUse use = ir::row_cache_use(out.kernel->row_cache_sizes, out.kernel->row_value_sizes, row_len,
+                                                out.row_split, rules.row_cache_limit);
+  out.row_cache_bytes = use.bytes;
+  out.row_cache_mode = use.mode;
+  if (use.mode == 0) return;
+  const auto set = [&](const KernelSignature& sig, std::vector<uint64_t>& slots) {
     for (size_t k = 0; k < sig.args.size() && k < slots.size(); ++k)
-      if (sig.args[k].kind == ArgKind::RowCache) slots[k] = 1;
+      if (sig.args[k].kind == ArgKind::RowCache) slots[k] = static_cast<uint64_t>(use.mode);
   };
   if (out.fast) set(out.kernel->signature, out.fast_args);
   set(out.kernel->strided_signature, out.strided_args);

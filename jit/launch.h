@@ -97,9 +97,11 @@ struct GroupLaunch {
   int64_t row_split = 1;
   int64_t workspace_bytes = 0;
   // > 0: the kernel keeps each row's cached inputs on chip (GeneratedKernel::row_cache_sizes,
-  // ir::row_cache_bytes <= LaunchRules::row_cache_limit, rows not split): its row_cache argument is 1 and
+  // ir::row_cache_bytes <= LaunchRules::row_cache_limit, rows not split), and its kept values too
+  // when they also fit (ir::row_cache_use): its row_cache argument is row_cache_mode (1 or 2) and
   // every launch gets this many bytes of dynamic shared memory. 0: no row cache.
   int64_t row_cache_bytes = 0;
+  int row_cache_mode = 0;
   // Kernel launches of one run of this group: 0 (no items), 1, or split_phases (a split row).
   int launches() const { return items == 0 ? 0 : row_split > 1 ? kernel->split_phases : 1; }
 };

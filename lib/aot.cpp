@@ -170,7 +170,7 @@ json dump_kernel(const fs::path& dir, PlanKind kind, size_t group, const Program
             {"elements", info.elements}, {"read_bytes", info.read_bytes}, {"write_bytes", info.write_bytes},
             {"ops", info.ops}, {"index64", k.index64}, {"vector_width", k.vector_width},
             {"split_reductions", k.split_reductions}, {"split_phases", k.split_phases},
-            {"row_cache_sizes", k.row_cache_sizes},
+            {"row_cache_sizes", k.row_cache_sizes}, {"row_value_sizes", k.row_value_sizes},
             {"layout", jit::layout_fingerprint(k.signature.layout)}, {"cache", cache_outcome_name(info.cache)},
             {"entries", json::array({{{"name", k.name}, {"use", "canonical"}, {"args", args_json(k.signature, g, grp)}},
                                      {{"name", k.strided_name()}, {"use", "strided"},

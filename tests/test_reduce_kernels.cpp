@@ -334,8 +334,9 @@ TEST_CASE("the row on chip: which inputs stay in shared memory, when, and what t
     const char* note;
   };
   const Want wants[] = {
-      {"input x : f32[4, 4096]\ny = softmax(x, -1)\noutput y\n", {"x"}, 16384, 0,
-       "3 passes over each row, the row kept on chip (16384 B of shared memory per block for x)"},
+      // x and exp(x - max) (kept values: 16 KiB each).
+      {"input x : f32[4, 4096]\ny = softmax(x, -1)\noutput y\n", {"x"}, 32768, 0,
+       "3 passes over each row, the row kept on chip (32768 B of shared memory per block for x and %3, which a pass"},
       // w is read by the last pass only: not cached. bf16 rows: 2 bytes an element.
       {"input x : bf16[4, 4096]\ninput w : bf16[4096]\nh = cast(x, f32)\n"
        "y = w * cast(h * rsqrt(mean(h * h, -1, keepdim) + 1e-6), bf16)\noutput y\n", {"x"}, 8192, 0,
@@ -388,6 +389,90 @@ TEST_CASE("the row on chip: which inputs stay in shared memory, when, and what t
       CHECK(st->groups[0].row_cache_bytes == (on ? w.cache_bytes : 0));
     }
     CHECK(k.row_cache_sizes.size() == (k.row_blocks ? w.reread.size() : 0));
+  }
+}
+
+TEST_CASE("kept values: what a pass computes and the epilogue reads again, kept on chip while it fits") {
+  // row_cache_use: inputs and values within min(limit, 48 KiB): mode 2; the inputs alone: mode 1.
+  const int f32[] = {4}, none[] = {0};
+  CHECK(ir::row_cache_use(f32, f32, 4096, 1, 49152) == ir::RowCacheUse{2, 32768});
+  CHECK(ir::row_cache_use(f32, f32, 8192, 1, 215 * 1024) == ir::RowCacheUse{1, 32768});  // 64 KiB > 48 KiB
+  CHECK(ir::row_cache_use(f32, f32, 4096, 1, 32767) == ir::RowCacheUse{1, 16384});
+  CHECK(ir::row_cache_use(f32, f32, 4096, 1, 16383) == ir::RowCacheUse{});
+  CHECK(ir::row_cache_use(f32, f32, 4096, 2, 49152) == ir::RowCacheUse{});  // a split row: never on chip
+  CHECK(ir::row_cache_use(f32, std::span<const int>(none, 0), 4096, 1, 49152) == ir::RowCacheUse{1, 16384});
+  CHECK(ir::row_cache_use(f32, f32, int64_t{1} << 61, 1, INT64_MAX) == ir::RowCacheUse{});
+  struct Want {
+    const char* text;
+    std::vector<std::string> kept;  // ReduceGroupInfo::kept_values by name
+    int mode;                       // the launcher's row_cache argument at these sizes (default rules)
+    int64_t bytes;
+    const char* note;
+  };
+  const char* softmax = "m = amax(x, -1, keepdim)\ne = exp(x - m)\ny = e / sum(e, -1, keepdim)\noutput y\n";
+  const Want wants[] = {
+      {"input x : f32[4, 4096]\n", {"e"}, 2, 32768, "(32768 B of shared memory per block for x and e, which a pass computes"},
+      {"input x : f32[4, 8192]\n", {"e"}, 1, 32768,
+       "(32768 B of shared memory per block for x; the epilogue computes e again: keeping it too would take 65536 B, over "
+       "the 49152 B for kept values)"},
+      {"input x : f32[4, 20000]\n", {"e"}, 0, 0, "each reading x from memory"},
+      {"input x : f32[1, 300000]\n", {"e"}, 0, 0, "(a split row is not kept on chip)"},
+      // f16/bf16 values are not kept (their two forms); a value computed in f32 is.
+      {"input x : bf16[4, 256]\n", {}, 1, 512, "(512 B of shared memory per block for x)"},
+  };
+  for (const Want& w : wants) {
+    const std::string text = std::string(w.text) + softmax;
+    CAPTURE(text);
+    const ir::Graph g = ir::parse_graph(text, "t.txt");
+    const ir::Plan plan = ir::plan_fusion(g);
+    REQUIRE(plan.groups.size() == 1);
+    const ir::ReduceGroupInfo info = ir::analyze_reduce_group(g, plan.groups[0]);
+    std::vector<std::string> kept;
+    for (ir::NodeId v : info.kept_values) kept.push_back(g.node(v).name);
+    CHECK(kept == w.kept);
+    CHECK_MESSAGE(plan.groups[0].note.find(w.note) != std::string::npos, plan.groups[0].note);
+    const std::vector<jit::GeneratedKernel> ks = jit::generate_plan_kernels(g, plan);
+    CHECK(ks[0].row_value_sizes.size() == w.kept.size());
+    const jit::PlanBindings b(g, plan);
+    const auto provider = [&](int, size_t gi) -> const jit::GeneratedKernel& { return ks[gi]; };
+    const auto st = jit::make_launch_state(g, plan, b, provider);
+    REQUIRE(st != nullptr);
+    CHECK(st->groups[0].row_cache_mode == w.mode);
+    CHECK(st->groups[0].row_cache_bytes == w.bytes);
+    CHECK(ir::row_split_at(g, plan.groups[0], info).values_on_chip == (w.mode == 2));
+    if (w.mode == 2) {  // a limit with room for the inputs only keeps x alone
+      const auto st1 = jit::make_launch_state(g, plan, b, provider, jit::LaunchRules{0, true, w.bytes / 2});
+      CHECK(st1->groups[0].row_cache_mode == 1);
+      CHECK(st1->groups[0].row_cache_bytes == w.bytes / 2);
+    }
+  }
+  // Which values: the highest costly one on each of the epilogue's paths that a pass computes.
+  const std::pair<const char*, std::vector<std::string>> which[] = {
+      // f = e * 2 is costly by what is below it: kept instead of e.
+      {"input x : f32[4, 64]\nm = amax(x, -1, keepdim)\ne = exp(x - m)\nf = e * 2\ny = f / sum(f, -1, keepdim)\noutput y\n",
+       {"f"}},
+      // A division and an integer floor division are costly; a product is not (RMSNorm keeps nothing).
+      {"input x : f32[4, 64]\ninput w : f32[64]\nd = x / w\ny = d - sum(d, -1, keepdim)\noutput y\n", {"d"}},
+      {"input x : i32[4, 300]\nq = floordiv(x, 7)\ny = q - amax(q, -1, keepdim)\noutput y\n", {"q"}},
+      {"input x : f32[4, 64]\nh = x * x\ny = x * rsqrt(mean(h, -1, keepdim) + 1e-6)\noutput y\n", {}},
+      // log_softmax: its epilogue computes x - m - log(s), no exp: nothing to keep.
+      {"input x : f32[4, 64]\ny = log_softmax(x, -1)\noutput y\n", {}},
+      // Two values, one per path, each written by the first pass computing it.
+      {"input x : f32[4, 64]\nm = amax(x, -1, keepdim)\ne = exp(x - m)\nt = tanh(x)\ns = sum(e, -1, keepdim)\n"
+       "u = sum(t * e, -1, keepdim)\ny = e / s + t / u\noutput y\n",
+       {"e", "t"}},
+      // No epilogue (the outputs are written as the one pass loads the row), or a column kernel.
+      {"input x : f32[4, 64]\ne = exp(x)\ns = sum(e, -1)\noutput e, s\n", {}},
+      {"input x : f32[64, 4]\ne = exp(x)\ny = e - amax(e, 0, keepdim)\noutput y\n", {}},
+  };
+  for (const auto& [text, want] : which) {
+    CAPTURE(text);
+    const ir::Graph g = ir::parse_graph(text, "t.txt");
+    const ir::Plan plan = ir::plan_fusion(g);
+    REQUIRE(plan.groups.size() == 1);
+    std::vector<std::string> kept;
+    for (ir::NodeId v : ir::analyze_reduce_group(g, plan.groups[0]).kept_values) kept.push_back(g.node(v).name);
+    CHECK(kept == want);
   }
 }
 
@@ -452,10 +537,11 @@ void set_split(const jit::GeneratedKernel& k, jit::PackedArgs& args, int phase, 
   }
 }
 
-// The row_cache argument of a packed launch (launch_plan sets it with the launch's shared memory).
-void set_row_cache(const jit::GeneratedKernel& k, jit::PackedArgs& args, bool on) {
+// The row_cache argument of a packed launch (launch_plan sets it with the launch's shared memory):
+// 0 off, 1 the inputs, 2 the inputs and the kept values.
+void set_row_cache(const jit::GeneratedKernel& k, jit::PackedArgs& args, int mode) {
   for (size_t i = 0; i < k.signature.args.size(); ++i)
-    if (k.signature.args[i].kind == jit::ArgKind::RowCache) *static_cast<uint64_t*>(args.params()[i]) = on ? 1 : 0;
+    if (k.signature.args[i].kind == jit::ArgKind::RowCache) *static_cast<uint64_t*>(args.params()[i]) = static_cast<uint64_t>(mode);
 }
 
 }  // namespace
@@ -523,10 +609,15 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
     const std::vector<unsigned> blocks = split ? std::vector<unsigned>{1, 96} : std::vector<unsigned>{1, 2, 3, 32, 96, 256, 1024};
     // The row cache on (whatever the row's size: the 48 KiB limit is the launcher's) and off.
     const int64_t row_len = ir::reduce_length(grp.iter_shape, grp.reduce_mask);
-    std::vector<uint64_t> shared(static_cast<size_t>(ir::row_cache_bytes(k.row_cache_sizes, row_len) / 8), ~0ull);
-    // Every row kernel here re-reads x, except the pass computing sum(x * x) and amax(x) together.
+    std::vector<int> sizes = k.row_cache_sizes;  // inputs, then kept values (row_cache 2)
+    sizes.insert(sizes.end(), k.row_value_sizes.begin(), k.row_value_sizes.end());
+    std::vector<uint64_t> shared(static_cast<size_t>(ir::row_cache_bytes(sizes, row_len) / 8), ~0ull);
+    // Every row kernel here re-reads x, except the pass computing sum(x * x) and amax(x) together;
+    // the softmax kernels keep exp(x - max) too.
     CHECK(k.row_cache_sizes.size() == (k.row_blocks ? ir::analyze_reduce_group(g, grp).reread_inputs.size() : 0));
-    for (bool cache : k.row_cache_sizes.empty() ? std::vector<bool>{false} : std::vector<bool>{false, true})
+    CHECK(k.row_value_sizes.size() == (k.row_blocks && std::string(text).find("softmax") != std::string::npos ? 1u : 0u));
+    const int modes = k.row_cache_sizes.empty() ? 1 : k.row_value_sizes.empty() ? 2 : 3;
+    for (int cache = 0; cache < modes; ++cache)
     for (long long parts : split ? std::vector<long long>{1, 2, 9} : std::vector<long long>{1})
     for (unsigned block : blocks)
       for (unsigned grid : {1u, 2u, 5u}) {
@@ -538,7 +629,7 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
         jit::PackedArgs args = jit::pack_args(k.signature, g, grp, in_addrs, out_addrs, params, {grid, block});
         const int64_t rows = ir::num_elements(ir::reduced_shape(grp.iter_shape, grp.reduce_mask, false));
         std::vector<uint64_t> ws(static_cast<size_t>(ir::split_workspace_slots(k.split_reductions, rows, row_len)), ~0ull);
-        set_row_cache(k, args, cache && parts == 1);  // split launches never get the row cache
+        set_row_cache(k, args, parts == 1 ? cache : 0);  // split launches never get the row cache
         if (parts == 1) run(args.params(), grid, block, cache ? shared.data() : nullptr);
         for (int phase = 1; parts > 1 && phase <= k.split_phases; ++phase) {  // as launch_plan does
           set_split(k, args, phase, parts, reinterpret_cast<uint64_t>(ws.data()));

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/passes/plan_report.h"
 #include "ir/reduce.h"
 #include "ir/reduce_group.h"
 
@@ -418,6 +419,21 @@ bool plan_groups(const Graph& g, std::set<NodeId>& isolated, std::set<NodeId>& d
   return ok;
 }
 
+// What the row cache does with the kept values (ReduceGroupInfo::kept_values): holds them, so the
+// epilogue reads what a pass computed, or why not.
+std::string kept_note(const Graph& g, const FusionGroup& fg, const ReduceGroupInfo& info, const RowSplit& split,
+                      const SplitRules& rules) {
+  if (info.kept_values.empty()) return "";
+  std::string names;
+  for (NodeId v : info.kept_values) names += (names.empty() ? "" : ", ") + value_name(g, v);
+  if (split.values_on_chip) return fmt::format(" and {}, which a pass computes and the epilogue reads", names);
+  std::vector<int> all = row_cache_element_sizes(g, info);
+  for (int size : kept_value_sizes(g, info)) all.push_back(size);
+  return fmt::format("; the epilogue computes {} again: keeping it too would take {} B, over the {} B for kept values", names,
+                     row_cache_bytes(all, reduce_length(fg.iter_shape, fg.reduce_mask)),
+                     std::min(rules.row_cache_limit, kKeptValuesCacheBytes));
+}
+
 // How a reduction kernel's passes read the inputs they share: from the row cache or from memory.
 std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroupInfo& info, const RowSplit& split,
                         const SplitRules& rules) {
@@ -427,7 +443,8 @@ std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroup
   std::string names;  // the inputs the passes share
   for (NodeId i : info.reread_inputs) names += (names.empty() ? "" : ", ") + g.node(i).name;
   if (split.row_cache_bytes > 0)
-    return fmt::format(", the row kept on chip ({} B of shared memory per block for {})", split.row_cache_bytes, names);
+    return fmt::format(", the row kept on chip ({} B of shared memory per block for {}{})", split.row_cache_bytes, names,
+                       kept_note(g, fg, info, split, rules));
   if (!split.block_rows) return fmt::format(", each reading {} from memory (a column kernel keeps no row on chip)", names);
   if (split.blocks_per_row > 1) return fmt::format(", each reading {} from memory (a split row is not kept on chip)", names);
   if (!rules.row_cache) return fmt::format(", each reading {} from memory (the row cache is off)", names);

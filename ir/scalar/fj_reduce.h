@@ -248,6 +248,15 @@ FJ_RFN fj_red_vec_load<V, One, Vec> fj_red_loads(bool on, One one, Vec vec) {
 #else
 #define FJ_RED_VECTOR 1
 #endif
+// Likewise kept values (docs/ops.md, "The row on chip"): -DFJ_RED_NO_KEPT compiles their reads and
+// writes out (the epilogue computes them again, as with row_cache 1: the same bits), to measure both
+// the compute they save and the registers their second epilogue takes (ptxas: 56 against 44 for
+// the fast entry of the strict bf16 softmax on sm_90).
+#ifdef FJ_RED_NO_KEPT
+#define FJ_RED_KEPT 0
+#else
+#define FJ_RED_KEPT 1
+#endif
 
 // Steps 2-3 as fj_red_chunk, each thread taking lane groups g (lanes gV .. gV + V - 1) in turn.
 // Lane gV + j's elements are i + j for i = gV, gV + LANES, ... (< m): the vector at i, and at the

@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_3b1d113ea7e4b00b for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_3b1d113ea7e4b00b_s for any strides.
+// Entry points: fj_reductions_f3e22e7eca0d2a6e for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_f3e22e7eca0d2a6e_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_reductions_3b1d113ea7e4b00b_rows(
+static __device__ __forceinline__ void fj_reductions_f3e22e7eca0d2a6e_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -39,10 +39,13 @@ static __device__ __forceinline__ void fj_reductions_3b1d113ea7e4b00b_rows(
   // multiple of 4 elements, 16-byte aligned pointers)
   const bool fj_vector = FJ_RED_VECTOR && fj_fast && vec_ok != 0;
   // The row on chip (docs/ops.md): the inputs several passes read, copied into shared memory at
-  // the start of each row when the launch gave room for them (row_cache 1; not in a split row's launches)
+  // the start of each row when the launch gave room for them (row_cache 1 or 2; not in a split row's launches)
   FJK_DYNAMIC_SHARED(fj_row_cache);
   const bool fj_rc = row_cache != 0 && split_phase == 0;
   float* const fj_rc_v0 = fj_rc ? (float*)(fj_row_cache + 0) : (float*)0;
+  // and, with row_cache 2, the values a pass computes and the epilogue reads again (kept values)
+  const bool fj_rv = FJ_RED_KEPT && fj_rc && row_cache == 2;
+  float* const fj_rv_v4 = fj_rv ? (float*)(fj_row_cache + 0 + ((unsigned long long)row_len * 4 + 15) / 16 * 16) : (float*)0;
   const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;
   // One block per row; row_split blocks per row in the odd launches of a split row
   const unsigned int fj_parts = (split_phase & 1) ? row_split : 1;
@@ -89,6 +92,7 @@ static __device__ __forceinline__ void fj_reductions_3b1d113ea7e4b00b_rows(
       const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
       const float v11 = fj_sub(v0, v10);  // v11 = sub(v0, v10) : f32  [reductions.graph:10]
       const float v12 = fj_exp(v11);  // v12 = exp(v11) : f32  [reductions.graph:10]
+      if (fj_rv) fj_rv_v4[fj_i] = v4;  // kept on chip for the epilogue
       return fj_red_two<float, float>{v4, v12};
     },
         [&](long long fj_i, fj_red_two<float, float>* fj_out) {
@@ -119,37 +123,63 @@ static __device__ __forceinline__ void fj_reductions_3b1d113ea7e4b00b_rows(
     }
     long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch
     fj_red_part_elements(split_phase, (long long)row_len, fj_part, fj_parts, fj_k0, fj_k1);
-    unsigned int fj_ks = (unsigned int)fj_k0;  // where the scalar loop starts
-    if (fj_vector) {  // vector loads and stores: 4 elements a thread and iteration
-      const unsigned int fj_kv = (unsigned int)fj_k0 + (unsigned int)(fj_k1 - fj_k0) / 4 * 4;
-      for (unsigned int fj_k = (unsigned int)fj_k0 + 4 * (unsigned int)fj_tid; fj_k < fj_kv; fj_k += 4 * (unsigned int)fj_nt) {
-        const fj_vec<float, 4> x_v0 = fj_vload<float, 4>(fj_row_v0 + fj_k);
-        fj_vec<float, 4> y_v6;
-        #pragma unroll
-        for (int fj_j = 0; fj_j < 4; ++fj_j) {
-          const float v0 = x_v0.v[fj_j];
-          const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
-          const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
-          const float v6 = fj_div(v4, v5);  // v6 (p) = div(v4, v5) : f32  [reductions.graph:8]
-          y_v6.v[fj_j] = v6;
+    if (fj_rv) {  // the kept values on chip: read, not computed again
+      unsigned int fj_ks = (unsigned int)fj_k0;  // where the scalar loop starts
+      if (fj_vector) {  // vector loads and stores: 4 elements a thread and iteration
+        const unsigned int fj_kv = (unsigned int)fj_k0 + (unsigned int)(fj_k1 - fj_k0) / 4 * 4;
+        for (unsigned int fj_k = (unsigned int)fj_k0 + 4 * (unsigned int)fj_tid; fj_k < fj_kv; fj_k += 4 * (unsigned int)fj_nt) {
+          const fj_vec<float, 4> x_v4 = fj_vload<float, 4>(fj_rv_v4 + fj_k);  // v4, kept on chip
+          fj_vec<float, 4> y_v6;
+          #pragma unroll
+          for (int fj_j = 0; fj_j < 4; ++fj_j) {
+            const float v4 = x_v4.v[fj_j];
+            const float v6 = fj_div(v4, v5);  // v6 (p) = div(v4, v5) : f32  [reductions.graph:8]
+            y_v6.v[fj_j] = v6;
+          }
+          fj_vstore<float, 4>(out_v6 + ob_v6 + fj_k, y_v6);
         }
-        fj_vstore<float, 4>(out_v6 + ob_v6 + fj_k, y_v6);
+        fj_ks = fj_kv;
       }
-      fj_ks = fj_kv;
-    }
-    for (unsigned int k = fj_ks + fj_tid; k < (unsigned int)fj_k1; k += fj_nt) {  // the element outputs
-      unsigned int rem_k = k;
-      const unsigned int c1 = rem_k;
-      const float v0 = fj_row_v0[(unsigned long long)k * fj_rst_v0];
-      const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
-      const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
-      const float v6 = fj_div(v4, v5);  // v6 (p) = div(v4, v5) : f32  [reductions.graph:8]
-      out_v6[ob_v6 + (unsigned long long)c1 * fj_ost_v6] = v6;
+      for (unsigned int k = fj_ks + fj_tid; k < (unsigned int)fj_k1; k += fj_nt) {  // the element outputs
+        unsigned int rem_k = k;
+        const unsigned int c1 = rem_k;
+        const float v4 = fj_rv_v4[k];  // v4, kept on chip by a pass
+        const float v6 = fj_div(v4, v5);  // v6 (p) = div(v4, v5) : f32  [reductions.graph:8]
+        out_v6[ob_v6 + (unsigned long long)c1 * fj_ost_v6] = v6;
+      }
+    } else {
+      unsigned int fj_ks = (unsigned int)fj_k0;  // where the scalar loop starts
+      if (fj_vector) {  // vector loads and stores: 4 elements a thread and iteration
+        const unsigned int fj_kv = (unsigned int)fj_k0 + (unsigned int)(fj_k1 - fj_k0) / 4 * 4;
+        for (unsigned int fj_k = (unsigned int)fj_k0 + 4 * (unsigned int)fj_tid; fj_k < fj_kv; fj_k += 4 * (unsigned int)fj_nt) {
+          const fj_vec<float, 4> x_v0 = fj_vload<float, 4>(fj_row_v0 + fj_k);
+          fj_vec<float, 4> y_v6;
+          #pragma unroll
+          for (int fj_j = 0; fj_j < 4; ++fj_j) {
+            const float v0 = x_v0.v[fj_j];
+            const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
+            const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
+            const float v6 = fj_div(v4, v5);  // v6 (p) = div(v4, v5) : f32  [reductions.graph:8]
+            y_v6.v[fj_j] = v6;
+          }
+          fj_vstore<float, 4>(out_v6 + ob_v6 + fj_k, y_v6);
+        }
+        fj_ks = fj_kv;
+      }
+      for (unsigned int k = fj_ks + fj_tid; k < (unsigned int)fj_k1; k += fj_nt) {  // the element outputs
+        unsigned int rem_k = k;
+        const unsigned int c1 = rem_k;
+        const float v0 = fj_row_v0[(unsigned long long)k * fj_rst_v0];
+        const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
+        const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
+        const float v6 = fj_div(v4, v5);  // v6 (p) = div(v4, v5) : f32  [reductions.graph:8]
+        out_v6[ob_v6 + (unsigned long long)c1 * fj_ost_v6] = v6;
+      }
     }
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_3b1d113ea7e4b00b(
+extern "C" __global__ void fj_reductions_f3e22e7eca0d2a6e(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -170,9 +200,9 @@ extern "C" __global__ void fj_reductions_3b1d113ea7e4b00b(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_3b1d113ea7e4b00b_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_f3e22e7eca0d2a6e_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_3b1d113ea7e4b00b_s(
+extern "C" __global__ void fj_reductions_f3e22e7eca0d2a6e_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -193,7 +223,7 @@ extern "C" __global__ void fj_reductions_3b1d113ea7e4b00b_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_3b1d113ea7e4b00b_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_f3e22e7eca0d2a6e_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.

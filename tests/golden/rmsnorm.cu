@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_rmsnorm_2999b21e866d3887 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_2999b21e866d3887_s for any strides.
+// Entry points: fj_rmsnorm_db6079b8e8087bc6 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_db6079b8e8087bc6_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_rmsnorm_2999b21e866d3887_rows(
+static __device__ __forceinline__ void fj_rmsnorm_db6079b8e8087bc6_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -39,7 +39,7 @@ static __device__ __forceinline__ void fj_rmsnorm_2999b21e866d3887_rows(
   // multiple of 8 elements, 16-byte aligned pointers)
   const bool fj_vector = FJ_RED_VECTOR && fj_fast && vec_ok != 0;
   // The row on chip (docs/ops.md): the inputs several passes read, copied into shared memory at
-  // the start of each row when the launch gave room for them (row_cache 1; not in a split row's launches)
+  // the start of each row when the launch gave room for them (row_cache 1 or 2; not in a split row's launches)
   FJK_DYNAMIC_SHARED(fj_row_cache);
   const bool fj_rc = row_cache != 0 && split_phase == 0;
   fj_bf16* const fj_rc_v0 = fj_rc ? (fj_bf16*)(fj_row_cache + 0) : (fj_bf16*)0;
@@ -125,7 +125,7 @@ static __device__ __forceinline__ void fj_rmsnorm_2999b21e866d3887_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_rmsnorm_2999b21e866d3887(
+extern "C" __global__ void fj_rmsnorm_db6079b8e8087bc6(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -146,9 +146,9 @@ extern "C" __global__ void fj_rmsnorm_2999b21e866d3887(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_2999b21e866d3887_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_db6079b8e8087bc6_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_rmsnorm_2999b21e866d3887_s(
+extern "C" __global__ void fj_rmsnorm_db6079b8e8087bc6_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -169,6 +169,6 @@ extern "C" __global__ void fj_rmsnorm_2999b21e866d3887_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_2999b21e866d3887_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_db6079b8e8087bc6_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
