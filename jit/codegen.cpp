@@ -123,6 +123,18 @@ FJK_FN void fjk_stage_row(bool* dst, const fj_bool_in* src, long long n, unsigne
 #else
 #define FJK_DYNAMIC_SHARED(name) unsigned char* const name = fj_host_dynamic_shared
 #endif
+// A region of the launch's dynamic shared memory, `offset` bytes in, when `on`. On the GPU the address
+// whatever `on` (it is read only when on), so the compiler keeps it in the shared state space
+// (ld/st.shared with 32-bit addresses; a select with a null pointer made it generic: 8 to 13 more
+// registers in the fused softmax under ptxas for sm_90); on the host null when off (no buffer).
+template <class T>
+FJK_FN T* fjk_shared_region(unsigned char* base, unsigned long long offset, bool on) {
+#ifdef FJ_DEVICE_CODE
+  return (T*)(base + offset);
+#else
+  return on ? (T*)(base + offset) : (T*)0;
+#endif
+}
 // x / d for x < 2^31 from the magic numbers pack_args passes (jit/kernel_abi.h, div_magic32):
 // a multiply-high, an add and a shift instead of a division sequence.
 FJK_FN unsigned int fjk_udiv(unsigned int x, unsigned int mul, unsigned int shift) {
@@ -1165,30 +1177,46 @@ struct ReduceGen {
     s += "  long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch\n"
          "  fj_red_part_elements(split_phase, (long long)row_len, fj_part, fj_parts, fj_k0, fj_k1);\n";
     FJ_CHECK(kept_written == kept, "codegen: a kept value that no pass computes");
-    if (kept.empty()) return s + epilogue_loops(outs, false);
-    return s + "  if (fj_rv) {  // the kept values on chip: read, not computed again\n" + indent(epilogue_loops(outs, true), 2) +
-           "  } else {\n" + indent(epilogue_loops(outs, false), 2) + "  }\n";
+    std::string start = fmt::format("({})fj_k0", k.idx);
+    if (V > 1) {  // V elements a thread and iteration while whole vectors are left (fj_k0 is a multiple of V)
+      std::string vec = vector_loop(outs, false);
+      // Only the vector loop reads kept values; the tail computes them again (the same bits): a second
+      // scalar loop cost the fast entry 12 registers under ptxas for sm_90, a second vector loop none.
+      if (!kept.empty())
+        vec = "  if (fj_rv) {  // the kept values on chip: read, not computed again\n" + indent(vector_loop(outs, true), 2) +
+              "  } else {\n" + indent(vec, 2) + "  }\n";
+      s += fmt::format("  {0} fj_ks = ({0})fj_k0;  // where the scalar loop starts\n"
+                       "  if (fj_vector) {{  // vector loads and stores: {1} elements a thread and iteration\n"
+                       "    const {0} fj_kv = ({0})fj_k0 + ({0})(fj_k1 - fj_k0) / {1} * {1};\n",
+                       k.idx, V) +
+           indent(vec, 2) + "    fj_ks = fj_kv;\n  }\n";
+      start = "fj_ks";
+    } else if (!kept.empty()) {
+      return s + "  if (fj_rv) {  // the kept values on chip: read, not computed again\n" +
+             indent(scalar_loop(outs, true, start), 2) + "  } else {\n" + indent(scalar_loop(outs, false, start), 2) + "  }\n";
+    }
+    return s + scalar_loop(outs, false, start);
   }
 
-  // The epilogue's loops over elements fj_k0 .. fj_k1 of the row: vector, then scalar. With
+  // The epilogue's vector loop over elements fj_k0 .. fj_kv of the row, V at a time. With
   // `kept_read`, the kept values it reads come from the row cache.
-  std::string epilogue_loops(const std::vector<size_t>& outs, bool kept_read) {
+  std::string vector_loop(const std::vector<size_t>& outs, bool kept_read) {
+    std::set<ir::NodeId> elems, ins, rows, read;
+    for (size_t i : outs) collect(k.group.outputs[i], elems, ins, rows, kept_read ? &read : nullptr);
+    return fmt::format("  for ({0} fj_k = ({0})fj_k0 + {1} * ({0})fj_tid; fj_k < fj_kv; fj_k += {1} * ({0})fj_nt) {{\n", k.idx,
+                       V) +
+           indent(vector_elements(elems, ins, outs, "", true, read), 2) + "  }\n";
+  }
+
+  // The epilogue's scalar loop over elements `start` .. fj_k1 of the row (the vector loop's tail,
+  // or all of it), kept values read from the row cache with `kept_read`.
+  std::string scalar_loop(const std::vector<size_t>& outs, bool kept_read, const std::string& start) {
     std::set<ir::NodeId> elems, ins, rows, read;
     for (size_t i : outs) collect(k.group.outputs[i], elems, ins, rows, kept_read ? &read : nullptr);
     std::string body = decompose(red_j, "k") + offsets(ins);
     body += elements(elems, ins, "ioff", "k", read) + output_writes(outs);
-    std::string s, start = fmt::format("({})fj_k0", k.idx);
-    if (V > 1) {  // V elements a thread and iteration while whole vectors are left (fj_k0 is a multiple of V)
-      s += fmt::format("  {0} fj_ks = ({0})fj_k0;  // where the scalar loop starts\n"
-                       "  if (fj_vector) {{  // vector loads and stores: {1} elements a thread and iteration\n"
-                       "    const {0} fj_kv = ({0})fj_k0 + ({0})(fj_k1 - fj_k0) / {1} * {1};\n"
-                       "    for ({0} fj_k = ({0})fj_k0 + {1} * ({0})fj_tid; fj_k < fj_kv; fj_k += {1} * ({0})fj_nt) {{\n",
-                       k.idx, V) +
-           indent(vector_elements(elems, ins, outs, "", true, read), 4) + "    }\n    fj_ks = fj_kv;\n  }\n";
-      start = "fj_ks";
-    }
-    return s + fmt::format("  for ({0} k = {1} + fj_tid; {2}k < ({0})fj_k1; k += fj_nt) {{  // the element outputs\n", k.idx,
-                           start, row_blocks() ? "" : "fj_live && ") +
+    return fmt::format("  for ({0} k = {1} + fj_tid; {2}k < ({0})fj_k1; k += fj_nt) {{  // the element outputs\n", k.idx, start,
+                       row_blocks() ? "" : "fj_live && ") +
            indent(body, 2) + "  }\n";
   }
 
@@ -1295,14 +1323,14 @@ struct ReduceGen {
                     "  FJK_DYNAMIC_SHARED(fj_row_cache);\n  const bool fj_rc = row_cache != 0 && split_phase == 0;\n";
     std::string offset = "0";
     for (ir::NodeId id : info.reread_inputs) {
-      s += fmt::format("  {0}* const fj_rc_{1} = fj_rc ? ({0}*)(fj_row_cache + {2}) : ({0}*)0;\n", k.storage(id), v(id), offset);
+      s += fmt::format("  {0}* const fj_rc_{1} = fjk_shared_region<{0}>(fj_row_cache, {2}, fj_rc);\n", k.storage(id), v(id), offset);
       offset += fmt::format(" + ((unsigned long long)row_len * {} + 15) / 16 * 16", ir::dtype_size(k.dtype(id)));
     }
     if (kept.empty()) return s;
     s += "  // and, with row_cache 2, the values a pass computes and the epilogue reads again (kept values)\n"
          "  const bool fj_rv = FJ_RED_KEPT && fj_rc && row_cache == 2;\n";
     for (ir::NodeId id : info.kept_values) {
-      s += fmt::format("  {0}* const fj_rv_{1} = fj_rv ? ({0}*)(fj_row_cache + {2}) : ({0}*)0;\n", compute_ctype(k.dtype(id)),
+      s += fmt::format("  {0}* const fj_rv_{1} = fjk_shared_region<{0}>(fj_row_cache, {2}, fj_rv);\n", compute_ctype(k.dtype(id)),
                        v(id), offset);
       offset += fmt::format(" + ((unsigned long long)row_len * {} + 15) / 16 * 16", ir::dtype_size(k.dtype(id)));
     }

@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_f3e22e7eca0d2a6e for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_f3e22e7eca0d2a6e_s for any strides.
+// Entry points: fj_reductions_6bc4f3cc04e736a5 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_6bc4f3cc04e736a5_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_reductions_f3e22e7eca0d2a6e_rows(
+static __device__ __forceinline__ void fj_reductions_6bc4f3cc04e736a5_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -42,10 +42,10 @@ static __device__ __forceinline__ void fj_reductions_f3e22e7eca0d2a6e_rows(
   // the start of each row when the launch gave room for them (row_cache 1 or 2; not in a split row's launches)
   FJK_DYNAMIC_SHARED(fj_row_cache);
   const bool fj_rc = row_cache != 0 && split_phase == 0;
-  float* const fj_rc_v0 = fj_rc ? (float*)(fj_row_cache + 0) : (float*)0;
+  float* const fj_rc_v0 = fjk_shared_region<float>(fj_row_cache, 0, fj_rc);
   // and, with row_cache 2, the values a pass computes and the epilogue reads again (kept values)
   const bool fj_rv = FJ_RED_KEPT && fj_rc && row_cache == 2;
-  float* const fj_rv_v4 = fj_rv ? (float*)(fj_row_cache + 0 + ((unsigned long long)row_len * 4 + 15) / 16 * 16) : (float*)0;
+  float* const fj_rv_v4 = fjk_shared_region<float>(fj_row_cache, 0 + ((unsigned long long)row_len * 4 + 15) / 16 * 16, fj_rv);
   const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;
   // One block per row; row_split blocks per row in the odd launches of a split row
   const unsigned int fj_parts = (split_phase & 1) ? row_split : 1;
@@ -123,10 +123,10 @@ static __device__ __forceinline__ void fj_reductions_f3e22e7eca0d2a6e_rows(
     }
     long long fj_k0, fj_k1;  // the row, or this part's chunks of it in a split row's last launch
     fj_red_part_elements(split_phase, (long long)row_len, fj_part, fj_parts, fj_k0, fj_k1);
-    if (fj_rv) {  // the kept values on chip: read, not computed again
-      unsigned int fj_ks = (unsigned int)fj_k0;  // where the scalar loop starts
-      if (fj_vector) {  // vector loads and stores: 4 elements a thread and iteration
-        const unsigned int fj_kv = (unsigned int)fj_k0 + (unsigned int)(fj_k1 - fj_k0) / 4 * 4;
+    unsigned int fj_ks = (unsigned int)fj_k0;  // where the scalar loop starts
+    if (fj_vector) {  // vector loads and stores: 4 elements a thread and iteration
+      const unsigned int fj_kv = (unsigned int)fj_k0 + (unsigned int)(fj_k1 - fj_k0) / 4 * 4;
+      if (fj_rv) {  // the kept values on chip: read, not computed again
         for (unsigned int fj_k = (unsigned int)fj_k0 + 4 * (unsigned int)fj_tid; fj_k < fj_kv; fj_k += 4 * (unsigned int)fj_nt) {
           const fj_vec<float, 4> x_v4 = fj_vload<float, 4>(fj_rv_v4 + fj_k);  // v4, kept on chip
           fj_vec<float, 4> y_v6;
@@ -138,19 +138,7 @@ static __device__ __forceinline__ void fj_reductions_f3e22e7eca0d2a6e_rows(
           }
           fj_vstore<float, 4>(out_v6 + ob_v6 + fj_k, y_v6);
         }
-        fj_ks = fj_kv;
-      }
-      for (unsigned int k = fj_ks + fj_tid; k < (unsigned int)fj_k1; k += fj_nt) {  // the element outputs
-        unsigned int rem_k = k;
-        const unsigned int c1 = rem_k;
-        const float v4 = fj_rv_v4[k];  // v4, kept on chip by a pass
-        const float v6 = fj_div(v4, v5);  // v6 (p) = div(v4, v5) : f32  [reductions.graph:8]
-        out_v6[ob_v6 + (unsigned long long)c1 * fj_ost_v6] = v6;
-      }
-    } else {
-      unsigned int fj_ks = (unsigned int)fj_k0;  // where the scalar loop starts
-      if (fj_vector) {  // vector loads and stores: 4 elements a thread and iteration
-        const unsigned int fj_kv = (unsigned int)fj_k0 + (unsigned int)(fj_k1 - fj_k0) / 4 * 4;
+      } else {
         for (unsigned int fj_k = (unsigned int)fj_k0 + 4 * (unsigned int)fj_tid; fj_k < fj_kv; fj_k += 4 * (unsigned int)fj_nt) {
           const fj_vec<float, 4> x_v0 = fj_vload<float, 4>(fj_row_v0 + fj_k);
           fj_vec<float, 4> y_v6;
@@ -164,22 +152,22 @@ static __device__ __forceinline__ void fj_reductions_f3e22e7eca0d2a6e_rows(
           }
           fj_vstore<float, 4>(out_v6 + ob_v6 + fj_k, y_v6);
         }
-        fj_ks = fj_kv;
       }
-      for (unsigned int k = fj_ks + fj_tid; k < (unsigned int)fj_k1; k += fj_nt) {  // the element outputs
-        unsigned int rem_k = k;
-        const unsigned int c1 = rem_k;
-        const float v0 = fj_row_v0[(unsigned long long)k * fj_rst_v0];
-        const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
-        const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
-        const float v6 = fj_div(v4, v5);  // v6 (p) = div(v4, v5) : f32  [reductions.graph:8]
-        out_v6[ob_v6 + (unsigned long long)c1 * fj_ost_v6] = v6;
-      }
+      fj_ks = fj_kv;
+    }
+    for (unsigned int k = fj_ks + fj_tid; k < (unsigned int)fj_k1; k += fj_nt) {  // the element outputs
+      unsigned int rem_k = k;
+      const unsigned int c1 = rem_k;
+      const float v0 = fj_row_v0[(unsigned long long)k * fj_rst_v0];
+      const float v3 = fj_sub(v0, v2);  // v3 = sub(v0, v2) : f32  [reductions.graph:8]
+      const float v4 = fj_exp(v3);  // v4 = exp(v3) : f32  [reductions.graph:8]
+      const float v6 = fj_div(v4, v5);  // v6 (p) = div(v4, v5) : f32  [reductions.graph:8]
+      out_v6[ob_v6 + (unsigned long long)c1 * fj_ost_v6] = v6;
     }
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_f3e22e7eca0d2a6e(
+extern "C" __global__ void fj_reductions_6bc4f3cc04e736a5(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -200,9 +188,9 @@ extern "C" __global__ void fj_reductions_f3e22e7eca0d2a6e(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_f3e22e7eca0d2a6e_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_6bc4f3cc04e736a5_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_f3e22e7eca0d2a6e_s(
+extern "C" __global__ void fj_reductions_6bc4f3cc04e736a5_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -223,7 +211,7 @@ extern "C" __global__ void fj_reductions_f3e22e7eca0d2a6e_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_f3e22e7eca0d2a6e_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_6bc4f3cc04e736a5_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.

@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_rmsnorm_db6079b8e8087bc6 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_db6079b8e8087bc6_s for any strides.
+// Entry points: fj_rmsnorm_b2341051d6b9cb97 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_b2341051d6b9cb97_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_rmsnorm_db6079b8e8087bc6_rows(
+static __device__ __forceinline__ void fj_rmsnorm_b2341051d6b9cb97_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -42,7 +42,7 @@ static __device__ __forceinline__ void fj_rmsnorm_db6079b8e8087bc6_rows(
   // the start of each row when the launch gave room for them (row_cache 1 or 2; not in a split row's launches)
   FJK_DYNAMIC_SHARED(fj_row_cache);
   const bool fj_rc = row_cache != 0 && split_phase == 0;
-  fj_bf16* const fj_rc_v0 = fj_rc ? (fj_bf16*)(fj_row_cache + 0) : (fj_bf16*)0;
+  fj_bf16* const fj_rc_v0 = fjk_shared_region<fj_bf16>(fj_row_cache, 0, fj_rc);
   const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;
   // One block per row; row_split blocks per row in the odd launches of a split row
   const unsigned int fj_parts = (split_phase & 1) ? row_split : 1;
@@ -125,7 +125,7 @@ static __device__ __forceinline__ void fj_rmsnorm_db6079b8e8087bc6_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_rmsnorm_db6079b8e8087bc6(
+extern "C" __global__ void fj_rmsnorm_b2341051d6b9cb97(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -146,9 +146,9 @@ extern "C" __global__ void fj_rmsnorm_db6079b8e8087bc6(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_db6079b8e8087bc6_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_b2341051d6b9cb97_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_rmsnorm_db6079b8e8087bc6_s(
+extern "C" __global__ void fj_rmsnorm_b2341051d6b9cb97_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -169,6 +169,6 @@ extern "C" __global__ void fj_rmsnorm_db6079b8e8087bc6_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_db6079b8e8087bc6_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_b2341051d6b9cb97_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
