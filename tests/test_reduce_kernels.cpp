@@ -186,16 +186,25 @@ TEST_CASE("random graphs with reductions: fused, unfused and reference agree") {
     o.seed = 9100 + s;
     o.num_ops = 10;
     o.reduction_rate = 0.35;
+    o.normalize_rate = 0.5;
     cases.push_back(testing::make_case(fmt::format("random seed {}", o.seed), testing::random_graph(o), o.seed));
   }
-  int with_reduction_groups = 0;
-  for (const testing::Case& c : cases)
+  int with_reduction_groups = 0, with_kept_values = 0;
+  for (const testing::Case& c : cases) {
     for (const ir::FusionGroup& grp : c.fused.plan.groups)
       if (jit::reduction_operand(c.graph, grp) != ir::kNoNode) {
         ++with_reduction_groups;
         break;
       }
+    for (const ir::FusionGroup& grp : c.fused.plan.groups)
+      if (jit::reduction_operand(c.graph, grp) != ir::kNoNode && !ir::analyze_reduce_group(c.graph, grp).kept_values.empty()) {
+        ++with_kept_values;
+        break;
+      }
+  }
   CHECK(with_reduction_groups > 60);  // the generator does reduce
+  MESSAGE("random reduction graphs with kept values: ", with_kept_values);
+  CHECK(with_kept_values > 3);  // and makes epilogues that read what a pass computed
   check_all(cases);
 }
 

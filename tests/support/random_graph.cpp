@@ -172,6 +172,7 @@ struct Gen {
   // A reduction of a random value over a random set of axes (none listed: all), or a composite
   // (softmax, log_softmax, logsumexp, var and std with a correction of 0 to 2).
   bool random_reduction() {
+    if (o.normalize_rate > 0 && r.chance(o.normalize_rate)) return normalize();
     const NodeId x = any();
     const int rank = static_cast<int>(b.graph().node(x).shape.size());
     std::vector<int64_t> axes;
@@ -193,6 +194,20 @@ struct Gen {
                     : pick == 7 ? b.logsumexp(Operand::of(x), axis, keep)
                                 : b.var(Operand::of(x), axes, keep, correction, pick == 9);
       add(res.node);
+      return true;
+    } catch (const UserError&) {
+      return false;
+    }
+  }
+
+  // A costly value normalised by its own reduction over the innermost axis (normalize_rate).
+  bool normalize() {
+    static const Op fs[] = {Op::Exp, Op::Tanh, Op::Sigmoid, Op::Log1p, Op::Sqrt, Op::Reciprocal, Op::Erf};
+    try {
+      const Operand u = b.apply(fs[r.below(7)], std::vector<Operand>{Operand::of(any())});
+      const int64_t last[] = {-1};
+      const Operand red = b.reduce(r.chance(0.5) ? Op::Sum : Op::Amax, u, last, true);
+      add(b.apply(r.chance(0.5) ? Op::Div : Op::Sub, std::vector<Operand>{u, red}).node);
       return true;
     } catch (const UserError&) {
       return false;

@@ -25,6 +25,11 @@ struct RandomGraphOptions {
   double pattern_rate = 0.35;  // share of steps that emit a rewrite-rule pattern (x*c1*c2, x/2, ...)
   double literal_rate = 0.2;   // share of operands that are literals (special values included)
   double reduction_rate = 0.06;  // share of op steps that reduce (sum ... amin over random axes, softmax, ...)
+  // Share of reduction steps that normalise a costly value by its own reduction over the innermost
+  // axis, `u = f(x); u / sum(u, -1, keepdim)` or `u - amax(u, -1, keepdim)` with f a math op: the
+  // epilogue then reads what a pass computed (ir::ReduceGroupInfo::kept_values). 0 draws none, so
+  // the other tests' graphs stay as they were.
+  double normalize_rate = 0.0;
 };
 
 // A verified graph built with ir::GraphBuilder::apply (typing and broadcasting rules apply):
