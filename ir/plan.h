@@ -64,6 +64,11 @@ struct SplitRules {
   // The most bytes of shared memory a block's row cache may take (kRowCacheBytes without a GPU,
   // row_cache_limit_for() the GPU's opt-in maximum on one, or a smaller limit the caller sets).
   int64_t row_cache_limit = kRowCacheBytes;
+  // Whether rows on chip may keep their kept values (ReduceGroupInfo::kept_values): not in fast-math
+  // mode, where NVRTC may contract a value into its consumer (an FMA) where the epilogue computes it
+  // but not where it reads it back, so the row cache would change the bits (jit/codegen generates
+  // no kept values there either).
+  bool kept_values = true;
 };
 
 struct Plan {

@@ -440,8 +440,9 @@ RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupI
   if (r.blocks_per_row > 1) r.launches = 2 * info.levels + (info.epilogue() ? 1 : 0);
   if (rows == 0) r.launches = 0;
   if (r.block_rows && rules.row_cache) {
-    const RowCacheUse use = row_cache_use(row_cache_element_sizes(g, info), kept_value_sizes(g, info), row_len,
-                                          r.blocks_per_row, rules.row_cache_limit);
+    const std::vector<int> values = rules.kept_values ? kept_value_sizes(g, info) : std::vector<int>{};
+    const RowCacheUse use = row_cache_use(row_cache_element_sizes(g, info), values, row_len, r.blocks_per_row,
+                                          rules.row_cache_limit);
     r.row_cache_bytes = use.bytes;
     r.values_on_chip = use.mode == 2;
   }

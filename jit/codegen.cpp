@@ -804,7 +804,8 @@ struct ReduceGen {
     nodes.insert(k.group.nodes.begin(), k.group.nodes.end());
     for (size_t i = 0; i < k.group.inputs.size(); ++i) input_index[k.group.inputs[i]] = i;
     if (row_blocks()) cached.insert(info.reread_inputs.begin(), info.reread_inputs.end());
-    if (!cached.empty()) kept.insert(info.kept_values.begin(), info.kept_values.end());
+    // Not in fast-math mode: ir::SplitRules::kept_values.
+    if (!cached.empty() && !k.opts.fast_math) kept.insert(info.kept_values.begin(), info.kept_values.end());
     V = vec_width();
   }
   bool row_blocks() const { return ir::reduces_innermost(k.group); }

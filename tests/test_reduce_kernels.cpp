@@ -422,8 +422,8 @@ TEST_CASE("kept values: what a pass computes and the epilogue reads again, kept 
   const Want wants[] = {
       {"input x : f32[4, 4096]\n", {"e"}, 2, 32768, "(32768 B of shared memory per block for x and e, which a pass computes"},
       {"input x : f32[4, 8192]\n", {"e"}, 1, 32768,
-       "(32768 B of shared memory per block for x; the epilogue computes e again: keeping it too would take 65536 B, over "
-       "the 49152 B for kept values)"},
+       "(32768 B of shared memory per block for x; the epilogue computes e again: with it the row cache would take 65536 B, "
+       "over the 49152 B it may take with kept values)"},
       {"input x : f32[4, 20000]\n", {"e"}, 0, 0, "each reading x from memory"},
       {"input x : f32[1, 300000]\n", {"e"}, 0, 0, "(a split row is not kept on chip)"},
       // f16/bf16 values are not kept (their two forms); a value computed in f32 is.
@@ -454,6 +454,25 @@ TEST_CASE("kept values: what a pass computes and the epilogue reads again, kept 
       CHECK(st1->groups[0].row_cache_mode == 1);
       CHECK(st1->groups[0].row_cache_bytes == w.bytes / 2);
     }
+  }
+  // Fast-math mode keeps none (NVRTC may contract a value into its consumer where the epilogue
+  // computes it, not where it reads it back): the plan, the kernel and the launch agree.
+  {
+    const ir::Graph g = ir::parse_graph(std::string("input x : f32[4, 4096]\n") + softmax, "t.txt");
+    ir::PlanOptions po;
+    po.rules.kept_values = false;
+    const ir::Plan plan = ir::plan_fusion(g, po);
+    CHECK_MESSAGE(plan.groups[0].note.find("(16384 B of shared memory per block for x)") != std::string::npos,
+                  plan.groups[0].note);
+    jit::CodegenOptions fast;
+    fast.fast_math = true;
+    const std::vector<jit::GeneratedKernel> ks = jit::generate_plan_kernels(g, plan, fast);
+    CHECK(ks[0].row_value_sizes.empty());
+    CHECK(ks[0].source.find("fj_rv") == std::string::npos);
+    const jit::PlanBindings b(g, plan);
+    const auto st = jit::make_launch_state(g, plan, b, [&](int, size_t gi) -> const jit::GeneratedKernel& { return ks[gi]; });
+    CHECK(st->groups[0].row_cache_mode == 1);
+    CHECK(st->groups[0].row_cache_bytes == 16384);
   }
   // Which values: the highest costly one on each of the epilogue's paths that a pass computes.
   const std::pair<const char*, std::vector<std::string>> which[] = {

@@ -423,13 +423,15 @@ bool plan_groups(const Graph& g, std::set<NodeId>& isolated, std::set<NodeId>& d
 // epilogue reads what a pass computed, or why not.
 std::string kept_note(const Graph& g, const FusionGroup& fg, const ReduceGroupInfo& info, const RowSplit& split,
                       const SplitRules& rules) {
-  if (info.kept_values.empty()) return "";
+  if (info.kept_values.empty() || !rules.kept_values) return "";
   std::string names;
   for (NodeId v : info.kept_values) names += (names.empty() ? "" : ", ") + value_name(g, v);
   if (split.values_on_chip) return fmt::format(" and {}, which a pass computes and the epilogue reads", names);
   std::vector<int> all = row_cache_element_sizes(g, info);
   for (int size : kept_value_sizes(g, info)) all.push_back(size);
-  return fmt::format("; the epilogue computes {} again: keeping it too would take {} B, over the {} B for kept values", names,
+  return fmt::format("; the epilogue computes {} again: with {} the row cache would take {} B, over the {} B it may take "
+                     "with kept values",
+                     names, info.kept_values.size() == 1 ? "it" : "them",
                      row_cache_bytes(all, reduce_length(fg.iter_shape, fg.reduce_mask)),
                      std::min(rules.row_cache_limit, kKeptValuesCacheBytes));
 }

@@ -266,7 +266,7 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
       e["blocks_per_row"] = r.blocks_per_row;
       e["launches"] = r.launches;
       e["row_cache_bytes"] = r.row_cache_bytes;  // 0: passes re-read their inputs (reread_bytes)
-      e["kept_values"] = names(analyze_reduce_group(g, grp).kept_values);
+      e["kept_values"] = fused.rules.kept_values ? names(analyze_reduce_group(g, grp).kept_values) : json::array();
       e["values_on_chip"] = r.values_on_chip;  // the row cache holds them too (row_cache 2)
       e["reread_bytes"] = t.reread_bytes;
     }
