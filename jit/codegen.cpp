@@ -1328,8 +1328,10 @@ struct ReduceGen {
       offset += fmt::format(" + ((unsigned long long)row_len * {} + 15) / 16 * 16", ir::dtype_size(k.dtype(id)));
     }
     if (kept.empty()) return s;
-    s += "  // and, with row_cache 2, the values a pass computes and the epilogue reads again (kept values)\n"
-         "  const bool fj_rv = FJ_RED_KEPT && fj_rc && row_cache == 2;\n";
+    s += "  // and, with row_cache 2, the values a pass computes and the epilogue reads again (kept values)\n";
+    s += V > 1 ? "  // (read by the vector loop only: a launch without it neither writes nor reads them)\n"
+                 "  const bool fj_rv = FJ_RED_KEPT && fj_rc && row_cache == 2 && fj_vector;\n"
+               : "  const bool fj_rv = FJ_RED_KEPT && fj_rc && row_cache == 2;\n";
     for (ir::NodeId id : info.kept_values) {
       s += fmt::format("  {0}* const fj_rv_{1} = fjk_shared_region<{0}>(fj_row_cache, {2}, fj_rv);\n", compute_ctype(k.dtype(id)),
                        v(id), offset);

@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_6bc4f3cc04e736a5 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_6bc4f3cc04e736a5_s for any strides.
+// Entry points: fj_reductions_49f3a67dcc6641b1 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_49f3a67dcc6641b1_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_reductions_6bc4f3cc04e736a5_rows(
+static __device__ __forceinline__ void fj_reductions_49f3a67dcc6641b1_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -44,7 +44,8 @@ static __device__ __forceinline__ void fj_reductions_6bc4f3cc04e736a5_rows(
   const bool fj_rc = row_cache != 0 && split_phase == 0;
   float* const fj_rc_v0 = fjk_shared_region<float>(fj_row_cache, 0, fj_rc);
   // and, with row_cache 2, the values a pass computes and the epilogue reads again (kept values)
-  const bool fj_rv = FJ_RED_KEPT && fj_rc && row_cache == 2;
+  // (read by the vector loop only: a launch without it neither writes nor reads them)
+  const bool fj_rv = FJ_RED_KEPT && fj_rc && row_cache == 2 && fj_vector;
   float* const fj_rv_v4 = fjk_shared_region<float>(fj_row_cache, 0 + ((unsigned long long)row_len * 4 + 15) / 16 * 16, fj_rv);
   const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;
   // One block per row; row_split blocks per row in the odd launches of a split row
@@ -167,7 +168,7 @@ static __device__ __forceinline__ void fj_reductions_6bc4f3cc04e736a5_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_6bc4f3cc04e736a5(
+extern "C" __global__ void fj_reductions_49f3a67dcc6641b1(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -188,9 +189,9 @@ extern "C" __global__ void fj_reductions_6bc4f3cc04e736a5(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_6bc4f3cc04e736a5_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_49f3a67dcc6641b1_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_6bc4f3cc04e736a5_s(
+extern "C" __global__ void fj_reductions_49f3a67dcc6641b1_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -211,7 +212,7 @@ extern "C" __global__ void fj_reductions_6bc4f3cc04e736a5_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_6bc4f3cc04e736a5_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_49f3a67dcc6641b1_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.
