@@ -493,7 +493,9 @@ TEST_CASE("kept values: what a pass computes and the epilogue reads again, kept 
       {"input x : f32[4, 64]\ne = exp(x)\ns = sum(e, -1)\noutput e, s\n", {}},
       {"input x : f32[64, 4]\ne = exp(x)\ny = e - amax(e, 0, keepdim)\noutput y\n", {}},
   };
-  for (const auto& [text, want] : which) {
+  for (const auto& w : which) {
+    const char* const text = w.first;  // not a structured binding: clang's CAPTURE cannot name one
+    const std::vector<std::string>& want = w.second;
     CAPTURE(text);
     const ir::Graph g = ir::parse_graph(text, "t.txt");
     const ir::Plan plan = ir::plan_fusion(g);
