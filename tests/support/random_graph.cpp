@@ -204,10 +204,15 @@ struct Gen {
   bool normalize() {
     static const Op fs[] = {Op::Exp, Op::Tanh, Op::Sigmoid, Op::Log1p, Op::Sqrt, Op::Reciprocal, Op::Erf};
     try {
-      const Operand u = b.apply(fs[r.below(7)], std::vector<Operand>{Operand::of(any())});
+      // One draw per statement: the order of a call's arguments differs between compilers.
+      const Op f = fs[r.below(7)];
+      const NodeId x = any();
+      const Operand u = b.apply(f, std::vector<Operand>{Operand::of(x)});
       const int64_t last[] = {-1};
-      const Operand red = b.reduce(r.chance(0.5) ? Op::Sum : Op::Amax, u, last, true);
-      add(b.apply(r.chance(0.5) ? Op::Div : Op::Sub, std::vector<Operand>{u, red}).node);
+      const Op reduce = r.chance(0.5) ? Op::Sum : Op::Amax;
+      const Operand red = b.reduce(reduce, u, last, true);
+      const Op combine = r.chance(0.5) ? Op::Div : Op::Sub;
+      add(b.apply(combine, std::vector<Operand>{u, red}).node);
       return true;
     } catch (const UserError&) {
       return false;
