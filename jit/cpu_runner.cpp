@@ -117,13 +117,13 @@ Scratch bind(const CpuProgram& prog, std::span<const std::span<const std::byte>>
 
 }  // namespace
 
-void CpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool strided, bool, int64_t, void** args) {
+void CpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, int64_t,
+                          void** args) {
   const CpuProgram* p = variants_[group.variant];
   FJ_CHECK(p != nullptr && group_index < p->trampolines.size(), "CpuKernelRunner: the kernel variant is not compiled");
   void* shared = nullptr;
-  if (group.row_cache_bytes > 0) {
-    if (shared_.size() * 16 < static_cast<size_t>(group.row_cache_bytes))
-      shared_.resize((static_cast<size_t>(group.row_cache_bytes) + 15) / 16);
+  if (const auto bytes = static_cast<size_t>(group.shared_bytes(strided, vector)); bytes > 0) {
+    if (shared_.size() * 16 < bytes) shared_.resize((bytes + 15) / 16);
     shared = shared_.data();
   }
   (strided ? p->strided_trampolines : p->trampolines)[group_index](args, launch_.grid, launch_.block, shared);
@@ -168,6 +168,7 @@ CpuRunStats run_cpu_program(const CpuProgram& prog, std::span<const std::span<co
   r.kernels_launched = ls.kernels;
   r.vector_launches = ls.vector;
   r.strided_launches = ls.strided;
+  r.kept_value_launches = ls.kept;
   return r;
 }
 

@@ -73,6 +73,7 @@ struct CpuRunStats {
   int kernels_launched = 0;
   int vector_launches = 0;          // launches whose vec_ok was 1 (the vector path ran)
   int strided_launches = 0;         // launches of the strided entry
+  int kept_value_launches = 0;      // launches whose row cache held kept values (row_cache 2)
 };
 
 // Options of run_cpu_program. `launch` is the (serial) grid and block the trampolines emulate:

@@ -228,8 +228,8 @@ namespace {
 // kReduceItemsPerBlock per block it needs (one per row, or per group of rows side by side), so its
 // grid is that many blocks whatever block size it launches with (capped at the blocks resident at
 // once with its row cache: GpuFunction::grid_cap).
-LaunchConfig group_config(const GpuFunction& fn, const GroupLaunch& group, int64_t items, bool vector) {
-  const auto shared = static_cast<uint32_t>(group.row_cache_bytes);
+LaunchConfig group_config(const GpuFunction& fn, const GroupLaunch& group, int64_t items, bool strided, bool vector) {
+  const auto shared = static_cast<uint32_t>(group.shared_bytes(strided, vector));
   return group.kernel->reduction ? fn.config(items / kReduceItemsPerBlock * fn.launch_block, 1, shared)
                                  : fn.config(items, vector ? group.kernel->signature.vector_width : 1, shared);
 }
@@ -239,7 +239,7 @@ LaunchConfig group_config(const GpuFunction& fn, const GroupLaunch& group, int64
 LaunchConfig GpuProgram::launch_config(size_t i) const {
   FJ_CHECK(i < functions_.size(), "GpuProgram::launch_config: no such kernel");
   const GroupLaunch& group = state_->groups[i];
-  return group_config(function(i, false, group.row_cache_bytes > 0), group, group.items, true);
+  return group_config(function(i, false, group.row_cache_bytes > 0), group, group.items, false, true);
 }
 
 void GpuProgram::enqueue(std::span<const cu::DevicePtr> inputs, std::span<const cu::DevicePtr> outputs,
@@ -283,12 +283,13 @@ void GpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool str
   const GpuFunction& fn = p->function(group_index, strided, group.row_cache_bytes > 0);
   // The plan's row cache limit assumes at most ir::kRowCacheStaticReserve of static shared memory
   // per kernel; a kernel with more says so here, not as the driver's CUDA_ERROR_INVALID_VALUE.
-  FJ_CHECK(group.row_cache_bytes <= fn.max_dynamic_shared,
+  const int64_t shared = group.shared_bytes(strided, vector);
+  FJ_CHECK(shared <= fn.max_dynamic_shared,
            fmt::format("kernel {}: its {} B row cache is over the {} B of dynamic shared memory its static shared "
                        "memory leaves under the device's opt-in maximum (ir::kRowCacheStaticReserve is too small; "
                        "Options::row_cache_limit lower, or row_cache false, avoids it)",
-                       fn.name, group.row_cache_bytes, fn.max_dynamic_shared));
-  launch_kernel(dc_, fn, group_config(fn, group, items, vector), args, stream_);
+                       fn.name, shared, fn.max_dynamic_shared));
+  launch_kernel(dc_, fn, group_config(fn, group, items, strided, vector), args, stream_);
 }
 
 uint64_t GpuKernelRunner::workspace(size_t bytes) {

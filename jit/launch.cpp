@@ -151,6 +151,12 @@ bool group_holds(const ir::Graph& g, const ir::Graph* planned, const ir::FusionG
   return true;
 }
 
+// The row_cache argument of an entry (a launch whose kept values nobody reads passes 1, not 2).
+void set_row_cache_slot(const KernelSignature& sig, std::vector<uint64_t>& slots, int mode) {
+  for (size_t k = 0; k < sig.args.size() && k < slots.size(); ++k)
+    if (sig.args[k].kind == ArgKind::RowCache) slots[k] = static_cast<uint64_t>(mode);
+}
+
 // The row cache of a group whose rows are not split (GroupLaunch::row_cache_bytes), and its
 // row_cache argument in both entries' static slots.
 void set_row_cache(const LaunchRules& rules, int64_t row_len, GroupLaunch& out) {
@@ -160,12 +166,11 @@ void set_row_cache(const LaunchRules& rules, int64_t row_len, GroupLaunch& out) 
   out.row_cache_bytes = use.bytes;
   out.row_cache_mode = use.mode;
   if (use.mode == 0) return;
-  const auto set = [&](const KernelSignature& sig, std::vector<uint64_t>& slots) {
-    for (size_t k = 0; k < sig.args.size() && k < slots.size(); ++k)
-      if (sig.args[k].kind == ArgKind::RowCache) slots[k] = static_cast<uint64_t>(use.mode);
-  };
-  if (out.fast) set(out.kernel->signature, out.fast_args);
-  set(out.kernel->strided_signature, out.strided_args);
+  if (use.mode == 2)
+    out.row_cache_input_bytes =
+        ir::row_cache_use(out.kernel->row_cache_sizes, {}, row_len, out.row_split, rules.row_cache_limit).bytes;
+  if (out.fast) set_row_cache_slot(out.kernel->signature, out.fast_args, use.mode);
+  set_row_cache_slot(out.kernel->strided_signature, out.strided_args, use.mode);
 }
 
 // The launch of one group, or false when the plan's grouping does not hold for these shapes.
@@ -311,6 +316,19 @@ void set_split_slots(const KernelSignature& sig, std::vector<uint64_t>& slots, i
   }
 }
 
+// Runs group `gi` with its arguments in s.slots: once, or once per phase of a split row.
+void run_phases(const GroupLaunch& gl, size_t gi, const KernelSignature& sig, bool strided, bool vec,
+                KernelRunner& runner, LaunchScratch& s) {
+  s.ptrs.resize(s.slots.size());
+  for (size_t k = 0; k < s.slots.size(); ++k) s.ptrs[k] = &s.slots[k];
+  if (gl.row_split <= 1) return runner.run(gl, gi, strided, vec, gl.items, s.ptrs.data());
+  const uint64_t ws = runner.workspace(static_cast<size_t>(gl.workspace_bytes));
+  for (int phase = 1; phase <= gl.kernel->split_phases; ++phase) {
+    set_split_slots(sig, s.slots, phase, gl.row_split, ws);
+    runner.run(gl, gi, strided, vec, phase % 2 ? gl.items * gl.row_split : gl.items, s.ptrs.data());
+  }
+}
+
 // Fills the arguments of group `gi` and runs it: once, or once per phase of a split row (odd: chunk
 // values of row_split blocks per row, or the element outputs; even: one block per row combining).
 void launch_group(const PlanBindings& b, const GroupLaunch& gl, size_t gi, const Tensors& t,
@@ -324,20 +342,13 @@ void launch_group(const PlanBindings& b, const GroupLaunch& gl, size_t gi, const
   const bool aligned = fill_dynamic(sig, b.group_inputs[gi], b.group_outputs[gi], t, params, s.slots, vec_slot);
   const bool vec = vec_slot >= 0 && o.vector_path && gl.rows_ok && aligned;
   if (vec_slot >= 0) s.slots[static_cast<size_t>(vec_slot)] = vec ? 1 : 0;
-  s.ptrs.resize(s.slots.size());
-  for (size_t k = 0; k < s.slots.size(); ++k) s.ptrs[k] = &s.slots[k];
-  if (gl.row_split > 1) {
-    const uint64_t ws = runner.workspace(static_cast<size_t>(gl.workspace_bytes));
-    for (int phase = 1; phase <= gl.kernel->split_phases; ++phase) {
-      set_split_slots(sig, s.slots, phase, gl.row_split, ws);
-      runner.run(gl, gi, strided, vec, phase % 2 ? gl.items * gl.row_split : gl.items, s.ptrs.data());
-    }
-  } else {
-    runner.run(gl, gi, strided, vec, gl.items, s.ptrs.data());
-  }
+  const bool kept = gl.keeps_values(strided, vec);
+  if (gl.row_cache_mode == 2 && !kept) set_row_cache_slot(sig, s.slots, 1);
+  run_phases(gl, gi, sig, strided, vec, runner, s);
   stats.kernels += gl.launches();
   stats.vector += vec;
   stats.strided += strided;
+  stats.kept += kept;
 }
 
 }  // namespace

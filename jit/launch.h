@@ -102,6 +102,21 @@ struct GroupLaunch {
   // every launch gets this many bytes of dynamic shared memory. 0: no row cache.
   int64_t row_cache_bytes = 0;
   int row_cache_mode = 0;
+  // Mode 2 only: the bytes of the inputs' regions alone (mode 1's). A kernel with a vector path
+  // reads its kept values there only (codegen: fj_rv needs fj_vector), so a launch of its strided
+  // entry or with vec_ok 0 passes row_cache 1 and this much shared memory: blocks per SM are not
+  // spent on regions nobody reads.
+  int64_t row_cache_input_bytes = 0;
+  // Whether a launch of this entry (`strided`) on this path (`vector`: vec_ok 1) keeps its values
+  // on chip: row_cache 2, and the kernel reads them on that path.
+  bool keeps_values(bool strided, bool vector) const {
+    return row_cache_mode == 2 && (kernel->signature.vector_width <= 1 || (!strided && vector));
+  }
+  // The dynamic shared memory of such a launch, bytes: row_cache_bytes, or row_cache_input_bytes
+  // when mode 2 is not kept (keeps_values).
+  int64_t shared_bytes(bool strided, bool vector) const {
+    return row_cache_mode == 2 && !keeps_values(strided, vector) ? row_cache_input_bytes : row_cache_bytes;
+  }
   // Kernel launches of one run of this group: 0 (no items), 1, or split_phases (a split row).
   int launches() const { return items == 0 ? 0 : row_split > 1 ? kernel->split_phases : 1; }
 };
@@ -199,6 +214,7 @@ struct LaunchStats {
   int kernels = 0;          // entries run (groups with at least one element)
   int vector = 0;           // fast entries run with vec_ok = 1
   int strided = 0;          // strided entries run
+  int kept = 0;             // launches whose row cache held kept values (GroupLaunch::keeps_values)
 };
 
 // Launches every group of the plan for `state`:

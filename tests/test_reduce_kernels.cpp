@@ -401,6 +401,19 @@ TEST_CASE("the row on chip: which inputs stay in shared memory, when, and what t
   }
 }
 
+// A KernelRunner that runs nothing and records each launch's row_cache argument and shared bytes.
+struct RowCacheRecorder final : jit::KernelRunner {
+  std::vector<std::pair<uint64_t, int64_t>> seen;
+  void run(const jit::GroupLaunch& gl, size_t, bool strided, bool vector, int64_t, void** args) override {
+    const jit::KernelSignature& sig = strided ? gl.kernel->strided_signature : gl.kernel->signature;
+    for (size_t k = 0; k < sig.args.size(); ++k)
+      if (sig.args[k].kind == jit::ArgKind::RowCache)
+        seen.emplace_back(*static_cast<const uint64_t*>(args[k]), gl.shared_bytes(strided, vector));
+  }
+  uint64_t workspace(size_t) override { return 0; }
+  void copy(uint64_t, uint64_t, size_t) override {}
+};
+
 TEST_CASE("kept values: what a pass computes and the epilogue reads again, kept on chip while it fits") {
   // row_cache_use: inputs and values within min(limit, 48 KiB): mode 2; the inputs alone: mode 1.
   const int f32[] = {4}, none[] = {0};
@@ -473,6 +486,42 @@ TEST_CASE("kept values: what a pass computes and the epilogue reads again, kept 
     const auto st = jit::make_launch_state(g, plan, b, [&](int, size_t gi) -> const jit::GeneratedKernel& { return ks[gi]; });
     CHECK(st->groups[0].row_cache_mode == 1);
     CHECK(st->groups[0].row_cache_bytes == 16384);
+  }
+  // Only the vector path of a kernel with one reads kept values: a launch of the strided entry, or
+  // with vec_ok 0 (vector path off, a misaligned input), passes row_cache 1 and the inputs' bytes.
+  {
+    const ir::Graph g = ir::parse_graph(std::string("input x : f32[4, 4096]\n") + softmax, "t.txt");
+    const ir::Plan plan = ir::plan_fusion(g);
+    const std::vector<jit::GeneratedKernel> ks = jit::generate_plan_kernels(g, plan);
+    REQUIRE(ks[0].signature.vector_width > 1);
+    const jit::PlanBindings b(g, plan);
+    const auto st = jit::make_launch_state(g, plan, b, [&](int, size_t gi) -> const jit::GeneratedKernel& { return ks[gi]; });
+    REQUIRE(st->groups[0].row_cache_mode == 2);
+    CHECK(st->groups[0].row_cache_input_bytes == 16384);
+    RowCacheRecorder rec;
+    const int64_t shape[] = {4, 4096};
+    const auto launch = [&](uint64_t in_addr, const jit::LaunchOptions& o) {
+      const jit::TensorArg in[] = {{in_addr, shape, {}}}, out[] = {{0x100000, shape, {}}};
+      return jit::launch_plan(b, *st, in, out, {}, {}, rec, o);
+    };
+    jit::LaunchOptions scalar, strided;
+    scalar.vector_path = false;
+    strided.force_strided = true;
+    CHECK(launch(0x1000, {}).kept == 1);
+    CHECK(rec.seen == std::vector<std::pair<uint64_t, int64_t>>{{2, 32768}});
+    CHECK(launch(0x1000, scalar).kept == 0);
+    CHECK(launch(0x1000, strided).kept == 0);
+    CHECK(launch(0x1004, {}).kept == 0);  // misaligned: vec_ok 0
+    CHECK(rec.seen == std::vector<std::pair<uint64_t, int64_t>>{{2, 32768}, {1, 16384}, {1, 16384}, {1, 16384}});
+    // A kernel without a vector path reads them in its scalar loop: every launch keeps them.
+    jit::CodegenOptions no_vector;
+    no_vector.vectorize = false;
+    const std::vector<jit::GeneratedKernel> ks1 = jit::generate_plan_kernels(g, plan, no_vector);
+    REQUIRE(ks1[0].signature.vector_width == 1);
+    const auto st1 = jit::make_launch_state(g, plan, b, [&](int, size_t gi) -> const jit::GeneratedKernel& { return ks1[gi]; });
+    const jit::TensorArg in[] = {{0x1004, shape, {}}}, out[] = {{0x100000, shape, {}}};
+    CHECK(jit::launch_plan(b, *st1, in, out, {}, {}, rec, strided).kept == 1);
+    CHECK(rec.seen.back() == std::pair<uint64_t, int64_t>{2, 32768});
   }
   // Which values: the highest costly one on each of the epilogue's paths that a pass computes.
   const std::pair<const char*, std::vector<std::string>> which[] = {
