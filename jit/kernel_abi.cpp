@@ -293,9 +293,12 @@ struct StaticInputs {
   std::vector<int64_t> csize;  // collapsed sizes (fast entry)
 };
 
-uint64_t magic_part(ArgKind kind, int64_t d) {
-  // A zero-size dim means no elements: the kernel never divides, any numbers do.
-  const DivMagic m = d > 0 ? div_magic32(static_cast<uint64_t>(d)) : DivMagic{};
+uint64_t magic_part(ArgKind kind, int64_t d, int64_t n) {
+  // A zero-size dim means no elements: the kernel never divides, any numbers do. Nor by a dim of
+  // 2^31 or more in a 32-bit-index kernel (n < 2^31): only beside a zero-size dim (n == 0), where
+  // the rows along it or the row loop over it are empty (2^31 rows take the 64-bit variant).
+  const bool unused = d <= 0 || (n == 0 && needs_index64(d));
+  const DivMagic m = unused ? DivMagic{} : div_magic32(static_cast<uint64_t>(d));
   return kind == ArgKind::DimDivMul || kind == ArgKind::IterDivMul ? m.mul : m.shift;
 }
 
@@ -306,12 +309,13 @@ uint64_t static_value(const ArgSlot& a, const KernelLayout& l, const StaticInput
     case ArgKind::NumElements: return static_cast<uint64_t>(in.n);
     case ArgKind::DimSize: return static_cast<uint64_t>(in.csize[i]);
     case ArgKind::DimDivMul:
-    case ArgKind::DimDivShift: return magic_part(a.kind, in.csize[i]);
+    case ArgKind::DimDivShift: return magic_part(a.kind, in.csize[i], in.n);
     case ArgKind::Stride:
       return static_cast<uint64_t>(input_stride(l, in.input_shapes[i], in.iter_shape, static_cast<size_t>(a.dim)));
     case ArgKind::IterSize: return static_cast<uint64_t>(in.iter_shape[static_cast<size_t>(l.iter_dims[i])].size);
     case ArgKind::IterDivMul:
-    case ArgKind::IterDivShift: return magic_part(a.kind, in.iter_shape[static_cast<size_t>(l.iter_dims[i])].size);
+    case ArgKind::IterDivShift:
+      return magic_part(a.kind, in.iter_shape[static_cast<size_t>(l.iter_dims[i])].size, in.n);
     case ArgKind::InStride:
       return static_cast<uint64_t>(contiguous_stride(in.input_shapes[i], l.in_dims[i][static_cast<size_t>(a.dim)]));
     case ArgKind::OutStride: return static_cast<uint64_t>(output_stride(l, in.iter_shape, i, static_cast<size_t>(a.dim)));

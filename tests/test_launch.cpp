@@ -717,6 +717,32 @@ TEST_CASE("zero-size tensors launch nothing and succeed") {
   CHECK(g.run({x})[0].shape() == std::vector<int64_t>{0, 8});
 }
 
+TEST_CASE("zero-size tensors with a dim of 2^31 or more run in the 32-bit kernels (no division by that dim)") {
+  const int64_t big = int64_t{3} << 30;  // 3 * 2^30: over 2^31, and not a power of two
+  struct Case {
+    const char* text;
+    std::vector<int64_t> in, out;
+    std::vector<float> want;
+  };
+  const Case cases[] = {
+      {"input x : f32[N, C]\ny = x * 2 + 1\noutput y\n", {0, big}, {0, big}, {}},
+      {"input x : f32[N, C]\ny = softmax(x, -1)\noutput y\n", {0, big}, {0, big}, {}},
+      {"input x : f32[N, C]\ny = softmax(x, -1)\noutput y\n", {big, 0}, {big, 0}, {}},
+      // Rows of nothing: the reduced dims are 0 and 3 * 2^30 long; 4 sums of 0.
+      {"input x : f32[N, Z, C]\ny = sum(x, [1, 2])\noutput y\n", {4, 0, big}, {4}, {0, 0, 0, 0}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.text);
+    const fj::Graph g = fj::Graph::parse(std::string("dim N = 8\ndim Z = 2\ndim C = 16\n") + c.text);
+    const fj::Program p = fj::Program::compile(g, cpu_options());
+    const std::vector<fj::HostTensor> out = p.run({fj::HostTensor(fj::DType::F32, c.in)});
+    CHECK(out[0].shape() == c.out);
+    std::vector<float> got(c.want.size());
+    std::memcpy(got.data(), out[0].data().data(), got.size() * sizeof(float));
+    CHECK(got == c.want);
+  }
+}
+
 TEST_CASE("fake GPU: strided views, in place and other dims through NVRTC-compiled kernels") {
   FakeGpu gpu;
   const fj::Program prog = fj::Program::compile(fj::Graph::parse(kAdamW), gpu_options());

@@ -414,6 +414,32 @@ struct RowCacheRecorder final : jit::KernelRunner {
   void copy(uint64_t, uint64_t, size_t) override {}
 };
 
+TEST_CASE("a reduction group whose outputs are all empty launches nothing, however many rows it has") {
+  // Kernels planned at 4 rows of length 0, launched at 2^32 rows: softmax writes no element (its
+  // row values stay in the kernel), so no launch and no 64-bit variant; sum writes 2^32 zeros.
+  for (const char* op : {"softmax(x, -1)", "sum(x, -1)"}) {
+    CAPTURE(op);
+    const std::string text = std::string("dim N = 4\ninput x : f32[N, 0]\ny = ") + op + "\noutput y\n";
+    const ir::Graph planned = ir::parse_graph(text, "t.txt");
+    const ir::Graph big = ir::parse_graph(text, "t.txt", {{"N", int64_t{1} << 32}});
+    const ir::Plan plan = ir::plan_fusion(planned);
+    REQUIRE(plan.groups.size() == 1);
+    const std::vector<jit::GeneratedKernel> ks = jit::generate_plan_kernels(planned, plan);
+    REQUIRE(!ks[0].index64);
+    const jit::PlanBindings b(big, plan);
+    int wide_asked = 0;
+    const auto st = jit::make_launch_state(big, plan, b, [&](int v, size_t gi) -> const jit::GeneratedKernel& {
+      wide_asked += v;
+      return ks[gi];
+    }, {}, &planned);
+    REQUIRE(st != nullptr);
+    const bool writes = std::string(op).starts_with("sum");
+    CHECK((st->groups[0].items > 0) == writes);
+    CHECK(st->kernel_launches() == (writes ? 1 : 0));
+    CHECK(wide_asked == (writes ? 1 : 0));
+  }
+}
+
 TEST_CASE("kept values: what a pass computes and the epilogue reads again, kept on chip while it fits") {
   // row_cache_use: inputs and values within min(limit, 48 KiB): mode 2; the inputs alone: mode 1.
   const int f32[] = {4}, none[] = {0};
