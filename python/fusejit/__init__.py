@@ -250,10 +250,12 @@ class Program:
     target = property(lambda self: self._p.target, doc='e.g. "sm_90 (CUBIN)" or "host C++ (...)"')
     device = property(lambda self: self._p.device, doc='e.g. "NVIDIA H200 (sm_90, 132 SMs)" or "host CPU"')
     backend_note = property(lambda self: self._p.backend_note, doc="why the CPU was chosen, else \"\"")
-    fast_math = property(lambda self: self._p.fast_math)
+    fast_math = property(lambda self: self._p.fast_math, doc="whether value-changing rewrites were allowed")
     graph = property(lambda self: self._p.graph, doc="the graph as given")
     rewritten = property(lambda self: self._p.rewritten, doc="the graph after rewrites (what the kernels compute)")
-    rewrite_summary = property(lambda self: self._p.rewrite_summary)
+    rewrite_summary = property(lambda self: self._p.rewrite_summary,
+                               doc='one line: the rules that fired and their counts, '
+                                   '"rewrites (strict mode): mul-chain x1;" (or "none fired")')
     plan_text = property(lambda self: self._p.plan_text, doc="fusion groups and traffic, as `fusejit plan`")
     kernels = property(lambda self: self._p.kernels("fused"), doc="the fused plan's kernels (KernelInfo list)")
     unfused_kernels = property(lambda self: self._p.kernels("unfused"),

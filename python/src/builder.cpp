@@ -319,8 +319,8 @@ void bind_graph_builder(nb::module_& m) {
 
 void bind_builder(nb::module_& m) {
   nb::class_<PyDim>(m, "Dim", "A named dim of a GraphBuilder (GraphBuilder.dim), for input shapes.")
-      .def_ro("name", &PyDim::name)
-      .def_ro("size", &PyDim::size)
+      .def_ro("name", &PyDim::name, "The dim's name.")
+      .def_ro("size", &PyDim::size, "Its size (the graph's default; Graph.with_dims and calls may set others).")
       .def("__repr__", [](const PyDim& d) { return "<fusejit.Dim " + d.name + " = " + std::to_string(d.size) + ">"; });
   bind_value(m);
   bind_graph_builder(m);

@@ -236,7 +236,8 @@ fusejit::DimValues to_dims(const std::optional<nb::dict>& dims) {
 }
 
 // The reduction options of compile() and Graph.plan, checked alike: row_split and
-// row_cache_limit ints (a NumPy integer too; not a bool: True would read as 1 part) within int64
+// row_cache_limit ints (a NumPy integer or 0-d integer array too, as operator.index takes them; not
+// a bool: True would read as 1 part) within int64
 // (TypeError, ValueError; < 0 is refused by the library: UserError), row_cache a bool.
 void split_options(fusejit::Options& o, nb::handle row_split, nb::handle row_cache, nb::handle row_cache_limit) {
   auto int64_option = [](nb::handle v, const std::string& name, const std::string& meaning) {
@@ -310,28 +311,34 @@ void python_warning(std::string_view message) {
 
 void bind_info(nb::module_& m) {
   nb::class_<fusejit::TensorInfo>(m, "TensorInfo", "A graph input or output: name, dtype, shape, dim names.")
-      .def_ro("name", &fusejit::TensorInfo::name)
-      .def_prop_ro("dtype", [](const fusejit::TensorInfo& t) { return std::string(fusejit::dtype_name(t.dtype)); })
-      .def_ro("shape", &fusejit::TensorInfo::shape)
-      .def_ro("dim_names", &fusejit::TensorInfo::dim_names)
+      .def_ro("name", &fusejit::TensorInfo::name, "The name the graph declares.")
+      .def_prop_ro("dtype", [](const fusejit::TensorInfo& t) { return std::string(fusejit::dtype_name(t.dtype)); },
+                   "Its dtype name: \"f32\", \"bf16\", \"i64\", ... (docs/ops.md).")
+      .def_ro("shape", &fusejit::TensorInfo::shape, "Its sizes at the graph's current dims.")
+      .def_ro("dim_names", &fusejit::TensorInfo::dim_names, "Per dimension: the dim's name, or \"\" for a literal size.")
       .def("__repr__", [](const fusejit::TensorInfo& t) {
         std::string s = "TensorInfo(" + t.name + " : " + std::string(fusejit::dtype_name(t.dtype)) + "[";
         for (size_t d = 0; d < t.shape.size(); ++d) s += (d ? ", " : "") + std::to_string(t.shape[d]);
         return s + "])";
       });
   nb::class_<fusejit::ParamInfo>(m, "ParamInfo", "A graph param: name, dtype and default value.")
-      .def_ro("name", &fusejit::ParamInfo::name)
-      .def_prop_ro("dtype", [](const fusejit::ParamInfo& p) { return std::string(fusejit::dtype_name(p.dtype)); })
-      .def_prop_ro("default", [](const fusejit::ParamInfo& p) { return scalar_to_py(p.default_value); });
+      .def_ro("name", &fusejit::ParamInfo::name, "The name the graph declares.")
+      .def_prop_ro("dtype", [](const fusejit::ParamInfo& p) { return std::string(fusejit::dtype_name(p.dtype)); },
+                   "Its dtype name (\"f32\", \"i64\", ...).")
+      .def_prop_ro("default", [](const fusejit::ParamInfo& p) { return scalar_to_py(p.default_value); },
+                   "The value a call that does not give it uses: a bool, int or float.");
   nb::class_<fusejit::NodeInfo>(m, "NodeInfo", "One node of a graph (Graph.nodes), topological order.")
-      .def_ro("id", &fusejit::NodeInfo::id)
-      .def_ro("op", &fusejit::NodeInfo::op)
-      .def_ro("name", &fusejit::NodeInfo::name)
-      .def_prop_ro("dtype", [](const fusejit::NodeInfo& n) { return std::string(fusejit::dtype_name(n.dtype)); })
-      .def_ro("shape", &fusejit::NodeInfo::shape)
-      .def_ro("operands", &fusejit::NodeInfo::operands)
-      .def_prop_ro("value", [](const fusejit::NodeInfo& n) { return n.op == "const" ? scalar_to_py(n.value) : nb::none(); })
-      .def_ro("slot", &fusejit::NodeInfo::slot)
+      .def_ro("id", &fusejit::NodeInfo::id, "Its index in Graph.nodes (operands have smaller ids).")
+      .def_ro("op", &fusejit::NodeInfo::op, "\"input\", \"param\", \"const\", or an op name of docs/ops.md (\"add\", \"cast\", ...).")
+      .def_ro("name", &fusejit::NodeInfo::name, "The name the text gave it; \"\" for a temporary.")
+      .def_prop_ro("dtype", [](const fusejit::NodeInfo& n) { return std::string(fusejit::dtype_name(n.dtype)); },
+                   "The result dtype name (for \"cast\": the target dtype).")
+      .def_ro("shape", &fusejit::NodeInfo::shape, "Its sizes at the graph's current dims.")
+      .def_ro("operands", &fusejit::NodeInfo::operands, "Node ids, in the op's argument order.")
+      .def_prop_ro(
+          "value", [](const fusejit::NodeInfo& n) { return n.op == "const" ? scalar_to_py(n.value) : nb::none(); },
+          "\"const\": its value, already rounded to its dtype; None for other ops.")
+      .def_ro("slot", &fusejit::NodeInfo::slot, "\"input\"/\"param\": its index in Graph.inputs/params; -1 otherwise.")
       .def_ro("axes", &fusejit::NodeInfo::axes, "Reductions: the reduced axes of the operand, ascending; [] otherwise.")
       .def_ro("keepdim", &fusejit::NodeInfo::keepdim, "Reductions: whether the reduced axes stay as size-1 dims.")
       .def_ro("correction", &fusejit::NodeInfo::correction,
@@ -340,15 +347,16 @@ void bind_info(nb::module_& m) {
               "amax/amin: starts from -inf/+inf (NumPy's initial=), so zero elements give it; softmax, "
               "log_softmax and logsumexp expand into such an amax. False otherwise.");
   nb::class_<fusejit::KernelInfo>(m, "KernelInfo", "One kernel (fusion group) of a compiled program.")
-      .def_ro("name", &fusejit::KernelInfo::name)
-      .def_ro("source", &fusejit::KernelInfo::source)
-      .def_ro("ops", &fusejit::KernelInfo::ops)
-      .def_ro("elements", &fusejit::KernelInfo::elements)
-      .def_ro("read_bytes", &fusejit::KernelInfo::read_bytes)
-      .def_ro("write_bytes", &fusejit::KernelInfo::write_bytes)
-      .def_prop_ro("cache", [](const fusejit::KernelInfo& k) { return cache_name(k.cache); })
-      .def_ro("compile_ms", &fusejit::KernelInfo::compile_ms)
-      .def_ro("index64", &fusejit::KernelInfo::index64)
+      .def_ro("name", &fusejit::KernelInfo::name, "Derived from the kernel's content, the same every run; \"\" when not built.")
+      .def_ro("source", &fusejit::KernelInfo::source, "The generated CUDA C++ of the kernel; \"\" when not built.")
+      .def_ro("ops", &fusejit::KernelInfo::ops, "The op nodes it computes as `fusejit plan` names them, e.g. \"h = add(x, bias)\".")
+      .def_ro("elements", &fusejit::KernelInfo::elements, "Its iteration space's elements.")
+      .def_ro("read_bytes", &fusejit::KernelInfo::read_bytes, "Bytes it reads, each input once (plus a reduction's re-read rows).")
+      .def_ro("write_bytes", &fusejit::KernelInfo::write_bytes, "Bytes it writes, each output once.")
+      .def_prop_ro("cache", [](const fusejit::KernelInfo& k) { return cache_name(k.cache); },
+                   "Where its binary came from: \"compiled\", \"memory\", \"disk\", \"loaded\" or \"not built\".")
+      .def_ro("compile_ms", &fusejit::KernelInfo::compile_ms, "Compile time, ms (0 on a cache hit; once for kernels compiled together).")
+      .def_ro("index64", &fusejit::KernelInfo::index64, "64-bit index math (an iteration space of 2^31 elements or more).")
       .def("__repr__", [](const fusejit::KernelInfo& k) {
         if (k.cache == fusejit::CacheOutcome::NotBuilt)  // an unfused kernel of compile(build_unfused=False)
           return std::string("KernelInfo(cache='not built': compile with build_unfused=True)");
@@ -369,24 +377,33 @@ void bind_graph(nb::module_& m) {
             fusejit::DimValues d = to_dims(dims);
             return released([&] { return Graph::parse(text, filename ? *filename : "<string>", d); });
           },
-          "text"_a, "filename"_a = nb::none(), "dims"_a = nb::none())
+          "text"_a, "filename"_a = nb::none(), "dims"_a = nb::none(),
+          "Parses and verifies graph text (docs/graph-format.md). filename: named in errors (default "
+          "\"<string>\"). dims: {name: size} overriding the file's `dim` declarations. Raises UserError "
+          "with file:line:col for bad text, an unknown dim or a size < 0.")
       .def_static(
           "load",
           [](const std::string& path, std::optional<nb::dict> dims) {
             fusejit::DimValues d = to_dims(dims);
             return released([&] { return Graph::load(path, d); });
           },
-          "path"_a, "dims"_a = nb::none())
-      .def("with_dims", [](const Graph& g, nb::dict dims) { return g.with_dims(to_dims(dims)); }, "dims"_a)
-      .def_prop_ro("name", &Graph::name)
-      .def_prop_ro("inputs", &Graph::inputs)
-      .def_prop_ro("outputs", &Graph::outputs)
-      .def_prop_ro("params", &Graph::params)
-      .def_prop_ro("dims", [](const Graph& g) { return dims_to_py(g.dims()); })
-      .def_prop_ro("op_count", &Graph::op_count)
-      .def_prop_ro("nodes", &Graph::nodes)
-      .def_prop_ro("output_nodes", &Graph::output_nodes)
-      .def("to_text", &Graph::to_text)
+          "path"_a, "dims"_a = nb::none(),
+          "Graph.parse of a file's text, errors located in that file. Raises UserError for an unreadable "
+          "file too.")
+      .def("with_dims", [](const Graph& g, nb::dict dims) { return g.with_dims(to_dims(dims)); }, "dims"_a,
+           "A new Graph with some dims set to other sizes ({name: size}), verified again; this one is "
+           "unchanged. Raises UserError for an unknown dim, a size < 0 or shapes that no longer agree.")
+      .def_prop_ro("name", &Graph::name, "From its `graph NAME` line; \"\" if none.")
+      .def_prop_ro("inputs", &Graph::inputs, "TensorInfo of each input, declaration order.")
+      .def_prop_ro("outputs", &Graph::outputs, "TensorInfo of each output, declaration order.")
+      .def_prop_ro("params", &Graph::params, "ParamInfo of each param, declaration order.")
+      .def_prop_ro(
+          "dims", [](const Graph& g) { return dims_to_py(g.dims()); }, "{name: size} of the declared dims, as they are now.")
+      .def_prop_ro("op_count", &Graph::op_count, "Op nodes (inputs, params and constants not counted).")
+      .def_prop_ro("nodes", &Graph::nodes, "NodeInfo of every node, topological order.")
+      .def_prop_ro("output_nodes", &Graph::output_nodes, "Per output (declaration order): its node's id in nodes.")
+      .def("to_text", &Graph::to_text,
+           "The graph as text in the graph format (docs/graph-format.md); Graph.parse of it gives the same graph.")
       .def(
           "plan",
           [](const Graph& g, bool fast_math, nb::handle row_split, nb::handle row_cache, nb::handle row_cache_limit) {
@@ -398,7 +415,13 @@ void bind_graph(nb::module_& m) {
             return nb::module_::import_("json").attr("loads")(json);
           },
           "fast_math"_a = false, "row_split"_a.none() = 0, "row_cache"_a.none() = true,
-          "row_cache_limit"_a.none() = 0)
+          "row_cache_limit"_a.none() = 0,
+          nb::sig("def plan(self, fast_math: bool = False, row_split: int = 0, row_cache: bool = True, "
+                  "row_cache_limit: int = 0) -> dict[str, typing.Any]"),
+          "`fusejit plan --json` as Python objects: the rewritten graph, its fusion groups, their traffic "
+          "and notes (docs/python.md). fast_math as compile's; row_split, row_cache and row_cache_limit: "
+          "plan reductions as compile(...) runs them, without a GPU (row_cache_limit 0: 48 KiB). Raises "
+          "TypeError/ValueError/UserError for bad option values as compile does.")
       .def("__repr__", [](const Graph& g) { return "<fusejit.Graph " + g.name() + ">"; });
 }
 

@@ -22,3 +22,27 @@ def test_docs_python_examples_run(capsys):
         os.chdir(cwd)
     out = capsys.readouterr().out
     assert "user g.txt:2:" in out and "bias_gelu" in out
+
+
+# A line of a nanobind docstring that is only a signature: "name(self, x: int) -> str".
+_SIGNATURE = re.compile(r"^\s*(def\s+)?[\w.]*\(.*\)(\s*->\s*.*)?$")
+
+
+def test_every_public_name_has_a_docstring():
+    """help() says what each public function, class, method and property is, not only its signature."""
+    import inspect
+
+    import fusejit
+
+    def undocumented(obj) -> bool:
+        doc = getattr(obj, "__doc__", None) or ""
+        return not [line for line in doc.splitlines() if line.strip() and not _SIGNATURE.match(line)]
+
+    missing = []
+    for name in fusejit.__all__:
+        obj = getattr(fusejit, name)
+        if undocumented(obj):
+            missing.append(name)
+        if inspect.isclass(obj) and not issubclass(obj, BaseException):
+            missing += [f"{name}.{k}" for k, v in vars(obj).items() if not k.startswith("_") and undocumented(v)]
+    assert missing == []

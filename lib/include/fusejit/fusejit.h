@@ -400,7 +400,7 @@ struct KernelInfo {
   std::string source;        ///< generated CUDA C++ (the translation unit's kernel part; "" when not built)
   std::vector<std::string> ops;  ///< the op nodes it computes, named as `fusejit plan` names them, e.g. "h = add(x, bias)", "%4 = mul(h, 0.5)"
   int64_t elements = 0;      ///< iteration space size
-  int64_t read_bytes = 0;    ///< each input read once
+  int64_t read_bytes = 0;    ///< each input read once, plus the rows a reduction's passes re-read from memory
   int64_t write_bytes = 0;   ///< each output written once
   CacheOutcome cache = CacheOutcome::Compiled;  ///< where the binary came from
   double compile_ms = 0.0;   ///< compile time (0 on a cache hit; counted once for kernels compiled together)
