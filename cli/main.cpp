@@ -416,7 +416,8 @@ struct RunCommand {
       if (colon == std::string::npos) throw ArgError("--range", r, k.size() + 1, "expected NAME=LO:HI");
       double lo = parse_scalar(v.substr(0, colon), "--range", r, k.size() + 1).as_double();
       double hi = parse_scalar(v.substr(colon + 1), "--range", r, k.size() + 2 + colon).as_double();
-      if (!(lo < hi)) throw ArgError("--range", r, k.size() + 1, "need LO < HI");
+      if (!(lo < hi) || !std::isfinite(lo) || !std::isfinite(hi))  // as ir::check_fill_range
+        throw ArgError("--range", r, k.size() + 1, "need finite LO < HI");
       ro.input_ranges.push_back({k, {lo, hi}});
     }
     ro.seed = seed;

@@ -565,7 +565,7 @@ void rebind_dims(Graph& g, const std::vector<std::pair<std::string, int64_t>>& v
       }
     } else if (is_reduction(n.op)) {
       const Shape& in = g.node(n.args[0]).shape;
-      check_reduce_nonempty(n.op, in, n.red, n.name.empty() ? "" : "'" + n.name + "'", n.loc);
+      check_reduce_nonempty(n.op, in, g.node(n.args[0]).dtype, n.red, n.name.empty() ? "" : "'" + n.name + "'", n.loc);
       n.shape = reduced_shape(in, n.red.axes, n.red.keepdim);
       check_value_bytes(g, n.dtype, n.shape, n.loc);
     } else if (!is_leaf(n.op)) {

@@ -15,7 +15,7 @@ NodeId GraphBuilder::add_reduce(Op op, DType dtype, NodeId arg, ReduceAttr red, 
   FJ_CHECK(arg >= 0 && arg < g_.size() && g_.node(arg).dtype == dtype, "add_reduce: operand must have the compute dtype");
   const Shape& in = g_.node(arg).shape;
   FJ_CHECK(red.axes >> std::min<size_t>(in.size(), 63) == 0 || in.size() == 64, "add_reduce: axis beyond the rank");
-  check_reduce_nonempty(op, in, red, "", loc);
+  check_reduce_nonempty(op, in, dtype, red, "", loc);
   Node n;
   n.op = op;
   n.dtype = dtype;

@@ -589,13 +589,13 @@ class Parser {
       throw UserError("axes go in brackets, as in `sum(x, [0, 1])`, or one alone, as in `sum(x, 1)`; not in parentheses",
                       tok_.loc);
     const bool neg = tok_.kind == Tok::Minus;
+    const Loc at = tok_.loc;
     if (neg) advance();
     Token v = expect(Tok::Int, "an axis (an integer such as -1)");
     // No tensor has 2^62 axes: any larger magnitude is out of range whatever the rank (and
-    // -2^63, which fits in i64, is not special).
+    // -2^63, which fits in i64, is not special). Said as the builder says it, at the axis.
     if (v.u > (uint64_t{1} << 62))
-      throw UserError(fmt::format("axis {}{} is out of range (axes count from 0, or from -1 at the end)", neg ? "-" : "",
-                                  number_text(v)), v.loc);
+      throw UserError(axis_out_of_range(fmt::format("{}{}", neg ? "-" : "", number_text(v)), axis_rank_), at);
     return neg ? -static_cast<int64_t>(v.u) : static_cast<int64_t>(v.u);
   }
 
@@ -711,6 +711,7 @@ class Parser {
     advance();  // '('
     Operand x = expr(depth + 1);
     GraphBuilder::ReduceArgs args;
+    axis_rank_ = x.is_literal() ? 0 : b_.graph().node(x.node).shape.size();
     const bool extremum = name.text == "amax" || name.text == "amin";
     reduce_tail(args, takes_correction(name.text) ? "`keepdim`, `correction=N`"
                       : extremum                  ? "`keepdim`, `initial=V`"
@@ -729,6 +730,7 @@ class Parser {
   Token tok_;
   GraphBuilder b_;
   const DimOverrides& overrides_;
+  size_t axis_rank_ = 0;  // the rank of the operand whose axes are being parsed (messages)
   std::string graph_name_;
   std::unordered_map<std::string, Binding> scope_;
   std::unordered_map<std::string, uint32_t> output_lines_;

@@ -61,17 +61,27 @@ IntLimits int_limits(DType t) {
   }
 }
 
+// The largest finite value of a float dtype (f64 for the others).
+double float_max(DType t) {
+  switch (t) {
+    case DType::F16: return 65504.0;
+    case DType::BF16: return 3.3895313892515355e38;
+    case DType::F32: return std::numeric_limits<float>::max();
+    default: return std::numeric_limits<double>::max();
+  }
+}
+
 // Hard cases per float dtype, as f64 values exactly representable in that dtype.
 std::vector<double> float_specials(DType t) {
   double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
-  double sub, norm, big;
+  double sub, norm;
   switch (t) {
-    case DType::F16: sub = std::ldexp(1.0, -24); norm = std::ldexp(1.0, -14); big = 65504.0; break;
-    case DType::BF16: sub = std::ldexp(1.0, -133); norm = std::ldexp(1.0, -126); big = 3.3895313892515355e38; break;
-    case DType::F32: sub = std::ldexp(1.0, -149); norm = std::ldexp(1.0, -126); big = std::numeric_limits<float>::max(); break;
-    default: sub = std::numeric_limits<double>::denorm_min(); norm = std::numeric_limits<double>::min();
-      big = std::numeric_limits<double>::max(); break;
+    case DType::F16: sub = std::ldexp(1.0, -24); norm = std::ldexp(1.0, -14); break;
+    case DType::BF16: sub = std::ldexp(1.0, -133); norm = std::ldexp(1.0, -126); break;
+    case DType::F32: sub = std::ldexp(1.0, -149); norm = std::ldexp(1.0, -126); break;
+    default: sub = std::numeric_limits<double>::denorm_min(); norm = std::numeric_limits<double>::min(); break;
   }
+  const double big = float_max(t);
   return {nan, inf, -inf, -0.0, 0.0, sub, -sub, norm, -norm, big, -big, 0.5, 2.5, -2.5, 1.0, -1.0};
 }
 
@@ -96,9 +106,9 @@ uint64_t input_seed(uint64_t run_seed, std::string_view name) {
 
 void check_fill_range(DType t, const FillRange& r) {
   const std::string what = std::string(dtype_name(t));
-  if (!std::isfinite(r.lo) || !std::isfinite(r.hi) || r.lo > r.hi)
+  if (!std::isfinite(r.lo) || !std::isfinite(r.hi) || !(r.lo < r.hi))  // floats come from [LO, HI)
     throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what +
-                    " (need finite LO <= HI)");
+                    " (need finite LO < HI)");
   if (is_int(t)) {
     IntLimits lim = int_limits(t);
     // Bounds must be whole numbers within the dtype (checked in f64, exact for these magnitudes).
@@ -106,6 +116,10 @@ void check_fill_range(DType t, const FillRange& r) {
         r.hi > static_cast<double>(lim.hi))
       throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what + " (need whole numbers in [" +
                       std::to_string(lim.lo) + ", " + std::to_string(lim.hi) + "])");
+  } else if (t != DType::Bool && (std::fabs(r.lo) > float_max(t) || std::fabs(r.hi) > float_max(t))) {
+    // A bound past the dtype's largest value would fill inf there: --special draws those on purpose.
+    throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what + " (need bounds within +-" +
+                    num(float_max(t)) + ", the largest finite " + what + ")");
   } else if (t != DType::Bool && r.hi - r.lo > std::numeric_limits<double>::max()) {
     throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what + " (too wide)");
   }

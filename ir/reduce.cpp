@@ -13,18 +13,20 @@ namespace fusejit::ir {
 
 bool is_reduction(Op op) { return op_info(op).rule == TypeRule::Reduce; }
 
+std::string axis_out_of_range(std::string_view axis, size_t rank) {
+  if (rank == 0)  // NumPy's rule (PyTorch also accepts 0 and -1 here, reducing nothing)
+    return fmt::format("axis {} is out of range: a 0-d tensor has no axes (reduce it with no axes, e.g. sum(x))", axis);
+  const auto r = static_cast<int64_t>(rank);
+  return fmt::format("axis {} is out of range for a tensor of rank {} (expected {} to {})", axis, r, -r, r - 1);
+}
+
 uint64_t reduce_axes_mask(std::span<const int64_t> axes, size_t rank, Loc loc) {
   if (axes.empty()) return rank == 0 ? 0 : (rank == 64 ? ~uint64_t{0} : (uint64_t{1} << rank) - 1);
   const auto r = static_cast<int64_t>(rank);
   uint64_t mask = 0;
   int64_t written[64] = {};  // the axis as written, per normalised axis (for the repeat message)
   for (int64_t a : axes) {
-    if (r == 0)  // NumPy's rule (PyTorch also accepts 0 and -1 here, reducing nothing)
-      throw UserError(fmt::format("axis {} is out of range: a 0-d tensor has no axes (reduce it with no axes, "
-                                  "e.g. sum(x))", a), loc);
-    if (a < -r || a >= r)
-      throw UserError(fmt::format("axis {} is out of range for a tensor of rank {} (expected {} to {})", a, r,
-                                  -r, r - 1), loc);
+    if (a < -r || a >= r) throw UserError(axis_out_of_range(std::to_string(a), rank), loc);
     const int64_t k = a < 0 ? a + r : a;
     if (mask & (uint64_t{1} << k)) {
       if (written[k] == a) throw UserError(fmt::format("axis {} appears twice in the reduced axes", a), loc);
@@ -78,14 +80,20 @@ DType reduce_compute_dtype(Op op, DType in, Loc loc) {
   internal_error(__FILE__, __LINE__, "reduce_compute_dtype: not a reduction");
 }
 
-void check_reduce_nonempty(Op op, const Shape& in, const ReduceAttr& red, const std::string& what, Loc loc) {
+void check_reduce_nonempty(Op op, const Shape& in, DType in_dtype, const ReduceAttr& red, const std::string& what,
+                           Loc loc) {
   // PyTorch refuses it whenever a reduced axis is empty, also when the result has no elements
   // (aten's zero_numel_check_dims: "Expected reduction dim 1 to have non-zero size").
   const uint64_t mask = red.axes;
   if ((op != Op::Amax && op != Op::Amin) || red.initial || reduce_length(in, mask) != 0) return;
+  // A float operand may start from the op's identity instead (NumPy's initial=; builder_reduce.cpp).
+  const std::string initial = !is_float(in_dtype) ? ""
+                              : op == Op::Amax    ? ", or start from initial=-inf"
+                                                  : ", or start from initial=inf";
   throw UserError(fmt::format("{}{} of zero elements (reduced axes {} of shape {}) has no identity; "
-                              "make the reduced axes non-empty",
-                              what.empty() ? "" : what + ": ", op_name(op), fmt::join(mask_axes(mask), ", "), shape_to_string(in)),
+                              "make the reduced axes non-empty{}",
+                              what.empty() ? "" : what + ": ", op_name(op), fmt::join(mask_axes(mask), ", "),
+                              shape_to_string(in), initial),
                   loc);
 }
 

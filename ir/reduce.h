@@ -33,6 +33,9 @@ inline bool takes_correction(std::string_view name) { return name == "mean" || n
 // UserError at `loc` for an axis outside [-rank, rank) or an axis given twice (after
 // normalisation: `sum(x, [1, -1])` of a rank-2 x), naming the axis and the rank.
 uint64_t reduce_axes_mask(std::span<const int64_t> axes, size_t rank, Loc loc = {});
+// The message of an axis out of range for a tensor of `rank` dims, the axis as written (`axis`
+// may be past int64: the parser's). NumPy's rule for rank 0 (no axes).
+std::string axis_out_of_range(std::string_view axis, size_t rank);
 
 // The axes of a mask, ascending.
 std::vector<int64_t> mask_axes(uint64_t mask);
@@ -65,9 +68,10 @@ DType reduce_compute_dtype(Op op, DType in, Loc loc = {});
 
 // Throws UserError at `loc` when an amax/amin reduces zero elements, whether or not the result has
 // elements (PyTorch: "Expected reduction dim 1 to have non-zero size"): no identity exists to
-// return. `what` ("" or the
-// node's quoted name) prefixes the message.
-void check_reduce_nonempty(Op op, const Shape& in, const ReduceAttr& red, const std::string& what, Loc loc = {});
+// return. `what` ("" or the node's quoted name) prefixes the message; a float operand (`in_dtype`)
+// is told of initial= too.
+void check_reduce_nonempty(Op op, const Shape& in, DType in_dtype, const ReduceAttr& red, const std::string& what,
+                           Loc loc = {});
 
 // The struct of ir/scalar/fj_reduce.h that combines the elements of reduction `op` ("fj_red_sum"
 // for sum and mean, "fj_red_prod", "fj_red_max", "fj_red_min"): what generated kernels call.

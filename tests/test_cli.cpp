@@ -245,6 +245,13 @@ TEST_CASE("generated inputs come from the graph's `range`, which --range overrid
   CHECK(bad.code == 2);
   CHECK(bad.err.find("<command line>:1:") != std::string::npos);
   CHECK(bad.err.find("--range k: invalid random range") != std::string::npos);
+  // A float bound past the dtype's largest finite value would fill inf: refused, as LO == HI is.
+  bad = run_split(base + " --range v=-1e39:1e39");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("(need bounds within +-3.4028234663852886e+38, the largest finite f32)") != std::string::npos);
+  bad = run_split(base + " --range v=5:5");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("need finite LO < HI") != std::string::npos);
   CHECK(run("frobnicate").code == 2);
   CHECK(run("--help").code == 0);
   CHECK(run("run --help").code == 0);

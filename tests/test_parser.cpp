@@ -230,7 +230,8 @@ TEST_CASE("literal values") {
         "integer literal 99999999999999999999 does not fit in i64");
   CHECK(loc_of("input a : i64[2]\nc = a - 99999999999999999999\noutput c\n").col == 9);
   CHECK(err_of("input a : f32[2]\nc = sum(a, -99999999999999999999)\noutput c\n") ==
-        "axis -99999999999999999999 is out of range (axes count from 0, or from -1 at the end)");
+        "axis -99999999999999999999 is out of range for a tensor of rank 1 (expected -1 to 0)");
+  CHECK(loc_of("input a : f32[2]\nc = sum(a, -99999999999999999999)\noutput c\n").col == 12);  // at the minus
   CHECK(err_of("input a : f32[2]\nc = amax(a, 0, initial=-99999999999999999999)\noutput c\n") ==
         "initial=-99999999999999999999 is not supported (amax takes initial=-inf, amin initial=inf)");
   CHECK(err_of("c = " + std::string(5000, '9') + "\noutput c\n") ==
