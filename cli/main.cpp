@@ -418,6 +418,8 @@ struct RunCommand {
       double hi = parse_scalar(v.substr(colon + 1), "--range", r, k.size() + 2 + colon).as_double();
       if (!(lo < hi) || !std::isfinite(lo) || !std::isfinite(hi))  // as ir::check_fill_range
         throw ArgError("--range", r, k.size() + 1, "need finite LO < HI");
+      for (const auto& prev : ro.input_ranges)
+        if (prev.first == k) throw ArgError("--range", r, 0, "input '" + k + "' is given a range twice");
       ro.input_ranges.push_back({k, {lo, hi}});
     }
     ro.seed = seed;

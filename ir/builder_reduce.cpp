@@ -200,9 +200,8 @@ Operand GraphBuilder::reduce_by_name(std::string_view name, const Operand& x, co
     throw UserError(n + " takes no initial= (only amax and amin do" +
                         (is_composite_name(name) && !spread ? "; " + n + " over an empty axis needs none" : "") + ")",
                     loc);
-  // A repeated or out-of-range axis points at the axes (a 0-d operand keeps its own messages).
-  if (!x.is_literal() && !g_.node(x.node).shape.empty() && a.axes_loc.known())
-    (void)reduce_axes_mask(a.axes, g_.node(x.node).shape.size(), a.axes_loc);
+  // A repeated or out-of-range axis points at the axes (a literal operand is 0-d: it has none).
+  if (a.axes_loc.known()) (void)reduce_axes_mask(a.axes, x.is_literal() ? 0 : g_.node(x.node).shape.size(), a.axes_loc);
   // So does a bad initial value, at the value (an initial given to another op is the op's error).
   if (a.initial && a.initial_loc.known() && !x.is_literal() && (name == "amax" || name == "amin"))
     (void)initial_flag(name == "amax" ? Op::Amax : Op::Amin, g_.node(x.node).dtype, a.initial, a.initial_loc);

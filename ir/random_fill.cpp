@@ -71,6 +71,13 @@ double float_max(DType t) {
   }
 }
 
+// Whether `v` rounds to a finite value of float dtype `t` (round to nearest even: below the largest
+// finite value plus half its ulp; the largest has an odd significand, so the tie goes to inf).
+bool rounds_finite(double v, DType t) {
+  const double half_ulp = t == DType::F16 ? 16.0 : t == DType::BF16 ? std::ldexp(1.0, 119) : t == DType::F32 ? std::ldexp(1.0, 103) : 0.0;
+  return half_ulp > 0 ? std::fabs(v) < float_max(t) + half_ulp : std::isfinite(v);
+}
+
 // Hard cases per float dtype, as f64 values exactly representable in that dtype.
 std::vector<double> float_specials(DType t) {
   double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
@@ -116,10 +123,10 @@ void check_fill_range(DType t, const FillRange& r) {
         r.hi > static_cast<double>(lim.hi))
       throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what + " (need whole numbers in [" +
                       std::to_string(lim.lo) + ", " + std::to_string(lim.hi) + "])");
-  } else if (t != DType::Bool && (std::fabs(r.lo) > float_max(t) || std::fabs(r.hi) > float_max(t))) {
-    // A bound past the dtype's largest value would fill inf there: --special draws those on purpose.
-    throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what + " (need bounds within +-" +
-                    num(float_max(t)) + ", the largest finite " + what + ")");
+  } else if (t != DType::Bool && (!rounds_finite(r.lo, t) || !rounds_finite(r.hi, t))) {
+    // A bound that rounds to inf would fill inf there: --special draws those on purpose.
+    throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what +
+                    " (need bounds that round to a finite " + what + ": at most " + num(float_max(t)) + " in magnitude)");
   } else if (t != DType::Bool && r.hi - r.lo > std::numeric_limits<double>::max()) {
     throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what + " (too wide)");
   }

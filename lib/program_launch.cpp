@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "ir/builder.h"
+#include "ir/reduce.h"
 #include "ir/tensor.h"
 #include "lib/launch_check.h"
 #include "lib/program_impl.h"
@@ -213,6 +214,17 @@ void launch_gpu(const Impl& p, const Impl::Path& path, const jit::LaunchState& s
 
 // ---- The CPU -----------------------------------------------------------------------------------
 
+// Grows the per-thread arena of the CPU path's intermediates to `bytes`; Error(User) when the host
+// cannot hold them (the unfused softmax of 2^33 empty rows still writes 2^33 row maxima).
+void grow_host_arena(std::vector<std::byte>& arena, int64_t bytes) {
+  try {
+    if (static_cast<uint64_t>(bytes) > arena.max_size()) throw std::bad_alloc();
+    arena.resize(static_cast<size_t>(bytes));
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::User, fmt::format("not enough host memory for the intermediates of this plan ({} bytes)", bytes));
+  }
+}
+
 void launch_cpu(const Impl& p, const Impl::Path& path, const jit::LaunchState& st, const LaunchTensors& t,
                 std::span<const ir::Scalar> params, const jit::LaunchOptions& o, jit::LaunchScratch& s) {
   const jit::CpuProgram* v0 = p.variant(path, 0).cpu.get();
@@ -221,9 +233,9 @@ void launch_cpu(const Impl& p, const Impl::Path& path, const jit::LaunchState& s
   std::span<const uint64_t> inter = t.intermediates;
   if (inter.empty() && !st.intermediate_bytes.empty()) {
     // Per-thread host memory, 64-byte aligned slices (the vector path needs 16).
-    size_t total = 64;
-    for (int64_t b : st.intermediate_bytes) total += (static_cast<size_t>(b) + 63) / 64 * 64;
-    if (s.host_arena.size() < total) s.host_arena.resize(total);
+    int64_t total = 64;  // saturating: 2^63 - 1 is more than any host has
+    for (int64_t b : st.intermediate_bytes) total = ir::add_bytes(total, ir::mul_bytes(ir::ceil_div(b, 64), 64));
+    if (s.host_arena.size() < static_cast<uint64_t>(total)) grow_host_arena(s.host_arena, total);
     uint64_t at = (reinterpret_cast<uint64_t>(s.host_arena.data()) + 63) / 64 * 64;
     s.host_intermediates.clear();
     for (int64_t b : st.intermediate_bytes) {

@@ -248,7 +248,13 @@ TEST_CASE("generated inputs come from the graph's `range`, which --range overrid
   // A float bound past the dtype's largest finite value would fill inf: refused, as LO == HI is.
   bad = run_split(base + " --range v=-1e39:1e39");
   CHECK(bad.code == 2);
-  CHECK(bad.err.find("(need bounds within +-3.4028234663852886e+38, the largest finite f32)") != std::string::npos);
+  CHECK(bad.err.find("(need bounds that round to a finite f32: at most 3.4028234663852886e+38 in magnitude)") !=
+        std::string::npos);
+  // FLT_MAX's usual nine-digit spelling rounds to it: taken.
+  CHECK(run(base + " --range v=-3.4028235e38:3.4028235e38").code == 0);
+  bad = run_split(base + " --range v=0:1 --range v=2:3");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("input 'v' is given a range twice") != std::string::npos);
   bad = run_split(base + " --range v=5:5");
   CHECK(bad.code == 2);
   CHECK(bad.err.find("need finite LO < HI") != std::string::npos);

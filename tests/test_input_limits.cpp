@@ -238,4 +238,21 @@ TEST_CASE("host buffers larger than memory are a user error naming the size") {
     CHECK(std::string(e.what()).find("not enough host memory") != std::string::npos);
     CHECK(std::string(e.what()).find("281474976710656 bytes") != std::string::npos);
   }
+  // The unfused softmax of 2^38 empty rows writes 2^38 row maxima and sums (1 TiB each) between
+  // its kernels: the CPU path's intermediates say so too (the fused kernel writes nothing).
+  const fj::Program p = fj::Program::compile(
+      fj::Graph::parse("dim N = 4\ninput x : f32[N, 0]\ny = softmax(x, -1)\noutput y\n"), [] {
+        fj::Options o;
+        o.backend = fj::Backend::Cpu;
+        return o;
+      }());
+  const fj::HostTensor x(fj::DType::F32, {int64_t{1} << 38, 0});
+  CHECK(p.run({x})[0].shape() == std::vector<int64_t>{int64_t{1} << 38, 0});
+  try {
+    p.run({x}, {}, fj::PlanKind::Unfused);
+    FAIL("no error");
+  } catch (const fj::Error& e) {
+    CHECK(e.kind() == fj::ErrorKind::User);
+    CHECK_MESSAGE(std::string(e.what()).find("not enough host memory for the intermediates") != std::string::npos, e.what());
+  }
 }

@@ -312,7 +312,8 @@ class Program:
         return [given[n] for n in self._inputs], params
 
     def output_shapes(self, *args: Any, plan: str = "fused", **inputs: Any) -> dict[str, tuple[int, ...]]:
-        """The shape of each output for these inputs (checked as a call checks them)."""
+        """The shape of each output for these inputs (checked as a call checks them), without running;
+        ``plan`` as in a call ("fused" or "unfused": the same shapes)."""
         arrays, _ = self._bind(args, inputs)
         shapes = self._p.output_shapes(*_storages(arrays, self._in_whats), plan)
         return {name: tuple(s) for name, s in zip(self._out_names, shapes)}
@@ -331,6 +332,8 @@ class Program:
         synchronising. Returns ``{output name: array}``, ``out``'s arrays included.
         Raises UserError (wrong dtype, shape, device; a param value that does not fit its dtype)
         and TypeError (missing or unknown argument; a param that is no bool, int or float).
+        ``plan="unfused"`` runs the unfused plan instead (one kernel per op of the graph as written,
+        compiled on its first use), to compare with the fused one.
         """
         arrays, params = self._bind(args, kwargs)
         if out and type(out) is not dict:  # any mapping, pairs, or one array per output in order
@@ -410,7 +413,8 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
     fast_math: allow value-changing rewrites. arch: "sm_90" (CUBIN) or "compute_90" (PTX), default
     the device's. backend: "auto" (the GPU when there is one, else the CPU), "cuda" or "cpu".
     cache_dir: kernel cache folder (default $FUSEJIT_CACHE_DIR, else $XDG_CACHE_HOME/fusejit, else
-    ~/.cache/fusejit).
+    ~/.cache/fusejit). disk_cache: False keeps compiled kernels in memory only. device: the CUDA
+    device ordinal.
     nvrtc_options: extra NVRTC flags. dump_dir: also write the ahead-of-time folder (docs/aot.md).
     build_unfused: compile the unfused plan now, not on its first use. row_split: blocks per row of
     reductions (0: fusejit's rule, few rows of over 253,952 elements, or few groups of columns of
@@ -427,6 +431,9 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
 
 def load(dir: str, *, cache_dir: str | None = None, disk_cache: bool = True, device: int = 0) -> Program:
     """Loads a folder written by ``fusejit compile GRAPH --arch sm_XY -o DIR`` (needs a GPU):
-    ``Program::load``. Raises UserError for a bad folder, DriverError without a usable GPU."""
+    ``Program::load``. cache_dir and disk_cache: the kernel cache, as in :func:`compile`, for a
+    kernel the folder lacks (a 64-bit-index variant, dims whose broadcasts change the plan), which
+    is then compiled with NVRTC; device: the CUDA device ordinal. Raises UserError
+    for a bad folder, DriverError without a usable GPU."""
     return Program(_fusejit.load(dir, cache_dir, disk_cache, device))
 

@@ -9,7 +9,7 @@ class Error(Exception):
     ``str(e)`` is the rendered diagnostic ("FILE:LINE:COL: error: MESSAGE", the offending line
     and a caret when located; "error: MESSAGE" when not). Attributes: ``kind`` ("user", "compile", "driver", "internal"),
     ``message`` (bare), ``file`` ("" when none), ``line`` and ``column`` (1-based, 0 = unknown),
-    ``diagnostic``.
+    ``location`` ("FILE:LINE:COL", or "" when not located), ``diagnostic``.
     """
 
     kind = "internal"

@@ -326,7 +326,11 @@ void bind_info(nb::module_& m) {
       .def_prop_ro("dtype", [](const fusejit::ParamInfo& p) { return std::string(fusejit::dtype_name(p.dtype)); },
                    "Its dtype name (\"f32\", \"i64\", ...).")
       .def_prop_ro("default", [](const fusejit::ParamInfo& p) { return scalar_to_py(p.default_value); },
-                   "The value a call that does not give it uses: a bool, int or float.");
+                   "The value a call that does not give it uses: a bool, int or float.")
+      .def("__repr__", [](const fusejit::ParamInfo& p) {
+        return "ParamInfo(" + p.name + " : " + std::string(fusejit::dtype_name(p.dtype)) + " = " +
+               nb::cast<std::string>(nb::repr(scalar_to_py(p.default_value))) + ")";
+      });
   nb::class_<fusejit::NodeInfo>(m, "NodeInfo", "One node of a graph (Graph.nodes), topological order.")
       .def_ro("id", &fusejit::NodeInfo::id, "Its index in Graph.nodes (operands have smaller ids).")
       .def_ro("op", &fusejit::NodeInfo::op, "\"input\", \"param\", \"const\", or an op name of docs/ops.md (\"add\", \"cast\", ...).")
@@ -345,7 +349,14 @@ void bind_info(nb::module_& m) {
               "mean: the sum is divided by max(0, n - correction) (var and std expand into it); 0 otherwise.")
       .def_ro("initial", &fusejit::NodeInfo::initial,
               "amax/amin: starts from -inf/+inf (NumPy's initial=), so zero elements give it; softmax, "
-              "log_softmax and logsumexp expand into such an amax. False otherwise.");
+              "log_softmax and logsumexp expand into such an amax. False otherwise.")
+      .def("__repr__", [](const fusejit::NodeInfo& n) {  // "NodeInfo(3: h = add(1, 2) : f32[4, 8])"
+        std::string s = "NodeInfo(" + std::to_string(n.id) + ": " + (n.name.empty() ? "" : n.name + " = ") + n.op + "(";
+        for (size_t k = 0; k < n.operands.size(); ++k) s += (k ? ", " : "") + std::to_string(n.operands[k]);
+        s += ") : " + std::string(fusejit::dtype_name(n.dtype)) + "[";
+        for (size_t d = 0; d < n.shape.size(); ++d) s += (d ? ", " : "") + std::to_string(n.shape[d]);
+        return s + "])";
+      });
   nb::class_<fusejit::KernelInfo>(m, "KernelInfo", "One kernel (fusion group) of a compiled program.")
       .def_ro("name", &fusejit::KernelInfo::name, "Derived from the kernel's content, the same every run; \"\" when not built.")
       .def_ro("source", &fusejit::KernelInfo::source, "The generated CUDA C++ of the kernel; \"\" when not built.")
