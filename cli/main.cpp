@@ -267,6 +267,20 @@ fj::Scalar parse_scalar(const std::string& v, const std::string& option, const s
   throw ArgError(option, raw, at, "'" + v + "' is not a number (use e.g. 0.5, 3, inf, nan, true)");
 }
 
+// One bound of --range, by the graph's `range` rules (ir/parser.cpp): a number, not true/false; an
+// integer within +-2^53, since ranges are held in f64 and a larger one would be rounded silently.
+double range_bound(const std::string& v, const char* which, const std::string& raw, size_t at) {
+  const std::string body = v.substr(!v.empty() && (v[0] == '-' || v[0] == '+') ? 1 : 0);
+  const bool integer = !body.empty() && body.find_first_not_of("0123456789") == std::string::npos;
+  uint64_t magnitude = 0;
+  if (integer && (std::from_chars(body.data(), body.data() + body.size(), magnitude).ec != std::errc() ||
+                  magnitude > (uint64_t{1} << 53)))
+    throw ArgError("--range", raw, at, std::string("the range's ") + which + " " + v + " is past +-2^53 (ranges are held in f64)");
+  const fj::Scalar s = parse_scalar(v, "--range", raw, at);
+  if (s.kind == fj::Scalar::Kind::Bool) throw ArgError("--range", raw, at, "'" + v + "' is not a number (use e.g. -1, 0.5)");
+  return s.as_double();
+}
+
 // --dim NAME=VALUE, VALUE >= 0 (checked here, so the caret points at the command line).
 fj::DimValues parse_dims(const std::vector<std::string>& dims) {
   fj::DimValues out;
@@ -416,8 +430,8 @@ struct RunCommand {
       auto [k, v] = split_kv(r, "--range");
       auto colon = v.find(':');
       if (colon == std::string::npos) throw ArgError("--range", r, k.size() + 1, "expected NAME=LO:HI");
-      double lo = parse_scalar(v.substr(0, colon), "--range", r, k.size() + 1).as_double();
-      double hi = parse_scalar(v.substr(colon + 1), "--range", r, k.size() + 2 + colon).as_double();
+      const double lo = range_bound(v.substr(0, colon), "LO", r, k.size() + 1);
+      const double hi = range_bound(v.substr(colon + 1), "HI", r, k.size() + 2 + colon);
       ro.input_ranges.push_back({k, {lo, hi}});  // run_graph checks it (a name given twice: the last)
     }
     ro.seed = seed;

@@ -197,9 +197,9 @@ double Lexer::float_value(const Token& t) {
     // strtod tells them apart by the magnitude it returns (HUGE_VAL on overflow).
     f = std::strtod(buf.c_str(), nullptr);
     if (std::isinf(f))
-      throw UserError("number " + std::string(t.text.substr(0, 40)) + " is too large for f64; write inf", t.loc);
+      throw UserError("number " + std::string(t.text.substr(0, 40)) + " is too large for f64 (the largest finite f64 is 1.7976931348623157e308; infinity is `inf`)", t.loc);
   } else if (r.ec == std::errc() && std::isinf(f)) {
-    throw UserError("number " + std::string(t.text.substr(0, 40)) + " is too large for f64; write inf", t.loc);
+    throw UserError("number " + std::string(t.text.substr(0, 40)) + " is too large for f64 (the largest finite f64 is 1.7976931348623157e308; infinity is `inf`)", t.loc);
   }
   if ((r.ec != std::errc() && r.ec != std::errc::result_out_of_range) || r.ptr != buf.data() + buf.size())
     throw UserError("invalid number '" + std::string(t.text.substr(0, 40)) + "'", t.loc);

@@ -257,6 +257,18 @@ TEST_CASE("generated inputs come from the graph's `range`, which --range overrid
   bad = run_split("run " + (dir / "flag.txt").string() + " --backend cpu --range f=1:1");
   CHECK(bad.code == 2);
   CHECK(bad.err.find("is bool; random bools") != std::string::npos);
+  // Ranges are held in f64, as the graph's `range` says: an integer bound past 2^53 is refused, not
+  // rounded (nor is a float spelling of it suggested, which an i64 input would have clamped).
+  bad = run_split(base + " --range k=0:9223372036854775808");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("the range's HI 9223372036854775808 is past +-2^53") != std::string::npos);
+  CHECK(bad.err.find("as a float") == std::string::npos);
+  bad = run_split(base + " --range k=-9007199254740993:0");
+  CHECK(bad.err.find("the range's LO -9007199254740993 is past +-2^53") != std::string::npos);
+  CHECK(run(base + " --range v=-9007199254740992:9007199254740992").code == 0);
+  bad = run_split(base + " --range v=false:true");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("'false' is not a number") != std::string::npos);
   bad = run_split(base + " --range v=5:5");
   CHECK(bad.code == 2);
   CHECK(bad.err.find("need finite LO < HI") != std::string::npos);

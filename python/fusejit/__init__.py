@@ -29,7 +29,10 @@ __all__ = [
     "numpy_dtype", "torch_dtype",
 ]
 
-atexit.register(_fusejit._reset_warning_handler)
+# Before Python finalises: the stderr warning handler again, and threads still inside a fusejit
+# call (daemon threads) wait for the process to end rather than take the GIL back (see GilRelease
+# in python/src/module.h: Pythons before 3.14 would end them with pthread_exit, an abort).
+atexit.register(_fusejit._at_exit)
 
 _NUMPY_NAMES = {"bool": "bool", "i8": "int8", "u8": "uint8", "i32": "int32", "i64": "int64", "f16": "float16",
                 "f32": "float32", "f64": "float64"}
@@ -437,3 +440,8 @@ def load(dir: str, *, cache_dir: str | None = None, disk_cache: bool = True, dev
     for a bad folder, DriverError without a usable GPU."""
     return Program(_fusejit.load(dir, cache_dir, disk_cache, device))
 
+
+
+def __dir__() -> list[str]:
+    """dir(fusejit): the public names (PEP 562), not the modules and typing names this file imports."""
+    return sorted({*__all__, "__all__", "__doc__", "__version__", "translate"})

@@ -12,8 +12,10 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -38,6 +40,48 @@ namespace {
 std::unordered_map<std::thread::id, nb::python_error>& pending_warning_errors =
     *new std::unordered_map<std::thread::id, nb::python_error>;
 }  // namespace
+
+namespace {
+// GilRelease's gate. Leaked: a thread may wait on it while static destructors run at exit.
+struct GilGate {
+  std::mutex m;
+  std::condition_variable cv;
+  bool closed = false;
+  std::thread::id closer;  // the thread that closed it (it finalises Python), which passes
+  int taking = 0;          // threads past the gate, taking the GIL back
+};
+GilGate& gil_gate = *new GilGate;
+}  // namespace
+
+fusejit_py::GilRelease::GilRelease() : state_(PyEval_SaveThread()) {}
+
+fusejit_py::GilRelease::~GilRelease() {
+  {
+    std::unique_lock lock(gil_gate.m);
+    if (gil_gate.closed && std::this_thread::get_id() != gil_gate.closer) {
+      // The objects this thread's frames hold are never released: not leaks for nanobind to
+      // report at exit (a plain flag, read once by the finalising thread).
+      nb::set_leak_warnings(false);
+      for (;;) gil_gate.cv.wait(lock);  // the process is exiting; Python 3.14 waits the same way
+    }
+    ++gil_gate.taking;
+  }
+  PyEval_RestoreThread(state_);
+  std::lock_guard lock(gil_gate.m);
+  --gil_gate.taking;
+  gil_gate.cv.notify_all();
+}
+
+void fusejit_py::close_gil_gate() {
+  PyThreadState* state = PyEval_SaveThread();  // the threads taking the GIL back need it
+  {
+    std::unique_lock lock(gil_gate.m);
+    gil_gate.closed = true;
+    gil_gate.closer = std::this_thread::get_id();
+    gil_gate.cv.wait(lock, [] { return gil_gate.taking == 0; });
+  }
+  PyEval_RestoreThread(state);  // not finalising yet: atexit hooks run before that begins
+}
 
 fusejit_py::WarningScope::WarningScope() = default;
 
@@ -511,8 +555,12 @@ NB_MODULE(_fusejit, m) {
   nb::register_exception_translator(&translate_error);
   // Without the GIL: setting waits for handler calls in progress, which wait for the GIL.
   released([] { fusejit::set_warning_handler(&python_warning); });
-  // Python is finalised before static destructors run: restore the stderr handler at exit.
-  m.def("_reset_warning_handler", [] { released([] { fusejit::set_warning_handler({}); }); });
+  // At exit (an atexit hook, before Python begins to finalise): restore the stderr handler
+  // (Python is finalised before static destructors run), then close the GIL gate (GilRelease).
+  m.def("_at_exit", [] {
+    released([] { fusejit::set_warning_handler({}); });
+    fusejit_py::close_gil_gate();
+  });
   bind_info(m);
   bind_graph(m);
   fusejit_py::bind_builder(m);

@@ -39,12 +39,34 @@ struct WarningScope {
   ~WarningScope() noexcept(false);
 };
 
+// Releases the GIL for its lifetime, as nanobind::gil_scoped_release, but a thread that would
+// take it back after the package's atexit hook (close_gil_gate) never does: it waits forever
+// instead. Pythons before 3.14 end a thread that takes the GIL once finalisation has begun with
+// pthread_exit, whose forced unwind through this destructor (noexcept) and nanobind's catch (...)
+// is std::terminate: a daemon thread inside a fusejit call at exit aborted the process (CPython
+// gh-87135; 3.14 makes such a thread wait forever, as this does). The thread that ran the hook (the
+// one that finalises, which Python never ends) passes.
+class GilRelease {
+ public:
+  GilRelease();
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+  ~GilRelease();
+
+ private:
+  PyThreadState* state_;
+};
+
+// The atexit hook's last step (called with the GIL held): from now on threads leaving a released()
+// call wait forever (GilRelease); returns once those already taking the GIL back hold it.
+void close_gil_gate();
+
 // Runs f with the GIL released (compiles and launches: other Python threads run meanwhile), in a
 // WarningScope.
 template <class F>
 auto released(F&& f) {
   WarningScope scope;
-  nanobind::gil_scoped_release release;  // destroyed first: the scope ends with the GIL held
+  GilRelease release;  // destroyed first: the scope ends with the GIL held
   return f();
 }
 

@@ -552,3 +552,38 @@ def test_out_as_a_list_in_output_order_and_bad_out_or_dtype_are_clear_errors():
             p(x=bad)
         with pytest.raises(fusejit.UserError, match="output 'y': NumPy dtype .* has no fusejit dtype"):
             p(x=x, out={"y": np.zeros(4, dtype=bad.dtype)})
+
+
+def test_daemon_threads_inside_calls_at_exit_end_with_the_process(tmp_path):
+    # Python 3.11-3.13 end a thread that takes the GIL back during finalisation with pthread_exit,
+    # whose unwind through a C++ call was std::terminate: daemon threads in a loop of calls aborted
+    # the process at exit (rc 134). Such threads now wait for the process to end; a handler that
+    # atexit runs after fusejit's (registered before the import) still calls fusejit, as does
+    # one that runs before it. In a subprocess, so an abort or hang fails the test, not the run.
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    script = f"""
+import atexit, threading, time
+import numpy as np
+late = []
+atexit.register(lambda: late.append(float(prog(x=np.ones(3, np.float32))["y"][0])) or print("late", late[-1]))
+import fusejit
+prog = fusejit.compile(fusejit.Graph.parse("dim N = 4\\ninput x : f32[N]\\ny = tanh(x) * 2\\noutput y"),
+                       backend="cpu", cache_dir={str(cache)!r})
+atexit.register(lambda: print("early", float(prog(x=np.ones(3, np.float32))["y"][0])))
+x = np.ones(1 << 18, np.float32)
+def loop():
+    while True:
+        prog(x=x)
+threads = [threading.Thread(target=loop, daemon=True) for _ in range(4)]
+for t in threads:
+    t.start()
+time.sleep(0.5)
+print("exiting", flush=True)
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for _ in range(3):  # the abort was a race, though one it lost nearly every time
+        res = subprocess.run([sys.executable, "-c", script], timeout=120, env=env, capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.split() == ["exiting", "early", "1.5231883525848389", "late", "1.5231883525848389"]
+        assert "terminate" not in res.stderr and "leaked" not in res.stderr, res.stderr

@@ -46,3 +46,13 @@ def test_every_public_name_has_a_docstring():
         if inspect.isclass(obj) and not issubclass(obj, BaseException):
             missing += [f"{name}.{k}" for k, v in vars(obj).items() if not k.startswith("_") and undocumented(v)]
     assert missing == []
+
+
+def test_dir_lists_the_public_names():
+    """dir(fusejit) shows what __all__ does, not the modules the package imports for itself."""
+    import fusejit
+
+    names = dir(fusejit)
+    assert set(fusejit.__all__) <= set(names)
+    assert not {"sys", "atexit", "Any", "Mapping", "Sequence", "annotations", "_fusejit"} & set(names)
+    assert "translate" in names and "__version__" in names
