@@ -29,10 +29,20 @@ __all__ = [
     "numpy_dtype", "torch_dtype",
 ]
 
-# Before Python finalises: the stderr warning handler again, and threads still inside a fusejit
-# call (daemon threads) wait for the process to end rather than take the GIL back (see GilRelease
-# in python/src/module.h: Pythons before 3.14 would end them with pthread_exit, an abort).
-atexit.register(_fusejit._at_exit)
+
+
+def _at_exit() -> None:
+    """Before Python finalises: the stderr warning handler again, and threads still inside a
+    fusejit call (daemon threads) wait for the process to end rather than take the GIL back
+    (GilRelease in python/src/module.h: Pythons before 3.14 would end them with pthread_exit, an
+    abort). With such threads alive, nanobind's leak report at exit is off: what they hold is
+    never released, which is no leak of fusejit's."""
+    import threading
+
+    _fusejit._at_exit(threading.active_count() > 1)
+
+
+atexit.register(_at_exit)
 
 _NUMPY_NAMES = {"bool": "bool", "i8": "int8", "u8": "uint8", "i32": "int32", "i64": "int64", "f16": "float16",
                 "f32": "float32", "f64": "float64"}

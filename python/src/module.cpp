@@ -59,9 +59,6 @@ fusejit_py::GilRelease::~GilRelease() {
   {
     std::unique_lock lock(gil_gate.m);
     if (gil_gate.closed && std::this_thread::get_id() != gil_gate.closer) {
-      // The objects this thread's frames hold are never released: not leaks for nanobind to
-      // report at exit (a plain flag, read once by the finalising thread).
-      nb::set_leak_warnings(false);
       for (;;) gil_gate.cv.wait(lock);  // the process is exiting; Python 3.14 waits the same way
     }
     ++gil_gate.taking;
@@ -557,7 +554,11 @@ NB_MODULE(_fusejit, m) {
   released([] { fusejit::set_warning_handler(&python_warning); });
   // At exit (an atexit hook, before Python begins to finalise): restore the stderr handler
   // (Python is finalised before static destructors run), then close the GIL gate (GilRelease).
-  m.def("_at_exit", [] {
+  // Threads still running at exit (daemon threads) hold objects that are never released: nanobind's
+  // report of them at exit ("leaked N instances ... a reference counting issue in the binding
+  // code") would be about the user's threads, not a leak.
+  m.def("_at_exit", [](bool other_threads) {
+    if (other_threads) nb::set_leak_warnings(false);
     released([] { fusejit::set_warning_handler({}); });
     fusejit_py::close_gil_gate();
   });
