@@ -22,6 +22,11 @@ from . import _fusejit
 from ._errors import CompileError, DriverError, Error, FusejitWarning, InternalError, UserError
 from ._fusejit import Dim, Graph, GraphBuilder, KernelInfo, NodeInfo, ParamInfo, TensorInfo, Value
 
+# nanobind's static methods are plain attributes of their class, which help() listed as data.
+for _name in ("parse", "load"):
+    setattr(Graph, _name, staticmethod(Graph.__dict__[_name]))
+del _name
+
 __version__: str = _fusejit.__version__
 __all__ = [
     "Graph", "GraphBuilder", "Value", "Dim", "Program", "compile", "load", "KernelInfo", "NodeInfo", "ParamInfo",

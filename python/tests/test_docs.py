@@ -56,3 +56,16 @@ def test_dir_lists_the_public_names():
     assert set(fusejit.__all__) <= set(names)
     assert not {"sys", "atexit", "Any", "Mapping", "Sequence", "annotations", "_fusejit"} & set(names)
     assert "translate" in names and "__version__" in names
+
+
+def test_help_lists_static_methods_as_methods():
+    """help(fusejit.Graph) shows parse and load under static methods, not under data."""
+    import pydoc
+
+    import fusejit
+
+    text = pydoc.render_doc(fusejit.Graph, renderer=pydoc.plaintext)
+    static = text[text.index("Static methods defined here"):]
+    assert "parse(text: str" in static and "load(path: str" in static
+    assert "Data and other attributes" not in text or "parse = " not in text.split("Data and other attributes")[1]
+    assert fusejit.Graph.parse("input x : f32[2]\ny = x * 2\noutput y").inputs[0].name == "x"
