@@ -242,6 +242,16 @@ def _current_stream(like: Any) -> int:
     return 0
 
 
+def _check_call_options(stream: Any, plan: Any) -> None:
+    """A TypeError naming `stream` or `plan` when a call's value is of the wrong type or range."""
+    if not isinstance(plan, str):
+        raise TypeError(f"plan: expected \"fused\" or \"unfused\", got {type(plan).__name__}")
+    if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int) or not 0 <= stream < 2**64):
+        got = repr(stream) if isinstance(stream, int) else type(stream).__name__
+        raise TypeError(f"stream: expected a CUDA stream handle (an int in [0, 2^64), e.g. "
+                        f"torch.cuda.current_stream().cuda_stream), got {got}")
+
+
 class Program:
     """A graph compiled for the GPU (or the CPU without one); from :func:`compile` or :func:`load`.
 
@@ -353,8 +363,16 @@ class Program:
         ``plan="unfused"`` runs the unfused plan instead (one kernel per op of the graph as written,
         compiled on its first use), to compare with the fused one.
         """
+        try:
+            return self._call(args, out, stream, plan, kwargs)
+        except TypeError:
+            _check_call_options(stream, plan)  # nanobind's message would name the extension's signature
+            raise
+
+    def _call(self, args: tuple, out: Any, stream: int | None, plan: str, kwargs: dict) -> dict[str, Any]:
+        """__call__ without the check of its options' types."""
         arrays, params = self._bind(args, kwargs)
-        if out and type(out) is not dict:  # any mapping, pairs, or one array per output in order
+        if out is not None and type(out) is not dict:  # any mapping, pairs, or one array per output in order
             out = self._out_mapping(out)
         results, complete = self._given_outputs(out)
         if _plain_numpy(arrays, False):  # the common case, checked fast; else each array's rules
@@ -376,17 +394,20 @@ class Program:
     def _out_mapping(self, out: Any) -> dict[str, Any]:
         """``out`` as a dict: a mapping or (name, array) pairs as dict() reads them, or a list or tuple
         of one array per output in declaration order."""
-        if isinstance(out, (list, tuple)) and not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str)
-                                                      for p in out):
+        if isinstance(out, (list, tuple)) and not (out and all(isinstance(p, tuple) and len(p) == 2 and
+                                                               isinstance(p[0], str) for p in out)):
             if len(out) != len(self._out_names):
                 raise TypeError(f"out: {len(out)} array(s) for {len(self._out_names)} output(s) "
                                 f"({', '.join(self._out_names)}): give one per output in order, or a dict by name")
             return dict(zip(self._out_names, out))
         try:
+            if hasattr(out, "shape"):  # an array (its rows would read as pairs)
+                raise TypeError
             return dict(out)
         except (TypeError, ValueError):
+            hint = f" (one array: out=[y] or out={{{self._out_names[0]!r}: y}})" if self._out_names else ""
             raise TypeError(f"out: expected a dict {{output name: array}} or one array per output in order, "
-                            f"got {type(out).__name__}") from None
+                            f"got {type(out).__name__}{hint if hasattr(out, 'shape') else ''}") from None
 
     def _given_outputs(self, out: Mapping[str, Any] | None) -> tuple[list, bool]:
         """`out`'s arrays in output order (_MISSING where fusejit allocates), and whether it gave all."""

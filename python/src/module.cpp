@@ -14,14 +14,19 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include "fusejit/fusejit.h"
 #include "fusejit/report.h"
@@ -47,10 +52,28 @@ struct GilGate {
   std::mutex m;
   std::condition_variable cv;
   bool closed = false;
-  std::thread::id closer;  // the thread that closed it (it finalises Python), which passes
+  std::set<pid_t> doomed;  // threads alive when the atexit hook ran, but the hook's own
   int taking = 0;          // threads past the gate, taking the GIL back
 };
 GilGate& gil_gate = *new GilGate;
+
+bool python_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+// The kernel's ids of this process's threads (Linux: /proc/self/task), but the calling one's.
+std::set<pid_t> other_threads() {
+  std::set<pid_t> ids;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc/self/task", ec), end; !ec && it != end; it.increment(ec))
+    if (const pid_t id = static_cast<pid_t>(std::atol(it->path().filename().c_str())); id > 0) ids.insert(id);
+  ids.erase(static_cast<pid_t>(::gettid()));
+  return ids;
+}
 }  // namespace
 
 fusejit_py::GilRelease::GilRelease() : state_(PyEval_SaveThread()) {}
@@ -58,7 +81,11 @@ fusejit_py::GilRelease::GilRelease() : state_(PyEval_SaveThread()) {}
 fusejit_py::GilRelease::~GilRelease() {
   {
     std::unique_lock lock(gil_gate.m);
-    if (gil_gate.closed && std::this_thread::get_id() != gil_gate.closer) {
+    // A thread that was running when the hook ran (a daemon thread, in a loop of calls) may be
+    // taking the GIL back when finalisation begins; one started later (by a later atexit handler)
+    // passes unless finalisation has begun (a small window remains for it, as without fusejit).
+    if (gil_gate.closed && (gil_gate.doomed.count(static_cast<pid_t>(::gettid())) || python_finalizing())) {
+      nb::set_leak_warnings(false);  // what this thread's frames hold is never released: no leak
       for (;;) gil_gate.cv.wait(lock);  // the process is exiting; Python 3.14 waits the same way
     }
     ++gil_gate.taking;
@@ -74,7 +101,7 @@ void fusejit_py::close_gil_gate() {
   {
     std::unique_lock lock(gil_gate.m);
     gil_gate.closed = true;
-    gil_gate.closer = std::this_thread::get_id();
+    gil_gate.doomed = other_threads();
     gil_gate.cv.wait(lock, [] { return gil_gate.taking == 0; });
   }
   PyEval_RestoreThread(state);  // not finalising yet: atexit hooks run before that begins

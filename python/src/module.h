@@ -39,13 +39,14 @@ struct WarningScope {
   ~WarningScope() noexcept(false);
 };
 
-// Releases the GIL for its lifetime, as nanobind::gil_scoped_release, but a thread that would
-// take it back after the package's atexit hook (close_gil_gate) never does: it waits forever
-// instead. Pythons before 3.14 end a thread that takes the GIL once finalisation has begun with
-// pthread_exit, whose forced unwind through this destructor (noexcept) and nanobind's catch (...)
-// is std::terminate: a daemon thread inside a fusejit call at exit aborted the process (CPython
-// gh-87135; 3.14 makes such a thread wait forever, as this does). The thread that ran the hook (the
-// one that finalises, which Python never ends) passes.
+// Releases the GIL for its lifetime, as nanobind::gil_scoped_release, but a thread that could
+// be taking it back when Python begins to finalise never does: it waits forever instead. Pythons
+// before 3.14 end a thread that takes the GIL once finalisation has begun with pthread_exit, whose
+// forced unwind through this destructor (noexcept) and nanobind's catch (...) is std::terminate:
+// a daemon thread inside a fusejit call at exit aborted the process (CPython gh-87135; 3.14 makes
+// such a thread wait forever, as this does). After the package's atexit hook (close_gil_gate),
+// the threads that were running then wait, and any thread once finalisation has begun; threads
+// started later (by later atexit handlers) and the finalising thread pass.
 class GilRelease {
  public:
   GilRelease();
@@ -57,8 +58,9 @@ class GilRelease {
   PyThreadState* state_;
 };
 
-// The atexit hook's last step (called with the GIL held): from now on threads leaving a released()
-// call wait forever (GilRelease); returns once those already taking the GIL back hold it.
+// The atexit hook's last step (called with the GIL held): from now on the threads running now,
+// but the caller, wait forever when they leave a released() call (GilRelease); returns once those
+// already taking the GIL back hold it.
 void close_gil_gate();
 
 // Runs f with the GIL released (compiles and launches: other Python threads run meanwhile), in a

@@ -546,6 +546,20 @@ def test_out_as_a_list_in_output_order_and_bad_out_or_dtype_are_clear_errors():
         p(x=x, out=[y])
     with pytest.raises(TypeError, match="out: expected a dict"):
         p(x=x, out=3)
+    # A bare array (NumPy's out= habit) is no mapping: a TypeError saying how to write it, not
+    # NumPy's "truth value is ambiguous", and never ignored (an empty one read as no outputs).
+    for bad in [np.zeros(4, np.float32), np.zeros(1, np.float32), np.zeros(0, np.float32), np.zeros((2, 2))]:
+        with pytest.raises(TypeError, match=r"got ndarray \(one array: out=\[y\] or out=\{'y': y\}\)"):
+            p(x=x, out=bad)
+    with pytest.raises(TypeError, match=r"out: 0 array\(s\) for 2 output\(s\)"):
+        p(x=x, out=[])
+    assert p(x=x, out={})["y"].tolist() == [0, 2, 4, 6]  # an empty mapping gives none: all allocated
+    # Options of the wrong type are named, not nanobind's message about the extension's signature.
+    with pytest.raises(TypeError, match=r'plan: expected "fused" or "unfused", got NoneType'):
+        p(x=x, plan=None)
+    for stream in ["abc", -1, 2**64, 1.5]:
+        with pytest.raises(TypeError, match=r"stream: expected a CUDA stream handle \(an int in \[0, 2\^64\)"):
+            p(x=x, stream=stream)
     for bad in [np.array([1, 2, 3, 4], dtype=object), np.zeros(4, np.complex64), np.array(["a"] * 4),
                 np.zeros(4, np.longdouble)]:
         with pytest.raises(fusejit.UserError, match="input 'x': NumPy dtype .* has no fusejit dtype"):
@@ -558,15 +572,22 @@ def test_daemon_threads_inside_calls_at_exit_end_with_the_process(tmp_path):
     # Pythons before 3.14 end a thread that takes the GIL back during finalisation with pthread_exit,
     # whose unwind through a C++ call was std::terminate: daemon threads in a loop of calls aborted
     # the process at exit (rc 134). Such threads now wait for the process to end; a handler that
-    # atexit runs after fusejit's (registered before the import) still calls fusejit, as does
-    # one that runs before it. In a subprocess, so an abort or hang fails the test, not the run.
+    # atexit runs after fusejit's (registered before the import) still calls fusejit, also from a
+    # thread it starts, as does one that runs before it. In a subprocess, so an abort or hang
+    # fails the test, not the run.
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
     script = f"""
 import atexit, threading, time
 import numpy as np
 late = []
-atexit.register(lambda: late.append(float(prog(x=np.ones(3, np.float32))["y"][0])) or print("late", late[-1]))
+def late_handler():  # runs after fusejit's hook, and calls it from a thread it starts too
+    late.append(float(prog(x=np.ones(3, np.float32))["y"][0]))
+    t = threading.Thread(target=lambda: late.append(float(prog(x=np.ones(3, np.float32))["y"][0])))
+    t.start()
+    t.join()
+    print("late", *late)
+atexit.register(late_handler)
 import fusejit
 prog = fusejit.compile(fusejit.Graph.parse("dim N = 4\\ninput x : f32[N]\\ny = tanh(x) * 2\\noutput y"),
                        backend="cpu", cache_dir={str(cache)!r})
@@ -592,6 +613,7 @@ print("exiting", flush=True)
     for _ in range(3):  # the abort was a race, though one it lost nearly every time
         res = subprocess.run([sys.executable, "-c", script], timeout=120, env=env, capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
-        assert res.stdout.split() == ["exiting", "early", "1.5231883525848389", "late", "1.5231883525848389"]
+        assert res.stdout.split() == ["exiting", "early", "1.5231883525848389", "late", "1.5231883525848389",
+                                      "1.5231883525848389"]
         # No "nanobind: leaked N instances": what the daemon threads hold is never released.
         assert "terminate" not in res.stderr and "leaked" not in res.stderr, res.stderr
