@@ -2,6 +2,7 @@
 #include "jit/cache.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -72,6 +73,13 @@ const char* to_string(CacheOutcome outcome) {
 
 struct KernelCache::Slot {
   std::shared_future<KernelPtr> future;
+  pid_t process = ::getpid();  // whose thread builds it: a fork()ed child's copy has no such thread
+
+  // Whether waiting for it could never end: a build in flight in the parent when this process was
+  // forked from it (the child has only the thread that forked).
+  bool orphaned() const {
+    return process != ::getpid() && future.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+  }
 };
 
 KernelCache::KernelCache(CacheConfig config) : config_(std::move(config)) {
@@ -159,10 +167,11 @@ KernelCache::KernelPtr KernelCache::once(std::unordered_map<Hash128, std::shared
   {
     std::lock_guard lock(mutex_);
     auto it = map.find(key);
-    if (it != map.end()) {
+    if (it != map.end() && !it->second->orphaned()) {
       slot = it->second;
       ++counters_.memory_hits;
     } else {
+      if (it != map.end()) map.erase(it);  // built here instead
       slot = std::make_shared<Slot>();
       slot->future = promise.get_future().share();
       map.emplace(key, slot);

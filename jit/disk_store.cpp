@@ -371,7 +371,15 @@ void sweep_tmp_builds(const fs::path& tmp) {
   });
 }
 
-// An exclusive flock on a key's lock file, held until destruction (closing releases it).
+// Releases a flock, then closes its descriptor. Closing alone would not release it while a copy of
+// the descriptor lives on: a child forked meanwhile holds one (O_CLOEXEC ends it only at exec), and
+// would keep every other process from building that key, itself included.
+void unlock_and_close(int fd) {
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+}
+
+// An exclusive flock on a key's lock file, held until destruction.
 class EntryLock {
  public:
   EntryLock() = default;
@@ -382,7 +390,7 @@ class EntryLock {
     return *this;
   }
   ~EntryLock() {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) unlock_and_close(fd_);
   }
 
  private:
@@ -640,8 +648,14 @@ std::string DiskStore::prefix_problem_once(const fs::path& prefix, bool create) 
   if (exists) discard(prefix, S_ISLNK(st.st_mode) ? "a symbolic link where a folder belongs" : "a file where a folder belongs", &st);
   else if (err != ENOENT) return fmt::format("cannot inspect {}: {}", prefix.string(), std::strerror(err));
   if (!create) return "missing";
-  if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST)
-    return fmt::format("cannot create {}: {}", prefix.string(), std::strerror(errno));
+  bool made = ::mkdir(prefix.c_str(), 0700) == 0 || errno == EEXIST;
+  if (!made && errno == ENOENT) {
+    // The cache folder itself was removed under this process (`rm -rf ~/.cache/fusejit`): it is
+    // made again, with the checks it had at start.
+    if (std::string problem = make_private_folder(dir_); !problem.empty()) return problem;
+    made = ::mkdir(prefix.c_str(), 0700) == 0 || errno == EEXIST;
+  }
+  if (!made) return fmt::format("cannot create {}: {}", prefix.string(), std::strerror(errno));
   return folder_problem(prefix, false);
 }
 
@@ -791,11 +805,11 @@ size_t DiskStore::evict_impl(uint64_t max_bytes, const fs::path& keep) {
 DiskStore::Scratch::~Scratch() {
   std::error_code ec;
   if (!path_.empty()) fs::remove_all(path_, ec);
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) unlock_and_close(fd_);
 }
 
 fs::path DiskStore::Scratch::keep() {
-  if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+  if (fd_ >= 0) unlock_and_close(std::exchange(fd_, -1));
   return std::exchange(path_, {});
 }
 

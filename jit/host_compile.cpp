@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -81,15 +82,34 @@ int run_command(const std::string& cmd, std::string& output) {
   return pclose(p);
 }
 
+// This process's compile state. After fork() the child has only the thread that forked, so a lock
+// another thread held then (a key's mutex, held for a whole compile; the version lock, held while
+// `$CXX --version` runs) would never be released there, and the child's compile of that key, or
+// its first compile, would wait forever. So the child starts afresh (pthread_atfork): the old state
+// is leaked, as its mutexes may be held; modules loaded before stay loaded for those holding them,
+// and a compile finds them again through the disk cache.
+struct CompileState {
+  std::mutex mu;                                             // guards the two maps
+  std::map<Hash128, std::weak_ptr<HostModule>> loaded;       // by key
+  std::map<Hash128, std::shared_ptr<std::mutex>> key_mu;     // one compile per key at a time
+  std::mutex version_mu;                                     // guards versions
+  std::map<std::string, std::string> versions;               // `$CXX --version` per compiler
+};
+CompileState* g_state = new CompileState;
+
+CompileState& compile_state() {
+  [[maybe_unused]] static const int registered = pthread_atfork(nullptr, nullptr, [] { g_state = new CompileState; });
+  return *g_state;
+}
+
 const std::string& compiler_version(const std::string& cxx) {
-  static std::mutex mu;
-  static std::map<std::string, std::string> versions;
-  std::lock_guard lock(mu);
-  auto it = versions.find(cxx);
-  if (it == versions.end()) {
+  CompileState& st = compile_state();
+  std::lock_guard lock(st.version_mu);
+  auto it = st.versions.find(cxx);
+  if (it == st.versions.end()) {
     std::string out;
     run_command(cxx + " --version", out);
-    it = versions.emplace(cxx, out).first;
+    it = st.versions.emplace(cxx, out).first;
   }
   return it->second;
 }
@@ -279,21 +299,17 @@ std::vector<char> compile_shared_object(const HostBuild& b, DiskStore& store, do
 std::shared_ptr<HostModule> load_shared_object(const HostBuild& b, const std::vector<char>& bytes, DiskStore& store);
 
 // One compile per key at a time in this process; modules stay loaded while anyone holds them.
-std::mutex g_mu;                                                            // guards the two maps
-std::map<Hash128, std::weak_ptr<HostModule>> g_loaded;                      // by key
-std::map<Hash128, std::shared_ptr<std::mutex>> g_key_mu;                    // one compile per key at a time
-
-std::shared_ptr<std::mutex> key_mutex(const Hash128& key) {
-  std::lock_guard lock(g_mu);
-  auto& slot = g_key_mu[key];
+std::shared_ptr<std::mutex> key_mutex(CompileState& st, const Hash128& key) {
+  std::lock_guard lock(st.mu);
+  auto& slot = st.key_mu[key];
   if (!slot) slot = std::make_shared<std::mutex>();
   return slot;
 }
 
-std::shared_ptr<HostModule> loaded_module(const Hash128& key) {
-  std::lock_guard lock(g_mu);
-  auto it = g_loaded.find(key);
-  return it == g_loaded.end() ? nullptr : it->second.lock();
+std::shared_ptr<HostModule> loaded_module(CompileState& st, const Hash128& key) {
+  std::lock_guard lock(st.mu);
+  auto it = st.loaded.find(key);
+  return it == st.loaded.end() ? nullptr : it->second.lock();
 }
 
 }  // namespace
@@ -313,10 +329,11 @@ std::shared_ptr<HostModule> load_shared_object(const HostBuild& b, const std::ve
 
 HostCompileResult host_compile(std::span<const GeneratedKernel> kernels, const HostCompileOptions& opts) {
   const HostBuild b = describe_build(kernels, opts);
-  const std::shared_ptr<std::mutex> key_mu = key_mutex(b.key.key);
+  CompileState& st = compile_state();
+  const std::shared_ptr<std::mutex> key_mu = key_mutex(st, b.key.key);
   std::lock_guard key_lock(*key_mu);
   HostCompileResult r;
-  if ((r.module = loaded_module(b.key.key))) {
+  if ((r.module = loaded_module(st, b.key.key))) {
     r.memory_hit = true;
     return r;
   }
@@ -328,8 +345,8 @@ HostCompileResult host_compile(std::span<const GeneratedKernel> kernels, const H
   FJ_CHECK(f.meta.kind == EntryKind::HostModule, "a cache entry with a host module's key and check hash holds a GPU kernel");
   r.disk_hit = f.from_disk;
   r.module = with_room(*store, [&] { return load_shared_object(b, f.payload, *store); });
-  std::lock_guard lock(g_mu);
-  g_loaded[b.key.key] = r.module;
+  std::lock_guard lock(st.mu);
+  st.loaded[b.key.key] = r.module;
   return r;
 }
 

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <pthread.h>
 #include <thread>
 #include <utility>
 
@@ -64,6 +65,20 @@ std::condition_variable g_warn_cv;
 int g_calls = 0;
 bool g_replacing = false;
 WarningHandler g_handler;
+
+// A fork()ed child has only the thread that forked: calls another thread had in progress (and its
+// lock) would make the child's set_warning_handler wait forever (Python's exit hook calls it).
+void after_fork_in_child() {
+  new (&g_warn_mu) std::mutex;  // the old one may be held by a thread the child does not have
+  new (&g_warn_cv) std::condition_variable;
+  g_calls = 0;
+  g_replacing = false;
+}
+
+// Registers after_fork_in_child once, before the first use of the state above.
+void fork_safe() {
+  [[maybe_unused]] static const int registered = pthread_atfork(nullptr, nullptr, after_fork_in_child);
+}
 thread_local int t_in_handler = 0;                     // this thread runs a handler
 thread_local std::optional<std::thread::id> t_origin;  // a worker's caller (WarningOrigin)
 
@@ -80,6 +95,7 @@ void call_handler(std::string_view message) {
 void set_warning_handler(WarningHandler handler) {
   if (t_in_handler)  // it would wait for itself to return
     throw Error(ErrorKind::User, "set_warning_handler called from inside a warning handler");
+  fork_safe();
   WarningHandler old;
   {
     std::unique_lock lock(g_warn_mu);
@@ -99,6 +115,7 @@ WarningOrigin::~WarningOrigin() { t_origin = saved_; }
 
 void warn(std::string_view message) {
   if (t_in_handler) return call_handler(message);  // a handler that warns: its call is counted already
+  fork_safe();
   {
     std::unique_lock lock(g_warn_mu);
     g_warn_cv.wait(lock, [] { return !g_replacing; });

@@ -679,6 +679,25 @@ TEST_CASE("an unwritable cache folder gives one warning and the run goes on") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("a cache folder removed under a running process is made again, not given up") {
+  // `rm -rf ~/.cache/fusejit` beside a long-running service: its next build once turned its disk
+  // cache off for good ("cannot create DIR/ab: No such file or directory").
+  fs::path dir = make_temp_dir() / "cache";
+  Warnings w;
+  KernelCache cache(config_for(dir, w.handler()));
+  DiskKeyInputs first = inputs_n(30);
+  CHECK(cache.get_or_compile(first, [&] { return fake_compile(first); }).outcome == CacheOutcome::Compiled);
+  fs::remove_all(dir);
+  DiskKeyInputs second = inputs_n(31);
+  CHECK(cache.get_or_compile(second, [&] { return fake_compile(second); }).outcome == CacheOutcome::Compiled);
+  CHECK(w.list.empty());
+  CHECK(cache.disk_enabled());
+  CHECK((fs::status(dir).permissions() & fs::perms::all) == fs::perms::owner_all);
+  KernelCache fresh(config_for(dir));  // the entry was written into the new folder
+  CHECK(fresh.get_or_compile(second, [&] { return fake_compile(second); }).outcome == CacheOutcome::DiskHit);
+  fs::remove_all(dir.parent_path());
+}
+
 TEST_CASE("the size cap evicts the least recently used entries") {
   fs::path dir = make_temp_dir();
   const std::vector<char> payload(1000, 'p');

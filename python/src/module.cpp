@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include "fusejit/fusejit.h"
@@ -55,7 +56,8 @@ struct GilGate {
   std::set<pid_t> doomed;  // threads alive when the atexit hook ran, but the hook's own
   int taking = 0;          // threads past the gate, taking the GIL back
 };
-GilGate& gil_gate = *new GilGate;
+GilGate* gil_gate_now = new GilGate;
+GilGate& gate() { return *gil_gate_now; }
 
 bool python_finalizing() {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -76,33 +78,43 @@ std::set<pid_t> other_threads() {
 }
 }  // namespace
 
+// fork(): the child has only the thread that forked. Threads that were taking the GIL back in the
+// parent would hold `taking` above 0 there for ever (the child's exit would wait for them), and
+// the objects the other threads' frames held are never released there: no leaks to report.
+bool g_threads_at_fork = false;
+[[maybe_unused]] const int gil_gate_fork_safe = pthread_atfork(
+    [] { g_threads_at_fork = !other_threads().empty(); }, nullptr, [] {
+      gil_gate_now = new GilGate;
+      if (g_threads_at_fork) nb::set_leak_warnings(false);
+    });
+
 fusejit_py::GilRelease::GilRelease() : state_(PyEval_SaveThread()) {}
 
 fusejit_py::GilRelease::~GilRelease() {
   {
-    std::unique_lock lock(gil_gate.m);
+    std::unique_lock lock(gate().m);
     // A thread that was running when the hook ran (a daemon thread, in a loop of calls) may be
     // taking the GIL back when finalisation begins; one started later (by a later atexit handler)
     // passes unless finalisation has begun (a small window remains for it, as without fusejit).
-    if (gil_gate.closed && (gil_gate.doomed.count(static_cast<pid_t>(::gettid())) || python_finalizing())) {
+    if (gate().closed && (gate().doomed.count(static_cast<pid_t>(::gettid())) || python_finalizing())) {
       nb::set_leak_warnings(false);  // what this thread's frames hold is never released: no leak
-      for (;;) gil_gate.cv.wait(lock);  // the process is exiting; Python 3.14 waits the same way
+      for (;;) gate().cv.wait(lock);  // the process is exiting; Python 3.14 waits the same way
     }
-    ++gil_gate.taking;
+    ++gate().taking;
   }
   PyEval_RestoreThread(state_);
-  std::lock_guard lock(gil_gate.m);
-  --gil_gate.taking;
-  gil_gate.cv.notify_all();
+  std::lock_guard lock(gate().m);
+  --gate().taking;
+  gate().cv.notify_all();
 }
 
 void fusejit_py::close_gil_gate() {
   PyThreadState* state = PyEval_SaveThread();  // the threads taking the GIL back need it
   {
-    std::unique_lock lock(gil_gate.m);
-    gil_gate.closed = true;
-    gil_gate.doomed = other_threads();
-    gil_gate.cv.wait(lock, [] { return gil_gate.taking == 0; });
+    std::unique_lock lock(gate().m);
+    gate().closed = true;
+    gate().doomed = other_threads();
+    gate().cv.wait(lock, [] { return gate().taking == 0; });
   }
   PyEval_RestoreThread(state);  // not finalising yet: atexit hooks run before that begins
 }

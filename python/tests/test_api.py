@@ -617,3 +617,60 @@ print("exiting", flush=True)
                                       "1.5231883525848389"]
         # No "nanobind: leaked N instances": what the daemon threads hold is never released.
         assert "terminate" not in res.stderr and "leaked" not in res.stderr, res.stderr
+
+
+def test_a_child_forked_during_a_compile_and_calls_compiles_and_exits(tmp_path):
+    # fork() keeps only the forking thread: locks other threads held (a compile's per-key lock, the
+    # warning state, threads taking the GIL back) were never released in the child, which then
+    # hung compiling the graph the parent was compiling, or at exit. In a subprocess with a timeout.
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    script = f"""
+import os, sys, threading, time, warnings
+import numpy as np
+import fusejit
+warnings.simplefilter("ignore", DeprecationWarning)  # fork() with threads, Python 3.12+
+src = "input x : f32[4]\\ny = x * " + str(time.time_ns() % 10**9) + " + 1\\noutput y"  # a new key each run
+compile = lambda: fusejit.compile(fusejit.Graph.parse(src), backend="cpu", cache_dir={str(cache)!r})
+t = threading.Thread(target=compile)
+t.start()
+hot = fusejit.compile(fusejit.Graph.parse("input x : f32[4]\\ny = x * 3\\noutput y"), backend="cpu",
+                      cache_dir={str(cache)!r})
+stop = []
+def loop():
+    while not stop:
+        hot(x=np.ones(4, np.float32))
+loops = [threading.Thread(target=loop) for _ in range(3)]
+for lt in loops:
+    lt.start()
+time.sleep(float(sys.argv[1]))
+compiling = t.is_alive()
+pid = os.fork()
+if pid == 0:
+    print("child", compile()(x=np.ones(4, np.float32))["y"][0], hot(x=np.ones(4, np.float32))["y"][0], flush=True)
+    sys.exit(0)  # through the atexit hook
+t.join()
+stop.append(1)
+for lt in loops:
+    lt.join()
+for _ in range(600):
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        print("compiling" if compiling else "compiled", "status", status)
+        break
+    time.sleep(0.1)
+else:
+    os.kill(pid, 9)
+    print("hung")
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    during = 0
+    for delay in ["0.0", "0.02", "0.05", "0.1"]:  # during the compile (about 0.2 s here), mostly
+        res = subprocess.run([sys.executable, "-c", script, delay], timeout=120, env=env, capture_output=True,
+                             text=True)
+        assert res.returncode == 0, res.stderr
+        lines = res.stdout.splitlines()
+        assert lines[-1].endswith(" status 0") and lines[0].startswith("child ") and lines[0].endswith(" 3.0"), res.stdout
+        assert "leaked" not in res.stderr, res.stderr
+        during += lines[-1].startswith("compiling")
+    assert during > 0  # the case that hung
