@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <optional>
 #include <mutex>
@@ -696,6 +697,37 @@ TEST_CASE("a cache folder removed under a running process is made again, not giv
   KernelCache fresh(config_for(dir));  // the entry was written into the new folder
   CHECK(fresh.get_or_compile(second, [&] { return fake_compile(second); }).outcome == CacheOutcome::DiskHit);
   fs::remove_all(dir.parent_path());
+}
+
+TEST_CASE("a child forked while another thread builds a key builds that key itself") {
+  // fork() keeps only the forking thread: the child once waited for ever on the build in flight.
+  fs::path dir = make_temp_dir();
+  KernelCache cache(config_for(dir));
+  DiskKeyInputs in = inputs_n(40);
+  std::promise<void> started, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::thread builder([&] {
+    cache.get_or_compile(in, [&] {
+      started.set_value();
+      released.wait();
+      return fake_compile(in);
+    });
+  });
+  started.get_future().wait();
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(30);  // a hang ends the child by SIGALRM: a failure, not a hung suite
+    const CacheResult r = cache.get_or_compile(in, [&] { return fake_compile(in); });
+    ::_exit(r.outcome != CacheOutcome::MemoryHit && *r.kernel->binary == fake_binary(in) ? 0 : 1);
+  }
+  release.set_value();  // the parent's build ends, and with it the key's file lock
+  builder.join();
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(cache.get_or_compile(in, [&] { return fake_compile(in); }).outcome == CacheOutcome::MemoryHit);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("the size cap evicts the least recently used entries") {
