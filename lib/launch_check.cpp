@@ -190,9 +190,13 @@ void check_view_data(const ir::Graph& g, std::span<const TensorView> inputs) {
     const bool contiguous = t.strides.empty();
     // A C-contiguous view's data is exactly its elements; a strided one holds at least what it reaches.
     if (contiguous ? static_cast<int64_t>(t.data.size()) != want : static_cast<int64_t>(t.data.size()) < want)
-      throw ir::UserError(fmt::format("input '{}': {}{}{} needs {} bytes, its data has {}", g.node(g.inputs[k]).name,
+      throw ir::UserError(fmt::format("input '{}': {}{}{} needs {}{} bytes, its data has {}{}", g.node(g.inputs[k]).name,
                                       dtype_text(to_ir(t.dtype)), shape_text(t.shape),
-                                      contiguous ? "" : " with strides " + shape_text(t.strides), want, t.data.size()));
+                                      contiguous ? "" : " with strides " + shape_text(t.strides),
+                                      contiguous ? "exactly " : "at least ", want, t.data.size(),
+                                      contiguous ? " (a C-contiguous view's data is its elements; give strides for a "
+                                                   "view into a larger buffer)"
+                                                 : ""));
   }
 }
 

@@ -459,7 +459,13 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
   CHECK(message({a28, fj::HostTensor(fj::DType::BF16, {2, 8})}) == "input 'up': expected f32[T=2, 8], got bf16[2, 8]");
   CHECK(message({a28}) == "expected 2 input tensor(s) (gate, up), got 1");
   const fj::TensorView short_data(fj::DType::F32, shape, a28.data().first(8));
-  CHECK(message({a28, short_data}) == "input 'up': f32[2, 8] needs 64 bytes, its data has 8");
+  CHECK(message({a28, short_data}) ==
+        "input 'up': f32[2, 8] needs exactly 64 bytes, its data has 8 (a C-contiguous view's data is its elements; "
+        "give strides for a view into a larger buffer)");
+  // Larger is refused too (a wrong shape shows this way), with a message that says so.
+  std::vector<float> big(20, 1.0f);
+  const fj::TensorView long_data(fj::DType::F32, shape, std::as_bytes(std::span<const float>(big)));
+  CHECK(message({a28, long_data}).find("needs exactly 64 bytes, its data has 80") != std::string::npos);
 
   // Literal sizes: the message names both shapes.
   fj::GraphBuilder lb("literal");
