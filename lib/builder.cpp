@@ -93,6 +93,7 @@ DimRef GraphBuilder::dim(const std::string& name, int64_t value) {
 
 Value GraphBuilder::input(const std::string& name, DType dtype, const std::vector<Extent>& shape) {
   impl_->check_usable();
+  check_dtype(dtype, "input '" + name + "'");
   return translate_errors([&] {
     ir::Shape s;
     for (const Extent& e : shape) {
@@ -108,6 +109,7 @@ Value GraphBuilder::input(const std::string& name, DType dtype, const std::vecto
 
 Value GraphBuilder::param(const std::string& name, DType dtype, Scalar default_value) {
   impl_->check_usable();
+  check_dtype(dtype, "param '" + name + "'");
   return translate_errors([&] {
     return impl_->define(name, ir::NameKind::Param, [&] {
       return Value(this, impl_->b.add_param(name, to_ir(dtype), to_ir_literal(default_value)));
@@ -149,6 +151,7 @@ Value GraphBuilder::reduce(std::string_view name, const Value& x, const std::vec
 
 Value GraphBuilder::cast(const Value& x, DType dtype) {
   impl_->check_usable();
+  check_dtype(dtype, "cast");
   return adding_nodes(*impl_, [&] {
     ir::Operand in = x.is_literal() ? ir::Operand::of(to_ir_literal(x.lit_)) : ir::Operand::of(node_of(x));
     return Value(this, impl_->b.materialize(impl_->b.cast(in, to_ir(dtype))));

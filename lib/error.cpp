@@ -87,8 +87,21 @@ void call_handler(std::string_view message) {
   struct Leave {
     ~Leave() { --t_in_handler; }
   } leave;
-  if (g_handler) g_handler(message);
-  else std::fprintf(stderr, "fusejit: warning: %.*s\n", static_cast<int>(message.size()), message.data());
+  if (!g_handler) {
+    std::fprintf(stderr, "fusejit: warning: %.*s\n", static_cast<int>(message.size()), message.data());
+    return;
+  }
+  // A warning never fails the call it comes from: a handler's exception (on a compile worker it
+  // would end the process) is reported with the message instead.
+  try {
+    g_handler(message);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fusejit: warning: %.*s\nfusejit: the warning handler threw (%s); ignored\n",
+                 static_cast<int>(message.size()), message.data(), e.what());
+  } catch (...) {
+    std::fprintf(stderr, "fusejit: warning: %.*s\nfusejit: the warning handler threw; ignored\n",
+                 static_cast<int>(message.size()), message.data());
+  }
 }
 }  // namespace
 

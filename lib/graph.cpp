@@ -13,6 +13,12 @@ std::string_view version() { return "0.1.0"; }
 
 std::string_view dtype_name(DType t) { return ir::dtype_name(to_ir(t)); }
 
+void check_dtype(DType t, const std::string& what) {
+  if (static_cast<unsigned>(t) > static_cast<unsigned>(DType::F64))  // F64 is the enum's last
+    throw Error(ErrorKind::User, what + ": invalid DType value " + std::to_string(static_cast<unsigned>(t)) +
+                                     " (not one of DType's enumerators)");
+}
+
 DType parse_dtype(std::string_view name) {
   if (const std::optional<ir::DType> t = ir::parse_dtype(name)) return from_ir(*t);
   throw Error(ErrorKind::User, ir::unknown_dtype_message(name));

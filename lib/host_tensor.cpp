@@ -32,6 +32,7 @@ void HostTensor::Free::operator()(std::byte* p) const noexcept { std::free(p); }
 HostTensor::HostTensor() : HostTensor(DType::F32, {0}) {}
 
 HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+  check_dtype(dtype, "host tensor");
   const std::string type = ir::tensor_type_string(to_ir(dtype), shape_);
   const int64_t n = ir::checked_numel(shape_);
   int64_t bytes = 0;
@@ -47,7 +48,7 @@ HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype),
 }
 
 HostTensor::HostTensor(const HostTensor& o) : HostTensor(o.dtype_, o.shape_) {
-  if (bytes_) std::memcpy(mem_.get(), o.mem_.get(), bytes_);
+  if (bytes_ && o.mem_) std::memcpy(mem_.get(), o.mem_.get(), bytes_);  // a moved-from one has no memory
 }
 
 HostTensor& HostTensor::operator=(const HostTensor& o) {

@@ -20,6 +20,8 @@ struct Graph::Impl {
 };
 
 inline ir::DType to_ir(DType t) { return static_cast<ir::DType>(t); }
+// Throws Error(User) "<what>: invalid DType value N" for a value outside the enum (a cast integer).
+void check_dtype(DType t, const std::string& what);
 inline DType from_ir(ir::DType t) { return static_cast<DType>(t); }
 // A public Scalar as a weak literal of its kind, and converted to a dtype by the cast rules.
 ir::Literal to_ir_literal(const Scalar& s);

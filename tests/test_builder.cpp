@@ -61,6 +61,44 @@ TEST_CASE("a GraphBuilder and its values after build() throw Error(User), never 
   CHECK(g.to_text() == "graph g\ndim N = 4\ninput x : f32[N]\ny = x * 2.0\noutput y\n");
 }
 
+TEST_CASE("a DType value outside the enum is Error(User), not an internal error") {
+  const auto bad = static_cast<fj::DType>(99);
+  fj::GraphBuilder b("g");
+  const fj::Value x = b.input("x", fj::DType::F32, {4});
+  CHECK_THROWS_WITH_AS(b.input("y", bad, {4}), "input 'y': invalid DType value 99 (not one of DType's enumerators)",
+                       fj::Error);
+  CHECK_THROWS_WITH_AS(b.param("p", bad, 1.0), "param 'p': invalid DType value 99 (not one of DType's enumerators)",
+                       fj::Error);
+  CHECK_THROWS_WITH_AS(b.cast(x, bad), "cast: invalid DType value 99 (not one of DType's enumerators)", fj::Error);
+  CHECK_THROWS_WITH_AS(fj::HostTensor(bad, {2}), "host tensor: invalid DType value 99 (not one of DType's enumerators)",
+                       fj::Error);
+  b.output("z", b.cast(x, fj::DType::F16));
+  CHECK(b.build().op_count() == 1);  // the refused calls added nothing
+  // A graph's own name may be a reserved word (`graph input` is unambiguous): builder and parser agree.
+  for (const char* word : {"input", "graph", "nan"}) {
+    CHECK_NOTHROW(fj::GraphBuilder{word});
+    CHECK(fj::Graph::parse("graph " + std::string(word) + "\ninput x : f32[2]\ny = x * 2\noutput y\n").name() == word);
+  }
+  // A moved-from HostTensor may be copied (it was a read of null memory).
+  fj::HostTensor t(fj::DType::F32, {3});
+  fj::HostTensor moved = std::move(t);
+  const fj::HostTensor copy = t;  // NOLINT(bugprone-use-after-move): the case under test
+  CHECK(moved.elements() == 3);
+  (void)copy;
+}
+
+TEST_CASE("a warning handler that throws: the call goes on, the message reaches stderr") {
+  int calls = 0;
+  fj::set_warning_handler([&](std::string_view) {
+    ++calls;
+    throw std::runtime_error("handler failed");
+  });
+  // An unused input warns (at parse and at build).
+  CHECK_NOTHROW(fj::Graph::parse("input x : f32[2]\ninput unused : f32[2]\ny = x * 2\noutput y\n"));
+  fj::set_warning_handler({});
+  CHECK(calls >= 1);
+}
+
 TEST_CASE("a refused op, reduce or cast adds no node (a literal's constant, a cast made before failing)") {
   fj::GraphBuilder b("g");
   fj::Value x = b.input("x", fj::DType::F32, {3});

@@ -36,7 +36,8 @@ std::string_view version();
 
 /// Element types, named as in the graph format. bool is one byte, as in NumPy and PyTorch.
 /// f16 is IEEE binary16, bf16 is bfloat16; both are computed in f32 and rounded to
-/// nearest-even after every op (strict mode), see docs/ops.md.
+/// nearest-even after every op (strict mode), see docs/ops.md. A value outside these (an integer
+/// cast to DType) is refused with Error(User) by GraphBuilder and HostTensor. F64 stays last.
 enum class DType : uint8_t { Bool, I8, U8, I32, I64, F16, BF16, F32, F64 };
 
 /// "f32", "bf16", ... as written in graph text.
@@ -91,7 +92,9 @@ class Error : public std::runtime_error {
 };
 
 /// Receives warnings (one complete message per call, no trailing newline). Called from whichever
-/// thread hit the condition (also threads fusejit starts to compile); must be thread-safe.
+/// thread hit the condition (also threads fusejit starts to compile); must be thread-safe. It
+/// should not throw: an exception it throws is caught, and the message and the exception's
+/// what() go to stderr; the call that warned goes on (a warning never fails a call).
 using WarningHandler = std::function<void(std::string_view message)>;
 /// Sets the process-wide warning handler; an empty handler restores the default, which writes
 /// "fusejit: warning: MESSAGE" to stderr. Waits for calls of the old handler in progress to
