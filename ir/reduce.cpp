@@ -15,7 +15,7 @@ bool is_reduction(Op op) { return op_info(op).rule == TypeRule::Reduce; }
 
 std::string axis_out_of_range(std::string_view axis, size_t rank) {
   if (rank == 0)  // NumPy's rule (PyTorch also accepts 0 and -1 here, reducing nothing)
-    return fmt::format("axis {} is out of range: a 0-d tensor has no axes (reduce it with no axes, e.g. sum(x))", axis);
+    return fmt::format("axis {} is out of range: a 0-d tensor has no axes (of the reductions, only those with no axes, e.g. sum(x), take one)", axis);
   const auto r = static_cast<int64_t>(rank);
   return fmt::format("axis {} is out of range for a tensor of rank {} (expected {} to {})", axis, r, -r, r - 1);
 }
