@@ -444,10 +444,17 @@ Program Program::load(const std::string& dir, const Options& options) {
     const FolderLock lock(dir, LOCK_SH);
     std::shared_ptr<AotFolder> f = read_folder(dir);
     const json& x = f->index;
-    // At the dims it was compiled for; messages name the folder's graph.txt (the same lines).
+    // At the dims it was compiled for; messages name the folder's graph.txt (the same lines), and
+    // index.json's "dims" for a dim graph.txt does not declare.
     DimValues dims;
     for (const auto& [name, value] : x["dims"].items()) dims.emplace_back(name, value.get<int64_t>());
-    const Graph graph = Graph::load((f->dir / x["graph"].get<std::string>()).string(), dims);
+    const std::string graph_file = (f->dir / x["graph"].get<std::string>()).string();
+    const DimValues declared = Graph::load(graph_file).dims();
+    for (const auto& [name, value] : dims)
+      if (std::none_of(declared.begin(), declared.end(), [&](const auto& d) { return d.first == name; }))
+        bad_index("'" + (f->dir / "index.json").string() + "'",
+                  fmt::format("\"dims\" names dim '{}', which '{}' does not declare", name, graph_file));
+    const Graph graph = Graph::load(graph_file, dims);
     Options o = options;
     o.fast_math = x["fast_math"].get<bool>();
     o.nvrtc_options = x["nvrtc_options"].get<std::vector<std::string>>();

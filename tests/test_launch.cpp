@@ -1001,6 +1001,7 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
       {[](nlohmann::json& x) { x["output"] = "none"; }, "it was written with Options::dump_dir from the CPU path"},
       {[](nlohmann::json& x) { x["target"] = "compute_90"; }, "\"target\" compute_90 does not hold \"output\" cubin"},
       {[](nlohmann::json& x) { x["dims"]["N"] = 9223372036854775808ull; }, "dim 'N' is not an integer from 0 to 2^63 - 1"},
+      {[](nlohmann::json& x) { x["dims"]["Q"] = 4; }, "index.json': \"dims\" names dim 'Q', which '"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     CAPTURE(i);
