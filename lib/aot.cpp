@@ -450,10 +450,10 @@ Program Program::load(const std::string& dir, const Options& options) {
     for (const auto& [name, value] : x["dims"].items()) dims.emplace_back(name, value.get<int64_t>());
     const std::string graph_file = (f->dir / x["graph"].get<std::string>()).string();
     const DimValues declared = Graph::load(graph_file).dims();
-    for (const auto& [name, value] : dims)
-      if (std::none_of(declared.begin(), declared.end(), [&](const auto& d) { return d.first == name; }))
+    for (const auto& dim : dims)  // not a structured binding: clang refuses to capture one
+      if (std::none_of(declared.begin(), declared.end(), [&](const auto& d) { return d.first == dim.first; }))
         bad_index("'" + (f->dir / "index.json").string() + "'",
-                  fmt::format("\"dims\" names dim '{}', which '{}' does not declare", name, graph_file));
+                  fmt::format("\"dims\" names dim '{}', which '{}' does not declare", dim.first, graph_file));
     const Graph graph = Graph::load(graph_file, dims);
     Options o = options;
     o.fast_math = x["fast_math"].get<bool>();
