@@ -388,6 +388,8 @@ class Program:
             outs, out_as = self._output_storages(results)
         if stream is None:  # NumPy arrays have none (checked first: the cheap common case)
             stream = 0 if like is None or type(like) in _NDARRAY_TYPES else _current_stream(like)
+        elif stream is True or stream is False:  # an int to nanobind: True would be stream 1
+            _check_call_options(stream, plan)
         self._p.launch(stored, in_as, outs, out_as, list(params.items()) if params else [], stream, plan)
         return dict(zip(self._out_names, results))
 
