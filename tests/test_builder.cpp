@@ -85,6 +85,11 @@ TEST_CASE("a DType value outside the enum is Error(User), not an internal error"
   const fj::HostTensor copy = t;  // NOLINT(bugprone-use-after-move): the case under test
   CHECK(moved.elements() == 3);
   (void)copy;
+  // Self-move-assignment keeps the tensor whole (it emptied the shape and kept the bytes).
+  fj::HostTensor& alias = moved;
+  moved = std::move(alias);
+  CHECK(moved.shape() == std::vector<int64_t>{3});
+  CHECK(moved.elements() == 3);
 }
 
 TEST_CASE("a warning handler that throws: the call goes on, the message reaches stderr") {

@@ -434,6 +434,7 @@ class HostTensor {
       : dtype_(other.dtype_), shape_(std::move(other.shape_)), bytes_(std::exchange(other.bytes_, 0)),
         mem_(std::move(other.mem_)) {}
   HostTensor& operator=(HostTensor&& other) noexcept {
+    if (this == &other) return *this;  // self-move would empty the shape and keep the bytes
     dtype_ = other.dtype_;
     shape_ = std::move(other.shape_);
     bytes_ = std::exchange(other.bytes_, 0);
