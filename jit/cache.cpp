@@ -73,7 +73,7 @@ const char* to_string(CacheOutcome outcome) {
 
 struct KernelCache::Slot {
   std::shared_future<KernelPtr> future;
-  pid_t process = ::getpid();  // whose thread builds it: a fork()ed child's copy has no such thread
+  pid_t process = ::getpid();  // whose thread builds it: a fork()ed child's copy has no such thread (jit/fork.h)
 
   // Whether waiting for it could never end: a build in flight in the parent when this process was
   // forked from it (the child has only the thread that forked).

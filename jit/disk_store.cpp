@@ -325,13 +325,21 @@ int rename_into_place(const fs::path& temp, const fs::path& final_path, const st
   return ::rename(temp.c_str(), final_path.c_str()) == 0 ? 0 : errno;
 }
 
+// Releases a flock (if held), then closes its descriptor. Closing alone would not release it while a copy of
+// the descriptor lives on: a child forked meanwhile holds one (O_CLOEXEC ends it only at exec), and
+// would keep every other process from building that key, itself included.
+void unlock_and_close(int fd) {
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+}
+
 // Removes a build folder unless a Scratch holds its lock (a build in progress).
 bool remove_unused_build(const fs::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return false;
   std::error_code ec;
   const bool removed = ::flock(fd, LOCK_EX | LOCK_NB) == 0 && fs::remove_all(path, ec) > 0;
-  ::close(fd);
+  unlock_and_close(fd);
   return removed;
 }
 
@@ -343,7 +351,7 @@ int lock_build_folder(const fs::path& path) {
   if (fd >= 0 && ::flock(fd, LOCK_SH) == 0 && ::fstat(fd, &held) == 0 && ::lstat(path.c_str(), &now) == 0 &&
       held.st_ino == now.st_ino && held.st_dev == now.st_dev)
     return fd;
-  if (fd >= 0) ::close(fd);
+  if (fd >= 0) unlock_and_close(fd);
   return -1;
 }
 
@@ -352,7 +360,7 @@ bool remove_unused_lock(const fs::path& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return false;
   bool removed = ::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::unlink(path.c_str()) == 0;
-  ::close(fd);
+  unlock_and_close(fd);
   return removed;
 }
 
@@ -369,14 +377,6 @@ void sweep_tmp_builds(const fs::path& tmp) {
         fs::remove_all(it->path(), ec);
     }
   });
-}
-
-// Releases a flock, then closes its descriptor. Closing alone would not release it while a copy of
-// the descriptor lives on: a child forked meanwhile holds one (O_CLOEXEC ends it only at exec), and
-// would keep every other process from building that key, itself included.
-void unlock_and_close(int fd) {
-  ::flock(fd, LOCK_UN);
-  ::close(fd);
 }
 
 // An exclusive flock on a key's lock file, held until destruction.
@@ -440,7 +440,7 @@ EntryLock lock_file(const fs::path& path, const std::function<void(const std::st
   wait_for_lock(fd, path, warn);
   struct stat now;
   if (retries > 0 && (::lstat(path.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev)) {
-    ::close(fd);
+    unlock_and_close(fd);
     return lock_file(path, warn, retries - 1);
   }
   return EntryLock(fd);

@@ -3,7 +3,6 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 
 #include "ir/error.h"
 #include "jit/disk_store.h"
+#include "jit/fork.h"
 #include "jit/hash.h"
 #include "jit/source_key.h"
 
@@ -85,7 +85,7 @@ int run_command(const std::string& cmd, std::string& output) {
 // This process's compile state. After fork() the child has only the thread that forked, so a lock
 // another thread held then (a key's mutex, held for a whole compile; the version lock, held while
 // `$CXX --version` runs) would never be released there, and the child's compile of that key, or
-// its first compile, would wait forever. So the child starts afresh (pthread_atfork): the old state
+// its first compile, would wait forever. So the child starts afresh (jit/fork.h): the old state
 // is leaked, as its mutexes may be held; modules loaded before stay loaded for those holding them,
 // and a compile finds them again through the disk cache.
 struct CompileState {
@@ -98,7 +98,7 @@ struct CompileState {
 CompileState* g_state = new CompileState;
 
 CompileState& compile_state() {
-  [[maybe_unused]] static const int registered = pthread_atfork(nullptr, nullptr, [] { g_state = new CompileState; });
+  [[maybe_unused]] static const int registered = renew_in_fork_child([] { g_state = new CompileState; });
   return *g_state;
 }
 

@@ -4,7 +4,6 @@
 #include <mutex>
 #include <new>
 #include <optional>
-#include <pthread.h>
 #include <thread>
 #include <utility>
 
@@ -12,6 +11,7 @@
 #include "ir/error.h"
 #include "ir/passes/dce.h"
 #include "jit/driver.h"
+#include "jit/fork.h"
 #include "jit/host_compile.h"
 #include "jit/nvrtc.h"
 #include "lib/internal.h"
@@ -77,7 +77,7 @@ void after_fork_in_child() {
 
 // Registers after_fork_in_child once, before the first use of the state above.
 void fork_safe() {
-  [[maybe_unused]] static const int registered = pthread_atfork(nullptr, nullptr, after_fork_in_child);
+  [[maybe_unused]] static const int registered = jit::renew_in_fork_child(after_fork_in_child);
 }
 thread_local int t_in_handler = 0;                     // this thread runs a handler
 thread_local std::optional<std::thread::id> t_origin;  // a worker's caller (WarningOrigin)

@@ -45,9 +45,7 @@ namespace {
 // Python is finalised.
 std::unordered_map<std::thread::id, nb::python_error>& pending_warning_errors =
     *new std::unordered_map<std::thread::id, nb::python_error>;
-}  // namespace
 
-namespace {
 // GilRelease's gate. Leaked: a thread may wait on it while static destructors run at exit.
 struct GilGate {
   std::mutex m;
@@ -76,17 +74,18 @@ std::set<pid_t> other_threads() {
   ids.erase(static_cast<pid_t>(::gettid()));
   return ids;
 }
-}  // namespace
 
 // fork(): the child has only the thread that forked. Threads that were taking the GIL back in the
 // parent would hold `taking` above 0 there for ever (the child's exit would wait for them), and
-// the objects the other threads' frames held are never released there: no leaks to report.
+// the objects the other threads' frames held are never released there: no leaks to report. (The
+// library's own renewals: jit/fork.h; this one also needs a prepare handler.)
 bool g_threads_at_fork = false;
 [[maybe_unused]] const int gil_gate_fork_safe = pthread_atfork(
     [] { g_threads_at_fork = !other_threads().empty(); }, nullptr, [] {
       gil_gate_now = new GilGate;
       if (g_threads_at_fork) nb::set_leak_warnings(false);
     });
+}  // namespace
 
 fusejit_py::GilRelease::GilRelease() : state_(PyEval_SaveThread()) {}
 

@@ -1,0 +1,30 @@
+// fork() safety, in one place: what fusejit renews in a fork()ed child, and the call that
+// registers a renewal.
+//
+// The child of fork() has only the thread that called it (POSIX fork(); pthread_atfork()), so a
+// lock another thread held at that instant stays held there for ever, and work another thread had
+// in flight never finishes. fusejit's answers, all of them:
+//  - state a thread holds across a long wait registers a renewal here, which replaces it in the
+//    child (the old state is leaked: its locks may be held): the host-compile state
+//    (jit/host_compile.cpp: per-key compile locks, the `$CXX --version` lock, the loaded modules)
+//    and the warning handler's call count and lock (lib/error.cpp). The Python extension's exit
+//    gate (python/src/module.cpp) registers its own, as it links only the public API;
+//  - a build in flight in the GPU kernel cache cannot be renewed (a future): its slot records the
+//    process that builds it, and a child builds that key again (jit/cache.cpp, Slot::orphaned);
+//  - every flock is released (LOCK_UN) before its descriptor is closed (jit/disk_store.cpp): the
+//    child's inherited copy of the descriptor would otherwise keep the key locked for everyone.
+// Not renewed: brief critical sections (a map update under a lock) at the instant of the fork.
+// What a child can do is in docs/api.md ("CUDA graphs, streams and threads").
+#pragma once
+
+#include <pthread.h>
+
+namespace fusejit::jit {
+
+// Registers `renew` to run in every fork()ed child of this process before fork() returns there
+// (pthread_atfork's child handler; it runs with only the forking thread, so it may not wait for
+// anything). Register before the state's first use, once (a function-local static). Returns
+// pthread_atfork's result: 0, or ENOMEM.
+inline int renew_in_fork_child(void (*renew)()) { return ::pthread_atfork(nullptr, nullptr, renew); }
+
+}  // namespace fusejit::jit
