@@ -10,8 +10,9 @@
 //  - Sizes are in bytes, times in milliseconds, bandwidth in GB/s (1e9 bytes per second).
 //  - Every function may throw fusejit::Error (see ErrorKind); nothing else escapes, except
 //    std::bad_alloc.
-//  - The library never writes to stdout or stderr itself: warnings (such as the PTX fallback for a
-//    GPU newer than NVRTC) go to the handler set with set_warning_handler().
+//  - The library never writes to stdout, and to stderr only through warnings: those (such as the
+//    PTX fallback for a GPU newer than NVRTC) go to the handler set with set_warning_handler(),
+//    whose default writes them to stderr (as does a handler's exception, caught).
 //  - This header includes only the standard library.
 #pragma once
 
