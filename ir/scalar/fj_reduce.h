@@ -77,14 +77,12 @@ template <> struct fj_red_lim<double> {
 };
 
 // The combining ops: op() is the op's fj_scalar.h function (wrapping integer arithmetic, NaN-
-// propagating maximum/minimum); id() starts every lane. The float sum starts from -0.0, the one
-// value with x + id == x for every x (so a sum of -0.0 values stays -0.0, as in NumPy); an empty
-// sum is +0.0 (empty()).
-template <class T> FJ_RFN T fj_red_zero() { return (T)0; }
-template <> FJ_RFN float fj_red_zero<float>() { return -0.0f; }
-template <> FJ_RFN double fj_red_zero<double>() { return -0.0; }
+// propagating maximum/minimum); id() starts every lane, empty() is the result of no elements. The
+// float sum starts from +0.0, as NumPy's and PyTorch's do (their sum of -0.0 values is +0.0;
+// PyTorch's CPU cascade_sum fills its accumulators and output with 0): so a float sum is never
+// -0.0, and -0.0, the additive identity of IEEE 754, would differ from both.
 struct fj_red_sum {
-  template <class T> FJ_RFN static T id() { return fj_red_zero<T>(); }
+  template <class T> FJ_RFN static T id() { return (T)0; }
   template <class T> FJ_RFN static T empty() { return (T)0; }
   template <class T> FJ_RFN static T op(T a, T b) { return fj_add(a, b); }
 };
