@@ -327,7 +327,8 @@ class Program:
             elif k in self._params:
                 params[k] = v  # a number, NumPy scalar or 0-d array (the extension converts and checks it)
             else:
-                raise TypeError(f"'{k}' is neither an input nor a param of graph '{self.graph.name}' "
+                graph = f"graph '{self.graph.name}'" if self.graph.name else "the graph"  # unnamed: no ''
+                raise TypeError(f"'{k}' is neither an input nor a param of {graph} "
                                 f"(inputs: {', '.join(self._inputs) or 'none'}; params: "
                                 f"{', '.join(sorted(self._params)) or 'none'})")
         missing = [n for n in self._inputs if n not in given]

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
 
 class Error(Exception):
     """A ``fusejit::Error`` from the C++ library.
@@ -66,3 +72,22 @@ def from_cpp(kind: str, message: str, file: str, line: int, column: int, diagnos
     """The Python exception for a C++ fusejit::Error (called by the extension)."""
     # std::exception::what() is the rendered diagnostic; keep the bare message when it differs.
     return _KINDS.get(kind, InternalError)(message, file, line, column, diagnostic)
+
+
+def _warn(message: str, origin: int = 0) -> None:
+    """Issues ``message`` as a FusejitWarning attributed to the caller's line: the first frame
+    outside the fusejit package of this thread, or of thread ``origin`` (a threading ident) when the
+    warning comes from a compile worker of that thread's call (the C++ layer calls this with the
+    GIL held; that thread waits in the call meanwhile). Without such a frame it reads "sys:1"."""
+    frame = sys._current_frames().get(origin) if origin else sys._getframe().f_back
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        warnings.warn(message, FusejitWarning, stacklevel=2)
+        return
+    # As warnings.warn does for a stack level (which passes no module_globals: with them, a
+    # `python -c` script's __main__ made linecache fail with ImportError).
+    scope = frame.f_globals
+    warnings.warn_explicit(message, FusejitWarning, frame.f_code.co_filename, frame.f_lineno,
+                           module=scope.get("__name__", "<string>"),
+                           registry=scope.setdefault("__warningregistry__", {}))

@@ -46,6 +46,12 @@ namespace {
 std::unordered_map<std::thread::id, nb::python_error>& pending_warning_errors =
     *new std::unordered_map<std::thread::id, nb::python_error>;
 
+// The threading ident of each thread that made a binding call (WarningScope), so a compile
+// worker's warning can name the line of the call it works for. Touched only with the GIL held;
+// never destroyed, as pending_warning_errors. A thread id reused by a new thread is registered
+// again by that thread's first call.
+std::unordered_map<std::thread::id, unsigned long>& caller_idents = *new std::unordered_map<std::thread::id, unsigned long>;
+
 // GilRelease's gate. Leaked: a thread may wait on it while static destructors run at exit.
 struct GilGate {
   std::mutex m;
@@ -118,7 +124,13 @@ void fusejit_py::close_gil_gate() {
   PyEval_RestoreThread(state);  // not finalising yet: atexit hooks run before that begins
 }
 
-fusejit_py::WarningScope::WarningScope() = default;
+fusejit_py::WarningScope::WarningScope() {
+  thread_local bool registered = false;
+  if (!registered) {
+    caller_idents[std::this_thread::get_id()] = PyThread_get_thread_ident();
+    registered = true;
+  }
+}
 
 fusejit_py::WarningScope::~WarningScope() noexcept(false) {
   const auto it = pending_warning_errors.find(std::this_thread::get_id());
@@ -381,8 +393,10 @@ void translate_error(const std::exception_ptr& p, void*) {
 void python_warning(std::string_view message) {
   nb::gil_scoped_acquire gil;
   try {
-    nb::object cat = nb::module_::import_("fusejit._errors").attr("FusejitWarning");
-    nb::module_::import_("warnings").attr("warn")(std::string(message), cat, 2);
+    // At the line of the call it comes from: this thread's, or that of the thread a worker serves.
+    const std::thread::id origin = fusejit::warning_origin();
+    const auto it = origin == std::this_thread::get_id() ? caller_idents.end() : caller_idents.find(origin);
+    nb::module_::import_("fusejit._errors").attr("_warn")(std::string(message), it == caller_idents.end() ? 0 : it->second);
   } catch (nb::python_error& e) {
     pending_warning_errors.try_emplace(fusejit::warning_origin(), std::move(e));  // the first one stays
   }

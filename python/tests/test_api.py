@@ -3,6 +3,7 @@ views, bf16, errors, warnings and threads."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import subprocess
@@ -183,6 +184,8 @@ def test_errors(axpy):
                                         r"input positionally\)"):
         named_out(out=x)
     assert list(named_out(x)["y"]) == [0.0] * 8
+    with pytest.raises(TypeError, match=r"'q' is neither an input nor a param of the graph \(inputs: out;"):
+        named_out(x, q=1)  # an unnamed graph: not "of graph ''"
     with pytest.raises(TypeError, match="neither an input nor a param"):
         axpy(x=x, y=x, b=1.0)
     with pytest.raises(TypeError, match="param 'a': expected a bool, int or float, got str"):
@@ -218,6 +221,27 @@ def test_warnings_go_to_python():
             fusejit.compile(g, backend="cpu", arch="sm_90")
 
 
+def test_warnings_name_the_callers_line():
+    # Warnings point at the user's line (the first frame outside the package), so filters by module
+    # and "which line did this" work: parse and build warned at "sys:1" (a stacklevel past the caller).
+    unused = "input x : f32[3]\ninput z : f32[3]\ny = x * 2\noutput y\n"
+    b = fusejit.GraphBuilder("g")
+    b.output("y", b.input("x", "f32", [3]) * 2)
+    b.input("z", "f32", [3])
+    g = fusejit.Graph.parse(AXPY)
+    with warnings.catch_warnings(record=True) as w1:
+        warnings.simplefilter("always")
+        fusejit.Graph.parse(unused, filename="w.txt"); line1 = inspect.currentframe().f_lineno  # noqa: E702
+    with warnings.catch_warnings(record=True) as w2:
+        warnings.simplefilter("always")
+        b.build(); line2 = inspect.currentframe().f_lineno  # noqa: E702
+    with warnings.catch_warnings(record=True) as w3:
+        warnings.simplefilter("always")
+        fusejit.compile(g, backend="cpu", arch="sm_90"); line3 = inspect.currentframe().f_lineno  # noqa: E702
+    for w, line in [(w1, line1), (w2, line2), (w3, line3)]:
+        assert w and (w[0].filename, w[0].lineno) == (__file__, line), [(x.filename, x.lineno, str(x.message)) for x in w]
+
+
 SPECIALIZED = """graph s1
 dim S = 8
 dim T = 8
@@ -250,7 +274,7 @@ p = fusejit.compile(fusejit.Graph.parse({SPECIALIZED!r}), backend="cpu", cache_d
 with warnings.catch_warnings(record=True) as w:
     warnings.simplefilter("always")
     r = p(a=np.ones((1, 16), np.float32), b=np.ones((5, 16), np.float32))
-print(r["y"].shape, sum("unusable" in str(x.message) for x in w))
+print(r["y"].shape, sum("unusable" in str(x.message) for x in w), {{x.filename for x in w}})
 """
     run = [sys.executable, "-c", script]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -258,6 +282,7 @@ print(r["y"].shape, sum("unusable" in str(x.message) for x in w))
     damage_cache_entries(cache)
     out = subprocess.run(run, check=True, timeout=120, env=env, capture_output=True, text=True).stdout.split()
     assert out[:2] == ["(5,", "16)"] and int(out[2]) >= 1  # the specialization's entry warned
+    assert out[3:] == ["{'<string>'}"]  # at the line of the call, also from a worker (it was "sys")
     # With warnings as errors, the worker's warning is raised by the call that compiled.
     damage_cache_entries(cache)
     with warnings.catch_warnings():
