@@ -385,8 +385,9 @@ struct RunCommand {
     cmd->add_flag("--special", special,
                   "mix hard cases into random inputs: NaN, +-inf, -0.0, subnormals, extremes (docs/ops.md)");
     cmd->add_option("--save-dir", save_dir,
-                    "write each output as DIR/<name>.npy (bf16 as f32 holding the same values; docs/ops.md)");
-    cmd->add_option("--dump-dir", dump_dir, "write every kernel's .cu (and .cubin/.ptx) with an index.json");
+                    "write each output as DIR/<name>.npy (bf16 as f32 holding the same values; docs/ops.md); DIR and its "
+                    "missing parents are made, as mkdir -p");
+    cmd->add_option("--dump-dir", dump_dir, "write every kernel's .cu (and .cubin/.ptx) with an index.json (made as mkdir -p)");
     cmd->add_option("--arch", arch, "target architecture: sm_XY (CUBIN) or compute_XY (PTX); default: the GPU's");
     cmd->add_option("--nvrtc-option", nvrtc,
                     "extra NVRTC option for every GPU kernel, e.g. --nvrtc-option=--maxrregcount=32 (repeatable)");
@@ -512,8 +513,8 @@ struct CompileCommand {
     common.define(cmd);
     no_params.define(cmd);
     cmd->add_option("--arch", arch, "target: sm_XY (or compute_XY for PTX)")->default_val("sm_90");
-    cmd->add_flag("--ptx", ptx, "emit PTX for compute_XY instead of a CUBIN");
-    cmd->add_option("-o,--out", out_dir, "output folder")->required();
+    cmd->add_flag("--ptx", ptx, "emit PTX instead of a CUBIN: --arch sm_XY becomes compute_XY (as --arch compute_XY)");
+    cmd->add_option("-o,--out", out_dir, "output folder (made with its missing parents, as mkdir -p)")->required();
     cmd->add_option("--cache-dir", cache_dir, "kernel cache folder (default as for run)");
     cmd->add_flag("--no-cache", no_cache, "do not read or write the on-disk kernel cache");
     cmd->add_option("--nvrtc-option", nvrtc, "extra NVRTC option, e.g. --nvrtc-option=--maxrregcount=32 (repeatable)");
@@ -529,8 +530,9 @@ struct CompileCommand {
     co.nvrtc_options = nvrtc;
     co.message_style = fj::MessageStyle::CommandLine;
     auto kernels = fj::compile_to_dir(g, a, out_dir, common.fast_math, co);
-    std::printf("compiled %zu kernel(s) for %s into %s (index.json lists them)\n", kernels.size(), a.c_str(),
-                out_dir.c_str());
+    const std::string as = a == arch ? "" : " (PTX: --ptx made --arch " + arch + " " + a + ")";
+    std::printf("compiled %zu kernel(s) for %s%s into %s (index.json lists them)\n", kernels.size(), a.c_str(),
+                as.c_str(), out_dir.c_str());
     return 0;
   }
 };

@@ -105,7 +105,11 @@ std::string wider_float(DType t) { return t == DType::F32 ? "f64" : "f32"; }
 std::string literal_text(const Literal& l) {
   if (l.cat == Category::Bool) return l.i ? "true" : "false";
   if (l.cat == Category::Int) return std::to_string(l.i);
-  return fmt::format("{}", l.f);  // the shortest text that reads back as l.f: 1e+39, not 9.9999999999999994e+38
+  // The shortest text that reads back as l.f (1e+39, not 9.9999999999999994e+38), marked as a
+  // float as Python's repr marks it: 1e6 is "1000000.0", not the integer 1000000.
+  std::string text = fmt::format("{}", l.f);
+  if (text.find_first_not_of("-0123456789") == std::string::npos) text += ".0";
+  return text;
 }
 
 namespace {
@@ -531,7 +535,8 @@ void GraphBuilder::add_output(const std::string& name, const Operand& value, Loc
 }
 
 Graph GraphBuilder::finish() {
-  if (g_.outputs.empty()) throw UserError("graph has no output; add a line such as `output y`", {});
+  // The parser says so first, in graph-text words (`output y`): this one is for builders.
+  if (g_.outputs.empty()) throw UserError("graph has no output; add one with output(), e.g. b.output(\"y\", v)", {});
   verify(g_);
   Graph out = std::move(g_);
   g_ = Graph{};

@@ -79,6 +79,10 @@ TEST_CASE("a DType value outside the enum is Error(User), not an internal error"
     CHECK_NOTHROW(fj::GraphBuilder{word});
     CHECK(fj::Graph::parse("graph " + std::string(word) + "\ninput x : f32[2]\ny = x * 2\noutput y\n").name() == word);
   }
+  // A builder with no output is told how to add one in builder words (not graph text's `output y`).
+  fj::GraphBuilder empty("e");
+  (void)empty.input("x", fj::DType::F32, {2});
+  CHECK_THROWS_WITH_AS(empty.build(), doctest::Contains("add one with output(), e.g. b.output(\"y\", v)"), fj::Error);
   // A moved-from HostTensor may be copied (it was a read of null memory).
   fj::HostTensor t(fj::DType::F32, {3});
   fj::HostTensor moved = std::move(t);

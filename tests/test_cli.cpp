@@ -167,6 +167,7 @@ TEST_CASE("plan, compile and cache subcommands") {
   CHECK(!fs::exists(dir / index["kernels"][0]["cu"].get<std::string>()));
   Result ptx = run("compile " + sample("x2x3.txt") + " --arch sm_90 --ptx -o " + scratch("ptx").string());
   CHECK(ptx.code == 0);
+  CHECK(ptx.out.find("for compute_90 (PTX: --ptx made --arch sm_90 compute_90) into") != std::string::npos);
 
   fs::path cache = scratch("cache");
   CHECK(run("cache path --cache-dir " + cache.string()).out == cache.string() + "\n");

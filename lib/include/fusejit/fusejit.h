@@ -343,7 +343,8 @@ enum class MessageStyle { Api, CommandLine, Python };
 struct Options {
   std::string cache_dir;     ///< kernel cache folder; "" = $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME/fusejit, ~/.cache/fusejit
   bool disk_cache = true;    ///< false: in-memory cache only (FUSEJIT_DISABLE_CACHE=1 also disables it)
-  /// "" = none; else the folder `fusejit compile` writes (docs/aot.md) is written here at compile():
+  /// "" = none; else the folder `fusejit compile` writes (docs/aot.md) is written here at compile()
+  /// (made with its missing parents, as mkdir -p):
   /// graph.txt, every kernel of both plans (so the unfused plan is compiled then too) as .cu and, on
   /// the GPU, .cubin or .ptx, and index.json.
   std::string dump_dir;

@@ -25,7 +25,7 @@ struct RunOptions {
   /// Mix hard cases into the random inputs (NaN, +-inf, -0.0, subnormals, extremes; about half
   /// the elements), as documented in docs/ops.md.
   bool special_values = false;
-  std::string save_dir;          ///< "" = none; else each output is written as DIR/<name>.npy
+  std::string save_dir;          ///< "" = none; else each output is written as DIR/<name>.npy (DIR made as mkdir -p)
   int warmup = 3;                ///< GPU: untimed launches before timing; >= 0
   int repeats = 20;              ///< GPU: timed launches; the median is reported; >= 1 (Error(User) otherwise)
   bool check = true;             ///< compare fused, unfused and the reference evaluator
