@@ -363,6 +363,16 @@ std::shared_ptr<AotFolder> read_folder(const std::string& dir) {
                                     "sm_XY -o DIR` or fusejit::compile_to_dir",
                                     dir));
   check_index(x, file);
+  // The files the kernels name are there, before a GPU is looked for (without one, a copied folder
+  // missing its binaries said only "needs a GPU"); their contents are read and checked at build.
+  const std::string output = x["output"].get<std::string>();
+  for (size_t i = 0; i < x["kernels"].size(); ++i)
+    for (const std::string& key : {std::string("cu"), output}) {
+      const fs::path named = f->dir / x["kernels"][i][key].get<std::string>();
+      std::error_code ec;
+      if (!fs::exists(named, ec))
+        bad_index(fmt::format("'{}', kernel {}", file, i), fmt::format("its file '{}' is missing", named.string()));
+    }
   return f;
 }
 

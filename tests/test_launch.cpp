@@ -1023,6 +1023,17 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
   const std::string cubin = read_json(dir / "ok" / "index.json")["kernels"][0]["cubin"].get<std::string>();
   write_file(dir / "empty" / cubin, "");
   CHECK(contains(load_error(dir / "empty"), "' is empty: write the folder again"));
+  // A missing binary is named before a GPU is looked for (it said only "needs a GPU" without one).
+  fs::copy(dir / "ok", dir / "lost");
+  fs::remove(dir / "lost" / cubin);
+  CHECK(contains(load_error(dir / "lost"), "kernel 0: its file '" + (dir / "lost" / cubin).string() + "' is missing"));
+  try {
+    (void)fj::Program::load((dir / "lost").string());  // no FakeGpu: still the folder's error
+    FAIL("loaded");
+  } catch (const fj::Error& e2) {
+    CHECK(e2.kind() == fj::ErrorKind::User);
+    CHECK(contains(e2.what(), "is missing; write the folder again with `fusejit compile`"));
+  }
   // A graph error names the folder's graph.txt, whose lines it counts.
   fs::copy(dir / "ok", dir / "typo");
   write_file(dir / "typo" / "graph.txt", "graph g\ninput x : f32[8]\ny = epx(x)\ns = sum(y)\noutput y, s\n");
