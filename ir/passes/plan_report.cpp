@@ -172,66 +172,107 @@ std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const P
   return s + predicted_line(f, u);
 }
 
-std::string format_plan_dot(const Graph& g, const Plan& fused, std::span<const std::string> kernel_names) {
-  std::vector<int> group_of(static_cast<size_t>(g.size()), -1);
-  std::vector<char> written(static_cast<size_t>(g.size()), 0), used(static_cast<size_t>(g.size()), 0);
-  for (size_t k = 0; k < fused.groups.size(); ++k) {
-    for (NodeId id : fused.groups[k].nodes)
-      if (group_of[static_cast<size_t>(id)] < 0) group_of[static_cast<size_t>(id)] = static_cast<int>(k);
-    for (NodeId id : fused.groups[k].outputs) written[static_cast<size_t>(id)] = 1;
+namespace {
+// A node's label in the drawing: its value name, then what it is (op or input/param and dtype,
+// a reduction's axes and options).
+std::string dot_label(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  std::string l = value_name(g, id);
+  if (n.op == Op::Input || n.op == Op::Param) l += "\n" + std::string(n.op == Op::Input ? "input " : "param ") + std::string(dtype_name(n.dtype));
+  else if (n.op != Op::Const) l += "\n" + std::string(op_name(n.op)) + " " + std::string(dtype_name(n.dtype));
+  if (is_reduction(n.op))
+    l += " " + axes_text(n.red.axes) + (n.red.keepdim ? " keepdim" : "") +
+         (n.red.correction ? fmt::format(" correction={}", n.red.correction) : "") +
+         (n.red.initial ? (n.op == Op::Amax ? " initial=-inf" : " initial=inf") : "");
+  return l;
+}
+
+// Which group draws each node (the first holding it: a recomputed copy is drawn once; -1: none),
+// and which nodes a group writes.
+struct DotGroups {
+  std::vector<int> group_of;
+  std::vector<char> written;
+  DotGroups(const Graph& g, const Plan& fused)
+      : group_of(static_cast<size_t>(g.size()), -1), written(static_cast<size_t>(g.size()), 0) {
+    for (size_t k = 0; k < fused.groups.size(); ++k) {
+      for (NodeId id : fused.groups[k].nodes)
+        if (group_of[static_cast<size_t>(id)] < 0) group_of[static_cast<size_t>(id)] = static_cast<int>(k);
+      for (NodeId id : fused.groups[k].outputs) written[static_cast<size_t>(id)] = 1;
+    }
   }
-  auto label = [&](NodeId id) {
-    const Node& n = g.node(id);
-    std::string l = value_name(g, id);
-    if (n.op == Op::Input || n.op == Op::Param) l += "\n" + std::string(n.op == Op::Input ? "input " : "param ") + std::string(dtype_name(n.dtype));
-    else if (n.op != Op::Const) l += "\n" + std::string(op_name(n.op)) + " " + std::string(dtype_name(n.dtype));
-    if (is_reduction(n.op))
-      l += " " + axes_text(n.red.axes) + (n.red.keepdim ? " keepdim" : "") +
-           (n.red.correction ? fmt::format(" correction={}", n.red.correction) : "") +
-           (n.red.initial ? (n.op == Op::Amax ? " initial=-inf" : " initial=inf") : "");
-    return l;
-  };
-  std::string s = "digraph \"" + dot_escape(g.name.empty() ? "graph" : g.name) + "\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n";
+};
+
+// One cluster per fusion group (kernel), holding the nodes it draws; a copy / fill group of a leaf
+// output is a dashed box.
+std::string dot_clusters(const Graph& g, const Plan& fused, const DotGroups& d, std::span<const std::string> kernel_names) {
+  std::string s;
   for (size_t k = 0; k < fused.groups.size(); ++k) {
     const FusionGroup& grp = fused.groups[k];
     s += fmt::format("  subgraph cluster_{} {{\n    label=\"{} over {}{}\";\n    style=rounded; color=blue;\n", k,
                      kernel_name(g, k, kernel_names), dot_escape(shape_to_string(grp.iter_shape, &g)),
                      dot_escape(reduces_text(g, grp)));
     for (NodeId id : grp.nodes) {
-      if (group_of[static_cast<size_t>(id)] != static_cast<int>(k)) continue;  // recomputed copy: drawn once
-      s += fmt::format("    n{} [label=\"{}\", shape={}];\n", id, dot_escape(label(id)),
-                       written[static_cast<size_t>(id)] ? "doubleoctagon" : "box");
+      if (d.group_of[static_cast<size_t>(id)] != static_cast<int>(k)) continue;  // recomputed copy: drawn once
+      s += fmt::format("    n{} [label=\"{}\", shape={}];\n", id, dot_escape(dot_label(g, id)),
+                       d.written[static_cast<size_t>(id)] ? "doubleoctagon" : "box");
     }
-    if (grp.nodes.empty())  // copy / fill group of a leaf output
+    if (grp.nodes.empty())
       for (NodeId id : grp.outputs)
         s += fmt::format("    c{} [label=\"{}\", shape=box, style=dashed];\n", k,
                          dot_escape(grp.note.substr(0, grp.note.find(':')) + "\n" + value_name(g, id)));
     s += "  }\n";
   }
-  for (size_t k = 0; k < fused.groups.size(); ++k)
-    if (fused.groups[k].nodes.empty())
-      for (NodeId id : fused.groups[k].outputs) s += fmt::format("  n{} -> c{};\n", id, k);
+  return s;
+}
+
+// The inputs, params and constants that a live node or an output uses, outside every cluster.
+std::string dot_leaves(const Graph& g, const DotGroups& d) {
+  std::vector<char> used(static_cast<size_t>(g.size()), 0);
   for (NodeId id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
-    if (group_of[static_cast<size_t>(id)] < 0 && !is_leaf(n.op)) continue;  // dead
+    if (d.group_of[static_cast<size_t>(id)] < 0 && !is_leaf(n.op)) continue;  // dead
     for (int a = 0; a < n.nargs; ++a) used[static_cast<size_t>(n.args[static_cast<size_t>(a)])] = 1;
   }
   for (const OutputDecl& o : g.outputs) used[static_cast<size_t>(o.node)] = 1;
+  std::string s;
   for (NodeId id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
-    if (!is_leaf(n.op) || !used[static_cast<size_t>(id)]) continue;
-    s += fmt::format("  n{} [label=\"{}\", shape={}];\n", id, dot_escape(label(id)), n.op == Op::Const ? "plaintext" : "ellipse");
+    if (is_leaf(n.op) && used[static_cast<size_t>(id)])
+      s += fmt::format("  n{} [label=\"{}\", shape={}];\n", id, dot_escape(dot_label(g, id)),
+                       n.op == Op::Const ? "plaintext" : "ellipse");
   }
+  return s;
+}
+
+// Edges from a leaf output into its copy / fill group.
+std::string dot_copy_edges(const Plan& fused) {
+  std::string s;
+  for (size_t k = 0; k < fused.groups.size(); ++k)
+    if (fused.groups[k].nodes.empty())
+      for (NodeId id : fused.groups[k].outputs) s += fmt::format("  n{} -> c{};\n", id, k);
+  return s;
+}
+
+// Edges from each live node's operands into it, and from values to the outputs.
+std::string dot_edges(const Graph& g, const DotGroups& d) {
+  std::string s;
   for (NodeId id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
-    if (is_leaf(n.op) || group_of[static_cast<size_t>(id)] < 0) continue;
+    if (is_leaf(n.op) || d.group_of[static_cast<size_t>(id)] < 0) continue;
     for (int a = 0; a < n.nargs; ++a) s += fmt::format("  n{} -> n{};\n", n.args[static_cast<size_t>(a)], id);
   }
   for (size_t k = 0; k < g.outputs.size(); ++k)
     s += fmt::format("  out{} [label=\"output {}\", shape=note];\n  n{} -> out{};\n", k, dot_escape(g.outputs[k].name),
                      g.outputs[k].node, k);
-  s += "}\n";
   return s;
+}
+}  // namespace
+
+std::string format_plan_dot(const Graph& g, const Plan& fused, std::span<const std::string> kernel_names) {
+  const DotGroups d(g, fused);
+  return "digraph \"" + dot_escape(g.name.empty() ? "graph" : g.name) +
+         "\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n" + dot_clusters(g, fused, d, kernel_names) +
+         dot_copy_edges(fused) + dot_leaves(g, d) + dot_edges(g, d) + "}\n";
 }
 
 nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Plan& unfused, const Graph* unfused_graph,
