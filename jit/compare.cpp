@@ -187,6 +187,57 @@ std::string format_element(ir::DType dtype, const std::byte* element) {
   return hex;
 }
 
+namespace {
+// Whether element bits `a` match the expected `e` under the tolerance (compare_outputs' rules);
+// raises max_ulps to their distance where it is measured.
+bool element_matches(ir::DType dtype, uint64_t e, uint64_t a, int64_t ulp_tolerance, double abs_tolerance,
+                     uint64_t& max_ulps) {
+  const int size = ir::dtype_size(dtype);
+  if (!ir::is_float(dtype) || (ulp_tolerance < 0 && ulp_tolerance != kBitwiseAnyNaN)) return e == a;
+  if (ulp_tolerance == kBitwiseAnyNaN) {
+    const uint64_t poison = size == 8 ? ~0ull : (1ull << (8 * size)) - 1;
+    return e == a || (is_nan_bits(dtype, e) && is_nan_bits(dtype, a) && e != poison && a != poison);
+  }
+  const bool en = is_nan_bits(dtype, e), an = is_nan_bits(dtype, a);
+  if (en || an) return en && an;
+  if (ulp_tolerance == 0) {
+    // Exact comparison, but the distance is still reported (fast-math and whole-graph reports).
+    if (e != a) max_ulps = std::max(max_ulps, ulp_distance(dtype, e, a));
+    return e == a;
+  }
+  const uint64_t d = ulp_distance(dtype, e, a);
+  max_ulps = std::max(max_ulps, d);
+  if (d <= static_cast<uint64_t>(ulp_tolerance)) return true;
+  if (abs_tolerance <= 0) return false;
+  const double ev = to_double(dtype, e), av = to_double(dtype, a);
+  return std::isfinite(ev) && std::isfinite(av) && std::fabs(av - ev) <= abs_tolerance * std::max(1.0, std::fabs(ev));
+}
+
+// compare_outputs' message for a result with mismatches: how many, under which rule, and the
+// first one with its coordinates in `shape`.
+std::string mismatch_message(const CompareResult& r, int64_t count, int64_t ulp_tolerance, std::string_view what,
+                             std::span<const int64_t> shape) {
+  std::string coords;
+  if (!shape.empty()) {
+    std::vector<int64_t> c(shape.size());
+    int64_t rest = r.first_index;
+    for (size_t d = shape.size(); d-- > 0;) {
+      const int64_t s = shape[d] > 0 ? shape[d] : 1;
+      c[d] = rest % s;
+      rest /= s;
+    }
+    coords = fmt::format(" [{}]", fmt::join(c, ", "));
+  }
+  const std::string tol = ulp_tolerance == kBitwiseAnyNaN ? "bitwise, NaN payloads aside"
+                          : ulp_tolerance < 0                ? "bitwise"
+                          : ulp_tolerance == 0               ? "exact" :
+                          fmt::format("tolerance {} ulp", ulp_tolerance);
+  return fmt::format("{}{}{} of {} elements differ ({}); first at index {}{}: expected {}, got {}", what,
+                     what.empty() ? "" : ": ", r.mismatches, count, tol, r.first_index, coords, r.expected_text,
+                     r.actual_text);
+}
+}  // namespace
+
 CompareResult compare_outputs(ir::DType dtype, std::span<const std::byte> expected, std::span<const std::byte> actual,
                               int64_t count, int64_t ulp_tolerance, std::string_view what,
                               std::span<const int64_t> shape, double abs_tolerance) {
@@ -194,38 +245,12 @@ CompareResult compare_outputs(ir::DType dtype, std::span<const std::byte> expect
   FJ_CHECK(count >= 0 && expected.size() >= static_cast<size_t>(count) * static_cast<size_t>(size) &&
                actual.size() >= static_cast<size_t>(count) * static_cast<size_t>(size),
            "compare_outputs: buffers smaller than count elements");
-  const bool flt = ir::is_float(dtype);
   CompareResult r;
   for (int64_t i = 0; i < count; ++i) {
     const std::byte* pe = expected.data() + i * size;
     const std::byte* pa = actual.data() + i * size;
-    const uint64_t e = load_bits(pe, size), a = load_bits(pa, size);
-    bool same;
-    if (ulp_tolerance == kBitwiseAnyNaN && flt) {
-      const uint64_t poison = size == 8 ? ~0ull : (1ull << (8 * size)) - 1;
-      same = e == a || (is_nan_bits(dtype, e) && is_nan_bits(dtype, a) && e != poison && a != poison);
-    } else if (ulp_tolerance < 0 || !flt) {
-      same = e == a;
-    } else {
-      const bool en = is_nan_bits(dtype, e), an = is_nan_bits(dtype, a);
-      if (en || an) {
-        same = en && an;
-      } else if (ulp_tolerance == 0) {
-        same = e == a;
-        // Exact comparison, but the distance is still reported (fast-math and whole-graph reports).
-        if (!same) r.max_ulps = std::max(r.max_ulps, ulp_distance(dtype, e, a));
-      } else {
-        const uint64_t d = ulp_distance(dtype, e, a);
-        if (d > r.max_ulps) r.max_ulps = d;
-        same = d <= static_cast<uint64_t>(ulp_tolerance);
-        if (!same && abs_tolerance > 0) {
-          const double ev = to_double(dtype, e), av = to_double(dtype, a);
-          same = std::isfinite(ev) && std::isfinite(av) &&
-                 std::fabs(av - ev) <= abs_tolerance * std::max(1.0, std::fabs(ev));
-        }
-      }
-    }
-    if (same) continue;
+    if (element_matches(dtype, load_bits(pe, size), load_bits(pa, size), ulp_tolerance, abs_tolerance, r.max_ulps))
+      continue;
     if (r.mismatches++ == 0) {
       r.first_index = i;
       r.expected_text = format_element(dtype, pe);
@@ -233,26 +258,7 @@ CompareResult compare_outputs(ir::DType dtype, std::span<const std::byte> expect
     }
   }
   r.ok = r.mismatches == 0;
-  if (!r.ok) {
-    std::string coords;
-    if (!shape.empty()) {
-      std::vector<int64_t> c(shape.size());
-      int64_t rest = r.first_index;
-      for (size_t d = shape.size(); d-- > 0;) {
-        const int64_t s = shape[d] > 0 ? shape[d] : 1;
-        c[d] = rest % s;
-        rest /= s;
-      }
-      coords = fmt::format(" [{}]", fmt::join(c, ", "));
-    }
-    const std::string tol = ulp_tolerance == kBitwiseAnyNaN ? "bitwise, NaN payloads aside"
-                            : ulp_tolerance < 0                ? "bitwise"
-                            : ulp_tolerance == 0               ? "exact" :
-                            fmt::format("tolerance {} ulp", ulp_tolerance);
-    r.message = fmt::format("{}{}{} of {} elements differ ({}); first at index {}{}: expected {}, got {}", what,
-                            what.empty() ? "" : ": ", r.mismatches, count, tol, r.first_index, coords,
-                            r.expected_text, r.actual_text);
-  }
+  if (!r.ok) r.message = mismatch_message(r, count, ulp_tolerance, what, shape);
   return r;
 }
 
