@@ -1,5 +1,6 @@
 // The one on-disk store; see jit/disk_store.h.
 #include "jit/disk_store.h"
+#include "jit/fork.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -323,14 +324,6 @@ int rename_into_place(const fs::path& temp, const fs::path& final_path, const st
   if (errno != EISDIR && errno != ENOTEMPTY && errno != EEXIST) return errno;
   remove_folder();
   return ::rename(temp.c_str(), final_path.c_str()) == 0 ? 0 : errno;
-}
-
-// Releases a flock (if held), then closes its descriptor. Closing alone would not release it while a copy of
-// the descriptor lives on: a child forked meanwhile holds one (O_CLOEXEC ends it only at exec), and
-// would keep every other process from building that key, itself included.
-void unlock_and_close(int fd) {
-  ::flock(fd, LOCK_UN);
-  ::close(fd);
 }
 
 // Removes a build folder unless a Scratch holds its lock (a build in progress).

@@ -11,13 +11,17 @@
 //    gate (python/src/module.cpp) registers its own, as it links only the public API;
 //  - a build in flight in the GPU kernel cache cannot be renewed (a future): its slot records the
 //    process that builds it, and a child builds that key again (jit/cache.cpp, Slot::orphaned);
-//  - every flock is released (LOCK_UN) before its descriptor is closed (jit/disk_store.cpp): the
-//    child's inherited copy of the descriptor would otherwise keep the key locked for everyone.
+//  - every flock is released (LOCK_UN) before its descriptor is closed (unlock_and_close below:
+//    the cache's entry and build locks, jit/disk_store.cpp; an ahead-of-time folder's lock,
+//    lib/aot.cpp): the child's inherited copy of the descriptor would otherwise keep it locked
+//    for everyone.
 // Not renewed: brief critical sections (a map update under a lock) at the instant of the fork.
 // What a child can do is in docs/api.md ("CUDA graphs, streams and threads").
 #pragma once
 
 #include <pthread.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 namespace fusejit::jit {
 
@@ -26,5 +30,13 @@ namespace fusejit::jit {
 // anything). Register before the state's first use, once (a function-local static). Returns
 // pthread_atfork's result: 0, or ENOMEM.
 inline int renew_in_fork_child(void (*renew)()) { return ::pthread_atfork(nullptr, nullptr, renew); }
+
+// Releases a flock on `fd` (if it holds one), then closes it. Closing alone would not release it
+// while a copy of the descriptor lives on: a child forked meanwhile holds one (O_CLOEXEC ends it
+// only at exec) for as long as it runs.
+inline void unlock_and_close(int fd) {
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+}
 
 }  // namespace fusejit::jit

@@ -21,6 +21,7 @@
 
 #include "jit/arch.h"
 #include "jit/codegen.h"
+#include "jit/fork.h"
 #include "jit/nvrtc.h"
 #include "ir/parser.h"
 
@@ -74,7 +75,7 @@ class FolderLock {
     }
   }
   ~FolderLock() {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) jit::unlock_and_close(fd_);  // a forked child's copy would hold it (jit/fork.h)
   }
   FolderLock(const FolderLock&) = delete;
   FolderLock& operator=(const FolderLock&) = delete;
@@ -335,6 +336,25 @@ std::string shown(const json& x, const char* key) {
 }
 
 // The folder's index, checked for a format and code generator this fusejit reads.
+// The fused plan's kernel files are there, before a GPU is looked for (without one, a copied
+// folder missing its binaries said only "needs a GPU"); their contents are read and checked at
+// build. The unfused plan's are read on its first use, as before.
+void check_fused_files(const AotFolder& f, const std::string& file) {
+  const std::string output = f.index["output"].get<std::string>();
+  for (size_t i = 0; i < f.index["kernels"].size(); ++i) {
+    const json& k = f.index["kernels"][i];
+    if (k["plan"] != "fused") continue;
+    for (const std::string& key : {std::string("cu"), output}) {
+      const fs::path named = f.dir / k[key].get<std::string>();
+      std::error_code ec;
+      const bool there = fs::exists(named, ec);
+      if (ec)  // not "no such file": permissions, a loop of links; writing the folder again would not help
+        throw ir::UserError(fmt::format("'{}', kernel {}: cannot read its file '{}': {}", file, i, named.string(), ec.message()));
+      if (!there) bad_index(fmt::format("'{}', kernel {}", file, i), fmt::format("its file '{}' is missing", named.string()));
+    }
+  }
+}
+
 std::shared_ptr<AotFolder> read_folder(const std::string& dir) {
   auto f = std::make_shared<AotFolder>();
   f->dir = dir;
@@ -363,16 +383,7 @@ std::shared_ptr<AotFolder> read_folder(const std::string& dir) {
                                     "sm_XY -o DIR` or fusejit::compile_to_dir",
                                     dir));
   check_index(x, file);
-  // The files the kernels name are there, before a GPU is looked for (without one, a copied folder
-  // missing its binaries said only "needs a GPU"); their contents are read and checked at build.
-  const std::string output = x["output"].get<std::string>();
-  for (size_t i = 0; i < x["kernels"].size(); ++i)
-    for (const std::string& key : {std::string("cu"), output}) {
-      const fs::path named = f->dir / x["kernels"][i][key].get<std::string>();
-      std::error_code ec;
-      if (!fs::exists(named, ec))
-        bad_index(fmt::format("'{}', kernel {}", file, i), fmt::format("its file '{}' is missing", named.string()));
-    }
+  check_fused_files(*f, file);
   return f;
 }
 

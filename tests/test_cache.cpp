@@ -7,6 +7,7 @@
 // FJ_CACHE_TEST_CHILD set (handled before doctest's main runs).
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,6 +35,7 @@
 #include "ir/error.h"
 #include "jit/cache.h"
 #include "jit/disk_store.h"
+#include "jit/fork.h"
 #include "jit/nvrtc.h"
 #include "jit/source_key.h"
 #include "tests/support/scoped_env.h"
@@ -727,6 +729,37 @@ TEST_CASE("a child forked while another thread builds a key builds that key itse
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(cache.get_or_compile(in, [&] { return fake_compile(in); }).outcome == CacheOutcome::MemoryHit);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("unlock_and_close releases a flock that a forked child's copy of the descriptor would keep") {
+  // Every lock fusejit takes with flock (cache entries, build folders, an ahead-of-time folder's
+  // FolderLock) is released this way (jit/fork.h): with close() alone, a child forked while it was
+  // held kept it for its whole life, and every other process waited.
+  fs::path dir = make_temp_dir();
+  const std::string path = (dir / "lock").string();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX) == 0);
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t child = ::fork();
+  if (child == 0) {  // holds its copy of fd until the parent closes the pipe
+    char c;
+    ::close(ready[1]);
+    ::alarm(30);
+    (void)::read(ready[0], &c, 1);
+    ::_exit(0);
+  }
+  ::close(ready[0]);
+  unlock_and_close(fd);
+  const int other = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(other >= 0);
+  CHECK(::flock(other, LOCK_EX | LOCK_NB) == 0);  // free while the child still runs
+  ::close(other);
+  ::close(ready[1]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
   fs::remove_all(dir);
 }
 

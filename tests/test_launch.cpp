@@ -1034,6 +1034,11 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
     CHECK(e2.kind() == fj::ErrorKind::User);
     CHECK(contains(e2.what(), "is missing; write the folder again with `fusejit compile`"));
   }
+  // The unfused plan's files are looked for on its first use: without them the fused plan loads.
+  fs::copy(dir / "ok", dir / "no-unfused");
+  for (const auto& k : read_json(dir / "ok" / "index.json")["kernels"])
+    if (k["plan"] == "unfused") fs::remove(dir / "no-unfused" / k["cubin"].get<std::string>());
+  CHECK(load_error(dir / "no-unfused") == "");
   // A graph error names the folder's graph.txt, whose lines it counts.
   fs::copy(dir / "ok", dir / "typo");
   write_file(dir / "typo" / "graph.txt", "graph g\ninput x : f32[8]\ny = epx(x)\ns = sum(y)\noutput y, s\n");

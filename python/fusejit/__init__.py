@@ -467,8 +467,15 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
     memory a block may opt in to less 12 KiB, 227 KiB - 12 KiB on sm_90; 48 KiB on the CPU); N, at
     most N bytes, capped by the GPU's. Raises UserError, CompileError, DriverError.
     """
+    _check_device(device)
     return Program(_fusejit.compile(graph, fast_math, arch, backend, cache_dir, disk_cache, list(nvrtc_options),
                                     device, dump_dir, build_unfused, row_split, row_cache, row_cache_limit))
+
+
+def _check_device(device: Any) -> None:
+    """A TypeError for a bool device (nanobind takes True as the int 1: GPU 1, silently)."""
+    if isinstance(device, bool):
+        raise TypeError(f"device: expected a CUDA device ordinal (an int), got {device!r}")
 
 
 def load(dir: str, *, cache_dir: str | None = None, disk_cache: bool = True, device: int = 0) -> Program:
@@ -477,6 +484,7 @@ def load(dir: str, *, cache_dir: str | None = None, disk_cache: bool = True, dev
     kernel the folder lacks (a 64-bit-index variant, dims whose broadcasts change the plan), which
     is then compiled with NVRTC; device: the CUDA device ordinal. Raises UserError
     for a bad folder, DriverError without a usable GPU."""
+    _check_device(device)
     return Program(_fusejit.load(dir, cache_dir, disk_cache, device))
 
 

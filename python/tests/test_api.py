@@ -582,6 +582,11 @@ def test_out_as_a_list_in_output_order_and_bad_out_or_dtype_are_clear_errors():
     # Options of the wrong type are named, not nanobind's message about the extension's signature.
     with pytest.raises(TypeError, match=r'plan: expected "fused" or "unfused", got NoneType'):
         p(x=x, plan=None)
+    for bad_device in (True, False):  # an int to nanobind: device=True was GPU 1
+        with pytest.raises(TypeError, match=f"device: expected a CUDA device ordinal \\(an int\\), got {bad_device}"):
+            fusejit.compile(fusejit.Graph.parse(AXPY), device=bad_device)
+        with pytest.raises(TypeError, match="device: expected a CUDA device ordinal"):
+            fusejit.load("/nonexistent", device=bad_device)
     for stream in ["abc", -1, 2**64, 1.5, True, False]:  # a bool is an int to nanobind: True was stream 1
         with pytest.raises(TypeError, match=r"stream: expected a CUDA stream handle \(an int in \[0, 2\^64\)"):
             p(x=x, stream=stream)
