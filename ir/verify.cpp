@@ -34,11 +34,11 @@ void check_reduction(const Graph& g, NodeId id) {
            where(g, id) + ": shape " + shape_to_string(n.shape, &g) + " is not the reduced shape of its operand");
 }
 
-void check_node(const Graph& g, NodeId id) {
+// Op, operand count and slots (earlier nodes only), dims and element count.
+void check_structure(const Graph& g, NodeId id) {
   const Node& n = g.node(id);
   FJ_CHECK(static_cast<int>(n.op) < kNumOps, where(g, id) + ": bad op");
-  const OpInfo& info = op_info(n.op);
-  FJ_CHECK(n.nargs == info.arity, where(g, id) + ": wrong operand count");
+  FJ_CHECK(n.nargs == op_info(n.op).arity, where(g, id) + ": wrong operand count");
   for (int k = 0; k < 3; ++k) {
     if (k < n.nargs)
       FJ_CHECK(n.args[k] >= 0 && n.args[k] < id, where(g, id) + ": operand is not an earlier node");
@@ -51,24 +51,32 @@ void check_node(const Graph& g, NodeId id) {
     FJ_CHECK(d.sym >= -1 && d.sym < static_cast<int32_t>(g.dims.size()), where(g, id) + ": bad dim symbol");
     FJ_CHECK(!__builtin_mul_overflow(count, d.size, &count), where(g, id) + ": element count overflows");
   }
+}
+
+// An input, param or constant: its slot in the graph's lists, its shape and value dtype.
+void check_leaf(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  if (n.op == Op::Input) {
+    FJ_CHECK(n.slot >= 0 && static_cast<size_t>(n.slot) < g.inputs.size() && g.inputs[n.slot] == id,
+             where(g, id) + ": input slot does not match Graph::inputs");
+    for (const Dim& d : n.shape)
+      FJ_CHECK(d.sym < 0 || g.dims[d.sym].value == d.size, where(g, id) + ": dim size differs from its dim");
+  } else if (n.op == Op::Param) {
+    FJ_CHECK(n.slot >= 0 && static_cast<size_t>(n.slot) < g.params.size() && g.params[n.slot].node == id,
+             where(g, id) + ": param slot does not match Graph::params");
+    FJ_CHECK(n.shape.empty(), where(g, id) + ": a param must be 0-d");
+    FJ_CHECK(g.params[n.slot].default_value.dtype == n.dtype, where(g, id) + ": param default has another dtype");
+  } else {
+    FJ_CHECK(n.shape.empty(), where(g, id) + ": a constant must be 0-d");
+    FJ_CHECK(n.value.dtype == n.dtype, where(g, id) + ": constant value has another dtype");
+  }
+}
+
+// An elementwise node's dtypes by its op's type rule (TypeRule in ir/op.h).
+void check_elementwise_dtypes(const Graph& g, NodeId id, TypeRule rule) {
+  const Node& n = g.node(id);
   auto dt = [&](int k) { return g.node(n.args[k]).dtype; };
-  switch (info.rule) {
-    case TypeRule::Leaf:
-      if (n.op == Op::Input) {
-        FJ_CHECK(n.slot >= 0 && static_cast<size_t>(n.slot) < g.inputs.size() && g.inputs[n.slot] == id,
-                 where(g, id) + ": input slot does not match Graph::inputs");
-        for (const Dim& d : n.shape)
-          FJ_CHECK(d.sym < 0 || g.dims[d.sym].value == d.size, where(g, id) + ": dim size differs from its dim");
-      } else if (n.op == Op::Param) {
-        FJ_CHECK(n.slot >= 0 && static_cast<size_t>(n.slot) < g.params.size() && g.params[n.slot].node == id,
-                 where(g, id) + ": param slot does not match Graph::params");
-        FJ_CHECK(n.shape.empty(), where(g, id) + ": a param must be 0-d");
-        FJ_CHECK(g.params[n.slot].default_value.dtype == n.dtype, where(g, id) + ": param default has another dtype");
-      } else {
-        FJ_CHECK(n.shape.empty(), where(g, id) + ": a constant must be 0-d");
-        FJ_CHECK(n.value.dtype == n.dtype, where(g, id) + ": constant value has another dtype");
-      }
-      return;
+  switch (rule) {
     case TypeRule::Same:
       for (int k = 0; k < n.nargs; ++k) FJ_CHECK(dt(k) == n.dtype, where(g, id) + ": operand dtype differs from result");
       FJ_CHECK(defined_on(n.op, n.dtype), where(g, id) + ": op not defined on its dtype");
@@ -93,12 +101,17 @@ void check_node(const Graph& g, NodeId id) {
       FJ_CHECK(dt(1) == n.dtype && dt(2) == n.dtype, where(g, id) + ": value operands must have the result dtype");
       break;
     case TypeRule::Cast:
-      break;
+    case TypeRule::Leaf:
     case TypeRule::Reduce:
-      return check_reduction(g, id);
+      break;
   }
+}
+
+// An elementwise node has no reduction attributes, and its shape is the NumPy broadcast of its
+// operands' shapes.
+void check_broadcast(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
   FJ_CHECK(n.red == ReduceAttr{}, where(g, id) + ": reduction axes on an elementwise node");
-  // Shape = NumPy broadcast of the operands' shapes.
   Shape s = g.node(n.args[0]).shape;
   try {
     for (int k = 1; k < n.nargs; ++k) s = broadcast_shapes(s, g.node(n.args[k]).shape, n.loc, &g);
@@ -107,6 +120,15 @@ void check_node(const Graph& g, NodeId id) {
   }
   FJ_CHECK(s == n.shape, where(g, id) + ": shape " + shape_to_string(n.shape, &g) +
                              " is not the broadcast of its operands' shapes " + shape_to_string(s, &g));
+}
+
+void check_node(const Graph& g, NodeId id) {
+  check_structure(g, id);
+  const TypeRule rule = op_info(g.node(id).op).rule;
+  if (rule == TypeRule::Leaf) return check_leaf(g, id);
+  if (rule == TypeRule::Reduce) return check_reduction(g, id);
+  check_elementwise_dtypes(g, id, rule);
+  check_broadcast(g, id);
 }
 
 }  // namespace
