@@ -298,15 +298,13 @@ void check_storage(const Tensor& t, const std::string& what) {
                     tensor_type_string(t.dtype, t.shape));
 }
 
-}  // namespace
-
-std::vector<Tensor> evaluate_reference(const Graph& g, std::span<const Tensor> inputs, std::span<const Scalar> params) {
+// The inputs and params match the graph's (count, dtype, shape, storage size): a UserError otherwise.
+void check_arguments(const Graph& g, std::span<const Tensor> inputs, std::span<const Scalar> params) {
+  const std::string graph = "graph" + (g.name.empty() ? std::string() : " '" + g.name + "'");
   if (inputs.size() != g.inputs.size())
-    throw UserError("graph" + (g.name.empty() ? std::string() : " '" + g.name + "'") + " has " +
-                    std::to_string(g.inputs.size()) + " input(s), got " + std::to_string(inputs.size()));
+    throw UserError(graph + " has " + std::to_string(g.inputs.size()) + " input(s), got " + std::to_string(inputs.size()));
   if (!params.empty() && params.size() != g.params.size())
-    throw UserError("graph" + (g.name.empty() ? std::string() : " '" + g.name + "'") + " has " +
-                    std::to_string(g.params.size()) + " param(s), got " + std::to_string(params.size()));
+    throw UserError(graph + " has " + std::to_string(g.params.size()) + " param(s), got " + std::to_string(params.size()));
   for (size_t k = 0; k < inputs.size(); ++k) {
     const Node& in = g.node(g.inputs[k]);
     std::vector<int64_t> want = shape_sizes(in.shape);
@@ -322,61 +320,95 @@ std::vector<Tensor> evaluate_reference(const Graph& g, std::span<const Tensor> i
       throw UserError("param '" + p.name + "': expected a " + std::string(dtype_name(p.dtype)) + " value, found " +
                       std::string(dtype_name(params[k].dtype)));
   }
+}
 
-  const size_t n = g.nodes.size();
-  std::vector<int64_t> last_use(n, -1), out_uses(n, 0);
-  for (size_t i = 0; i < n; ++i)
-    for (int k = 0; k < g.nodes[i].nargs; ++k) last_use[static_cast<size_t>(g.nodes[i].args[k])] = static_cast<int64_t>(i);
-  for (const OutputDecl& o : g.outputs) out_uses[static_cast<size_t>(o.node)]++;
+// A param's or constant's value as a 0-d tensor (a param: its value given, else its default).
+Tensor leaf_value(const Graph& g, const Node& nd, std::span<const Scalar> params) {
+  const Scalar v = nd.op == Op::Const ? nd.value
+                   : params.empty()   ? g.params[static_cast<size_t>(nd.slot)].default_value
+                                      : params[static_cast<size_t>(nd.slot)];
+  Tensor t(nd.dtype, shape_sizes(nd.shape));
+  for (int64_t e = 0; e < t.numel(); ++e) t.set(e, v);
+  return t;
+}
 
-  std::vector<Tensor> owned(n);
-  std::vector<const Tensor*> val(n, nullptr);
-  for (size_t i = 0; i < n; ++i) {
-    const Node& nd = g.nodes[i];
+// Node values in graph order, each operand freed after its last use unless it is an output.
+class Evaluation {
+ public:
+  Evaluation(const Graph& g, std::span<const Tensor> inputs, std::span<const Scalar> params)
+      : g_(g), inputs_(inputs), params_(params), n_(g.nodes.size()), last_use_(n_, -1), out_uses_(n_, 0),
+        owned_(n_), val_(n_, nullptr) {
+    for (size_t i = 0; i < n_; ++i)
+      for (int k = 0; k < g.nodes[i].nargs; ++k) last_use_[static_cast<size_t>(g.nodes[i].args[k])] = static_cast<int64_t>(i);
+    for (const OutputDecl& o : g.outputs) out_uses_[static_cast<size_t>(o.node)]++;
+  }
+
+  std::vector<Tensor> run() {
+    for (size_t i = 0; i < n_; ++i) evaluate(i);
+    std::vector<Tensor> result;
+    result.reserve(g_.outputs.size());
+    for (const OutputDecl& o : g_.outputs) {
+      const size_t id = static_cast<size_t>(o.node);
+      if (g_.nodes[id].op != Op::Input && --out_uses_[id] == 0) result.push_back(std::move(owned_[id]));
+      else result.push_back(*val_[id]);
+    }
+    return result;
+  }
+
+ private:
+  void evaluate(size_t i) {
+    const Node& nd = g_.nodes[i];
     if (nd.op == Op::Input) {
-      val[i] = &inputs[static_cast<size_t>(nd.slot)];
-      continue;
+      val_[i] = &inputs_[static_cast<size_t>(nd.slot)];
+      return;
     }
     if (nd.op == Op::Param || nd.op == Op::Const) {
-      Scalar v = nd.op == Op::Const ? nd.value
-                 : params.empty()   ? g.params[static_cast<size_t>(nd.slot)].default_value
-                                    : params[static_cast<size_t>(nd.slot)];
-      owned[i] = Tensor(nd.dtype, shape_sizes(nd.shape));
-      for (int64_t e = 0; e < owned[i].numel(); ++e) owned[i].set(e, v);
-      val[i] = &owned[i];
-      continue;
+      owned_[i] = leaf_value(g_, nd, params_);
+      val_[i] = &owned_[i];
+      return;
     }
     const Tensor* args[3] = {nullptr, nullptr, nullptr};
     for (int k = 0; k < nd.nargs; ++k) {
-      args[k] = val[static_cast<size_t>(nd.args[k])];
+      args[k] = val_[static_cast<size_t>(nd.args[k])];
       FJ_CHECK(args[k] != nullptr, "reference: operand used after it was freed");
     }
     if (is_reduction(nd.op)) {
-      owned[i] = eval_reduction(nd, *args[0]);
+      owned_[i] = eval_reduction(nd, *args[0]);
     } else {
-      owned[i] = Tensor(nd.dtype, shape_sizes(nd.shape));
-      eval_node(nd, owned[i], args);
+      owned_[i] = Tensor(nd.dtype, shape_sizes(nd.shape));
+      eval_node(nd, owned_[i], args);
     }
-    val[i] = &owned[i];
-    // Free operands whose last use this was (outputs are kept).
+    val_[i] = &owned_[i];
+    free_operands(i);
+  }
+
+  // Frees the operands whose last use node i was (outputs are kept).
+  void free_operands(size_t i) {
+    const Node& nd = g_.nodes[i];
     for (int k = 0; k < nd.nargs; ++k) {
-      size_t a = static_cast<size_t>(nd.args[k]);
-      if (last_use[a] == static_cast<int64_t>(i) && out_uses[a] == 0 && g.nodes[a].op != Op::Input) {
-        owned[a] = Tensor();
-        owned[a].data.shrink_to_fit();
-        val[a] = nullptr;
+      const size_t a = static_cast<size_t>(nd.args[k]);
+      if (last_use_[a] == static_cast<int64_t>(i) && out_uses_[a] == 0 && g_.nodes[a].op != Op::Input) {
+        owned_[a] = Tensor();
+        owned_[a].data.shrink_to_fit();
+        val_[a] = nullptr;
       }
     }
   }
 
-  std::vector<Tensor> result;
-  result.reserve(g.outputs.size());
-  for (const OutputDecl& o : g.outputs) {
-    size_t id = static_cast<size_t>(o.node);
-    if (g.nodes[id].op != Op::Input && --out_uses[id] == 0) result.push_back(std::move(owned[id]));
-    else result.push_back(*val[id]);
-  }
-  return result;
+  const Graph& g_;
+  std::span<const Tensor> inputs_;
+  std::span<const Scalar> params_;
+  size_t n_;
+  std::vector<int64_t> last_use_, out_uses_;
+  std::vector<Tensor> owned_;
+  std::vector<const Tensor*> val_;
+};
+
+}  // namespace
+
+std::vector<Tensor> evaluate_reference(const Graph& g, std::span<const Tensor> inputs, std::span<const Scalar> params) {
+  check_arguments(g, inputs, params);
+  return Evaluation(g, inputs, params).run();
 }
 
 }  // namespace fusejit::ir
