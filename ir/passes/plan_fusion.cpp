@@ -129,21 +129,28 @@ struct Planner {
     return in <= num_elements(nd.shape) * dtype_size(nd.dtype);
   }
 
-  void classify() {
-    kind.assign(n, NodeRole::Dead);
-    out_bind.assign(n, 0);
-    for (const OutputDecl& o : g.outputs) ++out_bind[static_cast<size_t>(o.node)];
-    // Liveness (reverse topological).
+  // Which nodes an output needs (reverse topological order).
+  std::vector<char> live_nodes() const {
     std::vector<char> live(n, 0);
     for (const OutputDecl& o : g.outputs) live[static_cast<size_t>(o.node)] = 1;
     for (size_t i = n; i-- > 0;)
       if (live[i])
         for (int k = 0; k < g.nodes[i].nargs; ++k) live[static_cast<size_t>(g.nodes[i].args[static_cast<size_t>(k)])] = 1;
-    // Shape ids (std::map: deterministic), consumer lists (CSR), cones.
-    std::map<ShapeKey, int> ids;
+    return live;
+  }
+
+  // Each live node's consumers, CSR: those of node i are list[start[i] .. start[i + 1]).
+  struct Users {
+    std::vector<int> start;
+    std::vector<NodeId> list;
+  };
+
+  // Roles Leaf / Member of the live nodes, their shape ids (std::map: deterministic) and
+  // recompute cones (capped at max_recompute_ops + 1), and their consumers.
+  Users index_nodes(const std::vector<char>& live, std::map<ShapeKey, int>& ids) {
     sid.assign(n, -1);
     cone.assign(n, 0);
-    std::vector<int> ucount(n + 1, 0);
+    Users u{std::vector<int>(n + 1, 0), {}};
     const int cap = opt.max_recompute_ops + 1;
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];
@@ -157,30 +164,31 @@ struct Planner {
       for (int a = 0; a < nd.nargs; ++a) {
         size_t op = static_cast<size_t>(nd.args[static_cast<size_t>(a)]);
         c = std::min(cap, c + cone[op]);
-        ++ucount[op + 1];
+        ++u.start[op + 1];
       }
       cone[i] = c;
     }
-    for (size_t i = 0; i < n; ++i) ucount[i + 1] += ucount[i];
-    std::vector<NodeId> users(static_cast<size_t>(ucount[n]));
-    std::vector<int> fill(ucount.begin(), ucount.end() - 1);
+    for (size_t i = 0; i < n; ++i) u.start[i + 1] += u.start[i];
+    u.list.resize(static_cast<size_t>(u.start[n]));
+    std::vector<int> fill(u.start.begin(), u.start.end() - 1);
     for (size_t i = 0; i < n; ++i) {
       if (!live[i] || is_leaf(g.nodes[i].op)) continue;
       for (int a = 0; a < g.nodes[i].nargs; ++a)
-        users[static_cast<size_t>(fill[static_cast<size_t>(g.nodes[i].args[static_cast<size_t>(a)])]++)] = static_cast<NodeId>(i);
+        u.list[static_cast<size_t>(fill[static_cast<size_t>(g.nodes[i].args[static_cast<size_t>(a)])]++)] = static_cast<NodeId>(i);
     }
-    gkey = sid;
-    reduction_keys(ids);
-    // Reverse pass: Member (own group, materialised if needed) or Dup (recomputed per consumer).
-    // A reduction is never recomputed.
-    // evals[i]: the iteration shapes node i is evaluated in.
+    return u;
+  }
+
+  // Reverse pass: Member (own group, materialised if needed) or Dup (recomputed per consumer).
+  // A reduction is never recomputed. evals[i]: the iteration shapes node i is evaluated in.
+  void choose_roles(const Users& users) {
     std::vector<std::vector<int>> evals(n);
     for (size_t i = n; i-- > 0;) {
       if (kind[i] != NodeRole::Member) continue;
       if (out_bind[i] == 0 && cone[i] <= opt.max_recompute_ops && !is_reduction(g.nodes[i].op)) {
         std::vector<int> u;
-        for (int k = ucount[i]; k < ucount[i + 1]; ++k)
-          for (int s : evals[static_cast<size_t>(users[static_cast<size_t>(k)])]) u.push_back(s);
+        for (int k = users.start[i]; k < users.start[i + 1]; ++k)
+          for (int s : evals[static_cast<size_t>(users.list[static_cast<size_t>(k)])]) u.push_back(s);
         std::sort(u.begin(), u.end());
         u.erase(std::unique(u.begin(), u.end()), u.end());
         const bool own = std::binary_search(u.begin(), u.end(), gkey[i]);
@@ -193,6 +201,17 @@ struct Planner {
       }
       evals[i] = {gkey[i]};
     }
+  }
+
+  void classify() {
+    kind.assign(n, NodeRole::Dead);
+    out_bind.assign(n, 0);
+    for (const OutputDecl& o : g.outputs) ++out_bind[static_cast<size_t>(o.node)];
+    std::map<ShapeKey, int> ids;
+    const Users users = index_nodes(live_nodes(), ids);
+    gkey = sid;
+    reduction_keys(ids);
+    choose_roles(users);
   }
 
   // Latest group a node's value comes from when node `a` is an operand (-1: none / a leaf).
