@@ -262,74 +262,89 @@ std::vector<std::string> default_compile_options(bool fast_math) {
   return o;
 }
 
-CompileResult compile_cuda(const std::string& source, const std::string& program_name, const CompileRequest& request) {
-  std::vector<std::string> options;
-  options.push_back(request.target.nvrtc_option());
-  options.insert(options.end(), request.options.begin(), request.options.end());
+namespace {
+using ProgramPtr = std::unique_ptr<nvrtcProgram, ProgramDeleter>;
 
-  api();  // throws NvrtcUnavailable before anything is created
-  const auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<nvrtcProgram, ProgramDeleter> prog(new nvrtcProgram(nullptr));
-  nvrtcResult rc = api().nvrtcCreateProgram(prog.get(), source.c_str(), program_name.c_str(), 0, nullptr, nullptr);
-  if (rc != NVRTC_SUCCESS) {
-    // nvrtcDestroyProgram on a null program is harmless.
-    fail(fmt::format("NVRTC could not create program {}: {}", program_name, api().nvrtcGetErrorString(rc)), {}, options,
-         source, program_name);
-  }
-  for (const auto& name : request.name_expressions) {
+// What compile_cuda compiles, for its error messages.
+struct CompileJob {
+  const std::string& source;
+  const std::string& program_name;
+  const CompileRequest& request;
+  std::vector<std::string> options;  // the target's option, then the request's
+};
+
+// The NVRTC program of the job's source, with its name expressions added.
+ProgramPtr create_program(const CompileJob& job) {
+  ProgramPtr prog(new nvrtcProgram(nullptr));
+  nvrtcResult rc = api().nvrtcCreateProgram(prog.get(), job.source.c_str(), job.program_name.c_str(), 0, nullptr, nullptr);
+  if (rc != NVRTC_SUCCESS)  // nvrtcDestroyProgram on a null program is harmless
+    fail(fmt::format("NVRTC could not create program {}: {}", job.program_name, api().nvrtcGetErrorString(rc)), {},
+         job.options, job.source, job.program_name);
+  for (const auto& name : job.request.name_expressions) {
     rc = api().nvrtcAddNameExpression(*prog, name.c_str());
     if (rc != NVRTC_SUCCESS)
-      fail(fmt::format("NVRTC rejected name expression '{}': {}", name, api().nvrtcGetErrorString(rc)), {}, options, source,
-           program_name);
+      fail(fmt::format("NVRTC rejected name expression '{}': {}", name, api().nvrtcGetErrorString(rc)), {}, job.options,
+           job.source, job.program_name);
   }
+  return prog;
+}
+
+// Compiles the program; returns NVRTC's log. A rejected option is the caller's mistake (a
+// UserError naming the options, without the generated source); any other failure is fail()'s.
+std::string compile_program(nvrtcProgram prog, const CompileJob& job) {
   std::vector<const char*> argv;
-  argv.reserve(options.size());
-  for (const auto& o : options) argv.push_back(o.c_str());
-  rc = api().nvrtcCompileProgram(*prog, static_cast<int>(argv.size()), argv.data());
-  std::string log = program_log(*prog);
+  argv.reserve(job.options.size());
+  for (const auto& o : job.options) argv.push_back(o.c_str());
+  const nvrtcResult rc = api().nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  std::string log = program_log(prog);
   if (rc == NVRTC_ERROR_INVALID_OPTION) {
-    // A bad option (e.g. from Options::nvrtc_options) is the caller's mistake, not the code's:
-    // say which options and what NVRTC said, without the generated source.
     std::string said = log;
     while (!said.empty() && (said.back() == '\n' || said.back() == '\0')) said.pop_back();
     throw ir::UserError(fmt::format("NVRTC {} rejected an option: {} (options: {})", nvrtc_version().str(),
-                                    said.empty() ? api().nvrtcGetErrorString(rc) : said, join_options(options)));
+                                    said.empty() ? api().nvrtcGetErrorString(rc) : said, join_options(job.options)));
   }
-  if (rc != NVRTC_SUCCESS) {
-    fail(fmt::format("NVRTC {} failed to compile {} for {}: {}", nvrtc_version().str(), program_name,
-                     request.target.name(), api().nvrtcGetErrorString(rc)),
-         log, options, source, program_name);
-  }
+  if (rc != NVRTC_SUCCESS)
+    fail(fmt::format("NVRTC {} failed to compile {} for {}: {}", nvrtc_version().str(), job.program_name,
+                     job.request.target.name(), api().nvrtcGetErrorString(rc)),
+         log, job.options, job.source, job.program_name);
+  return log;
+}
 
-  CompileResult out;
-  out.target = request.target;
-  out.log = std::move(log);
+// The compiled program's CUBIN or PTX (as the target asks) and the lowered names of its name
+// expressions, into `out`.
+void fetch_results(nvrtcProgram prog, const CompileJob& job, CompileResult& out) {
   size_t size = 0;
-  if (request.target.kind == OutputKind::Cubin) {
-    rc = api().nvrtcGetCUBINSize(*prog, &size);
-    if (rc == NVRTC_SUCCESS) {
-      out.binary.resize(size);
-      rc = api().nvrtcGetCUBIN(*prog, out.binary.data());
-    }
-  } else {
-    rc = api().nvrtcGetPTXSize(*prog, &size);
-    if (rc == NVRTC_SUCCESS) {
-      out.binary.resize(size);
-      rc = api().nvrtcGetPTX(*prog, out.binary.data());
-    }
+  const bool cubin = job.request.target.kind == OutputKind::Cubin;
+  nvrtcResult rc = cubin ? api().nvrtcGetCUBINSize(prog, &size) : api().nvrtcGetPTXSize(prog, &size);
+  if (rc == NVRTC_SUCCESS) {
+    out.binary.resize(size);
+    rc = cubin ? api().nvrtcGetCUBIN(prog, out.binary.data()) : api().nvrtcGetPTX(prog, out.binary.data());
   }
   if (rc != NVRTC_SUCCESS || out.binary.empty())
-    fail(fmt::format("NVRTC produced no {} for {}: {}", to_string(request.target.kind), program_name,
+    fail(fmt::format("NVRTC produced no {} for {}: {}", to_string(job.request.target.kind), job.program_name,
                      api().nvrtcGetErrorString(rc)),
-         out.log, options, source, program_name);
-  for (const auto& name : request.name_expressions) {
+         out.log, job.options, job.source, job.program_name);
+  for (const auto& name : job.request.name_expressions) {
     const char* lowered = nullptr;
-    rc = api().nvrtcGetLoweredName(*prog, name.c_str(), &lowered);
+    rc = api().nvrtcGetLoweredName(prog, name.c_str(), &lowered);
     if (rc != NVRTC_SUCCESS || !lowered)
-      fail(fmt::format("NVRTC has no lowered name for '{}': {}", name, api().nvrtcGetErrorString(rc)), out.log, options,
-           source, program_name);
+      fail(fmt::format("NVRTC has no lowered name for '{}': {}", name, api().nvrtcGetErrorString(rc)), out.log,
+           job.options, job.source, job.program_name);
     out.lowered_names.emplace_back(name, lowered);
   }
+}
+}  // namespace
+
+CompileResult compile_cuda(const std::string& source, const std::string& program_name, const CompileRequest& request) {
+  CompileJob job{source, program_name, request, {request.target.nvrtc_option()}};
+  job.options.insert(job.options.end(), request.options.begin(), request.options.end());
+  api();  // throws NvrtcUnavailable before anything is created
+  const auto t0 = std::chrono::steady_clock::now();
+  const ProgramPtr prog = create_program(job);
+  CompileResult out;
+  out.target = request.target;
+  out.log = compile_program(*prog, job);
+  fetch_results(*prog, job, out);
   out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
