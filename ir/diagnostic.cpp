@@ -37,36 +37,24 @@ std::string sanitize(std::string_view line, bool* ok_utf8) {
   return out;
 }
 
-}  // namespace
-
-std::string format_diagnostic(const UserError& err, const std::string& file, std::string_view src) {
-  const Loc& loc = err.loc();
-  std::string out = file;
-  if (loc.known()) {
-    out += ':';
-    out += std::to_string(loc.line);
-    out += ':';
-    out += std::to_string(loc.col);
-  }
-  out += out.empty() ? "error: " : ": error: ";
-  out += err.what();
-  out += "\n";
-  if (!loc.known()) return out;
-
-  // Find the line (1-based).
+// Line `number` (1-based) of `src` without its line end; empty when there is none.
+std::string_view source_line(std::string_view src, uint32_t number) {
   size_t start = 0;
-  for (uint32_t l = 1; l < loc.line; ++l) {
-    size_t nl = src.find('\n', start);
-    if (nl == std::string_view::npos) return out;
+  for (uint32_t l = 1; l < number; ++l) {
+    const size_t nl = src.find('\n', start);
+    if (nl == std::string_view::npos) return {};
     start = nl + 1;
   }
   size_t end = src.find('\n', start);
   if (end == std::string_view::npos) end = src.size();
   std::string_view line = src.substr(start, end - start);
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  if (line.empty()) return out;  // nothing to point at (e.g. an empty file)
+  return line;
+}
 
-  size_t col = loc.col == 0 ? 0 : loc.col - 1;  // byte index of the caret
+// The line as shown (sanitised; a long one cut to kContext characters either side of the
+// column, never inside a UTF-8 sequence, "..." where cut) and a caret under byte `col`.
+std::string excerpt_with_caret(std::string_view line, size_t col) {
   if (col > line.size()) col = line.size();
   bool utf8 = true;
   std::string shown = sanitize(line, &utf8);
@@ -76,23 +64,34 @@ std::string format_diagnostic(const UserError& err, const std::string& file, std
     from = col > kContext ? col - kContext : 0;
     to = std::min(shown.size(), from + 2 * kContext);
     if (to - from < 2 * kContext && to == shown.size()) from = to > 2 * kContext ? to - 2 * kContext : 0;
-    // Do not cut inside a UTF-8 sequence.
     while (from > 0 && continuation(static_cast<unsigned char>(shown[from]))) --from;
     while (to < shown.size() && continuation(static_cast<unsigned char>(shown[to]))) ++to;
     if (from > 0) prefix = "...";
     if (to < shown.size()) suffix = "...";
   }
-  std::string excerpt = prefix + shown.substr(from, to - from) + suffix;
   // Caret padding: one space per character (tabs kept so the caret lines up).
   std::string pad(prefix.size(), ' ');
   for (size_t i = from; i < col && i < shown.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(shown[i]);
+    const unsigned char c = static_cast<unsigned char>(shown[i]);
     if (continuation(c)) continue;
     pad += c == '\t' ? '\t' : ' ';
   }
-  out += "  " + excerpt + "\n";
-  out += "  " + pad + "^\n";
-  return out;
+  return "  " + prefix + shown.substr(from, to - from) + suffix + "\n  " + pad + "^\n";
+}
+
+}  // namespace
+
+std::string format_diagnostic(const UserError& err, const std::string& file, std::string_view src) {
+  const Loc& loc = err.loc();
+  std::string out = file;
+  if (loc.known()) out += ':' + std::to_string(loc.line) + ':' + std::to_string(loc.col);
+  out += out.empty() ? "error: " : ": error: ";
+  out += err.what();
+  out += "\n";
+  if (!loc.known()) return out;
+  const std::string_view line = source_line(src, loc.line);
+  if (line.empty()) return out;  // nothing to point at (e.g. an empty file, a line past the end)
+  return out + excerpt_with_caret(line, loc.col == 0 ? 0 : loc.col - 1);
 }
 
 }  // namespace fusejit::ir
