@@ -106,50 +106,62 @@ nlohmann::json path_json(const PathReport& p, bool cpu, double copy_gbps) {
           {"gbps", measured(p.gbps, !cpu)}, {"pct_of_copy", measured(p.pct_of_copy, copy_gbps > 0)},
           {"compiled", p.compiled}, {"disk_hits", p.disk_hits}, {"memory_hits", p.memory_hits}, {"compile_ms", p.compile_ms}};
 }
-}  // namespace
-
-std::string RunReport::to_text() const {
-  std::string s;
-  s += fmt::format("fusejit run: {}\n", graph_name);
-  if (backend == "cpu") {
+// to_text's first block: device, target, mode, tensors, graph size, how it ran, rewrites, plan.
+std::string header_text(const RunReport& r) {
+  std::string s = fmt::format("fusejit run: {}\n", r.graph_name);
+  if (r.backend == "cpu")
     s += fmt::format("  device    host CPU: {} (the generated CUDA runs on the CPU)\n",
-                     backend_note.empty() ? std::string("CPU backend requested") : backend_note);
-  } else {
-    s += fmt::format("  device    {}, driver {}, NVRTC {}\n", device, driver_version, nvrtc_version);
-  }
-  s += fmt::format("  target    {}\n", target);
-  s += fmt::format("  mode      {}\n", fast_math ? "fast-math (results may differ from the reference)" : "strict (bitwise)");
-  for (size_t k = 0; k < inputs.size(); ++k)
-    s += fmt::format("  {}  {} ({})\n", k == 0 ? "inputs  " : "        ", tensor_text(inputs[k]), ir::format_bytes(inputs[k].bytes()));
-  for (size_t k = 0; k < outputs.size(); ++k)
-    s += fmt::format("  {}  {} ({})\n", k == 0 ? "outputs " : "        ", tensor_text(outputs[k]), ir::format_bytes(outputs[k].bytes()));
-  s += fmt::format("  graph     {} ops, {} elements in the largest output\n", op_count, elements);
-  std::string run_args = fmt::format("seed {}{}", seed, special_values ? ", special values" : "");
-  for (const auto& [n, v] : params) run_args += fmt::format(", {}={}", n, scalar_text(v));
-  const std::string from = file_inputs.empty() ? std::string("random inputs")
-                           : fmt::format("{} from .npy files{}", fmt::join(file_inputs, ", "),
-                                         file_inputs.size() < inputs.size() ? ", the rest random" : "");
-  s += fmt::format("  run       {} ({})\n", run_args, from);
-  s += fmt::format("  {}\n", rewrites);
-  s += fmt::format("  plan      {}\n\n", plan);
-  s += path_table(fused, unfused, copy_gbps, backend == "cpu");
-  if (elements == 0)  // the times are launch overheads: a ratio of them says nothing about fusion
-    s += "  speedup   - (no elements: the kernels had nothing to compute)\n";
+                     r.backend_note.empty() ? std::string("CPU backend requested") : r.backend_note);
   else
-    s += fmt::format("  speedup   {} measured{} (fused over unfused), {} predicted from bytes moved\n", fmt_ratio(speedup),
-                     backend == "cpu" ? " on the host CPU" : "", fmt_ratio(predicted_ratio));
-  if (backend == "cpu" && elements != 0)
+    s += fmt::format("  device    {}, driver {}, NVRTC {}\n", r.device, r.driver_version, r.nvrtc_version);
+  s += fmt::format("  target    {}\n", r.target);
+  s += fmt::format("  mode      {}\n", r.fast_math ? "fast-math (results may differ from the reference)" : "strict (bitwise)");
+  for (size_t k = 0; k < r.inputs.size(); ++k)
+    s += fmt::format("  {}  {} ({})\n", k == 0 ? "inputs  " : "        ", tensor_text(r.inputs[k]), ir::format_bytes(r.inputs[k].bytes()));
+  for (size_t k = 0; k < r.outputs.size(); ++k)
+    s += fmt::format("  {}  {} ({})\n", k == 0 ? "outputs " : "        ", tensor_text(r.outputs[k]), ir::format_bytes(r.outputs[k].bytes()));
+  s += fmt::format("  graph     {} ops, {} elements in the largest output\n", r.op_count, r.elements);
+  std::string run_args = fmt::format("seed {}{}", r.seed, r.special_values ? ", special values" : "");
+  for (const auto& [n, v] : r.params) run_args += fmt::format(", {}={}", n, scalar_text(v));
+  const std::string from = r.file_inputs.empty() ? std::string("random inputs")
+                           : fmt::format("{} from .npy files{}", fmt::join(r.file_inputs, ", "),
+                                         r.file_inputs.size() < r.inputs.size() ? ", the rest random" : "");
+  s += fmt::format("  run       {} ({})\n", run_args, from);
+  s += fmt::format("  {}\n", r.rewrites);
+  return s + fmt::format("  plan      {}\n\n", r.plan);
+}
+
+// The speedup line, and on the CPU the note on what its times mean.
+std::string speedup_text(const RunReport& r) {
+  const bool cpu = r.backend == "cpu";
+  if (r.elements == 0)  // the times are launch overheads: a ratio of them says nothing about fusion
+    return "  speedup   - (no elements: the kernels had nothing to compute)\n";
+  std::string s = fmt::format("  speedup   {} measured{} (fused over unfused), {} predicted from bytes moved\n",
+                              fmt_ratio(r.speedup), cpu ? " on the host CPU" : "", fmt_ratio(r.predicted_ratio));
+  if (cpu)
     s += "  note      host CPU times measure one core's arithmetic, not GPU memory traffic; on a GPU the\n"
          "            speedup of memory-bound kernels approaches the predicted ratio (docs/report-example.md)\n";
-  if (!checks.empty()) s += "\n";
-  for (const CheckReport& c : checks)
+  return s;
+}
+
+// The checks that ran and each output's min, max, mean and NaN and inf counts.
+std::string checks_and_stats_text(const RunReport& r) {
+  std::string s = r.checks.empty() ? "" : "\n";
+  for (const CheckReport& c : r.checks)
     if (c.ran) s += fmt::format("  check     {}: {}{}\n", c.what, c.ok ? "" : "FAILED: ", c.detail);
   s += fmt::format("\n  {:<12} {:>14} {:>14} {:>14} {:>8} {:>8}\n", "output", "min", "max", "mean", "NaN", "inf");
-  for (const OutputStats& o : stats) {
+  for (const OutputStats& o : r.stats) {
     const bool none = o.info.bytes() == 0;  // no elements: no min, max or mean ("-", not nan)
     s += fmt::format("  {:<12} {:>14} {:>14} {:>14} {:>8} {:>8}\n", o.info.name, none ? "-" : stat_text(o.min),
                      none ? "-" : stat_text(o.max), none ? "-" : stat_text(o.mean), o.nan_count, o.inf_count);
   }
+  return s;
+}
+}  // namespace
+
+std::string RunReport::to_text() const {
+  std::string s = header_text(*this) + path_table(fused, unfused, copy_gbps, backend == "cpu") + speedup_text(*this) +
+                  checks_and_stats_text(*this);
   for (const std::string& w : warnings) s += "  warning: " + w + "\n";
   s += fmt::format("\n  result    {}\n", ok() ? "OK" : "CHECK FAILED");
   return s;
