@@ -126,44 +126,53 @@ std::string format_plan_summary(const RewriteResult& rw, const Plan& fused, cons
   return s + predicted_line(f, u);
 }
 
+namespace {
+// "#   rule   count  at name@line:col, ..." per rule that fired (up to 8 places each).
+std::string rule_lines(const RewriteResult& rw) {
+  std::string s;
+  for (const RuleCount& c : rw.counts) {
+    if (!c.count) continue;
+    s += fmt::format("#   {:<16} {:>6}", c.rule, c.count);
+    std::string where;
+    int shown = 0;
+    for (const RuleFire& f : rw.fires) {
+      if (f.rule != c.rule || shown == 8) continue;
+      std::string at = !f.node_name.empty() ? f.node_name : "";
+      if (f.loc.known()) at += (at.empty() ? "" : "@") + std::to_string(f.loc.line) + ":" + std::to_string(f.loc.col);
+      if (at.empty()) continue;
+      where += (shown++ ? ", " : "") + at;
+    }
+    if (!where.empty()) s += "  at " + where + (c.count > shown ? ", ..." : "");
+    s += "\n";
+  }
+  return s;
+}
+
+// One fused kernel's block: its ops, shape and reductions, values in and out, bytes, note.
+std::string group_block(const Graph& g, const Plan& fused, size_t k, std::span<const std::string> kernel_names) {
+  const FusionGroup& grp = fused.groups[k];
+  const GroupTraffic t = group_traffic(g, grp, fused.rules);
+  std::string s = fmt::format("kernel {} ({}): {} op{} over {}{}\n", k, kernel_name(g, k, kernel_names), grp.nodes.size(),
+                              grp.nodes.size() == 1 ? "" : "s", shape_to_string(grp.iter_shape, &g), reduces_text(g, grp));
+  s += "  nodes:   " + list(g, grp.nodes) + "\n";
+  s += "  inputs:  " + list(g, grp.inputs) + "\n";
+  if (!grp.params.empty()) s += "  params:  " + list(g, grp.params) + "\n";
+  s += "  outputs: " + list(g, grp.outputs) + "\n";
+  const std::string reread = t.reread_bytes ? fmt::format(" ({} of it re-read by later passes)", bytes_text(t.reread_bytes)) : "";
+  s += fmt::format("  bytes:   read {}{}, write {}; kernel parameters ~{} B\n", bytes_text(t.read_bytes), reread,
+                   bytes_text(t.write_bytes), estimate_param_bytes(g, grp));
+  return s + "  note:    " + grp.note + "\n";
+}
+}  // namespace
+
 std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const Plan& unfused, const Graph* unfused_graph,
                              std::span<const std::string> kernel_names) {
   const Graph& g = rw.graph;
   std::string s = fmt::format("# rewrites: {} mode, {} iteration{}\n", rw.fast_math ? "fast-math" : "strict", rw.iterations,
                               rw.iterations == 1 ? "" : "s");
   if (rw.hit_cap) s += "# warning: " + rw.diagnostic + "\n";
-  for (const RuleCount& c : rw.counts)
-    if (c.count) {
-      s += fmt::format("#   {:<16} {:>6}", c.rule, c.count);
-      std::string where;
-      int shown = 0;
-      for (const RuleFire& f : rw.fires) {
-        if (f.rule != c.rule || shown == 8) continue;
-        std::string at = !f.node_name.empty() ? f.node_name : "";
-        if (f.loc.known()) at += (at.empty() ? "" : "@") + std::to_string(f.loc.line) + ":" + std::to_string(f.loc.col);
-        if (at.empty()) continue;
-        where += (shown++ ? ", " : "") + at;
-      }
-      if (!where.empty()) s += "  at " + where + (c.count > shown ? ", ..." : "");
-      s += "\n";
-    }
-  s += "# rewritten graph:\n";
-  s += print_graph(g);
-  s += "\n# fused plan\n";
-  for (size_t k = 0; k < fused.groups.size(); ++k) {
-    const FusionGroup& grp = fused.groups[k];
-    GroupTraffic t = group_traffic(g, grp, fused.rules);
-    s += fmt::format("kernel {} ({}): {} op{} over {}{}\n", k, kernel_name(g, k, kernel_names), grp.nodes.size(),
-                     grp.nodes.size() == 1 ? "" : "s", shape_to_string(grp.iter_shape, &g), reduces_text(g, grp));
-    s += "  nodes:   " + list(g, grp.nodes) + "\n";
-    s += "  inputs:  " + list(g, grp.inputs) + "\n";
-    if (!grp.params.empty()) s += "  params:  " + list(g, grp.params) + "\n";
-    s += "  outputs: " + list(g, grp.outputs) + "\n";
-    const std::string reread = t.reread_bytes ? fmt::format(" ({} of it re-read by later passes)", bytes_text(t.reread_bytes)) : "";
-    s += fmt::format("  bytes:   read {}{}, write {}; kernel parameters ~{} B\n", bytes_text(t.read_bytes), reread,
-                     bytes_text(t.write_bytes), estimate_param_bytes(g, grp));
-    s += "  note:    " + grp.note + "\n";
-  }
+  s += rule_lines(rw) + "# rewritten graph:\n" + print_graph(g) + "\n# fused plan\n";
+  for (size_t k = 0; k < fused.groups.size(); ++k) s += group_block(g, fused, k, kernel_names);
   PlanTotals f = plan_totals(g, fused), u = plan_totals(unfused_graph ? *unfused_graph : g, unfused);
   s += fmt::format("\n# totals\nfused:   {} kernel{}, read {}, write {}\n", f.kernels, f.kernels == 1 ? "" : "s",
                    bytes_text(f.read_bytes), bytes_text(f.write_bytes));
