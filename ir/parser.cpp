@@ -469,41 +469,17 @@ class Parser {
   }
 
   Operand primary(int depth) {
-    Token t = tok_;
+    const Token t = tok_;
     switch (t.kind) {
-      case Tok::Int: {
-        if (t.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-          throw UserError("integer literal " + number_text(t) + " does not fit in i64", t.loc);
-        advance();
-        Literal l;
-        l.cat = Category::Int;
-        l.i = static_cast<int64_t>(t.u);
-        l.loc = t.loc;
-        return Operand::of(l);
-      }
-      case Tok::Float: {
-        advance();
-        Literal l;
-        l.cat = Category::Float;
-        l.f = t.f;
-        l.loc = t.loc;
-        return Operand::of(l);
-      }
-      case Tok::LParen: {
-        check_depth(depth + 1, t.loc);
-        advance();
-        Operand v = expr(depth + 1);
-        if (tok_.kind != Tok::RParen)
-          throw UserError("expected ')' to close '(' at column " + std::to_string(t.loc.col) + ", found " +
-                              describe(tok_),
-                          tok_.loc);
-        advance();
-        return v;
-      }
+      case Tok::Int:
+      case Tok::Float: return number(t);
+      case Tok::LParen: return parenthesized(t, depth);
       case Tok::Temp:
         advance();
         return lookup_value(t);
-      case Tok::Ident: break;
+      case Tok::Ident:
+        advance();
+        return tok_.kind == Tok::LParen ? call(t, depth) : named_value(t);
       default: {
         // Python habits: `x ** 2` and `a // b` reach here at their second operator token.
         std::string hint = t.kind == Tok::Star    ? "; for powers use pow(x, y)"
@@ -512,8 +488,35 @@ class Parser {
         throw UserError("expected an expression, found " + describe(t) + hint, t.loc);
       }
     }
+  }
+
+  // An integer or float literal (the current token, `t`).
+  Operand number(const Token& t) {
+    if (t.kind == Tok::Int && t.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      throw UserError("integer literal " + number_text(t) + " does not fit in i64", t.loc);
     advance();
-    if (tok_.kind == Tok::LParen) return call(t, depth);
+    Literal l;
+    l.cat = t.kind == Tok::Int ? Category::Int : Category::Float;
+    if (t.kind == Tok::Int) l.i = static_cast<int64_t>(t.u);
+    else l.f = t.f;
+    l.loc = t.loc;
+    return Operand::of(l);
+  }
+
+  // `( expr )`, the current token being the '(' (`open`).
+  Operand parenthesized(const Token& open, int depth) {
+    check_depth(depth + 1, open.loc);
+    advance();
+    Operand v = expr(depth + 1);
+    if (tok_.kind != Tok::RParen)
+      throw UserError("expected ')' to close '(' at column " + std::to_string(open.loc.col) + ", found " + describe(tok_),
+                      tok_.loc);
+    advance();
+    return v;
+  }
+
+  // A name used as a value (already consumed): true, false, inf, nan, or a defined value.
+  Operand named_value(const Token& t) {
     Literal l;
     l.loc = t.loc;
     if (t.text == "true" || t.text == "false") {
@@ -530,31 +533,25 @@ class Parser {
     return lookup_value(t);
   }
 
-  Operand call(const Token& name, int depth) {
-    Token open = tok_;
-    check_depth(depth + 1, open.loc);
-    std::optional<Op> op;
-    bool is_cast = name.text == "cast";
-    if (is_reduce_name(name.text)) return reduce_call(name, depth);
-    if (!is_cast) {
-      op = parse_op(name.text);
-      auto bound = scope_.find(std::string(name.text));
-      if (!op && bound != scope_.end())
-        throw UserError("'" + std::string(name.text) + "' is " + kind_word(bound->second.kind) +
-                            ", not an op; it cannot be called",
-                        name.loc);
-      if (!op) throw UserError(unknown_op_message(name.text), name.loc);
-    }
+  // The op a call names; a name bound to a value, or no op's, is a located error.
+  Op called_op(const Token& name) {
+    if (const std::optional<Op> op = parse_op(name.text)) return *op;
+    if (auto bound = scope_.find(std::string(name.text)); bound != scope_.end())
+      throw UserError("'" + std::string(name.text) + "' is " + kind_word(bound->second.kind) +
+                          ", not an op; it cannot be called",
+                      name.loc);
+    throw UserError(unknown_op_message(name.text), name.loc);
+  }
+
+  // A call's arguments up to its ')' (consumed), the current token being its '(' (`open`); a
+  // cast's second argument is a dtype (`cast_to`).
+  std::vector<Operand> call_args(const Token& open, bool is_cast, std::optional<DType>& cast_to, int depth) {
     advance();  // '('
     std::vector<Operand> args;
-    std::optional<DType> cast_to;
     if (tok_.kind != Tok::RParen) {
       for (;;) {
-        if (is_cast && args.size() == 1 && !cast_to) {
-          cast_to = parse_dtype_tok();
-        } else {
-          args.push_back(expr(depth + 1));
-        }
+        if (is_cast && args.size() == 1 && !cast_to) cast_to = parse_dtype_tok();
+        else args.push_back(expr(depth + 1));
         if (tok_.kind == Tok::Comma) {
           advance();
           refuse_trailing_comma(Tok::RParen, "an argument");
@@ -567,15 +564,23 @@ class Parser {
       }
     }
     advance();  // ')'
+    return args;
+  }
+
+  Operand call(const Token& name, int depth) {
+    const Token open = tok_;
+    check_depth(depth + 1, open.loc);
+    if (is_reduce_name(name.text)) return reduce_call(name, depth);
+    const bool is_cast = name.text == "cast";
+    const std::optional<Op> op = is_cast ? std::nullopt : std::optional<Op>(called_op(name));
+    std::optional<DType> cast_to;
+    const std::vector<Operand> args = call_args(open, is_cast, cast_to, depth);
     room_for_op(name.loc);
-    if (is_cast) {
-      if (!cast_to || args.size() != 1)
-        throw UserError("cast takes 2 arguments (a value and a dtype), got " +
-                            std::to_string(args.size() + (cast_to ? 1 : 0)),
-                        name.loc);
-      return b_.cast(args[0], *cast_to, name.loc);
-    }
-    return b_.apply(*op, args, name.loc);
+    if (!is_cast) return b_.apply(*op, args, name.loc);
+    if (!cast_to || args.size() != 1)
+      throw UserError("cast takes 2 arguments (a value and a dtype), got " + std::to_string(args.size() + (cast_to ? 1 : 0)),
+                      name.loc);
+    return b_.cast(args[0], *cast_to, name.loc);
   }
 
   // One axis: an integer, negative ones counting from the end.
