@@ -163,6 +163,44 @@ struct Driver {
                             old.name, old.loc, iteration});
   }
 
+  // Counts a fire of rule `idx` (rules.size(): cse) on node `n`.
+  void fire(size_t idx, const Node& n, int iteration, int* fired, std::vector<int>* per_rule) {
+    record(idx, n, iteration);
+    ++(*per_rule)[idx];
+    ++*fired;
+  }
+
+  // Node n as a candidate in the new graph: its op and dtype over its operands' new nodes.
+  static Candidate candidate(const GraphBuilder& b, const Node& n, const std::vector<NodeId>& map) {
+    Candidate c;
+    c.op = n.op;
+    c.dtype = n.dtype;
+    c.nargs = n.nargs;
+    for (int k = 0; k < n.nargs; ++k) {
+      c.args[static_cast<size_t>(k)] = map[static_cast<size_t>(n.args[static_cast<size_t>(k)])];
+      const Shape& s = b.graph().node(c.args[static_cast<size_t>(k)]).shape;
+      c.shape = k == 0 ? s : broadcast_shapes(c.shape, s);
+    }
+    return c;
+  }
+
+  // The new node for non-leaf node n: the first rule that applies (none for a reduction), else
+  // n itself, emitted (a CSE hit counts as a fire).
+  NodeId rewrite_node(RewriteContext& ctx, const Candidate& c, const Node& n, int iteration, int* fired,
+                      std::vector<int>* per_rule) {
+    for (int ri : is_reduction(n.op) ? std::vector<int>{} : by_op[static_cast<size_t>(n.op)]) {
+      const NodeId r = rules[static_cast<size_t>(ri)]->apply(ctx, c);
+      if (r == kNoNode) continue;
+      FJ_CHECK(match::fits(ctx, c, r), std::string("rewrite rule '") + rules[static_cast<size_t>(ri)]->name +
+                                           "' changed a node's dtype or shape");
+      fire(static_cast<size_t>(ri), n, iteration, fired, per_rule);
+      return r;
+    }
+    const NodeId r = ctx.emit(c.op, c.dtype, std::span<const NodeId>(c.args.data(), static_cast<size_t>(c.nargs)), n.red);
+    if (ctx.last_emit_was_hit()) fire(rules.size(), n, iteration, fired, per_rule);
+    return r;
+  }
+
   // One bottom-up rebuild of `g`; returns the number of fires (cse included).
   Graph once(const Graph& g, int iteration, int* fired, std::vector<int>* per_rule) {
     GraphBuilder b(g.name, g.file);
@@ -176,38 +214,8 @@ struct Driver {
       const Node& n = g.node(id);
       if (n.op == Op::Input || n.op == Op::Param) continue;
       ctx.set_loc(n.loc);
-      NodeId r = kNoNode;
-      if (n.op == Op::Const) {
-        r = ctx.constant(n.value);
-      } else {
-        Candidate c;
-        c.op = n.op;
-        c.dtype = n.dtype;
-        c.nargs = n.nargs;
-        for (int k = 0; k < n.nargs; ++k) {
-          c.args[static_cast<size_t>(k)] = map[static_cast<size_t>(n.args[static_cast<size_t>(k)])];
-          const Shape& s = b.graph().node(c.args[static_cast<size_t>(k)]).shape;
-          c.shape = k == 0 ? s : broadcast_shapes(c.shape, s);
-        }
-        for (int ri : is_reduction(n.op) ? std::vector<int>{} : by_op[static_cast<size_t>(n.op)]) {
-          r = rules[static_cast<size_t>(ri)]->apply(ctx, c);
-          if (r == kNoNode) continue;
-          FJ_CHECK(match::fits(ctx, c, r), std::string("rewrite rule '") + rules[static_cast<size_t>(ri)]->name +
-                                               "' changed a node's dtype or shape");
-          record(static_cast<size_t>(ri), n, iteration);
-          ++(*per_rule)[static_cast<size_t>(ri)];
-          ++*fired;
-          break;
-        }
-        if (r == kNoNode) {
-          r = ctx.emit(c.op, c.dtype, std::span<const NodeId>(c.args.data(), static_cast<size_t>(c.nargs)), n.red);
-          if (ctx.last_emit_was_hit()) {
-            record(rules.size(), n, iteration);
-            ++(*per_rule)[rules.size()];
-            ++*fired;
-          }
-        }
-      }
+      const NodeId r = n.op == Op::Const ? ctx.constant(n.value)
+                                         : rewrite_node(ctx, candidate(b, n, map), n, iteration, fired, per_rule);
       // Keep the user's name on the value that now stands for it, if that value has none.
       const Node& rn = b.graph().node(r);
       if (!n.name.empty() && rn.name.empty() && rn.op != Op::Input && rn.op != Op::Param)
