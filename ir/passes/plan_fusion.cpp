@@ -265,12 +265,40 @@ struct Planner {
     }
   }
 
+  // Group G's nodes recomputed in it (Dup nodes reachable through Dup operands, added to
+  // fg.nodes) and its inputs and params; a member of another group it reads is marked `outside`
+  // (that group writes it). stamp[i] == G: node i already seen for G.
+  void gather_operands(int G, FusionGroup& fg, std::vector<int>& stamp, std::vector<char>& outside) {
+    std::vector<NodeId> stack(fg.nodes.begin(), fg.nodes.end());
+    while (!stack.empty()) {
+      const Node& nd = node(stack.back());
+      stack.pop_back();
+      for (int a = 0; a < nd.nargs; ++a) {
+        const NodeId y = nd.args[static_cast<size_t>(a)];
+        const size_t yi = static_cast<size_t>(y);
+        if (stamp[yi] == G) continue;
+        if (kind[yi] == NodeRole::Dup) {
+          stamp[yi] = G;
+          fg.nodes.push_back(y);
+          stack.push_back(y);
+        } else if (kind[yi] == NodeRole::Leaf) {
+          stamp[yi] = G;
+          if (node(y).op == Op::Input) fg.inputs.push_back(y);
+          else if (node(y).op == Op::Param) fg.params.push_back(y);
+        } else if (kind[yi] == NodeRole::Member && group[yi] != G) {
+          stamp[yi] = G;
+          fg.inputs.push_back(y);
+          outside[yi] = 1;
+        }
+      }
+    }
+  }
+
   // Builds the FusionGroups from the membership: recomputed nodes, inputs, params, outputs.
   std::vector<FusionGroup> finalize() {
     std::vector<FusionGroup> out(members.size());
     std::vector<int> stamp(n, -1);
     std::vector<char> outside(n, 0);
-    std::vector<NodeId> stack;
     for (size_t gi = 0; gi < members.size(); ++gi) {
       FusionGroup& fg = out[gi];
       const int G = static_cast<int>(gi);
@@ -279,31 +307,7 @@ struct Planner {
         stamp[static_cast<size_t>(m)] = G;
       }
       fg.nodes = members[gi];
-      // Recomputed (Dup) nodes reachable through Dup operands.
-      for (NodeId m : members[gi]) stack.push_back(m);
-      while (!stack.empty()) {
-        NodeId x = stack.back();
-        stack.pop_back();
-        const Node& nd = node(x);
-        for (int a = 0; a < nd.nargs; ++a) {
-          NodeId y = nd.args[static_cast<size_t>(a)];
-          size_t yi = static_cast<size_t>(y);
-          if (stamp[yi] == G) continue;
-          if (kind[yi] == NodeRole::Dup) {
-            stamp[yi] = G;
-            fg.nodes.push_back(y);
-            stack.push_back(y);
-          } else if (kind[yi] == NodeRole::Leaf) {
-            stamp[yi] = G;
-            if (node(y).op == Op::Input) fg.inputs.push_back(y);
-            else if (node(y).op == Op::Param) fg.params.push_back(y);
-          } else if (kind[yi] == NodeRole::Member && group[yi] != G) {
-            stamp[yi] = G;
-            fg.inputs.push_back(y);
-            outside[yi] = 1;
-          }
-        }
-      }
+      gather_operands(G, fg, stamp, outside);
       std::sort(fg.nodes.begin(), fg.nodes.end());
       std::sort(fg.inputs.begin(), fg.inputs.end());
       std::sort(fg.params.begin(), fg.params.end());
