@@ -258,17 +258,21 @@ bool read_at(int fd, void* out, size_t size, uint64_t offset) {
   return true;
 }
 
-// Opens `path` (a regular file only: a folder, FIFO or device is refused without reading it) and
-// reads and checks its header: magic, version, header dict, dtype, shape, and that the file holds
-// exactly the data the shape needs. No data is read.
-void read_npy_header(const std::string& path, std::optional<DType> expect, NpyHeader& h) {
+// Opens `path` into h.fd, a regular file only (a folder, FIFO or device is refused without reading
+// it); returns its size in bytes.
+uint64_t open_regular(const std::string& path, NpyHeader& h) {
   h.path = path;
   h.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (h.fd < 0) fail(path, errno == ENOENT ? "cannot open file: no such file" : std::string("cannot open file: ") + std::strerror(errno));
   struct stat st;
   if (::fstat(h.fd, &st) != 0) fail(path, std::string("cannot inspect the file: ") + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) fail(path, "cannot open file: not a regular file");
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+// The header dict's text (trailing padding removed) after the magic, version and header length;
+// sets h.data_offset to where the data starts.
+std::string header_text(const std::string& path, uint64_t size, NpyHeader& h) {
   unsigned char pre[12] = {};
   if (size < 10 || !read_at(h.fd, pre, 10, 0)) fail(path, "not a .npy file (too short)");
   if (std::memcmp(pre, kMagic, 6) != 0) fail(path, "not a .npy file (bad magic)");
@@ -284,7 +288,15 @@ void read_npy_header(const std::string& path, std::optional<DType> expect, NpyHe
   std::string text(hlen, '\0');
   if (!read_at(h.fd, text.data(), hlen, pre_len)) fail(path, "cannot read the .npy header");
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\0')) text.pop_back();
-  Header d = HeaderParser(text, path).parse();
+  h.data_offset = pre_len + hlen;
+  return text;
+}
+
+// Opens `path` and reads and checks its header: magic, version, header dict, dtype, shape, and that
+// the file holds exactly the data the shape needs. No data is read.
+void read_npy_header(const std::string& path, std::optional<DType> expect, NpyHeader& h) {
+  const uint64_t size = open_regular(path, h);
+  Header d = HeaderParser(header_text(path, size, h), path).parse();
   if (d.fortran) fail(path, "fortran_order arrays are not supported; save it with np.ascontiguousarray(x)");
   std::string why;
   std::optional<DType> dt = dtype_of(d.descr, expect, &why);
@@ -294,7 +306,6 @@ void read_npy_header(const std::string& path, std::optional<DType> expect, NpyHe
     fail(path, "shape " + tensor_type_string(*dt, d.shape) + " is too large");
   h.dtype = *dt;
   h.shape = std::move(d.shape);
-  h.data_offset = pre_len + hlen;
   const uint64_t have = size - h.data_offset, want = static_cast<uint64_t>(h.data_bytes);
   if (have < want)
     fail(path, "truncated data: " + tensor_type_string(h.dtype, h.shape) + " needs " + std::to_string(want) +
