@@ -335,7 +335,6 @@ std::string shown(const json& x, const char* key) {
   return x[key].is_string() ? x[key].get<std::string>() : x[key].dump();
 }
 
-// The folder's index, checked for a format and code generator this fusejit reads.
 // The fused plan's kernel files are there, before a GPU is looked for (without one, a copied
 // folder missing its binaries said only "needs a GPU"); their contents are read and checked at
 // build. The unfused plan's are read on its first use, as before.
@@ -355,6 +354,7 @@ void check_fused_files(const AotFolder& f, const std::string& file) {
   }
 }
 
+// The folder's index, checked for a format and code generator this fusejit reads.
 std::shared_ptr<AotFolder> read_folder(const std::string& dir) {
   auto f = std::make_shared<AotFolder>();
   f->dir = dir;
@@ -470,12 +470,13 @@ Program Program::load(const std::string& dir, const Options& options) {
     DimValues dims;
     for (const auto& [name, value] : x["dims"].items()) dims.emplace_back(name, value.get<int64_t>());
     const std::string graph_file = (f->dir / x["graph"].get<std::string>()).string();
-    const DimValues declared = Graph::load(graph_file).dims();
+    const Graph parsed = Graph::load(graph_file);  // read and parsed once (an unused input warns once)
+    const DimValues declared = parsed.dims();
     for (const auto& dim : dims)  // not a structured binding: clang refuses to capture one
       if (std::none_of(declared.begin(), declared.end(), [&](const auto& d) { return d.first == dim.first; }))
         bad_index("'" + (f->dir / "index.json").string() + "'",
                   fmt::format("\"dims\" names dim '{}', which '{}' does not declare", dim.first, graph_file));
-    const Graph graph = Graph::load(graph_file, dims);
+    const Graph graph = parsed.with_dims(dims);
     Options o = options;
     o.fast_math = x["fast_math"].get<bool>();
     o.nvrtc_options = x["nvrtc_options"].get<std::vector<std::string>>();

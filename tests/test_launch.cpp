@@ -1034,6 +1034,15 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
     CHECK(e2.kind() == fj::ErrorKind::User);
     CHECK(contains(e2.what(), "is missing; write the folder again with `fusejit compile`"));
   }
+  // graph.txt is read and parsed once: an unused input warns once at load (it warned twice).
+  const fs::path unused_dir = dir / "unused";
+  fj::compile_to_dir(fj::Graph::parse("graph u\ninput x : f32[8]\ninput z : f32[8]\ny = exp(x)\noutput y\n", "u.txt"),
+                     "sm_90", unused_dir.string());
+  int unused_warnings = 0;
+  fj::set_warning_handler([&](std::string_view m) { unused_warnings += contains(std::string(m), "is not used"); });
+  CHECK(load_error(unused_dir) == "");
+  fj::set_warning_handler({});
+  CHECK(unused_warnings == 1);
   // The unfused plan's files are looked for on its first use: without them the fused plan loads.
   fs::copy(dir / "ok", dir / "no-unfused");
   for (const auto& k : read_json(dir / "ok" / "index.json")["kernels"])
