@@ -1,5 +1,6 @@
 #include "ir/lexer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <string>
@@ -71,6 +72,9 @@ std::string_view tok_description(Tok t) {
     case Tok::Tilde: return "'~'";
     case Tok::Shl: return "'<<'";
     case Tok::Shr: return "'>>'";
+    case Tok::Power: return "'**'";
+    case Tok::FloorDiv: return "'//'";
+    case Tok::Percent: return "'%'";
     case Tok::Newline: return "end of line";
     case Tok::Eof: return "end of file";
   }
@@ -122,7 +126,8 @@ Token Lexer::next() {
   }
   if (ident_start(c)) return identifier(t);
   if (digit(c) || (c == '.' && pos_ + 1 < text_.size() && digit(text_[pos_ + 1]))) return number(t);
-  if (c == '%') return temporary(t);
+  // `%12` is a temporary; any other `%` is the remainder operator (so `x %2` is x then %2).
+  if (c == '%' && pos_ + 1 < text_.size() && digit(text_[pos_ + 1])) return temporary(t);
   return punctuation(t);
 }
 
@@ -209,10 +214,13 @@ double Lexer::float_value(const Token& t) {
 Token Lexer::temporary(Token t) {
   size_t start = pos_++;
   while (pos_ < text_.size() && digit(text_[pos_])) ++pos_;
-  if (pos_ == start + 1 || (pos_ < text_.size() && ident_char(text_[pos_])))
-    throw UserError("'%' must be followed by digits (a temporary such as %12); for a remainder use mod(x, y) "
-                    "(floor, as Python's %) or fmod(x, y) (truncating, as C's %)",
+  if (pos_ < text_.size() && ident_char(text_[pos_])) {
+    while (pos_ < text_.size() && ident_char(text_[pos_])) ++pos_;
+    throw UserError("'" + std::string(text_.substr(start, std::min<size_t>(pos_ - start, 40))) +
+                        "' is not a temporary ('%' and digits, such as %12); a remainder needs a space after "
+                        "'%' (x % 2)",
                     t.loc);
+  }
   if (pos_ - start > 11) throw UserError("temporary number too long", t.loc);
   t.kind = Tok::Temp;
   t.text = text_.substr(start, pos_ - start);
@@ -229,8 +237,9 @@ Token Lexer::punctuation(Token t) {
   switch (c) {
     case '+': t.kind = Tok::Plus; break;
     case '-': t.kind = Tok::Minus; break;
-    case '*': t.kind = Tok::Star; break;
-    case '/': t.kind = Tok::Slash; break;
+    case '*': t.kind = two('*') ? Tok::Power : Tok::Star; break;
+    case '/': t.kind = two('/') ? Tok::FloorDiv : Tok::Slash; break;
+    case '%': t.kind = Tok::Percent; break;
     case '(': t.kind = Tok::LParen; break;
     case ')': t.kind = Tok::RParen; break;
     case '[': t.kind = Tok::LBracket; break;

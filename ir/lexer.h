@@ -17,6 +17,7 @@ enum class Tok : uint8_t {
   Plus, Minus, Star, Slash, LParen, RParen, LBracket, RBracket, Comma, Colon, Assign,
   Eq, Ne, Lt, Le, Gt, Ge,
   Amp, Pipe, Caret, Tilde, Shl, Shr,  // & | ^ ~ << >> (bitwise_and/or/xor/not, left/right_shift)
+  Power, FloorDiv, Percent,           // ** // % (Python's pow, floordiv, mod); `%` then a digit is a Temp
   Newline,  // end of a line (comments are skipped up to it)
   Eof,
 };

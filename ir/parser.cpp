@@ -167,7 +167,8 @@ class Parser {
     if (tok_.kind == Tok::Temp) return assign_stmt();
     if (tok_.kind != Tok::Ident)
       throw UserError("expected a statement (`name = expr`, `input`, `param`, `dim`, `output` or `graph`), found " +
-                          describe(tok_),
+                          describe(tok_) +
+                          (tok_.kind == Tok::Percent ? " (a temporary is '%' and digits, such as %12)" : ""),
                       tok_.loc);
     std::string_view kw = tok_.text;
     if (kw == "graph") return graph_stmt(first);
@@ -419,53 +420,67 @@ class Parser {
     return left_assoc(depth, &Parser::multiplicative, {{Tok::Plus, Op::Add}, {Tok::Minus, Op::Sub}});
   }
   Operand multiplicative(int depth) {
-    return left_assoc(depth, &Parser::unary, {{Tok::Star, Op::Mul}, {Tok::Slash, Op::Div}});
+    Operand lhs = left_assoc(depth, &Parser::unary,
+                             {{Tok::Star, Op::Mul}, {Tok::Slash, Op::Div}, {Tok::FloorDiv, Op::FloorDiv},
+                              {Tok::Percent, Op::Mod}});
+    if (tok_.kind == Tok::Temp)  // `x %2`: the lexer read a temporary where an operator belongs
+      throw UserError("'" + std::string(tok_.text) + "' reads as a temporary; a remainder needs a space after '%' (x % " +
+                          std::string(tok_.text.substr(1)) + ")",
+                      tok_.loc);
+    return lhs;
   }
 
+  // `-x`, `~x`, or a power. As in Python, `**` binds tighter than a unary operator on its left
+  // and looser than one on its right: -x ** 2 is -(x ** 2), 2 ** -1 is 2 ** (-1).
   Operand unary(int depth) {
-    if (tok_.kind == Tok::Tilde) {
-      Token t = tok_;
-      check_depth(depth + 1, t.loc);
-      advance();
-      Operand args[1] = {unary(depth + 1)};
-      room_for_op(t.loc);
-      return b_.apply(Op::BitwiseNot, args, t.loc);
-    }
-    if (tok_.kind != Tok::Minus) return primary(depth);
-    Token t = tok_;
+    if (tok_.kind != Tok::Minus && tok_.kind != Tok::Tilde) return power(depth);
+    const Token t = tok_;
     check_depth(depth + 1, t.loc);
     advance();
-    // A minus directly before a number negates the literal itself (so -9223372036854775808 and
-    // -0.0 are exact, independent of constant folding).
+    if (t.kind == Tok::Minus && negated_literal_ahead()) return negative_literal(t.loc);
+    Operand args[1] = {unary(depth + 1)};
+    room_for_op(t.loc);
+    return b_.apply(t.kind == Tok::Minus ? Op::Neg : Op::BitwiseNot, args, t.loc);
+  }
+
+  // True when the current token is a number, `inf` or `nan` that a minus before it negates as a
+  // literal (so -9223372036854775808 and -0.0 are exact, independent of constant folding): not
+  // when `**` follows, since -2 ** 2 is -(2 ** 2).
+  bool negated_literal_ahead() const {
+    const bool number = tok_.kind == Tok::Int || tok_.kind == Tok::Float ||
+                        (tok_.kind == Tok::Ident && (tok_.text == "inf" || tok_.text == "nan"));
+    if (!number) return false;
+    Lexer ahead = lex_;  // a copy: peeks at the next token without consuming it
+    return ahead.next().kind != Tok::Power;
+  }
+
+  // The negated literal at the current token (negated_literal_ahead() said there is one).
+  Operand negative_literal(Loc minus) {
+    Literal l;
+    l.loc = minus;
     if (tok_.kind == Tok::Int) {
-      if (tok_.too_big) throw UserError("integer literal -" + number_text(tok_) + " does not fit in i64", t.loc);
-      Literal l;
+      if (tok_.too_big) throw UserError("integer literal -" + number_text(tok_) + " does not fit in i64", minus);
       l.cat = Category::Int;
       l.i = static_cast<int64_t>(0 - tok_.u);  // 2^63 wraps to INT64_MIN, as intended
-      l.loc = t.loc;
-      advance();
-      return Operand::of(l);
-    }
-    if (tok_.kind == Tok::Float) {
-      Literal l;
+    } else {
       l.cat = Category::Float;
-      l.f = -tok_.f;
-      l.loc = t.loc;
-      advance();
-      return Operand::of(l);
+      l.f = tok_.kind == Tok::Float ? -tok_.f
+            : tok_.text == "inf"    ? -std::numeric_limits<double>::infinity()
+                                    : -std::numeric_limits<double>::quiet_NaN();
     }
-    if (tok_.kind == Tok::Ident && (tok_.text == "inf" || tok_.text == "nan")) {
-      Literal l;
-      l.cat = Category::Float;
-      l.f = -(tok_.text == "inf" ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN());
-      l.loc = t.loc;
-      advance();
-      return Operand::of(l);
-    }
-    Operand x = unary(depth + 1);
-    room_for_op(t.loc);
-    Operand args[1] = {x};
-    return b_.apply(Op::Neg, args, t.loc);
+    advance();
+    return Operand::of(l);
+  }
+
+  // primary [`**` unary]: right-associative (2 ** 3 ** 2 is 2 ** 9), as in Python.
+  Operand power(int depth) {
+    Operand base = primary(depth);
+    if (tok_.kind != Tok::Power) return base;
+    const Token t = tok_;
+    check_depth(depth + 1, t.loc);
+    advance();
+    Operand exponent = unary(depth + 1);
+    return binary(Op::Pow, base, exponent, t.loc);
   }
 
   Operand primary(int depth) {
@@ -480,13 +495,7 @@ class Parser {
       case Tok::Ident:
         advance();
         return tok_.kind == Tok::LParen ? call(t, depth) : named_value(t);
-      default: {
-        // Python habits: `x ** 2` and `a // b` reach here at their second operator token.
-        std::string hint = t.kind == Tok::Star    ? "; for powers use pow(x, y)"
-                           : t.kind == Tok::Slash ? "; for floor division use floordiv(a, b)"
-                                                  : "";
-        throw UserError("expected an expression, found " + describe(t) + hint, t.loc);
-      }
+      default: throw UserError("expected an expression, found " + describe(t), t.loc);
     }
   }
 

@@ -52,7 +52,7 @@ std::string dictionary() {
   const std::pair<const char*, const char*> tokens[] = {
       {"tok_eq", "=="}, {"tok_ne", "!="}, {"tok_le", "<="}, {"tok_ge", ">="}, {"tok_lt", "<"}, {"tok_gt", ">"},
       {"tok_and", " & "}, {"tok_or", " | "}, {"tok_xor", " ^ "}, {"tok_not", "~"}, {"tok_shl", " << "},
-      {"tok_shr", " >> "},
+      {"tok_shr", " >> "}, {"tok_pow", " ** "}, {"tok_floordiv", " // "}, {"tok_mod", " % "},
       {"tok_assign", " = "}, {"tok_colon", " : "}, {"tok_comma", ", "}, {"tok_lbracket", "["},
       {"tok_rbracket", "]"}, {"tok_rparen", ")"}, {"tok_temp", "%1"}, {"tok_comment", "# "},
       {"tok_newline", "\n"}, {"num_neg_zero", "-0.0"}, {"num_exp", "1e-45"}, {"num_big", "9223372036854775807"},

@@ -161,6 +161,54 @@ TEST_CASE("bit operators: & | ^ ~ << >> with Python's precedence, printed back i
   CHECK(loc_of("input a : i32[2]\ny = a < < a\noutput y\n") == Loc{2, 9});
 }
 
+TEST_CASE("Python's ** // %: the same nodes as pow, floordiv and mod, with Python's precedence") {
+  // The operator spellings build exactly the nodes the calls build.
+  auto same = [](const std::string& op_form, const std::string& call_form) {
+    const std::string head = "input a : i32[4]\ninput b : i32[4]\ninput x : f32[4]\n";
+    return structurally_equal(parse_graph(head + "y = " + op_form + "\noutput y\n", "o.txt"),
+                              parse_graph(head + "y = " + call_form + "\noutput y\n", "c.txt"));
+  };
+  CHECK(same("x ** 2", "pow(x, 2)"));
+  CHECK(same("a // b", "floordiv(a, b)"));
+  CHECK(same("a % b", "mod(a, b)"));
+  CHECK(same("x % 2.5", "mod(x, 2.5)"));
+  CHECK(same("a%b", "mod(a, b)"));  // `%` before a letter is the operator
+  CHECK(same("-x ** 2", "-pow(x, 2)"));  // ** binds tighter than a unary operator on its left
+  CHECK(same("~a ** 2", "bitwise_not(pow(a, 2))"));
+  CHECK(same("x ** -x", "pow(x, -x)"));  // and looser than one on its right
+  CHECK(same("x ** 2 ** 3", "pow(x, pow(2, 3))"));  // right-associative
+  CHECK(same("a * b ** 2 % 7 // 3", "floordiv(mod(a * pow(b, 2), 7), 3)"));  // * / // % left to right
+  CHECK(same("a + b // 2", "a + floordiv(b, 2)"));
+  CHECK(same("(a + b) ** 2", "pow(a + b, 2)"));
+  // Literals fold as Python evaluates them: -2 ** 2 is -(2 ** 2), not a negative literal squared.
+  auto value_of = [](const std::string& expr, const char* dt) {
+    return out_node(parse_graph("c = cast(" + expr + ", " + dt + ")\noutput c\n", "f.txt")).value;
+  };
+  CHECK(value_of("-2 ** 2", "i64").i == -4);
+  CHECK(value_of("(-2) ** 2", "i64").i == 4);
+  CHECK(value_of("2 ** 3 ** 2", "i64").i == 512);
+  CHECK(value_of("- - 2 ** 2", "i64").i == 4);
+  CHECK(value_of("-7 // 2", "i64").i == -4);  // floor, as Python's //
+  CHECK(value_of("-7 % 3", "i64").i == 2);    // the divisor's sign, as Python's %
+  CHECK(value_of("7.5 % -2", "f64").f == -0.5);
+  CHECK(value_of("-2.0 ** 0.5", "f64").f == -std::sqrt(2.0));
+  CHECK(std::isnan(value_of("(-2.0) ** 0.5", "f64").f));  // pow's NaN where Python makes a complex
+  CHECK(std::signbit(value_of("-0.0 ** 1", "f64").f));  // -(0.0 ** 1)
+  CHECK(value_of("-9223372036854775808", "i64").i == std::numeric_limits<int64_t>::min());  // still one literal
+  // `%` and digits is a temporary, so a remainder by a literal takes a space; both say so.
+  CHECK(err_of("input a : i32[2]\ny = a %2\noutput y\n") ==
+        "'%2' reads as a temporary; a remainder needs a space after '%' (x % 2)");
+  CHECK(loc_of("input a : i32[2]\ny = a %2\noutput y\n") == Loc{2, 7});
+  CHECK(err_of("input a : i32[2]\ny = a %2x\noutput y\n").find("is not a temporary") != std::string::npos);
+  CHECK(loc_of("input a : i32[2]\ny = a ** \noutput y\n") == Loc{2, 10});
+  CHECK(loc_of("input a : i32[2]\ny = a // // a\noutput y\n") == Loc{2, 10});
+  // The printer writes them as calls (its infix forms are the ones without a second meaning).
+  const std::string text = print_graph(parse_graph("input a : i32[4]\ny = a % 3 + a // 2 + a ** 3\noutput y\n", "p.txt"));
+  CHECK(text.find("mod(a, 3)") != std::string::npos);
+  CHECK(text.find("floordiv(a, 2)") != std::string::npos);
+  CHECK(text.find("pow(a, 3)") != std::string::npos);
+}
+
 TEST_CASE("every comparison operator") {
   const std::pair<const char*, Op> cases[] = {{"<", Op::Lt}, {"<=", Op::Le}, {">", Op::Gt},
                                               {">=", Op::Ge}, {"==", Op::Eq}, {"!=", Op::Ne}};
