@@ -211,17 +211,31 @@ double Lexer::float_value(const Token& t) {
   return f;
 }
 
+// `%` and digits run on into a name or a number (`%12a`, `%1.5`, `%2e3`): not a temporary. A
+// number after the `%` was meant as a remainder by it, written without the space it needs.
+void Lexer::bad_temporary(size_t start, Loc loc) const {
+  size_t end = start + 1;
+  bool number = true;
+  while (end < text_.size() && (ident_char(text_[end]) || text_[end] == '.' ||
+                                ((text_[end] == '+' || text_[end] == '-') && (text_[end - 1] == 'e' || text_[end - 1] == 'E')))) {
+    const char c = text_[end];
+    number = number && (digit(c) || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-');
+    ++end;
+  }
+  const std::string run(text_.substr(start, std::min<size_t>(end - start, 40)));
+  throw UserError("'" + run + "' is not a temporary ('%' and digits, such as %12)" +
+                      (number ? "; a remainder needs a space after '%' (x % " + run.substr(1) + ")" : std::string()),
+                  loc);
+}
+
 Token Lexer::temporary(Token t) {
   size_t start = pos_++;
   while (pos_ < text_.size() && digit(text_[pos_])) ++pos_;
-  if (pos_ < text_.size() && ident_char(text_[pos_])) {
-    while (pos_ < text_.size() && ident_char(text_[pos_])) ++pos_;
-    throw UserError("'" + std::string(text_.substr(start, std::min<size_t>(pos_ - start, 40))) +
-                        "' is not a temporary ('%' and digits, such as %12); a remainder needs a space after "
-                        "'%' (x % 2)",
+  if (pos_ < text_.size() && (ident_char(text_[pos_]) || text_[pos_] == '.')) bad_temporary(start, t.loc);
+  if (pos_ - start > 11)
+    throw UserError("temporary number too long (at most 10 digits); a remainder by a literal needs a space after '%' (x % " +
+                        std::string(text_.substr(start + 1, std::min<size_t>(pos_ - start - 1, 40))) + ")",
                     t.loc);
-  }
-  if (pos_ - start > 11) throw UserError("temporary number too long", t.loc);
   t.kind = Tok::Temp;
   t.text = text_.substr(start, pos_ - start);
   return t;

@@ -57,6 +57,7 @@ class Lexer {
   static uint64_t int_value(Token& t);
   static double float_value(const Token& t);
   Token temporary(Token t);
+  [[noreturn]] void bad_temporary(size_t start, Loc loc) const;
   Token punctuation(Token t);
   [[noreturn]] void unexpected(char c, size_t at, Loc loc) const;
   std::string_view text_;
