@@ -12,10 +12,11 @@ namespace fusejit::ir {
 
 NodeId GraphBuilder::add_reduce(Op op, DType dtype, NodeId arg, ReduceAttr red, Loc loc) {
   FJ_CHECK(is_reduction(op), "add_reduce: not a reduction");
-  FJ_CHECK(arg >= 0 && arg < g_.size() && g_.node(arg).dtype == dtype, "add_reduce: operand must have the compute dtype");
+  FJ_CHECK(arg >= 0 && arg < g_.size() && reduce_result_dtype(op, g_.node(arg).dtype) == dtype,
+           "add_reduce: operand must have the compute dtype");
   const Shape& in = g_.node(arg).shape;
   FJ_CHECK(red.axes >> std::min<size_t>(in.size(), 63) == 0 || in.size() == 64, "add_reduce: axis beyond the rank");
-  check_reduce_nonempty(op, in, dtype, red, "", loc);
+  check_reduce_nonempty(op, in, g_.node(arg).dtype, red, "", loc);
   Node n;
   n.op = op;
   n.dtype = dtype;
@@ -64,14 +65,19 @@ Operand GraphBuilder::reduce(Op op, const Operand& x, std::span<const int64_t> a
                                 op == Op::Mean ? "is negative (it must be 0 or more)" : "applies only to mean, var and std"),
                     loc);
   check_correction(op_name(op), correction, loc);
+  if (is_arg_reduction(op) && axes.size() > 1)
+    throw UserError(fmt::format("{0} takes one axis or none (an index into the flattened tensor), as NumPy's and "
+                                "PyTorch's do: {0}(x, -1) or {0}(x)",
+                                op_name(op)),
+                    loc);
   const ReduceAttr red{reduce_axes_mask(axes, xn.shape.size(), loc), keepdim, correction,
                        initial_flag(op, xn.dtype, initial, loc)};
   const DType from = xn.dtype;
   const DType ct = reduce_compute_dtype(op, from, loc);
   const NodeId arg = from == ct ? in : cast(Operand::of(in), ct, loc).node;
-  const NodeId r = add_reduce(op, ct, arg, red, loc);
+  const NodeId r = add_reduce(op, reduce_result_dtype(op, ct), arg, red, loc);
   const bool half = from == DType::F16 || from == DType::BF16;
-  return half ? cast(Operand::of(r), from, loc) : Operand::of(r);
+  return half && !is_arg_reduction(op) ? cast(Operand::of(r), from, loc) : Operand::of(r);
 }
 
 namespace {

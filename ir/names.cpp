@@ -157,12 +157,8 @@ std::string unknown_op_message(std::string_view name) {
       {"layer_norm", "LayerNorm is two means and an rsqrt: see samples/graphs/layernorm.txt"},
       {"rms_norm", "RMSNorm is mean and rsqrt: see samples/graphs/rmsnorm.txt"},
       {"clip", "write clamp(x, lo, hi)"},
-      {"remainder", "write mod(x, y) (Python's %, torch.remainder)"},
+      {"remainder", "write x % y or mod(x, y) (Python's %, torch.remainder)"},
       {"swish", "write silu(x)"},
-      {"argmax", "fusejit's reductions are sum, mean, prod, amax, amin (and var, std, any, all, softmax, log_softmax, "
-                 "logsumexp)"},
-      {"argmin", "fusejit's reductions are sum, mean, prod, amax, amin (and var, std, any, all, softmax, log_softmax, "
-                 "logsumexp)"},
   };
   for (const auto& [foreign, hint] : kForeign)
     if (name == foreign) return "unknown op " + quoted(name) + ": " + std::string(hint);

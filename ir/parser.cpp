@@ -351,8 +351,9 @@ class Parser {
 
   // ---- expressions, Python's precedence (lowest first):
   //      cmp := or [cmpop or]; or := xor {'|' xor}; xor := and {'^' and}; and := shift {'&' shift};
-  //      shift := add {('<<'|'>>') add}; add := mul {(+|-) mul}; mul := unary {(*|/) unary};
-  //      unary := ('-'|'~') unary | primary; primary := literal | name | call | '(' expr ')'.
+  //      shift := add {('<<'|'>>') add}; add := mul {(+|-) mul}; mul := unary {(*|/|//|%) unary};
+  //      unary := ('-'|'~') unary | power; power := primary ['**' unary];
+  //      primary := literal | name | call | '(' expr ')'.
   void check_depth(int depth, Loc loc) {
     if (depth > kMaxExprDepth)
       throw UserError("expression nested too deeply (more than " + std::to_string(kMaxExprDepth) + " levels)", loc);

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <type_traits>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -72,7 +73,7 @@ DType reduce_compute_dtype(Op op, DType in, Loc loc) {
                                     "mean(cast(x, f32), -1); PyTorch refuses integer means too)", dtype_name(in)),
                         loc);
       return half ? DType::F32 : in;
-    case Op::Amax: case Op::Amin:
+    case Op::Amax: case Op::Amin: case Op::Argmax: case Op::Argmin:
       return half ? DType::F32 : in;
     default:
       break;
@@ -85,15 +86,17 @@ void check_reduce_nonempty(Op op, const Shape& in, DType in_dtype, const ReduceA
   // PyTorch refuses it whenever a reduced axis is empty, also when the result has no elements
   // (aten's zero_numel_check_dims: "Expected reduction dim 1 to have non-zero size").
   const uint64_t mask = red.axes;
-  if ((op != Op::Amax && op != Op::Amin) || red.initial || reduce_length(in, mask) != 0) return;
+  const bool arg = is_arg_reduction(op);
+  if ((op != Op::Amax && op != Op::Amin && !arg) || red.initial || reduce_length(in, mask) != 0) return;
   // A float operand may start from the op's identity instead (NumPy's initial=; builder_reduce.cpp).
-  const std::string initial = !is_float(in_dtype) ? ""
-                              : op == Op::Amax    ? ", or start from initial=-inf"
-                                                  : ", or start from initial=inf";
-  throw UserError(fmt::format("{}{} of zero elements (reduced axes {} of shape {}) has no identity; "
+  const std::string initial = !is_float(in_dtype) || arg ? ""
+                              : op == Op::Amax           ? ", or start from initial=-inf"
+                                                         : ", or start from initial=inf";
+  throw UserError(fmt::format("{}{} of zero elements (reduced axes {} of shape {}) has no {}; "
                               "make the reduced axes non-empty{}",
                               what.empty() ? "" : what + ": ", op_name(op), fmt::join(mask_axes(mask), ", "),
-                              shape_to_string(in), initial),
+                              shape_to_string(in), arg ? "index to return (NumPy and PyTorch refuse it too)" : "identity",
+                              initial),
                   loc);
 }
 
@@ -133,12 +136,17 @@ template <class T> T load_as(const std::byte* p, int64_t k) {
   else return reinterpret_cast<const T*>(p)[k];
 }
 
+int64_t reduce_length_of(const std::vector<int64_t>& shape, uint64_t mask) {
+  int64_t len = 1;
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (mask & (uint64_t{1} << k)) len *= shape[k];
+  return len;
+}
+
 template <class R, class T>
 void reduce_typed(const Node& n, const Tensor& in, Tensor& out) {
   const ReduceIndex idx(in.shape, n.red.axes);
-  int64_t len = 1;
-  for (size_t k = 0; k < in.shape.size(); ++k)
-    if (n.red.axes & (uint64_t{1} << k)) len *= in.shape[k];
+  const int64_t len = reduce_length_of(in.shape, n.red.axes);
   const int64_t rows = out.numel();
   T lanes[FJ_RED_LANES];
   for (int64_t o = 0; o < rows; ++o) {
@@ -152,6 +160,21 @@ void reduce_typed(const Node& n, const Tensor& in, Tensor& out) {
   }
 }
 
+// argmax/argmin: lanes of (value, index), the index written as i64.
+template <class R, class T>
+void arg_reduce_typed(const Node& n, const Tensor& in, Tensor& out) {
+  const ReduceIndex idx(in.shape, n.red.axes);
+  const int64_t len = reduce_length_of(in.shape, n.red.axes);
+  const int64_t rows = out.numel();
+  using Lane = fj_red_arg<T>;
+  std::vector<Lane> lanes(FJ_RED_LANES);
+  for (int64_t o = 0; o < rows; ++o) {
+    const int64_t base = idx.outer(o);
+    auto load = [&](long long i) { return Lane{load_as<T>(in.data.data(), base + idx.inner(i)), i}; };
+    out.as<int64_t>()[o] = fj_reduce_fixed<R, Lane>(len, load, lanes.data(), 0, 1).i;
+  }
+}
+
 template <class T>
 void reduce_op(const Node& n, const Tensor& in, Tensor& out) {
   switch (n.op) {
@@ -159,6 +182,8 @@ void reduce_op(const Node& n, const Tensor& in, Tensor& out) {
     case Op::Prod: return reduce_typed<fj_red_prod, T>(n, in, out);
     case Op::Amax: return reduce_typed<fj_red_max, T>(n, in, out);
     case Op::Amin: return reduce_typed<fj_red_min, T>(n, in, out);
+    case Op::Argmax: return arg_reduce_typed<fj_red_argmax, T>(n, in, out);
+    case Op::Argmin: return arg_reduce_typed<fj_red_argmin, T>(n, in, out);
     default: internal_error(__FILE__, __LINE__, "eval_reduction: not a reduction");
   }
 }
@@ -173,14 +198,16 @@ const char* reduce_combiner(Op op) {
     case Op::Prod: return "fj_red_prod";
     case Op::Amax: return "fj_red_max";
     case Op::Amin: return "fj_red_min";
+    case Op::Argmax: return "fj_red_argmax";
+    case Op::Argmin: return "fj_red_argmin";
     default: internal_error(__FILE__, __LINE__, "reduce_combiner: not a reduction");
   }
 }
 
 Tensor eval_reduction(const Node& n, const Tensor& in) {
-  FJ_CHECK(in.dtype == n.dtype, "eval_reduction: operand dtype differs from the node's");
+  FJ_CHECK(reduce_result_dtype(n.op, in.dtype) == n.dtype, "eval_reduction: operand dtype is not the node's compute dtype");
   Tensor out(n.dtype, shape_sizes(n.shape));
-  switch (n.dtype) {
+  switch (in.dtype) {
     case DType::Bool: reduce_op<bool>(n, in, out); break;
     case DType::I8: reduce_op<signed char>(n, in, out); break;
     case DType::U8: reduce_op<unsigned char>(n, in, out); break;
@@ -197,8 +224,9 @@ Tensor eval_reduction(const Node& n, const Tensor& in) {
 std::string reduce_args_text(Op op, const ReduceAttr& red, size_t in_rank) {
   const std::vector<int64_t> axes = mask_axes(red.axes);
   std::string s;
+  // An argmax/argmin over every axis prints none (its text takes one axis or none).
   if (axes.size() == 1) s = fmt::format(", {}", axes[0]);
-  else if (axes.size() != in_rank || red.keepdim) s = fmt::format(", [{}]", fmt::join(axes, ", "));
+  else if (axes.size() != in_rank || (red.keepdim && !is_arg_reduction(op))) s = fmt::format(", [{}]", fmt::join(axes, ", "));
   if (red.keepdim) s += ", keepdim";
   if (red.correction != 0) s += fmt::format(", correction={}", red.correction);
   if (red.initial) s += op == Op::Amax ? ", initial=-inf" : ", initial=inf";

@@ -1,4 +1,5 @@
-// Reductions (sum, mean, prod, amax, amin over a set of axes, optionally keeping them as size 1):
+// Reductions (sum, mean, prod, amax, amin, argmax, argmin over a set of axes, optionally keeping
+// them as size 1):
 // the axis and dtype rules every consumer shares (builder, parser, verifier, reference evaluator,
 // planner, code generator), and the reference evaluation in the fixed order of
 // ir/scalar/fj_reduce.h. Semantics and sources: docs/ops.md, "Reductions".
@@ -17,6 +18,9 @@ namespace fusejit::ir {
 
 // True for the reduction ops (rule Reduce in ir/ops.def).
 bool is_reduction(Op op);
+// True for argmax and argmin: their result is the i64 index of the element they pick, not a value
+// of their operand's dtype (reduce_result_dtype).
+inline bool is_arg_reduction(Op op) { return op == Op::Argmax || op == Op::Argmin; }
 
 // The composites the builder expands into reductions and elementwise ops (GraphBuilder::
 // reduce_by_name): softmax, log_softmax, logsumexp, var, std, any, all. Called like reductions in graph text.
@@ -60,26 +64,32 @@ inline constexpr int64_t split_workspace_slots(int64_t nslots, int64_t rows, int
   return nslots * rows * (1 + reduce_chunks(row_len));
 }
 
-// The dtype a reduction computes in and returns, PyTorch's rules: sum and prod of bool or an
-// integer dtype are i64; mean needs a float dtype (UserError at `loc` otherwise, as torch.mean
-// refuses integer tensors); amax/amin keep the dtype; f16/bf16 operands compute in f32 (the
-// builder casts the result back to the operand dtype: one rounding at the end).
+// The dtype a reduction computes in (its operand's, after the builder's cast), PyTorch's rules:
+// sum and prod of bool or an integer dtype are i64; mean needs a float dtype (UserError at `loc`
+// otherwise, as torch.mean refuses integer tensors); amax/amin/argmax/argmin keep the dtype;
+// f16/bf16 operands compute in f32 (the builder casts a value result back to the operand dtype:
+// one rounding at the end; f16/bf16 to f32 is exact, so argmax picks the same element).
 DType reduce_compute_dtype(Op op, DType in, Loc loc = {});
+// The dtype a reduction computing in `compute` returns: i64 for argmax/argmin (NumPy's intp,
+// PyTorch's int64), else `compute`.
+inline DType reduce_result_dtype(Op op, DType compute) { return is_arg_reduction(op) ? DType::I64 : compute; }
 
-// Throws UserError at `loc` when an amax/amin reduces zero elements, whether or not the result has
-// elements (PyTorch: "Expected reduction dim 1 to have non-zero size"): no identity exists to
-// return. `what` ("" or the node's quoted name) prefixes the message; a float operand (`in_dtype`)
+// Throws UserError at `loc` when an amax/amin/argmax/argmin reduces zero elements, whether or not
+// the result has elements (PyTorch: "Expected reduction dim 1 to have non-zero size"; NumPy:
+// "attempt to get argmax of an empty sequence"): no identity or index exists to return. `what` ("" or the node's quoted name) prefixes the message; a float operand (`in_dtype`)
 // is told of initial= too.
 void check_reduce_nonempty(Op op, const Shape& in, DType in_dtype, const ReduceAttr& red, const std::string& what,
                            Loc loc = {});
 
 // The struct of ir/scalar/fj_reduce.h that combines the elements of reduction `op` ("fj_red_sum"
-// for sum and mean, "fj_red_prod", "fj_red_max", "fj_red_min"): what generated kernels call.
+// for sum and mean, "fj_red_prod", "fj_red_max", "fj_red_min", "fj_red_argmax", "fj_red_argmin"):
+// what generated kernels call. An arg reduction's lanes are fj_red_arg<compute type> (value, index).
 const char* reduce_combiner(Op op);
 
 // The reference value of reduction node `n` (dtype and shape from the node) applied to `in`, in
 // the fixed order of ir/scalar/fj_reduce.h: every result element reduces its elements, taken in
-// row-major order of the reduced axes. `in` has the node operand's dtype and shape.
+// row-major order of the reduced axes (an argmax's index counts in that order: NumPy's flattened
+// index when every axis is reduced). `in` has the node operand's dtype and shape.
 Tensor eval_reduction(const Node& n, const Tensor& in);
 
 // "sum(x, [0, 2], keepdim)" style axis text for the printer: ", [a, b]" or ", a" plus

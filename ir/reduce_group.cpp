@@ -337,16 +337,20 @@ int64_t choose_row_split(int64_t rows, int64_t row_len) {
 }
 
 int64_t pass_lane_bytes(const Graph& g, std::span<const NodeId> pass) {
-  // fj_red_two<A, fj_red_two<B, ...>>: the last member alone, then each earlier one in front.
+  // fj_red_two<A, fj_red_two<B, ...>>: the last member alone, then each earlier one in front. A
+  // member is its operand's compute type, or for argmax/argmin fj_red_arg {value; long long index}
+  // (16 bytes, aligned to 8: every compute type is at most 8 bytes).
   int64_t size = 0, align = 1;
   for (size_t k = pass.size(); k-- > 0;) {
-    const DType t = g.node(pass[k]).dtype;
-    const int64_t s = dtype_size(is_half(t) ? DType::F32 : t);
+    const DType t = g.node(g.node(pass[k]).arg(0)).dtype;
+    const bool arg = is_arg_reduction(g.node(pass[k]).op);
+    const int64_t s = arg ? 16 : dtype_size(is_half(t) ? DType::F32 : t), sa = arg ? 8 : s;
     if (size == 0) {
-      size = align = s;
+      size = s;
+      align = sa;
       continue;
     }
-    const int64_t a = std::max(s, align), offset = (s + align - 1) / align * align;
+    const int64_t a = std::max(sa, align), offset = (s + align - 1) / align * align;
     size = (offset + size + a - 1) / a * a;
     align = a;
   }

@@ -17,18 +17,18 @@ std::string where(const Graph& g, NodeId id) {
   return s + ")";
 }
 
-// A reduction computes in its operand's dtype, which must be its compute dtype (ir/reduce.h), and
-// has the reduced shape of its operand.
+// A reduction computes in its operand's dtype, which must be its compute dtype (ir/reduce.h),
+// returns that dtype (argmax/argmin: i64) and has the reduced shape of its operand.
 void check_reduction(const Graph& g, NodeId id) {
   const Node& n = g.node(id);
   const Node& a = g.node(n.args[0]);
-  FJ_CHECK(a.dtype == n.dtype, where(g, id) + ": operand dtype differs from result");
-  FJ_CHECK(is_float(n.dtype) || n.op != Op::Mean, where(g, id) + ": mean of a non-float dtype");
+  FJ_CHECK(reduce_result_dtype(n.op, a.dtype) == n.dtype, where(g, id) + ": result dtype is not its operand's");
+  FJ_CHECK(is_float(a.dtype) || n.op != Op::Mean, where(g, id) + ": mean of a non-float dtype");
   FJ_CHECK(n.red.correction == 0 || (n.op == Op::Mean && n.red.correction > 0),
            where(g, id) + ": a correction other than a mean's positive one");
   FJ_CHECK(!n.red.initial || ((n.op == Op::Amax || n.op == Op::Amin) && is_float(n.dtype)),
            where(g, id) + ": an initial value on other than a float amax or amin");
-  FJ_CHECK(reduce_compute_dtype(n.op, n.dtype) == n.dtype, where(g, id) + ": not a reduction compute dtype");
+  FJ_CHECK(reduce_compute_dtype(n.op, a.dtype) == a.dtype, where(g, id) + ": not a reduction compute dtype");
   FJ_CHECK(a.shape.size() == 64 || (n.red.axes >> a.shape.size()) == 0, where(g, id) + ": reduced axis beyond the rank");
   FJ_CHECK(reduced_shape(a.shape, n.red.axes, n.red.keepdim) == n.shape,
            where(g, id) + ": shape " + shape_to_string(n.shape, &g) + " is not the reduced shape of its operand");

@@ -848,11 +848,18 @@ struct ReduceGen {
     final_phase = 2 * info.levels + (info.epilogue() ? 1 : 0);
   }
 
-  // A pass's lane type, combiner and the access to member m of its value: the compute type, the
+  // A pass's lane type, combiner and the access to member m of its value: the member's type, the
   // reduction's combiner and nothing for one reduction; nested fj_red_two / fj_red_pair for more.
   std::string lane_type(const std::vector<ir::NodeId>& p, size_t from = 0) {
-    const std::string t = compute_ctype(k.dtype(p[from]));
+    const std::string t = member_type(p[from]);
     return from + 1 == p.size() ? t : fmt::format("fj_red_two<{}, {}>", t, lane_type(p, from + 1));
+  }
+  // What reduction r combines: its operand's compute type, or for argmax/argmin the pair of an
+  // element's value and index (fj_red_arg).
+  std::string member_type(ir::NodeId r) {
+    const ir::Node& nd = k.g.node(r);
+    const std::string t = compute_ctype(k.dtype(nd.arg(0)));
+    return ir::is_arg_reduction(nd.op) ? fmt::format("fj_red_arg<{}>", t) : t;
   }
   std::string combiner(const std::vector<ir::NodeId>& p, size_t from = 0) {
     const std::string c = ir::reduce_combiner(k.g.node(p[from]).op);
@@ -1055,10 +1062,15 @@ struct ReduceGen {
     return s.empty() ? "" : "  // The rows the passes read: on chip when the launch keeps them there, else in memory\n" + s;
   }
 
-  // The members' operands of pass p, nested as the lane type: "a, {b, c}".
-  std::string pass_operands(const std::vector<ir::NodeId>& p) {
-    std::string operands = v(k.g.node(p[0]).arg(0));
-    for (size_t m = 1; m < p.size(); ++m) operands += (m + 1 < p.size() ? ", {" : ", ") + v(k.g.node(p[m]).arg(0));
+  // The members' operands of pass p, nested as the lane type: "a, {b, c}"; an argmax/argmin's is
+  // its operand with the element's index in the row, `index`.
+  std::string pass_operands(const std::vector<ir::NodeId>& p, const std::string& index) {
+    auto operand = [&](ir::NodeId r) {
+      const std::string x = v(k.g.node(r).arg(0));
+      return ir::is_arg_reduction(k.g.node(r).op) ? fmt::format("{}{{{}, {}}}", member_type(r), x, index) : x;
+    };
+    std::string operands = operand(p[0]);
+    for (size_t m = 1; m < p.size(); ++m) operands += (m + 1 < p.size() ? ", {" : ", ") + operand(p[m]);
     return operands + std::string(p.size() > 2 ? p.size() - 2 : 0, '}');
   }
 
@@ -1075,16 +1087,19 @@ struct ReduceGen {
     std::string body = offsets(ins);
     if (!body.empty() || !early.empty())  // element k's coordinates: for offsets in memory and output writes
       body = fmt::format("  const {} k = ({})fj_i;\n", k.idx, k.idx) + decompose(red_j, "k") + body;
-    const std::string operands = pass_operands(p);
     const std::string lt = lane_type(p);
-    const std::string result = p.size() == 1 ? operands : lt + "{" + operands + "}";
+    // A lane's value for element fj_i (fj_i + fj_j in the vector path's element fj_j).
+    auto result = [&](const std::string& index) {
+      const std::string operands = pass_operands(p, index);
+      return p.size() == 1 ? operands : lt + "{" + operands + "}";
+    };
     body += elements(elems, ins, "ioff", "fj_i") + keep_writes(elems) + output_writes(early) +
-            fmt::format("  return {};\n", result);
+            fmt::format("  return {};\n", result("fj_i"));
     std::string load = fmt::format("[&](long long fj_i) -> {} {{\n{}  }}", lt, indent(body, 2));
     if (V > 1) {  // vector loads from memory; a row on chip is read one lane a thread
       const std::string vec = fmt::format("  const {0} fj_k = ({0})fj_i;  // elements fj_k .. fj_k + {1}: this thread's {2} lanes\n",
                                           k.idx, V - 1, V) +
-                              vector_elements(elems, ins, early, fmt::format("  fj_out[fj_j] = {};\n", result), false);
+                              vector_elements(elems, ins, early, fmt::format("  fj_out[fj_j] = {};\n", result("fj_i + fj_j")), false);
       load = fmt::format("fj_red_loads<{}>({}, {},\n      [&](long long fj_i, {}* fj_out) {{\n{}  }})", V,
                          cached.empty() ? "fj_vector" : "fj_vector && !fj_rc", load, lt, indent(vec, 2));
     }
@@ -1116,9 +1131,11 @@ struct ReduceGen {
     return s;
   }
 
-  // `const T v = <value>;` for reduction r from its combined value (a mean divides it).
+  // `const T v = <value>;` for reduction r from its combined value (a mean divides it; an
+  // argmax/argmin takes the index).
   std::string reduction_value(ir::NodeId r, std::string value) {
     const ir::Node& nd = k.g.node(r);
+    if (ir::is_arg_reduction(nd.op)) value += ".i";
     if (nd.op == ir::Op::Mean)
       value = nd.red.correction == 0
                   ? fmt::format("fj_red_mean({}, (long long)row_len)", value)
@@ -1128,10 +1145,13 @@ struct ReduceGen {
                        compute_ctype(nd.dtype), v(r), value);
   }
 
-  // A pass's lanes as part of a name: its members' compute types, "float", "double_float".
+  // A pass's lanes as part of a name: its members' compute types, "float", "double_float",
+  // "arg_float" (an argmax's).
   std::string lane_name(const std::vector<ir::NodeId>& p) {
     std::string m;
-    for (ir::NodeId r : p) m += (m.empty() ? "" : "_") + std::string(compute_ctype(k.dtype(r)));
+    for (ir::NodeId r : p)
+      m += (m.empty() ? "" : "_") + std::string(ir::is_arg_reduction(k.g.node(r).op) ? "arg_" : "") +
+           compute_ctype(k.dtype(k.g.node(r).arg(0)));
     std::replace(m.begin(), m.end(), ' ', '_');
     return m;
   }

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "ir/error.h"
+#include "ir/reduce.h"
 
 namespace fusejit::jit {
 namespace {
@@ -123,8 +124,10 @@ OutputTolerance gpu_output_tolerance(const ir::Graph& g, ir::NodeId output) {
     if (arg_approx && acc == ir::OpAccuracy::Step && !(n.op == ir::Op::Cast && ir::is_float(n.dtype)))
       t.comparable = false;
     // A sum or product of approximate values has no bound relative to its result (terms of either
-    // sign cancel); amax/amin pick one value and keep its bound.
-    if (arg_approx && (n.op == ir::Op::Sum || n.op == ir::Op::Mean || n.op == ir::Op::Prod)) t.comparable = false;
+    // sign cancel); amax/amin pick one value and keep its bound; argmax/argmin of approximate
+    // values may pick another element, anywhere in the row.
+    if (arg_approx && (n.op == ir::Op::Sum || n.op == ir::Op::Mean || n.op == ir::Op::Prod || ir::is_arg_reduction(n.op)))
+      t.comparable = false;
     const bool own = acc == ir::OpAccuracy::Math || acc == ir::OpAccuracy::Composite;
     if (own && ir::is_float(n.dtype)) {
       any_approx = true;

@@ -9,6 +9,7 @@
 
 #include "fusejit/fusejit.h"
 #include "ir/builder.h"
+#include "ir/reduce.h"
 #include "lib/internal.h"
 #include "tests/support/random_graph.h"
 
@@ -389,10 +390,12 @@ struct Replay {
           break;
         }
         case ir::Op::Cast: val.push_back(b.cast(val[static_cast<size_t>(n.args[0])], dt)); break;
-        case ir::Op::Sum: case ir::Op::Mean: case ir::Op::Prod: case ir::Op::Amax: case ir::Op::Amin: {
+        case ir::Op::Sum: case ir::Op::Mean: case ir::Op::Prod: case ir::Op::Amax: case ir::Op::Amin:
+        case ir::Op::Argmax: case ir::Op::Argmin: {
           std::vector<int64_t> axes;
           for (int a = 0; a < 64; ++a)
             if (n.red.axes >> a & 1) axes.push_back(a);
+          if (ir::is_arg_reduction(n.op) && axes.size() > 1) axes.clear();  // one axis or none (every axis)
           val.push_back(b.reduce(ir::op_name(n.op), val[static_cast<size_t>(n.args[0])], axes, n.red.keepdim,
                                  n.op == ir::Op::Mean ? std::optional<int64_t>(n.red.correction) : std::nullopt));
           break;

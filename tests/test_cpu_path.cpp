@@ -261,6 +261,7 @@ TEST_CASE("row reductions on the vector path: V lanes a thread, the same bits as
       {"residual_rmsnorm", sample("residual_rmsnorm.txt"), {{"T", 16}, {"D", 1000}}, true},
       {"layernorm", sample("layernorm.txt"), {{"N", 16}, {"C", 1028}}, true},
       {"logsumexp", sample("logsumexp.txt"), {{"N", 8}, {"V", 9000}}, true},
+      {"greedy_decode", sample("greedy_decode.txt"), {{"B", 4}, {"V", 9000}}, true},
       {"grad_norm (split over blocks)", sample("grad_norm.txt"), {{"N", 300000}}, true},
       {"early outputs", early, {}, true},
   };

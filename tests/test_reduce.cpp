@@ -456,3 +456,104 @@ TEST_CASE("the rewriter keeps reductions and merges only identical ones; the pla
   CHECK(fused.groups[0].iter_shape.size() == 2);
   CHECK(plan_unfused(rw.graph).groups.size() == 2);  // one kernel per sum (the multiply by 1 is gone)
 }
+
+namespace {
+// argmax/argmin(x, -1) of one f32 row through the reference evaluator.
+int64_t ref_arg(const std::vector<float>& v, const char* op) {
+  Graph g = parse("dim N = " + std::to_string(v.size()) + "\ninput x : f32[N]\ny = " + op + "(x, -1)\noutput y\n");
+  Tensor in = f32_tensor({static_cast<int64_t>(v.size())}, v);
+  const std::vector<Tensor> r = evaluate_reference(g, std::span<const Tensor>(&in, 1));
+  REQUIRE(r[0].dtype == DType::I64);
+  return r[0].as<int64_t>()[0];
+}
+}  // namespace
+
+TEST_CASE("argmax and argmin: the first best index, NaN first, as NumPy and PyTorch") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = INFINITY;
+  CHECK(ref_arg({1, 5, 5, 2}, "argmax") == 1);  // ties: the first
+  CHECK(ref_arg({1, -5, 2, -5}, "argmin") == 1);
+  CHECK(ref_arg({1, nan, 3, nan}, "argmax") == 1);  // NaN wins, the first one (np.argmax, torch.argmax)
+  CHECK(ref_arg({1, nan, 3, nan}, "argmin") == 1);  // for argmin too (np.argmin, torch.argmin)
+  CHECK(ref_arg({-0.0f, 0.0f}, "argmax") == 0);     // -0.0 == 0.0: the first
+  CHECK(ref_arg({0.0f, -0.0f}, "argmin") == 0);
+  CHECK(ref_arg({-inf, -inf}, "argmax") == 0);      // equal to the identity: still an element's index
+  CHECK(ref_arg({inf, inf}, "argmin") == 0);
+  CHECK(ref_arg({7}, "argmax") == 0);
+  // Ties across lanes and chunks: the first of many equal values, wherever the order meets them.
+  std::vector<float> ties(20000, 1.0f);
+  CHECK(ref_arg(ties, "argmax") == 0);
+  ties[19999] = 2.0f;
+  ties[8192 + 300] = 2.0f;
+  ties[17000] = 2.0f;
+  CHECK(ref_arg(ties, "argmax") == 8192 + 300);
+  ties[12345] = nan;
+  CHECK(ref_arg(ties, "argmax") == 12345);
+  CHECK(ref_arg(ties, "argmin") == 12345);
+  // Against a naive scan on random rows of every length around a lane, a batch and a chunk.
+  for (size_t n : {1u, 2u, 255u, 256u, 257u, 2048u, 8191u, 8192u, 8193u, 16385u}) {
+    std::vector<float> v = mixed_values(n, static_cast<uint32_t>(n));
+    for (size_t i = 0; i < n; i += 7) v[i] = v[n / 2];  // ties
+    size_t best_max = 0, best_min = 0;
+    for (size_t i = 1; i < n; ++i) {
+      if (v[i] > v[best_max]) best_max = i;
+      if (v[i] < v[best_min]) best_min = i;
+    }
+    CAPTURE(n);
+    CHECK(ref_arg(v, "argmax") == static_cast<int64_t>(best_max));
+    CHECK(ref_arg(v, "argmin") == static_cast<int64_t>(best_min));
+  }
+}
+
+TEST_CASE("argmax and argmin: i64 results, one axis or the flattened index, keepdim, dtypes, errors") {
+  Graph g = parse("input x : f32[2, 3]\ninput h : bf16[2, 3]\ninput b : bool[4]\ninput i : i8[2, 3]\n"
+                  "a = argmax(x)\nk = argmax(x, -1, keepdim)\nc = argmin(x, 0)\nf = argmax(x, keepdim)\n"
+                  "hb = argmin(h, 1)\nbb = argmax(b)\nii = argmin(i, [0])\noutput a, k, c, f, hb, bb, ii\n");
+  for (const OutputDecl& o : g.outputs) CHECK(g.node(o.node).dtype == DType::I64);
+  CHECK(shape_sizes(g.node(g.outputs[0].node).shape).empty());
+  CHECK(shape_sizes(g.node(g.outputs[1].node).shape) == std::vector<int64_t>{2, 1});
+  CHECK(shape_sizes(g.node(g.outputs[2].node).shape) == std::vector<int64_t>{3});
+  CHECK(shape_sizes(g.node(g.outputs[3].node).shape) == std::vector<int64_t>{1, 1});  // NumPy's keepdims
+  CHECK(g.node(g.node(g.outputs[4].node).arg(0)).op == Op::Cast);  // bf16 compared in f32 (exact), no cast back
+  const std::string text = print_graph(g);
+  CHECK(text.find("a = argmax(x)\n") != std::string::npos);
+  CHECK(text.find("k = argmax(x, 1, keepdim)\n") != std::string::npos);
+  CHECK(structurally_equal(g, parse(text)));
+
+  Tensor x = f32_tensor({2, 3}, {4, 9, 9, -1, 12, -3});
+  Tensor h(DType::BF16, {2, 3}), b(DType::Bool, {4}), i(DType::I8, {2, 3});
+  const uint16_t hv[6] = {0x4000, 0xbf80, 0xbf80, 0x7fc0, 0x0000, 0x8000};  // 2, -1, -1 | nan, 0, -0
+  std::memcpy(h.data.data(), hv, sizeof hv);
+  const uint8_t bv[4] = {0, 0, 1, 1};
+  std::memcpy(b.data.data(), bv, sizeof bv);
+  const int8_t iv[6] = {-128, 127, 0, -128, -128, 5};
+  std::memcpy(i.data.data(), iv, sizeof iv);
+  const Tensor ins[4] = {x, h, b, i};
+  const std::vector<Tensor> r = evaluate_reference(g, ins);
+  CHECK(r[0].as<int64_t>()[0] == 4);  // 12, flattened row-major
+  CHECK(r[1].as<int64_t>()[0] == 1);
+  CHECK(r[1].as<int64_t>()[1] == 1);
+  CHECK(std::vector<int64_t>(r[2].as<int64_t>(), r[2].as<int64_t>() + 3) == std::vector<int64_t>{1, 0, 1});
+  CHECK(r[3].as<int64_t>()[0] == 4);
+  CHECK(r[4].as<int64_t>()[0] == 1);  // the first of the equal -1s
+  CHECK(r[4].as<int64_t>()[1] == 0);  // the NaN
+  CHECK(r[5].as<int64_t>()[0] == 2);  // the first true
+  CHECK(std::vector<int64_t>(r[6].as<int64_t>(), r[6].as<int64_t>() + 3) == std::vector<int64_t>{0, 1, 0});
+
+  struct Bad { const char* line; const char* says; };
+  const Bad bad[] = {
+      {"y = argmax(x, [0, 1])", "argmax takes one axis or none (an index into the flattened tensor)"},
+      {"y = argmin(z, 0)", "argmin of zero elements (reduced axes 0 of shape [0, 2]) has no index to return"},
+      {"y = argmax(z)", "argmax of zero elements"},
+      {"y = argmax(x, -1, initial=-inf)", "argmax takes no initial= (only amax and amin do)"},
+      {"y = argmax(x, -1, correction=1)", "argmax takes no correction"},
+      {"y = argmax(x, 2)", "axis 2 is out of range"},
+  };
+  for (const Bad& e : bad) {
+    CAPTURE(e.line);
+    CHECK_THROWS_WITH_AS(parse(std::string("input x : f32[3, 4]\ninput z : f32[0, 2]\n") + e.line + "\noutput y\n"),
+                         doctest::Contains(e.says), UserError);
+  }
+  // An axis that --dim makes empty: refused at rebinding, as amax's.
+  Graph d = parse("dim N = 3\ninput x : f32[N, 2]\ny = argmax(x, 0)\noutput y\n");
+  CHECK_THROWS_WITH_AS(rebind_dims(d, {{"N", 0}}), doctest::Contains("zero elements"), UserError);
+}

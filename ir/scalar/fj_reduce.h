@@ -103,6 +103,33 @@ struct fj_red_min {
   template <class T> FJ_RFN static T op(T a, T b) { return fj_minimum(a, b); }
 };
 
+// argmax/argmin: a lane holds an element's value and its index in the row (row-major over the
+// reduced axes). The combine keeps the larger (argmax) or smaller (argmin) value, a NaN before any
+// number (NumPy's and PyTorch's argmax and argmin both return the first NaN), and of equal values
+// (-0.0 == +0.0) the smaller index: the best element by a total order, so every combining order
+// gives the same index (the fixed order is kept all the same). The identity's index is past every
+// element's, so an element equal to it wins. Zero elements are refused before any kernel runs.
+template <class V> struct fj_red_arg {
+  typedef V value_type;
+  V v;
+  long long i;
+};
+template <bool Max> struct fj_red_argbest {
+  template <class T> FJ_RFN static T id() {
+    typedef typename T::value_type V;
+    return T{Max ? fj_red_lim<V>::lo() : fj_red_lim<V>::hi(), 9223372036854775807LL};
+  }
+  template <class T> FJ_RFN static T empty() { return id<T>(); }
+  template <class T> FJ_RFN static T op(T a, T b) {
+    const bool an = fj_isnan(a.v), bn = fj_isnan(b.v);
+    if (an != bn) return an ? a : b;
+    if (!an && a.v != b.v) return (Max ? b.v < a.v : a.v < b.v) ? a : b;
+    return a.i <= b.i ? a : b;
+  }
+};
+typedef fj_red_argbest<true> fj_red_argmax;
+typedef fj_red_argbest<false> fj_red_argmin;
+
 // Several reductions in one pass over a row (ir/reduce_group.h, ReduceGroupInfo::passes): a lane
 // holds one value per reduction, fj_red_two<A, fj_red_two<B, C>> for three, and fj_red_pair
 // combines each member with its own op at the same step of the order, so each member's result is

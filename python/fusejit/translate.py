@@ -126,6 +126,10 @@ REDUCTIONS: dict[str, tuple[str, str]] = {
     "prod": ("xp.prod({0}, axis={axes}, keepdims={keepdim})", "fj.prod({0}, {axes}, {keepdim})"),
     "amax": ("xp.max({0}, axis={axes}, keepdims={keepdim})", "torch.amax({0}, dim={axes}, keepdim={keepdim})"),
     "amin": ("xp.min({0}, axis={axes}, keepdims={keepdim})", "torch.amin({0}, dim={axes}, keepdim={keepdim})"),
+    # One axis or all ({axis} None: the flattened index); fusejit's i64 index is NumPy's intp here.
+    # torch's keepdim with dim=None is reshaped to fusejit's (and NumPy's) shape of ones.
+    "argmax": ("xp.argmax({0}, axis={axis}, keepdims={keepdim})", "torch.argmax({0}, dim={axis}, keepdim={keepdim}){ones}"),
+    "argmin": ("xp.argmin({0}, axis={axis}, keepdims={keepdim})", "torch.argmin({0}, dim={axis}, keepdim={keepdim}){ones}"),
 }
 
 BACKENDS = ("numpy", "cupy", "torch")
@@ -355,7 +359,9 @@ def _expr(backend: str, n: Any, names: dict[int, str], dtypes: dict[int, str]) -
         # A mean with a correction (var's second pass) is the sum over max(0, count - correction).
         corrected = n.op == "mean" and n.correction != 0
         template = REDUCTIONS["sum" if corrected else n.op][1 if backend == "torch" else 0]
-        e = template.format(names[n.operands[0]], axes=tuple(n.axes), keepdim=bool(n.keepdim))
+        axis = n.axes[0] if len(n.axes) == 1 else None
+        ones = f".reshape({tuple(n.shape)})" if axis is None and n.keepdim else ""
+        e = template.format(names[n.operands[0]], axes=tuple(n.axes), axis=axis, keepdim=bool(n.keepdim), ones=ones)
         if n.initial and backend == "numpy":
             # amax/amin from -inf/+inf (the composites' max). CuPy and torch.amax take no initial:
             # the same result except on an empty axis, which they refuse.

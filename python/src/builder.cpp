@@ -284,8 +284,9 @@ void bind_graph_builder(nb::module_& m) {
           },
           "name"_a, "x"_a, "axes"_a.none() = nb::none(), "keepdim"_a = false, "correction"_a.none() = nb::none(),
           "initial"_a.none() = nb::none(), "kwargs"_a,
-          "A reduction (sum mean prod amax amin) or a composite of them (softmax log_softmax logsumexp var "
-          "std any all) over axes (an int, ints, or None: every axis), as in graph text (docs/ops.md, Reductions). "
+          "A reduction (sum mean prod amax amin argmax argmin) or a composite of them (softmax log_softmax logsumexp "
+          "var std any all) over axes (an int, ints, or None: every axis; argmax/argmin one or None, giving an i64 "
+          "index), as in graph text (docs/ops.md, Reductions). "
           "correction: mean, var, std. initial: amax -inf, amin inf only (NumPy's initial=; zero elements "
           "give it).")
       .def(

@@ -323,6 +323,39 @@ def test_a_sum_of_negative_zeros_is_positive_zero_as_numpy_and_torch():
                         assert bits(r[name]) == bits(np.zeros(want, npt)), (dt, shape, plan, name)
 
 
+def test_argmax_and_argmin_match_numpy_with_nan_ties_and_greedy_decoding():
+    # The first best index, a NaN counted largest for both (np.argmax, np.argmin; torch agrees),
+    # one axis or the flattened tensor, i64; fused (greedy decoding: argmax of logits / T) and
+    # unfused give the same indices.
+    b = fusejit.GraphBuilder()
+    v = b.dim("V", 7)
+    x = b.input("x", "f32", [3, v])
+    h = b.input("h", "bf16", [3, v])
+    b.output("am", b.reduce("argmax", x, -1))
+    b.output("an", b.reduce("argmin", x, 0, keepdim=True))
+    b.output("af", b.reduce("argmax", x))
+    b.output("ah", b.reduce("argmin", h, None))
+    b.output("tok", b.reduce("argmax", x / 0.7, -1))
+    prog = fusejit.compile(b.build())
+    rng = np.random.default_rng(5)
+    bf16 = fusejit.numpy_dtype("bf16")
+    for n in (1, 7, 300, 8193):
+        xs = rng.integers(-3, 4, (3, n)).astype(np.float32)  # many ties
+        xs[1, n // 2] = np.nan
+        hs = rng.standard_normal((3, n)).astype(bf16)
+        for plan in ("fused", "unfused"):
+            r = prog(x=xs, h=hs, plan=plan)
+            assert r["am"].dtype == np.int64 and r["am"].shape == (3,)
+            np.testing.assert_array_equal(r["am"], np.argmax(xs, -1))
+            np.testing.assert_array_equal(r["an"], np.argmin(xs, 0, keepdims=True))
+            assert r["af"] == np.argmax(xs)
+            assert r["ah"] == np.argmin(hs.astype(np.float32))
+            np.testing.assert_array_equal(r["tok"], np.argmax(xs / np.float32(0.7), -1))
+    b2 = fusejit.GraphBuilder()
+    with pytest.raises(fusejit.UserError, match="argmax takes one axis or none"):
+        b2.reduce("argmax", b2.input("x", "f32", [2, 3]), [0, 1])
+
+
 def test_dtype_objects_of_numpy_and_pytorch_name_fusejit_dtypes():
     ml_dtypes = pytest.importorskip("ml_dtypes")
     b = fusejit.GraphBuilder("d")

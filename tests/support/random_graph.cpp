@@ -169,8 +169,9 @@ struct Gen {
     }
   }
 
-  // A reduction of a random value over a random set of axes (none listed: all), or a composite
-  // (softmax, log_softmax, logsumexp, var and std with a correction of 0 to 2).
+  // A reduction of a random value over a random set of axes (none listed: all), an argmax or
+  // argmin over one axis or all, or a composite (softmax, log_softmax, logsumexp, var and std with
+  // a correction of 0 to 2).
   bool random_reduction() {
     if (o.normalize_rate > 0 && r.chance(o.normalize_rate)) return normalize();
     const NodeId x = any();
@@ -180,7 +181,7 @@ struct Gen {
       if (r.chance(0.5)) axes.push_back(r.chance(0.5) ? d : d - rank);
     static const Op ops[] = {Op::Sum, Op::Mean, Op::Prod, Op::Amax, Op::Amin};
     try {
-      const int pick = r.below(10);
+      const int pick = r.below(12);
       int64_t axis = 0;
       if (rank > 0) {
         const int64_t a = r.below(rank);
@@ -188,7 +189,9 @@ struct Gen {
       }
       const bool keep = r.chance(0.5);
       const int64_t correction = r.below(3);
+      const std::vector<int64_t> one = rank > 0 && r.chance(0.7) ? std::vector<int64_t>{axis} : std::vector<int64_t>{};
       Operand res = pick < 5   ? b.reduce(ops[pick], Operand::of(x), axes, keep)
+                    : pick >= 10 ? b.reduce(pick == 10 ? Op::Argmax : Op::Argmin, Operand::of(x), one, keep)
                     : pick == 5 ? b.softmax(Operand::of(x), axis)
                     : pick == 6 ? b.log_softmax(Operand::of(x), axis)
                     : pick == 7 ? b.logsumexp(Operand::of(x), axis, keep)

@@ -37,8 +37,8 @@ struct RandomGraphOptions {
 // integer extremes), params, several outputs, and every op of ir/ops.def (drawn from the table, so a
 // new row is generated without a change here) including cast/where/clamp/compare; integer-only
 // rows (bit operations, shifts) on integer operands, often with shift counts around the widths;
-// reductions over random axes with or without keepdim, and the softmax/log_softmax/logsumexp
-// composites.
+// reductions over random axes with or without keepdim, argmax/argmin over one axis or all, and the
+// softmax/log_softmax/logsumexp composites.
 ir::Graph random_graph(const RandomGraphOptions& options);
 
 // One tensor per graph input (current dim sizes). About `special_rate` of the elements are special

@@ -163,7 +163,7 @@ struct NodeInfo {
   std::vector<int32_t> operands;  ///< node ids, in the op's argument order
   Scalar value;                   ///< "const": its value, already rounded to `dtype`
   int32_t slot = -1;              ///< "input"/"param": index in inputs()/params(), else -1
-  /// Reductions ("sum", "mean", "prod", "amax", "amin"): the reduced axes of the operand,
+  /// Reductions ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin"): the reduced axes of the operand,
   /// ascending and non-negative (all of them for `sum(x)`); empty for every other op.
   std::vector<int64_t> axes;
   bool keepdim = false;           ///< reductions: the reduced axes stay as size-1 dims (PyTorch's keepdim)
@@ -286,7 +286,8 @@ class GraphBuilder {
   Value op(std::string_view name, std::initializer_list<Value> args);
   Value op(std::string_view name, const std::vector<Value>& args);
   /// `name(x[, axes][, keepdim][, correction=N | initial=V])`: a reduction ("sum", "mean", "prod", "amax",
-  /// "amin") or a composite the builder expands into them ("softmax", "log_softmax", "logsumexp",
+  /// "amin", "argmax", "argmin": the i64 index of the first largest / smallest element, NaN counted
+  /// largest, along one axis or, with none, of the flattened tensor) or a composite the builder expands into them ("softmax", "log_softmax", "logsumexp",
   /// "var", "std", "any", "all"), with the graph format's rules (docs/graph-format.md; semantics, result dtypes
   /// and PyTorch sources in docs/ops.md, "Reductions"). `axes` count from the end when negative;
   /// empty reduces every axis (softmax, log_softmax and logsumexp take exactly one). `keepdim`
@@ -296,7 +297,7 @@ class GraphBuilder {
   /// identities, so a reduction of zero elements gives that value instead of an error. f16/bf16
   /// operands accumulate in f32 and are rounded once. Throws Error(User) for an unknown name, a
   /// bad or repeated axis, an integer operand of mean/var/std/softmax, amax/amin of zero elements
-  /// without `initial`, a negative correction or one given to another op, an initial given to
+  /// without `initial`, argmax/argmin of zero elements or over several axes, a negative correction or one given to another op, an initial given to
   /// another op, an integer operand or another value.
   Value reduce(std::string_view name, const Value& x, const std::vector<int64_t>& axes = {}, bool keepdim = false,
                std::optional<int64_t> correction = std::nullopt, std::optional<double> initial = std::nullopt);
