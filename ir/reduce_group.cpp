@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,15 @@ bool same_sizes(const Shape& a, const Shape& b) {
 }
 
 namespace {
+
+// A pass member's lane: its operand's compute type, or for argmax/argmin fj_red_arg {value; long
+// long index} (16 bytes aligned to 8: every compute type is at most 8 bytes). {size, alignment}.
+std::pair<int64_t, int64_t> lane_member(const Graph& g, NodeId r) {
+  if (is_arg_reduction(g.node(r).op)) return {16, 8};
+  const DType t = g.node(g.node(r).arg(0)).dtype;
+  const int64_t s = dtype_size(is_half(t) ? DType::F32 : t);
+  return {s, s};
+}
 
 // `s` broadcasts to `x` (NumPy right alignment, sizes).
 bool broadcasts(const Shape& s, const Shape& x) {
@@ -222,10 +232,7 @@ struct Analyzer {
     return root;
   }
 
-  int64_t compute_size(NodeId r) const {
-    const DType t = g.node(r).dtype;
-    return dtype_size(is_half(t) ? DType::F32 : t);
-  }
+  int64_t compute_size(NodeId r) const { return lane_member(g, r).first; }
 
   // Whether element value `id` reads a row value in its element scope.
   bool reads_row(NodeId id, std::set<NodeId>& seen) const {
@@ -337,14 +344,10 @@ int64_t choose_row_split(int64_t rows, int64_t row_len) {
 }
 
 int64_t pass_lane_bytes(const Graph& g, std::span<const NodeId> pass) {
-  // fj_red_two<A, fj_red_two<B, ...>>: the last member alone, then each earlier one in front. A
-  // member is its operand's compute type, or for argmax/argmin fj_red_arg {value; long long index}
-  // (16 bytes, aligned to 8: every compute type is at most 8 bytes).
+  // fj_red_two<A, fj_red_two<B, ...>>: the last member alone, then each earlier one in front.
   int64_t size = 0, align = 1;
   for (size_t k = pass.size(); k-- > 0;) {
-    const DType t = g.node(g.node(pass[k]).arg(0)).dtype;
-    const bool arg = is_arg_reduction(g.node(pass[k]).op);
-    const int64_t s = arg ? 16 : dtype_size(is_half(t) ? DType::F32 : t), sa = arg ? 8 : s;
+    const auto [s, sa] = lane_member(g, pass[k]);
     if (size == 0) {
       size = s;
       align = sa;
