@@ -44,7 +44,7 @@ struct FusionGroup {
 // opt-in maximum.
 inline constexpr int64_t kRowCacheBytes = 48 * 1024;
 // Shared memory a reduction kernel may need besides its row cache: its lane buffer (256 lanes of
-// at most 4 reductions of 8 bytes, 8 KiB: kMaxPassReductions), the warp tree's result, and room
+// at most 32 bytes, 8 KiB: kMaxPassReductions, kMaxLaneBytes), the warp tree's result, and room
 // for what the toolchain adds (sm_90 CUBINs carry 1 KiB more shared memory than sm_80 ones for the
 // same kernel: 9,248 B for a pass of four 8-byte reductions), so 12 KiB. A kernel's static and
 // dynamic shared memory together may not pass the opt-in maximum, or its load fails.

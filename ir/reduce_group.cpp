@@ -184,7 +184,8 @@ struct Analyzer {
   }
 
   // The reductions' passes, level by level: the reductions of a level linked (transitively) by a
-  // common per-element load, in chunks of kMaxPassReductions; and the inputs each pass loads.
+  // common per-element load, in passes of at most kMaxPassReductions members and kMaxLaneBytes;
+  // and the inputs each pass loads.
   void group_passes(std::vector<std::set<NodeId>>& per_pass) {
     for (int level = 1; level <= info.levels; ++level) {
       std::vector<NodeId> rs;
@@ -201,7 +202,7 @@ struct Analyzer {
         bool room = false;  // the last pass is this component's and not full
         for (size_t i = c; i < rs.size(); ++i) {
           if (root[i] != c) continue;
-          if (!room || info.passes.back().size() == kMaxPassReductions) {
+          if (!room || !room_in_pass(info.passes.back(), rs[i])) {
             info.passes.emplace_back();
             per_pass.emplace_back();
             room = true;
@@ -211,10 +212,24 @@ struct Analyzer {
         }
       }
     }
-    for (std::vector<NodeId>& p : info.passes)  // widest first (the least padding in the lane), then by id
-      std::sort(p.begin(), p.end(), [&](NodeId a, NodeId b) {
-        return compute_size(a) != compute_size(b) ? compute_size(a) > compute_size(b) : a < b;
-      });
+    for (std::vector<NodeId>& p : info.passes) widest_first(p);
+  }
+
+  // A pass's members widest first (the least padding in the lane), then by id.
+  void widest_first(std::vector<NodeId>& p) const {
+    std::sort(p.begin(), p.end(), [&](NodeId a, NodeId b) {
+      return compute_size(a) != compute_size(b) ? compute_size(a) > compute_size(b) : a < b;
+    });
+  }
+
+  // Whether reduction r joins pass p: at most kMaxPassReductions members in a lane of at most
+  // kMaxLaneBytes (two argmax lanes of 16 bytes fill one).
+  bool room_in_pass(const std::vector<NodeId>& p, NodeId r) const {
+    if (p.size() >= kMaxPassReductions) return false;
+    std::vector<NodeId> with = p;
+    with.push_back(r);
+    widest_first(with);
+    return pass_lane_bytes(g, with) <= kMaxLaneBytes;
   }
 
   // For each set, the first set linked to it through common members (a chain of them).
@@ -369,7 +384,10 @@ int64_t lane_bytes(const Graph& g, const ReduceGroupInfo& info) {
 int column_rows_per_block(const Graph& g, const ReduceGroupInfo& info) {
   const int64_t bytes = 256 * lane_bytes(g, info);
   int rows = 32;
-  while (rows > 1 && rows * bytes > 48 * 1024) rows /= 2;
+  // The lane buffers and the rest of the kernel's static shared memory (the warp tree's result per
+  // lane type; ptxas adds about 1 KiB for sm_90) must fit 48 KiB: lanes of 12, 24 or 48 bytes filled
+  // it exactly and failed to compile for sm_90.
+  while (rows > 1 && rows * bytes > 48 * 1024 - kColumnStaticReserve) rows /= 2;
   return rows;
 }
 

@@ -78,10 +78,15 @@ struct ReduceGroupInfo {
   bool operator==(const ReduceGroupInfo&) const = default;
 };
 
-// The most reductions one pass computes together: a lane then takes at most 32 bytes (4 x 8), so
-// the kernel's one lane buffer (FJ_RED_LANES lanes of the widest pass) takes at most 8 KiB of static
-// shared memory, within ir::kRowCacheStaticReserve beside the row cache (ir/plan.h).
+// The most reductions one pass computes together, and the most bytes of its lane: four 8-byte
+// values, or two argmax/argmin lanes (value, index: 16 bytes each). So the kernel's one lane
+// buffer (FJ_RED_LANES lanes of the widest pass) takes at most 8 KiB of static shared memory,
+// within ir::kRowCacheStaticReserve beside the row cache (ir/plan.h).
 inline constexpr size_t kMaxPassReductions = 4;
+inline constexpr int64_t kMaxLaneBytes = 32;
+// Static shared memory a column kernel needs besides its lane buffers: the warp tree's result per
+// lane type and what ptxas adds (about 1 KiB for sm_90). column_rows_per_block leaves it free.
+inline constexpr int64_t kColumnStaticReserve = 2 * 1024;
 
 // The bytes of one lane of a pass (ReduceGroupInfo::passes): its reductions' compute types laid out
 // as the kernel's nested fj_red_two structs (ir/scalar/fj_reduce.h), with C++'s alignment; a
@@ -111,8 +116,8 @@ int64_t lane_bytes(const Graph& g, const ReduceGroupInfo& info);
 
 // Rows a column kernel (rows side by side in a block) holds per block: a power of two up to 32
 // whose lane buffers, 256 lanes of lane_bytes each per row, fit in 48 KiB of static shared memory
-// (at least 1: a lane buffer takes at most 8 KiB). jit/codegen lays blocks out by it; the launcher
-// counts blocks.
+// less kColumnStaticReserve (at least 1: a lane buffer takes at most 8 KiB). jit/codegen lays
+// blocks out by it; the launcher counts blocks.
 int column_rows_per_block(const Graph& g, const ReduceGroupInfo& info);
 
 // Blocks per column group of a column kernel (rows_per_block rows side by side): 1 unless the

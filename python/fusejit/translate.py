@@ -361,7 +361,10 @@ def _expr(backend: str, n: Any, names: dict[int, str], dtypes: dict[int, str]) -
         template = REDUCTIONS["sum" if corrected else n.op][1 if backend == "torch" else 0]
         axis = n.axes[0] if len(n.axes) == 1 else None
         ones = f".reshape({tuple(n.shape)})" if axis is None and n.keepdim else ""
-        e = template.format(names[n.operands[0]], axes=tuple(n.axes), axis=axis, keepdim=bool(n.keepdim), ones=ones)
+        operand = names[n.operands[0]]
+        if backend == "torch" and n.op in ("argmax", "argmin") and dtypes[n.operands[0]] == "bool":
+            operand = f"{operand}.to(torch.uint8)"  # torch.argmax refuses bool; false < true as u8
+        e = template.format(operand, axes=tuple(n.axes), axis=axis, keepdim=bool(n.keepdim), ones=ones)
         if n.initial and backend == "numpy":
             # amax/amin from -inf/+inf (the composites' max). CuPy and torch.amax take no initial:
             # the same result except on an empty axis, which they refuse.

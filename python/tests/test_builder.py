@@ -324,7 +324,7 @@ def test_a_sum_of_negative_zeros_is_positive_zero_as_numpy_and_torch():
 
 
 def test_argmax_and_argmin_match_numpy_with_nan_ties_and_greedy_decoding():
-    # The first best index, a NaN counted largest for both (np.argmax, np.argmin; torch agrees),
+    # The first best index, a NaN picked before any number by both (np.argmax, np.argmin; torch agrees),
     # one axis or the flattened tensor, i64; fused (greedy decoding: argmax of logits / T) and
     # unfused give the same indices.
     b = fusejit.GraphBuilder()

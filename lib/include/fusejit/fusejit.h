@@ -286,8 +286,8 @@ class GraphBuilder {
   Value op(std::string_view name, std::initializer_list<Value> args);
   Value op(std::string_view name, const std::vector<Value>& args);
   /// `name(x[, axes][, keepdim][, correction=N | initial=V])`: a reduction ("sum", "mean", "prod", "amax",
-  /// "amin", "argmax", "argmin": the i64 index of the first largest / smallest element, NaN counted
-  /// largest, along one axis or, with none, of the flattened tensor) or a composite the builder expands into them ("softmax", "log_softmax", "logsumexp",
+  /// "amin", "argmax", "argmin": the i64 index of the first largest / smallest element, a NaN
+  /// picked before any number by both, along one axis or, with none, of the flattened tensor) or a composite the builder expands into them ("softmax", "log_softmax", "logsumexp",
   /// "var", "std", "any", "all"), with the graph format's rules (docs/graph-format.md; semantics, result dtypes
   /// and PyTorch sources in docs/ops.md, "Reductions"). `axes` count from the end when negative;
   /// empty reduces every axis (softmax, log_softmax and logsumexp take exactly one). `keepdim`
