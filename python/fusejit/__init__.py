@@ -6,7 +6,8 @@
     outs = prog(x=np.arange(4, dtype=np.float32))     # {"y": array([...], dtype=float32)}
 
 Graphs also come from code: ``b = fusejit.GraphBuilder(); x = b.input("x", "f32", [b.dim("N", 4)]);
-b.output("y", b.op("tanh", x) * 2); g = b.build()`` (Python operators on its values build ops).
+b.output("y", b.op("tanh", x) * 2); g = b.build()`` (Python operators on its values build ops), or
+from a Python function traced by ``@fusejit.fuse`` (NumPy's ufuncs and reductions on its values).
 
 A thin layer over the C++ library (docs/api.md); this module binds arguments, allocates outputs
 like the inputs and finds the caller's stream. Guide: docs/python.md.
@@ -21,6 +22,9 @@ from typing import Any, Mapping, Sequence
 from . import _fusejit
 from ._errors import CompileError, DriverError, Error, FusejitWarning, InternalError, UserError
 from ._fusejit import Dim, Graph, GraphBuilder, KernelInfo, NodeInfo, ParamInfo, TensorInfo, Value
+from ._fuse import Fused, fuse, install_value_methods as _install_value_methods, op, reduce
+
+_install_value_methods()
 
 # nanobind's static methods are plain attributes of their class, which help() listed as data.
 for _name in ("parse", "load"):
@@ -31,7 +35,7 @@ __version__: str = _fusejit.__version__
 __all__ = [
     "Graph", "GraphBuilder", "Value", "Dim", "Program", "compile", "load", "KernelInfo", "NodeInfo", "ParamInfo",
     "TensorInfo", "Error", "UserError", "CompileError", "DriverError", "InternalError", "FusejitWarning",
-    "numpy_dtype", "torch_dtype",
+    "numpy_dtype", "torch_dtype", "fuse", "Fused", "op", "reduce",
 ]
 
 

@@ -222,6 +222,8 @@ void bind_value(nb::module_& m) {
                    "The value's dtype name (\"f32\", ...).")
       .def_prop_ro("shape", [](const PyValue& v) { return cpp(v.builder).info(v.v).shape; },
                    "The value's shape at the builder's dim sizes (list of ints).")
+      .def_prop_ro("builder", [](const PyValue& v) { return v.builder; },
+                   "The fusejit.GraphBuilder whose node the value is (fusejit.op and fusejit.reduce find it here).")
       .def("__repr__", [](const PyValue& v) {
         const fusejit::TensorInfo t = cpp(v.builder).info(v.v);
         std::string s = "<fusejit.Value" + (t.name.empty() ? "" : " " + t.name) + " : " +

@@ -1,0 +1,475 @@
+"""``fusejit.fuse``: a Python function of arrays, traced once per argument pattern into a graph,
+compiled, cached, and called like the function (as ``cupy.fuse`` and ``torch.compile`` are used).
+
+    @fusejit.fuse
+    def rmsnorm(x, w, eps=1e-6):
+        xf = x.astype("f32")
+        return (xf * fusejit.op("rsqrt", (xf * xf).mean(-1, keepdims=True) + eps)).astype("bf16") * w
+
+The function runs once per new *pattern* of its arguments, on :class:`fusejit.Value` stand-ins of
+its arrays (a :class:`fusejit.GraphBuilder` records what it does), and the graph it recorded is
+compiled with :func:`fusejit.compile`. A pattern is: each array's dtype and rank; which of its
+sizes are 1 (broadcast) and which sizes are equal to each other (each class of equal sizes becomes
+one named dim, so the program runs any size without a new trace: "duck sizing", as in
+torch.compile's dynamic shapes); and the value of every other argument (Python numbers are
+weakly typed literals in the graph, as a Python scalar is in PyTorch). A function that reads a
+value's ``.shape`` while traced is specialised on every size instead (its graph would otherwise
+keep the traced sizes for other ones). Guide: docs/python.md, "Fusing a Python function".
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import keyword
+import threading
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+from ._errors import FusejitWarning, UserError
+from ._fusejit import GraphBuilder, Value
+
+# NumPy ufunc -> fusejit op of the same meaning (docs/ops.md defines the values: within its ulp
+# bounds of NumPy's; promotion is PyTorch's, a Python or NumPy scalar operand weakly typed).
+_UFUNCS = {
+    "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div",
+    "floor_divide": "floordiv", "remainder": "mod", "fmod": "fmod", "power": "pow", "negative": "neg",
+    "absolute": "abs", "fabs": "abs", "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log",
+    "log2": "log2", "log10": "log10", "log1p": "log1p", "sqrt": "sqrt", "cbrt": "cbrt",
+    "reciprocal": "reciprocal", "sin": "sin", "cos": "cos", "tan": "tan", "arcsin": "asin",
+    "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
+    "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "floor": "floor", "ceil": "ceil",
+    "rint": "round", "trunc": "trunc", "sign": "sign", "isnan": "isnan", "isinf": "isinf",
+    "isfinite": "isfinite", "logical_not": "logical_not", "maximum": "maximum", "minimum": "minimum",
+    "fmax": "fmax", "fmin": "fmin", "arctan2": "atan2", "hypot": "hypot", "copysign": "copysign",
+    "equal": "eq", "not_equal": "ne", "less": "lt", "less_equal": "le", "greater": "gt",
+    "greater_equal": "ge", "logical_and": "logical_and", "logical_or": "logical_or",
+    "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
+    "invert": "bitwise_not", "left_shift": "left_shift", "right_shift": "right_shift",
+}
+
+# NumPy reduction (function or method) -> fusejit reduction.
+_REDUCTIONS = {"sum": "sum", "mean": "mean", "prod": "prod", "max": "amax", "amax": "amax", "min": "amin",
+               "amin": "amin", "argmax": "argmax", "argmin": "argmin", "var": "var", "std": "std"}
+
+
+def _builder_of(args: tuple) -> Any:
+    """The GraphBuilder of the first Value among `args` (UserError when there is none)."""
+    for a in args:
+        if isinstance(a, Value):
+            return a.builder
+    raise UserError("no fusejit.Value among the operands: an op needs at least one graph value")
+
+
+def op(name: str, *args: Any) -> Value:
+    """The elementwise op `name` of docs/ops.md on values of one GraphBuilder (a Value's builder), as
+    ``GraphBuilder.op``: ``fusejit.op("silu", g) * u``, ``fusejit.op("where", c, x, 0.0)``. For
+    functions traced by :func:`fuse` and for builder values alike. Raises UserError (unknown op, bad
+    operands; no Value among them)."""
+    return _builder_of(args).op(name, *args)
+
+
+def reduce(name: str, x: Value, axes: Any = None, keepdim: bool = False, *, correction: int | None = None,
+           initial: float | None = None) -> Value:
+    """The reduction or composite `name` (sum mean prod amax amin argmax argmin softmax log_softmax
+    logsumexp var std any all) of `x` over `axes` (an int, ints, or None: every axis), as
+    ``GraphBuilder.reduce`` on x's builder: ``fusejit.reduce("softmax", x / t, -1)``. Raises
+    UserError (bad axes, dtype; docs/ops.md, "Reductions")."""
+    if not isinstance(x, Value):
+        raise UserError(f"reduce('{name}'): x must be a fusejit.Value, got {type(x).__name__}")
+    return x.builder.reduce(name, x, axes, keepdim=keepdim, correction=correction, initial=initial)
+
+
+# ---- NumPy's protocols and ndarray-like methods on Value -----------------------------------------
+
+def _array_ufunc(self: Value, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Value:
+    """np.exp(v), np.maximum(v, 0), np.float32(2) * v: the fusejit op of the ufunc (_UFUNCS)."""
+    name = ufunc.__name__
+    if method != "__call__" or kwargs:
+        extra = f"np.{name}.{method}" if method != "__call__" else f"np.{name}(..., {', '.join(kwargs)}=)"
+        raise TypeError(f"{extra} is not supported on fusejit values (only the plain call np.{name}(...))")
+    if name == "square":
+        return inputs[0] * inputs[0]
+    if name == "positive":
+        return inputs[0]
+    if name not in _UFUNCS:
+        raise TypeError(f"np.{name} has no fusejit op (docs/ops.md lists them; fusejit.op(name, ...) builds any)")
+    return _builder_of(inputs).op(_UFUNCS[name], *inputs)
+
+
+def _np_reduction(op_name: str, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+                  keepdims: bool = False, **rest: Any) -> Value:
+    """np.sum(v, axis, keepdims=...) and the like, NumPy's signatures (ddof: var and std)."""
+    if dtype is not None or out is not None or rest:
+        given = [k for k, v in (("dtype", dtype), ("out", out)) if v is not None] + list(rest)
+        raise TypeError(f"{op_name} on a fusejit value takes axis and keepdims (and ddof for var/std), "
+                        f"not {', '.join(given)}")
+    correction = ddof if op_name in ("var", "std") else None
+    if ddof and correction is None:
+        raise TypeError(f"{op_name} takes no ddof")
+    return reduce(op_name, a, axis, bool(keepdims), correction=correction)
+
+
+def _np_where(condition: Any, x: Any = None, y: Any = None) -> Value:
+    if x is None or y is None:
+        raise TypeError("np.where(condition) (the indices form) has no fusejit op: use np.where(condition, x, y)")
+    return op("where", condition, x, y)
+
+
+def _np_clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, *, min: Any = None,
+             max: Any = None) -> Value:
+    lo = a_min if a_min is not None else min
+    hi = a_max if a_max is not None else max
+    if out is not None:
+        raise TypeError("np.clip(..., out=) is not supported on fusejit values")
+    if lo is None and hi is None:
+        raise TypeError("np.clip needs a lower or an upper bound")
+    if lo is None:
+        return op("minimum", a, hi)
+    return op("maximum", a, lo) if hi is None else op("clamp", a, lo, hi)
+
+
+def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dict) -> Value:
+    """np.sum(v, -1), np.where(c, v, 0), np.clip(v, 0, 6): NumPy's functions of values."""
+    name = func.__name__
+    if name in _REDUCTIONS:
+        return _np_reduction(_REDUCTIONS[name], *args, **kwargs)
+    if name == "where":
+        return _np_where(*args, **kwargs)
+    if name == "clip":
+        return _np_clip(*args, **kwargs)
+    raise TypeError(f"np.{name} has no fusejit op on fusejit values (supported: NumPy's ufuncs of docs/ops.md, "
+                    "where, clip, and the reductions sum mean prod max min amax amin argmax argmin var std)")
+
+
+def _method(op_name: str) -> Callable:
+    def method(self: Value, axis: Any = None, *, keepdims: bool = False, **kwargs: Any) -> Value:
+        return _np_reduction(_REDUCTIONS[op_name], self, axis, keepdims=keepdims, **kwargs)
+
+    method.__name__ = op_name
+    method.__doc__ = (f"NumPy's ndarray.{op_name}(axis=None, keepdims=False"
+                      f"{', ddof=0' if op_name in ('var', 'std') else ''}): fusejit's "
+                      f"{_REDUCTIONS[op_name]} (docs/ops.md, \"Reductions\").")
+    return method
+
+
+def _astype(self: Value, dtype: Any) -> Value:
+    """``cast(x, dtype)``: dtype a fusejit name ("bf16") or a NumPy/PyTorch dtype (as GraphBuilder.input)."""
+    return self.builder.cast(self, dtype)
+
+
+def _array(v: Any) -> Any:
+    """`v` as an input array (a NumPy scalar as a 0-d array), or None: not an array."""
+    if isinstance(v, np.generic):
+        return np.asarray(v)
+    return v if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, Value) else None
+
+
+class _TraceState(threading.local):
+    """Per thread: whether a Value's shape was read since the trace began."""
+
+    shape_read = False
+
+
+_TRACE = _TraceState()
+_SHAPE_GETTER = Value.__dict__["shape"].fget
+
+
+def _shape(self: Value) -> list[int]:
+    _TRACE.shape_read = True
+    return _SHAPE_GETTER(self)
+
+
+def install_value_methods() -> None:
+    """Gives fusejit.Value NumPy's protocols (__array_ufunc__, __array_function__) and ndarray-like
+    methods (astype, ndim, sum, mean, ...), for fuse-traced functions and builder values alike."""
+    Value.__array_ufunc__ = _array_ufunc
+    Value.__array_function__ = _array_function
+    Value.astype = _astype
+    Value.__pos__ = lambda self: self
+    Value.ndim = property(lambda self: len(_SHAPE_GETTER(self)), doc="The value's rank (number of dims).")
+    Value.shape = property(_shape, doc="The value's shape at the builder's dim sizes (list of ints); read in a "
+                                       "function fuse traces, it specialises the function on every size.")
+    for m in ("sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std"):
+        setattr(Value, m, _method(m))
+
+
+# ---- fuse ----------------------------------------------------------------------------------------
+
+_RESERVED = {"graph", "dim", "input", "param", "output", "true", "false", "inf", "nan", "cast"}
+_TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile's recompile limit is 8)
+_FLOAT_KEY = float.hex  # -0.0 and 0.0, each NaN payload alike: hex tells 0.0 from -0.0
+
+
+def _graph_name(name: str, k: int, taken: set) -> str:
+    """A graph-format name for the argument `name` (the k-th array): itself where it can be one."""
+    ok = name.isascii() and name.isidentifier() and name not in _RESERVED and not keyword.iskeyword(name)
+    base = name if ok else f"arg{k}"
+    while base in taken:
+        base += "_"
+    taken.add(base)
+    return base
+
+
+class _Entry:
+    """One traced pattern: its program, input order and how results map back to the function's."""
+
+    def __init__(self, program: Any, kind: Any, keys: list, sources: list):
+        self.program = program
+        self.kind = kind          # Value (one result), tuple, list or dict
+        self.keys = keys          # dict keys, in order (dict results)
+        self.sources = sources    # per result: an output name, or the index of an argument returned as is
+
+    def results(self, outs: dict, arrays: list) -> Any:
+        if self.kind is Value and self.sources[0] == "out":
+            return outs["out"]
+        vals = [outs[s] if isinstance(s, str) else arrays[s] for s in self.sources]
+        if self.kind is Value:
+            return vals[0]
+        if self.kind is dict:
+            return dict(zip(self.keys, vals))
+        return self.kind(vals)
+
+
+class Fused:
+    """A function compiled by :func:`fuse`: call it as the function; it traces and compiles once per
+    argument pattern (module docstring) and then calls the program, passing its arrays through
+    (NumPy in, NumPy out; PyTorch and CuPy tensors on their device and the caller's stream). Thread-safe."""
+
+    def __init__(self, fn: Callable, dynamic: bool, options: dict):
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self._sig = inspect.signature(fn)
+        self._dynamic = dynamic
+        self._options = options
+        self._entries: dict = {}
+        self._lock = threading.Lock()
+        self._traces = 0
+        self._dtype_names: dict = {}
+        params = list(self._sig.parameters.values())
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        # Every parameter positional: a call giving each positionally skips Signature.bind (~5 µs).
+        self._names = [p.name for p in params] if all(p.kind in positional for p in params) else None
+
+    traces = property(lambda self: self._traces,
+                      doc="How many times the function has been traced (once per new argument pattern).")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        entry, arrays = self._entry(args, kwargs)
+        return entry.results(entry.program(*arrays), arrays)
+
+    def program(self, *args: Any, **kwargs: Any) -> Any:
+        """The :class:`fusejit.Program` these arguments run (traced and compiled if new): its
+        ``cuda_source()``, ``plan_text``, ``kernels``; call it with the arrays in argument order
+        to pass ``out=``, ``stream=`` or ``plan="unfused"``."""
+        return self._entry(args, kwargs)[0].program
+
+    def _dtype_name(self, dt: Any) -> str:
+        name = self._dtype_names.get(dt)
+        if name is None:
+            from . import _dtype_name
+            name = self._dtype_names[dt] = _dtype_name(dt)
+        return name
+
+    def _bind(self, args: tuple, kwargs: dict) -> inspect.BoundArguments:
+        bound = self._sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return bound
+
+    def _flat(self, bound: inspect.BoundArguments) -> list:
+        """(name, value) of every argument, *args and **kwargs spread."""
+        items = []
+        for pname, v in bound.arguments.items():
+            kind = self._sig.parameters[pname].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                items += [(f"{pname}{k}", x) for k, x in enumerate(v)]
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                items += list(v.items())
+            else:
+                items.append((pname, v))
+        return items
+
+    def _key(self, items: list, static: bool) -> tuple[tuple, list]:
+        """The pattern of the arguments (module docstring) and the arrays among them, in order."""
+        parts, arrays, classes = [], [], {}
+        for name, v in items:
+            if type(v) is np.ndarray:  # the common case first: a tuple of ints, a hashable dtype
+                shape = v.shape
+            else:
+                a = _array(v)
+                if a is None:
+                    parts.append(self._constant_key(name, v))
+                    continue
+                v = a
+                shape = tuple(int(s) for s in v.shape)
+            if not static:
+                shape = tuple(-1 if s == 1 else classes.setdefault(s, len(classes)) for s in shape)
+            dt = v.dtype
+            parts.append((self._dtype_names.get(dt) or self._dtype_name(dt), shape))
+            arrays.append(v)
+        return (static, tuple(parts)), arrays
+
+    def _constant_key(self, name: str, v: Any) -> tuple:
+        """A constant argument's part of the pattern: its type and value (a float by its bits' hex)."""
+        if type(v) is float:
+            return (float, _FLOAT_KEY(v))
+        try:
+            hash(v)
+        except TypeError:
+            raise TypeError(f"{self.__name__}: argument '{name}' ({type(v).__name__}) is neither an array "
+                            "nor a hashable constant (a number, str, tuple, None)") from None
+        return (type(v), v)
+
+    def _entry(self, args: tuple, kwargs: dict) -> tuple[_Entry, list]:
+        if self._names is not None and not kwargs and len(args) == len(self._names):
+            items = list(zip(self._names, args))
+        else:
+            items = self._flat(self._bind(args, kwargs))
+        key, arrays = self._key(items, not self._dynamic)
+        entry = self._entries.get(key)
+        if entry is None:
+            with self._lock:
+                key, arrays = self._key(items, not self._dynamic)  # _dynamic may have changed meanwhile
+                entry = self._entries.get(key)
+                if entry is None:
+                    key, entry = self._trace(self._bind(args, kwargs), items, key)
+                    self._entries[key] = entry
+        return entry, arrays
+
+    def _trace(self, bound: inspect.BoundArguments, items: list, key: tuple) -> tuple[tuple, _Entry]:
+        """Traces the function for this pattern (again with every size fixed if it reads a shape);
+        returns the key to keep the entry under, and the entry."""
+        entry = self._trace_once(bound, items, static=key[0])
+        if _TRACE.shape_read and not key[0]:
+            self._dynamic = False  # every later pattern is specialised too
+            key, _ = self._key(items, True)
+            entry = self._trace_once(bound, items, static=True)
+        self._traces += 1
+        if self._traces == _TRACE_WARNING_AT:
+            warnings.warn(f"fuse: '{self.__name__}' has been traced {self._traces} times (each new pattern of "
+                          "argument dtypes, ranks, sizes of 1, equal sizes and Python scalar values traces and "
+                          "compiles again); pass a scalar that changes from call to call as a 0-d array "
+                          "(np.float32(lr)) to make it an input", FusejitWarning, stacklevel=4)
+        return key, entry
+
+    def _trace_once(self, bound: inspect.BoundArguments, items: list, static: bool) -> _Entry:
+        name = self.__name__ if self.__name__.isascii() and self.__name__.isidentifier() else "fused"
+        b = GraphBuilder(name)
+        stand_ins, inputs = self._inputs(b, items, static)
+        call = inspect.BoundArguments(self._sig, bound.arguments.copy())
+        for pname in call.arguments:
+            call.arguments[pname] = self._replace(pname, call.arguments[pname], stand_ins)
+        _TRACE.shape_read = False
+        result = self._fn(*call.args, **call.kwargs)
+        entry = self._outputs(b, result, inputs)
+        from . import compile as fj_compile
+        entry.program = fj_compile(b.build(), **self._options)
+        return entry
+
+    def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list]:
+        """A GraphBuilder input per array argument, its sizes as dims (one per class of equal sizes
+        other than 1) or, when static, as they are; returns {argument name: Value} and the inputs."""
+        taken, dims, stand_ins, inputs = set(), {}, {}, []
+        arrays = [(n, _array(v)) for n, v in items if _array(v) is not None]
+        gnames = [_graph_name(n, k, taken) for k, (n, _) in enumerate(arrays)]  # before the dims' names
+        for gname, (name, v) in zip(gnames, arrays):
+            shape = []
+            for axis, s in enumerate(int(s) for s in v.shape):
+                if static or s == 1:
+                    shape.append(s)
+                    continue
+                if s not in dims:
+                    dims[s] = b.dim(_graph_name(f"{gname}_{axis}", 0, taken), s)
+                shape.append(dims[s])
+            stand_ins[name] = b.input(gname, self._dtype_name(v.dtype), shape)
+            inputs.append(stand_ins[name])
+        return stand_ins, inputs
+
+    def _replace(self, pname: str, v: Any, stand_ins: dict) -> Any:
+        """The argument `pname` as the function sees it while traced: arrays become their Values."""
+        kind = self._sig.parameters[pname].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            return tuple(stand_ins.get(f"{pname}{k}", x) for k, x in enumerate(v))
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            return {k: stand_ins.get(k, x) for k, x in v.items()}
+        return stand_ins.get(pname, v)
+
+    def _outputs(self, b: Any, result: Any, inputs: list) -> _Entry:
+        """Marks the function's results as outputs: one value, or a tuple, list or dict of them."""
+        if isinstance(result, Value):
+            kind, keys, values = Value, [], [result]
+        elif isinstance(result, (tuple, list)):
+            kind, keys, values = type(result), [], list(result)
+        elif isinstance(result, dict):
+            kind, keys, values = dict, list(result), list(result.values())
+        else:
+            raise UserError(f"fuse: '{self.__name__}' returned {type(result).__name__}: return a value computed "
+                            "from its array arguments, or a tuple, list or dict of such values")
+        if kind not in (Value, tuple, list, dict):
+            kind = tuple if isinstance(result, tuple) else list  # a namedtuple or subclass: its plain form
+        sources, named = [], {}
+        for k, v in enumerate(values):
+            sources.append(self._output(b, k, kind, keys, v, inputs, named))
+        return _Entry(None, kind, keys, sources)
+
+    def _output(self, b: Any, k: int, kind: Any, keys: list, v: Any, inputs: list, named: dict) -> Any:
+        """One result's source: an output name, or the argument index of an input returned as is."""
+        if not isinstance(v, Value):
+            where = f"result {keys[k]!r}" if kind is dict else f"result {k}" if kind is not Value else "its result"
+            raise UserError(f"fuse: '{self.__name__}' {where} is {type(v).__name__}, not a value computed from "
+                            "its array arguments")
+        for i, inp in enumerate(inputs):
+            if v is inp:
+                return i  # returned unchanged: the argument itself
+        if id(v) in named:
+            return named[id(v)]  # the same value twice: one output
+        if kind is dict:
+            if not isinstance(keys[k], str):
+                raise UserError(f"fuse: '{self.__name__}' returned a dict key {keys[k]!r}: keys are output names")
+            out = keys[k]
+        else:
+            out = "out" if kind is Value else f"out{k}"
+        b.output(out, v)
+        named[id(v)] = out
+        return out
+
+    def __repr__(self) -> str:
+        return f"<fusejit.fuse of {self.__qualname__}, {self._traces} trace(s)>"
+
+
+def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) -> Any:
+    """Compiles a Python function of arrays into fused kernels: ``@fusejit.fuse`` or
+    ``@fusejit.fuse(fast_math=True)``; returns a :class:`Fused`, called as the function.
+
+    The function is traced on :class:`fusejit.Value` stand-ins of its array arguments (NumPy arrays,
+    PyTorch and CuPy tensors; a NumPy scalar is a 0-d array) and may use Python operators, NumPy's
+    ufuncs and ``np.where``/``np.clip``/``np.sum``-style reductions on them, ndarray-like methods
+    (``astype``, ``sum``, ``mean``, ``max``, ``var``, ...), and :func:`fusejit.op` /
+    :func:`fusejit.reduce` for every op of docs/ops.md. It returns one value or a tuple, list or dict
+    of values. Other arguments (numbers, strings, None) are constants of the trace: Python numbers
+    are weakly typed literals, so each new value traces and compiles again.
+
+    dynamic: True (default) gives each class of equal sizes other than 1 a named dim, so new sizes
+    run the same program; False specialises on every size. options: :func:`fusejit.compile`'s
+    keywords (fast_math, arch, backend, cache_dir, disk_cache, nvrtc_options, device, build_unfused,
+    row_split, row_cache, row_cache_limit). Raises TypeError for an unknown option at decoration;
+    calls raise what tracing (UserError with the op's message), compiling and calling raise.
+    """
+    from . import compile as fj_compile
+
+    if "dump_dir" in options:
+        raise TypeError("fuse: dump_dir is not an option of fuse (each trace would write the same folder): "
+                        "use f.program(...) and fusejit.compile(program.graph, dump_dir=...)")
+    try:
+        inspect.signature(fj_compile).bind(None, **options)
+    except TypeError as e:
+        raise TypeError(f"fuse: {e} (options are fusejit.compile's keywords)") from None
+
+    def wrap(f: Callable) -> Fused:
+        if not callable(f):
+            raise TypeError(f"fuse: expected a function, got {type(f).__name__}")
+        return Fused(f, bool(dynamic), options)
+
+    return wrap if fn is None else wrap(fn)
