@@ -96,6 +96,10 @@ def _array_ufunc(self: Value, ufunc: Any, method: str, *inputs: Any, **kwargs: A
         return inputs[0]
     if name not in _UFUNCS:
         raise TypeError(f"np.{name} has no fusejit op (docs/ops.md lists them; fusejit.op(name, ...) builds any)")
+    for a in inputs:
+        if _array(a) is not None and getattr(a, "ndim", 0) != 0:
+            raise TypeError(f"np.{name}: an array operand of shape {tuple(a.shape)} is no graph value: pass it "
+                            "to the fused function as an argument (or to the graph as GraphBuilder.input)")
     return _builder_of(inputs).op(_UFUNCS[name], *inputs)
 
 
@@ -164,7 +168,8 @@ def _array(v: Any) -> Any:
     """`v` as an input array (a NumPy scalar as a 0-d array), or None: not an array."""
     if isinstance(v, np.generic):
         return np.asarray(v)
-    return v if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, Value) else None
+    # Value first: hasattr(v, "shape") would read a Value's shape, which specialises a trace.
+    return None if isinstance(v, Value) or not (hasattr(v, "shape") and hasattr(v, "dtype")) else v
 
 
 class _TraceState(threading.local):

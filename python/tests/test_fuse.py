@@ -202,6 +202,9 @@ def test_errors_say_what_to_do():
         fusejit.fuse(lambda a: np.exp(a, out=a))(one)
     with pytest.raises(TypeError, match="np.logaddexp has no fusejit op"):
         fusejit.fuse(lambda a: np.logaddexp(a, a))(one)
+    w = np.ones(3, np.float32)
+    with pytest.raises(TypeError, match=r"np.multiply: an array operand of shape \(3,\) is no graph value"):
+        fusejit.fuse(lambda a: w * a)(one)  # a closed-over array
     with pytest.raises(TypeError, match="not dtype"):
         fusejit.fuse(lambda a: a.sum(dtype=np.float64))(one)
     with pytest.raises(fusejit.UserError, match="do not broadcast"):
