@@ -30,7 +30,7 @@ def best_us(fn, calls: int, repeats: int) -> float:
     return best * 1e6
 
 
-def forms(p: fusejit.Program) -> list[tuple[str, object]]:
+def forms(p: fusejit.Program, fused: fusejit.Fused) -> list[tuple[str, object]]:
     """(label, zero-argument callable) for each call form measured."""
     v = np.arange(4, dtype=np.float32)
     o = np.empty(4, np.float32)
@@ -48,7 +48,14 @@ def forms(p: fusejit.Program) -> list[tuple[str, object]]:
         ("p(v=v)  (output allocated)", lambda: p(v=v)),
         ("p(v=view, out={'w': oview})  (strided)", lambda: p(v=view, out={"w": oview})),
         ("p(v=io, out={'w': io})  (in place)", lambda: p(v=io, out={"w": io})),
+        ("p(v)  (positional, output allocated)", lambda: p(v)),
+        ("fuse: f(v)  (the same graph, traced)", lambda: fused(v)),
     ]
+
+
+def _fused(backend: str) -> fusejit.Fused:
+    """GRAPH as a fused Python function (the param as a literal): fuse's lookup on top of p(v)."""
+    return fusejit.fuse(backend=backend)(lambda v: v * 2.0)
 
 
 def main() -> None:
@@ -59,7 +66,7 @@ def main() -> None:
     args = ap.parse_args()
     p = fusejit.compile(fusejit.Graph.parse(GRAPH), backend=args.backend)
     print(f"fusejit {fusejit.__version__}, {p.target}; best of {args.repeats} x {args.calls} calls")
-    for label, fn in forms(p):
+    for label, fn in forms(p, _fused(args.backend)):
         fn()  # warm: first-call work (specializations, imports) stays out of the figure
         print(f"  {label:42s} {best_us(fn, args.calls, args.repeats):7.2f} µs/call")
 
