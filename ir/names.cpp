@@ -162,6 +162,18 @@ std::string unknown_op_message(std::string_view name) {
   };
   for (const auto& [foreign, hint] : kForeign)
     if (name == foreign) return "unknown op " + quoted(name) + ": " + std::string(hint);
+  // Movement, indexing, scan, sort and matrix ops: no typo guess (cat -> cos) for what fusejit has none of.
+  static constexpr std::string_view kNotFused[] = {
+      "cat",    "concat",  "concatenate", "stack",  "split",  "chunk", "reshape", "view",      "flatten",
+      "permute", "transpose", "squeeze",  "unsqueeze", "expand", "flip", "roll",   "gather",    "scatter",
+      "index_select", "take", "slice",    "narrow", "topk",   "sort",  "argsort", "cumsum",    "cumprod",
+      "arange", "iota",    "matmul",      "mm",     "bmm",    "dot",   "einsum",  "linear",    "conv2d"};
+  for (std::string_view nf : kNotFused)
+    if (name == nf)
+      return "unknown op " + quoted(name) +
+             ": fusejit fuses elementwise ops and reductions, and has no movement, indexing, scan, sort or matrix "
+             "ops; pass such a tensor (a slice, a transposed view, an index table) as an input of its own, and "
+             "from Python as a strided view of the array (docs/python.md)";
   return "unknown op " + quoted(name) + did_you_mean(name, names);
 }
 

@@ -37,6 +37,15 @@ class Parser {
   Parser(std::string_view text, const std::string& file, const DimOverrides& overrides)
       : text_(text), lex_(text), b_("", file), overrides_(overrides) {}
 
+  // After a whole statement; `x[...]` (Python's indexing) gets a hint: graph text has none.
+  UserError end_of_line_expected() const {
+    const std::string hint = tok_.kind == Tok::LBracket
+                                 ? " (graph text has no indexing or slicing: pass the slice as an input of its own; "
+                                   "from Python, a strided view of the array)"
+                                 : "";
+    return UserError("expected end of line, found " + describe(tok_) + hint, tok_.loc);
+  }
+
   Graph run() {
     check_text(text_);
     advance();
@@ -45,8 +54,7 @@ class Parser {
       if (tok_.kind == Tok::Newline) { advance(); continue; }
       statement(first);
       first = false;
-      if (tok_.kind != Tok::Newline && tok_.kind != Tok::Eof)
-        throw UserError("expected end of line, found " + describe(tok_), tok_.loc);
+      if (tok_.kind != Tok::Newline && tok_.kind != Tok::Eof) throw end_of_line_expected();
     }
     if (b_.graph().outputs.empty())
       throw UserError("graph has no output; add a line such as `output y`", end_loc());

@@ -172,6 +172,19 @@ def _array(v: Any) -> Any:
     return None if isinstance(v, Value) or not (hasattr(v, "shape") and hasattr(v, "dtype")) else v
 
 
+def _comparison(op_name: str) -> Callable:
+    """== and != build eq and ne, as on NumPy arrays and PyTorch tensors (x == 0 was Python's False,
+    which where(x == 0, ...) took silently). Other operand types (None, a str) compare as objects."""
+
+    def compare(self: Value, o: Any) -> Any:
+        if isinstance(o, (Value, bool, int, float, np.generic)) or (isinstance(o, np.ndarray) and o.ndim == 0):
+            return self.builder.op(op_name, self, o)
+        return NotImplemented
+
+    compare.__name__ = f"__{op_name}__"
+    return compare
+
+
 class _TraceState(threading.local):
     """Per thread: whether a Value's shape was read since the trace began."""
 
@@ -192,6 +205,9 @@ def install_value_methods() -> None:
     methods (astype, ndim, sum, mean, ...), for fuse-traced functions and builder values alike."""
     Value.__array_ufunc__ = _array_ufunc
     Value.__array_function__ = _array_function
+    Value.__eq__ = _comparison("eq")
+    Value.__ne__ = _comparison("ne")
+    Value.__hash__ = object.__hash__  # by identity, as a tensor's
     Value.astype = _astype
     Value.__pos__ = lambda self: self
     Value.ndim = property(lambda self: len(_SHAPE_GETTER(self)), doc="The value's rank (number of dims).")

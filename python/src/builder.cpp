@@ -190,8 +190,8 @@ void bind_value(nb::module_& m) {
       "A value while building a graph (GraphBuilder): a node of its builder, which it keeps alive.\n\n"
       "Python operators build ops with NumPy broadcasting and PyTorch promotion (docs/ops.md): + - * / // % ** "
       "& | ^ << >> (add sub mul div floordiv mod pow bitwise_and bitwise_or bitwise_xor left_shift "
-      "right_shift), unary - (neg), ~ (bitwise_not), abs() (abs), < <= > >= (lt le gt ge). == and != keep "
-      "Python's identity meaning: use GraphBuilder.op('eq', a, b). A bool, int or float operand is a weakly "
+      "right_shift), unary - (neg), ~ (bitwise_not), abs() (abs), < <= > >= == != (lt le gt ge eq "
+      "ne; == and != from the fusejit package, which also gives NumPy's ufuncs and reductions). A bool, int or float operand is a weakly "
       "typed literal (x * 2 keeps x's dtype).");
   for (auto [py, op] : kBinary) {
     const std::string name = py;

@@ -256,6 +256,19 @@ def test_threads_share_one_trace_per_pattern():
     assert errors == [] and f.traces == 2  # f32 and f64 b
 
 
+def test_equality_builds_eq_and_ne():
+    """x == 0 is an eq node (NumPy's and PyTorch's meaning), not Python's False: where(x == 0, ...)
+    took False silently before; a value still hashes and compares with None by identity."""
+    f = fusejit.fuse(lambda x: (np.where(x == 0, 1.0, x), x != x, 0.0 == x))
+    x = SPECIAL
+    a, ne, eq = f(x)
+    assert np.array_equal(a, np.where(x == 0, 1.0, x).astype(np.float32), equal_nan=True)
+    assert np.array_equal(ne, np.isnan(x)) and ne.dtype == np.bool_ and np.array_equal(eq, x == 0)
+    b = fusejit.GraphBuilder()
+    v = b.input("v", "f32", [2])
+    assert (v == None) is False and (v != "v") is True and {v: 1}[v] == 1  # noqa: E711
+
+
 def test_value_methods_outside_fuse():
     b = fusejit.GraphBuilder("m")
     x = b.input("x", "f32", [b.dim("N", 4), 8])
