@@ -23,6 +23,7 @@ import functools
 import inspect
 import keyword
 import threading
+import types
 import warnings
 from typing import Any, Callable
 
@@ -103,7 +104,15 @@ def _array_ufunc(self: Value, ufunc: Any, method: str, *inputs: Any, **kwargs: A
     return _builder_of(inputs).op(_UFUNCS[name], *inputs)
 
 
-def _np_reduction(op_name: str, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+# NumPy's positional parameters after the array, per reduction function (numpy.sum, numpy.var, ...).
+_NP_POSITIONAL = {"sum": ("axis", "dtype", "out", "keepdims"), "mean": ("axis", "dtype", "out", "keepdims"),
+                  "prod": ("axis", "dtype", "out", "keepdims"), "var": ("axis", "dtype", "out", "ddof", "keepdims"),
+                  "std": ("axis", "dtype", "out", "ddof", "keepdims"), "max": ("axis", "out", "keepdims"),
+                  "min": ("axis", "out", "keepdims"), "amax": ("axis", "out", "keepdims"),
+                  "amin": ("axis", "out", "keepdims"), "argmax": ("axis", "out"), "argmin": ("axis", "out")}
+
+
+def _np_reduction(op_name: str, a: Any, *, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
                   keepdims: bool = False, **rest: Any) -> Value:
     """np.sum(v, axis, keepdims=...) and the like, NumPy's signatures (ddof: var and std)."""
     if dtype is not None or out is not None or rest:
@@ -139,7 +148,14 @@ def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dic
     """np.sum(v, -1), np.where(c, v, 0), np.clip(v, 0, 6): NumPy's functions of values."""
     name = func.__name__
     if name in _REDUCTIONS:
-        return _np_reduction(_REDUCTIONS[name], *args, **kwargs)
+        names = _NP_POSITIONAL[name]
+        if len(args) > 1 + len(names):
+            raise TypeError(f"np.{name} takes at most {1 + len(names)} positional arguments")
+        named = dict(zip(names, args[1:]))
+        for k in kwargs:
+            if k in named:
+                raise TypeError(f"np.{name}: argument '{k}' given twice")
+        return _np_reduction(_REDUCTIONS[name], args[0], **named, **kwargs)
     if name == "where":
         return _np_where(*args, **kwargs)
     if name == "clip":
@@ -150,7 +166,7 @@ def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dic
 
 def _method(op_name: str) -> Callable:
     def method(self: Value, axis: Any = None, *, keepdims: bool = False, **kwargs: Any) -> Value:
-        return _np_reduction(_REDUCTIONS[op_name], self, axis, keepdims=keepdims, **kwargs)
+        return _np_reduction(_REDUCTIONS[op_name], self, axis=axis, keepdims=keepdims, **kwargs)
 
     method.__name__ = op_name
     method.__doc__ = (f"NumPy's ndarray.{op_name}(axis=None, keepdims=False"
@@ -224,14 +240,38 @@ _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile'
 _FLOAT_KEY = float.hex  # -0.0 and 0.0, each NaN payload alike: hex tells 0.0 from -0.0
 
 
-def _graph_name(name: str, k: int, taken: set) -> str:
-    """A graph-format name for the argument `name` (the k-th array): itself where it can be one."""
+def _graph_name(name: str, fallback: str, taken: set) -> str:
+    """A graph-format name for `name` (itself where it can be one, else `fallback`), made unique
+    among `taken` with trailing underscores, and added to it."""
     ok = name.isascii() and name.isidentifier() and name not in _RESERVED and not keyword.iskeyword(name)
-    base = name if ok else f"arg{k}"
+    base = name if ok else fallback
     while base in taken:
         base += "_"
     taken.add(base)
     return base
+
+
+def _constant_key(v: Any) -> Any:
+    """A constant's part of the pattern, by type and value all the way down: a float by its bits'
+    hex (0.0 and -0.0 differ), a tuple element by element ((2,) and (2.0,) differ)."""
+    t = type(v)
+    if t is float:
+        return (float, _FLOAT_KEY(v))
+    if t is complex:
+        return (complex, _FLOAT_KEY(v.real), _FLOAT_KEY(v.imag))
+    if isinstance(v, tuple):
+        return (t, tuple(_constant_key(e) for e in v))
+    if isinstance(v, frozenset):
+        return (t, frozenset(_constant_key(e) for e in v))
+    hash(v)  # TypeError for a list, a dict, ...
+    return (t, v)
+
+
+def _tag_name(tag: tuple) -> str:
+    """The name of an argument tagged (parameter,), (*args parameter, index) or (**kwargs parameter, key)."""
+    if len(tag) == 1:
+        return tag[0]
+    return f"{tag[0]}{tag[1]}" if isinstance(tag[1], int) else tag[1]
 
 
 class _Entry:
@@ -244,8 +284,6 @@ class _Entry:
         self.sources = sources    # per result: an output name, or the index of an argument returned as is
 
     def results(self, outs: dict, arrays: list) -> Any:
-        if self.kind is Value and self.sources[0] == "out":
-            return outs["out"]
         vals = [outs[s] if isinstance(s, str) else arrays[s] for s in self.sources]
         if self.kind is Value:
             return vals[0]
@@ -257,7 +295,9 @@ class _Entry:
 class Fused:
     """A function compiled by :func:`fuse`: call it as the function; it traces and compiles once per
     argument pattern (module docstring) and then calls the program, passing its arrays through
-    (NumPy in, NumPy out; PyTorch and CuPy tensors on their device and the caller's stream). Thread-safe."""
+    (NumPy in, NumPy out; PyTorch and CuPy tensors on their device and the caller's stream).
+    Called with traced values (from another fused function's trace) it runs as the plain Python
+    function, so its ops join the caller's graph. Thread-safe."""
 
     def __init__(self, fn: Callable, dynamic: bool, options: dict):
         functools.update_wrapper(self, fn)
@@ -266,26 +306,35 @@ class Fused:
         self._dynamic = dynamic
         self._options = options
         self._entries: dict = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: the function may call itself on arrays while traced
         self._traces = 0
         self._dtype_names: dict = {}
         params = list(self._sig.parameters.values())
         positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         # Every parameter positional: a call giving each positionally skips Signature.bind (~5 µs).
-        self._names = [p.name for p in params] if all(p.kind in positional for p in params) else None
+        self._tags = [(p.name,) for p in params] if all(p.kind in positional for p in params) else None
 
     traces = property(lambda self: self._traces,
                       doc="How many times the function has been traced (once per new argument pattern).")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         entry, arrays = self._entry(args, kwargs)
+        if entry is None:  # traced values: inside another fused function's trace
+            return self._fn(*args, **kwargs)
         return entry.results(entry.program(*arrays), arrays)
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        """A fused method: bound to `obj`, which is a constant of the trace (one trace per object)."""
+        return self if obj is None else types.MethodType(self, obj)
 
     def program(self, *args: Any, **kwargs: Any) -> Any:
         """The :class:`fusejit.Program` these arguments run (traced and compiled if new): its
         ``cuda_source()``, ``plan_text``, ``kernels``; call it with the arrays in argument order
         to pass ``out=``, ``stream=`` or ``plan="unfused"``."""
-        return self._entry(args, kwargs)[0].program
+        entry = self._entry(args, kwargs)[0]
+        if entry is None:
+            raise UserError(f"fuse: '{self.__name__}'.program() takes arrays, not traced values")
+        return entry.program
 
     def _dtype_name(self, dt: Any) -> str:
         name = self._dtype_names.get(dt)
@@ -300,55 +349,56 @@ class Fused:
         return bound
 
     def _flat(self, bound: inspect.BoundArguments) -> list:
-        """(name, value) of every argument, *args and **kwargs spread."""
+        """(tag, value) of every argument, *args and **kwargs spread (_tag_name)."""
         items = []
         for pname, v in bound.arguments.items():
             kind = self._sig.parameters[pname].kind
             if kind is inspect.Parameter.VAR_POSITIONAL:
-                items += [(f"{pname}{k}", x) for k, x in enumerate(v)]
+                items += [((pname, k), x) for k, x in enumerate(v)]
             elif kind is inspect.Parameter.VAR_KEYWORD:
-                items += list(v.items())
+                items += [((pname, k), x) for k, x in v.items()]
             else:
-                items.append((pname, v))
+                items.append(((pname,), v))
         return items
 
     def _key(self, items: list, static: bool) -> tuple[tuple, list]:
-        """The pattern of the arguments (module docstring) and the arrays among them, in order."""
+        """The pattern of the arguments (module docstring) and the arrays among them, in order;
+        (None, None) when an argument is a traced value."""
         parts, arrays, classes = [], [], {}
-        for name, v in items:
+        for tag, v in items:
             if type(v) is np.ndarray:  # the common case first: a tuple of ints, a hashable dtype
                 shape = v.shape
             else:
                 a = _array(v)
                 if a is None:
-                    parts.append(self._constant_key(name, v))
+                    if isinstance(v, Value):
+                        return None, None
+                    parts.append((tag, self._constant(tag, v)))
                     continue
                 v = a
                 shape = tuple(int(s) for s in v.shape)
             if not static:
                 shape = tuple(-1 if s == 1 else classes.setdefault(s, len(classes)) for s in shape)
             dt = v.dtype
-            parts.append((self._dtype_names.get(dt) or self._dtype_name(dt), shape))
+            parts.append((tag, self._dtype_names.get(dt) or self._dtype_name(dt), shape))
             arrays.append(v)
         return (static, tuple(parts)), arrays
 
-    def _constant_key(self, name: str, v: Any) -> tuple:
-        """A constant argument's part of the pattern: its type and value (a float by its bits' hex)."""
-        if type(v) is float:
-            return (float, _FLOAT_KEY(v))
+    def _constant(self, tag: tuple, v: Any) -> Any:
         try:
-            hash(v)
+            return _constant_key(v)
         except TypeError:
-            raise TypeError(f"{self.__name__}: argument '{name}' ({type(v).__name__}) is neither an array "
-                            "nor a hashable constant (a number, str, tuple, None)") from None
-        return (type(v), v)
+            raise TypeError(f"{self.__name__}: argument '{_tag_name(tag)}' ({type(v).__name__}) is neither an "
+                            "array nor a hashable constant (a number, str, tuple, None)") from None
 
-    def _entry(self, args: tuple, kwargs: dict) -> tuple[_Entry, list]:
-        if self._names is not None and not kwargs and len(args) == len(self._names):
-            items = list(zip(self._names, args))
+    def _entry(self, args: tuple, kwargs: dict) -> tuple[_Entry | None, list]:
+        if self._tags is not None and not kwargs and len(args) == len(self._tags):
+            items = list(zip(self._tags, args))
         else:
             items = self._flat(self._bind(args, kwargs))
         key, arrays = self._key(items, not self._dynamic)
+        if key is None:
+            return None, []
         entry = self._entries.get(key)
         if entry is None:
             with self._lock:
@@ -362,11 +412,11 @@ class Fused:
     def _trace(self, bound: inspect.BoundArguments, items: list, key: tuple) -> tuple[tuple, _Entry]:
         """Traces the function for this pattern (again with every size fixed if it reads a shape);
         returns the key to keep the entry under, and the entry."""
-        entry = self._trace_once(bound, items, static=key[0])
-        if _TRACE.shape_read and not key[0]:
+        entry, read_shape = self._trace_once(bound, items, static=key[0])
+        if read_shape and not key[0]:
             self._dynamic = False  # every later pattern is specialised too
             key, _ = self._key(items, True)
-            entry = self._trace_once(bound, items, static=True)
+            entry, _ = self._trace_once(bound, items, static=True)
         self._traces += 1
         if self._traces == _TRACE_WARNING_AT:
             warnings.warn(f"fuse: '{self.__name__}' has been traced {self._traces} times (each new pattern of "
@@ -375,67 +425,73 @@ class Fused:
                           "(np.float32(lr)) to make it an input", FusejitWarning, stacklevel=4)
         return key, entry
 
-    def _trace_once(self, bound: inspect.BoundArguments, items: list, static: bool) -> _Entry:
+    def _trace_once(self, bound: inspect.BoundArguments, items: list, static: bool) -> tuple[_Entry, bool]:
+        """One trace and compile; also whether the function read a shape meanwhile."""
         name = self.__name__ if self.__name__.isascii() and self.__name__.isidentifier() else "fused"
         b = GraphBuilder(name)
-        stand_ins, inputs = self._inputs(b, items, static)
+        stand_ins, inputs, taken = self._inputs(b, items, static)
         call = inspect.BoundArguments(self._sig, bound.arguments.copy())
         for pname in call.arguments:
             call.arguments[pname] = self._replace(pname, call.arguments[pname], stand_ins)
+        outer = _TRACE.shape_read  # a trace inside another's (a fused call on arrays) keeps the outer's
         _TRACE.shape_read = False
-        result = self._fn(*call.args, **call.kwargs)
-        entry = self._outputs(b, result, inputs)
+        try:
+            result = self._fn(*call.args, **call.kwargs)
+        finally:
+            read_shape = _TRACE.shape_read
+            _TRACE.shape_read = outer or read_shape
+        entry = self._outputs(b, result, inputs, taken)
         from . import compile as fj_compile
         entry.program = fj_compile(b.build(), **self._options)
-        return entry
+        return entry, read_shape
 
-    def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list]:
+    def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list, set]:
         """A GraphBuilder input per array argument, its sizes as dims (one per class of equal sizes
-        other than 1) or, when static, as they are; returns {argument name: Value} and the inputs."""
+        other than 1) or, when static, as they are; returns {tag: Value}, the inputs and the names
+        the graph has taken."""
         taken, dims, stand_ins, inputs = set(), {}, {}, []
-        arrays = [(n, _array(v)) for n, v in items if _array(v) is not None]
-        gnames = [_graph_name(n, k, taken) for k, (n, _) in enumerate(arrays)]  # before the dims' names
-        for gname, (name, v) in zip(gnames, arrays):
+        arrays = [(tag, _array(v)) for tag, v in items if _array(v) is not None]
+        gnames = [_graph_name(_tag_name(t), f"arg{k}", taken) for k, (t, _) in enumerate(arrays)]  # dims after
+        for gname, (tag, v) in zip(gnames, arrays):
             shape = []
             for axis, s in enumerate(int(s) for s in v.shape):
                 if static or s == 1:
                     shape.append(s)
                     continue
                 if s not in dims:
-                    dims[s] = b.dim(_graph_name(f"{gname}_{axis}", 0, taken), s)
+                    dims[s] = b.dim(_graph_name(f"{gname}_{axis}", "", taken), s)
                 shape.append(dims[s])
-            stand_ins[name] = b.input(gname, self._dtype_name(v.dtype), shape)
-            inputs.append(stand_ins[name])
-        return stand_ins, inputs
+            stand_ins[tag] = b.input(gname, self._dtype_name(v.dtype), shape)
+            inputs.append(stand_ins[tag])
+        return stand_ins, inputs, taken
 
     def _replace(self, pname: str, v: Any, stand_ins: dict) -> Any:
         """The argument `pname` as the function sees it while traced: arrays become their Values."""
         kind = self._sig.parameters[pname].kind
         if kind is inspect.Parameter.VAR_POSITIONAL:
-            return tuple(stand_ins.get(f"{pname}{k}", x) for k, x in enumerate(v))
+            return tuple(stand_ins.get((pname, k), x) for k, x in enumerate(v))
         if kind is inspect.Parameter.VAR_KEYWORD:
-            return {k: stand_ins.get(k, x) for k, x in v.items()}
-        return stand_ins.get(pname, v)
+            return {k: stand_ins.get((pname, k), x) for k, x in v.items()}
+        return stand_ins.get((pname,), v)
 
-    def _outputs(self, b: Any, result: Any, inputs: list) -> _Entry:
+    def _outputs(self, b: Any, result: Any, inputs: list, taken: set) -> _Entry:
         """Marks the function's results as outputs: one value, or a tuple, list or dict of them."""
         if isinstance(result, Value):
             kind, keys, values = Value, [], [result]
         elif isinstance(result, (tuple, list)):
-            kind, keys, values = type(result), [], list(result)
+            kind, keys, values = (tuple if isinstance(result, tuple) else list), [], list(result)
         elif isinstance(result, dict):
             kind, keys, values = dict, list(result), list(result.values())
         else:
             raise UserError(f"fuse: '{self.__name__}' returned {type(result).__name__}: return a value computed "
                             "from its array arguments, or a tuple, list or dict of such values")
-        if kind not in (Value, tuple, list, dict):
-            kind = tuple if isinstance(result, tuple) else list  # a namedtuple or subclass: its plain form
-        sources, named = [], {}
-        for k, v in enumerate(values):
-            sources.append(self._output(b, k, kind, keys, v, inputs, named))
+        named: dict = {}
+        sources = [self._output(b, k, kind, keys, v, inputs, named, taken) for k, v in enumerate(values)]
+        if not named:
+            raise UserError(f"fuse: '{self.__name__}' computes nothing: it returns only its arguments unchanged")
         return _Entry(None, kind, keys, sources)
 
-    def _output(self, b: Any, k: int, kind: Any, keys: list, v: Any, inputs: list, named: dict) -> Any:
+    def _output(self, b: Any, k: int, kind: Any, keys: list, v: Any, inputs: list, named: dict, taken: set) -> Any:
         """One result's source: an output name, or the argument index of an input returned as is."""
         if not isinstance(v, Value):
             where = f"result {keys[k]!r}" if kind is dict else f"result {k}" if kind is not Value else "its result"
@@ -446,12 +502,10 @@ class Fused:
                 return i  # returned unchanged: the argument itself
         if id(v) in named:
             return named[id(v)]  # the same value twice: one output
-        if kind is dict:
-            if not isinstance(keys[k], str):
-                raise UserError(f"fuse: '{self.__name__}' returned a dict key {keys[k]!r}: keys are output names")
-            out = keys[k]
-        else:
-            out = "out" if kind is Value else f"out{k}"
+        if kind is dict and not isinstance(keys[k], str):
+            raise UserError(f"fuse: '{self.__name__}' returned a dict key {keys[k]!r}: keys are output names")
+        want = keys[k] if kind is dict else "out" if kind is Value else f"out{k}"
+        out = _graph_name(want, f"out{k}", taken)  # a key that names an input or a dim is renamed in the graph
         b.output(out, v)
         named[id(v)] = out
         return out

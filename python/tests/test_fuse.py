@@ -277,3 +277,79 @@ def test_value_methods_outside_fuse():
     g = b.build()
     out = fusejit.compile(g)(x=np.zeros((4, 8), np.float32))["y"]
     assert out.dtype == np.float32 and np.array_equal(out, [1.0] * 4) and not math.isnan(out[0])
+
+
+def test_keyword_names_are_part_of_the_pattern():
+    """A hostile tester's finds: **kwargs keys and names were not in the key, so h(a=X, b=Y) and
+    h(b=X, a=Y) shared one program; a flattened *args name could collide with a keyword."""
+    X, Y = np.full(3, 10, np.float32), np.ones(3, np.float32)
+    h = fusejit.fuse(lambda **kw: kw["a"] - kw["b"])
+    assert np.array_equal(h(a=X, b=Y), [9, 9, 9]) and np.array_equal(h(b=X, a=Y), [-9, -9, -9])
+    h2 = fusejit.fuse(lambda x, **kw: x * kw.get("a", 0) + kw.get("b", 0))
+    assert np.array_equal(h2(X, a=3), [30] * 3) and np.array_equal(h2(X, b=3), [3] * 3)
+    h3 = fusejit.fuse(lambda x, *args, **kw: x - args[0] if args else x + kw["y"])
+    assert np.array_equal(h3(X, Y), [9] * 3) and np.array_equal(h3(X, y=Y), [11] * 3)
+    h4 = fusejit.fuse(lambda *args, **kw: args[0] - kw["args0"])
+    assert np.array_equal(h4(X, args0=Y), [9] * 3)
+
+
+def test_tuple_constants_are_keyed_by_type_and_bits():
+    g = fusejit.fuse(lambda x, lohi: np.clip(x, *lohi))
+    i = np.arange(-3, 4, dtype=np.int32)
+    assert g(i, (0, 2)).dtype == np.int32 and g(i, (0.0, 2.0)).dtype == np.float32  # weak float literal
+    k = fusejit.fuse(lambda x, c: x * c[0])
+    one = np.ones(2, np.float32)
+    assert not np.signbit(k(one, (0.0,))).any() and np.signbit(k(one, (-0.0,))).all()
+    assert k(one, (True,)).dtype == np.float32 and k.traces == 3
+
+
+def test_nested_and_recursive_fused_calls_inline():
+    @fusejit.fuse
+    def inner(a):
+        return a * 2
+
+    @fusejit.fuse
+    def outer(x):
+        return inner(x) + 1  # traced values: inner runs as Python and joins outer's graph
+
+    x = np.arange(3, dtype=np.float32)
+    assert np.array_equal(outer(x), 2 * x + 1) and len(outer.program(x).kernels) == 1
+
+    @fusejit.fuse
+    def power(x, n):
+        return x if n == 0 else power(x, n - 1) * 2
+
+    assert np.array_equal(power(x, 3), 8 * x)
+
+    @fusejit.fuse
+    def reads_then_calls(x):
+        n = x.shape[-1]
+        inner(np.ones(3, np.float32))  # a trace inside this one keeps its shape read
+        return x * n
+
+    assert np.array_equal(reads_then_calls(np.ones(4, np.float32)), [4] * 4)
+    assert np.array_equal(reads_then_calls(np.ones(5, np.float32)), [5] * 5)
+
+
+def test_output_names_never_clash_with_inputs_or_dims():
+    X = np.ones(3, np.float32)
+    assert np.array_equal(fusejit.fuse(lambda out: out * 2)(X), [2] * 3)
+    d = fusejit.fuse(lambda x: {"x": x * 2, "x_0": x + 1})(X)
+    assert list(d) == ["x", "x_0"] and np.array_equal(d["x"], [2] * 3) and np.array_equal(d["x_0"], [2] * 3)
+    with pytest.raises(fusejit.UserError, match="computes nothing"):
+        fusejit.fuse(lambda x: (x,))(X)
+
+
+def test_fused_methods_and_positional_reduction_arguments():
+    class Norm:
+        eps = 1e-6
+
+        @fusejit.fuse
+        def __call__(self, x):
+            return x / np.sqrt(np.mean(x * x, -1, None, None, True) + self.eps)
+
+    x = np.full((2, 4), 2.0, np.float32)
+    assert np.allclose(Norm()(x), 1.0)
+    m = fusejit.fuse(lambda v: (np.max(v, 0, None, True), np.sum(v, 0, None, None, True), np.var(v, 0, None, None, 1)))
+    mx, s, v = m(np.arange(6, dtype=np.float32).reshape(3, 2))
+    assert mx.shape == (1, 2) and s.shape == (1, 2) and np.allclose(v, [4.0, 4.0])
