@@ -353,3 +353,20 @@ def test_fused_methods_and_positional_reduction_arguments():
     m = fusejit.fuse(lambda v: (np.max(v, 0, None, True), np.sum(v, 0, None, None, True), np.var(v, 0, None, None, 1)))
     mx, s, v = m(np.arange(6, dtype=np.float32).reshape(3, 2))
     assert mx.shape == (1, 2) and s.shape == (1, 2) and np.allclose(v, [4.0, 4.0])
+
+
+def test_llama_decode_sample_runs(tmp_path):
+    """samples/python/llama_decode.py (fused functions of a decoder layer and sampling) passes its
+    own checks against float64 NumPy, at small sizes and with T = 1."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    for tokens in ("3", "1"):
+        res = subprocess.run([sys.executable, str(ROOT / "samples" / "python" / "llama_decode.py"), "--tokens", tokens,
+                              "--hidden", "256", "--ffn", "384", "--vocab", "1000"],
+                             capture_output=True, text=True, env=dict(os.environ), timeout=600)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "all checks passed" in res.stdout and res.stdout.count("1 kernel(s) fused") == 4
