@@ -99,3 +99,28 @@ def test_numpy_on_gpu_program(prog):
 
     x = np.random.default_rng(1).standard_normal((64, 4096), dtype=np.float32)
     assert np.array_equal(prog(x=x, y=x)["z"], np.float32(2) * x + x)
+
+
+def test_fused_function_on_torch_tensors():
+    """fusejit.fuse on CUDA tensors: torch tensors out on their device; fused and unfused the same
+    bits on the GPU, and close to the CPU path (exp and tanh within their documented ulp)."""
+    torch = _torch()
+    import numpy as np
+
+    def body(x, w):
+        return fusejit.reduce("softmax", x * w, -1), np.tanh(x) * w
+
+    gpu = fusejit.fuse(body)
+    cpu = fusejit.fuse(backend="cpu")(body)
+    x = torch.randn(33, 1000, device="cuda")
+    w = torch.rand(1000, device="cuda") + 0.5
+    prog = gpu.program(x, w)
+    if prog.backend != "cuda":
+        pytest.skip("no GPU for fusejit")
+    p, t = gpu(x, w)
+    unfused = prog(x, w, plan="unfused")
+    torch.cuda.synchronize()
+    assert p.is_cuda and p.shape == (33, 1000)
+    assert torch.equal(p, unfused["out0"]) and torch.equal(t, unfused["out1"])
+    pc, tc = cpu(x.cpu().numpy(), w.cpu().numpy())
+    assert np.allclose(p.cpu().numpy(), pc, rtol=1e-5, atol=1e-9) and np.allclose(t.cpu().numpy(), tc, rtol=1e-6)
