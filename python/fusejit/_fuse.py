@@ -113,16 +113,20 @@ _NP_POSITIONAL = {"sum": ("axis", "dtype", "out", "keepdims"), "mean": ("axis", 
 
 
 def _np_reduction(op_name: str, a: Any, *, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
-                  keepdims: bool = False, **rest: Any) -> Value:
-    """np.sum(v, axis, keepdims=...) and the like, NumPy's signatures (ddof: var and std)."""
+                  keepdims: bool = False, initial: Any = None, **rest: Any) -> Value:
+    """np.sum(v, axis, keepdims=...) and the like, NumPy's signatures (ddof: var and std; initial:
+    amax and amin, as fusejit.reduce takes it)."""
     if dtype is not None or out is not None or rest:
         given = [k for k, v in (("dtype", dtype), ("out", out)) if v is not None] + list(rest)
-        raise TypeError(f"{op_name} on a fusejit value takes axis and keepdims (and ddof for var/std), "
-                        f"not {', '.join(given)}")
+        raise TypeError(f"{op_name} on a fusejit value takes axis and keepdims (and ddof for var/std, initial "
+                        f"for max/min), not {', '.join(given)}")
+    if isinstance(axis, (tuple, list)) and len(axis) == 0:
+        # NumPy reduces no axis; fusejit's reduce (PyTorch's rule) would read an empty list as every axis.
+        raise UserError(f"{op_name} over axis=() reduces nothing in NumPy: use the value itself")
     correction = ddof if op_name in ("var", "std") else None
     if ddof and correction is None:
         raise TypeError(f"{op_name} takes no ddof")
-    return reduce(op_name, a, axis, bool(keepdims), correction=correction)
+    return reduce(op_name, a, axis, bool(keepdims), correction=correction, initial=initial)
 
 
 def _np_where(condition: Any, x: Any = None, y: Any = None) -> Value:
@@ -175,8 +179,9 @@ def _method(op_name: str) -> Callable:
     return method
 
 
-def _astype(self: Value, dtype: Any) -> Value:
-    """``cast(x, dtype)``: dtype a fusejit name ("bf16") or a NumPy/PyTorch dtype (as GraphBuilder.input)."""
+def _astype(self: Value, dtype: Any, copy: bool = True) -> Value:
+    """``cast(x, dtype)``: dtype a fusejit name ("bf16") or a NumPy/PyTorch dtype (as GraphBuilder.input);
+    copy is NumPy's and means nothing here (a graph value is never changed in place)."""
     return self.builder.cast(self, dtype)
 
 
@@ -185,7 +190,9 @@ def _array(v: Any) -> Any:
     if isinstance(v, np.generic):
         return np.asarray(v)
     # Value first: hasattr(v, "shape") would read a Value's shape, which specialises a trace.
-    return None if isinstance(v, Value) or not (hasattr(v, "shape") and hasattr(v, "dtype")) else v
+    if isinstance(v, (Value, type)):  # a class such as np.float16 has shape and dtype descriptors
+        return None
+    return v if hasattr(v, "shape") and hasattr(v, "dtype") else None
 
 
 def _comparison(op_name: str) -> Callable:
@@ -193,12 +200,39 @@ def _comparison(op_name: str) -> Callable:
     which where(x == 0, ...) took silently). Other operand types (None, a str) compare as objects."""
 
     def compare(self: Value, o: Any) -> Any:
+        if o is None or isinstance(o, str):
+            return NotImplemented  # Python's identity comparison: False for ==
         if isinstance(o, (Value, bool, int, float, np.generic)) or (isinstance(o, np.ndarray) and o.ndim == 0):
             return self.builder.op(op_name, self, o)
-        return NotImplemented
+        raise TypeError(f"a fusejit value {'==' if op_name == 'eq' else '!='} {type(o).__name__}: only a value or a "
+                        "number compares elementwise; pass an array as an argument of the fused function")
 
     compare.__name__ = f"__{op_name}__"
     return compare
+
+
+class _DTypeName(str):
+    """A value's dtype: fusejit's name ("f32"), a str that also equals the NumPy or PyTorch dtype of
+    that name (``v.dtype == np.float32``, ``== torch.bfloat16``), so NumPy-style branches hold."""
+
+    __slots__ = ()
+
+    def __eq__(self, o: object) -> bool:
+        if isinstance(o, str):
+            return str.__eq__(self, o)
+        from . import _dtype_name
+        try:
+            return _dtype_name(o) == str(self)
+        except (UserError, TypeError, ValueError):
+            return False
+
+    def __ne__(self, o: object) -> bool:
+        return not self.__eq__(o)
+
+    __hash__ = str.__hash__
+
+
+_DTYPE_GETTER = Value.__dict__["dtype"].fget
 
 
 class _TraceState(threading.local):
@@ -226,6 +260,9 @@ def install_value_methods() -> None:
     Value.__hash__ = object.__hash__  # by identity, as a tensor's
     Value.astype = _astype
     Value.__pos__ = lambda self: self
+    Value.dtype = property(lambda self: _DTypeName(_DTYPE_GETTER(self)),
+                           doc="The value's dtype name (\"f32\", ...), a str equal to NumPy's and PyTorch's dtype "
+                               "of that name too (v.dtype == np.float32).")
     Value.ndim = property(lambda self: len(_SHAPE_GETTER(self)), doc="The value's rank (number of dims).")
     Value.shape = property(_shape, doc="The value's shape at the builder's dim sizes (list of ints); read in a "
                                        "function fuse traces, it specialises the function on every size.")
@@ -236,6 +273,11 @@ def install_value_methods() -> None:
 # ---- fuse ----------------------------------------------------------------------------------------
 
 _RESERVED = {"graph", "dim", "input", "param", "output", "true", "false", "inf", "nan", "cast"}
+# One lock for every function's traces: re-entrant (a function may call itself, or another fused
+# function, on arrays while traced), and one for all, so two functions that do so from two threads
+# cannot each hold one lock and wait for the other's.
+_TRACE_LOCK = threading.RLock()
+_MAX_ENTRIES = 64  # programs kept per function; the oldest trace is dropped beyond (torch.compile: 8)
 _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile's recompile limit is 8)
 _FLOAT_KEY = float.hex  # -0.0 and 0.0, each NaN payload alike: hex tells 0.0 from -0.0
 
@@ -255,10 +297,12 @@ def _constant_key(v: Any) -> Any:
     """A constant's part of the pattern, by type and value all the way down: a float by its bits'
     hex (0.0 and -0.0 differ), a tuple element by element ((2,) and (2.0,) differ)."""
     t = type(v)
-    if t is float:
-        return (float, _FLOAT_KEY(v))
-    if t is complex:
-        return (complex, _FLOAT_KEY(v.real), _FLOAT_KEY(v.imag))
+    if isinstance(v, np.generic):
+        return (t, v.tobytes())  # its bits: np.float32(-0.0) is not np.float32(0.0), a NaN is itself
+    if isinstance(v, float):  # float and its subclasses
+        return (t, _FLOAT_KEY(v))
+    if isinstance(v, complex):
+        return (t, _FLOAT_KEY(v.real), _FLOAT_KEY(v.imag))
     if isinstance(v, tuple):
         return (t, tuple(_constant_key(e) for e in v))
     if isinstance(v, frozenset):
@@ -301,12 +345,14 @@ class Fused:
 
     def __init__(self, fn: Callable, dynamic: bool, options: dict):
         functools.update_wrapper(self, fn)
+        for attr in ("__name__", "__qualname__"):  # a functools.partial or a callable object has none
+            if not hasattr(self, attr):
+                setattr(self, attr, type(fn).__name__)
         self._fn = fn
         self._sig = inspect.signature(fn)
         self._dynamic = dynamic
         self._options = options
         self._entries: dict = {}
-        self._lock = threading.RLock()  # re-entrant: the function may call itself on arrays while traced
         self._traces = 0
         self._dtype_names: dict = {}
         params = list(self._sig.parameters.values())
@@ -401,11 +447,13 @@ class Fused:
             return None, []
         entry = self._entries.get(key)
         if entry is None:
-            with self._lock:
+            with _TRACE_LOCK:
                 key, arrays = self._key(items, not self._dynamic)  # _dynamic may have changed meanwhile
                 entry = self._entries.get(key)
                 if entry is None:
                     key, entry = self._trace(self._bind(args, kwargs), items, key)
+                    if len(self._entries) >= _MAX_ENTRIES:
+                        del self._entries[next(iter(self._entries))]  # the oldest (dicts keep insertion order)
                     self._entries[key] = entry
         return entry, arrays
 

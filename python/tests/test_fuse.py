@@ -370,3 +370,65 @@ def test_llama_decode_sample_runs(tmp_path):
                              capture_output=True, text=True, env=dict(os.environ), timeout=600)
         assert res.returncode == 0, res.stdout + res.stderr
         assert "all checks passed" in res.stdout and res.stdout.count("1 kernel(s) fused") == 4
+
+
+def test_second_hostile_round():
+    """A second tester's finds: axis=() (NumPy: no axis) read as every axis; v == [1, 2, 3] was
+    Python's False; NumPy scalars and float subclasses in tuples keyed by ==; np.float16 (a class)
+    taken for an array; a functools.partial had no __name__; dtype checks NumPy-style were False."""
+    import functools
+
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    with pytest.raises(fusejit.UserError, match=r"axis=\(\) reduces nothing"):
+        fusejit.fuse(lambda v: np.sum(v, axis=()))(x)
+    with pytest.raises(TypeError, match="only a value or a number compares elementwise"):
+        fusejit.fuse(lambda v: np.where(v == [1, 2, 3], 0.0, v))(np.ones(3, np.float32))
+    ones = np.ones(2, np.float32)
+    cs = fusejit.fuse(lambda v, t: np.copysign(v, t[0]))
+    assert np.array_equal(cs(ones, (np.float32(0.0),)), [1, 1]) and np.array_equal(cs(ones, (np.float32(-0.0),)), [-1, -1])
+    for _ in range(3):
+        cs(ones, (np.float32("nan"),))
+    assert cs.traces == 3  # one NaN, one pattern
+
+    class F(float):
+        pass
+
+    h = fusejit.fuse(lambda v, c: np.copysign(v, c))
+    assert np.array_equal(h(ones, F(0.0)), [1, 1]) and np.array_equal(h(ones, F(-0.0)), [-1, -1])
+    assert fusejit.fuse(lambda v, dt: v.astype(dt, copy=False))(ones, np.float16).dtype == np.float16
+    p = fusejit.fuse(functools.partial(lambda v, k: v * k, k=3.0))
+    assert np.array_equal(p(ones), [3, 3]) and "partial" in repr(p)
+    branch = fusejit.fuse(lambda v: v * 2 if v.dtype == np.float32 and v.dtype == "f32" else v * 3)
+    assert np.array_equal(branch(ones), [2, 2])
+    assert fusejit.fuse(lambda v: np.max(v, -1, initial=-np.inf))(np.zeros((2, 0), np.float32)).tolist() == [-np.inf] * 2
+
+
+def test_two_functions_calling_each_other_from_two_threads_do_not_deadlock():
+    import time
+
+    @fusejit.fuse
+    def a(x):
+        time.sleep(0.2)
+        b(np.ones(2, np.float32))
+        return x + 1
+
+    @fusejit.fuse
+    def b(x):
+        time.sleep(0.2)
+        a(np.ones(3, np.float32)) if x.shape[0] == 5 else None
+        return x * 2
+
+    t1 = threading.Thread(target=a, args=(np.ones(4, np.float32),))
+    t2 = threading.Thread(target=b, args=(np.ones(5, np.float32),))
+    t1.start(), t2.start()
+    t1.join(60), t2.join(60)
+    assert not t1.is_alive() and not t2.is_alive()
+
+
+def test_the_oldest_trace_is_dropped_beyond_64():
+    f = fusejit.fuse(lambda v, c: v + c)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in range(70):
+            assert f(np.zeros(1, np.float32), float(k))[0] == k
+    assert f.traces == 70 and len(f._entries) == 64
