@@ -321,25 +321,32 @@ StreamScratch::StreamScratch(const DeviceContext& dc, std::span<const ir::NodeId
                              cu::Stream stream, std::vector<uint64_t>& addrs)
     : dc_(dc), stream_(stream), addrs_(addrs) {
   addrs_.clear();
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    cu::DevicePtr p = 0;
-    if (bytes[i] > 0) {
-      const cu::Result r = dc.api().cuMemAllocAsync(&p, static_cast<size_t>(bytes[i]), stream);
-      if (r == cu::kErrorOutOfMemory)
-        throw DriverError(DriverErrorKind::OutOfMemory,
-                          fmt::format("out of device memory: cuMemAllocAsync of {} for intermediate v{} failed",
-                                      format_bytes(static_cast<uint64_t>(bytes[i])), nodes[i]),
-                          r);
-      dc.driver().check(r, "cuMemAllocAsync");
+  try {
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      cu::DevicePtr p = 0;
+      if (bytes[i] > 0) {
+        const cu::Result r = dc.api().cuMemAllocAsync(&p, static_cast<size_t>(bytes[i]), stream);
+        if (r == cu::kErrorOutOfMemory)
+          throw DriverError(DriverErrorKind::OutOfMemory,
+                            fmt::format("out of device memory: cuMemAllocAsync of {} for intermediate v{} failed",
+                                        format_bytes(static_cast<uint64_t>(bytes[i])), nodes[i]),
+                            r);
+        dc.driver().check(r, "cuMemAllocAsync");
+      }
+      addrs_.push_back(p);
     }
-    addrs_.push_back(p);
+  } catch (...) {
+    release();  // a constructor that throws runs no destructor: free what was allocated before
+    throw;
   }
 }
 
-StreamScratch::~StreamScratch() {
+void StreamScratch::release() noexcept {
   for (uint64_t p : addrs_)
-    if (p) dc_.api().cuMemFreeAsync(p, stream_);  // a destructor cannot throw; freed with the stream
+    if (p) dc_.api().cuMemFreeAsync(p, stream_);  // cannot throw; freed in stream order
 }
+
+StreamScratch::~StreamScratch() { release(); }
 
 // ---- Measurement -----------------------------------------------------------------------------
 

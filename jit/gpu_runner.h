@@ -124,6 +124,8 @@ class StreamScratch {
   std::span<const uint64_t> addrs() const { return addrs_; }
 
  private:
+  void release() noexcept;  // cuMemFreeAsync of every buffer in addrs_ (the destructor; a failed constructor)
+
   const DeviceContext& dc_;
   cu::Stream stream_;
   std::vector<uint64_t>& addrs_;

@@ -183,6 +183,19 @@ void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, s
     check(outputs[k], "output", g.outputs[k].name, g.node(g.outputs[k].node).dtype);
 }
 
+void check_alignment(const ir::Graph& g, std::span<const jit::TensorArg> inputs, std::span<const jit::TensorArg> outputs) {
+  auto check = [](const jit::TensorArg& t, const char* role, const std::string& name, ir::DType dtype) {
+    const int64_t size = ir::dtype_size(dtype);
+    if (t.addr % static_cast<uint64_t>(size) == 0 || jit::view_bytes(t.shape, t.strides, size) == 0) return;
+    throw ir::UserError(fmt::format("{} '{}': its data pointer {:#x} is not a multiple of the {}-byte element size of "
+                                    "{}: a GPU faults on such loads and stores; pass an aligned copy",
+                                    role, name, t.addr, size, dtype_text(dtype)));
+  };
+  for (size_t k = 0; k < inputs.size(); ++k) check(inputs[k], "input", g.node(g.inputs[k]).name, g.node(g.inputs[k]).dtype);
+  for (size_t k = 0; k < outputs.size(); ++k)
+    check(outputs[k], "output", g.outputs[k].name, g.node(g.outputs[k].node).dtype);
+}
+
 void check_view_data(const ir::Graph& g, std::span<const TensorView> inputs) {
   for (size_t k = 0; k < inputs.size(); ++k) {
     const TensorView& t = inputs[k];

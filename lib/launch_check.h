@@ -33,6 +33,11 @@ void check_output_shapes(const ir::Graph& g, const jit::LaunchState& st, std::sp
 // extent of at most 2^63 - 1 bytes (jit::view_bytes; run it before anything computes with the
 // extent), and data unless it has no elements.
 void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, std::span<const jit::TensorArg> outputs);
+// Throws ir::UserError unless every tensor with elements has an address that is a multiple of its
+// element size: a GPU's load or store of a misaligned element faults (CUDA_ERROR_MISALIGNED_ADDRESS,
+// a sticky error that spoils the context; CUDA C++ Programming Guide, "Device Memory Accesses").
+// For the CUDA backend's launches; host memory on the CPU path may be misaligned.
+void check_alignment(const ir::Graph& g, std::span<const jit::TensorArg> inputs, std::span<const jit::TensorArg> outputs);
 // Throws ir::UserError unless each view's data holds every element its shape and strides reach.
 void check_view_data(const ir::Graph& g, std::span<const TensorView> inputs);
 

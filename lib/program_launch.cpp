@@ -278,6 +278,7 @@ void Program::launch(std::span<const TensorRef> inputs, std::span<const TensorRe
     bind_dims(g, inputs, s.dims);
     check_output_dtypes(g, outputs);
     check_strides(g, s.inputs, s.outputs);
+    if (p.backend == Backend::Cuda) check_alignment(g, s.inputs, s.outputs);
     const std::span<const ir::Scalar> pv = resolve_params_fast(p, params, s.params);
     launch_bound(p, kind, s.dims, {s.inputs, s.outputs, {}}, pv, stream, {}, s);
   }, impl_->graph.impl().graph.file, impl_->graph.impl().source);  // a graph line at these dims (rebind_dims)
@@ -319,6 +320,7 @@ void Program::launch(std::span<const void* const> inputs, std::span<void* const>
     for (size_t k = 0; k < outputs.size(); ++k)
       s.outputs.push_back({reinterpret_cast<uint64_t>(outputs[k]), st.output_shapes[k], {}});
     check_strides(g, s.inputs, s.outputs);  // no null pointer for a tensor with elements
+    check_alignment(g, s.inputs, s.outputs);
     const std::span<const ir::Scalar> pv = resolve_params_fast(p, params, s.params);
     launch_bound(p, kind, s.dims, {s.inputs, s.outputs, {}}, pv, stream, {}, s);
   }, impl_->graph.impl().graph.file, impl_->graph.impl().source);  // a graph line at these dims (rebind_dims)

@@ -177,6 +177,18 @@ TEST_CASE("Program::run and launch on the CUDA backend") {
   }
   // A wrong pointer count.
   CHECK_THROWS_AS(p.launch(std::span<const void* const>(ins, 1), outs, {3.0}, nullptr), fj::Error);
+  // An f32 element at an address that is no multiple of 4 faults on a GPU: refused with the address.
+  std::vector<char> raw(64 * 4 + 8);
+  const void* odd[2] = {raw.data() + 1, hy.data()};
+  CHECK_THROWS_WITH_AS(p.launch(odd, outs, {3.0}, nullptr), doctest::Contains("input 'x': its data pointer 0x"), fj::Error);
+  CHECK_THROWS_WITH_AS(p.launch(odd, outs, {3.0}, nullptr),
+                       doctest::Contains("is not a multiple of the 4-byte element size of f32: a GPU faults"), fj::Error);
+  void* odd_out[1] = {raw.data() + 2};
+  const int64_t shape64[1] = {64};
+  const fj::TensorRef rx(hx.data(), fj::DType::F32, shape64), ry(hy.data(), fj::DType::F32, shape64);
+  const fj::TensorRef rz(static_cast<void*>(raw.data() + 2), fj::DType::F32, shape64);
+  CHECK_THROWS_WITH_AS(p.launch({rx, ry}, {rz}), doctest::Contains("output 'z': its data pointer"), fj::Error);
+  CHECK_THROWS_AS(p.launch(ins, odd_out, {3.0}, nullptr), fj::Error);
 }
 
 TEST_CASE("a whole-tensor reduction on the CUDA backend: two launches, a stream-ordered workspace, the CPU's bits") {

@@ -193,6 +193,26 @@ TEST_CASE("device info, primary context and a caller's current context") {
   fake_cuda::st().current = nullptr;
 }
 
+TEST_CASE("intermediates: an allocation that fails frees the ones made before it (a constructor that throws)") {
+  auto d = fake_cuda::reset();
+  auto dc = DeviceContext::open(0, d);
+  const ir::NodeId nodes[3] = {4, 5, 6};
+  const int64_t bytes[3] = {1024, 0, 2048};
+  std::vector<uint64_t> addrs;
+  {
+    StreamScratch s(*dc, nodes, bytes, nullptr, addrs);
+    CHECK(fake_cuda::st().live.size() == 2);  // none for the 0-byte one
+  }
+  CHECK(fake_cuda::st().live.empty());
+  fake_cuda::st().allocs_before_oom = 1;  // the first succeeds, the second fails
+  DriverErrorKind kind = DriverErrorKind::Other;
+  const std::string msg = error_of([&] { StreamScratch s(*dc, nodes, bytes, nullptr, addrs); }, &kind);
+  CHECK(kind == DriverErrorKind::OutOfMemory);
+  CHECK(msg.find("intermediate v6") != std::string::npos);
+  CHECK(fake_cuda::st().live.empty());  // the first buffer was freed, not leaked
+  fake_cuda::st().allocs_before_oom = -1;
+}
+
 TEST_CASE("out of memory names the size, the buffer and what is free") {
   auto d = fake_cuda::reset();
   auto dc = DeviceContext::open(0, d);

@@ -246,6 +246,24 @@ def _current_stream(like: Any) -> int:
     return 0
 
 
+def _device_guard(like: Any) -> Any:
+    """For a tensor on another GPU than the current one, a context manager that makes its device
+    current for the launch, as PyTorch's own ops do (fusejit launches in the current CUDA context,
+    and the stream is that device's); else None."""
+    fw = _framework(like)
+    if fw == "torch" and like.is_cuda:
+        import torch
+
+        if like.device.index != torch.cuda.current_device():
+            return torch.cuda.device(like.device)
+    elif fw == "cupy":
+        import cupy
+
+        if like.device.id != cupy.cuda.runtime.getDevice():
+            return like.device  # a cupy.cuda.Device is a context manager
+    return None
+
+
 def _check_call_options(stream: Any, plan: Any) -> None:
     """A TypeError naming `stream` or `plan` when a call's value is of the wrong type or range."""
     if not isinstance(plan, str):
@@ -385,6 +403,10 @@ class Program:
         else:
             stored, in_as = _storages(arrays, self._in_whats)
         like = arrays[0] if arrays else next(iter(out.values()), None) if out else None
+        guard = None if like is None or type(like) in _NDARRAY_TYPES else _device_guard(like)
+        if guard is not None:  # a tensor on another GPU than the current one: launch on its device
+            with guard:
+                return self._call(args, out, stream, plan, kwargs)
         if not complete:
             self._allocate(results, like, stored, in_as, plan)
         if _plain_numpy(results, True):

@@ -196,6 +196,7 @@ struct Tensors {
   std::vector<std::vector<int64_t>> shapes, strides;
   std::vector<fusejit::TensorRef> refs;
   int device_type = 0;  // DLPack device type shared by all (0 = none seen yet)
+  int32_t device_id = 0;  // and device ordinal: tensors on two GPUs cannot meet in one launch
 
   template <class Array>
   void add(const Array& a, const std::optional<std::string>& as, const TensorName& what, bool writable) {
@@ -206,7 +207,12 @@ struct Tensors {
     }
     if (device_type && a.device_type() != device_type)
       throw fusejit::Error(fusejit::ErrorKind::User, what() + ": on another kind of device than the tensors before it");
+    if (device_type && a.device_id() != device_id)
+      throw fusejit::Error(fusejit::ErrorKind::User, what() + ": on device " + std::to_string(a.device_id()) +
+                                                         ", the tensors before it on device " + std::to_string(device_id) +
+                                                         " (one launch runs on one GPU)");
     device_type = a.device_type();
+    device_id = a.device_id();
     shapes.push_back(std::move(shape));
     strides.push_back(std::move(stride));
     refs.emplace_back(writable ? const_cast<void*>(static_cast<const void*>(a.data())) : a.data(),

@@ -124,3 +124,22 @@ def test_fused_function_on_torch_tensors():
     assert torch.equal(p, unfused["out0"]) and torch.equal(t, unfused["out1"])
     pc, tc = cpu(x.cpu().numpy(), w.cpu().numpy())
     assert np.allclose(p.cpu().numpy(), pc, rtol=1e-5, atol=1e-9) and np.allclose(t.cpu().numpy(), tc, rtol=1e-6)
+
+
+def test_torch_tensors_on_a_second_gpu():
+    """Tensors on cuda:1 while the current device is 0 launch on their own device (its current
+    stream); tensors on two GPUs in one call are refused. Needs two GPUs."""
+    torch = _torch()
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    prog = fusejit.compile(fusejit.Graph.parse(GRAPH))
+    if prog.backend != "cuda":
+        pytest.skip("no GPU for fusejit")
+    x = torch.randn(64, 4096, device="cuda:1")
+    y = torch.randn(64, 4096, device="cuda:1")
+    with torch.cuda.device(0):
+        z = prog(x=x, y=y, a=3.0)["z"]
+    torch.cuda.synchronize(1)
+    assert z.device == x.device and torch.equal(z, 3.0 * x + y)
+    with pytest.raises(fusejit.UserError, match="on device 0, the tensors before it on device 1"):
+        prog(x=x, y=y.to("cuda:0"))

@@ -37,6 +37,7 @@ struct State {
   size_t total = size_t{80} << 30, free = size_t{1} << 30;
   // Injected results (0 = success).
   cu::Result init_result = 0, alloc_result = 0, load_result = 0, launch_result = 0;
+  int allocs_before_oom = -1;  // >= 0: that many more allocations succeed, then out of memory
   // Occupancy answers.
   int occ_block = 768, occ_blocks_per_sm = 2;
   // Recorded activity.
@@ -192,6 +193,8 @@ inline cu::Result launch(cu::Function f, unsigned gx, unsigned, unsigned, unsign
 }
 inline cu::Result mem_alloc(cu::DevicePtr* p, size_t bytes) { note("cuMemAlloc");
   if (st().alloc_result) return st().alloc_result;
+  if (st().allocs_before_oom == 0) return cu::kErrorOutOfMemory;
+  if (st().allocs_before_oom > 0) --st().allocs_before_oom;
   void* h = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   st().live.insert(h);
   *p = reinterpret_cast<cu::DevicePtr>(h);

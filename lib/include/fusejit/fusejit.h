@@ -651,8 +651,10 @@ class Program {
   /// output's value is copied with cuMemcpyDtoDAsync, and the first launch at a new set of dim
   /// values may compile (docs/api.md, "CUDA graphs"). Tensors with no elements launch nothing.
   /// Throws Error(User) on a wrong count, dtype or shape (naming the tensor, as run() does), a bad
-  /// param, an overlap (naming both tensors) or a negative stride; Error(Driver) on a launch
-  /// failure; Error(Compile) when a new kernel is needed and cannot be compiled.
+  /// param, an overlap (naming both tensors), a negative stride, or (CUDA backend) a data pointer
+  /// that is no multiple of its element size (a GPU faults on it: CUDA_ERROR_MISALIGNED_ADDRESS);
+  /// Error(Driver) on a launch failure; Error(Compile) when a new kernel is needed and cannot be
+  /// compiled.
   void launch(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, const Params& params = {},
               void* stream = nullptr, PlanKind kind = PlanKind::Fused) const;
   void launch(std::initializer_list<TensorRef> inputs, std::initializer_list<TensorRef> outputs,
