@@ -30,7 +30,12 @@
 #define FJ_RED_LANES 256
 #define FJ_RED_CHUNK 8192
 // Deepest chunk stack: log2 of the most chunks a reduction may have (2^63 / FJ_RED_CHUNK) + 1.
+// Every thread keeps one in local memory, which the driver reserves for every resident thread of
+// the GPU: a kernel with 32-bit indexing (fewer than 2^31 elements, so at most 2^18 chunks and a
+// stack of at most 19) defines it as 20 first (jit/codegen). The depth never changes the bits.
+#ifndef FJ_RED_STACK
 #define FJ_RED_STACK 52
+#endif
 
 // The block barrier between lane writes and tree steps. Host: nothing (one thread), unless a test
 // defines FJ_RED_HOST_SYNC() to run several host threads as one block. Called only when the
