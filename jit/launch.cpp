@@ -500,12 +500,12 @@ bool same_view(const TensorArg& a, const TensorArg& b) {
                                     overlap_verb(how), describe("input", in.name, byte_range(inputs[s], in.dtype)),
                                     undecided_note(how)));
   if (b.row_output[k] && b.last_reader[s] == b.writer[k])
-    throw ir::UserError(fmt::format("output '{}' is input '{}''s own buffer, but kernel {} of {} writes '{}' once per row "
+    throw ir::UserError(fmt::format("output '{}' is the buffer of input '{}', but kernel {} of {} writes '{}' once per row "
                                     "of its reduction while the row's threads still read '{}': it cannot run in place; "
                                     "pass another output buffer",
                                     g.outputs[k].name, in.name, b.writer[k] + 1, b.group_inputs.size(),
                                     g.outputs[k].name, in.name));
-  throw ir::UserError(fmt::format("output '{}' is input '{}''s own buffer, but the plan reads '{}' in kernel {} of {} "
+  throw ir::UserError(fmt::format("output '{}' is the buffer of input '{}', but the plan reads '{}' in kernel {} of {} "
                                   "after writing '{}' in kernel {}: it cannot run in place; pass another output buffer",
                                   g.outputs[k].name, in.name, in.name, b.last_reader[s] + 1, b.group_inputs.size(),
                                   g.outputs[k].name, b.writer[k] + 1));

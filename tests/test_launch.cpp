@@ -310,7 +310,7 @@ TEST_CASE("in place in a reduction kernel: element outputs run in place, a row v
                                                          ? std::vector<int64_t>{3} : std::vector<int64_t>{4, 1}, 2);
     fj::HostTensor y(fj::DType::F32, {4, 3});
     const std::string e = error_of([&] { p.launch({x, b}, {y, b}); });
-    CHECK(contains(e, "output 's' is input 'b''s own buffer, but kernel 1 of 1 writes 's' once per row of its "
+    CHECK(contains(e, "output 's' is the buffer of input 'b', but kernel 1 of 1 writes 's' once per row of its "
                       "reduction while the row's threads still read 'b'"));
   }
   // An element output over the input of its reduction kernel: each element read before it is written.
@@ -472,7 +472,7 @@ TEST_CASE("overlaps other than in place are refused, naming both tensors") {
   fj::HostTensor x = random_tensor(fj::DType::F32, {8}, 1), w = random_tensor(fj::DType::F32, {4, 8}, 2);
   fj::HostTensor z(fj::DType::F32, {4, 8});
   e = error_of([&] { two.launch({x, w}, {x, z}, {}, nullptr, fj::PlanKind::Unfused); });
-  CHECK(contains(e, "output 'y' is input 'x''s own buffer, but the plan reads 'x' in kernel 2"));
+  CHECK(contains(e, "output 'y' is the buffer of input 'x', but the plan reads 'x' in kernel 2"));
   // Another dtype over the same bytes.
   const fj::Program cast = fj::Program::compile(
       fj::Graph::parse("graph cast\ninput x : i32[8]\ny = cast(x, f32)\noutput y\n"), cpu_options());

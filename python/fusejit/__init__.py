@@ -90,6 +90,9 @@ def _learn_type(t: type) -> str | None:
     mod = t.__module__.split(".")[0]  # the module names the framework
     fw = mod if mod in ("numpy", "torch", "cupy") else None
     nd = getattr(sys.modules.get("numpy"), "ndarray", None)  # imported if `t` is a NumPy type
+    if fw == "numpy" and t.__module__.startswith("numpy.ma"):
+        raise UserError(f"a NumPy masked array ({t.__name__}) is not supported: fusejit would read its data and "
+                        "ignore its mask; pass a.filled(value), or the data and the mask as two arrays")
     if fw == "numpy" and isinstance(nd, type) and issubclass(t, nd):
         _NDARRAY_TYPES.add(t)
     _FRAMEWORK_OF_TYPE[t] = fw
@@ -409,6 +412,12 @@ class Program:
                 return self._call(args, out, stream, plan, kwargs)
         if not complete:
             self._allocate(results, like, stored, in_as, plan)
+        self._launch(stored, in_as, results, like, params, stream, plan)
+        return dict(zip(self._out_names, results))
+
+    def _launch(self, stored: list, in_as: list, results: list, like: Any, params: dict, stream: int | None,
+                plan: str) -> None:
+        """The extension's launch on the caller's stream (`stream`, else `like`'s current one)."""
         if _plain_numpy(results, True):
             outs, out_as = results, self._no_out_as
         else:
@@ -418,7 +427,6 @@ class Program:
         elif stream is True or stream is False:  # an int to nanobind: True would be stream 1
             _check_call_options(stream, plan)
         self._p.launch(stored, in_as, outs, out_as, list(params.items()) if params else [], stream, plan)
-        return dict(zip(self._out_names, results))
 
     def _out_mapping(self, out: Any) -> dict[str, Any]:
         """``out`` as a dict: a mapping or (name, array) pairs as dict() reads them, or a list or tuple

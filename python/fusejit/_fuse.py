@@ -53,7 +53,8 @@ _UFUNCS = {
 
 # NumPy reduction (function or method) -> fusejit reduction.
 _REDUCTIONS = {"sum": "sum", "mean": "mean", "prod": "prod", "max": "amax", "amax": "amax", "min": "amin",
-               "amin": "amin", "argmax": "argmax", "argmin": "argmin", "var": "var", "std": "std"}
+               "amin": "amin", "argmax": "argmax", "argmin": "argmin", "var": "var", "std": "std", "any": "any",
+               "all": "all"}
 
 
 def _builder_of(args: tuple) -> Any:
@@ -73,11 +74,15 @@ def op(name: str, *args: Any) -> Value:
 
 
 def reduce(name: str, x: Value, axes: Any = None, keepdim: bool = False, *, correction: int | None = None,
-           initial: float | None = None) -> Value:
+           initial: float | None = None, keepdims: bool | None = None) -> Value:
     """The reduction or composite `name` (sum mean prod amax amin argmax argmin softmax log_softmax
     logsumexp var std any all) of `x` over `axes` (an int, ints, or None: every axis), as
     ``GraphBuilder.reduce`` on x's builder: ``fusejit.reduce("softmax", x / t, -1)``. Raises
-    UserError (bad axes, dtype; docs/ops.md, "Reductions")."""
+    UserError (bad axes, dtype; docs/ops.md, "Reductions"). ``keepdims`` (NumPy's spelling) is
+    ``keepdim``; ``var``/``std`` take PyTorch's correction (default 1), where ``v.var()`` takes
+    NumPy's ddof (default 0)."""
+    if keepdims is not None:
+        keepdim = keepdims
     if not isinstance(x, Value):
         raise UserError(f"reduce('{name}'): x must be a fusejit.Value, got {type(x).__name__}")
     return x.builder.reduce(name, x, axes, keepdim=keepdim, correction=correction, initial=initial)
@@ -109,7 +114,8 @@ _NP_POSITIONAL = {"sum": ("axis", "dtype", "out", "keepdims"), "mean": ("axis", 
                   "prod": ("axis", "dtype", "out", "keepdims"), "var": ("axis", "dtype", "out", "ddof", "keepdims"),
                   "std": ("axis", "dtype", "out", "ddof", "keepdims"), "max": ("axis", "out", "keepdims"),
                   "min": ("axis", "out", "keepdims"), "amax": ("axis", "out", "keepdims"),
-                  "amin": ("axis", "out", "keepdims"), "argmax": ("axis", "out"), "argmin": ("axis", "out")}
+                  "amin": ("axis", "out", "keepdims"), "argmax": ("axis", "out"), "argmin": ("axis", "out"),
+                  "any": ("axis", "out", "keepdims"), "all": ("axis", "out", "keepdims")}
 
 
 def _np_reduction(op_name: str, a: Any, *, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
@@ -164,6 +170,10 @@ def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dic
         return _np_where(*args, **kwargs)
     if name == "clip":
         return _np_clip(*args, **kwargs)
+    if name in ("round", "around") and not args[1:] and not kwargs.get("decimals"):
+        return op("round", args[0])  # NumPy rounds half to even, as fusejit's round
+    if name in ("round", "around"):
+        raise TypeError(f"np.{name} with decimals has no fusejit op (np.round(v) rounds half to even)")
     raise TypeError(f"np.{name} has no fusejit op on fusejit values (supported: NumPy's ufuncs of docs/ops.md, "
                     "where, clip, and the reductions sum mean prod max min amax amin argmax argmin var std)")
 
@@ -192,6 +202,9 @@ def _array(v: Any) -> Any:
     # Value first: hasattr(v, "shape") would read a Value's shape, which specialises a trace.
     if isinstance(v, (Value, type)):  # a class such as np.float16 has shape and dtype descriptors
         return None
+    if isinstance(v, np.ma.MaskedArray):
+        raise UserError("a NumPy masked array is not supported: fusejit would read its data and ignore its mask; "
+                        "pass a.filled(value), or the data and the mask as two arrays")
     return v if hasattr(v, "shape") and hasattr(v, "dtype") else None
 
 
@@ -266,8 +279,10 @@ def install_value_methods() -> None:
     Value.ndim = property(lambda self: len(_SHAPE_GETTER(self)), doc="The value's rank (number of dims).")
     Value.shape = property(_shape, doc="The value's shape at the builder's dim sizes (list of ints); read in a "
                                        "function fuse traces, it specialises the function on every size.")
-    for m in ("sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std"):
+    for m in ("sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "any", "all"):
         setattr(Value, m, _method(m))
+    Value.clip = lambda self, min=None, max=None: _np_clip(self, min, max)
+    Value.clip.__doc__ = "NumPy's ndarray.clip(min, max): clamp (either bound may be None)."
 
 
 # ---- fuse ----------------------------------------------------------------------------------------

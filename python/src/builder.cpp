@@ -127,8 +127,11 @@ fusejit::Value to_value(nb::handle h, nb::handle builder) {
   if (PyLong_Check(h.ptr())) return fusejit::Value(checked_int64(h, "integer literal"));
   if (PyFloat_Check(h.ptr())) return fusejit::Value(nb::cast<double>(h));
   if (nb::object v = scalar_item(h); v.is_valid()) return to_value(v, builder);
+  const std::string hint = nb::hasattr(h, "shape") ? " (an array is no graph value: pass it to a fused function as an "
+                                                      "argument, or to the graph as GraphBuilder.input)"
+                                                    : "";
   throw nb::type_error(
-      ("expected a fusejit.Value or a bool, int or float literal, got " + py_type_name(h)).c_str());
+      ("expected a fusejit.Value or a bool, int or float literal, got " + py_type_name(h) + hint).c_str());
 }
 
 fusejit::GraphBuilder& cpp(nb::handle builder) { return nb::cast<fusejit::GraphBuilder&>(builder); }

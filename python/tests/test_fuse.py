@@ -432,3 +432,20 @@ def test_the_oldest_trace_is_dropped_beyond_64():
         for k in range(70):
             assert f(np.zeros(1, np.float32), float(k))[0] == k
     assert f.traces == 70 and len(f._entries) == 64
+
+
+def test_new_user_trial_finds():
+    """Masked arrays are refused (their mask was ignored); np.round, np.any/np.all, v.clip and
+    fusejit.reduce(keepdims=) work; v * ndarray names the fix."""
+    m = np.ma.masked_array(np.ones((2, 2), np.float32), mask=[[0, 1], [0, 0]])
+    with pytest.raises(fusejit.UserError, match="masked array"):
+        fusejit.fuse(lambda v: v.sum(-1))(m)
+    with pytest.raises(fusejit.UserError, match="masked array"):
+        fusejit.compile(fusejit.Graph.parse("input x : f32[2, 2]\ny = x * 2\noutput y"))(m)
+    x = np.array([[0.5, 1.5, -2.5], [0.0, 3.0, -0.0]], np.float32)
+    r, a, al, c, s = fusejit.fuse(lambda v: (np.round(v), np.any(v > 1, -1), v.all(), v.clip(-1, 1),
+                                             fusejit.reduce("sum", v, -1, keepdims=True)))(x)
+    assert np.array_equal(r, np.round(x)) and np.array_equal(a, [True, True]) and not al
+    assert np.array_equal(c, x.clip(-1, 1)) and s.shape == (2, 1)
+    with pytest.raises(TypeError, match="an array is no graph value"):
+        fusejit.fuse(lambda v: v * np.ones(3, np.float32))(np.ones(3, np.float32))

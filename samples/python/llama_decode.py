@@ -119,7 +119,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     check_norm(rng, args.tokens, args.hidden)
     check_swiglu(rng, args.tokens, args.ffn)
-    check_rope(rng, args.tokens, args.hidden // 128, 128)
+    head = min(128, args.hidden)  # Llama's head dim, or the whole width when it is smaller
+    check_rope(rng, args.tokens, max(1, args.hidden // head), head - head % 2)
     check_sampling(rng, args.tokens, args.vocab)
     print(f"all checks passed on {swiglu.program(np.ones((1, 2), BF16), np.ones((1, 2), BF16)).target}")
 
