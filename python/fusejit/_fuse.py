@@ -11,8 +11,9 @@ its arrays (a :class:`fusejit.GraphBuilder` records what it does), and the graph
 compiled with :func:`fusejit.compile`. A pattern is: each array's dtype and rank; which of its
 sizes are 1 (broadcast) and which sizes are equal to each other (each class of equal sizes becomes
 one named dim, so the program runs any size without a new trace: "duck sizing", as in
-torch.compile's dynamic shapes); and the value of every other argument (Python numbers are
-weakly typed literals in the graph, as a Python scalar is in PyTorch). A function that reads a
+torch.compile's dynamic shapes); the names the arguments are passed under; and the type and
+value of every other argument (Python numbers are weakly typed literals in the graph, as a Python
+scalar is in PyTorch). A function that reads a
 value's ``.shape`` while traced is specialised on every size instead (its graph would otherwise
 keep the traced sizes for other ones). Guide: docs/python.md, "Fusing a Python function".
 """

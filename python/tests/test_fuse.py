@@ -449,3 +449,18 @@ def test_new_user_trial_finds():
     assert np.array_equal(c, x.clip(-1, 1)) and s.shape == (2, 1)
     with pytest.raises(TypeError, match="an array is no graph value"):
         fusejit.fuse(lambda v: v * np.ones(3, np.float32))(np.ones(3, np.float32))
+
+
+def test_every_mapped_ufunc_builds_its_op():
+    """Each NumPy ufunc fuse maps (_fuse._UFUNCS) exists in NumPy with the op's arity, and its
+    fusejit op exists (a renamed op in ir/ops.def fails here by name)."""
+    from fusejit._fuse import _UFUNCS
+
+    for uf_name, op_name in _UFUNCS.items():
+        uf = getattr(np, uf_name)
+        b = fusejit.GraphBuilder()
+        dtype = "i32" if "bitwise" in op_name or "shift" in op_name or op_name.startswith("logical") else "f32"
+        x = b.input("x", dtype, [2])
+        v = getattr(np, uf_name)(*([x] * uf.nin))
+        assert isinstance(v, fusejit.Value), uf_name
+        assert b.op(op_name, *([x] * uf.nin)).dtype == v.dtype, uf_name
