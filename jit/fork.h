@@ -15,8 +15,10 @@
 //    the cache's entry and build locks, jit/disk_store.cpp; an ahead-of-time folder's lock,
 //    lib/aot.cpp): the child's inherited copy of the descriptor would otherwise keep it locked
 //    for everyone.
-// Not renewed: brief critical sections (a map update under a lock) at the instant of the fork.
-// What a child can do is in docs/api.md ("CUDA graphs, streams and threads").
+//  - brief critical sections of a Program (its dims table, loaded contexts, specializations) are
+//    locked around every fork() (around_fork below; lib/program.cpp), so none is held mid-update.
+// Not covered: other brief critical sections (the GPU module table, a cache's maps) at the instant
+// of the fork. What a child can do is in docs/api.md ("CUDA graphs, streams and threads").
 #pragma once
 
 #include <pthread.h>
@@ -30,6 +32,13 @@ namespace fusejit::jit {
 // anything). Register before the state's first use, once (a function-local static). Returns
 // pthread_atfork's result: 0, or ENOMEM.
 inline int renew_in_fork_child(void (*renew)()) { return ::pthread_atfork(nullptr, nullptr, renew); }
+
+// Registers handlers around every fork() of this process (pthread_atfork): `prepare` in the forking
+// thread before it (to take locks that brief critical sections hold, waiting for other threads to
+// leave them), `parent` and `child` after it in each process (to release them). Register once.
+inline int around_fork(void (*prepare)(), void (*parent)(), void (*child)()) {
+  return ::pthread_atfork(prepare, parent, child);
+}
 
 // Releases a flock on `fd` (if it holds one), then closes it. Closing alone would not release it
 // while a copy of the descriptor lives on: a child forked meanwhile holds one (O_CLOEXEC ends it

@@ -5,6 +5,7 @@
 #include <exception>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "jit/arch.h"
 #include "jit/cache.h"
 #include "jit/codegen.h"
+#include "jit/fork.h"
 #include "jit/host_compile.h"
 #include "lib/aot.h"
 #include "lib/program_impl.h"
@@ -301,6 +303,67 @@ const Program::Impl::Path& Program::Impl::path(PlanKind kind) const {
     });
   }
   return *unfused;
+}
+
+namespace {
+
+// Every live Program::Impl, for fork(): its locks are taken before fork() and released after it, in
+// the parent and the child (jit/fork.h). Never destroyed: a Program may outlive static destruction.
+struct ForkRegistry {
+  std::mutex mu;
+  std::set<const Program::Impl*> impls;  // guarded by mu
+};
+
+void lock_programs_for_fork();
+void unlock_programs_after_fork();
+
+ForkRegistry& fork_registry() {
+  static ForkRegistry* r = [] {
+    auto* reg = new ForkRegistry;
+    jit::around_fork(lock_programs_for_fork, unlock_programs_after_fork, unlock_programs_after_fork);
+    return reg;
+  }();
+  return *r;
+}
+
+void lock_programs_for_fork() {
+  ForkRegistry& r = fork_registry();
+  r.mu.lock();
+  for (const Program::Impl* p : r.impls) p->lock_for_fork();
+}
+
+void unlock_programs_after_fork() {
+  ForkRegistry& r = fork_registry();
+  for (auto it = r.impls.rbegin(); it != r.impls.rend(); ++it) (*it)->unlock_after_fork();
+  r.mu.unlock();
+}
+
+}  // namespace
+
+Program::Impl::Impl(Graph g) : graph(g), rewritten(std::move(g)) {
+  ForkRegistry& r = fork_registry();
+  std::lock_guard lock(r.mu);
+  r.impls.insert(this);
+}
+
+Program::Impl::~Impl() {
+  ForkRegistry& r = fork_registry();
+  std::lock_guard lock(r.mu);
+  r.impls.erase(this);
+}
+
+// Lock order as the launches take them: a path's mu, then spec_mu (variant()).
+void Program::Impl::lock_for_fork() const {
+  fused.mu.lock();
+  fork_locked_unfused = unfused_ready.load(std::memory_order_acquire);
+  if (fork_locked_unfused) unfused->mu.lock();
+  spec_mu.lock();
+}
+
+void Program::Impl::unlock_after_fork() const {
+  spec_mu.unlock();
+  if (fork_locked_unfused) unfused->mu.unlock();
+  fused.mu.unlock();
 }
 
 const Program::Impl::Variant& Program::Impl::variant(const Path& p, int v) const {

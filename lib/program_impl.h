@@ -88,7 +88,18 @@ struct Program::Impl {
   mutable std::vector<std::pair<std::vector<uint8_t>, std::shared_ptr<const Impl>>> specializations;
   mutable std::vector<KernelInfo> spec_infos;
 
-  explicit Impl(Graph g) : graph(g), rewritten(std::move(g)) {}
+  // Registered for fork(): see lock_for_fork.
+  explicit Impl(Graph g);
+  ~Impl();
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  // Before fork() (pthread_atfork's prepare handler, lib/program.cpp): takes this program's locks,
+  // so no other thread is inside one of its brief critical sections (a dims lookup) when the child
+  // is made, where a lock held at that instant would stay held for ever; after it, in the parent
+  // and in the child, unlock_after_fork releases them.
+  void lock_for_fork() const;
+  void unlock_after_fork() const;
+  mutable bool fork_locked_unfused = false;  // whether lock_for_fork took the unfused path's lock
   // The graph a plan was made for.
   const ir::Graph& graph_of(PlanKind kind) const {
     return (kind == PlanKind::Fused ? rewritten : graph).impl().graph;

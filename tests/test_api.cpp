@@ -234,6 +234,44 @@ TEST_CASE("the unfused plan's first use: from threads at once, and in a child fo
                      // an initialisation in flight at a fork in the child)
 }
 
+TEST_CASE("a child forked while other threads launch a program launches it too (its locks are taken around fork)") {
+  // Threads inside a launch hold the program's dims-table lock for tens of nanoseconds per call; a
+  // fork at that instant left it held in the child for ever, which hung at its first launch. With
+  // three threads launching in a loop, 150 forks met that instant a few times a run before.
+  const fj::Graph g = fj::Graph::parse("dim N = 8\ninput x : f32[N]\ny = x * 3 + 1\noutput y\n");
+  fj::Program p = fj::Program::compile(g, cpu_options());
+  std::vector<float> xs(8, 1.0f), ys(8, 0.0f);
+  const int64_t shape[1] = {8};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t)
+    threads.emplace_back([&] {
+      std::vector<float> out(8);
+      const fj::TensorRef in(static_cast<const void*>(xs.data()), fj::DType::F32, shape);
+      const fj::TensorRef o(static_cast<void*>(out.data()), fj::DType::F32, shape);
+      while (!stop.load(std::memory_order_relaxed)) p.launch({in}, {o});
+    });
+  int hung = 0, wrong = 0;
+  for (int k = 0; k < 150; ++k) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::alarm(5);  // a hang ends the child by SIGALRM
+      p.launch({fj::TensorRef(static_cast<const void*>(xs.data()), fj::DType::F32, shape)},
+               {fj::TensorRef(static_cast<void*>(ys.data()), fj::DType::F32, shape)});
+      ::_exit(ys[0] == 4.0f ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    if (!WIFEXITED(status)) ++hung;
+    else if (WEXITSTATUS(status) != 0) ++wrong;
+    if (hung) break;  // one is the failure; more would only take 5 s each
+  }
+  stop = true;
+  for (auto& th : threads) th.join();
+  CHECK(hung == 0);
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("a replaced warning handler is never called again; one may not replace itself") {
   // Threads warn (an unused input) while the handler is replaced: once set_warning_handler has
   // returned, the old handler must not run, or freeing what it captured is a use after free.
