@@ -170,29 +170,109 @@ HostTrampoline HostModule::trampoline(const std::string& kernel_name) const {
 
 const char* host_semantic_flags() { return FJ_HOST_SEMANTIC_FLAGS; }
 
-std::string host_source(std::span<const GeneratedKernel> kernels) {
+namespace {
+
+// Prepended in block_threads mode (tests): `__shared__` variables are function statics shared by
+// a block's threads, fj_red_sync() is a pthread barrier of the block, and a warp's shuffle goes
+// through memory between two barriers of its 32 threads. One launch at a time per module.
+constexpr const char* kBlockThreadsPrelude = R"FJH(// ---- fusejit block threads (tests): one host thread per CUDA thread ----
+#include <pthread.h>
+#include <string.h>
+#include <thread>
+#include <vector>
+#define __shared__ static
+struct fj_host_block_state {
+  pthread_barrier_t block, warp[32], done;  // done: the end of a block (a thread that left early waits
+                                            // there, never at a barrier of the kernel's)
+  unsigned char words[1024][64];  // each thread's word in a shuffle
+};
+static fj_host_block_state* fj_host_block_now;  // the launch being run
+#define FJ_RED_HOST_SYNC() pthread_barrier_wait(&fj_host_block_now->block)
+#define FJ_RED_HOST_SHFL_DOWN(v, h, lane) fj_host_shfl_down(v, h, lane)
+#define FJ_RED_HOST_WHOLE_WARPS(n) ((n) == (int)blockDim.x && (n) % 32 == 0)
+)FJH";
+
+// Defined after the host prelude (they use the index variables). fj_host_run_blocks runs `body` as every thread of
+// every block, blocks one after another, each thread waiting at the end of a block for the others
+// (its __shared__ statics are the next block's). A kernel whose threads do not all reach each of
+// its barriers hangs here, as it may on a GPU (a ctest timeout ends it).
+constexpr const char* kBlockThreadsRunner = R"FJH(
+// Warp `threadIdx.x / 32`'s __shfl_down_sync(full mask, v, h): every lane takes part.
+template <class T> inline T fj_host_shfl_down(T v, int h, int) {
+  static_assert(sizeof(T) <= 64, "a lane value is at most 64 bytes");
+  const unsigned w = threadIdx.x / 32, base = 32 * w;  // the caller's warp and its first thread
+  const unsigned l = threadIdx.x % 32;
+  memcpy(fj_host_block_now->words[base + l], &v, sizeof(T));
+  pthread_barrier_wait(&fj_host_block_now->warp[w]);
+  T got = v;
+  if (l + h < 32) memcpy(&got, fj_host_block_now->words[base + l + h], sizeof(T));
+  pthread_barrier_wait(&fj_host_block_now->warp[w]);
+  return got;
+}
+template <class F> void fj_host_run_blocks(unsigned grid, unsigned block, void* dyn, F body) {
+  fj_host_block_state st;
+  pthread_barrier_init(&st.block, nullptr, block);
+  pthread_barrier_init(&st.done, nullptr, block);
+  for (unsigned w = 0; w * 32 < block; ++w) pthread_barrier_init(&st.warp[w], nullptr, block - 32 * w < 32 ? block - 32 * w : 32);
+  fj_host_block_now = &st;
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < block; ++t)
+    threads.emplace_back([=, &st] {
+      fj_host_dynamic_shared = static_cast<unsigned char*>(dyn);
+      gridDim = {grid, 1, 1};
+      blockDim = {block, 1, 1};
+      threadIdx = {t, 0, 0};
+      for (unsigned b = 0; b < grid; ++b) {
+        blockIdx = {b, 0, 0};
+        body();
+        pthread_barrier_wait(&st.done);
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  pthread_barrier_destroy(&st.block);
+  pthread_barrier_destroy(&st.done);
+  for (unsigned w = 0; w * 32 < block; ++w) pthread_barrier_destroy(&st.warp[w]);
+}
+// ---- end of block threads ----
+)FJH";
+
+// The call of kernel `name` with the trampoline's params.
+std::string kernel_call(const std::string& name, const KernelSignature& sig) {
+  std::string s = name + "(";
+  for (size_t i = 0; i < sig.args.size(); ++i)
+    s += fmt::format("{}*static_cast<{}*>(params[{}])", i ? ", " : "", strip_restrict(sig.args[i].ctype), i);
+  return s + ")";
+}
+
+// One trampoline: the launch's blocks and threads, serially, or as threads (block_threads, for a
+// reduction kernel: elementwise kernels never meet at a barrier).
+std::string trampoline(const std::string& name, const KernelSignature& sig, bool reduction, bool block_threads) {
+  std::string s = fmt::format("extern \"C\" void {}__host(void** params, unsigned int grid, unsigned int block, void* dyn) {{\n", name);
+  if (reduction && block_threads) return s + fmt::format("  fj_host_run_blocks(grid, block, dyn, [=] {{ {}; }});\n}}\n", kernel_call(name, sig));
+  s += "  fj_host_dynamic_shared = static_cast<unsigned char*>(dyn);\n";
+  // A reduction kernel's threads meet at __syncthreads(), which a serial loop cannot honour: each
+  // block runs with one thread (the fixed order gives the same bits for any block size).
+  if (reduction) s += "  block = 1;\n";
+  s += "  gridDim = {grid, 1, 1};\n  blockDim = {block, 1, 1};\n";
+  s += "  for (unsigned int b = 0; b < grid; ++b) {\n    for (unsigned int t = 0; t < block; ++t) {\n";
+  s += "      blockIdx = {b, 0, 0};\n      threadIdx = {t, 0, 0};\n";
+  return s + fmt::format("      {};\n    }}\n  }}\n}}\n", kernel_call(name, sig));
+}
+
+}  // namespace
+
+std::string host_source(std::span<const GeneratedKernel> kernels, bool block_threads) {
   TranslationUnit tu = emit_translation_unit(kernels);
-  std::string s = kHostPrelude;
+  std::string s = block_threads ? std::string(kBlockThreadsPrelude) + kHostPrelude + kBlockThreadsRunner : kHostPrelude;
   s += tu.source;
-  s += "\n// ---- host trampolines: run every (block, thread) of a launch serially ----\n";
+  s += block_threads ? "\n// ---- host trampolines: reduction kernels' blocks as threads ----\n"
+                     : "\n// ---- host trampolines: run every (block, thread) of a launch serially ----\n";
   std::map<std::string, bool> done;
   for (const GeneratedKernel& k : kernels) {
     if (done[k.name]) continue;
     done[k.name] = true;
-    for (const auto& [name, sig] : {std::pair{k.name, &k.signature}, std::pair{k.strided_name(), &k.strided_signature}}) {
-      s += fmt::format("extern \"C\" void {}__host(void** params, unsigned int grid, unsigned int block, void* dyn) {{\n", name);
-      s += "  fj_host_dynamic_shared = static_cast<unsigned char*>(dyn);\n";
-      // A reduction kernel's threads meet at __syncthreads(), which a serial loop cannot honour: each
-      // block runs with one thread (the fixed order gives the same bits for any block size).
-      if (k.reduction) s += "  block = 1;\n";
-      s += "  gridDim = {grid, 1, 1};\n  blockDim = {block, 1, 1};\n";
-      s += "  for (unsigned int b = 0; b < grid; ++b) {\n    for (unsigned int t = 0; t < block; ++t) {\n";
-      s += "      blockIdx = {b, 0, 0};\n      threadIdx = {t, 0, 0};\n";
-      s += fmt::format("      {}(", name);
-      for (size_t i = 0; i < sig->args.size(); ++i)
-        s += fmt::format("{}*static_cast<{}*>(params[{}])", i ? ", " : "", strip_restrict(sig->args[i].ctype), i);
-      s += ");\n    }\n  }\n}\n";
-    }
+    s += trampoline(k.name, k.signature, k.reduction, block_threads);
+    s += trampoline(k.strided_name(), k.strided_signature, k.reduction, block_threads);
   }
   return s;
 }
@@ -212,9 +292,10 @@ struct HostBuild {
 
 HostBuild describe_build(std::span<const GeneratedKernel> kernels, const HostCompileOptions& opts) {
   HostBuild b;
-  b.source = host_source(kernels);
+  b.source = host_source(kernels, opts.block_threads);
   b.cxx = compiler();
-  b.flags = shell_quote(opts.opt_level) + " " + kHostFlags + (opts.check_alignment ? " -DFJK_CHECK_ALIGNMENT" : "");
+  b.flags = shell_quote(opts.opt_level) + " " + kHostFlags + (opts.check_alignment ? " -DFJK_CHECK_ALIGNMENT" : "") +
+            (opts.block_threads ? " -pthread" : "");
   b.key = KeyBuilder("fusejit host module")
               .add(b.cxx)
               .add(compiler_version(b.cxx))

@@ -4,7 +4,8 @@
 // loaded with dlopen. Each kernel gets a host trampoline
 //   extern "C" void <name>__host(void** params, unsigned grid, unsigned block, void* dynamic_shared)
 // that runs every (block, thread) pair of the launch serially, so the grid-stride loop, the vector
-// path and the index math are exercised exactly as written. `dynamic_shared` is the launch's
+// path and the index math are exercised exactly as written (a reduction kernel's blocks with one
+// thread each, or, for tests, with a host thread per CUDA thread: block_threads below). `dynamic_shared` is the launch's
 // dynamic shared memory (a reduction kernel's row cache; null when the launch asks for none),
 // owned by the caller and used by one block at a time.
 //
@@ -79,11 +80,20 @@ struct HostCompileOptions {
   // so a launch that took the vector path for a misaligned tensor fails on the CPU path too, where
   // the access is a byte copy that would give the right values (-DFJK_CHECK_ALIGNMENT).
   bool check_alignment = false;
+  // true (tests): each block of a reduction kernel's launch runs as `block` host threads, one per
+  // CUDA thread (blocks one after another): its __shared__ variables are shared by them,
+  // __syncthreads() is a barrier of the block and a warp's shuffles go through memory between
+  // barriers of its 32 threads. So the parts of a kernel that only a GPU ran before (lane arrays
+  // written by many threads, the warp tree, several rows per block, the row cache filled by the
+  // block) run with the launch's real block size on the CPU. Elementwise kernels, which never
+  // meet at a barrier, run serially as without it. Slow (a thread per CUDA thread); one launch
+  // of a module at a time. A different source, so a different cache entry.
+  bool block_threads = false;
 };
 
 // The host C++ translation unit for `kernels`: host prelude + emit_translation_unit() + one
-// trampoline per distinct kernel.
-std::string host_source(std::span<const GeneratedKernel> kernels);
+// trampoline per distinct kernel entry. `block_threads`: as HostCompileOptions::block_threads.
+std::string host_source(std::span<const GeneratedKernel> kernels, bool block_threads = false);
 
 // The host compiler flags that keep the CPU path's results those of the reference (no FMA
 // contraction, no SLP vectorizing, no type-based aliasing), as reports name the target.

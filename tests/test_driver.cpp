@@ -321,8 +321,8 @@ KernelSignature contiguous_sig(const ir::Graph& g, const ir::FusionGroup& grp) {
 }
 
 template <class F>
-std::function<void(void**, unsigned)> unary_kernel(F f) {
-  return [f](void** p, unsigned) {
+std::function<void(void**, unsigned, unsigned, unsigned)> unary_kernel(F f) {
+  return [f](void** p, unsigned, unsigned, unsigned) {
     const float* in = *static_cast<const float* const*>(p[0]);
     float* out = *static_cast<float* const*>(p[1]);
     const uint32_t n = *static_cast<const uint32_t*>(p[2]);
@@ -430,7 +430,7 @@ TEST_CASE("fused and unfused runs on the fake driver: addresses, poison, timing"
   CHECK(fake_cuda::st().live.empty());
 
   // A kernel that forgets its last element: the poison (0xFF bytes) shows through.
-  fake_cuda::st().kernels["k_fused"] = [](void** p, unsigned) {
+  fake_cuda::st().kernels["k_fused"] = [](void** p, unsigned, unsigned, unsigned) {
     const float* in = *static_cast<const float* const*>(p[0]);
     float* out = *static_cast<float* const*>(p[1]);
     const uint32_t cnt = *static_cast<const uint32_t*>(p[2]);

@@ -1,15 +1,12 @@
 // Reduction kernels on the CPU path: every reduction op x dtype x axis pattern, keepdim, size-1
 // and zero-size axes, rows of length 1, primes and lengths around the chunk size, NaN/inf rows,
 // fused with prologue and epilogue: fused, unfused and the reference agree bit for bit. And the
-// generated kernel run with 1 to 1024 real threads per block (std::barrier as __syncthreads) and
-// several grid sizes gives the same bits: the fixed order does not depend on the launch.
+// generated kernel run with 1 to 1024 real threads per block (jit::HostCompileOptions::
+// block_threads: a pthread barrier as __syncthreads, warp shuffles through memory) and several
+// grid sizes gives the same bits: the fixed order does not depend on the launch.
 #include <doctest/doctest.h>
-#include <dlfcn.h>
 
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <set>
 
 #include <fmt/format.h>
@@ -22,6 +19,7 @@
 #include "ir/reduce_group.h"
 #include "ir/reference.h"
 #include "jit/codegen.h"
+#include "jit/host_compile.h"
 #include "jit/kernel_abi.h"
 #include "jit/launch.h"
 #include "support/cpu_check.h"
@@ -606,53 +604,6 @@ TEST_CASE("kept values: what a pass computes and the epilogue reads again, kept 
 
 namespace {
 
-// Host prelude for running a generated reduction kernel with real threads per block: __shared__
-// memory is one static array (one block runs at a time), __syncthreads() a std::barrier.
-const char* kThreadedPrelude = R"(#include <barrier>
-#include <thread>
-#include <vector>
-#define __global__
-#define __device__
-#define __host__
-#define __forceinline__ inline
-#define __shared__ static
-struct fj_host_dim3 { unsigned int x, y, z; };
-static thread_local fj_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
-static std::barrier<>* fj_test_block = nullptr;
-#define FJ_RED_HOST_SYNC() fj_test_block->arrive_and_wait()
-static unsigned char* fj_host_dynamic_shared = nullptr;  // one block's, shared by its threads
-)";
-
-std::string threaded_trampoline(const jit::GeneratedKernel& k) {
-  std::string call;
-  for (size_t i = 0; i < k.signature.args.size(); ++i) {
-    std::string ct = k.signature.args[i].ctype;
-    call += fmt::format("{}*static_cast<{}*>(params[{}])", i ? ", " : "", ct, i);
-  }
-  return fmt::format(R"(
-extern "C" void run_threaded(void** params, unsigned grid, unsigned block, void* shared) {{
-  fj_host_dynamic_shared = static_cast<unsigned char*>(shared);
-  for (unsigned b = 0; b < grid; ++b) {{
-    std::barrier<> bar(block);
-    fj_test_block = &bar;
-    std::vector<std::thread> ts;
-    for (unsigned t = 0; t < block; ++t)
-      ts.emplace_back([=] {{
-        gridDim = {{grid, 1, 1}};
-        blockDim = {{block, 1, 1}};
-        blockIdx = {{b, 0, 0}};
-        threadIdx = {{t, 0, 0}};
-        {}({});
-      }});
-    for (auto& th : ts) th.join();
-  }}
-}}
-)",
-                     k.name, call);
-}
-
-using Threaded = void (*)(void**, unsigned, unsigned, void*);
-
 // The split-row arguments of a packed launch (launch_plan's set_split_slots).
 void set_split(const jit::GeneratedKernel& k, jit::PackedArgs& args, int phase, long long parts, uint64_t ws) {
   for (size_t i = 0; i < k.signature.args.size(); ++i) {
@@ -701,9 +652,6 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
       "graph t\ninput x : f32[2, 70000]\nm = argmax(x, -1)\ns = sum(x, -1)\nn = argmin(x, -1)\noutput m, s, n\n",
       "graph t\ninput dy : bf16[20000, 33]\nm = argmax(dy, 0)\noutput m\n",
   };
-  const std::filesystem::path dir = std::filesystem::path(FUSEJIT_BINARY_DIR) / "test-reduce-threads";
-  std::filesystem::create_directories(dir);
-  int graph_no = 0;
   for (const char* text : graphs) {
     CAPTURE(text);
     ir::Graph g = ir::parse_graph(text, "t.txt");
@@ -712,20 +660,12 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
     const ir::FusionGroup& grp = plan.groups[0];
     const jit::GeneratedKernel k = jit::generate_kernel(g, grp);
     REQUIRE(k.reduction);
-    const std::vector<jit::GeneratedKernel> one{k};
-    const std::string src = std::string(kThreadedPrelude) + jit::emit_translation_unit(one).source + threaded_trampoline(k);
-    const std::filesystem::path cpp = dir / fmt::format("g{}.cpp", graph_no), so = dir / fmt::format("g{}.so", graph_no);
-    ++graph_no;
-    std::ofstream(cpp) << src;
-    const char* cxx = std::getenv("CXX");
-    const std::string cmd = fmt::format("{} -std=c++20 -O1 -ffp-contract=off -fno-tree-vectorize -fno-strict-aliasing -fPIC -shared -pthread -w "
-                                        "-DFJK_CHECK_ALIGNMENT {} -o {}",
-                                        cxx && *cxx ? cxx : "c++", cpp.string(), so.string());
-    REQUIRE(std::system(cmd.c_str()) == 0);
-    void* h = dlopen(so.string().c_str(), RTLD_NOW | RTLD_LOCAL);
-    REQUIRE(h != nullptr);
-    auto run = reinterpret_cast<Threaded>(dlsym(h, "run_threaded"));
-    REQUIRE(static_cast<bool>(run));
+    // Each block as `block` host threads: barriers, the warp tree's shuffles, shared lane arrays.
+    jit::HostCompileOptions threads;
+    threads.block_threads = true;
+    threads.check_alignment = true;
+    const auto module = jit::host_compile(std::vector<jit::GeneratedKernel>{k}, threads).module;
+    const jit::HostTrampoline run = module->trampoline(k.name);
 
     const bool split = std::string(text).find("0000") != std::string::npos;  // the long rows above
     REQUIRE((!split || k.split_reductions > 0));
@@ -775,6 +715,5 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
           CHECK_MESSAGE(testing::identical(outs[static_cast<size_t>(it - grp.outputs.begin())], want[o], why), why);
         }
       }
-    dlclose(h);
   }
 }

@@ -182,11 +182,17 @@ __device__ __forceinline__ T fj_red_shfl_down(T v, int h, int lane) {
 // Whole warps: the calling threads are the block, thread `tid` being threadIdx.x.
 FJ_FN bool fj_red_whole_warps(int nthreads) { return nthreads == (int)blockDim.x && nthreads % 32 == 0; }
 #elif defined(FJ_RED_HOST_SHFL_DOWN) && !defined(FJ_DEVICE_CODE)
-// A test runs host threads as warps: it defines FJ_RED_HOST_SHFL_DOWN(v, h, lane) too.
+// A test runs host threads as warps: it defines FJ_RED_HOST_SHFL_DOWN(v, h, lane) too, and
+// FJ_RED_HOST_WHOLE_WARPS(n) where the device's rule applies (host builds of generated kernels run
+// with threads as blocks: jit/host_compile's block_threads), else the calling threads are a block.
 #define FJ_RED_WARP_TREE 1
 #define FJ_RED_BLOCK_SHARED static
 template <class T> inline T fj_red_shfl_down(T v, int h, int lane) { return FJ_RED_HOST_SHFL_DOWN(v, h, lane); }
+#ifdef FJ_RED_HOST_WHOLE_WARPS
+inline bool fj_red_whole_warps(int nthreads) { return FJ_RED_HOST_WHOLE_WARPS(nthreads); }
+#else
 inline bool fj_red_whole_warps(int nthreads) { return nthreads % 32 == 0; }
+#endif
 #endif
 
 #ifdef FJ_RED_WARP_TREE

@@ -45,8 +45,9 @@ struct State {
   std::set<void*> live;        // live allocations
   int modules_loaded = 0;
   std::deque<std::string> function_names;  // stable storage: a CUfunction is a pointer to its name
-  // Host emulations by name: (params, the launch's dynamic shared memory bytes).
-  std::map<std::string, std::function<void(void**, unsigned)>> kernels;
+  // Host emulations by name: (params, the launch's grid and block (threads), its dynamic shared
+  // memory bytes).
+  std::map<std::string, std::function<void(void**, unsigned grid, unsigned block, unsigned shared)>> kernels;
   long long clock = 0;         // advanced by every event record and launch
   double ms_per_tick = 0.25;
   cu::Context current = nullptr;
@@ -188,7 +189,7 @@ inline cu::Result launch(cu::Function f, unsigned gx, unsigned, unsigned, unsign
     return cu::kErrorInvalidValue;  // what the driver answers a launch over the shared memory limit
   if (st().keep_launches) st().launches.push_back({name, gx, bx, s, shared});
   ++st().clock;
-  if (auto it = st().kernels.find(name); it != st().kernels.end()) it->second(params, shared);
+  if (auto it = st().kernels.find(name); it != st().kernels.end()) it->second(params, gx, bx, shared);
   return 0;
 }
 inline cu::Result mem_alloc(cu::DevicePtr* p, size_t bytes) { note("cuMemAlloc");

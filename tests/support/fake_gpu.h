@@ -31,12 +31,22 @@ struct FakeGpu {
   FakeGpu& operator=(const FakeGpu&) = delete;
 };
 
+// How emulate() runs a launch.
+struct Emulation {
+  // false: the launch's work in one block of one thread (the kernels' grid-stride loops cover it),
+  // quick. true: the launch's grid and block as the launcher chose them, a reduction kernel's
+  // blocks each as `block` host threads (jit::HostCompileOptions::block_threads), so barriers,
+  // the warp tree and several rows per block run as on a GPU. Slow.
+  bool block_threads = false;
+};
+
 // Registers host emulations of every kernel of both plans of `p` (both entry points of each) with
 // the fake driver: the host build of the same kernels, generated again from the program's graphs
 // and their (deterministic) plans as Program::compile makes them. A built plan's kernels are
 // registered under the names the program reports (a loaded folder's names); a plan not built yet
-// under the names code generation gives. Returns the host modules to keep alive.
-inline std::vector<std::shared_ptr<fusejit::jit::HostModule>> emulate(const fj::Program& p) {
+// under the names code generation gives. A launch's dynamic shared memory starts as garbage
+// (0xCD bytes), as on a GPU. Returns the host modules to keep alive.
+inline std::vector<std::shared_ptr<fusejit::jit::HostModule>> emulate(const fj::Program& p, Emulation how = {}) {
   namespace ir = fusejit::ir;
   std::vector<std::shared_ptr<fusejit::jit::HostModule>> keep;
   for (fj::PlanKind kind : {fj::PlanKind::Fused, fj::PlanKind::Unfused}) {
@@ -48,15 +58,18 @@ inline std::vector<std::shared_ptr<fusejit::jit::HostModule>> emulate(const fj::
     auto kernels = fusejit::jit::generate_plan_kernels(g, fused ? ir::plan_fusion(g) : ir::plan_unfused(g), cg);
     const std::vector<fj::KernelInfo> infos = p.kernels(kind);
     if (kernels.size() != infos.size() || kernels.empty()) continue;
-    auto module = fusejit::jit::host_compile(kernels).module;
+    fusejit::jit::HostCompileOptions ho;
+    ho.block_threads = how.block_threads;
+    auto module = fusejit::jit::host_compile(kernels, ho).module;
     keep.push_back(module);
     for (size_t i = 0; i < kernels.size(); ++i) {
       const std::string name = infos[i].cache == fj::CacheOutcome::NotBuilt ? kernels[i].name : infos[i].name;
       for (const auto& [entry, as] : {std::pair{kernels[i].name, name}, std::pair{kernels[i].strided_name(), name + "_s"}}) {
         auto tr = module->trampoline(entry);
-        fake_cuda::st().kernels[as] = [tr](void** a, unsigned shared) {
-          std::vector<uint64_t> dynamic_shared((shared + 7) / 8);  // the launch's shared memory
-          tr(a, 1, 1, shared ? dynamic_shared.data() : nullptr);
+        const bool real = how.block_threads;
+        fake_cuda::st().kernels[as] = [tr, real](void** a, unsigned grid, unsigned block, unsigned shared) {
+          std::vector<uint64_t> dynamic_shared((shared + 7) / 8, 0xCDCDCDCDCDCDCDCDull);  // the launch's shared memory
+          tr(a, real ? grid : 1, real ? block : 1, shared ? dynamic_shared.data() : nullptr);
         };
       }
     }
