@@ -178,6 +178,28 @@ TEST_CASE("a widening cast two reduction groups read is recomputed in both, not 
   CHECK(plan_totals(h, q).write_bytes > 3 * 4 + 4);
 }
 
+TEST_CASE("x - amax(x, 0) that an axis-1 group reads is recomputed there, not written between the kernels") {
+  // softmax over axis 0, then a sum over axis 1: the axis-0 kernel writes the column maxima and
+  // sums (2 x 300 f32), the axis-1 kernel reads x again to recompute x - max and exp.
+  Graph g = rewrite(parse_graph("input x : f32[64, 300]\ny = softmax(x, 0)\ns = sum(y, 1)\noutput s\n", "t")).graph;
+  Plan p = plan_fusion(g);
+  check_plan(g, p);
+  REQUIRE(p.groups.size() == 2);
+  CHECK(plan_totals(g, p).write_bytes == 2 * 300 * 4 + 64 * 4);  // was 64 x 300 x 4 + 300 x 4 + 64 x 4
+  // Read by three other groups: 3 x (x + its column max) against (1 + 3) x d still recomputes d;
+  // e = x * z, as large as each of its operands, is written once and read by the others.
+  Graph h = rewrite(parse_graph("input x : f32[64, 300]\ninput z : f32[64, 300]\nd = x - amax(x, 0, keepdim)\n"
+                                "e = x * z\na = sum(d * e, 0)\nb = sum(d, 1)\nc = sum(d * d)\n"
+                                "f = sum(e, 1)\ng = sum(e)\nk = amax(e, 0)\noutput a, b, c, f, g, k\n", "t")).graph;
+  Plan q = plan_fusion(h);
+  check_plan(h, q);
+  std::vector<Op> written;
+  for (const FusionGroup& grp : q.groups)
+    for (NodeId id : grp.outputs) written.push_back(h.node(id).op);
+  CHECK(std::count(written.begin(), written.end(), Op::Sub) == 0);  // d
+  CHECK(std::count(written.begin(), written.end(), Op::Mul) == 1);  // e
+}
+
 TEST_CASE("outputs of different shapes go to different groups") {
   Graph g = parse_graph("input x : f32[8, 4]\ninput b : f32[4]\ny = x * 2\nc = b + 1\noutput y, c\n", "t");
   Plan p = plan_fusion(g);

@@ -116,17 +116,21 @@ struct Planner {
 
   const Node& node(NodeId id) const { return g.node(id); }
 
-  // Whether recomputing node i where another group needs it reads no more bytes than writing it
-  // once and reading it there: its tensor operands are no larger than its value (a widening cast
-  // after CSE: i8 -> i64 is 1 byte recomputed against 16 moved).
-  bool cheaper_recomputed(size_t i) const {
+  // Whether recomputing node i in the `others` groups that read it besides its own reads fewer
+  // bytes than writing it once and reading it in each: others * operands < (1 + others) * value.
+  // A widening cast after CSE (i8 -> i64: 1 byte read again against 8 written and 8 read), or
+  // `x - amax(x, 0)` read by an axis-1 group (x read again against x's size written and read).
+  // `a + b` of two inputs read by one other group is a tie, and is written.
+  bool cheaper_recomputed(size_t i, int64_t others) const {
     const Node& nd = g.nodes[i];
     int64_t in = 0;
     for (int a = 0; a < nd.nargs; ++a) {
       const Node& x = node(nd.arg(a));
       if (x.op != Op::Const && x.op != Op::Param) in += num_elements(x.shape) * dtype_size(x.dtype);
     }
-    return in <= num_elements(nd.shape) * dtype_size(nd.dtype);
+    const int64_t value = num_elements(nd.shape) * dtype_size(nd.dtype);
+    // long double: exact for these products (64-bit significand), where int64 could overflow.
+    return static_cast<long double>(others) * in < static_cast<long double>(1 + others) * value;
   }
 
   // Which nodes an output needs (reverse topological order).
@@ -193,7 +197,7 @@ struct Planner {
         u.erase(std::unique(u.begin(), u.end()), u.end());
         const bool own = std::binary_search(u.begin(), u.end(), gkey[i]);
         if (!u.empty() && static_cast<int>(u.size()) <= kMaxDupShapes &&
-            (!own || (u.size() > 1 && cheaper_recomputed(i)))) {
+            (!own || (u.size() > 1 && cheaper_recomputed(i, static_cast<int64_t>(u.size()) - 1)))) {
           kind[i] = NodeRole::Dup;
           evals[i] = std::move(u);
           continue;
