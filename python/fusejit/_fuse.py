@@ -514,7 +514,7 @@ class Fused:
         other than 1) or, when static, as they are; returns {tag: Value}, the inputs and the names
         the graph has taken."""
         taken, dims, stand_ins, inputs = set(), {}, {}, []
-        arrays = [(tag, _array(v)) for tag, v in items if _array(v) is not None]
+        arrays = [(tag, a) for tag, v in items if (a := _array(v)) is not None]
         gnames = [_graph_name(_tag_name(t), f"arg{k}", taken) for k, (t, _) in enumerate(arrays)]  # dims after
         for gname, (tag, v) in zip(gnames, arrays):
             shape = []
