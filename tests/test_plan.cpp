@@ -200,6 +200,32 @@ TEST_CASE("x - amax(x, 0) that an axis-1 group reads is recomputed there, not wr
   CHECK(std::count(written.begin(), written.end(), Op::Mul) == 1);  // e
 }
 
+TEST_CASE("a recomputed value's cost counts each shared op once and stops at the values it reads") {
+  // LayerNorm's output feeding a whole-tensor amax (an FP8 per-tensor scale): y's expression is
+  // 10 distinct ops over x and the row stats (17 counted as a tree, d used twice; the reductions'
+  // own operands were counted too), so the amax kernel recomputes yf from x instead of the row
+  // kernel writing abs(yf) in f32 for it: 2 bytes an element written (y) instead of 6.
+  Graph g = rewrite(parse_graph("input x : bf16[64, 512]\ninput w : bf16[512]\ninput b : bf16[512]\nxf = cast(x, f32)\n"
+                                "mu = mean(xf, -1, keepdim)\nd = xf - mu\n"
+                                "yf = d * rsqrt(mean(d * d, -1, keepdim) + 1e-5) * cast(w, f32) + cast(b, f32)\n"
+                                "y = cast(yf, bf16)\namax_y = amax(abs(yf))\noutput y, amax_y\n", "t")).graph;
+  Plan p = plan_fusion(g);
+  check_plan(g, p);
+  REQUIRE(p.groups.size() == 2);
+  CHECK(plan_totals(g, p).write_bytes == 64 * 512 * 2 + 2 * 64 * 4 + 4);  // y, the row stats, amax_y
+  // x * sigmoid(x) reads x alone: recomputed in the column sum's kernel (x read again) rather
+  // than written and read back.
+  Graph h = rewrite(parse_graph("input x : f32[256, 128]\nh = x * sigmoid(x)\nmu = mean(h, -1, keepdim)\nd = h - mu\n"
+                                "y = d * rsqrt(mean(d * d, -1, keepdim) + 1e-5)\ncs = sum(h, 0)\noutput y, cs\n", "t")).graph;
+  Plan q = plan_fusion(h);
+  check_plan(h, q);
+  CHECK(plan_totals(h, q).write_bytes == 256 * 128 * 4 + 128 * 4);  // y and cs
+  // An expression of more than max_recompute_ops distinct ops is written.
+  PlanOptions few;
+  few.max_recompute_ops = 1;  // h is 2 ops: sigmoid, mul
+  CHECK(plan_totals(h, plan_fusion(h, few)).write_bytes > 256 * 128 * 4 + 128 * 4);
+}
+
 TEST_CASE("outputs of different shapes go to different groups") {
   Graph g = parse_graph("input x : f32[8, 4]\ninput b : f32[4]\ny = x * 2\nc = b + 1\noutput y, c\n", "t");
   Plan p = plan_fusion(g);

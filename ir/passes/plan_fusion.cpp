@@ -1,6 +1,7 @@
 #include "ir/passes/plan_fusion.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -43,7 +44,15 @@ struct Planner {
   std::vector<uint64_t> key_mask;  // by key: the reduced axes of a reduction key, else 0
   std::vector<std::vector<NodeId>> key_reductions;  // by key: the reductions that made it
   std::vector<int> out_bind;       // graph output bindings per node
-  std::vector<int> cone;           // ops in the node's expression (capped)
+  // What recomputing a node takes: the distinct ops of its expression down to the values it reads
+  // (inputs and reductions, never recomputed; params and constants are free), itself included;
+  // `over` (sets cleared) beyond max_recompute_ops ops. Shared subexpressions count once, as the
+  // kernel computes them once (LayerNorm's y reuses d = x - mean: 10 ops, not 17).
+  struct Cone {
+    std::vector<NodeId> ops, reads;  // sorted
+    bool over = false;
+  };
+  std::vector<Cone> cone;
   std::vector<int> group;          // Member: its group index
   std::vector<int> dmax;           // Dup: latest group it reads from (-1: none)
   std::vector<std::vector<NodeId>> members;
@@ -117,20 +126,44 @@ struct Planner {
   const Node& node(NodeId id) const { return g.node(id); }
 
   // Whether recomputing node i in the `others` groups that read it besides its own reads fewer
-  // bytes than writing it once and reading it in each: others * operands < (1 + others) * value.
-  // A widening cast after CSE (i8 -> i64: 1 byte read again against 8 written and 8 read), or
-  // `x - amax(x, 0)` read by an axis-1 group (x read again against x's size written and read).
-  // `a + b` of two inputs read by one other group is a tie, and is written.
+  // bytes than writing it once and reading it in each: others x the bytes of the values its cone
+  // reads < (1 + others) x its own. A widening cast after CSE (i8 -> i64: 1 byte read again
+  // against 8 written and 8 read); `x - amax(x, 0)` read by an axis-1 group (x read again against
+  // x's size written and read); `x * sigmoid(x)` (x alone). `a + b` of two inputs read by one
+  // other group is a tie, and is written.
   bool cheaper_recomputed(size_t i, int64_t others) const {
-    const Node& nd = g.nodes[i];
     int64_t in = 0;
-    for (int a = 0; a < nd.nargs; ++a) {
-      const Node& x = node(nd.arg(a));
-      if (x.op != Op::Const && x.op != Op::Param) in += num_elements(x.shape) * dtype_size(x.dtype);
-    }
-    const int64_t value = num_elements(nd.shape) * dtype_size(nd.dtype);
+    for (NodeId r : cone[i].reads) in += num_elements(node(r).shape) * dtype_size(node(r).dtype);
+    const int64_t value = num_elements(g.nodes[i].shape) * dtype_size(g.nodes[i].dtype);
     // long double: exact for these products (64-bit significand), where int64 could overflow.
     return static_cast<long double>(others) * in < static_cast<long double>(1 + others) * value;
+  }
+
+  // Node i's Cone from its operands' (set unions, each at most max_recompute_ops + 1 long).
+  Cone make_cone(size_t i) const {
+    Cone c;
+    c.ops.push_back(static_cast<NodeId>(i));
+    auto merge = [](std::vector<NodeId>& into, const std::vector<NodeId>& from) {
+      std::vector<NodeId> u;
+      std::set_union(into.begin(), into.end(), from.begin(), from.end(), std::back_inserter(u));
+      into = std::move(u);
+    };
+    const Node& nd = g.nodes[i];
+    for (int a = 0; a < nd.nargs && !c.over; ++a) {
+      const NodeId x = nd.arg(a);
+      const Node& xn = node(x);
+      if (xn.op == Op::Input || is_reduction(xn.op)) merge(c.reads, {x});
+      else if (!is_leaf(xn.op)) {
+        const Cone& xc = cone[static_cast<size_t>(x)];
+        c.over = xc.over;
+        merge(c.ops, xc.ops);
+        merge(c.reads, xc.reads);
+      }
+      c.over = c.over || static_cast<int>(c.ops.size()) > opt.max_recompute_ops;
+    }
+    c.over = c.over || static_cast<int>(c.ops.size()) > opt.max_recompute_ops;
+    if (c.over) c = Cone{{}, {}, true};
+    return c;
   }
 
   // Which nodes an output needs (reverse topological order).
@@ -150,12 +183,11 @@ struct Planner {
   };
 
   // Roles Leaf / Member of the live nodes, their shape ids (std::map: deterministic) and
-  // recompute cones (capped at max_recompute_ops + 1), and their consumers.
+  // recompute cones, and their consumers.
   Users index_nodes(const std::vector<char>& live, std::map<ShapeKey, int>& ids) {
     sid.assign(n, -1);
-    cone.assign(n, 0);
+    cone.assign(n, Cone{});
     Users u{std::vector<int>(n + 1, 0), {}};
-    const int cap = opt.max_recompute_ops + 1;
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];
       if (!live[i]) continue;
@@ -164,13 +196,8 @@ struct Planner {
       auto [it, fresh] = ids.emplace(shape_key(nd.shape), static_cast<int>(shapes.size()));
       if (fresh) new_key(nd.shape, 0);
       sid[i] = it->second;
-      int c = 1;
-      for (int a = 0; a < nd.nargs; ++a) {
-        size_t op = static_cast<size_t>(nd.args[static_cast<size_t>(a)]);
-        c = std::min(cap, c + cone[op]);
-        ++u.start[op + 1];
-      }
-      cone[i] = c;
+      for (int a = 0; a < nd.nargs; ++a) ++u.start[static_cast<size_t>(nd.args[static_cast<size_t>(a)]) + 1];
+      if (!is_reduction(nd.op)) cone[i] = make_cone(i);
     }
     for (size_t i = 0; i < n; ++i) u.start[i + 1] += u.start[i];
     u.list.resize(static_cast<size_t>(u.start[n]));
@@ -189,7 +216,7 @@ struct Planner {
     std::vector<std::vector<int>> evals(n);
     for (size_t i = n; i-- > 0;) {
       if (kind[i] != NodeRole::Member) continue;
-      if (out_bind[i] == 0 && cone[i] <= opt.max_recompute_ops && !is_reduction(g.nodes[i].op)) {
+      if (out_bind[i] == 0 && !cone[i].over && !is_reduction(g.nodes[i].op)) {
         std::vector<int> u;
         for (int k = users.start[i]; k < users.start[i + 1]; ++k)
           for (int s : evals[static_cast<size_t>(users.list[static_cast<size_t>(k)])]) u.push_back(s);
@@ -245,7 +272,7 @@ struct Planner {
       for (int a = 0; a < nd.nargs; ++a) {
         NodeId x = nd.args[static_cast<size_t>(a)];
         dep = std::max(dep, source(x));
-        if (kind[static_cast<size_t>(x)] == NodeRole::Dup) extra += cone[static_cast<size_t>(x)];
+        if (kind[static_cast<size_t>(x)] == NodeRole::Dup) extra += static_cast<int>(cone[static_cast<size_t>(x)].ops.size());
       }
       int G = latest[static_cast<size_t>(gkey[i])];
       Opened why = Opened::FirstOfShape;
@@ -470,7 +497,7 @@ std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroup
   const int64_t rows = num_elements(reduced_shape(fg.iter_shape, fg.reduce_mask, false));
   if (info.reread_inputs.empty() || bytes == 0 || rows == 0) return "";  // nothing read twice, or nothing to read
   std::string names;  // the inputs the passes share
-  for (NodeId i : info.reread_inputs) names += (names.empty() ? "" : ", ") + g.node(i).name;
+  for (NodeId i : info.reread_inputs) names += (names.empty() ? "" : ", ") + value_name(g, i);
   if (split.row_cache_bytes > 0)
     return fmt::format(", the row kept on chip ({} B of shared memory per block for {}{})", split.row_cache_bytes, names,
                        kept_note(g, fg, info, split, rules));

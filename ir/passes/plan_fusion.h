@@ -15,7 +15,8 @@ struct PlanOptions {
   // A producer whose shape is smaller than its consumers' iteration space (a broadcast operand:
   // a bias row, a per-channel scale) and that is not a graph output is recomputed inside each
   // consumer kernel instead of being written to memory, when its expression has at most this
-  // many ops ("too costly" beyond). 0 disables recomputation.
+  // many distinct ops down to the inputs and reductions it reads ("too costly" beyond). 0
+  // disables recomputation.
   int max_recompute_ops = 16;
   // How reduction kernels will run (Options::row_split, row_cache): the groups do not depend on
   // it; their notes and the plan's traffic (Plan::rules) do.
