@@ -531,8 +531,15 @@ struct CompileCommand {
     co.message_style = fj::MessageStyle::CommandLine;
     auto kernels = fj::compile_to_dir(g, a, out_dir, common.fast_math, co);
     const std::string as = a == arch ? "" : " (PTX: --ptx made --arch " + arch + " " + a + ")";
-    std::printf("compiled %zu kernel(s) for %s%s into %s (index.json lists them)\n", kernels.size(), a.c_str(),
-                as.c_str(), out_dir.c_str());
+    // Both plans are written, fused first: say which is which (the unfused ones are the
+    // one-kernel-per-op baseline `fusejit run` compares with).
+    const fj::PlanReport plans = fj::plan_graph(g, common.fast_math);
+    const bool split = static_cast<size_t>(plans.fused_kernels) + static_cast<size_t>(plans.unfused_kernels) == kernels.size();
+    const std::string which = split ? " (" + std::to_string(plans.fused_kernels) + " fused + " +
+                                          std::to_string(plans.unfused_kernels) + " unfused, the one-kernel-per-op baseline)"
+                                    : "";
+    std::printf("compiled %zu kernel(s)%s for %s%s into %s (index.json lists them)\n", kernels.size(), which.c_str(),
+                a.c_str(), as.c_str(), out_dir.c_str());
     return 0;
   }
 };

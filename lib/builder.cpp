@@ -237,4 +237,9 @@ Value binary(std::string_view op, const Value& a, const Value& b) {
   return owner->op(op, {a, b});
 }
 
+Value unary(std::string_view op, const Value& a) {
+  if (!a.owner_) throw Error(ErrorKind::User, fmt::format("{} of a literal: the operand must be a graph value", op));
+  return a.owner_->op(op, {a});
+}
+
 }  // namespace fusejit

@@ -165,8 +165,8 @@ void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, s
     for (int64_t st : t.strides)
       if (st < 0)
         throw ir::UserError(fmt::format("{} '{}': strides {} for shape {}: a negative stride (a reversed view such as "
-                                        "x[::-1]) is not supported; pass a copy (np.ascontiguousarray(x), "
-                                        "x.contiguous() in PyTorch)",
+                                        "x[::-1]) is not supported; pass a copy in forward order (from Python: "
+                                        "np.ascontiguousarray(x), or x.contiguous() in PyTorch)",
                                         role, name, shape_text(t.strides), shape_text(t.shape)));
     const int64_t bytes = jit::view_bytes(t.shape, t.strides, ir::dtype_size(dtype));
     if (bytes < 0)

@@ -330,6 +330,24 @@ void fill_timing(PathReport& p, const Measurement& m, double copy_gbps) {
   p.pct_of_copy = copy_gbps > 0 ? 100.0 * m.gbps / copy_gbps : 0.0;
 }
 
+// An output that is mostly NaN passes its checks by comparing NaNs: say so, and why (a NaN param;
+// a reduction over rows that --special seeded with NaN; random inputs outside the graph's domain).
+void warn_nan_outputs(RunReport& rep, const ir::Graph& g, const std::vector<ir::Scalar>& params, const RunOptions& ro) {
+  std::string nan_param;  // a NaN param makes NaNs whatever the inputs
+  for (size_t k = 0; k < params.size() && nan_param.empty(); ++k)
+    if (ir::is_float(params[k].dtype) && std::isnan(params[k].f)) nan_param = g.node(g.params[k].node).name;
+  for (const OutputStats& st : rep.stats)
+    if (st.nan_count > 0 && st.nan_count >= st.info.elements() / 2)
+      rep.warnings.push_back(fmt::format(
+          "output '{}' is NaN in {} of {} elements, so its checks compare NaNs mostly: {}", st.info.name, st.nan_count,
+          st.info.elements(),
+          !nan_param.empty() ? fmt::format("param '{}' is NaN", nan_param)
+          : ro.special_values ? "the special-value inputs (--special) put NaNs in most rows a reduction reads; run "
+                                "without them to check its values too"
+                              : "give its inputs a range the graph is defined on (`input v : f32[N] range 0:1` in the "
+                                "graph, or --range NAME=LO:HI)"));
+}
+
 // What the report says before anything runs: the graph and the run's settings.
 RunReport describe(const Graph& graph, const RunOptions& ro, const std::vector<ir::Scalar>& params) {
   const ir::Graph& g = graph.impl().graph;
@@ -458,20 +476,8 @@ RunReport run_graph(const Graph& graph, const RunOptions& ro) {
       rep.warnings.push_back("the working set fits in L2 even with buffer rotation: times flatter DRAM bandwidth");
 
     if (ro.check) add_checks(rep, g, prog, inputs, params, fused, unfused);
-    for (size_t k = 0; k < g.outputs.size(); ++k) {
-      rep.stats.push_back(stats_of(rep.outputs[k], fused.outputs[k]));
-      // An output that is mostly NaN passes its checks by comparing NaNs: say so (a reduction over
-      // rows that --special seeded with NaN; random inputs outside the graph's domain).
-      const OutputStats& st = rep.stats.back();
-      if (st.nan_count > 0 && st.nan_count >= st.info.elements() / 2)
-        rep.warnings.push_back(fmt::format(
-            "output '{}' is NaN in {} of {} elements, so its checks compare NaNs mostly: {}", st.info.name, st.nan_count,
-            st.info.elements(),
-            ro.special_values ? "the special-value inputs (--special) put NaNs in most rows a reduction reads; run "
-                                "without them to check its values too"
-                              : "give its inputs a range the graph is defined on (`input v : f32[N] range 0:1` in the "
-                                "graph, or --range NAME=LO:HI)"));
-    }
+    for (size_t k = 0; k < g.outputs.size(); ++k) rep.stats.push_back(stats_of(rep.outputs[k], fused.outputs[k]));
+    warn_nan_outputs(rep, g, params, ro);
     if (!ro.save_dir.empty()) save_outputs(g, rep, fused.outputs, ro);
     return rep;
   }, g.file, graph.impl().source);

@@ -144,6 +144,34 @@ TEST_CASE("an output names an unnamed value; a named value keeps its name") {
   CHECK(b.build().to_text() == "graph g\ninput x : f32[4]\nz = x * 3.0\nu = x + 1.0\nw = z\nv = u\noutput z, w, v\n");
 }
 
+TEST_CASE("any C++ integer type is an extent or a literal; -x and b.op with operands as arguments") {
+  fj::GraphBuilder b("g");
+  const size_t hidden = 8;
+  const unsigned rows = 2;
+  fj::Value x = b.input("x", fj::DType::F32, {rows, hidden});  // size_t and unsigned extents
+  fj::Value i = b.input("i", fj::DType::I64, {int64_t{2}, 8L});
+  fj::Value c = b.input("c", fj::DType::Bool, {hidden});
+  // One op a statement: the operands of + are evaluated in an unspecified order.
+  fj::Value n = -x;
+  fj::Value m = n * hidden;  // a size_t literal
+  fj::Value e = b.op("exp", m);
+  fj::Value w = b.op("where", c, e, 0.0);
+  fj::Value z = b.op("maximum", w, 1u);
+  fj::Value k = i * uint64_t{3};
+  b.output("z", z);
+  b.output("k", k);
+  CHECK(b.build().to_text() == "graph g\ninput x : f32[2, 8]\ninput i : i64[2, 8]\ninput c : bool[8]\n"
+                               "%3 = neg(x)\n%5 = %3 * 8.0\n%6 = exp(%5)\n%8 = where(c, %6, 0.0)\nz = maximum(%8, 1.0)\n"
+                               "k = i * 3\noutput z, k\n");
+  // No literal holds an unsigned value over INT64_MAX; a size over it is refused as negative.
+  fj::GraphBuilder eb("e");
+  fj::Value v = eb.input("v", fj::DType::I64, {4});
+  CHECK_THROWS_WITH_AS((void)(v * UINT64_MAX), "integer literal 18446744073709551615 is over INT64_MAX", fj::Error);
+  CHECK_THROWS_AS(eb.input("w", fj::DType::F32, {SIZE_MAX}), fj::Error);
+  CHECK_THROWS_WITH_AS(-fj::Value(2.0), "neg of a literal: the operand must be a graph value", fj::Error);
+  CHECK_NOTHROW((void)(v * static_cast<short>(-3)));
+}
+
 TEST_CASE("GraphBuilder::info: a value's dtype and shape while building") {
   fj::GraphBuilder b("g");
   fj::DimRef n = b.dim("N", 5);

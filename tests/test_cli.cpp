@@ -147,6 +147,8 @@ TEST_CASE("plan, compile and cache subcommands") {
   REQUIRE_MESSAGE(c.code == 0, c.out);
   nlohmann::json index = nlohmann::json::parse(std::ifstream(dir / "index.json"));
   REQUIRE(index["kernels"].size() == 10);  // 1 fused + 9 unfused
+  CHECK(c.out.find("compiled 10 kernel(s) (1 fused + 9 unfused, the one-kernel-per-op baseline) for sm_90") !=
+        std::string::npos);
   for (const auto& k : index["kernels"]) {
     CHECK(fs::exists(dir / k["cu"].get<std::string>()));
     CHECK(fs::exists(dir / k["cubin"].get<std::string>()));
@@ -531,6 +533,10 @@ TEST_CASE("run --special: an output that is mostly NaN is named, so its 'identic
   REQUIRE_MESSAGE(r.code == 0, r.out);
   CHECK(r.out.find("warning: output 'y' is NaN in 1000 of 1000 elements, so its checks compare NaNs mostly: give its "
                    "inputs a range") != std::string::npos);
+  // A NaN param: the param, not the inputs.
+  r = run("run " + sample("rmsnorm.txt") + " --backend cpu --repeats 1 --dim T=4 --dim D=64 --param eps=nan");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("compare NaNs mostly: param 'eps' is NaN") != std::string::npos);
 }
 
 TEST_CASE("run reports integer params exactly, in text and JSON") {

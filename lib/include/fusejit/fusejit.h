@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -219,10 +220,17 @@ class GraphBuilder;
 /// PyTorch. Literals convert implicitly, so `x * 2.0` and `b.op("maximum", {x, 0})` work.
 class Value {
  public:
-  Value(double v) : lit_(v) {}   // NOLINT: implicit by design
-  Value(int v) : lit_(v) {}      // NOLINT
-  Value(int64_t v) : lit_(v) {}  // NOLINT
-  Value(bool v) : lit_(v) {}     // NOLINT
+  Value(double v) : lit_(v) {}  // NOLINT: implicit by design
+  Value(bool v) : lit_(v) {}    // NOLINT
+  /// Any integer type (int, int64_t, size_t, unsigned, ...) is an integer literal. Throws
+  /// Error(User) for an unsigned value over INT64_MAX (no fusejit literal holds it).
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  Value(I v) : lit_(int64_t{0}) {  // NOLINT
+    if constexpr (std::is_unsigned_v<I>)
+      if (static_cast<uint64_t>(v) > static_cast<uint64_t>(INT64_MAX))
+        throw Error(ErrorKind::User, "integer literal " + std::to_string(v) + " is over INT64_MAX");
+    lit_ = Scalar(static_cast<int64_t>(v));
+  }
   bool is_literal() const { return owner_ == nullptr; }
 
  private:
@@ -232,6 +240,7 @@ class Value {
   int32_t id_ = -1;
   Scalar lit_;
   friend Value binary(std::string_view op, const Value& a, const Value& b);
+  friend Value unary(std::string_view op, const Value& a);
 };
 
 /// Applies a binary op by its graph-format name to two values, at least one of them a node.
@@ -241,6 +250,10 @@ inline Value operator+(const Value& a, const Value& b) { return binary("add", a,
 inline Value operator-(const Value& a, const Value& b) { return binary("sub", a, b); }
 inline Value operator*(const Value& a, const Value& b) { return binary("mul", a, b); }
 inline Value operator/(const Value& a, const Value& b) { return binary("div", a, b); }
+/// Applies a one-operand op by its graph-format name to a graph value. Throws Error(User) for a
+/// literal (no builder to add it to; negate the number instead).
+Value unary(std::string_view op, const Value& a);
+inline Value operator-(const Value& a) { return unary("neg", a); }  ///< `neg(a)`
 
 /// A named dimension handle from GraphBuilder::dim(), valid for that builder only (input() refuses
 /// a default-constructed one or another builder's).
@@ -250,8 +263,13 @@ struct DimRef {
 };
 /// One extent of an input shape: a literal size or a named dim.
 struct Extent {
-  Extent(int64_t size) : size(size) {}                                // NOLINT
-  Extent(int size) : size(size) {}                                    // NOLINT
+  /// Any integer type (int, int64_t, size_t, ...). A size over INT64_MAX becomes -1, which
+  /// GraphBuilder::input refuses as a negative size.
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  Extent(I size)  // NOLINT
+      : size(std::is_unsigned_v<I> && static_cast<uint64_t>(size) > static_cast<uint64_t>(INT64_MAX)
+                 ? -1
+                 : static_cast<int64_t>(size)) {}
   Extent(DimRef d) : dim(d.index), builder(d.builder), named(true) {}  // NOLINT
   int64_t size = 1;
   int32_t dim = -1;
@@ -285,6 +303,10 @@ class GraphBuilder {
   /// that do not broadcast.
   Value op(std::string_view name, std::initializer_list<Value> args);
   Value op(std::string_view name, const std::vector<Value>& args);
+  /// op() with its operands as arguments: `b.op("exp", x)`, `b.op("where", c, x, 0.0)`.
+  Value op(std::string_view name, const Value& a) { return op(name, {a}); }
+  Value op(std::string_view name, const Value& a, const Value& b) { return op(name, {a, b}); }
+  Value op(std::string_view name, const Value& a, const Value& b, const Value& c) { return op(name, {a, b, c}); }
   /// `name(x[, axes][, keepdim][, correction=N | initial=V])`: a reduction ("sum", "mean", "prod", "amax",
   /// "amin", "argmax", "argmin": the i64 index of the first largest / smallest element, a NaN
   /// picked before any number by both, along one axis or, with none, of the flattened tensor) or a composite the builder expands into them ("softmax", "log_softmax", "logsumexp",
@@ -297,8 +319,10 @@ class GraphBuilder {
   /// identities, so a reduction of zero elements gives that value instead of an error. f16/bf16
   /// operands accumulate in f32 and are rounded once. Throws Error(User) for an unknown name, a
   /// bad or repeated axis, an integer operand of mean/var/std/softmax, amax/amin of zero elements
-  /// without `initial`, argmax/argmin of zero elements or over several axes, a negative correction or one given to another op, an initial given to
-  /// another op, an integer operand or another value.
+  /// without `initial`, argmax/argmin of zero elements or over several axes, a negative
+  /// correction or a correction given to an op other than mean/var/std, and an `initial` given to
+  /// another op, to an integer operand, or of another value than those identities. One axis is
+  /// `{-1}` (braces: `axes` is a list).
   Value reduce(std::string_view name, const Value& x, const std::vector<int64_t>& axes = {}, bool keepdim = false,
                std::optional<int64_t> correction = std::nullopt, std::optional<double> initial = std::nullopt);
   /// `cast(x, dtype)`
@@ -310,9 +334,11 @@ class GraphBuilder {
   /// when unnamed; `dim_names` name the dims its shape follows). Throws Error(User) for a literal
   /// (its dtype is fixed only by the op it meets) or a value of another builder.
   TensorInfo info(const Value& v);
-  /// `output NAME`: marks a value as a graph output named `name`; an unnamed value takes that
-  /// name (as `NAME = expr` then `output NAME` in text), a value named otherwise keeps its name. Throws Error(User) if it is an input or param (an output must be computed by
-  /// the graph), or the name is listed twice or in use.
+  /// `output NAME`: marks a value as a graph output named `name`. An unnamed value takes that
+  /// name (as `NAME = expr` then `output NAME` in text); a value already named `other` keeps
+  /// that name in the graph, and the output `name` is an alias of it (`name = other`, then
+  /// `output name`). Throws Error(User) if it is an input or param (an output must be computed
+  /// by the graph), or the name is listed twice or in use.
   void output(const std::string& name, const Value& v);
   /// Verifies and returns the graph; the builder is then empty. Throws Error(User) (e.g. no output).
   Graph build();
