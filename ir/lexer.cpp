@@ -281,7 +281,8 @@ void Lexer::unexpected(char c, size_t at, Loc loc) const {
   if (uc >= 0x80) {
     size_t n = utf8_len(text_, at);
     if (n == 0) throw UserError("invalid UTF-8 byte " + hex_byte(uc) + " in graph text", loc);
-    throw UserError("unexpected character '" + std::string(text_.substr(at, n)) + "'", loc);
+    throw UserError("unexpected character '" + std::string(text_.substr(at, n)) +
+                        "': graph text is ASCII outside comments (names: letters a-z A-Z, digits, '_')", loc);
   }
   if (uc < 0x20 || uc == 0x7F) throw UserError("unexpected control byte " + hex_byte(uc), loc);
   // What PyTorch or NumPy code would have here.
