@@ -131,6 +131,11 @@ std::string did_you_mean(std::string_view word, std::span<const std::string_view
 }
 
 std::string unknown_dtype_message(std::string_view name) {
+  // Names whose width depends on who reads them: say both.
+  if (name == "float")
+    return "unknown dtype 'float': write f32 (C's float, torch.float) or f64 (Python's float, NumPy's default)";
+  if (name == "int")
+    return "unknown dtype 'int': write i32 (C's int, torch.int) or i64 (Python's int, torch.long, NumPy's default)";
   if (const std::optional<DType> f = foreign_dtype(name))
     return fmt::format("unknown dtype '{}': fusejit writes it {}", name, dtype_name(*f));
   std::vector<std::string_view> names;
