@@ -736,7 +736,8 @@ std::string kernel_header(KernelGen& k) {
   std::string text = fmt::format("// Fusion group: {} op(s), iteration space [{}], {}-bit index math{}.\n",
                                  k.group.nodes.size(), space, k.layout.index64 ? 64 : 32,
                                  k.V > 1 ? fmt::format(", {}-wide vector path", k.V) : std::string());
-  text += fmt::format("// Layout: {}. Outputs: {}.\n", layout_fingerprint(k.layout), outs.empty() ? "none" : outs);
+  text += fmt::format("// Layout: {} (docs/architecture.md, \"A kernel's layout line\"). Outputs: {}.\n",
+                      layout_fingerprint(k.layout), outs.empty() ? "none" : outs);
   text += "// Entry points: @NAME@ for tensors in their canonical layout, @NAME@_s for any strides.\n";
   if (k.opts.canonical_names)
     text += "// Canonical value names (v0 = first value seen): every node of this structure shares this kernel;\n"

@@ -1,13 +1,13 @@
 // Fusion group: 7 op(s), iteration space [B, V], 32-bit index math.
-// Layout: r1 i32 in:[0,2):C k0.1:0.1. Outputs: v3 (token), v9 (p).
+// Layout: r1 i32 in:[0,2):C k0.1:0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v3 (token), v9 (p).
 // Reduction kernel: axes [1] of the iteration space, one block per row (threads share the lanes), or for a few long rows
 // row_split blocks per row in several launches (fj_reduce_phase).
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_argmax_b2d1212452ae98bd for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_b2d1212452ae98bd_s for any strides.
+// Entry points: fj_argmax_bd41f0c25f7e7496 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_bd41f0c25f7e7496_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_argmax_b2d1212452ae98bd_rows(
+static __device__ __forceinline__ void fj_argmax_bd41f0c25f7e7496_rows(
     const fj_bf16* in_v0,
     long long* out_v3,
     float* out_v9,
@@ -117,7 +117,7 @@ static __device__ __forceinline__ void fj_argmax_b2d1212452ae98bd_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_argmax_b2d1212452ae98bd(
+extern "C" __global__ void fj_argmax_bd41f0c25f7e7496(
     const fj_bf16* in_v0,
     long long* out_v3,
     float* out_v9,
@@ -138,9 +138,9 @@ extern "C" __global__ void fj_argmax_b2d1212452ae98bd(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_argmax_b2d1212452ae98bd_rows<true>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_argmax_bd41f0c25f7e7496_rows<true>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_argmax_b2d1212452ae98bd_s(
+extern "C" __global__ void fj_argmax_bd41f0c25f7e7496_s(
     const fj_bf16* in_v0,
     long long* out_v3,
     float* out_v9,
@@ -161,19 +161,19 @@ extern "C" __global__ void fj_argmax_b2d1212452ae98bd_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_argmax_b2d1212452ae98bd_rows<false>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_argmax_bd41f0c25f7e7496_rows<false>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [16, 8], 32-bit index math.
-// Layout: r1 i32 in:[0,2):C k0.1:0.1. Outputs: v10 (col).
+// Layout: r1 i32 in:[0,2):C k0.1:0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v10 (col).
 // Reduction kernel: axes [0] of the iteration space, rows side by side in a block, each row's lanes shared by its threads, or
 // for a few groups of long rows row_split blocks per group in several launches.
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_argmax_cfab478123ed6f6c for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_cfab478123ed6f6c_s for any strides.
+// Entry points: fj_argmax_76f3929a2ce56912 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_76f3929a2ce56912_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_argmax_cfab478123ed6f6c_rows(
+static __device__ __forceinline__ void fj_argmax_76f3929a2ce56912_rows(
     const float* in_v1,
     long long* out_v10,
     unsigned int n,
@@ -222,7 +222,7 @@ static __device__ __forceinline__ void fj_argmax_cfab478123ed6f6c_rows(
     }
   }
 }
-extern "C" __global__ void fj_argmax_cfab478123ed6f6c(
+extern "C" __global__ void fj_argmax_76f3929a2ce56912(
     const float* in_v1,
     long long* out_v10,
     unsigned int n,
@@ -238,9 +238,9 @@ extern "C" __global__ void fj_argmax_cfab478123ed6f6c(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_cfab478123ed6f6c_rows<true>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_76f3929a2ce56912_rows<true>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_argmax_cfab478123ed6f6c_s(
+extern "C" __global__ void fj_argmax_76f3929a2ce56912_s(
     const float* in_v1,
     long long* out_v10,
     unsigned int n,
@@ -256,19 +256,19 @@ extern "C" __global__ void fj_argmax_cfab478123ed6f6c_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_cfab478123ed6f6c_rows<false>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_76f3929a2ce56912_rows<false>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
 }
 
 // Fusion group: 1 op(s), iteration space [16, 8], 32-bit index math.
-// Layout: r1 i32 in:[0,2):C k0.1:0.1. Outputs: v11 (flat).
+// Layout: r1 i32 in:[0,2):C k0.1:0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v11 (flat).
 // Reduction kernel: axes [0, 1] of the iteration space, one block per row (threads share the lanes), or for a few long rows
 // row_split blocks per row in several launches (fj_reduce_phase).
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_argmax_8c86fffaf5f4926d for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_8c86fffaf5f4926d_s for any strides.
+// Entry points: fj_argmax_6dbf4d57cc110e3e for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_6dbf4d57cc110e3e_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_argmax_8c86fffaf5f4926d_rows(
+static __device__ __forceinline__ void fj_argmax_6dbf4d57cc110e3e_rows(
     const float* in_v1,
     long long* out_v11,
     unsigned int n,
@@ -313,7 +313,7 @@ static __device__ __forceinline__ void fj_argmax_8c86fffaf5f4926d_rows(
     }
   }
 }
-extern "C" __global__ void fj_argmax_8c86fffaf5f4926d(
+extern "C" __global__ void fj_argmax_6dbf4d57cc110e3e(
     const float* in_v1,
     long long* out_v11,
     unsigned int n,
@@ -329,9 +329,9 @@ extern "C" __global__ void fj_argmax_8c86fffaf5f4926d(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_8c86fffaf5f4926d_rows<true>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_6dbf4d57cc110e3e_rows<true>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_argmax_8c86fffaf5f4926d_s(
+extern "C" __global__ void fj_argmax_6dbf4d57cc110e3e_s(
     const float* in_v1,
     long long* out_v11,
     unsigned int n,
@@ -347,6 +347,6 @@ extern "C" __global__ void fj_argmax_8c86fffaf5f4926d_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_8c86fffaf5f4926d_rows<false>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_6dbf4d57cc110e3e_rows<false>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
 }
 

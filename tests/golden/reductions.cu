@@ -1,13 +1,13 @@
 // Fusion group: 15 op(s), iteration space [N, C], 32-bit index math.
-// Layout: r1 i32 in:[0,2):C k0.1:0.1. Outputs: v6 (p), v18 (lse).
+// Layout: r1 i32 in:[0,2):C k0.1:0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v6 (p), v18 (lse).
 // Reduction kernel: axes [1] of the iteration space, one block per row (threads share the lanes), or for a few long rows
 // row_split blocks per row in several launches (fj_reduce_phase).
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_49f3a67dcc6641b1 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_49f3a67dcc6641b1_s for any strides.
+// Entry points: fj_reductions_45e1ed57ce3471f5 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_45e1ed57ce3471f5_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_reductions_49f3a67dcc6641b1_rows(
+static __device__ __forceinline__ void fj_reductions_45e1ed57ce3471f5_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -168,7 +168,7 @@ static __device__ __forceinline__ void fj_reductions_49f3a67dcc6641b1_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_49f3a67dcc6641b1(
+extern "C" __global__ void fj_reductions_45e1ed57ce3471f5(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -189,9 +189,9 @@ extern "C" __global__ void fj_reductions_49f3a67dcc6641b1(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_49f3a67dcc6641b1_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_45e1ed57ce3471f5_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_49f3a67dcc6641b1_s(
+extern "C" __global__ void fj_reductions_45e1ed57ce3471f5_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -212,19 +212,19 @@ extern "C" __global__ void fj_reductions_49f3a67dcc6641b1_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_49f3a67dcc6641b1_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_45e1ed57ce3471f5_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.
-// Layout: r1 i32 in:[0,2):C k0.1:0.1. Outputs: v7 (col).
+// Layout: r1 i32 in:[0,2):C k0.1:0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v7 (col).
 // Reduction kernel: axes [0] of the iteration space, rows side by side in a block, each row's lanes shared by its threads, or
 // for a few groups of long rows row_split blocks per group in several launches.
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_397f0ac64fc3650f for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_397f0ac64fc3650f_s for any strides.
+// Entry points: fj_reductions_9ec380ef4fed6a36 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_9ec380ef4fed6a36_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_reductions_397f0ac64fc3650f_rows(
+static __device__ __forceinline__ void fj_reductions_9ec380ef4fed6a36_rows(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -273,7 +273,7 @@ static __device__ __forceinline__ void fj_reductions_397f0ac64fc3650f_rows(
     }
   }
 }
-extern "C" __global__ void fj_reductions_397f0ac64fc3650f(
+extern "C" __global__ void fj_reductions_9ec380ef4fed6a36(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -289,9 +289,9 @@ extern "C" __global__ void fj_reductions_397f0ac64fc3650f(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_397f0ac64fc3650f_rows<true>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_9ec380ef4fed6a36_rows<true>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_397f0ac64fc3650f_s(
+extern "C" __global__ void fj_reductions_9ec380ef4fed6a36_s(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -307,19 +307,19 @@ extern "C" __global__ void fj_reductions_397f0ac64fc3650f_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_397f0ac64fc3650f_rows<false>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_9ec380ef4fed6a36_rows<false>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
 
 // Fusion group: 1 op(s), iteration space [4, N, C], 32-bit index math.
-// Layout: r1 i32 in:[0,3):C k0.1.2:0.1.2. Outputs: v19 (m).
+// Layout: r1 i32 in:[0,3):C k0.1.2:0.1.2 (docs/architecture.md, "A kernel's layout line"). Outputs: v19 (m).
 // Reduction kernel: axes [0, 2] of the iteration space, one block per row (threads share the lanes), or for a few long rows
 // row_split blocks per row in several launches (fj_reduce_phase).
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_9a97976accf67bf2 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_9a97976accf67bf2_s for any strides.
+// Entry points: fj_reductions_7590f52af82e527b for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_7590f52af82e527b_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_reductions_9a97976accf67bf2_rows(
+static __device__ __forceinline__ void fj_reductions_7590f52af82e527b_rows(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -371,7 +371,7 @@ static __device__ __forceinline__ void fj_reductions_9a97976accf67bf2_rows(
     }
   }
 }
-extern "C" __global__ void fj_reductions_9a97976accf67bf2(
+extern "C" __global__ void fj_reductions_7590f52af82e527b(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -392,9 +392,9 @@ extern "C" __global__ void fj_reductions_9a97976accf67bf2(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_9a97976accf67bf2_rows<true>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_7590f52af82e527b_rows<true>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_9a97976accf67bf2_s(
+extern "C" __global__ void fj_reductions_7590f52af82e527b_s(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -415,6 +415,6 @@ extern "C" __global__ void fj_reductions_9a97976accf67bf2_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_9a97976accf67bf2_rows<false>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_7590f52af82e527b_rows<false>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
 

@@ -1,13 +1,13 @@
 // Fusion group: 8 op(s), iteration space [T, D], 32-bit index math.
-// Layout: r2 i32 in:[0,1)[1,2):C,S01 k0.1:0.1,-.0. Outputs: v10 (y).
+// Layout: r2 i32 in:[0,1)[1,2):C,S01 k0.1:0.1,-.0 (docs/architecture.md, "A kernel's layout line"). Outputs: v10 (y).
 // Reduction kernel: axes [1] of the iteration space, one block per row (threads share the lanes), or for a few long rows
 // row_split blocks per row in several launches (fj_reduce_phase).
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_rmsnorm_b2341051d6b9cb97 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_b2341051d6b9cb97_s for any strides.
+// Entry points: fj_rmsnorm_4e7a98dbc86059c7 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_4e7a98dbc86059c7_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_rmsnorm_b2341051d6b9cb97_rows(
+static __device__ __forceinline__ void fj_rmsnorm_4e7a98dbc86059c7_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -125,7 +125,7 @@ static __device__ __forceinline__ void fj_rmsnorm_b2341051d6b9cb97_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_rmsnorm_b2341051d6b9cb97(
+extern "C" __global__ void fj_rmsnorm_4e7a98dbc86059c7(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -146,9 +146,9 @@ extern "C" __global__ void fj_rmsnorm_b2341051d6b9cb97(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_b2341051d6b9cb97_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_4e7a98dbc86059c7_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_rmsnorm_b2341051d6b9cb97_s(
+extern "C" __global__ void fj_rmsnorm_4e7a98dbc86059c7_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -169,6 +169,6 @@ extern "C" __global__ void fj_rmsnorm_b2341051d6b9cb97_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_b2341051d6b9cb97_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_4e7a98dbc86059c7_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
