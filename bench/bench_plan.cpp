@@ -1,12 +1,15 @@
 // Planner scaling: builds graphs of 10k / 100k / 200k nodes (a mix of elementwise ops over a
-// [1024, 256] space with broadcast [256] producers, several outputs) and times plan_fusion,
-// plan_unfused and rewrite. Not a test: prints the timings. Run: build/bench/bench_plan
+// [1024, 256] space with broadcast [256] producers, several outputs; and one of 20k nodes with an
+// output every other node: per-output work that scans every output was quadratic) and times
+// rewrite, plan_fusion, plan_unfused and the traffic of both plans (plan_totals, what `fusejit
+// plan` reports). Not a test: prints the timings. Run: build/bench/bench_plan
 #include <chrono>
 #include <cstdio>
 #include <random>
 
 #include "ir/builder.h"
 #include "ir/passes/plan_fusion.h"
+#include "ir/passes/plan_report.h"
 #include "ir/passes/rewrite.h"
 #include "ir/plan.h"
 
@@ -19,7 +22,7 @@ static std::string numbered(const char* prefix, long long k) {
   return s;
 }
 
-static Graph make_graph(int nodes, uint64_t seed) {
+static Graph make_graph(int nodes, uint64_t seed, uint64_t output_every) {
   std::mt19937_64 rng(seed);
   GraphBuilder b("bench");
   std::vector<NodeId> big, small;
@@ -41,7 +44,7 @@ static Graph make_graph(int nodes, uint64_t seed) {
       r = b.apply(binary[rng() % 4], a);
     }
     pool.push_back(r.node);
-    if (rng() % 2000 == 0) b.add_output(numbered("o", outputs++), r);
+    if (rng() % output_every == 0) b.add_output(numbered("o", outputs++), r);
   }
   b.add_output("y", Operand::of(big.back()));
   return b.finish();
@@ -54,9 +57,10 @@ template <class F> static double time_ms(F&& f) {
 }
 
 int main() {
-  std::printf("%8s %10s %14s %14s %12s %8s\n", "nodes", "rewrite_ms", "plan_fused_ms", "plan_unfus_ms", "groups", "ns/node");
-  for (int n : {10000, 100000, 200000}) {
-    Graph g = make_graph(n, 42);
+  std::printf("%8s %8s %10s %14s %14s %10s %12s %8s\n", "nodes", "outputs", "rewrite_ms", "plan_fused_ms", "plan_unfus_ms",
+              "totals_ms", "groups", "ns/node");
+  for (auto [n, every] : {std::pair{10000, 2000}, {100000, 2000}, {200000, 2000}, {20000, 2}}) {
+    Graph g = make_graph(n, 42, static_cast<uint64_t>(every));
     Graph r;
     double rw = time_ms([&] { r = rewrite(g).graph; });
     Plan p;
@@ -64,7 +68,11 @@ int main() {
     for (int rep = 0; rep < 3; ++rep) best = std::min(best, time_ms([&] { p = plan_fusion(r); }));
     Plan u;
     double un = time_ms([&] { u = plan_unfused(r); });
-    std::printf("%8d %10.1f %14.1f %14.1f %12zu %8.0f\n", g.size(), rw, best, un, p.groups.size(), best * 1e6 / g.size());
+    int64_t bytes = 0;
+    double tot = time_ms([&] { bytes = plan_totals(r, p).read_bytes + plan_totals(r, u).read_bytes; });
+    std::printf("%8d %8zu %10.1f %14.1f %14.1f %10.1f %12zu %8.0f\n", g.size(), g.outputs.size(), rw, best, un, tot,
+                p.groups.size(), best * 1e6 / g.size());
+    if (bytes < 0) return 1;  // keeps the totals computed
   }
   return 0;
 }

@@ -5,13 +5,22 @@
 #include "ir/reduce_group.h"
 
 #include <algorithm>
+#include <span>
+#include <unordered_map>
+#include <vector>
 
 namespace fusejit::ir {
 namespace {
 
-int output_bindings(const Graph& g, NodeId id) {
-  int n = 0;
-  for (const OutputDecl& o : g.outputs) n += o.node == id;
+// How many graph outputs each of `ids` is bound to, at least 1 (a value other groups read is
+// written once): one scan of the graph's outputs, not one per id (a plan of 20,000 outputs).
+std::vector<int> written_copies(const Graph& g, std::span<const NodeId> ids) {
+  std::unordered_map<NodeId, size_t> at;
+  for (size_t k = 0; k < ids.size(); ++k) at.emplace(ids[k], k);
+  std::vector<int> n(ids.size(), 0);
+  for (const OutputDecl& o : g.outputs)
+    if (auto it = at.find(o.node); it != at.end()) ++n[it->second];
+  for (size_t k = 0; k < ids.size(); ++k) n[k] = std::max(1, n[at.at(ids[k])]);
   return n;
 }
 
@@ -34,13 +43,21 @@ int64_t mul_bytes(int64_t bytes, int64_t times) {
 
 int64_t GroupTraffic::bytes() const { return add_bytes(read_bytes, write_bytes); }
 
-GroupTraffic group_traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules) {
+std::vector<int> output_bindings(const Graph& g) {
+  std::vector<int> n(static_cast<size_t>(g.size()), 0);
+  for (const OutputDecl& o : g.outputs) ++n[static_cast<size_t>(o.node)];
+  return n;
+}
+
+namespace {
+// group_traffic with `copies[k]`: the buffers group output k is written to.
+GroupTraffic traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules, std::span<const int> copies) {
   GroupTraffic t;
   const Shape launched = group.reduce_mask ? reduced_shape(group.iter_shape, group.reduce_mask, false) : group.iter_shape;
   if (num_elements(launched) == 0) return t;
   for (NodeId id : group.inputs) t.read_bytes = add_bytes(t.read_bytes, bytes_of(g, id));
-  for (NodeId id : group.outputs)
-    t.write_bytes = add_bytes(t.write_bytes, mul_bytes(bytes_of(g, id), std::max(1, output_bindings(g, id))));
+  for (size_t k = 0; k < group.outputs.size(); ++k)
+    t.write_bytes = add_bytes(t.write_bytes, mul_bytes(bytes_of(g, group.outputs[k]), copies[k]));
   if (group.reduce_mask == 0) return t;
   // A reduction kernel whose row is not kept on chip reads its re-read inputs once per pass.
   const ReduceGroupInfo info = analyze_reduce_group(g, group);
@@ -50,15 +67,39 @@ GroupTraffic group_traffic(const Graph& g, const FusionGroup& group, const Split
   t.read_bytes = add_bytes(t.read_bytes, t.reread_bytes);
   return t;
 }
+}  // namespace
 
-int64_t estimate_param_bytes(const Graph& g, const FusionGroup& group) {
-  // The larger of the kernel's two entries (jit/kernel_abi.h): every input and output has a
-  // stride per dim in the strided entry, a broadcast input one per collapsed dim in the fast one.
+GroupTraffic group_traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules) {
+  return traffic(g, group, rules, written_copies(g, group.outputs));
+}
+
+GroupTraffic group_traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules, std::span<const int> bindings) {
+  std::vector<int> copies;
+  for (NodeId id : group.outputs) copies.push_back(std::max(1, bindings[static_cast<size_t>(id)]));
+  return traffic(g, group, rules, copies);
+}
+
+namespace {
+// The larger of the kernel's two entries (jit/kernel_abi.h): every input and output has a stride
+// per dim in the strided entry, a broadcast input one per collapsed dim in the fast one.
+// `copies(k)`: the buffers output k is written to.
+template <class Copies>
+int64_t param_bytes(const FusionGroup& group, Copies copies) {
   const int64_t rank = static_cast<int64_t>(group.iter_shape.size());
   int64_t bytes = 64 + 16 * rank + 8 * static_cast<int64_t>(group.params.size());
   bytes += 8 * (1 + rank) * static_cast<int64_t>(group.inputs.size());
-  for (NodeId id : group.outputs) bytes += 8 * (1 + rank) * std::max(1, output_bindings(g, id));
+  for (size_t k = 0; k < group.outputs.size(); ++k) bytes += 8 * (1 + rank) * copies(k);
   return bytes;
+}
+}  // namespace
+
+int64_t estimate_param_bytes(const Graph& g, const FusionGroup& group) {
+  const std::vector<int> copies = written_copies(g, group.outputs);
+  return param_bytes(group, [&](size_t k) { return copies[k]; });
+}
+
+int64_t estimate_param_bytes(const FusionGroup& group, std::span<const int> bindings) {
+  return param_bytes(group, [&](size_t k) { return std::max(1, bindings[static_cast<size_t>(group.outputs[k])]); });
 }
 
 Plan plan_unfused(const Graph& g) {

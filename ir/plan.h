@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,11 @@ int64_t mul_bytes(int64_t bytes, int64_t times);
 // A group that launches nothing (no element, or a reduction to no rows) moves no byte. `rules`: how
 // reduction kernels run (the re-reads of a row not kept on chip are counted).
 GroupTraffic group_traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules = {});
+// Per node of `g`: how many graph outputs are bound to it (output_bindings(g)[id]).
+std::vector<int> output_bindings(const Graph& g);
+// group_traffic with output_bindings(g) computed once by the caller: a loop over the groups of a
+// plan of 20,000 outputs (one kernel each unfused) then costs one scan of the outputs, not one per group.
+GroupTraffic group_traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules, std::span<const int> bindings);
 
 // Hardware limits the planner respects (ir/passes/plan_fusion.h splits groups to stay within them).
 //
@@ -117,6 +123,10 @@ inline constexpr int kMaxOpsPerKernel = 256;
 // param, 16 * rank(iter_shape) for the sizes and their magic numbers, and 64 for the element count,
 // flags and alignment padding.
 int64_t estimate_param_bytes(const Graph& g, const FusionGroup& group);
+// The same with `bindings[node]`, the graph outputs bound to each node, counted once by the caller
+// (the planner estimates every group on each of its splitting rounds: a scan of the graph's
+// outputs per estimate made a plan of 20,000 outputs take seconds).
+int64_t estimate_param_bytes(const FusionGroup& group, std::span<const int> bindings);
 
 // One group per non-leaf node (plus a copy/fill group per output that is a leaf): the baseline
 // that fusion is measured against. Deterministic.

@@ -229,10 +229,11 @@ std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g, const i
     st->output_bytes.push_back(value_bytes(g, o.node));
   }
   for (ir::NodeId id : bindings.intermediates) st->intermediate_bytes.push_back(value_bytes(g, id));
+  const std::vector<int> output_bindings = ir::output_bindings(g);
   for (const ir::FusionGroup& grp : plan.groups) {  // at these dims, as the kernels run with `rules`
     ir::FusionGroup at = grp;
     at.iter_shape = current_iter_shape(g, grp);
-    const ir::GroupTraffic t = ir::group_traffic(g, at, rules);
+    const ir::GroupTraffic t = ir::group_traffic(g, at, rules, output_bindings);
     st->bytes_moved = ir::add_bytes(st->bytes_moved, t.bytes());
   }
   st->groups.resize(plan.groups.size());

@@ -430,6 +430,7 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
   const std::vector<const json*> entries = folder_kernels(f, path.kind);
   if (entries.empty() && path.plan.groups.empty()) return nullptr;
   const ir::Graph& g = p.graph_of(path.kind);
+  const std::vector<int> bindings = ir::output_bindings(g);
   const jit::CodegenOptions cg = codegen_options(path.kind, p.options, 0);
   auto out = std::make_shared<Program::Impl::Variant>();
   out->gpu.target = p.gpu_target;
@@ -450,7 +451,7 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
       if (p.gpu_target.kind == jit::OutputKind::Ptx) bin->push_back('\0');  // as NVRTC returns PTX
       image = bin;
     }
-    KernelInfo info = kernel_info(g, grp, k, CacheOutcome::Loaded, 0.0, p.rules);
+    KernelInfo info = kernel_info(g, grp, k, CacheOutcome::Loaded, 0.0, p.rules, bindings);
     info.source = read_text(f.dir / e->at("cu").get<std::string>(), kSourceFile);
     out->infos.push_back(std::move(info));
     out->gpu.kernels.push_back({k, image, jit::CacheOutcome::DiskHit, 0.0});

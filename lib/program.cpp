@@ -122,10 +122,11 @@ std::vector<std::shared_ptr<Program::Impl::Variant>> build_cpu_variants(
         c.memory_hit ? CacheOutcome::MemoryHit : c.disk_hit ? CacheOutcome::DiskHit : CacheOutcome::Compiled;
     var.kernels = var.cpu->kernels;
     const ir::Graph& g = p.graph_of(paths[k]->kind);
+    const std::vector<int> bindings = ir::output_bindings(g);
     // One compile per path: its time is counted once, on the path's first kernel.
     for (size_t i = 0; i < paths[k]->plan.groups.size(); ++i)
       var.infos.push_back(kernel_info(g, paths[k]->plan.groups[i], var.kernels[i], outcome, i == 0 ? c.compile_ms : 0.0,
-                                      p.rules));
+                                      p.rules, bindings));
   }
   return out;
 }
@@ -139,11 +140,12 @@ std::shared_ptr<Program::Impl::Variant> build_gpu_variant(const Program::Impl& p
   bo.cache = &cache_for(p.options);
   bo.codegen = codegen_options(path.kind, p.options, v);
   out->gpu = jit::compile_plan(g, path.plan, bo);
+  const std::vector<int> bindings = ir::output_bindings(g);
   for (size_t i = 0; i < out->gpu.kernels.size(); ++i) {
     const jit::CompiledKernel& k = out->gpu.kernels[i];
     out->kernels.push_back(k.kernel);
     out->infos.push_back(kernel_info(g, path.plan.groups[i], k.kernel, outcome_of(k.outcome), k.compile_ms,
-                                     p.rules));
+                                     p.rules, bindings));
   }
   return out;
 }
@@ -211,8 +213,8 @@ void choose_gpu_target(Program::Impl& p) {
 }  // namespace
 
 KernelInfo kernel_info(const ir::Graph& g, const ir::FusionGroup& grp, const jit::GeneratedKernel& k, CacheOutcome outcome,
-                       double compile_ms, const ir::SplitRules& rules) {
-  KernelInfo info = unbuilt_info(g, grp, rules);
+                       double compile_ms, const ir::SplitRules& rules, std::span<const int> bindings) {
+  KernelInfo info = unbuilt_info(g, grp, rules, bindings);
   info.name = k.name;
   info.source = k.source;
   info.cache = outcome;
@@ -221,11 +223,12 @@ KernelInfo kernel_info(const ir::Graph& g, const ir::FusionGroup& grp, const jit
   return info;
 }
 
-KernelInfo unbuilt_info(const ir::Graph& g, const ir::FusionGroup& grp, const ir::SplitRules& rules) {
+KernelInfo unbuilt_info(const ir::Graph& g, const ir::FusionGroup& grp, const ir::SplitRules& rules,
+                        std::span<const int> bindings) {
   KernelInfo info;
   for (ir::NodeId id : grp.nodes) info.ops.push_back(ir::node_text(g, id));  // as `fusejit plan` names it
   info.elements = ir::num_elements(grp.iter_shape);
-  const ir::GroupTraffic t = ir::group_traffic(g, grp, rules);
+  const ir::GroupTraffic t = ir::group_traffic(g, grp, rules, bindings);
   info.read_bytes = t.read_bytes;
   info.write_bytes = t.write_bytes;
   info.cache = CacheOutcome::NotBuilt;
@@ -455,7 +458,8 @@ std::vector<KernelInfo> Program::kernels(PlanKind kind) const {
   const ir::Graph& g = impl_->graph_of(PlanKind::Unfused);
   const ir::Plan plan = ir::plan_unfused(g);
   std::vector<KernelInfo> out;
-  for (const ir::FusionGroup& grp : plan.groups) out.push_back(unbuilt_info(g, grp, impl_->rules));
+  const std::vector<int> bindings = ir::output_bindings(g);
+  for (const ir::FusionGroup& grp : plan.groups) out.push_back(unbuilt_info(g, grp, impl_->rules, bindings));
   return out;
 }
 

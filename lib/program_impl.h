@@ -126,10 +126,11 @@ std::shared_ptr<jit::DeviceContext> open_device(int ordinal, std::string* why_no
 jit::CodegenOptions codegen_options(PlanKind kind, const Options& o, int variant);
 
 // What kernels() reports of one group: from its generated kernel, or (not built) from the plan;
-// its bytes as the kernel runs under `rules`.
+// its bytes as the kernel runs under `rules`. `bindings`: ir::output_bindings(g), made once per plan.
 KernelInfo kernel_info(const ir::Graph& g, const ir::FusionGroup& grp, const jit::GeneratedKernel& k, CacheOutcome outcome,
-                       double compile_ms, const ir::SplitRules& rules);
-KernelInfo unbuilt_info(const ir::Graph& g, const ir::FusionGroup& grp, const ir::SplitRules& rules);
+                       double compile_ms, const ir::SplitRules& rules, std::span<const int> bindings);
+KernelInfo unbuilt_info(const ir::Graph& g, const ir::FusionGroup& grp, const ir::SplitRules& rules,
+                        std::span<const int> bindings);
 
 // The launch state of `p` at the dim values `dims` (Graph::dims order), made on first use and kept
 // (at most kMaxDimsEntries per path); or, where p's plan does not hold at those dims, the Program

@@ -7,6 +7,8 @@
 #include <array>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "ir/builder.h"
 #include "ir/parser.h"
 #include "ir/passes/plan_fusion.h"
@@ -220,6 +222,20 @@ TEST_CASE("a recomputed value's cost counts each shared op once and stops at the
   Plan q = plan_fusion(h);
   check_plan(h, q);
   CHECK(plan_totals(h, q).write_bytes == 256 * 128 * 4 + 128 * 4);  // y and cs
+  // A graph output is in memory: an expression over it reads it (not its own expression).
+  // w = z > 0 over an f64 output z is written as bool rather than recomputed from 8-byte z; a cast
+  // of a 20-op output t is recomputed from t (one read of t, not a write and a read of the cast).
+  Graph o = rewrite(parse_graph("input x : i8[64, 48]\nz = cast(x, f64) * 1.5\nw = z > 0\na = sum(w, 0)\n"
+                                "b = sum(w, 1)\noutput z, a, b\n", "t")).graph;
+  Plan po = plan_fusion(o);
+  check_plan(o, po);
+  CHECK(plan_totals(o, po).read_bytes == 64 * 48 + 64 * 48);  // x, then w (bool) in the axis-1 kernel
+  std::string chain = "input x : f32[40, 30]\nt0 = sin(x)\n";
+  for (int k = 1; k < 20; ++k) chain += fmt::format("t{} = {}(t{})\n", k, k % 2 ? "cos" : "tanh", k - 1);
+  Graph c = rewrite(parse_graph(chain + "w = cast(t19, f64)\na = sum(w, 0)\nb = sum(w, 1)\noutput t19, a, b\n", "t")).graph;
+  Plan pc = plan_fusion(c);
+  check_plan(c, pc);
+  CHECK(plan_totals(c, pc).write_bytes == 40 * 30 * 4 + 30 * 8 + 40 * 8);  // t19, a, b: no w
   // An expression of more than max_recompute_ops distinct ops is written.
   PlanOptions few;
   few.max_recompute_ops = 1;  // h is 2 ops: sigmoid, mul

@@ -45,7 +45,7 @@ struct Planner {
   std::vector<std::vector<NodeId>> key_reductions;  // by key: the reductions that made it
   std::vector<int> out_bind;       // graph output bindings per node
   // What recomputing a node takes: the distinct ops of its expression down to the values it reads
-  // (inputs and reductions, never recomputed; params and constants are free), itself included;
+  // (inputs, reductions and graph outputs, which are in memory; params and constants are free), itself included;
   // `over` (sets cleared) beyond max_recompute_ops ops. Shared subexpressions count once, as the
   // kernel computes them once (LayerNorm's y reuses d = x - mean: 10 ops, not 17).
   struct Cone {
@@ -152,7 +152,8 @@ struct Planner {
     for (int a = 0; a < nd.nargs && !c.over; ++a) {
       const NodeId x = nd.arg(a);
       const Node& xn = node(x);
-      if (xn.op == Op::Input || is_reduction(xn.op)) merge(c.reads, {x});
+      // Inputs, reductions and graph outputs are in memory: read, never recomputed.
+      if (xn.op == Op::Input || is_reduction(xn.op) || out_bind[static_cast<size_t>(x)] > 0) merge(c.reads, {x});
       else if (!is_leaf(xn.op)) {
         const Cone& xc = cone[static_cast<size_t>(x)];
         c.over = xc.over;
@@ -359,7 +360,7 @@ struct Planner {
     std::vector<int> nk;
     bool any = false;
     for (size_t gi = 0; gi < fgs.size(); ++gi) {
-      bool params = estimate_param_bytes(g, fgs[gi]) > opt.max_param_bytes;
+      bool params = estimate_param_bytes(fgs[gi], out_bind) > opt.max_param_bytes;
       bool ops = static_cast<int>(fgs[gi].nodes.size()) > opt.max_ops_per_group;
       if ((params || ops) && members[gi].size() > 1) {
         size_t half = members[gi].size() / 2;

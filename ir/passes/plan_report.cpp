@@ -74,8 +74,9 @@ std::string format_bytes(int64_t b) {
 PlanTotals plan_totals(const Graph& g, const Plan& p) {
   PlanTotals t;
   t.kernels = static_cast<int>(p.groups.size());
+  const std::vector<int> bindings = output_bindings(g);
   for (const FusionGroup& grp : p.groups) {
-    GroupTraffic tr = group_traffic(g, grp, p.rules);
+    GroupTraffic tr = group_traffic(g, grp, p.rules, bindings);
     t.read_bytes = add_bytes(t.read_bytes, tr.read_bytes);
     t.write_bytes = add_bytes(t.write_bytes, tr.write_bytes);
   }
