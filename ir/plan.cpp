@@ -6,23 +6,10 @@
 
 #include <algorithm>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 namespace fusejit::ir {
 namespace {
-
-// How many graph outputs each of `ids` is bound to, at least 1 (a value other groups read is
-// written once): one scan of the graph's outputs, not one per id (a plan of 20,000 outputs).
-std::vector<int> written_copies(const Graph& g, std::span<const NodeId> ids) {
-  std::unordered_map<NodeId, size_t> at;
-  for (size_t k = 0; k < ids.size(); ++k) at.emplace(ids[k], k);
-  std::vector<int> n(ids.size(), 0);
-  for (const OutputDecl& o : g.outputs)
-    if (auto it = at.find(o.node); it != at.end()) ++n[it->second];
-  for (size_t k = 0; k < ids.size(); ++k) n[k] = std::max(1, n[at.at(ids[k])]);
-  return n;
-}
 
 int64_t bytes_of(const Graph& g, NodeId id) {
   const Node& n = g.node(id);
@@ -70,7 +57,7 @@ GroupTraffic traffic(const Graph& g, const FusionGroup& group, const SplitRules&
 }  // namespace
 
 GroupTraffic group_traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules) {
-  return traffic(g, group, rules, written_copies(g, group.outputs));
+  return group_traffic(g, group, rules, output_bindings(g));
 }
 
 GroupTraffic group_traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules, std::span<const int> bindings) {
@@ -94,8 +81,7 @@ int64_t param_bytes(const FusionGroup& group, Copies copies) {
 }  // namespace
 
 int64_t estimate_param_bytes(const Graph& g, const FusionGroup& group) {
-  const std::vector<int> copies = written_copies(g, group.outputs);
-  return param_bytes(group, [&](size_t k) { return copies[k]; });
+  return estimate_param_bytes(group, output_bindings(g));
 }
 
 int64_t estimate_param_bytes(const FusionGroup& group, std::span<const int> bindings) {

@@ -98,7 +98,8 @@ int64_t add_bytes(int64_t a, int64_t b);
 int64_t mul_bytes(int64_t bytes, int64_t times);
 
 // A group that launches nothing (no element, or a reduction to no rows) moves no byte. `rules`: how
-// reduction kernels run (the re-reads of a row not kept on chip are counted).
+// reduction kernels run (the re-reads of a row not kept on chip are counted). Scans the whole graph
+// for its output bindings: in a loop over a plan's groups, use the overload taking them.
 GroupTraffic group_traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules = {});
 // Per node of `g`: how many graph outputs are bound to it (output_bindings(g)[id]).
 std::vector<int> output_bindings(const Graph& g);

@@ -150,9 +150,10 @@ std::string rule_lines(const RewriteResult& rw) {
 }
 
 // One fused kernel's block: its ops, shape and reductions, values in and out, bytes, note.
-std::string group_block(const Graph& g, const Plan& fused, size_t k, std::span<const std::string> kernel_names) {
+std::string group_block(const Graph& g, const Plan& fused, size_t k, std::span<const std::string> kernel_names,
+                        std::span<const int> bindings) {
   const FusionGroup& grp = fused.groups[k];
-  const GroupTraffic t = group_traffic(g, grp, fused.rules);
+  const GroupTraffic t = group_traffic(g, grp, fused.rules, bindings);
   std::string s = fmt::format("kernel {} ({}): {} op{} over {}{}\n", k, kernel_name(g, k, kernel_names), grp.nodes.size(),
                               grp.nodes.size() == 1 ? "" : "s", shape_to_string(grp.iter_shape, &g), reduces_text(g, grp));
   s += "  nodes:   " + list(g, grp.nodes) + "\n";
@@ -161,7 +162,7 @@ std::string group_block(const Graph& g, const Plan& fused, size_t k, std::span<c
   s += "  outputs: " + list(g, grp.outputs) + "\n";
   const std::string reread = t.reread_bytes ? fmt::format(" ({} of it re-read by later passes)", bytes_text(t.reread_bytes)) : "";
   s += fmt::format("  bytes:   read {}{}, write {}; kernel parameters ~{} B\n", bytes_text(t.read_bytes), reread,
-                   bytes_text(t.write_bytes), estimate_param_bytes(g, grp));
+                   bytes_text(t.write_bytes), estimate_param_bytes(grp, bindings));
   return s + "  note:    " + grp.note + "\n";
 }
 }  // namespace
@@ -173,7 +174,8 @@ std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const P
                               rw.iterations == 1 ? "" : "s");
   if (rw.hit_cap) s += "# warning: " + rw.diagnostic + "\n";
   s += rule_lines(rw) + "# rewritten graph:\n" + print_graph(g) + "\n# fused plan\n";
-  for (size_t k = 0; k < fused.groups.size(); ++k) s += group_block(g, fused, k, kernel_names);
+  const std::vector<int> bindings = output_bindings(g);
+  for (size_t k = 0; k < fused.groups.size(); ++k) s += group_block(g, fused, k, kernel_names, bindings);
   PlanTotals f = plan_totals(g, fused), u = plan_totals(unfused_graph ? *unfused_graph : g, unfused);
   s += fmt::format("\n# totals\nfused:   {} kernel{}, read {}, write {}\n", f.kernels, f.kernels == 1 ? "" : "s",
                    bytes_text(f.read_bytes), bytes_text(f.write_bytes));
@@ -300,15 +302,16 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
   for (const RuleFire& f : rw.fires)
     fires.push_back({{"rule", f.rule}, {"node", f.node_name}, {"line", f.loc.line}, {"col", f.loc.col}, {"iteration", f.iteration}});
   json groups = json::array();
+  const std::vector<int> bindings = output_bindings(g);
   for (size_t k = 0; k < fused.groups.size(); ++k) {
     const FusionGroup& grp = fused.groups[k];
-    GroupTraffic t = group_traffic(g, grp, fused.rules);
+    GroupTraffic t = group_traffic(g, grp, fused.rules, bindings);
     json shape = json::array();
     for (const Dim& d : grp.iter_shape) shape.push_back(d.size);
     json e = {{"kernel", kernel_name(g, k, kernel_names)}, {"nodes", names(grp.nodes)}, {"inputs", names(grp.inputs)},
               {"params", names(grp.params)}, {"outputs", names(grp.outputs)}, {"iter_shape", shape},
               {"read_bytes", t.read_bytes}, {"write_bytes", t.write_bytes},
-              {"param_bytes", estimate_param_bytes(g, grp)}, {"note", grp.note},
+              {"param_bytes", estimate_param_bytes(grp, bindings)}, {"note", grp.note},
               {"reduce_axes", reduction_group(g, grp) ? mask_axes(grp.reduce_mask) : std::vector<int64_t>{}}};
     if (reduction_group(g, grp)) {  // how its rows run at these sizes (docs/ops.md, "A row split over blocks")
       const RowSplit r = row_split_at(g, grp, analyze_reduce_group(g, grp), fused.rules);
