@@ -52,6 +52,9 @@ struct GraphBuilder::Impl {
 
 namespace {
 
+constexpr const char* kEmptyValue = "an empty Value (default-constructed, nothing assigned to it) has no dtype or shape: "
+                                    "assign it a value of this builder first";
+
 // translate_errors around a call that adds nodes, which go again if it throws.
 template <class F>
 auto adding_nodes(GraphBuilder::Impl& impl, F&& f) {
@@ -78,6 +81,7 @@ GraphBuilder::~GraphBuilder() = default;
 
 int32_t GraphBuilder::node_of(const Value& v) {
   impl_->check_usable();
+  if (v.empty_) throw Error(ErrorKind::User, kEmptyValue);
   if (v.owner_ != this) throw Error(ErrorKind::User, "value belongs to another GraphBuilder");
   if (v.id_ < 0 || v.id_ >= impl_->b.graph().size())
     throw Error(ErrorKind::User, "value does not belong to this GraphBuilder's graph");
@@ -133,7 +137,7 @@ Value GraphBuilder::op(std::string_view name, const std::vector<Value>& args) {
   });
 }
 
-Value GraphBuilder::reduce(std::string_view name, const Value& x, const std::vector<int64_t>& axes, bool keepdim,
+Value GraphBuilder::reduce(std::string_view name, const Value& x, const Axes& axes, bool keepdim,
                            std::optional<int64_t> correction, std::optional<double> initial) {
   impl_->check_usable();
   return adding_nodes(*impl_, [&] {
@@ -144,7 +148,7 @@ Value GraphBuilder::reduce(std::string_view name, const Value& x, const std::vec
                              : ir::unknown_op_message(name));
     }
     const ir::Operand in = x.is_literal() ? ir::Operand::of(to_ir_literal(x.lit_)) : ir::Operand::of(node_of(x));
-    const ir::Operand r = impl_->b.reduce_by_name(name, in, {axes, keepdim, correction, initial, {}, {}});
+    const ir::Operand r = impl_->b.reduce_by_name(name, in, {axes.list, keepdim, correction, initial, {}, {}});
     return Value(this, impl_->b.materialize(r));
   });
 }
@@ -230,6 +234,7 @@ Graph GraphBuilder::build() {
 }
 
 Value binary(std::string_view op, const Value& a, const Value& b) {
+  if (a.empty_ || b.empty_) throw Error(ErrorKind::User, fmt::format("{}: {}", op, kEmptyValue));
   GraphBuilder* owner = a.owner_ ? a.owner_ : b.owner_;
   if (!owner) throw Error(ErrorKind::User, "binary op on two literals: at least one operand must be a graph value");
   if (a.owner_ && b.owner_ && a.owner_ != b.owner_)
@@ -238,6 +243,7 @@ Value binary(std::string_view op, const Value& a, const Value& b) {
 }
 
 Value unary(std::string_view op, const Value& a) {
+  if (a.empty_) throw Error(ErrorKind::User, fmt::format("{}: {}", op, kEmptyValue));
   if (!a.owner_) throw Error(ErrorKind::User, fmt::format("{} of a literal: the operand must be a graph value", op));
   return a.owner_->op(op, {a});
 }

@@ -192,6 +192,44 @@ TEST_CASE("GraphBuilder::info: a value's dtype and shape while building") {
   CHECK(contains(user_error([&] { b.info(x); }), "already built"));
 }
 
+TEST_CASE("an empty Value is a place for one assigned later; using it is a user error") {
+  fj::GraphBuilder b("g");
+  fj::Value x = b.input("x", fj::DType::F32, {4, 3});
+  fj::Value empty;
+  CHECK((empty.empty() && !empty.is_literal() && !fj::Value(2.0).empty() && !x.empty()));
+  for (const std::string& m : {user_error([&] { (void)(empty + x); }), user_error([&] { (void)(2.0 * empty); }),
+                               user_error([&] { (void)(-empty); }), user_error([&] { b.op("exp", empty); }),
+                               user_error([&] { b.reduce("sum", empty); }), user_error([&] { b.cast(empty, fj::DType::F16); }),
+                               user_error([&] { b.info(empty); }), user_error([&] { b.name(empty, "e"); }),
+                               user_error([&] { b.output("e", empty); })})
+    CHECK_MESSAGE(contains(m, "an empty Value"), m);
+  std::vector<fj::Value> terms(3);
+  fj::Value acc;
+  for (int k = 0; k < 3; ++k) {
+    terms[static_cast<size_t>(k)] = x * (k + 1);
+    acc = acc.empty() ? terms[static_cast<size_t>(k)] : acc + terms[static_cast<size_t>(k)];
+  }
+  b.output("acc", acc);  // the builder is still usable after the refused calls
+  CHECK(b.build().to_text().find("output acc") != std::string::npos);
+}
+
+TEST_CASE("reduce() takes one axis as a number, several as a list, none for all") {
+  fj::GraphBuilder b("g");
+  fj::Value x = b.input("x", fj::DType::F32, {4, 3, 2});
+  const std::vector<int64_t> outer{0, 1};
+  CHECK(b.info(b.reduce("sum", x, -1)).shape == std::vector<int64_t>{4, 3});
+  CHECK(b.info(b.reduce("sum", x, {-1})).shape == std::vector<int64_t>{4, 3});
+  CHECK(b.info(b.reduce("sum", x, 0, true)).shape == std::vector<int64_t>{1, 3, 2});
+  CHECK(b.info(b.reduce("sum", x, {0, 2})).shape == std::vector<int64_t>{3});
+  CHECK(b.info(b.reduce("sum", x, outer)).shape == std::vector<int64_t>{2});
+  CHECK(b.info(b.reduce("sum", x, {})).shape.empty());
+  CHECK(b.info(b.reduce("sum", x)).shape.empty());
+  CHECK(b.info(b.reduce("var", x, 1, false, 0)).shape == std::vector<int64_t>{4, 2});
+  CHECK(contains(user_error([&] { b.reduce("sum", x, SIZE_MAX); }), "axis 18446744073709551615 is over INT64_MAX"));
+  CHECK(b.info(b.reduce("sum", x, size_t{2})).shape == std::vector<int64_t>{4, 3});
+  static_assert(!std::is_convertible_v<bool, fj::Axes>, "reduce(name, x, true) must not compile: keepdim needs axes first");
+}
+
 TEST_CASE("values of another builder, and a refused call, leave the builder usable") {
   fj::GraphBuilder a, b;
   fj::Value xa = a.input("x", fj::DType::F32, {4});

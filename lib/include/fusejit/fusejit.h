@@ -220,6 +220,10 @@ class GraphBuilder;
 /// PyTorch. Literals convert implicitly, so `x * 2.0` and `b.op("maximum", {x, 0})` work.
 class Value {
  public:
+  /// An empty Value, neither a literal nor a graph value: a place for one assigned later
+  /// (`Value acc;` before a loop, `std::vector<Value> v(n)`). Passing it to a builder call or an
+  /// operator throws Error(User).
+  Value() : empty_(true) {}
   Value(double v) : lit_(v) {}  // NOLINT: implicit by design
   Value(bool v) : lit_(v) {}    // NOLINT
   /// Any integer type (int, int64_t, size_t, unsigned, ...) is an integer literal. Throws
@@ -231,7 +235,9 @@ class Value {
         throw Error(ErrorKind::User, "integer literal " + std::to_string(v) + " is over INT64_MAX");
     lit_ = Scalar(static_cast<int64_t>(v));
   }
-  bool is_literal() const { return owner_ == nullptr; }
+  bool is_literal() const { return owner_ == nullptr && !empty_; }
+  /// True for a default-constructed Value nothing was assigned to.
+  bool empty() const { return empty_; }
 
  private:
   friend class GraphBuilder;
@@ -239,6 +245,7 @@ class Value {
   GraphBuilder* owner_ = nullptr;
   int32_t id_ = -1;
   Scalar lit_;
+  bool empty_ = false;
   friend Value binary(std::string_view op, const Value& a, const Value& b);
   friend Value unary(std::string_view op, const Value& a);
 };
@@ -254,6 +261,23 @@ inline Value operator/(const Value& a, const Value& b) { return binary("div", a,
 /// literal (no builder to add it to; negate the number instead).
 Value unary(std::string_view op, const Value& a);
 inline Value operator-(const Value& a) { return unary("neg", a); }  ///< `neg(a)`
+
+/// The axes of a reduction: one (`-1`), a list (`{0, 2}`, a std::vector), or none given (`{}`: every
+/// axis). Negative axes count from the end, as in NumPy and PyTorch.
+struct Axes {
+  Axes() = default;
+  /// Any integer type but bool (`reduce("sum", x, true)` is a mistake for keepdim, not axis 1).
+  /// Throws Error(User) for an unsigned value over INT64_MAX (`size_t(-1)` is no axis -1).
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  Axes(I axis) : list{static_cast<int64_t>(axis)} {  // NOLINT: implicit by design
+    if constexpr (std::is_unsigned_v<I>)
+      if (static_cast<uint64_t>(axis) > static_cast<uint64_t>(INT64_MAX))
+        throw Error(ErrorKind::User, "axis " + std::to_string(axis) + " is over INT64_MAX");
+  }
+  Axes(std::initializer_list<int64_t> axes) : list(axes) {}   // NOLINT
+  Axes(std::vector<int64_t> axes) : list(std::move(axes)) {}  // NOLINT
+  std::vector<int64_t> list;
+};
 
 /// A named dimension handle from GraphBuilder::dim(), valid for that builder only (input() refuses
 /// a default-constructed one or another builder's).
@@ -321,9 +345,9 @@ class GraphBuilder {
   /// bad or repeated axis, an integer operand of mean/var/std/softmax, amax/amin of zero elements
   /// without `initial`, argmax/argmin of zero elements or over several axes, a negative
   /// correction or a correction given to an op other than mean/var/std, and an `initial` given to
-  /// another op, to an integer operand, or of another value than those identities. One axis is
-  /// `{-1}` (braces: `axes` is a list).
-  Value reduce(std::string_view name, const Value& x, const std::vector<int64_t>& axes = {}, bool keepdim = false,
+  /// another op, to an integer operand, or of another value than those identities:
+  /// `b.reduce("sum", x, -1)`, `b.reduce("amax", x, {0, 2}, true)`, `b.reduce("var", x, -1, false, 0)`.
+  Value reduce(std::string_view name, const Value& x, const Axes& axes = {}, bool keepdim = false,
                std::optional<int64_t> correction = std::nullopt, std::optional<double> initial = std::nullopt);
   /// `cast(x, dtype)`
   Value cast(const Value& x, DType dtype);
