@@ -298,8 +298,10 @@ TEST_CASE("few long rows split over blocks (several launches) and give the refer
     CAPTURE(c.label);
     CHECK(c.fused.kernels[0].split_reductions > 0);
     CHECK(jit::run_cpu_program(c.fused, c.inputs, c.params).kernels_launched == graphs[i].second);
-    CHECK(c.fused.plan.groups[0].note.find(fmt::format("blocks per row at these sizes, {} launches", graphs[i].second)) !=
-          std::string::npos);  // what `fusejit plan` says
+    // What `fusejit plan` says (a column kernel's rows are columns of the tensor).
+    const char* row = c.fused.kernels[0].row_blocks ? "row" : "column";
+    CHECK(c.fused.plan.groups[0].note.find(fmt::format("blocks per {} at these sizes, {} launches", row, graphs[i].second)) !=
+          std::string::npos);
   }
 }
 
@@ -384,7 +386,7 @@ TEST_CASE("the row on chip: which inputs stay in shared memory, when, and what t
       {"input x : f32[8, 512]\ny = sum(x, -1)\noutput y\n", {}, 0, 0, "(1 reduction: 1 pass over each row;"},
       // A column kernel reads its rows again in every pass (no row cache).
       {"input dy : f32[700, 64]\nm = amax(dy, 0, keepdim)\ny = dy - m\noutput y\n", {"dy"}, 0, 700 * 64 * 4,
-       "2 passes over each row, each reading dy from memory (a column kernel keeps no row on chip); rows side by side"},
+       "2 passes over each column, each reading dy from memory (a column kernel keeps no column on chip); columns side by side"},
   };
   for (const Want& w : wants) {
     const std::string text = w.text;

@@ -237,8 +237,7 @@ struct Planner {
 
   void classify() {
     kind.assign(n, NodeRole::Dead);
-    out_bind.assign(n, 0);
-    for (const OutputDecl& o : g.outputs) ++out_bind[static_cast<size_t>(o.node)];
+    out_bind = output_bindings(g);
     std::map<ShapeKey, int> ids;
     const Users users = index_nodes(live_nodes(), ids);
     gkey = sid;
@@ -502,7 +501,7 @@ std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroup
   if (split.row_cache_bytes > 0)
     return fmt::format(", the row kept on chip ({} B of shared memory per block for {}{})", split.row_cache_bytes, names,
                        kept_note(g, fg, info, split, rules));
-  if (!split.block_rows) return fmt::format(", each reading {} from memory (a column kernel keeps no row on chip)", names);
+  if (!split.block_rows) return fmt::format(", each reading {} from memory (a column kernel keeps no column on chip)", names);
   if (split.blocks_per_row > 1) return fmt::format(", each reading {} from memory (a split row is not kept on chip)", names);
   if (!rules.row_cache) return fmt::format(", each reading {} from memory (the row cache is off)", names);
   if (bytes == INT64_MAX)  // saturated (row_cache_bytes): no memory holds it
@@ -526,20 +525,22 @@ std::string reduction_note(const Graph& g, const FusionGroup& fg, const SplitRul
   for (int64_t a : mask_axes(fg.reduce_mask)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
   const size_t passes = info.passes.size() + (info.epilogue() ? 1 : 0);
   const RowSplit split = row_split_at(g, fg, info, rules);
-  // Column kernels: rows side by side, a group of up to rpb rows a block (and its split parts).
+  // Column kernels: rows side by side, a group of up to rpb rows a block (and its split parts). A
+  // column kernel's rows are columns of the tensor (the innermost axis is kept): the note says so.
+  const char* row = split.block_rows ? "row" : "column";
   const int64_t rows = num_elements(reduced_shape(fg.iter_shape, fg.reduce_mask, false));
   const int64_t rpb = split.block_rows ? 1 : column_rows_per_block(g, info), units = ceil_div(rows, rpb);
   std::string how = split.block_rows ? "one block per row at these sizes"
-                                     : fmt::format("rows side by side, up to {} a block ({} block{} at these sizes)", rpb,
-                                                   units, units == 1 ? "" : "s");
+                                     : fmt::format("columns side by side, up to {} a block ({} block{} at these sizes)",
+                                                   rpb, units, units == 1 ? "" : "s");
   if (split.blocks_per_row > 1)
-    how = fmt::format("{}{} blocks per row at these sizes, {} launches ({} blocks)",
-                      split.block_rows ? "" : fmt::format("rows side by side, up to {} a block, ", rpb), split.blocks_per_row,
-                      split.launches, units * split.blocks_per_row);
+    how = fmt::format("{}{} blocks per {} at these sizes, {} launches ({} blocks)",
+                      split.block_rows ? "" : fmt::format("columns side by side, up to {} a block, ", rpb),
+                      split.blocks_per_row, row, split.launches, units * split.blocks_per_row);
   const size_t n = info.reductions.size();
   const std::string count = fmt::format("{} reduction{}", n, n == 1 ? "" : "s") +
                             (info.same_as.empty() ? "" : fmt::format(", {} distinct", n - info.same_as.size()));
-  const std::string reads = fmt::format("{} pass{} over each row{}", passes, passes == 1 ? "" : "es",
+  const std::string reads = fmt::format("{} pass{} over each {}{}", passes, passes == 1 ? "" : "es", row,
                                         info.early_outputs ? " (the element outputs written in it)" : "") +
                             reread_note(g, fg, info, split, rules);
   return fmt::format("reduces axes [{}] of {} ({}: {}; {}); ", axes, shape_to_string(fg.iter_shape, &g), count, reads, how);
