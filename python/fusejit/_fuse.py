@@ -175,7 +175,9 @@ def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dic
         return op("round", args[0])  # NumPy rounds half to even, as fusejit's round
     if name in ("round", "around"):
         raise TypeError(f"np.{name} with decimals has no fusejit op (np.round(v) rounds half to even)")
-    raise TypeError(f"np.{name} has no fusejit op on fusejit values (supported: NumPy's ufuncs of docs/ops.md, "
+    module = getattr(func, "__module__", None) or "numpy"  # np.linalg.norm, not np.norm
+    where = ("np" + module[len("numpy"):]) if module.startswith("numpy") else module
+    raise TypeError(f"{where}.{name} has no fusejit op on fusejit values (supported: NumPy's ufuncs of docs/ops.md, "
                     "where, clip, and the reductions sum mean prod max min amax amin argmax argmin var std)")
 
 
@@ -284,6 +286,24 @@ def install_value_methods() -> None:
         setattr(Value, m, _method(m))
     Value.clip = lambda self, min=None, max=None: _np_clip(self, min, max)
     Value.clip.__doc__ = "NumPy's ndarray.clip(min, max): clamp (either bound may be None)."
+    Value.__getitem__ = _getitem
+    Value.__iter__ = None  # not iterable: no len() to iterate by (iter(v) is a TypeError, not a loop on __getitem__)
+
+
+def _getitem(self: Value, index: Any) -> Value:
+    """v[...]: a TypeError that says what to write instead (a graph computes whole tensors)."""
+    raise TypeError(f"fusejit values cannot be indexed or sliced (v[{_index_text(index)}]): a fused graph computes "
+                    "whole tensors. To broadcast a reduction back over its axes keep them: np.max(x, axis=1, "
+                    "keepdims=True), not np.max(x, axis=1)[:, None]; slice the arrays outside the fused function")
+
+
+def _index_text(index: Any) -> str:
+    parts = index if isinstance(index, tuple) else (index,)
+    def one(p: Any) -> str:
+        if isinstance(p, slice):
+            return ":" if p == slice(None) else f"{'' if p.start is None else p.start}:{'' if p.stop is None else p.stop}"
+        return "None" if p is None else "..." if p is Ellipsis else repr(p)
+    return ", ".join(one(p) for p in parts)
 
 
 # ---- fuse ----------------------------------------------------------------------------------------

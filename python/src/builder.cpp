@@ -85,24 +85,32 @@ fusejit::DType dtype_arg(nb::handle h) {
   return parse_dtype(nb::cast<std::string>(nb::module_::import_("fusejit").attr("_dtype_name")(h)));
 }
 
-// reduce()'s keyword arguments past its own: NumPy's and PyTorch's names say what fusejit calls
-// them (as the graph text's parser does), anything else lists the ones it takes.
-void refuse_reduce_kwargs(const nb::kwargs& extra) {
-  for (auto [key, value] : extra) {
-    const std::string k = nb::cast<std::string>(nb::str(key));
-    std::string hint = "reduce() takes name, x, axes, keepdim, correction and initial";
-    if (k == "keepdims") hint = "NumPy's keepdims is written keepdim here";
-    if (k == "axis" || k == "dim") hint = "the axes are given as axes= (an int, ints, or None: every axis)";
-    if (k == "ddof" || k == "unbiased") hint = "NumPy's ddof and PyTorch's unbiased are written correction=N here";
-    throw nb::type_error(("reduce(): unknown argument '" + k + "': " + hint).c_str());
-  }
-}
 
 // A bool argument: a Python bool or a NumPy bool scalar.
 bool bool_arg(nb::handle h, const std::string& what) {
   if (PyBool_Check(h.ptr())) return h.ptr() == Py_True;
   if (nb::object v = scalar_item(h); v.is_valid() && PyBool_Check(v.ptr())) return v.ptr() == Py_True;
   throw nb::type_error((what + ": expected a bool, got " + py_type_name(h)).c_str());
+}
+
+// reduce()'s keyword arguments past its own: NumPy's keepdims is keepdim (as fusejit.reduce and
+// Value.sum take it); NumPy's and PyTorch's other names say what fusejit calls them (as the graph
+// text's parser does), anything else lists the ones it takes. Returns keepdim.
+bool reduce_keepdim(nb::handle keepdim, const nb::kwargs& extra) {
+  nb::handle kd = keepdim;
+  for (auto [key, value] : extra) {
+    const std::string k = nb::cast<std::string>(nb::str(key));
+    if (k == "keepdims" && keepdim.is_none()) {
+      kd = value;
+      continue;
+    }
+    std::string hint = "reduce() takes name, x, axes, keepdim (or keepdims), correction and initial";
+    if (k == "keepdims") hint = "give keepdim or NumPy's keepdims, not both";
+    if (k == "axis" || k == "dim") hint = "the axes are given as axes= (an int, ints, or None: every axis)";
+    if (k == "ddof" || k == "unbiased") hint = "NumPy's ddof and PyTorch's unbiased are written correction=N here";
+    throw nb::type_error(("reduce(): unknown argument '" + k + "': " + hint).c_str());
+  }
+  return !kd.is_none() && bool_arg(kd, "keepdim");
 }
 
 // A float argument: a Python int or float, or a NumPy scalar of one (not a bool).
@@ -279,19 +287,20 @@ void bind_graph_builder(nb::module_& m) {
           "reduce",
           [](nb::handle self, std::string_view name, nb::handle x, nb::handle axes, nb::handle keepdim,
              nb::handle correction, nb::handle initial, nb::kwargs extra) {
-            refuse_reduce_kwargs(extra);
+            const bool kd = reduce_keepdim(keepdim, extra);
             std::optional<int64_t> c;
             if (!correction.is_none()) c = int_arg(correction, "correction");
             std::optional<double> init;
             if (!initial.is_none()) init = float_arg(initial, "initial");
-            return PyValue{cpp(self).reduce(name, to_value(x, self), to_axes(axes), bool_arg(keepdim, "keepdim"), c, init),
+            return PyValue{cpp(self).reduce(name, to_value(x, self), to_axes(axes), kd, c, init),
                            nb::borrow(self)};
           },
-          "name"_a, "x"_a, "axes"_a.none() = nb::none(), "keepdim"_a = false, "correction"_a.none() = nb::none(),
+          "name"_a, "x"_a, "axes"_a.none() = nb::none(), "keepdim"_a.none() = nb::none(), "correction"_a.none() = nb::none(),
           "initial"_a.none() = nb::none(), "kwargs"_a,
           "A reduction (sum mean prod amax amin argmax argmin) or a composite of them (softmax log_softmax logsumexp "
           "var std any all) over axes (an int, ints, or None: every axis; argmax/argmin one or None, giving an i64 "
           "index), as in graph text (docs/ops.md, Reductions). "
+          "keepdim (or NumPy's keepdims): keep the reduced axes as size-1 dims. "
           "correction: mean, var, std. initial: amax -inf, amin inf only (NumPy's initial=; zero elements "
           "give it).")
       .def(

@@ -161,9 +161,14 @@ def test_errors():
         b.reduce("sum", x, "0")
     with pytest.raises(fusejit.UserError, match="axis 3 is out of range"):
         b.reduce("sum", x, 3)
-    # NumPy's and PyTorch's keyword names say what fusejit calls them.
-    with pytest.raises(TypeError, match="unknown argument 'keepdims': NumPy's keepdims is written keepdim"):
-        b.reduce("sum", x, -1, keepdims=True)
+    # NumPy's keepdims is keepdim, as fusejit.reduce and Value.sum take it; other NumPy and PyTorch
+    # keyword names say what fusejit calls them.
+    kb = fusejit.GraphBuilder()
+    kx = kb.input("x", "f32", [4])
+    assert kb.reduce("sum", kx, -1, keepdims=True).shape == kb.reduce("sum", kx, -1, keepdim=True).shape == [1]
+    assert kb.reduce("sum", kx, -1, keepdims=False).shape == []
+    with pytest.raises(TypeError, match="unknown argument 'keepdims': give keepdim or NumPy's keepdims, not both"):
+        b.reduce("sum", x, -1, True, keepdims=True)
     with pytest.raises(TypeError, match="unknown argument 'dim': the axes are given as axes="):
         b.reduce("sum", x, dim=-1)
     with pytest.raises(TypeError, match="unknown argument 'ddof': .* correction=N"):
