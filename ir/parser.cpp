@@ -171,6 +171,13 @@ class Parser {
     return *d;
   }
 
+  // cast's dtype: `cast(x, f32)`; `dtype=f32` (PyTorch's and NumPy's keyword) says how to write it.
+  DType cast_dtype_tok() {
+    if (tok_.kind == Tok::Ident && tok_.text == "dtype")  // no dtype has that name
+      throw UserError("cast takes its dtype as the second argument, without a keyword: `cast(x, f32)`", tok_.loc);
+    return parse_dtype_tok();
+  }
+
   void statement(bool first) {
     if (tok_.kind == Tok::Temp) return assign_stmt();
     if (tok_.kind != Tok::Ident)
@@ -568,7 +575,7 @@ class Parser {
     std::vector<Operand> args;
     if (tok_.kind != Tok::RParen) {
       for (;;) {
-        if (is_cast && args.size() == 1 && !cast_to) cast_to = parse_dtype_tok();
+        if (is_cast && args.size() == 1 && !cast_to) cast_to = cast_dtype_tok();
         else args.push_back(expr(depth + 1));
         if (tok_.kind == Tok::Comma) {
           advance();
@@ -801,7 +808,15 @@ std::string read_text_file(const std::string& path) {
   return read_checked_file(path, {"graph file", "graph files", kMaxGraphFileBytes});
 }
 
+void check_path(std::string_view path, std::string_view what) {
+  if (path.find('\0') == std::string_view::npos) return;
+  std::string shown;
+  for (char c : path) shown += c ? std::string(1, c) : "\\0";
+  throw UserError(fmt::format("{} '{}' holds a NUL byte (\\0): no file name can", what, shown));
+}
+
 std::string read_checked_file(const std::string& path, const FileKind& kind) {
+  check_path(path, kind.what);
   // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below, never read).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {

@@ -50,6 +50,15 @@ std::string Target::name() const {
   return fmt::format("{}_{}", kind == OutputKind::Cubin ? "sm" : "compute", arch.number());
 }
 
+std::string target_runs_on(const Target& t, Arch device) {
+  const std::string cc = fmt::format("compute capability {}.{}", device.major, device.minor);
+  if (t.kind == OutputKind::Ptx)
+    return device >= t.arch ? "" : fmt::format("PTX for {} runs on {}.{} and later GPUs, not on {}", t.name(), t.arch.major, t.arch.minor, cc);
+  if (device.major == t.arch.major && device.minor >= t.arch.minor) return "";
+  return fmt::format("a CUBIN for {} runs on GPUs of compute capability {}.{} to {}.9, not on {}", t.name(), t.arch.major,
+                     t.arch.minor, t.arch.major, cc);
+}
+
 std::string Target::nvrtc_option() const { return "--gpu-architecture=" + name(); }
 
 Target parse_target(std::string_view text) {
@@ -68,6 +77,13 @@ Target parse_target(std::string_view text) {
   } else {
     return fail();
   }
+  // sm_90a / sm_100f (arch- and family-specific features): fusejit's kernels use none, and the
+  // portable target runs on that GPU.
+  if (const size_t last = digits.size() - 1; digits.size() >= 3 && (digits[last] == 'a' || digits[last] == 'f') &&
+                                             digits.substr(0, last).find_first_not_of("0123456789") == std::string_view::npos)
+    throw ir::UserError(fmt::format("GPU architecture '{}' is arch-specific ('{}' suffix): fusejit's kernels use no "
+                                    "arch-specific feature; use the portable '{}', which runs on the same GPU",
+                                    text, digits[last], text.substr(0, text.size() - 1)));
   if (digits.size() < 2 || digits.size() > 3 || digits[0] == '0') return fail();
   int n = 0;
   for (char c : digits) {

@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <set>
+#include <string>
+
 #include "ir/builder.h"
 #include "ir/tensor.h"
 
@@ -49,6 +52,19 @@ std::string dim_source(const ir::Graph& g, std::span<const T> inputs, size_t k, 
   return fmt::format(" ({} = {} from input '{}'{})", g.dims[s].name, b.value[s], b.by[s], which);
 }
 
+// A dim name the graph does not use, for a message suggesting `dim NAME = size` (names share one
+// namespace: a suggested N beside a `dim N` would be refused).
+std::string free_dim_name(const ir::Graph& g) {
+  std::set<std::string> used;
+  for (const ir::DimDecl& d : g.dims) used.insert(d.name);
+  for (const ir::Node& n : g.nodes) used.insert(n.name);
+  for (const ir::OutputDecl& o : g.outputs) used.insert(o.name);
+  for (const char* name : {"N", "M", "K", "D", "L", "C", "H", "W"})
+    if (!used.count(name)) return name;
+  for (int k = 1;; ++k)
+    if (const std::string name = "D" + std::to_string(k); !used.count(name)) return name;
+}
+
 // The message for the first input of `inputs` that does not fit (the slow path, run only to throw).
 template <class T>
 [[noreturn]] void refuse_inputs(const ir::Graph& g, std::span<const T> inputs) {
@@ -65,9 +81,9 @@ template <class T>
         ok = t.shape[d] == dim.size;
         // A size written as a number is fixed; only a named dim follows the tensors.
         if (!ok)
-          fixed = fmt::format("; axis {} has the fixed size {} in the graph: name it with a dim (`dim N = {}`, then N "
+          fixed = fmt::format("; axis {} has the fixed size {} in the graph: name it with a dim (`dim {} = {}`, then {} "
                               "in the input's shape) to let it follow the tensors",
-                              d, dim.size, dim.size);
+                              d, dim.size, free_dim_name(g), dim.size, free_dim_name(g));
         continue;
       }
       const size_t s = static_cast<size_t>(dim.sym);

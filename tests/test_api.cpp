@@ -513,6 +513,16 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
                        "input 'a': expected bf16[16, 4], got bf16[4, 16]; axis 0 has the fixed size 16 in the graph: "
                        "name it with a dim (`dim N = 16`, then N in the input's shape) to let it follow the tensors",
                        fj::Error);
+  // The name suggested is one the graph does not use (a `dim N` there: M; N and M: K).
+  for (const auto& [dims, name] : {std::pair{"dim N = 4\n", "M"}, std::pair{"dim N = 4\ndim M = 2\n", "K"}}) {
+    const fj::Graph ng = fj::Graph::parse(std::string(dims) + "input x : f32[N, 8]\ny = softmax(x, -1)\noutput y\n");
+    const fj::Program np = fj::Program::compile(ng, cpu_options());
+    CHECK_THROWS_WITH_AS(np.run({fj::HostTensor(fj::DType::F32, {4, 9})}),
+                         ("input 'x': expected f32[N, 8], got f32[4, 9]; axis 1 has the fixed size 8 in the graph: "
+                          "name it with a dim (`dim " + std::string(name) + " = 8`, then " + name +
+                          " in the input's shape) to let it follow the tensors").c_str(),
+                         fj::Error);
+  }
 }
 
 TEST_CASE("Options::arch is checked on the CPU path too; messages name the API field") {

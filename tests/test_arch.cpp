@@ -44,12 +44,18 @@ TEST_CASE("parse_target accepts sm_XY and compute_XY") {
   CHECK(parse_target("sm_75").name() == "sm_75");
   CHECK(parse_target("compute_103").name() == "compute_103");
   CHECK(parse_target("compute_80").nvrtc_option() == "--gpu-architecture=compute_80");
-  for (const char* bad : {"", "sm90", "sm_", "sm_9", "sm_90a", "sm_100f", "gfx90", "compute_x", "sm_0900", "sm_090",
+  for (const char* bad : {"", "sm90", "sm_", "sm_9", "sm_9a", "sm_x0a", "gfx90", "compute_x", "sm_0900", "sm_090",
                           "SM_90", "sm_1000", " sm_90"}) {
     CAPTURE(bad);
     std::string msg = error_of([&] { parse_target(bad); });
     CHECK(msg.find("invalid GPU architecture") != std::string::npos);
   }
+  // Arch-specific targets say which portable one to use.
+  CHECK(error_of([&] { parse_target("sm_90a"); }) ==
+        "GPU architecture 'sm_90a' is arch-specific ('a' suffix): fusejit's kernels use no arch-specific feature; "
+        "use the portable 'sm_90', which runs on the same GPU");
+  CHECK(error_of([&] { parse_target("sm_100f"); }).find("use the portable 'sm_100'") != std::string::npos);
+  CHECK(error_of([&] { parse_target("compute_90a"); }).find("use the portable 'compute_90'") != std::string::npos);
 }
 
 TEST_CASE("a supported device gets CUBIN for its own sm_XY") {
