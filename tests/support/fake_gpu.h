@@ -33,10 +33,13 @@ struct FakeGpu {
 
 // How emulate() runs a launch.
 struct Emulation {
-  // false: the launch's work in one block of one thread (the kernels' grid-stride loops cover it),
-  // quick. true: the launch's grid and block as the launcher chose them, a reduction kernel's
-  // blocks each as `block` host threads (jit::HostCompileOptions::block_threads), so barriers,
-  // the warp tree and several rows per block run as on a GPU. Slow.
+  // false: an elementwise kernel runs the launch's grid and block as the launcher chose them, every
+  // (block, thread) in turn on one host thread (so the launcher's grid and the kernels' indexing
+  // are what covers the elements); a reduction kernel's work runs in one block of one thread (its
+  // threads meet at barriers, which one host thread cannot honour; its loops cover the rows).
+  // Quick. true: the launch's grid and block for every kernel, a reduction kernel's blocks each as
+  // `block` host threads (jit::HostCompileOptions::block_threads), so barriers, the warp tree and
+  // several rows per block run as on a GPU. Slow.
   bool block_threads = false;
 };
 
@@ -66,7 +69,7 @@ inline std::vector<std::shared_ptr<fusejit::jit::HostModule>> emulate(const fj::
       const std::string name = infos[i].cache == fj::CacheOutcome::NotBuilt ? kernels[i].name : infos[i].name;
       for (const auto& [entry, as] : {std::pair{kernels[i].name, name}, std::pair{kernels[i].strided_name(), name + "_s"}}) {
         auto tr = module->trampoline(entry);
-        const bool real = how.block_threads;
+        const bool real = how.block_threads || !kernels[i].reduction;
         fake_cuda::st().kernels[as] = [tr, real](void** a, unsigned grid, unsigned block, unsigned shared) {
           std::vector<uint64_t> dynamic_shared((shared + 7) / 8, 0xCDCDCDCDCDCDCDCDull);  // the launch's shared memory
           tr(a, real ? grid : 1, real ? block : 1, shared ? dynamic_shared.data() : nullptr);
