@@ -505,7 +505,7 @@ struct CompileCommand {
   Common common;
   NoParams no_params;
   std::string arch = "sm_90", out_dir, cache_dir;
-  bool ptx = false, no_cache = false;
+  bool ptx = false, no_cache = false, fused_only = false;
   std::vector<std::string> nvrtc;
 
   void define(CLI::App& app) {
@@ -514,6 +514,9 @@ struct CompileCommand {
     no_params.define(cmd);
     cmd->add_option("--arch", arch, "target: sm_XY (or compute_XY for PTX)")->default_val("sm_90");
     cmd->add_flag("--ptx", ptx, "emit PTX instead of a CUBIN: --arch sm_XY becomes compute_XY (as --arch compute_XY)");
+    cmd->add_flag("--fused-only", fused_only,
+                  "write the fused plan's kernels only, not the unfused baseline (a program loaded from the folder "
+                  "compiles that with NVRTC if it is ever run)");
     cmd->add_option("-o,--out", out_dir, "output folder (made with its missing parents, as mkdir -p)")->required();
     cmd->add_option("--cache-dir", cache_dir, "kernel cache folder (default as for run)");
     cmd->add_flag("--no-cache", no_cache, "do not read or write the on-disk kernel cache");
@@ -529,15 +532,16 @@ struct CompileCommand {
     co.disk_cache = !no_cache;
     co.nvrtc_options = nvrtc;
     co.message_style = fj::MessageStyle::CommandLine;
-    auto kernels = fj::compile_to_dir(g, a, out_dir, common.fast_math, co);
+    auto kernels = fj::compile_to_dir(g, a, out_dir, common.fast_math, co, !fused_only);
     const std::string as = a == arch ? "" : " (PTX: --ptx made --arch " + arch + " " + a + ")";
     // Both plans are written, fused first: say which is which (the unfused ones are the
     // one-kernel-per-op baseline `fusejit run` compares with).
     const fj::PlanReport plans = fj::plan_graph(g, common.fast_math);
     const bool split = static_cast<size_t>(plans.fused_kernels) + static_cast<size_t>(plans.unfused_kernels) == kernels.size();
-    const std::string which = split ? " (" + std::to_string(plans.fused_kernels) + " fused + " +
-                                          std::to_string(plans.unfused_kernels) + " unfused, the one-kernel-per-op baseline)"
-                                    : "";
+    const std::string which = fused_only ? " (the fused plan only: --fused-only)"
+                              : split    ? " (" + std::to_string(plans.fused_kernels) + " fused + " +
+                                            std::to_string(plans.unfused_kernels) + " unfused, the one-kernel-per-op baseline)"
+                                         : "";
     std::printf("compiled %zu kernel(s)%s for %s%s into %s (index.json lists them)\n", kernels.size(), which.c_str(),
                 a.c_str(), as.c_str(), out_dir.c_str());
     return 0;

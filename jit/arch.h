@@ -45,6 +45,12 @@ struct Target {
 // Throws ir::UserError naming the text and the accepted forms.
 Target parse_target(std::string_view text);
 
+// "" when code for `t` runs on a device of compute capability `device`, else why not. A CUBIN runs
+// on its own major version at its minor or later (sm_80 on 8.0, 8.6 and 8.9, not on 9.0); PTX on
+// its architecture and every later one, JIT-compiled by the driver (CUDA C++ Programming Guide,
+// "Binary Compatibility" and "PTX Compatibility").
+std::string target_runs_on(const Target& t, Arch device);
+
 // The outcome of target selection for a device.
 struct ArchDecision {
   Target target;        // what to compile

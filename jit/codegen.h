@@ -115,9 +115,21 @@ struct TranslationUnit {
   std::vector<std::string> kernel_names;     // distinct names, in emission order
   std::vector<std::string> nvrtc_options;    // union of the kernels' required options
 };
+// How a translation unit holds the preludes: their text in it (what NVRTC and the host compiler
+// compile), or `#include "fj_scalar.h"` lines naming prelude_headers() (an ahead-of-time folder's
+// .cu files, which open with their own kernel, not 1,300 lines of prelude).
+enum class Prelude { Embedded, Included };
 // Throws ir::InternalError when kernels mix fast and strict mode or two kernels share a name with
 // different sources.
-TranslationUnit emit_translation_unit(std::span<const GeneratedKernel> kernels);
+TranslationUnit emit_translation_unit(std::span<const GeneratedKernel> kernels, Prelude prelude = Prelude::Embedded);
+
+// The preludes as the headers a Prelude::Included unit names, in the order it includes them: a
+// unit with them in its folder compiles (nvcc, or NVRTC with -I) to the same kernels.
+struct PreludeHeader {
+  const char* name;  // "fj_scalar.h", "fj_reduce.h", "fj_kernel.h"
+  const char* text;
+};
+std::span<const PreludeHeader> prelude_headers();
 
 // C type of a dtype's storage ("float", "fj_f16", "long long", ...) and compute type (f16/bf16 ->
 // "float"), as used in generated code and by the fj_scalar.h contract.

@@ -389,7 +389,7 @@ const Program::Impl::Variant& Program::Impl::variant(const Path& p, int v) const
 Program Program::compile(const Graph& graph, const Options& options) {
   translate_errors([&] {
     check_extra_nvrtc_options(options);
-    check_split_options(options);
+    check_options(options);
   });
   return translate_errors([&] {
     std::shared_ptr<jit::DeviceContext> device;  // opened first: the plan's row cache limit is the GPU's
@@ -420,7 +420,7 @@ Program Program::compile(const Graph& graph, const Options& options) {
 }
 
 std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& arch, const std::string& out_dir, bool fast_math,
-                                       const Options& cache) {
+                                       const Options& cache, bool with_unfused) {
   return translate_errors([&] {
     if (out_dir.empty()) throw ir::UserError("compile_to_dir: the output folder is an empty path");
     Options o;
@@ -437,6 +437,11 @@ std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& ar
     p->backend = Backend::Cuda;  // compiled for a GPU; nothing is loaded, no device is needed
     p->gpu_target = d.target;
     p->target = d.target.name() + (d.target.kind == jit::OutputKind::Cubin ? " (CUBIN)" : " (PTX, JIT-compiled by the driver)");
+    if (!with_unfused) {
+      p->fused.variants[0] = build_variant(*p, p->fused, 0);
+      dump_program(*p);  // the fused plan alone (no unfused path is built)
+      return p->fused.variants[0]->infos;
+    }
     build_both(*p);  // writes the folder
     std::vector<KernelInfo> all = p->fused.variants[0]->infos;
     const std::vector<KernelInfo>& u = p->unfused->variants[0]->infos;

@@ -164,9 +164,17 @@ TEST_CASE("plan, compile and cache subcommands") {
   nlohmann::json again = nlohmann::json::parse(std::ifstream(dir / "index.json"));
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
-  CHECK(files == 2 * again["kernels"].size() + 3);  // .cu + .cubin per kernel, graph.txt, index.json, mine.txt
+  // .cu + .cubin per kernel, graph.txt, index.json, the three prelude headers, mine.txt
+  CHECK(files == 2 * again["kernels"].size() + 6);
+  for (const auto& h : again["headers"]) CHECK(fs::exists(dir / h.get<std::string>()));
   CHECK(fs::exists(dir / "mine.txt"));
   CHECK(!fs::exists(dir / index["kernels"][0]["cu"].get<std::string>()));
+  const fs::path fused_dir = scratch("fused-only");
+  Result fo = run("compile " + sample("gpt2_gelu_tanh.txt") + " --arch sm_90 --fused-only -o " + fused_dir.string());
+  REQUIRE_MESSAGE(fo.code == 0, fo.out);
+  CHECK(fo.out.find("compiled 1 kernel(s) (the fused plan only: --fused-only) for sm_90") != std::string::npos);
+  const nlohmann::json fused_index = nlohmann::json::parse(std::ifstream(fused_dir / "index.json"));
+  CHECK((fused_index["kernels"].size() == 1 && fused_index["kernels"][0]["plan"] == "fused"));
   Result ptx = run("compile " + sample("x2x3.txt") + " --arch sm_90 --ptx -o " + scratch("ptx").string());
   CHECK(ptx.code == 0);
   CHECK(ptx.out.find("for compute_90 (PTX: --ptx made --arch sm_90 compute_90) into") != std::string::npos);

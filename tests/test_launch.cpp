@@ -336,7 +336,8 @@ TEST_CASE("element outputs written in the one pass (the row read once): in place
     const fj::Graph g = fj::Graph::parse(text);
     const fj::PlanReport plan = fj::plan_graph(g);
     CHECK(plan.fused_kernels == 1);
-    CHECK(contains(plan.text, "1 pass over each row (the element outputs written in it)"));
+    const std::string row = contains(text, "sum(x, 0)") ? "column" : "row";  // a column kernel's rows are columns
+    CHECK(contains(plan.text, "1 pass over each " + row + " (the element outputs written in it)"));
     CHECK(!contains(plan.text, "re-read"));
     const std::vector<int64_t> shape = g.inputs()[0].shape;
     for (int64_t split : {0, 1, 3}) {
@@ -918,6 +919,9 @@ TEST_CASE("ahead of time: a compiled folder loads and runs with NVRTC hidden; in
   try {
     const fj::Program p = fj::Program::load(dir.string());
     CHECK(p.kernels(fj::PlanKind::Fused)[0].cache == fj::CacheOutcome::Loaded);
+    // The kernel part of the source, as for a kernel compiled in process (the .cu includes the preludes).
+    const std::string src = p.kernels(fj::PlanKind::Fused)[0].source;
+    CHECK((contains(src, "extern \"C\" __global__") && !contains(src, "#include") && !contains(src, "fj_scalar.h:")));
     CHECK(p.target() == "sm_90 (CUBIN)");
     auto keep = emulate(p);
     const fj::Program cpu = fj::Program::compile(g, cpu_options());
@@ -992,10 +996,13 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
       {[](nlohmann::json& x) { x["kernels"][0]["cubin"] = "/etc/passwd"; }, "\"cubin\" is not \"fj_g_"},
       {[](nlohmann::json& x) { x["kernels"][0]["kernel"] = "../evil"; }, "\"kernel\" is not a fusejit kernel name"},
       {[](nlohmann::json& x) { x["graph"] = "/etc/passwd"; }, "\"graph\" is not a file name in the folder"},
-      {[](nlohmann::json& x) { x["format_version"] = "1"; }, "has format_version \"1\"; this fusejit reads 1"},
+      {[](nlohmann::json& x) { x["format_version"] = "1"; }, "has format_version \"1\", not a number; this fusejit reads the number 1"},
+      {[](nlohmann::json& x) { x["target"] = "sm_abc"; }, "index.json': \"target\": invalid GPU architecture 'sm_abc'"},
       {[](nlohmann::json& x) { x["format_version"] = 1.5; }, "has format_version 1.5"},
       {[](nlohmann::json& x) { x["kernels"] = "x"; }, "\"kernels\" is not an array"},
       {[](nlohmann::json& x) { x["kernels"][0]["entries"][0]["args"][0]["ctype"] = 1; }, "\"ctype\" is not a string"},
+      {[](nlohmann::json& x) { x["kernels"][0]["entries"][0]["args"][0]["ctype"] = "const double*"; },
+       "in index.json with other parameters than the fj_g_"},
       {[](nlohmann::json& x) { x["kernels"] = nlohmann::json::array(); }, "index.json lists no kernel 0 of the fused plan"},
       {[](nlohmann::json& x) { x.erase("dims"); }, "\"dims\" is missing"},
       {[](nlohmann::json& x) { x["output"] = "none"; }, "it was written with Options::dump_dir from the CPU path"},
@@ -1059,6 +1066,43 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
     CHECK(e2.file() == (dir / "typo" / "graph.txt").string());
     CHECK(e2.line() == 3);
   }
+}
+
+TEST_CASE("ahead of time: a folder for another GPU is refused at load; one written again, at its unfused plan's use") {
+  const fs::path dir = scratch_dir("aot-arch");
+  const fj::Graph g = fj::Graph::parse("graph g\ninput x : f32[8]\ny = exp(x)\ns = sum(y)\noutput y, s\n", "g.txt");
+  for (const char* arch : {"sm_80", "sm_90", "sm_100", "compute_80", "compute_90", "compute_100"})
+    fj::compile_to_dir(g, arch, (dir / arch).string());
+  // The fake GPU is compute capability 9.0: a CUBIN runs on its own major version, PTX on later GPUs.
+  for (const char* arch : {"sm_90", "compute_80", "compute_90"}) CHECK(load_error(dir / arch) == "");
+  const std::string e80 = load_error(dir / "sm_80");
+  CAPTURE(e80);
+  CHECK(contains(e80, "holds kernels for sm_80: a CUBIN for sm_80 runs on GPUs of compute capability 8.0 to 8.9, not "
+                      "on compute capability 9.0; write it for this GPU with `fusejit compile GRAPH --arch sm_90 -o DIR`"));
+  CHECK(contains(load_error(dir / "sm_100"), "a CUBIN for sm_100 runs on GPUs of compute capability 10.0 to 10.9"));
+  CHECK(contains(load_error(dir / "compute_100"), "PTX for compute_100 runs on 10.0 and later GPUs, not on compute capability 9.0"));
+  // Written again (another mode) after the load: the unfused plan, read on first use, is refused.
+  FakeGpu gpu;
+  const fj::Program p = fj::Program::load((dir / "sm_90").string());
+  fj::compile_to_dir(g, "sm_90", (dir / "sm_90").string(), /*fast_math=*/true);
+  const fj::HostTensor x(fj::DType::F32, {8});
+  const std::string e = error_of([&] { (void)p.run({x}, {}, fj::PlanKind::Unfused); });
+  CHECK(contains(e, "was written again since Program::load read it (its index.json changed)"));
+  // --fused-only: the fused plan alone; a loaded program compiles the unfused one on first use.
+  fj::compile_to_dir(g, "sm_90", (dir / "fused-only").string(), false, {}, /*with_unfused=*/false);
+  const nlohmann::json fo = read_json(dir / "fused-only" / "index.json");
+  CHECK(fo["plans"] == nlohmann::json::array({"fused"}));
+  for (const auto& k : fo["kernels"]) CHECK(k["plan"] == "fused");
+  const fj::Program q = fj::Program::load((dir / "fused-only").string());
+  auto keep = emulate(q);
+  const std::vector<float> values = {-3.5f, 0.0f, -0.0f, 1e-40f, 2.5f, 88.0f, -100.0f, 7.0f};
+  const fj::HostTensor x8 = fj::HostTensor::from_floats(fj::DType::F32, {8}, values);
+  const std::vector<fj::HostTensor> fused = q.run({x8}, {}, fj::PlanKind::Fused);
+  const std::vector<fj::HostTensor> unfused = q.run({x8}, {}, fj::PlanKind::Unfused);
+  CHECK((fused[0] == unfused[0] && fused[1] == unfused[1]));
+  CHECK(q.kernels(fj::PlanKind::Fused)[0].cache == fj::CacheOutcome::Loaded);
+  CHECK(q.kernels(fj::PlanKind::Unfused)[0].cache != fj::CacheOutcome::Loaded);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("ahead of time: writing a folder replaces symlinks, keeps files it did not write, refuses an empty path") {

@@ -166,14 +166,15 @@ extern "C" __global__ void fj_argmax_bd41f0c25f7e7496_s(
 
 // Fusion group: 1 op(s), iteration space [16, 8], 32-bit index math.
 // Layout: r1 i32 in:[0,2):C k0.1:0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v10 (col).
-// Reduction kernel: axes [0] of the iteration space, rows side by side in a block, each row's lanes shared by its threads, or
-// for a few groups of long rows row_split blocks per group in several launches.
+// Reduction kernel: axes [0] of the iteration space, columns side by side in a block (a row, the elements one output
+// reduces, is a column of the tensor), each one's lanes shared by its threads, or
+// for a few groups of long columns row_split blocks per group in several launches.
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_argmax_76f3929a2ce56912 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_76f3929a2ce56912_s for any strides.
+// Entry points: fj_argmax_9a0cd732e816a411 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_9a0cd732e816a411_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_argmax_76f3929a2ce56912_rows(
+static __device__ __forceinline__ void fj_argmax_9a0cd732e816a411_rows(
     const float* in_v1,
     long long* out_v10,
     unsigned int n,
@@ -190,7 +191,7 @@ static __device__ __forceinline__ void fj_argmax_76f3929a2ce56912_rows(
     unsigned int row_split,
     unsigned long long* ws) {
   __shared__ unsigned long long fj_lane_buf[8][(FJ_RED_LANES * 16 + 7) / 8];
-  // 8 rows per block side by side (neighbouring threads read neighbouring elements), each
+  // 8 rows (columns) per block side by side (neighbouring threads read neighbouring elements), each
   // reduced by the block's threads in turn sharing its lanes; rows per block divide the block size
   int fj_rpb = 8;
   while ((int)blockDim.x % fj_rpb != 0) fj_rpb /= 2;
@@ -222,7 +223,7 @@ static __device__ __forceinline__ void fj_argmax_76f3929a2ce56912_rows(
     }
   }
 }
-extern "C" __global__ void fj_argmax_76f3929a2ce56912(
+extern "C" __global__ void fj_argmax_9a0cd732e816a411(
     const float* in_v1,
     long long* out_v10,
     unsigned int n,
@@ -238,9 +239,9 @@ extern "C" __global__ void fj_argmax_76f3929a2ce56912(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_76f3929a2ce56912_rows<true>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_9a0cd732e816a411_rows<true>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_argmax_76f3929a2ce56912_s(
+extern "C" __global__ void fj_argmax_9a0cd732e816a411_s(
     const float* in_v1,
     long long* out_v10,
     unsigned int n,
@@ -256,7 +257,7 @@ extern "C" __global__ void fj_argmax_76f3929a2ce56912_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_76f3929a2ce56912_rows<false>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_9a0cd732e816a411_rows<false>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
 }
 
 // Fusion group: 1 op(s), iteration space [16, 8], 32-bit index math.

@@ -217,14 +217,15 @@ extern "C" __global__ void fj_reductions_45e1ed57ce3471f5_s(
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.
 // Layout: r1 i32 in:[0,2):C k0.1:0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v7 (col).
-// Reduction kernel: axes [0] of the iteration space, rows side by side in a block, each row's lanes shared by its threads, or
-// for a few groups of long rows row_split blocks per group in several launches.
+// Reduction kernel: axes [0] of the iteration space, columns side by side in a block (a row, the elements one output
+// reduces, is a column of the tensor), each one's lanes shared by its threads, or
+// for a few groups of long columns row_split blocks per group in several launches.
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_9ec380ef4fed6a36 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_9ec380ef4fed6a36_s for any strides.
+// Entry points: fj_reductions_5975173efe91cd65 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_5975173efe91cd65_s for any strides.
 template <bool fj_fast>
-static __device__ __forceinline__ void fj_reductions_9ec380ef4fed6a36_rows(
+static __device__ __forceinline__ void fj_reductions_5975173efe91cd65_rows(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -241,7 +242,7 @@ static __device__ __forceinline__ void fj_reductions_9ec380ef4fed6a36_rows(
     unsigned int row_split,
     unsigned long long* ws) {
   __shared__ unsigned long long fj_lane_buf[32][(FJ_RED_LANES * 4 + 7) / 8];
-  // 32 rows per block side by side (neighbouring threads read neighbouring elements), each
+  // 32 rows (columns) per block side by side (neighbouring threads read neighbouring elements), each
   // reduced by the block's threads in turn sharing its lanes; rows per block divide the block size
   int fj_rpb = 32;
   while ((int)blockDim.x % fj_rpb != 0) fj_rpb /= 2;
@@ -273,7 +274,7 @@ static __device__ __forceinline__ void fj_reductions_9ec380ef4fed6a36_rows(
     }
   }
 }
-extern "C" __global__ void fj_reductions_9ec380ef4fed6a36(
+extern "C" __global__ void fj_reductions_5975173efe91cd65(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -289,9 +290,9 @@ extern "C" __global__ void fj_reductions_9ec380ef4fed6a36(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_9ec380ef4fed6a36_rows<true>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_5975173efe91cd65_rows<true>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_9ec380ef4fed6a36_s(
+extern "C" __global__ void fj_reductions_5975173efe91cd65_s(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -307,7 +308,7 @@ extern "C" __global__ void fj_reductions_9ec380ef4fed6a36_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_9ec380ef4fed6a36_rows<false>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_5975173efe91cd65_rows<false>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
 
 // Fusion group: 1 op(s), iteration space [4, N, C], 32-bit index math.

@@ -136,9 +136,11 @@ PlanReport plan_graph(const Graph& graph, const Options& options);
 /// folder is replaced, not written through), under an flock of the folder; kernel files of an
 /// earlier dump that this one does not write are removed, nothing else. Throws Error(User) for a
 /// bad arch, an empty `out_dir` or an unwritable folder, Error(Compile) when NVRTC fails or is not
-/// available.
+/// available. `with_unfused` false (`fusejit compile --fused-only`): the fused plan's kernels only,
+/// for deployment; a program loaded from such a folder compiles its unfused plan with NVRTC on
+/// its first use (Error(Compile) without NVRTC).
 std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& arch, const std::string& out_dir,
-                                       bool fast_math = false, const Options& cache = {});
+                                       bool fast_math = false, const Options& cache = {}, bool with_unfused = true);
 
 /// The kernel cache on disk (`fusejit cache`): one store for GPU kernels and CPU-path host
 /// modules, in the folder Options::cache_dir names (else FUSEJIT_CACHE_DIR, else
@@ -173,7 +175,8 @@ CacheStats cache_stats(const Options& options = {});
 std::vector<CacheEntryInfo> cache_list(const Options& options = {});
 /// Removes every entry (GPU kernels and CPU host modules) and every temporary file, except what
 /// builds running meanwhile (other processes) use: their build folders (locked while in use) and
-/// temporary entry files younger than a minute. Returns how many entries were removed.
+/// temporary entry files younger than a minute. Returns how many entries were removed; throws
+/// Error(User) when some entry could not be removed (a read-only folder), naming the first.
 int64_t cache_clear(const Options& options = {});
 
 }  // namespace fusejit
