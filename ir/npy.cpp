@@ -4,6 +4,7 @@
 #include "ir/npy.h"
 
 #include "ir/names.h"
+#include "ir/parser.h"
 #include "ir/scalar/fj_scalar.h"
 
 #include <fcntl.h>
@@ -187,6 +188,7 @@ uint32_t le(const unsigned char* p, int n) {
 }  // namespace
 
 void write_npy(const std::string& path, const Tensor& t, Bf16Npy bf16) {
+  check_path(path, ".npy file");
   // NumPy writes "(3,)" and "(3, 4)": a space after inner commas.
   std::string shape = "(";
   for (size_t k = 0; k < t.shape.size(); ++k) {
@@ -295,6 +297,7 @@ std::string header_text(const std::string& path, uint64_t size, NpyHeader& h) {
 // Opens `path` and reads and checks its header: magic, version, header dict, dtype, shape, and that
 // the file holds exactly the data the shape needs. No data is read.
 void read_npy_header(const std::string& path, std::optional<DType> expect, NpyHeader& h) {
+  check_path(path, ".npy file");
   const uint64_t size = open_regular(path, h);
   Header d = HeaderParser(header_text(path, size, h), path).parse();
   if (d.fortran) fail(path, "fortran_order arrays are not supported; save it with np.ascontiguousarray(x)");

@@ -53,6 +53,11 @@ struct FileKind {
   uint64_t max_bytes;
 };
 
+// Throws UserError when `path` holds a NUL byte: every system call reads a path only up to its
+// first NUL, so "DIR\0/x" would name DIR itself, a file or folder other than the one given.
+// `what` names it in the message ("cache folder", "graph file").
+void check_path(std::string_view path, std::string_view what);
+
 // read_text_file for any file fusejit reads whole (an ahead-of-time folder's index, sources and
 // binaries): the same checks and errors, with `kind`'s words and limit.
 std::string read_checked_file(const std::string& path, const FileKind& kind);

@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "ir/error.h"
+#include "ir/parser.h"
 
 namespace fusejit::jit {
 
@@ -177,13 +178,16 @@ std::string file_problem(const struct stat& st) {
   return "";
 }
 
-// Removes whatever is at `path` without following it (a folder with its contents).
+// Removes whatever is at an entry path without following it: a folder with its contents only when
+// it has an entry's name (`<key>.fjk`), else only when empty, so no path ever empties a folder of
+// the user's (a path cut short by a system call was once one).
 void remove_odd(const fs::path& path) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) return;
   std::error_code ec;
-  if (S_ISDIR(st.st_mode)) fs::remove_all(path, ec);
-  else ::unlink(path.c_str());
+  if (!S_ISDIR(st.st_mode)) ::unlink(path.c_str());
+  else if (path.extension() == kEntrySuffix) fs::remove_all(path, ec);
+  else fs::remove(path, ec);
 }
 
 // ---- the environment ----
@@ -210,8 +214,9 @@ uint64_t parse_max_mb(const std::string& value) {
     throw ir::FileError(fmt::format("FUSEJIT_CACHE_MAX_MB='{}' is not a size: give the cap in MiB as a whole number "
                                     "(0 means no cap)", value), "");
   const unsigned long long mb = std::strtoull(value.c_str(), nullptr, 10);
-  if (value.size() > 14 || mb >= (1ull << 44))  // MiB << 20 must fit in 64 bits
-    throw ir::FileError(fmt::format("FUSEJIT_CACHE_MAX_MB='{}' is too large (at most {} MiB)", value, (1ull << 44) - 1), "");
+  const size_t digits_shown = value.size() - std::min(value.find_first_not_of('0'), value.size());  // "0001" is 1
+  if (digits_shown > 14 || mb >= (1ull << 43))  // MiB << 20 must fit in a signed 64-bit byte count
+    throw ir::FileError(fmt::format("FUSEJIT_CACHE_MAX_MB='{}' is too large (at most {} MiB)", value, (1ull << 43) - 1), "");
   return static_cast<uint64_t>(mb) << 20;
 }
 
@@ -562,6 +567,7 @@ DiskStore::DiskStore(StoreConfig config) : config_(std::move(config)) {
 }
 
 std::shared_ptr<DiskStore> DiskStore::shared(const std::string& dir, bool disk) {
+  ir::check_path(dir, "cache folder");
   const CacheEnv env = cache_env();
   std::optional<fs::path> folder;
   bool none_set = false;
@@ -809,7 +815,11 @@ fs::path DiskStore::Scratch::keep() {
 DiskStore::Scratch DiskStore::scratch() {
   for (int attempt = 0; attempt < 3 && enabled(); ++attempt) {
     std::string tmpl = (dir_ / (std::string(kBuildPrefix) + "XXXXXX")).string();
-    if (!::mkdtemp(tmpl.data())) break;
+    if (!::mkdtemp(tmpl.data())) {
+      // The cache folder was removed under this process: made again, with its checks at start.
+      if (errno == ENOENT && make_private_folder(dir_).empty()) continue;
+      break;
+    }
     if (const int fd = lock_build_folder(tmpl); fd >= 0) return Scratch(tmpl, fd);
     std::error_code ec;
     fs::remove_all(tmpl, ec);  // removed by a `cache clear` before it was locked: another name
@@ -877,15 +887,25 @@ CacheStats cache_stats(const fs::path& dir) {
   return s;
 }
 
+namespace {
+// Removes one file `cache clear` found: an unused lock or build folder, an entry or temporary
+// file. An entry that stays (not one another process removed first) is counted in r.kept.
+bool remove_found(const ScannedFile& f, ClearResult& r) {
+  if (f.type == FileType::Lock) return remove_unused_lock(f.path);
+  if (f.type == FileType::Build) return remove_unused_build(f.path);
+  if (::unlink(f.path.c_str()) == 0) return true;
+  if (f.type == FileType::Entry && errno != ENOENT && r.kept++ == 0)
+    r.kept_error = fmt::format("{}: {}", f.path.string(), std::strerror(errno));
+  return false;
+}
+}  // namespace
+
 ClearResult clear_cache(const fs::path& dir) {
   ClearResult r;
   const int64_t in_flight = now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(kTempInFlight).count();
   for (const auto& f : scan(dir)) {
     if (f.type == FileType::Temp && f.mtime_ns >= in_flight) continue;  // between a write and its rename
-    bool removed = f.type == FileType::Lock    ? remove_unused_lock(f.path)
-                   : f.type == FileType::Build ? remove_unused_build(f.path)
-                                               : ::unlink(f.path.c_str()) == 0;
-    if (!removed) continue;
+    if (!remove_found(f, r)) continue;
     r.bytes += f.bytes;
     if (f.type == FileType::Entry) ++r.removed;
   }

@@ -50,7 +50,7 @@ struct CacheEnv {
 // Reads and validates the variables above. Throws ir::FileError (no file: it is about the
 // environment) naming the variable and its value when FUSEJIT_DISABLE_CACHE is not one of
 // 0/1/true/false/yes/no/on/off (any case) or FUSEJIT_CACHE_MAX_MB is not a decimal number of
-// MiB below 2^44. Empty variables count as unset.
+// MiB below 2^43 (the cap in bytes fits a signed 64-bit count). Empty variables count as unset.
 CacheEnv cache_env();
 // cache_env().dir and cache_env().disabled, for callers that need one part (same errors).
 std::optional<std::filesystem::path> cache_dir_from_env();
@@ -257,6 +257,8 @@ CacheStats cache_stats(const std::filesystem::path& dir);
 struct ClearResult {
   uint64_t removed = 0;  // entries removed
   uint64_t bytes = 0;    // bytes of every file removed
+  uint64_t kept = 0;     // entries that could not be removed (a read-only folder), and the first error
+  std::string kept_error;
 };
 // Removes entries, temporary files, unused lock files, build folders and the emptied prefix
 // folders under `dir`; files that do not look like cache files are left alone (the folder may

@@ -319,10 +319,24 @@ class OutOfSpace : public HostCompileError {
   using HostCompileError::HostCompileError;
 };
 
+// A build whose folder was removed under it (`rm -rf` of the cache folder, `cache clear` by
+// another process): with_room runs it again in a fresh folder.
+class FolderGone : public HostCompileError {
+ public:
+  using HostCompileError::HostCompileError;
+};
+
+// Throws FolderGone when `folder` is no more (whatever step failed in it), else returns.
+void check_folder_there(const fs::path& folder, const std::string& what) {
+  std::error_code ec;
+  if (!fs::exists(folder, ec) && !ec) throw FolderGone(fmt::format("the build folder {} was removed: {}", folder.string(), what));
+}
+
 void write_module_file(const fs::path& path, std::string_view bytes) {
   if (int err = write_new_file(path, std::span<const char>(bytes.data(), bytes.size()))) {
     const std::string what = fmt::format("cannot write {}: {}", path.string(), std::strerror(err));
     if (err == ENOSPC || err == EDQUOT) throw OutOfSpace(what);
+    check_folder_there(path.parent_path(), what);
     throw HostCompileError(what);
   }
 }
@@ -330,10 +344,15 @@ void write_module_file(const fs::path& path, std::string_view bytes) {
 // Runs `build` in the disk store's build folder; if that filesystem is full, disables the store
 // (one warning, as for any unusable cache folder: docs/api.md) and runs it again in $TMPDIR. Also
 // when another thread disabled the store first: this build's folder was in the store all the same.
+// A build whose folder was removed under it runs again once (the cache folder is made again).
 template <class F>
 auto with_room(DiskStore& store, F&& build) {
   try {
-    return build();
+    try {
+      return build();
+    } catch (const FolderGone&) {
+      return build();
+    }
   } catch (const OutOfSpace& e) {
     if (store.enabled()) store.disable(fmt::format("its filesystem is full: {}", e.what()));  // warns once
     return build();  // the store is off: a $TMPDIR folder (a second OutOfSpace there is the error)
@@ -362,6 +381,7 @@ std::vector<char> compile_shared_object(const HostBuild& b, DiskStore& store, do
   compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (status != 0 && output.find(std::strerror(ENOSPC)) != std::string::npos)  // "No space left on device"
     throw OutOfSpace(fmt::format("no space left on device for the host compiler's output in {}", scratch.path().string()));
+  if (status != 0) check_folder_there(scratch.path(), "the host compiler failed");
   if (status != 0) {
     // Keep the source only where the user keeps files (the cache folder, swept after an hour);
     // with the disk cache off nothing may stay on disk.
@@ -371,6 +391,7 @@ std::vector<char> compile_shared_object(const HostBuild& b, DiskStore& store, do
                                        first_lines(output, kCompilerOutputLines), kept));
   }
   std::optional<std::vector<char>> bytes = read_regular_file(so, uint64_t{1} << 31);
+  if (!bytes) check_folder_there(scratch.path(), "no shared object");
   if (!bytes) throw HostCompileError(fmt::format("the host compiler wrote no shared object at {}", so.string()));
   return std::move(*bytes);
 }
@@ -401,6 +422,7 @@ std::shared_ptr<HostModule> load_shared_object(const HostBuild& b, const std::ve
   const fs::path so = scratch.path() / (b.key.key.hex() + ".so");
   write_module_file(so, std::string_view(bytes.data(), bytes.size()));
   void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) check_folder_there(scratch.path(), "dlopen failed");
   if (!handle) throw HostCompileError(fmt::format("dlopen of host module {} failed: {}", b.key.key.hex(), dlerror()));
   const std::string origin =
       store.enabled() ? entry_path(store.dir(), b.key.key).string() : "host module " + b.key.key.hex();

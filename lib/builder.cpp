@@ -127,6 +127,8 @@ Value GraphBuilder::op(std::string_view name, std::initializer_list<Value> args)
 
 Value GraphBuilder::op(std::string_view name, const std::vector<Value>& args) {
   impl_->check_usable();
+  for (size_t k = 0; k < args.size(); ++k)
+    if (args[k].empty_) throw Error(ErrorKind::User, fmt::format("{}: operand {}: {}", name, k, kEmptyValue));
   return adding_nodes(*impl_, [&] {
     ir::Op op = op_by_name(name);
     std::vector<ir::Operand> ops;

@@ -1,12 +1,17 @@
 // `fusejit cache`: the one on-disk store (jit/disk_store.h) as library calls (fusejit/report.h).
 #include "fusejit/report.h"
+
+#include <fmt/format.h>
+
 #include "jit/cache.h"
+#include "ir/parser.h"
 #include "jit/disk_store.h"
 #include "lib/internal.h"
 
 namespace fusejit {
 namespace {
 std::filesystem::path resolve(const Options& o) {
+  ir::check_path(o.cache_dir, "cache folder");
   if (!o.cache_dir.empty()) return std::filesystem::absolute(o.cache_dir);
   auto d = jit::cache_env().dir;
   if (!d) throw ir::UserError("no cache folder: set FUSEJIT_CACHE_DIR, XDG_CACHE_HOME or HOME");
@@ -54,6 +59,9 @@ int64_t cache_clear(const Options& o) {
   return translate_errors([&] {
     jit::ClearResult r = jit::clear_cache(resolve(o));
     jit::KernelCache::clear_all_memory();
+    if (r.kept > 0)
+      throw ir::UserError(fmt::format("removed {} cache entr{}, but {} could not be removed (the first: {})",
+                                      r.removed, r.removed == 1 ? "y" : "ies", r.kept, r.kept_error));
     return static_cast<int64_t>(r.removed);
   });
 }

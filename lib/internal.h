@@ -76,9 +76,9 @@ std::string option_name(OptionField field, MessageStyle style);
 // cache limit is ir::row_cache_limit_for(shared_optin) (ir::kRowCacheBytes without a GPU), or
 // Options::row_cache_limit when set, capped by the GPU's.
 ir::SplitRules split_rules(const Options& o, int64_t shared_optin = 0);
-// Throws ir::UserError for an Options::row_split or row_cache_limit below 0 (compile and plan_graph
-// both check them).
-void check_split_options(const Options& o);
+// Throws ir::UserError for an Options::row_split or row_cache_limit below 0, or a cache_dir or
+// dump_dir holding a NUL byte (compile, load and plan_graph check them before any use).
+void check_options(const Options& o);
 
 // The value of every graph param (slot order, each converted to its param's dtype) from named or
 // positional Params; the default for every param not named. Throws ir::UserError, naming the

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "ir/error.h"
+#include "ir/parser.h"
 #include "lib/internal.h"
 
 namespace fusejit {
@@ -42,7 +43,9 @@ std::string option_name(OptionField field, MessageStyle style) {
   return n.api;
 }
 
-void check_split_options(const Options& o) {
+void check_options(const Options& o) {
+  ir::check_path(o.cache_dir, "cache folder");  // before any use: a path cut at a NUL is another one
+  ir::check_path(o.dump_dir, "dump folder");
   if (o.row_split < 0)
     throw ir::UserError(option_name(OptionField::RowSplit, o.message_style) + " " + std::to_string(o.row_split) +
                         ": must be >= 0 (0: the launcher's rule, 1: never split)");

@@ -18,7 +18,7 @@ PlanReport plan_graph(const Graph& graph, const Options& options) {
   const ir::Graph& g = graph.impl().graph;
   const bool fast_math = options.fast_math;
   return translate_errors([&] {
-    check_split_options(options);
+    check_options(options);
     ir::RewriteOptions ro;
     ro.fast_math = fast_math;
     ir::RewriteResult rw = ir::rewrite(g, ro);

@@ -10,6 +10,7 @@
 
 #include "ir/builder.h"
 #include "ir/npy.h"
+#include "ir/parser.h"
 #include "ir/plan.h"
 #include "ir/random_fill.h"
 #include "ir/reduce.h"
@@ -403,6 +404,7 @@ void describe_program(RunReport& rep, const Program& prog, const Options& o) {
 
 void save_outputs(const ir::Graph& g, const RunReport& rep, const std::vector<HostTensor>& outputs, const RunOptions& ro) {
   std::error_code ec;
+  ir::check_path(ro.save_dir, option_name(OptionField::SaveDir, ro.options.message_style));
   std::filesystem::create_directories(ro.save_dir, ec);
   if (ec) throw ir::UserError(option_name(OptionField::SaveDir, ro.options.message_style) + " " + ro.save_dir + ": " + ec.message());
   for (size_t k = 0; k < g.outputs.size(); ++k) {

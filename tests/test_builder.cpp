@@ -203,6 +203,7 @@ TEST_CASE("an empty Value is a place for one assigned later; using it is a user 
                                user_error([&] { b.info(empty); }), user_error([&] { b.name(empty, "e"); }),
                                user_error([&] { b.output("e", empty); })})
     CHECK_MESSAGE(contains(m, "an empty Value"), m);
+  CHECK(contains(user_error([&] { b.op("clamp", x, empty, 1.0); }), "clamp: operand 1: an empty Value"));
   std::vector<fj::Value> terms(3);
   fj::Value acc;
   for (int k = 0; k < 3; ++k) {

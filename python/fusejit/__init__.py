@@ -16,6 +16,7 @@ like the inputs and finds the caller's stream. Guide: docs/python.md.
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 from typing import Any, Mapping, Sequence
 
@@ -481,16 +482,16 @@ class Program:
 
 
 def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, backend: str = "auto",
-            cache_dir: str | None = None, disk_cache: bool = True, nvrtc_options: Sequence[str] = (),
-            device: int = 0, dump_dir: str | None = None, build_unfused: bool = False,
+            cache_dir: str | os.PathLike[str] | None = None, disk_cache: bool = True, nvrtc_options: Sequence[str] = (),
+            device: int = 0, dump_dir: str | os.PathLike[str] | None = None, build_unfused: bool = False,
             row_split: int = 0, row_cache: bool = True, row_cache_limit: int = 0) -> Program:
     """Rewrites, plans and compiles a graph (or loads its kernels from the cache): ``Program::compile``.
 
     fast_math: allow value-changing rewrites. arch: "sm_90" (CUBIN) or "compute_90" (PTX), default
     the device's. backend: "auto" (the GPU when there is one, else the CPU), "cuda" or "cpu".
-    cache_dir: kernel cache folder (default $FUSEJIT_CACHE_DIR, else $XDG_CACHE_HOME/fusejit, else
-    ~/.cache/fusejit). disk_cache: False keeps compiled kernels in memory only. device: the CUDA
-    device ordinal.
+    cache_dir: kernel cache folder, a str, bytes or os.PathLike as every path argument (default
+    $FUSEJIT_CACHE_DIR, else $XDG_CACHE_HOME/fusejit, else ~/.cache/fusejit). disk_cache: False
+    keeps compiled kernels in memory only. device: the CUDA device ordinal.
     nvrtc_options: extra NVRTC flags. dump_dir: also write the ahead-of-time folder (docs/aot.md).
     build_unfused: compile the unfused plan now, not on its first use. row_split: blocks per row of
     reductions (0: fusejit's rule, few rows of over 253,952 elements, or few groups of columns of
@@ -512,7 +513,8 @@ def _check_device(device: Any) -> None:
         raise TypeError(f"device: expected a CUDA device ordinal (an int), got {device!r}")
 
 
-def load(dir: str, *, cache_dir: str | None = None, disk_cache: bool = True, device: int = 0) -> Program:
+def load(dir: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | None = None, disk_cache: bool = True,
+         device: int = 0) -> Program:
     """Loads a folder written by ``fusejit compile GRAPH --arch sm_XY -o DIR`` (needs a GPU):
     ``Program::load``. cache_dir and disk_cache: the kernel cache, as in :func:`compile`, for a
     kernel the folder lacks (a 64-bit-index variant, dims whose broadcasts change the plan), which

@@ -74,7 +74,7 @@ def op(name: str, *args: Any) -> Value:
     return _builder_of(args).op(name, *args)
 
 
-def reduce(name: str, x: Value, axes: Any = None, keepdim: bool = False, *, correction: int | None = None,
+def reduce(name: str, x: Value, axes: Any = None, keepdim: bool | None = None, *, correction: int | None = None,
            initial: float | None = None, keepdims: bool | None = None) -> Value:
     """The reduction or composite `name` (sum mean prod amax amin argmax argmin softmax log_softmax
     logsumexp var std any all) of `x` over `axes` (an int, ints, or None: every axis), as
@@ -82,8 +82,9 @@ def reduce(name: str, x: Value, axes: Any = None, keepdim: bool = False, *, corr
     UserError (bad axes, dtype; docs/ops.md, "Reductions"). ``keepdims`` (NumPy's spelling) is
     ``keepdim``; ``var``/``std`` take PyTorch's correction (default 1), where ``v.var()`` takes
     NumPy's ddof (default 0)."""
-    if keepdims is not None:
-        keepdim = keepdims
+    if keepdims is not None and keepdim is not None:
+        raise TypeError("reduce(): give keepdim or NumPy's keepdims, not both")
+    keepdim = bool(keepdims if keepdims is not None else keepdim)
     if not isinstance(x, Value):
         raise UserError(f"reduce('{name}'): x must be a fusejit.Value, got {type(x).__name__}")
     return x.builder.reduce(name, x, axes, keepdim=keepdim, correction=correction, initial=initial)
@@ -298,10 +299,14 @@ def _getitem(self: Value, index: Any) -> Value:
 
 
 def _index_text(index: Any) -> str:
+    if index == ():
+        return "()"
     parts = index if isinstance(index, tuple) else (index,)
+
     def one(p: Any) -> str:
         if isinstance(p, slice):
-            return ":" if p == slice(None) else f"{'' if p.start is None else p.start}:{'' if p.stop is None else p.stop}"
+            bound = lambda b: "" if b is None else repr(b)  # noqa: E731
+            return f"{bound(p.start)}:{bound(p.stop)}" + ("" if p.step is None else f":{bound(p.step)}")
         return "None" if p is None else "..." if p is Ellipsis else repr(p)
     return ", ".join(one(p) for p in parts)
 

@@ -98,19 +98,21 @@ bool bool_arg(nb::handle h, const std::string& what) {
 // text's parser does), anything else lists the ones it takes. Returns keepdim.
 bool reduce_keepdim(nb::handle keepdim, const nb::kwargs& extra) {
   nb::handle kd = keepdim;
+  const char* name = "keepdim";
   for (auto [key, value] : extra) {
     const std::string k = nb::cast<std::string>(nb::str(key));
-    if (k == "keepdims" && keepdim.is_none()) {
+    if (k == "keepdims" && !keepdim.is_none()) throw nb::type_error("reduce(): give keepdim or NumPy's keepdims, not both");
+    if (k == "keepdims") {
       kd = value;
+      name = "keepdims";
       continue;
     }
     std::string hint = "reduce() takes name, x, axes, keepdim (or keepdims), correction and initial";
-    if (k == "keepdims") hint = "give keepdim or NumPy's keepdims, not both";
     if (k == "axis" || k == "dim") hint = "the axes are given as axes= (an int, ints, or None: every axis)";
     if (k == "ddof" || k == "unbiased") hint = "NumPy's ddof and PyTorch's unbiased are written correction=N here";
     throw nb::type_error(("reduce(): unknown argument '" + k + "': " + hint).c_str());
   }
-  return !kd.is_none() && bool_arg(kd, "keepdim");
+  return !kd.is_none() && bool_arg(kd, name);
 }
 
 // A float argument: a Python int or float, or a NumPy scalar of one (not a bool).

@@ -478,6 +478,20 @@ void bind_info(nb::module_& m) {
       });
 }
 
+// A file or folder argument: a str, bytes or os.PathLike, as Python's open() takes, in the
+// file system's encoding (os.fsencode: a name that is not UTF-8 too); None for "" where
+// `none_ok`. A NUL in it reaches fusejit, whose UserError names the argument.
+std::string path_arg(nb::handle h, const char* what, bool none_ok = true) {
+  if (none_ok && h.is_none()) return "";
+  if (!nb::isinstance<nb::str>(h) && !nb::isinstance<nb::bytes>(h) && !nb::hasattr(h, "__fspath__"))
+    throw nb::type_error((std::string(what) + ": expected a str, bytes or os.PathLike, got " +
+                          nb::cast<std::string>(nb::str(h.type().attr("__name__"))))
+                             .c_str());
+  nb::bytes b = nb::cast<nb::bytes>(nb::module_::import_("os").attr("fsencode")(h));
+  return std::string(b.c_str(), b.size());
+}
+using FolderArg = nb::handle;
+
 void bind_graph(nb::module_& m) {
   using fusejit::Graph;
   nb::class_<Graph>(m, "Graph", "An immutable, verified graph of elementwise ops and reductions (docs/graph-format.md).")
@@ -493,13 +507,15 @@ void bind_graph(nb::module_& m) {
           "with file:line:col for bad text, an unknown dim or a size < 0.")
       .def_static(
           "load",
-          [](const std::string& path, std::optional<nb::dict> dims) {
+          [](nb::handle path, std::optional<nb::dict> dims) {
+            const std::string file = path_arg(path, "path", false);
             fusejit::DimValues d = to_dims(dims);
-            return released([&] { return Graph::load(path, d); });
+            return released([&] { return Graph::load(file, d); });
           },
           "path"_a, "dims"_a = nb::none(),
-          "Graph.parse of a file's text, errors located in that file. Raises UserError for an unreadable "
-          "file too.")
+          nb::sig("def load(path: str | os.PathLike[str], dims: dict[str, int] | None = None) -> Graph"),
+          "Graph.parse of a file's text (path: a str or os.PathLike), errors located in that file. Raises "
+          "UserError for an unreadable file too.")
       .def("with_dims", [](const Graph& g, nb::dict dims) { return g.with_dims(to_dims(dims)); }, "dims"_a,
            "A new Graph with some dims set to other sizes ({name: size}), verified again; this one is "
            "unchanged. Raises UserError for an unknown dim, a size < 0 or shapes that no longer agree.")
@@ -535,19 +551,20 @@ void bind_graph(nb::module_& m) {
       .def("__repr__", [](const Graph& g) { return "<fusejit.Graph " + g.name() + ">"; });
 }
 
+
 fusejit::Options make_options(bool fast_math, std::optional<std::string> arch, std::string_view backend,
-                              std::optional<std::string> cache_dir, bool disk_cache,
-                              std::vector<std::string> nvrtc_options, int device, std::optional<std::string> dump_dir,
+                              const FolderArg& cache_dir, bool disk_cache,
+                              std::vector<std::string> nvrtc_options, int device, const FolderArg& dump_dir,
                               bool build_unfused, nb::handle row_split, nb::handle row_cache, nb::handle row_cache_limit) {
   fusejit::Options o;
   o.fast_math = fast_math;
   o.arch = arch.value_or("");
   o.backend = parse_backend(backend);
-  o.cache_dir = cache_dir.value_or("");
+  o.cache_dir = path_arg(cache_dir, "cache_dir");
   o.disk_cache = disk_cache;
   o.nvrtc_options = std::move(nvrtc_options);
   o.device = device;
-  o.dump_dir = dump_dir.value_or("");
+  o.dump_dir = path_arg(dump_dir, "dump_dir");
   o.build_unfused = build_unfused;
   split_options(o, row_split, row_cache, row_cache_limit);
   o.message_style = fusejit::MessageStyle::Python;  // messages name `arch`, `row_split`, ...
@@ -582,24 +599,25 @@ void bind_program(nb::module_& m) {
   m.def(
       "compile",
       [](const fusejit::Graph& g, bool fast_math, std::optional<std::string> arch, std::string_view backend,
-         std::optional<std::string> cache_dir, bool disk_cache, std::vector<std::string> nvrtc_options, int device,
-         std::optional<std::string> dump_dir, bool build_unfused, nb::handle row_split, nb::handle row_cache,
+         const FolderArg& cache_dir, bool disk_cache, std::vector<std::string> nvrtc_options, int device,
+         const FolderArg& dump_dir, bool build_unfused, nb::handle row_split, nb::handle row_cache,
          nb::handle row_cache_limit) {
-        fusejit::Options o = make_options(fast_math, std::move(arch), backend, std::move(cache_dir), disk_cache,
-                                          std::move(nvrtc_options), device, std::move(dump_dir), build_unfused,
+        fusejit::Options o = make_options(fast_math, std::move(arch), backend, cache_dir, disk_cache,
+                                          std::move(nvrtc_options), device, dump_dir, build_unfused,
                                           row_split, row_cache, row_cache_limit);
         return released([&] { return Program::compile(g, o); });
       },
-      "graph"_a, "fast_math"_a, "arch"_a, "backend"_a, "cache_dir"_a, "disk_cache"_a, "nvrtc_options"_a, "device"_a,
-      "dump_dir"_a, "build_unfused"_a, "row_split"_a.none(), "row_cache"_a.none(), "row_cache_limit"_a.none());
+      "graph"_a, "fast_math"_a, "arch"_a, "backend"_a, "cache_dir"_a.none(), "disk_cache"_a, "nvrtc_options"_a, "device"_a,
+      "dump_dir"_a.none(), "build_unfused"_a, "row_split"_a.none(), "row_cache"_a.none(), "row_cache_limit"_a.none());
   m.def(
       "load",
-      [](const std::string& dir, std::optional<std::string> cache_dir, bool disk_cache, int device) {
-        fusejit::Options o = make_options(false, std::nullopt, "auto", std::move(cache_dir), disk_cache, {}, device,
-                                          std::nullopt, false, nb::int_(0), nb::bool_(true), nb::int_(0));
-        return released([&] { return Program::load(dir, o); });
+      [](nb::handle dir, const FolderArg& cache_dir, bool disk_cache, int device) {
+        fusejit::Options o = make_options(false, std::nullopt, "auto", cache_dir, disk_cache, {}, device,
+                                          nb::none(), false, nb::int_(0), nb::bool_(true), nb::int_(0));
+        const std::string folder = path_arg(dir, "dir", false);
+        return released([&] { return Program::load(folder, o); });
       },
-      "dir"_a, "cache_dir"_a, "disk_cache"_a, "device"_a);
+      "dir"_a, "cache_dir"_a.none(), "disk_cache"_a, "device"_a);
 }
 
 }  // namespace

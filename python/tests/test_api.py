@@ -62,6 +62,28 @@ def test_graph_info():
     assert [g.nodes[i].name for i in g.output_nodes] == ["z"]
 
 
+def test_folder_arguments_take_a_pathlike_and_refuse_a_nul(tmp_path):
+    g = fusejit.Graph.load(ROOT / "samples" / "graphs" / "x2x3.txt", dims={"N": 4})
+    prog = fusejit.compile(g, backend="cpu", cache_dir=tmp_path / "cache", dump_dir=tmp_path / "dump")
+    assert (tmp_path / "dump" / "index.json").exists() and any((tmp_path / "cache").iterdir())
+    np.testing.assert_array_equal(prog(x=np.ones(4, np.float32))["z"], np.full(4, 6, np.float32))
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o700)
+    (victim / "notes.txt").write_text("precious")
+    with pytest.raises(fusejit.UserError, match="cache folder .* holds a NUL byte"):
+        fusejit.compile(g, backend="cpu", cache_dir=str(victim) + "\0/cache")
+    with pytest.raises(fusejit.UserError, match="holds a NUL byte"):
+        fusejit.load(str(victim) + "\0/aot")
+    assert (victim / "notes.txt").read_text() == "precious"
+    # A name that is not UTF-8 (Python holds it as surrogate escapes) and a bytes path read as open() reads them.
+    odd = os.fsdecode(os.fsencode(str(tmp_path)) + b"/\xffgraph.txt")
+    with open(odd, "w") as f:
+        f.write("graph g\ninput x : f32[2]\ny = x * 2\noutput y\n")
+    assert fusejit.Graph.load(odd).name == "g" and fusejit.Graph.load(os.fsencode(odd)).name == "g"
+    with pytest.raises(TypeError, match="path: expected a str, bytes or os.PathLike, got int"):
+        fusejit.Graph.load(3)
+
+
 def test_load_and_plan():
     path = ROOT / "samples" / "graphs" / "gpt2_gelu_tanh.txt"
     g = fusejit.Graph.load(str(path), dims={"T": 2})

@@ -167,8 +167,12 @@ def test_errors():
     kx = kb.input("x", "f32", [4])
     assert kb.reduce("sum", kx, -1, keepdims=True).shape == kb.reduce("sum", kx, -1, keepdim=True).shape == [1]
     assert kb.reduce("sum", kx, -1, keepdims=False).shape == []
-    with pytest.raises(TypeError, match="unknown argument 'keepdims': give keepdim or NumPy's keepdims, not both"):
+    with pytest.raises(TypeError, match="reduce\\(\\): give keepdim or NumPy's keepdims, not both"):
         b.reduce("sum", x, -1, True, keepdims=True)
+    with pytest.raises(TypeError, match="reduce\\(\\): give keepdim or NumPy's keepdims, not both"):
+        fusejit.reduce("sum", x, -1, keepdim=True, keepdims=False)
+    with pytest.raises(TypeError, match="keepdims: expected a bool"):
+        b.reduce("sum", x, -1, keepdims=1)
     with pytest.raises(TypeError, match="unknown argument 'dim': the axes are given as axes="):
         b.reduce("sum", x, dim=-1)
     with pytest.raises(TypeError, match="unknown argument 'ddof': .* correction=N"):

@@ -266,7 +266,8 @@ inline Value operator-(const Value& a) { return unary("neg", a); }  ///< `neg(a)
 /// axis). Negative axes count from the end, as in NumPy and PyTorch.
 struct Axes {
   Axes() = default;
-  /// Any integer type but bool (`reduce("sum", x, true)` is a mistake for keepdim, not axis 1).
+  /// Any integer type but bool (`reduce("sum", x, true)` is a mistake for keepdim, not axis 1; a
+  /// braced `{true}` is a list of one axis, 1, as C++ converts it).
   /// Throws Error(User) for an unsigned value over INT64_MAX (`size_t(-1)` is no axis -1).
   template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
   Axes(I axis) : list{static_cast<int64_t>(axis)} {  // NOLINT: implicit by design
