@@ -40,6 +40,7 @@ struct CompiledKernel {
                                                    // by the kernels of one NVRTC program
   CacheOutcome outcome = CacheOutcome::Compiled;
   double compile_ms = 0;  // NVRTC time of its program, on the program's first kernel only
+  std::string origin;     // the file the image was read from (an ahead-of-time folder's), else ""
 };
 
 struct CompiledPlan {

@@ -191,11 +191,18 @@ GpuProgram GpuProgram::load(std::shared_ptr<DeviceContext> dc, const ir::Graph& 
     // copy the row in and write the outputs, and a pass takes one lane a thread: kReduceMaxBlock.
     if (k.kernel.reduction && k.kernel.row_blocks && k.kernel.vector_width > 1)
       fast.max_block = kReduceMaxBlock / k.kernel.vector_width;
-    p.functions_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.name, fast));
-    p.on_chip_.push_back(fast.max_block == limits.max_block
-                             ? p.functions_.back()
-                             : load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.name, limits));
-    p.strided_.push_back(load_function(p.dc_, *k.image, compiled.target.name(), k.kernel.strided_name(), limits));
+    // A module that does not load names the file its image came from (a damaged folder's .cubin).
+    auto load = [&](const std::string& name, FunctionLimits l) {
+      try {
+        return load_function(p.dc_, *k.image, compiled.target.name(), name, l);
+      } catch (const DriverError& e) {
+        if (k.origin.empty()) throw;
+        throw DriverError(e.kind(), fmt::format("{} (the image read from {})", e.what(), k.origin), e.code());
+      }
+    };
+    p.functions_.push_back(load(k.kernel.name, fast));
+    p.on_chip_.push_back(fast.max_block == limits.max_block ? p.functions_.back() : load(k.kernel.name, limits));
+    p.strided_.push_back(load(k.kernel.strided_name(), limits));
     p.kernels_.push_back(k.kernel);
   }
   p.bindings_ = std::make_shared<const PlanBindings>(g, plan);

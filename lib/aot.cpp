@@ -502,7 +502,7 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
     }
     KernelInfo info = kernel_info(g, grp, k, CacheOutcome::Loaded, 0.0, p.rules, bindings);
     out->infos.push_back(std::move(info));
-    out->gpu.kernels.push_back({k, image, jit::CacheOutcome::DiskHit, 0.0});
+    out->gpu.kernels.push_back({k, image, jit::CacheOutcome::DiskHit, 0.0, (f.dir / file).string()});
     out->kernels.push_back(std::move(k));
   }
   return out;

@@ -1083,6 +1083,14 @@ TEST_CASE("ahead of time: a folder for another GPU is refused at load; one writt
   CHECK(contains(load_error(dir / "compute_100"), "PTX for compute_100 runs on 10.0 and later GPUs, not on compute capability 9.0"));
   // Written again (another mode) after the load: the unfused plan, read on first use, is refused.
   FakeGpu gpu;
+  {  // A module that does not load (a damaged binary) names the file it came from.
+    const fj::Program d = fj::Program::load((dir / "compute_90").string());
+    fake_cuda::st().load_result = 200;  // CUDA_ERROR_INVALID_IMAGE
+    const std::string bad = error_of([&] { (void)d.run({fj::HostTensor(fj::DType::F32, {8})}); });
+    fake_cuda::st().load_result = 0;
+    CAPTURE(bad);
+    CHECK(contains(bad, "(the image read from " + (dir / "compute_90").string() + "/fj_g_"));
+  }
   const fj::Program p = fj::Program::load((dir / "sm_90").string());
   fj::compile_to_dir(g, "sm_90", (dir / "sm_90").string(), /*fast_math=*/true);
   const fj::HostTensor x(fj::DType::F32, {8});
