@@ -544,6 +544,10 @@ struct CompileCommand {
                                          : "";
     std::printf("compiled %zu kernel(s)%s for %s%s into %s (index.json lists them)\n", kernels.size(), which.c_str(),
                 a.c_str(), as.c_str(), out_dir.c_str());
+    // The file names are hashes of the code: say which files hold the fused kernels.
+    for (size_t k = 0; k < static_cast<size_t>(plans.fused_kernels) && k < kernels.size(); ++k)
+      std::printf("  fused kernel %zu: %s.cu (%zu op%s)\n", k, kernels[k].name.c_str(), kernels[k].ops.size(),
+                  kernels[k].ops.size() == 1 ? "" : "s");
     return 0;
   }
 };

@@ -173,6 +173,8 @@ TEST_CASE("plan, compile and cache subcommands") {
   Result fo = run("compile " + sample("gpt2_gelu_tanh.txt") + " --arch sm_90 --fused-only -o " + fused_dir.string());
   REQUIRE_MESSAGE(fo.code == 0, fo.out);
   CHECK(fo.out.find("compiled 1 kernel(s) (the fused plan only: --fused-only) for sm_90") != std::string::npos);
+  CHECK(fo.out.find("\n  fused kernel 0: fj_gpt2_gelu_tanh_") != std::string::npos);
+  CHECK(fo.out.find(".cu (9 ops)\n") != std::string::npos);
   const nlohmann::json fused_index = nlohmann::json::parse(std::ifstream(fused_dir / "index.json"));
   CHECK((fused_index["kernels"].size() == 1 && fused_index["kernels"][0]["plan"] == "fused"));
   Result ptx = run("compile " + sample("x2x3.txt") + " --arch sm_90 --ptx -o " + scratch("ptx").string());
