@@ -311,6 +311,11 @@ CLI::Validator at_most_max(const char* name) {
       },
       name);
 }
+// A path flag given an empty value (`--save-dir "$OUT"` with OUT unset) is a mistake, not "unset".
+const CLI::Validator kPath(
+    [](std::string& v) { return v.empty() ? std::string("an empty path: give a folder or file")
+                                          : std::string(); },
+    "PATH");
 const CLI::Validator kNonNegative64 = at_most_max<int64_t>("NONNEGATIVE");
 const CLI::Validator kUnsigned64 = at_most_max<uint64_t>("UINT64");
 
@@ -386,8 +391,10 @@ struct RunCommand {
                   "mix hard cases into random inputs: NaN, +-inf, -0.0, subnormals, extremes (docs/ops.md)");
     cmd->add_option("--save-dir", save_dir,
                     "write each output as DIR/<name>.npy (bf16 as f32 holding the same values; docs/ops.md); DIR and its "
-                    "missing parents are made, as mkdir -p");
-    cmd->add_option("--dump-dir", dump_dir, "write every kernel's .cu (and .cubin/.ptx) with an index.json (made as mkdir -p)");
+                    "missing parents are made, as mkdir -p")
+        ->check(kPath);
+    cmd->add_option("--dump-dir", dump_dir, "write every kernel's .cu (and .cubin/.ptx) with an index.json (made as mkdir -p)")
+        ->check(kPath);
     cmd->add_option("--arch", arch, "target architecture: sm_XY (CUBIN) or compute_XY (PTX); default: the GPU's");
     cmd->add_option("--nvrtc-option", nvrtc,
                     "extra NVRTC option for every GPU kernel, e.g. --nvrtc-option=--maxrregcount=32 (repeatable)");
@@ -409,7 +416,8 @@ struct RunCommand {
         ->default_val(20)->check(CLI::Range(1, 100000));
     cmd->add_option("--warmup", warmup, "untimed runs before timing")->default_val(3)->check(CLI::Range(0, 100000));
     cmd->add_option("--cache-dir", cache_dir,
-                    "kernel cache folder, private to you (default: $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME/fusejit, ~/.cache/fusejit)");
+                    "kernel cache folder, private to you (default: $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME/fusejit, ~/.cache/fusejit)")
+        ->check(kPath);
     cmd->add_flag("--no-cache", no_cache, "do not read or write the on-disk kernel cache (nothing is left on disk)");
     cmd->add_flag("--no-check", no_check, "skip the reference evaluation and checks");
     cmd->add_flag("--json", json, "print the report as JSON (on an error, a JSON error object: kind, message, file, line, col)");
@@ -517,8 +525,8 @@ struct CompileCommand {
     cmd->add_flag("--fused-only", fused_only,
                   "write the fused plan's kernels only, not the unfused baseline (a program loaded from the folder "
                   "compiles that with NVRTC if it is ever run)");
-    cmd->add_option("-o,--out", out_dir, "output folder (made with its missing parents, as mkdir -p)")->required();
-    cmd->add_option("--cache-dir", cache_dir, "kernel cache folder (default as for run)");
+    cmd->add_option("-o,--out", out_dir, "output folder (made with its missing parents, as mkdir -p)")->required()->check(kPath);
+    cmd->add_option("--cache-dir", cache_dir, "kernel cache folder (default as for run)")->check(kPath);
     cmd->add_flag("--no-cache", no_cache, "do not read or write the on-disk kernel cache");
     cmd->add_option("--nvrtc-option", nvrtc, "extra NVRTC option, e.g. --nvrtc-option=--maxrregcount=32 (repeatable)");
   }
@@ -560,7 +568,7 @@ struct CacheCommand {
   void define(CLI::App& app) {
     cmd = app.add_subcommand("cache", "inspect or clear the on-disk kernel cache (GPU kernels and CPU modules)");
     cmd->require_subcommand(1);
-    cmd->add_option("--cache-dir", dir, "cache folder (default as for run)");
+    cmd->add_option("--cache-dir", dir, "cache folder (default as for run)")->check(kPath);
     stats = cmd->add_subcommand("stats", "entries, bytes and the size cap");
     list = cmd->add_subcommand("list", "one line per entry: key, bytes, target (sm_XY, compute_XY or host), kernel name(s)");
     clear = cmd->add_subcommand("clear", "remove every entry and temporary file (except those of builds running in other processes)");

@@ -209,6 +209,16 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
   CHECK(r.code == 2);
   CHECK(r.out.find("no input named 'nope'") != std::string::npos);
   CHECK(run("run " + sample("x2x3.txt") + " --seed -1").code == 2);
+  // An empty path (`--save-dir "$OUT"` with OUT unset) is refused, not taken as "no folder".
+  for (const std::string flags : {"run x2x3.txt --save-dir ''", "run x2x3.txt --cache-dir ''", "compile x2x3.txt -o ''",
+                                  "run x2x3.txt --dump-dir ''", "cache stats --cache-dir ''"}) {
+    CAPTURE(flags);
+    std::string cmd = flags;
+    if (const size_t at = cmd.find("x2x3.txt"); at != std::string::npos) cmd.replace(at, 8, sample("x2x3.txt"));
+    r = run(cmd);
+    CHECK(r.code == 2);
+    CHECK(r.out.find(": an empty path: give a folder or file") != std::string::npos);
+  }
   // NVRTC options: one that picks the target is refused (--arch does that); one NVRTC rejects is
   // the user's error, reported in a few lines, not with the generated source.
   r = run("compile " + sample("x2x3.txt") + " -o " + (dir / "o").string() + " --nvrtc-option=-arch=sm_80");
