@@ -1296,6 +1296,32 @@ TEST_CASE("without any cache folder nothing is written anywhere: one warning, a 
   fs::remove_all(tmp);
 }
 
+TEST_CASE("cache clear of entries it cannot remove (a read-only filesystem) is an error naming the first") {
+  // It said "removed 0 entries" and succeeded (hostile pass). A read-only tmpfs needs root and
+  // CAP_SYS_ADMIN: elsewhere the case is skipped, saying so.
+  const fs::path mnt = make_temp_dir();
+  if (std::system(("mount -t tmpfs -o size=16m tmpfs " + mnt.string() + " 2>/dev/null").c_str()) != 0) {
+    MESSAGE("skipped: cannot mount a tmpfs here (needs root)");
+    fs::remove_all(mnt);
+    return;
+  }
+  const fj::Options o = cpu_options(mnt / "c");
+  CHECK(all_are(cpu_outcomes(kGraphOther, "other.txt", o, true), "compiled"));
+  REQUIRE(fj::cache_list(o).size() == 1);
+  REQUIRE(std::system(("mount -o remount,ro " + mnt.string()).c_str()) == 0);
+  try {
+    (void)fj::cache_clear(o);
+    FAIL_CHECK("cleared a read-only folder");
+  } catch (const fj::Error& e) {
+    CHECK(e.kind() == fj::ErrorKind::User);
+    CHECK(std::string(e.what()).find("removed 0 cache entries, but 1 could not be removed (the first: " +
+                                     (mnt / "c").string()) != std::string::npos);
+    CHECK(std::string(e.what()).find("Read-only file system") != std::string::npos);
+  }
+  CHECK(std::system(("umount " + mnt.string()).c_str()) == 0);
+  fs::remove_all(mnt);
+}
+
 TEST_CASE("a cache folder on a full filesystem: one warning, the build moves to TMPDIR, the run goes on") {
   // Every CPU compile failed with Error(Compile) there (hostile pass). A 64 KiB tmpfs needs root
   // and CAP_SYS_ADMIN: elsewhere the case is skipped, saying so.
