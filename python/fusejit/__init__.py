@@ -90,7 +90,10 @@ def _learn_type(t: type) -> str | None:
         _NDARRAY_TYPES.clear()
     mod = t.__module__.split(".")[0]  # the module names the framework
     fw = mod if mod in ("numpy", "torch", "cupy") else None
-    nd = getattr(sys.modules.get("numpy"), "ndarray", None)  # imported if `t` is a NumPy type
+    np_mod = sys.modules.get("numpy")  # imported if `t` is a NumPy type
+    nd = getattr(np_mod, "ndarray", None)
+    if fw is None and np_mod is not None and issubclass(t, np_mod.generic):  # a scalar type of ml_dtypes
+        fw = "numpy"
     if fw == "numpy" and t.__module__.startswith("numpy.ma"):
         raise UserError(f"a NumPy masked array ({t.__name__}) is not supported: fusejit would read its data and "
                         "ignore its mask; pass a.filled(value), or the data and the mask as two arrays")
@@ -151,6 +154,10 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
                         f"got {type(a).__name__}")
     if fw != "numpy":
         return a, None
+    if type(a) not in _NDARRAY_TYPES:  # a NumPy scalar (np.float32(3), ml_dtypes.bfloat16(3)): a 0-d array
+        import numpy as np
+
+        a = np.asarray(a)
     bf16, native = _numpy_dtype_facts(a.dtype)
     if not native:  # as the .npy reader says it (first: a big-endian bfloat16 would pass as bf16 bits)
         fix = "ml_dtypes.bfloat16" if bf16 else repr(a.dtype.newbyteorder("=").str)

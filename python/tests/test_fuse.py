@@ -79,6 +79,26 @@ def test_python_scalars_are_weak_and_numpy_scalars_are_inputs():
     assert f.traces == traces
 
 
+def test_a_program_takes_numpy_scalars_bfloat16_included():
+    """A Program called with NumPy scalars (0-d inputs), ml_dtypes.bfloat16's too: it raised
+    nanobind's 'incompatible function arguments' for a bfloat16 scalar. A scalar as an output is
+    refused (it cannot be written)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    f = fusejit.fuse(lambda a, s: a * s)
+    x = np.array([0.5, -1.0, 3.0], ml_dtypes.bfloat16)
+    p = f.program(x, ml_dtypes.bfloat16(3))
+    for s in (ml_dtypes.bfloat16(-2.5), np.array(ml_dtypes.bfloat16(-2.5))):
+        r = p(x, s)["out"]
+        assert r.dtype == ml_dtypes.bfloat16
+        assert np.array_equal(r.view(np.uint16), (x * ml_dtypes.bfloat16(-2.5)).view(np.uint16))
+    q = f.program(x.astype(np.float32), np.float32(3))
+    assert np.array_equal(q(x.astype(np.float32), np.float32(0.5))["out"], [0.25, -0.5, 1.5])
+    with pytest.raises(fusejit.UserError, match="read-only"):
+        q(x.astype(np.float32), np.float32(0.5), out={"out": np.float32(0)})
+    with pytest.raises(fusejit.UserError):
+        p(x, ml_dtypes.bfloat16(1), out={"out": ml_dtypes.bfloat16(0)})
+
+
 def test_a_function_that_reads_a_shape_is_specialised_on_sizes():
     @fusejit.fuse
     def mean_by_hand(x):
