@@ -46,9 +46,12 @@ GroupTraffic traffic(const Graph& g, const FusionGroup& group, const SplitRules&
   for (size_t k = 0; k < group.outputs.size(); ++k)
     t.write_bytes = add_bytes(t.write_bytes, mul_bytes(bytes_of(g, group.outputs[k]), copies[k]));
   if (group.reduce_mask == 0) return t;
-  // A reduction kernel whose row is not kept on chip reads its re-read inputs once per pass.
+  // A reduction kernel whose row is not kept on chip reads its re-read inputs once per pass, but
+  // for short rows (L1/L2 serve the re-reads: kShortRowElements).
   const ReduceGroupInfo info = analyze_reduce_group(g, group);
-  if (!info.problem.empty() || row_split_at(g, group, info, rules).row_cache_bytes > 0) return t;
+  if (!info.problem.empty()) return t;
+  const RowSplit split = row_split_at(g, group, info, rules);
+  if (split.row_cache_bytes > 0 || split.short_rows) return t;
   for (NodeId id : info.reread_inputs)
     t.reread_bytes = add_bytes(t.reread_bytes, mul_bytes(bytes_of(g, id), info.input_passes.at(id) - 1));
   t.read_bytes = add_bytes(t.read_bytes, t.reread_bytes);

@@ -44,6 +44,16 @@ struct FusionGroup {
 // what the CPU path and plans made without a GPU assume. A GPU's is row_cache_limit_for() its
 // opt-in maximum.
 inline constexpr int64_t kRowCacheBytes = 48 * 1024;
+// Short rows on a GPU (SplitRules::short_rows; not without one): a row of at most
+// kShortRowElements whose re-read inputs take at most kShortRowBytes (ir/reduce_group.h,
+// row_cache_bytes) is not kept on chip; every pass reads it from memory, where L1 and L2 serve the
+// re-reads of a row just read, so the traffic model counts it once (RowSplit::short_rows).
+// Measured on an H200 (2026-12-04, docs/performance.md), share of the copy bandwidth on chip ->
+// re-read: rows of 1,024 elements: softmax f32 52 -> 62 %, RMSNorm bf16 56 -> 85 %, LayerNorm f32
+// 60 -> 70 % (the best block size of either); 2,048: softmax f32 56 -> 63 %, LayerNorm f32 62 ->
+// 72 %; 4,096 were faster on chip (softmax f32 71 % against 58 %, RMSNorm bf16 76 % against 60 %).
+inline constexpr int64_t kShortRowElements = 2048;
+inline constexpr int64_t kShortRowBytes = 8192;
 // Shared memory a reduction kernel may need besides its row cache: its lane buffer (256 lanes of
 // at most 32 bytes, 8 KiB: kMaxPassReductions, kMaxLaneBytes), the warp tree's result, and room
 // for what the toolchain adds (sm_90 CUBINs carry 1 KiB more shared memory than sm_80 ones for the
@@ -70,6 +80,10 @@ struct SplitRules {
   // but not where it reads it back, so the row cache would change the bits (jit/codegen generates
   // no kept values there either).
   bool kept_values = true;
+  // Short rows (kShortRowElements, kShortRowBytes) are re-read from L1/L2, not kept on chip: a
+  // GPU's rule; false on the CPU path and in plans made without a GPU, whose rows stay "on chip"
+  // in a host buffer.
+  bool short_rows = false;
 };
 
 struct Plan {

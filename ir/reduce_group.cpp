@@ -442,10 +442,14 @@ std::vector<int> kept_value_sizes(const Graph& g, const ReduceGroupInfo& info) {
   return sizes;
 }
 
+bool short_row(int64_t input_bytes, int64_t row_len) {
+  return row_len <= kShortRowElements && input_bytes <= kShortRowBytes;
+}
+
 RowCacheUse row_cache_use(std::span<const int> input_sizes, std::span<const int> value_sizes, int64_t row_len,
-                          int64_t blocks_per_row, int64_t limit) {
+                          int64_t blocks_per_row, int64_t limit, bool short_rows) {
   const int64_t inputs = row_cache_at(input_sizes, row_len, blocks_per_row, limit);
-  if (inputs == 0) return {};
+  if (inputs == 0 || (short_rows && short_row(inputs, row_len))) return {};
   if (!value_sizes.empty()) {
     std::vector<int> all(input_sizes.begin(), input_sizes.end());
     all.insert(all.end(), value_sizes.begin(), value_sizes.end());
@@ -464,10 +468,12 @@ RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupI
   r.blocks_per_row = blocks_per_row(rules, r.block_rows, rows, r.block_rows ? 1 : column_rows_per_block(g, info), row_len);
   if (r.blocks_per_row > 1) r.launches = 2 * info.levels + (info.epilogue() ? 1 : 0);
   if (rows == 0) r.launches = 0;
+  if (r.block_rows && r.blocks_per_row == 1 && !info.reread_inputs.empty())
+    r.short_rows = rules.short_rows && short_row(row_cache_bytes(row_cache_element_sizes(g, info), row_len), row_len);
   if (r.block_rows && rules.row_cache) {
     const std::vector<int> values = rules.kept_values ? kept_value_sizes(g, info) : std::vector<int>{};
     const RowCacheUse use = row_cache_use(row_cache_element_sizes(g, info), values, row_len, r.blocks_per_row,
-                                          rules.row_cache_limit);
+                                          rules.row_cache_limit, rules.short_rows);
     r.row_cache_bytes = use.bytes;
     r.values_on_chip = use.mode == 2;
   }

@@ -168,10 +168,14 @@ struct RowCacheUse {
   int64_t bytes = 0;
   bool operator==(const RowCacheUse&) const = default;
 };
-// The launcher's rule: mode 2 when the inputs and values together fit min(limit,
-// kKeptValuesCacheBytes), else mode 1 when the inputs fit `limit` (row_cache_at), else 0.
+// Whether a row of `row_len` elements whose re-read inputs take `input_bytes` (row_cache_bytes) is
+// short (kShortRowElements, kShortRowBytes).
+bool short_row(int64_t input_bytes, int64_t row_len);
+// The launcher's rule: 0 for short rows when `short_rows` (SplitRules::short_rows); else
+// mode 2 when the inputs and values together fit min(limit, kKeptValuesCacheBytes), else mode 1
+// when the inputs fit `limit` (row_cache_at), else 0.
 RowCacheUse row_cache_use(std::span<const int> input_sizes, std::span<const int> value_sizes, int64_t row_len,
-                          int64_t blocks_per_row, int64_t limit);
+                          int64_t blocks_per_row, int64_t limit, bool short_rows = false);
 
 // How a reduction group's rows run at the graph's current sizes (docs/ops.md, "A row split over
 // blocks"): rows side by side in blocks (a column reduction: block_rows false) or one block per
@@ -186,6 +190,10 @@ struct RowSplit {
   int launches = 1;
   int64_t row_cache_bytes = 0;
   bool values_on_chip = false;
+  // One block per row, unsplit, short (short_row) under rules with SplitRules::short_rows (a
+  // GPU's): re-read from L1/L2, counted once by the traffic model, whether or not the rules allow
+  // a row cache.
+  bool short_rows = false;
 };
 // `rules`: the launcher's overrides (Options::row_split, row_cache). `launches` is 0 for no rows.
 RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupInfo& info, const SplitRules& rules = {});

@@ -109,6 +109,14 @@ GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<co
 // (element i goes to lane i mod 256), so a larger block would leave threads idle there while taking
 // an SM's room for other rows' blocks. A choice made before any GPU measurement.
 inline constexpr int kReduceMaxBlock = 256;
+// The largest block of a launch that keeps rows of at least kLongRowElements on chip and writes
+// element outputs (GroupLaunch::long_rows): such a row takes most of an SM's shared memory, so one
+// block runs per SM and only its own threads copy the row in and write the outputs. Measured on an
+// H200 (2026-12-04, docs/performance.md: block sizes 64 to 1024 at rows of 1,024, 4,096 and
+// 32,768): rows of 32,768 f32/bf16 elements ran at 56 -> 63 % (RMSNorm), 35 -> 45 % (LayerNorm)
+// and 36 -> 38 % (softmax) of the copy bandwidth with 1024 threads instead of 256; logsumexp over
+// rows of 32,000 (row outputs only) lost 73 -> 68 %, so kernels without element outputs keep 256.
+inline constexpr int kReduceLongRowBlock = 1024;
 
 // Unloads every cached module (for tests, and before a borrowed context is destroyed).
 void clear_module_cache();

@@ -168,6 +168,42 @@ void time_copy(GpuMeasurement& m, const std::shared_ptr<DeviceContext>& dc, int6
 
 // ---- GpuProgram ------------------------------------------------------------------------------
 
+// The entries of one compiled kernel, each loaded with its launch limits: the fast entry, the same
+// for launches with rows on chip and with long rows on chip, and the strided entry.
+void GpuProgram::load_entries(const CompiledKernel& k, const std::string& target) {
+  FJ_CHECK(k.image != nullptr && !k.image->empty(), "GpuProgram::load: kernel " + k.kernel.name + " has no image");
+  FunctionLimits limits;
+  if (k.kernel.reduction && k.kernel.row_blocks) limits.max_block = kReduceMaxBlock;
+  // Opted in to the largest row cache any rules allow on this GPU (launches ask for what they use).
+  if (!k.kernel.row_cache_sizes.empty())
+    limits.max_dynamic_shared = static_cast<int>(ir::row_cache_limit_for(dc_->info().shared_per_block_optin));
+  FunctionLimits fast = limits;
+  // A row kernel's fast entry with a vector path keeps FJ_RED_LANES / V threads busy in a pass that
+  // reads memory (V lanes each: fj_red_loads): a larger block would idle the rest there and take
+  // registers and room on the SM from other rows' blocks. With the row on chip, all the threads
+  // copy the row in and write the outputs, and a pass takes one lane a thread: kReduceMaxBlock.
+  if (k.kernel.reduction && k.kernel.row_blocks && k.kernel.vector_width > 1)
+    fast.max_block = kReduceMaxBlock / k.kernel.vector_width;
+  // A module that does not load names the file its image came from (a damaged folder's .cubin).
+  auto load = [&](const std::string& name, FunctionLimits l) {
+    try {
+      return load_function(dc_, *k.image, target, name, l);
+    } catch (const DriverError& e) {
+      if (k.origin.empty()) throw;
+      throw DriverError(e.kind(), fmt::format("{} (the image read from {})", e.what(), k.origin), e.code());
+    }
+  };
+  functions_.push_back(load(k.kernel.name, fast));
+  on_chip_.push_back(fast.max_block == limits.max_block ? functions_.back() : load(k.kernel.name, limits));
+  strided_.push_back(load(k.kernel.strided_name(), limits));
+  FunctionLimits long_rows = limits;
+  if (k.kernel.reduction && k.kernel.row_blocks && !k.kernel.row_cache_sizes.empty())
+    long_rows.max_block = kReduceLongRowBlock;
+  on_chip_long_.push_back(long_rows.max_block == limits.max_block ? on_chip_.back()
+                                                                    : load(k.kernel.name, long_rows));
+  kernels_.push_back(k.kernel);
+}
+
 GpuProgram GpuProgram::load(std::shared_ptr<DeviceContext> dc, const ir::Graph& g, const ir::Plan& plan,
                             const CompiledPlan& compiled) {
   FJ_CHECK(dc != nullptr, "GpuProgram::load: no device context");
@@ -177,34 +213,7 @@ GpuProgram GpuProgram::load(std::shared_ptr<DeviceContext> dc, const ir::Graph& 
   p.dc_ = std::move(dc);
   p.graph_ = std::make_shared<const ir::Graph>(g);
   p.plan_ = std::make_shared<const ir::Plan>(plan);
-  for (const CompiledKernel& k : compiled.kernels) {
-    FJ_CHECK(k.image != nullptr && !k.image->empty(), "GpuProgram::load: kernel " + k.kernel.name + " has no image");
-    FunctionLimits limits;
-    if (k.kernel.reduction && k.kernel.row_blocks) limits.max_block = kReduceMaxBlock;
-    // Opted in to the largest row cache any rules allow on this GPU (launches ask for what they use).
-    if (!k.kernel.row_cache_sizes.empty())
-      limits.max_dynamic_shared = static_cast<int>(ir::row_cache_limit_for(p.dc_->info().shared_per_block_optin));
-    FunctionLimits fast = limits;
-    // A row kernel's fast entry with a vector path keeps FJ_RED_LANES / V threads busy in a pass that
-    // reads memory (V lanes each: fj_red_loads): a larger block would idle the rest there and take
-    // registers and room on the SM from other rows' blocks. With the row on chip, all the threads
-    // copy the row in and write the outputs, and a pass takes one lane a thread: kReduceMaxBlock.
-    if (k.kernel.reduction && k.kernel.row_blocks && k.kernel.vector_width > 1)
-      fast.max_block = kReduceMaxBlock / k.kernel.vector_width;
-    // A module that does not load names the file its image came from (a damaged folder's .cubin).
-    auto load = [&](const std::string& name, FunctionLimits l) {
-      try {
-        return load_function(p.dc_, *k.image, compiled.target.name(), name, l);
-      } catch (const DriverError& e) {
-        if (k.origin.empty()) throw;
-        throw DriverError(e.kind(), fmt::format("{} (the image read from {})", e.what(), k.origin), e.code());
-      }
-    };
-    p.functions_.push_back(load(k.kernel.name, fast));
-    p.on_chip_.push_back(fast.max_block == limits.max_block ? p.functions_.back() : load(k.kernel.name, limits));
-    p.strided_.push_back(load(k.kernel.strided_name(), limits));
-    p.kernels_.push_back(k.kernel);
-  }
+  for (const CompiledKernel& k : compiled.kernels) p.load_entries(k, compiled.target.name());
   p.bindings_ = std::make_shared<const PlanBindings>(g, plan);
   // No larger row cache than every function with one could opt in to (its static shared memory
   // may leave less room than ir::kRowCacheStaticReserve assumes: GpuFunction::max_dynamic_shared).
@@ -212,7 +221,7 @@ GpuProgram GpuProgram::load(std::shared_ptr<DeviceContext> dc, const ir::Graph& 
   rules.row_cache_limit = std::min(rules.row_cache_limit, ir::row_cache_limit_for(p.dc_->info().shared_per_block_optin));
   for (size_t i = 0; i < p.kernels_.size(); ++i)
     if (!p.kernels_[i].row_cache_sizes.empty())
-      for (const GpuFunction* fn : {&p.functions_[i], &p.on_chip_[i], &p.strided_[i]})
+      for (const GpuFunction* fn : {&p.functions_[i], &p.on_chip_[i], &p.on_chip_long_[i], &p.strided_[i]})
         rules.row_cache_limit = std::min<int64_t>(rules.row_cache_limit, fn->max_dynamic_shared);
   p.state_ = make_launch_state(g, plan, *p.bindings_, [&](int variant, size_t gi) -> const GeneratedKernel& {
     FJ_CHECK(variant == 0, "GpuProgram: the kernels were generated for fewer elements than the graph has");
@@ -246,7 +255,7 @@ LaunchConfig group_config(const GpuFunction& fn, const GroupLaunch& group, int64
 LaunchConfig GpuProgram::launch_config(size_t i) const {
   FJ_CHECK(i < functions_.size(), "GpuProgram::launch_config: no such kernel");
   const GroupLaunch& group = state_->groups[i];
-  return group_config(function(i, false, group.row_cache_bytes > 0), group, group.items, false, true);
+  return group_config(function(i, false, group.row_cache_bytes > 0, group.long_rows), group, group.items, false, true);
 }
 
 void GpuProgram::enqueue(std::span<const cu::DevicePtr> inputs, std::span<const cu::DevicePtr> outputs,
@@ -287,7 +296,7 @@ void GpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool str
                           void** args) {
   const GpuProgram* p = variants_[group.variant];
   FJ_CHECK(p != nullptr, "GpuKernelRunner: the kernel variant is not loaded");
-  const GpuFunction& fn = p->function(group_index, strided, group.row_cache_bytes > 0);
+  const GpuFunction& fn = p->function(group_index, strided, group.row_cache_bytes > 0, group.long_rows);
   // The plan's row cache limit assumes at most ir::kRowCacheStaticReserve of static shared memory
   // per kernel; a kernel with more says so here, not as the driver's CUDA_ERROR_INVALID_VALUE.
   const int64_t shared = group.shared_bytes(strided, vector);

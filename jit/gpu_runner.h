@@ -54,9 +54,10 @@ class GpuProgram {
   LaunchConfig launch_config(size_t i) const;
   // The loaded entry of group i: its fast entry, or its strided one; `on_chip`: for a launch that
   // keeps its rows in the row cache (GroupLaunch::row_cache_bytes > 0), whose fast entry may take a
-  // larger block (GpuProgram::load).
-  const GpuFunction& function(size_t group, bool strided, bool on_chip = false) const {
-    return (strided ? strided_ : on_chip ? on_chip_ : functions_)[group];
+  // larger block (GpuProgram::load); `long_rows`: such a launch over long rows
+  // (GroupLaunch::long_rows: kReduceLongRowBlock).
+  const GpuFunction& function(size_t group, bool strided, bool on_chip = false, bool long_rows = false) const {
+    return (strided ? strided_ : on_chip ? (long_rows ? on_chip_long_ : on_chip_) : functions_)[group];
   }
   const std::vector<GeneratedKernel>& kernels() const { return kernels_; }
 
@@ -76,12 +77,14 @@ class GpuProgram {
                std::span<const cu::DevicePtr> intermediates = {}) const;
 
  private:
+  void load_entries(const CompiledKernel& k, const std::string& target);
+
   std::shared_ptr<DeviceContext> dc_;
   std::shared_ptr<const ir::Graph> graph_;
   std::shared_ptr<const ir::Plan> plan_;
   std::shared_ptr<const PlanBindings> bindings_;
   std::shared_ptr<const LaunchState> state_;  // at the graph's dims
-  std::vector<GpuFunction> functions_, strided_, on_chip_;
+  std::vector<GpuFunction> functions_, strided_, on_chip_, on_chip_long_;
   std::vector<GeneratedKernel> kernels_;
 };
 

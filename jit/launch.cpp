@@ -162,13 +162,17 @@ void set_row_cache_slot(const KernelSignature& sig, std::vector<uint64_t>& slots
 void set_row_cache(const LaunchRules& rules, int64_t row_len, GroupLaunch& out) {
   if (!rules.row_cache) return;
   const ir::RowCacheUse use = ir::row_cache_use(out.kernel->row_cache_sizes, out.kernel->row_value_sizes, row_len,
-                                                out.row_split, rules.row_cache_limit);
+                                                out.row_split, rules.row_cache_limit, rules.short_rows);
   out.row_cache_bytes = use.bytes;
   out.row_cache_mode = use.mode;
   if (use.mode == 0) return;
+  // Only kernels that write element outputs (an epilogue: their split launches end with an odd
+  // phase writing them) gain from the long-row block (kReduceLongRowBlock).
+  out.long_rows = row_len >= kLongRowElements && out.kernel->split_phases % 2 == 1;
   if (use.mode == 2)
     out.row_cache_input_bytes =
-        ir::row_cache_use(out.kernel->row_cache_sizes, {}, row_len, out.row_split, rules.row_cache_limit).bytes;
+        ir::row_cache_use(out.kernel->row_cache_sizes, {}, row_len, out.row_split, rules.row_cache_limit,
+                          rules.short_rows).bytes;
   if (out.fast) set_row_cache_slot(out.kernel->signature, out.fast_args, use.mode);
   set_row_cache_slot(out.kernel->strided_signature, out.strided_args, use.mode);
 }

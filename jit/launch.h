@@ -76,6 +76,9 @@ int64_t view_bytes(std::span<const int64_t> shape, std::span<const int64_t> stri
 
 // Work items per block of a reduction kernel (GroupLaunch::items).
 inline constexpr int64_t kReduceItemsPerBlock = 256;
+// The row length (elements) from which a launch keeping its rows on chip is a long-row launch
+// (GroupLaunch::long_rows).
+inline constexpr int64_t kLongRowElements = 16384;
 
 // One group at one set of dim values.
 struct GroupLaunch {
@@ -102,6 +105,10 @@ struct GroupLaunch {
   // every launch gets this many bytes of dynamic shared memory. 0: no row cache.
   int64_t row_cache_bytes = 0;
   int row_cache_mode = 0;
+  // Rows of at least kLongRowElements kept on chip by a kernel that writes element outputs: the
+  // launch takes the larger block of GpuProgram's long-row function (kReduceLongRowBlock,
+  // jit/gpu_module.h).
+  bool long_rows = false;
   // Mode 2 only: the bytes of the inputs' regions alone (mode 1's). A kernel with a vector path
   // reads its kept values there only (codegen: fj_rv needs fj_vector), so a launch of its strided
   // entry or with vec_ok 0 passes row_cache 1 and this much shared memory: blocks per SM are not

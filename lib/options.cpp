@@ -56,7 +56,7 @@ void check_options(const Options& o) {
 
 ir::SplitRules split_rules(const Options& o, int64_t shared_optin) {
   ir::SplitRules r{o.row_split, o.row_cache, shared_optin > 0 ? ir::row_cache_limit_for(shared_optin) : ir::kRowCacheBytes,
-                   !o.fast_math};
+                   !o.fast_math, shared_optin > 0};
   if (o.row_cache_limit > 0) r.row_cache_limit = shared_optin > 0 ? std::min(r.row_cache_limit, o.row_cache_limit) : o.row_cache_limit;
   return r;
 }

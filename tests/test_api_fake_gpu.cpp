@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <string>
 
 #include <fusejit/fusejit.h>
 #include <fusejit/report.h>
@@ -278,6 +279,23 @@ TEST_CASE("the row on chip on the CUDA backend: dynamic shared memory per launch
   }
 }
 
+TEST_CASE("short rows on a GPU are re-read from memory, not kept on chip, with the same bits") {
+  // Rows of 2,048 f32 (8 KiB, ir::kShortRowElements): no row cache on a GPU; every pass reads the
+  // row (L1/L2 serve the re-reads), with the fast entry's block of 64 threads. 2,049 stay on chip.
+  for (int64_t len : {int64_t{2048}, int64_t{2049}}) {
+    CAPTURE(len);
+    FakeGpu gpu;
+    const std::string text = "graph sm\ninput x : f32[6, " + std::to_string(len) + "]\ny = softmax(x, -1)\noutput y\n";
+    const std::vector<float> vx = patterned(static_cast<size_t>(6 * len), 97.0f, 5.0f);
+    const std::vector<fj::HostTensor> want = cpu_outputs(text, {6, len}, vx);
+    const std::vector<float> y = launch_once(compile_cuda(text, {}), vx);
+    REQUIRE(fake_cuda::st().launches.size() == 1);
+    CHECK((fake_cuda::st().launches[0].shared_bytes == 0) == (len == 2048));
+    CHECK(fake_cuda::st().launches[0].block == (len == 2048 ? 64u : 256u));
+    CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
+  }
+}
+
 TEST_CASE("a 48 KiB row cache launches: the kernel opts in to dynamic shared memory beyond the 48 KiB default") {
   FakeGpu gpu;
   // Softmax over rows of 12,288 f32: a 49,152 B row cache on top of the lane arrays' static shared
@@ -321,7 +339,9 @@ TEST_CASE("the row cache limit follows the GPU's opt-in shared memory; Options::
     const std::vector<float> y = launch_once(compile_cuda(text, o), vx);
     REQUIRE(fake_cuda::st().launches.size() == 1);
     CHECK(fake_cuda::st().launches[0].shared_bytes == c.shared);
-    CHECK(fake_cuda::st().launches[0].block == (c.shared ? 256u : 64u));  // as the LayerNorm test above
+    // Rows of 32,768 on chip take the long-row block (jit::kReduceLongRowBlock, 1024: the fake's
+    // occupancy API gives 768 under it); re-read from memory, the fast entry's 64 (as above).
+    CHECK(fake_cuda::st().launches[0].block == (c.shared ? 768u : 64u));
     CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
   }
   {  // A kernel whose static shared memory is over the 12 KiB reserve: its functions opt in to the

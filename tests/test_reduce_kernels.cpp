@@ -461,6 +461,66 @@ TEST_CASE("a reduction group whose outputs are all empty launches nothing, howev
   }
 }
 
+TEST_CASE("short rows re-read from L1/L2 on a GPU; long rows on chip take the long-row block") {
+  // A GPU's rules (SplitRules::short_rows): rows of at most 2,048 elements whose re-read inputs
+  // take at most 8 KiB are not kept on chip, and their re-reads are counted once; without a GPU
+  // the same rows stay on chip.
+  const char* softmax = "m = amax(x, -1, keepdim)\ne = exp(x - m)\ny = e / sum(e, -1, keepdim)\noutput y\n";
+  ir::SplitRules gpu{0, true, ir::row_cache_limit_for(227 * 1024), true, true};
+  struct Want {
+    const char* input;
+    int mode;         // row_cache_mode on a GPU
+    bool long_rows;   // GroupLaunch::long_rows
+    bool cpu_cache;   // on chip without a GPU's rules (a host buffer, at most 48 KiB)
+    const char* note;
+  };
+  const Want wants[] = {
+      {"input x : f32[4, 1024]\n", 0, false, true, "a short row (at most 2048 elements and 8192 B) is re-read from L1/L2"},
+      {"input x : f32[4, 2048]\n", 0, false, true, "a short row"},
+      {"input x : bf16[4, 2049]\n", 1, false, true, "the row kept on chip"},  // bf16 values are not kept
+      {"input x : f64[4, 2048]\n", 2, false, true, "the row kept on chip"},   // 16 KiB
+      {"input x : f32[4, 2049]\n", 2, false, true, "the row kept on chip"},
+      {"input x : f32[2, 16383]\n", 1, false, false, "the row kept on chip"},
+      {"input x : f32[2, 16384]\n", 1, true, false, "the row kept on chip"},
+  };
+  for (const Want& w : wants) {
+    const std::string text = std::string(w.input) + softmax;
+    CAPTURE(text);
+    const ir::Graph g = ir::parse_graph(text, "t.txt");
+    ir::PlanOptions po;
+    po.rules = gpu;
+    const ir::Plan plan = ir::plan_fusion(g, po);
+    REQUIRE(plan.groups.size() == 1);
+    CHECK_MESSAGE(plan.groups[0].note.find(w.note) != std::string::npos, plan.groups[0].note);
+    const ir::GroupTraffic t = ir::group_traffic(g, plan.groups[0], gpu);
+    CHECK(t.reread_bytes == 0);  // short rows: counted once; long ones: on chip
+    CHECK(t.read_bytes == ir::num_elements(g.node(g.inputs[0]).shape) * ir::dtype_size(g.node(g.inputs[0]).dtype));
+    const std::vector<jit::GeneratedKernel> ks = jit::generate_plan_kernels(g, plan);
+    const jit::PlanBindings b(g, plan);
+    const auto provider = [&](int, size_t gi) -> const jit::GeneratedKernel& { return ks[gi]; };
+    const auto st = jit::make_launch_state(g, plan, b, provider, gpu);
+    REQUIRE(st != nullptr);
+    CHECK(st->groups[0].row_cache_mode == w.mode);
+    CHECK(st->groups[0].long_rows == w.long_rows);
+    CHECK(ir::row_split_at(g, plan.groups[0], ir::analyze_reduce_group(g, plan.groups[0]), gpu).short_rows == (w.mode == 0));
+    // Without a GPU's rules the short rows stay on chip (a host buffer on the CPU path; rows over
+    // its 48 KiB limit do not).
+    const auto cpu = jit::make_launch_state(g, plan, b, provider);
+    CHECK((cpu->groups[0].row_cache_mode > 0) == w.cpu_cache);
+  }
+  // A kernel with row outputs only (logsumexp) keeps kReduceMaxBlock over long rows on chip.
+  const ir::Graph g = ir::parse_graph("input x : f32[2, 32768]\ny = logsumexp(x, -1)\noutput y\n", "t.txt");
+  ir::PlanOptions po;
+  po.rules = gpu;
+  const ir::Plan plan = ir::plan_fusion(g, po);
+  const std::vector<jit::GeneratedKernel> ks = jit::generate_plan_kernels(g, plan);
+  const jit::PlanBindings b(g, plan);
+  const auto st = jit::make_launch_state(g, plan, b, [&](int, size_t gi) -> const jit::GeneratedKernel& { return ks[gi]; }, gpu);
+  REQUIRE(st != nullptr);
+  CHECK(st->groups[0].row_cache_mode == 1);
+  CHECK_FALSE(st->groups[0].long_rows);
+}
+
 TEST_CASE("kept values: what a pass computes and the epilogue reads again, kept on chip while it fits") {
   // row_cache_use: inputs and values within min(limit, 48 KiB): mode 2; the inputs alone: mode 1.
   const int f32[] = {4}, none[] = {0};

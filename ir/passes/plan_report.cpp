@@ -323,6 +323,7 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
       e["kept_values"] = fused.rules.kept_values ? names(analyze_reduce_group(g, grp).kept_values) : json::array();
       e["values_on_chip"] = r.values_on_chip;  // the row cache holds them too (row_cache 2)
       e["reread_bytes"] = t.reread_bytes;
+      e["short_rows"] = r.short_rows;  // re-read from L1/L2, counted once (ir::kShortRowElements)
     }
     groups.push_back(std::move(e));
   }
