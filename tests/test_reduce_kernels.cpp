@@ -250,8 +250,13 @@ TEST_CASE("the row cache limit: the GPU's opt-in shared memory less the static r
 }
 
 TEST_CASE("few long rows split over blocks (several launches) and give the reference's bits") {
-  CHECK(ir::choose_row_split(1, 32 * 8192) == 8);
-  CHECK(ir::choose_row_split(1, 31 * 8192) == 1);      // 31 chunks: one block
+  CHECK(ir::choose_row_split(1, 32 * 8192) == 16);
+  CHECK(ir::choose_row_split(1, 128256) == 8);         // 16 chunks (a vocabulary-sized row)
+  CHECK(ir::choose_row_split(8, 128256) == 8);         // greedy_decode's 8 rows: 64 blocks
+  CHECK(ir::choose_row_split(1, 8 * 8192) == 4);
+  CHECK(ir::choose_row_split(1, 7 * 8192) == 1);       // 7 chunks: one block
+  CHECK(ir::choose_row_split(512, 8 * 8192) == 2);
+  CHECK(ir::choose_row_split(513, 8 * 8192) == 1);
   CHECK(ir::choose_row_split(1, 1 << 24) == 512);     // a whole-tensor sum of 16M elements
   CHECK(ir::choose_row_split(4096, 1 << 20) == 1);    // many rows fill the GPU already
   CHECK(ir::choose_row_split(0, 1 << 20) == 1);

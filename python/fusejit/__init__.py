@@ -501,7 +501,7 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
     keeps compiled kernels in memory only. device: the CUDA device ordinal.
     nvrtc_options: extra NVRTC flags. dump_dir: also write the ahead-of-time folder (docs/aot.md).
     build_unfused: compile the unfused plan now, not on its first use. row_split: blocks per row of
-    reductions (0: fusejit's rule, few rows of over 253,952 elements, or few groups of columns of
+    reductions (0: fusejit's rule, few rows of over 57,344 elements, or few groups of columns of
     over 8,192, split; 1: never; N: N parts; the same bits either way; docs/ops.md, "A row split
     over blocks"). row_cache: reduction kernels keep a row their passes share in shared memory when
     it fits in row_cache_limit bytes (False: every pass reads memory; the same bits either way;

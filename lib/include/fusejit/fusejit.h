@@ -419,7 +419,7 @@ struct Options {
   bool build_unfused = false;
   /// Blocks per row of reduction kernels (per group of rows side by side in a column kernel;
   /// docs/ops.md, "A row split over blocks"): 0 = the launcher's rule (ir::choose_split: only few
-  /// rows of more than 253,952 elements, or fewer than 512 groups of columns longer than 8,192,
+  /// rows of more than 57,344 elements, or fewer than 512 groups of columns longer than 8,192,
   /// split); 1 = never split; N >= 2 = every row in min(N, its chunks) parts (to measure the split
   /// on a GPU). The results are the same bits whatever the value. Error(User) when negative.
   int64_t row_split = 0;
