@@ -314,24 +314,21 @@ struct KernelGen {
 // along it (one scalar load reused by all V lanes). With strided inputs the vector path is only
 // valid when the innermost collapsed size is a multiple of V (then the V elements never cross a
 // row and every base offset is a multiple of V, so aligned); pack_args checks that at run time.
-// V is set by the NARROWEST array that moves as a vector, so it moves 16 bytes per access (a u8
-// input feeding an f32 output gets V = 16, not 4: four times the bytes in flight per load and one
-// index computation per 16 elements), capped at 64 bytes per thread for the widest array (4 x
-// 16-byte accesses) to bound registers.
+// V is set by the WIDEST array that moves as a vector: 16 bytes per access of it (a u8 input
+// feeding an f32 output gets V = 4: a 4-byte load and a 16-byte store per thread), so every warp-wide
+// access covers one contiguous span. Measured on an H200: V from the narrowest array (V = 16 there,
+// four 16-byte f32 stores per thread 64 bytes apart) took nchw_normalize from 75 % to 40 % of the
+// copy bandwidth and int8_quant from 88 % to 64 % (2026-11-30 against 2026-12-04,
+// docs/performance.md).
 int vector_width(const KernelGen& k) {
-  int min_size = 16, max_size = 1;
-  auto note_size = [&](ir::DType t) {
-    min_size = std::min(min_size, ir::dtype_size(t));
-    max_size = std::max(max_size, ir::dtype_size(t));
-  };
+  int max_size = 1;
+  auto note_size = [&](ir::DType t) { max_size = std::max(max_size, ir::dtype_size(t)); };
   for (size_t i = 0; i < k.group.inputs.size(); ++i)
     if (k.layout.access[i] == InputAccess::Contiguous || k.inner_vec(i)) note_size(k.dtype(k.group.inputs[i]));
   for (ir::NodeId o : k.group.outputs) note_size(k.dtype(o));
   // No vector path for a 0-d iteration space (one element).
   if (!k.opts.vectorize || k.group.outputs.empty() || k.rank < 1 || (!k.all_flat && k.rank < 2)) return 1;
-  int v = 16 / min_size;
-  while (v > 1 && v * max_size > 64) v /= 2;
-  return v;
+  return std::max(1, 16 / max_size);
 }
 
 // The element type an input pointer points to: its storage type, but fj_bool_in for bool (any

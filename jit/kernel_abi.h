@@ -160,8 +160,8 @@ struct ArgSlot {
 struct KernelSignature {
   std::vector<ArgSlot> args;
   KernelLayout layout;
-  // Elements per vector iteration (16 bytes of the narrowest vector-moved dtype, at most 64 bytes
-  // of the widest; see jit/codegen.cpp); 1 = none. Always 1 for the strided entry.
+  // Elements per vector iteration (16 bytes of the widest vector-moved dtype; see
+  // jit/codegen.cpp); 1 = none. Always 1 for the strided entry.
   int vector_width = 1;
   bool strided = false;  // the strided entry (NAME_s), else the fast one
   // A row reduction kernel's vector path (jit/codegen.cpp, ReduceGen::vec_width): every row starts

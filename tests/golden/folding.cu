@@ -1,7 +1,7 @@
-// Fusion group: 5 op(s), iteration space [4], 32-bit index math, 8-wide vector path.
+// Fusion group: 5 op(s), iteration space [4], 32-bit index math, 4-wide vector path.
 // Layout: r1 i32 in:[0,1):C,C k0:0,0 (docs/architecture.md, "A kernel's layout line"). Outputs: v3 (a), v5 (b), v7 (c), v10 (d).
-// Entry points: fj_folding_7caee567d904f90d for tensors in their canonical layout, fj_folding_7caee567d904f90d_s for any strides.
-static __device__ __forceinline__ void fj_folding_7caee567d904f90d_elem(fj_f16 v0h, int v1, fj_f16& o_v3, fj_f16& o_v5, int& o_v7, float& o_v10) {
+// Entry points: fj_folding_742915b7306e89f8 for tensors in their canonical layout, fj_folding_742915b7306e89f8_s for any strides.
+static __device__ __forceinline__ void fj_folding_742915b7306e89f8_elem(fj_f16 v0h, int v1, fj_f16& o_v3, fj_f16& o_v5, int& o_v7, float& o_v10) {
   const float v0 = fj_load(v0h);
   const fj_f16 v2h = {(unsigned short)0x7c00u};  // v2 = const inf : f16  [folding.graph:5]
   const fj_f16 v4h = {(unsigned short)0x3555u};  // v4 = const 0.333251953125 : f16  [folding.graph:6]
@@ -17,7 +17,7 @@ static __device__ __forceinline__ void fj_folding_7caee567d904f90d_elem(fj_f16 v
   o_v7 = v7;
   o_v10 = v10;
 }
-extern "C" __global__ void fj_folding_7caee567d904f90d(
+extern "C" __global__ void fj_folding_742915b7306e89f8(
     const fj_f16* in_v0,
     const int* in_v1,
     fj_f16* out_v3,
@@ -29,48 +29,48 @@ extern "C" __global__ void fj_folding_7caee567d904f90d(
   const unsigned int tid = (unsigned int)blockIdx.x * blockDim.x + threadIdx.x;
   const unsigned int nthreads = (unsigned int)gridDim.x * blockDim.x;
   unsigned int start = 0;
-  if (vec_ok) {  // every pointer 16-byte aligned: 8 elements per iteration
-    const unsigned int nvec = n / 8;
+  if (vec_ok) {  // every pointer 16-byte aligned: 4 elements per iteration
+    const unsigned int nvec = n / 4;
     for (unsigned int k = tid; k < nvec; k += nthreads) {
-      const unsigned int i = k * 8;
-      const fj_vec<fj_f16, 8> x_v0 = fj_vload<fj_f16, 8>(in_v0 + i);
-      const fj_vec<int, 8> x_v1 = fj_vload<int, 8>(in_v1 + i);
-      fj_vec<fj_f16, 8> y_v3;
-      fj_vec<fj_f16, 8> y_v5;
-      fj_vec<int, 8> y_v7;
-      fj_vec<float, 8> y_v10;
+      const unsigned int i = k * 4;
+      const fj_vec<fj_f16, 4> x_v0 = fj_vload<fj_f16, 4>(in_v0 + i);
+      const fj_vec<int, 4> x_v1 = fj_vload<int, 4>(in_v1 + i);
+      fj_vec<fj_f16, 4> y_v3;
+      fj_vec<fj_f16, 4> y_v5;
+      fj_vec<int, 4> y_v7;
+      fj_vec<float, 4> y_v10;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < 4; ++j) {
         fj_f16 r_v3;
         fj_f16 r_v5;
         int r_v7;
         float r_v10;
-        fj_folding_7caee567d904f90d_elem(x_v0.v[j], x_v1.v[j], r_v3, r_v5, r_v7, r_v10);
+        fj_folding_742915b7306e89f8_elem(x_v0.v[j], x_v1.v[j], r_v3, r_v5, r_v7, r_v10);
         y_v3.v[j] = r_v3;
         y_v5.v[j] = r_v5;
         y_v7.v[j] = r_v7;
         y_v10.v[j] = r_v10;
       }
-      fj_vstore<fj_f16, 8>(out_v3 + i, y_v3);
-      fj_vstore<fj_f16, 8>(out_v5 + i, y_v5);
-      fj_vstore<int, 8>(out_v7 + i, y_v7);
-      fj_vstore<float, 8>(out_v10 + i, y_v10);
+      fj_vstore<fj_f16, 4>(out_v3 + i, y_v3);
+      fj_vstore<fj_f16, 4>(out_v5 + i, y_v5);
+      fj_vstore<int, 4>(out_v7 + i, y_v7);
+      fj_vstore<float, 4>(out_v10 + i, y_v10);
     }
-    start = nvec * 8;
+    start = nvec * 4;
   }
   for (unsigned int i = start + tid; i < n; i += nthreads) {
     fj_f16 r_v3;
     fj_f16 r_v5;
     int r_v7;
     float r_v10;
-    fj_folding_7caee567d904f90d_elem(in_v0[i], in_v1[i], r_v3, r_v5, r_v7, r_v10);
+    fj_folding_742915b7306e89f8_elem(in_v0[i], in_v1[i], r_v3, r_v5, r_v7, r_v10);
     out_v3[i] = r_v3;
     out_v5[i] = r_v5;
     out_v7[i] = r_v7;
     out_v10[i] = r_v10;
   }
 }
-extern "C" __global__ void fj_folding_7caee567d904f90d_s(
+extern "C" __global__ void fj_folding_742915b7306e89f8_s(
     const fj_f16* in_v0,
     const int* in_v1,
     fj_f16* out_v3,
@@ -99,7 +99,7 @@ extern "C" __global__ void fj_folding_7caee567d904f90d_s(
     int r_v7;
     const unsigned long long ooff_v10 = (unsigned long long)c0 * ost_v10_0;
     float r_v10;
-    fj_folding_7caee567d904f90d_elem(in_v0[ioff_v0], in_v1[ioff_v1], r_v3, r_v5, r_v7, r_v10);
+    fj_folding_742915b7306e89f8_elem(in_v0[ioff_v0], in_v1[ioff_v1], r_v3, r_v5, r_v7, r_v10);
     out_v3[ooff_v3] = r_v3;
     out_v5[ooff_v5] = r_v5;
     out_v7[ooff_v7] = r_v7;

@@ -1,7 +1,7 @@
-// Fusion group: 12 op(s), iteration space [8, 4], 32-bit index math, 8-wide vector path.
+// Fusion group: 12 op(s), iteration space [8, 4], 32-bit index math, 4-wide vector path.
 // Layout: r1 i32 in:[0,2):C,C k0.1:0.1,0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v3 (a), v9 (c), v11 (d), v15 (f), v16 (g).
-// Entry points: fj_identities_8610cd0081fb5eb9 for tensors in their canonical layout, fj_identities_8610cd0081fb5eb9_s for any strides.
-static __device__ __forceinline__ void fj_identities_8610cd0081fb5eb9_elem(float v0, fj_f16 v1h, float& o_v3, float& o_v9, float& o_v11, fj_f16& o_v15, float& o_v16) {
+// Entry points: fj_identities_d8557f7284c41396 for tensors in their canonical layout, fj_identities_d8557f7284c41396_s for any strides.
+static __device__ __forceinline__ void fj_identities_d8557f7284c41396_elem(float v0, fj_f16 v1h, float& o_v3, float& o_v9, float& o_v11, fj_f16& o_v15, float& o_v16) {
   const float v4 = 0x0p+0f;  // v4 = const 0.0 : f32  [identities.graph:7]
   const fj_f16 v12h = {(unsigned short)0x3400u};  // v12 = const 0.25 : f16  [identities.graph:12]
   const float v3 = fj_add(v0, v0);  // v3 (a) = add(v0, v0) : f32  [identities.graph:7]
@@ -22,7 +22,7 @@ static __device__ __forceinline__ void fj_identities_8610cd0081fb5eb9_elem(float
   o_v15 = v15h;
   o_v16 = v16;
 }
-extern "C" __global__ void fj_identities_8610cd0081fb5eb9(
+extern "C" __global__ void fj_identities_d8557f7284c41396(
     const float* in_v0,
     const fj_f16* in_v1,
     float* out_v3,
@@ -35,38 +35,38 @@ extern "C" __global__ void fj_identities_8610cd0081fb5eb9(
   const unsigned int tid = (unsigned int)blockIdx.x * blockDim.x + threadIdx.x;
   const unsigned int nthreads = (unsigned int)gridDim.x * blockDim.x;
   unsigned int start = 0;
-  if (vec_ok) {  // every pointer 16-byte aligned: 8 elements per iteration
-    const unsigned int nvec = n / 8;
+  if (vec_ok) {  // every pointer 16-byte aligned: 4 elements per iteration
+    const unsigned int nvec = n / 4;
     for (unsigned int k = tid; k < nvec; k += nthreads) {
-      const unsigned int i = k * 8;
-      const fj_vec<float, 8> x_v0 = fj_vload<float, 8>(in_v0 + i);
-      const fj_vec<fj_f16, 8> x_v1 = fj_vload<fj_f16, 8>(in_v1 + i);
-      fj_vec<float, 8> y_v3;
-      fj_vec<float, 8> y_v9;
-      fj_vec<float, 8> y_v11;
-      fj_vec<fj_f16, 8> y_v15;
-      fj_vec<float, 8> y_v16;
+      const unsigned int i = k * 4;
+      const fj_vec<float, 4> x_v0 = fj_vload<float, 4>(in_v0 + i);
+      const fj_vec<fj_f16, 4> x_v1 = fj_vload<fj_f16, 4>(in_v1 + i);
+      fj_vec<float, 4> y_v3;
+      fj_vec<float, 4> y_v9;
+      fj_vec<float, 4> y_v11;
+      fj_vec<fj_f16, 4> y_v15;
+      fj_vec<float, 4> y_v16;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < 4; ++j) {
         float r_v3;
         float r_v9;
         float r_v11;
         fj_f16 r_v15;
         float r_v16;
-        fj_identities_8610cd0081fb5eb9_elem(x_v0.v[j], x_v1.v[j], r_v3, r_v9, r_v11, r_v15, r_v16);
+        fj_identities_d8557f7284c41396_elem(x_v0.v[j], x_v1.v[j], r_v3, r_v9, r_v11, r_v15, r_v16);
         y_v3.v[j] = r_v3;
         y_v9.v[j] = r_v9;
         y_v11.v[j] = r_v11;
         y_v15.v[j] = r_v15;
         y_v16.v[j] = r_v16;
       }
-      fj_vstore<float, 8>(out_v3 + i, y_v3);
-      fj_vstore<float, 8>(out_v9 + i, y_v9);
-      fj_vstore<float, 8>(out_v11 + i, y_v11);
-      fj_vstore<fj_f16, 8>(out_v15 + i, y_v15);
-      fj_vstore<float, 8>(out_v16 + i, y_v16);
+      fj_vstore<float, 4>(out_v3 + i, y_v3);
+      fj_vstore<float, 4>(out_v9 + i, y_v9);
+      fj_vstore<float, 4>(out_v11 + i, y_v11);
+      fj_vstore<fj_f16, 4>(out_v15 + i, y_v15);
+      fj_vstore<float, 4>(out_v16 + i, y_v16);
     }
-    start = nvec * 8;
+    start = nvec * 4;
   }
   for (unsigned int i = start + tid; i < n; i += nthreads) {
     float r_v3;
@@ -74,7 +74,7 @@ extern "C" __global__ void fj_identities_8610cd0081fb5eb9(
     float r_v11;
     fj_f16 r_v15;
     float r_v16;
-    fj_identities_8610cd0081fb5eb9_elem(in_v0[i], in_v1[i], r_v3, r_v9, r_v11, r_v15, r_v16);
+    fj_identities_d8557f7284c41396_elem(in_v0[i], in_v1[i], r_v3, r_v9, r_v11, r_v15, r_v16);
     out_v3[i] = r_v3;
     out_v9[i] = r_v9;
     out_v11[i] = r_v11;
@@ -82,7 +82,7 @@ extern "C" __global__ void fj_identities_8610cd0081fb5eb9(
     out_v16[i] = r_v16;
   }
 }
-extern "C" __global__ void fj_identities_8610cd0081fb5eb9_s(
+extern "C" __global__ void fj_identities_d8557f7284c41396_s(
     const float* in_v0,
     const fj_f16* in_v1,
     float* out_v3,
@@ -128,7 +128,7 @@ extern "C" __global__ void fj_identities_8610cd0081fb5eb9_s(
     fj_f16 r_v15;
     const unsigned long long ooff_v16 = (unsigned long long)c0 * ost_v16_0 + (unsigned long long)c1 * ost_v16_1;
     float r_v16;
-    fj_identities_8610cd0081fb5eb9_elem(in_v0[ioff_v0], in_v1[ioff_v1], r_v3, r_v9, r_v11, r_v15, r_v16);
+    fj_identities_d8557f7284c41396_elem(in_v0[ioff_v0], in_v1[ioff_v1], r_v3, r_v9, r_v11, r_v15, r_v16);
     out_v3[ooff_v3] = r_v3;
     out_v9[ooff_v9] = r_v9;
     out_v11[ooff_v11] = r_v11;
