@@ -160,11 +160,15 @@ done
 # rows), in fast-math mode (f32 intermediates, fast erf: its compute ceiling, which tells whether
 # the strict kernel is bound by instruction issue or by memory), and capped at 32 registers (full
 # occupancy: does it need more bytes in flight?); the row split's thresholds
-# (ir::choose_row_split, unmeasured): grad_norm in one block against its 512-block split, and a
-# vocabulary-sized logsumexp row (1 x 128256, under the threshold) split in 8 parts against one
-# block. Last, a column reduction with few columns (per-channel sums of [100352, 64]): split over
+# (ir::choose_row_split, from one measurement): grad_norm in one block against its 512-block split,
+# and a vocabulary-sized logsumexp row (1 x 128256) in one block, in 8 parts, and as the rule splits
+# it (8 parts since 2026-12-04). Rows of 2,048 elements (the short-row rule's edge, ir::
+# kShortRowElements: re-read from L1/L2, not kept on chip) come after the rows of 1,024. Last, a column reduction with few columns (per-channel sums of [100352, 64]): split over
 # 26 blocks (the rule, ir::choose_column_split) against 2 blocks.
 for extra in "softmax~rows1024:softmax:--dim=N=16384 --dim=C=1024" \
+             "softmax~rows2048:softmax:--dim=N=8192 --dim=C=2048" \
+             "layernorm~rows2048:layernorm:--dim=N=8192 --dim=C=2048" \
+             "rmsnorm~rows2048:rmsnorm:--dim=T=16384 --dim=D=2048" \
              "softmax~rows32768:softmax:--dim=N=512 --dim=C=32768" \
              "softmax_bf16~rows32768:softmax_bf16:--dim=N=1024 --dim=C=32768" \
              "rmsnorm~rows1024:rmsnorm:--dim=T=32768 --dim=D=1024" \
@@ -187,6 +191,7 @@ for extra in "softmax~rows1024:softmax:--dim=N=16384 --dim=C=1024" \
              "grad_norm~one-block:grad_norm:--row-split=1" \
              "logsumexp~vocab:logsumexp:--dim=N=1 --dim=V=128256 --row-split=1" \
              "logsumexp~vocab-split8:logsumexp:--dim=N=1 --dim=V=128256 --row-split=8" \
+             "logsumexp~vocab-rule:logsumexp:--dim=N=1 --dim=V=128256" \
              "bias_grad~channels:bias_grad:--dim=N=100352 --dim=C=64" \
              "bias_grad~channels-unsplit:bias_grad:--dim=N=100352 --dim=C=64 --row-split=1"; do
   name="${extra%%:*}"; rest="${extra#*:}"; graph="${rest%%:*}"; flags="${rest#*:}"
