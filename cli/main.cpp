@@ -402,7 +402,7 @@ struct RunCommand {
         ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->default_val("auto");
     cmd->add_option("--device", device, "CUDA device ordinal")->default_val(0)->check(kNonNegative);
     cmd->add_option("--row-split", row_split,
-                    "blocks per row of reductions: 0 = fusejit's rule (few rows of > 57,344 elements, or few "
+                    "blocks per row of reductions: 0 = fusejit's rule (<= 16 rows of > 57,344 elements, <= 512 of > 253,952, or few "
                     "groups of columns of > 8,192, split), 1 = never, N = N parts (same bits either way; docs/ops.md)")
         ->default_val(0)->check(kNonNegative64);
     cmd->add_flag("--no-row-cache", no_row_cache,

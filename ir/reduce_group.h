@@ -103,8 +103,9 @@ bool same_sizes(const Shape& a, const Shape& b);
 // The analysis of `grp` (its nodes in topological order, iter_shape, reduce_mask) in `g`.
 ReduceGroupInfo analyze_reduce_group(const Graph& g, const FusionGroup& grp);
 
-// Blocks per row of a reduction kernel with one block per row: 1 unless rows are few and long (at
-// least 8 chunks: more than 57,344 elements; a whole-tensor sum), then parts of at least 2 chunks
+// Blocks per row of a reduction kernel with one block per row: 1 unless rows are few and long (up
+// to 16 rows of at least 8 chunks: more than 57,344 elements; up to 512 rows of at least 32
+// chunks, more than 253,952; a whole-tensor sum), then parts of at least 2 chunks
 // (16,384 elements) each, at most 512 parts and about 1,024 blocks in all. A function of the sizes
 // only, and the bits never depend on it (fj_reduce_phase combines the same chunk values the same
 // way). Measured once on an H200 (2026-12-04): one row of 128,256 f32 (16 chunks) ran 3.5 times

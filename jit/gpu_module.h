@@ -92,7 +92,8 @@ struct GpuFunction {
 //    reduction kernel with one block per row gets kReduceMaxBlock, as its load passes keep only
 //    FJ_RED_LANES threads busy, and its fast entry kReduceMaxBlock / V with a vector path of V
 //    lanes a thread, except for launches that keep the row on chip (GpuProgram loads that entry
-//    twice; a column kernel's rows share a block's threads: no cap);
+//    again with kReduceMaxBlock, and a third time with kReduceLongRowBlock for long rows; a
+//    column kernel's rows share a block's threads: no cap);
 //  - max_dynamic_shared > 0: launches may ask for that many bytes of dynamic shared memory (a row
 //    cache, ir::row_cache_limit_for the device), opted in with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES):
 //    without it a block's static and dynamic shared memory together may not pass 48 KiB, and the
@@ -107,11 +108,15 @@ GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<co
 // The largest block a reduction kernel with one block per row launches with: FJ_RED_LANES
 // (ir/scalar/fj_reduce.h). In a pass over a row only the threads that own a lane load elements
 // (element i goes to lane i mod 256), so a larger block would leave threads idle there while taking
-// an SM's room for other rows' blocks. A choice made before any GPU measurement.
+// an SM's room for other rows' blocks. On an H200 (2026-12-04) it was the best or near it for rows
+// of 4,096 on chip (128 ran within 3 % either way); shorter rows ran best with fewer threads, longer
+// ones with more (kReduceLongRowBlock).
 inline constexpr int kReduceMaxBlock = 256;
 // The largest block of a launch that keeps rows of at least kLongRowElements on chip and writes
-// element outputs (GroupLaunch::long_rows): such a row takes most of an SM's shared memory, so one
-// block runs per SM and only its own threads copy the row in and write the outputs. Measured on an
+// element outputs (GroupLaunch::long_rows): such a row takes much of an SM's shared memory (all
+// but one block's worth at 32,768 f32), so few blocks share an SM and only their own threads copy
+// the rows in and write the outputs. The 16,384-element threshold is a choice between the two
+// lengths measured (4,096 ran best at 256, 32,768 at 1,024). Measured on an
 // H200 (2026-12-04, docs/performance.md: block sizes 64 to 1024 at rows of 1,024, 4,096 and
 // 32,768): rows of 32,768 f32/bf16 elements ran at 56 -> 63 % (RMSNorm), 35 -> 45 % (LayerNorm)
 // and 36 -> 38 % (softmax) of the copy bandwidth with 1024 threads instead of 256; logsumexp over

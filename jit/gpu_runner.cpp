@@ -168,6 +168,15 @@ void time_copy(GpuMeasurement& m, const std::shared_ptr<DeviceContext>& dc, int6
 
 // ---- GpuProgram ------------------------------------------------------------------------------
 
+namespace {
+// Whether long rows on chip launch `k` with kReduceLongRowBlock threads (GroupLaunch::long_rows):
+// a row kernel with a row cache and element outputs (its split launches end with an odd phase
+// writing them).
+bool takes_long_rows(const GeneratedKernel& k) {
+  return k.reduction && k.row_blocks && !k.row_cache_sizes.empty() && k.split_phases % 2 == 1;
+}
+}  // namespace
+
 // The entries of one compiled kernel, each loaded with its launch limits: the fast entry, the same
 // for launches with rows on chip and with long rows on chip, and the strided entry.
 void GpuProgram::load_entries(const CompiledKernel& k, const std::string& target) {
@@ -197,8 +206,7 @@ void GpuProgram::load_entries(const CompiledKernel& k, const std::string& target
   on_chip_.push_back(fast.max_block == limits.max_block ? functions_.back() : load(k.kernel.name, limits));
   strided_.push_back(load(k.kernel.strided_name(), limits));
   FunctionLimits long_rows = limits;
-  if (k.kernel.reduction && k.kernel.row_blocks && !k.kernel.row_cache_sizes.empty())
-    long_rows.max_block = kReduceLongRowBlock;
+  if (takes_long_rows(k.kernel)) long_rows.max_block = kReduceLongRowBlock;
   on_chip_long_.push_back(long_rows.max_block == limits.max_block ? on_chip_.back()
                                                                     : load(k.kernel.name, long_rows));
   kernels_.push_back(k.kernel);

@@ -161,8 +161,11 @@ void set_row_cache_slot(const KernelSignature& sig, std::vector<uint64_t>& slots
 // row_cache argument in both entries' static slots.
 void set_row_cache(const LaunchRules& rules, int64_t row_len, GroupLaunch& out) {
   if (!rules.row_cache) return;
+  // Short rows leave the row cache only where the fast entry's vector loop reads them (its scalar
+  // loop keeps 256 / V threads: measured only with vectors).
+  const bool short_rows = rules.short_rows && out.rows_ok;
   const ir::RowCacheUse use = ir::row_cache_use(out.kernel->row_cache_sizes, out.kernel->row_value_sizes, row_len,
-                                                out.row_split, rules.row_cache_limit, rules.short_rows);
+                                                out.row_split, rules.row_cache_limit, short_rows);
   out.row_cache_bytes = use.bytes;
   out.row_cache_mode = use.mode;
   if (use.mode == 0) return;
@@ -172,7 +175,7 @@ void set_row_cache(const LaunchRules& rules, int64_t row_len, GroupLaunch& out) 
   if (use.mode == 2)
     out.row_cache_input_bytes =
         ir::row_cache_use(out.kernel->row_cache_sizes, {}, row_len, out.row_split, rules.row_cache_limit,
-                          rules.short_rows).bytes;
+                          short_rows).bytes;
   if (out.fast) set_row_cache_slot(out.kernel->signature, out.fast_args, use.mode);
   set_row_cache_slot(out.kernel->strided_signature, out.strided_args, use.mode);
 }

@@ -39,7 +39,8 @@ struct Device {
 };
 
 const Device kDevices[] = {
-    {"768 threads, 2 SMs", 768, 2, 1},   // reductions at 256 threads (64 on a vector path), columns at 768
+    {"768 threads, 2 SMs", 768, 2, 1},   // reductions at 256 threads (256 / V re-reading short rows with
+                                         // vectors; 768 over long rows on chip), columns at 768
     {"96 threads, 3 SMs", 96, 3, 2},     // three warps: not a power of two
     {"32 threads, 1 SM", 32, 1, 1},      // one warp per block, one block at a time
     {"256 threads, no row cache", 256, 2, 1, false},
@@ -72,7 +73,9 @@ std::vector<Case> cases() {
   auto sample = [&](const char* file, fj::DimValues dims) {
     c.push_back({file, fj::Graph::load(fusejit::testing::sample_path(file), dims)});
   };
-  sample("softmax.txt", {{"N", 5}, {"C", 1000}});
+  sample("softmax.txt", {{"N", 5}, {"C", 1000}});  // short rows: re-read on the vector path
+  sample("softmax.txt", {{"N", 3}, {"C", 3000}});  // on chip with kept values (row_cache 2)
+  sample("layernorm.txt", {{"N", 3}, {"C", 2500}});
   sample("softmax_bf16.txt", {{"N", 3}, {"C", 1002}});
   sample("layernorm.txt", {{"N", 5}, {"C", 700}});
   sample("rmsnorm.txt", {{"T", 3}, {"D", 1000}});

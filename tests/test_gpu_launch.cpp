@@ -281,10 +281,10 @@ TEST_CASE("a launch captured into a CUDA graph replays with the buffers' new con
 
 TEST_CASE("one Program on two contexts: each loads its modules and runs") {
   if (g_fake) return;  // needs the real driver's contexts (test_launch covers the fake one)
-  // CUDA 13's driver returns cuCtxCreate_v4 (CUctxCreateParams* before the flags) for
-  // "cuCtxCreate" even when asked for 12.0's: the device argument landed in the flags and the
-  // call failed with CUDA_ERROR_INVALID_DEVICE on the H200 (2026-12-04). Ask for v4 by name
-  // (CUDA 12.5+; null params make a plain context), else 12.0's v2.
+  // cuGetProcAddress("cuCtxCreate", 12000) gave CUDA 13's driver's function of another signature
+  // (a params pointer before the flags: _v3 or _v4), so the device argument landed elsewhere and
+  // the call failed with CUDA_ERROR_INVALID_DEVICE on the H200 (2026-12-04). Ask by name: v4 (CUDA
+  // 12.5+; null params make a plain context on CUDA 13), else or if it refuses, 12.0's v2.
   using CtxCreateV4 = cu::Result (*)(cu::Context*, void*, unsigned, cu::Device);
   using CtxCreateV2 = cu::Result (*)(cu::Context*, unsigned, cu::Device);
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -293,7 +293,8 @@ TEST_CASE("one Program on two contexts: each loads its modules and runs") {
   void* v2 = dlsym(lib, "cuCtxCreate_v2");
   REQUIRE((v4 != nullptr || v2 != nullptr));
   const auto ctx_create = [v4, v2](cu::Context* c, unsigned flags, cu::Device d) {
-    return v4 ? reinterpret_cast<CtxCreateV4>(v4)(c, nullptr, flags, d) : reinterpret_cast<CtxCreateV2>(v2)(c, flags, d);
+    const cu::Result r = v4 ? reinterpret_cast<CtxCreateV4>(v4)(c, nullptr, flags, d) : 1;
+    return r == 0 || !v2 ? r : reinterpret_cast<CtxCreateV2>(v2)(c, flags, d);
   };
   const std::string text = "graph two_contexts\ninput x : f32[65536]\ny = x * 3 + 1\noutput y\n";
   const fj::Program prog = compile(text);

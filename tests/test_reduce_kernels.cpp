@@ -255,8 +255,11 @@ TEST_CASE("few long rows split over blocks (several launches) and give the refer
   CHECK(ir::choose_row_split(8, 128256) == 8);         // greedy_decode's 8 rows: 64 blocks
   CHECK(ir::choose_row_split(1, 8 * 8192) == 4);
   CHECK(ir::choose_row_split(1, 7 * 8192) == 1);       // 7 chunks: one block
-  CHECK(ir::choose_row_split(512, 8 * 8192) == 2);
-  CHECK(ir::choose_row_split(513, 8 * 8192) == 1);
+  CHECK(ir::choose_row_split(16, 8 * 8192) == 4);
+  CHECK(ir::choose_row_split(17, 8 * 8192) == 1);      // beyond 16 rows: 32 chunks
+  CHECK(ir::choose_row_split(17, 32 * 8192) == 16);
+  CHECK(ir::choose_row_split(512, 32 * 8192) == 2);
+  CHECK(ir::choose_row_split(513, 32 * 8192) == 1);
   CHECK(ir::choose_row_split(1, 1 << 24) == 512);     // a whole-tensor sum of 16M elements
   CHECK(ir::choose_row_split(4096, 1 << 20) == 1);    // many rows fill the GPU already
   CHECK(ir::choose_row_split(0, 1 << 20) == 1);

@@ -505,7 +505,7 @@ std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroup
   if (split.blocks_per_row > 1) return fmt::format(", each reading {} from memory (a split row is not kept on chip)", names);
   if (split.short_rows)
     return fmt::format(", each reading {} from memory: a short row (at most {} elements and {} B) is re-read from "
-                       "L1/L2, not kept on chip", names, kShortRowElements, kShortRowBytes);
+                       "L1/L2 on the vector path, not kept on chip", names, kShortRowElements, kShortRowBytes);
   if (!rules.row_cache) return fmt::format(", each reading {} from memory (the row cache is off)", names);
   if (bytes == INT64_MAX)  // saturated (row_cache_bytes): no memory holds it
     return fmt::format(", each reading {} from memory: a row of {} takes more than 2^63 - 1 bytes", names, names);

@@ -154,17 +154,15 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
                         f"got {type(a).__name__}")
     if fw != "numpy":
         return a, None
-    if type(a) not in _NDARRAY_TYPES:  # a NumPy scalar (np.float32(3), ml_dtypes.bfloat16(3)): a 0-d array
-        import numpy as np
+    import numpy as np
 
+    if isinstance(a, np.generic):  # a NumPy scalar (np.float32(3), ml_dtypes.bfloat16(3)): a 0-d array
         a = np.asarray(a)
     bf16, native = _numpy_dtype_facts(a.dtype)
     if not native:  # as the .npy reader says it (first: a big-endian bfloat16 would pass as bf16 bits)
         fix = "ml_dtypes.bfloat16" if bf16 else repr(a.dtype.newbyteorder("=").str)
         raise UserError(f"{what}: big-endian data ({a.dtype.str!r}) is not supported; convert it with .astype({fix})")
     if bf16:
-        import numpy as np
-
         return a.view(np.uint16), "bf16"
     if a.dtype.kind not in "biuf" or a.dtype.itemsize > 8:  # object, complex, long double, strings, dates
         raise UserError(f"{what}: NumPy dtype {a.dtype.name} has no fusejit dtype; fusejit takes bool, int8, uint8, "
@@ -501,7 +499,7 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
     keeps compiled kernels in memory only. device: the CUDA device ordinal.
     nvrtc_options: extra NVRTC flags. dump_dir: also write the ahead-of-time folder (docs/aot.md).
     build_unfused: compile the unfused plan now, not on its first use. row_split: blocks per row of
-    reductions (0: fusejit's rule, few rows of over 57,344 elements, or few groups of columns of
+    reductions (0: fusejit's rule, few rows of over 57,344 elements (253,952 past 16 rows), or few groups of columns of
     over 8,192, split; 1: never; N: N parts; the same bits either way; docs/ops.md, "A row split
     over blocks"). row_cache: reduction kernels keep a row their passes share in shared memory when
     it fits in row_cache_limit bytes (False: every pass reads memory; the same bits either way;

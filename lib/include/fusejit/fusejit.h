@@ -419,14 +419,17 @@ struct Options {
   bool build_unfused = false;
   /// Blocks per row of reduction kernels (per group of rows side by side in a column kernel;
   /// docs/ops.md, "A row split over blocks"): 0 = the launcher's rule (ir::choose_split: only few
-  /// rows of more than 57,344 elements, or fewer than 512 groups of columns longer than 8,192,
+  /// rows of more than 57,344 elements (up to 16 rows; 253,952 up to 512 rows), or fewer than 512
+  /// groups of columns longer than 8,192,
   /// split); 1 = never split; N >= 2 = every row in min(N, its chunks) parts (to measure the split
   /// on a GPU). The results are the same bits whatever the value. Error(User) when negative.
   int64_t row_split = 0;
   /// Whether reduction kernels with one block per row keep the row of the inputs their passes
   /// share in shared memory when it fits in row_cache_limit (docs/ops.md, "The row on chip"): the
-  /// block copies the row from memory once, every pass reads the copy on chip. false = every pass
-  /// reads memory (to measure the difference on a GPU). The results are the same bits either way.
+  /// block copies the row from memory once, every pass reads the copy on chip (on a GPU not for
+  /// short rows, at most 2,048 elements and 8 KiB, which L1/L2 serve: ir::kShortRowElements).
+  /// false = every pass reads memory (to measure the difference on a GPU). The results are the
+  /// same bits either way.
   /// kernels() and measurements count the bytes as the kernels run with this, row_cache_limit and
   /// row_split; plan_text()'s notes describe fusejit's own rules and say when these differ.
   bool row_cache = true;
@@ -457,7 +460,7 @@ struct KernelInfo {
   std::string source;        ///< generated CUDA C++ (the translation unit's kernel part; "" when not built)
   std::vector<std::string> ops;  ///< the op nodes it computes, named as `fusejit plan` names them, e.g. "h = add(x, bias)", "%4 = mul(h, 0.5)"
   int64_t elements = 0;      ///< iteration space size
-  int64_t read_bytes = 0;    ///< each input read once, plus the rows a reduction's passes re-read from memory
+  int64_t read_bytes = 0;    ///< each input read once, plus the rows a reduction's passes re-read from memory (not short rows on a GPU, whose re-reads L1/L2 serve)
   int64_t write_bytes = 0;   ///< each output written once
   CacheOutcome cache = CacheOutcome::Compiled;  ///< where the binary came from
   double compile_ms = 0.0;   ///< compile time (0 on a cache hit; counted once for kernels compiled together)
