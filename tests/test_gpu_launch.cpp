@@ -183,6 +183,36 @@ TEST_CASE("reduction kernels in place on the GPU: element outputs over their inp
   }
 }
 
+TEST_CASE("reductions under a GPU's rules give the CPU path's bits: short rows re-read, long rows, split rows") {
+  // docs/ops.md, "Short and long rows on a GPU" and "A row split over blocks": a GPU program plans
+  // with short rows (<= 2,048 elements, vector path) re-read from L1/L2, long rows on chip
+  // (>= 16,384) at up to 1,024 threads a block, and few rows of >= 8 chunks split; the CPU
+  // program keeps every row on chip in one block. The same bits every way.
+  const char* texts[] = {
+      "input x : f32[64, 1024]\ny = softmax(x, -1)\noutput y\n",      // short: re-read, vector path
+      "input x : f32[64, 1001]\ny = softmax(x, -1)\noutput y\n",      // short, not a multiple of V: on chip
+      "input x : bf16[32, 2048]\ny = softmax(x, -1)\noutput y\n",     // short bf16
+      "input x : f32[16, 2048]\nmu = mean(x, -1, keepdim)\nd = x - mu\n"
+      "y = d * rsqrt(mean(d * d, -1, keepdim) + 1e-5)\noutput y\n",  // LayerNorm, short
+      "input x : f32[8, 32768]\ny = softmax(x, -1)\noutput y\n",      // long rows on chip
+      "input x : bf16[4, 32768]\ny = softmax(x, -1)\noutput y\n",     // long bf16 rows
+      "input x : f32[2, 128256]\ny = logsumexp(x, -1)\noutput y\n",   // 16 chunks, 2 rows: split in 8
+  };
+  for (const char* text : texts) {
+    CAPTURE(text);
+    const fj::Program prog = compile(text);
+    auto keep = emulate(prog);
+    const fj::Program cpu = compile_cpu(text);
+    const fj::TensorInfo in = prog.graph().inputs()[0];
+    const fj::HostTensor hx = random_tensor(in.dtype, in.shape, 23);
+    const std::vector<fj::HostTensor> want = cpu.run({hx});
+    const fj::TensorInfo out = prog.graph().outputs()[0];
+    DevTensor x = upload(hx), y = device_zeros(out.dtype, out.shape);
+    prog.launch({x.ref()}, {y.ref()});
+    CHECK(download(y) == want[0]);
+  }
+}
+
 TEST_CASE("transposed and sliced device views give the bits of their contiguous copies") {
   const std::string text = "graph views_gpu\ndim M = 1000\ninput x : f32[M, 96]\ninput b : f32[96]\n"
                            "y = gelu(x) * b + x\noutput y\n";
