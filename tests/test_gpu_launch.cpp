@@ -155,8 +155,8 @@ TEST_CASE("reduction kernels in place on the GPU: element outputs over their inp
   const char* texts[] = {
       "dim N = 64\ndim C = 4096\ninput x : f32[N, C]\ny = softmax(x, -1)\noutput y\n",
       "dim N = 2\ndim C = 300000\ninput x : f32[N, C]\ny = softmax(x, -1)\noutput y\n",
-      "dim N = 64\ndim C = 1024\ninput x : f32[N, C]\nmu = mean(x, -1, keepdim)\nd = x - mu\n"
-      "y = d * rsqrt(mean(d * d, -1, keepdim) + 1e-5)\noutput y\n",
+      ("dim N = 64\ndim C = 1024\ninput x : f32[N, C]\nmu = mean(x, -1, keepdim)\nd = x - mu\n"
+       "y = d * rsqrt(mean(d * d, -1, keepdim) + 1e-5)\noutput y\n"),
       "dim N = 4096\ndim C = 96\ninput x : f32[N, C]\ny = x - sum(x, 0, keepdim)\noutput y\n",
       "dim N = 4096\ndim C = 4100\ninput x : f32[N, C]\nu = x * 0.5\nf = any(logical_not(isfinite(u)))\noutput u, f\n",
       "dim N = 4096\ndim C = 37\ninput x : f32[N, C]\nu = x - 1\ns = sum(x, 0)\noutput u, s\n",
@@ -192,8 +192,8 @@ TEST_CASE("reductions under a GPU's rules give the CPU path's bits: short rows r
       "input x : f32[64, 1024]\ny = softmax(x, -1)\noutput y\n",      // short: re-read, vector path
       "input x : f32[64, 1001]\ny = softmax(x, -1)\noutput y\n",      // short, not a multiple of V: on chip
       "input x : bf16[32, 2048]\ny = softmax(x, -1)\noutput y\n",     // short bf16
-      "input x : f32[16, 2048]\nmu = mean(x, -1, keepdim)\nd = x - mu\n"
-      "y = d * rsqrt(mean(d * d, -1, keepdim) + 1e-5)\noutput y\n",  // LayerNorm, short
+      ("input x : f32[16, 2048]\nmu = mean(x, -1, keepdim)\nd = x - mu\n"
+       "y = d * rsqrt(mean(d * d, -1, keepdim) + 1e-5)\noutput y\n"),  // LayerNorm, short
       "input x : f32[8, 32768]\ny = softmax(x, -1)\noutput y\n",      // long rows on chip
       "input x : bf16[4, 32768]\ny = softmax(x, -1)\noutput y\n",     // long bf16 rows
       "input x : f32[2, 128256]\ny = logsumexp(x, -1)\noutput y\n",   // 16 chunks, 2 rows: split in 8
