@@ -77,6 +77,9 @@ struct GeneratedKernel {
   // slots). Launches with split_phase 0, row_split 1 and a null ws reduce each row in one block.
   int split_reductions = 0;
   int split_phases = 0;
+  // Whether the kernel writes element outputs (an epilogue): its split launches then end with an
+  // odd phase writing them (fj_reduce_phase), so split_phases is odd.
+  bool writes_elements() const { return split_phases % 2 == 1; }
   // The row cache (docs/ops.md, "The row on chip"; ir::ReduceGroupInfo::reread_inputs): the element
   // size in bytes of each input a kernel with one block per row keeps in dynamic shared memory, in
   // its layout order (regions of row_length * size bytes rounded up to 16, ir::row_cache_bytes).

@@ -170,10 +170,9 @@ void time_copy(GpuMeasurement& m, const std::shared_ptr<DeviceContext>& dc, int6
 
 namespace {
 // Whether long rows on chip launch `k` with kReduceLongRowBlock threads (GroupLaunch::long_rows):
-// a row kernel with a row cache and element outputs (its split launches end with an odd phase
-// writing them).
+// a row kernel with a row cache and element outputs.
 bool takes_long_rows(const GeneratedKernel& k) {
-  return k.reduction && k.row_blocks && !k.row_cache_sizes.empty() && k.split_phases % 2 == 1;
+  return k.reduction && k.row_blocks && !k.row_cache_sizes.empty() && k.writes_elements();
 }
 }  // namespace
 

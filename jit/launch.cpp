@@ -169,9 +169,8 @@ void set_row_cache(const LaunchRules& rules, int64_t row_len, GroupLaunch& out) 
   out.row_cache_bytes = use.bytes;
   out.row_cache_mode = use.mode;
   if (use.mode == 0) return;
-  // Only kernels that write element outputs (an epilogue: their split launches end with an odd
-  // phase writing them) gain from the long-row block (kReduceLongRowBlock).
-  out.long_rows = row_len >= kLongRowElements && out.kernel->split_phases % 2 == 1;
+  // Only kernels that write element outputs gain from the long-row block (kReduceLongRowBlock).
+  out.long_rows = row_len >= kLongRowElements && out.kernel->writes_elements();
   if (use.mode == 2)
     out.row_cache_input_bytes =
         ir::row_cache_use(out.kernel->row_cache_sizes, {}, row_len, out.row_split, rules.row_cache_limit,

@@ -127,7 +127,7 @@ T run_split(const std::vector<T>& x, long long parts, int nthreads) {
 }  // namespace
 
 TEST_CASE("a row split over blocks: the same bits for every number of parts") {
-  for (size_t n : {1u, 8192u, 8193u, 2u * 8192u, 5u * 8192u + 1u, 13u * 8192u + 4099u}) {
+  for (size_t n : {1u, 8192u, 8193u, 2u * 8192u, 5u * 8192u + 1u, 13u * 8192u + 4099u, 300u * 8192u + 3u}) {
     CAPTURE(n);
     std::mt19937 rng(static_cast<uint32_t>(n));
     std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
@@ -146,6 +146,56 @@ TEST_CASE("a row split over blocks: the same bits for every number of parts") {
   // An empty row (never split by the launcher) still gives the identity of an empty reduction.
   const std::vector<double> none;
   CHECK(run_split<fj_red_prod, double>(none, 3, 1) == 1.0);
+}
+
+namespace {
+// The chunk tree as docs/ops.md words it, level by level: neighbours pair, an odd last value
+// passing up unchanged.
+float level_tree_sum(std::vector<float> v) {
+  while (v.size() > 1) {
+    std::vector<float> up;
+    for (size_t i = 0; i + 1 < v.size(); i += 2) up.push_back(v[i] + v[i + 1]);
+    if (v.size() % 2 == 1) up.push_back(v.back());
+    v = std::move(up);
+  }
+  return v[0];
+}
+
+// fj_red_combine_chunks run by `nthreads` host threads as one block.
+float combine_threads(const std::vector<float>& values, int nthreads) {
+  std::barrier<> bar(nthreads), warp(32);
+  g_block = &bar;
+  g_warp = &warp;
+  std::vector<float> lanes(FJ_RED_LANES), result(static_cast<size_t>(nthreads));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < nthreads; ++t)
+    threads.emplace_back([&, t] {
+      result[static_cast<size_t>(t)] = fj_red_combine_chunks<fj_red_sum, float>(
+          static_cast<long long>(values.size()), values.data(), lanes.data(), t, nthreads);
+    });
+  for (std::thread& th : threads) th.join();
+  g_block = nullptr;
+  for (float r : result) CHECK(std::memcmp(&r, &result[0], 4) == 0);  // every thread agrees
+  return result[0];
+}
+}  // namespace
+
+// The combining block loads its chunk values FJ_RED_LANES at a time and pairs them in shared memory:
+// the same tree as the level-by-level one, whatever the count (groups of 256 whole, partial, many).
+TEST_CASE("a split row's chunk values combine by the level-by-level tree, for every thread count") {
+  for (size_t chunks : {1u, 2u, 3u, 5u, 255u, 256u, 257u, 384u, 511u, 512u, 513u, 1000u, 1024u, 1283u}) {
+    CAPTURE(chunks);
+    std::mt19937 rng(static_cast<uint32_t>(chunks) + 17);
+    std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+    std::vector<float> values(chunks);
+    for (float& f : values) f = std::ldexp(mant(rng), static_cast<int>(rng() % 61) - 30);
+    const float want = level_tree_sum(values);
+    for (int threads : {1, 2, 3, 32, 100, 256, 300}) {
+      CAPTURE(threads);
+      const float got = combine_threads(values, threads);
+      CHECK(std::memcmp(&got, &want, 4) == 0);
+    }
+  }
 }
 
 TEST_CASE("a split row's parts cover its chunks and elements once, in order") {
