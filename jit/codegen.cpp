@@ -1106,7 +1106,8 @@ struct ReduceGen {
         "fj_reduce_phase<{0}, {1}>(split_phase, {2}, (long long)row_len, fj_part, fj_parts, {3}, "
         "fj_lanes_{4}, fj_tid, fj_nt,\n      fj_red_chunk_slots<{1}>(ws, {5}, {6}, (long long)rows, (long long)o, "
         "(long long)row_len), fj_red_row_slot<{1}>(ws, {6}, (long long)rows, (long long)o){7})",
-        combiner(p), lt, 2 * level - 1, load, lane_name(p), split_words, pass_slot[pi], row_blocks() ? "" : ", fj_live");
+        combiner(p), lt, 2 * level - 1, load, lane_name(p), split_words, pass_slot[pi],
+        row_blocks() ? ", true, fj_lane_groups" : ", fj_live");
     if (p.size() == 1) return s + reduction_value(p[0], value);
     std::string names;
     for (ir::NodeId r : p) names += (names.empty() ? "" : ", ") + k.nm.label(r);
@@ -1365,8 +1366,8 @@ struct ReduceGen {
     // One lane buffer, the passes' lanes in turn (each pass ends at a barrier): FJ_RED_LANES lanes of
     // the widest pass (ir::lane_bytes each) in 8-byte words, per row of a column kernel's block.
     const std::string words = fmt::format("(FJ_RED_LANES * {} + 7) / 8", ir::lane_bytes(k.g, info));
-    if (row_blocks()) {
-      s += fmt::format("  __shared__ unsigned long long fj_lane_buf[{}];\n", words);
+    if (row_blocks()) {  // fj_lane_groups lane arrays: the long-row entry's block reduces that many chunks at once
+      s += fmt::format("  __shared__ unsigned long long fj_lane_buf[fj_lane_groups * ({})];\n", words);
       for (const auto& [name, t] : lane_types()) s += fmt::format("  {0}* const fj_lanes_{1} = ({0}*)fj_lane_buf;\n", t, name);
     } else {
       s += fmt::format("  __shared__ unsigned long long fj_lane_buf[{}][{}];\n", col_rows(), words);
@@ -1389,8 +1390,9 @@ struct ReduceGen {
     s += indent(row(), 2);
     if (!cached.empty()) s += "    if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache\n";
     s += "  }\n";
-    return fmt::format("template <bool fj_fast>\nstatic __device__ __forceinline__ void @NAME@_rows(\n    {}) {{\n", params) + s +
-           "}\n";
+    return fmt::format("template <bool fj_fast, int fj_lane_groups>\nstatic __device__ __forceinline__ void @NAME@_rows(\n    {}) {{\n",
+                       params) +
+           s + "}\n";
   }
 };
 
@@ -1409,17 +1411,19 @@ KernelSignature reduce_signature(KernelGen& k, bool split, bool row_cache, int V
 }
 
 // An entry: the fast one (suffix "") with the row strides 1, the strided one ("_s") as passed.
-std::string reduce_entry(const KernelSignature& sig, const char* suffix) {
+// The long-row entry ("_l", GeneratedKernel::long_rows_name) is the fast one with lane_groups lane
+// arrays: kept apart so that the others' registers stay what one lane array needs.
+std::string reduce_entry(const KernelSignature& sig, const char* suffix, int lane_groups = 1) {
   std::string params, args;
   for (const ArgSlot& a : sig.args) {
     params += fmt::format("{}{} {}", params.empty() ? "" : ",\n    ", a.ctype, a.name);
     args += (args.empty() ? "" : ", ") + a.name;
   }
-  return fmt::format("extern \"C\" __global__ void @NAME@{}(\n    {}) {{\n  @NAME@_rows<{}>({});\n}}\n", suffix, params,
-                     *suffix ? "false" : "true", args);
+  return fmt::format("extern \"C\" __global__ void @NAME@{}(\n    {}) {{\n  @NAME@_rows<{}, {}>({});\n}}\n", suffix, params,
+                     std::string_view(suffix) == "_s" ? "false" : "true", lane_groups, args);
 }
 
-std::string reduce_header(KernelGen& k, const ReduceGen& r) {
+std::string reduce_header(KernelGen& k, const ReduceGen& r, int lane_groups) {
   std::string axes;
   for (int64_t a : ir::mask_axes(k.group.reduce_mask)) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
   std::string text = kernel_header(k);
@@ -1428,13 +1432,16 @@ std::string reduce_header(KernelGen& k, const ReduceGen& r) {
                       "// Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:\n"
                       "// chunks of FJ_RED_CHUNK, element i to lane\n"
                       "// i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.\n"
-                      "// Entry points: @NAME@ for C-contiguous tensors (stride 1 along a row: fj_fast), @NAME@_s for any strides.\n",
+                      "// Entry points: @NAME@ for C-contiguous tensors (stride 1 along a row: fj_fast), @NAME@_s for any strides{}.\n",
                       axes,
                       r.row_blocks() ? "one block per row (threads share the lanes), or for a few long rows\n"
                                        "// row_split blocks per row in several launches (fj_reduce_phase)"
                                      : "columns side by side in a block (a row, the elements one output\n"
                                        "// reduces, is a column of the tensor), each one's lanes shared by its threads, or\n"
-                                       "// for a few groups of long columns row_split blocks per group in several launches");
+                                       "// for a few groups of long columns row_split blocks per group in several launches",
+                      lane_groups > 1 ? fmt::format(",\n// @NAME@_l as @NAME@ for long rows on chip: blocks of 256 k threads reduce up to k <= {} "
+                                                    "chunks at once", lane_groups)
+                                      : std::string());
   return text;
 }
 
@@ -1452,13 +1459,18 @@ GeneratedKernel generate_reduce_kernel(KernelGen& k) {
   out.rows_per_block = r.row_blocks() ? 1 : r.col_rows();
   if (r.row_blocks()) out.row_cache_sizes = ir::row_cache_element_sizes(k.g, r.info);
   if (!r.kept.empty()) out.row_value_sizes = ir::kept_value_sizes(k.g, r.info);
+  if (out.takes_long_rows())
+    out.lane_groups = static_cast<int>(std::clamp<int64_t>(
+        kLaneGroupBytes / (256 * ir::lane_bytes(k.g, r.info)), 1, kMaxLaneGroups));  // FJ_RED_LANES lanes an array
   out.strided_signature = reduce_signature(k, out.split_reductions > 0, !out.row_cache_sizes.empty(), r.V);
   out.signature = out.strided_signature;
   out.signature.vector_width = r.V;  // the fast entry's vector path (the strided entry ignores vec_ok)
   out.signature.reduce_rows = r.V > 1;
   out.vector_width = r.V;
   const std::string body = r.body_function(out.signature);
-  finish(out, k.g.name, reduce_header(k, r) + body + reduce_entry(out.signature, "") + reduce_entry(out.signature, "_s"));
+  std::string entries = reduce_entry(out.signature, "") + reduce_entry(out.signature, "_s");
+  if (out.lane_groups > 1) entries += reduce_entry(out.signature, "_l", out.lane_groups);
+  finish(out, k.g.name, reduce_header(k, r, out.lane_groups) + body + entries);
   return out;
 }
 

@@ -168,13 +168,8 @@ void time_copy(GpuMeasurement& m, const std::shared_ptr<DeviceContext>& dc, int6
 
 // ---- GpuProgram ------------------------------------------------------------------------------
 
-namespace {
-// Whether long rows on chip launch `k` with kReduceLongRowBlock threads (GroupLaunch::long_rows):
-// a row kernel with a row cache and element outputs.
-bool takes_long_rows(const GeneratedKernel& k) {
-  return k.reduction && k.row_blocks && !k.row_cache_sizes.empty() && k.writes_elements();
-}
-}  // namespace
+// A long row's block of FJ_RED_LANES threads per lane array (fj_reduce_grouped).
+static_assert(kMaxLaneGroups * 256 == kReduceLongRowBlock, "a long row's block is kMaxLaneGroups lane groups");
 
 // The entries of one compiled kernel, each loaded with its launch limits: the fast entry, the same
 // for launches with rows on chip and with long rows on chip, and the strided entry.
@@ -205,9 +200,10 @@ void GpuProgram::load_entries(const CompiledKernel& k, const std::string& target
   on_chip_.push_back(fast.max_block == limits.max_block ? functions_.back() : load(k.kernel.name, limits));
   strided_.push_back(load(k.kernel.strided_name(), limits));
   FunctionLimits long_rows = limits;
-  if (takes_long_rows(k.kernel)) long_rows.max_block = kReduceLongRowBlock;
-  on_chip_long_.push_back(long_rows.max_block == limits.max_block ? on_chip_.back()
-                                                                    : load(k.kernel.name, long_rows));
+  if (k.kernel.takes_long_rows()) long_rows.max_block = kReduceLongRowBlock;
+  // The long-row entry where the kernel has one (lane groups), else the fast entry with the larger block.
+  const std::string long_name = k.kernel.lane_groups > 1 ? k.kernel.long_rows_name() : k.kernel.name;
+  on_chip_long_.push_back(long_rows.max_block == limits.max_block ? on_chip_.back() : load(long_name, long_rows));
   kernels_.push_back(k.kernel);
 }
 

@@ -273,6 +273,7 @@ std::string host_source(std::span<const GeneratedKernel> kernels, bool block_thr
     done[k.name] = true;
     s += trampoline(k.name, k.signature, k.reduction, block_threads);
     s += trampoline(k.strided_name(), k.strided_signature, k.reduction, block_threads);
+    if (k.lane_groups > 1) s += trampoline(k.long_rows_name(), k.signature, k.reduction, block_threads);
   }
   return s;
 }

@@ -186,11 +186,13 @@ json dump_kernel(const fs::path& dir, PlanKind kind, size_t group, const Program
             {"elements", info.elements}, {"read_bytes", info.read_bytes}, {"write_bytes", info.write_bytes},
             {"ops", info.ops}, {"index64", k.index64}, {"vector_width", k.vector_width},
             {"split_reductions", k.split_reductions}, {"split_phases", k.split_phases},
-            {"row_cache_sizes", k.row_cache_sizes}, {"row_value_sizes", k.row_value_sizes},
+            {"row_cache_sizes", k.row_cache_sizes}, {"row_value_sizes", k.row_value_sizes}, {"lane_groups", k.lane_groups},
             {"layout", jit::layout_fingerprint(k.signature.layout)}, {"cache", cache_outcome_name(info.cache)},
             {"entries", json::array({{{"name", k.name}, {"use", "canonical"}, {"args", args_json(k.signature, g, grp)}},
                                      {{"name", k.strided_name()}, {"use", "strided"},
                                       {"args", args_json(k.strided_signature, g, grp)}}})}};
+  if (k.lane_groups > 1)  // the fast entry for long rows on chip (jit::GeneratedKernel::long_rows_name)
+    e["entries"].push_back({{"name", k.long_rows_name()}, {"use", "long_rows"}, {"args", args_json(k.signature, g, grp)}});
   if (binary) {
     size_t n = binary->size();
     if (ext == "ptx" && n && (*binary)[n - 1] == '\0') --n;  // PTX text without its terminator

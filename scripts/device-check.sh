@@ -69,7 +69,8 @@ if [ $WARM -eq 1 ]; then
       -o "$OUTDIR/compiled/bias_gelu~regs32" >> "$OUTDIR/warm.log" 2>&1 || true
     # Step 3b's reduction variants built with other NVRTC options.
     for v in "softmax:-DFJ_RED_NO_VECTOR" "softmax_bf16:-DFJ_RED_NO_VECTOR" "rmsnorm:-DFJ_RED_NO_VECTOR" \
-             "softmax:-DFJ_RED_NO_WARP_TREE" "softmax:-DFJ_RED_NO_KEPT" "softmax_bf16:-DFJ_RED_NO_KEPT"; do
+             "softmax:-DFJ_RED_NO_WARP_TREE" "softmax:-DFJ_RED_NO_KEPT" "softmax_bf16:-DFJ_RED_NO_KEPT" \
+             "softmax:-DFJ_RED_NO_GROUPS" "layernorm:-DFJ_RED_NO_GROUPS"; do
       opt="${v#*:}"; tag="${opt#-D}"; tag="${tag#--}"
       timeout 300 "$FJ" compile "$ROOT/samples/graphs/${v%%:*}.txt" --arch sm_90 --nvrtc-option="$opt" \
         -o "$OUTDIR/compiled/${v%%:*}~$tag" >> "$OUTDIR/warm.log" 2>&1 || true
@@ -152,7 +153,9 @@ done
 # launcher does not see: the limit keeps it from reserving their shared memory; the fast entry of
 # the bf16 softmax takes 44 registers under ptxas, 37 with them). Then
 # the row cache (docs/ops.md, "The row on chip"; its limit, the GPU's opt-in shared memory less
-# 12 KiB, is unmeasured): 32,768-element rows on chip (128 KiB of f32, 64 KiB of bf16 a block)
+# 12 KiB, is unmeasured): 32,768-element rows on chip (128 KiB of f32, 64 KiB of bf16 a block),
+# softmax and LayerNorm also with one lane array (-DFJ_RED_NO_GROUPS: a pass reduces one chunk at
+# a time instead of four, fj_reduce_grouped),
 # against a 48 KiB limit (re-read by every pass), softmax and LayerNorm with every pass reading
 # memory; the row kernels' scalar loads instead of their 16-byte vector path (-DFJ_RED_NO_VECTOR),
 # and the lane tree's nine block barriers instead of the warp tree's two (-DFJ_RED_NO_WARP_TREE,
@@ -160,7 +163,8 @@ done
 # rows), in fast-math mode (f32 intermediates, fast erf: its compute ceiling, which tells whether
 # the strict kernel is bound by instruction issue or by memory), and capped at 32 registers (full
 # occupancy: does it need more bytes in flight?); the row split's thresholds
-# (ir::choose_row_split, from one measurement): grad_norm in one block against its 512-block split,
+# (ir::choose_row_split, from one measurement): grad_norm in one block and in 1,024 (2 chunks a
+# block: twice the loads in flight of its 64-thread blocks) against its 512-block split,
 # and a vocabulary-sized logsumexp row (1 x 128256) in one block, in 8 parts, and as the rule splits
 # it (8 parts since 2026-12-04). Rows of 2,048 elements (the short-row rule's edge, ir::
 # kShortRowElements: re-read from L1/L2, not kept on chip) come after the rows of 1,024. Last, a column reduction with few columns (per-channel sums of [100352, 64]): split over
@@ -174,6 +178,8 @@ for extra in "softmax~rows1024:softmax:--dim=N=16384 --dim=C=1024" \
              "rmsnorm~rows1024:rmsnorm:--dim=T=32768 --dim=D=1024" \
              "rmsnorm~rows32768:rmsnorm:--dim=T=512 --dim=D=32768" \
              "layernorm~rows32768:layernorm:--dim=N=512 --dim=C=32768" \
+             "softmax~rows32768-no-groups:softmax:--dim=N=512 --dim=C=32768 --nvrtc-option=-DFJ_RED_NO_GROUPS" \
+             "layernorm~rows32768-no-groups:layernorm:--dim=N=512 --dim=C=32768 --nvrtc-option=-DFJ_RED_NO_GROUPS" \
              "softmax_bf16~no-kept-values:softmax_bf16:--row-cache-limit=8192" \
              "softmax_bf16~kept-compiled-out:softmax_bf16:--nvrtc-option=-DFJ_RED_NO_KEPT --row-cache-limit=8192" \
              "softmax~no-kept-values:softmax:--row-cache-limit=16384" \
@@ -189,6 +195,7 @@ for extra in "softmax~rows1024:softmax:--dim=N=16384 --dim=C=1024" \
              "bias_gelu~full:bias_gelu:" "bias_gelu~fast-math:bias_gelu:--fast-math" \
              "bias_gelu~regs32:bias_gelu:--nvrtc-option=--maxrregcount=32" \
              "grad_norm~one-block:grad_norm:--row-split=1" \
+             "grad_norm~split1024:grad_norm:--row-split=1024" \
              "logsumexp~vocab:logsumexp:--dim=N=1 --dim=V=128256 --row-split=1" \
              "logsumexp~vocab-split8:logsumexp:--dim=N=1 --dim=V=128256 --row-split=8" \
              "logsumexp~vocab-rule:logsumexp:--dim=N=1 --dim=V=128256" \

@@ -50,6 +50,9 @@ const Device kDevices[] = {
 struct Case {
   std::string label;
   fj::Graph graph;
+  // Rows of 16,384 elements or more on chip: the first device (768 threads) launches the kernel's
+  // long-row entry ("_l"), whose block reduces 3 chunks at once (fj_reduce_grouped).
+  bool long_rows = false;
 };
 
 // Random graphs heavy in reductions (sum ... argmin over random axes, softmax, a value normalised
@@ -81,6 +84,11 @@ std::vector<Case> cases() {
   sample("rmsnorm.txt", {{"T", 3}, {"D", 1000}});
   sample("residual_rmsnorm.txt", {{"T", 3}, {"D", 999}});
   sample("rmsnorm_decode.txt", {{"T", 1}, {"D", 20000}});
+  c.back().long_rows = true;
+  sample("softmax.txt", {{"N", 2}, {"C", 16384 + 3}});  // 3 chunks, the last of 3 elements: kept values
+  c.back().long_rows = true;
+  sample("softmax_bf16.txt", {{"N", 2}, {"C", 5 * 8192 + 7}});  // 6 chunks: 2 rounds of 3 (80 KiB on chip)
+  c.back().long_rows = true;
   sample("logsumexp.txt", {{"N", 4}, {"V", 3000}});
   sample("greedy_decode.txt", {{"B", 3}, {"V", 9000}});
   sample("bias_grad.txt", {{"N", 300}, {"C", 70}});
@@ -150,12 +158,14 @@ void check_devices(const Case& c, double special, size_t devices) {
       }
       // The reduction launches ran with the device's threads: at most its occupancy answer, and
       // more than one thread.
-      bool threads = false;
+      bool threads = false, long_entry = false;
       for (const fake_cuda::Launch& l : fake_cuda::st().launches) {
         CHECK(l.block <= static_cast<unsigned>(d.occ_block));
         threads = threads || l.block > 1;
+        long_entry = long_entry || (l.kernel.ends_with("_l") && l.block == 768);
       }
       CHECK(threads);
+      if (c.long_rows && &d == &kDevices[0] && kind == fj::PlanKind::Fused) CHECK(long_entry);
     }
   }
 }

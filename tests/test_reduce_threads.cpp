@@ -18,20 +18,47 @@
 
 namespace {
 std::barrier<>* g_block = nullptr;  // the block being run (one at a time)
-std::barrier<>* g_warp = nullptr;   // its warp 0 (threads 0..31), when its thread count is 32k
-unsigned char g_warp_words[32][32];  // the values warp 0 exchanges
+// Its warps (threads 32w .. 32w + 31), when its thread count is 32k: warp 0 of each lane group
+// (fj_reduce_grouped) runs the warp tree, all groups at once.
+constexpr int kMaxWarps = 1024 / 32;
+std::barrier<>* g_warps[kMaxWarps] = {};
+unsigned char g_warp_words[kMaxWarps][32][32];  // the values each warp exchanges
+thread_local int t_thread = 0;  // the calling host thread's index in the block (threadIdx.x)
 
-// CUDA's __shfl_down_sync(full mask, v, h) for host threads 0..31 acting as warp 0: lane l gets
-// lane l + h's value (its own where l + h >= 32), every lane taking part.
+// CUDA's __shfl_down_sync(full mask, v, h) for the calling thread's warp: lane l gets lane l + h's
+// value (its own where l + h >= 32), every lane taking part.
 template <class T>
 T host_shfl_down(T v, int h, int lane) {
-  static_assert(sizeof(T) <= sizeof(g_warp_words[0]));
-  std::memcpy(g_warp_words[lane], &v, sizeof(T));
-  g_warp->arrive_and_wait();
+  const int w = t_thread / 32;  // `lane` is t_thread % 32: fj_reduce.h passes the lane in warp 0
+  static_assert(sizeof(T) <= sizeof(g_warp_words[0][0]));
+  std::memcpy(g_warp_words[w][lane], &v, sizeof(T));
+  g_warps[w]->arrive_and_wait();
   T got = v;
-  if (lane + h < 32) std::memcpy(&got, g_warp_words[lane + h], sizeof(T));
-  g_warp->arrive_and_wait();
+  if (lane + h < 32) std::memcpy(&got, g_warp_words[w][lane + h], sizeof(T));
+  g_warps[w]->arrive_and_wait();
   return got;
+}
+
+// Runs f(t) on `nthreads` host threads acting as one block (t_thread = t): a barrier for the
+// block and one per whole warp.
+template <class F>
+void run_block_threads(int nthreads, F f) {
+  std::barrier<> block(nthreads);
+  std::vector<std::unique_ptr<std::barrier<>>> warps;
+  for (int w = 0; w < nthreads / 32 && w < kMaxWarps; ++w) {
+    warps.push_back(std::make_unique<std::barrier<>>(32));
+    g_warps[w] = warps.back().get();
+  }
+  g_block = &block;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < nthreads; ++t)
+    threads.emplace_back([&, t] {
+      t_thread = t;
+      f(t);
+    });
+  for (std::thread& th : threads) th.join();
+  g_block = nullptr;
+  for (auto& w : g_warps) w = nullptr;
 }
 }  // namespace
 #define FJ_RED_HOST_SYNC() g_block->arrive_and_wait()
@@ -54,27 +81,23 @@ bool same_bits(const fj_red_two<A, B>& x, const fj_red_two<A, B>& y) {
 }
 
 // fj_reduce_fixed of n elements through `load` (a load function or fj_red_loads) by `nthreads`
-// host threads acting as one block; every thread must return the same bits.
+// host threads acting as one block, with `lane_groups` lane arrays; every thread must return the
+// same bits.
 template <class R, class T, class Load>
-T run_threads(long long n, Load load, int nthreads) {
-  std::barrier<> block(nthreads), warp(32);
-  g_block = &block;
-  g_warp = &warp;
-  std::vector<T> lanes(FJ_RED_LANES);
+T run_threads(long long n, Load load, int nthreads, int lane_groups = 1) {
+  std::vector<T> lanes(static_cast<size_t>(FJ_RED_LANES * lane_groups));
   std::vector<T> result(static_cast<size_t>(nthreads));
-  std::vector<std::thread> threads;
-  for (int t = 0; t < nthreads; ++t)
-    threads.emplace_back([&, t] { result[static_cast<size_t>(t)] = fj_reduce_fixed<R, T>(n, load, lanes.data(), t, nthreads); });
-  for (std::thread& th : threads) th.join();
-  g_block = nullptr;
+  run_block_threads(nthreads, [&](int t) {
+    result[static_cast<size_t>(t)] = fj_reduce_fixed<R, T>(n, load, lanes.data(), t, nthreads, lane_groups);
+  });
   for (const T& r : result) CHECK(same_bits(r, result[0]));  // every thread agrees
   return result[0];
 }
 
 template <class R, class T>
-T run_block(const std::vector<T>& x, int nthreads) {
+T run_block(const std::vector<T>& x, int nthreads, int lane_groups = 1) {
   return run_threads<R, T>(static_cast<long long>(x.size()), [&](long long i) { return x[static_cast<size_t>(i)]; },
-                           nthreads);
+                           nthreads, lane_groups);
 }
 
 template <class R>
@@ -102,17 +125,10 @@ T run_split(const std::vector<T>& x, long long parts, int nthreads) {
   T kept{};
   auto load = [&](long long i) { return x[static_cast<size_t>(i)]; };
   auto block = [&](int phase, long long part) {
-    std::barrier<> bar(nthreads), warp(32);
-    g_block = &bar;
-    g_warp = &warp;
-    std::vector<std::thread> threads;
-    for (int t = 0; t < nthreads; ++t)
-      threads.emplace_back([&, t] {
-        result[static_cast<size_t>(t)] =
-            fj_reduce_phase<R, T>(phase, 3, n, part, parts, load, lanes.data(), t, nthreads, values.data(), &kept);
-      });
-    for (std::thread& th : threads) th.join();
-    g_block = nullptr;
+    run_block_threads(nthreads, [&](int t) {
+      result[static_cast<size_t>(t)] =
+          fj_reduce_phase<R, T>(phase, 3, n, part, parts, load, lanes.data(), t, nthreads, values.data(), &kept);
+    });
   };
   for (long long p = parts; p-- > 0;) block(3, p);
   block(4, 0);
@@ -163,18 +179,11 @@ float level_tree_sum(std::vector<float> v) {
 
 // fj_red_combine_chunks run by `nthreads` host threads as one block.
 float combine_threads(const std::vector<float>& values, int nthreads) {
-  std::barrier<> bar(nthreads), warp(32);
-  g_block = &bar;
-  g_warp = &warp;
   std::vector<float> lanes(FJ_RED_LANES), result(static_cast<size_t>(nthreads));
-  std::vector<std::thread> threads;
-  for (int t = 0; t < nthreads; ++t)
-    threads.emplace_back([&, t] {
-      result[static_cast<size_t>(t)] = fj_red_combine_chunks<fj_red_sum, float>(
-          static_cast<long long>(values.size()), values.data(), lanes.data(), t, nthreads);
-    });
-  for (std::thread& th : threads) th.join();
-  g_block = nullptr;
+  run_block_threads(nthreads, [&](int t) {
+    result[static_cast<size_t>(t)] = fj_red_combine_chunks<fj_red_sum, float>(
+        static_cast<long long>(values.size()), values.data(), lanes.data(), t, nthreads);
+  });
   for (float r : result) CHECK(std::memcmp(&r, &result[0], 4) == 0);  // every thread agrees
   return result[0];
 }
@@ -233,6 +242,51 @@ TEST_CASE("fixed order: the same bits for every thread count (block size)") {
     check_thread_counts<fj_red_max>(n, static_cast<uint32_t>(n) + 3);
     check_thread_counts<fj_red_min>(n, static_cast<uint32_t>(n) + 4);
   }
+}
+
+// A block of 512 or more threads with several lane arrays reduces that many chunks at once
+// (fj_reduce_grouped: a long row's 1,024-thread block); the chunk values, and so the bits, are
+// those of one thread. Chunk counts below, at and above the groups, partial last rounds, a pair
+// lane and vector loads.
+TEST_CASE("lane groups: several chunks at once, the same bits") {
+  typedef fj_red_two<float, double> Pair;
+  for (size_t n : {8192u + 1u, 2u * 8192u, 3u * 8192u + 5u, 4u * 8192u, 5u * 8192u + 1u, 9u * 8192u + 77u}) {
+    CAPTURE(n);
+    std::mt19937 rng(static_cast<uint32_t>(n) + 23);
+    std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+    std::vector<float> x(n);
+    for (float& f : x) f = std::ldexp(mant(rng), static_cast<int>(rng() % 41) - 20);
+    // Chunk sums of 2^25, small, small, -2^25, ... (elements of at most 1 and one large one): the
+    // small ones vanish next to 2^25 (its ulp is 4) or add up, as the order says.
+    for (float& f : x) f = std::ldexp(f, -20);
+    for (size_t c = 0; c * 8192 < n; ++c) x[c * 8192] = c % 4 == 0 ? 0x1p25f : c % 4 == 3 ? -0x1p25f : 0.0f;
+    std::vector<float> xn = x;
+    xn[n / 2] = std::nanf("");  // amax propagates it from whichever chunk holds it
+    std::vector<Pair> xp(n);
+    for (size_t i = 0; i < n; ++i) xp[i] = Pair{x[i], static_cast<double>(x[(i * 7) % n])};
+    const float sum = run_block<fj_red_sum, float>(x, 1), mx = run_block<fj_red_max, float>(xn, 1);
+    const Pair pair = run_block<fj_red_pair<fj_red_sum, fj_red_max>, Pair>(xp, 1);
+    CHECK(fj_red_groups(fj_red_chunks(static_cast<long long>(n)), 1024, 4) == std::min<int>(4, static_cast<int>(fj_red_chunks(static_cast<long long>(n)))));
+    for (int threads : {512, 640, 768, 1024}) {
+      CAPTURE(threads);
+      const float s = run_block<fj_red_sum, float>(x, threads, 4), m = run_block<fj_red_max, float>(xn, threads, 4);
+      CHECK(std::memcmp(&s, &sum, 4) == 0);
+      CHECK(std::memcmp(&m, &mx, 4) == 0);
+      CHECK(same_bits(run_block<fj_red_pair<fj_red_sum, fj_red_max>, Pair>(xp, threads, 2), pair));
+    }
+    auto one = [&](long long i) { return x[static_cast<size_t>(i)]; };
+    auto vec = [&](long long i, float* out) {
+      for (int j = 0; j < 4; ++j) out[j] = x[static_cast<size_t>(i + j)];
+    };
+    const float sv = run_threads<fj_red_sum, float>(static_cast<long long>(n), fj_red_loads<4>(n % 4 == 0, one, vec), 1024, 4);
+    CHECK(std::memcmp(&sv, &sum, 4) == 0);
+  }
+  // Where groups cannot run: fewer threads than two lane arrays need, one chunk, one lane array.
+  CHECK(fj_red_groups(4, 256, 4) == 1);
+  CHECK(fj_red_groups(1, 1024, 4) == 1);
+  CHECK(fj_red_groups(8, 1024, 1) == 1);
+  CHECK(fj_red_groups(8, 768, 4) == 3);  // three arrays of 256 threads
+  CHECK(fj_red_groups(8, 992, 4) == 1);  // 31 warps: no equal groups of whole warps
 }
 
 namespace {

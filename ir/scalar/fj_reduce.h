@@ -29,6 +29,9 @@
 
 #define FJ_RED_LANES 256
 #define FJ_RED_CHUNK 8192
+// The most lane groups a block may split into (fj_reduce_grouped): a block of 1,024 threads reduces
+// four chunks of a row at once, 256 threads each.
+#define FJ_RED_MAX_GROUPS 4
 // Deepest chunk stack: log2 of the most chunks a reduction may have (2^63 / FJ_RED_CHUNK) + 1.
 // Every thread keeps one in local memory, which the driver reserves for every resident thread of
 // the GPU: a kernel with 32-bit indexing (fewer than 2^31 elements, so at most 2^18 chunks and a
@@ -179,8 +182,11 @@ __device__ __forceinline__ T fj_red_shfl_down(T v, int h, int lane) {
   for (int j = 0; j < (int)((sizeof(T) + 3) / 4); ++j) u.w[j] = __shfl_down_sync(0xffffffffu, u.w[j], h);
   return u.t;
 }
-// Whole warps: the calling threads are the block, thread `tid` being threadIdx.x.
-FJ_FN bool fj_red_whole_warps(int nthreads) { return nthreads == (int)blockDim.x && nthreads % 32 == 0; }
+// Whole warps: the calling threads are the block (or one of its `groups` equal lane groups:
+// fj_reduce_grouped), each a multiple of 32 threads.
+FJ_FN bool fj_red_whole_warps(int nthreads, int groups) {
+  return nthreads * groups == (int)blockDim.x && nthreads % 32 == 0;
+}
 #elif defined(FJ_RED_HOST_SHFL_DOWN) && !defined(FJ_DEVICE_CODE)
 // A test runs host threads as warps: it defines FJ_RED_HOST_SHFL_DOWN(v, h, lane) too, and
 // FJ_RED_HOST_WHOLE_WARPS(n) where the device's rule applies (host builds of generated kernels run
@@ -189,17 +195,29 @@ FJ_FN bool fj_red_whole_warps(int nthreads) { return nthreads == (int)blockDim.x
 #define FJ_RED_BLOCK_SHARED static
 template <class T> inline T fj_red_shfl_down(T v, int h, int lane) { return FJ_RED_HOST_SHFL_DOWN(v, h, lane); }
 #ifdef FJ_RED_HOST_WHOLE_WARPS
-inline bool fj_red_whole_warps(int nthreads) { return FJ_RED_HOST_WHOLE_WARPS(nthreads); }
+inline bool fj_red_whole_warps(int nthreads, int groups) {
+  return nthreads % 32 == 0 && FJ_RED_HOST_WHOLE_WARPS(nthreads * groups);
+}
 #else
-inline bool fj_red_whole_warps(int nthreads) { return nthreads % 32 == 0; }
+inline bool fj_red_whole_warps(int nthreads, int) { return nthreads % 32 == 0; }
+#endif
+#endif
+
+// Block-wide scratch of the lane groups (fj_reduce_grouped) without the warp tree: __shared__ on a
+// GPU; on the host a static, which only a block of host threads (tests) ever shares.
+#ifndef FJ_RED_BLOCK_SHARED
+#ifdef FJ_DEVICE_CODE
+#define FJ_RED_BLOCK_SHARED __shared__
+#else
+#define FJ_RED_BLOCK_SHARED static
 #endif
 #endif
 
 #ifdef FJ_RED_WARP_TREE
 template <class R, class T>
-FJ_FN T fj_red_lane_tree_warps(T* lanes, int tid) {
+FJ_FN T fj_red_lane_tree_warps(T* lanes, int tid, int group) {
   static_assert(FJ_RED_LANES == 256, "the warp tree's first steps assume 256 lanes");
-  FJ_RED_BLOCK_SHARED T fj_red_result;  // warp 0's result for the block
+  FJ_RED_BLOCK_SHARED T fj_red_result[FJ_RED_MAX_GROUPS];  // each lane group's warp 0's result
   if (tid < 32) {
     T x[8];  // lanes tid + 32 j
     for (int j = 0; j < 8; ++j) x[j] = lanes[tid + 32 * j];
@@ -207,26 +225,31 @@ FJ_FN T fj_red_lane_tree_warps(T* lanes, int tid) {
       for (int j = 0; j < h; ++j) x[j] = R::template op<T>(x[j], x[j + h]);
     T v = x[0];
     for (int h = 16; h >= 1; h /= 2) v = R::template op<T>(v, fj_red_shfl_down(v, h, tid));
-    if (tid == 0) fj_red_result = v;
+    if (tid == 0) fj_red_result[group] = v;
   }
   fj_red_sync();  // lanes[] is free for the next chunk; fj_red_result is written only after the next
-  return fj_red_result;  // chunk's first barrier, which every thread reaches after reading this one
+  return fj_red_result[group];  // chunk's first barrier, which every thread reaches after reading this
 }
 #endif
 
 // Step 3: the lane tree over lanes[0..FJ_RED_LANES). Thread `tid` of `nthreads` does lanes tid,
-// tid + nthreads, ...; every thread returns lanes[0].
+// tid + nthreads, ...; every thread returns lanes[0]. `group` of `groups`: the calling threads are
+// one of a block's equal lane groups, each with its own lanes (fj_reduce_grouped), all of which
+// call this together (its barriers are the block's).
 template <class R, class T>
-FJ_FN T fj_red_lane_tree(T* lanes, int tid, int nthreads) {
+FJ_FN T fj_red_lane_tree(T* lanes, int tid, int nthreads, int group = 0, int groups = 1) {
 #ifdef FJ_RED_WARP_TREE
-  if (fj_red_whole_warps(nthreads)) return fj_red_lane_tree_warps<R, T>(lanes, tid);
+  if (fj_red_whole_warps(nthreads, groups)) return fj_red_lane_tree_warps<R, T>(lanes, tid, group);
+#else
+  (void)group;
+  (void)groups;
 #endif
   for (int h = FJ_RED_LANES / 2; h >= 1; h /= 2) {
     for (int l = tid; l < h; l += nthreads) lanes[l] = R::template op<T>(lanes[l], lanes[l + h]);
-    if (nthreads > 1) fj_red_sync();
+    if (nthreads * groups > 1) fj_red_sync();
   }
   T v = lanes[0];
-  if (nthreads > 1) fj_red_sync();  // lanes[] is reused by the next chunk
+  if (nthreads * groups > 1) fj_red_sync();  // lanes[] is reused by the next chunk
   return v;
 }
 
@@ -245,7 +268,8 @@ FJ_FN void fj_red_push(T* stack, int& depth, long long count, T v) {
 // thread, not only as many as the compiler's unrolling would overlap.
 #define FJ_RED_BATCH 8
 template <class R, class T, class Load>
-FJ_FN T fj_red_chunk(long long c0, long long m, Load& load, T* lanes, int tid, int nthreads) {
+FJ_FN T fj_red_chunk(long long c0, long long m, Load& load, T* lanes, int tid, int nthreads, int group = 0,
+                     int groups = 1) {
   for (int l = tid; l < FJ_RED_LANES; l += nthreads) {
     T a = R::template id<T>();
     long long i = l;
@@ -257,8 +281,8 @@ FJ_FN T fj_red_chunk(long long c0, long long m, Load& load, T* lanes, int tid, i
     for (; i < m; i += FJ_RED_LANES) a = R::template op<T>(a, load(c0 + i));
     lanes[l] = a;
   }
-  if (nthreads > 1) fj_red_sync();
-  return fj_red_lane_tree<R, T>(lanes, tid, nthreads);
+  if (nthreads * groups > 1) fj_red_sync();
+  return fj_red_lane_tree<R, T>(lanes, tid, nthreads, group, groups);
 }
 
 // A pass's element loads with a vector path (the fast entry of a row kernel, jit/codegen.cpp):
@@ -298,9 +322,10 @@ FJ_RFN fj_red_vec_load<V, One, Vec> fj_red_loads(bool on, One one, Vec vec) {
 // Lane gV + j's elements are i + j for i = gV, gV + LANES, ... (< m): the vector at i, and at the
 // chunk's end, where fewer than V elements are left, one(i + j) for those there are.
 template <class R, class T, int V, class One, class Vec>
-FJ_FN T fj_red_chunk(long long c0, long long m, fj_red_vec_load<V, One, Vec>& load, T* lanes, int tid, int nthreads) {
+FJ_FN T fj_red_chunk(long long c0, long long m, fj_red_vec_load<V, One, Vec>& load, T* lanes, int tid, int nthreads,
+                     int group = 0, int groups = 1) {
   static_assert(FJ_RED_LANES % V == 0, "a thread's V lanes must tile the lanes");
-  if (!load.on) return fj_red_chunk<R, T>(c0, m, load.one, lanes, tid, nthreads);
+  if (!load.on) return fj_red_chunk<R, T>(c0, m, load.one, lanes, tid, nthreads, group, groups);
   for (int g = tid; g < FJ_RED_LANES / V; g += nthreads) {
     T a[V];
     for (int j = 0; j < V; ++j) a[j] = R::template id<T>();
@@ -320,8 +345,8 @@ FJ_FN T fj_red_chunk(long long c0, long long m, fj_red_vec_load<V, One, Vec>& lo
       if (i + j < m) a[j] = R::template op<T>(a[j], load.one(c0 + i + j));
     for (int j = 0; j < V; ++j) lanes[g * V + j] = a[j];
   }
-  if (nthreads > 1) fj_red_sync();
-  return fj_red_lane_tree<R, T>(lanes, tid, nthreads);
+  if (nthreads * groups > 1) fj_red_sync();
+  return fj_red_lane_tree<R, T>(lanes, tid, nthreads, group, groups);
 }
 
 // Number of chunks of a reduction of length n.
@@ -362,12 +387,64 @@ FJ_FN T fj_red_combine_chunks(long long chunks, const T* values, T* lanes, int t
   return stack[0];
 }
 
-// Reduces elements 0..n-1, element i being load(i) (a compute-type value), in the fixed order.
-// `lanes`: FJ_RED_LANES values of scratch shared by the `nthreads` threads calling together (each
-// with its own `tid`); every thread returns the result. n == 0 gives R::empty().
+// Step 2-4 with the block split into `groups` equal lane groups (lanes: groups * FJ_RED_LANES
+// values): group g reduces chunks g, g + groups, ... into its own lanes, so that many chunks are
+// reduced at once; a round's chunk values then join the stack in index order. Each chunk is the
+// same operations on the same elements as with one group, so the bits are the same. A pass over a
+// row on chip with FJ_RED_LANES lanes keeps 256 threads busy: a block of 1,024 (a long row's,
+// jit/gpu_runner) had three quarters of its threads idle in every pass. Every thread of the block
+// calls this (the groups meet at the same barriers: a group without a chunk in the last round
+// reduces nothing).
 template <class R, class T, class Load>
-FJ_FN T fj_reduce_fixed(long long n, Load load, T* lanes, int tid, int nthreads) {
+FJ_FN T fj_reduce_grouped(long long n, Load& load, T* lanes, int tid, int nthreads, int groups) {
+  FJ_RED_BLOCK_SHARED T fj_red_gvals[FJ_RED_MAX_GROUPS];  // a round's chunk values
+  const int per = nthreads / groups, g = tid / per, gtid = tid - g * per;
+  const long long chunks = fj_red_chunks(n);
+  T stack[FJ_RED_STACK];
+  int depth = 0;
+  long long count = 0;
+  for (long long r0 = 0; r0 < chunks; r0 += groups) {
+    const long long c0 = (r0 + g) * FJ_RED_CHUNK;
+    const long long m = c0 >= n ? 0 : n - c0 < FJ_RED_CHUNK ? n - c0 : FJ_RED_CHUNK;
+    const T v = fj_red_chunk<R, T>(c0, m, load, lanes + g * FJ_RED_LANES, gtid, per, g, groups);
+    if (gtid == 0) fj_red_gvals[g] = v;  // read below by every thread before the next round's
+    fj_red_sync();                       // first barrier, after which it is written again
+    for (int j = 0; j < groups && r0 + j < chunks; ++j) fj_red_push<R, T>(stack, depth, ++count, fj_red_gvals[j]);
+  }
+  for (; depth > 1; --depth) stack[depth - 2] = R::template op<T>(stack[depth - 2], stack[depth - 1]);
+  return stack[0];
+}
+
+// The lane groups fj_reduce_fixed splits a block of `nthreads` into for `chunks` chunks, with room
+// for `lane_groups` lane arrays: one per FJ_RED_LANES threads, no more than the chunks, whole warps
+// each. -DFJ_RED_NO_GROUPS (an NVRTC option) keeps one, to measure the difference.
+FJ_FN int fj_red_groups(long long chunks, int nthreads, int lane_groups) {
+#ifdef FJ_RED_NO_GROUPS
+  (void)chunks;
+  (void)nthreads;
+  (void)lane_groups;
+  return 1;
+#else
+  int g = lane_groups < FJ_RED_MAX_GROUPS ? lane_groups : FJ_RED_MAX_GROUPS;
+  if (g > nthreads / FJ_RED_LANES) g = nthreads / FJ_RED_LANES;
+  if (g > chunks) g = (int)chunks;
+  while (g > 1 && nthreads % (32 * g) != 0) --g;
+  return g > 1 ? g : 1;
+#endif
+}
+
+// Reduces elements 0..n-1, element i being load(i) (a compute-type value), in the fixed order.
+// `lanes`: lane_groups * FJ_RED_LANES values of scratch shared by the `nthreads` threads calling
+// together (each with its own `tid`); every thread returns the result. n == 0 gives R::empty().
+// With more than one lane array, a block of at least 512 threads reduces several chunks at once
+// (fj_reduce_grouped).
+template <class R, class T, class Load>
+FJ_FN T fj_reduce_fixed(long long n, Load load, T* lanes, int tid, int nthreads, int lane_groups = 1) {
   if (n == 0) return R::template empty<T>();
+  if (lane_groups > 1) {  // a constant where the kernel's entry is inlined: the others compile without it
+    const int groups = fj_red_groups(fj_red_chunks(n), nthreads, lane_groups);
+    if (groups > 1) return fj_reduce_grouped<R, T>(n, load, lanes, tid, nthreads, groups);
+  }
   T stack[FJ_RED_STACK];
   int depth = 0;
   long long count = 0;
@@ -426,16 +503,16 @@ FJ_FN T* fj_red_chunk_slots(unsigned long long* ws, long long nslots, long long 
 }
 
 // One reduction of a row whose chunk values are computed in phase `first`: phase 0 reduces the
-// whole row (fj_reduce_fixed); phase `first` computes the values of this part's chunks into
+// whole row (fj_reduce_fixed, with `lane_groups` lane arrays in `lanes`); phase `first` computes the values of this part's chunks into
 // values[] (thread 0 writes them) and returns R::id() (unused); phase first + 1 combines them
-// (step 4, the same stack as fj_reduce_fixed, so the same bits) and keeps the result in *kept;
+// (step 4, the same tree as fj_reduce_fixed, so the same bits) and keeps the result in *kept;
 // later phases return *kept. Each chunk value is the same operations on the same elements as in one
 // block, so the bits never depend on the split. `live` false: the calling threads repeat another
 // row only to meet the block's barriers (a column kernel's rows past the end) and write nothing.
 template <class R, class T, class Load>
 FJ_FN T fj_reduce_phase(int phase, int first, long long n, long long part, long long parts, Load load, T* lanes,
-                        int tid, int nthreads, T* values, T* kept, bool live = true) {
-  if (phase == 0) return fj_reduce_fixed<R, T>(n, load, lanes, tid, nthreads);
+                        int tid, int nthreads, T* values, T* kept, bool live = true, int lane_groups = 1) {
+  if (phase == 0) return fj_reduce_fixed<R, T>(n, load, lanes, tid, nthreads, lane_groups);
   if (phase > first + 1) return *kept;
   if (phase == first + 1) {
     const T v = fj_red_combine_chunks<R, T>(fj_red_chunks(n), values, lanes, tid, nthreads);

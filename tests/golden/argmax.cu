@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_argmax_bd41f0c25f7e7496 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_bd41f0c25f7e7496_s for any strides.
-template <bool fj_fast>
-static __device__ __forceinline__ void fj_argmax_bd41f0c25f7e7496_rows(
+// Entry points: fj_argmax_8c9bfd1dbdc80161 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_8c9bfd1dbdc80161_s for any strides.
+template <bool fj_fast, int fj_lane_groups>
+static __device__ __forceinline__ void fj_argmax_8c9bfd1dbdc80161_rows(
     const fj_bf16* in_v0,
     long long* out_v3,
     float* out_v9,
@@ -28,7 +28,7 @@ static __device__ __forceinline__ void fj_argmax_bd41f0c25f7e7496_rows(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  __shared__ unsigned long long fj_lane_buf[(FJ_RED_LANES * 24 + 7) / 8];
+  __shared__ unsigned long long fj_lane_buf[fj_lane_groups * ((FJ_RED_LANES * 24 + 7) / 8)];
   fj_red_two<fj_red_arg<float>, float>* const fj_lanes_arg_float_float = (fj_red_two<fj_red_arg<float>, float>*)fj_lane_buf;
   float* const fj_lanes_float = (float*)fj_lane_buf;
   const float v8 = 0x1p+0f;  // v8 = const 1.0 : f32  [argmax.graph:12]
@@ -79,7 +79,7 @@ static __device__ __forceinline__ void fj_argmax_bd41f0c25f7e7496_rows(
         fj_out[fj_j] = fj_red_two<fj_red_arg<float>, float>{fj_red_arg<float>{v2, fj_i + fj_j}, v2};
       }
     }), fj_lanes_arg_float_float, fj_tid, fj_nt,
-        fj_red_chunk_slots<fj_red_two<fj_red_arg<float>, float>>(ws, 4, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<fj_red_two<fj_red_arg<float>, float>>(ws, 0, (long long)rows, (long long)o));
+        fj_red_chunk_slots<fj_red_two<fj_red_arg<float>, float>>(ws, 4, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<fj_red_two<fj_red_arg<float>, float>>(ws, 0, (long long)rows, (long long)o), true, fj_lane_groups);
     // v3 (token) = argmax(v2) : i64, in the fixed order of fj_reduce.h  [argmax.graph:10]
     const long long v3 = fj_pass0.a.i;
     // v4 (m) = amax(v2) : f32, in the fixed order of fj_reduce.h  [argmax.graph:11]
@@ -107,7 +107,7 @@ static __device__ __forceinline__ void fj_argmax_bd41f0c25f7e7496_rows(
         fj_out[fj_j] = v6;
       }
     }), fj_lanes_float, fj_tid, fj_nt,
-        fj_red_chunk_slots<float>(ws, 4, 3, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 3, (long long)rows, (long long)o));
+        fj_red_chunk_slots<float>(ws, 4, 3, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 3, (long long)rows, (long long)o), true, fj_lane_groups);
     if (split_phase == 3) continue;  // a split row's chunk values, combined by the next launch
     const float v9 = fj_div(v8, v7);  // v9 (p) = div(v8, v7) : f32  [argmax.graph:12]
     if (fj_tid == 0 && fj_part == 0) {  // the row outputs, once per row
@@ -117,7 +117,7 @@ static __device__ __forceinline__ void fj_argmax_bd41f0c25f7e7496_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_argmax_bd41f0c25f7e7496(
+extern "C" __global__ void fj_argmax_8c9bfd1dbdc80161(
     const fj_bf16* in_v0,
     long long* out_v3,
     float* out_v9,
@@ -138,9 +138,9 @@ extern "C" __global__ void fj_argmax_bd41f0c25f7e7496(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_argmax_bd41f0c25f7e7496_rows<true>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_argmax_8c9bfd1dbdc80161_rows<true, 1>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_argmax_bd41f0c25f7e7496_s(
+extern "C" __global__ void fj_argmax_8c9bfd1dbdc80161_s(
     const fj_bf16* in_v0,
     long long* out_v3,
     float* out_v9,
@@ -161,7 +161,7 @@ extern "C" __global__ void fj_argmax_bd41f0c25f7e7496_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_argmax_bd41f0c25f7e7496_rows<false>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_argmax_8c9bfd1dbdc80161_rows<false, 1>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [16, 8], 32-bit index math.
@@ -172,9 +172,9 @@ extern "C" __global__ void fj_argmax_bd41f0c25f7e7496_s(
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_argmax_9a0cd732e816a411 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_9a0cd732e816a411_s for any strides.
-template <bool fj_fast>
-static __device__ __forceinline__ void fj_argmax_9a0cd732e816a411_rows(
+// Entry points: fj_argmax_35d09cb79e3724cd for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_35d09cb79e3724cd_s for any strides.
+template <bool fj_fast, int fj_lane_groups>
+static __device__ __forceinline__ void fj_argmax_35d09cb79e3724cd_rows(
     const float* in_v1,
     long long* out_v10,
     unsigned int n,
@@ -223,7 +223,7 @@ static __device__ __forceinline__ void fj_argmax_9a0cd732e816a411_rows(
     }
   }
 }
-extern "C" __global__ void fj_argmax_9a0cd732e816a411(
+extern "C" __global__ void fj_argmax_35d09cb79e3724cd(
     const float* in_v1,
     long long* out_v10,
     unsigned int n,
@@ -239,9 +239,9 @@ extern "C" __global__ void fj_argmax_9a0cd732e816a411(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_9a0cd732e816a411_rows<true>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_35d09cb79e3724cd_rows<true, 1>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_argmax_9a0cd732e816a411_s(
+extern "C" __global__ void fj_argmax_35d09cb79e3724cd_s(
     const float* in_v1,
     long long* out_v10,
     unsigned int n,
@@ -257,7 +257,7 @@ extern "C" __global__ void fj_argmax_9a0cd732e816a411_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_9a0cd732e816a411_rows<false>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_35d09cb79e3724cd_rows<false, 1>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
 }
 
 // Fusion group: 1 op(s), iteration space [16, 8], 32-bit index math.
@@ -267,9 +267,9 @@ extern "C" __global__ void fj_argmax_9a0cd732e816a411_s(
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_argmax_6dbf4d57cc110e3e for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_6dbf4d57cc110e3e_s for any strides.
-template <bool fj_fast>
-static __device__ __forceinline__ void fj_argmax_6dbf4d57cc110e3e_rows(
+// Entry points: fj_argmax_be8138eca29c45a7 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_be8138eca29c45a7_s for any strides.
+template <bool fj_fast, int fj_lane_groups>
+static __device__ __forceinline__ void fj_argmax_be8138eca29c45a7_rows(
     const float* in_v1,
     long long* out_v11,
     unsigned int n,
@@ -285,7 +285,7 @@ static __device__ __forceinline__ void fj_argmax_6dbf4d57cc110e3e_rows(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  __shared__ unsigned long long fj_lane_buf[(FJ_RED_LANES * 16 + 7) / 8];
+  __shared__ unsigned long long fj_lane_buf[fj_lane_groups * ((FJ_RED_LANES * 16 + 7) / 8)];
   fj_red_arg<float>* const fj_lanes_arg_float = (fj_red_arg<float>*)fj_lane_buf;
   // Strides along the row: 1 in the fast entry (C-contiguous tensors)
   const unsigned long long fj_ist_v1 = fj_fast ? 1ull : ist_v1_1;
@@ -307,14 +307,14 @@ static __device__ __forceinline__ void fj_argmax_6dbf4d57cc110e3e_rows(
       const float v1 = in_v1[ioff_v1];
       return fj_red_arg<float>{v1, fj_i};
     }, fj_lanes_arg_float, fj_tid, fj_nt,
-        fj_red_chunk_slots<fj_red_arg<float>>(ws, 2, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<fj_red_arg<float>>(ws, 0, (long long)rows, (long long)o)).i;
+        fj_red_chunk_slots<fj_red_arg<float>>(ws, 2, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<fj_red_arg<float>>(ws, 0, (long long)rows, (long long)o), true, fj_lane_groups).i;
     if (split_phase == 1) continue;  // a split row's chunk values, combined by the next launch
     if (fj_tid == 0 && fj_part == 0) {  // the row outputs, once per row
       out_v11[ob_v11] = v11;
     }
   }
 }
-extern "C" __global__ void fj_argmax_6dbf4d57cc110e3e(
+extern "C" __global__ void fj_argmax_be8138eca29c45a7(
     const float* in_v1,
     long long* out_v11,
     unsigned int n,
@@ -330,9 +330,9 @@ extern "C" __global__ void fj_argmax_6dbf4d57cc110e3e(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_6dbf4d57cc110e3e_rows<true>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_be8138eca29c45a7_rows<true, 1>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_argmax_6dbf4d57cc110e3e_s(
+extern "C" __global__ void fj_argmax_be8138eca29c45a7_s(
     const float* in_v1,
     long long* out_v11,
     unsigned int n,
@@ -348,6 +348,6 @@ extern "C" __global__ void fj_argmax_6dbf4d57cc110e3e_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_6dbf4d57cc110e3e_rows<false>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_be8138eca29c45a7_rows<false, 1>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
 }
 

@@ -5,9 +5,10 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_45e1ed57ce3471f5 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_45e1ed57ce3471f5_s for any strides.
-template <bool fj_fast>
-static __device__ __forceinline__ void fj_reductions_45e1ed57ce3471f5_rows(
+// Entry points: fj_reductions_63ca1819f8c53b5d for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_63ca1819f8c53b5d_s for any strides,
+// fj_reductions_63ca1819f8c53b5d_l as fj_reductions_63ca1819f8c53b5d for long rows on chip: blocks of 256 k threads reduce up to k <= 4 chunks at once.
+template <bool fj_fast, int fj_lane_groups>
+static __device__ __forceinline__ void fj_reductions_63ca1819f8c53b5d_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -28,7 +29,7 @@ static __device__ __forceinline__ void fj_reductions_45e1ed57ce3471f5_rows(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  __shared__ unsigned long long fj_lane_buf[(FJ_RED_LANES * 8 + 7) / 8];
+  __shared__ unsigned long long fj_lane_buf[fj_lane_groups * ((FJ_RED_LANES * 8 + 7) / 8)];
   float* const fj_lanes_float = (float*)fj_lane_buf;
   fj_red_two<float, float>* const fj_lanes_float_float = (fj_red_two<float, float>*)fj_lane_buf;
   const float v9 = 0x0p+0f;  // v9 = const 0.0 : f32  [reductions.graph:10]
@@ -79,7 +80,7 @@ static __device__ __forceinline__ void fj_reductions_45e1ed57ce3471f5_rows(
         fj_out[fj_j] = v0;
       }
     }), fj_lanes_float, fj_tid, fj_nt,
-        fj_red_chunk_slots<float>(ws, 2, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 0, (long long)rows, (long long)o));
+        fj_red_chunk_slots<float>(ws, 2, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 0, (long long)rows, (long long)o), true, fj_lane_groups);
     // v15 = amax(v0) : f32, the row values of v2 (only keepdim differs)  [reductions.graph:10]
     const float v15 = v2;
     if (split_phase == 1 || split_phase == 2) continue;  // a split row's level-1 launches
@@ -109,7 +110,7 @@ static __device__ __forceinline__ void fj_reductions_45e1ed57ce3471f5_rows(
         fj_out[fj_j] = fj_red_two<float, float>{v4, v12};
       }
     }), fj_lanes_float_float, fj_tid, fj_nt,
-        fj_red_chunk_slots<fj_red_two<float, float>>(ws, 2, 1, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<fj_red_two<float, float>>(ws, 1, (long long)rows, (long long)o));
+        fj_red_chunk_slots<fj_red_two<float, float>>(ws, 2, 1, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<fj_red_two<float, float>>(ws, 1, (long long)rows, (long long)o), true, fj_lane_groups);
     // v5 = sum(v4) : f32, in the fixed order of fj_reduce.h  [reductions.graph:8]
     const float v5 = fj_pass1.a;
     // v13 = sum(v12) : f32, in the fixed order of fj_reduce.h  [reductions.graph:10]
@@ -168,7 +169,7 @@ static __device__ __forceinline__ void fj_reductions_45e1ed57ce3471f5_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_45e1ed57ce3471f5(
+extern "C" __global__ void fj_reductions_63ca1819f8c53b5d(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -189,9 +190,9 @@ extern "C" __global__ void fj_reductions_45e1ed57ce3471f5(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_45e1ed57ce3471f5_rows<true>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_63ca1819f8c53b5d_rows<true, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_45e1ed57ce3471f5_s(
+extern "C" __global__ void fj_reductions_63ca1819f8c53b5d_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -212,7 +213,30 @@ extern "C" __global__ void fj_reductions_45e1ed57ce3471f5_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_45e1ed57ce3471f5_rows<false>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_63ca1819f8c53b5d_rows<false, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+}
+extern "C" __global__ void fj_reductions_63ca1819f8c53b5d_l(
+    const float* in_v0,
+    float* out_v6,
+    float* out_v18,
+    unsigned int n,
+    unsigned int isize1,
+    unsigned int isize1_mul,
+    unsigned int isize1_shift,
+    unsigned long long ist_v0_0,
+    unsigned long long ist_v0_1,
+    unsigned long long ost_v6_0,
+    unsigned long long ost_v6_1,
+    unsigned long long ost_v18_0,
+    unsigned long long ost_v18_1,
+    unsigned int rows,
+    unsigned int row_len,
+    int split_phase,
+    unsigned int row_split,
+    unsigned long long* ws,
+    unsigned int row_cache,
+    int vec_ok) {
+  fj_reductions_63ca1819f8c53b5d_rows<true, 4>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.
@@ -223,9 +247,9 @@ extern "C" __global__ void fj_reductions_45e1ed57ce3471f5_s(
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_5975173efe91cd65 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_5975173efe91cd65_s for any strides.
-template <bool fj_fast>
-static __device__ __forceinline__ void fj_reductions_5975173efe91cd65_rows(
+// Entry points: fj_reductions_18c35791815a26b6 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_18c35791815a26b6_s for any strides.
+template <bool fj_fast, int fj_lane_groups>
+static __device__ __forceinline__ void fj_reductions_18c35791815a26b6_rows(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -274,7 +298,7 @@ static __device__ __forceinline__ void fj_reductions_5975173efe91cd65_rows(
     }
   }
 }
-extern "C" __global__ void fj_reductions_5975173efe91cd65(
+extern "C" __global__ void fj_reductions_18c35791815a26b6(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -290,9 +314,9 @@ extern "C" __global__ void fj_reductions_5975173efe91cd65(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_5975173efe91cd65_rows<true>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_18c35791815a26b6_rows<true, 1>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_5975173efe91cd65_s(
+extern "C" __global__ void fj_reductions_18c35791815a26b6_s(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -308,7 +332,7 @@ extern "C" __global__ void fj_reductions_5975173efe91cd65_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_5975173efe91cd65_rows<false>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_18c35791815a26b6_rows<false, 1>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
 
 // Fusion group: 1 op(s), iteration space [4, N, C], 32-bit index math.
@@ -318,9 +342,9 @@ extern "C" __global__ void fj_reductions_5975173efe91cd65_s(
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_7590f52af82e527b for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_7590f52af82e527b_s for any strides.
-template <bool fj_fast>
-static __device__ __forceinline__ void fj_reductions_7590f52af82e527b_rows(
+// Entry points: fj_reductions_2377253194121a90 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_2377253194121a90_s for any strides.
+template <bool fj_fast, int fj_lane_groups>
+static __device__ __forceinline__ void fj_reductions_2377253194121a90_rows(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -341,7 +365,7 @@ static __device__ __forceinline__ void fj_reductions_7590f52af82e527b_rows(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  __shared__ unsigned long long fj_lane_buf[(FJ_RED_LANES * 4 + 7) / 8];
+  __shared__ unsigned long long fj_lane_buf[fj_lane_groups * ((FJ_RED_LANES * 4 + 7) / 8)];
   float* const fj_lanes_float = (float*)fj_lane_buf;
   // Strides along the row: 1 in the fast entry (C-contiguous tensors)
   const unsigned long long fj_ist_v1 = fj_fast ? 1ull : ist_v1_2;
@@ -365,14 +389,14 @@ static __device__ __forceinline__ void fj_reductions_7590f52af82e527b_rows(
       const float v1 = in_v1[ioff_v1];
       return v1;
     }, fj_lanes_float, fj_tid, fj_nt,
-        fj_red_chunk_slots<float>(ws, 1, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 0, (long long)rows, (long long)o));
+        fj_red_chunk_slots<float>(ws, 1, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 0, (long long)rows, (long long)o), true, fj_lane_groups);
     if (split_phase == 1) continue;  // a split row's chunk values, combined by the next launch
     if (fj_tid == 0 && fj_part == 0) {  // the row outputs, once per row
       out_v19[ob_v19] = v19;
     }
   }
 }
-extern "C" __global__ void fj_reductions_7590f52af82e527b(
+extern "C" __global__ void fj_reductions_2377253194121a90(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -393,9 +417,9 @@ extern "C" __global__ void fj_reductions_7590f52af82e527b(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_7590f52af82e527b_rows<true>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_2377253194121a90_rows<true, 1>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_7590f52af82e527b_s(
+extern "C" __global__ void fj_reductions_2377253194121a90_s(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -416,6 +440,6 @@ extern "C" __global__ void fj_reductions_7590f52af82e527b_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_7590f52af82e527b_rows<false>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_2377253194121a90_rows<false, 1>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
 

@@ -5,9 +5,10 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_rmsnorm_4e7a98dbc86059c7 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_4e7a98dbc86059c7_s for any strides.
-template <bool fj_fast>
-static __device__ __forceinline__ void fj_rmsnorm_4e7a98dbc86059c7_rows(
+// Entry points: fj_rmsnorm_fe260f7c793e9754 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_fe260f7c793e9754_s for any strides,
+// fj_rmsnorm_fe260f7c793e9754_l as fj_rmsnorm_fe260f7c793e9754 for long rows on chip: blocks of 256 k threads reduce up to k <= 4 chunks at once.
+template <bool fj_fast, int fj_lane_groups>
+static __device__ __forceinline__ void fj_rmsnorm_fe260f7c793e9754_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -28,7 +29,7 @@ static __device__ __forceinline__ void fj_rmsnorm_4e7a98dbc86059c7_rows(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  __shared__ unsigned long long fj_lane_buf[(FJ_RED_LANES * 4 + 7) / 8];
+  __shared__ unsigned long long fj_lane_buf[fj_lane_groups * ((FJ_RED_LANES * 4 + 7) / 8)];
   float* const fj_lanes_float = (float*)fj_lane_buf;
   const float v2 = p_v2;
   // Strides along the row: 1 in the fast entry (C-contiguous tensors)
@@ -81,7 +82,7 @@ static __device__ __forceinline__ void fj_rmsnorm_4e7a98dbc86059c7_rows(
         fj_out[fj_j] = v4;
       }
     }), fj_lanes_float, fj_tid, fj_nt,
-        fj_red_chunk_slots<float>(ws, 1, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 0, (long long)rows, (long long)o)), (long long)row_len);
+        fj_red_chunk_slots<float>(ws, 1, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<float>(ws, 0, (long long)rows, (long long)o), true, fj_lane_groups), (long long)row_len);
     if (split_phase == 1 || split_phase == 2) continue;  // a split row's level-1 launches
     const float v6 = fj_add(v5, v2);  // v6 = add(v5, v2) : f32  [rmsnorm.graph:10]
     const float v7 = fj_rsqrt(v6);  // v7 = rsqrt(v6) : f32  [rmsnorm.graph:10]
@@ -125,7 +126,7 @@ static __device__ __forceinline__ void fj_rmsnorm_4e7a98dbc86059c7_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_rmsnorm_4e7a98dbc86059c7(
+extern "C" __global__ void fj_rmsnorm_fe260f7c793e9754(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -146,9 +147,9 @@ extern "C" __global__ void fj_rmsnorm_4e7a98dbc86059c7(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_4e7a98dbc86059c7_rows<true>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_fe260f7c793e9754_rows<true, 1>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_rmsnorm_4e7a98dbc86059c7_s(
+extern "C" __global__ void fj_rmsnorm_fe260f7c793e9754_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -169,6 +170,29 @@ extern "C" __global__ void fj_rmsnorm_4e7a98dbc86059c7_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_4e7a98dbc86059c7_rows<false>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_fe260f7c793e9754_rows<false, 1>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+}
+extern "C" __global__ void fj_rmsnorm_fe260f7c793e9754_l(
+    const fj_bf16* in_v0,
+    const fj_bf16* in_v1,
+    fj_bf16* out_v10,
+    float p_v2,
+    unsigned int n,
+    unsigned int isize1,
+    unsigned int isize1_mul,
+    unsigned int isize1_shift,
+    unsigned long long ist_v0_0,
+    unsigned long long ist_v0_1,
+    unsigned long long ist_v1_1,
+    unsigned long long ost_v10_0,
+    unsigned long long ost_v10_1,
+    unsigned int rows,
+    unsigned int row_len,
+    int split_phase,
+    unsigned int row_split,
+    unsigned long long* ws,
+    unsigned int row_cache,
+    int vec_ok) {
+  fj_rmsnorm_fe260f7c793e9754_rows<true, 4>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 

@@ -46,7 +46,8 @@ struct State {
   int modules_loaded = 0;
   std::deque<std::string> function_names;  // stable storage: a CUfunction is a pointer to its name
   // Host emulations by name: (params, the launch's grid and block (threads), its dynamic shared
-  // memory bytes).
+  // memory bytes). Empty: launches run nothing; else a launch of a kernel not here fails
+  // (CUDA_ERROR_NOT_FOUND), so an entry point the emulation missed cannot pass unseen.
   std::map<std::string, std::function<void(void**, unsigned grid, unsigned block, unsigned shared)>> kernels;
   long long clock = 0;         // advanced by every event record and launch
   double ms_per_tick = 0.25;
@@ -189,7 +190,11 @@ inline cu::Result launch(cu::Function f, unsigned gx, unsigned, unsigned, unsign
     return cu::kErrorInvalidValue;  // what the driver answers a launch over the shared memory limit
   if (st().keep_launches) st().launches.push_back({name, gx, bx, s, shared});
   ++st().clock;
-  if (auto it = st().kernels.find(name); it != st().kernels.end()) it->second(params, gx, bx, shared);
+  if (auto it = st().kernels.find(name); it != st().kernels.end()) {
+    it->second(params, gx, bx, shared);
+  } else if (!st().kernels.empty()) {
+    return cu::kErrorNotFound;  // kernels are emulated, but not this one: a launch that would do nothing
+  }
   return 0;
 }
 inline cu::Result mem_alloc(cu::DevicePtr* p, size_t bytes) { note("cuMemAlloc");

@@ -43,7 +43,7 @@ struct Emulation {
   bool block_threads = false;
 };
 
-// Registers host emulations of every kernel of both plans of `p` (both entry points of each) with
+// Registers host emulations of every kernel of both plans of `p` (every entry point of each) with
 // the fake driver: the host build of the same kernels, generated again from the program's graphs
 // and their (deterministic) plans as Program::compile makes them. A built plan's kernels are
 // registered under the names the program reports (a loaded folder's names); a plan not built yet
@@ -67,7 +67,10 @@ inline std::vector<std::shared_ptr<fusejit::jit::HostModule>> emulate(const fj::
     keep.push_back(module);
     for (size_t i = 0; i < kernels.size(); ++i) {
       const std::string name = infos[i].cache == fj::CacheOutcome::NotBuilt ? kernels[i].name : infos[i].name;
-      for (const auto& [entry, as] : {std::pair{kernels[i].name, name}, std::pair{kernels[i].strided_name(), name + "_s"}}) {
+      std::vector<std::pair<std::string, std::string>> entries = {{kernels[i].name, name},
+                                                                  {kernels[i].strided_name(), name + "_s"}};
+      if (kernels[i].lane_groups > 1) entries.emplace_back(kernels[i].long_rows_name(), name + "_l");
+      for (const auto& [entry, as] : entries) {
         auto tr = module->trampoline(entry);
         const bool real = how.block_threads || !kernels[i].reduction;
         fake_cuda::st().kernels[as] = [tr, real](void** a, unsigned grid, unsigned block, unsigned shared) {
