@@ -350,7 +350,10 @@ void check_index(const json& x, const std::string& file) {
   check_target(x, where);
   field(x, "fast_math", &json::is_boolean, "true or false", where);
   for (const json& o : field(x, "nvrtc_options", &json::is_array, "an array", where))
-    if (!o.is_string()) bad_index(where, "\"nvrtc_options\" holds a value that is not a string");
+    if (!o.is_string())
+      bad_index(where, "\"nvrtc_options\" holds a value that is not a string");
+    else if (chooses_target(o.get_ref<const std::string&>()))  // "target" does (check_target)
+      bad_index(where, fmt::format("\"nvrtc_options\" holds '{}', which chooses the target", o.get<std::string>()));
   for (const auto& [name, value] : field(x, "dims", &json::is_object, "an object", where).items())
     if (!value.is_number_unsigned() || value.get<uint64_t>() > uint64_t{INT64_MAX})
       bad_index(where, fmt::format("dim '{}' is not an integer from 0 to 2^63 - 1", name));

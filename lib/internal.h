@@ -79,6 +79,11 @@ ir::SplitRules split_rules(const Options& o, int64_t shared_optin = 0);
 // Throws ir::UserError for an Options::row_split or row_cache_limit below 0, or a cache_dir or
 // dump_dir holding a NUL byte (compile, load and plan_graph check them before any use).
 void check_options(const Options& o);
+// Whether an NVRTC option chooses the target (-arch, --gpu-architecture, ...): Options::arch does,
+// and the output is labelled with it, so Options::nvrtc_options and a folder's index.json may not.
+bool chooses_target(std::string_view nvrtc_option);
+// Throws ir::UserError for an Options::nvrtc_options entry that chooses_target.
+void check_extra_nvrtc_options(const Options& o);
 
 // The value of every graph param (slot order, each converted to its param's dtype) from named or
 // positional Params; the default for every param not named. Throws ir::UserError, naming the

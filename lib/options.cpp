@@ -43,6 +43,20 @@ std::string option_name(OptionField field, MessageStyle style) {
   return n.api;
 }
 
+bool chooses_target(std::string_view nvrtc_option) {
+  for (std::string_view p : {"-arch", "--gpu-architecture", "-gpu-architecture", "--gpu-name"})
+    if (nvrtc_option.starts_with(p)) return true;
+  return false;
+}
+
+// An -arch among the extra options would silently build for another GPU than the one named.
+void check_extra_nvrtc_options(const Options& o) {
+  for (const std::string& opt : o.nvrtc_options)
+    if (chooses_target(opt))
+      throw ir::UserError("NVRTC option '" + opt + "' chooses the target; use " +
+                          option_name(OptionField::Arch, o.message_style) + " instead");
+}
+
 void check_options(const Options& o) {
   ir::check_path(o.cache_dir, "cache folder");  // before any use: a path cut at a NUL is another one
   ir::check_path(o.dump_dir, "dump folder");

@@ -46,16 +46,6 @@ void route_cache_warnings() {
 
 // ---- Options --------------------------------------------------------------------------------
 
-// Options::nvrtc_options may not choose the target: Options::arch does, and the output is labelled
-// with it (an -arch here would silently build for another GPU).
-void check_extra_nvrtc_options(const Options& o) {
-  for (const std::string& opt : o.nvrtc_options)
-    for (const char* p : {"-arch", "--gpu-architecture", "-gpu-architecture", "--gpu-name"})
-      if (opt.rfind(p, 0) == 0)
-        throw ir::UserError("NVRTC option '" + opt + "' chooses the target; use " +
-                            option_name(OptionField::Arch, o.message_style) + " instead");
-}
-
 // An explicit Options::arch, checked against this NVRTC. Its errors are about the option, not the
 // graph file, so they carry no file name.
 jit::ArchDecision explicit_target(const std::string& arch, MessageStyle style) {

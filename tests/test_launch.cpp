@@ -1009,6 +1009,8 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
       {[](nlohmann::json& x) { x["target"] = "compute_90"; }, "\"target\" compute_90 does not hold \"output\" cubin"},
       {[](nlohmann::json& x) { x["dims"]["N"] = 9223372036854775808ull; }, "dim 'N' is not an integer from 0 to 2^63 - 1"},
       {[](nlohmann::json& x) { x["dims"]["Q"] = 4; }, "index.json': \"dims\" names dim 'Q', which '"},
+      // The unfused plan would compile with it, for another GPU than "target" (Options refuses it too).
+      {[](nlohmann::json& x) { x["nvrtc_options"] = {"-arch=sm_80"}; }, "\"nvrtc_options\" holds '-arch=sm_80', which chooses the target"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     CAPTURE(i);
