@@ -179,6 +179,14 @@ TEST_CASE("reduction kernels run with a host thread per CUDA thread: every fake 
     for (double special : {0.0, 0.003}) check_devices(c, special, std::size(kDevices));
 }
 
+// A split row's combining block pairs its chunk values 256 at a time in shared memory
+// (fj_red_combine_chunks): a whole-tensor reduction of 257 chunks, a whole group and one more.
+TEST_CASE("a row split into more than 256 chunks: the combining block gives the reference's bits") {
+  const Case c{"257 chunks", fj::Graph::parse("graph a\ninput x : f32[2105000]\ns = sum(x)\nm = amax(x)\n"
+                                              "p = sum(x * x)\noutput s, m, p\n")};
+  check_devices(c, 0.001, std::size(kDevices));
+}
+
 TEST_CASE("random graphs with reductions, with a host thread per CUDA thread, give the reference's bits") {
   for (const Case& c : random_cases(10)) check_devices(c, 0.05, 2);
 }
