@@ -293,16 +293,22 @@ fj::DimValues parse_dims(const std::vector<std::string>& dims) {
   return out;
 }
 
-// "must be >= 0" without CLI11's NonNegativeNumber message (which prints the largest double).
+// "must be >= 0" without CLI11's NonNegativeNumber message (which prints the largest double). An
+// empty value (`--row-split "$N"` with N unset) is refused: CLI11 would read it as 0.
+const char* const kEmptyNumber = "an empty value: give a number";
 const CLI::Validator kNonNegative(
-    [](std::string& v) { return !v.empty() && v[0] == '-' ? std::string("must be >= 0") : std::string(); }, "NONNEGATIVE");
+    [](std::string& v) {
+      return v.empty() ? std::string(kEmptyNumber) : v[0] == '-' ? std::string("must be >= 0") : std::string();
+    },
+    "NONNEGATIVE");
 // The same for an option of integer type T: CLI11 would store a number past T's maximum as that
 // maximum (--row-split past 2^63 - 1, --seed past 2^64 - 1).
 template <class T>
 CLI::Validator at_most_max(const char* name) {
   return CLI::Validator(
       [](std::string& v) {
-        if (!v.empty() && v[0] == '-') return std::string("must be >= 0");
+        if (v.empty()) return std::string(kEmptyNumber);
+        if (v[0] == '-') return std::string("must be >= 0");
         T n = 0;
         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
         return ec == std::errc::result_out_of_range

@@ -321,7 +321,9 @@ void check_kernel(const json& k, size_t i, size_t count, const std::string& outp
     if (string_field(k, key.c_str(), where) != name + "." + key)
       bad_index(where, fmt::format("\"{}\" is not \"{}.{}\"", key, name, key));
   const json& entries = field(k, "entries", &json::is_array, "an array", where);
-  if (entries.size() != 2) bad_index(where, "\"entries\" does not hold the two entry points");
+  // The canonical and strided entries, and a row kernel's long-row entry (lane_groups > 1).
+  if (entries.size() != 2 && entries.size() != 3)
+    bad_index(where, "\"entries\" holds neither the two entry points nor three (with \"long_rows\")");
   for (const json& e : entries) check_args(e, where);
 }
 
@@ -452,8 +454,11 @@ void check_folder_kernel(const AotFolder& f, const Program::Impl::Path& path, si
                                     "folder again with `fusejit compile`",
                                     f.dir.string(), i, plan, path.plan.groups.size()));
   const std::string& name = e->at("kernel").get_ref<const std::string&>();
-  const bool same = name == k.name && abi_text(e->at("entries")[0].at("args")) == abi_text(args) &&
-                    abi_text(e->at("entries")[1].at("args")) == abi_text(strided_args);
+  const json& es = e->at("entries");  // the long-row entry, where the kernel has one, takes the canonical args
+  const bool same = name == k.name && abi_text(es[0].at("args")) == abi_text(args) &&
+                    abi_text(es[1].at("args")) == abi_text(strided_args) &&
+                    es.size() == (k.lane_groups > 1 ? 3u : 2u) &&
+                    (es.size() == 2 || abi_text(es[2].at("args")) == abi_text(args));
   if (!same || entries.size() != path.plan.groups.size()) {
     // The same name with other parameters: the index was edited (the name hashes the source).
     const std::string what = name == k.name ? fmt::format("{} in index.json with other parameters than the {} this "

@@ -509,6 +509,10 @@ TEST_CASE("--no-row-cache: every pass reads memory, the outputs are the same bit
   plan = run("run " + sample("x2x3.txt") + " --seed 18446744073709551616");
   CHECK(plan.code == 2);
   CHECK(plan.out.find("--seed: must be at most 18446744073709551615") != std::string::npos);
+  // An empty count (`--row-split "$N"` with N unset) is refused, not read as 0.
+  plan = run("plan " + sample("layernorm.txt") + " --row-split ''");
+  CHECK(plan.code == 2);
+  CHECK(plan.out.find("--row-split: an empty value: give a number") != std::string::npos);
 }
 
 TEST_CASE("run --input: the dims of an input's shape follow its .npy file unless --dim sets them") {

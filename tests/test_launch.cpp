@@ -974,6 +974,21 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
   const fs::path dir = scratch_dir("aot-tamper");
   fj::compile_to_dir(fj::Graph::parse(exp_graph, "g.txt"), "sm_90", (dir / "ok").string());
   CHECK(load_error(dir / "ok") == "");
+  // A row kernel with a long-row entry (softmax: a row cache and element outputs) lists three
+  // entries and loads; without its third it is refused.
+  const char* softmax_graph = "graph g\ninput x : f32[4, 20000]\ny = softmax(x, -1)\noutput y\n";
+  fj::compile_to_dir(fj::Graph::parse(softmax_graph, "g.txt"), "sm_90", (dir / "long").string());
+  CHECK(load_error(dir / "long") == "");
+  {
+    nlohmann::json x = read_json(dir / "long" / "index.json");
+    REQUIRE(x["kernels"][0]["entries"].size() == 3);
+    CHECK(x["kernels"][0]["entries"][2]["use"] == "long_rows");
+    CHECK(x["kernels"][0]["lane_groups"] == 4);
+    x["kernels"][0]["entries"].erase(2);
+    fs::copy(dir / "long", dir / "long-two");
+    write_file(dir / "long-two" / "index.json", x.dump());
+    CHECK(contains(load_error(dir / "long-two"), "with other parameters than the"));
+  }
   auto variant = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
     fs::copy(dir / "ok", dir / name);
     nlohmann::json x = read_json(dir / name / "index.json");
