@@ -84,8 +84,8 @@ struct ReduceGroupInfo {
 // within ir::kRowCacheStaticReserve beside the row cache (ir/plan.h).
 inline constexpr size_t kMaxPassReductions = 4;
 inline constexpr int64_t kMaxLaneBytes = 32;
-// Static shared memory a column kernel needs besides its lane buffers: the warp tree's result per
-// lane type and what ptxas adds (about 1 KiB for sm_90). column_rows_per_block leaves it free.
+// Static shared memory a column kernel needs besides its lane buffers: the warp tree's results per
+// lane type (FJ_RED_MAX_GROUPS values each) and what ptxas adds (about 1 KiB for sm_90). column_rows_per_block leaves it free.
 inline constexpr int64_t kColumnStaticReserve = 2 * 1024;
 
 // The bytes of one lane of a pass (ReduceGroupInfo::passes): its reductions' compute types laid out

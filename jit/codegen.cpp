@@ -1439,8 +1439,8 @@ std::string reduce_header(KernelGen& k, const ReduceGen& r, int lane_groups) {
                                      : "columns side by side in a block (a row, the elements one output\n"
                                        "// reduces, is a column of the tensor), each one's lanes shared by its threads, or\n"
                                        "// for a few groups of long columns row_split blocks per group in several launches",
-                      lane_groups > 1 ? fmt::format(",\n// @NAME@_l as @NAME@ for long rows on chip: blocks of 256 k threads reduce up to k <= {} "
-                                                    "chunks at once", lane_groups)
+                      lane_groups > 1 ? fmt::format(",\n// @NAME@_l as @NAME@ for long rows on chip: a block of 256 k threads reduces up to min(k, {}) "
+                                                    "chunks at once, in lane groups", lane_groups)
                                       : std::string());
   return text;
 }

@@ -1,6 +1,7 @@
 // CUDA C++ code generation: one fusion group -> one kernel with two `extern "C" __global__`
 // entry points over one element function: NAME for tensors in their canonical layout (vector
-// path, broadcast operands at their own strides) and NAME_s for any per-tensor strides.
+// path, broadcast operands at their own strides) and NAME_s for any per-tensor strides (and, in a
+// row reduction kernel that takes long rows, NAME_l: NAME with several lane arrays).
 //
 // The generated source is meant to read like hand-written code: values are named after IR node
 // ids (`v12`), every computing line carries a comment tying it to its node and graph line
@@ -57,12 +58,12 @@ struct CodegenOptions {
 
 struct GeneratedKernel {
   std::string name;         // fj_<graph>_<16 hex of XXH3-64 of the body>; deterministic
-  std::string source;       // this kernel's code (element function + both entries), no prelude
+  std::string source;       // this kernel's code (element function + its entries), no prelude
   KernelSignature signature;          // the fast entry, `name`
   KernelSignature strided_signature;  // the strided entry, strided_name()
   std::string strided_name() const { return name + "_s"; }
   bool index64 = false;     // 64-bit index math
-  // A reduction kernel (ir/reduce_group.h): both entries take the strided entry's parameters plus
+  // A reduction kernel (ir/reduce_group.h): its entries take the strided entry's parameters plus
   // the row count and length, and loop over rows (grid-stride). `row_blocks`: one block per row,
   // its threads sharing the lanes of the fixed order in __shared__ memory (reductions over the
   // innermost axis); else rows_per_block rows side by side per block (the innermost axis is kept:
@@ -114,7 +115,7 @@ struct GeneratedKernel {
 // The most lane arrays a kernel declares (kReduceLongRowBlock / FJ_RED_LANES: jit/gpu_runner.cpp
 // checks it) and the most bytes they take: a part of the static shared memory the row cache leaves
 // (ir::kRowCacheStaticReserve, 12 KiB).
-inline constexpr int kMaxLaneGroups = 4;
+inline constexpr int kMaxLaneGroups = 4;  // FJ_RED_MAX_GROUPS (tests/test_reduce_threads.cpp checks it)
 inline constexpr int64_t kLaneGroupBytes = 8 * 1024;
 
 // Generates the kernel for `group` of `g` at the graph's current shapes. Throws ir::InternalError

@@ -26,7 +26,7 @@
 
 namespace fusejit::jit {
 
-// A plan whose kernels (both entry points of each) are loaded in one context (stage 3 of
+// A plan whose kernels (every entry point of each) are loaded in one context (stage 3 of
 // jit/gpu_build.h). Immutable after load(): enqueue() may be called from several threads on
 // different streams.
 class GpuProgram {

@@ -1,4 +1,5 @@
-// The parameter lists of a generated kernel's two entry points and the functions that fill them.
+// The parameter lists of a generated kernel's two entry points (a long-row entry, NAME_l, takes
+// NAME's) and the functions that fill them.
 //
 // Both launchers use this: the Driver API path (cuLaunchKernel's `void** kernelParams`, one
 // pointer per kernel parameter, each pointing at the argument's bytes; CUDA Driver API docs,

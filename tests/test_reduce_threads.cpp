@@ -1,5 +1,5 @@
 // The fixed reduction order does not depend on the thread count: fj_reduce_fixed run by 1, 2, 3,
-// 32, 256 and 512 host threads acting as one block (a std::barrier as fj_red_sync(), the lane
+// 32, 256 and 512 host threads acting as one block (and 512 to 1,024 in lane groups) (a std::barrier as fj_red_sync(), the lane
 // array shared, as __shared__ memory is on the GPU) gives the same bits as the one-thread run the
 // reference evaluator makes, for every combining op, at chunk edges and prime lengths. And a row
 // split over blocks (fj_reduce_phase: chunk values by `parts` blocks, then combined and kept)
@@ -66,6 +66,10 @@ void run_block_threads(int nthreads, F f) {
 #define FJ_RED_HOST_SHFL_DOWN(v, h, lane) host_shfl_down(v, h, lane)
 #include "ir/scalar/fj_scalar.h"
 #include "ir/scalar/fj_reduce.h"
+#include "jit/codegen.h"
+
+// The lane arrays codegen declares for a long-row entry are those fj_reduce.h makes room for.
+static_assert(FJ_RED_MAX_GROUPS == fusejit::jit::kMaxLaneGroups, "one number of lane groups");
 
 namespace {
 

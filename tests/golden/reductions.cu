@@ -5,10 +5,10 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_63ca1819f8c53b5d for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_63ca1819f8c53b5d_s for any strides,
-// fj_reductions_63ca1819f8c53b5d_l as fj_reductions_63ca1819f8c53b5d for long rows on chip: blocks of 256 k threads reduce up to k <= 4 chunks at once.
+// Entry points: fj_reductions_ef59a37b85cf5245 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_ef59a37b85cf5245_s for any strides,
+// fj_reductions_ef59a37b85cf5245_l as fj_reductions_ef59a37b85cf5245 for long rows on chip: a block of 256 k threads reduces up to min(k, 4) chunks at once, in lane groups.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_reductions_63ca1819f8c53b5d_rows(
+static __device__ __forceinline__ void fj_reductions_ef59a37b85cf5245_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -169,7 +169,7 @@ static __device__ __forceinline__ void fj_reductions_63ca1819f8c53b5d_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_63ca1819f8c53b5d(
+extern "C" __global__ void fj_reductions_ef59a37b85cf5245(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -190,9 +190,9 @@ extern "C" __global__ void fj_reductions_63ca1819f8c53b5d(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_63ca1819f8c53b5d_rows<true, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_ef59a37b85cf5245_rows<true, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_63ca1819f8c53b5d_s(
+extern "C" __global__ void fj_reductions_ef59a37b85cf5245_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -213,9 +213,9 @@ extern "C" __global__ void fj_reductions_63ca1819f8c53b5d_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_63ca1819f8c53b5d_rows<false, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_ef59a37b85cf5245_rows<false, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_63ca1819f8c53b5d_l(
+extern "C" __global__ void fj_reductions_ef59a37b85cf5245_l(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -236,7 +236,7 @@ extern "C" __global__ void fj_reductions_63ca1819f8c53b5d_l(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_63ca1819f8c53b5d_rows<true, 4>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_ef59a37b85cf5245_rows<true, 4>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.

@@ -454,7 +454,8 @@ enum class CacheOutcome : uint8_t {
 std::string_view cache_outcome_name(CacheOutcome outcome);
 
 /// One kernel of a program (one fusion group of its plan). Each kernel has two entry points: `name`
-/// for tensors in their canonical layout and `name + "_s"` for strided views (docs/aot.md).
+/// for tensors in their canonical layout and `name + "_s"` for strided views; a row reduction kernel
+/// that may keep long rows on chip a third, `name + "_l"` (docs/aot.md).
 struct KernelInfo {
   std::string name;          ///< deterministic, derived from the kernel's content ("" when not built)
   std::string source;        ///< generated CUDA C++ (the translation unit's kernel part; "" when not built)
