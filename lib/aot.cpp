@@ -344,6 +344,15 @@ void check_target(const json& x, const std::string& where) {
                                  cubin ? "cubin" : "ptx"));
 }
 
+// "nvrtc_options": strings, none choosing the target ("target" does: check_target).
+void check_nvrtc_options(const json& x, const std::string& where) {
+  for (const json& o : field(x, "nvrtc_options", &json::is_array, "an array", where))
+    if (!o.is_string())
+      bad_index(where, "\"nvrtc_options\" holds a value that is not a string");
+    else if (chooses_target(o.get_ref<const std::string&>()))
+      bad_index(where, fmt::format("\"nvrtc_options\" holds '{}', which chooses the target", o.get<std::string>()));
+}
+
 void check_index(const json& x, const std::string& file) {
   const std::string where = "'" + file + "'";
   const std::string& graph = string_field(x, "graph", where);
@@ -351,11 +360,7 @@ void check_index(const json& x, const std::string& file) {
     bad_index(where, "\"graph\" is not a file name in the folder");
   check_target(x, where);
   field(x, "fast_math", &json::is_boolean, "true or false", where);
-  for (const json& o : field(x, "nvrtc_options", &json::is_array, "an array", where))
-    if (!o.is_string())
-      bad_index(where, "\"nvrtc_options\" holds a value that is not a string");
-    else if (chooses_target(o.get_ref<const std::string&>()))  // "target" does (check_target)
-      bad_index(where, fmt::format("\"nvrtc_options\" holds '{}', which chooses the target", o.get<std::string>()));
+  check_nvrtc_options(x, where);
   for (const auto& [name, value] : field(x, "dims", &json::is_object, "an object", where).items())
     if (!value.is_number_unsigned() || value.get<uint64_t>() > uint64_t{INT64_MAX})
       bad_index(where, fmt::format("dim '{}' is not an integer from 0 to 2^63 - 1", name));
