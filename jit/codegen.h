@@ -86,7 +86,7 @@ struct GeneratedKernel {
   bool takes_long_rows() const { return reduction && row_blocks && !row_cache_sizes.empty() && writes_elements(); }
   // Lane arrays of the long-row entry, long_rows_name() (fj_reduce_fixed's lane_groups): with a
   // block of 256 k threads a pass over a row on chip reduces up to k of its chunks at once, one lane
-  // array each (fj_reduce_grouped), the same bits as one at a time. kMaxLaneGroups for kernels that
+  // array each (fj_red_chunk_range), the same bits as one at a time. kMaxLaneGroups for kernels that
   // take long rows (their 1,024 threads otherwise idle three quarters in a pass), fewer where the
   // lane arrays would pass kLaneGroupBytes. 1: no such entry (the other entries have one array).
   int lane_groups = 1;

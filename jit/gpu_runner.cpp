@@ -168,7 +168,7 @@ void time_copy(GpuMeasurement& m, const std::shared_ptr<DeviceContext>& dc, int6
 
 // ---- GpuProgram ------------------------------------------------------------------------------
 
-// A long row's block of FJ_RED_LANES threads per lane array (fj_reduce_grouped).
+// A long row's block of FJ_RED_LANES threads per lane array (fj_red_chunk_range).
 static_assert(kMaxLaneGroups * 256 == kReduceLongRowBlock, "a long row's block is kMaxLaneGroups lane groups");
 
 // The entries of one compiled kernel, each loaded with its launch limits: the fast entry, the same

@@ -155,7 +155,7 @@ done
 # the row cache (docs/ops.md, "The row on chip"; its limit, the GPU's opt-in shared memory less
 # 12 KiB, is unmeasured): 32,768-element rows on chip (128 KiB of f32, 64 KiB of bf16 a block),
 # softmax and LayerNorm also with one lane array (-DFJ_RED_NO_GROUPS: a pass reduces one chunk at
-# a time instead of four, fj_reduce_grouped),
+# a time instead of four, fj_red_chunk_range),
 # against a 48 KiB limit (re-read by every pass), softmax and LayerNorm with every pass reading
 # memory; the row kernels' scalar loads instead of their 16-byte vector path (-DFJ_RED_NO_VECTOR),
 # and the lane tree's nine block barriers instead of the warp tree's two (-DFJ_RED_NO_WARP_TREE,

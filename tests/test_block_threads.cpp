@@ -51,7 +51,7 @@ struct Case {
   std::string label;
   fj::Graph graph;
   // Rows of 16,384 elements or more on chip: the first device (768 threads) launches the kernel's
-  // long-row entry ("_l"), whose block reduces 3 chunks at once (fj_reduce_grouped).
+  // long-row entry ("_l"), whose block reduces 3 chunks at once (fj_red_chunk_range).
   bool long_rows = false;
 };
 

@@ -19,7 +19,7 @@
 namespace {
 std::barrier<>* g_block = nullptr;  // the block being run (one at a time)
 // Its warps (threads 32w .. 32w + 31), when its thread count is 32k: warp 0 of each lane group
-// (fj_reduce_grouped) runs the warp tree, all groups at once.
+// (fj_red_chunk_range) runs the warp tree, all groups at once.
 constexpr int kMaxWarps = 1024 / 32;
 std::barrier<>* g_warps[kMaxWarps] = {};
 unsigned char g_warp_words[kMaxWarps][32][32];  // the values each warp exchanges
@@ -249,7 +249,7 @@ TEST_CASE("fixed order: the same bits for every thread count (block size)") {
 }
 
 // A block of 512 or more threads with several lane arrays reduces that many chunks at once
-// (fj_reduce_grouped: a long row's 1,024-thread block); the chunk values, and so the bits, are
+// (fj_red_chunk_range: a long row's 1,024-thread block); the chunk values, and so the bits, are
 // those of one thread. Chunk counts below, at and above the groups, partial last rounds, a pair
 // lane and vector loads.
 TEST_CASE("lane groups: several chunks at once, the same bits") {

@@ -29,7 +29,7 @@
 
 #define FJ_RED_LANES 256
 #define FJ_RED_CHUNK 8192
-// The most lane groups a block may split into (fj_reduce_grouped): a block of 1,024 threads reduces
+// The most lane groups a block may split into (fj_red_chunk_range): a block of 1,024 threads reduces
 // four chunks of a row at once, 256 threads each.
 #define FJ_RED_MAX_GROUPS 4
 // Deepest chunk stack: log2 of the most chunks a reduction may have (2^63 / FJ_RED_CHUNK) + 1.
@@ -183,7 +183,7 @@ __device__ __forceinline__ T fj_red_shfl_down(T v, int h, int lane) {
   return u.t;
 }
 // Whole warps: the calling threads are the block (or one of its `groups` equal lane groups:
-// fj_reduce_grouped), each a multiple of 32 threads.
+// fj_red_chunk_range), each a multiple of 32 threads.
 FJ_FN bool fj_red_whole_warps(int nthreads, int groups) {
   return nthreads * groups == (int)blockDim.x && nthreads % 32 == 0;
 }
@@ -203,7 +203,7 @@ inline bool fj_red_whole_warps(int nthreads, int) { return nthreads % 32 == 0; }
 #endif
 #endif
 
-// Block-wide scratch of the lane groups (fj_reduce_grouped) without the warp tree: __shared__ on a
+// Block-wide scratch of the lane groups (fj_red_chunk_range) without the warp tree: __shared__ on a
 // GPU; on the host a static, which only a block of host threads (tests) ever shares.
 #ifndef FJ_RED_BLOCK_SHARED
 #ifdef FJ_DEVICE_CODE
@@ -234,7 +234,7 @@ FJ_FN T fj_red_lane_tree_warps(T* lanes, int tid, int group) {
 
 // Step 3: the lane tree over lanes[0..FJ_RED_LANES). Thread `tid` of `nthreads` does lanes tid,
 // tid + nthreads, ...; every thread returns lanes[0]. `group` of `groups`: the calling threads are
-// one of a block's equal lane groups, each with its own lanes (fj_reduce_grouped), all of which
+// one of a block's equal lane groups, each with its own lanes (fj_red_chunk_range), all of which
 // call this together (its barriers are the block's).
 template <class R, class T>
 FJ_FN T fj_red_lane_tree(T* lanes, int tid, int nthreads, int group = 0, int groups = 1) {
@@ -351,6 +351,8 @@ FJ_FN T fj_red_chunk(long long c0, long long m, fj_red_vec_load<V, One, Vec>& lo
 
 // Number of chunks of a reduction of length n.
 FJ_FN long long fj_red_chunks(long long n) { return (n + FJ_RED_CHUNK - 1) / FJ_RED_CHUNK; }
+// Length of the chunk that starts at element e0 < n.
+FJ_FN long long fj_red_chunk_len(long long n, long long e0) { return n - e0 < FJ_RED_CHUNK ? n - e0 : FJ_RED_CHUNK; }
 
 // Step 4 over chunk values that are already computed: values[0..chunks) combined by the tree of
 // fj_reduce_fixed, so the result is the same bits; chunks == 0 gives R::empty(). The calling
@@ -387,30 +389,45 @@ FJ_FN T fj_red_combine_chunks(long long chunks, const T* values, T* lanes, int t
   return stack[0];
 }
 
-// Step 2-4 with the block split into `groups` equal lane groups (lanes: groups * FJ_RED_LANES
-// values): group g reduces chunks g, g + groups, ... into its own lanes, so that many chunks are
-// reduced at once; a round's chunk values then join the stack in index order. Each chunk is the
-// same operations on the same elements as with one group, so the bits are the same. A pass over a
-// row on chip with FJ_RED_LANES lanes keeps 256 threads busy: a block of 1,024 (a long row's,
-// jit/gpu_runner) had three quarters of its threads idle in every pass. Every thread of the block
-// calls this (the groups meet at the same barriers: a group without a chunk in the last round
-// reduces nothing).
+// Steps 2-4 over chunks [c0, c1) of a reduction of n elements: the one place a generated kernel
+// reduces chunks, so each of its reductions inlines the chunk loop once (NVRTC's time and the
+// code size grow with every inlined copy of a pass's loads). `to_values` (a split row's chunk-value
+// phase, fj_reduce_phase): thread 0 writes chunk c's value to values[c] (`live` only) and every
+// thread returns R::id(). Otherwise the chunk values are combined by step 4's tree as they arrive
+// and every thread returns the result. With `groups` > 1 (whole chunks: not with `to_values`) the
+// block splits into that many equal lane groups: group g reduces chunks g, g + groups, ... into
+// its own lanes, so that many chunks are reduced at once, and a round's chunk values join the
+// stack in index order. Each chunk is the same operations on the same elements as with one group,
+// so the bits are the same. A pass over a row on chip with FJ_RED_LANES lanes keeps 256 threads
+// busy: a block of 1,024 (a long row's, jit/gpu_runner) had three quarters of its threads idle in
+// every pass. Every thread of the block calls this (the groups meet at the same barriers: a group
+// without a chunk in the last round reduces nothing).
 template <class R, class T, class Load>
-FJ_FN T fj_reduce_grouped(long long n, Load& load, T* lanes, int tid, int nthreads, int groups) {
-  FJ_RED_BLOCK_SHARED T fj_red_gvals[FJ_RED_MAX_GROUPS];  // a round's chunk values
-  const int per = nthreads / groups, g = tid / per, gtid = tid - g * per;
-  const long long chunks = fj_red_chunks(n);
+FJ_FN T fj_red_chunk_range(long long n, long long c0, long long c1, Load& load, T* lanes, int tid, int nthreads,
+                           int groups, bool to_values, T* values, bool live) {
+  FJ_RED_BLOCK_SHARED T fj_red_gvals[FJ_RED_MAX_GROUPS];  // a round's chunk values (groups > 1)
+  // groups == 1 spelled out: the compiler cannot see tid / nthreads == 0, and the fast and
+  // strided entries (one lane array) would carry the group arithmetic in registers
+  const int per = groups > 1 ? nthreads / groups : nthreads, g = groups > 1 ? tid / per : 0;
+  const int gtid = groups > 1 ? tid - g * per : tid;
   T stack[FJ_RED_STACK];
   int depth = 0;
   long long count = 0;
-  for (long long r0 = 0; r0 < chunks; r0 += groups) {
-    const long long c0 = (r0 + g) * FJ_RED_CHUNK;
-    const long long m = c0 >= n ? 0 : n - c0 < FJ_RED_CHUNK ? n - c0 : FJ_RED_CHUNK;
-    const T v = fj_red_chunk<R, T>(c0, m, load, lanes + g * FJ_RED_LANES, gtid, per, g, groups);
-    if (gtid == 0) fj_red_gvals[g] = v;  // read below by every thread before the next round's
-    fj_red_sync();                       // first barrier, after which it is written again
-    for (int j = 0; j < groups && r0 + j < chunks; ++j) fj_red_push<R, T>(stack, depth, ++count, fj_red_gvals[j]);
+  for (long long r0 = c0; r0 < c1; r0 += groups) {
+    const long long c = r0 + g, e0 = c * FJ_RED_CHUNK;
+    const long long m = c < c1 ? fj_red_chunk_len(n, e0) : 0;  // a group past the range: nothing
+    const T v = fj_red_chunk<R, T>(e0, m, load, lanes + g * FJ_RED_LANES, gtid, per, g, groups);
+    if (to_values) {
+      if (tid == 0 && live) values[c] = v;
+    } else if (groups == 1) {
+      fj_red_push<R, T>(stack, depth, ++count, v);
+    } else {
+      if (gtid == 0) fj_red_gvals[g] = v;  // read below by every thread before the next round's
+      fj_red_sync();                       // first barrier, after which it is written again
+      for (int j = 0; j < groups && r0 + j < c1; ++j) fj_red_push<R, T>(stack, depth, ++count, fj_red_gvals[j]);
+    }
   }
+  if (to_values) return R::template id<T>();
   for (; depth > 1; --depth) stack[depth - 2] = R::template op<T>(stack[depth - 2], stack[depth - 1]);
   return stack[0];
 }
@@ -431,29 +448,6 @@ FJ_FN int fj_red_groups(long long chunks, int nthreads, int lane_groups) {
   while (g > 1 && nthreads % (32 * g) != 0) --g;
   return g > 1 ? g : 1;
 #endif
-}
-
-// Reduces elements 0..n-1, element i being load(i) (a compute-type value), in the fixed order.
-// `lanes`: lane_groups * FJ_RED_LANES values of scratch shared by the `nthreads` threads calling
-// together (each with its own `tid`); every thread returns the result. n == 0 gives R::empty().
-// With more than one lane array, a block of at least 512 threads reduces several chunks at once
-// (fj_reduce_grouped).
-template <class R, class T, class Load>
-FJ_FN T fj_reduce_fixed(long long n, Load load, T* lanes, int tid, int nthreads, int lane_groups = 1) {
-  if (n == 0) return R::template empty<T>();
-  if (lane_groups > 1) {  // a constant where the kernel's entry is inlined: the others compile without it
-    const int groups = fj_red_groups(fj_red_chunks(n), nthreads, lane_groups);
-    if (groups > 1) return fj_reduce_grouped<R, T>(n, load, lanes, tid, nthreads, groups);
-  }
-  T stack[FJ_RED_STACK];
-  int depth = 0;
-  long long count = 0;
-  for (long long c0 = 0; c0 < n; c0 += FJ_RED_CHUNK) {
-    const long long m = n - c0 < FJ_RED_CHUNK ? n - c0 : FJ_RED_CHUNK;
-    fj_red_push<R, T>(stack, depth, ++count, fj_red_chunk<R, T>(c0, m, load, lanes, tid, nthreads));
-  }
-  for (; depth > 1; --depth) stack[depth - 2] = R::template op<T>(stack[depth - 2], stack[depth - 1]);
-  return stack[0];
 }
 
 // ---- A row split over blocks (docs/ops.md, "A row split over blocks") ----
@@ -503,30 +497,42 @@ FJ_FN T* fj_red_chunk_slots(unsigned long long* ws, long long nslots, long long 
 }
 
 // One reduction of a row whose chunk values are computed in phase `first`: phase 0 reduces the
-// whole row (fj_reduce_fixed, with `lane_groups` lane arrays in `lanes`); phase `first` computes the values of this part's chunks into
-// values[] (thread 0 writes them) and returns R::id() (unused); phase first + 1 combines them
+// whole row (as fj_reduce_fixed, with `lane_groups` lane arrays in `lanes`); phase `first`
+// computes the values of this part's chunks into values[] (thread 0 writes them) and returns
+// R::id() (unused); phase first + 1 combines them
 // (step 4, the same tree as fj_reduce_fixed, so the same bits) and keeps the result in *kept;
 // later phases return *kept. Each chunk value is the same operations on the same elements as in one
 // block, so the bits never depend on the split. `live` false: the calling threads repeat another
 // row only to meet the block's barriers (a column kernel's rows past the end) and write nothing.
+// Phases 0 and `first` share one fj_red_chunk_range call: one inlined copy of the pass's loads.
 template <class R, class T, class Load>
 FJ_FN T fj_reduce_phase(int phase, int first, long long n, long long part, long long parts, Load load, T* lanes,
                         int tid, int nthreads, T* values, T* kept, bool live = true, int lane_groups = 1) {
-  if (phase == 0) return fj_reduce_fixed<R, T>(n, load, lanes, tid, nthreads, lane_groups);
+  if (phase == 0 && n == 0) return R::template empty<T>();
   if (phase > first + 1) return *kept;
   if (phase == first + 1) {
     const T v = fj_red_combine_chunks<R, T>(fj_red_chunks(n), values, lanes, tid, nthreads);
     if (tid == 0 && live) *kept = v;
     return v;
   }
-  long long c0, c1;
-  fj_red_part_chunks(fj_red_chunks(n), part, parts, c0, c1);
-  for (long long c = c0; c < c1; ++c) {
-    const long long e0 = c * FJ_RED_CHUNK;
-    const T v = fj_red_chunk<R, T>(e0, n - e0 < FJ_RED_CHUNK ? n - e0 : FJ_RED_CHUNK, load, lanes, tid, nthreads);
-    if (tid == 0 && live) values[c] = v;
+  long long c0 = 0, c1 = fj_red_chunks(n);
+  int groups = 1;
+  if (phase != 0) {
+    fj_red_part_chunks(c1, part, parts, c0, c1);
+  } else if (lane_groups > 1) {  // a constant where the kernel's entry is inlined: the others compile without it
+    groups = fj_red_groups(c1, nthreads, lane_groups);
   }
-  return R::template id<T>();
+  return fj_red_chunk_range<R, T>(n, c0, c1, load, lanes, tid, nthreads, groups, phase != 0, values, live);
+}
+
+// Reduces elements 0..n-1, element i being load(i) (a compute-type value), in the fixed order.
+// `lanes`: lane_groups * FJ_RED_LANES values of scratch shared by the `nthreads` threads calling
+// together (each with its own `tid`); every thread returns the result. n == 0 gives R::empty().
+// With more than one lane array, a block of at least 512 threads reduces several chunks at once
+// (fj_red_chunk_range's lane groups).
+template <class R, class T, class Load>
+FJ_FN T fj_reduce_fixed(long long n, Load load, T* lanes, int tid, int nthreads, int lane_groups = 1) {
+  return fj_reduce_phase<R, T>(0, 1, n, 0, 1, load, lanes, tid, nthreads, (T*)0, (T*)0, true, lane_groups);
 }
 
 // mean = sum / n, n converted to the compute type (rounded for n > 2^24 in f32, as PyTorch does);
