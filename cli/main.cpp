@@ -201,7 +201,9 @@ int report(const ErrorInfo& e, bool json) {
     nlohmann::json j = {{"ok", false},
                         {"error", {{"kind", kind_name(e.kind)}, {"message", e.message}, {"file", e.file},
                                    {"line", e.line}, {"col", e.col}}}};
-    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+    // A file name or option value may hold bytes that are not UTF-8: written as U+FFFD, as JSON
+    // text must be UTF-8 (nlohmann would throw).
+    std::fputs((j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
   }
   return exit_code(e.kind);
 }

@@ -5,8 +5,18 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace fusejit::ir {
+
+// Length of the UTF-8 sequence starting at s[i] (i < s.size()), or 0 if it is not valid UTF-8
+// (overlong forms, surrogates and values above U+10FFFF are invalid, per RFC 3629).
+size_t utf8_len(std::string_view s, size_t i);
+
+// `s` with each NUL byte and each byte that does not start a valid UTF-8 sequence written as
+// "\xNN" (lower-case hex), everything else kept: text for a message (a file name or option value
+// a user gave may hold any bytes), which JSON, Python's str and what() (a C string) all take whole.
+std::string escape_invalid_utf8(std::string_view s);
 
 // A position in graph text, 1-based. line == 0 means "no location" (e.g. built through the API).
 struct Loc {
@@ -17,11 +27,12 @@ struct Loc {
 };
 
 // A mistake in the user's input: graph text, builder calls, dims, params, files, options.
-// what() is the bare message; render with format_diagnostic() (ir/diagnostic.h) for
-// "FILE:LINE:COL: error: MESSAGE" plus the offending line and a caret.
+// what() is the bare message (escape_invalid_utf8: whole as a C string); render with
+// format_diagnostic() (ir/diagnostic.h) for "FILE:LINE:COL: error: MESSAGE" plus the offending
+// line and a caret.
 class UserError : public std::runtime_error {
  public:
-  UserError(std::string message, Loc loc = {}) : std::runtime_error(std::move(message)), loc_(loc) {}
+  UserError(std::string message, Loc loc = {}) : std::runtime_error(escape_invalid_utf8(message)), loc_(loc) {}
   const Loc& loc() const { return loc_; }
 
  private:
@@ -33,7 +44,8 @@ class UserError : public std::runtime_error {
 // against the graph file's name and lines; what() is the bare message.
 class FileError : public UserError {
  public:
-  FileError(std::string message, std::string file) : UserError(std::move(message)), file_(std::move(file)) {}
+  FileError(std::string message, std::string file)
+      : UserError(std::move(message)), file_(escape_invalid_utf8(file)) {}
   const std::string& file() const { return file_; }
 
  private:

@@ -54,6 +54,7 @@ constexpr const char* kTmpBuildPrefix = "fusejit-build-";  // the same in $TMPDI
 constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 31;   // anything larger is not ours
 constexpr auto kStale = std::chrono::hours(1);           // temp files older than this are abandoned
 constexpr auto kTempInFlight = std::chrono::minutes(1);  // `cache clear` spares temp files younger than this
+constexpr auto kRescan = std::chrono::seconds(30);       // a storing process counts the folder again after this
 // Another process building the same key: after kLockNote a warning says it is waited for (a
 // process stopped with Ctrl-Z holds its lock), after kLockWait this one builds too. NVRTC takes
 // seconds for a large kernel; a duplicate build costs only time.
@@ -246,6 +247,7 @@ struct ScannedFile {
   std::optional<Hash128> key;  // entries and locks
   uint64_t bytes = 0;
   int64_t mtime_ns = 0;
+  std::string odd;  // at an entry's path, not a regular file: file_problem()'s words ("a FIFO", ...)
 };
 
 std::optional<ScannedFile> classify(const fs::path& path, const std::string& name, const std::string& prefix) {
@@ -263,7 +265,15 @@ std::optional<ScannedFile> classify(const fs::path& path, const std::string& nam
     return std::nullopt;
   }
   struct stat st;
-  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+  if (!S_ISREG(st.st_mode)) {
+    // A folder, FIFO or link named as an entry: listed as damaged and removed by `cache clear`
+    // (never followed); other odd files are not fusejit's.
+    if (f.type != FileType::Entry) return std::nullopt;
+    f.odd = file_problem(st);
+    f.mtime_ns = mtime_ns(st);
+    return f;
+  }
   f.bytes = static_cast<uint64_t>(st.st_size);
   f.mtime_ns = mtime_ns(st);
   return f;
@@ -289,7 +299,7 @@ std::vector<ScannedFile> scan(const fs::path& dir) {
     if (prefix.starts_with(kBuildPrefix)) {
       struct stat st;
       if (::lstat(top->path().c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-        out.push_back({top->path(), FileType::Build, std::nullopt, folder_bytes(top->path()), mtime_ns(st)});
+        out.push_back({top->path(), FileType::Build, std::nullopt, folder_bytes(top->path()), mtime_ns(st), {}});
       continue;
     }
     if (prefix.size() != 2 || !is_hex(prefix) || top->is_symlink(ec)) continue;
@@ -729,14 +739,19 @@ bool DiskStore::store(const DiskKey& key, const EntryMeta& meta, std::span<const
     disable(fmt::format("cannot write {}: {}", final_path.string(), std::strerror(err)));
     return false;
   }
-  bool over = false;
+  bool rescan = false;
   {
     std::lock_guard lock(mutex_);
     if (approx_bytes_ >= 0) approx_bytes_ += static_cast<int64_t>(buf.size());
-    // The first store of a process scans the folder (and sweeps what killed runs left).
-    over = approx_bytes_ < 0 || (config_.max_bytes > 0 && static_cast<uint64_t>(approx_bytes_) > config_.max_bytes);
+    // The first store of a process scans the folder (and sweeps what killed runs left). Later
+    // ones count their own bytes only, so other processes' writes are seen when it scans again:
+    // past 90 % of the cap at every store, else every kRescan (two processes each below the cap
+    // would otherwise fill the folder past it together).
+    const uint64_t cap = config_.max_bytes;
+    rescan = approx_bytes_ < 0 || now_ns() - scanned_ns_ > std::chrono::nanoseconds(kRescan).count() ||
+           (cap > 0 && static_cast<uint64_t>(approx_bytes_) > cap - cap / 10);
   }
-  if (over) evict_impl(config_.max_bytes, final_path);
+  if (rescan) evict_impl(config_.max_bytes, final_path);
   return true;
 }
 
@@ -766,6 +781,15 @@ DiskStore::Fetched DiskStore::fetch_or_build(const DiskKey& key, const std::func
   return f;
 }
 
+namespace {
+// A temporary file, lock file or build folder a killed run left behind.
+void remove_abandoned(const ScannedFile& f) {
+  if (f.type == FileType::Temp) ::unlink(f.path.c_str());
+  else if (f.type == FileType::Lock) remove_unused_lock(f.path);
+  else remove_unused_build(f.path);
+}
+}  // namespace
+
 size_t DiskStore::evict_to(uint64_t max_bytes) { return evict_impl(max_bytes, {}); }
 
 size_t DiskStore::evict_impl(uint64_t max_bytes, const fs::path& keep) {
@@ -775,14 +799,11 @@ size_t DiskStore::evict_impl(uint64_t max_bytes, const fs::path& keep) {
   uint64_t total = 0;
   std::vector<ScannedFile*> entries;
   for (auto& f : files) {
-    std::error_code ec;
-    if (f.type == FileType::Entry) {
+    if (f.type == FileType::Entry && f.odd.empty()) {  // an odd one: a load removes it, with a warning
       total += f.bytes;
       entries.push_back(&f);
-    } else if (f.mtime_ns < stale) {  // left behind by a killed run
-      if (f.type == FileType::Temp) ::unlink(f.path.c_str());
-      else if (f.type == FileType::Lock) remove_unused_lock(f.path);
-      else remove_unused_build(f.path);
+    } else if (f.type != FileType::Entry && f.mtime_ns < stale) {
+      remove_abandoned(f);
     }
   }
   std::sort(entries.begin(), entries.end(), [](const ScannedFile* a, const ScannedFile* b) {
@@ -798,6 +819,7 @@ size_t DiskStore::evict_impl(uint64_t max_bytes, const fs::path& keep) {
   std::lock_guard lock(mutex_);
   counters_.evicted += removed;
   approx_bytes_ = static_cast<int64_t>(total);
+  scanned_ns_ = now_ns();
   return removed;
 }
 
@@ -849,6 +871,12 @@ std::vector<CacheEntryInfo> list_cache(const fs::path& dir) {
     e.path = f.path;
     e.file_bytes = f.bytes;
     e.mtime_unix = f.mtime_ns / 1000000000;
+    if (!f.odd.empty()) {
+      e.valid = false;
+      e.problem = f.odd + " where an entry belongs";
+      out.push_back(std::move(e));
+      continue;
+    }
     const std::optional<std::vector<char>> bytes = read_regular_file(f.path, kMaxEntryBytes + kHeaderSize);
     Decoded d = bytes ? decode_entry(*bytes, *f.key, std::nullopt) : Decoded{};
     if (!bytes)
@@ -893,6 +921,11 @@ namespace {
 bool remove_found(const ScannedFile& f, ClearResult& r) {
   if (f.type == FileType::Lock) return remove_unused_lock(f.path);
   if (f.type == FileType::Build) return remove_unused_build(f.path);
+  if (!f.odd.empty()) {
+    remove_odd(f.path);
+    struct stat st;
+    return ::lstat(f.path.c_str(), &st) != 0;
+  }
   if (::unlink(f.path.c_str()) == 0) return true;
   if (f.type == FileType::Entry && errno != ENOENT && r.kept++ == 0)
     r.kept_error = fmt::format("{}: {}", f.path.string(), std::strerror(errno));

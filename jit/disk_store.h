@@ -223,6 +223,7 @@ class DiskStore {
   bool warned_unusable_ = false;
   StoreCounters counters_;
   int64_t approx_bytes_ = -1;  // size of the entries, for the cap (-1: not scanned yet)
+  int64_t scanned_ns_ = 0;     // when approx_bytes_ was last counted from the folder
 };
 
 // Where the shared stores (DiskStore::shared) send their warnings; default: stderr.

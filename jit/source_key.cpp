@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "ir/error.h"
+
 namespace fusejit::jit {
 
 namespace {
@@ -32,7 +34,8 @@ size_t marker_length(std::string_view line) {
 
 std::string location_comment(std::string_view file, uint32_t line) {
   std::string out(kOpen);
-  for (char c : file) out += is_marker_char(c) ? c : '?';
+  // Bytes that are not UTF-8 as "\xNN": the source is text a Python str, JSON or an editor takes.
+  for (char c : ir::escape_invalid_utf8(file)) out += is_marker_char(c) ? c : '?';
   out += ':';
   out += std::to_string(line);
   out += ']';

@@ -12,7 +12,8 @@
 namespace fusejit::jit {
 
 // "  [FILE:LINE]" with the characters that could end the comment or the marker early (control
-// characters, '[' and ']') replaced by '?', so without_location_comments() finds it exactly.
+// characters, '[' and ']') replaced by '?', so without_location_comments() finds it exactly;
+// bytes that are not UTF-8 written as "\xNN" (ir::escape_invalid_utf8).
 std::string location_comment(std::string_view file, uint32_t line);
 
 // `source` with every location comment removed: on each line that has a `//` comment ending in

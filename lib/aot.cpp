@@ -268,7 +268,7 @@ void dump_program(const Program::Impl& p) {
   dump_path(dir, p, PlanKind::Fused, index["kernels"]);
   if (p.unfused) dump_path(dir, p, PlanKind::Unfused, index["kernels"]);
   index["plans"] = p.unfused ? json::array({"fused", "unfused"}) : json::array({"fused"});
-  write_text(dir / "index.json", index.dump(2) + "\n");
+  write_text(dir / "index.json", index.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   // The kernel files of an earlier dump into this folder that this one does not write again: gone,
   // so the folder holds one program (files fusejit did not write stay).
   const std::set<std::string> now = indexed_files(dir);
@@ -400,6 +400,37 @@ void check_fused_files(const AotFolder& f, const std::string& file) {
   }
 }
 
+// An index's "output": GPU binaries, not a CPU-path dump's "none".
+void check_output(const json& x, const std::string& file, const std::string& dir) {
+  if (!x.contains("output") || (x["output"] != "cubin" && x["output"] != "ptx" && x["output"] != "none"))
+    throw ir::UserError(fmt::format("'{}' has \"output\": {} (\"cubin\" or \"ptx\" in a folder `fusejit compile` "
+                                    "writes)",
+                                    file, x.contains("output") ? x["output"].dump() : "missing"));
+  if (x["output"] == "none")
+    throw ir::UserError(fmt::format("'{}' holds no GPU binaries (it was written with Options::dump_dir from the CPU "
+                                    "path, for reading): write a folder to load with `fusejit compile GRAPH --arch "
+                                    "sm_XY -o DIR` or fusejit::compile_to_dir",
+                                    dir));
+}
+
+// An index's format, format_version, code generator and output: what this fusejit reads.
+void check_header(const json& x, const std::string& file, const std::string& dir) {
+  if (!x.is_object() || !x.contains("format") || x["format"] != "fusejit-aot")
+    throw ir::UserError(fmt::format("'{}' is not a fusejit ahead-of-time index (no \"format\": \"fusejit-aot\")", file));
+  if (!x.contains("format_version") || !x["format_version"].is_number_integer() ||
+      x["format_version"] != kAotFormatVersion)
+    throw ir::UserError(fmt::format("'{}' has format_version {}{}; this fusejit reads the number {}: write it again "
+                                    "with `fusejit compile`",
+                                    file, x.contains("format_version") ? x["format_version"].dump() : "(none)",
+                                    x.contains("format_version") && !x["format_version"].is_number() ? ", not a number" : "",
+                                    kAotFormatVersion));
+  if (!x.contains("codegen_version") || x["codegen_version"] != jit::kCodegenVersion)
+    throw ir::UserError(fmt::format("'{}' was written by fusejit {} ({}); this one generates {}: write it again with "
+                                    "`fusejit compile`",
+                                    dir, shown(x, "fusejit_version"), shown(x, "codegen_version"), jit::kCodegenVersion));
+  check_output(x, file, dir);
+}
+
 // The folder's index, checked for a format and code generator this fusejit reads.
 std::shared_ptr<AotFolder> read_folder(const std::string& dir) {
   auto f = std::make_shared<AotFolder>();
@@ -412,25 +443,8 @@ std::shared_ptr<AotFolder> read_folder(const std::string& dir) {
   } catch (const json::exception& e) {
     throw ir::UserError(fmt::format("'{}' is not valid JSON: {}", file, e.what()));
   }
-  const json& x = f->index;
-  if (!x.is_object() || !x.contains("format") || x["format"] != "fusejit-aot")
-    throw ir::UserError(fmt::format("'{}' is not a fusejit ahead-of-time index (no \"format\": \"fusejit-aot\")", file));
-  if (!x.contains("format_version") || x["format_version"] != kAotFormatVersion)
-    throw ir::UserError(fmt::format("'{}' has format_version {}{}; this fusejit reads the number {}: write it again "
-                                    "with `fusejit compile`",
-                                    file, x.contains("format_version") ? x["format_version"].dump() : "(none)",
-                                    x.contains("format_version") && !x["format_version"].is_number() ? ", not a number" : "",
-                                    kAotFormatVersion));
-  if (!x.contains("codegen_version") || x["codegen_version"] != jit::kCodegenVersion)
-    throw ir::UserError(fmt::format("'{}' was written by fusejit {} ({}); this one generates {}: write it again with "
-                                    "`fusejit compile`",
-                                    dir, shown(x, "fusejit_version"), shown(x, "codegen_version"), jit::kCodegenVersion));
-  if (!x.contains("output") || (x["output"] != "cubin" && x["output"] != "ptx"))
-    throw ir::UserError(fmt::format("'{}' holds no GPU binaries (it was written with Options::dump_dir from the CPU "
-                                    "path, for reading): write a folder to load with `fusejit compile GRAPH --arch "
-                                    "sm_XY -o DIR` or fusejit::compile_to_dir",
-                                    dir));
-  check_index(x, file);
+  check_header(f->index, file, dir);
+  check_index(f->index, file);
   check_fused_files(*f, file);
   return f;
 }

@@ -18,9 +18,12 @@
 
 namespace fusejit {
 
+// Messages, file names and diagnostics may quote what a user gave (a file name, an option value):
+// NUL and bytes that are not UTF-8 are escaped, so what() (a C string), JSON and Python's str
+// carry them whole.
 Error::Error(ErrorKind kind, std::string message, std::string file, int line, int column, std::string diagnostic)
-    : std::runtime_error(std::move(message)), kind_(kind), file_(std::move(file)), line_(line), column_(column),
-      diagnostic_(std::move(diagnostic)) {
+    : std::runtime_error(ir::escape_invalid_utf8(message)), kind_(kind), file_(ir::escape_invalid_utf8(file)),
+      line_(line), column_(column), diagnostic_(ir::escape_invalid_utf8(diagnostic)) {
   if (diagnostic_.empty()) diagnostic_ = "error: " + std::string(what());
 }
 
@@ -140,7 +143,7 @@ void warn(std::string_view message) {
       if (--g_calls == 0) g_warn_cv.notify_all();
     }
   } done;
-  call_handler(message);
+  call_handler(ir::escape_invalid_utf8(message));  // as Error's messages: whole in any handler's text
 }
 
 void warn_unused_inputs(const ir::Graph& g) {

@@ -36,7 +36,7 @@ PlanReport plan_graph(const Graph& graph, const Options& options) {
     PlanReport r;
     r.text = ir::format_plan_text(rw, fused, unfused, &g, names);
     r.dot = ir::format_plan_dot(rw.graph, fused, names);
-    r.json = ir::plan_to_json(rw, fused, unfused, &g, names).dump(2);
+    r.json = ir::plan_to_json(rw, fused, unfused, &g, names).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     ir::PlanTotals f = ir::plan_totals(rw.graph, fused), u = ir::plan_totals(g, unfused);
     r.fused_kernels = f.kernels;
     r.unfused_kernels = u.kernels;

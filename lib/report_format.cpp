@@ -211,7 +211,7 @@ std::string RunReport::to_json() const {
                           {"nan", o.nan_count}, {"inf", o.inf_count}});
   j["warnings"] = warnings;
   j["ok"] = ok();
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);  // a file name's non-UTF-8 bytes as U+FFFD
 }
 
 }  // namespace fusejit

@@ -948,6 +948,27 @@ TEST_CASE("cache stats, list and clear touch only cache files") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("a folder, FIFO or link at an entry's path: listed as damaged, removed by clear, never followed") {
+  fs::path dir = make_temp_dir();
+  const fs::path fifo = entry_path(dir, disk_key(inputs_n(90)).key), folder = entry_path(dir, disk_key(inputs_n(91)).key);
+  const fs::path link = entry_path(dir, disk_key(inputs_n(92)).key), target = dir / "target-of-link";
+  for (const fs::path& p : {fifo, folder, link}) fs::create_directories(p.parent_path());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  fs::create_directories(folder / "inside");
+  write_text(target, "not the cache's");
+  fs::create_symlink(target, link);
+  std::map<fs::path, std::string> problems;
+  for (const CacheEntryInfo& e : list_cache(dir)) problems[e.path] = e.problem;
+  CHECK(problems[fifo] == "a FIFO where an entry belongs");
+  CHECK(problems[folder] == "a folder where an entry belongs");
+  CHECK(problems[link] == "a symbolic link where an entry belongs");
+  CHECK(cache_stats(dir).invalid == 3);
+  CHECK(clear_cache(dir).removed == 3);
+  for (const fs::path& p : {fifo, folder, link}) CHECK(!fs::exists(fs::symlink_status(p)));
+  CHECK(read_text(target) == "not the cache's");  // the link went, not what it points at
+  fs::remove_all(dir);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The one store, as the library uses it for both backends.
 

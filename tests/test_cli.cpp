@@ -368,6 +368,37 @@ TEST_CASE("run --json and plan --json report every error as a JSON object on std
   }
 }
 
+TEST_CASE("--json with bytes that are not UTF-8 (a file name, an option value): JSON with them escaped, no abort") {
+  fs::path dir = scratch("json-non-utf8");
+  const std::string bad = (dir / "bad\xff.txt").string(), good = (dir / "good\xfe.txt").string();
+  std::ofstream(bad) << "input x : f32[4]\ny = tahn(x)\noutput y\n";
+  std::ofstream(good) << "dim N = 64\ninput x : f32[N]\ny = exp(x)\noutput y\n";
+  // A graph error in a file whose name is not UTF-8: the name as "\xff" in the JSON and on stderr.
+  SplitResult r = run_split("run '" + bad + "' --json");
+  CHECK(r.code == 2);
+  CAPTURE(r.out);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["error"]["file"].get<std::string>().find("bad\\xff.txt") != std::string::npos);
+  CHECK(j["error"]["line"] == 2);
+  CHECK(r.err.find("bad\\xff.txt:2:5: error: unknown op 'tahn'") != std::string::npos);
+  // The same from an option's value, and from a .npy file name.
+  for (const std::string& args : {"run '" + good + "' --json --dim 'N\xff=3'", "run '" + good + "' --json --input 'x=no\xff.npy'"}) {
+    CAPTURE(args);
+    SplitResult e = run_split(args);
+    CHECK(e.code == 2);
+    const nlohmann::json err = nlohmann::json::parse(e.out)["error"];  // in the message or the file name
+    CHECK((err["message"].get<std::string>() + err["file"].get<std::string>()).find("\\xff") != std::string::npos);
+  }
+  // A good graph under such a name: its report (graph_file written with U+FFFD), and a compiled folder.
+  SplitResult ok = run_split("run '" + good + "' --json --repeats 1 --warmup 0");
+  CHECK(ok.code == 0);
+  CHECK(nlohmann::json::parse(ok.out)["ok"] == true);
+  Result c = run("compile '" + good + "' --fused-only -o " + (dir / "aot").string());
+  CAPTURE(c.out);
+  CHECK(c.code == 0);
+  CHECK(fs::exists(dir / "aot" / "index.json"));
+}
+
 TEST_CASE("an input no output uses gets a warning") {
   fs::path dir = scratch("unused");
   std::ofstream(dir / "u.txt") << "input x : f32[4]\ninput unused_b : f32[4]\ny = x * 2\noutput y\n";

@@ -233,6 +233,25 @@ def test_error_location():
         fusejit.Graph.load(str(ROOT / "no-such-graph.txt"))
 
 
+def test_messages_quoting_a_nul_or_bytes_that_are_not_utf8_come_whole(tmp_path):
+    # A NUL in a value used to cut the message there (what() is a C string), and a file name that
+    # is not UTF-8 to end in SystemError (the message could not become a str): escaped as \\xNN.
+    g = fusejit.Graph.parse(AXPY)
+    with pytest.raises(fusejit.UserError) as e:
+        fusejit.compile(g, arch="sm_90\x00")
+    assert "'sm_90\\x00': expected sm_XY" in e.value.message
+    bad = os.path.join(os.fsencode(tmp_path), b"bad\xff.txt")
+    with open(bad, "w") as f:
+        f.write("input x : f32[4]\ny = tahn(x)\noutput y\n")
+    for path in (bad, os.fsdecode(bad)):
+        with pytest.raises(fusejit.UserError) as e:
+            fusejit.Graph.load(path)
+        assert e.value.file.endswith("bad\\xff.txt") and e.value.line == 2 and "tahn" in e.value.message
+    (tmp_path / "index.json").write_bytes(b'{"format": "fusejit-aot", "x": "\xff"}')
+    with pytest.raises(fusejit.UserError, match="not valid JSON"):
+        fusejit.load(str(tmp_path))
+
+
 def test_warnings_go_to_python():
     g = fusejit.Graph.parse(AXPY)
     with pytest.warns(fusejit.FusejitWarning, match="arch"):

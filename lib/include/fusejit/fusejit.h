@@ -73,7 +73,9 @@ enum class ErrorKind {
 class Error : public std::runtime_error {
  public:
   /// `message` is the bare message; `file`/`line`/`column` locate it in graph text when known
-  /// (line 0 = no location); `diagnostic` is the rendered form (empty: same as message).
+  /// (line 0 = no location); `diagnostic` is the rendered form (empty: same as message). In all
+  /// three, NUL bytes and bytes that are not UTF-8 (a file name's, an option value's) are stored
+  /// as the text "\xNN", so what() and diagnostic() are whole, valid UTF-8.
   Error(ErrorKind kind, std::string message, std::string file = {}, int line = 0, int column = 0,
         std::string diagnostic = {});
   ErrorKind kind() const noexcept { return kind_; }
@@ -96,7 +98,8 @@ class Error : public std::runtime_error {
 /// Receives warnings (one complete message per call, no trailing newline). Called from whichever
 /// thread hit the condition (also threads fusejit starts to compile); must be thread-safe. It
 /// should not throw: an exception it throws is caught, and the message and the exception's
-/// what() go to stderr; the call that warned goes on (a warning never fails a call).
+/// what() go to stderr; the call that warned goes on (a warning never fails a call). NUL and
+/// bytes that are not UTF-8 in the message are escaped as in Error.
 using WarningHandler = std::function<void(std::string_view message)>;
 /// Sets the process-wide warning handler; an empty handler restores the default, which writes
 /// "fusejit: warning: MESSAGE" to stderr. Waits for calls of the old handler in progress to
