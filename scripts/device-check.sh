@@ -63,8 +63,10 @@ if [ $WARM -eq 1 ]; then
     for g in "$ROOT"/samples/graphs/*.txt; do
       timeout 300 "$FJ" compile "$g" --arch sm_90 -o "$OUTDIR/compiled/$(basename "$g" .txt)" >> "$OUTDIR/warm.log" 2>&1 || true
     done
-    timeout 300 "$FJ" compile "$ROOT/samples/graphs/bias_gelu.txt" --arch sm_90 --fast-math -o "$OUTDIR/compiled/bias_gelu~fast" \
-      >> "$OUTDIR/warm.log" 2>&1 || true
+    for g in bias_gelu softmax softmax_bf16; do
+      timeout 300 "$FJ" compile "$ROOT/samples/graphs/$g.txt" --arch sm_90 --fast-math -o "$OUTDIR/compiled/$g~fast" \
+        >> "$OUTDIR/warm.log" 2>&1 || true
+    done
     timeout 300 "$FJ" compile "$ROOT/samples/graphs/bias_gelu.txt" --arch sm_90 --nvrtc-option=--maxrregcount=32 \
       -o "$OUTDIR/compiled/bias_gelu~regs32" >> "$OUTDIR/warm.log" 2>&1 || true
     # Step 3b's reduction variants built with other NVRTC options.
@@ -155,7 +157,9 @@ done
 # the row cache (docs/ops.md, "The row on chip"; its limit, the GPU's opt-in shared memory less
 # 12 KiB, is unmeasured): 32,768-element rows on chip (128 KiB of f32, 64 KiB of bf16 a block),
 # softmax and LayerNorm also with one lane array (-DFJ_RED_NO_GROUPS: a pass reduces one chunk at
-# a time instead of four, fj_red_chunk_range),
+# a time instead of four, fj_red_chunk_range), then the 4,096-element softmaxes in fast-math mode
+# (approximate exp and division: the bf16 one runs at the f32 one's elements a second, half its
+# bandwidth; if fast math closes the gap, the strict kernels are bound by arithmetic, not memory),
 # against a 48 KiB limit (re-read by every pass), softmax and LayerNorm with every pass reading
 # memory; the row kernels' scalar loads instead of their 16-byte vector path (-DFJ_RED_NO_VECTOR),
 # and the lane tree's nine block barriers instead of the warp tree's two (-DFJ_RED_NO_WARP_TREE,
@@ -180,6 +184,8 @@ for extra in "softmax~rows1024:softmax:--dim=N=16384 --dim=C=1024" \
              "layernorm~rows32768:layernorm:--dim=N=512 --dim=C=32768" \
              "softmax~rows32768-no-groups:softmax:--dim=N=512 --dim=C=32768 --nvrtc-option=-DFJ_RED_NO_GROUPS" \
              "layernorm~rows32768-no-groups:layernorm:--dim=N=512 --dim=C=32768 --nvrtc-option=-DFJ_RED_NO_GROUPS" \
+             "softmax_bf16~fast-math:softmax_bf16:--fast-math" \
+             "softmax~fast-math:softmax:--fast-math" \
              "softmax_bf16~no-kept-values:softmax_bf16:--row-cache-limit=8192" \
              "softmax_bf16~kept-compiled-out:softmax_bf16:--nvrtc-option=-DFJ_RED_NO_KEPT --row-cache-limit=8192" \
              "softmax~no-kept-values:softmax:--row-cache-limit=16384" \
