@@ -745,11 +745,12 @@ bool DiskStore::store(const DiskKey& key, const EntryMeta& meta, std::span<const
     if (approx_bytes_ >= 0) approx_bytes_ += static_cast<int64_t>(buf.size());
     // The first store of a process scans the folder (and sweeps what killed runs left). Later
     // ones count their own bytes only, so other processes' writes are seen when it scans again:
-    // past 90 % of the cap at every store, else every kRescan (two processes each below the cap
-    // would otherwise fill the folder past it together).
-    const uint64_t cap = config_.max_bytes;
-    rescan = approx_bytes_ < 0 || now_ns() - scanned_ns_ > std::chrono::nanoseconds(kRescan).count() ||
-           (cap > 0 && static_cast<uint64_t>(approx_bytes_) > cap - cap / 10);
+    // past the cap, past 90 % of it at most once a second (a full cache stays there), and every
+    // kRescan (two processes each below the cap would otherwise fill the folder past it together).
+    const uint64_t cap = config_.max_bytes, bytes = static_cast<uint64_t>(approx_bytes_);
+    const auto since = std::chrono::steady_clock::now() - scanned_;
+    rescan = approx_bytes_ < 0 || (cap > 0 && (bytes > cap || since > kRescan ||
+                                               (bytes > cap - cap / 10 && since > std::chrono::seconds(1))));
   }
   if (rescan) evict_impl(config_.max_bytes, final_path);
   return true;
@@ -819,7 +820,7 @@ size_t DiskStore::evict_impl(uint64_t max_bytes, const fs::path& keep) {
   std::lock_guard lock(mutex_);
   counters_.evicted += removed;
   approx_bytes_ = static_cast<int64_t>(total);
-  scanned_ns_ = now_ns();
+  scanned_ = std::chrono::steady_clock::now();
   return removed;
 }
 
@@ -924,7 +925,9 @@ bool remove_found(const ScannedFile& f, ClearResult& r) {
   if (!f.odd.empty()) {
     remove_odd(f.path);
     struct stat st;
-    return ::lstat(f.path.c_str(), &st) != 0;
+    if (::lstat(f.path.c_str(), &st) != 0) return true;
+    if (r.kept++ == 0) r.kept_error = fmt::format("{}: {} that could not be removed", f.path.string(), f.odd);
+    return false;
   }
   if (::unlink(f.path.c_str()) == 0) return true;
   if (f.type == FileType::Entry && errno != ENOENT && r.kept++ == 0)

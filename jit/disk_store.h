@@ -16,6 +16,7 @@
 //    files, lock files and build folders left by killed runs are swept after an hour.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -223,7 +224,7 @@ class DiskStore {
   bool warned_unusable_ = false;
   StoreCounters counters_;
   int64_t approx_bytes_ = -1;  // size of the entries, for the cap (-1: not scanned yet)
-  int64_t scanned_ns_ = 0;     // when approx_bytes_ was last counted from the folder
+  std::chrono::steady_clock::time_point scanned_;  // when approx_bytes_ was last counted from the folder
 };
 
 // Where the shared stores (DiskStore::shared) send their warnings; default: stderr.

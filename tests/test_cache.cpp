@@ -806,6 +806,25 @@ TEST_CASE("the size cap evicts the least recently used entries") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("two processes writing into one folder at once keep it under the cap together") {
+  // Each KernelCache counts the folder at its first store, then adds its own writes: two of them
+  // (two processes) each stayed under the cap while the folder went past it. A store past 90 %
+  // of the cap counts the folder again (at most once a second).
+  fs::path dir = make_temp_dir();
+  const std::vector<char> payload(1000, 'p');
+  const uint64_t entry_bytes = 88 + 1 + payload.size();
+  CacheConfig cfg = config_for(dir);
+  cfg.max_bytes = 3 * entry_bytes;
+  KernelCache a(cfg), b(cfg);
+  const Target t{Arch{9, 0}, OutputKind::Cubin};
+  for (int i = 0; i < 4; ++i) REQUIRE((i % 2 ? b : a).store(disk_key(inputs_n(500 + i)), t, payload, "k"));
+  CHECK(cache_stats(dir).bytes == 4 * entry_bytes);  // each counted 2 or 3 entries: no scan yet
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  REQUIRE(a.store(disk_key(inputs_n(504)), t, payload, "k"));  // a counts 3 of 3: past 90 %
+  CHECK(cache_stats(dir).bytes <= cfg.max_bytes);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("FUSEJIT_DISABLE_CACHE=1 turns the disk cache off") {
   fs::path dir = make_temp_dir();
   DiskKeyInputs in = inputs_n(20);
