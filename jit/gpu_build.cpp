@@ -68,27 +68,36 @@ CompileRequest request_for(const TranslationUnit& tu, const GpuBuildOptions& o) 
 
 KernelCache& cache_of(const GpuBuildOptions& o) { return o.cache ? *o.cache : KernelCache::global(); }
 
-// Fused plan: each group its own program and cache entry, found by its structure first.
+// One group of a fused plan: its own program and cache entry, found by its structure first.
+CompiledKernel compile_group(const ir::Graph& g, const ir::FusionGroup& grp, const GpuBuildOptions& o) {
+  CacheResult r = cache_of(o).get_or_build(
+      structural_key(g, grp, o),
+      [&] {
+        GeneratedKernel k = generate_kernel(g, grp, o.codegen);
+        const TranslationUnit tu = emit_translation_unit(std::span<const GeneratedKernel>(&k, 1));
+        KernelCache::Generated gen;
+        gen.inputs = make_key_inputs(tu.source, request_for(tu, o), kCodegenVersion);
+        gen.label = k.name;
+        gen.user_data = std::make_shared<const GeneratedKernel>(std::move(k));
+        return gen;
+      },
+      [&](const KernelCache::Generated& gen) {
+        return compile_cuda(gen.inputs.source, gen.label + ".cu", compile_request_of(gen.inputs));
+      });
+  auto k = std::static_pointer_cast<const GeneratedKernel>(r.kernel->user_data);
+  FJ_CHECK(k != nullptr, "kernel cache returned no generated kernel");
+  return {*k, r.kernel->binary, r.outcome, r.compile_ms, {}};
+}
+
+// Fused plan: its groups' programs compile at once where o.for_each starts threads (NVRTC runs
+// one program per thread; a plan of several reduction kernels otherwise waits for each in turn).
 CompiledPlan compile_each_group(const ir::Graph& g, const ir::Plan& plan, const GpuBuildOptions& o) {
-  CompiledPlan out{o.target, {}};
-  for (const ir::FusionGroup& grp : plan.groups) {
-    CacheResult r = cache_of(o).get_or_build(
-        structural_key(g, grp, o),
-        [&] {
-          GeneratedKernel k = generate_kernel(g, grp, o.codegen);
-          const TranslationUnit tu = emit_translation_unit(std::span<const GeneratedKernel>(&k, 1));
-          KernelCache::Generated gen;
-          gen.inputs = make_key_inputs(tu.source, request_for(tu, o), kCodegenVersion);
-          gen.label = k.name;
-          gen.user_data = std::make_shared<const GeneratedKernel>(std::move(k));
-          return gen;
-        },
-        [&](const KernelCache::Generated& gen) {
-          return compile_cuda(gen.inputs.source, gen.label + ".cu", compile_request_of(gen.inputs));
-        });
-    auto k = std::static_pointer_cast<const GeneratedKernel>(r.kernel->user_data);
-    FJ_CHECK(k != nullptr, "kernel cache returned no generated kernel");
-    out.kernels.push_back({*k, r.kernel->binary, r.outcome, r.compile_ms});
+  CompiledPlan out{o.target, std::vector<CompiledKernel>(plan.groups.size())};
+  auto one = [&](size_t i) { out.kernels[i] = compile_group(g, plan.groups[i], o); };
+  if (o.for_each && plan.groups.size() > 1) {
+    o.for_each(plan.groups.size(), one);
+  } else {
+    for (size_t i = 0; i < plan.groups.size(); ++i) one(i);
   }
   return out;
 }

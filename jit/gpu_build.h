@@ -7,6 +7,7 @@
 //   3. loaded:   -> modules and functions in a device context: GpuProgram::load (jit/gpu_runner.h).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -25,6 +26,10 @@ struct GpuBuildOptions {
   Target target;                           // what NVRTC builds (jit/arch.h chooses it)
   std::vector<std::string> extra_options;  // the caller's NVRTC options, after fusejit's own
   KernelCache* cache = nullptr;            // nullptr: KernelCache::global()
+  // Runs body(0) .. body(n - 1), each once, perhaps at once on threads it starts (lib starts them
+  // with the caller's warning origin), and returns when all have returned; rethrows what one
+  // threw. Empty: one after another on this thread. A fused plan's groups compile through it.
+  std::function<void(size_t n, const std::function<void(size_t)>& body)> for_each;
 };
 
 // NVRTC options of one program: fusejit's defaults for the mode, then those the generated code

@@ -1,9 +1,12 @@
 // fusejit::Program, compiling: rewrite, plan, generate, compile (through the kernel cache) each
 // plan's variants on first need. Launching is lib/program_launch.cpp, host tensors
 // lib/program_run.cpp, ahead-of-time folders lib/aot.cpp.
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -74,6 +77,32 @@ void warn_cpu_ignores(const Options& o) {
 
 // ---- Variants ---------------------------------------------------------------------------------
 
+// Runs body(0) .. body(n - 1) on up to min(n, cores, 8) threads fusejit starts (compile workers:
+// their warnings' origin is the calling thread), each index once, and returns when all have
+// returned; then rethrows the exception of the lowest index that threw, so an error does not
+// depend on thread timing. NVRTC and the host compiler run one program per thread.
+void run_concurrently(size_t n, const std::function<void(size_t)>& body) {
+  const size_t threads = std::min<size_t>({n, std::max(1u, std::thread::hardware_concurrency()), 8});
+  std::vector<std::exception_ptr> failed(n);
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> workers;
+  const std::thread::id caller = warning_origin();
+  for (size_t t = 0; t < threads; ++t)
+    workers.emplace_back([&] {
+      const WarningOrigin origin(caller);
+      for (size_t i; (i = next.fetch_add(1)) < n;) {
+        try {
+          body(i);
+        } catch (...) {
+          failed[i] = std::current_exception();
+        }
+      }
+    });
+  for (std::thread& w : workers) w.join();
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
+}
+
 // The CPU variants of several paths, each its own host shared object (the one a compile of that
 // path alone makes, so a later fused-only compile finds it in the cache), compiled concurrently.
 std::vector<std::shared_ptr<Program::Impl::Variant>> build_cpu_variants(
@@ -89,22 +118,10 @@ std::vector<std::shared_ptr<Program::Impl::Variant>> build_cpu_variants(
   jit::HostCompileOptions ho;
   ho.cache_dir = p.options.cache_dir;
   ho.disk_cache = p.options.disk_cache;
-  std::vector<std::exception_ptr> failed(progs.size());
-  std::vector<std::thread> compilers;
-  const std::thread::id caller = warning_origin();
-  for (size_t k = 0; k < progs.size(); ++k)
-    compilers.emplace_back([&, k] {
-      const WarningOrigin origin(caller);
-      try {
-        jit::CpuProgram* one[1] = {progs[k]};
-        jit::compile_cpu_programs(one, ho);
-      } catch (...) {
-        failed[k] = std::current_exception();
-      }
-    });
-  for (std::thread& t : compilers) t.join();
-  for (const std::exception_ptr& e : failed)
-    if (e) std::rethrow_exception(e);
+  run_concurrently(progs.size(), [&](size_t k) {
+    jit::CpuProgram* one[1] = {progs[k]};
+    jit::compile_cpu_programs(one, ho);
+  });
   for (size_t k = 0; k < paths.size(); ++k) {
     Program::Impl::Variant& var = *out[k];
     const jit::HostCompileResult& c = var.cpu->compile;
@@ -129,6 +146,7 @@ std::shared_ptr<Program::Impl::Variant> build_gpu_variant(const Program::Impl& p
   bo.extra_options = p.options.nvrtc_options;
   bo.cache = &cache_for(p.options);
   bo.codegen = codegen_options(path.kind, p.options, v);
+  bo.for_each = run_concurrently;  // a fused plan's groups: one NVRTC program each, at once
   out->gpu = jit::compile_plan(g, path.plan, bo);
   const std::vector<int> bindings = ir::output_bindings(g);
   for (size_t i = 0; i < out->gpu.kernels.size(); ++i) {
@@ -263,25 +281,31 @@ void publish_unfused(const Program::Impl& p, std::unique_ptr<Program::Impl::Path
   p.unfused_ready.store(true, std::memory_order_release);
 }
 
-// Both plans at once. On the CPU in strict mode their two host shared objects compile
-// concurrently (what `fusejit run`, which runs both, pays); fast-math and strict kernels need
-// different compile modes.
+// Both plans at once (what `fusejit run`, which runs both, pays). On the CPU in strict mode their
+// two host shared objects compile concurrently (fast-math and strict kernels need different compile
+// modes); on a GPU the fused plan's programs and the unfused one compile concurrently.
 void build_both(Program::Impl& p) {
-  if (p.backend == Backend::Cpu && !p.options.fast_math) {
-    std::call_once(p.unfused_once, [&] {
-      std::unique_ptr<Program::Impl::Path> u = unfused_path(p);
+  const bool cpu_strict = p.backend == Backend::Cpu && !p.options.fast_math;
+  bool built = false;
+  std::call_once(p.unfused_once, [&] {
+    std::unique_ptr<Program::Impl::Path> u = unfused_path(p);
+    if (cpu_strict) {
       const Program::Impl::Path* both[2] = {&p.fused, u.get()};
       std::vector<std::shared_ptr<Program::Impl::Variant>> v =
           translate_errors([&] { return build_cpu_variants(p, both, 0); }, p.graph.impl().graph.file,
                            p.graph.impl().source);
       p.fused.variants[0] = v[0];
       u->variants[0] = v[1];
-      publish_unfused(p, std::move(u));
-    });
-    return;
-  }
-  p.fused.variants[0] = build_variant(p, p.fused, 0);
-  p.path(PlanKind::Unfused);
+    } else {
+      run_concurrently(2, [&](size_t i) {
+        if (i == 0) p.fused.variants[0] = build_variant(p, p.fused, 0);
+        else u->variants[0] = build_variant(p, *u, 0);
+      });
+    }
+    publish_unfused(p, std::move(u));  // after both: its dump folder holds both plans
+    built = true;
+  });
+  if (!built && !cpu_strict) p.fused.variants[0] = build_variant(p, p.fused, 0);
 }
 
 }  // namespace

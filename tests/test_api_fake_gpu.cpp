@@ -223,6 +223,38 @@ TEST_CASE("a whole-tensor reduction on the CUDA backend: two launches, a stream-
   CHECK(p.run({x}, {}, fj::PlanKind::Unfused)[0] == want[0]);
 }
 
+TEST_CASE("a fused plan of several kernels compiles them at once; the kernels keep the plan's order and the CPU's bits") {
+  FakeGpu gpu;
+  // Three reduction kernels (over rows, columns, rows again), each its own NVRTC program: they
+  // compile on threads of their own (GpuBuildOptions::for_each), and with the unfused program.
+  const std::string text =
+      "graph three\ninput x : f32[64, 256]\ny = softmax(x, -1)\nz = softmax(y, 0)\nw = z * 2.0 + x\n"
+      "v = sum(w * w, -1, keepdim)\nout = w / v\noutput out\n";
+  fj::Options o;
+  o.backend = fj::Backend::Cuda;
+  o.cache_dir = (std::filesystem::path(FUSEJIT_BINARY_DIR) / "test-fake-gpu-three").string();
+  std::filesystem::remove_all(o.cache_dir);  // a cold cache: every kernel compiled here
+  fj::Program p = fj::Program::compile(fj::Graph::parse(text), o);
+  auto keep = emulate(p);
+  const std::vector<fj::KernelInfo> ks = p.kernels(fj::PlanKind::Fused);
+  REQUIRE(ks.size() == 3);
+  const std::string plan = fj::plan_graph(fj::Graph::parse(text), o).text;
+  size_t at = 0;
+  for (const fj::KernelInfo& k : ks) {  // the plan's kernel 0, 1, 2 in that order
+    CAPTURE(k.name);
+    CHECK(k.cache == fj::CacheOutcome::Compiled);
+    const size_t found = plan.find(k.name, at);
+    REQUIRE(found != std::string::npos);
+    at = found;
+  }
+  const std::vector<float> vx = patterned(64 * 256, 97.0f, 4.0f);
+  const fj::HostTensor x = fj::HostTensor::from_floats(fj::DType::F32, {64, 256}, vx);
+  const std::vector<fj::HostTensor> want = cpu_outputs(text, {64, 256}, vx);
+  CHECK(p.run({x})[0] == want[0]);
+  CHECK(p.run({x}, {}, fj::PlanKind::Unfused)[0] == want[0]);
+  std::filesystem::remove_all(o.cache_dir);
+}
+
 TEST_CASE("a column reduction with few long columns on the CUDA backend: split in parts, the CPU's bits") {
   FakeGpu gpu;
   const std::string text = "graph cols\ninput x : f32[100000, 3]\ns = sum(x, 0)\noutput s\n";
