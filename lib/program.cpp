@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
@@ -77,27 +78,35 @@ void warn_cpu_ignores(const Options& o) {
 
 // ---- Variants ---------------------------------------------------------------------------------
 
-// Runs body(0) .. body(n - 1) on up to min(n, cores, 8) threads fusejit starts (compile workers:
-// their warnings' origin is the calling thread), each index once, and returns when all have
-// returned; then rethrows the exception of the lowest index that threw, so an error does not
-// depend on thread timing. NVRTC and the host compiler run one program per thread.
+// Runs body(0) .. body(n - 1) on up to min(n, cores, 8) compile workers it starts (their
+// warnings' origin is the calling thread), each index once, and returns when all have returned;
+// then rethrows the exception of the lowest index that threw, so an error does not depend on
+// thread timing. NVRTC and the host compiler run one program per thread. Where no thread can be
+// started (a process limit), this thread runs them all.
 void run_concurrently(size_t n, const std::function<void(size_t)>& body) {
   const size_t threads = std::min<size_t>({n, std::max(1u, std::thread::hardware_concurrency()), 8});
   std::vector<std::exception_ptr> failed(n);
   std::atomic<size_t> next{0};
-  std::vector<std::thread> workers;
-  const std::thread::id caller = warning_origin();
-  for (size_t t = 0; t < threads; ++t)
-    workers.emplace_back([&] {
-      const WarningOrigin origin(caller);
-      for (size_t i; (i = next.fetch_add(1)) < n;) {
-        try {
-          body(i);
-        } catch (...) {
-          failed[i] = std::current_exception();
-        }
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        body(i);
+      } catch (...) {
+        failed[i] = std::current_exception();
       }
-    });
+    }
+  };
+  const std::thread::id caller = warning_origin();
+  std::vector<std::thread> workers;
+  try {
+    for (size_t t = 0; t < threads; ++t)
+      workers.emplace_back([&] {
+        const WarningOrigin origin(caller);
+        work();
+      });
+  } catch (const std::system_error&) {  // no more threads: fewer workers
+  }
+  if (workers.empty()) work();
   for (std::thread& w : workers) w.join();
   for (const std::exception_ptr& e : failed)
     if (e) std::rethrow_exception(e);
