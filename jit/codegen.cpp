@@ -1412,15 +1412,18 @@ KernelSignature reduce_signature(KernelGen& k, bool split, bool row_cache, int V
 
 // An entry: the fast one (suffix "") with the row strides 1, the strided one ("_s") as passed.
 // The long-row entry ("_l", GeneratedKernel::long_rows_name) is the fast one with lane_groups lane
-// arrays: kept apart so that the others' registers stay what one lane array needs.
-std::string reduce_entry(const KernelSignature& sig, const char* suffix, int lane_groups = 1) {
+// arrays: kept apart so that the others' registers stay what one lane array needs. `bounded`: a
+// row kernel's fast or strided entry, whose blocks never pass kReduceMaxBlock threads, marked
+// FJ_RED_ROW_BOUNDS (fj_reduce.h: empty unless -DFJ_RED_MIN_BLOCKS asks for __launch_bounds__).
+std::string reduce_entry(const KernelSignature& sig, const char* suffix, int lane_groups = 1, bool bounded = false) {
   std::string params, args;
   for (const ArgSlot& a : sig.args) {
     params += fmt::format("{}{} {}", params.empty() ? "" : ",\n    ", a.ctype, a.name);
     args += (args.empty() ? "" : ", ") + a.name;
   }
-  return fmt::format("extern \"C\" __global__ void @NAME@{}(\n    {}) {{\n  @NAME@_rows<{}, {}>({});\n}}\n", suffix, params,
-                     std::string_view(suffix) == "_s" ? "false" : "true", lane_groups, args);
+  return fmt::format("extern \"C\" __global__ void {}@NAME@{}(\n    {}) {{\n  @NAME@_rows<{}, {}>({});\n}}\n",
+                     bounded ? "FJ_RED_ROW_BOUNDS " : "", suffix, params, std::string_view(suffix) == "_s" ? "false" : "true",
+                     lane_groups, args);
 }
 
 std::string reduce_header(KernelGen& k, const ReduceGen& r, int lane_groups) {
@@ -1468,7 +1471,8 @@ GeneratedKernel generate_reduce_kernel(KernelGen& k) {
   out.signature.reduce_rows = r.V > 1;
   out.vector_width = r.V;
   const std::string body = r.body_function(out.signature);
-  std::string entries = reduce_entry(out.signature, "") + reduce_entry(out.signature, "_s");
+  const bool bounded = r.row_blocks();
+  std::string entries = reduce_entry(out.signature, "", 1, bounded) + reduce_entry(out.signature, "_s", 1, bounded);
   if (out.lane_groups > 1) entries += reduce_entry(out.signature, "_l", out.lane_groups);
   finish(out, k.g.name, reduce_header(k, r, out.lane_groups) + body + entries);
   return out;

@@ -72,7 +72,8 @@ if [ $WARM -eq 1 ]; then
     # Step 3b's reduction variants built with other NVRTC options.
     for v in "softmax:-DFJ_RED_NO_VECTOR" "softmax_bf16:-DFJ_RED_NO_VECTOR" "rmsnorm:-DFJ_RED_NO_VECTOR" \
              "softmax:-DFJ_RED_NO_WARP_TREE" "softmax:-DFJ_RED_NO_KEPT" "softmax_bf16:-DFJ_RED_NO_KEPT" \
-             "softmax:-DFJ_RED_NO_GROUPS" "layernorm:-DFJ_RED_NO_GROUPS"; do
+             "softmax:-DFJ_RED_NO_GROUPS" "layernorm:-DFJ_RED_NO_GROUPS" \
+             "softmax_bf16:-DFJ_RED_MIN_BLOCKS=6" "layernorm:-DFJ_RED_MIN_BLOCKS=6"; do
       opt="${v#*:}"; tag="${opt#-D}"; tag="${tag#--}"
       timeout 300 "$FJ" compile "$ROOT/samples/graphs/${v%%:*}.txt" --arch sm_90 --nvrtc-option="$opt" \
         -o "$OUTDIR/compiled/${v%%:*}~$tag" >> "$OUTDIR/warm.log" 2>&1 || true
@@ -157,7 +158,10 @@ done
 # the row cache (docs/ops.md, "The row on chip"; its limit, the GPU's opt-in shared memory less
 # 12 KiB, is unmeasured): 32,768-element rows on chip (128 KiB of f32, 64 KiB of bf16 a block),
 # softmax and LayerNorm also with one lane array (-DFJ_RED_NO_GROUPS: a pass reduces one chunk at
-# a time instead of four, fj_red_chunk_range), then the 4,096-element softmaxes in fast-math mode
+# a time instead of four, fj_red_chunk_range), the bf16 softmax and LayerNorm with their fast
+# entries held to 6 blocks of 256 an SM (-DFJ_RED_MIN_BLOCKS=6: 40 registers, no spills under
+# ptxas, against ptxas's own 48 and 46 since the chunk loop was merged; before it, 39 and 40),
+# then the 4,096-element softmaxes in fast-math mode
 # (approximate exp and division: the bf16 one runs at the f32 one's elements a second, half its
 # bandwidth; if fast math closes the gap, the strict kernels are bound by arithmetic, not memory),
 # against a 48 KiB limit (re-read by every pass), softmax and LayerNorm with every pass reading
@@ -184,6 +188,8 @@ for extra in "softmax~rows1024:softmax:--dim=N=16384 --dim=C=1024" \
              "layernorm~rows32768:layernorm:--dim=N=512 --dim=C=32768" \
              "softmax~rows32768-no-groups:softmax:--dim=N=512 --dim=C=32768 --nvrtc-option=-DFJ_RED_NO_GROUPS" \
              "layernorm~rows32768-no-groups:layernorm:--dim=N=512 --dim=C=32768 --nvrtc-option=-DFJ_RED_NO_GROUPS" \
+             "softmax_bf16~min-blocks6:softmax_bf16:--nvrtc-option=-DFJ_RED_MIN_BLOCKS=6" \
+             "layernorm~min-blocks6:layernorm:--nvrtc-option=-DFJ_RED_MIN_BLOCKS=6" \
              "softmax_bf16~fast-math:softmax_bf16:--fast-math" \
              "softmax~fast-math:softmax:--fast-math" \
              "softmax_bf16~no-kept-values:softmax_bf16:--row-cache-limit=8192" \

@@ -255,6 +255,23 @@ TEST_CASE("a fused plan of several kernels compiles them at once; the kernels ke
   std::filesystem::remove_all(o.cache_dir);
 }
 
+TEST_CASE("-DFJ_RED_MIN_BLOCKS bounds the row entries (__launch_bounds__): NVRTC compiles them, the CPU's bits") {
+  FakeGpu gpu;
+  const std::string text = "graph sm\ninput x : f32[16, 4096]\ny = softmax(x, -1)\noutput y\n";
+  fj::Options o;
+  o.backend = fj::Backend::Cuda;
+  o.nvrtc_options = {"-DFJ_RED_MIN_BLOCKS=6"};
+  fj::Program p = fj::Program::compile(fj::Graph::parse(text), o);
+  auto keep = emulate(p);
+  const std::vector<fj::KernelInfo> ks = p.kernels(fj::PlanKind::Fused);
+  REQUIRE(ks.size() == 1);
+  CHECK(ks[0].source.find("extern \"C\" __global__ void FJ_RED_ROW_BOUNDS " + ks[0].name + "(") != std::string::npos);
+  CHECK(ks[0].source.find("extern \"C\" __global__ void " + ks[0].name + "_l(") != std::string::npos);  // 1,024 threads
+  const std::vector<float> vx = patterned(16 * 4096, 97.0f, 4.0f);
+  const fj::HostTensor x = fj::HostTensor::from_floats(fj::DType::F32, {16, 4096}, vx);
+  CHECK(p.run({x})[0] == cpu_outputs(text, {16, 4096}, vx)[0]);
+}
+
 TEST_CASE("a column reduction with few long columns on the CUDA backend: split in parts, the CPU's bits") {
   FakeGpu gpu;
   const std::string text = "graph cols\ninput x : f32[100000, 3]\ns = sum(x, 0)\noutput s\n";

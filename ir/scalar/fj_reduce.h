@@ -349,6 +349,17 @@ FJ_FN T fj_red_chunk(long long c0, long long m, fj_red_vec_load<V, One, Vec>& lo
   return fj_red_lane_tree<R, T>(lanes, tid, nthreads, group, groups);
 }
 
+// -DFJ_RED_MIN_BLOCKS=k (an NVRTC option, to measure: scripts/device-check.sh) gives the fast and
+// strided entries of row kernels __launch_bounds__(256, k): ptxas keeps their registers to what k
+// blocks of 256 threads an SM allow (40 for k = 6), spilling if it must, instead of its own choice.
+// Their launches never pass 256 threads (jit::kReduceMaxBlock); the block size comes from the
+// occupancy API, which respects the bound.
+#if defined(FJ_DEVICE_CODE) && defined(FJ_RED_MIN_BLOCKS)
+#define FJ_RED_ROW_BOUNDS __launch_bounds__(256, FJ_RED_MIN_BLOCKS)
+#else
+#define FJ_RED_ROW_BOUNDS
+#endif
+
 // Number of chunks of a reduction of length n.
 FJ_FN long long fj_red_chunks(long long n) { return (n + FJ_RED_CHUNK - 1) / FJ_RED_CHUNK; }
 // Length of the chunk that starts at element e0 < n.

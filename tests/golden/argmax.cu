@@ -5,9 +5,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_argmax_8c9bfd1dbdc80161 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_8c9bfd1dbdc80161_s for any strides.
+// Entry points: fj_argmax_48a559677f39b292 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_48a559677f39b292_s for any strides.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_argmax_8c9bfd1dbdc80161_rows(
+static __device__ __forceinline__ void fj_argmax_48a559677f39b292_rows(
     const fj_bf16* in_v0,
     long long* out_v3,
     float* out_v9,
@@ -117,7 +117,7 @@ static __device__ __forceinline__ void fj_argmax_8c9bfd1dbdc80161_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_argmax_8c9bfd1dbdc80161(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_48a559677f39b292(
     const fj_bf16* in_v0,
     long long* out_v3,
     float* out_v9,
@@ -138,9 +138,9 @@ extern "C" __global__ void fj_argmax_8c9bfd1dbdc80161(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_argmax_8c9bfd1dbdc80161_rows<true, 1>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_argmax_48a559677f39b292_rows<true, 1>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_argmax_8c9bfd1dbdc80161_s(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_48a559677f39b292_s(
     const fj_bf16* in_v0,
     long long* out_v3,
     float* out_v9,
@@ -161,7 +161,7 @@ extern "C" __global__ void fj_argmax_8c9bfd1dbdc80161_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_argmax_8c9bfd1dbdc80161_rows<false, 1>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_argmax_48a559677f39b292_rows<false, 1>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [16, 8], 32-bit index math.
@@ -267,9 +267,9 @@ extern "C" __global__ void fj_argmax_35d09cb79e3724cd_s(
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_argmax_be8138eca29c45a7 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_be8138eca29c45a7_s for any strides.
+// Entry points: fj_argmax_6472ed2150926248 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_6472ed2150926248_s for any strides.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_argmax_be8138eca29c45a7_rows(
+static __device__ __forceinline__ void fj_argmax_6472ed2150926248_rows(
     const float* in_v1,
     long long* out_v11,
     unsigned int n,
@@ -314,7 +314,7 @@ static __device__ __forceinline__ void fj_argmax_be8138eca29c45a7_rows(
     }
   }
 }
-extern "C" __global__ void fj_argmax_be8138eca29c45a7(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_6472ed2150926248(
     const float* in_v1,
     long long* out_v11,
     unsigned int n,
@@ -330,9 +330,9 @@ extern "C" __global__ void fj_argmax_be8138eca29c45a7(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_be8138eca29c45a7_rows<true, 1>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_6472ed2150926248_rows<true, 1>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_argmax_be8138eca29c45a7_s(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_6472ed2150926248_s(
     const float* in_v1,
     long long* out_v11,
     unsigned int n,
@@ -348,6 +348,6 @@ extern "C" __global__ void fj_argmax_be8138eca29c45a7_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_be8138eca29c45a7_rows<false, 1>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_6472ed2150926248_rows<false, 1>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
 }
 

@@ -5,10 +5,10 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_ef59a37b85cf5245 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_ef59a37b85cf5245_s for any strides,
-// fj_reductions_ef59a37b85cf5245_l as fj_reductions_ef59a37b85cf5245 for long rows on chip: a block of 256 k threads reduces up to min(k, 4) chunks at once, in lane groups.
+// Entry points: fj_reductions_45b81f274c364f8d for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_45b81f274c364f8d_s for any strides,
+// fj_reductions_45b81f274c364f8d_l as fj_reductions_45b81f274c364f8d for long rows on chip: a block of 256 k threads reduces up to min(k, 4) chunks at once, in lane groups.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_reductions_ef59a37b85cf5245_rows(
+static __device__ __forceinline__ void fj_reductions_45b81f274c364f8d_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -169,7 +169,7 @@ static __device__ __forceinline__ void fj_reductions_ef59a37b85cf5245_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_reductions_ef59a37b85cf5245(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_45b81f274c364f8d(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -190,9 +190,9 @@ extern "C" __global__ void fj_reductions_ef59a37b85cf5245(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_ef59a37b85cf5245_rows<true, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_45b81f274c364f8d_rows<true, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_ef59a37b85cf5245_s(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_45b81f274c364f8d_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -213,9 +213,9 @@ extern "C" __global__ void fj_reductions_ef59a37b85cf5245_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_ef59a37b85cf5245_rows<false, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_45b81f274c364f8d_rows<false, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_ef59a37b85cf5245_l(
+extern "C" __global__ void fj_reductions_45b81f274c364f8d_l(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -236,7 +236,7 @@ extern "C" __global__ void fj_reductions_ef59a37b85cf5245_l(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_ef59a37b85cf5245_rows<true, 4>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_45b81f274c364f8d_rows<true, 4>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.
@@ -342,9 +342,9 @@ extern "C" __global__ void fj_reductions_18c35791815a26b6_s(
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_2377253194121a90 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_2377253194121a90_s for any strides.
+// Entry points: fj_reductions_bde28c02b2c26384 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_bde28c02b2c26384_s for any strides.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_reductions_2377253194121a90_rows(
+static __device__ __forceinline__ void fj_reductions_bde28c02b2c26384_rows(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -396,7 +396,7 @@ static __device__ __forceinline__ void fj_reductions_2377253194121a90_rows(
     }
   }
 }
-extern "C" __global__ void fj_reductions_2377253194121a90(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_bde28c02b2c26384(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -417,9 +417,9 @@ extern "C" __global__ void fj_reductions_2377253194121a90(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_2377253194121a90_rows<true, 1>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_bde28c02b2c26384_rows<true, 1>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_2377253194121a90_s(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_bde28c02b2c26384_s(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -440,6 +440,6 @@ extern "C" __global__ void fj_reductions_2377253194121a90_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_2377253194121a90_rows<false, 1>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_bde28c02b2c26384_rows<false, 1>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
 

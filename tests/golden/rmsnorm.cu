@@ -5,10 +5,10 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_rmsnorm_998fa553faae3a1a for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_998fa553faae3a1a_s for any strides,
-// fj_rmsnorm_998fa553faae3a1a_l as fj_rmsnorm_998fa553faae3a1a for long rows on chip: a block of 256 k threads reduces up to min(k, 4) chunks at once, in lane groups.
+// Entry points: fj_rmsnorm_37d181a4955981ec for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_37d181a4955981ec_s for any strides,
+// fj_rmsnorm_37d181a4955981ec_l as fj_rmsnorm_37d181a4955981ec for long rows on chip: a block of 256 k threads reduces up to min(k, 4) chunks at once, in lane groups.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_rmsnorm_998fa553faae3a1a_rows(
+static __device__ __forceinline__ void fj_rmsnorm_37d181a4955981ec_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -126,7 +126,7 @@ static __device__ __forceinline__ void fj_rmsnorm_998fa553faae3a1a_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void fj_rmsnorm_998fa553faae3a1a(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_rmsnorm_37d181a4955981ec(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -147,9 +147,9 @@ extern "C" __global__ void fj_rmsnorm_998fa553faae3a1a(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_998fa553faae3a1a_rows<true, 1>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_37d181a4955981ec_rows<true, 1>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_rmsnorm_998fa553faae3a1a_s(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_rmsnorm_37d181a4955981ec_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -170,9 +170,9 @@ extern "C" __global__ void fj_rmsnorm_998fa553faae3a1a_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_998fa553faae3a1a_rows<false, 1>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_37d181a4955981ec_rows<false, 1>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_rmsnorm_998fa553faae3a1a_l(
+extern "C" __global__ void fj_rmsnorm_37d181a4955981ec_l(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -193,6 +193,6 @@ extern "C" __global__ void fj_rmsnorm_998fa553faae3a1a_l(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_998fa553faae3a1a_rows<true, 4>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_37d181a4955981ec_rows<true, 4>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
