@@ -629,6 +629,21 @@ bool wants_json(int argc, char** argv) {
   return json_command && json;
 }
 
+// CLI11 reads `--opt=` (nothing after '=') as `--opt` and takes the next argument as its value:
+// `cache --cache-dir= stats` set the folder "stats" and then lacked a subcommand. Split such an
+// argument into `--opt` and an empty value, which the option's validator then names.
+std::vector<std::string> split_empty_values(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
+    const std::string& a = args[i];
+    if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=' && a.find('=') == a.size() - 1) {
+      args[i].pop_back();
+      args.insert(args.begin() + static_cast<std::ptrdiff_t>(++i), std::string());
+    }
+  }
+  return args;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -650,8 +665,11 @@ int main(int argc, char** argv) {
 
   const CommandLine line(argc, argv);
   const bool json = wants_json(argc, argv);
+  std::vector<std::string> args = split_empty_values(argc, argv);
+  std::reverse(args.begin() + 1, args.end());  // CLI11 takes the arguments last first
+  args.erase(args.begin());
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     if (!json) return app.exit(e) == 0 ? 0 : 2;

@@ -211,7 +211,11 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
   CHECK(run("run " + sample("x2x3.txt") + " --seed -1").code == 2);
   // An empty path (`--save-dir "$OUT"` with OUT unset) is refused, not taken as "no folder".
   for (const std::string flags : {"run x2x3.txt --save-dir ''", "run x2x3.txt --cache-dir ''", "compile x2x3.txt -o ''",
-                                  "run x2x3.txt --dump-dir ''", "cache stats --cache-dir ''"}) {
+                                  "run x2x3.txt --dump-dir ''", "cache stats --cache-dir ''",
+                                  // `--opt=` before a subcommand or the graph: CLI11 alone took the
+                                  // next argument as the value ("A subcommand is required").
+                                  "cache --cache-dir= stats", "cache stats --cache-dir=",
+                                  "run --save-dir= x2x3.txt", "compile --out= x2x3.txt"}) {
     CAPTURE(flags);
     std::string cmd = flags;
     if (const size_t at = cmd.find("x2x3.txt"); at != std::string::npos) cmd.replace(at, 8, sample("x2x3.txt"));
