@@ -214,6 +214,9 @@ struct LaunchScratch {
 struct LaunchOptions {
   bool vector_path = true;     // false: vec_ok is always 0 (tests of the scalar loop)
   bool force_strided = false;  // true: every group runs its strided entry (tests of it)
+  // The CUDA device the caller's tensors are on (TensorRef::device), -1 not known. launch_plan
+  // ignores it; Program::launch checks it against the context it launches in.
+  int device = -1;
 };
 
 // What one launch did (for tests and run statistics).

@@ -25,6 +25,10 @@ void bind_dims(const ir::Graph& g, std::span<const T> inputs, std::vector<int64_
 // ir::UserError on an unknown name or a negative value.
 void dims_from_values(const ir::Graph& g, const DimValues& dims, std::vector<int64_t>& out);
 
+// The CUDA device the tensors name (TensorRef::device), -1 when none does. Throws ir::UserError
+// when two name different devices, or when one names a device on the CPU backend (`cuda` false).
+int tensors_device(const ir::Graph& g, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
+                   bool cuda);
 // Throws ir::UserError unless every output has its graph output's dtype.
 void check_output_dtypes(const ir::Graph& g, std::span<const TensorRef> outputs);
 // Throws ir::UserError unless every output has the shape the launch state gives it.

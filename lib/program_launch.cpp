@@ -154,6 +154,7 @@ class CurrentContext {
   CurrentContext(const CurrentContext&) = delete;
   CurrentContext& operator=(const CurrentContext&) = delete;
   jit::cu::Context get() const { return ctx_; }
+  bool pushed() const { return pushed_; }  // the program's own context, none being current
 
  private:
   const Impl& p_;
@@ -196,11 +197,23 @@ LoadedRefs load_in_context(const Impl& p, const Impl::Path& path, jit::cu::Conte
   return {l.dc.get(), l.variants[0].get(), l.variants[1].get()};
 }
 
+// The tensors are on CUDA device `device`, the launch would run in `dc`, on another device.
+[[noreturn]] void throw_wrong_device(const Impl& p, const jit::DeviceContext& dc, int device, bool own_context) {
+  const std::string where =
+      own_context ? fmt::format("the program's device {} (Options::device {}; no CUDA context is current on this thread)",
+                                dc.info().ordinal, p.options.device)
+                  : fmt::format("device {}, that of this thread's current CUDA context, where fusejit launches "
+                                "(torch.cuda.set_device({}) or `with torch.cuda.device({}):` makes device {} current)",
+                                dc.info().ordinal, device, device, device);
+  throw ir::UserError(fmt::format("the tensors are on CUDA device {}, but the kernels would run on {}", device, where));
+}
+
 void launch_gpu(const Impl& p, const Impl::Path& path, const jit::LaunchState& st, const LaunchTensors& t,
                 std::span<const ir::Scalar> params, void* stream, const jit::LaunchOptions& o, jit::LaunchScratch& sc) {
   const CurrentContext ctx(p);
   LoadedRefs r = find_loaded(path, ctx.get(), st.wide);
   if (!r.v0) r = load_in_context(p, path, ctx.get(), st.wide);
+  if (o.device >= 0 && o.device != r.dc->info().ordinal) throw_wrong_device(p, *r.dc, o.device, ctx.pushed());
   const auto s = static_cast<jit::cu::Stream>(stream);
   jit::GpuKernelRunner runner(*r.dc, r.v0, r.v1, s);
   if (!t.intermediates.empty() || st.intermediate_bytes.empty()) {
@@ -280,7 +293,9 @@ void Program::launch(std::span<const TensorRef> inputs, std::span<const TensorRe
     check_strides(g, s.inputs, s.outputs);
     if (p.backend == Backend::Cuda) check_alignment(g, s.inputs, s.outputs);
     const std::span<const ir::Scalar> pv = resolve_params_fast(p, params, s.params);
-    launch_bound(p, kind, s.dims, {s.inputs, s.outputs, {}}, pv, stream, {}, s);
+    jit::LaunchOptions o;
+    o.device = tensors_device(g, inputs, outputs, p.backend == Backend::Cuda);
+    launch_bound(p, kind, s.dims, {s.inputs, s.outputs, {}}, pv, stream, o, s);
   }, impl_->graph.impl().graph.file, impl_->graph.impl().source);  // a graph line at these dims (rebind_dims)
 }
 

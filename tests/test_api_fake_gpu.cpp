@@ -192,6 +192,47 @@ TEST_CASE("Program::run and launch on the CUDA backend") {
   CHECK_THROWS_AS(p.launch(ins, odd_out, {3.0}, nullptr), fj::Error);
 }
 
+TEST_CASE("TensorRef::device: tensors naming another GPU than the launch's, or two GPUs, are refused") {
+  FakeGpu gpu;  // one device, ordinal 0; its context is current on no thread
+  fj::GraphBuilder b("axpy");
+  fj::Value x = b.input("x", fj::DType::F32, {64});
+  fj::Value y = b.input("y", fj::DType::F32, {64});
+  b.output("z", x * 2 + y);
+  const fj::Graph g = b.build();
+  fj::Options o;
+  o.backend = fj::Backend::Cuda;
+  fj::Program p = fj::Program::compile(g, o);
+  auto keep = emulate(p);
+  std::vector<float> hx(64, 1.0f), hy(64, 2.0f), hz(64, 0.0f);
+  const int64_t shape[1] = {64};
+  fj::TensorRef rx(hx.data(), fj::DType::F32, shape), ry(hy.data(), fj::DType::F32, shape);
+  fj::TensorRef rz(hz.data(), fj::DType::F32, shape);
+  rx.device = 0;  // the launch's own device: runs
+  rz.device = 0;
+  p.launch({rx, ry}, {rz});
+  CHECK(hz[5] == 4.0f);
+  rz.device = 1;  // the output on another GPU than an input
+  CHECK_THROWS_WITH_AS(p.launch({rx, ry}, {rz}),
+                       doctest::Contains("output 'z' is on CUDA device 1, input 'x' on device 0: one launch runs on one GPU"),
+                       fj::Error);
+  rx.device = 1;  // all on device 1, the kernels on device 0 (an illegal address on a real GPU)
+  hz.assign(64, 0.0f);
+  CHECK_THROWS_WITH_AS(p.launch({rx, ry}, {rz}),
+                       doctest::Contains("the tensors are on CUDA device 1, but the kernels would run on the program's device 0"),
+                       fj::Error);
+  CHECK(hz[5] == 0.0f);  // nothing ran
+  // A CPU program given device memory.
+  fj::Options cpu;
+  cpu.backend = fj::Backend::Cpu;
+  fj::Program pc = fj::Program::compile(g, cpu);
+  rx.device = -1;
+  CHECK_THROWS_WITH_AS(pc.launch({rx, ry}, {rz}),
+                       doctest::Contains("output 'z' is on CUDA device 1, but this program runs on the CPU"), fj::Error);
+  rz.device = -1;
+  pc.launch({rx, ry}, {rz});
+  CHECK(hz[5] == 4.0f);
+}
+
 TEST_CASE("a whole-tensor reduction on the CUDA backend: two launches, a stream-ordered workspace, the CPU's bits") {
   FakeGpu gpu;
   const std::string text = "graph total\ninput x : f32[300000]\ns = sum(x * x)\nm = amax(x)\noutput s, m\n";

@@ -217,9 +217,15 @@ struct Tensors {
     strides.push_back(std::move(stride));
     refs.emplace_back(writable ? const_cast<void*>(static_cast<const void*>(a.data())) : a.data(),
                       dtype_of(a.dtype(), as, what), shapes.back(), strides.back());
+    // Device memory of one GPU: launch() checks it is the GPU it launches on (pinned and managed
+    // memory, which every device reads, are not checked).
+    if (device_type == nb::device::cuda::value) refs.back().device = static_cast<int>(device_id);
   }
   void finish() {  // spans into shapes/strides are made once their vectors stop growing
-    for (size_t k = 0; k < refs.size(); ++k) refs[k] = {refs[k].data, refs[k].dtype, shapes[k], strides[k]};
+    for (size_t k = 0; k < refs.size(); ++k) {
+      refs[k].shape = shapes[k];
+      refs[k].strides = strides[k];
+    }
   }
 };
 

@@ -569,6 +569,14 @@ struct TensorRef {
   DType dtype = DType::F32;
   std::span<const int64_t> shape;
   std::span<const int64_t> strides;
+  /// The CUDA device ordinal `data` was allocated on, when the caller knows it (a DLPack tensor's
+  /// device_id for kDLCUDA, torch's `tensor.device.index`); -1: not known, or memory any device
+  /// may read (host, pinned, managed), and not checked. launch() refuses (Error(User)) tensors
+  /// that name two devices, and tensors on another device than the context it launches in: a
+  /// kernel that reads another GPU's memory without peer access faults (an illegal address, a
+  /// sticky error that spoils the context), and PyTorch refuses such mixes as well. Ordinals are
+  /// those this process sees (after CUDA_VISIBLE_DEVICES), as the driver's and torch's.
+  int device = -1;
   TensorRef() = default;
   TensorRef(void* data, DType dtype, std::span<const int64_t> shape, std::span<const int64_t> strides = {})
       : data(data), dtype(dtype), shape(shape), strides(strides) {}
