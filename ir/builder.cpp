@@ -165,6 +165,20 @@ int64_t num_elements(const Shape& s) {
   return n;
 }
 
+bool element_count_overflows(const Shape& s) {
+  int64_t n = 1;
+  for (const Dim& d : s)
+    if (d.size != 0 && mul_overflows(n, d.size, &n)) return true;
+  return false;
+}
+
+std::string overflow_reason(const Shape& s) {
+  if (std::none_of(s.begin(), s.end(), [](const Dim& d) { return d.size == 0; }))
+    return "whose element count overflows 64 bits";
+  return "whose non-zero sizes multiply past 2^63 - 1 (refused with a 0 among them too: strides and row counts "
+         "come from the other sizes)";
+}
+
 std::string shape_to_string(const Shape& s, const Graph* g) {
   std::string out = "[";
   for (size_t k = 0; k < s.size(); ++k) {
@@ -221,10 +235,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, Loc loc, const Graph* g) 
                           std::to_string(da->size) + " vs " + std::to_string(db->size) + ")",
                       loc);
   }
-  int64_t n = 1;
-  for (const Dim& d : out)
-    if (mul_overflows(n, d.size, &n))
-      throw UserError("broadcast shape " + shape_to_string(out, g) + " has more than 2^63 elements", loc);
+  if (element_count_overflows(out))
+    throw UserError("broadcast shape " + shape_to_string(out, g) + " has more than 2^63 elements", loc);
   return out;
 }
 
@@ -261,20 +273,17 @@ NodeId GraphBuilder::add_input(const std::string& name, DType dtype, const Shape
     FJ_CHECK(static_cast<size_t>(d.sym) < g_.dims.size(), "input dim refers to an undeclared dim");
     d.size = g_.dims[static_cast<size_t>(d.sym)].value;
   }
-  int64_t count = 1;
-  for (const Dim& d : n.shape) {
+  for (const Dim& d : n.shape)
     if (d.size < 0) throw UserError("input '" + name + "' has a negative dimension", loc);
-    if (mul_overflows(count, d.size, &count))
-      throw UserError("input '" + name + "' has shape " + shape_to_string(n.shape, &g_) +
-                          " whose element count overflows 64 bits",
-                      loc);
-  }
+  if (element_count_overflows(n.shape))
+    throw UserError("input '" + name + "' has shape " + shape_to_string(n.shape, &g_) + " " + overflow_reason(n.shape),
+                    loc);
   if (n.shape.size() > kMaxRank)
     throw UserError("input '" + name + "' has rank " + std::to_string(n.shape.size()) + "; at most " +
                         std::to_string(kMaxRank) + " dimensions are supported (as in NumPy)",
                     loc);
   int64_t bytes = 0;
-  if (mul_overflows(count, dtype_size(dtype), &bytes))
+  if (mul_overflows(num_elements(n.shape), dtype_size(dtype), &bytes))
     throw UserError("input '" + name + "' of shape " + shape_to_string(n.shape, &g_) + " has more than 2^63 bytes", loc);
   n.slot = static_cast<int32_t>(g_.inputs.size());
   n.name = name;
@@ -395,10 +404,8 @@ NodeId GraphBuilder::add_typed(Op op, DType dtype, std::span<const NodeId> args,
 }
 
 void check_value_bytes(const Graph& g, DType dtype, const Shape& shape, Loc loc) {
-  int64_t count = 1, bytes = 0;
-  for (const Dim& d : shape)
-    if (mul_overflows(count, d.size, &count)) count = -1;
-  if (count < 0 || mul_overflows(count, dtype_size(dtype), &bytes))
+  int64_t bytes = 0;
+  if (element_count_overflows(shape) || mul_overflows(num_elements(shape), dtype_size(dtype), &bytes))
     throw UserError("the " + std::string(dtype_name(dtype)) + " value of shape " + shape_to_string(shape, &g) +
                         " would have more than 2^63 bytes",
                     loc);
@@ -561,13 +568,11 @@ void rebind_dims(Graph& g, const std::vector<std::pair<std::string, int64_t>>& v
   }
   for (Node& n : g.nodes) {
     if (n.op == Op::Input) {
-      int64_t count = 1;
-      for (Dim& d : n.shape) {
+      for (Dim& d : n.shape)
         if (d.sym >= 0) d.size = g.dims[static_cast<size_t>(d.sym)].value;
-        if (mul_overflows(count, d.size, &count))
-          throw UserError("input '" + n.name + "' has shape " + shape_to_string(n.shape, &g) +
-                          " whose element count overflows 64 bits", n.loc);
-      }
+      if (element_count_overflows(n.shape))  // after every size is set: the message shows them all
+        throw UserError("input '" + n.name + "' has shape " + shape_to_string(n.shape, &g) + " " +
+                        overflow_reason(n.shape), n.loc);
     } else if (is_reduction(n.op)) {
       const Shape& in = g.node(n.args[0]).shape;
       check_reduce_nonempty(n.op, in, g.node(n.args[0]).dtype, n.red, n.name.empty() ? "" : "'" + n.name + "'", n.loc);

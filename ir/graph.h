@@ -36,6 +36,13 @@ struct Graph;
 // Number of elements of a shape (product of sizes; 1 for 0-d). Shapes in a built graph are
 // checked not to overflow int64.
 int64_t num_elements(const Shape& s);
+// Whether the non-zero sizes of a shape (each >= 0) multiply past 2^63 - 1. A shape with a 0 has
+// no elements, but strides, row counts and the other dims' products are computed from the other
+// sizes: [2^40, 2^40, 0] is refused as [2^40, 2^40] is, in whatever order its sizes come.
+bool element_count_overflows(const Shape& s);
+// The message of a shape refused by element_count_overflows: "whose element count overflows 64
+// bits", or for a shape with a 0, that the product of its other sizes does.
+std::string overflow_reason(const Shape& s);
 // "[N=8192, 4096]" style text for messages and reports.
 std::string shape_to_string(const Shape& s, const Graph* g = nullptr);
 

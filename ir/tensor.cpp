@@ -1,5 +1,6 @@
 #include "ir/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -9,11 +10,14 @@
 namespace fusejit::ir {
 
 int64_t checked_numel(const std::vector<int64_t>& shape) {
+  // As ir::element_count_overflows: [2^40, 2^40, 0] is refused whatever the order of its sizes.
   int64_t n = 1;
+  bool empty = false;
   for (int64_t d : shape) {
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
+    if (d < 0 || (d != 0 && __builtin_mul_overflow(n, d, &n))) return -1;
+    empty = empty || d == 0;
   }
-  return n;
+  return empty ? 0 : n;
 }
 
 Tensor::Tensor(DType t, std::vector<int64_t> s) : dtype(t), shape(std::move(s)) {

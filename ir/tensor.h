@@ -50,7 +50,8 @@ void store_element(DType dtype, std::byte* p, const Scalar& value);
 std::vector<int64_t> shape_sizes(const Shape& s);
 // "f32[8, 4096]" (dtype and sizes) for messages and reports; "f32[]" for 0-d.
 std::string tensor_type_string(DType dtype, const std::vector<int64_t>& shape);
-// Number of elements of a shape, or -1 when a size is negative or the product overflows int64.
+// Number of elements of a shape, or -1 when a size is negative or the product of the non-zero sizes
+// overflows int64 (ir::element_count_overflows).
 int64_t checked_numel(const std::vector<int64_t>& shape);
 
 }  // namespace fusejit::ir

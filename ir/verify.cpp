@@ -45,12 +45,11 @@ void check_structure(const Graph& g, NodeId id) {
     else
       FJ_CHECK(n.args[k] == kNoNode, where(g, id) + ": unused operand slot is set");
   }
-  int64_t count = 1;
   for (const Dim& d : n.shape) {
     FJ_CHECK(d.size >= 0, where(g, id) + ": negative dimension");
     FJ_CHECK(d.sym >= -1 && d.sym < static_cast<int32_t>(g.dims.size()), where(g, id) + ": bad dim symbol");
-    FJ_CHECK(!__builtin_mul_overflow(count, d.size, &count), where(g, id) + ": element count overflows");
   }
+  FJ_CHECK(!element_count_overflows(n.shape), where(g, id) + ": element count overflows");
 }
 
 // An input, param or constant: its slot in the graph's lists, its shape and value dtype.

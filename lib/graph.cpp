@@ -11,7 +11,10 @@ namespace fusejit {
 
 std::string_view version() { return "0.1.0"; }
 
-std::string_view dtype_name(DType t) { return ir::dtype_name(to_ir(t)); }
+std::string_view dtype_name(DType t) {
+  if (!valid_dtype(t)) check_dtype(t, "dtype_name");
+  return ir::dtype_name(to_ir(t));
+}
 
 void check_dtype(DType t, const std::string& what) {
   if (static_cast<unsigned>(t) > static_cast<unsigned>(DType::F64))  // F64 is the enum's last
@@ -23,7 +26,10 @@ DType parse_dtype(std::string_view name) {
   if (const std::optional<ir::DType> t = ir::parse_dtype(name)) return from_ir(*t);
   throw Error(ErrorKind::User, ir::unknown_dtype_message(name));
 }
-std::size_t dtype_size(DType t) { return static_cast<std::size_t>(ir::dtype_size(to_ir(t))); }
+std::size_t dtype_size(DType t) {
+  if (!valid_dtype(t)) check_dtype(t, "dtype_size");
+  return static_cast<std::size_t>(ir::dtype_size(to_ir(t)));
+}
 
 int64_t TensorInfo::elements() const {
   int64_t n = 1;

@@ -22,6 +22,9 @@ struct Graph::Impl {
 inline ir::DType to_ir(DType t) { return static_cast<ir::DType>(t); }
 // Throws Error(User) "<what>: invalid DType value N" for a value outside the enum (a cast integer).
 void check_dtype(DType t, const std::string& what);
+// Whether `t` is one of DType's enumerators (a cast integer may be anything); for hot paths, which
+// call check_dtype (and build its message) only when it is not.
+inline bool valid_dtype(DType t) { return static_cast<unsigned>(t) <= static_cast<unsigned>(DType::F64); }
 inline DType from_ir(ir::DType t) { return static_cast<DType>(t); }
 // A public Scalar as a weak literal of its kind, and converted to a dtype by the cast rules.
 ir::Literal to_ir_literal(const Scalar& s);
@@ -76,8 +79,8 @@ std::string option_name(OptionField field, MessageStyle style);
 // cache limit is ir::row_cache_limit_for(shared_optin) (ir::kRowCacheBytes without a GPU), or
 // Options::row_cache_limit when set, capped by the GPU's.
 ir::SplitRules split_rules(const Options& o, int64_t shared_optin = 0);
-// Throws ir::UserError for an Options::row_split or row_cache_limit below 0, or a cache_dir or
-// dump_dir holding a NUL byte (compile, load and plan_graph check them before any use).
+// Throws ir::UserError for an Options::row_split or row_cache_limit below 0, a backend or
+// message_style that is none of its enum's values, or a cache_dir or dump_dir holding a NUL byte (compile, load and plan_graph check them before any use).
 void check_options(const Options& o);
 // Whether an NVRTC option chooses the target (-arch, --gpu-architecture, ...): Options::arch does,
 // and the output is labelled with it, so Options::nvrtc_options and a folder's index.json may not.

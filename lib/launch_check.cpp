@@ -124,6 +124,7 @@ void bind_dims(const ir::Graph& g, std::span<const T> inputs, std::vector<int64_
   for (size_t k = 0; k < inputs.size(); ++k) {
     const ir::Node& n = g.node(g.inputs[k]);
     const T& t = inputs[k];
+    if (!valid_dtype(t.dtype)) check_dtype(t.dtype, "input '" + n.name + "'");
     if (to_ir(t.dtype) != n.dtype || t.shape.size() != n.shape.size()) refuse_inputs(g, inputs);
     for (size_t d = 0; d < n.shape.size(); ++d) {
       const ir::Dim& dim = n.shape[d];
@@ -178,6 +179,7 @@ int tensors_device(const ir::Graph& g, std::span<const TensorRef> inputs, std::s
 void check_output_dtypes(const ir::Graph& g, std::span<const TensorRef> outputs) {
   for (size_t k = 0; k < outputs.size(); ++k) {
     const ir::Node& n = g.node(g.outputs[k].node);
+    if (!valid_dtype(outputs[k].dtype)) check_dtype(outputs[k].dtype, "output '" + g.outputs[k].name + "'");
     if (to_ir(outputs[k].dtype) != n.dtype)
       throw ir::UserError(fmt::format("output '{}': expected dtype {}, got {}{}", g.outputs[k].name, dtype_text(n.dtype),
                                       dtype_text(to_ir(outputs[k].dtype)), shape_text(outputs[k].shape)));

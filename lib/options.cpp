@@ -58,6 +58,12 @@ void check_extra_nvrtc_options(const Options& o) {
 }
 
 void check_options(const Options& o) {
+  // Enums from a cast integer (a C caller, a binding): refused, not taken for some other value.
+  if (static_cast<unsigned>(o.message_style) > static_cast<unsigned>(MessageStyle::Python))
+    throw ir::UserError(fmt::format("Options::message_style: invalid MessageStyle value {}",
+                                    static_cast<unsigned>(o.message_style)));
+  if (static_cast<unsigned>(o.backend) > static_cast<unsigned>(Backend::Cpu))
+    throw ir::UserError(fmt::format("Options::backend: invalid Backend value {}", static_cast<unsigned>(o.backend)));
   ir::check_path(o.cache_dir, "cache folder");  // before any use: a path cut at a NUL is another one
   ir::check_path(o.dump_dir, "dump folder");
   if (o.row_split < 0)

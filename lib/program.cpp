@@ -321,6 +321,8 @@ void build_both(Program::Impl& p) {
 
 const Program::Impl::Path& Program::Impl::path(PlanKind kind) const {
   if (kind == PlanKind::Fused) return fused;
+  if (kind != PlanKind::Unfused)
+    throw ir::UserError(fmt::format("invalid PlanKind value {} (Fused or Unfused)", static_cast<unsigned>(kind)));
   if (!unfused_ready.load(std::memory_order_acquire)) {
     std::call_once(unfused_once, [&] {
       std::unique_ptr<Path> u = unfused_path(*this);
@@ -411,8 +413,8 @@ const Program::Impl::Variant& Program::Impl::variant(const Path& p, int v) const
 
 Program Program::compile(const Graph& graph, const Options& options) {
   translate_errors([&] {
+    check_options(options);  // first: its enums name the other checks' messages
     check_extra_nvrtc_options(options);
-    check_options(options);
   });
   return translate_errors([&] {
     std::shared_ptr<jit::DeviceContext> device;  // opened first: the plan's row cache limit is the GPU's

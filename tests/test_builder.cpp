@@ -73,8 +73,37 @@ TEST_CASE("a DType value outside the enum is Error(User), not an internal error"
   CHECK_THROWS_WITH_AS(b.cast(x, bad), "cast: invalid DType value 99 (not one of DType's enumerators)", fj::Error);
   CHECK_THROWS_WITH_AS(fj::HostTensor(bad, {2}), "host tensor: invalid DType value 99 (not one of DType's enumerators)",
                        fj::Error);
+  CHECK_THROWS_WITH_AS(fj::dtype_name(bad), "dtype_name: invalid DType value 99 (not one of DType's enumerators)", fj::Error);
+  CHECK_THROWS_WITH_AS(fj::dtype_size(bad), "dtype_size: invalid DType value 99 (not one of DType's enumerators)", fj::Error);
   b.output("z", b.cast(x, fj::DType::F16));
-  CHECK(b.build().op_count() == 1);  // the refused calls added nothing
+  const fj::Graph built = b.build();
+  CHECK(built.op_count() == 1);  // the refused calls added nothing
+  // Tensors given to a program: an input's or output's dtype is checked before it is named.
+  fj::Options cpu;
+  cpu.backend = fj::Backend::Cpu;
+  const fj::Program p = fj::Program::compile(built, cpu);
+  std::vector<float> in(4);
+  std::vector<uint16_t> out(4);
+  const int64_t shape[1] = {4};
+  const fj::TensorRef good_in(in.data(), fj::DType::F32, shape), good_out(out.data(), fj::DType::F16, shape);
+  const fj::TensorRef bad_in(in.data(), bad, shape), bad_out(out.data(), bad, shape);
+  CHECK_THROWS_WITH_AS(p.launch({bad_in}, {good_out}), doctest::Contains("input 'x': invalid DType value 99"), fj::Error);
+  CHECK_THROWS_WITH_AS(p.launch({good_in}, {bad_out}), doctest::Contains("output 'z': invalid DType value 99"), fj::Error);
+  const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(in.data()), 16);
+  CHECK_THROWS_WITH_AS(p.run({fj::TensorView(bad, shape, bytes)}), doctest::Contains("input 'x': invalid DType value 99"),
+                       fj::Error);
+  const fj::TensorRef bad_ins[1] = {bad_in};
+  CHECK_THROWS_WITH_AS(p.output_shapes(bad_ins), doctest::Contains("input 'x': invalid DType value 99"), fj::Error);
+  // Other enums from a cast integer.
+  CHECK_THROWS_WITH_AS(p.launch({good_in}, {good_out}, {}, nullptr, static_cast<fj::PlanKind>(7)),
+                       doctest::Contains("invalid PlanKind value 7"), fj::Error);
+  fj::Options odd = cpu;
+  odd.backend = static_cast<fj::Backend>(9);
+  CHECK_THROWS_WITH_AS(fj::Program::compile(built, odd), doctest::Contains("Options::backend: invalid Backend value 9"),
+                       fj::Error);
+  odd = cpu;
+  odd.message_style = static_cast<fj::MessageStyle>(5);
+  CHECK_THROWS_WITH_AS(fj::Program::compile(built, odd), doctest::Contains("invalid MessageStyle value 5"), fj::Error);
   // A graph's own name may be a reserved word (`graph input` is unambiguous): builder and parser agree.
   for (const char* word : {"input", "graph", "nan"}) {
     CHECK_NOTHROW(fj::GraphBuilder{word});
@@ -534,4 +563,35 @@ TEST_CASE("new dims that make a computed value over 2^63 bytes are a located err
     }
   }
   CHECK(g.with_dims({{"N", 1000}}).dims()[0].second == 1000);
+}
+
+TEST_CASE("a shape whose non-zero sizes overflow is refused with a 0 among them too, in any order, naming every size") {
+  const fj::Graph g = fj::Graph::parse("graph g\ndim N = 4\ndim M = 4\ndim K = 4\ninput a : f32[N, M, K]\ny = a + 1\noutput y\n");
+  fj::Options cpu;
+  cpu.backend = fj::Backend::Cpu;
+  const fj::Program p = fj::Program::compile(g, cpu);
+  const int64_t big = int64_t{1} << 40;
+  const std::string with_zero = "whose non-zero sizes multiply past 2^63 - 1";
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{big, big, 0}, std::vector<int64_t>{0, big, big},
+                                            std::vector<int64_t>{big, 0, big}}) {
+    CAPTURE(shape[0]);
+    CAPTURE(shape[2]);
+    const fj::TensorRef a(nullptr, fj::DType::F32, shape), y(nullptr, fj::DType::F32, shape);
+    CHECK_THROWS_WITH_AS(p.launch({a}, {y}), doctest::Contains(with_zero.c_str()), fj::Error);
+    const fj::TensorRef ins[1] = {a};
+    CHECK_THROWS_WITH_AS(p.output_shapes(ins), doctest::Contains(with_zero.c_str()), fj::Error);
+    CHECK_THROWS_AS(fj::HostTensor(fj::DType::F32, shape), fj::Error);
+  }
+  // The message shows every size given (the last one too, before: K=4, its default).
+  CHECK_THROWS_WITH_AS(g.with_dims({{"N", big}, {"M", big}, {"K", 0}}),
+                       doctest::Contains(("has shape [N=1099511627776, M=1099511627776, K=0] " + with_zero).c_str()), fj::Error);
+  CHECK_THROWS_WITH_AS(g.with_dims({{"N", big}, {"M", big}, {"K", 5}}),
+                       doctest::Contains("has shape [N=1099511627776, M=1099511627776, K=5] whose element count overflows 64 bits"),
+                       fj::Error);
+  fj::GraphBuilder b("b");
+  CHECK_THROWS_WITH_AS(b.input("x", fj::DType::F32, {0, big, big}), doctest::Contains(with_zero.c_str()), fj::Error);
+  // Empty shapes whose other sizes fit run (nothing to compute).
+  const std::vector<int64_t> empty = {big, 0, 8};
+  const fj::TensorRef a(nullptr, fj::DType::F32, empty), y(nullptr, fj::DType::F32, empty);
+  CHECK_NOTHROW(p.launch({a}, {y}));
 }

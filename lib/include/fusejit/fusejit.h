@@ -42,7 +42,8 @@ std::string_view version();
 /// cast to DType) is refused with Error(User) by GraphBuilder and HostTensor. F64 stays last.
 enum class DType : uint8_t { Bool, I8, U8, I32, I64, F16, BF16, F32, F64 };
 
-/// "f32", "bf16", ... as written in graph text.
+/// "f32", "bf16", ... as written in graph text. Error(User) for a value that is not one of DType's
+/// enumerators (as dtype_size).
 std::string_view dtype_name(DType t);
 /// The dtype named `name` as in graph text ("f32", "bf16", ...). Throws Error(User) for any other
 /// name, saying how fusejit writes a NumPy or PyTorch name ("float32": f32, "bfloat16": bf16) or
