@@ -289,7 +289,7 @@ fj::DimValues parse_dims(const std::vector<std::string>& dims) {
   for (const std::string& d : dims) {
     auto [k, v] = split_kv(d, "--dim");
     int64_t n = parse_int(v, "--dim", d, k.size() + 1);
-    if (n < 0) throw ArgError("--dim", d, k.size() + 1, "dim '" + k + "' must be >= 0, got " + v);
+    if (n < 0) throw ArgError("--dim", d, k.size() + 1, "a dim's value must be >= 0, got " + v);
     out.emplace_back(k, n);
   }
   return out;
@@ -581,7 +581,9 @@ struct CacheCommand {
     list = cmd->add_subcommand("list", "one line per entry: key, bytes, target (sm_XY, compute_XY or host), kernel name(s)");
     clear = cmd->add_subcommand("clear", "remove every entry and temporary file (except those of builds running in other processes)");
     path = cmd->add_subcommand("path", "print the cache folder");
-    for (CLI::App* c : {stats, list, clear, path}) c->fallthrough();  // `cache stats --cache-dir X` works too
+    // `cache stats --cache-dir X` works too, and each subcommand's --help lists the option.
+    for (CLI::App* c : {stats, list, clear, path})
+      c->add_option("--cache-dir", dir, "cache folder (default as for run)")->check(kPath);
   }
   int exec() const {
     fj::Options o;

@@ -111,7 +111,7 @@ CompiledPlan compile_as_one_program(const ir::Graph& g, const ir::Plan& plan, co
   const std::string label = (g.name.empty() ? std::string("graph") : g.name) + (plan.fused ? "_fused" : "_unfused");
   CacheResult r = compile_cached(cache_of(o), tu.source, label + ".cu", request_for(tu, o), kCodegenVersion, label);
   for (size_t i = 0; i < kernels.size(); ++i)
-    out.kernels.push_back({std::move(kernels[i]), r.kernel->binary, r.outcome, i == 0 ? r.compile_ms : 0.0});
+    out.kernels.push_back({std::move(kernels[i]), r.kernel->binary, r.outcome, i == 0 ? r.compile_ms : 0.0, {}});
   return out;
 }
 

@@ -223,6 +223,12 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
     CHECK(r.code == 2);
     CHECK(r.out.find(": an empty path: give a folder or file") != std::string::npos);
   }
+  // Each cache subcommand's --help lists the --cache-dir it takes.
+  for (const char* sub : {"stats", "list", "clear", "path"}) {
+    r = run(std::string("cache ") + sub + " --help");
+    CHECK(r.code == 0);
+    CHECK(r.out.find("--cache-dir") != std::string::npos);
+  }
   // NVRTC options: one that picks the target is refused (--arch does that); one NVRTC rejects is
   // the user's error, reported in a few lines, not with the generated source.
   r = run("compile " + sample("x2x3.txt") + " -o " + (dir / "o").string() + " --nvrtc-option=-arch=sm_80");
@@ -310,7 +316,7 @@ TEST_CASE("--dim errors point at the command line, not at the graph file") {
   CAPTURE(r.err);
   // "<command line>:1:COL: error: ...", the command line, and a caret under the value.
   REQUIRE(r.err.rfind("<command line>:1:", 0) == 0);
-  CHECK(r.err.find("dim 'N' must be >= 0, got -5") != std::string::npos);
+  CHECK(r.err.find("--dim N=-5: a dim's value must be >= 0, got -5") != std::string::npos);
   CHECK(r.err.find("x2x3.txt:") == std::string::npos);
   std::vector<std::string> lines;
   for (size_t p = 0, q; p < r.err.size(); p = q + 1) {

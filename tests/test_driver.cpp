@@ -358,7 +358,7 @@ TEST_CASE("fused and unfused runs on the fake driver: addresses, poison, timing"
     k.signature = contiguous_sig(g, grp);
     k.strided_signature = k.signature;  // never run here: every tensor is contiguous
     k.strided_signature.strided = true;
-    return CompiledKernel{k, std::move(image)};
+    return CompiledKernel{k, std::move(image), CacheOutcome::Compiled, 0.0, {}};
   };
   const Target sm90{{9, 0}, OutputKind::Cubin};
   const CompiledPlan kf{sm90, {kernel("k_fused", fused.groups[0], image_f)}};

@@ -5,7 +5,7 @@ rotary embedding (rotate-half, in place on the query through two strided views) 
 with a temperature plus the greedy token. Each result is checked against NumPy in float64, and
 each function's kernel count is printed (fused, and unfused: one kernel per op).
 
-    PYTHONPATH=build/python build/venv/bin/python samples/python/llama_decode.py [--tokens 8] [--hidden 4096]
+    build/venv/bin/python samples/python/llama_decode.py [--tokens 8] [--hidden 4096]
 
 The defaults are decode-sized (8 tokens, Llama-3-8B's widths); they run on the CPU path without a
 GPU in a few seconds once compiled. bf16 needs the ml_dtypes package (scripts/setup.sh installs it).
