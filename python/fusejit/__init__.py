@@ -152,6 +152,10 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
     if not fw:
         raise TypeError(f"{what}: expected an array (NumPy, PyTorch, CuPy or any DLPack tensor), "
                         f"got {type(a).__name__}")
+    if fw == "dlpack" and not hasattr(a, "__dlpack__"):  # __array_interface__ alone: NumPy reads it, no copy
+        import numpy as np
+
+        a, fw = np.asarray(a), "numpy"
     if fw != "numpy":
         return a, None
     import numpy as np
@@ -171,6 +175,15 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
         raise UserError(f"{what}: strides {a.strides} bytes are not multiples of its item size {a.itemsize}: "
                         "fusejit takes strides in elements; pass a copy (np.ascontiguousarray)")
     return a, None
+
+
+def _unreadable(arrays: list, whats: list[str]) -> TypeError:
+    """The error for arrays the extension refused by type (nanobind's "incompatible function
+    arguments", which names its private signatures): the non-NumPy, non-framework ones named."""
+    odd = [w for a, w in zip(arrays, whats) if _framework(a) == "dlpack"] or whats
+    return TypeError(f"{', '.join(odd)}: not readable as a tensor (a __dlpack__ that fails or returns no DLPack "
+                     "capsule, or a read-only tensor given as an output); pass a NumPy array or a PyTorch or CuPy "
+                     "tensor")
 
 
 def _storages(arrays: list, whats: list[str]) -> tuple[list, list]:
@@ -375,7 +388,12 @@ class Program:
         """The shape of each output for these inputs (checked as a call checks them), without running;
         ``plan`` as in a call ("fused" or "unfused": the same shapes)."""
         arrays, _ = self._bind(args, inputs)
-        shapes = self._p.output_shapes(*_storages(arrays, self._in_whats), plan)
+        try:
+            shapes = self._p.output_shapes(*_storages(arrays, self._in_whats), plan)
+        except TypeError as e:
+            if "incompatible function arguments" not in str(e):
+                raise
+            raise _unreadable(arrays, self._in_whats) from e
         return {name: tuple(s) for name, s in zip(self._out_names, shapes)}
 
     def __call__(self, *args: Any, out: Mapping[str, Any] | Sequence[Any] | None = None,
@@ -432,7 +450,12 @@ class Program:
             stream = 0 if like is None or type(like) in _NDARRAY_TYPES else _current_stream(like)
         elif stream is True or stream is False:  # an int to nanobind: True would be stream 1
             _check_call_options(stream, plan)
-        self._p.launch(stored, in_as, outs, out_as, list(params.items()) if params else [], stream, plan)
+        try:
+            self._p.launch(stored, in_as, outs, out_as, list(params.items()) if params else [], stream, plan)
+        except TypeError as e:
+            if "incompatible function arguments" not in str(e):
+                raise
+            raise _unreadable(stored + outs, self._in_whats + self._out_whats) from e
 
     def _out_mapping(self, out: Any) -> dict[str, Any]:
         """``out`` as a dict: a mapping or (name, array) pairs as dict() reads them, or a list or tuple
@@ -470,7 +493,12 @@ class Program:
 
     def _allocate(self, results: list, like: Any, stored: list, in_as: list, plan: str) -> None:
         """Fills the outputs `out` did not give with new arrays like `like`."""
-        shapes = self._p.output_shapes(stored, in_as, plan)
+        try:
+            shapes = self._p.output_shapes(stored, in_as, plan)
+        except TypeError as e:
+            if "incompatible function arguments" not in str(e):
+                raise
+            raise _unreadable(stored, self._in_whats) from e
         for k, (a, (_, dt)) in enumerate(zip(results, self._outputs)):
             if a is _MISSING:
                 results[k] = _empty_like(like, shapes[k], dt)

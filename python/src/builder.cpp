@@ -156,7 +156,13 @@ PyValue apply(nb::handle builder, std::string_view op, std::initializer_list<nb:
 
 fusejit::Scalar to_scalar(nb::handle h, const std::string& what) {
   if (PyBool_Check(h.ptr())) return fusejit::Scalar(h.ptr() == Py_True);
-  if (PyLong_Check(h.ptr())) return fusejit::Scalar(checked_int64(h, what));
+  if (PyLong_Check(h.ptr())) {
+    int64_t i = 0;
+    if (nb::try_cast(h, i)) return fusejit::Scalar(i);
+    // Integers are held in int64 (graph text refuses such a literal too); a float param takes float(v).
+    throw Error(ErrorKind::User, what + ": " + nb::cast<std::string>(nb::repr(h)) +
+                                     " is outside int64 (integers are held in int64; for a float param pass float(v))");
+  }
   if (PyFloat_Check(h.ptr())) return fusejit::Scalar(nb::cast<double>(h));
   if (nb::object v = scalar_item(h); v.is_valid()) return to_scalar(v, what);
   throw nb::type_error((what + ": expected a bool, int or float, got " + py_type_name(h)).c_str());
@@ -171,7 +177,7 @@ std::vector<fusejit::Extent> to_extents(nb::handle builder, const nb::sequence& 
       const PyDim& d = nb::cast<const PyDim&>(e);
       if (!d.builder.is(builder)) throw Error(ErrorKind::User, "dim '" + d.name + "' belongs to another GraphBuilder");
       out.emplace_back(d.ref);
-    } else if (PyLong_Check(e.ptr()) && !PyBool_Check(e.ptr())) {
+    } else if (!bool_like(e) && PyIndex_Check(e.ptr())) {  // an int, or an integer NumPy scalar as axes take
       out.emplace_back(int_arg(e, "shape"));
     } else {
       throw nb::type_error(("a shape holds ints and fusejit.Dims (GraphBuilder.dim), got " + py_type_name(e)).c_str());

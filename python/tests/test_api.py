@@ -536,6 +536,10 @@ def test_param_values_follow_the_fit_rule_of_defaults():
     with pytest.raises(TypeError, match="param 'p': expected a bool, int or float, got ndarray"):
         prog(x=x, p=np.array([2.0]))
     assert list(prog(x=x, p=np.uint8(255), h=np.float16(np.inf), i=np.array(-7))["y"]) == [255, 255]
+    # An int past int64 is refused, saying how a float param takes it.
+    with pytest.raises(fusejit.UserError, match=re.escape("param 'h': 18446744073709551616 is outside int64 "
+                                                          "(integers are held in int64; for a float param pass float(v))")):
+        prog(x=x, h=2**64)
 
 
 def test_big_endian_arrays_are_refused_naming_the_tensor():
@@ -745,3 +749,43 @@ else:
         assert "leaked" not in res.stderr, res.stderr
         during += lines[-1].startswith("compiling")
     assert during > 0  # the case that hung
+
+
+def test_objects_the_extension_cannot_read_are_named_without_its_signatures():
+    prog = fusejit.compile(fusejit.Graph.parse("input x : f32[3]\ny = x * 2\noutput y\n"))
+
+    class ArrayInterface:  # __array_interface__ alone: read through NumPy, no copy
+        def __init__(self, a):
+            self.__array_interface__ = a.__array_interface__
+            self.keep = a
+
+    class FailingDLPack:
+        def __dlpack__(self, *args, **kwargs):
+            raise RuntimeError("no")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    class NoCapsule(FailingDLPack):
+        def __dlpack__(self, *args, **kwargs):
+            return 5
+
+    x = np.arange(3, dtype=np.float32)
+    assert list(prog(x=ArrayInterface(x))["y"]) == [0, 2, 4]
+    assert prog.output_shapes(x=ArrayInterface(x)) == {"y": (3,)}
+    for odd in (FailingDLPack(), NoCapsule()):
+        with pytest.raises(TypeError, match=r"^input 'x': not readable as a tensor \(a __dlpack__ that fails"):
+            prog(x=odd)
+        with pytest.raises(TypeError, match=r"^input 'x': not readable as a tensor"):
+            prog.output_shapes(x=odd)
+    with pytest.raises(TypeError, match=r"^output 'y': not readable as a tensor"):
+        prog(x=x, out={"y": NoCapsule()})
+
+
+def test_a_shape_takes_integer_numpy_scalars_as_axes_do():
+    b = fusejit.GraphBuilder("g")
+    x = b.input("x", "f32", [np.int64(3), np.int32(2)])
+    b.output("y", x * 2)
+    assert b.build().inputs[0].shape == [3, 2]
+    with pytest.raises(TypeError, match="a shape holds ints"):
+        fusejit.GraphBuilder("h").input("x", "f32", [np.bool_(True)])
