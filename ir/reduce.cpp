@@ -69,8 +69,9 @@ DType reduce_compute_dtype(Op op, DType in, Loc loc) {
       return is_float(in) ? (half ? DType::F32 : in) : DType::I64;
     case Op::Mean:
       if (!is_float(in))
-        throw UserError(fmt::format("mean of an integer or bool tensor ({}): mean needs a float dtype (cast it first, e.g. "
-                                    "mean(cast(x, f32), -1); PyTorch refuses integer means too)", dtype_name(in)),
+        throw UserError(fmt::format("mean of an integer or bool tensor ({}): mean needs a float dtype (cast it first: "
+                                    "mean(cast(x, f32), -1) in graph text, x.astype(\"f32\").mean(-1) in Python; "
+                                    "PyTorch refuses integer means too)", dtype_name(in)),
                         loc);
       return half ? DType::F32 : in;
     case Op::Amax: case Op::Amin: case Op::Argmax: case Op::Argmin:
