@@ -14,6 +14,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -626,19 +627,30 @@ bool wants_json(int argc, char** argv) {
   bool json_command = false, json = false;
   for (int i = 1; i < argc; ++i) {
     json_command |= std::string(argv[i]) == "run" || std::string(argv[i]) == "plan";
-    json |= std::string(argv[i]) == "--json";
+    json |= std::string(argv[i]) == "--json" || std::string(argv[i]) == "--json=";  // CLI11 reads both as the flag
   }
   return json_command && json;
 }
 
+// "--name" of every option of `app` and its subcommands that takes a value (not the flags).
+void value_options(const CLI::App& app, std::set<std::string>& out) {
+  for (const CLI::Option* o : app.get_options())
+    if (o->get_expected_min() > 0)  // a flag expects none
+      for (const std::string& n : o->get_lnames()) out.insert("--" + n);
+  for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; })) value_options(*c, out);
+}
+
 // CLI11 reads `--opt=` (nothing after '=') as `--opt` and takes the next argument as its value:
-// `cache --cache-dir= stats` set the folder "stats" and then lacked a subcommand. Split such an
-// argument into `--opt` and an empty value, which the option's validator then names.
-std::vector<std::string> split_empty_values(int argc, char** argv) {
+// `cache --cache-dir= stats` set the folder "stats" and then lacked a subcommand. Such an argument
+// of an option that takes a value is split into `--opt` and an empty value, which the option's
+// validator then names (a flag's `--json=` stays as CLI11 reads it: the flag).
+std::vector<std::string> split_empty_values(const CLI::App& app, int argc, char** argv) {
+  std::set<std::string> takes_value;
+  value_options(app, takes_value);
   std::vector<std::string> args(argv, argv + argc);
   for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
     const std::string& a = args[i];
-    if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=' && a.find('=') == a.size() - 1) {
+    if (a.size() > 1 && a.back() == '=' && takes_value.count(a.substr(0, a.size() - 1))) {
       args[i].pop_back();
       args.insert(args.begin() + static_cast<std::ptrdiff_t>(++i), std::string());
     }
@@ -667,7 +679,7 @@ int main(int argc, char** argv) {
 
   const CommandLine line(argc, argv);
   const bool json = wants_json(argc, argv);
-  std::vector<std::string> args = split_empty_values(argc, argv);
+  std::vector<std::string> args = split_empty_values(app, argc, argv);
   std::reverse(args.begin() + 1, args.end());  // CLI11 takes the arguments last first
   args.erase(args.begin());
   try {

@@ -236,7 +236,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, Loc loc, const Graph* g) 
                       loc);
   }
   if (element_count_overflows(out))
-    throw UserError("broadcast shape " + shape_to_string(out, g) + " has more than 2^63 elements", loc);
+    throw UserError("broadcast shape " + shape_to_string(out, g) + " " + overflow_reason(out), loc);
   return out;
 }
 

@@ -156,24 +156,26 @@ void dims_from_values(const ir::Graph& g, const DimValues& dims, std::vector<int
 
 int tensors_device(const ir::Graph& g, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
                    bool cuda) {
-  int device = -1;
-  std::string first;  // the tensor that named it
-  auto visit = [&](const TensorRef& r, bool output, size_t k) {
-    if (r.device < 0) return;
-    const std::string what = fmt::format("{} '{}'", output ? "output" : "input",
-                                         output ? g.outputs[k].name : g.node(g.inputs[k]).name);
+  // Ordinals only on the way through (a warm launch allocates nothing); names when refusing.
+  const size_t n = inputs.size() + outputs.size();
+  auto at = [&](size_t k) -> const TensorRef& { return k < inputs.size() ? inputs[k] : outputs[k - inputs.size()]; };
+  auto name = [&](size_t k) {
+    return k < inputs.size() ? fmt::format("input '{}'", g.node(g.inputs[k]).name)
+                             : fmt::format("output '{}'", g.outputs[k - inputs.size()].name);
+  };
+  size_t first = n;  // the first tensor naming a device
+  for (size_t k = 0; k < n; ++k) {
+    const int d = at(k).device;
+    if (d < 0) continue;
     if (!cuda)
       throw ir::UserError(fmt::format("{} is on CUDA device {}, but this program runs on the CPU: pass host memory",
-                                      what, r.device));
-    if (device >= 0 && r.device != device)
-      throw ir::UserError(fmt::format("{} is on CUDA device {}, {} on device {}: one launch runs on one GPU", what,
-                                      r.device, first, device));
-    if (device < 0) first = what;
-    device = r.device;
-  };
-  for (size_t k = 0; k < inputs.size(); ++k) visit(inputs[k], false, k);
-  for (size_t k = 0; k < outputs.size(); ++k) visit(outputs[k], true, k);
-  return device;
+                                      name(k), d));
+    if (first == n) first = k;
+    else if (d != at(first).device)
+      throw ir::UserError(fmt::format("{} is on CUDA device {}, {} on device {}: one launch runs on one GPU", name(k), d,
+                                      name(first), at(first).device));
+  }
+  return first == n ? -1 : at(first).device;
 }
 
 void check_output_dtypes(const ir::Graph& g, std::span<const TensorRef> outputs) {

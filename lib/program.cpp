@@ -456,6 +456,7 @@ std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& ar
     o.fast_math = fast_math;
     o.dump_dir = out_dir;
     o.arch = arch;
+    check_options(o);
     translate_errors([&] { check_extra_nvrtc_options(o); });
     jit::ArchDecision d = explicit_target(arch, o.message_style);
     std::shared_ptr<Program::Impl> p = rewrite_and_plan(graph, o, 0);
@@ -484,6 +485,8 @@ const Graph& Program::rewritten() const { return impl_->rewritten; }
 
 std::vector<KernelInfo> Program::kernels(PlanKind kind) const {
   if (kind == PlanKind::Fused) return impl_->fused.variants[0]->infos;
+  if (kind != PlanKind::Unfused)
+    throw Error(ErrorKind::User, fmt::format("invalid PlanKind value {} (Fused or Unfused)", static_cast<unsigned>(kind)));
   if (impl_->unfused_ready.load(std::memory_order_acquire)) return impl_->unfused->variants[0]->infos;
   const ir::Graph& g = impl_->graph_of(PlanKind::Unfused);
   const ir::Plan plan = ir::plan_unfused(g);

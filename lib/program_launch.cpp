@@ -197,23 +197,35 @@ LoadedRefs load_in_context(const Impl& p, const Impl::Path& path, jit::cu::Conte
   return {l.dc.get(), l.variants[0].get(), l.variants[1].get()};
 }
 
-// The tensors are on CUDA device `device`, the launch would run in `dc`, on another device.
-[[noreturn]] void throw_wrong_device(const Impl& p, const jit::DeviceContext& dc, int device, bool own_context) {
+// Refuses tensors on CUDA device `device` (TensorRef::device) when the launch runs in a context on
+// another device, `ctx_device`: the program's own context when `pushed`, else the caller's.
+void check_device(int device, int ctx_device, bool pushed) {
+  if (device < 0 || device == ctx_device) return;
   const std::string where =
-      own_context ? fmt::format("the program's device {} (Options::device {}; no CUDA context is current on this thread)",
-                                dc.info().ordinal, p.options.device)
-                  : fmt::format("device {}, that of this thread's current CUDA context, where fusejit launches "
-                                "(torch.cuda.set_device({}) or `with torch.cuda.device({}):` makes device {} current)",
-                                dc.info().ordinal, device, device, device);
+      pushed ? fmt::format("the program's device {} (no CUDA context is current on this thread)", ctx_device)
+             : fmt::format("device {}, that of this thread's current CUDA context, where fusejit launches "
+                           "(torch.cuda.set_device({}) or `with torch.cuda.device({}):` makes device {} current)",
+                           ctx_device, device, device, device);
   throw ir::UserError(fmt::format("the tensors are on CUDA device {}, but the kernels would run on {}", device, where));
+}
+
+// The device of the calling thread's current context, asked of the driver (a cold path: a warm launch reads it
+// from the context's loaded modules, with no driver call).
+int context_device(const Impl& p) {
+  jit::cu::Device d = 0;
+  p.device->driver().check(p.device->api().cuCtxGetDevice(&d), "cuCtxGetDevice");
+  return static_cast<int>(d);
 }
 
 void launch_gpu(const Impl& p, const Impl::Path& path, const jit::LaunchState& st, const LaunchTensors& t,
                 std::span<const ir::Scalar> params, void* stream, const jit::LaunchOptions& o, jit::LaunchScratch& sc) {
   const CurrentContext ctx(p);
   LoadedRefs r = find_loaded(path, ctx.get(), st.wide);
-  if (!r.v0) r = load_in_context(p, path, ctx.get(), st.wide);
-  if (o.device >= 0 && o.device != r.dc->info().ordinal) throw_wrong_device(p, *r.dc, o.device, ctx.pushed());
+  if (!r.v0) {  // checked before loading: another GPU's architecture would fail the load less clearly
+    if (o.device >= 0) check_device(o.device, context_device(p), ctx.pushed());
+    r = load_in_context(p, path, ctx.get(), st.wide);
+  }
+  check_device(o.device, r.dc->info().ordinal, ctx.pushed());
   const auto s = static_cast<jit::cu::Stream>(stream);
   jit::GpuKernelRunner runner(*r.dc, r.v0, r.v1, s);
   if (!t.intermediates.empty() || st.intermediate_bytes.empty()) {

@@ -221,6 +221,10 @@ TEST_CASE("TensorRef::device: tensors naming another GPU than the launch's, or t
                        doctest::Contains("the tensors are on CUDA device 1, but the kernels would run on the program's device 0"),
                        fj::Error);
   CHECK(hz[5] == 0.0f);  // nothing ran
+  // The same on a program's first launch (no module loaded yet): refused before loading.
+  const fj::Program fresh = fj::Program::compile(g, o);
+  auto keep_fresh = emulate(fresh);
+  CHECK_THROWS_WITH_AS(fresh.launch({rx, ry}, {rz}), doctest::Contains("the tensors are on CUDA device 1"), fj::Error);
   // A CPU program given device memory.
   fj::Options cpu;
   cpu.backend = fj::Backend::Cpu;

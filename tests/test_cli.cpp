@@ -223,6 +223,10 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
     CHECK(r.code == 2);
     CHECK(r.out.find(": an empty path: give a folder or file") != std::string::npos);
   }
+  // A flag's `--json=` is the flag (only options that take a value are split at an empty `=`).
+  r = run("plan " + sample("x2x3.txt") + " --json=");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("\"fused\"") != std::string::npos);
   // Each cache subcommand's --help lists the --cache-dir it takes.
   for (const char* sub : {"stats", "list", "clear", "path"}) {
     r = run(std::string("cache ") + sub + " --help");

@@ -152,10 +152,8 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
     if not fw:
         raise TypeError(f"{what}: expected an array (NumPy, PyTorch, CuPy or any DLPack tensor), "
                         f"got {type(a).__name__}")
-    if fw == "dlpack" and not hasattr(a, "__dlpack__"):  # __array_interface__ alone: NumPy reads it, no copy
-        import numpy as np
-
-        a, fw = np.asarray(a), "numpy"
+    if fw == "dlpack" and not hasattr(a, "__dlpack__"):
+        a, fw = _interface_array(a), "numpy"
     if fw != "numpy":
         return a, None
     import numpy as np
@@ -175,6 +173,13 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
         raise UserError(f"{what}: strides {a.strides} bytes are not multiples of its item size {a.itemsize}: "
                         "fusejit takes strides in elements; pass a copy (np.ascontiguousarray)")
     return a, None
+
+
+def _interface_array(a: Any) -> Any:
+    """An object with __array_interface__ alone (no __dlpack__) as the ndarray NumPy reads it as (no copy)."""
+    import numpy as np
+
+    return np.asarray(a)
 
 
 def _unreadable(arrays: list, whats: list[str]) -> TypeError:
@@ -387,6 +392,7 @@ class Program:
     def output_shapes(self, *args: Any, plan: str = "fused", **inputs: Any) -> dict[str, tuple[int, ...]]:
         """The shape of each output for these inputs (checked as a call checks them), without running;
         ``plan`` as in a call ("fused" or "unfused": the same shapes)."""
+        _check_call_options(None, plan)
         arrays, _ = self._bind(args, inputs)
         try:
             shapes = self._p.output_shapes(*_storages(arrays, self._in_whats), plan)
@@ -506,7 +512,10 @@ class Program:
     def _output_storages(self, results: list) -> tuple[list, list]:
         """_storages of the outputs, read-only NumPy arrays refused first."""
         for n, a in zip(self._out_names, results):
-            if _framework(a) == "numpy" and not a.flags.writeable:
+            fw = _framework(a)
+            if fw == "dlpack" and not hasattr(a, "__dlpack__"):
+                a, fw = _interface_array(a), "numpy"
+            if fw == "numpy" and not a.flags.writeable:
                 raise UserError(f"output '{n}': the array is read-only")
         return _storages(results, self._out_whats)
 

@@ -780,6 +780,12 @@ def test_objects_the_extension_cannot_read_are_named_without_its_signatures():
             prog.output_shapes(x=odd)
     with pytest.raises(TypeError, match=r"^output 'y': not readable as a tensor"):
         prog(x=x, out={"y": NoCapsule()})
+    read_only = np.zeros(3, np.float32)
+    read_only.flags.writeable = False
+    with pytest.raises(fusejit.UserError, match="output 'y': the array is read-only"):
+        prog(x=x, out={"y": ArrayInterface(read_only)})
+    with pytest.raises(TypeError, match="plan: expected"):  # its own TypeError, not taken for an unreadable array
+        prog.output_shapes(x=x, plan=3)
 
 
 def test_a_shape_takes_integer_numpy_scalars_as_axes_do():

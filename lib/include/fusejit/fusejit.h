@@ -693,6 +693,7 @@ class Program {
   /// One entry per fusion group of the plan, plan order, at the compiled dims; their read_bytes +
   /// write_bytes summed is the traffic of one run. A snapshot: the unfused plan's entries say
   /// CacheOutcome::NotBuilt until it is first used (or built by Options::build_unfused).
+  /// Error(User) for a `kind` that is neither Fused nor Unfused (a cast integer).
   std::vector<KernelInfo> kernels(PlanKind kind) const;
   /// The kernels built after compile() for dim values the compiled kernels do not cover (a 64-bit-
   /// index variant, or a plan made again where a broadcast changes; docs/api.md), in build order.
