@@ -802,8 +802,10 @@ TEST_CASE("a warm launch issues only kernel launches and allocates nothing") {
   FakeGpu gpu;
   fake_cuda::st().keep_launches = false;
   const fj::Program p = fj::Program::compile(
-      fj::Graph::parse("graph warm\ndim T = 64\ninput x : f32[T, 32]\ninput b : f32[32]\nparam a : f32 = 2\n"
-                       "y = a * x + b\noutput y\n"),
+      // Names past the small-string buffer: a message built on the way would allocate.
+      fj::Graph::parse("graph warm\ndim T = 64\ninput hidden_states_in : f32[T, 32]\ninput bias_of_the_layer : f32[32]\n"
+                       "param a : f32 = 2\nnormalized_output = a * hidden_states_in + bias_of_the_layer\n"
+                       "output normalized_output\n"),
       gpu_options());
   std::vector<float> x(64 * 32), b(32), y(64 * 32);
   const std::vector<int64_t> s64 = {64, 32}, s3 = {3, 32}, sb = {32}, st = {1, 64}, sy = {64, 32};
@@ -836,6 +838,13 @@ TEST_CASE("a warm launch issues only kernel launches and allocates nothing") {
       CHECK(std::vector<std::string>(calls.begin(), calls.end()) == only_launch);
     }
   }
+  // Tensors that name their device (TensorRef::device, as the Python binding's CUDA tensors do):
+  // checked with no allocation and no driver call.
+  fj::TensorRef din[2] = {in64[0], in64[1]}, dout[1] = {out64[0]};
+  for (fj::TensorRef* r : {&din[0], &din[1], &dout[0]}) r->device = 0;
+  p.launch(din, dout, params);
+  CHECK(record([&] { p.launch(din, dout, params); }) == 0);
+  CHECK(std::vector<std::string>(calls.begin(), calls.end()) == only_launch);
   // Default params and a strided (transposed) input: still only the launch.
   const fj::TensorRef tin[2] = {fj::TensorRef(static_cast<const void*>(x.data()), fj::DType::F32, sy, st), in64[1]};
   p.launch(tin, out64);
