@@ -235,17 +235,17 @@ std::shared_ptr<const LaunchState> make_launch_state(const ir::Graph& g, const i
     st->output_bytes.push_back(value_bytes(g, o.node));
   }
   for (ir::NodeId id : bindings.intermediates) st->intermediate_bytes.push_back(value_bytes(g, id));
-  const std::vector<int> output_bindings = ir::output_bindings(g);
-  for (const ir::FusionGroup& grp : plan.groups) {  // at these dims, as the kernels run with `rules`
-    ir::FusionGroup at = grp;
-    at.iter_shape = current_iter_shape(g, grp);
-    const ir::GroupTraffic t = ir::group_traffic(g, at, rules, output_bindings);
-    st->bytes_moved = ir::add_bytes(st->bytes_moved, t.bytes());
-  }
   st->groups.resize(plan.groups.size());
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
     if (!group_launch(g, planned, plan.groups[gi], gi, kernels, rules, st->groups[gi])) return nullptr;
     st->wide = st->wide || st->groups[gi].variant == 1;
+  }
+  const std::vector<int> output_bindings = ir::output_bindings(g);
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {  // at these dims, as the kernels run with `rules`
+    if (st->groups[gi].launches() == 0) continue;       // nothing to compute: no traffic (kernels = 0, bytes = 0)
+    ir::FusionGroup at = plan.groups[gi];
+    at.iter_shape = current_iter_shape(g, plan.groups[gi]);
+    st->bytes_moved = ir::add_bytes(st->bytes_moved, ir::group_traffic(g, at, rules, output_bindings).bytes());
   }
   return st;
 }

@@ -554,6 +554,22 @@ TEST_CASE("Options::arch is checked on the CPU path too; messages name the API f
                        doctest::Contains("--arch: invalid GPU architecture 'sm_9000x'"), fj::Error);
 }
 
+TEST_CASE("measure: a kernel with nothing to compute is neither launched nor counted in the bytes") {
+  const fj::Graph g = fj::Graph::parse("dim S = 4\ndim C = 3\ninput a : f32[S, C]\ninput b : f32[S, C]\nh = a * b\n"
+                                       "r = sum(h, 0, keepdim)\ny = h - r\nm = amax(h, -1, initial=-inf)\noutput y, m\n");
+  fj::Program p = fj::Program::compile(g, cpu_options());
+  const fj::HostTensor empty(fj::DType::F32, {0, 3});
+  const fj::TensorView views[2] = {empty, empty};
+  fj::MeasureOptions mo;
+  mo.repeats = 1;
+  const fj::Measurement f = p.measure(views, {}, fj::PlanKind::Fused, mo);
+  CHECK(f.kernels == 0);  // y and m have no elements; r, inside the kernel that writes y, is not needed
+  CHECK(f.bytes == 0);
+  const fj::Measurement u = p.measure(views, {}, fj::PlanKind::Unfused, mo);
+  CHECK(u.kernels == 1);  // the unfused sum writes r: 3 zeros
+  CHECK(u.bytes == 12);
+}
+
 TEST_CASE("measure: a checked run with poisoned outputs, timing, and the unfused intermediates") {
   fj::GraphBuilder b("chain");
   fj::Value x = b.input("x", fj::DType::F32, {4});
