@@ -563,7 +563,7 @@ Program Program::load(const std::string& dir, const Options& options) {
     o.arch = x["target"].get<std::string>();
     o.dump_dir.clear();
     std::string why;
-    std::shared_ptr<jit::DeviceContext> device = open_device(options.device, &why);
+    std::shared_ptr<jit::DeviceContext> device = open_device(options, &why);
     if (!device) throw jit::DriverError(jit::DriverErrorKind::NoDevice, "Program::load needs a GPU: " + why);
     const jit::Arch cc{device->info().cc_major, device->info().cc_minor};
     if (const std::string no = jit::target_runs_on(jit::parse_target(o.arch), cc); !no.empty())

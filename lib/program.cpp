@@ -202,18 +202,27 @@ std::shared_ptr<Program::Impl> rewrite_and_plan(const Graph& graph, const Option
   return p;
 }
 
-std::shared_ptr<jit::DeviceContext> open_device(int ordinal, std::string* why_not) {
+std::shared_ptr<jit::DeviceContext> open_device(const Options& o, std::string* why_not) {
   auto drv = jit::Driver::get();
   if (!drv->available()) {
     *why_not = drv->unavailable_reason();
     return nullptr;
   }
+  std::shared_ptr<jit::DeviceContext> dc;
   try {
-    return jit::DeviceContext::open(ordinal, drv);
+    dc = jit::DeviceContext::open(o.device, drv);
   } catch (const jit::DriverError& e) {
     *why_not = e.what();
     return nullptr;
   }
+  // 0, the default, is taken for "unset": a caller on device 1 (torch.cuda.set_device(1)) gets it.
+  if (dc->borrowed_context() && o.device != 0 && dc->info().ordinal != o.device)
+    warn(fmt::format("{} {}: this thread's current CUDA context is on device {}, which fusejit uses as it is (it "
+                     "never replaces the caller's context); make device {} current first (cudaSetDevice({}), "
+                     "torch.cuda.set_device({}))",
+                     option_name(OptionField::Device, o.message_style), o.device, dc->info().ordinal, o.device,
+                     o.device, o.device));
+  return dc;
 }
 
 namespace {
@@ -420,7 +429,7 @@ Program Program::compile(const Graph& graph, const Options& options) {
     std::shared_ptr<jit::DeviceContext> device;  // opened first: the plan's row cache limit is the GPU's
     std::string why;
     if (options.backend != Backend::Cpu) {
-      device = open_device(options.device, &why);
+      device = open_device(options, &why);
       if (!device && options.backend == Backend::Cuda)
         throw jit::DriverError(jit::DriverErrorKind::NoDevice, "the CUDA backend was requested but no GPU is usable: " + why);
     }

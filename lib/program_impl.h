@@ -118,8 +118,10 @@ std::shared_ptr<const Program::Impl::Variant> build_variant(const Program::Impl&
 // whose blocks may opt in to `shared_optin` bytes of shared memory (0: none; the unfused path is
 // planned on first use).
 std::shared_ptr<Program::Impl> rewrite_and_plan(const Graph& graph, const Options& options, int64_t shared_optin);
-// Opens device `ordinal` for the GPU backend: nullptr and the reason when there is none.
-std::shared_ptr<jit::DeviceContext> open_device(int ordinal, std::string* why_not);
+// Opens device Options::device for the GPU backend: nullptr and the reason when there is none.
+// Warns when the calling thread's current context (which fusejit uses as it is) is on another
+// device than a non-zero Options::device.
+std::shared_ptr<jit::DeviceContext> open_device(const Options& o, std::string* why_not);
 
 // Code generation options of a plan's variant: the unfused plan is always strict with canonical
 // names; variant 1 indexes in 64 bits.

@@ -225,6 +225,20 @@ TEST_CASE("TensorRef::device: tensors naming another GPU than the launch's, or t
   const fj::Program fresh = fj::Program::compile(g, o);
   auto keep_fresh = emulate(fresh);
   CHECK_THROWS_WITH_AS(fresh.launch({rx, ry}, {rz}), doctest::Contains("the tensors are on CUDA device 1"), fj::Error);
+  // A non-zero Options::device while the caller's context is on another device (fusejit uses
+  // that context as it is): a warning says so at compile.
+  std::vector<std::string> warnings;
+  fj::set_warning_handler([&](std::string_view w) { warnings.emplace_back(w); });
+  fake_cuda::ctx_push(fake_cuda::primary());  // device 0's, as the CUDA runtime leaves it
+  fj::Options on1 = o;
+  on1.device = 1;
+  (void)fj::Program::compile(g, on1);
+  (void)fj::Program::compile(g, o);  // device 0, the default: no warning
+  fusejit::jit::cu::Context popped = nullptr;
+  fake_cuda::ctx_pop(&popped);
+  fj::set_warning_handler({});
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("Options::device 1: this thread's current CUDA context is on device 0") != std::string::npos);
   // A CPU program given device memory.
   fj::Options cpu;
   cpu.backend = fj::Backend::Cpu;

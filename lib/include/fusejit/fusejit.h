@@ -409,7 +409,10 @@ struct Options {
   /// then has no effect (a warning says so).
   std::string arch;
   bool fast_math = false;    ///< allow value-changing rewrites, FMA contraction, f32 intermediates for halves
-  int device = 0;            ///< CUDA device ordinal (CUDA_VISIBLE_DEVICES is applied by the driver)
+  /// CUDA device ordinal (CUDA_VISIBLE_DEVICES is applied by the driver). When the calling thread
+  /// has a current CUDA context, fusejit uses it as it is, whatever its device (a warning says so
+  /// for a non-zero `device` that differs; 0 is taken for unset).
+  int device = 0;
   /// Extra NVRTC options appended after fusejit's own for every GPU kernel, fused and unfused
   /// (e.g. "--maxrregcount=32" to trade registers for occupancy; NVRTC docs, "Supported Compile
   /// Options"). Part of the cache key. Options that change results (--use_fast_math) show up in
