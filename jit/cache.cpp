@@ -121,6 +121,21 @@ KernelCache& KernelCache::shared(const std::string& dir, bool disk) {
 
 KernelCache& KernelCache::global() { return shared("", true); }
 
+// Lock order as the caches take them: the registry (clear_all_memory, shared), a cache, a store.
+void KernelCache::lock_shared_for_fork() {
+  SharedCaches& all = shared_caches();
+  all.mu.lock();
+  for (auto& [store, cache] : all.by_store) cache->mutex_.lock();
+  DiskStore::lock_shared_for_fork();
+}
+
+void KernelCache::unlock_shared_after_fork() {
+  DiskStore::unlock_shared_after_fork();
+  SharedCaches& all = shared_caches();
+  for (auto it = all.by_store.rbegin(); it != all.by_store.rend(); ++it) it->second->mutex_.unlock();
+  all.mu.unlock();
+}
+
 void KernelCache::clear_all_memory() {
   SharedCaches& all = shared_caches();
   std::lock_guard lock(all.mu);

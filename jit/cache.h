@@ -109,6 +109,11 @@ class KernelCache {
   static KernelCache& global();
   // Forgets the memory level of every shared cache (after `fusejit cache clear`).
   static void clear_all_memory();
+  // fork(): take the shared caches' locks (the registry's, each cache's) and then the shared disk
+  // stores' before it; release them after it in the parent and the child (jit/fork.h; called by
+  // the Program registry's handlers, lib/program.cpp, after the programs' own locks).
+  static void lock_shared_for_fork();
+  static void unlock_shared_after_fork();
 
   struct Generated {
     DiskKeyInputs inputs;                  // from code generation

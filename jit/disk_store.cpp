@@ -576,6 +576,34 @@ DiskStore::DiskStore(StoreConfig config) : config_(std::move(config)) {
   if (std::string problem = make_private_folder(dir_); !problem.empty()) disable(problem);
 }
 
+namespace {
+// The shared stores by folder. Never destroyed: a store may be used during static destruction.
+struct StoreRegistry {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<DiskStore>> stores;  // guarded by mu
+};
+StoreRegistry& store_registry() {
+  static auto* r = new StoreRegistry;
+  return *r;
+}
+}  // namespace
+
+// Lock order as the stores take them: the registry (which warns while held), each store, the
+// warning handler's lock (shared_warn).
+void DiskStore::lock_shared_for_fork() {
+  StoreRegistry& reg = store_registry();
+  reg.mu.lock();
+  for (auto& [id, store] : reg.stores) store->mutex_.lock();
+  g_warn_mu.lock();
+}
+
+void DiskStore::unlock_shared_after_fork() {
+  StoreRegistry& reg = store_registry();
+  g_warn_mu.unlock();
+  for (auto it = reg.stores.rbegin(); it != reg.stores.rend(); ++it) it->second->mutex_.unlock();
+  reg.mu.unlock();
+}
+
 std::shared_ptr<DiskStore> DiskStore::shared(const std::string& dir, bool disk) {
   ir::check_path(dir, "cache folder");
   const CacheEnv env = cache_env();
@@ -588,9 +616,9 @@ std::shared_ptr<DiskStore> DiskStore::shared(const std::string& dir, bool disk) 
     else none_set = true;
   }
   const std::string id = folder ? "dir:" + folder->string() : none_set ? "none" : "off";
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<DiskStore>> stores;
-  std::lock_guard lock(mu);
+  StoreRegistry& reg = store_registry();
+  std::lock_guard lock(reg.mu);
+  auto& stores = reg.stores;
   if (auto it = stores.find(id); it != stores.end()) return it->second;
   auto store = std::make_shared<DiskStore>(StoreConfig{folder, env.max_bytes, shared_warn});
   if (none_set)

@@ -153,6 +153,11 @@ class DiskStore {
   // store; no folder in the environment gives one too, after one warning. Throws ir::FileError
   // for a malformed environment variable (see cache_env()).
   static std::shared_ptr<DiskStore> shared(const std::string& dir, bool disk);
+  // fork(): take the shared stores' locks (the registry's, each store's, the warning handler's)
+  // before it, release them after it in the parent and the child (jit/fork.h; called by the
+  // Program registry's handlers, lib/program.cpp, after the programs' own locks).
+  static void lock_shared_for_fork();
+  static void unlock_shared_after_fork();
 
   bool enabled() const;                                      // false once the folder proved unusable
   const std::filesystem::path& dir() const { return dir_; }  // empty when configured without one

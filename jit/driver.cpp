@@ -1,6 +1,7 @@
 // Loading libcuda and the small RAII layer over it. See driver.h.
 #include "jit/driver.h"
 
+#include "jit/fork.h"
 #include "jit/nvrtc.h"
 
 #include <dlfcn.h>
@@ -71,7 +72,7 @@ std::string format_bytes(uint64_t bytes) {
 std::shared_ptr<const Driver> Driver::load(const char* library) {
   std::shared_ptr<Driver> d(new Driver());
   dlerror();
-  void* h = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  void* h = locked_dlopen(library, RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
     const char* err = dlerror();
     d->reason_ = fmt::format("no CUDA driver found: dlopen {} failed: {}", library, err ? err : "unknown error");

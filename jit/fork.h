@@ -15,15 +15,20 @@
 //    the cache's entry and build locks, jit/disk_store.cpp; an ahead-of-time folder's lock,
 //    lib/aot.cpp): the child's inherited copy of the descriptor would otherwise keep it locked
 //    for everyone.
-//  - brief critical sections of a Program (its dims table, loaded contexts, specializations) are
-//    locked around every fork() (around_fork below; lib/program.cpp), so none is held mid-update.
-// Not covered: other brief critical sections (the GPU module table, a cache's maps) at the instant
-// of the fork. What a child can do is in docs/api.md ("CUDA graphs, streams and threads").
+//  - brief critical sections of a Program (its dims table, loaded contexts, specializations) and
+//    then of the shared kernel caches and disk stores (their maps, counters and the warning
+//    handler's lock: KernelCache::lock_shared_for_fork) are locked around every fork() (around_fork
+//    below; lib/program.cpp, registered with the first Program), so none is held mid-update.
+// Not covered: the GPU module table (a child cannot use the parent's CUDA context anyway: CUDA
+// does not survive fork()). What a child can do is in docs/api.md ("CUDA graphs, streams and threads").
 #pragma once
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sys/file.h>
 #include <unistd.h>
+
+#include <mutex>
 
 namespace fusejit::jit {
 
@@ -38,6 +43,23 @@ inline int renew_in_fork_child(void (*renew)()) { return ::pthread_atfork(nullpt
 // leave them), `parent` and `child` after it in each process (to release them). Register once.
 inline int around_fork(void (*prepare)(), void (*parent)(), void (*child)()) {
   return ::pthread_atfork(prepare, parent, child);
+}
+
+// fusejit's dlopen and dlclose calls hold this lock, and the fork handlers take it last
+// (lib/program.cpp): a fork() at the instant another thread is inside the dynamic loader leaves the
+// loader's own lock held in the child (glibc takes no loader lock around fork), whose first dlopen,
+// the CPU path's module load, then waits for ever. Never destroyed (modules close at exit).
+inline std::mutex& loader_mutex() {
+  static auto* m = new std::mutex;
+  return *m;
+}
+inline void* locked_dlopen(const char* file, int mode) {
+  std::lock_guard lock(loader_mutex());
+  return ::dlopen(file, mode);
+}
+inline int locked_dlclose(void* handle) {
+  std::lock_guard lock(loader_mutex());
+  return ::dlclose(handle);
 }
 
 // Releases a flock on `fd` (if it holds one), then closes it. Closing alone would not release it

@@ -159,7 +159,7 @@ struct HostModuleAccess {
 };
 
 HostModule::~HostModule() {
-  if (handle_) dlclose(handle_);
+  if (handle_) locked_dlclose(handle_);
 }
 
 HostTrampoline HostModule::trampoline(const std::string& kernel_name) const {
@@ -422,7 +422,7 @@ std::shared_ptr<HostModule> load_shared_object(const HostBuild& b, const std::ve
   DiskStore::Scratch scratch = build_folder(store);
   const fs::path so = scratch.path() / (b.key.key.hex() + ".so");
   write_module_file(so, std::string_view(bytes.data(), bytes.size()));
-  void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = locked_dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) check_folder_there(scratch.path(), "dlopen failed");
   if (!handle) throw HostCompileError(fmt::format("dlopen of host module {} failed: {}", b.key.key.hex(), dlerror()));
   const std::string origin =

@@ -1,6 +1,7 @@
 #include "jit/nvrtc.h"
 
 #include "ir/error.h"
+#include "jit/fork.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -108,7 +109,7 @@ std::shared_ptr<const Loaded> load_nvrtc(const std::optional<std::string>& only)
   else candidates = nvrtc_candidates();
   for (const std::string& c : candidates) {
     dlerror();
-    void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    void* h = locked_dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       const char* e = dlerror();
       tried.push_back(e ? e : c + ": not found");

@@ -363,13 +363,19 @@ ForkRegistry& fork_registry() {
   return *r;
 }
 
+// The programs' locks, then the shared kernel caches' and disk stores' (a program's critical
+// sections never wait for those; a cache's never for a program's).
 void lock_programs_for_fork() {
   ForkRegistry& r = fork_registry();
   r.mu.lock();
   for (const Program::Impl* p : r.impls) p->lock_for_fork();
+  jit::KernelCache::lock_shared_for_fork();
+  jit::loader_mutex().lock();  // last: a dlopen in flight holds no other lock of fusejit's
 }
 
 void unlock_programs_after_fork() {
+  jit::loader_mutex().unlock();
+  jit::KernelCache::unlock_shared_after_fork();
   ForkRegistry& r = fork_registry();
   for (auto it = r.impls.rbegin(); it != r.impls.rend(); ++it) (*it)->unlock_after_fork();
   r.mu.unlock();

@@ -272,6 +272,46 @@ TEST_CASE("a child forked while other threads launch a program launches it too (
   CHECK(wrong == 0);
 }
 
+TEST_CASE("a child forked while other threads compile compiles too (the shared caches' and stores' locks are taken around fork)") {
+  // Program::compile looks up the shared kernel cache and disk store (their registries' and the
+  // stores' brief critical sections), and each Program's CPU module is dlopen'ed and dlclose'd: a
+  // fork at such an instant left a lock held in the child (fusejit's, or glibc's loader lock, which
+  // hung the child's dlopen in most runs of this test).
+  const fj::Graph g = fj::Graph::parse("dim N = 8\ninput x : f32[N]\ny = x * 5 - 1\noutput y\n");
+  (void)fj::Program::compile(g, cpu_options());  // built once: later compiles are memory hits
+  std::atomic<bool> stop{false};
+  std::atomic<long> compiles{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        (void)fj::Program::compile(g, cpu_options());
+        compiles.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  int hung = 0, wrong = 0;
+  for (int k = 0; k < 100; ++k) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::alarm(5);  // a hang ends the child by SIGALRM
+      const fj::Program c = fj::Program::compile(g, cpu_options());
+      const std::vector<float> one = {2.0f};
+      const fj::HostTensor y = c.run({fj::HostTensor::from_floats(fj::DType::F32, {1}, one)})[0];
+      ::_exit(y.to_floats()[0] == 9.0f ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    if (!WIFEXITED(status)) ++hung;
+    else if (WEXITSTATUS(status) != 0) ++wrong;
+    if (hung) break;
+  }
+  stop = true;
+  for (auto& th : threads) th.join();
+  CHECK(compiles.load() > 0);
+  CHECK(hung == 0);
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("a replaced warning handler is never called again; one may not replace itself") {
   // Threads warn (an unused input) while the handler is replaced: once set_warning_handler has
   // returned, the old handler must not run, or freeing what it captured is a use after free.
