@@ -120,7 +120,9 @@ std::string describe_status(int status) {
   if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
   if (!WIFEXITED(status)) return fmt::format("wait status {}", status);
   const int code = WEXITSTATUS(status);
-  if (code == 127) return "not found: the shell could not run it (exit code 127)";
+  if (code == 127)  // the CPU path's one run-time need: say how to meet it
+    return "not found: the shell could not run it (exit code 127); the CPU path needs a C++17 compiler: install "
+           "g++ or clang++, or set CXX to one";
   return fmt::format("exit code {}", code);
 }
 

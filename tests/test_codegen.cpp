@@ -481,7 +481,8 @@ TEST_CASE("a host compiler failure is a short error: command, exit code, first l
     msg = host_compile_failure({jit::generate_kernel(g, whole_graph_group(g))}, o);
   }
   CAPTURE(msg);
-  CHECK(msg.rfind("host compiler failed (not found: the shell could not run it (exit code 127)): /nonexistent/c++ ", 0) == 0);
+  CHECK(msg.rfind("host compiler failed (not found: the shell could not run it (exit code 127); the CPU path needs a "
+                  "C++17 compiler: install g++ or clang++, or set CXX to one): /nonexistent/c++ ", 0) == 0);
   CHECK(msg.find("32512") == std::string::npos);
   // With the disk cache off nothing stays on disk, so the source is not kept.
   o.disk_cache = false;

@@ -61,7 +61,8 @@ def test_a_new_pattern_traces_again_and_an_old_one_does_not():
     f(a3, np.ones(3, np.float32), -0.0)
     f(a3, np.ones(3, np.float32), 0.0)  # 0.0 is not -0.0
     assert f.traces == 7
-    f(a3, np.ones(3, np.float32), float("nan"))
+    with pytest.warns(fusejit.FusejitWarning, match="traced 8 times"):  # the 8th trace says so
+        f(a3, np.ones(3, np.float32), float("nan"))
     f(a3, np.ones(3, np.float32), float("nan"))  # the same NaN: the same pattern
     assert f.traces == 8
     assert f(a3, np.ones(3, np.float32), -0.0)[0, 0] == 1.0
