@@ -16,8 +16,13 @@ std::string_view dtype_name(DType t) {
   return ir::dtype_name(to_ir(t));
 }
 
+void check_plan_kind(PlanKind kind) {
+  if (kind != PlanKind::Fused && kind != PlanKind::Unfused)
+    throw ir::UserError("invalid PlanKind value " + std::to_string(static_cast<unsigned>(kind)) + " (Fused or Unfused)");
+}
+
 void check_dtype(DType t, const std::string& what) {
-  if (static_cast<unsigned>(t) > static_cast<unsigned>(DType::F64))  // F64 is the enum's last
+  if (!valid_dtype(t))
     throw Error(ErrorKind::User, what + ": invalid DType value " + std::to_string(static_cast<unsigned>(t)) +
                                      " (not one of DType's enumerators)");
 }

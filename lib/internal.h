@@ -25,6 +25,8 @@ void check_dtype(DType t, const std::string& what);
 // Whether `t` is one of DType's enumerators (a cast integer may be anything); for hot paths, which
 // call check_dtype (and build its message) only when it is not.
 inline bool valid_dtype(DType t) { return static_cast<unsigned>(t) <= static_cast<unsigned>(DType::F64); }
+// Throws ir::UserError for a PlanKind that is neither Fused nor Unfused (a cast integer).
+void check_plan_kind(PlanKind kind);
 inline DType from_ir(ir::DType t) { return static_cast<DType>(t); }
 // A public Scalar as a weak literal of its kind, and converted to a dtype by the cast rules.
 ir::Literal to_ir_literal(const Scalar& s);

@@ -330,8 +330,7 @@ void build_both(Program::Impl& p) {
 
 const Program::Impl::Path& Program::Impl::path(PlanKind kind) const {
   if (kind == PlanKind::Fused) return fused;
-  if (kind != PlanKind::Unfused)
-    throw ir::UserError(fmt::format("invalid PlanKind value {} (Fused or Unfused)", static_cast<unsigned>(kind)));
+  check_plan_kind(kind);
   if (!unfused_ready.load(std::memory_order_acquire)) {
     std::call_once(unfused_once, [&] {
       std::unique_ptr<Path> u = unfused_path(*this);
@@ -500,8 +499,7 @@ const Graph& Program::rewritten() const { return impl_->rewritten; }
 
 std::vector<KernelInfo> Program::kernels(PlanKind kind) const {
   if (kind == PlanKind::Fused) return impl_->fused.variants[0]->infos;
-  if (kind != PlanKind::Unfused)
-    throw Error(ErrorKind::User, fmt::format("invalid PlanKind value {} (Fused or Unfused)", static_cast<unsigned>(kind)));
+  translate_errors([&] { check_plan_kind(kind); });
   if (impl_->unfused_ready.load(std::memory_order_acquire)) return impl_->unfused->variants[0]->infos;
   const ir::Graph& g = impl_->graph_of(PlanKind::Unfused);
   const ir::Plan plan = ir::plan_unfused(g);

@@ -18,7 +18,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NoReturn, Sequence
 
 from . import _fusejit
 from ._errors import CompileError, DriverError, Error, FusejitWarning, InternalError, UserError
@@ -182,13 +182,16 @@ def _interface_array(a: Any) -> Any:
     return np.asarray(a)
 
 
-def _unreadable(arrays: list, whats: list[str]) -> TypeError:
-    """The error for arrays the extension refused by type (nanobind's "incompatible function
-    arguments", which names its private signatures): the non-NumPy, non-framework ones named."""
+def _refused(e: TypeError, arrays: list, whats: list[str]) -> NoReturn:
+    """Re-raises a TypeError of an extension call: nanobind's refusal of arrays by type ("incompatible
+    function arguments", which names its private signatures) as one naming the non-NumPy,
+    non-framework arrays; any other as it is."""
+    if "incompatible function arguments" not in str(e):
+        raise e
     odd = [w for a, w in zip(arrays, whats) if _framework(a) == "dlpack"] or whats
-    return TypeError(f"{', '.join(odd)}: not readable as a tensor (a __dlpack__ that fails or returns no DLPack "
-                     "capsule, or a read-only tensor given as an output); pass a NumPy array or a PyTorch or CuPy "
-                     "tensor")
+    raise TypeError(f"{', '.join(odd)}: not readable as a tensor (a __dlpack__ that fails or returns no DLPack "
+                    "capsule, or a read-only tensor given as an output); pass a NumPy array or a PyTorch or CuPy "
+                    "tensor") from e
 
 
 def _storages(arrays: list, whats: list[str]) -> tuple[list, list]:
@@ -397,9 +400,7 @@ class Program:
         try:
             shapes = self._p.output_shapes(*_storages(arrays, self._in_whats), plan)
         except TypeError as e:
-            if "incompatible function arguments" not in str(e):
-                raise
-            raise _unreadable(arrays, self._in_whats) from e
+            _refused(e, arrays, self._in_whats)
         return {name: tuple(s) for name, s in zip(self._out_names, shapes)}
 
     def __call__(self, *args: Any, out: Mapping[str, Any] | Sequence[Any] | None = None,
@@ -459,9 +460,7 @@ class Program:
         try:
             self._p.launch(stored, in_as, outs, out_as, list(params.items()) if params else [], stream, plan)
         except TypeError as e:
-            if "incompatible function arguments" not in str(e):
-                raise
-            raise _unreadable(stored + outs, self._in_whats + self._out_whats) from e
+            _refused(e, stored + outs, self._in_whats + self._out_whats)
 
     def _out_mapping(self, out: Any) -> dict[str, Any]:
         """``out`` as a dict: a mapping or (name, array) pairs as dict() reads them, or a list or tuple
@@ -502,9 +501,7 @@ class Program:
         try:
             shapes = self._p.output_shapes(stored, in_as, plan)
         except TypeError as e:
-            if "incompatible function arguments" not in str(e):
-                raise
-            raise _unreadable(stored, self._in_whats) from e
+            _refused(e, stored, self._in_whats)
         for k, (a, (_, dt)) in enumerate(zip(results, self._outputs)):
             if a is _MISSING:
                 results[k] = _empty_like(like, shapes[k], dt)
