@@ -22,7 +22,8 @@ from typing import Any, Mapping, NoReturn, Sequence
 
 from . import _fusejit
 from ._errors import CompileError, DriverError, Error, FusejitWarning, InternalError, UserError
-from ._fusejit import Dim, Graph, GraphBuilder, KernelInfo, NodeInfo, ParamInfo, TensorInfo, Value
+from ._fusejit import (CacheEntry, CacheStats, Dim, Graph, GraphBuilder, KernelInfo, NodeInfo, ParamInfo, TensorInfo,
+                       Value)
 from ._fuse import Fused, fuse, install_value_methods as _install_value_methods, op, reduce
 
 _install_value_methods()
@@ -36,7 +37,8 @@ __version__: str = _fusejit.__version__
 __all__ = [
     "Graph", "GraphBuilder", "Value", "Dim", "Program", "compile", "load", "KernelInfo", "NodeInfo", "ParamInfo",
     "TensorInfo", "Error", "UserError", "CompileError", "DriverError", "InternalError", "FusejitWarning",
-    "numpy_dtype", "torch_dtype", "fuse", "Fused", "op", "reduce",
+    "numpy_dtype", "torch_dtype", "fuse", "Fused", "op", "reduce", "cache_path", "cache_stats", "cache_list",
+    "cache_clear", "CacheStats", "CacheEntry",
 ]
 
 
@@ -562,6 +564,37 @@ def load(dir: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | Non
     _check_device(device)
     return Program(_fusejit.load(dir, cache_dir, disk_cache, device))
 
+
+
+# The kernel cache on disk (the wheel has no `fusejit cache` command): docs/api.md, "The kernel cache".
+def cache_path(cache_dir: str | os.PathLike[str] | None = None) -> str:
+    """The kernel cache folder, an absolute path: cache_dir, else $FUSEJIT_CACHE_DIR, else
+    $XDG_CACHE_HOME/fusejit, else ~/.cache/fusejit (``fusejit cache path``). Raises UserError when
+    none is set or a cache environment variable is malformed."""
+    return _fusejit.cache_path(cache_dir)
+
+
+def cache_stats(cache_dir: str | os.PathLike[str] | None = None) -> CacheStats:
+    """The cache folder's counts: GPU kernel entries and CPU-path host modules and their bytes, the
+    size cap, damaged entries, temporary files (``fusejit cache stats``). Reads the folder only.
+    Raises UserError as :func:`cache_path`."""
+    return _fusejit.cache_stats(cache_dir)
+
+
+def cache_list(cache_dir: str | os.PathLike[str] | None = None) -> list[CacheEntry]:
+    """Every entry of the cache folder, most recently used first (``fusejit cache list``): key,
+    file, bytes, kernel names, target ("sm_90", "compute_90" or "host") and whether it is valid.
+    Raises UserError as :func:`cache_path`."""
+    return _fusejit.cache_list(cache_dir)
+
+
+def cache_clear(cache_dir: str | os.PathLike[str] | None = None) -> int:
+    """Removes every entry (GPU kernels and CPU host modules) and temporary file of the cache
+    folder, except what builds running meanwhile in other processes use; returns how many entries
+    were removed (``fusejit cache clear``). Programs already compiled keep their kernels (in
+    memory); the next compile of a removed kernel compiles it again. Raises UserError as
+    :func:`cache_path`, and when some entry could not be removed (a read-only folder), naming it."""
+    return _fusejit.cache_clear(cache_dir)
 
 
 def __dir__() -> list[str]:

@@ -626,6 +626,63 @@ void bind_program(nb::module_& m) {
       "dir"_a, "cache_dir"_a.none(), "disk_cache"_a, "device"_a);
 }
 
+
+// The kernel cache on disk (fusejit/report.h's cache_* calls, what `fusejit cache` prints): the
+// wheel has no `fusejit` command, so Python reaches them here.
+fusejit::Options cache_options(const FolderArg& cache_dir) {
+  fusejit::Options o;
+  o.cache_dir = path_arg(cache_dir, "cache_dir");
+  o.message_style = fusejit::MessageStyle::Python;
+  return o;
+}
+
+// A cache_* call taking Python's cache_dir argument, run without the GIL (it reads the folder).
+template <class R>
+auto cache_call(R (*f)(const fusejit::Options&)) {
+  return [f](const FolderArg& d) {
+    const fusejit::Options o = cache_options(d);
+    return released([&] { return f(o); });
+  };
+}
+
+void bind_cache(nb::module_& m) {
+  using fusejit::CacheEntryInfo;
+  using fusejit::CacheStats;
+  nb::class_<CacheStats>(m, "CacheStats", "The kernel cache folder's counts (fusejit.cache_stats, `fusejit cache stats`).")
+      .def_ro("path", &CacheStats::path, "The cache folder, an absolute path.")
+      .def_ro("enabled", &CacheStats::enabled, "False: disabled (FUSEJIT_DISABLE_CACHE) or unusable (disabled_reason).")
+      .def_ro("disabled_reason", &CacheStats::disabled_reason, "Why not enabled; \"\" when enabled.")
+      .def_ro("entries", &CacheStats::entries, "GPU kernel entries (CUBIN or PTX), damaged ones not counted.")
+      .def_ro("bytes", &CacheStats::bytes, "Their files' total size, bytes.")
+      .def_ro("cap_bytes", &CacheStats::cap_bytes,
+              "Size cap of all entries together, bytes (FUSEJIT_CACHE_MAX_MB; least recently used evicted "
+              "first); 0: no cap.")
+      .def_ro("host_modules", &CacheStats::host_modules, "CPU path: compiled host modules (entries of the same store).")
+      .def_ro("host_bytes", &CacheStats::host_bytes, "Their files' total size, bytes.")
+      .def_ro("invalid", &CacheStats::invalid, "Damaged entries (each deleted and rebuilt on its next use).")
+      .def_ro("temp_files", &CacheStats::temp_files, "Temporary files and build folders (swept after an hour).")
+      .def("__repr__", [](const CacheStats& s) {
+        return "CacheStats('" + s.path + "', entries=" + std::to_string(s.entries) + ", bytes=" +
+               std::to_string(s.bytes) + ", host_modules=" + std::to_string(s.host_modules) + ", host_bytes=" +
+               std::to_string(s.host_bytes) + ", invalid=" + std::to_string(s.invalid) + ")";
+      });
+  nb::class_<CacheEntryInfo>(m, "CacheEntry", "One entry of the kernel cache (fusejit.cache_list).")
+      .def_ro("key", &CacheEntryInfo::key, "32 hex digits: XXH3-128 of everything that changes the binary.")
+      .def_ro("path", &CacheEntryInfo::path, "Its file.")
+      .def_ro("bytes", &CacheEntryInfo::bytes, "Its file's size, bytes.")
+      .def_ro("label", &CacheEntryInfo::label, "The kernel name(s) it holds.")
+      .def_ro("target", &CacheEntryInfo::target, "\"sm_90\" (CUBIN), \"compute_90\" (PTX) or \"host\" (a CPU-path module).")
+      .def_ro("valid", &CacheEntryInfo::valid, "Its header and payload hash check out.")
+      .def_ro("problem", &CacheEntryInfo::problem, "Why not valid (\"truncated\", ...); \"\" when valid.")
+      .def("__repr__", [](const CacheEntryInfo& e) {
+        return "CacheEntry('" + e.label + "', target='" + e.target + "', bytes=" + std::to_string(e.bytes) +
+               (e.valid ? std::string() : ", problem='" + e.problem + "'") + ")";
+      });
+  m.def("cache_path", cache_call(&fusejit::cache_path), "cache_dir"_a.none());
+  m.def("cache_stats", cache_call(&fusejit::cache_stats), "cache_dir"_a.none());
+  m.def("cache_list", cache_call(&fusejit::cache_list), "cache_dir"_a.none());
+  m.def("cache_clear", cache_call(&fusejit::cache_clear), "cache_dir"_a.none());
+}
 }  // namespace
 
 NB_MODULE(_fusejit, m) {
@@ -648,4 +705,5 @@ NB_MODULE(_fusejit, m) {
   bind_graph(m);
   fusejit_py::bind_builder(m);
   bind_program(m);
+  bind_cache(m);
 }

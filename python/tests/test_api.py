@@ -62,6 +62,40 @@ def test_graph_info():
     assert [g.nodes[i].name for i in g.output_nodes] == ["z"]
 
 
+def test_cache_functions_list_count_and_clear_the_folder_a_compile_wrote(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    g = fusejit.Graph.load(ROOT / "samples" / "graphs" / "x2x3.txt", dims={"N": 4})
+    fusejit.compile(g, backend="cpu", cache_dir=cache, build_unfused=True)
+    assert fusejit.cache_path(cache) == str(cache)
+    monkeypatch.setenv("FUSEJIT_CACHE_DIR", str(cache))
+    assert fusejit.cache_path() == str(cache)
+    s = fusejit.cache_stats(cache)
+    assert s.path == str(cache) and s.enabled and s.disabled_reason == ""
+    assert (s.entries, s.bytes, s.invalid) == (0, 0, 0)  # the CPU path writes host modules only
+    entries = fusejit.cache_list(cache)
+    assert s.host_modules == len(entries) >= 1 and s.host_bytes == sum(e.bytes for e in entries) > 0
+    for e in entries:
+        assert e.valid and e.problem == "" and e.target == "host" and len(e.key) == 32
+        assert e.path.startswith(str(cache)) and os.path.getsize(e.path) == e.bytes and e.label
+        assert "target='host'" in repr(e)
+    # A damaged entry is listed and counted, not deleted by reading it.
+    with open(entries[0].path, "r+b") as f:
+        f.truncate(40)
+    assert [e.problem for e in fusejit.cache_list(cache) if not e.valid] and fusejit.cache_stats().invalid == 1
+    assert fusejit.cache_clear(cache) == len(entries)
+    assert fusejit.cache_list(cache) == [] and fusejit.cache_stats(cache).host_modules == 0
+    assert fusejit.cache_clear(cache) == 0
+    with pytest.raises(fusejit.UserError, match="holds a NUL byte"):
+        fusejit.cache_stats(str(cache) + "\0x")
+    with pytest.raises(TypeError, match="cache_dir"):
+        fusejit.cache_list(3)
+    monkeypatch.delenv("FUSEJIT_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("HOME", raising=False)
+    with pytest.raises(fusejit.UserError, match="FUSEJIT_CACHE_DIR"):
+        fusejit.cache_path()
+
+
 def test_folder_arguments_take_a_pathlike_and_refuse_a_nul(tmp_path):
     g = fusejit.Graph.load(ROOT / "samples" / "graphs" / "x2x3.txt", dims={"N": 4})
     prog = fusejit.compile(g, backend="cpu", cache_dir=tmp_path / "cache", dump_dir=tmp_path / "dump")
