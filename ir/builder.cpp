@@ -343,39 +343,40 @@ std::string reduction_word(const Node& r) {
 }
 }  // namespace
 
-// For operands that do not broadcast: a hint when one is a reduction without keepdim (x -
-// amax(x, -1), the commonest slip: the reduced axis is gone, so NumPy's right alignment no longer
-// lines the rows up).
-std::string GraphBuilder::keepdim_hint(std::span<const NodeId> args) const {
-  for (NodeId a : args) {
-    while (g_.node(a).op == Op::Cast) a = g_.node(a).arg(0);
-    const Node& r = g_.node(a);
-    if (is_reduction(r.op) && !r.red.keepdim && r.red.axes != 0)
-      return "; " + (r.name.empty() ? "the " + reduction_word(r) + " result" : "'" + r.name + "'") +
-             " has dropped its reduced axes: reduce with `keepdim` to broadcast it back over them";
-    // A value computed from such a reduction (std's sqrt of a mean, logsumexp's sum and max).
-    if (const NodeId from = dropped_reduction(a); from != kNoNode)
-      return "; " + (r.name.empty() ? std::string("an operand") : "'" + r.name + "'") + " comes from a reduction without " +
-             "`keepdim` (" + reduction_word(g_.node(from)) +
-             (g_.node(from).loc.known() ? " on line " + std::to_string(g_.node(from).loc.line) : std::string()) +
-             "), whose reduced axes are gone: reduce with `keepdim` to broadcast it back over them";
-  }
-  return "";
-}
-
+namespace {
 // A reduction without keepdim that value `id` is computed from elementwise, at its shape (through
 // ops whose operands have that shape or are constants); kNoNode if none.
-NodeId GraphBuilder::dropped_reduction(NodeId id) const {
+NodeId dropped_reduction(const Graph& g, NodeId id) {
   for (int depth = 0; depth < 16; ++depth) {
-    const Node& n = g_.node(id);
+    const Node& n = g.node(id);
     if (is_reduction(n.op)) return !n.red.keepdim && n.red.axes != 0 ? id : kNoNode;
     NodeId next = kNoNode;
     for (int k = 0; k < n.nargs && next == kNoNode; ++k)
-      if (g_.node(n.arg(k)).shape == n.shape && g_.node(n.arg(k)).op != Op::Const) next = n.arg(k);
+      if (g.node(n.arg(k)).shape == n.shape && g.node(n.arg(k)).op != Op::Const) next = n.arg(k);
     if (next == kNoNode) return kNoNode;
     id = next;
   }
   return kNoNode;
+}
+}  // namespace
+
+// x - amax(x, -1), the commonest slip: the reduced axis is gone, so NumPy's right alignment no
+// longer lines the rows up.
+std::string keepdim_hint(const Graph& g, std::span<const NodeId> args) {
+  for (NodeId a : args) {
+    while (g.node(a).op == Op::Cast) a = g.node(a).arg(0);
+    const Node& r = g.node(a);
+    if (is_reduction(r.op) && !r.red.keepdim && r.red.axes != 0)
+      return "; " + (r.name.empty() ? "the " + reduction_word(r) + " result" : "'" + r.name + "'") +
+             " has dropped its reduced axes: reduce with `keepdim` to broadcast it back over them";
+    // A value computed from such a reduction (std's sqrt of a mean, logsumexp's sum and max).
+    if (const NodeId from = dropped_reduction(g, a); from != kNoNode)
+      return "; " + (r.name.empty() ? std::string("an operand") : "'" + r.name + "'") + " comes from a reduction without " +
+             "`keepdim` (" + reduction_word(g.node(from)) +
+             (g.node(from).loc.known() ? " on line " + std::to_string(g.node(from).loc.line) : std::string()) +
+             "), whose reduced axes are gone: reduce with `keepdim` to broadcast it back over them";
+  }
+  return "";
 }
 
 Shape GraphBuilder::broadcast(const Shape& a, const Shape& b, Loc loc) const {
@@ -395,7 +396,7 @@ NodeId GraphBuilder::add_typed(Op op, DType dtype, std::span<const NodeId> args,
     try {
       n.shape = k == 0 ? g_.node(args[k]).shape : broadcast(n.shape, g_.node(args[k]).shape, loc);
     } catch (const UserError& e) {
-      throw UserError(e.what() + keepdim_hint(args.first(k + 1)), e.loc());
+      throw UserError(e.what() + keepdim_hint(g_, args.first(k + 1)), e.loc());
     }
   }
   check_value_bytes(g_, dtype, n.shape, loc);
@@ -580,7 +581,13 @@ void rebind_dims(Graph& g, const std::vector<std::pair<std::string, int64_t>>& v
       check_value_bytes(g, n.dtype, n.shape, n.loc);
     } else if (!is_leaf(n.op)) {
       Shape s = g.node(n.args[0]).shape;
-      for (int k = 1; k < n.nargs; ++k) s = broadcast_shapes(s, g.node(n.args[k]).shape, n.loc, &g);
+      for (int k = 1; k < n.nargs; ++k) {
+        try {
+          s = broadcast_shapes(s, g.node(n.args[k]).shape, n.loc, &g);
+        } catch (const UserError& e) {  // as the builder says it: the graph held at the dims it was written for
+          throw UserError(e.what() + keepdim_hint(g, std::span(n.args).first(static_cast<size_t>(k) + 1)), e.loc());
+        }
+      }
       n.shape = std::move(s);
       check_value_bytes(g, n.dtype, n.shape, n.loc);
     }

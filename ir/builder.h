@@ -170,8 +170,6 @@ class GraphBuilder {
   Operand fold_literals(Op op, std::span<const Operand> args, Loc loc) const;
   DType common_dtype(Op op, std::span<const Operand> args) const;
   Shape broadcast(const Shape& a, const Shape& b, Loc loc) const;
-  std::string keepdim_hint(std::span<const NodeId> args) const;
-  NodeId dropped_reduction(NodeId id) const;
   Graph g_;
   std::unordered_map<std::string, int32_t> dim_index_;  // name -> index in g_.dims (O(1) find_dim)
 };
@@ -179,6 +177,11 @@ class GraphBuilder {
 // Broadcasts two shapes by NumPy's rules (right-aligned; a size-1 dim stretches). Throws UserError
 // naming both shapes on mismatch or int64 overflow of the element count.
 Shape broadcast_shapes(const Shape& a, const Shape& b, Loc loc = {}, const Graph* g = nullptr);
+
+// For operands that do not broadcast: "; 'm' has dropped its reduced axes: reduce with `keepdim`
+// ..." when one of `args` is, or is computed elementwise from, a reduction without keepdim; ""
+// otherwise. Appended to the broadcast error by the builder and by rebind_dims.
+std::string keepdim_hint(const Graph& g, std::span<const NodeId> args);
 
 // Throws UserError at `loc` when a computed value of `dtype` and `shape` would not fit 2^63 bytes
 // (a broadcast or reduction result; inputs are checked where declared).

@@ -230,7 +230,7 @@ Graph GraphBuilder::build() {
     auto impl = std::make_shared<Graph::Impl>();
     impl->graph = impl_->b.finish();
     impl_->built = true;
-    warn_unused_inputs(impl->graph);
+    warn_about_graph(impl->graph);
     return Graph(std::move(impl));
   });
 }

@@ -1,13 +1,19 @@
 // fusejit::Error, error translation from the internal layers, and the warning handler.
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
 #include <new>
 #include <optional>
+#include <set>
 #include <thread>
 #include <utility>
 
+#include <fmt/format.h>
+
+#include "ir/builder.h"
 #include "ir/diagnostic.h"
+#include "ir/dim_alignment.h"
 #include "ir/error.h"
 #include "ir/passes/dce.h"
 #include "jit/driver.h"
@@ -146,15 +152,45 @@ void warn(std::string_view message) {
   call_handler(ir::escape_invalid_utf8(message));  // as Error's messages: whole in any handler's text
 }
 
+namespace {
+// "FILE:LINE:COL: " of a node written in graph text; "" for one built in code.
+std::string where_of(const ir::Graph& g, const ir::Node& n) {
+  if (!n.loc.known()) return "";
+  return (g.file.empty() ? std::string("<graph>") : g.file) + ":" + std::to_string(n.loc.line) + ":" +
+         std::to_string(n.loc.col) + ": ";
+}
+
 void warn_unused_inputs(const ir::Graph& g) {
   for (ir::NodeId id : ir::unused_inputs(g)) {
     const ir::Node& n = g.node(id);
-    std::string where;
-    if (n.loc.known())
-      where = (g.file.empty() ? std::string("<graph>") : g.file) + ":" + std::to_string(n.loc.line) + ":" +
-              std::to_string(n.loc.col) + ": ";
-    warn(where + "input '" + n.name + "' is not used by any output");
+    warn(where_of(g, n) + "input '" + n.name + "' is not used by any output");
   }
+}
+
+// Only where an operand comes from a reduction without keepdim (a slip, almost always); a graph
+// whose input dim is either 1 or another dim's size lines them up on purpose.
+void warn_dim_alignments(const ir::Graph& g) {
+  std::set<std::pair<int32_t, int32_t>> seen;
+  for (const ir::DimAlignment& m : ir::mixed_dim_alignments(g)) {
+    const ir::Node& n = g.node(m.node);
+    const std::string hint = ir::keepdim_hint(g, std::span<const ir::NodeId>(n.args.data(), n.nargs));
+    if (hint.empty() || !seen.insert({std::min(m.a, m.b), std::max(m.a, m.b)}).second) continue;
+    const std::string& a = g.dims[static_cast<size_t>(m.a)].name;
+    const std::string& b = g.dims[static_cast<size_t>(m.b)].name;
+    std::string shapes;
+    for (int k = 0; k < n.nargs; ++k)
+      shapes += (k == 0 ? "" : k + 1 == n.nargs ? " and " : ", ") + ir::shape_to_string(g.node(n.arg(k)).shape, &g);
+    warn(fmt::format("{}{} lines up dim {} with dim {} (shapes {}, aligned from the right), so the graph holds "
+                     "only while {} == {} or one of them is 1{}",
+                     where_of(g, n), n.name.empty() ? "a " + std::string(ir::op_name(n.op)) : "'" + n.name + "'", a,
+                     b, shapes, a, b, hint));
+  }
+}
+}  // namespace
+
+void warn_about_graph(const ir::Graph& g) {
+  warn_unused_inputs(g);
+  warn_dim_alignments(g);
 }
 
 }  // namespace fusejit

@@ -73,7 +73,7 @@ Graph parse_into(std::shared_ptr<Graph::Impl> impl, const std::string& file, con
   return translate_errors(
       [&] {
         impl->graph = ir::parse_graph(impl->source, file, dims);
-        warn_unused_inputs(impl->graph);
+        warn_about_graph(impl->graph);
         return Graph(impl);
       },
       file, impl->source);

@@ -66,9 +66,11 @@ class WarningOrigin {
   std::optional<std::thread::id> saved_;
 };
 
-// Warns once per input of `g` that no output depends on ("FILE:LINE:COL: input 'b' is not used
-// by any output").
-void warn_unused_inputs(const ir::Graph& g);
+// Warns about what a graph just parsed or built probably did not mean: once per input that no
+// output depends on ("FILE:LINE:COL: input 'b' is not used by any output"), and once per pair of
+// named dims that a broadcast of a reduction without keepdim lines up (ir/dim_alignment.h: the
+// graph then holds only while they are equal or one is 1).
+void warn_about_graph(const ir::Graph& g);
 
 // The options messages name, each as an API user writes it ("Options::arch") or as a `fusejit`
 // user does ("--arch"), by Options::message_style.

@@ -3,6 +3,7 @@
 // prints as text that parses back to the same graph (driven by random graphs and random names).
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "ir/builder.h"
 #include "ir/reduce.h"
 #include "lib/internal.h"
+#include "tests/support/files.h"
 #include "tests/support/random_graph.h"
 
 namespace fj = fusejit;
@@ -136,6 +138,52 @@ TEST_CASE("a warning handler that throws: the call goes on, the message reaches 
   CHECK_NOTHROW(fj::Graph::parse("input x : f32[2]\ninput unused : f32[2]\ny = x * 2\noutput y\n"));
   fj::set_warning_handler({});
   CHECK(calls >= 1);
+}
+
+TEST_CASE("a reduction without keepdim broadcast so that two named dims line up warns once per pair; at dims where it fails the error says keepdim") {
+  std::vector<std::string> got;
+  fj::set_warning_handler([&](std::string_view m) { got.emplace_back(m); });
+  // RMSNorm without keepdim: [T] against [T, D] lines T up with D (it runs while T == D, and at T = 1).
+  const char* rms = "dim T = 8\ndim D = 8\ninput x : f32[T, D]\nms = mean(x * x, -1)\n"
+                    "y = x * rsqrt(ms + 1e-6)\nz = y + ms\noutput y, z\n";
+  const fj::Graph g = fj::Graph::parse(rms, "rms.txt");
+  REQUIRE(got.size() == 1);  // y and z line up the same pair: one warning
+  CHECK(got[0] == "rms.txt:5:7: 'y' lines up dim D with dim T (shapes [T=8, D=8] and [T=8], aligned from the right), "
+                  "so the graph holds only while D == T or one of them is 1; an operand comes from a reduction "
+                  "without `keepdim` (mean on line 4), whose reduced axes are gone: reduce with `keepdim` to "
+                  "broadcast it back over them");
+  // At other dims the broadcast fails; the error has the same hint (rebind_dims, as the builder's).
+  const std::string at4 = user_error([&] { (void)g.with_dims({{"T", 4}}); });
+  CAPTURE(at4);
+  CHECK(contains(at4,
+                 "shapes [T=4, D=8] and [T=4] do not broadcast (dimension 1: 8 vs 4); an operand "
+                 "comes from a reduction without `keepdim` (mean on line 4)"));
+  got.clear();
+  // None: keepdim, one dim name throughout, literal sizes, a size-1 literal against a named dim.
+  (void)fj::Graph::parse("dim T = 8\ndim D = 8\ninput x : f32[T, D]\ny = x / sum(x, -1, keepdim)\noutput y\n");
+  (void)fj::Graph::parse("dim N = 8\ninput x : f32[N, N]\ninput b : f32[N]\ny = x + b\noutput y\n");
+  (void)fj::Graph::parse("dim B = 2\ninput x : f32[B, 4, 8]\ninput m : f32[B, 1, 8]\ninput c : f32[8]\n"
+                         "y = x + m * c\noutput y\n");
+  CHECK(got.empty());
+  for (const auto& f : std::filesystem::directory_iterator(fusejit::testing::source_path("samples/graphs"))) {
+    (void)fj::Graph::load(f.path().string());
+    CAPTURE(f.path());
+    CHECK(got.empty());  // no sample lines up two dims
+  }
+  // Inputs whose dims line up (one may be 1 or the other's size): meant, so no warning.
+  (void)fj::Graph::parse("dim S = 8\ndim T = 8\ninput a : f32[S, 4]\ninput b : f32[T, 4]\ny = a + b\noutput y\n");
+  CHECK(got.empty());
+  // From the builder, a decode step (T = 1 against D = 16), the reduction behind a cast and a where.
+  fj::GraphBuilder b;
+  fj::Value x = b.input("x", fj::DType::F32, {b.dim("T", 1), b.dim("D", 16)});
+  fj::Value c = b.input("c", fj::DType::Bool, {16});
+  b.output("y", b.op("where", c, x, b.cast(b.reduce("sum", x, -1), fj::DType::F64)));
+  (void)b.build();
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == "'y' lines up dim D with dim T (shapes [16], [T=1, D=16] and [T=1], aligned from the right), so "
+                  "the graph holds only while D == T or one of them is 1; the sum result has dropped its reduced "
+                  "axes: reduce with `keepdim` to broadcast it back over them");
+  fj::set_warning_handler({});
 }
 
 TEST_CASE("a refused op, reduce or cast adds no node (a literal's constant, a cast made before failing)") {
