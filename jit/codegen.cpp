@@ -721,7 +721,8 @@ std::string strided_kernel_function(KernelGen& k, const KernelSignature& sig) {
 }
 
 // The comment that heads a kernel: its iteration space (dims named symbolically, since sizes are
-// kernel arguments: a new dim value gives the same source and cache entry), layout and outputs.
+// kernel arguments: a new dim value gives the same source and cache entry), layout, outputs and,
+// with the graph's names, inputs and params.
 std::string kernel_header(KernelGen& k) {
   std::string outs;
   for (ir::NodeId id : k.group.outputs) outs += (outs.empty() ? "" : ", ") + k.nm.label(id);
@@ -735,6 +736,12 @@ std::string kernel_header(KernelGen& k) {
                                  k.V > 1 ? fmt::format(", {}-wide vector path", k.V) : std::string());
   text += fmt::format("// Layout: {} (docs/architecture.md, \"A kernel's layout line\"). Outputs: {}.\n",
                       layout_fingerprint(k.layout), outs.empty() ? "none" : outs);
+  if (!k.opts.canonical_names) {  // what each v<N> argument is, in the graph's names (unnamed: its %N)
+    std::string ins, params;
+    for (ir::NodeId id : k.group.inputs) ins += (ins.empty() ? "" : ", ") + k.nm.label(id);
+    for (ir::NodeId id : k.group.params) params += (params.empty() ? "" : ", ") + k.nm.label(id);
+    text += fmt::format("// Inputs: {}.{}\n", ins.empty() ? "none" : ins, params.empty() ? "" : " Params: " + params + ".");
+  }
   text += "// Entry points: @NAME@ for tensors in their canonical layout, @NAME@_s for any strides.\n";
   if (k.opts.canonical_names)
     text += "// Canonical value names (v0 = first value seen): every node of this structure shares this kernel;\n"

@@ -1,7 +1,8 @@
 // Fusion group: 16 op(s), iteration space [N], 32-bit index math, 4-wide vector path.
 // Layout: r1 i32 in:[0,1):C,C,C,C k0:0,0,0,0 (docs/architecture.md, "A kernel's layout line"). Outputs: v14 (m_out), v19 (v_out), v26 (p_out).
-// Entry points: fj_adam_ea4f29b354fdc287 for tensors in their canonical layout, fj_adam_ea4f29b354fdc287_s for any strides.
-static __device__ __forceinline__ void fj_adam_ea4f29b354fdc287_elem(float v0, float v1, float v2, float v3, float v4, float v5, float v6, float v7, float v8, float v9, float& o_v14, float& o_v19, float& o_v26) {
+// Inputs: v0 (p), v1 (grad), v2 (m), v3 (v). Params: v4 (lr), v5 (beta1), v6 (beta2), v7 (eps), v8 (bc1), v9 (bc2).
+// Entry points: fj_adam_ffb86e429b5a319a for tensors in their canonical layout, fj_adam_ffb86e429b5a319a_s for any strides.
+static __device__ __forceinline__ void fj_adam_ffb86e429b5a319a_elem(float v0, float v1, float v2, float v3, float v4, float v5, float v6, float v7, float v8, float v9, float& o_v14, float& o_v19, float& o_v26) {
   const float v11 = 0x1p+0f;  // v11 = const 1.0 : f32  [adam.graph:14]
   const float v10 = fj_mul(v5, v2);  // v10 = mul(v5, v2) : f32  [adam.graph:14]
   const float v12 = fj_sub(v11, v5);  // v12 = sub(v11, v5) : f32  [adam.graph:14]
@@ -23,7 +24,7 @@ static __device__ __forceinline__ void fj_adam_ea4f29b354fdc287_elem(float v0, f
   o_v19 = v19;
   o_v26 = v26;
 }
-extern "C" __global__ void fj_adam_ea4f29b354fdc287(
+extern "C" __global__ void fj_adam_ffb86e429b5a319a(
     const float* in_v0,
     const float* in_v1,
     const float* in_v2,
@@ -58,7 +59,7 @@ extern "C" __global__ void fj_adam_ea4f29b354fdc287(
         float r_v14;
         float r_v19;
         float r_v26;
-        fj_adam_ea4f29b354fdc287_elem(x_v0.v[j], x_v1.v[j], x_v2.v[j], x_v3.v[j], p_v4, p_v5, p_v6, p_v7, p_v8, p_v9, r_v14, r_v19, r_v26);
+        fj_adam_ffb86e429b5a319a_elem(x_v0.v[j], x_v1.v[j], x_v2.v[j], x_v3.v[j], p_v4, p_v5, p_v6, p_v7, p_v8, p_v9, r_v14, r_v19, r_v26);
         y_v14.v[j] = r_v14;
         y_v19.v[j] = r_v19;
         y_v26.v[j] = r_v26;
@@ -73,13 +74,13 @@ extern "C" __global__ void fj_adam_ea4f29b354fdc287(
     float r_v14;
     float r_v19;
     float r_v26;
-    fj_adam_ea4f29b354fdc287_elem(in_v0[i], in_v1[i], in_v2[i], in_v3[i], p_v4, p_v5, p_v6, p_v7, p_v8, p_v9, r_v14, r_v19, r_v26);
+    fj_adam_ffb86e429b5a319a_elem(in_v0[i], in_v1[i], in_v2[i], in_v3[i], p_v4, p_v5, p_v6, p_v7, p_v8, p_v9, r_v14, r_v19, r_v26);
     out_v14[i] = r_v14;
     out_v19[i] = r_v19;
     out_v26[i] = r_v26;
   }
 }
-extern "C" __global__ void fj_adam_ea4f29b354fdc287_s(
+extern "C" __global__ void fj_adam_ffb86e429b5a319a_s(
     const float* in_v0,
     const float* in_v1,
     const float* in_v2,
@@ -116,7 +117,7 @@ extern "C" __global__ void fj_adam_ea4f29b354fdc287_s(
     float r_v19;
     const unsigned long long ooff_v26 = (unsigned long long)c0 * ost_v26_0;
     float r_v26;
-    fj_adam_ea4f29b354fdc287_elem(in_v0[ioff_v0], in_v1[ioff_v1], in_v2[ioff_v2], in_v3[ioff_v3], p_v4, p_v5, p_v6, p_v7, p_v8, p_v9, r_v14, r_v19, r_v26);
+    fj_adam_ffb86e429b5a319a_elem(in_v0[ioff_v0], in_v1[ioff_v1], in_v2[ioff_v2], in_v3[ioff_v3], p_v4, p_v5, p_v6, p_v7, p_v8, p_v9, r_v14, r_v19, r_v26);
     out_v14[ooff_v14] = r_v14;
     out_v19[ooff_v19] = r_v19;
     out_v26[ooff_v26] = r_v26;

@@ -1,13 +1,14 @@
 // Fusion group: 7 op(s), iteration space [B, V], 32-bit index math.
 // Layout: r1 i32 in:[0,2):C k0.1:0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v3 (token), v9 (p).
+// Inputs: v0 (logits).
 // Reduction kernel: axes [1] of the iteration space, one block per row (threads share the lanes), or for a few long rows
 // row_split blocks per row in several launches (fj_reduce_phase).
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_argmax_48a559677f39b292 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_48a559677f39b292_s for any strides.
+// Entry points: fj_argmax_667ec384842bc958 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_667ec384842bc958_s for any strides.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_argmax_48a559677f39b292_rows(
+static __device__ __forceinline__ void fj_argmax_667ec384842bc958_rows(
     const fj_bf16* in_v0,
     long long* out_v3,
     float* out_v9,
@@ -117,7 +118,7 @@ static __device__ __forceinline__ void fj_argmax_48a559677f39b292_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_48a559677f39b292(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_667ec384842bc958(
     const fj_bf16* in_v0,
     long long* out_v3,
     float* out_v9,
@@ -138,9 +139,9 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_48a559677f39b292(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_argmax_48a559677f39b292_rows<true, 1>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_argmax_667ec384842bc958_rows<true, 1>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_48a559677f39b292_s(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_667ec384842bc958_s(
     const fj_bf16* in_v0,
     long long* out_v3,
     float* out_v9,
@@ -161,20 +162,21 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_48a559677f39b292_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_argmax_48a559677f39b292_rows<false, 1>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_argmax_667ec384842bc958_rows<false, 1>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [16, 8], 32-bit index math.
 // Layout: r1 i32 in:[0,2):C k0.1:0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v10 (col).
+// Inputs: v1 (t).
 // Reduction kernel: axes [0] of the iteration space, columns side by side in a block (a row, the elements one output
 // reduces, is a column of the tensor), each one's lanes shared by its threads, or
 // for a few groups of long columns row_split blocks per group in several launches.
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_argmax_35d09cb79e3724cd for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_35d09cb79e3724cd_s for any strides.
+// Entry points: fj_argmax_164016e26da76d1b for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_164016e26da76d1b_s for any strides.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_argmax_35d09cb79e3724cd_rows(
+static __device__ __forceinline__ void fj_argmax_164016e26da76d1b_rows(
     const float* in_v1,
     long long* out_v10,
     unsigned int n,
@@ -223,7 +225,7 @@ static __device__ __forceinline__ void fj_argmax_35d09cb79e3724cd_rows(
     }
   }
 }
-extern "C" __global__ void fj_argmax_35d09cb79e3724cd(
+extern "C" __global__ void fj_argmax_164016e26da76d1b(
     const float* in_v1,
     long long* out_v10,
     unsigned int n,
@@ -239,9 +241,9 @@ extern "C" __global__ void fj_argmax_35d09cb79e3724cd(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_35d09cb79e3724cd_rows<true, 1>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_164016e26da76d1b_rows<true, 1>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_argmax_35d09cb79e3724cd_s(
+extern "C" __global__ void fj_argmax_164016e26da76d1b_s(
     const float* in_v1,
     long long* out_v10,
     unsigned int n,
@@ -257,19 +259,20 @@ extern "C" __global__ void fj_argmax_35d09cb79e3724cd_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_35d09cb79e3724cd_rows<false, 1>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_164016e26da76d1b_rows<false, 1>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
 }
 
 // Fusion group: 1 op(s), iteration space [16, 8], 32-bit index math.
 // Layout: r1 i32 in:[0,2):C k0.1:0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v11 (flat).
+// Inputs: v1 (t).
 // Reduction kernel: axes [0, 1] of the iteration space, one block per row (threads share the lanes), or for a few long rows
 // row_split blocks per row in several launches (fj_reduce_phase).
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_argmax_6472ed2150926248 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_6472ed2150926248_s for any strides.
+// Entry points: fj_argmax_9c3d02338b346ad4 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_9c3d02338b346ad4_s for any strides.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_argmax_6472ed2150926248_rows(
+static __device__ __forceinline__ void fj_argmax_9c3d02338b346ad4_rows(
     const float* in_v1,
     long long* out_v11,
     unsigned int n,
@@ -314,7 +317,7 @@ static __device__ __forceinline__ void fj_argmax_6472ed2150926248_rows(
     }
   }
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_6472ed2150926248(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_9c3d02338b346ad4(
     const float* in_v1,
     long long* out_v11,
     unsigned int n,
@@ -330,9 +333,9 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_6472ed2150926248(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_6472ed2150926248_rows<true, 1>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_9c3d02338b346ad4_rows<true, 1>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_6472ed2150926248_s(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_9c3d02338b346ad4_s(
     const float* in_v1,
     long long* out_v11,
     unsigned int n,
@@ -348,6 +351,6 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_6472ed2150926248_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_6472ed2150926248_rows<false, 1>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_9c3d02338b346ad4_rows<false, 1>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
 }
 

@@ -1,7 +1,8 @@
 // Fusion group: 5 op(s), iteration space [4], 32-bit index math, 4-wide vector path.
 // Layout: r1 i32 in:[0,1):C,C k0:0,0 (docs/architecture.md, "A kernel's layout line"). Outputs: v3 (a), v5 (b), v7 (c), v10 (d).
-// Entry points: fj_folding_742915b7306e89f8 for tensors in their canonical layout, fj_folding_742915b7306e89f8_s for any strides.
-static __device__ __forceinline__ void fj_folding_742915b7306e89f8_elem(fj_f16 v0h, int v1, fj_f16& o_v3, fj_f16& o_v5, int& o_v7, float& o_v10) {
+// Inputs: v0 (x), v1 (k).
+// Entry points: fj_folding_55d54ca73c79b4a4 for tensors in their canonical layout, fj_folding_55d54ca73c79b4a4_s for any strides.
+static __device__ __forceinline__ void fj_folding_55d54ca73c79b4a4_elem(fj_f16 v0h, int v1, fj_f16& o_v3, fj_f16& o_v5, int& o_v7, float& o_v10) {
   const float v0 = fj_load(v0h);
   const fj_f16 v2h = {(unsigned short)0x7c00u};  // v2 = const inf : f16  [folding.graph:5]
   const fj_f16 v4h = {(unsigned short)0x3555u};  // v4 = const 0.333251953125 : f16  [folding.graph:6]
@@ -17,7 +18,7 @@ static __device__ __forceinline__ void fj_folding_742915b7306e89f8_elem(fj_f16 v
   o_v7 = v7;
   o_v10 = v10;
 }
-extern "C" __global__ void fj_folding_742915b7306e89f8(
+extern "C" __global__ void fj_folding_55d54ca73c79b4a4(
     const fj_f16* in_v0,
     const int* in_v1,
     fj_f16* out_v3,
@@ -45,7 +46,7 @@ extern "C" __global__ void fj_folding_742915b7306e89f8(
         fj_f16 r_v5;
         int r_v7;
         float r_v10;
-        fj_folding_742915b7306e89f8_elem(x_v0.v[j], x_v1.v[j], r_v3, r_v5, r_v7, r_v10);
+        fj_folding_55d54ca73c79b4a4_elem(x_v0.v[j], x_v1.v[j], r_v3, r_v5, r_v7, r_v10);
         y_v3.v[j] = r_v3;
         y_v5.v[j] = r_v5;
         y_v7.v[j] = r_v7;
@@ -63,14 +64,14 @@ extern "C" __global__ void fj_folding_742915b7306e89f8(
     fj_f16 r_v5;
     int r_v7;
     float r_v10;
-    fj_folding_742915b7306e89f8_elem(in_v0[i], in_v1[i], r_v3, r_v5, r_v7, r_v10);
+    fj_folding_55d54ca73c79b4a4_elem(in_v0[i], in_v1[i], r_v3, r_v5, r_v7, r_v10);
     out_v3[i] = r_v3;
     out_v5[i] = r_v5;
     out_v7[i] = r_v7;
     out_v10[i] = r_v10;
   }
 }
-extern "C" __global__ void fj_folding_742915b7306e89f8_s(
+extern "C" __global__ void fj_folding_55d54ca73c79b4a4_s(
     const fj_f16* in_v0,
     const int* in_v1,
     fj_f16* out_v3,
@@ -99,7 +100,7 @@ extern "C" __global__ void fj_folding_742915b7306e89f8_s(
     int r_v7;
     const unsigned long long ooff_v10 = (unsigned long long)c0 * ost_v10_0;
     float r_v10;
-    fj_folding_742915b7306e89f8_elem(in_v0[ioff_v0], in_v1[ioff_v1], r_v3, r_v5, r_v7, r_v10);
+    fj_folding_55d54ca73c79b4a4_elem(in_v0[ioff_v0], in_v1[ioff_v1], r_v3, r_v5, r_v7, r_v10);
     out_v3[ooff_v3] = r_v3;
     out_v5[ooff_v5] = r_v5;
     out_v7[ooff_v7] = r_v7;

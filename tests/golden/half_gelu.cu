@@ -1,7 +1,8 @@
 // Fusion group: 9 op(s), iteration space [T, F], 32-bit index math, 4-wide vector path.
 // Layout: r2 i32 in:[0,1)[1,2):C,S01,S01 k0.1:0.1,-.0,-.0 (docs/architecture.md, "A kernel's layout line"). Outputs: v11 (y), v13 (z), v14 (w).
-// Entry points: fj_half_gelu_7c79d0aa8ee76a44 for tensors in their canonical layout, fj_half_gelu_7c79d0aa8ee76a44_s for any strides.
-static __device__ __forceinline__ void fj_half_gelu_7c79d0aa8ee76a44_elem(fj_f16 v0h, fj_f16 v1h, fj_bf16 v2h, fj_f16& o_v11, fj_bf16& o_v13, float& o_v14) {
+// Inputs: v0 (x), v1 (bias), v2 (s).
+// Entry points: fj_half_gelu_50b269e8b6a57a96 for tensors in their canonical layout, fj_half_gelu_50b269e8b6a57a96_s for any strides.
+static __device__ __forceinline__ void fj_half_gelu_50b269e8b6a57a96_elem(fj_f16 v0h, fj_f16 v1h, fj_bf16 v2h, fj_f16& o_v11, fj_bf16& o_v13, float& o_v14) {
   const fj_f16 v4h = {(unsigned short)0x3800u};  // v4 = const 0.5 : f16  [half_gelu.graph:9]
   const fj_f16 v6h = {(unsigned short)0x39a8u};  // v6 = const 0.70703125 : f16  [half_gelu.graph:9]
   const fj_f16 v9h = {(unsigned short)0x3c00u};  // v9 = const 1.0 : f16  [half_gelu.graph:9]
@@ -21,7 +22,7 @@ static __device__ __forceinline__ void fj_half_gelu_7c79d0aa8ee76a44_elem(fj_f16
   o_v13 = v13h;
   o_v14 = v14;
 }
-extern "C" __global__ void fj_half_gelu_7c79d0aa8ee76a44(
+extern "C" __global__ void fj_half_gelu_50b269e8b6a57a96(
     const fj_f16* in_v0,
     const fj_f16* in_v1,
     const fj_bf16* in_v2,
@@ -60,7 +61,7 @@ extern "C" __global__ void fj_half_gelu_7c79d0aa8ee76a44(
         fj_f16 r_v11;
         fj_bf16 r_v13;
         float r_v14;
-        fj_half_gelu_7c79d0aa8ee76a44_elem(x_v0.v[j], x_v1.v[j], x_v2.v[j], r_v11, r_v13, r_v14);
+        fj_half_gelu_50b269e8b6a57a96_elem(x_v0.v[j], x_v1.v[j], x_v2.v[j], r_v11, r_v13, r_v14);
         y_v11.v[j] = r_v11;
         y_v13.v[j] = r_v13;
         y_v14.v[j] = r_v14;
@@ -82,13 +83,13 @@ extern "C" __global__ void fj_half_gelu_7c79d0aa8ee76a44(
     fj_f16 r_v11;
     fj_bf16 r_v13;
     float r_v14;
-    fj_half_gelu_7c79d0aa8ee76a44_elem(in_v0[i], in_v1[off_v1], in_v2[off_v2], r_v11, r_v13, r_v14);
+    fj_half_gelu_50b269e8b6a57a96_elem(in_v0[i], in_v1[off_v1], in_v2[off_v2], r_v11, r_v13, r_v14);
     out_v11[i] = r_v11;
     out_v13[i] = r_v13;
     out_v14[i] = r_v14;
   }
 }
-extern "C" __global__ void fj_half_gelu_7c79d0aa8ee76a44_s(
+extern "C" __global__ void fj_half_gelu_50b269e8b6a57a96_s(
     const fj_f16* in_v0,
     const fj_f16* in_v1,
     const fj_bf16* in_v2,
@@ -126,7 +127,7 @@ extern "C" __global__ void fj_half_gelu_7c79d0aa8ee76a44_s(
     fj_bf16 r_v13;
     const unsigned long long ooff_v14 = (unsigned long long)c0 * ost_v14_0 + (unsigned long long)c1 * ost_v14_1;
     float r_v14;
-    fj_half_gelu_7c79d0aa8ee76a44_elem(in_v0[ioff_v0], in_v1[ioff_v1], in_v2[ioff_v2], r_v11, r_v13, r_v14);
+    fj_half_gelu_50b269e8b6a57a96_elem(in_v0[ioff_v0], in_v1[ioff_v1], in_v2[ioff_v2], r_v11, r_v13, r_v14);
     out_v11[ooff_v11] = r_v11;
     out_v13[ooff_v13] = r_v13;
     out_v14[ooff_v14] = r_v14;

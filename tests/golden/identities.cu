@@ -1,7 +1,8 @@
 // Fusion group: 12 op(s), iteration space [8, 4], 32-bit index math, 4-wide vector path.
 // Layout: r1 i32 in:[0,2):C,C k0.1:0.1,0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v3 (a), v9 (c), v11 (d), v15 (f), v16 (g).
-// Entry points: fj_identities_d8557f7284c41396 for tensors in their canonical layout, fj_identities_d8557f7284c41396_s for any strides.
-static __device__ __forceinline__ void fj_identities_d8557f7284c41396_elem(float v0, fj_f16 v1h, float& o_v3, float& o_v9, float& o_v11, fj_f16& o_v15, float& o_v16) {
+// Inputs: v0 (x), v1 (h).
+// Entry points: fj_identities_90c8d1c31d526308 for tensors in their canonical layout, fj_identities_90c8d1c31d526308_s for any strides.
+static __device__ __forceinline__ void fj_identities_90c8d1c31d526308_elem(float v0, fj_f16 v1h, float& o_v3, float& o_v9, float& o_v11, fj_f16& o_v15, float& o_v16) {
   const float v4 = 0x0p+0f;  // v4 = const 0.0 : f32  [identities.graph:7]
   const fj_f16 v12h = {(unsigned short)0x3400u};  // v12 = const 0.25 : f16  [identities.graph:12]
   const float v3 = fj_add(v0, v0);  // v3 (a) = add(v0, v0) : f32  [identities.graph:7]
@@ -22,7 +23,7 @@ static __device__ __forceinline__ void fj_identities_d8557f7284c41396_elem(float
   o_v15 = v15h;
   o_v16 = v16;
 }
-extern "C" __global__ void fj_identities_d8557f7284c41396(
+extern "C" __global__ void fj_identities_90c8d1c31d526308(
     const float* in_v0,
     const fj_f16* in_v1,
     float* out_v3,
@@ -53,7 +54,7 @@ extern "C" __global__ void fj_identities_d8557f7284c41396(
         float r_v11;
         fj_f16 r_v15;
         float r_v16;
-        fj_identities_d8557f7284c41396_elem(x_v0.v[j], x_v1.v[j], r_v3, r_v9, r_v11, r_v15, r_v16);
+        fj_identities_90c8d1c31d526308_elem(x_v0.v[j], x_v1.v[j], r_v3, r_v9, r_v11, r_v15, r_v16);
         y_v3.v[j] = r_v3;
         y_v9.v[j] = r_v9;
         y_v11.v[j] = r_v11;
@@ -74,7 +75,7 @@ extern "C" __global__ void fj_identities_d8557f7284c41396(
     float r_v11;
     fj_f16 r_v15;
     float r_v16;
-    fj_identities_d8557f7284c41396_elem(in_v0[i], in_v1[i], r_v3, r_v9, r_v11, r_v15, r_v16);
+    fj_identities_90c8d1c31d526308_elem(in_v0[i], in_v1[i], r_v3, r_v9, r_v11, r_v15, r_v16);
     out_v3[i] = r_v3;
     out_v9[i] = r_v9;
     out_v11[i] = r_v11;
@@ -82,7 +83,7 @@ extern "C" __global__ void fj_identities_d8557f7284c41396(
     out_v16[i] = r_v16;
   }
 }
-extern "C" __global__ void fj_identities_d8557f7284c41396_s(
+extern "C" __global__ void fj_identities_90c8d1c31d526308_s(
     const float* in_v0,
     const fj_f16* in_v1,
     float* out_v3,
@@ -128,7 +129,7 @@ extern "C" __global__ void fj_identities_d8557f7284c41396_s(
     fj_f16 r_v15;
     const unsigned long long ooff_v16 = (unsigned long long)c0 * ost_v16_0 + (unsigned long long)c1 * ost_v16_1;
     float r_v16;
-    fj_identities_d8557f7284c41396_elem(in_v0[ioff_v0], in_v1[ioff_v1], r_v3, r_v9, r_v11, r_v15, r_v16);
+    fj_identities_90c8d1c31d526308_elem(in_v0[ioff_v0], in_v1[ioff_v1], r_v3, r_v9, r_v11, r_v15, r_v16);
     out_v3[ooff_v3] = r_v3;
     out_v9[ooff_v9] = r_v9;
     out_v11[ooff_v11] = r_v11;
@@ -139,11 +140,12 @@ extern "C" __global__ void fj_identities_d8557f7284c41396_s(
 
 // Fusion group: 0 op(s), iteration space [8, 4], 32-bit index math, 4-wide vector path.
 // Layout: r1 i32 in:[0,2):C k0.1:0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v2 (k).
-// Entry points: fj_identities_7f495ba0170495d1 for tensors in their canonical layout, fj_identities_7f495ba0170495d1_s for any strides.
-static __device__ __forceinline__ void fj_identities_7f495ba0170495d1_elem(int v2, int& o_v2) {
+// Inputs: v2 (k).
+// Entry points: fj_identities_8e18bc51428f0241 for tensors in their canonical layout, fj_identities_8e18bc51428f0241_s for any strides.
+static __device__ __forceinline__ void fj_identities_8e18bc51428f0241_elem(int v2, int& o_v2) {
   o_v2 = v2;
 }
-extern "C" __global__ void fj_identities_7f495ba0170495d1(
+extern "C" __global__ void fj_identities_8e18bc51428f0241(
     const int* in_v2,
     int* out_v2,
     unsigned int n,
@@ -160,7 +162,7 @@ extern "C" __global__ void fj_identities_7f495ba0170495d1(
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         int r_v2;
-        fj_identities_7f495ba0170495d1_elem(x_v2.v[j], r_v2);
+        fj_identities_8e18bc51428f0241_elem(x_v2.v[j], r_v2);
         y_v2.v[j] = r_v2;
       }
       fj_vstore<int, 4>(out_v2 + i, y_v2);
@@ -169,11 +171,11 @@ extern "C" __global__ void fj_identities_7f495ba0170495d1(
   }
   for (unsigned int i = start + tid; i < n; i += nthreads) {
     int r_v2;
-    fj_identities_7f495ba0170495d1_elem(in_v2[i], r_v2);
+    fj_identities_8e18bc51428f0241_elem(in_v2[i], r_v2);
     out_v2[i] = r_v2;
   }
 }
-extern "C" __global__ void fj_identities_7f495ba0170495d1_s(
+extern "C" __global__ void fj_identities_8e18bc51428f0241_s(
     const int* in_v2,
     int* out_v2,
     unsigned int n,
@@ -195,7 +197,7 @@ extern "C" __global__ void fj_identities_7f495ba0170495d1_s(
     const unsigned long long ioff_v2 = (unsigned long long)c0 * ist_v2_0 + (unsigned long long)c1 * ist_v2_1;
     const unsigned long long ooff_v2 = (unsigned long long)c0 * ost_v2_0 + (unsigned long long)c1 * ost_v2_1;
     int r_v2;
-    fj_identities_7f495ba0170495d1_elem(in_v2[ioff_v2], r_v2);
+    fj_identities_8e18bc51428f0241_elem(in_v2[ioff_v2], r_v2);
     out_v2[ooff_v2] = r_v2;
   }
 }

@@ -1,7 +1,8 @@
 // Fusion group: 4 op(s), iteration space [N, C, H, W], 32-bit index math, 4-wide vector path.
 // Layout: r3 i32 in:[0,1)[1,2)[2,4):C,S010,S010 k0.1.2.3:0.1.2.3,-.1.-.-,-.1.-.- (docs/architecture.md, "A kernel's layout line"). Outputs: v7 (out).
-// Entry points: fj_nchw_bbe1f6ab90ff9585 for tensors in their canonical layout, fj_nchw_bbe1f6ab90ff9585_s for any strides.
-static __device__ __forceinline__ void fj_nchw_bbe1f6ab90ff9585_elem(unsigned char v0, float v1, float v2, float& o_v7) {
+// Inputs: v0 (img), v1 (mean), v2 (std).
+// Entry points: fj_nchw_6c8fca4793e9f6ee for tensors in their canonical layout, fj_nchw_6c8fca4793e9f6ee_s for any strides.
+static __device__ __forceinline__ void fj_nchw_6c8fca4793e9f6ee_elem(unsigned char v0, float v1, float v2, float& o_v7) {
   const float v4 = 0x1.fep+7f;  // v4 = const 255.0 : f32  [nchw.graph:11]
   const float v3 = fj_cvt_f32(v0);  // v3 = cast(v0, f32) : f32  [nchw.graph:11]
   const float v5 = fj_div(v3, v4);  // v5 (x) = div(v3, v4) : f32  [nchw.graph:11]
@@ -9,7 +10,7 @@ static __device__ __forceinline__ void fj_nchw_bbe1f6ab90ff9585_elem(unsigned ch
   const float v7 = fj_div(v6, v2);  // v7 (out) = div(v6, v2) : f32  [nchw.graph:12]
   o_v7 = v7;
 }
-extern "C" __global__ void fj_nchw_bbe1f6ab90ff9585(
+extern "C" __global__ void fj_nchw_6c8fca4793e9f6ee(
     const unsigned char* in_v0,
     const float* in_v1,
     const float* in_v2,
@@ -48,7 +49,7 @@ extern "C" __global__ void fj_nchw_bbe1f6ab90ff9585(
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         float r_v7;
-        fj_nchw_bbe1f6ab90ff9585_elem(x_v0.v[j], b_v1, b_v2, r_v7);
+        fj_nchw_6c8fca4793e9f6ee_elem(x_v0.v[j], b_v1, b_v2, r_v7);
         y_v7.v[j] = r_v7;
       }
       fj_vstore<float, 4>(out_v7 + i, y_v7);
@@ -67,11 +68,11 @@ extern "C" __global__ void fj_nchw_bbe1f6ab90ff9585(
     const unsigned int off_v1 = c1 * st_v1_1;
     const unsigned int off_v2 = c1 * st_v2_1;
     float r_v7;
-    fj_nchw_bbe1f6ab90ff9585_elem(in_v0[i], in_v1[off_v1], in_v2[off_v2], r_v7);
+    fj_nchw_6c8fca4793e9f6ee_elem(in_v0[i], in_v1[off_v1], in_v2[off_v2], r_v7);
     out_v7[i] = r_v7;
   }
 }
-extern "C" __global__ void fj_nchw_bbe1f6ab90ff9585_s(
+extern "C" __global__ void fj_nchw_6c8fca4793e9f6ee_s(
     const unsigned char* in_v0,
     const float* in_v1,
     const float* in_v2,
@@ -115,7 +116,7 @@ extern "C" __global__ void fj_nchw_bbe1f6ab90ff9585_s(
     const unsigned long long ioff_v2 = (unsigned long long)c1 * ist_v2_1;
     const unsigned long long ooff_v7 = (unsigned long long)c0 * ost_v7_0 + (unsigned long long)c1 * ost_v7_1 + (unsigned long long)c2 * ost_v7_2 + (unsigned long long)c3 * ost_v7_3;
     float r_v7;
-    fj_nchw_bbe1f6ab90ff9585_elem(in_v0[ioff_v0], in_v1[ioff_v1], in_v2[ioff_v2], r_v7);
+    fj_nchw_6c8fca4793e9f6ee_elem(in_v0[ioff_v0], in_v1[ioff_v1], in_v2[ioff_v2], r_v7);
     out_v7[ooff_v7] = r_v7;
   }
 }

@@ -1,14 +1,15 @@
 // Fusion group: 15 op(s), iteration space [N, C], 32-bit index math.
 // Layout: r1 i32 in:[0,2):C k0.1:0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v6 (p), v18 (lse).
+// Inputs: v0 (x).
 // Reduction kernel: axes [1] of the iteration space, one block per row (threads share the lanes), or for a few long rows
 // row_split blocks per row in several launches (fj_reduce_phase).
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_45b81f274c364f8d for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_45b81f274c364f8d_s for any strides,
-// fj_reductions_45b81f274c364f8d_l as fj_reductions_45b81f274c364f8d for long rows on chip: a block of 256 k threads reduces up to min(k, 4) chunks at once, in lane groups.
+// Entry points: fj_reductions_5e2567f41e228c0b for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_5e2567f41e228c0b_s for any strides,
+// fj_reductions_5e2567f41e228c0b_l as fj_reductions_5e2567f41e228c0b for long rows on chip: a block of 256 k threads reduces up to min(k, 4) chunks at once, in lane groups.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_reductions_45b81f274c364f8d_rows(
+static __device__ __forceinline__ void fj_reductions_5e2567f41e228c0b_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -169,7 +170,7 @@ static __device__ __forceinline__ void fj_reductions_45b81f274c364f8d_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_45b81f274c364f8d(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_5e2567f41e228c0b(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -190,9 +191,9 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_45b81f274c364f8d(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_45b81f274c364f8d_rows<true, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_5e2567f41e228c0b_rows<true, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_45b81f274c364f8d_s(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_5e2567f41e228c0b_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -213,9 +214,9 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_45b81f274c364f8d_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_45b81f274c364f8d_rows<false, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_5e2567f41e228c0b_rows<false, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_45b81f274c364f8d_l(
+extern "C" __global__ void fj_reductions_5e2567f41e228c0b_l(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -236,20 +237,21 @@ extern "C" __global__ void fj_reductions_45b81f274c364f8d_l(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_45b81f274c364f8d_rows<true, 4>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_5e2567f41e228c0b_rows<true, 4>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.
 // Layout: r1 i32 in:[0,2):C k0.1:0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v7 (col).
+// Inputs: v0 (x).
 // Reduction kernel: axes [0] of the iteration space, columns side by side in a block (a row, the elements one output
 // reduces, is a column of the tensor), each one's lanes shared by its threads, or
 // for a few groups of long columns row_split blocks per group in several launches.
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_18c35791815a26b6 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_18c35791815a26b6_s for any strides.
+// Entry points: fj_reductions_8faba9a50da5a25c for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_8faba9a50da5a25c_s for any strides.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_reductions_18c35791815a26b6_rows(
+static __device__ __forceinline__ void fj_reductions_8faba9a50da5a25c_rows(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -298,7 +300,7 @@ static __device__ __forceinline__ void fj_reductions_18c35791815a26b6_rows(
     }
   }
 }
-extern "C" __global__ void fj_reductions_18c35791815a26b6(
+extern "C" __global__ void fj_reductions_8faba9a50da5a25c(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -314,9 +316,9 @@ extern "C" __global__ void fj_reductions_18c35791815a26b6(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_18c35791815a26b6_rows<true, 1>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_8faba9a50da5a25c_rows<true, 1>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_18c35791815a26b6_s(
+extern "C" __global__ void fj_reductions_8faba9a50da5a25c_s(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -332,19 +334,20 @@ extern "C" __global__ void fj_reductions_18c35791815a26b6_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_18c35791815a26b6_rows<false, 1>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_8faba9a50da5a25c_rows<false, 1>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
 
 // Fusion group: 1 op(s), iteration space [4, N, C], 32-bit index math.
 // Layout: r1 i32 in:[0,3):C k0.1.2:0.1.2 (docs/architecture.md, "A kernel's layout line"). Outputs: v19 (m).
+// Inputs: v1 (t).
 // Reduction kernel: axes [0, 2] of the iteration space, one block per row (threads share the lanes), or for a few long rows
 // row_split blocks per row in several launches (fj_reduce_phase).
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_bde28c02b2c26384 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_bde28c02b2c26384_s for any strides.
+// Entry points: fj_reductions_4be56fcbb1931569 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_4be56fcbb1931569_s for any strides.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_reductions_bde28c02b2c26384_rows(
+static __device__ __forceinline__ void fj_reductions_4be56fcbb1931569_rows(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -396,7 +399,7 @@ static __device__ __forceinline__ void fj_reductions_bde28c02b2c26384_rows(
     }
   }
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_bde28c02b2c26384(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_4be56fcbb1931569(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -417,9 +420,9 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_bde28c02b2c26384(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_bde28c02b2c26384_rows<true, 1>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_4be56fcbb1931569_rows<true, 1>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_bde28c02b2c26384_s(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_4be56fcbb1931569_s(
     const float* in_v1,
     float* out_v19,
     unsigned int n,
@@ -440,6 +443,6 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_bde28c02b2c26384_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_bde28c02b2c26384_rows<false, 1>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_4be56fcbb1931569_rows<false, 1>(in_v1, out_v19, n, isize1, isize1_mul, isize1_shift, isize2, isize2_mul, isize2_shift, ist_v1_0, ist_v1_1, ist_v1_2, ost_v19_0, ost_v19_1, ost_v19_2, rows, row_len, split_phase, row_split, ws);
 }
 

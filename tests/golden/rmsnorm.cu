@@ -1,14 +1,15 @@
 // Fusion group: 8 op(s), iteration space [T, D], 32-bit index math.
 // Layout: r2 i32 in:[0,1)[1,2):C,S01 k0.1:0.1,-.0 (docs/architecture.md, "A kernel's layout line"). Outputs: v10 (y).
+// Inputs: v0 (x), v1 (w). Params: v2 (eps).
 // Reduction kernel: axes [1] of the iteration space, one block per row (threads share the lanes), or for a few long rows
 // row_split blocks per row in several launches (fj_reduce_phase).
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_rmsnorm_37d181a4955981ec for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_37d181a4955981ec_s for any strides,
-// fj_rmsnorm_37d181a4955981ec_l as fj_rmsnorm_37d181a4955981ec for long rows on chip: a block of 256 k threads reduces up to min(k, 4) chunks at once, in lane groups.
+// Entry points: fj_rmsnorm_392a5c00beec446b for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_392a5c00beec446b_s for any strides,
+// fj_rmsnorm_392a5c00beec446b_l as fj_rmsnorm_392a5c00beec446b for long rows on chip: a block of 256 k threads reduces up to min(k, 4) chunks at once, in lane groups.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_rmsnorm_37d181a4955981ec_rows(
+static __device__ __forceinline__ void fj_rmsnorm_392a5c00beec446b_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -126,7 +127,7 @@ static __device__ __forceinline__ void fj_rmsnorm_37d181a4955981ec_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_rmsnorm_37d181a4955981ec(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_rmsnorm_392a5c00beec446b(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -147,9 +148,9 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_rmsnorm_37d181a4955981ec(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_37d181a4955981ec_rows<true, 1>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_392a5c00beec446b_rows<true, 1>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_rmsnorm_37d181a4955981ec_s(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_rmsnorm_392a5c00beec446b_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -170,9 +171,9 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_rmsnorm_37d181a4955981ec_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_37d181a4955981ec_rows<false, 1>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_392a5c00beec446b_rows<false, 1>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_rmsnorm_37d181a4955981ec_l(
+extern "C" __global__ void fj_rmsnorm_392a5c00beec446b_l(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -193,6 +194,6 @@ extern "C" __global__ void fj_rmsnorm_37d181a4955981ec_l(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_37d181a4955981ec_rows<true, 4>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_392a5c00beec446b_rows<true, 4>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 

@@ -1,13 +1,14 @@
 // Fusion group: 2 op(s), iteration space [8], 32-bit index math, 4-wide vector path.
 // Layout: r1 i32 in:[0,1):C k0:0 (docs/architecture.md, "A kernel's layout line"). Outputs: v4 (sc).
-// Entry points: fj_shapes_fb7efa895b01e5b3 for tensors in their canonical layout, fj_shapes_fb7efa895b01e5b3_s for any strides.
-static __device__ __forceinline__ void fj_shapes_fb7efa895b01e5b3_elem(float v1, float& o_v4) {
+// Inputs: v1 (s).
+// Entry points: fj_shapes_31a50ce278de4f8f for tensors in their canonical layout, fj_shapes_31a50ce278de4f8f_s for any strides.
+static __device__ __forceinline__ void fj_shapes_31a50ce278de4f8f_elem(float v1, float& o_v4) {
   const float v3 = 0x1p-1f;  // v3 = const 0.5 : f32  [shapes.graph:6]
   const float v2 = fj_exp(v1);  // v2 = exp(v1) : f32  [shapes.graph:6]
   const float v4 = fj_mul(v2, v3);  // v4 (sc) = mul(v2, v3) : f32  [shapes.graph:6]
   o_v4 = v4;
 }
-extern "C" __global__ void fj_shapes_fb7efa895b01e5b3(
+extern "C" __global__ void fj_shapes_31a50ce278de4f8f(
     const float* in_v1,
     float* out_v4,
     unsigned int n,
@@ -24,7 +25,7 @@ extern "C" __global__ void fj_shapes_fb7efa895b01e5b3(
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         float r_v4;
-        fj_shapes_fb7efa895b01e5b3_elem(x_v1.v[j], r_v4);
+        fj_shapes_31a50ce278de4f8f_elem(x_v1.v[j], r_v4);
         y_v4.v[j] = r_v4;
       }
       fj_vstore<float, 4>(out_v4 + i, y_v4);
@@ -33,11 +34,11 @@ extern "C" __global__ void fj_shapes_fb7efa895b01e5b3(
   }
   for (unsigned int i = start + tid; i < n; i += nthreads) {
     float r_v4;
-    fj_shapes_fb7efa895b01e5b3_elem(in_v1[i], r_v4);
+    fj_shapes_31a50ce278de4f8f_elem(in_v1[i], r_v4);
     out_v4[i] = r_v4;
   }
 }
-extern "C" __global__ void fj_shapes_fb7efa895b01e5b3_s(
+extern "C" __global__ void fj_shapes_31a50ce278de4f8f_s(
     const float* in_v1,
     float* out_v4,
     unsigned int n,
@@ -51,21 +52,22 @@ extern "C" __global__ void fj_shapes_fb7efa895b01e5b3_s(
     const unsigned long long ioff_v1 = (unsigned long long)c0 * ist_v1_0;
     const unsigned long long ooff_v4 = (unsigned long long)c0 * ost_v4_0;
     float r_v4;
-    fj_shapes_fb7efa895b01e5b3_elem(in_v1[ioff_v1], r_v4);
+    fj_shapes_31a50ce278de4f8f_elem(in_v1[ioff_v1], r_v4);
     out_v4[ooff_v4] = r_v4;
   }
 }
 
 // Fusion group: 2 op(s), iteration space [16, 8], 32-bit index math, 4-wide vector path.
 // Layout: r2 i32 in:[0,1)[1,2):C,S01 k0.1:0.1,-.0 (docs/architecture.md, "A kernel's layout line"). Outputs: v7 (y).
-// Entry points: fj_shapes_12c7f95a12532301 for tensors in their canonical layout, fj_shapes_12c7f95a12532301_s for any strides.
-static __device__ __forceinline__ void fj_shapes_12c7f95a12532301_elem(float v0, float v4, float& o_v7) {
+// Inputs: v0 (x), v4 (sc).
+// Entry points: fj_shapes_b90a279ee59dce7f for tensors in their canonical layout, fj_shapes_b90a279ee59dce7f_s for any strides.
+static __device__ __forceinline__ void fj_shapes_b90a279ee59dce7f_elem(float v0, float v4, float& o_v7) {
   const float v6 = 0x1p+0f;  // v6 = const 1.0 : f32  [shapes.graph:7]
   const float v5 = fj_mul(v0, v4);  // v5 = mul(v0, v4) : f32  [shapes.graph:7]
   const float v7 = fj_add(v5, v6);  // v7 (y) = add(v5, v6) : f32  [shapes.graph:7]
   o_v7 = v7;
 }
-extern "C" __global__ void fj_shapes_12c7f95a12532301(
+extern "C" __global__ void fj_shapes_b90a279ee59dce7f(
     const float* in_v0,
     const float* in_v4,
     float* out_v7,
@@ -94,7 +96,7 @@ extern "C" __global__ void fj_shapes_12c7f95a12532301(
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         float r_v7;
-        fj_shapes_12c7f95a12532301_elem(x_v0.v[j], x_v4.v[j], r_v7);
+        fj_shapes_b90a279ee59dce7f_elem(x_v0.v[j], x_v4.v[j], r_v7);
         y_v7.v[j] = r_v7;
       }
       fj_vstore<float, 4>(out_v7 + i, y_v7);
@@ -109,11 +111,11 @@ extern "C" __global__ void fj_shapes_12c7f95a12532301(
     const unsigned int c0 = rem;
     const unsigned int off_v4 = c1 * st_v4_1;
     float r_v7;
-    fj_shapes_12c7f95a12532301_elem(in_v0[i], in_v4[off_v4], r_v7);
+    fj_shapes_b90a279ee59dce7f_elem(in_v0[i], in_v4[off_v4], r_v7);
     out_v7[i] = r_v7;
   }
 }
-extern "C" __global__ void fj_shapes_12c7f95a12532301_s(
+extern "C" __global__ void fj_shapes_b90a279ee59dce7f_s(
     const float* in_v0,
     const float* in_v4,
     float* out_v7,
@@ -138,18 +140,19 @@ extern "C" __global__ void fj_shapes_12c7f95a12532301_s(
     const unsigned long long ioff_v4 = (unsigned long long)c1 * ist_v4_1;
     const unsigned long long ooff_v7 = (unsigned long long)c0 * ost_v7_0 + (unsigned long long)c1 * ost_v7_1;
     float r_v7;
-    fj_shapes_12c7f95a12532301_elem(in_v0[ioff_v0], in_v4[ioff_v4], r_v7);
+    fj_shapes_b90a279ee59dce7f_elem(in_v0[ioff_v0], in_v4[ioff_v4], r_v7);
     out_v7[ooff_v7] = r_v7;
   }
 }
 
 // Fusion group: 0 op(s), iteration space [16, 8], 32-bit index math, 4-wide vector path.
 // Layout: r1 i32 in:[0,2):C k0.1:0.1 (docs/architecture.md, "A kernel's layout line"). Outputs: v0 (x).
-// Entry points: fj_shapes_debb80bb109482ba for tensors in their canonical layout, fj_shapes_debb80bb109482ba_s for any strides.
-static __device__ __forceinline__ void fj_shapes_debb80bb109482ba_elem(float v0, float& o_v0) {
+// Inputs: v0 (x).
+// Entry points: fj_shapes_9356c51a5562a99e for tensors in their canonical layout, fj_shapes_9356c51a5562a99e_s for any strides.
+static __device__ __forceinline__ void fj_shapes_9356c51a5562a99e_elem(float v0, float& o_v0) {
   o_v0 = v0;
 }
-extern "C" __global__ void fj_shapes_debb80bb109482ba(
+extern "C" __global__ void fj_shapes_9356c51a5562a99e(
     const float* in_v0,
     float* out_v0,
     unsigned int n,
@@ -166,7 +169,7 @@ extern "C" __global__ void fj_shapes_debb80bb109482ba(
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         float r_v0;
-        fj_shapes_debb80bb109482ba_elem(x_v0.v[j], r_v0);
+        fj_shapes_9356c51a5562a99e_elem(x_v0.v[j], r_v0);
         y_v0.v[j] = r_v0;
       }
       fj_vstore<float, 4>(out_v0 + i, y_v0);
@@ -175,11 +178,11 @@ extern "C" __global__ void fj_shapes_debb80bb109482ba(
   }
   for (unsigned int i = start + tid; i < n; i += nthreads) {
     float r_v0;
-    fj_shapes_debb80bb109482ba_elem(in_v0[i], r_v0);
+    fj_shapes_9356c51a5562a99e_elem(in_v0[i], r_v0);
     out_v0[i] = r_v0;
   }
 }
-extern "C" __global__ void fj_shapes_debb80bb109482ba_s(
+extern "C" __global__ void fj_shapes_9356c51a5562a99e_s(
     const float* in_v0,
     float* out_v0,
     unsigned int n,
@@ -201,7 +204,7 @@ extern "C" __global__ void fj_shapes_debb80bb109482ba_s(
     const unsigned long long ioff_v0 = (unsigned long long)c0 * ist_v0_0 + (unsigned long long)c1 * ist_v0_1;
     const unsigned long long ooff_v0 = (unsigned long long)c0 * ost_v0_0 + (unsigned long long)c1 * ost_v0_1;
     float r_v0;
-    fj_shapes_debb80bb109482ba_elem(in_v0[ioff_v0], r_v0);
+    fj_shapes_9356c51a5562a99e_elem(in_v0[ioff_v0], r_v0);
     out_v0[ooff_v0] = r_v0;
   }
 }
