@@ -658,6 +658,42 @@ std::vector<std::string> split_empty_values(const CLI::App& app, int argc, char*
   return args;
 }
 
+// "; --dims is no option of `run`: did you mean --dim?" for the first unknown `--option` among
+// `extra` that options of `cmd` are a prefix of or that is a prefix of them ("" when none is).
+std::string close_options(const CLI::App& cmd, const std::vector<std::string>& extra) {
+  for (const std::string& a : extra) {
+    if (a.size() < 3 || a.rfind("--", 0) != 0) continue;
+    const std::string opt = a.substr(0, a.find('='));
+    std::string near;
+    for (const CLI::Option* o : cmd.get_options())
+      for (const std::string& n : o->get_lnames())
+        if (const std::string known = "--" + n; known != opt && (known.rfind(opt, 0) == 0 || opt.rfind(known, 0) == 0))
+          near += (near.empty() ? "" : ", ") + known;
+    if (!near.empty()) return "; " + opt + " is no option of `" + cmd.get_name() + "`: did you mean " + near + "?";
+  }
+  return "";
+}
+
+// CLI11's message for arguments no option takes lists them last first (the reversal in main) and
+// suggests nothing ("not expected: B=8 --dims"). This one names them in order, with the options an
+// unknown one is close to (`--dims`: --dim; `--fused`: --fused-only).
+ErrorInfo extras_error(const CLI::App& app) {
+  const CLI::App* cmd = &app;  // the subcommand chosen (`cache stats`: stats)
+  std::string path = "fusejit";
+  while (!cmd->get_subcommands().empty()) {
+    cmd = cmd->get_subcommands().front();
+    path += " " + cmd->get_name();
+  }
+  const std::vector<std::string> extra = app.remaining(true);
+  std::string args;
+  for (const std::string& a : extra) args += (args.empty() ? "" : " ") + a;
+  ErrorInfo e;
+  e.message = "unexpected argument" + std::string(extra.size() == 1 ? "" : "s") + ": " + args +
+              close_options(*cmd, extra) + " (`" + path + " --help` lists what it takes)";
+  e.text = "fusejit: error: " + e.message;
+  return e;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -686,6 +722,7 @@ int main(int argc, char** argv) {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (dynamic_cast<const CLI::ExtrasError*>(&e)) return report(extras_error(app), json);
     if (!json) return app.exit(e) == 0 ? 0 : 2;
     return report(current_error(line), json);
   }

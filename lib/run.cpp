@@ -35,12 +35,17 @@ void check_input_options(const ir::Graph& g, const RunOptions& ro) {
   auto find = [&](const std::string& name) {
     return std::find_if(g.inputs.begin(), g.inputs.end(), [&](ir::NodeId id) { return g.node(id).name == name; });
   };
+  // "the graph has no input named 'msk' (its inputs: s, mask)", as for an unknown param.
+  auto no_input = [&](const std::string& name) {
+    std::string names;
+    for (ir::NodeId id : g.inputs) names += (names.empty() ? "" : ", ") + g.node(id).name;
+    return "the graph has no input named '" + name + "' (" + (names.empty() ? "it has no inputs" : "its inputs: " + names) + ")";
+  };
   for (const auto& [name, file] : ro.input_files)
-    if (find(name) == g.inputs.end())
-      throw ir::UserError(files + " " + name + "=" + file + ": the graph has no input named '" + name + "'");
+    if (find(name) == g.inputs.end()) throw ir::UserError(files + " " + name + "=" + file + ": " + no_input(name));
   for (const auto& r : ro.input_ranges) {
     auto it = find(r.first);
-    if (it == g.inputs.end()) throw ir::UserError(ranges + " " + r.first + ": the graph has no input named '" + r.first + "'");
+    if (it == g.inputs.end()) throw ir::UserError(ranges + " " + r.first + ": " + no_input(r.first));
     if (g.node(*it).dtype == ir::DType::Bool)
       throw ir::UserError(ranges + " " + r.first + ": input '" + r.first +
                           "' is bool; random bools are false/true with equal odds and take no range");

@@ -503,6 +503,31 @@ TEST_CASE("messages about options name the command's flags, not the library's fi
   }
 }
 
+TEST_CASE("arguments no option takes are named in order, with the options an unknown one is close to") {
+  const std::string x2x3 = sample("x2x3.txt");
+  const std::pair<std::string, std::string> cases[] = {
+      {"run " + x2x3 + " --dims N=8",
+       "fusejit: error: unexpected arguments: --dims N=8; --dims is no option of `run`: did you mean --dim? "
+       "(`fusejit run --help` lists what it takes)"},
+      {"compile " + x2x3 + " -o " + scratch("extras").string() + " --fused",
+       "--fused is no option of `compile`: did you mean --fused-only?"},
+      {"cache stats --foo", "fusejit: error: unexpected argument: --foo (`fusejit cache stats --help` lists what it takes)"},
+      {"plan " + x2x3 + " extra", "unexpected argument: extra (`fusejit plan --help`"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.first);
+    Result r = run(c.first);
+    CHECK(r.code == 2);
+    CHECK(r.out.find(c.second) != std::string::npos);
+  }
+  const nlohmann::json j = nlohmann::json::parse(run_split("plan " + x2x3 + " --dims N=8 --json").out);
+  CHECK(j["error"]["message"].get<std::string>().find("did you mean --dim?") != std::string::npos);
+  // --input and --range of a name the graph lacks list its inputs, as --param lists the params.
+  Result r = run("run " + sample("rmsnorm.txt") + " --backend cpu --input msk=m.npy");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--input msk=m.npy: the graph has no input named 'msk' (its inputs: x, w)") != std::string::npos);
+}
+
 TEST_CASE("--no-row-cache: every pass reads memory, the outputs are the same bits; plan says where rows live") {
   fs::path dir = scratch("row-cache");
   const std::string base = "run " + sample("layernorm.txt") + " --backend cpu --dim N=6 --dim C=3000 --save-dir ";

@@ -152,8 +152,9 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
     travel as a uint16 view of the same memory (no copy), marked "bf16"."""
     fw = _framework(a)
     if not fw:
+        buffer = isinstance(a, (memoryview, bytearray)) or type(a).__name__ == "array"  # array.array
         raise TypeError(f"{what}: expected an array (NumPy, PyTorch, CuPy or any DLPack tensor), "
-                        f"got {type(a).__name__}")
+                        f"got {type(a).__name__}" + ("; pass np.asarray(...) of it (no copy)" if buffer else ""))
     if fw == "dlpack" and not hasattr(a, "__dlpack__"):
         a, fw = _interface_array(a), "numpy"
     if fw != "numpy":
@@ -544,13 +545,30 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
     most N bytes, capped by the GPU's. Raises UserError, CompileError, DriverError.
     """
     _check_device(device)
-    return Program(_fusejit.compile(graph, fast_math, arch, backend, cache_dir, disk_cache, list(nvrtc_options),
-                                    device, dump_dir, build_unfused, row_split, row_cache, row_cache_limit))
+    if not isinstance(graph, Graph):
+        raise TypeError(f"graph: expected a fusejit.Graph, got {type(graph).__name__}")
+    for name, v in (("arch", arch), ("backend", backend)):
+        if not (isinstance(v, str) or (v is None and name == "arch")):
+            raise TypeError(f"{name}: expected a str, got {type(v).__name__}")
+    if isinstance(nvrtc_options, (str, bytes)) or not all(isinstance(o, str) for o in nvrtc_options):
+        raise TypeError("nvrtc_options: expected a list of str, one option each (['--maxrregcount=32'])")
+    return Program(_fusejit.compile(graph, _flag(fast_math, "fast_math"), arch, backend, cache_dir,
+                                    _flag(disk_cache, "disk_cache"), list(nvrtc_options), device, dump_dir,
+                                    _flag(build_unfused, "build_unfused"), row_split, row_cache, row_cache_limit))
+
+
+def _flag(v: Any, name: str) -> bool:
+    """A bool option: True or False, or a NumPy bool (a TypeError naming the option otherwise, not
+    nanobind's list of the extension's signatures)."""
+    if isinstance(v, bool) or (type(v).__module__ == "numpy" and type(v).__name__ in ("bool", "bool_")):
+        return bool(v)
+    raise TypeError(f"{name}: expected True or False, got {v!r}")
 
 
 def _check_device(device: Any) -> None:
-    """A TypeError for a bool device (nanobind takes True as the int 1: GPU 1, silently)."""
-    if isinstance(device, bool):
+    """A TypeError for a device that is no int (nanobind takes True as the int 1: GPU 1, silently)."""
+    numpy_int = type(device).__module__ == "numpy" and type(device).__name__[:3] in ("int", "uin")
+    if isinstance(device, bool) or not (isinstance(device, int) or numpy_int):
         raise TypeError(f"device: expected a CUDA device ordinal (an int), got {device!r}")
 
 
@@ -562,7 +580,7 @@ def load(dir: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | Non
     is then compiled with NVRTC; device: the CUDA device ordinal. Raises UserError
     for a bad folder, DriverError without a usable GPU."""
     _check_device(device)
-    return Program(_fusejit.load(dir, cache_dir, disk_cache, device))
+    return Program(_fusejit.load(dir, cache_dir, _flag(disk_cache, "disk_cache"), device))
 
 
 

@@ -75,19 +75,20 @@ def op(name: str, *args: Any) -> Value:
 
 
 def reduce(name: str, x: Value, axes: Any = None, keepdim: bool | None = None, *, correction: int | None = None,
-           initial: float | None = None, keepdims: bool | None = None) -> Value:
+           initial: float | None = None, keepdims: bool | None = None, **unknown: Any) -> Value:
     """The reduction or composite `name` (sum mean prod amax amin argmax argmin softmax log_softmax
     logsumexp var std any all) of `x` over `axes` (an int, ints, or None: every axis), as
     ``GraphBuilder.reduce`` on x's builder: ``fusejit.reduce("softmax", x / t, -1)``. Raises
     UserError (bad axes, dtype; docs/ops.md, "Reductions"). ``keepdims`` (NumPy's spelling) is
     ``keepdim``; ``var``/``std`` take PyTorch's correction (default 1), where ``v.var()`` takes
-    NumPy's ddof (default 0)."""
+    NumPy's ddof (default 0). Another keyword (NumPy's axis=, PyTorch's dim=) is a TypeError
+    saying what fusejit calls it, as GraphBuilder.reduce's."""
     if keepdims is not None and keepdim is not None:
         raise TypeError("reduce(): give keepdim or NumPy's keepdims, not both")
     keepdim = bool(keepdims if keepdims is not None else keepdim)
     if not isinstance(x, Value):
         raise UserError(f"reduce('{name}'): x must be a fusejit.Value, got {type(x).__name__}")
-    return x.builder.reduce(name, x, axes, keepdim=keepdim, correction=correction, initial=initial)
+    return x.builder.reduce(name, x, axes, keepdim=keepdim, correction=correction, initial=initial, **unknown)
 
 
 # ---- NumPy's protocols and ndarray-like methods on Value -----------------------------------------
@@ -193,9 +194,18 @@ def _method(op_name: str) -> Callable:
     return method
 
 
+_FUSEJIT_DTYPE_NAMES = frozenset(("bool", "i8", "u8", "i32", "i64", "f16", "bf16", "f32", "f64"))
+
+
 def _astype(self: Value, dtype: Any, copy: bool = True) -> Value:
-    """``cast(x, dtype)``: dtype a fusejit name ("bf16") or a NumPy/PyTorch dtype (as GraphBuilder.input);
-    copy is NumPy's and means nothing here (a graph value is never changed in place)."""
+    """``cast(x, dtype)``: dtype a fusejit name ("bf16"), a NumPy/PyTorch dtype (as GraphBuilder.input)
+    or, as NumPy's astype takes it, a NumPy dtype name ("float32"; "float" is float64 there); copy
+    is NumPy's and means nothing here (a graph value is never changed in place)."""
+    if isinstance(dtype, str) and dtype not in _FUSEJIT_DTYPE_NAMES:
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            pass  # the builder names the dtypes it takes
     return self.builder.cast(self, dtype)
 
 
@@ -431,7 +441,16 @@ class Fused:
         return name
 
     def _bind(self, args: tuple, kwargs: dict) -> inspect.BoundArguments:
-        bound = self._sig.bind(*args, **kwargs)
+        try:
+            bound = self._sig.bind(*args, **kwargs)
+        except TypeError as e:
+            call = [k for k in ("out", "stream", "plan") if k in kwargs]  # a Program call's keywords
+            if not call:
+                raise TypeError(f"{self.__name__}(): {e}") from e
+            raise TypeError(f"{self.__name__}(): {call[0]}= is not an argument of the fused function; a Program "
+                            f"call takes it: {self.__name__}.program(*args)(*args, {call[0]}=...), whose "
+                            f"outputs prog.graph.outputs names (docs/python.md, 'Fusing a Python "
+                            "function')") from e
         bound.apply_defaults()
         return bound
 

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -184,10 +185,17 @@ DType dtype_of(nb::dlpack::dtype t, const std::optional<std::string>& as, const 
     if (code == C::Float && t.bits == 64) return DType::F64;
     if (code == C::Bfloat && t.bits == 16) return DType::BF16;
   }
+  // NumPy's name of the element type (int16, uint32, complex64, ...) where DLPack's code has one.
+  static const char* const kKinds[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
+  const std::string type = (t.code < std::size(kKinds) ? std::string(kKinds[t.code]) : "DLPack code " + std::to_string(t.code)) +
+                           std::to_string(t.bits) + (t.lanes == 1 ? "" : " x" + std::to_string(t.lanes));
   throw fusejit::Error(fusejit::ErrorKind::User,
-                       what() + ": unsupported element type (DLPack code " + std::to_string(t.code) + ", " +
-                           std::to_string(t.bits) + " bits); fusejit takes bool, i8, u8, i32, i64, f16, bf16, "
-                           "f32 and f64");
+                       what() + ": unsupported element type " + type + "; fusejit takes bool, i8, u8, i32, i64, f16, "
+                           "bf16, f32 and f64" +
+                           (code == C::UInt && t.bits == 16
+                                ? " (bf16 or f16 bits held as uint16: pass a.view(ml_dtypes.bfloat16) or "
+                                  "a.view(np.float16))"
+                                : ""));
 }
 
 // Views of caller arrays as the launch API sees them. Shapes and strides are owned here, so the

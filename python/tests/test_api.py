@@ -556,6 +556,31 @@ def test_option_messages_name_the_python_keywords():
         fusejit.compile(g, backend="cpu", arch="sm_1")
 
 
+def test_argument_types_are_named_not_nanobinds_signatures():
+    g = fusejit.Graph.parse("input x : f32[4]\ny = x * 2\noutput y\n")
+    for kw, says in (({"fast_math": "yes"}, "fast_math: expected True or False, got 'yes'"),
+                     ({"disk_cache": 1}, "disk_cache: expected True or False, got 1"),
+                     ({"build_unfused": None}, "build_unfused: expected True or False, got None"),
+                     ({"arch": 90}, "arch: expected a str, got int"), ({"backend": None}, "backend: expected a str"),
+                     ({"nvrtc_options": "--maxrregcount=32"}, "nvrtc_options: expected a list of str"),
+                     ({"device": 1.0}, "device: expected a CUDA device ordinal")):
+        with pytest.raises(TypeError, match=re.escape(says)):
+            fusejit.compile(g, **kw)
+    with pytest.raises(TypeError, match="graph: expected a fusejit.Graph, got str"):
+        fusejit.compile("input x : f32[4]")
+    assert fusejit.compile(g, backend="cpu", fast_math=np.bool_(False), device=np.int64(0)).fast_math is False
+    # An array fusejit has no dtype for is named as NumPy names it; bf16 bits held as uint16 say how to pass them.
+    prog = fusejit.compile(g, backend="cpu")
+    with pytest.raises(fusejit.UserError, match=re.escape("input 'x': unsupported element type uint16; fusejit takes")):
+        prog(x=np.ones(4, np.uint16))
+    with pytest.raises(fusejit.UserError, match=re.escape("a.view(ml_dtypes.bfloat16)")):
+        prog(x=np.ones(4, np.uint16))
+    with pytest.raises(fusejit.UserError, match="unsupported element type int16;"):
+        prog(x=np.ones(4, np.int16))
+    with pytest.raises(TypeError, match=re.escape("got memoryview; pass np.asarray(...) of it (no copy)")):
+        prog(x=memoryview(np.ones(4, np.float32)))
+
+
 def test_param_values_follow_the_fit_rule_of_defaults():
     # 300 for a u8 param wrapped to 44, NaN for an i32 became 0, 1e5 for an f16 inf (hostile pass).
     g = fusejit.Graph.parse("input x : u8[2]\nparam p : u8 = 1\nparam h : f16 = 1.0\nparam i : i32 = 1\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import math
+import re
 import threading
 import warnings
 
@@ -245,6 +246,29 @@ def test_errors_say_what_to_do():
         fusejit.fuse(dump_dir="/tmp/x")
     with pytest.raises(TypeError, match="truth value"):
         fusejit.fuse(lambda a: a if a > 0 else -a)(one)
+    # A Program call's keywords on the fused function say where they go; axis= in fusejit.reduce says axes=.
+    def double(a):
+        return a * 2
+    with pytest.raises(TypeError, match=re.escape("double(): out= is not an argument of the fused function; a Program "
+                                                  "call takes it: double.program(*args)(*args, out=...)")):
+        fusejit.fuse(double)(one, out={"y": one})
+    with pytest.raises(TypeError, match="double\\(\\): .*unexpected keyword argument 'b'"):
+        fusejit.fuse(double)(one, b=one)
+    with pytest.raises(TypeError, match="the axes are given as axes="):
+        fusejit.fuse(lambda a: fusejit.reduce("softmax", a, axis=-1))(one)
+    with pytest.raises(TypeError, match="the axes are given as axes="):
+        fusejit.fuse(lambda a: fusejit.reduce("sum", a, dim=0))(one)
+
+
+def test_astype_takes_numpy_dtype_names_as_numpy_does():
+    x = np.linspace(-3, 3, 7, dtype=np.float32)
+    for name, dt in (("float32", np.float32), ("float64", np.float64), ("float", np.float64), ("int32", np.int32),
+                     ("f32", np.float32), ("f16", np.float16), ("float16", np.float16), ("int8", np.int8)):
+        got = fusejit.fuse(lambda a, name=name: a.astype(name))(x)
+        assert got.dtype == dt, name
+        np.testing.assert_array_equal(got, x.astype(dt))
+    with pytest.raises(fusejit.UserError, match="unknown dtype"):
+        fusejit.fuse(lambda a: a.astype("flot32"))(x)
 
 
 def test_many_traces_warn_at_the_callers_line():
