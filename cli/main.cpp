@@ -489,16 +489,20 @@ struct PlanCommand {
   NoParams no_params;
   bool dot = false, json = false, no_row_cache = false;
   int64_t row_split = 0, row_cache_limit = 0;
+  std::string arch;
 
   void define(CLI::App& app) {
     cmd = app.add_subcommand("plan", "print the rewritten graph and its fusion plan");
     common.define(cmd);
     no_params.define(cmd);
+    cmd->add_option("--arch", arch,
+                    "plan as a GPU of this compute capability runs the graph (sm_90: row caches up to 215 KiB, short "
+                    "rows re-read); default: as without a GPU (48 KiB)");
     cmd->add_option("--row-split", row_split, "plan reductions as `run --row-split N` runs them (0 = fusejit's rule)")
         ->default_val(0)->check(kNonNegative64);
     cmd->add_flag("--no-row-cache", no_row_cache, "plan reductions as `run --no-row-cache` runs them");
     cmd->add_option("--row-cache-limit", row_cache_limit,
-                    "plan reductions as `run --row-cache-limit N` runs them (0 = 48 KiB, as without a GPU)")
+                    "plan reductions as `run --row-cache-limit N` runs them (0 = fusejit's rule: 48 KiB without --arch)")
         ->default_val(0)->check(kNonNegative64);
     CLI::Option* as_dot = cmd->add_flag("--dot", dot, "print the plan as Graphviz DOT (one cluster per fusion group)");
     cmd->add_flag("--json", json, "print the plan as JSON (on an error, a JSON error object: kind, message, file, line, col)")
@@ -511,6 +515,8 @@ struct PlanCommand {
     o.row_split = row_split;
     o.row_cache = !no_row_cache;
     o.row_cache_limit = row_cache_limit;
+    o.arch = arch;
+    o.message_style = fj::MessageStyle::CommandLine;
     fj::PlanReport rep = fj::plan_graph(common.load(), o);
     std::fputs((dot ? rep.dot : json ? rep.json + "\n" : rep.text).c_str(), stdout);
     return 0;

@@ -61,6 +61,17 @@ std::string target_runs_on(const Target& t, Arch device) {
 
 std::string Target::nvrtc_option() const { return "--gpu-architecture=" + name(); }
 
+std::optional<int64_t> shared_optin_bytes(Arch a) {
+  constexpr int64_t KB = 1024;
+  switch (a.number()) {
+    case 75: return 64 * KB;
+    case 80: case 87: return 163 * KB;
+    case 86: case 89: case 120: case 121: return 99 * KB;
+    case 90: case 100: case 103: return 227 * KB;
+    default: return std::nullopt;
+  }
+}
+
 Target parse_target(std::string_view text) {
   auto fail = [&]() -> Target {
     throw ir::UserError(fmt::format("invalid GPU architecture '{}': expected sm_XY (CUBIN) or compute_XY (PTX), "

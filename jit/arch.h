@@ -4,6 +4,7 @@
 #pragma once
 
 #include <compare>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -70,6 +71,14 @@ struct ArchDecision {
 //  - device older than the oldest in the list -> throws ir::UserError naming both archs.
 // Throws ir::UserError if `supported` is empty. Pure: no NVRTC call, no global state.
 ArchDecision choose_target(Arch device, std::span<const int> supported);
+
+// The shared memory a block of a GPU of compute capability `a` may opt in to, in bytes
+// (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: "Maximum amount of shared memory per
+// thread block" in the CUDA C++ Programming Guide's "Technical Specifications per Compute
+// Capability": 64 KB on 7.5, 163 KB on 8.0 and 8.7, 99 KB on 8.6, 8.9 and 12.x, 227 KB on 9.0 and
+// 10.x); nullopt for a capability not in that list. What a plan made without the GPU assumes
+// (`fusejit plan --arch`); a program on a GPU asks the driver instead.
+std::optional<int64_t> shared_optin_bytes(Arch a);
 
 // For an explicit `--arch`: accepts the target if NVRTC supports its arch; otherwise throws
 // ir::UserError listing what the loaded NVRTC supports.

@@ -1,12 +1,37 @@
 // `fusejit plan`: rewrite and plan without compiling (fusejit/report.h).
 #include "fusejit/report.h"
+
+#include <fmt/format.h>
+
 #include "ir/passes/plan_fusion.h"
 #include "ir/passes/plan_report.h"
 #include "ir/passes/rewrite.h"
+#include "jit/arch.h"
 #include "jit/codegen.h"
 #include "lib/internal.h"
 
 namespace fusejit {
+
+namespace {
+// With Options::arch, the shared memory a block of that GPU may opt in to (jit::shared_optin_bytes),
+// so the plan is the one a program on such a GPU runs (its row cache limit, short rows re-read);
+// 0 without: the rules without a GPU.
+int64_t plan_shared_optin(const Options& o) {
+  if (o.arch.empty()) return 0;
+  const std::string option = option_name(OptionField::Arch, o.message_style);
+  jit::Target t;
+  try {
+    t = jit::parse_target(o.arch);
+  } catch (const ir::UserError& e) {
+    throw ir::UserError(option + ": " + e.what());
+  }
+  if (std::optional<int64_t> bytes = jit::shared_optin_bytes(t.arch)) return *bytes;
+  throw ir::UserError(fmt::format("{} {}: fusejit knows the shared memory per block of sm_75, sm_80, sm_86, sm_87, "
+                                  "sm_89, sm_90, sm_100, sm_103, sm_120 and sm_121, not of this GPU; plan without {} "
+                                  "and give {} instead",
+                                  option, o.arch, option, option_name(OptionField::RowCacheLimit, o.message_style)));
+}
+}  // namespace
 
 PlanReport plan_graph(const Graph& graph, bool fast_math) {
   Options o;
@@ -23,7 +48,7 @@ PlanReport plan_graph(const Graph& graph, const Options& options) {
     ro.fast_math = fast_math;
     ir::RewriteResult rw = ir::rewrite(g, ro);
     ir::PlanOptions po;
-    po.rules = split_rules(options);
+    po.rules = split_rules(options, plan_shared_optin(options));
     ir::Plan fused = ir::plan_fusion(rw.graph, po);
     // The baseline is the graph as written, one kernel per op: what running it op by op costs.
     ir::Plan unfused = ir::plan_unfused(g);

@@ -146,3 +146,18 @@ TEST_CASE("the PTX chosen for a too-new device really compiles") {
   CompileResult r = compile_cuda(src, "k.cu", CompileRequest{d.target, default_compile_options(false), {}});
   CHECK(std::string(r.binary.data()).find(".target sm_" + std::to_string(archs.back())) != std::string::npos);
 }
+
+TEST_CASE("shared_optin_bytes: the CUDA Programming Guide's shared memory per block, nothing for an unknown capability") {
+  CHECK(shared_optin_bytes({9, 0}) == 232448);   // 227 KB: H100/H200
+  CHECK(shared_optin_bytes({10, 0}) == 232448);
+  CHECK(shared_optin_bytes({8, 0}) == 166912);   // 163 KB: A100
+  CHECK(shared_optin_bytes({8, 6}) == 101376);   // 99 KB
+  CHECK(shared_optin_bytes({8, 9}) == 101376);
+  CHECK(shared_optin_bytes({12, 0}) == 101376);
+  CHECK(shared_optin_bytes({7, 5}) == 65536);
+  CHECK_FALSE(shared_optin_bytes({7, 0}));
+  CHECK_FALSE(shared_optin_bytes({13, 0}));
+  // The row cache limit each gives is at least the 48 KiB default (ir::row_cache_limit_for).
+  for (int n : {75, 80, 86, 87, 89, 90, 100, 103, 120, 121})
+    CHECK(*shared_optin_bytes(Arch::from_number(n)) - 12 * 1024 >= 48 * 1024);
+}

@@ -528,6 +528,32 @@ TEST_CASE("arguments no option takes are named in order, with the options an unk
   CHECK(r.out.find("--input msk=m.npy: the graph has no input named 'msk' (its inputs: x, w)") != std::string::npos);
 }
 
+TEST_CASE("plan --arch plans as a GPU of that compute capability runs the graph") {
+  fs::path dir = scratch("plan_arch");
+  std::ofstream(dir / "sm.txt") << "dim H = 4\ndim S = 16384\ninput s : f32[H, S]\ninput mask : f32[1, S]\n"
+                                   "y = softmax(s + mask, -1)\noutput y\n";
+  const std::string g = (dir / "sm.txt").string();
+  Result r = run("plan " + g);  // without a GPU: 48 KiB, and how to plan for one
+  CHECK(r.code == 0);
+  CHECK(r.out.find("over the 49152 B row cache (48 KiB, the limit without a GPU; `plan --arch sm_90` plans for one)") !=
+        std::string::npos);
+  r = run("plan " + g + " --arch sm_90");  // 227 KiB less 12 KiB: the 128 KiB row of s and mask fits
+  CHECK(r.code == 0);
+  CHECK(r.out.find("the row kept on chip (131072 B of shared memory per block for s, mask") != std::string::npos);
+  r = run("plan " + g + " --arch sm_86");  // 99 KiB less 12 KiB: it does not
+  CHECK(r.out.find("over the 89088 B row cache;") != std::string::npos);
+  r = run("plan " + g + " --arch compute_80 --dim S=1024 --json");  // a short row: re-read, counted once
+  CHECK(nlohmann::json::parse(r.out).dump().find("a short row (at most 2048 elements and 8192 B) is re-read") !=
+        std::string::npos);
+  r = run("plan " + g + " --arch sm_70");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--arch sm_70: fusejit knows the shared memory per block of sm_75") != std::string::npos);
+  CHECK(r.out.find("give --row-cache-limit instead") != std::string::npos);
+  r = run("plan " + g + " --arch sm_9x");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--arch: invalid GPU architecture 'sm_9x'") != std::string::npos);
+}
+
 TEST_CASE("--no-row-cache: every pass reads memory, the outputs are the same bits; plan says where rows live") {
   fs::path dir = scratch("row-cache");
   const std::string base = "run " + sample("layernorm.txt") + " --backend cpu --dim N=6 --dim C=3000 --save-dir ";

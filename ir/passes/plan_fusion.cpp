@@ -514,7 +514,9 @@ std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroup
     exact = add_bytes(exact, mul_bytes(reduce_length(fg.iter_shape, fg.reduce_mask), size));
   const std::string rounded = exact == bytes ? "" : fmt::format(" ({} B, each input's row rounded up to 16)", exact);
   // The default without a GPU says so: `fusejit plan` on a GPU machine plans without the GPU.
-  const std::string which = rules.row_cache_limit == kRowCacheBytes ? " (48 KiB, the limit without a GPU)" : "";
+  const std::string which = !rules.short_rows && rules.row_cache_limit == kRowCacheBytes
+                                ? " (48 KiB, the limit without a GPU; `plan --arch sm_90` plans for one)"
+                                : "";
   return fmt::format(", each reading {} from memory: a row of {} takes {} B{}, over the {} B row cache{}", names, names,
                      bytes, rounded, rules.row_cache_limit, which);
 }

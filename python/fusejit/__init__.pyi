@@ -197,7 +197,7 @@ class Graph:
     # `fusejit plan --json` as objects; row_split/row_cache/row_cache_limit: plan reductions as
     # compile(...) runs them (row_cache_limit 0: 48 KiB, as without a GPU; N: at most N bytes)
     def plan(self, fast_math: bool = False, row_split: int = 0, row_cache: bool = True,
-             row_cache_limit: int = 0) -> dict[str, Any]: ...
+             row_cache_limit: int = 0, arch: str | None = None) -> dict[str, Any]: ...
 
 class Program:
     @property

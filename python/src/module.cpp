@@ -546,22 +546,26 @@ void bind_graph(nb::module_& m) {
            "The graph as text in the graph format (docs/graph-format.md); Graph.parse of it gives the same graph.")
       .def(
           "plan",
-          [](const Graph& g, bool fast_math, nb::handle row_split, nb::handle row_cache, nb::handle row_cache_limit) {
+          [](const Graph& g, bool fast_math, nb::handle row_split, nb::handle row_cache, nb::handle row_cache_limit,
+             std::optional<std::string> arch) {
             fusejit::Options o;
             split_options(o, row_split, row_cache, row_cache_limit);
             o.fast_math = fast_math;
+            o.arch = arch.value_or("");
             o.message_style = fusejit::MessageStyle::Python;
             std::string json = released([&] { return fusejit::plan_graph(g, o).json; });
             return nb::module_::import_("json").attr("loads")(json);
           },
           "fast_math"_a = false, "row_split"_a.none() = 0, "row_cache"_a.none() = true,
-          "row_cache_limit"_a.none() = 0,
+          "row_cache_limit"_a.none() = 0, "arch"_a.none() = nb::none(),
           nb::sig("def plan(self, fast_math: bool = False, row_split: int = 0, row_cache: bool = True, "
-                  "row_cache_limit: int = 0) -> dict[str, typing.Any]"),
+                  "row_cache_limit: int = 0, arch: str | None = None) -> dict[str, typing.Any]"),
           "`fusejit plan --json` as Python objects: the rewritten graph, its fusion groups, their traffic "
           "and notes (docs/python.md). fast_math as compile's; row_split, row_cache and row_cache_limit: "
-          "plan reductions as compile(...) runs them, without a GPU (row_cache_limit 0: 48 KiB). Raises "
-          "TypeError/ValueError/UserError for bad option values as compile does.")
+          "plan reductions as compile(...) runs them; arch (\"sm_90\"): as on a GPU of that compute "
+          "capability (its row cache limit; short rows re-read), None: without a GPU (row_cache_limit 0: "
+          "48 KiB). Raises TypeError/ValueError/UserError for bad option values as compile does, and "
+          "UserError for an arch whose shared memory fusejit does not know.")
       .def("__repr__", [](const Graph& g) { return "<fusejit.Graph " + g.name() + ">"; });
 }
 

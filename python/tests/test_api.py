@@ -497,6 +497,11 @@ def test_row_cache_off_gives_the_same_bits(rng):
     assert g.plan(row_cache_limit=4096)["fused"]["groups"][0]["row_cache_bytes"] == 0
     assert g.plan(row_cache_limit=np.int64(4096))["fused"]["groups"][0]["row_cache_bytes"] == 0
     assert g.plan(row_cache=np.False_)["fused"]["groups"][0]["row_cache_bytes"] == 0
+    # As a GPU runs it: rows of 2,000 f32 (8,000 B) are short rows there, re-read from L1/L2, not on chip.
+    gpu = g.plan(arch="sm_90")["fused"]["groups"][0]
+    assert gpu["row_cache_bytes"] == 0 and "a short row" in gpu["note"]
+    with pytest.raises(fusejit.UserError, match="arch sm_70: fusejit knows the shared memory per block of sm_75"):
+        g.plan(arch="sm_70")
     for call in (lambda v: fusejit.compile(g, backend="cpu", row_cache_limit=v),
                  lambda v: g.plan(row_cache_limit=v)):
         with pytest.raises(fusejit.UserError, match="row_cache_limit -1: must be >= 0"):

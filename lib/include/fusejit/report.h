@@ -121,9 +121,12 @@ struct PlanReport {
 PlanReport plan_graph(const Graph& graph, bool fast_math = false);
 /// The same with `options`' fast_math, and its row_split, row_cache and row_cache_limit: the plan's
 /// notes and traffic then say how reduction kernels run under them (docs/ops.md, "The row on chip",
-/// "A row split over blocks"; planned without a GPU, so row_cache_limit 0 means 48 KiB). The other
-/// options do not change a plan. Errors as plan_graph(graph, fast_math), and Error(User) for a
-/// row_split or row_cache_limit below 0 (as Program::compile).
+/// "A row split over blocks"). Planned without a GPU unless `options.arch` names one ("sm_90"):
+/// then as a program on a GPU of that compute capability runs it (its blocks' opt-in shared memory
+/// less 12 KiB for a row cache, jit::shared_optin_bytes; short rows re-read from L1/L2), and
+/// without, row_cache_limit 0 means 48 KiB. The other options do not change a plan. Errors as
+/// plan_graph(graph, fast_math), and Error(User) for a row_split or row_cache_limit below 0 (as
+/// Program::compile), a malformed arch, or one whose shared memory fusejit does not know.
 PlanReport plan_graph(const Graph& graph, const Options& options);
 
 /// `fusejit compile`: generates and compiles every kernel of both plans ahead of time (no GPU
