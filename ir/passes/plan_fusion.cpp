@@ -491,6 +491,14 @@ std::string kept_note(const Graph& g, const FusionGroup& fg, const ReduceGroupIn
 }
 
 // How a reduction kernel's passes read the inputs they share: from the row cache or from memory.
+// The default without a GPU says so: `fusejit plan` on a GPU machine plans without the GPU unless
+// given its arch.
+std::string default_limit_note(const SplitRules& rules) {
+  return !rules.short_rows && rules.row_cache_limit == kRowCacheBytes
+             ? " (48 KiB, the limit without a GPU; `plan --arch sm_90` plans for one)"
+             : "";
+}
+
 std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroupInfo& info, const RowSplit& split,
                         const SplitRules& rules) {
   const int64_t bytes = row_cache_bytes(row_cache_element_sizes(g, info), reduce_length(fg.iter_shape, fg.reduce_mask));
@@ -513,12 +521,8 @@ std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroup
   for (int size : row_cache_element_sizes(g, info))
     exact = add_bytes(exact, mul_bytes(reduce_length(fg.iter_shape, fg.reduce_mask), size));
   const std::string rounded = exact == bytes ? "" : fmt::format(" ({} B, each input's row rounded up to 16)", exact);
-  // The default without a GPU says so: `fusejit plan` on a GPU machine plans without the GPU.
-  const std::string which = !rules.short_rows && rules.row_cache_limit == kRowCacheBytes
-                                ? " (48 KiB, the limit without a GPU; `plan --arch sm_90` plans for one)"
-                                : "";
   return fmt::format(", each reading {} from memory: a row of {} takes {} B{}, over the {} B row cache{}", names, names,
-                     bytes, rounded, rules.row_cache_limit, which);
+                     bytes, rounded, rules.row_cache_limit, default_limit_note(rules));
 }
 
 // "reduces axes [1] of [N, 4096] (2 reductions: 3 passes over each row, the row kept on chip (16384 B
