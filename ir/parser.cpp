@@ -154,7 +154,15 @@ class Parser {
     std::vector<std::string_view> names;
     for (const auto& [n, bnd] : scope_) names.push_back(n);
     std::sort(names.begin(), names.end());
-    throw UserError("undefined name '" + name + "'" + did_you_mean(name, names), t.loc);
+    throw UserError("undefined name '" + name + "'" + did_you_mean(name, names) + comment_hint(t), t.loc);
+  }
+
+  // `y = x * 2  // double it`: a C++ comment reads as floor division by the name after it.
+  std::string comment_hint(const Token& t) const {
+    size_t p = static_cast<size_t>(t.text.data() - text_.data());
+    while (p > 0 && (text_[p - 1] == ' ' || text_[p - 1] == '\t')) --p;
+    if (p < 2 || text_.compare(p - 2, 2, "//") != 0) return "";
+    return "; `//` is floor division here: comments start with `#`";
   }
 
   Operand lookup_value(const Token& t) {
