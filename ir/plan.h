@@ -36,6 +36,11 @@ struct FusionGroup {
   // either element values (broadcast to iter_shape) or row values, one per element of the reduced
   // shape (the reductions and what is computed from them): ir/reduce_group.h.
   uint64_t reduce_mask = 0;
+  // A row reduction group on a GPU: whether its fast entry reads the rows with vectors
+  // (jit::vector_rows_ok: the row a multiple of the vector width V), the only case where a short
+  // row is re-read instead of kept on chip (SplitRules::short_rows). Set by the planner from
+  // PlanOptions::vector_rows (the library asks the generated kernel); true where unknown.
+  bool vector_rows = true;
 };
 
 // Overrides of the launcher's rules for reduction kernels (Options::row_split, Options::row_cache),

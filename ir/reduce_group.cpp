@@ -469,12 +469,13 @@ RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupI
   r.blocks_per_row = blocks_per_row(rules, r.block_rows, rows, r.block_rows ? 1 : column_rows_per_block(g, info), row_len);
   if (r.blocks_per_row > 1) r.launches = 2 * info.levels + (info.epilogue() ? 1 : 0);
   if (rows == 0) r.launches = 0;
+  const bool short_rows = rules.short_rows && grp.vector_rows;  // as the launcher: vector rows only
   if (r.block_rows && r.blocks_per_row == 1 && !info.reread_inputs.empty())
-    r.short_rows = rules.short_rows && short_row(row_cache_bytes(row_cache_element_sizes(g, info), row_len), row_len);
+    r.short_rows = short_rows && short_row(row_cache_bytes(row_cache_element_sizes(g, info), row_len), row_len);
   if (r.block_rows && rules.row_cache) {
     const std::vector<int> values = rules.kept_values ? kept_value_sizes(g, info) : std::vector<int>{};
     const RowCacheUse use = row_cache_use(row_cache_element_sizes(g, info), values, row_len, r.blocks_per_row,
-                                          rules.row_cache_limit, rules.short_rows);
+                                          rules.row_cache_limit, short_rows);
     r.row_cache_bytes = use.bytes;
     r.values_on_chip = use.mode == 2;
   }

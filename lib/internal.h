@@ -1,6 +1,7 @@
 // Internal glue between the public API (lib/include/fusejit) and the ir/ and jit/ layers.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,6 +84,10 @@ std::string option_name(OptionField field, MessageStyle style);
 // cache limit is ir::row_cache_limit_for(shared_optin) (ir::kRowCacheBytes without a GPU), or
 // Options::row_cache_limit when set, capped by the GPU's.
 ir::SplitRules split_rules(const Options& o, int64_t shared_optin = 0);
+// ir::PlanOptions::vector_rows for the fused plan of rewritten graph `g`: whether a row reduction
+// group's kernel (generated as the fused path generates it) reads its rows with vectors
+// (jit::vector_rows_ok), the only rows a GPU re-reads as short rows. `g` must outlive it.
+std::function<bool(const ir::FusionGroup&)> vector_rows_of(const ir::Graph& g, bool fast_math);
 // Throws ir::UserError for an Options::row_split or row_cache_limit below 0, a backend or
 // message_style that is none of its enum's values, or a cache_dir or dump_dir holding a NUL byte (compile, load and plan_graph check them before any use).
 void check_options(const Options& o);

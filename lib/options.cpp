@@ -5,6 +5,8 @@
 
 #include "ir/error.h"
 #include "ir/parser.h"
+#include "jit/codegen.h"
+#include "jit/kernel_abi.h"
 #include "lib/internal.h"
 
 namespace fusejit {
@@ -72,6 +74,14 @@ void check_options(const Options& o) {
   if (o.row_cache_limit < 0)
     throw ir::UserError(option_name(OptionField::RowCacheLimit, o.message_style) + " " +
                         std::to_string(o.row_cache_limit) + ": must be >= 0 (0: the launcher's rule)");
+}
+
+std::function<bool(const ir::FusionGroup&)> vector_rows_of(const ir::Graph& g, bool fast_math) {
+  return [&g, fast_math](const ir::FusionGroup& grp) {
+    jit::CodegenOptions cg;
+    cg.fast_math = fast_math;
+    return jit::vector_rows_ok(jit::generate_kernel(g, grp, cg).signature, grp.iter_shape);
+  };
 }
 
 ir::SplitRules split_rules(const Options& o, int64_t shared_optin) {

@@ -49,6 +49,7 @@ PlanReport plan_graph(const Graph& graph, const Options& options) {
     ir::RewriteResult rw = ir::rewrite(g, ro);
     ir::PlanOptions po;
     po.rules = split_rules(options, plan_shared_optin(options));
+    po.vector_rows = vector_rows_of(rw.graph, fast_math);
     ir::Plan fused = ir::plan_fusion(rw.graph, po);
     // The baseline is the graph as written, one kernel per op: what running it op by op costs.
     ir::Plan unfused = ir::plan_unfused(g);
@@ -57,7 +58,8 @@ PlanReport plan_graph(const Graph& graph, const Options& options) {
     jit::CodegenOptions cg;
     cg.fast_math = fast_math;
     std::vector<std::string> names;
-    for (const jit::GeneratedKernel& k : jit::generate_plan_kernels(rw.graph, fused, cg)) names.push_back(k.name);
+    const std::vector<jit::GeneratedKernel> kernels = jit::generate_plan_kernels(rw.graph, fused, cg);
+    for (const jit::GeneratedKernel& k : kernels) names.push_back(k.name);
     PlanReport r;
     r.text = ir::format_plan_text(rw, fused, unfused, &g, names);
     r.dot = ir::format_plan_dot(rw.graph, fused, names);

@@ -196,6 +196,7 @@ std::shared_ptr<Program::Impl> rewrite_and_plan(const Graph& graph, const Option
   p->fused.kind = PlanKind::Fused;
   ir::PlanOptions po;
   po.rules = p->rules;
+  po.vector_rows = vector_rows_of(p->rewritten.impl().graph, options.fast_math);
   p->fused.plan = ir::plan_fusion(p->rewritten.impl().graph, po);
   p->fused.bindings = std::make_shared<const jit::PlanBindings>(p->rewritten.impl().graph, p->fused.plan);
   for (const ir::ParamDecl& d : g.params) p->default_params.push_back(d.default_value);

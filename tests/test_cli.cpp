@@ -545,6 +545,10 @@ TEST_CASE("plan --arch plans as a GPU of that compute capability runs the graph"
   r = run("plan " + g + " --arch compute_80 --dim S=1024 --json");  // a short row: re-read, counted once
   CHECK(nlohmann::json::parse(r.out).dump().find("a short row (at most 2048 elements and 8192 B) is re-read") !=
         std::string::npos);
+  // A row the vector loop cannot read (1,023 f32: not a multiple of 4) stays on chip, as the launcher keeps it.
+  r = run("plan " + g + " --arch sm_90 --dim S=1023");
+  CHECK(r.out.find("a short row") == std::string::npos);
+  CHECK(r.out.find("the row kept on chip (8192 B of shared memory per block for s, mask") != std::string::npos);
   r = run("plan " + g + " --arch sm_70");
   CHECK(r.code == 2);
   CHECK(r.out.find("--arch sm_70: fusejit knows the shared memory per block of sm_75") != std::string::npos);

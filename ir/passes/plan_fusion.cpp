@@ -578,6 +578,8 @@ Plan plan_fusion(const Graph& g, const PlanOptions& options) {
   plan.fused = true;
   plan.rules = options.rules;
   for (size_t gi = 0; gi < fgs.size(); ++gi) {
+    if (options.rules.short_rows && options.vector_rows && fgs[gi].reduce_mask != 0)
+      fgs[gi].vector_rows = options.vector_rows(fgs[gi]);  // before the note, which says where rows live
     fgs[gi].note = reduction_note(g, fgs[gi], options.rules) + p.note(gi, num_keys, per_key);
     for (NodeId o : fgs[gi].outputs) plan.materialized.push_back(o);
     plan.groups.push_back(std::move(fgs[gi]));

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "ir/graph.h"
 #include "ir/plan.h"
@@ -21,6 +22,10 @@ struct PlanOptions {
   // How reduction kernels will run (Options::row_split, row_cache): the groups do not depend on
   // it; their notes and the plan's traffic (Plan::rules) do.
   SplitRules rules;
+  // With rules.short_rows (a GPU's plan): whether a row reduction group's kernel reads its rows
+  // with vectors (FusionGroup::vector_rows). The library answers it from the generated kernel
+  // (jit::vector_rows_ok), which the planner cannot build; unset, every group is taken as one.
+  std::function<bool(const FusionGroup&)> vector_rows;
 };
 
 // Partitions `g` into fusion groups (ir/plan.h). Rules:
