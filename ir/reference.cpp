@@ -332,19 +332,26 @@ Tensor leaf_value(const Graph& g, const Node& nd, std::span<const Scalar> params
   return t;
 }
 
-// Node values in graph order, each operand freed after its last use unless it is an output.
+// Node values in graph order, each operand freed after its last use unless it is an output. Nodes
+// no output depends on are not computed (as no plan computes them: a dead `x * y` of 10^10
+// elements beside a small output would need that much memory).
 class Evaluation {
  public:
   Evaluation(const Graph& g, std::span<const Tensor> inputs, std::span<const Scalar> params)
-      : g_(g), inputs_(inputs), params_(params), n_(g.nodes.size()), last_use_(n_, -1), out_uses_(n_, 0),
-        owned_(n_), val_(n_, nullptr) {
+      : g_(g), inputs_(inputs), params_(params), n_(g.nodes.size()), live_(n_, 0), last_use_(n_, -1),
+        out_uses_(n_, 0), owned_(n_), val_(n_, nullptr) {
+    for (const OutputDecl& o : g.outputs) out_uses_[static_cast<size_t>(o.node)]++, live_[static_cast<size_t>(o.node)] = 1;
+    for (size_t i = n_; i-- > 0;)
+      if (live_[i])
+        for (int k = 0; k < g.nodes[i].nargs; ++k) live_[static_cast<size_t>(g.nodes[i].args[k])] = 1;
     for (size_t i = 0; i < n_; ++i)
-      for (int k = 0; k < g.nodes[i].nargs; ++k) last_use_[static_cast<size_t>(g.nodes[i].args[k])] = static_cast<int64_t>(i);
-    for (const OutputDecl& o : g.outputs) out_uses_[static_cast<size_t>(o.node)]++;
+      if (live_[i])
+        for (int k = 0; k < g.nodes[i].nargs; ++k) last_use_[static_cast<size_t>(g.nodes[i].args[k])] = static_cast<int64_t>(i);
   }
 
   std::vector<Tensor> run() {
-    for (size_t i = 0; i < n_; ++i) evaluate(i);
+    for (size_t i = 0; i < n_; ++i)
+      if (live_[i]) evaluate(i);
     std::vector<Tensor> result;
     result.reserve(g_.outputs.size());
     for (const OutputDecl& o : g_.outputs) {
@@ -399,6 +406,7 @@ class Evaluation {
   std::span<const Tensor> inputs_;
   std::span<const Scalar> params_;
   size_t n_;
+  std::vector<char> live_;  // some output depends on it
   std::vector<int64_t> last_use_, out_uses_;
   std::vector<Tensor> owned_;
   std::vector<const Tensor*> val_;

@@ -145,6 +145,25 @@ TEST_CASE("broadcast patterns") {
   CHECK(values(evaluate_reference(g, in)[0]) == std::vector<double>{9, 8, 7, 19, 18, 17});
 }
 
+TEST_CASE("a node no output depends on is not computed (a dead 10^10-element product beside a small sum)") {
+  GraphBuilder b("dead");
+  NodeId x = b.add_input("x", DType::F32, shp({100000, 1}));
+  NodeId y = b.add_input("y", DType::F32, shp({100000}));
+  Operand xy[2] = {Operand::of(x), Operand::of(y)};
+  (void)b.apply(Op::Mul, xy);  // [100000, 100000] f32: 40 GB, never needed
+  ReduceAttr over0;
+  over0.axes = 1;  // axis 0
+  Operand s = Operand::of(b.add_reduce(Op::Sum, DType::F32, x, over0));
+  b.add_output("s", s);
+  Graph g = b.finish();
+  Tensor tx(DType::F32, {100000, 1}), ty(DType::F32, {100000});
+  for (int64_t i = 0; i < tx.numel(); ++i) tx.set(i, Scalar{DType::F64, 1.0, 0});
+  std::vector<Tensor> in = {tx, ty};
+  const std::vector<Tensor> out = evaluate_reference(g, in);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].get(0).f == 100000.0);
+}
+
 TEST_CASE("f16 and bf16 are rounded on every node") {
   GraphBuilder b("half");
   NodeId x = b.add_input("x", DType::F16, shp({3}));
