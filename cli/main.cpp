@@ -664,18 +664,30 @@ std::vector<std::string> split_empty_values(const CLI::App& app, int argc, char*
   return args;
 }
 
+// An option name as compared for a suggestion: lower case, '_' as '-' (`--fast_math`: --fast-math).
+std::string option_key(std::string s) {
+  for (char& c : s) c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 // "; --dims is no option of `run`: did you mean --dim?" for the first unknown `--option` among
-// `extra` that options of `cmd` are a prefix of or that is a prefix of them ("" when none is).
-std::string close_options(const CLI::App& cmd, const std::vector<std::string>& extra) {
+// `extra` that options of `cmd` are a prefix of or that is a prefix of them (or that another
+// subcommand of `app` takes: "; --repeats is an option of `fusejit run`, not of `plan`"); "" when
+// none is.
+std::string close_options(const CLI::App& app, const CLI::App& cmd, const std::vector<std::string>& extra) {
   for (const std::string& a : extra) {
-    if (a.size() < 3 || a.rfind("--", 0) != 0) continue;
     const std::string opt = a.substr(0, a.find('='));
+    if (opt.size() < 3 || opt.rfind("--", 0) != 0) continue;
+    const std::string key = option_key(opt);
     std::string near;
     for (const CLI::Option* o : cmd.get_options())
       for (const std::string& n : o->get_lnames())
-        if (const std::string known = "--" + n; known != opt && (known.rfind(opt, 0) == 0 || opt.rfind(known, 0) == 0))
+        if (const std::string known = "--" + n; known != opt && (known.rfind(key, 0) == 0 || key.rfind(known, 0) == 0))
           near += (near.empty() ? "" : ", ") + known;
     if (!near.empty()) return "; " + opt + " is no option of `" + cmd.get_name() + "`: did you mean " + near + "?";
+    for (const CLI::App* other : app.get_subcommands([](const CLI::App*) { return true; }))
+      if (other != &cmd && other->get_option_no_throw(key) != nullptr)
+        return "; " + key + " is an option of `fusejit " + other->get_name() + "`, not of `" + cmd.get_name() + "`";
   }
   return "";
 }
@@ -695,7 +707,7 @@ ErrorInfo extras_error(const CLI::App& app) {
   for (const std::string& a : extra) args += (args.empty() ? "" : " ") + a;
   ErrorInfo e;
   e.message = "unexpected argument" + std::string(extra.size() == 1 ? "" : "s") + ": " + args +
-              close_options(*cmd, extra) + " (`" + path + " --help` lists what it takes)";
+              close_options(app, *cmd, extra) + " (`" + path + " --help` lists what it takes)";
   e.text = "fusejit: error: " + e.message;
   return e;
 }
@@ -729,8 +741,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) return report(extras_error(app), json);
-    if (!json) return app.exit(e) == 0 ? 0 : 2;
-    return report(current_error(line), json);
+    return report(current_error(line), json);  // "fusejit: error: ...", as every other error
   }
   try {
     if (*run.cmd) return run.exec();

@@ -345,16 +345,21 @@ std::string reduction_word(const Node& r) {
 
 namespace {
 // A reduction without keepdim that value `id` is computed from elementwise, at its shape (through
-// ops whose operands have that shape or are constants); kNoNode if none.
+// ops whose operands have that shape or are constants, breadth first, up to 64 values); kNoNode
+// if none.
 NodeId dropped_reduction(const Graph& g, NodeId id) {
-  for (int depth = 0; depth < 16; ++depth) {
-    const Node& n = g.node(id);
-    if (is_reduction(n.op)) return !n.red.keepdim && n.red.axes != 0 ? id : kNoNode;
-    NodeId next = kNoNode;
-    for (int k = 0; k < n.nargs && next == kNoNode; ++k)
-      if (g.node(n.arg(k)).shape == n.shape && g.node(n.arg(k)).op != Op::Const) next = n.arg(k);
-    if (next == kNoNode) return kNoNode;
-    id = next;
+  std::vector<NodeId> todo{id};
+  for (size_t i = 0; i < todo.size() && i < 64; ++i) {
+    const Node& n = g.node(todo[i]);
+    if (is_reduction(n.op)) {
+      if (!n.red.keepdim && n.red.axes != 0) return todo[i];
+      continue;
+    }
+    for (int k = 0; k < n.nargs; ++k) {
+      const NodeId a = n.arg(k);
+      if (g.node(a).shape == n.shape && g.node(a).op != Op::Const && std::find(todo.begin(), todo.end(), a) == todo.end())
+        todo.push_back(a);
+    }
   }
   return kNoNode;
 }
@@ -368,13 +373,16 @@ std::string keepdim_hint(const Graph& g, std::span<const NodeId> args) {
     const Node& r = g.node(a);
     if (is_reduction(r.op) && !r.red.keepdim && r.red.axes != 0)
       return "; " + (r.name.empty() ? "the " + reduction_word(r) + " result" : "'" + r.name + "'") +
-             " has dropped its reduced axes: reduce with `keepdim` to broadcast it back over them";
-    // A value computed from such a reduction (std's sqrt of a mean, logsumexp's sum and max).
+             " has dropped its reduced axes: reduce with `keepdim` (NumPy's keepdims=True) to broadcast it back over "
+             "them";
+    // A value computed from such a reduction (std's sqrt of a mean, logsumexp's sum and max: named
+    // by its line, as the composite the user wrote expands into other ops).
     if (const NodeId from = dropped_reduction(g, a); from != kNoNode)
-      return "; " + (r.name.empty() ? std::string("an operand") : "'" + r.name + "'") + " comes from a reduction without " +
-             "`keepdim` (" + reduction_word(g.node(from)) +
-             (g.node(from).loc.known() ? " on line " + std::to_string(g.node(from).loc.line) : std::string()) +
-             "), whose reduced axes are gone: reduce with `keepdim` to broadcast it back over them";
+      return "; " + (r.name.empty() ? std::string("an operand") : "'" + r.name + "'") +
+             " comes from a reduction without `keepdim`" +
+             (g.node(from).loc.known() ? " (on line " + std::to_string(g.node(from).loc.line) + ")" : std::string()) +
+             ", whose reduced axes are gone: reduce with `keepdim` (NumPy's keepdims=True) to broadcast it back over "
+             "them";
   }
   return "";
 }

@@ -150,14 +150,14 @@ TEST_CASE("a reduction without keepdim broadcast so that two named dims line up 
   REQUIRE(got.size() == 1);  // y and z line up the same pair: one warning
   CHECK(got[0] == "rms.txt:5:7: 'y' lines up dim D with dim T (shapes [T=8, D=8] and [T=8], aligned from the right), "
                   "so the graph holds only while D == T or one of them is 1; an operand comes from a reduction "
-                  "without `keepdim` (mean on line 4), whose reduced axes are gone: reduce with `keepdim` to "
-                  "broadcast it back over them");
+                  "without `keepdim` (on line 4), whose reduced axes are gone: reduce with `keepdim` (NumPy's "
+                  "keepdims=True) to broadcast it back over them");
   // At other dims the broadcast fails; the error has the same hint (rebind_dims, as the builder's).
   const std::string at4 = user_error([&] { (void)g.with_dims({{"T", 4}}); });
   CAPTURE(at4);
   CHECK(contains(at4,
                  "shapes [T=4, D=8] and [T=4] do not broadcast (dimension 1: 8 vs 4); an operand "
-                 "comes from a reduction without `keepdim` (mean on line 4)"));
+                 "comes from a reduction without `keepdim` (on line 4)"));
   got.clear();
   // None: keepdim, one dim name throughout, literal sizes, a size-1 literal against a named dim.
   (void)fj::Graph::parse("dim T = 8\ndim D = 8\ninput x : f32[T, D]\ny = x / sum(x, -1, keepdim)\noutput y\n");
@@ -170,6 +170,16 @@ TEST_CASE("a reduction without keepdim broadcast so that two named dims line up 
     CAPTURE(f.path());
     CHECK(got.empty());  // no sample lines up two dims
   }
+  // The reduction behind any operand, in any order, through a where, or 20 ops down: one warning each.
+  (void)fj::Graph::parse("dim T = 8\ndim D = 8\ninput x : f32[T, D]\ninput b : f32[T]\ninput c : bool[T]\n"
+                         "s = sum(x, -1)\nz = b + s\nw = where(c, b, z)\ny = x * w\noutput y\n");
+  std::string chain = "dim T = 8\ndim D = 8\ninput x : f32[T, D]\nu0 = sum(x, -1)\n";
+  for (int k = 1; k <= 20; ++k) chain += "u" + std::to_string(k) + " = u" + std::to_string(k - 1) + " + 1\n";
+  (void)fj::Graph::parse(chain + "y = x * u20\noutput y\n");
+  REQUIRE(got.size() == 2);
+  CHECK(contains(got[0], "'y' lines up dim D with dim T"));
+  CHECK(contains(got[1], "'y' lines up dim D with dim T"));
+  got.clear();
   // Inputs whose dims line up (one may be 1 or the other's size): meant, so no warning.
   (void)fj::Graph::parse("dim S = 8\ndim T = 8\ninput a : f32[S, 4]\ninput b : f32[T, 4]\ny = a + b\noutput y\n");
   CHECK(got.empty());
@@ -182,7 +192,7 @@ TEST_CASE("a reduction without keepdim broadcast so that two named dims line up 
   REQUIRE(got.size() == 1);
   CHECK(got[0] == "'y' lines up dim D with dim T (shapes [16], [T=1, D=16] and [T=1], aligned from the right), so "
                   "the graph holds only while D == T or one of them is 1; the sum result has dropped its reduced "
-                  "axes: reduce with `keepdim` to broadcast it back over them");
+                  "axes: reduce with `keepdim` (NumPy's keepdims=True) to broadcast it back over them");
   fj::set_warning_handler({});
 }
 

@@ -238,8 +238,20 @@ def _dtype_name(dtype: Any) -> str:
         if dt is not None and not dt.isnative:
             raise UserError(f"dtype {dtype!r}: big-endian; fusejit's dtypes are in the machine's byte order "
                             f"({dt.newbyteorder('=').str!r})")
-    raise UserError(f"dtype {dtype!r}: fusejit has no such dtype; use a name ({', '.join(_DTYPE_NAMES)}) or "
-                    "the NumPy or PyTorch dtype of one")
+    _no_such_dtype(dtype)
+
+
+def _no_such_dtype(dtype: Any) -> NoReturn:
+    """The UserError for a dtype fusejit has none of, named as NumPy names it where NumPy knows it."""
+    import numpy as np
+
+    try:
+        what = f"dtype {dtype!r}" if type(dtype).__module__ == "torch" else f"NumPy dtype {np.dtype(dtype).name}"
+    except (TypeError, ValueError):
+        what = f"dtype {dtype!r}"
+    held = " (bf16 or f16 bits held as uint16: pass a.view(ml_dtypes.bfloat16) or a.view(np.float16))"
+    raise UserError(f"{what}: fusejit has no such dtype; use a name ({', '.join(_DTYPE_NAMES)}) or the NumPy or "
+                    "PyTorch dtype of one" + (held if what == "NumPy dtype uint16" else ""))
 
 
 _NUMPY_DTYPES: dict[str, Any] = {}  # fusejit dtype name -> NumPy dtype, for outputs fusejit allocates
@@ -550,11 +562,20 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
     for name, v in (("arch", arch), ("backend", backend)):
         if not (isinstance(v, str) or (v is None and name == "arch")):
             raise TypeError(f"{name}: expected a str, got {type(v).__name__}")
-    if isinstance(nvrtc_options, (str, bytes)) or not all(isinstance(o, str) for o in nvrtc_options):
+    options = None if isinstance(nvrtc_options, (str, bytes, Mapping)) else _list_or_none(nvrtc_options)
+    if options is None or not all(isinstance(o, str) for o in options):
         raise TypeError("nvrtc_options: expected a list of str, one option each (['--maxrregcount=32'])")
     return Program(_fusejit.compile(graph, _flag(fast_math, "fast_math"), arch, backend, cache_dir,
-                                    _flag(disk_cache, "disk_cache"), list(nvrtc_options), device, dump_dir,
+                                    _flag(disk_cache, "disk_cache"), options, device, dump_dir,
                                     _flag(build_unfused, "build_unfused"), row_split, row_cache, row_cache_limit))
+
+
+def _list_or_none(v: Any) -> list | None:
+    """list(v) once (a generator is read once), or None when v is not iterable."""
+    try:
+        return list(v)
+    except TypeError:
+        return None
 
 
 def _flag(v: Any, name: str) -> bool:
@@ -568,7 +589,7 @@ def _flag(v: Any, name: str) -> bool:
 def _check_device(device: Any) -> None:
     """A TypeError for a device that is no int (nanobind takes True as the int 1: GPU 1, silently)."""
     numpy_int = type(device).__module__ == "numpy" and type(device).__name__[:3] in ("int", "uin")
-    if isinstance(device, bool) or not (isinstance(device, int) or numpy_int):
+    if isinstance(device, bool) or not (isinstance(device, int) or numpy_int) or not -2**31 <= int(device) < 2**31:
         raise TypeError(f"device: expected a CUDA device ordinal (an int), got {device!r}")
 
 

@@ -194,13 +194,20 @@ def _method(op_name: str) -> Callable:
     return method
 
 
-_FUSEJIT_DTYPE_NAMES = frozenset(("bool", "i8", "u8", "i32", "i64", "f16", "bf16", "f32", "f64"))
+_FUSEJIT_DTYPE_NAMES = frozenset(("bool", "i32", "i64", "bf16", "f32", "f64"))
+# Names NumPy reads otherwise: its "i8" is int64 (8 bytes), "u8" uint64, "f16" float128.
+_AMBIGUOUS_DTYPE_NAMES = {"i8": ("int8", "int64"), "u8": ("uint8", "uint64"), "f16": ("float16", "float128")}
 
 
 def _astype(self: Value, dtype: Any, copy: bool = True) -> Value:
     """``cast(x, dtype)``: dtype a fusejit name ("bf16"), a NumPy/PyTorch dtype (as GraphBuilder.input)
-    or, as NumPy's astype takes it, a NumPy dtype name ("float32"; "float" is float64 there); copy
-    is NumPy's and means nothing here (a graph value is never changed in place)."""
+    or, as NumPy's astype takes it, a NumPy dtype name ("float32"; "float" is float64 there); "i8",
+    "u8" and "f16", which NumPy reads as int64, uint64 and float128, are refused (write "int8" or
+    np.int8). copy is NumPy's and means nothing here (a graph value is never changed in place)."""
+    if isinstance(dtype, str) and dtype in _AMBIGUOUS_DTYPE_NAMES:
+        ours, numpys = _AMBIGUOUS_DTYPE_NAMES[dtype]
+        raise UserError(f"astype({dtype!r}): NumPy reads '{dtype}' as {numpys}, fusejit as {ours}; write "
+                        f"'{ours}' or '{numpys}' (or np.{ours})")
     if isinstance(dtype, str) and dtype not in _FUSEJIT_DTYPE_NAMES:
         try:
             dtype = np.dtype(dtype)
@@ -444,7 +451,8 @@ class Fused:
         try:
             bound = self._sig.bind(*args, **kwargs)
         except TypeError as e:
-            call = [k for k in ("out", "stream", "plan") if k in kwargs]  # a Program call's keywords
+            # A Program call's keywords, where the function has no such parameter.
+            call = [k for k in ("out", "stream", "plan") if k in kwargs and k not in self._sig.parameters]
             if not call:
                 raise TypeError(f"{self.__name__}(): {e}") from e
             raise TypeError(f"{self.__name__}(): {call[0]}= is not an argument of the fused function; a Program "
@@ -486,16 +494,22 @@ class Fused:
             if not static:
                 shape = tuple(-1 if s == 1 else classes.setdefault(s, len(classes)) for s in shape)
             dt = v.dtype
-            parts.append((tag, self._dtype_names.get(dt) or self._dtype_name(dt), shape))
+            try:
+                name = self._dtype_names.get(dt) or self._dtype_name(dt)
+            except UserError as e:
+                raise UserError(f"{self.__name__}: argument '{_tag_name(tag)}': {e.message}") from None
+            parts.append((tag, name, shape))
             arrays.append(v)
         return (static, tuple(parts)), arrays
 
     def _constant(self, tag: tuple, v: Any) -> Any:
         try:
             return _constant_key(v)
-        except TypeError:
+        except (TypeError, ValueError):  # ValueError: a writable memoryview will not hash
+            buffer = isinstance(v, (memoryview, bytearray)) or type(v).__name__ == "array"
             raise TypeError(f"{self.__name__}: argument '{_tag_name(tag)}' ({type(v).__name__}) is neither an "
-                            "array nor a hashable constant (a number, str, tuple, None)") from None
+                            "array nor a hashable constant (a number, str, tuple, None)" +
+                            ("; pass np.asarray(...) of it (no copy)" if buffer else "")) from None
 
     def _entry(self, args: tuple, kwargs: dict) -> tuple[_Entry | None, list]:
         if self._tags is not None and not kwargs and len(args) == len(self._tags):

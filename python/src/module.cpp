@@ -502,9 +502,17 @@ std::string path_arg(nb::handle h, const char* what, bool none_ok = true) {
                           nb::cast<std::string>(nb::str(h.type().attr("__name__"))))
                              .c_str());
   nb::bytes b = nb::cast<nb::bytes>(nb::module_::import_("os").attr("fsencode")(h));
+  if (b.size() == 0)  // as the command line refuses `--cache-dir ""`: not taken for the default
+    throw fusejit::Error(fusejit::ErrorKind::User,
+                         std::string(what) + ": an empty path" + (none_ok ? "; pass None for the default" : ""));
   return std::string(b.c_str(), b.size());
 }
 using FolderArg = nb::handle;
+
+// A path fusejit returns, as os.fsdecode gives it (a name that is not UTF-8 too, as surrogate escapes).
+nb::object py_path(const std::string& p) {
+  return nb::module_::import_("os").attr("fsdecode")(nb::bytes(p.data(), p.size()));
+}
 
 void bind_graph(nb::module_& m) {
   using fusejit::Graph;
@@ -547,11 +555,15 @@ void bind_graph(nb::module_& m) {
       .def(
           "plan",
           [](const Graph& g, bool fast_math, nb::handle row_split, nb::handle row_cache, nb::handle row_cache_limit,
-             std::optional<std::string> arch) {
+             nb::handle arch) {
             fusejit::Options o;
             split_options(o, row_split, row_cache, row_cache_limit);
             o.fast_math = fast_math;
-            o.arch = arch.value_or("");
+            if (!arch.is_none() && !nb::isinstance<nb::str>(arch))
+              throw nb::type_error(("arch: expected a str such as \"sm_90\", got " + nb::cast<std::string>(nb::str(arch.type().attr("__name__")))).c_str());
+            o.arch = arch.is_none() ? "" : nb::cast<std::string>(arch);
+            if (!arch.is_none() && o.arch.empty())
+              throw fusejit::Error(fusejit::ErrorKind::User, "arch: an empty name; pass None to plan without a GPU");
             o.message_style = fusejit::MessageStyle::Python;
             std::string json = released([&] { return fusejit::plan_graph(g, o).json; });
             return nb::module_::import_("json").attr("loads")(json);
@@ -661,7 +673,7 @@ void bind_cache(nb::module_& m) {
   using fusejit::CacheEntryInfo;
   using fusejit::CacheStats;
   nb::class_<CacheStats>(m, "CacheStats", "The kernel cache folder's counts (fusejit.cache_stats, `fusejit cache stats`).")
-      .def_ro("path", &CacheStats::path, "The cache folder, an absolute path.")
+      .def_prop_ro("path", [](const CacheStats& c) { return py_path(c.path); }, "The cache folder, an absolute path.")
       .def_ro("enabled", &CacheStats::enabled, "False: disabled (FUSEJIT_DISABLE_CACHE) or unusable (disabled_reason).")
       .def_ro("disabled_reason", &CacheStats::disabled_reason, "Why not enabled; \"\" when enabled.")
       .def_ro("entries", &CacheStats::entries, "GPU kernel entries (CUBIN or PTX), damaged ones not counted.")
@@ -674,13 +686,14 @@ void bind_cache(nb::module_& m) {
       .def_ro("invalid", &CacheStats::invalid, "Damaged entries (each deleted and rebuilt on its next use).")
       .def_ro("temp_files", &CacheStats::temp_files, "Temporary files and build folders (swept after an hour).")
       .def("__repr__", [](const CacheStats& s) {
-        return "CacheStats('" + s.path + "', entries=" + std::to_string(s.entries) + ", bytes=" +
-               std::to_string(s.bytes) + ", host_modules=" + std::to_string(s.host_modules) + ", host_bytes=" +
-               std::to_string(s.host_bytes) + ", invalid=" + std::to_string(s.invalid) + ")";
+        return "CacheStats(" + nb::cast<std::string>(nb::repr(py_path(s.path))) + ", entries=" + std::to_string(s.entries) +
+               ", bytes=" + std::to_string(s.bytes) + ", host_modules=" + std::to_string(s.host_modules) +
+               ", host_bytes=" + std::to_string(s.host_bytes) + ", invalid=" + std::to_string(s.invalid) +
+               (s.enabled ? std::string() : ", disabled: " + s.disabled_reason) + ")";
       });
   nb::class_<CacheEntryInfo>(m, "CacheEntry", "One entry of the kernel cache (fusejit.cache_list).")
       .def_ro("key", &CacheEntryInfo::key, "32 hex digits: XXH3-128 of everything that changes the binary.")
-      .def_ro("path", &CacheEntryInfo::path, "Its file.")
+      .def_prop_ro("path", [](const CacheEntryInfo& e) { return py_path(e.path); }, "Its file.")
       .def_ro("bytes", &CacheEntryInfo::bytes, "Its file's size, bytes.")
       .def_ro("label", &CacheEntryInfo::label, "The kernel name(s) it holds.")
       .def_ro("target", &CacheEntryInfo::target, "\"sm_90\" (CUBIN), \"compute_90\" (PTX) or \"host\" (a CPU-path module).")
@@ -690,7 +703,8 @@ void bind_cache(nb::module_& m) {
         return "CacheEntry('" + e.label + "', target='" + e.target + "', bytes=" + std::to_string(e.bytes) +
                (e.valid ? std::string() : ", problem='" + e.problem + "'") + ")";
       });
-  m.def("cache_path", cache_call(&fusejit::cache_path), "cache_dir"_a.none());
+  m.def("cache_path", [](const FolderArg& d) { return py_path(fusejit::cache_path(cache_options(d))); },
+        "cache_dir"_a.none());
   m.def("cache_stats", cache_call(&fusejit::cache_stats), "cache_dir"_a.none());
   m.def("cache_list", cache_call(&fusejit::cache_list), "cache_dir"_a.none());
   m.def("cache_clear", cache_call(&fusejit::cache_clear), "cache_dir"_a.none());

@@ -89,6 +89,16 @@ def test_cache_functions_list_count_and_clear_the_folder_a_compile_wrote(tmp_pat
         fusejit.cache_stats(str(cache) + "\0x")
     with pytest.raises(TypeError, match="cache_dir"):
         fusejit.cache_list(3)
+    # A folder whose name is not UTF-8 comes back as os.fsdecode gives it; a disabled cache says so in its repr.
+    odd = os.fsdecode(os.fsencode(str(tmp_path)) + b"/\xffcache")
+    fusejit.compile(g, backend="cpu", cache_dir=odd)
+    assert fusejit.cache_path(odd) == odd and fusejit.cache_stats(odd).path == odd
+    assert all(e.path.startswith(odd) for e in fusejit.cache_list(odd)) and fusejit.cache_clear(odd) >= 1
+    (tmp_path / "afile").write_text("x")
+    s = fusejit.cache_stats(tmp_path / "afile")
+    assert not s.enabled and "disabled: " in repr(s) and "is not a folder" in repr(s)
+    with pytest.raises(fusejit.UserError, match="cache_dir: an empty path"):
+        fusejit.cache_stats("")
     monkeypatch.delenv("FUSEJIT_CACHE_DIR")
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.delenv("HOME", raising=False)
@@ -573,6 +583,17 @@ def test_argument_types_are_named_not_nanobinds_signatures():
             fusejit.compile(g, **kw)
     with pytest.raises(TypeError, match="graph: expected a fusejit.Graph, got str"):
         fusejit.compile("input x : f32[4]")
+    for bad in (None, {"--x": 1}, 3):
+        with pytest.raises(TypeError, match="nvrtc_options: expected a list of str"):
+            fusejit.compile(g, nvrtc_options=bad)
+    with pytest.raises(TypeError, match="device: expected a CUDA device ordinal"):
+        fusejit.compile(g, device=2**70)
+    with pytest.raises(fusejit.UserError, match="cache_dir: an empty path; pass None for the default"):
+        fusejit.compile(g, cache_dir="")
+    with pytest.raises(TypeError, match="arch: expected a str"):
+        g.plan(arch=b"sm_90")
+    with pytest.raises(fusejit.UserError, match="arch: an empty name"):
+        g.plan(arch="")
     assert fusejit.compile(g, backend="cpu", fast_math=np.bool_(False), device=np.int64(0)).fast_math is False
     # An array fusejit has no dtype for is named as NumPy names it; bf16 bits held as uint16 say how to pass them.
     prog = fusejit.compile(g, backend="cpu")
