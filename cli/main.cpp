@@ -510,6 +510,7 @@ struct PlanCommand {
   }
   int exec() const {
     no_params.check("plan");
+    const WarningLog log;  // with --json, the warnings (an unused input, ...) go into the JSON too, as run's
     fj::Options o;
     o.fast_math = common.fast_math;
     o.row_split = row_split;
@@ -518,6 +519,13 @@ struct PlanCommand {
     o.arch = arch;
     o.message_style = fj::MessageStyle::CommandLine;
     fj::PlanReport rep = fj::plan_graph(common.load(), o);
+    if (json) {
+      nlohmann::json j = nlohmann::json::parse(rep.json);
+      std::vector<std::string> warnings;
+      log.append_to(warnings);
+      j["warnings"] = warnings;
+      rep.json = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
     std::fputs((dot ? rep.dot : json ? rep.json + "\n" : rep.text).c_str(), stdout);
     return 0;
   }

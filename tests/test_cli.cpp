@@ -422,6 +422,11 @@ TEST_CASE("an input no output uses gets a warning") {
   CHECK(r.err.find("warning") != std::string::npos);
   r = run_split("plan " + sample("x2x3.txt"));
   CHECK(r.err.empty());
+  // plan --json: in its warnings, as run's
+  r = run_split("plan " + (dir / "u.txt").string() + " --json");
+  CHECK(nlohmann::json::parse(r.out)["warnings"][0].get<std::string>().find("input 'unused_b' is not used") !=
+        std::string::npos);
+  CHECK(nlohmann::json::parse(run_split("plan " + sample("x2x3.txt") + " --json").out)["warnings"].empty());
   // run --json: on stderr and in the report's warnings
   r = run_split("run " + (dir / "u.txt").string() + " --backend cpu --repeats 1 --warmup 0 --json");
   CHECK(r.code == 0);
