@@ -703,7 +703,9 @@ std::string close_options(const CLI::App& app, const CLI::App& cmd, const std::v
 // CLI11's message for arguments no option takes lists them last first (the reversal in main) and
 // suggests nothing ("not expected: B=8 --dims"). This one names them in order, with the options an
 // unknown one is close to (`--dims`: --dim; `--fused`: --fused-only).
-ErrorInfo extras_error(const CLI::App& app) {
+// With `subcommand_required`: a command that needs a subcommand got an unknown word instead
+// (`fusejit frob`, `cache frob`; CLI11 says only "A subcommand is required").
+ErrorInfo extras_error(const CLI::App& app, bool subcommand_required) {
   const CLI::App* cmd = &app;  // the subcommand chosen (`cache stats`: stats)
   std::string path = "fusejit";
   while (!cmd->get_subcommands().empty()) {
@@ -714,8 +716,15 @@ ErrorInfo extras_error(const CLI::App& app) {
   std::string args;
   for (const std::string& a : extra) args += (args.empty() ? "" : " ") + a;
   ErrorInfo e;
-  e.message = "unexpected argument" + std::string(extra.size() == 1 ? "" : "s") + ": " + args +
-              close_options(app, *cmd, extra) + " (`" + path + " --help` lists what it takes)";
+  std::string names;  // the subcommands `cmd` takes
+  for (const CLI::App* c : cmd->get_subcommands([](const CLI::App*) { return true; }))
+    names += (names.empty() ? "" : ", ") + c->get_name();
+  if (subcommand_required && !names.empty()) {
+    e.message = "unknown subcommand '" + extra.front() + "': `" + path + "` takes " + names;
+  } else {
+    e.message = "unexpected argument" + std::string(extra.size() == 1 ? "" : "s") + ": " + args +
+                close_options(app, *cmd, extra) + " (`" + path + " --help` lists what it takes)";
+  }
   e.text = "fusejit: error: " + e.message;
   return e;
 }
@@ -748,7 +757,10 @@ int main(int argc, char** argv) {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    if (dynamic_cast<const CLI::ExtrasError*>(&e)) return report(extras_error(app), json);
+    if (dynamic_cast<const CLI::ExtrasError*>(&e)) return report(extras_error(app, false), json);
+    if (dynamic_cast<const CLI::RequiredError*>(&e) && !app.remaining(true).empty() &&
+        app.remaining(true).front().rfind('-', 0) != 0)
+      return report(extras_error(app, true), json);
     return report(current_error(line), json);  // "fusejit: error: ...", as every other error
   }
   try {

@@ -521,6 +521,8 @@ TEST_CASE("arguments no option takes are named in order, with the options an unk
       {"run " + x2x3 + " --fast_math", "--fast_math is no option of `run`: did you mean --fast-math?"},
       {"plan " + x2x3 + " --repeats 3", "--repeats is an option of `fusejit run`, not of `plan`"},
       {"run " + x2x3 + " --seed=x", "fusejit: error: Could not convert: --seed = x"},
+      {"frob", "fusejit: error: unknown subcommand 'frob': `fusejit` takes run, plan, compile, cache"},
+      {"cache frob", "unknown subcommand 'frob': `fusejit cache` takes stats, list, clear, path"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.first);
