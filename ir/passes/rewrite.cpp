@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "ir/eval.h"
 #include "ir/passes/dce.h"
 #include "ir/passes/rules.h"
 #include "ir/reduce.h"
@@ -115,6 +116,11 @@ Scalar make(DType t, double v) {
   if (is_float(t)) s.f = v;
   else s.i = static_cast<int64_t>(v);
   return s;
+}
+
+Scalar eval2(Op op, DType t, const Scalar& a, const Scalar& b) {
+  Scalar v[2] = {a, b};
+  return eval_scalar(op, t, v);
 }
 
 }  // namespace match

@@ -116,6 +116,8 @@ bool is_pos_zero(const Scalar& s);
 bool fits(const RewriteContext& ctx, const Candidate& n, NodeId r);
 // Scalar helpers (build a typed scalar).
 Scalar make(DType t, double v);
+// The binary op `op` at dtype `t` on two constants, as the reference evaluates it.
+Scalar eval2(Op op, DType t, const Scalar& a, const Scalar& b);
 }  // namespace match
 
 }  // namespace fusejit::ir

@@ -27,11 +27,6 @@ namespace {
 
 using namespace match;
 
-Scalar eval2(Op op, DType t, const Scalar& a, const Scalar& b) {
-  Scalar v[2] = {a, b};
-  return eval_scalar(op, t, v);
-}
-
 // If node `id` is mul(x, c) or mul(c, x) with exactly one Const operand, sets x and c.
 bool as_mul_const(const RewriteContext& ctx, NodeId id, NodeId* x, Scalar* c) {
   const Node& a = ctx.node(id);

@@ -10,11 +10,6 @@ namespace {
 
 using namespace match;
 
-Scalar eval2(Op op, DType t, const Scalar& a, const Scalar& b) {
-  Scalar v[2] = {a, b};
-  return eval_scalar(op, t, v);
-}
-
 // mul(x, 0) -> 0 for floats (wrong for NaN, inf and the sign of zero)
 NodeId fast_mul_zero(RewriteContext& ctx, const Candidate& n) {
   NodeId x;
