@@ -219,6 +219,22 @@ std::pair<std::string, std::string> split_kv(const std::string& s, const std::st
   return {s.substr(0, eq), s.substr(eq + 1)};
 }
 
+// Every NAME=VALUE of a repeatable option, split; a NAME given twice is an error (the last one
+// won silently, so `--dim N=4 ... --dim N=8` in a long script ran at a size nobody read).
+std::vector<std::pair<std::string, std::string>> split_kv_list(const std::vector<std::string>& items,
+                                                               const std::string& option) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& item : items) {
+    auto kv = split_kv(item, option);
+    for (const auto& prev : out)
+      if (prev.first == kv.first)
+        throw ArgError(option, item, 0, "'" + kv.first + "' is given twice (" + option + " " + prev.first + "=" +
+                                            prev.second + " before); give each name once");
+    out.push_back(std::move(kv));
+  }
+  return out;
+}
+
 // Decimal only (as in graph text): "010" is ten, not octal eight; no blanks. nullopt when `v`
 // is not an integer; throws ArgError (at `at` in `raw`) when it does not fit in 64 bits.
 int64_t parse_int(const std::string& v, const std::string& option, const std::string& raw, size_t at) {
@@ -287,8 +303,8 @@ double range_bound(const std::string& v, const char* which, const std::string& r
 // --dim NAME=VALUE, VALUE >= 0 (checked here, so the caret points at the command line).
 fj::DimValues parse_dims(const std::vector<std::string>& dims) {
   fj::DimValues out;
-  for (const std::string& d : dims) {
-    auto [k, v] = split_kv(d, "--dim");
+  for (const auto& [k, v] : split_kv_list(dims, "--dim")) {
+    const std::string d = k + "=" + v;
     int64_t n = parse_int(v, "--dim", d, k.size() + 1);
     if (n < 0) throw ArgError("--dim", d, k.size() + 1, "a dim's value must be >= 0, got " + v);
     out.emplace_back(k, n);
@@ -434,23 +450,16 @@ struct RunCommand {
 
   fj::RunOptions run_options() const {
     fj::RunOptions ro;
-    for (const std::string& p : params) {
-      auto [k, v] = split_kv(p, "--param");
-      ro.params.set(k, parse_scalar(v, "--param", p, k.size() + 1));
-    }
-    for (const std::string& i : inputs) {
-      auto kv = split_kv(i, "--input");
-      for (const auto& prev : ro.input_files)
-        if (prev.first == kv.first) throw ArgError("--input", i, 0, "input '" + kv.first + "' is given twice");
-      ro.input_files.push_back(kv);
-    }
-    for (const std::string& r : ranges) {
-      auto [k, v] = split_kv(r, "--range");
+    for (const auto& [k, v] : split_kv_list(params, "--param"))
+      ro.params.set(k, parse_scalar(v, "--param", k + "=" + v, k.size() + 1));
+    ro.input_files = split_kv_list(inputs, "--input");
+    for (const auto& [k, v] : split_kv_list(ranges, "--range")) {
+      const std::string r = k + "=" + v;
       auto colon = v.find(':');
       if (colon == std::string::npos) throw ArgError("--range", r, k.size() + 1, "expected NAME=LO:HI");
       const double lo = range_bound(v.substr(0, colon), "LO", r, k.size() + 1);
       const double hi = range_bound(v.substr(colon + 1), "HI", r, k.size() + 2 + colon);
-      ro.input_ranges.push_back({k, {lo, hi}});  // run_graph checks it (a name given twice: the last)
+      ro.input_ranges.push_back({k, {lo, hi}});
     }
     ro.seed = seed;
     ro.special_values = special;

@@ -89,6 +89,9 @@ struct SplitRules {
   // GPU's rule; false on the CPU path and in plans made without a GPU, whose rows stay "on chip"
   // in a host buffer.
   bool short_rows = false;
+  // A larger limit the caller asked for, which the GPU's capped to row_cache_limit (0: none), so a
+  // note can say why a row it should have held is re-read.
+  int64_t capped_from = 0;
 };
 
 struct Plan {

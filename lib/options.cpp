@@ -85,8 +85,13 @@ std::function<bool(const ir::FusionGroup&)> vector_rows_of(const ir::Graph& g, b
 }
 
 ir::SplitRules split_rules(const Options& o, int64_t shared_optin) {
-  ir::SplitRules r{o.row_split, o.row_cache, shared_optin > 0 ? ir::row_cache_limit_for(shared_optin) : ir::kRowCacheBytes,
-                   !o.fast_math, shared_optin > 0};
+  ir::SplitRules r;
+  r.row_split = o.row_split;
+  r.row_cache = o.row_cache;
+  r.row_cache_limit = shared_optin > 0 ? ir::row_cache_limit_for(shared_optin) : ir::kRowCacheBytes;
+  r.kept_values = !o.fast_math;
+  r.short_rows = shared_optin > 0;
+  if (o.row_cache_limit > 0 && shared_optin > 0 && o.row_cache_limit > r.row_cache_limit) r.capped_from = o.row_cache_limit;
   if (o.row_cache_limit > 0) r.row_cache_limit = shared_optin > 0 ? std::min(r.row_cache_limit, o.row_cache_limit) : o.row_cache_limit;
   return r;
 }

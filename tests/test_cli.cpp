@@ -345,6 +345,17 @@ TEST_CASE("--dim errors point at the command line, not at the graph file") {
   CHECK(r.err.rfind("<command line>:1:", 0) == 0);
   CHECK(r.err.find("--dim Q: unknown dim 'Q' in a dim override; the graph declares dims N") != std::string::npos);
   CHECK(r.err.find("x2x3.txt:") == std::string::npos);
+  // A name given twice (the last one won, silently), for every NAME=VALUE option; the caret is
+  // under the second.
+  r = run_split("plan " + sample("x2x3.txt") + " --dim N=3 --dim N=4");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--dim N=4: 'N' is given twice (--dim N=3 before)") != std::string::npos);
+  r = run_split("run " + sample("x2x3.txt") + " --backend cpu --range x=0:1 --range x=1:2");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--range x=1:2: 'x' is given twice (--range x=0:1 before)") != std::string::npos);
+  r = run_split("run " + sample("rmsnorm.txt") + " --backend cpu --param eps=1 --param eps=2");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--param eps=2: 'eps' is given twice") != std::string::npos);
 }
 
 TEST_CASE("run --json and plan --json report every error as a JSON object on stdout, and as text on stderr") {
@@ -552,6 +563,10 @@ TEST_CASE("plan --arch plans as a GPU of that compute capability runs the graph"
   CHECK(r.out.find("the row kept on chip (131072 B of shared memory per block for s, mask") != std::string::npos);
   r = run("plan " + g + " --arch sm_86");  // 99 KiB less 12 KiB: it does not
   CHECK(r.out.find("over the 89088 B row cache;") != std::string::npos);
+  // A larger --row-cache-limit is capped by the GPU's, and the note says so.
+  r = run("plan " + g + " --arch sm_86 --row-cache-limit 1000000");
+  CHECK(r.out.find("over the 89088 B row cache (the limit asked for, 1000000 B, capped by the shared memory a block "
+                   "of the GPU may opt in to);") != std::string::npos);
   r = run("plan " + g + " --arch compute_80 --dim S=1024 --json");  // a short row: re-read, counted once
   CHECK(nlohmann::json::parse(r.out).dump().find("a short row (at most 2048 elements and 8192 B) is re-read") !=
         std::string::npos);

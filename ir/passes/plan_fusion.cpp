@@ -494,6 +494,9 @@ std::string kept_note(const Graph& g, const FusionGroup& fg, const ReduceGroupIn
 // The default without a GPU says so: `fusejit plan` on a GPU machine plans without the GPU unless
 // given its arch.
 std::string default_limit_note(const SplitRules& rules) {
+  if (rules.capped_from > 0)
+    return fmt::format(" (the limit asked for, {} B, capped by the shared memory a block of the GPU may opt in to)",
+                       rules.capped_from);
   return !rules.short_rows && rules.row_cache_limit == kRowCacheBytes
              ? " (48 KiB, the limit without a GPU; `plan --arch sm_90` plans for one)"
              : "";

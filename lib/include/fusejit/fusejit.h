@@ -443,8 +443,9 @@ struct Options {
   /// The most bytes of shared memory per block a row cache may take. 0 = the launcher's rule: on a
   /// GPU, all the shared memory a block may opt in to (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_
   /// BLOCK_OPTIN: 227 KiB on sm_90) but 12 KiB for the kernel's static shared memory; on the CPU path and in
-  /// plans made without a GPU, 48 KiB. N > 0: at most N bytes, capped by the GPU's (to measure the
-  /// trade of fewer blocks per SM for fewer reads on a GPU). The same bits whatever the value.
+  /// plans made without a GPU, 48 KiB. N > 0: at most N bytes, capped by the GPU's (or by `arch`'s
+  /// in plan_graph; a plan's note then names the N asked for) (to measure the trade of fewer blocks
+  /// per SM for fewer reads on a GPU). The same bits whatever the value.
   /// Error(User) when negative.
   int64_t row_cache_limit = 0;
 };

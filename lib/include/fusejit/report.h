@@ -15,8 +15,9 @@ namespace fusejit {
 /// Options of run_graph().
 struct RunOptions {
   Options options;                                              ///< backend, arch, cache, fast mode, device, message style
-  // In `params` and `input_ranges` a name given twice takes its last value (as --dim does); an input
-  // given twice in `input_files` is an error.
+  // In `params` and `input_ranges` a name given twice takes its last value (the command line refuses
+  // a name given twice to any of its NAME=VALUE options); an input given twice in `input_files` is
+  // an error.
   Params params;                                                ///< param values, named or positional (else the defaults)
   std::vector<std::pair<std::string, std::string>> input_files; ///< input name -> .npy file (else random)
   /// input name -> [lo, hi) for random values (else the per-dtype default range of docs/ops.md).
