@@ -492,7 +492,9 @@ CacheEnv cache_env() {
   std::error_code ec;
   if (auto d = env_value("FUSEJIT_CACHE_DIR")) env.dir = fs::path(*d);
   else if (auto x = env_value("XDG_CACHE_HOME"); x && (*x)[0] == '/') env.dir = fs::path(*x) / "fusejit";
-  else if (auto h = env_value("HOME")) env.dir = fs::path(*h) / ".cache" / "fusejit";
+  // A relative HOME (a misconfigured service) is ignored as a relative XDG_CACHE_HOME is: taken
+  // from the working directory it would scatter caches over every folder a program starts in.
+  else if (auto h = env_value("HOME"); h && (*h)[0] == '/') env.dir = fs::path(*h) / ".cache" / "fusejit";
   if (env.dir && env.dir->is_relative()) {
     fs::path abs = fs::absolute(*env.dir, ec);
     if (!ec) env.dir = abs;
@@ -622,8 +624,8 @@ std::shared_ptr<DiskStore> DiskStore::shared(const std::string& dir, bool disk) 
   if (auto it = stores.find(id); it != stores.end()) return it->second;
   auto store = std::make_shared<DiskStore>(StoreConfig{folder, env.max_bytes, shared_warn});
   if (none_set)
-    shared_warn("no kernel cache folder (none of FUSEJIT_CACHE_DIR, XDG_CACHE_HOME, HOME is set); continuing without "
-                "the disk cache");
+    shared_warn("no kernel cache folder (none of FUSEJIT_CACHE_DIR, XDG_CACHE_HOME, HOME is set; a relative "
+                "XDG_CACHE_HOME or HOME is ignored); continuing without the disk cache");
   stores.emplace(id, store);
   return store;
 }

@@ -43,7 +43,8 @@ inline constexpr uint64_t kDefaultCacheMaxBytes = uint64_t{1} << 30;
 
 struct CacheEnv {
   // $FUSEJIT_CACHE_DIR, else $XDG_CACHE_HOME/fusejit (an absolute XDG_CACHE_HOME only, as the
-  // XDG spec says), else $HOME/.cache/fusejit; nullopt when none is set. Made absolute.
+  // XDG spec says), else $HOME/.cache/fusejit (an absolute HOME only); nullopt when none is set.
+  // Made absolute.
   std::optional<std::filesystem::path> dir;
   bool disabled = false;                       // FUSEJIT_DISABLE_CACHE is 1/true/yes/on
   uint64_t max_bytes = kDefaultCacheMaxBytes;  // FUSEJIT_CACHE_MAX_MB in MiB; 0 means no cap

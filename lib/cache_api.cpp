@@ -14,7 +14,7 @@ std::filesystem::path resolve(const Options& o) {
   ir::check_path(o.cache_dir, "cache folder");
   if (!o.cache_dir.empty()) return std::filesystem::absolute(o.cache_dir);
   auto d = jit::cache_env().dir;
-  if (!d) throw ir::UserError("no cache folder: set FUSEJIT_CACHE_DIR, XDG_CACHE_HOME or HOME");
+  if (!d) throw ir::UserError("no cache folder: set FUSEJIT_CACHE_DIR, XDG_CACHE_HOME or HOME (the last two as absolute paths)");
   return *d;
 }
 }  // namespace

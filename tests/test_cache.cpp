@@ -878,6 +878,8 @@ TEST_CASE("cache folder from the environment") {
   CHECK(cache_dir_from_env() == fs::path("/h/.cache/fusejit"));
   ::unsetenv("XDG_CACHE_HOME");
   CHECK(cache_dir_from_env() == fs::path("/h/.cache/fusejit"));
+  ::setenv("HOME", "h", 1);  // a relative HOME too
+  CHECK(!cache_dir_from_env());
   ::unsetenv("HOME");
   CHECK(!cache_dir_from_env());
   for (const auto& s : saved) {
