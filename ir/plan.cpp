@@ -51,9 +51,14 @@ GroupTraffic traffic(const Graph& g, const FusionGroup& group, const SplitRules&
   const ReduceGroupInfo info = analyze_reduce_group(g, group);
   if (!info.problem.empty()) return t;
   const RowSplit split = row_split_at(g, group, info, rules);
-  if (split.row_cache_bytes > 0 || split.short_rows) return t;
-  for (NodeId id : info.reread_inputs)
+  if ((split.row_cache_bytes > 0 && !split.shared_rows_reread) || split.short_rows) return t;
+  // With only the rows that differ per row on chip, the broadcast ones are re-read (each counted
+  // at its own size: one row, which L2 serves to every block).
+  const size_t first = split.shared_rows_reread ? info.per_row_inputs : 0;
+  for (size_t k = first; k < info.reread_inputs.size(); ++k) {
+    const NodeId id = info.reread_inputs[k];
     t.reread_bytes = add_bytes(t.reread_bytes, mul_bytes(bytes_of(g, id), info.input_passes.at(id) - 1));
+  }
   t.read_bytes = add_bytes(t.read_bytes, t.reread_bytes);
   return t;
 }

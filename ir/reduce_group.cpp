@@ -183,6 +183,17 @@ struct Analyzer {
     return false;
   }
 
+  // Whether input `i` is the same in every row: a literal 1 (or no dim) on every kept axis that has
+  // more than one row (right-aligned to X). Decided on the graph's dims, not the call's: a named dim
+  // that a call sets to 1 still counts as rows.
+  bool same_in_every_row(NodeId i) const {
+    const Shape& s = g.node(i).shape;
+    const size_t off = grp.iter_shape.size() - s.size();
+    for (size_t d = 0; d < s.size(); ++d)
+      if (!(grp.reduce_mask >> (d + off) & 1) && (s[d].size != 1 || s[d].sym >= 0)) return false;
+    return true;
+  }
+
   // The reductions' passes, level by level: the reductions of a level linked (transitively) by a
   // common per-element load, in passes of at most kMaxPassReductions members and kMaxLaneBytes;
   // and the inputs each pass loads.
@@ -277,6 +288,9 @@ struct Analyzer {
       for (NodeId i : p) ++info.input_passes[i];
     for (NodeId i : grp.inputs)
       if (info.input_passes.count(i) && info.input_passes[i] >= 2 && varies_along_row(i)) info.reread_inputs.push_back(i);
+    auto shared = std::stable_partition(info.reread_inputs.begin(), info.reread_inputs.end(),
+                                        [&](NodeId i) { return !same_in_every_row(i); });
+    info.per_row_inputs = static_cast<size_t>(shared - info.reread_inputs.begin());
     keep_values();
   }
 
@@ -448,8 +462,12 @@ bool short_row(int64_t input_bytes, int64_t row_len) {
 }
 
 RowCacheUse row_cache_use(std::span<const int> input_sizes, std::span<const int> value_sizes, int64_t row_len,
-                          int64_t blocks_per_row, int64_t limit, bool short_rows) {
+                          int64_t blocks_per_row, int64_t limit, bool short_rows, size_t per_row) {
   const int64_t inputs = row_cache_at(input_sizes, row_len, blocks_per_row, limit);
+  if (inputs == 0 && per_row > 0 && per_row < input_sizes.size() &&
+      !(short_rows && short_row(row_cache_bytes(input_sizes, row_len), row_len)))
+    if (const int64_t some = row_cache_at(input_sizes.first(per_row), row_len, blocks_per_row, limit); some > 0)
+      return {3, some};
   if (inputs == 0 || (short_rows && short_row(inputs, row_len))) return {};
   if (!value_sizes.empty()) {
     std::vector<int> all(input_sizes.begin(), input_sizes.end());
@@ -475,9 +493,10 @@ RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupI
   if (r.block_rows && rules.row_cache) {
     const std::vector<int> values = rules.kept_values ? kept_value_sizes(g, info) : std::vector<int>{};
     const RowCacheUse use = row_cache_use(row_cache_element_sizes(g, info), values, row_len, r.blocks_per_row,
-                                          rules.row_cache_limit, short_rows);
+                                          rules.row_cache_limit, short_rows, info.per_row_inputs);
     r.row_cache_bytes = use.bytes;
     r.values_on_chip = use.mode == 2;
+    r.shared_rows_reread = use.mode == 3;
   }
   return r;
 }

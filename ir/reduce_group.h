@@ -15,6 +15,7 @@
 //    params (a value of shape R broadcasts against X by NumPy's right alignment, not per row).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <span>
@@ -57,11 +58,15 @@ struct ReduceGroupInfo {
   // Per group input read per element (not a row-scope load): the passes over a row that load it
   // (one per distinct reduction whose operand reads it, one for the element outputs).
   std::map<NodeId, int> input_passes;
-  // The inputs loaded per element by two or more passes and varying along a reduced axis, in group
-  // input order. A kernel with one block per row keeps their rows in its row cache (docs/ops.md,
-  // "The row on chip": the first pass writes each element it loads to shared memory, later passes
-  // read it there) when they fit; otherwise every pass reads them from memory.
+  // The inputs loaded per element by two or more passes and varying along a reduced axis: first
+  // those whose rows differ from row to row, then (from per_row_inputs on) those broadcast over the
+  // rows (a [1, S] mask beside [H, S] scores), each part in group input order. A kernel with one
+  // block per row keeps their rows in its row cache (docs/ops.md, "The row on chip": the first pass
+  // writes each element it loads to shared memory, later passes read it there) when they fit; when
+  // only the first per_row_inputs fit, those (RowCacheUse mode 3: the broadcast rows, the same
+  // bytes for every block, are re-read through L2); otherwise every pass reads them from memory.
   std::vector<NodeId> reread_inputs;
+  size_t per_row_inputs = 0;
   // Element values a pass computes that the epilogue computes again from the same inputs, costly
   // ones only (a library math call, a division or square root, an integer division: costly_op),
   // the highest such on each of the epilogue's paths, in topological order (softmax: exp(x - max),
@@ -163,7 +168,8 @@ std::vector<int> kept_value_sizes(const Graph& g, const ReduceGroupInfo& info);
 inline constexpr int64_t kKeptValuesCacheBytes = 48 * 1024;
 
 // What a launch keeps in a row kernel's row cache: `mode` 0 nothing (the passes read memory), 1
-// the cached inputs' rows, 2 those and the kept values (the kernel's row_cache argument), taking
+// the cached inputs' rows, 2 those and the kept values, 3 the rows of the inputs that differ from
+// row to row only (ReduceGroupInfo::per_row_inputs) (the kernel's row_cache argument), taking
 // `bytes` of shared memory per block.
 struct RowCacheUse {
   int mode = 0;
@@ -175,9 +181,13 @@ struct RowCacheUse {
 bool short_row(int64_t input_bytes, int64_t row_len);
 // The launcher's rule: 0 for short rows when `short_rows` (SplitRules::short_rows); else
 // mode 2 when the inputs and values together fit min(limit, kKeptValuesCacheBytes), else mode 1
-// when the inputs fit `limit` (row_cache_at), else 0.
+// when the inputs fit `limit` (row_cache_at), else mode 3 when the first `per_row` inputs (those
+// that differ from row to row, fewer than all) fit, else 0. Broadcast rows go first because every
+// block reads the same bytes of them, which L2 keeps; a row only one block reads is a read of HBM
+// per pass. A rule chosen before any GPU measurement.
 RowCacheUse row_cache_use(std::span<const int> input_sizes, std::span<const int> value_sizes, int64_t row_len,
-                          int64_t blocks_per_row, int64_t limit, bool short_rows = false);
+                          int64_t blocks_per_row, int64_t limit, bool short_rows = false,
+                          size_t per_row = SIZE_MAX);
 
 // How a reduction group's rows run at the graph's current sizes (docs/ops.md, "A row split over
 // blocks"): rows side by side in blocks (a column reduction: block_rows false) or one block per
@@ -192,6 +202,9 @@ struct RowSplit {
   int launches = 1;
   int64_t row_cache_bytes = 0;
   bool values_on_chip = false;
+  // Only the inputs whose rows differ from row to row are on chip (RowCacheUse mode 3); the passes
+  // read the broadcast ones (ReduceGroupInfo::reread_inputs from per_row_inputs on) from memory.
+  bool shared_rows_reread = false;
   // One block per row, unsplit, short (short_row) under rules with SplitRules::short_rows (a
   // GPU's): re-read from L1/L2, counted once by the traffic model, whether or not the rules allow
   // a row cache.

@@ -815,6 +815,14 @@ struct ReduceGen {
   }
   bool row_blocks() const { return ir::reduces_innermost(k.group); }
 
+  // Whether cached input `id`'s row is on chip in this launch: fj_rc for the rows that differ per
+  // row, fj_rca for the broadcast ones (ReduceGroupInfo::per_row_inputs), which row_cache 3 leaves
+  // in memory.
+  std::string on_chip(ir::NodeId id) const {
+    const auto at = std::find(info.reread_inputs.begin(), info.reread_inputs.end(), id);
+    return static_cast<size_t>(at - info.reread_inputs.begin()) < info.per_row_inputs ? "fj_rc" : "fj_rca";
+  }
+
   // Whether input i varies along the row (a row kernel's innermost dim).
   bool along_row(size_t i) const { return k.layout.in_dims[i][static_cast<size_t>(last_dim())] >= 0; }
 
@@ -960,7 +968,7 @@ struct ReduceGen {
       else if (row_pointer(id))
         s += fmt::format("  const {0} {1} = fj_row_{2}[(unsigned long long){3} * fj_rst_{2}];\n", k.storage(id), name, v(id), at);
       else
-        s += fmt::format("  const {0} {1} = fj_rc ? fj_rc_{3}[k] : {2};\n", k.storage(id), name, load, v(id));
+        s += fmt::format("  const {0} {1} = {4} ? fj_rc_{3}[k] : {2};\n", k.storage(id), name, load, v(id), on_chip(id));
       s += hf.other_form(id, HalfForms::Form::Storage);
     }
     for (ir::NodeId id : elems) s += compute_node(k, hf, id);
@@ -1060,9 +1068,9 @@ struct ReduceGen {
     for (ir::NodeId id : info.reread_inputs) {
       if (!row_pointer(id)) continue;
       const std::string st = along_row(input_index.at(id)) ? "fj_ist_" + v(id) : std::string("0ull");
-      s += fmt::format("  const {0}* const fj_row_{1} = fj_rc ? fj_rc_{1} : in_{1} + ib_{1};\n"
-                       "  const unsigned long long fj_rst_{1} = fj_rc ? 1ull : {2};\n",
-                       k.storage(id), v(id), st);
+      s += fmt::format("  const {0}* const fj_row_{1} = {3} ? fj_rc_{1} : in_{1} + ib_{1};\n"
+                       "  const unsigned long long fj_rst_{1} = {3} ? 1ull : {2};\n",
+                       k.storage(id), v(id), st, on_chip(id));
     }
     return s.empty() ? "" : "  // The rows the passes read: on chip when the launch keeps them there, else in memory\n" + s;
   }
@@ -1303,14 +1311,16 @@ struct ReduceGen {
     if (red_j.size() == 1) {
       for (ir::NodeId id : info.reread_inputs) {
         const size_t i = input_index.at(id);
-        s += fmt::format("  fjk_stage_row(fj_rc_{0}, in_{0} + ib_{0}, (long long)row_len, {1}, fj_tid, fj_nt);\n", v(id),
-                         along_row(i) ? "fj_ist_" + v(id) : std::string("0ull"));
+        s += fmt::format("  {2}fjk_stage_row(fj_rc_{0}, in_{0} + ib_{0}, (long long)row_len, {1}, fj_tid, fj_nt);\n", v(id),
+                         along_row(i) ? "fj_ist_" + v(id) : std::string("0ull"),
+                         on_chip(id) == "fj_rc" ? "" : "if (fj_rca) ");
       }
     } else {
       std::string body = decompose(red_j, "k");
       for (ir::NodeId id : info.reread_inputs) {
         const std::string t = terms(red_j, "ist", v(id), static_cast<int>(input_index.at(id)));
-        body += fmt::format("  fj_rc_{0}[k] = in_{0}[ib_{0}{1}];\n", v(id), t.empty() ? "" : " + " + t);
+        body += fmt::format("  {2}fj_rc_{0}[k] = in_{0}[ib_{0}{1}];\n", v(id), t.empty() ? "" : " + " + t,
+                            on_chip(id) == "fj_rc" ? "" : "if (fj_rca) ");
       }
       s += fmt::format("  for ({0} k = ({0})fj_tid; k < row_len; k += ({0})fj_nt) {{\n", k.idx) + indent(body, 2) + "  }\n";
     }
@@ -1348,9 +1358,14 @@ struct ReduceGen {
     std::string s = "  // The row on chip (docs/ops.md): the inputs several passes read, copied into shared memory at\n"
                     "  // the start of each row when the launch gave room for them (row_cache 1 or 2; not in a split row's launches)\n"
                     "  FJK_DYNAMIC_SHARED(fj_row_cache);\n  const bool fj_rc = row_cache != 0 && split_phase == 0;\n";
+    if (info.per_row_inputs < info.reread_inputs.size())
+      s += "  // with row_cache 3 the rows that differ per row only: the broadcast ones (the same bytes for every\n"
+           "  // block, which L2 keeps) are read from memory\n"
+           "  const bool fj_rca = fj_rc && row_cache != 3;\n";
     std::string offset = "0";
     for (ir::NodeId id : info.reread_inputs) {
-      s += fmt::format("  {0}* const fj_rc_{1} = fjk_shared_region<{0}>(fj_row_cache, {2}, fj_rc);\n", k.storage(id), v(id), offset);
+      s += fmt::format("  {0}* const fj_rc_{1} = fjk_shared_region<{0}>(fj_row_cache, {2}, {3});\n", k.storage(id), v(id), offset,
+                       on_chip(id));
       offset += fmt::format(" + ((unsigned long long)row_len * {} + 15) / 16 * 16", ir::dtype_size(k.dtype(id)));
     }
     if (kept.empty()) return s;
@@ -1468,6 +1483,7 @@ GeneratedKernel generate_reduce_kernel(KernelGen& k) {
   out.split_phases = r.final_phase;
   out.rows_per_block = r.row_blocks() ? 1 : r.col_rows();
   if (r.row_blocks()) out.row_cache_sizes = ir::row_cache_element_sizes(k.g, r.info);
+  if (r.row_blocks()) out.row_cache_per_row = r.info.per_row_inputs;
   if (!r.kept.empty()) out.row_value_sizes = ir::kept_value_sizes(k.g, r.info);
   if (out.takes_long_rows())
     out.lane_groups = static_cast<int>(std::clamp<int64_t>(

@@ -97,6 +97,10 @@ struct GeneratedKernel {
   // Empty: no row cache and no row_cache parameter. With `row_cache` 1 the launch must give that
   // many bytes of dynamic shared memory (split_phase 0 only); with 0, none (the passes re-read).
   std::vector<int> row_cache_sizes;
+  // How many of row_cache_sizes' inputs (the first ones) differ from row to row: with `row_cache` 3
+  // the launch gives the bytes of those only and the kernel reads the others (broadcast over the
+  // rows) from memory (ir::row_cache_use).
+  size_t row_cache_per_row = 0;
   // The element size in bytes of each kept value (ir::ReduceGroupInfo::kept_values), laid out after
   // the inputs in the same way. With `row_cache` 2 the launch gives the bytes of both (ir::
   // row_cache_use), the first pass computing a value writes it there and the epilogue reads it

@@ -165,7 +165,8 @@ void set_row_cache(const LaunchRules& rules, int64_t row_len, GroupLaunch& out) 
   // loop keeps 256 / V threads: measured only with vectors).
   const bool short_rows = rules.short_rows && out.rows_ok;
   const ir::RowCacheUse use = ir::row_cache_use(out.kernel->row_cache_sizes, out.kernel->row_value_sizes, row_len,
-                                                out.row_split, rules.row_cache_limit, short_rows);
+                                                out.row_split, rules.row_cache_limit, short_rows,
+                                                out.kernel->row_cache_per_row);
   out.row_cache_bytes = use.bytes;
   out.row_cache_mode = use.mode;
   if (use.mode == 0) return;

@@ -101,7 +101,8 @@ struct GroupLaunch {
   int64_t workspace_bytes = 0;
   // > 0: the kernel keeps each row's cached inputs on chip (GeneratedKernel::row_cache_sizes,
   // ir::row_cache_bytes <= LaunchRules::row_cache_limit, rows not split), and its kept values too
-  // when they also fit (ir::row_cache_use): its row_cache argument is row_cache_mode (1 or 2) and
+  // when they also fit, or only the rows that differ per row (ir::row_cache_use): its row_cache
+  // argument is row_cache_mode (1, 2 or 3) and
   // every launch gets this many bytes of dynamic shared memory. 0: no row cache.
   int64_t row_cache_bytes = 0;
   int row_cache_mode = 0;

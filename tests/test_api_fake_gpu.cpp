@@ -387,6 +387,38 @@ TEST_CASE("the row on chip on the CUDA backend: dynamic shared memory per launch
   }
 }
 
+TEST_CASE("a mask broadcast over the rows: the scores' rows on chip, the mask re-read from memory, the CPU's bits") {
+  FakeGpu gpu;
+  // Masked softmax over rows of 16,384 f32 on the fake GPU (99 KiB opt-in: an 87 KiB row cache):
+  // scores and mask would take 128 KiB, the scores alone take 64 KiB (row cache mode 3).
+  const std::string text = "graph msm\ninput s : f32[4, 16384]\ninput mask : f32[16384]\ny = softmax(s + mask, -1)\n"
+                           "output y\n";
+  const std::vector<float> vs = patterned(4 * 16384, 97.0f, 5.0f), vm = patterned(16384, 31.0f, 16.0f);
+  fj::Options cpu;
+  cpu.backend = fj::Backend::Cpu;
+  const std::vector<fj::HostTensor> want = fj::Program::compile(fj::Graph::parse(text), cpu)
+      .run({fj::HostTensor::from_floats(fj::DType::F32, {4, 16384}, vs), fj::HostTensor::from_floats(fj::DType::F32, {16384}, vm)});
+  for (int64_t limit : {int64_t{0}, int64_t{60000}}) {  // the GPU's limit; one the scores do not fit: nothing on chip
+    CAPTURE(limit);
+    fj::Options o;
+    o.row_cache_limit = limit;
+    const fj::Program p = compile_cuda(text, o);
+    auto keep = emulate(p);
+    std::vector<float> y(vs.size());
+    const void* ins[2] = {vs.data(), vm.data()};
+    void* outs[1] = {y.data()};
+    fake_cuda::st().keep_launches = true;
+    fake_cuda::st().launches.clear();
+    p.launch(ins, outs);
+    fake_cuda::st().keep_launches = false;
+    REQUIRE(fake_cuda::st().launches.size() == 1);
+    CHECK(fake_cuda::st().launches[0].shared_bytes == (limit == 0 ? 65536u : 0u));
+    CHECK(std::memcmp(y.data(), want[0].data().data(), y.size() * 4) == 0);
+    CHECK(p.plan_text().find(limit == 0 ? "(65536 B of shared memory per block for s) but for mask" : "each reading s, mask from memory") !=
+          std::string::npos);
+  }
+}
+
 TEST_CASE("short rows on a GPU are re-read from memory, not kept on chip, with the same bits") {
   // Rows of 2,048 f32 (8 KiB, ir::kShortRowElements): no row cache on a GPU; every pass reads the
   // row (L1/L2 serve the re-reads), with the fast entry's block of 64 threads. 2,049 stay on chip.

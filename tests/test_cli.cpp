@@ -561,8 +561,13 @@ TEST_CASE("plan --arch plans as a GPU of that compute capability runs the graph"
   r = run("plan " + g + " --arch sm_90");  // 227 KiB less 12 KiB: the 128 KiB row of s and mask fits
   CHECK(r.code == 0);
   CHECK(r.out.find("the row kept on chip (131072 B of shared memory per block for s, mask") != std::string::npos);
-  r = run("plan " + g + " --arch sm_86");  // 99 KiB less 12 KiB: it does not
-  CHECK(r.out.find("over the 89088 B row cache;") != std::string::npos);
+  r = run("plan " + g + " --arch sm_86");  // 99 KiB less 12 KiB: only s fits, the mask (the same in every row) is re-read
+  CHECK(r.out.find("the row kept on chip (65536 B of shared memory per block for s) but for mask, the same in every "
+                   "row, which each pass reads from memory (L2 serves every block the same bytes): with it the row "
+                   "cache would take 131072 B, over the 89088 B row cache;") != std::string::npos);
+  const nlohmann::json k0 = nlohmann::json::parse(run("plan " + g + " --arch sm_86 --json").out)["fused"]["groups"][0];
+  CHECK(k0["broadcast_rows_reread"] == true);
+  CHECK(k0["row_cache_bytes"] == 65536);
   // A larger --row-cache-limit is capped by the GPU's, and the note says so.
   r = run("plan " + g + " --arch sm_86 --row-cache-limit 1000000");
   CHECK(r.out.find("over the 89088 B row cache (the limit asked for, 1000000 B, capped by the shared memory a block "

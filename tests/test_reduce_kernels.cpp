@@ -529,6 +529,51 @@ TEST_CASE("short rows re-read from L1/L2 on a GPU; long rows on chip take the lo
   CHECK_FALSE(st->groups[0].long_rows);
 }
 
+TEST_CASE("a row broadcast over the rows leaves the row cache first: the rows that differ per row stay on chip") {
+  // row_cache_use with per_row: all inputs while they fit; else the first per_row (mode 3).
+  const int two[] = {4, 2}, none[] = {0};
+  const std::span<const int> no_values(none, 0);
+  CHECK(ir::row_cache_use(two, no_values, 4096, 1, 24576, false, 1) == ir::RowCacheUse{1, 24576});
+  CHECK(ir::row_cache_use(two, no_values, 4096, 1, 24575, false, 1) == ir::RowCacheUse{3, 16384});
+  CHECK(ir::row_cache_use(two, no_values, 4096, 1, 16383, false, 1) == ir::RowCacheUse{});
+  CHECK(ir::row_cache_use(two, no_values, 4096, 1, 24575, false, 0) == ir::RowCacheUse{});  // no input differs per row
+  CHECK(ir::row_cache_use(two, no_values, 4096, 1, 24575) == ir::RowCacheUse{});            // all or nothing
+  CHECK(ir::row_cache_use(two, no_values, 4096, 2, 24575, false, 1) == ir::RowCacheUse{});  // a split row
+  CHECK(ir::row_cache_use(two, no_values, 1024, 1, 4000, true, 1) == ir::RowCacheUse{});    // a short row
+
+  // Masked softmax over rows of 16,384 f32 on an sm_86 (87 KiB): scores and mask take 128 KiB; the
+  // mask (listed first) is the same in every row, so the scores alone are kept (64 KiB) and the
+  // mask's two re-reads are counted at its own size.
+  const ir::Graph g = ir::parse_graph("input mask : f32[1, 16384]\ninput s : f32[4, 16384]\n"
+                                      "y = softmax(s + mask, -1)\noutput y\n", "t.txt");
+  ir::PlanOptions po;
+  po.rules.row_cache_limit = ir::row_cache_limit_for(99 * 1024);
+  po.rules.short_rows = true;
+  const ir::Plan plan = ir::plan_fusion(g, po);
+  REQUIRE(plan.groups.size() == 1);
+  const ir::ReduceGroupInfo info = ir::analyze_reduce_group(g, plan.groups[0]);
+  REQUIRE(info.reread_inputs.size() == 2);
+  CHECK(g.node(info.reread_inputs[0]).name == "s");
+  CHECK(info.per_row_inputs == 1);
+  const ir::RowSplit split = ir::row_split_at(g, plan.groups[0], info, po.rules);
+  CHECK(split.row_cache_bytes == 65536);
+  CHECK(split.shared_rows_reread);
+  CHECK(ir::group_traffic(g, plan.groups[0], po.rules).reread_bytes == 2 * 65536);
+  const std::vector<jit::GeneratedKernel> ks = jit::generate_plan_kernels(g, plan);
+  CHECK(ks[0].row_cache_per_row == 1);
+  CHECK(ks[0].source.find("const bool fj_rca = fj_rc && row_cache != 3;") != std::string::npos);
+  const jit::PlanBindings b(g, plan);
+  auto st = jit::make_launch_state(g, plan, b, [&](int, size_t gi) -> const jit::GeneratedKernel& { return ks[gi]; }, po.rules);
+  REQUIRE(st != nullptr);
+  CHECK(st->groups[0].row_cache_mode == 3);
+  CHECK(st->groups[0].row_cache_bytes == 65536);
+  // With room for both, both (mode 1; the kept exp values do not fit 48 KiB).
+  po.rules.row_cache_limit = 131072;
+  st = jit::make_launch_state(g, plan, b, [&](int, size_t gi) -> const jit::GeneratedKernel& { return ks[gi]; }, po.rules);
+  CHECK(st->groups[0].row_cache_mode == 1);
+  CHECK(ir::group_traffic(g, plan.groups[0], po.rules).reread_bytes == 0);
+}
+
 TEST_CASE("kept values: what a pass computes and the epilogue reads again, kept on chip while it fits") {
   // row_cache_use: inputs and values within min(limit, 48 KiB): mode 2; the inputs alone: mode 1.
   const int f32[] = {4}, none[] = {0};
@@ -704,6 +749,10 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
       "graph t\ninput x : f32[4, 3, 301] range -8:8\nm = amax(x, [1, 2], keepdim)\ne = exp(x - m)\n"
       "y = e / sum(e, [1, 2], keepdim)\noutput y\n",
       "graph t\ninput dy : f32[700, 5]\ndb = sum(dy, 0)\noutput db\n",  // rows side by side in a block
+      // A row broadcast over the rows beside one that differs per row: with row_cache 3 only the
+      // latter is on chip (through its row pointer; element by element in rows of two dims).
+      "graph t\ninput s : f32[3, 900] range -8:8\ninput m : f32[900]\ny = softmax(s + m, -1)\noutput y\n",
+      "graph t\ninput x : f32[4, 3, 301]\ninput b : f32[1, 3, 301]\nh = x + b\ny = h - mean(h, [1, 2], keepdim)\noutput y\n",
       // Long rows, run whole and split in 2 and 9 parts: one level and row outputs (two
       // launches); two levels and element outputs (softmax: five launches); row and element
       // outputs of two levels (standardization, its mean and variance).
@@ -754,13 +803,22 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
     std::vector<int> sizes = k.row_cache_sizes;  // inputs, then kept values (row_cache 2)
     sizes.insert(sizes.end(), k.row_value_sizes.begin(), k.row_value_sizes.end());
     std::vector<uint64_t> shared(static_cast<size_t>(ir::row_cache_bytes(sizes, row_len) / 8), ~0ull);
+    // Row cache 3 gets room for the rows that differ per row only (the broadcast ones are read in memory).
+    const std::vector<int> per_row(k.row_cache_sizes.begin(), k.row_cache_sizes.begin() + static_cast<long>(k.row_cache_per_row));
+    std::vector<uint64_t> shared_per_row(static_cast<size_t>(ir::row_cache_bytes(per_row, row_len) / 8), ~0ull);
+    const bool broadcast_row = std::string(text).find("input m :") != std::string::npos ||
+                               std::string(text).find("input b :") != std::string::npos;
+    CHECK((k.row_cache_per_row == 1 && k.row_cache_sizes.size() == 2) == broadcast_row);
     // Every row kernel here re-reads x, except the pass computing sum(x * x) and amax(x) together;
     // the softmax kernels keep exp(x - max) too (row_cache 2).
     CHECK(k.row_cache_sizes.size() == (k.row_blocks ? ir::analyze_reduce_group(g, grp).reread_inputs.size() : 0));
     const bool exp = std::string(text).find("softmax") != std::string::npos || std::string(text).find("exp(") != std::string::npos;
     CHECK(k.row_value_sizes.size() == (k.row_blocks && exp ? 1u : 0u));
-    const int modes = k.row_cache_sizes.empty() ? 1 : k.row_value_sizes.empty() ? 2 : 3;
-    for (int cache = 0; cache < modes; ++cache)
+    std::vector<int> modes{0};
+    if (!k.row_cache_sizes.empty()) modes.push_back(1);
+    if (!k.row_value_sizes.empty()) modes.push_back(2);
+    if (broadcast_row) modes.push_back(3);
+    for (int cache : modes)
     for (long long parts : split ? std::vector<long long>{1, 2, 9} : std::vector<long long>{1})
     for (unsigned block : blocks)
       for (unsigned grid : {1u, 2u, 5u}) {
@@ -773,7 +831,7 @@ TEST_CASE("a reduction kernel gives the same bits for every block size and grid 
         const int64_t rows = ir::num_elements(ir::reduced_shape(grp.iter_shape, grp.reduce_mask, false));
         std::vector<uint64_t> ws(static_cast<size_t>(ir::split_workspace_slots(k.split_reductions, rows, row_len)), ~0ull);
         set_row_cache(k, args, parts == 1 ? cache : 0);  // split launches never get the row cache
-        if (parts == 1) run(args.params(), grid, block, cache ? shared.data() : nullptr);
+        if (parts == 1) run(args.params(), grid, block, cache == 3 ? shared_per_row.data() : cache ? shared.data() : nullptr);
         for (int phase = 1; parts > 1 && phase <= k.split_phases; ++phase) {  // as launch_plan does
           set_split(k, args, phase, parts, reinterpret_cast<uint64_t>(ws.data()));
           run(args.params(), grid, block, nullptr);

@@ -502,6 +502,21 @@ std::string default_limit_note(const SplitRules& rules) {
              : "";
 }
 
+// The row cache holding only the rows that differ per row (RowCacheUse mode 3).
+std::string shared_rows_note(const Graph& g, const ReduceGroupInfo& info, int64_t all_bytes, const RowSplit& split,
+                             const SplitRules& rules) {
+  std::string kept, shared;
+  for (size_t k = 0; k < info.reread_inputs.size(); ++k)
+    (k < info.per_row_inputs ? kept : shared) +=
+        ((k < info.per_row_inputs ? kept : shared).empty() ? "" : ", ") + value_name(g, info.reread_inputs[k]);
+  const bool one = info.reread_inputs.size() - info.per_row_inputs == 1;
+  return fmt::format(", the row kept on chip ({} B of shared memory per block for {}) but for {}, the same in every row, "
+                     "which each pass reads from memory (L2 serves every block the same bytes): with {} the row cache "
+                     "would take {} B, over the {} B row cache{}",
+                     split.row_cache_bytes, kept, shared, one ? "it" : "them", all_bytes, rules.row_cache_limit,
+                     default_limit_note(rules));
+}
+
 std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroupInfo& info, const RowSplit& split,
                         const SplitRules& rules) {
   const int64_t bytes = row_cache_bytes(row_cache_element_sizes(g, info), reduce_length(fg.iter_shape, fg.reduce_mask));
@@ -509,6 +524,7 @@ std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroup
   if (info.reread_inputs.empty() || bytes == 0 || rows == 0) return "";  // nothing read twice, or nothing to read
   std::string names;  // the inputs the passes share
   for (NodeId i : info.reread_inputs) names += (names.empty() ? "" : ", ") + value_name(g, i);
+  if (split.shared_rows_reread) return shared_rows_note(g, info, bytes, split, rules);
   if (split.row_cache_bytes > 0)
     return fmt::format(", the row kept on chip ({} B of shared memory per block for {}{})", split.row_cache_bytes, names,
                        kept_note(g, fg, info, split, rules));

@@ -322,6 +322,8 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
       e["row_cache_bytes"] = r.row_cache_bytes;  // 0: passes re-read their inputs (reread_bytes)
       e["kept_values"] = fused.rules.kept_values ? names(analyze_reduce_group(g, grp).kept_values) : json::array();
       e["values_on_chip"] = r.values_on_chip;  // the row cache holds them too (row_cache 2)
+      // Rows broadcast over the rows, read from memory by each pass beside rows on chip (row_cache 3).
+      e["broadcast_rows_reread"] = r.shared_rows_reread;
       e["reread_bytes"] = t.reread_bytes;
       e["short_rows"] = r.short_rows;  // re-read from L1/L2, counted once (ir::kShortRowElements)
     }
