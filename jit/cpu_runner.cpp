@@ -152,7 +152,7 @@ CpuRunStats run_cpu_program(const CpuProgram& prog, std::span<const std::span<co
       make_launch_state(g, prog.plan, bindings, [&](int variant, size_t gi) -> const GeneratedKernel& {
         FJ_CHECK(variant == 0, "run_cpu_program: the kernels were generated for fewer elements");
         return prog.kernels[gi];
-      });
+      }, prog.plan.rules);  // the rules it was planned with (row splits, the row cache), as Program runs it
   FJ_CHECK(state != nullptr, "run_cpu_program: the plan does not hold for its own graph");
   std::vector<TensorArg> in, out;
   for (size_t k = 0; k < s.inputs.size(); ++k) in.push_back({s.inputs[k], state->input_shapes[k], {}});

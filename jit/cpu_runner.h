@@ -95,6 +95,8 @@ struct CpuRunOptions {
 //   params:  the value of every graph param (slot order; empty = defaults);
 //   intermediates: one per plan_intermediates() entry, exact size, or empty to use buffers of
 //            its own.
+// The launches follow prog.plan.rules (ir::SplitRules: row splits, the row cache and its limit), the
+// rules the plan's notes and traffic describe.
 // Throws ir::InternalError on a broken plan.
 CpuRunStats run_cpu_program(const CpuProgram& prog, std::span<const std::span<const std::byte>> inputs,
                             std::span<const std::span<std::byte>> outputs, std::span<const ir::Scalar> params = {},

@@ -73,4 +73,12 @@ TEST_CASE("fused plans of samples and random graphs run on the CPU bit for bit l
   po.max_ops_per_group = 6;  // small cap: exercises splits and materialised intermediates
   run_and_compare(originals, po);
   run_and_compare(originals, {});
+  // Launched under other rules (run_cpu_program follows the plan's): a row cache of 64 bytes keeps
+  // short rows on chip, puts longer ones back in memory and keeps only the rows that differ per
+  // row where broadcast rows do not fit (row_cache 3); and no row cache at all.
+  PlanOptions small;
+  small.rules.row_cache_limit = 64;
+  run_and_compare(originals, small);
+  small.rules.row_cache = false;
+  run_and_compare(originals, small);
 }
