@@ -32,10 +32,11 @@ namespace {
 // A bad command-line value: `option` (e.g. "--dim") was given `value` (e.g. "N=-5"); `at` is the
 // offset in `value` of the part at fault (the caret goes there).
 struct ArgError : std::runtime_error {
-  ArgError(std::string option, std::string value, size_t at, const std::string& message)
-      : std::runtime_error(message), option(std::move(option)), value(std::move(value)), at(at) {}
+  ArgError(std::string option, std::string value, size_t at, const std::string& message, int skip = 0)
+      : std::runtime_error(message), option(std::move(option)), value(std::move(value)), at(at), skip(skip) {}
   std::string option, value;
   size_t at;
+  int skip;  // the value given to `option` that many times before this one (a repeat)
 };
 
 // The command line as one line of text (arguments with blanks quoted), to point into it.
@@ -55,11 +56,17 @@ class CommandLine {
   }
   const std::string& text() const { return text_; }
   // 0-based column in text() of `value`'s character `at`, where `value` was given to `option`
-  // (as `--opt value` or `--opt=value`); nullopt when it is not found.
-  std::optional<size_t> column(const std::string& option, const std::string& value, size_t at) const {
+  // (as `--opt value`, `--opt=value`, or a later value of `--opt a b`) for the (skip + 1)th time;
+  // nullopt when it is not found.
+  std::optional<size_t> column(const std::string& option, const std::string& value, size_t at, int skip = 0) const {
+    bool in_values = false;  // after `option`, before the next argument starting with '-'
     for (size_t i = 1; i < args_.size(); ++i) {
-      if (args_[i] == option && i + 1 < args_.size() && args_[i + 1] == value) return starts_[i + 1] + at;
-      if (args_[i] == option + "=" + value) return starts_[i] + option.size() + 1 + at;
+      std::optional<size_t> col;
+      if (args_[i] == option + "=" + value) col = starts_[i] + option.size() + 1 + at;
+      else if (in_values && args_[i] == value) col = starts_[i] + at;
+      if (col && skip-- == 0) return col;
+      if (args_[i] == option) in_values = true;
+      else if (!args_[i].empty() && args_[i][0] == '-') in_values = false;
     }
     return std::nullopt;
   }
@@ -164,7 +171,7 @@ ErrorInfo current_error(const CommandLine& line) {
     throw;
   } catch (const ArgError& a) {
     e.message = a.option + (a.value.empty() ? "" : " " + a.value) + ": " + a.what();
-    if (auto col = line.column(a.option, a.value, a.at)) {
+    if (auto col = line.column(a.option, a.value, a.at, a.skip)) {
       e.file = "<command line>";
       e.line = 1;
       e.col = static_cast<int>(*col) + 1;
@@ -224,12 +231,14 @@ std::pair<std::string, std::string> split_kv(const std::string& s, const std::st
 std::vector<std::pair<std::string, std::string>> split_kv_list(const std::vector<std::string>& items,
                                                                const std::string& option) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const std::string& item : items) {
-    auto kv = split_kv(item, option);
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto kv = split_kv(items[i], option);
     for (const auto& prev : out)
-      if (prev.first == kv.first)
-        throw ArgError(option, item, 0, "'" + kv.first + "' is given twice (" + option + " " + prev.first + "=" +
-                                            prev.second + " before); give each name once");
+      if (prev.first == kv.first)  // the caret under this one, not under an identical first
+        throw ArgError(option, items[i], 0,
+                       "'" + kv.first + "' is given twice (" + option + " " + prev.first + "=" + prev.second +
+                           " before); give each name once",
+                       static_cast<int>(std::count(items.begin(), items.begin() + static_cast<long>(i), items[i])));
     out.push_back(std::move(kv));
   }
   return out;
@@ -408,7 +417,7 @@ struct RunCommand {
                     "read an input from a NumPy .npy file, NAME=FILE (repeatable); the dims of its shape follow the "
                     "file unless --dim sets them");
     cmd->add_option("--range", ranges,
-                    "random range of an input, NAME=LO:HI, finite LO < HI (repeatable; the last for a name wins; "
+                    "random range of an input, NAME=LO:HI, finite LO < HI (repeatable, once a name; "
                     "overrides the graph's `range`)");
     cmd->add_option("--seed", seed, "seed of the deterministic random inputs (0 to 2^64-1)")
         ->default_val(0)->check(kUnsigned64);

@@ -464,9 +464,9 @@ bool short_row(int64_t input_bytes, int64_t row_len) {
 RowCacheUse row_cache_use(std::span<const int> input_sizes, std::span<const int> value_sizes, int64_t row_len,
                           int64_t blocks_per_row, int64_t limit, bool short_rows, size_t per_row) {
   const int64_t inputs = row_cache_at(input_sizes, row_len, blocks_per_row, limit);
-  if (inputs == 0 && per_row > 0 && per_row < input_sizes.size() &&
-      !(short_rows && short_row(row_cache_bytes(input_sizes, row_len), row_len)))
-    if (const int64_t some = row_cache_at(input_sizes.first(per_row), row_len, blocks_per_row, limit); some > 0)
+  if (inputs == 0 && per_row > 0 && per_row < input_sizes.size())
+    if (const int64_t some = row_cache_at(input_sizes.first(per_row), row_len, blocks_per_row, limit);
+        some > 0 && !(short_rows && short_row(some, row_len)))  // the rows it would keep are short: re-read
       return {3, some};
   if (inputs == 0 || (short_rows && short_row(inputs, row_len))) return {};
   if (!value_sizes.empty()) {
@@ -490,7 +490,7 @@ RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupI
   const bool short_rows = rules.short_rows && grp.vector_rows;  // as the launcher: vector rows only
   if (r.block_rows && r.blocks_per_row == 1 && !info.reread_inputs.empty())
     r.short_rows = short_rows && short_row(row_cache_bytes(row_cache_element_sizes(g, info), row_len), row_len);
-  if (r.block_rows && rules.row_cache) {
+  if (r.block_rows && rules.row_cache && rows > 0) {  // no rows: nothing launches, nothing on chip
     const std::vector<int> values = rules.kept_values ? kept_value_sizes(g, info) : std::vector<int>{};
     const RowCacheUse use = row_cache_use(row_cache_element_sizes(g, info), values, row_len, r.blocks_per_row,
                                           rules.row_cache_limit, short_rows, info.per_row_inputs);

@@ -182,7 +182,7 @@ bool short_row(int64_t input_bytes, int64_t row_len);
 // The launcher's rule: 0 for short rows when `short_rows` (SplitRules::short_rows); else
 // mode 2 when the inputs and values together fit min(limit, kKeptValuesCacheBytes), else mode 1
 // when the inputs fit `limit` (row_cache_at), else mode 3 when the first `per_row` inputs (those
-// that differ from row to row, fewer than all) fit, else 0. Broadcast rows go first because every
+// that differ from row to row, fewer than all) fit and are not short, else 0. Broadcast rows go first because every
 // block reads the same bytes of them, which L2 keeps; a row only one block reads is a read of HBM
 // per pass. A rule chosen before any GPU measurement.
 RowCacheUse row_cache_use(std::span<const int> input_sizes, std::span<const int> value_sizes, int64_t row_len,

@@ -1356,7 +1356,7 @@ struct ReduceGen {
   std::string row_cache() {
     if (cached.empty()) return "";
     std::string s = "  // The row on chip (docs/ops.md): the inputs several passes read, copied into shared memory at\n"
-                    "  // the start of each row when the launch gave room for them (row_cache 1 or 2; not in a split row's launches)\n"
+                    "  // the start of each row when the launch gave room for them (row_cache 1 to 3; not in a split row's launches)\n"
                     "  FJK_DYNAMIC_SHARED(fj_row_cache);\n  const bool fj_rc = row_cache != 0 && split_phase == 0;\n";
     if (info.per_row_inputs < info.reread_inputs.size())
       s += "  // with row_cache 3 the rows that differ per row only: the broadcast ones (the same bytes for every\n"

@@ -169,6 +169,7 @@ CpuRunStats run_cpu_program(const CpuProgram& prog, std::span<const std::span<co
   r.vector_launches = ls.vector;
   r.strided_launches = ls.strided;
   r.kept_value_launches = ls.kept;
+  r.per_row_cache_launches = ls.per_row_only;
   return r;
 }
 

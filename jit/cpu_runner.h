@@ -74,6 +74,7 @@ struct CpuRunStats {
   int vector_launches = 0;          // launches whose vec_ok was 1 (the vector path ran)
   int strided_launches = 0;         // launches of the strided entry
   int kept_value_launches = 0;      // launches whose row cache held kept values (row_cache 2)
+  int per_row_cache_launches = 0;   // launches whose row cache held the per-row inputs only (row_cache 3)
 };
 
 // Options of run_cpu_program. `launch` is the (serial) grid and block the trampolines emulate:

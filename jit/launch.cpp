@@ -365,6 +365,7 @@ void launch_group(const PlanBindings& b, const GroupLaunch& gl, size_t gi, const
   stats.vector += vec;
   stats.strided += strided;
   stats.kept += kept;
+  stats.per_row_only += gl.row_cache_mode == 3;
 }
 
 }  // namespace

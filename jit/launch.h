@@ -226,6 +226,7 @@ struct LaunchStats {
   int vector = 0;           // fast entries run with vec_ok = 1
   int strided = 0;          // strided entries run
   int kept = 0;             // launches whose row cache held kept values (GroupLaunch::keeps_values)
+  int per_row_only = 0;     // launches whose row cache held the per-row inputs only (row_cache 3)
 };
 
 // Launches every group of the plan for `state`:

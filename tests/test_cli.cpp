@@ -350,6 +350,15 @@ TEST_CASE("--dim errors point at the command line, not at the graph file") {
   r = run_split("plan " + sample("x2x3.txt") + " --dim N=3 --dim N=4");
   CHECK(r.code == 2);
   CHECK(r.err.find("--dim N=4: 'N' is given twice (--dim N=3 before)") != std::string::npos);
+  // The caret is under the repeat, also when it is the same text, or a later value of one --dim.
+  for (const char* args : {" --dim N=3 --dim N=3", " --dim=N=3 --dim N=3", " --dim N=3 N=3"}) {
+    CAPTURE(args);
+    r = run_split("plan " + sample("x2x3.txt") + args);
+    const std::string cmd = "fusejit plan " + sample("x2x3.txt") + args;
+    REQUIRE(r.err.rfind("<command line>:1:", 0) == 0);
+    const size_t col = std::stoul(r.err.substr(std::string("<command line>:1:").size()));
+    CHECK(col == cmd.rfind("N=3") + 1);
+  }
   r = run_split("run " + sample("x2x3.txt") + " --backend cpu --range x=0:1 --range x=1:2");
   CHECK(r.code == 2);
   CHECK(r.err.find("--range x=1:2: 'x' is given twice (--range x=0:1 before)") != std::string::npos);
@@ -569,6 +578,9 @@ TEST_CASE("plan --arch plans as a GPU of that compute capability runs the graph"
   CHECK(k0["broadcast_rows_reread"] == true);
   CHECK(k0["row_cache_bytes"] == 65536);
   // A larger --row-cache-limit is capped by the GPU's, and the note says so.
+  r = run("plan " + g + " --arch sm_86 --row-cache-limit 100000");  // would not have held the 131072 B either
+  CHECK(r.out.find("over the 89088 B row cache;") != std::string::npos);
+  CHECK(r.out.find("the limit asked for") == std::string::npos);
   r = run("plan " + g + " --arch sm_86 --row-cache-limit 1000000");
   CHECK(r.out.find("over the 89088 B row cache (the limit asked for, 1000000 B, capped by the shared memory a block "
                    "of the GPU may opt in to);") != std::string::npos);

@@ -540,6 +540,9 @@ TEST_CASE("a row broadcast over the rows leaves the row cache first: the rows th
   CHECK(ir::row_cache_use(two, no_values, 4096, 1, 24575) == ir::RowCacheUse{});            // all or nothing
   CHECK(ir::row_cache_use(two, no_values, 4096, 2, 24575, false, 1) == ir::RowCacheUse{});  // a split row
   CHECK(ir::row_cache_use(two, no_values, 1024, 1, 4000, true, 1) == ir::RowCacheUse{});    // a short row
+  // The rows mode 3 would keep are short (8 KiB of 2,048 elements): re-read, as without the mask.
+  CHECK(ir::row_cache_use(two, no_values, 2048, 1, 8192, true, 1) == ir::RowCacheUse{});
+  CHECK(ir::row_cache_use(two, no_values, 2048, 1, 8192, false, 1) == ir::RowCacheUse{3, 8192});
 
   // Masked softmax over rows of 16,384 f32 on an sm_86 (87 KiB): scores and mask take 128 KiB; the
   // mask (listed first) is the same in every row, so the scores alone are kept (64 KiB) and the

@@ -490,11 +490,11 @@ std::string kept_note(const Graph& g, const FusionGroup& fg, const ReduceGroupIn
                      std::min(rules.row_cache_limit, kKeptValuesCacheBytes));
 }
 
-// How a reduction kernel's passes read the inputs they share: from the row cache or from memory.
-// The default without a GPU says so: `fusejit plan` on a GPU machine plans without the GPU unless
-// given its arch.
-std::string default_limit_note(const SplitRules& rules) {
-  if (rules.capped_from > 0)
+// Why the row cache limit is what it is, where a row of `bytes` does not fit it: a larger limit
+// asked for that would have held it but the GPU's caps; the default without a GPU (`fusejit plan`
+// on a GPU machine plans without the GPU unless given its arch).
+std::string default_limit_note(const SplitRules& rules, int64_t bytes) {
+  if (rules.capped_from >= bytes)  // the limit asked for would have held the row
     return fmt::format(" (the limit asked for, {} B, capped by the shared memory a block of the GPU may opt in to)",
                        rules.capped_from);
   return !rules.short_rows && rules.row_cache_limit == kRowCacheBytes
@@ -503,8 +503,8 @@ std::string default_limit_note(const SplitRules& rules) {
 }
 
 // The row cache holding only the rows that differ per row (RowCacheUse mode 3).
-std::string shared_rows_note(const Graph& g, const ReduceGroupInfo& info, int64_t all_bytes, const RowSplit& split,
-                             const SplitRules& rules) {
+std::string shared_rows_note(const Graph& g, const FusionGroup& fg, const ReduceGroupInfo& info, int64_t all_bytes,
+                             const RowSplit& split, const SplitRules& rules) {
   std::string kept, shared;
   for (size_t k = 0; k < info.reread_inputs.size(); ++k)
     (k < info.per_row_inputs ? kept : shared) +=
@@ -512,9 +512,9 @@ std::string shared_rows_note(const Graph& g, const ReduceGroupInfo& info, int64_
   const bool one = info.reread_inputs.size() - info.per_row_inputs == 1;
   return fmt::format(", the row kept on chip ({} B of shared memory per block for {}) but for {}, the same in every row, "
                      "which each pass reads from memory (L2 serves every block the same bytes): with {} the row cache "
-                     "would take {} B, over the {} B row cache{}",
+                     "would take {} B, over the {} B row cache{}{}",
                      split.row_cache_bytes, kept, shared, one ? "it" : "them", all_bytes, rules.row_cache_limit,
-                     default_limit_note(rules));
+                     default_limit_note(rules, all_bytes), kept_note(g, fg, info, split, rules));
 }
 
 std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroupInfo& info, const RowSplit& split,
@@ -524,7 +524,7 @@ std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroup
   if (info.reread_inputs.empty() || bytes == 0 || rows == 0) return "";  // nothing read twice, or nothing to read
   std::string names;  // the inputs the passes share
   for (NodeId i : info.reread_inputs) names += (names.empty() ? "" : ", ") + value_name(g, i);
-  if (split.shared_rows_reread) return shared_rows_note(g, info, bytes, split, rules);
+  if (split.shared_rows_reread) return shared_rows_note(g, fg, info, bytes, split, rules);
   if (split.row_cache_bytes > 0)
     return fmt::format(", the row kept on chip ({} B of shared memory per block for {}{})", split.row_cache_bytes, names,
                        kept_note(g, fg, info, split, rules));
@@ -541,7 +541,7 @@ std::string reread_note(const Graph& g, const FusionGroup& fg, const ReduceGroup
     exact = add_bytes(exact, mul_bytes(reduce_length(fg.iter_shape, fg.reduce_mask), size));
   const std::string rounded = exact == bytes ? "" : fmt::format(" ({} B, each input's row rounded up to 16)", exact);
   return fmt::format(", each reading {} from memory: a row of {} takes {} B{}, over the {} B row cache{}", names, names,
-                     bytes, rounded, rules.row_cache_limit, default_limit_note(rules));
+                     bytes, rounded, rules.row_cache_limit, default_limit_note(rules, bytes));
 }
 
 // "reduces axes [1] of [N, 4096] (2 reductions: 3 passes over each row, the row kept on chip (16384 B

@@ -6,9 +6,9 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_argmax_667ec384842bc958 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_667ec384842bc958_s for any strides.
+// Entry points: fj_argmax_14dac2a20a268d05 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_14dac2a20a268d05_s for any strides.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_argmax_667ec384842bc958_rows(
+static __device__ __forceinline__ void fj_argmax_14dac2a20a268d05_rows(
     const fj_bf16* in_v0,
     long long* out_v3,
     float* out_v9,
@@ -39,7 +39,7 @@ static __device__ __forceinline__ void fj_argmax_667ec384842bc958_rows(
   // multiple of 8 elements, 16-byte aligned pointers)
   const bool fj_vector = FJ_RED_VECTOR && fj_fast && vec_ok != 0;
   // The row on chip (docs/ops.md): the inputs several passes read, copied into shared memory at
-  // the start of each row when the launch gave room for them (row_cache 1 or 2; not in a split row's launches)
+  // the start of each row when the launch gave room for them (row_cache 1 to 3; not in a split row's launches)
   FJK_DYNAMIC_SHARED(fj_row_cache);
   const bool fj_rc = row_cache != 0 && split_phase == 0;
   fj_bf16* const fj_rc_v0 = fjk_shared_region<fj_bf16>(fj_row_cache, 0, fj_rc);
@@ -118,7 +118,7 @@ static __device__ __forceinline__ void fj_argmax_667ec384842bc958_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_667ec384842bc958(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_14dac2a20a268d05(
     const fj_bf16* in_v0,
     long long* out_v3,
     float* out_v9,
@@ -139,9 +139,9 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_667ec384842bc958(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_argmax_667ec384842bc958_rows<true, 1>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_argmax_14dac2a20a268d05_rows<true, 1>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_667ec384842bc958_s(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_14dac2a20a268d05_s(
     const fj_bf16* in_v0,
     long long* out_v3,
     float* out_v9,
@@ -162,7 +162,7 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_667ec384842bc958_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_argmax_667ec384842bc958_rows<false, 1>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_argmax_14dac2a20a268d05_rows<false, 1>(in_v0, out_v3, out_v9, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v3_0, ost_v3_1, ost_v9_0, ost_v9_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [16, 8], 32-bit index math.

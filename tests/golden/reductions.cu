@@ -6,10 +6,10 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_5e2567f41e228c0b for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_5e2567f41e228c0b_s for any strides,
-// fj_reductions_5e2567f41e228c0b_l as fj_reductions_5e2567f41e228c0b for long rows on chip: a block of 256 k threads reduces up to min(k, 4) chunks at once, in lane groups.
+// Entry points: fj_reductions_b021a450fc48c3f9 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_b021a450fc48c3f9_s for any strides,
+// fj_reductions_b021a450fc48c3f9_l as fj_reductions_b021a450fc48c3f9 for long rows on chip: a block of 256 k threads reduces up to min(k, 4) chunks at once, in lane groups.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_reductions_5e2567f41e228c0b_rows(
+static __device__ __forceinline__ void fj_reductions_b021a450fc48c3f9_rows(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -41,7 +41,7 @@ static __device__ __forceinline__ void fj_reductions_5e2567f41e228c0b_rows(
   // multiple of 4 elements, 16-byte aligned pointers)
   const bool fj_vector = FJ_RED_VECTOR && fj_fast && vec_ok != 0;
   // The row on chip (docs/ops.md): the inputs several passes read, copied into shared memory at
-  // the start of each row when the launch gave room for them (row_cache 1 or 2; not in a split row's launches)
+  // the start of each row when the launch gave room for them (row_cache 1 to 3; not in a split row's launches)
   FJK_DYNAMIC_SHARED(fj_row_cache);
   const bool fj_rc = row_cache != 0 && split_phase == 0;
   float* const fj_rc_v0 = fjk_shared_region<float>(fj_row_cache, 0, fj_rc);
@@ -170,7 +170,7 @@ static __device__ __forceinline__ void fj_reductions_5e2567f41e228c0b_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_5e2567f41e228c0b(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_b021a450fc48c3f9(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -191,9 +191,9 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_5e2567f41e228c0b(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_5e2567f41e228c0b_rows<true, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_b021a450fc48c3f9_rows<true, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_5e2567f41e228c0b_s(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_b021a450fc48c3f9_s(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -214,9 +214,9 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_reductions_5e2567f41e228c0b_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_5e2567f41e228c0b_rows<false, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_b021a450fc48c3f9_rows<false, 1>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_reductions_5e2567f41e228c0b_l(
+extern "C" __global__ void fj_reductions_b021a450fc48c3f9_l(
     const float* in_v0,
     float* out_v6,
     float* out_v18,
@@ -237,7 +237,7 @@ extern "C" __global__ void fj_reductions_5e2567f41e228c0b_l(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_reductions_5e2567f41e228c0b_rows<true, 4>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_reductions_b021a450fc48c3f9_rows<true, 4>(in_v0, out_v6, out_v18, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v6_0, ost_v6_1, ost_v18_0, ost_v18_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
 // Fusion group: 1 op(s), iteration space [N, C], 32-bit index math.

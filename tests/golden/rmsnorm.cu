@@ -6,10 +6,10 @@
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_rmsnorm_392a5c00beec446b for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_392a5c00beec446b_s for any strides,
-// fj_rmsnorm_392a5c00beec446b_l as fj_rmsnorm_392a5c00beec446b for long rows on chip: a block of 256 k threads reduces up to min(k, 4) chunks at once, in lane groups.
+// Entry points: fj_rmsnorm_d218ffcdcec42a6b for C-contiguous tensors (stride 1 along a row: fj_fast), fj_rmsnorm_d218ffcdcec42a6b_s for any strides,
+// fj_rmsnorm_d218ffcdcec42a6b_l as fj_rmsnorm_d218ffcdcec42a6b for long rows on chip: a block of 256 k threads reduces up to min(k, 4) chunks at once, in lane groups.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_rmsnorm_392a5c00beec446b_rows(
+static __device__ __forceinline__ void fj_rmsnorm_d218ffcdcec42a6b_rows(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -41,7 +41,7 @@ static __device__ __forceinline__ void fj_rmsnorm_392a5c00beec446b_rows(
   // multiple of 8 elements, 16-byte aligned pointers)
   const bool fj_vector = FJ_RED_VECTOR && fj_fast && vec_ok != 0;
   // The row on chip (docs/ops.md): the inputs several passes read, copied into shared memory at
-  // the start of each row when the launch gave room for them (row_cache 1 or 2; not in a split row's launches)
+  // the start of each row when the launch gave room for them (row_cache 1 to 3; not in a split row's launches)
   FJK_DYNAMIC_SHARED(fj_row_cache);
   const bool fj_rc = row_cache != 0 && split_phase == 0;
   fj_bf16* const fj_rc_v0 = fjk_shared_region<fj_bf16>(fj_row_cache, 0, fj_rc);
@@ -127,7 +127,7 @@ static __device__ __forceinline__ void fj_rmsnorm_392a5c00beec446b_rows(
     if (fj_rc && fj_nt > 1) fj_red_sync();  // the next row overwrites the row cache
   }
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_rmsnorm_392a5c00beec446b(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_rmsnorm_d218ffcdcec42a6b(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -148,9 +148,9 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_rmsnorm_392a5c00beec446b(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_392a5c00beec446b_rows<true, 1>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_d218ffcdcec42a6b_rows<true, 1>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_rmsnorm_392a5c00beec446b_s(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_rmsnorm_d218ffcdcec42a6b_s(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -171,9 +171,9 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_rmsnorm_392a5c00beec446b_s(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_392a5c00beec446b_rows<false, 1>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_d218ffcdcec42a6b_rows<false, 1>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
-extern "C" __global__ void fj_rmsnorm_392a5c00beec446b_l(
+extern "C" __global__ void fj_rmsnorm_d218ffcdcec42a6b_l(
     const fj_bf16* in_v0,
     const fj_bf16* in_v1,
     fj_bf16* out_v10,
@@ -194,6 +194,6 @@ extern "C" __global__ void fj_rmsnorm_392a5c00beec446b_l(
     unsigned long long* ws,
     unsigned int row_cache,
     int vec_ok) {
-  fj_rmsnorm_392a5c00beec446b_rows<true, 4>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
+  fj_rmsnorm_d218ffcdcec42a6b_rows<true, 4>(in_v0, in_v1, out_v10, p_v2, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws, row_cache, vec_ok);
 }
 
