@@ -175,8 +175,11 @@ done
 # block: twice the loads in flight of its 64-thread blocks) against its 512-block split,
 # and a vocabulary-sized logsumexp row (1 x 128256) in one block, in 8 parts, and as the rule splits
 # it (8 parts since 2026-12-04). Rows of 2,048 elements (the short-row rule's edge, ir::
-# kShortRowElements: re-read from L1/L2, not kept on chip) come after the rows of 1,024. Last, a column reduction with few columns (per-channel sums of [100352, 64]): split over
-# 26 blocks (the rule, ir::choose_column_split) against 2 blocks.
+# kShortRowElements: re-read from L1/L2, not kept on chip) come after the rows of 1,024. Then a
+# column reduction with few columns (per-channel sums of [100352, 64]): split over 26 blocks (the
+# rule, ir::choose_column_split) against 2 blocks. Last, a masked softmax over rows of 32,768 f32
+# whose [1, 1, S] mask does not fit on chip beside the scores (row_cache 3, since 2026-12-05: the
+# scores' 128 KiB row kept, the mask re-read through L2) against every pass reading memory.
 for extra in "softmax~rows1024:softmax:--dim=N=16384 --dim=C=1024" \
              "softmax~rows2048:softmax:--dim=N=8192 --dim=C=2048" \
              "layernorm~rows2048:layernorm:--dim=N=8192 --dim=C=2048" \
@@ -212,7 +215,9 @@ for extra in "softmax~rows1024:softmax:--dim=N=16384 --dim=C=1024" \
              "logsumexp~vocab-split8:logsumexp:--dim=N=1 --dim=V=128256 --row-split=8" \
              "logsumexp~vocab-rule:logsumexp:--dim=N=1 --dim=V=128256" \
              "bias_grad~channels:bias_grad:--dim=N=100352 --dim=C=64" \
-             "bias_grad~channels-unsplit:bias_grad:--dim=N=100352 --dim=C=64 --row-split=1"; do
+             "bias_grad~channels-unsplit:bias_grad:--dim=N=100352 --dim=C=64 --row-split=1" \
+             "masked_softmax~rows32768:masked_softmax:--dim=T=16 --dim=S=32768" \
+             "masked_softmax~rows32768-no-row-cache:masked_softmax:--dim=T=16 --dim=S=32768 --no-row-cache"; do
   name="${extra%%:*}"; rest="${extra#*:}"; graph="${rest%%:*}"; flags="${rest#*:}"
   left=$(( BUDGET_S - $(elapsed) ))
   if [ $left -lt 15 ]; then say "time budget spent: $name not run"; break; fi

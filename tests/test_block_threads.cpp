@@ -90,6 +90,9 @@ std::vector<Case> cases() {
   sample("softmax_bf16.txt", {{"N", 2}, {"C", 5 * 8192 + 7}});  // 6 chunks: 2 rounds of 3 (80 KiB on chip)
   c.back().long_rows = true;
   sample("logsumexp.txt", {{"N", 4}, {"V", 3000}});
+  // Scores' and mask's rows take 96,000 B: on chip on a GPU with room for both, else the scores'
+  // only, the mask re-read (row_cache 3).
+  sample("masked_softmax.txt", {{"H", 2}, {"T", 2}, {"S", 12000}});
   sample("greedy_decode.txt", {{"B", 3}, {"V", 9000}});
   sample("bias_grad.txt", {{"N", 300}, {"C", 70}});
   sample("grad_norm.txt", {{"N", 40000}});
