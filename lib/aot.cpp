@@ -162,10 +162,12 @@ std::string abi_text(const json& args) {
 }
 
 // Writes DIR/<kernel>.cu (the kernel after #include lines for the preludes, which dump_program
-// writes beside it) and, when there is one,
-// DIR/<kernel>.<cubin|ptx>; returns the index entry.
+// writes beside it) and, when there is one and no earlier kernel's file holds the same image
+// (`written`: the unfused plan's kernels are one NVRTC program), DIR/<kernel>.<cubin|ptx>;
+// returns the index entry, which names the file holding its image.
 json dump_kernel(const fs::path& dir, PlanKind kind, size_t group, const Program::Impl& p, const jit::GeneratedKernel& k,
-                 const KernelInfo& info, const std::vector<char>* binary, const std::string& ext) {
+                 const KernelInfo& info, const std::vector<char>* binary, const std::string& ext,
+                 std::map<const std::vector<char>*, std::string>& written) {
   const ir::Graph& g = p.graph_of(kind);
   const ir::FusionGroup& grp = (kind == PlanKind::Fused ? p.fused.plan : p.unfused->plan).groups[group];
   jit::TranslationUnit tu = jit::emit_translation_unit(std::span<const jit::GeneratedKernel>(&k, 1), jit::Prelude::Included);
@@ -195,10 +197,14 @@ json dump_kernel(const fs::path& dir, PlanKind kind, size_t group, const Program
   if (k.lane_groups > 1)  // the fast entry for long rows on chip (jit::GeneratedKernel::long_rows_name)
     e["entries"].push_back({{"name", k.long_rows_name()}, {"use", "long_rows"}, {"args", args_json(k.signature, g, grp)}});
   if (binary) {
-    size_t n = binary->size();
-    if (ext == "ptx" && n && (*binary)[n - 1] == '\0') --n;  // PTX text without its terminator
-    write_text(dir / (k.name + "." + ext), std::string_view(binary->data(), n));
-    e[ext] = k.name + "." + ext;
+    std::string& file = written[binary];
+    if (file.empty()) {
+      size_t n = binary->size();
+      if (ext == "ptx" && n && (*binary)[n - 1] == '\0') --n;  // PTX text without its terminator
+      file = k.name + "." + ext;
+      write_text(dir / file, std::string_view(binary->data(), n));
+    }
+    e[ext] = file;
   }
   return e;
 }
@@ -231,9 +237,10 @@ std::set<std::string> indexed_files(const fs::path& dir) {
 void dump_path(const fs::path& dir, const Program::Impl& p, PlanKind kind, json& kernels) {
   const Program::Impl::Variant& v = *(kind == PlanKind::Fused ? p.fused : *p.unfused).variants[0];
   const std::string ext = p.backend == Backend::Cuda ? jit::to_string(p.gpu_target.kind) : "";
+  std::map<const std::vector<char>*, std::string> written;  // one file an image
   for (size_t i = 0; i < v.kernels.size(); ++i) {
     const std::vector<char>* bin = p.backend == Backend::Cuda ? v.gpu.kernels[i].image.get() : nullptr;
-    kernels.push_back(dump_kernel(dir, kind, i, p, v.kernels[i], v.infos[i], bin, ext));
+    kernels.push_back(dump_kernel(dir, kind, i, p, v.kernels[i], v.infos[i], bin, ext, written));
   }
 }
 
@@ -318,9 +325,11 @@ void check_kernel(const json& k, size_t i, size_t count, const std::string& outp
     bad_index(where, fmt::format("\"group\" is not below the number of kernels ({})", count));
   const std::string& name = string_field(k, "kernel", where);
   if (!kernel_name_ok(name)) bad_index(where, fmt::format("\"kernel\" is not a fusejit kernel name (fj_...)"));
-  for (const std::string& key : {std::string("cu"), output})
-    if (string_field(k, key.c_str(), where) != name + "." + key)
-      bad_index(where, fmt::format("\"{}\" is not \"{}.{}\"", key, name, key));
+  if (string_field(k, "cu", where) != name + ".cu") bad_index(where, fmt::format("\"cu\" is not \"{}.cu\"", name));
+  // The binary may be another kernel's file of the folder: the unfused plan's kernels share one image.
+  const std::string& binary = string_field(k, output.c_str(), where);
+  if (!kernel_file_name(binary) || !binary.ends_with("." + output))
+    bad_index(where, fmt::format("\"{}\" is not a kernel file of the folder (fj_<name>.{})", output, output));
   const json& entries = field(k, "entries", &json::is_array, "an array", where);
   // The canonical and strided entries, and a row kernel's long-row entry (lane_groups > 1).
   if (entries.size() != 2 && entries.size() != 3)

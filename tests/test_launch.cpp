@@ -921,6 +921,15 @@ TEST_CASE("ahead of time: a compiled folder loads and runs with NVRTC hidden; in
   bool has_param = false;
   for (const auto& a : args) has_param = has_param || (a["kind"] == "param" && a["param"] == "lr");
   CHECK(has_param);
+  // The unfused kernels are one NVRTC program: one file holds its image, named by every entry.
+  std::set<std::string> unfused_files;
+  size_t unfused = 0, cubins = 0;
+  for (const auto& k : index["kernels"])
+    if (k["plan"] == "unfused") ++unfused, unfused_files.insert(k["cubin"].get<std::string>());
+  for (const auto& f : fs::directory_iterator(dir)) cubins += f.path().extension() == ".cubin";
+  CHECK(unfused > 1);
+  CHECK(unfused_files.size() == 1);
+  CHECK(cubins == index["kernels"].size() - unfused + 1);
 
   FakeGpu gpu;
   fusejit::jit::reload_nvrtc_for_testing("/nonexistent/libnvrtc.so.99");
@@ -1017,7 +1026,9 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
       {[](nlohmann::json& x) { x["kernels"][0]["group"] = 18446744073709551615ull; }, "\"group\" is not below"},
       {[](nlohmann::json& x) { x["kernels"][0]["group"] = 1e18; }, "\"group\" is not a non-negative integer"},
       {[](nlohmann::json& x) { x["kernels"][1] = x["kernels"][0]; }, "a second kernel for the same plan and group"},
-      {[](nlohmann::json& x) { x["kernels"][0]["cubin"] = "/etc/passwd"; }, "\"cubin\" is not \"fj_g_"},
+      {[](nlohmann::json& x) { x["kernels"][0]["cubin"] = "/etc/passwd"; }, "\"cubin\" is not a kernel file of the folder"},
+      {[](nlohmann::json& x) { x["kernels"][0]["cubin"] = "fj_g_1.ptx"; }, "\"cubin\" is not a kernel file of the folder"},
+      {[](nlohmann::json& x) { x["kernels"][0]["cubin"] = "../fj_g_1.cubin"; }, "\"cubin\" is not a kernel file of the folder"},
       {[](nlohmann::json& x) { x["kernels"][0]["kernel"] = "../evil"; }, "\"kernel\" is not a fusejit kernel name"},
       {[](nlohmann::json& x) { x["graph"] = "/etc/passwd"; }, "\"graph\" is not a file name in the folder"},
       {[](nlohmann::json& x) { x["format_version"] = "1"; }, "has format_version \"1\", not a number; this fusejit reads the number 1"},

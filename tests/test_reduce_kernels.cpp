@@ -598,8 +598,9 @@ TEST_CASE("kept values: what a pass computes and the epilogue reads again, kept 
   const Want wants[] = {
       {"input x : f32[4, 4096]\n", {"e"}, 2, 32768, "(32768 B of shared memory per block for x and e, which a pass computes"},
       {"input x : f32[4, 8192]\n", {"e"}, 1, 32768,
-       "(32768 B of shared memory per block for x; the epilogue computes e again: with it the row cache would take 65536 B, "
-       "over the 49152 B it may take with kept values)"},
+       "(32768 B of shared memory per block for x; the epilogue computes e again: a value a pass computes is kept on chip "
+       "for the epilogue only while it fits with the inputs' rows in 49152 B (it saves arithmetic, not memory traffic), "
+       "and with it the row cache would take 65536 B)"},
       {"input x : f32[4, 20000]\n", {"e"}, 0, 0, "each reading x from memory"},
       {"input x : f32[1, 300000]\n", {"e"}, 0, 0, "(a split row is not kept on chip)"},
       // f16/bf16 values are not kept (their two forms); a value computed in f32 is.

@@ -483,11 +483,12 @@ std::string kept_note(const Graph& g, const FusionGroup& fg, const ReduceGroupIn
   if (split.values_on_chip) return fmt::format(" and {}, which a pass computes and the epilogue reads", names);
   std::vector<int> all = row_cache_element_sizes(g, info);
   for (int size : kept_value_sizes(g, info)) all.push_back(size);
-  return fmt::format("; the epilogue computes {} again: with {} the row cache would take {} B, over the {} B it may take "
-                     "with kept values",
-                     names, info.kept_values.size() == 1 ? "it" : "them",
-                     row_cache_bytes(all, reduce_length(fg.iter_shape, fg.reduce_mask)),
-                     std::min(rules.row_cache_limit, kKeptValuesCacheBytes));
+  return fmt::format("; the epilogue computes {} again: a value a pass computes is kept on chip for the epilogue only "
+                     "while it fits with the inputs' rows in {} B (it saves arithmetic, not memory traffic), and with "
+                     "{} the row cache would take {} B",
+                     names, std::min(rules.row_cache_limit, kKeptValuesCacheBytes),
+                     info.kept_values.size() == 1 ? "it" : "them",
+                     row_cache_bytes(all, reduce_length(fg.iter_shape, fg.reduce_mask)));
 }
 
 // Why the row cache limit is what it is, where a row of `bytes` does not fit it: a larger limit

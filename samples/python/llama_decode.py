@@ -81,7 +81,8 @@ def check_swiglu(rng: np.random.Generator, T: int, F: int) -> None:
     got = swiglu(gate, up)
     g = gate.astype(np.float64)
     want = (g / (1 + np.exp(-g))).astype(np.float32).astype(BF16).astype(np.float64) * up.astype(np.float64)
-    print(f"swiglu [{T}, {F}]: {kernels(swiglu, gate, up)}; within {bf16_ulps(got, want)} bf16 ulp of float64")
+    print(f"swiglu [{T}, {F}]: {kernels(swiglu, gate, up)}; within {bf16_ulps(got, want)} bf16 ulp of float64 "
+          "with silu rounded to bf16 first (as PyTorch's bf16 silu)")
     assert bf16_ulps(got, want) <= 1
 
 
