@@ -540,6 +540,12 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
       if (p.gpu_target.kind == jit::OutputKind::Ptx) bin->push_back('\0');  // as NVRTC returns PTX
       image = bin;
     }
+    // The entries' names are in the image (a CUBIN's symbol table, a PTX's .entry lines): an index
+    // naming another kernel's file is the folder's error, not a driver's "named symbol not found".
+    if (std::string_view(image->data(), image->size()).find(k.name) == std::string_view::npos)
+      throw ir::UserError(fmt::format("kernel binary '{}' does not hold kernel {} ({} lists it there): write the folder "
+                                      "again with `fusejit compile`",
+                                      (f.dir / file).string(), k.name, (f.dir / "index.json").string()));
     KernelInfo info = kernel_info(g, grp, k, CacheOutcome::Loaded, 0.0, p.rules, bindings);
     out->infos.push_back(std::move(info));
     out->gpu.kernels.push_back({k, image, jit::CacheOutcome::DiskHit, 0.0, (f.dir / file).string()});

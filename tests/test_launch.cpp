@@ -1029,6 +1029,8 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
       {[](nlohmann::json& x) { x["kernels"][0]["cubin"] = "/etc/passwd"; }, "\"cubin\" is not a kernel file of the folder"},
       {[](nlohmann::json& x) { x["kernels"][0]["cubin"] = "fj_g_1.ptx"; }, "\"cubin\" is not a kernel file of the folder"},
       {[](nlohmann::json& x) { x["kernels"][0]["cubin"] = "../fj_g_1.cubin"; }, "\"cubin\" is not a kernel file of the folder"},
+      // Another kernel's binary (the unfused plan's image, which every unfused entry names).
+      {[](nlohmann::json& x) { x["kernels"][0]["cubin"] = x["kernels"][1]["cubin"]; }, "does not hold kernel fj_g_"},
       {[](nlohmann::json& x) { x["kernels"][0]["kernel"] = "../evil"; }, "\"kernel\" is not a fusejit kernel name"},
       {[](nlohmann::json& x) { x["graph"] = "/etc/passwd"; }, "\"graph\" is not a file name in the folder"},
       {[](nlohmann::json& x) { x["format_version"] = "1"; }, "has format_version \"1\", not a number; this fusejit reads the number 1"},
