@@ -584,9 +584,8 @@ struct CompileCommand {
     auto kernels = fj::compile_to_dir(g, a, out_dir, common.fast_math, co, !fused_only);
     // Said out loud: on a build machine without a GPU a forgotten --arch would give sm_90 binaries
     // silently (`run` defaults to the GPU's own architecture; compile needs no GPU, so it cannot).
-    const std::string as = a != arch                     ? " (PTX: --ptx made --arch " + arch + " " + a + ")"
-                           : cmd->count("--arch") == 0 ? " (the default: give --arch sm_XY for another GPU)"
-                                                        : "";
+    const std::string as = (a != arch ? " (PTX: --ptx made --arch " + arch + " " + a + ")" : std::string()) +
+                           (cmd->count("--arch") == 0 ? " (the default: give --arch sm_XY for another GPU)" : "");
     // Both plans are written, fused first: say which is which (the unfused ones are the
     // one-kernel-per-op baseline `fusejit run` compares with).
     const fj::PlanReport plans = fj::plan_graph(g, common.fast_math);
