@@ -394,19 +394,50 @@ std::string shown(const json& x, const char* key) {
 // The fused plan's kernel files are there, before a GPU is looked for (without one, a copied
 // folder missing its binaries said only "needs a GPU"); their contents are read and checked at
 // build. The unfused plan's are read on its first use, as before.
-void check_fused_files(const AotFolder& f, const std::string& file) {
+// Index entry i's file `name` is in the folder (an error naming index.json and entry i if not).
+void check_kernel_file(const AotFolder& f, size_t i, const std::string& name) {
+  const std::string file = (f.dir / "index.json").string();
+  const fs::path named = f.dir / name;
+  std::error_code ec;
+  const bool there = fs::exists(named, ec);
+  if (ec)  // not "no such file": permissions, a loop of links; writing the folder again would not help
+    throw ir::UserError(fmt::format("'{}', kernel {}: cannot read its file '{}': {}", file, i, named.string(), ec.message()));
+  if (!there) bad_index(fmt::format("'{}', kernel {}", file, i), fmt::format("its file '{}' is missing", named.string()));
+}
+
+// The binary `name` holds kernel `kernel`'s name (a CUBIN's symbol table, a PTX's .entry lines):
+// an index naming another kernel's file is the folder's error, not a driver's "named symbol not found".
+void check_holds(const AotFolder& f, const std::string& name, std::string_view bytes, const std::string& kernel) {
+  if (bytes.find(kernel) == std::string_view::npos)
+    throw ir::UserError(fmt::format("kernel binary '{}' does not hold kernel {} ({} lists it there): write the folder "
+                                    "again with `fusejit compile`",
+                                    (f.dir / name).string(), kernel, (f.dir / "index.json").string()));
+}
+
+// The binary `name` that index entry i lists: there, read as a regular file of bounded size
+// (kBinaryFile), not empty. PTX gets the terminating NUL NVRTC gives it.
+std::shared_ptr<const std::vector<char>> read_kernel_binary(const AotFolder& f, size_t i, const std::string& name, bool ptx) {
+  check_kernel_file(f, i, name);
+  const std::string bytes = read_text(f.dir / name, kBinaryFile);
+  if (bytes.empty())
+    throw ir::UserError(fmt::format("kernel binary '{}' is empty: write the folder again with `fusejit compile`",
+                                    (f.dir / name).string()));
+  auto bin = std::make_shared<std::vector<char>>(bytes.begin(), bytes.end());
+  if (ptx) bin->push_back('\0');
+  return bin;
+}
+
+// The fused plan's files, checked before a GPU is looked for (so a folder copied without them, or
+// with a damaged one, says so on any machine); the unfused plan's on its first use.
+void check_fused_files(const AotFolder& f) {
   const std::string output = f.index["output"].get<std::string>();
   for (size_t i = 0; i < f.index["kernels"].size(); ++i) {
     const json& k = f.index["kernels"][i];
     if (k["plan"] != "fused") continue;
-    for (const std::string& key : {std::string("cu"), output}) {
-      const fs::path named = f.dir / k[key].get<std::string>();
-      std::error_code ec;
-      const bool there = fs::exists(named, ec);
-      if (ec)  // not "no such file": permissions, a loop of links; writing the folder again would not help
-        throw ir::UserError(fmt::format("'{}', kernel {}: cannot read its file '{}': {}", file, i, named.string(), ec.message()));
-      if (!there) bad_index(fmt::format("'{}', kernel {}", file, i), fmt::format("its file '{}' is missing", named.string()));
-    }
+    check_kernel_file(f, i, k["cu"].get<std::string>());
+    const std::string& name = k[output].get_ref<const std::string&>();
+    const auto bin = read_kernel_binary(f, i, name, false);
+    check_holds(f, name, std::string_view(bin->data(), bin->size()), k["kernel"].get<std::string>());
   }
 }
 
@@ -455,8 +486,16 @@ std::shared_ptr<AotFolder> read_folder(const std::string& dir) {
   }
   check_header(f->index, file, dir);
   check_index(f->index, file);
-  check_fused_files(*f, file);
+  check_fused_files(*f);
   return f;
+}
+
+// Entry e's position in the index's "kernels" (for messages).
+size_t index_entry(const AotFolder& f, const json* e) {
+  const json& all = f.index.at("kernels");
+  for (size_t i = 0; i < all.size(); ++i)
+    if (&all[i] == e) return i;
+  return all.size();
 }
 
 // The folder's kernels of one plan, by group (check_index: each group below the kernel count, once).
@@ -530,22 +569,9 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
     check_folder_kernel(f, path, i, entries, k, args_json(k.signature, g, grp), args_json(k.strided_signature, g, grp));
     const json* e = entries[i];
     const std::string file = e->at(jit::to_string(p.gpu_target.kind)).get<std::string>();
-    auto& image = images[file];
-    if (!image) {
-      const std::string bytes = read_text(f.dir / file, kBinaryFile);
-      if (bytes.empty())
-        throw ir::UserError(fmt::format("kernel binary '{}' is empty: write the folder again with `fusejit compile`",
-                                        (f.dir / file).string()));
-      auto bin = std::make_shared<std::vector<char>>(bytes.begin(), bytes.end());
-      if (p.gpu_target.kind == jit::OutputKind::Ptx) bin->push_back('\0');  // as NVRTC returns PTX
-      image = bin;
-    }
-    // The entries' names are in the image (a CUBIN's symbol table, a PTX's .entry lines): an index
-    // naming another kernel's file is the folder's error, not a driver's "named symbol not found".
-    if (std::string_view(image->data(), image->size()).find(k.name) == std::string_view::npos)
-      throw ir::UserError(fmt::format("kernel binary '{}' does not hold kernel {} ({} lists it there): write the folder "
-                                      "again with `fusejit compile`",
-                                      (f.dir / file).string(), k.name, (f.dir / "index.json").string()));
+    auto& image = images[file];  // read once a file: every unfused kernel names one
+    if (!image) image = read_kernel_binary(f, index_entry(f, e), file, p.gpu_target.kind == jit::OutputKind::Ptx);
+    check_holds(f, file, std::string_view(image->data(), image->size()), k.name);
     KernelInfo info = kernel_info(g, grp, k, CacheOutcome::Loaded, 0.0, p.rules, bindings);
     out->infos.push_back(std::move(info));
     out->gpu.kernels.push_back({k, image, jit::CacheOutcome::DiskHit, 0.0, (f.dir / file).string()});

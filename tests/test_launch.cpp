@@ -1057,6 +1057,14 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
     e = variant("case" + std::to_string(i), cases[i].first);
     CAPTURE(e);
     CHECK(contains(e, cases[i].second));
+    if (!contains(cases[i].second, "does not hold kernel")) continue;
+    // The fused binaries are checked before a GPU is looked for: the same error without one.
+    try {
+      (void)fj::Program::load((dir / ("case" + std::to_string(i))).string());
+      FAIL("a folder whose index names another kernel's binary loaded");
+    } catch (const fj::Error& no_gpu) {
+      CHECK(contains(no_gpu.what(), "does not hold kernel fj_g_"));
+    }
   }
   // A FIFO or a device where a file should be is refused without reading it (it would hang or
   // never end).
