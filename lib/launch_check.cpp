@@ -2,6 +2,7 @@
 #include "lib/launch_check.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <set>
 #include <string>
@@ -66,6 +67,21 @@ std::string free_dim_name(const ir::Graph& g) {
 }
 
 // The message for the first input of `inputs` that does not fit (the slow path, run only to throw).
+// A tensor of another rank than the graph's input: a graph input's rank is fixed (NumPy would
+// broadcast a [S] mask against [1, 1, S]; a launch does not). Where the graph's extra leading dims
+// are literal 1s, the reshape that fits.
+std::string rank_hint(const ir::Node& n, std::span<const int64_t> shape) {
+  if (shape.size() == n.shape.size()) return "";
+  std::string hint = fmt::format("; a graph input's rank is fixed ({} in the graph, {} given)", n.shape.size(), shape.size());
+  const size_t extra = n.shape.size() > shape.size() ? n.shape.size() - shape.size() : 0;
+  bool ones = extra > 0;
+  for (size_t d = 0; d < extra; ++d) ones = ones && n.shape[d].sym < 0 && n.shape[d].size == 1;
+  if (!ones) return hint;
+  std::vector<int64_t> fit(extra, 1);
+  fit.insert(fit.end(), shape.begin(), shape.end());
+  return hint + fmt::format(": reshape it to {} (NumPy: x.reshape({}))", shape_text(fit), fmt::join(fit, ", "));
+}
+
 template <class T>
 [[noreturn]] void refuse_inputs(const ir::Graph& g, std::span<const T> inputs) {
   DimBindings b{std::vector<int64_t>(g.dims.size(), -1), std::vector<std::string>(g.dims.size())};
@@ -95,8 +111,8 @@ template <class T>
       }
     }
     if (!ok)
-      throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}{}", n.name, expected_type(g, n, b), conflict,
-                                      dtype_text(to_ir(t.dtype)), shape_text(t.shape), fixed));
+      throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}{}{}", n.name, expected_type(g, n, b), conflict,
+                                      dtype_text(to_ir(t.dtype)), shape_text(t.shape), fixed, rank_hint(n, t.shape)));
     b = std::move(next);
   }
   throw ir::InternalError("refuse_inputs: every input fits");

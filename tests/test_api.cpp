@@ -541,6 +541,15 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
                                 "graph: name it with a dim (`dim N = 8`, then N in the input's shape) to let it follow "
                                 "the tensors");
   CHECK(message({a28, fj::HostTensor(fj::DType::BF16, {2, 8})}) == "input 'up': expected f32[T=2, 8], got bf16[2, 8]");
+  CHECK(message({a28, fj::HostTensor(fj::DType::F32, {2, 2, 8})}) ==
+        "input 'up': expected f32[T=2, 8], got f32[2, 2, 8]; a graph input's rank is fixed (2 in the graph, 3 given)");
+  // A mask of rank 1 for a [1, 1, S] input (NumPy would broadcast it): the reshape that fits.
+  const fj::Program mp = fj::Program::compile(
+      fj::Graph::parse("dim S = 5\ninput s : f32[2, S]\ninput m : f32[1, 1, S]\ny = s + m\noutput y\n"), cpu_options());
+  CHECK_THROWS_WITH_AS(mp.run({fj::HostTensor(fj::DType::F32, {2, 5}), fj::HostTensor(fj::DType::F32, {5})}),
+                       "input 'm': expected f32[1, 1, S=5], got f32[5]; a graph input's rank is fixed (3 in the graph, 1 "
+                       "given): reshape it to [1, 1, 5] (NumPy: x.reshape(1, 1, 5))",
+                       fj::Error);
   CHECK(message({a28}) == "expected 2 input tensor(s) (gate, up), got 1");
   const fj::TensorView short_data(fj::DType::F32, shape, a28.data().first(8));
   CHECK(message({a28, short_data}) ==
