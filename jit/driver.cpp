@@ -75,7 +75,11 @@ std::shared_ptr<const Driver> Driver::load(const char* library) {
   void* h = locked_dlopen(library, RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
     const char* err = dlerror();
-    d->reason_ = fmt::format("no CUDA driver found: dlopen {} failed: {}", library, err ? err : "unknown error");
+    // dlerror() usually starts with the library's name already: say it once.
+    std::string e = err ? err : "unknown error";
+    std::string prefix = std::string(library) + ": ";
+    d->reason_ = e.rfind(prefix, 0) == 0 ? "no CUDA driver found: " + e
+                                         : fmt::format("no CUDA driver found: dlopen {}: {}", library, e);
     return d;
   }
   d->handle_ = h;

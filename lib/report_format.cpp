@@ -110,7 +110,7 @@ nlohmann::json path_json(const PathReport& p, bool cpu, double copy_gbps) {
 std::string header_text(const RunReport& r) {
   std::string s = fmt::format("fusejit run: {}\n", r.graph_name);
   if (r.backend == "cpu")
-    s += fmt::format("  device    host CPU: {} (the generated CUDA runs on the CPU)\n",
+    s += fmt::format("  device    host CPU, running the generated CUDA ({})\n",
                      r.backend_note.empty() ? std::string("CPU backend requested") : r.backend_note);
   else
     s += fmt::format("  device    {}, driver {}, NVRTC {}\n", r.device, r.driver_version, r.nvrtc_version);

@@ -124,7 +124,7 @@ TEST_CASE("buffer rotation, medians and bandwidth math") {
 TEST_CASE("no driver: a clear message, never a crash") {
   auto d = Driver::load("libcuda-fusejit-test-missing.so.1");
   CHECK_FALSE(d->available());
-  CHECK(starts_with(d->unavailable_reason(), "no CUDA driver found: dlopen libcuda-fusejit-test-missing.so.1 failed: "));
+  CHECK(starts_with(d->unavailable_reason(), "no CUDA driver found: libcuda-fusejit-test-missing.so.1: "));
   DriverErrorKind kind = DriverErrorKind::Other;
   CHECK(error_of([&] { DeviceContext::open(0, d); }, &kind) == d->unavailable_reason());
   CHECK(kind == DriverErrorKind::NoDriver);
@@ -134,7 +134,7 @@ TEST_CASE("no driver: a clear message, never a crash") {
   auto real = Driver::get();
   if (h == nullptr) {
     CHECK_FALSE(real->available());
-    CHECK(starts_with(real->unavailable_reason(), "no CUDA driver found: dlopen libcuda.so.1 failed: "));
+    CHECK(starts_with(real->unavailable_reason(), "no CUDA driver found: libcuda.so.1: "));
   } else {
     MESSAGE("libcuda.so.1 present: driver available = " << real->available() << " " << real->unavailable_reason());
   }
