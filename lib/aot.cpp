@@ -86,10 +86,15 @@ class FolderLock {
   int fd_;
 };
 
-// A kernel name as jit/codegen gives them: fj_<graph>_<hash>, a C identifier.
+// A kernel name as jit/codegen gives them: fj_<graph, 1 to 32 of [A-Za-z0-9_]>_<16 hex digits>
+// (so a tampered index's name of megabytes is refused before a message shows it).
 bool kernel_name_ok(std::string_view name) {
-  return name.size() > 3 && name.substr(0, 3) == "fj_" &&
-         std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  constexpr size_t kHash = 16, kMin = 3 + 1 + 1 + kHash, kMax = 3 + 32 + 1 + kHash;
+  if (name.size() < kMin || name.size() > kMax || name.substr(0, 3) != "fj_" || name[name.size() - kHash - 1] != '_')
+    return false;
+  const std::string_view hash = name.substr(name.size() - kHash);
+  return std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }) &&
+         std::all_of(hash.begin(), hash.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f'); });
 }
 
 // The names fusejit gives the files of a kernel: `<kernel>.cu`, `.cubin`, `.ptx`.
@@ -405,13 +410,21 @@ void check_kernel_file(const AotFolder& f, size_t i, const std::string& name) {
   if (!there) bad_index(fmt::format("'{}', kernel {}", file, i), fmt::format("its file '{}' is missing", named.string()));
 }
 
-// The binary `name` holds kernel `kernel`'s name (a CUBIN's symbol table, a PTX's .entry lines):
-// an index naming another kernel's file is the folder's error, not a driver's "named symbol not found".
-void check_holds(const AotFolder& f, const std::string& name, std::string_view bytes, const std::string& kernel) {
-  if (bytes.find(kernel) == std::string_view::npos)
+// The binary `name` holds kernel `kernel`: a CUBIN is an ELF file whose string table holds the
+// name as one string; a PTX has its `.entry <kernel>(` line. An index naming another kernel's file,
+// or a file that is no binary, is the folder's error, not a driver's "named symbol not found".
+void check_holds(const AotFolder& f, const std::string& name, std::string_view bytes, const std::string& kernel,
+                 bool ptx) {
+  const std::string file = (f.dir / name).string();
+  if (!ptx && !bytes.starts_with("\x7f" "ELF"))
+    throw ir::UserError(fmt::format("kernel binary '{}' is not a CUBIN (no ELF header): write the folder again with "
+                                    "`fusejit compile`",
+                                    file));
+  const std::string needle = ptx ? ".entry " + kernel + "(" : std::string(1, '\0') + kernel + std::string(1, '\0');
+  if (bytes.find(needle) == std::string_view::npos)
     throw ir::UserError(fmt::format("kernel binary '{}' does not hold kernel {} ({} lists it there): write the folder "
                                     "again with `fusejit compile`",
-                                    (f.dir / name).string(), kernel, (f.dir / "index.json").string()));
+                                    file, kernel, (f.dir / "index.json").string()));
 }
 
 // The binary `name` that index entry i lists: there, read as a regular file of bounded size
@@ -437,7 +450,7 @@ void check_fused_files(const AotFolder& f) {
     check_kernel_file(f, i, k["cu"].get<std::string>());
     const std::string& name = k[output].get_ref<const std::string&>();
     const auto bin = read_kernel_binary(f, i, name, false);
-    check_holds(f, name, std::string_view(bin->data(), bin->size()), k["kernel"].get<std::string>());
+    check_holds(f, name, std::string_view(bin->data(), bin->size()), k["kernel"].get<std::string>(), output == "ptx");
   }
 }
 
@@ -571,7 +584,7 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
     const std::string file = e->at(jit::to_string(p.gpu_target.kind)).get<std::string>();
     auto& image = images[file];  // read once a file: every unfused kernel names one
     if (!image) image = read_kernel_binary(f, index_entry(f, e), file, p.gpu_target.kind == jit::OutputKind::Ptx);
-    check_holds(f, file, std::string_view(image->data(), image->size()), k.name);
+    check_holds(f, file, std::string_view(image->data(), image->size()), k.name, p.gpu_target.kind == jit::OutputKind::Ptx);
     KernelInfo info = kernel_info(g, grp, k, CacheOutcome::Loaded, 0.0, p.rules, bindings);
     out->infos.push_back(std::move(info));
     out->gpu.kernels.push_back({k, image, jit::CacheOutcome::DiskHit, 0.0, (f.dir / file).string()});

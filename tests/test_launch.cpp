@@ -1080,6 +1080,17 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
   const std::string cubin = read_json(dir / "ok" / "index.json")["kernels"][0]["cubin"].get<std::string>();
   write_file(dir / "empty" / cubin, "");
   CHECK(contains(load_error(dir / "empty"), "' is empty: write the folder again"));
+  // A text file holding the kernel's name is no CUBIN; a name of megabytes is refused unshown.
+  fs::copy(dir / "ok", dir / "text");
+  const std::string kname = read_json(dir / "ok" / "index.json")["kernels"][0]["kernel"].get<std::string>();
+  write_file(dir / "text" / cubin, "not a binary, but it names " + kname + "\n");
+  CHECK(contains(load_error(dir / "text"), "' is not a CUBIN (no ELF header): write the folder again"));
+  fs::copy(dir / "ok", dir / "elf-other");  // an ELF file without the name as a string of its own
+  write_file(dir / "elf-other" / cubin, std::string("\x7f" "ELF") + "x" + kname + "_s" + std::string(1, '\0'));
+  CHECK(contains(load_error(dir / "elf-other"), "does not hold kernel " + kname));
+  e = variant("long-name", [](nlohmann::json& x) { x["kernels"][0]["cubin"] = "fj_" + std::string(1 << 20, 'a') + ".cubin"; });
+  CHECK(contains(e, "\"cubin\" is not a kernel file of the folder"));
+  CHECK(e.size() < 1000);
   // A missing binary is named before a GPU is looked for (it said only "needs a GPU" without one).
   fs::copy(dir / "ok", dir / "lost");
   fs::remove(dir / "lost" / cubin);
@@ -1131,6 +1142,14 @@ TEST_CASE("ahead of time: a folder for another GPU is refused at load; one writt
                       "on compute capability 9.0; write it for this GPU with `fusejit compile GRAPH --arch sm_90 -o DIR`"));
   CHECK(contains(load_error(dir / "sm_100"), "a CUBIN for sm_100 runs on GPUs of compute capability 10.0 to 10.9"));
   CHECK(contains(load_error(dir / "compute_100"), "PTX for compute_100 runs on 10.0 and later GPUs, not on compute capability 9.0"));
+  {  // A PTX that names the kernel only in a comment does not hold it (its `.entry` line is what counts).
+    const fs::path ptx_dir = dir / "ptx-no-entry";
+    fs::copy(dir / "compute_90", ptx_dir);
+    const nlohmann::json k0 = read_json(ptx_dir / "index.json")["kernels"][0];
+    const std::string name = k0["kernel"].get<std::string>();
+    write_file(ptx_dir / k0["ptx"].get<std::string>(), "// " + name + "\n.version 8.0\n.target sm_90\n");
+    CHECK(contains(load_error(ptx_dir), "does not hold kernel " + name));
+  }
   // Written again (another mode) after the load: the unfused plan, read on first use, is refused.
   FakeGpu gpu;
   {  // A module that does not load (a damaged binary) names the file it came from.
