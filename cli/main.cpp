@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -39,18 +40,22 @@ struct ArgError : std::runtime_error {
   int skip;  // the value given to `option` that many times before this one (a repeat)
 };
 
-// The command line as one line of text (arguments with blanks quoted), to point into it.
+// The command line as one line of text a shell would read back (an argument with blanks, quotes
+// or other shell characters in single quotes, a quote in it as '\'', a control character as '?' to
+// keep one line), to point into it.
 class CommandLine {
  public:
   CommandLine(int argc, char** argv) {
     for (int i = 0; i < argc; ++i) {
       std::string a = i == 0 ? std::string("fusejit") : argv[i];
       if (i) text_ += ' ';
-      bool quote = a.empty() || a.find_first_of(" \t'\"") != std::string::npos;
+      const bool quote = a.empty() || std::any_of(a.begin(), a.end(), [](char c) {
+                           return std::iscntrl(static_cast<unsigned char>(c)) || std::strchr(" '\"\\$`!*?;&|<>()#~", c);
+                         });
       if (quote) text_ += '\'';
       starts_.push_back(text_.size());
-      args_.push_back(a);
-      text_ += a;
+      for (char c : a) text_ += c == '\'' ? "'\\''" : std::iscntrl(static_cast<unsigned char>(c)) ? "?" : std::string(1, c);
+      args_.push_back(std::move(a));
       if (quote) text_ += '\'';
     }
   }
@@ -62,8 +67,8 @@ class CommandLine {
     bool in_values = false;  // after `option`, before the next argument starting with '-'
     for (size_t i = 1; i < args_.size(); ++i) {
       std::optional<size_t> col;
-      if (args_[i] == option + "=" + value) col = starts_[i] + option.size() + 1 + at;
-      else if (in_values && args_[i] == value) col = starts_[i] + at;
+      if (args_[i] == option + "=" + value) col = shown(i, option.size() + 1 + at);
+      else if (in_values && args_[i] == value) col = shown(i, at);
       if (col && skip-- == 0) return col;
       if (args_[i] == option) in_values = true;
       else if (!args_[i].empty() && args_[i][0] == '-') in_values = false;
@@ -75,13 +80,18 @@ class CommandLine {
   std::optional<size_t> column_of_name(const std::string& option, const std::string& name) const {
     const std::string prefix = name + "=";
     for (size_t i = 1; i < args_.size(); ++i) {
-      if (args_[i] == option && i + 1 < args_.size() && args_[i + 1].rfind(prefix, 0) == 0) return starts_[i + 1];
-      if (args_[i].rfind(option + "=" + prefix, 0) == 0) return starts_[i] + option.size() + 1;
+      if (args_[i] == option && i + 1 < args_.size() && args_[i + 1].rfind(prefix, 0) == 0) return shown(i + 1, 0);
+      if (args_[i].rfind(option + "=" + prefix, 0) == 0) return shown(i, option.size() + 1);
     }
     return std::nullopt;
   }
 
  private:
+  // Column in text() of argument i's character at (each quote before it is shown as 4 characters).
+  size_t shown(size_t i, size_t at) const {
+    const std::string& a = args_[i];
+    return starts_[i] + at + 3 * static_cast<size_t>(std::count(a.begin(), a.begin() + std::min(at, a.size()), '\''));
+  }
   std::string text_;
   std::vector<std::string> args_;
   std::vector<size_t> starts_;

@@ -340,6 +340,16 @@ TEST_CASE("--dim errors point at the command line, not at the graph file") {
   CHECK(lines[1].substr(caret) == "-5");
   const int col = std::stoi(lines[0].substr(std::string("<command line>:1:").size()));
   CHECK(static_cast<size_t>(col) == caret - 1);  // the text is indented by two blanks
+  // An argument holding a quote is shown as a shell reads it back, the caret still under the value.
+  r = run_split("run " + sample("x2x3.txt") + " --dim \"N=5'x\"");
+  CHECK(r.code == 2);
+  {
+    const size_t nl1 = r.err.find('\n'), nl2 = r.err.find('\n', nl1 + 1), nl3 = r.err.find('\n', nl2 + 1);
+    const std::string shown = r.err.substr(nl1 + 1, nl2 - nl1 - 1), marks = r.err.substr(nl2 + 1, nl3 - nl2 - 1);
+    CAPTURE(r.err);
+    CHECK(shown.ends_with(" --dim 'N=5'\\''x'"));
+    CHECK(shown.substr(marks.find('^')) == "5'\\''x'");
+  }
   // Also as `--dim=N=-5`, and for a value that is not a number.
   r = run_split("plan " + sample("x2x3.txt") + " --dim=N=x1");
   CHECK(r.code == 2);
