@@ -196,7 +196,11 @@ class Naming {
   }
   std::string label(ir::NodeId id) {
     const ir::Node& n = g_.node(id);
-    return n.name.empty() || canonical_ ? v(id) : fmt::format("{} ({})", v(id), n.name);
+    if (n.name.empty() || canonical_) return v(id);
+    // A graph name of the kernel's own form (v1) would read as another value: "v2 (named v1)".
+    const bool like_id = n.name.size() > 1 && n.name[0] == 'v' &&
+                         std::all_of(n.name.begin() + 1, n.name.end(), [](char c) { return c >= '0' && c <= '9'; });
+    return fmt::format("{} ({}{})", v(id), like_id ? "named " : "", n.name);
   }
   // Comment text describing how a node is computed.
   std::string describe(ir::NodeId id) {

@@ -120,6 +120,15 @@ TEST_CASE("kernel names are deterministic and the source is commented per node")
   CHECK(jit::generate_kernel(g2, whole_graph_group(g2)).name != k1.name);
 }
 
+TEST_CASE("a graph name of the kernel's own form (v1) is not read as another value in the comments") {
+  const ir::Graph g = ir::parse_graph("graph g\ninput v0 : f32[8]\ninput x : f32[8]\nv1 = v0 * x\ny = exp(v1)\noutput y\n", "v.txt");
+  const std::string src = jit::generate_kernel(g, whole_graph_group(g)).source;
+  CAPTURE(src);
+  CHECK(src.find("// Inputs: v0 (named v0), v1 (x).") != std::string::npos);
+  CHECK(src.find("// v2 (named v1) = mul(v0, v1) : f32  [v.txt:4]") != std::string::npos);
+  CHECK(src.find("// v3 (y) = exp(v2)") != std::string::npos);  // other names as before
+}
+
 TEST_CASE("contiguous groups get a 16-byte vector path and a runtime alignment flag") {
   ir::Graph g = bias_graph(shp({4, 8}), shp({4, 8}));
   jit::GeneratedKernel k = jit::generate_kernel(g, whole_graph_group(g));
