@@ -24,7 +24,7 @@ from . import _fusejit
 from ._errors import CompileError, DriverError, Error, FusejitWarning, InternalError, UserError
 from ._fusejit import (CacheEntry, CacheStats, Dim, Graph, GraphBuilder, KernelInfo, NodeInfo, ParamInfo, TensorInfo,
                        Value)
-from ._fuse import Fused, fuse, install_value_methods as _install_value_methods, op, reduce
+from ._fuse import Fused, ValueDType, fuse, install_value_methods as _install_value_methods, op, reduce
 
 _install_value_methods()
 
@@ -38,7 +38,7 @@ __all__ = [
     "Graph", "GraphBuilder", "Value", "Dim", "Program", "compile", "load", "KernelInfo", "NodeInfo", "ParamInfo",
     "TensorInfo", "Error", "UserError", "CompileError", "DriverError", "InternalError", "FusejitWarning",
     "numpy_dtype", "torch_dtype", "fuse", "Fused", "op", "reduce", "cache_path", "cache_stats", "cache_list",
-    "cache_clear", "CacheStats", "CacheEntry",
+    "cache_clear", "CacheStats", "CacheEntry", "ValueDType",
 ]
 
 
@@ -221,6 +221,8 @@ def _dtype_name(dtype: Any) -> str:
     Raises UserError for anything else (a big-endian NumPy dtype, complex, object)."""
     if dtype is None:  # np.dtype(None) would be float64
         raise UserError("dtype None: give a dtype name (f32, ...) or a NumPy or PyTorch dtype")
+    if isinstance(dtype, ValueDType):  # a value's dtype (v.dtype): its name, also for bf16 without ml_dtypes
+        return str(dtype)
     if type(dtype).__module__ == "torch":
         for name in _DTYPE_NAMES:
             if torch_dtype(name) == dtype:

@@ -94,9 +94,16 @@ class Dim:  # from GraphBuilder.dim
 # A bool, int or float: a weakly typed literal (x * 2 keeps x's dtype); NumPy 0-d values too.
 Operand = Value | bool | int | float
 
+class ValueDType:  # Value.dtype: behaves as NumPy's dtype of it; str() is fusejit's name ("f32")
+    @property
+    def name(self) -> str: ...  # NumPy's name: "float32", "bfloat16"
+    @property
+    def dtype(self) -> Any: ...  # NumPy's dtype (np.dtype(v.dtype), np.finfo(v.dtype) read it)
+    def __eq__(self, o: object) -> bool: ...  # fusejit's name ("f16"), NumPy's names, NumPy/PyTorch dtypes
+
 class Value:  # a node of a GraphBuilder, which it keeps alive
     @property
-    def dtype(self) -> str: ...
+    def dtype(self) -> ValueDType: ...
     @property
     def shape(self) -> list[int]: ...  # at the builder's dim sizes (read under fuse: sizes fixed)
     @property

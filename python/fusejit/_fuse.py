@@ -204,6 +204,8 @@ def _astype(self: Value, dtype: Any, copy: bool = True) -> Value:
     or, as NumPy's astype takes it, a NumPy dtype name ("float32"; "float" is float64 there); "i8",
     "u8" and "f16", which NumPy reads as int64, uint64 and float128, are refused (write "int8" or
     np.int8). copy is NumPy's and means nothing here (a graph value is never changed in place)."""
+    if isinstance(dtype, ValueDType):  # another value's dtype (x.astype(y.dtype))
+        return self.builder.cast(self, str(dtype))
     if isinstance(dtype, str) and dtype in _AMBIGUOUS_DTYPE_NAMES:
         ours, numpys = _AMBIGUOUS_DTYPE_NAMES[dtype]
         raise UserError(f"astype({dtype!r}): NumPy reads '{dtype}' as {numpys}, fusejit as {ours}; write "
@@ -245,25 +247,59 @@ def _comparison(op_name: str) -> Callable:
     return compare
 
 
-class _DTypeName(str):
-    """A value's dtype: fusejit's name ("f32"), a str that also equals the NumPy or PyTorch dtype of
-    that name (``v.dtype == np.float32``, ``== torch.bfloat16``), so NumPy-style branches hold."""
+class ValueDType:
+    """A value's dtype, as a NumPy dtype behaves: ``np.dtype(v.dtype)``, ``np.finfo(v.dtype)``,
+    ``a.astype(v.dtype)`` and ``v.astype(v.dtype)`` take it (``.dtype`` is NumPy's dtype of it;
+    bf16 is ml_dtypes.bfloat16, UserError without ml_dtypes), ``.name`` is NumPy's name
+    ("float16", "bfloat16"), ``str()`` fusejit's ("f16"). It equals NumPy's and PyTorch's dtypes
+    of it, fusejit's name of it ("f16": fusejit's names first, as everywhere in fusejit, although
+    NumPy reads "f16", "i8" and "u8" as float128, int64 and uint64) and NumPy's names and spellings
+    of it ("float16", "<f2"). A str holding fusejit's name was read by NumPy as another dtype for
+    f16, i8 and u8 (np.finfo gave float128's eps)."""
 
-    __slots__ = ()
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        """NumPy's name of the dtype: "float32", "bfloat16" (ml_dtypes' name), "int8", "bool"."""
+        from . import _NUMPY_NAMES
+        return _NUMPY_NAMES.get(self._name, "bfloat16")
+
+    @property
+    def dtype(self) -> Any:
+        """NumPy's dtype of it, which np.dtype() and np.finfo() read; bf16 is ml_dtypes.bfloat16
+        (UserError without the ml_dtypes package)."""
+        from . import numpy_dtype
+        return numpy_dtype(self._name)
+
+    def __str__(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"fusejit dtype {self._name} (NumPy {self.name})"
 
     def __eq__(self, o: object) -> bool:
-        if isinstance(o, str):
-            return str.__eq__(self, o)
+        if isinstance(o, ValueDType):
+            return o._name == self._name
+        if isinstance(o, str):  # fusejit's names first, as everywhere in fusejit ("i8" is int8)
+            if o in (self._name, self.name):
+                return True
+            if o in _FUSEJIT_DTYPE_NAMES or o in _AMBIGUOUS_DTYPE_NAMES:
+                return False
         from . import _dtype_name
         try:
-            return _dtype_name(o) == str(self)
+            return _dtype_name(o) == self._name
         except (UserError, TypeError, ValueError):
             return False
 
     def __ne__(self, o: object) -> bool:
         return not self.__eq__(o)
 
-    __hash__ = str.__hash__
+    def __hash__(self) -> int:
+        return hash(self._name)
 
 
 _DTYPE_GETTER = Value.__dict__["dtype"].fget
@@ -294,9 +330,9 @@ def install_value_methods() -> None:
     Value.__hash__ = object.__hash__  # by identity, as a tensor's
     Value.astype = _astype
     Value.__pos__ = lambda self: self
-    Value.dtype = property(lambda self: _DTypeName(_DTYPE_GETTER(self)),
-                           doc="The value's dtype name (\"f32\", ...), a str equal to NumPy's and PyTorch's dtype "
-                               "of that name too (v.dtype == np.float32).")
+    Value.dtype = property(lambda self: ValueDType(_DTYPE_GETTER(self)),
+                           doc="The value's dtype, as NumPy's dtype of it behaves (np.dtype(v.dtype), np.finfo(v.dtype), "
+                               "v.dtype == np.float32); str(v.dtype) is fusejit's name (\"f32\").")
     Value.ndim = property(lambda self: len(_SHAPE_GETTER(self)), doc="The value's rank (number of dims).")
     Value.shape = property(_shape, doc="The value's shape at the builder's dim sizes (list of ints); read in a "
                                        "function fuse traces, it specialises the function on every size.")

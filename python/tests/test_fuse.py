@@ -473,6 +473,46 @@ def test_second_hostile_round():
     assert np.array_equal(p(ones), [3, 3]) and "partial" in repr(p)
     branch = fusejit.fuse(lambda v: v * 2 if v.dtype == np.float32 and v.dtype == "f32" else v * 3)
     assert np.array_equal(branch(ones), [2, 2])
+
+
+def test_a_values_dtype_is_read_by_numpy_as_its_own():
+    # v.dtype was the str "f16": NumPy read it as float128 (np.finfo gave float128's eps, silently)
+    # and astype(x.dtype) refused it; "i8" and "u8" read as int64 and uint64 the same way.
+    seen = {}
+
+    @fusejit.fuse
+    def rms(x):
+        seen[str(x.dtype)] = (np.dtype(x.dtype), np.finfo(x.dtype).eps if x.dtype.name.startswith("float") else
+                              np.iinfo(x.dtype).max, x.dtype.name)
+        xf = x.astype("f32")
+        return (xf * fusejit.op("rsqrt", (xf * xf).mean(-1, keepdims=True) + 1e-6)).astype(x.dtype)
+
+    for dt, limit in ((np.float16, np.finfo(np.float16).eps), (np.int8, 127), (np.uint8, 255),
+                      (np.float32, np.finfo(np.float32).eps), (np.int64, np.iinfo(np.int64).max)):
+        x = np.ones((2, 8), dt)
+        assert rms(x).dtype == dt, dt
+    assert seen["f16"] == (np.dtype(np.float16), np.finfo(np.float16).eps, "float16")
+    assert seen["i8"][:2] == (np.dtype(np.int8), 127) and seen["u8"][1] == 255
+    assert seen["f32"][1] == np.finfo(np.float32).eps and seen["i64"][1] == np.iinfo(np.int64).max
+    checks = {}
+
+    @fusejit.fuse
+    def cmp(x):
+        checks["eq"] = (x.dtype == np.float16, x.dtype == "float16", x.dtype == "<f2", x.dtype == np.float32,
+                        x.dtype == "f32", x.dtype == x.dtype, str(x.dtype), hash(x.dtype) == hash(x.dtype),
+                        x.dtype == "f16", x.dtype == "f2", x.dtype == "float128", x.dtype == "nonsense")
+        return x + 1
+
+    cmp(np.ones(2, np.float16))
+    assert checks["eq"] == (True, True, True, False, False, True, "f16", True, True, True, False, False)
+    cmp(np.ones(2, np.int64))  # fusejit's names first: "i8" is int8, as everywhere in fusejit
+    i64 = fusejit.fuse(lambda v: v * 2 if v.dtype == "i64" and v.dtype == "int64" and v.dtype != "i8" else v)
+    assert i64(np.ones(2, np.int64)).tolist() == [2, 2]
+    # Builder values: the same object, and a dtype argument wherever one is taken.
+    b = fusejit.GraphBuilder("t")
+    v = b.input("x", "bf16", [4])
+    assert str(b.cast(v, v.dtype).dtype) == "bf16" and b.input("y", v.dtype, [4]).dtype == "bf16"
+    assert v.dtype.name == "bfloat16" and f"{v.dtype}" == "bf16"
     assert fusejit.fuse(lambda v: np.max(v, -1, initial=-np.inf))(np.zeros((2, 0), np.float32)).tolist() == [-np.inf] * 2
 
 
