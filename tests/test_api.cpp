@@ -63,6 +63,20 @@ TEST_CASE("builder and parser give the same graph") {
   CHECK(built.outputs()[0].dtype == fj::DType::F32);
 }
 
+TEST_CASE("a moved-from Graph or Program is still the same one (a call on one crashed)") {
+  fj::Graph g = fj::Graph::parse(kSwiglu, "swiglu.txt");
+  fj::Graph g2 = std::move(g);
+  CHECK(g.to_text() == g2.to_text());  // NOLINT(bugprone-use-after-move): what this test checks
+  fj::Program p = fj::Program::compile(g2, cpu_options());
+  fj::Program q = std::move(p);
+  fj::Program r = p;  // NOLINT(bugprone-use-after-move)
+  r = std::move(q);
+  CHECK(p.graph().name() == "swiglu");  // NOLINT(bugprone-use-after-move)
+  CHECK(q.graph().name() == "swiglu");  // NOLINT(bugprone-use-after-move)
+  fj::HostTensor gate(fj::DType::F32, {4, 8}), up(fj::DType::F32, {4, 8});
+  CHECK(p.run({gate, up}).size() == 1);
+}
+
 TEST_CASE("builder literals are weakly typed and promotion follows PyTorch") {
   fj::GraphBuilder b("w");
   fj::Value h = b.input("h", fj::DType::F16, {3});

@@ -311,14 +311,18 @@ def _device_guard(like: Any) -> Any:
     return None
 
 
-def _check_call_options(stream: Any, plan: Any) -> None:
-    """A TypeError naming `stream` or `plan` when a call's value is of the wrong type or range."""
+def _check_call_options(stream: Any, plan: Any, inputs: Any = ()) -> None:
+    """A TypeError naming `stream` or `plan` when a call's value is of the wrong type or range; it
+    says so where the graph has an input of that name (an array given for it by keyword lands here)."""
+    def clash(name: str) -> str:
+        return f" ('{name}' is also an input of the graph: pass that input positionally)" if name in inputs else ""
+
     if not isinstance(plan, str):
-        raise TypeError(f"plan: expected \"fused\" or \"unfused\", got {type(plan).__name__}")
+        raise TypeError(f"plan: expected \"fused\" or \"unfused\", got {type(plan).__name__}" + clash("plan"))
     if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int) or not 0 <= stream < 2**64):
         got = repr(stream) if isinstance(stream, int) else type(stream).__name__
         raise TypeError(f"stream: expected a CUDA stream handle (an int in [0, 2^64), e.g. "
-                        f"torch.cuda.current_stream().cuda_stream), got {got}")
+                        f"torch.cuda.current_stream().cuda_stream), got {got}" + clash("stream"))
 
 
 class Program:
@@ -412,7 +416,7 @@ class Program:
     def output_shapes(self, *args: Any, plan: str = "fused", **inputs: Any) -> dict[str, tuple[int, ...]]:
         """The shape of each output for these inputs (checked as a call checks them), without running;
         ``plan`` as in a call ("fused" or "unfused": the same shapes)."""
-        _check_call_options(None, plan)
+        _check_call_options(None, plan, self._inputs)
         arrays, _ = self._bind(args, inputs)
         try:
             shapes = self._p.output_shapes(*_storages(arrays, self._in_whats), plan)
@@ -440,7 +444,7 @@ class Program:
         try:
             return self._call(args, out, stream, plan, kwargs)
         except TypeError:
-            _check_call_options(stream, plan)  # nanobind's message would name the extension's signature
+            _check_call_options(stream, plan, self._inputs)  # nanobind's message would name the extension's signature
             raise
 
     def _call(self, args: tuple, out: Any, stream: int | None, plan: str, kwargs: dict) -> dict[str, Any]:
@@ -473,7 +477,7 @@ class Program:
         if stream is None:  # NumPy arrays have none (checked first: the cheap common case)
             stream = 0 if like is None or type(like) in _NDARRAY_TYPES else _current_stream(like)
         elif stream is True or stream is False:  # an int to nanobind: True would be stream 1
-            _check_call_options(stream, plan)
+            _check_call_options(stream, plan, self._inputs)
         try:
             self._p.launch(stored, in_as, outs, out_as, list(params.items()) if params else [], stream, plan)
         except TypeError as e:

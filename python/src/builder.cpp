@@ -165,7 +165,11 @@ fusejit::Scalar to_scalar(nb::handle h, const std::string& what) {
   }
   if (PyFloat_Check(h.ptr())) return fusejit::Scalar(nb::cast<double>(h));
   if (nb::object v = scalar_item(h); v.is_valid()) return to_scalar(v, what);
-  throw nb::type_error((what + ": expected a bool, int or float, got " + py_type_name(h)).c_str());
+  // An array of one element ([2.0]) is not a 0-d one: say which shapes are taken.
+  const std::string shape = nb::hasattr(h, "shape") ? nb::cast<std::string>(nb::repr(h.attr("shape"))) : "";
+  throw nb::type_error((what + ": expected a bool, int or float, got " + py_type_name(h) +
+                        (shape.empty() ? "" : " of shape " + shape + " (a NumPy scalar or 0-d array is taken)"))
+                           .c_str());
 }
 
 namespace {

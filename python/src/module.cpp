@@ -309,13 +309,16 @@ void launch(const fusejit::Program& p, const std::vector<InArray>& inputs, const
   fusejit::Params params = to_params(param_values);
   fusejit::PlanKind kind = plan_kind(plan);
   const bool host = (in.device_type ? in.device_type : out.device_type) == nb::device::cpu::value;
-  if (in.device_type && out.device_type && in.device_type != out.device_type)
-    throw fusejit::Error(fusejit::ErrorKind::User, "the outputs are on another kind of device than the inputs");
   const bool cuda = p.backend() == fusejit::Backend::Cuda;
-  if (!cuda && !host && (in.device_type || out.device_type))
+  // First: device inputs on a CPU program got host outputs allocated for them, and the mismatch
+  // below would blame outputs the caller never gave.
+  auto off_host = [](const Tensors& t) { return t.device_type && t.device_type != nb::device::cpu::value; };
+  if (!cuda && (off_host(in) || off_host(out)))
     throw fusejit::Error(fusejit::ErrorKind::User,
                          "this program runs on the CPU (" + p.backend_note() +
                              "); pass host arrays (NumPy, or tensors on the CPU device)");
+  if (in.device_type && out.device_type && in.device_type != out.device_type)
+    throw fusejit::Error(fusejit::ErrorKind::User, "the outputs are on another kind of device than the inputs");
   released([&] {
     if (cuda && host) run_on_host_arrays(p, in, out, params, kind);
     else p.launch(in.refs, out.refs, params, reinterpret_cast<void*>(stream), kind);

@@ -618,7 +618,8 @@ def test_param_values_follow_the_fit_rule_of_defaults():
                      ({"i": float("nan")}, "i=nan: does not fit i32"), ({"i": 1e10}, "does not fit i32")):
         with pytest.raises(fusejit.UserError, match=re.escape(says)):
             prog(x=x, **kw)
-    with pytest.raises(TypeError, match="param 'p': expected a bool, int or float, got ndarray"):
+    with pytest.raises(TypeError, match=re.escape("param 'p': expected a bool, int or float, got ndarray of shape (1,) "
+                                                  "(a NumPy scalar or 0-d array is taken)")):
         prog(x=x, p=np.array([2.0]))
     assert list(prog(x=x, p=np.uint8(255), h=np.float16(np.inf), i=np.array(-7))["y"]) == [255, 255]
     # An int past int64 is refused, saying how a float param takes it.
@@ -880,3 +881,66 @@ def test_a_shape_takes_integer_numpy_scalars_as_axes_do():
     assert b.build().inputs[0].shape == [3, 2]
     with pytest.raises(TypeError, match="a shape holds ints"):
         fusejit.GraphBuilder("h").input("x", "f32", [np.bool_(True)])
+
+
+def _dlpack_claiming_cuda(a: np.ndarray) -> object:
+    """A DLPack producer (ctypes) whose f32 tensor says it is on CUDA device 0 (kDLCUDA = 2)."""
+    import ctypes
+
+    class Device(ctypes.Structure):
+        _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+    class DataType(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+    class Tensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device", Device), ("ndim", ctypes.c_int32), ("dtype", DataType),
+                    ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.c_void_p),
+                    ("byte_offset", ctypes.c_uint64)]
+
+    class Managed(ctypes.Structure):
+        _fields_ = [("dl_tensor", Tensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+    class OnCuda:
+        def __init__(self):
+            self.shape = (ctypes.c_int64 * a.ndim)(*a.shape)
+            self.kept = []
+
+        def __dlpack_device__(self):
+            return (2, 0)
+
+        def __dlpack__(self, *args, **kwargs):
+            m = Managed()
+            m.dl_tensor = Tensor(a.ctypes.data, Device(2, 0), a.ndim, DataType(2, 32, 1),
+                                 ctypes.cast(self.shape, ctypes.POINTER(ctypes.c_int64)), None, 0)
+            self.kept.append(m)  # the capsule has no deleter: the producer keeps the struct
+            return new_capsule(ctypes.addressof(m), b"dltensor", None)
+
+    return OnCuda()
+
+
+def test_device_tensors_on_a_cpu_program_say_the_program_runs_on_the_cpu():
+    # Without out=, outputs were allocated on the host for them and the error blamed the outputs
+    # ("the outputs are on another kind of device than the inputs"), which the caller never gave.
+    prog = fusejit.compile(fusejit.Graph.parse("input x : f32[4]\ny = x * 2\noutput y\n"))
+    if prog.backend != "cpu":
+        pytest.skip("a GPU program takes CUDA tensors")
+    x = np.arange(4, dtype=np.float32)
+    for call in (lambda: prog(x=_dlpack_claiming_cuda(x)),
+                 lambda: prog(x=x, out={"y": _dlpack_claiming_cuda(np.zeros(4, np.float32))})):
+        with pytest.raises(fusejit.UserError, match=r"this program runs on the CPU \(no GPU: .*\); pass host arrays"):
+            call()
+
+
+def test_an_input_named_as_a_keyword_of_the_call_is_pointed_at():
+    q = fusejit.compile(fusejit.Graph.parse("input plan : f32[2]\ninput stream : f32[2]\ny = plan + stream\noutput y\n"))
+    x = np.ones(2, np.float32)
+    with pytest.raises(TypeError, match=r"plan: expected .* \('plan' is also an input of the graph: pass that input "
+                                        r"positionally\)"):
+        q(plan=x, stream=0)
+    with pytest.raises(TypeError, match=r"stream: expected .* \('stream' is also an input of the graph"):
+        q(x, stream=x)
+    assert q(x, x)["y"].tolist() == [2, 2]

@@ -182,10 +182,18 @@ struct NodeInfo {
 };
 
 /// An immutable, verified graph of elementwise ops and reductions. Cheap to copy (shared, immutable state).
-/// Thread-safe to share between threads. A moved-from Graph may only be assigned to or destroyed
-/// (it holds no state; other calls are undefined, as for a moved-from std::shared_ptr's target).
+/// Thread-safe to share between threads. A move copies (the state is shared and immutable), so a
+/// moved-from Graph is still the same graph.
 class Graph {
  public:
+  Graph(const Graph&) = default;
+  Graph(Graph&& o) noexcept : impl_(o.impl_) {}  ///< copies: a moved-from Graph stays usable
+  Graph& operator=(const Graph&) = default;
+  Graph& operator=(Graph&& o) noexcept {  ///< copies: a moved-from Graph stays usable
+    impl_ = o.impl_;
+    return *this;
+  }
+
   /// Parses graph text (format: docs/graph-format.md). `file` names the text in diagnostics.
   /// Throws Error(User) with file:line:col on any malformed input.
   static Graph parse(std::string_view text, std::string_view file = "<string>", const DimValues& dims = {});
@@ -660,10 +668,18 @@ struct Measurement {
 /// kernel"). Cheap to copy (shared state). Thread-safe: launch(), run(), measure() and every
 /// accessor may be called concurrently from several threads (on the GPU, each launch on the
 /// caller's stream; two launches writing the same output buffer concurrently race as any two
-/// kernels would). Copy it rather than move it where it is used again: a moved-from Program may
-/// only be assigned to or destroyed.
+/// kernels would). A move copies (the state is shared), so a moved-from Program is still the
+/// same program (it crashed on any call before).
 class Program {
  public:
+  Program(const Program&) = default;
+  Program(Program&& o) noexcept : impl_(o.impl_) {}  ///< copies: a moved-from Program stays usable
+  Program& operator=(const Program&) = default;
+  Program& operator=(Program&& o) noexcept {  ///< copies: a moved-from Program stays usable
+    impl_ = o.impl_;
+    return *this;
+  }
+
   /// Rewrites, plans, generates and compiles (or loads from the cache) the fused kernels, and the
   /// unfused ones too with Options::build_unfused (else on their first use). Throws Error(User) for
   /// bad options (an invalid Options::arch on any backend), Error(Compile), Error(Driver) when the
