@@ -554,6 +554,33 @@ void check_folder_kernel(const AotFolder& f, const Program::Impl::Path& path, si
   }
 }
 
+// The kernels this fusejit generates for `path` of the folder's graph, each checked against the
+// index (check_folder_kernel).
+std::vector<jit::GeneratedKernel> checked_kernels(const AotFolder& f, const Program::Impl& p,
+                                                  const Program::Impl::Path& path,
+                                                  const std::vector<const json*>& entries) {
+  const ir::Graph& g = p.graph_of(path.kind);
+  const jit::CodegenOptions cg = codegen_options(path.kind, p.options, 0);
+  std::vector<jit::GeneratedKernel> out;
+  for (size_t i = 0; i < path.plan.groups.size(); ++i) {
+    const ir::FusionGroup& grp = path.plan.groups[i];
+    jit::GeneratedKernel k = jit::generate_kernel(g, grp, cg);
+    check_folder_kernel(f, path, i, entries, k, args_json(k.signature, g, grp), args_json(k.strided_signature, g, grp));
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+// Options::backend = Cpu: the folder's graph in its mode on the CPU path, compiled by the host
+// C++ compiler as Program::compile does (the folder's GPU binaries are checked, not used).
+Program cpu_program(const Graph& graph, const Options& folder, const Options& caller) {
+  Options o = caller;
+  o.fast_math = folder.fast_math;
+  o.arch.clear();  // the folder's GPU target and NVRTC options mean nothing on the CPU path
+  o.nvrtc_options.clear();
+  return Program::compile(graph, o);
+}
+
 }  // namespace
 
 std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program::Impl& p, const Program::Impl::Path& path,
@@ -572,14 +599,13 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
   if (entries.empty() && path.plan.groups.empty()) return nullptr;
   const ir::Graph& g = p.graph_of(path.kind);
   const std::vector<int> bindings = ir::output_bindings(g);
-  const jit::CodegenOptions cg = codegen_options(path.kind, p.options, 0);
   auto out = std::make_shared<Program::Impl::Variant>();
   out->gpu.target = p.gpu_target;
   std::map<std::string, std::shared_ptr<const std::vector<char>>> images;  // kernels of one program share one
+  std::vector<jit::GeneratedKernel> kernels = checked_kernels(f, p, path, entries);
   for (size_t i = 0; i < path.plan.groups.size(); ++i) {
     const ir::FusionGroup& grp = path.plan.groups[i];
-    jit::GeneratedKernel k = jit::generate_kernel(g, grp, cg);
-    check_folder_kernel(f, path, i, entries, k, args_json(k.signature, g, grp), args_json(k.strided_signature, g, grp));
+    jit::GeneratedKernel& k = kernels[i];
     const json* e = entries[i];
     const std::string file = e->at(jit::to_string(p.gpu_target.kind)).get<std::string>();
     auto& image = images[file];  // read once a file: every unfused kernel names one
@@ -617,9 +643,20 @@ Program Program::load(const std::string& dir, const Options& options) {
     o.nvrtc_options = x["nvrtc_options"].get<std::vector<std::string>>();
     o.arch = x["target"].get<std::string>();
     o.dump_dir.clear();
+    // graph.txt is the one the binaries came from, checked on any machine (planned as
+    // compile_to_dir plans it: the kernels do not depend on the GPU's shared memory).
+    const std::shared_ptr<const Impl> planned = rewrite_and_plan(graph, o, 0);
+    (void)checked_kernels(*f, *planned, planned->fused, folder_kernels(*f, PlanKind::Fused));
+    if (options.backend == Backend::Cpu) return cpu_program(graph, o, options);
     std::string why;
     std::shared_ptr<jit::DeviceContext> device = open_device(options, &why);
-    if (!device) throw jit::DriverError(jit::DriverErrorKind::NoDevice, "Program::load needs a GPU: " + why);
+    if (!device)
+      throw jit::DriverError(jit::DriverErrorKind::NoDevice,
+                             fmt::format("Program::load needs a GPU to run the folder's binaries: {} (the folder "
+                                         "is checked; {} runs its graph on the CPU path instead)",
+                                         why, options.message_style == MessageStyle::Python
+                                                  ? "backend=\"cpu\""
+                                                  : "Options::backend = Backend::Cpu"));
     const jit::Arch cc{device->info().cc_major, device->info().cc_minor};
     if (const std::string no = jit::target_runs_on(jit::parse_target(o.arch), cc); !no.empty())
       throw ir::UserError(fmt::format("'{}' holds kernels for {}: {}; write it for this GPU with `fusejit compile GRAPH "

@@ -1020,6 +1020,32 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
   std::string e = load_error(dir / "swapped");
   CHECK(contains(e, "kernel 0 of the fused plan is fj_g_"));
   CHECK(contains(e, "compiled from another graph"));
+  {  // Without a GPU too: graph.txt is checked before a GPU is looked for (a build machine can check a folder).
+    const std::string no_gpu = error_of([&] { (void)fj::Program::load((dir / "swapped").string()); });
+    CHECK(contains(no_gpu, "compiled from another graph"));
+    fj::Options cpu;
+    cpu.backend = fj::Backend::Cpu;
+    CHECK(contains(error_of([&] { (void)fj::Program::load((dir / "swapped").string(), cpu); }),
+                   "compiled from another graph"));
+    // A sound folder: Auto says it needs a GPU and names the CPU path; Backend::Cpu runs its graph there.
+    fj::Error auto_error(fj::ErrorKind::User, "");
+    try {
+      (void)fj::Program::load((dir / "ok").string());
+    } catch (const fj::Error& err) {
+      auto_error = err;
+    }
+    CHECK(auto_error.kind() == fj::ErrorKind::Driver);
+    CHECK(contains(auto_error.what(), "Program::load needs a GPU to run the folder's binaries: "));
+    CHECK(contains(auto_error.what(), "(the folder is checked; Options::backend = Backend::Cpu runs its graph on the CPU path"));
+    const fj::Program on_cpu = fj::Program::load((dir / "ok").string(), cpu);
+    CHECK(on_cpu.backend() == fj::Backend::Cpu);
+    const float xs[8] = {0, 1, -1, 2, -0.0f, 88, -100, 0.5f};
+    const fj::HostTensor x = fj::HostTensor::from_floats(fj::DType::F32, {8}, xs);
+    const std::vector<fj::HostTensor> got = on_cpu.run({x});
+    const std::vector<fj::HostTensor> want = fj::Program::compile(fj::Graph::parse(exp_graph, "g.txt"), cpu).run({x});
+    REQUIRE(got.size() == 2);
+    for (size_t k = 0; k < 2; ++k) CHECK(std::ranges::equal(got[k].data(), want[k].data()));
+  }
   // Damaged or hostile index values: User errors naming the file and the key.
   const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
       {[](nlohmann::json& x) { x["kernels"][0]["group"] = -1; }, "\"group\" is not a non-negative integer"},

@@ -600,14 +600,16 @@ def _check_device(device: Any) -> None:
 
 
 def load(dir: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | None = None, disk_cache: bool = True,
-         device: int = 0) -> Program:
-    """Loads a folder written by ``fusejit compile GRAPH --arch sm_XY -o DIR`` (needs a GPU):
-    ``Program::load``. cache_dir and disk_cache: the kernel cache, as in :func:`compile`, for a
-    kernel the folder lacks (a 64-bit-index variant, dims whose broadcasts change the plan), which
-    is then compiled with NVRTC; device: the CUDA device ordinal. Raises UserError
-    for a bad folder, DriverError without a usable GPU."""
+         device: int = 0, backend: str = "auto") -> Program:
+    """Loads a folder written by ``fusejit compile GRAPH --arch sm_XY -o DIR``: ``Program::load``.
+    Its index, binaries and graph.txt are checked on any machine; running its binaries needs a GPU
+    (DriverError without one). ``backend="cpu"`` runs the folder's graph on the CPU path instead
+    (compiled by the host C++ compiler, as :func:`compile` does; the binaries are not used).
+    cache_dir and disk_cache: the kernel cache, as in :func:`compile`, for a kernel the folder
+    lacks (a 64-bit-index variant, dims whose broadcasts change the plan), which is then compiled
+    with NVRTC; device: the CUDA device ordinal. Raises UserError for a bad folder."""
     _check_device(device)
-    return Program(_fusejit.load(dir, cache_dir, _flag(disk_cache, "disk_cache"), device))
+    return Program(_fusejit.load(dir, cache_dir, _flag(disk_cache, "disk_cache"), device, backend))
 
 
 

@@ -644,13 +644,13 @@ void bind_program(nb::module_& m) {
       "dump_dir"_a.none(), "build_unfused"_a, "row_split"_a.none(), "row_cache"_a.none(), "row_cache_limit"_a.none());
   m.def(
       "load",
-      [](nb::handle dir, const FolderArg& cache_dir, bool disk_cache, int device) {
-        fusejit::Options o = make_options(false, std::nullopt, "auto", cache_dir, disk_cache, {}, device,
+      [](nb::handle dir, const FolderArg& cache_dir, bool disk_cache, int device, std::string_view backend) {
+        fusejit::Options o = make_options(false, std::nullopt, backend, cache_dir, disk_cache, {}, device,
                                           nb::none(), false, nb::int_(0), nb::bool_(true), nb::int_(0));
         const std::string folder = path_arg(dir, "dir", false);
         return released([&] { return Program::load(folder, o); });
       },
-      "dir"_a, "cache_dir"_a.none(), "disk_cache"_a, "device"_a);
+      "dir"_a, "cache_dir"_a.none(), "disk_cache"_a, "device"_a, "backend"_a);
 }
 
 

@@ -39,3 +39,21 @@ def test_sample_matches_cli(path, special, tmp_path, rng):
         if t.dtype == "bf16":  # `fusejit run` saves bf16 widened to f32 (exact; ir/npy.h)
             got = got.astype(np.float32)
         assert bits(got) == data, f"{path.stem}: output {t.name} differs from `fusejit run`"
+
+
+def test_an_ahead_of_time_folder_runs_on_the_cpu_path_with_backend_cpu(tmp_path):
+    """`fusejit compile` writes a folder for a GPU; without one, load() says so and names
+    backend="cpu", which runs the folder's graph on the CPU path (same bits as compile())."""
+    path = next(p for p in SAMPLES if p.stem == "rmsnorm")
+    folder = tmp_path / "aot"
+    subprocess.run([str(fusejit_bin()), "compile", str(path), "--dim", "T=5", "--dim", "D=24", "--arch", "sm_90", "--fused-only",
+                    "-o", str(folder)], check=True, capture_output=True)
+    cpu = fusejit.load(folder, backend="cpu")
+    assert cpu.backend == "cpu"
+    if fusejit.compile(fusejit.Graph.parse("input x : f32[1]\ny = x * 2\noutput y\n")).backend == "cpu":
+        with pytest.raises(fusejit.DriverError, match=r'needs a GPU to run the folder.s binaries: .*backend="cpu" runs'):
+            fusejit.load(folder)
+    ref = fusejit.compile(fusejit.Graph.load(str(path), {"T": 5, "D": 24}), backend="cpu")
+    inputs = random_inputs(ref.graph, np.random.default_rng(0), special=True)
+    got, want = cpu(**inputs), ref(**inputs)
+    assert all(bits(got[k]) == bits(want[k]) for k in want)

@@ -693,7 +693,10 @@ class Program {
   /// more, or a dims set whose broadcasts change the plan), which then needs NVRTC (Error(Compile)
   /// naming the kernel and what to install when it is missing). `options` supplies device, cache,
   /// message style and warnings; the target, fast-math mode and NVRTC options come from the
-  /// folder. KernelInfo::cache is CacheOutcome::Loaded. Throws Error(User) for a missing or
+  /// folder. The folder (index, binaries, graph.txt) is checked before a GPU is looked for; with
+  /// Options::backend = Backend::Cpu the folder's graph then runs on the CPU path, compiled as
+  /// compile() does (the binaries are not used). KernelInfo::cache is CacheOutcome::Loaded.
+  /// Throws Error(User) for a missing or
   /// malformed folder (docs/aot.md, "What loading checks"), one written by another code generator
   /// version, or whose kernels are not the ones this fusejit generates for its graph.txt (their
   /// names, hashes of the source, or argument lists differ: graph.txt was edited or written by
