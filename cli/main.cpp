@@ -456,7 +456,7 @@ struct RunCommand {
                     "most bytes of shared memory a block's row cache may take: 0 = fusejit's rule (the GPU's opt-in "
                     "maximum less 12 KiB; 48 KiB on the CPU), N = at most N (same bits; docs/ops.md)")
         ->default_val(0)->check(kNonNegative64);
-    cmd->add_option("--repeats", repeats, "timed runs per path; the median is reported")
+    cmd->add_option("--repeats", repeats, "timed runs per path on a GPU (at most 3 on the CPU path); the median is reported")
         ->default_val(20)->check(CLI::Range(1, 100000));
     cmd->add_option("--warmup", warmup, "untimed runs before timing")->default_val(3)->check(CLI::Range(0, 100000));
     cmd->add_option("--cache-dir", cache_dir,

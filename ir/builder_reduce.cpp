@@ -220,7 +220,8 @@ Operand GraphBuilder::reduce_by_name(std::string_view name, const Operand& x, co
   }
   if (a.axes.size() != 1 || (a.keepdim && name != "logsumexp"))
     throw UserError(n + " takes a value and one axis" + (name == "logsumexp" ? " and an optional keepdim" : "") +
-                        ", e.g. " + n + "(x, -1)",
+                        ", e.g. " + n + "(x, -1)" +
+                        (a.axes.size() == 1 ? "; no keepdim: its result has the shape of its input" : ""),
                     loc);
   if (name == "softmax") return softmax(x, a.axes[0], loc);
   if (name == "log_softmax") return log_softmax(x, a.axes[0], loc);

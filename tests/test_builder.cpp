@@ -442,6 +442,8 @@ TEST_CASE("reductions and composites through GraphBuilder::reduce give the parse
   CHECK(contains(user_error([&] { e.reduce("amin", f, {-1}, false, {}, -INFINITY); }), "only amin's identity initial=inf"));
   CHECK(contains(user_error([&] { e.reduce("logsumexp", f, {-1}, false, {}, -INFINITY); }), "logsumexp takes no initial="));
   CHECK(contains(user_error([&] { e.reduce("softmax", f, {0, 1}); }), "softmax takes a value and one axis"));
+  CHECK(contains(user_error([&] { e.reduce("softmax", f, {-1}, true); }),
+                 "softmax takes a value and one axis, e.g. softmax(x, -1); no keepdim: its result has the shape of its input"));
   CHECK(contains(user_error([&] { e.reduce("var", i); }), "var needs a float dtype"));
   CHECK(contains(user_error([&] { e.reduce("sum", f, {}, false, 1); }), "sum takes no correction"));
   CHECK(contains(user_error([&] { e.reduce("mean", f, {}, false, -1); }), "correction=-1 is negative"));

@@ -28,7 +28,7 @@ struct RunOptions {
   bool special_values = false;
   std::string save_dir;          ///< "" = none; else each output is written as DIR/<name>.npy (DIR made as mkdir -p)
   int warmup = 3;                ///< GPU: untimed launches before timing; >= 0
-  int repeats = 20;              ///< GPU: timed launches; the median is reported; >= 1 (Error(User) otherwise)
+  int repeats = 20;              ///< GPU: timed launches (the CPU path: at most 3); the median is reported; >= 1 (Error(User) otherwise)
   bool check = true;             ///< compare fused, unfused and the reference evaluator
 };
 
