@@ -24,6 +24,7 @@
 #include "jit/codegen.h"
 #include "jit/fork.h"
 #include "jit/gpu_build.h"
+#include "jit/hash.h"
 #include "jit/nvrtc.h"
 #include "ir/parser.h"
 
@@ -170,15 +171,22 @@ std::string abi_text(const json& args) {
 // writes beside it) and, when there is one and no earlier kernel's file holds the same image
 // (`written`: the unfused plan's kernels are one NVRTC program), DIR/<kernel>.<cubin|ptx>;
 // returns the index entry, which names the file holding its image.
+// The NVRTC options fusejit compiles kernel k of program p with: its mode's (strict mode's
+// --fmad=false: nvcc's default contracts a * b + c into an FMA, other bits) and the caller's.
+std::vector<std::string> kernel_nvrtc_options(const Program::Impl& p, const jit::GeneratedKernel& k) {
+  const jit::TranslationUnit tu =
+      jit::emit_translation_unit(std::span<const jit::GeneratedKernel>(&k, 1), jit::Prelude::Included);
+  return jit::nvrtc_options_for(k.fast_math, tu.nvrtc_options, p.options.nvrtc_options);
+}
+
 json dump_kernel(const fs::path& dir, PlanKind kind, size_t group, const Program::Impl& p, const jit::GeneratedKernel& k,
                  const KernelInfo& info, const std::vector<char>* binary, const std::string& ext,
                  std::map<const std::vector<char>*, std::string>& written) {
   const ir::Graph& g = p.graph_of(kind);
   const ir::FusionGroup& grp = (kind == PlanKind::Fused ? p.fused.plan : p.unfused->plan).groups[group];
   jit::TranslationUnit tu = jit::emit_translation_unit(std::span<const jit::GeneratedKernel>(&k, 1), jit::Prelude::Included);
-  // The options fusejit compiled it with (strict mode's --fmad=false: nvcc's default contracts
-  // a * b + c into an FMA, other bits), and the nvcc command that gives the same kernel.
-  const std::vector<std::string> options = jit::nvrtc_options_for(k.fast_math, tu.nvrtc_options, p.options.nvrtc_options);
+  // The options fusejit compiled it with, and the nvcc command that gives the same kernel.
+  const std::vector<std::string> options = kernel_nvrtc_options(p, k);
   const bool ptx = p.backend == Backend::Cuda && p.gpu_target.kind == jit::OutputKind::Ptx;
   std::string nvcc = fmt::format("nvcc {} -arch={}", ptx ? "-ptx" : "-cubin",
                                  p.backend == Backend::Cuda ? p.gpu_target.name() : std::string("sm_XY"));
@@ -210,6 +218,9 @@ json dump_kernel(const fs::path& dir, PlanKind kind, size_t group, const Program
       write_text(dir / file, std::string_view(binary->data(), n));
     }
     e[ext] = file;
+    size_t n = binary->size();
+    if (ext == "ptx" && n && (*binary)[n - 1] == '\0') --n;
+    e["binary_xxh3"] = jit::xxh3_128(std::string_view(binary->data(), n)).hex();
   }
   return e;
 }
@@ -319,6 +330,15 @@ void check_args(const json& e, const std::string& where) {
   }
 }
 
+// "nvrtc_options": strings, none choosing the target ("target" does: check_target).
+void check_nvrtc_options(const json& x, const std::string& where) {
+  for (const json& o : field(x, "nvrtc_options", &json::is_array, "an array", where))
+    if (!o.is_string())
+      bad_index(where, "\"nvrtc_options\" holds a value that is not a string");
+    else if (chooses_target(o.get_ref<const std::string&>()))
+      bad_index(where, fmt::format("\"nvrtc_options\" holds '{}', which chooses the target", o.get<std::string>()));
+}
+
 // Kernel k of the index: its plan and group, its kernel name, and files named as fusejit names them
 // (so an index never points outside its folder).
 void check_kernel(const json& k, size_t i, size_t count, const std::string& output, const std::string& file) {
@@ -340,6 +360,10 @@ void check_kernel(const json& k, size_t i, size_t count, const std::string& outp
   if (entries.size() != 2 && entries.size() != 3)
     bad_index(where, "\"entries\" holds neither the two entry points nor three (with \"long_rows\")");
   for (const json& e : entries) check_args(e, where);
+  check_nvrtc_options(k, where);  // what it was compiled with: loading compares them with the folder's mode
+  if (k.contains("binary_xxh3") && (!k["binary_xxh3"].is_string() ||
+                                    !jit::Hash128::from_hex(k["binary_xxh3"].get_ref<const std::string&>())))
+    bad_index(where, "\"binary_xxh3\" is not 32 hex digits");
 }
 
 // Every key the loader reads, with its type: a damaged or hand-edited index is a User error naming
@@ -359,14 +383,6 @@ void check_target(const json& x, const std::string& where) {
                                  cubin ? "cubin" : "ptx"));
 }
 
-// "nvrtc_options": strings, none choosing the target ("target" does: check_target).
-void check_nvrtc_options(const json& x, const std::string& where) {
-  for (const json& o : field(x, "nvrtc_options", &json::is_array, "an array", where))
-    if (!o.is_string())
-      bad_index(where, "\"nvrtc_options\" holds a value that is not a string");
-    else if (chooses_target(o.get_ref<const std::string&>()))
-      bad_index(where, fmt::format("\"nvrtc_options\" holds '{}', which chooses the target", o.get<std::string>()));
-}
 
 void check_index(const json& x, const std::string& file) {
   const std::string where = "'" + file + "'";
@@ -427,6 +443,17 @@ void check_holds(const AotFolder& f, const std::string& name, std::string_view b
                                     file, kernel, (f.dir / "index.json").string()));
 }
 
+// The binary `name` (its bytes, a PTX's without the terminating NUL) is the one `fusejit compile`
+// wrote for index entry i (a folder written before "binary_xxh3" has none to compare).
+void check_binary_hash(const AotFolder& f, size_t i, const std::string& name, std::string_view bytes) {
+  const json& k = f.index["kernels"][i];
+  if (k.contains("binary_xxh3") && jit::xxh3_128(bytes).hex() != k["binary_xxh3"].get<std::string>())
+    throw ir::UserError(fmt::format("kernel binary '{}' is not the one '{}' lists for kernel {} (its \"binary_xxh3\" "
+                                    "differs: the file was replaced or damaged): write the folder again with "
+                                    "`fusejit compile`",
+                                    (f.dir / name).string(), (f.dir / "index.json").string(), i));
+}
+
 // The binary `name` that index entry i lists: there, read as a regular file of bounded size
 // (kBinaryFile), not empty. PTX gets the terminating NUL NVRTC gives it.
 std::shared_ptr<const std::vector<char>> read_kernel_binary(const AotFolder& f, size_t i, const std::string& name, bool ptx) {
@@ -451,6 +478,7 @@ void check_fused_files(const AotFolder& f) {
     const std::string& name = k[output].get_ref<const std::string&>();
     const auto bin = read_kernel_binary(f, i, name, false);
     check_holds(f, name, std::string_view(bin->data(), bin->size()), k["kernel"].get<std::string>(), output == "ptx");
+    check_binary_hash(f, i, name, std::string_view(bin->data(), bin->size()));
   }
 }
 
@@ -526,8 +554,12 @@ std::vector<const json*> folder_kernels(const AotFolder& f, PlanKind kind) {
 // Kernel i of a plan in the folder is the one this fusejit generates for graph.txt: the same name
 // (a hash of its source, so the same code) and parameters. A folder whose graph.txt was edited or
 // written by another dump, or whose index lacks the kernel, is refused rather than run.
-void check_folder_kernel(const AotFolder& f, const Program::Impl::Path& path, size_t i, const std::vector<const json*>& entries,
-                         const jit::GeneratedKernel& k, const json& args, const json& strided_args) {
+void check_folder_kernel(const AotFolder& f, const Program::Impl& p, const Program::Impl::Path& path, size_t i,
+                         const std::vector<const json*>& entries, const jit::GeneratedKernel& k) {
+  const ir::Graph& g = p.graph_of(path.kind);
+  const ir::FusionGroup& grp = path.plan.groups[i];
+  const json args = args_json(k.signature, g, grp), strided_args = args_json(k.strided_signature, g, grp);
+  const std::vector<std::string> options = kernel_nvrtc_options(p, k);
   const json* e = i < entries.size() ? entries[i] : nullptr;
   const char* plan = plan_name(path.kind);
   if (!e)
@@ -540,6 +572,12 @@ void check_folder_kernel(const AotFolder& f, const Program::Impl::Path& path, si
                     abi_text(es[1].at("args")) == abi_text(strided_args) &&
                     es.size() == (k.lane_groups > 1 ? 3u : 2u) &&
                     (es.size() == 2 || abi_text(es[2].at("args")) == abi_text(args));
+  if (same && e->at("nvrtc_options") != json(options))
+    throw ir::UserError(fmt::format("'{}': kernel {} of the {} plan was compiled with NVRTC options {} (index.json), "
+                                    "but the folder's mode and options (\"fast_math\" {}, \"nvrtc_options\") give {} "
+                                    "(was index.json edited?): write the folder again with `fusejit compile`",
+                                    f.dir.string(), i, plan, e->at("nvrtc_options").dump(), p.options.fast_math,
+                                    json(options).dump()));
   if (!same || entries.size() != path.plan.groups.size()) {
     // The same name with other parameters: the index was edited (the name hashes the source).
     const std::string what = name == k.name ? fmt::format("{} in index.json with other parameters than the {} this "
@@ -565,7 +603,7 @@ std::vector<jit::GeneratedKernel> checked_kernels(const AotFolder& f, const Prog
   for (size_t i = 0; i < path.plan.groups.size(); ++i) {
     const ir::FusionGroup& grp = path.plan.groups[i];
     jit::GeneratedKernel k = jit::generate_kernel(g, grp, cg);
-    check_folder_kernel(f, path, i, entries, k, args_json(k.signature, g, grp), args_json(k.strided_signature, g, grp));
+    check_folder_kernel(f, p, path, i, entries, k);
     out.push_back(std::move(k));
   }
   return out;
@@ -610,7 +648,9 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
     const std::string file = e->at(jit::to_string(p.gpu_target.kind)).get<std::string>();
     auto& image = images[file];  // read once a file: every unfused kernel names one
     if (!image) image = read_kernel_binary(f, index_entry(f, e), file, p.gpu_target.kind == jit::OutputKind::Ptx);
-    check_holds(f, file, std::string_view(image->data(), image->size()), k.name, p.gpu_target.kind == jit::OutputKind::Ptx);
+    const bool ptx = p.gpu_target.kind == jit::OutputKind::Ptx;
+    check_holds(f, file, std::string_view(image->data(), image->size()), k.name, ptx);
+    check_binary_hash(f, index_entry(f, e), file, std::string_view(image->data(), image->size() - (ptx ? 1 : 0)));
     KernelInfo info = kernel_info(g, grp, k, CacheOutcome::Loaded, 0.0, p.rules, bindings);
     out->infos.push_back(std::move(info));
     out->gpu.kernels.push_back({k, image, jit::CacheOutcome::DiskHit, 0.0, (f.dir / file).string()});

@@ -1075,6 +1075,15 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
       {[](nlohmann::json& x) { x["target"] = "compute_90"; }, "\"target\" compute_90 does not hold \"output\" cubin"},
       {[](nlohmann::json& x) { x["dims"]["N"] = 9223372036854775808ull; }, "dim 'N' is not an integer from 0 to 2^63 - 1"},
       {[](nlohmann::json& x) { x["dims"]["Q"] = 4; }, "index.json': \"dims\" names dim 'Q', which '"},
+      // The options a kernel was compiled with are its mode's and the folder's (a fast-math binary
+      // under a strict index ran FMA-contracted code as strict), and its binary is the one written.
+      {[](nlohmann::json& x) { x["kernels"][0]["nvrtc_options"].push_back("--use_fast_math"); },
+       "was compiled with NVRTC options"},
+      {[](nlohmann::json& x) { x["nvrtc_options"] = {"--maxrregcount=32"}; }, "was compiled with NVRTC options"},
+      {[](nlohmann::json& x) { x["kernels"][0]["nvrtc_options"] = 5; }, "\"nvrtc_options\" is not an array"},
+      {[](nlohmann::json& x) { x["kernels"][0]["binary_xxh3"] = "zz"; }, "\"binary_xxh3\" is not 32 hex digits"},
+      {[](nlohmann::json& x) { x["kernels"][0]["binary_xxh3"] = std::string(32, '0'); },
+       "(its \"binary_xxh3\" differs: the file was replaced or damaged)"},
       // The unfused plan would compile with it, for another GPU than "target" (Options refuses it too).
       {[](nlohmann::json& x) { x["nvrtc_options"] = {"-arch=sm_80"}; }, "\"nvrtc_options\" holds '-arch=sm_80', which chooses the target"},
   };
@@ -1106,6 +1115,25 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
   const std::string cubin = read_json(dir / "ok" / "index.json")["kernels"][0]["cubin"].get<std::string>();
   write_file(dir / "empty" / cubin, "");
   CHECK(contains(load_error(dir / "empty"), "' is empty: write the folder again"));
+  {  // Strict and fast-math folders of a graph whose kernel source is the same in both modes: the
+     // index's mode and each binary are tied to the kernels (a hostile tester ran one as the other).
+    const fj::Graph fma = fj::Graph::parse("graph fma\ninput x : f32[64]\ninput y : f32[64]\ninput w : f32[64]\n"
+                                           "z = x * y + w\noutput z\n", "fma.txt");
+    fj::compile_to_dir(fma, "sm_90", (dir / "fma-strict").string(), false, {}, false);
+    fj::compile_to_dir(fma, "sm_90", (dir / "fma-fast").string(), true, {}, false);
+    const nlohmann::json strict_index = read_json(dir / "fma-strict" / "index.json");
+    const std::string bin = strict_index["kernels"][0]["cubin"].get<std::string>();
+    REQUIRE(bin == read_json(dir / "fma-fast" / "index.json")["kernels"][0]["cubin"].get<std::string>());
+    CHECK(load_error(dir / "fma-strict") == "");
+    CHECK(load_error(dir / "fma-fast") == "");
+    nlohmann::json flipped = read_json(dir / "fma-fast" / "index.json");
+    flipped["fast_math"] = false;
+    write_file(dir / "fma-fast" / "index.json", flipped.dump());
+    CHECK(contains(load_error(dir / "fma-fast"), "was compiled with NVRTC options"));
+    fs::copy_file(dir / "fma-fast" / bin, dir / "fma-strict" / bin, fs::copy_options::overwrite_existing);
+    CHECK(contains(error_of([&] { (void)fj::Program::load((dir / "fma-strict").string()); }),
+                   "(its \"binary_xxh3\" differs: the file was replaced or damaged)"));
+  }
   // A text file holding the kernel's name is no CUBIN; a name of megabytes is refused unshown.
   fs::copy(dir / "ok", dir / "text");
   const std::string kname = read_json(dir / "ok" / "index.json")["kernels"][0]["kernel"].get<std::string>();
