@@ -40,6 +40,15 @@ struct ArgError : std::runtime_error {
   int skip;  // the value given to `option` that many times before this one (a repeat)
 };
 
+// What `run --json` prints on stdout for an error (stderr gets the text).
+struct ErrorInfo {
+  fj::ErrorKind kind = fj::ErrorKind::User;
+  std::string message;
+  std::string file;   // graph file, "<command line>", or "" when the error has no location
+  int line = 0, col = 0;
+  std::string text;   // the rendered message for stderr
+};
+
 // The command line as one line of text a shell would read back (an argument with blanks, quotes
 // or other shell characters in single quotes, a quote in it as '\'', a control character as '?' to
 // keep one line), to point into it.
@@ -60,6 +69,14 @@ class CommandLine {
     }
   }
   const std::string& text() const { return text_; }
+  // Points error `e` at 0-based column `col` of text(): "<command line>:1:COL: error: ...", the
+  // command line and a caret (fusejit::format_diagnostic).
+  void locate(ErrorInfo& e, size_t col) const {
+    e.file = "<command line>";
+    e.line = 1;
+    e.col = static_cast<int>(col) + 1;
+    e.text = fj::format_diagnostic(e.message, e.file, 1, e.col, text_);
+  }
   // 0-based column in text() of `value`'s character `at`, where `value` was given to `option`
   // (as `--opt value`, `--opt=value`, or a later value of `--opt a b`) for the (skip + 1)th time;
   // nullopt when it is not found.
@@ -70,8 +87,7 @@ class CommandLine {
       if (args_[i] == option + "=" + value) col = shown(i, option.size() + 1 + at);
       else if (in_values && args_[i] == value) col = shown(i, at);
       if (col && skip-- == 0) return col;
-      if (args_[i] == option) in_values = true;
-      else if (!args_[i].empty() && args_[i][0] == '-') in_values = false;
+      in_values = takes_values(i, option, in_values);
     }
     return std::nullopt;
   }
@@ -79,14 +95,22 @@ class CommandLine {
   // x=0:1 for name x); nullopt when there is none.
   std::optional<size_t> column_of_name(const std::string& option, const std::string& name) const {
     const std::string prefix = name + "=";
+    bool in_values = false;  // as in column(): `--dim N=1 M=2` names M in its second value
     for (size_t i = 1; i < args_.size(); ++i) {
-      if (args_[i] == option && i + 1 < args_.size() && args_[i + 1].rfind(prefix, 0) == 0) return shown(i + 1, 0);
+      if (in_values && args_[i].rfind(prefix, 0) == 0) return shown(i, 0);
       if (args_[i].rfind(option + "=" + prefix, 0) == 0) return shown(i, option.size() + 1);
+      in_values = takes_values(i, option, in_values);
     }
     return std::nullopt;
   }
 
  private:
+  // Whether the arguments after argument i are values of `option` (`--opt a b`, `--opt=a b`),
+  // given whether argument i was.
+  bool takes_values(size_t i, const std::string& option, bool was) const {
+    if (args_[i] == option || args_[i].rfind(option + "=", 0) == 0) return true;
+    return was && (args_[i].empty() || args_[i][0] != '-');
+  }
   // Column in text() of argument i's character at (each quote before it is shown as 4 characters).
   size_t shown(size_t i, size_t at) const {
     const std::string& a = args_[i];
@@ -97,14 +121,6 @@ class CommandLine {
   std::vector<size_t> starts_;
 };
 
-// What `run --json` prints on stdout for an error (stderr gets the text).
-struct ErrorInfo {
-  fj::ErrorKind kind = fj::ErrorKind::User;
-  std::string message;
-  std::string file;   // graph file, "<command line>", or "" when the error has no location
-  int line = 0, col = 0;
-  std::string text;   // the rendered message for stderr
-};
 
 const char* kind_name(fj::ErrorKind k) {
   switch (k) {
@@ -166,11 +182,7 @@ bool locate_option_error(const CommandLine& line, ErrorInfo& e) {
   if (sp == std::string::npos || end == std::string::npos || end <= sp + 1) return false;
   const auto col = line.column_of_name(e.message.substr(0, sp), e.message.substr(sp + 1, end - sp - 1));
   if (!col) return false;
-  e.file = "<command line>";
-  e.line = 1;
-  e.col = static_cast<int>(*col) + 1;
-  e.text = e.file + ":1:" + std::to_string(e.col) + ": error: " + e.message + "\n  " + line.text() + "\n  " +
-           std::string(*col, ' ') + "^";
+  line.locate(e, *col);
   return true;
 }
 
@@ -181,15 +193,8 @@ ErrorInfo current_error(const CommandLine& line) {
     throw;
   } catch (const ArgError& a) {
     e.message = a.option + (a.value.empty() ? "" : " " + a.value) + ": " + a.what();
-    if (auto col = line.column(a.option, a.value, a.at, a.skip)) {
-      e.file = "<command line>";
-      e.line = 1;
-      e.col = static_cast<int>(*col) + 1;
-      e.text = e.file + ":1:" + std::to_string(e.col) + ": error: " + e.message + "\n  " + line.text() + "\n  " +
-               std::string(*col, ' ') + "^";
-    } else {
-      e.text = "fusejit: error: " + e.message;
-    }
+    if (auto col = line.column(a.option, a.value, a.at, a.skip)) line.locate(e, *col);
+    else e.text = "fusejit: " + fj::format_diagnostic(e.message, "", 0, 0, "");  // one line
   } catch (const CLI::Error& c) {
     e.message = c.what();
     e.text = "fusejit: error: " + e.message;
@@ -232,7 +237,8 @@ int report(const ErrorInfo& e, bool json) {
 std::pair<std::string, std::string> split_kv(const std::string& s, const std::string& option) {
   auto eq = s.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
-    throw ArgError(option, s, eq == std::string::npos ? 0 : eq, "expected NAME=VALUE");
+    throw ArgError(option, s, eq == std::string::npos ? 0 : eq,
+                   option == "--input" ? "expected NAME=FILE" : "expected NAME=VALUE");
   return {s.substr(0, eq), s.substr(eq + 1)};
 }
 

@@ -179,6 +179,22 @@ std::vector<std::string> kernel_nvrtc_options(const Program::Impl& p, const jit:
   return jit::nvrtc_options_for(k.fast_math, tu.nvrtc_options, p.options.nvrtc_options);
 }
 
+// Index entry e names the file holding k's image `binary` and its hash; the file is written as
+// DIR/<kernel>.<ext> unless an earlier kernel's (`written`) holds the same image.
+void name_binary(const fs::path& dir, const jit::GeneratedKernel& k, const std::vector<char>& binary,
+                 const std::string& ext, std::map<const std::vector<char>*, std::string>& written, json& e) {
+  size_t n = binary.size();
+  if (ext == "ptx" && n && binary[n - 1] == '\0') --n;  // PTX text without its terminator
+  const std::string_view bytes(binary.data(), n);
+  std::string& file = written[&binary];
+  if (file.empty()) {
+    file = k.name + "." + ext;
+    write_text(dir / file, bytes);
+  }
+  e[ext] = file;
+  e["binary_xxh3"] = jit::xxh3_128(bytes).hex();
+}
+
 json dump_kernel(const fs::path& dir, PlanKind kind, size_t group, const Program::Impl& p, const jit::GeneratedKernel& k,
                  const KernelInfo& info, const std::vector<char>* binary, const std::string& ext,
                  std::map<const std::vector<char>*, std::string>& written) {
@@ -209,19 +225,7 @@ json dump_kernel(const fs::path& dir, PlanKind kind, size_t group, const Program
                                       {"args", args_json(k.strided_signature, g, grp)}}})}};
   if (k.lane_groups > 1)  // the fast entry for long rows on chip (jit::GeneratedKernel::long_rows_name)
     e["entries"].push_back({{"name", k.long_rows_name()}, {"use", "long_rows"}, {"args", args_json(k.signature, g, grp)}});
-  if (binary) {
-    std::string& file = written[binary];
-    if (file.empty()) {
-      size_t n = binary->size();
-      if (ext == "ptx" && n && (*binary)[n - 1] == '\0') --n;  // PTX text without its terminator
-      file = k.name + "." + ext;
-      write_text(dir / file, std::string_view(binary->data(), n));
-    }
-    e[ext] = file;
-    size_t n = binary->size();
-    if (ext == "ptx" && n && (*binary)[n - 1] == '\0') --n;
-    e["binary_xxh3"] = jit::xxh3_128(std::string_view(binary->data(), n)).hex();
-  }
+  if (binary) name_binary(dir, k, *binary, ext, written, e);
   return e;
 }
 
@@ -563,9 +567,10 @@ void check_folder_kernel(const AotFolder& f, const Program::Impl& p, const Progr
   const json* e = i < entries.size() ? entries[i] : nullptr;
   const char* plan = plan_name(path.kind);
   if (!e)
-    throw ir::UserError(fmt::format("'{}': index.json lists no kernel {} of the {} plan ({} kernels): write the "
-                                    "folder again with `fusejit compile`",
-                                    f.dir.string(), i, plan, path.plan.groups.size()));
+    throw ir::UserError(fmt::format("'{}': index.json lists no kernel {} of the {} plan (which has {} kernel{}): "
+                                    "write the folder again with `fusejit compile`",
+                                    f.dir.string(), i, plan, path.plan.groups.size(),
+                                    path.plan.groups.size() == 1 ? "" : "s"));
   const std::string& name = e->at("kernel").get_ref<const std::string&>();
   const json& es = e->at("entries");  // the long-row entry, where the kernel has one, takes the canonical args
   const bool same = name == k.name && abi_text(es[0].at("args")) == abi_text(args) &&

@@ -350,6 +350,27 @@ TEST_CASE("--dim errors point at the command line, not at the graph file") {
     CHECK(shown.ends_with(" --dim 'N=5'\\''x'"));
     CHECK(shown.substr(marks.find('^')) == "5'\\''x'");
   }
+  // A later value of one --dim that the library refuses is located too (it said only "fusejit: error:"),
+  // a control character in a value is shown as '?' (the message kept its one line, an ESC reached the
+  // terminal), and the caret counts characters, not bytes, before it (a graph path with an é).
+  r = run_split("plan " + sample("x2x3.txt") + " --dim N=1 M=2");
+  CHECK(r.err.rfind("<command line>:1:", 0) == 0);
+  CHECK(r.err.find("--dim M: unknown dim 'M' in a dim override") != std::string::npos);
+  r = run_split("plan " + sample("x2x3.txt") + " --dim=N=1 N=x");
+  CHECK(r.err.find("'N' is given twice") != std::string::npos);
+  CHECK(r.err.rfind("<command line>:1:", 0) == 0);
+  r = run_split("plan " + sample("x2x3.txt") + " --dim \"$(printf 'N=x\\ny')\"");
+  CHECK(r.err.find("--dim N=x?y: 'x?y' is not an integer\n") != std::string::npos);
+  {
+    const fs::path dir = scratch("utf8-path");
+    fs::copy_file(sample("x2x3.txt"), dir / "\xc3\xa9.txt");
+    r = run_split("plan " + (dir / "\xc3\xa9.txt").string() + " --dim N=x");
+    const size_t nl1 = r.err.find('\n'), nl2 = r.err.find('\n', nl1 + 1);
+    const std::string marks = r.err.substr(nl2 + 1);
+    CAPTURE(r.err);
+    CHECK(r.err.find(".txt --dim N=x\n") != std::string::npos);
+    CHECK(marks.find('^') == nl2 - nl1 - 3);  // under the x, the last character (the é is 2 bytes)
+  }
   // Also as `--dim=N=-5`, and for a value that is not a number.
   r = run_split("plan " + sample("x2x3.txt") + " --dim=N=x1");
   CHECK(r.code == 2);

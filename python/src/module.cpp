@@ -486,7 +486,8 @@ void bind_info(nb::module_& m) {
       .def_ro("index64", &fusejit::KernelInfo::index64, "64-bit index math (an iteration space of 2^31 elements or more).")
       .def("__repr__", [](const fusejit::KernelInfo& k) {
         if (k.cache == fusejit::CacheOutcome::NotBuilt)  // an unfused kernel of compile(build_unfused=False)
-          return std::string("KernelInfo(cache='not built': compile with build_unfused=True)");
+          return std::string("KernelInfo(cache='not built': built on the plan's first use, or by "
+                             "compile(build_unfused=True))");
         char ms[32];
         std::snprintf(ms, sizeof ms, "%.1f", k.compile_ms);
         return "KernelInfo('" + k.name + "', elements=" + std::to_string(k.elements) + ", read_bytes=" +
@@ -650,7 +651,7 @@ void bind_program(nb::module_& m) {
         const std::string folder = path_arg(dir, "dir", false);
         return released([&] { return Program::load(folder, o); });
       },
-      "dir"_a, "cache_dir"_a.none(), "disk_cache"_a, "device"_a, "backend"_a);
+      "dir"_a.none(), "cache_dir"_a.none(), "disk_cache"_a, "device"_a, "backend"_a);
 }
 
 

@@ -935,6 +935,12 @@ def test_device_tensors_on_a_cpu_program_say_the_program_runs_on_the_cpu():
             call()
 
 
+def test_load_names_a_bad_folder_argument():
+    for bad in (None, 3):  # None reached nanobind's "incompatible function arguments"
+        with pytest.raises(TypeError, match=r"^dir: expected a str, bytes or os.PathLike, got "):
+            fusejit.load(bad)
+
+
 def test_an_input_named_as_a_keyword_of_the_call_is_pointed_at():
     q = fusejit.compile(fusejit.Graph.parse("input plan : f32[2]\ninput stream : f32[2]\ny = plan + stream\noutput y\n"))
     x = np.ones(2, np.float32)

@@ -96,6 +96,16 @@ class Error : public std::runtime_error {
   std::string diagnostic_;
 };
 
+/// Renders an error located in a text of the caller's as Error::diagnostic() renders one in graph
+/// text: "FILE:LINE:COL: error: MESSAGE", then line `line` (1-based) of `text` with a caret under
+/// its byte `column` (1-based; COL counts bytes, as graph diagnostics do, the caret's indent
+/// characters). Control characters in MESSAGE and the line are shown as '?' (so the diagnostic
+/// keeps its lines), a line's bytes that are not UTF-8 too, and a line over 160 bytes is cut to a
+/// window around the column. The `fusejit` command renders its command line's errors with it.
+/// No trailing newline.
+std::string format_diagnostic(std::string_view message, std::string_view file, int line, int column,
+                              std::string_view text);
+
 /// Receives warnings (one complete message per call, no trailing newline). Called from whichever
 /// thread hit the condition (also threads fusejit starts to compile); must be thread-safe. It
 /// should not throw: an exception it throws is caught, and the message and the exception's
