@@ -59,7 +59,7 @@ class CommandLine {
       std::string a = i == 0 ? std::string("fusejit") : argv[i];
       if (i) text_ += ' ';
       const bool quote = a.empty() || std::any_of(a.begin(), a.end(), [](char c) {
-                           return std::iscntrl(static_cast<unsigned char>(c)) || std::strchr(" '\"\\$`!*?;&|<>()#~", c);
+                           return std::iscntrl(static_cast<unsigned char>(c)) || std::strchr(" '\"\\$`!*?;&|<>()[]{}#~", c);
                          });
       if (quote) text_ += '\'';
       starts_.push_back(text_.size());
@@ -169,7 +169,8 @@ class WarningLog {
 bool locate_option_error(const CommandLine& line, ErrorInfo& e) {
   const std::string unknown_dim = "unknown dim '";
   if (e.message.rfind(unknown_dim, 0) == 0 && e.message.find("' in a dim override") != std::string::npos) {
-    const std::string name = e.message.substr(unknown_dim.size(), e.message.find('\'', unknown_dim.size()) - unknown_dim.size());
+    const std::string name =
+        e.message.substr(unknown_dim.size(), e.message.find("' in a dim override") - unknown_dim.size());
     ErrorInfo d = e;
     d.message = "--dim " + name + ": " + e.message;
     if (!locate_option_error(line, d)) return false;
@@ -219,7 +220,10 @@ ErrorInfo current_error(const CommandLine& line) {
 
 // Prints the error on stderr and, for tools (`--json`), as a JSON object on stdout.
 int report(const ErrorInfo& e, bool json) {
-  std::fprintf(stderr, "%s\n", e.text.c_str());
+  std::string text = e.text;
+  for (char& c : text)  // an argument's or file name's ESC or CR stays out of the terminal; an NVRTC log keeps its lines
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7F) c = '?';
+  std::fprintf(stderr, "%s\n", text.c_str());
   if (json) {
     nlohmann::json j = {{"ok", false},
                         {"error", {{"kind", kind_name(e.kind)}, {"message", e.message}, {"file", e.file},

@@ -447,15 +447,22 @@ void check_holds(const AotFolder& f, const std::string& name, std::string_view b
                                     file, kernel, (f.dir / "index.json").string()));
 }
 
+// Entry e's position in the index's "kernels" (for messages).
+size_t index_entry(const AotFolder& f, const json* e) {
+  const json& all = f.index.at("kernels");
+  for (size_t i = 0; i < all.size(); ++i)
+    if (&all[i] == e) return i;
+  return all.size();
+}
+
 // The binary `name` (its bytes, a PTX's without the terminating NUL) is the one `fusejit compile`
 // wrote for index entry i (a folder written before "binary_xxh3" has none to compare).
-void check_binary_hash(const AotFolder& f, size_t i, const std::string& name, std::string_view bytes) {
-  const json& k = f.index["kernels"][i];
-  if (k.contains("binary_xxh3") && jit::xxh3_128(bytes).hex() != k["binary_xxh3"].get<std::string>())
+void check_binary_hash(const AotFolder& f, const json& k, const std::string& name, const jit::Hash128& hash) {
+  if (k.contains("binary_xxh3") && hash != jit::Hash128::from_hex(k["binary_xxh3"].get_ref<const std::string&>()))
     throw ir::UserError(fmt::format("kernel binary '{}' is not the one '{}' lists for kernel {} (its \"binary_xxh3\" "
                                     "differs: the file was replaced or damaged): write the folder again with "
                                     "`fusejit compile`",
-                                    (f.dir / name).string(), (f.dir / "index.json").string(), i));
+                                    (f.dir / name).string(), (f.dir / "index.json").string(), index_entry(f, &k)));
 }
 
 // The binary `name` that index entry i lists: there, read as a regular file of bounded size
@@ -482,7 +489,7 @@ void check_fused_files(const AotFolder& f) {
     const std::string& name = k[output].get_ref<const std::string&>();
     const auto bin = read_kernel_binary(f, i, name, false);
     check_holds(f, name, std::string_view(bin->data(), bin->size()), k["kernel"].get<std::string>(), output == "ptx");
-    check_binary_hash(f, i, name, std::string_view(bin->data(), bin->size()));
+    check_binary_hash(f, k, name, jit::xxh3_128(std::string_view(bin->data(), bin->size())));
   }
 }
 
@@ -535,13 +542,6 @@ std::shared_ptr<AotFolder> read_folder(const std::string& dir) {
   return f;
 }
 
-// Entry e's position in the index's "kernels" (for messages).
-size_t index_entry(const AotFolder& f, const json* e) {
-  const json& all = f.index.at("kernels");
-  for (size_t i = 0; i < all.size(); ++i)
-    if (&all[i] == e) return i;
-  return all.size();
-}
 
 // The folder's kernels of one plan, by group (check_index: each group below the kernel count, once).
 std::vector<const json*> folder_kernels(const AotFolder& f, PlanKind kind) {
@@ -616,12 +616,12 @@ std::vector<jit::GeneratedKernel> checked_kernels(const AotFolder& f, const Prog
 
 // Options::backend = Cpu: the folder's graph in its mode on the CPU path, compiled by the host
 // C++ compiler as Program::compile does (the folder's GPU binaries are checked, not used).
-Program cpu_program(const Graph& graph, const Options& folder, const Options& caller) {
-  Options o = caller;
-  o.fast_math = folder.fast_math;
-  o.arch.clear();  // the folder's GPU target and NVRTC options mean nothing on the CPU path
-  o.nvrtc_options.clear();
-  return Program::compile(graph, o);
+// `folder`: the caller's options with the folder's mode, no dump_dir (a dump into the folder
+// being loaded waited forever on its own lock).
+Program cpu_program(const Graph& graph, Options folder) {
+  folder.arch.clear();  // the folder's GPU target and NVRTC options mean nothing on the CPU path
+  folder.nvrtc_options.clear();
+  return Program::compile(graph, folder);
 }
 
 }  // namespace
@@ -644,18 +644,22 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
   const std::vector<int> bindings = ir::output_bindings(g);
   auto out = std::make_shared<Program::Impl::Variant>();
   out->gpu.target = p.gpu_target;
-  std::map<std::string, std::shared_ptr<const std::vector<char>>> images;  // kernels of one program share one
+  // Read and hashed once a file: the unfused plan's kernels all name one.
+  std::map<std::string, std::pair<std::shared_ptr<const std::vector<char>>, jit::Hash128>> images;
   std::vector<jit::GeneratedKernel> kernels = checked_kernels(f, p, path, entries);
+  const bool ptx = p.gpu_target.kind == jit::OutputKind::Ptx;
   for (size_t i = 0; i < path.plan.groups.size(); ++i) {
     const ir::FusionGroup& grp = path.plan.groups[i];
     jit::GeneratedKernel& k = kernels[i];
     const json* e = entries[i];
     const std::string file = e->at(jit::to_string(p.gpu_target.kind)).get<std::string>();
-    auto& image = images[file];  // read once a file: every unfused kernel names one
-    if (!image) image = read_kernel_binary(f, index_entry(f, e), file, p.gpu_target.kind == jit::OutputKind::Ptx);
-    const bool ptx = p.gpu_target.kind == jit::OutputKind::Ptx;
+    auto& [image, hash] = images[file];
+    if (!image) {
+      image = read_kernel_binary(f, index_entry(f, e), file, ptx);
+      hash = jit::xxh3_128(std::string_view(image->data(), image->size() - (ptx ? 1 : 0)));  // the file's bytes
+    }
     check_holds(f, file, std::string_view(image->data(), image->size()), k.name, ptx);
-    check_binary_hash(f, index_entry(f, e), file, std::string_view(image->data(), image->size() - (ptx ? 1 : 0)));
+    check_binary_hash(f, *e, file, hash);
     KernelInfo info = kernel_info(g, grp, k, CacheOutcome::Loaded, 0.0, p.rules, bindings);
     out->infos.push_back(std::move(info));
     out->gpu.kernels.push_back({k, image, jit::CacheOutcome::DiskHit, 0.0, (f.dir / file).string()});
@@ -692,16 +696,16 @@ Program Program::load(const std::string& dir, const Options& options) {
     // compile_to_dir plans it: the kernels do not depend on the GPU's shared memory).
     const std::shared_ptr<const Impl> planned = rewrite_and_plan(graph, o, 0);
     (void)checked_kernels(*f, *planned, planned->fused, folder_kernels(*f, PlanKind::Fused));
-    if (options.backend == Backend::Cpu) return cpu_program(graph, o, options);
+    if (options.backend == Backend::Cpu) return cpu_program(graph, o);
+    const bool python = options.message_style == MessageStyle::Python;
     std::string why;
     std::shared_ptr<jit::DeviceContext> device = open_device(options, &why);
     if (!device)
       throw jit::DriverError(jit::DriverErrorKind::NoDevice,
-                             fmt::format("Program::load needs a GPU to run the folder's binaries: {} (the folder "
-                                         "is checked; {} runs its graph on the CPU path instead)",
-                                         why, options.message_style == MessageStyle::Python
-                                                  ? "backend=\"cpu\""
-                                                  : "Options::backend = Backend::Cpu"));
+                             fmt::format("{} needs a GPU to run the folder's binaries: {} (the folder is checked; {} "
+                                         "runs its graph on the CPU path instead)",
+                                         python ? "fusejit.load" : "Program::load", why,
+                                         python ? "backend=\"cpu\"" : "Options::backend = Backend::Cpu"));
     const jit::Arch cc{device->info().cc_major, device->info().cc_minor};
     if (const std::string no = jit::target_runs_on(jit::parse_target(o.arch), cc); !no.empty())
       throw ir::UserError(fmt::format("'{}' holds kernels for {}: {}; write it for this GPU with `fusejit compile GRAPH "

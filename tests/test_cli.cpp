@@ -361,6 +361,10 @@ TEST_CASE("--dim errors point at the command line, not at the graph file") {
   CHECK(r.err.rfind("<command line>:1:", 0) == 0);
   r = run_split("plan " + sample("x2x3.txt") + " --dim \"$(printf 'N=x\\ny')\"");
   CHECK(r.err.find("--dim N=x?y: 'x?y' is not an integer\n") != std::string::npos);
+  CHECK(r.err.find(" --dim 'N=x?y'\n") != std::string::npos);  // the command line as shown
+  r = run_split("plan " + sample("x2x3.txt") + " \"$(printf '\\033[31mzz')\"");  // every error path
+  CHECK(r.err.find("unexpected argument: ?[31mzz") != std::string::npos);
+  CHECK(r.err.find('\033') == std::string::npos);
   {
     const fs::path dir = scratch("utf8-path");
     fs::copy_file(sample("x2x3.txt"), dir / "\xc3\xa9.txt");

@@ -1020,7 +1020,9 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
   std::string e = load_error(dir / "swapped");
   CHECK(contains(e, "kernel 0 of the fused plan is fj_g_"));
   CHECK(contains(e, "compiled from another graph"));
-  {  // Without a GPU too: graph.txt is checked before a GPU is looked for (a build machine can check a folder).
+  {  // Without a GPU too (a missing driver, also on a GPU machine): graph.txt is checked before a GPU
+     // is looked for (a build machine can check a folder).
+    fusejit::jit::set_driver_for_testing(fusejit::jit::Driver::load("libcuda-that-does-not-exist.so"));
     const std::string no_gpu = error_of([&] { (void)fj::Program::load((dir / "swapped").string()); });
     CHECK(contains(no_gpu, "compiled from another graph"));
     fj::Options cpu;
@@ -1045,6 +1047,7 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
     const std::vector<fj::HostTensor> want = fj::Program::compile(fj::Graph::parse(exp_graph, "g.txt"), cpu).run({x});
     REQUIRE(got.size() == 2);
     for (size_t k = 0; k < 2; ++k) CHECK(std::ranges::equal(got[k].data(), want[k].data()));
+    fusejit::jit::set_driver_for_testing(nullptr);
   }
   // Damaged or hostile index values: User errors naming the file and the key.
   const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
@@ -1126,6 +1129,12 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
     REQUIRE(bin == read_json(dir / "fma-fast" / "index.json")["kernels"][0]["cubin"].get<std::string>());
     CHECK(load_error(dir / "fma-strict") == "");
     CHECK(load_error(dir / "fma-fast") == "");
+    fj::Options cpu;  // the CPU path in the folder's mode; a dump_dir is not written (into the folder: it hung)
+    cpu.backend = fj::Backend::Cpu;
+    cpu.dump_dir = (dir / "fma-fast").string();
+    CHECK(fj::Program::load((dir / "fma-fast").string(), cpu).fast_math());
+    CHECK_FALSE(fj::Program::load((dir / "fma-strict").string(), cpu).fast_math());
+    CHECK(read_json(dir / "fma-fast" / "index.json")["output"] == "cubin");
     nlohmann::json flipped = read_json(dir / "fma-fast" / "index.json");
     flipped["fast_math"] = false;
     write_file(dir / "fma-fast" / "index.json", flipped.dump());

@@ -315,7 +315,7 @@ def _check_call_options(stream: Any, plan: Any, inputs: Any = ()) -> None:
     """A TypeError naming `stream` or `plan` when a call's value is of the wrong type or range; it
     says so where the graph has an input of that name (an array given for it by keyword lands here)."""
     def clash(name: str) -> str:
-        return f" ('{name}' is also an input of the graph: pass that input positionally)" if name in inputs else ""
+        return f" ({name}: the call's own keyword; pass such an input positionally)" if name in inputs else ""
 
     if not isinstance(plan, str):
         raise TypeError(f"plan: expected \"fused\" or \"unfused\", got {type(plan).__name__}" + clash("plan"))
@@ -602,13 +602,15 @@ def _check_device(device: Any) -> None:
 def load(dir: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | None = None, disk_cache: bool = True,
          device: int = 0, backend: str = "auto") -> Program:
     """Loads a folder written by ``fusejit compile GRAPH --arch sm_XY -o DIR``: ``Program::load``.
-    Its index, binaries and graph.txt are checked on any machine; running its binaries needs a GPU
+    Its index, graph.txt and fused kernels are checked on any machine; running its binaries needs a GPU
     (DriverError without one). ``backend="cpu"`` runs the folder's graph on the CPU path instead
     (compiled by the host C++ compiler, as :func:`compile` does; the binaries are not used).
     cache_dir and disk_cache: the kernel cache, as in :func:`compile`, for a kernel the folder
     lacks (a 64-bit-index variant, dims whose broadcasts change the plan), which is then compiled
     with NVRTC; device: the CUDA device ordinal. Raises UserError for a bad folder."""
     _check_device(device)
+    if not isinstance(backend, str):
+        raise TypeError(f"backend: expected a str, got {type(backend).__name__}")
     return Program(_fusejit.load(dir, cache_dir, _flag(disk_cache, "disk_cache"), device, backend))
 
 

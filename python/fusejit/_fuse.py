@@ -250,7 +250,8 @@ def _comparison(op_name: str) -> Callable:
 class ValueDType:
     """A value's dtype, as a NumPy dtype behaves: ``np.dtype(v.dtype)``, ``np.finfo(v.dtype)``,
     ``a.astype(v.dtype)`` and ``v.astype(v.dtype)`` take it (``.dtype`` is NumPy's dtype of it;
-    bf16 is ml_dtypes.bfloat16, UserError without ml_dtypes), ``.name`` is NumPy's name
+    bf16 is ml_dtypes.bfloat16, UserError without ml_dtypes; its other attributes, ``kind``,
+    ``itemsize``, ..., are read from it), ``.name`` is NumPy's name
     ("float16", "bfloat16"), ``str()`` fusejit's ("f16"). It equals NumPy's and PyTorch's dtypes
     of it, fusejit's name of it ("f16": fusejit's names first, as everywhere in fusejit, although
     NumPy reads "f16", "i8" and "u8" as float128, int64 and uint64) and NumPy's names and spellings
@@ -274,6 +275,12 @@ class ValueDType:
         (UserError without the ml_dtypes package)."""
         from . import numpy_dtype
         return numpy_dtype(self._name)
+
+    def __getattr__(self, attr: str) -> Any:
+        """NumPy's dtype attributes (kind, itemsize, char, ...), read from ``.dtype``."""
+        if attr.startswith("__"):  # protocols NumPy or copy probe for are not forwarded
+            raise AttributeError(attr)
+        return getattr(self.dtype, attr)
 
     def __str__(self) -> str:
         return self._name

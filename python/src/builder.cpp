@@ -49,7 +49,9 @@ std::string py_type_name(nb::handle h) { return nb::cast<std::string>(nb::str(h.
 // The Python bool, int or float of a NumPy or PyTorch 0-d value (`.item()`), or nothing (a
 // longdouble's item() is a longdouble again, a complex's a complex: no such number).
 nb::object scalar_item(nb::handle h) {
-  if (!nb::hasattr(h, "item") || !nb::hasattr(h, "ndim") || nb::cast<int>(h.attr("ndim")) != 0) return {};
+  if (PyType_Check(h.ptr()) || !nb::hasattr(h, "item") || !nb::hasattr(h, "ndim")) return {};  // a class: its
+  const nb::object ndim = h.attr("ndim");                                                     // ndim is a descriptor
+  if (!PyLong_Check(ndim.ptr()) || nb::cast<int>(ndim) != 0) return {};
   nb::object v = h.attr("item")();
   const bool number = PyBool_Check(v.ptr()) || PyLong_Check(v.ptr()) || PyFloat_Check(v.ptr());
   return number ? v : nb::object();
@@ -166,7 +168,8 @@ fusejit::Scalar to_scalar(nb::handle h, const std::string& what) {
   if (PyFloat_Check(h.ptr())) return fusejit::Scalar(nb::cast<double>(h));
   if (nb::object v = scalar_item(h); v.is_valid()) return to_scalar(v, what);
   // An array of one element ([2.0]) is not a 0-d one: say which shapes are taken.
-  const std::string shape = nb::hasattr(h, "shape") ? nb::cast<std::string>(nb::repr(h.attr("shape"))) : "";
+  const std::string shape =
+      !PyType_Check(h.ptr()) && nb::hasattr(h, "shape") ? nb::cast<std::string>(nb::repr(h.attr("shape"))) : "";
   throw nb::type_error((what + ": expected a bool, int or float, got " + py_type_name(h) +
                         (shape.empty() ? "" : " of shape " + shape + " (a NumPy scalar or 0-d array is taken)"))
                            .c_str());

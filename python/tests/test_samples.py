@@ -51,7 +51,7 @@ def test_an_ahead_of_time_folder_runs_on_the_cpu_path_with_backend_cpu(tmp_path)
     cpu = fusejit.load(folder, backend="cpu")
     assert cpu.backend == "cpu"
     if fusejit.compile(fusejit.Graph.parse("input x : f32[1]\ny = x * 2\noutput y\n")).backend == "cpu":
-        with pytest.raises(fusejit.DriverError, match=r'needs a GPU to run the folder.s binaries: .*backend="cpu" runs'):
+        with pytest.raises(fusejit.DriverError, match=r'fusejit.load needs a GPU to run the folder.s binaries: .*backend="cpu" runs'):
             fusejit.load(folder)
     ref = fusejit.compile(fusejit.Graph.load(str(path), {"T": 5, "D": 24}), backend="cpu")
     inputs = random_inputs(ref.graph, np.random.default_rng(0), special=True)

@@ -99,8 +99,8 @@ class Error : public std::runtime_error {
 /// Renders an error located in a text of the caller's as Error::diagnostic() renders one in graph
 /// text: "FILE:LINE:COL: error: MESSAGE", then line `line` (1-based) of `text` with a caret under
 /// its byte `column` (1-based; COL counts bytes, as graph diagnostics do, the caret's indent
-/// characters). Control characters in MESSAGE and the line are shown as '?' (so the diagnostic
-/// keeps its lines), a line's bytes that are not UTF-8 too, and a line over 160 bytes is cut to a
+/// characters). Control characters in MESSAGE and the line (a tab aside, in the line) are shown
+/// as '?' (so the diagnostic keeps its lines), a line's bytes that are not UTF-8 too, and a line over 160 bytes is cut to a
 /// window around the column. The `fusejit` command renders its command line's errors with it.
 /// No trailing newline.
 std::string format_diagnostic(std::string_view message, std::string_view file, int line, int column,
@@ -703,14 +703,16 @@ class Program {
   /// more, or a dims set whose broadcasts change the plan), which then needs NVRTC (Error(Compile)
   /// naming the kernel and what to install when it is missing). `options` supplies device, cache,
   /// message style and warnings; the target, fast-math mode and NVRTC options come from the
-  /// folder. The folder (index, binaries, graph.txt) is checked before a GPU is looked for; with
-  /// Options::backend = Backend::Cpu the folder's graph then runs on the CPU path, compiled as
-  /// compile() does (the binaries are not used). KernelInfo::cache is CacheOutcome::Loaded.
-  /// Throws Error(User) for a missing or
+  /// folder. The index, graph.txt and the fused plan's kernels and binaries are checked before a
+  /// GPU is looked for (the unfused plan's on its first use); with Options::backend =
+  /// Backend::Cpu the folder's graph then runs on the CPU path in the folder's mode, compiled as
+  /// compile() does (the binaries are not used; Options::dump_dir is ignored, as on the GPU).
+  /// KernelInfo::cache is CacheOutcome::Loaded on the GPU. Throws Error(User) for a missing or
   /// malformed folder (docs/aot.md, "What loading checks"), one written by another code generator
   /// version, or whose kernels are not the ones this fusejit generates for its graph.txt (their
-  /// names, hashes of the source, or argument lists differ: graph.txt was edited or written by
-  /// another dump), Error(Driver) with no usable GPU or a binary for another GPU.
+  /// names, hashes of the source, NVRTC options or argument lists differ: graph.txt or index.json
+  /// was edited, or written by another dump), a binary for another GPU; Error(Driver) with no
+  /// usable GPU (unless Backend::Cpu).
   static Program load(const std::string& dir, const Options& options = {});
 
   Backend backend() const;               ///< Cuda or Cpu, as decided at compile time
