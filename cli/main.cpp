@@ -220,9 +220,8 @@ ErrorInfo current_error(const CommandLine& line) {
 
 // Prints the error on stderr and, for tools (`--json`), as a JSON object on stdout.
 int report(const ErrorInfo& e, bool json) {
-  std::string text = e.text;
-  for (char& c : text)  // an argument's or file name's ESC or CR stays out of the terminal; an NVRTC log keeps its lines
-    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7F) c = '?';
+  // An argument's or file name's ESC or CR stays out of the terminal; an NVRTC log keeps its lines.
+  const std::string text = fj::terminal_safe(e.text, /*keep_line_feeds=*/true);
   std::fprintf(stderr, "%s\n", text.c_str());
   if (json) {
     nlohmann::json j = {{"ok", false},

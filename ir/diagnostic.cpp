@@ -1,5 +1,9 @@
 #include "ir/diagnostic.h"
 
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
 namespace fusejit::ir {
 namespace {
 
@@ -8,28 +12,50 @@ constexpr size_t kContext = 70;    // bytes kept on each side of the column when
 
 bool continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
+// Bytes of the UTF-8 sequence that starts with lead byte `c` (0: not a lead byte).
+size_t sequence_length(unsigned char c) { return c >= 0xF8 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0; }
+
+// The code point of the well-formed sequence of `n` bytes at `s`.
+char32_t decode(const char* s, size_t n) {
+  const auto b = [&](size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(s[k])); };
+  if (n == 1) return b(0);
+  char32_t cp = b(0) & (0x7F >> n);
+  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (b(k) & 0x3F);
+  return cp;
+}
+
+bool acts_on_terminal(char32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+// Columns a terminal gives code point `cp`: 0 for combining marks, joiners and variation
+// selectors, 2 for East Asian wide and fullwidth characters and emoji (Unicode UAX #11; the ranges
+// of Markus Kuhn's wcwidth.c, widened to the emoji blocks), else 1.
+int display_width(char32_t cp) {
+  static constexpr std::pair<char32_t, char32_t> kZero[] = {
+      {0x0300, 0x036F}, {0x1AB0, 0x1AFF}, {0x1DC0, 0x1DFF}, {0x200B, 0x200F},
+      {0x20D0, 0x20FF}, {0xFE00, 0xFE0F}, {0xFE20, 0xFE2F}, {0xE0100, 0xE01EF}};
+  static constexpr std::pair<char32_t, char32_t> kWide[] = {
+      {0x1100, 0x115F}, {0x2E80, 0x303E}, {0x3041, 0x33FF}, {0x3400, 0x4DBF}, {0x4E00, 0x9FFF},
+      {0xA000, 0xA4CF}, {0xAC00, 0xD7A3}, {0xF900, 0xFAFF}, {0xFE30, 0xFE4F}, {0xFF00, 0xFF60},
+      {0xFFE0, 0xFFE6}, {0x1F300, 0x1F64F}, {0x1F900, 0x1F9FF}, {0x20000, 0x2FFFD}, {0x30000, 0x3FFFD}};
+  const auto in = [cp](const auto& ranges) {
+    return std::any_of(std::begin(ranges), std::end(ranges), [cp](auto r) { return cp >= r.first && cp <= r.second; });
+  };
+  return in(kZero) ? 0 : in(kWide) ? 2 : 1;
+}
+
 // Replaces bytes that would garble a terminal with '?' (one byte each, so columns stay put).
 // Multi-byte UTF-8 is kept only when the whole line is well formed.
 std::string sanitize(std::string_view line, bool* ok_utf8) {
-  std::string out(line);
+  std::string out = terminal_safe(line);
   *ok_utf8 = true;
   for (size_t i = 0; i < out.size();) {
-    unsigned char c = static_cast<unsigned char>(out[i]);
-    if (c < 0x80) {
-      if ((c < 0x20 && c != '\t') || c == 0x7F) out[i] = '?';
-      ++i;
-      continue;
-    }
-    size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-    bool good = n != 0 && i + n <= out.size();
+    const size_t n = sequence_length(static_cast<unsigned char>(out[i]));
+    bool good = static_cast<unsigned char>(out[i]) < 0x80 || (n != 0 && i + n <= out.size());
     for (size_t k = 1; good && k < n; ++k) good = continuation(static_cast<unsigned char>(out[i + k]));
-    if (!good) {
-      *ok_utf8 = false;
-      out[i] = '?';
-      ++i;
-    } else {
-      i += n;
-    }
+    if (!good) *ok_utf8 = false;
+    i += good && n ? n : 1;
   }
   if (!*ok_utf8)
     for (char& ch : out)
@@ -52,6 +78,20 @@ std::string_view source_line(std::string_view src, uint32_t number) {
   return line;
 }
 
+// The caret's indent under byte `col` of `shown` (well-formed UTF-8: sanitize) from byte `from`:
+// a space per column a terminal gives each character, tabs kept so the caret lines up.
+std::string caret_indent(std::string_view shown, size_t from, size_t col) {
+  std::string pad;
+  for (size_t i = from; i < col && i < shown.size();) {
+    const unsigned char c = static_cast<unsigned char>(shown[i]);
+    const size_t n = std::min(c < 0x80 ? 1 : std::max<size_t>(1, sequence_length(c)), shown.size() - i);
+    if (c == '\t') pad += '\t';
+    else pad.append(static_cast<size_t>(display_width(decode(shown.data() + i, n))), ' ');
+    i += n;
+  }
+  return pad;
+}
+
 // The line as shown (sanitised; a long one cut to kContext characters either side of the
 // column, never inside a UTF-8 sequence, "..." where cut) and a caret under byte `col`.
 std::string excerpt_with_caret(std::string_view line, size_t col) {
@@ -69,17 +109,30 @@ std::string excerpt_with_caret(std::string_view line, size_t col) {
     if (from > 0) prefix = "...";
     if (to < shown.size()) suffix = "...";
   }
-  // Caret padding: one space per character (tabs kept so the caret lines up).
-  std::string pad(prefix.size(), ' ');
-  for (size_t i = from; i < col && i < shown.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(shown[i]);
-    if (continuation(c)) continue;
-    pad += c == '\t' ? '\t' : ' ';
-  }
+  const std::string pad = std::string(prefix.size(), ' ') + caret_indent(shown, from, col);
   return "  " + prefix + shown.substr(from, to - from) + suffix + "\n  " + pad + "^\n";
 }
 
 }  // namespace
+
+std::string terminal_safe(std::string_view text, bool keep_line_feeds) {
+  std::string out(text);
+  for (size_t i = 0; i < out.size();) {
+    const unsigned char c = static_cast<unsigned char>(out[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t' && !(keep_line_feeds && c == '\n')) || c == 0x7F) out[i] = '?';
+      ++i;
+      continue;
+    }
+    size_t n = sequence_length(c);
+    bool good = n != 0 && i + n <= out.size();
+    for (size_t k = 1; good && k < n; ++k) good = continuation(static_cast<unsigned char>(out[i + k]));
+    if (!good) n = 1;  // not UTF-8: kept, for the caller to escape or replace
+    else if (acts_on_terminal(decode(out.data() + i, n))) out.replace(i, n, n, '?');
+    i += n;
+  }
+  return out;
+}
 
 std::string format_diagnostic(const UserError& err, const std::string& file, std::string_view src) {
   const Loc& loc = err.loc();

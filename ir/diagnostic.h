@@ -18,4 +18,12 @@ namespace fusejit::ir {
 // are not printable text (binary garbage) are shown as '?'. The result ends with a newline.
 std::string format_diagnostic(const UserError& err, const std::string& file, std::string_view source_text);
 
+// `text` with what a terminal would act on instead of showing replaced by '?', one per byte (byte
+// columns stay put): control bytes but tab (and line feed where `keep_line_feeds`: a compiler log
+// keeps its lines), DEL, the C1 controls U+0080-U+009F (a terminal may read U+009B as CSI, ECMA-48)
+// and the bidirectional overrides and isolates U+202A-U+202E, U+2066-U+2069, which reorder what
+// is shown ("Trojan Source", CVE-2021-42574; GCC and rustc warn about them too). Other bytes,
+// invalid UTF-8 included, are kept.
+std::string terminal_safe(std::string_view text, bool keep_line_feeds = false);
+
 }  // namespace fusejit::ir

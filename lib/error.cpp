@@ -35,13 +35,15 @@ Error::Error(ErrorKind kind, std::string message, std::string file, int line, in
 
 std::string format_diagnostic(std::string_view message, std::string_view file, int line, int column,
                               std::string_view text) {
-  std::string m(message);
-  for (char& c : m)
-    if ((static_cast<unsigned char>(c) < 0x20) || c == 0x7F) c = '?';  // one line, no terminal escapes
+  const std::string m = ir::terminal_safe(message);  // one line, no terminal escapes
   const ir::Loc loc{static_cast<uint32_t>(std::max(line, 0)), static_cast<uint32_t>(std::max(column, 0))};
   std::string out = ir::format_diagnostic(ir::UserError(m, loc), std::string(file), text);
   while (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
+}
+
+std::string terminal_safe(std::string_view text, bool keep_line_feeds) {
+  return ir::terminal_safe(text, keep_line_feeds);
 }
 
 void rethrow_current(const std::string& file, std::string_view source) {

@@ -89,6 +89,23 @@ TEST_CASE("diagnostic format") {
   CHECK(caret - line3 == dollar - line2);  // caret under the '$'
 }
 
+TEST_CASE("diagnostic caret under wide characters, terminal controls shown as ?") {
+  // A comment's CJK characters and emoji take two terminal columns each, a combining mark none
+  // (UAX #11): the caret's indent counts columns, so it stands under the '$'.
+  const std::string wide = "y = a # \u65e5\u672c\U0001F600 e\u0301 $";
+  const size_t col = wide.find('$') + 1;
+  CHECK(format_diagnostic(UserError("m", Loc{1, static_cast<uint32_t>(col)}), "g.txt", wide) ==
+        "g.txt:1:" + std::to_string(col) + ": error: m\n  " + wide + "\n  " + std::string(8 + 6 + 3, ' ') + "^\n");
+  // C1 controls (U+009B: CSI) and bidirectional overrides (U+202E) would act on a terminal.
+  CHECK(terminal_safe("a\u009b31mb") == "a??31mb");
+  CHECK(terminal_safe("x\u202Ey\u2066z") == "x???y???z");
+  CHECK(terminal_safe("t\tn\nr\r\x7f") == "t\tn?r??");
+  CHECK(terminal_safe("n\n", /*keep_line_feeds=*/true) == "n\n");
+  CHECK(terminal_safe("\xff\u00e9") == "\xff\u00e9");  // invalid UTF-8 and printable text kept
+  const std::string d = format_diagnostic(UserError("m", Loc{1, 6}), "g.txt", "a \u202E$ $");
+  CHECK(d == "g.txt:1:6: error: m\n  a ???$ $\n       ^\n");
+}
+
 TEST_CASE("a 1 MB line") {
   // A long sum parses iteratively; 250,000 nodes.
   std::string text = "input x : f32[4]\ny = x";

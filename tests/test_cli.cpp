@@ -365,6 +365,12 @@ TEST_CASE("--dim errors point at the command line, not at the graph file") {
   r = run_split("plan " + sample("x2x3.txt") + " \"$(printf '\\033[31mzz')\"");  // every error path
   CHECK(r.err.find("unexpected argument: ?[31mzz") != std::string::npos);
   CHECK(r.err.find('\033') == std::string::npos);
+  // A C1 CSI (U+009B, which some terminals act on) and a right-to-left override (U+202E, which
+  // reorders the line shown) are '?' too.
+  r = run_split("plan " + sample("x2x3.txt") + " \"$(printf '\302\23331m\342\200\256zz')\"");
+  CHECK(r.err.find("unexpected argument: ??31m???zz") != std::string::npos);
+  CHECK(r.err.find("\302\233") == std::string::npos);
+  CHECK(r.err.find("\342\200\256") == std::string::npos);
   {
     const fs::path dir = scratch("utf8-path");
     fs::copy_file(sample("x2x3.txt"), dir / "\xc3\xa9.txt");

@@ -98,13 +98,22 @@ class Error : public std::runtime_error {
 
 /// Renders an error located in a text of the caller's as Error::diagnostic() renders one in graph
 /// text: "FILE:LINE:COL: error: MESSAGE", then line `line` (1-based) of `text` with a caret under
-/// its byte `column` (1-based; COL counts bytes, as graph diagnostics do, the caret's indent
-/// characters). Control characters in MESSAGE and the line (a tab aside, in the line) are shown
-/// as '?' (so the diagnostic keeps its lines), a line's bytes that are not UTF-8 too, and a line over 160 bytes is cut to a
-/// window around the column. The `fusejit` command renders its command line's errors with it.
-/// No trailing newline.
+/// its byte `column` (1-based; COL counts bytes, as graph diagnostics do; the caret's indent is the
+/// columns a terminal gives the characters before it: 2 for East Asian wide characters and emoji,
+/// 0 for combining marks, UAX #11). What terminal_safe() replaces, in MESSAGE and the line, is
+/// shown as '?' (so the diagnostic keeps its lines), a line's bytes that are not UTF-8 too, and a
+/// line over 160 bytes is cut to a window around the column. The `fusejit` command renders its
+/// command line's errors with it. No trailing newline.
 std::string format_diagnostic(std::string_view message, std::string_view file, int line, int column,
                               std::string_view text);
+
+/// `text` with what a terminal would act on instead of showing replaced by '?', one '?' per byte:
+/// control characters but tab (and line feed where `keep_line_feeds`), DEL, the C1 controls
+/// U+0080-U+009F (a terminal may read U+009B as CSI; ECMA-48) and the bidirectional overrides and
+/// isolates U+202A-U+202E, U+2066-U+2069, which reorder the text shown ("Trojan Source",
+/// CVE-2021-42574). Other bytes, invalid UTF-8 included, are kept. For printing an error that
+/// quotes a user's file name or option value; the `fusejit` command prints every error through it.
+std::string terminal_safe(std::string_view text, bool keep_line_feeds = false);
 
 /// Receives warnings (one complete message per call, no trailing newline). Called from whichever
 /// thread hit the condition (also threads fusejit starts to compile); must be thread-safe. It
