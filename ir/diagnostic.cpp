@@ -136,10 +136,10 @@ std::string terminal_safe(std::string_view text, bool keep_line_feeds) {
 
 std::string format_diagnostic(const UserError& err, const std::string& file, std::string_view src) {
   const Loc& loc = err.loc();
-  std::string out = file;
+  std::string out = terminal_safe(file);  // a file name's ESC stays out of the terminal
   if (loc.known()) out += ':' + std::to_string(loc.line) + ':' + std::to_string(loc.col);
   out += out.empty() ? "error: " : ": error: ";
-  out += err.what();
+  out += terminal_safe(err.what());
   out += "\n";
   if (!loc.known()) return out;
   const std::string_view line = source_line(src, loc.line);

@@ -15,7 +15,8 @@ namespace fusejit::ir {
 // (the two last lines only when err.loc() is known and the line exists in `source_text`).
 // Without a location: "FILE: error: MESSAGE" (or "error: MESSAGE" if `file` is empty). Lines
 // longer than 160 bytes are cut to a window around the column, marked with "...". Bytes that
-// are not printable text (binary garbage) are shown as '?'. The result ends with a newline.
+// are not printable text (binary garbage) are shown as '?', and what terminal_safe() replaces in
+// FILE, MESSAGE and the line. The result ends with a newline.
 std::string format_diagnostic(const UserError& err, const std::string& file, std::string_view source_text);
 
 // `text` with what a terminal would act on instead of showing replaced by '?', one per byte (byte

@@ -31,6 +31,7 @@ Error::Error(ErrorKind kind, std::string message, std::string file, int line, in
     : std::runtime_error(ir::escape_invalid_utf8(message)), kind_(kind), file_(ir::escape_invalid_utf8(file)),
       line_(line), column_(column), diagnostic_(ir::escape_invalid_utf8(diagnostic)) {
   if (diagnostic_.empty()) diagnostic_ = "error: " + std::string(what());
+  diagnostic_ = ir::terminal_safe(diagnostic_, /*keep_line_feeds=*/true);  // for a person: no ESC reaches a terminal
 }
 
 std::string format_diagnostic(std::string_view message, std::string_view file, int line, int column,

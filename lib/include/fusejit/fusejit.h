@@ -85,7 +85,9 @@ class Error : public std::runtime_error {
   int line() const noexcept { return line_; }
   int column() const noexcept { return column_; }
   /// Ready to print: "FILE:LINE:COL: error: MESSAGE", the offending line and a caret when the error
-  /// has a location; otherwise "error: MESSAGE" (with the NVRTC log for compile errors).
+  /// has a location; otherwise "error: MESSAGE" (with the NVRTC log for compile errors). What
+  /// terminal_safe() replaces (an ESC in a file name, a bidirectional override) is '?' in it;
+  /// what() keeps it.
   const std::string& diagnostic() const noexcept { return diagnostic_; }
 
  private:
