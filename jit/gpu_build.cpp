@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "jit/hash.h"
 #include "jit/kernel_abi.h"
@@ -11,52 +15,89 @@
 namespace fusejit::jit {
 namespace {
 
-// The structure of a group that determines its generated source: ops, dtypes, operand wiring,
-// constant bits, the memory layout (broadcast pattern, index width, forced or not), the graph and
-// line names that appear in the source, the code generation options, and everything that changes
-// the binary (mode, target, options).
+// Appends `t` so that no two different sequences of strings append the same text (a file name
+// may hold any byte).
+void add_string(std::string& s, std::string_view t) {
+  s += std::to_string(t.size());
+  s.push_back(':');
+  s.append(t);
+  s.push_back('|');
+}
+
+void add_shape(std::string& s, const ir::Shape& shape) {
+  s.push_back('[');
+  for (const ir::Dim& d : shape) s += std::to_string(d.size) + "/" + std::to_string(d.sym) + ",";
+  s += "]|";
+}
+
+void add_ids(std::string& s, char tag, const std::vector<ir::NodeId>& ids) {
+  s.push_back(tag);
+  for (ir::NodeId id : ids) s += std::to_string(id) + ",";
+  s.push_back('|');
+}
+
+// Everything of node `id` code generation may read: op, dtype, shape (sizes and dims), operands,
+// a constant's value, a leaf's slot, a reduction's attributes, name and place in the text.
+void add_node(std::string& s, const ir::Graph& g, ir::NodeId id) {
+  const ir::Node& n = g.node(id);
+  uint64_t fbits = 0;
+  std::memcpy(&fbits, &n.value.f, sizeof fbits);
+  s += std::to_string(id) + "=" + std::string(ir::op_name(n.op)) + ":" + std::string(ir::dtype_name(n.dtype));
+  add_shape(s, n.shape);
+  for (int k = 0; k < n.nargs; ++k) s += std::to_string(n.args[static_cast<size_t>(k)]) + ",";
+  s += "v" + std::string(ir::dtype_name(n.value.dtype)) + ":" + std::to_string(fbits) + ":" + std::to_string(n.value.i);
+  s += "s" + std::to_string(n.slot) + "r" + std::to_string(n.red.axes) + "." + std::to_string(n.red.keepdim) + "." +
+       std::to_string(n.red.correction) + "." + std::to_string(n.red.initial);
+  s += "@" + std::to_string(n.loc.line) + "." + std::to_string(n.loc.col);
+  add_string(s, n.name);
+}
+
+}  // namespace
+
+// Everything generate_kernel reads of the graph and the group, the code generation options, and
+// everything that changes the binary (mode, target, options): the group's structure with every
+// attribute of its nodes (a reduction's axes and correction included), the iteration shape and
+// reduced axes, the memory layout, the names and lines that appear in the source. A hash of a
+// serialisation of them all, not of a chosen few: a field left out let two graphs that differ only
+// there (sum(x, 0) and sum(x, 1)) share a kernel.
 Hash128 structural_key(const ir::Graph& g, const ir::FusionGroup& grp, const GpuBuildOptions& o) {
   std::string s;
-  s.reserve(64 * (grp.nodes.size() + grp.inputs.size()) + 128);
-  auto add = [&](std::string_view t) {
-    s.append(t);
-    s.push_back('|');
-  };
-  add(kCodegenVersion);
-  add(g.name);
-  add(g.file);
-  add(o.target.name());
-  add(o.codegen.fast_math ? "fast" : "strict");
-  for (const std::string& opt : o.extra_options) add("opt:" + opt);
-  for (const ir::Dim& d : grp.iter_shape)  // dim names appear in the source's header comment
-    add(d.sym >= 0 && static_cast<size_t>(d.sym) < g.dims.size() ? g.dims[static_cast<size_t>(d.sym)].name : "-");
+  s.reserve(96 * (grp.nodes.size() + grp.inputs.size()) + 256);
+  add_string(s, kCodegenVersion);
+  add_string(s, g.name);
+  add_string(s, g.file);
+  for (const ir::DimDecl& d : g.dims) {
+    add_string(s, d.name);
+    s += std::to_string(d.value) + "|";
+  }
+  add_string(s, o.target.name());
+  s += o.codegen.fast_math ? "fast|" : "strict|";
+  for (const std::string& opt : o.extra_options) add_string(s, opt);
+  s += fmt::format("cg{}.{}.{}|", o.codegen.vectorize, o.codegen.index_bits, o.codegen.canonical_names);
   KernelLayout layout = compute_layout(g, grp);
   if (o.codegen.index_bits == 64) layout.index64 = true;  // the 64-bit variant of a small kernel
-  add(layout_fingerprint(layout));
-  add(o.codegen.canonical_names ? "canonical" : "named");
-  add(o.codegen.vectorize ? "vector" : "scalar");
-  auto ref = [&](ir::NodeId id) -> std::string {
-    const ir::Node& n = g.node(id);
-    if (n.op == ir::Op::Const) {
-      uint64_t bits = 0;
-      if (ir::is_float(n.dtype)) std::memcpy(&bits, &n.value.f, 8);
-      else bits = static_cast<uint64_t>(n.value.i);
-      return "c" + std::string(ir::dtype_name(n.dtype)) + ":" + std::to_string(bits);
-    }
-    return "n" + std::to_string(id);  // ids are stable within the graph; the source names v<id>
-  };
-  for (ir::NodeId id : grp.inputs) add("in" + std::to_string(id) + ":" + std::string(ir::dtype_name(g.node(id).dtype)));
-  for (ir::NodeId id : grp.params) add("p" + std::to_string(id) + ":" + std::string(ir::dtype_name(g.node(id).dtype)));
+  add_string(s, layout_fingerprint(layout));
+  add_ids(s, 'N', grp.nodes);
+  add_ids(s, 'I', grp.inputs);
+  add_ids(s, 'P', grp.params);
+  add_ids(s, 'O', grp.outputs);
+  add_shape(s, grp.iter_shape);
+  s += "m" + std::to_string(grp.reduce_mask) + "." + std::to_string(grp.vector_rows) + "|";
+  std::vector<ir::NodeId> read(grp.inputs.begin(), grp.inputs.end());  // every node the kernel names
+  read.insert(read.end(), grp.params.begin(), grp.params.end());
+  read.insert(read.end(), grp.outputs.begin(), grp.outputs.end());
   for (ir::NodeId id : grp.nodes) {
+    read.push_back(id);
     const ir::Node& n = g.node(id);
-    std::string t = std::to_string(id) + "=" + std::string(ir::op_name(n.op)) + ":" + std::string(ir::dtype_name(n.dtype)) +
-                    "@" + std::to_string(n.loc.line) + "'" + n.name + "'(";  // names appear in comments
-    for (int k = 0; k < n.nargs; ++k) t += ref(n.args[k]) + ",";
-    add(t + ")");
+    read.insert(read.end(), n.args.begin(), n.args.begin() + n.nargs);
   }
-  for (ir::NodeId id : grp.outputs) add("out" + std::to_string(id) + ":" + ref(id));
+  std::sort(read.begin(), read.end());
+  read.erase(std::unique(read.begin(), read.end()), read.end());
+  for (ir::NodeId id : read) add_node(s, g, id);
   return xxh3_128(s);
 }
+
+namespace {
 
 // The NVRTC request of a translation unit.
 CompileRequest request_for(const TranslationUnit& tu, const GpuBuildOptions& o) {

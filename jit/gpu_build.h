@@ -55,12 +55,17 @@ struct CompiledPlan {
 
 // Stages 1 and 2 for every group of `plan` over `g` at the graph's current shapes.
 //  - A fused plan (plan.fused) compiles each group as its own NVRTC program and cache entry, and
-//    looks it up first by a structural hash of the group (ops, dtypes, wiring, constants, layout,
-//    names that appear in the source, mode, target, options), so a memory hit skips code generation
-//    as well as NVRTC (ArrayFire's JIT does the same).
+//    looks it up first by structural_key, so a memory hit skips code generation as well as NVRTC
+//    (ArrayFire's JIT does the same).
 //  - An unfused plan compiles all its kernels as ONE program (one compile, one cache entry), so the
 //    comparison baseline does not cost one compile per op.
 // Throws CompileError when NVRTC rejects the source, ir::UserError when it rejects an option.
 CompiledPlan compile_plan(const ir::Graph& g, const ir::Plan& plan, const GpuBuildOptions& options);
+
+// The key a fused plan's group is found by in memory before any code is generated: a hash of
+// everything generate_kernel reads (the group, every attribute of the nodes it computes, reads and
+// writes, the graph's name, file and dims) and of the build options, so equal keys mean equal
+// kernels. Exposed for the test that holds it to that (tests/test_cache.cpp).
+Hash128 structural_key(const ir::Graph& g, const ir::FusionGroup& grp, const GpuBuildOptions& o);
 
 }  // namespace fusejit::jit

@@ -282,6 +282,27 @@ TEST_CASE("a whole-tensor reduction on the CUDA backend: two launches, a stream-
   CHECK(p.run({x}, {}, fj::PlanKind::Unfused)[0] == want[0]);
 }
 
+TEST_CASE("graphs that differ only in a reduction's axes or correction get their own kernels in one process") {
+  // The in-memory cache finds a fused group by its structure before generating code: it once
+  // left out a reduction's axes and correction, and sum(x, 1) ran sum(x, 0)'s kernel.
+  FakeGpu gpu;
+  const std::vector<float> vx = patterned(64, 37.0f, 9.0f);
+  for (const char* red : {"sum(x, 0)", "sum(x, 1)", "var(x, 1, correction=0)", "var(x, 1, correction=3)"}) {
+    CAPTURE(red);
+    const std::string text = std::string("graph sq\ninput x : f32[8, 8]\nr = ") + red + "\noutput r\n";
+    fj::Options o;
+    o.backend = fj::Backend::Cuda;
+    const fj::Program p = fj::Program::compile(fj::Graph::parse(text), o);
+    auto keep = emulate(p);
+    const fj::HostTensor want = cpu_outputs(text, {8, 8}, vx)[0];
+    std::vector<float> r(8);
+    const void* ins[1] = {vx.data()};
+    void* outs[1] = {r.data()};
+    p.launch(ins, outs);
+    CHECK(std::memcmp(r.data(), want.data().data(), 32) == 0);
+  }
+}
+
 TEST_CASE("a fused plan of several kernels compiles them at once; the kernels keep the plan's order and the CPU's bits") {
   FakeGpu gpu;
   // Three reduction kernels (over rows, columns, rows again), each its own NVRTC program: they

@@ -39,6 +39,9 @@
 #include "jit/codegen.h"
 #include "jit/disk_store.h"
 #include "jit/gpu_build.h"
+#include "ir/parser.h"
+#include "ir/passes/plan_fusion.h"
+#include "jit/gpu_build.h"
 #include "jit/fork.h"
 #include "jit/nvrtc.h"
 #include "jit/source_key.h"
@@ -1527,4 +1530,64 @@ TEST_CASE("every damage case of a CPU module entry is rebuilt with one warning, 
   }
   fs::remove_all(dir);
   fs::remove_all(victim.parent_path());
+}
+
+TEST_CASE("a fused group's structural key differs wherever its generated kernel does") {
+  // A memory hit by structural key returns the kernel generated first (GpuBuildOptions' cache):
+  // graphs that differ in one thing code generation reads must not share a key. The key once left
+  // out a reduction's axes and correction, the reduced axes and input names.
+  const std::string head = "dim N = 8\ndim M = 4\n";
+  const std::vector<std::string> bodies = {
+      "input x : f32[N, N]\nr = sum(x, 0)\noutput r\n",
+      "input x : f32[N, N]\nr = sum(x, 1)\noutput r\n",
+      "input x : f32[N, N]\nr = sum(x, 1, keepdim)\noutput r\n",
+      "input x : f32[N, N]\nr = mean(x, 1, correction=1)\noutput r\n",
+      "input x : f32[N, N]\nr = mean(x, 1, correction=0)\noutput r\n",
+      "input x : f32[N, N]\nr = amax(x, 1)\noutput r\n",
+      "input x : f32[N, N]\nr = amax(x, 1, initial=-inf)\noutput r\n",
+      "input xx : f32[N, N]\nr = sum(xx, 1)\noutput r\n",
+      "input x : f32[M, N]\nr = sum(x, 1)\noutput r\n",
+      "input x : f32[N, M]\nr = sum(x, 1)\noutput r\n",
+      "input x : f32[N, N]\ny = x * 2.0\noutput y\n",
+      "input x : f32[N, N]\ny = x * -2.0\noutput y\n",
+      "input x : f32[N, N]\ny = x * 0.0\noutput y\n",
+      "input x : f32[N, N]\ny = x * -0.0\noutput y\n",
+      "input x : f32[N, N]\nparam p : f32 = 1\ny = x * p\noutput y\n",
+      "input x : f32[N, N]\nparam q : f32 = 1\ny = x * q\noutput y\n",
+      "input x : f32[N, N]\ny = x - cast(x, bf16)\noutput y\n",
+      "input x : f32[N, N]\ny = x - cast(x, f16)\noutput y\n",
+      "input x : f32[N, N]\ninput w : f32[N]\ny = x - w\noutput y\n",
+      "input x : f32[N, N]\ninput w : f32[N]\ny = w - x\noutput y\n",
+      "input x : f32[N, N]\ninput w : f32[N, 1]\ny = x - w\noutput y\n",
+      "input x : f32[N, N]\ny = x - mean(x, -1, keepdim)\noutput y\n",
+      "input x : f32[N, N]\ny = x - mean(x, 0, keepdim)\noutput y\n",
+      "input x : f32[N, N]\ny = softmax(x, -1)\noutput y\n",
+      "input x : f32[N, N]\ny = log_softmax(x, -1)\noutput y\n",
+      "input x : f32[N, N]\ny = var(x, -1, correction=0)\noutput y\n",
+      "input x : f32[N, N]\ny = var(x, -1, correction=2)\noutput y\n",
+  };
+  GpuBuildOptions o;
+  o.target = parse_target("sm_90");
+  std::map<std::string, std::string> source_by_key;  // key hex -> kernel name and source
+  std::set<std::string> sources;
+  for (const char* graph_name : {"g", "h"})
+    for (const std::string& body : bodies) {
+      CAPTURE(body);
+      const std::string text = std::string("graph ") + graph_name + "\n" + head + body;
+      const fusejit::ir::Graph g = fusejit::ir::parse_graph(text, "k.txt");
+      const fusejit::ir::Graph again = fusejit::ir::parse_graph(text, "k.txt");
+      const fusejit::ir::Plan plan = fusejit::ir::plan_fusion(g);
+      for (size_t i = 0; i < plan.groups.size(); ++i) {
+        const fusejit::ir::FusionGroup& grp = plan.groups[i];
+        const GeneratedKernel k = generate_kernel(g, grp, o.codegen);
+        const std::string kernel = k.name + "\n" + k.source;
+        sources.insert(kernel);
+        const Hash128 key = structural_key(g, grp, o);
+        const auto [it, fresh] = source_by_key.emplace(key.hex(), kernel);
+        CHECK((fresh || it->second == kernel));  // one key, one kernel
+        CHECK(structural_key(again, fusejit::ir::plan_fusion(again).groups[i], o) == key);  // the same graph hits
+      }
+    }
+  CHECK(sources.size() >= 2 * bodies.size() - 4);  // the graphs give that many kernels: the test tells them apart
+  CHECK(source_by_key.size() >= sources.size());
 }
