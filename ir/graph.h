@@ -70,6 +70,8 @@ struct ReduceAttr {
   friend bool operator==(const ReduceAttr&, const ReduceAttr&) = default;
 };
 
+// A field code generation reads must also go into jit::structural_key (jit/gpu_build.cpp), which
+// finds a compiled kernel by it before generating code.
 struct Node {
   Op op = Op::Const;
   DType dtype = DType::F32;

@@ -12,6 +12,7 @@
 
 namespace fusejit::ir {
 
+// A field code generation reads must also go into jit::structural_key (jit/gpu_build.cpp).
 struct FusionGroup {
   // Nodes computed inside the kernel, in topological order. Leaves are never listed: Const nodes
   // are inlined as literals, Param nodes are scalar kernel arguments, Input nodes are read.

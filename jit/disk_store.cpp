@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -142,10 +143,11 @@ Decoded decode_entry(std::span<const char> file, const Hash128& expected, std::o
   return d;
 }
 
-// Reads up to `size` bytes through an open descriptor (fewer if the file is shorter).
+// Reads through an open descriptor until `out` holds `size` bytes (fewer if the file ends first);
+// what `out` holds already stays.
 void read_all(int fd, std::vector<char>& out, size_t size) {
+  size_t done = out.size();
   out.resize(size);
-  size_t done = 0;
   while (done < size) {
     ssize_t n = ::read(fd, out.data() + done, size - done);
     if (n < 0 && errno == EINTR) continue;
@@ -153,6 +155,24 @@ void read_all(int fd, std::vector<char>& out, size_t size) {
     done += static_cast<size_t>(n);
   }
   out.resize(done);
+}
+
+// Reads the entry file of `size` bytes open as `fd` into `out`: its header first, the rest only
+// when the header's sizes add up to `size`, so an oversized file is refused unread (a 1.5 GB file
+// in an entry's place was read whole, twice at once, before its header was looked at). Returns the
+// problem, or "" (decode_entry then checks every field).
+std::string read_entry(int fd, uint64_t size, std::vector<char>& out) {
+  out.clear();
+  read_all(fd, out, static_cast<size_t>(std::min<uint64_t>(size, kHeaderSize)));
+  if (out.size() == kHeaderSize && size > kHeaderSize) {
+    const auto* h = reinterpret_cast<const unsigned char*>(out.data());
+    if (std::memcmp(h, kMagic, 8) != 0) return "bad magic: not a fusejit cache entry";
+    const uint64_t payload_size = get64(h + 64), declared = kHeaderSize + get32(h + 56) + payload_size;
+    if (payload_size > kMaxEntryBytes || declared != size)
+      return fmt::format("size mismatch ({} bytes, header says {}): truncated or overwritten", size, declared);
+    read_all(fd, out, static_cast<size_t>(size));
+  }
+  return "";
 }
 
 bool is_hex(std::string_view s) {
@@ -175,7 +195,8 @@ std::string file_problem(const struct stat& st) {
   if (S_ISLNK(st.st_mode)) return "a symbolic link";
   if (!S_ISREG(st.st_mode)) return "not a regular file";
   if (st.st_uid != ::geteuid()) return fmt::format("owned by user id {}, not by this user", st.st_uid);
-  if (static_cast<uint64_t>(st.st_size) > kMaxEntryBytes + kHeaderSize) return "too large";
+  if (static_cast<uint64_t>(st.st_size) > kMaxEntryBytes + kHeaderSize)
+    return fmt::format("too large ({} bytes; an entry is at most {})", st.st_size, kMaxEntryBytes + kHeaderSize);
   return "";
 }
 
@@ -510,6 +531,13 @@ bool cache_disabled_by_env() { return cache_env().disabled; }
 // ---- folders ----
 
 std::string folder_problem(const fs::path& dir, bool follow) {
+  // The longest name fusejit makes under the folder (a build folder's files, an entry's lock or
+  // temp file) is under kLongestName bytes: a folder whose files would pass PATH_MAX is not used
+  // (it failed at the first build, with a warning per entry).
+  constexpr size_t kLongestName = 160;
+  if (dir.native().size() + kLongestName >= PATH_MAX)
+    return fmt::format("its path is {} bytes long: names under it would pass the {}-byte path limit (PATH_MAX)",
+                       dir.native().size(), PATH_MAX);
   struct stat st;
   if ((follow ? ::stat(dir.c_str(), &st) : ::lstat(dir.c_str(), &st)) != 0)
     return fmt::format("cannot inspect {}: {}", dir.string(), std::strerror(errno));
@@ -731,8 +759,8 @@ LoadResult DiskStore::load(const DiskKey& key) {
   r.problem = ::fstat(fd, &st) != 0 ? "cannot be inspected" : file_problem(st);
   std::vector<char> bytes;
   Decoded d;
+  if (r.problem.empty()) r.problem = read_entry(fd, static_cast<uint64_t>(st.st_size), bytes);
   if (r.problem.empty()) {
-    read_all(fd, bytes, static_cast<size_t>(st.st_size));
     d = decode_entry(bytes, key.key, key.check);
     r.problem = d.problem;
   }
@@ -908,12 +936,14 @@ std::vector<CacheEntryInfo> list_cache(const fs::path& dir) {
       out.push_back(std::move(e));
       continue;
     }
-    const std::optional<std::vector<char>> bytes = read_regular_file(f.path, kMaxEntryBytes + kHeaderSize);
-    Decoded d = bytes ? decode_entry(*bytes, *f.key, std::nullopt) : Decoded{};
-    if (!bytes)
-      d.problem = f.bytes > kMaxEntryBytes + kHeaderSize
-                      ? fmt::format("too large ({} bytes; an entry is at most {})", f.bytes, kMaxEntryBytes + kHeaderSize)
-                      : "unreadable";
+    std::vector<char> bytes;
+    Decoded d;
+    const int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || ::fstat(fd, &st) != 0) d.problem = "unreadable";
+    else if (d.problem = file_problem(st); d.problem.empty()) d.problem = read_entry(fd, static_cast<uint64_t>(st.st_size), bytes);
+    if (fd >= 0) ::close(fd);
+    if (d.problem.empty()) d = decode_entry(bytes, *f.key, std::nullopt);
     e.valid = d.problem.empty();
     e.problem = d.problem;
     if (e.valid) {

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,6 +61,26 @@ void write_text(const fs::path& p, std::string_view text) {
   const std::string why = std::strerror(ok ? errno : err);
   ::unlink(tmp.c_str());
   throw ir::UserError(fmt::format("cannot write '{}': {}", p.string(), why));
+}
+
+// Removes the temporary files write_text left in `dir` when killed before its rename: called with
+// the folder's exclusive lock held, when no other write_text can be running in it. Only regular
+// files named as write_text names them (".NAME.PID.N.tmp").
+void sweep_temp_files(const fs::path& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() < 6 || name[0] != '.' || !name.ends_with(".tmp")) continue;
+    const std::string_view core = std::string_view(name).substr(1, name.size() - 5);  // NAME.PID.N
+    const size_t b = core.rfind('.'), a = b == std::string_view::npos || b == 0 ? b : core.rfind('.', b - 1);
+    const auto digits = [](std::string_view t) {
+      return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (a == std::string_view::npos || a == 0 || !digits(core.substr(a + 1, b - a - 1)) || !digits(core.substr(b + 1)))
+      continue;
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(it->path().c_str());
+  }
 }
 
 // The files of a folder fusejit reads whole, and the most bytes of each (a FIFO, a device or a
@@ -273,6 +294,7 @@ void dump_program(const Program::Impl& p) {
   fs::create_directories(dir, ec);
   if (ec) throw ir::UserError("cannot create dump folder '" + dir.string() + "': " + ec.message());
   const FolderLock lock(dir, LOCK_EX);
+  sweep_temp_files(dir);  // what a killed dump left
   const ir::Graph& g = p.graph.impl().graph;
   // The graph as given: its own text when it was parsed (so messages keep their lines), else the
   // printed form.

@@ -17,6 +17,20 @@ std::filesystem::path resolve(const Options& o) {
   if (!d) throw ir::UserError("no cache folder: set FUSEJIT_CACHE_DIR, XDG_CACHE_HOME or HOME (the last two as absolute paths)");
   return *d;
 }
+
+// Why an absent cache folder could not be made, or "": the nearest folder above it that exists is
+// not a folder (a path through a regular file).
+std::string absent_folder_problem(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (std::filesystem::path p = dir.parent_path(); !p.empty(); p = p.parent_path()) {
+    const std::filesystem::file_status st = std::filesystem::symlink_status(p, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory) return fmt::format("cannot inspect {}: {}", p.string(), ec.message());
+    if (!ec && std::filesystem::exists(st))
+      return std::filesystem::is_directory(std::filesystem::status(p, ec)) ? "" : p.string() + " is not a folder";
+    if (p == p.parent_path()) break;
+  }
+  return "";
+}
 }  // namespace
 
 std::string cache_path(const Options& o) {
@@ -32,7 +46,8 @@ CacheStats cache_stats(const Options& o) {
     out.path = dir.string();
     std::error_code ec;
     if (!o.disk_cache || env.disabled) out.disabled_reason = "disabled";
-    else if (std::filesystem::exists(dir, ec)) out.disabled_reason = jit::folder_problem(dir, true);
+    else if (std::filesystem::exists(dir, ec) || ec) out.disabled_reason = jit::folder_problem(dir, true);
+    else out.disabled_reason = absent_folder_problem(dir);
     out.enabled = out.disabled_reason.empty();
     out.entries = static_cast<int64_t>(s.entries - s.host_entries - s.invalid);
     out.bytes = static_cast<int64_t>(s.bytes - s.host_bytes - s.invalid_bytes);
@@ -57,7 +72,17 @@ std::vector<CacheEntryInfo> cache_list(const Options& o) {
 
 int64_t cache_clear(const Options& o) {
   return translate_errors([&] {
-    jit::ClearResult r = jit::clear_cache(resolve(o));
+    const std::filesystem::path dir = resolve(o);
+    // A folder that cannot be looked into (a symbolic link loop, a path through a file) is an
+    // error, not "removed 0 entries"; an absent one holds nothing.
+    std::error_code ec;
+    const std::filesystem::file_status st = std::filesystem::status(dir, ec);
+    std::string problem = ec && ec != std::errc::no_such_file_or_directory ? ec.message()
+                          : !ec && st.type() != std::filesystem::file_type::directory ? std::string("not a folder")
+                          : ec ? absent_folder_problem(dir)
+                               : "";
+    if (!problem.empty()) throw ir::UserError(fmt::format("cannot clear the kernel cache {}: {}", dir.string(), problem));
+    jit::ClearResult r = jit::clear_cache(dir);
     jit::KernelCache::clear_all_memory();
     if (r.kept > 0)
       throw ir::UserError(fmt::format("removed {} cache entr{}, but {} could not be removed (the first: {})",

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <fusejit/fusejit.h>
 #include <fusejit/report.h>
 #include <nlohmann/json.hpp>
@@ -689,6 +692,49 @@ TEST_CASE("an unwritable cache folder gives one warning and the run goes on") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("a cache folder whose files would pass PATH_MAX is not used: one warning, the run goes on") {
+  // Its entries failed to open with ENAMETOOLONG, each warned as a damaged entry, and a CPU-path
+  // build failed outright (its build folder's files are longer still).
+  fs::path dir = make_temp_dir(), deep = dir;
+  while (deep.native().size() < PATH_MAX - 300) deep /= std::string(200, 'd');
+  deep /= std::string(PATH_MAX - 101 - deep.native().size(), 'e');  // PATH_MAX - 100 bytes: a folder, not its files
+  fs::create_directories(deep);
+  CAPTURE(deep.native().size());
+  Warnings w;
+  KernelCache cache(config_for(deep, w.handler()));
+  const DiskKeyInputs in = inputs_n(21);
+  CHECK(cache.get_or_compile(in, [&] { return fake_compile(in); }).outcome == CacheOutcome::Compiled);
+  REQUIRE(w.list.size() == 1);
+  CHECK(w.list[0].find("path limit (PATH_MAX)") != std::string::npos);
+  CHECK(!cache.disk_enabled());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an oversized file in an entry's place is refused from its header, unread") {
+  fs::path dir = make_temp_dir();
+  const DiskKeyInputs in = inputs_n(22);
+  const fs::path path = entry_path(dir, disk_key(in).key);
+  {
+    KernelCache seed(config_for(dir));
+    seed.get_or_compile(in, [&] { return fake_compile(in); }, "fj_k22");
+  }
+  const uintmax_t good = fs::file_size(path);
+  fs::resize_file(path, uintmax_t{1} << 30);  // sparse: a GiB the header does not account for
+  struct rusage before {};
+  ::getrusage(RUSAGE_SELF, &before);
+  Warnings w;
+  KernelCache cache(config_for(dir, w.handler()));
+  CHECK(cache.get_or_compile(in, [&] { return fake_compile(in); }).outcome == CacheOutcome::Compiled);
+  REQUIRE(!w.list.empty());
+  CHECK(w.list[0].find(fmt::format("size mismatch ({} bytes, header says {})", uintmax_t{1} << 30, good)) !=
+        std::string::npos);
+  struct rusage after {};
+  ::getrusage(RUSAGE_SELF, &after);
+  CHECK(after.ru_maxrss - before.ru_maxrss < 256 * 1024);  // KiB: the GiB was never read into memory
+  CHECK(fs::file_size(path) < 2 * good);  // replaced by the rebuilt entry
+  fs::remove_all(dir);
+}
+
 TEST_CASE("a cache folder removed under a running process is made again, not given up") {
   // `rm -rf ~/.cache/fusejit` beside a long-running service: its next build once turned its disk
   // cache off for good ("cannot create DIR/ab: No such file or directory").
@@ -1046,6 +1092,44 @@ TEST_CASE("two graph files differing only in name, comments and blank lines shar
   CHECK(read_text(out_a / (ka[0].name + ".cu")).find("[pair.txt:4]") != std::string::npos);
   CHECK(read_text(out_b / (kb[0].name + ".cu")).find("[copy of pair.txt:10]") != std::string::npos);
   for (const fs::path& d : {dir, out_a, out_b}) fs::remove_all(d);
+}
+
+TEST_CASE("cache stats and clear say when the folder cannot be looked into or is not a folder") {
+  // Both said "0 entries" / "removed 0 entries" and succeeded for a symbolic link loop.
+  fs::path dir = make_temp_dir();
+  fs::create_symlink(dir / "loop", dir / "loop");
+  write_text(dir / "file", "x");
+  for (const fs::path& bad : {dir / "loop", dir / "file" / "cache", dir / "file"}) {
+    CAPTURE(bad);
+    fj::Options o;
+    o.cache_dir = bad.string();
+    const fj::CacheStats st = fj::cache_stats(o);
+    CHECK(!st.enabled);
+    CHECK(!st.disabled_reason.empty());
+    CHECK_THROWS_WITH_AS(fj::cache_clear(o), doctest::Contains(("cannot clear the kernel cache " + bad.string()).c_str()),
+                         fj::Error);
+  }
+  fj::Options absent;
+  absent.cache_dir = (dir / "absent").string();
+  CHECK(fj::cache_stats(absent).enabled);  // made on first use
+  CHECK(fj::cache_clear(absent) == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a dump removes the temporary files a killed dump left in the folder, and only those") {
+  fs::path dir = make_temp_dir(), out = make_temp_dir();
+  for (const char* name : {".index.json.4242.13.tmp", ".fj_g_0123456789abcdef.cu.4242.12.tmp", ".keep.tmp",
+                           "notes.1.2.tmp", ".x.1.y.tmp"})
+    write_text(out / name, "partial");
+  fs::create_directory(out / ".dir.1.2.tmp");
+  const fj::Graph g = fj::Graph::parse("graph t\ninput x : f32[8]\ny = exp(x)\noutput y\n", "t.txt");
+  fj::compile_to_dir(g, "sm_90", out.string(), false, cpu_options(dir), /*with_unfused=*/false);
+  CHECK(!fs::exists(out / ".index.json.4242.13.tmp"));
+  CHECK(!fs::exists(out / ".fj_g_0123456789abcdef.cu.4242.12.tmp"));
+  for (const char* kept : {".keep.tmp", "notes.1.2.tmp", ".x.1.y.tmp", ".dir.1.2.tmp"}) CHECK(fs::exists(out / kept));
+  CHECK(fs::exists(out / "index.json"));
+  fs::remove_all(dir);
+  fs::remove_all(out);
 }
 
 TEST_CASE("an ahead-of-time folder's .cu files include the preludes written beside them, and compile there") {

@@ -138,7 +138,8 @@ PlanReport plan_graph(const Graph& graph, const Options& options);
 /// (nvrtc_options) and the message style; its other fields are ignored. Returns the kernels
 /// written, fused first. Each file is written to a temporary name and renamed (a symlink in the
 /// folder is replaced, not written through), under an flock of the folder; kernel files of an
-/// earlier dump that this one does not write are removed, nothing else. Throws Error(User) for a
+/// earlier dump that this one does not write are removed, and the temporary files (".NAME.PID.N.tmp")
+/// of a dump that was killed, nothing else. Throws Error(User) for a
 /// bad arch, an empty `out_dir` or an unwritable folder, Error(Compile) when NVRTC fails or is not
 /// available. `with_unfused` false (`fusejit compile --fused-only`): the fused plan's kernels only,
 /// for deployment; a program loaded from such a folder compiles its unfused plan with NVRTC on
@@ -180,7 +181,9 @@ std::vector<CacheEntryInfo> cache_list(const Options& options = {});
 /// Removes every entry (GPU kernels and CPU host modules) and every temporary file, except what
 /// builds running meanwhile (other processes) use: their build folders (locked while in use) and
 /// temporary entry files younger than a minute. Returns how many entries were removed; throws
-/// Error(User) when some entry could not be removed (a read-only folder), naming the first.
+/// Error(User) when some entry could not be removed (a read-only folder), naming the first, or
+/// when the folder cannot be looked into or is not a folder (a symbolic link loop, a path through
+/// a file); an absent folder holds nothing (0).
 int64_t cache_clear(const Options& options = {});
 
 }  // namespace fusejit
