@@ -63,23 +63,27 @@ void write_text(const fs::path& p, std::string_view text) {
   throw ir::UserError(fmt::format("cannot write '{}': {}", p.string(), why));
 }
 
+// Whether `name` is one write_text gives its temporary files: ".NAME.PID.N.tmp".
+bool is_temp_name(std::string_view name) {
+  if (name.size() < 6 || name[0] != '.' || !name.ends_with(".tmp")) return false;
+  const std::string_view core = name.substr(1, name.size() - 5);  // NAME.PID.N
+  const size_t b = core.rfind('.');
+  const size_t a = b == std::string_view::npos || b == 0 ? std::string_view::npos : core.rfind('.', b - 1);
+  const auto digits = [](std::string_view t) {
+    return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return a != std::string_view::npos && a > 0 && digits(core.substr(a + 1, b - a - 1)) && digits(core.substr(b + 1));
+}
+
 // Removes the temporary files write_text left in `dir` when killed before its rename: called with
-// the folder's exclusive lock held, when no other write_text can be running in it. Only regular
-// files named as write_text names them (".NAME.PID.N.tmp").
+// the folder's exclusive lock held, when no other write_text can be running in it. Regular files
+// only.
 void sweep_temp_files(const fs::path& dir) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.size() < 6 || name[0] != '.' || !name.ends_with(".tmp")) continue;
-    const std::string_view core = std::string_view(name).substr(1, name.size() - 5);  // NAME.PID.N
-    const size_t b = core.rfind('.'), a = b == std::string_view::npos || b == 0 ? b : core.rfind('.', b - 1);
-    const auto digits = [](std::string_view t) {
-      return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
-    };
-    if (a == std::string_view::npos || a == 0 || !digits(core.substr(a + 1, b - a - 1)) || !digits(core.substr(b + 1)))
-      continue;
     struct stat st;
-    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(it->path().c_str());
+    if (is_temp_name(it->path().filename().string()) && ::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      ::unlink(it->path().c_str());
   }
 }
 
