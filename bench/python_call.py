@@ -4,7 +4,9 @@ NumPy arrays (N = 4, CPU path unless --backend cuda), next to the extension's la
 floor the Python layer adds to). Each figure is the best of --repeats rounds of --calls calls
 (the minimum filters other processes' noise). Prints a table; asserts nothing.
 
-    PYTHONPATH=build/python python3 bench/python_call.py [--calls 2000] [--repeats 25]
+    PYTHONPATH=build/python build/venv/bin/python bench/python_call.py [--calls 2000] [--repeats 25]
+
+(build/venv is the virtual environment scripts/setup.sh makes, with NumPy.)
 """
 
 from __future__ import annotations

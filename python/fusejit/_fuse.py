@@ -20,6 +20,7 @@ keep the traced sizes for other ones). Guide: docs/python.md, "Fusing a Python f
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import keyword
@@ -98,7 +99,8 @@ def _array_ufunc(self: Value, ufunc: Any, method: str, *inputs: Any, **kwargs: A
     name = ufunc.__name__
     if method != "__call__" or kwargs:
         extra = f"np.{name}.{method}" if method != "__call__" else f"np.{name}(..., {', '.join(kwargs)}=)"
-        raise TypeError(f"{extra} is not supported on fusejit values (only the plain call np.{name}(...))")
+        cast = (f"; cast the operands first: np.{name}(v.astype(np.float32))" if "dtype" in kwargs else "")
+        raise TypeError(f"{extra} is not supported on fusejit values (only the plain call np.{name}(...)){cast}")
     if name == "square":
         return inputs[0] * inputs[0]
     if name == "positive":
@@ -124,11 +126,20 @@ _NP_POSITIONAL = {"sum": ("axis", "dtype", "out", "keepdims"), "mean": ("axis", 
 def _np_reduction(op_name: str, a: Any, *, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
                   keepdims: bool = False, initial: Any = None, **rest: Any) -> Value:
     """np.sum(v, axis, keepdims=...) and the like, NumPy's signatures (ddof: var and std; initial:
-    amax and amin, as fusejit.reduce takes it)."""
-    if dtype is not None or out is not None or rest:
+    amax and amin, as fusejit.reduce takes it; dtype: sum, mean, prod, var and std, as NumPy's: the
+    operand cast to it first, and the result in it)."""
+    takes_dtype = op_name in ("sum", "mean", "prod", "var", "std")
+    if (dtype is not None and not takes_dtype) or out is not None or rest:
         given = [k for k, v in (("dtype", dtype), ("out", out)) if v is not None] + list(rest)
         raise TypeError(f"{op_name} on a fusejit value takes axis and keepdims (and ddof for var/std, initial "
-                        f"for max/min), not {', '.join(given)}")
+                        f"for max/min, dtype for sum/mean/prod/var/std), not {', '.join(given)}")
+    if dtype is not None:
+        # NumPy's dtype=: the elements cast to it, the result of it. fusejit's rules then decide how
+        # it accumulates (docs/ops.md: f16/bf16 in f32, integers in i64), so an integer sum in i64 is
+        # cast back, which wraps as NumPy's own accumulation in that dtype does.
+        cast = _astype(a, dtype)
+        result = _np_reduction(op_name, cast, axis=axis, ddof=ddof, keepdims=keepdims, initial=initial)
+        return result if str(result.dtype) == str(cast.dtype) else _astype(result, cast.dtype)
     if isinstance(axis, (tuple, list)) and len(axis) == 0:
         # NumPy reduces no axis; fusejit's reduce (PyTorch's rule) would read an empty list as every axis.
         raise UserError(f"{op_name} over axis=() reduces nothing in NumPy: use the value itself")
@@ -177,6 +188,11 @@ def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dic
         return op("round", args[0])  # NumPy rounds half to even, as fusejit's round
     if name in ("round", "around"):
         raise TypeError(f"np.{name} with decimals has no fusejit op (np.round(v) rounds half to even)")
+    if name in ("take_along_axis", "take", "choose", "put_along_axis"):
+        raise TypeError(f"np.{name} has no fusejit op: fusejit has no gather. To pick one element per row (a "
+                        "cross-entropy's target logit), pass the indices along the axis as an input and compare: "
+                        "np.where(classes == target, x, 0).sum(-1), classes = np.arange(V), target of shape [T, 1] "
+                        "(docs/python.md, 'One element per row')")
     module = getattr(func, "__module__", None) or "numpy"  # np.linalg.norm, not np.norm
     where = ("np" + module[len("numpy"):]) if module.startswith("numpy") else module
     raise TypeError(f"{where}.{name} has no fusejit op on fusejit values (supported: NumPy's ufuncs of docs/ops.md, "
@@ -458,8 +474,12 @@ class Fused:
         self._dtype_names: dict = {}
         params = list(self._sig.parameters.values())
         positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        # Every parameter positional: a call giving each positionally skips Signature.bind (~5 µs).
+        # Every parameter positional: a call giving each positionally, or leaving trailing ones to
+        # their defaults, skips Signature.bind (~5 µs).
         self._tags = [(p.name,) for p in params] if all(p.kind in positional for p in params) else None
+        self._defaults = tuple(p.default for p in params)
+        self._min_args = max((k + 1 for k, p in enumerate(params) if p.default is inspect.Parameter.empty), default=0)
+        self._specialised_by_shape = False
 
     traces = property(lambda self: self._traces,
                       doc="How many times the function has been traced (once per new argument pattern).")
@@ -477,7 +497,8 @@ class Fused:
     def program(self, *args: Any, **kwargs: Any) -> Any:
         """The :class:`fusejit.Program` these arguments run (traced and compiled if new): its
         ``cuda_source()``, ``plan_text``, ``kernels``; call it with the arrays in argument order
-        to pass ``out=``, ``stream=`` or ``plan="unfused"``."""
+        to pass ``out=``, ``stream=`` or ``plan="unfused"``. One program serves every size of its
+        pattern: its ``plan_text`` shows the sizes of the call that traced it."""
         entry = self._entry(args, kwargs)[0]
         if entry is None:
             raise UserError(f"fuse: '{self.__name__}'.program() takes arrays, not traced values")
@@ -555,8 +576,8 @@ class Fused:
                             ("; pass np.asarray(...) of it (no copy)" if buffer else "")) from None
 
     def _entry(self, args: tuple, kwargs: dict) -> tuple[_Entry | None, list]:
-        if self._tags is not None and not kwargs and len(args) == len(self._tags):
-            items = list(zip(self._tags, args))
+        if self._tags is not None and not kwargs and self._min_args <= len(args) <= len(self._tags):
+            items = list(zip(self._tags, args + self._defaults[len(args):]))
         else:
             items = self._flat(self._bind(args, kwargs))
         key, arrays = self._key(items, not self._dynamic)
@@ -580,14 +601,23 @@ class Fused:
         entry, read_shape = self._trace_once(bound, items, static=key[0])
         if read_shape and not key[0]:
             self._dynamic = False  # every later pattern is specialised too
+            self._specialised_by_shape = True
             key, _ = self._key(items, True)
             entry, _ = self._trace_once(bound, items, static=True)
+            warnings.warn(f"fuse: '{self.__name__}' read a value's .shape while traced: it is now "
+                          "specialised on every size, so each new size traces and compiles again (a decode loop "
+                          "would compile every step); compute from the values instead, e.g. x.mean(-1) rather "
+                          "than x.sum(-1) / x.shape[-1], or pass dynamic=False to say so", FusejitWarning,
+                          stacklevel=4)
         self._traces += 1
         if self._traces == _TRACE_WARNING_AT:
-            warnings.warn(f"fuse: '{self.__name__}' has been traced {self._traces} times (each new pattern of "
-                          "argument dtypes, ranks, sizes of 1, equal sizes and Python scalar values traces and "
-                          "compiles again); pass a scalar that changes from call to call as a 0-d array "
-                          "(np.float32(lr)) to make it an input", FusejitWarning, stacklevel=4)
+            why = ("each new size traces and compiles again, since it reads a value's .shape"
+                   if self._specialised_by_shape else
+                   "each new pattern of argument dtypes, ranks, sizes of 1, equal sizes and Python scalar values "
+                   "traces and compiles again; pass a scalar that changes from call to call as a 0-d array "
+                   "(np.float32(lr)) to make it an input")
+            warnings.warn(f"fuse: '{self.__name__}' has been traced {self._traces} times ({why})", FusejitWarning,
+                          stacklevel=4)
         return key, entry
 
     def _trace_once(self, bound: inspect.BoundArguments, items: list, static: bool) -> tuple[_Entry, bool]:
@@ -705,7 +735,10 @@ def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) ->
     try:
         inspect.signature(fj_compile).bind(None, **options)
     except TypeError as e:
-        raise TypeError(f"fuse: {e} (options are fusejit.compile's keywords)") from None
+        known = [p for p in inspect.signature(fj_compile).parameters if p != "graph"]
+        near = [m for k in options for m in difflib.get_close_matches(k, known, n=1) if k not in known]
+        hint = f"; did you mean {', '.join(repr(m) for m in near)}?" if near else ""
+        raise TypeError(f"fuse: {e} (options are fusejit.compile's keywords){hint}") from None
 
     def wrap(f: Callable) -> Fused:
         if not callable(f):

@@ -242,7 +242,8 @@ void bind_value(nb::module_& m) {
       .def("__invert__", [](nb::handle self) { return apply(nb::cast<const PyValue&>(self).builder, "bitwise_not", {self}); })
       .def("__abs__", [](nb::handle self) { return apply(nb::cast<const PyValue&>(self).builder, "abs", {self}); })
       .def("__bool__", [](nb::handle) -> bool {
-        throw nb::type_error("a graph value has no truth value while the graph is built: use where(cond, a, b)");
+        throw nb::type_error("a graph value has no truth value while the graph is built: use where(cond, a, b) (np.where), and "
+                            "np.maximum / np.minimum for Python's max(a, b) / min(a, b)");
       })
       .def_prop_ro("dtype", [](const PyValue& v) { return std::string(fusejit::dtype_name(cpp(v.builder).info(v.v).dtype)); },
                    "The value's dtype name (\"f32\", ...).")

@@ -107,10 +107,64 @@ def test_a_function_that_reads_a_shape_is_specialised_on_sizes():
         return x.sum(-1) / x.shape[-1]
 
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
-    assert np.array_equal(mean_by_hand(a), a.sum(-1) / 4)
+    with pytest.warns(fusejit.FusejitWarning, match=r"read a value's .shape while traced.*x.mean\(-1\)") as caught:
+        assert np.array_equal(mean_by_hand(a), a.sum(-1) / 4)
+    assert caught[0].filename == __file__  # at the caller's line
     b = np.ones((3, 8), np.float32)  # same duck-sized pattern; the traced 4 would be wrong here
     assert np.array_equal(mean_by_hand(b), [1, 1, 1])
     assert mean_by_hand.traces == 2
+    with warnings.catch_warnings(record=True) as later:  # said once; the eighth trace names the cause
+        warnings.simplefilter("always")
+        for n in range(10, 16):
+            mean_by_hand(np.ones((2, n), np.float32))
+    assert [str(w.message) for w in later if "read a value's .shape" in str(w.message)] == []
+    assert any("traced 8 times (each new size traces and compiles again, since it reads a value's .shape)"
+               in str(w.message) for w in later)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # dynamic=False specialises from the start: nothing to say
+        fusejit.fuse(dynamic=False)(lambda x: x.sum(-1) / x.shape[-1])(a)
+
+
+def test_trailing_defaults_take_the_positional_path_and_the_same_trace():
+    @fusejit.fuse
+    def scaled(x, eps=1e-6, *, _unused=None):
+        return x * eps
+
+    @fusejit.fuse
+    def scaled2(x, eps=1e-6):
+        return x * eps
+
+    x = np.ones(3, np.float32)
+    for f in (scaled, scaled2):
+        assert np.array_equal(f(x), f(x, 1e-6))
+        assert f(x, eps=1e-6)[0] == np.float32(1e-6)
+        assert f.traces == 1  # left out, positional or by keyword: one pattern
+        assert f(x, 2.0)[0] == 2.0 and f.traces == 2
+    with pytest.raises(TypeError, match="missing a required argument: 'x'"):
+        scaled2()
+    with pytest.raises(TypeError, match="too many positional arguments"):
+        scaled2(x, 1.0, 2.0)
+
+
+def test_reductions_take_numpys_dtype():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    # The operand cast to it, the result of it: a bf16 sum asked for in f32 (no final rounding to
+    # bf16), an integer sum in i32 (wrapping as NumPy's does).
+    xb = np.linspace(-3, 3, 24, dtype=np.float32).reshape(2, 12).astype(ml_dtypes.bfloat16)
+    s = fusejit.fuse(lambda a: a.sum(-1, dtype=np.float32))(xb)
+    assert s.dtype == np.float32
+    assert np.array_equal(s, fusejit.fuse(lambda a: a.astype(np.float32).sum(-1))(xb))
+    xi = np.array([[100, 100, 100], [-128, -128, 1], [127, 127, 127]], np.int8)
+    r = fusejit.fuse(lambda a: np.sum(a, -1, np.int32))(xi)
+    assert r.dtype == np.int32 and np.array_equal(r, np.sum(xi, -1, np.int32))
+    r8 = fusejit.fuse(lambda a: np.sum(a, -1, dtype=np.int8))(xi)
+    assert r8.dtype == np.int8 and np.array_equal(r8, np.sum(xi, -1, dtype=np.int8))  # wraps, as NumPy's
+    m = fusejit.fuse(lambda a: a.mean(dtype=np.float64))(xb)
+    assert m.dtype == np.float64 and m == np.float64(xb.astype(np.float64).mean())
+    v = fusejit.fuse(lambda a: np.var(a, 1, np.float32, None, 1))(xb)
+    assert v.dtype == np.float32 and np.allclose(v, np.var(xb.astype(np.float32), 1, ddof=1), rtol=1e-6)
+    with pytest.raises(TypeError, match="not dtype"):
+        fusejit.fuse(lambda a: a.max(dtype=np.float32))(xb)
 
 
 def test_results_tuple_list_dict_repeated_and_passed_through():
@@ -229,8 +283,14 @@ def test_errors_say_what_to_do():
     w = np.ones(3, np.float32)
     with pytest.raises(TypeError, match=r"np.multiply: an array operand of shape \(3,\) is no graph value"):
         fusejit.fuse(lambda a: w * a)(one)  # a closed-over array
-    with pytest.raises(TypeError, match="not dtype"):
-        fusejit.fuse(lambda a: a.sum(dtype=np.float64))(one)
+    with pytest.raises(TypeError, match=r"not supported on fusejit values .*cast the operands first"):
+        fusejit.fuse(lambda a: np.exp(a, dtype=np.float64))(one)
+    with pytest.raises(TypeError, match=r"np.take_along_axis has no fusejit op: fusejit has no gather.*classes == target"):
+        fusejit.fuse(lambda a, i: np.take_along_axis(a, i, -1))(one, np.zeros(3, np.int64))
+    with pytest.raises(TypeError, match=r"np.maximum / np.minimum for Python's max"):
+        fusejit.fuse(lambda a: max(a, 0))(one)
+    with pytest.raises(TypeError, match=r"did you mean 'fast_math'\?"):
+        fusejit.fuse(fastmath=True)
     two = np.ones((2, 3), np.float32)
     with pytest.raises(TypeError, match=r"cannot be indexed or sliced \(v\[:, None\]\).*keepdims=True"):
         fusejit.fuse(lambda a: a - np.max(a, axis=1)[:, None])(two)
@@ -400,7 +460,8 @@ def test_nested_and_recursive_fused_calls_inline():
         inner(np.ones(3, np.float32))  # a trace inside this one keeps its shape read
         return x * n
 
-    assert np.array_equal(reads_then_calls(np.ones(4, np.float32)), [4] * 4)
+    with pytest.warns(fusejit.FusejitWarning, match="read a value's .shape"):
+        assert np.array_equal(reads_then_calls(np.ones(4, np.float32)), [4] * 4)
     assert np.array_equal(reads_then_calls(np.ones(5, np.float32)), [5] * 5)
 
 
@@ -517,6 +578,7 @@ def test_a_values_dtype_is_read_by_numpy_as_its_own():
     assert (f.dtype.kind, f.dtype.itemsize, f.dtype.char) == ("f", 2, "e")  # NumPy's attributes, forwarded
 
 
+@pytest.mark.filterwarnings("ignore:fuse.*read a value's .shape")
 def test_two_functions_calling_each_other_from_two_threads_do_not_deadlock():
     import time
 
