@@ -410,12 +410,31 @@ def _graph_name(name: str, fallback: str, taken: set) -> str:
     return base
 
 
+class _ByIdentity:
+    """A constant keyed by identity (and kept alive, so its id is not reused): an object whose ==
+    is weaker than what a trace reads of it (a frozen dataclass holding 2 then 2.0, or 0.0 then
+    -0.0, compares equal; Decimal('-0') == Decimal('0'))."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any):
+        self.obj = obj
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, _ByIdentity) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
 def _constant_key(v: Any) -> Any:
     """A constant's part of the pattern, by type and value all the way down: a float by its bits'
-    hex (0.0 and -0.0 differ), a tuple element by element ((2,) and (2.0,) differ)."""
+    hex (0.0 and -0.0 differ), a tuple element by element ((2,) and (2.0,) differ), a NumPy scalar
+    by its dtype and bytes; an object of any other type (a dataclass, an enum, a Decimal) by
+    identity, since its == may call values equal that trace differently."""
     t = type(v)
     if isinstance(v, np.generic):
-        return (t, v.tobytes())  # its bits: np.float32(-0.0) is not np.float32(0.0), a NaN is itself
+        return (t, v.dtype.str, v.tobytes())  # bits and unit: -0.0 is not 0.0, datetime64 days are not seconds
     if isinstance(v, float):  # float and its subclasses
         return (t, _FLOAT_KEY(v))
     if isinstance(v, complex):
@@ -424,8 +443,16 @@ def _constant_key(v: Any) -> Any:
         return (t, tuple(_constant_key(e) for e in v))
     if isinstance(v, frozenset):
         return (t, frozenset(_constant_key(e) for e in v))
+    if isinstance(v, (bool, int)):
+        return (t, int(v))
+    if isinstance(v, (str, bytes)):
+        return (t, bytes(v) if isinstance(v, bytes) else str(v))
+    if v is None or v is Ellipsis:
+        return (t,)
+    if isinstance(v, range):
+        return (t, v.start, v.stop, v.step)
     hash(v)  # TypeError for a list, a dict, ...
-    return (t, v)
+    return (t, _ByIdentity(v))
 
 
 def _tag_name(tag: tuple) -> str:

@@ -10,6 +10,7 @@ import threading
 import warnings
 
 import numpy as np
+from typing import Any
 import pytest
 
 import fusejit
@@ -123,6 +124,42 @@ def test_a_function_that_reads_a_shape_is_specialised_on_sizes():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # dynamic=False specialises from the start: nothing to say
         fusejit.fuse(dynamic=False)(lambda x: x.sum(-1) / x.shape[-1])(a)
+
+
+def test_constants_that_compare_equal_but_trace_differently_are_two_patterns():
+    # A frozen dataclass compares its fields with ==: Cfg(2) == Cfg(2.0) and Cfg(0.0) == Cfg(-0.0),
+    # so the second call ran the first call's program (int32 * 2.0 gave f32 for int32 * 2).
+    import dataclasses
+    import decimal
+
+    @dataclasses.dataclass(frozen=True)
+    class Cfg:
+        k: Any
+
+    f = fusejit.fuse(lambda x, c: x * c.k)
+    xi = np.arange(4, dtype=np.int32)
+    assert f(xi, Cfg(2.0)).dtype == np.float32
+    r = f(xi, Cfg(2))
+    assert r.dtype == np.int32 and np.array_equal(r, xi * 2)
+    xf = np.ones(2, np.float32)
+    assert not np.signbit(f(xf, Cfg(0.0))).any()
+    assert np.signbit(f(xf, Cfg(-0.0))).all()
+    g = fusejit.fuse(lambda x, d: x * float(d))
+    assert not np.signbit(g(xf, decimal.Decimal("0"))).any()
+    assert np.signbit(g(xf, decimal.Decimal("-0"))).all()
+    # NumPy scalars in a tuple (alone they are 0-d inputs) by dtype and bytes: datetime64 units
+    # differ; a range by its fields.
+    h = fusejit.fuse(lambda x, c: x * 1.0)
+    h(xf, (np.datetime64(1, "D"),))
+    h(xf, (np.datetime64(1, "s"),))
+    assert h.traces == 2
+    h(xf, range(0))
+    h(xf, range(5, 5))
+    assert h.traces == 4
+    same = Cfg(3)
+    f(xi, same)
+    f(xi, same)  # the same object: one pattern
+    assert f.traces == 5
 
 
 def test_trailing_defaults_take_the_positional_path_and_the_same_trace():
