@@ -93,7 +93,7 @@ struct CompileState {
   std::map<Hash128, std::weak_ptr<HostModule>> loaded;       // by key
   std::map<Hash128, std::shared_ptr<std::mutex>> key_mu;     // one compile per key at a time
   std::mutex version_mu;                                     // guards versions
-  std::map<std::string, std::string> versions;               // `$CXX --version` per compiler
+  std::map<std::string, std::string> versions;               // `$CXX --version` and -dumpmachine per compiler
 };
 CompileState* g_state = new CompileState;
 
@@ -107,9 +107,13 @@ const std::string& compiler_version(const std::string& cxx) {
   std::lock_guard lock(st.version_mu);
   auto it = st.versions.find(cxx);
   if (it == st.versions.end()) {
-    std::string out;
+    // The target triple too: one compiler build for x86-64 and for aarch64 prints one --version,
+    // and two such machines may share a cache folder (an NFS home); a module of the other one
+    // would fail to load, every time.
+    std::string out, machine;
     run_command(cxx + " --version", out);
-    it = st.versions.emplace(cxx, out).first;
+    run_command(cxx + " -dumpmachine", machine);
+    it = st.versions.emplace(cxx, out + "\ntarget: " + machine).first;
   }
   return it->second;
 }
