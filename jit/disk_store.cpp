@@ -46,6 +46,11 @@ namespace {
 //  88     label, then payload
 constexpr char kMagic[8] = {'F', 'J', 'K', 'C', 'A', 'C', 'H', 'E'};
 constexpr size_t kHeaderSize = 88;
+#ifdef PATH_MAX
+constexpr size_t kPathMax = PATH_MAX;
+#else
+constexpr size_t kPathMax = 4096;  // GNU/Hurd defines none; Linux's
+#endif
 constexpr size_t kHashedHeader = 72;
 constexpr const char* kEntrySuffix = ".fjk";
 constexpr const char* kLockSuffix = ".lock";
@@ -531,13 +536,14 @@ bool cache_disabled_by_env() { return cache_env().disabled; }
 // ---- folders ----
 
 std::string folder_problem(const fs::path& dir, bool follow) {
-  // The longest name fusejit makes under the folder (a build folder's files, an entry's lock or
-  // temp file) is under kLongestName bytes: a folder whose files would pass PATH_MAX is not used
-  // (it failed at the first build, with a warning per entry).
+  // The longest name fusejit makes under the cache folder (a build folder's files, an entry's lock
+  // or temp file, its subfolder included) is under kLongestName bytes: a cache folder whose files
+  // would pass PATH_MAX is not used (it failed at the first build, with a warning per entry).
+  // Checked for the cache folder itself (`follow`), not again for its subfolders.
   constexpr size_t kLongestName = 160;
-  if (dir.native().size() + kLongestName >= PATH_MAX)
+  if (follow && dir.native().size() + kLongestName >= kPathMax)
     return fmt::format("its path is {} bytes long: names under it would pass the {}-byte path limit (PATH_MAX)",
-                       dir.native().size(), PATH_MAX);
+                       dir.native().size(), kPathMax);
   struct stat st;
   if ((follow ? ::stat(dir.c_str(), &st) : ::lstat(dir.c_str(), &st)) != 0)
     return fmt::format("cannot inspect {}: {}", dir.string(), std::strerror(errno));

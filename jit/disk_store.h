@@ -72,7 +72,8 @@ std::optional<std::vector<char>> read_regular_file(const std::filesystem::path& 
 // Why `dir` must not hold cache files, or "" when it may: it must be a directory (a symbolic link
 // to one is followed only when `follow` is set: the folder named by the user may be a link, the
 // folders inside it may not), owned by this process's effective user, and not writable by its
-// group or others, and short enough that every file fusejit makes under it stays under PATH_MAX.
+// group or others, and (with `follow`: the cache folder itself) short enough that every file fusejit
+// makes under it stays under PATH_MAX.
 std::string folder_problem(const std::filesystem::path& dir, bool follow);
 // Creates `dir` and its missing parents with mode 0700 (existing folders keep their mode) and
 // returns folder_problem(dir, true).

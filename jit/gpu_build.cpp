@@ -15,74 +15,81 @@
 namespace fusejit::jit {
 namespace {
 
-// Appends `t` so that no two different sequences of strings append the same text (a file name
-// may hold any byte).
-void add_string(std::string& s, std::string_view t) {
-  s += std::to_string(t.size());
-  s.push_back(':');
-  s.append(t);
-  s.push_back('|');
-}
+// Feeds a structural key: every field code generation reads, into a streaming XXH3 (framed
+// fields, so no two different sequences hash alike).
+class KeyWriter {
+ public:
+  explicit KeyWriter(const ir::Graph& g) : g_(g) {}
+  Hasher h;
 
-void add_shape(std::string& s, const ir::Shape& shape) {
-  s.push_back('[');
-  for (const ir::Dim& d : shape) s += std::to_string(d.size) + "/" + std::to_string(d.sym) + ",";
-  s += "]|";
-}
+  // A dim: a number written in the graph by its value (it appears in the source); a named dim by
+  // its name and its size's class among the group's sizes (0, 1, or the n-th distinct other size,
+  // as Python's duck sizing): code generation compares sizes (same_sizes, size-1 dims) but never
+  // reads a named dim's value, which is a kernel argument, so a graph at new dim values of the same
+  // pattern finds its kernels.
+  void shape(const ir::Shape& s) {
+    h.add_u64(s.size());
+    for (const ir::Dim& d : s) {
+      h.add_i64(d.sym).add_u64(size_class(d.size));
+      if (d.sym < 0) h.add_i64(d.size);
+      else h.add(static_cast<size_t>(d.sym) < g_.dims.size() ? g_.dims[static_cast<size_t>(d.sym)].name : "-");
+    }
+  }
+  void ids(const std::vector<ir::NodeId>& v) {
+    h.add_u64(v.size());
+    for (ir::NodeId id : v) h.add_i64(id);
+  }
+  // Node `id`: op, dtype, shape, operands, a constant's value, a leaf's slot, a reduction's
+  // attributes, its name and line (the source's comments show both).
+  void node(ir::NodeId id) {
+    const ir::Node& n = g_.node(id);
+    uint64_t fbits = 0;
+    std::memcpy(&fbits, &n.value.f, sizeof fbits);
+    h.add_i64(id).add_u64(static_cast<uint64_t>(n.op)).add_u64(static_cast<uint64_t>(n.dtype));
+    shape(n.shape);
+    h.add_u64(n.nargs);
+    for (int k = 0; k < n.nargs; ++k) h.add_i64(n.args[static_cast<size_t>(k)]);
+    h.add_u64(static_cast<uint64_t>(n.value.dtype)).add_u64(fbits).add_i64(n.value.i).add_i64(n.slot);
+    h.add_u64(n.red.axes).add_bool(n.red.keepdim).add_i64(n.red.correction).add_bool(n.red.initial);
+    h.add_u64(n.loc.line).add(n.name);
+  }
 
-void add_ids(std::string& s, char tag, const std::vector<ir::NodeId>& ids) {
-  s.push_back(tag);
-  for (ir::NodeId id : ids) s += std::to_string(id) + ",";
-  s.push_back('|');
-}
-
-// Everything of node `id` code generation may read: op, dtype, shape (sizes and dims), operands,
-// a constant's value, a leaf's slot, a reduction's attributes, name and place in the text.
-void add_node(std::string& s, const ir::Graph& g, ir::NodeId id) {
-  const ir::Node& n = g.node(id);
-  uint64_t fbits = 0;
-  std::memcpy(&fbits, &n.value.f, sizeof fbits);
-  s += std::to_string(id) + "=" + std::string(ir::op_name(n.op)) + ":" + std::string(ir::dtype_name(n.dtype));
-  add_shape(s, n.shape);
-  for (int k = 0; k < n.nargs; ++k) s += std::to_string(n.args[static_cast<size_t>(k)]) + ",";
-  s += "v" + std::string(ir::dtype_name(n.value.dtype)) + ":" + std::to_string(fbits) + ":" + std::to_string(n.value.i);
-  s += "s" + std::to_string(n.slot) + "r" + std::to_string(n.red.axes) + "." + std::to_string(n.red.keepdim) + "." +
-       std::to_string(n.red.correction) + "." + std::to_string(n.red.initial);
-  s += "@" + std::to_string(n.loc.line) + "." + std::to_string(n.loc.col);
-  add_string(s, n.name);
-}
+ private:
+  uint64_t size_class(int64_t size) {
+    if (size <= 1) return static_cast<uint64_t>(size);
+    auto it = std::find(sizes_.begin(), sizes_.end(), size);
+    if (it == sizes_.end()) it = sizes_.insert(sizes_.end(), size);
+    return 2 + static_cast<uint64_t>(it - sizes_.begin());
+  }
+  const ir::Graph& g_;
+  std::vector<int64_t> sizes_;
+};
 
 }  // namespace
 
 // Everything generate_kernel reads of the graph and the group, the code generation options, and
 // everything that changes the binary (mode, target, options): the group's structure with every
 // attribute of its nodes (a reduction's axes and correction included), the iteration shape and
-// reduced axes, the memory layout, the names and lines that appear in the source. A hash of a
-// serialisation of them all, not of a chosen few: a field left out let two graphs that differ only
-// there (sum(x, 0) and sum(x, 1)) share a kernel.
+// reduced axes, the memory layout, the names and lines that appear in the source. Every field, not
+// a chosen few: a field left out let two graphs that differ only there (sum(x, 0) and sum(x, 1))
+// share a kernel.
 Hash128 structural_key(const ir::Graph& g, const ir::FusionGroup& grp, const GpuBuildOptions& o) {
-  std::string s;
-  s.reserve(96 * (grp.nodes.size() + grp.inputs.size()) + 256);
-  add_string(s, kCodegenVersion);
-  add_string(s, g.name);
-  add_string(s, g.file);
-  for (const ir::DimDecl& d : g.dims) {
-    add_string(s, d.name);
-    s += std::to_string(d.value) + "|";
-  }
-  add_string(s, o.target.name());
-  s += o.codegen.fast_math ? "fast|" : "strict|";
-  for (const std::string& opt : o.extra_options) add_string(s, opt);
-  s += fmt::format("cg{}.{}.{}|", o.codegen.vectorize, o.codegen.index_bits, o.codegen.canonical_names);
+  KeyWriter w(g);
+  Hasher& h = w.h;
+  const std::string_view file = std::string_view(g.file).substr(g.file.find_last_of('/') + 1);  // as comments show it
+  h.add(kCodegenVersion).add(g.name).add(file).add(o.target.name()).add_bool(o.codegen.fast_math);
+  h.add_u64(o.extra_options.size());
+  for (const std::string& opt : o.extra_options) h.add(opt);
+  h.add_bool(o.codegen.vectorize).add_i64(o.codegen.index_bits).add_bool(o.codegen.canonical_names);
   KernelLayout layout = compute_layout(g, grp);
   if (o.codegen.index_bits == 64) layout.index64 = true;  // the 64-bit variant of a small kernel
-  add_string(s, layout_fingerprint(layout));
-  add_ids(s, 'N', grp.nodes);
-  add_ids(s, 'I', grp.inputs);
-  add_ids(s, 'P', grp.params);
-  add_ids(s, 'O', grp.outputs);
-  add_shape(s, grp.iter_shape);
-  s += "m" + std::to_string(grp.reduce_mask) + "." + std::to_string(grp.vector_rows) + "|";
+  h.add(layout_fingerprint(layout));
+  w.ids(grp.nodes);
+  w.ids(grp.inputs);
+  w.ids(grp.params);
+  w.ids(grp.outputs);
+  w.shape(grp.iter_shape);
+  h.add_u64(grp.reduce_mask).add_bool(grp.vector_rows);
   std::vector<ir::NodeId> read(grp.inputs.begin(), grp.inputs.end());  // every node the kernel names
   read.insert(read.end(), grp.params.begin(), grp.params.end());
   read.insert(read.end(), grp.outputs.begin(), grp.outputs.end());
@@ -93,8 +100,8 @@ Hash128 structural_key(const ir::Graph& g, const ir::FusionGroup& grp, const Gpu
   }
   std::sort(read.begin(), read.end());
   read.erase(std::unique(read.begin(), read.end()), read.end());
-  for (ir::NodeId id : read) add_node(s, g, id);
-  return xxh3_128(s);
+  for (ir::NodeId id : read) w.node(id);
+  return h.digest();
 }
 
 namespace {

@@ -63,30 +63,6 @@ void write_text(const fs::path& p, std::string_view text) {
   throw ir::UserError(fmt::format("cannot write '{}': {}", p.string(), why));
 }
 
-// Whether `name` is one write_text gives its temporary files: ".NAME.PID.N.tmp".
-bool is_temp_name(std::string_view name) {
-  if (name.size() < 6 || name[0] != '.' || !name.ends_with(".tmp")) return false;
-  const std::string_view core = name.substr(1, name.size() - 5);  // NAME.PID.N
-  const size_t b = core.rfind('.');
-  const size_t a = b == std::string_view::npos || b == 0 ? std::string_view::npos : core.rfind('.', b - 1);
-  const auto digits = [](std::string_view t) {
-    return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  return a != std::string_view::npos && a > 0 && digits(core.substr(a + 1, b - a - 1)) && digits(core.substr(b + 1));
-}
-
-// Removes the temporary files write_text left in `dir` when killed before its rename: called with
-// the folder's exclusive lock held, when no other write_text can be running in it. Regular files
-// only.
-void sweep_temp_files(const fs::path& dir) {
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    struct stat st;
-    if (is_temp_name(it->path().filename().string()) && ::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode))
-      ::unlink(it->path().c_str());
-  }
-}
-
 // The files of a folder fusejit reads whole, and the most bytes of each (a FIFO, a device or a
 // symlink to /dev/zero is refused, never read).
 const ir::FileKind kIndexFile{"ahead-of-time index", "ahead-of-time indexes", uint64_t{64} << 20};
@@ -99,9 +75,13 @@ std::string read_text(const fs::path& p, const ir::FileKind& kind) { return ir::
 class FolderLock {
  public:
   FolderLock(const fs::path& dir, int op) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
-    while (fd_ >= 0 && ::flock(fd_, op) != 0 && errno == EINTR) {
+    int r = -1;
+    while (fd_ >= 0 && (r = ::flock(fd_, op)) != 0 && errno == EINTR) {
     }
+    held_ = r == 0;
   }
+  // Whether the lock is held (a filesystem without flock, NFS mounted nolock, gives none).
+  bool held() const { return held_; }
   ~FolderLock() {
     if (fd_ >= 0) jit::unlock_and_close(fd_);  // a forked child's copy would hold it (jit/fork.h)
   }
@@ -110,6 +90,7 @@ class FolderLock {
 
  private:
   int fd_;
+  bool held_ = false;
 };
 
 // A kernel name as jit/codegen gives them: fj_<graph, 1 to 32 of [A-Za-z0-9_]>_<16 hex digits>
@@ -129,6 +110,37 @@ bool kernel_file_name(const std::string& name) {
   if (dot == std::string::npos) return false;
   const std::string_view ext = std::string_view(name).substr(dot + 1);
   return (ext == "cu" || ext == "cubin" || ext == "ptx") && kernel_name_ok(std::string_view(name).substr(0, dot));
+}
+
+// Whether `name` is a temporary file write_text gives a file of fusejit's: ".NAME.PID.N.tmp" with
+// NAME graph.txt, index.json, a prelude header or a kernel file.
+bool is_temp_name(std::string_view name) {
+  if (name.size() < 6 || name[0] != '.' || !name.ends_with(".tmp")) return false;
+  const std::string_view core = name.substr(1, name.size() - 5);  // NAME.PID.N
+  const size_t b = core.rfind('.');
+  const size_t a = b == std::string_view::npos || b == 0 ? std::string_view::npos : core.rfind('.', b - 1);
+  const auto digits = [](std::string_view t) {
+    return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (a == std::string_view::npos || a == 0 || !digits(core.substr(a + 1, b - a - 1)) || !digits(core.substr(b + 1)))
+    return false;
+  const std::string file(core.substr(0, a));
+  const auto headers = jit::prelude_headers();
+  return file == "graph.txt" || file == "index.json" || kernel_file_name(file) ||
+         std::any_of(headers.begin(), headers.end(), [&](const jit::PreludeHeader& h) { return h.name == file; });
+}
+
+// Removes the temporary files write_text left in `dir` when killed before its rename: called with
+// the folder's exclusive lock held, when no other write_text can be running in it. This user's
+// regular files of fusejit's names only (a user's own ".notes.1.2.tmp" stays).
+void sweep_temp_files(const fs::path& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    struct stat st;
+    if (is_temp_name(it->path().filename().string()) && ::lstat(it->path().c_str(), &st) == 0 &&
+        S_ISREG(st.st_mode) && st.st_uid == ::geteuid())
+      ::unlink(it->path().c_str());
+  }
 }
 
 const char* plan_name(PlanKind kind) { return kind == PlanKind::Fused ? "fused" : "unfused"; }
@@ -298,7 +310,7 @@ void dump_program(const Program::Impl& p) {
   fs::create_directories(dir, ec);
   if (ec) throw ir::UserError("cannot create dump folder '" + dir.string() + "': " + ec.message());
   const FolderLock lock(dir, LOCK_EX);
-  sweep_temp_files(dir);  // what a killed dump left
+  if (lock.held()) sweep_temp_files(dir);  // what a killed dump left (never another dump's live file)
   const ir::Graph& g = p.graph.impl().graph;
   // The graph as given: its own text when it was parsed (so messages keep their lines), else the
   // printed form.

@@ -94,7 +94,8 @@ void check_options(const Options& o);
 // Whether an NVRTC option chooses the target (-arch, --gpu-architecture, ...): Options::arch does,
 // and the output is labelled with it, so Options::nvrtc_options and a folder's index.json may not.
 bool chooses_target(std::string_view nvrtc_option);
-// Throws ir::UserError for an Options::nvrtc_options entry that chooses_target.
+// Throws ir::UserError for an Options::nvrtc_options entry that chooses_target or makes NVRTC read
+// files (-I, --pre-include, precompiled headers): the cache key could not see their contents.
 void check_extra_nvrtc_options(const Options& o);
 
 // The value of every graph param (slot order, each converted to its param's dtype) from named or

@@ -51,12 +51,26 @@ bool chooses_target(std::string_view nvrtc_option) {
   return false;
 }
 
+// Whether an NVRTC option makes the compile read files (headers, precompiled headers), whose
+// contents the kernel cache's key cannot see: an edited header would reuse a stale binary.
+bool reads_files(std::string_view nvrtc_option) {
+  for (std::string_view p : {"-I", "--include-path", "-include", "--pre-include", "--pch", "-pch", "--use-pch",
+                             "-use-pch", "--create-pch", "-create-pch", "--pch-dir", "-pch-dir"})
+    if (nvrtc_option.starts_with(p)) return true;
+  return false;
+}
+
 // An -arch among the extra options would silently build for another GPU than the one named.
 void check_extra_nvrtc_options(const Options& o) {
-  for (const std::string& opt : o.nvrtc_options)
+  for (const std::string& opt : o.nvrtc_options) {
     if (chooses_target(opt))
       throw ir::UserError("NVRTC option '" + opt + "' chooses the target; use " +
                           option_name(OptionField::Arch, o.message_style) + " instead");
+    if (reads_files(opt))
+      throw ir::UserError("NVRTC option '" + opt + "' makes the compile read files whose contents the kernel "
+                          "cache's key cannot see (an edited header would reuse a stale binary); fusejit's kernels "
+                          "include only its own preludes, so no include path or header is needed");
+  }
 }
 
 void check_options(const Options& o) {

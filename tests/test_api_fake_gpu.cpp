@@ -597,6 +597,14 @@ TEST_CASE("extra NVRTC options reach NVRTC, are part of the cache key, and bad o
     CHECK(e.kind() == fj::ErrorKind::User);
     CHECK(std::string(e.what()).find("use Options::arch") != std::string::npos);
   }
+  // Options that read files are refused: the cache key holds the option, not the file's contents.
+  for (const char* file_opt : {"-I/tmp", "--include-path=/tmp", "--pre-include=my.h", "-include=my.h", "--use-pch=x"}) {
+    CAPTURE(file_opt);
+    o.nvrtc_options = {file_opt};
+    const fj::Error e = compile_error(g, o);
+    CHECK(e.kind() == fj::ErrorKind::User);
+    CHECK(std::string(e.what()).find("read files whose contents the kernel cache's key cannot see") != std::string::npos);
+  }
 }
 
 TEST_CASE("no GPU: the CUDA backend is a Driver error, Auto falls back to the CPU and says why") {

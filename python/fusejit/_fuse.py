@@ -99,7 +99,9 @@ def _array_ufunc(self: Value, ufunc: Any, method: str, *inputs: Any, **kwargs: A
     name = ufunc.__name__
     if method != "__call__" or kwargs:
         extra = f"np.{name}.{method}" if method != "__call__" else f"np.{name}(..., {', '.join(kwargs)}=)"
-        cast = (f"; cast the operands first: np.{name}(v.astype(np.float32))" if "dtype" in kwargs else "")
+        d = kwargs.get("dtype")
+        shown = f"np.{d.__name__}" if isinstance(d, type) else repr(str(d))
+        cast = f"; cast the operands first: np.{name}(v.astype({shown}))" if "dtype" in kwargs else ""
         raise TypeError(f"{extra} is not supported on fusejit values (only the plain call np.{name}(...)){cast}")
     if name == "square":
         return inputs[0] * inputs[0]
@@ -114,6 +116,8 @@ def _array_ufunc(self: Value, ufunc: Any, method: str, *inputs: Any, **kwargs: A
     return _builder_of(inputs).op(_UFUNCS[name], *inputs)
 
 
+_BYTES_OF_FLOAT = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+
 # NumPy's positional parameters after the array, per reduction function (numpy.sum, numpy.var, ...).
 _NP_POSITIONAL = {"sum": ("axis", "dtype", "out", "keepdims"), "mean": ("axis", "dtype", "out", "keepdims"),
                   "prod": ("axis", "dtype", "out", "keepdims"), "var": ("axis", "dtype", "out", "ddof", "keepdims"),
@@ -121,6 +125,26 @@ _NP_POSITIONAL = {"sum": ("axis", "dtype", "out", "keepdims"), "mean": ("axis", 
                   "min": ("axis", "out", "keepdims"), "amax": ("axis", "out", "keepdims"),
                   "amin": ("axis", "out", "keepdims"), "argmax": ("axis", "out"), "argmin": ("axis", "out"),
                   "any": ("axis", "out", "keepdims"), "all": ("axis", "out", "keepdims")}
+
+
+def _cast_for_dtype(op_name: str, a: Any, dtype: Any) -> Value:
+    """The operand of a reduction given NumPy's dtype=: cast to it. fusejit's rules then decide how
+    it accumulates (docs/ops.md: f16/bf16 in f32, integers in i64), and the caller casts the result
+    to it (an integer sum in i64 then wraps as NumPy's own accumulation in that dtype does). What
+    NumPy computes otherwise is a TypeError."""
+    cast = _astype(a, dtype)
+    to, of = str(cast.dtype), str(a.dtype)  # fusejit's names: no ml_dtypes needed for bf16
+    if op_name in ("mean", "var", "std") and to not in _BYTES_OF_FLOAT:
+        raise TypeError(f"{op_name} with an integer dtype= ({cast.dtype.name}): NumPy truncates the result; "
+                        f"fusejit's {op_name} needs a float: {op_name} in a float dtype, then .astype(...)")
+    if op_name in ("var", "std") and to != "f64" and _BYTES_OF_FLOAT[to] < _BYTES_OF_FLOAT.get(of, 8):
+        # NumPy computes var's deviations in the operand's dtype promoted with dtype= (f64 for most
+        # integers) and only accumulates in dtype=; casting first would lose what a narrower dtype
+        # cannot hold (1e8 + 1 in f32).
+        raise TypeError(f"{op_name} with a dtype= narrower than the operand ({a.dtype.name} to "
+                        f"{cast.dtype.name}) is not supported: NumPy computes the deviations in "
+                        f"{a.dtype.name}; compute {op_name} in {a.dtype.name}, then .astype(...)")
+    return cast
 
 
 def _np_reduction(op_name: str, a: Any, *, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
@@ -134,10 +158,7 @@ def _np_reduction(op_name: str, a: Any, *, axis: Any = None, dtype: Any = None, 
         raise TypeError(f"{op_name} on a fusejit value takes axis and keepdims (and ddof for var/std, initial "
                         f"for max/min, dtype for sum/mean/prod/var/std), not {', '.join(given)}")
     if dtype is not None:
-        # NumPy's dtype=: the elements cast to it, the result of it. fusejit's rules then decide how
-        # it accumulates (docs/ops.md: f16/bf16 in f32, integers in i64), so an integer sum in i64 is
-        # cast back, which wraps as NumPy's own accumulation in that dtype does.
-        cast = _astype(a, dtype)
+        cast = _cast_for_dtype(op_name, a, dtype)
         result = _np_reduction(op_name, cast, axis=axis, ddof=ddof, keepdims=keepdims, initial=initial)
         return result if str(result.dtype) == str(cast.dtype) else _astype(result, cast.dtype)
     if isinstance(axis, (tuple, list)) and len(axis) == 0:
@@ -172,14 +193,7 @@ def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dic
     """np.sum(v, -1), np.where(c, v, 0), np.clip(v, 0, 6): NumPy's functions of values."""
     name = func.__name__
     if name in _REDUCTIONS:
-        names = _NP_POSITIONAL[name]
-        if len(args) > 1 + len(names):
-            raise TypeError(f"np.{name} takes at most {1 + len(names)} positional arguments")
-        named = dict(zip(names, args[1:]))
-        for k in kwargs:
-            if k in named:
-                raise TypeError(f"np.{name}: argument '{k}' given twice")
-        return _np_reduction(_REDUCTIONS[name], args[0], **named, **kwargs)
+        return _reduction_call(name, args[0], args[1:], kwargs, f"np.{name}", 1)
     if name == "where":
         return _np_where(*args, **kwargs)
     if name == "clip":
@@ -199,14 +213,28 @@ def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dic
                     "where, clip, and the reductions sum mean prod max min amax amin argmax argmin var std)")
 
 
+def _reduction_call(name: str, a: Any, args: tuple, kwargs: dict, where: str, before: int) -> Value:
+    """A NumPy reduction called as np.NAME(a, *args, **kwargs) or a.NAME(*args, **kwargs): NumPy's
+    positional parameters (_NP_POSITIONAL; `before` counts the positional arguments before them)."""
+    names = _NP_POSITIONAL[name]
+    if len(args) > len(names):
+        raise TypeError(f"{where} takes at most {before + len(names)} positional arguments")
+    named = dict(zip(names, args))
+    for k in kwargs:
+        if k in named:
+            raise TypeError(f"{where}: argument '{k}' given twice")
+    return _np_reduction(_REDUCTIONS[name], a, **named, **kwargs)
+
+
 def _method(op_name: str) -> Callable:
-    def method(self: Value, axis: Any = None, *, keepdims: bool = False, **kwargs: Any) -> Value:
-        return _np_reduction(_REDUCTIONS[op_name], self, axis=axis, keepdims=keepdims, **kwargs)
+    def method(self: Value, *args: Any, **kwargs: Any) -> Value:
+        return _reduction_call(op_name, self, args, kwargs, f"v.{op_name}", 0)
 
     method.__name__ = op_name
-    method.__doc__ = (f"NumPy's ndarray.{op_name}(axis=None, keepdims=False"
-                      f"{', ddof=0' if op_name in ('var', 'std') else ''}): fusejit's "
-                      f"{_REDUCTIONS[op_name]} (docs/ops.md, \"Reductions\").")
+    method.__doc__ = (f"NumPy's ndarray.{op_name}({', '.join(_NP_POSITIONAL[op_name])}"
+                      f"{', ddof=0' if op_name in ('var', 'std') and 'ddof' not in _NP_POSITIONAL[op_name] else ''}"
+                      f"{', initial=' if op_name in ('max', 'min') else ''}), as NumPy's arguments (out= refused): "
+                      f"fusejit's {_REDUCTIONS[op_name]} (docs/ops.md, \"Reductions\").")
     return method
 
 
@@ -603,8 +631,11 @@ class Fused:
                             ("; pass np.asarray(...) of it (no copy)" if buffer else "")) from None
 
     def _entry(self, args: tuple, kwargs: dict) -> tuple[_Entry | None, list]:
-        if self._tags is not None and not kwargs and self._min_args <= len(args) <= len(self._tags):
-            items = list(zip(self._tags, args + self._defaults[len(args):]))
+        tags = self._tags
+        if tags is not None and not kwargs and len(args) == len(tags):  # the common call first
+            items = list(zip(tags, args))
+        elif tags is not None and not kwargs and self._min_args <= len(args) < len(tags):
+            items = list(zip(tags, args + self._defaults[len(args):]))
         else:
             items = self._flat(self._bind(args, kwargs))
         key, arrays = self._key(items, not self._dynamic)
@@ -612,30 +643,32 @@ class Fused:
             return None, []
         entry = self._entries.get(key)
         if entry is None:
+            said: list = []
             with _TRACE_LOCK:
                 key, arrays = self._key(items, not self._dynamic)  # _dynamic may have changed meanwhile
                 entry = self._entries.get(key)
                 if entry is None:
-                    key, entry = self._trace(self._bind(args, kwargs), items, key)
+                    key, entry = self._trace(self._bind(args, kwargs), items, key, said)
                     if len(self._entries) >= _MAX_ENTRIES:
                         del self._entries[next(iter(self._entries))]  # the oldest (dicts keep insertion order)
                     self._entries[key] = entry
+            for message in said:  # once the entry is kept: a warning raised as an error loses no trace
+                warnings.warn(message, FusejitWarning, stacklevel=3)
         return entry, arrays
 
-    def _trace(self, bound: inspect.BoundArguments, items: list, key: tuple) -> tuple[tuple, _Entry]:
+    def _trace(self, bound: inspect.BoundArguments, items: list, key: tuple, said: list) -> tuple[tuple, _Entry]:
         """Traces the function for this pattern (again with every size fixed if it reads a shape);
-        returns the key to keep the entry under, and the entry."""
+        returns the key to keep the entry under, and the entry; appends its warnings to `said`."""
         entry, read_shape = self._trace_once(bound, items, static=key[0])
         if read_shape and not key[0]:
             self._dynamic = False  # every later pattern is specialised too
             self._specialised_by_shape = True
             key, _ = self._key(items, True)
             entry, _ = self._trace_once(bound, items, static=True)
-            warnings.warn(f"fuse: '{self.__name__}' read a value's .shape while traced: it is now "
-                          "specialised on every size, so each new size traces and compiles again (a decode loop "
-                          "would compile every step); compute from the values instead, e.g. x.mean(-1) rather "
-                          "than x.sum(-1) / x.shape[-1], or pass dynamic=False to say so", FusejitWarning,
-                          stacklevel=4)
+            said.append(f"fuse: '{self.__name__}' read a value's .shape while traced: it is now specialised on "
+                        "every size, so each new size traces and compiles again (a decode loop would compile "
+                        "every step); compute from the values instead, e.g. x.mean(-1) rather than "
+                        "x.sum(-1) / x.shape[-1], or pass dynamic=False to say so")
         self._traces += 1
         if self._traces == _TRACE_WARNING_AT:
             why = ("each new size traces and compiles again, since it reads a value's .shape"
@@ -643,8 +676,7 @@ class Fused:
                    "each new pattern of argument dtypes, ranks, sizes of 1, equal sizes and Python scalar values "
                    "traces and compiles again; pass a scalar that changes from call to call as a 0-d array "
                    "(np.float32(lr)) to make it an input")
-            warnings.warn(f"fuse: '{self.__name__}' has been traced {self._traces} times ({why})", FusejitWarning,
-                          stacklevel=4)
+            said.append(f"fuse: '{self.__name__}' has been traced {self._traces} times ({why})")
         return key, entry
 
     def _trace_once(self, bound: inspect.BoundArguments, items: list, static: bool) -> tuple[_Entry, bool]:

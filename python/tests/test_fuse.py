@@ -124,6 +124,15 @@ def test_a_function_that_reads_a_shape_is_specialised_on_sizes():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # dynamic=False specialises from the start: nothing to say
         fusejit.fuse(dynamic=False)(lambda x: x.sum(-1) / x.shape[-1])(a)
+    # A warning raised as an error comes after the trace is kept: the call raises, the next one runs
+    # the kept program without tracing again.
+    g = fusejit.fuse(lambda x: x.sum(-1) / x.shape[-1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(fusejit.FusejitWarning):
+            g(a)
+        assert np.array_equal(g(a), a.sum(-1) / 4)
+    assert g.traces == 1
 
 
 def test_constants_that_compare_equal_but_trace_differently_are_two_patterns():
@@ -172,6 +181,13 @@ def test_trailing_defaults_take_the_positional_path_and_the_same_trace():
         return x * eps
 
     x = np.ones(3, np.float32)
+    scaled2(x)
+    scaled2._bind = None  # every parameter positional: no call binds (a call through Signature.bind fails here)
+    try:
+        scaled2(x)
+        scaled2(x, 1e-6)
+    finally:
+        del scaled2._bind
     for f in (scaled, scaled2):
         assert np.array_equal(f(x), f(x, 1e-6))
         assert f(x, eps=1e-6)[0] == np.float32(1e-6)
@@ -202,6 +218,18 @@ def test_reductions_take_numpys_dtype():
     assert v.dtype == np.float32 and np.allclose(v, np.var(xb.astype(np.float32), 1, ddof=1), rtol=1e-6)
     with pytest.raises(TypeError, match="not dtype"):
         fusejit.fuse(lambda a: a.max(dtype=np.float32))(xb)
+    # The method form takes NumPy's positional dtype as ndarray.sum does.
+    assert np.array_equal(fusejit.fuse(lambda a: a.sum(-1, np.float32))(xb), s)
+    # Integer dtype= of mean/var/std (NumPy truncates) and var narrower than its operand (NumPy keeps
+    # the deviations wide) are refused, not computed otherwise than NumPy.
+    with pytest.raises(TypeError, match="integer dtype="):
+        fusejit.fuse(lambda a: a.mean(-1, dtype=np.int32))(xi)
+    x64 = np.array([1e8, 1e8 + 1, 1e8 + 2, 1e8 + 3])
+    with pytest.raises(TypeError, match="narrower than the operand"):
+        fusejit.fuse(lambda a: a.var(dtype=np.float32))(x64)
+    with pytest.raises(TypeError, match="narrower than the operand"):
+        fusejit.fuse(lambda a: a.var(dtype=np.float32))(np.arange(4))
+    assert fusejit.fuse(lambda a: a.var(dtype=np.float64))(np.arange(4)) == np.arange(4).var(dtype=np.float64)
 
 
 def test_results_tuple_list_dict_repeated_and_passed_through():

@@ -445,7 +445,9 @@ struct Options {
   /// Extra NVRTC options appended after fusejit's own for every GPU kernel, fused and unfused
   /// (e.g. "--maxrregcount=32" to trade registers for occupancy; NVRTC docs, "Supported Compile
   /// Options"). Part of the cache key. Options that change results (--use_fast_math) show up in
-  /// the strict checks. Ignored, with a warning, on the CPU path.
+  /// the strict checks. Ignored, with a warning, on the CPU path. Refused (Error(User)): options
+  /// that choose the target (`arch` does) and options that read files (-I, --pre-include,
+  /// precompiled headers), whose contents the cache key could not see.
   std::vector<std::string> nvrtc_options;
   Backend backend = Backend::Auto;
   MessageStyle message_style = MessageStyle::Api;  ///< the `fusejit` command sets CommandLine, Python Python

@@ -138,8 +138,8 @@ PlanReport plan_graph(const Graph& graph, const Options& options);
 /// (nvrtc_options) and the message style; its other fields are ignored. Returns the kernels
 /// written, fused first. Each file is written to a temporary name and renamed (a symlink in the
 /// folder is replaced, not written through), under an flock of the folder; kernel files of an
-/// earlier dump that this one does not write are removed, and the temporary files (".NAME.PID.N.tmp")
-/// of a dump that was killed, nothing else. Throws Error(User) for a
+/// earlier dump that this one does not write are removed, and the temporary files (".NAME.PID.N.tmp",
+/// NAME one of fusejit's) of a dump that was killed, nothing else. Throws Error(User) for a
 /// bad arch, an empty `out_dir` or an unwritable folder, Error(Compile) when NVRTC fails or is not
 /// available. `with_unfused` false (`fusejit compile --fused-only`): the fused plan's kernels only,
 /// for deployment; a program loaded from such a folder compiles its unfused plan with NVRTC on
