@@ -96,6 +96,11 @@ TEST_CASE("diagnostic caret under wide characters, terminal controls shown as ?"
   const size_t col = wide.find('$') + 1;
   CHECK(format_diagnostic(UserError("m", Loc{1, static_cast<uint32_t>(col)}), "g.txt", wide) ==
         "g.txt:1:" + std::to_string(col) + ": error: m\n  " + wide + "\n  " + std::string(8 + 6 + 3, ' ') + "^\n");
+  // More of what terminals show wide (U+1F680, U+2705) or not at all (Devanagari's virama U+094D).
+  const std::string more = "y # \U0001F680\u2705\u0915\u094D $";
+  const size_t col2 = more.find('$') + 1;
+  CHECK(format_diagnostic(UserError("m", Loc{1, static_cast<uint32_t>(col2)}), "g.txt", more).ends_with(
+      "\n  " + std::string(4 + 2 + 2 + 1 + 1, ' ') + "^\n"));
   // C1 controls (U+009B: CSI) and bidirectional overrides (U+202E) would act on a terminal.
   CHECK(terminal_safe("a\u009b31mb") == "a??31mb");
   CHECK(terminal_safe("x\u202Ey\u2066z") == "x???y???z");
