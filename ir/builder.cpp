@@ -387,6 +387,32 @@ std::string keepdim_hint(const Graph& g, std::span<const NodeId> args) {
   return "";
 }
 
+namespace {
+
+// When shapes `a` and `b` do not broadcast and the shorter one's sizes are the longer one's
+// leading sizes ([8] against [8, 100]: a value per row, meant to pair with the first axis), says
+// that NumPy aligns shapes at their last dims; else "".
+std::string alignment_hint(const Shape& a, const Shape& b, const Graph& g) {
+  const Shape& s = a.size() < b.size() ? a : b;
+  const Shape& l = a.size() < b.size() ? b : a;
+  if (s.empty() || s.size() == l.size()) return "";
+  for (size_t k = 0; k < s.size(); ++k)
+    if (s[k].size != l[k].size) return "";
+  return "; shapes align at their last dims (NumPy's rule), so " + shape_to_string(s, &g) +
+         " is matched against the last dims of " + shape_to_string(l, &g) + ": to pair it with the first ones, give it " +
+         (l.size() - s.size() == 1 ? std::string("a trailing dim") : std::to_string(l.size() - s.size()) + " trailing dims") +
+         " of size 1 (x[:, None] in NumPy, or keepdims=True where it comes from a reduction)";
+}
+
+// The hint for operands `args` whose shapes do not broadcast, the last against those before it
+// (of shape `before`): a reduction without keepdim, else how shapes align.
+std::string broadcast_hint(const Graph& g, std::span<const NodeId> args, const Shape& before) {
+  std::string hint = keepdim_hint(g, args);
+  return hint.empty() ? alignment_hint(before, g.node(args.back()).shape, g) : hint;
+}
+
+}  // namespace
+
 Shape GraphBuilder::broadcast(const Shape& a, const Shape& b, Loc loc) const {
   return broadcast_shapes(a, b, loc, &g_);
 }
@@ -404,7 +430,7 @@ NodeId GraphBuilder::add_typed(Op op, DType dtype, std::span<const NodeId> args,
     try {
       n.shape = k == 0 ? g_.node(args[k]).shape : broadcast(n.shape, g_.node(args[k]).shape, loc);
     } catch (const UserError& e) {
-      throw UserError(e.what() + keepdim_hint(g_, args.first(k + 1)), e.loc());
+      throw UserError(e.what() + broadcast_hint(g_, args.first(k + 1), n.shape), e.loc());
     }
   }
   check_value_bytes(g_, dtype, n.shape, loc);
@@ -593,7 +619,7 @@ void rebind_dims(Graph& g, const std::vector<std::pair<std::string, int64_t>>& v
         try {
           s = broadcast_shapes(s, g.node(n.args[k]).shape, n.loc, &g);
         } catch (const UserError& e) {  // as the builder says it: the graph held at the dims it was written for
-          throw UserError(e.what() + keepdim_hint(g, std::span(n.args).first(static_cast<size_t>(k) + 1)), e.loc());
+          throw UserError(e.what() + broadcast_hint(g, std::span(n.args).first(static_cast<size_t>(k) + 1), s), e.loc());
         }
       }
       n.shape = std::move(s);

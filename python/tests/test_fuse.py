@@ -352,6 +352,8 @@ def test_errors_say_what_to_do():
         fusejit.fuse(lambda a: np.exp(a, dtype=np.float64))(one)
     with pytest.raises(TypeError, match=r"np.take_along_axis has no fusejit op: fusejit has no gather.*classes == target"):
         fusejit.fuse(lambda a, i: np.take_along_axis(a, i, -1))(one, np.zeros(3, np.int64))
+    with pytest.raises(fusejit.UserError, match=r"shapes align at their last dims .* give it a trailing dim of size 1"):
+        fusejit.fuse(lambda l, t: l - t)(np.ones((8, 100), np.float32), np.zeros(8, np.float32))  # a value per row
     with pytest.raises(TypeError, match=r"np.maximum / np.minimum for Python's max"):
         fusejit.fuse(lambda a: max(a, 0))(one)
     with pytest.raises(TypeError, match=r"did you mean 'fast_math'\?"):
