@@ -24,6 +24,7 @@ import difflib
 import functools
 import inspect
 import keyword
+import math
 import threading
 import types
 import warnings
@@ -371,6 +372,15 @@ def _shape(self: Value) -> list[int]:
     return _SHAPE_GETTER(self)
 
 
+def _len(self: Value) -> int:
+    """len(v): the first dim's size (a 0-d value has none: TypeError, as NumPy's); read in a
+    function fuse traces, it specialises the function on every size (as .shape)."""
+    shape = _shape(self)
+    if not shape:
+        raise TypeError("len() of a 0-d value")
+    return shape[0]
+
+
 def install_value_methods() -> None:
     """Gives fusejit.Value NumPy's protocols (__array_ufunc__, __array_function__) and ndarray-like
     methods (astype, ndim, sum, mean, ...), for fuse-traced functions and builder values alike."""
@@ -385,6 +395,12 @@ def install_value_methods() -> None:
                            doc="The value's dtype, as NumPy's dtype of it behaves (np.dtype(v.dtype), np.finfo(v.dtype), "
                                "v.dtype == np.float32); str(v.dtype) is fusejit's name (\"f32\").")
     Value.ndim = property(lambda self: len(_SHAPE_GETTER(self)), doc="The value's rank (number of dims).")
+    Value.size = property(lambda self: math.prod(_shape(self)),
+                          doc="The value's element count at the builder's dim sizes; read in a function fuse "
+                              "traces, it specialises the function on every size (as .shape).")
+    Value.__len__ = _len
+    Value.copy = lambda self, order="K": self
+    Value.copy.__doc__ = "NumPy's ndarray.copy(): the value itself (a graph value is never changed in place)."
     Value.shape = property(_shape, doc="The value's shape at the builder's dim sizes (list of ints); read in a "
                                        "function fuse traces, it specialises the function on every size.")
     for m in ("sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "any", "all"):

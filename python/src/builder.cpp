@@ -195,9 +195,16 @@ std::vector<fusejit::Extent> to_extents(nb::handle builder, const nb::sequence& 
 
 std::vector<int64_t> to_axes(nb::handle axes) {
   if (axes.is_none()) return {};
-  if (!nb::isinstance<nb::str>(axes) && !nb::hasattr(axes, "__len__")) return {int_arg(axes, "axes")};  // one axis
-  if (nb::isinstance<nb::str>(axes) || !nb::hasattr(axes, "__iter__"))
+  if (nb::isinstance<nb::str>(axes))
     throw nb::type_error(("axes: an int, a sequence of ints or None (every axis), got " + py_type_name(axes)).c_str());
+  // Iterable: a sequence of axes; else one axis (an int, a NumPy integer, a 0-d integer array; a
+  // graph value, which has a len() but no iteration, is named as what it is).
+  PyObject* it = PyObject_GetIter(axes.ptr());
+  if (!it) {
+    PyErr_Clear();
+    return {int_arg(axes, "axes")};
+  }
+  Py_DECREF(it);
   std::vector<int64_t> out;
   for (nb::handle a : nb::iter(axes)) out.push_back(int_arg(a, "axes"));
   return out;

@@ -171,6 +171,22 @@ def test_constants_that_compare_equal_but_trace_differently_are_two_patterns():
     assert f.traces == 5
 
 
+@pytest.mark.filterwarnings("ignore:fuse.*read a value's .shape")
+def test_len_size_and_copy_of_values():
+    # len(v) and v.size read sizes, as v.shape does (the function is specialised on them); v.copy()
+    # is the value itself. They were plain Python errors.
+    f = fusejit.fuse(lambda x: x.copy().sum(-1) / len(x) + x.size)
+    a = np.ones((3, 4), np.float32)
+    assert np.array_equal(f(a), a.sum(-1) / 3 + 12)
+    b = np.ones((5, 4), np.float32)
+    assert np.array_equal(f(b), b.sum(-1) / 5 + 20)
+    with pytest.raises(TypeError, match="len\\(\\) of a 0-d value"):
+        fusejit.fuse(lambda x: x * len(x))(np.float32(1))
+    gb = fusejit.GraphBuilder("t")
+    with pytest.raises(TypeError, match="axes: expected an int, got Value"):  # not taken for a sequence
+        fusejit.reduce("sum", gb.input("y", "f32", [4, 4]), gb.input("x", "f32", [4]))
+
+
 def test_trailing_defaults_take_the_positional_path_and_the_same_trace():
     @fusejit.fuse
     def scaled(x, eps=1e-6, *, _unused=None):
