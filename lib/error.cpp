@@ -36,9 +36,9 @@ Error::Error(ErrorKind kind, std::string message, std::string file, int line, in
 
 std::string format_diagnostic(std::string_view message, std::string_view file, int line, int column,
                               std::string_view text) {
-  const std::string m = ir::terminal_safe(message);  // one line, no terminal escapes
+  // ir::format_diagnostic makes the message, file and line terminal-safe (one line, no escapes).
   const ir::Loc loc{static_cast<uint32_t>(std::max(line, 0)), static_cast<uint32_t>(std::max(column, 0))};
-  std::string out = ir::format_diagnostic(ir::UserError(m, loc), std::string(file), text);
+  std::string out = ir::format_diagnostic(ir::UserError(std::string(message), loc), std::string(file), text);
   while (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
 }
