@@ -143,7 +143,7 @@ std::pair<double, long> time_calls(int iters, bool gpu, F&& f) {
   return {per_call[per_call.size() / 2], allocs};
 }
 
-// The driver's share of one launch: cuCtxGetCurrent and one cuLaunchKernel per kernel, called
+// The driver's share of one launch: cuCtxGetCurrent, cuCtxGetId and one cuLaunchKernel per kernel, called
 // directly with the program's loaded functions and pre-packed arguments (the fast entry of each
 // kernel at the first dims set; on the GPU these run the same kernels).
 double raw_launch_seconds(const Case& c, int iters, bool gpu) {
@@ -183,6 +183,8 @@ double raw_launch_seconds(const Case& c, int iters, bool gpu) {
   return time_calls(iters, gpu, [&](int) {
            jit::cu::Context cur = nullptr;
            a.cuCtxGetCurrent(&cur);
+           unsigned long long id = 0;
+           if (a.cuCtxGetId) a.cuCtxGetId(cur, &id);
            for (size_t gi = 0; gi < slots.size(); ++gi) {
              const jit::GpuFunction& fn = loaded->variants[0]->function(gi, false);
              a.cuLaunchKernel(fn.fn, cfgs[gi].grid, 1, 1, cfgs[gi].block, 1, 1, 0, nullptr, ptrs[gi].data(), nullptr);

@@ -112,6 +112,8 @@ std::shared_ptr<const Driver> Driver::load(const char* library) {
   FJ_RESOLVE(cuCtxGetDevice);
   FJ_RESOLVE(cuCtxPushCurrent);
   FJ_RESOLVE(cuCtxPopCurrent);
+  std::string optional;  // entry points fusejit does without
+  resolve(gpa, "cuCtxGetId", a.cuCtxGetId, optional);
   FJ_RESOLVE(cuStreamCreate);
   FJ_RESOLVE(cuStreamDestroy);
   FJ_RESOLVE(cuStreamSynchronize);
@@ -241,6 +243,7 @@ std::shared_ptr<DeviceContext> DeviceContext::open(int ordinal, std::shared_ptr<
     driver->check(a.cuDevicePrimaryCtxRetain(&dc->ctx_, dc->dev_), "cuDevicePrimaryCtxRetain");
     dc->owns_primary_ = true;
   }
+  dc->ctx_id_ = jit::context_id(*driver, dc->ctx_);
 
   DeviceInfo& info = dc->info_;
   info.ordinal = static_cast<int>(dc->dev_);
@@ -271,6 +274,14 @@ std::shared_ptr<DeviceContext> DeviceContext::open(int ordinal, std::shared_ptr<
 
 DeviceContext::~DeviceContext() {
   if (owns_primary_ && driver_ && driver_->available()) driver_->api().cuDevicePrimaryCtxRelease(dev_);
+}
+
+uint64_t context_id(const Driver& driver, cu::Context ctx) {
+  const DriverApi& a = driver.api();
+  if (a.cuCtxGetId == nullptr) return 0;
+  unsigned long long id = 0;
+  driver.check(a.cuCtxGetId(ctx, &id), "cuCtxGetId");
+  return id;
 }
 
 DeviceContext::Scope::Scope(const DeviceContext& dc) : dc_(dc) {

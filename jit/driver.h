@@ -87,6 +87,8 @@ struct DriverApi {
   cu::Result (*cuCtxGetDevice)(cu::Device* dev) = nullptr;
   cu::Result (*cuCtxPushCurrent)(cu::Context ctx) = nullptr;
   cu::Result (*cuCtxPopCurrent)(cu::Context* ctx) = nullptr;
+  // CUDA 12.0; null when the driver has no such entry point (context_id() then answers 0).
+  cu::Result (*cuCtxGetId)(cu::Context ctx, unsigned long long* id) = nullptr;
   cu::Result (*cuStreamCreate)(cu::Stream* stream, unsigned flags) = nullptr;
   cu::Result (*cuStreamDestroy)(cu::Stream stream) = nullptr;
   cu::Result (*cuStreamSynchronize)(cu::Stream stream) = nullptr;
@@ -216,6 +218,13 @@ struct DeviceInfo {
   std::string sm_arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };
 
+// The driver's id of context `ctx` (cuCtxGetId, CUDA 12.0): "unique for the life of the program"
+// (CUDA Driver API, Context Management), where a handle is not: a context made after another was
+// destroyed can get its address. Caches of loaded modules key by both, so a module of a dead
+// context is never found for a new one. 0 when the driver lacks cuCtxGetId. Throws DriverError
+// (e.g. CUDA_ERROR_CONTEXT_IS_DESTROYED).
+uint64_t context_id(const Driver& driver, cu::Context ctx);
+
 // A device and the context fusejit works in. If the calling thread has a current context when
 // open() is called (e.g. the CUDA runtime's primary context), that context is used as is and
 // `ordinal` is ignored (the runtime and fusejit then share pointers and streams); otherwise the
@@ -233,6 +242,8 @@ class DeviceContext {
 
   const DeviceInfo& info() const { return info_; }
   cu::Context context() const { return ctx_; }
+  // The driver's id of context(), unique for the life of the process (context_id()).
+  uint64_t context_id() const { return ctx_id_; }
   const Driver& driver() const { return *driver_; }
   const std::shared_ptr<const Driver>& driver_ptr() const { return driver_; }
   const DriverApi& api() const { return driver_->api(); }
@@ -256,6 +267,7 @@ class DeviceContext {
   DeviceContext() = default;
   std::shared_ptr<const Driver> driver_;
   cu::Context ctx_ = nullptr;
+  uint64_t ctx_id_ = 0;
   cu::Device dev_ = 0;
   bool owns_primary_ = false;
   DeviceInfo info_;

@@ -41,7 +41,8 @@ struct ModuleEntry {
   std::map<std::tuple<std::string, int, int>, GpuFunction> functions;
 };
 
-using ModuleKey = std::tuple<const Driver*, cu::Context, Hash128>;
+// The context by handle and id (context_id: a handle can name a later context).
+using ModuleKey = std::tuple<const Driver*, cu::Context, uint64_t, Hash128>;
 
 std::mutex g_modules_mutex;
 std::map<ModuleKey, ModuleEntry> g_modules;  // guarded by g_modules_mutex
@@ -79,7 +80,7 @@ cu::Module load_module(const DeviceContext& dc, std::span<const char> image, con
 GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<const char> image,
                           const std::string& target_name, const std::string& name, FunctionLimits limits) {
   DeviceContext::Scope scope(*dc);
-  const ModuleKey key{&dc->driver(), dc->context(),
+  const ModuleKey key{&dc->driver(), dc->context(), dc->context_id(),
                       xxh3_128(std::string_view(image.data(), image.size()))};
   std::lock_guard lock(g_modules_mutex);
   auto it = g_modules.find(key);
@@ -138,6 +139,9 @@ void clear_module_cache() {
   }
   for (auto& [key, e] : old) {
     try {
+      // A destroyed context took its modules with it, and its handle (and the module's) may name
+      // live ones of a later context now: unload only in the context the module was loaded in.
+      if (e.dc->context_id() != jit::context_id(e.dc->driver(), e.dc->context())) continue;
       DeviceContext::Scope scope(*e.dc);
       e.dc->api().cuModuleUnload(e.module);
     } catch (const DriverError&) {

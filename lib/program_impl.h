@@ -35,9 +35,10 @@ struct Program::Impl {
     std::shared_ptr<jit::CpuProgram> cpu;       // CPU: the host module
     std::vector<KernelInfo> infos;              // one per group
   };
-  // A path's variants loaded in one CUDA context.
+  // A path's variants loaded in one CUDA context (by handle and jit::context_id).
   struct Loaded {
     jit::cu::Context ctx = nullptr;
+    uint64_t ctx_id = 0;
     std::shared_ptr<jit::DeviceContext> dc;
     std::array<std::shared_ptr<const jit::GpuProgram>, 2> variants;
   };

@@ -135,7 +135,8 @@ namespace {
 
 // ---- The GPU -----------------------------------------------------------------------------------
 
-// The caller's current context for the call, or the program's own, pushed for it.
+// The caller's current context for the call, or the program's own, pushed for it; with its
+// jit::context_id, since a handle can name a context made after the one modules were loaded in.
 class CurrentContext {
  public:
   explicit CurrentContext(const Impl& p) : p_(p) {
@@ -143,8 +144,11 @@ class CurrentContext {
     p.device->driver().check(a.cuCtxGetCurrent(&ctx_), "cuCtxGetCurrent");
     if (ctx_ == nullptr) {
       ctx_ = p.device->context();
+      id_ = p.device->context_id();
       p.device->driver().check(a.cuCtxPushCurrent(ctx_), "cuCtxPushCurrent");
       pushed_ = true;
+    } else {
+      id_ = jit::context_id(p.device->driver(), ctx_);
     }
   }
   ~CurrentContext() {
@@ -154,11 +158,15 @@ class CurrentContext {
   CurrentContext(const CurrentContext&) = delete;
   CurrentContext& operator=(const CurrentContext&) = delete;
   jit::cu::Context get() const { return ctx_; }
+  uint64_t id() const { return id_; }
   bool pushed() const { return pushed_; }  // the program's own context, none being current
+  // Whether this is the context `l` was loaded in.
+  bool is(const Impl::Loaded& l) const { return l.ctx == ctx_ && l.ctx_id == id_; }
 
  private:
   const Impl& p_;
   jit::cu::Context ctx_ = nullptr;
+  uint64_t id_ = 0;
   bool pushed_ = false;
 };
 
@@ -170,16 +178,16 @@ struct LoadedRefs {
   const jit::GpuProgram* v1 = nullptr;
 };
 
-LoadedRefs find_loaded(const Impl::Path& path, jit::cu::Context ctx, bool wide) {
+LoadedRefs find_loaded(const Impl::Path& path, const CurrentContext& ctx, bool wide) {
   std::lock_guard lock(path.mu);
   for (const Impl::Loaded& l : path.contexts)
-    if (l.ctx == ctx && (!wide || l.variants[1])) return {l.dc.get(), l.variants[0].get(), l.variants[1].get()};
+    if (ctx.is(l) && (!wide || l.variants[1])) return {l.dc.get(), l.variants[0].get(), l.variants[1].get()};
   return {};
 }
 
-LoadedRefs load_in_context(const Impl& p, const Impl::Path& path, jit::cu::Context ctx, bool wide) {
-  std::shared_ptr<jit::DeviceContext> dc = ctx == p.device->context()
-                                               ? p.device
+LoadedRefs load_in_context(const Impl& p, const Impl::Path& path, const CurrentContext& ctx, bool wide) {
+  const bool own = ctx.get() == p.device->context() && ctx.id() == p.device->context_id();
+  std::shared_ptr<jit::DeviceContext> dc = own ? p.device
                                                : jit::DeviceContext::open(p.options.device, p.device->driver_ptr());
   const ir::Graph& g = p.graph_of(path.kind);
   auto load = [&](int v) {
@@ -188,11 +196,13 @@ LoadedRefs load_in_context(const Impl& p, const Impl::Path& path, jit::cu::Conte
   std::shared_ptr<const jit::GpuProgram> v0 = load(0), v1 = wide ? load(1) : nullptr;
   std::lock_guard lock(path.mu);
   for (Impl::Loaded& l : path.contexts)
-    if (l.ctx == ctx) {
+    if (ctx.is(l)) {
       if (!l.variants[1]) l.variants[1] = v1;
       return {l.dc.get(), l.variants[0].get(), l.variants[1].get()};
     }
-  path.contexts.push_back({ctx, dc, {v0, v1}});
+  // An entry of a destroyed context at this handle stays (its modules went with the context, and
+  // unloading them could unload a later context's); it never matches again.
+  path.contexts.push_back({ctx.get(), ctx.id(), dc, {v0, v1}});
   const Impl::Loaded& l = path.contexts.back();
   return {l.dc.get(), l.variants[0].get(), l.variants[1].get()};
 }
@@ -220,10 +230,10 @@ int context_device(const Impl& p) {
 void launch_gpu(const Impl& p, const Impl::Path& path, const jit::LaunchState& st, const LaunchTensors& t,
                 std::span<const ir::Scalar> params, void* stream, const jit::LaunchOptions& o, jit::LaunchScratch& sc) {
   const CurrentContext ctx(p);
-  LoadedRefs r = find_loaded(path, ctx.get(), st.wide);
+  LoadedRefs r = find_loaded(path, ctx, st.wide);
   if (!r.v0) {  // checked before loading: another GPU's architecture would fail the load less clearly
     if (o.device >= 0) check_device(o.device, context_device(p), ctx.pushed());
-    r = load_in_context(p, path, ctx.get(), st.wide);
+    r = load_in_context(p, path, ctx, st.wide);
   }
   check_device(o.device, r.dc->info().ordinal, ctx.pushed());
   const auto s = static_cast<jit::cu::Stream>(stream);

@@ -4,6 +4,7 @@
 // host emulations of kernels, the poisoned checked run and the timing math.
 #include <doctest/doctest.h>
 #include <dlfcn.h>
+#include <algorithm>
 
 #include <cmath>
 #include <cstring>
@@ -231,6 +232,33 @@ TEST_CASE("out of memory names the size, the buffer and what is free") {
     CHECK(fake_cuda::st().live.size() == 1);
   }
   CHECK(fake_cuda::st().live.empty());
+}
+
+TEST_CASE("modules are keyed by the context's id: a later context at a destroyed one's address loads its own") {
+  clear_module_cache();
+  auto d = fake_cuda::reset();
+  const auto b = reinterpret_cast<cu::Context>(0x2000);
+  cu::Context popped = nullptr;
+  fake_cuda::ctx_push(b);  // the caller's context, borrowed
+  auto first = DeviceContext::open(0, d);
+  const std::vector<char> image = {'c', 'u', 'b', 'i', 'n'};
+  load_function(first, image, "sm_90", "k");
+  load_function(first, image, "sm_90", "k");
+  CHECK(fake_cuda::st().modules_per_context[b] == 1);
+  fake_cuda::recreate_context(b);
+  auto second = DeviceContext::open(0, d);
+  CHECK(second->context() == first->context());
+  CHECK(second->context_id() != first->context_id());
+  load_function(second, image, "sm_90", "k");
+  CHECK(fake_cuda::st().modules_per_context[b] == 2);
+  CHECK(module_cache_size() == 2);
+  // The dead context's module is not unloaded: its handle may name a live module now.
+  fake_cuda::st().calls.clear();
+  fake_cuda::st().record = true;
+  clear_module_cache();
+  fake_cuda::st().record = false;
+  CHECK(std::count(fake_cuda::st().calls.begin(), fake_cuda::st().calls.end(), std::string("cuModuleUnload")) == 1);
+  fake_cuda::ctx_pop(&popped);
 }
 
 TEST_CASE("PTX newer than the driver, CUBIN for another arch, failing calls name the kernel") {

@@ -830,7 +830,7 @@ TEST_CASE("a warm launch issues only kernel launches and allocates nothing") {
   CHECK(std::find_if(calls.begin(), calls.end(), [](const char* c) { return std::strcmp(c, "cuModuleLoadDataEx") == 0; }) !=
         calls.end());
   p.launch(in3, out3, params);  // a second dims set, seen once
-  const std::vector<std::string> only_launch = {"cuCtxGetCurrent", "cuLaunchKernel"};
+  const std::vector<std::string> only_launch = {"cuCtxGetCurrent", "cuCtxGetId", "cuLaunchKernel"};
   for (int round = 0; round < 3; ++round) {
     for (const auto* io : {&in64, &in3}) {
       const long allocs = record([&] { p.launch(*io, io == &in64 ? out64 : out3, params); });
@@ -861,7 +861,7 @@ TEST_CASE("a warm launch issues only kernel launches and allocates nothing") {
   record([&] { p.launch(in64, out64, params, nullptr, fj::PlanKind::Unfused); });
   for (const char* c : calls) {
     CAPTURE(c);
-    CHECK((std::string(c) == "cuCtxGetCurrent" || std::string(c) == "cuCtxPushCurrent" ||
+    CHECK((std::string(c) == "cuCtxGetCurrent" || std::string(c) == "cuCtxGetId" || std::string(c) == "cuCtxPushCurrent" ||
            std::string(c) == "cuCtxPopCurrent" || std::string(c) == "cuLaunchKernel" ||
            std::string(c) == "cuMemAllocAsync" || std::string(c) == "cuMemAlloc" || std::string(c) == "cuMemFreeAsync" ||
            std::string(c) == "cuMemFree"));
@@ -889,6 +889,19 @@ TEST_CASE("one Program on two contexts loads its modules once per context") {
     }
   CHECK(fake_cuda::st().modules_per_context[a] == 1);
   CHECK(fake_cuda::st().modules_per_context[b] == 1);
+  // A context destroyed and another made at its address (a handle the driver reused): its modules
+  // went with it, so the new one loads its own (found by the old handle, a launch would fail on a
+  // dead module, or run whatever a reused function handle names).
+  fake_cuda::recreate_context(b);
+  for (int round = 0; round < 2; ++round) {
+    fake_cuda::ctx_push(b);
+    p.launch(in, out);
+    fake_cuda::ctx_pop(&popped);
+    CHECK(y[3] == 2.0f);
+    y[3] = 0;
+  }
+  CHECK(fake_cuda::st().modules_per_context[b] == 2);
+  CHECK(fake_cuda::st().modules_per_context[a] == 1);
 }
 
 namespace {

@@ -53,6 +53,10 @@ struct State {
   double ms_per_tick = 0.25;
   cu::Context current = nullptr;
   std::vector<cu::Context> stack;
+  // cuCtxGetId's answers, given at a context's first query; recreate_context() gives a handle a
+  // new one, as a context made at a destroyed one's address.
+  std::map<cu::Context, unsigned long long> context_ids;
+  unsigned long long next_context_id = 1;
   // Every driver call by name, while `record` is set (reserve `calls` first to keep a test free of
   // allocations). `keep_launches` = false stops recording Launch entries (they hold strings).
   bool record = false;
@@ -141,6 +145,18 @@ inline cu::Result ctx_pop(cu::Context* c) { note("cuCtxPopCurrent");
   st().current = st().stack.back();
   st().stack.pop_back();
   return 0;
+}
+inline cu::Result ctx_id(cu::Context c, unsigned long long* id) { note("cuCtxGetId");
+  if (c == nullptr) c = st().current;
+  if (c == nullptr) return 201;  // CUDA_ERROR_INVALID_CONTEXT
+  auto [it, fresh] = st().context_ids.try_emplace(c, 0);
+  if (fresh) it->second = st().next_context_id++;
+  *id = it->second;
+  return 0;
+}
+// Context `c` destroyed and another made at its address (its modules are gone).
+inline void recreate_context(cu::Context c) {
+  st().context_ids[c] = st().next_context_id++;
 }
 inline cu::Result stream_create(cu::Stream* s, unsigned) { note("cuStreamCreate"); *s = reinterpret_cast<cu::Stream>(new int(0)); return 0; }
 inline cu::Result stream_destroy(cu::Stream s) { note("cuStreamDestroy"); delete reinterpret_cast<int*>(s); return 0; }
@@ -264,6 +280,7 @@ inline DriverApi api() {
   a.cuCtxGetDevice = ctx_device;
   a.cuCtxPushCurrent = ctx_push;
   a.cuCtxPopCurrent = ctx_pop;
+  a.cuCtxGetId = ctx_id;
   a.cuStreamCreate = stream_create;
   a.cuStreamDestroy = stream_destroy;
   a.cuStreamSynchronize = stream_sync;
