@@ -640,6 +640,18 @@ void DiskStore::unlock_shared_after_fork() {
   reg.mu.unlock();
 }
 
+namespace {
+// One registry entry per folder however it is named: "d", "d/", "./d" and a symlink to it.
+std::string folder_id(const fs::path& folder) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(folder, ec);
+  if (ec) p = folder.lexically_normal();
+  std::string s = p.string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return "dir:" + s;
+}
+}  // namespace
+
 std::shared_ptr<DiskStore> DiskStore::shared(const std::string& dir, bool disk) {
   ir::check_path(dir, "cache folder");
   const CacheEnv env = cache_env();
@@ -651,17 +663,30 @@ std::shared_ptr<DiskStore> DiskStore::shared(const std::string& dir, bool disk) 
     else if (env.dir) folder = env.dir;
     else none_set = true;
   }
-  const std::string id = folder ? "dir:" + folder->string() : none_set ? "none" : "off";
+  const std::string id = folder ? folder_id(*folder) : none_set ? "none" : "off";
   StoreRegistry& reg = store_registry();
   std::lock_guard lock(reg.mu);
   auto& stores = reg.stores;
-  if (auto it = stores.find(id); it != stores.end()) return it->second;
+  if (auto it = stores.find(id); it != stores.end()) {
+    it->second->set_max_bytes(env.max_bytes);  // FUSEJIT_CACHE_MAX_MB as it is now
+    return it->second;
+  }
   auto store = std::make_shared<DiskStore>(StoreConfig{folder, env.max_bytes, shared_warn});
   if (none_set)
     shared_warn("no kernel cache folder (none of FUSEJIT_CACHE_DIR, XDG_CACHE_HOME, HOME is set; a relative "
                 "XDG_CACHE_HOME or HOME is ignored); continuing without the disk cache");
   stores.emplace(id, store);
   return store;
+}
+
+uint64_t DiskStore::max_bytes() const {
+  std::lock_guard lock(mutex_);
+  return config_.max_bytes;
+}
+
+void DiskStore::set_max_bytes(uint64_t max_bytes) {
+  std::lock_guard lock(mutex_);
+  config_.max_bytes = max_bytes;
 }
 
 bool DiskStore::enabled() const {
@@ -804,6 +829,7 @@ bool DiskStore::store(const DiskKey& key, const EntryMeta& meta, std::span<const
     return false;
   }
   bool rescan = false;
+  uint64_t cap = 0;
   {
     std::lock_guard lock(mutex_);
     if (approx_bytes_ >= 0) approx_bytes_ += static_cast<int64_t>(buf.size());
@@ -811,12 +837,13 @@ bool DiskStore::store(const DiskKey& key, const EntryMeta& meta, std::span<const
     // ones count their own bytes only, so other processes' writes are seen when it scans again:
     // past the cap, past 90 % of it at most once a second (a full cache stays there), and every
     // kRescan (two processes each below the cap would otherwise fill the folder past it together).
-    const uint64_t cap = config_.max_bytes, bytes = static_cast<uint64_t>(approx_bytes_);
+    cap = config_.max_bytes;
+    const uint64_t bytes = static_cast<uint64_t>(approx_bytes_);
     const auto since = std::chrono::steady_clock::now() - scanned_;
     rescan = approx_bytes_ < 0 || (cap > 0 && (bytes > cap || since > kRescan ||
                                                (bytes > cap - cap / 10 && since > std::chrono::seconds(1))));
   }
-  if (rescan) evict_impl(config_.max_bytes, final_path);
+  if (rescan) evict_impl(cap, final_path);
   return true;
 }
 

@@ -149,8 +149,9 @@ class DiskStore {
   DiskStore(const DiskStore&) = delete;
   DiskStore& operator=(const DiskStore&) = delete;
 
-  // The process-wide store of folder `dir` ("" = from the environment) with the cap from the
-  // environment, shared by the GPU kernel cache and the host modules so that the folder gets one
+  // The process-wide store of folder `dir` ("" = from the environment; one store however the
+  // folder is named: relative, with a trailing '/', through a symlink) with the cap the
+  // environment sets at this call (FUSEJIT_CACHE_MAX_MB, read again each time), shared by the GPU kernel cache and the host modules so that the folder gets one
   // set of warnings and one size account. `disk` false or FUSEJIT_DISABLE_CACHE give a disabled
   // store; no folder in the environment gives one too, after one warning. Throws ir::FileError
   // for a malformed environment variable (see cache_env()).
@@ -163,7 +164,8 @@ class DiskStore {
 
   bool enabled() const;                                      // false once the folder proved unusable
   const std::filesystem::path& dir() const { return dir_; }  // empty when configured without one
-  uint64_t max_bytes() const { return config_.max_bytes; }
+  uint64_t max_bytes() const;
+  void set_max_bytes(uint64_t max_bytes);  // 0: no cap; applies from the next store()
   StoreCounters counters() const;
 
   // Reads, checks and returns the entry of `key` (refreshing its last-use time for the LRU);

@@ -861,6 +861,29 @@ TEST_CASE("the size cap evicts the least recently used entries") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("one shared store per folder however it is named; its cap as the environment says at each call") {
+  const fs::path dir = make_temp_dir();
+  fs::create_directories(dir / "c");
+  fs::create_symlink(dir / "c", dir / "link");
+  const std::string c = (dir / "c").string();
+  const std::shared_ptr<DiskStore> store = DiskStore::shared(c, true);
+  for (const std::string& other : {c + "/", c + "//", (dir / "c" / ".").string(), (dir / "x" / ".." / "c").string(),
+                                   (dir / "link").string(), (dir / "link").string() + "/",
+                                   fs::relative(dir / "c").string()}) {
+    CAPTURE(other);
+    CHECK(DiskStore::shared(other, true) == store);
+    CHECK(&KernelCache::shared(other, true) == &KernelCache::shared(c, true));  // one memory cache too
+  }
+  CHECK(DiskStore::shared((dir / "d").string(), true) != store);
+  {
+    ScopedEnv cap("FUSEJIT_CACHE_MAX_MB", "3");
+    CHECK(DiskStore::shared(c, true)->max_bytes() == (uint64_t{3} << 20));
+  }
+  ScopedEnv cap("FUSEJIT_CACHE_MAX_MB", "5");
+  CHECK(DiskStore::shared((dir / "link").string(), true)->max_bytes() == (uint64_t{5} << 20));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("two processes writing into one folder at once keep it under the cap together") {
   // Each KernelCache counts the folder at its first store, then adds its own writes: two of them
   // (two processes) each stayed under the cap while the folder went past it. A store past 90 %
