@@ -296,7 +296,8 @@ class DeviceBuffer {
 
 // A stream of fusejit's own (cuStreamCreate, non-blocking) in a context that is current (inside a
 // DeviceContext::Scope). The destructor synchronises it before destroying it, so no queued work
-// outlives the buffers it uses, even when an exception unwinds.
+// outlives buffers declared before it; buffers declared after it are freed first when an
+// exception unwinds (jit/gpu_runner.cpp's DrainOnUnwind waits for the stream before them).
 class OwnedStream {
  public:
   explicit OwnedStream(const DeviceContext& dc);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <functional>
 #include <numeric>
 
@@ -14,6 +15,24 @@
 
 namespace fusejit::jit {
 namespace {
+
+// Declared after a function's device buffers (so destroyed before they are freed): when an
+// exception unwinds, waits for the work queued on `s`, which may still use them (cuMemFree "may
+// perform implicit synchronization": not a promise, CUDA Driver API, Memory Management).
+class DrainOnUnwind {
+ public:
+  DrainOnUnwind(const DeviceContext& dc, cu::Stream s) : dc_(dc), s_(s), unwinding_(std::uncaught_exceptions()) {}
+  ~DrainOnUnwind() {
+    if (std::uncaught_exceptions() > unwinding_) dc_.api().cuStreamSynchronize(s_);  // its error is the thrown one's
+  }
+  DrainOnUnwind(const DrainOnUnwind&) = delete;
+  DrainOnUnwind& operator=(const DrainOnUnwind&) = delete;
+
+ private:
+  const DeviceContext& dc_;
+  cu::Stream s_;
+  int unwinding_;
+};
 
 // Events for `count` timed runs (a start and an end event each).
 class EventPairs {
@@ -96,6 +115,9 @@ BufferSet make_set(const std::shared_ptr<DeviceContext>& dc, const RunSpec& spec
   const Driver& drv = dc->driver();
   BufferSet b;
   b.in = alloc_all(dc, spec.input_bytes, "input");
+  b.out = alloc_all(dc, spec.output_bytes, "output");
+  b.inter = alloc_all(dc, spec.intermediate_bytes, "intermediate");
+  const DrainOnUnwind drain(*dc, s);  // every allocation made before the first copy is queued
   for (size_t i = 0; i < b.in.size(); ++i) {
     if (spec.input_bytes[i] == 0) continue;
     if (from_device.empty())
@@ -104,8 +126,6 @@ BufferSet make_set(const std::shared_ptr<DeviceContext>& dc, const RunSpec& spec
       drv.check(dc->api().cuMemcpyDtoDAsync(b.in[i].ptr(), from_device[i], static_cast<size_t>(spec.input_bytes[i]), s),
                 "cuMemcpyDtoDAsync (input copy)");
   }
-  b.out = alloc_all(dc, spec.output_bytes, "output");
-  b.inter = alloc_all(dc, spec.intermediate_bytes, "intermediate");
   b.in_p = ptrs_of(b.in);
   b.out_p = ptrs_of(b.out);
   b.inter_p = ptrs_of(b.inter);
@@ -130,6 +150,7 @@ void download(const DeviceContext& d, const std::vector<DeviceBuffer>& from, std
 PathTiming time_runs_of(const std::shared_ptr<DeviceContext>& dc, const RunSpec& spec, const BufferSet& first, int sets,
                         const MeasureOptions& o, cu::Stream s) {
   std::vector<BufferSet> extra;
+  const DrainOnUnwind drain(*dc, s);
   for (int i = 1; i < sets; ++i) extra.push_back(make_set(dc, spec, first.in_p, {}, s));
   auto run = [&](int k) {
     const BufferSet& b = k % sets == 0 ? first : extra[static_cast<size_t>(k % sets - 1)];
@@ -150,6 +171,7 @@ void time_copy(GpuMeasurement& m, const std::shared_ptr<DeviceContext>& dc, int6
   const Driver& drv = dc->driver();
   const int sets = choose_buffer_sets(2 * bytes, dc->info().l2_bytes, o.l2_multiple, o.max_buffer_sets, free_bytes);
   std::vector<DeviceBuffer> src, dst;
+  const DrainOnUnwind drain(*dc, s);
   for (int i = 0; i < sets; ++i) {
     src.emplace_back(dc, static_cast<size_t>(bytes), "copy baseline source");
     dst.emplace_back(dc, static_cast<size_t>(bytes), "copy baseline destination");
@@ -398,6 +420,7 @@ GpuMeasurement measure_gpu_runs(const std::shared_ptr<DeviceContext>& dc, const 
 
   // The checked run: poison (0xFF bytes: NaN for every float dtype, -1/true for integers), run.
   const BufferSet first = make_set(dc, spec, {}, inputs, s);
+  const DrainOnUnwind drain(d, s);
   poison(d, first.out, s);
   poison(d, first.inter, s);
   spec.enqueue(first.in_p, first.out_p, first.inter_p, s);

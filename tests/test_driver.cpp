@@ -214,6 +214,45 @@ TEST_CASE("intermediates: an allocation that fails frees the ones made before it
   fake_cuda::st().allocs_before_oom = -1;
 }
 
+TEST_CASE("a measurement that fails part way waits for its queued work before freeing the buffers it uses") {
+  auto d = fake_cuda::reset();
+  auto dc = DeviceContext::open(0, d);
+  int calls_left = 0;
+  RunSpec spec;
+  spec.input_bytes = {1024};
+  spec.output_bytes = {1024};
+  spec.kernels = 1;
+  spec.bytes_moved = 2048;
+  spec.enqueue = [&](std::span<const cu::DevicePtr>, std::span<const cu::DevicePtr>, std::span<const cu::DevicePtr>,
+                     cu::Stream) {  // a launch failing after earlier runs' work was queued
+    if (--calls_left == 0) d->check(cu::kErrorInvalidValue, "cuLaunchKernel");
+  };
+  std::vector<std::byte> in(1024), out(1024);
+  const std::span<const std::byte> ins[1] = {in};
+  const std::span<std::byte> outs[1] = {out};
+  MeasureOptions o;
+  o.max_buffer_sets = 3;
+  for (int failing : {1, 2, 5}) {  // the checked run, the first warm-up run, a timed run
+    CAPTURE(failing);
+    calls_left = failing;
+    fake_cuda::st().calls.clear();
+    fake_cuda::st().record = true;
+    error_of([&] { measure_gpu_runs(dc, spec, ins, outs, {}, o); });
+    fake_cuda::st().record = false;
+    const auto& calls = fake_cuda::st().calls;
+    const auto is = [](const char* name) { return [name](const char* c) { return std::strcmp(c, name) == 0; }; };
+    const auto first_free = std::find_if(calls.begin(), calls.end(), is("cuMemFree"));
+    REQUIRE(first_free != calls.end());
+    // The last thing queued before the failure was a copy, memset or event; nothing is freed before a wait.
+    const auto last_queued = std::find_if(std::make_reverse_iterator(first_free), calls.rend(), [](const char* c) {
+      return std::strncmp(c, "cuMemcpy", 8) == 0 || std::strncmp(c, "cuMemset", 8) == 0 ||
+             std::strcmp(c, "cuEventRecord") == 0;
+    }).base();
+    CHECK(std::find_if(last_queued, first_free, is("cuStreamSynchronize")) != first_free);
+    CHECK(fake_cuda::st().live.empty());
+  }
+}
+
 TEST_CASE("out of memory names the size, the buffer and what is free") {
   auto d = fake_cuda::reset();
   auto dc = DeviceContext::open(0, d);
