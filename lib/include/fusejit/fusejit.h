@@ -752,7 +752,10 @@ class Program {
   ///            allows (named dims bound by the first input naming them, literal sizes as declared);
   ///   outputs: one per graph output, of its dtype and the shape the inputs give;
   ///   params:  named or positional (see Params; {} = the defaults);
-  ///   stream:  CUDA backend: a CUstream / cudaStream_t (nullptr = the legacy default stream),
+  ///   stream:  CUDA backend: a CUstream / cudaStream_t (nullptr = the legacy default stream,
+  ///            also in code built with --default-stream per-thread: pass
+  ///            cudaStreamPerThread (CU_STREAM_PER_THREAD) for that thread's stream), of the
+  ///            context the launch runs in (a stream of another context fails in the driver),
   ///            enqueued without synchronising; CPU backend: ignored, runs before returning.
   /// In place: an output may be the same tensor as an input (same data, dtype, shape and strides)
   /// when the plan reads that input for the last time in the kernel that writes the output, or
