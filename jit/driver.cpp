@@ -21,12 +21,6 @@ constexpr unsigned long long kLegacyStream = 1;
 std::mutex g_driver_mutex;
 std::shared_ptr<const Driver> g_driver;  // guarded by g_driver_mutex
 
-// NVRTC's version as cuDriverGetVersion writes versions (0 when NVRTC is not available).
-int nvrtc_version_number() {
-  const NvrtcVersion v = nvrtc_version();
-  return v.major * 1000 + v.minor * 10;
-}
-
 // Resolves one entry point into `slot` (the table's function pointer member).
 template <class Fn>
 bool resolve(GetProcAddressFn gpa, const char* name, Fn& slot, std::string& missing) {
@@ -49,12 +43,12 @@ std::string cuda_version_string(int version) {
   return fmt::format("CUDA {}.{}", version / 1000, (version % 1000) / 10);
 }
 
-std::string ptx_too_new_message(int driver_version, int nvrtc_version) {
+std::string ptx_too_new_message(int driver_version, int nvrtc_version, bool ptx) {
   return fmt::format(
-      "the driver ({}) is older than NVRTC ({}) that produced this PTX, so it cannot JIT-compile it: "
+      "the driver ({}) is older than NVRTC ({}) that produced this {}, so it cannot {} it: "
       "install an NVIDIA driver for {} or newer, or use an NVRTC no newer than the driver",
-      cuda_version_string(driver_version), cuda_version_string(nvrtc_version),
-      cuda_version_string(nvrtc_version));
+      cuda_version_string(driver_version), cuda_version_string(nvrtc_version), ptx ? "PTX" : "CUBIN",
+      ptx ? "JIT-compile" : "load", cuda_version_string(nvrtc_version));
 }
 
 std::string format_bytes(uint64_t bytes) {
@@ -193,7 +187,7 @@ void Driver::check(cu::Result r, const char* call, std::string_view kernel) cons
   std::string failed = kernel.empty() ? fmt::format("{} failed", call) : fmt::format("{} failed for kernel {}", call, kernel);
   if (r == cu::kErrorUnsupportedPtxVersion)
     throw DriverError(DriverErrorKind::PtxTooNew,
-                      fmt::format("{} ({}: {})", ptx_too_new_message(version_, nvrtc_version_number()), failed, describe(r)),
+                      fmt::format("{} ({}: {})", ptx_too_new_message(version_, nvrtc_version().number()), failed, describe(r)),
                       r);
   DriverErrorKind kind = DriverErrorKind::Other;
   if (r == cu::kErrorOutOfMemory) kind = DriverErrorKind::OutOfMemory;

@@ -153,8 +153,9 @@ class DriverError : public std::runtime_error {
 };
 
 // The message for CUDA_ERROR_UNSUPPORTED_PTX_VERSION: "the driver (CUDA 12.4) is older than NVRTC
-// (CUDA 13.0) that produced this PTX ...", with what to do about it. Versions as cuDriverGetVersion.
-std::string ptx_too_new_message(int driver_version, int nvrtc_version);
+// (CUDA 13.0) that produced this PTX ...", with what to do about it (`ptx` false: this CUBIN,
+// which a driver of an older major version cannot load). Versions as cuDriverGetVersion.
+std::string ptx_too_new_message(int driver_version, int nvrtc_version, bool ptx = true);
 
 // "CUDA 12.4" style text for a version number as cuDriverGetVersion / CUDA_VERSION give it
 // (1000 * major + 10 * minor).

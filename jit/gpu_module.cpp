@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "jit/hash.h"
+#include "jit/nvrtc.h"
 
 namespace fusejit::jit {
 
@@ -59,6 +60,13 @@ cu::Module load_module(const DeviceContext& dc, std::span<const char> image, con
   if (r == cu::kSuccess) return mod;
   const std::string what =
       fmt::format("cuModuleLoadData ({} image with kernel {}, device {})", target_name, kernel, dc.info().sm_arch());
+  if (r == cu::kErrorNoBinaryForGpu && target_name == dc.info().sm_arch() &&
+      nvrtc_version().major > dc.driver().version() / 1000)  // built for this GPU, by a newer NVRTC
+    throw DriverError(DriverErrorKind::PtxTooNew,
+                      fmt::format("{} failed: {}: {}", what,
+                                  ptx_too_new_message(dc.driver().version(), nvrtc_version().number(), false),
+                                  dc.driver().describe(r)),
+                      r);
   if (r == cu::kErrorNoBinaryForGpu)
     throw DriverError(DriverErrorKind::Other,
                       fmt::format("{} failed: the image was compiled for {} and does not run on {} ({}): {}", what,

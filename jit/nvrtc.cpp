@@ -81,23 +81,16 @@ bool resolve_all(void* h, NvrtcApi& a, std::string& missing) {
   return missing.empty();
 }
 
-// Where NVRTC is looked for, in order (see jit/nvrtc.h).
-std::vector<std::string> nvrtc_candidates() {
-  std::vector<std::string> names = {"libnvrtc.so." + std::to_string(FUSEJIT_NVRTC_SOMAJOR)};
-  for (const char* n : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"})
-    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-  std::vector<std::string> out = names;
-  std::vector<std::string> roots;
-  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* v = std::getenv(env); v && *v) roots.push_back(v);
-  roots.push_back("/usr/local/cuda");
-  std::vector<std::string> dirs;
-  for (const std::string& r : roots)
-    for (const char* sub : {"/lib64", "/targets/x86_64-linux/lib", "/targets/sbsa-linux/lib"}) dirs.push_back(r + sub);
-  if (*FUSEJIT_CUDA_LIBDIR) dirs.push_back(FUSEJIT_CUDA_LIBDIR);
-  for (const std::string& d : dirs)
-    for (const std::string& n : names) out.push_back(d + "/" + n);
-  return out;
+// The CUDA version of the installed driver (cuDriverGetVersion needs no cuInit), 0 without one.
+// The driver itself, not the test hook's (set_driver_for_testing): NVRTC is loaded once a process.
+int installed_driver_version() {
+  void* h = locked_dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);  // never closed, as jit/driver.cpp
+  if (h == nullptr) return 0;
+  using VersionFn = int (*)(int*);
+  auto get_version = reinterpret_cast<VersionFn>(dlsym(h, "cuDriverGetVersion"));
+  int v = 0;
+  if (get_version == nullptr || get_version(&v) != 0) return 0;
+  return v;
 }
 
 std::shared_ptr<const Loaded> load_nvrtc(const std::optional<std::string>& only) {
@@ -106,7 +99,7 @@ std::shared_ptr<const Loaded> load_nvrtc(const std::optional<std::string>& only)
   std::vector<std::string> candidates;
   if (only) candidates = {*only};
   else if (const char* env = std::getenv("FUSEJIT_NVRTC"); env && *env) candidates = {env};
-  else candidates = nvrtc_candidates();
+  else candidates = nvrtc_search_order(installed_driver_version());
   for (const std::string& c : candidates) {
     dlerror();
     void* h = locked_dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -222,6 +215,29 @@ std::string source_excerpt(const std::string& source, const std::vector<int>& li
 }
 
 }  // namespace
+
+std::vector<std::string> nvrtc_search_order(int driver_cuda_version) {
+  std::vector<std::string> names;
+  // A driver runs what an NVRTC of its own major version or older built, not a newer major's
+  // (CUDA Compatibility, "Minor Version Compatibility"): with a CUDA 12 driver, NVRTC 12 first.
+  const int driver_major = driver_cuda_version / 1000;
+  if (driver_major > 0 && driver_major < FUSEJIT_NVRTC_SOMAJOR) names.push_back("libnvrtc.so." + std::to_string(driver_major));
+  for (const std::string& n : {"libnvrtc.so." + std::to_string(FUSEJIT_NVRTC_SOMAJOR), std::string("libnvrtc.so.13"),
+                               std::string("libnvrtc.so.12"), std::string("libnvrtc.so")})
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  std::vector<std::string> out = names;
+  std::vector<std::string> roots;
+  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* v = std::getenv(env); v && *v) roots.push_back(v);
+  roots.push_back("/usr/local/cuda");
+  std::vector<std::string> dirs;
+  for (const std::string& r : roots)
+    for (const char* sub : {"/lib64", "/targets/x86_64-linux/lib", "/targets/sbsa-linux/lib"}) dirs.push_back(r + sub);
+  if (*FUSEJIT_CUDA_LIBDIR) dirs.push_back(FUSEJIT_CUDA_LIBDIR);
+  for (const std::string& d : dirs)
+    for (const std::string& n : names) out.push_back(d + "/" + n);
+  return out;
+}
 
 std::string NvrtcVersion::str() const { return major ? fmt::format("{}.{}", major, minor) : "unavailable"; }
 

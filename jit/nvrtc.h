@@ -5,8 +5,9 @@
 // NVRTC is loaded at run time (dlopen), as libcuda is, so libfusejit has no link-time dependency on
 // it: a deployment that runs precompiled kernels (Program::load) needs only the driver. It is
 // looked for, on first use, at $FUSEJIT_NVRTC when that is set (a path or soname, and nowhere
-// else: FUSEJIT_NVRTC=none hides NVRTC), else by soname (libnvrtc.so.<the toolkit major fusejit was
-// built with>, then libnvrtc.so.13, .12, libnvrtc.so: LD_LIBRARY_PATH, libfusejit's RUNPATH, the
+// else: FUSEJIT_NVRTC=none hides NVRTC), else by soname (nvrtc_search_order: the installed
+// driver's major when older than the toolkit fusejit was built with, then libnvrtc.so.<that
+// toolkit's major>, libnvrtc.so.13, .12, libnvrtc.so: LD_LIBRARY_PATH, libfusejit's RUNPATH, the
 // loader cache), else under $CUDA_HOME, $CUDA_PATH, /usr/local/cuda and the toolkit found at build
 // time (lib64/, targets/<arch>-linux/lib/).
 #pragma once
@@ -56,11 +57,18 @@ std::string nvrtc_unavailable_reason();
 // not exist hides NVRTC), else as described above. Objects compiled before keep their binaries.
 void reload_nvrtc_for_testing(std::optional<std::string> library);
 
+// Where NVRTC is looked for, in order, on a machine whose driver is for CUDA `driver_cuda_version`
+// (cuDriverGetVersion, e.g. 12040; 0: no driver): sonames, then the same names in the toolkit
+// folders (see above). A CUDA 12 driver cannot load what NVRTC 13 builds (CUBIN or PTX), so its
+// major's NVRTC comes first when fusejit was built with a newer toolkit.
+std::vector<std::string> nvrtc_search_order(int driver_cuda_version);
+
 // The version of the NVRTC loaded (nvrtcVersion), e.g. {13, 0}; {0, 0} when none is available.
 struct NvrtcVersion {
   int major = 0;
   int minor = 0;
   std::string str() const;    // "13.0", or "unavailable"
+  int number() const { return major * 1000 + minor * 10; }  // as cuDriverGetVersion: 13000
 };
 NvrtcVersion nvrtc_version();
 

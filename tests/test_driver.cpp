@@ -300,6 +300,35 @@ TEST_CASE("modules are keyed by the context's id: a later context at a destroyed
   fake_cuda::ctx_pop(&popped);
 }
 
+TEST_CASE("a CUBIN for this GPU that a driver of an older major cannot load says so; NVRTC of the driver's major first") {
+  clear_module_cache();
+  auto d = fake_cuda::reset();  // a CUDA 12.4 driver
+  auto dc = DeviceContext::open(0, d);
+  const std::vector<char> image = {'c', 'u', 'b', 'i', 'n'};
+  fake_cuda::st().load_result = cu::kErrorNoBinaryForGpu;
+  DriverErrorKind kind = DriverErrorKind::Other;
+  const std::string msg = error_of([&] { load_function(dc, image, "sm_90", "k"); }, &kind);
+  if (nvrtc_version().major > 12) {
+    CHECK(kind == DriverErrorKind::PtxTooNew);
+    CHECK(msg.find("the driver (CUDA 12.4) is older than NVRTC (CUDA " + nvrtc_version().str() +
+                   ") that produced this CUBIN, so it cannot load it") != std::string::npos);
+  } else {
+    CHECK(msg.find("compiled for sm_90 and does not run on") != std::string::npos);
+  }
+  fake_cuda::st().load_result = 0;
+  clear_module_cache();
+  // Where NVRTC is looked for.
+  const std::vector<std::string> none = nvrtc_search_order(0), old = nvrtc_search_order(12040);
+  REQUIRE(starts_with(none.front(), "libnvrtc.so."));
+  const int build_major = std::stoi(none.front().substr(12));  // the toolkit fusejit was built with
+  CHECK(build_major >= 12);
+  CHECK(nvrtc_search_order(build_major * 1000 + 20) == none);
+  CHECK(nvrtc_search_order(build_major * 1000 + 1000) == none);  // a newer driver runs older NVRTC's output
+  CHECK(old.front() == (build_major > 12 ? "libnvrtc.so.12" : none.front()));
+  CHECK(std::count(old.begin(), old.begin() + 4, "libnvrtc.so.12") == 1);  // once among the sonames
+  CHECK(old.size() == none.size());
+}
+
 TEST_CASE("PTX newer than the driver, CUBIN for another arch, failing calls name the kernel") {
   clear_module_cache();
   auto d = fake_cuda::reset();
