@@ -259,6 +259,7 @@ std::shared_ptr<DeviceContext> DeviceContext::open(int ordinal, std::shared_ptr<
   info.max_threads_per_sm = attr(cu::kAttrMaxThreadsPerMultiprocessor, "MAX_THREADS_PER_MULTIPROCESSOR");
   info.max_blocks_per_sm = attr(cu::kAttrMaxBlocksPerMultiprocessor, "MAX_BLOCKS_PER_MULTIPROCESSOR");
   info.shared_per_block_optin = attr(cu::kAttrMaxSharedMemoryPerBlockOptin, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN");
+  info.memory_pools = attr(cu::kAttrMemoryPoolsSupported, "MEMORY_POOLS_SUPPORTED") != 0;
   size_t total = 0;
   driver->check(a.cuDeviceTotalMem(&total, dc->dev_), "cuDeviceTotalMem");
   info.total_memory = static_cast<int64_t>(total);
@@ -268,6 +269,20 @@ std::shared_ptr<DeviceContext> DeviceContext::open(int ordinal, std::shared_ptr<
 
 DeviceContext::~DeviceContext() {
   if (owns_primary_ && driver_ && driver_->available()) driver_->api().cuDevicePrimaryCtxRelease(dev_);
+}
+
+StreamAllocResult stream_alloc(const DeviceContext& dc, cu::DevicePtr* ptr, size_t bytes, cu::Stream stream) {
+  if (dc.info().memory_pools) return {dc.api().cuMemAllocAsync(ptr, bytes, stream), "cuMemAllocAsync"};
+  return {dc.api().cuMemAlloc(ptr, bytes), "cuMemAlloc"};
+}
+
+void stream_free(const DeviceContext& dc, cu::DevicePtr ptr, cu::Stream stream) noexcept {
+  if (dc.info().memory_pools) {
+    dc.api().cuMemFreeAsync(ptr, stream);
+    return;
+  }
+  dc.api().cuStreamSynchronize(stream);  // its error is a queued kernel's, reported by the next call
+  dc.api().cuMemFree(ptr);
 }
 
 uint64_t context_id(const Driver& driver, cu::Context ctx) {

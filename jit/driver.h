@@ -58,6 +58,7 @@ inline constexpr int kAttrComputeCapabilityMajor = 75;
 inline constexpr int kAttrComputeCapabilityMinor = 76;
 inline constexpr int kAttrMaxBlocksPerMultiprocessor = 106;
 inline constexpr int kAttrMaxSharedMemoryPerBlockOptin = 97;
+inline constexpr int kAttrMemoryPoolsSupported = 115;
 // CUfunction_attribute: the most dynamic shared memory a launch of the function may ask for
 // (above 48 KiB in all with its static shared memory only after this opt-in; CUDA C++ Programming
 // Guide, "Shared Memory").
@@ -215,6 +216,9 @@ struct DeviceInfo {
   int64_t shared_per_block_optin = 48 * 1024;
   int64_t total_memory = 0;       // bytes
   int driver_version = 0;         // cuDriverGetVersion, e.g. 13000
+  // cuMemAllocAsync / cuMemFreeAsync work here (MEMORY_POOLS_SUPPORTED; not on some virtual GPUs):
+  // else stream_alloc and stream_free fall back to cuMemAlloc and a synchronised cuMemFree.
+  bool memory_pools = true;
   // "sm_90" from the compute capability.
   std::string sm_arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };
@@ -273,6 +277,18 @@ class DeviceContext {
   bool owns_primary_ = false;
   DeviceInfo info_;
 };
+
+// Stream-ordered device memory for work queued on `stream` (context of `dc` current):
+// cuMemAllocAsync and cuMemFreeAsync where the device has memory pools (DeviceInfo::memory_pools),
+// else cuMemAlloc, and cuStreamSynchronize then cuMemFree (that launch waits for its kernels).
+// stream_alloc returns the driver's result (`*ptr` set on success) and the call's name for messages;
+// stream_free never throws.
+struct StreamAllocResult {
+  cu::Result result = 0;
+  const char* call = "cuMemAllocAsync";
+};
+StreamAllocResult stream_alloc(const DeviceContext& dc, cu::DevicePtr* ptr, size_t bytes, cu::Stream stream);
+void stream_free(const DeviceContext& dc, cu::DevicePtr ptr, cu::Stream stream) noexcept;
 
 // An owned device allocation (cuMemAlloc; never managed memory). Freed by the destructor.
 class DeviceBuffer {

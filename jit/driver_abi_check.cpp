@@ -23,6 +23,7 @@ static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR == kAttrComputeCapabi
 static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == kAttrComputeCapabilityMinor);
 static_assert(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR == kAttrMaxBlocksPerMultiprocessor);
 static_assert(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN == kAttrMaxSharedMemoryPerBlockOptin);
+static_assert(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED == kAttrMemoryPoolsSupported);
 static_assert(CU_JIT_ERROR_LOG_BUFFER == kJitErrorLogBuffer);
 static_assert(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES == kFuncAttrMaxDynamicSharedSizeBytes);
 static_assert(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES == kFuncAttrSharedSizeBytes);

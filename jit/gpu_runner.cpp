@@ -335,22 +335,22 @@ void GpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool str
 
 uint64_t GpuKernelRunner::workspace(size_t bytes) {
   if (bytes <= workspace_bytes_) return workspace_;
-  if (workspace_) dc_.api().cuMemFreeAsync(workspace_, stream_);
+  if (workspace_) stream_free(dc_, workspace_, stream_);
   workspace_ = 0;
   workspace_bytes_ = 0;
-  const cu::Result r = dc_.api().cuMemAllocAsync(&workspace_, bytes, stream_);
-  if (r == cu::kErrorOutOfMemory)
+  const StreamAllocResult r = stream_alloc(dc_, &workspace_, bytes, stream_);
+  if (r.result == cu::kErrorOutOfMemory)
     throw DriverError(DriverErrorKind::OutOfMemory,
-                      fmt::format("out of device memory: cuMemAllocAsync of {} for a split reduction's chunk values failed",
+                      fmt::format("out of device memory: {} of {} for a split reduction's chunk values failed", r.call,
                                   format_bytes(bytes)),
-                      r);
-  dc_.driver().check(r, "cuMemAllocAsync");
+                      r.result);
+  dc_.driver().check(r.result, r.call);
   workspace_bytes_ = bytes;
   return workspace_;
 }
 
 GpuKernelRunner::~GpuKernelRunner() {
-  if (workspace_) dc_.api().cuMemFreeAsync(workspace_, stream_);  // a destructor cannot throw
+  if (workspace_) stream_free(dc_, workspace_, stream_);  // a destructor cannot throw
 }
 
 void GpuKernelRunner::copy(uint64_t dst, uint64_t src, size_t bytes) {
@@ -366,13 +366,13 @@ StreamScratch::StreamScratch(const DeviceContext& dc, std::span<const ir::NodeId
     for (size_t i = 0; i < bytes.size(); ++i) {
       cu::DevicePtr p = 0;
       if (bytes[i] > 0) {
-        const cu::Result r = dc.api().cuMemAllocAsync(&p, static_cast<size_t>(bytes[i]), stream);
-        if (r == cu::kErrorOutOfMemory)
+        const StreamAllocResult r = stream_alloc(dc, &p, static_cast<size_t>(bytes[i]), stream);
+        if (r.result == cu::kErrorOutOfMemory)
           throw DriverError(DriverErrorKind::OutOfMemory,
-                            fmt::format("out of device memory: cuMemAllocAsync of {} for intermediate v{} failed",
+                            fmt::format("out of device memory: {} of {} for intermediate v{} failed", r.call,
                                         format_bytes(static_cast<uint64_t>(bytes[i])), nodes[i]),
-                            r);
-        dc.driver().check(r, "cuMemAllocAsync");
+                            r.result);
+        dc.driver().check(r.result, r.call);
       }
       addrs_.push_back(p);
     }
@@ -384,7 +384,7 @@ StreamScratch::StreamScratch(const DeviceContext& dc, std::span<const ir::NodeId
 
 void StreamScratch::release() noexcept {
   for (uint64_t p : addrs_)
-    if (p) dc_.api().cuMemFreeAsync(p, stream_);  // cannot throw; freed in stream order
+    if (p) stream_free(dc_, p, stream_);  // cannot throw; freed in stream order
 }
 
 StreamScratch::~StreamScratch() { release(); }

@@ -40,6 +40,7 @@ struct State {
   int allocs_before_oom = -1;  // >= 0: that many more allocations succeed, then out of memory
   // Occupancy answers.
   int occ_block = 768, occ_blocks_per_sm = 2;
+  int memory_pools = 1;  // MEMORY_POOLS_SUPPORTED: 0 as some virtual GPUs (no cuMemAllocAsync)
   // Recorded activity.
   std::vector<Launch> launches;
   std::set<void*> live;        // live allocations
@@ -126,6 +127,7 @@ inline cu::Result device_attr(int* v, int attr, cu::Device) { note("cuDeviceGetA
     case cu::kAttrMaxThreadsPerMultiprocessor: *v = 2048; return 0;
     case cu::kAttrMaxBlocksPerMultiprocessor: *v = 32; return 0;
     case cu::kAttrMaxSharedMemoryPerBlockOptin: *v = static_cast<int>(st().shared_optin); return 0;
+    case cu::kAttrMemoryPoolsSupported: *v = st().memory_pools; return 0;
     default: return 1;
   }
 }
@@ -213,7 +215,7 @@ inline cu::Result launch(cu::Function f, unsigned gx, unsigned, unsigned, unsign
   }
   return 0;
 }
-inline cu::Result mem_alloc(cu::DevicePtr* p, size_t bytes) { note("cuMemAlloc");
+inline cu::Result alloc_impl(cu::DevicePtr* p, size_t bytes) {
   if (st().alloc_result) return st().alloc_result;
   if (st().allocs_before_oom == 0) return cu::kErrorOutOfMemory;
   if (st().allocs_before_oom > 0) --st().allocs_before_oom;
@@ -222,14 +224,20 @@ inline cu::Result mem_alloc(cu::DevicePtr* p, size_t bytes) { note("cuMemAlloc")
   *p = reinterpret_cast<cu::DevicePtr>(h);
   return 0;
 }
-inline cu::Result mem_free(cu::DevicePtr p) { note("cuMemFree");
+inline cu::Result free_impl(cu::DevicePtr p) {
   void* h = reinterpret_cast<void*>(p);
   if (!st().live.erase(h)) return 1;
   std::free(h);
   return 0;
 }
-inline cu::Result mem_alloc_async(cu::DevicePtr* p, size_t bytes, cu::Stream) { note("cuMemAllocAsync"); return mem_alloc(p, bytes); }
-inline cu::Result mem_free_async(cu::DevicePtr p, cu::Stream) { note("cuMemFreeAsync"); return mem_free(p); }
+inline cu::Result mem_alloc(cu::DevicePtr* p, size_t bytes) { note("cuMemAlloc"); return alloc_impl(p, bytes); }
+inline cu::Result mem_free(cu::DevicePtr p) { note("cuMemFree"); return free_impl(p); }
+inline cu::Result mem_alloc_async(cu::DevicePtr* p, size_t bytes, cu::Stream) { note("cuMemAllocAsync");
+  return st().memory_pools ? alloc_impl(p, bytes) : 801;  // CUDA_ERROR_NOT_SUPPORTED
+}
+inline cu::Result mem_free_async(cu::DevicePtr p, cu::Stream) { note("cuMemFreeAsync");
+  return st().memory_pools ? free_impl(p) : 801;
+}
 inline cu::Result mem_info(size_t* f, size_t* t) { note("cuMemGetInfo"); *f = st().free; *t = st().total; return 0; }
 inline cu::Result htod(cu::DevicePtr d, const void* s, size_t n, cu::Stream) { note("cuMemcpyHtoDAsync");
   std::memcpy(reinterpret_cast<void*>(d), s, n);
