@@ -43,12 +43,12 @@ std::string cuda_version_string(int version) {
   return fmt::format("CUDA {}.{}", version / 1000, (version % 1000) / 10);
 }
 
-std::string ptx_too_new_message(int driver_version, int nvrtc_version, bool ptx) {
+std::string ptx_too_new_message(int driver_version, int nvrtc_version) {
   return fmt::format(
-      "the driver ({}) is older than NVRTC ({}) that produced this {}, so it cannot {} it: "
+      "the driver ({}) is older than NVRTC ({}) that produced this PTX, so it cannot JIT-compile it: "
       "install an NVIDIA driver for {} or newer, or use an NVRTC no newer than the driver",
-      cuda_version_string(driver_version), cuda_version_string(nvrtc_version), ptx ? "PTX" : "CUBIN",
-      ptx ? "JIT-compile" : "load", cuda_version_string(nvrtc_version));
+      cuda_version_string(driver_version), cuda_version_string(nvrtc_version),
+      cuda_version_string(nvrtc_version));
 }
 
 std::string format_bytes(uint64_t bytes) {
@@ -111,6 +111,7 @@ std::shared_ptr<const Driver> Driver::load(const char* library) {
   FJ_RESOLVE(cuStreamCreate);
   FJ_RESOLVE(cuStreamDestroy);
   FJ_RESOLVE(cuStreamSynchronize);
+  FJ_RESOLVE(cuStreamIsCapturing);
   FJ_RESOLVE(cuModuleLoadDataEx);
   FJ_RESOLVE(cuModuleUnload);
   FJ_RESOLVE(cuModuleGetFunction);
@@ -271,9 +272,28 @@ DeviceContext::~DeviceContext() {
   if (owns_primary_ && driver_ && driver_->available()) driver_->api().cuDevicePrimaryCtxRelease(dev_);
 }
 
-StreamAllocResult stream_alloc(const DeviceContext& dc, cu::DevicePtr* ptr, size_t bytes, cu::Stream stream) {
-  if (dc.info().memory_pools) return {dc.api().cuMemAllocAsync(ptr, bytes, stream), "cuMemAllocAsync"};
-  return {dc.api().cuMemAlloc(ptr, bytes), "cuMemAlloc"};
+cu::DevicePtr stream_alloc(const DeviceContext& dc, size_t bytes, cu::Stream stream, std::string_view what) {
+  const DriverApi& a = dc.api();
+  const bool pools = dc.info().memory_pools;
+  if (!pools) {
+    int capturing = 0;
+    dc.driver().check(a.cuStreamIsCapturing(stream, &capturing), "cuStreamIsCapturing");
+    if (capturing != 0)
+      throw DriverError(DriverErrorKind::Other,
+                        fmt::format("this launch needs device memory for {}, and {} has no memory pools "
+                                    "(MEMORY_POOLS_SUPPORTED is 0): cuMemAlloc and the synchronisation before cuMemFree "
+                                    "cannot be captured in a CUDA graph; launch it outside the capture",
+                                    what, dc.info().name),
+                        cu::kErrorInvalidValue);
+  }
+  const char* call = pools ? "cuMemAllocAsync" : "cuMemAlloc";
+  cu::DevicePtr p = 0;
+  const cu::Result r = pools ? a.cuMemAllocAsync(&p, bytes, stream) : a.cuMemAlloc(&p, bytes);
+  if (r == cu::kErrorOutOfMemory)
+    throw DriverError(DriverErrorKind::OutOfMemory,
+                      fmt::format("out of device memory: {} of {} for {} failed", call, format_bytes(bytes), what), r);
+  dc.driver().check(r, call);
+  return p;
 }
 
 void stream_free(const DeviceContext& dc, cu::DevicePtr ptr, cu::Stream stream) noexcept {

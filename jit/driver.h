@@ -46,6 +46,7 @@ inline constexpr Result kErrorNotInitialized = 3;
 inline constexpr Result kErrorNoDevice = 100;
 inline constexpr Result kErrorInvalidDevice = 101;
 inline constexpr Result kErrorNoBinaryForGpu = 209;
+inline constexpr Result kErrorInvalidImage = 200;
 inline constexpr Result kErrorInvalidPtx = 218;
 inline constexpr Result kErrorUnsupportedPtxVersion = 222;
 inline constexpr Result kErrorNotFound = 500;
@@ -93,6 +94,7 @@ struct DriverApi {
   cu::Result (*cuStreamCreate)(cu::Stream* stream, unsigned flags) = nullptr;
   cu::Result (*cuStreamDestroy)(cu::Stream stream) = nullptr;
   cu::Result (*cuStreamSynchronize)(cu::Stream stream) = nullptr;
+  cu::Result (*cuStreamIsCapturing)(cu::Stream stream, int* status) = nullptr;  // CUstreamCaptureStatus
   cu::Result (*cuModuleLoadDataEx)(cu::Module* mod, const void* image, unsigned n_options, int* options,
                                    void** values) = nullptr;
   cu::Result (*cuModuleUnload)(cu::Module mod) = nullptr;
@@ -154,9 +156,8 @@ class DriverError : public std::runtime_error {
 };
 
 // The message for CUDA_ERROR_UNSUPPORTED_PTX_VERSION: "the driver (CUDA 12.4) is older than NVRTC
-// (CUDA 13.0) that produced this PTX ...", with what to do about it (`ptx` false: this CUBIN,
-// which a driver of an older major version cannot load). Versions as cuDriverGetVersion.
-std::string ptx_too_new_message(int driver_version, int nvrtc_version, bool ptx = true);
+// (CUDA 13.0) that produced this PTX ...", with what to do about it. Versions as cuDriverGetVersion.
+std::string ptx_too_new_message(int driver_version, int nvrtc_version);
 
 // "CUDA 12.4" style text for a version number as cuDriverGetVersion / CUDA_VERSION give it
 // (1000 * major + 10 * minor).
@@ -281,13 +282,11 @@ class DeviceContext {
 // Stream-ordered device memory for work queued on `stream` (context of `dc` current):
 // cuMemAllocAsync and cuMemFreeAsync where the device has memory pools (DeviceInfo::memory_pools),
 // else cuMemAlloc, and cuStreamSynchronize then cuMemFree (that launch waits for its kernels).
-// stream_alloc returns the driver's result (`*ptr` set on success) and the call's name for messages;
-// stream_free never throws.
-struct StreamAllocResult {
-  cu::Result result = 0;
-  const char* call = "cuMemAllocAsync";
-};
-StreamAllocResult stream_alloc(const DeviceContext& dc, cu::DevicePtr* ptr, size_t bytes, cu::Stream stream);
+// `what` names the buffer in messages ("intermediate v3"). Throws DriverError: OutOfMemory ("out
+// of device memory: cuMemAllocAsync of 1.0 MiB for intermediate v3 failed"), Other (the driver's
+// error; a stream being captured into a CUDA graph on a device without pools, where neither
+// cuMemAlloc nor the synchronisation may be captured). stream_free never throws.
+cu::DevicePtr stream_alloc(const DeviceContext& dc, size_t bytes, cu::Stream stream, std::string_view what);
 void stream_free(const DeviceContext& dc, cu::DevicePtr ptr, cu::Stream stream) noexcept;
 
 // An owned device allocation (cuMemAlloc; never managed memory). Freed by the destructor.

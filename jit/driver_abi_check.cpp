@@ -14,7 +14,7 @@ static_assert(CUDA_ERROR_OUT_OF_MEMORY == kErrorOutOfMemory && CUDA_ERROR_NOT_IN
 static_assert(CUDA_ERROR_NO_DEVICE == kErrorNoDevice && CUDA_ERROR_INVALID_DEVICE == kErrorInvalidDevice);
 static_assert(CUDA_ERROR_NO_BINARY_FOR_GPU == kErrorNoBinaryForGpu && CUDA_ERROR_INVALID_PTX == kErrorInvalidPtx);
 static_assert(CUDA_ERROR_UNSUPPORTED_PTX_VERSION == kErrorUnsupportedPtxVersion);
-static_assert(CUDA_ERROR_NOT_FOUND == kErrorNotFound);
+static_assert(CUDA_ERROR_NOT_FOUND == kErrorNotFound && CUDA_ERROR_INVALID_IMAGE == kErrorInvalidImage);
 static_assert(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK == kAttrMaxThreadsPerBlock);
 static_assert(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT == kAttrMultiprocessorCount);
 static_assert(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE == kAttrL2CacheSize);
@@ -38,10 +38,11 @@ static_assert(std::is_same_v<OccupancyB2DSize, CUoccupancyB2DSize>);
 }  // namespace fusejit::jit::cu
 
 // Each DriverApi entry point has the ABI of the version cuGetProcAddress returns at
-// kDriverAbiVersion (12000): the newest PFN_<name>_v<N> of cudaTypedefs.h with N <= 12000. Same
-// number of arguments, and each argument (and the result) of the same size and kind (pointer,
-// floating point, integer or enum). Raising kDriverAbiVersion past a newer version of an entry
-// point (cuEventElapsedTime_v12080, cuCtxGetDevice_v13000) fails here until the member changes.
+// kDriverAbiVersion (12000): the PFN_<name>_v<N> of cudaTypedefs.h named below, chosen by hand as
+// the newest with N <= 12000. Same number of arguments, and each argument (and the result) of the
+// same size and kind (pointer, floating point, integer or enum). A newer version of an entry point
+// with another ABI (cuCtxGetDevice_v13000) would not be caught by these: the last assertion
+// is the guard, and raising kDriverAbiVersion means choosing every version below again.
 namespace fusejit::jit {
 namespace {
 template <class T>
@@ -84,6 +85,7 @@ struct SameAbi<R1 (*)(A1...), R2 (*)(A2...)> {
 #undef cuStreamCreate
 #undef cuStreamDestroy
 #undef cuStreamSynchronize
+#undef cuStreamIsCapturing
 #undef cuModuleLoadDataEx
 #undef cuModuleUnload
 #undef cuModuleGetFunction
@@ -127,6 +129,7 @@ FJ_CHECK_ABI(cuCtxGetId, PFN_cuCtxGetId_v12000)
 FJ_CHECK_ABI(cuStreamCreate, PFN_cuStreamCreate_v2000)
 FJ_CHECK_ABI(cuStreamDestroy, PFN_cuStreamDestroy_v4000)
 FJ_CHECK_ABI(cuStreamSynchronize, PFN_cuStreamSynchronize_v2000)
+FJ_CHECK_ABI(cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000)
 FJ_CHECK_ABI(cuModuleLoadDataEx, PFN_cuModuleLoadDataEx_v2010)
 FJ_CHECK_ABI(cuModuleUnload, PFN_cuModuleUnload_v2000)
 FJ_CHECK_ABI(cuModuleGetFunction, PFN_cuModuleGetFunction_v2000)

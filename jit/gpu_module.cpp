@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "jit/hash.h"
-#include "jit/nvrtc.h"
 
 namespace fusejit::jit {
 
@@ -60,12 +59,16 @@ cu::Module load_module(const DeviceContext& dc, std::span<const char> image, con
   if (r == cu::kSuccess) return mod;
   const std::string what =
       fmt::format("cuModuleLoadData ({} image with kernel {}, device {})", target_name, kernel, dc.info().sm_arch());
-  if (r == cu::kErrorNoBinaryForGpu && target_name == dc.info().sm_arch() &&
-      nvrtc_version().major > dc.driver().version() / 1000)  // built for this GPU, by a newer NVRTC
+  // A CUBIN for this very GPU that the driver refuses was built by a newer CUDA major than the
+  // driver's (CUDA Compatibility: minor version compatibility holds within one major version). The
+  // NVRTC that built it is not known here (a cache entry or an ahead-of-time folder).
+  const bool this_gpu = target_name.rfind(dc.info().sm_arch(), 0) == 0;  // sm_90, sm_90a on sm_90
+  if (this_gpu && (r == cu::kErrorNoBinaryForGpu || r == cu::kErrorInvalidImage))
     throw DriverError(DriverErrorKind::PtxTooNew,
-                      fmt::format("{} failed: {}: {}", what,
-                                  ptx_too_new_message(dc.driver().version(), nvrtc_version().number(), false),
-                                  dc.driver().describe(r)),
+                      fmt::format("{} failed: the image was built for this GPU ({}), so the driver ({}) is likely older "
+                                  "than the CUDA toolkit (NVRTC) that built it: install an NVIDIA driver for that CUDA "
+                                  "version or newer, or build with an NVRTC no newer than the driver: {}",
+                                  what, target_name, cuda_version_string(dc.driver().version()), dc.driver().describe(r)),
                       r);
   if (r == cu::kErrorNoBinaryForGpu)
     throw DriverError(DriverErrorKind::Other,
@@ -83,6 +86,15 @@ cu::Module load_module(const DeviceContext& dc, std::span<const char> image, con
   return mod;  // not reached
 }
 
+// Drops the entries of a context destroyed at `dc`'s handle (another id): their modules went with
+// it, and unloading them could unload the later context's (handles are reused too). Lock held.
+void forget_dead_context(const DeviceContext& dc) {
+  const ModuleKey first{&dc.driver(), dc.context(), 0, Hash128{}};
+  for (auto it = g_modules.lower_bound(first);
+       it != g_modules.end() && std::get<0>(it->first) == &dc.driver() && std::get<1>(it->first) == dc.context();)
+    it = std::get<2>(it->first) != dc.context_id() ? g_modules.erase(it) : std::next(it);
+}
+
 }  // namespace
 
 GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<const char> image,
@@ -93,6 +105,7 @@ GpuFunction load_function(const std::shared_ptr<DeviceContext>& dc, std::span<co
   std::lock_guard lock(g_modules_mutex);
   auto it = g_modules.find(key);
   if (it == g_modules.end()) {
+    forget_dead_context(*dc);
     ModuleEntry e;
     e.dc = dc;
     e.module = load_module(*dc, image, target_name, name);

@@ -338,13 +338,7 @@ uint64_t GpuKernelRunner::workspace(size_t bytes) {
   if (workspace_) stream_free(dc_, workspace_, stream_);
   workspace_ = 0;
   workspace_bytes_ = 0;
-  const StreamAllocResult r = stream_alloc(dc_, &workspace_, bytes, stream_);
-  if (r.result == cu::kErrorOutOfMemory)
-    throw DriverError(DriverErrorKind::OutOfMemory,
-                      fmt::format("out of device memory: {} of {} for a split reduction's chunk values failed", r.call,
-                                  format_bytes(bytes)),
-                      r.result);
-  dc_.driver().check(r.result, r.call);
+  workspace_ = stream_alloc(dc_, bytes, stream_, "a split reduction's chunk values");
   workspace_bytes_ = bytes;
   return workspace_;
 }
@@ -365,15 +359,7 @@ StreamScratch::StreamScratch(const DeviceContext& dc, std::span<const ir::NodeId
   try {
     for (size_t i = 0; i < bytes.size(); ++i) {
       cu::DevicePtr p = 0;
-      if (bytes[i] > 0) {
-        const StreamAllocResult r = stream_alloc(dc, &p, static_cast<size_t>(bytes[i]), stream);
-        if (r.result == cu::kErrorOutOfMemory)
-          throw DriverError(DriverErrorKind::OutOfMemory,
-                            fmt::format("out of device memory: {} of {} for intermediate v{} failed", r.call,
-                                        format_bytes(static_cast<uint64_t>(bytes[i])), nodes[i]),
-                            r.result);
-        dc.driver().check(r.result, r.call);
-      }
+      if (bytes[i] > 0) p = stream_alloc(dc, static_cast<size_t>(bytes[i]), stream, fmt::format("intermediate v{}", nodes[i]));
       addrs_.push_back(p);
     }
   } catch (...) {

@@ -69,7 +69,7 @@ class GpuProgram {
   //            when the plan allows it (jit/launch.h, check_aliasing);
   //   params:  one value per graph param, with the param's dtype (empty = the defaults);
   //   intermediates: one address per intermediate_nodes() entry, or empty to allocate them
-  //            stream-ordered (cuMemAllocAsync) and free them on the stream at the end of the run.
+  //            stream-ordered (stream_alloc) and free them on the stream at the end of the run.
   // Throws ir::UserError when an output overlaps an input or another output otherwise (sizes from
   // the graph), ir::InternalError on a wrong count, DriverError on a driver failure.
   void enqueue(std::span<const cu::DevicePtr> inputs, std::span<const cu::DevicePtr> outputs,
@@ -90,7 +90,8 @@ class GpuProgram {
 
 // Launches kernel entries of up to two loaded variants of one plan (jit/launch.h's variant 0 and
 // 1) on `stream` with cuLaunchKernel: nothing else (no allocation, copy or synchronisation), but
-// the copy of an output that repeats another's value. The grid follows choose_launch() for the
+// the copy of an output that repeats another's value and a split reduction's workspace (stream_alloc:
+// stream-ordered where the device has memory pools, else allocated and freed synchronised). The grid follows choose_launch() for the
 // path that runs (a thread-iteration covers vector_width elements only on the vector path).
 class GpuKernelRunner : public KernelRunner {
  public:
@@ -102,7 +103,7 @@ class GpuKernelRunner : public KernelRunner {
   void run(const GroupLaunch& group, size_t group_index, bool strided, bool vector, int64_t items,
            void** args) override;
   void copy(uint64_t dst, uint64_t src, size_t bytes) override;
-  // Stream-ordered (cuMemAllocAsync). Throws DriverError(OutOfMemory) when it cannot be allocated.
+  // stream_alloc (stream-ordered where the device has memory pools). Throws DriverError as it does.
   uint64_t workspace(size_t bytes) override;
 
  private:
@@ -113,9 +114,9 @@ class GpuKernelRunner : public KernelRunner {
   size_t workspace_bytes_ = 0;
 };
 
-// Allocates the intermediates of one run stream-ordered (cuMemAllocAsync) and frees them on the
-// stream when destroyed (after the run's kernels are enqueued). Throws DriverError(OutOfMemory)
-// naming the value. Used by launches that were given no intermediate buffers. The addresses are
+// Allocates the intermediates of one run with stream_alloc (stream-ordered where the device has
+// memory pools) and frees them on the stream when destroyed (after the run's kernels are enqueued).
+// Throws DriverError as stream_alloc does, naming the value. Used by launches that were given no intermediate buffers. The addresses are
 // kept in `addrs` (the caller's, so its capacity is reused).
 class StreamScratch {
  public:
@@ -127,7 +128,7 @@ class StreamScratch {
   std::span<const uint64_t> addrs() const { return addrs_; }
 
  private:
-  void release() noexcept;  // cuMemFreeAsync of every buffer in addrs_ (the destructor; a failed constructor)
+  void release() noexcept;  // stream_free of every buffer in addrs_ (the destructor; a failed constructor)
 
   const DeviceContext& dc_;
   cu::Stream stream_;

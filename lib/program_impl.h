@@ -59,8 +59,9 @@ struct Program::Impl {
     ir::Plan plan;                                   // over graph_of(kind), at the compiled dims
     std::shared_ptr<const jit::PlanBindings> bindings;
     mutable std::array<std::shared_ptr<const Variant>, 2> variants;  // [1] guarded by mu
-    mutable std::mutex mu;                           // guards variants[1], contexts, dims
+    mutable std::mutex mu;                           // guards variants[1], contexts, retired, dims
     mutable std::vector<Loaded> contexts;
+    mutable std::vector<Loaded> retired;             // of contexts destroyed since (never searched)
     mutable std::vector<DimsEntry> dims;
     mutable size_t next_evict = 0;
   };

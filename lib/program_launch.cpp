@@ -1,8 +1,11 @@
 // fusejit::Program, launching: dims bound from the tensors' shapes, the per-dims launch state
 // (made once per set of dim values, then a hash lookup), the modules of each CUDA context (loaded
 // once per context), and the launch itself on the GPU or the CPU. A warm launch allocates nothing
-// (per-thread scratch keeps its capacity) and makes no driver call but cuCtxGetCurrent and
-// cuLaunchKernel.
+// (per-thread scratch keeps its capacity) and makes no driver call but cuCtxGetCurrent, cuCtxGetId
+// and cuLaunchKernel.
+#include <algorithm>
+#include <iterator>
+
 #include <fmt/format.h>
 
 #include "ir/builder.h"
@@ -144,12 +147,12 @@ class CurrentContext {
     p.device->driver().check(a.cuCtxGetCurrent(&ctx_), "cuCtxGetCurrent");
     if (ctx_ == nullptr) {
       ctx_ = p.device->context();
-      id_ = p.device->context_id();
       p.device->driver().check(a.cuCtxPushCurrent(ctx_), "cuCtxPushCurrent");
       pushed_ = true;
-    } else {
-      id_ = jit::context_id(p.device->driver(), ctx_);
     }
+    // Asked also of the program's own context: the one it borrowed at compile time may have been
+    // destroyed and another made at its address, or a primary context reset (cudaDeviceReset).
+    id_ = jit::context_id(p.device->driver(), ctx_);
   }
   ~CurrentContext() {
     jit::cu::Context popped = nullptr;
@@ -160,8 +163,9 @@ class CurrentContext {
   jit::cu::Context get() const { return ctx_; }
   uint64_t id() const { return id_; }
   bool pushed() const { return pushed_; }  // the program's own context, none being current
-  // Whether this is the context `l` was loaded in.
+  // Whether this is the context `l` was loaded in, or that of `dc`.
   bool is(const Impl::Loaded& l) const { return l.ctx == ctx_ && l.ctx_id == id_; }
+  bool is(const jit::DeviceContext& dc) const { return dc.context() == ctx_ && dc.context_id() == id_; }
 
  private:
   const Impl& p_;
@@ -186,8 +190,7 @@ LoadedRefs find_loaded(const Impl::Path& path, const CurrentContext& ctx, bool w
 }
 
 LoadedRefs load_in_context(const Impl& p, const Impl::Path& path, const CurrentContext& ctx, bool wide) {
-  const bool own = ctx.get() == p.device->context() && ctx.id() == p.device->context_id();
-  std::shared_ptr<jit::DeviceContext> dc = own ? p.device
+  std::shared_ptr<jit::DeviceContext> dc = ctx.is(*p.device) ? p.device
                                                : jit::DeviceContext::open(p.options.device, p.device->driver_ptr());
   const ir::Graph& g = p.graph_of(path.kind);
   auto load = [&](int v) {
@@ -200,8 +203,13 @@ LoadedRefs load_in_context(const Impl& p, const Impl::Path& path, const CurrentC
       if (!l.variants[1]) l.variants[1] = v1;
       return {l.dc.get(), l.variants[0].get(), l.variants[1].get()};
     }
-  // An entry of a destroyed context at this handle stays (its modules went with the context, and
-  // unloading them could unload a later context's); it never matches again.
+  // The entries of a context destroyed at this handle are retired: their modules went with it (and
+  // are never unloaded: the handles may name a later context's), and a launch that found them
+  // before may still hold their pointers.
+  auto dead = std::stable_partition(path.contexts.begin(), path.contexts.end(),
+                                    [&](const Impl::Loaded& l) { return l.ctx != ctx.get(); });
+  std::move(dead, path.contexts.end(), std::back_inserter(path.retired));
+  path.contexts.erase(dead, path.contexts.end());
   path.contexts.push_back({ctx.get(), ctx.id(), dc, {v0, v1}});
   const Impl::Loaded& l = path.contexts.back();
   return {l.dc.get(), l.variants[0].get(), l.variants[1].get()};

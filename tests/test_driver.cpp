@@ -3,6 +3,7 @@
 // a failing launch) through a fake driver table, argument packing and address mapping through
 // host emulations of kernels, the poisoned checked run and the timing math.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <dlfcn.h>
 #include <algorithm>
 
@@ -288,15 +289,20 @@ TEST_CASE("modules are keyed by the context's id: a later context at a destroyed
   auto second = DeviceContext::open(0, d);
   CHECK(second->context() == first->context());
   CHECK(second->context_id() != first->context_id());
-  load_function(second, image, "sm_90", "k");
-  CHECK(fake_cuda::st().modules_per_context[b] == 2);
-  CHECK(module_cache_size() == 2);
-  // The dead context's module is not unloaded: its handle may name a live module now.
   fake_cuda::st().calls.clear();
   fake_cuda::st().record = true;
-  clear_module_cache();
+  load_function(second, image, "sm_90", "k");
   fake_cuda::st().record = false;
-  CHECK(std::count(fake_cuda::st().calls.begin(), fake_cuda::st().calls.end(), std::string("cuModuleUnload")) == 1);
+  CHECK(fake_cuda::st().modules_per_context[b] == 2);
+  // The dead context's entry is forgotten, not unloaded: its handle may name a live module now.
+  CHECK(module_cache_size() == 1);
+  CHECK(std::count(fake_cuda::st().calls.begin(), fake_cuda::st().calls.end(), std::string("cuModuleUnload")) == 0);
+  // A third context at another handle keeps its own entry beside it.
+  fake_cuda::ctx_push(reinterpret_cast<cu::Context>(0x3000));
+  load_function(DeviceContext::open(0, d), image, "sm_90", "k");
+  CHECK(module_cache_size() == 2);
+  fake_cuda::ctx_pop(&popped);
+  clear_module_cache();
   fake_cuda::ctx_pop(&popped);
 }
 
@@ -305,16 +311,21 @@ TEST_CASE("a CUBIN for this GPU that a driver of an older major cannot load says
   auto d = fake_cuda::reset();  // a CUDA 12.4 driver
   auto dc = DeviceContext::open(0, d);
   const std::vector<char> image = {'c', 'u', 'b', 'i', 'n'};
-  fake_cuda::st().load_result = cu::kErrorNoBinaryForGpu;
-  DriverErrorKind kind = DriverErrorKind::Other;
-  const std::string msg = error_of([&] { load_function(dc, image, "sm_90", "k"); }, &kind);
-  if (nvrtc_version().major > 12) {
-    CHECK(kind == DriverErrorKind::PtxTooNew);
-    CHECK(msg.find("the driver (CUDA 12.4) is older than NVRTC (CUDA " + nvrtc_version().str() +
-                   ") that produced this CUBIN, so it cannot load it") != std::string::npos);
-  } else {
-    CHECK(msg.find("compiled for sm_90 and does not run on") != std::string::npos);
-  }
+  for (cu::Result r : {cu::kErrorNoBinaryForGpu, cu::kErrorInvalidImage})
+    for (const char* target : {"sm_90", "sm_90a"}) {
+      CAPTURE(target);
+      fake_cuda::st().load_result = r;
+      DriverErrorKind kind = DriverErrorKind::Other;
+      const std::string msg = error_of([&] { load_function(dc, image, target, "k"); }, &kind);
+      CHECK(kind == DriverErrorKind::PtxTooNew);
+      CHECK(msg.find(fmt::format("the image was built for this GPU ({}), so the driver (CUDA 12.4) is likely older than "
+                                 "the CUDA toolkit (NVRTC) that built it",
+                                 target)) != std::string::npos);
+    }
+  fake_cuda::st().load_result = cu::kErrorInvalidImage;  // for another GPU: the driver's own error
+  DriverErrorKind kind = DriverErrorKind::PtxTooNew;
+  CHECK(error_of([&] { load_function(dc, image, "sm_80", "k"); }, &kind).find("likely older") == std::string::npos);
+  CHECK(kind == DriverErrorKind::Other);
   fake_cuda::st().load_result = 0;
   clear_module_cache();
   // Where NVRTC is looked for.

@@ -855,7 +855,7 @@ TEST_CASE("a warm launch issues only kernel launches and allocates nothing") {
   fake_cuda::ctx_pop(&popped);
   CHECK(record([&] { p.launch(in64, out64, params); }) == 0);
   CHECK(std::vector<std::string>(calls.begin(), calls.end()) ==
-        std::vector<std::string>{"cuCtxGetCurrent", "cuCtxPushCurrent", "cuLaunchKernel", "cuCtxPopCurrent"});
+        std::vector<std::string>{"cuCtxGetCurrent", "cuCtxPushCurrent", "cuCtxGetId", "cuLaunchKernel", "cuCtxPopCurrent"});
   // The unfused plan's intermediates are allocated and freed stream-ordered (docs/api.md).
   p.launch(in64, out64, params, nullptr, fj::PlanKind::Unfused);
   record([&] { p.launch(in64, out64, params, nullptr, fj::PlanKind::Unfused); });
@@ -902,6 +902,41 @@ TEST_CASE("one Program on two contexts loads its modules once per context") {
   }
   CHECK(fake_cuda::st().modules_per_context[b] == 2);
   CHECK(fake_cuda::st().modules_per_context[a] == 1);
+  // No context current: fusejit pushes the program's own, and asks its id too (a context it
+  // borrowed may be gone, a primary context reset).
+  p.launch(in, out);
+  CHECK(fake_cuda::st().modules_per_context[a] == 1);
+  fake_cuda::recreate_context(a);
+  for (int round = 0; round < 2; ++round) {
+    p.launch(in, out);
+    CHECK(y[3] == 2.0f);
+    y[3] = 0;
+  }
+  CHECK(fake_cuda::st().modules_per_context[a] == 2);
+  CHECK(fake_cuda::st().current == nullptr);
+}
+
+TEST_CASE("a launch that must allocate on a device without memory pools refuses a stream being captured") {
+  FakeGpu gpu;
+  fake_cuda::st().memory_pools = 0;
+  const fj::Program p = fj::Program::compile(
+      fj::Graph::parse("graph capture\ninput x : f32[16]\ny = exp(x) + 1\nz = y * 2\noutput z\n"), gpu_options());
+  auto keep = emulate(p);
+  std::vector<float> x(16, 0.0f), z(16, 0.0f);
+  const std::vector<int64_t> shape = {16};
+  const fj::TensorRef in[1] = {fj::TensorRef(static_cast<const void*>(x.data()), fj::DType::F32, shape)};
+  const fj::TensorRef out[1] = {fj::TensorRef(z.data(), fj::DType::F32, shape)};
+  p.launch(in, out, {}, nullptr, fj::PlanKind::Unfused);  // an intermediate: cuMemAlloc, synchronised cuMemFree
+  CHECK(z[3] == 4.0f);
+  CHECK(fake_cuda::st().live.empty());
+  fake_cuda::st().capturing = 1;
+  CHECK_THROWS_WITH_AS(p.launch(in, out, {}, nullptr, fj::PlanKind::Unfused),
+                       doctest::Contains("has no memory pools (MEMORY_POOLS_SUPPORTED is 0): cuMemAlloc and the "
+                                         "synchronisation before cuMemFree cannot be captured in a CUDA graph"),
+                       fj::Error);
+  CHECK(fake_cuda::st().live.empty());
+  p.launch(in, out);  // the fused plan allocates nothing: it may be captured
+  fake_cuda::st().capturing = 0;
 }
 
 namespace {

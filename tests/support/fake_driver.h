@@ -41,6 +41,7 @@ struct State {
   // Occupancy answers.
   int occ_block = 768, occ_blocks_per_sm = 2;
   int memory_pools = 1;  // MEMORY_POOLS_SUPPORTED: 0 as some virtual GPUs (no cuMemAllocAsync)
+  int capturing = 0;     // cuStreamIsCapturing's status (1: active); cuStreamSynchronize then fails (900)
   // Recorded activity.
   std::vector<Launch> launches;
   std::set<void*> live;        // live allocations
@@ -162,7 +163,8 @@ inline void recreate_context(cu::Context c) {
 }
 inline cu::Result stream_create(cu::Stream* s, unsigned) { note("cuStreamCreate"); *s = reinterpret_cast<cu::Stream>(new int(0)); return 0; }
 inline cu::Result stream_destroy(cu::Stream s) { note("cuStreamDestroy"); delete reinterpret_cast<int*>(s); return 0; }
-inline cu::Result stream_sync(cu::Stream) { note("cuStreamSynchronize"); return 0; }
+inline cu::Result stream_sync(cu::Stream) { note("cuStreamSynchronize"); return st().capturing ? 900 : 0; }
+inline cu::Result stream_capturing(cu::Stream, int* status) { note("cuStreamIsCapturing"); *status = st().capturing; return 0; }
 inline cu::Result module_load(cu::Module* m, const void*, unsigned, int*, void**) { note("cuModuleLoadDataEx");
   if (st().load_result) return st().load_result;
   ++st().modules_loaded;
@@ -292,6 +294,7 @@ inline DriverApi api() {
   a.cuStreamCreate = stream_create;
   a.cuStreamDestroy = stream_destroy;
   a.cuStreamSynchronize = stream_sync;
+  a.cuStreamIsCapturing = stream_capturing;
   a.cuModuleLoadDataEx = module_load;
   a.cuModuleUnload = module_unload;
   a.cuModuleGetFunction = get_function;

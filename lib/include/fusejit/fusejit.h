@@ -764,9 +764,10 @@ class Program {
   /// (jit/overlap.h), and a layout it cannot decide within a bound counts as sharing.
   /// On the GPU the caller's current CUDA context is used (else the device's primary context);
   /// each context loads the modules once, at its first launch. After that, a launch issues only
-  /// cuLaunchKernel on `stream` (plus cuCtxGetCurrent), so it may be captured into a CUDA graph,
-  /// except: a plan with intermediates (the unfused plan; a fused plan of several kernels)
-  /// allocates them with cuMemAllocAsync/cuMemFreeAsync on the stream, an output repeating another
+  /// cuLaunchKernel on `stream` (plus cuCtxGetCurrent and cuCtxGetId), so it may be captured into a
+  /// CUDA graph, except: a plan with intermediates (the unfused plan; a fused plan of several
+  /// kernels) allocates them with cuMemAllocAsync/cuMemFreeAsync on the stream (on a device without
+  /// memory pools, cuMemAlloc and a synchronised cuMemFree: not capturable), an output repeating another
   /// output's value is copied with cuMemcpyDtoDAsync, and the first launch at a new set of dim
   /// values may compile (docs/api.md, "CUDA graphs"). Tensors with no elements launch nothing.
   /// Throws Error(User) on a wrong count, dtype or shape (naming the tensor, as run() does), a bad
