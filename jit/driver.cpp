@@ -63,6 +63,13 @@ std::string format_bytes(uint64_t bytes) {
   return fmt::format("{:.1f} {}", v, units[u]);
 }
 
+int libcuda_version(void* handle) {
+  auto get_version = reinterpret_cast<DriverGetVersionFn>(dlsym(handle, "cuDriverGetVersion"));
+  int v = 0;
+  if (get_version == nullptr || get_version(&v) != cu::kSuccess) return 0;
+  return v;
+}
+
 std::shared_ptr<const Driver> Driver::load(const char* library) {
   std::shared_ptr<Driver> d(new Driver());
   dlerror();
@@ -77,10 +84,7 @@ std::shared_ptr<const Driver> Driver::load(const char* library) {
     return d;
   }
   d->handle_ = h;
-  if (auto get_version = reinterpret_cast<DriverGetVersionFn>(dlsym(h, "cuDriverGetVersion"))) {
-    int v = 0;
-    if (get_version(&v) == cu::kSuccess) d->version_ = v;
-  }
+  d->version_ = libcuda_version(h);
   auto gpa = reinterpret_cast<GetProcAddressFn>(dlsym(h, "cuGetProcAddress_v2"));
   if (gpa == nullptr) {
     d->reason_ = fmt::format(

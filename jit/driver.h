@@ -159,6 +159,9 @@ class DriverError : public std::runtime_error {
 // (CUDA 13.0) that produced this PTX ...", with what to do about it. Versions as cuDriverGetVersion.
 std::string ptx_too_new_message(int driver_version, int nvrtc_version);
 
+// cuDriverGetVersion of a dlopen'ed libcuda (no cuInit needed), e.g. 12040; 0 when it fails.
+int libcuda_version(void* handle);
+
 // "CUDA 12.4" style text for a version number as cuDriverGetVersion / CUDA_VERSION give it
 // (1000 * major + 10 * minor).
 std::string cuda_version_string(int version);

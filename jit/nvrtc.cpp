@@ -1,6 +1,7 @@
 #include "jit/nvrtc.h"
 
 #include "ir/error.h"
+#include "jit/driver.h"
 #include "jit/fork.h"
 
 #include <dlfcn.h>
@@ -85,12 +86,7 @@ bool resolve_all(void* h, NvrtcApi& a, std::string& missing) {
 // The driver itself, not the test hook's (set_driver_for_testing): NVRTC is loaded once a process.
 int installed_driver_version() {
   void* h = locked_dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);  // never closed, as jit/driver.cpp
-  if (h == nullptr) return 0;
-  using VersionFn = int (*)(int*);
-  auto get_version = reinterpret_cast<VersionFn>(dlsym(h, "cuDriverGetVersion"));
-  int v = 0;
-  if (get_version == nullptr || get_version(&v) != 0) return 0;
-  return v;
+  return h == nullptr ? 0 : libcuda_version(h);
 }
 
 std::shared_ptr<const Loaded> load_nvrtc(const std::optional<std::string>& only) {
