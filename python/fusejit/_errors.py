@@ -33,8 +33,28 @@ class Error(Exception):
 
     @property
     def location(self) -> str:
-        """"FILE:LINE:COL" when the error has a location in graph text, else ""."""
-        return f"{self.file}:{self.line}:{self.column}" if self.line else ""
+        """"FILE:LINE:COL" when the error has a location in graph text, "FILE:LINE" for a line of a
+        function traced by fusejit.fuse, else ""."""
+        if not self.line:
+            return ""
+        return f"{self.file}:{self.line}:{self.column}" if self.column else f"{self.file}:{self.line}"
+
+    def _locate_in_caller(self) -> None:
+        """An unlocated error raised while fusejit.fuse traced a function: located at the innermost
+        line of the traceback outside the fusejit package (the caller's line that built the op)."""
+        if self.line:
+            return
+        frame_line = None
+        tb = self.__traceback__
+        while tb is not None:
+            if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+                frame_line = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+            tb = tb.tb_next
+        if frame_line is None:
+            return
+        self.file, self.line = frame_line
+        self.diagnostic = f"{self.file}:{self.line}: {self.diagnostic}"
+        self.args = (self.diagnostic,)
 
 
 class UserError(Error, ValueError):

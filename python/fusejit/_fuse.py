@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._errors import FusejitWarning, UserError
+from ._errors import Error, FusejitWarning, UserError
 from ._fusejit import GraphBuilder, Value
 
 # NumPy ufunc -> fusejit op of the same meaning (docs/ops.md defines the values: within its ulp
@@ -104,8 +104,14 @@ def _array_ufunc(self: Value, ufunc: Any, method: str, *inputs: Any, **kwargs: A
         shown = f"np.{d.__name__}" if isinstance(d, type) else repr(str(d))
         cast = f"; cast the operands first: np.{name}(v.astype({shown}))" if "dtype" in kwargs else ""
         raise TypeError(f"{extra} is not supported on fusejit values (only the plain call np.{name}(...)){cast}")
-    if name == "square":
-        return inputs[0] * inputs[0]
+    if name == "square":  # a bool is squared as `v ** 2` (PyTorch's int64), not as logical `v * v`
+        v = inputs[0]
+        return v ** 2 if str(v.dtype) == "bool" else v * v
+    if name == "fabs" and str(inputs[0].dtype) not in _BYTES_OF_FLOAT:
+        # PyTorch has no fabs; NumPy's has float loops only: an integer or bool operand goes to the
+        # smallest float that holds it (float16 for bool, i8, u8; float64 for i32, i64).
+        import numpy as np
+        return _builder_of(inputs).op("abs", _astype(inputs[0], np.result_type(inputs[0].dtype.dtype, np.float16)))
     if name == "positive":
         return inputs[0]
     if name not in _UFUNCS:
@@ -138,13 +144,17 @@ def _cast_for_dtype(op_name: str, a: Any, dtype: Any) -> Value:
     if op_name in ("mean", "var", "std") and to not in _BYTES_OF_FLOAT:
         raise TypeError(f"{op_name} with an integer dtype= ({cast.dtype.name}): NumPy truncates the result; "
                         f"fusejit's {op_name} needs a float: {op_name} in a float dtype, then .astype(...)")
-    if op_name in ("var", "std") and to != "f64" and _BYTES_OF_FLOAT[to] < _BYTES_OF_FLOAT.get(of, 8):
-        # NumPy computes var's deviations in the operand's dtype promoted with dtype= (f64 for most
-        # integers) and only accumulates in dtype=; casting first would lose what a narrower dtype
-        # cannot hold (1e8 + 1 in f32).
-        raise TypeError(f"{op_name} with a dtype= narrower than the operand ({a.dtype.name} to "
-                        f"{cast.dtype.name}) is not supported: NumPy computes the deviations in "
-                        f"{a.dtype.name}; compute {op_name} in {a.dtype.name}, then .astype(...)")
+    if op_name in ("var", "std") and to != of:
+        # NumPy computes var's deviations (operand - mean) in the operand's dtype promoted with
+        # dtype= (numpy/_core/_methods.py, _var) and only accumulates in dtype=: casting first
+        # computes the same where that promotion is dtype= itself (i8 or bool to f32), and would
+        # lose what dtype= cannot hold elsewhere (1e8 + 1 in f32 from f64 or i32).
+        import numpy as np
+        deviations = np.result_type(a.dtype.dtype, cast.dtype.dtype)
+        if deviations != cast.dtype.dtype:
+            raise TypeError(f"{op_name} of {a.dtype.name} values with dtype={cast.dtype.name} is not supported: "
+                            f"NumPy computes the deviations in {deviations.name}, fusejit would in "
+                            f"{cast.dtype.name}; compute {op_name} in {deviations.name}, then .astype(...)")
     return cast
 
 
@@ -408,7 +418,15 @@ def install_value_methods() -> None:
     Value.clip = lambda self, min=None, max=None: _np_clip(self, min, max)
     Value.clip.__doc__ = "NumPy's ndarray.clip(min, max): clamp (either bound may be None)."
     Value.__getitem__ = _getitem
+    Value.__array__ = _no_array
     Value.__iter__ = None  # not iterable: no len() to iterate by (iter(v) is a TypeError, not a loop on __getitem__)
+
+
+def _no_array(self: Value, dtype: Any = None, copy: Any = None) -> Any:
+    """np.asarray(v), np.array(v), np.abs([v, v]): a TypeError that says why (NumPy asks for data)."""
+    raise TypeError("a fusejit value has no data while a graph is built or traced: np.asarray, np.array and lists of "
+                    "values would need it. Apply NumPy's functions to the value itself (np.exp(v), np.where(c, v, 0)); "
+                    "combine values with operators, not by stacking them in a list or array")
 
 
 def _getitem(self: Value, index: Any) -> Value:
@@ -707,6 +725,9 @@ class Fused:
         _TRACE.shape_read = False
         try:
             result = self._fn(*call.args, **call.kwargs)
+        except Error as e:
+            e._locate_in_caller()  # the line of the traced function that built the op
+            raise
         finally:
             read_shape = _TRACE.shape_read
             _TRACE.shape_read = outer or read_shape

@@ -236,16 +236,27 @@ def test_reductions_take_numpys_dtype():
         fusejit.fuse(lambda a: a.max(dtype=np.float32))(xb)
     # The method form takes NumPy's positional dtype as ndarray.sum does.
     assert np.array_equal(fusejit.fuse(lambda a: a.sum(-1, np.float32))(xb), s)
-    # Integer dtype= of mean/var/std (NumPy truncates) and var narrower than its operand (NumPy keeps
-    # the deviations wide) are refused, not computed otherwise than NumPy.
+    # Integer dtype= of mean/var/std (NumPy truncates) and a var dtype= other than the one NumPy
+    # computes the deviations in (the operand's dtype promoted with it) are refused, not computed
+    # otherwise than NumPy.
     with pytest.raises(TypeError, match="integer dtype="):
         fusejit.fuse(lambda a: a.mean(-1, dtype=np.int32))(xi)
     x64 = np.array([1e8, 1e8 + 1, 1e8 + 2, 1e8 + 3])
-    with pytest.raises(TypeError, match="narrower than the operand"):
+    with pytest.raises(TypeError, match="NumPy computes the deviations in float64"):
         fusejit.fuse(lambda a: a.var(dtype=np.float32))(x64)
-    with pytest.raises(TypeError, match="narrower than the operand"):
+    with pytest.raises(TypeError, match="NumPy computes the deviations in float64"):
         fusejit.fuse(lambda a: a.var(dtype=np.float32))(np.arange(4))
+    with pytest.raises(TypeError, match="int32 values with dtype=float16 is not supported: NumPy computes the deviations in float64"):
+        fusejit.fuse(lambda a: a.std(dtype=np.float16))(np.arange(4, dtype=np.int32))
+    with pytest.raises(TypeError, match="NumPy computes the deviations in float32"):
+        fusejit.fuse(lambda a: a.var(dtype=np.float16))(np.arange(4, dtype=np.float32))
     assert fusejit.fuse(lambda a: a.var(dtype=np.float64))(np.arange(4)) == np.arange(4).var(dtype=np.float64)
+    # Where the deviations are in dtype= itself (i8, u8, bool to f32 or f16), casting first is NumPy's.
+    for arr in (xi, xi.astype(np.uint8), xi > 0):
+        for dt in (np.float32, np.float16):
+            got = fusejit.fuse(lambda a, dt=dt: a.var(-1, dtype=dt, ddof=1))(arr)
+            want = arr.var(-1, dtype=dt, ddof=1)
+            assert got.dtype == want.dtype and np.allclose(got, want, rtol=2e-3), (arr.dtype, dt, got, want)
 
 
 def test_results_tuple_list_dict_repeated_and_passed_through():
@@ -723,3 +734,35 @@ def test_every_mapped_ufunc_builds_its_op():
         v = getattr(np, uf_name)(*([x] * uf.nin))
         assert isinstance(v, fusejit.Value), uf_name
         assert b.op(op_name, *([x] * uf.nin)).dtype == v.dtype, uf_name
+
+
+def test_numpy_ufuncs_without_a_pytorch_twin_follow_numpy():
+    # np.fabs has float loops only in NumPy (PyTorch has no fabs): an integer "absolute value" of
+    # INT_MIN stayed negative before. np.square of a bool is v ** 2 (int64, PyTorch's), not v * v.
+    for arr in (np.array([-2**31, -3, 5], np.int32), np.array([True, False]), np.array([-128, 3], np.int8),
+                np.array([200, 3], np.uint8), np.array([-2**63, 3], np.int64), np.array([-0.0, -2.5], np.float32)):
+        got, want = fusejit.fuse(lambda v: np.fabs(v))(arr), np.fabs(arr)
+        assert got.dtype == want.dtype and np.array_equal(got, want), (arr.dtype, got, want)
+    sq = fusejit.fuse(lambda v: np.square(v))(np.array([True, False]))
+    assert sq.dtype == np.int64 and sq.tolist() == [1, 0]
+    # NumPy asking a value for its data says why there is none ("Could not convert object to sequence").
+    for f in (lambda v: np.asarray(v), lambda v: np.array(v) + 1, lambda v: np.abs([v, v])):
+        with pytest.raises(TypeError, match="a fusejit value has no data while a graph is built or traced"):
+            fusejit.fuse(f)(np.ones(3, np.float32))
+
+
+def test_an_error_while_tracing_is_located_at_the_line_that_built_the_op():
+    def f(a, b):
+        c = a * 2
+        return c + b  # the line of the error
+
+    line = f.__code__.co_firstlineno + 2
+    with pytest.raises(fusejit.UserError) as info:
+        fusejit.fuse(f)(np.ones((3, 4), np.float32), np.ones(3, np.float32))
+    e = info.value
+    assert e.location == f"{__file__}:{line}" and e.line == line and e.column == 0
+    assert str(e).startswith(f"{__file__}:{line}: error: shapes [a_0=3, a_1=4] and [a_0=3] do not broadcast")
+    # An error in graph text keeps its own location.
+    with pytest.raises(fusejit.UserError) as info:
+        fusejit.Graph.parse("input x : f32[4]\ny = tanhh(x)\noutput y", filename="g.txt")
+    assert info.value.location == "g.txt:2:5"
