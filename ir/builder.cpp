@@ -452,6 +452,24 @@ Operand GraphBuilder::cast(const Operand& x, DType to, Loc loc) {
   return Operand::of(add_typed(Op::Cast, to, args, loc));
 }
 
+// pow(x, 2) -> mul(x, x), pow(x, 0.5) -> sqrt(x), pow(x, -1) -> reciprocal(x) for a literal
+// exponent (a scalar) and a float result: what NumPy (its power loops' scalar fast paths, `x ** 2`
+// and np.power alike) and PyTorch (ATen's pow with a Scalar exponent, CPU and CUDA) both compute,
+// so the bits are theirs (C pow differs from x*x in the last bit, and pow(-inf, 0.5) is +inf where
+// sqrt gives NaN). A tensor exponent keeps C pow, as theirs. x is cast to the float dtype first.
+std::optional<Operand> GraphBuilder::scalar_pow(const Operand& x, const Operand& exponent, DType operand, Loc loc) {
+  if (!exponent.is_literal() || exponent.lit.cat == Category::Bool) return std::nullopt;
+  const double c = exponent.lit.cat == Category::Float ? exponent.lit.f : static_cast<double>(exponent.lit.i);
+  if (c != 2.0 && c != 0.5 && c != -1.0) return std::nullopt;
+  const Operand base = g_.node(x.node).dtype == operand ? x : cast(x, operand, loc);
+  if (c == 2.0) {
+    const Operand both[2] = {base, base};
+    return apply(Op::Mul, both, loc);
+  }
+  const Operand one[1] = {base};
+  return apply(c == 0.5 ? Op::Sqrt : Op::Reciprocal, one, loc);
+}
+
 Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
   const OpInfo& info = op_info(op);
   if (info.rule == TypeRule::Leaf || info.rule == TypeRule::Cast)
@@ -470,6 +488,9 @@ Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
   check_defined_on(op, common, loc);
   const RuleDtypes rd = rule_dtypes(info.rule, common);
   const DType operand = rd.operand, result = rd.result;
+  if (op == Op::Pow && is_float(result)) {
+    if (std::optional<Operand> fast = scalar_pow(args[0], args[1], operand, loc)) return *fast;
+  }
 
   std::vector<NodeId> ids;
   for (size_t k = 0; k < args.size(); ++k) {

@@ -65,6 +65,13 @@ struct Printer {
       if (a.op == Op::Const && a.name.empty() && uses[n.args[k]] == 1) cand.push_back(k);
     }
     if (cand.empty() || static_cast<int>(cand.size()) == n.nargs) return;  // need a strong operand
+    // A literal exponent of 2, 0.5 or -1 builds mul, sqrt or reciprocal (GraphBuilder::scalar_pow):
+    // such a typed constant exponent of a pow stays `cast(2.0, f32)`.
+    if (n.op == Op::Pow && is_float(n.dtype) && cand.back() == 1) {
+      const Scalar& c = g.node(n.args[1]).value;
+      const double v = is_float(c.dtype) ? c.f : static_cast<double>(c.i);
+      if (v == 2.0 || v == 0.5 || v == -1.0) return;
+    }
     for (size_t c = 0; c < cand.size(); ++c)
       if (n.args[cand[c]] != j - static_cast<NodeId>(cand.size() - c)) return;
     // Re-run the builder's typing (ir::result_type) with the candidates weak.

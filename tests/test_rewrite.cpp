@@ -281,7 +281,8 @@ TEST_CASE("strength reduction: x/2^k -> x*2^-k and pow(x, 2) -> x*x, exhaustivel
     CHECK(bad_div == 0);
   }
   Graph g = text("input x : f16[32]\ninput y : f32[32]\ninput k : i32[32]\n"
-                 "a = x / 2\nb = pow(x, 2)\nc = y / 0.25\nd = pow(y, 2)\ne = pow(k, 2)\nf = y / 3\n"
+                 // Typed constant exponents: a literal 2 with a float result is built as x*x (builder).
+                 "a = x / 2\nb = pow(x, cast(2, f16))\nc = y / 0.25\nd = pow(y, cast(2, f32))\ne = pow(k, 2)\nf = y / 3\n"
                  "output a, b, c, d, e, f\n");
   RewriteResult r = rewrite(g);
   CHECK(count(r, "div-pow2") == 2);
