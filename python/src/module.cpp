@@ -617,7 +617,10 @@ void bind_program(nb::module_& m) {
       .def_prop_ro("graph", &Program::graph)
       .def_prop_ro("rewritten", &Program::rewritten)
       .def_prop_ro("rewrite_summary", &Program::rewrite_summary)
-      .def_prop_ro("plan_text", &Program::plan_text)
+      .def_prop_ro("plan_text", &Program::plan_text,
+                   "Fusion groups, traffic and predicted ratio (as `fusejit plan`) at the compiled dims (the "
+                   "graph's, for a fuse trace its first call's sizes); a launch at other sizes runs the same "
+                   "kernels with the grid, row split and row cache chosen for them")
       .def("kernels", [](const Program& p, std::string_view plan) { return p.kernels(plan_kind(plan)); }, "plan"_a)
       .def_prop_ro("specializations", &Program::specializations)
       .def(

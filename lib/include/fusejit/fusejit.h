@@ -737,7 +737,10 @@ class Program {
   const Graph& graph() const;            ///< the graph as given
   const Graph& rewritten() const;        ///< after rewrites (what the fused kernels compute)
   std::string rewrite_summary() const;   ///< one line: "rewrites (strict mode): mul-chain x1;" (or "none fired")
-  std::string plan_text() const;         ///< fusion groups, traffic and predicted ratio (as `fusejit plan`)
+  /// Fusion groups, traffic and predicted ratio (as `fusejit plan`), at the compiled dims (graph()'s).
+  /// A launch at other dim values runs the same kernels with the grid, row split and row cache it
+  /// chooses for those values; `fusejit plan --dim` or compile(graph().with_dims(...)) shows them.
+  std::string plan_text() const;
   /// One entry per fusion group of the plan, plan order, at the compiled dims; their read_bytes +
   /// write_bytes summed is the traffic of one run. A snapshot: the unfused plan's entries say
   /// CacheOutcome::NotBuilt until it is first used (or built by Options::build_unfused).
