@@ -491,16 +491,21 @@ Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
   if (op == Op::Pow && is_float(result)) {
     if (std::optional<Operand> fast = scalar_pow(args[0], args[1], operand, loc)) return *fast;
   }
+  return Operand::of(add_typed(op, result, operand_nodes(op, args, operand, loc), loc));
+}
 
+// The operands of `op` as nodes of the dtypes it takes: literals become constants of `operand`
+// (a where's condition: bool), other dtypes are cast to it.
+std::vector<NodeId> GraphBuilder::operand_nodes(Op op, std::span<const Operand> args, DType operand, Loc loc) {
+  const TypeRule rule = op_info(op).rule;
   std::vector<NodeId> ids;
   for (size_t k = 0; k < args.size(); ++k) {
-    DType want = operand;
-    if (info.rule == TypeRule::Where && k == 0) want = DType::Bool;
-    if (info.rule == TypeRule::Pred) {
+    const DType want = rule == TypeRule::Where && k == 0 ? DType::Bool : operand;
+    if (rule == TypeRule::Pred) {
       ids.push_back(args[k].node);  // strong by construction (arity 1)
       continue;
     }
-    if (args[k].is_literal()) check_operand_literal(op, info.rule, args[k].lit, want, loc);
+    if (args[k].is_literal()) check_operand_literal(op, rule, args[k].lit, want, loc);
     NodeId id = args[k].is_literal() ? constant(literal_to_scalar(args[k].lit, want), loc) : args[k].node;
     if (g_.node(id).dtype != want) {
       NodeId c[1] = {id};
@@ -508,7 +513,7 @@ Operand GraphBuilder::apply(Op op, std::span<const Operand> args, Loc loc) {
     }
     ids.push_back(id);
   }
-  return Operand::of(add_typed(op, result, ids, loc));
+  return ids;
 }
 
 DType GraphBuilder::common_dtype(Op op, std::span<const Operand> args) const {

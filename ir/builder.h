@@ -171,6 +171,7 @@ class GraphBuilder {
   // pow(x, literal 2 / 0.5 / -1) as mul / sqrt / reciprocal (NumPy's and PyTorch's scalar fast
   // paths), x strong and the result float (`operand`); nullopt for any other pow.
   std::optional<Operand> scalar_pow(const Operand& x, const Operand& exponent, DType operand, Loc loc);
+  std::vector<NodeId> operand_nodes(Op op, std::span<const Operand> args, DType operand, Loc loc);
   DType common_dtype(Op op, std::span<const Operand> args) const;
   Shape broadcast(const Shape& a, const Shape& b, Loc loc) const;
   Graph g_;
