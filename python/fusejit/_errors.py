@@ -31,6 +31,11 @@ class Error(Exception):
         self.column = column
         self.diagnostic = diagnostic
 
+    def __reduce__(self):
+        # pickle and copy rebuild the error from all its fields (args holds only the diagnostic,
+        # which __init__ would take for the message and render again).
+        return (type(self), (self.message, self.file, self.line, self.column, self.diagnostic))
+
     @property
     def location(self) -> str:
         """"FILE:LINE:COL" when the error has a location in graph text, "FILE:LINE" for a line of a

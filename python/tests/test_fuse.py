@@ -762,6 +762,11 @@ def test_an_error_while_tracing_is_located_at_the_line_that_built_the_op():
     e = info.value
     assert e.location == f"{__file__}:{line}" and e.line == line and e.column == 0
     assert str(e).startswith(f"{__file__}:{line}: error: shapes [a_0=3, a_1=4] and [a_0=3] do not broadcast")
+    # Pickled or copied (multiprocessing, concurrent.futures), it keeps its text and fields.
+    import copy
+    import pickle
+    for e2 in (pickle.loads(pickle.dumps(e)), copy.copy(e)):
+        assert type(e2) is type(e) and str(e2) == str(e) and e2.location == e.location and e2.message == e.message
     # An error in graph text keeps its own location.
     with pytest.raises(fusejit.UserError) as info:
         fusejit.Graph.parse("input x : f32[4]\ny = tanhh(x)\noutput y", filename="g.txt")
