@@ -42,7 +42,7 @@ CompileError with_kept_source(const CompileError& e, DiskStore& store, std::stri
 // ---- keys ----
 
 DiskKeyInputs make_key_inputs(std::string source, const CompileRequest& request, std::string codegen_version) {
-  return DiskKeyInputs{std::move(source), nvrtc_version().str(), request.options, request.target,
+  return DiskKeyInputs{std::move(source), nvrtc_identity(), request.options, request.target,
                        std::move(codegen_version)};
 }
 

@@ -33,7 +33,7 @@ namespace fusejit::jit {
 struct DiskKeyInputs {
   std::string source;                 // the complete generated CUDA source (location comments are
                                       // left out of the key: jit/source_key.h)
-  std::string compiler_version;       // e.g. nvrtc_version().str()
+  std::string compiler_version;       // nvrtc_identity(): "13.0 (109338064 bytes)"
   std::vector<std::string> options;   // compile options except the architecture, in order
   Target target;                      // architecture and output kind (CUBIN/PTX)
   std::string codegen_version;        // fusejit's code generator version constant (required)

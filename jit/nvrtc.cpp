@@ -5,6 +5,7 @@
 #include "jit/fork.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <nvrtc.h>  // types and constants only: every function is called through NvrtcApi
 
@@ -51,7 +52,18 @@ struct Loaded {
   bool ok = false;
   std::string reason;
   NvrtcApi api;
+  int64_t library_bytes = -1;  // the loaded libnvrtc's size: tells patch releases of one version apart
 };
+
+// The size of the file the library holding `symbol` was loaded from, -1 if unknown.
+int64_t library_bytes_of(void* symbol) {
+  Dl_info info{};
+  struct stat st{};
+  if (symbol == nullptr || ::dladdr(symbol, &info) == 0 || info.dli_fname == nullptr ||
+      ::stat(info.dli_fname, &st) != 0)
+    return -1;
+  return static_cast<int64_t>(st.st_size);
+}
 
 std::mutex g_nvrtc_mutex;
 std::shared_ptr<const Loaded> g_nvrtc;               // guarded by g_nvrtc_mutex
@@ -107,6 +119,7 @@ std::shared_ptr<const Loaded> load_nvrtc(const std::optional<std::string>& only)
     std::string missing;
     if (resolve_all(h, l->api, missing)) {
       l->ok = true;
+      l->library_bytes = library_bytes_of(reinterpret_cast<void*>(l->api.nvrtcVersion));
       return l;
     }
     tried.push_back(c + " lacks " + missing);
@@ -242,6 +255,12 @@ NvrtcVersion nvrtc_version() {
   NvrtcVersion r;
   if (!l->ok || l->api.nvrtcVersion(&r.major, &r.minor) != NVRTC_SUCCESS) r = NvrtcVersion{};
   return r;
+}
+
+std::string nvrtc_identity() {
+  const std::shared_ptr<const Loaded> l = loaded_nvrtc();
+  const std::string version = nvrtc_version().str();
+  return l->library_bytes >= 0 ? fmt::format("{} ({} bytes)", version, l->library_bytes) : version;
 }
 
 bool nvrtc_available() { return loaded_nvrtc()->ok; }

@@ -72,6 +72,11 @@ struct NvrtcVersion {
 };
 NvrtcVersion nvrtc_version();
 
+// What the kernel cache keys NVRTC by: its version and the size of the library file loaded,
+// "13.0 (109338064 bytes)" (nvrtcVersion gives major.minor only, and patch releases of one
+// version may generate other code); the version alone when the size cannot be read.
+std::string nvrtc_identity();
+
 // The architectures the loaded NVRTC can target (nvrtcGetSupportedArchs), ascending, e.g.
 // {75, 80, ..., 120}. Throws NvrtcUnavailable.
 std::vector<int> nvrtc_supported_archs();

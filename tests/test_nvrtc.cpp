@@ -60,6 +60,12 @@ TEST_CASE("NVRTC version is reported") {
   NvrtcVersion v = nvrtc_version();
   CHECK(v.major >= 12);
   CHECK(v.str() == std::to_string(v.major) + "." + std::to_string(v.minor));
+  // The cache's name for it adds the library's size (patch releases share major.minor).
+  const std::string id = nvrtc_identity();
+  CAPTURE(id);
+  CHECK(id.rfind(v.str() + " (", 0) == 0);
+  CHECK(id.size() > v.str().size() + 8);
+  CHECK(id.substr(id.size() - 7) == " bytes)");
 }
 
 TEST_CASE("a small kernel compiles to CUBIN for sm_75, sm_80, sm_90 and sm_100") {
