@@ -153,11 +153,19 @@ TEST_CASE("casts: float to int truncates, NaN -> 0, out of range saturates; int 
   CHECK_I(cast(F32(200), DType::I8), 127);
   CHECK_I(cast(F32(-128.9), DType::I8), -128);
   CHECK_I(cast(F32(-1000), DType::I8), -128);
+  // float -> u8 through i64, as PyTorch (c10::static_cast_with_inter_type) and NumPy: wraps.
   CHECK_I(cast(F32(-0.5), DType::U8), 0);
-  CHECK_I(cast(F32(-1), DType::U8), 0);
+  CHECK_I(cast(F32(-1), DType::U8), 255);
+  CHECK_I(cast(F32(-1.9), DType::U8), 255);
+  CHECK_I(cast(F32(-129), DType::U8), 127);
   CHECK_I(cast(F32(255.9), DType::U8), 255);
-  CHECK_I(cast(F32(256), DType::U8), 255);
-  CHECK_I(cast(F(DType::F16, 65504), DType::U8), 255);
+  CHECK_I(cast(F32(256), DType::U8), 0);
+  CHECK_I(cast(F32(300), DType::U8), 44);
+  CHECK_I(cast(F(DType::F16, 65504), DType::U8), 224);
+  CHECK_I(cast(F32(kNaN), DType::U8), 0);
+  CHECK_I(cast(F32(kInf), DType::U8), 255);  // past i64: i64's saturation, then the low byte
+  CHECK_I(cast(F32(-kInf), DType::U8), 0);
+  CHECK_I(cast(F64(1e30), DType::U8), 255);
   CHECK_I(cast(F(DType::BF16, -kInf), DType::I64), kI64Min);
   // int -> int wraps (two's complement).
   CHECK_I(cast(I32(300), DType::U8), 44);
@@ -199,7 +207,7 @@ TEST_CASE("every one of the 9x9 casts is defined and identity casts are exact") 
       CHECK(r.dtype == to);
       if (from == to) CHECK(r.same_as(x));
       if (to == DType::Bool) CHECK(r.i == 1);
-      if (to == DType::U8 && is_float(from)) CHECK(r.i == 0);            // -3.0 saturates
+      if (to == DType::U8 && is_float(from)) CHECK(r.i == 253);          // -3.0 wraps through i64
       if (to == DType::U8 && (from == DType::I8 || from == DType::I32 || from == DType::I64)) CHECK(r.i == 253);
     }
 }

@@ -228,7 +228,8 @@ FJ_FN bool fj_cvt_bool(double x) { return x != 0.0; }
 
 // To integers. From integers: two's-complement wrap (through the unsigned type). From floats:
 // truncate toward zero; NaN -> 0; x >= HI -> MAX; x <= LO -> MIN, where HI = MAX + 1 and
-// LO = MIN for signed types (LO = -1 for u8, saturating to 0); in-range conversions are exact.
+// LO = MIN; in-range conversions are exact. u8 is PyTorch's (c10::static_cast_with_inter_type,
+// CPU and CUDA) and NumPy's: through i64, so a truncated value wraps (-1.0 -> 255, 300.0 -> 44).
 #define FJ_CVT_INT(NAME, T, U, HI, LO, MAXV, MINV)                                            \
   FJ_FN T fj_cvt_##NAME(bool x) { return (T)(x ? 1 : 0); }                                   \
   FJ_FN T fj_cvt_##NAME(signed char x) { return (T)(U)x; }                                   \
@@ -248,11 +249,17 @@ FJ_FN bool fj_cvt_bool(double x) { return x != 0.0; }
     return (T)x;                                                                             \
   }
 FJ_CVT_INT(i8, signed char, unsigned char, 128.0, -128.0, (signed char)127, (signed char)(-128))
-FJ_CVT_INT(u8, unsigned char, unsigned char, 256.0, -1.0, (unsigned char)255, (unsigned char)0)
 FJ_CVT_INT(i32, int, unsigned int, 2147483648.0, -2147483648.0, 2147483647, (-2147483647 - 1))
 FJ_CVT_INT(i64, long long, unsigned long long, 9223372036854775808.0, -9223372036854775808.0,
            9223372036854775807ll, (-9223372036854775807ll - 1ll))
 #undef FJ_CVT_INT
+FJ_FN unsigned char fj_cvt_u8(bool x) { return (unsigned char)(x ? 1 : 0); }
+FJ_FN unsigned char fj_cvt_u8(signed char x) { return (unsigned char)x; }
+FJ_FN unsigned char fj_cvt_u8(unsigned char x) { return x; }
+FJ_FN unsigned char fj_cvt_u8(int x) { return (unsigned char)(unsigned int)x; }
+FJ_FN unsigned char fj_cvt_u8(long long x) { return (unsigned char)(unsigned long long)x; }
+FJ_FN unsigned char fj_cvt_u8(double x) { return (unsigned char)(unsigned long long)fj_cvt_i64(x); }
+FJ_FN unsigned char fj_cvt_u8(float x) { return (unsigned char)(unsigned long long)fj_cvt_i64(x); }
 
 // To f32 / f64: the C++ conversions (round to nearest even; exact where representable).
 FJ_FN float fj_cvt_f32(bool x) { return x ? 1.0f : 0.0f; }

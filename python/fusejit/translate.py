@@ -10,7 +10,7 @@ and each reduction one in ``REDUCTIONS`` (a new op without one fails that test b
 
 The NumPy translation follows docs/ops.md exactly where NumPy alone would not: an f16/bf16 node
 is computed in f32 and rounded once to its dtype (``fj.wide``), float -> integer casts saturate
-(NaN -> 0), integer ``pow`` takes negative exponents, ``fma`` is rounded once and ``lerp`` is
+(NaN -> 0; u8 through i64, wrapping, as PyTorch), integer ``pow`` takes negative exponents, ``fma`` is rounded once and ``lerp`` is
 torch's fma form (``fj.cast``, ``fj.pow``, ``fj.fma``, ``fj.lerp``). It differs from fusejit
 only where the math libraries do (NumPy's SVML or Python's ``math`` against glibc: a few ulp,
 covered by ``TOLERANCE``). CuPy shares the expressions (half nodes in f32 too), but its
@@ -251,7 +251,8 @@ class _Helpers:
 
     def cast(self, x: Any, dtype: str) -> Any:
         """docs/ops.md "Casts": float -> integer truncates, NaN -> 0, saturates at the dtype's
-        MIN/MAX (NumPy's astype is undefined there); float -> bool is x != 0 (NaN -> true)."""
+        MIN/MAX (NumPy's astype is undefined there), u8 through i64 (wrapping, PyTorch's rule);
+        float -> bool is x != 0 (NaN -> true)."""
         to = getattr(self, dtype)
         if self.backend == "cupy" or x.dtype.kind not in "fV":  # V: ml_dtypes' bfloat16
             return x.astype(to)
@@ -259,10 +260,12 @@ class _Helpers:
             return x != 0
         if dtype not in ("i8", "u8", "i32", "i64"):
             return x.astype(to)  # one rounding from the exact value (NumPy, ml_dtypes)
+        if dtype == "u8":
+            return self.cast(x, "i64").astype(to)  # the low byte of the saturated i64
         np, info = self.mod, self.mod.iinfo(to)
         x = x.astype(np.float32) if x.dtype.itemsize == 2 else x  # halves: exact in f32
-        hi = 2.0 ** (info.bits if info.min == 0 else info.bits - 1)  # MAX + 1, exact in any float
-        lo = -1.0 if info.min == 0 else float(info.min)  # x <= lo saturates to MIN (u8: 0)
+        hi = 2.0 ** (info.bits - 1)  # MAX + 1, exact in any float
+        lo = float(info.min)  # x <= lo saturates to MIN
         t = np.where((x > lo) & (x < hi), np.trunc(x), 0).astype(to)  # NaN fails both tests: 0
         return np.where(x >= hi, to.type(info.max), np.where(x <= lo, to.type(info.min), t))
 

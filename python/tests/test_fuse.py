@@ -788,3 +788,10 @@ def test_a_scalar_exponent_of_2_half_or_minus_1_gives_numpys_and_pytorchs_bits()
                 assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True), dt
     k = np.array([3, -4, 46341], np.int32)
     assert np.array_equal(fusejit.fuse(lambda v: v ** 2)(k), k ** 2)  # integers: wrapping, as before
+
+
+def test_a_float_to_u8_cast_wraps_through_int64_as_numpy_and_pytorch():
+    x = np.array([-1.0, -1.9, -0.5, -129.0, 255.9, 256.0, 300.0, 200.0, np.nan], np.float32)
+    got = fusejit.fuse(lambda v: v.astype(np.uint8))(x)
+    with np.errstate(invalid="ignore"):
+        assert got.tolist() == x.astype(np.uint8).tolist() == [255, 255, 0, 127, 255, 0, 44, 200, 0]
