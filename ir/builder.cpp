@@ -459,7 +459,8 @@ Operand GraphBuilder::cast(const Operand& x, DType to, Loc loc) {
 // sqrt gives NaN). A tensor exponent keeps C pow, as theirs. x is cast to the float dtype first.
 std::optional<Operand> GraphBuilder::scalar_pow(const Operand& x, const Operand& exponent, DType operand, Loc loc) {
   if (!exponent.is_literal() || exponent.lit.cat == Category::Bool) return std::nullopt;
-  const double c = exponent.lit.cat == Category::Float ? exponent.lit.f : static_cast<double>(exponent.lit.i);
+  // Compared in the operand's dtype, as NumPy and PyTorch's CUDA kernel compare it (2.0000001 is 2 in f32).
+  const double c = literal_to_scalar(exponent.lit, operand).f;
   if (c != 2.0 && c != 0.5 && c != -1.0) return std::nullopt;
   const Operand base = g_.node(x.node).dtype == operand ? x : cast(x, operand, loc);
   if (c == 2.0) {

@@ -168,8 +168,8 @@ class GraphBuilder {
  private:
   NodeId push(Node n);
   Operand fold_literals(Op op, std::span<const Operand> args, Loc loc) const;
-  // pow(x, literal 2 / 0.5 / -1) as mul / sqrt / reciprocal (NumPy's and PyTorch's scalar fast
-  // paths), x strong and the result float (`operand`); nullopt for any other pow.
+  // pow(x, literal 2 / 0.5 / -1, compared in `operand`) as mul / sqrt / reciprocal (NumPy's and
+  // PyTorch's scalar fast paths), x strong and the result float (`operand`); nullopt otherwise.
   std::optional<Operand> scalar_pow(const Operand& x, const Operand& exponent, DType operand, Loc loc);
   std::vector<NodeId> operand_nodes(Op op, std::span<const Operand> args, DType operand, Loc loc);
   DType common_dtype(Op op, std::span<const Operand> args) const;

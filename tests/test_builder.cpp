@@ -661,13 +661,15 @@ TEST_CASE("pow with a literal exponent of 2, 0.5 or -1 and a float result is Num
       "graph p\ninput x : f32[4]\ninput h : bf16[4]\ninput k : i32[4]\nparam e : f32 = 2.0\n"
       "a = x ** 2\nb = pow(x, 0.5)\nc = x ** -1\nd = pow(h, 2.0)\nf = pow(k, 2.0)\n"
       "n1 = pow(x, 3.0)\nn2 = pow(k, 2)\nn3 = pow(x, e)\nn4 = pow(x, cast(2.0, f32))\nn5 = pow(x, -0.5)\n"
-      "output a, b, c, d, f, n1, n2, n3, n4, n5\n");
+      "r = pow(x, 2.0000001)\nn6 = pow(cast(x, f64), 2.0000001)\n"  // compared in the operand's dtype
+      "output a, b, c, d, f, n1, n2, n3, n4, n5, r, n6\n");
   const std::string text = g.to_text();
   CAPTURE(text);
-  for (const char* built : {"a = x * x\n", "b = sqrt(x)\n", "c = reciprocal(x)\n", "d = h * h\n", "f = %"})
+  for (const char* built : {"a = x * x\n", "b = sqrt(x)\n", "c = reciprocal(x)\n", "d = h * h\n", "f = %", "r = x * x\n"})
     CHECK(text.find(built) != std::string::npos);
   CHECK(text.find("cast(k, f32)") != std::string::npos);  // an int base with a float literal: cast, then x*x
-  for (const char* kept : {"n1 = pow(x, 3.0)", "n2 = pow(k, 2)", "n3 = pow(x, e)", "n4 = pow(x, %", "n5 = pow(x, -0.5)"})
+  for (const char* kept : {"n1 = pow(x, 3.0)", "n2 = pow(k, 2)", "n3 = pow(x, e)", "n4 = pow(x, %", "n5 = pow(x, -0.5)",
+                           "n6 = pow(%"})
     CHECK(text.find(kept) != std::string::npos);
   // A typed constant exponent prints as a cast, so the text reads back as the same C pow.
   CHECK(text.find("= cast(2.0, f32)\n") != std::string::npos);
