@@ -50,14 +50,14 @@ void route_cache_warnings() {
 
 // ---- Options --------------------------------------------------------------------------------
 
-// An explicit Options::arch, checked against this NVRTC. Its errors are about the option, not the
-// graph file, so they carry no file name.
-jit::ArchDecision explicit_target(const std::string& arch, MessageStyle style) {
+// An explicit Options::arch (or `what` names where it came from), checked against this NVRTC.
+// Its errors are about the option, not the graph file, so they carry no file name.
+jit::ArchDecision explicit_target(const std::string& arch, MessageStyle style, const char* what = nullptr) {
   return translate_errors([&] {
     try {
       return jit::check_explicit_target(jit::parse_target(arch), jit::supported_archs());
     } catch (const ir::UserError& e) {
-      throw ir::UserError(option_name(OptionField::Arch, style) + ": " + e.what());
+      throw ir::UserError((what ? std::string(what) : option_name(OptionField::Arch, style)) + ": " + e.what());
     }
   });
 }
@@ -473,7 +473,9 @@ std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& ar
     o.arch = arch;
     check_options(o);
     translate_errors([&] { check_extra_nvrtc_options(o); });
-    jit::ArchDecision d = explicit_target(arch, o.message_style);
+    // The arch is this function's argument in C++ (the CLI's --arch, Python's arch= otherwise).
+    const jit::ArchDecision d = explicit_target(
+        arch, o.message_style, o.message_style == MessageStyle::Api ? "compile_to_dir's arch argument" : nullptr);
     std::shared_ptr<Program::Impl> p = rewrite_and_plan(graph, o, 0);
     p->backend = Backend::Cuda;  // compiled for a GPU; nothing is loaded, no device is needed
     p->gpu_target = d.target;

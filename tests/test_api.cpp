@@ -606,6 +606,9 @@ TEST_CASE("Options::arch is checked on the CPU path too; messages name the API f
     CHECK(e.kind() == fj::ErrorKind::User);
     CHECK(std::string(e.what()).rfind("Options::arch: invalid GPU architecture 'sm_9000x'", 0) == 0);
   }
+  // compile_to_dir's arch is its own argument, not an Options field.
+  CHECK_THROWS_WITH_AS(fj::compile_to_dir(build_swiglu(), "sm_9", "unused-folder"),
+                       doctest::Contains("compile_to_dir's arch argument: invalid GPU architecture 'sm_9'"), fj::Error);
   o.arch = "sm_90";
   o.nvrtc_options = {"--maxrregcount=32"};
   o.device = 3;

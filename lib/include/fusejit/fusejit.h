@@ -324,10 +324,10 @@ struct Extent {
   /// Any integer type (int, int64_t, size_t, ...). A size over INT64_MAX becomes -1, which
   /// GraphBuilder::input refuses as a negative size.
   template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
-  Extent(I size)  // NOLINT
-      : size(std::is_unsigned_v<I> && static_cast<uint64_t>(size) > static_cast<uint64_t>(INT64_MAX)
+  Extent(I n)  // NOLINT
+      : size(std::is_unsigned_v<I> && static_cast<uint64_t>(n) > static_cast<uint64_t>(INT64_MAX)
                  ? -1
-                 : static_cast<int64_t>(size)) {}
+                 : static_cast<int64_t>(n)) {}
   Extent(DimRef d) : dim(d.index), builder(d.builder), named(true) {}  // NOLINT
   int64_t size = 1;
   int32_t dim = -1;
@@ -587,9 +587,9 @@ struct TensorView {
   std::span<const std::byte> data;
   std::span<const int64_t> strides;
   TensorView() = default;
-  TensorView(DType dtype, std::span<const int64_t> shape, std::span<const std::byte> data,
-             std::span<const int64_t> strides = {})
-      : dtype(dtype), shape(shape), data(data), strides(strides) {}
+  TensorView(DType dtype_, std::span<const int64_t> shape_, std::span<const std::byte> data_,
+             std::span<const int64_t> strides_ = {})
+      : dtype(dtype_), shape(shape_), data(data_), strides(strides_) {}
   TensorView(const HostTensor& t) : dtype(t.dtype()), shape(t.shape()), data(t.data()) {}  // NOLINT: implicit by design
 };
 
@@ -614,16 +614,18 @@ struct TensorRef {
   /// those this process sees (after CUDA_VISIBLE_DEVICES), as the driver's and torch's.
   int device = -1;
   TensorRef() = default;
-  TensorRef(void* data, DType dtype, std::span<const int64_t> shape, std::span<const int64_t> strides = {})
-      : data(data), dtype(dtype), shape(shape), strides(strides) {}
+  TensorRef(void* data_, DType dtype_, std::span<const int64_t> shape_, std::span<const int64_t> strides_ = {})
+      : data(data_), dtype(dtype_), shape(shape_), strides(strides_) {}
   /// An input from a pointer to const: launch() never writes an input that is not also an output.
-  TensorRef(const void* data, DType dtype, std::span<const int64_t> shape, std::span<const int64_t> strides = {})
-      : data(const_cast<void*>(data)), dtype(dtype), shape(shape), strides(strides) {}
+  TensorRef(const void* data_, DType dtype_, std::span<const int64_t> shape_, std::span<const int64_t> strides_ = {})
+      : data(const_cast<void*>(data_)), dtype(dtype_), shape(shape_), strides(strides_) {}
   /// No memory: for a tensor with no elements.
-  TensorRef(std::nullptr_t, DType dtype, std::span<const int64_t> shape, std::span<const int64_t> strides = {})
-      : dtype(dtype), shape(shape), strides(strides) {}
+  TensorRef(std::nullptr_t, DType dtype_, std::span<const int64_t> shape_, std::span<const int64_t> strides_ = {})
+      : dtype(dtype_), shape(shape_), strides(strides_) {}
   /// A host tensor's storage (CPU backend).
   TensorRef(HostTensor& t) : data(t.data().data()), dtype(t.dtype()), shape(t.shape()) {}  // NOLINT: implicit by design
+  /// Also from a const HostTensor, so that inputs need no copy; launch() writes a tensor given as
+  /// an output, const or not (the caller's to avoid: outputs should be non-const tensors).
   TensorRef(const HostTensor& t)  // NOLINT: implicit by design
       : data(const_cast<std::byte*>(t.data().data())), dtype(t.dtype()), shape(t.shape()) {}
 };
