@@ -3,6 +3,7 @@
 // kernels, and return injected errors. Single-threaded tests only; reset() before each use.
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -169,10 +170,11 @@ inline cu::Result module_load(cu::Module* m, const void*, unsigned, int*, void**
   if (st().load_result) return st().load_result;
   ++st().modules_loaded;
   ++st().modules_per_context[st().current];
-  *m = reinterpret_cast<cu::Module>(new int(0));
+  // A handle, not memory: a destroyed context's modules are never unloaded (recreate_context).
+  *m = reinterpret_cast<cu::Module>(static_cast<uintptr_t>(0x100000 + st().modules_loaded));
   return 0;
 }
-inline cu::Result module_unload(cu::Module m) { note("cuModuleUnload"); delete reinterpret_cast<int*>(m); return 0; }
+inline cu::Result module_unload(cu::Module) { note("cuModuleUnload"); return 0; }
 inline cu::Result get_function(cu::Function* f, cu::Module, const char* name) { note("cuModuleGetFunction");
   st().function_names.emplace_back(name);
   *f = reinterpret_cast<cu::Function>(&st().function_names.back());
