@@ -878,40 +878,32 @@ TEST_CASE("one Program on two contexts loads its modules once per context") {
   const fj::TensorRef in[1] = {fj::TensorRef(static_cast<const void*>(x.data()), fj::DType::F32, shape)};
   const fj::TensorRef out[1] = {fj::TensorRef(y.data(), fj::DType::F32, shape)};
   const auto a = fake_cuda::primary(), b = reinterpret_cast<fusejit::jit::cu::Context>(0x2000);
-  fusejit::jit::cu::Context popped = nullptr;
+  // Launches in `ctx` (none current: nullptr) and checks the result.
+  auto launch_in = [&](fusejit::jit::cu::Context ctx) {
+    fusejit::jit::cu::Context popped = nullptr;
+    if (ctx) fake_cuda::ctx_push(ctx);
+    p.launch(in, out);
+    if (ctx) fake_cuda::ctx_pop(&popped);
+    CHECK(y[3] == 2.0f);
+    y[3] = 0;
+  };
   for (int round = 0; round < 3; ++round)
-    for (auto ctx : {a, b}) {
-      fake_cuda::ctx_push(ctx);
-      p.launch(in, out);
-      fake_cuda::ctx_pop(&popped);
-      CHECK(y[3] == 2.0f);
-      y[3] = 0;
-    }
+    for (auto ctx : {a, b}) launch_in(ctx);
   CHECK(fake_cuda::st().modules_per_context[a] == 1);
   CHECK(fake_cuda::st().modules_per_context[b] == 1);
   // A context destroyed and another made at its address (a handle the driver reused): its modules
   // went with it, so the new one loads its own (found by the old handle, a launch would fail on a
   // dead module, or run whatever a reused function handle names).
   fake_cuda::recreate_context(b);
-  for (int round = 0; round < 2; ++round) {
-    fake_cuda::ctx_push(b);
-    p.launch(in, out);
-    fake_cuda::ctx_pop(&popped);
-    CHECK(y[3] == 2.0f);
-    y[3] = 0;
-  }
+  for (int round = 0; round < 2; ++round) launch_in(b);
   CHECK(fake_cuda::st().modules_per_context[b] == 2);
   CHECK(fake_cuda::st().modules_per_context[a] == 1);
   // No context current: fusejit pushes the program's own, and asks its id too (a context it
   // borrowed may be gone, a primary context reset).
-  p.launch(in, out);
+  launch_in(nullptr);
   CHECK(fake_cuda::st().modules_per_context[a] == 1);
   fake_cuda::recreate_context(a);
-  for (int round = 0; round < 2; ++round) {
-    p.launch(in, out);
-    CHECK(y[3] == 2.0f);
-    y[3] = 0;
-  }
+  for (int round = 0; round < 2; ++round) launch_in(nullptr);
   CHECK(fake_cuda::st().modules_per_context[a] == 2);
   CHECK(fake_cuda::st().current == nullptr);
 }
