@@ -207,14 +207,19 @@ std::string file_problem(const struct stat& st) {
 
 // Removes whatever is at an entry path without following it: a folder with its contents only when
 // it has an entry's name (`<key>.fjk`), else only when empty, so no path ever empties a folder of
-// the user's (a path cut short by a system call was once one).
-void remove_odd(const fs::path& path) {
+// the user's (a path cut short by a system call was once one). Returns "" when nothing is left
+// there, else why it could not be removed.
+std::string remove_odd(const fs::path& path) {
   struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) return;
+  if (::lstat(path.c_str(), &st) != 0) return "";
   std::error_code ec;
-  if (!S_ISDIR(st.st_mode)) ::unlink(path.c_str());
-  else if (path.extension() == kEntrySuffix) fs::remove_all(path, ec);
+  if (!S_ISDIR(st.st_mode)) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return std::strerror(errno);
+    return "";
+  }
+  if (path.extension() == kEntrySuffix) fs::remove_all(path, ec);
   else fs::remove(path, ec);
+  return ec && ec != std::errc::no_such_file_or_directory ? ec.message() : "";
 }
 
 // ---- the environment ----
@@ -641,14 +646,15 @@ void DiskStore::unlock_shared_after_fork() {
 }
 
 namespace {
-// One registry entry per folder however it is named: "d", "d/", "./d" and a symlink to it.
-std::string folder_id(const fs::path& folder) {
+// The folder as one path however it is named: "d", "d/", "./d" and a symlink to it. The store
+// keeps this path, so a symlink repointed later never moves it into an unchecked folder.
+fs::path resolved_folder(const fs::path& folder) {
   std::error_code ec;
   fs::path p = fs::weakly_canonical(folder, ec);
   if (ec) p = folder.lexically_normal();
   std::string s = p.string();
   while (s.size() > 1 && s.back() == '/') s.pop_back();
-  return "dir:" + s;
+  return s;
 }
 }  // namespace
 
@@ -659,11 +665,11 @@ std::shared_ptr<DiskStore> DiskStore::shared(const std::string& dir, bool disk) 
   bool none_set = false;
   if (disk && !env.disabled) {
     std::error_code ec;
-    if (!dir.empty()) folder = fs::absolute(dir, ec);
-    else if (env.dir) folder = env.dir;
+    if (!dir.empty()) folder = resolved_folder(fs::absolute(dir, ec));
+    else if (env.dir) folder = resolved_folder(*env.dir);
     else none_set = true;
   }
-  const std::string id = folder ? folder_id(*folder) : none_set ? "none" : "off";
+  const std::string id = folder ? "dir:" + folder->string() : none_set ? "none" : "off";
   StoreRegistry& reg = store_registry();
   std::lock_guard lock(reg.mu);
   auto& stores = reg.stores;
@@ -721,6 +727,20 @@ void DiskStore::disable(const std::string& why) {
                    dir_.string(), why));
 }
 
+// Checks the cache folder again before each use, as at start: removed under this process, it is
+// made again; replaced or opened up since (another owner, group- or world-writable), it is not
+// used from here on (one warning): a load from it, or a build in it, would run what others put
+// there. One stat; a use between this check and a change of the folder is not caught.
+bool DiskStore::root_usable() {
+  if (!enabled()) return false;
+  struct stat st;
+  const bool gone = ::lstat(dir_.c_str(), &st) != 0 && errno == ENOENT;
+  const std::string problem = gone ? make_private_folder(dir_) : folder_problem(dir_, true);
+  if (problem.empty()) return true;
+  disable(problem);
+  return false;
+}
+
 // Is `prefix` (DIR/ab) a private folder of ours? "" when it is; creates it when `create`;
 // replaces a file or link in its place (with a warning); disables the store (one warning) for a
 // folder it must not use. "missing" when it does not exist and `create` is false.
@@ -763,18 +783,23 @@ std::string DiskStore::prefix_problem_once(const fs::path& prefix, bool create) 
 void DiskStore::discard(const fs::path& path, const std::string& problem, const void* seen_stat) {
   struct stat now;
   const auto* seen = static_cast<const struct stat*>(seen_stat);
+  std::string kept;  // why it could not be deleted
   if (!seen || (::lstat(path.c_str(), &now) == 0 && now.st_ino == seen->st_ino && now.st_dev == seen->st_dev))
-    remove_odd(path);
+    kept = remove_odd(path);
   {
     std::lock_guard lock(mutex_);
     ++counters_.discarded;
+    // fetch_or_build looks twice (before and after the key's lock): one warning for what stays
+    if (!kept.empty() && !warned_discards_.insert(path.string()).second) return;
   }
-  warn(fmt::format("kernel cache entry {} was unusable ({}); deleted, it is rebuilt", path.string(), problem));
+  if (kept.empty()) warn(fmt::format("kernel cache entry {} was unusable ({}); deleted, it is rebuilt", path.string(), problem));
+  else warn(fmt::format("kernel cache entry {} is unusable ({}) and could not be deleted ({}); it is rebuilt each "
+                        "time it is needed", path.string(), problem, kept));
 }
 
 LoadResult DiskStore::load(const DiskKey& key) {
   LoadResult r;
-  if (!enabled()) return r;
+  if (!root_usable()) return r;
   const fs::path path = entry_path(dir_, key.key);
   if (!prefix_problem(path.parent_path(), false).empty()) return r;
   // O_NONBLOCK: a FIFO in an entry's place must not block the open; O_NOFOLLOW: never a link.
@@ -810,7 +835,7 @@ LoadResult DiskStore::load(const DiskKey& key) {
 }
 
 bool DiskStore::store(const DiskKey& key, const EntryMeta& meta, std::span<const char> payload) {
-  if (!enabled()) return false;
+  if (!root_usable()) return false;
   const fs::path final_path = entry_path(dir_, key.key);
   const fs::path prefix = final_path.parent_path();
   if (!prefix_problem(prefix, true).empty()) return false;
@@ -858,7 +883,7 @@ DiskStore::Fetched DiskStore::fetch_or_build(const DiskKey& key, const std::func
   };
   if (LoadResult l = load(key); loaded(l)) return f;
   EntryLock lock;
-  if (enabled()) {
+  if (root_usable()) {
     fs::path lock_path = entry_path(dir_, key.key);
     lock_path.replace_extension(kLockSuffix);
     if (prefix_problem(lock_path.parent_path(), true).empty()) {
@@ -926,8 +951,27 @@ fs::path DiskStore::Scratch::keep() {
   return std::exchange(path_, {});
 }
 
+namespace {
+// The temporary folder as std::filesystem::temp_directory_path finds it (TMPDIR, TMP, TEMP,
+// TEMPDIR, else /tmp), but an empty variable counts as unset (as mktemp and Python's tempfile
+// read TMPDIR), and a bad one is named in the error.
+fs::path temp_folder() {
+  for (const char* name : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"}) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) continue;
+    struct stat st;
+    const int rc = ::stat(v, &st);
+    if (rc != 0 || !S_ISDIR(st.st_mode))
+      throw std::runtime_error(fmt::format("no temporary folder for a kernel build: {}={}: {}; set {} to a writable "
+                                           "folder", name, v, rc != 0 ? std::strerror(errno) : "not a folder", name));
+    return v;
+  }
+  return "/tmp";
+}
+}  // namespace
+
 DiskStore::Scratch DiskStore::scratch() {
-  for (int attempt = 0; attempt < 3 && enabled(); ++attempt) {
+  for (int attempt = 0; attempt < 3 && (attempt > 0 || root_usable()) && enabled(); ++attempt) {
     std::string tmpl = (dir_ / (std::string(kBuildPrefix) + "XXXXXX")).string();
     if (!::mkdtemp(tmpl.data())) {
       // The cache folder was removed under this process: made again, with its checks at start.
@@ -938,9 +982,7 @@ DiskStore::Scratch DiskStore::scratch() {
     std::error_code ec;
     fs::remove_all(tmpl, ec);  // removed by a `cache clear` before it was locked: another name
   }
-  std::error_code ec;
-  const fs::path tmp = fs::temp_directory_path(ec);
-  if (ec) throw std::runtime_error("no temporary folder for a kernel build: " + ec.message());
+  const fs::path tmp = temp_folder();
   sweep_tmp_builds(tmp);
   std::string tmpl = (tmp / (std::string(kTmpBuildPrefix) + "XXXXXX")).string();
   if (!::mkdtemp(tmpl.data()))  // mode 0700, a fresh name
@@ -1016,9 +1058,8 @@ bool remove_found(const ScannedFile& f, ClearResult& r) {
   if (f.type == FileType::Lock) return remove_unused_lock(f.path);
   if (f.type == FileType::Build) return remove_unused_build(f.path);
   if (!f.odd.empty()) {
-    remove_odd(f.path);
     struct stat st;
-    if (::lstat(f.path.c_str(), &st) != 0) return true;
+    if (remove_odd(f.path).empty() || ::lstat(f.path.c_str(), &st) != 0) return true;
     if (r.kept++ == 0) r.kept_error = fmt::format("{}: {} that could not be removed", f.path.string(), f.odd);
     return false;
   }

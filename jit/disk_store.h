@@ -24,6 +24,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -150,7 +151,8 @@ class DiskStore {
   DiskStore& operator=(const DiskStore&) = delete;
 
   // The process-wide store of folder `dir` ("" = from the environment; one store however the
-  // folder is named: relative, with a trailing '/', through a symlink) with the cap the
+  // folder is named: relative, with a trailing '/', through a symlink, which is resolved now: the
+  // store keeps the folder it named then) with the cap the
   // environment sets at this call (FUSEJIT_CACHE_MAX_MB, read again each time), shared by the GPU kernel cache and the host modules so that the folder gets one
   // set of warnings and one size account. `disk` false or FUSEJIT_DISABLE_CACHE give a disabled
   // store; no folder in the environment gives one too, after one warning. Throws ir::FileError
@@ -221,6 +223,7 @@ class DiskStore {
 
  private:
   void warn(const std::string& message);
+  bool root_usable();
   std::string prefix_problem(const std::filesystem::path& prefix, bool create);
   std::string prefix_problem_once(const std::filesystem::path& prefix, bool create);  // no disable()
   void discard(const std::filesystem::path& path, const std::string& problem, const void* seen_stat);
@@ -231,6 +234,7 @@ class DiskStore {
   mutable std::mutex mutex_;  // guards the fields below and the warning callback
   bool ok_ = false;
   bool warned_unusable_ = false;
+  std::set<std::string> warned_discards_;  // entry paths warned of (a second look warns no more)
   StoreCounters counters_;
   int64_t approx_bytes_ = -1;  // size of the entries, for the cap (-1: not scanned yet)
   std::chrono::steady_clock::time_point scanned_;  // when approx_bytes_ was last counted from the folder

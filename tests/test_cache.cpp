@@ -861,6 +861,46 @@ TEST_CASE("the size cap evicts the least recently used entries") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("a cache folder replaced or opened up under a running process is not used from then on") {
+  // A folder removed and made again by someone else (a tmp cleaner, then another user), or made
+  // group- or world-writable, was used as it was checked at start: its builds and loads went on.
+  for (const bool replace : {false, true}) {
+    CAPTURE(replace);
+    const fs::path dir = make_temp_dir() / "cache";
+    Warnings w;
+    KernelCache cache(config_for(dir, w.handler()));
+    DiskKeyInputs first = inputs_n(40);
+    CHECK(cache.get_or_compile(first, [&] { return fake_compile(first); }).outcome == CacheOutcome::Compiled);
+    if (replace) {
+      fs::remove_all(dir);
+      fs::create_directory(dir);
+    }
+    fs::permissions(dir, fs::perms::all);
+    const std::vector<std::string> before = tree(dir);
+    DiskKeyInputs second = inputs_n(41);
+    CHECK(cache.get_or_compile(second, [&] { return fake_compile(second); }).outcome == CacheOutcome::Compiled);
+    CHECK(tree(dir) == before);  // nothing written there
+    CHECK_FALSE(cache.disk_enabled());
+    REQUIRE(w.list.size() == 1);
+    CHECK(doctest::String(w.list[0].c_str()) == doctest::Contains("may be written by its group or other users"));
+    fs::remove_all(dir.parent_path());
+  }
+}
+
+TEST_CASE("a store named through a symlink keeps its folder when the link is repointed") {
+  const fs::path dir = make_temp_dir();
+  fs::create_directory(dir / "a");
+  fs::permissions(dir / "a", fs::perms::owner_all);
+  fs::create_directory(dir / "b");
+  fs::create_symlink(dir / "a", dir / "link");
+  const std::shared_ptr<DiskStore> store = DiskStore::shared((dir / "link").string(), true);
+  CHECK(store->dir() == fs::canonical(dir / "a"));
+  fs::remove(dir / "link");
+  fs::create_symlink(dir / "b", dir / "link");
+  CHECK(DiskStore::shared((dir / "a").string(), true)->dir() == fs::canonical(dir / "a"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("one shared store per folder however it is named; its cap as the environment says at each call") {
   const fs::path dir = make_temp_dir();
   fs::create_directories(dir / "c");
@@ -1563,6 +1603,22 @@ TEST_CASE("--no-cache (disk_cache = false) leaves nothing on disk, also when the
   }
   CHECK(tree(tmp).empty());
   fs::remove_all(tmp);
+}
+
+TEST_CASE("a build folder without a disk cache: an empty TMPDIR counts as unset, a bad one is named") {
+  fj::Options o = cpu_options();
+  o.disk_cache = false;
+  {
+    ScopedEnv t("TMPDIR", "");
+    CHECK(all_are(cpu_outcomes("input q : i32[3]\nr = q * 11\noutput r\n", "q.txt", o), "compiled"));
+  }
+  ScopedEnv t("TMPDIR", "/nonexistent-fusejit-tmp");
+  try {
+    cpu_outcomes("input q : i32[3]\nr = q * 13\noutput r\n", "q.txt", o);
+    FAIL("compiled without a temporary folder");
+  } catch (const fj::Error& e) {
+    CHECK(doctest::String(e.what()) == doctest::Contains("TMPDIR=/nonexistent-fusejit-tmp: No such file or directory"));
+  }
 }
 
 TEST_CASE("a compile worker's warnings name the thread whose call it is (warning_origin)") {
