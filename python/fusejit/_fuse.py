@@ -459,6 +459,9 @@ _TRACE_LOCK = threading.RLock()
 _MAX_ENTRIES = 64  # programs kept per function; the oldest trace is dropped beyond (torch.compile: 8)
 _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile's recompile limit is 8)
 _FLOAT_KEY = float.hex  # -0.0 and 0.0, each NaN payload alike: hex tells 0.0 from -0.0
+# Distinct values of one float argument, the rest of the pattern alike, before a warning that names
+# it: two may be two call sites' constants, a third looks like a value that changes every call.
+_FLOAT_VALUES_WARNING_AT = 3
 
 
 def _graph_name(name: str, fallback: str, taken: set) -> str:
@@ -569,6 +572,7 @@ class Fused:
         self._defaults = tuple(p.default for p in params)
         self._min_args = max((k + 1 for k, p in enumerate(params) if p.default is inspect.Parameter.empty), default=0)
         self._specialised_by_shape = False
+        self._float_values: dict = {}  # (pattern without one float argument's value, its tag) -> values seen
 
     traces = property(lambda self: self._traces,
                       doc="How many times the function has been traced (once per new argument pattern).")
@@ -704,6 +708,7 @@ class Fused:
                         "every step); compute from the values instead, e.g. x.mean(-1) rather than "
                         "x.sum(-1) / x.shape[-1], or pass dynamic=False to say so")
         self._traces += 1
+        said += self._changing_floats(key)
         if self._traces == _TRACE_WARNING_AT:
             why = ("each new size traces and compiles again, since it reads a value's .shape"
                    if self._specialised_by_shape else
@@ -712,6 +717,28 @@ class Fused:
                    "(np.float32(lr)) to make it an input")
             said.append(f"fuse: '{self.__name__}' has been traced {self._traces} times ({why})")
         return key, entry
+
+    def _changing_floats(self, key: tuple) -> list:
+        """Warnings for the float arguments that have now been traced at _FLOAT_VALUES_WARNING_AT
+        distinct values with the rest of the pattern alike (each argument warned of once)."""
+        said = []
+        static, parts = key
+        for k, part in enumerate(parts):
+            if len(part) != 2 or part[1][0] is not float:  # (tag, (float, hex)): a Python float constant
+                continue
+            seen = self._float_values.setdefault((static, parts[:k] + parts[k + 1:], part[0]), set())
+            if len(seen) >= _FLOAT_VALUES_WARNING_AT:
+                continue  # said already
+            seen.add(part[1][1])
+            if len(seen) == _FLOAT_VALUES_WARNING_AT:
+                name = _tag_name(part[0])
+                said.append(f"fuse: '{self.__name__}' has traced and compiled a new program for each of "
+                            f"{len(seen)} values of its argument '{name}' (a Python float is a constant of the "
+                            f"trace); if it changes from call to call, pass it as a 0-d array, e.g. "
+                            f"np.float32({name}), to make it an input of one program")
+        if len(self._float_values) > 4 * _MAX_ENTRIES:  # patterns traced long ago: forget them
+            self._float_values.clear()
+        return said
 
     def _trace_once(self, bound: inspect.BoundArguments, items: list, static: bool) -> tuple[_Entry, bool]:
         """One trace and compile; also whether the function read a shape meanwhile."""
@@ -815,7 +842,8 @@ def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) ->
     (``astype``, ``sum``, ``mean``, ``max``, ``var``, ...), and :func:`fusejit.op` /
     :func:`fusejit.reduce` for every op of docs/ops.md. It returns one value or a tuple, list or dict
     of values. Other arguments (numbers, strings, None) are constants of the trace: Python numbers
-    are weakly typed literals, so each new value traces and compiles again.
+    are weakly typed literals, so each new value traces and compiles again (a FusejitWarning names
+    a float argument traced at three values; pass one that changes every call as np.float32(v)).
 
     dynamic: True (default) gives each class of equal sizes other than 1 a named dim, so new sizes
     run the same program; False specialises on every size. options: :func:`fusejit.compile`'s

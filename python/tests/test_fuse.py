@@ -60,7 +60,8 @@ def test_a_new_pattern_traces_again_and_an_old_one_does_not():
     f(a3, np.ones((1, 3), np.float32), 1.0)  # rank
     f(np.ones((3, 3), np.float32), np.ones(3, np.float32), 1.0)  # two equal sizes: one dim
     f(a3, np.ones(3, np.float32), 2.0)  # a Python number's value
-    f(a3, np.ones(3, np.float32), -0.0)
+    with pytest.warns(fusejit.FusejitWarning, match="each of 3 values of its argument 's'"):
+        f(a3, np.ones(3, np.float32), -0.0)
     f(a3, np.ones(3, np.float32), 0.0)  # 0.0 is not -0.0
     assert f.traces == 7
     with pytest.warns(fusejit.FusejitWarning, match="traced 8 times"):  # the 8th trace says so
@@ -452,6 +453,24 @@ def test_many_traces_warn_at_the_callers_line():
             f(np.ones(2, np.float32), float(k))
     msgs = [w for w in caught if "traced 8 times" in str(w.message)]
     assert len(msgs) == 1 and msgs[0].filename == __file__ and issubclass(msgs[0].category, fusejit.FusejitWarning)
+
+
+def test_a_float_argument_traced_at_three_values_is_named_once():
+    f = fusejit.fuse(lambda a, lr, eps: a * lr + eps)
+    a = np.ones(2, np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        f(a, 0.1, 1e-6)
+        f(a, 0.2, 1e-6)
+        f(a, 0.2, 1e-5)  # eps's second value: two constants of two call sites, say
+        f(a, 0.1, 1e-6)  # an old pattern: no trace
+        assert not caught and f.traces == 3
+        f(a, 0.3, 1e-6)  # lr's third value with the rest alike
+        f(a, 0.4, 1e-6)
+        f(np.ones(2, np.float64), 0.5, 1e-6)  # another pattern: lr's values there are counted apart
+    msgs = [str(w.message) for w in caught]
+    assert len(msgs) == 1 and "for each of 3 values of its argument 'lr'" in msgs[0], msgs
+    assert "np.float32(lr)" in msgs[0] and caught[0].filename == __file__
 
 
 def test_options_reach_compile():
