@@ -356,7 +356,8 @@ class Program:
     rewritten = property(lambda self: self._p.rewritten, doc="the graph after rewrites (what the kernels compute)")
     rewrite_summary = property(lambda self: self._p.rewrite_summary,
                                doc='one line: the rules that fired and their counts, '
-                                   '"rewrites (strict mode): mul-chain x1;" (or "none fired")')
+                                   '"rewrites (strict mode): mul-chain x1, dead-code x3" '
+                                   '(or "rewrites (strict mode): none fired")')
     plan_text = property(lambda self: self._p.plan_text, doc="fusion groups and traffic, as `fusejit plan`")
     kernels = property(lambda self: self._p.kernels("fused"), doc="the fused plan's kernels (KernelInfo list)")
     unfused_kernels = property(lambda self: self._p.kernels("unfused"),
@@ -365,8 +366,14 @@ class Program:
                                doc="kernels built after compile for other dims (64-bit index, new broadcasts)")
 
     def cuda_source(self, plan: str = "fused") -> str:
-        """The generated CUDA C++ of every kernel of the plan ("fused" or "unfused"), in plan order."""
-        return "\n".join(k.source for k in self._p.kernels(plan))
+        """The generated CUDA C++ of every kernel of the plan ("fused" or "unfused"), in plan order.
+        Raises UserError for the unfused plan before it is built (its first use, or
+        compile(..., build_unfused=True))."""
+        kernels = self._p.kernels(plan)
+        if any(k.cache == "not built" for k in kernels):
+            raise UserError(f'cuda_source("{plan}"): the {plan} plan is not built yet: it is built on its first '
+                            f'use (prog(..., plan="{plan}")) or by compile(..., build_unfused=True)')
+        return "\n".join(k.source for k in kernels)
 
     def _bind(self, args: tuple, kwargs: dict) -> tuple[list, dict]:
         """The input arrays in declaration order, and the params given."""
@@ -542,8 +549,9 @@ class Program:
 
 
 def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, backend: str = "auto",
-            cache_dir: str | os.PathLike[str] | None = None, disk_cache: bool = True, nvrtc_options: Sequence[str] = (),
-            device: int = 0, dump_dir: str | os.PathLike[str] | None = None, build_unfused: bool = False,
+            cache_dir: str | bytes | os.PathLike[str] | None = None, disk_cache: bool = True,
+            nvrtc_options: Sequence[str] = (),
+            device: int = 0, dump_dir: str | bytes | os.PathLike[str] | None = None, build_unfused: bool = False,
             row_split: int = 0, row_cache: bool = True, row_cache_limit: int = 0) -> Program:
     """Rewrites, plans and compiles a graph (or loads its kernels from the cache): ``Program::compile``.
 
@@ -599,7 +607,8 @@ def _check_device(device: Any) -> None:
         raise TypeError(f"device: expected a CUDA device ordinal (an int), got {device!r}")
 
 
-def load(dir: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | None = None, disk_cache: bool = True,
+def load(dir: str | bytes | os.PathLike[str], *, cache_dir: str | bytes | os.PathLike[str] | None = None,
+         disk_cache: bool = True,
          device: int = 0, backend: str = "auto") -> Program:
     """Loads a folder written by ``fusejit compile GRAPH --arch sm_XY -o DIR``: ``Program::load``.
     Its index, graph.txt and fused kernels are checked on any machine; running its binaries needs a GPU
@@ -616,28 +625,28 @@ def load(dir: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | Non
 
 
 # The kernel cache on disk (the wheel has no `fusejit cache` command): docs/api.md, "The kernel cache".
-def cache_path(cache_dir: str | os.PathLike[str] | None = None) -> str:
+def cache_path(cache_dir: str | bytes | os.PathLike[str] | None = None) -> str:
     """The kernel cache folder, an absolute path: cache_dir, else $FUSEJIT_CACHE_DIR, else
     $XDG_CACHE_HOME/fusejit, else ~/.cache/fusejit (``fusejit cache path``). Raises UserError when
     none is set or a cache environment variable is malformed."""
     return _fusejit.cache_path(cache_dir)
 
 
-def cache_stats(cache_dir: str | os.PathLike[str] | None = None) -> CacheStats:
+def cache_stats(cache_dir: str | bytes | os.PathLike[str] | None = None) -> CacheStats:
     """The cache folder's counts: GPU kernel entries and CPU-path host modules and their bytes, the
     size cap, damaged entries, temporary files (``fusejit cache stats``). Reads the folder only.
     Raises UserError as :func:`cache_path`."""
     return _fusejit.cache_stats(cache_dir)
 
 
-def cache_list(cache_dir: str | os.PathLike[str] | None = None) -> list[CacheEntry]:
+def cache_list(cache_dir: str | bytes | os.PathLike[str] | None = None) -> list[CacheEntry]:
     """Every entry of the cache folder, most recently used first (``fusejit cache list``): key,
     file, bytes, kernel names, target ("sm_90", "compute_90" or "host") and whether it is valid.
     Raises UserError as :func:`cache_path`."""
     return _fusejit.cache_list(cache_dir)
 
 
-def cache_clear(cache_dir: str | os.PathLike[str] | None = None) -> int:
+def cache_clear(cache_dir: str | bytes | os.PathLike[str] | None = None) -> int:
     """Removes every entry (GPU kernels and CPU host modules) and temporary file of the cache
     folder, except what builds running meanwhile in other processes use; returns how many entries
     were removed (``fusejit cache clear``). Programs already compiled keep their kernels (in

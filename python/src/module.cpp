@@ -530,7 +530,7 @@ void bind_graph(nb::module_& m) {
           "text"_a, "filename"_a = nb::none(), "dims"_a = nb::none(),
           "Parses and verifies graph text (docs/graph-format.md). filename: named in errors (default "
           "\"<string>\"). dims: {name: size} overriding the file's `dim` declarations. Raises UserError "
-          "with file:line:col for bad text, an unknown dim or a size < 0.")
+          "with file:line:col for bad text, and naming the dim for an unknown dim or a size < 0.")
       .def_static(
           "load",
           [](nb::handle path, std::optional<nb::dict> dims) {
@@ -576,8 +576,9 @@ void bind_graph(nb::module_& m) {
           "row_cache_limit"_a.none() = 0, "arch"_a.none() = nb::none(),
           nb::sig("def plan(self, fast_math: bool = False, row_split: int = 0, row_cache: bool = True, "
                   "row_cache_limit: int = 0, arch: str | None = None) -> dict[str, typing.Any]"),
-          "`fusejit plan --json` as Python objects: the rewritten graph, its fusion groups, their traffic "
-          "and notes (docs/python.md). fast_math as compile's; row_split, row_cache and row_cache_limit: "
+          "`fusejit plan --json` as Python objects (without its \"warnings\", which come as "
+          "FusejitWarning): the rewrites that fired, the fused and unfused plans' fusion groups, their traffic "
+          "and notes (docs/python.md); Program.rewritten is the rewritten graph. fast_math as compile's; row_split, row_cache and row_cache_limit: "
           "plan reductions as compile(...) runs them; arch (\"sm_90\"): as on a GPU of that compute "
           "capability (its row cache limit; short rows re-read), None: without a GPU (row_cache_limit 0: "
           "48 KiB). Raises TypeError/ValueError/UserError for bad option values as compile does, and "

@@ -738,7 +738,7 @@ class Program {
   bool fast_math() const;
   const Graph& graph() const;            ///< the graph as given
   const Graph& rewritten() const;        ///< after rewrites (what the fused kernels compute)
-  std::string rewrite_summary() const;   ///< one line: "rewrites (strict mode): mul-chain x1;" (or "none fired")
+  std::string rewrite_summary() const;   ///< one line, e.g. "rewrites (strict mode): mul-chain x1, dead-code x3" (or "...: none fired")
   /// Fusion groups, traffic and predicted ratio (as `fusejit plan`), at the compiled dims (graph()'s).
   /// A launch at other dim values runs the same kernels with the grid, row split and row cache it
   /// chooses for those values; `fusejit plan --dim` or compile(graph().with_dims(...)) shows them.
