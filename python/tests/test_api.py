@@ -148,6 +148,18 @@ def test_program_info(axpy):
     assert "fusion group" in axpy.plan_text or "kernel" in axpy.plan_text
 
 
+def test_unfused_source_once_built():
+    g = fusejit.Graph.parse("input x : f32[4]\ny = exp(x) * 2\noutput y")
+    p = fusejit.compile(g, backend="cpu")
+    with pytest.raises(fusejit.UserError, match=re.escape('the unfused plan is not built yet')):
+        p.cuda_source("unfused")
+    p(np.ones(4, np.float32), plan="unfused")
+    names = [k.name for k in p.unfused_kernels]
+    assert len(names) == 2 and all(n and n in p.cuda_source("unfused") for n in names)
+    built = fusejit.compile(g, backend="cpu", build_unfused=True)
+    assert built.cuda_source("unfused") == p.cuda_source("unfused")
+
+
 def test_call_params_and_defaults(axpy, rng):
     x, y = rng.standard_normal(8, dtype=np.float32), rng.standard_normal(8, dtype=np.float32)
     assert bits(axpy(x=x, y=y)["z"]) == bits(np.float32(2) * x + y)
