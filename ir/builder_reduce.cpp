@@ -172,11 +172,25 @@ Operand GraphBuilder::var(const Operand& x, std::span<const int64_t> axes, bool 
     throw UserError(fmt::format("{}: correction={} is negative (it must be 0 or more)", what, correction), loc);
   check_correction(what, correction, loc);
   const Operand xc = from == ct ? Operand::of(in) : cast(Operand::of(in), ct, loc);
-  // Two passes, as PyTorch's CUDA var: the mean, then the squared deviations from it.
+  // Two passes, as PyTorch's CUDA var: the mean, then the deviations from it. The second pass
+  // is the corrected two-pass form (Chan, Golub and LeVeque, "Algorithms for computing the sample
+  // variance", 1983, eq. 1.7): sum(d*d) less sum(d)^2 / n, which removes the error the rounded mean
+  // leaves (a constant row's var is 0; ill-conditioned data is as accurate as Welford's update).
+  // As mean(d*d, c) - mean(d, 0) * mean(d, c); where that term is not finite (n <= c divides by
+  // 0, a NaN or inf), the plain mean(d*d, c) as before; never below 0 (rounding).
   const Operand d[2] = {xc, reduce(Op::Mean, xc, axes, true, loc)};
   const Operand dev = apply(Op::Sub, d, loc);
   const Operand sq[2] = {dev, dev};
-  Operand y = reduce(Op::Mean, apply(Op::Mul, sq, loc), axes, keepdim, loc, correction);
+  const Operand m2 = reduce(Op::Mean, apply(Op::Mul, sq, loc), axes, keepdim, loc, correction);
+  const Operand m0 = reduce(Op::Mean, dev, axes, keepdim, loc, 0);
+  const Operand s[2] = {m0, correction == 0 ? m0 : reduce(Op::Mean, dev, axes, keepdim, loc, correction)};
+  const Operand t[1] = {apply(Op::Mul, s, loc)};
+  const Operand corrected[2] = {m2, t[0]};
+  const Operand w[3] = {apply(Op::IsFinite, t, loc), apply(Op::Sub, corrected, loc), m2};
+  Literal zero;
+  zero.cat = Category::Float;
+  const Operand clamp[2] = {apply(Op::Where, w, loc), Operand::of(zero)};
+  Operand y = apply(Op::Maximum, clamp, loc);
   if (sd) {
     const Operand v[1] = {y};
     y = apply(Op::Sqrt, v, loc);

@@ -411,6 +411,27 @@ TEST_CASE("var and std: PyTorch's correction, two passes, within a few ulp of lo
   CHECK(q[4].as<float>()[0] == INFINITY);   // 3.125 / 0
 }
 
+TEST_CASE("var corrects for the rounded mean: a large mean against a small spread, a constant row") {
+  // The plain two-pass form gave 0.0039 (3x the exact value, NumPy's f32 var) for the first row,
+  // and ~9e-6 for a constant row of 10000.1 (Chan, Golub and LeVeque's corrected form: eq. 1.7).
+  Graph g = parse("input x : f32[3]\ninput c : f32[8193]\ninput w : f32[1000]\n"
+                  "a = var(x)\nb = var(c, correction=0)\nd = std(w)\noutput a, b, d\n");
+  const std::string text = print_graph(g);
+  CHECK(text.find("isfinite(") != std::string::npos);
+  CHECK(text.find("maximum(") != std::string::npos);
+  std::vector<float> wide(1000);
+  long double m = 0, s = 0;
+  for (size_t k = 0; k < wide.size(); ++k) m += wide[k] = 1e4f + static_cast<float>((k * 7919) % 1000) / 999.0f;
+  m /= 1000;
+  for (float f : wide) s += (f - m) * (f - m);
+  const Tensor ins[3] = {f32_tensor({3}, {1e6f, 1e6f + 0.0625f, 1e6f + 0.0625f}),
+                         f32_tensor({8193}, std::vector<float>(8193, 10000.1f)), f32_tensor({1000}, wide)};
+  std::vector<Tensor> r = evaluate_reference(g, ins);
+  CHECK(r[0].as<float>()[0] == doctest::Approx(0.0013020833).epsilon(1e-6));
+  CHECK(bits(r[1].as<float>()[0]) == bits(0.0f));
+  CHECK(r[2].as<float>()[0] == doctest::Approx(static_cast<double>(std::sqrt(s / 999))).epsilon(1e-5));
+}
+
 TEST_CASE("any and all: bool of any dtype, NaN counts as true, no elements give false and true (np.any, np.all)") {
   Graph g = parse("input x : f32[3, 4]\ninput i : i8[3, 4]\ninput z : f32[3, 0]\n"
                   "a = any(x, -1)\nb = all(x, -1, keepdim)\nc = any(i)\nd = all(i, [0, 1])\n"

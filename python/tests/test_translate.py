@@ -135,7 +135,9 @@ def test_var_std_and_corrected_mean_translate_and_match_numpy(rng):
     the sum by max(0, n - correction), and fusejit matches NumPy's float64 var with ddof."""
     g = fusejit.Graph.parse("input x : f32[6, 50]\nv = var(x, -1)\ns = std(x, 0, keepdim, correction=0)\n"
                             "m = mean(x, [0, 1], correction=3)\noutput v, s, m")
-    assert [n.correction for n in g.nodes if n.op == "mean"] == [0, 1, 0, 0, 3]
+    # var: the mean, the squared deviations' mean with the correction, and the deviations' means
+    # of the corrected two-pass form (with correction 0 one of them, squared): docs/ops.md
+    assert [n.correction for n in g.nodes if n.op == "mean"] == [0, 1, 0, 1, 0, 0, 0, 3]
     x = rng.standard_normal((6, 50)).astype(np.float32) * 100 + 7
     check_translation(g, {"x": x})
     out = fusejit.compile(g, backend="cpu")(x=x)
