@@ -639,6 +639,13 @@ struct CacheCommand {
     // `cache stats --cache-dir X` works too, and each subcommand's --help lists the option.
     for (CLI::App* c : {stats, list, clear, path})
       c->add_option("--cache-dir", dir, "cache folder (default as for run)")->check(kPath);
+    // Both would write `dir`: the last one silently won.
+    cmd->parse_complete_callback([this] {
+      for (CLI::App* c : {stats, list, clear, path})
+        if (*c && c->count("--cache-dir") && cmd->count("--cache-dir"))
+          throw CLI::ArgumentMismatch("--cache-dir is given twice, before and after `" + c->get_name() +
+                                      "`: give it once");
+    });
   }
   int exec() const {
     fj::Options o;

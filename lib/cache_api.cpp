@@ -31,6 +31,17 @@ std::string absent_folder_problem(const std::filesystem::path& dir) {
   }
   return "";
 }
+
+// Why `dir` cannot be looked into (a symbolic link loop, a path through a file, not a folder):
+// an error for `cache list` and `cache clear`, not "no entries"; "" for a folder or an absent one.
+std::string unreadable_folder(const std::filesystem::path& dir) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(dir, ec);
+  return ec && ec != std::errc::no_such_file_or_directory ? ec.message()
+         : !ec && st.type() != std::filesystem::file_type::directory ? std::string("not a folder")
+         : ec ? absent_folder_problem(dir)
+              : "";
+}
 }  // namespace
 
 std::string cache_path(const Options& o) {
@@ -62,8 +73,11 @@ CacheStats cache_stats(const Options& o) {
 
 std::vector<CacheEntryInfo> cache_list(const Options& o) {
   return translate_errors([&] {
+    const std::filesystem::path dir = resolve(o);
+    if (std::string problem = unreadable_folder(dir); !problem.empty())
+      throw ir::UserError(fmt::format("cannot list the kernel cache {}: {}", dir.string(), problem));
     std::vector<CacheEntryInfo> out;
-    for (const jit::CacheEntryInfo& e : jit::list_cache(resolve(o)))
+    for (const jit::CacheEntryInfo& e : jit::list_cache(dir))
       out.push_back({e.key.hex(), e.path.string(), static_cast<int64_t>(e.file_bytes), e.label, e.target, e.valid,
                      e.problem});
     return out;
@@ -73,15 +87,7 @@ std::vector<CacheEntryInfo> cache_list(const Options& o) {
 int64_t cache_clear(const Options& o) {
   return translate_errors([&] {
     const std::filesystem::path dir = resolve(o);
-    // A folder that cannot be looked into (a symbolic link loop, a path through a file) is an
-    // error, not "removed 0 entries"; an absent one holds nothing.
-    std::error_code ec;
-    const std::filesystem::file_status st = std::filesystem::status(dir, ec);
-    std::string problem = ec && ec != std::errc::no_such_file_or_directory ? ec.message()
-                          : !ec && st.type() != std::filesystem::file_type::directory ? std::string("not a folder")
-                          : ec ? absent_folder_problem(dir)
-                               : "";
-    if (!problem.empty()) throw ir::UserError(fmt::format("cannot clear the kernel cache {}: {}", dir.string(), problem));
+    if (std::string problem = unreadable_folder(dir); !problem.empty()) throw ir::UserError(fmt::format("cannot clear the kernel cache {}: {}", dir.string(), problem));
     jit::ClearResult r = jit::clear_cache(dir);
     jit::KernelCache::clear_all_memory();
     if (r.kept > 0)

@@ -1177,10 +1177,13 @@ TEST_CASE("cache stats and clear say when the folder cannot be looked into or is
     CHECK(!st.disabled_reason.empty());
     CHECK_THROWS_WITH_AS(fj::cache_clear(o), doctest::Contains(("cannot clear the kernel cache " + bad.string()).c_str()),
                          fj::Error);
+    CHECK_THROWS_WITH_AS(fj::cache_list(o), doctest::Contains(("cannot list the kernel cache " + bad.string()).c_str()),
+                         fj::Error);  // not "no entries"
   }
   fj::Options absent;
   absent.cache_dir = (dir / "absent").string();
   CHECK(fj::cache_stats(absent).enabled);  // made on first use
+  CHECK(fj::cache_list(absent).empty());
   CHECK(fj::cache_clear(absent) == 0);
   fs::remove_all(dir);
 }

@@ -193,6 +193,10 @@ TEST_CASE("plan, compile and cache subcommands") {
   CHECK(run("cache stats --cache-dir " + cache.string()).out.find("CPU modules:  2 entries,") != std::string::npos);
   CHECK(run("cache clear --cache-dir " + cache.string()).code == 0);
   CHECK(run("cache stats --cache-dir " + cache.string()).out.find("CPU modules:  0 entries,") != std::string::npos);
+  // Before and after the subcommand: the last one silently won.
+  const Result twice = run("cache --cache-dir " + cache.string() + " stats --cache-dir " + scratch("other").string());
+  CHECK(twice.code != 0);
+  CHECK(twice.out.find("--cache-dir is given twice, before and after `stats`") != std::string::npos);
 }
 
 TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {

@@ -641,8 +641,9 @@ def cache_stats(cache_dir: str | bytes | os.PathLike[str] | None = None) -> Cach
 
 def cache_list(cache_dir: str | bytes | os.PathLike[str] | None = None) -> list[CacheEntry]:
     """Every entry of the cache folder, most recently used first (``fusejit cache list``): key,
-    file, bytes, kernel names, target ("sm_90", "compute_90" or "host") and whether it is valid.
-    Raises UserError as :func:`cache_path`."""
+    file, bytes, kernel names, target ("sm_90", "compute_90" or "host") and whether it is valid;
+    none for an absent folder. Raises UserError as :func:`cache_path`, and for a folder that
+    cannot be looked into or is not a folder (as :func:`cache_clear`)."""
     return _fusejit.cache_list(cache_dir)
 
 

@@ -176,7 +176,8 @@ struct CacheStats {
 std::string cache_path(const Options& options = {});
 /// Counts the entries of the folder; reads it only (damaged entries are counted, not deleted).
 CacheStats cache_stats(const Options& options = {});
-/// Every entry, most recently used first.
+/// Every entry, most recently used first (none for an absent folder). Throws Error(User) when the
+/// folder cannot be looked into or is not a folder, as cache_clear does.
 std::vector<CacheEntryInfo> cache_list(const Options& options = {});
 /// Removes every entry (GPU kernels and CPU host modules) and every temporary file, except what
 /// builds running meanwhile (other processes) use: their build folders (locked while in use) and
