@@ -768,4 +768,14 @@ TEST_CASE("HostTensor: aligned storage, deep copies, empty after a move") {
   CHECK(scalar.elements() == 1);
   CHECK_THROWS_AS(fj::HostTensor(fj::DType::F32, {-1}), fj::Error);
   CHECK_THROWS_AS(fj::HostTensor(fj::DType::F32, {int64_t{1} << 62, 8}), fj::Error);  // the byte size overflows
+  // A braced shape of mixed integer types (a size_t with an int narrowed, a compile error).
+  const size_t rows = 3;
+  const uint32_t cols = 2;
+  const fj::HostTensor mixed(fj::DType::F32, {rows, 4, cols});
+  CHECK(mixed.shape() == std::vector<int64_t>{3, 4, 2});
+  const std::vector<float> six{1, 2, 3, 4, 5, 6};
+  CHECK(fj::HostTensor::from_floats(fj::DType::F16, {rows, cols}, six).shape() == std::vector<int64_t>{3, 2});
+  CHECK_THROWS_WITH_AS(fj::HostTensor(fj::DType::F32, {size_t(-1)}), doctest::Contains("negative"), fj::Error);
+  const std::vector<int64_t> shape{2, 5};
+  CHECK(fj::HostTensor(fj::DType::I8, shape).shape() == shape);  // the vector form as before
 }

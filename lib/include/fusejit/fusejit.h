@@ -507,6 +507,18 @@ struct KernelInfo {
   bool index64 = false;      ///< 64-bit index math (an iteration space of 2^31 elements or more)
 };
 
+/// One size of a HostTensor shape, from any integer type but bool, so that a braced shape mixing
+/// types (`{rows, 4096}` with a size_t `rows`) needs no cast. An unsigned size over INT64_MAX
+/// becomes -1, which HostTensor refuses as a negative size.
+struct Size {
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  Size(I n)  // NOLINT: implicit by design
+      : value(std::is_unsigned_v<I> && static_cast<uint64_t>(n) > static_cast<uint64_t>(INT64_MAX)
+                  ? -1
+                  : static_cast<int64_t>(n)) {}
+  int64_t value;
+};
+
 /// A tensor in host memory that owns its data: dtype, shape and C-order (row-major) storage of
 /// elements() * dtype_size(dtype) bytes, 64-byte aligned (so the CPU path's 16-byte vector loads
 /// apply). Copying copies the data; moving does not.
@@ -517,9 +529,14 @@ class HostTensor {
   /// A zero-filled tensor. Throws Error(User) on a negative size, or when the byte size overflows
   /// or cannot be allocated (naming the size asked for).
   HostTensor(DType dtype, std::vector<int64_t> shape);
+  /// The same from a braced shape of any integer types: `HostTensor(DType::F32, {rows, 4096})`.
+  HostTensor(DType dtype, std::initializer_list<Size> shape) : HostTensor(dtype, sizes(shape)) {}
   /// A tensor of `dtype` holding `values` converted as a cast from f32 (docs/ops.md): f16 and
   /// bf16 round to nearest even. Throws Error(User) when values.size() != the shape's elements.
   static HostTensor from_floats(DType dtype, std::vector<int64_t> shape, std::span<const float> values);
+  static HostTensor from_floats(DType dtype, std::initializer_list<Size> shape, std::span<const float> values) {
+    return from_floats(dtype, sizes(shape), values);
+  }
   /// Every element converted to float (exact for bool, i8, u8, f16, bf16 and f32; f64 and large
   /// integers round to nearest).
   std::vector<float> to_floats() const;
@@ -568,6 +585,12 @@ class HostTensor {
     void operator()(std::byte* p) const noexcept;
   };
   void check_element_size(std::size_t size) const;
+  static std::vector<int64_t> sizes(std::initializer_list<Size> shape) {
+    std::vector<int64_t> v;
+    v.reserve(shape.size());
+    for (const Size& s : shape) v.push_back(s.value);
+    return v;
+  }
   DType dtype_ = DType::F32;
   std::vector<int64_t> shape_;
   std::size_t bytes_ = 0;
