@@ -172,7 +172,7 @@ Operand GraphBuilder::var(const Operand& x, std::span<const int64_t> axes, bool 
     throw UserError(fmt::format("{}: correction={} is negative (it must be 0 or more)", what, correction), loc);
   check_correction(what, correction, loc);
   const Operand xc = from == ct ? Operand::of(in) : cast(Operand::of(in), ct, loc);
-  // Two passes, as PyTorch's CUDA var: the mean, then the deviations from it. The second pass
+  // Two passes: the mean, then the deviations from it (PyTorch uses Welford's update). The second pass
   // is the corrected two-pass form (Chan, Golub and LeVeque, "Algorithms for computing the sample
   // variance", 1983, eq. 1.7): sum(d*d) less sum(d)^2 / n, which removes the error the rounded mean
   // leaves (a constant row's var is 0; ill-conditioned data is as accurate as Welford's update).

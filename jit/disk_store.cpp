@@ -615,6 +615,8 @@ DiskStore::DiskStore(StoreConfig config) : config_(std::move(config)) {
   dir_ = *config_.dir;
   ok_ = true;
   if (std::string problem = make_private_folder(dir_); !problem.empty()) disable(problem);
+  struct stat st;
+  root_is_link_ = ::lstat(dir_.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
 }
 
 namespace {
@@ -734,8 +736,11 @@ void DiskStore::disable(const std::string& why) {
 bool DiskStore::root_usable() {
   if (!enabled()) return false;
   struct stat st;
-  const bool gone = ::lstat(dir_.c_str(), &st) != 0 && errno == ENOENT;
-  const std::string problem = gone ? make_private_folder(dir_) : folder_problem(dir_, true);
+  std::string problem;
+  if (::lstat(dir_.c_str(), &st) != 0 && errno == ENOENT) problem = make_private_folder(dir_);
+  // Not followed unless it was a link at start: a folder made again as a link to one of ours
+  // would pass the owner check, and its maker could repoint it.
+  if (problem.empty()) problem = folder_problem(dir_, root_is_link_);
   if (problem.empty()) return true;
   disable(problem);
   return false;

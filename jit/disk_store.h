@@ -234,6 +234,7 @@ class DiskStore {
   mutable std::mutex mutex_;  // guards the fields below and the warning callback
   bool ok_ = false;
   bool warned_unusable_ = false;
+  bool root_is_link_ = false;  // the folder was a symbolic link at start (a store made without shared())
   std::set<std::string> warned_discards_;  // entry paths warned of (a second look warns no more)
   StoreCounters counters_;
   int64_t approx_bytes_ = -1;  // size of the entries, for the cap (-1: not scanned yet)

@@ -32,15 +32,16 @@ std::string absent_folder_problem(const std::filesystem::path& dir) {
   return "";
 }
 
-// Why `dir` cannot be looked into (a symbolic link loop, a path through a file, not a folder):
+// Why `dir` cannot be looked into (a symbolic link loop, a path through a file, not a folder, no
+// read permission):
 // an error for `cache list` and `cache clear`, not "no entries"; "" for a folder or an absent one.
 std::string unreadable_folder(const std::filesystem::path& dir) {
   std::error_code ec;
   const std::filesystem::file_status st = std::filesystem::status(dir, ec);
-  return ec && ec != std::errc::no_such_file_or_directory ? ec.message()
-         : !ec && st.type() != std::filesystem::file_type::directory ? std::string("not a folder")
-         : ec ? absent_folder_problem(dir)
-              : "";
+  if (ec) return ec == std::errc::no_such_file_or_directory ? absent_folder_problem(dir) : ec.message();
+  if (st.type() != std::filesystem::file_type::directory) return "not a folder";
+  std::filesystem::directory_iterator it(dir, ec);  // a folder without read permission
+  return ec ? ec.message() : "";
 }
 }  // namespace
 

@@ -864,25 +864,31 @@ TEST_CASE("the size cap evicts the least recently used entries") {
 TEST_CASE("a cache folder replaced or opened up under a running process is not used from then on") {
   // A folder removed and made again by someone else (a tmp cleaner, then another user), or made
   // group- or world-writable, was used as it was checked at start: its builds and loads went on.
-  for (const bool replace : {false, true}) {
-    CAPTURE(replace);
+  // 0: opened up; 1: made again, open; 2: made again as a link to a private folder of ours (its
+  // maker could repoint it).
+  for (const int how : {0, 1, 2}) {
+    CAPTURE(how);
     const fs::path dir = make_temp_dir() / "cache";
     Warnings w;
     KernelCache cache(config_for(dir, w.handler()));
     DiskKeyInputs first = inputs_n(40);
     CHECK(cache.get_or_compile(first, [&] { return fake_compile(first); }).outcome == CacheOutcome::Compiled);
-    if (replace) {
-      fs::remove_all(dir);
-      fs::create_directory(dir);
+    if (how > 0) fs::remove_all(dir);
+    if (how == 1) fs::create_directory(dir);
+    if (how == 2) {
+      fs::create_directory(dir.parent_path() / "elsewhere");
+      fs::permissions(dir.parent_path() / "elsewhere", fs::perms::owner_all);
+      fs::create_directory_symlink(dir.parent_path() / "elsewhere", dir);
     }
-    fs::permissions(dir, fs::perms::all);
+    if (how < 2) fs::permissions(dir, fs::perms::all);
     const std::vector<std::string> before = tree(dir);
     DiskKeyInputs second = inputs_n(41);
     CHECK(cache.get_or_compile(second, [&] { return fake_compile(second); }).outcome == CacheOutcome::Compiled);
     CHECK(tree(dir) == before);  // nothing written there
     CHECK_FALSE(cache.disk_enabled());
     REQUIRE(w.list.size() == 1);
-    CHECK(doctest::String(w.list[0].c_str()) == doctest::Contains("may be written by its group or other users"));
+    CHECK(doctest::String(w.list[0].c_str()) ==
+          doctest::Contains(how < 2 ? "may be written by its group or other users" : "is a symbolic link"));
     fs::remove_all(dir.parent_path());
   }
 }

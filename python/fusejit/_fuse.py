@@ -459,8 +459,9 @@ _TRACE_LOCK = threading.RLock()
 _MAX_ENTRIES = 64  # programs kept per function; the oldest trace is dropped beyond (torch.compile: 8)
 _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile's recompile limit is 8)
 _FLOAT_KEY = float.hex  # -0.0 and 0.0, each NaN payload alike: hex tells 0.0 from -0.0
-# Distinct values of one float argument, the rest of the pattern alike, before a warning that names
-# it: two may be two call sites' constants, a third looks like a value that changes every call.
+# Distinct values of one float argument, the rest of the pattern alike (other float arguments' values
+# aside), before a warning that names it: two may be two call sites' constants, a third looks like
+# a value that changes every call.
 _FLOAT_VALUES_WARNING_AT = 3
 
 
@@ -720,13 +721,18 @@ class Fused:
 
     def _changing_floats(self, key: tuple) -> list:
         """Warnings for the float arguments that have now been traced at _FLOAT_VALUES_WARNING_AT
-        distinct values with the rest of the pattern alike (each argument warned of once)."""
+        distinct values with the rest of the pattern alike but the float arguments' values (each
+        argument warned of once)."""
         said = []
         static, parts = key
-        for k, part in enumerate(parts):
-            if len(part) != 2 or part[1][0] is not float:  # (tag, (float, hex)): a Python float constant
+        is_float = [len(p) == 2 and p[1][0] is float for p in parts]  # (tag, (float, hex)): a Python float
+        masked = (static, tuple((p[0], float) if f else p for p, f in zip(parts, is_float)))
+        if len(self._float_values) > _MAX_ENTRIES:
+            self._float_values.clear()  # bounded as the programs are (its keys hold constants alive)
+        for part, f in zip(parts, is_float):
+            if not f:
                 continue
-            seen = self._float_values.setdefault((static, parts[:k] + parts[k + 1:], part[0]), set())
+            seen = self._float_values.setdefault((masked, part[0]), set())
             if len(seen) >= _FLOAT_VALUES_WARNING_AT:
                 continue  # said already
             seen.add(part[1][1])
@@ -735,9 +741,8 @@ class Fused:
                 said.append(f"fuse: '{self.__name__}' has traced and compiled a new program for each of "
                             f"{len(seen)} values of its argument '{name}' (a Python float is a constant of the "
                             f"trace); if it changes from call to call, pass it as a 0-d array, e.g. "
-                            f"np.float32({name}), to make it an input of one program")
-        if len(self._float_values) > 4 * _MAX_ENTRIES:  # patterns traced long ago: forget them
-            self._float_values.clear()
+                            f"np.float32({name}) (np.float64 to compute in f64), to make it an input of one "
+                            "program")
         return said
 
     def _trace_once(self, bound: inspect.BoundArguments, items: list, static: bool) -> tuple[_Entry, bool]:

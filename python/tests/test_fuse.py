@@ -471,6 +471,12 @@ def test_a_float_argument_traced_at_three_values_is_named_once():
     msgs = [str(w.message) for w in caught]
     assert len(msgs) == 1 and "for each of 3 values of its argument 'lr'" in msgs[0], msgs
     assert "np.float32(lr)" in msgs[0] and caught[0].filename == __file__
+    g = fusejit.fuse(lambda a, lr, eps: a * lr + eps)  # both change every call: both are named
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(3):
+            g(a, 0.1 * (k + 1), 1e-6 * (k + 1))
+    assert sorted(str(w.message).split("argument ")[1][:5] for w in caught) == ["'eps'", "'lr' "]
 
 
 def test_options_reach_compile():
