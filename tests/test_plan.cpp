@@ -154,7 +154,7 @@ TEST_CASE("a broadcast producer is recomputed in the consumer unless it is an ou
   check_plan(h, q);
   CHECK(q.groups[0].note.find("other groups") != std::string::npos);
   // Recomputation off: the producer gets its own group.
-  Plan r = plan_fusion(g, {.max_recompute_ops = 0, .rules = {}});
+  Plan r = plan_fusion(g, {.max_recompute_ops = 0, .rules = {}, .vector_rows = {}});
   CHECK(r.groups.size() == 2);
   check_plan(g, r);
 }
@@ -315,7 +315,7 @@ TEST_CASE("deterministic and valid on 400 random graphs") {
       }
       check_plan(r, a);
       check_plan(*h, plan_fusion(*h));  // also without rewrites
-      check_plan(r, plan_fusion(r, {.max_ops_per_group = 3, .rules = {}}));  // tiny cap: many splits
+      check_plan(r, plan_fusion(r, {.max_ops_per_group = 3, .rules = {}, .vector_rows = {}}));  // tiny cap: many splits
     }
   }
 }

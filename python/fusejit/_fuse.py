@@ -837,6 +837,16 @@ class Fused:
         return f"<fusejit.fuse of {self.__qualname__}, {self._traces} trace(s)>"
 
 
+def _ufunc_function(ufunc: Any) -> Callable:
+    """A function of the ufunc's nin arrays that calls it (named as it is)."""
+    def call(*args: Any) -> Any:
+        if len(args) != ufunc.nin:
+            raise TypeError(f"{ufunc.__name__}() takes {ufunc.nin} array(s), got {len(args)}")
+        return ufunc(*args)
+    call.__name__ = call.__qualname__ = ufunc.__name__
+    return call
+
+
 def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) -> Any:
     """Compiles a Python function of arrays into fused kernels: ``@fusejit.fuse`` or
     ``@fusejit.fuse(fast_math=True)``; returns a :class:`Fused`, called as the function.
@@ -872,6 +882,8 @@ def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) ->
     def wrap(f: Callable) -> Fused:
         if not callable(f):
             raise TypeError(f"fuse: expected a function, got {type(f).__name__}")
+        if isinstance(f, np.ufunc):  # fuse(np.exp): its signature's keywords (dtype, signature) are not arguments
+            f = _ufunc_function(f)
         return Fused(f, bool(dynamic), options)
 
     return wrap if fn is None else wrap(fn)

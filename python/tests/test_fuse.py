@@ -479,6 +479,16 @@ def test_a_float_argument_traced_at_three_values_is_named_once():
     assert sorted(str(w.message).split("argument ")[1][:5] for w in caught) == ["'eps'", "'lr' "]
 
 
+def test_a_ufunc_fuses_as_a_function_of_its_arrays():
+    x = np.array([0.0, -1.5, np.inf], np.float32)
+    e = fusejit.fuse(np.exp)
+    np.testing.assert_allclose(e(x), np.exp(x), rtol=1e-6)  # within exp's ulp bound (docs/ops.md)
+    assert e.__name__ == "exp"
+    assert np.array_equal(fusejit.fuse(np.maximum)(x, np.float32(0.5)), np.maximum(x, np.float32(0.5)))
+    with pytest.raises(TypeError, match=re.escape("exp() takes 1 array(s), got 2")):
+        e(x, x)
+
+
 def test_options_reach_compile():
     f = fusejit.fuse(fast_math=True, backend="cpu")(lambda a: a * 2.0 * 3.0)
     p = f.program(np.ones(2, np.float32))
