@@ -962,14 +962,14 @@ namespace {
 // read TMPDIR), and a bad one is named in the error.
 fs::path temp_folder() {
   for (const char* name : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"}) {
-    const char* v = std::getenv(name);
-    if (!v || !*v) continue;
+    const std::optional<std::string> v = env_value(name);
+    if (!v) continue;
     struct stat st;
-    const int rc = ::stat(v, &st);
+    const int rc = ::stat(v->c_str(), &st);
     if (rc != 0 || !S_ISDIR(st.st_mode))
       throw std::runtime_error(fmt::format("no temporary folder for a kernel build: {}={}: {}; set {} to a writable "
-                                           "folder", name, v, rc != 0 ? std::strerror(errno) : "not a folder", name));
-    return v;
+                                           "folder", name, *v, rc != 0 ? std::strerror(errno) : "not a folder", name));
+    return *v;
   }
   return "/tmp";
 }

@@ -319,15 +319,23 @@ struct DimRef {
   int32_t index = -1;
   const void* builder = nullptr;  ///< the state of the builder that made it (identity only)
 };
+/// One size of a shape (a HostTensor's, an Extent), from any integer type but bool, so that a
+/// braced shape mixing types (`{rows, 4096}` with a size_t `rows`) needs no cast. An unsigned size
+/// over INT64_MAX becomes -1, which HostTensor and GraphBuilder::input refuse as a negative size.
+struct Size {
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  Size(I n)  // NOLINT: implicit by design
+      : value(std::is_unsigned_v<I> && static_cast<uint64_t>(n) > static_cast<uint64_t>(INT64_MAX)
+                  ? -1
+                  : static_cast<int64_t>(n)) {}
+  int64_t value;
+};
+
 /// One extent of an input shape: a literal size or a named dim.
 struct Extent {
-  /// Any integer type (int, int64_t, size_t, ...). A size over INT64_MAX becomes -1, which
-  /// GraphBuilder::input refuses as a negative size.
+  /// Any integer type (int, int64_t, size_t, ...), converted as Size.
   template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
-  Extent(I n)  // NOLINT
-      : size(std::is_unsigned_v<I> && static_cast<uint64_t>(n) > static_cast<uint64_t>(INT64_MAX)
-                 ? -1
-                 : static_cast<int64_t>(n)) {}
+  Extent(I n) : size(Size(n).value) {}  // NOLINT
   Extent(DimRef d) : dim(d.index), builder(d.builder), named(true) {}  // NOLINT
   int64_t size = 1;
   int32_t dim = -1;
@@ -505,18 +513,6 @@ struct KernelInfo {
   CacheOutcome cache = CacheOutcome::Compiled;  ///< where the binary came from
   double compile_ms = 0.0;   ///< compile time (0 on a cache hit; counted once for kernels compiled together)
   bool index64 = false;      ///< 64-bit index math (an iteration space of 2^31 elements or more)
-};
-
-/// One size of a HostTensor shape, from any integer type but bool, so that a braced shape mixing
-/// types (`{rows, 4096}` with a size_t `rows`) needs no cast. An unsigned size over INT64_MAX
-/// becomes -1, which HostTensor refuses as a negative size.
-struct Size {
-  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
-  Size(I n)  // NOLINT: implicit by design
-      : value(std::is_unsigned_v<I> && static_cast<uint64_t>(n) > static_cast<uint64_t>(INT64_MAX)
-                  ? -1
-                  : static_cast<int64_t>(n)) {}
-  int64_t value;
 };
 
 /// A tensor in host memory that owns its data: dtype, shape and C-order (row-major) storage of
