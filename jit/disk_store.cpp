@@ -747,27 +747,32 @@ bool DiskStore::root_usable() {
 }
 
 // Is `prefix` (DIR/ab) a private folder of ours? "" when it is; creates it when `create`;
-// replaces a file or link in its place (with a warning); disables the store (one warning) for a
-// folder it must not use. "missing" when it does not exist and `create` is false.
+// replaces a file or link in its place (with a warning). A subfolder that is not private
+// (another owner, say root after a `sudo` run, or group-writable) is skipped: the keys in it are
+// neither loaded nor stored, one warning; any other problem (cannot create it) disables the store.
+// "missing" when it does not exist and `create` is false.
 std::string DiskStore::prefix_problem(const fs::path& prefix, bool create) {
   // A `cache clear` in another process removes empty prefix folders: one that vanishes between
   // the checks is looked at again, not taken for an unusable folder.
   for (int attempt = 0;; ++attempt) {
-    std::string problem = prefix_problem_once(prefix, create);
+    bool own = false;
+    std::string problem = prefix_problem_once(prefix, create, own);
     struct stat st;
     const bool vanished = ::lstat(prefix.c_str(), &st) != 0 && errno == ENOENT;
     if (problem.empty() || problem == "missing" || !vanished || attempt == 2) {
-      if (!problem.empty() && problem != "missing") disable(problem);
+      if (!problem.empty() && problem != "missing") own ? skip_prefix(prefix, problem) : disable(problem);
       return problem;
     }
   }
 }
 
-std::string DiskStore::prefix_problem_once(const fs::path& prefix, bool create) {
+std::string DiskStore::prefix_problem_once(const fs::path& prefix, bool create, bool& own) {
   struct stat st;
   const bool exists = ::lstat(prefix.c_str(), &st) == 0;
   const int err = errno;
+  own = true;
   if (exists && S_ISDIR(st.st_mode)) return folder_problem(prefix, false);
+  own = false;
   if (exists) discard(prefix, S_ISLNK(st.st_mode) ? "a symbolic link where a folder belongs" : "a file where a folder belongs", &st);
   else if (err != ENOENT) return fmt::format("cannot inspect {}: {}", prefix.string(), std::strerror(err));
   if (!create) return "missing";
@@ -779,7 +784,18 @@ std::string DiskStore::prefix_problem_once(const fs::path& prefix, bool create) 
     made = ::mkdir(prefix.c_str(), 0700) == 0 || errno == EEXIST;
   }
   if (!made) return fmt::format("cannot create {}: {}", prefix.string(), std::strerror(errno));
+  own = true;
   return folder_problem(prefix, false);
+}
+
+void DiskStore::skip_prefix(const fs::path& prefix, const std::string& why) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!skipped_prefixes_.insert(prefix.string()).second) return;
+  }
+  warn(fmt::format("kernel cache subfolder {} is not used ({}): the kernels whose keys fall in it are compiled "
+                   "again by each process (the other subfolders are used); remove it, as its owner",
+                   prefix.string(), why));
 }
 
 // Deletes a bad entry (or whatever sits at an entry path), counts it and warns once for it.
@@ -1053,6 +1069,15 @@ CacheStats cache_stats(const fs::path& dir) {
   }
   for (const auto& f : scan(dir))
     if (f.type == FileType::Temp || f.type == FileType::Build) ++s.temp_files;
+  std::error_code ec;
+  for (fs::directory_iterator top(dir, ec), end; !ec && top != end; top.increment(ec)) {
+    const std::string name = top->path().filename().string();
+    struct stat st;
+    if (name.size() == 2 && is_hex(name) && ::lstat(top->path().c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      if (std::string problem = folder_problem(top->path(), false); !problem.empty())
+        s.unusable_subfolders.push_back(std::move(problem));
+  }
+  std::sort(s.unusable_subfolders.begin(), s.unusable_subfolders.end());
   return s;
 }
 

@@ -3,7 +3,8 @@
 // in the same folder, with the same guarantees:
 //  - The folder comes from one rule (cache_env()) and is used only when it is private: a folder
 //    this user owns that no group or other user may write (created with mode 0700). Any other
-//    folder gives one warning and no disk cache, never a load from or a write to it.
+//    folder gives one warning and no disk cache, never a load from or a write to it; a subfolder
+//    (DIR/ab) that is not private is skipped alone, with one warning.
 //  - One file per entry, DIR/ab/<32 hex digits>.fjk, named by a 128-bit key of everything that
 //    determines the binary. The entry carries that key, an independent check hash of the same
 //    inputs and a hash of its bytes; a damaged, foreign, colliding or odd entry (a symlink, a
@@ -225,7 +226,9 @@ class DiskStore {
   void warn(const std::string& message);
   bool root_usable();
   std::string prefix_problem(const std::filesystem::path& prefix, bool create);
-  std::string prefix_problem_once(const std::filesystem::path& prefix, bool create);  // no disable()
+  // No disable(); `own` is set when the problem is the subfolder's own (see prefix_problem).
+  std::string prefix_problem_once(const std::filesystem::path& prefix, bool create, bool& own);
+  void skip_prefix(const std::filesystem::path& prefix, const std::string& why);
   void discard(const std::filesystem::path& path, const std::string& problem, const void* seen_stat);
   size_t evict_impl(uint64_t max_bytes, const std::filesystem::path& keep);
 
@@ -236,6 +239,7 @@ class DiskStore {
   bool warned_unusable_ = false;
   bool root_is_link_ = false;  // the folder was a symbolic link at start (a store made without shared())
   std::set<std::string> warned_discards_;  // entry paths warned of (a second look warns no more)
+  std::set<std::string> skipped_prefixes_;  // subfolders not used (another owner, open mode), each warned of once
   StoreCounters counters_;
   int64_t approx_bytes_ = -1;  // size of the entries, for the cap (-1: not scanned yet)
   std::chrono::steady_clock::time_point scanned_;  // when approx_bytes_ was last counted from the folder
@@ -267,6 +271,7 @@ struct CacheStats {
   uint64_t host_entries = 0, host_bytes = 0;  // the host modules among them
   uint64_t invalid = 0, invalid_bytes = 0;  // entries failing a check (deleted on their next load)
   uint64_t temp_files = 0;  // in-progress or abandoned temporary files and build folders
+  std::vector<std::string> unusable_subfolders;  // why each subfolder a store skips is skipped (folder_problem)
 };
 CacheStats cache_stats(const std::filesystem::path& dir);
 

@@ -68,6 +68,7 @@ CacheStats cache_stats(const Options& o) {
     out.host_bytes = static_cast<int64_t>(s.host_bytes);
     out.invalid = static_cast<int64_t>(s.invalid);
     out.temp_files = static_cast<int64_t>(s.temp_files);
+    out.unusable_subfolders = std::move(s.unusable_subfolders);
     return out;
   });
 }

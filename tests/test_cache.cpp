@@ -893,6 +893,44 @@ TEST_CASE("a cache folder replaced or opened up under a running process is not u
   }
 }
 
+TEST_CASE("a subfolder that is not private is skipped alone: one warning, the others are used, stats lists it") {
+  // One such subfolder (root's after a `sudo` run with the same HOME, or chmod'ed open) turned the
+  // whole disk cache off for the process at the first key that fell in it, and stats said nothing.
+  const fs::path dir = make_temp_dir() / "cache";
+  DiskKeyInputs bad_key = inputs_n(50), good_key = inputs_n(51);
+  for (int i = 52; entry_path(dir, disk_key(good_key).key).parent_path() ==
+                   entry_path(dir, disk_key(bad_key).key).parent_path(); ++i)
+    good_key = inputs_n(i);
+  const fs::path bad = entry_path(dir, disk_key(bad_key).key).parent_path();
+  fs::create_directories(bad);
+  fs::permissions(dir, fs::perms::owner_all);
+  fs::permissions(bad, fs::perms::owner_all | fs::perms::group_all);
+  const std::vector<std::string> before = tree(bad);
+  for (int run = 0; run < 2; ++run) {  // a second process compiles the skipped key again, loads the other
+    CAPTURE(run);
+    Warnings w;
+    KernelCache cache(config_for(dir, w.handler()));
+    for (int call = 0; call < 2; ++call)
+      CHECK(cache.get_or_compile(bad_key, [&] { return fake_compile(bad_key); }).outcome ==
+            (call == 0 ? CacheOutcome::Compiled : CacheOutcome::MemoryHit));
+    CHECK(cache.get_or_compile(good_key, [&] { return fake_compile(good_key); }).outcome ==
+          (run == 0 ? CacheOutcome::Compiled : CacheOutcome::DiskHit));
+    CHECK(cache.disk_enabled());
+    REQUIRE(w.list.size() == 1);  // once per subfolder and process
+    CHECK(doctest::String(w.list[0].c_str()) == doctest::Contains(("kernel cache subfolder " + bad.string()).c_str()));
+    CHECK(doctest::String(w.list[0].c_str()) == doctest::Contains("may be written by its group or other users"));
+    CHECK(tree(bad) == before);  // nothing written there
+  }
+  const fusejit::jit::CacheStats st = fusejit::jit::cache_stats(dir);
+  REQUIRE(st.unusable_subfolders.size() == 1);
+  CHECK(doctest::String(st.unusable_subfolders[0].c_str()) == doctest::Contains(bad.string().c_str()));
+  fj::Options o;
+  o.cache_dir = dir.string();
+  CHECK(fj::cache_stats(o).unusable_subfolders == st.unusable_subfolders);
+  CHECK(fj::cache_stats(o).enabled);
+  fs::remove_all(dir.parent_path());
+}
+
 TEST_CASE("a store named through a symlink keeps its folder when the link is repointed") {
   const fs::path dir = make_temp_dir();
   fs::create_directory(dir / "a");

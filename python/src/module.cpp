@@ -693,6 +693,9 @@ void bind_cache(nb::module_& m) {
       .def_ro("host_bytes", &CacheStats::host_bytes, "Their files' total size, bytes.")
       .def_ro("invalid", &CacheStats::invalid, "Damaged entries (each deleted and rebuilt on its next use).")
       .def_ro("temp_files", &CacheStats::temp_files, "Temporary files and build folders (swept after an hour).")
+      .def_ro("unusable_subfolders", &CacheStats::unusable_subfolders,
+              "Why each subfolder the cache does not use is not used (another owner, say root after a sudo run, or "
+              "writable by others), sorted: the kernels whose keys fall in it are compiled again by each process.")
       .def("__repr__", [](const CacheStats& s) {
         return "CacheStats(" + nb::cast<std::string>(nb::repr(py_path(s.path))) + ", entries=" + std::to_string(s.entries) +
                ", bytes=" + std::to_string(s.bytes) + ", host_modules=" + std::to_string(s.host_modules) +

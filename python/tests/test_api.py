@@ -71,6 +71,7 @@ def test_cache_functions_list_count_and_clear_the_folder_a_compile_wrote(tmp_pat
     assert fusejit.cache_path() == str(cache)
     s = fusejit.cache_stats(cache)
     assert s.path == str(cache) and s.enabled and s.disabled_reason == ""
+    assert s.unusable_subfolders == []
     assert (s.entries, s.bytes, s.invalid) == (0, 0, 0)  # the CPU path writes host modules only
     entries = fusejit.cache_list(cache)
     assert s.host_modules == len(entries) >= 1 and s.host_bytes == sum(e.bytes for e in entries) > 0

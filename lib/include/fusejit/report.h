@@ -171,6 +171,10 @@ struct CacheStats {
   int64_t host_bytes = 0;       ///< their files' total size
   int64_t invalid = 0;          ///< damaged entries (deleted and rebuilt on their next use)
   int64_t temp_files = 0;       ///< temporary files and build folders (swept after an hour)
+  /// Why each subfolder (`DIR/ab`) the store does not use is not used (another owner, say root
+  /// after a `sudo` run, or writable by the group or others), sorted: the kernels whose keys fall
+  /// in it are compiled again by each process. Empty when every subfolder is usable.
+  std::vector<std::string> unusable_subfolders;
 };
 /// Resolves the cache folder as Options::cache_dir / the environment would (an absolute path).
 std::string cache_path(const Options& options = {});
