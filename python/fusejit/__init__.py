@@ -35,7 +35,7 @@ del _name
 
 __version__: str = _fusejit.__version__
 __all__ = [
-    "Graph", "GraphBuilder", "Value", "Dim", "Program", "compile", "load", "KernelInfo", "NodeInfo", "ParamInfo",
+    "Graph", "GraphBuilder", "Value", "Dim", "Program", "compile", "compile_to_dir", "load", "KernelInfo", "NodeInfo", "ParamInfo",
     "TensorInfo", "Error", "UserError", "CompileError", "DriverError", "InternalError", "FusejitWarning",
     "numpy_dtype", "torch_dtype", "fuse", "Fused", "op", "reduce", "cache_path", "cache_stats", "cache_list",
     "cache_clear", "CacheStats", "CacheEntry", "ValueDType",
@@ -560,7 +560,8 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
     cache_dir: kernel cache folder, a str, bytes or os.PathLike as every path argument (default
     $FUSEJIT_CACHE_DIR, else $XDG_CACHE_HOME/fusejit, else ~/.cache/fusejit). disk_cache: False
     keeps compiled kernels in memory only. device: the CUDA device ordinal.
-    nvrtc_options: extra NVRTC flags. dump_dir: also write the ahead-of-time folder (docs/aot.md).
+    nvrtc_options: extra NVRTC flags. dump_dir: also write the ahead-of-time folder (docs/aot.md;
+    on the CPU path its sources only: compile_to_dir writes a loadable one without a GPU).
     build_unfused: compile the unfused plan now, not on its first use. row_split: blocks per row of
     reductions (0: fusejit's rule, few rows of over 57,344 elements (253,952 past 16 rows), or few groups of columns of
     over 8,192, split; 1: never; N: N parts; the same bits either way; docs/ops.md, "A row split
@@ -576,12 +577,18 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
     for name, v in (("arch", arch), ("backend", backend)):
         if not (isinstance(v, str) or (v is None and name == "arch")):
             raise TypeError(f"{name}: expected a str, got {type(v).__name__}")
-    options = None if isinstance(nvrtc_options, (str, bytes, Mapping)) else _list_or_none(nvrtc_options)
-    if options is None or not all(isinstance(o, str) for o in options):
-        raise TypeError("nvrtc_options: expected a list of str, one option each (['--maxrregcount=32'])")
+    options = _nvrtc_options(nvrtc_options)
     return Program(_fusejit.compile(graph, _flag(fast_math, "fast_math"), arch, backend, cache_dir,
                                     _flag(disk_cache, "disk_cache"), options, device, dump_dir,
                                     _flag(build_unfused, "build_unfused"), row_split, row_cache, row_cache_limit))
+
+
+def _nvrtc_options(nvrtc_options: Any) -> list[str]:
+    """nvrtc_options as a list of str (a TypeError for one str, a mapping or a non-iterable)."""
+    options = None if isinstance(nvrtc_options, (str, bytes, Mapping)) else _list_or_none(nvrtc_options)
+    if options is None or not all(isinstance(o, str) for o in options):
+        raise TypeError("nvrtc_options: expected a list of str, one option each (['--maxrregcount=32'])")
+    return options
 
 
 def _list_or_none(v: Any) -> list | None:
@@ -622,6 +629,26 @@ def load(dir: str | bytes | os.PathLike[str], *, cache_dir: str | bytes | os.Pat
         raise TypeError(f"backend: expected a str, got {type(backend).__name__}")
     return Program(_fusejit.load(dir, cache_dir, _flag(disk_cache, "disk_cache"), device, backend))
 
+
+
+def compile_to_dir(graph: Graph, arch: str, out_dir: str | bytes | os.PathLike[str], *, fast_math: bool = False,
+                   fused_only: bool = False, cache_dir: str | bytes | os.PathLike[str] | None = None,
+                   disk_cache: bool = True, nvrtc_options: Sequence[str] = ()) -> list[KernelInfo]:
+    """Writes the ahead-of-time folder :func:`load` runs, as ``fusejit compile GRAPH --arch ARCH -o
+    OUT_DIR`` does (C++ ``fusejit::compile_to_dir``; format: docs/aot.md): graph.txt, each kernel's
+    .cu and its CUBIN ("sm_90") or PTX ("compute_90"), index.json. Needs NVRTC, not a GPU, so a
+    build machine without one writes it. fused_only: the fused plan's kernels only (a folder for
+    deployment; the loaded program compiles its unfused plan with NVRTC on first use).
+    fast_math, cache_dir, disk_cache and nvrtc_options as in :func:`compile`. Returns the kernels
+    written, fused first. Raises UserError for a bad arch or an unwritable folder, CompileError
+    when NVRTC fails or is missing."""
+    if not isinstance(graph, Graph):
+        raise TypeError(f"graph: expected a fusejit.Graph, got {type(graph).__name__}")
+    if not isinstance(arch, str):
+        raise TypeError(f"arch: expected a str such as 'sm_90', got {type(arch).__name__}")
+    options = _nvrtc_options(nvrtc_options)
+    return _fusejit.compile_to_dir(graph, arch, out_dir, _flag(fast_math, "fast_math"), cache_dir,
+                                   _flag(disk_cache, "disk_cache"), options, _flag(fused_only, "fused_only"))
 
 
 # The kernel cache on disk (the wheel has no `fusejit cache` command): docs/api.md, "The kernel cache".

@@ -257,6 +257,9 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
             nvrtc_options: Sequence[str] = (),
             device: int = 0, dump_dir: str | bytes | os.PathLike[str] | None = None, build_unfused: bool = False,
             row_split: int = 0, row_cache: bool = True, row_cache_limit: int = 0) -> Program: ...
+def compile_to_dir(graph: Graph, arch: str, out_dir: str | bytes | os.PathLike[str], *, fast_math: bool = False,
+                   fused_only: bool = False, cache_dir: str | bytes | os.PathLike[str] | None = None,
+                   disk_cache: bool = True, nvrtc_options: Sequence[str] = ()) -> list[KernelInfo]: ...  # needs NVRTC, no GPU
 def load(dir: str | bytes | os.PathLike[str], *, cache_dir: str | bytes | os.PathLike[str] | None = None,
          disk_cache: bool = True,
          device: int = 0, backend: str = "auto") -> Program: ...  # "cpu": the folder's graph on the CPU path

@@ -656,6 +656,17 @@ void bind_program(nb::module_& m) {
         return released([&] { return Program::load(folder, o); });
       },
       "dir"_a.none(), "cache_dir"_a.none(), "disk_cache"_a, "device"_a, "backend"_a);
+  m.def(
+      "compile_to_dir",
+      [](const fusejit::Graph& g, const std::string& arch, nb::handle out_dir, bool fast_math, const FolderArg& cache_dir,
+         bool disk_cache, std::vector<std::string> nvrtc_options, bool fused_only) {
+        fusejit::Options o = make_options(fast_math, arch, "auto", cache_dir, disk_cache, std::move(nvrtc_options), 0,
+                                          nb::none(), false, nb::int_(0), nb::bool_(true), nb::int_(0));
+        const std::string folder = path_arg(out_dir, "out_dir", false);
+        return released([&] { return fusejit::compile_to_dir(g, arch, folder, fast_math, o, !fused_only); });
+      },
+      "graph"_a, "arch"_a, "out_dir"_a.none(), "fast_math"_a, "cache_dir"_a.none(), "disk_cache"_a, "nvrtc_options"_a,
+      "fused_only"_a);
 }
 
 

@@ -57,3 +57,28 @@ def test_an_ahead_of_time_folder_runs_on_the_cpu_path_with_backend_cpu(tmp_path)
     inputs = random_inputs(ref.graph, np.random.default_rng(0), special=True)
     got, want = cpu(**inputs), ref(**inputs)
     assert all(bits(got[k]) == bits(want[k]) for k in want)
+
+
+def test_compile_to_dir_writes_the_folder_fusejit_compile_writes(tmp_path):
+    """The wheel has no `fusejit` command: fusejit.compile_to_dir writes the same folder (NVRTC,
+    no GPU), which load() takes."""
+    path = next(p for p in SAMPLES if p.stem == "softmax")
+    dims = {"N": 3, "C": 40}
+    cli, py = tmp_path / "cli", tmp_path / "py"
+    subprocess.run([str(fusejit_bin()), "compile", str(path), *[f"--dim={d}={v}" for d, v in dims.items()],
+                    "--arch", "sm_80", "--fused-only", "-o", str(cli)], check=True, capture_output=True)
+    kernels = fusejit.compile_to_dir(fusejit.Graph.load(str(path), dims), "sm_80", py, fused_only=True)
+    names = sorted(f.name for f in cli.iterdir())
+    assert sorted(f.name for f in py.iterdir()) == names
+    assert [k.name + ".cubin" for k in kernels] == sorted(n for n in names if n.endswith(".cubin"))
+    for n in names:
+        if n != "index.json":  # it names the graph file it was parsed from
+            assert (py / n).read_bytes() == (cli / n).read_bytes(), n
+    prog = fusejit.load(py, backend="cpu")
+    x = np.random.default_rng(1).standard_normal((3, 40)).astype(np.float32)
+    want = fusejit.compile(prog.graph, backend="cpu")(x=x)
+    assert all(bits(prog(x=x)[k]) == bits(want[k]) for k in want)
+    with pytest.raises(fusejit.UserError, match="invalid GPU architecture 'sm_9'"):
+        fusejit.compile_to_dir(prog.graph, "sm_9", tmp_path / "bad")
+    with pytest.raises(TypeError, match="arch: expected a str"):
+        fusejit.compile_to_dir(prog.graph, 90, tmp_path / "bad")
