@@ -333,6 +333,8 @@ class Program:
     program at once (the GIL is released while it compiles and launches).
     """
 
+    _fuse_by_identity = True  # an attribute of a fused method's object: keyed by identity, not value
+
     def __init__(self, impl: Any):
         self._p = impl
         g = impl.graph

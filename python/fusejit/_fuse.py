@@ -13,7 +13,8 @@ sizes are 1 (broadcast) and which sizes are equal to each other (each class of e
 one named dim, so the program runs any size without a new trace: "duck sizing", as in
 torch.compile's dynamic shapes); the names the arguments are passed under; and the type and
 value of every other argument (Python numbers are weakly typed literals in the graph, as a Python
-scalar is in PyTorch). A function that reads a
+scalar is in PyTorch; an object of a Python class, such as a method's self, by its attributes'
+values, its array attributes being inputs). A function that reads a
 value's ``.shape`` while traced is specialised on every size instead (its graph would otherwise
 keep the traced sizes for other ones). Guide: docs/python.md, "Fusing a Python function".
 """
@@ -28,6 +29,7 @@ import math
 import threading
 import types
 import warnings
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -477,27 +479,86 @@ def _graph_name(name: str, fallback: str, taken: set) -> str:
 
 
 class _ByIdentity:
-    """A constant keyed by identity (and kept alive, so its id is not reused): an object whose ==
-    is weaker than what a trace reads of it (a frozen dataclass holding 2 then 2.0, or 0.0 then
-    -0.0, compares equal; Decimal('-0') == Decimal('0'))."""
+    """A constant keyed by identity: an object whose attributes are not keyed by value
+    (_state_key). Held by a weak reference where the object takes one (an object given to a fused
+    function once is not kept alive by it; a dead one matches no later object of the same id),
+    else kept alive, so its id is not reused."""
 
-    __slots__ = ("obj",)
+    __slots__ = ("ref", "strong", "id")
 
     def __init__(self, obj: Any):
-        self.obj = obj
+        self.id = id(obj)
+        try:
+            self.ref, self.strong = weakref.ref(obj), None
+        except TypeError:  # an int subclass, a list: no weak reference
+            self.ref, self.strong = None, obj
+
+    def get(self) -> Any:
+        return self.strong if self.ref is None else self.ref()
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, _ByIdentity) and other.obj is self.obj
+        if not isinstance(other, _ByIdentity) or other.id != self.id:
+            return False
+        obj = self.get()
+        return obj is not None and other.get() is obj
 
     def __hash__(self) -> int:
-        return id(self.obj)
+        return self.id
 
 
-def _constant_key(v: Any) -> Any:
+_STATE_DEPTH = 4  # objects within objects keyed by their attributes' values; deeper ones by identity
+_STATE_LEAVES = 64  # values keyed per argument at most; an object with more is keyed by identity
+_SMALL_ARRAY = 64  # an attribute array of at most this many elements is keyed by its bytes
+
+
+_PLAIN_SCALARS = frozenset({float, int, bool, str, type(None)})
+
+
+class _TooLarge(Exception):
+    """An object's state is too large (or too deep) to key by value on every call."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _python_class(t: type) -> bool:
+    """A class written in Python (every base but object a heap type) whose instances keep their
+    state in __dict__ alone: no __slots__ and no C base (whose instances hold state __dict__ does
+    not show, so two of them with equal attributes may trace differently). Not fusejit's Value."""
+    heap = 1 << 9  # Py_TPFLAGS_HEAPTYPE
+    return t is not Value and t.__dictoffset__ != 0 and all(
+        c is object or (c.__flags__ & heap and not set(getattr(c, "__slots__", ())) - {"__dict__", "__weakref__"})
+        for c in t.__mro__)
+
+
+def _state_key(v: Any, budget: list, depth: int) -> Any:
+    """The value key of an attribute (or of a list, dict or object within one): as _constant_key,
+    a list or dict by its elements, an array by dtype and shape (and bytes when small: a trace can
+    read its values), an object of a Python class by its attributes; raises _TooLarge past
+    _STATE_LEAVES values or _STATE_DEPTH levels. `budget`: [values left, the objects being keyed]."""
+    budget[0] -= 1
+    if budget[0] < 0 or depth > _STATE_DEPTH:
+        raise _TooLarge
+    t = type(v)
+    if t in _PLAIN_SCALARS:  # the common attribute first: eps, a flag, a name
+        return (t, _FLOAT_KEY(v)) if t is float else (t, v)
+    if isinstance(v, (list, dict)):
+        items = v.items() if isinstance(v, dict) else enumerate(v)
+        return (t, tuple((_state_key(k, budget, depth + 1), _state_key(e, budget, depth + 1)) for k, e in items))
+    a = _array(v) if not isinstance(v, np.generic) else None
+    if a is not None:
+        shape = tuple(int(s) for s in a.shape)
+        if isinstance(a, np.ndarray) and a.size <= _SMALL_ARRAY and not a.dtype.hasobject:
+            return (t, a.dtype.str, shape, np.ascontiguousarray(a).tobytes())
+        return (t, str(a.dtype), shape, _ByIdentity(a))  # its values are not compared: in place changes unseen
+    return _constant_key(v, budget, depth)
+
+
+def _constant_key(v: Any, budget: list | None = None, depth: int = 0) -> Any:
     """A constant's part of the pattern, by type and value all the way down: a float by its bits'
     hex (0.0 and -0.0 differ), a tuple element by element ((2,) and (2.0,) differ), a NumPy scalar
-    by its dtype and bytes; an object of any other type (a dataclass, an enum, a Decimal) by
-    identity, since its == may call values equal that trace differently."""
+    by its dtype and bytes; an object of a Python class (a method's self, a dataclass) by its type
+    and the values of its attributes (_state_key: so objects alike share a trace, and an attribute
+    changed since a trace traces again); any other object (an enum member of a C type, a Decimal)
+    by identity, since its == may call values equal that trace differently."""
     t = type(v)
     if isinstance(v, np.generic):
         return (t, v.dtype.str, v.tobytes())  # bits and unit: -0.0 is not 0.0, datetime64 days are not seconds
@@ -506,9 +567,9 @@ def _constant_key(v: Any) -> Any:
     if isinstance(v, complex):
         return (t, _FLOAT_KEY(v.real), _FLOAT_KEY(v.imag))
     if isinstance(v, tuple):
-        return (t, tuple(_constant_key(e) for e in v))
+        return (t, tuple(_constant_key(e, budget, depth) for e in v))
     if isinstance(v, frozenset):
-        return (t, frozenset(_constant_key(e) for e in v))
+        return (t, frozenset(_constant_key(e, budget, depth) for e in v))
     if isinstance(v, (bool, int)):
         return (t, int(v))
     if isinstance(v, (str, bytes)):
@@ -517,15 +578,83 @@ def _constant_key(v: Any) -> Any:
         return (t,)
     if isinstance(v, range):
         return (t, v.start, v.stop, v.step)
-    hash(v)  # TypeError for a list, a dict, ...
+    if _python_class(t) and not getattr(t, "_fuse_by_identity", False):
+        return _object_key(v, budget, depth)
+    if budget is None:
+        hash(v)  # TypeError for a list, a dict, ...
     return (t, _ByIdentity(v))
 
 
+def _object_key(v: Any, budget: list | None, depth: int) -> Any:
+    """An object of a Python class by its type and attributes (_state_key); an argument's own
+    array attributes are inputs (_lifted: their dtypes and shapes are keyed there). By identity
+    when too large (an argument; raises _TooLarge within another object)."""
+    inner = [_STATE_LEAVES, []] if budget is None else budget
+    path = inner[1]  # the objects being keyed, outermost first: a reference back is keyed by its place
+    if any(o is v for o in path):
+        return ("cycle", next(k for k, o in enumerate(path) if o is v))
+    path.append(v)
+    try:
+        return (type(v), tuple((k, ("input",) if budget is None and _array(e) is not None else
+                                _state_key(e, inner, depth + 1)) for k, e in vars(v).items()))
+    except _TooLarge:
+        if budget is not None:
+            raise
+    finally:
+        path.pop()
+    return (type(v), _ByIdentity(v))
+
+
+class _Attr(str):
+    """The last part of the tag of an object argument's array attribute (_lifted): its name."""
+
+
 def _tag_name(tag: tuple) -> str:
-    """The name of an argument tagged (parameter,), (*args parameter, index) or (**kwargs parameter, key)."""
+    """The name of an argument tagged (parameter,), (*args parameter, index) or (**kwargs parameter,
+    key), or of an array attribute of one, tag + (_Attr(name),): "self_w"."""
+    if isinstance(tag[-1], _Attr):
+        return f"{_tag_name(tag[:-1])}_{tag[-1]}"
     if len(tag) == 1:
         return tag[0]
     return f"{tag[0]}{tag[1]}" if isinstance(tag[1], int) else tag[1]
+
+
+def _lifted(items: list) -> list:
+    """`items` with the array attributes of each object argument of a Python class (a method's
+    self) after it, as arguments of their own: inputs of the graph, read at every call (weights
+    held by a layer object), tagged tag + (_Attr(name),)."""
+    out = None
+    for k, (tag, v) in enumerate(items):
+        extra = [] if type(v) is np.ndarray or not _python_class(type(v)) else [
+            (tag + (_Attr(n),), e) for n, e in vars(v).items() if _array(e) is not None]
+        if extra and out is None:
+            out = items[:k]
+        if out is not None:
+            out += [(tag, v)] + extra
+    return items if out is None else out
+
+
+def _reading_copy(obj: Any, attrs: dict, make: Callable[[int], Value]) -> Any:
+    """A copy of `obj` for a trace, of a subclass of its class: each array attribute named in
+    `attrs` (name -> position) is the graph input make(position) makes when first read."""
+    def lazy(name: str, k: int) -> property:
+        def get(self: Any) -> Any:
+            if name not in self.__dict__:
+                self.__dict__[name] = make(k)
+            return self.__dict__[name]
+
+        return property(get, lambda self, value: self.__dict__.__setitem__(name, value))
+
+    t = type(obj)
+    namespace = {n: lazy(n, k) for n, k in attrs.items()}
+    namespace.update(__module__=t.__module__, __qualname__=t.__qualname__)
+    try:
+        copy = object.__new__(type(t)(t.__name__, (t,), namespace))
+    except TypeError:  # a class that cannot be subclassed (an enum with members): every attribute read
+        copy = object.__new__(t)
+        copy.__dict__.update({n: make(k) for n, k in attrs.items()})
+    copy.__dict__.update({n: e for n, e in vars(obj).items() if n not in attrs})
+    return copy
 
 
 class _Entry:
@@ -536,6 +665,7 @@ class _Entry:
         self.kind = kind          # Value (one result), tuple, list or dict
         self.keys = keys          # dict keys, in order (dict results)
         self.sources = sources    # per result: an output name, or the index of an argument returned as is
+        self.take: list | None = None  # the arrays the program takes, by index (None: all, in order)
 
     def results(self, outs: dict, arrays: list) -> Any:
         vals = [outs[s] if isinstance(s, str) else arrays[s] for s in self.sources]
@@ -552,6 +682,8 @@ class Fused:
     (NumPy in, NumPy out; PyTorch and CuPy tensors on their device and the caller's stream).
     Called with traced values (from another fused function's trace) it runs as the plain Python
     function, so its ops join the caller's graph. Thread-safe."""
+
+    _fuse_by_identity = True  # as an attribute of a fused method's object: its traces are no part of its value
 
     def __init__(self, fn: Callable, dynamic: bool, options: dict):
         functools.update_wrapper(self, fn)
@@ -575,6 +707,11 @@ class Fused:
         self._specialised_by_shape = False
         self._float_values: dict = {}  # (pattern without one float argument's value, its tag) -> values seen
 
+    def __reduce__(self) -> str:
+        """Pickled by reference, as the function it wraps (a module-level fused function in a child
+        process started with "spawn"): the name it is found under in its module."""
+        return self.__qualname__
+
     traces = property(lambda self: self._traces,
                       doc="How many times the function has been traced (once per new argument pattern).")
 
@@ -582,16 +719,18 @@ class Fused:
         entry, arrays = self._entry(args, kwargs)
         if entry is None:  # traced values: inside another fused function's trace
             return self._fn(*args, **kwargs)
-        return entry.results(entry.program(*arrays), arrays)
+        return entry.results(entry.program(*(arrays if entry.take is None else [arrays[k] for k in entry.take])), arrays)
 
     def __get__(self, obj: Any, owner: Any = None) -> Any:
-        """A fused method: bound to `obj`, which is a constant of the trace (one trace per object)."""
+        """A fused method: bound to `obj`, a constant of the trace keyed by its attributes' values
+        (_constant_key: objects alike share a trace; a changed attribute traces again)."""
         return self if obj is None else types.MethodType(self, obj)
 
     def program(self, *args: Any, **kwargs: Any) -> Any:
         """The :class:`fusejit.Program` these arguments run (traced and compiled if new): its
         ``cuda_source()``, ``plan_text``, ``kernels``; call it with the arrays in argument order
-        to pass ``out=``, ``stream=`` or ``plan="unfused"``. One program serves every size of its
+        (then the array attributes of object arguments the trace read, in the order read:
+        ``prog.graph.inputs`` names them) to pass ``out=``, ``stream=`` or ``plan="unfused"``. One program serves every size of its
         pattern: its ``plan_text`` shows the sizes of the call that traced it."""
         entry = self._entry(args, kwargs)[0]
         if entry is None:
@@ -677,6 +816,7 @@ class Fused:
             items = list(zip(tags, args + self._defaults[len(args):]))
         else:
             items = self._flat(self._bind(args, kwargs))
+        items = _lifted(items)
         key, arrays = self._key(items, not self._dynamic)
         if key is None:
             return None, []
@@ -713,9 +853,10 @@ class Fused:
         if self._traces == _TRACE_WARNING_AT:
             why = ("each new size traces and compiles again, since it reads a value's .shape"
                    if self._specialised_by_shape else
-                   "each new pattern of argument dtypes, ranks, sizes of 1, equal sizes and Python scalar values "
-                   "traces and compiles again; pass a scalar that changes from call to call as a 0-d array "
-                   "(np.float32(lr)) to make it an input")
+                   "each new pattern of argument dtypes, ranks, sizes of 1, equal sizes, Python scalar values and "
+                   "attribute values of object arguments such as a method's self traces and compiles again; pass a "
+                   "scalar that changes from call to call as a 0-d array (np.float32(lr)) to make it an input, and "
+                   "keep an attribute that changes every call (a step counter) off such an object")
             said.append(f"fuse: '{self.__name__}' has been traced {self._traces} times ({why})")
         return key, entry
 
@@ -741,15 +882,16 @@ class Fused:
                 said.append(f"fuse: '{self.__name__}' has traced and compiled a new program for each of "
                             f"{len(seen)} values of its argument '{name}' (a Python float is a constant of the "
                             f"trace); if it changes from call to call, pass it as a 0-d array, e.g. "
-                            f"np.float32({name}) (np.float64 to compute in f64), to make it an input of one "
-                            "program")
+                            f"np.float32({name}), to make it an input of one program (it computes in the dtype "
+                            "of the arrays it meets, as a PyTorch 0-d tensor does: np.float64 with f32 arrays "
+                            "is cast to f32)")
         return said
 
     def _trace_once(self, bound: inspect.BoundArguments, items: list, static: bool) -> tuple[_Entry, bool]:
         """One trace and compile; also whether the function read a shape meanwhile."""
         name = self.__name__ if self.__name__.isascii() and self.__name__.isidentifier() else "fused"
         b = GraphBuilder(name)
-        stand_ins, inputs, taken = self._inputs(b, items, static)
+        stand_ins, inputs, order, taken = self._inputs(b, items, static)
         call = inspect.BoundArguments(self._sig, bound.arguments.copy())
         for pname in call.arguments:
             call.arguments[pname] = self._replace(pname, call.arguments[pname], stand_ins)
@@ -764,29 +906,44 @@ class Fused:
             read_shape = _TRACE.shape_read
             _TRACE.shape_read = outer or read_shape
         entry = self._outputs(b, result, inputs, taken)
+        entry.take = None if order == list(range(len(inputs))) else order
         from . import compile as fj_compile
         entry.program = fj_compile(b.build(), **self._options)
         return entry, read_shape
 
-    def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list, set]:
+    def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list, list, set]:
         """A GraphBuilder input per array argument, its sizes as dims (one per class of equal sizes
-        other than 1) or, when static, as they are; returns {tag: Value}, the inputs and the names
-        the graph has taken."""
-        taken, dims, stand_ins, inputs = set(), {}, {}, []
+        other than 1) or, when static, as they are; an object argument's array attribute (_lifted)
+        becomes one when the trace first reads it (a layer's weights a method does not read are no
+        inputs). Returns {tag: stand-in}, the inputs in argument order (None: not read), the order
+        they were made in (positions in that list: the graph's input order) and the names taken."""
+        taken, dims, stand_ins, order = set(), {}, {}, []
         arrays = [(tag, a) for tag, v in items if (a := _array(v)) is not None]
         gnames = [_graph_name(_tag_name(t), f"arg{k}", taken) for k, (t, _) in enumerate(arrays)]  # dims after
-        for gname, (tag, v) in zip(gnames, arrays):
+        inputs: list = [None] * len(arrays)
+
+        def make(k: int) -> Value:
             shape = []
-            for axis, s in enumerate(int(s) for s in v.shape):
+            for axis, s in enumerate(int(s) for s in arrays[k][1].shape):
                 if static or s == 1:
                     shape.append(s)
                     continue
                 if s not in dims:
-                    dims[s] = b.dim(_graph_name(f"{gname}_{axis}", "", taken), s)
+                    dims[s] = b.dim(_graph_name(f"{gnames[k]}_{axis}", "", taken), s)
                 shape.append(dims[s])
-            stand_ins[tag] = b.input(gname, self._dtype_name(v.dtype), shape)
-            inputs.append(stand_ins[tag])
-        return stand_ins, inputs, taken
+            inputs[k] = b.input(gnames[k], self._dtype_name(arrays[k][1].dtype), shape)
+            order.append(k)
+            return inputs[k]
+
+        lazy = {tag: k for k, (tag, _) in enumerate(arrays) if isinstance(tag[-1], _Attr)}
+        for k, (tag, _) in enumerate(arrays):
+            if tag not in lazy:
+                stand_ins[tag] = make(k)
+        for tag, v in items:
+            attrs = {str(t[-1]): k for t, k in lazy.items() if t[:-1] == tag}
+            if attrs:
+                stand_ins[tag] = _reading_copy(v, attrs, make)
+        return stand_ins, inputs, order, taken
 
     def _replace(self, pname: str, v: Any, stand_ins: dict) -> Any:
         """The argument `pname` as the function sees it while traced: arrays become their Values."""

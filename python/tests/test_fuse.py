@@ -618,6 +618,70 @@ def test_fused_methods_and_positional_reduction_arguments():
     assert mx.shape == (1, 2) and s.shape == (1, 2) and np.allclose(v, [4.0, 4.0])
 
 
+def test_an_object_argument_is_keyed_by_its_attributes_and_not_kept_alive():
+    """A method's self (any object of a Python class) was keyed by identity and held: an attribute
+    changed after the trace gave the old result silently, 80 layers alike traced 80 times per
+    round, and every object (its weights) stayed alive."""
+    import gc
+    import pickle
+    import weakref
+
+    class Scale:
+        def __init__(self, s, w=None):
+            self.s, self.w, self.me = s, w, self  # a reference back to itself is keyed by its place
+
+        @fusejit.fuse
+        def __call__(self, x):
+            return x * self.s
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    m = Scale(2.0)
+    assert np.array_equal(m(x), x * 2)
+    m.s = 5.0
+    assert np.array_equal(m(x), x * 5)  # was x * 2
+    m.s = np.float32(3)
+    assert np.array_equal(m(x), x * 3)
+    before = Scale.__call__.traces
+    layers = [Scale(5.0, np.zeros(1000, np.float32)) for _ in range(20)]
+    for _ in range(2):
+        assert all(np.array_equal(layer(x), x * 5) for layer in layers)
+    assert Scale.__call__.traces == before + 1  # equal attributes, arrays of one dtype and shape: one trace
+    big = Scale(1.0, np.zeros(1 << 20, np.float32))
+    big(x)
+    gone = weakref.ref(big)
+    del big
+    gc.collect()
+    assert gone() is None  # nor its array
+    # An argument's array attributes are inputs (self_w), read at every call; an array within an
+    # attribute is keyed by its bytes when small (a trace may read its values), a class with
+    # __slots__ by identity (its state is not in __dict__).
+    f = fusejit.fuse(lambda v, o: v * o.w + float(o.s[0][0]))
+    w = np.full(3, 2, np.float32)
+    o = Scale([np.array([1.0])], w)
+    assert np.array_equal(f(x, o), x * 2 + 1)
+    w[:] = 3
+    o.s[0][0] = 4.0
+    assert np.array_equal(f(x, o), x * 3 + 4)
+    assert [t.name for t in f.program(x, o).graph.inputs] == ["v", "o_w"]
+
+    class Slotted:
+        __slots__ = ("k",)
+
+        def __init__(self, k):
+            self.k = k
+
+    g = fusejit.fuse(lambda v, o: v * o.k)
+    assert np.array_equal(g(x, Slotted(2.0)), x * 2) and np.array_equal(g(x, Slotted(3.0)), x * 3)
+    # A module-level fused function pickles by reference (a "spawn" pool's task).
+    from fusejit import _fuse
+    _fuse._pickle_probe = fusejit.fuse(lambda v: v + 1)
+    _fuse._pickle_probe.__qualname__, _fuse._pickle_probe.__module__ = "_pickle_probe", _fuse.__name__
+    try:
+        assert pickle.loads(pickle.dumps(_fuse._pickle_probe)) is _fuse._pickle_probe
+    finally:
+        del _fuse._pickle_probe
+
+
 def test_llama_decode_sample_runs(tmp_path):
     """samples/python/llama_decode.py (fused functions of a decoder layer and sampling) passes its
     own checks against float64 NumPy, at small sizes and with T = 1."""
