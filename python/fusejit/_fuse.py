@@ -419,9 +419,17 @@ def install_value_methods() -> None:
         setattr(Value, m, _method(m))
     Value.clip = lambda self, min=None, max=None: _np_clip(self, min, max)
     Value.clip.__doc__ = "NumPy's ndarray.clip(min, max): clamp (either bound may be None)."
+    Value.__round__ = _round
     Value.__getitem__ = _getitem
     Value.__array__ = _no_array
     Value.__iter__ = None  # not iterable: no len() to iterate by (iter(v) is a TypeError, not a loop on __getitem__)
+
+
+def _round(self: Value, ndigits: int | None = None) -> Value:
+    """round(v): half to even, as round() of an ndarray (np.round) and of a PyTorch tensor."""
+    if ndigits:
+        raise TypeError("round(v, ndigits) has no fusejit op (round(v) rounds half to even)")
+    return op("round", self)
 
 
 def _no_array(self: Value, dtype: Any = None, copy: Any = None) -> Any:
