@@ -633,7 +633,7 @@ def _lifted(items: list) -> list:
     held by a layer object), tagged tag + (_Attr(name),)."""
     out = None
     for k, (tag, v) in enumerate(items):
-        extra = [] if type(v) is np.ndarray or not _python_class(type(v)) else [
+        extra = [] if type(v) is np.ndarray or not _python_class(type(v)) or _array(v) is not None else [
             (tag + (_Attr(n),), e) for n, e in vars(v).items() if _array(e) is not None]
         if extra and out is None:
             out = items[:k]
