@@ -2,6 +2,7 @@
 // parser checks in graph text (names by ir/names.h, one namespace, outputs computed by the graph),
 // so every graph it builds prints as text that parses back to the same graph.
 #include <unordered_map>
+#include <set>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@ struct GraphBuilder::Impl {
   ir::GraphBuilder b;
   std::unordered_map<std::string, ir::NameBinding> scope;  // dims, inputs, params, named values
   std::unordered_set<std::string> outputs;
+  std::set<std::string> may_be_unused;  // inputs build() does not warn of (allow_unused)
   bool built = false;
   explicit Impl(std::string name) : b(std::move(name)) {}
 
@@ -224,13 +226,24 @@ void GraphBuilder::output(const std::string& name, const Value& v) {
   });
 }
 
+void GraphBuilder::allow_unused(const Value& input) {
+  impl_->check_usable();
+  translate_errors([&] {
+    const ir::Graph& g = impl_->b.graph();
+    if (input.owner_ != this || input.id_ < 0 || input.id_ >= static_cast<int32_t>(g.nodes.size()) ||
+        g.node(input.id_).op != ir::Op::Input)
+      throw ir::UserError("allow_unused: the value is no input of this GraphBuilder");
+    impl_->may_be_unused.insert(g.node(input.id_).name);
+  });
+}
+
 Graph GraphBuilder::build() {
   impl_->check_usable();
   return translate_errors([&] {
     auto impl = std::make_shared<Graph::Impl>();
     impl->graph = impl_->b.finish();
     impl_->built = true;
-    warn_about_graph(impl->graph);
+    warn_about_graph(impl->graph, impl_->may_be_unused);
     return Graph(std::move(impl));
   });
 }

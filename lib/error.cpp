@@ -174,9 +174,10 @@ std::string where_of(const ir::Graph& g, const ir::Node& n) {
          std::to_string(n.loc.col) + ": ";
 }
 
-void warn_unused_inputs(const ir::Graph& g) {
+void warn_unused_inputs(const ir::Graph& g, const std::set<std::string>& may_be_unused) {
   for (ir::NodeId id : ir::unused_inputs(g)) {
     const ir::Node& n = g.node(id);
+    if (may_be_unused.count(n.name)) continue;
     warn(where_of(g, n) + "input '" + n.name + "' is not used by any output");
   }
 }
@@ -202,8 +203,8 @@ void warn_dim_alignments(const ir::Graph& g) {
 }
 }  // namespace
 
-void warn_about_graph(const ir::Graph& g) {
-  warn_unused_inputs(g);
+void warn_about_graph(const ir::Graph& g, const std::set<std::string>& may_be_unused) {
+  warn_unused_inputs(g, may_be_unused);
   warn_dim_alignments(g);
 }
 

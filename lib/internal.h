@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -71,7 +72,8 @@ class WarningOrigin {
 // output depends on ("FILE:LINE:COL: input 'b' is not used by any output"), and once per pair of
 // named dims that a broadcast of a reduction without keepdim lines up (ir/dim_alignment.h: the
 // graph then holds only while they are equal or one is 1).
-void warn_about_graph(const ir::Graph& g);
+// `may_be_unused`: the inputs not to warn of (GraphBuilder::allow_unused).
+void warn_about_graph(const ir::Graph& g, const std::set<std::string>& may_be_unused = {});
 
 // The options messages name, each as an API user writes it ("Options::arch") or as a `fusejit`
 // user does ("--arch"), by Options::message_style.

@@ -140,6 +140,27 @@ TEST_CASE("a warning handler that throws: the call goes on, the message reaches 
   CHECK(calls >= 1);
 }
 
+TEST_CASE("allow_unused: an input the graph may leave unused builds without a warning; only inputs take it") {
+  std::vector<std::string> got;
+  fj::set_warning_handler([&](std::string_view m) { got.emplace_back(m); });
+  fj::GraphBuilder b("g");
+  fj::Value x = b.input("x", fj::DType::F32, {4});
+  fj::Value w = b.input("w", fj::DType::F32, {4});
+  fj::Value z = b.input("z", fj::DType::F32, {4});
+  b.allow_unused(w);
+  fj::Value y = b.op("mul", x, 2.0);
+  CHECK(contains(user_error([&] { b.allow_unused(y); }), "allow_unused: the value is no input of this GraphBuilder"));
+  fj::GraphBuilder other("o");
+  CHECK(contains(user_error([&] { other.allow_unused(x); }), "no input of this GraphBuilder"));
+  b.output("y", y);
+  const fj::Graph g = b.build();
+  fj::set_warning_handler({});
+  REQUIRE(got.size() == 1);  // z only
+  CHECK(got[0] == "input 'z' is not used by any output");
+  CHECK(g.inputs().size() == 3);  // w stays an input
+  (void)z;
+}
+
 TEST_CASE("a reduction without keepdim broadcast so that two named dims line up warns once per pair; at dims where it fails the error says keepdim") {
   std::vector<std::string> got;
   fj::set_warning_handler([&](std::string_view m) { got.emplace_back(m); });

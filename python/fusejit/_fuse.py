@@ -21,6 +21,7 @@ keep the traced sizes for other ones). Guide: docs/python.md, "Fusing a Python f
 
 from __future__ import annotations
 
+import collections
 import difflib
 import functools
 import inspect
@@ -370,9 +371,10 @@ _DTYPE_GETTER = Value.__dict__["dtype"].fget
 
 
 class _TraceState(threading.local):
-    """Per thread: whether a Value's shape was read since the trace began."""
+    """Per thread: whether a Value's shape was read since the trace began; how many traces run."""
 
     shape_read = False
+    active = 0
 
 
 _TRACE = _TraceState()
@@ -515,58 +517,72 @@ class _ByIdentity:
 
 
 _STATE_DEPTH = 4  # objects within objects keyed by their attributes' values; deeper ones by identity
-_STATE_LEAVES = 64  # values keyed per argument at most; an object with more is keyed by identity
-_SMALL_ARRAY = 64  # an attribute array of at most this many elements is keyed by its bytes
-
-
+_STATE_LEAVES = 256  # values keyed per object argument at most; an object with more is keyed by identity
+_SMALL_ARRAY = 64  # an array within an attribute of at most this many elements is keyed by its bytes
 _PLAIN_SCALARS = frozenset({float, int, bool, str, type(None)})
+
+
+_IDENTITY = ("keyed by identity",)  # the mark of an object argument too large to key by value
 
 
 class _TooLarge(Exception):
     """An object's state is too large (or too deep) to key by value on every call."""
 
 
-@functools.lru_cache(maxsize=1024)
+class _Traced(Exception):
+    """A constant argument holds a traced value (the object a trace's method passes on): the call
+    is inside another trace."""
+
+
+@functools.lru_cache(maxsize=256)
 def _python_class(t: type) -> bool:
     """A class written in Python (every base but object a heap type) whose instances keep their
     state in __dict__ alone: no __slots__ and no C base (whose instances hold state __dict__ does
     not show, so two of them with equal attributes may trace differently). Not fusejit's Value."""
     heap = 1 << 9  # Py_TPFLAGS_HEAPTYPE
-    return t is not Value and t.__dictoffset__ != 0 and all(
+    return t is not Value and t.__dictoffset__ != 0 and not getattr(t, "_fuse_by_identity", False) and all(
         c is object or (c.__flags__ & heap and not set(getattr(c, "__slots__", ())) - {"__dict__", "__weakref__"})
         for c in t.__mro__)
 
 
-def _state_key(v: Any, budget: list, depth: int) -> Any:
-    """The value key of an attribute (or of a list, dict or object within one): as _constant_key,
-    a list or dict by its elements, an array by dtype and shape (and bytes when small: a trace can
-    read its values), an object of a Python class by its attributes; raises _TooLarge past
-    _STATE_LEAVES values or _STATE_DEPTH levels. `budget`: [values left, the objects being keyed]."""
-    budget[0] -= 1
-    if budget[0] < 0 or depth > _STATE_DEPTH:
-        raise _TooLarge
-    t = type(v)
-    if t in _PLAIN_SCALARS:  # the common attribute first: eps, a flag, a name
-        return (t, _FLOAT_KEY(v)) if t is float else (t, v)
-    if isinstance(v, (list, dict)):
-        items = v.items() if isinstance(v, dict) else enumerate(v)
-        return (t, tuple((_state_key(k, budget, depth + 1), _state_key(e, budget, depth + 1)) for k, e in items))
-    a = _array(v) if not isinstance(v, np.generic) else None
-    if a is not None:
-        shape = tuple(int(s) for s in a.shape)
-        if isinstance(a, np.ndarray) and a.size <= _SMALL_ARRAY and not a.dtype.hasobject:
-            return (t, a.dtype.str, shape, np.ascontiguousarray(a).tobytes())
-        return (t, str(a.dtype), shape, _ByIdentity(a))  # its values are not compared: in place changes unseen
-    return _constant_key(v, budget, depth)
+@functools.lru_cache(maxsize=256)
+def _array_type(t: type) -> bool:
+    """An array type of NumPy, PyTorch or CuPy (a protocol the extension takes: DLPack, CUDA's or
+    NumPy's array interface), not merely one with shape and dtype attributes; no NumPy scalar."""
+    return issubclass(t, np.ndarray) or (not issubclass(t, np.generic) and any(
+        hasattr(t, p) for p in ("__dlpack__", "__cuda_array_interface__", "__array_interface__")))
 
 
-def _constant_key(v: Any, budget: list | None = None, depth: int = 0) -> Any:
-    """A constant's part of the pattern, by type and value all the way down: a float by its bits'
-    hex (0.0 and -0.0 differ), a tuple element by element ((2,) and (2.0,) differ), a NumPy scalar
-    by its dtype and bytes; an object of a Python class (a method's self, a dataclass) by its type
-    and the values of its attributes (_state_key: so objects alike share a trace, and an attribute
-    changed since a trace traces again); any other object (an enum member of a C type, a Decimal)
-    by identity, since its == may call values equal that trace differently."""
+def _array_protocol(v: Any) -> bool:
+    """_array_type of v's type."""
+    return _array_type(type(v))
+
+
+@functools.lru_cache(maxsize=64)
+def _fusejit_dtype(dt: Any) -> bool:
+    """Whether fusejit has the array dtype `dt` (NumPy's, PyTorch's or CuPy's)."""
+    from . import _dtype_name
+    try:
+        _dtype_name(dt)
+    except (UserError, TypeError):
+        return False
+    return True
+
+
+def _input_attribute(e: Any) -> bool:
+    """An object argument's attribute that is an input (_lifted): an array (_array_type) of a
+    fusejit dtype. A NumPy scalar is a constant, as a number."""
+    if not _array_type(type(e)):
+        return False
+    try:
+        return _fusejit_dtype(e.dtype)
+    except (TypeError, AttributeError):  # an unhashable or absent dtype
+        return False
+
+
+def _scalar_key(v: Any) -> Any:
+    """A scalar's part of the pattern, by type and bits (a float by its hex: 0.0 and -0.0 differ; a
+    NumPy scalar by dtype and bytes); None for any other value."""
     t = type(v)
     if isinstance(v, np.generic):
         return (t, v.dtype.str, v.tobytes())  # bits and unit: -0.0 is not 0.0, datetime64 days are not seconds
@@ -574,10 +590,6 @@ def _constant_key(v: Any, budget: list | None = None, depth: int = 0) -> Any:
         return (t, _FLOAT_KEY(v))
     if isinstance(v, complex):
         return (t, _FLOAT_KEY(v.real), _FLOAT_KEY(v.imag))
-    if isinstance(v, tuple):
-        return (t, tuple(_constant_key(e, budget, depth) for e in v))
-    if isinstance(v, frozenset):
-        return (t, frozenset(_constant_key(e, budget, depth) for e in v))
     if isinstance(v, (bool, int)):
         return (t, int(v))
     if isinstance(v, (str, bytes)):
@@ -586,40 +598,100 @@ def _constant_key(v: Any, budget: list | None = None, depth: int = 0) -> Any:
         return (t,)
     if isinstance(v, range):
         return (t, v.start, v.stop, v.step)
-    if _python_class(t) and not getattr(t, "_fuse_by_identity", False):
-        return _object_key(v, budget, depth)
-    if budget is None:
-        hash(v)  # TypeError for a list, a dict, ...
+    return None
+
+
+def _state_key(v: Any, budget: list, depth: int) -> Any:
+    """The value key of what an object argument holds: a scalar as _scalar_key, a list, tuple,
+    deque, set or dict by its elements, an array by dtype and shape (and its bytes when small: a
+    trace may read its values; else its identity), an object of a Python class (or a
+    SimpleNamespace) by its attributes, anything else by identity. Raises _TooLarge past
+    _STATE_LEAVES values or _STATE_DEPTH levels of objects, _Traced for a traced value.
+    `budget`: [values left, the objects being keyed]."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooLarge
+    t = type(v)
+    if t in _PLAIN_SCALARS:  # the common attribute first: eps, a flag, a name
+        return (t, _FLOAT_KEY(v)) if t is float else (t, v)
+    if isinstance(v, Value):
+        raise _Traced
+    if isinstance(v, (list, tuple, collections.deque, set, frozenset, dict)):
+        return _container_key(v, budget, depth)
+    scalar = _scalar_key(v)
+    if scalar is not None:
+        return scalar
+    if _array_protocol(v):
+        shape = tuple(int(s) for s in v.shape)
+        if isinstance(v, np.ndarray) and v.size <= _SMALL_ARRAY and not v.dtype.hasobject:
+            return (t, v.dtype.str, shape, np.ascontiguousarray(v).tobytes())
+        return (t, str(v.dtype), shape, _ByIdentity(v))  # its values are not compared: in-place changes unseen
+    if _python_class(t) or t is types.SimpleNamespace:
+        return _object_key(v, budget, depth + 1)
+    return (t, _ByIdentity(v))
+
+
+def _container_key(v: Any, budget: list, depth: int) -> Any:
+    """A list, tuple, deque, set or dict by its elements (_state_key)."""
+    if isinstance(v, (set, frozenset)):
+        return (type(v), frozenset(_state_key(e, budget, depth) for e in v))
+    if isinstance(v, dict):
+        return (type(v), tuple((_state_key(k, budget, depth), _state_key(e, budget, depth)) for k, e in v.items()))
+    return (type(v), tuple(_state_key(e, budget, depth) for e in v))
+
+
+def _constant_key(v: Any) -> Any:
+    """An argument's part of the pattern when it is no array, by type and value all the way down:
+    a scalar by its bits (_scalar_key), a tuple or frozenset element by element ((2,) and (2.0,)
+    differ), an object of a Python class (a method's self, a dataclass) by its type and its
+    attributes' values (_object_key: objects alike share a trace, a changed attribute traces
+    again; never by its ==, which may call objects equal that trace differently); any other
+    object (a Decimal) by identity. TypeError for an unhashable one (a list); _Traced."""
+    key = _scalar_key(v)
+    if key is not None:
+        return key
+    t = type(v)
+    if isinstance(v, (tuple, frozenset)):
+        return _state_key(v, [math.inf, []], 0)
+    if _python_class(t):
+        return _object_key(v, None, 0)
+    hash(v)  # TypeError for a list, a dict, ...
     return (t, _ByIdentity(v))
 
 
 def _object_key(v: Any, budget: list | None, depth: int) -> Any:
-    """An object of a Python class by its type and attributes (_state_key); an argument's own
-    array attributes are inputs (_lifted: their dtypes and shapes are keyed there). By identity
-    when too large (an argument; raises _TooLarge within another object)."""
+    """An object by its type and attributes (_state_key); an argument's own (budget None) input
+    attributes are keyed by their dtype and shape where _lifted adds them. Too large, an argument
+    is keyed by identity ((type, _ByIdentity, _IDENTITY): fuse warns); raises _TooLarge within
+    another object."""
     inner = [_STATE_LEAVES, []] if budget is None else budget
     path = inner[1]  # the objects being keyed, outermost first: a reference back is keyed by its place
-    if any(o is v for o in path):
-        return ("cycle", next(k for k, o in enumerate(path) if o is v))
+    for k, o in enumerate(path):
+        if o is v:
+            return ("cycle", k)
+    if depth > _STATE_DEPTH or len(vars(v)) > inner[0]:
+        if budget is not None:
+            raise _TooLarge
+        return (type(v), _ByIdentity(v), _IDENTITY)
     path.append(v)
     try:
-        return (type(v), tuple((k, ("input",) if budget is None and _array(e) is not None else
-                                _state_key(e, inner, depth + 1)) for k, e in vars(v).items()))
+        return (type(v), tuple((n, ("input",) if budget is None and _input_attribute(e) else
+                                _state_key(e, inner, depth)) for n, e in vars(v).items()))
     except _TooLarge:
         if budget is not None:
             raise
     finally:
         path.pop()
-    return (type(v), _ByIdentity(v))
+    return (type(v), _ByIdentity(v), _IDENTITY)
 
 
 class _Attr(str):
-    """The last part of the tag of an object argument's array attribute (_lifted): its name."""
+    """The last part of the tag of an object argument's input attribute (_lifted): its name."""
 
 
 def _tag_name(tag: tuple) -> str:
     """The name of an argument tagged (parameter,), (*args parameter, index) or (**kwargs parameter,
-    key), or of an array attribute of one, tag + (_Attr(name),): "self_w"."""
+    key), or of an input attribute of one, tag + (_Attr(name),): "self_w"."""
     if isinstance(tag[-1], _Attr):
         return f"{_tag_name(tag[:-1])}_{tag[-1]}"
     if len(tag) == 1:
@@ -628,13 +700,15 @@ def _tag_name(tag: tuple) -> str:
 
 
 def _lifted(items: list) -> list:
-    """`items` with the array attributes of each object argument of a Python class (a method's
-    self) after it, as arguments of their own: inputs of the graph, read at every call (weights
-    held by a layer object), tagged tag + (_Attr(name),)."""
+    """`items` with the input attributes (_input_attribute) of each object argument of a Python
+    class (a method's self) after it, as arguments of their own: inputs of the graph, read at
+    every call (a layer's weights), tagged tag + (_Attr(name),). Not for an object of more than
+    _STATE_LEAVES attributes (keyed by identity)."""
     out = None
     for k, (tag, v) in enumerate(items):
-        extra = [] if type(v) is np.ndarray or not _python_class(type(v)) or _array(v) is not None else [
-            (tag + (_Attr(n),), e) for n, e in vars(v).items() if _array(e) is not None]
+        extra = []
+        if type(v) is not np.ndarray and _python_class(type(v)) and _array(v) is None and len(vars(v)) <= _STATE_LEAVES:
+            extra = [(tag + (_Attr(n),), e) for n, e in vars(v).items() if _input_attribute(e)]
         if extra and out is None:
             out = items[:k]
         if out is not None:
@@ -642,27 +716,60 @@ def _lifted(items: list) -> list:
     return items if out is None else out
 
 
-def _reading_copy(obj: Any, attrs: dict, make: Callable[[int], Value]) -> Any:
-    """A copy of `obj` for a trace, of a subclass of its class: each array attribute named in
-    `attrs` (name -> position) is the graph input make(position) makes when first read."""
-    def lazy(name: str, k: int) -> property:
-        def get(self: Any) -> Any:
-            if name not in self.__dict__:
-                self.__dict__[name] = make(k)
-            return self.__dict__[name]
-
-        return property(get, lambda self, value: self.__dict__.__setitem__(name, value))
-
-    t = type(obj)
-    namespace = {n: lazy(n, k) for n, k in attrs.items()}
-    namespace.update(__module__=t.__module__, __qualname__=t.__qualname__)
+def _holds_traced(v: Any) -> bool:
+    """Whether `v` (an attribute) holds a traced value (_Traced)."""
     try:
-        copy = object.__new__(type(t)(t.__name__, (t,), namespace))
-    except TypeError:  # a class that cannot be subclassed (an enum with members): every attribute read
-        copy = object.__new__(t)
-        copy.__dict__.update({n: make(k) for n, k in attrs.items()})
-    copy.__dict__.update({n: e for n, e in vars(obj).items() if n not in attrs})
-    return copy
+        _state_key(v, [math.inf, []], 0)
+    except _Traced:
+        return True
+    except _TooLarge:
+        pass
+    return False
+
+
+def _pattern_difference(before: tuple | None, key: tuple) -> str:
+    """Where two patterns of one function differ: "argument 'x'" or "argument 'self', attribute
+    'layer_idx'"; "" when they differ in which arguments they have."""
+    if before is None or before[0] != key[0] or len(before[1]) != len(key[1]):
+        return ""
+    for a, b in zip(before[1], key[1]):
+        if a != b:
+            if a[0] != b[0]:
+                return ""
+            what = _attribute_difference(a[1], b[1]) if len(a) == 2 == len(b) else ""
+            return f"argument '{_tag_name(a[0])}'" + (f", attribute '{what}'" if what else "")
+    return ""
+
+
+def _attributes_of(key: Any) -> dict | None:
+    """{name: key} of an object's key (_object_key), None for another key."""
+    if not (isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], type) and isinstance(key[1], tuple)):
+        return None
+    if not (_python_class(key[0]) or key[0] is types.SimpleNamespace):
+        return None
+    return dict(key[1])
+
+
+def _attribute_difference(before: Any, after: Any) -> str:
+    """The first attribute whose key differs between two keys of one object (_object_key), or ""."""
+    names_before, names_after = _attributes_of(before), _attributes_of(after)
+    if names_before is None or names_after is None:
+        return ""
+    for n in list(names_before) + [n for n in names_after if n not in names_before]:
+        if names_before.get(n, "absent") != names_after.get(n, "absent"):
+            return n
+    return ""
+
+
+def _object_copies(items: list, stand_ins: dict) -> None:
+    """Adds to `stand_ins` (tag -> what the trace sees) a copy of each object argument with input
+    attributes (_lifted), of its class, holding their Values (references to itself: to the copy)."""
+    for tag, v in items:
+        attrs = {str(t[-1]): stand_ins[t] for t in stand_ins if isinstance(t[-1], _Attr) and t[:-1] == tag}
+        if attrs:
+            copy = object.__new__(type(v))
+            copy.__dict__.update({n: copy if e is v else e for n, e in vars(v).items()}, **attrs)
+            stand_ins[tag] = copy
 
 
 class _Entry:
@@ -673,7 +780,6 @@ class _Entry:
         self.kind = kind          # Value (one result), tuple, list or dict
         self.keys = keys          # dict keys, in order (dict results)
         self.sources = sources    # per result: an output name, or the index of an argument returned as is
-        self.take: list | None = None  # the arrays the program takes, by index (None: all, in order)
 
     def results(self, outs: dict, arrays: list) -> Any:
         vals = [outs[s] if isinstance(s, str) else arrays[s] for s in self.sources]
@@ -714,6 +820,8 @@ class Fused:
         self._min_args = max((k + 1 for k, p in enumerate(params) if p.default is inspect.Parameter.empty), default=0)
         self._specialised_by_shape = False
         self._float_values: dict = {}  # (pattern without one float argument's value, its tag) -> values seen
+        self._said_identity: set = set()  # tags of object arguments warned of as keyed by identity
+        self._last_key: tuple | None = None  # the pattern traced last (the eighth trace's warning names a change)
 
     def __reduce__(self) -> str:
         """Pickled by reference, as the function it wraps (a module-level fused function in a child
@@ -727,7 +835,7 @@ class Fused:
         entry, arrays = self._entry(args, kwargs)
         if entry is None:  # traced values: inside another fused function's trace
             return self._fn(*args, **kwargs)
-        return entry.results(entry.program(*(arrays if entry.take is None else [arrays[k] for k in entry.take])), arrays)
+        return entry.results(entry.program(*arrays), arrays)
 
     def __get__(self, obj: Any, owner: Any = None) -> Any:
         """A fused method: bound to `obj`, a constant of the trace keyed by its attributes' values
@@ -737,8 +845,8 @@ class Fused:
     def program(self, *args: Any, **kwargs: Any) -> Any:
         """The :class:`fusejit.Program` these arguments run (traced and compiled if new): its
         ``cuda_source()``, ``plan_text``, ``kernels``; call it with the arrays in argument order
-        (then the array attributes of object arguments the trace read, in the order read:
-        ``prog.graph.inputs`` names them) to pass ``out=``, ``stream=`` or ``plan="unfused"``. One program serves every size of its
+        (an object argument's array attributes after it, ``prog.graph.inputs`` names them) to
+        pass ``out=``, ``stream=`` or ``plan="unfused"``. One program serves every size of its
         pattern: its ``plan_text`` shows the sizes of the call that traced it."""
         entry = self._entry(args, kwargs)[0]
         if entry is None:
@@ -792,7 +900,14 @@ class Fused:
                 if a is None:
                     if isinstance(v, Value):
                         return None, None
-                    parts.append((tag, self._constant(tag, v)))
+                    try:
+                        parts.append((tag, self._constant(tag, v)))
+                    except _Traced:  # an object holding a traced value: inside another trace
+                        if _TRACE.active:
+                            return None, None
+                        raise UserError(f"fuse: '{self.__name__}': argument '{_tag_name(tag)}' holds a value of a "
+                                        "finished trace (a fusejit.Value stored in it while a fused function was "
+                                        "traced); store arrays in it, not traced values") from None
                     continue
                 v = a
                 shape = tuple(int(s) for s in v.shape)
@@ -857,7 +972,8 @@ class Fused:
                         "every step); compute from the values instead, e.g. x.mean(-1) rather than "
                         "x.sum(-1) / x.shape[-1], or pass dynamic=False to say so")
         self._traces += 1
-        said += self._changing_floats(key)
+        said += self._changing_floats(key) + self._identity_objects(key)
+        changed, self._last_key = _pattern_difference(self._last_key, key), key
         if self._traces == _TRACE_WARNING_AT:
             why = ("each new size traces and compiles again, since it reads a value's .shape"
                    if self._specialised_by_shape else
@@ -865,8 +981,23 @@ class Fused:
                    "attribute values of object arguments such as a method's self traces and compiles again; pass a "
                    "scalar that changes from call to call as a 0-d array (np.float32(lr)) to make it an input, and "
                    "keep an attribute that changes every call (a step counter) off such an object")
+            if changed and not self._specialised_by_shape:
+                why += f"; the last trace's pattern differs from the one before in {changed}"
             said.append(f"fuse: '{self.__name__}' has been traced {self._traces} times ({why})")
         return key, entry
+
+    def _identity_objects(self, key: tuple) -> list:
+        """A warning, once per argument, for an object argument keyed by identity (_object_key)."""
+        said = []
+        for part in key[1]:
+            k = part[1] if len(part) == 2 else None
+            if isinstance(k, tuple) and len(k) == 3 and k[2] is _IDENTITY and part[0] not in self._said_identity:
+                self._said_identity.add(part[0])
+                said.append(f"fuse: '{self.__name__}': argument '{_tag_name(part[0])}' ({k[0].__name__}) holds more "
+                            f"than {_STATE_LEAVES} values or objects nested more than {_STATE_DEPTH} deep, so it is "
+                            "keyed by identity: a change of its attributes after its trace is not seen (pass what "
+                            "changes as arguments)")
+        return said
 
     def _changing_floats(self, key: tuple) -> list:
         """Warnings for the float arguments that have now been traced at _FLOAT_VALUES_WARNING_AT
@@ -899,59 +1030,52 @@ class Fused:
         """One trace and compile; also whether the function read a shape meanwhile."""
         name = self.__name__ if self.__name__.isascii() and self.__name__.isidentifier() else "fused"
         b = GraphBuilder(name)
-        stand_ins, inputs, order, taken = self._inputs(b, items, static)
+        stand_ins, inputs, taken = self._inputs(b, items, static)
+        before = {tag: _constant_key(v) for tag, v in items if _python_class(type(v)) and _array(v) is None}
         call = inspect.BoundArguments(self._sig, bound.arguments.copy())
         for pname in call.arguments:
             call.arguments[pname] = self._replace(pname, call.arguments[pname], stand_ins)
         outer = _TRACE.shape_read  # a trace inside another's (a fused call on arrays) keeps the outer's
         _TRACE.shape_read = False
+        _TRACE.active += 1
         try:
             result = self._fn(*call.args, **call.kwargs)
         except Error as e:
             e._locate_in_caller()  # the line of the traced function that built the op
             raise
         finally:
+            _TRACE.active -= 1
             read_shape = _TRACE.shape_read
             _TRACE.shape_read = outer or read_shape
+        self._check_unchanged(before, items)
         entry = self._outputs(b, result, inputs, taken)
-        entry.take = None if order == list(range(len(inputs))) else order
         from . import compile as fj_compile
         entry.program = fj_compile(b.build(), **self._options)
         return entry, read_shape
 
-    def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list, list, set]:
+    def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list, set]:
         """A GraphBuilder input per array argument, its sizes as dims (one per class of equal sizes
-        other than 1) or, when static, as they are; an object argument's array attribute (_lifted)
-        becomes one when the trace first reads it (a layer's weights a method does not read are no
-        inputs). Returns {tag: stand-in}, the inputs in argument order (None: not read), the order
-        they were made in (positions in that list: the graph's input order) and the names taken."""
-        taken, dims, stand_ins, order = set(), {}, {}, []
+        other than 1) or, when static, as they are; returns {tag: Value}, the inputs and the names
+        the graph has taken. An object argument with input attributes (_lifted) is replaced by a
+        copy of the same class holding their Values; a trace need not read them all."""
+        taken, dims, stand_ins, inputs = set(), {}, {}, []
         arrays = [(tag, a) for tag, v in items if (a := _array(v)) is not None]
         gnames = [_graph_name(_tag_name(t), f"arg{k}", taken) for k, (t, _) in enumerate(arrays)]  # dims after
-        inputs: list = [None] * len(arrays)
-
-        def make(k: int) -> Value:
+        for gname, (tag, v) in zip(gnames, arrays):
             shape = []
-            for axis, s in enumerate(int(s) for s in arrays[k][1].shape):
+            for axis, s in enumerate(int(s) for s in v.shape):
                 if static or s == 1:
                     shape.append(s)
                     continue
                 if s not in dims:
-                    dims[s] = b.dim(_graph_name(f"{gnames[k]}_{axis}", "", taken), s)
+                    dims[s] = b.dim(_graph_name(f"{gname}_{axis}", "", taken), s)
                 shape.append(dims[s])
-            inputs[k] = b.input(gnames[k], self._dtype_name(arrays[k][1].dtype), shape)
-            order.append(k)
-            return inputs[k]
-
-        lazy = {tag: k for k, (tag, _) in enumerate(arrays) if isinstance(tag[-1], _Attr)}
-        for k, (tag, _) in enumerate(arrays):
-            if tag not in lazy:
-                stand_ins[tag] = make(k)
-        for tag, v in items:
-            attrs = {str(t[-1]): k for t, k in lazy.items() if t[:-1] == tag}
-            if attrs:
-                stand_ins[tag] = _reading_copy(v, attrs, make)
-        return stand_ins, inputs, order, taken
+            stand_ins[tag] = b.input(gname, self._dtype_name(v.dtype), shape)
+            inputs.append(stand_ins[tag])
+            if isinstance(tag[-1], _Attr):
+                b.allow_unused(stand_ins[tag])
+        _object_copies(items, stand_ins)
+        return stand_ins, inputs, taken
 
     def _replace(self, pname: str, v: Any, stand_ins: dict) -> Any:
         """The argument `pname` as the function sees it while traced: arrays become their Values."""
@@ -961,6 +1085,23 @@ class Fused:
         if kind is inspect.Parameter.VAR_KEYWORD:
             return {k: stand_ins.get((pname, k), x) for k, x in v.items()}
         return stand_ins.get((pname,), v)
+
+    def _check_unchanged(self, before: dict, items: list) -> None:
+        """A UserError when the trace changed an object argument (a list or dict it holds, through
+        the copy the trace saw): the change would happen once, at the trace, not at every call."""
+        for tag, v in items:
+            if tag not in before:
+                continue
+            try:
+                after = _constant_key(v)
+                what = _attribute_difference(before[tag], after)
+            except _Traced:  # the attribute that now holds a traced value
+                after, what = None, next((n for n, e in vars(v).items() if _holds_traced(e)), "")
+            if after != before[tag]:
+                raise UserError(f"fuse: '{self.__name__}' changed its argument '{_tag_name(tag)}' while traced"
+                                + (f" (its attribute '{what}')" if what else "")
+                                + ": a fused function runs once per pattern, so such a change would not happen "
+                                "at each call; return the value instead")
 
     def _outputs(self, b: Any, result: Any, inputs: list, taken: set) -> _Entry:
         """Marks the function's results as outputs: one value, or a tuple, list or dict of them."""

@@ -345,6 +345,10 @@ void bind_graph_builder(nb::module_& m) {
           [](nb::handle self, const std::string& name, nb::handle v) { cpp(self).output(name, to_value(v, self)); },
           "name"_a, "value"_a, "`output NAME`: marks the value as an output named `name`.")
       .def(
+          "allow_unused", [](nb::handle self, nb::handle v) { cpp(self).allow_unused(to_value(v, self)); }, "input"_a,
+          "Marks an input (a Value input() returned) as one the graph may leave unused: build() warns "
+          "\"input '...' is not used by any output\" for it no more. UserError for a value that is no input.")
+      .def(
           "build",
           [](fusejit::GraphBuilder& b) {
             WarningScope scope;  // an unused input warns

@@ -683,6 +683,95 @@ def test_an_object_argument_is_keyed_by_its_attributes_and_not_kept_alive():
         del _fuse._pickle_probe
 
 
+def test_object_arguments_hostile_round():
+    """A tester's finds in object keying: stale constants from an object in a tuple, from a
+    SimpleNamespace, a set or a list in a tuple changed in place; the copy a trace sees was of
+    another class; a nested fused method given only self failed; a trace that cached a value on
+    self poisoned it; an attribute array of a dtype fusejit lacks, or an object with shape and
+    dtype attributes, broke every call."""
+    import collections
+    import dataclasses
+    import types as pytypes
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+    class P:
+        def __init__(self, e):
+            self.eps = e
+
+    f = fusejit.fuse(lambda v, ps: v + ps[0].eps)
+    assert np.array_equal(f(x, (P(np.float32(1)),)), x + 1)
+    assert np.array_equal(f(x, (P(np.float32(7)),)), x + 7)  # was x + 1
+
+    class Holder:
+        def __init__(self):
+            self.ns, self.s, self.t, self.d = pytypes.SimpleNamespace(k=1.0), {1}, ([2.0],), collections.deque([3.0])
+
+        @fusejit.fuse
+        def __call__(self, v):
+            return v * self.ns.k + len(self.s) + self.t[0][0] + self.d[-1]
+
+    h = Holder()
+    assert np.array_equal(h(x), x * 1 + 1 + 2 + 3)
+    h.ns.k, h.t[0][0] = 2.0, 5.0
+    h.s.add(2)
+    h.d.append(4.0)
+    assert np.array_equal(h(x), x * 2 + 2 + 5 + 4)
+
+    class Act:
+        def __init__(self, w):
+            self.w, self.head, self.names = w, self, np.array(["a", "b"])  # no fusejit dtype: a constant
+
+        @fusejit.fuse
+        def __call__(self, v):
+            assert type(self) is Act and self.head is self and isinstance(vars(self)["w"], fusejit.Value)
+            return v * self.w
+
+        @fusejit.fuse
+        def doubled(self):
+            return self.w * 2
+
+        @fusejit.fuse
+        def via_doubled(self, v):
+            return v + self.doubled()  # a fused method given only self, inside a trace
+
+    a = Act(np.full(3, 2, np.float32))
+    assert np.array_equal(a(x), x * 2)
+    assert np.array_equal(a.via_doubled(x), x + 4)
+
+    class Caching:
+        def __init__(self):
+            self.w, self.cache = np.ones(3, np.float32), {}
+
+        @fusejit.fuse
+        def __call__(self, v):
+            self.cache["w2"] = self.w * 2  # changes the object: once, at the trace
+            return v * self.cache["w2"]
+
+    c = Caching()
+    with pytest.raises(fusejit.UserError, match="changed its argument 'self' while traced \\(its attribute 'cache'\\)"):
+        c(x)
+    with pytest.raises(fusejit.UserError, match="holds a value of a finished trace"):
+        c(x)  # not a plain NumPy call, silently
+
+    @dataclasses.dataclass
+    class Spec:
+        shape: tuple
+        dtype: str
+
+    class Layer:
+        def __init__(self, scale):
+            self.spec, self.scale, self.big = Spec((3,), "f32"), scale, list(range(300))
+
+        @fusejit.fuse
+        def __call__(self, v):
+            return v * self.scale
+
+    with pytest.warns(fusejit.FusejitWarning, match="holds more than 256 values .* keyed by identity"):
+        assert np.array_equal(Layer(3.0)(x), x * 3)  # the Spec is a constant, not an input
+    assert np.array_equal(Layer(4.0)(x), x * 4)  # another object: traced again
+
+
 def test_llama_decode_sample_runs(tmp_path):
     """samples/python/llama_decode.py (fused functions of a decoder layer and sampling) passes its
     own checks against float64 NumPy, at small sizes and with T = 1."""

@@ -406,6 +406,11 @@ class GraphBuilder {
   /// `output name`). Throws Error(User) if it is an input or param (an output must be computed
   /// by the graph), or the name is listed twice or in use.
   void output(const std::string& name, const Value& v);
+  /// Marks `input` (a Value input() returned) as one the graph may leave unused: build() warns
+  /// "input '...' is not used by any output" for it no more (Python's fuse makes each array
+  /// attribute of a method's object an input, which a trace may not read). Throws Error(User)
+  /// for a value that is no input of this builder.
+  void allow_unused(const Value& input);
   /// Verifies and returns the graph; the builder is then empty. Throws Error(User) (e.g. no output).
   Graph build();
 
