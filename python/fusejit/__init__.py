@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import sys
 from typing import Any, Mapping, NoReturn, Sequence
 
@@ -337,6 +338,7 @@ class Program:
 
     def __init__(self, impl: Any):
         self._p = impl
+        self._traced_by = ""  # the fused function that traced it (Fused.program), for its messages
         g = impl.graph
         self._inputs = [t.name for t in g.inputs]
         self._outputs = [(t.name, t.dtype) for t in g.outputs]
@@ -455,6 +457,14 @@ class Program:
         except TypeError:
             _check_call_options(stream, plan, self._inputs)  # nanobind's message would name the extension's signature
             raise
+        except UserError as e:
+            fixed = _FIXED_SIZE.search(e.message) if self._traced_by else None
+            if fixed is None:
+                raise
+            # A program fuse traced: its graph text is not the caller's to edit.
+            raise UserError(e.message[:fixed.start()] + f"; axis {fixed.group(1)} had size {fixed.group(2)} when "
+                            f"fuse traced '{self._traced_by}' (a size of 1 broadcasts, so it is part of the "
+                            "pattern): call the fused function itself, which traces this size once") from None
 
     def _call(self, args: tuple, out: Any, stream: int | None, plan: str, kwargs: dict) -> dict[str, Any]:
         """__call__ without the check of its options' types."""
@@ -591,6 +601,10 @@ def _nvrtc_options(nvrtc_options: Any) -> list[str]:
     if options is None or not all(isinstance(o, str) for o in options):
         raise TypeError("nvrtc_options: expected a list of str, one option each (['--maxrregcount=32'])")
     return options
+
+
+# The part of a launch error (lib/launch_check.cpp) that advises editing the graph text.
+_FIXED_SIZE = re.compile(r"; axis (\d+) has the fixed size (\d+) in the graph: name it with a dim .*$", re.S)
 
 
 def _list_or_none(v: Any) -> list | None:

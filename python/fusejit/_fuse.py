@@ -851,6 +851,7 @@ class Fused:
         entry = self._entry(args, kwargs)[0]
         if entry is None:
             raise UserError(f"fuse: '{self.__name__}'.program() takes arrays, not traced values")
+        entry.program._traced_by = self.__name__
         return entry.program
 
     def _dtype_name(self, dt: Any) -> str:

@@ -772,6 +772,20 @@ def test_object_arguments_hostile_round():
     assert np.array_equal(Layer(4.0)(x), x * 4)  # another object: traced again
 
 
+def test_a_traced_programs_size_error_says_to_call_the_fused_function():
+    """It advised `dim N = 1` in a graph text that a fuse user does not write."""
+    f = fusejit.fuse(lambda x, w: x * w)
+    w = np.ones(4, np.float32)
+    prog = f.program(np.ones((1, 4), np.float32), w)
+    with pytest.raises(fusejit.UserError, match="axis 0 had size 1 when fuse traced '<lambda>' .* call the fused "
+                                                "function itself") as e:
+        prog(np.ones((8, 4), np.float32), w)
+    assert "dim N" not in str(e.value)
+    with pytest.raises(fusejit.UserError, match="name it with a dim"):  # a program compiled from the graph
+        fusejit.compile(prog.graph)(np.ones((8, 4), np.float32), w)
+    assert f(np.ones((8, 4), np.float32), w).shape == (8, 4)
+
+
 def test_llama_decode_sample_runs(tmp_path):
     """samples/python/llama_decode.py (fused functions of a decoder layer and sampling) passes its
     own checks against float64 NumPy, at small sizes and with T = 1."""
