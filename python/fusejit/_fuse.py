@@ -286,7 +286,9 @@ def _array(v: Any) -> Any:
     if isinstance(v, np.ma.MaskedArray):
         raise UserError("a NumPy masked array is not supported: fusejit would read its data and ignore its mask; "
                         "pass a.filled(value), or the data and the mask as two arrays")
-    return v if hasattr(v, "shape") and hasattr(v, "dtype") else None
+    # An array protocol of the type (not shape and dtype attributes, which a layer object may have,
+    # and whose hasattr would run an object's __getattr__).
+    return v if _array_type(type(v)) else None
 
 
 def _comparison(op_name: str) -> Callable:
@@ -516,8 +518,9 @@ class _ByIdentity:
         return self.id
 
 
-_STATE_DEPTH = 4  # objects within objects keyed by their attributes' values; deeper ones by identity
+_STATE_DEPTH = 6  # objects and containers nested in an argument, at most; deeper: by identity (a tuple: an error)
 _STATE_LEAVES = 256  # values keyed per object argument at most; an object with more is keyed by identity
+_TUPLE_LEAVES = 4096  # values keyed per tuple argument at most (a UserError beyond)
 _SMALL_ARRAY = 64  # an array within an attribute of at most this many elements is keyed by its bytes
 _PLAIN_SCALARS = frozenset({float, int, bool, str, type(None)})
 
@@ -532,6 +535,12 @@ class _TooLarge(Exception):
 class _Traced(Exception):
     """A constant argument holds a traced value (the object a trace's method passes on): the call
     is inside another trace."""
+
+
+@functools.lru_cache(maxsize=256)
+def _python_defined(t: type) -> bool:
+    """A class written in Python: every base but object a heap type (Py_TPFLAGS_HEAPTYPE)."""
+    return t is not Value and all(c is object or c.__flags__ & (1 << 9) for c in t.__mro__)
 
 
 @functools.lru_cache(maxsize=256)
@@ -567,6 +576,27 @@ def _fusejit_dtype(dt: Any) -> bool:
     except (UserError, TypeError):
         return False
     return True
+
+
+def _by_value(t: type) -> bool:
+    """An object type keyed by its attributes' values (_object_key): a Python class, a SimpleNamespace."""
+    return t is types.SimpleNamespace or _python_class(t)
+
+
+def _blank(t: type) -> Any:
+    """An instance of `t` with no attributes, made without its __init__ (for a trace's copy)."""
+    return types.SimpleNamespace() if t is types.SimpleNamespace else object.__new__(t)
+
+
+class _Snapshot:
+    """An object argument as a call sees it (_lifted): the object and a copy of its attributes,
+    taken once, so that the pattern and the trace's copy read the same values (another thread may
+    change the object meanwhile)."""
+
+    __slots__ = ("obj", "state")
+
+    def __init__(self, obj: Any):
+        self.obj, self.state = obj, dict(vars(obj))
 
 
 def _input_attribute(e: Any) -> bool:
@@ -617,7 +647,7 @@ def _state_key(v: Any, budget: list, depth: int) -> Any:
     if isinstance(v, Value):
         raise _Traced
     if isinstance(v, (list, tuple, collections.deque, set, frozenset, dict)):
-        return _container_key(v, budget, depth)
+        return _container_key(v, budget, depth + 1)
     scalar = _scalar_key(v)
     if scalar is not None:
         return scalar
@@ -626,18 +656,29 @@ def _state_key(v: Any, budget: list, depth: int) -> Any:
         if isinstance(v, np.ndarray) and v.size <= _SMALL_ARRAY and not v.dtype.hasobject:
             return (t, v.dtype.str, shape, np.ascontiguousarray(v).tobytes())
         return (t, str(v.dtype), shape, _ByIdentity(v))  # its values are not compared: in-place changes unseen
-    if _python_class(t) or t is types.SimpleNamespace:
+    if _by_value(t):
         return _object_key(v, budget, depth + 1)
     return (t, _ByIdentity(v))
 
 
 def _container_key(v: Any, budget: list, depth: int) -> Any:
-    """A list, tuple, deque, set or dict by its elements (_state_key)."""
-    if isinstance(v, (set, frozenset)):
-        return (type(v), frozenset(_state_key(e, budget, depth) for e in v))
-    if isinstance(v, dict):
-        return (type(v), tuple((_state_key(k, budget, depth), _state_key(e, budget, depth)) for k, e in v.items()))
-    return (type(v), tuple(_state_key(e, budget, depth) for e in v))
+    """A list, tuple, deque, set or dict by its elements (_state_key); one holding itself, by its
+    place among the containers and objects being keyed."""
+    path = budget[1]
+    for k, o in enumerate(path):
+        if o is v:
+            return ("cycle", k)
+    if depth > _STATE_DEPTH:
+        raise _TooLarge
+    path.append(v)
+    try:
+        if isinstance(v, (set, frozenset)):
+            return (type(v), frozenset(_state_key(e, budget, depth) for e in v))
+        if isinstance(v, dict):
+            return (type(v), tuple((_state_key(k, budget, depth), _state_key(e, budget, depth)) for k, e in v.items()))
+        return (type(v), tuple(_state_key(e, budget, depth) for e in v))
+    finally:
+        path.pop()
 
 
 def _constant_key(v: Any) -> Any:
@@ -651,38 +692,56 @@ def _constant_key(v: Any) -> Any:
     if key is not None:
         return key
     t = type(v)
+    if t is _Snapshot:
+        return _object_key(v.obj, None, 0, v.state)
     if isinstance(v, (tuple, frozenset)):
-        return _state_key(v, [math.inf, []], 0)
-    if _python_class(t):
+        try:
+            return _state_key(v, [_TUPLE_LEAVES, []], 0)
+        except _TooLarge:
+            raise UserError(f"holds more than {_TUPLE_LEAVES} values, or containers and objects nested more than "
+                            f"{_STATE_DEPTH} deep, to key by value at every call") from None
+    if _by_value(t):
         return _object_key(v, None, 0)
-    hash(v)  # TypeError for a list, a dict, ...
-    return (t, _ByIdentity(v))
+    if not _python_defined(t):
+        hash(v)  # a TypeError for a list, a dict, a memoryview: no constant
+    # An object of a class written in Python with __slots__ (fuse warns: its changes are unseen).
+    return (t, _ByIdentity(v), _IDENTITY) if _python_defined(t) else (t, _ByIdentity(v))
 
 
-def _object_key(v: Any, budget: list | None, depth: int) -> Any:
-    """An object by its type and attributes (_state_key); an argument's own (budget None) input
-    attributes are keyed by their dtype and shape where _lifted adds them. Too large, an argument
-    is keyed by identity ((type, _ByIdentity, _IDENTITY): fuse warns); raises _TooLarge within
-    another object."""
+def _object_key(v: Any, budget: list | None, depth: int, state: dict | None = None) -> Any:
+    """An object by its type and attributes (`state`, else vars(v); _state_key); an argument's own
+    (budget None) input attributes are keyed by their dtype and shape where _lifted adds them.
+    Too large, an argument is keyed by identity ((type, _ByIdentity, _IDENTITY): fuse warns);
+    raises _TooLarge within another object."""
     inner = [_STATE_LEAVES, []] if budget is None else budget
     path = inner[1]  # the objects being keyed, outermost first: a reference back is keyed by its place
     for k, o in enumerate(path):
         if o is v:
             return ("cycle", k)
-    if depth > _STATE_DEPTH or len(vars(v)) > inner[0]:
+    state = vars(v) if state is None else state
+    if depth > _STATE_DEPTH or len(state) > inner[0]:
         if budget is not None:
             raise _TooLarge
         return (type(v), _ByIdentity(v), _IDENTITY)
     path.append(v)
     try:
-        return (type(v), tuple((n, ("input",) if budget is None and _input_attribute(e) else
-                                _state_key(e, inner, depth)) for n, e in vars(v).items()))
+        return (type(v), tuple(_attribute_key(n, e, inner, depth, budget is None) for n, e in state.items()))
     except _TooLarge:
         if budget is not None:
             raise
     finally:
         path.pop()
     return (type(v), _ByIdentity(v), _IDENTITY)
+
+
+def _attribute_key(name: str, e: Any, budget: list, depth: int, own: bool) -> tuple:
+    """(name, key) of one attribute: a plain scalar inline (the common case, at every call), an
+    argument's own input attribute as ("input",), else _state_key."""
+    t = type(e)
+    if t in _PLAIN_SCALARS:
+        budget[0] -= 1
+        return (name, (t, _FLOAT_KEY(e)) if t is float else (t, e))
+    return (name, ("input",) if own and _input_attribute(e) else _state_key(e, budget, depth))
 
 
 class _Attr(str):
@@ -700,19 +759,20 @@ def _tag_name(tag: tuple) -> str:
 
 
 def _lifted(items: list) -> list:
-    """`items` with the input attributes (_input_attribute) of each object argument of a Python
-    class (a method's self) after it, as arguments of their own: inputs of the graph, read at
-    every call (a layer's weights), tagged tag + (_Attr(name),). Not for an object of more than
-    _STATE_LEAVES attributes (keyed by identity)."""
+    """`items` with each object argument keyed by value (_by_value; a method's self) as a
+    _Snapshot of it, followed by its input attributes (_input_attribute) as arguments of their
+    own: inputs of the graph, read at every call (a layer's weights), tagged tag + (_Attr(name),).
+    Not for an object of more than _STATE_LEAVES attributes (keyed by identity)."""
     out = None
     for k, (tag, v) in enumerate(items):
-        extra = []
-        if type(v) is not np.ndarray and _python_class(type(v)) and _array(v) is None and len(vars(v)) <= _STATE_LEAVES:
-            extra = [(tag + (_Attr(n),), e) for n, e in vars(v).items() if _input_attribute(e)]
-        if extra and out is None:
+        if type(v) is np.ndarray or not _by_value(type(v)) or _array(v) is not None or len(vars(v)) > _STATE_LEAVES:
+            if out is not None:
+                out.append((tag, v))
+            continue
+        if out is None:
             out = items[:k]
-        if out is not None:
-            out += [(tag, v)] + extra
+        snap = _Snapshot(v)
+        out += [(tag, snap)] + [(tag + (_Attr(n),), e) for n, e in snap.state.items() if _input_attribute(e)]
     return items if out is None else out
 
 
@@ -762,13 +822,14 @@ def _attribute_difference(before: Any, after: Any) -> str:
 
 
 def _object_copies(items: list, stand_ins: dict) -> None:
-    """Adds to `stand_ins` (tag -> what the trace sees) a copy of each object argument with input
-    attributes (_lifted), of its class, holding their Values (references to itself: to the copy)."""
+    """Adds to `stand_ins` (tag -> what the trace sees) a copy of each object argument _lifted
+    took a _Snapshot of, of its class, with its snapshot's attributes and its input attributes'
+    Values (references to itself: to the copy). What the trace assigns to it is not kept."""
     for tag, v in items:
-        attrs = {str(t[-1]): stand_ins[t] for t in stand_ins if isinstance(t[-1], _Attr) and t[:-1] == tag}
-        if attrs:
-            copy = object.__new__(type(v))
-            copy.__dict__.update({n: copy if e is v else e for n, e in vars(v).items()}, **attrs)
+        if type(v) is _Snapshot:
+            copy = _blank(type(v.obj))
+            copy.__dict__.update({n: copy if e is v.obj else e for n, e in v.state.items()})
+            copy.__dict__.update({str(t[-1]): stand_ins[t] for t in stand_ins if isinstance(t[-1], _Attr) and t[:-1] == tag})
             stand_ins[tag] = copy
 
 
@@ -788,6 +849,32 @@ class _Entry:
         if self.kind is dict:
             return dict(zip(self.keys, vals))
         return self.kind(vals)
+
+
+class _BoundFused:
+    """A fused method bound to its object (Fused.__get__): called, or asked for its .program(), with
+    the object as the first argument; pickled as the attribute of its object."""
+
+    __slots__ = ("__func__", "__self__")
+
+    def __init__(self, fused: Fused, obj: Any):
+        self.__func__, self.__self__ = fused, obj
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.__func__._invoke((self.__self__, *args), kwargs, 4)
+
+    def program(self, *args: Any, **kwargs: Any) -> Any:
+        """Fused.program with the object as the first argument."""
+        return self.__func__._program((self.__self__, *args), kwargs, 4)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__func__, name)
+
+    def __reduce__(self) -> tuple:
+        return (getattr, (self.__self__, self.__func__.__name__))
+
+    def __repr__(self) -> str:
+        return f"<bound fusejit.fuse {self.__func__.__qualname__} of {self.__self__!r}>"
 
 
 class Fused:
@@ -832,15 +919,19 @@ class Fused:
                       doc="How many times the function has been traced (once per new argument pattern).")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        entry, arrays = self._entry(args, kwargs)
+        return self._invoke(args, kwargs, 4)
+
+    def _invoke(self, args: tuple, kwargs: dict, stacklevel: int) -> Any:
+        """A call; `stacklevel` of its warnings: the caller's frame."""
+        entry, arrays = self._entry(args, kwargs, stacklevel)
         if entry is None:  # traced values: inside another fused function's trace
             return self._fn(*args, **kwargs)
         return entry.results(entry.program(*arrays), arrays)
 
     def __get__(self, obj: Any, owner: Any = None) -> Any:
-        """A fused method: bound to `obj`, a constant of the trace keyed by its attributes' values
+        """A fused method: bound to `obj`, an argument keyed by its attributes' values
         (_constant_key: objects alike share a trace; a changed attribute traces again)."""
-        return self if obj is None else types.MethodType(self, obj)
+        return self if obj is None else _BoundFused(self, obj)
 
     def program(self, *args: Any, **kwargs: Any) -> Any:
         """The :class:`fusejit.Program` these arguments run (traced and compiled if new): its
@@ -848,7 +939,11 @@ class Fused:
         (an object argument's array attributes after it, ``prog.graph.inputs`` names them) to
         pass ``out=``, ``stream=`` or ``plan="unfused"``. One program serves every size of its
         pattern: its ``plan_text`` shows the sizes of the call that traced it."""
-        entry = self._entry(args, kwargs)[0]
+        return self._program(args, kwargs, 4)
+
+    def _program(self, args: tuple, kwargs: dict, stacklevel: int) -> Any:
+        """program(); `stacklevel` of its warnings: the caller's frame."""
+        entry = self._entry(args, kwargs, stacklevel)[0]
         if entry is None:
             raise UserError(f"fuse: '{self.__name__}'.program() takes arrays, not traced values")
         entry.program._traced_by = self.__name__
@@ -926,13 +1021,15 @@ class Fused:
     def _constant(self, tag: tuple, v: Any) -> Any:
         try:
             return _constant_key(v)
+        except UserError as e:  # a tuple too large to key
+            raise UserError(f"{self.__name__}: argument '{_tag_name(tag)}' ({type(v).__name__}) {e.message}") from None
         except (TypeError, ValueError):  # ValueError: a writable memoryview will not hash
             buffer = isinstance(v, (memoryview, bytearray)) or type(v).__name__ == "array"
             raise TypeError(f"{self.__name__}: argument '{_tag_name(tag)}' ({type(v).__name__}) is neither an "
                             "array nor a hashable constant (a number, str, tuple, None)" +
                             ("; pass np.asarray(...) of it (no copy)" if buffer else "")) from None
 
-    def _entry(self, args: tuple, kwargs: dict) -> tuple[_Entry | None, list]:
+    def _entry(self, args: tuple, kwargs: dict, stacklevel: int) -> tuple[_Entry | None, list]:
         tags = self._tags
         if tags is not None and not kwargs and len(args) == len(tags):  # the common call first
             items = list(zip(tags, args))
@@ -956,7 +1053,7 @@ class Fused:
                         del self._entries[next(iter(self._entries))]  # the oldest (dicts keep insertion order)
                     self._entries[key] = entry
             for message in said:  # once the entry is kept: a warning raised as an error loses no trace
-                warnings.warn(message, FusejitWarning, stacklevel=3)
+                warnings.warn(message, FusejitWarning, stacklevel=stacklevel)
         return entry, arrays
 
     def _trace(self, bound: inspect.BoundArguments, items: list, key: tuple, said: list) -> tuple[tuple, _Entry]:
@@ -994,10 +1091,10 @@ class Fused:
             k = part[1] if len(part) == 2 else None
             if isinstance(k, tuple) and len(k) == 3 and k[2] is _IDENTITY and part[0] not in self._said_identity:
                 self._said_identity.add(part[0])
-                said.append(f"fuse: '{self.__name__}': argument '{_tag_name(part[0])}' ({k[0].__name__}) holds more "
-                            f"than {_STATE_LEAVES} values or objects nested more than {_STATE_DEPTH} deep, so it is "
-                            "keyed by identity: a change of its attributes after its trace is not seen (pass what "
-                            "changes as arguments)")
+                said.append(f"fuse: '{self.__name__}': argument '{_tag_name(part[0])}' ({k[0].__name__}) is keyed "
+                            f"by identity (its class has __slots__, or it holds more than {_STATE_LEAVES} values or "
+                            f"objects and containers nested more than {_STATE_DEPTH} deep): a change of its "
+                            "attributes after its trace is not seen (pass what changes as arguments)")
         return said
 
     def _changing_floats(self, key: tuple) -> list:
@@ -1032,7 +1129,7 @@ class Fused:
         name = self.__name__ if self.__name__.isascii() and self.__name__.isidentifier() else "fused"
         b = GraphBuilder(name)
         stand_ins, inputs, taken = self._inputs(b, items, static)
-        before = {tag: _constant_key(v) for tag, v in items if _python_class(type(v)) and _array(v) is None}
+        before = {tag: _constant_key(v) for tag, v in items if type(v) is _Snapshot}
         call = inspect.BoundArguments(self._sig, bound.arguments.copy())
         for pname in call.arguments:
             call.arguments[pname] = self._replace(pname, call.arguments[pname], stand_ins)
@@ -1097,7 +1194,7 @@ class Fused:
                 after = _constant_key(v)
                 what = _attribute_difference(before[tag], after)
             except _Traced:  # the attribute that now holds a traced value
-                after, what = None, next((n for n, e in vars(v).items() if _holds_traced(e)), "")
+                after, what = None, next((n for n, e in v.state.items() if _holds_traced(e)), "")
             if after != before[tag]:
                 raise UserError(f"fuse: '{self.__name__}' changed its argument '{_tag_name(tag)}' while traced"
                                 + (f" (its attribute '{what}')" if what else "")

@@ -672,7 +672,8 @@ def test_an_object_argument_is_keyed_by_its_attributes_and_not_kept_alive():
 
     assert np.array_equal(fusejit.fuse(lambda v: round(v * 0.5))(x), np.round(x * 0.5))  # half to even
     g = fusejit.fuse(lambda v, o: v * o.k)
-    assert np.array_equal(g(x, Slotted(2.0)), x * 2) and np.array_equal(g(x, Slotted(3.0)), x * 3)
+    with pytest.warns(fusejit.FusejitWarning, match="'o' \\(Slotted\\) is keyed by identity"):
+        assert np.array_equal(g(x, Slotted(2.0)), x * 2) and np.array_equal(g(x, Slotted(3.0)), x * 3)
     # A module-level fused function pickles by reference (a "spawn" pool's task).
     from fusejit import _fuse
     _fuse._pickle_probe = fusejit.fuse(lambda v: v + 1)
@@ -767,9 +768,63 @@ def test_object_arguments_hostile_round():
         def __call__(self, v):
             return v * self.scale
 
-    with pytest.warns(fusejit.FusejitWarning, match="holds more than 256 values .* keyed by identity"):
+    with pytest.warns(fusejit.FusejitWarning, match="'self' \\(Layer\\) is keyed by identity .* more than 256 values"):
         assert np.array_equal(Layer(3.0)(x), x * 3)  # the Spec is a constant, not an input
     assert np.array_equal(Layer(4.0)(x), x * 4)  # another object: traced again
+
+
+def test_object_arguments_third_round():
+    """A second tester's finds: an object with shape and dtype properties was taken for an array, a
+    __getattr__ reading a dict raised KeyError from that probe; a trace assigning to an object
+    without array attributes changed the object itself (every later call failed); a deep tuple
+    leaked an internal exception, a list holding itself recursed without end; a slots dataclass
+    was refused as unhashable; `obj.method.program(x)` lost obj."""
+    import dataclasses
+    import types as pytypes
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+    class Shaped:
+        shape, dtype = (3,), np.float32
+
+        def __init__(self):
+            self.k, self._d = 2.0, {"j": 1.0}
+
+        def __getattr__(self, name):
+            return self._d[name]  # KeyError, not AttributeError, for a missing name
+
+        @fusejit.fuse
+        def f(self, v):
+            self.last = v * self.k  # kept on the trace's copy only
+            return self.last + self.j
+
+    o = Shaped()
+    assert np.array_equal(o.f(x), x * 2 + 1) and np.array_equal(o.f(x), x * 2 + 1)
+    assert "last" not in vars(o)
+    assert [t.name for t in o.f.program(x).graph.inputs] == ["v"]
+    f = fusejit.fuse(lambda v, t: v * t[0])
+    deep = (2.0,)
+    for _ in range(8):
+        deep = (deep,)
+    with pytest.raises(fusejit.UserError, match="nested more than 6 deep"):
+        fusejit.fuse(lambda v, t: v * 2)(x, deep)
+    loop: list = [3.0]
+    loop.append(loop)
+    assert np.array_equal(f(x, loop[:1] and (3.0, loop)), x * 3)
+
+    @dataclasses.dataclass(slots=True)
+    class DS:
+        k: float
+
+        @fusejit.fuse
+        def f(self, v):
+            return v * self.k
+
+    with pytest.warns(fusejit.FusejitWarning, match="'self' \\(DS\\) is keyed by identity \\(its class has __slots__"):
+        assert np.array_equal(DS(4.0).f(x), x * 4)
+    g = fusejit.fuse(lambda v, ns: v * ns.k)
+    assert np.array_equal(g(x, pytypes.SimpleNamespace(k=5.0)), x * 5)
+    assert np.array_equal(g(x, pytypes.SimpleNamespace(k=6.0)), x * 6)
 
 
 def test_a_traced_programs_size_error_says_to_call_the_fused_function():
