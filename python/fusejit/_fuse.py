@@ -870,6 +870,10 @@ class _BoundFused:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.__func__, name)
 
+    @property
+    def __doc__(self) -> str | None:  # type: ignore[override]  # help(obj.method): the method's
+        return self.__func__.__doc__
+
     def __reduce__(self) -> tuple:
         return (getattr, (self.__self__, self.__func__.__name__))
 
