@@ -936,7 +936,16 @@ size_t DiskStore::evict_impl(uint64_t max_bytes, const fs::path& keep) {
   const int64_t stale = stale_before_ns();
   uint64_t total = 0;
   std::vector<ScannedFile*> entries;
+  std::map<fs::path, bool> private_prefix;  // a subfolder skipped (skip_prefix) is neither counted nor touched
+  auto skipped = [&](const ScannedFile& f) {
+    const fs::path prefix = f.path.parent_path();
+    if (prefix == dir_) return false;  // a build folder
+    auto [it, fresh] = private_prefix.try_emplace(prefix, true);
+    if (fresh) it->second = folder_problem(prefix, false).empty();
+    return !it->second;
+  };
   for (auto& f : files) {
+    if (skipped(f)) continue;
     if (f.type == FileType::Entry && f.odd.empty()) {  // an odd one: a load removes it, with a warning
       total += f.bytes;
       entries.push_back(&f);

@@ -905,6 +905,8 @@ TEST_CASE("a subfolder that is not private is skipped alone: one warning, the ot
   fs::create_directories(bad);
   fs::permissions(dir, fs::perms::owner_all);
   fs::permissions(bad, fs::perms::owner_all | fs::perms::group_all);
+  const fs::path planted = entry_path(dir, disk_key(bad_key).key);  // someone else's: never loaded, never evicted
+  write_text(planted, std::string(4096, 'x'));
   const std::vector<std::string> before = tree(bad);
   for (int run = 0; run < 2; ++run) {  // a second process compiles the skipped key again, loads the other
     CAPTURE(run);
@@ -928,6 +930,10 @@ TEST_CASE("a subfolder that is not private is skipped alone: one warning, the ot
   o.cache_dir = dir.string();
   CHECK(fj::cache_stats(o).unusable_subfolders == st.unusable_subfolders);
   CHECK(fj::cache_stats(o).enabled);
+  KernelCache evicting(config_for(dir));
+  evicting.evict_to(1);  // everything else goes; the skipped subfolder is not touched
+  CHECK(fs::exists(planted));
+  CHECK(tree(bad) == before);
   fs::remove_all(dir.parent_path());
 }
 

@@ -677,7 +677,8 @@ def cache_path(cache_dir: str | bytes | os.PathLike[str] | None = None) -> str:
 
 def cache_stats(cache_dir: str | bytes | os.PathLike[str] | None = None) -> CacheStats:
     """The cache folder's counts: GPU kernel entries and CPU-path host modules and their bytes, the
-    size cap, damaged entries, temporary files (``fusejit cache stats``). Reads the folder only.
+    size cap, damaged entries, temporary files, and why each subfolder the cache skips is skipped
+    (``unusable_subfolders``; ``fusejit cache stats``). Reads the folder only.
     Raises UserError as :func:`cache_path`."""
     return _fusejit.cache_stats(cache_dir)
 

@@ -21,7 +21,6 @@ keep the traced sizes for other ones). Guide: docs/python.md, "Fusing a Python f
 
 from __future__ import annotations
 
-import collections
 import difflib
 import functools
 import inspect
@@ -30,13 +29,14 @@ import math
 import threading
 import types
 import warnings
-import weakref
 from typing import Any, Callable
 
 import numpy as np
 
 from ._errors import Error, FusejitWarning, UserError
 from ._fusejit import GraphBuilder, Value
+from ._pattern import (IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Snapshot, Traced, as_array,
+                       by_value, constant_key, fill, lifted, pattern_difference, tag_name, trace_copies)
 
 # NumPy ufunc -> fusejit op of the same meaning (docs/ops.md defines the values: within its ulp
 # bounds of NumPy's; promotion is PyTorch's, a Python or NumPy scalar operand weakly typed).
@@ -120,7 +120,7 @@ def _array_ufunc(self: Value, ufunc: Any, method: str, *inputs: Any, **kwargs: A
     if name not in _UFUNCS:
         raise TypeError(f"np.{name} has no fusejit op (docs/ops.md lists them; fusejit.op(name, ...) builds any)")
     for a in inputs:
-        if _array(a) is not None and getattr(a, "ndim", 0) != 0:
+        if as_array(a) is not None and getattr(a, "ndim", 0) != 0:
             raise TypeError(f"np.{name}: an array operand of shape {tuple(a.shape)} is no graph value: pass it "
                             "to the fused function as an argument (or to the graph as GraphBuilder.input)")
     return _builder_of(inputs).op(_UFUNCS[name], *inputs)
@@ -274,21 +274,6 @@ def _astype(self: Value, dtype: Any, copy: bool = True) -> Value:
         except TypeError:
             pass  # the builder names the dtypes it takes
     return self.builder.cast(self, dtype)
-
-
-def _array(v: Any) -> Any:
-    """`v` as an input array (a NumPy scalar as a 0-d array), or None: not an array."""
-    if isinstance(v, np.generic):
-        return np.asarray(v)
-    # Value first: hasattr(v, "shape") would read a Value's shape, which specialises a trace.
-    if isinstance(v, (Value, type)):  # a class such as np.float16 has shape and dtype descriptors
-        return None
-    if isinstance(v, np.ma.MaskedArray):
-        raise UserError("a NumPy masked array is not supported: fusejit would read its data and ignore its mask; "
-                        "pass a.filled(value), or the data and the mask as two arrays")
-    # An array protocol of the type (not shape and dtype attributes, which a layer object may have,
-    # and whose hasattr would run an object's __getattr__).
-    return v if _array_type(type(v)) else None
 
 
 def _comparison(op_name: str) -> Callable:
@@ -472,7 +457,6 @@ _RESERVED = {"graph", "dim", "input", "param", "output", "true", "false", "inf",
 _TRACE_LOCK = threading.RLock()
 _MAX_ENTRIES = 64  # programs kept per function; the oldest trace is dropped beyond (torch.compile: 8)
 _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile's recompile limit is 8)
-_FLOAT_KEY = float.hex  # -0.0 and 0.0, each NaN payload alike: hex tells 0.0 from -0.0
 # Distinct values of one float argument, the rest of the pattern alike (other float arguments' values
 # aside), before a warning that names it: two may be two call sites' constants, a third looks like
 # a value that changes every call.
@@ -490,347 +474,13 @@ def _graph_name(name: str, fallback: str, taken: set) -> str:
     return base
 
 
-class _ByIdentity:
-    """A constant keyed by identity: an object whose attributes are not keyed by value
-    (_state_key). Held by a weak reference where the object takes one (an object given to a fused
-    function once is not kept alive by it; a dead one matches no later object of the same id),
-    else kept alive, so its id is not reused."""
-
-    __slots__ = ("ref", "strong", "id")
-
-    def __init__(self, obj: Any):
-        self.id = id(obj)
-        try:
-            self.ref, self.strong = weakref.ref(obj), None
-        except TypeError:  # an int subclass, a list: no weak reference
-            self.ref, self.strong = None, obj
-
-    def get(self) -> Any:
-        return self.strong if self.ref is None else self.ref()
-
-    def __eq__(self, other: Any) -> bool:
-        if not isinstance(other, _ByIdentity) or other.id != self.id:
-            return False
-        obj = self.get()
-        return obj is not None and other.get() is obj
-
-    def __hash__(self) -> int:
-        return self.id
-
-
-_STATE_DEPTH = 6  # objects and containers nested in an argument, at most; deeper: by identity (a tuple: an error)
-_STATE_LEAVES = 256  # values keyed per object argument at most; an object with more is keyed by identity
-_TUPLE_LEAVES = 4096  # values keyed per tuple argument at most (a UserError beyond)
-_SMALL_ARRAY = 64  # an array within an attribute of at most this many elements is keyed by its bytes
-_PLAIN_SCALARS = frozenset({float, int, bool, str, type(None)})
-
-
-_IDENTITY = ("keyed by identity",)  # the mark of an object argument too large to key by value
-
-
-class _TooLarge(Exception):
-    """An object's state is too large (or too deep) to key by value on every call."""
-
-
-class _Traced(Exception):
-    """A constant argument holds a traced value (the object a trace's method passes on): the call
-    is inside another trace."""
-
-
-@functools.lru_cache(maxsize=256)
-def _python_defined(t: type) -> bool:
-    """A class written in Python: every base but object a heap type (Py_TPFLAGS_HEAPTYPE)."""
-    return t is not Value and all(c is object or c.__flags__ & (1 << 9) for c in t.__mro__)
-
-
-@functools.lru_cache(maxsize=256)
-def _python_class(t: type) -> bool:
-    """A class written in Python (every base but object a heap type) whose instances keep their
-    state in __dict__ alone: no __slots__ and no C base (whose instances hold state __dict__ does
-    not show, so two of them with equal attributes may trace differently). Not fusejit's Value."""
-    heap = 1 << 9  # Py_TPFLAGS_HEAPTYPE
-    return t is not Value and t.__dictoffset__ != 0 and not getattr(t, "_fuse_by_identity", False) and all(
-        c is object or (c.__flags__ & heap and not set(getattr(c, "__slots__", ())) - {"__dict__", "__weakref__"})
-        for c in t.__mro__)
-
-
-@functools.lru_cache(maxsize=256)
-def _array_type(t: type) -> bool:
-    """An array type of NumPy, PyTorch or CuPy (a protocol the extension takes: DLPack, CUDA's or
-    NumPy's array interface), not merely one with shape and dtype attributes; no NumPy scalar."""
-    return issubclass(t, np.ndarray) or (not issubclass(t, np.generic) and any(
-        hasattr(t, p) for p in ("__dlpack__", "__cuda_array_interface__", "__array_interface__")))
-
-
-def _array_protocol(v: Any) -> bool:
-    """_array_type of v's type."""
-    return _array_type(type(v))
-
-
-@functools.lru_cache(maxsize=64)
-def _fusejit_dtype(dt: Any) -> bool:
-    """Whether fusejit has the array dtype `dt` (NumPy's, PyTorch's or CuPy's)."""
-    from . import _dtype_name
-    try:
-        _dtype_name(dt)
-    except (UserError, TypeError):
-        return False
-    return True
-
-
-def _by_value(t: type) -> bool:
-    """An object type keyed by its attributes' values (_object_key): a Python class, a SimpleNamespace."""
-    return t is types.SimpleNamespace or _python_class(t)
-
-
-def _blank(t: type) -> Any:
-    """An instance of `t` with no attributes, made without its __init__ (for a trace's copy)."""
-    return types.SimpleNamespace() if t is types.SimpleNamespace else object.__new__(t)
-
-
-class _Snapshot:
-    """An object argument as a call sees it (_lifted): the object and a copy of its attributes,
-    taken once, so that the pattern and the trace's copy read the same values (another thread may
-    change the object meanwhile)."""
-
-    __slots__ = ("obj", "state")
-
-    def __init__(self, obj: Any):
-        self.obj, self.state = obj, dict(vars(obj))
-
-
-def _input_attribute(e: Any) -> bool:
-    """An object argument's attribute that is an input (_lifted): an array (_array_type) of a
-    fusejit dtype. A NumPy scalar is a constant, as a number."""
-    if not _array_type(type(e)):
-        return False
-    try:
-        return _fusejit_dtype(e.dtype)
-    except (TypeError, AttributeError):  # an unhashable or absent dtype
-        return False
-
-
-def _scalar_key(v: Any) -> Any:
-    """A scalar's part of the pattern, by type and bits (a float by its hex: 0.0 and -0.0 differ; a
-    NumPy scalar by dtype and bytes); None for any other value."""
-    t = type(v)
-    if isinstance(v, np.generic):
-        return (t, v.dtype.str, v.tobytes())  # bits and unit: -0.0 is not 0.0, datetime64 days are not seconds
-    if isinstance(v, float):  # float and its subclasses
-        return (t, _FLOAT_KEY(v))
-    if isinstance(v, complex):
-        return (t, _FLOAT_KEY(v.real), _FLOAT_KEY(v.imag))
-    if isinstance(v, (bool, int)):
-        return (t, int(v))
-    if isinstance(v, (str, bytes)):
-        return (t, bytes(v) if isinstance(v, bytes) else str(v))
-    if v is None or v is Ellipsis:
-        return (t,)
-    if isinstance(v, range):
-        return (t, v.start, v.stop, v.step)
-    return None
-
-
-def _state_key(v: Any, budget: list, depth: int) -> Any:
-    """The value key of what an object argument holds: a scalar as _scalar_key, a list, tuple,
-    deque, set or dict by its elements, an array by dtype and shape (and its bytes when small: a
-    trace may read its values; else its identity), an object of a Python class (or a
-    SimpleNamespace) by its attributes, anything else by identity. Raises _TooLarge past
-    _STATE_LEAVES values or _STATE_DEPTH levels of objects, _Traced for a traced value.
-    `budget`: [values left, the objects being keyed]."""
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise _TooLarge
-    t = type(v)
-    if t in _PLAIN_SCALARS:  # the common attribute first: eps, a flag, a name
-        return (t, _FLOAT_KEY(v)) if t is float else (t, v)
-    if isinstance(v, Value):
-        raise _Traced
-    if isinstance(v, (list, tuple, collections.deque, set, frozenset, dict)):
-        return _container_key(v, budget, depth + 1)
-    scalar = _scalar_key(v)
-    if scalar is not None:
-        return scalar
-    if _array_protocol(v):
-        shape = tuple(int(s) for s in v.shape)
-        if isinstance(v, np.ndarray) and v.size <= _SMALL_ARRAY and not v.dtype.hasobject:
-            return (t, v.dtype.str, shape, np.ascontiguousarray(v).tobytes())
-        return (t, str(v.dtype), shape, _ByIdentity(v))  # its values are not compared: in-place changes unseen
-    if _by_value(t):
-        return _object_key(v, budget, depth + 1)
-    return (t, _ByIdentity(v))
-
-
-def _container_key(v: Any, budget: list, depth: int) -> Any:
-    """A list, tuple, deque, set or dict by its elements (_state_key); one holding itself, by its
-    place among the containers and objects being keyed."""
-    path = budget[1]
-    for k, o in enumerate(path):
-        if o is v:
-            return ("cycle", k)
-    if depth > _STATE_DEPTH:
-        raise _TooLarge
-    path.append(v)
-    try:
-        if isinstance(v, (set, frozenset)):
-            return (type(v), frozenset(_state_key(e, budget, depth) for e in v))
-        if isinstance(v, dict):
-            return (type(v), tuple((_state_key(k, budget, depth), _state_key(e, budget, depth)) for k, e in v.items()))
-        return (type(v), tuple(_state_key(e, budget, depth) for e in v))
-    finally:
-        path.pop()
-
-
-def _constant_key(v: Any) -> Any:
-    """An argument's part of the pattern when it is no array, by type and value all the way down:
-    a scalar by its bits (_scalar_key), a tuple or frozenset element by element ((2,) and (2.0,)
-    differ), an object of a Python class (a method's self, a dataclass) by its type and its
-    attributes' values (_object_key: objects alike share a trace, a changed attribute traces
-    again; never by its ==, which may call objects equal that trace differently); any other
-    object (a Decimal) by identity. TypeError for an unhashable one (a list); _Traced."""
-    key = _scalar_key(v)
-    if key is not None:
-        return key
-    t = type(v)
-    if t is _Snapshot:
-        return _object_key(v.obj, None, 0, v.state)
-    if isinstance(v, (tuple, frozenset)):
-        try:
-            return _state_key(v, [_TUPLE_LEAVES, []], 0)
-        except _TooLarge:
-            raise UserError(f"holds more than {_TUPLE_LEAVES} values, or containers and objects nested more than "
-                            f"{_STATE_DEPTH} deep, to key by value at every call") from None
-    if _by_value(t):
-        return _object_key(v, None, 0)
-    if not _python_defined(t):
-        hash(v)  # a TypeError for a list, a dict, a memoryview: no constant
-    # An object of a class written in Python with __slots__ (fuse warns: its changes are unseen).
-    return (t, _ByIdentity(v), _IDENTITY) if _python_defined(t) else (t, _ByIdentity(v))
-
-
-def _object_key(v: Any, budget: list | None, depth: int, state: dict | None = None) -> Any:
-    """An object by its type and attributes (`state`, else vars(v); _state_key); an argument's own
-    (budget None) input attributes are keyed by their dtype and shape where _lifted adds them.
-    Too large, an argument is keyed by identity ((type, _ByIdentity, _IDENTITY): fuse warns);
-    raises _TooLarge within another object."""
-    inner = [_STATE_LEAVES, []] if budget is None else budget
-    path = inner[1]  # the objects being keyed, outermost first: a reference back is keyed by its place
-    for k, o in enumerate(path):
-        if o is v:
-            return ("cycle", k)
-    state = vars(v) if state is None else state
-    if depth > _STATE_DEPTH or len(state) > inner[0]:
-        if budget is not None:
-            raise _TooLarge
-        return (type(v), _ByIdentity(v), _IDENTITY)
-    path.append(v)
-    try:
-        return (type(v), tuple(_attribute_key(n, e, inner, depth, budget is None) for n, e in state.items()))
-    except _TooLarge:
-        if budget is not None:
-            raise
-    finally:
-        path.pop()
-    return (type(v), _ByIdentity(v), _IDENTITY)
-
-
-def _attribute_key(name: str, e: Any, budget: list, depth: int, own: bool) -> tuple:
-    """(name, key) of one attribute: a plain scalar inline (the common case, at every call), an
-    argument's own input attribute as ("input",), else _state_key."""
-    t = type(e)
-    if t in _PLAIN_SCALARS:
-        budget[0] -= 1
-        return (name, (t, _FLOAT_KEY(e)) if t is float else (t, e))
-    return (name, ("input",) if own and _input_attribute(e) else _state_key(e, budget, depth))
-
-
-class _Attr(str):
-    """The last part of the tag of an object argument's input attribute (_lifted): its name."""
-
-
-def _tag_name(tag: tuple) -> str:
-    """The name of an argument tagged (parameter,), (*args parameter, index) or (**kwargs parameter,
-    key), or of an input attribute of one, tag + (_Attr(name),): "self_w"."""
-    if isinstance(tag[-1], _Attr):
-        return f"{_tag_name(tag[:-1])}_{tag[-1]}"
-    if len(tag) == 1:
-        return tag[0]
-    return f"{tag[0]}{tag[1]}" if isinstance(tag[1], int) else tag[1]
-
-
-def _lifted(items: list) -> list:
-    """`items` with each object argument keyed by value (_by_value; a method's self) as a
-    _Snapshot of it, followed by its input attributes (_input_attribute) as arguments of their
-    own: inputs of the graph, read at every call (a layer's weights), tagged tag + (_Attr(name),).
-    Not for an object of more than _STATE_LEAVES attributes (keyed by identity)."""
-    out = None
-    for k, (tag, v) in enumerate(items):
-        if type(v) is np.ndarray or not _by_value(type(v)) or _array(v) is not None or len(vars(v)) > _STATE_LEAVES:
-            if out is not None:
-                out.append((tag, v))
-            continue
-        if out is None:
-            out = items[:k]
-        snap = _Snapshot(v)
-        out += [(tag, snap)] + [(tag + (_Attr(n),), e) for n, e in snap.state.items() if _input_attribute(e)]
-    return items if out is None else out
-
-
-def _holds_traced(v: Any) -> bool:
-    """Whether `v` (an attribute) holds a traced value (_Traced)."""
-    try:
-        _state_key(v, [math.inf, []], 0)
-    except _Traced:
-        return True
-    except _TooLarge:
-        pass
-    return False
-
-
-def _pattern_difference(before: tuple | None, key: tuple) -> str:
-    """Where two patterns of one function differ: "argument 'x'" or "argument 'self', attribute
-    'layer_idx'"; "" when they differ in which arguments they have."""
-    if before is None or before[0] != key[0] or len(before[1]) != len(key[1]):
-        return ""
-    for a, b in zip(before[1], key[1]):
-        if a != b:
-            if a[0] != b[0]:
-                return ""
-            what = _attribute_difference(a[1], b[1]) if len(a) == 2 == len(b) else ""
-            return f"argument '{_tag_name(a[0])}'" + (f", attribute '{what}'" if what else "")
-    return ""
-
-
-def _attributes_of(key: Any) -> dict | None:
-    """{name: key} of an object's key (_object_key), None for another key."""
-    if not (isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], type) and isinstance(key[1], tuple)):
-        return None
-    if not (_python_class(key[0]) or key[0] is types.SimpleNamespace):
-        return None
-    return dict(key[1])
-
-
-def _attribute_difference(before: Any, after: Any) -> str:
-    """The first attribute whose key differs between two keys of one object (_object_key), or ""."""
-    names_before, names_after = _attributes_of(before), _attributes_of(after)
-    if names_before is None or names_after is None:
-        return ""
-    for n in list(names_before) + [n for n in names_after if n not in names_before]:
-        if names_before.get(n, "absent") != names_after.get(n, "absent"):
-            return n
-    return ""
-
-
 def _object_copies(items: list, stand_ins: dict) -> None:
-    """Adds to `stand_ins` (tag -> what the trace sees) a copy of each object argument _lifted
-    took a _Snapshot of, of its class, with its snapshot's attributes and its input attributes'
-    Values (references to itself: to the copy). What the trace assigns to it is not kept."""
+    """Adds to `stand_ins` (tag -> what the trace sees) the copy of each object argument
+    (trace_copies), with its input attributes' Values."""
     for tag, v in items:
-        if type(v) is _Snapshot:
-            copy = _blank(type(v.obj))
-            copy.__dict__.update({n: copy if e is v.obj else e for n, e in v.state.items()})
-            copy.__dict__.update({str(t[-1]): stand_ins[t] for t in stand_ins if isinstance(t[-1], _Attr) and t[:-1] == tag})
-            stand_ins[tag] = copy
+        if type(v) is Snapshot:
+            fill(v.copy, {str(t[-1]): stand_ins[t] for t in stand_ins if isinstance(t[-1], Attr) and t[:-1] == tag})
+            stand_ins[tag] = v.copy
 
 
 class _Entry:
@@ -852,10 +502,12 @@ class _Entry:
 
 
 class _BoundFused:
-    """A fused method bound to its object (Fused.__get__): called, or asked for its .program(), with
-    the object as the first argument; pickled as the attribute of its object."""
+    """A fused function bound to an object (a fused method's `obj.method`, or fuse(obj.method)):
+    called, or asked for its .program(), with the object as the first argument, which is keyed as
+    an argument is (docs/python.md, "Objects, and methods"); equal to another binding of the same
+    function to the same object, as a bound method is; pickled as its object's attribute."""
 
-    __slots__ = ("__func__", "__self__")
+    __slots__ = ("__func__", "__self__", "__weakref__")
 
     def __init__(self, fused: Fused, obj: Any):
         self.__func__, self.__self__ = fused, obj
@@ -874,8 +526,20 @@ class _BoundFused:
     def __doc__(self) -> str | None:  # type: ignore[override]  # help(obj.method): the method's
         return self.__func__.__doc__
 
+    @property
+    def __signature__(self) -> inspect.Signature:
+        """The function's signature without its first parameter (the object)."""
+        sig = self.__func__._sig
+        return sig.replace(parameters=list(sig.parameters.values())[1:])
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, _BoundFused) and other.__func__ is self.__func__ and other.__self__ is self.__self__
+
+    def __hash__(self) -> int:
+        return hash((id(self.__func__), id(self.__self__)))
+
     def __reduce__(self) -> tuple:
-        return (getattr, (self.__self__, self.__func__.__name__))
+        return (getattr, (self.__self__, self.__func__._attribute_name))
 
     def __repr__(self) -> str:
         return f"<bound fusejit.fuse {self.__func__.__qualname__} of {self.__self__!r}>"
@@ -886,7 +550,8 @@ class Fused:
     argument pattern (module docstring) and then calls the program, passing its arrays through
     (NumPy in, NumPy out; PyTorch and CuPy tensors on their device and the caller's stream).
     Called with traced values (from another fused function's trace) it runs as the plain Python
-    function, so its ops join the caller's graph. Thread-safe."""
+    function, so its ops join the caller's graph. Thread-safe. As a class attribute it is a fused
+    method: ``obj.method`` binds obj as its first argument (_BoundFused)."""
 
     _fuse_by_identity = True  # as an attribute of a fused method's object: its traces are no part of its value
 
@@ -896,6 +561,7 @@ class Fused:
             if not hasattr(self, attr):
                 setattr(self, attr, type(fn).__name__)
         self._fn = fn
+        self._attribute_name = getattr(fn, "__name__", "")
         self._sig = inspect.signature(fn)
         self._dynamic = dynamic
         self._options = options
@@ -913,6 +579,10 @@ class Fused:
         self._float_values: dict = {}  # (pattern without one float argument's value, its tag) -> values seen
         self._said_identity: set = set()  # tags of object arguments warned of as keyed by identity
         self._last_key: tuple | None = None  # the pattern traced last (the eighth trace's warning names a change)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        """The class attribute it is (a bound one pickles as that attribute of its object)."""
+        self._attribute_name = name
 
     def __reduce__(self) -> str:
         """Pickled by reference, as the function it wraps (a module-level fused function in a child
@@ -991,23 +661,21 @@ class Fused:
     def _key(self, items: list, static: bool) -> tuple[tuple, list]:
         """The pattern of the arguments (module docstring) and the arrays among them, in order;
         (None, None) when an argument is a traced value."""
-        parts, arrays, classes = [], [], {}
+        parts, arrays, classes, objects = [], [], {}, {}
         for tag, v in items:
+            if type(v) is Snapshot:  # which objects are passed twice (a trace may ask `p is q`)
+                objects.setdefault(id(v.obj), []).append(len(parts))
             if type(v) is np.ndarray:  # the common case first: a tuple of ints, a hashable dtype
                 shape = v.shape
             else:
-                a = _array(v)
+                a = as_array(v)
                 if a is None:
                     if isinstance(v, Value):
                         return None, None
-                    try:
-                        parts.append((tag, self._constant(tag, v)))
-                    except _Traced:  # an object holding a traced value: inside another trace
-                        if _TRACE.active:
-                            return None, None
-                        raise UserError(f"fuse: '{self.__name__}': argument '{_tag_name(tag)}' holds a value of a "
-                                        "finished trace (a fusejit.Value stored in it while a fused function was "
-                                        "traced); store arrays in it, not traced values") from None
+                    part = self._constant(tag, v)
+                    if part is None:  # an object holding a traced value: inside another trace
+                        return None, None
+                    parts.append((tag, part))
                     continue
                 v = a
                 shape = tuple(int(s) for s in v.shape)
@@ -1017,19 +685,30 @@ class Fused:
             try:
                 name = self._dtype_names.get(dt) or self._dtype_name(dt)
             except UserError as e:
-                raise UserError(f"{self.__name__}: argument '{_tag_name(tag)}': {e.message}") from None
+                raise UserError(f"{self.__name__}: argument '{tag_name(tag)}': {e.message}") from None
             parts.append((tag, name, shape))
             arrays.append(v)
+        same = tuple(tuple(places) for places in objects.values() if len(places) > 1)
+        if same:
+            parts.append((("the same object passed twice",), same))
         return (static, tuple(parts)), arrays
 
     def _constant(self, tag: tuple, v: Any) -> Any:
+        """constant_key of an argument, its errors naming it; None for one holding a traced value
+        inside a trace (the call joins that trace)."""
         try:
-            return _constant_key(v)
+            return constant_key(v)
+        except Traced:
+            if _TRACE.active:
+                return None
+            raise UserError(f"fuse: '{self.__name__}': argument '{tag_name(tag)}' holds a value of a finished trace "
+                            "(a fusejit.Value stored in it while a fused function was traced); store arrays in it, "
+                            "not traced values") from None
         except UserError as e:  # a tuple too large to key
-            raise UserError(f"{self.__name__}: argument '{_tag_name(tag)}' ({type(v).__name__}) {e.message}") from None
+            raise UserError(f"{self.__name__}: argument '{tag_name(tag)}' ({type(v).__name__}) {e.message}") from None
         except (TypeError, ValueError):  # ValueError: a writable memoryview will not hash
             buffer = isinstance(v, (memoryview, bytearray)) or type(v).__name__ == "array"
-            raise TypeError(f"{self.__name__}: argument '{_tag_name(tag)}' ({type(v).__name__}) is neither an "
+            raise TypeError(f"{self.__name__}: argument '{tag_name(tag)}' ({type(v).__name__}) is neither an "
                             "array nor a hashable constant (a number, str, tuple, None)" +
                             ("; pass np.asarray(...) of it (no copy)" if buffer else "")) from None
 
@@ -1041,7 +720,7 @@ class Fused:
             items = list(zip(tags, args + self._defaults[len(args):]))
         else:
             items = self._flat(self._bind(args, kwargs))
-        items = _lifted(items)
+        items = lifted(items)
         key, arrays = self._key(items, not self._dynamic)
         if key is None:
             return None, []
@@ -1062,27 +741,32 @@ class Fused:
 
     def _trace(self, bound: inspect.BoundArguments, items: list, key: tuple, said: list) -> tuple[tuple, _Entry]:
         """Traces the function for this pattern (again with every size fixed if it reads a shape);
-        returns the key to keep the entry under, and the entry; appends its warnings to `said`."""
-        entry, read_shape = self._trace_once(bound, items, static=key[0])
+        returns the key to keep the entry under (of the copies of object arguments the trace saw),
+        and the entry; appends its warnings to `said`."""
+        copied = trace_copies(items)
+        key, _ = self._key(copied, key[0])
+        entry, read_shape = self._trace_once(bound, copied, static=key[0])
         if read_shape and not key[0]:
             self._dynamic = False  # every later pattern is specialised too
             self._specialised_by_shape = True
-            key, _ = self._key(items, True)
-            entry, _ = self._trace_once(bound, items, static=True)
+            copied = trace_copies(items)
+            key, _ = self._key(copied, True)
+            entry, _ = self._trace_once(bound, copied, static=True)
             said.append(f"fuse: '{self.__name__}' read a value's .shape while traced: it is now specialised on "
                         "every size, so each new size traces and compiles again (a decode loop would compile "
                         "every step); compute from the values instead, e.g. x.mean(-1) rather than "
                         "x.sum(-1) / x.shape[-1], or pass dynamic=False to say so")
         self._traces += 1
         said += self._changing_floats(key) + self._identity_objects(key)
-        changed, self._last_key = _pattern_difference(self._last_key, key), key
+        changed, self._last_key = pattern_difference(self._last_key, key), key
         if self._traces == _TRACE_WARNING_AT:
             why = ("each new size traces and compiles again, since it reads a value's .shape"
                    if self._specialised_by_shape else
                    "each new pattern of argument dtypes, ranks, sizes of 1, equal sizes, Python scalar values and "
                    "attribute values of object arguments such as a method's self traces and compiles again; pass a "
-                   "scalar that changes from call to call as a 0-d array (np.float32(lr)) to make it an input, and "
-                   "keep an attribute that changes every call (a step counter) off such an object")
+                   "scalar that changes from call to call as a 0-d array to make it an input (np.float32(lr) as an "
+                   "argument, np.array(lr, np.float32) as an attribute), and keep an attribute that changes every "
+                   "call (a step counter) off such an object")
             if changed and not self._specialised_by_shape:
                 why += f"; the last trace's pattern differs from the one before in {changed}"
             said.append(f"fuse: '{self.__name__}' has been traced {self._traces} times ({why})")
@@ -1093,11 +777,11 @@ class Fused:
         said = []
         for part in key[1]:
             k = part[1] if len(part) == 2 else None
-            if isinstance(k, tuple) and len(k) == 3 and k[2] is _IDENTITY and part[0] not in self._said_identity:
+            if isinstance(k, tuple) and len(k) == 3 and k[2] is IDENTITY and part[0] not in self._said_identity:
                 self._said_identity.add(part[0])
-                said.append(f"fuse: '{self.__name__}': argument '{_tag_name(part[0])}' ({k[0].__name__}) is keyed "
-                            f"by identity (its class has __slots__, or it holds more than {_STATE_LEAVES} values or "
-                            f"objects and containers nested more than {_STATE_DEPTH} deep): a change of its "
+                said.append(f"fuse: '{self.__name__}': argument '{tag_name(part[0])}' ({k[0].__name__}) is keyed "
+                            f"by identity (its class has a __del__, which a copy would run, or it holds more than {STATE_LEAVES} values or "
+                            f"objects and containers nested more than {STATE_DEPTH} deep): a change of its "
                             "attributes after its trace is not seen (pass what changes as arguments)")
         return said
 
@@ -1119,7 +803,7 @@ class Fused:
                 continue  # said already
             seen.add(part[1][1])
             if len(seen) == _FLOAT_VALUES_WARNING_AT:
-                name = _tag_name(part[0])
+                name = tag_name(part[0])
                 said.append(f"fuse: '{self.__name__}' has traced and compiled a new program for each of "
                             f"{len(seen)} values of its argument '{name}' (a Python float is a constant of the "
                             f"trace); if it changes from call to call, pass it as a 0-d array, e.g. "
@@ -1133,7 +817,6 @@ class Fused:
         name = self.__name__ if self.__name__.isascii() and self.__name__.isidentifier() else "fused"
         b = GraphBuilder(name)
         stand_ins, inputs, taken = self._inputs(b, items, static)
-        before = {tag: _constant_key(v) for tag, v in items if type(v) is _Snapshot}
         call = inspect.BoundArguments(self._sig, bound.arguments.copy())
         for pname in call.arguments:
             call.arguments[pname] = self._replace(pname, call.arguments[pname], stand_ins)
@@ -1149,7 +832,6 @@ class Fused:
             _TRACE.active -= 1
             read_shape = _TRACE.shape_read
             _TRACE.shape_read = outer or read_shape
-        self._check_unchanged(before, items)
         entry = self._outputs(b, result, inputs, taken)
         from . import compile as fj_compile
         entry.program = fj_compile(b.build(), **self._options)
@@ -1158,11 +840,11 @@ class Fused:
     def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list, set]:
         """A GraphBuilder input per array argument, its sizes as dims (one per class of equal sizes
         other than 1) or, when static, as they are; returns {tag: Value}, the inputs and the names
-        the graph has taken. An object argument with input attributes (_lifted) is replaced by a
-        copy of the same class holding their Values; a trace need not read them all."""
+        the graph has taken. An object argument (a Snapshot, lifted) is replaced by its copy
+        (trace_copies) holding its input attributes' Values; a trace need not read them all."""
         taken, dims, stand_ins, inputs = set(), {}, {}, []
-        arrays = [(tag, a) for tag, v in items if (a := _array(v)) is not None]
-        gnames = [_graph_name(_tag_name(t), f"arg{k}", taken) for k, (t, _) in enumerate(arrays)]  # dims after
+        arrays = [(tag, a) for tag, v in items if (a := as_array(v)) is not None]
+        gnames = [_graph_name(tag_name(t), f"arg{k}", taken) for k, (t, _) in enumerate(arrays)]  # dims after
         for gname, (tag, v) in zip(gnames, arrays):
             shape = []
             for axis, s in enumerate(int(s) for s in v.shape):
@@ -1174,7 +856,7 @@ class Fused:
                 shape.append(dims[s])
             stand_ins[tag] = b.input(gname, self._dtype_name(v.dtype), shape)
             inputs.append(stand_ins[tag])
-            if isinstance(tag[-1], _Attr):
+            if isinstance(tag[-1], Attr):
                 b.allow_unused(stand_ins[tag])
         _object_copies(items, stand_ins)
         return stand_ins, inputs, taken
@@ -1187,23 +869,6 @@ class Fused:
         if kind is inspect.Parameter.VAR_KEYWORD:
             return {k: stand_ins.get((pname, k), x) for k, x in v.items()}
         return stand_ins.get((pname,), v)
-
-    def _check_unchanged(self, before: dict, items: list) -> None:
-        """A UserError when the trace changed an object argument (a list or dict it holds, through
-        the copy the trace saw): the change would happen once, at the trace, not at every call."""
-        for tag, v in items:
-            if tag not in before:
-                continue
-            try:
-                after = _constant_key(v)
-                what = _attribute_difference(before[tag], after)
-            except _Traced:  # the attribute that now holds a traced value
-                after, what = None, next((n for n, e in v.state.items() if _holds_traced(e)), "")
-            if after != before[tag]:
-                raise UserError(f"fuse: '{self.__name__}' changed its argument '{_tag_name(tag)}' while traced"
-                                + (f" (its attribute '{what}')" if what else "")
-                                + ": a fused function runs once per pattern, so such a change would not happen "
-                                "at each call; return the value instead")
 
     def _outputs(self, b: Any, result: Any, inputs: list, taken: set) -> _Entry:
         """Marks the function's results as outputs: one value, or a tuple, list or dict of them."""
@@ -1267,6 +932,9 @@ def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) ->
     of values. Other arguments (numbers, strings, None) are constants of the trace: Python numbers
     are weakly typed literals, so each new value traces and compiles again (a FusejitWarning names
     a float argument traced at three values; pass one that changes every call as np.float32(v)).
+    An object argument of a Python class (a method's self; ``fuse(obj.method)`` and ``fuse(obj)``
+    bind it so) is keyed by its attributes' values, its array attributes being inputs read at
+    every call (docs/python.md, "Objects, and methods"; _pattern.py).
 
     dynamic: True (default) gives each class of equal sizes other than 1 a named dim, so new sizes
     run the same program; False specialises on every size. options: :func:`fusejit.compile`'s
@@ -1287,11 +955,17 @@ def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) ->
         hint = f"; did you mean {', '.join(repr(m) for m in near)}?" if near else ""
         raise TypeError(f"fuse: {e} (options are fusejit.compile's keywords){hint}") from None
 
-    def wrap(f: Callable) -> Fused:
+    def wrap(f: Callable) -> Fused | _BoundFused:
         if not callable(f):
             raise TypeError(f"fuse: expected a function, got {type(f).__name__}")
         if isinstance(f, np.ufunc):  # fuse(np.exp): its signature's keywords (dtype, signature) are not arguments
             f = _ufunc_function(f)
+        # fuse(model.forward), fuse(layer): the object is an argument, keyed at every call as a
+        # fused method's self is (its changes traced again), not a constant of the first trace.
+        if isinstance(f, types.MethodType) and not isinstance(f.__self__, type) and by_value(type(f.__self__)):
+            return _BoundFused(Fused(f.__func__, bool(dynamic), options), f.__self__)
+        if not isinstance(f, (types.FunctionType, types.MethodType)) and by_value(type(f)):
+            return _BoundFused(Fused(type(f).__call__, bool(dynamic), options), f)
         return Fused(f, bool(dynamic), options)
 
     return wrap if fn is None else wrap(fn)

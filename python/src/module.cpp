@@ -711,6 +711,8 @@ void bind_cache(nb::module_& m) {
         return "CacheStats(" + nb::cast<std::string>(nb::repr(py_path(s.path))) + ", entries=" + std::to_string(s.entries) +
                ", bytes=" + std::to_string(s.bytes) + ", host_modules=" + std::to_string(s.host_modules) +
                ", host_bytes=" + std::to_string(s.host_bytes) + ", invalid=" + std::to_string(s.invalid) +
+               (s.unusable_subfolders.empty() ? std::string()
+                                              : ", unusable_subfolders=" + std::to_string(s.unusable_subfolders.size())) +
                (s.enabled ? std::string() : ", disabled: " + s.disabled_reason) + ")";
       });
   nb::class_<CacheEntryInfo>(m, "CacheEntry", "One entry of the kernel cache (fusejit.cache_list).")
