@@ -35,8 +35,8 @@ import numpy as np
 
 from ._errors import Error, FusejitWarning, UserError
 from ._fusejit import GraphBuilder, Value
-from ._pattern import (IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Snapshot, Traced, as_array,
-                       by_value, constant_key, fill, lifted, pattern_difference, tag_name, trace_copies)
+from ._pattern import (IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced, as_array, by_value,
+                       constant_key, lifted, pattern_difference, state_of, tag_name, trace_copy, traced_attribute)
 
 # NumPy ufunc -> fusejit op of the same meaning (docs/ops.md defines the values: within its ulp
 # bounds of NumPy's; promotion is PyTorch's, a Python or NumPy scalar operand weakly typed).
@@ -475,12 +475,19 @@ def _graph_name(name: str, fallback: str, taken: set) -> str:
 
 
 def _object_copies(items: list, stand_ins: dict) -> None:
-    """Adds to `stand_ins` (tag -> what the trace sees) the copy of each object argument
-    (trace_copies), with its input attributes' Values."""
+    """Adds to `stand_ins` (tag -> what the trace sees) a copy of each object argument with input
+    attributes, holding their Values (trace_copy); another object argument is itself."""
     for tag, v in items:
-        if type(v) is Snapshot:
-            fill(v.copy, {str(t[-1]): stand_ins[t] for t in stand_ins if isinstance(t[-1], Attr) and t[:-1] == tag})
-            stand_ins[tag] = v.copy
+        if type(v) is Snapshot and v.inputs:
+            stand_ins[tag] = trace_copy(v, {str(t[-1]): stand_ins[t] for t in stand_ins
+                                            if isinstance(t[-1], Attr) and t[:-1] == tag})
+
+
+def _changed(snap: Snapshot) -> bool:
+    """Whether an object argument's attributes are no longer those its call read (the trace, or
+    another thread, changed them): the program traced is then not kept for the pattern read."""
+    now = state_of(snap.obj)
+    return now.keys() != snap.state.keys() or any(now[n] is not e for n, e in snap.state.items())
 
 
 class _Entry:
@@ -661,10 +668,8 @@ class Fused:
     def _key(self, items: list, static: bool) -> tuple[tuple, list]:
         """The pattern of the arguments (module docstring) and the arrays among them, in order;
         (None, None) when an argument is a traced value."""
-        parts, arrays, classes, objects = [], [], {}, {}
+        parts, arrays, classes, keying = [], [], {}, Keying()
         for tag, v in items:
-            if type(v) is Snapshot:  # which objects are passed twice (a trace may ask `p is q`)
-                objects.setdefault(id(v.obj), []).append(len(parts))
             if type(v) is np.ndarray:  # the common case first: a tuple of ints, a hashable dtype
                 shape = v.shape
             else:
@@ -672,7 +677,7 @@ class Fused:
                 if a is None:
                     if isinstance(v, Value):
                         return None, None
-                    part = self._constant(tag, v)
+                    part = self._constant(tag, v, keying)
                     if part is None:  # an object holding a traced value: inside another trace
                         return None, None
                     parts.append((tag, part))
@@ -688,16 +693,13 @@ class Fused:
                 raise UserError(f"{self.__name__}: argument '{tag_name(tag)}': {e.message}") from None
             parts.append((tag, name, shape))
             arrays.append(v)
-        same = tuple(tuple(places) for places in objects.values() if len(places) > 1)
-        if same:
-            parts.append((("the same object passed twice",), same))
         return (static, tuple(parts)), arrays
 
-    def _constant(self, tag: tuple, v: Any) -> Any:
+    def _constant(self, tag: tuple, v: Any, keying: Keying) -> Any:
         """constant_key of an argument, its errors naming it; None for one holding a traced value
         inside a trace (the call joins that trace)."""
         try:
-            return constant_key(v)
+            return constant_key(v, keying)
         except Traced:
             if _TRACE.active:
                 return None
@@ -732,26 +734,24 @@ class Fused:
                 entry = self._entries.get(key)
                 if entry is None:
                     key, entry = self._trace(self._bind(args, kwargs), items, key, said)
-                    if len(self._entries) >= _MAX_ENTRIES:
-                        del self._entries[next(iter(self._entries))]  # the oldest (dicts keep insertion order)
-                    self._entries[key] = entry
+                    if key is not None:
+                        if len(self._entries) >= _MAX_ENTRIES:
+                            del self._entries[next(iter(self._entries))]  # the oldest (dicts keep insertion order)
+                        self._entries[key] = entry
             for message in said:  # once the entry is kept: a warning raised as an error loses no trace
                 warnings.warn(message, FusejitWarning, stacklevel=stacklevel)
         return entry, arrays
 
     def _trace(self, bound: inspect.BoundArguments, items: list, key: tuple, said: list) -> tuple[tuple, _Entry]:
         """Traces the function for this pattern (again with every size fixed if it reads a shape);
-        returns the key to keep the entry under (of the copies of object arguments the trace saw),
-        and the entry; appends its warnings to `said`."""
-        copied = trace_copies(items)
-        key, _ = self._key(copied, key[0])
-        entry, read_shape = self._trace_once(bound, copied, static=key[0])
+        returns the key to keep the entry under (None: not to keep it, an object argument changed
+        meanwhile, by the trace or another thread), and the entry; appends its warnings to `said`."""
+        entry, read_shape = self._trace_once(bound, items, static=key[0])
         if read_shape and not key[0]:
             self._dynamic = False  # every later pattern is specialised too
             self._specialised_by_shape = True
-            copied = trace_copies(items)
-            key, _ = self._key(copied, True)
-            entry, _ = self._trace_once(bound, copied, static=True)
+            key, _ = self._key(items, True)
+            entry, _ = self._trace_once(bound, items, static=True)
             said.append(f"fuse: '{self.__name__}' read a value's .shape while traced: it is now specialised on "
                         "every size, so each new size traces and compiles again (a decode loop would compile "
                         "every step); compute from the values instead, e.g. x.mean(-1) rather than "
@@ -759,6 +759,8 @@ class Fused:
         self._traces += 1
         said += self._changing_floats(key) + self._identity_objects(key)
         changed, self._last_key = pattern_difference(self._last_key, key), key
+        if any(type(v) is Snapshot and _changed(v) for _, v in items):
+            key = None
         if self._traces == _TRACE_WARNING_AT:
             why = ("each new size traces and compiles again, since it reads a value's .shape"
                    if self._specialised_by_shape else
@@ -780,7 +782,7 @@ class Fused:
             if isinstance(k, tuple) and len(k) == 3 and k[2] is IDENTITY and part[0] not in self._said_identity:
                 self._said_identity.add(part[0])
                 said.append(f"fuse: '{self.__name__}': argument '{tag_name(part[0])}' ({k[0].__name__}) is keyed "
-                            f"by identity (its class has a __del__, which a copy would run, or it holds more than {STATE_LEAVES} values or "
+                            f"by identity (it holds more than {STATE_LEAVES} values or "
                             f"objects and containers nested more than {STATE_DEPTH} deep): a change of its "
                             "attributes after its trace is not seen (pass what changes as arguments)")
         return said
@@ -832,6 +834,7 @@ class Fused:
             _TRACE.active -= 1
             read_shape = _TRACE.shape_read
             _TRACE.shape_read = outer or read_shape
+        self._check_untouched(items)
         entry = self._outputs(b, result, inputs, taken)
         from . import compile as fj_compile
         entry.program = fj_compile(b.build(), **self._options)
@@ -869,6 +872,22 @@ class Fused:
         if kind is inspect.Parameter.VAR_KEYWORD:
             return {k: stand_ins.get((pname, k), x) for k, x in v.items()}
         return stand_ins.get((pname,), v)
+
+    def _check_untouched(self, items: list) -> None:
+        """A UserError when the trace stored a traced value in an object argument (`self.cache[k] =
+        v * 2`): it would hold a value of a finished graph. An attribute it rebound is given back
+        its value first (a nested change cannot be undone)."""
+        for tag, v in items:
+            name = traced_attribute(v.obj) if type(v) is Snapshot else ""
+            if not name:
+                continue
+            if name in v.state and state_of(v.obj)[name] is not v.state[name]:
+                object.__setattr__(v.obj, name, v.state[name])
+            elif name not in v.state:
+                object.__delattr__(v.obj, name)
+            raise UserError(f"fuse: '{self.__name__}' stored a traced value in its argument '{tag_name(tag)}' "
+                            f"(its attribute '{name}'): a fused function runs once per pattern, so its changes to "
+                            "its arguments happen once, at the trace; return the value instead")
 
     def _outputs(self, b: Any, result: Any, inputs: list, taken: set) -> _Entry:
         """Marks the function's results as outputs: one value, or a tuple, list or dict of them."""

@@ -6,19 +6,20 @@ again"): what of an argument that is no array decides the graph a trace records,
 - An object of a class written in Python (a method's ``self``, a dataclass, a ``SimpleNamespace``)
   by its type and its attributes' values, recursively, never by its ``==`` (which may call objects
   equal that trace differently); its own arrays are inputs of the graph (``lifted``), keyed by
-  dtype and shape where the caller keys arrays. Its attributes are read once per call (a
-  ``Snapshot``), and the trace sees a copy of them (``trace_copies``), so what it assigns or
-  changes is not kept and another thread's change cannot pair one value with another's program.
-- Anything else (an enum member, a sentinel with no attributes, a ``Decimal``, an object of a
-  class with ``__slots__``, one too large to key at every call) by identity, through a weak
-  reference where it takes one.
+  dtype and shape where the caller keys arrays, and the trace sees a copy of it holding their
+  values. Its attributes are read once per call (a ``Snapshot``).
+- Where objects are shared is part of the pattern: a mutable object, container or array met a
+  second time in one call's arguments (``self.a is self.b``, an object passed twice, a cycle) is
+  keyed as the same one, so ``is`` in a trace sees what it saw when traced.
+- Anything else (an enum member, an object without attributes such as a sentinel, a ``Decimal``,
+  an object of the standard library, one too large to key at every call) by identity, through a
+  weak reference where it takes one.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import copy as copy_module
 import copyreg
 import enum
 import functools
@@ -100,16 +101,17 @@ def _from_stdlib(t: type) -> bool:
 def by_value(t: type) -> bool:
     """An object type keyed by its attributes' values: a SimpleNamespace or argparse Namespace, or
     a class written in Python (no C base), its state in __dict__ and __slots__; not an enum (its
-    members are singletons), a class of the standard library, one with __del__ (a copy's would
-    run), nor fusejit's Fused and Program: by identity."""
-    if t in (types.SimpleNamespace, argparse.Namespace):
+    members are singletons), a class of the standard library, nor fusejit's Fused and Program: by
+    identity."""
+    if issubclass(t, (types.SimpleNamespace, argparse.Namespace)):
         return True
-    return (_python_defined(t) and not issubclass(t, enum.Enum) and not _from_stdlib(t) and not _deletes(t)
+    return (_python_defined(t) and not issubclass(t, enum.Enum) and not _from_stdlib(t)
             and not getattr(t, "_fuse_by_identity", False))
 
 
+@functools.lru_cache(maxsize=256)
 def _deletes(t: type) -> bool:
-    """A class with a __del__ (a trace's copy of its object would run it: fuse warns)."""
+    """A class with a __del__ (a trace's copy of its object would run it: its arrays are no inputs)."""
     return any("__del__" in vars(c) for c in t.__mro__ if c is not object)
 
 
@@ -198,20 +200,22 @@ def tag_name(tag: tuple) -> str:
 
 
 class Snapshot:
-    """An object argument as one call sees it: the object and its attributes, read once (lifted).
-    `copy`, for a trace only (trace_copies): the object the trace sees."""
+    """An object argument as one call reads it (lifted): the object, its attributes (read once),
+    and its input attributes: name -> the name of the first attribute holding the same array
+    (one input per array)."""
 
-    __slots__ = ("obj", "state", "copy")
+    __slots__ = ("obj", "state", "inputs")
 
-    def __init__(self, obj: Any, state: dict, copy: Any = None):
-        self.obj, self.state, self.copy = obj, state, copy
+    def __init__(self, obj: Any, state: dict, inputs: dict):
+        self.obj, self.state, self.inputs = obj, state, inputs
 
 
 def lifted(items: list) -> list:
     """`items` ((tag, argument) pairs) with each object argument keyed by value (by_value, not
-    array-like) as a Snapshot, followed by its input attributes as arguments of their own, tagged
-    tag + (Attr(name),): inputs of the graph, read at every call (a layer's weights). Not an
-    object without attributes (a sentinel: by identity) or with too many to key at every call."""
+    array-like, with 1 to STATE_LEAVES attributes) as a Snapshot, followed by its input
+    attributes, one per array, as arguments of their own tagged tag + (Attr(name),): inputs of
+    the graph, read at every call (a layer's weights). An object of a class with __del__ has none
+    (the copy the trace would see would run it)."""
     out = None
     for k, (tag, v) in enumerate(items):
         state = state_of(v) if type(v) is not np.ndarray and by_value(type(v)) and as_array(v) is None else {}
@@ -221,7 +225,10 @@ def lifted(items: list) -> list:
             continue
         if out is None:
             out = items[:k]
-        out += [(tag, Snapshot(v, state))] + [(tag + (Attr(n),), e) for n, e in state.items() if input_attribute(e)]
+        first: dict = {}  # id(array) -> the first attribute holding it
+        inputs = {} if _deletes(type(v)) else {
+            n: first.setdefault(id(e), n) for n, e in state.items() if input_attribute(e)}
+        out += [(tag, Snapshot(v, state, inputs))] + [(tag + (Attr(n),), state[n]) for n in first.values()]
     return items if out is None else out
 
 
@@ -246,173 +253,188 @@ def scalar_key(v: Any) -> Any:
     return None
 
 
-def constant_key(v: Any) -> Any:
-    """An argument's key when it is no array (module docstring). TypeError for an unhashable one
-    that is no object of a Python class (a list, a dict, a memoryview); UserError for a tuple too
-    large to key; Traced."""
+class Keying:
+    """One call's keying: the values an argument may still hold (`left`), and the mutable objects,
+    containers and arrays met so far in its arguments, id -> order met (`seen`, `kept` alive): one
+    met again (`self.a is self.b`, an object reachable from two arguments, a cycle) is keyed as
+    ("same", order), so patterns whose objects are shared differently differ."""
+
+    __slots__ = ("left", "seen", "kept")
+
+    def __init__(self) -> None:
+        self.left, self.seen, self.kept = 0, {}, []
+
+    def meet(self, v: Any) -> Any:
+        """("same", order) for an object met before in this call, else None (and it is met now)."""
+        k = self.seen.get(id(v))
+        if k is not None:
+            return ("same", k)
+        self.seen[id(v)] = len(self.kept)
+        self.kept.append(v)
+        return None
+
+
+def constant_key(v: Any, keying: Keying | None = None) -> Any:
+    """An argument's key when it is no array (module docstring); `keying`: the call's, shared by
+    its arguments. TypeError for an unhashable one that is no object of a Python class (a list, a
+    dict, a memoryview); UserError for a tuple too large to key; Traced."""
+    keying = Keying() if keying is None else keying
     key = scalar_key(v)
     if key is not None:
         return key
     t = type(v)
-    if t is Snapshot:  # its copy's state refers to the copy where the object's refers to the object
-        return _object_key(v.obj, None, 0, v.state, v.obj if v.copy is None else v.copy)
+    if t is Snapshot or by_value(t):
+        return _argument_key(v if t is Snapshot else Snapshot(v, state_of(v), {}), keying)
     if isinstance(v, (tuple, frozenset)):
+        keying.left = TUPLE_LEAVES
         try:
-            return _state_key(v, [TUPLE_LEAVES, []], 0)
+            return _state_key(v, keying, 0)
         except TooLarge:
             raise UserError(f"holds more than {TUPLE_LEAVES} values, or containers and objects nested more than "
                             f"{STATE_DEPTH} deep, to key by value at every call") from None
-    if by_value(t):
-        return _object_key(v, None, 0)
+    if t is types.MethodType:
+        keying.left = STATE_LEAVES
+        try:
+            return _method_key(v, keying, 0)
+        except TooLarge:
+            return (t, ByIdentity(v.__func__), ByIdentity(v.__self__))
     if not _python_defined(t):
         hash(v)  # a TypeError for a list, a dict, a memoryview: no constant
-    elif _deletes(t):  # its changes are not seen: fuse warns
-        return (t, ByIdentity(v), IDENTITY)
     return (t, ByIdentity(v))
 
 
-def _state_key(v: Any, budget: list, depth: int) -> Any:
+def _argument_key(snap: Snapshot, keying: Keying) -> Any:
+    """An object argument by its type and attributes, its input attributes as ("input", the
+    attribute holding that array first). Without attributes (a sentinel) by identity; too large,
+    by identity with the IDENTITY mark (fuse warns: its changes are not seen)."""
+    obj, t = snap.obj, type(snap.obj)
+    if not snap.state:
+        return (t, ByIdentity(obj))
+    if len(snap.state) > STATE_LEAVES:
+        return (t, ByIdentity(obj), IDENTITY)
+    same = keying.meet(obj)
+    if same is not None:  # passed twice
+        return same
+    keying.left = STATE_LEAVES
+    try:
+        return (t, tuple((n, ("input", snap.inputs[n]) if n in snap.inputs else _state_key(e, keying, 1))
+                         for n, e in snap.state.items()))
+    except TooLarge:
+        return (t, ByIdentity(obj), IDENTITY)
+
+
+def _state_key(v: Any, keying: Keying, depth: int) -> Any:
     """The key of what an object argument holds: a scalar as scalar_key, a container by its
     elements, an array by dtype and shape (and its bytes when small: a trace may read its values;
     else its identity: a change in place is not seen), an object keyed by value by its
-    attributes, anything else by identity. Raises TooLarge past the budget's values or STATE_DEPTH
-    levels, Traced for a traced value. `budget`: [values left, the containers and objects being
-    keyed, outermost first]."""
-    budget[0] -= 1
-    if budget[0] < 0:
+    attributes, a bound method by its function and object, anything else by identity; a mutable
+    one met before in the call as ("same", order). Raises TooLarge past the values left or
+    STATE_DEPTH levels, Traced for a traced value."""
+    keying.left -= 1
+    if keying.left < 0 or depth > STATE_DEPTH:
         raise TooLarge
     t = type(v)
     if t in _PLAIN_SCALARS:  # the common attribute first: eps, a flag, a name
         return (t, FLOAT_KEY(v)) if t is float else (t, v)
     if isinstance(v, Value):
         raise Traced
-    if isinstance(v, (list, tuple, collections.deque, set, frozenset, dict)):
-        return _container_key(v, budget, depth + 1)
-    scalar = scalar_key(v)
-    if scalar is not None:
-        return scalar
+    fixed = _unshared_key(v, keying, depth)
+    if fixed is not None:
+        return fixed
     a = _with_shape(v) if array_type(t) else None
+    shared = a is not None or by_value(t) or isinstance(v, _CONTAINERS)
+    same = keying.meet(v) if shared else None
+    if same is not None:
+        return same
     if a is not None:
         shape = tuple(int(s) for s in a.shape)
         if isinstance(a, np.ndarray) and a.size <= SMALL_ARRAY and not a.dtype.hasobject:
             return (t, a.dtype.str, shape, np.ascontiguousarray(a).tobytes())
         return (t, str(a.dtype), shape, ByIdentity(v))
+    return _held_key(v, keying, depth)
+
+
+def _unshared_key(v: Any, keying: Keying, depth: int) -> Any:
+    """_state_key of what sharing cannot change (a tuple, frozenset, scalar, bound method), or None."""
+    if isinstance(v, tuple):
+        return (type(v), tuple(_state_key(e, keying, depth + 1) for e in v))
+    if isinstance(v, frozenset):
+        return (type(v), _multiset(v, keying, depth))
+    if type(v) is types.MethodType:
+        return _method_key(v, keying, depth)
+    return scalar_key(v)
+
+
+def _held_key(v: Any, keying: Keying, depth: int) -> Any:
+    """_state_key of a container (and of the attributes of a subclass of one) or an object (met
+    now), or by identity."""
+    t = type(v)
+    if isinstance(v, _CONTAINERS):
+        key = (t, _elements_key(v.data if isinstance(v, (collections.UserList, collections.UserDict)) else v,
+                                keying, depth))
+        extra = {n: e for n, e in state_of(v).items() if n != "data"} if t.__dictoffset__ else {}
+        return key + (tuple((n, _state_key(e, keying, depth + 1)) for n, e in extra.items()),) if extra else key
     if by_value(t):
-        return _object_key(v, budget, depth + 1)
+        state = state_of(v)
+        if not state:  # a sentinel: `is` tells it apart from another of its class
+            return (t, ByIdentity(v))
+        return (t, tuple((n, _state_key(e, keying, depth + 1)) for n, e in state.items()))
     return (t, ByIdentity(v))
 
 
-def _cycle(path: list, v: Any) -> Any:
-    """("cycle", place) when `v` is being keyed already (a reference back to it), else None."""
-    for k, o in enumerate(path):
-        if o is v:
-            return ("cycle", k)
-    return None
+_CONTAINERS = (list, collections.deque, set, dict, collections.UserList, collections.UserDict)
 
 
-def _container_key(v: Any, budget: list, depth: int) -> Any:
-    """A list, tuple, deque, set or dict by its elements (_state_key); one holding itself, by its
-    place among the containers and objects being keyed."""
-    path = budget[1]
-    back = _cycle(path, v)
-    if back is not None:
-        return back
-    if depth > STATE_DEPTH:
-        raise TooLarge
-    path.append(v)
-    try:
-        if isinstance(v, (set, frozenset)):
-            return (type(v), frozenset(_state_key(e, budget, depth) for e in v))
-        if isinstance(v, dict):
-            return (type(v), tuple((_state_key(k, budget, depth), _state_key(e, budget, depth)) for k, e in v.items()))
-        return (type(v), tuple(_state_key(e, budget, depth) for e in v))
-    finally:
-        path.pop()
+def _elements_key(v: Any, keying: Keying, depth: int) -> Any:
+    """A list's, deque's, set's or dict's elements (a set's as a multiset, a deque's maxlen too)."""
+    if isinstance(v, set):
+        return _multiset(v, keying, depth)
+    if isinstance(v, dict):
+        return tuple((_state_key(k, keying, depth + 1), _state_key(e, keying, depth + 1)) for k, e in v.items())
+    maxlen = (v.maxlen,) if isinstance(v, collections.deque) else ()
+    return maxlen + tuple(_state_key(e, keying, depth + 1) for e in v)
 
 
-def _object_key(v: Any, budget: list | None, depth: int, state: dict | None = None, itself: Any = None) -> Any:
-    """An object by its type and attributes (`state`, else state_of(v)); an argument's own (budget
-    None) input attributes as ("input",), keyed where lifted adds them. One without attributes (a
-    sentinel) by identity. Too large, an argument is keyed by identity with the IDENTITY mark (fuse
-    warns); raises TooLarge within another object. `itself`: what a reference back to it is (v, or
-    the trace's copy whose state this is)."""
-    inner = [STATE_LEAVES, []] if budget is None else budget
-    itself = v if itself is None else itself
-    back = _cycle(inner[1], itself)
-    if back is not None:
-        return back
-    state = state_of(v) if state is None else state
-    if not state:
-        return (type(v), ByIdentity(v))
-    if depth > STATE_DEPTH or len(state) > inner[0]:
-        if budget is not None:
-            raise TooLarge
-        return (type(v), ByIdentity(v), IDENTITY)
-    inner[1].append(itself)
-    try:
-        return (type(v), tuple((n, ("input",) if budget is None and input_attribute(e) else _state_key(e, inner, depth))
-                               for n, e in state.items()))
-    except TooLarge:
-        if budget is not None:
-            raise
-    finally:
-        inner[1].pop()
-    return (type(v), ByIdentity(v), IDENTITY)
+def _multiset(v: Any, keying: Keying, depth: int) -> frozenset:
+    """A set's elements' keys, each with its count (two equal objects are two elements)."""
+    return frozenset(collections.Counter(_state_key(e, keying, depth + 1) for e in v).items())
 
 
-def _state_copy(v: Any, memo: dict) -> Any:
-    """A copy of what an object argument holds, for its trace: containers and objects keyed by
-    value are copied (a trace that changes them changes the copy, not the caller's), anything
-    else (arrays, scalars, objects keyed by identity) is shared. `memo`: id -> copy (cycles)."""
-    if type(v) in _PLAIN_SCALARS or id(v) in memo:
-        return memo.get(id(v), v)
-    if isinstance(v, (list, collections.deque, set, dict)):
-        c = memo[id(v)] = copy_module.copy(v)  # its type, maxlen, default_factory
-        c.clear()
-        if isinstance(v, dict):
-            c.update((k, _state_copy(e, memo)) for k, e in v.items())
-        elif isinstance(v, set):
-            c.update(_state_copy(e, memo) for e in v)
-        else:
-            c.extend(_state_copy(e, memo) for e in v)
-        return c
-    if type(v) is tuple:
-        return tuple(_state_copy(e, memo) for e in v)
-    if by_value(type(v)) and as_array(v) is None:
-        c = memo[id(v)] = blank(type(v))
-        fill(c, {n: _state_copy(e, memo) for n, e in state_of(v).items()})
-        return c
-    return v
+def _method_key(v: types.MethodType, keying: Keying, depth: int) -> Any:
+    """A bound method (a new object at each access) by its function and its object's key (as an
+    attribute's: that object's arrays are no inputs)."""
+    return (types.MethodType, ByIdentity(v.__func__), _state_key(v.__self__, keying, depth + 1))
+
+
+def traced_attribute(obj: Any) -> str:
+    """The first attribute of `obj` that holds a traced value (Traced), or ""."""
+    for n, e in state_of(obj).items():
+        keying = Keying()
+        keying.left = float("inf")
+        try:
+            _state_key(e, keying, 0)
+        except Traced:
+            return n
+        except TooLarge:
+            pass
+    return ""
 
 
 def fill(c: Any, state: dict) -> None:
-    """Sets the attributes `state` on `c` (a blank object), past a frozen dataclass's __setattr__."""
+    """Sets the attributes `state` on `c`, past a frozen dataclass's __setattr__."""
     for n, e in state.items():
         object.__setattr__(c, n, e)
 
 
-def blank(t: type) -> Any:
-    """An instance of `t` with no attributes, made without its __init__ (a trace's copy)."""
-    return t() if t in (types.SimpleNamespace, argparse.Namespace) else object.__new__(t)
-
-
-def trace_copies(items: list) -> list:
-    """`items` with each Snapshot given the copy its trace sees: an object of its class holding a
-    copy of its attributes (_state_copy; references to the object itself, or an object passed
-    twice: one copy), taken before the trace; the pattern is keyed from it (what was traced is
-    what the key says)."""
-    out, memo = [], {}
-    for tag, v in items:
-        if type(v) is Snapshot:
-            c = memo.get(id(v.obj))
-            first = c is None
-            if first:
-                c = memo[id(v.obj)] = blank(type(v.obj))
-            v = Snapshot(v.obj, {n: _state_copy(e, memo) for n, e in v.state.items()}, c)
-            if first:
-                fill(c, v.state)
-        out.append((tag, v))
-    return out
+def trace_copy(snap: Snapshot, values: dict) -> Any:
+    """The object a trace sees for an object argument with input attributes: a copy of its class
+    holding its attributes as read (references to itself: to the copy) and, for each input
+    attribute, values[the attribute holding that array first], a Value of the graph."""
+    t = type(snap.obj)
+    c = t.__new__(t) if issubclass(t, (types.SimpleNamespace, argparse.Namespace)) else object.__new__(t)
+    fill(c, {n: c if e is snap.obj else e for n, e in snap.state.items()})
+    fill(c, {n: values[first] for n, first in snap.inputs.items()})
+    return c
 
 
 def _attributes_of(key: Any) -> dict | None:

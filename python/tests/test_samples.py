@@ -70,7 +70,7 @@ def test_compile_to_dir_writes_the_folder_fusejit_compile_writes(tmp_path):
     kernels = fusejit.compile_to_dir(fusejit.Graph.load(str(path), dims), "sm_80", py, fused_only=True)
     names = sorted(f.name for f in cli.iterdir())
     assert sorted(f.name for f in py.iterdir()) == names
-    assert [k.name + ".cubin" for k in kernels] == sorted(n for n in names if n.endswith(".cubin"))
+    assert sorted(k.name + ".cubin" for k in kernels) == sorted(n for n in names if n.endswith(".cubin"))
     for n in names:
         if n != "index.json":  # it names the graph file it was parsed from
             assert (py / n).read_bytes() == (cli / n).read_bytes(), n
