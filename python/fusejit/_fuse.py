@@ -36,7 +36,8 @@ import numpy as np
 from ._errors import Error, FusejitWarning, UserError
 from ._fusejit import GraphBuilder, Value
 from ._pattern import (IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced, as_array, by_value,
-                       constant_key, lifted, pattern_difference, state_of, tag_name, trace_copy, traced_attribute)
+                       constant_key, lifted, pattern_difference, restore, state_of, substitute, tag_name,
+                       traced_attribute)
 
 # NumPy ufunc -> fusejit op of the same meaning (docs/ops.md defines the values: within its ulp
 # bounds of NumPy's; promotion is PyTorch's, a Python or NumPy scalar operand weakly typed).
@@ -365,6 +366,13 @@ class _TraceState(threading.local):
 
 
 _TRACE = _TraceState()
+# Attributes set to traced values by the running trace (under _TRACE_LOCK): another thread that
+# meets one waits for the trace to end (_Busy), and only then calls it a finished trace's value.
+_SUBSTITUTED = [0]
+
+
+class _Busy(Exception):
+    """An argument holds a value of a trace that another thread runs now."""
 _SHAPE_GETTER = Value.__dict__["shape"].fget
 
 
@@ -472,15 +480,6 @@ def _graph_name(name: str, fallback: str, taken: set) -> str:
         base += "_"
     taken.add(base)
     return base
-
-
-def _object_copies(items: list, stand_ins: dict) -> None:
-    """Adds to `stand_ins` (tag -> what the trace sees) a copy of each object argument with input
-    attributes, holding their Values (trace_copy); another object argument is itself."""
-    for tag, v in items:
-        if type(v) is Snapshot and v.inputs:
-            stand_ins[tag] = trace_copy(v, {str(t[-1]): stand_ins[t] for t in stand_ins
-                                            if isinstance(t[-1], Attr) and t[:-1] == tag})
 
 
 def _changed(snap: Snapshot) -> bool:
@@ -703,6 +702,8 @@ class Fused:
         except Traced:
             if _TRACE.active:
                 return None
+            if _SUBSTITUTED[0]:
+                raise _Busy from None
             raise UserError(f"fuse: '{self.__name__}': argument '{tag_name(tag)}' holds a value of a finished trace "
                             "(a fusejit.Value stored in it while a fused function was traced); store arrays in it, "
                             "not traced values") from None
@@ -722,8 +723,14 @@ class Fused:
             items = list(zip(tags, args + self._defaults[len(args):]))
         else:
             items = self._flat(self._bind(args, kwargs))
-        items = lifted(items)
-        key, arrays = self._key(items, not self._dynamic)
+        given = items
+        items = lifted(given)
+        try:
+            key, arrays = self._key(items, not self._dynamic)
+        except _Busy:  # another thread's trace has an object's arrays as its Values: read it after
+            with _TRACE_LOCK:
+                items = lifted(given)
+                key, arrays = self._key(items, not self._dynamic)
         if key is None:
             return None, []
         entry = self._entries.get(key)
@@ -782,7 +789,7 @@ class Fused:
             if isinstance(k, tuple) and len(k) == 3 and k[2] is IDENTITY and part[0] not in self._said_identity:
                 self._said_identity.add(part[0])
                 said.append(f"fuse: '{self.__name__}': argument '{tag_name(part[0])}' ({k[0].__name__}) is keyed "
-                            f"by identity (it holds more than {STATE_LEAVES} values or "
+                            f"by identity (its class has a C base, or it holds more than {STATE_LEAVES} values or "
                             f"objects and containers nested more than {STATE_DEPTH} deep): a change of its "
                             "attributes after its trace is not seen (pass what changes as arguments)")
         return said
@@ -825,12 +832,16 @@ class Fused:
         outer = _TRACE.shape_read  # a trace inside another's (a fused call on arrays) keeps the outer's
         _TRACE.shape_read = False
         _TRACE.active += 1
+        undo = substitute(items, stand_ins)  # an object argument's arrays are their Values meanwhile
+        _SUBSTITUTED[0] += len(undo)
         try:
             result = self._fn(*call.args, **call.kwargs)
         except Error as e:
             e._locate_in_caller()  # the line of the traced function that built the op
             raise
         finally:
+            restore(undo)
+            _SUBSTITUTED[0] -= len(undo)
             _TRACE.active -= 1
             read_shape = _TRACE.shape_read
             _TRACE.shape_read = outer or read_shape
@@ -843,8 +854,8 @@ class Fused:
     def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list, set]:
         """A GraphBuilder input per array argument, its sizes as dims (one per class of equal sizes
         other than 1) or, when static, as they are; returns {tag: Value}, the inputs and the names
-        the graph has taken. An object argument (a Snapshot, lifted) is replaced by its copy
-        (trace_copies) holding its input attributes' Values; a trace need not read them all."""
+        the graph has taken. An object argument's input attributes (lifted) are inputs too; a trace
+        need not read them all."""
         taken, dims, stand_ins, inputs = set(), {}, {}, []
         arrays = [(tag, a) for tag, v in items if (a := as_array(v)) is not None]
         gnames = [_graph_name(tag_name(t), f"arg{k}", taken) for k, (t, _) in enumerate(arrays)]  # dims after
@@ -861,7 +872,6 @@ class Fused:
             inputs.append(stand_ins[tag])
             if isinstance(tag[-1], Attr):
                 b.allow_unused(stand_ins[tag])
-        _object_copies(items, stand_ins)
         return stand_ins, inputs, taken
 
     def _replace(self, pname: str, v: Any, stand_ins: dict) -> Any:

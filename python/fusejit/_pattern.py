@@ -23,6 +23,7 @@ import collections
 import copyreg
 import enum
 import functools
+import struct
 import sys
 import types
 import weakref
@@ -33,7 +34,15 @@ import numpy as np
 from ._errors import UserError
 from ._fusejit import Value
 
-FLOAT_KEY = float.hex  # -0.0 and 0.0, each NaN payload alike: hex tells 0.0 from -0.0
+_DOUBLE = struct.Struct("<d")
+
+
+def FLOAT_KEY(v: float) -> bytes:  # noqa: N802  # a key function, as float.hex was
+    """A float's bits: 0.0 and -0.0 differ, and so do NaNs of either sign (copysign reads it)."""
+    return _DOUBLE.pack(v)
+
+
+
 STATE_DEPTH = 6  # objects and containers nested in an argument, at most; deeper: by identity (a tuple: an error)
 STATE_LEAVES = 256  # values keyed per object argument at most; an object with more is keyed by identity
 TUPLE_LEAVES = 4096  # values keyed per tuple argument at most (a UserError beyond)
@@ -107,12 +116,6 @@ def by_value(t: type) -> bool:
         return True
     return (_python_defined(t) and not issubclass(t, enum.Enum) and not _from_stdlib(t)
             and not getattr(t, "_fuse_by_identity", False))
-
-
-@functools.lru_cache(maxsize=256)
-def _deletes(t: type) -> bool:
-    """A class with a __del__ (a trace's copy of its object would run it: its arrays are no inputs)."""
-    return any("__del__" in vars(c) for c in t.__mro__ if c is not object)
 
 
 def state_of(v: Any) -> dict:
@@ -201,13 +204,13 @@ def tag_name(tag: tuple) -> str:
 
 class Snapshot:
     """An object argument as one call reads it (lifted): the object, its attributes (read once),
-    and its input attributes: name -> the name of the first attribute holding the same array
-    (one input per array)."""
+    its input attributes (name -> the name of the first attribute holding the same array: one
+    input per array), and the tag of the argument that holds it first."""
 
-    __slots__ = ("obj", "state", "inputs")
+    __slots__ = ("obj", "state", "inputs", "tag")
 
-    def __init__(self, obj: Any, state: dict, inputs: dict):
-        self.obj, self.state, self.inputs = obj, state, inputs
+    def __init__(self, obj: Any, state: dict, inputs: dict, tag: tuple = ()):
+        self.obj, self.state, self.inputs, self.tag = obj, state, inputs, tag
 
 
 def lifted(items: list) -> list:
@@ -216,7 +219,7 @@ def lifted(items: list) -> list:
     attributes, one per array, as arguments of their own tagged tag + (Attr(name),): inputs of
     the graph, read at every call (a layer's weights). An object of a class with __del__ has none
     (the copy the trace would see would run it)."""
-    out = None
+    out, taken = None, {}  # taken: id -> the Snapshot of an object met in an earlier argument
     for k, (tag, v) in enumerate(items):
         state = state_of(v) if type(v) is not np.ndarray and by_value(type(v)) and as_array(v) is None else {}
         if not 0 < len(state) <= STATE_LEAVES:
@@ -225,10 +228,13 @@ def lifted(items: list) -> list:
             continue
         if out is None:
             out = items[:k]
+        if id(v) in taken:  # passed twice: its inputs are the first argument's
+            out.append((tag, taken[id(v)]))
+            continue
         first: dict = {}  # id(array) -> the first attribute holding it
-        inputs = {} if _deletes(type(v)) else {
-            n: first.setdefault(id(e), n) for n, e in state.items() if input_attribute(e)}
-        out += [(tag, Snapshot(v, state, inputs))] + [(tag + (Attr(n),), state[n]) for n in first.values()]
+        inputs = {n: first.setdefault(id(e), n) for n, e in state.items() if input_attribute(e)}
+        snap = taken[id(v)] = Snapshot(v, state, inputs, tag)
+        out += [(tag, snap)] + [(tag + (Attr(n),), state[n]) for n in first.values()]
     return items if out is None else out
 
 
@@ -278,29 +284,41 @@ def constant_key(v: Any, keying: Keying | None = None) -> Any:
     """An argument's key when it is no array (module docstring); `keying`: the call's, shared by
     its arguments. TypeError for an unhashable one that is no object of a Python class (a list, a
     dict, a memoryview); UserError for a tuple too large to key; Traced."""
-    keying = Keying() if keying is None else keying
-    key = scalar_key(v)
-    if key is not None:
-        return key
     t = type(v)
+    if t in _PLAIN_SCALARS:  # the common argument first
+        return scalar_key(v)
+    keying = Keying() if keying is None else keying
     if t is Snapshot or by_value(t):
         return _argument_key(v if t is Snapshot else Snapshot(v, state_of(v), {}), keying)
-    if isinstance(v, (tuple, frozenset)):
-        keying.left = TUPLE_LEAVES
-        try:
-            return _state_key(v, keying, 0)
-        except TooLarge:
-            raise UserError(f"holds more than {TUPLE_LEAVES} values, or containers and objects nested more than "
-                            f"{STATE_DEPTH} deep, to key by value at every call") from None
-    if t is types.MethodType:
-        keying.left = STATE_LEAVES
-        try:
-            return _method_key(v, keying, 0)
-        except TooLarge:
-            return (t, ByIdentity(v.__func__), ByIdentity(v.__self__))
+    if isinstance(v, (tuple, frozenset)) or t is types.MethodType or scalar_key(v) is not None:
+        return _unshared_argument_key(v, keying)
     if not _python_defined(t):
         hash(v)  # a TypeError for a list, a dict, a memoryview: no constant
+    if t.__flags__ & _HEAP_TYPE and t.__dictoffset__ and not _from_stdlib(t) and not issubclass(t, enum.Enum) and vars(v):
+        return (t, ByIdentity(v), IDENTITY)  # a Python class with a C base (an Exception): fuse warns
     return (t, ByIdentity(v))
+
+
+def _unshared_argument_key(v: Any, keying: Keying) -> Any:
+    """An argument that is a tuple, frozenset, bound method or scalar (with a subclass's
+    attributes) by value; too large, a bound method by identity, a tuple a UserError."""
+    keying.left = TUPLE_LEAVES if isinstance(v, (tuple, frozenset)) else STATE_LEAVES
+    try:
+        return _unshared_key(v, keying, 0)
+    except TooLarge:
+        if type(v) is types.MethodType:
+            return (types.MethodType, ByIdentity(v.__func__), ByIdentity(v.__self__))
+        if not isinstance(v, (tuple, frozenset)):
+            return (type(v), ByIdentity(v), IDENTITY)  # a scalar subclass holding too much
+        raise UserError(f"holds more than {TUPLE_LEAVES} values, or containers and objects nested more than "
+                        f"{STATE_DEPTH} deep, to key by value at every call") from None
+
+
+def _with_attributes(key: Any, v: Any, keying: Keying, depth: int) -> Any:
+    """`key` of a scalar or container, and the attributes an instance of a subclass holds."""
+    if not type(v).__dictoffset__ or not vars(v):
+        return key
+    return (key, tuple((n, _state_key(e, keying, depth + 1)) for n, e in vars(v).items()))
 
 
 def _argument_key(snap: Snapshot, keying: Keying) -> Any:
@@ -355,14 +373,16 @@ def _state_key(v: Any, keying: Keying, depth: int) -> Any:
 
 
 def _unshared_key(v: Any, keying: Keying, depth: int) -> Any:
-    """_state_key of what sharing cannot change (a tuple, frozenset, scalar, bound method), or None."""
+    """_state_key of what sharing cannot change (a tuple, frozenset, scalar, bound method, and the
+    attributes of a subclass of one), or None."""
     if isinstance(v, tuple):
-        return (type(v), tuple(_state_key(e, keying, depth + 1) for e in v))
+        return _with_attributes((type(v), tuple(_state_key(e, keying, depth + 1) for e in v)), v, keying, depth)
     if isinstance(v, frozenset):
-        return (type(v), _multiset(v, keying, depth))
+        return _with_attributes((type(v), _multiset(v, keying, depth)), v, keying, depth)
     if type(v) is types.MethodType:
         return _method_key(v, keying, depth)
-    return scalar_key(v)
+    key = scalar_key(v)
+    return key if key is None else _with_attributes(key, v, keying, depth)
 
 
 def _held_key(v: Any, keying: Keying, depth: int) -> Any:
@@ -420,21 +440,25 @@ def traced_attribute(obj: Any) -> str:
     return ""
 
 
-def fill(c: Any, state: dict) -> None:
-    """Sets the attributes `state` on `c`, past a frozen dataclass's __setattr__."""
-    for n, e in state.items():
-        object.__setattr__(c, n, e)
+def substitute(items: list, values: dict) -> list:
+    """Sets, for the trace, each input attribute of each object argument (a Snapshot, once per
+    object) to its Value, values[tag + (Attr(name),)], on the object itself (so `is`, a copy of
+    it in a tuple and a reference back to it all see them); returns what restore() sets back."""
+    undo, done = [], set()
+    for _, v in items:
+        if type(v) is not Snapshot or not v.inputs or id(v.obj) in done:
+            continue
+        done.add(id(v.obj))
+        for n, first in v.inputs.items():
+            undo.append((v.obj, n, v.state[n]))
+            object.__setattr__(v.obj, n, values[v.tag + (Attr(first),)])
+    return undo
 
 
-def trace_copy(snap: Snapshot, values: dict) -> Any:
-    """The object a trace sees for an object argument with input attributes: a copy of its class
-    holding its attributes as read (references to itself: to the copy) and, for each input
-    attribute, values[the attribute holding that array first], a Value of the graph."""
-    t = type(snap.obj)
-    c = t.__new__(t) if issubclass(t, (types.SimpleNamespace, argparse.Namespace)) else object.__new__(t)
-    fill(c, {n: c if e is snap.obj else e for n, e in snap.state.items()})
-    fill(c, {n: values[first] for n, first in snap.inputs.items()})
-    return c
+def restore(undo: list) -> None:
+    """Sets back what substitute() set (the arrays the call read)."""
+    for obj, n, e in reversed(undo):
+        object.__setattr__(obj, n, e)
 
 
 def _attributes_of(key: Any) -> dict | None:

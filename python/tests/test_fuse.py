@@ -982,6 +982,41 @@ def test_object_arguments_fifth_round():
     assert np.array_equal(h(x, (tagged,), (ud,)), x * 5 + 3)
 
 
+def test_object_arguments_sixth_round():
+    """A fifth tester's finds: an object with array inputs passed twice (or in a tuple too) was
+    two copies in the trace; -nan and nan keyed alike; the attributes of an int, float or tuple
+    subclass were no part of the pattern; a Python class with a C base was stale silently."""
+    x = np.arange(1, 5, dtype=np.float32)
+
+    class O:
+        def __init__(self):
+            self.w, self.k = np.ones(4, np.float32), 1.0
+
+    a = O()
+    g = fusejit.fuse(lambda p, q, t, v: v * p.w if p is q and t[0] is p else v * p.w + q.w * 100.0)
+    assert np.array_equal(g(a, a, (a,), x), x) and np.array_equal(g(a, O(), (a,), x), x + 100)
+    s = fusejit.fuse(lambda v, sign: np.copysign(v, sign))
+    assert np.array_equal(s(x, float("nan")), x) and np.array_equal(s(x, -float("nan")), -x)
+
+    class MyInt(int):
+        pass
+
+    i = MyInt(2)
+    i.extra = 10.0
+    h = fusejit.fuse(lambda v, n: v * n.extra + n)
+    assert np.array_equal(h(x, i), x * 10 + 2)
+    i.extra = 100.0
+    assert np.array_equal(h(x, i), x * 100 + 2)
+
+    class Err(Exception):
+        pass
+
+    e = Err()
+    e.s = 2.0
+    with pytest.warns(fusejit.FusejitWarning, match="'e' \\(Err\\) is keyed by identity \\(its class has a C base"):
+        assert np.array_equal(fusejit.fuse(lambda v, e: v * e.s)(x, e), x * 2)
+
+
 def test_a_traced_programs_size_error_says_to_call_the_fused_function():
     """It advised `dim N = 1` in a graph text that a fuse user does not write."""
     f = fusejit.fuse(lambda x, w: x * w)
