@@ -1017,6 +1017,32 @@ def test_object_arguments_sixth_round():
         assert np.array_equal(fusejit.fuse(lambda v, e: v * e.s)(x, e), x * 2)
 
 
+def test_a_call_during_another_threads_trace_of_the_same_object_waits_for_it():
+    """While a trace runs, the object's array attributes hold traced values: another thread's call
+    on the same object must wait, not take them for a finished trace's values."""
+    import threading
+    import time
+
+    class Layer:
+        def __init__(self):
+            self.w = np.full(3, 2, np.float32)
+
+        @fusejit.fuse
+        def f(self, v, slow=False):
+            if slow:
+                time.sleep(0.5)  # a long trace (the other thread calls meanwhile)
+            return v * self.w
+
+    layer, x = Layer(), np.ones((2, 3), np.float32)
+    assert np.array_equal(layer.f(x), x * 2)
+    tracer = threading.Thread(target=lambda: layer.f(x, True))
+    tracer.start()
+    time.sleep(0.1)
+    assert np.array_equal(layer.f(x), x * 2)
+    tracer.join()
+    assert isinstance(layer.w, np.ndarray)
+
+
 def test_a_traced_programs_size_error_says_to_call_the_fused_function():
     """It advised `dim N = 1` in a graph text that a fuse user does not write."""
     f = fusejit.fuse(lambda x, w: x * w)
