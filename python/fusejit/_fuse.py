@@ -36,8 +36,8 @@ import numpy as np
 from ._errors import Error, FusejitWarning, UserError
 from ._fusejit import GraphBuilder, Value
 from ._pattern import (IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced, as_array, by_value,
-                       constant_key, lifted, pattern_difference, restore, state_of, substitute, tag_name,
-                       traced_attribute)
+                       constant_key, lifted, pattern_difference, state_of, swap_copies, tag_name,
+                       trace_copies, traced_attribute)
 
 # NumPy ufunc -> fusejit op of the same meaning (docs/ops.md defines the values: within its ulp
 # bounds of NumPy's; promotion is PyTorch's, a Python or NumPy scalar operand weakly typed).
@@ -366,13 +366,7 @@ class _TraceState(threading.local):
 
 
 _TRACE = _TraceState()
-# Attributes set to traced values by the running trace (under _TRACE_LOCK): another thread that
-# meets one waits for the trace to end (_Busy), and only then calls it a finished trace's value.
-_SUBSTITUTED = [0]
-
-
-class _Busy(Exception):
-    """An argument holds a value of a trace that another thread runs now."""
+_COPIES = ("copies",)  # the key in a trace's stand-ins of its objects' copies (trace_copies)
 _SHAPE_GETTER = Value.__dict__["shape"].fget
 
 
@@ -702,8 +696,6 @@ class Fused:
         except Traced:
             if _TRACE.active:
                 return None
-            if _SUBSTITUTED[0]:
-                raise _Busy from None
             raise UserError(f"fuse: '{self.__name__}': argument '{tag_name(tag)}' holds a value of a finished trace "
                             "(a fusejit.Value stored in it while a fused function was traced); store arrays in it, "
                             "not traced values") from None
@@ -723,14 +715,8 @@ class Fused:
             items = list(zip(tags, args + self._defaults[len(args):]))
         else:
             items = self._flat(self._bind(args, kwargs))
-        given = items
-        items = lifted(given)
-        try:
-            key, arrays = self._key(items, not self._dynamic)
-        except _Busy:  # another thread's trace has an object's arrays as its Values: read it after
-            with _TRACE_LOCK:
-                items = lifted(given)
-                key, arrays = self._key(items, not self._dynamic)
+        items = lifted(items)
+        key, arrays = self._key(items, not self._dynamic)
         if key is None:
             return None, []
         entry = self._entries.get(key)
@@ -832,16 +818,12 @@ class Fused:
         outer = _TRACE.shape_read  # a trace inside another's (a fused call on arrays) keeps the outer's
         _TRACE.shape_read = False
         _TRACE.active += 1
-        undo = substitute(items, stand_ins)  # an object argument's arrays are their Values meanwhile
-        _SUBSTITUTED[0] += len(undo)
         try:
             result = self._fn(*call.args, **call.kwargs)
         except Error as e:
             e._locate_in_caller()  # the line of the traced function that built the op
             raise
         finally:
-            restore(undo)
-            _SUBSTITUTED[0] -= len(undo)
             _TRACE.active -= 1
             read_shape = _TRACE.shape_read
             _TRACE.shape_read = outer or read_shape
@@ -854,8 +836,8 @@ class Fused:
     def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list, set]:
         """A GraphBuilder input per array argument, its sizes as dims (one per class of equal sizes
         other than 1) or, when static, as they are; returns {tag: Value}, the inputs and the names
-        the graph has taken. An object argument's input attributes (lifted) are inputs too; a trace
-        need not read them all."""
+        the graph has taken. An object argument's input attributes (lifted) are inputs too (a trace
+        need not read them all), and the trace sees a copy of it holding them (trace_copies)."""
         taken, dims, stand_ins, inputs = set(), {}, {}, []
         arrays = [(tag, a) for tag, v in items if (a := as_array(v)) is not None]
         gnames = [_graph_name(tag_name(t), f"arg{k}", taken) for k, (t, _) in enumerate(arrays)]  # dims after
@@ -872,16 +854,18 @@ class Fused:
             inputs.append(stand_ins[tag])
             if isinstance(tag[-1], Attr):
                 b.allow_unused(stand_ins[tag])
+        stand_ins[_COPIES] = trace_copies(items, stand_ins)
         return stand_ins, inputs, taken
 
     def _replace(self, pname: str, v: Any, stand_ins: dict) -> Any:
-        """The argument `pname` as the function sees it while traced: arrays become their Values."""
-        kind = self._sig.parameters[pname].kind
+        """The argument `pname` as the function sees it while traced: arrays become their Values,
+        objects with input attributes their copies (swap_copies)."""
+        kind, copies = self._sig.parameters[pname].kind, stand_ins[_COPIES]
         if kind is inspect.Parameter.VAR_POSITIONAL:
-            return tuple(stand_ins.get((pname, k), x) for k, x in enumerate(v))
+            return tuple(stand_ins.get((pname, k), swap_copies(x, copies)) for k, x in enumerate(v))
         if kind is inspect.Parameter.VAR_KEYWORD:
-            return {k: stand_ins.get((pname, k), x) for k, x in v.items()}
-        return stand_ins.get((pname,), v)
+            return {k: stand_ins.get((pname, k), swap_copies(x, copies)) for k, x in v.items()}
+        return stand_ins.get((pname,), swap_copies(v, copies))
 
     def _check_untouched(self, items: list) -> None:
         """A UserError when the trace stored a traced value in an object argument (`self.cache[k] =

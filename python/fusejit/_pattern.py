@@ -440,25 +440,35 @@ def traced_attribute(obj: Any) -> str:
     return ""
 
 
-def substitute(items: list, values: dict) -> list:
-    """Sets, for the trace, each input attribute of each object argument (a Snapshot, once per
-    object) to its Value, values[tag + (Attr(name),)], on the object itself (so `is`, a copy of
-    it in a tuple and a reference back to it all see them); returns what restore() sets back."""
-    undo, done = [], set()
+def trace_copies(items: list, values: dict) -> dict:
+    """{id(object): the object the trace sees} for each object argument with input attributes: one copy
+    per object (an object passed twice is one), of its class, made without __init__, holding its
+    attributes as read (references to itself: to the copy) and each input attribute's Value,
+    values[tag of the argument holding it first + (Attr(the attribute holding that array
+    first),)]. A copy, not the object: a thread that uses the object meanwhile never sees a
+    traced value."""
+    copies: dict = {}
     for _, v in items:
-        if type(v) is not Snapshot or not v.inputs or id(v.obj) in done:
+        if type(v) is not Snapshot or not v.inputs or id(v.obj) in copies:
             continue
-        done.add(id(v.obj))
-        for n, first in v.inputs.items():
-            undo.append((v.obj, n, v.state[n]))
-            object.__setattr__(v.obj, n, values[v.tag + (Attr(first),)])
-    return undo
+        t = type(v.obj)
+        c = copies[id(v.obj)] = (t.__new__(t) if issubclass(t, (types.SimpleNamespace, argparse.Namespace))
+                                 else object.__new__(t))
+        for n, e in v.state.items():
+            object.__setattr__(c, n, values[v.tag + (Attr(v.inputs[n]),)] if n in v.inputs else c if e is v.obj else e)
+    return copies
 
 
-def restore(undo: list) -> None:
-    """Sets back what substitute() set (the arrays the call read)."""
-    for obj, n, e in reversed(undo):
-        object.__setattr__(obj, n, e)
+def swap_copies(v: Any, copies: dict) -> Any:
+    """An argument as the trace sees it: an object copied (trace_copies) as its copy, also within
+    tuples (`f(a, (a,))` keeps `t[0] is p`); lists, dicts and objects are not looked into."""
+    if id(v) in copies:
+        return copies[id(v)]
+    if isinstance(v, tuple) and copies:
+        swapped = [swap_copies(e, copies) for e in v]
+        if any(a is not b for a, b in zip(swapped, v)):
+            return type(v)._make(swapped) if hasattr(type(v), "_make") else type(v)(swapped)
+    return v
 
 
 def _attributes_of(key: Any) -> dict | None:
