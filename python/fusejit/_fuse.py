@@ -505,7 +505,9 @@ class _BoundFused:
     """A fused function bound to an object (a fused method's `obj.method`, or fuse(obj.method)):
     called, or asked for its .program(), with the object as the first argument, which is keyed as
     an argument is (docs/python.md, "Objects, and methods"); equal to another binding of the same
-    function to the same object, as a bound method is; pickled as its object's attribute."""
+    function to the same object, as a bound method is; pickled as its object's attribute (a fused
+    method's binding unpickles fused; one fuse(obj.method) or fuse(obj) made unpickles as the
+    plain method)."""
 
     __slots__ = ("__func__", "__self__", "__weakref__")
 
@@ -604,7 +606,7 @@ class Fused:
 
     def __get__(self, obj: Any, owner: Any = None) -> Any:
         """A fused method: bound to `obj`, an argument keyed by its attributes' values
-        (_constant_key: objects alike share a trace; a changed attribute traces again)."""
+        (_pattern.constant_key: objects alike share a trace; a changed attribute traces again)."""
         return self if obj is None else _BoundFused(self, obj)
 
     def program(self, *args: Any, **kwargs: Any) -> Any:
@@ -975,7 +977,7 @@ def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) ->
             f = _ufunc_function(f)
         # fuse(model.forward), fuse(layer): the object is an argument, keyed at every call as a
         # fused method's self is (its changes traced again), not a constant of the first trace.
-        if isinstance(f, types.MethodType) and not isinstance(f.__self__, type) and by_value(type(f.__self__)):
+        if isinstance(f, types.MethodType) and not isinstance(f.__self__, type):
             return _BoundFused(Fused(f.__func__, bool(dynamic), options), f.__self__)
         if not isinstance(f, (types.FunctionType, types.MethodType)) and by_value(type(f)):
             return _BoundFused(Fused(type(f).__call__, bool(dynamic), options), f)

@@ -23,8 +23,10 @@ import collections
 import copyreg
 import enum
 import functools
+import os
 import struct
 import sys
+import sysconfig
 import types
 import weakref
 from typing import Any
@@ -100,10 +102,17 @@ def _slot_names(t: type) -> tuple:
     return tuple(copyreg._slotnames(t))  # type: ignore[attr-defined]  # what copy.copy uses
 
 
+_STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"])
+
+
 def _from_stdlib(t: type) -> bool:
     """A class of Python's standard library (a Logger, a Thread): a service, not a configuration;
-    keyed by identity (its state may be global: a logger's manager)."""
-    return t.__module__.split(".")[0] in sys.stdlib_module_names
+    keyed by identity (its state may be global: a logger's manager). By the file its module was
+    loaded from, not its name alone (a package of one's own may be called `code` or `queue`)."""
+    if t.__module__.split(".")[0] not in sys.stdlib_module_names:
+        return False
+    path = getattr(sys.modules.get(t.__module__), "__file__", None)
+    return path is None or os.path.realpath(path).startswith(_STDLIB + os.sep)
 
 
 @functools.lru_cache(maxsize=256)
@@ -116,6 +125,13 @@ def by_value(t: type) -> bool:
         return True
     return (_python_defined(t) and not issubclass(t, enum.Enum) and not _from_stdlib(t)
             and not getattr(t, "_fuse_by_identity", False))
+
+
+@functools.lru_cache(maxsize=256)
+def _deletes(t: type) -> bool:
+    """A class with a __del__: the copy a trace would see of its object would run it (its arrays
+    are no inputs)."""
+    return any("__del__" in vars(c) for c in t.__mro__ if c is not object)
 
 
 def state_of(v: Any) -> dict:
@@ -149,6 +165,9 @@ def as_array(v: Any) -> Any:
     if isinstance(v, np.ma.MaskedArray):
         raise UserError("a NumPy masked array is not supported: fusejit would read its data and ignore its mask; "
                         "pass a.filled(value), or the data and the mask as two arrays")
+    if isinstance(v, np.matrix):
+        raise UserError("a NumPy matrix is not supported: its * and ** are matrix products and its reductions keep "
+                        "two dims, where fusejit's are elementwise; pass np.asarray(m)")
     if not array_type(type(v)):
         return None
     a = _with_shape(v)
@@ -232,7 +251,8 @@ def lifted(items: list) -> list:
             out.append((tag, taken[id(v)]))
             continue
         first: dict = {}  # id(array) -> the first attribute holding it
-        inputs = {n: first.setdefault(id(e), n) for n, e in state.items() if input_attribute(e)}
+        inputs = {} if _deletes(type(v)) else {
+            n: first.setdefault(id(e), n) for n, e in state.items() if input_attribute(e)}
         snap = taken[id(v)] = Snapshot(v, state, inputs, tag)
         out += [(tag, snap)] + [(tag + (Attr(n),), state[n]) for n in first.values()]
     return items if out is None else out
@@ -365,11 +385,19 @@ def _state_key(v: Any, keying: Keying, depth: int) -> Any:
     if same is not None:
         return same
     if a is not None:
-        shape = tuple(int(s) for s in a.shape)
-        if isinstance(a, np.ndarray) and a.size <= SMALL_ARRAY and not a.dtype.hasobject:
-            return (t, a.dtype.str, shape, np.ascontiguousarray(a).tobytes())
-        return (t, str(a.dtype), shape, ByIdentity(v))
+        return _array_key(v, a, keying, depth)
     return _held_key(v, keying, depth)
+
+
+def _array_key(v: Any, a: Any, keying: Keying, depth: int) -> Any:
+    """An array held in an argument (`a`: it with shape and dtype) by dtype and shape, and its
+    bytes when small (its elements' keys for objects), else its identity."""
+    shape = tuple(int(s) for s in a.shape)
+    if isinstance(a, np.ndarray) and a.size <= SMALL_ARRAY:
+        if a.dtype.hasobject:  # its elements are objects: by their keys
+            return (type(v), a.dtype.str, shape, tuple(_state_key(e, keying, depth + 1) for e in a.flat))
+        return (type(v), a.dtype.str, shape, np.ascontiguousarray(a).tobytes())
+    return (type(v), str(a.dtype), shape, ByIdentity(v))
 
 
 def _unshared_key(v: Any, keying: Keying, depth: int) -> Any:
@@ -416,8 +444,14 @@ def _elements_key(v: Any, keying: Keying, depth: int) -> Any:
 
 
 def _multiset(v: Any, keying: Keying, depth: int) -> frozenset:
-    """A set's elements' keys, each with its count (two equal objects are two elements)."""
-    return frozenset(collections.Counter(_state_key(e, keying, depth + 1) for e in v).items())
+    """A set's elements' keys, each with its count (two equal objects are two elements). Keyed
+    apart from the rest of the call (their order of meeting depends on the set's iteration
+    order, which may differ between equal patterns): their sharing is no part of the pattern."""
+    inner = Keying()
+    inner.left = keying.left
+    keys = [_state_key(e, inner, depth + 1) for e in v]
+    keying.left = inner.left
+    return frozenset(collections.Counter(keys).items())
 
 
 def _method_key(v: types.MethodType, keying: Keying, depth: int) -> Any:
@@ -454,8 +488,14 @@ def trace_copies(items: list, values: dict) -> dict:
         t = type(v.obj)
         c = copies[id(v.obj)] = (t.__new__(t) if issubclass(t, (types.SimpleNamespace, argparse.Namespace))
                                  else object.__new__(t))
-        for n, e in v.state.items():
-            object.__setattr__(c, n, values[v.tag + (Attr(v.inputs[n]),)] if n in v.inputs else c if e is v.obj else e)
+        held = {n: values[v.tag + (Attr(v.inputs[n]),)] if n in v.inputs else c if e is v.obj else e
+                for n, e in v.state.items()}
+        in_dict = vars(v.obj) if t.__dictoffset__ else {}
+        for n, e in held.items():
+            if n in in_dict:  # as it was held: past a property of the same name, any key
+                c.__dict__[n] = e
+            else:  # a slot
+                object.__setattr__(c, n, e)
     return copies
 
 
@@ -464,10 +504,10 @@ def swap_copies(v: Any, copies: dict) -> Any:
     tuples (`f(a, (a,))` keeps `t[0] is p`); lists, dicts and objects are not looked into."""
     if id(v) in copies:
         return copies[id(v)]
-    if isinstance(v, tuple) and copies:
+    if (type(v) is tuple or hasattr(type(v), "_make")) and isinstance(v, tuple) and copies:
         swapped = [swap_copies(e, copies) for e in v]
         if any(a is not b for a, b in zip(swapped, v)):
-            return type(v)._make(swapped) if hasattr(type(v), "_make") else type(v)(swapped)
+            return tuple(swapped) if type(v) is tuple else type(v)._make(swapped)
     return v
 
 

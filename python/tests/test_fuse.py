@@ -1043,6 +1043,88 @@ def test_a_call_during_another_threads_trace_of_the_same_object_sees_its_arrays(
     assert isinstance(layer.w, np.ndarray)
 
 
+def test_a_package_of_ones_own_named_as_a_standard_module_is_keyed_by_value(tmp_path, monkeypatch):
+    """Standard-library objects were told by their module's name: a layer class in a package
+    called `code` or `queue` was keyed by identity, its arrays no inputs."""
+    import sys
+
+    name = "sndhdr"  # a standard module's name no test imports
+    if name in sys.modules:
+        pytest.skip(f"{name} is imported already")
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "__init__.py").write_text("class Layer:\n    def __init__(self, w):\n        self.w = w\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        import importlib
+        layer = importlib.import_module(name).Layer(np.full(3, 2, np.float32))
+        f = fusejit.fuse(lambda v, o: v * o.w)
+        x = np.ones(3, np.float32)
+        assert np.array_equal(f(x, layer), x * 2)
+        layer.w = np.full(3, 5, np.float32)
+        assert np.array_equal(f(x, layer), x * 5) and f.traces == 1
+    finally:
+        sys.modules.pop(name, None)
+
+
+def test_object_arguments_seventh_round():
+    """A sixth tester's finds: np.matrix ran elementwise; an object-dtype array attribute changed in
+    place was stale; a copy of a class with __del__ ran it; a tuple subclass holding an object was
+    rebuilt without its attributes; fuse(obj.method) of a dict subclass was stale silently."""
+    x = np.ones(4, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PendingDeprecationWarning)  # NumPy's, for np.matrix itself
+        m = np.matrix([[0, 1], [2, 3]], dtype="f4")
+    with pytest.raises(fusejit.UserError, match="a NumPy matrix is not supported"):
+        fusejit.fuse(lambda a: a * a)(m)
+
+    class Tab:
+        def __init__(self):
+            self.w, self.tab = np.ones(4, np.float32), np.array([2.0, 3.0], dtype=object)
+
+        @fusejit.fuse
+        def f(self, v):
+            return v * self.tab[0] + self.w
+
+    t = Tab()
+    assert np.array_equal(t.f(x), x * 3)
+    t.tab[0] = 10.0
+    assert np.array_equal(t.f(x), x * 11)
+
+    deleted = []
+
+    class Res:
+        def __init__(self):
+            self.w = np.full(4, 2, np.float32)
+
+        def __del__(self):
+            deleted.append(type(self.w).__name__)
+
+        @fusejit.fuse
+        def f(self, v):
+            return v * 3.0
+
+    r = Res()
+    assert np.array_equal(r.f(x), x * 3)
+    import gc
+    gc.collect()
+    assert deleted == []  # no copy was made (its arrays are no inputs)
+
+    class T(tuple):
+        pass
+
+    o = Res()
+    tt = T((o,))
+    tt.k = 3.0
+    assert np.array_equal(fusejit.fuse(lambda v, t: v * t.k)(x, tt), x * 3)
+
+    class Cfg(dict):
+        def m(self, v):
+            return v * self["k"]
+
+    with pytest.raises(TypeError, match="argument 'self' \\(Cfg\\) is neither an array nor a hashable constant"):
+        fusejit.fuse(Cfg(k=2.0).m)(x)
+
+
 def test_a_traced_programs_size_error_says_to_call_the_fused_function():
     """It advised `dim N = 1` in a graph text that a fuse user does not write."""
     f = fusejit.fuse(lambda x, w: x * w)

@@ -408,8 +408,9 @@ class GraphBuilder {
   void output(const std::string& name, const Value& v);
   /// Marks `input` (a Value input() returned) as one the graph may leave unused: build() warns
   /// "input '...' is not used by any output" for it no more (Python's fuse makes each array
-  /// attribute of a method's object an input, which a trace may not read). Throws Error(User)
-  /// for a value that is no input of this builder.
+  /// attribute of a method's object an input, which a trace may not read). The mark is no part
+  /// of the graph text (to_text()): a graph parsed from it warns again. Throws Error(User) for a
+  /// value that is no input of this builder.
   void allow_unused(const Value& input);
   /// Verifies and returns the graph; the builder is then empty. Throws Error(User) (e.g. no output).
   Graph build();
