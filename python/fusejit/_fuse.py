@@ -35,8 +35,8 @@ import numpy as np
 
 from ._errors import Error, FusejitWarning, UserError
 from ._fusejit import GraphBuilder, Value
-from ._pattern import (IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced, as_array, by_value,
-                       constant_key, lifted, pattern_difference, state_of, swap_copies, tag_name,
+from ._pattern import (DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced, as_array,
+                       by_value, constant_key, dtype_name, lifted, pattern_difference, state_of, swap_copies, tag_name,
                        trace_copies, traced_attribute)
 
 # NumPy ufunc -> fusejit op of the same meaning (docs/ops.md defines the values: within its ulp
@@ -569,7 +569,6 @@ class Fused:
         self._options = options
         self._entries: dict = {}
         self._traces = 0
-        self._dtype_names: dict = {}
         params = list(self._sig.parameters.values())
         positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         # Every parameter positional: a call giving each positionally, or leaving trailing ones to
@@ -625,13 +624,6 @@ class Fused:
         entry.program._traced_by = self.__name__
         return entry.program
 
-    def _dtype_name(self, dt: Any) -> str:
-        name = self._dtype_names.get(dt)
-        if name is None:
-            from . import _dtype_name
-            name = self._dtype_names[dt] = _dtype_name(dt)
-        return name
-
     def _bind(self, args: tuple, kwargs: dict) -> inspect.BoundArguments:
         try:
             bound = self._sig.bind(*args, **kwargs)
@@ -668,7 +660,7 @@ class Fused:
             if type(v) is np.ndarray:  # the common case first: a tuple of ints, a hashable dtype
                 shape = v.shape
             else:
-                a = as_array(v)
+                a = None if type(v) is Snapshot else as_array(v)  # a Snapshot: an object argument (lifted)
                 if a is None:
                     if isinstance(v, Value):
                         return None, None
@@ -683,7 +675,7 @@ class Fused:
                 shape = tuple(-1 if s == 1 else classes.setdefault(s, len(classes)) for s in shape)
             dt = v.dtype
             try:
-                name = self._dtype_names.get(dt) or self._dtype_name(dt)
+                name = DTYPE_NAMES.get(dt) or dtype_name(dt)
             except UserError as e:
                 raise UserError(f"{self.__name__}: argument '{tag_name(tag)}': {e.message}") from None
             parts.append((tag, name, shape))
@@ -852,7 +844,7 @@ class Fused:
                 if s not in dims:
                     dims[s] = b.dim(_graph_name(f"{gname}_{axis}", "", taken), s)
                 shape.append(dims[s])
-            stand_ins[tag] = b.input(gname, self._dtype_name(v.dtype), shape)
+            stand_ins[tag] = b.input(gname, dtype_name(v.dtype), shape)
             inputs.append(stand_ins[tag])
             if isinstance(tag[-1], Attr):
                 b.allow_unused(stand_ins[tag])
@@ -874,10 +866,11 @@ class Fused:
         v * 2`): it would hold a value of a finished graph. An attribute it rebound is given back
         its value first (a nested change cannot be undone)."""
         for tag, v in items:
-            name = traced_attribute(v.obj) if type(v) is Snapshot else ""
+            now = state_of(v.obj) if type(v) is Snapshot else {}
+            name = traced_attribute(now)
             if not name:
                 continue
-            if name in v.state and state_of(v.obj)[name] is not v.state[name]:
+            if name in v.state and now[name] is not v.state[name]:
                 object.__setattr__(v.obj, name, v.state[name])
             elif name not in v.state:
                 object.__delattr__(v.obj, name)
@@ -970,7 +963,13 @@ def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) ->
         hint = f"; did you mean {', '.join(repr(m) for m in near)}?" if near else ""
         raise TypeError(f"fuse: {e} (options are fusejit.compile's keywords){hint}") from None
 
-    def wrap(f: Callable) -> Fused | _BoundFused:
+    def wrap(f: Callable) -> Any:
+        if isinstance(f, (staticmethod, classmethod)):  # @fuse above @staticmethod: fused inside
+            return type(f)(wrap(f.__func__))
+        if isinstance(f, Fused):  # fused already: its function, with these options
+            return wrap(f._fn)
+        if isinstance(f, _BoundFused):  # fuse(obj.fused_method)
+            return _BoundFused(Fused(f.__func__._fn, bool(dynamic), options), f.__self__)
         if not callable(f):
             raise TypeError(f"fuse: expected a function, got {type(f).__name__}")
         if isinstance(f, np.ufunc):  # fuse(np.exp): its signature's keywords (dtype, signature) are not arguments

@@ -185,15 +185,31 @@ def _with_shape(v: Any) -> Any:
     return np.asarray(v) if hasattr(type(v), "__array_interface__") else None
 
 
-@functools.lru_cache(maxsize=64)
-def _fusejit_dtype(dt: Any) -> bool:
-    """Whether fusejit has the array dtype `dt` (NumPy's, PyTorch's or CuPy's)."""
-    from . import _dtype_name
-    try:
-        _dtype_name(dt)
-    except (UserError, TypeError):
-        return False
-    return True
+DTYPE_NAMES: dict = {}  # array dtype -> fusejit's name
+_NO_DTYPE: dict = {}  # array dtype fusejit lacks -> why (UserError's message)
+
+
+def dtype_name(dt: Any) -> str:
+    """fusejit's name of an array's dtype (NumPy's, PyTorch's or CuPy's), looked up once per dtype
+    (both tables hold the few dtypes a program meets; cleared past 256). UserError for a dtype
+    fusejit lacks; TypeError for an unhashable one."""
+    name = DTYPE_NAMES.get(dt)
+    if name is not None:
+        return name
+    why = _NO_DTYPE.get(dt)
+    if why is None:
+        from . import _dtype_name
+        try:
+            name = _dtype_name(dt)
+        except UserError as e:
+            why = e.message
+        table, entry = (DTYPE_NAMES, name) if why is None else (_NO_DTYPE, why)
+        if len(table) >= 256:
+            table.clear()
+        table[dt] = entry
+    if why is not None:
+        raise UserError(why)
+    return name
 
 
 def input_attribute(e: Any) -> bool:
@@ -202,8 +218,9 @@ def input_attribute(e: Any) -> bool:
     if not array_type(type(e)):
         return False
     try:
-        return _fusejit_dtype(e.dtype)
-    except (TypeError, AttributeError):  # an unhashable or absent dtype
+        dt = e.dtype
+        return dt in DTYPE_NAMES or (dt not in _NO_DTYPE and bool(dtype_name(dt)))
+    except (UserError, TypeError, AttributeError):  # a dtype fusejit lacks, an unhashable or absent one
         return False
 
 
@@ -232,6 +249,12 @@ class Snapshot:
         self.obj, self.state, self.inputs, self.tag = obj, state, inputs, tag
 
 
+@functools.lru_cache(maxsize=256)
+def _keyed_by_value(t: type) -> bool:
+    """A class whose objects lifted reads: keyed by value (by_value) and no array (as_array)."""
+    return by_value(t) and not array_type(t) and not issubclass(t, (Value, type))
+
+
 def lifted(items: list) -> list:
     """`items` ((tag, argument) pairs) with each object argument keyed by value (by_value, not
     array-like, with 1 to STATE_LEAVES attributes) as a Snapshot, followed by its input
@@ -240,7 +263,7 @@ def lifted(items: list) -> list:
     (the copy the trace would see would run it)."""
     out, taken = None, {}  # taken: id -> the Snapshot of an object met in an earlier argument
     for k, (tag, v) in enumerate(items):
-        state = state_of(v) if type(v) is not np.ndarray and by_value(type(v)) and as_array(v) is None else {}
+        state = state_of(v) if _keyed_by_value(type(v)) else {}
         if not 0 < len(state) <= STATE_LEAVES:
             if out is not None:
                 out.append((tag, v))
@@ -460,9 +483,9 @@ def _method_key(v: types.MethodType, keying: Keying, depth: int) -> Any:
     return (types.MethodType, ByIdentity(v.__func__), _state_key(v.__self__, keying, depth + 1))
 
 
-def traced_attribute(obj: Any) -> str:
-    """The first attribute of `obj` that holds a traced value (Traced), or ""."""
-    for n, e in state_of(obj).items():
+def traced_attribute(state: dict) -> str:
+    """The first attribute of an object's `state` (state_of) that holds a traced value (Traced), or ""."""
+    for n, e in state.items():
         keying = Keying()
         keying.left = float("inf")
         try:

@@ -1351,3 +1351,43 @@ def test_a_float_to_u8_cast_wraps_through_int64_as_numpy_and_pytorch():
     got = fusejit.fuse(lambda v: v.astype(np.uint8))(x)
     with np.errstate(invalid="ignore"):
         assert got.tolist() == x.astype(np.uint8).tolist() == [255, 255, 0, 127, 255, 0, 44, 200, 0]
+
+
+def test_static_and_class_methods_and_fusing_a_fused_function_again():
+    class Scaled:
+        def __init__(self, k):
+            self.k = k
+
+        @fusejit.fuse
+        @staticmethod
+        def double(x):
+            return x * 2
+
+        @fusejit.fuse
+        @classmethod
+        def triple(cls, x):
+            return x * (3 if cls is Scaled else 4)
+
+        @fusejit.fuse
+        def scale(self, x):
+            return x * self.k
+
+    class Sub(Scaled):
+        pass
+
+    x = np.array([1.0, -0.0, np.inf], np.float32)
+    s = Scaled(5.0)
+    for f in (Scaled.double, s.double):
+        np.testing.assert_array_equal(f(x), x * 2)
+    np.testing.assert_array_equal(Scaled.triple(x), x * 3)
+    np.testing.assert_array_equal(s.triple(x), x * 3)
+    np.testing.assert_array_equal(Sub.triple(x), x * 4)  # the class is keyed: another class traces again
+    # fuse of a fused function or method fuses its Python function anew, with the options given
+    again = fusejit.fuse(s.scale, fast_math=True)
+    np.testing.assert_array_equal(again(x), x * 5)
+    assert again.__self__ is s and again.__func__ is not Scaled.scale
+    s.k = 7.0
+    np.testing.assert_array_equal(again(x), x * 7)  # its object is keyed per call, as the method's
+    plain = fusejit.fuse(fusejit.fuse(lambda a: a + 1))
+    np.testing.assert_array_equal(plain(x), x + 1)
+    assert plain.traces == 1
