@@ -26,7 +26,7 @@ NUMPY = {
     "softplus": lambda x: np.log1p(np.exp(x)), "add": np.add, "sub": np.subtract,
     "mul": np.multiply, "div": np.divide, "pow": np.power, "maximum": np.maximum,
     "minimum": np.minimum, "fmax": np.fmax, "floordiv": np.floor_divide, "mod": np.mod,
-    "fmod": np.fmod, "atan2": np.arctan2, "clamp": np.clip,
+    "fmod": np.fmod, "atan2": np.arctan2, "clamp": np.clip, "logaddexp": np.logaddexp,
 }
 
 

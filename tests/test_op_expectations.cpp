@@ -38,7 +38,7 @@ namespace {
 struct Group {
   Op op = Op::Add;
   DType dtype = DType::F32;
-  std::string source;                     // numpy, torch, f64, exact
+  std::string source;                     // numpy, torch, f64, f32, exact
   std::vector<std::vector<uint64_t>> args;  // args[k][i]: operand k of case i
   std::vector<uint64_t> expected;     // what fusejit must give: the source's bits, or glibc's (below)
   std::vector<uint64_t> source_bits;  // the source's bits

@@ -618,6 +618,23 @@ TEST_CASE("math functions: special values and the composite activation formulas"
   CHECK_F(f(Op::Softplus, kNaN), kNaN);
   CHECK_F(f(Op::Softplus, 0), static_cast<double>(std::log1p(1.0f)));
   CHECK_F(d(Op::Softplus, 0), std::log(2.0));
+  // logaddexp(a, b): NumPy's npy_logaddexp; large operands do not overflow (exp(1000) would).
+  const auto lae = [](Op op, double a, double b) { return ev(op, DType::F32, {F32(a), F32(b)}); };
+  const auto lae64 = [](Op op, double a, double b) { return ev(op, DType::F64, {F64(a), F64(b)}); };
+  CHECK_F(lae(Op::Logaddexp, 0, 0), static_cast<double>(0.693147180559945309417232121458176568f));
+  CHECK_F(lae64(Op::Logaddexp, 1000, 1000), 1000 + 0.693147180559945309417232121458176568);
+  CHECK_F(lae64(Op::Logaddexp, 1000, 0), 1000.0);
+  CHECK_F(lae64(Op::Logaddexp, 1, 2), 2 + std::log1p(std::exp(-1.0)));
+  CHECK_F(lae(Op::Logaddexp, -kInf, -kInf), -kInf);
+  CHECK_F(lae(Op::Logaddexp, kInf, kInf), kInf);
+  CHECK_F(lae(Op::Logaddexp, kInf, -kInf), kInf);
+  CHECK_F(lae(Op::Logaddexp, -0.0, -kInf), 0.0);
+  CHECK_F(lae(Op::Logaddexp, kNaN, 1), kNaN);
+  CHECK_F(lae(Op::Logaddexp, 1, kNaN), kNaN);
+  CHECK_F(lae64(Op::Logaddexp2, 3, 3), 4.0);
+  CHECK_F(lae64(Op::Logaddexp2, 1, 0), 1 + 1.442695040888963407359924681001892137 * std::log1p(std::exp2(-1.0)));
+  CHECK_F(lae(Op::Logaddexp2, -kInf, -kInf), -kInf);
+  CHECK_F(lae(Op::Logaddexp2, kNaN, kNaN), kNaN);
   // Half dtypes: computed in f32, rounded once at the end of the node.
   CHECK_F(ev(Op::Exp, DType::F16, {F(DType::F16, 12)}), kInf);  // e^12 = 162755 > 65504
   CHECK_F(ev(Op::Exp, DType::F16, {F(DType::F16, 1)}), 2.71875);

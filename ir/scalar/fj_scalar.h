@@ -607,7 +607,18 @@ FJ_CMP_WHERE(double)
   FJ_FN T fj_hardsigmoid(T x) { return fj_minimum(fj_maximum(x + (T)3, (T)0), (T)6) / (T)6; } \
   FJ_FN T fj_elu(T x) { return x < (T)0 ? fj_expm1(x) : x; } \
   FJ_FN T fj_leaky_relu(T x, T slope) { return x > (T)0 ? x : x * slope; } \
-  FJ_FN T fj_lerp(T a, T b, T w) { return fj_abs(w) < (T)0.5 ? fj_fma(w, b - a, a) : fj_fma(w - (T)1, b - a, b); }
+  FJ_FN T fj_lerp(T a, T b, T w) { return fj_abs(w) < (T)0.5 ? fj_fma(w, b - a, a) : fj_fma(w - (T)1, b - a, b); } \
+  /* NumPy's npy_logaddexp / npy_logaddexp2 (npymath): a == b first (equal infinities), d NaN: NaN */ \
+  FJ_FN T fj_logaddexp(T a, T b) { \
+    const T d = a - b; \
+    return a == b ? a + (T)0.693147180559945309417232121458176568 /* ln 2 */ \
+         : d > (T)0 ? a + fj_log1p(fj_exp(-d)) : d <= (T)0 ? b + fj_log1p(fj_exp(d)) : d; \
+  } \
+  FJ_FN T fj_logaddexp2(T a, T b) { \
+    const T d = a - b, log2e = (T)1.442695040888963407359924681001892137; \
+    return a == b ? a + (T)1 \
+         : d > (T)0 ? a + log2e * fj_log1p(fj_exp2(-d)) : d <= (T)0 ? b + log2e * fj_log1p(fj_exp2(d)) : d; \
+  }
 FJ_TABLE_FLOAT_OPS(float)
 FJ_TABLE_FLOAT_OPS(double)
 #undef FJ_TABLE_FLOAT_OPS

@@ -104,6 +104,8 @@ OPS: dict[str, tuple[str, str]] = {
     "hypot": ("xp.hypot({0}, {1})", "torch.hypot({0}, {1})"),
     "copysign": ("xp.copysign({0}, {1})", "torch.copysign({0}, {1})"),
     "leaky_relu": ("xp.where({0} > 0, {0}, {0} * {1})", "torch.where({0} > 0, {0}, {0} * {1})"),
+    "logaddexp": ("xp.logaddexp({0}, {1})", "torch.logaddexp({0}, {1})"),
+    "logaddexp2": ("xp.logaddexp2({0}, {1})", "torch.logaddexp2({0}, {1})"),
     "fma": ("fj.fma({0}, {1}, {2})", "torch.addcmul({2}, {0}, {1})"),
     "lerp": ("fj.lerp({0}, {1}, {2})", "torch.lerp({0}, {1}, {2})"),
     "bitwise_and": ("xp.bitwise_and({0}, {1})", "torch.bitwise_and({0}, {1})"),

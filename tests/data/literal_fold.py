@@ -141,6 +141,24 @@ def hardswish(x):
     return x * select_min(select_max(x + 3.0, 0.0), 6.0) / 6.0
 
 
+def logaddexp(a, b):
+    """NumPy's npy_logaddexp (docs/ops.md): a == b first (equal infinities), a NaN difference as is."""
+    if a == b:
+        return a + 0.6931471805599453
+    d = a - b
+    return a + math.log1p(math.exp(-d)) if d > 0 else b + math.log1p(math.exp(d)) if d <= 0 else d
+
+
+def logaddexp2(a, b):
+    """NumPy's npy_logaddexp2 (docs/ops.md), log2(1 + y) as log2(e) * log1p(y)."""
+    if a == b:
+        return a + 1.0
+    d = a - b
+    if d > 0:
+        return a + 1.4426950408889634 * math.log1p(math.exp2(-d))
+    return b + 1.4426950408889634 * math.log1p(math.exp2(d)) if d <= 0 else d
+
+
 class I64Overflow(Exception):
     """An intermediate int result outside i64 (fusejit refuses it)."""
 
@@ -175,13 +193,14 @@ BINARY = {
     "logical_and": lambda a, b: bool(a) and bool(b), "logical_or": lambda a, b: bool(a) or bool(b),
     "hypot": f64(math.hypot), "copysign": f64(math.copysign),
     "leaky_relu": f64(lambda x, slope: x if x > 0 else x * slope),
+    "logaddexp": f64(logaddexp), "logaddexp2": f64(logaddexp2),
     "bitwise_and": lambda a, b: a & b, "bitwise_or": lambda a, b: a | b, "bitwise_xor": lambda a, b: a ^ b,
     "left_shift": lambda a, b: a << b, "right_shift": lambda a, b: a >> b,
 }
 FLOAT_FNS = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "sin",
              "cos", "tan", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu", "softplus", "erf", "atan2", "div",
              "cbrt", "erfc", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "hardswish",
-             "hardsigmoid", "elu", "hypot", "copysign", "leaky_relu", "lerp"}
+             "hardsigmoid", "elu", "hypot", "copysign", "leaky_relu", "lerp", "logaddexp", "logaddexp2"}
 
 
 def text(v):

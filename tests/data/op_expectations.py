@@ -6,7 +6,8 @@ folding, fused and unfused kernels) bit for bit without either library installed
 
 Each op names its source per dtype, in this order of preference: NumPy, PyTorch, and for dtypes
 neither library has (bfloat16 in NumPy; e.g. cbrt in PyTorch) the float64 result of the library
-rounded once to the dtype ("f64"). fma has no NumPy or PyTorch function: its expectation is the exact
+rounded once to the dtype ("f64"), or for bfloat16 NumPy's float32 result rounded once ("f32", as
+PyTorch's CPU kernels compute bfloat16). fma has no NumPy or PyTorch function: its expectation is the exact
 rational a*b + c rounded once to nearest-even ("exact", the IEEE 754 fusedMultiplyAdd).
 
 Run from the repository root (the output is deterministic; commit it with the script):
@@ -84,11 +85,23 @@ def to_f64(dt, bits):
 
 
 def round_f64_to(dt, values):
-    """Bits of float64 values rounded once to nearest-even into dt (NaN stays NaN)."""
+    """Bits of float64 values rounded once to nearest-even into dt (NaN stays NaN); bf16 as
+    PyTorch converts float64 (through float32: c10::BFloat16 has a float constructor only)."""
     if dt == "bf16":
+        if torch is None:
+            return bf16_of_f32(np.asarray(values, dtype=np.float64).astype(np.float32))
         return bits_of(dt, torch.tensor(values, dtype=torch.float64).to(torch.bfloat16))
     with np.errstate(over="ignore"):  # overflow rounds to inf, as intended
         return bits_of(dt, np.asarray(values, dtype=np.float64).astype(NP[dt]))
+
+
+def bf16_of_f32(values):
+    """Bits of float32 values rounded to bfloat16 as c10's round_to_nearest_even does (NaN ->
+    0x7FC0): PyTorch's conversion, without PyTorch."""
+    out = []
+    for v, b in zip(values, np.asarray(values, dtype=np.float32).view(np.uint32).tolist()):
+        out.append(0x7FC0 if np.isnan(v) else ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF)
+    return out
 
 
 def round_exact(dt, q, zero_negative=False):
@@ -255,6 +268,19 @@ def f64_fn(name):
     return run
 
 
+def f32_fn(name):
+    """bf16 as PyTorch's CPU kernels compute it: NumPy's float32 function on the (exact) float32
+    values, rounded once to bfloat16 (bf16_of_f32); None for other dtypes."""
+    f = getattr(np, name)
+
+    def run(dt, args):
+        if dt != "bf16":
+            return None
+        with np.errstate(all="ignore"):
+            return "f32", bf16_of_f32(f(*[to_f64(dt, a).astype(np.float32) for a in args]))
+    return run
+
+
 def first_of(*runs):
     def run(dt, args):
         for r in runs:
@@ -284,6 +310,9 @@ OPS = {
     "hypot": (2, FLOAT_DTYPES, first_of(numpy_fn("hypot"), torch_fn("hypot")), None),
     "copysign": (2, FLOAT_DTYPES, first_of(numpy_fn("copysign"), torch_fn("copysign")), None),
     "leaky_relu": (2, FLOAT_DTYPES, leaky_relu_source, None),
+    # NumPy's npy_logaddexp/npy_logaddexp2 (PyTorch's differ only in the last bits: docs/ops.md).
+    "logaddexp": (2, FLOAT_DTYPES, first_of(numpy_fn("logaddexp"), f32_fn("logaddexp")), None),
+    "logaddexp2": (2, FLOAT_DTYPES, first_of(numpy_fn("logaddexp2"), f32_fn("logaddexp2")), None),
     "fma": (3, FLOAT_DTYPES + INT_DTYPES, fma_source, lambda dt: fma_ties(dt) if dt in FORMAT else [[], [], []]),
     "lerp": (3, FLOAT_DTYPES, torch_fn("lerp"), None),
     # Integer bit operations: NumPy, whose shifts agree with PyTorch's lshift/rshift kernels on
