@@ -285,14 +285,16 @@ int64_t decimal_integer(const std::string& v, const std::string& option, const s
   const char* first = v.data() + (v[0] == '+' ? 1 : 0);
   const auto [end, ec] = std::from_chars(first, v.data() + v.size(), x);
   if (ec == std::errc::result_out_of_range)
-    throw ArgError(option, raw, at, "integer " + v + " does not fit in i64 (write it as a float, e.g. " + v + ".0)");
+    throw ArgError(option, raw, at,
+                   "integer " + v + " does not fit in i64 (for a float, write it as one: " + v + ".0)");
   if (ec != std::errc() || end != v.data() + v.size()) throw ArgError(option, raw, at, "'" + v + "' is not a number");
   return x;
 }
 
 // A number as graph text writes one: a decimal integer (within i64: no silent rounding to a
 // float), a decimal float, inf or nan (signed), true or false. No hex, no blanks.
-fj::Scalar parse_scalar(const std::string& v, const std::string& option, const std::string& raw, size_t at) {
+fj::Scalar parse_scalar(const std::string& v, const std::string& option, const std::string& raw, size_t at,
+                        const char* examples = "0.5, 3, inf, nan, true") {
   if (v == "true") return fj::Scalar(true);
   if (v == "false") return fj::Scalar(false);
   const size_t sign = !v.empty() && (v[0] == '-' || v[0] == '+') ? 1 : 0;
@@ -311,7 +313,7 @@ fj::Scalar parse_scalar(const std::string& v, const std::string& option, const s
       return fj::Scalar(d);
     }
   }
-  throw ArgError(option, raw, at, "'" + v + "' is not a number (use e.g. 0.5, 3, inf, nan, true)");
+  throw ArgError(option, raw, at, "'" + v + "' is not a number (use e.g. " + examples + ")");
 }
 
 // One bound of --range, by the graph's `range` rules (ir/parser.cpp): a number, not true/false; an
@@ -323,7 +325,7 @@ double range_bound(const std::string& v, const char* which, const std::string& r
   if (integer && (std::from_chars(body.data(), body.data() + body.size(), magnitude).ec != std::errc() ||
                   magnitude > (uint64_t{1} << 53)))
     throw ArgError("--range", raw, at, std::string("the range's ") + which + " " + v + " is past +-2^53 (ranges are held in f64)");
-  const fj::Scalar s = parse_scalar(v, "--range", raw, at);
+  const fj::Scalar s = parse_scalar(v, "--range", raw, at, "-1, 0.5");
   if (s.kind == fj::Scalar::Kind::Bool) throw ArgError("--range", raw, at, "'" + v + "' is not a number (use e.g. -1, 0.5)");
   return s.as_double();
 }
@@ -450,7 +452,8 @@ struct RunCommand {
         ->check(kPath);
     cmd->add_option("--arch", arch, "target architecture: sm_XY (CUBIN) or compute_XY (PTX); default: the GPU's");
     cmd->add_option("--nvrtc-option", nvrtc,
-                    "extra NVRTC option for every GPU kernel, e.g. --nvrtc-option=--maxrregcount=32 (repeatable)");
+                    "extra NVRTC option for every GPU kernel, e.g. --nvrtc-option=--maxrregcount=32 (repeatable; "
+                    "without --fast-math, none that loosens float math such as --fmad=true)");
     cmd->add_option("--backend", backend, "auto (GPU if present), cuda, or cpu")
         ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->default_val("auto");
     cmd->add_option("--device", device, "CUDA device ordinal")->default_val(0)->check(kNonNegative);
@@ -588,7 +591,9 @@ struct CompileCommand {
     cmd->add_option("-o,--out", out_dir, "output folder (made with its missing parents, as mkdir -p)")->required()->check(kPath);
     cmd->add_option("--cache-dir", cache_dir, "kernel cache folder (default as for run)")->check(kPath);
     cmd->add_flag("--no-cache", no_cache, "do not read or write the on-disk kernel cache");
-    cmd->add_option("--nvrtc-option", nvrtc, "extra NVRTC option, e.g. --nvrtc-option=--maxrregcount=32 (repeatable)");
+    cmd->add_option("--nvrtc-option", nvrtc,
+                    "extra NVRTC option, e.g. --nvrtc-option=--maxrregcount=32 (repeatable; without --fast-math, "
+                    "none that loosens float math such as --fmad=true)");
   }
   int exec() const {
     no_params.check("compile");
@@ -779,6 +784,25 @@ ErrorInfo extras_error(const CLI::App& app, bool subcommand_required) {
   return e;
 }
 
+// `fusejit` or `fusejit cache` alone (CLI11 says only "A subcommand is required"): the subcommands
+// it takes; nullopt where the missing piece is no subcommand (a required option).
+std::optional<ErrorInfo> missing_subcommand(const CLI::App& app) {
+  const CLI::App* cmd = &app;
+  std::string path = "fusejit";
+  while (!cmd->get_subcommands().empty()) {
+    cmd = cmd->get_subcommands().front();
+    path += " " + cmd->get_name();
+  }
+  std::string names;
+  for (const CLI::App* c : cmd->get_subcommands([](const CLI::App*) { return true; }))
+    names += (names.empty() ? "" : ", ") + c->get_name();
+  if (names.empty()) return std::nullopt;
+  ErrorInfo e;
+  e.message = "`" + path + "` takes a subcommand: " + names + " (`" + path + " --help` says what each does)";
+  e.text = "fusejit: error: " + e.message;
+  return e;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -811,6 +835,8 @@ int main(int argc, char** argv) {
     if (dynamic_cast<const CLI::RequiredError*>(&e) && !app.remaining(true).empty() &&
         app.remaining(true).front().rfind('-', 0) != 0)
       return report(extras_error(app, true), json);
+    if (dynamic_cast<const CLI::RequiredError*>(&e) && app.remaining(true).empty())
+      if (const std::optional<ErrorInfo> m = missing_subcommand(app)) return report(*m, json);
     return report(current_error(line), json);  // "fusejit: error: ...", as every other error
   }
   try {

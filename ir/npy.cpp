@@ -14,7 +14,6 @@
 #include <cerrno>
 #include <cstring>
 #include <cstdio>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -211,23 +210,19 @@ void write_npy(const std::string& path, const Tensor& t, Bf16Npy bf16) {
   for (size_t k = 0; k < (v2 ? 4u : 2u); ++k) out += static_cast<char>((hl >> (8 * k)) & 0xff);
   out += header;
 
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) fail(path, std::string("cannot create file: ") + std::strerror(errno));
-  f.write(out.data(), static_cast<std::streamsize>(out.size()));
+  const auto append = [&out](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
   if (t.dtype == DType::BF16 && bf16 == Bf16Npy::F32) {
     std::vector<float> wide(static_cast<size_t>(t.numel()));
     for (size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<float>(t.get(static_cast<int64_t>(i)).f);
-    f.write(reinterpret_cast<const char*>(wide.data()), static_cast<std::streamsize>(wide.size() * 4));
+    append(wide.data(), wide.size() * 4);
   } else if (t.dtype == DType::Bool) {
     // NumPy bools are bytes 0/1; normalise any other byte.
-    std::vector<char> b(t.data.size());
-    for (size_t i = 0; i < b.size(); ++i) b[i] = t.data[i] != std::byte{0};
-    f.write(b.data(), static_cast<std::streamsize>(b.size()));
+    for (std::byte b : t.data) out += static_cast<char>(b != std::byte{0});
   } else {
-    f.write(reinterpret_cast<const char*>(t.data.data()), static_cast<std::streamsize>(t.data.size()));
+    append(t.data.data(), t.data.size());
   }
-  f.flush();
-  if (!f) fail(path, std::string("write failed: ") + std::strerror(errno));
+  // A new file renamed over the old: a symlink at `path` is replaced, never written through.
+  if (const std::string why = replace_file(path, out); !why.empty()) fail(path, "cannot create file: " + why);
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <cmath>
@@ -861,6 +862,27 @@ std::string read_checked_file(const std::string& path, const FileKind& kind) {
   if (done > kind.max_bytes) throw UserError(too_large(path, 0, kind));
   text.resize(done);
   return text;
+}
+
+std::string replace_file(const std::string& path, std::string_view bytes) {
+  static std::atomic<unsigned> counter{0};
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const std::string tmp = fmt::format("{}.{}.{}.{}.tmp", dir, path.substr(dir.size()), ::getpid(), counter++);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  bool ok = fd >= 0;
+  for (size_t done = 0; ok && done < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    done += ok ? static_cast<size_t>(n) : 0;
+  }
+  const int err = errno;
+  if (fd >= 0) ok = (::close(fd) == 0) && ok;
+  if (ok && ::rename(tmp.c_str(), path.c_str()) == 0) return "";
+  const std::string why = std::strerror(ok ? errno : err);
+  ::unlink(tmp.c_str());
+  return why;
 }
 
 Graph parse_graph_file(const std::string& path, const DimOverrides& dim_overrides) {

@@ -62,4 +62,10 @@ void check_path(std::string_view path, std::string_view what);
 // binaries): the same checks and errors, with `kind`'s words and limit.
 std::string read_checked_file(const std::string& path, const FileKind& kind);
 
+// Writes `bytes` to a new file beside `path` (".NAME.PID.N.tmp") and renames it over `path`: a
+// reader sees the old file or the new one, and a symlink at `path` is replaced, never written
+// through (O_NOFOLLOW | O_EXCL on the new file). Returns "" or why it failed (strerror); the new
+// file is removed then. The one writer of whole files (ahead-of-time folders, --save-dir's .npy).
+std::string replace_file(const std::string& path, std::string_view bytes);
+
 }  // namespace fusejit::ir

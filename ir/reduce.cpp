@@ -90,9 +90,10 @@ void check_reduce_nonempty(Op op, const Shape& in, DType in_dtype, const ReduceA
   const bool arg = is_arg_reduction(op);
   if ((op != Op::Amax && op != Op::Amin && !arg) || red.initial || reduce_length(in, mask) != 0) return;
   // A float operand may start from the op's identity instead (NumPy's initial=; builder_reduce.cpp).
-  const std::string initial = !is_float(in_dtype) || arg ? ""
-                              : op == Op::Amax           ? ", or start from initial=-inf"
-                                                         : ", or start from initial=inf";
+  const std::string initial =
+      !is_float(in_dtype) || arg ? ""
+                                 : fmt::format(", or start from initial={} (in C++: GraphBuilder::reduce's `initial`)",
+                                               op == Op::Amax ? "-inf" : "inf");
   throw UserError(fmt::format("{}{} of zero elements (reduced axes {} of shape {}) has no {}; "
                               "make the reduced axes non-empty{}",
                               what.empty() ? "" : what + ": ", op_name(op), fmt::join(mask_axes(mask), ", "),

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -1061,10 +1062,31 @@ std::vector<CacheEntryInfo> list_cache(const fs::path& dir) {
   return out;
 }
 
+namespace {
+// The subfolders (DIR/ab) a store does not use (folder_problem), with why in s.unusable_subfolders.
+std::set<fs::path> unusable_subfolders(const fs::path& dir, CacheStats& s) {
+  std::set<fs::path> skipped;
+  std::error_code ec;
+  for (fs::directory_iterator top(dir, ec), end; !ec && top != end; top.increment(ec)) {
+    const std::string name = top->path().filename().string();
+    struct stat st;
+    if (name.size() == 2 && is_hex(name) && ::lstat(top->path().c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      if (std::string problem = folder_problem(top->path(), false); !problem.empty()) {
+        s.unusable_subfolders.push_back(std::move(problem));
+        skipped.insert(top->path());
+      }
+  }
+  std::sort(s.unusable_subfolders.begin(), s.unusable_subfolders.end());
+  return skipped;
+}
+}  // namespace
+
 CacheStats cache_stats(const fs::path& dir) {
   CacheStats s;
   s.dir = dir;
+  const std::set<fs::path> skipped = unusable_subfolders(dir, s);  // their entries are not the cache's
   for (const auto& e : list_cache(dir)) {
+    if (skipped.count(e.path.parent_path())) continue;
     ++s.entries;
     s.bytes += e.file_bytes;
     if (!e.valid) {
@@ -1077,16 +1099,7 @@ CacheStats cache_stats(const fs::path& dir) {
     }
   }
   for (const auto& f : scan(dir))
-    if (f.type == FileType::Temp || f.type == FileType::Build) ++s.temp_files;
-  std::error_code ec;
-  for (fs::directory_iterator top(dir, ec), end; !ec && top != end; top.increment(ec)) {
-    const std::string name = top->path().filename().string();
-    struct stat st;
-    if (name.size() == 2 && is_hex(name) && ::lstat(top->path().c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-      if (std::string problem = folder_problem(top->path(), false); !problem.empty())
-        s.unusable_subfolders.push_back(std::move(problem));
-  }
-  std::sort(s.unusable_subfolders.begin(), s.unusable_subfolders.end());
+    if ((f.type == FileType::Temp || f.type == FileType::Build) && !skipped.count(f.path.parent_path())) ++s.temp_files;
   return s;
 }
 

@@ -42,25 +42,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Writes a new file beside `p` and renames it over `p`: a reader sees the old file or the new one,
-// and a symlink at `p` is replaced, never written through (O_NOFOLLOW | O_EXCL on the new file).
+// ir::replace_file: a reader sees the old file or the new one; a symlink at `p` is replaced.
 void write_text(const fs::path& p, std::string_view text) {
-  static std::atomic<unsigned> counter{0};
-  const fs::path tmp = p.parent_path() / fmt::format(".{}.{}.{}.tmp", p.filename().string(), ::getpid(), counter++);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  bool ok = fd >= 0;
-  for (size_t done = 0; ok && done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    done += ok ? static_cast<size_t>(n) : 0;
-  }
-  const int err = errno;
-  if (fd >= 0) ok = (::close(fd) == 0) && ok;
-  if (ok && ::rename(tmp.c_str(), p.c_str()) == 0) return;
-  const std::string why = std::strerror(ok ? errno : err);
-  ::unlink(tmp.c_str());
-  throw ir::UserError(fmt::format("cannot write '{}': {}", p.string(), why));
+  if (const std::string why = ir::replace_file(p.string(), text); !why.empty())
+    throw ir::UserError(fmt::format("cannot write '{}': {}", p.string(), why));
 }
 
 // The files of a folder fusejit reads whole, and the most bytes of each (a FIFO, a device or a
@@ -710,6 +695,9 @@ Program Program::load(const std::string& dir, const Options& options) {
   return translate_errors([&] {
     check_options(options);
     ir::check_path(dir, "ahead-of-time folder");
+    if (std::error_code ec; fs::is_regular_file(dir, ec))  // the index itself, say: name the folder
+      throw ir::UserError(fmt::format("'{}' is a file: Program::load takes the folder `fusejit compile -o` wrote{}", dir,
+                                      fs::path(dir).filename() == "index.json" ? " (this file's folder)" : ""));
     const FolderLock lock(dir, LOCK_SH);
     std::shared_ptr<AotFolder> f = read_folder(dir);
     const json& x = f->index;

@@ -1,6 +1,7 @@
 // fusejit::GraphBuilder: the public builder, a thin layer over ir::GraphBuilder. It checks what the
 // parser checks in graph text (names by ir/names.h, one namespace, outputs computed by the graph),
 // so every graph it builds prints as text that parses back to the same graph.
+#include <mutex>
 #include <unordered_map>
 #include <set>
 #include <unordered_set>
@@ -75,15 +76,52 @@ ir::Op op_by_name(std::string_view name) {
 
 }  // namespace
 
+namespace {
+
+// The builders alive, address -> serial: a Value of a destroyed builder (a new one may have taken
+// its address, as one on the stack does) is refused instead of read through a dangling pointer.
+struct LiveBuilders {
+  std::mutex mu;
+  std::unordered_map<const GraphBuilder*, uint64_t> serials;
+  uint64_t next = 1;
+};
+LiveBuilders& live_builders() {
+  static LiveBuilders* live = new LiveBuilders;  // never destroyed: builders may outlive static destruction
+  return *live;
+}
+constexpr const char* kDeadBuilder =
+    "a value of a GraphBuilder that no longer exists: values must not outlive their builder "
+    "(build the graph while its builder is alive, or keep the Graph that build() returns)";
+
+}  // namespace
+
 GraphBuilder::GraphBuilder(std::string graph_name) {
   translate_errors([&] { ir::check_graph_name(graph_name); });
   impl_ = std::make_unique<Impl>(std::move(graph_name));
+  LiveBuilders& live = live_builders();
+  std::lock_guard lock(live.mu);
+  serial_ = live.next++;
+  live.serials[this] = serial_;
 }
-GraphBuilder::~GraphBuilder() = default;
+GraphBuilder::~GraphBuilder() {
+  LiveBuilders& live = live_builders();
+  std::lock_guard lock(live.mu);
+  live.serials.erase(this);
+}
+
+GraphBuilder* GraphBuilder::owner_of(const Value& v) {
+  if (!v.owner_) return nullptr;
+  LiveBuilders& live = live_builders();
+  std::lock_guard lock(live.mu);
+  const auto it = live.serials.find(v.owner_);
+  if (it == live.serials.end() || it->second != v.serial_) throw Error(ErrorKind::User, kDeadBuilder);
+  return v.owner_;
+}
 
 int32_t GraphBuilder::node_of(const Value& v) {
   impl_->check_usable();
   if (v.empty_) throw Error(ErrorKind::User, kEmptyValue);
+  if (v.owner_ == this && v.serial_ != serial_) throw Error(ErrorKind::User, kDeadBuilder);
   if (v.owner_ != this) throw Error(ErrorKind::User, "value belongs to another GraphBuilder");
   if (v.id_ < 0 || v.id_ >= impl_->b.graph().size())
     throw Error(ErrorKind::User, "value does not belong to this GraphBuilder's graph");
@@ -109,7 +147,7 @@ Value GraphBuilder::input(const std::string& name, DType dtype, const std::vecto
                                         name, s.size()));
       s.push_back(ir::Dim{e.named ? 0 : e.size, e.named ? e.dim : -1});
     }
-    return impl_->define(name, ir::NameKind::Input, [&] { return Value(this, impl_->b.add_input(name, to_ir(dtype), s)); });
+    return impl_->define(name, ir::NameKind::Input, [&] { return Value(this, serial_, impl_->b.add_input(name, to_ir(dtype), s)); });
   });
 }
 
@@ -118,7 +156,7 @@ Value GraphBuilder::param(const std::string& name, DType dtype, Scalar default_v
   check_dtype(dtype, "param '" + name + "'");
   return translate_errors([&] {
     return impl_->define(name, ir::NameKind::Param, [&] {
-      return Value(this, impl_->b.add_param(name, to_ir(dtype), to_ir_literal(default_value)));
+      return Value(this, serial_, impl_->b.add_param(name, to_ir(dtype), to_ir_literal(default_value)));
     });
   });
 }
@@ -137,7 +175,7 @@ Value GraphBuilder::op(std::string_view name, const std::vector<Value>& args) {
     for (const Value& v : args)
       ops.push_back(v.is_literal() ? ir::Operand::of(to_ir_literal(v.lit_)) : ir::Operand::of(node_of(v)));
     ir::Operand r = impl_->b.apply(op, ops);
-    return Value(this, impl_->b.materialize(r));
+    return Value(this, serial_, impl_->b.materialize(r));
   });
 }
 
@@ -153,7 +191,7 @@ Value GraphBuilder::reduce(std::string_view name, const Value& x, const Axes& ax
     }
     const ir::Operand in = x.is_literal() ? ir::Operand::of(to_ir_literal(x.lit_)) : ir::Operand::of(node_of(x));
     const ir::Operand r = impl_->b.reduce_by_name(name, in, {axes.list, keepdim, correction, initial, {}, {}});
-    return Value(this, impl_->b.materialize(r));
+    return Value(this, serial_, impl_->b.materialize(r));
   });
 }
 
@@ -162,7 +200,7 @@ Value GraphBuilder::cast(const Value& x, DType dtype) {
   check_dtype(dtype, "cast");
   return adding_nodes(*impl_, [&] {
     ir::Operand in = x.is_literal() ? ir::Operand::of(to_ir_literal(x.lit_)) : ir::Operand::of(node_of(x));
-    return Value(this, impl_->b.materialize(impl_->b.cast(in, to_ir(dtype))));
+    return Value(this, serial_, impl_->b.materialize(impl_->b.cast(in, to_ir(dtype))));
   });
 }
 
@@ -250,17 +288,20 @@ Graph GraphBuilder::build() {
 
 Value binary(std::string_view op, const Value& a, const Value& b) {
   if (a.empty_ || b.empty_) throw Error(ErrorKind::User, fmt::format("{}: {}", op, kEmptyValue));
-  GraphBuilder* owner = a.owner_ ? a.owner_ : b.owner_;
+  GraphBuilder* const a_owner = GraphBuilder::owner_of(a);
+  GraphBuilder* const b_owner = GraphBuilder::owner_of(b);
+  GraphBuilder* owner = a_owner ? a_owner : b_owner;
   if (!owner) throw Error(ErrorKind::User, "binary op on two literals: at least one operand must be a graph value");
-  if (a.owner_ && b.owner_ && a.owner_ != b.owner_)
+  if (a_owner && b_owner && a_owner != b_owner)
     throw Error(ErrorKind::User, "operands belong to different GraphBuilders");
   return owner->op(op, {a, b});
 }
 
 Value unary(std::string_view op, const Value& a) {
   if (a.empty_) throw Error(ErrorKind::User, fmt::format("{}: {}", op, kEmptyValue));
-  if (!a.owner_) throw Error(ErrorKind::User, fmt::format("{} of a literal: the operand must be a graph value", op));
-  return a.owner_->op(op, {a});
+  GraphBuilder* const owner = GraphBuilder::owner_of(a);
+  if (!owner) throw Error(ErrorKind::User, fmt::format("{} of a literal: the operand must be a graph value", op));
+  return owner->op(op, {a});
 }
 
 }  // namespace fusejit

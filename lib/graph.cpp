@@ -90,7 +90,7 @@ Graph Graph::load(const std::string& path, const DimValues& dims) {
   // The parser's checked reader: regular files only, at most ir::kMaxGraphFileBytes. The text is
   // read once and kept (moved, not copied) for diagnostics.
   auto impl = std::make_shared<Impl>();
-  impl->source = translate_errors([&] { return ir::read_text_file(path); });
+  impl->source = translate_errors([&] { return ir::read_text_file(path); }, path);  // Error::file(): the path
   return parse_into(std::move(impl), path, dims);
 }
 

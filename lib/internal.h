@@ -77,7 +77,9 @@ void warn_about_graph(const ir::Graph& g, const std::set<std::string>& may_be_un
 
 // The options messages name, each as an API user writes it ("Options::arch") or as a `fusejit`
 // user does ("--arch"), by Options::message_style.
-enum class OptionField { Arch, NvrtcOptions, Params, InputFiles, InputRanges, SaveDir, Dims, RowSplit, RowCacheLimit, Device };
+enum class OptionField {
+  Arch, NvrtcOptions, Params, InputFiles, InputRanges, SaveDir, Dims, RowSplit, RowCacheLimit, Device, FastMath
+};
 std::string option_name(OptionField field, MessageStyle style);
 
 // How reduction kernels run under `o` (Options::row_split, row_cache, row_cache_limit) on a GPU

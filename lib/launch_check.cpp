@@ -82,6 +82,13 @@ std::string rank_hint(const ir::Node& n, std::span<const int64_t> shape) {
   return hint + fmt::format(": reshape it to {} (NumPy: x.reshape({}))", shape_text(fit), fmt::join(fit, ", "));
 }
 
+// A byte mask given for a bool input: the graph can take it as it is.
+std::string dtype_hint(const ir::Node& n, DType given) {
+  if (n.dtype != ir::DType::Bool || (given != DType::U8 && given != DType::I8)) return "";
+  return fmt::format("; for a byte mask, declare the input {} and use `{} != 0` (or cast({}, bool)) in the graph",
+                     given == DType::U8 ? "u8" : "i8", n.name, n.name);
+}
+
 template <class T>
 [[noreturn]] void refuse_inputs(const ir::Graph& g, std::span<const T> inputs) {
   DimBindings b{std::vector<int64_t>(g.dims.size(), -1), std::vector<std::string>(g.dims.size())};
@@ -111,8 +118,9 @@ template <class T>
       }
     }
     if (!ok)
-      throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}{}{}", n.name, expected_type(g, n, b), conflict,
-                                      dtype_text(to_ir(t.dtype)), shape_text(t.shape), fixed, rank_hint(n, t.shape)));
+      throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}{}{}{}", n.name, expected_type(g, n, b), conflict,
+                                      dtype_text(to_ir(t.dtype)), shape_text(t.shape), fixed, rank_hint(n, t.shape),
+                                      dtype_hint(n, t.dtype)));
     b = std::move(next);
   }
   throw ir::InternalError("refuse_inputs: every input fits");

@@ -31,6 +31,7 @@ constexpr OptionNames kOptionNames[] = {
     {OptionField::RowSplit, "Options::row_split", "--row-split", "row_split"},
     {OptionField::RowCacheLimit, "Options::row_cache_limit", "--row-cache-limit", "row_cache_limit"},
     {OptionField::Device, "Options::device", "--device", "device"},
+    {OptionField::FastMath, "Options::fast_math", "--fast-math", "fast_math"},
 };
 }  // namespace
 
@@ -60,9 +61,24 @@ bool reads_files(std::string_view nvrtc_option) {
   return false;
 }
 
+// Whether an NVRTC option undoes one of the strict mode's (jit/nvrtc.cpp: --fmad=false --ftz=false
+// --prec-div=true --prec-sqrt=true; the caller's options come last, so they would win): the
+// kernels would no longer give the reference's bits while `fusejit run` said "strict (bitwise)".
+bool loosens_float_math(std::string_view nvrtc_option) {
+  const std::string_view o = nvrtc_option.substr(std::min(nvrtc_option.find_first_not_of('-'), nvrtc_option.size()));
+  for (std::string_view p : {"use_fast_math", "fmad=true", "ftz=true", "prec-div=false", "prec-sqrt=false"})
+    if (o == p) return true;
+  return false;
+}
+
 // An -arch among the extra options would silently build for another GPU than the one named.
 void check_extra_nvrtc_options(const Options& o) {
   for (const std::string& opt : o.nvrtc_options) {
+    if (!o.fast_math && loosens_float_math(opt))
+      throw ir::UserError("NVRTC option '" + opt + "' changes floating-point results, which strict mode keeps " +
+                          "bit for bit equal to the reference (it compiles with --fmad=false --ftz=false " +
+                          "--prec-div=true --prec-sqrt=true); for fast math, use " +
+                          option_name(OptionField::FastMath, o.message_style));
     if (chooses_target(opt))
       throw ir::UserError("NVRTC option '" + opt + "' chooses the target; use " +
                           option_name(OptionField::Arch, o.message_style) + " instead");
@@ -82,6 +98,9 @@ void check_options(const Options& o) {
     throw ir::UserError(fmt::format("Options::backend: invalid Backend value {}", static_cast<unsigned>(o.backend)));
   ir::check_path(o.cache_dir, "cache folder");  // before any use: a path cut at a NUL is another one
   ir::check_path(o.dump_dir, "dump folder");
+  if (o.device < 0)
+    throw ir::UserError(option_name(OptionField::Device, o.message_style) + " " + std::to_string(o.device) +
+                        ": a CUDA device ordinal is 0 or more");
   if (o.row_split < 0)
     throw ir::UserError(option_name(OptionField::RowSplit, o.message_style) + " " + std::to_string(o.row_split) +
                         ": must be >= 0 (0: the launcher's rule, 1: never split)");

@@ -500,6 +500,30 @@ bool Program::fast_math() const { return impl_->options.fast_math; }
 const Graph& Program::graph() const { return impl_->graph; }
 const Graph& Program::rewritten() const { return impl_->rewritten; }
 
+std::vector<size_t> Program::positions_of(std::span<const std::string_view> names, bool outputs) const {
+  const std::vector<TensorInfo> infos = outputs ? graph().outputs() : graph().inputs();
+  const std::string_view what = outputs ? "output" : "input";
+  std::string all;  // "'x', 'w'": the names a message lists
+  for (const TensorInfo& t : infos) all += fmt::format("{}'{}'", all.empty() ? "" : ", ", t.name);
+  const auto known = [&](std::string_view n) {
+    return std::any_of(infos.begin(), infos.end(), [&](const TensorInfo& t) { return t.name == n; });
+  };
+  for (auto n = names.begin(); n != names.end(); ++n) {
+    if (std::find(names.begin(), n, *n) != n)
+      throw Error(ErrorKind::User, fmt::format("{} '{}' is given twice", what, *n));
+    if (!known(*n))
+      throw Error(ErrorKind::User, fmt::format("the graph has no {} '{}' (its {}s: {})", what, *n, what, all));
+  }
+  std::vector<size_t> order;
+  for (const TensorInfo& t : infos) {
+    const auto n = std::find(names.begin(), names.end(), t.name);
+    if (n == names.end())
+      throw Error(ErrorKind::User, fmt::format("{} '{}' is not given (the graph's {}s: {})", what, t.name, what, all));
+    order.push_back(static_cast<size_t>(n - names.begin()));
+  }
+  return order;
+}
+
 std::vector<KernelInfo> Program::kernels(PlanKind kind) const {
   if (kind == PlanKind::Fused) return impl_->fused.variants[0]->infos;
   translate_errors([&] { check_plan_kind(kind); });

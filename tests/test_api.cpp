@@ -4,10 +4,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -778,4 +781,99 @@ TEST_CASE("HostTensor: aligned storage, deep copies, empty after a move") {
   CHECK_THROWS_WITH_AS(fj::HostTensor(fj::DType::F32, {size_t(-1)}), doctest::Contains("negative"), fj::Error);
   const std::vector<int64_t> shape{2, 5};
   CHECK(fj::HostTensor(fj::DType::I8, shape).shape() == shape);  // the vector form as before
+}
+
+// A new user's finds: a Value kept past its builder crashed (it was read through a dangling
+// pointer); two inputs of one shape could only be given by position.
+TEST_CASE("a Value used after its GraphBuilder is gone is a user error, also where a new builder took its address") {
+  const std::string dead = "a value of a GraphBuilder that no longer exists";
+  fj::Value leaked;
+  {
+    fj::GraphBuilder b1;
+    leaked = b1.op("exp", b1.input("a", fj::DType::F32, {4}));
+  }
+  CHECK_THROWS_WITH_AS((void)(leaked * 3.0), doctest::Contains(dead.c_str()), fj::Error);
+  CHECK_THROWS_WITH_AS((void)(-leaked), doctest::Contains(dead.c_str()), fj::Error);
+  fj::GraphBuilder b2;
+  const fj::Value c = b2.input("c", fj::DType::F32, {4});
+  CHECK_THROWS_WITH_AS((void)(leaked + c), doctest::Contains(dead.c_str()), fj::Error);
+  CHECK_THROWS_WITH_AS((void)(c + leaked), doctest::Contains(dead.c_str()), fj::Error);
+  CHECK_THROWS_WITH_AS(b2.op("exp", leaked), "value belongs to another GraphBuilder", fj::Error);
+  // The same storage: a builder made where the old one was has its address; the old value's node
+  // id names a node of the new graph, which it must not reach.
+  std::optional<fj::GraphBuilder> slot;
+  slot.emplace();
+  const fj::Value old = slot->op("exp", slot->input("a", fj::DType::F32, {4}));
+  slot.reset();
+  slot.emplace();
+  const fj::Value a = slot->input("a", fj::DType::F32, {4});
+  (void)slot->op("neg", a);  // the new graph has a node of old's id too
+  CHECK_THROWS_WITH_AS(slot->op("add", {old, a}), doctest::Contains(dead.c_str()), fj::Error);
+  CHECK_THROWS_WITH_AS((void)(old * a), doctest::Contains(dead.c_str()), fj::Error);
+  CHECK_THROWS_WITH_AS(slot->output("y", old), doctest::Contains(dead.c_str()), fj::Error);
+  slot->output("y", a * 2);  // the builder itself is unharmed
+  CHECK(slot->build().op_count() == 2);
+}
+
+TEST_CASE("inputs and outputs by name, in the graph's order; unknown, repeated and missing names are errors") {
+  const fj::Program p = fj::Program::compile(build_swiglu(), cpu_options());
+  const std::vector<float> g{-2, -0.5, 0, 1, 3, -0.0f, 7, 1e-3f}, u{1, 2, 3, 4, 5, 6, 7, 8};
+  const fj::HostTensor gate = f32_tensor({1, 8}, g), up = f32_tensor({1, 8}, u);
+  const std::vector<fj::TensorView> ordered = p.inputs_by_name<fj::TensorView>({{"up", up}, {"gate", gate}});
+  REQUIRE(ordered.size() == 2);
+  CHECK(ordered[0].data.data() == gate.data().data());  // gate is declared first
+  CHECK(as_f32(p.run(ordered)[0]) == as_f32(p.run({gate, up})[0]));
+  CHECK(as_f32(p.run(ordered)[0]) != as_f32(p.run({up, gate})[0]));  // the swap by position differs
+  fj::HostTensor y(fj::DType::F32, {1, 8});
+  p.launch(p.inputs_by_name<fj::TensorRef>({{"up", up}, {"gate", gate}}), p.outputs_by_name<fj::TensorRef>({{"y", y}}));
+  CHECK(as_f32(y) == as_f32(p.run({gate, up})[0]));
+  CHECK_THROWS_WITH_AS(p.inputs_by_name<fj::TensorView>({{"gate", gate}, {"upp", up}}),
+                       "the graph has no input 'upp' (its inputs: 'gate', 'up')", fj::Error);
+  CHECK_THROWS_WITH_AS(p.inputs_by_name<fj::TensorView>({{"gate", gate}, {"gate", up}}), "input 'gate' is given twice",
+                       fj::Error);
+  CHECK_THROWS_WITH_AS(p.inputs_by_name<fj::TensorView>({{"gate", gate}}),
+                       "input 'up' is not given (the graph's inputs: 'gate', 'up')", fj::Error);
+  CHECK_THROWS_WITH_AS(p.outputs_by_name<fj::TensorRef>({{"gate", y}}), "the graph has no output 'gate' (its outputs: 'y')",
+                       fj::Error);
+}
+
+// A shape or strides view of a temporary std::vector dangled (a launch then read freed memory as
+// strides): fj::Dims refuses one when compiling.
+static_assert(!std::is_constructible_v<fj::Dims, std::vector<int64_t>&&>);
+static_assert(!std::is_constructible_v<fj::Dims, std::array<int64_t, 2>&&>);
+static_assert(std::is_constructible_v<fj::Dims, std::vector<int64_t>&>);
+static_assert(std::is_constructible_v<fj::Dims, std::span<int64_t>>);
+static_assert(std::is_constructible_v<fj::Dims, int64_t (&)[3]>);
+static_assert(!std::is_constructible_v<fj::TensorRef, void*, fj::DType, std::vector<int64_t>&, std::vector<int64_t>>);
+static_assert(!std::is_constructible_v<fj::TensorRef, const void*, fj::DType, std::vector<int64_t>>);
+static_assert(!std::is_constructible_v<fj::TensorView, fj::DType, std::vector<int64_t>, std::span<const std::byte>>);
+static_assert(std::is_constructible_v<fj::TensorRef, void*, fj::DType, std::vector<int64_t>&, std::vector<int64_t>&>);
+
+TEST_CASE("a byte mask given for a bool input says how the graph can take it") {
+  const fj::Program p = fj::Program::compile(
+      fj::Graph::parse("input m : bool[4]\ninput x : f32[4]\ny = where(m, x, 0.0)\noutput y\n", "mask.txt"), cpu_options());
+  const fj::HostTensor m(fj::DType::U8, {4}), x(fj::DType::F32, {4});
+  CHECK_THROWS_WITH_AS(p.run({m, x}),
+                       "input 'm': expected bool[4], got u8[4]; for a byte mask, declare the input u8 and use `m != 0` (or "
+                       "cast(m, bool)) in the graph",
+                       fj::Error);
+}
+
+TEST_CASE("extra NVRTC options that loosen float math are refused in strict mode, taken with fast_math") {
+  fj::Options o = cpu_options();
+  for (const char* opt : {"--fmad=true", "-fmad=true", "--use_fast_math", "-use_fast_math", "--ftz=true",
+                          "--prec-div=false", "-prec-sqrt=false"}) {
+    CAPTURE(opt);
+    o.nvrtc_options = {opt};
+    o.fast_math = false;
+    CHECK_THROWS_WITH_AS(fj::Program::compile(build_swiglu(), o),
+                         doctest::Contains("changes floating-point results, which strict mode keeps bit for bit"),
+                         fj::Error);
+    CHECK_THROWS_AS(fj::compile_to_dir(build_swiglu(), "sm_90", "unused-folder", false, o), fj::Error);
+    o.fast_math = true;
+    CHECK_NOTHROW(fj::Program::compile(build_swiglu(), o));
+  }
+  o.fast_math = false;
+  o.nvrtc_options = {"--fmad=false", "--ftz=false", "--maxrregcount=32"};  // strict's own, and others
+  CHECK_NOTHROW(fj::Program::compile(build_swiglu(), o));
 }

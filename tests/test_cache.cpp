@@ -926,6 +926,8 @@ TEST_CASE("a subfolder that is not private is skipped alone: one warning, the ot
   const fusejit::jit::CacheStats st = fusejit::jit::cache_stats(dir);
   REQUIRE(st.unusable_subfolders.size() == 1);
   CHECK(doctest::String(st.unusable_subfolders[0].c_str()) == doctest::Contains(bad.string().c_str()));
+  CHECK(st.entries == 1);  // the good key's: the planted file in the skipped subfolder is not counted
+  CHECK(st.invalid == 0);
   fj::Options o;
   o.cache_dir = dir.string();
   CHECK(fj::cache_stats(o).unusable_subfolders == st.unusable_subfolders);

@@ -428,7 +428,7 @@ TEST_CASE("run --json and plan --json report every error as a JSON object on std
   const std::vector<Case> cases = {
       {"run " + (dir / "bad.txt").string() + " --json", (dir / "bad.txt").string(), "exp takes 1 argument", 2, 5},
       {"run " + sample("x2x3.txt") + " --json --dim N=-5", "<command line>", "must be >= 0", 1, 0},
-      {"run /nonexistent/g.txt --json", "", "/nonexistent/g.txt", 0, 0},
+      {"run /nonexistent/g.txt --json", "/nonexistent/g.txt", "/nonexistent/g.txt", 0, 0},  // file: the graph
       {"run " + sample("x2x3.txt") + " --json --no-such-flag", "", "--no-such-flag", 0, 0},
       {"run " + sample("x2x3.txt") + " --json --param nope=1", "<command line>", "nope", 1, 0},
       {"run " + sample("x2x3.txt") + " --json --range=nope=0:1", "<command line>", "--range nope: the graph has no input", 1, 0},
@@ -594,6 +594,9 @@ TEST_CASE("arguments no option takes are named in order, with the options an unk
       {"run " + x2x3 + " --seed=x", "fusejit: error: Could not convert: --seed = x"},
       {"frob", "fusejit: error: unknown subcommand 'frob': `fusejit` takes run, plan, compile, cache"},
       {"cache frob", "unknown subcommand 'frob': `fusejit cache` takes stats, list, clear, path"},
+      {"", "fusejit: error: `fusejit` takes a subcommand: run, plan, compile, cache (`fusejit --help` says what each does)"},
+      {"cache", "`fusejit cache` takes a subcommand: stats, list, clear, path"},
+      {"compile " + x2x3, "fusejit: error: --out is required"},  // a required option: CLI11's words
   };
   for (const auto& c : cases) {
     CAPTURE(c.first);

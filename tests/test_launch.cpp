@@ -1060,6 +1060,9 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
   std::string e = load_error(dir / "swapped");
   CHECK(contains(e, "kernel 0 of the fused plan is fj_g_"));
   CHECK(contains(e, "compiled from another graph"));
+  // The index itself given for the folder (a hostile tester's find: "index.json/index.json: Not a directory").
+  CHECK(contains(error_of([&] { (void)fj::Program::load((dir / "ok" / "index.json").string()); }),
+                 "index.json' is a file: Program::load takes the folder `fusejit compile -o` wrote (this file's folder)"));
   {  // Without a GPU too (a missing driver, also on a GPU machine): graph.txt is checked before a GPU
      // is looked for (a build machine can check a folder).
     fusejit::jit::set_driver_for_testing(fusejit::jit::Driver::load("libcuda-that-does-not-exist.so"));

@@ -342,3 +342,20 @@ TEST_CASE("input_file_dims: the dims the files' shapes give, conflicts named, ot
     CHECK(e.file() == tmp("dims_missing.npy"));
   }
 }
+
+TEST_CASE("write_npy replaces a symlink at the path, never writing through it (--save-dir)") {
+  const std::string victim = tmp("victim.txt"), link = tmp("linked.npy");
+  write_bytes(victim, "keep me");
+  fs::remove(link);
+  fs::create_symlink(victim, link);
+  Tensor x(DType::F32, {3});
+  write_npy(link, x);
+  CHECK(read_bytes(victim) == "keep me");
+  CHECK(!fs::is_symlink(link));
+  CHECK(read_npy(link).shape == std::vector<int64_t>{3});
+  // A folder in the way is an error naming the file, and leaves no temporary file behind.
+  const std::string dir = tmp("a-folder.npy");
+  fs::create_directories(dir);
+  CHECK_THROWS_AS(write_npy(dir, x), FileError);
+  for (const auto& e : fs::directory_iterator(tmp_dir())) CHECK(e.path().extension() != ".tmp");
+}

@@ -16,6 +16,7 @@
 //  - This header includes only the standard library.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -274,8 +275,9 @@ class Value {
 
  private:
   friend class GraphBuilder;
-  Value(GraphBuilder* owner, int32_t id) : owner_(owner), id_(id) {}
+  Value(GraphBuilder* owner, uint64_t serial, int32_t id) : owner_(owner), serial_(serial), id_(id) {}
   GraphBuilder* owner_ = nullptr;
+  uint64_t serial_ = 0;  ///< the builder's serial: a Value of a builder destroyed since is told apart
   int32_t id_ = -1;
   Scalar lit_;
   bool empty_ = false;
@@ -348,8 +350,8 @@ struct Extent {
 /// rules (docs/graph-format.md): a letter or '_' then letters, digits or '_', no reserved word, and
 /// one namespace for dims, inputs, params and named values, each name bound once. Not
 /// thread-safe. Errors throw Error(User) without a file location, and a refused call changes
-/// nothing; after build(), every call (and every Value of this builder) throws Error(User).
-/// Values must not outlive their builder.
+/// nothing; after build(), every call (and every Value of this builder) throws Error(User), and so
+/// does using a Value after its builder is destroyed (even where a new builder took its address).
 class GraphBuilder {
  public:
   /// `graph NAME`; "" for none. Throws Error(User) if the name is not a valid name.
@@ -419,8 +421,12 @@ class GraphBuilder {
 
  private:
   friend Value binary(std::string_view op, const Value& a, const Value& b);
+  friend Value unary(std::string_view op, const Value& a);
   int32_t node_of(const Value& v);
+  /// v's builder, or nullptr for a literal; Error(User) when that builder no longer exists.
+  static GraphBuilder* owner_of(const Value& v);
   std::unique_ptr<Impl> impl_;
+  uint64_t serial_ = 0;  ///< unique in the process: its Values carry it (Value::serial_)
 };
 
 /// Where kernels run.
@@ -454,14 +460,15 @@ struct Options {
   bool fast_math = false;    ///< allow value-changing rewrites, FMA contraction, f32 intermediates for halves
   /// CUDA device ordinal (CUDA_VISIBLE_DEVICES is applied by the driver). When the calling thread
   /// has a current CUDA context, fusejit uses it as it is, whatever its device (a warning says so
-  /// for a non-zero `device` that differs; 0 is taken for unset).
+  /// for a non-zero `device` that differs; 0 is taken for unset). Error(User) for a negative one.
   int device = 0;
   /// Extra NVRTC options appended after fusejit's own for every GPU kernel, fused and unfused
   /// (e.g. "--maxrregcount=32" to trade registers for occupancy; NVRTC docs, "Supported Compile
-  /// Options"). Part of the cache key. Options that change results (--use_fast_math) show up in
-  /// the strict checks. Ignored, with a warning, on the CPU path. Refused (Error(User)): options
-  /// that choose the target (`arch` does) and options that read files (-I, --pre-include,
-  /// precompiled headers), whose contents the cache key could not see.
+  /// Options"). Part of the cache key. Ignored, with a warning, on the CPU path. Refused
+  /// (Error(User)): options that choose the target (`arch` does); options that read files (-I,
+  /// --pre-include, precompiled headers), whose contents the cache key could not see; and, unless
+  /// fast_math, options that loosen the strict mode's float math (--use_fast_math, --fmad=true,
+  /// --ftz=true, --prec-div=false, --prec-sqrt=false), which would end the reference's bits.
   std::vector<std::string> nvrtc_options;
   Backend backend = Backend::Auto;
   MessageStyle message_style = MessageStyle::Api;  ///< the `fusejit` command sets CommandLine, Python Python
@@ -599,6 +606,25 @@ class HostTensor {
   std::unique_ptr<std::byte[], Free> mem_;
 };
 
+/// A shape or strides argument of TensorView and TensorRef: a view of int64_t values the caller
+/// keeps alive (a named std::vector, std::array or C array, a HostTensor's shape()). A temporary
+/// std::vector is refused when compiling (`TensorRef(p, dtype, shape, std::vector<int64_t>{64, 1})`):
+/// the view would dangle once the statement ends, and a later launch would read freed memory as
+/// strides. Name the vector, or pass std::span over storage that outlives the use.
+struct Dims : std::span<const int64_t> {
+  Dims() = default;
+  template <class T, size_t E, std::enable_if_t<std::is_same_v<std::remove_const_t<T>, int64_t>, int> = 0>
+  Dims(std::span<T, E> s) : std::span<const int64_t>(s.data(), s.size()) {}  // NOLINT: implicit by design
+  Dims(const std::vector<int64_t>& v) : std::span<const int64_t>(v) {}       // NOLINT
+  Dims(std::vector<int64_t>&&) = delete;  ///< a temporary: the view would dangle (above)
+  template <size_t N>
+  Dims(const std::array<int64_t, N>& a) : std::span<const int64_t>(a) {}     // NOLINT
+  template <size_t N>
+  Dims(std::array<int64_t, N>&&) = delete;  ///< a temporary: the view would dangle (above)
+  template <size_t N>
+  Dims(const int64_t (&a)[N]) : std::span<const int64_t>(a) {}               // NOLINT
+};
+
 /// A read-only view of host tensor data owned elsewhere (a HostTensor, a NumPy array, a caller's
 /// buffer): dtype, shape, strides and the bytes the view spans. `data` starts at element [0, ..., 0]
 /// and must hold every element the strides reach: (1 + sum((shape[d] - 1) * strides[d])) *
@@ -612,8 +638,7 @@ struct TensorView {
   std::span<const std::byte> data;
   std::span<const int64_t> strides;
   TensorView() = default;
-  TensorView(DType dtype_, std::span<const int64_t> shape_, std::span<const std::byte> data_,
-             std::span<const int64_t> strides_ = {})
+  TensorView(DType dtype_, Dims shape_, std::span<const std::byte> data_, Dims strides_ = {})
       : dtype(dtype_), shape(shape_), data(data_), strides(strides_) {}
   TensorView(const HostTensor& t) : dtype(t.dtype()), shape(t.shape()), data(t.data()) {}  // NOLINT: implicit by design
 };
@@ -639,13 +664,13 @@ struct TensorRef {
   /// those this process sees (after CUDA_VISIBLE_DEVICES), as the driver's and torch's.
   int device = -1;
   TensorRef() = default;
-  TensorRef(void* data_, DType dtype_, std::span<const int64_t> shape_, std::span<const int64_t> strides_ = {})
+  TensorRef(void* data_, DType dtype_, Dims shape_, Dims strides_ = {})
       : data(data_), dtype(dtype_), shape(shape_), strides(strides_) {}
   /// An input from a pointer to const: launch() never writes an input that is not also an output.
-  TensorRef(const void* data_, DType dtype_, std::span<const int64_t> shape_, std::span<const int64_t> strides_ = {})
+  TensorRef(const void* data_, DType dtype_, Dims shape_, Dims strides_ = {})
       : data(const_cast<void*>(data_)), dtype(dtype_), shape(shape_), strides(strides_) {}
   /// No memory: for a tensor with no elements.
-  TensorRef(std::nullptr_t, DType dtype_, std::span<const int64_t> shape_, std::span<const int64_t> strides_ = {})
+  TensorRef(std::nullptr_t, DType dtype_, Dims shape_, Dims strides_ = {})
       : dtype(dtype_), shape(shape_), strides(strides_) {}
   /// A host tensor's storage (CPU backend).
   TensorRef(HostTensor& t) : data(t.data().data()), dtype(t.dtype()), shape(t.shape()) {}  // NOLINT: implicit by design
@@ -777,6 +802,24 @@ class Program {
   /// index variant, or a plan made again where a broadcast changes; docs/api.md), in build order.
   std::vector<KernelInfo> specializations() const;
 
+  /// Tensors given by name, in the order run(), measure() and launch() take them (the graph's
+  /// declaration order), so that two inputs of one shape cannot be swapped unnoticed:
+  ///     p.run(p.inputs_by_name<fusejit::TensorView>({{"gate", g}, {"up", u}}));
+  ///     p.launch(p.inputs_by_name<fusejit::TensorRef>({{"x", x}, {"w", w}}),
+  ///              p.outputs_by_name<fusejit::TensorRef>({{"y", y}}));
+  /// T: TensorView or TensorRef (a HostTensor converts to either); the tensors are copied as views.
+  /// Throws Error(User) for a name the graph has no input (output) of, listing them, a name given
+  /// twice, or an input (output) left out.
+  template <class T>
+  std::vector<T> inputs_by_name(std::initializer_list<std::pair<std::string_view, T>> named) const {
+    return in_graph_order(named, false);
+  }
+  /// inputs_by_name() for the outputs launch() writes.
+  template <class T>
+  std::vector<T> outputs_by_name(std::initializer_list<std::pair<std::string_view, T>> named) const {
+    return in_graph_order(named, true);
+  }
+
   /// Runs the program on tensors the caller owns, dims taken from their shapes.
   ///   inputs:  one per graph input (declaration order), of the input's dtype and a shape the graph
   ///            allows (named dims bound by the first input naming them, literal sizes as declared);
@@ -854,6 +897,17 @@ class Program {
   const Impl& impl() const { return *impl_; }
 
  private:
+  /// For each graph input (outputs: output), in declaration order, the index of its name in
+  /// `names`; Error(User) as inputs_by_name().
+  std::vector<size_t> positions_of(std::span<const std::string_view> names, bool outputs) const;
+  template <class T>
+  std::vector<T> in_graph_order(std::initializer_list<std::pair<std::string_view, T>> named, bool outputs) const {
+    std::vector<std::string_view> names;
+    for (const auto& n : named) names.push_back(n.first);
+    std::vector<T> ordered;
+    for (size_t k : positions_of(names, outputs)) ordered.push_back(std::data(named)[k].second);
+    return ordered;
+  }
   std::shared_ptr<const Impl> impl_;
 };
 
