@@ -626,8 +626,10 @@ def _flag(v: Any, name: str) -> bool:
 def _check_device(device: Any) -> None:
     """A TypeError for a device that is no int (nanobind takes True as the int 1: GPU 1, silently)."""
     numpy_int = type(device).__module__ == "numpy" and type(device).__name__[:3] in ("int", "uin")
-    if isinstance(device, bool) or not (isinstance(device, int) or numpy_int) or not -2**31 <= int(device) < 2**31:
+    if isinstance(device, bool) or not (isinstance(device, int) or numpy_int):
         raise TypeError(f"device: expected a CUDA device ordinal (an int), got {device!r}")
+    if not 0 <= int(device) < 2**31:  # C++ refuses a negative one too; a larger one is no C int
+        raise UserError(f"device {int(device)}: a CUDA device ordinal is 0 or more (and under 2**31)")
 
 
 def load(dir: str | bytes | os.PathLike[str], *, cache_dir: str | bytes | os.PathLike[str] | None = None,

@@ -56,6 +56,7 @@ _UFUNCS = {
     "greater_equal": "ge", "logical_and": "logical_and", "logical_or": "logical_or",
     "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
     "invert": "bitwise_not", "left_shift": "left_shift", "right_shift": "right_shift",
+    "logaddexp": "logaddexp", "logaddexp2": "logaddexp2",
 }
 
 # NumPy reduction (function or method) -> fusejit reduction.
@@ -80,6 +81,14 @@ def op(name: str, *args: Any) -> Value:
     return _builder_of(args).op(name, *args)
 
 
+def _flag_of(v: Any, what: str) -> bool:
+    """keepdim/keepdims as NumPy takes it: a bool or an integer (NumPy refuses a string, which
+    bool() would take for True: keepdims="False" kept the dims)."""
+    if v is None or isinstance(v, (bool, int, np.bool_, np.integer)):
+        return bool(v)
+    raise TypeError(f"{what}: expected True or False, got {v!r} ({type(v).__name__})")
+
+
 def reduce(name: str, x: Value, axes: Any = None, keepdim: bool | None = None, *, correction: int | None = None,
            initial: float | None = None, keepdims: bool | None = None, **unknown: Any) -> Value:
     """The reduction or composite `name` (sum mean prod amax amin argmax argmin softmax log_softmax
@@ -91,7 +100,7 @@ def reduce(name: str, x: Value, axes: Any = None, keepdim: bool | None = None, *
     saying what fusejit calls it, as GraphBuilder.reduce's."""
     if keepdims is not None and keepdim is not None:
         raise TypeError("reduce(): give keepdim or NumPy's keepdims, not both")
-    keepdim = bool(keepdims if keepdims is not None else keepdim)
+    keepdim = _flag_of(keepdims if keepdims is not None else keepdim, "keepdims" if keepdims is not None else "keepdim")
     if not isinstance(x, Value):
         raise UserError(f"reduce('{name}'): x must be a fusejit.Value, got {type(x).__name__}")
     return x.builder.reduce(name, x, axes, keepdim=keepdim, correction=correction, initial=initial, **unknown)
@@ -182,7 +191,7 @@ def _np_reduction(op_name: str, a: Any, *, axis: Any = None, dtype: Any = None, 
     correction = ddof if op_name in ("var", "std") else None
     if ddof and correction is None:
         raise TypeError(f"{op_name} takes no ddof")
-    return reduce(op_name, a, axis, bool(keepdims), correction=correction, initial=initial)
+    return reduce(op_name, a, axis, _flag_of(keepdims, "keepdims"), correction=correction, initial=initial)
 
 
 def _np_where(condition: Any, x: Any = None, y: Any = None) -> Value:
@@ -483,6 +492,16 @@ def _changed(snap: Snapshot) -> bool:
     return now.keys() != snap.state.keys() or any(now[n] is not e for n, e in snap.state.items())
 
 
+def _of_an_array(why: str) -> str:
+    """dtype_name's message, worded for a dtype argument ("use a name ... or the NumPy dtype of
+    one"), as it fits an array argument: cast it."""
+    if "fusejit has no such dtype" not in why:
+        return why
+    held = why[why.find(" (bf16 or f16"):] if "(bf16 or f16" in why else ""
+    return (f"{why.split(':')[0]} is none of fusejit's dtypes: cast the array to one first "
+            f"(a.astype(np.int32), a.astype(np.float32), ...){held}")
+
+
 class _Entry:
     """One traced pattern: its program, input order and how results map back to the function's."""
 
@@ -498,7 +517,7 @@ class _Entry:
             return vals[0]
         if self.kind is dict:
             return dict(zip(self.keys, vals))
-        return self.kind(vals)
+        return self.kind._make(vals) if hasattr(self.kind, "_make") else self.kind(vals)
 
 
 class _BoundFused:
@@ -677,7 +696,7 @@ class Fused:
             try:
                 name = DTYPE_NAMES.get(dt) or dtype_name(dt)
             except UserError as e:
-                raise UserError(f"{self.__name__}: argument '{tag_name(tag)}': {e.message}") from None
+                raise UserError(f"{self.__name__}: argument '{tag_name(tag)}': {_of_an_array(e.message)}") from None
             parts.append((tag, name, shape))
             arrays.append(v)
         return (static, tuple(parts)), arrays
@@ -882,8 +901,10 @@ class Fused:
         """Marks the function's results as outputs: one value, or a tuple, list or dict of them."""
         if isinstance(result, Value):
             kind, keys, values = Value, [], [result]
-        elif isinstance(result, (tuple, list)):
-            kind, keys, values = (tuple if isinstance(result, tuple) else list), [], list(result)
+        elif isinstance(result, (tuple, list)):  # a namedtuple comes back as its class, other subclasses as tuple or list
+            named = isinstance(result, tuple) and hasattr(type(result), "_make") and hasattr(type(result), "_fields")
+            kind = type(result) if named else tuple if isinstance(result, tuple) else list
+            keys, values = [], list(result)
         elif isinstance(result, dict):
             kind, keys, values = dict, list(result), list(result.values())
         else:
@@ -892,7 +913,8 @@ class Fused:
         named: dict = {}
         sources = [self._output(b, k, kind, keys, v, inputs, named, taken) for k, v in enumerate(values)]
         if not named:
-            raise UserError(f"fuse: '{self.__name__}' computes nothing: it returns only its arguments unchanged")
+            what = "nothing (an empty " + kind.__name__ + ")" if not values else "only its arguments unchanged"
+            raise UserError(f"fuse: '{self.__name__}' computes nothing: it returns {what}")
         return _Entry(None, kind, keys, sources)
 
     def _output(self, b: Any, k: int, kind: Any, keys: list, v: Any, inputs: list, named: dict, taken: set) -> Any:

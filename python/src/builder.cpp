@@ -229,18 +229,19 @@ void bind_value(nb::module_& m) {
   for (auto [py, op] : kBinary) {
     const std::string name = py;
     const std::string fj = op;
+    // .none(): `x + None` gets to_value's message, not nanobind's list of signatures.
     cls.def(("__" + name + "__").c_str(), [fj](nb::handle self, nb::handle o) {
       return apply(nb::cast<const PyValue&>(self).builder, fj, {self, o});
-    });
+    }, nb::arg("other").none());
     cls.def(("__r" + name + "__").c_str(), [fj](nb::handle self, nb::handle o) {
       return apply(nb::cast<const PyValue&>(self).builder, fj, {o, self});
-    });
+    }, nb::arg("other").none());
   }
   for (auto [py, op] : kCompare) {
     const std::string fj = op;
     cls.def(("__" + std::string(py) + "__").c_str(), [fj](nb::handle self, nb::handle o) {
       return apply(nb::cast<const PyValue&>(self).builder, fj, {self, o});
-    });
+    }, nb::arg("other").none());
   }
   // NumPy then calls the reflected operators here (np.float32(2) * x, np.array(3.0) < x) instead of
   // building an object array of values.
@@ -300,6 +301,8 @@ void bind_graph_builder(nb::module_& m) {
       .def(
           "op",
           [](nb::handle self, std::string_view name, nb::args args) {
+            if (name == "cast")  // before its dtype argument is refused as no value
+              throw Error(ErrorKind::User, "op 'cast' takes a dtype: use v.astype(dtype), or GraphBuilder.cast(x, dtype)");
             std::vector<fusejit::Value> vs;
             for (nb::handle a : args) vs.push_back(to_value(a, self));
             return PyValue{cpp(self).op(name, vs), nb::borrow(self)};

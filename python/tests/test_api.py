@@ -599,7 +599,7 @@ def test_argument_types_are_named_not_nanobinds_signatures():
     for bad in (None, {"--x": 1}, 3):
         with pytest.raises(TypeError, match="nvrtc_options: expected a list of str"):
             fusejit.compile(g, nvrtc_options=bad)
-    with pytest.raises(TypeError, match="device: expected a CUDA device ordinal"):
+    with pytest.raises(fusejit.UserError, match="a CUDA device ordinal is 0 or more"):  # an int, out of range
         fusejit.compile(g, device=2**70)
     with pytest.raises(fusejit.UserError, match="cache_dir: an empty path; pass None for the default"):
         fusejit.compile(g, cache_dir="")
@@ -965,3 +965,12 @@ def test_an_input_named_as_a_keyword_of_the_call_is_pointed_at():
     with pytest.raises(TypeError, match=r"stream: expected .* \(stream: the call's own keyword"):
         q(x, stream=x)
     assert q(x, x)["y"].tolist() == [2, 2]
+
+
+def test_a_device_ordinal_out_of_range_is_a_user_error():
+    g = fusejit.Graph.parse(AXPY)
+    for bad in (-1, 2**40):
+        with pytest.raises(fusejit.UserError, match=f"device {bad}: a CUDA device ordinal is 0 or more"):
+            fusejit.compile(g, device=bad)
+        with pytest.raises(fusejit.UserError, match=f"device {bad}: a CUDA device ordinal is 0 or more"):
+            fusejit.load("/nonexistent", device=bad)

@@ -248,7 +248,7 @@ def test_a_refused_call_adds_no_nodes_and_messages_show_odd_bytes():
         b.op("clamp", b.input("i", "i8", [3]), 5, 1000)  # cast(5, i8) goes too
     with pytest.raises(fusejit.UserError, match=r"'q\\x00r' is not a valid name"):
         b.input("q\x00r", "f32", [2])
-    with pytest.raises(fusejit.UserError, match=r"builder's cast\(x, dtype\)"):
+    with pytest.raises(fusejit.UserError, match=r"use v.astype\(dtype\), or GraphBuilder.cast\(x, dtype\)"):
         b.op("cast", x)
     b.output("y", x * 1.0)
     with pytest.warns(fusejit.FusejitWarning, match="input 'i' is not used"):
