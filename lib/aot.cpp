@@ -451,6 +451,8 @@ void check_kernel_file(const AotFolder& f, size_t i, const std::string& name) {
   if (ec)  // not "no such file": permissions, a loop of links; writing the folder again would not help
     throw ir::UserError(fmt::format("'{}', kernel {}: cannot read its file '{}': {}", file, i, named.string(), ec.message()));
   if (!there) bad_index(fmt::format("'{}', kernel {}", file, i), fmt::format("its file '{}' is missing", named.string()));
+  if (!fs::is_regular_file(named, ec))  // a folder or a FIFO in its place (docs/aot.md: regular files only)
+    bad_index(fmt::format("'{}', kernel {}", file, i), fmt::format("its file '{}' is no regular file", named.string()));
 }
 
 // The binary `name` holds kernel `kernel`: a CUBIN is an ELF file whose string table holds the

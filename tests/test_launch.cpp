@@ -1201,6 +1201,12 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
   fs::copy(dir / "ok", dir / "lost");
   fs::remove(dir / "lost" / cubin);
   CHECK(contains(load_error(dir / "lost"), "kernel 0: its file '" + (dir / "lost" / cubin).string() + "' is missing"));
+  // A folder in the place of a kernel's .cu (checked for being there only, it passed).
+  fs::copy(dir / "ok", dir / "cu-folder");
+  const std::string cu = cubin.substr(0, cubin.rfind('.')) + ".cu";
+  REQUIRE(fs::remove(dir / "cu-folder" / cu));
+  fs::create_directory(dir / "cu-folder" / cu);
+  CHECK(contains(load_error(dir / "cu-folder"), "its file '" + (dir / "cu-folder" / cu).string() + "' is no regular file"));
   try {
     (void)fj::Program::load((dir / "lost").string());  // no FakeGpu: still the folder's error
     FAIL("loaded");
