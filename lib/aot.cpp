@@ -714,7 +714,14 @@ Program Program::load(const std::string& dir, const Options& options) {
       if (std::none_of(declared.begin(), declared.end(), [&](const auto& d) { return d.first == dim.first; }))
         bad_index("'" + (f->dir / "index.json").string() + "'",
                   fmt::format("\"dims\" names dim '{}', which '{}' does not declare", dim.first, graph_file));
-    const Graph graph = parsed.with_dims(dims);
+    const Graph graph = [&] {
+      try {
+        return parsed.with_dims(dims);
+      } catch (const Error& e) {  // a value of index.json's "dims" that graph.txt's shapes cannot take
+        throw ir::UserError(fmt::format("'{}': its \"dims\" do not fit '{}': {}", (f->dir / "index.json").string(),
+                                        graph_file, e.what()));
+      }
+    }();
     Options o = options;
     o.fast_math = x["fast_math"].get<bool>();
     o.nvrtc_options = x["nvrtc_options"].get<std::vector<std::string>>();

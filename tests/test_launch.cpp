@@ -1037,6 +1037,14 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
   const char* softmax_graph = "graph g\ninput x : f32[4, 20000]\ny = softmax(x, -1)\noutput y\n";
   fj::compile_to_dir(fj::Graph::parse(softmax_graph, "g.txt"), "sm_90", (dir / "long").string());
   CHECK(load_error(dir / "long") == "");
+  {  // A size graph.txt's shapes cannot take: the index's error (it was reported at a line of graph.txt).
+    fj::compile_to_dir(fj::Graph::parse("dim N = 4\ninput x : f32[N, 8]\ny = x * 2\noutput y\n", "g.txt"), "sm_90",
+                       (dir / "dims").string());
+    nlohmann::json x = read_json(dir / "dims" / "index.json");
+    x["dims"]["N"] = int64_t{1} << 62;
+    write_file(dir / "dims" / "index.json", x.dump());
+    CHECK(contains(load_error(dir / "dims"), "index.json': its \"dims\" do not fit '"));
+  }
   {
     nlohmann::json x = read_json(dir / "long" / "index.json");
     REQUIRE(x["kernels"][0]["entries"].size() == 3);
