@@ -61,6 +61,8 @@ std::string_view tok_description(Tok t) {
 }
 
 void check_text(std::string_view text) {
+  if (text.starts_with("\xFF\xFE") || text.starts_with("\xFE\xFF"))
+    throw UserError("graph text in UTF-16 (the file starts with a UTF-16 byte-order mark): save it as UTF-8", Loc{1, 1});
   uint32_t line = 1;
   size_t line_start = 0;
   for (size_t i = 0; i < text.size();) {
@@ -71,7 +73,10 @@ void check_text(std::string_view text) {
       line_start = ++i;
       continue;
     }
-    if (c == 0) throw UserError("NUL byte in graph text (is this a binary file?)", loc);
+    if (c == 0) throw UserError("NUL byte in graph text (is this a binary file, or UTF-16 text?)", loc);
+    if (c == '\r' && i + 1 < text.size() && text[i + 1] != '\n')  // LF and CRLF ends only
+      throw UserError("a line ends in CR alone (classic Mac OS line ends): graph text takes LF or CRLF; convert "
+                      "the file (e.g. tr '\\r' '\\n')", loc);
     if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7F)
       throw UserError("control byte " + hex_byte(c) + " in graph text (is this a binary file?)", loc);
     size_t n = utf8_len(text, i);
