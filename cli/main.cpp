@@ -470,7 +470,7 @@ struct RunCommand {
         ->default_val(0)->check(kNonNegative64);
     cmd->add_option("--repeats", repeats, "timed runs per path on a GPU (at most 3 on the CPU path); the median is reported")
         ->default_val(20)->check(CLI::Range(1, 100000));
-    cmd->add_option("--warmup", warmup, "untimed runs before timing")->default_val(3)->check(CLI::Range(0, 100000));
+    cmd->add_option("--warmup", warmup, "untimed runs before timing, on a GPU (the CPU path times without them)")->default_val(3)->check(CLI::Range(0, 100000));
     cmd->add_option("--cache-dir", cache_dir,
                     "kernel cache folder, private to you (default: $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME/fusejit, ~/.cache/fusejit)")
         ->check(kPath);
