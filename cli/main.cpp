@@ -835,7 +835,9 @@ int main(int argc, char** argv) {
     if (dynamic_cast<const CLI::RequiredError*>(&e) && !app.remaining(true).empty() &&
         app.remaining(true).front().rfind('-', 0) != 0)
       return report(extras_error(app, true), json);
-    if (dynamic_cast<const CLI::RequiredError*>(&e) && app.remaining(true).empty())
+    const std::vector<std::string> rest = app.remaining(true);  // `fusejit --json`: options only, no subcommand
+    if (dynamic_cast<const CLI::RequiredError*>(&e) &&
+        std::all_of(rest.begin(), rest.end(), [](const std::string& a) { return a.rfind('-', 0) == 0; }))
       if (const std::optional<ErrorInfo> m = missing_subcommand(app)) return report(*m, json);
     return report(current_error(line), json);  // "fusejit: error: ...", as every other error
   }

@@ -156,7 +156,6 @@ std::string format_diagnostic(const UserError& err, const std::string& file, std
   out += terminal_safe(err.what());
   out += "\n";
   if (!loc.known()) return out;
-  if (src.starts_with("\xEF\xBB\xBF")) src.remove_prefix(3);  // columns count without a UTF-8 BOM (parser.cpp)
   const std::string_view line = source_line(src, loc.line);
   if (line.empty()) return out;  // nothing to point at (e.g. an empty file, a line past the end)
   return out + excerpt_with_caret(line, loc.col == 0 ? 0 : loc.col - 1);

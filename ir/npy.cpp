@@ -210,19 +210,20 @@ void write_npy(const std::string& path, const Tensor& t, Bf16Npy bf16) {
   for (size_t k = 0; k < (v2 ? 4u : 2u); ++k) out += static_cast<char>((hl >> (8 * k)) & 0xff);
   out += header;
 
-  const auto append = [&out](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
+  // The data as written: bf16 widened to f32 (Bf16Npy::F32), bools as bytes 0/1, else the tensor's own bytes.
+  std::vector<float> wide;
+  std::string bools;
+  std::string_view data(reinterpret_cast<const char*>(t.data.data()), t.data.size());
   if (t.dtype == DType::BF16 && bf16 == Bf16Npy::F32) {
-    std::vector<float> wide(static_cast<size_t>(t.numel()));
+    wide.resize(static_cast<size_t>(t.numel()));
     for (size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<float>(t.get(static_cast<int64_t>(i)).f);
-    append(wide.data(), wide.size() * 4);
+    data = std::string_view(reinterpret_cast<const char*>(wide.data()), wide.size() * 4);
   } else if (t.dtype == DType::Bool) {
-    // NumPy bools are bytes 0/1; normalise any other byte.
-    for (std::byte b : t.data) out += static_cast<char>(b != std::byte{0});
-  } else {
-    append(t.data.data(), t.data.size());
+    for (std::byte b : t.data) bools += static_cast<char>(b != std::byte{0});  // NumPy bools are bytes 0/1
+    data = bools;
   }
   // A new file renamed over the old: a symlink at `path` is replaced, never written through.
-  if (const std::string why = replace_file(path, out); !why.empty()) fail(path, "cannot create file: " + why);
+  if (const std::string why = replace_file(path, {out, data}, 0666); !why.empty()) fail(path, "cannot create file: " + why);
 }
 
 namespace {

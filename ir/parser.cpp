@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <cmath>
 #include <limits>
@@ -780,7 +781,7 @@ class Parser {
 Graph parse_graph(std::string_view text, const std::string& file, const DimOverrides& dim_overrides) {
   // A UTF-8 byte-order mark (some editors write one) is not part of the text. Columns on the
   // first line then count from after it.
-  if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  text = without_bom(text);
   Parser p(text, file, dim_overrides);
   return p.run();
 }
@@ -812,6 +813,10 @@ std::string open_problem(int fd, const std::string& path, const FileKind& kind, 
   return "";
 }
 }  // namespace
+
+std::string_view without_bom(std::string_view text) {
+  return text.starts_with("\xEF\xBB\xBF") ? text.substr(3) : text;
+}
 
 std::string read_text_file(const std::string& path) {
   return read_checked_file(path, {"graph file", "graph files", kMaxGraphFileBytes});
@@ -864,19 +869,22 @@ std::string read_checked_file(const std::string& path, const FileKind& kind) {
   return text;
 }
 
-std::string replace_file(const std::string& path, std::string_view bytes) {
+std::string replace_file(const std::string& path, std::initializer_list<std::string_view> pieces, unsigned mode) {
   static std::atomic<unsigned> counter{0};
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-  const std::string tmp = fmt::format("{}.{}.{}.{}.tmp", dir, path.substr(dir.size()), ::getpid(), counter++);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  const std::string tail = fmt::format(".{}.{}.tmp", ::getpid(), counter++);
+  const std::string name = path.substr(dir.size());
+  const std::string tmp = dir + (name.size() + tail.size() + 1 <= NAME_MAX ? "." + name : std::string(".fj")) + tail;
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   bool ok = fd >= 0;
-  for (size_t done = 0; ok && done < bytes.size();) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    done += ok ? static_cast<size_t>(n) : 0;
-  }
+  for (std::string_view bytes : pieces)
+    for (size_t done = 0; ok && done < bytes.size();) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      ok = n > 0;
+      done += ok ? static_cast<size_t>(n) : 0;
+    }
   const int err = errno;
   if (fd >= 0) ok = (::close(fd) == 0) && ok;
   if (ok && ::rename(tmp.c_str(), path.c_str()) == 0) return "";

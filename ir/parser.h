@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,6 +39,10 @@ inline constexpr uint64_t kMaxGraphNodes = uint64_t{1} << 20;
 // Reads `path` and parses it (file = path). Throws UserError if the file cannot be read.
 Graph parse_graph_file(const std::string& path, const DimOverrides& dim_overrides = {});
 
+// Graph text as the parser reads it and counts its columns: without a UTF-8 byte-order mark (some
+// editors write one). Diagnostics render the text so (lib/error.cpp).
+std::string_view without_bom(std::string_view text);
+
 // Reads a whole graph file into a string: the one checked reader for graph files (the library's
 // Graph::load and every command use it). Throws UserError naming the path and the problem when
 // it cannot be opened or read, is not a regular file (a directory, FIFO, device or socket is
@@ -62,10 +67,11 @@ void check_path(std::string_view path, std::string_view what);
 // binaries): the same checks and errors, with `kind`'s words and limit.
 std::string read_checked_file(const std::string& path, const FileKind& kind);
 
-// Writes `bytes` to a new file beside `path` (".NAME.PID.N.tmp") and renames it over `path`: a
-// reader sees the old file or the new one, and a symlink at `path` is replaced, never written
-// through (O_NOFOLLOW | O_EXCL on the new file). Returns "" or why it failed (strerror); the new
+// Writes `pieces`, in order, to a new file beside `path` (".NAME.PID.N.tmp", or ".fj.PID.N.tmp"
+// where that name would pass NAME_MAX) and renames it over `path`: a reader sees the old file or
+// the new one, and a symlink at `path` is replaced, never written through (O_NOFOLLOW | O_EXCL on
+// the new file, made with `mode` less the umask). Returns "" or why it failed (strerror); the new
 // file is removed then. The one writer of whole files (ahead-of-time folders, --save-dir's .npy).
-std::string replace_file(const std::string& path, std::string_view bytes);
+std::string replace_file(const std::string& path, std::initializer_list<std::string_view> pieces, unsigned mode = 0644);
 
 }  // namespace fusejit::ir

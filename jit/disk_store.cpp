@@ -19,7 +19,6 @@
 #include <cstring>
 #include <map>
 #include <random>
-#include <set>
 #include <thread>
 #include <utility>
 
@@ -322,6 +321,8 @@ uint64_t folder_bytes(const fs::path& dir) {
 }
 
 // Lists entries, temp files and lock files (in DIR/ab/) and build folders (in DIR). Never throws.
+// A subfolder a store does not use (folder_problem: another owner's, or open to others) is left
+// out: its files are neither the cache's entries nor fusejit's to evict, clear or count.
 std::vector<ScannedFile> scan(const fs::path& dir) {
   std::vector<ScannedFile> out;
   std::error_code ec;
@@ -334,7 +335,8 @@ std::vector<ScannedFile> scan(const fs::path& dir) {
         out.push_back({top->path(), FileType::Build, std::nullopt, folder_bytes(top->path()), mtime_ns(st), {}});
       continue;
     }
-    if (prefix.size() != 2 || !is_hex(prefix) || top->is_symlink(ec)) continue;
+    if (prefix.size() != 2 || !is_hex(prefix) || top->is_symlink(ec) || !folder_problem(top->path(), false).empty())
+      continue;
     std::error_code ec2;
     for (fs::directory_iterator sub(top->path(), ec2); !ec2 && sub != end; sub.increment(ec2))
       if (auto f = classify(sub->path(), sub->path().filename().string(), prefix)) out.push_back(std::move(*f));
@@ -937,16 +939,7 @@ size_t DiskStore::evict_impl(uint64_t max_bytes, const fs::path& keep) {
   const int64_t stale = stale_before_ns();
   uint64_t total = 0;
   std::vector<ScannedFile*> entries;
-  std::map<fs::path, bool> private_prefix;  // a subfolder skipped (skip_prefix) is neither counted nor touched
-  auto skipped = [&](const ScannedFile& f) {
-    const fs::path prefix = f.path.parent_path();
-    if (prefix == dir_) return false;  // a build folder
-    auto [it, fresh] = private_prefix.try_emplace(prefix, true);
-    if (fresh) it->second = folder_problem(prefix, false).empty();
-    return !it->second;
-  };
-  for (auto& f : files) {
-    if (skipped(f)) continue;
+  for (auto& f : files) {  // scan leaves out a subfolder skipped (skip_prefix): neither counted nor touched
     if (f.type == FileType::Entry && f.odd.empty()) {  // an odd one: a load removes it, with a warning
       total += f.bytes;
       entries.push_back(&f);
@@ -1063,30 +1056,26 @@ std::vector<CacheEntryInfo> list_cache(const fs::path& dir) {
 }
 
 namespace {
-// The subfolders (DIR/ab) a store does not use (folder_problem), with why in s.unusable_subfolders.
-std::set<fs::path> unusable_subfolders(const fs::path& dir, CacheStats& s) {
-  std::set<fs::path> skipped;
+// Why each subfolder (DIR/ab) a store does not use is not used (folder_problem), sorted.
+std::vector<std::string> unusable_subfolders(const fs::path& dir) {
+  std::vector<std::string> out;
   std::error_code ec;
   for (fs::directory_iterator top(dir, ec), end; !ec && top != end; top.increment(ec)) {
     const std::string name = top->path().filename().string();
     struct stat st;
     if (name.size() == 2 && is_hex(name) && ::lstat(top->path().c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-      if (std::string problem = folder_problem(top->path(), false); !problem.empty()) {
-        s.unusable_subfolders.push_back(std::move(problem));
-        skipped.insert(top->path());
-      }
+      if (std::string problem = folder_problem(top->path(), false); !problem.empty()) out.push_back(std::move(problem));
   }
-  std::sort(s.unusable_subfolders.begin(), s.unusable_subfolders.end());
-  return skipped;
+  std::sort(out.begin(), out.end());
+  return out;
 }
 }  // namespace
 
 CacheStats cache_stats(const fs::path& dir) {
   CacheStats s;
   s.dir = dir;
-  const std::set<fs::path> skipped = unusable_subfolders(dir, s);  // their entries are not the cache's
+  s.unusable_subfolders = unusable_subfolders(dir);  // list_cache leaves their entries out (scan)
   for (const auto& e : list_cache(dir)) {
-    if (skipped.count(e.path.parent_path())) continue;
     ++s.entries;
     s.bytes += e.file_bytes;
     if (!e.valid) {
@@ -1099,7 +1088,7 @@ CacheStats cache_stats(const fs::path& dir) {
     }
   }
   for (const auto& f : scan(dir))
-    if ((f.type == FileType::Temp || f.type == FileType::Build) && !skipped.count(f.path.parent_path())) ++s.temp_files;
+    if (f.type == FileType::Temp || f.type == FileType::Build) ++s.temp_files;
   return s;
 }
 

@@ -289,7 +289,7 @@ std::vector<std::string> default_compile_options(bool fast_math) {
   if (fast_math) {
     o.push_back("--use_fast_math");
   } else {
-    o.insert(o.end(), {"--fmad=false", "--ftz=false", "--prec-div=true", "--prec-sqrt=true"});
+    o.insert(o.end(), std::begin(kStrictFloatOptions), std::end(kStrictFloatOptions));
   }
   return o;
 }

@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -88,6 +89,12 @@ std::vector<int> nvrtc_supported_archs();
 std::vector<std::string> default_compile_options(bool fast_math);
 
 // A CompileError's message holds the whole generated source up to this many lines.
+// The options strict mode compiles with (default_compile_options): IEEE results, no contraction,
+// no flush to zero, correctly rounded division and square root, so kernels give the reference's
+// bits. lib/options.cpp refuses extra options that undo one of them.
+inline constexpr std::string_view kStrictFloatOptions[] = {"--fmad=false", "--ftz=false", "--prec-div=true",
+                                                           "--prec-sqrt=true"};
+
 inline constexpr int kCompileErrorSourceLines = 400;
 
 // A compilation that NVRTC rejected (or an NVRTC API failure). what() is a complete report:

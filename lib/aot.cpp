@@ -44,7 +44,7 @@ using nlohmann::json;
 
 // ir::replace_file: a reader sees the old file or the new one; a symlink at `p` is replaced.
 void write_text(const fs::path& p, std::string_view text) {
-  if (const std::string why = ir::replace_file(p.string(), text); !why.empty())
+  if (const std::string why = ir::replace_file(p.string(), {text}); !why.empty())
     throw ir::UserError(fmt::format("cannot write '{}': {}", p.string(), why));
 }
 
@@ -693,12 +693,41 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
   return out;
 }
 
+namespace {
+// graph.txt at index.json's "dims": a size its shapes cannot take is the index's error.
+Graph with_index_dims(const AotFolder& f, const Graph& parsed, const DimValues& dims, const std::string& graph_file) {
+  try {
+    return parsed.with_dims(dims);
+  } catch (const Error& e) {
+    throw ir::UserError(fmt::format("'{}': its \"dims\" do not fit '{}': {}", (f.dir / "index.json").string(),
+                                    graph_file, e.what()));
+  }
+}
+
+// The caller's options in the folder's mode, target and NVRTC options, which check_extra_nvrtc_options
+// takes (a folder written before a rule, or edited: a strict index whose options loosen float math).
+Options folder_options(const AotFolder& f, const Options& options) {
+  Options o = options;
+  o.fast_math = f.index["fast_math"].get<bool>();
+  o.nvrtc_options = f.index["nvrtc_options"].get<std::vector<std::string>>();
+  o.arch = f.index["target"].get<std::string>();
+  o.dump_dir.clear();
+  try {
+    check_extra_nvrtc_options(o);
+  } catch (const ir::UserError& e) {
+    bad_index("'" + (f.dir / "index.json").string() + "'", std::string("\"nvrtc_options\": ") + e.what());
+  }
+  return o;
+}
+}  // namespace
+
 Program Program::load(const std::string& dir, const Options& options) {
   return translate_errors([&] {
     check_options(options);
     ir::check_path(dir, "ahead-of-time folder");
     if (std::error_code ec; fs::is_regular_file(dir, ec))  // the index itself, say: name the folder
-      throw ir::UserError(fmt::format("'{}' is a file: Program::load takes the folder `fusejit compile -o` wrote{}", dir,
+      throw ir::UserError(fmt::format("'{}' is a file: {} takes the folder `fusejit compile -o` wrote{}", dir,
+                                      options.message_style == MessageStyle::Python ? "fusejit.load" : "Program::load",
                                       fs::path(dir).filename() == "index.json" ? " (this file's folder)" : ""));
     const FolderLock lock(dir, LOCK_SH);
     std::shared_ptr<AotFolder> f = read_folder(dir);
@@ -714,19 +743,8 @@ Program Program::load(const std::string& dir, const Options& options) {
       if (std::none_of(declared.begin(), declared.end(), [&](const auto& d) { return d.first == dim.first; }))
         bad_index("'" + (f->dir / "index.json").string() + "'",
                   fmt::format("\"dims\" names dim '{}', which '{}' does not declare", dim.first, graph_file));
-    const Graph graph = [&] {
-      try {
-        return parsed.with_dims(dims);
-      } catch (const Error& e) {  // a value of index.json's "dims" that graph.txt's shapes cannot take
-        throw ir::UserError(fmt::format("'{}': its \"dims\" do not fit '{}': {}", (f->dir / "index.json").string(),
-                                        graph_file, e.what()));
-      }
-    }();
-    Options o = options;
-    o.fast_math = x["fast_math"].get<bool>();
-    o.nvrtc_options = x["nvrtc_options"].get<std::vector<std::string>>();
-    o.arch = x["target"].get<std::string>();
-    o.dump_dir.clear();
+    const Graph graph = with_index_dims(*f, parsed, dims, graph_file);
+    const Options o = folder_options(*f, options);
     // graph.txt is the one the binaries came from, checked on any machine (planned as
     // compile_to_dir plans it: the kernels do not depend on the GPU's shared memory).
     const std::shared_ptr<const Impl> planned = rewrite_and_plan(graph, o, 0);

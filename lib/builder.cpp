@@ -93,6 +93,16 @@ constexpr const char* kDeadBuilder =
     "a value of a GraphBuilder that no longer exists: values must not outlive their builder "
     "(build the graph while its builder is alive, or keep the Graph that build() returns)";
 
+// A folded literal as a literal Value (weak, of its category).
+Value literal_value(const ir::Literal& l) {
+  switch (l.cat) {
+    case ir::Category::Bool: return Value(l.i != 0);
+    case ir::Category::Int: return Value(l.i);
+    case ir::Category::Float: break;
+  }
+  return Value(l.f);
+}
+
 }  // namespace
 
 GraphBuilder::GraphBuilder(std::string graph_name) {
@@ -121,8 +131,10 @@ GraphBuilder* GraphBuilder::owner_of(const Value& v) {
 int32_t GraphBuilder::node_of(const Value& v) {
   impl_->check_usable();
   if (v.empty_) throw Error(ErrorKind::User, kEmptyValue);
-  if (v.owner_ == this && v.serial_ != serial_) throw Error(ErrorKind::User, kDeadBuilder);
-  if (v.owner_ != this) throw Error(ErrorKind::User, "value belongs to another GraphBuilder");
+  if (v.owner_ != this || v.serial_ != serial_) {
+    owner_of(v);  // throws kDeadBuilder for a value of a builder gone (at this address or another)
+    throw Error(ErrorKind::User, "value belongs to another GraphBuilder");
+  }
   if (v.id_ < 0 || v.id_ >= impl_->b.graph().size())
     throw Error(ErrorKind::User, "value does not belong to this GraphBuilder's graph");
   return v.id_;
@@ -131,7 +143,7 @@ int32_t GraphBuilder::node_of(const Value& v) {
 DimRef GraphBuilder::dim(const std::string& name, int64_t value) {
   impl_->check_usable();
   return translate_errors([&] {
-    return impl_->define(name, ir::NameKind::Dim, [&] { return DimRef{impl_->b.add_dim(name, value), impl_.get()}; });
+    return impl_->define(name, ir::NameKind::Dim, [&] { return DimRef{impl_->b.add_dim(name, value), impl_.get(), serial_}; });
   });
 }
 
@@ -141,9 +153,10 @@ Value GraphBuilder::input(const std::string& name, DType dtype, const std::vecto
   return translate_errors([&] {
     ir::Shape s;
     for (const Extent& e : shape) {
-      if (e.named && (e.builder != impl_.get() || e.dim < 0 || e.dim >= static_cast<int32_t>(impl_->b.graph().dims.size())))
+      const bool ours = e.builder == impl_.get() && e.serial == serial_;  // an address alone may be a new builder's
+      if (e.named && (!ours || e.dim < 0 || e.dim >= static_cast<int32_t>(impl_->b.graph().dims.size())))
         throw ir::UserError(fmt::format("input '{}': extent {} of its shape is a DimRef this builder's dim() did not "
-                                        "return (a default DimRef, or one of another builder)",
+                                        "return (a default DimRef, or one of another builder, alive or not)",
                                         name, s.size()));
       s.push_back(ir::Dim{e.named ? 0 : e.size, e.named ? e.dim : -1});
     }
@@ -175,6 +188,7 @@ Value GraphBuilder::op(std::string_view name, const std::vector<Value>& args) {
     for (const Value& v : args)
       ops.push_back(v.is_literal() ? ir::Operand::of(to_ir_literal(v.lit_)) : ir::Operand::of(node_of(v)));
     ir::Operand r = impl_->b.apply(op, ops);
+    if (r.is_literal()) return literal_value(r.lit);  // folded, and weak, as in graph text
     return Value(this, serial_, impl_->b.materialize(r));
   });
 }

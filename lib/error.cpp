@@ -13,6 +13,7 @@
 
 #include "ir/builder.h"
 #include "ir/diagnostic.h"
+#include "ir/parser.h"
 #include "ir/dim_alignment.h"
 #include "ir/error.h"
 #include "ir/passes/dce.h"
@@ -61,7 +62,8 @@ void rethrow_current(const std::string& file, std::string_view source) {
   } catch (const ir::UserError& e) {
     // An error without a place in the graph (a launch's arguments) names no graph file.
     std::string shown = file.empty() ? std::string("<graph>") : file;
-    std::string diag = !e.loc().known() ? "error: " + std::string(e.what()) : ir::format_diagnostic(e, shown, source);
+    std::string diag =
+        !e.loc().known() ? "error: " + std::string(e.what()) : ir::format_diagnostic(e, shown, ir::without_bom(source));
     throw Error(ErrorKind::User, e.what(), file, static_cast<int>(e.loc().line), static_cast<int>(e.loc().col), diag);
   } catch (const ir::InternalError& e) {
     throw Error(ErrorKind::Internal, e.what(), {}, 0, 0, "internal error (a fusejit bug; please report it): " + std::string(e.what()));

@@ -98,8 +98,10 @@ void check_options(const Options& o);
 // Whether an NVRTC option chooses the target (-arch, --gpu-architecture, ...): Options::arch does,
 // and the output is labelled with it, so Options::nvrtc_options and a folder's index.json may not.
 bool chooses_target(std::string_view nvrtc_option);
-// Throws ir::UserError for an Options::nvrtc_options entry that chooses_target or makes NVRTC read
-// files (-I, --pre-include, precompiled headers): the cache key could not see their contents.
+// Throws ir::UserError for an Options::nvrtc_options entry fusejit does not take (lib/options.cpp,
+// refusal): one that chooses the target, reads files (-I, --pre-include, precompiled headers: the
+// cache key could not see them), defines a macro, changes what NVRTC writes, is not one word, or,
+// without fast_math, loosens the strict mode's float math. Program::load applies it to an index.
 void check_extra_nvrtc_options(const Options& o);
 
 // The value of every graph param (slot order, each converted to its param's dtype) from named or

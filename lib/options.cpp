@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 
+#include "ir/diagnostic.h"
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "jit/codegen.h"
 #include "jit/kernel_abi.h"
+#include "jit/nvrtc.h"
 #include "lib/internal.h"
 
 namespace fusejit {
@@ -52,41 +54,70 @@ bool chooses_target(std::string_view nvrtc_option) {
   return false;
 }
 
-// Whether an NVRTC option makes the compile read files (headers, precompiled headers), whose
-// contents the kernel cache's key cannot see: an edited header would reuse a stale binary.
-bool reads_files(std::string_view nvrtc_option) {
-  for (std::string_view p : {"-I", "--include-path", "-include", "--pre-include", "--pch", "-pch", "--use-pch",
-                             "-use-pch", "--create-pch", "-create-pch", "--pch-dir", "-pch-dir"})
-    if (nvrtc_option.starts_with(p)) return true;
-  return false;
+namespace {
+
+// The NVRTC option without its leading dashes ("--fmad=true": "fmad=true").
+std::string_view bare(std::string_view nvrtc_option) {
+  return nvrtc_option.substr(std::min(nvrtc_option.find_first_not_of('-'), nvrtc_option.size()));
 }
 
-// Whether an NVRTC option undoes one of the strict mode's (jit/nvrtc.cpp: --fmad=false --ftz=false
-// --prec-div=true --prec-sqrt=true; the caller's options come last, so they would win): the
-// kernels would no longer give the reference's bits while `fusejit run` said "strict (bitwise)".
+// Whether an NVRTC option undoes one of the strict mode's (jit::kStrictFloatOptions; the caller's
+// options come last, so they would win): the kernels would no longer give the reference's bits
+// while `fusejit run` said "strict (bitwise)". "--fmad=false" is undone by "fmad=true".
 bool loosens_float_math(std::string_view nvrtc_option) {
-  const std::string_view o = nvrtc_option.substr(std::min(nvrtc_option.find_first_not_of('-'), nvrtc_option.size()));
-  for (std::string_view p : {"use_fast_math", "fmad=true", "ftz=true", "prec-div=false", "prec-sqrt=false"})
-    if (o == p) return true;
+  const std::string_view o = bare(nvrtc_option);
+  if (o == "use_fast_math") return true;
+  for (std::string_view strict : jit::kStrictFloatOptions) {
+    strict = bare(strict);
+    const size_t eq = strict.find('=');
+    const std::string_view flipped = strict.substr(eq + 1) == "true" ? "false" : "true";
+    if (o.substr(0, eq + 1) == strict.substr(0, eq + 1) && o.substr(eq + 1) == flipped) return true;
+  }
   return false;
 }
 
-// An -arch among the extra options would silently build for another GPU than the one named.
+// Why an extra NVRTC option is refused whatever the mode ("" if it is not): it chooses the target
+// (it would silently build for another GPU than the one named), makes the compile read files whose
+// contents the kernel cache's key cannot see, defines macros (the preludes' math calls are names a
+// macro can replace), changes what NVRTC writes (relocatable or no code), or is not one word (NVRTC
+// reads " --fmad=true" and "--fmad" then "true" as the option; a check of whole words would not).
+std::string refusal(std::string_view opt, const Options& o) {
+  const std::string_view b = bare(opt);
+  const auto any_of = [&](std::initializer_list<std::string_view> names, bool prefix) {
+    return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return prefix ? b.starts_with(n) : b == n; });
+  };
+  if (opt.empty() || opt.find_first_of(std::string_view(" \t\n\r\v\f\0", 7)) != std::string_view::npos)
+    return "is not one word (an option and its value go in one string: --maxrregcount=32)";
+  if (any_of({"fmad", "ftz", "prec-div", "prec-sqrt", "maxrregcount", "std", "gpu-architecture", "arch"}, false))
+    return "takes its value in the same string (--fmad=false, --maxrregcount=32)";
+  if (chooses_target(opt) || any_of({"arch", "gpu-architecture", "gpu-name"}, true))
+    return "chooses the target; use " + option_name(OptionField::Arch, o.message_style) + " instead";
+  if (opt.starts_with("-I") || any_of({"include-path", "include", "pre-include", "pch", "use-pch", "create-pch",
+                                        "pch-dir"}, true))
+    return "makes the compile read files whose contents the kernel cache's key cannot see (an edited header would "
+           "reuse a stale binary); fusejit's kernels include only its own preludes, so no include path or header is "
+           "needed";
+  const bool tuning = opt.starts_with("-DFJ_RED_MIN_BLOCKS=") || b.starts_with("define-macro=FJ_RED_MIN_BLOCKS=");
+  if (!tuning && (opt.starts_with("-D") || opt.starts_with("-U") || any_of({"define-macro", "undefine-macro"}, true)))
+    return "defines a macro, which can change the preludes' semantics (a macro can rename a math call); fusejit's "
+           "kernels take none but FJ_RED_MIN_BLOCKS (a launch bound, docs/ops.md)";
+  if (any_of({"dc", "dw", "rdc", "device-c", "device-w", "relocatable-device-code", "fdevice-syntax-only",
+              "fdevice-time-trace", "ptx", "dlink-time-opt", "dlto"}, true))
+    return "changes what NVRTC writes (relocatable code, or none), which fusejit loads as a whole kernel image";
+  if (!o.fast_math && loosens_float_math(opt))
+    return "changes floating-point results, which strict mode keeps bit for bit equal to the reference (it compiles "
+           "with --fmad=false --ftz=false --prec-div=true --prec-sqrt=true); for fast math, use " +
+           option_name(OptionField::FastMath, o.message_style);
+  return "";
+}
+
+}  // namespace
+
+// Options::nvrtc_options that fusejit takes (refusal(): a UserError naming the option otherwise).
 void check_extra_nvrtc_options(const Options& o) {
-  for (const std::string& opt : o.nvrtc_options) {
-    if (!o.fast_math && loosens_float_math(opt))
-      throw ir::UserError("NVRTC option '" + opt + "' changes floating-point results, which strict mode keeps " +
-                          "bit for bit equal to the reference (it compiles with --fmad=false --ftz=false " +
-                          "--prec-div=true --prec-sqrt=true); for fast math, use " +
-                          option_name(OptionField::FastMath, o.message_style));
-    if (chooses_target(opt))
-      throw ir::UserError("NVRTC option '" + opt + "' chooses the target; use " +
-                          option_name(OptionField::Arch, o.message_style) + " instead");
-    if (reads_files(opt))
-      throw ir::UserError("NVRTC option '" + opt + "' makes the compile read files whose contents the kernel "
-                          "cache's key cannot see (an edited header would reuse a stale binary); fusejit's kernels "
-                          "include only its own preludes, so no include path or header is needed");
-  }
+  for (const std::string& opt : o.nvrtc_options)
+    if (const std::string why = refusal(opt, o); !why.empty())
+      throw ir::UserError("NVRTC option '" + ir::terminal_safe(opt) + "' " + why);
 }
 
 void check_options(const Options& o) {

@@ -503,22 +503,26 @@ const Graph& Program::rewritten() const { return impl_->rewritten; }
 std::vector<size_t> Program::positions_of(std::span<const std::string_view> names, bool outputs) const {
   const std::vector<TensorInfo> infos = outputs ? graph().outputs() : graph().inputs();
   const std::string_view what = outputs ? "output" : "input";
-  std::string all;  // "'x', 'w'": the names a message lists
+  std::string all;  // "its inputs: 'x', 'w'": the names a message lists
   for (const TensorInfo& t : infos) all += fmt::format("{}'{}'", all.empty() ? "" : ", ", t.name);
+  all = all.empty() ? fmt::format("it has no {}s", what) : fmt::format("its {}s: {}", what, all);
   const auto known = [&](std::string_view n) {
     return std::any_of(infos.begin(), infos.end(), [&](const TensorInfo& t) { return t.name == n; });
   };
+  const std::vector<ParamInfo> params = graph().params();
   for (auto n = names.begin(); n != names.end(); ++n) {
     if (std::find(names.begin(), n, *n) != n)
       throw Error(ErrorKind::User, fmt::format("{} '{}' is given twice", what, *n));
+    const bool param = std::any_of(params.begin(), params.end(), [&](const ParamInfo& p) { return p.name == *n; });
     if (!known(*n))
-      throw Error(ErrorKind::User, fmt::format("the graph has no {} '{}' (its {}s: {})", what, *n, what, all));
+      throw Error(ErrorKind::User, fmt::format("the graph has no {} '{}' ({}{})", what, *n, all,
+                                               param ? "; it is a param: give it in the Params argument" : ""));
   }
   std::vector<size_t> order;
   for (const TensorInfo& t : infos) {
     const auto n = std::find(names.begin(), names.end(), t.name);
     if (n == names.end())
-      throw Error(ErrorKind::User, fmt::format("{} '{}' is not given (the graph's {}s: {})", what, t.name, what, all));
+      throw Error(ErrorKind::User, fmt::format("{} '{}' is not given ({})", what, t.name, all));
     order.push_back(static_cast<size_t>(n - names.begin()));
   }
   return order;

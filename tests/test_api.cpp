@@ -798,7 +798,22 @@ TEST_CASE("a Value used after its GraphBuilder is gone is a user error, also whe
   const fj::Value c = b2.input("c", fj::DType::F32, {4});
   CHECK_THROWS_WITH_AS((void)(leaked + c), doctest::Contains(dead.c_str()), fj::Error);
   CHECK_THROWS_WITH_AS((void)(c + leaked), doctest::Contains(dead.c_str()), fj::Error);
-  CHECK_THROWS_WITH_AS(b2.op("exp", leaked), "value belongs to another GraphBuilder", fj::Error);
+  CHECK_THROWS_WITH_AS(b2.op("exp", leaked), doctest::Contains(dead.c_str()), fj::Error);
+  const fj::Value other = fj::GraphBuilder().input("o", fj::DType::F32, {4});  // its builder is gone too
+  CHECK_THROWS_WITH_AS(b2.op("exp", other), doctest::Contains(dead.c_str()), fj::Error);
+  fj::GraphBuilder b3;
+  CHECK_THROWS_WITH_AS(b2.op("exp", b3.input("t", fj::DType::F32, {4})), "value belongs to another GraphBuilder",
+                       fj::Error);
+  // A DimRef of a builder gone: refused, also where a new builder's state took its address.
+  fj::DimRef stale;
+  {
+    fj::GraphBuilder b4;
+    stale = b4.dim("T", 4);
+  }
+  fj::GraphBuilder b5;
+  (void)b5.dim("N", 8);
+  CHECK_THROWS_WITH_AS(b5.input("x", fj::DType::F32, {stale}), doctest::Contains("a DimRef this builder's dim() did not"),
+                       fj::Error);
   // The same storage: a builder made where the old one was has its address; the old value's node
   // id names a node of the new graph, which it must not reach.
   std::optional<fj::GraphBuilder> slot;
@@ -832,8 +847,13 @@ TEST_CASE("inputs and outputs by name, in the graph's order; unknown, repeated a
   CHECK_THROWS_WITH_AS(p.inputs_by_name<fj::TensorView>({{"gate", gate}, {"gate", up}}), "input 'gate' is given twice",
                        fj::Error);
   CHECK_THROWS_WITH_AS(p.inputs_by_name<fj::TensorView>({{"gate", gate}}),
-                       "input 'up' is not given (the graph's inputs: 'gate', 'up')", fj::Error);
+                       "input 'up' is not given (its inputs: 'gate', 'up')", fj::Error);
   CHECK_THROWS_WITH_AS(p.outputs_by_name<fj::TensorRef>({{"gate", y}}), "the graph has no output 'gate' (its outputs: 'y')",
+                       fj::Error);
+  const fj::Program q = fj::Program::compile(
+      fj::Graph::parse("param s : f32 = 2\ninput x : f32[2]\ny = x * s\noutput y\n"), cpu_options());
+  CHECK_THROWS_WITH_AS(q.inputs_by_name<fj::TensorView>({{"s", gate}}),
+                       "the graph has no input 's' (its inputs: 'x'; it is a param: give it in the Params argument)",
                        fj::Error);
 }
 
@@ -874,6 +894,42 @@ TEST_CASE("extra NVRTC options that loosen float math are refused in strict mode
     CHECK_NOTHROW(fj::Program::compile(build_swiglu(), o));
   }
   o.fast_math = false;
-  o.nvrtc_options = {"--fmad=false", "--ftz=false", "--maxrregcount=32"};  // strict's own, and others
+  o.nvrtc_options = {"--fmad=false", "--ftz=false", "--maxrregcount=32", "-DFJ_RED_MIN_BLOCKS=6"};  // and a knob
   CHECK_NOTHROW(fj::Program::compile(build_swiglu(), o));
+  // A hostile tester's ways past a check of whole words: blanks, a value in its own string, a NUL,
+  // a macro renaming a math call, output kinds fusejit cannot load, a padded -arch or -I.
+  const std::pair<std::string, const char*> refused[] = {
+      {" --fmad=true", "is not one word"},          {"--fmad=true ", "is not one word"},
+      {"--use_fast_math\t", "is not one word"},     {std::string("--fmad=true\0", 12), "is not one word"},
+      {"--fmad", "takes its value in the same string"}, {"-ftz", "takes its value in the same string"},
+      {"-Dsqrtf=__fsqrt_rz", "defines a macro"},    {"--define-macro=X", "defines a macro"},
+      {"-UFJ_DEVICE_CODE", "defines a macro"},      {"-dc", "changes what NVRTC writes"},
+      {"--relocatable-device-code=true", "changes what NVRTC writes"},
+      {"-fdevice-syntax-only", "changes what NVRTC writes"}, {" -arch=sm_80", "is not one word"},
+      {"-arch=sm_80", "chooses the target"},        {"-I/tmp", "makes the compile read files"},
+      {"", "is not one word"}};
+  for (const auto& r : refused) {
+    const std::string opt = r.first;
+    CAPTURE(opt);
+    o.nvrtc_options = {opt};
+    for (const bool fast : {false, true}) {
+      o.fast_math = fast;
+      CHECK_THROWS_WITH_AS(fj::Program::compile(build_swiglu(), o), doctest::Contains(r.second), fj::Error);
+    }
+  }
+}
+
+TEST_CASE("an op of literals only folds as graph text does, into a weak literal (it was an f32 constant)") {
+  fj::GraphBuilder b;
+  const fj::Value x = b.input("x", fj::DType::F64, {3});
+  const fj::Value folded = b.op("logaddexp", 1.0, 2.0);
+  REQUIRE(folded.literal().has_value());
+  CHECK(folded.literal()->f == 2 + std::log1p(std::exp(-1.0)));
+  CHECK(b.op("add", 2, 3).literal()->i == 5);
+  CHECK(b.op("lt", 1, 2).literal()->kind == fj::Scalar::Kind::Bool);
+  b.output("y", x + folded);
+  const fj::Graph built = b.build();
+  const fj::Graph text = fj::Graph::parse("input x : f64[3]\ny = x + logaddexp(1.0, 2.0)\noutput y\n");
+  CHECK(built.to_text() == text.to_text());
+  CHECK_FALSE(x.literal().has_value());
 }

@@ -31,7 +31,7 @@ std::string diagnose(const std::string& text, const std::string& file) {
   try {
     parse_graph(text, file);
   } catch (const UserError& e) {
-    return format_diagnostic(e, file, text);
+    return format_diagnostic(e, file, without_bom(text));  // as the library renders graph text
   }
   return "<parsed>";
 }

@@ -936,6 +936,11 @@ TEST_CASE("a subfolder that is not private is skipped alone: one warning, the ot
   evicting.evict_to(1);  // everything else goes; the skipped subfolder is not touched
   CHECK(fs::exists(planted));
   CHECK(tree(bad) == before);
+  // list and clear agree with stats (a reviewer's find: list showed the planted file, clear removed it)
+  for (const auto& e : fusejit::jit::list_cache(dir)) CHECK(e.path.parent_path() != bad);
+  (void)fusejit::jit::clear_cache(dir);
+  CHECK(fs::exists(planted));
+  CHECK(tree(bad) == before);
   fs::remove_all(dir.parent_path());
 }
 

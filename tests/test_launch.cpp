@@ -1134,6 +1134,9 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
       {[](nlohmann::json& x) { x["kernels"][0]["nvrtc_options"].push_back("--use_fast_math"); },
        "was compiled with NVRTC options"},
       {[](nlohmann::json& x) { x["nvrtc_options"] = {"--maxrregcount=32"}; }, "was compiled with NVRTC options"},
+      // A strict index whose options loosen float math (written before the rule, or edited).
+      {[](nlohmann::json& x) { x["nvrtc_options"] = {"--fmad=true"}; },
+       "index.json': \"nvrtc_options\": NVRTC option '--fmad=true' changes floating-point results"},
       {[](nlohmann::json& x) { x["kernels"][0]["nvrtc_options"] = 5; }, "\"nvrtc_options\" is not an array"},
       {[](nlohmann::json& x) { x["kernels"][0]["binary_xxh3"] = "zz"; }, "\"binary_xxh3\" is not 32 hex digits"},
       {[](nlohmann::json& x) { x["kernels"][0]["binary_xxh3"] = std::string(32, '0'); },

@@ -359,3 +359,11 @@ TEST_CASE("write_npy replaces a symlink at the path, never writing through it (-
   CHECK_THROWS_AS(write_npy(dir, x), FileError);
   for (const auto& e : fs::directory_iterator(tmp_dir())) CHECK(e.path().extension() != ".tmp");
 }
+
+TEST_CASE("write_npy: a file name of 250 bytes is written (its temporary file's name stays under NAME_MAX)") {
+  const std::string name = std::string(246, 'n') + ".npy";
+  Tensor x(DType::F32, {2});
+  write_npy(tmp(name), x);
+  CHECK(read_npy(tmp(name)).shape == std::vector<int64_t>{2});
+  fs::remove(tmp(name));
+}

@@ -215,7 +215,7 @@ def torch_dtype(dtype: str) -> Any:
 _DTYPE_NAMES = ("bool", "i8", "u8", "i32", "i64", "f16", "bf16", "f32", "f64")
 
 
-def _dtype_name(dtype: Any) -> str:
+def _dtype_name(dtype: Any, of_array: bool = False) -> str:
     """The fusejit name of a dtype argument that is not a string (GraphBuilder.input, param, cast):
     a PyTorch dtype (torch.bfloat16), or what ``np.dtype()`` takes (np.float32, np.dtype("<f4"),
     ml_dtypes.bfloat16, float, bool), matched with the tables of torch_dtype and numpy_dtype.
@@ -241,10 +241,10 @@ def _dtype_name(dtype: Any) -> str:
         if dt is not None and not dt.isnative:
             raise UserError(f"dtype {dtype!r}: big-endian; fusejit's dtypes are in the machine's byte order "
                             f"({dt.newbyteorder('=').str!r})")
-    _no_such_dtype(dtype)
+    _no_such_dtype(dtype, of_array)
 
 
-def _no_such_dtype(dtype: Any) -> NoReturn:
+def _no_such_dtype(dtype: Any, of_array: bool = False) -> NoReturn:
     """The UserError for a dtype fusejit has none of, named as NumPy names it where NumPy knows it."""
     import numpy as np
 
@@ -253,8 +253,12 @@ def _no_such_dtype(dtype: Any) -> NoReturn:
     except (TypeError, ValueError):
         what = f"dtype {dtype!r}"
     held = " (bf16 or f16 bits held as uint16: pass a.view(ml_dtypes.bfloat16) or a.view(np.float16))"
+    held = held if what == "NumPy dtype uint16" else ""
+    if of_array:  # an array's dtype (_fuse): cast the array
+        raise UserError(f"{what} is none of fusejit's dtypes: cast the array to one first (a.astype(np.int32), "
+                        f"a.astype(np.float32), ...){held}")
     raise UserError(f"{what}: fusejit has no such dtype; use a name ({', '.join(_DTYPE_NAMES)}) or the NumPy or "
-                    "PyTorch dtype of one" + (held if what == "NumPy dtype uint16" else ""))
+                    "PyTorch dtype of one" + held)
 
 
 _NUMPY_DTYPES: dict[str, Any] = {}  # fusejit dtype name -> NumPy dtype, for outputs fusejit allocates

@@ -100,7 +100,7 @@ def reduce(name: str, x: Value, axes: Any = None, keepdim: bool | None = None, *
     saying what fusejit calls it, as GraphBuilder.reduce's."""
     if keepdims is not None and keepdim is not None:
         raise TypeError("reduce(): give keepdim or NumPy's keepdims, not both")
-    keepdim = _flag_of(keepdims if keepdims is not None else keepdim, "keepdims" if keepdims is not None else "keepdim")
+    keepdim = keepdims if keepdims is not None else keepdim  # a bool: GraphBuilder.reduce checks it
     if not isinstance(x, Value):
         raise UserError(f"reduce('{name}'): x must be a fusejit.Value, got {type(x).__name__}")
     return x.builder.reduce(name, x, axes, keepdim=keepdim, correction=correction, initial=initial, **unknown)
@@ -115,7 +115,9 @@ def _array_ufunc(self: Value, ufunc: Any, method: str, *inputs: Any, **kwargs: A
         extra = f"np.{name}.{method}" if method != "__call__" else f"np.{name}(..., {', '.join(kwargs)}=)"
         d = kwargs.get("dtype")
         shown = f"np.{d.__name__}" if isinstance(d, type) else repr(str(d))
-        cast = f"; cast the operands first: np.{name}(v.astype({shown}))" if "dtype" in kwargs else ""
+        operands = ", ".join(f"{v}.astype({shown})" for v in ("a", "b", "c")[:ufunc.nin]) if ufunc.nin > 1 else \
+            f"v.astype({shown})"
+        cast = f"; cast the operands first: np.{name}({operands})" if "dtype" in kwargs else ""
         raise TypeError(f"{extra} is not supported on fusejit values (only the plain call np.{name}(...)){cast}")
     if name == "square":  # a bool is squared as `v ** 2` (PyTorch's int64), not as logical `v * v`
         v = inputs[0]
@@ -492,16 +494,6 @@ def _changed(snap: Snapshot) -> bool:
     return now.keys() != snap.state.keys() or any(now[n] is not e for n, e in snap.state.items())
 
 
-def _of_an_array(why: str) -> str:
-    """dtype_name's message, worded for a dtype argument ("use a name ... or the NumPy dtype of
-    one"), as it fits an array argument: cast it."""
-    if "fusejit has no such dtype" not in why:
-        return why
-    held = why[why.find(" (bf16 or f16"):] if "(bf16 or f16" in why else ""
-    return (f"{why.split(':')[0]} is none of fusejit's dtypes: cast the array to one first "
-            f"(a.astype(np.int32), a.astype(np.float32), ...){held}")
-
-
 class _Entry:
     """One traced pattern: its program, input order and how results map back to the function's."""
 
@@ -696,7 +688,7 @@ class Fused:
             try:
                 name = DTYPE_NAMES.get(dt) or dtype_name(dt)
             except UserError as e:
-                raise UserError(f"{self.__name__}: argument '{tag_name(tag)}': {_of_an_array(e.message)}") from None
+                raise UserError(f"{self.__name__}: argument '{tag_name(tag)}': {e.message}") from None
             parts.append((tag, name, shape))
             arrays.append(v)
         return (static, tuple(parts)), arrays

@@ -192,7 +192,7 @@ _NO_DTYPE: dict = {}  # array dtype fusejit lacks -> why (UserError's message)
 def dtype_name(dt: Any) -> str:
     """fusejit's name of an array's dtype (NumPy's, PyTorch's or CuPy's), looked up once per dtype
     (both tables hold the few dtypes a program meets; cleared past 256). UserError for a dtype
-    fusejit lacks; TypeError for an unhashable one."""
+    fusejit lacks (saying to cast the array); TypeError for an unhashable one."""
     name = DTYPE_NAMES.get(dt)
     if name is not None:
         return name
@@ -200,7 +200,7 @@ def dtype_name(dt: Any) -> str:
     if why is None:
         from . import _dtype_name
         try:
-            name = _dtype_name(dt)
+            name = _dtype_name(dt, of_array=True)
         except UserError as e:
             why = e.message
         table, entry = (DTYPE_NAMES, name) if why is None else (_NO_DTYPE, why)

@@ -305,10 +305,13 @@ void bind_graph_builder(nb::module_& m) {
               throw Error(ErrorKind::User, "op 'cast' takes a dtype: use v.astype(dtype), or GraphBuilder.cast(x, dtype)");
             std::vector<fusejit::Value> vs;
             for (nb::handle a : args) vs.push_back(to_value(a, self));
-            return PyValue{cpp(self).op(name, vs), nb::borrow(self)};
+            const fusejit::Value v = cpp(self).op(name, vs);
+            if (const std::optional<fusejit::Scalar> lit = v.literal()) return scalar_to_py(*lit);  // folded
+            return nb::cast(PyValue{v, nb::borrow(self)});
           },
           "name"_a, "args"_a,
-          "Any elementwise op of docs/ops.md by name: op('tanh', x), op('where', c, a, b), op('maximum', x, 0).")
+          "Any elementwise op of docs/ops.md by name: op('tanh', x), op('where', c, a, b), op('maximum', x, 0). "
+          "Operands that are all literals fold as graph text folds them: op('exp', 1.0) is the float exp(1).")
       .def(
           "reduce",
           [](nb::handle self, std::string_view name, nb::handle x, nb::handle axes, nb::handle keepdim,

@@ -327,7 +327,9 @@ void launch(const fusejit::Program& p, const std::vector<InArray>& inputs, const
 
 std::string cache_name(fusejit::CacheOutcome c) { return std::string(fusejit::cache_outcome_name(c)); }
 
-nb::object scalar_to_py(const fusejit::Scalar& s) {
+}  // namespace
+
+nb::object fusejit_py::scalar_to_py(const fusejit::Scalar& s) {
   switch (s.kind) {
     case fusejit::Scalar::Kind::Bool: return nb::bool_(s.i != 0);
     case fusejit::Scalar::Kind::Int: return nb::int_(s.i);
@@ -335,6 +337,10 @@ nb::object scalar_to_py(const fusejit::Scalar& s) {
   }
   return nb::float_(s.f);
 }
+
+namespace {
+
+using fusejit_py::scalar_to_py;
 
 // Dim values from a dict of names to ints (not bools, as for row_split), each within int64.
 fusejit::DimValues to_dims(const std::optional<nb::dict>& dims) {

@@ -26,6 +26,9 @@ bool bool_like(nanobind::handle h);
 // bool, int or float, got T" otherwise.
 fusejit::Scalar to_scalar(nanobind::handle h, const std::string& what);
 
+// A Scalar as the Python bool, int or float of its kind (python/src/module.cpp).
+nanobind::object scalar_to_py(const fusejit::Scalar& s);
+
 // fusejit.GraphBuilder, fusejit.Value and fusejit.Dim (python/src/builder.cpp).
 void bind_builder(nanobind::module_& m);
 

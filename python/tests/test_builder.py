@@ -5,6 +5,7 @@ from it run on the CPU path, and bad calls raise clear errors."""
 from __future__ import annotations
 
 import gc
+import math
 
 import numpy as np
 import pytest
@@ -389,3 +390,14 @@ def test_dtype_objects_of_numpy_and_pytorch_name_fusejit_dtypes():
 def test_torch_dtypes_name_fusejit_dtypes():
     torch = pytest.importorskip("torch")
     assert fusejit.GraphBuilder("t").input("x", torch.bfloat16, [2]).dtype == "bf16"
+
+
+def test_an_op_of_literals_only_folds_as_graph_text_does():
+    b = fusejit.GraphBuilder()
+    x = b.input("x", "f64", [3])
+    folded = b.op("logaddexp", 1.0, 2.0)
+    assert type(folded) is float and folded == 2 + math.log1p(math.exp(-1.0))  # f64, as text folds it
+    assert b.op("add", 2, 3) == 5 and b.op("lt", 1, 2) is True
+    b.output("y", x + folded)
+    text = fusejit.Graph.parse("input x : f64[3]\ny = x + logaddexp(1.0, 2.0)\noutput y\n")
+    assert b.build().to_text() == text.to_text()

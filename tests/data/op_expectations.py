@@ -310,7 +310,7 @@ OPS = {
     "hypot": (2, FLOAT_DTYPES, first_of(numpy_fn("hypot"), torch_fn("hypot")), None),
     "copysign": (2, FLOAT_DTYPES, first_of(numpy_fn("copysign"), torch_fn("copysign")), None),
     "leaky_relu": (2, FLOAT_DTYPES, leaky_relu_source, None),
-    # NumPy's npy_logaddexp/npy_logaddexp2 (PyTorch's differ only in the last bits: docs/ops.md).
+    # NumPy's npy_logaddexp/npy_logaddexp2 (PyTorch's scalar loop gives the same values: docs/ops.md).
     "logaddexp": (2, FLOAT_DTYPES, first_of(numpy_fn("logaddexp"), f32_fn("logaddexp")), None),
     "logaddexp2": (2, FLOAT_DTYPES, first_of(numpy_fn("logaddexp2"), f32_fn("logaddexp2")), None),
     "fma": (3, FLOAT_DTYPES + INT_DTYPES, fma_source, lambda dt: fma_ties(dt) if dt in FORMAT else [[], [], []]),

@@ -17,12 +17,15 @@
 #pragma once
 
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <optional>
+#include <ranges>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -270,6 +273,9 @@ class Value {
     lit_ = Scalar(static_cast<int64_t>(v));
   }
   bool is_literal() const { return owner_ == nullptr && !empty_; }
+  /// A literal's value (what GraphBuilder::op gives for operands that are all literals, folded as
+  /// graph text folds them); nullopt for a graph value or an empty Value.
+  std::optional<Scalar> literal() const { return is_literal() ? std::optional<Scalar>(lit_) : std::nullopt; }
   /// True for a default-constructed Value nothing was assigned to.
   bool empty() const { return empty_; }
 
@@ -320,6 +326,7 @@ struct Axes {
 struct DimRef {
   int32_t index = -1;
   const void* builder = nullptr;  ///< the state of the builder that made it (identity only)
+  uint64_t serial = 0;            ///< that builder's serial: one destroyed since is told apart
 };
 /// One size of a shape (a HostTensor's, an Extent), from any integer type but bool, so that a
 /// braced shape mixing types (`{rows, 4096}` with a size_t `rows`) needs no cast. An unsigned size
@@ -338,10 +345,11 @@ struct Extent {
   /// Any integer type (int, int64_t, size_t, ...), converted as Size.
   template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
   Extent(I n) : size(Size(n).value) {}  // NOLINT
-  Extent(DimRef d) : dim(d.index), builder(d.builder), named(true) {}  // NOLINT
+  Extent(DimRef d) : dim(d.index), builder(d.builder), serial(d.serial), named(true) {}  // NOLINT
   int64_t size = 1;
   int32_t dim = -1;
   const void* builder = nullptr;
+  uint64_t serial = 0;
   bool named = false;  ///< made from a DimRef
 };
 
@@ -367,8 +375,10 @@ class GraphBuilder {
   /// `param NAME : DTYPE = default`
   Value param(const std::string& name, DType dtype, Scalar default_value = Scalar(0.0));
   /// Any op of docs/ops.md by name ("add", "tanh", "where", "clamp", ...), with NumPy broadcasting
-  /// and PyTorch promotion. Throws Error(User) on an unknown op, a wrong argument count, or shapes
-  /// that do not broadcast.
+  /// and PyTorch promotion. Operands that are all literals fold as graph text folds them (Python's
+  /// arithmetic in f64 / i64, docs/graph-format.md) into a literal Value, weakly typed as they are:
+  /// `x + b.op("exp", 1.0)` is `x + exp(1)` in text. Throws Error(User) on an unknown op, a wrong
+  /// argument count, or shapes that do not broadcast.
   Value op(std::string_view name, std::initializer_list<Value> args);
   Value op(std::string_view name, const std::vector<Value>& args);
   /// op() with its operands as arguments: `b.op("exp", x)`, `b.op("where", c, x, 0.0)`.
@@ -464,11 +474,15 @@ struct Options {
   int device = 0;
   /// Extra NVRTC options appended after fusejit's own for every GPU kernel, fused and unfused
   /// (e.g. "--maxrregcount=32" to trade registers for occupancy; NVRTC docs, "Supported Compile
-  /// Options"). Part of the cache key. Ignored, with a warning, on the CPU path. Refused
+  /// Options"). Part of the cache key. Ignored, with a warning, on the CPU path. Each is one word,
+  /// its value in it ("--maxrregcount=32", not "--maxrregcount" then "32", no blanks). Refused
   /// (Error(User)): options that choose the target (`arch` does); options that read files (-I,
-  /// --pre-include, precompiled headers), whose contents the cache key could not see; and, unless
-  /// fast_math, options that loosen the strict mode's float math (--use_fast_math, --fmad=true,
-  /// --ftz=true, --prec-div=false, --prec-sqrt=false), which would end the reference's bits.
+  /// --pre-include, precompiled headers), whose contents the cache key could not see; macros
+  /// (-D, -U: they can rename the preludes' math calls), but for the launch-bound knob
+  /// -DFJ_RED_MIN_BLOCKS=k (docs/ops.md); options that change what NVRTC writes (-dc, -rdc,
+  /// -fdevice-syntax-only); and, unless fast_math, options that loosen the strict mode's float
+  /// math (--use_fast_math, --fmad=true, --ftz=true, --prec-div=false, --prec-sqrt=false), which
+  /// would end the reference's bits. Program::load refuses a folder whose index lists such options.
   std::vector<std::string> nvrtc_options;
   Backend backend = Backend::Auto;
   MessageStyle message_style = MessageStyle::Api;  ///< the `fusejit` command sets CommandLine, Python Python
@@ -606,23 +620,39 @@ class HostTensor {
   std::unique_ptr<std::byte[], Free> mem_;
 };
 
+namespace detail {
+template <class T>
+inline constexpr bool kOwningTemporary = false;  // a standard container holding its int64_t values
+template <class A>
+inline constexpr bool kOwningTemporary<std::vector<int64_t, A>> = true;
+template <size_t N>
+inline constexpr bool kOwningTemporary<std::array<int64_t, N>> = true;
+}  // namespace detail
+
 /// A shape or strides argument of TensorView and TensorRef: a view of int64_t values the caller
-/// keeps alive (a named std::vector, std::array or C array, a HostTensor's shape()). A temporary
-/// std::vector is refused when compiling (`TensorRef(p, dtype, shape, std::vector<int64_t>{64, 1})`):
-/// the view would dangle once the statement ends, and a later launch would read freed memory as
-/// strides. Name the vector, or pass std::span over storage that outlives the use.
+/// keeps alive: a named std::vector, std::array or C array, a std::span or another contiguous
+/// range of int64_t (a view type such as libtorch's IntArrayRef), `{pointer, count}`, a
+/// HostTensor's shape(). A temporary std::vector, std::array or braced list is refused when
+/// compiling (`TensorRef(p, dtype, shape, std::vector<int64_t>{64, 1})`, `{{64, 1}}`): the view
+/// would dangle once the statement ends, and a later launch would read freed memory as strides.
+/// Name the values. (A named member of a temporary, `g.inputs()[0].shape`, is not caught.)
 struct Dims : std::span<const int64_t> {
   Dims() = default;
-  template <class T, size_t E, std::enable_if_t<std::is_same_v<std::remove_const_t<T>, int64_t>, int> = 0>
-  Dims(std::span<T, E> s) : std::span<const int64_t>(s.data(), s.size()) {}  // NOLINT: implicit by design
-  Dims(const std::vector<int64_t>& v) : std::span<const int64_t>(v) {}       // NOLINT
+  template <std::contiguous_iterator It>
+    requires std::same_as<std::iter_value_t<It>, int64_t>
+  Dims(It first, size_t count) : std::span<const int64_t>(std::to_address(first), count) {}  // NOLINT
+  template <class R>
+    requires std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
+             std::same_as<std::ranges::range_value_t<R>, int64_t> &&
+             (std::is_lvalue_reference_v<R> || !detail::kOwningTemporary<std::remove_cv_t<R>>)
+  Dims(R&& r) : std::span<const int64_t>(std::ranges::data(r), std::ranges::size(r)) {}  // NOLINT
   Dims(std::vector<int64_t>&&) = delete;  ///< a temporary: the view would dangle (above)
-  template <size_t N>
-  Dims(const std::array<int64_t, N>& a) : std::span<const int64_t>(a) {}     // NOLINT
   template <size_t N>
   Dims(std::array<int64_t, N>&&) = delete;  ///< a temporary: the view would dangle (above)
   template <size_t N>
-  Dims(const int64_t (&a)[N]) : std::span<const int64_t>(a) {}               // NOLINT
+  Dims(int64_t (&&)[N]) = delete;  ///< a braced list: the view would dangle (above)
+  template <size_t N>
+  Dims(const int64_t (&&)[N]) = delete;  ///< a braced list: the view would dangle (above)
 };
 
 /// A read-only view of host tensor data owned elsewhere (a HostTensor, a NumPy array, a caller's
