@@ -99,7 +99,8 @@ std::string refusal(std::string_view opt, const Options& o) {
            "needed";
   const bool tuning = opt.starts_with("-DFJ_RED_MIN_BLOCKS=") || b.starts_with("define-macro=FJ_RED_MIN_BLOCKS=");
   if (!tuning && (opt.starts_with("-D") || opt.starts_with("-U") || any_of({"define-macro", "undefine-macro"}, true)))
-    return "defines a macro, which can change the preludes' semantics (a macro can rename a math call); fusejit's "
+    return "defines or undefines a macro, which can change the preludes' semantics (a macro can rename a math "
+           "call); fusejit's "
            "kernels take none but FJ_RED_MIN_BLOCKS (a launch bound, docs/ops.md)";
   if (any_of({"dc", "dw", "rdc", "device-c", "device-w", "relocatable-device-code", "fdevice-syntax-only",
               "fdevice-time-trace", "ptx", "dlink-time-opt", "dlto"}, true))

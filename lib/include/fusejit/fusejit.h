@@ -474,7 +474,8 @@ struct Options {
   int device = 0;
   /// Extra NVRTC options appended after fusejit's own for every GPU kernel, fused and unfused
   /// (e.g. "--maxrregcount=32" to trade registers for occupancy; NVRTC docs, "Supported Compile
-  /// Options"). Part of the cache key. Ignored, with a warning, on the CPU path. Each is one word,
+  /// Options"). Part of the cache key. Checked on every backend; on the CPU path a list that
+  /// passes has no effect (a warning says so). Each is one word,
   /// its value in it ("--maxrregcount=32", not "--maxrregcount" then "32", no blanks). Refused
   /// (Error(User)): options that choose the target (`arch` does); options that read files (-I,
   /// --pre-include, precompiled headers), whose contents the cache key could not see; macros
@@ -635,7 +636,8 @@ inline constexpr bool kOwningTemporary<std::array<int64_t, N>> = true;
 /// HostTensor's shape(). A temporary std::vector, std::array or braced list is refused when
 /// compiling (`TensorRef(p, dtype, shape, std::vector<int64_t>{64, 1})`, `{{64, 1}}`): the view
 /// would dangle once the statement ends, and a later launch would read freed memory as strides.
-/// Name the values. (A named member of a temporary, `g.inputs()[0].shape`, is not caught.)
+/// Name the values. Not caught: a view made from a temporary (a std::span or `{pointer, count}` of
+/// a temporary vector, an explicit std::initializer_list, a member such as `g.inputs()[0].shape`).
 struct Dims : std::span<const int64_t> {
   Dims() = default;
   template <std::contiguous_iterator It>
@@ -659,7 +661,7 @@ struct Dims : std::span<const int64_t> {
 /// buffer): dtype, shape, strides and the bytes the view spans. `data` starts at element [0, ..., 0]
 /// and must hold every element the strides reach: (1 + sum((shape[d] - 1) * strides[d])) *
 /// dtype_size(dtype) bytes at least (exactly elements * dtype_size for a C-contiguous view).
-/// `strides` are in elements, one per dim, each >= 0 (a dim of size 1 may have any stride);
+/// `strides` are in elements, one per dim, each >= 0 (a dim of size 1 may have any such stride);
 /// empty = C-contiguous. Transposed, sliced and expanded (stride 0) views run without a copy. It
 /// owns nothing: shape, strides and data must outlive every use of the view.
 struct TensorView {
@@ -677,7 +679,7 @@ struct TensorView {
 /// (cudaMalloc/cuMemAlloc, or any pointer the driver accepts in the current context), host memory
 /// on the CPU backend. `data` is the address of element [0, ..., 0] (may be null for a tensor with
 /// no elements); `strides` are in elements, one per dim, each >= 0 (a dim of size 1 may have any
-/// stride), empty = C-contiguous. Inputs are only read, unless an output is the same tensor (in
+/// such stride), empty = C-contiguous. Inputs are only read, unless an output is the same tensor (in
 /// place, see Program::launch). It owns nothing: shape and strides must outlive the call, the
 /// memory every use of it (on the GPU: until the launch's kernels finish).
 struct TensorRef {
