@@ -103,7 +103,7 @@ std::string refusal(std::string_view opt, const Options& o) {
            "call); fusejit's "
            "kernels take none but FJ_RED_MIN_BLOCKS (a launch bound, docs/ops.md)";
   if (any_of({"dc", "dw", "rdc", "device-c", "device-w", "relocatable-device-code", "fdevice-syntax-only",
-              "fdevice-time-trace", "ptx", "dlink-time-opt", "dlto"}, true))
+              "fdevice-time-trace", "dlink-time-opt", "dlto"}, true))
     return "changes what NVRTC writes (relocatable code, or none), which fusejit loads as a whole kernel image";
   if (!o.fast_math && loosens_float_math(opt))
     return "changes floating-point results, which strict mode keeps bit for bit equal to the reference (it compiles "

@@ -896,6 +896,8 @@ TEST_CASE("extra NVRTC options that loosen float math are refused in strict mode
   o.fast_math = false;
   o.nvrtc_options = {"--fmad=false", "--ftz=false", "--maxrregcount=32", "-DFJ_RED_MIN_BLOCKS=6"};  // and a knob
   CHECK_NOTHROW(fj::Program::compile(build_swiglu(), o));
+  o.nvrtc_options = {"--ptxas-options=-v", "-Xptxas", "-v", "-lineinfo", "--extra-device-vectorization"};
+  CHECK_NOTHROW(fj::Program::compile(build_swiglu(), o));
   // A hostile tester's ways past a check of whole words: blanks, a value in its own string, a NUL,
   // a macro renaming a math call, output kinds fusejit cannot load, a padded -arch or -I.
   const std::pair<std::string, const char*> refused[] = {
