@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ir/diagnostic.h"
 #include "ir/error.h"
@@ -48,18 +49,19 @@ std::string option_name(OptionField field, MessageStyle style) {
   return n.api;
 }
 
-bool chooses_target(std::string_view nvrtc_option) {
-  for (std::string_view p : {"-arch", "--gpu-architecture", "-gpu-architecture", "--gpu-name"})
-    if (nvrtc_option.starts_with(p)) return true;
-  return false;
-}
-
 namespace {
-
 // The NVRTC option without its leading dashes ("--fmad=true": "fmad=true").
 std::string_view bare(std::string_view nvrtc_option) {
   return nvrtc_option.substr(std::min(nvrtc_option.find_first_not_of('-'), nvrtc_option.size()));
 }
+}  // namespace
+
+bool chooses_target(std::string_view nvrtc_option) {
+  const std::string_view b = bare(nvrtc_option);  // any number of dashes: "---arch=sm_80" too
+  return b.starts_with("arch") || b.starts_with("gpu-architecture") || b.starts_with("gpu-name");
+}
+
+namespace {
 
 // Whether an NVRTC option undoes one of the strict mode's (jit::kStrictFloatOptions; the caller's
 // options come last, so they would win): the kernels would no longer give the reference's bits
@@ -90,7 +92,7 @@ std::string refusal(std::string_view opt, const Options& o) {
     return "is not one word (an option and its value go in one string: --maxrregcount=32)";
   if (any_of({"fmad", "ftz", "prec-div", "prec-sqrt", "maxrregcount", "std", "gpu-architecture", "arch"}, false))
     return "takes its value in the same string (--fmad=false, --maxrregcount=32)";
-  if (chooses_target(opt) || any_of({"arch", "gpu-architecture", "gpu-name"}, true))
+  if (chooses_target(opt))
     return "chooses the target; use " + option_name(OptionField::Arch, o.message_style) + " instead";
   if (opt.starts_with("-I") || any_of({"include-path", "include", "pre-include", "pch", "use-pch", "create-pch",
                                         "pch-dir"}, true))
@@ -100,15 +102,14 @@ std::string refusal(std::string_view opt, const Options& o) {
   const bool tuning = opt.starts_with("-DFJ_RED_MIN_BLOCKS=") || b.starts_with("define-macro=FJ_RED_MIN_BLOCKS=");
   if (!tuning && (opt.starts_with("-D") || opt.starts_with("-U") || any_of({"define-macro", "undefine-macro"}, true)))
     return "defines or undefines a macro, which can change the preludes' semantics (a macro can rename a math "
-           "call); fusejit's "
-           "kernels take none but FJ_RED_MIN_BLOCKS (a launch bound, docs/ops.md)";
+           "call); fusejit's kernels take none but FJ_RED_MIN_BLOCKS (a launch bound, docs/ops.md)";
   if (any_of({"dc", "dw", "rdc", "device-c", "device-w", "relocatable-device-code", "fdevice-syntax-only",
               "fdevice-time-trace", "dlink-time-opt", "dlto"}, true))
     return "changes what NVRTC writes (relocatable code, or none), which fusejit loads as a whole kernel image";
   if (!o.fast_math && loosens_float_math(opt))
-    return "changes floating-point results, which strict mode keeps bit for bit equal to the reference (it compiles "
-           "with --fmad=false --ftz=false --prec-div=true --prec-sqrt=true); for fast math, use " +
-           option_name(OptionField::FastMath, o.message_style);
+    return fmt::format("changes floating-point results, which strict mode keeps bit for bit equal to the reference "
+                       "(it compiles with {}); for fast math, use {}", fmt::join(jit::kStrictFloatOptions, " "),
+                       option_name(OptionField::FastMath, o.message_style));
   return "";
 }
 
