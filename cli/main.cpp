@@ -103,6 +103,17 @@ class CommandLine {
     }
     return std::nullopt;
   }
+  // 0-based column of the value given to `option` (`--opt value` or `--opt=value`) the (skip + 1)th
+  // time it appears, or of `--opt` itself when no value follows; nullopt when it does not appear.
+  std::optional<size_t> option_column(const std::string& option, int skip = 0) const {
+    for (size_t i = 1; i < args_.size(); ++i) {
+      std::optional<size_t> col;
+      if (args_[i].rfind(option + "=", 0) == 0) col = shown(i, option.size() + 1);
+      else if (args_[i] == option) col = i + 1 < args_.size() ? shown(i + 1, 0) : shown(i, 0);
+      if (col && skip-- == 0) return col;
+    }
+    return std::nullopt;
+  }
 
  private:
   // Whether the arguments after argument i are values of `option` (`--opt a b`, `--opt=a b`),
@@ -187,6 +198,22 @@ bool locate_option_error(const CommandLine& line, ErrorInfo& e) {
   return true;
 }
 
+// CLI11's "--seed: must be >= 0" points at the value; its "--seed: At Most 1 required but received
+// 2" says what happened instead and points at the second one.
+void locate_cli11_error(const CommandLine& line, ErrorInfo& e) {
+  const size_t colon = e.message.find(": ");
+  if (e.message.rfind("--", 0) != 0 || colon == std::string::npos) return;
+  const std::string option = e.message.substr(0, colon);
+  int skip = 0;
+  const std::string at_most = "At Most 1 required but received ";
+  if (e.message.compare(colon + 2, at_most.size(), at_most) == 0) {
+    e.message = option + " is given " + e.message.substr(colon + 2 + at_most.size()) + " times: give it once";
+    skip = 1;
+  }
+  if (const auto col = line.option_column(option, skip)) line.locate(e, *col);
+  else e.text = "fusejit: error: " + e.message;
+}
+
 // The error being handled (inside a catch block) as an ErrorInfo.
 ErrorInfo current_error(const CommandLine& line) {
   ErrorInfo e;
@@ -199,6 +226,7 @@ ErrorInfo current_error(const CommandLine& line) {
   } catch (const CLI::Error& c) {
     e.message = c.what();
     e.text = "fusejit: error: " + e.message;
+    locate_cli11_error(line, e);
   } catch (const fj::Error& f) {
     e.kind = f.kind();
     e.message = f.what();
@@ -342,37 +370,37 @@ fj::DimValues parse_dims(const std::vector<std::string>& dims) {
   return out;
 }
 
-// "must be >= 0" without CLI11's NonNegativeNumber message (which prints the largest double). An
-// empty value (`--row-split "$N"` with N unset) is refused: CLI11 would read it as 0.
+// An integer option's value: decimal only (as --dim and graph text: CLI11 alone read `--seed 0x10`
+// as 16 and `--seed 010` as octal 8), within [lo, hi] (CLI11 would store a number past T's
+// maximum as that maximum, and its range message prints the largest double). An empty value
+// (`--row-split "$N"` with N unset) is refused: CLI11 would read it as 0.
 const char* const kEmptyNumber = "an empty value: give a number";
-const CLI::Validator kNonNegative(
-    [](std::string& v) {
-      return v.empty() ? std::string(kEmptyNumber) : v[0] == '-' ? std::string("must be >= 0") : std::string();
-    },
-    "NONNEGATIVE");
-// The same for an option of integer type T: CLI11 would store a number past T's maximum as that
-// maximum (--row-split past 2^63 - 1, --seed past 2^64 - 1).
 template <class T>
-CLI::Validator at_most_max(const char* name) {
+CLI::Validator integer_in(T lo, T hi, const char* name) {
   return CLI::Validator(
-      [](std::string& v) {
-        if (v.empty()) return std::string(kEmptyNumber);
-        if (v[0] == '-') return std::string("must be >= 0");
+      [lo, hi](std::string& v) -> std::string {
+        if (v.empty()) return kEmptyNumber;
+        const bool digits = std::all_of(v.begin() + (v[0] == '-' ? 1 : 0), v.end(),
+                                        [](char c) { return c >= '0' && c <= '9'; });
+        if (!digits || v == "-") return "'" + v + "' is not a decimal integer";
         T n = 0;
         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-        return ec == std::errc::result_out_of_range
-                   ? "must be at most " + std::to_string(std::numeric_limits<T>::max())
-                   : std::string();
+        if (v[0] == '-' && !(ec == std::errc() && n >= lo)) return "must be >= " + std::to_string(lo);
+        if (ec == std::errc::result_out_of_range || n > hi || n < lo)
+          return "must be " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " + v;
+        v = std::to_string(n);  // "010" as ten: CLI11 converts with base 0 (octal); hence transform()
+        return {};
       },
       name);
 }
+const CLI::Validator kNonNegative = integer_in<int>(0, std::numeric_limits<int>::max(), "NONNEGATIVE");
+const CLI::Validator kNonNegative64 = integer_in<int64_t>(0, std::numeric_limits<int64_t>::max(), "NONNEGATIVE");
+const CLI::Validator kUnsigned64 = integer_in<uint64_t>(0, std::numeric_limits<uint64_t>::max(), "UINT64");
 // A path flag given an empty value (`--save-dir "$OUT"` with OUT unset) is a mistake, not "unset".
 const CLI::Validator kPath(
     [](std::string& v) { return v.empty() ? std::string("an empty path: give a folder or file")
                                           : std::string(); },
     "PATH");
-const CLI::Validator kNonNegative64 = at_most_max<int64_t>("NONNEGATIVE");
-const CLI::Validator kUnsigned64 = at_most_max<uint64_t>("UINT64");
 
 // The options every graph subcommand takes.
 struct Common {
@@ -441,7 +469,7 @@ struct RunCommand {
                     "random range of an input, NAME=LO:HI, finite LO < HI (repeatable, once a name; "
                     "overrides the graph's `range`)");
     cmd->add_option("--seed", seed, "seed of the deterministic random inputs (0 to 2^64-1)")
-        ->default_val(0)->check(kUnsigned64);
+        ->default_val(0)->transform(kUnsigned64);
     cmd->add_flag("--special", special,
                   "mix hard cases into random inputs: NaN, +-inf, -0.0, subnormals, extremes (docs/ops.md)");
     cmd->add_option("--save-dir", save_dir,
@@ -456,21 +484,21 @@ struct RunCommand {
                     "without --fast-math, none that loosens float math such as --fmad=true)");
     cmd->add_option("--backend", backend, "auto (GPU if present), cuda, or cpu")
         ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->default_val("auto");
-    cmd->add_option("--device", device, "CUDA device ordinal")->default_val(0)->check(kNonNegative);
+    cmd->add_option("--device", device, "CUDA device ordinal")->default_val(0)->transform(kNonNegative);
     cmd->add_option("--row-split", row_split,
                     "blocks per row of reductions: 0 = fusejit's rule (<= 16 rows of > 57,344 elements, <= 512 of > 253,952, or few "
                     "groups of columns of > 8,192, split), 1 = never, N = N parts (same bits either way; docs/ops.md)")
-        ->default_val(0)->check(kNonNegative64);
+        ->default_val(0)->transform(kNonNegative64);
     cmd->add_flag("--no-row-cache", no_row_cache,
                   "reduction kernels re-read each row from memory in every pass instead of keeping it in shared "
                   "memory (same bits; to measure the difference; docs/ops.md)");
     cmd->add_option("--row-cache-limit", row_cache_limit,
                     "most bytes of shared memory a block's row cache may take: 0 = fusejit's rule (the GPU's opt-in "
                     "maximum less 12 KiB; 48 KiB on the CPU), N = at most N (same bits; docs/ops.md)")
-        ->default_val(0)->check(kNonNegative64);
+        ->default_val(0)->transform(kNonNegative64);
     cmd->add_option("--repeats", repeats, "timed runs per path on a GPU (at most 3 on the CPU path); the median is reported")
-        ->default_val(20)->check(CLI::Range(1, 100000));
-    cmd->add_option("--warmup", warmup, "untimed runs before timing, on a GPU (the CPU path times without them)")->default_val(3)->check(CLI::Range(0, 100000));
+        ->default_val(20)->transform(integer_in<int>(1, 100000, "1-100000"));
+    cmd->add_option("--warmup", warmup, "untimed runs before timing, on a GPU (the CPU path times without them)")->default_val(3)->transform(integer_in<int>(0, 100000, "0-100000"));
     cmd->add_option("--cache-dir", cache_dir,
                     "kernel cache folder, private to you (default: $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME/fusejit, ~/.cache/fusejit)")
         ->check(kPath);
@@ -539,11 +567,11 @@ struct PlanCommand {
                     "plan as a GPU of this compute capability runs the graph (sm_90: row caches up to 215 KiB, short "
                     "rows re-read); default: as without a GPU (48 KiB)");
     cmd->add_option("--row-split", row_split, "plan reductions as `run --row-split N` runs them (0 = fusejit's rule)")
-        ->default_val(0)->check(kNonNegative64);
+        ->default_val(0)->transform(kNonNegative64);
     cmd->add_flag("--no-row-cache", no_row_cache, "plan reductions as `run --no-row-cache` runs them");
     cmd->add_option("--row-cache-limit", row_cache_limit,
                     "plan reductions as `run --row-cache-limit N` runs them (0 = fusejit's rule: 48 KiB without --arch)")
-        ->default_val(0)->check(kNonNegative64);
+        ->default_val(0)->transform(kNonNegative64);
     CLI::Option* as_dot = cmd->add_flag("--dot", dot, "print the plan as Graphviz DOT (one cluster per fusion group)");
     cmd->add_flag("--json", json, "print the plan as JSON (on an error, a JSON error object: kind, message, file, line, col)")
         ->excludes(as_dot);

@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstring>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <unordered_map>
@@ -891,6 +892,18 @@ std::string replace_file(const std::string& path, std::initializer_list<std::str
   const std::string why = std::strerror(ok ? errno : err);
   ::unlink(tmp.c_str());
   return why;
+}
+
+std::string make_folders(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec, ignored;
+  fs::create_directories(path, ec);
+  if (!ec) return "";
+  const fs::file_status link = fs::symlink_status(path, ignored), target = fs::status(path, ignored);
+  if (fs::is_symlink(link) && !fs::exists(target))
+    return fmt::format("a symbolic link to '{}', which does not exist", fs::read_symlink(path, ignored).string());
+  if (fs::exists(target) && !fs::is_directory(target)) return "a file, not a folder";
+  return ec.message();
 }
 
 Graph parse_graph_file(const std::string& path, const DimOverrides& dim_overrides) {

@@ -291,9 +291,8 @@ void dump_path(const fs::path& dir, const Program::Impl& p, PlanKind kind, json&
 void dump_program(const Program::Impl& p) {
   ir::check_path(p.options.dump_dir, "dump folder");
   const fs::path dir(p.options.dump_dir);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw ir::UserError("cannot create dump folder '" + dir.string() + "': " + ec.message());
+  if (const std::string why = ir::make_folders(dir.string()); !why.empty())
+    throw ir::UserError("cannot create dump folder '" + dir.string() + "': " + why);
   const FolderLock lock(dir, LOCK_EX);
   if (lock.held()) sweep_temp_files(dir);  // what a killed dump left (never another dump's live file)
   const ir::Graph& g = p.graph.impl().graph;
@@ -323,6 +322,7 @@ void dump_program(const Program::Impl& p) {
   // The kernel files of an earlier dump into this folder that this one does not write again: gone,
   // so the folder holds one program (files fusejit did not write stay).
   const std::set<std::string> now = indexed_files(dir);
+  std::error_code ec;
   for (const std::string& f : before)
     if (!now.count(f)) fs::remove(dir / f, ec);
 }

@@ -408,10 +408,9 @@ void describe_program(RunReport& rep, const Program& prog, const Options& o) {
 }
 
 void save_outputs(const ir::Graph& g, const RunReport& rep, const std::vector<HostTensor>& outputs, const RunOptions& ro) {
-  std::error_code ec;
   ir::check_path(ro.save_dir, option_name(OptionField::SaveDir, ro.options.message_style));
-  std::filesystem::create_directories(ro.save_dir, ec);
-  if (ec) throw ir::UserError(option_name(OptionField::SaveDir, ro.options.message_style) + " " + ro.save_dir + ": " + ec.message());
+  if (const std::string why = ir::make_folders(ro.save_dir); !why.empty())
+    throw ir::UserError(option_name(OptionField::SaveDir, ro.options.message_style) + " " + ro.save_dir + ": " + why);
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     ir::Tensor t(to_ir(outputs[k].dtype()), rep.outputs[k].shape);
     std::copy(outputs[k].data().begin(), outputs[k].data().end(), t.data.begin());

@@ -233,6 +233,20 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
     CHECK(r.code == 2);
     CHECK(r.out.find(": an empty path: give a folder or file") != std::string::npos);
   }
+  // A folder to make where a dangling symlink or a file is: said in words (it was "File exists").
+  const fs::path odd = scratch("odd-folders");
+  fs::create_symlink(odd / "nowhere", odd / "link");
+  std::ofstream(odd / "file") << "x";
+  for (const char* o : {"--save-dir ", "--dump-dir "}) {
+    CAPTURE(o);
+    r = run("run " + sample("x2x3.txt") + " --backend cpu --repeats 1 " + std::string(o) + (odd / "link").string());
+    CHECK(r.code == 2);
+    CHECK(r.out.find("a symbolic link to '" + (odd / "nowhere").string() + "', which does not exist") != std::string::npos);
+    r = run("run " + sample("x2x3.txt") + " --backend cpu --repeats 1 " + std::string(o) + (odd / "file").string());
+    CHECK(r.code == 2);
+    CHECK(r.out.find((odd / "file").string()) != std::string::npos);
+    CHECK(r.out.find(": a file, not a folder") != std::string::npos);
+  }
   // A flag's `--json=` is the flag (only options that take a value are split at an empty `=`).
   r = run("plan " + sample("x2x3.txt") + " --json=");
   CHECK(r.code == 0);
@@ -591,7 +605,7 @@ TEST_CASE("arguments no option takes are named in order, with the options an unk
       {"plan " + x2x3 + " extra", "unexpected argument: extra (`fusejit plan --help`"},
       {"run " + x2x3 + " --fast_math", "--fast_math is no option of `run`: did you mean --fast-math?"},
       {"plan " + x2x3 + " --repeats 3", "--repeats is an option of `fusejit run`, not of `plan`"},
-      {"run " + x2x3 + " --seed=x", "fusejit: error: Could not convert: --seed = x"},
+      {"run " + x2x3 + " --seed=x", "error: --seed: 'x' is not a decimal integer"},
       {"frob", "fusejit: error: unknown subcommand 'frob': `fusejit` takes run, plan, compile, cache"},
       {"cache frob", "unknown subcommand 'frob': `fusejit cache` takes stats, list, clear, path"},
       {"", "fusejit: error: `fusejit` takes a subcommand: run, plan, compile, cache (`fusejit --help` says what each does)"},
@@ -700,15 +714,43 @@ TEST_CASE("--no-row-cache: every pass reads memory, the outputs are the same bit
   // A count past int64 is refused, not stored as 2^63 - 1.
   plan = run("plan " + sample("layernorm.txt") + " --row-split 99999999999999999999");
   CHECK(plan.code == 2);
-  CHECK(plan.out.find("--row-split: must be at most 9223372036854775807") != std::string::npos);
+  CHECK(plan.out.find("--row-split: must be 0 to 9223372036854775807, got 99999999999999999999") != std::string::npos);
   // So is a seed past 2^64 - 1 (it ran with seed 2^64 - 1).
   plan = run("run " + sample("x2x3.txt") + " --seed 18446744073709551616");
   CHECK(plan.code == 2);
-  CHECK(plan.out.find("--seed: must be at most 18446744073709551615") != std::string::npos);
+  CHECK(plan.out.find("--seed: must be 0 to 18446744073709551615, got 18446744073709551616") != std::string::npos);
   // An empty count (`--row-split "$N"` with N unset) is refused, not read as 0.
   plan = run("plan " + sample("layernorm.txt") + " --row-split ''");
   CHECK(plan.code == 2);
   CHECK(plan.out.find("--row-split: an empty value: give a number") != std::string::npos);
+}
+
+TEST_CASE("integer options: decimal only, range errors and repeats point into the command line") {
+  const std::string g = sample("x2x3.txt");
+  // CLI11 alone read 0x10 as 16 and 010 as octal 8 (--dim and graph text take decimal only).
+  Result r = run("run " + g + " --seed 0x10");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("<command line>:1:") != std::string::npos);
+  CHECK(r.out.find("--seed: '0x10' is not a decimal integer") != std::string::npos);
+  r = run("run " + g + " --backend cpu --repeats 1 --json --seed 010");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("\"seed\": 10,") != std::string::npos);
+  r = run("run " + g + " --repeats 0");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--repeats: must be 1 to 100000, got 0") != std::string::npos);
+  // The caret is under the value at fault: the line, then spaces up to it.
+  const std::string line = "  fusejit run " + g + " --warmup -1\n";
+  r = run("run " + g + " --warmup -1");
+  CHECK(r.out.find(line + std::string(line.size() - 3, ' ') + "^") != std::string::npos);
+  CHECK(r.out.find("--warmup: must be >= 0") != std::string::npos);
+  r = run("run " + g + " --device 99999999999");
+  CHECK(r.out.find("--device: must be 0 to 2147483647, got 99999999999") != std::string::npos);
+  // An option given twice (CLI11: "At Most 1 required but received 2"), the caret under the second.
+  r = run("run " + g + " --seed 3 --seed=4");
+  CHECK(r.code == 2);
+  const std::string twice = "  fusejit run " + g + " --seed 3 --seed=4\n";
+  CHECK(r.out.find("--seed is given 2 times: give it once") != std::string::npos);
+  CHECK(r.out.find(twice + std::string(twice.size() - 2, ' ') + "^") != std::string::npos);
 }
 
 TEST_CASE("run --input: the dims of an input's shape follow its .npy file unless --dim sets them") {
