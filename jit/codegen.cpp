@@ -1345,8 +1345,9 @@ struct ReduceGen {
         "  while ((int)blockDim.x % fj_rpb != 0) fj_rpb /= 2;\n"
         "  const int fj_nt = (int)blockDim.x / fj_rpb, fj_tid = (int)threadIdx.x / fj_rpb, fj_r = (int)threadIdx.x % fj_rpb;\n",
         col_rows());
+    s += "  // Row fj_r's lane l at l * fj_rpb + fj_r (fj_red_lanes_at): a warp's rows' lanes in neighbouring words\n";
     for (const auto& [name, t] : lane_types())
-      s += fmt::format("  {0}* const fj_lanes_{1} = ({0}*)fj_lane_buf[fj_r];\n", t, name);
+      s += fmt::format("  const fj_red_lanes_at<{0}> fj_lanes_{1} = {{({0}*)fj_lane_buf + fj_r, fj_rpb}};\n", t, name);
     return s + fmt::format("  // Each group of fj_rpb rows in a block; row_split blocks per group in the odd launches of a split\n"
                            "  const {0} fj_parts = (split_phase & 1) ? row_split : 1, fj_groups = (rows + fj_rpb - 1) / fj_rpb;\n"
                            "  for ({0} fj_b = blockIdx.x; fj_b < fj_groups * fj_parts; fj_b += gridDim.x) {{\n"
@@ -1396,7 +1397,7 @@ struct ReduceGen {
       s += fmt::format("  __shared__ unsigned long long fj_lane_buf[fj_lane_groups * ({})];\n", words);
       for (const auto& [name, t] : lane_types()) s += fmt::format("  {0}* const fj_lanes_{1} = ({0}*)fj_lane_buf;\n", t, name);
     } else {
-      s += fmt::format("  __shared__ unsigned long long fj_lane_buf[{}][{}];\n", col_rows(), words);
+      s += fmt::format("  __shared__ unsigned long long fj_lane_buf[{} * ({})];\n", col_rows(), words);
     }
     for (ir::NodeId id : k.group.params) {
       s += fmt::format("  const {} {} = p_{};\n", compute_ctype(k.dtype(id)), v(id), v(id));

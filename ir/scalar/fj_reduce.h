@@ -53,6 +53,18 @@ FJ_FN void fj_red_sync() { FJ_RED_HOST_SYNC(); }
 FJ_FN void fj_red_sync() {}
 #endif
 
+// Lane l of a lane array at p[l * stride]: a column kernel's rows (jit/codegen) interleave their
+// lane arrays, lane l of row r at l * rows + r, so a warp's threads (neighbouring rows, one lane
+// each) touch neighbouring words of shared memory instead of one bank 32 times (arrays of 256
+// lanes side by side put lane l of every row in one bank). Every function below takes it where it
+// takes a T* (lanes[l], lanes + k); the order of the operations, so the bits, stay the same.
+template <class T> struct fj_red_lanes_at {
+  T* p;
+  int stride;
+  FJ_RFN T& operator[](long long l) const { return p[l * stride]; }
+  FJ_RFN fj_red_lanes_at operator+(long long l) const { return fj_red_lanes_at{p + l * stride, stride}; }
+};
+
 // Largest and smallest values of each compute type: the identities of amin and amax.
 template <class T> struct fj_red_lim;
 template <> struct fj_red_lim<bool> {
@@ -214,8 +226,8 @@ inline bool fj_red_whole_warps(int nthreads, int) { return nthreads % 32 == 0; }
 #endif
 
 #ifdef FJ_RED_WARP_TREE
-template <class R, class T>
-FJ_FN T fj_red_lane_tree_warps(T* lanes, int tid, int group) {
+template <class R, class T, class L>
+FJ_FN T fj_red_lane_tree_warps(L lanes, int tid, int group) {
   static_assert(FJ_RED_LANES == 256, "the warp tree's first steps assume 256 lanes");
   FJ_RED_BLOCK_SHARED T fj_red_result[FJ_RED_MAX_GROUPS];  // each lane group's warp 0's result
   if (tid < 32) {
@@ -236,8 +248,8 @@ FJ_FN T fj_red_lane_tree_warps(T* lanes, int tid, int group) {
 // tid + nthreads, ...; every thread returns lanes[0]. `group` of `groups`: the calling threads are
 // one of a block's equal lane groups, each with its own lanes (fj_red_chunk_range), all of which
 // call this together (its barriers are the block's).
-template <class R, class T>
-FJ_FN T fj_red_lane_tree(T* lanes, int tid, int nthreads, int group = 0, int groups = 1) {
+template <class R, class T, class L>
+FJ_FN T fj_red_lane_tree(L lanes, int tid, int nthreads, int group = 0, int groups = 1) {
 #ifdef FJ_RED_WARP_TREE
   if (fj_red_whole_warps(nthreads, groups)) return fj_red_lane_tree_warps<R, T>(lanes, tid, group);
 #else
@@ -267,8 +279,8 @@ FJ_FN void fj_red_push(T* stack, int& depth, long long count, T v) {
 // combined (in index order all the same): a memory-bound pass keeps that many loads in flight per
 // thread, not only as many as the compiler's unrolling would overlap.
 #define FJ_RED_BATCH 8
-template <class R, class T, class Load>
-FJ_FN T fj_red_chunk(long long c0, long long m, Load& load, T* lanes, int tid, int nthreads, int group = 0,
+template <class R, class T, class Load, class L>
+FJ_FN T fj_red_chunk(long long c0, long long m, Load& load, L lanes, int tid, int nthreads, int group = 0,
                      int groups = 1) {
   for (int l = tid; l < FJ_RED_LANES; l += nthreads) {
     T a = R::template id<T>();
@@ -321,8 +333,8 @@ FJ_RFN fj_red_vec_load<V, One, Vec> fj_red_loads(bool on, One one, Vec vec) {
 // Steps 2-3 as fj_red_chunk, each thread taking lane groups g (lanes gV .. gV + V - 1) in turn.
 // Lane gV + j's elements are i + j for i = gV, gV + LANES, ... (< m): the vector at i, and at the
 // chunk's end, where fewer than V elements are left, one(i + j) for those there are.
-template <class R, class T, int V, class One, class Vec>
-FJ_FN T fj_red_chunk(long long c0, long long m, fj_red_vec_load<V, One, Vec>& load, T* lanes, int tid, int nthreads,
+template <class R, class T, int V, class One, class Vec, class L>
+FJ_FN T fj_red_chunk(long long c0, long long m, fj_red_vec_load<V, One, Vec>& load, L lanes, int tid, int nthreads,
                      int group = 0, int groups = 1) {
   static_assert(FJ_RED_LANES % V == 0, "a thread's V lanes must tile the lanes");
   if (!load.on) return fj_red_chunk<R, T>(c0, m, load.one, lanes, tid, nthreads, group, groups);
@@ -374,8 +386,8 @@ FJ_FN long long fj_red_chunk_len(long long n, long long e0) { return n - e0 < FJ
 // tree, computed by pairing neighbours at strides 1, 2, 4, ... and pushed as fj_red_push does; a
 // last, partial group's levels pass an odd last value up as the tree does, and its value joins the
 // stack's final right-nested merge, which is where the tree puts it.
-template <class R, class T>
-FJ_FN T fj_red_combine_chunks(long long chunks, const T* values, T* lanes, int tid, int nthreads) {
+template <class R, class T, class L>
+FJ_FN T fj_red_combine_chunks(long long chunks, const T* values, L lanes, int tid, int nthreads) {
   if (chunks == 0) return R::template empty<T>();
   T stack[FJ_RED_STACK];
   int depth = 0;
@@ -413,8 +425,8 @@ FJ_FN T fj_red_combine_chunks(long long chunks, const T* values, T* lanes, int t
 // busy: a block of 1,024 (a long row's, jit/gpu_runner) had three quarters of its threads idle in
 // every pass. Every thread of the block calls this (the groups meet at the same barriers: a group
 // without a chunk in the last round reduces nothing).
-template <class R, class T, class Load>
-FJ_FN T fj_red_chunk_range(long long n, long long c0, long long c1, Load& load, T* lanes, int tid, int nthreads,
+template <class R, class T, class Load, class L>
+FJ_FN T fj_red_chunk_range(long long n, long long c0, long long c1, Load& load, L lanes, int tid, int nthreads,
                            int groups, bool to_values, T* values, bool live) {
   FJ_RED_BLOCK_SHARED T fj_red_gvals[FJ_RED_MAX_GROUPS];  // a round's chunk values (groups > 1)
   // groups == 1 spelled out: the compiler cannot see tid / nthreads == 0, and the fast and
@@ -516,8 +528,8 @@ FJ_FN T* fj_red_chunk_slots(unsigned long long* ws, long long nslots, long long 
 // block, so the bits never depend on the split. `live` false: the calling threads repeat another
 // row only to meet the block's barriers (a column kernel's rows past the end) and write nothing.
 // Phases 0 and `first` share one fj_red_chunk_range call: one inlined copy of the pass's loads.
-template <class R, class T, class Load>
-FJ_FN T fj_reduce_phase(int phase, int first, long long n, long long part, long long parts, Load load, T* lanes,
+template <class R, class T, class Load, class L>
+FJ_FN T fj_reduce_phase(int phase, int first, long long n, long long part, long long parts, Load load, L lanes,
                         int tid, int nthreads, T* values, T* kept, bool live = true, int lane_groups = 1) {
   if (phase == 0 && n == 0) return R::template empty<T>();
   if (phase > first + 1) return *kept;

@@ -115,7 +115,7 @@ class Value:  # a node of a GraphBuilder, which it keeps alive
     @property
     def size(self) -> int: ...  # element count at the builder's dim sizes (read under fuse: sizes fixed)
     def __len__(self) -> int: ...  # the first dim's size (read under fuse: sizes fixed)
-    def copy(self, order: str = "K") -> Value: ...  # the value itself: a graph value is never changed in place
+    def copy(self, order: str = "K") -> Value: ...  # a new value of the same elements (a cast to its own dtype)
     # NumPy's ndarray reductions, with NumPy's positional order (axis None: every axis; dtype: the
     # operand cast to it first); var/std take ddof (default 0, NumPy's).
     def sum(self, axis: int | Sequence[int] | None = None, dtype: Any = None, out: None = None,

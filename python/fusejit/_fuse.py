@@ -127,8 +127,8 @@ def _array_ufunc(self: Value, ufunc: Any, method: str, *inputs: Any, **kwargs: A
         # smallest float that holds it (float16 for bool, i8, u8; float64 for i32, i64).
         import numpy as np
         return _builder_of(inputs).op("abs", _astype(inputs[0], np.result_type(inputs[0].dtype.dtype, np.float16)))
-    if name == "positive":
-        return inputs[0]
+    if name == "positive":  # a new array in NumPy, as v.copy() and +v
+        return _copy(inputs[0])
     if name not in _UFUNCS:
         raise TypeError(f"np.{name} has no fusejit op (docs/ops.md lists them; fusejit.op(name, ...) builds any)")
     for a in inputs:
@@ -288,6 +288,12 @@ def _astype(self: Value, dtype: Any, copy: bool = True) -> Value:
     return self.builder.cast(self, dtype)
 
 
+def _copy(self: Value) -> Value:
+    """np.copy/np.positive/+v: a new value equal to `self` (a cast to its own dtype), so that a result
+    copying an argument comes back as a new array, as NumPy's does, not as the argument itself."""
+    return self.builder.cast(self, str(self.dtype))
+
+
 def _comparison(op_name: str) -> Callable:
     """== and != build eq and ne, as on NumPy arrays and PyTorch tensors (x == 0 was Python's False,
     which where(x == 0, ...) took silently). Other operand types (None, a str) compare as objects."""
@@ -404,7 +410,7 @@ def install_value_methods() -> None:
     Value.__ne__ = _comparison("ne")
     Value.__hash__ = object.__hash__  # by identity, as a tensor's
     Value.astype = _astype
-    Value.__pos__ = lambda self: self
+    Value.__pos__ = _copy
     Value.dtype = property(lambda self: ValueDType(_DTYPE_GETTER(self)),
                            doc="The value's dtype, as NumPy's dtype of it behaves (np.dtype(v.dtype), np.finfo(v.dtype), "
                                "v.dtype == np.float32); str(v.dtype) is fusejit's name (\"f32\").")
@@ -413,8 +419,9 @@ def install_value_methods() -> None:
                           doc="The value's element count at the builder's dim sizes; read in a function fuse "
                               "traces, it specialises the function on every size (as .shape).")
     Value.__len__ = _len
-    Value.copy = lambda self, order="K": self
-    Value.copy.__doc__ = "NumPy's ndarray.copy(): the value itself (a graph value is never changed in place)."
+    Value.copy = lambda self, order="K": _copy(self)
+    Value.copy.__doc__ = ("NumPy's ndarray.copy(): a new value of the same elements (a cast to its own dtype), so "
+                          "a result that copies an argument is a new array, never the argument itself.")
     Value.shape = property(_shape, doc="The value's shape at the builder's dim sizes (list of ints); read in a "
                                        "function fuse traces, it specialises the function on every size.")
     for m in ("sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "any", "all"):

@@ -172,10 +172,21 @@ def test_constants_that_compare_equal_but_trace_differently_are_two_patterns():
     assert f.traces == 5
 
 
+def test_a_copy_of_an_argument_is_a_new_array_as_numpys():
+    # x.copy(), +x and np.positive(x) came back as x itself: writing to the "copy" changed the input.
+    f = fusejit.fuse(lambda x: (x.copy(), +x, np.positive(x), x))
+    x = np.arange(3, dtype=np.float32)
+    a, b, c, same = f(x)
+    assert same is x and a is not x and b is not x and c is not x and a is not b
+    assert all(np.array_equal(r, x) for r in (a, b, c))
+    a[0] = 100
+    assert x[0] == 0
+
+
 @pytest.mark.filterwarnings("ignore:fuse.*read a value's .shape")
 def test_len_size_and_copy_of_values():
     # len(v) and v.size read sizes, as v.shape does (the function is specialised on them); v.copy()
-    # is the value itself. They were plain Python errors.
+    # is a value of the same elements. They were plain Python errors.
     f = fusejit.fuse(lambda x: x.copy().sum(-1) / len(x) + x.size)
     a = np.ones((3, 4), np.float32)
     assert np.array_equal(f(a), a.sum(-1) / 3 + 12)

@@ -174,9 +174,9 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_14dac2a20a268d05_s(
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_argmax_164016e26da76d1b for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_164016e26da76d1b_s for any strides.
+// Entry points: fj_argmax_d08dedcb892c2ea6 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_d08dedcb892c2ea6_s for any strides.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_argmax_164016e26da76d1b_rows(
+static __device__ __forceinline__ void fj_argmax_d08dedcb892c2ea6_rows(
     const float* in_v1,
     long long* out_v10,
     unsigned int n,
@@ -192,13 +192,14 @@ static __device__ __forceinline__ void fj_argmax_164016e26da76d1b_rows(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  __shared__ unsigned long long fj_lane_buf[8][(FJ_RED_LANES * 16 + 7) / 8];
+  __shared__ unsigned long long fj_lane_buf[8 * ((FJ_RED_LANES * 16 + 7) / 8)];
   // 8 rows (columns) per block side by side (neighbouring threads read neighbouring elements), each
   // reduced by the block's threads in turn sharing its lanes; rows per block divide the block size
   int fj_rpb = 8;
   while ((int)blockDim.x % fj_rpb != 0) fj_rpb /= 2;
   const int fj_nt = (int)blockDim.x / fj_rpb, fj_tid = (int)threadIdx.x / fj_rpb, fj_r = (int)threadIdx.x % fj_rpb;
-  fj_red_arg<float>* const fj_lanes_arg_float = (fj_red_arg<float>*)fj_lane_buf[fj_r];
+  // Row fj_r's lane l at l * fj_rpb + fj_r (fj_red_lanes_at): a warp's rows' lanes in neighbouring words
+  const fj_red_lanes_at<fj_red_arg<float>> fj_lanes_arg_float = {(fj_red_arg<float>*)fj_lane_buf + fj_r, fj_rpb};
   // Each group of fj_rpb rows in a block; row_split blocks per group in the odd launches of a split
   const unsigned int fj_parts = (split_phase & 1) ? row_split : 1, fj_groups = (rows + fj_rpb - 1) / fj_rpb;
   for (unsigned int fj_b = blockIdx.x; fj_b < fj_groups * fj_parts; fj_b += gridDim.x) {
@@ -225,7 +226,7 @@ static __device__ __forceinline__ void fj_argmax_164016e26da76d1b_rows(
     }
   }
 }
-extern "C" __global__ void fj_argmax_164016e26da76d1b(
+extern "C" __global__ void fj_argmax_d08dedcb892c2ea6(
     const float* in_v1,
     long long* out_v10,
     unsigned int n,
@@ -241,9 +242,9 @@ extern "C" __global__ void fj_argmax_164016e26da76d1b(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_164016e26da76d1b_rows<true, 1>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_d08dedcb892c2ea6_rows<true, 1>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_argmax_164016e26da76d1b_s(
+extern "C" __global__ void fj_argmax_d08dedcb892c2ea6_s(
     const float* in_v1,
     long long* out_v10,
     unsigned int n,
@@ -259,7 +260,7 @@ extern "C" __global__ void fj_argmax_164016e26da76d1b_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_argmax_164016e26da76d1b_rows<false, 1>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
+  fj_argmax_d08dedcb892c2ea6_rows<false, 1>(in_v1, out_v10, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v10_0, ost_v10_1, rows, row_len, split_phase, row_split, ws);
 }
 
 // Fusion group: 1 op(s), iteration space [16, 8], 32-bit index math.

@@ -249,9 +249,9 @@ extern "C" __global__ void fj_reductions_b021a450fc48c3f9_l(
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_reductions_8faba9a50da5a25c for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_8faba9a50da5a25c_s for any strides.
+// Entry points: fj_reductions_08c84a7be79af0f5 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_reductions_08c84a7be79af0f5_s for any strides.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_reductions_8faba9a50da5a25c_rows(
+static __device__ __forceinline__ void fj_reductions_08c84a7be79af0f5_rows(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -267,13 +267,14 @@ static __device__ __forceinline__ void fj_reductions_8faba9a50da5a25c_rows(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  __shared__ unsigned long long fj_lane_buf[32][(FJ_RED_LANES * 4 + 7) / 8];
+  __shared__ unsigned long long fj_lane_buf[32 * ((FJ_RED_LANES * 4 + 7) / 8)];
   // 32 rows (columns) per block side by side (neighbouring threads read neighbouring elements), each
   // reduced by the block's threads in turn sharing its lanes; rows per block divide the block size
   int fj_rpb = 32;
   while ((int)blockDim.x % fj_rpb != 0) fj_rpb /= 2;
   const int fj_nt = (int)blockDim.x / fj_rpb, fj_tid = (int)threadIdx.x / fj_rpb, fj_r = (int)threadIdx.x % fj_rpb;
-  float* const fj_lanes_float = (float*)fj_lane_buf[fj_r];
+  // Row fj_r's lane l at l * fj_rpb + fj_r (fj_red_lanes_at): a warp's rows' lanes in neighbouring words
+  const fj_red_lanes_at<float> fj_lanes_float = {(float*)fj_lane_buf + fj_r, fj_rpb};
   // Each group of fj_rpb rows in a block; row_split blocks per group in the odd launches of a split
   const unsigned int fj_parts = (split_phase & 1) ? row_split : 1, fj_groups = (rows + fj_rpb - 1) / fj_rpb;
   for (unsigned int fj_b = blockIdx.x; fj_b < fj_groups * fj_parts; fj_b += gridDim.x) {
@@ -300,7 +301,7 @@ static __device__ __forceinline__ void fj_reductions_8faba9a50da5a25c_rows(
     }
   }
 }
-extern "C" __global__ void fj_reductions_8faba9a50da5a25c(
+extern "C" __global__ void fj_reductions_08c84a7be79af0f5(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -316,9 +317,9 @@ extern "C" __global__ void fj_reductions_8faba9a50da5a25c(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_8faba9a50da5a25c_rows<true, 1>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_08c84a7be79af0f5_rows<true, 1>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
-extern "C" __global__ void fj_reductions_8faba9a50da5a25c_s(
+extern "C" __global__ void fj_reductions_08c84a7be79af0f5_s(
     const float* in_v0,
     float* out_v7,
     unsigned int n,
@@ -334,7 +335,7 @@ extern "C" __global__ void fj_reductions_8faba9a50da5a25c_s(
     int split_phase,
     unsigned int row_split,
     unsigned long long* ws) {
-  fj_reductions_8faba9a50da5a25c_rows<false, 1>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
+  fj_reductions_08c84a7be79af0f5_rows<false, 1>(in_v0, out_v7, n, isize1, isize1_mul, isize1_shift, ist_v0_0, ist_v0_1, ost_v7_0, ost_v7_1, rows, row_len, split_phase, row_split, ws);
 }
 
 // Fusion group: 1 op(s), iteration space [4, N, C], 32-bit index math.
