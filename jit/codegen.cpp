@@ -819,6 +819,32 @@ struct ReduceGen {
   }
   bool row_blocks() const { return ir::reduces_innermost(k.group); }
 
+  // A row kernel whose row spans several innermost dims (sum(x) of a matrix, mean over [H, W] of
+  // [N, H, W]; not [0, 2] of a 3-d tensor) that every input has all of or none of, and every element
+  // output all of: in the fast entry (C-contiguous tensors) element k of the row is at k from the
+  // row's base, as in a row of one dim, so it needs neither the coordinates of k nor strides, and
+  // its vector path runs.
+  bool flat_row() const {
+    if (!row_blocks() || red_j.size() < 2) return false;
+    for (size_t t = 0; t < red_j.size(); ++t)  // the innermost dims, none kept between them
+      if (red_j[red_j.size() - 1 - t] != last_dim() - static_cast<int>(t)) return false;
+    auto has = [&](const std::vector<int>& dims) {
+      int n = 0;
+      for (int j : red_j) n += dims[static_cast<size_t>(j)] >= 0;
+      return n;
+    };
+    for (const std::vector<int>& d : k.layout.in_dims)
+      if (const int n = has(d); n != 0 && n != static_cast<int>(red_j.size())) return false;
+    for (size_t i : element_outputs())
+      if (has(k.layout.out_dims[i]) != static_cast<int>(red_j.size())) return false;
+    return true;
+  }
+  // The offset of element k of the row from the row's base in `terms` (c<j> times strides): k
+  // itself in the fast entry of a flat row.
+  std::string row_offset(const std::string& terms) const {
+    return flat_row() && !terms.empty() ? "(fj_fast ? (unsigned long long)k : " + terms + ")" : terms;
+  }
+
   // Whether cached input `id`'s row is on chip in this launch: fj_rc for the rows that differ per
   // row, fj_rca for the broadcast ones (ReduceGroupInfo::per_row_inputs), which row_cache 3 leaves
   // in memory.
@@ -833,11 +859,11 @@ struct ReduceGen {
   // The vector width of a row kernel's fast entry: V elements per vector access along the row, V
   // lanes per thread in a pass (fj_red_loads in fj_reduce.h), so the widest array moved along the
   // row moves 16 bytes per access (f32: 4, bf16: 8, at most 8). 1 (none) for column kernels, rows of
-  // several collapsed dims, a bool input along the row (read as any nonzero byte, not as a vector)
+  // several dims but a flat_row(), a bool input along the row (read as any nonzero byte, not as a vector)
   // or CodegenOptions::vectorize off. The launcher turns it on per launch (vec_ok: rows of a
   // multiple of V elements, 16-byte aligned pointers, the fast entry).
   int vec_width() const {
-    if (!k.opts.vectorize || !row_blocks() || red_j.size() != 1) return 1;
+    if (!k.opts.vectorize || !row_blocks() || (red_j.size() != 1 && !flat_row())) return 1;
     int widest = 1;
     for (size_t i = 0; i < k.group.inputs.size(); ++i) {
       if (!along_row(i)) continue;
@@ -1051,7 +1077,7 @@ struct ReduceGen {
     std::string s;
     for (ir::NodeId id : ins) {
       if (row_pointer(id)) continue;
-      const std::string t = terms(red_j, "ist", v(id), static_cast<int>(input_index[id]));
+      const std::string t = row_offset(terms(red_j, "ist", v(id), static_cast<int>(input_index[id])));
       s += fmt::format("  const unsigned long long ioff_{0} = ib_{0}{1};\n", v(id), t.empty() ? "" : " + " + t);
     }
     return s;
@@ -1197,7 +1223,7 @@ struct ReduceGen {
     std::string s;
     for (size_t i : outs) {
       const ir::NodeId o = k.group.outputs[i];
-      const std::string t = terms(red_j, "ost", v(o), -1);
+      const std::string t = row_offset(terms(red_j, "ost", v(o), -1));
       s += fmt::format("  {}out_{}[ob_{}{}] = {};\n", guard ? "if (fj_live) " : "", v(o), v(o),
                        t.empty() ? "" : " + " + t, hf.name(o, HalfForms::Form::Storage));
     }
@@ -1322,7 +1348,7 @@ struct ReduceGen {
     } else {
       std::string body = decompose(red_j, "k");
       for (ir::NodeId id : info.reread_inputs) {
-        const std::string t = terms(red_j, "ist", v(id), static_cast<int>(input_index.at(id)));
+        const std::string t = row_offset(terms(red_j, "ist", v(id), static_cast<int>(input_index.at(id))));
         body += fmt::format("  {2}fj_rc_{0}[k] = in_{0}[ib_{0}{1}];\n", v(id), t.empty() ? "" : " + " + t,
                             on_chip(id) == "fj_rc" ? "" : "if (fj_rca) ");
       }

@@ -187,6 +187,47 @@ TEST_CASE("reductions over two axes of one shape: each value follows the reducti
   CHECK(p.groups[0].note.find("3 reductions, 2 distinct: 2 passes") != std::string::npos);
 }
 
+TEST_CASE("a row of several innermost dims is flat in the fast entry: its vector path, the same bits") {
+  // sum(x) of a matrix, mean over [H, W]: element k of a C-contiguous row at k from its base, V at
+  // a time (it was one division per dim and element, and no vector path). Inputs broadcast along
+  // the whole row ([N, 1, 1]) or along none of it ([H, W]) keep it flat; one along part of it ([W])
+  // or axes [0, 2] (a kept dim between) do not.
+  struct Flat {
+    std::string text;
+    int vector_width;  // of the fused kernel
+  };
+  const Flat flats[] = {
+      {"input x : f32[6, 16]\ny = sum(x)\noutput y\n", 4},
+      {"input x : bf16[3, 5, 8]\ny = amax(x, [1, 2], keepdim)\ne = x - y\noutput y, e\n", 8},
+      {"input x : f16[3, 5, 8]\ny = argmax(x, keepdim)\noutput y\n", 8},
+      {"input x : f32[3, 5, 12]\ninput w : f32[5, 12]\ninput g : f32[3, 1, 1]\nm = mean(x * w, [1, 2], keepdim)\n"
+       "v = var(x, [1, 2], keepdim)\ny = (x - m) * rsqrt(v + 1e-5) * g\noutput y\n", 4},
+      {"input x : f32[2, 3, 9]\nm = amax(x, [1, 2], keepdim)\ne = exp(x - m)\ny = e / sum(e, [1, 2], keepdim)\noutput y\n",
+       4},  // rows of 27: not a multiple of 4 (vec_ok 0)
+      {"input x : f32[3, 5, 8]\ninput w : f32[8]\ny = sum(x * w, [1, 2])\noutput y\n", 1},
+      {"input x : f32[4, 3, 8]\ny = sum(x, [0, 2], keepdim)\ne = x - y\noutput y, e\n", 1},
+  };
+  std::vector<testing::Case> cases;
+  uint64_t seed = 900;
+  for (const Flat& f : flats) {
+    cases.push_back(reduce_case(f.text, seed++));
+    CAPTURE(f.text);
+    REQUIRE(cases.back().fused.kernels.size() == 1);
+    CHECK(cases.back().fused.kernels[0].vector_width == f.vector_width);
+  }
+  check_all(cases, 1);
+  // The fast entry's scalar loop (flat offsets, no vectors) and the strided entry (every dim
+  // addressed) give the same bits.
+  for (const testing::Case& c : cases) {
+    CAPTURE(c.label);
+    jit::CpuRunOptions scalar, strided;
+    scalar.vector_path = false;
+    strided.force_strided = true;
+    CHECK(testing::check_case(c, scalar) == 0);
+    CHECK(testing::check_case(c, strided) == 0);
+  }
+}
+
 TEST_CASE("random graphs with reductions: fused, unfused and reference agree") {
   std::vector<testing::Case> cases;
   for (uint64_t s = 0; s < 120; ++s) {

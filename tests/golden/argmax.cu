@@ -271,9 +271,9 @@ extern "C" __global__ void fj_argmax_d08dedcb892c2ea6_s(
 // Every reduction combines a row's elements in fusejit's fixed order (fj_reduce.h:
 // chunks of FJ_RED_CHUNK, element i to lane
 // i mod FJ_RED_LANES in index order, lanes by a halving tree), whatever the block size.
-// Entry points: fj_argmax_9c3d02338b346ad4 for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_9c3d02338b346ad4_s for any strides.
+// Entry points: fj_argmax_6cc08f9e2abdbccf for C-contiguous tensors (stride 1 along a row: fj_fast), fj_argmax_6cc08f9e2abdbccf_s for any strides.
 template <bool fj_fast, int fj_lane_groups>
-static __device__ __forceinline__ void fj_argmax_9c3d02338b346ad4_rows(
+static __device__ __forceinline__ void fj_argmax_6cc08f9e2abdbccf_rows(
     const float* in_v1,
     long long* out_v11,
     unsigned int n,
@@ -288,11 +288,15 @@ static __device__ __forceinline__ void fj_argmax_9c3d02338b346ad4_rows(
     unsigned int row_len,
     int split_phase,
     unsigned int row_split,
-    unsigned long long* ws) {
+    unsigned long long* ws,
+    int vec_ok) {
   __shared__ unsigned long long fj_lane_buf[fj_lane_groups * ((FJ_RED_LANES * 16 + 7) / 8)];
   fj_red_arg<float>* const fj_lanes_arg_float = (fj_red_arg<float>*)fj_lane_buf;
   // Strides along the row: 1 in the fast entry (C-contiguous tensors)
   const unsigned long long fj_ist_v1 = fj_fast ? 1ull : ist_v1_1;
+  // The vector path: 4 elements a vector access along the row (the fast entry; vec_ok: rows of a
+  // multiple of 4 elements, 16-byte aligned pointers)
+  const bool fj_vector = FJ_RED_VECTOR && fj_fast && vec_ok != 0;
   const int fj_tid = (int)threadIdx.x, fj_nt = (int)blockDim.x;
   // One block per row; row_split blocks per row in the odd launches of a split row
   const unsigned int fj_parts = (split_phase & 1) ? row_split : 1;
@@ -301,16 +305,25 @@ static __device__ __forceinline__ void fj_argmax_9c3d02338b346ad4_rows(
     const unsigned long long ib_v1 = 0ull;
     const unsigned long long ob_v11 = 0ull;
     // v11 (flat) = argmax(v1) : i64, in the fixed order of fj_reduce.h  [argmax.graph:14]
-    const long long v11 = fj_reduce_phase<fj_red_argmax, fj_red_arg<float>>(split_phase, 1, (long long)row_len, fj_part, fj_parts, [&](long long fj_i) -> fj_red_arg<float> {
+    const long long v11 = fj_reduce_phase<fj_red_argmax, fj_red_arg<float>>(split_phase, 1, (long long)row_len, fj_part, fj_parts, fj_red_loads<4>(fj_vector, [&](long long fj_i) -> fj_red_arg<float> {
       const unsigned int k = (unsigned int)fj_i;
       unsigned int rem_k = k;
       const unsigned int c1 = rem_k - fjk_udiv(rem_k, isize1_mul, isize1_shift) * isize1;
       rem_k = fjk_udiv(rem_k, isize1_mul, isize1_shift);
       const unsigned int c0 = rem_k;
-      const unsigned long long ioff_v1 = ib_v1 + (unsigned long long)c0 * ist_v1_0 + (unsigned long long)c1 * fj_ist_v1;
+      const unsigned long long ioff_v1 = ib_v1 + (fj_fast ? (unsigned long long)k : (unsigned long long)c0 * ist_v1_0 + (unsigned long long)c1 * fj_ist_v1);
       const float v1 = in_v1[ioff_v1];
       return fj_red_arg<float>{v1, fj_i};
-    }, fj_lanes_arg_float, fj_tid, fj_nt,
+    },
+        [&](long long fj_i, fj_red_arg<float>* fj_out) {
+      const unsigned int fj_k = (unsigned int)fj_i;  // elements fj_k .. fj_k + 3: this thread's 4 lanes
+      const fj_vec<float, 4> x_v1 = fj_vload<float, 4>(in_v1 + ib_v1 + fj_k);
+      #pragma unroll
+      for (int fj_j = 0; fj_j < 4; ++fj_j) {
+        const float v1 = x_v1.v[fj_j];
+        fj_out[fj_j] = fj_red_arg<float>{v1, fj_i + fj_j};
+      }
+    }), fj_lanes_arg_float, fj_tid, fj_nt,
         fj_red_chunk_slots<fj_red_arg<float>>(ws, 2, 0, (long long)rows, (long long)o, (long long)row_len), fj_red_row_slot<fj_red_arg<float>>(ws, 0, (long long)rows, (long long)o), true, fj_lane_groups).i;
     if (split_phase == 1) continue;  // a split row's chunk values, combined by the next launch
     if (fj_tid == 0 && fj_part == 0) {  // the row outputs, once per row
@@ -318,7 +331,7 @@ static __device__ __forceinline__ void fj_argmax_9c3d02338b346ad4_rows(
     }
   }
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_9c3d02338b346ad4(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_6cc08f9e2abdbccf(
     const float* in_v1,
     long long* out_v11,
     unsigned int n,
@@ -333,10 +346,11 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_9c3d02338b346ad4(
     unsigned int row_len,
     int split_phase,
     unsigned int row_split,
-    unsigned long long* ws) {
-  fj_argmax_9c3d02338b346ad4_rows<true, 1>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
+    unsigned long long* ws,
+    int vec_ok) {
+  fj_argmax_6cc08f9e2abdbccf_rows<true, 1>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws, vec_ok);
 }
-extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_9c3d02338b346ad4_s(
+extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_6cc08f9e2abdbccf_s(
     const float* in_v1,
     long long* out_v11,
     unsigned int n,
@@ -351,7 +365,8 @@ extern "C" __global__ void FJ_RED_ROW_BOUNDS fj_argmax_9c3d02338b346ad4_s(
     unsigned int row_len,
     int split_phase,
     unsigned int row_split,
-    unsigned long long* ws) {
-  fj_argmax_9c3d02338b346ad4_rows<false, 1>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws);
+    unsigned long long* ws,
+    int vec_ok) {
+  fj_argmax_6cc08f9e2abdbccf_rows<false, 1>(in_v1, out_v11, n, isize1, isize1_mul, isize1_shift, ist_v1_0, ist_v1_1, ost_v11_0, ost_v11_1, rows, row_len, split_phase, row_split, ws, vec_ok);
 }
 
