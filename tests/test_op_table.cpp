@@ -129,6 +129,7 @@ TEST_CASE("every row of ir/ops.def is well formed") {
     CHECK(jit::gpu_op_tolerance(op, ir::DType::BF16).ulps == info.ulp_half);
     CHECK(jit::gpu_op_tolerance(op, ir::DType::I32).ulps == 0);
     CHECK((jit::gpu_op_tolerance(op, ir::DType::F32).abs_scale > 0) == (info.gpu == ir::OpAccuracy::Composite));
+    CHECK((jit::gpu_op_tolerance(op, ir::DType::BF16).abs_scale > 0) == (info.gpu == ir::OpAccuracy::Composite));
     // A Storage half form needs the fj_<op>_f16 / _bf16 functions on storage values.
     if (info.half == ir::HalfForm::Storage) {
       ir::with_op_fns(op, [&](auto fns) {
