@@ -154,8 +154,10 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
     fw = _framework(a)
     if not fw:
         buffer = isinstance(a, (memoryview, bytearray)) or type(a).__name__ == "array"  # array.array
+        hint = ("; pass np.asarray(...) of it (no copy)" if buffer else
+                "; pass np.frombuffer(it, dtype) (np.asarray of bytes is one string)" if isinstance(a, bytes) else "")
         raise TypeError(f"{what}: expected an array (NumPy, PyTorch, CuPy or any DLPack tensor), "
-                        f"got {type(a).__name__}" + ("; pass np.asarray(...) of it (no copy)" if buffer else ""))
+                        f"got {type(a).__name__}{hint}")
     if fw == "dlpack" and not hasattr(a, "__dlpack__"):
         a, fw = _interface_array(a), "numpy"
     if fw != "numpy":
@@ -167,7 +169,11 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
     bf16, native = _numpy_dtype_facts(a.dtype)
     if not native:  # as the .npy reader says it (first: a big-endian bfloat16 would pass as bf16 bits)
         fix = "ml_dtypes.bfloat16" if bf16 else repr(a.dtype.newbyteorder("=").str)
-        raise UserError(f"{what}: big-endian data ({a.dtype.str!r}) is not supported; convert it with .astype({fix})")
+        shown = "bfloat16, " + a.dtype.str if bf16 else a.dtype.str
+        if what.startswith("output"):  # a converted copy would take the results, not this array
+            raise UserError(f"{what}: big-endian data ({shown!r}) is not supported; pass an array of dtype {fix} "
+                            "for the results (np.empty(shape, dtype)) and convert it afterwards if you need to")
+        raise UserError(f"{what}: big-endian data ({shown!r}) is not supported; convert it with .astype({fix})")
     if bf16:
         return a.view(np.uint16), "bf16"
     if a.dtype.kind not in "biuf" or a.dtype.itemsize > 8:  # object, complex, long double, strings, dates

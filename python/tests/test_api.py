@@ -618,6 +618,8 @@ def test_argument_types_are_named_not_nanobinds_signatures():
         prog(x=np.ones(4, np.int16))
     with pytest.raises(TypeError, match=re.escape("got memoryview; pass np.asarray(...) of it (no copy)")):
         prog(x=memoryview(np.ones(4, np.float32)))
+    with pytest.raises(TypeError, match=re.escape("got bytes; pass np.frombuffer(it, dtype)")):
+        prog(x=bytes(16))
 
 
 def test_param_values_follow_the_fit_rule_of_defaults():
@@ -648,7 +650,9 @@ def test_big_endian_arrays_are_refused_naming_the_tensor():
     with pytest.raises(fusejit.UserError, match=r"input 'x': big-endian data \('>f4'\) is not supported; "
                                                 r"convert it with .astype\('<f4'\)"):
         prog(x=np.array([1, 2, 3], ">f4"))
-    with pytest.raises(fusejit.UserError, match="output 'y': big-endian data"):
+    # An output is not told to convert (a converted copy would take the results, not the array).
+    with pytest.raises(fusejit.UserError, match=r"output 'y': big-endian data \('>f4'\) is not supported; pass an "
+                                                r"array of dtype '<f4' for the results"):
         prog(x=np.array([1, 2, 3], "<f4"), out={"y": np.zeros(3, ">f4")})
     # bfloat16 too: its bytes swapped would pass as bf16 bits and read as other numbers.
     ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -656,7 +660,8 @@ def test_big_endian_arrays_are_refused_naming_the_tensor():
     big = np.array([1, 2, 3, 4], dtype=ml_dtypes.bfloat16).astype(np.dtype(ml_dtypes.bfloat16).newbyteorder(">"))
     with pytest.raises(fusejit.UserError, match=r"input 'x': big-endian data .* convert it with \.astype\(ml_dtypes\.bfloat16\)"):
         hb(x=big)
-    with pytest.raises(fusejit.UserError, match="output 'y': big-endian data"):
+    with pytest.raises(fusejit.UserError, match=r"output 'y': big-endian data \('bfloat16, >V2'\) .* of dtype "
+                                                r"ml_dtypes.bfloat16"):
         hb(x=big.astype(ml_dtypes.bfloat16), out={"y": big.copy()})
 
 
