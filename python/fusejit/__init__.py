@@ -160,8 +160,11 @@ def _as_storage(a: Any, what: str) -> tuple[Any, str | None]:
                         f"got {type(a).__name__}{hint}")
     if fw == "dlpack" and not hasattr(a, "__dlpack__"):
         a, fw = _interface_array(a), "numpy"
-    if fw != "numpy":
-        return a, None
+    return _numpy_storage(a, what) if fw == "numpy" else (a, None)
+
+
+def _numpy_storage(a: Any, what: str) -> tuple[Any, str | None]:
+    """_as_storage of a NumPy array or scalar: its dtype, byte order and strides checked."""
     import numpy as np
 
     if isinstance(a, np.generic):  # a NumPy scalar (np.float32(3), ml_dtypes.bfloat16(3)): a 0-d array
