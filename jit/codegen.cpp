@@ -828,15 +828,15 @@ struct ReduceGen {
     if (!row_blocks() || red_j.size() < 2) return false;
     for (size_t t = 0; t < red_j.size(); ++t)  // the innermost dims, none kept between them
       if (red_j[red_j.size() - 1 - t] != last_dim() - static_cast<int>(t)) return false;
-    auto has = [&](const std::vector<int>& dims) {
+    const int m = static_cast<int>(red_j.size());
+    for (size_t i = 0; i < k.group.inputs.size(); ++i) {
       int n = 0;
-      for (int j : red_j) n += dims[static_cast<size_t>(j)] >= 0;
-      return n;
-    };
-    for (const std::vector<int>& d : k.layout.in_dims)
-      if (const int n = has(d); n != 0 && n != static_cast<int>(red_j.size())) return false;
+      for (int j : red_j) n += has_dim(i, j);
+      if (n != 0 && n != m) return false;
+    }
     for (size_t i : element_outputs())
-      if (has(k.layout.out_dims[i]) != static_cast<int>(red_j.size())) return false;
+      for (int j : red_j)
+        if (k.layout.out_dims[i][static_cast<size_t>(j)] < 0) return false;
     return true;
   }
   // The offset of element k of the row from the row's base in `terms` (c<j> times strides): k
@@ -853,8 +853,19 @@ struct ReduceGen {
     return static_cast<size_t>(at - info.reread_inputs.begin()) < info.per_row_inputs ? "fj_rc" : "fj_rca";
   }
 
+  // Whether input i varies along kept dim j (an iter_dims index): not broadcast along it in the
+  // kernel's pattern (KernelLayout::access, bcast). A named dim of 1 met by another dim's size is
+  // broadcast although in_dims names it (`b : f32[2, S]` against `x : f32[2, 8]`, S = 1): the fast
+  // entry read such an input at stride 1 along the row, past its end.
+  bool has_dim(size_t i, int j) const {
+    if (k.layout.access[i] != InputAccess::Strided) return k.layout.access[i] == InputAccess::Contiguous;
+    const int d = k.layout.iter_dims[static_cast<size_t>(j)];
+    for (size_t c = 0; c < k.layout.dim_groups.size(); ++c)
+      if (d >= k.layout.dim_groups[c].first && d < k.layout.dim_groups[c].second) return !k.layout.bcast[i][c];
+    return false;
+  }
   // Whether input i varies along the row (a row kernel's innermost dim).
-  bool along_row(size_t i) const { return k.layout.in_dims[i][static_cast<size_t>(last_dim())] >= 0; }
+  bool along_row(size_t i) const { return has_dim(i, last_dim()); }
 
   // The vector width of a row kernel's fast entry: V elements per vector access along the row, V
   // lanes per thread in a pass (fj_red_loads in fj_reduce.h), so the widest array moved along the
@@ -955,7 +966,7 @@ struct ReduceGen {
   std::string terms(const std::vector<int>& dims, const char* prefix, const std::string& val, int input) {
     std::string s;
     for (int j : dims)
-      if (input < 0 || k.layout.in_dims[static_cast<size_t>(input)][static_cast<size_t>(j)] >= 0)
+      if (input < 0 || has_dim(static_cast<size_t>(input), j))  // a broadcast dim's stride is 0
         s += fmt::format("{}(unsigned long long)c{} * {}", s.empty() ? "" : " + ", j,
                          row_blocks() && j == last_dim() ? fmt::format("fj_{}_{}", prefix, val)
                                                          : fmt::format("{}_{}_{}", prefix, val, j));

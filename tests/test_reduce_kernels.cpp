@@ -228,6 +228,32 @@ TEST_CASE("a row of several innermost dims is flat in the fast entry: its vector
   }
 }
 
+TEST_CASE("an input broadcast along a row by a named dim of 1 is read at stride 0 there, in every entry") {
+  // b's S = 1 against the row's 8 (or [S, 8] against [6, 8]): broadcast, although b names a dim
+  // there. The fast entry read b at stride 1 along the row, past its end (wrong sums, and on a GPU
+  // an illegal address); the flat row of several dims did too.
+  const char* texts[] = {
+      "dim S = 1\ninput x : f32[2, 8]\ninput b : f32[2, S]\ny = sum(x + b, -1)\noutput y\n",
+      "dim S = 1\ninput x : f32[2, 8]\ninput b : f32[2, S]\ny = x * b\nz = y - amax(y, -1, keepdim)\noutput z\n",
+      "dim S = 1\ninput x : bf16[3, 16]\ninput b : bf16[3, S]\ny = softmax(x * b, -1)\noutput y\n",
+      "dim S = 1\ninput x : f32[2, 6, 8]\ninput b : f32[S, 8]\ny = sum(x + b, [1, 2])\noutput y\n",
+      "dim S = 1\ndim T = 1\ninput x : f32[2, 6, 8]\ninput b : f32[S, T]\nm = mean(x * b, [1, 2], keepdim)\n"
+      "y = x - m\noutput y\n",
+  };
+  std::vector<testing::Case> cases;
+  uint64_t seed = 950;
+  for (const char* t : texts) cases.push_back(reduce_case(t, seed++));
+  check_all(cases, 1);
+  for (const testing::Case& c : cases) {
+    CAPTURE(c.label);
+    jit::CpuRunOptions scalar, strided;
+    scalar.vector_path = false;
+    strided.force_strided = true;
+    CHECK(testing::check_case(c, scalar) == 0);
+    CHECK(testing::check_case(c, strided) == 0);
+  }
+}
+
 TEST_CASE("random graphs with reductions: fused, unfused and reference agree") {
   std::vector<testing::Case> cases;
   for (uint64_t s = 0; s < 120; ++s) {

@@ -269,13 +269,21 @@ struct Gen {
     Shape base;
     for (int k = 0; k < rank; ++k) base.push_back({1 + r.below(4), named && k == 0 ? 0 : -1});
     if (named) base[0].size = b.graph().dims[0].value;
+    // A named dim of 1 that broadcasts like a literal 1 (`b : f32[2, S]` against `[2, 8]`, S = 1):
+    // the kernels must not read it as a dim the input varies along.
+    int one_sym = -1;
+    if (rank > 0 && r.chance(0.3)) {
+      b.add_dim("S", 1);
+      one_sym = static_cast<int>(b.graph().dims.size()) - 1;
+    }
+    auto broadcast_one = [&]() { return one_sym >= 0 && r.chance(0.5) ? Dim{1, one_sym} : Dim{1, -1}; };
     int ni = 1 + r.below(o.max_inputs);
     std::vector<DType> ts = dtypes(o);
     for (int k = 0; k < ni; ++k) {
       Shape s;
       size_t drop = static_cast<size_t>(r.below(static_cast<int>(base.size()) + 1));
       if (k == 0) drop = 0;  // one input carries the full shape
-      for (size_t d = drop; d < base.size(); ++d) s.push_back(k > 0 && r.chance(0.3) ? Dim{1, -1} : base[d]);
+      for (size_t d = drop; d < base.size(); ++d) s.push_back(k > 0 && r.chance(0.3) ? broadcast_one() : base[d]);
       add(b.add_input(numbered("in", k), r.pick(ts), s));
     }
     int np = r.below(o.max_params + 1);
