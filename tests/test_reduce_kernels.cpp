@@ -66,6 +66,19 @@ void check_all(std::vector<testing::Case>& cases, int expect_fused_kernels = -1)
   }
 }
 
+// check_all's cases (compiled) run again through the fast entry's scalar loop (vec_ok 0) and the
+// strided entry: each must give the reference's bits too.
+void check_other_entries(const std::vector<testing::Case>& cases) {
+  for (const testing::Case& c : cases) {
+    CAPTURE(c.label);
+    jit::CpuRunOptions scalar, strided;
+    scalar.vector_path = false;
+    strided.force_strided = true;
+    CHECK(testing::check_case(c, scalar) == 0);
+    CHECK(testing::check_case(c, strided) == 0);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("every reduction op and dtype over the innermost, outer, several and all axes") {
@@ -218,14 +231,7 @@ TEST_CASE("a row of several innermost dims is flat in the fast entry: its vector
   check_all(cases, 1);
   // The fast entry's scalar loop (flat offsets, no vectors) and the strided entry (every dim
   // addressed) give the same bits.
-  for (const testing::Case& c : cases) {
-    CAPTURE(c.label);
-    jit::CpuRunOptions scalar, strided;
-    scalar.vector_path = false;
-    strided.force_strided = true;
-    CHECK(testing::check_case(c, scalar) == 0);
-    CHECK(testing::check_case(c, strided) == 0);
-  }
+  check_other_entries(cases);
 }
 
 TEST_CASE("an input broadcast along a row by a named dim of 1 is read at stride 0 there, in every entry") {
@@ -244,14 +250,7 @@ TEST_CASE("an input broadcast along a row by a named dim of 1 is read at stride 
   uint64_t seed = 950;
   for (const char* t : texts) cases.push_back(reduce_case(t, seed++));
   check_all(cases, 1);
-  for (const testing::Case& c : cases) {
-    CAPTURE(c.label);
-    jit::CpuRunOptions scalar, strided;
-    scalar.vector_path = false;
-    strided.force_strided = true;
-    CHECK(testing::check_case(c, scalar) == 0);
-    CHECK(testing::check_case(c, strided) == 0);
-  }
+  check_other_entries(cases);
 }
 
 TEST_CASE("random graphs with reductions: fused, unfused and reference agree") {
