@@ -104,13 +104,15 @@ class CommandLine {
     return std::nullopt;
   }
   // 0-based column of the value given to `option` (`--opt value` or `--opt=value`) the (skip + 1)th
-  // time it appears, or of `--opt` itself when no value follows; nullopt when it does not appear.
-  std::optional<size_t> option_column(const std::string& option, int skip = 0) const {
+  // time it appears, or of `--opt` itself when no value follows, and that value; nullopt when it
+  // does not appear so often.
+  std::optional<std::pair<size_t, std::string>> option_value(const std::string& option, int skip = 0) const {
     for (size_t i = 1; i < args_.size(); ++i) {
-      std::optional<size_t> col;
-      if (args_[i].rfind(option + "=", 0) == 0) col = shown(i, option.size() + 1);
-      else if (args_[i] == option) col = i + 1 < args_.size() ? shown(i + 1, 0) : shown(i, 0);
-      if (col && skip-- == 0) return col;
+      std::optional<std::pair<size_t, std::string>> at;
+      if (args_[i].rfind(option + "=", 0) == 0) at = {shown(i, option.size() + 1), args_[i].substr(option.size() + 1)};
+      else if (args_[i] == option && i + 1 < args_.size()) at = {shown(i + 1, 0), args_[i + 1]};
+      else if (args_[i] == option) at = {shown(i, 0), ""};
+      if (at && skip-- == 0) return at;
     }
     return std::nullopt;
   }
@@ -204,14 +206,24 @@ void locate_cli11_error(const CommandLine& line, ErrorInfo& e) {
   const size_t colon = e.message.find(": ");
   if (e.message.rfind("--", 0) != 0 || colon == std::string::npos) return;
   const std::string option = e.message.substr(0, colon);
-  int skip = 0;
   const std::string at_most = "At Most 1 required but received ";
   if (e.message.compare(colon + 2, at_most.size(), at_most) == 0) {
     e.message = option + " is given " + e.message.substr(colon + 2 + at_most.size()) + " times: give it once";
-    skip = 1;
+    if (const auto at = line.option_value(option, 1)) line.locate(e, at->first);
+    return;
   }
-  if (const auto col = line.option_column(option, skip)) line.locate(e, *col);
-  else e.text = "fusejit: error: " + e.message;
+  // CLI11 checks every value of an option given twice before it counts them: the caret goes under
+  // the value the message quotes ("'0x10' is not ...", "got 0"), or the empty one it calls empty.
+  const std::string said = e.message.substr(colon + 2);
+  std::optional<std::pair<size_t, std::string>> first = line.option_value(option, 0), at = first;
+  for (int k = 0; first && at; at = line.option_value(option, ++k)) {
+    const std::string& v = at->second;
+    if (v.empty() ? said.find("empty") != std::string::npos
+                  : said.find("'" + v + "'") != std::string::npos || said.ends_with("got " + v) ||
+                        said.starts_with(v + " not in "))  // CLI::IsMember's words
+      break;
+  }
+  if (const auto& where = at ? at : first) line.locate(e, where->first);
 }
 
 // The error being handled (inside a catch block) as an ErrorInfo.
@@ -383,9 +395,10 @@ CLI::Validator integer_in(T lo, T hi, const char* name) {
         const bool digits = std::all_of(v.begin() + (v[0] == '-' ? 1 : 0), v.end(),
                                         [](char c) { return c >= '0' && c <= '9'; });
         if (!digits || v == "-") return "'" + v + "' is not a decimal integer";
+        if (v[0] == '-' && v.find_first_not_of('0', 1) == std::string::npos) v = "0";  // -0 is 0
         T n = 0;
         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-        if (v[0] == '-' && !(ec == std::errc() && n >= lo)) return "must be >= " + std::to_string(lo);
+        if (v[0] == '-' && !(ec == std::errc() && n >= lo)) return "must be >= " + std::to_string(lo) + ", got " + v;
         if (ec == std::errc::result_out_of_range || n > hi || n < lo)
           return "must be " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " + v;
         v = std::to_string(n);  // "010" as ten: CLI11 converts with base 0 (octal); hence transform()

@@ -899,10 +899,18 @@ std::string make_folders(const std::string& path) {
   std::error_code ec, ignored;
   fs::create_directories(path, ec);
   if (!ec) return "";
-  const fs::file_status link = fs::symlink_status(path, ignored), target = fs::status(path, ignored);
-  if (fs::is_symlink(link) && !fs::exists(target))
-    return fmt::format("a symbolic link to '{}', which does not exist", fs::read_symlink(path, ignored).string());
-  if (fs::exists(target) && !fs::is_directory(target)) return "a file, not a folder";
+  // The first piece of the path that cannot be a folder ("a/link/b/", a dangling link "link").
+  fs::path prefix;
+  for (const fs::path& piece : fs::path(path)) {
+    if (piece.empty()) continue;  // the empty last piece of "a/b/"
+    prefix /= piece;
+    const fs::file_status link = fs::symlink_status(prefix, ignored), target = fs::status(prefix, ignored);
+    const std::string named = prefix == fs::path(path) || prefix / "" == fs::path(path) ? "" : "'" + prefix.string() + "' is ";
+    if (fs::is_symlink(link) && !fs::exists(target))
+      return fmt::format("{}a symbolic link to '{}', which does not exist", named,
+                         fs::read_symlink(prefix, ignored).string());
+    if (fs::exists(target) && !fs::is_directory(target)) return named + "a file, not a folder";
+  }
   return ec.message();
 }
 

@@ -75,8 +75,9 @@ std::string read_checked_file(const std::string& path, const FileKind& kind);
 std::string replace_file(const std::string& path, std::initializer_list<std::string_view> pieces, unsigned mode = 0644);
 
 // Makes folder `path` and its missing parents (as mkdir -p). Returns "" or why it could not, in
-// words: "a symbolic link to 'T', which does not exist" or "a file, not a folder" where the system
-// says only "File exists". The one folder maker of --save-dir and dump/ahead-of-time folders.
+// words: "a symbolic link to 'T', which does not exist" or "a file, not a folder" (of a parent:
+// "'a/b' is a file, not a folder") where the system says only "File exists" or "Not a directory".
+// The one folder maker of --save-dir and dump/ahead-of-time folders.
 std::string make_folders(const std::string& path);
 
 }  // namespace fusejit::ir

@@ -246,6 +246,11 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
     CHECK(r.code == 2);
     CHECK(r.out.find((odd / "file").string()) != std::string::npos);
     CHECK(r.out.find(": a file, not a folder") != std::string::npos);
+    // A parent at fault is named ("File exists" / "Not a directory" before).
+    r = run("run " + sample("x2x3.txt") + " --backend cpu --repeats 1 " + std::string(o) + (odd / "link" / "sub").string());
+    CHECK(r.out.find("'" + (odd / "link").string() + "' is a symbolic link to '") != std::string::npos);
+    r = run("run " + sample("x2x3.txt") + " --backend cpu --repeats 1 " + std::string(o) + (odd / "file" / "").string());
+    CHECK(r.out.find(": a file, not a folder") != std::string::npos);
   }
   // A flag's `--json=` is the flag (only options that take a value are split at an empty `=`).
   r = run("plan " + sample("x2x3.txt") + " --json=");
@@ -751,6 +756,20 @@ TEST_CASE("integer options: decimal only, range errors and repeats point into th
   const std::string twice = "  fusejit run " + g + " --seed 3 --seed=4\n";
   CHECK(r.out.find("--seed is given 2 times: give it once") != std::string::npos);
   CHECK(r.out.find(twice + std::string(twice.size() - 2, ' ') + "^") != std::string::npos);
+  // CLI11 checks each value before it counts them: the caret under the bad one, not the first.
+  for (const std::string& bad : {std::string(" --repeats 1 --repeats 0"), std::string(" --seed 1 --seed 0x1"),
+                                 std::string(" --backend cpu --backend gpu")}) {
+    CAPTURE(bad);
+    const std::string shown = "  fusejit run " + g + bad + "\n";
+    r = run("run " + g + bad);
+    CHECK(r.code == 2);
+    const size_t last = bad.rfind(' ') + 1;  // the second value's column in `bad`
+    CHECK(r.out.find(shown + std::string(shown.size() - 1 - (bad.size() - last), ' ') + "^") != std::string::npos);
+  }
+  // -0 is 0 for every integer option (it was refused for --seed only).
+  r = run("run " + g + " --backend cpu --repeats 1 --json --seed -0");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("\"seed\": 0,") != std::string::npos);
 }
 
 TEST_CASE("run --input: the dims of an input's shape follow its .npy file unless --dim sets them") {

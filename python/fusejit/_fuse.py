@@ -128,7 +128,7 @@ def _array_ufunc(self: Value, ufunc: Any, method: str, *inputs: Any, **kwargs: A
         import numpy as np
         return _builder_of(inputs).op("abs", _astype(inputs[0], np.result_type(inputs[0].dtype.dtype, np.float16)))
     if name == "positive":  # a new array in NumPy, as v.copy() and +v
-        return _copy(inputs[0])
+        return _positive(inputs[0])
     if name not in _UFUNCS:
         raise TypeError(f"np.{name} has no fusejit op (docs/ops.md lists them; fusejit.op(name, ...) builds any)")
     for a in inputs:
@@ -289,9 +289,16 @@ def _astype(self: Value, dtype: Any, copy: bool = True) -> Value:
 
 
 def _copy(self: Value) -> Value:
-    """np.copy/np.positive/+v: a new value equal to `self` (a cast to its own dtype), so that a result
-    copying an argument comes back as a new array, as NumPy's does, not as the argument itself."""
+    """v.copy(): a new value equal to `self` (a cast to its own dtype), so that a result copying an
+    argument comes back as a new array, as NumPy's does, not as the argument itself."""
     return self.builder.cast(self, str(self.dtype))
+
+
+def _positive(self: Value) -> Value:
+    """+v and np.positive(v): v.copy(), refused for bool as NumPy refuses it (no bool loop)."""
+    if str(self.dtype) == "bool":
+        raise TypeError("np.positive / +v of a bool value: NumPy has no bool loop for it; use v.copy()")
+    return _copy(self)
 
 
 def _comparison(op_name: str) -> Callable:
@@ -410,7 +417,7 @@ def install_value_methods() -> None:
     Value.__ne__ = _comparison("ne")
     Value.__hash__ = object.__hash__  # by identity, as a tensor's
     Value.astype = _astype
-    Value.__pos__ = _copy
+    Value.__pos__ = _positive
     Value.dtype = property(lambda self: ValueDType(_DTYPE_GETTER(self)),
                            doc="The value's dtype, as NumPy's dtype of it behaves (np.dtype(v.dtype), np.finfo(v.dtype), "
                                "v.dtype == np.float32); str(v.dtype) is fusejit's name (\"f32\").")

@@ -181,6 +181,8 @@ def test_a_copy_of_an_argument_is_a_new_array_as_numpys():
     assert all(np.array_equal(r, x) for r in (a, b, c))
     a[0] = 100
     assert x[0] == 0
+    with pytest.raises(TypeError, match="np.positive / \\+v of a bool value"):  # NumPy has no bool loop
+        fusejit.fuse(lambda m: +m)(np.ones(2, bool))
 
 
 @pytest.mark.filterwarnings("ignore:fuse.*read a value's .shape")
