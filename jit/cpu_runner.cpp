@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <algorithm>
 
 #include <fmt/format.h>
 
+#include "ir/error.h"
 #include "ir/passes/plan_report.h"
 
 namespace fusejit::jit {
@@ -130,7 +132,11 @@ void CpuKernelRunner::run(const GroupLaunch& group, size_t group_index, bool str
 }
 
 uint64_t CpuKernelRunner::workspace(size_t bytes) {
-  if (workspace_.size() * 8 < bytes) workspace_.resize((bytes + 7) / 8);
+  try {
+    if (workspace_.size() * 8 < bytes) workspace_.resize((bytes + 7) / 8);
+  } catch (const std::bad_alloc&) {  // a split row of 2^46 elements: 2^36 chunk values
+    throw ir::UserError(fmt::format("not enough host memory for the chunk values of a split row ({} bytes)", bytes));
+  }
   return address_of(workspace_.data());
 }
 

@@ -71,15 +71,21 @@ std::string shell_quote(const std::string& s) {
   return r + "'";
 }
 
-// Runs a shell command, returning its wait status (-1 if it could not be started) and combined
-// output.
+// The wait status of a command that ran but whose status this process cannot learn: it ignores
+// SIGCHLD (SIG_IGN: the kernel reaps every child, so pclose fails with ECHILD, also in a program a
+// parent started so) or reaps children in its own handler (waitpid(-1, ...): a server's).
+constexpr int kStatusUnknown = -2;
+
+// Runs a shell command, returning its wait status (-1 if it could not be started, kStatusUnknown)
+// and combined output.
 int run_command(const std::string& cmd, std::string& output) {
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");
   if (!p) return -1;
   char buf[4096];
   size_t got;
   while ((got = std::fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, got);
-  return pclose(p);
+  const int status = pclose(p);
+  return status == -1 && errno == ECHILD ? kStatusUnknown : status;
 }
 
 // This process's compile state. After fork() the child has only the thread that forked, so a lock
@@ -121,6 +127,9 @@ const std::string& compiler_version(const std::string& cxx) {
 // A wait status as words: "exit code 1", "killed by signal 9", "not found (exit code 127)".
 std::string describe_status(int status) {
   if (status == -1) return "could not be started";
+  if (status == kStatusUnknown)
+    return "its exit status is unknown: this process ignores SIGCHLD or reaps its children in a handler, and it "
+           "wrote no shared object";
   if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
   if (!WIFEXITED(status)) return fmt::format("wait status {}", status);
   const int code = WEXITSTATUS(status);
@@ -384,7 +393,11 @@ std::vector<char> compile_shared_object(const HostBuild& b, DiskStore& store, do
   const std::string cmd = fmt::format("{} {} -o {} {}", b.cxx, b.flags, shell_quote(so.string()), shell_quote(cpp.string()));
   const auto t0 = std::chrono::steady_clock::now();
   std::string output;
-  const int status = run_command(cmd, output);
+  int status = run_command(cmd, output);
+  // The status lost (SIGCHLD ignored): the shared object tells. The compiler removes it when it
+  // fails; a truncated one (a compiler killed) fails to load with its own error.
+  std::error_code ec;
+  if (status == kStatusUnknown && std::filesystem::file_size(so, ec) > 0 && !ec) status = 0;
   compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (status != 0 && output.find(std::strerror(ENOSPC)) != std::string::npos)  // "No space left on device"
     throw OutOfSpace(fmt::format("no space left on device for the host compiler's output in {}", scratch.path().string()));

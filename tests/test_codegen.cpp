@@ -5,6 +5,7 @@
 #include <random>
 
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -498,6 +499,29 @@ TEST_CASE("a host compiler failure is a short error: command, exit code, first l
   msg = host_compile_failure({k}, o);
   CHECK(msg.find("source not kept: the disk cache is off") != std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a process that ignores SIGCHLD still compiles on the CPU path; a failure there says why it is unsure") {
+  // SIG_IGN makes the kernel reap every child, so pclose cannot learn the compiler's status
+  // (ECHILD): every compile failed as "could not be started" although the compiler had run. A
+  // parent's SIG_IGN survives exec, so a program started by such a daemon is in this state too.
+  struct IgnoreSigchld {
+    void (*before)(int) = std::signal(SIGCHLD, SIG_IGN);
+    ~IgnoreSigchld() { std::signal(SIGCHLD, before); }
+  } ignore;
+  ir::Graph g = bias_graph(shp({8}), shp({8}));
+  jit::GeneratedKernel k = jit::generate_kernel(g, whole_graph_group(g));
+  k.source += "\n// a source of its own: " + std::to_string(::getpid()) + "\n";  // compiled here, not a hit
+  jit::HostCompileOptions o;
+  o.disk_cache = false;
+  o.opt_level = "-O0";
+  jit::HostCompileResult r;
+  const std::vector<jit::GeneratedKernel> ks = {k};
+  CHECK_NOTHROW(r = jit::host_compile(ks, o));
+  CHECK(r.module);
+  k.source += "this is not C++;\n";
+  const std::string msg = host_compile_failure({k}, o);
+  CHECK(msg.rfind("host compiler failed (its exit status is unknown: this process ignores SIGCHLD", 0) == 0);
 }
 
 // A kernel whose threads each run their share of fjk_stage_row (the prelude's copy of a row into
