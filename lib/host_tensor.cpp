@@ -22,7 +22,8 @@ std::string_view cache_outcome_name(CacheOutcome outcome) {
     case CacheOutcome::Loaded: return "loaded";
     case CacheOutcome::NotBuilt: return "not built";
   }
-  return "compiled";
+  throw Error(ErrorKind::User, "cache_outcome_name: invalid CacheOutcome value " +
+                                   std::to_string(static_cast<unsigned>(outcome)) + " (one of the enum's five)");
 }
 
 // ---- HostTensor ------------------------------------------------------------------------------

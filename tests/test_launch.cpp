@@ -276,6 +276,8 @@ TEST_CASE("the unfused plan is compiled on first use, and KernelInfo says so") {
     CHECK(k.read_bytes + k.write_bytes > 0);
   }
   CHECK(fj::cache_outcome_name(fj::CacheOutcome::NotBuilt) == "not built");
+  CHECK_THROWS_WITH_AS(fj::cache_outcome_name(static_cast<fj::CacheOutcome>(99)),
+                       doctest::Contains("invalid CacheOutcome value 99"), fj::Error);  // it said "compiled"
   CHECK(p.kernels(fj::PlanKind::Fused)[0].cache != fj::CacheOutcome::NotBuilt);
   const fj::HostTensor x = random_tensor(fj::DType::F32, {64}, 3);
   CHECK(p.run({x}, {}, fj::PlanKind::Unfused)[0] == p.run({x})[0]);

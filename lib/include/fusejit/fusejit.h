@@ -525,7 +525,8 @@ enum class CacheOutcome : uint8_t {
   Loaded,     ///< loaded from an ahead-of-time folder (Program::load)
   NotBuilt,   ///< not compiled yet: the unfused plan before its first use (name and source empty)
 };
-/// "compiled", "memory", "disk", "loaded" or "not built", as index.json writes it.
+/// "compiled", "memory", "disk", "loaded" or "not built", as index.json writes it. Throws
+/// Error(User) for a value that is none of the enum's (a cast integer).
 std::string_view cache_outcome_name(CacheOutcome outcome);
 
 /// One kernel of a program (one fusion group of its plan). Each kernel has two entry points: `name`
