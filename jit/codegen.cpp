@@ -839,10 +839,13 @@ struct ReduceGen {
         if (k.layout.out_dims[i][static_cast<size_t>(j)] < 0) return false;
     return true;
   }
-  // The offset of element k of the row from the row's base in `terms` (c<j> times strides): k
-  // itself in the fast entry of a flat row.
-  std::string row_offset(const std::string& terms) const {
-    return flat_row() && !terms.empty() ? "(fj_fast ? (unsigned long long)k : " + terms + ")" : terms;
+  // The offset of element k of the row from the row's base in `terms` (c<j> times strides) for
+  // input `input` (-1: an output): in the fast entry of a flat row k itself, or 0 for an input
+  // broadcast along the whole row (has_dim), which the strided entry may read along it all the same.
+  std::string row_offset(const std::string& terms, int input = -1) const {
+    if (!flat_row() || terms.empty()) return terms;
+    const bool varies = input < 0 || has_dim(static_cast<size_t>(input), red_j.back());
+    return fmt::format("(fj_fast ? {} : {})", varies ? "(unsigned long long)k" : "0ull", terms);
   }
 
   // Whether cached input `id`'s row is on chip in this launch: fj_rc for the rows that differ per
@@ -853,10 +856,13 @@ struct ReduceGen {
     return static_cast<size_t>(at - info.reread_inputs.begin()) < info.per_row_inputs ? "fj_rc" : "fj_rca";
   }
 
-  // Whether input i varies along kept dim j (an iter_dims index): not broadcast along it in the
-  // kernel's pattern (KernelLayout::access, bcast). A named dim of 1 met by another dim's size is
-  // broadcast although in_dims names it (`b : f32[2, S]` against `x : f32[2, 8]`, S = 1): the fast
-  // entry read such an input at stride 1 along the row, past its end.
+  // Whether input i varies along kept dim j (an iter_dims index) in the fast entry: not broadcast
+  // along it in the kernel's pattern (KernelLayout::access, bcast), which a launch of the fast
+  // entry has. A named dim of 1 met by another dim's size is broadcast although in_dims names it
+  // (`b : f32[2, S]` against `x : f32[2, 8]`, S = 1): the fast entry read such an input at stride
+  // 1 along the row, past its end. The strided entry runs any pattern (S = 8 in a call of a
+  // program compiled at S = 1): it reads every dim an input names (names_dim) at the stride passed,
+  // 0 where the call broadcasts it.
   bool has_dim(size_t i, int j) const {
     if (k.layout.access[i] != InputAccess::Strided) return k.layout.access[i] == InputAccess::Contiguous;
     const int d = k.layout.iter_dims[static_cast<size_t>(j)];
@@ -864,8 +870,11 @@ struct ReduceGen {
       if (d >= k.layout.dim_groups[c].first && d < k.layout.dim_groups[c].second) return !k.layout.bcast[i][c];
     return false;
   }
-  // Whether input i varies along the row (a row kernel's innermost dim).
+  bool names_dim(size_t i, int j) const { return k.layout.in_dims[i][static_cast<size_t>(j)] >= 0; }
+  // Whether input i varies along the row (a row kernel's innermost dim) in the fast entry, and
+  // whether it may in the strided entry.
   bool along_row(size_t i) const { return has_dim(i, last_dim()); }
+  bool names_row(size_t i) const { return names_dim(i, last_dim()); }
 
   // The vector width of a row kernel's fast entry: V elements per vector access along the row, V
   // lanes per thread in a pass (fj_red_loads in fj_reduce.h), so the widest array moved along the
@@ -966,7 +975,7 @@ struct ReduceGen {
   std::string terms(const std::vector<int>& dims, const char* prefix, const std::string& val, int input) {
     std::string s;
     for (int j : dims)
-      if (input < 0 || has_dim(static_cast<size_t>(input), j))  // a broadcast dim's stride is 0
+      if (input < 0 || names_dim(static_cast<size_t>(input), j))  // a broadcast dim's stride is 0
         s += fmt::format("{}(unsigned long long)c{} * {}", s.empty() ? "" : " + ", j,
                          row_blocks() && j == last_dim() ? fmt::format("fj_{}_{}", prefix, val)
                                                          : fmt::format("{}_{}_{}", prefix, val, j));
@@ -980,12 +989,13 @@ struct ReduceGen {
   std::string row_strides() {
     if (!row_blocks()) return "";
     std::string s;
-    auto declare = [&](const char* prefix, ir::NodeId id) {
-      s += fmt::format("  const unsigned long long fj_{0}_{1} = fj_fast ? 1ull : {0}_{1}_{2};\n", prefix, v(id), last_dim());
+    auto declare = [&](const char* prefix, ir::NodeId id, bool varies) {
+      s += fmt::format("  const unsigned long long fj_{0}_{1} = fj_fast ? {3} : {0}_{1}_{2};{4}\n", prefix, v(id), last_dim(),
+                       varies ? "1ull" : "0ull", varies ? "" : "  // broadcast along the row here (has_dim)");
     };
     for (size_t i = 0; i < k.group.inputs.size(); ++i)
-      if (along_row(i)) declare("ist", k.group.inputs[i]);
-    for (size_t i : element_outputs()) declare("ost", k.group.outputs[i]);
+      if (names_row(i)) declare("ist", k.group.inputs[i], along_row(i));
+    for (size_t i : element_outputs()) declare("ost", k.group.outputs[i], true);
     if (V > 1)
       s += fmt::format("  // The vector path: {} elements a vector access along the row (the fast entry; vec_ok: rows of a\n"
                        "  // multiple of {} elements, 16-byte aligned pointers)\n"
@@ -1088,7 +1098,8 @@ struct ReduceGen {
     std::string s;
     for (ir::NodeId id : ins) {
       if (row_pointer(id)) continue;
-      const std::string t = row_offset(terms(red_j, "ist", v(id), static_cast<int>(input_index[id])));
+      const std::string t = row_offset(terms(red_j, "ist", v(id), static_cast<int>(input_index[id])),
+                                       static_cast<int>(input_index[id]));
       s += fmt::format("  const unsigned long long ioff_{0} = ib_{0}{1};\n", v(id), t.empty() ? "" : " + " + t);
     }
     return s;
@@ -1108,7 +1119,7 @@ struct ReduceGen {
     std::string s;
     for (ir::NodeId id : info.reread_inputs) {
       if (!row_pointer(id)) continue;
-      const std::string st = along_row(input_index.at(id)) ? "fj_ist_" + v(id) : std::string("0ull");
+      const std::string st = names_row(input_index.at(id)) ? "fj_ist_" + v(id) : std::string("0ull");
       s += fmt::format("  const {0}* const fj_row_{1} = {3} ? fj_rc_{1} : in_{1} + ib_{1};\n"
                        "  const unsigned long long fj_rst_{1} = {3} ? 1ull : {2};\n",
                        k.storage(id), v(id), st, on_chip(id));
@@ -1353,13 +1364,14 @@ struct ReduceGen {
       for (ir::NodeId id : info.reread_inputs) {
         const size_t i = input_index.at(id);
         s += fmt::format("  {2}fjk_stage_row(fj_rc_{0}, in_{0} + ib_{0}, (long long)row_len, {1}, fj_tid, fj_nt);\n", v(id),
-                         along_row(i) ? "fj_ist_" + v(id) : std::string("0ull"),
+                         names_row(i) ? "fj_ist_" + v(id) : std::string("0ull"),
                          on_chip(id) == "fj_rc" ? "" : "if (fj_rca) ");
       }
     } else {
       std::string body = decompose(red_j, "k");
       for (ir::NodeId id : info.reread_inputs) {
-        const std::string t = row_offset(terms(red_j, "ist", v(id), static_cast<int>(input_index.at(id))));
+        const std::string t = row_offset(terms(red_j, "ist", v(id), static_cast<int>(input_index.at(id))),
+                                         static_cast<int>(input_index.at(id)));
         body += fmt::format("  {2}fj_rc_{0}[k] = in_{0}[ib_{0}{1}];\n", v(id), t.empty() ? "" : " + " + t,
                             on_chip(id) == "fj_rc" ? "" : "if (fj_rca) ");
       }

@@ -263,6 +263,45 @@ TEST_CASE("dims at launch: a reduction compiled where a reduced dim is 1 or 0 ru
   }
 }
 
+TEST_CASE("dims at launch: an input a named dim of 1 broadcast at compile time, called where it is not") {
+  // Compiled at S = 1 (b broadcast along x), called at S = 8 (or 4): the strided entry runs the
+  // call's pattern and must read b along it (it read b's first element only: the compile-time
+  // pattern), and the other way round. Each call must give the bits of a program compiled at its
+  // dims. Rows of one dim, of several (flat), columns, a softmax, an epilogue; and a rewrite that
+  // holds at one pattern only (a * 0 + b is b where b has the sum's shape).
+  const std::vector<std::pair<std::string, int64_t>> bodies = {
+      {"input x : f32[2, 8]\ninput b : f32[2, S]\ny = sum(x * b, -1)\n", 8},
+      {"input x : f32[3, 8]\ninput b : f32[S, 8]\ny = softmax(x * b, -1)\n", 3},
+      {"input x : f32[2, 4, 8]\ninput b : f32[S, 8]\ny = x - mean(x * b, [1, 2], keepdim)\n", 4},
+      {"input x : f32[8, 3]\ninput b : f32[S, 3]\ny = sum(x * b, 0)\n", 8},
+      {"input a : i32[2, 8]\ninput b : i32[2, S]\ny = sum(a * 0 + b, -1)\n", 8},
+      {"dim R = 1\ninput a : i32[2, R]\ninput b : i32[2, S]\ny = sum(a * 0 + b, -1)\n", 8},
+  };
+  for (const auto& [body, wide] : bodies) {
+    std::vector<fj::Program> progs;
+    for (int64_t s : {int64_t{1}, wide})
+      progs.push_back(fj::Program::compile(fj::Graph::parse(fmt::format("dim S = {}\n{}output y\n", s, body)), cpu_options()));
+    for (size_t from = 0; from < progs.size(); ++from)
+      for (size_t at = 0; at < progs.size(); ++at) {
+        CAPTURE(body);
+        CAPTURE(from);
+        CAPTURE(at);
+        std::vector<fj::HostTensor> ins;
+        for (const fj::TensorInfo& in : progs[at].graph().inputs())
+          ins.push_back(random_tensor(in.dtype, in.shape, 20 + static_cast<uint32_t>(ins.size())));
+        for (const fj::PlanKind kind : {fj::PlanKind::Fused, fj::PlanKind::Unfused})
+          CHECK(progs[from].run(ins, {}, kind)[0] == progs[at].run(ins, {}, fj::PlanKind::Unfused)[0]);
+      }
+  }
+  // R = 1, S = 8 at compile time, called at R = 8, S = 1: a * 0 + b broadcasts a's R now; the
+  // rewrite to b held only where b had the sum's shape (it summed b alone: [3, 5] for [24, 40]).
+  const fj::Program p = fj::Program::compile(
+      fj::Graph::parse("dim R = 1\ndim S = 8\ninput a : i32[2, R]\ninput b : i32[2, S]\ny = sum(a * 0 + b, -1)\noutput y\n"),
+      cpu_options());
+  const fj::HostTensor a = random_tensor(fj::DType::I32, {2, 8}, 5), b = random_tensor(fj::DType::I32, {2, 1}, 6);
+  CHECK(p.run({a, b})[0] == p.run({a, b}, {}, fj::PlanKind::Unfused)[0]);
+}
+
 TEST_CASE("the unfused plan is compiled on first use, and KernelInfo says so") {
   fj::Graph g = fj::Graph::parse("graph lazy\ninput x : f32[64]\ny = exp(x) * 2 + 1\noutput y\n");
   const fj::Program p = fj::Program::compile(g, cpu_options());
