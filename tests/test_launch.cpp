@@ -277,7 +277,9 @@ TEST_CASE("dims at launch: an input a named dim of 1 broadcast at compile time, 
       {"input a : i32[2, 8]\ninput b : i32[2, S]\ny = sum(a * 0 + b, -1)\n", 8},
       {"dim R = 1\ninput a : i32[2, R]\ninput b : i32[2, S]\ny = sum(a * 0 + b, -1)\n", 8},
   };
-  for (const auto& [body, wide] : bodies) {
+  for (const auto& body_wide : bodies) {
+    const std::string& body = body_wide.first;  // not a structured binding: clang 14 cannot capture one
+    const int64_t wide = body_wide.second;
     std::vector<fj::Program> progs;
     for (int64_t s : {int64_t{1}, wide})
       progs.push_back(fj::Program::compile(fj::Graph::parse(fmt::format("dim S = {}\n{}output y\n", s, body)), cpu_options()));
