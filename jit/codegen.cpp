@@ -804,6 +804,7 @@ struct ReduceGen {
   // Kept values (info.kept_values): written to the row cache by the first pass computing each
   // (kept_written) when the launch keeps them there (fj_rv), read there by the epilogue.
   std::set<ir::NodeId> kept, kept_written;
+  bool flat = false;  // flat_row(), decided once
   int V = 1;  // the vector width of a row kernel's fast entry (vec_width), 1: none
 
   ReduceGen(KernelGen& kg, HalfForms& h) : k(kg), hf(h), info(ir::analyze_reduce_group(kg.g, kg.group)) {
@@ -815,6 +816,7 @@ struct ReduceGen {
     if (row_blocks()) cached.insert(info.reread_inputs.begin(), info.reread_inputs.end());
     // Not in fast-math mode: ir::SplitRules::kept_values.
     if (!cached.empty() && !k.opts.fast_math) kept.insert(info.kept_values.begin(), info.kept_values.end());
+    flat = flat_row();
     V = vec_width();
   }
   bool row_blocks() const { return ir::reduces_innermost(k.group); }
@@ -843,9 +845,15 @@ struct ReduceGen {
   // input `input` (-1: an output): in the fast entry of a flat row k itself, or 0 for an input
   // broadcast along the whole row (has_dim), which the strided entry may read along it all the same.
   std::string row_offset(const std::string& terms, int input = -1) const {
-    if (!flat_row() || terms.empty()) return terms;
+    if (!flat || terms.empty()) return terms;
     const bool varies = input < 0 || has_dim(static_cast<size_t>(input), red_j.back());
     return fmt::format("(fj_fast ? {} : {})", varies ? "(unsigned long long)k" : "0ull", terms);
+  }
+
+  // Input `id`'s offset of element k from its row's base (row_offset of its terms along the row).
+  std::string input_row_offset(ir::NodeId id) {
+    const int i = static_cast<int>(input_index.at(id));
+    return row_offset(terms(red_j, "ist", v(id), i), i);
   }
 
   // Whether cached input `id`'s row is on chip in this launch: fj_rc for the rows that differ per
@@ -883,7 +891,7 @@ struct ReduceGen {
   // or CodegenOptions::vectorize off. The launcher turns it on per launch (vec_ok: rows of a
   // multiple of V elements, 16-byte aligned pointers, the fast entry).
   int vec_width() const {
-    if (!k.opts.vectorize || !row_blocks() || (red_j.size() != 1 && !flat_row())) return 1;
+    if (!k.opts.vectorize || !row_blocks() || (red_j.size() != 1 && !flat)) return 1;
     int widest = 1;
     for (size_t i = 0; i < k.group.inputs.size(); ++i) {
       if (!along_row(i)) continue;
@@ -1098,8 +1106,7 @@ struct ReduceGen {
     std::string s;
     for (ir::NodeId id : ins) {
       if (row_pointer(id)) continue;
-      const std::string t = row_offset(terms(red_j, "ist", v(id), static_cast<int>(input_index[id])),
-                                       static_cast<int>(input_index[id]));
+      const std::string t = input_row_offset(id);
       s += fmt::format("  const unsigned long long ioff_{0} = ib_{0}{1};\n", v(id), t.empty() ? "" : " + " + t);
     }
     return s;
@@ -1370,8 +1377,7 @@ struct ReduceGen {
     } else {
       std::string body = decompose(red_j, "k");
       for (ir::NodeId id : info.reread_inputs) {
-        const std::string t = row_offset(terms(red_j, "ist", v(id), static_cast<int>(input_index.at(id))),
-                                         static_cast<int>(input_index.at(id)));
+        const std::string t = input_row_offset(id);
         body += fmt::format("  {2}fj_rc_{0}[k] = in_{0}[ib_{0}{1}];\n", v(id), t.empty() ? "" : " + " + t,
                             on_chip(id) == "fj_rc" ? "" : "if (fj_rca) ");
       }
