@@ -228,8 +228,11 @@ void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, s
       throw ir::UserError(fmt::format("{} '{}': strides {} for shape {}: give one stride per dim, in elements, each >= 0 "
                                       "(or none for a C-contiguous tensor)",
                                       role, name, shape_text(t.strides), shape_text(t.shape)));
-    for (int64_t st : t.strides)
-      if (st < 0)
+    // A stride means nothing on a dim of size 1 or in a tensor without elements (NumPy gives
+    // x[::-1] of one element the stride -1): only one that reverses elements is refused.
+    const bool empty = std::find(t.shape.begin(), t.shape.end(), int64_t{0}) != t.shape.end();
+    for (size_t d = 0; d < t.strides.size(); ++d)
+      if (t.strides[d] < 0 && t.shape[d] > 1 && !empty)
         throw ir::UserError(fmt::format("{} '{}': strides {} for shape {}: a negative stride (a reversed view such as "
                                         "x[::-1]) is not supported; pass a copy in forward order (from Python: "
                                         "np.ascontiguousarray(x), or x.contiguous() in PyTorch)",

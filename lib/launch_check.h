@@ -33,7 +33,8 @@ int tensors_device(const ir::Graph& g, std::span<const TensorRef> inputs, std::s
 void check_output_dtypes(const ir::Graph& g, std::span<const TensorRef> outputs);
 // Throws ir::UserError unless every output has the shape the launch state gives it.
 void check_output_shapes(const ir::Graph& g, const jit::LaunchState& st, std::span<const jit::TensorArg> outputs);
-// Throws ir::UserError unless every tensor has no strides or one non-negative stride per dim, an
+// Throws ir::UserError unless every tensor has no strides or one stride per dim, non-negative on
+// each dim of more than one element (unless the tensor has none), an
 // extent of at most 2^63 - 1 bytes (jit::view_bytes; run it before anything computes with the
 // extent), and data unless it has no elements.
 void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, std::span<const jit::TensorArg> outputs);

@@ -508,6 +508,19 @@ TEST_CASE("overlaps other than in place are refused, naming both tensors") {
   e = error_of([&] { prog.launch({view(big, 1002, n, {-1}), a.grad, a.m, a.v}, {a.p, a.m, a.v}); });
   CHECK(contains(e, "input 'p': strides [-1] for shape [1003]: a negative stride (a reversed view such as x[::-1]) "
                     "is not supported"));
+  // ... but a stride means nothing on a dim of size 1 or in a tensor without elements (NumPy gives
+  // x[::-1] of one element the stride -1), so any is taken there.
+  const fj::Program add = fj::Program::compile(
+      fj::Graph::parse("graph add\ndim R = 4\ninput x : f32[R, 1]\ninput b : f32[1, 1]\ny = x + b\noutput y\n"),
+      cpu_options());
+  fj::HostTensor x41 = random_tensor(fj::DType::F32, {4, 1}, 3), b11 = random_tensor(fj::DType::F32, {1, 1}, 4);
+  fj::HostTensor y41(fj::DType::F32, {4, 1});
+  const std::vector<int64_t> s41 = {4, 1}, s11 = {1, 1};
+  add.launch({view(x41, 0, s41, {1, -7}), view(b11, 0, s11, {-3, -5})}, {view(y41, 0, s41, {1, -1})});
+  const std::vector<fj::HostTensor> want = add.run({x41, b11});
+  CHECK(std::memcmp(y41.data().data(), want[0].data().data(), y41.bytes()) == 0);
+  fj::HostTensor x0(fj::DType::F32, {0, 1}), y0(fj::DType::F32, {0, 1});
+  add.launch({view(x0, 0, {0, 1}, {-2, -1}), b11}, {view(y0, 0, {0, 1}, {-1, 1})});
   // In place where the plan reads the input again after writing the output (unfused: y's kernel
   // runs before z's, which reads x).
   const fj::Program two = fj::Program::compile(

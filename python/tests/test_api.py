@@ -273,6 +273,10 @@ def test_errors(axpy):
         axpy(x=[0.0] * 8, y=x)
     with pytest.raises(fusejit.UserError, match=r"negative stride .*np\.ascontiguousarray"):
         axpy(x=x[::-1], y=x)
+    # A stride on a dim of one element means nothing: NumPy's x[::-1] of one element has -4 bytes.
+    col = np.arange(4, dtype=np.float32).reshape(4, 1)
+    assert col[:, ::-1].strides[1] < 0
+    np.testing.assert_array_equal(fusejit.fuse(lambda a: a * 2)(col[:, ::-1]), col * 2)
     with pytest.raises(fusejit.UserError, match="read-only"):
         axpy(x=x, y=x, out={"z": np.broadcast_to(np.float32(0), (8,))})
     with pytest.raises(TypeError, match="no output named"):

@@ -877,7 +877,8 @@ class Program {
   /// output's value is copied with cuMemcpyDtoDAsync, and the first launch at a new set of dim
   /// values may compile (docs/api.md, "CUDA graphs"). Tensors with no elements launch nothing.
   /// Throws Error(User) on a wrong count, dtype or shape (naming the tensor, as run() does), a bad
-  /// param, an overlap (naming both tensors), a negative stride, or (CUDA backend) a data pointer
+  /// param, an overlap (naming both tensors), a negative stride on a dim of more than one element
+  /// (any stride is taken on a dim of size 1 or a tensor without elements), or (CUDA backend) a data pointer
   /// that is no multiple of its element size (a GPU faults on it: CUDA_ERROR_MISALIGNED_ADDRESS);
   /// Error(Driver) on a launch failure; Error(Compile) when a new kernel is needed and cannot be
   /// compiled.
