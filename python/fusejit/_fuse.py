@@ -129,6 +129,8 @@ def _array_ufunc(self: Value, ufunc: Any, method: str, *inputs: Any, **kwargs: A
         return _builder_of(inputs).op("abs", _astype(inputs[0], np.result_type(inputs[0].dtype.dtype, np.float16)))
     if name == "positive":  # a new array in NumPy, as v.copy() and +v
         return _positive(inputs[0])
+    if name == "heaviside":
+        return _heaviside(*inputs)
     if name not in _UFUNCS:
         raise TypeError(f"np.{name} has no fusejit op (docs/ops.md lists them; fusejit.op(name, ...) builds any)")
     for a in inputs:
@@ -196,6 +198,43 @@ def _np_reduction(op_name: str, a: Any, *, axis: Any = None, dtype: Any = None, 
     return reduce(op_name, a, axis, _flag_of(keepdims, "keepdims"), correction=correction, initial=initial)
 
 
+def _as_float(v: Any) -> Any:
+    """A value of an integer or bool dtype cast to the smallest float that holds it, as NumPy's
+    float-only ufunc loops take it (f16 for bool, i8, u8; f32 for i16; f64 for i32, i64); a float
+    value or a Python scalar as it is."""
+    if not isinstance(v, Value) or str(v.dtype) in _BYTES_OF_FLOAT:
+        return v
+    return _astype(v, np.result_type(v.dtype.dtype, np.float16))
+
+
+def _heaviside(x1: Any, x2: Any) -> Value:
+    """np.heaviside(x1, x2): 0 where x1 < 0, x2 where x1 == 0 (-0.0 too), 1 where x1 > 0 and NaN where
+    x1 is NaN (numpy/_core/src/npymath/npy_math_internal.h.src, npy_heaviside; PyTorch's heaviside
+    gives 0 there), in x1's and x2's promoted dtype (docs/ops.md), an integer or bool one cast to a
+    float as NumPy's float-only loops take it."""
+    step = _as_float(op("where", x1 == 0, x2, x1))  # x2 where x1 is 0, else x1 (a NaN stays one)
+    return op("where", x1 > 0, 1, op("where", x1 < 0, 0, step))
+
+
+def _np_isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: bool = False) -> Value:
+    """np.isclose as NumPy 2 computes it (numpy/_core/numeric.py): b cast to a float first (f64 for an
+    integer or bool value, as NumPy's result_type(b, 1.0)), then |a - b| <= atol + rtol * |b| where b
+    is finite, or a == b, or (equal_nan) both NaN. Python-scalar tolerances take b's dtype (NEP 50);
+    value tolerances promote as docs/ops.md says."""
+    y = b if not isinstance(b, Value) or str(b.dtype) in _BYTES_OF_FLOAT else _astype(b, np.float64)
+    y = float(y) if isinstance(y, (int, np.integer)) and not isinstance(y, bool) else y
+    for name, t in (("rtol", rtol), ("atol", atol)):
+        if isinstance(t, (int, float, np.number)) and not np.isfinite(t):
+            warnings.warn(f"np.isclose: {name} = {t} is not finite", RuntimeWarning, stacklevel=3)
+    def test(name: str, v: Any) -> Any:  # isfinite/isnan of a value or of a Python scalar
+        return op(name, v) if isinstance(v, Value) else bool(getattr(np, name)(v))
+
+    result = (abs(a - y) <= atol + rtol * abs(y)) & test("isfinite", y) | (a == y)
+    if _flag_of(equal_nan, "equal_nan"):
+        result = result | (test("isnan", a) & test("isnan", y))
+    return result
+
+
 def _np_where(condition: Any, x: Any = None, y: Any = None) -> Value:
     if x is None or y is None:
         raise TypeError("np.where(condition) (the indices form) has no fusejit op: use np.where(condition, x, y)")
@@ -224,6 +263,8 @@ def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dic
         return _np_where(*args, **kwargs)
     if name == "clip":
         return _np_clip(*args, **kwargs)
+    if name == "isclose":
+        return _np_isclose(*args, **kwargs)
     if name in ("round", "around") and not args[1:] and not kwargs.get("decimals"):
         return op("round", args[0])  # NumPy rounds half to even, as fusejit's round
     if name in ("round", "around"):
@@ -236,7 +277,7 @@ def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dic
     module = getattr(func, "__module__", None) or "numpy"  # np.linalg.norm, not np.norm
     where = ("np" + module[len("numpy"):]) if module.startswith("numpy") else module
     raise TypeError(f"{where}.{name} has no fusejit op on fusejit values (supported: NumPy's ufuncs of docs/ops.md, "
-                    "where, clip, and the reductions sum mean prod max min amax amin argmax argmin var std)")
+                    "heaviside, where, clip, isclose, and the reductions sum mean prod max min amax amin argmax argmin var std)")
 
 
 def _reduction_call(name: str, a: Any, args: tuple, kwargs: dict, where: str, before: int) -> Value:
@@ -962,7 +1003,7 @@ def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) ->
 
     The function is traced on :class:`fusejit.Value` stand-ins of its array arguments (NumPy arrays,
     PyTorch and CuPy tensors; a NumPy scalar is a 0-d array) and may use Python operators, NumPy's
-    ufuncs and ``np.where``/``np.clip``/``np.sum``-style reductions on them, ndarray-like methods
+    ufuncs and ``np.where``/``np.clip``/``np.isclose``/``np.sum``-style reductions on them, ndarray-like methods
     (``astype``, ``sum``, ``mean``, ``max``, ``var``, ...), and :func:`fusejit.op` /
     :func:`fusejit.reduce` for every op of docs/ops.md. It returns one value or a tuple, list or dict
     of values. Other arguments (numbers, strings, None) are constants of the trace: Python numbers
