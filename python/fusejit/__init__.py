@@ -26,6 +26,7 @@ from ._errors import CompileError, DriverError, Error, FusejitWarning, InternalE
 from ._fusejit import (CacheEntry, CacheStats, Dim, Graph, GraphBuilder, KernelInfo, NodeInfo, ParamInfo, TensorInfo,
                        Value)
 from ._fuse import Fused, ValueDType, fuse, install_value_methods as _install_value_methods, op, reduce
+from . import translate as translate  # fusejit.translate without an import of its own (stdlib only)
 
 _install_value_methods()
 
@@ -49,9 +50,14 @@ def _at_exit() -> None:
     fusejit call (daemon threads) wait for the process to end rather than take the GIL back
     (GilRelease in python/src/module.h: Pythons before 3.14 would end them with pthread_exit, an
     abort). With such threads alive, nanobind's leak report at exit is off: what they hold is
-    never released, which is no leak of fusejit's."""
+    never released, which is no leak of fusejit's. The per-type caches of traced functions' classes
+    are emptied: a class they keep past finalisation keeps its module's globals (a GraphBuilder
+    there), which nanobind would report as leaked."""
     import threading
 
+    from . import _pattern
+
+    _pattern.clear_type_caches()
     _fusejit._at_exit(threading.active_count() > 1)
 
 
@@ -699,9 +705,9 @@ def cache_stats(cache_dir: str | bytes | os.PathLike[str] | None = None) -> Cach
 
 
 def cache_list(cache_dir: str | bytes | os.PathLike[str] | None = None) -> list[CacheEntry]:
-    """Every entry of the cache folder, most recently used first (``fusejit cache list``): key,
-    file, bytes, kernel names, target ("sm_90", "compute_90" or "host") and whether it is valid;
-    none for an absent folder. Raises UserError as :func:`cache_path`, and for a folder that
+    """Every entry of the cache folder, most recently used first (``fusejit cache list``), as a
+    CacheEntry: ``key``, ``path`` (its file), ``bytes``, ``label`` (its kernels' names), ``target``
+    ("sm_90", "compute_90" or "host"), ``valid`` and, when not, ``problem``; none for an absent folder. Raises UserError as :func:`cache_path`, and for a folder that
     cannot be looked into or is not a folder (as :func:`cache_clear`)."""
     return _fusejit.cache_list(cache_dir)
 

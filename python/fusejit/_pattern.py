@@ -134,6 +134,12 @@ def _deletes(t: type) -> bool:
     return any("__del__" in vars(c) for c in t.__mro__ if c is not object)
 
 
+def clear_type_caches() -> None:
+    """Empties the per-type caches (at exit: they hold classes, and so their modules' globals)."""
+    for f in (_python_defined, _slot_names, by_value, _deletes, array_type, _keyed_by_value):
+        f.cache_clear()
+
+
 def state_of(v: Any) -> dict:
     """An object's attributes: its __dict__ and the slots it has set."""
     names = _slot_names(type(v))

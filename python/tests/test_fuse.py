@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import collections
 import math
+import os
 import re
+import subprocess
+import sys
 import threading
 import warnings
 
@@ -1480,3 +1483,20 @@ def test_a_differential_testers_finds():
     with pytest.raises(fusejit.UserError, match=r"argument 'v': NumPy dtype int16 is none of fusejit's dtypes: "
                                                 r"cast the array to one first \(a.astype\(np.int32\)"):
         fusejit.fuse(lambda v: v + 1)(np.ones(3, np.int16))
+
+
+def test_no_leak_report_at_exit_for_a_traced_method_and_module_level_values():
+    # The per-type caches held Layer, so __main__'s globals (b, x) outlived nanobind's check at exit.
+    script = """
+import numpy as np, fusejit
+b = fusejit.GraphBuilder(); x = b.input("x", "f32", [4])
+class Layer:
+    def __init__(s, w): s.w = w
+    @fusejit.fuse
+    def f(self, v): return v * self.w
+print(Layer(np.ones(4, np.float32)).f(np.ones(4, np.float32)))
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    res = subprocess.run([sys.executable, "-c", script], timeout=120, env=env, capture_output=True, text=True)
+    assert res.returncode == 0 and res.stdout.strip() == "[1. 1. 1. 1.]", res.stderr
+    assert "leaked" not in res.stderr, res.stderr
