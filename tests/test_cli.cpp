@@ -842,4 +842,8 @@ TEST_CASE("run with no elements: no speedup is claimed from launch overheads") {
   REQUIRE_MESSAGE(r.code == 0, r.out);
   CHECK(r.out.find("speedup   - (no elements: the kernels had nothing to compute)") != std::string::npos);
   CHECK(r.out.find("measured on the host CPU") == std::string::npos);
+  // ... nor in --json: null, as a figure not measured.
+  Result j = run("run " + sample("softmax.txt") + " --dim N=0 --backend cpu --repeats 1 --json");
+  REQUIRE_MESSAGE(j.code == 0, j.out);
+  CHECK(nlohmann::json::parse(j.out)["speedup"].is_null());
 }

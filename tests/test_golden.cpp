@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <fmt/format.h>
 
 #include "ir/parser.h"
 #include "ir/passes/plan_fusion.h"
@@ -104,6 +105,23 @@ TEST_CASE("reports: JSON and DOT") {
   std::string summary = format_plan_summary(r, fused, unfused);
   CHECK(summary.find("strict") != std::string::npos);
   CHECK(summary.find("predicted traffic fused/unfused") != std::string::npos);
+}
+
+TEST_CASE("reports: DOT draws a recomputed node in each kernel that computes it, and each kernel's bytes") {
+  // h is computed by the row kernel (y) and again by the column kernel (cs), never written.
+  RewriteResult r = rewrite(parse_graph("graph silu\ninput x : f32[64, 32]\nh = x * sigmoid(x)\n"
+                                        "y = h - mean(h, -1, keepdim)\ncs = sum(h, 0)\noutput y, cs\n",
+                                        "silu.txt"));
+  const Plan fused = plan_fusion(r.graph);
+  REQUIRE(fused.groups.size() == 2);
+  const std::string dot = format_plan_dot(r.graph, fused);
+  const NodeId h = 2, cs = fused.groups[1].outputs[0];
+  CAPTURE(dot);
+  CHECK(dot.find(fmt::format("n{}_1 [label=\"h\\nmul f32\\n(recomputed)\", shape=box, style=dashed]", h)) != std::string::npos);
+  CHECK(dot.find(fmt::format("  n{}_1 -> n{};\n", h, cs)) != std::string::npos);
+  CHECK(dot.find(fmt::format("  n{} -> n{};\n", h, cs)) == std::string::npos);  // h is not in memory
+  CHECK(dot.find("\\nread 8.19 kB, write 8.19 kB\"") != std::string::npos);  // the row kernel: x in, y out
+  CHECK(dot.find("\\nread 8.19 kB, write 128 B\"") != std::string::npos);    // the column kernel: x in, cs out
 }
 
 TEST_CASE("reports: DOT names a reduction's axes on its node and its cluster") {

@@ -150,8 +150,29 @@ std::string rule_lines(const RewriteResult& rw) {
 }
 
 // One fused kernel's block: its ops, shape and reductions, values in and out, bytes, note.
+// Per node of `g`: the names of the graph outputs bound to it, in declaration order.
+std::vector<std::vector<std::string>> output_names(const Graph& g) {
+  std::vector<std::vector<std::string>> names(static_cast<size_t>(g.size()));
+  for (const OutputDecl& o : g.outputs) names[static_cast<size_t>(o.node)].push_back(o.name);
+  return names;
+}
+
+// The values a group writes, each with the graph outputs it is written as where those are not just
+// the value's own name: `x (as output y)` for a copy of an input, `y (as outputs y, z)` for two.
+std::string written_list(const Graph& g, const FusionGroup& grp, const std::vector<std::vector<std::string>>& names) {
+  std::string s;
+  for (NodeId id : grp.outputs) {
+    const std::vector<std::string>& as = names[static_cast<size_t>(id)];
+    const std::string name = value_name(g, id);
+    s += (s.empty() ? "" : ", ") + name;
+    if (!as.empty() && !(as.size() == 1 && as[0] == name))
+      s += fmt::format(" (as output{} {})", as.size() == 1 ? "" : "s", fmt::join(as, ", "));
+  }
+  return s.empty() ? "-" : s;
+}
+
 std::string group_block(const Graph& g, const Plan& fused, size_t k, std::span<const std::string> kernel_names,
-                        std::span<const int> bindings) {
+                        std::span<const int> bindings, const std::vector<std::vector<std::string>>& names) {
   const FusionGroup& grp = fused.groups[k];
   const GroupTraffic t = group_traffic(g, grp, fused.rules, bindings);
   std::string s = fmt::format("kernel {} ({}): {} op{} over {}{}\n", k, kernel_name(g, k, kernel_names), grp.nodes.size(),
@@ -159,7 +180,7 @@ std::string group_block(const Graph& g, const Plan& fused, size_t k, std::span<c
   s += "  nodes:   " + list(g, grp.nodes) + "\n";
   s += "  inputs:  " + list(g, grp.inputs) + "\n";
   if (!grp.params.empty()) s += "  params:  " + list(g, grp.params) + "\n";
-  s += "  outputs: " + list(g, grp.outputs) + "\n";
+  s += "  outputs: " + written_list(g, grp, names) + "\n";
   const std::string reread = t.reread_bytes ? fmt::format(" ({} of it re-read by later passes)", bytes_text(t.reread_bytes)) : "";
   s += fmt::format("  bytes:   read {}{}, write {}; kernel parameters ~{} B\n", bytes_text(t.read_bytes), reread,
                    bytes_text(t.write_bytes), estimate_param_bytes(grp, bindings));
@@ -175,7 +196,8 @@ std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const P
   if (rw.hit_cap) s += "# warning: " + rw.diagnostic + "\n";
   s += rule_lines(rw) + "# rewritten graph:\n" + print_graph(g) + "\n# fused plan\n";
   const std::vector<int> bindings = output_bindings(g);
-  for (size_t k = 0; k < fused.groups.size(); ++k) s += group_block(g, fused, k, kernel_names, bindings);
+  const std::vector<std::vector<std::string>> names = output_names(g);
+  for (size_t k = 0; k < fused.groups.size(); ++k) s += group_block(g, fused, k, kernel_names, bindings, names);
   PlanTotals f = plan_totals(g, fused), u = plan_totals(unfused_graph ? *unfused_graph : g, unfused);
   s += fmt::format("\n# totals\nfused:   {} kernel{}, read {}, write {}\n", f.kernels, f.kernels == 1 ? "" : "s",
                    bytes_text(f.read_bytes), bytes_text(f.write_bytes));
@@ -199,8 +221,8 @@ std::string dot_label(const Graph& g, NodeId id) {
   return l;
 }
 
-// Which group draws each node (the first holding it: a recomputed copy is drawn once; -1: none),
-// and which nodes a group writes.
+// Which group draws each node first (-1: none; a later group that recomputes it draws a copy of
+// its own), and which nodes a group writes.
 struct DotGroups {
   std::vector<int> group_of;
   std::vector<char> written;
@@ -212,21 +234,29 @@ struct DotGroups {
       for (NodeId id : fused.groups[k].outputs) written[static_cast<size_t>(id)] = 1;
     }
   }
+  // Node `id` as group k draws it: n<id> in the group that computes it first, n<id>_<k> in a later
+  // one that computes it again (from memory's inputs, not from the first group's value).
+  std::string id_in(NodeId id, size_t k) const {
+    return group_of[static_cast<size_t>(id)] == static_cast<int>(k) ? fmt::format("n{}", id) : fmt::format("n{}_{}", id, k);
+  }
 };
 
-// One cluster per fusion group (kernel), holding the nodes it draws; a copy / fill group of a leaf
-// output is a dashed box.
+// One cluster per fusion group (kernel), labelled with its bytes, holding the nodes it computes
+// (a recomputed one dashed); a copy / fill group of a leaf output is a dashed box.
 std::string dot_clusters(const Graph& g, const Plan& fused, const DotGroups& d, std::span<const std::string> kernel_names) {
   std::string s;
+  const std::vector<int> bindings = output_bindings(g);
   for (size_t k = 0; k < fused.groups.size(); ++k) {
     const FusionGroup& grp = fused.groups[k];
-    s += fmt::format("  subgraph cluster_{} {{\n    label=\"{} over {}{}\";\n    style=rounded; color=blue;\n", k,
+    const GroupTraffic t = group_traffic(g, grp, fused.rules, bindings);
+    s += fmt::format("  subgraph cluster_{} {{\n    label=\"{} over {}{}\\nread {}, write {}\";\n    style=rounded; color=blue;\n", k,
                      kernel_name(g, k, kernel_names), dot_escape(shape_to_string(grp.iter_shape, &g)),
-                     dot_escape(reduces_text(g, grp)));
+                     dot_escape(reduces_text(g, grp)), format_bytes(t.read_bytes), format_bytes(t.write_bytes));
     for (NodeId id : grp.nodes) {
-      if (d.group_of[static_cast<size_t>(id)] != static_cast<int>(k)) continue;  // recomputed copy: drawn once
-      s += fmt::format("    n{} [label=\"{}\", shape={}];\n", id, dot_escape(dot_label(g, id)),
-                       d.written[static_cast<size_t>(id)] ? "doubleoctagon" : "box");
+      const bool again = d.group_of[static_cast<size_t>(id)] != static_cast<int>(k);
+      s += fmt::format("    {} [label=\"{}{}\", shape={}{}];\n", d.id_in(id, k), dot_escape(dot_label(g, id)),
+                       again ? "\\n(recomputed)" : "", d.written[static_cast<size_t>(id)] && !again ? "doubleoctagon" : "box",
+                       again ? ", style=dashed" : "");
     }
     if (grp.nodes.empty())
       for (NodeId id : grp.outputs)
@@ -265,13 +295,21 @@ std::string dot_copy_edges(const Plan& fused) {
   return s;
 }
 
-// Edges from each live node's operands into it, and from values to the outputs.
-std::string dot_edges(const Graph& g, const DotGroups& d) {
+// Edges into each node a group computes: from the group's own operand (recomputed or not) where
+// the group computes it, else from a leaf or a value an earlier group wrote; then values to outputs.
+std::string dot_edges(const Graph& g, const Plan& fused, const DotGroups& d) {
   std::string s;
-  for (NodeId id = 0; id < g.size(); ++id) {
-    const Node& n = g.node(id);
-    if (is_leaf(n.op) || d.group_of[static_cast<size_t>(id)] < 0) continue;
-    for (int a = 0; a < n.nargs; ++a) s += fmt::format("  n{} -> n{};\n", n.args[static_cast<size_t>(a)], id);
+  std::vector<char> in_group(static_cast<size_t>(g.size()), 0);
+  for (size_t k = 0; k < fused.groups.size(); ++k) {
+    const FusionGroup& grp = fused.groups[k];
+    for (NodeId id : grp.nodes) in_group[static_cast<size_t>(id)] = 1;
+    for (NodeId id : grp.nodes)
+      for (int a = 0; a < g.node(id).nargs; ++a) {
+        const NodeId arg = g.node(id).args[static_cast<size_t>(a)];
+        s += fmt::format("  {} -> {};\n", in_group[static_cast<size_t>(arg)] ? d.id_in(arg, k) : fmt::format("n{}", arg),
+                         d.id_in(id, k));
+      }
+    for (NodeId id : grp.nodes) in_group[static_cast<size_t>(id)] = 0;
   }
   for (size_t k = 0; k < g.outputs.size(); ++k)
     s += fmt::format("  out{} [label=\"output {}\", shape=note];\n  n{} -> out{};\n", k, dot_escape(g.outputs[k].name),
@@ -284,7 +322,7 @@ std::string format_plan_dot(const Graph& g, const Plan& fused, std::span<const s
   const DotGroups d(g, fused);
   return "digraph \"" + dot_escape(g.name.empty() ? "graph" : g.name) +
          "\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n" + dot_clusters(g, fused, d, kernel_names) +
-         dot_copy_edges(fused) + dot_leaves(g, d) + dot_edges(g, d) + "}\n";
+         dot_copy_edges(fused) + dot_leaves(g, d) + dot_edges(g, fused, d) + "}\n";
 }
 
 nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Plan& unfused, const Graph* unfused_graph,
