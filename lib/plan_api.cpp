@@ -31,6 +31,16 @@ int64_t plan_shared_optin(const Options& o) {
                                   "and give {} instead",
                                   option, o.arch, option, option_name(OptionField::RowCacheLimit, o.message_style)));
 }
+
+// The plan text's first line: whose rules it follows (a plan made without a GPU keeps rows on chip
+// up to the CPU path's limit, which a GPU's shared memory may not hold).
+std::string planned_for(const Options& o, const ir::SplitRules& rules) {
+  const std::string rows = rules.row_cache ? fmt::format("a row kept on chip up to {} B a block", rules.row_cache_limit)
+                                           : std::string("no row kept on chip (row cache off)");
+  if (!o.arch.empty()) return fmt::format("# planned as {} runs it: {}, short rows re-read from L1/L2\n", o.arch, rows);
+  return fmt::format("# planned without a GPU: {}; a GPU's limits differ ({} sm_90 plans as that GPU runs it)\n", rows,
+                     option_name(OptionField::Arch, o.message_style));
+}
 }  // namespace
 
 PlanReport plan_graph(const Graph& graph, bool fast_math) {
@@ -61,9 +71,12 @@ PlanReport plan_graph(const Graph& graph, const Options& options) {
     const std::vector<jit::GeneratedKernel> kernels = jit::generate_plan_kernels(rw.graph, fused, cg);
     for (const jit::GeneratedKernel& k : kernels) names.push_back(k.name);
     PlanReport r;
-    r.text = ir::format_plan_text(rw, fused, unfused, &g, names);
+    r.text = planned_for(options, po.rules) + ir::format_plan_text(rw, fused, unfused, &g, names);
     r.dot = ir::format_plan_dot(rw.graph, fused, names);
-    r.json = ir::plan_to_json(rw, fused, unfused, &g, names).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    nlohmann::json j = ir::plan_to_json(rw, fused, unfused, &g, names);
+    j["arch"] = options.arch.empty() ? nlohmann::json(nullptr) : nlohmann::json(options.arch);  // null: planned without a GPU
+    j["row_cache_limit"] = po.rules.row_cache_limit;
+    r.json = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     ir::PlanTotals f = ir::plan_totals(rw.graph, fused), u = ir::plan_totals(g, unfused);
     r.fused_kernels = f.kernels;
     r.unfused_kernels = u.kernels;

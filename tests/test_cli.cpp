@@ -141,6 +141,16 @@ TEST_CASE("plan, compile and cache subcommands") {
   CHECK(dot.out.rfind("digraph", 0) == 0);
   Result text = run("plan " + sample("x2x3.txt"));
   CHECK(text.out.find("predicted speedup 2.00x") != std::string::npos);
+  // The first line says whose rules the plan follows; --json says it as arch and row_cache_limit.
+  CHECK(text.out.rfind("# planned without a GPU: a row kept on chip up to 49152 B a block; a GPU's limits differ "
+                       "(--arch sm_90 plans as that GPU runs it)\n", 0) == 0);
+  CHECK(j["arch"].is_null());
+  CHECK(j["row_cache_limit"] == 49152);
+  Result sm90 = run("plan " + sample("softmax.txt") + " --arch sm_90 --json");
+  REQUIRE_MESSAGE(sm90.code == 0, sm90.out);
+  CHECK(nlohmann::json::parse(sm90.out)["arch"] == "sm_90");
+  CHECK(run("plan " + sample("softmax.txt") + " --arch sm_90 --no-row-cache")
+            .out.rfind("# planned as sm_90 runs it: no row kept on chip (row cache off), short rows re-read from L1/L2\n", 0) == 0);
 
   fs::path dir = scratch("compile");
   Result c = run("compile " + sample("gpt2_gelu_tanh.txt") + " --arch sm_90 -o " + dir.string());
