@@ -38,8 +38,9 @@ std::string planned_for(const Options& o, const ir::SplitRules& rules) {
   const std::string rows = rules.row_cache ? fmt::format("a row kept on chip up to {} B a block", rules.row_cache_limit)
                                            : std::string("no row kept on chip (row cache off)");
   if (!o.arch.empty()) return fmt::format("# planned as {} runs it: {}, short rows re-read from L1/L2\n", o.arch, rows);
-  return fmt::format("# planned without a GPU: {}; a GPU's limits differ ({} sm_90 plans as that GPU runs it)\n", rows,
-                     option_name(OptionField::Arch, o.message_style));
+  const std::string arch = option_name(OptionField::Arch, o.message_style);
+  return fmt::format("# planned without a GPU's limits ({0} not given): {1}; {0} sm_90 plans as that GPU runs it\n", arch,
+                     rows);
 }
 }  // namespace
 

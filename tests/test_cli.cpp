@@ -142,8 +142,8 @@ TEST_CASE("plan, compile and cache subcommands") {
   Result text = run("plan " + sample("x2x3.txt"));
   CHECK(text.out.find("predicted speedup 2.00x") != std::string::npos);
   // The first line says whose rules the plan follows; --json says it as arch and row_cache_limit.
-  CHECK(text.out.rfind("# planned without a GPU: a row kept on chip up to 49152 B a block; a GPU's limits differ "
-                       "(--arch sm_90 plans as that GPU runs it)\n", 0) == 0);
+  CHECK(text.out.rfind("# planned without a GPU's limits (--arch not given): a row kept on chip up to 49152 B a "
+                       "block; --arch sm_90 plans as that GPU runs it\n", 0) == 0);
   CHECK(j["arch"].is_null());
   CHECK(j["row_cache_limit"] == 49152);
   Result sm90 = run("plan " + sample("softmax.txt") + " --arch sm_90 --json");
