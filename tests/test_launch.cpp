@@ -304,6 +304,27 @@ TEST_CASE("dims at launch: an input a named dim of 1 broadcast at compile time, 
   CHECK(p.run({a, b})[0] == p.run({a, b}, {}, fj::PlanKind::Unfused)[0]);
 }
 
+TEST_CASE("dims at launch: where no rule fired, a named dim starting to broadcast compiles nothing new") {
+  // z is [S] at S = 8 and the literal [8] at S = 1 (the broadcast keeps the named dim of equal
+  // sizes): a rewrite could have depended on that, but none fired, and the plan holds at both.
+  for (const std::string body : {"z = x + y\nw = sum(z * x, -1)\n", "z = y + x\nw = softmax(z, -1)\n"}) {
+    const auto text = [&](int64_t s) {
+      return fmt::format("dim S = {}\ninput x : f32[S]\ninput y : f32[8]\n{}output z, w\n", s, body);
+    };
+    const fj::Program p = fj::Program::compile(fj::Graph::parse(text(8)), cpu_options());
+    for (int64_t s : {int64_t{1}, int64_t{8}}) {
+      CAPTURE(body);
+      CAPTURE(s);
+      const fj::Program at = fj::Program::compile(fj::Graph::parse(text(s)), cpu_options());
+      const fj::HostTensor x = random_tensor(fj::DType::F32, {s}, 3), y = random_tensor(fj::DType::F32, {8}, 4);
+      const std::vector<fj::HostTensor> got = p.run({x, y}), want = at.run({x, y}, {}, fj::PlanKind::Unfused);
+      CHECK(got[0] == want[0]);
+      CHECK(got[1] == want[1]);
+    }
+    CHECK(p.specializations().empty());
+  }
+}
+
 TEST_CASE("the unfused plan is compiled on first use, and KernelInfo says so") {
   fj::Graph g = fj::Graph::parse("graph lazy\ninput x : f32[64]\ny = exp(x) * 2 + 1\noutput y\n");
   const fj::Program p = fj::Program::compile(g, cpu_options());
