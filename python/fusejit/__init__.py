@@ -50,14 +50,9 @@ def _at_exit() -> None:
     fusejit call (daemon threads) wait for the process to end rather than take the GIL back
     (GilRelease in python/src/module.h: Pythons before 3.14 would end them with pthread_exit, an
     abort). With such threads alive, nanobind's leak report at exit is off: what they hold is
-    never released, which is no leak of fusejit's. The per-type caches of traced functions' classes
-    are emptied: a class they keep past finalisation keeps its module's globals (a GraphBuilder
-    there), which nanobind would report as leaked."""
+    never released, which is no leak of fusejit's."""
     import threading
 
-    from . import _pattern
-
-    _pattern.clear_type_caches()
     _fusejit._at_exit(threading.active_count() > 1)
 
 

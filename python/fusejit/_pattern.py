@@ -54,6 +54,32 @@ _PLAIN_SCALARS = frozenset({float, int, bool, str, type(None)})
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class written in Python (or made at run time)
 
 
+_MISSING = object()
+
+
+def _type_memo(fn: Any) -> Any:
+    """fn(t) kept per type: a class written in Python (a heap type) weakly, so no entry keeps a
+    traced method's class, and with it its module's globals, alive (past nanobind's leak report at
+    exit, which would name a GraphBuilder held there); a type of C (np.ndarray, float) for good."""
+    strong: dict = {}
+    weak: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    @functools.wraps(fn)
+    def memo(t: type) -> Any:
+        r = strong.get(t, _MISSING)
+        if r is not _MISSING:
+            return r
+        if t.__flags__ & _HEAP_TYPE:
+            r = weak.get(t, _MISSING)
+            if r is _MISSING:
+                r = weak[t] = fn(t)
+            return r
+        r = strong[t] = fn(t)
+        return r
+
+    return memo
+
+
 class ByIdentity:
     """A constant keyed by identity. Held by a weak reference where the object takes one (an object
     given to a fused function once is not kept alive by it; a dead one matches no later object of
@@ -90,13 +116,13 @@ class Traced(Exception):
     another trace, or the object kept a value of a finished one."""
 
 
-@functools.lru_cache(maxsize=256)
+@_type_memo
 def _python_defined(t: type) -> bool:
     """A class written in Python: every base but object a heap type."""
     return t is not Value and all(c is object or c.__flags__ & _HEAP_TYPE for c in t.__mro__)
 
 
-@functools.lru_cache(maxsize=256)
+@_type_memo
 def _slot_names(t: type) -> tuple:
     """The names of the slots instances of `t` hold (as copy and pickle find them)."""
     return tuple(copyreg._slotnames(t))  # type: ignore[attr-defined]  # what copy.copy uses
@@ -115,7 +141,7 @@ def _from_stdlib(t: type) -> bool:
     return path is None or os.path.realpath(path).startswith(_STDLIB + os.sep)
 
 
-@functools.lru_cache(maxsize=256)
+@_type_memo
 def by_value(t: type) -> bool:
     """An object type keyed by its attributes' values: a SimpleNamespace or argparse Namespace, or
     a class written in Python (no C base), its state in __dict__ and __slots__; not an enum (its
@@ -127,17 +153,11 @@ def by_value(t: type) -> bool:
             and not getattr(t, "_fuse_by_identity", False))
 
 
-@functools.lru_cache(maxsize=256)
+@_type_memo
 def _deletes(t: type) -> bool:
     """A class with a __del__: the copy a trace would see of its object would run it (its arrays
     are no inputs)."""
     return any("__del__" in vars(c) for c in t.__mro__ if c is not object)
-
-
-def clear_type_caches() -> None:
-    """Empties the per-type caches (at exit: they hold classes, and so their modules' globals)."""
-    for f in (_python_defined, _slot_names, by_value, _deletes, array_type, _keyed_by_value):
-        f.cache_clear()
 
 
 def state_of(v: Any) -> dict:
@@ -153,7 +173,7 @@ def state_of(v: Any) -> dict:
     return state
 
 
-@functools.lru_cache(maxsize=256)
+@_type_memo
 def array_type(t: type) -> bool:
     """An array type of NumPy, PyTorch or CuPy (a protocol the extension takes: DLPack, CUDA's or
     NumPy's array interface), not merely one with shape and dtype attributes (a layer object may
@@ -255,7 +275,7 @@ class Snapshot:
         self.obj, self.state, self.inputs, self.tag = obj, state, inputs, tag
 
 
-@functools.lru_cache(maxsize=256)
+@_type_memo
 def _keyed_by_value(t: type) -> bool:
     """A class whose objects lifted reads: keyed by value (by_value) and no array (as_array)."""
     return by_value(t) and not array_type(t) and not issubclass(t, (Value, type))
