@@ -198,38 +198,81 @@ def _np_reduction(op_name: str, a: Any, *, axis: Any = None, dtype: Any = None, 
     return reduce(op_name, a, axis, _flag_of(keepdims, "keepdims"), correction=correction, initial=initial)
 
 
-def _as_float(v: Any) -> Any:
-    """A value of an integer or bool dtype cast to the smallest float that holds it, as NumPy's
-    float-only ufunc loops take it (f16 for bool, i8, u8; f32 for i16; f64 for i32, i64); a float
-    value or a Python scalar as it is."""
-    if not isinstance(v, Value) or str(v.dtype) in _BYTES_OF_FLOAT:
-        return v
-    return _astype(v, np.result_type(v.dtype.dtype, np.float16))
+def _rep(v: Any) -> Any:
+    """`v` as NumPy types it in an expression (NEP 50): a value as an array of its dtype (strong), a
+    Python scalar as itself (weak), a NumPy scalar as itself (strong)."""
+    return np.zeros(1, v.dtype.dtype) if isinstance(v, Value) else v
+
+
+def _to(v: Any, dt: Any) -> Any:
+    """`v` in dtype `dt`: a value cast to it; a scalar as a Python scalar of its value, which takes
+    the dtype of the value it meets (every value of the expression is cast to `dt` first)."""
+    if isinstance(v, Value):
+        return v if v.dtype == dt else _astype(v, dt)
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def _heaviside(x1: Any, x2: Any) -> Value:
     """np.heaviside(x1, x2): 0 where x1 < 0, x2 where x1 == 0 (-0.0 too), 1 where x1 > 0 and NaN where
     x1 is NaN (numpy/_core/src/npymath/npy_math_internal.h.src, npy_heaviside; PyTorch's heaviside
-    gives 0 there), in x1's and x2's promoted dtype (docs/ops.md), an integer or bool one cast to a
-    float as NumPy's float-only loops take it."""
-    step = _as_float(op("where", x1 == 0, x2, x1))  # x2 where x1 is 0, else x1 (a NaN stays one)
+    gives 0 there), in the dtype of NumPy's loop for the operands (NEP 50: f64 for an integer with a
+    Python float, f16 for i8 with u8; a bf16 value: fusejit's promotion, cast to a float)."""
+    try:
+        with np.errstate(all="ignore"):
+            dt = np.heaviside(_rep(x1), _rep(x2)).dtype
+    except TypeError:  # no NumPy loop for a bf16 operand
+        dt = None
+    if dt is not None:
+        x1, x2 = _to(x1, dt), _to(x2, dt)
+    step = op("where", x1 == 0, x2, x1)  # x2 where x1 is 0, else x1 (a NaN stays one)
+    if dt is None and str(step.dtype) not in _BYTES_OF_FLOAT:
+        step = _astype(step, np.result_type(step.dtype.dtype, np.float16))
     return op("where", x1 > 0, 1, op("where", x1 < 0, 0, step))
+
+
+def _nonfinite_tolerance(rtol: Any, atol: Any) -> None:
+    """NumPy's handling of a NaN or infinite rtol/atol (numpy/_core/numeric.py, isclose), as
+    np.errstate(invalid=...) asks: a RuntimeWarning, a FloatingPointError, a print or nothing."""
+    if all(not isinstance(t, (int, float, np.number)) or np.isfinite(t) for t in (rtol, atol)):
+        return
+    message = f"One of rtol or atol is not valid, atol: {atol}, rtol: {rtol}"
+    mode = np.geterr()["invalid"]
+    if mode == "warn":
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
+    elif mode == "raise":
+        raise FloatingPointError(message)
+    elif mode == "print":
+        print(message)
 
 
 def _np_isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: bool = False) -> Value:
     """np.isclose as NumPy 2 computes it (numpy/_core/numeric.py): b cast to a float first (f64 for an
-    integer or bool value, as NumPy's result_type(b, 1.0)), then |a - b| <= atol + rtol * |b| where b
-    is finite, or a == b, or (equal_nan) both NaN. Python-scalar tolerances take b's dtype (NEP 50);
-    value tolerances promote as docs/ops.md says."""
-    y = b if not isinstance(b, Value) or str(b.dtype) in _BYTES_OF_FLOAT else _astype(b, np.float64)
-    y = float(y) if isinstance(y, (int, np.integer)) and not isinstance(y, bool) else y
-    for name, t in (("rtol", rtol), ("atol", atol)):
-        if isinstance(t, (int, float, np.number)) and not np.isfinite(t):
-            warnings.warn(f"np.isclose: {name} = {t} is not finite", RuntimeWarning, stacklevel=3)
-    def test(name: str, v: Any) -> Any:  # isfinite/isnan of a value or of a Python scalar
+    integer or bool, as NumPy's result_type(b, 1.0); a Python int or bool as a Python float), then
+    |a - b| <= atol + rtol * |b| where b is finite, or a == b, or (equal_nan) both NaN, each step in
+    the dtype NumPy gives it (NEP 50: Python scalars weak, NumPy scalars and values strong)."""
+    y = b
+    if isinstance(y, (Value, np.generic)):
+        ydt = np.result_type(_rep(y), 1.0)
+        y = _to(y, ydt) if isinstance(y, Value) else ydt.type(y)
+    elif isinstance(y, int):  # bool too
+        y = float(y)
+    _nonfinite_tolerance(rtol, atol)
+    with np.errstate(all="ignore"):
+        rx, ry = _rep(a), _rep(y)
+        d_rep = np.abs(rx - ry)
+        tol_rep = _rep(atol) + _rep(rtol) * np.abs(ry)
+        d_dt, c_dt = d_rep.dtype, np.result_type(d_rep, tol_rep)
+    xd, yd = _to(a, d_dt), _to(y, d_dt)
+    if isinstance(tol_rep, np.ndarray):  # a value among y, atol, rtol: the tolerance in its dtype
+        t_dt = tol_rep.dtype
+        tol = _to(atol, t_dt) + _to(rtol, t_dt) * _to(abs(y), t_dt)
+    else:
+        tol = tol_rep  # scalars: NumPy's own value (a NumPy scalar's strength is in c_dt)
+
+    def test(name: str, v: Any) -> Any:  # isfinite/isnan of a value or of a scalar
         return op(name, v) if isinstance(v, Value) else bool(getattr(np, name)(v))
 
-    result = (abs(a - y) <= atol + rtol * abs(y)) & test("isfinite", y) | (a == y)
+    result = (_to(abs(xd - yd), c_dt) <= _to(tol, c_dt)) & test("isfinite", y) | (xd == yd)
     if _flag_of(equal_nan, "equal_nan"):
         result = result | (test("isnan", a) & test("isnan", y))
     return result

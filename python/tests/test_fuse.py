@@ -358,6 +358,27 @@ def test_heaviside_and_isclose_as_numpy_computes_them():
                 want = np.isclose(p, q, rtol=rtol, atol=atol, equal_nan=equal_nan)
             assert got.dtype == np.bool_ and np.array_equal(got, want), (rtol, atol, equal_nan, p.dtype, q.dtype)
     assert np.array_equal(fusejit.fuse(lambda u: np.isclose(2, u))(a), np.isclose(2, a))
+    # Mixed dtypes and scalars: each step in the dtype NumPy 2 gives it (NEP 50), not fusejit's
+    # promotion (i32 with f16 in f16 would call 2049 close to 2048).
+    big = np.array([16777216, 16777217, -128, 0, 2049], np.int32)
+    with np.errstate(over="ignore"):  # 16777216 is inf in f16; i8 and u8 wrap
+        cases = [(big, big.astype(np.float16)), (big.astype(np.int64), big.astype(np.float32)),
+                 (big.astype(np.int8), big.astype(np.uint8)), (big.astype(np.float16), big.astype(np.int32))]
+    for p, q in cases:
+        for fn in (lambda u, v: np.isclose(u, v, rtol=0, atol=0), lambda u, v: np.heaviside(u, v)):
+            with np.errstate(all="ignore"):
+                want = fn(p, q)
+            got = fusejit.fuse(fn)(p, q)
+            assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True), (p.dtype, q.dtype, got, want)
+    for s in (16777217.0, np.float64(16777217), np.int64(16777217), False, np.False_, 0.5):
+        for fn in (lambda u, s=s: np.isclose(u, s, rtol=0, atol=0), lambda u, s=s: np.heaviside(u, s)):
+            for p in (big, big.astype(np.float32), big.astype(np.int8)):
+                with np.errstate(all="ignore"):
+                    want = fn(p)
+                got = fusejit.fuse(fn)(p)
+                assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True), (s, p.dtype, got, want)
+    with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):  # as NumPy: np.errstate decides
+        fusejit.fuse(lambda u: np.isclose(u, 1.0, atol=np.inf))(a)
     got = fusejit.fuse(lambda u: np.isclose(u, np.nan, equal_nan=True))(a)
     assert np.array_equal(got, np.isclose(a, np.nan, equal_nan=True)) and got.any()
 
