@@ -10,7 +10,8 @@
 namespace fusejit::jit {
 
 // A view of memory: byte address of element 0, shape and strides in elements (empty strides:
-// C-contiguous; strides are >= 0, as launch_check requires), and bytes per element.
+// C-contiguous; strides are >= 0 on dims of more than one element, as launch_check requires, and
+// any on a dim of one, where no term uses them), and bytes per element.
 struct ByteView {
   uint64_t addr = 0;
   std::span<const int64_t> shape;

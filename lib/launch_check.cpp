@@ -225,8 +225,8 @@ void check_output_shapes(const ir::Graph& g, const jit::LaunchState& st, std::sp
 void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, std::span<const jit::TensorArg> outputs) {
   auto check = [&](const jit::TensorArg& t, const char* role, const std::string& name, ir::DType dtype) {
     if (!t.strides.empty() && t.strides.size() != t.shape.size())
-      throw ir::UserError(fmt::format("{} '{}': strides {} for shape {}: give one stride per dim, in elements, each >= 0 "
-                                      "(or none for a C-contiguous tensor)",
+      throw ir::UserError(fmt::format("{} '{}': strides {} for shape {}: give one stride per dim, in elements, each "
+                                      ">= 0 on a dim of more than one element (or none for a C-contiguous tensor)",
                                       role, name, shape_text(t.strides), shape_text(t.shape)));
     // A stride means nothing on a dim of size 1 or in a tensor without elements (NumPy gives
     // x[::-1] of one element the stride -1): only one that reverses elements is refused.

@@ -146,6 +146,7 @@ TEST_CASE("plan, compile and cache subcommands") {
                        "block; --arch sm_90 plans as that GPU runs it\n", 0) == 0);
   CHECK(j["arch"].is_null());
   CHECK(j["row_cache_limit"] == 49152);
+  CHECK(j["row_cache"] == true);
   Result sm90 = run("plan " + sample("softmax.txt") + " --arch sm_90 --json");
   REQUIRE_MESSAGE(sm90.code == 0, sm90.out);
   CHECK(nlohmann::json::parse(sm90.out)["arch"] == "sm_90");

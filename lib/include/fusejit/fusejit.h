@@ -662,8 +662,8 @@ struct Dims : std::span<const int64_t> {
 /// buffer): dtype, shape, strides and the bytes the view spans. `data` starts at element [0, ..., 0]
 /// and must hold every element the strides reach: (1 + sum((shape[d] - 1) * strides[d])) *
 /// dtype_size(dtype) bytes at least (exactly elements * dtype_size for a C-contiguous view).
-/// `strides` are in elements, one per dim, each >= 0 (a dim of size 1 may have any such stride);
-/// empty = C-contiguous. Transposed, sliced and expanded (stride 0) views run without a copy. It
+/// `strides` are in elements, one per dim, each >= 0 (a dim of size 1, or a view with no elements,
+/// may have any stride, a negative one too); empty = C-contiguous. Transposed, sliced and expanded (stride 0) views run without a copy. It
 /// owns nothing: shape, strides and data must outlive every use of the view.
 struct TensorView {
   DType dtype = DType::F32;
@@ -679,8 +679,8 @@ struct TensorView {
 /// A tensor in memory the caller owns, for Program::launch(): device memory on the CUDA backend
 /// (cudaMalloc/cuMemAlloc, or any pointer the driver accepts in the current context), host memory
 /// on the CPU backend. `data` is the address of element [0, ..., 0] (may be null for a tensor with
-/// no elements); `strides` are in elements, one per dim, each >= 0 (a dim of size 1 may have any
-/// such stride), empty = C-contiguous. Inputs are only read, unless an output is the same tensor (in
+/// no elements); `strides` are in elements, one per dim, each >= 0 (a dim of size 1, or a tensor
+/// with no elements, may have any stride, a negative one too), empty = C-contiguous. Inputs are only read, unless an output is the same tensor (in
 /// place, see Program::launch). It owns nothing: shape and strides must outlive the call, the
 /// memory every use of it (on the GPU: until the launch's kernels finish).
 struct TensorRef {
