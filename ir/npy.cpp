@@ -79,7 +79,8 @@ struct Header {
 // Parser of the header dict. Positions are checked against the end at every step.
 class HeaderParser {
  public:
-  HeaderParser(const std::string& text, const std::string& path) : s_(text), path_(path) {}
+  // `base`: where the text starts in the file, so an error's byte is the file's.
+  HeaderParser(const std::string& text, const std::string& path, uint64_t base) : s_(text), path_(path), base_(base) {}
 
   Header parse() {
     Header h;
@@ -89,25 +90,26 @@ class HeaderParser {
     while (true) {
       ws();
       if (peek() == '}') { ++i_; break; }
+      const size_t key_at = i_;  // a key's errors point at the key, not past its colon
       std::string key = str();
       ws();
       expect(':');
       ws();
       if (key == "descr") {
-        if (have_descr) bad("duplicate key 'descr'");
+        if (have_descr) bad("duplicate key 'descr'", key_at);
         if (peek() == '[') bad("structured dtypes are not supported");
         h.descr = str();
         have_descr = true;
       } else if (key == "fortran_order") {
-        if (have_fortran) bad("duplicate key 'fortran_order'");
+        if (have_fortran) bad("duplicate key 'fortran_order'", key_at);
         h.fortran = boolean();
         have_fortran = true;
       } else if (key == "shape") {
-        if (have_shape) bad("duplicate key 'shape'");
+        if (have_shape) bad("duplicate key 'shape'", key_at);
         h.shape = tuple();
         have_shape = true;
       } else {
-        bad("unexpected key '" + key + "'");
+        bad("unexpected key '" + key + "'", key_at);
       }
       ws();
       if (peek() == ',') { ++i_; continue; }
@@ -116,13 +118,15 @@ class HeaderParser {
     }
     ws();
     if (i_ != s_.size()) bad("unexpected text after the header dict");
-    if (!have_descr || !have_fortran || !have_shape) bad("the header must have 'descr', 'fortran_order' and 'shape'");
+    if (!have_descr || !have_fortran || !have_shape)  // no byte to point at
+      fail(path_, "malformed .npy header (the header must have 'descr', 'fortran_order' and 'shape')");
     return h;
   }
 
  private:
-  [[noreturn]] void bad(const std::string& m) {
-    fail(path_, "malformed .npy header (" + m + " at byte " + std::to_string(i_) + ")");
+  [[noreturn]] void bad(const std::string& m) { bad(m, i_); }
+  [[noreturn]] void bad(const std::string& m, size_t at) {
+    fail(path_, "malformed .npy header (" + m + " at byte " + std::to_string(base_ + at) + " of the file)");
   }
   char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
   void ws() { while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_; }
@@ -175,6 +179,7 @@ class HeaderParser {
 
   const std::string& s_;
   const std::string& path_;
+  uint64_t base_;
   size_t i_ = 0;
 };
 
@@ -234,6 +239,7 @@ struct NpyHeader {
   int fd = -1;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
+  uint64_t header_offset = 0;  // where the header dict starts in the file (10, or 12 from version 2.0)
   uint64_t data_offset = 0;
   int64_t data_bytes = 0;
   NpyHeader() = default;
@@ -286,6 +292,7 @@ std::string header_text(const std::string& path, uint64_t size, NpyHeader& h) {
   std::string text(hlen, '\0');
   if (!read_at(h.fd, text.data(), hlen, pre_len)) fail(path, "cannot read the .npy header");
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\0')) text.pop_back();
+  h.header_offset = pre_len;
   h.data_offset = pre_len + hlen;
   return text;
 }
@@ -295,7 +302,8 @@ std::string header_text(const std::string& path, uint64_t size, NpyHeader& h) {
 void read_npy_header(const std::string& path, std::optional<DType> expect, NpyHeader& h) {
   check_path(path, ".npy file");
   const uint64_t size = open_regular(path, h);
-  Header d = HeaderParser(header_text(path, size, h), path).parse();
+  const std::string text = header_text(path, size, h);
+  Header d = HeaderParser(text, path, h.header_offset).parse();
   if (d.fortran) fail(path, "fortran_order arrays are not supported; save it with np.ascontiguousarray(x)");
   std::string why;
   std::optional<DType> dt = dtype_of(d.descr, expect, &why);

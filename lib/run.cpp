@@ -407,10 +407,22 @@ void describe_program(RunReport& rep, const Program& prog, const Options& o) {
                 (prog.impl().rules.row_cache_limit < o.row_cache_limit ? ", capped by the GPU's" : "") + ")";
 }
 
-void save_outputs(const ir::Graph& g, const RunReport& rep, const std::vector<HostTensor>& outputs, const RunOptions& ro) {
-  ir::check_path(ro.save_dir, option_name(OptionField::SaveDir, ro.options.message_style));
+// Before the run: the save folder made (or a file or dangling link in its path refused) and every
+// output's file name checked, so a mistake there does not cost the run and its report.
+void prepare_save_dir(const ir::Graph& g, const RunOptions& ro) {
+  const std::string option = option_name(OptionField::SaveDir, ro.options.message_style);
+  ir::check_path(ro.save_dir, option);
   if (const std::string why = ir::make_folders(ro.save_dir); !why.empty())
-    throw ir::UserError(option_name(OptionField::SaveDir, ro.options.message_style) + " " + ro.save_dir + ": " + why);
+    throw ir::UserError(option + " " + ro.save_dir + ": " + why);
+  constexpr size_t kNameMax = 255;  // bytes in one file name (NAME_MAX of Linux's file systems)
+  for (const ir::OutputDecl& o : g.outputs)
+    if (o.name.size() + 4 > kNameMax)
+      throw ir::UserError(fmt::format("{} {}: output '{}...' cannot be saved: its file name would have {} bytes, more "
+                                      "than the {} a file name may have (rename the output)",
+                                      option, ro.save_dir, o.name.substr(0, 32), o.name.size() + 4, kNameMax));
+}
+
+void save_outputs(const ir::Graph& g, const RunReport& rep, const std::vector<HostTensor>& outputs, const RunOptions& ro) {
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     ir::Tensor t(to_ir(outputs[k].dtype()), rep.outputs[k].shape);
     std::copy(outputs[k].data().begin(), outputs[k].data().end(), t.data.begin());
@@ -458,6 +470,7 @@ RunReport run_graph(const Graph& graph, const RunOptions& ro) {
       throw ir::UserError(fmt::format("RunOptions: warmup {} and repeats {}: warmup must be >= 0 and repeats >= 1",
                                       ro.warmup, ro.repeats));
     RunReport rep = describe(graph, ro, params);
+    if (!ro.save_dir.empty()) prepare_save_dir(g, ro);
     const std::vector<ir::Tensor> inputs = make_inputs(g, ro);
     Options co = ro.options;
     co.build_unfused = true;  // both plans run here: built together (one host compile on the CPU)

@@ -263,6 +263,15 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
     r = run("run " + sample("x2x3.txt") + " --backend cpu --repeats 1 " + std::string(o) + (odd / "file" / "").string());
     CHECK(r.out.find(": a file, not a folder") != std::string::npos);
   }
+  // An output whose file name would be too long is refused before the run, leaving no file of
+  // another output behind (a.npy was written, then the run's report lost).
+  const fs::path long_name = odd / "long.txt";
+  std::ofstream(long_name) << "input x : f32[4]\na = x + 1\n" << std::string(300, 'b') << " = x * 2\noutput a, "
+                           << std::string(300, 'b') << "\n";
+  r = run("run " + long_name.string() + " --backend cpu --repeats 1 --save-dir " + (odd / "saved").string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("cannot be saved: its file name would have 304 bytes, more than the 255") != std::string::npos);
+  CHECK(!fs::exists(odd / "saved" / "a.npy"));
   // A flag's `--json=` is the flag (only options that take a value are split at an empty `=`).
   r = run("plan " + sample("x2x3.txt") + " --json=");
   CHECK(r.code == 0);

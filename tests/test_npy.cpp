@@ -197,6 +197,10 @@ TEST_CASE("malformed and hostile files give errors naming the file") {
   expect_error(npy(1, hdr("<f4", "False", "(4,)") + "junk", d4), "unexpected text");
   expect_error(npy(1, "{'descr': '<f4, 'fortran_order': False", d4), "malformed .npy header");
   expect_error(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'extra': 1}", d4), "unexpected key 'extra'");
+  // The byte is the file's, at the key: the header dict starts at byte 10 (12 from version 2.0).
+  expect_error(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'extra': 1}", d4),
+               "unexpected key 'extra' at byte 66 of the file");
+  expect_error(npy(2, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'extra': 1}", d4), "at byte 68 of the file");
   expect_error(npy(1, "", d4), "malformed .npy header");
   // Header lengths that lie.
   std::string lie = npy(1, hdr("<f4", "False", "(4,)"), d4);
