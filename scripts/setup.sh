@@ -9,6 +9,14 @@
 # FUSEJIT_EXTRA_PACKAGES: more Debian packages to install the same way (.ci/run asks for clang,
 # for the clang build and the libFuzzer target).
 set -euo pipefail
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+fi
+if [[ "${1:-}" == -* ]]; then
+  echo "setup: error: unknown option $1 (usage: scripts/setup.sh [BUILD_DIR] [extra cmake args...]; --help)" >&2
+  exit 2
+fi
 cd "$(dirname "$0")/.."
 build=${1:-build}
 shift || true
