@@ -1,4 +1,4 @@
-"""docs/python.md's ```python blocks run, in order, in one namespace (from the repository root)."""
+"""docs/python.md's and the README's ```python blocks run, in order, in one namespace (from the repository root)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,22 @@ def test_docs_python_examples_run(capsys):
         os.chdir(cwd)
     out = capsys.readouterr().out
     assert "user g.txt:2:" in out and "bias_gelu" in out
+
+
+def test_readme_python_examples_run():
+    """The README's ```python blocks run as a new user pastes them (in order, from the repository root)."""
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", text, re.M | re.S)
+    assert len(blocks) >= 2
+    env: dict = {"__name__": "readme"}
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        for k, code in enumerate(blocks):
+            exec(compile(code, f"README.md block {k + 1}", "exec"), env)
+    finally:
+        os.chdir(cwd)
+    assert env["y"].shape == (8, 4096)
 
 
 # A line of a nanobind docstring that is only a signature: "name(self, x: int) -> str".
