@@ -139,8 +139,9 @@ std::string speedup_text(const RunReport& r) {
   std::string s = fmt::format("  speedup   {} measured{} (fused over unfused), {} predicted from bytes moved\n",
                               fmt_ratio(r.speedup), cpu ? " on the host CPU" : "", fmt_ratio(r.predicted_ratio));
   if (cpu)
-    s += "  note      host CPU times measure one core's arithmetic, not GPU memory traffic; on a GPU the\n"
-         "            speedup of memory-bound kernels approaches the predicted ratio (docs/report-example.md)\n";
+    s += "  note      host CPU times measure one core's arithmetic, not GPU memory traffic, and are the median\n"
+         "            of at most 3 runs (noisy on a busy machine); on a GPU the speedup of memory-bound kernels\n"
+         "            approaches the predicted ratio (docs/report-example.md)\n";
   return s;
 }
 
