@@ -7,6 +7,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ir/builder.h"
 #include "ir/npy.h"
@@ -388,6 +389,12 @@ void describe_program(RunReport& rep, const Program& prog, const Options& o) {
   rep.plan = std::to_string(rep.fused.kernels) + " fused kernel(s) vs " + std::to_string(rep.unfused.kernels) +
              " unfused; predicted speedup " + fmt_ratio(rep.predicted_ratio) +
              " (unfused bytes / fused bytes)";
+  if (!o.dump_dir.empty()) {  // where the sources went, and which is the fused kernel's (named by hash)
+    std::vector<std::string> names;
+    for (const KernelInfo& k : prog.kernels(PlanKind::Fused)) names.push_back(k.name);
+    rep.plan += fmt::format("; sources in {} (fused: {}.cu; index.json lists every kernel)", o.dump_dir,
+                            fmt::join(names, ".cu, "));
+  }
   // Overrides of the launcher's rules (to measure each way) change how reductions run and the bytes
   // they move; said only where the rewritten graph reduces (NodeInfo::axes).
   const std::vector<NodeInfo> nodes = prog.rewritten().nodes();

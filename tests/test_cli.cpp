@@ -263,6 +263,14 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
     r = run("run " + sample("x2x3.txt") + " --backend cpu --repeats 1 " + std::string(o) + (odd / "file" / "").string());
     CHECK(r.out.find(": a file, not a folder") != std::string::npos);
   }
+  // --dump-dir says where the sources went and which file is the fused kernel's (named by hash).
+  r = run("run " + sample("x2x3.txt") + " --backend cpu --repeats 1 --dump-dir " + (odd / "dumped").string());
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  const size_t at = r.out.find("; sources in " + (odd / "dumped").string() + " (fused: fj_x2x3_");
+  REQUIRE(at != std::string::npos);
+  const size_t name = r.out.find("fj_x2x3_", at), end = r.out.find(".cu;", at);
+  REQUIRE(end != std::string::npos);
+  CHECK(fs::exists(odd / "dumped" / (r.out.substr(name, end - name) + ".cu")));
   // An output whose file name would be too long is refused before the run, leaving no file of
   // another output behind (a.npy was written, then the run's report lost).
   const fs::path long_name = odd / "long.txt";
