@@ -119,28 +119,39 @@ def _array_ufunc(self: Value, ufunc: Any, method: str, *inputs: Any, **kwargs: A
             f"v.astype({shown})"
         cast = f"; cast the operands first: np.{name}({operands})" if "dtype" in kwargs else ""
         raise TypeError(f"{extra} is not supported on fusejit values (only the plain call np.{name}(...)){cast}")
-    if name == "square":  # a bool is squared as `v ** 2` (PyTorch's int64), not as logical `v * v`
-        v = inputs[0]
-        return v ** 2 if str(v.dtype) == "bool" else v * v
-    if name == "fabs" and str(inputs[0].dtype) not in _BYTES_OF_FLOAT:
-        # PyTorch has no fabs; NumPy's has float loops only: an integer or bool operand goes to the
-        # smallest float that holds it (float16 for bool, i8, u8; float64 for i32, i64).
-        import numpy as np
-        return _builder_of(inputs).op("abs", _astype(inputs[0], np.result_type(inputs[0].dtype.dtype, np.float16)))
-    if name == "positive":  # a new array in NumPy, as v.copy() and +v
-        return _positive(inputs[0])
-    if name == "heaviside":
-        return _heaviside(*inputs)
-    if name not in _UFUNCS:
+    if name not in _UFUNCS and name not in _COMPOSED_UFUNCS:
         raise TypeError(f"np.{name} has no fusejit op (docs/ops.md lists them; fusejit.op(name, ...) builds any)")
     for a in inputs:
         if as_array(a) is not None and getattr(a, "ndim", 0) != 0:
             raise TypeError(f"np.{name}: an array operand of shape {tuple(a.shape)} is no graph value: pass it "
                             "to the fused function as an argument (or to the graph as GraphBuilder.input)")
+    if name in _COMPOSED_UFUNCS:
+        return _COMPOSED_UFUNCS[name](*inputs)
     return _builder_of(inputs).op(_UFUNCS[name], *inputs)
 
 
 _BYTES_OF_FLOAT = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+
+
+def _square(v: Any) -> Value:
+    """np.square: a bool squared as `v ** 2` (PyTorch's int64), not as logical `v * v`."""
+    return v ** 2 if str(v.dtype) == "bool" else v * v
+
+
+def _fabs(v: Any) -> Value:
+    """np.fabs: PyTorch has none; NumPy's has float loops only: an integer or bool operand goes to the
+    smallest float that holds it (float16 for bool, i8, u8; float64 for i32, i64)."""
+    if str(v.dtype) not in _BYTES_OF_FLOAT:
+        v = _astype(v, np.result_type(v.dtype.dtype, np.float16))
+    return v.builder.op("abs", v)
+
+
+# NumPy ufuncs built from several fusejit ops, or typed otherwise than the op of their name.
+_COMPOSED_UFUNCS: dict[str, Callable[..., Value]] = {
+    "square": _square, "fabs": _fabs,
+    "positive": lambda v: _positive(v),  # a new array in NumPy, as v.copy() and +v
+    "heaviside": lambda x1, x2: _heaviside(x1, x2),
+}
 
 # NumPy's positional parameters after the array, per reduction function (numpy.sum, numpy.var, ...).
 _NP_POSITIONAL = {"sum": ("axis", "dtype", "out", "keepdims"), "mean": ("axis", "dtype", "out", "keepdims"),
