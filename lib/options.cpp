@@ -83,6 +83,19 @@ bool loosens_float_math(std::string_view nvrtc_option) {
 // contents the kernel cache's key cannot see, defines macros (the preludes' math calls are names a
 // macro can replace), changes what NVRTC writes (relocatable or no code), or is not one word (NVRTC
 // reads " --fmad=true" and "--fmad" then "true" as the option; a check of whole words would not).
+// The macros a reduction kernel's prelude reads to run another way with the same bits, to measure
+// each way (ir/scalar/fj_reduce.h): `-DNAME` / `define-macro=NAME` (the bare form), FJ_RED_MIN_BLOCKS
+// with a value.
+bool reduction_switch(std::string_view opt) {
+  for (std::string_view prefix : {std::string_view("-D"), std::string_view("define-macro=")}) {
+    if (!opt.starts_with(prefix)) continue;
+    const std::string_view name = opt.substr(prefix.size());
+    return name.starts_with("FJ_RED_MIN_BLOCKS=") || name == "FJ_RED_NO_VECTOR" || name == "FJ_RED_NO_KEPT" ||
+           name == "FJ_RED_NO_GROUPS" || name == "FJ_RED_NO_WARP_TREE";
+  }
+  return false;
+}
+
 std::string refusal(std::string_view opt, const Options& o) {
   const std::string_view b = bare(opt);
   const auto any_of = [&](std::initializer_list<std::string_view> names, bool prefix) {
@@ -99,10 +112,12 @@ std::string refusal(std::string_view opt, const Options& o) {
     return "makes the compile read files whose contents the kernel cache's key cannot see (an edited header would "
            "reuse a stale binary); fusejit's kernels include only its own preludes, so no include path or header is "
            "needed";
-  const bool tuning = opt.starts_with("-DFJ_RED_MIN_BLOCKS=") || b.starts_with("define-macro=FJ_RED_MIN_BLOCKS=");
-  if (!tuning && (opt.starts_with("-D") || opt.starts_with("-U") || any_of({"define-macro", "undefine-macro"}, true)))
+  if (!reduction_switch(opt) && !reduction_switch(b) &&
+      (opt.starts_with("-D") || opt.starts_with("-U") || any_of({"define-macro", "undefine-macro"}, true)))
     return "defines or undefines a macro, which can change the preludes' semantics (a macro can rename a math "
-           "call); fusejit's kernels take none but FJ_RED_MIN_BLOCKS (a launch bound, docs/ops.md)";
+           "call); fusejit's kernels take none but FJ_RED_MIN_BLOCKS=k (a launch bound) and the switches "
+           "FJ_RED_NO_VECTOR, FJ_RED_NO_KEPT, FJ_RED_NO_GROUPS and FJ_RED_NO_WARP_TREE (the same bits, another "
+           "way: docs/ops.md)";
   if (any_of({"dc", "dw", "rdc", "device-c", "device-w", "relocatable-device-code", "fdevice-syntax-only",
               "fdevice-time-trace", "dlink-time-opt", "dlto"}, true))
     return "changes what NVRTC writes (relocatable code, or none), which fusejit loads as a whole kernel image";

@@ -896,6 +896,10 @@ TEST_CASE("extra NVRTC options that loosen float math are refused in strict mode
   o.fast_math = false;
   o.nvrtc_options = {"--fmad=false", "--ftz=false", "--maxrregcount=32", "-DFJ_RED_MIN_BLOCKS=6"};  // and a knob
   CHECK_NOTHROW(fj::Program::compile(build_swiglu(), o));
+  // ... and the reduction prelude's switches, which scripts/device-check.sh measures (the same bits).
+  o.nvrtc_options = {"-DFJ_RED_NO_VECTOR", "-DFJ_RED_NO_KEPT", "-DFJ_RED_NO_GROUPS", "-DFJ_RED_NO_WARP_TREE",
+                     "--define-macro=FJ_RED_NO_GROUPS"};
+  CHECK_NOTHROW(fj::Program::compile(build_swiglu(), o));
   o.nvrtc_options = {"--ptxas-options=-v", "-Xptxas", "-v", "-lineinfo", "--extra-device-vectorization"};
   CHECK_NOTHROW(fj::Program::compile(build_swiglu(), o));
   // A hostile tester's ways past a check of whole words: blanks, a value in its own string, a NUL,
@@ -906,6 +910,8 @@ TEST_CASE("extra NVRTC options that loosen float math are refused in strict mode
       {"--fmad", "takes its value in the same string"}, {"-ftz", "takes its value in the same string"},
       {"-Dsqrtf=__fsqrt_rz", "defines or undefines a macro"}, {"--define-macro=X", "defines or undefines a macro"},
       {"-UFJ_DEVICE_CODE", "defines or undefines a macro"},      {"-dc", "changes what NVRTC writes"},
+      {"-DFJ_RED_NO_GROUPS=0", "defines or undefines a macro"},  {"-UFJ_RED_NO_KEPT", "defines or undefines a macro"},
+      {"-DFJ_RED_NO_VECTORS", "defines or undefines a macro"},
       {"--relocatable-device-code=true", "changes what NVRTC writes"},
       {"-fdevice-syntax-only", "changes what NVRTC writes"}, {" -arch=sm_80", "is not one word"},
       {"-arch=sm_80", "chooses the target"},        {"-I/tmp", "makes the compile read files"},
