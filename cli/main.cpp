@@ -441,7 +441,18 @@ struct Common {
       changed |= std::find_if(now.begin(), now.end(), set)->second != dim.second;
       given.push_back(dim);
     }
-    return changed ? fj::Graph::load(graph, given) : g;
+    if (!changed) return g;
+    try {
+      return fj::Graph::load(graph, given);
+    } catch (const fj::Error& e) {  // a size a file gave: said, or the graph looks at fault
+      std::string from;
+      for (const auto& dim : fj::input_file_dims(g, input_files))
+        from += (from.empty() ? "" : ", ") + dim.first + " = " + std::to_string(dim.second);
+      const std::string note = "\nnote: the --input files gave the dims " + from + " (--dim sets a dim instead)";
+      std::string text = e.diagnostic();
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      throw fj::Error(e.kind(), e.what() + note, e.file(), e.line(), e.column(), text + note);
+    }
   }
 };
 

@@ -657,6 +657,20 @@ TEST_CASE("arguments no option takes are named in order, with the options an unk
   Result r = run("run " + sample("rmsnorm.txt") + " --backend cpu --input msk=m.npy");
   CHECK(r.code == 2);
   CHECK(r.out.find("--input msk=m.npy: the graph has no input named 'msk' (its inputs: x, w)") != std::string::npos);
+  // A dim a file gave that the graph cannot take is said to come from the files (the graph's line
+  // alone looked at fault).
+  const fs::path dir = scratch("file_dims");
+  std::ofstream(dir / "g.txt") << "dim A = 2\ndim B = 3\ninput x : f32[A, B]\ninput z : f32[B, B]\n"
+                                  "y = sum(x, [0]) + sum(z, [0])\noutput y\n";
+  const std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 922337203685477580), }";
+  std::string padded = header + std::string(64 - (10 + header.size() + 1) % 64, ' ') + "\n";
+  std::ofstream(dir / "x.npy", std::ios::binary) << std::string("\x93NUMPY\x01\x00", 8)
+                                                 << static_cast<char>(padded.size() & 0xff)
+                                                 << static_cast<char>(padded.size() >> 8) << padded;
+  r = run("run " + (dir / "g.txt").string() + " --backend cpu --input x=" + (dir / "x.npy").string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("g.txt:4:7: error: input 'z' has shape [B=922337203685477580") != std::string::npos);
+  CHECK(r.out.find("note: the --input files gave the dims A = 0, B = 922337203685477580") != std::string::npos);
 }
 
 TEST_CASE("plan --arch plans as a GPU of that compute capability runs the graph") {
