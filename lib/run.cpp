@@ -422,11 +422,18 @@ void prepare_save_dir(const ir::Graph& g, const RunOptions& ro) {
   if (const std::string why = ir::make_folders(ro.save_dir); !why.empty())
     throw ir::UserError(option + " " + ro.save_dir + ": " + why);
   constexpr size_t kNameMax = 255;  // bytes in one file name (NAME_MAX of Linux's file systems)
-  for (const ir::OutputDecl& o : g.outputs)
+  for (const ir::OutputDecl& o : g.outputs) {
     if (o.name.size() + 4 > kNameMax)
       throw ir::UserError(fmt::format("{} {}: output '{}...' cannot be saved: its file name would have {} bytes, more "
                                       "than the {} a file name may have (rename the output)",
                                       option, ro.save_dir, o.name.substr(0, 32), o.name.size() + 4, kNameMax));
+    // A file or symlink there is replaced (ir::write_npy); a folder cannot be.
+    const std::filesystem::path at = std::filesystem::path(ro.save_dir) / (o.name + ".npy");
+    std::error_code ec;
+    if (std::filesystem::is_directory(std::filesystem::symlink_status(at, ec)))
+      throw ir::UserError(fmt::format("{} {}: output '{}' cannot be saved: {} is a folder", option, ro.save_dir, o.name,
+                                      at.string()));
+  }
 }
 
 void save_outputs(const ir::Graph& g, const RunReport& rep, const std::vector<HostTensor>& outputs, const RunOptions& ro) {

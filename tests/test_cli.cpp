@@ -280,6 +280,14 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
   CHECK(r.code == 2);
   CHECK(r.out.find("cannot be saved: its file name would have 304 bytes, more than the 255") != std::string::npos);
   CHECK(!fs::exists(odd / "saved" / "a.npy"));
+  // ... and so is one where a folder has its file's name.
+  std::ofstream(odd / "two.txt") << "input x : f32[4]\nm = x + 1\nt = x * 2\noutput m, t\n";
+  fs::create_directories(odd / "saved2" / "t.npy");
+  r = run("run " + (odd / "two.txt").string() + " --backend cpu --repeats 1 --save-dir " + (odd / "saved2").string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("output 't' cannot be saved: " + (odd / "saved2" / "t.npy").string() + " is a folder") !=
+        std::string::npos);
+  CHECK(!fs::exists(odd / "saved2" / "m.npy"));
   // A flag's `--json=` is the flag (only options that take a value are split at an empty `=`).
   r = run("plan " + sample("x2x3.txt") + " --json=");
   CHECK(r.code == 0);

@@ -216,11 +216,20 @@ def _rep(v: Any) -> Any:
 
 
 def _to(v: Any, dt: Any) -> Any:
-    """`v` in dtype `dt`: a value cast to it; a scalar as a Python scalar of its value, which takes
-    the dtype of the value it meets (every value of the expression is cast to `dt` first)."""
+    """`v` in dtype `dt`: a value cast to it; a scalar rounded to `dt` as NumPy converts it (a value
+    past its range to an infinity), as a Python scalar, which then takes the dtype of the value it
+    meets (every value of the expression is cast to `dt` first)."""
     if isinstance(v, Value):
         return v if v.dtype == dt else _astype(v, dt)
+    if isinstance(v, (bool, int, float, np.generic)) and getattr(dt, "kind", "") in "fV":  # V: ml_dtypes' bf16
+        with np.errstate(all="ignore"):
+            return dt.type(v).item()
     return v.item() if isinstance(v, np.generic) else v
+
+
+def _scalar_of_0d(v: Any) -> Any:
+    """A closed-over 0-d array as NumPy's functions take it (asanyarray: a strong NumPy scalar)."""
+    return v[()] if isinstance(v, np.ndarray) and v.ndim == 0 else v
 
 
 def _heaviside(x1: Any, x2: Any) -> Value:
@@ -228,6 +237,7 @@ def _heaviside(x1: Any, x2: Any) -> Value:
     x1 is NaN (numpy/_core/src/npymath/npy_math_internal.h.src, npy_heaviside; PyTorch's heaviside
     gives 0 there), in the dtype of NumPy's loop for the operands (NEP 50: f64 for an integer with a
     Python float, f16 for i8 with u8; a bf16 value: fusejit's promotion, cast to a float)."""
+    x1, x2 = _scalar_of_0d(x1), _scalar_of_0d(x2)
     try:
         with np.errstate(all="ignore"):
             dt = np.heaviside(_rep(x1), _rep(x2)).dtype
@@ -261,7 +271,7 @@ def _np_isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan:
     integer or bool, as NumPy's result_type(b, 1.0); a Python int or bool as a Python float), then
     |a - b| <= atol + rtol * |b| where b is finite, or a == b, or (equal_nan) both NaN, each step in
     the dtype NumPy gives it (NEP 50: Python scalars weak, NumPy scalars and values strong)."""
-    y = b
+    a, y, rtol, atol = (_scalar_of_0d(v) for v in (a, b, rtol, atol))
     if isinstance(y, (Value, np.generic)):
         ydt = np.result_type(_rep(y), 1.0)
         y = _to(y, ydt) if isinstance(y, Value) else ydt.type(y)
@@ -270,8 +280,8 @@ def _np_isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan:
     _nonfinite_tolerance(rtol, atol)
     with np.errstate(all="ignore"):
         rx, ry = _rep(a), _rep(y)
-        d_rep = np.abs(rx - ry)
-        tol_rep = _rep(atol) + _rep(rtol) * np.abs(ry)
+        d_rep = abs(rx - ry)  # builtin abs, as numeric.py: a Python float stays one (weak)
+        tol_rep = _rep(atol) + _rep(rtol) * abs(ry)
         d_dt, c_dt = d_rep.dtype, np.result_type(d_rep, tol_rep)
     xd, yd = _to(a, d_dt), _to(y, d_dt)
     if isinstance(tol_rep, np.ndarray):  # a value among y, atol, rtol: the tolerance in its dtype

@@ -379,6 +379,19 @@ def test_heaviside_and_isclose_as_numpy_computes_them():
                 assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True), (s, p.dtype, got, want)
     with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):  # as NumPy: np.errstate decides
         fusejit.fuse(lambda u: np.isclose(u, 1.0, atol=np.inf))(a)
+    # A Python-scalar b keeps the tolerance weak (in u's dtype); a closed-over 0-d array is a strong
+    # NumPy scalar (an i8 -128 cast to f64 before abs); a scalar x1 is rounded to the loop's dtype
+    # first (1e-8 is 0 in f16); a scalar past a dtype's range is its infinity, as NumPy converts it.
+    small, i8 = np.array([1e-7, -1e-7], np.float32), np.array([0, 1, 127, -128], np.int8)
+    calls = [(lambda u: np.isclose(u, 0.0, atol=1e-7, rtol=0), small),
+             (lambda u: np.isclose(u, np.array(-128, np.int8)), i8), (lambda u: np.isclose(u, np.array(True)), i8),
+             (lambda u: np.heaviside(1e-8, u), np.array([0.5, 7.0], np.float16)),
+             (lambda u: np.heaviside(u, 70000), i8), (lambda u: np.isclose(u, 1e5), np.float16([1, np.inf]))]
+    for fn, arg in calls:
+        with np.errstate(all="ignore"):
+            want = fn(arg)
+        got = fusejit.fuse(fn)(arg)
+        assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True), (arg, got, want)
     got = fusejit.fuse(lambda u: np.isclose(u, np.nan, equal_nan=True))(a)
     assert np.array_equal(got, np.isclose(a, np.nan, equal_nan=True)) and got.any()
 
