@@ -54,9 +54,10 @@ bool same_broadcasts(const ir::Graph& a, const ir::Graph& b) {
   return true;
 }
 
+// Whether no rewrite rule fired but the two that depend on no shape (CSE, dead code).
 bool no_shape_rule_fired(const ir::RewriteResult& r) {
   for (const ir::RuleCount& c : r.counts)
-    if (c.count > 0 && c.rule != "dead-code" && c.rule != "cse") return false;
+    if (c.count > 0 && c.rule != ir::kDeadCodeRuleName && c.rule != ir::kCseRuleName) return false;
   return true;
 }
 

@@ -142,9 +142,6 @@ const std::vector<Rule>& all_rules() {
 
 namespace {
 
-constexpr const char* kCseName = "cse";
-constexpr const char* kDceName = "dead-code";
-
 struct Driver {
   const RewriteOptions& opts;
   std::vector<const Rule*> rules;                 // active rules, in order
@@ -165,8 +162,9 @@ struct Driver {
   void record(size_t idx, const Node& old, int iteration) {
     ++counts[idx];
     if (res->fires.size() < kMaxRecordedFires)
-      res->fires.push_back({idx < rules.size() ? rules[idx]->name : idx == rules.size() ? kCseName : kDceName,
-                            old.name, old.loc, iteration});
+      res->fires.push_back(
+          {idx < rules.size() ? rules[idx]->name : idx == rules.size() ? kCseRuleName : kDeadCodeRuleName, old.name,
+           old.loc, iteration});
   }
 
   // Counts a fire of rule `idx` (rules.size(): cse) on node `n`.
@@ -267,13 +265,13 @@ RewriteResult rewrite(const Graph& g, const RewriteOptions& options) {
                      " iterations without reaching a fixed point; still firing:";
     for (size_t k = 0; k < last.size(); ++k)
       if (last[k])
-        res.diagnostic += std::string(" ") + (k < d.rules.size() ? d.rules[k]->name : kCseName) + " (" +
+        res.diagnostic += std::string(" ") + (k < d.rules.size() ? d.rules[k]->name : kCseRuleName) + " (" +
                           std::to_string(last[k]) + ")";
   }
   d.counts[d.rules.size() + 1] = removed;
   for (size_t k = 0; k < d.rules.size(); ++k) res.counts.push_back({d.rules[k]->name, d.counts[k]});
-  res.counts.push_back({kCseName, d.counts[d.rules.size()]});
-  res.counts.push_back({kDceName, removed});
+  res.counts.push_back({kCseRuleName, d.counts[d.rules.size()]});
+  res.counts.push_back({kDeadCodeRuleName, removed});
   res.graph = std::move(cur);
   return res;
 }

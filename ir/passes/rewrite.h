@@ -28,6 +28,11 @@ struct RuleFire {
   int iteration = 0;  // 0-based fixed-point iteration
 };
 
+// The two entries of RewriteResult::counts that are no rule object: common subexpressions merged
+// and dead nodes dropped. Neither depends on a shape (a launch at other dims relies on it).
+inline constexpr const char* kCseRuleName = "cse";
+inline constexpr const char* kDeadCodeRuleName = "dead-code";
+
 struct RuleCount {
   std::string rule;
   int count = 0;
