@@ -596,7 +596,9 @@ struct PlanCommand {
     cmd->add_option("--row-cache-limit", row_cache_limit,
                     "plan reductions as `run --row-cache-limit N` runs them (0 = fusejit's rule: 48 KiB without --arch)")
         ->default_val(0)->transform(kNonNegative64);
-    CLI::Option* as_dot = cmd->add_flag("--dot", dot, "print the plan as Graphviz DOT (one cluster per fusion group, with its bytes; a recomputed node drawn dashed in each kernel that computes it)");
+    CLI::Option* as_dot = cmd->add_flag("--dot", dot,
+                                        "print the plan as Graphviz DOT (one cluster per fusion group, with its bytes; a "
+                                        "recomputed node drawn dashed in each kernel that computes it)");
     cmd->add_flag("--json", json, "print the plan as JSON (on an error, a JSON error object: kind, message, file, line, col)")
         ->excludes(as_dot);
   }

@@ -38,7 +38,8 @@ std::string planned_for(const Options& o, const ir::SplitRules& rules) {
   const std::string rows = rules.row_cache ? fmt::format("a row kept on chip up to {} B a block", rules.row_cache_limit)
                                            : std::string("no row kept on chip (row cache off)");
   if (o.arch.rfind("compute_", 0) == 0)  // PTX: later GPUs run it too, some with less shared memory
-    return fmt::format("# planned as {} runs on sm_{}: {}, short rows re-read from L1/L2\n", o.arch, o.arch.substr(8), rows);
+    return fmt::format("# planned as {} runs on sm_{}: {}, short rows re-read from L1/L2\n", o.arch, o.arch.substr(8),
+                       rows);
   if (!o.arch.empty()) return fmt::format("# planned as {} runs it: {}, short rows re-read from L1/L2\n", o.arch, rows);
   const std::string arch = option_name(OptionField::Arch, o.message_style);
   return fmt::format("# planned without a GPU's limits ({0} not given): {1}; {0} sm_90 plans as that GPU runs it\n", arch,
@@ -77,7 +78,7 @@ PlanReport plan_graph(const Graph& graph, const Options& options) {
     r.text = planned_for(options, po.rules) + ir::format_plan_text(rw, fused, unfused, &g, names);
     r.dot = ir::format_plan_dot(rw.graph, fused, names);
     nlohmann::json j = ir::plan_to_json(rw, fused, unfused, &g, names);
-    j["arch"] = options.arch.empty() ? nlohmann::json(nullptr) : nlohmann::json(options.arch);  // null: planned without a GPU
+    j["arch"] = options.arch.empty() ? nlohmann::json(nullptr) : nlohmann::json(options.arch);  // null: no GPU's rules
     j["row_cache"] = po.rules.row_cache;  // false: no row kept on chip, whatever the limit
     j["row_cache_limit"] = po.rules.row_cache_limit;
     r.json = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
