@@ -8,35 +8,31 @@ import re
 from conftest import ROOT
 
 
-def test_docs_python_examples_run(capsys):
-    text = (ROOT / "docs" / "python.md").read_text()
-    blocks = re.findall(r"^```python\n(.*?)^```", text, re.M | re.S)
-    assert len(blocks) >= 6
-    env: dict = {"__name__": "docs_python"}
+def run_python_blocks(path: str, min_blocks: int) -> dict:
+    """Runs the ```python blocks of `path` (from the repository root), in order, in one namespace;
+    returns it."""
+    blocks = re.findall(r"^```python\n(.*?)^```", (ROOT / path).read_text(), re.M | re.S)
+    assert len(blocks) >= min_blocks
+    env: dict = {"__name__": path}
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
         for k, code in enumerate(blocks):
-            exec(compile(code, f"docs/python.md block {k + 1}", "exec"), env)
+            exec(compile(code, f"{path} block {k + 1}", "exec"), env)
     finally:
         os.chdir(cwd)
+    return env
+
+
+def test_docs_python_examples_run(capsys):
+    run_python_blocks("docs/python.md", 6)
     out = capsys.readouterr().out
     assert "user g.txt:2:" in out and "bias_gelu" in out
 
 
 def test_readme_python_examples_run():
     """The README's ```python blocks run as a new user pastes them (in order, from the repository root)."""
-    text = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"^```python\n(.*?)^```", text, re.M | re.S)
-    assert len(blocks) >= 2
-    env: dict = {"__name__": "readme"}
-    cwd = os.getcwd()
-    os.chdir(ROOT)
-    try:
-        for k, code in enumerate(blocks):
-            exec(compile(code, f"README.md block {k + 1}", "exec"), env)
-    finally:
-        os.chdir(cwd)
+    env = run_python_blocks("README.md", 2)
     assert env["y"].shape == (8, 4096)
 
 
