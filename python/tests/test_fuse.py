@@ -86,6 +86,19 @@ def test_python_scalars_are_weak_and_numpy_scalars_are_inputs():
     assert f.traces == traces
 
 
+def test_a_literal_its_operands_dtype_cannot_hold_is_an_error_naming_a_wider_dtype():
+    """docs/python.md: NumPy 2 gives inf (f16 + 70000) or raises OverflowError (i8 + 300);
+    fusejit's literal rule refuses both at the line, with the dtype to cast to."""
+    cases = ((lambda u: u + 70000, np.float16([1]), "does not fit in f16.*such as f32"),
+             (lambda u: u * 1e300, np.float32([1]), "does not fit in f32.*such as f64"),
+             (lambda u: u + 300, np.int8([1]), "does not fit in i8"))
+    for fn, arg, says in cases:
+        with pytest.raises(fusejit.UserError, match=says) as info:
+            fusejit.fuse(fn)(arg)
+        assert "test_fuse.py:" in str(info.value)
+    assert fusejit.fuse(lambda u: u + 65504)(np.float16([0]))[0] == 65504  # f16's largest fits
+
+
 def test_a_program_takes_numpy_scalars_bfloat16_included():
     """A Program called with NumPy scalars (0-d inputs), ml_dtypes.bfloat16's too: it raised
     nanobind's 'incompatible function arguments' for a bfloat16 scalar. A scalar as an output is
