@@ -337,7 +337,7 @@ def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dic
         raise TypeError(f"np.{name} has no fusejit op: fusejit has no gather. To pick one element per row (a "
                         "cross-entropy's target logit), pass the indices along the axis as an input and compare: "
                         "np.where(classes == target, x, 0).sum(-1), classes = np.arange(V), target of shape [T, 1] "
-                        "(docs/python.md, 'One element per row')")
+                        "(docs/fuse.md, 'One element per row')")
     module = getattr(func, "__module__", None) or "numpy"  # np.linalg.norm, not np.norm
     where = ("np" + module[len("numpy"):]) if module.startswith("numpy") else module
     raise TypeError(f"{where}.{name} has no fusejit op on fusejit values (supported: NumPy's ufuncs of docs/ops.md, "
@@ -634,7 +634,7 @@ class _Entry:
 class _BoundFused:
     """A fused function bound to an object (a fused method's `obj.method`, or fuse(obj.method)):
     called, or asked for its .program(), with the object as the first argument, which is keyed as
-    an argument is (docs/python.md, "Objects, and methods"); equal to another binding of the same
+    an argument is (docs/fuse.md, "Objects and methods"); equal to another binding of the same
     function to the same object, as a bound method is; pickled as its object's attribute (a fused
     method's binding unpickles fused; one fuse(obj.method) or fuse(obj) made unpickles as the
     plain method)."""
@@ -1075,7 +1075,7 @@ def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) ->
     a float argument traced at three values; pass one that changes every call as np.float32(v)).
     An object argument of a Python class (a method's self; ``fuse(obj.method)`` and ``fuse(obj)``
     bind it so) is keyed by its attributes' values, its array attributes being inputs read at
-    every call (docs/python.md, "Objects, and methods"; _pattern.py).
+    every call (docs/fuse.md, "Objects and methods"; _pattern.py).
 
     dynamic: True (default) gives each class of equal sizes other than 1 a named dim, so new sizes
     run the same program; False specialises on every size. options: :func:`fusejit.compile`'s

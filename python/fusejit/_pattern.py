@@ -1,4 +1,4 @@
-"""The *pattern* of a fused function's arguments (``fusejit.fuse``, docs/python.md "When it traces
+"""The *pattern* of a fused function's arguments (``fusejit.fuse``, docs/fuse.md "When it traces
 again"): what of an argument that is no array decides the graph a trace records, as a hashable key.
 
 - A scalar by its type and bits (``0.0`` and ``-0.0`` differ; a NumPy scalar by dtype and bytes),

@@ -1,4 +1,5 @@
-"""docs/python.md's and the README's ```python blocks run, in order, in one namespace (from the repository root)."""
+"""docs/python.md's, docs/fuse.md's and the README's ```python blocks run, in order, in one
+namespace per page (from the repository root)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,11 @@ def test_docs_python_examples_run(capsys):
     run_python_blocks("docs/python.md", 6)
     out = capsys.readouterr().out
     assert "user g.txt:2:" in out and "bias_gelu" in out
+
+
+def test_fuse_rules_example_runs():
+    env = run_python_blocks("docs/fuse.md", 1)
+    assert env["loss"].shape == (8,)
 
 
 def test_readme_python_examples_run():

@@ -87,7 +87,7 @@ def test_python_scalars_are_weak_and_numpy_scalars_are_inputs():
 
 
 def test_a_literal_its_operands_dtype_cannot_hold_is_an_error_naming_a_wider_dtype():
-    """docs/python.md: NumPy 2 gives inf (f16 + 70000) or raises OverflowError (i8 + 300);
+    """docs/fuse.md: NumPy 2 gives inf (f16 + 70000) or raises OverflowError (i8 + 300);
     fusejit's literal rule refuses both at the line, with the dtype to cast to."""
     cases = ((lambda u: u + 70000, np.float16([1]), "does not fit in f16.*such as f32"),
              (lambda u: u * 1e300, np.float32([1]), "does not fit in f32.*such as f64"),
