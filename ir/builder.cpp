@@ -130,7 +130,9 @@ std::string literal_misfit(const Literal& l, DType dtype) {
   if (dtype == DType::Bool) return "";
   if (is_float(dtype)) {
     const double v = l.cat == Category::Float ? l.f : static_cast<double>(l.i);
-    return std::isfinite(v) && std::isinf(literal_to_scalar(l, dtype).f) ? "it would overflow to inf" : "";
+    const double converted = literal_to_scalar(l, dtype).f;
+    if (std::isfinite(v) && std::isinf(converted)) return "it would overflow to inf";
+    return v != 0 && converted == 0 ? "it would round to 0" : "";  // x_f16 * 1e-8: all zeros
   }
   int64_t lo = 0, hi = 0;
   switch (dtype) {

@@ -205,14 +205,16 @@ Scalar literal_to_scalar(const Literal& l, DType dtype);
 // Throws UserError (at l.loc, else `loc`) naming the literal, its value and `dtype` when an
 // implicit conversion of `l` to `dtype` would not keep its value up to rounding: an integer
 // outside the dtype's range (`clamp(x_i8, -1000, 1000)`; PyTorch refuses these too), a finite
-// value that overflows a float dtype to inf (`x_f16 * 100000`), a float outside an integer
+// value that overflows a float dtype to inf (`x_f16 * 100000`) or a nonzero one that rounds to 0 in
+// it (`x_f16 * 1e-8`: NumPy 2 multiplies by 0, PyTorch keeps 1e-8 in f32), a float outside an integer
 // dtype's range or NaN (param defaults). Conversions to bool (x != 0) always fit; explicit
 // `cast` is never checked (it wraps and saturates by the cast rules).
 void check_literal_fits(const Literal& l, DType dtype, Loc loc = {});
 // A literal as messages show it: true, 300, 1e+39 (a float's shortest round-trip text).
 std::string literal_text(const Literal& l);
 // What check_literal_fits refuses, without throwing: "" when `l` fits `dtype`, else why not
-// ("range 0 to 255", "it would overflow to inf"); for param values set at a call.
+// ("range 0 to 255", "it would overflow to inf", "it would round to 0"); for param values set at
+// a call.
 std::string literal_misfit(const Literal& l, DType dtype);
 
 }  // namespace fusejit::ir
