@@ -52,6 +52,7 @@ def forms(p: fusejit.Program, fused: fusejit.Fused) -> list[tuple[str, object]]:
         ("p(v=io, out={'w': io})  (in place)", lambda: p(v=io, out={"w": io})),
         ("p(v)  (positional, output allocated)", lambda: p(v)),
         ("fuse: f(v)  (the same graph, traced)", lambda: fused(v)),
+        ("fuse: f(v=v)  (a keyword argument)", lambda: fused(v=v)),
     ]
 
 

@@ -474,11 +474,26 @@ class Program:
         except UserError as e:
             fixed = _FIXED_SIZE.search(e.message) if self._traced_by else None
             if fixed is None:
-                raise
+                shared = self._shared_dim(e.message)
+                if shared is None:
+                    raise
+                raise UserError(e.message + f"; the sizes of dim {shared} were equal when fuse traced "
+                                f"'{self._traced_by}' (equal sizes share a dim, and a Program runs its own "
+                                "pattern only): call the fused function itself for these sizes") from None
             # A program fuse traced: its graph text is not the caller's to edit.
             raise UserError(e.message[:fixed.start()] + f"; axis {fixed.group(1)} had size {fixed.group(2)} when "
                             f"fuse traced '{self._traced_by}' (a size of 1 broadcasts, so it is part of the "
                             "pattern): call the fused function itself, which traces this size once") from None
+
+    def _shared_dim(self, message: str) -> str | None:
+        """The dim a size error of a program fuse traced names, when two of its inputs' axes share
+        it (equal sizes when traced), else None."""
+        named = _SIZE_FROM.search(message) if self._traced_by else None
+        if named is None:
+            return None
+        declared = [line for line in self.graph.to_text().splitlines() if line.startswith("input ")]
+        uses = sum(len(re.findall(rf"[\[ ]{named.group(1)}[,\]]", line)) for line in declared)
+        return named.group(1) if uses > 1 else None
 
     def _call(self, args: tuple, out: Any, stream: int | None, plan: str, kwargs: dict) -> dict[str, Any]:
         """__call__ without the check of its options' types."""
@@ -618,6 +633,8 @@ def _nvrtc_options(nvrtc_options: Any) -> list[str]:
 
 
 # The part of a launch error (lib/launch_check.cpp) that advises editing the graph text.
+# "... (a_0 = 4 from input 'a'...": the dim a size error names.
+_SIZE_FROM = re.compile(r"\((\w+) = \d+ from input ")
 _FIXED_SIZE = re.compile(r"; axis (\d+) has the fixed size (\d+) in the graph: name it with a dim .*$", re.S)
 
 

@@ -11,7 +11,8 @@ its arrays (a :class:`fusejit.GraphBuilder` records what it does), and the graph
 compiled with :func:`fusejit.compile`. A pattern is: each array's dtype and rank; which of its
 sizes are 1 (broadcast) and which sizes are equal to each other (each class of equal sizes becomes
 one named dim, so the program runs any size without a new trace: "duck sizing", as in
-torch.compile's dynamic shapes); the names the arguments are passed under; and the type and
+torch.compile's dynamic shapes; sizes equal now that were distinct in an earlier trace run that
+trace's program, _pattern.serves); the names the arguments are passed under; and the type and
 value of every other argument (Python numbers are weakly typed literals in the graph, as a Python
 scalar is in PyTorch; an object of a Python class, such as a method's self, by its attributes'
 values, its array attributes being inputs). A function that reads a
@@ -35,9 +36,9 @@ import numpy as np
 
 from ._errors import Error, FusejitWarning, UserError
 from ._fusejit import GraphBuilder, Value
-from ._pattern import (DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced, as_array,
-                       by_value, constant_key, dtype_name, lifted, pattern_difference, state_of, swap_copies, tag_name,
-                       trace_copies, traced_attribute)
+from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced,
+                       as_array, by_value, constant_key, dtype_name, lifted, pattern_difference, scalar_key, serves,
+                       state_of, swap_copies, tag_name, trace_copies, traced_attribute)
 
 # NumPy ufunc -> fusejit op of the same meaning (docs/ops.md defines the values: within its ulp
 # bounds of NumPy's; promotion is PyTorch's, a Python or NumPy scalar operand weakly typed).
@@ -587,6 +588,7 @@ _RESERVED = {"graph", "dim", "input", "param", "output", "true", "false", "inf",
 # function, on arrays while traced), and one for all, so two functions that do so from two threads
 # cannot each hold one lock and wait for the other's.
 _TRACE_LOCK = threading.RLock()
+_UNBOUND = object()  # a parameter a call has not bound yet (_by_keyword)
 _MAX_ENTRIES = 64  # programs kept per function; the oldest trace is dropped beyond (torch.compile: 8)
 _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile's recompile limit is 8)
 # Distinct values of one float argument, the rest of the pattern alike (other float arguments' values
@@ -705,6 +707,8 @@ class Fused:
         # their defaults, skips Signature.bind (~5 µs).
         self._tags = [(p.name,) for p in params] if all(p.kind in positional for p in params) else None
         self._defaults = tuple(p.default for p in params)
+        # Where a keyword argument goes in a call binding by _tags (None: Signature.bind binds it).
+        self._keyword_at = {p.name: k for k, p in enumerate(params) if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD}
         self._min_args = max((k + 1 for k, p in enumerate(params) if p.default is inspect.Parameter.empty), default=0)
         self._specialised_by_shape = False
         self._float_values: dict = {}  # (pattern without one float argument's value, its tag) -> values seen
@@ -787,8 +791,12 @@ class Fused:
         (None, None) when an argument is a traced value."""
         parts, arrays, classes, keying = [], [], {}, Keying()
         for tag, v in items:
-            if type(v) is np.ndarray:  # the common case first: a tuple of ints, a hashable dtype
+            t = type(v)
+            if t is np.ndarray:  # the common case first: a tuple of ints, a hashable dtype
                 shape = v.shape
+            elif t in _PLAIN_SCALARS:  # then a number: no array, no object (constant_key's first case)
+                parts.append((tag, scalar_key(v)))
+                continue
             else:
                 a = None if type(v) is Snapshot else as_array(v)  # a Snapshot: an object argument (lifted)
                 if a is None:
@@ -802,7 +810,7 @@ class Fused:
                 v = a
                 shape = tuple(int(s) for s in v.shape)
             if not static:
-                shape = tuple(-1 if s == 1 else classes.setdefault(s, len(classes)) for s in shape)
+                shape = tuple([-1 if s == 1 else classes.setdefault(s, len(classes)) for s in shape])
             dt = v.dtype
             try:
                 name = DTYPE_NAMES.get(dt) or dtype_name(dt)
@@ -837,6 +845,8 @@ class Fused:
             items = list(zip(tags, args))
         elif tags is not None and not kwargs and self._min_args <= len(args) < len(tags):
             items = list(zip(tags, args + self._defaults[len(args):]))
+        elif tags is not None and (values := self._by_keyword(args, kwargs)) is not None:
+            items = list(zip(tags, values))
         else:
             items = self._flat(self._bind(args, kwargs))
         items = lifted(items)
@@ -850,7 +860,9 @@ class Fused:
                 key, arrays = self._key(items, not self._dynamic)  # _dynamic may have changed meanwhile
                 entry = self._entries.get(key)
                 if entry is None:
-                    key, entry = self._trace(self._bind(args, kwargs), items, key, said)
+                    entry = self._served(key)
+                    if entry is None:
+                        key, entry = self._trace(self._bind(args, kwargs), items, key, said)
                     if key is not None:
                         if len(self._entries) >= _MAX_ENTRIES:
                             del self._entries[next(iter(self._entries))]  # the oldest (dicts keep insertion order)
@@ -858,6 +870,33 @@ class Fused:
             for message in said:  # once the entry is kept: a warning raised as an error loses no trace
                 warnings.warn(message, FusejitWarning, stacklevel=stacklevel)
         return entry, arrays
+
+    def _served(self, key: tuple) -> _Entry | None:
+        """The latest traced program that runs this new pattern (_pattern.serves: sizes that were
+        distinct when traced are equal now), kept under its key too; None when there is none."""
+        for traced in reversed(list(self._entries)):
+            if serves(traced, key):
+                return self._entries[traced]
+        return None
+
+    def _by_keyword(self, args: tuple, kwargs: dict) -> list | None:
+        """Every parameter's value in a call whose keyword arguments each name a parameter after the
+        positional ones, as Signature.bind binds them (~5 µs); None for any other call (bind then
+        binds it or says why not)."""
+        if len(args) > len(self._defaults):
+            return None
+        values = list(args) + [_UNBOUND] * (len(self._defaults) - len(args))
+        for name, v in kwargs.items():
+            k = self._keyword_at.get(name, -1)
+            if k < len(args):  # unknown, positional-only, or given twice
+                return None
+            values[k] = v
+        for k, v in enumerate(values):
+            if v is _UNBOUND:
+                if self._defaults[k] is inspect.Parameter.empty:
+                    return None
+                values[k] = self._defaults[k]
+        return values
 
     def _trace(self, bound: inspect.BoundArguments, items: list, key: tuple, said: list) -> tuple[tuple, _Entry]:
         """Traces the function for this pattern (again with every size fixed if it reads a shape);

@@ -51,6 +51,7 @@ TUPLE_LEAVES = 4096  # values keyed per tuple argument at most (a UserError beyo
 SMALL_ARRAY = 64  # an array within an attribute of at most this many elements is keyed by its bytes
 IDENTITY = ("keyed by identity",)  # the mark of an object argument keyed by identity that fuse warns of
 _PLAIN_SCALARS = frozenset({float, int, bool, str, type(None)})
+_NEVER_LIFTED = _PLAIN_SCALARS | {np.ndarray}  # the common arguments, passed over first by lifted
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class written in Python (or made at run time)
 
 
@@ -289,7 +290,8 @@ def lifted(items: list) -> list:
     (the copy the trace would see would run it)."""
     out, taken = None, {}  # taken: id -> the Snapshot of an object met in an earlier argument
     for k, (tag, v) in enumerate(items):
-        state = state_of(v) if _keyed_by_value(type(v)) else {}
+        t = type(v)
+        state = state_of(v) if t not in _NEVER_LIFTED and _keyed_by_value(t) else {}
         if not 0 < len(state) <= STATE_LEAVES:
             if out is not None:
                 out.append((tag, v))
@@ -592,3 +594,28 @@ def pattern_difference(before: tuple | None, key: tuple) -> str:
             what = attribute_difference(a[1], b[1]) if len(a) == 2 == len(b) else ""
             return f"argument '{tag_name(a[0])}'" + (f", attribute '{what}'" if what else "")
     return ""
+
+
+def serves(traced: tuple, key: tuple) -> bool:
+    """Whether the program traced for the pattern `traced` runs calls of the pattern `key` (both of
+    one function, duck-sized): the same pattern but that some of `traced`'s classes of equal sizes
+    are equal in `key` too (a decode step whose sequence length reaches the head count). Its graph
+    then has two named dims where the call's sizes are equal, and a graph never combines two named
+    dims on one axis (the trace would have failed), so it runs them, with the same ops and bits, as
+    torch.compile's graph with two size symbols runs a call where they are equal."""
+    if traced[0] or key[0] or len(traced[1]) != len(key[1]):  # static: sizes are part of the pattern
+        return False
+    classes: dict = {}  # traced class -> the call's class
+    for a, b in zip(traced[1], key[1]):
+        if len(a) != 3 or len(b) != 3:  # constants
+            if a != b:
+                return False
+            continue
+        if a[:2] != b[:2] or len(a[2]) != len(b[2]):
+            return False
+        for s, t in zip(a[2], b[2]):
+            if (s == -1 or t == -1) and s != t:  # a size of 1 broadcasts
+                return False
+            if classes.setdefault(s, t) != t:
+                return False
+    return True

@@ -4,6 +4,7 @@ as the graph written by hand; NumPy's ufuncs and reductions on fusejit.Value."""
 from __future__ import annotations
 
 import collections
+import inspect
 import math
 import os
 import re
@@ -61,7 +62,9 @@ def test_a_new_pattern_traces_again_and_an_old_one_does_not():
     assert f.traces == 1
     f(a3, np.ones(3, np.float64), 1.0)  # dtype
     f(a3, np.ones((1, 3), np.float32), 1.0)  # rank
-    f(np.ones((3, 3), np.float32), np.ones(3, np.float32), 1.0)  # two equal sizes: one dim
+    f(np.ones((3, 3), np.float32), np.ones(3, np.float32), 1.0)  # equal sizes: the first trace's two dims run it
+    assert f.traces == 3
+    f(a3.astype(np.float16), np.ones(3, np.float32), 1.0)  # dtype
     f(a3, np.ones(3, np.float32), 2.0)  # a Python number's value
     with pytest.warns(fusejit.FusejitWarning, match="each of 3 values of its argument 's'"):
         f(a3, np.ones(3, np.float32), -0.0)
@@ -87,16 +90,81 @@ def test_python_scalars_are_weak_and_numpy_scalars_are_inputs():
 
 
 def test_a_literal_its_operands_dtype_cannot_hold_is_an_error_naming_a_wider_dtype():
-    """docs/fuse.md: NumPy 2 gives inf (f16 + 70000) or raises OverflowError (i8 + 300);
-    fusejit's literal rule refuses both at the line, with the dtype to cast to."""
+    """docs/fuse.md: NumPy 2 gives inf (f16 + 70000), raises OverflowError (i8 + 300) or
+    multiplies by 0 (f16 * 1e-8, where PyTorch keeps 1e-8 in f32); fusejit's literal rule refuses
+    each at the line, with the dtype to cast to."""
     cases = ((lambda u: u + 70000, np.float16([1]), "does not fit in f16.*such as f32"),
              (lambda u: u * 1e300, np.float32([1]), "does not fit in f32.*such as f64"),
-             (lambda u: u + 300, np.int8([1]), "does not fit in i8"))
+             (lambda u: u + 300, np.int8([1]), "does not fit in i8"),
+             (lambda u: u * 1e-8, np.float16([1000]), "does not fit in f16 .it would round to 0.*such as f32"))
     for fn, arg, says in cases:
         with pytest.raises(fusejit.UserError, match=says) as info:
             fusejit.fuse(fn)(arg)
         assert "test_fuse.py:" in str(info.value)
     assert fusejit.fuse(lambda u: u + 65504)(np.float16([0]))[0] == 65504  # f16's largest fits
+    assert fusejit.fuse(lambda u: u * 1e-7)(np.float16([1]))[0] == np.float16(1e-7) != 0  # a subnormal fits
+    prog = fusejit.compile(fusejit.Graph.parse("input x : f16[2]\nparam h : f16 = 1.0\ny = x * h\noutput y"))
+    with pytest.raises(fusejit.UserError, match="it would round to 0"):
+        prog(np.float16([1, 2]), h=1e-9)
+
+
+def test_sizes_traced_distinct_and_now_equal_run_the_traced_program():
+    """A decode loop whose sequence length reaches the head count (S = H = 32) traced again and
+    compiled mid-generation (a new user's find): the program traced with S and H as two dims runs
+    it, with the bits of a trace at those sizes. Not the other way round: a trace with S = H is
+    one dim, which cannot run S != H, and a size of 1 broadcasts, so it stays its own pattern."""
+    probs = fusejit.fuse(lambda s, m, sc: fusejit.reduce("softmax", s * sc + m, -1))
+    fixed = fusejit.fuse(lambda s, m, sc: fusejit.reduce("softmax", s * sc + m, -1), dynamic=False)
+    rng = np.random.default_rng(5)
+    for S, traces in ((1, 1), (2, 2), (32, 2), (7, 2), (32, 2), (1, 2)):
+        s, m = rng.standard_normal((32, S), np.float32), rng.standard_normal((1, S), np.float32)
+        got = probs(s, m, np.float32(0.125))
+        assert probs.traces == traces, S
+        assert np.array_equal(got, fixed(s, m, np.float32(0.125)))
+    same = fusejit.fuse(lambda a, b: a * b)
+    same(np.ones(4, np.float32), np.ones(4, np.float32))  # one dim: a_0
+    assert same(np.ones(5, np.float32), np.ones(5, np.float32)).shape == (5,) and same.traces == 1
+    with pytest.raises(fusejit.UserError, match="do not broadcast"):  # a new pattern: traced, as NumPy fails
+        same(np.ones(4, np.float32), np.ones(5, np.float32))
+    prog = same.program(np.ones(4, np.float32), np.ones(4, np.float32))  # its graph: a_0 for both
+    with pytest.raises(fusejit.UserError, match="sizes of dim a_0 were equal when fuse traced"):
+        prog(np.ones(4, np.float32), np.ones(5, np.float32))
+    pair = fusejit.fuse(lambda a, b: (a * 2, b * 2))
+    pair(np.ones(3, np.float32), np.ones(4, np.float32))
+    x, y = pair(np.arange(3, dtype=np.float32), np.arange(3, dtype=np.float32) + 1)
+    assert pair.traces == 1 and np.array_equal(x, [0, 2, 4]) and np.array_equal(y, [2, 4, 6])
+
+
+def test_keyword_calls_bind_as_signature_bind_binds_them():
+    """Keyword calls skip Signature.bind (~5 µs) where every parameter is positional or keyword:
+    each binding equals bind's, and each call bind refuses is left to it (its TypeError)."""
+    import itertools
+
+    def plain(a, b, eps=1e-6, k=2):
+        return a * b + eps * k
+
+    def only(a, /, b, eps=1e-6):
+        return a * b + eps
+
+    x, y = np.ones(3, np.float32), np.full(3, 2, np.float32)
+    for fn in (plain, only):
+        f = fusejit.fuse(fn)
+        names = list(inspect.signature(fn).parameters)
+        values = {"a": x, "b": y, "eps": 0.5, "k": 3, "zz": 1}
+        for npos in range(len(names) + 2):
+            args = tuple((x, y, 0.5, 3, 4)[:npos])
+            for kw in itertools.chain.from_iterable(itertools.combinations(names + ["zz"], r) for r in range(4)):
+                kwargs = {n: values[n] for n in kw}
+                try:
+                    want = f._flat(f._bind(args, kwargs))
+                except TypeError:
+                    assert f._by_keyword(args, kwargs) is None, (fn.__name__, args, kwargs)
+                    with pytest.raises(TypeError):
+                        f(*args, **kwargs)
+                    continue
+                got = f._by_keyword(args, kwargs)
+                assert got is not None and [v for _, v in want] == got, (fn.__name__, npos, kwargs)
+        assert np.array_equal(f(x, b=y), fn(x, y)) and f.traces == 1
 
 
 def test_a_program_takes_numpy_scalars_bfloat16_included():
