@@ -277,16 +277,11 @@ NodeId GraphBuilder::add_input(const std::string& name, DType dtype, const Shape
   }
   for (const Dim& d : n.shape)
     if (d.size < 0) throw UserError("input '" + name + "' has a negative dimension", loc);
-  if (element_count_overflows(n.shape))
-    throw UserError("input '" + name + "' has shape " + shape_to_string(n.shape, &g_) + " " + overflow_reason(n.shape),
-                    loc);
+  check_input_size(g_, name, n, loc);
   if (n.shape.size() > kMaxRank)
     throw UserError("input '" + name + "' has rank " + std::to_string(n.shape.size()) + "; at most " +
                         std::to_string(kMaxRank) + " dimensions are supported (as in NumPy)",
                     loc);
-  int64_t bytes = 0;
-  if (mul_overflows(num_elements(n.shape), dtype_size(dtype), &bytes))
-    throw UserError("input '" + name + "' of shape " + shape_to_string(n.shape, &g_) + " has more than 2^63 bytes", loc);
   n.slot = static_cast<int32_t>(g_.inputs.size());
   n.name = name;
   n.loc = loc;
@@ -438,6 +433,15 @@ NodeId GraphBuilder::add_typed(Op op, DType dtype, std::span<const NodeId> args,
   check_value_bytes(g_, dtype, n.shape, loc);
   n.loc = loc;
   return push(std::move(n));
+}
+
+void check_input_size(const Graph& g, const std::string& name, const Node& n, Loc loc) {
+  if (element_count_overflows(n.shape))
+    throw UserError("input '" + name + "' has shape " + shape_to_string(n.shape, &g) + " " + overflow_reason(n.shape),
+                    loc);
+  int64_t bytes = 0;
+  if (mul_overflows(num_elements(n.shape), dtype_size(n.dtype), &bytes))
+    throw UserError("input '" + name + "' of shape " + shape_to_string(n.shape, &g) + " has more than 2^63 bytes", loc);
 }
 
 void check_value_bytes(const Graph& g, DType dtype, const Shape& shape, Loc loc) {
@@ -634,9 +638,7 @@ void rebind_dims(Graph& g, const std::vector<std::pair<std::string, int64_t>>& v
     if (n.op == Op::Input) {
       for (Dim& d : n.shape)
         if (d.sym >= 0) d.size = g.dims[static_cast<size_t>(d.sym)].value;
-      if (element_count_overflows(n.shape))  // after every size is set: the message shows them all
-        throw UserError("input '" + n.name + "' has shape " + shape_to_string(n.shape, &g) + " " +
-                        overflow_reason(n.shape), n.loc);
+      check_input_size(g, n.name, n, n.loc);  // after every size is set: the message shows them all
     } else if (is_reduction(n.op)) {
       const Shape& in = g.node(n.args[0]).shape;
       check_reduce_nonempty(n.op, in, g.node(n.args[0]).dtype, n.red, n.name.empty() ? "" : "'" + n.name + "'", n.loc);

@@ -190,6 +190,9 @@ std::string keepdim_hint(const Graph& g, std::span<const NodeId> args);
 // Throws UserError at `loc` when a computed value of `dtype` and `shape` would not fit 2^63 bytes
 // (a broadcast or reduction result; inputs are checked where declared).
 void check_value_bytes(const Graph& g, DType dtype, const Shape& shape, Loc loc);
+// Throws UserError (at `loc`) when input `name` (node `n`, its sizes set) has an element count or
+// byte size past 2^63 - 1: the builder's check of an input, and rebind_dims's at new dims.
+void check_input_size(const Graph& g, const std::string& name, const Node& n, Loc loc);
 
 // Sets dims to new values (name -> value) and recomputes every node's shape. Throws UserError on
 // an unknown dim name, a negative value, or a broadcast that no longer holds.

@@ -9,7 +9,7 @@
 
 namespace fusejit::ir {
 
-int64_t checked_numel(const std::vector<int64_t>& shape) {
+int64_t checked_numel(std::span<const int64_t> shape) {
   // As ir::element_count_overflows: [2^40, 2^40, 0] is refused whatever the order of its sizes.
   int64_t n = 1;
   bool empty = false;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,6 @@ std::vector<int64_t> shape_sizes(const Shape& s);
 std::string tensor_type_string(DType dtype, const std::vector<int64_t>& shape);
 // Number of elements of a shape, or -1 when a size is negative or the product of the non-zero sizes
 // overflows int64 (ir::element_count_overflows).
-int64_t checked_numel(const std::vector<int64_t>& shape);
+int64_t checked_numel(std::span<const int64_t> shape);
 
 }  // namespace fusejit::ir

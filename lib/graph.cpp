@@ -1,4 +1,6 @@
 // fusejit::Graph: parse, load, inspect, print.
+#include <fmt/format.h>
+
 #include "ir/builder.h"
 #include "ir/eval.h"
 #include "ir/names.h"
@@ -44,6 +46,9 @@ int64_t TensorInfo::elements() const {
 int64_t TensorInfo::bytes() const { return elements() * static_cast<int64_t>(dtype_size(dtype)); }
 
 ir::Literal to_ir_literal(const Scalar& s) {
+  if (s.kind != Scalar::Kind::Float && s.kind != Scalar::Kind::Int && s.kind != Scalar::Kind::Bool)
+    throw ir::UserError(fmt::format("a Scalar of kind {} (Scalar::Kind is Bool, Int or Float: 0 to 2)",
+                                    static_cast<int>(s.kind)));
   ir::Literal l;
   l.cat = s.kind == Scalar::Kind::Float ? ir::Category::Float
           : s.kind == Scalar::Kind::Int ? ir::Category::Int

@@ -190,6 +190,9 @@ int tensors_device(const ir::Graph& g, std::span<const TensorRef> inputs, std::s
   size_t first = n;  // the first tensor naming a device
   for (size_t k = 0; k < n; ++k) {
     const int d = at(k).device;
+    if (d < -1)
+      throw ir::UserError(fmt::format("{} names CUDA device {}: a TensorRef's device is an ordinal (0 or more) or -1 "
+                                      "(not known)", name(k), d));
     if (d < 0) continue;
     if (!cuda)
       throw ir::UserError(fmt::format("{} is on CUDA device {}, but this program runs on the CPU: pass host memory",
@@ -238,6 +241,9 @@ void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, s
                                         "np.ascontiguousarray(x), or x.contiguous() in PyTorch)",
                                         role, name, shape_text(t.strides), shape_text(t.shape)));
     const int64_t bytes = jit::view_bytes(t.shape, t.strides, ir::dtype_size(dtype));
+    if (bytes < 0 && ir::checked_numel(t.shape) < 0)  // a stride-0 view may span few bytes
+      throw ir::UserError(fmt::format("{} '{}': {}{} has an element count that overflows 64 bits", role, name,
+                                      dtype_text(dtype), shape_text(t.shape)));
     if (bytes < 0)
       throw ir::UserError(fmt::format("{} '{}': {}{}{} reaches more than 2^63 - 1 bytes: no memory holds it", role, name,
                                       dtype_text(dtype), shape_text(t.shape),

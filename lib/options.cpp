@@ -1,5 +1,6 @@
 // How messages name options, and param values from Params.
 #include <algorithm>
+#include <charconv>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -78,24 +79,38 @@ bool loosens_float_math(std::string_view nvrtc_option) {
   return false;
 }
 
+// The macro an option defines (`-DNAME=V` / `define-macro=NAME=V`: "NAME=V"), or "" for another option.
+std::string_view defined_macro(std::string_view opt) {
+  for (std::string_view prefix : {std::string_view("-D"), std::string_view("define-macro=")})
+    if (opt.starts_with(prefix)) return opt.substr(prefix.size());
+  return {};
+}
+
+constexpr std::string_view kMinBlocks = "FJ_RED_MIN_BLOCKS=";
+constexpr int kMaxMinBlocks = 32;  // __launch_bounds__'s minimum blocks per SM: more never fit 256 threads each
+
+// Whether FJ_RED_MIN_BLOCKS=`value` is a launch bound: an integer from 1 to kMaxMinBlocks.
+bool min_blocks_valid(std::string_view value) {
+  int k = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), k);
+  return ec == std::errc() && end == value.data() + value.size() && k >= 1 && k <= kMaxMinBlocks;
+}
+
+// The macros a reduction kernel's prelude reads to run another way with the same bits, to measure
+// each way (ir/scalar/fj_reduce.h): `-DNAME` / `define-macro=NAME` (the bare form), FJ_RED_MIN_BLOCKS
+// with a valid value.
+bool reduction_switch(std::string_view opt) {
+  const std::string_view name = defined_macro(opt);
+  if (name.starts_with(kMinBlocks)) return min_blocks_valid(name.substr(kMinBlocks.size()));
+  return name == "FJ_RED_NO_VECTOR" || name == "FJ_RED_NO_KEPT" || name == "FJ_RED_NO_GROUPS" ||
+         name == "FJ_RED_NO_WARP_TREE";
+}
+
 // Why an extra NVRTC option is refused whatever the mode ("" if it is not): it chooses the target
 // (it would silently build for another GPU than the one named), makes the compile read files whose
 // contents the kernel cache's key cannot see, defines macros (the preludes' math calls are names a
 // macro can replace), changes what NVRTC writes (relocatable or no code), or is not one word (NVRTC
 // reads " --fmad=true" and "--fmad" then "true" as the option; a check of whole words would not).
-// The macros a reduction kernel's prelude reads to run another way with the same bits, to measure
-// each way (ir/scalar/fj_reduce.h): `-DNAME` / `define-macro=NAME` (the bare form), FJ_RED_MIN_BLOCKS
-// with a value.
-bool reduction_switch(std::string_view opt) {
-  for (std::string_view prefix : {std::string_view("-D"), std::string_view("define-macro=")}) {
-    if (!opt.starts_with(prefix)) continue;
-    const std::string_view name = opt.substr(prefix.size());
-    return name.starts_with("FJ_RED_MIN_BLOCKS=") || name == "FJ_RED_NO_VECTOR" || name == "FJ_RED_NO_KEPT" ||
-           name == "FJ_RED_NO_GROUPS" || name == "FJ_RED_NO_WARP_TREE";
-  }
-  return false;
-}
-
 std::string refusal(std::string_view opt, const Options& o) {
   const std::string_view b = bare(opt);
   const auto any_of = [&](std::initializer_list<std::string_view> names, bool prefix) {
@@ -112,6 +127,10 @@ std::string refusal(std::string_view opt, const Options& o) {
     return "makes the compile read files whose contents the kernel cache's key cannot see (an edited header would "
            "reuse a stale binary); fusejit's kernels include only its own preludes, so no include path or header is "
            "needed";
+  for (std::string_view macro : {defined_macro(opt), defined_macro(b)})
+    if (macro.starts_with(kMinBlocks) && !min_blocks_valid(macro.substr(kMinBlocks.size())))
+      return fmt::format("gives FJ_RED_MIN_BLOCKS a value that is no launch bound: an integer from 1 to {} (the "
+                         "blocks per SM of a reduction kernel's __launch_bounds__(256, k))", kMaxMinBlocks);
   if (!reduction_switch(opt) && !reduction_switch(b) &&
       (opt.starts_with("-D") || opt.starts_with("-U") || any_of({"define-macro", "undefine-macro"}, true)))
     return "defines or undefines a macro, which can change the preludes' semantics (a macro can rename a math "

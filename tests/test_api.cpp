@@ -429,6 +429,36 @@ TEST_CASE("run_graph reports the CPU path honestly") {
   CHECK(r.to_json().find("\"fused\"") != std::string::npos);
 }
 
+TEST_CASE("a Scalar from any integer type; an invalid kind or device ordinal is a user error") {
+  fj::GraphBuilder b("count");
+  fj::Value x = b.input("x", fj::DType::I64, {3});
+  fj::Value n = b.param("n", fj::DType::I64, 5LL);  // long long (was ambiguous: int or int64_t)
+  b.output("y", x + n);
+  fj::Program p = fj::Program::compile(b.build(), cpu_options());
+  fj::HostTensor tx(fj::DType::I64, {3});
+  const std::vector<uint8_t> sizes(7);
+  CHECK(p.run({tx}, {{"n", sizes.size()}})[0].values<int64_t>()[1] == 7);  // a size_t
+  CHECK(p.run({tx})[0].values<int64_t>()[0] == 5);
+  CHECK(fj::Scalar(uint16_t{65535}).i == 65535);
+  CHECK(fj::Scalar(-3LL).kind == fj::Scalar::Kind::Int);
+  const fj::Scalar huge = std::numeric_limits<uint64_t>::max();  // past INT64_MAX: kept as its value, refused
+  CHECK(huge.kind == fj::Scalar::Kind::Float);
+  CHECK_THROWS_WITH_AS(p.run({tx}, {{"n", huge}}), doctest::Contains("does not fit i64"), fj::Error);
+  fj::Scalar bad;
+  bad.kind = static_cast<fj::Scalar::Kind>(7);
+  CHECK_THROWS_WITH_AS(p.run({tx}, {{"n", bad}}), doctest::Contains("a Scalar of kind 7"), fj::Error);
+  try {
+    (void)b.param("m", fj::DType::I64, bad);
+    FAIL("expected an error");
+  } catch (const fj::Error& e) {
+    CHECK(e.kind() == fj::ErrorKind::User);
+  }
+  fj::HostTensor ty(fj::DType::I64, {3});
+  fj::TensorRef in = tx, out = ty;
+  in.device = -5;
+  CHECK_THROWS_WITH_AS(p.launch({in}, {out}), doctest::Contains("input 'x' names CUDA device -5"), fj::Error);
+}
+
 TEST_CASE("params by name or by position, in run and in RunOptions") {
   fj::GraphBuilder b("axpby");
   fj::Value x = b.input("x", fj::DType::F32, {3});
@@ -912,6 +942,11 @@ TEST_CASE("extra NVRTC options that loosen float math are refused in strict mode
       {"-UFJ_DEVICE_CODE", "defines or undefines a macro"},      {"-dc", "changes what NVRTC writes"},
       {"-DFJ_RED_NO_GROUPS=0", "defines or undefines a macro"},  {"-UFJ_RED_NO_KEPT", "defines or undefines a macro"},
       {"-DFJ_RED_NO_VECTORS", "defines or undefines a macro"},
+      // A launch bound's value is checked (NVRTC named "abc" an undefined identifier, a CompileError).
+      {"-DFJ_RED_MIN_BLOCKS=abc", "no launch bound: an integer from 1 to 32"},
+      {"-DFJ_RED_MIN_BLOCKS=", "no launch bound"}, {"-DFJ_RED_MIN_BLOCKS=0", "no launch bound"},
+      {"-DFJ_RED_MIN_BLOCKS=-3", "no launch bound"}, {"--define-macro=FJ_RED_MIN_BLOCKS=33", "no launch bound"},
+      {"-DFJ_RED_MIN_BLOCKS=2)__global__", "no launch bound"}, {"-DFJ_RED_MIN_BLOCKS=6 ", "is not one word"},
       {"--relocatable-device-code=true", "changes what NVRTC writes"},
       {"-fdevice-syntax-only", "changes what NVRTC writes"}, {" -arch=sm_80", "is not one word"},
       {"-arch=sm_80", "chooses the target"},        {"-I/tmp", "makes the compile read files"},

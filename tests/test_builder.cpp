@@ -120,7 +120,19 @@ TEST_CASE("a DType value outside the enum is Error(User), not an internal error"
   fj::HostTensor moved = std::move(t);
   const fj::HostTensor copy = t;  // NOLINT(bugprone-use-after-move): the case under test
   CHECK(moved.elements() == 3);
-  (void)copy;
+  // Moved from, it is an empty tensor of its dtype, and so is its copy (shape {} with 0 bytes, a
+  // 0-d tensor that claimed 1 element, came back as a copy of 4 bytes).
+  CHECK(t.shape() == std::vector<int64_t>{0});  // NOLINT(bugprone-use-after-move): the case under test
+  CHECK(t.elements() == 0);                      // NOLINT(bugprone-use-after-move)
+  CHECK(copy.shape() == std::vector<int64_t>{0});
+  CHECK(copy.elements() == 0);
+  CHECK(copy.bytes() == 0);
+  fj::HostTensor assigned(fj::DType::I8, {5});
+  fj::HostTensor target(fj::DType::I8, {1});
+  target = std::move(assigned);
+  CHECK(assigned.shape() == std::vector<int64_t>{0});  // NOLINT(bugprone-use-after-move)
+  CHECK(assigned.dtype() == fj::DType::I8);            // NOLINT(bugprone-use-after-move)
+  CHECK(target.elements() == 5);
   // Self-move-assignment keeps the tensor whole (it emptied the shape and kept the bytes).
   fj::HostTensor& alias = moved;
   moved = std::move(alias);
@@ -644,6 +656,18 @@ TEST_CASE("new dims that make a computed value over 2^63 bytes are a located err
     }
   }
   CHECK(g.with_dims({{"N", 1000}}).dims()[0].second == 1000);
+  // An input's bytes too (its element count fits: 2^61 f64 elements), as the builder and the
+  // parser check them; TensorInfo::bytes() wrapped to 0 and plans read 2^63 - 1 bytes.
+  const fj::Graph h = fj::Graph::parse("dim N = 4\ninput x : f64[N]\ny = sum(x)\noutput y\n", "h.txt");
+  try {
+    (void)h.with_dims({{"N", int64_t{1} << 61}});
+    FAIL("expected an error");
+  } catch (const fj::Error& e) {
+    CHECK(e.line() == 2);
+    CHECK(std::string(e.what()) == "input 'x' of shape [N=2305843009213693952] has more than 2^63 bytes");
+  }
+  CHECK_THROWS_WITH_AS(fj::Graph::parse("dim N = 4\ninput x : f64[N]\noutput x\n", "p.txt", {{"N", int64_t{1} << 61}}),
+                       doctest::Contains("has more than 2^63 bytes"), fj::Error);
 }
 
 TEST_CASE("a shape whose non-zero sizes overflow is refused with a 0 among them too, in any order, naming every size") {

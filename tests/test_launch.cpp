@@ -495,6 +495,13 @@ TEST_CASE("views reaching past 2^63 bytes are refused before any check computes 
   const std::vector<int64_t> huge = {(int64_t{1} << 62) + 16};
   CHECK(contains(error_of([&] { n.run({fj::TensorView(fj::DType::F32, huge, std::span(data).first(64))}); }),
                  "input 'x': f32[4611686018427387920] reaches more than 2^63 - 1 bytes"));
+  // A broadcast view of 2^64 elements over 4 bytes reaches no memory past them: its element
+  // count is what overflows (the message said it reached past 2^63 bytes).
+  const fj::Program m = fj::Program::compile(
+      fj::Graph::parse("dim M = 4\ndim N = 8\ninput x : f32[M, N]\ny = x * 2\noutput y\n"), cpu_options());
+  const std::vector<int64_t> square = {int64_t{1} << 32, int64_t{1} << 32}, zeros = {0, 0};
+  CHECK(contains(error_of([&] { m.run({fj::TensorView(fj::DType::F32, square, std::span(data).first(4), zeros)}); }),
+                 "input 'x': f32[4294967296, 4294967296] has an element count that overflows 64 bits"));
 }
 
 TEST_CASE("overlaps other than in place are refused, naming both tensors") {

@@ -158,6 +158,17 @@ struct Scalar {
   Scalar(int v) : kind(Kind::Int), i(v) {}                            // NOLINT
   Scalar(int64_t v) : kind(Kind::Int), i(v) {}                        // NOLINT
   Scalar(bool v) : kind(Kind::Bool), i(v ? 1 : 0) {}                  // NOLINT
+  /// Any other integer type (long long, unsigned, size_t, uint64_t: `Params{{"n", v.size()}}`): an
+  /// Int; an unsigned value over INT64_MAX is kept as a Float of its value, which every integer
+  /// dtype's range check refuses (Error(User) where it is used) rather than wrapping it.
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool> && !std::is_same_v<I, int> &&
+                                          !std::is_same_v<I, int64_t>,
+                                      int> = 0>
+  Scalar(I v)  // NOLINT: implicit by design
+      : kind(std::is_unsigned_v<I> && static_cast<uint64_t>(v) > static_cast<uint64_t>(INT64_MAX) ? Kind::Float
+                                                                                                   : Kind::Int),
+        f(kind == Kind::Float ? static_cast<double>(v) : 0.0),
+        i(kind == Kind::Int ? static_cast<int64_t>(v) : 0) {}
   Scalar(const char*) = delete;  ///< a string is no value (it would silently become `true`)
   double as_double() const { return kind == Kind::Float ? f : static_cast<double>(i); }
 };
@@ -457,7 +468,7 @@ enum class MessageStyle { Api, CommandLine, Python };
 /// Compilation and run options.
 struct Options {
   std::string cache_dir;     ///< kernel cache folder; "" = $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME/fusejit, ~/.cache/fusejit
-  bool disk_cache = true;    ///< false: in-memory cache only (FUSEJIT_DISABLE_CACHE=1 also disables it)
+  bool disk_cache = true;    ///< false: in-memory cache only (FUSEJIT_DISABLE_CACHE=1 also disables it; the CPU path then compiles again what no live Program holds)
   /// "" = none; else the folder `fusejit compile` writes (docs/aot.md) is written here at compile()
   /// (made with its missing parents, as mkdir -p):
   /// graph.txt, every kernel of both plans (so the unfused plan is compiled then too) as .cu and, on
@@ -480,7 +491,8 @@ struct Options {
   /// (Error(User)): options that choose the target (`arch` does); options that read files (-I,
   /// --pre-include, precompiled headers), whose contents the cache key could not see; macros
   /// (-D, -U: they can rename the preludes' math calls), but for the launch-bound knob
-  /// -DFJ_RED_MIN_BLOCKS=k (docs/ops.md); options that change what NVRTC writes (-dc, -rdc,
+  /// -DFJ_RED_MIN_BLOCKS=k, k from 1 to 32 (docs/ops.md), and the reduction switches
+  /// -DFJ_RED_NO_VECTOR/_NO_KEPT/_NO_GROUPS/_NO_WARP_TREE (the same bits); options that change what NVRTC writes (-dc, -rdc,
   /// -fdevice-syntax-only); and, unless fast_math, options that loosen the strict mode's float
   /// math (--use_fast_math, --fmad=true, --ftz=true, --prec-div=false, --prec-sqrt=false), which
   /// would end the reference's bits. Program::load refuses a folder whose index lists such options.
@@ -520,7 +532,7 @@ struct Options {
 /// Where a kernel's binary came from.
 enum class CacheOutcome : uint8_t {
   Compiled,   ///< compiled (NVRTC or the host C++ compiler) by this call
-  MemoryHit,  ///< compiled earlier in this process
+  MemoryHit,  ///< compiled earlier in this process (CPU path: held by a live Program; docs/api.md, "The kernel cache")
   DiskHit,    ///< loaded from the kernel cache on disk
   Loaded,     ///< loaded from an ahead-of-time folder (Program::load)
   NotBuilt,   ///< not compiled yet: the unfused plan before its first use (name and source empty)
@@ -568,14 +580,16 @@ class HostTensor {
 
   HostTensor(const HostTensor& other);
   HostTensor& operator=(const HostTensor& other);
-  /// A moved-from tensor holds no data (bytes() == 0); assign to it before using it again.
+  /// A moved-from tensor is an empty one of its dtype, shape {0} (elements() == bytes() == 0),
+  /// as a default-constructed one is f32[0]. (Its one-element shape is allocated: out of memory
+  /// there ends the process, as any allocation in a noexcept function does.)
   HostTensor(HostTensor&& other) noexcept
-      : dtype_(other.dtype_), shape_(std::move(other.shape_)), bytes_(std::exchange(other.bytes_, 0)),
-        mem_(std::move(other.mem_)) {}
+      : dtype_(other.dtype_), shape_(std::exchange(other.shape_, std::vector<int64_t>{0})),
+        bytes_(std::exchange(other.bytes_, 0)), mem_(std::move(other.mem_)) {}
   HostTensor& operator=(HostTensor&& other) noexcept {
     if (this == &other) return *this;  // self-move would empty the shape and keep the bytes
     dtype_ = other.dtype_;
-    shape_ = std::move(other.shape_);
+    shape_ = std::exchange(other.shape_, std::vector<int64_t>{0});
     bytes_ = std::exchange(other.bytes_, 0);
     mem_ = std::move(other.mem_);
     return *this;
