@@ -847,6 +847,8 @@ class Program {
   std::vector<KernelInfo> kernels(PlanKind kind) const;
   /// The kernels built after compile() for dim values the compiled kernels do not cover (a 64-bit-
   /// index variant, or a plan made again where a broadcast changes; docs/api.md), in build order.
+  /// A 64-bit-index variant's entries (index64) keep the sizes and bytes of the graph's own dims:
+  /// it runs every size that needs it, so no one size is its own.
   std::vector<KernelInfo> specializations() const;
 
   /// Tensors given by name, in the order run(), measure() and launch() take them (the graph's
