@@ -130,9 +130,7 @@ std::string literal_misfit(const Literal& l, DType dtype) {
   if (dtype == DType::Bool) return "";
   if (is_float(dtype)) {
     const double v = l.cat == Category::Float ? l.f : static_cast<double>(l.i);
-    const double converted = literal_to_scalar(l, dtype).f;
-    if (std::isfinite(v) && std::isinf(converted)) return "it would overflow to inf";
-    return v != 0 && converted == 0 ? "it would round to 0" : "";  // x_f16 * 1e-8: all zeros
+    return std::isfinite(v) && std::isinf(literal_to_scalar(l, dtype).f) ? "it would overflow to inf" : "";
   }
   int64_t lo = 0, hi = 0;
   switch (dtype) {
@@ -150,8 +148,20 @@ std::string literal_misfit(const Literal& l, DType dtype) {
   return fits ? "" : "range " + std::to_string(lo) + " to " + std::to_string(hi);
 }
 
+namespace {
+// A nonzero float literal that rounds to 0 in `dtype` (x_f16 * 1e-8: all zeros): "it would round
+// to 0", else "". For literals only: a param value set at a call that shrinks to 0 (a decaying
+// rate) is its correctly rounded value.
+std::string literal_vanishes(const Literal& l, DType dtype) {
+  if (!is_float(dtype) || l.cat == Category::Bool) return "";
+  const double v = l.cat == Category::Float ? l.f : static_cast<double>(l.i);
+  return v != 0 && literal_to_scalar(l, dtype).f == 0 ? "it would round to 0" : "";
+}
+}  // namespace
+
 void check_literal_fits(const Literal& l, DType dtype, Loc loc) {
-  const std::string why = literal_misfit(l, dtype);
+  std::string why = literal_misfit(l, dtype);
+  if (why.empty()) why = literal_vanishes(l, dtype);
   if (why.empty()) return;
   const std::string what = "literal " + literal_text(l) + " does not fit in " + std::string(dtype_name(dtype));
   const Loc at = l.loc.known() ? l.loc : loc;

@@ -216,8 +216,8 @@ void check_literal_fits(const Literal& l, DType dtype, Loc loc = {});
 // A literal as messages show it: true, 300, 1e+39 (a float's shortest round-trip text).
 std::string literal_text(const Literal& l);
 // What check_literal_fits refuses, without throwing: "" when `l` fits `dtype`, else why not
-// ("range 0 to 255", "it would overflow to inf", "it would round to 0"); for param values set at
-// a call.
+// ("range 0 to 255", "it would overflow to inf"); for param values set at a call, where a value
+// that rounds to 0 is taken (check_literal_fits refuses it in a literal).
 std::string literal_misfit(const Literal& l, DType dtype);
 
 }  // namespace fusejit::ir

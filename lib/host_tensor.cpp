@@ -48,7 +48,8 @@ HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype),
   std::memset(mem_.get(), 0, alloc);
 }
 
-HostTensor::HostTensor(const HostTensor& o) : HostTensor(o.dtype_, o.shape_) {
+// A moved-from tensor (no memory: every other one has some, an empty one too) copies as shape {0}.
+HostTensor::HostTensor(const HostTensor& o) : HostTensor(o.dtype_, o.mem_ ? o.shape_ : std::vector<int64_t>{0}) {
   if (bytes_ && o.mem_) std::memcpy(mem_.get(), o.mem_.get(), bytes_);  // a moved-from one has no memory
 }
 

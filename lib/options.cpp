@@ -87,10 +87,12 @@ std::string_view defined_macro(std::string_view opt) {
 }
 
 constexpr std::string_view kMinBlocks = "FJ_RED_MIN_BLOCKS=";
-constexpr int kMaxMinBlocks = 32;  // __launch_bounds__'s minimum blocks per SM: more never fit 256 threads each
+constexpr int kMaxMinBlocks = 32;  // the most blocks an SM holds (sm_90; 8 of 256 threads fill its 2,048)
 
-// Whether FJ_RED_MIN_BLOCKS=`value` is a launch bound: an integer from 1 to kMaxMinBlocks.
+// Whether FJ_RED_MIN_BLOCKS=`value` is a launch bound: a decimal integer from 1 to kMaxMinBlocks,
+// no leading 0 (C reads 010 as octal 8, and 08 not at all).
 bool min_blocks_valid(std::string_view value) {
+  if (value.starts_with('0')) return false;
   int k = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), k);
   return ec == std::errc() && end == value.data() + value.size() && k >= 1 && k <= kMaxMinBlocks;
@@ -129,7 +131,7 @@ std::string refusal(std::string_view opt, const Options& o) {
            "needed";
   for (std::string_view macro : {defined_macro(opt), defined_macro(b)})
     if (macro.starts_with(kMinBlocks) && !min_blocks_valid(macro.substr(kMinBlocks.size())))
-      return fmt::format("gives FJ_RED_MIN_BLOCKS a value that is no launch bound: an integer from 1 to {} (the "
+      return fmt::format("gives FJ_RED_MIN_BLOCKS a value that is no launch bound: a decimal integer from 1 to {} (the "
                          "blocks per SM of a reduction kernel's __launch_bounds__(256, k))", kMaxMinBlocks);
   if (!reduction_switch(opt) && !reduction_switch(b) &&
       (opt.starts_with("-D") || opt.starts_with("-U") || any_of({"define-macro", "undefine-macro"}, true)))

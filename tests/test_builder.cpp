@@ -120,18 +120,21 @@ TEST_CASE("a DType value outside the enum is Error(User), not an internal error"
   fj::HostTensor moved = std::move(t);
   const fj::HostTensor copy = t;  // NOLINT(bugprone-use-after-move): the case under test
   CHECK(moved.elements() == 3);
-  // Moved from, it is an empty tensor of its dtype, and so is its copy (shape {} with 0 bytes, a
-  // 0-d tensor that claimed 1 element, came back as a copy of 4 bytes).
-  CHECK(t.shape() == std::vector<int64_t>{0});  // NOLINT(bugprone-use-after-move): the case under test
-  CHECK(t.elements() == 0);                      // NOLINT(bugprone-use-after-move)
+  // Moved from, it holds no data, and its copy is an empty tensor of shape {0} (it was shape {}
+  // of 4 bytes: a 0-d tensor of 1 element from one of 0).
+  CHECK(t.elements() == 0);  // NOLINT(bugprone-use-after-move): the case under test
+  CHECK(t.bytes() == 0);     // NOLINT(bugprone-use-after-move)
   CHECK(copy.shape() == std::vector<int64_t>{0});
   CHECK(copy.elements() == 0);
   CHECK(copy.bytes() == 0);
   fj::HostTensor assigned(fj::DType::I8, {5});
   fj::HostTensor target(fj::DType::I8, {1});
   target = std::move(assigned);
-  CHECK(assigned.shape() == std::vector<int64_t>{0});  // NOLINT(bugprone-use-after-move)
-  CHECK(assigned.dtype() == fj::DType::I8);            // NOLINT(bugprone-use-after-move)
+  CHECK(assigned.elements() == 0);  // NOLINT(bugprone-use-after-move)
+  fj::HostTensor again;
+  again = assigned;  // NOLINT(bugprone-use-after-move): copy-assigned from a moved-from tensor
+  CHECK(again.shape() == std::vector<int64_t>{0});
+  CHECK(again.dtype() == fj::DType::I8);
   CHECK(target.elements() == 5);
   // Self-move-assignment keeps the tensor whole (it emptied the shape and kept the bytes).
   fj::HostTensor& alias = moved;

@@ -477,23 +477,20 @@ class Program:
                 shared = self._shared_dim(e.message)
                 if shared is None:
                     raise
-                raise UserError(e.message + f"; the sizes of dim {shared} were equal when fuse traced "
+                raise UserError(e.message + f"; the axes of dim {shared} had one size when fuse traced "
                                 f"'{self._traced_by}' (equal sizes share a dim, and a Program runs its own "
-                                "pattern only): call the fused function itself for these sizes") from None
+                                "pattern only): call the fused function itself, which traces these sizes "
+                                "where the function takes them (or says why they do not broadcast)") from None
             # A program fuse traced: its graph text is not the caller's to edit.
             raise UserError(e.message[:fixed.start()] + f"; axis {fixed.group(1)} had size {fixed.group(2)} when "
                             f"fuse traced '{self._traced_by}' (a size of 1 broadcasts, so it is part of the "
                             "pattern): call the fused function itself, which traces this size once") from None
 
     def _shared_dim(self, message: str) -> str | None:
-        """The dim a size error of a program fuse traced names, when two of its inputs' axes share
-        it (equal sizes when traced), else None."""
+        """The dim a size error of a program fuse traced names (axes that share it had one size
+        when traced), else None."""
         named = _SIZE_FROM.search(message) if self._traced_by else None
-        if named is None:
-            return None
-        declared = [line for line in self.graph.to_text().splitlines() if line.startswith("input ")]
-        uses = sum(len(re.findall(rf"[\[ ]{named.group(1)}[,\]]", line)) for line in declared)
-        return named.group(1) if uses > 1 else None
+        return None if named is None else named.group(1)
 
     def _call(self, args: tuple, out: Any, stream: int | None, plan: str, kwargs: dict) -> dict[str, Any]:
         """__call__ without the check of its options' types."""

@@ -4,9 +4,22 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import warnings
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class _Made(threading.local):
+    count = 0  # fusejit errors made in this thread (a trace that caught one is told: _fuse._Entry.servable)
+
+
+_MADE = _Made()
+
+
+def errors_made() -> int:
+    """How many fusejit errors this thread has made so far."""
+    return _MADE.count
 
 
 class Error(Exception):
@@ -25,6 +38,7 @@ class Error(Exception):
         # blank line.
         diagnostic = diagnostic.rstrip("\n") or f"error: {message}"
         super().__init__(diagnostic)
+        _MADE.count += 1
         self.message = message
         self.file = file
         self.line = line

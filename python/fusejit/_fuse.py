@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._errors import Error, FusejitWarning, UserError
+from ._errors import Error, FusejitWarning, UserError, errors_made
 from ._fusejit import GraphBuilder, Value
 from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced,
                        as_array, by_value, constant_key, dtype_name, lifted, pattern_difference, scalar_key, serves,
@@ -545,6 +545,8 @@ def install_value_methods() -> None:
     Value.__getitem__ = _getitem
     Value.__array__ = _no_array
     Value.__iter__ = None  # not iterable: no len() to iterate by (iter(v) is a TypeError, not a loop on __getitem__)
+    for name in _LAYOUT_ATTRIBUTES:
+        setattr(Value, name, property(_no_layout(name)))
 
 
 def _round(self: Value, ndigits: int | None = None) -> Value:
@@ -559,6 +561,22 @@ def _no_array(self: Value, dtype: Any = None, copy: Any = None) -> Any:
     raise TypeError("a fusejit value has no data while a graph is built or traced: np.asarray, np.array and lists of "
                     "values would need it. Apply NumPy's functions to the value itself (np.exp(v), np.where(c, v, 0)); "
                     "combine values with operators, not by stacking them in a list or array")
+
+
+# ndarray attributes that change a layout (what a graph cannot express: it maps elements 1:1 under
+# broadcasting): an AttributeError, as for any attribute a value lacks, that says so.
+_LAYOUT_ATTRIBUTES = ("reshape", "T", "mT", "transpose", "swapaxes", "flatten", "ravel", "squeeze", "view", "repeat",
+                      "take", "sort", "argsort", "cumsum", "cumprod", "dot")
+
+
+def _no_layout(name: str) -> Any:
+    def refuse(self: Value) -> Any:
+        raise AttributeError(f"fusejit.Value has no '{name}': a fused graph maps elements one to one (broadcasting "
+                             "included) and reduces; reshapes, transposes, sorts, scans and products are not ops "
+                             "of it. Apply them to the arrays outside the fused function (a transposed view is "
+                             "read through its strides, no copy), or keep reduced axes with keepdims=True")
+    refuse.__doc__ = f"ndarray.{name}: not an op of a fused graph (an AttributeError that says so)."
+    return refuse
 
 
 def _getitem(self: Value, index: Any) -> Value:
@@ -623,6 +641,9 @@ class _Entry:
         self.kind = kind          # Value (one result), tuple, list or dict
         self.keys = keys          # dict keys, in order (dict results)
         self.sources = sources    # per result: an output name, or the index of an argument returned as is
+        # Its trace raised no fusejit error (one caught, `try: x + y except: ...`, may be a broadcast
+        # that other sizes pass), so it may serve patterns with more sizes equal (_served).
+        self.servable = True
 
     def results(self, outs: dict, arrays: list) -> Any:
         vals = [outs[s] if isinstance(s, str) else arrays[s] for s in self.sources]
@@ -646,10 +667,10 @@ class _BoundFused:
     def __init__(self, fused: Fused, obj: Any):
         self.__func__, self.__self__ = fused, obj
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         return self.__func__._invoke((self.__self__, *args), kwargs, 4)
 
-    def program(self, *args: Any, **kwargs: Any) -> Any:
+    def program(self, /, *args: Any, **kwargs: Any) -> Any:
         """Fused.program with the object as the first argument."""
         return self.__func__._program((self.__self__, *args), kwargs, 4)
 
@@ -696,7 +717,7 @@ class Fused:
                 setattr(self, attr, type(fn).__name__)
         self._fn = fn
         self._attribute_name = getattr(fn, "__name__", "")
-        self._sig = inspect.signature(fn)
+        self._sig = inspect.signature(fn, follow_wrapped=False)  # a functools.wraps wrapper's own defaults
         self._dynamic = dynamic
         self._options = options
         self._entries: dict = {}
@@ -707,7 +728,7 @@ class Fused:
         # their defaults, skips Signature.bind (~5 µs).
         self._tags = [(p.name,) for p in params] if all(p.kind in positional for p in params) else None
         self._defaults = tuple(p.default for p in params)
-        # Where a keyword argument goes in a call binding by _tags (None: Signature.bind binds it).
+        # Where a keyword argument goes in a call binding by _tags (absent: Signature.bind binds it).
         self._keyword_at = {p.name: k for k, p in enumerate(params) if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD}
         self._min_args = max((k + 1 for k, p in enumerate(params) if p.default is inspect.Parameter.empty), default=0)
         self._specialised_by_shape = False
@@ -727,7 +748,7 @@ class Fused:
     traces = property(lambda self: self._traces,
                       doc="How many times the function has been traced (once per new argument pattern).")
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         return self._invoke(args, kwargs, 4)
 
     def _invoke(self, args: tuple, kwargs: dict, stacklevel: int) -> Any:
@@ -742,7 +763,7 @@ class Fused:
         (_pattern.constant_key: objects alike share a trace; a changed attribute traces again)."""
         return self if obj is None else _BoundFused(self, obj)
 
-    def program(self, *args: Any, **kwargs: Any) -> Any:
+    def program(self, /, *args: Any, **kwargs: Any) -> Any:
         """The :class:`fusejit.Program` these arguments run (traced and compiled if new): its
         ``cuda_source()``, ``plan_text``, ``kernels``; call it with the arrays in argument order
         (an object argument's array attributes after it, ``prog.graph.inputs`` names them) to
@@ -875,7 +896,7 @@ class Fused:
         """The latest traced program that runs this new pattern (_pattern.serves: sizes that were
         distinct when traced are equal now), kept under its key too; None when there is none."""
         for traced in reversed(list(self._entries)):
-            if serves(traced, key):
+            if serves(traced, key) and self._entries[traced].servable:
                 return self._entries[traced]
         return None
 
@@ -981,6 +1002,7 @@ class Fused:
         outer = _TRACE.shape_read  # a trace inside another's (a fused call on arrays) keeps the outer's
         _TRACE.shape_read = False
         _TRACE.active += 1
+        errors = errors_made()
         try:
             result = self._fn(*call.args, **call.kwargs)
         except Error as e:
@@ -992,6 +1014,7 @@ class Fused:
             _TRACE.shape_read = outer or read_shape
         self._check_untouched(items)
         entry = self._outputs(b, result, inputs, taken)
+        entry.servable = errors_made() == errors
         from . import compile as fj_compile
         entry.program = fj_compile(b.build(), **self._options)
         return entry, read_shape

@@ -317,12 +317,16 @@ def scalar_key(v: Any) -> Any:
         return (t, v.dtype.str, v.tobytes())
     if isinstance(v, float):  # float and its subclasses
         return (t, FLOAT_KEY(v))
+    # The values themselves, through the base types' own conversions: a subclass's __int__,
+    # __str__ or __bytes__ could give two values one key (and run a stale trace).
     if isinstance(v, complex):
-        return (t, FLOAT_KEY(v.real), FLOAT_KEY(v.imag))
-    if isinstance(v, (bool, int)):
-        return (t, int(v))
-    if isinstance(v, (str, bytes)):
-        return (t, bytes(v) if isinstance(v, bytes) else str(v))
+        return (t, FLOAT_KEY(complex.real.__get__(v)), FLOAT_KEY(complex.imag.__get__(v)))
+    if isinstance(v, int):  # bool too
+        return (t, int.__int__(v))
+    if isinstance(v, str):
+        return (t, str.__str__(v))
+    if isinstance(v, bytes):
+        return (t, bytes(memoryview(v)))
     if v is None or v is Ellipsis:
         return (t,)
     if isinstance(v, range):

@@ -78,13 +78,29 @@ struct Gen {
     for (auto& a : args) strong |= !a.is_literal();
     if (!strong) args[0] = Operand::of(any());
     try {
-      Operand res = b.apply(op, args);
-      if (res.is_literal()) return false;
-      add(res.node);
-      return true;
+      return apply_and_add(op, args);
     } catch (const UserError&) {
-      return false;
+      // A float literal its operand's dtype cannot hold (x_f16 * 1e-40 rounds to 0) is refused;
+      // as an f64 constant it converts by the cast rules, so the folding of such constants is
+      // still generated.
+      bool any_float = false;
+      for (auto& a : args)
+        if (a.is_literal() && a.lit.cat == Category::Float) {
+          a = b.cast(a, DType::F64);
+          any_float = true;
+        }
+      try {
+        return any_float && apply_and_add(op, args);
+      } catch (const UserError&) {
+        return false;
+      }
     }
+  }
+  bool apply_and_add(Op op, const std::vector<Operand>& args) {
+    Operand res = b.apply(op, args);
+    if (res.is_literal()) return false;
+    add(res.node);
+    return true;
   }
   void add(NodeId id) {
     if (static_cast<size_t>(id) >= seen.size()) seen.resize(static_cast<size_t>(id) + 1, 0);

@@ -158,17 +158,18 @@ struct Scalar {
   Scalar(int v) : kind(Kind::Int), i(v) {}                            // NOLINT
   Scalar(int64_t v) : kind(Kind::Int), i(v) {}                        // NOLINT
   Scalar(bool v) : kind(Kind::Bool), i(v ? 1 : 0) {}                  // NOLINT
-  /// Any other integer type (long long, unsigned, size_t, uint64_t: `Params{{"n", v.size()}}`): an
-  /// Int; an unsigned value over INT64_MAX is kept as a Float of its value, which every integer
-  /// dtype's range check refuses (Error(User) where it is used) rather than wrapping it.
-  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool> && !std::is_same_v<I, int> &&
-                                          !std::is_same_v<I, int64_t>,
+  /// Any other integer type of at most 64 bits (long long, unsigned, size_t, uint64_t:
+  /// `Params{{"n", v.size()}}`): an Int. Throws Error(User) for an unsigned value over INT64_MAX,
+  /// as a builder Value of one does (it would wrap).
+  template <class I, std::enable_if_t<std::is_integral_v<I> && sizeof(I) <= sizeof(int64_t) && !std::is_same_v<I, bool> &&
+                                          !std::is_same_v<I, int> && !std::is_same_v<I, int64_t>,
                                       int> = 0>
   Scalar(I v)  // NOLINT: implicit by design
-      : kind(std::is_unsigned_v<I> && static_cast<uint64_t>(v) > static_cast<uint64_t>(INT64_MAX) ? Kind::Float
-                                                                                                   : Kind::Int),
-        f(kind == Kind::Float ? static_cast<double>(v) : 0.0),
-        i(kind == Kind::Int ? static_cast<int64_t>(v) : 0) {}
+      : kind(Kind::Int), i(static_cast<int64_t>(v)) {
+    if (std::is_unsigned_v<I> && static_cast<uint64_t>(v) > static_cast<uint64_t>(INT64_MAX))
+      throw Error(ErrorKind::User, "Scalar: the unsigned value " + std::to_string(v) + " is past INT64_MAX, the most "
+                                   "an integer Scalar holds; pass a double to mean its value as a float");
+  }
   Scalar(const char*) = delete;  ///< a string is no value (it would silently become `true`)
   double as_double() const { return kind == Kind::Float ? f : static_cast<double>(i); }
 };
@@ -580,16 +581,16 @@ class HostTensor {
 
   HostTensor(const HostTensor& other);
   HostTensor& operator=(const HostTensor& other);
-  /// A moved-from tensor is an empty one of its dtype, shape {0} (elements() == bytes() == 0),
-  /// as a default-constructed one is f32[0]. (Its one-element shape is allocated: out of memory
-  /// there ends the process, as any allocation in a noexcept function does.)
+  /// A moved-from tensor holds no data: bytes() == elements() == 0, its shape() unspecified (a
+  /// copy of it is an empty tensor of shape {0}); assign to it before using it again. Moves never
+  /// allocate.
   HostTensor(HostTensor&& other) noexcept
-      : dtype_(other.dtype_), shape_(std::exchange(other.shape_, std::vector<int64_t>{0})),
-        bytes_(std::exchange(other.bytes_, 0)), mem_(std::move(other.mem_)) {}
+      : dtype_(other.dtype_), shape_(std::move(other.shape_)), bytes_(std::exchange(other.bytes_, 0)),
+        mem_(std::move(other.mem_)) {}
   HostTensor& operator=(HostTensor&& other) noexcept {
     if (this == &other) return *this;  // self-move would empty the shape and keep the bytes
     dtype_ = other.dtype_;
-    shape_ = std::exchange(other.shape_, std::vector<int64_t>{0});
+    shape_ = std::move(other.shape_);
     bytes_ = std::exchange(other.bytes_, 0);
     mem_ = std::move(other.mem_);
     return *this;
