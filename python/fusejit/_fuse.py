@@ -861,16 +861,7 @@ class Fused:
                             ("; pass np.asarray(...) of it (no copy)" if buffer else "")) from None
 
     def _entry(self, args: tuple, kwargs: dict, stacklevel: int) -> tuple[_Entry | None, list]:
-        tags = self._tags
-        if tags is not None and not kwargs and len(args) == len(tags):  # the common call first
-            items = list(zip(tags, args))
-        elif tags is not None and not kwargs and self._min_args <= len(args) < len(tags):
-            items = list(zip(tags, args + self._defaults[len(args):]))
-        elif tags is not None and (values := self._by_keyword(args, kwargs)) is not None:
-            items = list(zip(tags, values))
-        else:
-            items = self._flat(self._bind(args, kwargs))
-        items = lifted(items)
+        items = lifted(self._items(args, kwargs))
         key, arrays = self._key(items, not self._dynamic)
         if key is None:
             return None, []
@@ -879,18 +870,35 @@ class Fused:
             said: list = []
             with _TRACE_LOCK:
                 key, arrays = self._key(items, not self._dynamic)  # _dynamic may have changed meanwhile
-                entry = self._entries.get(key)
-                if entry is None:
-                    entry = self._served(key)
-                    if entry is None:
-                        key, entry = self._trace(self._bind(args, kwargs), items, key, said)
-                    if key is not None:
-                        if len(self._entries) >= _MAX_ENTRIES:
-                            del self._entries[next(iter(self._entries))]  # the oldest (dicts keep insertion order)
-                        self._entries[key] = entry
+                entry = self._entries.get(key) or self._new_entry(args, kwargs, items, key, said)
             for message in said:  # once the entry is kept: a warning raised as an error loses no trace
                 warnings.warn(message, FusejitWarning, stacklevel=stacklevel)
         return entry, arrays
+
+    def _items(self, args: tuple, kwargs: dict) -> list:
+        """(tag, value) of every parameter of a call (_flat), the common forms without
+        Signature.bind."""
+        tags = self._tags
+        if tags is not None and not kwargs and len(args) == len(tags):  # the common call first
+            return list(zip(tags, args))
+        if tags is not None and not kwargs and self._min_args <= len(args) < len(tags):
+            return list(zip(tags, args + self._defaults[len(args):]))
+        if tags is not None and (values := self._by_keyword(args, kwargs)) is not None:
+            return list(zip(tags, values))
+        return self._flat(self._bind(args, kwargs))
+
+    def _new_entry(self, args: tuple, kwargs: dict, items: list, key: tuple, said: list) -> _Entry:
+        """The entry of a pattern met for the first time (under _TRACE_LOCK): a program that serves
+        it, else a new trace; kept (the oldest dropped beyond _MAX_ENTRIES) unless the trace says not
+        to."""
+        entry = self._served(key)
+        if entry is None:
+            key, entry = self._trace(self._bind(args, kwargs), items, key, said)
+        if key is not None:
+            if len(self._entries) >= _MAX_ENTRIES:
+                del self._entries[next(iter(self._entries))]  # the oldest (dicts keep insertion order)
+            self._entries[key] = entry
+        return entry
 
     def _served(self, key: tuple) -> _Entry | None:
         """The latest traced program that runs this new pattern (_pattern.serves: sizes that were
