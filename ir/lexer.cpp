@@ -181,15 +181,19 @@ double Lexer::float_value(const Token& t) {
   buf.append(t.text);
   double f = 0.0;
   auto r = std::from_chars(buf.data(), buf.data() + buf.size(), f);
+  const std::string number = "number " + std::string(t.text.substr(0, 40));
   if (r.ec == std::errc::result_out_of_range) {
-    // Underflow is fine (the value rounds to a subnormal or zero, as in Python); overflow is not.
-    // strtod tells them apart by the magnitude it returns (HUGE_VAL on overflow).
+    // A subnormal is fine (as in Python); 0 from a nonzero number is refused as a literal that
+    // rounds to 0 in its dtype is (ops.md, "Typing"), and overflow too. strtod tells them apart by
+    // the magnitude it returns (HUGE_VAL on overflow, 0 on underflow to zero).
     f = std::strtod(buf.c_str(), nullptr);
-    if (std::isinf(f))
-      throw UserError("number " + std::string(t.text.substr(0, 40)) + " is too large for f64 (the largest finite f64 is 1.7976931348623157e308; infinity is `inf`)", t.loc);
-  } else if (r.ec == std::errc() && std::isinf(f)) {
-    throw UserError("number " + std::string(t.text.substr(0, 40)) + " is too large for f64 (the largest finite f64 is 1.7976931348623157e308; infinity is `inf`)", t.loc);
+    if (f == 0)
+      throw UserError(number + " is too small for f64 (it would round to 0; the smallest f64 above 0 is 5e-324): write "
+                      "0.0 if zero is meant", t.loc);
   }
+  if (std::isinf(f))
+    throw UserError(number + " is too large for f64 (the largest finite f64 is 1.7976931348623157e308; infinity is "
+                    "`inf`)", t.loc);
   if ((r.ec != std::errc() && r.ec != std::errc::result_out_of_range) || r.ptr != buf.data() + buf.size())
     throw UserError("invalid number '" + std::string(t.text.substr(0, 40)) + "'", t.loc);
   return f;

@@ -445,6 +445,8 @@ TEST_CASE("a Scalar from any integer type; an invalid kind or device ordinal is 
   CHECK_THROWS_WITH_AS((void)fj::Scalar(std::numeric_limits<uint64_t>::max()), doctest::Contains("is past INT64_MAX"),
                        fj::Error);
   CHECK(fj::Scalar(uint64_t{INT64_MAX}).i == INT64_MAX);
+  static_assert(!std::is_constructible_v<fj::Scalar, char>, "'a' is no value (it would be 97)");
+  static_assert(std::is_constructible_v<fj::Scalar, signed char> && std::is_constructible_v<fj::Scalar, size_t>);
   fj::Scalar bad;
   bad.kind = static_cast<fj::Scalar::Kind>(7);
   CHECK_THROWS_WITH_AS(p.run({tx}, {{"n", bad}}), doctest::Contains("a Scalar of kind 7"), fj::Error);

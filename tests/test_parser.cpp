@@ -268,7 +268,11 @@ TEST_CASE("literal values") {
   CHECK(nz == 0.0);
   CHECK(std::signbit(nz));
   CHECK(value_of("4.9406564584124654e-324", "f64").f == std::numeric_limits<double>::denorm_min());
-  CHECK(value_of("1e-400", "f64").f == 0.0);  // underflow rounds to zero, as in Python
+  // Underflow to zero (Python reads 0.0) is refused as a literal that rounds to 0 is (ops.md,
+  // "Typing"); a subnormal and a zero with any exponent are taken.
+  CHECK(err_of("c = 1e-400\noutput c\n").find("is too small for f64 (it would round to 0") != std::string::npos);
+  CHECK(value_of("1e-310", "f64").f == 1e-310);
+  CHECK(value_of("0e-999", "f64").f == 0.0);
   CHECK(err_of("c = 9223372036854775808\noutput c\n").find("does not fit in i64") != std::string::npos);
   CHECK(err_of("c = 99999999999999999999\noutput c\n").find("does not fit in i64") != std::string::npos);
   // Quoted as written: a unary minus is part of the literal, a binary one is not.

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import warnings
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-class _Made(threading.local):
-    count = 0  # fusejit errors made in this thread (a trace that caught one is told: _fuse._Entry.servable)
+class _Made:
+    # fusejit errors made in this process, by any thread (a trace may catch one its own worker
+    # thread made): a trace during which the count moved is told (_fuse._Entry.servable).
+    count = 0
 
 
 _MADE = _Made()
 
 
 def errors_made() -> int:
-    """How many fusejit errors this thread has made so far."""
+    """How many fusejit errors this process has made so far (any thread)."""
     return _MADE.count
 
 

@@ -607,6 +607,17 @@ _RESERVED = {"graph", "dim", "input", "param", "output", "true", "false", "inf",
 # cannot each hold one lock and wait for the other's.
 _TRACE_LOCK = threading.RLock()
 _UNBOUND = object()  # a parameter a call has not bound yet (_by_keyword)
+
+
+def _signature(fn: Callable) -> inspect.Signature:
+    """fn's own signature, so a functools.wraps wrapper binds with its own defaults (following
+    __wrapped__ gave the wrapped function's: a silent wrong value); but a generic wrapper's
+    (*args, **kwargs) is the wrapped function's, whose names the inputs then take (args0, args1
+    otherwise, and a new trace per call form)."""
+    own = inspect.signature(fn, follow_wrapped=False)
+    kinds = [p.kind for p in own.parameters.values()]
+    generic = kinds == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
+    return inspect.signature(fn) if generic and hasattr(fn, "__wrapped__") else own
 _MAX_ENTRIES = 64  # programs kept per function; the oldest trace is dropped beyond (torch.compile: 8)
 _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile's recompile limit is 8)
 # Distinct values of one float argument, the rest of the pattern alike (other float arguments' values
@@ -717,7 +728,7 @@ class Fused:
                 setattr(self, attr, type(fn).__name__)
         self._fn = fn
         self._attribute_name = getattr(fn, "__name__", "")
-        self._sig = inspect.signature(fn, follow_wrapped=False)  # a functools.wraps wrapper's own defaults
+        self._sig = _signature(fn)
         self._dynamic = dynamic
         self._options = options
         self._entries: dict = {}

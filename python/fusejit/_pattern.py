@@ -312,24 +312,24 @@ def lifted(items: list) -> list:
 def scalar_key(v: Any) -> Any:
     """A scalar's key, by type and bits (a float by its hex: 0.0 and -0.0 differ; a NumPy scalar by
     dtype and bytes: datetime64 days are not seconds); None for any other value."""
-    t = type(v)
-    if isinstance(v, np.generic):
+    t = type(v)  # the real type: a proxy or mock whose __class__ claims float is none
+    if issubclass(t, np.generic):
         return (t, v.dtype.str, v.tobytes())
-    if isinstance(v, float):  # float and its subclasses
+    if issubclass(t, float):  # float and its subclasses
         return (t, FLOAT_KEY(v))
     # The values themselves, through the base types' own conversions: a subclass's __int__,
     # __str__ or __bytes__ could give two values one key (and run a stale trace).
-    if isinstance(v, complex):
+    if issubclass(t, complex):
         return (t, FLOAT_KEY(complex.real.__get__(v)), FLOAT_KEY(complex.imag.__get__(v)))
-    if isinstance(v, int):  # bool too
+    if issubclass(t, int):  # bool too
         return (t, int.__int__(v))
-    if isinstance(v, str):
+    if issubclass(t, str):
         return (t, str.__str__(v))
-    if isinstance(v, bytes):
+    if issubclass(t, bytes):
         return (t, bytes(memoryview(v)))
     if v is None or v is Ellipsis:
         return (t,)
-    if isinstance(v, range):
+    if t is range:
         return (t, v.start, v.stop, v.step)
     return None
 
@@ -390,10 +390,13 @@ def _unshared_argument_key(v: Any, keying: Keying) -> Any:
 
 
 def _with_attributes(key: Any, v: Any, keying: Keying, depth: int) -> Any:
-    """`key` of a scalar or container, and the attributes an instance of a subclass holds."""
-    if not type(v).__dictoffset__ or not vars(v):
+    """`key` of a scalar or container, and the attributes an instance of a subclass holds (in its
+    __dict__ or its slots: a str subclass with a `scale` slot traced at 2 ran again at 5)."""
+    t = type(v)
+    state = state_of(v) if t.__dictoffset__ or _slot_names(t) else None
+    if not state:
         return key
-    return (key, tuple((n, _state_key(e, keying, depth + 1)) for n, e in vars(v).items()))
+    return (key, tuple((n, _state_key(e, keying, depth + 1)) for n, e in state.items()))
 
 
 def _argument_key(snap: Snapshot, keying: Keying) -> Any:
@@ -475,7 +478,7 @@ def _held_key(v: Any, keying: Keying, depth: int) -> Any:
     if isinstance(v, _CONTAINERS):
         key = (t, _elements_key(v.data if isinstance(v, (collections.UserList, collections.UserDict)) else v,
                                 keying, depth))
-        extra = {n: e for n, e in state_of(v).items() if n != "data"} if t.__dictoffset__ else {}
+        extra = {n: e for n, e in state_of(v).items() if n != "data"} if t.__dictoffset__ or _slot_names(t) else {}
         return key + (tuple((n, _state_key(e, keying, depth + 1)) for n, e in extra.items()),) if extra else key
     if by_value(t):
         state = state_of(v)

@@ -206,6 +206,37 @@ def test_constants_of_subclasses_are_keyed_by_their_values_not_their_conversions
     x = np.ones(2, np.float32)
     assert f(x, Lying(2))[0] == 2 and f(x, Lying(3))[0] == 3 and f.traces == 2
 
+    class Named(str):  # slots of a scalar subclass are keyed too (only its __dict__ was)
+        __slots__ = ("scale",)
+
+    def named(scale):
+        m = Named("m")
+        m.scale = scale
+        return m
+    g = fusejit.fuse(lambda x, m: x * m.scale)
+    assert g(x, named(2.0))[0] == 2 and g(x, named(5.0))[0] == 5 and g.traces == 2
+    from unittest import mock  # a mock claiming float is no float: a clear TypeError, not struct.error
+    with pytest.raises(TypeError, match="a bool, int or float literal, got Mock"):
+        f(x, mock.Mock(spec=float))
+
+
+def test_a_generic_wrapper_binds_by_the_wrapped_functions_signature():
+    """A functools.wraps wrapper of (*args, **kwargs) takes the wrapped function's names (args0,
+    args1 and a trace per call form otherwise); one with its own parameters keeps its own."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return fn(*args, **kwargs)
+        return wrapper
+
+    @fusejit.fuse
+    @deco
+    def g(x, y):
+        return x + y
+    a = np.ones(3, np.float32)
+    g(a, a), g(x=a, y=a), g(a, y=a)
+    assert g.traces == 1 and [t.name for t in g.program(a, a).graph.inputs] == ["x", "y"]
+
 
 def test_a_program_takes_numpy_scalars_bfloat16_included():
     """A Program called with NumPy scalars (0-d inputs), ml_dtypes.bfloat16's too: it raised

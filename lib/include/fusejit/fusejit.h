@@ -162,7 +162,10 @@ struct Scalar {
   /// `Params{{"n", v.size()}}`): an Int. Throws Error(User) for an unsigned value over INT64_MAX,
   /// as a builder Value of one does (it would wrap).
   template <class I, std::enable_if_t<std::is_integral_v<I> && sizeof(I) <= sizeof(int64_t) && !std::is_same_v<I, bool> &&
-                                          !std::is_same_v<I, int> && !std::is_same_v<I, int64_t>,
+                                          !std::is_same_v<I, int> && !std::is_same_v<I, int64_t> &&
+                                          !std::is_same_v<I, char> && !std::is_same_v<I, wchar_t> &&
+                                          !std::is_same_v<I, char8_t> && !std::is_same_v<I, char16_t> &&
+                                          !std::is_same_v<I, char32_t>,
                                       int> = 0>
   Scalar(I v)  // NOLINT: implicit by design
       : kind(Kind::Int), i(static_cast<int64_t>(v)) {
@@ -171,6 +174,11 @@ struct Scalar {
                                    "an integer Scalar holds; pass a double to mean its value as a float");
   }
   Scalar(const char*) = delete;  ///< a string is no value (it would silently become `true`)
+  Scalar(char) = delete;         ///< a character is no value ('a' would silently become 97)
+  Scalar(wchar_t) = delete;
+  Scalar(char8_t) = delete;
+  Scalar(char16_t) = delete;
+  Scalar(char32_t) = delete;
   double as_double() const { return kind == Kind::Float ? f : static_cast<double>(i); }
 };
 
@@ -734,8 +742,9 @@ struct TensorRef {
 ///     p.run(inputs, {1e-5, 0.9});                     // positional: every param, declaration order
 ///     p.run(inputs);                                   // every param at its default
 /// Each value is converted to its param's dtype as a default in graph text is (a float to an
-/// integer truncates toward zero), and refused as a default is when it does not fit (300 for a
-/// u8, NaN for an i32, 1e5 for an f16: ir::check_literal_fits). A name given twice takes its last
+/// integer truncates toward zero), and refused when it does not fit (300 for a u8, NaN for an i32,
+/// 1e5 for an f16: ir::literal_misfit); unlike a default, a nonzero value that rounds to 0 (1e-8
+/// for an f16) is taken, as a decaying rate reaches 0. A name given twice takes its last
 /// value. A name the graph does not have, a positional count other than the graph's param count,
 /// both forms at once, or a value that does not fit are Error(User) where the values are used.
 class Params {
@@ -906,7 +915,8 @@ class Program {
 
   /// The shape of each graph output (declaration order; dtypes as graph().outputs()) that launch()
   /// expects for inputs of these dtypes and shapes (only dtype and shape are read: data may be
-  /// null). Checks the inputs as launch() does (Error(User) naming the input). For a caller that
+  /// null, device is not read). Checks their dtypes and shapes as launch() does (Error(User) naming
+/// the input). For a caller that
   /// allocates the outputs, e.g. a Python binding; the first call at a new set of dim values makes
   /// its launch state, as a launch would.
   std::vector<std::vector<int64_t>> output_shapes(std::span<const TensorRef> inputs, PlanKind kind = PlanKind::Fused) const;
