@@ -607,17 +607,6 @@ _RESERVED = {"graph", "dim", "input", "param", "output", "true", "false", "inf",
 # cannot each hold one lock and wait for the other's.
 _TRACE_LOCK = threading.RLock()
 _UNBOUND = object()  # a parameter a call has not bound yet (_by_keyword)
-
-
-def _signature(fn: Callable) -> inspect.Signature:
-    """fn's own signature, so a functools.wraps wrapper binds with its own defaults (following
-    __wrapped__ gave the wrapped function's: a silent wrong value); but a generic wrapper's
-    (*args, **kwargs) is the wrapped function's, whose names the inputs then take (args0, args1
-    otherwise, and a new trace per call form)."""
-    own = inspect.signature(fn, follow_wrapped=False)
-    kinds = [p.kind for p in own.parameters.values()]
-    generic = kinds == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
-    return inspect.signature(fn) if generic and hasattr(fn, "__wrapped__") else own
 _MAX_ENTRIES = 64  # programs kept per function; the oldest trace is dropped beyond (torch.compile: 8)
 _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile's recompile limit is 8)
 # Distinct values of one float argument, the rest of the pattern alike (other float arguments' values
@@ -642,6 +631,17 @@ def _changed(snap: Snapshot) -> bool:
     another thread, changed them): the program traced is then not kept for the pattern read."""
     now = state_of(snap.obj)
     return now.keys() != snap.state.keys() or any(now[n] is not e for n, e in snap.state.items())
+
+
+def _signature(fn: Callable) -> inspect.Signature:
+    """fn's own signature, so a functools.wraps wrapper binds with its own defaults (following
+    __wrapped__ gave the wrapped function's: a silent wrong value); but a generic wrapper's
+    (*args, **kwargs) is the wrapped function's, whose names the inputs then take (args0, args1
+    otherwise, and a new trace per call form)."""
+    own = inspect.signature(fn, follow_wrapped=False)
+    kinds = [p.kind for p in own.parameters.values()]
+    generic = kinds == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
+    return inspect.signature(fn) if generic and hasattr(fn, "__wrapped__") else own
 
 
 class _Entry:

@@ -608,8 +608,9 @@ def serves(traced: tuple, key: tuple) -> bool:
     one function, duck-sized): the same pattern but that some of `traced`'s classes of equal sizes
     are equal in `key` too (a decode step whose sequence length reaches the head count). Its graph
     then has two named dims where the call's sizes are equal, and a graph never combines two named
-    dims on one axis (the trace would have failed), so it runs them, with the same ops and bits, as
-    torch.compile's graph with two size symbols runs a call where they are equal."""
+    dims on one axis (the trace would have failed; a trace that made an error, caught or not,
+    serves no other pattern: _fuse._Entry.servable), so it runs them, with the same ops and bits,
+    as torch.compile's graph with two size symbols runs a call where they are equal."""
     if traced[0] or key[0] or len(traced[1]) != len(key[1]):  # static: sizes are part of the pattern
         return False
     classes: dict = {}  # traced class -> the call's class
