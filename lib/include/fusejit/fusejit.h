@@ -161,11 +161,9 @@ struct Scalar {
   /// Any other integer type of at most 64 bits (long long, unsigned, size_t, uint64_t:
   /// `Params{{"n", v.size()}}`): an Int. Throws Error(User) for an unsigned value over INT64_MAX,
   /// as a builder Value of one does (it would wrap).
+  /// (The character types take the deleted overloads below: an exact non-template match wins.)
   template <class I, std::enable_if_t<std::is_integral_v<I> && sizeof(I) <= sizeof(int64_t) && !std::is_same_v<I, bool> &&
-                                          !std::is_same_v<I, int> && !std::is_same_v<I, int64_t> &&
-                                          !std::is_same_v<I, char> && !std::is_same_v<I, wchar_t> &&
-                                          !std::is_same_v<I, char8_t> && !std::is_same_v<I, char16_t> &&
-                                          !std::is_same_v<I, char32_t>,
+                                          !std::is_same_v<I, int> && !std::is_same_v<I, int64_t>,
                                       int> = 0>
   Scalar(I v)  // NOLINT: implicit by design
       : kind(Kind::Int), i(static_cast<int64_t>(v)) {
