@@ -9,6 +9,7 @@
 #include "ir/reduce.h"
 #include "ir/builder.h"
 #include "ir/eval.h"
+#include "ir/random_fill.h"
 
 namespace fusejit::testing {
 namespace {
@@ -281,9 +282,12 @@ struct Gen {
   Graph build() {
     int rank = r.below(o.max_rank + 1);
     bool named = rank > 0 && r.chance(0.5);
-    if (named) b.add_dim("N", 1 + r.below(4));
+    // An axis of size 0 (zero_dim_rate; no draw at 0, so the other tests' graphs stay as they were).
+    const int zero_at = o.zero_dim_rate > 0 && rank > 0 && r.chance(o.zero_dim_rate) ? r.below(rank) : -1;
+    auto size = [&](int k) { return k == zero_at ? 0 : 1 + r.below(4); };
+    if (named) b.add_dim("N", size(0));
     Shape base;
-    for (int k = 0; k < rank; ++k) base.push_back({1 + r.below(4), named && k == 0 ? 0 : -1});
+    for (int k = 0; k < rank; ++k) base.push_back({size(k), named && k == 0 ? 0 : -1});
     if (named) base[0].size = b.graph().dims[0].value;
     // A named dim of 1 that broadcasts like a literal 1 (`b : f32[2, S]` against `[2, 8]`, S = 1):
     // the kernels must not read it as a dim the input varies along.
@@ -400,6 +404,18 @@ std::vector<ir::Tensor> random_inputs(const ir::Graph& g, uint64_t seed, double 
       t.set(i, to_dtype(v, n.dtype));
     }
     out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<ir::Tensor> finite_inputs(const ir::Graph& g, uint64_t seed) {
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const Node& n = g.node(g.inputs[k]);
+    out.emplace_back(n.dtype, shape_sizes(n.shape));
+    FillSpec spec;
+    if (const ValueRange& range = g.input_ranges[k]; range.set()) spec.range = FillRange{range.lo, range.hi};
+    random_fill(out.back(), seed++, spec);
   }
   return out;
 }

@@ -18,7 +18,7 @@ struct RandomGraphOptions {
   int num_ops = 24;          // ops to attempt (patterns count as one each)
   int max_inputs = 4;        // 1..max_inputs inputs
   int max_params = 2;        // 0..max_params params
-  int max_rank = 3;          // iteration rank 0..max_rank; dims of size 1..4 (one may be a named dim "N")
+  int max_rank = 3;          // iteration rank 0..max_rank; dims of size 1..4 (or 0: zero_dim_rate; one may be a named dim "N")
   int max_outputs = 3;       // 1..max_outputs outputs
   bool allow_half = true;    // f16/bf16 inputs and casts
   bool allow_int = true;     // integer and bool inputs
@@ -30,6 +30,10 @@ struct RandomGraphOptions {
   // epilogue then reads what a pass computed (ir::ReduceGroupInfo::kept_values). 0 draws none, so
   // the other tests' graphs stay as they were.
   double normalize_rate = 0.0;
+  // Share of graphs with one axis of size 0 (a literal size or the named dim N): empty tensors,
+  // and reductions over an empty axis (their identities; amax and the like are refused there and
+  // drawn again). 0 draws none, as normalize_rate.
+  double zero_dim_rate = 0.0;
 };
 
 // A verified graph built with ir::GraphBuilder::apply (typing and broadcasting rules apply):
@@ -45,6 +49,10 @@ ir::Graph random_graph(const RandomGraphOptions& options);
 // values of the dtype: NaN, +-inf, +-0.0, subnormals, the largest finite values, integer
 // extremes; the rest are ordinary values (floats in [-8, 8], some random bit patterns).
 std::vector<ir::Tensor> random_inputs(const ir::Graph& g, uint64_t seed, double special_rate = 0.3);
+// One tensor per graph input with every element finite: uniform in the input's `range` (graph
+// text) or else its dtype's default range (ir/random_fill.h). A reduction test needs them where
+// random_inputs' NaN or inf would decide a row's result whatever order its elements combine in.
+std::vector<ir::Tensor> finite_inputs(const ir::Graph& g, uint64_t seed);
 // One value per graph param, special values included.
 std::vector<ir::Scalar> random_params(const ir::Graph& g, uint64_t seed);
 
