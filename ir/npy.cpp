@@ -341,10 +341,25 @@ Tensor read_npy(const std::string& path, std::optional<DType> expect) {
   return read_npy_data(h);
 }
 
-std::vector<int64_t> read_npy_shape(const std::string& path, std::optional<DType> expect) {
-  NpyHeader h;
-  read_npy_header(path, expect, h);
-  return h.shape;
+namespace {
+// Runs `read`; a FileError from it names the graph input `input` too (what() as well as file()).
+template <class Read>
+auto for_input(const std::string& path, const std::string& input, Read read) {
+  try {
+    return read();
+  } catch (const FileError& e) {
+    if (input.empty()) throw;
+    fail(path, "input '" + input + "': " + e.what());
+  }
+}
+}  // namespace
+
+std::vector<int64_t> read_npy_shape(const std::string& path, std::optional<DType> expect, const std::string& input) {
+  return for_input(path, input, [&] {
+    NpyHeader h;
+    read_npy_header(path, expect, h);
+    return h.shape;
+  });
 }
 
 namespace {
@@ -372,13 +387,16 @@ Tensor read_npy_input(const std::string& path, const std::string& name, DType dt
   // dtype and shape come from the header and are checked before any data is read (a huge file
   // given for a small input costs nothing).
   NpyHeader h;
-  read_npy_header(path, dtype, h);
-  const bool bf16_as_f32 = dtype == DType::BF16 && h.dtype == DType::F32;  // the Bf16Npy::F32 convention
-  if ((h.dtype != dtype && !bf16_as_f32) || h.shape != shape)
-    fail(path, "input '" + name + "': the file has " + tensor_type_string(h.dtype, h.shape) + ", expected " +
-                   (expected.empty() ? tensor_type_string(dtype, shape) : expected) +
-                   npy_input_hint(h, dtype, shape.size(), shape_hint, h.dtype == dtype || bf16_as_f32));
-  Tensor t = read_npy_data(h);
+  bool bf16_as_f32 = false;  // the Bf16Npy::F32 convention
+  Tensor t = for_input(path, name, [&] {
+    read_npy_header(path, dtype, h);
+    bf16_as_f32 = dtype == DType::BF16 && h.dtype == DType::F32;
+    if ((h.dtype != dtype && !bf16_as_f32) || h.shape != shape)
+      fail(path, "the file has " + tensor_type_string(h.dtype, h.shape) + ", expected " +
+                     (expected.empty() ? tensor_type_string(dtype, shape) : expected) +
+                     npy_input_hint(h, dtype, shape.size(), shape_hint, h.dtype == dtype || bf16_as_f32));
+    return read_npy_data(h);
+  });
   if (bf16_as_f32) {
     // Narrow back, refusing any value that would round.
     Tensor b(DType::BF16, t.shape);

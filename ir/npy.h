@@ -38,8 +38,10 @@ void write_npy(const std::string& path, const Tensor& t, Bf16Npy bf16 = Bf16Npy:
 Tensor read_npy(const std::string& path, std::optional<DType> expect = std::nullopt);
 
 // The shape in the header of a .npy file, checked as read_npy(path, expect) checks it (FileError
-// likewise); no data is read.
-std::vector<int64_t> read_npy_shape(const std::string& path, std::optional<DType> expect = std::nullopt);
+// likewise, its message starting "input 'NAME': " when `input` names the graph input the file is
+// for); no data is read.
+std::vector<int64_t> read_npy_shape(const std::string& path, std::optional<DType> expect = std::nullopt,
+                                    const std::string& input = "");
 
 // Reads an input tensor for graph input `name`, which must have exactly `dtype` and `shape`,
 // checked from the header before any data is read; otherwise FileError (file() = path) "input

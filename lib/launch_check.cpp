@@ -89,6 +89,34 @@ std::string dtype_hint(const ir::Node& n, DType given) {
                      given == DType::U8 ? "u8" : "i8", n.name, n.name);
 }
 
+// A tensor that fits another input of the graph alone (its dtype, rank and fixed sizes) where it
+// fits not its own: likely inputs given out of order.
+template <class T>
+std::string order_hint(const ir::Graph& g, size_t k, const T& t) {
+  auto fits = [&](const ir::Node& n) {
+    if (to_ir(t.dtype) != n.dtype || t.shape.size() != n.shape.size()) return false;
+    for (size_t d = 0; d < n.shape.size(); ++d)
+      if (n.shape[d].sym < 0 ? t.shape[d] != n.shape[d].size : t.shape[d] < 0) return false;
+    return true;
+  };
+  if (fits(g.node(g.inputs[k]))) return "";
+  std::string order;
+  for (ir::NodeId id : g.inputs) order += (order.empty() ? "" : ", ") + g.node(id).name;
+  for (size_t j = 0; j < g.inputs.size(); ++j)
+    if (j != k && fits(g.node(g.inputs[j])))
+      return fmt::format("; it would fit input '{}': inputs go in the graph's order ({}), or pass them by name",
+                         g.node(g.inputs[j]).name, order);
+  return "";
+}
+
+// A 0-d tensor without data cannot be (it has one element): a moved-from HostTensor.
+const void* data_of(const TensorView& t) { return t.data.data(); }
+const void* data_of(const TensorRef& t) { return t.data; }
+template <class T>
+std::string moved_hint(const T& t) {
+  return t.shape.empty() && data_of(t) == nullptr ? "; it has no data (a moved-from HostTensor?)" : "";
+}
+
 template <class T>
 [[noreturn]] void refuse_inputs(const ir::Graph& g, std::span<const T> inputs) {
   DimBindings b{std::vector<int64_t>(g.dims.size(), -1), std::vector<std::string>(g.dims.size())};
@@ -118,9 +146,9 @@ template <class T>
       }
     }
     if (!ok)
-      throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}{}{}{}", n.name, expected_type(g, n, b), conflict,
-                                      dtype_text(to_ir(t.dtype)), shape_text(t.shape), fixed, rank_hint(n, t.shape),
-                                      dtype_hint(n, t.dtype)));
+      throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}{}{}{}{}{}", n.name, expected_type(g, n, b),
+                                      conflict, dtype_text(to_ir(t.dtype)), shape_text(t.shape), fixed,
+                                      rank_hint(n, t.shape), dtype_hint(n, t.dtype), moved_hint(t), order_hint(g, k, t)));
     b = std::move(next);
   }
   throw ir::InternalError("refuse_inputs: every input fits");
@@ -250,8 +278,8 @@ void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, s
                                       t.strides.empty() ? "" : " with strides " + shape_text(t.strides)));
     if (t.addr == 0 && bytes > 0)
       throw ir::UserError(fmt::format("{} '{}': a null data pointer for a tensor of shape {} (only a tensor with no "
-                                      "elements may have none)",
-                                      role, name, shape_text(t.shape)));
+                                      "elements may have none){}",
+                                      role, name, shape_text(t.shape), t.shape.empty() ? "; a moved-from HostTensor?" : ""));
   };
   for (size_t k = 0; k < inputs.size(); ++k) check(inputs[k], "input", g.node(g.inputs[k]).name, g.node(g.inputs[k]).dtype);
   for (size_t k = 0; k < outputs.size(); ++k)

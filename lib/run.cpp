@@ -458,7 +458,7 @@ DimValues input_file_dims(const Graph& graph, const std::vector<std::pair<std::s
       auto it = std::find_if(g.inputs.begin(), g.inputs.end(), [&](ir::NodeId id) { return g.node(id).name == name; });
       if (it == g.inputs.end()) continue;  // run_graph names it
       const ir::Shape& shape = g.node(*it).shape;
-      const std::vector<int64_t> have = ir::read_npy_shape(file, g.node(*it).dtype);  // bf16 as '<u2' bits too
+      const std::vector<int64_t> have = ir::read_npy_shape(file, g.node(*it).dtype, name);  // bf16 as '<u2' bits too
       if (have.size() != shape.size()) continue;  // run_graph's read reports it
       for (size_t d = 0; d < shape.size(); ++d) {
         if (shape[d].sym < 0) continue;

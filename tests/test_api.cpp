@@ -53,6 +53,10 @@ fj::Options cpu_options() {
   return o;
 }
 
+// Whether GraphBuilder::reduce compiles with a `K` in keepdim's place.
+template <class K>
+concept ReduceTakesKeepdim = requires(fj::GraphBuilder& b, fj::Value x, K k) { b.reduce("var", x, -1, k); };
+
 }  // namespace
 
 TEST_CASE("builder and parser give the same graph") {
@@ -78,6 +82,17 @@ TEST_CASE("a moved-from Graph or Program is still the same one (a call on one cr
   CHECK(q.graph().name() == "swiglu");  // NOLINT(bugprone-use-after-move)
   fj::HostTensor gate(fj::DType::F32, {4, 8}), up(fj::DType::F32, {4, 8});
   CHECK(p.run({gate, up}).size() == 1);
+}
+
+TEST_CASE("a Graph or Program of a null state is refused (a placeholder Program(nullptr) crashed on its first call)") {
+  CHECK_THROWS_WITH_AS((void)fj::Program(nullptr), doctest::Contains("Program::compile or Program::load"), fj::Error);
+  CHECK_THROWS_WITH_AS((void)fj::Graph(nullptr), doctest::Contains("Graph::parse"), fj::Error);
+  try {
+    (void)fj::Program(std::shared_ptr<const fj::Program::Impl>());
+    FAIL("expected an error");
+  } catch (const fj::Error& e) {
+    CHECK(e.kind() == fj::ErrorKind::User);
+  }
 }
 
 TEST_CASE("builder literals are weakly typed and promotion follows PyTorch") {
@@ -447,6 +462,10 @@ TEST_CASE("a Scalar from any integer type; an invalid kind or device ordinal is 
   CHECK(fj::Scalar(uint64_t{INT64_MAX}).i == INT64_MAX);
   static_assert(!std::is_constructible_v<fj::Scalar, char>, "'a' is no value (it would be 97)");
   static_assert(std::is_constructible_v<fj::Scalar, signed char> && std::is_constructible_v<fj::Scalar, size_t>);
+  // A builder literal likewise: "0.5" was true, 'a' 97 (a tester's where(c, x, "0.5")).
+  static_assert(!std::is_constructible_v<fj::Value, const char*> && !std::is_constructible_v<fj::Value, char>);
+  static_assert(!std::is_constructible_v<fj::Value, char32_t> && std::is_constructible_v<fj::Value, uint8_t>);
+  static_assert(ReduceTakesKeepdim<bool> && !ReduceTakesKeepdim<int> && !ReduceTakesKeepdim<double>);
   fj::Scalar bad;
   bad.kind = static_cast<fj::Scalar::Kind>(7);
   CHECK_THROWS_WITH_AS(p.run({tx}, {{"n", bad}}), doctest::Contains("a Scalar of kind 7"), fj::Error);
@@ -601,6 +620,17 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
                        "given): reshape it to [1, 1, 5] (NumPy: x.reshape(1, 1, 5))",
                        fj::Error);
   CHECK(message({a28}) == "expected 2 input tensor(s) (gate, up), got 1");
+  // A moved-from HostTensor (shape [], no data) says so.
+  fj::HostTensor moved = a28, taker = std::move(moved);
+  CHECK(message({moved, a28}) == "input 'gate': expected f32[T, 8], got f32[]; a graph input's rank is fixed (2 in the "
+                                 "graph, 0 given); it has no data (a moved-from HostTensor?)");  // NOLINT(bugprone-use-after-move)
+  // Inputs out of order: the one a tensor would fit.
+  const fj::Program rp = fj::Program::compile(
+      fj::Graph::parse("dim T = 2\ndim D = 8\ninput x : bf16[T, D]\ninput w : bf16[D]\ny = x * w\noutput y\n"), cpu_options());
+  CHECK_THROWS_WITH_AS(rp.run({fj::HostTensor(fj::DType::BF16, {8}), fj::HostTensor(fj::DType::BF16, {2, 8})}),
+                       "input 'x': expected bf16[T, D], got bf16[8]; a graph input's rank is fixed (2 in the graph, 1 "
+                       "given); it would fit input 'w': inputs go in the graph's order (x, w), or pass them by name",
+                       fj::Error);
   const fj::TensorView short_data(fj::DType::F32, shape, a28.data().first(8));
   CHECK(message({a28, short_data}) ==
         "input 'up': f32[2, 8] needs exactly 64 bytes, its data has 8 (a C-contiguous view's data is its elements; "

@@ -213,6 +213,16 @@ TEST_CASE("malformed and hostile files give errors naming the file") {
   expect_error(std::string("\x93NUMPY\x02\x00\x10\x00\x00", 11), "truncated .npy header");
   expect_error(std::string("\x93NUMPY\x02", 7), "too short");
   CHECK_THROWS_WITH_AS(read_npy(tmp("does-not-exist.npy")), "cannot open file: no such file", FileError);
+  // For a graph input, what() names the input too (run_graph's callers see what(), not only file()).
+  CHECK_THROWS_WITH_AS(read_npy_input(tmp("does-not-exist.npy"), "x", DType::F32, {4}),
+                       "input 'x': cannot open file: no such file", FileError);
+  CHECK_THROWS_WITH_AS(read_npy_shape(tmp("does-not-exist.npy"), DType::F32, "x"), "input 'x': cannot open file: no such file",
+                       FileError);
+  try {
+    (void)read_npy_shape(tmp("does-not-exist.npy"), DType::F32, "x");
+  } catch (const FileError& e) {
+    CHECK(e.file() == tmp("does-not-exist.npy"));
+  }
   CHECK_THROWS_WITH_AS(write_npy((tmp_dir() / "no-such-dir" / "x.npy").string(), Tensor(DType::F32, {1})),
                        doctest::Contains("cannot create file"), UserError);
 }

@@ -1,9 +1,9 @@
 // libfusejit: the public C++ API of fusejit, a runtime JIT kernel fuser for NVIDIA GPUs.
 //
-// A graph of elementwise ops (parsed from text or built with GraphBuilder) is simplified by
-// pattern rewrites, partitioned into fusion groups, turned into CUDA C++, compiled with NVRTC for
-// the GPU's architecture, cached, and launched through the CUDA Driver API. Without a GPU the same
-// generated source runs on the CPU, compiled by the host C++ compiler.
+// A graph of elementwise ops and reductions (parsed from text or built with GraphBuilder) is
+// simplified by pattern rewrites, partitioned into fusion groups, turned into CUDA C++, compiled
+// with NVRTC for the GPU's architecture, cached, and launched through the CUDA Driver API. Without
+// a GPU the same generated source runs on the CPU, compiled by the host C++ compiler.
 //
 // Conventions of this header:
 //  - Shapes are row-major (C order) lists of element counts; [] is a 0-d tensor of one element.
@@ -261,7 +261,13 @@ class Graph {
   std::string to_text() const;
 
   struct Impl;
-  explicit Graph(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  /// fusejit's own: how the library and its Python binding wrap a graph's state (lib/internal.h).
+  /// Throws Error(User) for a null `impl`: there is no empty Graph (Graph::parse, Graph::load and
+  /// GraphBuilder::build make one).
+  explicit Graph(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {
+    if (!impl_) throw Error(ErrorKind::User, "Graph: a null state; Graph::parse, Graph::load or GraphBuilder::build make a Graph");
+  }
+  /// fusejit's own: the graph's internal state, for the library's code (not a stable API).
   const Impl& impl() const { return *impl_; }
 
  private:
@@ -290,6 +296,12 @@ class Value {
         throw Error(ErrorKind::User, "integer literal " + std::to_string(v) + " is over INT64_MAX");
     lit_ = Scalar(static_cast<int64_t>(v));
   }
+  Value(const char*) = delete;  ///< a string is no value (it would silently become `true`)
+  Value(char) = delete;         ///< a character is no value ('a' would silently become 97)
+  Value(wchar_t) = delete;
+  Value(char8_t) = delete;
+  Value(char16_t) = delete;
+  Value(char32_t) = delete;
   bool is_literal() const { return owner_ == nullptr && !empty_; }
   /// A literal's value (what GraphBuilder::op gives for operands that are all literals, folded as
   /// graph text folds them); nullopt for a graph value or an empty Value.
@@ -421,6 +433,11 @@ class GraphBuilder {
   /// `b.reduce("sum", x, -1)`, `b.reduce("amax", x, {0, 2}, true)`, `b.reduce("var", x, -1, false, 0)`.
   Value reduce(std::string_view name, const Value& x, const Axes& axes = {}, bool keepdim = false,
                std::optional<int64_t> correction = std::nullopt, std::optional<double> initial = std::nullopt);
+  /// `keepdim` is a bool: `reduce("var", x, -1, 0)` would mean keepdim = false, not correction 0
+  /// (write `reduce("var", x, -1, false, 0)`), so a number there does not compile.
+  template <class K, std::enable_if_t<std::is_arithmetic_v<K> && !std::is_same_v<K, bool>, int> = 0>
+  Value reduce(std::string_view name, const Value& x, const Axes& axes, K keepdim, std::optional<int64_t> correction = std::nullopt,
+               std::optional<double> initial = std::nullopt) = delete;
   /// `cast(x, dtype)`
   Value cast(const Value& x, DType dtype);
   /// `NAME = value`: gives a node a name (shown in generated code and the IR dump). Throws
@@ -646,8 +663,8 @@ class HostTensor {
 namespace detail {
 template <class T>
 inline constexpr bool kOwningTemporary = false;  // a standard container holding its int64_t values
-template <class A>
-inline constexpr bool kOwningTemporary<std::vector<int64_t, A>> = true;
+template <class Allocator>
+inline constexpr bool kOwningTemporary<std::vector<int64_t, Allocator>> = true;
 template <size_t N>
 inline constexpr bool kOwningTemporary<std::array<int64_t, N>> = true;
 }  // namespace detail
@@ -747,9 +764,11 @@ struct TensorRef {
 /// both forms at once, or a value that does not fit are Error(User) where the values are used.
 class Params {
  public:
-  Params() = default;
+  Params() = default;  ///< every param at its default
+  /// Every param's value, in declaration order.
   Params(std::initializer_list<Scalar> positional) : positional_(positional) {}
   Params(std::vector<Scalar> positional) : positional_(std::move(positional)) {}  // NOLINT: implicit by design
+  /// Values by name; the others take their defaults.
   Params(std::initializer_list<std::pair<std::string, Scalar>> named);
   Params(const std::vector<std::pair<std::string, Scalar>>& named);  // NOLINT: implicit by design
   /// Sets a named value (a later set of the same name replaces it). Returns *this.
@@ -799,7 +818,7 @@ struct Measurement {
 /// accessor may be called concurrently from several threads (on the GPU, each launch on the
 /// caller's stream; two launches writing the same output buffer concurrently race as any two
 /// kernels would). A move copies (the state is shared), so a moved-from Program is still the
-/// same program (it crashed on any call before).
+/// same program.
 class Program {
  public:
   Program(const Program&) = default;
@@ -840,7 +859,7 @@ class Program {
   std::string device() const;            ///< e.g. "NVIDIA H200 (sm_90, 132 SMs)", or "host CPU"
   std::string driver_version() const;    ///< e.g. "CUDA 12.4"; "" on the CPU
   std::string backend_note() const;      ///< why the CPU was used under Backend::Auto ("no GPU: ..."), else ""
-  bool fast_math() const;
+  bool fast_math() const;                ///< compiled with Options::fast_math (rewrites and NVRTC flags that may change bits)
   const Graph& graph() const;            ///< the graph as given
   const Graph& rewritten() const;        ///< after rewrites (what the fused kernels compute)
   std::string rewrite_summary() const;   ///< one line, e.g. "rewrites (strict mode): mul-chain x1, dead-code x3" (or "...: none fired")
@@ -899,7 +918,7 @@ class Program {
   /// kernels) allocates them with cuMemAllocAsync/cuMemFreeAsync on the stream (on a device without
   /// memory pools, cuMemAlloc and a synchronised cuMemFree: not capturable), an output repeating another
   /// output's value is copied with cuMemcpyDtoDAsync, and the first launch at a new set of dim
-  /// values may compile (docs/api.md, "CUDA graphs"). Tensors with no elements launch nothing.
+  /// values may compile (docs/api.md, "CUDA graphs, streams and threads"). Tensors with no elements launch nothing.
   /// Throws Error(User) on a wrong count, dtype or shape (naming the tensor, as run() does), a bad
   /// param, an overlap (naming both tensors), a negative stride on a dim of more than one element
   /// (any stride is taken on a dim of size 1 or a tensor without elements), or (CUDA backend) a data pointer
@@ -914,9 +933,8 @@ class Program {
   /// The shape of each graph output (declaration order; dtypes as graph().outputs()) that launch()
   /// expects for inputs of these dtypes and shapes (only dtype and shape are read: data may be
   /// null, device is not read). Checks their dtypes and shapes as launch() does (Error(User) naming
-/// the input). For a caller that
-  /// allocates the outputs, e.g. a Python binding; the first call at a new set of dim values makes
-  /// its launch state, as a launch would.
+  /// the input). For a caller that allocates the outputs, e.g. a Python binding; the first call
+  /// at a new set of dim values makes its launch state, as a launch would.
   std::vector<std::vector<int64_t>> output_shapes(std::span<const TensorRef> inputs, PlanKind kind = PlanKind::Fused) const;
 
   /// launch() for C-contiguous device buffers at given dims: `inputs` one device pointer per graph
@@ -952,7 +970,13 @@ class Program {
                       PlanKind kind = PlanKind::Fused, const MeasureOptions& options = {}) const;
 
   struct Impl;
-  explicit Program(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  /// fusejit's own: how the library and its Python binding wrap a compiled program's state
+  /// (lib/program_impl.h). Throws Error(User) for a null `impl`: there is no empty Program
+  /// (Program::compile and Program::load make one; a std::optional<Program> holds a place for one).
+  explicit Program(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {
+    if (!impl_) throw Error(ErrorKind::User, "Program: a null state; Program::compile or Program::load make a Program");
+  }
+  /// fusejit's own: the program's internal state, for the library's code (not a stable API).
   const Impl& impl() const { return *impl_; }
 
  private:

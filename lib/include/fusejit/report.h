@@ -116,9 +116,11 @@ struct PlanReport {
   std::string text;   ///< rewritten graph with rule counts, fusion groups, traffic
   std::string dot;    ///< Graphviz DOT: one cluster per fusion group (its bytes read and written), a recomputed node dashed in each
   std::string json;   ///< the same data for tools
-  double predicted_ratio = 0;
+  double predicted_ratio = 0;  ///< the traffic model's unfused bytes over fused bytes
   int fused_kernels = 0, unfused_kernels = 0;
 };
+/// Rewrites (strict, or fast-math rules too) and plans `graph` without compiling anything (the
+/// kernels' source is generated for their names); throws as Program::compile would for the graph.
 PlanReport plan_graph(const Graph& graph, bool fast_math = false);
 /// The same with `options`' fast_math, and its row_split, row_cache and row_cache_limit: the plan's
 /// notes and traffic then say how reduction kernels run under them (docs/ops.md, "The row on chip",
