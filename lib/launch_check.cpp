@@ -109,13 +109,12 @@ std::string order_hint(const ir::Graph& g, size_t k, const T& t) {
   return "";
 }
 
-// A 0-d tensor without data cannot be (it has one element): a moved-from HostTensor.
+// A 0-d tensor (one element) without data: the state of a moved-from HostTensor.
+std::string moved_hint(std::span<const int64_t> shape, const void* data) {
+  return shape.empty() && data == nullptr ? "; it has no data (a moved-from HostTensor?)" : "";
+}
 const void* data_of(const TensorView& t) { return t.data.data(); }
 const void* data_of(const TensorRef& t) { return t.data; }
-template <class T>
-std::string moved_hint(const T& t) {
-  return t.shape.empty() && data_of(t) == nullptr ? "; it has no data (a moved-from HostTensor?)" : "";
-}
 
 template <class T>
 [[noreturn]] void refuse_inputs(const ir::Graph& g, std::span<const T> inputs) {
@@ -148,7 +147,7 @@ template <class T>
     if (!ok)
       throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}{}{}{}{}{}", n.name, expected_type(g, n, b),
                                       conflict, dtype_text(to_ir(t.dtype)), shape_text(t.shape), fixed,
-                                      rank_hint(n, t.shape), dtype_hint(n, t.dtype), moved_hint(t), order_hint(g, k, t)));
+                                      rank_hint(n, t.shape), dtype_hint(n, t.dtype), moved_hint(t.shape, data_of(t)), order_hint(g, k, t)));
     b = std::move(next);
   }
   throw ir::InternalError("refuse_inputs: every input fits");
@@ -279,7 +278,7 @@ void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, s
     if (t.addr == 0 && bytes > 0)
       throw ir::UserError(fmt::format("{} '{}': a null data pointer for a tensor of shape {} (only a tensor with no "
                                       "elements may have none){}",
-                                      role, name, shape_text(t.shape), t.shape.empty() ? "; a moved-from HostTensor?" : ""));
+                                      role, name, shape_text(t.shape), moved_hint(t.shape, nullptr)));
   };
   for (size_t k = 0; k < inputs.size(); ++k) check(inputs[k], "input", g.node(g.inputs[k]).name, g.node(g.inputs[k]).dtype);
   for (size_t k = 0; k < outputs.size(); ++k)

@@ -465,6 +465,8 @@ TEST_CASE("a Scalar from any integer type; an invalid kind or device ordinal is 
   // A builder literal likewise: "0.5" was true, 'a' 97 (a tester's where(c, x, "0.5")).
   static_assert(!std::is_constructible_v<fj::Value, const char*> && !std::is_constructible_v<fj::Value, char>);
   static_assert(!std::is_constructible_v<fj::Value, char32_t> && std::is_constructible_v<fj::Value, uint8_t>);
+  static_assert(!std::is_constructible_v<fj::Scalar, wchar_t> && !std::is_constructible_v<fj::Scalar, const char*>);
+  static_assert(!std::is_convertible_v<char16_t, fj::Value> && std::is_convertible_v<signed char, fj::Value>);
   static_assert(ReduceTakesKeepdim<bool> && !ReduceTakesKeepdim<int> && !ReduceTakesKeepdim<double>);
   fj::Scalar bad;
   bad.kind = static_cast<fj::Scalar::Kind>(7);

@@ -146,6 +146,14 @@ std::thread::id warning_origin();
 /// Named dim values, e.g. {{"N", 1024}}: override the graph's defaults.
 using DimValues = std::vector<std::pair<std::string, int64_t>>;
 
+namespace detail {
+/// The character types: a character is no value ('a' would silently become 97), so Scalar and
+/// Value delete their constructors from them.
+template <class C>
+inline constexpr bool kCharacter = std::is_same_v<C, char> || std::is_same_v<C, wchar_t> || std::is_same_v<C, char8_t> ||
+                                   std::is_same_v<C, char16_t> || std::is_same_v<C, char32_t>;
+}  // namespace detail
+
 /// A run-time scalar value for a graph param (and a literal for the builder). Integers are kept
 /// exactly; it is converted to the param's dtype by the cast rules of docs/ops.md.
 struct Scalar {
@@ -161,9 +169,8 @@ struct Scalar {
   /// Any other integer type of at most 64 bits (long long, unsigned, size_t, uint64_t:
   /// `Params{{"n", v.size()}}`): an Int. Throws Error(User) for an unsigned value over INT64_MAX,
   /// as a builder Value of one does (it would wrap).
-  /// (The character types take the deleted overloads below: an exact non-template match wins.)
   template <class I, std::enable_if_t<std::is_integral_v<I> && sizeof(I) <= sizeof(int64_t) && !std::is_same_v<I, bool> &&
-                                          !std::is_same_v<I, int> && !std::is_same_v<I, int64_t>,
+                                          !std::is_same_v<I, int> && !std::is_same_v<I, int64_t> && !detail::kCharacter<I>,
                                       int> = 0>
   Scalar(I v)  // NOLINT: implicit by design
       : kind(Kind::Int), i(static_cast<int64_t>(v)) {
@@ -172,11 +179,8 @@ struct Scalar {
                                    "an integer Scalar holds; pass a double to mean its value as a float");
   }
   Scalar(const char*) = delete;  ///< a string is no value (it would silently become `true`)
-  Scalar(char) = delete;         ///< a character is no value ('a' would silently become 97)
-  Scalar(wchar_t) = delete;
-  Scalar(char8_t) = delete;
-  Scalar(char16_t) = delete;
-  Scalar(char32_t) = delete;
+  template <class C, std::enable_if_t<detail::kCharacter<C>, int> = 0>
+  Scalar(C) = delete;  ///< a character is no value ('a' would silently become 97)
   double as_double() const { return kind == Kind::Float ? f : static_cast<double>(i); }
 };
 
@@ -289,7 +293,7 @@ class Value {
   Value(bool v) : lit_(v) {}    // NOLINT
   /// Any integer type (int, int64_t, size_t, unsigned, ...) is an integer literal. Throws
   /// Error(User) for an unsigned value over INT64_MAX (no fusejit literal holds it).
-  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool> && !detail::kCharacter<I>, int> = 0>
   Value(I v) : lit_(int64_t{0}) {  // NOLINT
     if constexpr (std::is_unsigned_v<I>)
       if (static_cast<uint64_t>(v) > static_cast<uint64_t>(INT64_MAX))
@@ -297,11 +301,8 @@ class Value {
     lit_ = Scalar(static_cast<int64_t>(v));
   }
   Value(const char*) = delete;  ///< a string is no value (it would silently become `true`)
-  Value(char) = delete;         ///< a character is no value ('a' would silently become 97)
-  Value(wchar_t) = delete;
-  Value(char8_t) = delete;
-  Value(char16_t) = delete;
-  Value(char32_t) = delete;
+  template <class C, std::enable_if_t<detail::kCharacter<C>, int> = 0>
+  Value(C) = delete;  ///< a character is no value ('a' would silently become 97)
   bool is_literal() const { return owner_ == nullptr && !empty_; }
   /// A literal's value (what GraphBuilder::op gives for operands that are all literals, folded as
   /// graph text folds them); nullopt for a graph value or an empty Value.
