@@ -369,6 +369,21 @@ std::string fmt_g17(float v) {
   return b;
 }
 
+// f32 values narrowed to bf16, refusing any value that would round (FileError).
+Tensor exact_bf16(const std::string& path, const Tensor& t) {
+  Tensor b(DType::BF16, t.shape);
+  const float* src = t.as<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    fj_bf16 v = fj_store_bf16(src[i]);
+    float back = fj_load(v);
+    if (std::memcmp(&back, &src[i], 4) != 0 && !(back != back && src[i] != src[i]))
+      fail(path, "the file has f32 values that are not exactly representable in bf16 (element " + std::to_string(i) +
+                     " = " + fmt_g17(src[i]) + "); expected bf16 (or f32 holding bf16 values)");
+    b.as<fj_bf16>()[i] = v;
+  }
+  return b;
+}
+
 // What to do about a file whose dtype or rank is not the input's: convert the file, or (same
 // dtype and rank) set the dims with `shape_hint`.
 std::string npy_input_hint(const NpyHeader& h, DType dtype, size_t rank, const std::string& shape_hint, bool same_dtype) {
@@ -386,31 +401,16 @@ Tensor read_npy_input(const std::string& path, const std::string& name, DType dt
                       const std::string& shape_hint, const std::string& expected) {
   // dtype and shape come from the header and are checked before any data is read (a huge file
   // given for a small input costs nothing).
-  NpyHeader h;
-  bool bf16_as_f32 = false;  // the Bf16Npy::F32 convention
   Tensor t = for_input(path, name, [&] {
+    NpyHeader h;
     read_npy_header(path, dtype, h);
-    bf16_as_f32 = dtype == DType::BF16 && h.dtype == DType::F32;
+    const bool bf16_as_f32 = dtype == DType::BF16 && h.dtype == DType::F32;  // the Bf16Npy::F32 convention
     if ((h.dtype != dtype && !bf16_as_f32) || h.shape != shape)
       fail(path, "the file has " + tensor_type_string(h.dtype, h.shape) + ", expected " +
                      (expected.empty() ? tensor_type_string(dtype, shape) : expected) +
                      npy_input_hint(h, dtype, shape.size(), shape_hint, h.dtype == dtype || bf16_as_f32));
-    return read_npy_data(h);
+    return bf16_as_f32 ? exact_bf16(path, read_npy_data(h)) : read_npy_data(h);
   });
-  if (bf16_as_f32) {
-    // Narrow back, refusing any value that would round.
-    Tensor b(DType::BF16, t.shape);
-    const float* src = t.as<float>();
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      fj_bf16 v = fj_store_bf16(src[i]);
-      float back = fj_load(v);
-      if (std::memcmp(&back, &src[i], 4) != 0 && !(back != back && src[i] != src[i]))
-        fail(path, "input '" + name + "': the file has f32 values that are not exactly representable in bf16 (element " +
-                       std::to_string(i) + " = " + fmt_g17(src[i]) + "); expected bf16 (or f32 holding bf16 values)");
-      b.as<fj_bf16>()[i] = v;
-    }
-    return b;
-  }
   if (t.dtype == DType::Bool)  // NumPy reads any nonzero byte as True: store it as 1, as every path expects
     for (std::byte& b : t.data) b = b != std::byte{0} ? std::byte{1} : std::byte{0};
   return t;

@@ -89,32 +89,44 @@ std::string dtype_hint(const ir::Node& n, DType given) {
                      given == DType::U8 ? "u8" : "i8", n.name, n.name);
 }
 
-// A tensor that fits another input of the graph alone (its dtype, rank and fixed sizes) where it
-// fits not its own: likely inputs given out of order.
+// The graph's input names in declaration order, comma-separated.
+std::string input_names(const ir::Graph& g) {
+  std::string names;
+  for (ir::NodeId id : g.inputs) names += (names.empty() ? "" : ", ") + g.node(id).name;
+  return names;
+}
+
+// Whether tensor `t` alone fits input node `n`: its dtype, rank and fixed sizes.
 template <class T>
-std::string order_hint(const ir::Graph& g, size_t k, const T& t) {
-  auto fits = [&](const ir::Node& n) {
-    if (to_ir(t.dtype) != n.dtype || t.shape.size() != n.shape.size()) return false;
-    for (size_t d = 0; d < n.shape.size(); ++d)
-      if (n.shape[d].sym < 0 ? t.shape[d] != n.shape[d].size : t.shape[d] < 0) return false;
-    return true;
-  };
-  if (fits(g.node(g.inputs[k]))) return "";
-  std::string order;
-  for (ir::NodeId id : g.inputs) order += (order.empty() ? "" : ", ") + g.node(id).name;
-  for (size_t j = 0; j < g.inputs.size(); ++j)
-    if (j != k && fits(g.node(g.inputs[j])))
-      return fmt::format("; it would fit input '{}': inputs go in the graph's order ({}), or pass them by name",
-                         g.node(g.inputs[j]).name, order);
+bool fits_alone(const T& t, const ir::Node& n) {
+  if (to_ir(t.dtype) != n.dtype || t.shape.size() != n.shape.size()) return false;
+  for (size_t d = 0; d < n.shape.size(); ++d)
+    if (n.shape[d].sym < 0 ? t.shape[d] != n.shape[d].size : t.shape[d] < 0) return false;
+  return true;
+}
+
+// Input k's tensor fits not its own input but input j, whose tensor fits input k: two inputs
+// given in each other's place.
+template <class T>
+std::string swap_hint(const ir::Graph& g, std::span<const T> inputs, size_t k) {
+  const ir::Node& n = g.node(g.inputs[k]);
+  if (fits_alone(inputs[k], n)) return "";
+  for (size_t j = 0; j < inputs.size(); ++j)
+    if (j != k && fits_alone(inputs[k], g.node(g.inputs[j])) && fits_alone(inputs[j], n))
+      return fmt::format("; the tensors of inputs '{}' and '{}' fit each other's place: swapped? (the graph's order: {})",
+                         n.name, g.node(g.inputs[j]).name, input_names(g));
   return "";
 }
 
-// A 0-d tensor (one element) without data: the state of a moved-from HostTensor.
-std::string moved_hint(std::span<const int64_t> shape, const void* data) {
-  return shape.empty() && data == nullptr ? "; it has no data (a moved-from HostTensor?)" : "";
+// A null 0-d tensor (which has one element): the state of a moved-from HostTensor. Only run() and
+// measure() say so: their TensorViews come from HostTensors; a TensorRef's data may be null
+// (output_shapes).
+std::string moved_hint(const TensorView& t) {
+  return t.shape.empty() && t.data.data() == nullptr ? "; it has no data (a moved-from HostTensor?)" : "";
 }
-const void* data_of(const TensorView& t) { return t.data.data(); }
-const void* data_of(const TensorRef& t) { return t.data; }
+std::string moved_hint(const TensorRef&) { return ""; }
+// launch()'s null 0-d tensor: a moved-from HostTensor's, or a pointer not set.
+std::string null_hint(std::span<const int64_t> shape) { return shape.empty() ? "; a moved-from HostTensor?" : ""; }
 
 template <class T>
 [[noreturn]] void refuse_inputs(const ir::Graph& g, std::span<const T> inputs) {
@@ -147,7 +159,7 @@ template <class T>
     if (!ok)
       throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}{}{}{}{}{}", n.name, expected_type(g, n, b),
                                       conflict, dtype_text(to_ir(t.dtype)), shape_text(t.shape), fixed,
-                                      rank_hint(n, t.shape), dtype_hint(n, t.dtype), moved_hint(t.shape, data_of(t)), order_hint(g, k, t)));
+                                      rank_hint(n, t.shape), dtype_hint(n, t.dtype), moved_hint(t), swap_hint(g, inputs, k)));
     b = std::move(next);
   }
   throw ir::InternalError("refuse_inputs: every input fits");
@@ -157,20 +169,16 @@ template <class T>
 
 void check_counts(const ir::Graph& g, size_t inputs, size_t outputs) {
   if (inputs == g.inputs.size() && outputs == g.outputs.size()) return;
-  std::string in, out;
-  for (ir::NodeId id : g.inputs) in += (in.empty() ? "" : ", ") + g.node(id).name;
+  std::string out;
   for (const ir::OutputDecl& o : g.outputs) out += (out.empty() ? "" : ", ") + o.name;
   throw ir::UserError(fmt::format("expected {} input tensor(s) ({}) and {} output tensor(s) ({}), got {} and {}",
-                                  g.inputs.size(), in, g.outputs.size(), out, inputs, outputs));
+                                  g.inputs.size(), input_names(g), g.outputs.size(), out, inputs, outputs));
 }
 
 template <class T>
 void bind_dims(const ir::Graph& g, std::span<const T> inputs, std::vector<int64_t>& dims) {
-  if (inputs.size() != g.inputs.size()) {
-    std::string names;
-    for (ir::NodeId id : g.inputs) names += (names.empty() ? "" : ", ") + g.node(id).name;
-    throw ir::UserError(fmt::format("expected {} input tensor(s) ({}), got {}", g.inputs.size(), names, inputs.size()));
-  }
+  if (inputs.size() != g.inputs.size())
+    throw ir::UserError(fmt::format("expected {} input tensor(s) ({}), got {}", g.inputs.size(), input_names(g), inputs.size()));
   dims.assign(g.dims.size(), -1);
   for (size_t k = 0; k < inputs.size(); ++k) {
     const ir::Node& n = g.node(g.inputs[k]);
@@ -278,7 +286,7 @@ void check_strides(const ir::Graph& g, std::span<const jit::TensorArg> inputs, s
     if (t.addr == 0 && bytes > 0)
       throw ir::UserError(fmt::format("{} '{}': a null data pointer for a tensor of shape {} (only a tensor with no "
                                       "elements may have none){}",
-                                      role, name, shape_text(t.shape), moved_hint(t.shape, nullptr)));
+                                      role, name, shape_text(t.shape), null_hint(t.shape)));
   };
   for (size_t k = 0; k < inputs.size(); ++k) check(inputs[k], "input", g.node(g.inputs[k]).name, g.node(g.inputs[k]).dtype);
   for (size_t k = 0; k < outputs.size(); ++k)

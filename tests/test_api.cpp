@@ -87,11 +87,14 @@ TEST_CASE("a moved-from Graph or Program is still the same one (a call on one cr
 TEST_CASE("a Graph or Program of a null state is refused (a placeholder Program(nullptr) crashed on its first call)") {
   CHECK_THROWS_WITH_AS((void)fj::Program(nullptr), doctest::Contains("Program::compile or Program::load"), fj::Error);
   CHECK_THROWS_WITH_AS((void)fj::Graph(nullptr), doctest::Contains("Graph::parse"), fj::Error);
-  try {
-    (void)fj::Program(std::shared_ptr<const fj::Program::Impl>());
-    FAIL("expected an error");
-  } catch (const fj::Error& e) {
-    CHECK(e.kind() == fj::ErrorKind::User);
+  for (const auto& make : {std::function<void()>([] { (void)fj::Program(nullptr); }),
+                           std::function<void()>([] { (void)fj::Graph(std::shared_ptr<const fj::Graph::Impl>()); })}) {
+    try {
+      make();
+      FAIL("expected an error");
+    } catch (const fj::Error& e) {
+      CHECK(e.kind() == fj::ErrorKind::User);
+    }
   }
 }
 
@@ -466,6 +469,8 @@ TEST_CASE("a Scalar from any integer type; an invalid kind or device ordinal is 
   static_assert(!std::is_constructible_v<fj::Value, const char*> && !std::is_constructible_v<fj::Value, char>);
   static_assert(!std::is_constructible_v<fj::Value, char32_t> && std::is_constructible_v<fj::Value, uint8_t>);
   static_assert(!std::is_constructible_v<fj::Scalar, wchar_t> && !std::is_constructible_v<fj::Scalar, const char*>);
+  static_assert(!std::is_constructible_v<fj::Value, const wchar_t*> && !std::is_constructible_v<fj::Value, char8_t*>);
+  static_assert(!std::is_constructible_v<fj::Scalar, const char16_t*> && !std::is_constructible_v<fj::Value, int*>);
   static_assert(!std::is_convertible_v<char16_t, fj::Value> && std::is_convertible_v<signed char, fj::Value>);
   static_assert(ReduceTakesKeepdim<bool> && !ReduceTakesKeepdim<int> && !ReduceTakesKeepdim<double>);
   fj::Scalar bad;
@@ -626,12 +631,16 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
   fj::HostTensor moved = a28, taker = std::move(moved);
   CHECK(message({moved, a28}) == "input 'gate': expected f32[T, 8], got f32[]; a graph input's rank is fixed (2 in the "
                                  "graph, 0 given); it has no data (a moved-from HostTensor?)");  // NOLINT(bugprone-use-after-move)
-  // Inputs out of order: the one a tensor would fit.
+  // Two inputs in each other's place say so; a tensor that would fit another input alone does not.
   const fj::Program rp = fj::Program::compile(
       fj::Graph::parse("dim T = 2\ndim D = 8\ninput x : bf16[T, D]\ninput w : bf16[D]\ny = x * w\noutput y\n"), cpu_options());
-  CHECK_THROWS_WITH_AS(rp.run({fj::HostTensor(fj::DType::BF16, {8}), fj::HostTensor(fj::DType::BF16, {2, 8})}),
+  const fj::HostTensor x28(fj::DType::BF16, {2, 8}), w8(fj::DType::BF16, {8});
+  CHECK_THROWS_WITH_AS(rp.run({w8, x28}),
                        "input 'x': expected bf16[T, D], got bf16[8]; a graph input's rank is fixed (2 in the graph, 1 "
-                       "given); it would fit input 'w': inputs go in the graph's order (x, w), or pass them by name",
+                       "given); the tensors of inputs 'x' and 'w' fit each other's place: swapped? (the graph's order: x, w)",
+                       fj::Error);
+  CHECK_THROWS_WITH_AS(rp.run({x28, x28}),
+                       "input 'w': expected bf16[D=8], got bf16[2, 8]; a graph input's rank is fixed (1 in the graph, 2 given)",
                        fj::Error);
   const fj::TensorView short_data(fj::DType::F32, shape, a28.data().first(8));
   CHECK(message({a28, short_data}) ==

@@ -220,6 +220,7 @@ TEST_CASE("malformed and hostile files give errors naming the file") {
                        FileError);
   try {
     (void)read_npy_shape(tmp("does-not-exist.npy"), DType::F32, "x");
+    FAIL("expected an error");
   } catch (const FileError& e) {
     CHECK(e.file() == tmp("does-not-exist.npy"));
   }

@@ -178,7 +178,9 @@ struct Scalar {
       throw Error(ErrorKind::User, "Scalar: the unsigned value " + std::to_string(v) + " is past INT64_MAX, the most "
                                    "an integer Scalar holds; pass a double to mean its value as a float");
   }
-  Scalar(const char*) = delete;  ///< a string is no value (it would silently become `true`)
+  /// A string (any pointer) is no value: it would silently become `true`.
+  template <class P>
+  Scalar(const P*) = delete;
   template <class C, std::enable_if_t<detail::kCharacter<C>, int> = 0>
   Scalar(C) = delete;  ///< a character is no value ('a' would silently become 97)
   double as_double() const { return kind == Kind::Float ? f : static_cast<double>(i); }
@@ -265,7 +267,7 @@ class Graph {
   std::string to_text() const;
 
   struct Impl;
-  /// fusejit's own: how the library and its Python binding wrap a graph's state (lib/internal.h).
+  /// fusejit's own: how the library (and its tests) wrap a graph's state (lib/internal.h).
   /// Throws Error(User) for a null `impl`: there is no empty Graph (Graph::parse, Graph::load and
   /// GraphBuilder::build make one).
   explicit Graph(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {
@@ -300,7 +302,9 @@ class Value {
         throw Error(ErrorKind::User, "integer literal " + std::to_string(v) + " is over INT64_MAX");
     lit_ = Scalar(static_cast<int64_t>(v));
   }
-  Value(const char*) = delete;  ///< a string is no value (it would silently become `true`)
+  /// A string (any pointer) is no value: it would silently become `true`.
+  template <class P>
+  Value(const P*) = delete;
   template <class C, std::enable_if_t<detail::kCharacter<C>, int> = 0>
   Value(C) = delete;  ///< a character is no value ('a' would silently become 97)
   bool is_literal() const { return owner_ == nullptr && !empty_; }
@@ -971,7 +975,7 @@ class Program {
                       PlanKind kind = PlanKind::Fused, const MeasureOptions& options = {}) const;
 
   struct Impl;
-  /// fusejit's own: how the library and its Python binding wrap a compiled program's state
+  /// fusejit's own: how the library (and its tests) wrap a compiled program's state
   /// (lib/program_impl.h). Throws Error(User) for a null `impl`: there is no empty Program
   /// (Program::compile and Program::load make one; a std::optional<Program> holds a place for one).
   explicit Program(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {
