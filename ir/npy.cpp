@@ -41,21 +41,26 @@ std::string descr_of(DType t, Bf16Npy bf16) {
   return "?";
 }
 
+// What every unsupported dtype's message says after its name.
+constexpr const char* kSupportedDtypes =
+    " (fusejit supports bool, i8, u8, i32, i64, f16, f32, f64, and for a bf16 input 'bfloat16', ml_dtypes' '<V2', "
+    "'<u2' bits or exactly representable '<f4')";
+
 // Maps a descr to a dtype; nullopt with `why` set when unsupported.
 std::optional<DType> dtype_of(const std::string& d, std::optional<DType> expect, std::string* why) {
   if (d == "bfloat16" || d == "<V2bfloat16") return DType::BF16;
   // np.save of an ml_dtypes bfloat16 array (the Python package's bf16) writes 2-byte void records.
   if ((d == "<V2" || d == "|V2") && expect == DType::BF16) return DType::BF16;
-  if (d.size() < 3) { *why = "unsupported dtype " + quoted(d); return std::nullopt; }
-  char order = d[0];
-  std::string kind = d.substr(1);
-  bool one_byte = kind == "b1" || kind == "i1" || kind == "u1";
-  if (order == '>' && !one_byte) { *why = "big-endian data ('" + d + "') is not supported; save it with .astype('<" + kind + "')"; return std::nullopt; }
-  if (order != '<' && order != '|' && order != '=' && !(order == '>' && one_byte)) {
-    *why = "unsupported dtype " + quoted(d);
+  const char order = d.empty() ? '?' : d[0];
+  const std::string kind = d.empty() ? "" : d.substr(1);
+  const bool one_byte = kind == "b1" || kind == "i1" || kind == "u1";
+  if (order == '>' && !one_byte && d.size() >= 3) {
+    *why = "big-endian data ('" + d + "') is not supported; save it with .astype('<" + kind + "')";
     return std::nullopt;
   }
-  if (order == '|' && !one_byte) { *why = "unsupported dtype " + quoted(d); return std::nullopt; }
+  *why = "unsupported dtype " + quoted(d) + kSupportedDtypes;
+  const bool order_ok = order == '<' || order == '=' || ((order == '|' || order == '>') && one_byte);
+  if (!order_ok) return std::nullopt;
   if (kind == "b1") return DType::Bool;
   if (kind == "i1") return DType::I8;
   if (kind == "u1") return DType::U8;
@@ -65,8 +70,6 @@ std::optional<DType> dtype_of(const std::string& d, std::optional<DType> expect,
   if (kind == "f4") return DType::F32;
   if (kind == "f8") return DType::F64;
   if (kind == "u2" && expect == DType::BF16) return DType::BF16;  // raw bf16 bits (Bf16Npy::Bits)
-  *why = "unsupported dtype " + quoted(d) + " (fusejit supports bool, i8, u8, i32, i64, f16, f32, f64, and for a bf16 input "
-         "'bfloat16', ml_dtypes' '<V2', '<u2' bits or exactly representable '<f4')";
   return std::nullopt;
 }
 
@@ -97,7 +100,8 @@ class HeaderParser {
       ws();
       if (key == "descr") {
         if (have_descr) bad("duplicate key 'descr'", key_at);
-        if (peek() == '[') bad("structured dtypes are not supported");
+        if (peek() == '[')  // a well-formed header, but no dtype fusejit has
+          fail(path_, std::string("unsupported dtype: a structured dtype (a list as 'descr')") + kSupportedDtypes);
         h.descr = str();
         have_descr = true;
       } else if (key == "fortran_order") {

@@ -337,22 +337,38 @@ void fill_timing(PathReport& p, const Measurement& m, double copy_gbps) {
   p.pct_of_copy = copy_gbps > 0 ? 100.0 * m.gbps / copy_gbps : 0.0;
 }
 
+// A mean (var and std are one) that divides by max(0, n - correction) = 0 at these dims: its
+// results are 0/0 whatever the inputs; "" when there is none.
+std::string zero_divisor_mean(const ir::Graph& g) {
+  for (const ir::Node& n : g.nodes) {
+    if (n.op != ir::Op::Mean) continue;
+    const int64_t len = ir::reduce_length(g.node(n.args[0]).shape, n.red.axes);
+    if (len > n.red.correction) continue;
+    return fmt::format("the mean{} (var and std are means) reduces {} element{} per result with correction {}, so it "
+                       "divides by max(0, n - correction) = 0 at these dims",
+                       n.loc.known() ? fmt::format(" at line {}", n.loc.line) : "", len, len == 1 ? "" : "s",
+                       n.red.correction);
+  }
+  return "";
+}
+
 // An output that is mostly NaN passes its checks by comparing NaNs: say so, and why (a NaN param;
-// a reduction over rows that --special seeded with NaN; random inputs outside the graph's domain).
+// a mean over too few elements; a reduction over rows that --special seeded with NaN; random
+// inputs outside the graph's domain).
 void warn_nan_outputs(RunReport& rep, const ir::Graph& g, const std::vector<ir::Scalar>& params, const RunOptions& ro) {
-  std::string nan_param;  // a NaN param makes NaNs whatever the inputs
-  for (size_t k = 0; k < params.size() && nan_param.empty(); ++k)
-    if (ir::is_float(params[k].dtype) && std::isnan(params[k].f)) nan_param = g.node(g.params[k].node).name;
+  std::string why;
+  for (size_t k = 0; k < params.size() && why.empty(); ++k)  // a NaN param makes NaNs whatever the inputs
+    if (ir::is_float(params[k].dtype) && std::isnan(params[k].f)) why = fmt::format("param '{}' is NaN", g.node(g.params[k].node).name);
+  if (why.empty()) why = zero_divisor_mean(g);
+  if (why.empty())
+    why = ro.special_values ? "the special-value inputs (--special) put NaNs in most rows a reduction reads; run "
+                              "without them to check its values too"
+                            : "give its inputs a range the graph is defined on (`input v : f32[N] range 0:1` in the "
+                              "graph, or --range NAME=LO:HI)";
   for (const OutputStats& st : rep.stats)
     if (st.nan_count > 0 && st.nan_count >= st.info.elements() / 2)
-      rep.warnings.push_back(fmt::format(
-          "output '{}' is NaN in {} of {} elements, so its checks compare NaNs mostly: {}", st.info.name, st.nan_count,
-          st.info.elements(),
-          !nan_param.empty() ? fmt::format("param '{}' is NaN", nan_param)
-          : ro.special_values ? "the special-value inputs (--special) put NaNs in most rows a reduction reads; run "
-                                "without them to check its values too"
-                              : "give its inputs a range the graph is defined on (`input v : f32[N] range 0:1` in the "
-                                "graph, or --range NAME=LO:HI)"));
+      rep.warnings.push_back(fmt::format("output '{}' is NaN in {} of {} elements, so its checks compare NaNs mostly: {}",
+                                         st.info.name, st.nan_count, st.info.elements(), why));
 }
 
 // What the report says before anything runs: the graph and the run's settings.

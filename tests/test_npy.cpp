@@ -181,10 +181,11 @@ TEST_CASE("malformed and hostile files give errors naming the file") {
   expect_error(npy(1, hdr("<f4", "True", "(2, 2)"), d4), "fortran_order arrays are not supported");
   expect_error(npy(1, hdr(">f4", "False", "(4,)"), d4), "big-endian");
   expect_error(npy(1, hdr("<c8", "False", "(2,)"), d4), "unsupported dtype '<c8'");
-  expect_error(npy(1, hdr("|O", "False", "(2,)"), d4), "unsupported dtype '|O'");
+  expect_error(npy(1, hdr("|O", "False", "(2,)"), d4), "unsupported dtype '|O' (fusejit supports bool, i8");
   expect_error(npy(1, hdr("<u4", "False", "(4,)"), d4), "unsupported dtype '<u4'");
   expect_error(npy(1, hdr(std::string("<f\0" "4", 4), "False", "(2,)"), d4), "unsupported dtype '<f\\x004' (fusejit");
-  expect_error(npy(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,), }", d4), "structured");
+  expect_error(npy(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,), }", d4),
+               "unsupported dtype: a structured dtype (a list as 'descr') (fusejit supports bool");
   expect_error(npy(1, hdr("<f4", "False", "(-1,)"), d4), "negative dimension");
   expect_error(npy(1, hdr("<f4", "False", "(3,)"), d4), "has 4 bytes after the data");
   expect_error(npy(1, hdr("<f4", "False", "(5,)"), d4), "truncated data: f32[5] needs 20 bytes, the file has 16");

@@ -413,8 +413,10 @@ class Program:
     def _bind_checked(self, args: tuple, kwargs: dict) -> tuple[list, dict]:
         """_bind by every rule, in the order its errors are raised."""
         if len(args) > len(self._inputs):
+            params = sorted(self._params)
             raise TypeError(f"{len(args)} positional inputs given; the graph has {len(self._inputs)}: "
-                            + ", ".join(self._inputs))
+                            + ", ".join(self._inputs)
+                            + (f" (params go by keyword: {params[0]}=...)" if params else ""))
         given = dict(zip(self._inputs, args))
         params = {}
         for k, v in kwargs.items():
