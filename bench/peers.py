@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """fusejit against its peers on the GPU, on the same tensors: every sample graph through fusejit,
 PyTorch eager, torch.compile (default and mode="max-autotune-no-cudagraphs") and CuPy (cupy.fuse of
-the generated code), each timed with CUDA events (median of --repeats after --warmup runs, input
-sets rotated so the working set is over 4x the L2 cache: DRAM bandwidth, as fusejit's own
-timing), every result checked against fusejit's, and one table printed: each time and its ratio
+the generated code), each timed with CUDA events (median of --repeats after --warmup runs, up to
+8 input sets rotated to make the inputs 4x the L2 cache: DRAM bandwidth, as fusejit's own timing,
+for all but the smallest graphs, whose 8 sets stay under it), every result checked against fusejit's, and one table printed: each time and its ratio
 to fusejit's (above 1 = slower than fusejit), and a device-to-device copy moving the bytes fusejit
 moves (the bandwidth ceiling).
 

@@ -3,6 +3,7 @@
 # keeps fmt, nlohmann-json and standard-library instantiations local, so a host application with
 # other versions of them cannot interpose on libfusejit's copies or have its own replaced).
 #   usage: scripts/check-exports.sh path/to/libfusejit.so
+source "$(dirname "$0")/help.sh"; help_if_asked "$0" "${1:-}"
 set -euo pipefail
 lib=$1
 # Demangled names of the defined dynamic symbols; a name mentioning fusejit:: is fusejit's own

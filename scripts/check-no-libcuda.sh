@@ -4,6 +4,7 @@
 # driver (jit/driver.cpp) so that every binary starts on machines without one; a NEEDED entry
 # would break that whatever the build flags (see fusejit_nvrtc in CMakeLists.txt).
 #   usage: scripts/check-no-libcuda.sh DIR...
+source "$(dirname "$0")/help.sh"; help_if_asked "$0" "${1:-}"
 set -euo pipefail
 bad=0
 checked=0

@@ -13,12 +13,16 @@
 # and test_gpu_launch: AdamW in place bitwise, transposed/sliced device views, zero-size tensors,
 # size-1 dims without a new kernel, CUDA graph capture and replay, two contexts);
 # `bench_launch --gpu` (fusejit's host cost per launch against raw cuLaunchKernel);
-# `fusejit run GRAPH --json` for every sample graph at its real (default) size; a table at the end:
-# graph, kernels fused/unfused, times, GB/s, % of the copy bandwidth measured in the same run,
-# speedup vs predicted traffic ratio, check; then the Python package's GPU tests and bench/peers.py
-# (step 3c, its own budget). Logs and JSON go to $OUT when set (else BUILD_DIR/device-check). Finishes in < 8 minutes:
-# every command has a timeout and the sample runs stop when the time budget is spent.
+# `fusejit run GRAPH --json` for every sample graph at its real (default) size (bias_gelu at half
+# its rows); a table at the end: graph, kernels fused/unfused, times, GB/s, % of the copy
+# bandwidth measured in the same run, speedup vs predicted traffic ratio, check; timing-only
+# variants while the budget lasts (step 3b); then the Python package's GPU tests and
+# bench/peers.py (step 3c). Logs and JSON go to $OUT when set (else BUILD_DIR/device-check). Steps
+# 1 to 3b stop within DEVICE_CHECK_BUDGET_S (420 s: every command has a timeout, and the sample
+# runs stop when the budget is spent); step 3c has its own: the extension's build (~1 min, at most
+# 2 x 240 s), its tests (at most 120 s) and DEVICE_CHECK_PEERS_S (150 s, plus 60) for peers.py.
 # Exit status: 0 when every step passed, 1 otherwise.
+source "$(dirname "$0")/help.sh"; help_if_asked "$0" "${1:-}"
 set -u
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

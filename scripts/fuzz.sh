@@ -7,6 +7,7 @@
 # and leaves the input in BUILD/findings/; add it to tests/fuzz/corpus/ once fixed, where
 # the test suite replays it (fuzz_graph_corpus).
 #   usage: scripts/fuzz.sh [SECONDS] [extra libFuzzer flags...]
+source "$(dirname "$0")/help.sh"; help_if_asked "$0" "${1:-}"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}

@@ -6,6 +6,7 @@
 # the object files.
 #   usage: scripts/pack-device-build.sh [BUILD_DIR] [DEST]   (defaults: build .device-carry/build)
 #   FUSEJIT_PACK_ARCH: the architecture whose kernels travel (default 90: sm_90 and compute_90)
+source "$(dirname "$0")/help.sh"; help_if_asked "$0" "${1:-}"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}

@@ -12,6 +12,7 @@
 #                               plain build's test-cache, whose modules the sanitized tests then load.
 #   FUSEJIT_TEST_CACHE=DIR      the tests' kernel cache (default BUILD_DIR/test-cache).
 #   FUSEJIT_SANITIZE_TARGETS    build only these targets and run no test (scripts/fuzz.sh).
+source "$(dirname "$0")/help.sh"; help_if_asked "$0" "${1:-}"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-asan}

@@ -1,18 +1,15 @@
 #!/usr/bin/env bash
 # Installs what fusejit needs that is missing (Debian packages, by name), then configures and
-# builds it (Release) in ./build, the Python package included: a virtual environment in
-# BUILD_DIR/venv gets the PyPI packages it needs (by name, below), and `import fusejit` works there
-# (BUILD_DIR/venv/bin/python, or `source BUILD_DIR/venv/bin/activate`). The CUDA toolkit (NVRTC +
-# headers) is expected at /usr/local/cuda or $CUDA_HOME; a GPU is optional.
+# builds it (Release) in BUILD_DIR (default ./build), the Python package included: a virtual
+# environment in BUILD_DIR/venv gets the PyPI packages it needs (by name, below), and `import
+# fusejit` works there (BUILD_DIR/venv/bin/python, or `source BUILD_DIR/venv/bin/activate`). The
+# CUDA toolkit (NVRTC + headers) is expected at /usr/local/cuda or $CUDA_HOME; a GPU is optional.
 #   usage: scripts/setup.sh [BUILD_DIR] [extra cmake args...]
 #   FUSEJIT_PYTHON=/path/to/python3 picks the interpreter the venv is made from (default: Debian's).
 # FUSEJIT_EXTRA_PACKAGES: more Debian packages to install the same way (.ci/run asks for clang,
 # for the clang build and the libFuzzer target).
 set -euo pipefail
-if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
-  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
-  exit 0
-fi
+source "$(dirname "$0")/help.sh"; help_if_asked "$0" "${1:-}"
 if [[ "${1:-}" == -* ]]; then
   echo "setup: error: unknown option $1 (usage: scripts/setup.sh [BUILD_DIR] [extra cmake args...]; --help)" >&2
   exit 2
