@@ -767,7 +767,26 @@ class Fused:
         entry, arrays = self._entry(args, kwargs, stacklevel)
         if entry is None:  # traced values: inside another fused function's trace
             return self._fn(*args, **kwargs)
-        return entry.results(entry.program(*arrays), arrays)
+        try:
+            outs = entry.program(*arrays)
+        except UserError as e:
+            if not e.line:
+                self._locate_by_trace(args, kwargs, e)
+            raise
+        return entry.results(outs, arrays)
+
+    def _locate_by_trace(self, args: tuple, kwargs: dict, error: UserError) -> None:
+        """A program refused a call at sizes its trace took (an amax over an axis that is empty
+        now): traces again at the call's own sizes and raises that trace's error instead, which
+        names the line of the function that built the op; returns when it raises none."""
+        with _TRACE_LOCK:
+            try:
+                self._trace_once(self._bind(args, kwargs), self._items(args, kwargs), static=True)
+            except UserError as e:
+                if e.line:
+                    raise e from error
+            except Exception:  # noqa: BLE001: the program's own error is the one to raise then
+                pass
 
     def __get__(self, obj: Any, owner: Any = None) -> Any:
         """A fused method: bound to `obj`, an argument keyed by its attributes' values

@@ -1688,3 +1688,20 @@ print(Layer(np.ones(4, np.float32)).f(np.ones(4, np.float32)))
     res = subprocess.run([sys.executable, "-c", script], timeout=120, env=env, capture_output=True, text=True)
     assert res.returncode == 0 and res.stdout.split() == ["[1.", "1.", "1.", "1.]"] * 2, (res.stdout, res.stderr)
     assert "leaked" not in res.stderr, res.stderr
+
+
+def test_an_error_at_a_call_of_a_traced_program_names_the_functions_line():
+    # Traced at [3, 4], called at [3, 0]: the program refuses an amax of zero elements, as the trace
+    # at [3, 0] would have; the error names the line that built the op either way.
+    def rowmax(x):
+        return x.max(-1)  # the op's line
+    line = inspect.getsourcelines(rowmax)[1] + 1
+    f = fusejit.fuse(rowmax)
+    assert (f(np.ones((3, 4), np.float32)) == 1).all()
+    with pytest.raises(fusejit.UserError, match="amax of zero elements") as e:
+        f(np.ones((3, 0), np.float32))
+    assert (e.value.file, e.value.line) == (__file__, line), str(e.value)
+    assert (f(np.ones((2, 5), np.float32)) == 1).all()  # the program serves other sizes still
+    with pytest.raises(fusejit.UserError, match="amax of zero elements") as e:
+        fusejit.fuse(rowmax)(np.ones((3, 0), np.float32))  # a first trace there: the same line
+    assert (e.value.file, e.value.line) == (__file__, line), str(e.value)
