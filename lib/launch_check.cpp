@@ -105,14 +105,15 @@ bool fits_alone(const T& t, const ir::Node& n) {
   return true;
 }
 
-// Input k's tensor fits not its own input but input j, whose tensor fits input k: two inputs
-// given in each other's place.
+// Input k's tensor fits not its own input but input j, whose tensor fits not its own but input k:
+// two inputs given in each other's place.
 template <class T>
 std::string swap_hint(const ir::Graph& g, std::span<const T> inputs, size_t k) {
   const ir::Node& n = g.node(g.inputs[k]);
   if (fits_alone(inputs[k], n)) return "";
   for (size_t j = 0; j < inputs.size(); ++j)
-    if (j != k && fits_alone(inputs[k], g.node(g.inputs[j])) && fits_alone(inputs[j], n))
+    if (j != k && fits_alone(inputs[k], g.node(g.inputs[j])) && fits_alone(inputs[j], n) &&
+        !fits_alone(inputs[j], g.node(g.inputs[j])))
       return fmt::format("; the tensors of inputs '{}' and '{}' fit each other's place: swapped? (the graph's order: {})",
                          n.name, g.node(g.inputs[j]).name, input_names(g));
   return "";
@@ -156,10 +157,13 @@ template <class T>
         next.by[s] = n.name;
       }
     }
-    if (!ok)
-      throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}{}{}{}{}{}", n.name, expected_type(g, n, b),
-                                      conflict, dtype_text(to_ir(t.dtype)), shape_text(t.shape), fixed,
-                                      rank_hint(n, t.shape), dtype_hint(n, t.dtype), moved_hint(t), swap_hint(g, inputs, k)));
+    if (!ok) {
+      // A swap explains the rest: the hints for a tensor meant for this input would mislead.
+      const std::string swap = swap_hint(g, inputs, k);
+      const std::string hints = swap.empty() ? fixed + rank_hint(n, t.shape) + dtype_hint(n, t.dtype) + moved_hint(t) : swap;
+      throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}{}", n.name, expected_type(g, n, b), conflict,
+                                      dtype_text(to_ir(t.dtype)), shape_text(t.shape), hints));
+    }
     b = std::move(next);
   }
   throw ir::InternalError("refuse_inputs: every input fits");

@@ -42,8 +42,14 @@ void check_input_options(const ir::Graph& g, const RunOptions& ro) {
     for (ir::NodeId id : g.inputs) names += (names.empty() ? "" : ", ") + g.node(id).name;
     return "the graph has no input named '" + name + "' (" + (names.empty() ? "it has no inputs" : "its inputs: " + names) + ")";
   };
-  for (const auto& [name, file] : ro.input_files)
+  for (size_t k = 0; k < ro.input_files.size(); ++k) {
+    const auto& [name, file] = ro.input_files[k];
     if (find(name) == g.inputs.end()) throw ir::UserError(files + " " + name + "=" + file + ": " + no_input(name));
+    for (size_t j = 0; j < k; ++j)
+      if (ro.input_files[j].first == name)
+        throw ir::UserError(files + " " + name + "=" + file + ": input '" + name + "' is given twice (" +
+                            ro.input_files[j].second + " before)");
+  }
   for (const auto& r : ro.input_ranges) {
     auto it = find(r.first);
     if (it == g.inputs.end()) throw ir::UserError(ranges + " " + r.first + ": " + no_input(r.first));
@@ -337,11 +343,26 @@ void fill_timing(PathReport& p, const Measurement& m, double copy_gbps) {
   p.pct_of_copy = copy_gbps > 0 ? 100.0 * m.gbps / copy_gbps : 0.0;
 }
 
-// A mean (var and std are one) that divides by max(0, n - correction) = 0 at these dims: its
-// results are 0/0 whatever the inputs; "" when there is none.
-std::string zero_divisor_mean(const ir::Graph& g) {
-  for (const ir::Node& n : g.nodes) {
-    if (n.op != ir::Op::Mean) continue;
+// The nodes output `name` is computed from (itself included), by id.
+std::vector<char> feeds(const ir::Graph& g, const std::string& name) {
+  std::vector<char> in(g.nodes.size(), 0);
+  for (const ir::OutputDecl& o : g.outputs)
+    if (o.name == name) in[static_cast<size_t>(o.node)] = 1;
+  for (ir::NodeId id = g.size() - 1; id >= 0; --id)  // operands come before their users
+    if (in[static_cast<size_t>(id)])
+      for (int k = 0; k < g.node(id).nargs; ++k) in[static_cast<size_t>(g.node(id).args[k])] = 1;
+  return in;
+}
+
+// Among the nodes `used`, a NaN param (NaNs whatever the inputs), else a mean (var and std are
+// means) that divides by max(0, n - correction) = 0 at these dims (0/0); "" when neither.
+std::string nan_cause(const ir::Graph& g, const std::vector<ir::Scalar>& params, const std::vector<char>& used) {
+  for (size_t k = 0; k < params.size(); ++k)
+    if (ir::is_float(params[k].dtype) && std::isnan(params[k].f) && used[static_cast<size_t>(g.params[k].node)])
+      return fmt::format("param '{}' is NaN", g.node(g.params[k].node).name);
+  for (ir::NodeId id = 0; id < g.size(); ++id) {
+    const ir::Node& n = g.node(id);
+    if (n.op != ir::Op::Mean || !used[static_cast<size_t>(id)]) continue;
     const int64_t len = ir::reduce_length(g.node(n.args[0]).shape, n.red.axes);
     if (len > n.red.correction) continue;
     return fmt::format("the mean{} (var and std are means) reduces {} element{} per result with correction {}, so it "
@@ -352,23 +373,21 @@ std::string zero_divisor_mean(const ir::Graph& g) {
   return "";
 }
 
-// An output that is mostly NaN passes its checks by comparing NaNs: say so, and why (a NaN param;
-// a mean over too few elements; a reduction over rows that --special seeded with NaN; random
-// inputs outside the graph's domain).
+// An output that is mostly NaN passes its checks by comparing NaNs: say so, and why (a NaN param
+// or a mean over too few elements that it is computed from; a reduction over rows that --special
+// seeded with NaN; random inputs outside the graph's domain).
 void warn_nan_outputs(RunReport& rep, const ir::Graph& g, const std::vector<ir::Scalar>& params, const RunOptions& ro) {
-  std::string why;
-  for (size_t k = 0; k < params.size() && why.empty(); ++k)  // a NaN param makes NaNs whatever the inputs
-    if (ir::is_float(params[k].dtype) && std::isnan(params[k].f)) why = fmt::format("param '{}' is NaN", g.node(g.params[k].node).name);
-  if (why.empty()) why = zero_divisor_mean(g);
-  if (why.empty())
-    why = ro.special_values ? "the special-value inputs (--special) put NaNs in most rows a reduction reads; run "
-                              "without them to check its values too"
-                            : "give its inputs a range the graph is defined on (`input v : f32[N] range 0:1` in the "
-                              "graph, or --range NAME=LO:HI)";
-  for (const OutputStats& st : rep.stats)
-    if (st.nan_count > 0 && st.nan_count >= st.info.elements() / 2)
-      rep.warnings.push_back(fmt::format("output '{}' is NaN in {} of {} elements, so its checks compare NaNs mostly: {}",
-                                         st.info.name, st.nan_count, st.info.elements(), why));
+  for (const OutputStats& st : rep.stats) {
+    if (st.nan_count == 0 || st.nan_count < st.info.elements() / 2) continue;
+    std::string why = nan_cause(g, params, feeds(g, st.info.name));
+    if (why.empty())
+      why = ro.special_values ? "the special-value inputs (--special) put NaNs in most rows a reduction reads; run "
+                                "without them to check its values too"
+                              : "give its inputs a range the graph is defined on (`input v : f32[N] range 0:1` in the "
+                                "graph, or --range NAME=LO:HI)";
+    rep.warnings.push_back(fmt::format("output '{}' is NaN in {} of {} elements, so its checks compare NaNs mostly: {}",
+                                       st.info.name, st.nan_count, st.info.elements(), why));
+  }
 }
 
 // What the report says before anything runs: the graph and the run's settings.

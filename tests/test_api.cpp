@@ -473,6 +473,10 @@ TEST_CASE("a Scalar from any integer type; an invalid kind or device ordinal is 
   static_assert(!std::is_constructible_v<fj::Scalar, const char16_t*> && !std::is_constructible_v<fj::Value, int*>);
   static_assert(!std::is_convertible_v<char16_t, fj::Value> && std::is_convertible_v<signed char, fj::Value>);
   static_assert(ReduceTakesKeepdim<bool> && !ReduceTakesKeepdim<int> && !ReduceTakesKeepdim<double>);
+  static_assert(std::is_member_function_pointer_v<decltype(&fj::GraphBuilder::reduce)>);  // one function still
+  // A function or member pointer converted to bool too.
+  static_assert(!std::is_constructible_v<fj::Value, void (*)()> && !std::is_constructible_v<fj::Scalar, void (*)()>);
+  static_assert(!std::is_constructible_v<fj::Value, int fj::Axes::*> && std::is_constructible_v<fj::Value, bool>);
   fj::Scalar bad;
   bad.kind = static_cast<fj::Scalar::Kind>(7);
   CHECK_THROWS_WITH_AS(p.run({tx}, {{"n", bad}}), doctest::Contains("a Scalar of kind 7"), fj::Error);
@@ -636,9 +640,19 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
       fj::Graph::parse("dim T = 2\ndim D = 8\ninput x : bf16[T, D]\ninput w : bf16[D]\ny = x * w\noutput y\n"), cpu_options());
   const fj::HostTensor x28(fj::DType::BF16, {2, 8}), w8(fj::DType::BF16, {8});
   CHECK_THROWS_WITH_AS(rp.run({w8, x28}),
-                       "input 'x': expected bf16[T, D], got bf16[8]; a graph input's rank is fixed (2 in the graph, 1 "
-                       "given); the tensors of inputs 'x' and 'w' fit each other's place: swapped? (the graph's order: x, w)",
+                       "input 'x': expected bf16[T, D], got bf16[8]; the tensors of inputs 'x' and 'w' fit each other's "
+                       "place: swapped? (the graph's order: x, w)",
                        fj::Error);
+  // An input given right is no party to a swap (a tester's: b's tensor would fit a, but a's fits a).
+  const fj::Program ab = fj::Program::compile(
+      fj::Graph::parse("dim N = 4\ninput a : f32[N]\ninput b : f32[4]\ny = sum(a) + sum(b)\noutput y\n"), cpu_options());
+  CHECK_THROWS_WITH_AS(ab.run({fj::HostTensor(fj::DType::F32, {4}), fj::HostTensor(fj::DType::F32, {5})}),
+                       doctest::Contains("input 'b': expected f32[4], got f32[5]; axis 0 has the fixed size 4"), fj::Error);
+  try {
+    ab.run({fj::HostTensor(fj::DType::F32, {4}), fj::HostTensor(fj::DType::F32, {5})});
+  } catch (const fj::Error& e) {
+    CHECK(std::string(e.what()).find("swapped") == std::string::npos);
+  }
   CHECK_THROWS_WITH_AS(rp.run({x28, x28}),
                        "input 'w': expected bf16[D=8], got bf16[2, 8]; a graph input's rank is fixed (1 in the graph, 2 given)",
                        fj::Error);

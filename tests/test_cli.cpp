@@ -870,14 +870,18 @@ TEST_CASE("run --special: an output that is mostly NaN is named, so its 'identic
   CHECK(r.out.find("compare NaNs mostly: param 'eps' is NaN") != std::string::npos);
   // A var of one element a row, an empty mean with a correction: 0/0 at these dims, whatever the inputs.
   const fs::path v = scratch("nan") / "var.txt";
-  std::ofstream(v) << "dim N = 3\ndim C = 1\ninput x : f32[N, C]\ny = var(x, -1)\noutput y\n";
+  // An output not computed from it has its own cause (z: its inputs).
+  std::ofstream(v) << "dim N = 3\ndim C = 1\ninput x : f32[N, C]\ny = var(x, -1)\nz = sqrt(x - 10)\noutput y, z\n";
   r = run("run " + v.string() + " --backend cpu --repeats 1");
   REQUIRE_MESSAGE(r.code == 0, r.out);
-  CHECK(r.out.find("compare NaNs mostly: the mean at line 4 (var and std are means) reduces 1 element per result with "
-                   "correction 1, so it divides by max(0, n - correction) = 0 at these dims") != std::string::npos);
+  CHECK(r.out.find("output 'y' is NaN in 3 of 3 elements, so its checks compare NaNs mostly: the mean at line 4 (var and "
+                   "std are means) reduces 1 element per result with correction 1, so it divides by max(0, n - "
+                   "correction) = 0 at these dims") != std::string::npos);
+  CHECK(r.out.find("output 'z' is NaN in 3 of 3 elements, so its checks compare NaNs mostly: give its inputs a range") !=
+        std::string::npos);
   r = run("run " + v.string() + " --backend cpu --repeats 1 --dim C=2");
   REQUIRE_MESSAGE(r.code == 0, r.out);
-  CHECK(r.out.find("is NaN in") == std::string::npos);
+  CHECK(r.out.find("output 'y' is NaN") == std::string::npos);
 }
 
 TEST_CASE("run reports integer params exactly, in text and JSON") {

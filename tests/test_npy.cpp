@@ -328,6 +328,11 @@ TEST_CASE("an .npy input's error names the .npy file, not the graph file") {
     CHECK(e.diagnostic() == p + ": error: input 'x': the file has f64[3], expected f32[4] (convert the file with NumPy: "
                                 "np.save(FILE, np.load(FILE).astype('<f4')))\n");
   }
+  // An input given twice is refused, as the command line refuses it (it read the last file).
+  const std::string ok = tmp("ok4.npy");
+  write_npy(ok, Tensor(DType::F32, {4}));
+  ro.input_files = {{"x", ok}, {"x", ok}};
+  CHECK_THROWS_WITH_AS(fusejit::run_graph(g, ro), doctest::Contains("input 'x' is given twice"), fusejit::Error);
 }
 
 TEST_CASE("input_file_dims: the dims the files' shapes give, conflicts named, other names left to run_graph") {

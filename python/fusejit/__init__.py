@@ -413,10 +413,14 @@ class Program:
     def _bind_checked(self, args: tuple, kwargs: dict) -> tuple[list, dict]:
         """_bind by every rule, in the order its errors are raised."""
         if len(args) > len(self._inputs):
+            # A number among the extra arguments is likely a param's value.
             params = sorted(self._params)
+            np_mod = sys.modules.get("numpy")  # a NumPy scalar counts too (NumPy is imported if it is one)
+            kinds = (bool, int, float) + ((np_mod.generic,) if np_mod else ())
+            number = any(isinstance(a, kinds) for a in args[len(self._inputs):])
             raise TypeError(f"{len(args)} positional inputs given; the graph has {len(self._inputs)}: "
                             + ", ".join(self._inputs)
-                            + (f" (params go by keyword: {params[0]}=...)" if params else ""))
+                            + (f" (params go by keyword: {params[0]}=...)" if params and number else ""))
         given = dict(zip(self._inputs, args))
         params = {}
         for k, v in kwargs.items():

@@ -260,6 +260,8 @@ def test_errors(axpy):
     # A param given positionally: params go by keyword.
     with pytest.raises(TypeError, match=r"3 positional inputs given; the graph has 2: x, y \(params go by keyword: a=\.\.\.\)"):
         axpy(x, x, 2.0)
+    with pytest.raises(TypeError, match=r"3 positional inputs given; the graph has 2: x, y$"):
+        axpy(x, x, x)  # an array: no param hint
     # An input named like the call's own keywords (out=, stream=, plan=) goes positionally.
     named_out = fusejit.compile(fusejit.Graph.parse("input out : f32[8]\ny = out * 2\noutput y\n"))
     with pytest.raises(TypeError, match=r"missing input\(s\): out \(out: the call's own keyword; pass such an "

@@ -165,7 +165,9 @@ struct Scalar {
   Scalar(float v) : kind(Kind::Float), f(v) {}                        // NOLINT
   Scalar(int v) : kind(Kind::Int), i(v) {}                            // NOLINT
   Scalar(int64_t v) : kind(Kind::Int), i(v) {}                        // NOLINT
-  Scalar(bool v) : kind(Kind::Bool), i(v ? 1 : 0) {}                  // NOLINT
+  /// A Bool, from a bool only (a pointer or member pointer would convert to `true`).
+  template <class B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
+  Scalar(B v) : kind(Kind::Bool), i(v ? 1 : 0) {}  // NOLINT
   /// Any other integer type of at most 64 bits (long long, unsigned, size_t, uint64_t:
   /// `Params{{"n", v.size()}}`): an Int. Throws Error(User) for an unsigned value over INT64_MAX,
   /// as a builder Value of one does (it would wrap).
@@ -292,7 +294,9 @@ class Value {
   /// operator throws Error(User).
   Value() : empty_(true) {}
   Value(double v) : lit_(v) {}  // NOLINT: implicit by design
-  Value(bool v) : lit_(v) {}    // NOLINT
+  /// A bool literal, from a bool only (a pointer or member pointer would convert to `true`).
+  template <class B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
+  Value(B v) : lit_(v) {}  // NOLINT
   /// Any integer type (int, int64_t, size_t, unsigned, ...) is an integer literal. Throws
   /// Error(User) for an unsigned value over INT64_MAX (no fusejit literal holds it).
   template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool> && !detail::kCharacter<I>, int> = 0>
@@ -354,6 +358,14 @@ struct Axes {
   Axes(std::initializer_list<int64_t> axes) : list(axes) {}   // NOLINT
   Axes(std::vector<int64_t> axes) : list(std::move(axes)) {}  // NOLINT
   std::vector<int64_t> list;
+};
+
+/// GraphBuilder::reduce's keepdim: a bool only. `reduce("var", x, -1, 0)`, meant as correction 0,
+/// would read the 0 as keepdim = false, so a number does not convert (it does not compile).
+struct Keepdim {
+  template <class B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
+  Keepdim(B keep) : value(keep) {}  // NOLINT: implicit by design
+  bool value = false;
 };
 
 /// A named dimension handle from GraphBuilder::dim(), valid for that builder only (input() refuses
@@ -436,13 +448,8 @@ class GraphBuilder {
   /// correction or a correction given to an op other than mean/var/std, and an `initial` given to
   /// another op, to an integer operand, or of another value than those identities:
   /// `b.reduce("sum", x, -1)`, `b.reduce("amax", x, {0, 2}, true)`, `b.reduce("var", x, -1, false, 0)`.
-  Value reduce(std::string_view name, const Value& x, const Axes& axes = {}, bool keepdim = false,
+  Value reduce(std::string_view name, const Value& x, const Axes& axes = {}, Keepdim keepdim = false,
                std::optional<int64_t> correction = std::nullopt, std::optional<double> initial = std::nullopt);
-  /// `keepdim` is a bool: `reduce("var", x, -1, 0)` would mean keepdim = false, not correction 0
-  /// (write `reduce("var", x, -1, false, 0)`), so a number there does not compile.
-  template <class K, std::enable_if_t<std::is_arithmetic_v<K> && !std::is_same_v<K, bool>, int> = 0>
-  Value reduce(std::string_view name, const Value& x, const Axes& axes, K keepdim, std::optional<int64_t> correction = std::nullopt,
-               std::optional<double> initial = std::nullopt) = delete;
   /// `cast(x, dtype)`
   Value cast(const Value& x, DType dtype);
   /// `NAME = value`: gives a node a name (shown in generated code and the IR dump). Throws
