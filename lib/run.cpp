@@ -29,6 +29,15 @@ namespace {
 
 using Bytes = std::span<const std::byte>;
 
+// An input named twice in `files` (label: the option's name) is an error: which file would it read?
+void refuse_repeated_inputs(const std::vector<std::pair<std::string, std::string>>& files, const std::string& label) {
+  for (size_t k = 0; k < files.size(); ++k)
+    for (size_t j = 0; j < k; ++j)
+      if (files[j].first == files[k].first)
+        throw ir::UserError(label + " " + files[k].first + "=" + files[k].second + ": input '" + files[k].first +
+                            "' is given twice (" + files[j].second + " before)");
+}
+
 // Every input, option or graph name given in RunOptions must exist and make sense.
 void check_input_options(const ir::Graph& g, const RunOptions& ro) {
   const MessageStyle style = ro.options.message_style;
@@ -42,14 +51,9 @@ void check_input_options(const ir::Graph& g, const RunOptions& ro) {
     for (ir::NodeId id : g.inputs) names += (names.empty() ? "" : ", ") + g.node(id).name;
     return "the graph has no input named '" + name + "' (" + (names.empty() ? "it has no inputs" : "its inputs: " + names) + ")";
   };
-  for (size_t k = 0; k < ro.input_files.size(); ++k) {
-    const auto& [name, file] = ro.input_files[k];
+  for (const auto& [name, file] : ro.input_files)
     if (find(name) == g.inputs.end()) throw ir::UserError(files + " " + name + "=" + file + ": " + no_input(name));
-    for (size_t j = 0; j < k; ++j)
-      if (ro.input_files[j].first == name)
-        throw ir::UserError(files + " " + name + "=" + file + ": input '" + name + "' is given twice (" +
-                            ro.input_files[j].second + " before)");
-  }
+  refuse_repeated_inputs(ro.input_files, files);
   for (const auto& r : ro.input_ranges) {
     auto it = find(r.first);
     if (it == g.inputs.end()) throw ir::UserError(ranges + " " + r.first + ": " + no_input(r.first));
@@ -487,6 +491,7 @@ DimValues input_file_dims(const Graph& graph, const std::vector<std::pair<std::s
     DimValues out;
     std::vector<std::string> by(g.dims.size());  // per dim: "file (input 'x', axis 0)" that bound it
     std::vector<int64_t> size(g.dims.size(), -1);
+    refuse_repeated_inputs(input_files, "input_files");
     for (const auto& input_file : input_files) {
       const std::string& name = input_file.first;
       const std::string& file = input_file.second;

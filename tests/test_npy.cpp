@@ -333,6 +333,8 @@ TEST_CASE("an .npy input's error names the .npy file, not the graph file") {
   write_npy(ok, Tensor(DType::F32, {4}));
   ro.input_files = {{"x", ok}, {"x", ok}};
   CHECK_THROWS_WITH_AS(fusejit::run_graph(g, ro), doctest::Contains("input 'x' is given twice"), fusejit::Error);
+  CHECK_THROWS_WITH_AS(fusejit::input_file_dims(g, ro.input_files), doctest::Contains("input 'x' is given twice"),
+                       fusejit::Error);
 }
 
 TEST_CASE("input_file_dims: the dims the files' shapes give, conflicts named, other names left to run_graph") {

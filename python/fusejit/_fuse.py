@@ -777,11 +777,12 @@ class Fused:
 
     def _locate_by_trace(self, args: tuple, kwargs: dict, error: UserError) -> None:
         """A program refused a call at sizes its trace took (an amax over an axis that is empty
-        now): traces again at the call's own sizes and raises that trace's error instead, which
-        names the line of the function that built the op; returns when it raises none."""
+        now): traces again at the call's own sizes (compiling nothing) and raises that trace's
+        error instead, which names the line of the function that built the op; returns when it
+        raises none."""
         with _TRACE_LOCK:
             try:
-                self._trace_once(self._bind(args, kwargs), self._items(args, kwargs), static=True)
+                self._trace_once(self._bind(args, kwargs), self._items(args, kwargs), static=True, with_program=False)
             except UserError as e:
                 if e.line:
                     raise e from error
@@ -1029,8 +1030,10 @@ class Fused:
                             "is cast to f32)")
         return said
 
-    def _trace_once(self, bound: inspect.BoundArguments, items: list, static: bool) -> tuple[_Entry, bool]:
-        """One trace and compile; also whether the function read a shape meanwhile."""
+    def _trace_once(self, bound: inspect.BoundArguments, items: list, static: bool,
+                    with_program: bool = True) -> tuple[_Entry, bool]:
+        """One trace and compile (`with_program` False: the graph only, the entry without a program);
+        also whether the function read a shape meanwhile."""
         name = self.__name__ if self.__name__.isascii() and self.__name__.isidentifier() else "fused"
         b = GraphBuilder(name)
         stand_ins, inputs, taken = self._inputs(b, items, static)
@@ -1054,7 +1057,8 @@ class Fused:
         entry = self._outputs(b, result, inputs, taken)
         entry.servable = errors_made() == errors
         from . import compile as fj_compile
-        entry.program = fj_compile(b.build(), **self._options)
+        graph = b.build()
+        entry.program = fj_compile(graph, **self._options) if with_program else None
         return entry, read_shape
 
     def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list, set]:
