@@ -365,7 +365,7 @@ struct Axes {
 struct Keepdim {
   template <class B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
   Keepdim(B keep) : value(keep) {}  // NOLINT: implicit by design
-  bool value = false;
+  bool value = false;  ///< true: the reduced axes stay as size-1 dims (PyTorch's keepdim)
 };
 
 /// A named dimension handle from GraphBuilder::dim(), valid for that builder only (input() refuses
