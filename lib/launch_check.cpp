@@ -89,13 +89,6 @@ std::string dtype_hint(const ir::Node& n, DType given) {
                      given == DType::U8 ? "u8" : "i8", n.name, n.name);
 }
 
-// The graph's input names in declaration order, comma-separated.
-std::string input_names(const ir::Graph& g) {
-  std::string names;
-  for (ir::NodeId id : g.inputs) names += (names.empty() ? "" : ", ") + g.node(id).name;
-  return names;
-}
-
 // Whether tensor `t` alone fits input node `n`: its dtype, rank and fixed sizes.
 template <class T>
 bool fits_alone(const T& t, const ir::Node& n) {
@@ -170,6 +163,12 @@ template <class T>
 }
 
 }  // namespace
+
+std::string input_names(const ir::Graph& g) {
+  std::string names;
+  for (ir::NodeId id : g.inputs) names += (names.empty() ? "" : ", ") + g.node(id).name;
+  return names;
+}
 
 void check_counts(const ir::Graph& g, size_t inputs, size_t outputs) {
   if (inputs == g.inputs.size() && outputs == g.outputs.size()) return;

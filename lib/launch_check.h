@@ -11,6 +11,9 @@
 
 namespace fusejit {
 
+// The graph's input names in declaration order, comma-separated ("x, w"), for messages.
+std::string input_names(const ir::Graph& g);
+
 // Throws ir::UserError unless there is one tensor per graph input and per graph output.
 void check_counts(const ir::Graph& g, size_t inputs, size_t outputs);
 

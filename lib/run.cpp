@@ -21,6 +21,7 @@
 #include "jit/nvrtc.h"
 #include "fusejit/report.h"
 #include "lib/internal.h"
+#include "lib/launch_check.h"
 #include "lib/program_impl.h"
 #include "lib/report_format.h"
 
@@ -47,8 +48,7 @@ void check_input_options(const ir::Graph& g, const RunOptions& ro) {
   };
   // "the graph has no input named 'msk' (its inputs: s, mask)", as for an unknown param.
   auto no_input = [&](const std::string& name) {
-    std::string names;
-    for (ir::NodeId id : g.inputs) names += (names.empty() ? "" : ", ") + g.node(id).name;
+    const std::string names = input_names(g);
     return "the graph has no input named '" + name + "' (" + (names.empty() ? "it has no inputs" : "its inputs: " + names) + ")";
   };
   for (const auto& [name, file] : ro.input_files)
