@@ -98,15 +98,34 @@ bool fits_alone(const T& t, const ir::Node& n) {
   return true;
 }
 
-// Input k's tensor fits not its own input but input j, whose tensor fits not its own but input k:
-// two inputs given in each other's place.
+// Whether every input fits with the tensors of inputs k and j exchanged, named dims bound alike
+// across all inputs.
+template <class T>
+bool fits_swapped(const ir::Graph& g, std::span<const T> inputs, size_t k, size_t j) {
+  std::vector<int64_t> bound(g.dims.size(), -1);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const T& t = inputs[i == k ? j : i == j ? k : i];
+    const ir::Node& n = g.node(g.inputs[i]);
+    if (!fits_alone(t, n)) return false;
+    for (size_t d = 0; d < n.shape.size(); ++d) {
+      if (n.shape[d].sym < 0) continue;
+      int64_t& b = bound[static_cast<size_t>(n.shape[d].sym)];
+      if (b >= 0 && b != t.shape[d]) return false;
+      b = t.shape[d];
+    }
+  }
+  return true;
+}
+
+// Input k's tensor fits not its own input but input j, whose tensor fits not its own but input k,
+// and exchanged, every input fits: two inputs given in each other's place.
 template <class T>
 std::string swap_hint(const ir::Graph& g, std::span<const T> inputs, size_t k) {
   const ir::Node& n = g.node(g.inputs[k]);
   if (fits_alone(inputs[k], n)) return "";
   for (size_t j = 0; j < inputs.size(); ++j)
     if (j != k && fits_alone(inputs[k], g.node(g.inputs[j])) && fits_alone(inputs[j], n) &&
-        !fits_alone(inputs[j], g.node(g.inputs[j])))
+        !fits_alone(inputs[j], g.node(g.inputs[j])) && fits_swapped(g, inputs, k, j))
       return fmt::format("; the tensors of inputs '{}' and '{}' fit each other's place: swapped? (the graph's order: {})",
                          n.name, g.node(g.inputs[j]).name, input_names(g));
   return "";

@@ -505,8 +505,9 @@ DimValues input_file_dims(const Graph& graph, const std::vector<std::pair<std::s
         const auto s = static_cast<size_t>(shape[d].sym);
         const std::string here = fmt::format("{} (input '{}', axis {})", file, name, d);
         if (size[s] >= 0 && size[s] != have[d])
-          throw ir::UserError(fmt::format("dim {}: {} has size {} but {} has size {}", g.dims[s].name, by[s], size[s],
-                                          here, have[d]));
+          throw ir::FileError(fmt::format("dim {}: {} has size {} but {} has size {}", g.dims[s].name, by[s], size[s],
+                                          here, have[d]),
+                              file);  // the file that disagrees with an earlier one, not the graph's
         if (size[s] < 0) out.emplace_back(g.dims[s].name, have[d]);
         size[s] = have[d];
         by[s] = here;

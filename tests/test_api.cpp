@@ -643,6 +643,15 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
                        "input 'x': expected bf16[T, D], got bf16[8]; the tensors of inputs 'x' and 'w' fit each other's "
                        "place: swapped? (the graph's order: x, w)",
                        fj::Error);
+  // Nor where the exchange would still conflict: x and z bind T differently.
+  const fj::Program rz = fj::Program::compile(
+      fj::Graph::parse("dim T = 2\ndim D = 8\ninput x : bf16[T, D]\ninput w : bf16[D]\ninput z : bf16[T, D]\n"
+                       "y = x * w + z\noutput y\n"),
+      cpu_options());
+  CHECK_THROWS_WITH_AS(rz.run({w8, x28, fj::HostTensor(fj::DType::BF16, {3, 8})}),
+                       "input 'x': expected bf16[T, D], got bf16[8]; a graph input's rank is fixed (2 in the graph, 1 given)",
+                       fj::Error);
+  CHECK_THROWS_WITH_AS(rz.run({w8, x28, x28}), doctest::Contains("swapped?"), fj::Error);
   // An input given right is no party to a swap (a tester's: b's tensor would fit a, but a's fits a).
   const fj::Program ab = fj::Program::compile(
       fj::Graph::parse("dim N = 4\ninput a : f32[N]\ninput b : f32[4]\ny = sum(a) + sum(b)\noutput y\n"), cpu_options());

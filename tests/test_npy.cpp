@@ -357,6 +357,13 @@ TEST_CASE("input_file_dims: the dims the files' shapes give, conflicts named, ot
                        ("dim C: " + x + " (input 'x', axis 2) has size 5 but " + w3 + " (input 'w', axis 0) has size 3")
                            .c_str(),
                        fusejit::Error);
+  try {  // located at the file that disagrees, not at the graph
+    fusejit::input_file_dims(g, {{"x", x}, {"w", w3}});
+    FAIL("no error");
+  } catch (const fusejit::Error& e) {
+    CHECK(e.file() == w3);
+    CHECK(e.line() == 0);
+  }
   try {
     fusejit::input_file_dims(g, {{"w", tmp("dims_missing.npy")}});
     FAIL("no error");
