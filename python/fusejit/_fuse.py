@@ -644,6 +644,34 @@ def _signature(fn: Callable) -> inspect.Signature:
     return inspect.signature(fn) if generic and hasattr(fn, "__wrapped__") else own
 
 
+class _StubDefault:
+    """A default value as _call_error's stub writes it: the name of a global of the stub's."""
+
+    def __repr__(self) -> str:
+        return "__fusejit_default"
+
+
+def _call_error(sig: inspect.Signature, fn: Any, args: tuple, kwargs: dict) -> str | None:
+    """Python's own message for a call that does not bind to `sig` ("f() got an unexpected keyword
+    argument 'q'", where Signature.bind says a required argument is missing first), from calling a
+    stub of that signature named as `fn`; None where the stub cannot be made or takes the call."""
+    params = [p.replace(annotation=p.empty, default=p.empty if p.default is p.empty else _StubDefault())
+              for p in sig.parameters.values()]
+    text = str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
+    namespace: dict = {"__fusejit_default": None}
+    try:
+        exec(f"def stub{text}: pass", namespace)  # noqa: S102: parameter names and "=" only
+    except SyntaxError:
+        return None
+    stub = namespace["stub"]
+    stub.__name__, stub.__qualname__ = fn.__name__, fn.__qualname__
+    try:
+        stub(*args, **kwargs)
+    except TypeError as e:
+        return str(e)
+    return None
+
+
 class _Entry:
     """One traced pattern: its program, input order and how results map back to the function's."""
 
@@ -817,7 +845,7 @@ class Fused:
             # A Program call's keywords, where the function has no such parameter.
             call = [k for k in ("out", "stream", "plan") if k in kwargs and k not in self._sig.parameters]
             if not call:
-                raise TypeError(f"{self.__name__}(): {e}") from e
+                raise TypeError(_call_error(self._sig, self, args, kwargs) or f"{self.__name__}(): {e}") from e
             raise TypeError(f"{self.__name__}(): {call[0]}= is not an argument of the fused function; a Program "
                             f"call takes it: {self.__name__}.program(*args)(*args, {call[0]}=...), whose "
                             f"outputs prog.graph.outputs names (docs/python.md, 'Fusing a Python "

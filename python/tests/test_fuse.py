@@ -378,10 +378,15 @@ def test_trailing_defaults_take_the_positional_path_and_the_same_trace():
         assert f(x, eps=1e-6)[0] == np.float32(1e-6)
         assert f.traces == 1  # left out, positional or by keyword: one pattern
         assert f(x, 2.0)[0] == 2.0 and f.traces == 2
-    with pytest.raises(TypeError, match="missing a required argument: 'x'"):
+    # Python's own messages, as the function's own call would raise.
+    with pytest.raises(TypeError, match=re.escape("scaled2() missing 1 required positional argument: 'x'")):
         scaled2()
-    with pytest.raises(TypeError, match="too many positional arguments"):
+    with pytest.raises(TypeError, match=re.escape("scaled2() takes from 1 to 2 positional arguments but 3 were given")):
         scaled2(x, 1.0, 2.0)
+    with pytest.raises(TypeError, match=re.escape("scaled2() got an unexpected keyword argument 'eps2'")):
+        scaled2(x, eps2=1.0)
+    with pytest.raises(TypeError, match=re.escape("scaled2() got multiple values for argument 'x'")):
+        scaled2(x, x=x)
 
 
 def test_reductions_take_numpys_dtype():
@@ -640,7 +645,7 @@ def test_errors_say_what_to_do():
     with pytest.raises(TypeError, match=re.escape("double(): out= is not an argument of the fused function; a Program "
                                                   "call takes it: double.program(*args)(*args, out=...)")):
         fusejit.fuse(double)(one, out={"y": one})
-    with pytest.raises(TypeError, match="double\\(\\): .*unexpected keyword argument 'b'"):
+    with pytest.raises(TypeError, match=re.escape("double() got an unexpected keyword argument 'b'")):
         fusejit.fuse(double)(one, b=one)
     with pytest.raises(TypeError, match="the axes are given as axes="):
         fusejit.fuse(lambda a: fusejit.reduce("softmax", a, axis=-1))(one)
@@ -666,8 +671,11 @@ def test_astype_takes_numpy_dtype_names_as_numpy_does():
 def test_fused_arguments_fusejit_cannot_take_are_named():
     def scale(x, out):  # a parameter named out: a missing x is named, not out=
         return x * out
-    with pytest.raises(TypeError, match="missing a required argument: 'x'"):
+    with pytest.raises(TypeError, match=re.escape("scale() missing 1 required positional argument: 'x'")):
         fusejit.fuse(scale)(out=np.ones(3, np.float32))
+    # An unknown keyword is named (Signature.bind named the missing 'out' first).
+    with pytest.raises(TypeError, match=re.escape("scale() got an unexpected keyword argument 'q'")):
+        fusejit.fuse(scale)(np.ones(3, np.float32), q=1.0)
     with pytest.raises(fusejit.UserError, match=re.escape("argument 'a': NumPy dtype uint16 is none of fusejit's "
                                                           "dtypes: cast the array to one first")):
         fusejit.fuse(lambda a: a * 2)(np.ones(3, np.uint16))
