@@ -670,8 +670,8 @@ def load(dir: str | bytes | os.PathLike[str], *, cache_dir: str | bytes | os.Pat
          disk_cache: bool = True,
          device: int = 0, backend: str = "auto") -> Program:
     """Loads a folder written by ``fusejit compile GRAPH --arch sm_XY -o DIR``: ``Program::load``.
-    Its index, graph.txt and fused kernels are checked on any machine; running its binaries needs a GPU
-    (DriverError without one). ``backend="cpu"`` runs the folder's graph on the CPU path instead
+    Its index, graph.txt and fused kernels are checked on any machine; loading for the GPU needs one
+    (DriverError without one, once those checks pass). ``backend="cpu"`` runs the folder's graph on the CPU path instead
     (compiled by the host C++ compiler, as :func:`compile` does; the binaries are not used).
     cache_dir and disk_cache: the kernel cache, as in :func:`compile`, for a kernel the folder
     lacks (a 64-bit-index variant, dims whose broadcasts change the plan), which is then compiled

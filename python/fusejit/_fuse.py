@@ -1168,6 +1168,7 @@ class Fused:
                             "its array arguments")
         for i, inp in enumerate(inputs):
             if v is inp:
+                b.allow_unused(inp)  # returned, so used: no warning
                 return i  # returned unchanged: the argument itself
         if id(v) in named:
             return named[id(v)]  # the same value twice: one output

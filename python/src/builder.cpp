@@ -140,7 +140,8 @@ fusejit::Value to_value(nb::handle h, nb::handle builder) {
   if (PyFloat_Check(h.ptr())) return fusejit::Value(nb::cast<double>(h));
   if (nb::object v = scalar_item(h); v.is_valid()) return to_value(v, builder);
   const std::string hint = nb::hasattr(h, "shape") ? " (an array is no graph value: pass it to a fused function as an "
-                                                      "argument, or to the graph as GraphBuilder.input)"
+                                                      "argument of its own, not within a tuple, whose arrays are "
+                                                      "constants of the trace, or to the graph as GraphBuilder.input)"
                                                     : "";
   throw nb::type_error(
       ("expected a fusejit.Value or a bool, int or float literal, got " + py_type_name(h) + hint).c_str());
@@ -343,7 +344,7 @@ void bind_graph_builder(nb::module_& m) {
           [](nb::handle self, const PyValue& v, const std::string& name) {
             if (!v.builder.is(self)) throw Error(ErrorKind::User, "a value of another GraphBuilder");
             cpp(self).name(v.v, name);
-            return v;
+            return nb::find(v);  // the argument's own object: a value hashes by identity
           },
           "value"_a, "name"_a, "`NAME = value`: names a value (kept in the IR and generated code); returns it.")
       .def(

@@ -68,6 +68,9 @@ def test_value_shape_dtype_and_repr():
     assert repr(x) == "<fusejit.Value x : f16[N, 3]>" and repr(n) == "<fusejit.Dim N = 5>"
     assert (b.reduce("amax", x, 1, keepdim=True).shape, b.reduce("sum", x).shape) == ([5, 1], [])
     assert (b.cast(x < 1, "i32").dtype, (x.__lt__(1)).dtype) == ("i32", "bool")
+    # name returns its argument itself: a value hashes by identity, so a dict keyed by it still finds it
+    d = x * 2
+    assert b.name(d, "doubled") is d and repr(d) == "<fusejit.Value doubled : f16[N, 3]>"
 
 
 # (op, the op Python calls when the literal is on the left, operator)

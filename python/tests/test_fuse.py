@@ -446,6 +446,16 @@ def test_results_tuple_list_dict_repeated_and_passed_through():
     r = f(x, y)
     assert isinstance(r, tuple) and r[1] is x and np.array_equal(r[0], r[2]) and r[0] is r[2]
     assert isinstance(fusejit.fuse(lambda x: [x * 2])(x), list)
+    with warnings.catch_warnings():  # an argument returned unchanged is used: no unused-input warning
+        warnings.simplefilter("error")
+        back, twice = fusejit.fuse(lambda x, y: (x, y * 2))(x, y)
+    assert back is x and np.array_equal(twice, y * 2)
+    # A key the graph format reserves is named by its position; one naming an input takes a '_'.
+    keyed = fusejit.fuse(lambda x: {"x": x * 2, "input": x + 1})
+    assert keyed(x)["input"][1] == 2 and [o.name for o in keyed.program(x).graph.outputs] == ["x_", "out1"]
+    # An array within a tuple is a constant of the trace, no input: the error says so.
+    with pytest.raises(TypeError, match="not within a tuple, whose arrays are constants of the trace"):
+        fusejit.fuse(lambda x, ws: x * ws[0])(x, (y,))
     d = fusejit.fuse(lambda x: {"twice": x * 2, "neg": -x})(x)
     assert list(d) == ["twice", "neg"] and np.array_equal(d["neg"], -x)
     nt = fusejit.fuse(lambda x: Pair(x, x * 3))(x)
