@@ -11,11 +11,13 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -56,14 +58,34 @@ const ir::FileKind kBinaryFile{"kernel binary", "kernel binaries", uint64_t{1} <
 std::string read_text(const fs::path& p, const ir::FileKind& kind) { return ir::read_checked_file(p.string(), kind); }
 
 // An flock on the folder itself (no file of fusejit's own in it): a dump holds it exclusively and a
-// load shared, so a load never reads one dump's index beside another's graph.txt.
+// load shared, so a load never reads one dump's index beside another's graph.txt. A holder that
+// does not let go (stopped with Ctrl-Z, hung on a slow filesystem) is named after kNote and
+// refused after kWait, as the kernel cache's lock is waited for (jit/disk_store.cpp), never a
+// silent hang; a dump or load holds it for milliseconds.
 class FolderLock {
  public:
   FolderLock(const fs::path& dir, int op) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
-    int r = -1;
-    while (fd_ >= 0 && (r = ::flock(fd_, op)) != 0 && errno == EINTR) {
+    if (fd_ < 0) return;
+    const auto start = std::chrono::steady_clock::now();
+    auto pause = std::chrono::milliseconds(1);
+    bool said = false;
+    while (!(held_ = ::flock(fd_, op | LOCK_NB) == 0) && (errno == EWOULDBLOCK || errno == EINTR)) {
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (!said && waited > kNote) {
+        said = true;
+        warn(fmt::format("waiting for another process that holds the folder {} (a dump writing it or a load reading "
+                         "it); giving up after {} s",
+                         dir.string(), kWait.count()));
+      }
+      if (waited > kWait) {
+        ::close(fd_);
+        throw ir::UserError(fmt::format("the folder {} is held by another process (a dump writing it or a load "
+                                        "reading it) for over {} s: a stopped process holds it until it ends",
+                                        dir.string(), kWait.count()));
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(50));
     }
-    held_ = r == 0;
   }
   // Whether the lock is held (a filesystem without flock, NFS mounted nolock, gives none).
   bool held() const { return held_; }
@@ -74,6 +96,7 @@ class FolderLock {
   FolderLock& operator=(const FolderLock&) = delete;
 
  private:
+  static constexpr auto kNote = std::chrono::seconds(5), kWait = std::chrono::seconds(60);
   int fd_;
   bool held_ = false;
 };

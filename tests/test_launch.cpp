@@ -5,9 +5,13 @@
 // tests/support/fake_driver.h (kernels compiled by NVRTC for sm_90, run as their host builds).
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +22,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -1416,6 +1421,30 @@ TEST_CASE("ahead of time: writing a folder replaces symlinks, keeps files it did
   CHECK(contains(error_of([&] { fj::compile_to_dir(g, "sm_90", ""); }), "the output folder is an empty path"));
   // No temporary file is left behind.
   for (const auto& entry : fs::directory_iterator(dir / "sym")) CHECK(entry.path().extension() != ".tmp");
+}
+
+TEST_CASE("ahead of time: a folder another process holds is waited for with a warning naming it, not silently") {
+  const fs::path dir = scratch_dir("aot-held");
+  const fj::Graph g = fj::Graph::parse("graph g\ninput x : f32[8]\ny = exp(x)\noutput y\n", "g.txt");
+  fs::create_directories(dir);
+  // Another open file description's exclusive flock (as another process's): released after 5.5 s.
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX) == 0);
+  std::thread holder([fd] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5500));
+    ::close(fd);
+  });
+  std::vector<std::string> warnings;
+  fj::set_warning_handler([&](std::string_view m) { warnings.emplace_back(m); });
+  const std::string error = error_of([&] { fj::compile_to_dir(g, "sm_90", dir.string()); });
+  fj::set_warning_handler({});
+  holder.join();
+  CHECK(error == "(no error)");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] == "waiting for another process that holds the folder " + dir.string() +
+                           " (a dump writing it or a load reading it); giving up after 60 s");
+  CHECK(load_error(dir) == "");
 }
 
 TEST_CASE("FUSEJIT_NVRTC hides NVRTC: compiling fails clearly, the CPU path runs") {
