@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -342,6 +343,13 @@ class FolderGone : public HostCompileError {
   using HostCompileError::HostCompileError;
 };
 
+// A shared object that cannot be loaded from its folder, on a filesystem mounted noexec (a
+// hardened /tmp or home): with_room moves the load out of the cache folder to $TMPDIR.
+class NoExec : public HostCompileError {
+ public:
+  using HostCompileError::HostCompileError;
+};
+
 // Throws FolderGone when `folder` is no more (whatever step failed in it), else returns.
 void check_folder_there(const fs::path& folder, const std::string& what) {
   std::error_code ec;
@@ -372,6 +380,10 @@ auto with_room(DiskStore& store, F&& build) {
   } catch (const OutOfSpace& e) {
     if (store.enabled()) store.disable(fmt::format("its filesystem is full: {}", e.what()));  // warns once
     return build();  // the store is off: a $TMPDIR folder (a second OutOfSpace there is the error)
+  } catch (const NoExec& e) {
+    if (!store.enabled()) throw;  // $TMPDIR's filesystem itself: the error names it
+    store.disable("its filesystem is mounted noexec: host modules cannot be loaded from it");
+    return build();
   }
 }
 
@@ -442,8 +454,15 @@ std::shared_ptr<HostModule> load_shared_object(const HostBuild& b, const std::ve
   const fs::path so = scratch.path() / (b.key.key.hex() + ".so");
   write_module_file(so, std::string_view(bytes.data(), bytes.size()));
   void* handle = locked_dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) check_folder_there(scratch.path(), "dlopen failed");
-  if (!handle) throw HostCompileError(fmt::format("dlopen of host module {} failed: {}", b.key.key.hex(), dlerror()));
+  if (!handle) {
+    const std::string why = dlerror();
+    check_folder_there(scratch.path(), "dlopen failed");
+    if (struct statvfs fs_info; ::statvfs(scratch.path().c_str(), &fs_info) == 0 && (fs_info.f_flag & ST_NOEXEC))
+      throw NoExec(fmt::format("cannot load host module {} from {}: its filesystem is mounted noexec ({}); set "
+                               "TMPDIR to a folder on another filesystem",
+                               b.key.key.hex(), scratch.path().parent_path().string(), why));
+    throw HostCompileError(fmt::format("dlopen of host module {} failed: {}", b.key.key.hex(), why));
+  }
   const std::string origin =
       store.enabled() ? entry_path(store.dir(), b.key.key).string() : "host module " + b.key.key.hex();
   return HostModuleAccess::make(handle, origin);
