@@ -561,6 +561,11 @@ std::string folder_problem(const fs::path& dir, bool follow) {
     return fmt::format("{} belongs to user id {}, not to this user (id {})", dir.string(), st.st_uid, ::geteuid());
   if (st.st_mode & (S_IWGRP | S_IWOTH))
     return fmt::format("{} may be written by its group or other users (mode {:o})", dir.string(), st.st_mode & 07777);
+  // Its owner's own mode taken away (chmod 000, 500): its entries could be neither read nor replaced
+  // (root is not kept out by the mode bits; a read-only filesystem is not this).
+  if (::geteuid() != 0 && (st.st_mode & S_IRWXU) != S_IRWXU)
+    return fmt::format("{} cannot be read, written and searched by this user (mode {:o}; chmod 700 gives that back)",
+                       dir.string(), st.st_mode & 07777);
   return "";
 }
 

@@ -1606,6 +1606,42 @@ TEST_CASE("a cache folder on a full filesystem: one warning, the build moves to 
   fs::remove_all(tmp);
 }
 
+TEST_CASE("a cache folder on a noexec filesystem: one warning, modules load from TMPDIR; a noexec TMPDIR is named") {
+  // dlopen failed with "failed to map segment" on every run, an Error(Compile) (hostile pass).
+  // Mounting needs root and CAP_SYS_ADMIN: elsewhere the case is skipped, saying so.
+  fs::path noexec = make_temp_dir(), tmp = make_temp_dir();
+  if (std::system(("mount -t tmpfs -o size=16m,noexec tmpfs " + noexec.string() + " 2>/dev/null").c_str()) != 0) {
+    MESSAGE("skipped: cannot mount a tmpfs here (needs root)");
+    fs::remove_all(noexec);
+    fs::remove_all(tmp);
+    return;
+  }
+  {
+    ScopedEnv t("TMPDIR", tmp.c_str());
+    LibraryWarnings w;
+    CHECK(all_are(cpu_outcomes(kGraphOther, "other.txt", cpu_options(noexec / "c"), true), "compiled"));
+    CHECK(w.count("its filesystem is mounted noexec: host modules cannot be loaded from it") == 1);
+    CHECK(tree(tmp).empty());
+  }
+  {
+    ScopedEnv t("TMPDIR", noexec.c_str());
+    fj::Options o = cpu_options();
+    o.disk_cache = false;
+    try {
+      (void)fj::Program::compile(fj::Graph::parse("graph noexec\ninput x : f32[8]\ny = x * 5 + 1\noutput y\n"), o);
+      FAIL_CHECK("loaded a module from a noexec folder");
+    } catch (const fj::Error& e) {
+      CHECK(std::string(e.what()).find("from " + noexec.string() + ": its filesystem is mounted noexec") !=
+            std::string::npos);
+    }
+  }
+  // Lazily: glibc's dlopen leaves the first segment of a module it failed to map mapped (of a
+  // deleted file), which keeps the mount busy while this process lives.
+  CHECK(std::system(("umount -l " + noexec.string()).c_str()) == 0);
+  fs::remove_all(noexec);
+  fs::remove_all(tmp);
+}
+
 TEST_CASE("a path holding a NUL byte is refused, never used cut short at the NUL") {
   // "DIR\0/x" reaches every system call as DIR: the cache once emptied DIR as an odd entry.
   const fs::path victim = make_temp_dir();
