@@ -1295,6 +1295,25 @@ TEST_CASE("an ahead-of-time folder's .cu files include the preludes written besi
   for (const fs::path& d : {dir, out}) fs::remove_all(d);
 }
 
+TEST_CASE("an ahead-of-time .cu's nvcc command leaves out the NVRTC-only options it was given, saying so") {
+  // nvcc stopped at "Unknown option '-minimal'" (hostile pass).
+  fs::path dir = make_temp_dir(), out = make_temp_dir();
+  const fj::Graph g = fj::Graph::parse("graph m\ninput a : f32[64]\ny = a * 2\noutput y\n", "m.txt");
+  fj::Options o = cpu_options(dir);
+  o.nvrtc_options = {"-minimal", "-lineinfo"};
+  fj::compile_to_dir(g, "sm_90", out.string(), false, o, /*with_unfused=*/false);
+  const nlohmann::json index = nlohmann::json::parse(read_text(out / "index.json"));
+  const std::string name = index["kernels"][0]["cu"].get<std::string>();
+  const std::string cu = read_text(out / name);
+  const std::string command = "nvcc -cubin -arch=sm_90 --std=c++17 --fmad=false --ftz=false --prec-div=true "
+                              "--prec-sqrt=true -lineinfo " + name;
+  CHECK(cu.find("// The same kernel with nvcc: " + command + " (NVRTC-only options left out: -minimal)\n") !=
+        std::string::npos);
+  if (fs::exists("/usr/local/cuda/bin/nvcc"))
+    CHECK(std::system(("cd '" + out.string() + "' && /usr/local/cuda/bin/" + command + " -o nvcc.cubin > nvcc.log 2>&1").c_str()) == 0);
+  for (const fs::path& d : {dir, out}) fs::remove_all(d);
+}
+
 TEST_CASE("an ahead-of-time .cu says its compile options; nvcc with them gives fusejit's kernel (no FMA in strict mode)") {
   fs::path dir = make_temp_dir(), out = make_temp_dir();
   const fj::Graph g = fj::Graph::parse("graph fma\ninput a : f32[64]\ninput b : f32[64]\ninput c : f32[64]\n"
