@@ -409,9 +409,9 @@ CLI::Validator integer_in(T lo, T hi, const char* name) {
 const CLI::Validator kNonNegative = integer_in<int>(0, std::numeric_limits<int>::max(), "NONNEGATIVE");
 const CLI::Validator kNonNegative64 = integer_in<int64_t>(0, std::numeric_limits<int64_t>::max(), "NONNEGATIVE");
 const CLI::Validator kUnsigned64 = integer_in<uint64_t>(0, std::numeric_limits<uint64_t>::max(), "UINT64");
-// A path flag given an empty value (`--save-dir "$OUT"` with OUT unset) is a mistake, not "unset".
+// A folder flag given an empty value (`--save-dir "$OUT"` with OUT unset) is a mistake, not "unset".
 const CLI::Validator kPath(
-    [](std::string& v) { return v.empty() ? std::string("an empty path: give a folder or file")
+    [](std::string& v) { return v.empty() ? std::string("an empty path: give a folder")
                                           : std::string(); },
     "PATH");
 

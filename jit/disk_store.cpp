@@ -821,9 +821,16 @@ void DiskStore::discard(const fs::path& path, const std::string& problem, const 
     // fetch_or_build looks twice (before and after the key's lock): one warning for what stays
     if (!kept.empty() && !warned_discards_.insert(path.string()).second) return;
   }
-  if (kept.empty()) warn(fmt::format("kernel cache entry {} was unusable ({}); deleted, it is rebuilt", path.string(), problem));
-  else warn(fmt::format("kernel cache entry {} is unusable ({}) and could not be deleted ({}); it is rebuilt each "
-                        "time it is needed", path.string(), problem, kept));
+  if (path.has_extension()) {  // an entry (DIR/ab/KEY.fjk)
+    if (kept.empty()) warn(fmt::format("kernel cache entry {} was unusable ({}); deleted, it is rebuilt", path.string(), problem));
+    else warn(fmt::format("kernel cache entry {} is unusable ({}) and could not be deleted ({}); it is rebuilt each "
+                          "time it is needed", path.string(), problem, kept));
+  } else if (kept.empty()) {  // a subfolder (DIR/ab)
+    warn(fmt::format("kernel cache subfolder {} was unusable ({}); deleted, it is made again", path.string(), problem));
+  } else {
+    warn(fmt::format("kernel cache subfolder {} is unusable ({}) and could not be deleted ({})", path.string(), problem,
+                     kept));
+  }
 }
 
 LoadResult DiskStore::load(const DiskKey& key) {

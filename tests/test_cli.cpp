@@ -242,7 +242,7 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
     if (const size_t at = cmd.find("x2x3.txt"); at != std::string::npos) cmd.replace(at, 8, sample("x2x3.txt"));
     r = run(cmd);
     CHECK(r.code == 2);
-    CHECK(r.out.find(": an empty path: give a folder or file") != std::string::npos);
+    CHECK(r.out.find(": an empty path: give a folder") != std::string::npos);
   }
   // A folder to make where a dangling symlink or a file is: said in words (it was "File exists").
   const fs::path odd = scratch("odd-folders");
