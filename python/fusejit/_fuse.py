@@ -659,11 +659,13 @@ def _call_error(sig: inspect.Signature, fn: Any, args: tuple, kwargs: dict) -> s
               for p in sig.parameters.values()]
     text = str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
     namespace: dict = {"__fusejit_default": None}
+    # Named as fn where it can be (Python 3.9's messages take the code's name, later ones __qualname__).
+    name = fn.__name__ if fn.__name__.isidentifier() and not keyword.iskeyword(fn.__name__) else "stub"
     try:
-        exec(f"def stub{text}: pass", namespace)  # noqa: S102: parameter names and "=" only
+        exec(f"def {name}{text}: pass", namespace)  # noqa: S102: parameter names and "=" only
     except SyntaxError:
         return None
-    stub = namespace["stub"]
+    stub = namespace[name]
     stub.__name__, stub.__qualname__ = fn.__name__, fn.__qualname__
     try:
         stub(*args, **kwargs)
