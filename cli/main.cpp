@@ -732,7 +732,7 @@ struct CacheCommand {
                 static_cast<long long>(s.host_modules), static_cast<long long>(s.host_bytes), cap.c_str(),
                 static_cast<long long>(s.invalid), static_cast<long long>(s.temp_files));
     for (const std::string& why : s.unusable_subfolders)
-      std::printf("not used:     %s (its kernels are compiled again by each process; remove it, as its owner)\n",
+      std::printf("not used:     %s (its kernels are compiled again by each process; mend or remove it, as its owner)\n",
                   why.c_str());
   }
   static void print_list(const fj::Options& o) {

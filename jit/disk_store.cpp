@@ -564,7 +564,7 @@ std::string folder_problem(const fs::path& dir, bool follow) {
   // Its owner's own mode taken away (chmod 000, 500): its entries could be neither read nor replaced
   // (root is not kept out by the mode bits; a read-only filesystem is not this).
   if (::geteuid() != 0 && (st.st_mode & S_IRWXU) != S_IRWXU)
-    return fmt::format("{} cannot be read, written and searched by this user (mode {:o}; chmod 700 gives that back)",
+    return fmt::format("{} lacks its owner's read, write or search permission (mode {:03o}; chmod 700 gives them back)",
                        dir.string(), st.st_mode & 07777);
   return "";
 }
@@ -802,7 +802,7 @@ void DiskStore::skip_prefix(const fs::path& prefix, const std::string& why) {
     if (!skipped_prefixes_.insert(prefix.string()).second) return;
   }
   warn(fmt::format("kernel cache subfolder {} is not used ({}): the kernels whose keys fall in it are compiled "
-                   "again by each process (the other subfolders are used); remove it, as its owner",
+                   "again by each process (the other subfolders are used); mend or remove it, as its owner",
                    prefix.string(), why));
 }
 

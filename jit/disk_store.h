@@ -208,6 +208,7 @@ class DiskStore {
     Scratch& operator=(Scratch&&) = delete;
     ~Scratch();
     const std::filesystem::path& path() const { return path_; }
+    bool in_store() const { return fd_ >= 0; }  // a folder in the cache folder, not in $TMPDIR
     // Keeps the folder (it is not removed on destruction, and no longer locked) and returns its
     // path. A kept folder in the store is swept like any abandoned build folder once it is an
     // hour old.

@@ -347,7 +347,11 @@ class FolderGone : public HostCompileError {
 // hardened /tmp or home): with_room moves the load out of the cache folder to $TMPDIR.
 class NoExec : public HostCompileError {
  public:
-  using HostCompileError::HostCompileError;
+  NoExec(const std::string& what, bool in_store) : HostCompileError(what), in_store_(in_store) {}
+  bool in_store() const { return in_store_; }  // its folder was in the cache folder, not in $TMPDIR
+
+ private:
+  bool in_store_;
 };
 
 // Throws FolderGone when `folder` is no more (whatever step failed in it), else returns.
@@ -381,8 +385,9 @@ auto with_room(DiskStore& store, F&& build) {
     if (store.enabled()) store.disable(fmt::format("its filesystem is full: {}", e.what()));  // warns once
     return build();  // the store is off: a $TMPDIR folder (a second OutOfSpace there is the error)
   } catch (const NoExec& e) {
-    if (!store.enabled()) throw;  // $TMPDIR's filesystem itself: the error names it
-    store.disable("its filesystem is mounted noexec: host modules cannot be loaded from it");
+    if (!e.in_store()) throw;  // $TMPDIR's filesystem itself: the error names it
+    // Another thread may have disabled the store first: this build's folder was in it all the same.
+    if (store.enabled()) store.disable("its filesystem is mounted noexec: host modules cannot be loaded from it");
     return build();
   }
 }
@@ -460,7 +465,8 @@ std::shared_ptr<HostModule> load_shared_object(const HostBuild& b, const std::ve
     if (struct statvfs fs_info; ::statvfs(scratch.path().c_str(), &fs_info) == 0 && (fs_info.f_flag & ST_NOEXEC))
       throw NoExec(fmt::format("cannot load host module {} from {}: its filesystem is mounted noexec ({}); set "
                                "TMPDIR to a folder on another filesystem",
-                               b.key.key.hex(), scratch.path().parent_path().string(), why));
+                               b.key.key.hex(), scratch.path().parent_path().string(), why),
+                   scratch.in_store());
     throw HostCompileError(fmt::format("dlopen of host module {} failed: {}", b.key.key.hex(), why));
   }
   const std::string origin =

@@ -98,15 +98,18 @@ bool fits_alone(const T& t, const ir::Node& n) {
   return true;
 }
 
-// Whether every input fits with the tensors of inputs k and j exchanged, named dims bound alike
-// across all inputs.
+// Whether, with the tensors of inputs k and j exchanged, both fit and bind the named dims as the
+// other inputs that fit alone do (one that does not is wrong another way: two swapped pairs).
 template <class T>
 bool fits_swapped(const ir::Graph& g, std::span<const T> inputs, size_t k, size_t j) {
   std::vector<int64_t> bound(g.dims.size(), -1);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const T& t = inputs[i == k ? j : i == j ? k : i];
     const ir::Node& n = g.node(g.inputs[i]);
-    if (!fits_alone(t, n)) return false;
+    if (!fits_alone(t, n)) {
+      if (i == k || i == j) return false;
+      continue;
+    }
     for (size_t d = 0; d < n.shape.size(); ++d) {
       if (n.shape[d].sym < 0) continue;
       int64_t& b = bound[static_cast<size_t>(n.shape[d].sym)];

@@ -652,6 +652,16 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
                        "input 'x': expected bf16[T, D], got bf16[8]; a graph input's rank is fixed (2 in the graph, 1 given)",
                        fj::Error);
   CHECK_THROWS_WITH_AS(rz.run({w8, x28, x28}), doctest::Contains("swapped?"), fj::Error);
+  // Two pairs swapped: the first pair is named (the other inputs wrong alone do not hide it).
+  const fj::Program two = fj::Program::compile(
+      fj::Graph::parse("input a : f32[3]\ninput b : f32[4]\ninput c : i32[5]\ninput d : i32[6]\n"
+                       "y = sum(a) + sum(b) + cast(sum(c) + sum(d), f32)\noutput y\n"),
+      cpu_options());
+  CHECK_THROWS_WITH_AS(two.run({fj::HostTensor(fj::DType::F32, {4}), fj::HostTensor(fj::DType::F32, {3}),
+                                fj::HostTensor(fj::DType::I32, {6}), fj::HostTensor(fj::DType::I32, {5})}),
+                       "input 'a': expected f32[3], got f32[4]; the tensors of inputs 'a' and 'b' fit each other's "
+                       "place: swapped? (the graph's order: a, b, c, d)",
+                       fj::Error);
   // An input given right is no party to a swap (a tester's: b's tensor would fit a, but a's fits a).
   const fj::Program ab = fj::Program::compile(
       fj::Graph::parse("dim N = 4\ninput a : f32[N]\ninput b : f32[4]\ny = sum(a) + sum(b)\noutput y\n"), cpu_options());

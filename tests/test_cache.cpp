@@ -1300,14 +1300,14 @@ TEST_CASE("an ahead-of-time .cu's nvcc command leaves out the NVRTC-only options
   fs::path dir = make_temp_dir(), out = make_temp_dir();
   const fj::Graph g = fj::Graph::parse("graph m\ninput a : f32[64]\ny = a * 2\noutput y\n", "m.txt");
   fj::Options o = cpu_options(dir);
-  o.nvrtc_options = {"-minimal", "-lineinfo"};
+  o.nvrtc_options = {"-minimal", "-lineinfo", "-dopt"};
   fj::compile_to_dir(g, "sm_90", out.string(), false, o, /*with_unfused=*/false);
   const nlohmann::json index = nlohmann::json::parse(read_text(out / "index.json"));
   const std::string name = index["kernels"][0]["cu"].get<std::string>();
   const std::string cu = read_text(out / name);
   const std::string command = "nvcc -cubin -arch=sm_90 --std=c++17 --fmad=false --ftz=false --prec-div=true "
-                              "--prec-sqrt=true -lineinfo " + name;
-  CHECK(cu.find("// The same kernel with nvcc: " + command + " (NVRTC-only options left out: -minimal)\n") !=
+                              "--prec-sqrt=true -lineinfo -dopt=on " + name;  // nvcc's -dopt takes a value
+  CHECK(cu.find("// The same kernel with nvcc: " + command + "\n// (NVRTC-only options left out of it: -minimal)\n") !=
         std::string::npos);
   if (fs::exists("/usr/local/cuda/bin/nvcc"))
     CHECK(std::system(("cd '" + out.string() + "' && /usr/local/cuda/bin/" + command + " -o nvcc.cubin > nvcc.log 2>&1").c_str()) == 0);
@@ -1635,6 +1635,17 @@ TEST_CASE("a cache folder on a noexec filesystem: one warning, modules load from
     fs::remove_all(tmp);
     return;
   }
+  // Unmounted (and both folders removed) also when a check below throws. Lazily: glibc's dlopen
+  // leaves the first segment of a module it failed to map mapped (of a deleted file), which keeps
+  // the mount busy while this process lives.
+  struct Unmount {
+    fs::path at, tmp;
+    ~Unmount() {
+      CHECK(std::system(("umount -l " + at.string()).c_str()) == 0);
+      fs::remove_all(at);
+      fs::remove_all(tmp);
+    }
+  } const unmount{noexec, tmp};
   {
     ScopedEnv t("TMPDIR", tmp.c_str());
     LibraryWarnings w;
@@ -1642,23 +1653,16 @@ TEST_CASE("a cache folder on a noexec filesystem: one warning, modules load from
     CHECK(w.count("its filesystem is mounted noexec: host modules cannot be loaded from it") == 1);
     CHECK(tree(tmp).empty());
   }
-  {
-    ScopedEnv t("TMPDIR", noexec.c_str());
-    fj::Options o = cpu_options();
-    o.disk_cache = false;
-    try {
-      (void)fj::Program::compile(fj::Graph::parse("graph noexec\ninput x : f32[8]\ny = x * 5 + 1\noutput y\n"), o);
-      FAIL_CHECK("loaded a module from a noexec folder");
-    } catch (const fj::Error& e) {
-      CHECK(std::string(e.what()).find("from " + noexec.string() + ": its filesystem is mounted noexec") !=
-            std::string::npos);
-    }
+  ScopedEnv t("TMPDIR", noexec.c_str());
+  fj::Options o = cpu_options();
+  o.disk_cache = false;
+  try {
+    (void)fj::Program::compile(fj::Graph::parse("graph noexec\ninput x : f32[8]\ny = x * 5 + 1\noutput y\n"), o);
+    FAIL_CHECK("loaded a module from a noexec folder");
+  } catch (const fj::Error& e) {
+    CHECK(std::string(e.what()).find("from " + noexec.string() + ": its filesystem is mounted noexec") !=
+          std::string::npos);
   }
-  // Lazily: glibc's dlopen leaves the first segment of a module it failed to map mapped (of a
-  // deleted file), which keeps the mount busy while this process lives.
-  CHECK(std::system(("umount -l " + noexec.string()).c_str()) == 0);
-  fs::remove_all(noexec);
-  fs::remove_all(tmp);
 }
 
 TEST_CASE("a path holding a NUL byte is refused, never used cut short at the NUL") {

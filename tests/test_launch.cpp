@@ -1427,16 +1427,21 @@ TEST_CASE("ahead of time: a folder another process holds is waited for with a wa
   const fs::path dir = scratch_dir("aot-held");
   const fj::Graph g = fj::Graph::parse("graph g\ninput x : f32[8]\ny = exp(x)\noutput y\n", "g.txt");
   fs::create_directories(dir);
-  // Another open file description's exclusive flock (as another process's): released after 5.5 s.
+  // Another open file description's exclusive flock (as another process's), let go once the
+  // warning came (or after 30 s: then the CHECKs below fail).
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   REQUIRE(fd >= 0);
   REQUIRE(::flock(fd, LOCK_EX) == 0);
-  std::thread holder([fd] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5500));
+  std::atomic<bool> warned{false};
+  std::thread holder([fd, &warned] {
+    for (int k = 0; k < 3000 && !warned; ++k) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     ::close(fd);
   });
   std::vector<std::string> warnings;
-  fj::set_warning_handler([&](std::string_view m) { warnings.emplace_back(m); });
+  fj::set_warning_handler([&](std::string_view m) {
+    warnings.emplace_back(m);
+    warned = true;
+  });
   const std::string error = error_of([&] { fj::compile_to_dir(g, "sm_90", dir.string()); });
   fj::set_warning_handler({});
   holder.join();

@@ -651,10 +651,17 @@ class _StubDefault:
         return "__fusejit_default"
 
 
-def _call_error(sig: inspect.Signature, fn: Any, args: tuple, kwargs: dict) -> str | None:
+def _call_error(sig: inspect.Signature, fn: Any, args: tuple, kwargs: dict, wrapped: Any = None) -> str | None:
     """Python's own message for a call that does not bind to `sig` ("f() got an unexpected keyword
     argument 'q'", where Signature.bind says a required argument is missing first), from calling a
-    stub of that signature named as `fn`; None where the stub cannot be made or takes the call."""
+    stub of that signature named as `fn`; None where the stub cannot be made or takes the call.
+    `wrapped`, a functools.partial: its function's message for the call with its arguments."""
+    if isinstance(wrapped, functools.partial):
+        try:
+            inner = _signature(wrapped.func)
+        except (TypeError, ValueError):
+            return None
+        return _call_error(inner, wrapped.func, wrapped.args + args, {**wrapped.keywords, **kwargs}, wrapped.func)
     params = [p.replace(annotation=p.empty, default=p.empty if p.default is p.empty else _StubDefault())
               for p in sig.parameters.values()]
     text = str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
@@ -847,7 +854,7 @@ class Fused:
             # A Program call's keywords, where the function has no such parameter.
             call = [k for k in ("out", "stream", "plan") if k in kwargs and k not in self._sig.parameters]
             if not call:
-                raise TypeError(_call_error(self._sig, self, args, kwargs) or f"{self.__name__}(): {e}") from e
+                raise TypeError(_call_error(self._sig, self, args, kwargs, self._fn) or f"{self.__name__}(): {e}") from e
             raise TypeError(f"{self.__name__}(): {call[0]}= is not an argument of the fused function; a Program "
                             f"call takes it: {self.__name__}.program(*args)(*args, {call[0]}=...), whose "
                             f"outputs prog.graph.outputs names (docs/python.md, 'Fusing a Python "

@@ -140,8 +140,9 @@ fusejit::Value to_value(nb::handle h, nb::handle builder) {
   if (PyFloat_Check(h.ptr())) return fusejit::Value(nb::cast<double>(h));
   if (nb::object v = scalar_item(h); v.is_valid()) return to_value(v, builder);
   const std::string hint = nb::hasattr(h, "shape") ? " (an array is no graph value: pass it to a fused function as an "
-                                                      "argument of its own, not within a tuple, whose arrays are "
-                                                      "constants of the trace, or to the graph as GraphBuilder.input)"
+                                                      "argument of its own, or to the graph as GraphBuilder.input; an "
+                                                      "array a fused function reads from a global or from within a "
+                                                      "tuple argument is none of its inputs)"
                                                     : "";
   throw nb::type_error(
       ("expected a fusejit.Value or a bool, int or float literal, got " + py_type_name(h) + hint).c_str());
@@ -346,7 +347,8 @@ void bind_graph_builder(nb::module_& m) {
             cpp(self).name(v.v, name);
             return nb::find(v);  // the argument's own object: a value hashes by identity
           },
-          "value"_a, "name"_a, "`NAME = value`: names a value (kept in the IR and generated code); returns it.")
+          nb::sig("def name(self, value: Value, name: str) -> Value"), "value"_a, "name"_a,
+          "`NAME = value`: names a value (kept in the IR and generated code); returns it.")
       .def(
           "output",
           [](nb::handle self, const std::string& name, nb::handle v) { cpp(self).output(name, to_value(v, self)); },

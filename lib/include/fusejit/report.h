@@ -101,8 +101,8 @@ struct RunReport {
 /// each named dim in the shape of an input read from a file takes the file's size on that axis, as
 /// a Program call takes dims from its tensors (`fusejit run --input` without a `--dim` for them).
 /// Only headers are read; a file of another rank than its input, or for a name that is no input,
-/// gives nothing (run_graph reports it). Throws Error(User) naming both files (file() the second)
-/// when two files give one dim different sizes, when one input is given twice, and for an
+/// gives nothing (run_graph reports it). Throws Error(User) naming both files when two files give
+/// one dim different sizes (file() the second), when one input is given twice, and for an
 /// unreadable file or header (naming the file and the input).
 DimValues input_file_dims(const Graph& graph, const std::vector<std::pair<std::string, std::string>>& input_files);
 
