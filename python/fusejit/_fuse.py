@@ -71,7 +71,10 @@ def _builder_of(args: tuple) -> Any:
     for a in args:
         if isinstance(a, Value):
             return a.builder
-    raise UserError("no fusejit.Value among the operands: an op needs at least one graph value")
+    arrays = " (arrays are no graph values: it builds graph nodes, so call it inside a @fusejit.fuse function, " \
+             "on its arguments, or on a GraphBuilder's values; it computes nothing itself)" \
+        if any(hasattr(a, "shape") for a in args) else ""
+    raise UserError("no fusejit.Value among the operands: an op needs at least one graph value" + arrays)
 
 
 def op(name: str, *args: Any) -> Value:
@@ -1091,7 +1094,10 @@ class Fused:
             read_shape = _TRACE.shape_read
             _TRACE.shape_read = outer or read_shape
         self._check_untouched(items)
-        entry = self._outputs(b, result, inputs, taken)
+        try:
+            entry = self._outputs(b, result, inputs, taken)
+        except UserError as e:  # what it returned: located at its first line (the return is past)
+            raise self._at_definition(e) from None
         entry.servable = errors_made() == errors
         from . import compile as fj_compile
         graph = b.build()
@@ -1148,6 +1154,15 @@ class Fused:
             raise UserError(f"fuse: '{self.__name__}' stored a traced value in its argument '{tag_name(tag)}' "
                             f"(its attribute '{name}'): a fused function runs once per pattern, so its changes to "
                             "its arguments happen once, at the trace; return the value instead")
+
+    def _at_definition(self, e: UserError) -> UserError:
+        """`e` located at the function's first line (its decorator's, or its `def`), where it has one
+        (a callable object has none)."""
+        code = getattr(self._fn, "__code__", None)
+        if code is None or e.line:
+            return e
+        return UserError(e.message, code.co_filename, code.co_firstlineno,
+                         diagnostic=f"{code.co_filename}:{code.co_firstlineno}: {e.diagnostic}")
 
     def _outputs(self, b: Any, result: Any, inputs: list, taken: set) -> _Entry:
         """Marks the function's results as outputs: one value, or a tuple, list or dict of them."""

@@ -453,6 +453,16 @@ def test_results_tuple_list_dict_repeated_and_passed_through():
     # A key the graph format reserves is named by its position; one naming an input takes a '_'.
     keyed = fusejit.fuse(lambda x: {"x": x * 2, "input": x + 1})
     assert keyed(x)["input"][1] == 2 and [o.name for o in keyed.program(x).graph.outputs] == ["x_", "out1"]
+    # What the function returns is located at its first line (its decorator here).
+    @fusejit.fuse
+    def noreturn(a):
+        a * 2
+    with pytest.raises(fusejit.UserError) as caught:
+        noreturn(x)
+    first = noreturn.__wrapped__.__code__.co_firstlineno
+    assert (caught.value.file, caught.value.line) == (__file__, first) and "returned NoneType" in str(caught.value)
+    with pytest.raises(fusejit.UserError, match="arrays are no graph values: it builds graph nodes"):
+        fusejit.op("exp", x)
     # An array within a tuple is a constant of the trace, no input: the error says so.
     with pytest.raises(TypeError, match="from within a tuple argument is none of its inputs"):
         fusejit.fuse(lambda x, ws: x * ws[0])(x, (y,))
