@@ -66,11 +66,6 @@ std::string compiler() {
   return (cxx && *cxx) ? cxx : "c++";
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string r = "'";
-  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return r + "'";
-}
 
 // The wait status of a command that ran but whose status this process cannot learn: it ignores
 // SIGCHLD (SIG_IGN: the kernel reaps every child, so pclose fails with ECHILD, also in a program a
@@ -496,6 +491,12 @@ HostCompileResult host_compile(std::span<const GeneratedKernel> kernels, const H
   std::lock_guard lock(st.mu);
   st.loaded[b.key.key] = r.module;
   return r;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string r = "'";
+  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return r + "'";
 }
 
 }  // namespace fusejit::jit

@@ -105,4 +105,8 @@ const char* host_semantic_flags();
 // ir::FileError for a malformed cache environment variable.
 HostCompileResult host_compile(std::span<const GeneratedKernel> kernels, const HostCompileOptions& opts = {});
 
+// `s` as one POSIX shell word: in single quotes, a quote within as '\'' (for the host compiler's
+// command line and the nvcc command an ahead-of-time .cu gives).
+std::string shell_quote(const std::string& s);
+
 }  // namespace fusejit::jit

@@ -29,6 +29,7 @@
 #include "jit/fork.h"
 #include "jit/gpu_build.h"
 #include "jit/hash.h"
+#include "jit/host_compile.h"
 #include "jit/nvrtc.h"
 #include "ir/parser.h"
 
@@ -226,6 +227,15 @@ std::vector<std::string> kernel_nvrtc_options(const Program::Impl& p, const jit:
   return jit::nvrtc_options_for(k.fast_math, tu.nvrtc_options, p.options.nvrtc_options);
 }
 
+// An option as one shell word: as it is where the shell reads none of its characters, else quoted
+// (--time=t(1).csv), so the nvcc command a .cu gives runs as pasted.
+std::string shell_word(const std::string& o) {
+  const auto plain = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_+=,./:@%-").find(c) != std::string_view::npos;
+  };
+  return !o.empty() && std::all_of(o.begin(), o.end(), plain) ? o : jit::shell_quote(o);
+}
+
 // Index entry e names the file holding k's image `binary` and its hash; the file is written as
 // DIR/<kernel>.<ext> unless an earlier kernel's (`written`) holds the same image.
 void name_binary(const fs::path& dir, const jit::GeneratedKernel& k, const std::vector<char>& binary,
@@ -256,7 +266,7 @@ json dump_kernel(const fs::path& dir, PlanKind kind, size_t group, const Program
   std::vector<std::string> left_out;
   for (const std::string& o : options) {  // -default-device unsaid: every function fusejit writes is marked
     const std::string same = nvcc_option(o);
-    if (!same.empty()) nvcc += " " + same;
+    if (!same.empty()) nvcc += " " + shell_word(same);
     else if (o != "-default-device") left_out.push_back(o);
   }
   const std::string left = left_out.empty() ? "" : fmt::format("\n// (NVRTC-only options left out of it: {})", fmt::join(left_out, " "));

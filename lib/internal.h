@@ -95,8 +95,8 @@ std::function<bool(const ir::FusionGroup&)> vector_rows_of(const ir::Graph& g, b
 // Throws ir::UserError for an Options::row_split or row_cache_limit below 0, a backend or
 // message_style that is none of its enum's values, or a cache_dir or dump_dir holding a NUL byte (compile, load and plan_graph check them before any use).
 void check_options(const Options& o);
-// The nvcc option that does what NVRTC option `nvrtc_option` does ("-dopt" -> "-dopt=on"), or ""
-// where nvcc has none (-minimal, -default-device: an ahead-of-time .cu's nvcc command leaves it out).
+// The nvcc option that does what NVRTC option `nvrtc_option` does (itself), or "" where nvcc has
+// none (-minimal, -default-device: an ahead-of-time .cu's nvcc command leaves it out).
 std::string nvcc_option(std::string_view nvrtc_option);
 // Whether an NVRTC option chooses the target (-arch, --gpu-architecture, ...): Options::arch does,
 // and the output is labelled with it, so Options::nvrtc_options and a folder's index.json may not.

@@ -120,15 +120,26 @@ bool fits_swapped(const ir::Graph& g, std::span<const T> inputs, size_t k, size_
   return true;
 }
 
+// The places tensor `t` fits among the inputs whose own tensors do not fit them, but `own`.
+template <class T>
+size_t misfit_places(const ir::Graph& g, std::span<const T> inputs, const T& t, size_t own) {
+  size_t n = 0;
+  for (size_t m = 0; m < inputs.size(); ++m)
+    n += m != own && fits_alone(t, g.node(g.inputs[m])) && !fits_alone(inputs[m], g.node(g.inputs[m]));
+  return n;
+}
+
 // Input k's tensor fits not its own input but input j, whose tensor fits not its own but input k,
-// and exchanged, every input fits: two inputs given in each other's place.
+// and exchanged, both fit: two inputs given in each other's place. Only where neither tensor fits
+// another misplaced input as well (inputs shifted by one place are no swap).
 template <class T>
 std::string swap_hint(const ir::Graph& g, std::span<const T> inputs, size_t k) {
   const ir::Node& n = g.node(g.inputs[k]);
   if (fits_alone(inputs[k], n)) return "";
   for (size_t j = 0; j < inputs.size(); ++j)
     if (j != k && fits_alone(inputs[k], g.node(g.inputs[j])) && fits_alone(inputs[j], n) &&
-        !fits_alone(inputs[j], g.node(g.inputs[j])) && fits_swapped(g, inputs, k, j))
+        !fits_alone(inputs[j], g.node(g.inputs[j])) && fits_swapped(g, inputs, k, j) &&
+        misfit_places(g, inputs, inputs[k], k) == 1 && misfit_places(g, inputs, inputs[j], j) == 1)
       return fmt::format("; the tensors of inputs '{}' and '{}' fit each other's place: swapped? (the graph's order: {})",
                          n.name, g.node(g.inputs[j]).name, input_names(g));
   return "";

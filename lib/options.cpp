@@ -59,13 +59,13 @@ std::string_view bare(std::string_view nvrtc_option) {
 
 std::string nvcc_option(std::string_view nvrtc_option) {
   const std::string_view b = bare(nvrtc_option), name = b.substr(0, b.find('='));
-  // nvcc 13.0 stops at these ("Unknown option"), found by running it on each NVRTC option fusejit takes.
+  // nvcc 13.0 stops at these ("Unknown option"), found by running it on the NVRTC options fusejit takes
+  // (for sm_90 and sm_100: -device-float128 is taken for the latter only).
   static constexpr std::string_view kNvrtcOnly[] = {
       "default-device", "device-as-default-execution-space", "minimal", "no-source-include", "no-cache",
-      "device-int128", "modify-stack-limit", "builtin-move-forward", "builtin-initializer-list", "pch-verbose",
-      "pch-messages", "instantiate-templates-in-pch"};
+      "device-int128", "device-float128", "modify-stack-limit", "builtin-move-forward", "builtin-initializer-list",
+      "pch-verbose", "pch-messages", "instantiate-templates-in-pch"};
   if (std::find(std::begin(kNvrtcOnly), std::end(kNvrtcOnly), name) != std::end(kNvrtcOnly)) return "";
-  if (b == "dopt") return "-dopt=on";  // NVRTC's -dopt alone is on; nvcc's takes a value
   return std::string(nvrtc_option);
 }
 

@@ -662,6 +662,18 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
                        "input 'a': expected f32[3], got f32[4]; the tensors of inputs 'a' and 'b' fit each other's "
                        "place: swapped? (the graph's order: a, b, c, d)",
                        fj::Error);
+  // Inputs shifted by one place are no swap: b's tensor would fit b's place and d's alike.
+  const fj::Program four = fj::Program::compile(
+      fj::Graph::parse("input a : f32[3]\ninput b : f32[4]\ninput c : f32[3]\ninput d : f32[4]\n"
+                       "y = sum(a) + sum(b) + sum(c) + sum(d)\noutput y\n"),
+      cpu_options());
+  const fj::HostTensor f3(fj::DType::F32, {3}), f4(fj::DType::F32, {4});
+  try {
+    four.run({f4, f3, f4, f3});
+    FAIL("ran shifted inputs");
+  } catch (const fj::Error& e) {
+    CHECK(std::string(e.what()).find("swapped") == std::string::npos);
+  }
   // An input given right is no party to a swap (a tester's: b's tensor would fit a, but a's fits a).
   const fj::Program ab = fj::Program::compile(
       fj::Graph::parse("dim N = 4\ninput a : f32[N]\ninput b : f32[4]\ny = sum(a) + sum(b)\noutput y\n"), cpu_options());

@@ -669,6 +669,8 @@ def _call_error(sig: inspect.Signature, fn: Any, args: tuple, kwargs: dict, wrap
               for p in sig.parameters.values()]
     text = str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
     namespace: dict = {"__fusejit_default": None}
+    if not hasattr(fn, "__name__"):  # a callable object (within a partial): its __call__, as Python names it
+        fn = getattr(type(fn), "__call__", type(fn))
     # Named as fn where it can be (Python 3.9's messages take the code's name, later ones __qualname__).
     name = fn.__name__ if fn.__name__.isidentifier() and not keyword.iskeyword(fn.__name__) else "stub"
     try:
@@ -1158,7 +1160,10 @@ class Fused:
     def _at_definition(self, e: UserError) -> UserError:
         """`e` located at the function's first line (its decorator's, or its `def`), where it has one
         (a callable object has none)."""
-        code = getattr(self._fn, "__code__", None)
+        fn = self._fn
+        while isinstance(fn, functools.partial):
+            fn = fn.func
+        code = getattr(inspect.unwrap(fn), "__code__", None)  # a functools.wraps wrapper's function's
         if code is None or e.line:
             return e
         return UserError(e.message, code.co_filename, code.co_firstlineno,

@@ -461,6 +461,18 @@ def test_results_tuple_list_dict_repeated_and_passed_through():
         noreturn(x)
     first = noreturn.__wrapped__.__code__.co_firstlineno
     assert (caught.value.file, caught.value.line) == (__file__, first) and "returned NoneType" in str(caught.value)
+    def logged(fn):  # a functools.wraps decorator under fuse: the wrapped function's line, not the wrapper's
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return fn(*args, **kwargs)
+        return wrapper
+    @fusejit.fuse
+    @logged
+    def noreturn2(a):
+        a * 2
+    with pytest.raises(fusejit.UserError) as caught:
+        noreturn2(x)
+    assert caught.value.line == noreturn2.__wrapped__.__wrapped__.__code__.co_firstlineno
     with pytest.raises(fusejit.UserError, match="arrays are no graph values: it builds graph nodes"):
         fusejit.op("exp", x)
     # An array within a tuple is a constant of the trace, no input: the error says so.
@@ -698,6 +710,11 @@ def test_fused_arguments_fusejit_cannot_take_are_named():
         return x * y * scale
     with pytest.raises(TypeError, match=re.escape("base() got multiple values for argument 'scale'")):
         fusejit.fuse(functools.partial(base, scale=2.0))(*[np.ones(3, np.float32)] * 3)
+    class Mul:  # a callable object within a partial: named by its __call__, as Python does
+        def __call__(self, a, b):
+            return a * b
+    with pytest.raises(TypeError, match=re.escape("Mul.__call__() got multiple values for argument 'b'")):
+        fusejit.fuse(functools.partial(Mul(), b=1.0))(np.ones(3, np.float32), np.ones(3, np.float32))
     # An unknown keyword is named (Signature.bind named the missing 'out' first).
     with pytest.raises(TypeError, match=re.escape("scale() got an unexpected keyword argument 'q'")):
         fusejit.fuse(scale)(np.ones(3, np.float32), q=1.0)
