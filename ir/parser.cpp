@@ -827,7 +827,7 @@ void check_path(std::string_view path, std::string_view what) {
   if (path.find('\0') == std::string_view::npos) return;
   std::string shown;
   for (char c : path) shown += c ? std::string(1, c) : "\\0";
-  throw UserError(fmt::format("{} '{}' holds a NUL byte (\\0): no file name can", what, shown));
+  throw UserError(fmt::format("{} '{}' holds a NUL byte (\\0), which no file name can", what, shown));
 }
 
 std::string read_checked_file(const std::string& path, const FileKind& kind) {

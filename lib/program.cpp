@@ -21,6 +21,7 @@
 #include "jit/codegen.h"
 #include "jit/fork.h"
 #include "jit/host_compile.h"
+#include "jit/nvrtc.h"
 #include "lib/aot.h"
 #include "lib/program_impl.h"
 
@@ -52,10 +53,14 @@ void route_cache_warnings() {
 
 // An explicit Options::arch (or `what` names where it came from), checked against this NVRTC.
 // Its errors are about the option, not the graph file, so they carry no file name.
-jit::ArchDecision explicit_target(const std::string& arch, MessageStyle style, const char* what = nullptr) {
+// `arch` parsed (its form: Error(User) naming the option) and checked against what the loaded
+// NVRTC supports; `form_only`: NVRTC is not asked (the CPU path without one).
+jit::ArchDecision explicit_target(const std::string& arch, MessageStyle style, const char* what = nullptr,
+                                  bool form_only = false) {
   return translate_errors([&] {
     try {
-      return jit::check_explicit_target(jit::parse_target(arch), jit::supported_archs());
+      const jit::Target t = jit::parse_target(arch);  // before NVRTC is loaded: a typo is the user's error
+      return form_only ? jit::ArchDecision{t, {}, ""} : jit::check_explicit_target(t, jit::supported_archs());
     } catch (const ir::UserError& e) {
       throw ir::UserError((what ? std::string(what) : option_name(OptionField::Arch, style)) + ": " + e.what());
     }
@@ -446,8 +451,10 @@ Program Program::compile(const Graph& graph, const Options& options) {
     if (p->backend == Backend::Cuda) {
       choose_gpu_target(*p);
     } else {
-      // Checked although it has no effect here: an invalid arch is an error on every backend.
-      if (!options.arch.empty()) explicit_target(options.arch, options.message_style);
+      // Checked although it has no effect here: an invalid arch is an error on every backend (against
+      // NVRTC's list where there is an NVRTC: the CPU path needs none).
+      if (!options.arch.empty())
+        explicit_target(options.arch, options.message_style, nullptr, !jit::nvrtc_available());
       warn_cpu_ignores(options);
       p->target = "host C++ (" + std::string(std::getenv("CXX") ? std::getenv("CXX") : "c++") + ", " +
                   jit::host_semantic_flags() + ")";

@@ -1465,6 +1465,14 @@ TEST_CASE("FUSEJIT_NVRTC hides NVRTC: compiling fails clearly, the CPU path runs
   CHECK(contains(out, "NVRTC, the CUDA toolkit's runtime compiler, is not available"));
   rc = std::system((pre + "run " + sample + " --dim N=64 --backend cpu > " + log + " 2>&1").c_str());
   CHECK(WEXITSTATUS(rc) == 0);
+  // An --arch on the CPU path needs no NVRTC: its form is checked (a typo is the user's error, 2),
+  // a valid one warns that it has no effect (it was an Error(Compile) for both).
+  rc = std::system((pre + "run " + sample + " --dim N=64 --backend cpu --arch sm_90 > " + log + " 2>&1").c_str());
+  CHECK(WEXITSTATUS(rc) == 0);
+  CHECK(contains(fusejit::testing::read_file(log), "--arch sm_90 has no effect on the CPU path"));
+  rc = std::system((pre + "run " + sample + " --dim N=64 --backend cpu --arch sm_xx > " + log + " 2>&1").c_str());
+  CHECK(WEXITSTATUS(rc) == 2);
+  CHECK(contains(fusejit::testing::read_file(log), "--arch: invalid GPU architecture 'sm_xx'"));
 }
 
 namespace {

@@ -53,7 +53,7 @@ std::string_view dtype_name(DType t);
 /// name, saying how fusejit writes a NumPy or PyTorch name ("float32": f32, "bfloat16": bf16) or
 /// which names are close.
 DType parse_dtype(std::string_view name);
-/// Size of one element in bytes.
+/// Size of one element in bytes (bool: 1). Throws Error(User) for a value that is none of DType's.
 std::size_t dtype_size(DType t);
 
 /// f16 (IEEE binary16) and bf16 (bfloat16) storage bits from and to float, bit for bit as the
@@ -78,13 +78,16 @@ enum class ErrorKind {
 class Error : public std::runtime_error {
  public:
   /// `message` is the bare message; `file`/`line`/`column` locate it in graph text when known
-  /// (line 0 = no location); `diagnostic` is the rendered form (empty: same as message). In all
+  /// (line 0 = no location); `diagnostic` is the rendered form (empty: "error: MESSAGE", without a
+  /// location, which only a rendered form passed here carries). In all
   /// three, NUL bytes and bytes that are not UTF-8 (a file name's, an option value's) are stored
   /// as the text "\xNN", so what() and diagnostic() are whole, valid UTF-8.
   Error(ErrorKind kind, std::string message, std::string file = {}, int line = 0, int column = 0,
         std::string diagnostic = {});
   ErrorKind kind() const noexcept { return kind_; }
-  /// Graph file name ("" when none), 1-based line and column (0 when unknown).
+  /// The file the error is about: the graph's file (or the name it was parsed under, "<string>" by
+  /// default, also for a launch argument's error, which has line 0), a .npy file's path, "" for a
+  /// GraphBuilder's errors; 1-based line and column (0 when unknown).
   const std::string& file() const noexcept { return file_; }
   int line() const noexcept { return line_; }
   int column() const noexcept { return column_; }
@@ -157,10 +160,10 @@ inline constexpr bool kCharacter = std::is_same_v<C, char> || std::is_same_v<C, 
 /// A run-time scalar value for a graph param (and a literal for the builder). Integers are kept
 /// exactly; it is converted to the param's dtype by the cast rules of docs/ops.md.
 struct Scalar {
-  enum class Kind : uint8_t { Bool, Int, Float } kind = Kind::Float;
-  double f = 0.0;
-  int64_t i = 0;
-  Scalar() = default;
+  enum class Kind : uint8_t { Bool, Int, Float } kind = Kind::Float;  ///< which of f and i holds it
+  double f = 0.0;  ///< the value when kind is Float
+  int64_t i = 0;   ///< the value when kind is Int or Bool (0 or 1)
+  Scalar() = default;  ///< 0.0
   Scalar(double v) : kind(Kind::Float), f(v) {}                       // NOLINT: implicit by design
   Scalar(float v) : kind(Kind::Float), f(v) {}                        // NOLINT
   Scalar(int v) : kind(Kind::Int), i(v) {}                            // NOLINT
@@ -185,13 +188,14 @@ struct Scalar {
   Scalar(const P*) = delete;
   template <class C, std::enable_if_t<detail::kCharacter<C>, int> = 0>
   Scalar(C) = delete;  ///< a character is no value ('a' would silently become 97)
+  /// The value as a double (an integer past 2^53 rounds to nearest).
   double as_double() const { return kind == Kind::Float ? f : static_cast<double>(i); }
 };
 
 /// A graph input or output as seen by callers.
 struct TensorInfo {
-  std::string name;
-  DType dtype = DType::F32;
+  std::string name;                    ///< as declared in the graph
+  DType dtype = DType::F32;            ///< its element type
   std::vector<int64_t> shape;          ///< current sizes (after dim overrides)
   std::vector<std::string> dim_names;  ///< per dimension: the dim's name, or "" for a literal size
   int64_t elements() const;            ///< product of shape (1 for 0-d)
@@ -201,9 +205,9 @@ struct TensorInfo {
 /// A graph param (a 0-d run-time scalar passed to kernels as an argument: a new value never
 /// recompiles).
 struct ParamInfo {
-  std::string name;
-  DType dtype = DType::F32;
-  Scalar default_value;
+  std::string name;         ///< as declared in the graph
+  DType dtype = DType::F32; ///< the dtype a value given for it converts to
+  Scalar default_value;     ///< the value it takes when a call gives none
 };
 
 /// One node of a graph as the parser or builder made it (topological order: operands always have
@@ -293,7 +297,7 @@ class Value {
   /// (`Value acc;` before a loop, `std::vector<Value> v(n)`). Passing it to a builder call or an
   /// operator throws Error(User).
   Value() : empty_(true) {}
-  Value(double v) : lit_(v) {}  // NOLINT: implicit by design
+  Value(double v) : lit_(v) {}  ///< a float literal  // NOLINT: implicit by design
   /// A bool literal, from a bool only (a pointer or member pointer would convert to `true`).
   template <class B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
   Value(B v) : lit_(v) {}  // NOLINT
@@ -311,6 +315,7 @@ class Value {
   Value(const P*) = delete;
   template <class C, std::enable_if_t<detail::kCharacter<C>, int> = 0>
   Value(C) = delete;  ///< a character is no value ('a' would silently become 97)
+  /// True for a literal (`2`, `0.5`, `true`), false for a graph value or an empty Value.
   bool is_literal() const { return owner_ == nullptr && !empty_; }
   /// A literal's value (what GraphBuilder::op gives for operands that are all literals, folded as
   /// graph text folds them); nullopt for a graph value or an empty Value.
@@ -357,7 +362,7 @@ struct Axes {
   }
   Axes(std::initializer_list<int64_t> axes) : list(axes) {}   // NOLINT
   Axes(std::vector<int64_t> axes) : list(std::move(axes)) {}  // NOLINT
-  std::vector<int64_t> list;
+  std::vector<int64_t> list;  ///< the axes as given (negative count from the end; empty: every axis)
 };
 
 /// GraphBuilder::reduce's keepdim: a bool only. `reduce("var", x, -1, 0)`, meant as correction 0,
@@ -371,7 +376,7 @@ struct Keepdim {
 /// A named dimension handle from GraphBuilder::dim(), valid for that builder only (input() refuses
 /// a default-constructed one or another builder's).
 struct DimRef {
-  int32_t index = -1;
+  int32_t index = -1;             ///< the dim's position among the builder's dims (-1: none)
   const void* builder = nullptr;  ///< the state of the builder that made it (identity only)
   uint64_t serial = 0;            ///< that builder's serial: one destroyed since is told apart
 };
@@ -384,7 +389,7 @@ struct Size {
       : value(std::is_unsigned_v<I> && static_cast<uint64_t>(n) > static_cast<uint64_t>(INT64_MAX)
                   ? -1
                   : static_cast<int64_t>(n)) {}
-  int64_t value;
+  int64_t value;  ///< the size, -1 for an unsigned one over INT64_MAX
 };
 
 /// One extent of an input shape: a literal size or a named dim.
@@ -393,10 +398,10 @@ struct Extent {
   template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
   Extent(I n) : size(Size(n).value) {}  // NOLINT
   Extent(DimRef d) : dim(d.index), builder(d.builder), serial(d.serial), named(true) {}  // NOLINT
-  int64_t size = 1;
-  int32_t dim = -1;
-  const void* builder = nullptr;
-  uint64_t serial = 0;
+  int64_t size = 1;               ///< the literal size (when not named)
+  int32_t dim = -1;               ///< the named dim's DimRef::index (when named)
+  const void* builder = nullptr;  ///< DimRef::builder of a named dim
+  uint64_t serial = 0;            ///< DimRef::serial of a named dim
   bool named = false;  ///< made from a DimRef
 };
 
@@ -411,15 +416,20 @@ class GraphBuilder {
  public:
   /// `graph NAME`; "" for none. Throws Error(User) if the name is not a valid name.
   explicit GraphBuilder(std::string graph_name = "");
+  /// Its Values and DimRefs are invalid from then on (a call taking one throws Error(User)).
   ~GraphBuilder();
   GraphBuilder(const GraphBuilder&) = delete;
   GraphBuilder& operator=(const GraphBuilder&) = delete;
 
-  /// `dim NAME = value`
+  /// `dim NAME = value`: a size the tensors of a call may change. Throws Error(User) for a value
+  /// below 0, a name that is not valid or already in use.
   DimRef dim(const std::string& name, int64_t value);
-  /// `input NAME : DTYPE[shape]`
+  /// `input NAME : DTYPE[shape]`. Throws Error(User) for a name not valid or in use, a DType
+  /// value that is none of the enum's, a negative size, a DimRef of another (or a destroyed)
+  /// builder.
   Value input(const std::string& name, DType dtype, const std::vector<Extent>& shape);
-  /// `param NAME : DTYPE = default`
+  /// `param NAME : DTYPE = default`: a 0-d value set per call (Params). Throws Error(User) as
+  /// input() does for the name and dtype, and for a default the dtype cannot hold (docs/ops.md).
   Value param(const std::string& name, DType dtype, Scalar default_value = Scalar(0.0));
   /// Any op of docs/ops.md by name ("add", "tanh", "where", "clamp", ...), with NumPy broadcasting
   /// and PyTorch promotion. Operands that are all literals fold as graph text folds them (Python's
@@ -450,7 +460,8 @@ class GraphBuilder {
   /// `b.reduce("sum", x, -1)`, `b.reduce("amax", x, {0, 2}, true)`, `b.reduce("var", x, -1, false, 0)`.
   Value reduce(std::string_view name, const Value& x, const Axes& axes = {}, Keepdim keepdim = false,
                std::optional<int64_t> correction = std::nullopt, std::optional<double> initial = std::nullopt);
-  /// `cast(x, dtype)`
+  /// `cast(x, dtype)`, by the cast rules of docs/ops.md. Throws Error(User) for a Value of another
+  /// builder or an empty one, a DType value that is none of the enum's.
   Value cast(const Value& x, DType dtype);
   /// `NAME = value`: gives a node a name (shown in generated code and the IR dump). Throws
   /// Error(User) for a literal, an input or param, a value already named, or a name in use.
@@ -471,7 +482,8 @@ class GraphBuilder {
   /// of the graph text (to_text()): a graph parsed from it warns again. Throws Error(User) for a
   /// value that is no input of this builder.
   void allow_unused(const Value& input);
-  /// Verifies and returns the graph; the builder is then empty. Throws Error(User) (e.g. no output).
+  /// Verifies and returns the graph; the builder is then finished: every later call throws
+  /// Error(User) ("already built its graph"). Throws Error(User) (e.g. no output).
   Graph build();
 
   struct Impl;
@@ -511,8 +523,8 @@ struct Options {
   /// the GPU, .cubin or .ptx, and index.json.
   std::string dump_dir;
   /// "" = from the device; "sm_90" (CUBIN) or "compute_90" (PTX) overrides. Checked against what
-  /// NVRTC supports on every backend (Error(User) when it is invalid); on the CPU it
-  /// then has no effect (a warning says so).
+  /// NVRTC supports on every backend (Error(User) when it is invalid; without an NVRTC the CPU
+  /// path checks its form only); on the CPU it then has no effect (a warning says so).
   std::string arch;
   bool fast_math = false;    ///< allow value-changing rewrites, FMA contraction, f32 intermediates for halves
   /// CUDA device ordinal (CUDA_VISIBLE_DEVICES is applied by the driver). When the calling thread
@@ -632,7 +644,7 @@ class HostTensor {
   }
   ~HostTensor() = default;
 
-  DType dtype() const { return dtype_; }
+  DType dtype() const { return dtype_; }  ///< its element type
   const std::vector<int64_t>& shape() const { return shape_; }  ///< sizes, row-major; {} = 0-d
   int64_t elements() const;                       ///< product of shape (1 for 0-d)
   std::size_t bytes() const { return bytes_; }    ///< elements() * dtype_size(dtype())
@@ -716,10 +728,10 @@ struct Dims : std::span<const int64_t> {
 /// may have any stride, a negative one too); empty = C-contiguous. Transposed, sliced and expanded (stride 0) views run without a copy. It
 /// owns nothing: shape, strides and data must outlive every use of the view.
 struct TensorView {
-  DType dtype = DType::F32;
-  std::span<const int64_t> shape;
-  std::span<const std::byte> data;
-  std::span<const int64_t> strides;
+  DType dtype = DType::F32;           ///< its element type
+  std::span<const int64_t> shape;     ///< its sizes, outermost first
+  std::span<const std::byte> data;    ///< from element [0, ..., 0] to the last one the strides reach
+  std::span<const int64_t> strides;   ///< in elements, one per dim; empty: C-contiguous
   TensorView() = default;
   TensorView(DType dtype_, Dims shape_, std::span<const std::byte> data_, Dims strides_ = {})
       : dtype(dtype_), shape(shape_), data(data_), strides(strides_) {}
@@ -734,10 +746,10 @@ struct TensorView {
 /// place, see Program::launch). It owns nothing: shape and strides must outlive the call, the
 /// memory every use of it (on the GPU: until the launch's kernels finish).
 struct TensorRef {
-  void* data = nullptr;
-  DType dtype = DType::F32;
-  std::span<const int64_t> shape;
-  std::span<const int64_t> strides;
+  void* data = nullptr;              ///< the address of element [0, ..., 0]
+  DType dtype = DType::F32;          ///< its element type
+  std::span<const int64_t> shape;    ///< its sizes, outermost first
+  std::span<const int64_t> strides;  ///< in elements, one per dim; empty: C-contiguous
   /// The CUDA device ordinal `data` was allocated on, when the caller knows it (a DLPack tensor's
   /// device_id for kDLCUDA, torch's `tensor.device.index`); -1: not known, or memory any device
   /// may read (host, pinned, managed), and not checked. launch() refuses (Error(User)) tensors
@@ -785,9 +797,9 @@ class Params {
   Params(const std::vector<std::pair<std::string, Scalar>>& named);  // NOLINT: implicit by design
   /// Sets a named value (a later set of the same name replaces it). Returns *this.
   Params& set(std::string name, Scalar value);
-  bool empty() const { return positional_.empty() && named_.empty(); }
-  const std::vector<Scalar>& positional() const { return positional_; }
-  const std::vector<std::pair<std::string, Scalar>>& named() const { return named_; }
+  bool empty() const { return positional_.empty() && named_.empty(); }  ///< every param at its default
+  const std::vector<Scalar>& positional() const { return positional_; }  ///< values by declaration order
+  const std::vector<std::pair<std::string, Scalar>>& named() const { return named_; }  ///< values by name
 
  private:
   std::vector<Scalar> positional_;
@@ -817,7 +829,7 @@ struct Measurement {
   int kernels = 0;
   int64_t bytes = 0;          ///< bytes one run moves: per kernel, each input read once, each output written once
   double median_ms = 0;       ///< median time of one run (GPU: CUDA events; CPU: steady clock around the launches)
-  double min_ms = 0, max_ms = 0;
+  double min_ms = 0, max_ms = 0;  ///< the fastest and slowest timed run, in milliseconds
   double gbps = 0;            ///< bytes / median time, 1e9 bytes per second
   double copy_gbps = 0;       ///< with MeasureOptions::copy_baseline on the GPU: the copy's bandwidth (reads + writes)
   int buffer_sets = 1;        ///< GPU: input/output sets rotated between timed runs so they do not hit in L2
@@ -920,7 +932,9 @@ class Program {
   ///            enqueued without synchronising; CPU backend: ignored, runs before returning.
   /// In place: an output may be the same tensor as an input (same data, dtype, shape and strides)
   /// when the plan reads that input for the last time in the kernel that writes the output, or
-  /// earlier; every other output sharing a byte with an input or another output is refused. Views
+  /// earlier, and that kernel writes it element by element (a row value written once per row of a
+  /// reduction kernel while the row's threads still read the input is refused: docs/api.md); every
+  /// other output sharing a byte with an input or another output is refused. Views
   /// that interleave without sharing a byte (the two halves of each row) run: the check is exact
   /// (jit/overlap.h), and a layout it cannot decide within a bound counts as sharing.
   /// On the GPU the caller's current CUDA context is used (else the device's primary context);
@@ -970,12 +984,13 @@ class Program {
   std::vector<HostTensor> run(std::span<const HostTensor> inputs, const Params& params = {},
                               PlanKind kind = PlanKind::Fused) const;
 
-  /// Runs the plan on host inputs as run() does (same checks, dims from the shapes), once checked
-  /// (outputs poisoned first, see Measurement) and then `options.repeats` times timed, after
-  /// `options.warmup` untimed runs. On the GPU the inputs are copied to the device once, device
-  /// buffer sets are rotated between runs so small working sets do not hit in L2, and the times
-  /// are CUDA event times of the kernels alone; on the CPU they are steady-clock times of the
-  /// launches alone. All memory it allocates is freed before it returns.
+  /// Runs the plan on host inputs as run() does (same checks, dims from the shapes). On the GPU:
+  /// once checked (outputs poisoned first, see Measurement), then `options.warmup` untimed runs
+  /// and `options.repeats` timed ones; the inputs are copied to the device once, device buffer
+  /// sets are rotated between runs so small working sets do not hit in L2, and the times are CUDA
+  /// event times of the kernels alone. On the CPU: `options.repeats` runs (no warm-up), each timed
+  /// by the steady clock around its launches, the first of them the checked one. All memory it
+  /// allocates is freed before it returns.
   Measurement measure(std::span<const TensorView> inputs, const Params& params = {}, PlanKind kind = PlanKind::Fused,
                       const MeasureOptions& options = {}) const;
   Measurement measure(std::initializer_list<TensorView> inputs, const Params& params = {},

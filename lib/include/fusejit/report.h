@@ -50,33 +50,33 @@ struct PathReport {
   int launches = 0;
   double time_ms = 0;           ///< median time of one run (GPU: CUDA events; CPU: steady clock)
   int64_t bytes = 0;            ///< bytes moved: each kernel's inputs read once, outputs written once
-  double gbps = 0;              ///< bytes / time
+  double gbps = 0;              ///< bytes / time (to_json writes null for it on the CPU path)
   double pct_of_copy = 0;       ///< gbps over the measured device-to-device copy bandwidth (GPU only)
-  int compiled = 0, memory_hits = 0, disk_hits = 0;
+  int compiled = 0, memory_hits = 0, disk_hits = 0;  ///< the plan's kernels: compiled now, from memory, from disk
   double compile_ms = 0;        ///< total compile time of kernels that were compiled
 };
 
 /// The outcome of one comparison.
 struct CheckReport {
   std::string what;             ///< e.g. "fused vs unfused (bitwise)"
-  bool ran = false;
-  bool ok = true;
+  bool ran = false;             ///< false: not made (e.g. the GPU checks on the CPU path)
+  bool ok = true;               ///< it ran and agreed (within the stated tolerance)
   std::string detail;           ///< first mismatch: output, index, both values in decimal and hex
 };
 
 /// Everything `fusejit run` reports.
 struct RunReport {
-  std::string graph_name;
-  std::vector<TensorInfo> inputs;
-  std::vector<TensorInfo> outputs;
-  int op_count = 0;
+  std::string graph_name;        ///< `graph NAME` ("" when the graph has none)
+  std::vector<TensorInfo> inputs;   ///< at this run's dims
+  std::vector<TensorInfo> outputs;  ///< at this run's dims
+  int op_count = 0;              ///< ops of the graph as written
   int64_t elements = 0;          ///< elements of the largest output
   std::string backend;           ///< "cuda" or "cpu"
   std::string backend_note;      ///< e.g. why no GPU was used
   std::string device;            ///< GPU name or "host CPU"
   std::string target;            ///< "sm_90 (CUBIN)", "compute_120 (PTX, ...)", "host C++"
   std::string driver_version;    ///< "" on the CPU
-  std::string nvrtc_version;
+  std::string nvrtc_version;     ///< "13.0", or "unavailable" without an NVRTC
   bool fast_math = false;
   uint64_t seed = 0;             ///< seed of the random inputs
   bool special_values = false;   ///< random inputs mixed with hard cases
@@ -89,9 +89,9 @@ struct RunReport {
   double copy_gbps = 0;          ///< measured device-to-device copy bandwidth (GPU only)
   PathReport fused, unfused;
   double speedup = 0;            ///< unfused time / fused time
-  std::vector<OutputStats> stats;
-  std::vector<CheckReport> checks;
-  std::vector<std::string> warnings;
+  std::vector<OutputStats> stats;    ///< per output: its values' statistics
+  std::vector<CheckReport> checks;   ///< fused vs unfused, each vs the reference
+  std::vector<std::string> warnings; ///< what the report says about the run (outputs mostly NaN, an L2-sized working set)
   bool ok() const;               ///< every check that ran passed
   std::string to_text() const;   ///< the human-readable report
   std::string to_json() const;   ///< the same as JSON; what was not measured (GB/s on the CPU, % of copy) is null
@@ -118,7 +118,7 @@ struct PlanReport {
   std::string dot;    ///< Graphviz DOT: one cluster per fusion group (its bytes read and written), a recomputed node dashed in each
   std::string json;   ///< the same data for tools
   double predicted_ratio = 0;  ///< the traffic model's unfused bytes over fused bytes
-  int fused_kernels = 0, unfused_kernels = 0;
+  int fused_kernels = 0, unfused_kernels = 0;  ///< kernels of each plan
 };
 /// Rewrites (strict, or fast-math rules too) and plans `graph` without compiling anything (the
 /// kernels' source is generated for their names); throws as Program::compile would for the graph.
@@ -156,7 +156,7 @@ std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& ar
 /// throws Error(User) when no folder is set or a cache environment variable is malformed.
 struct CacheEntryInfo {
   std::string key;     ///< 32 hex digits (XXH3-128 of everything that changes the binary)
-  std::string path;
+  std::string path;    ///< the entry's file
   int64_t bytes = 0;   ///< file size
   std::string label;   ///< kernel name(s)
   std::string target;  ///< "sm_90" (CUBIN), "compute_90" (PTX) or "host" (a CPU-path host module)
@@ -164,7 +164,7 @@ struct CacheEntryInfo {
   std::string problem; ///< why not valid ("" when valid): "truncated", "foreign entry" (another fusejit version), ...
 };
 struct CacheStats {
-  std::string path;
+  std::string path;             ///< the cache folder
   bool enabled = true;          ///< false: disabled (Options::disk_cache, FUSEJIT_DISABLE_CACHE) or unusable
   std::string disabled_reason;  ///< why not enabled, e.g. "... may be written by its group or other users"
   int64_t entries = 0;          ///< GPU kernel entries (CUBIN or PTX)
