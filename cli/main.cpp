@@ -802,6 +802,8 @@ std::string close_options(const CLI::App& app, const CLI::App& cmd, const std::v
         if (const std::string known = "--" + n; known != opt && (known.rfind(key, 0) == 0 || key.rfind(known, 0) == 0))
           near += (near.empty() ? "" : ", ") + known;
     if (!near.empty()) return "; " + opt + " is no option of `" + cmd.get_name() + "`: did you mean " + near + "?";
+    if (&cmd != &app && cmd.get_option_no_throw(key) != nullptr)  // `fusejit --json plan g.txt`
+      return "; " + key + " is an option of `" + cmd.get_name() + "`: give it after `" + cmd.get_name() + "`";
     for (const CLI::App* other : app.get_subcommands([](const CLI::App*) { return true; }))
       if (other != &cmd && other->get_option_no_throw(key) != nullptr)
         return "; " + key + " is an option of `fusejit " + other->get_name() + "`, not of `" + cmd.get_name() + "`";

@@ -44,13 +44,21 @@ std::string scalar_text(const Scalar& s) {
   return short_number(s.f);
 }
 
+// JSON has no inf or NaN: a non-finite number is written as the string "inf", "-inf" or "nan"
+// (a param's value, a statistic).
+nlohmann::json number_json(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
 nlohmann::json scalar_json(const Scalar& s) {
   switch (s.kind) {
     case Scalar::Kind::Bool: return s.i != 0;
     case Scalar::Kind::Int: return s.i;
     case Scalar::Kind::Float: break;
   }
-  return s.f;
+  return number_json(s.f);
 }
 
 // A statistic for the text report: 6 significant digits; NaN without a sign.
@@ -201,15 +209,12 @@ std::string RunReport::to_json() const {
   j["checks"] = nlohmann::json::array();
   for (const CheckReport& c : checks) j["checks"].push_back({{"what", c.what}, {"ran", c.ran}, {"ok", c.ok}, {"detail", c.detail}});
   j["stats"] = nlohmann::json::array();
-  // JSON has no inf or NaN: non-finite statistics are written as the strings "inf", "-inf", "nan".
-  auto num = [](double v) -> nlohmann::json {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    return v;
-  };
-  for (const OutputStats& o : stats)
+  for (const OutputStats& o : stats) {
+    // No elements: no min, max or mean (null, as the text's "-").
+    const auto num = [&](double v) { return o.info.bytes() == 0 ? nlohmann::json(nullptr) : number_json(v); };
     j["stats"].push_back({{"name", o.info.name}, {"min", num(o.min)}, {"max", num(o.max)}, {"mean", num(o.mean)},
                           {"nan", o.nan_count}, {"inf", o.inf_count}});
+  }
   j["warnings"] = warnings;
   j["ok"] = ok();
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);  // a file name's non-UTF-8 bytes as U+FFFD

@@ -646,6 +646,8 @@ TEST_CASE("arguments no option takes are named in order, with the options an unk
       {"plan " + x2x3 + " extra", "unexpected argument: extra (`fusejit plan --help`"},
       {"run " + x2x3 + " --fast_math", "--fast_math is no option of `run`: did you mean --fast-math?"},
       {"plan " + x2x3 + " --repeats 3", "--repeats is an option of `fusejit run`, not of `plan`"},
+      // Before the subcommand that takes it (it said "an option of `fusejit run`, not of `plan`").
+      {"--fast-math plan " + x2x3, "--fast-math is an option of `plan`: give it after `plan`"},
       {"run " + x2x3 + " --seed=x", "error: --seed: 'x' is not a decimal integer"},
       {"frob", "fusejit: error: unknown subcommand 'frob': `fusejit` takes run, plan, compile, cache"},
       {"cache frob", "unknown subcommand 'frob': `fusejit cache` takes stats, list, clear, path"},
@@ -909,5 +911,19 @@ TEST_CASE("run with no elements: no speedup is claimed from launch overheads") {
   // ... nor in --json: null, as a figure not measured.
   Result j = run("run " + sample("softmax.txt") + " --dim N=0 --backend cpu --repeats 1 --json");
   REQUIRE_MESSAGE(j.code == 0, j.out);
-  CHECK(nlohmann::json::parse(j.out)["speedup"].is_null());
+  const nlohmann::json report = nlohmann::json::parse(j.out);
+  CHECK(report["speedup"].is_null());
+  // ... and an output with no elements has no statistics: null (as the text's "-"), not "nan".
+  REQUIRE(!report["stats"].empty());
+  for (const char* field : {"min", "max", "mean"}) CHECK(report["stats"][0][field].is_null());
+}
+
+TEST_CASE("run --json writes a non-finite param as the statistics do: \"nan\", \"inf\", \"-inf\"") {
+  fs::path dir = scratch("nan-params");
+  std::ofstream(dir / "g.txt") << "input x : f32[4]\nparam p : f32 = 0\nparam q : f32 = 0\ny = x + p + q\noutput y\n";
+  SplitResult s = run_split("run " + (dir / "g.txt").string() + " --backend cpu --repeats 1 --param p=nan --param q=-inf --json");
+  REQUIRE_MESSAGE(s.code == 0, s.err);
+  const nlohmann::json j = nlohmann::json::parse(s.out);
+  CHECK(j["params"]["p"] == "nan");  // it was null: the value lost
+  CHECK(j["params"]["q"] == "-inf");
 }

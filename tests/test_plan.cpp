@@ -138,6 +138,20 @@ TEST_CASE("traffic of tensors near 2^63 bytes saturates at INT64_MAX, not wrappi
   CHECK(text.find("9223372036854775807 B") != std::string::npos);
   CHECK(text.find("predicted traffic fused/unfused: unknown (the byte counts pass 2^63 - 1 at these dims)") !=
         std::string::npos);
+  CHECK(plan_to_json(rw, q, plan_unfused(rw.graph))["traffic_ratio"].is_null());  // it was 1.0: no ratio either
+}
+
+TEST_CASE("a plan whose fused kernels move no bytes says so (no 'predicted speedup 1.00x')") {
+  // Size 0, the unfused plan still moving the typed constants' bytes.
+  const RewriteResult rw = rewrite(parse_graph(
+      "dim N = 0\ninput x : f32[N]\ny = x * exp(cast(2, f32)) * cast(3, f32)\noutput y\n", "t"));
+  const Plan q = plan_fusion(rw.graph), u = plan_unfused(rw.graph);
+  const std::string text = format_plan_text(rw, q, u);
+  CAPTURE(text);
+  REQUIRE(plan_totals(rw.graph, q).bytes() == 0);
+  REQUIRE(plan_totals(rw.graph, u).bytes() > 0);
+  CHECK(text.find("predicted traffic fused/unfused: 0.000 (the fused plan moves no bytes, the unfused") !=
+        std::string::npos);
 }
 
 TEST_CASE("a broadcast producer is recomputed in the consumer unless it is an output") {

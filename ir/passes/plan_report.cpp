@@ -103,12 +103,16 @@ std::string unfused_label(const Graph* unfused_graph) {
 }
 
 namespace {
+// Byte counts saturate (ir::add_bytes): past 2^63 - 1 no ratio means anything.
+bool saturated(const PlanTotals& t) { return t.bytes() == std::numeric_limits<int64_t>::max(); }
+
 // "predicted traffic fused/unfused: 0.250 (predicted speedup 4.00x)", the last line of both formats.
 std::string predicted_line(const PlanTotals& f, const PlanTotals& u) {
-  // Byte counts saturate (ir::add_bytes): past 2^63 - 1 no ratio means anything.
-  constexpr int64_t kSaturated = std::numeric_limits<int64_t>::max();
-  if (f.bytes() == kSaturated || u.bytes() == kSaturated)
+  if (saturated(f) || saturated(u))
     return "predicted traffic fused/unfused: unknown (the byte counts pass 2^63 - 1 at these dims)\n";
+  if (f.bytes() == 0 && u.bytes() > 0)
+    return fmt::format("predicted traffic fused/unfused: 0.000 (the fused plan moves no bytes, the unfused {} B)\n",
+                       u.bytes());
   return fmt::format("predicted traffic fused/unfused: {:.3f} (predicted speedup {:.2f}x)\n", traffic_ratio(f, u),
                      f.bytes() > 0 ? static_cast<double>(u.bytes()) / static_cast<double>(f.bytes()) : 1.0);
 }
@@ -373,7 +377,10 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
                        {"counts", counts}, {"fires", fires}}},
           {"fused", {{"kernels", f.kernels}, {"read_bytes", f.read_bytes}, {"write_bytes", f.write_bytes}, {"groups", groups}}},
           {"unfused", {{"kernels", u.kernels}, {"read_bytes", u.read_bytes}, {"write_bytes", u.write_bytes}}},
-          {"traffic_ratio", traffic_ratio(f, u)}};
+          // null where the text says "unknown": byte counts past 2^63 - 1 (saturated), or none unfused.
+          {"traffic_ratio", saturated(f) || saturated(u) || (u.bytes() == 0 && f.bytes() > 0)
+                                ? nlohmann::json(nullptr)
+                                : nlohmann::json(traffic_ratio(f, u))}};
 }
 
 }  // namespace fusejit::ir

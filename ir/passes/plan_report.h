@@ -59,7 +59,8 @@ std::string format_plan_dot(const Graph& g, const Plan& fused, std::span<const s
 
 // Machine-readable report: {"mode", "rewrite": {"iterations", "hit_cap", "diagnostic",
 // "counts": {rule: n}, "fires": [{"rule", "node", "line", "col"}]}, "fused": PLAN, "unfused":
-// {"kernels", "read_bytes", "write_bytes"}, "traffic_ratio"} with PLAN = {"kernels", "read_bytes",
+// {"kernels", "read_bytes", "write_bytes"}, "traffic_ratio" (null where the text says "unknown":
+// byte counts past 2^63 - 1, or none unfused)} with PLAN = {"kernels", "read_bytes",
 // "write_bytes", "groups": [{"kernel", "nodes", "inputs", "params", "outputs", "iter_shape",
 // "read_bytes", "write_bytes", "param_bytes", "note"}]}; values named as in the text report.
 nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Plan& unfused,
