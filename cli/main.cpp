@@ -791,17 +791,24 @@ std::string option_key(std::string s) {
 // `extra` that options of `cmd` are a prefix of or that is a prefix of them (or that another
 // subcommand of `app` takes: "; --repeats is an option of `fusejit run`, not of `plan`"); "" when
 // none is.
+// The long options of `cmd` other than `opt` that `key` (opt's key) is a prefix of or that are a
+// prefix of it, comma-separated ("" when none).
+std::string near_options(const CLI::App& cmd, const std::string& opt, const std::string& key) {
+  std::string near;
+  for (const CLI::Option* o : cmd.get_options())
+    for (const std::string& n : o->get_lnames())
+      if (const std::string known = "--" + n; known != opt && (known.rfind(key, 0) == 0 || key.rfind(known, 0) == 0))
+        near += (near.empty() ? "" : ", ") + known;
+  return near;
+}
+
 std::string close_options(const CLI::App& app, const CLI::App& cmd, const std::vector<std::string>& extra) {
   for (const std::string& a : extra) {
     const std::string opt = a.substr(0, a.find('='));
     if (opt.size() < 3 || opt.rfind("--", 0) != 0) continue;
     const std::string key = option_key(opt);
-    std::string near;
-    for (const CLI::Option* o : cmd.get_options())
-      for (const std::string& n : o->get_lnames())
-        if (const std::string known = "--" + n; known != opt && (known.rfind(key, 0) == 0 || key.rfind(known, 0) == 0))
-          near += (near.empty() ? "" : ", ") + known;
-    if (!near.empty()) return "; " + opt + " is no option of `" + cmd.get_name() + "`: did you mean " + near + "?";
+    if (const std::string near = near_options(cmd, opt, key); !near.empty())
+      return "; " + opt + " is no option of `" + cmd.get_name() + "`: did you mean " + near + "?";
     if (&cmd != &app && cmd.get_option_no_throw(key) != nullptr)  // `fusejit --json plan g.txt`
       return "; " + key + " is an option of `" + cmd.get_name() + "`: give it after `" + cmd.get_name() + "`";
     for (const CLI::App* other : app.get_subcommands([](const CLI::App*) { return true; }))

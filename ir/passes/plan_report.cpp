@@ -106,6 +106,13 @@ namespace {
 // Byte counts saturate (ir::add_bytes): past 2^63 - 1 no ratio means anything.
 bool saturated(const PlanTotals& t) { return t.bytes() == std::numeric_limits<int64_t>::max(); }
 
+// traffic_ratio for the JSON report: null where the text says "unknown" (byte counts past 2^63 - 1,
+// or none unfused).
+nlohmann::json ratio_json(const PlanTotals& f, const PlanTotals& u) {
+  if (saturated(f) || saturated(u) || (u.bytes() == 0 && f.bytes() > 0)) return nullptr;
+  return traffic_ratio(f, u);
+}
+
 // "predicted traffic fused/unfused: 0.250 (predicted speedup 4.00x)", the last line of both formats.
 std::string predicted_line(const PlanTotals& f, const PlanTotals& u) {
   if (saturated(f) || saturated(u))
@@ -377,10 +384,7 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
                        {"counts", counts}, {"fires", fires}}},
           {"fused", {{"kernels", f.kernels}, {"read_bytes", f.read_bytes}, {"write_bytes", f.write_bytes}, {"groups", groups}}},
           {"unfused", {{"kernels", u.kernels}, {"read_bytes", u.read_bytes}, {"write_bytes", u.write_bytes}}},
-          // null where the text says "unknown": byte counts past 2^63 - 1 (saturated), or none unfused.
-          {"traffic_ratio", saturated(f) || saturated(u) || (u.bytes() == 0 && f.bytes() > 0)
-                                ? nlohmann::json(nullptr)
-                                : nlohmann::json(traffic_ratio(f, u))}};
+          {"traffic_ratio", ratio_json(f, u)}};
 }
 
 }  // namespace fusejit::ir
