@@ -141,6 +141,19 @@ TEST_CASE("traffic of tensors near 2^63 bytes saturates at INT64_MAX, not wrappi
   CHECK(plan_to_json(rw, q, plan_unfused(rw.graph))["traffic_ratio"].is_null());  // it was 1.0: no ratio either
 }
 
+TEST_CASE("plan JSON names the graph outputs each group writes, aliases and copies of inputs too") {
+  // "outputs" names values: z = y left z out, and a copy of x read as the input x (a tester's).
+  const RewriteResult rw = rewrite(parse_graph(
+      "input x : f32[4]\ny = x * 2\nz = y\nc = -(-x)\noutput y, z, c\n", "t"));
+  const Plan q = plan_fusion(rw.graph);
+  const nlohmann::json j = plan_to_json(rw, q, plan_unfused(rw.graph));
+  std::vector<std::string> all;
+  for (const auto& grp : j["fused"]["groups"])
+    for (const auto& n : grp["graph_outputs"]) all.push_back(n.get<std::string>());
+  std::sort(all.begin(), all.end());
+  CHECK(all == std::vector<std::string>{"c", "y", "z"});
+}
+
 TEST_CASE("a plan whose fused kernels move no bytes says so (no 'predicted speedup 1.00x')") {
   // Size 0, the unfused plan still moving the typed constants' bytes.
   const RewriteResult rw = rewrite(parse_graph(

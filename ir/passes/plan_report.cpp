@@ -352,13 +352,18 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
     fires.push_back({{"rule", f.rule}, {"node", f.node_name}, {"line", f.loc.line}, {"col", f.loc.col}, {"iteration", f.iteration}});
   json groups = json::array();
   const std::vector<int> bindings = output_bindings(g);
+  const std::vector<std::vector<std::string>> out_names = output_names(g);
   for (size_t k = 0; k < fused.groups.size(); ++k) {
     const FusionGroup& grp = fused.groups[k];
     GroupTraffic t = group_traffic(g, grp, fused.rules, bindings);
+    json graph_outputs = json::array();  // the graph outputs its values are (`z = y`: y and z; a copy of x: y)
+    for (NodeId id : grp.outputs)
+      for (const std::string& n : out_names[static_cast<size_t>(id)]) graph_outputs.push_back(n);
     json shape = json::array();
     for (const Dim& d : grp.iter_shape) shape.push_back(d.size);
     json e = {{"kernel", kernel_name(g, k, kernel_names)}, {"nodes", names(grp.nodes)}, {"inputs", names(grp.inputs)},
-              {"params", names(grp.params)}, {"outputs", names(grp.outputs)}, {"iter_shape", shape},
+              {"params", names(grp.params)}, {"outputs", names(grp.outputs)}, {"graph_outputs", graph_outputs},
+              {"iter_shape", shape},
               {"read_bytes", t.read_bytes}, {"write_bytes", t.write_bytes},
               {"param_bytes", estimate_param_bytes(grp, bindings)}, {"note", grp.note},
               {"reduce_axes", reduction_group(g, grp) ? mask_axes(grp.reduce_mask) : std::vector<int64_t>{}}};
