@@ -662,7 +662,7 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
                        "input 'a': expected f32[3], got f32[4]; the tensors of inputs 'a' and 'b' fit each other's "
                        "place: swapped? (the graph's order: a, b, c, d)",
                        fj::Error);
-  // Inputs shifted by one place are no swap: b's tensor would fit b's place and d's alike.
+  // Inputs shifted by one place are no swap: the tensor given for a would fit b's place and d's alike.
   const fj::Program four = fj::Program::compile(
       fj::Graph::parse("input a : f32[3]\ninput b : f32[4]\ninput c : f32[3]\ninput d : f32[4]\n"
                        "y = sum(a) + sum(b) + sum(c) + sum(d)\noutput y\n"),
