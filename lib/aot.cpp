@@ -156,14 +156,24 @@ void sweep_temp_files(const fs::path& dir) {
 
 const char* plan_name(PlanKind kind) { return kind == PlanKind::Fused ? "fused" : "unfused"; }
 
-// The name index.json gives a kernel's tensor: a graph input's or output's name, else the value's
+// The name index.json gives a kernel's tensor: a value it writes by the first graph output it is
+// (a copy of input x by its output's name), one it reads by the input's name, else the value's
 // name in the graph (or vN).
-std::string value_name(const ir::Graph& g, ir::NodeId id) {
+std::string value_name(const ir::Graph& g, ir::NodeId id, bool written) {
   const ir::Node& n = g.node(id);
-  if (n.op != ir::Op::Input)
+  if (written || n.op != ir::Op::Input)
     for (const ir::OutputDecl& o : g.outputs)
       if (o.node == id) return o.name;
   return n.name.empty() ? "v" + std::to_string(id) : n.name;
+}
+
+// The graph outputs a kernel's output value is, in declaration order: fusejit writes the first
+// and copies it to the others (`z = y`: y and z; empty for an intermediate).
+json graph_outputs(const ir::Graph& g, ir::NodeId id) {
+  json names = json::array();
+  for (const ir::OutputDecl& o : g.outputs)
+    if (o.node == id) names.push_back(o.name);
+  return names;
 }
 
 // One entry point's parameters, in order, with what each carries (docs/aot.md).
@@ -176,13 +186,14 @@ json args_json(const jit::KernelSignature& sig, const ir::Graph& g, const ir::Fu
       case jit::ArgKind::InputPtr:
       case jit::ArgKind::Stride:
       case jit::ArgKind::InStride:
-        e["tensor"] = value_name(g, grp.inputs[i]);
+        e["tensor"] = value_name(g, grp.inputs[i], false);
         e["index"] = a.index;
         break;
       case jit::ArgKind::OutputPtr:
       case jit::ArgKind::OutStride:
-        e["tensor"] = value_name(g, grp.outputs[i]);
+        e["tensor"] = value_name(g, grp.outputs[i], true);
         e["index"] = a.index;
+        if (a.kind == jit::ArgKind::OutputPtr) e["graph_outputs"] = graph_outputs(g, grp.outputs[i]);
         break;
       case jit::ArgKind::Param:
         e["param"] = g.node(grp.params[i]).name;

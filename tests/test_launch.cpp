@@ -1031,6 +1031,24 @@ fs::path scratch_dir(const std::string& name) {
 
 }  // namespace
 
+TEST_CASE("ahead of time: index.json names a written value by its graph outputs, a copy of an input too") {
+  const fs::path dir = scratch_dir("aot-outputs");
+  const fj::Graph g = fj::Graph::parse("dim N = 8\ninput x : f32[N]\ny = x * 2\nz = y\nw = neg(neg(x))\noutput y, z, w\n");
+  fj::compile_to_dir(g, "sm_90", dir.string());
+  const nlohmann::json index = nlohmann::json::parse(std::ifstream(dir / "index.json"));
+  std::vector<std::string> written;  // fused kernels' outputs: tensor, then its graph outputs
+  for (const auto& k : index["kernels"]) {
+    if (k["plan"] != "fused") continue;
+    for (const auto& a : k["entries"][0]["args"]) {
+      if (a["kind"] == "input") CHECK(a["tensor"] == "x");
+      if (a["kind"] != "output") continue;
+      written.push_back(a["tensor"].get<std::string>() + ":");
+      for (const auto& n : a["graph_outputs"]) written.back() += n.get<std::string>() + ",";
+    }
+  }
+  CHECK(written == std::vector<std::string>{"y:y,z,", "w:w,"});  // the copy of x writes w, not "x"
+}
+
 TEST_CASE("ahead of time: a compiled folder loads and runs with NVRTC hidden; index.json lists every argument") {
   const fs::path dir = scratch_dir("aot");
   const fj::Graph g = fj::Graph::parse(kAdamW, "adamw.txt");
