@@ -723,24 +723,27 @@ struct CacheCommand {
     const std::string cap = s.cap_bytes == 0 ? std::string("none (FUSEJIT_CACHE_MAX_MB=0: entries are never evicted)")
                                              : std::to_string(s.cap_bytes) +
                                                    " bytes for all entries (least recently used evicted first)";
-    std::printf("path:         %s%s%s\nGPU kernels:  %lld entries, %lld bytes\nCPU modules:  %lld entries, %lld bytes\n"
-                "cap:          %s\n"
-                "damaged:      %lld entries (each deleted on its next load; `fusejit cache clear` removes all "
-                "now); %lld temporary files\n",
-                s.path.c_str(), s.enabled ? "" : " (disk cache off: ", s.enabled ? "" : (s.disabled_reason + ")").c_str(),
-                static_cast<long long>(s.entries), static_cast<long long>(s.bytes),
-                static_cast<long long>(s.host_modules), static_cast<long long>(s.host_bytes), cap.c_str(),
-                static_cast<long long>(s.invalid), static_cast<long long>(s.temp_files));
+    std::printf("path:         %s%s%s\nGPU kernels:  %s, %s\nCPU modules:  %s, %s\ncap:          %s\n"
+                "damaged:      %s (each deleted on its next load; `fusejit cache clear` removes all now); %s\n",
+                fj::terminal_safe(s.path).c_str(), s.enabled ? "" : " (disk cache off: ",
+                s.enabled ? "" : fj::terminal_safe(s.disabled_reason + ")").c_str(), count(s.entries, "entry", "entries").c_str(),
+                count(s.bytes, "byte", "bytes").c_str(), count(s.host_modules, "entry", "entries").c_str(),
+                count(s.host_bytes, "byte", "bytes").c_str(), cap.c_str(), count(s.invalid, "entry", "entries").c_str(),
+                count(s.temp_files, "temporary file", "temporary files").c_str());
     for (const std::string& why : s.unusable_subfolders)
       std::printf("not used:     %s (its kernels are compiled again by each process; mend or remove it, as its owner)\n",
-                  why.c_str());
+                  fj::terminal_safe(why).c_str());
+  }
+  // "1 entry", "2 entries".
+  static std::string count(int64_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
   }
   static void print_list(const fj::Options& o) {
     const std::vector<fj::CacheEntryInfo> entries = fj::cache_list(o);
     for (const fj::CacheEntryInfo& e : entries)
       std::printf("%s %10lld %-12s %s%s%s%s\n", e.key.c_str(), static_cast<long long>(e.bytes), e.target.c_str(),
                   e.label.c_str(), e.valid ? "" : "  (damaged: ", e.problem.c_str(), e.valid ? "" : "; deleted on its next load)");
-    if (entries.empty()) std::printf("no entries in %s\n", fj::cache_path(o).c_str());
+    if (entries.empty()) std::printf("no entries in %s\n", fj::terminal_safe(fj::cache_path(o)).c_str());
   }
 };
 

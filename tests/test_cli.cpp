@@ -202,8 +202,20 @@ TEST_CASE("plan, compile and cache subcommands") {
   CHECK(run("cache path --cache-dir " + cache.string()).out == cache.string() + "\n");
   CHECK(run("run " + sample("x2x3.txt") + " --dim N=10 --backend cpu --cache-dir " + cache.string()).code == 0);
   CHECK(run("cache stats --cache-dir " + cache.string()).out.find("CPU modules:  2 entries,") != std::string::npos);
+  for (const auto& f : fs::recursive_directory_iterator(cache))  // one module left: "1 entry", not "1 entries"
+    if (f.path().extension() == ".fjk") {
+      fs::remove(f.path());
+      break;
+    }
+  CHECK(run("cache stats --cache-dir " + cache.string()).out.find("CPU modules:  1 entry, ") != std::string::npos);
   CHECK(run("cache clear --cache-dir " + cache.string()).code == 0);
-  CHECK(run("cache stats --cache-dir " + cache.string()).out.find("CPU modules:  0 entries,") != std::string::npos);
+  const std::string cleared = run("cache stats --cache-dir " + cache.string()).out;
+  CHECK(cleared.find("CPU modules:  0 entries, 0 bytes\n") != std::string::npos);
+  CHECK(cleared.find("; 0 temporary files\n") != std::string::npos);
+  // A line feed in the folder's name is '?' in what `stats` prints (it split the line).
+  const fs::path odd = scratch("line\nfeed");
+  CHECK(run("cache stats --cache-dir '" + odd.string() + "'").out.find("path:         " + (odd.parent_path() / "line?feed").string() +
+                                                                      "\n") != std::string::npos);
   // Before and after the subcommand: the last one silently won.
   const Result twice = run("cache --cache-dir " + cache.string() + " stats --cache-dir " + scratch("other").string());
   CHECK(twice.code != 0);
