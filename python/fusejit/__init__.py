@@ -384,9 +384,11 @@ class Program:
                                doc="kernels built after compile for other dims (64-bit index, new broadcasts)")
 
     def cuda_source(self, plan: str = "fused") -> str:
-        """The generated CUDA C++ of every kernel of the plan ("fused" or "unfused"), in plan order.
-        Raises UserError for the unfused plan before it is built (its first use, or
-        compile(..., build_unfused=True))."""
+        """The generated CUDA C++ of every kernel of the plan ("fused" or "unfused"), in plan order:
+        the kernels alone, without the preludes that define the ops' functions (fj_scalar.h,
+        fj_reduce.h, fj_kernel.h); ``compile_to_dir`` (``fusejit compile -o DIR``) writes each
+        .cu with its #include lines and the preludes beside it, ready for nvcc. Raises UserError
+        for the unfused plan before it is built (its first use, or compile(..., build_unfused=True))."""
         kernels = self._p.kernels(plan)
         if any(k.cache == "not built" for k in kernels):
             raise UserError(f'cuda_source("{plan}"): the {plan} plan is not built yet: it is built on its first '

@@ -69,7 +69,7 @@ class KernelInfo:
     @property
     def name(self) -> str: ...
     @property
-    def source(self) -> str: ...  # generated CUDA C++
+    def source(self) -> str: ...  # generated CUDA C++, the kernel alone (its preludes: compile_to_dir)
     @property
     def ops(self) -> list[str]: ...
     @property

@@ -481,7 +481,7 @@ void bind_info(nb::module_& m) {
       });
   nb::class_<fusejit::KernelInfo>(m, "KernelInfo", "One kernel (fusion group) of a compiled program.")
       .def_ro("name", &fusejit::KernelInfo::name, "Derived from the kernel's content, the same every run; \"\" when not built.")
-      .def_ro("source", &fusejit::KernelInfo::source, "The generated CUDA C++ of the kernel; \"\" when not built.")
+      .def_ro("source", &fusejit::KernelInfo::source, "The generated CUDA C++ of the kernel alone (the preludes it needs: compile_to_dir); \"\" when not built.")
       .def_ro("ops", &fusejit::KernelInfo::ops, "The op nodes it computes as `fusejit plan` names them, e.g. \"h = add(x, bias)\".")
       .def_ro("elements", &fusejit::KernelInfo::elements, "Its iteration space's elements.")
       .def_ro("read_bytes", &fusejit::KernelInfo::read_bytes, "Bytes it reads, each input once (plus a reduction's re-read rows).")

@@ -594,7 +594,7 @@ std::string_view cache_outcome_name(CacheOutcome outcome);
 /// that may keep long rows on chip a third, `name + "_l"` (docs/aot.md).
 struct KernelInfo {
   std::string name;          ///< deterministic, derived from the kernel's content ("" when not built)
-  std::string source;        ///< generated CUDA C++ (the translation unit's kernel part; "" when not built)
+  std::string source;        ///< generated CUDA C++: the kernel alone, without the preludes (fj_scalar.h, fj_reduce.h, fj_kernel.h) that compile_to_dir writes beside each .cu it includes them in; "" when not built
   std::vector<std::string> ops;  ///< the op nodes it computes, named as `fusejit plan` names them, e.g. "h = add(x, bias)", "%4 = mul(h, 0.5)"
   int64_t elements = 0;      ///< iteration space size
   int64_t read_bytes = 0;    ///< each input read once, plus the rows a reduction's passes re-read from memory (not short rows on a GPU, whose re-reads L1/L2 serve)
