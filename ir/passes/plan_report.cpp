@@ -307,7 +307,8 @@ std::string dot_copy_edges(const Plan& fused) {
 }
 
 // Edges into each node a group computes: from the group's own operand (recomputed or not) where
-// the group computes it, else from a leaf or a value an earlier group wrote; then values to outputs.
+// the group computes it, else from a leaf or a value an earlier group wrote; then values to outputs
+// (a leaf output from its copy / fill group).
 std::string dot_edges(const Graph& g, const Plan& fused, const DotGroups& d) {
   std::string s;
   std::vector<char> in_group(static_cast<size_t>(g.size()), 0);
@@ -322,9 +323,16 @@ std::string dot_edges(const Graph& g, const Plan& fused, const DotGroups& d) {
       }
     for (NodeId id : grp.nodes) in_group[static_cast<size_t>(id)] = 0;
   }
-  for (size_t k = 0; k < g.outputs.size(); ++k)
-    s += fmt::format("  out{} [label=\"output {}\", shape=note];\n  n{} -> out{};\n", k, dot_escape(g.outputs[k].name),
-                     g.outputs[k].node, k);
+  // An output that is a leaf (a copy of an input, a fill) comes from its copy / fill group's box.
+  std::vector<std::string> from(static_cast<size_t>(g.size()));
+  for (size_t k = 0; k < fused.groups.size(); ++k)
+    if (fused.groups[k].nodes.empty())
+      for (NodeId id : fused.groups[k].outputs) from[static_cast<size_t>(id)] = fmt::format("c{}", k);
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const NodeId id = g.outputs[k].node;
+    s += fmt::format("  out{} [label=\"output {}\", shape=note];\n  {} -> out{};\n", k, dot_escape(g.outputs[k].name),
+                     from[static_cast<size_t>(id)].empty() ? fmt::format("n{}", id) : from[static_cast<size_t>(id)], k);
+  }
   return s;
 }
 }  // namespace
