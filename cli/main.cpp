@@ -267,8 +267,8 @@ int report(const ErrorInfo& e, bool json) {
     nlohmann::json j = {{"ok", false},
                         {"error", {{"kind", kind_name(e.kind)}, {"message", e.message}, {"file", e.file},
                                    {"line", e.line}, {"col", e.col}}}};
-    // A file name or option value may hold bytes that are not UTF-8: written as U+FFFD, as JSON
-    // text must be UTF-8 (nlohmann would throw).
+    // Error holds a file name's or option value's bytes that are not UTF-8 as "\xNN" text, as the
+    // library's JSON does; `replace` only keeps a missed one from throwing.
     std::fputs((j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
   }
   return exit_code(e.kind);

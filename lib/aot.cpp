@@ -369,7 +369,7 @@ void dump_program(const Program::Impl& p) {
   dump_path(dir, p, PlanKind::Fused, index["kernels"]);
   if (p.unfused) dump_path(dir, p, PlanKind::Unfused, index["kernels"]);
   index["plans"] = p.unfused ? json::array({"fused", "unfused"}) : json::array({"fused"});
-  write_text(dir / "index.json", index.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  write_text(dir / "index.json", json_text(std::move(index)) + "\n");
   // The kernel files of an earlier dump into this folder that this one does not write again: gone,
   // so the folder holds one program (files fusejit did not write stay).
   const std::set<std::string> now = indexed_files(dir);

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "fusejit/fusejit.h"
 #include "ir/builder.h"
 #include "ir/graph.h"
@@ -35,6 +37,10 @@ ir::Literal to_ir_literal(const Scalar& s);
 ir::Scalar to_ir_scalar(const Scalar& s, ir::DType dtype);
 // An IR scalar of `dtype` as the public Scalar of its kind (integers exact).
 Scalar public_scalar(const ir::Scalar& v, ir::DType dtype);
+
+// `j` as JSON text indented by 2, its strings' bytes that are not UTF-8 (a file name's) written as
+// the text "\xNN", as Error holds them: one encoding in every JSON fusejit writes.
+std::string json_text(nlohmann::json j);
 
 // Runs f, translating every internal exception into fusejit::Error. `file`/`source` give the
 // graph text for rendering located user errors.

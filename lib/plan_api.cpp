@@ -81,7 +81,7 @@ PlanReport plan_graph(const Graph& graph, const Options& options) {
     j["arch"] = options.arch.empty() ? nlohmann::json(nullptr) : nlohmann::json(options.arch);  // null: no GPU's rules
     j["row_cache"] = po.rules.row_cache;  // false: no row kept on chip, whatever the limit
     j["row_cache_limit"] = po.rules.row_cache_limit;
-    r.json = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    r.json = json_text(std::move(j));
     ir::PlanTotals f = ir::plan_totals(rw.graph, fused), u = ir::plan_totals(g, unfused);
     r.fused_kernels = f.kernels;
     r.unfused_kernels = u.kernels;

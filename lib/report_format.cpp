@@ -217,7 +217,29 @@ std::string RunReport::to_json() const {
   }
   j["warnings"] = warnings;
   j["ok"] = ok();
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);  // a file name's non-UTF-8 bytes as U+FFFD
+  return json_text(std::move(j));
+}
+
+namespace {
+void escape_strings(nlohmann::json& j) {
+  if (j.is_string()) {
+    j = ir::escape_invalid_utf8(j.get_ref<const std::string&>());
+  } else if (j.is_array()) {
+    for (nlohmann::json& e : j) escape_strings(e);
+  } else if (j.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (auto& [key, value] : j.items()) {
+      escape_strings(value);
+      out[ir::escape_invalid_utf8(key)] = std::move(value);
+    }
+    j = std::move(out);
+  }
+}
+}  // namespace
+
+std::string json_text(nlohmann::json j) {
+  escape_strings(j);
+  return j.dump(2);
 }
 
 }  // namespace fusejit

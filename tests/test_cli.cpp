@@ -541,14 +541,18 @@ TEST_CASE("--json with bytes that are not UTF-8 (a file name, an option value): 
     const nlohmann::json err = nlohmann::json::parse(e.out)["error"];  // in the message or the file name
     CHECK((err["message"].get<std::string>() + err["file"].get<std::string>()).find("\\xff") != std::string::npos);
   }
-  // A good graph under such a name: its report (graph_file written with U+FFFD), and a compiled folder.
+  // A good graph under such a name: its report, plan and compiled folder name it with "\xfe", as
+  // errors do (they wrote U+FFFD).
   SplitResult ok = run_split("run '" + good + "' --json --repeats 1 --warmup 0");
   CHECK(ok.code == 0);
-  CHECK(nlohmann::json::parse(ok.out)["ok"] == true);
+  const nlohmann::json report = nlohmann::json::parse(ok.out);
+  CHECK(report["ok"] == true);
+  CHECK(report["graph"].get<std::string>().find("good\\xfe.txt") != std::string::npos);
   Result c = run("compile '" + good + "' --fused-only -o " + (dir / "aot").string());
   CAPTURE(c.out);
   CHECK(c.code == 0);
-  CHECK(fs::exists(dir / "aot" / "index.json"));
+  const nlohmann::json index = nlohmann::json::parse(std::ifstream(dir / "aot" / "index.json"));
+  CHECK(index["graph_file"].get<std::string>().find("good\\xfe.txt") != std::string::npos);
 }
 
 TEST_CASE("an input no output uses gets a warning") {
