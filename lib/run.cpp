@@ -378,14 +378,19 @@ std::string nan_cause(const ir::Graph& g, const std::vector<ir::Scalar>& params,
 }
 
 // An output that is mostly NaN passes its checks by comparing NaNs: say so, and why (a NaN param
-// or a mean over too few elements that it is computed from; a reduction over rows that --special
-// seeded with NaN; random inputs outside the graph's domain).
+// or a mean over too few elements that it is computed from; a reduction it is computed from over
+// rows that --special seeded with NaN; random inputs outside the graph's domain).
 void warn_nan_outputs(RunReport& rep, const ir::Graph& g, const std::vector<ir::Scalar>& params, const RunOptions& ro) {
   for (const OutputStats& st : rep.stats) {
     if (st.nan_count == 0 || st.nan_count < st.info.elements() / 2) continue;
-    std::string why = nan_cause(g, params, feeds(g, st.info.name));
+    const std::vector<char> used = feeds(g, st.info.name);
+    std::string why = nan_cause(g, params, used);
+    // A NaN --special puts in a row spreads to the row's result; through elementwise ops, to one element.
+    bool reduced = false;
+    for (ir::NodeId id = 0; id < g.size(); ++id)
+      reduced = reduced || (used[static_cast<size_t>(id)] && ir::is_reduction(g.node(id).op));
     if (why.empty())
-      why = ro.special_values ? "the special-value inputs (--special) put NaNs in most rows a reduction reads; run "
+      why = ro.special_values && reduced ? "the special-value inputs (--special) put NaNs in most rows a reduction reads; run "
                                 "without them to check its values too"
                               : "give its inputs a range the graph is defined on (`input v : f32[N] range 0:1` in the "
                                 "graph, or --range NAME=LO:HI)";

@@ -882,6 +882,11 @@ TEST_CASE("run --special: an output that is mostly NaN is named, so its 'identic
   REQUIRE_MESSAGE(r.code == 0, r.out);
   CHECK(r.out.find("warning: output 'y' is NaN in 1000 of 1000 elements, so its checks compare NaNs mostly: give its "
                    "inputs a range") != std::string::npos);
+  // With --special and no reduction, the domain still: --special's NaNs reach one element each.
+  r = run("run " + g.string() + " --backend cpu --repeats 1 --range v=-1:-0.5 --special");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("compare NaNs mostly: give its inputs a range") != std::string::npos);
+  CHECK(r.out.find("a reduction reads") == std::string::npos);
   // A NaN param: the param, not the inputs.
   r = run("run " + sample("rmsnorm.txt") + " --backend cpu --repeats 1 --dim T=4 --dim D=64 --param eps=nan");
   REQUIRE_MESSAGE(r.code == 0, r.out);
