@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -47,7 +48,13 @@ void row(const char* what, const Stats& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int n = argc > 1 ? std::max(10, std::atoi(argv[1])) : 2000;
+  char* end = nullptr;
+  const long iters = argc > 1 ? std::strtol(argv[1], &end, 10) : 2000;
+  if (argc > 2 || (argc > 1 && (end == argv[1] || *end != '\0' || iters < 10 || iters > 1000000))) {
+    std::printf("usage: bench_cache [ITERATIONS (10 to 10^6; default 2000)]\n");
+    return std::string(argc > 1 ? argv[1] : "") == "--help" ? 0 : 2;
+  }
+  const int n = static_cast<int>(iters);
   std::string tmpl = (std::filesystem::temp_directory_path() / "fj-bench-cache-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) return 1;
   const std::filesystem::path dir = tmpl;

@@ -15,6 +15,7 @@
 // over batches of calls.
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -212,16 +213,25 @@ Row measure(const Case& c, bool alternate, const Options& o) {
           static_cast<double>(allocs) / o.iters};
 }
 
+// A whole number in [lo, hi] from `text`, or -1 (atoi read "abc" as 0: a median of no timings).
+long whole(const char* text, long lo, long hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text, &end, 10);
+  return errno == 0 && end != text && *end == '\0' && v >= lo && v <= hi ? v : -1;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    long v = 0;
     if (a == "--gpu") o.gpu = true;
     else if (a == "--json") o.json = true;
-    else if (a == "--iters" && i + 1 < argc) o.iters = std::atoi(argv[++i]);
-    else if (a == "--only" && i + 1 < argc) o.only = std::atoi(argv[++i]);
+    else if (a == "--iters" && i + 1 < argc && (v = whole(argv[++i], 1, 100000000)) > 0) o.iters = static_cast<int>(v);
+    else if (a == "--only" && i + 1 < argc && ((v = whole(argv[++i], 1, 8)) == 1 || v == 8)) o.only = static_cast<int>(v);
     else {
-      std::printf("usage: bench_launch [--gpu] [--iters N] [--only 1|8] [--json]\n");
+      std::printf("usage: bench_launch [--gpu] [--iters N (1 to 10^8)] [--only 1|8] [--json]\n");
       std::exit(a == "--help" || a == "-h" ? 0 : 2);
     }
   }
