@@ -202,13 +202,25 @@ def main(argv=None):
 
     paths = [pathlib.Path(p) for p in args.graphs] or sorted((ROOT / "samples" / "graphs").glob("*.txt"))
     paths = [p for p in paths if not args.only or any(o in p.stem for o in args.only)]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing or not paths:
+        print(f"peers: no such graph file: {', '.join(missing)}" if missing else
+              f"peers: no graph matches --only {' '.join(args.only)}", file=sys.stderr)
+        return 2
     if args.print_translation:
+        print("# c<N>: the graph's constants, which fn reads as globals: 0-d arrays of the dtype shown "
+              "(fusejit.translate.generate's second result)")
         for p in paths:
             g = fusejit.Graph.load(str(p))
             for backend in ("torch", "cupy"):
                 print(f"# {p.stem} ({backend})\n{generate(g, backend)[0]}")
         return 0
-    import torch
+    try:
+        import torch
+    except ImportError:
+        print("peers: PyTorch is not installed here (the peers are PyTorch eager, torch.compile and CuPy "
+              "on a GPU; --print-translation needs neither)", file=sys.stderr)
+        return 2
 
     if not torch.cuda.is_available():
         print("peers: no CUDA device for PyTorch", file=sys.stderr)

@@ -67,7 +67,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=25, help="rounds; the best is reported")
     ap.add_argument("--backend", default="cpu", choices=["cpu", "cuda", "auto"])
     args = ap.parse_args()
-    p = fusejit.compile(fusejit.Graph.parse(GRAPH), backend=args.backend)
+    if args.calls < 1 or args.repeats < 1:
+        ap.error("--calls and --repeats must be at least 1")
+    try:
+        p = fusejit.compile(fusejit.Graph.parse(GRAPH), backend=args.backend)
+    except fusejit.Error as e:  # --backend cuda without a GPU: its message, not a traceback
+        raise SystemExit(f"python_call: {e}") from None
     print(f"fusejit {fusejit.__version__}, {p.target}; best of {args.repeats} x {args.calls} calls")
     for label, fn in forms(p, _fused(args.backend)):
         fn()  # warm: first-call work (specializations, imports) stays out of the figure

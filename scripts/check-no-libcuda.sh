@@ -6,6 +6,7 @@
 #   usage: scripts/check-no-libcuda.sh DIR...
 source "$(dirname "$0")/help.sh"; help_if_asked "$0" "${1:-}"
 set -euo pipefail
+[ $# -gt 0 ] || { echo "usage: scripts/check-no-libcuda.sh DIR..." >&2; exit 2; }
 bad=0
 checked=0
 while IFS= read -r -d '' f; do

@@ -2,8 +2,9 @@
 """Checks the NumPy columns of docs/ops.md's signed-zero/NaN/inf table and its integer bit
 operations table with NumPy itself.
 
-usage: scripts/ops-doc-numpy.py   (needs `pip install numpy`; not part of the test suite, which
-checks the fusejit column against the code without Python: tests/test_ops_doc.cpp)
+usage: build/venv/bin/python scripts/ops-doc-numpy.py   (any Python with NumPy: the build's venv has
+it; not part of the test suite, which checks the fusejit column against the code without Python:
+tests/test_ops_doc.cpp)
 
 Each row of the first table is evaluated on float64 scalars; a cell "A or B" accepts either (NumPy's
 SIMD and scalar loops differ there; "A (scalar 0.5) or B (array)" compares the scalars to A); ops NumPy lacks are computed by the formula the note names.
@@ -90,4 +91,7 @@ def main():
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1:  # it takes no arguments: --help (or anything) prints the docstring
+        print(__doc__)
+        sys.exit(0 if sys.argv[1] in ("-h", "--help") else 2)
     sys.exit(main())

@@ -19,7 +19,7 @@ build=${1:-build-asan}
 shift || true
 kernels=${FUSEJIT_SANITIZE_KERNELS:-1}
 [ "$kernels" = 1 ] && kernels=ON || kernels=OFF
-cache=${FUSEJIT_TEST_CACHE:-$PWD/$build/test-cache}
+case "$build" in /*) cache=${FUSEJIT_TEST_CACHE:-$build/test-cache} ;; *) cache=${FUSEJIT_TEST_CACHE:-$PWD/$build/test-cache} ;; esac
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # -O1 -g1 (line tables only): what the ASan and libFuzzer documentation recommend for usable reports

@@ -6,8 +6,8 @@
 # CUDA toolkit (NVRTC + headers) is expected at /usr/local/cuda or $CUDA_HOME; a GPU is optional.
 #   usage: scripts/setup.sh [BUILD_DIR] [extra cmake args...]
 #   FUSEJIT_PYTHON=/path/to/python3 picks the interpreter the venv is made from (default: Debian's).
-# FUSEJIT_EXTRA_PACKAGES: more Debian packages to install the same way (.ci/run asks for clang,
-# for the clang build and the libFuzzer target).
+#   FUSEJIT_EXTRA_PACKAGES: more Debian packages to install the same way (.ci/run asks for clang,
+#   for the clang build and the libFuzzer target).
 set -euo pipefail
 source "$(dirname "$0")/help.sh"; help_if_asked "$0" "${1:-}"
 if [[ "${1:-}" == -* ]]; then

@@ -117,11 +117,17 @@ def main() -> None:
     ap.add_argument("--ffn", type=int, default=14336, help="SwiGLU width")
     ap.add_argument("--vocab", type=int, default=128256, help="vocabulary size")
     args = ap.parse_args()
+    # A head of 128 (Llama's) or the whole width when it is smaller, in pairs (rotate-half): the
+    # width must split into whole heads; and at least one token and one vocabulary entry.
+    if args.tokens < 1 or args.ffn < 1 or args.vocab < 1 or args.hidden < 2:
+        ap.error("--tokens, --ffn and --vocab must be at least 1, --hidden at least 2")
+    if args.hidden % min(128, args.hidden) or min(128, args.hidden) % 2:
+        ap.error(f"--hidden {args.hidden}: give an even width up to 128 or a multiple of 128 (heads of 128)")
     rng = np.random.default_rng(0)
     check_norm(rng, args.tokens, args.hidden)
     check_swiglu(rng, args.tokens, args.ffn)
     head = min(128, args.hidden)  # Llama's head dim, or the whole width when it is smaller
-    check_rope(rng, args.tokens, max(1, args.hidden // head), head - head % 2)
+    check_rope(rng, args.tokens, args.hidden // head, head)
     check_sampling(rng, args.tokens, args.vocab)
     print(f"all checks passed on {swiglu.program(np.ones((1, 2), BF16), np.ones((1, 2), BF16)).target}")
 
