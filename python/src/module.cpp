@@ -411,9 +411,15 @@ void translate_error(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
   } catch (const fusejit::Error& e) {
-    nb::object make = nb::module_::import_("fusejit._errors").attr("from_cpp");
-    nb::object exc = make(kind_name(e.kind()), std::string(e.what()), e.file(), e.line(), e.column(), e.diagnostic());
-    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+    try {
+      nb::object make = nb::module_::import_("fusejit._errors").attr("from_cpp");
+      nb::object exc = make(kind_name(e.kind()), std::string(e.what()), e.file(), e.line(), e.column(), e.diagnostic());
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+    } catch (nb::python_error& pe) {
+      // What Python raised while building it: a Ctrl-C that arrived during the call (its signal
+      // handler runs at the first Python code) raises KeyboardInterrupt, not a RuntimeError.
+      pe.restore();
+    }
   }
 }
 

@@ -988,3 +988,23 @@ def test_a_device_ordinal_out_of_range_is_a_user_error():
             fusejit.compile(g, device=bad)
         with pytest.raises(fusejit.UserError, match=f"device {bad}: a CUDA device ordinal is 0 or more"):
             fusejit.load("/nonexistent", device=bad)
+
+
+def test_ctrl_c_during_a_compile_raises_keyboard_interrupt(tmp_path):
+    """A Ctrl-C that arrives while C++ runs (here: the host compiler signals its process group)
+    is raised as KeyboardInterrupt when the call's error is translated: it was a RuntimeError
+    (nanobind's wrapping of what the Python error constructor raised)."""
+    cxx = tmp_path / "ctrl_c_cxx.sh"
+    cxx.write_text("#!/bin/sh\nkill -INT 0\nexit 1\n")
+    cxx.chmod(0o755)
+    script = ("import fusejit\n"
+              "try:\n"
+              "    fusejit.compile(fusejit.Graph.parse('input x : f32[4]\\ny = x * 3.25\\noutput y'), disk_cache=False, backend='cpu')\n"
+              "except KeyboardInterrupt:\n"
+              "    print('KeyboardInterrupt')\n"
+              "except BaseException as e:\n"
+              "    print(type(e).__name__, e)\n")
+    env = dict(os.environ, CXX=str(cxx), FUSEJIT_CACHE_DIR=str(tmp_path / "cache"))
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120,
+                         start_new_session=True)  # its own process group: the signal stays there
+    assert res.stdout.strip() == "KeyboardInterrupt", res.stdout + res.stderr
