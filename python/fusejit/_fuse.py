@@ -35,6 +35,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._errors import Error, FusejitWarning, UserError, errors_made
+from . import _fusejit
 from ._fusejit import GraphBuilder, Value
 from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced,
                        as_array, by_value, constant_key, dtype_name, lifted, pattern_difference, scalar_key, serves,
@@ -608,7 +609,35 @@ _RESERVED = {"graph", "dim", "input", "param", "output", "true", "false", "inf",
 # One lock for every function's traces: re-entrant (a function may call itself, or another fused
 # function, on arrays while traced), and one for all, so two functions that do so from two threads
 # cannot each hold one lock and wait for the other's.
-_TRACE_LOCK = threading.RLock()
+class _TraceLock:
+    """A re-entrant lock that a thread waiting for it passes over when its holder can never release
+    it: a daemon thread that was tracing when the interpreter began to exit waits for the process
+    to end inside its fusejit call (GilRelease, python/src/module.h), and an atexit handler's trace
+    would wait for it for ever. The holder runs no Python code again, so passing is safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._owner = 0  # the native id of the thread holding it (0: none)
+        self._held = threading.local()  # this thread's holds, innermost last: True where it acquired
+
+    def __enter__(self) -> None:
+        got = self._lock.acquire(timeout=0.1)  # uncontended: at once
+        while not got and not _fusejit._parked(self._owner):
+            got = self._lock.acquire(timeout=0.1)
+        holds = self._held.__dict__.setdefault("holds", [])
+        if got:
+            self._owner = threading.get_native_id()
+        holds.append(got)
+
+    def __exit__(self, *exc: object) -> None:
+        holds = self._held.holds
+        if holds.pop():
+            if not any(holds):
+                self._owner = 0
+            self._lock.release()
+
+
+_TRACE_LOCK = _TraceLock()
 _UNBOUND = object()  # a parameter a call has not bound yet (_by_keyword)
 _MAX_ENTRIES = 64  # programs kept per function; the oldest trace is dropped beyond (torch.compile: 8)
 _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile's recompile limit is 8)

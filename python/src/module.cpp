@@ -60,6 +60,7 @@ struct GilGate {
   bool closed = false;
   std::set<pid_t> doomed;  // threads alive when the atexit hook ran, but the hook's own
   int taking = 0;          // threads past the gate, taking the GIL back
+  std::set<pid_t> parked;  // threads waiting at the gate for the process to end
 };
 GilGate* gil_gate_now = new GilGate;
 GilGate& gate() { return *gil_gate_now; }
@@ -104,6 +105,7 @@ fusejit_py::GilRelease::~GilRelease() {
     // passes unless finalisation has begun (a small window remains for it, as without fusejit).
     if (gate().closed && (gate().doomed.count(static_cast<pid_t>(::gettid())) || python_finalizing())) {
       nb::set_leak_warnings(false);  // what this thread's frames hold is never released: no leak
+      gate().parked.insert(static_cast<pid_t>(::gettid()));
       for (;;) gate().cv.wait(lock);  // the process is exiting; Python 3.14 waits the same way
     }
     ++gate().taking;
@@ -762,6 +764,12 @@ NB_MODULE(_fusejit, m) {
     if (other_threads) nb::set_leak_warnings(false);
     released([] { fusejit::set_warning_handler({}); });
     fusejit_py::close_gil_gate();
+  });
+  // Whether the thread of this native id waits at the gate for good (a lock it holds is never
+  // released: fuse's trace lock, python/fusejit/_fuse.py).
+  m.def("_parked", [](int64_t native_id) {
+    std::lock_guard lock(gate().m);
+    return gate().parked.count(static_cast<pid_t>(native_id)) > 0;
   });
   bind_info(m);
   bind_graph(m);

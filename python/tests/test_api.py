@@ -1008,3 +1008,36 @@ def test_ctrl_c_during_a_compile_raises_keyboard_interrupt(tmp_path):
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120,
                          start_new_session=True)  # its own process group: the signal stays there
     assert res.stdout.strip() == "KeyboardInterrupt", res.stdout + res.stderr
+
+
+def test_an_atexit_trace_passes_a_daemon_thread_parked_while_tracing(tmp_path):
+    """A daemon thread tracing new patterns in a loop holds fuse's trace lock when fusejit's exit
+    hook parks it (it waits for the process to end in its compile); a handler registered before
+    `import fusejit` runs after that hook and traces: it waited for the lock for ever."""
+    script = """
+import atexit, threading, time
+import numpy as np
+atexit.register(lambda: print("handler", float(g(np.ones((2, 2), np.float32))[0, 0]), flush=True))
+import fusejit
+
+@fusejit.fuse(dynamic=False)
+def f(x):
+    return x * 3 + 1
+
+@fusejit.fuse
+def g(x):
+    return x * 5
+
+def worker():
+    n = 2
+    while True:
+        n += 1
+        f(np.ones(n, np.float32))  # a new pattern, so a trace and a compile, every call
+
+threading.Thread(target=worker, daemon=True).start()
+time.sleep(1.0)
+"""
+    env = dict(os.environ, FUSEJIT_CACHE_DIR=str(tmp_path / "cache"))
+    res = subprocess.run([sys.executable, "-W", "ignore", "-c", script], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert res.returncode == 0 and "handler 5.0" in res.stdout, res.stdout + res.stderr
