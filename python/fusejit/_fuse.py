@@ -28,13 +28,14 @@ import inspect
 import keyword
 import math
 import threading
+import time
 import types
 import warnings
 from typing import Any, Callable
 
 import numpy as np
 
-from ._errors import Error, FusejitWarning, UserError, errors_made
+from ._errors import Error, FusejitWarning, UserError, _warn, errors_made
 from . import _fusejit
 from ._fusejit import GraphBuilder, Value
 from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced,
@@ -609,6 +610,9 @@ _RESERVED = {"graph", "dim", "input", "param", "output", "true", "false", "inf",
 # One lock for every function's traces: re-entrant (a function may call itself, or another fused
 # function, on arrays while traced), and one for all, so two functions that do so from two threads
 # cannot each hold one lock and wait for the other's.
+_TRACE_WAIT_WARNING_S = 30.0  # a wait for another thread's trace this long gets a warning (a deadlock?)
+
+
 class _TraceLock:
     """A re-entrant lock that a thread waiting for it passes over when its holder can never release
     it: a daemon thread that was tracing when the interpreter began to exit waits for the process
@@ -622,7 +626,13 @@ class _TraceLock:
 
     def __enter__(self) -> None:
         got = self._lock.acquire(timeout=0.1)  # uncontended: at once
+        start, warned = time.monotonic(), False
         while not got and not _fusejit._parked(self._owner):
+            waited = time.monotonic() - start
+            if not warned and waited >= _TRACE_WAIT_WARNING_S:  # a trace that waits for this thread never ends
+                warned = True
+                _warn(f"fuse: this thread has waited {waited:.1f} s for another thread's trace (native thread id "
+                      f"{self._owner}); a trace that waits for this thread's call never ends (docs/fuse.md, 'Threads')")
             got = self._lock.acquire(timeout=0.1)
         holds = self._held.__dict__.setdefault("holds", [])
         if got:

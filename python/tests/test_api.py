@@ -1041,3 +1041,30 @@ time.sleep(1.0)
     res = subprocess.run([sys.executable, "-W", "ignore", "-c", script], capture_output=True, text=True, env=env,
                          timeout=120)
     assert res.returncode == 0 and "handler 5.0" in res.stdout, res.stdout + res.stderr
+
+
+def test_a_long_wait_for_another_threads_trace_gets_a_warning(monkeypatch):
+    """A trace that waits for a thread whose call must trace waits for ever (the trace lock is the
+    tracing thread's): the waiting thread says so after _TRACE_WAIT_WARNING_S, then goes on
+    waiting, and traces once the lock is free."""
+    import fusejit._fuse as fz
+
+    said = []
+    monkeypatch.setattr(fz, "_TRACE_WAIT_WARNING_S", 0.3)
+    monkeypatch.setattr(fz, "_warn", said.append)
+
+    @fusejit.fuse
+    def g(v):
+        return v * 7
+
+    out = []
+    with fz._TRACE_LOCK:  # this thread "traces" meanwhile
+        t = threading.Thread(target=lambda: out.append(g(np.ones(3, np.float32))))
+        t.start()
+        deadline = time.time() + 30
+        while not said and time.time() < deadline:
+            time.sleep(0.05)
+    t.join(60)
+    assert said and re.search(r"has waited 0\.[3-9]\d* s|has waited [1-9]", said[0]), said
+    assert "for another thread's trace (native thread id %d)" % threading.get_native_id() in said[0]
+    assert out and out[0].tolist() == [7.0, 7.0, 7.0]
