@@ -649,7 +649,7 @@ class _TraceLock:
 
 _TRACE_LOCK = _TraceLock()
 _UNBOUND = object()  # a parameter a call has not bound yet (_by_keyword)
-_MAX_ENTRIES = 64  # programs kept per function; the oldest trace is dropped beyond (torch.compile: 8)
+_MAX_ENTRIES = 64  # programs kept per function; one not called lately is dropped beyond (torch.compile: 8)
 _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile's recompile limit is 8)
 # Distinct values of one float argument, the rest of the pattern alike (other float arguments' values
 # aside), before a warning that names it: two may be two call sites' constants, a third looks like
@@ -736,6 +736,7 @@ class _Entry:
         # Its trace raised no fusejit error (one caught, `try: x + y except: ...`, may be a broadcast
         # that other sizes pass), so it may serve patterns with more sizes equal (_served).
         self.servable = True
+        self.used = False  # called since the last drop passed it over (_drop_one)
 
     def results(self, outs: dict, arrays: list) -> Any:
         vals = [outs[s] if isinstance(s, str) else arrays[s] for s in self.sources]
@@ -978,7 +979,9 @@ class Fused:
         if key is None:
             return None, []
         entry = self._entries.get(key)
-        if entry is None:
+        if entry is not None:
+            entry.used = True  # a second call (a first one's entry is new: last in the order)
+        else:
             said: list = []
             with _TRACE_LOCK:
                 key, arrays = self._key(items, not self._dynamic)  # _dynamic may have changed meanwhile
@@ -1001,16 +1004,30 @@ class Fused:
 
     def _new_entry(self, args: tuple, kwargs: dict, items: list, key: tuple, said: list) -> _Entry:
         """The entry of a pattern met for the first time (under _TRACE_LOCK): a program that serves
-        it, else a new trace; kept (the oldest dropped beyond _MAX_ENTRIES) unless the trace says not
-        to."""
+        it, else a new trace; kept (one dropped beyond _MAX_ENTRIES: _drop_one) unless the trace says
+        not to."""
         entry = self._served(key)
         if entry is None:
             key, entry = self._trace(self._bind(args, kwargs), items, key, said)
         if key is not None:
             if len(self._entries) >= _MAX_ENTRIES:
-                del self._entries[next(iter(self._entries))]  # the oldest (dicts keep insertion order)
+                self._drop_one()
             self._entries[key] = entry
         return entry
+
+    def _drop_one(self) -> None:
+        """Drops the oldest pattern not called since the last drop passed it over, which moved the
+        called ones to the end (second chance, an approximation of least recently used whose call
+        path costs one attribute store): a serving loop's hot pattern is not traced again every 64
+        new ones, as dropping the oldest traced did. Under _TRACE_LOCK."""
+        for _ in range(len(self._entries) + 1):  # a pass clears every flag: the next finds one
+            key = next(iter(self._entries))  # dicts keep insertion order
+            entry = self._entries[key]
+            if not entry.used:
+                del self._entries[key]
+                return
+            entry.used = False
+            self._entries[key] = self._entries.pop(key)
 
     def _served(self, key: tuple) -> _Entry | None:
         """The latest traced program that runs this new pattern (_pattern.serves: sizes that were

@@ -1534,13 +1534,29 @@ def test_two_functions_calling_each_other_from_two_threads_do_not_deadlock():
     assert not t1.is_alive() and not t2.is_alive()
 
 
-def test_the_oldest_trace_is_dropped_beyond_64():
+def test_a_pattern_not_called_lately_is_dropped_beyond_64():
     f = fusejit.fuse(lambda v, c: v + c)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for k in range(70):
             assert f(np.zeros(1, np.float32), float(k))[0] == k
     assert f.traces == 70 and len(f._entries) == 64
+
+
+def test_a_hot_pattern_is_kept_among_new_ones(monkeypatch):
+    """A pattern called between new ones stays: it was traced again every 64 new ones (the
+    oldest traced was dropped). With 4 kept, 12 new ones."""
+    import fusejit._fuse as fz
+
+    monkeypatch.setattr(fz, "_MAX_ENTRIES", 4)
+    f = fusejit.fuse(lambda v, c: v + c)
+    hot = np.zeros(1, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in range(12):
+            assert f(hot, -1.0)[0] == -1.0
+            assert f(np.zeros(1, np.float32), float(k))[0] == k
+    assert f.traces == 1 + 12 and len(f._entries) == 4
 
 
 def test_new_user_trial_finds():
