@@ -367,14 +367,17 @@ void write_module_file(const fs::path& path, std::string_view bytes) {
 // Runs `build` in the disk store's build folder; if that filesystem is full, disables the store
 // (one warning, as for any unusable cache folder: docs/api.md) and runs it again in $TMPDIR. Also
 // when another thread disabled the store first: this build's folder was in the store all the same.
-// A build whose folder was removed under it runs again once (the cache folder is made again).
+// A build whose folder was removed under it runs again, up to 3 times (the cache folder is made
+// again): a loop removing the cache folder every second (a cleaner) hit one retry twice.
 template <class F>
 auto with_room(DiskStore& store, F&& build) {
   try {
-    try {
-      return build();
-    } catch (const FolderGone&) {
-      return build();
+    for (int attempt = 1;; ++attempt) {
+      try {
+        return build();
+      } catch (const FolderGone&) {
+        if (attempt == 4) throw;
+      }
     }
   } catch (const OutOfSpace& e) {
     if (store.enabled()) store.disable(fmt::format("its filesystem is full: {}", e.what()));  // warns once

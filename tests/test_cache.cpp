@@ -1695,16 +1695,26 @@ TEST_CASE("a path holding a NUL byte is refused, never used cut short at the NUL
 
 TEST_CASE("a cache folder removed during a CPU-path build: the build runs again, the folder is made again") {
   const fs::path dir = make_temp_dir(), tools = make_temp_dir();
-  const fs::path cache = dir / "cache", done = tools / "done", cxx = tools / "cxx.sh";
-  // A compiler that removes the cache folder, its own build folder included, on its first build.
-  write_text(cxx, "#!/bin/sh\nif [ \"$1\" != --version ] && [ ! -e '" + done.string() + "' ]; then\n  touch '" +
-                      done.string() + "'; rm -rf '" + cache.string() + "'\nfi\nexec c++ \"$@\"\n");
+  const fs::path cache = dir / "cache", count = tools / "count", cxx = tools / "cxx.sh";
+  // A compiler that removes the cache folder, its own build folder included, on its first three
+  // builds (a cleaner removing it every second hit one retry twice), then compiles.
+  write_text(count, "0");
+  write_text(cxx, "#!/bin/sh\nn=$(cat '" + count.string() + "')\nif [ \"$1\" != --version ] && [ \"$n\" -lt 3 ]; then\n" +
+                      "  echo $((n + 1)) > '" + count.string() + "'; rm -rf '" + cache.string() + "'\nfi\nexec c++ \"$@\"\n");
   fs::permissions(cxx, fs::perms::owner_all);
   ScopedEnv c("CXX", cxx.c_str());
   CHECK(all_are(cpu_outcomes(kGraphOther, "other.txt", cpu_options(cache), true), "compiled"));
-  CHECK(fs::exists(done));
+  CHECK(read_text(count) == "3\n");
   CHECK(fs::is_directory(cache));
   CHECK(fj::cache_list(cpu_options(cache)).size() == 1);
+  // A fourth removal within one build is its error, naming the folder.
+  write_text(count, "-1");
+  try {
+    cpu_outcomes("input q : i32[3]\nr = q * 17\noutput r\n", "q.txt", cpu_options(cache), true);
+    FAIL("built with its folder removed four times");
+  } catch (const fj::Error& e) {
+    CHECK(doctest::String(e.what()) == doctest::Contains("was removed: the host compiler failed"));
+  }
   fs::remove_all(dir);
   fs::remove_all(tools);
 }
