@@ -1,6 +1,8 @@
 // Checks of launch and run arguments; see lib/launch_check.h.
 #include "lib/launch_check.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -145,6 +147,20 @@ std::string swap_hint(const ir::Graph& g, std::span<const T> inputs, size_t k) {
   return "";
 }
 
+// Every input's tensor fits its place alone, but their dims disagree: the one pair of tensors of
+// other shapes whose exchange makes every dim agree (`a:[N] b:[M, N] c:[M]` given c, b, a), else "".
+template <class T>
+std::string conflict_swap_hint(const ir::Graph& g, std::span<const T> inputs) {
+  std::string hint;
+  int pairs = 0;
+  for (size_t k = 0; k < inputs.size(); ++k)
+    for (size_t j = k + 1; j < inputs.size(); ++j)
+      if (!std::ranges::equal(inputs[k].shape, inputs[j].shape) && fits_swapped(g, inputs, k, j) && ++pairs == 1)
+        hint = fmt::format("; the tensors of inputs '{}' and '{}' exchanged would agree: swapped? (the graph's order: {})",
+                           g.node(g.inputs[k]).name, g.node(g.inputs[j]).name, input_names(g));
+  return pairs == 1 ? hint : "";
+}
+
 // A null 0-d tensor (which has one element): the state of a moved-from HostTensor. Only run() and
 // measure() say so: their TensorViews come from HostTensors; a TensorRef's data may be null
 // (output_shapes).
@@ -185,7 +201,8 @@ template <class T>
     }
     if (!ok) {
       // A swap explains the rest: the hints for a tensor meant for this input would mislead.
-      const std::string swap = swap_hint(g, inputs, k);
+      std::string swap = swap_hint(g, inputs, k);
+      if (swap.empty() && !conflict.empty()) swap = conflict_swap_hint(g, inputs);
       const std::string hints = swap.empty() ? fixed + rank_hint(n, t.shape) + dtype_hint(n, t.dtype) + moved_hint(t) : swap;
       throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}{}", n.name, expected_type(g, n, b), conflict,
                                       dtype_text(to_ir(t.dtype)), shape_text(t.shape), hints));

@@ -684,6 +684,28 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
   } catch (const fj::Error& e) {
     CHECK(std::string(e.what()).find("swapped") == std::string::npos);
   }
+  // Every tensor fits its place alone, but the dims disagree: the one exchange that makes them agree.
+  const fj::Program abc = fj::Program::compile(
+      fj::Graph::parse("dim N = 4\ndim M = 3\ninput a : f32[N]\ninput b : f32[M, N]\ninput c : f32[M]\n"
+                       "y = b * a + sum(c)\noutput y\n"),
+      cpu_options());
+  const fj::HostTensor f43(fj::DType::F32, {3, 4});
+  CHECK_THROWS_WITH_AS(abc.run({f3, f43, f4}),
+                       doctest::Contains("; the tensors of inputs 'a' and 'c' exchanged would agree: swapped? (the "
+                                         "graph's order: a, b, c)"),
+                       fj::Error);
+  // Nor where two exchanges would: given [3], [2], [2], [3], exchanging x and w or z and v agrees.
+  const fj::Program xyz = fj::Program::compile(
+      fj::Graph::parse("dim N = 2\ndim M = 3\ninput x : f32[N]\ninput w : f32[M]\ninput z : f32[N]\n"
+                       "input v : f32[M]\ny = sum(x) + sum(w) + sum(z) + sum(v)\noutput y\n"),
+      cpu_options());
+  const fj::HostTensor f2(fj::DType::F32, {2});
+  try {
+    xyz.run({f3, f2, f2, f3});
+    FAIL("ran conflicting dims");
+  } catch (const fj::Error& e) {
+    CHECK(std::string(e.what()).find("swapped") == std::string::npos);
+  }
   CHECK_THROWS_WITH_AS(rp.run({x28, x28}),
                        "input 'w': expected bf16[D=8], got bf16[2, 8]; a graph input's rank is fixed (1 in the graph, 2 given)",
                        fj::Error);
