@@ -192,10 +192,13 @@ CheckReport distance_report(const std::string& what, const ir::Graph& g, const s
     mismatches += r.mismatches;
     total += count;
   }
+  // Elements 0 ulp apart differ in the sign of zero (x*0 -> 0 in fast mode) or are a NaN against a number.
+  const std::string by = max_ulps == 0 ? " only in the sign of a zero or a NaN against a number"
+                                       : ", by at most " + std::to_string(max_ulps) +
+                                             " ulp (a NaN against a number is counted, not measured)";
   c.detail = mismatches == 0 ? "identical values"
-                             : std::to_string(mismatches) + " of " + std::to_string(total) + " elements differ, by at most " +
-                                   std::to_string(max_ulps) +
-                                   " ulp (a NaN against a number is counted, not measured); informational";
+                             : std::to_string(mismatches) + " of " + std::to_string(total) + " elements differ" + by +
+                                   "; informational";
   return c;
 }
 
