@@ -393,8 +393,8 @@ void warn_nan_outputs(RunReport& rep, const ir::Graph& g, const std::vector<ir::
     for (ir::NodeId id = 0; id < g.size(); ++id)
       reduced = reduced || (used[static_cast<size_t>(id)] && ir::is_reduction(g.node(id).op));
     if (why.empty())
-      why = ro.special_values && reduced ? "the special-value inputs (--special) put NaNs in most rows a reduction reads; run "
-                                "without them to check its values too"
+      why = ro.special_values && reduced ? "the special-value inputs (--special) put NaNs in most rows a reduction reads (or "
+                                "its inputs are outside the graph's domain); run without them to check its values too"
                               : "give its inputs a range the graph is defined on (`input v : f32[N] range 0:1` in the "
                                 "graph, or --range NAME=LO:HI)";
     rep.warnings.push_back(fmt::format("output '{}' is NaN in {} of {} elements, so its checks compare NaNs mostly: {}",

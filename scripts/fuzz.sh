@@ -6,7 +6,7 @@
 # not the tree. Any crash, leak, timeout (10 s per input) or sanitizer report fails (exit != 0)
 # and leaves the input in BUILD/findings/; add it to tests/fuzz/corpus/ once fixed, where
 # the test suite replays it (fuzz_graph_corpus). With -jobs=N, each job's log (its final stats)
-# is BUILD/fuzz-<job>.log.
+# is BUILD/fuzz-<job>.log. It runs in BUILD: give the extra flags' paths absolute.
 #   usage: scripts/fuzz.sh [SECONDS] [extra libFuzzer flags...]
 source "$(dirname "$0")/help.sh"; help_if_asked "$0" "${1:-}"
 set -euo pipefail
@@ -14,7 +14,12 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 # libFuzzer reads "-max_total_time=abc" as 0: no limit at all.
-case "$seconds" in ''|*[!0-9]*|0) echo "fuzz.sh: SECONDS must be a whole number above 0, not '$seconds' (usage: scripts/fuzz.sh [SECONDS] [libFuzzer flags...])" >&2; exit 2 ;; esac
+case "$seconds" in ''|*[!0-9]*) n=0 ;; *) n=$((10#$seconds)) ;; esac  # "00" is 0 too
+if [ "$n" -le 0 ]; then
+  echo "fuzz.sh: SECONDS must be a whole number above 0, not '$seconds' (usage: scripts/fuzz.sh [SECONDS] [libFuzzer flags...])" >&2
+  exit 2
+fi
+seconds=$n
 build=${FUSEJIT_FUZZ_BUILD:-build-asan}
 # The sanitized clang build of scripts/sanitize.sh (the same folder, so CI builds it once); here
 # only the library, the command and the fuzz target.

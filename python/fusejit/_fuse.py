@@ -22,11 +22,13 @@ keep the traced sizes for other ones). Guide: docs/python.md, "Fusing a Python f
 
 from __future__ import annotations
 
+import collections
 import difflib
 import functools
 import inspect
 import keyword
 import math
+import os
 import threading
 import time
 import types
@@ -613,41 +615,100 @@ _RESERVED = {"graph", "dim", "input", "param", "output", "true", "false", "inf",
 _TRACE_WAIT_WARNING_S = 30.0  # a wait for another thread's trace this long gets a warning (a deadlock?)
 
 
+_HOLDS = threading.local()  # per thread: the _TraceLocks whose lock it holds, innermost last
+
+
+def _holds() -> list:
+    return _HOLDS.__dict__.setdefault("holds", [])
+
+
 class _TraceLock:
     """A re-entrant lock that a thread waiting for it passes over when its holder can never release
     it: a daemon thread that was tracing when the interpreter began to exit waits for the process
     to end inside its fusejit call (GilRelease, python/src/module.h), and an atexit handler's trace
-    would wait for it for ever. The holder runs no Python code again, so passing is safe."""
+    would wait for it for ever. The holder runs no Python code again; the threads that pass over
+    it take the next lock of the chain instead, so they still take turns. A Ctrl-C that interrupts
+    an enter or exit leaves this thread holding what it recorded (_settle), and a child process
+    forked while another thread traced gets locks of its own (_renew_in_child)."""
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._owner = 0  # the native id of the thread holding it (0: none)
-        self._held = threading.local()  # this thread's holds, innermost last: True where it acquired
+        self._next: _TraceLock | None = None  # taken by the threads that passed over a parked holder
+        self._making = threading.Lock()
 
     def __enter__(self) -> None:
-        got = self._lock.acquire(timeout=0.1)  # uncontended: at once
+        holds = _holds()
+        if not holds:
+            self._settle(holds)  # an exit a Ctrl-C cut short left a hold behind
+        before = len(holds)
+        try:
+            self._take(holds)
+        except BaseException:  # a Ctrl-C anywhere in here: this thread holds again what it did before
+            del holds[before:]
+            self._settle(holds)
+            raise
+
+    def _take(self, holds: list) -> None:
+        holds.append(self)  # first: whenever the acquire below succeeds, the hold is recorded
+        if self._lock.acquire(timeout=0.1) or self._wait():  # uncontended: at once
+            self._owner = threading.get_native_id()
+            return
+        holds.pop()
+        with self._making:
+            if self._next is None:
+                self._next = _TraceLock()
+        self._next._take(holds)
+
+    def _wait(self) -> bool:
+        """Takes the lock, or returns False once its holder is parked for good; warns once after
+        _TRACE_WAIT_WARNING_S."""
         start, warned = time.monotonic(), False
-        while not got and not _fusejit._parked(self._owner):
+        while not _fusejit._parked(self._owner):
             waited = time.monotonic() - start
-            if not warned and waited >= _TRACE_WAIT_WARNING_S:  # a trace that waits for this thread never ends
+            if not warned and waited >= _TRACE_WAIT_WARNING_S:
                 warned = True
                 _warn(f"fuse: this thread has waited {waited:.1f} s for another thread's trace (native thread id "
-                      f"{self._owner}); a trace that waits for this thread's call never ends (docs/fuse.md, 'Threads')")
-            got = self._lock.acquire(timeout=0.1)
-        holds = self._held.__dict__.setdefault("holds", [])
-        if got:
-            self._owner = threading.get_native_id()
-        holds.append(got)
+                      f"{self._owner}); if that trace waits for this thread's call, it never ends (docs/fuse.md, "
+                      "'Threads')")
+            if self._lock.acquire(timeout=0.1):
+                return True
+        return False
 
     def __exit__(self, *exc: object) -> None:
-        holds = self._held.holds
-        if holds.pop():
-            if not any(holds):
-                self._owner = 0
-            self._lock.release()
+        holds = _holds()
+        lock = holds.pop()
+        if not any(h is lock for h in holds):
+            lock._owner = 0
+        lock._lock.release()
+
+    def _settle(self, holds: list) -> None:
+        """Makes this thread hold each lock of the chain as often as `holds` records it."""
+        me = threading.get_native_id()
+        lock: _TraceLock | None = self
+        while lock is not None:
+            want = sum(h is lock for h in holds)
+            if lock._lock._is_owned():
+                state = lock._lock._release_save()  # (count, owner): released whole
+                if want:
+                    lock._lock._acquire_restore((want, state[1]))
+            if not want and lock._owner == me:
+                lock._owner = 0
+            lock = lock._next
+
+    def _renew_in_child(self) -> None:
+        """After fork(): the child has only the forking thread; a lock another thread held would
+        never be released there."""
+        lock: _TraceLock | None = self
+        while lock is not None:
+            lock._making = threading.Lock()
+            if not lock._lock._is_owned():
+                lock._lock, lock._owner = threading.RLock(), 0
+            lock = lock._next
 
 
 _TRACE_LOCK = _TraceLock()
+os.register_at_fork(after_in_child=_TRACE_LOCK._renew_in_child)
 _UNBOUND = object()  # a parameter a call has not bound yet (_by_keyword)
 _MAX_ENTRIES = 64  # programs kept per function; one not called lately is dropped beyond (torch.compile: 8)
 _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile's recompile limit is 8)
@@ -813,7 +874,7 @@ class Fused:
         self._sig = _signature(fn)
         self._dynamic = dynamic
         self._options = options
-        self._entries: dict = {}
+        self._entries: collections.OrderedDict = collections.OrderedDict()  # move_to_end: one C call
         self._traces = 0
         params = list(self._sig.parameters.values())
         positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -1021,17 +1082,19 @@ class Fused:
         path costs one attribute store): a serving loop's hot pattern is not traced again every 64
         new ones, as dropping the oldest traced did. Under _TRACE_LOCK."""
         for _ in range(len(self._entries) + 1):  # a pass clears every flag: the next finds one
-            key = next(iter(self._entries))  # dicts keep insertion order
+            key = next(iter(self._entries))
             entry = self._entries[key]
             if not entry.used:
                 del self._entries[key]
                 return
             entry.used = False
-            self._entries[key] = self._entries.pop(key)
+            self._entries.move_to_end(key)  # never missing meanwhile: calls read it without the lock
 
     def _served(self, key: tuple) -> _Entry | None:
-        """The latest traced program that runs this new pattern (_pattern.serves: sizes that were
-        distinct when traced are equal now), kept under its key too; None when there is none."""
+        """A traced program that runs this new pattern (_pattern.serves: sizes that were distinct
+        when traced are equal now), the last in the store's order (traced or called latest), kept
+        under its key too; None when there is none. One entry kept under several keys shares one
+        `used` flag: a call by either key keeps both."""
         for traced in reversed(list(self._entries)):
             if serves(traced, key) and self._entries[traced].servable:
                 return self._entries[traced]

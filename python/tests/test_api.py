@@ -1068,3 +1068,120 @@ def test_a_long_wait_for_another_threads_trace_gets_a_warning(monkeypatch):
     assert said and re.search(r"has waited 0\.[3-9]\d* s|has waited [1-9]", said[0]), said
     assert "for another thread's trace (native thread id %d)" % threading.get_native_id() in said[0]
     assert out and out[0].tolist() == [7.0, 7.0, 7.0]
+
+
+def test_the_trace_lock_survives_a_ctrl_c_and_a_fork(monkeypatch):
+    """fuse's trace lock (_TraceLock): a Ctrl-C between its acquire and the bookkeeping after it
+    left the lock held for good (a reviewer's); a hold an interrupted exit left is released by the
+    thread's next outermost trace; a child forked while another thread held it traces."""
+    import fusejit._fuse as fz
+
+    lock = fz._TRACE_LOCK
+
+    class Interrupting:  # threading, but the first get_native_id() raises: the Ctrl-C after acquire()
+        calls = 0
+
+        def __getattr__(self, name):
+            return getattr(threading, name)
+
+        def get_native_id(self):
+            Interrupting.calls += 1
+            if Interrupting.calls == 1:
+                raise KeyboardInterrupt
+            return threading.get_native_id()
+
+    g = fusejit.fuse(lambda v: v * 7)
+    monkeypatch.setattr(fz, "threading", Interrupting())
+    with pytest.raises(KeyboardInterrupt):
+        g(np.ones(3, np.float32))
+    monkeypatch.undo()
+    assert not lock._lock._is_owned() and fz._holds() == []
+
+    def traces_in_a_thread(v):
+        out = []
+        t = threading.Thread(target=lambda: out.append(fusejit.fuse(lambda a: a * 3)(v)))
+        t.start()
+        t.join(60)
+        return out
+
+    assert traces_in_a_thread(np.ones(2, np.float32))[0].tolist() == [3.0, 3.0]
+    lock._lock.acquire()  # as an exit cut short between its bookkeeping and its release
+    assert g(np.ones(4, np.float32)).tolist() == [7.0] * 4  # the next outermost trace settles it
+    assert not lock._lock._is_owned()
+    assert traces_in_a_thread(np.ones(5, np.float32))[0].tolist() == [3.0] * 5
+
+    held, done = threading.Event(), threading.Event()
+
+    def holder():
+        with lock:
+            held.set()
+            done.wait(60)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    held.wait(60)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: only this thread, which never held it
+            try:
+                ok = fusejit.fuse(lambda a: a - 1)(np.ones(6, np.float32)).tolist() == [0.0] * 6
+            finally:
+                os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        done.set()
+        t.join(60)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_threads_passing_over_a_parked_trace_still_take_turns(monkeypatch):
+    """A holder parked for good at exit is passed over; the threads that pass take the next lock
+    of the chain, so two of them never trace at once."""
+    import fusejit._fuse as fz
+
+    lock = fz._TRACE_LOCK
+    held, done = threading.Event(), threading.Event()
+
+    def holder():
+        with lock:
+            held.set()
+            done.wait(60)
+
+    parked_id = []
+
+    class Parked:
+        @staticmethod
+        def _parked(native_id):
+            return native_id != 0 and native_id in parked_id
+
+    t = threading.Thread(target=holder)
+    t.start()
+    held.wait(60)
+    parked_id.append(lock._owner)
+    monkeypatch.setattr(fz, "_fusejit", Parked)
+    inside, most = [0], [0]
+    real_trace = fz.Fused._trace
+
+    def counting_trace(self, *a, **k):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        try:
+            time.sleep(0.2)
+            return real_trace(self, *a, **k)
+        finally:
+            inside[0] -= 1
+
+    monkeypatch.setattr(fz.Fused, "_trace", counting_trace)
+    outs = []
+    workers = [threading.Thread(target=lambda k=k: outs.append(fusejit.fuse(lambda a: a + k)(np.zeros(2, np.float32))))
+               for k in range(3)]
+    try:
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(60)
+    finally:
+        done.set()
+        t.join(60)
+    assert sorted(o[0] for o in outs) == [0.0, 1.0, 2.0]
+    assert most[0] == 1 and lock._next is not None
