@@ -98,7 +98,10 @@ def _learn_type(t: type) -> str | None:
     nd = getattr(np_mod, "ndarray", None)
     if fw is None and np_mod is not None and issubclass(t, np_mod.generic):  # a scalar type of ml_dtypes
         fw = "numpy"
-    if fw == "numpy" and t.__module__.startswith("numpy.ma"):
+    if fw is None and isinstance(nd, type) and issubclass(t, nd):  # a user's subclass of ndarray
+        fw = "numpy"
+    ma = sys.modules.get("numpy.ma")  # imported if `t` can be a masked array (a subclass's too)
+    if fw == "numpy" and ma is not None and issubclass(t, ma.MaskedArray):
         raise UserError(f"a NumPy masked array ({t.__name__}) is not supported: fusejit would read its data and "
                         "ignore its mask; pass a.filled(value), or the data and the mask as two arrays")
     if fw == "numpy" and isinstance(nd, type) and issubclass(t, nd):
@@ -351,6 +354,9 @@ class Program:
     _fuse_by_identity = True  # an attribute of a fused method's object: keyed by identity, not value
 
     def __init__(self, impl: Any):
+        if type(impl).__name__ != "_Program":  # fusejit.Program(graph) is no way to make one
+            raise TypeError(f"Program: made by fusejit.compile(graph) or fusejit.load(folder), not from "
+                            f"{type(impl).__name__}")
         self._p = impl
         self._traced_by = ""  # the fused function that traced it (Fused.program), for its messages
         g = impl.graph
@@ -389,6 +395,8 @@ class Program:
         fj_reduce.h, fj_kernel.h); ``compile_to_dir`` (``fusejit compile -o DIR``) writes each
         .cu with its #include lines and the preludes beside it, ready for nvcc. Raises UserError
         for the unfused plan before it is built (its first use, or compile(..., build_unfused=True))."""
+        if not isinstance(plan, str):
+            raise TypeError(f"cuda_source: plan: expected \"fused\" or \"unfused\", got {type(plan).__name__}")
         kernels = self._p.kernels(plan)
         if any(k.cache == "not built" for k in kernels):
             raise UserError(f'cuda_source("{plan}"): the {plan} plan is not built yet: it is built on its first '
@@ -566,7 +574,8 @@ class Program:
                 pass
         unknown = [k for k in out if k not in self._out_set]
         if unknown:
-            raise TypeError(f"out: no output named {', '.join(unknown)} (outputs: " + ", ".join(names) + ")")
+            raise TypeError(f"out: no output named {', '.join(map(repr, unknown))} (outputs: " + ", ".join(names) +
+                            "; out= maps output names to arrays)")
         results = [out[n] if n in out else _MISSING for n in names]
         return results, all(a is not _MISSING for a in results)  # not `in`: it would compare arrays
 

@@ -337,8 +337,10 @@ def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dic
         return _np_clip(*args, **kwargs)
     if name == "isclose":
         return _np_isclose(*args, **kwargs)
-    if name in ("round", "around") and not args[1:] and not kwargs.get("decimals"):
-        return op("round", args[0])  # NumPy rounds half to even, as fusejit's round
+    decimals = args[1] if args[1:] else kwargs.get("decimals", 0)
+    if name in ("round", "around") and len(args) <= 2 and isinstance(decimals, int) and decimals == 0 and \
+            set(kwargs) <= {"decimals"}:
+        return op("round", args[0])  # NumPy rounds half to even, as fusejit's round (decimals=0: the same)
     if name in ("round", "around"):
         raise TypeError(f"np.{name} with decimals has no fusejit op (np.round(v) rounds half to even)")
     if name in ("take_along_axis", "take", "choose", "put_along_axis"):

@@ -262,7 +262,12 @@ void bind_value(nb::module_& m) {
       .def_prop_ro("builder", [](const PyValue& v) { return v.builder; },
                    "The fusejit.GraphBuilder whose node the value is (fusejit.op and fusejit.reduce find it here).")
       .def("__repr__", [](const PyValue& v) {
-        const fusejit::TensorInfo t = cpp(v.builder).info(v.v);
+        fusejit::TensorInfo t;
+        try {
+          t = cpp(v.builder).info(v.v);
+        } catch (const fusejit::Error&) {  // a spent builder refuses info(): repr still answers (logs, debuggers)
+          return std::string("<fusejit.Value of a GraphBuilder that has built its graph>");
+        }
         std::string s = "<fusejit.Value" + (t.name.empty() ? "" : " " + t.name) + " : " +
                         std::string(fusejit::dtype_name(t.dtype)) + "[";
         for (size_t d = 0; d < t.shape.size(); ++d)

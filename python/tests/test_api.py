@@ -1185,3 +1185,38 @@ def test_threads_passing_over_a_parked_trace_still_take_turns(monkeypatch):
         t.join(60)
     assert sorted(o[0] for o in outs) == [0.0, 1.0, 2.0]
     assert most[0] == 1 and lock._next is not None
+
+
+def test_python_api_hostile_round_finds():
+    """A tester's finds: a user's ndarray subclass took the DLPack path (bf16 refused, big-endian
+    unnamed); an `out` key that is no string raised join's TypeError; repr of a spent builder's
+    value raised; Program(None) an AttributeError and cuda_source(None) nanobind's signature dump;
+    np.round(v, 0) was refused."""
+    import ml_dtypes
+
+    class MyArr(np.ndarray):
+        pass
+
+    h = fusejit.compile(fusejit.Graph.parse("dim N = 4\ninput v : bf16[N]\nw = v * 2\noutput w"))
+    assert h(np.ones(4, ml_dtypes.bfloat16).view(MyArr))["w"].astype(np.float32).tolist() == [2.0] * 4
+    p = fusejit.compile(fusejit.Graph.parse("dim N = 4\ninput v : f32[N]\nw = v * 2\nu = v + 1\noutput w, u"))
+    with pytest.raises(fusejit.UserError, match="big-endian data"):
+        p(np.arange(4, dtype=">f4").view(MyArr))
+    with pytest.raises(fusejit.UserError, match="masked array"):
+        p(np.ma.masked_array(np.ones(4, np.float32), mask=[0, 1, 0, 0]).view(type("MyMa", (np.ma.MaskedArray,), {})))
+    with pytest.raises(TypeError, match=r"out: no output named 0 \(outputs: w, u; out= maps output names to arrays\)"):
+        p(np.ones(4, np.float32), out={0: np.zeros(4, np.float32)})
+    b = fusejit.GraphBuilder("g")
+    x = b.input("x", "f32", [4])
+    b.output("y", x * 2)
+    b.build()
+    assert repr(x) == "<fusejit.Value of a GraphBuilder that has built its graph>"
+    with pytest.raises(TypeError, match="made by fusejit.compile"):
+        fusejit.Program(None)
+    with pytest.raises(TypeError, match='cuda_source: plan: expected "fused" or "unfused", got NoneType'):
+        p.cuda_source(None)
+    v = np.array([0.5, 1.5, 2.5, -0.5], np.float32)
+    assert fusejit.fuse(lambda a: np.round(a, 0))(v).tolist() == np.round(v, 0).tolist()
+    assert fusejit.fuse(lambda a: np.round(a, decimals=0))(v).tolist() == np.round(v).tolist()
+    with pytest.raises(TypeError, match="with decimals has no fusejit op"):
+        fusejit.fuse(lambda a: np.round(a, 1))(v)
