@@ -1220,3 +1220,9 @@ def test_python_api_hostile_round_finds():
     assert fusejit.fuse(lambda a: np.round(a, decimals=0))(v).tolist() == np.round(v).tolist()
     with pytest.raises(TypeError, match="with decimals has no fusejit op"):
         fusejit.fuse(lambda a: np.round(a, 1))(v)
+    # A complex scalar is no array, nor a 0-d value "taken".
+    with pytest.raises(TypeError, match=r"got complex64 \(a 0-d value of no bool, int or float: fusejit has no complex"):
+        fusejit.fuse(lambda a: a * np.complex64(1))(v)
+    ps = fusejit.compile(fusejit.Graph.parse("dim N = 4\ninput v : f32[N]\nparam s : f32 = 1\nw = v * s\noutput w"))
+    with pytest.raises(TypeError, match=r"param 's': expected a bool, int or float, got complex64 \(a 0-d value"):
+        ps(v, s=np.complex64(1))
