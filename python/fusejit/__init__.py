@@ -50,10 +50,14 @@ def _at_exit() -> None:
     fusejit call (daemon threads) wait for the process to end rather than take the GIL back
     (GilRelease in python/src/module.h: Pythons before 3.14 would end them with pthread_exit, an
     abort). With such threads alive, nanobind's leak report at exit is off: what they hold is
-    never released, which is no leak of fusejit's."""
+    never released, which is no leak of fusejit's. Then fuse's trace lock is a new one: a parked
+    thread that was tracing holds the old one for good (a later atexit handler's trace waited)."""
     import threading
 
+    from . import _fuse
+
     _fusejit._at_exit(threading.active_count() > 1)
+    _fuse._renew_trace_lock(at_exit=True)
 
 
 atexit.register(_at_exit)

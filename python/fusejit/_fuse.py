@@ -28,17 +28,16 @@ import functools
 import inspect
 import keyword
 import math
+import operator
 import os
 import threading
-import time
 import types
 import warnings
 from typing import Any, Callable
 
 import numpy as np
 
-from ._errors import Error, FusejitWarning, UserError, _warn, errors_made
-from . import _fusejit
+from ._errors import Error, FusejitWarning, UserError, errors_made
 from ._fusejit import GraphBuilder, Value
 from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced,
                        as_array, by_value, constant_key, dtype_name, lifted, pattern_difference, scalar_key, serves,
@@ -326,6 +325,14 @@ def _np_clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, *, m
     return op("maximum", a, lo) if hi is None else op("clamp", a, lo, hi)
 
 
+def _is_zero_index(v: Any) -> bool:
+    """Whether `v` is an integer 0 (a Python or NumPy int: operator.index takes both)."""
+    try:
+        return operator.index(v) == 0
+    except TypeError:
+        return False
+
+
 def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dict) -> Value:
     """np.sum(v, -1), np.where(c, v, 0), np.clip(v, 0, 6): NumPy's functions of values."""
     name = func.__name__
@@ -338,8 +345,9 @@ def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dic
     if name == "isclose":
         return _np_isclose(*args, **kwargs)
     decimals = args[1] if args[1:] else kwargs.get("decimals", 0)
-    if name in ("round", "around") and len(args) <= 2 and isinstance(decimals, int) and decimals == 0 and \
-            set(kwargs) <= {"decimals"}:
+    out = args[2] if args[2:] else kwargs.get("out")
+    if name in ("round", "around") and len(args) <= 3 and _is_zero_index(decimals) and out is None and \
+            set(kwargs) <= {"decimals", "out"}:
         return op("round", args[0])  # NumPy rounds half to even, as fusejit's round (decimals=0: the same)
     if name in ("round", "around"):
         raise TypeError(f"np.{name} with decimals has no fusejit op (np.round(v) rounds half to even)")
@@ -614,103 +622,21 @@ _RESERVED = {"graph", "dim", "input", "param", "output", "true", "false", "inf",
 # One lock for every function's traces: re-entrant (a function may call itself, or another fused
 # function, on arrays while traced), and one for all, so two functions that do so from two threads
 # cannot each hold one lock and wait for the other's.
-_TRACE_WAIT_WARNING_S = 30.0  # a wait for another thread's trace this long gets a warning (a deadlock?)
+_TRACE_LOCK = threading.RLock()  # a `with` takes and leaves it whole: a Ctrl-C cannot split that
 
 
-_HOLDS = threading.local()  # per thread: the _TraceLocks whose lock it holds, innermost last
+def _renew_trace_lock(at_exit: bool = False) -> None:
+    """A new _TRACE_LOCK where another thread may hold the old one for good: in a child after
+    fork() (only the forking thread lives there; it keeps a lock it holds itself), and at exit
+    (__init__._at_exit, once the daemon threads still inside fusejit calls are parked: one that
+    was tracing holds it, and an atexit handler's trace waited for it for ever). A daemon thread
+    still tracing then leaves the old lock as it found it."""
+    global _TRACE_LOCK
+    if at_exit or not _TRACE_LOCK._is_owned():
+        _TRACE_LOCK = threading.RLock()
 
 
-def _holds() -> list:
-    return _HOLDS.__dict__.setdefault("holds", [])
-
-
-class _TraceLock:
-    """A re-entrant lock that a thread waiting for it passes over when its holder can never release
-    it: a daemon thread that was tracing when the interpreter began to exit waits for the process
-    to end inside its fusejit call (GilRelease, python/src/module.h), and an atexit handler's trace
-    would wait for it for ever. The holder runs no Python code again; the threads that pass over
-    it take the next lock of the chain instead, so they still take turns. A Ctrl-C that interrupts
-    an enter or exit leaves this thread holding what it recorded (_settle), and a child process
-    forked while another thread traced gets locks of its own (_renew_in_child)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
-        self._owner = 0  # the native id of the thread holding it (0: none)
-        self._next: _TraceLock | None = None  # taken by the threads that passed over a parked holder
-        self._making = threading.Lock()
-
-    def __enter__(self) -> None:
-        holds = _holds()
-        if not holds:
-            self._settle(holds)  # an exit a Ctrl-C cut short left a hold behind
-        before = len(holds)
-        try:
-            self._take(holds)
-        except BaseException:  # a Ctrl-C anywhere in here: this thread holds again what it did before
-            del holds[before:]
-            self._settle(holds)
-            raise
-
-    def _take(self, holds: list) -> None:
-        holds.append(self)  # first: whenever the acquire below succeeds, the hold is recorded
-        if self._lock.acquire(timeout=0.1) or self._wait():  # uncontended: at once
-            self._owner = threading.get_native_id()
-            return
-        holds.pop()
-        with self._making:
-            if self._next is None:
-                self._next = _TraceLock()
-        self._next._take(holds)
-
-    def _wait(self) -> bool:
-        """Takes the lock, or returns False once its holder is parked for good; warns once after
-        _TRACE_WAIT_WARNING_S."""
-        start, warned = time.monotonic(), False
-        while not _fusejit._parked(self._owner):
-            waited = time.monotonic() - start
-            if not warned and waited >= _TRACE_WAIT_WARNING_S:
-                warned = True
-                _warn(f"fuse: this thread has waited {waited:.1f} s for another thread's trace (native thread id "
-                      f"{self._owner}); if that trace waits for this thread's call, it never ends (docs/fuse.md, "
-                      "'Threads')")
-            if self._lock.acquire(timeout=0.1):
-                return True
-        return False
-
-    def __exit__(self, *exc: object) -> None:
-        holds = _holds()
-        lock = holds.pop()
-        if not any(h is lock for h in holds):
-            lock._owner = 0
-        lock._lock.release()
-
-    def _settle(self, holds: list) -> None:
-        """Makes this thread hold each lock of the chain as often as `holds` records it."""
-        me = threading.get_native_id()
-        lock: _TraceLock | None = self
-        while lock is not None:
-            want = sum(h is lock for h in holds)
-            if lock._lock._is_owned():
-                state = lock._lock._release_save()  # (count, owner): released whole
-                if want:
-                    lock._lock._acquire_restore((want, state[1]))
-            if not want and lock._owner == me:
-                lock._owner = 0
-            lock = lock._next
-
-    def _renew_in_child(self) -> None:
-        """After fork(): the child has only the forking thread; a lock another thread held would
-        never be released there."""
-        lock: _TraceLock | None = self
-        while lock is not None:
-            lock._making = threading.Lock()
-            if not lock._lock._is_owned():
-                lock._lock, lock._owner = threading.RLock(), 0
-            lock = lock._next
-
-
-_TRACE_LOCK = _TraceLock()
-os.register_at_fork(after_in_child=_TRACE_LOCK._renew_in_child)
+os.register_at_fork(after_in_child=_renew_trace_lock)
 _UNBOUND = object()  # a parameter a call has not bound yet (_by_keyword)
 _MAX_ENTRIES = 64  # programs kept per function; one not called lately is dropped beyond (torch.compile: 8)
 _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile's recompile limit is 8)
@@ -1083,20 +1009,23 @@ class Fused:
         called ones to the end (second chance, an approximation of least recently used whose call
         path costs one attribute store): a serving loop's hot pattern is not traced again every 64
         new ones, as dropping the oldest traced did. Under _TRACE_LOCK."""
-        for _ in range(len(self._entries) + 1):  # a pass clears every flag: the next finds one
+        kept: set = set()  # entries this pass found called: each of their keys is kept
+        for _ in range(len(self._entries)):
             key = next(iter(self._entries))
             entry = self._entries[key]
-            if not entry.used:
+            if not entry.used and id(entry) not in kept:
                 del self._entries[key]
                 return
             entry.used = False
+            kept.add(id(entry))
             self._entries.move_to_end(key)  # never missing meanwhile: calls read it without the lock
+        del self._entries[next(iter(self._entries))]  # every one was called: the first in order now
 
     def _served(self, key: tuple) -> _Entry | None:
         """A traced program that runs this new pattern (_pattern.serves: sizes that were distinct
-        when traced are equal now), the last in the store's order (traced or called latest), kept
-        under its key too; None when there is none. One entry kept under several keys shares one
-        `used` flag: a call by either key keeps both."""
+        when traced are equal now), the last in the store's order (traced latest, or passed over by
+        a drop as called since), kept under its key too; None when there is none. One entry kept
+        under several keys shares one `used` flag: a call by either key keeps both (_drop_one)."""
         for traced in reversed(list(self._entries)):
             if serves(traced, key) and self._entries[traced].servable:
                 return self._entries[traced]

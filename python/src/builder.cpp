@@ -57,13 +57,21 @@ nb::object scalar_item(nb::handle h) {
   return number ? v : nb::object();
 }
 
-// Whether `h` is a 0-d value (NumPy scalar, 0-d array) whose item() is no bool, int or float.
-bool odd_scalar(nb::handle h) {
-  if (PyType_Check(h.ptr()) || !nb::hasattr(h, "ndim")) return false;
+// For a 0-d value (NumPy scalar, 0-d array) whose item() is no bool, int or float: why it is
+// refused, naming its dtype; else "".
+std::string odd_scalar(nb::handle h) {
+  if (PyType_Check(h.ptr()) || !nb::hasattr(h, "ndim") || !nb::hasattr(h, "dtype")) return "";
   const nb::object ndim = h.attr("ndim");
-  return PyLong_Check(ndim.ptr()) && nb::cast<int>(ndim) == 0;
+  if (!PyLong_Check(ndim.ptr()) || nb::cast<int>(ndim) != 0) return "";
+  const nb::object dtype = h.attr("dtype");
+  PyObject* text = PyObject_Str(dtype.ptr());  // str(dtype): "complex64", "<U1"
+  if (!text) {
+    PyErr_Clear();
+    return "";
+  }
+  return " (a 0-d value of dtype " + nb::cast<std::string>(nb::steal<nb::str>(text)) +
+         ": fusejit's dtypes are bool, integers and floats up to 64 bits)";
 }
-constexpr const char* kOddScalar = " (a 0-d value of no bool, int or float: fusejit has no complex or long double dtype)";
 
 }  // namespace
 
@@ -147,7 +155,8 @@ fusejit::Value to_value(nb::handle h, nb::handle builder) {
   if (PyLong_Check(h.ptr())) return fusejit::Value(checked_int64(h, "integer literal"));
   if (PyFloat_Check(h.ptr())) return fusejit::Value(nb::cast<double>(h));
   if (nb::object v = scalar_item(h); v.is_valid()) return to_value(v, builder);
-  const std::string hint = odd_scalar(h)            ? std::string(kOddScalar)
+  const std::string odd = odd_scalar(h);
+  const std::string hint = !odd.empty()             ? odd
                            : nb::hasattr(h, "shape") ? " (an array is no graph value: pass it to a fused function as an "
                                                        "argument of its own, or to the graph as GraphBuilder.input; an "
                                                        "array a fused function reads from a global or from within a "
@@ -182,9 +191,9 @@ fusejit::Scalar to_scalar(nb::handle h, const std::string& what) {
   const std::string shape =
       !PyType_Check(h.ptr()) && nb::hasattr(h, "shape") ? nb::cast<std::string>(nb::repr(h.attr("shape"))) : "";
   throw nb::type_error((what + ": expected a bool, int or float, got " + py_type_name(h) +
-                        (odd_scalar(h)    ? kOddScalar
-                         : shape.empty() ? ""
-                                         : " of shape " + shape + " (a NumPy scalar or 0-d array is taken)"))
+                        (!odd_scalar(h).empty() ? odd_scalar(h)
+                         : shape.empty()        ? ""
+                                                : " of shape " + shape + " (a NumPy scalar or 0-d array is taken)"))
                            .c_str());
 }
 

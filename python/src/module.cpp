@@ -60,7 +60,6 @@ struct GilGate {
   bool closed = false;
   std::set<pid_t> doomed;  // threads alive when the atexit hook ran, but the hook's own
   int taking = 0;          // threads past the gate, taking the GIL back
-  std::set<pid_t> parked;  // threads waiting at the gate for the process to end
 };
 GilGate* gil_gate_now = new GilGate;
 GilGate& gate() { return *gil_gate_now; }
@@ -105,7 +104,6 @@ fusejit_py::GilRelease::~GilRelease() {
     // passes unless finalisation has begun (a small window remains for it, as without fusejit).
     if (gate().closed && (gate().doomed.count(static_cast<pid_t>(::gettid())) || python_finalizing())) {
       nb::set_leak_warnings(false);  // what this thread's frames hold is never released: no leak
-      gate().parked.insert(static_cast<pid_t>(::gettid()));
       for (;;) gate().cv.wait(lock);  // the process is exiting; Python 3.14 waits the same way
     }
     ++gate().taking;
@@ -537,11 +535,17 @@ void bind_graph(nb::module_& m) {
   nb::class_<Graph>(m, "Graph", "An immutable, verified graph of elementwise ops and reductions (docs/graph-format.md).")
       .def_static(
           "parse",
-          [](std::string_view text, std::optional<std::string> filename, std::optional<nb::dict> dims) {
+          [](std::string_view text, nb::handle filename, std::optional<nb::dict> dims) {
+            // A name for errors: a str as it is, an os.PathLike or bytes as Graph.load takes them.
+            const std::string file = filename.is_none()                 ? std::string("<string>")
+                                     : nb::isinstance<nb::str>(filename) ? nb::cast<std::string>(filename)
+                                                                         : path_arg(filename, "filename", false);
             fusejit::DimValues d = to_dims(dims);
-            return released([&] { return Graph::parse(text, filename ? *filename : "<string>", d); });
+            return released([&] { return Graph::parse(text, file, d); });
           },
           "text"_a, "filename"_a = nb::none(), "dims"_a = nb::none(),
+          nb::sig("def parse(text: str, filename: str | bytes | os.PathLike[str] | None = None, "
+                  "dims: dict[str, int] | None = None) -> Graph"),
           "Parses and verifies graph text (docs/graph-format.md). filename: named in errors (default "
           "\"<string>\"). dims: {name: size} overriding the file's `dim` declarations. Raises UserError "
           "with file:line:col for bad text, and naming the dim for an unknown dim or a size < 0.")
@@ -764,12 +768,6 @@ NB_MODULE(_fusejit, m) {
     if (other_threads) nb::set_leak_warnings(false);
     released([] { fusejit::set_warning_handler({}); });
     fusejit_py::close_gil_gate();
-  });
-  // Whether the thread of this native id waits at the gate for good (a lock it holds is never
-  // released: fuse's trace lock, python/fusejit/_fuse.py).
-  m.def("_parked", [](int64_t native_id) {
-    std::lock_guard lock(gate().m);
-    return gate().parked.count(static_cast<pid_t>(native_id)) > 0;
   });
   bind_info(m);
   bind_graph(m);

@@ -1543,6 +1543,25 @@ def test_a_pattern_not_called_lately_is_dropped_beyond_64():
     assert f.traces == 70 and len(f._entries) == 64
 
 
+def test_a_drop_keeps_every_key_of_a_called_entry():
+    """One entry kept under two keys (a pattern served by another's program), called through the
+    second: both stay, the entry never called goes (a reviewer's: the second key was dropped)."""
+    import collections
+
+    import fusejit._fuse as fz
+
+    f = fusejit.fuse(lambda v: v)
+    served, cold = fz._Entry(None, None, [], []), fz._Entry(None, None, [], [])
+    f._entries = collections.OrderedDict([("K1", served), ("K2", served), ("K3", cold)])
+    served.used = True
+    f._drop_one()
+    assert list(f._entries) == ["K1", "K2"]
+    served.used = cold.used = True  # every one called: the first in order after the pass goes
+    f._entries["K3"] = cold
+    f._drop_one()
+    assert list(f._entries) == ["K2", "K3"]
+
+
 def test_a_hot_pattern_is_kept_among_new_ones(monkeypatch):
     """A pattern called between new ones stays: it was traced again every 64 new ones (the
     oldest traced was dropped). With 4 kept, 12 new ones."""
