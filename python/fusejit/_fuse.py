@@ -628,10 +628,15 @@ _TRACE_LOCK = threading.RLock()  # a `with` takes and leaves it whole: a Ctrl-C 
 def _renew_trace_lock(at_exit: bool = False) -> None:
     """A new _TRACE_LOCK where another thread may hold the old one for good: in a child after
     fork() (only the forking thread lives there; it keeps a lock it holds itself), and at exit
-    (__init__._at_exit, once the daemon threads still inside fusejit calls are parked: one that
-    was tracing holds it, and an atexit handler's trace waited for it for ever). A daemon thread
-    still tracing then leaves the old lock as it found it."""
+    (__init__._at_exit, once the gate that parks daemon threads returning from fusejit calls is
+    closed: one tracing in a compile holds it for good, and an atexit handler's trace waited for
+    it for ever). At exit the lock is kept when it is free within 0.2 s (a trace running Python
+    code ends, or parks in its next compile); a trace still running after that may overlap a
+    handler's, in a process that is ending. The old lock's holder leaves it as it found it."""
     global _TRACE_LOCK
+    if at_exit and _TRACE_LOCK.acquire(timeout=0.2):
+        _TRACE_LOCK.release()
+        return
     if at_exit or not _TRACE_LOCK._is_owned():
         _TRACE_LOCK = threading.RLock()
 

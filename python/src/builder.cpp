@@ -46,12 +46,19 @@ struct PyDim {
 
 std::string py_type_name(nb::handle h) { return nb::cast<std::string>(nb::str(h.type().attr("__name__"))); }
 
+// Whether `v` is an int equal to 0 (any int: an ndim of 2**70 made nb::cast<int> throw bad_cast).
+bool zero_int(const nb::object& v) {
+  if (!PyLong_Check(v.ptr())) return false;
+  int overflow = 0;  // set past long long, with no Python error
+  return PyLong_AsLongLongAndOverflow(v.ptr(), &overflow) == 0 && overflow == 0;
+}
+
 // The Python bool, int or float of a NumPy or PyTorch 0-d value (`.item()`), or nothing (a
 // longdouble's item() is a longdouble again, a complex's a complex: no such number).
 nb::object scalar_item(nb::handle h) {
   if (PyType_Check(h.ptr()) || !nb::hasattr(h, "item") || !nb::hasattr(h, "ndim")) return {};  // a class: its
   const nb::object ndim = h.attr("ndim");                                                     // ndim is a descriptor
-  if (!PyLong_Check(ndim.ptr()) || nb::cast<int>(ndim) != 0) return {};
+  if (!zero_int(ndim)) return {};
   nb::object v = h.attr("item")();
   const bool number = PyBool_Check(v.ptr()) || PyLong_Check(v.ptr()) || PyFloat_Check(v.ptr());
   return number ? v : nb::object();
@@ -62,14 +69,16 @@ nb::object scalar_item(nb::handle h) {
 std::string odd_scalar(nb::handle h) {
   if (PyType_Check(h.ptr()) || !nb::hasattr(h, "ndim") || !nb::hasattr(h, "dtype")) return "";
   const nb::object ndim = h.attr("ndim");
-  if (!PyLong_Check(ndim.ptr()) || nb::cast<int>(ndim) != 0) return "";
+  if (!zero_int(ndim)) return "";
   const nb::object dtype = h.attr("dtype");
-  PyObject* text = PyObject_Str(dtype.ptr());  // str(dtype): "complex64", "<U1"
-  if (!text) {
+  const nb::object text = nb::steal(PyObject_Str(dtype.ptr()));  // str(dtype): "complex64", "<U1"
+  Py_ssize_t size = 0;
+  const char* utf8 = text.is_valid() ? PyUnicode_AsUTF8AndSize(text.ptr(), &size) : nullptr;
+  if (!utf8) {  // a __str__ that raised, or text that is not UTF-8 (a lone surrogate)
     PyErr_Clear();
     return "";
   }
-  return " (a 0-d value of dtype " + nb::cast<std::string>(nb::steal<nb::str>(text)) +
+  return " (a 0-d value of dtype " + std::string(utf8, static_cast<size_t>(size)) +
          ": fusejit's dtypes are bool, integers and floats up to 64 bits)";
 }
 

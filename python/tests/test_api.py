@@ -1107,6 +1107,15 @@ def test_python_api_hostile_round_finds():
     assert fusejit.fuse(lambda a: np.round(a, np.int64(0), None))(v).tolist() == np.round(v).tolist()
     with pytest.raises(TypeError, match=r"got str_ \(a 0-d value of dtype <U1"):
         fusejit.fuse(lambda a: a * np.str_("x"))(v)
+
+    class Odd:  # duck-typed: an ndim past every C int (nb::cast<int> threw std::bad_cast)
+        ndim, dtype = 2**70, "x"
+
+        def item(self):
+            return 1.0
+
+    with pytest.raises(TypeError, match="expected a fusejit.Value or a bool, int or float literal, got Odd"):
+        fusejit.fuse(lambda a: a * Odd())(v)
     with pytest.raises(TypeError, match="with decimals has no fusejit op"):
         fusejit.fuse(lambda a: np.round(a, 1))(v)
     # Graph.parse's filename takes an os.PathLike, as Graph.load's path does.
