@@ -173,6 +173,19 @@ std::string moved_hint(const TensorRef&) { return ""; }
 // launch()'s null 0-d tensor: a moved-from HostTensor's, or a pointer not set.
 std::string null_hint(std::span<const int64_t> shape) { return shape.empty() ? "; a moved-from HostTensor?" : ""; }
 
+// The hints for input k's tensor, which does not fit (`conflict`: a dim bound otherwise; `fixed`:
+// a literal size differs). A swap explains the rest: the hints for a tensor meant for this input
+// would mislead.
+template <class T>
+std::string misfit_hints(const ir::Graph& g, std::span<const T> inputs, size_t k, const std::string& conflict,
+                         const std::string& fixed) {
+  const ir::Node& n = g.node(g.inputs[k]);
+  const T& t = inputs[k];
+  std::string swap = swap_hint(g, inputs, k);
+  if (swap.empty() && !conflict.empty()) swap = conflict_swap_hint(g, inputs);
+  return swap.empty() ? fixed + rank_hint(n, t.shape) + dtype_hint(n, t.dtype) + moved_hint(t) : swap;
+}
+
 template <class T>
 [[noreturn]] void refuse_inputs(const ir::Graph& g, std::span<const T> inputs) {
   DimBindings b{std::vector<int64_t>(g.dims.size(), -1), std::vector<std::string>(g.dims.size())};
@@ -201,14 +214,10 @@ template <class T>
         next.by[s] = n.name;
       }
     }
-    if (!ok) {
-      // A swap explains the rest: the hints for a tensor meant for this input would mislead.
-      std::string swap = swap_hint(g, inputs, k);
-      if (swap.empty() && !conflict.empty()) swap = conflict_swap_hint(g, inputs);
-      const std::string hints = swap.empty() ? fixed + rank_hint(n, t.shape) + dtype_hint(n, t.dtype) + moved_hint(t) : swap;
+    if (!ok)
       throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}{}", n.name, expected_type(g, n, b), conflict,
-                                      dtype_text(to_ir(t.dtype)), shape_text(t.shape), hints));
-    }
+                                      dtype_text(to_ir(t.dtype)), shape_text(t.shape),
+                                      misfit_hints(g, inputs, k, conflict, fixed)));
     b = std::move(next);
   }
   throw ir::InternalError("refuse_inputs: every input fits");

@@ -333,6 +333,16 @@ def _is_zero_index(v: Any) -> bool:
         return False
 
 
+def _np_round(name: str, args: tuple, kwargs: dict) -> Value:
+    """np.round(v) / np.around(v), with decimals 0 and no out: NumPy rounds half to even, as
+    fusejit's round; other decimals have no op."""
+    decimals = args[1] if args[1:] else kwargs.get("decimals", 0)
+    out = args[2] if args[2:] else kwargs.get("out")
+    if len(args) <= 3 and _is_zero_index(decimals) and out is None and set(kwargs) <= {"decimals", "out"}:
+        return op("round", args[0])
+    raise TypeError(f"np.{name} with decimals has no fusejit op (np.round(v) rounds half to even)")
+
+
 def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dict) -> Value:
     """np.sum(v, -1), np.where(c, v, 0), np.clip(v, 0, 6): NumPy's functions of values."""
     name = func.__name__
@@ -344,13 +354,8 @@ def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dic
         return _np_clip(*args, **kwargs)
     if name == "isclose":
         return _np_isclose(*args, **kwargs)
-    decimals = args[1] if args[1:] else kwargs.get("decimals", 0)
-    out = args[2] if args[2:] else kwargs.get("out")
-    if name in ("round", "around") and len(args) <= 3 and _is_zero_index(decimals) and out is None and \
-            set(kwargs) <= {"decimals", "out"}:
-        return op("round", args[0])  # NumPy rounds half to even, as fusejit's round (decimals=0: the same)
     if name in ("round", "around"):
-        raise TypeError(f"np.{name} with decimals has no fusejit op (np.round(v) rounds half to even)")
+        return _np_round(name, args, kwargs)
     if name in ("take_along_axis", "take", "choose", "put_along_axis"):
         raise TypeError(f"np.{name} has no fusejit op: fusejit has no gather. To pick one element per row (a "
                         "cross-entropy's target logit), pass the indices along the axis as an input and compare: "
