@@ -209,10 +209,17 @@ def _refused(e: TypeError, arrays: list, whats: list[str]) -> NoReturn:
     non-framework arrays; any other as it is."""
     if "incompatible function arguments" not in str(e):
         raise e
-    odd = [w for a, w in zip(arrays, whats) if _framework(a) == "dlpack"] or whats
-    raise TypeError(f"{', '.join(odd)}: not readable as a tensor (a __dlpack__ that fails or returns no DLPack "
-                    "capsule, or a read-only tensor given as an output); pass a NumPy array or a PyTorch or CuPy "
-                    "tensor") from e
+    odd = [(a, w) for a, w in zip(arrays, whats) if _framework(a) == "dlpack"]
+    cause: BaseException = e
+    for a, _ in odd:  # nanobind swallowed what a failing __dlpack__ raised: the cause, where there is one
+        try:
+            a.__dlpack__()
+        except Exception as err:  # noqa: BLE001: the object's own error, whatever it is
+            cause = err
+            break
+    raise TypeError(f"{', '.join(w for _, w in odd) or ', '.join(whats)}: not readable as a tensor (a __dlpack__ "
+                    "that fails or returns no DLPack capsule, or a read-only tensor given as an output); pass a NumPy "
+                    "array or a PyTorch or CuPy tensor") from cause
 
 
 def _storages(arrays: list, whats: list[str]) -> tuple[list, list]:

@@ -893,6 +893,10 @@ def test_objects_the_extension_cannot_read_are_named_without_its_signatures():
             prog(x=odd)
         with pytest.raises(TypeError, match=r"^input 'x': not readable as a tensor"):
             prog.output_shapes(x=odd)
+    # What a failing __dlpack__ raised is the cause (nanobind swallowed it).
+    with pytest.raises(TypeError) as refused:
+        prog(x=FailingDLPack())
+    assert isinstance(refused.value.__cause__, RuntimeError) and str(refused.value.__cause__) == "no"
     with pytest.raises(TypeError, match=r"^output 'y': not readable as a tensor"):
         prog(x=x, out={"y": NoCapsule()})
     read_only = np.zeros(3, np.float32)
