@@ -28,9 +28,11 @@ CompileError with_kept_source(const CompileError& e, DiskStore& store, std::stri
     try {
       DiskStore::Scratch scratch = store.scratch();
       const std::filesystem::path cu = scratch.path() / (label + ".cu");
-      kept = write_new_file(cu, std::span<const char>(e.source().data(), e.source().size())) == 0
-                 ? "source kept for inspection: " + (scratch.keep() / cu.filename()).string()
-                 : "source not kept: cannot write " + cu.string();
+      if (!scratch.in_store()) kept = "source not kept: the cache folder took no build folder";  // $TMPDIR's is swept
+      else if (write_new_file(cu, std::span<const char>(e.source().data(), e.source().size())) == 0)
+        kept = "source kept for inspection: " + (scratch.keep() / cu.filename()).string();
+      else
+        kept = "source not kept: cannot write " + cu.string();
     } catch (const std::runtime_error& why) {
       kept = std::string("source not kept: ") + why.what();
     }

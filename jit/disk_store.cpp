@@ -56,10 +56,15 @@ constexpr const char* kEntrySuffix = ".fjk";
 constexpr const char* kLockSuffix = ".lock";
 constexpr const char* kTempPrefix = ".tmp-";             // temporary entry files, in prefix folders
 constexpr const char* kBuildPrefix = ".tmp-build-";      // compiler scratch folders, in the root
-constexpr const char* kTmpBuildPrefix = "fusejit-build-";  // the same in $TMPDIR (no disk store)
+constexpr const char* kTmpBuildPrefix = "fusejit-lbuild-";  // the same in $TMPDIR (no disk store), locked
+constexpr const char* kTmpUnlockedPrefix = "fusejit-build-";  // ... where no lock could be taken (or an older fusejit's)
 constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 31;   // anything larger is not ours
 constexpr auto kStale = std::chrono::hours(1);           // temp files older than this are abandoned
 constexpr auto kTempInFlight = std::chrono::minutes(1);  // `cache clear` spares temp files younger than this
+// A file whose time is further ahead than this while its status change time is not was given that
+// time (a backup restored, `touch -d`): it counts as the oldest, not the newest, so it goes first.
+// Both ahead is a clock behind the file server's: its times are kept (never abandoned, as before).
+constexpr auto kFuture = std::chrono::hours(1);
 constexpr auto kRescan = std::chrono::seconds(30);       // a storing process counts the folder again after this
 // Another process building the same key: after kLockNote a warning says it is waited for (a
 // process stopped with Ctrl-Z holds its lock), after kLockWait this one builds too. NVRTC takes
@@ -192,6 +197,12 @@ int64_t mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 int64_t stale_before_ns() { return now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(kStale).count(); }
+// The time eviction and `cache clear` order a file by: its mtime, or 0 for one set beyond kFuture.
+int64_t order_time_ns(const struct stat& st) {
+  const int64_t t = mtime_ns(st), ahead = now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(kFuture).count();
+  const int64_t changed = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  return t > ahead && changed <= ahead ? 0 : t;
+}
 
 // Why the file described by `st` is not an entry fusejit may read ("" when it may).
 std::string file_problem(const struct stat& st) {
@@ -205,19 +216,22 @@ std::string file_problem(const struct stat& st) {
   return "";
 }
 
-// Removes whatever is at an entry path without following it: a folder with its contents only when
-// it has an entry's name (`<key>.fjk`), else only when empty, so no path ever empties a folder of
+// Removes whatever is at an entry or lock path (`only_odd`: unless it is a regular file now) without
+// following it: a folder with its contents only
+// when it has one of their names (`<key>.fjk`, `<key>.lock`), else only when empty, so no path ever empties a folder of
 // the user's (a path cut short by a system call was once one). Returns "" when nothing is left
 // there, else why it could not be removed.
-std::string remove_odd(const fs::path& path) {
+std::string remove_odd(const fs::path& path, bool only_odd = false) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) return "";
+  // A lock path's regular file is another process's new lock file, put there since it was seen.
+  if (only_odd && S_ISREG(st.st_mode)) return "";
   std::error_code ec;
   if (!S_ISDIR(st.st_mode)) {
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) return std::strerror(errno);
     return "";
   }
-  if (path.extension() == kEntrySuffix) fs::remove_all(path, ec);
+  if (path.extension() == kEntrySuffix || path.extension() == kLockSuffix) fs::remove_all(path, ec);
   else fs::remove(path, ec);
   return ec && ec != std::errc::no_such_file_or_directory ? ec.message() : "";
 }
@@ -278,6 +292,7 @@ struct ScannedFile {
   std::optional<Hash128> key;  // entries and locks
   uint64_t bytes = 0;
   int64_t mtime_ns = 0;
+  int64_t order_ns = 0;  // order_time_ns: what eviction and `cache clear` go by
   std::string odd;  // at an entry's path, not a regular file: file_problem()'s words ("a FIFO", ...)
 };
 
@@ -297,16 +312,16 @@ std::optional<ScannedFile> classify(const fs::path& path, const std::string& nam
   }
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+  f.mtime_ns = mtime_ns(st);
+  f.order_ns = order_time_ns(st);
   if (!S_ISREG(st.st_mode)) {
-    // A folder, FIFO or link named as an entry: listed as damaged and removed by `cache clear`
-    // (never followed); other odd files are not fusejit's.
-    if (f.type != FileType::Entry) return std::nullopt;
+    // A folder, FIFO or link named as an entry or lock: listed as damaged (entries) and removed by
+    // `cache clear` (never followed); other odd files are not fusejit's.
+    if (f.type == FileType::Temp) return std::nullopt;
     f.odd = file_problem(st);
-    f.mtime_ns = mtime_ns(st);
     return f;
   }
   f.bytes = static_cast<uint64_t>(st.st_size);
-  f.mtime_ns = mtime_ns(st);
   return f;
 }
 
@@ -332,7 +347,8 @@ std::vector<ScannedFile> scan(const fs::path& dir) {
     if (prefix.starts_with(kBuildPrefix)) {
       struct stat st;
       if (::lstat(top->path().c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-        out.push_back({top->path(), FileType::Build, std::nullopt, folder_bytes(top->path()), mtime_ns(st), {}});
+        out.push_back({top->path(), FileType::Build, std::nullopt, folder_bytes(top->path()), mtime_ns(st),
+                       order_time_ns(st), {}});
       continue;
     }
     if (prefix.size() != 2 || !is_hex(prefix) || top->is_symlink(ec) || !folder_problem(top->path(), false).empty())
@@ -389,8 +405,11 @@ bool remove_unused_build(const fs::path& path) {
 // may have removed it, empty, before the lock): -1 when it is not, or cannot be locked.
 int lock_build_folder(const fs::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  int rc = -1;
+  while (fd >= 0 && (rc = ::flock(fd, LOCK_SH)) != 0 && errno == EINTR) {
+  }
   struct stat held, now;
-  if (fd >= 0 && ::flock(fd, LOCK_SH) == 0 && ::fstat(fd, &held) == 0 && ::lstat(path.c_str(), &now) == 0 &&
+  if (fd >= 0 && rc == 0 && ::fstat(fd, &held) == 0 && ::lstat(path.c_str(), &now) == 0 &&
       held.st_ino == now.st_ino && held.st_dev == now.st_dev)
     return fd;
   if (fd >= 0) unlock_and_close(fd);
@@ -406,17 +425,22 @@ bool remove_unused_lock(const fs::path& path) {
   return removed;
 }
 
-// Removes stale build folders of this user left in $TMPDIR by killed runs, once per process.
+// Removes the build folders of this user that killed or interrupted runs left in $TMPDIR, once per
+// process: locked ones (kTmpBuildPrefix) that no build holds, whatever their age; unlocked ones
+// (kTmpUnlockedPrefix: no flock there, or an older fusejit's) an hour old.
 void sweep_tmp_builds(const fs::path& tmp) {
   static std::once_flag once;
   std::call_once(once, [&] {
     const int64_t before = stale_before_ns();
     std::error_code ec;
     for (fs::directory_iterator it(tmp, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      const bool locked = name.starts_with(kTmpBuildPrefix);
       struct stat st;
-      if (!it->path().filename().string().starts_with(kTmpBuildPrefix)) continue;
-      if (::lstat(it->path().c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && mtime_ns(st) < before)
-        fs::remove_all(it->path(), ec);
+      if (!locked && !name.starts_with(kTmpUnlockedPrefix)) continue;
+      if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+      if (locked) remove_unused_build(it->path());
+      else if (mtime_ns(st) < before) fs::remove_all(it->path(), ec);
     }
   });
 }
@@ -467,17 +491,25 @@ void wait_for_lock(int fd, const fs::path& path, const std::function<void(const 
 
 // Waits (up to kLockWait) for the lock of `path`; no lock (and a warning) when it cannot be had.
 // A lock won on a file that `cache clear` unlinked meanwhile (it removes unused ones) excludes
-// nobody: it is taken again on the file now at `path` (`retries` times).
+// nobody: it is taken again on the file now at `path` (`retries` times). A folder, FIFO or link
+// where the lock belongs is removed (with a warning) and the lock taken on a new file: left there,
+// every process would build the key without one.
 EntryLock lock_file(const fs::path& path, const std::function<void(const std::string&)>& warn, int retries = 2) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
-  if (fd < 0 && errno == ELOOP) {  // a link where the lock belongs: remove it, try once more
-    ::unlink(path.c_str());
-    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
-  }
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+  const int err = errno;
   struct stat st;
-  if (fd < 0 || ::fstat(fd, &st) != 0 || !file_problem(st).empty()) {
+  const std::string problem = fd >= 0 ? (::fstat(fd, &st) != 0 ? "cannot be inspected" : file_problem(st))
+                              : err == ELOOP ? "a symbolic link" : err == EISDIR ? "a folder" : "";
+  if (fd < 0 || !problem.empty()) {
     if (fd >= 0) ::close(fd);
-    return {};  // build without the lock: at worst two processes build the same entry
+    if (problem.empty() || retries <= 0) return {};  // build without the lock: at worst two processes build the same entry
+    if (const std::string kept = remove_odd(path, true); !kept.empty()) {
+      warn(fmt::format("kernel cache lock file {} is {} and could not be deleted ({}); the kernel is built without "
+                       "it (other processes may build it at the same time)", path.string(), problem, kept));
+      return {};
+    }
+    warn(fmt::format("kernel cache lock file {} was {}; deleted", path.string(), problem));
+    return lock_file(path, warn, retries - 1);
   }
   wait_for_lock(fd, path, warn);
   struct stat now;
@@ -732,8 +764,8 @@ void DiskStore::disable(const std::string& why) {
     warned_unusable_ = true;
   }
   // "From here on": entries this process already read from other subfolders stay loaded.
-  warn(fmt::format("kernel cache folder {} is not usable ({}); from here on this process uses no disk cache "
-                   "(what it compiles stays cached in memory)",
+  warn(fmt::format("kernel cache folder {} is not usable ({}); from here on this process neither reads nor "
+                   "writes it (what it compiles stays cached in memory)",
                    dir_.string(), why));
 }
 
@@ -833,6 +865,16 @@ void DiskStore::discard(const fs::path& path, const std::string& problem, const 
   }
 }
 
+// Warns once per path that an entry could not be put in its place (an undeletable file there).
+void DiskStore::not_stored(const fs::path& path, int err) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!warned_discards_.insert(path.string()).second) return;  // discard said it cannot be deleted
+  }
+  warn(fmt::format("kernel cache entry {} could not be written ({}); the kernel is rebuilt each time it is needed",
+                   path.string(), std::strerror(err)));
+}
+
 LoadResult DiskStore::load(const DiskKey& key) {
   LoadResult r;
   if (!root_usable()) return r;
@@ -882,11 +924,16 @@ bool DiskStore::store(const DiskKey& key, const EntryMeta& meta, std::span<const
     disable(fmt::format("cannot create a file in {}: {}", prefix.string(), std::strerror(err)));
     return false;
   }
-  if (err == 0) err = rename_into_place(temp, final_path, [&] { discard(final_path, "a folder", nullptr); });
-  if (err != 0) {
+  if (err != 0) {  // the folder takes no file (full, read-only): nothing more is written to it
     ::unlink(temp.c_str());
-    if (err == ENOENT) return false;  // a `cache clear` removed the temp file or its folder: just not stored
     disable(fmt::format("cannot write {}: {}", final_path.string(), std::strerror(err)));
+    return false;
+  }
+  if (err = rename_into_place(temp, final_path, [&] { discard(final_path, "a folder", nullptr); }); err != 0) {
+    ::unlink(temp.c_str());
+    // ENOENT: a `cache clear` removed the temp file or its folder. Else this one path refuses
+    // (an undeletable file there, which discard named): only this key is not stored.
+    if (err != ENOENT) not_stored(final_path, err);
     return false;
   }
   bool rescan = false;
@@ -938,6 +985,7 @@ namespace {
 // A temporary file, lock file or build folder a killed run left behind.
 void remove_abandoned(const ScannedFile& f) {
   if (f.type == FileType::Temp) ::unlink(f.path.c_str());
+  else if (f.type == FileType::Lock && !f.odd.empty()) remove_odd(f.path, true);
   else if (f.type == FileType::Lock) remove_unused_lock(f.path);
   else remove_unused_build(f.path);
 }
@@ -955,12 +1003,12 @@ size_t DiskStore::evict_impl(uint64_t max_bytes, const fs::path& keep) {
     if (f.type == FileType::Entry && f.odd.empty()) {  // an odd one: a load removes it, with a warning
       total += f.bytes;
       entries.push_back(&f);
-    } else if (f.type != FileType::Entry && f.mtime_ns < stale) {
+    } else if (f.type != FileType::Entry && f.order_ns < stale) {
       remove_abandoned(f);
     }
   }
   std::sort(entries.begin(), entries.end(), [](const ScannedFile* a, const ScannedFile* b) {
-    return a->mtime_ns != b->mtime_ns ? a->mtime_ns < b->mtime_ns : a->path < b->path;
+    return a->order_ns != b->order_ns ? a->order_ns < b->order_ns : a->path < b->path;
   });
   size_t removed = 0;
   for (ScannedFile* f : entries) {
@@ -1014,16 +1062,25 @@ DiskStore::Scratch DiskStore::scratch() {
       if (errno == ENOENT && make_private_folder(dir_).empty()) continue;
       break;
     }
-    if (const int fd = lock_build_folder(tmpl); fd >= 0) return Scratch(tmpl, fd);
+    if (const int fd = lock_build_folder(tmpl); fd >= 0) return Scratch(tmpl, fd, true);
     std::error_code ec;
     fs::remove_all(tmpl, ec);  // removed by a `cache clear` before it was locked: another name
   }
   const fs::path tmp = temp_folder();
   sweep_tmp_builds(tmp);
-  std::string tmpl = (tmp / (std::string(kTmpBuildPrefix) + "XXXXXX")).string();
+  // Locked as in the store, so the next process's sweep removes one an interrupted run left; where
+  // no lock can be had (a filesystem without flock), unlocked under another name, swept by age.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::string tmpl = (tmp / (std::string(kTmpBuildPrefix) + "XXXXXX")).string();
+    if (!::mkdtemp(tmpl.data())) break;  // said below
+    if (const int fd = lock_build_folder(tmpl); fd >= 0) return Scratch(tmpl, fd, false);
+    std::error_code ec;
+    fs::remove_all(tmpl, ec);
+  }
+  std::string tmpl = (tmp / (std::string(kTmpUnlockedPrefix) + "XXXXXX")).string();
   if (!::mkdtemp(tmpl.data()))  // mode 0700, a fresh name
     throw std::runtime_error(fmt::format("cannot create a build folder in {}: {}", tmp.string(), std::strerror(errno)));
-  return Scratch(tmpl, -1);  // $TMPDIR: swept by age only (sweep_tmp_builds)
+  return Scratch(tmpl, -1, false);
 }
 
 // ---- tools ----
@@ -1108,7 +1165,7 @@ namespace {
 // Removes one file `cache clear` found: an unused lock or build folder, an entry or temporary
 // file. An entry that stays (not one another process removed first) is counted in r.kept.
 bool remove_found(const ScannedFile& f, ClearResult& r) {
-  if (f.type == FileType::Lock) return remove_unused_lock(f.path);
+  if (f.type == FileType::Lock) return f.odd.empty() ? remove_unused_lock(f.path) : remove_odd(f.path, true).empty();
   if (f.type == FileType::Build) return remove_unused_build(f.path);
   if (!f.odd.empty()) {
     struct stat st;
@@ -1127,7 +1184,7 @@ ClearResult clear_cache(const fs::path& dir) {
   ClearResult r;
   const int64_t in_flight = now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(kTempInFlight).count();
   for (const auto& f : scan(dir)) {
-    if (f.type == FileType::Temp && f.mtime_ns >= in_flight) continue;  // between a write and its rename
+    if (f.type == FileType::Temp && f.order_ns >= in_flight) continue;  // between a write and its rename
     if (!remove_found(f, r)) continue;
     r.bytes += f.bytes;
     if (f.type == FileType::Entry) ++r.removed;

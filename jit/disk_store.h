@@ -203,12 +203,14 @@ class DiskStore {
   // leaves it alone (clear_cache); a killed process's folder loses the lock with the process.
   class Scratch {
    public:
-    Scratch(std::filesystem::path path, int lock_fd) : path_(std::move(path)), fd_(lock_fd) {}
-    Scratch(Scratch&& o) noexcept : path_(std::exchange(o.path_, {})), fd_(std::exchange(o.fd_, -1)) {}
+    Scratch(std::filesystem::path path, int lock_fd, bool in_store)
+        : path_(std::move(path)), fd_(lock_fd), in_store_(in_store) {}
+    Scratch(Scratch&& o) noexcept
+        : path_(std::exchange(o.path_, {})), fd_(std::exchange(o.fd_, -1)), in_store_(o.in_store_) {}
     Scratch& operator=(Scratch&&) = delete;
     ~Scratch();
     const std::filesystem::path& path() const { return path_; }
-    bool in_store() const { return fd_ >= 0; }  // a folder in the cache folder, not in $TMPDIR
+    bool in_store() const { return in_store_; }  // a folder in the cache folder, not in $TMPDIR
     // Keeps the folder (it is not removed on destruction, and no longer locked) and returns its
     // path. A kept folder in the store is swept like any abandoned build folder once it is an
     // hour old.
@@ -216,7 +218,8 @@ class DiskStore {
 
    private:
     std::filesystem::path path_;
-    int fd_ = -1;
+    int fd_ = -1;  // a shared flock on the folder while its build runs (-1: none could be taken)
+    bool in_store_ = false;
   };
   Scratch scratch();
   // Stops using the folder for the rest of the process (enabled() false from now on), with one
@@ -231,6 +234,7 @@ class DiskStore {
   std::string prefix_problem_once(const std::filesystem::path& prefix, bool create, bool& own);
   void skip_prefix(const std::filesystem::path& prefix, const std::string& why);
   void discard(const std::filesystem::path& path, const std::string& problem, const void* seen_stat);
+  void not_stored(const std::filesystem::path& path, int err);
   size_t evict_impl(uint64_t max_bytes, const std::filesystem::path& keep);
 
   StoreConfig config_;

@@ -420,8 +420,10 @@ std::vector<char> compile_shared_object(const HostBuild& b, DiskStore& store, do
   if (status != 0) {
     // Keep the source only where the user keeps files (the cache folder, swept after an hour);
     // with the disk cache off nothing may stay on disk.
-    const std::string kept = store.enabled() ? "source kept for inspection: " + (scratch.keep() / cpp.filename()).string()
-                                             : "source not kept: the disk cache is off";
+    // A build folder in $TMPDIR (the cache folder took none) is not kept: the next sweep there removes it.
+    const std::string kept = !store.enabled()     ? "source not kept: the disk cache is off"
+                             : !scratch.in_store() ? "source not kept: the cache folder took no build folder"
+                                                   : "source kept for inspection: " + (scratch.keep() / cpp.filename()).string();
     throw HostCompileError(fmt::format("host compiler failed ({}): {}\n{}{}", describe_status(status), cmd,
                                        first_lines(output, kCompilerOutputLines), kept));
   }
