@@ -4,6 +4,8 @@
 #include <iterator>
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace fusejit::ir {
 namespace {
 
@@ -127,6 +129,33 @@ std::string excerpt_with_caret(std::string_view line, size_t col) {
   return "  " + prefix + shown.substr(from, to - from) + suffix + "\n  " + pad + "^\n";
 }
 
+// `message` with each quoted word (between single quotes, no space: a name) over kMaxShown bytes
+// cut to its first and last kContext / 2 bytes around "...": an undefined 100,000-byte name made
+// a message line of 100,000 bytes while the excerpt below it was cut (hostile pass).
+std::string shorten_quoted_words(std::string_view message) {
+  std::string out;
+  size_t i = 0;
+  while (i < message.size()) {
+    const size_t open = message.find('\'', i);
+    const size_t close = open == std::string_view::npos ? open : message.find('\'', open + 1);
+    if (close == std::string_view::npos) break;
+    std::string_view word = message.substr(open + 1, close - open - 1);
+    const bool cut = word.size() > kMaxShown && word.find_first_of(" \n") == std::string_view::npos;
+    out.append(message.substr(i, open + 1 - i));
+    if (!cut) {
+      out.append(word).push_back('\'');
+    } else {
+      size_t head = kContext / 2, tail = word.size() - kContext / 2;
+      while (head > 0 && continuation(static_cast<unsigned char>(word[head]))) --head;
+      while (tail < word.size() && continuation(static_cast<unsigned char>(word[tail]))) ++tail;
+      out += fmt::format("{}...{}' ({} bytes)", word.substr(0, head), word.substr(tail), word.size());
+    }
+    i = close + 1;
+  }
+  out.append(message.substr(std::min(i, message.size())));
+  return out;
+}
+
 }  // namespace
 
 std::string terminal_safe(std::string_view text, bool keep_line_feeds) {
@@ -153,7 +182,7 @@ std::string format_diagnostic(const UserError& err, const std::string& file, std
   std::string out = terminal_safe(file);  // a file name's ESC stays out of the terminal
   if (loc.known()) out += ':' + std::to_string(loc.line) + ':' + std::to_string(loc.col);
   out += out.empty() ? "error: " : ": error: ";
-  out += terminal_safe(err.what());
+  out += terminal_safe(shorten_quoted_words(err.what()));
   out += "\n";
   if (!loc.known()) return out;
   const std::string_view line = source_line(src, loc.line);

@@ -375,9 +375,27 @@ struct ThreadScratch {
   std::vector<std::unique_ptr<LaunchScratch>> levels;  // one per nested Lease
   size_t depth = 0;                                    // Leases held
 };
+// The pointers are trivially destructible, so valid in any destructor a thread or the process runs
+// at its end: a launch from a thread_local's or a global's destructor (a cache flushing at exit)
+// found a destroyed thread_local scratch (hostile pass). The owner frees the scratch when the
+// thread's thread_locals go; after that (`t_ended`), the outermost Lease frees the one it used.
+thread_local ThreadScratch* t_scratch = nullptr;
+thread_local bool t_ended = false;
+struct ScratchOwner {
+  ~ScratchOwner() {
+    delete std::exchange(t_scratch, nullptr);
+    t_ended = true;
+  }
+};
 ThreadScratch& thread_scratch() {
-  thread_local ThreadScratch t;
-  return t;
+  if (!t_scratch) {
+    t_scratch = new ThreadScratch;
+    if (!t_ended) {
+      thread_local ScratchOwner owner;  // constructed (its destructor registered) at the first use
+      (void)owner;
+    }
+  }
+  return *t_scratch;
 }
 }  // namespace
 
@@ -393,7 +411,10 @@ LaunchScratch::Lease::Lease() {
   scratch_ = &of_this_thread();
 }
 
-LaunchScratch::Lease::~Lease() { --thread_scratch().depth; }
+LaunchScratch::Lease::~Lease() {
+  // t_scratch is the one the constructor used: nothing frees it while a Lease is held.
+  if (--t_scratch->depth == 0 && t_ended) delete std::exchange(t_scratch, nullptr);
+}
 
 LaunchStats launch_plan(const PlanBindings& b, const LaunchState& st, std::span<const TensorArg> inputs,
                         std::span<const TensorArg> outputs, std::span<const uint64_t> intermediates,

@@ -65,9 +65,17 @@ int64_t library_bytes_of(void* symbol) {
   return static_cast<int64_t>(st.st_size);
 }
 
-std::mutex g_nvrtc_mutex;
-std::shared_ptr<const Loaded> g_nvrtc;               // guarded by g_nvrtc_mutex
-std::optional<std::string> g_nvrtc_override;         // reload_nvrtc_for_testing
+// The library loaded, never destroyed: a compile from a destructor run at the process's end (after
+// this file's globals would have gone) still finds it.
+struct NvrtcState {
+  std::mutex mutex;
+  std::shared_ptr<const Loaded> loaded;                // guarded by mutex
+  std::optional<std::string> override_library;        // reload_nvrtc_for_testing
+};
+NvrtcState& nvrtc_state() {
+  static NvrtcState* const state = new NvrtcState;
+  return *state;
+}
 
 // Resolves every entry point from `h`; false (naming the missing ones) when some are absent.
 bool resolve_all(void* h, NvrtcApi& a, std::string& missing) {
@@ -134,17 +142,19 @@ std::shared_ptr<const Loaded> load_nvrtc(const std::optional<std::string>& only)
 }
 
 std::shared_ptr<const Loaded> loaded_nvrtc() {
-  std::lock_guard lock(g_nvrtc_mutex);
-  if (!g_nvrtc) g_nvrtc = load_nvrtc(g_nvrtc_override);
-  return g_nvrtc;
+  NvrtcState& st = nvrtc_state();
+  std::lock_guard lock(st.mutex);
+  if (!st.loaded) st.loaded = load_nvrtc(st.override_library);
+  return st.loaded;
 }
 
-// The entry points; throws NvrtcUnavailable.
-const NvrtcApi& api() {
-  static thread_local std::shared_ptr<const Loaded> keep;  // keeps the table alive while used
-  keep = loaded_nvrtc();
-  if (!keep->ok) throw NvrtcUnavailable(keep->reason);
-  return keep->api;
+// The entry points (a copy: a reload for testing may free the table meanwhile, and the library is
+// never closed); throws NvrtcUnavailable. No thread_local: a compile from a destructor run at a
+// thread's or the process's end would find one destroyed.
+NvrtcApi api() {
+  const std::shared_ptr<const Loaded> l = loaded_nvrtc();
+  if (!l->ok) throw NvrtcUnavailable(l->reason);
+  return l->api;
 }
 
 // Splits into lines without their '\n' (a trailing newline does not add an empty line).
@@ -268,13 +278,14 @@ bool nvrtc_available() { return loaded_nvrtc()->ok; }
 std::string nvrtc_unavailable_reason() { return loaded_nvrtc()->reason; }
 
 void reload_nvrtc_for_testing(std::optional<std::string> library) {
-  std::lock_guard lock(g_nvrtc_mutex);
-  g_nvrtc_override = std::move(library);
-  g_nvrtc = nullptr;
+  NvrtcState& st = nvrtc_state();
+  std::lock_guard lock(st.mutex);
+  st.override_library = std::move(library);
+  st.loaded = nullptr;
 }
 
 std::vector<int> nvrtc_supported_archs() {
-  const NvrtcApi& a = api();
+  const NvrtcApi a = api();
   int n = 0;
   if (a.nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0)
     throw NvrtcUnavailable("nvrtcGetNumSupportedArchs failed");

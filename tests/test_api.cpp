@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -124,6 +125,12 @@ TEST_CASE("errors carry a kind and, for graph text, a location") {
     CHECK(e.line() == 2);
     CHECK(e.column() > 0);
     CHECK(e.diagnostic().rfind("bad.txt:2:", 0) == 0);
+    CHECK(e.diagnostic().back() != '\n');  // as format_diagnostic: api.md's example adds one
+  }
+  {  // An unlocated error's long quoted name is cut in diagnostic() as a located one's is.
+    const fj::Error e(fj::ErrorKind::User, "no input named '" + std::string(1000, 'q') + "'");
+    CHECK(e.diagnostic() == "error: no input named '" + std::string(35, 'q') + "..." + std::string(35, 'q') + "' (1000 bytes)");
+    CHECK(std::string(e.what()).size() == 1017);
   }
   fj::GraphBuilder b;
   fj::Value x = b.input("x", fj::DType::F32, {4});
@@ -305,6 +312,53 @@ TEST_CASE("a child forked while other threads launch a program launches it too (
   for (auto& th : threads) th.join();
   CHECK(hung == 0);
   CHECK(wrong == 0);
+}
+
+namespace {
+// y = x * 2 over {1, 2, 3}: returns y[2] (6 when right).
+float launch_doubling(const fj::Program& p) {
+  std::vector<float> x = {1, 2, 3}, y(3, 0.0f);
+  const int64_t shape[1] = {3};
+  p.launch({fj::TensorRef(static_cast<const void*>(x.data()), fj::DType::F32, shape)},
+           {fj::TensorRef(static_cast<void*>(y.data()), fj::DType::F32, shape)});
+  return y[2];
+}
+const fj::Program* g_at_exit = nullptr;
+struct LaunchesAtThreadEnd {
+  const fj::Program* p = nullptr;
+  float* result = nullptr;
+  ~LaunchesAtThreadEnd() {
+    if (p) *result = launch_doubling(*p);
+  }
+};
+}  // namespace
+
+TEST_CASE("a launch from a thread_local's destructor or an atexit function works after that thread launched") {
+  // The per-thread launch scratch was a thread_local itself: destroyed before a thread_local made
+  // earlier, or before the process's exit functions, then used by their launch (a segfault; hostile pass).
+  const fj::Program p = fj::Program::compile(fj::Graph::parse("dim N = 3\ninput x : f32[N]\ny = x * 2\noutput y\n"),
+                                             cpu_options());
+  float in_thread = 0, at_thread_end = 0;
+  std::thread([&] {
+    thread_local LaunchesAtThreadEnd holder;  // made before the thread's first launch: destroyed after its scratch
+    holder.p = &p;
+    holder.result = &at_thread_end;
+    in_thread = launch_doubling(p);
+  }).join();
+  CHECK(in_thread == 6.0f);
+  CHECK(at_thread_end == 6.0f);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(20);
+    g_at_exit = &p;
+    const bool before = launch_doubling(p) == 6.0f;
+    std::atexit([] { ::_exit(launch_doubling(*g_at_exit) == 6.0f ? 0 : 3); });  // runs after the thread_locals' end
+    std::exit(before ? 0 : 4);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 TEST_CASE("a child forked while other threads compile compiles too (the shared caches' and stores' locks are taken around fork)") {

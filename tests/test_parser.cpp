@@ -493,6 +493,23 @@ TEST_CASE("CRLF line endings and comments everywhere") {
   }
 }
 
+TEST_CASE("a very long name is cut in the message line, as the excerpt is; what() keeps it whole") {
+  const std::string name(1000, 'q'), text = "input x : f32[4]\ny = x + " + name + "\noutput y\n";
+  try {
+    parse_graph(text, "long.txt");
+    FAIL("expected an error");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()).find(name) != std::string::npos);
+    const std::string d = format_diagnostic(e, "long.txt", text);
+    const std::string first = d.substr(0, d.find('\n'));
+    CHECK(first == "long.txt:2:9: error: undefined name '" + std::string(35, 'q') + "..." + std::string(35, 'q') +
+                       "' (1000 bytes)");
+  }
+  // Quoted text with spaces (prose, not a name) is never cut.
+  const UserError prose("the note '" + std::string(200, 'a') + " b' stays", Loc{});
+  CHECK(format_diagnostic(prose, "", "") == "error: " + std::string(prose.what()) + "\n");
+}
+
 TEST_CASE("a UTF-8 byte-order mark at the start is ignored") {
   Graph g = parse_graph("\xEF\xBB\xBFinput x : f32[4]\ny = x * 2\noutput y\n", "bom.txt");
   CHECK(g.outputs.size() == 1);

@@ -92,9 +92,10 @@ class Error : public std::runtime_error {
   int line() const noexcept { return line_; }
   int column() const noexcept { return column_; }
   /// Ready to print: "FILE:LINE:COL: error: MESSAGE", the offending line and a caret when the error
-  /// has a location; otherwise "error: MESSAGE" (with the NVRTC log for compile errors). What
+  /// has a location; otherwise "error: MESSAGE" (with the NVRTC log for compile errors); a long
+  /// quoted name in MESSAGE is cut as format_diagnostic cuts it (what() keeps it whole). What
   /// terminal_safe() replaces (an ESC in a file name, a bidirectional override) is '?' in it;
-  /// what() keeps it.
+  /// what() keeps it. No trailing newline (as format_diagnostic).
   const std::string& diagnostic() const noexcept { return diagnostic_; }
 
  private:
@@ -111,8 +112,9 @@ class Error : public std::runtime_error {
 /// columns a terminal gives the characters before it: 2 for East Asian wide characters and emoji,
 /// 0 for combining marks, UAX #11). What terminal_safe() replaces, in MESSAGE and the line, is
 /// shown as '?' (so the diagnostic keeps its lines), a line's bytes that are not UTF-8 too, and a
-/// line over 160 bytes is cut to a window around the column. The `fusejit` command renders its
-/// command line's errors with it. No trailing newline.
+/// line over 160 bytes is cut to a window around the column, a quoted name (no spaces) of over 160
+/// bytes in MESSAGE to its first and last 35 bytes ('qqq...qqq' (1000 bytes)). The `fusejit`
+/// command renders its command line's errors with it. No trailing newline.
 std::string format_diagnostic(std::string_view message, std::string_view file, int line, int column,
                               std::string_view text);
 
@@ -946,7 +948,9 @@ class Program {
   /// output's value is copied with cuMemcpyDtoDAsync, and the first launch at a new set of dim
   /// values may compile (docs/api.md, "CUDA graphs, streams and threads"). Tensors with no elements launch nothing.
   /// Throws Error(User) on a wrong count, dtype or shape (naming the tensor, as run() does), a bad
-  /// param, an overlap (naming both tensors), a negative stride on a dim of more than one element
+  /// param, an overlap (naming both tensors), an output that repeats another's value (`z = y`,
+  /// both outputs) where either is not C-contiguous (on both backends: the value is copied as
+  /// bytes), a negative stride on a dim of more than one element
   /// (any stride is taken on a dim of size 1 or a tensor without elements), or (CUDA backend) a data pointer
   /// that is no multiple of its element size (a GPU faults on it: CUDA_ERROR_MISALIGNED_ADDRESS);
   /// Error(Driver) on a launch failure; Error(Compile) when a new kernel is needed and cannot be
