@@ -176,9 +176,12 @@ class WarningLog {
   std::vector<std::string> kept_;
 };
 
+void locate_cli11_error(const CommandLine& line, ErrorInfo& e);
+
 // A library error about a value given on the command line ("--range x: ...", from RunOptions
 // checked against the graph) points at that value. The parser's "unknown dim 'Q' in a dim
-// override" (ir/parser.cpp: it knows the graph's dims, not the command line) is --dim Q's.
+// override" (ir/parser.cpp: it knows the graph's dims, not the command line) is --dim Q's; a
+// "--arch: ..." points at the value the message quotes, as CLI11's own errors do.
 bool locate_option_error(const CommandLine& line, ErrorInfo& e) {
   const std::string unknown_dim = "unknown dim '";
   if (e.message.rfind(unknown_dim, 0) == 0 && e.message.find("' in a dim override") != std::string::npos) {
@@ -192,6 +195,13 @@ bool locate_option_error(const CommandLine& line, ErrorInfo& e) {
   }
   if (e.message.rfind("--", 0) != 0) return false;
   const size_t sp = e.message.find(' ');
+  if (sp != std::string::npos && sp > 2 && e.message[sp - 1] == ':') {  // "--arch: ...": about the option's value
+    ErrorInfo v = e;
+    locate_cli11_error(line, v);
+    if (v.line == 0) return false;
+    e = v;
+    return true;
+  }
   const size_t end = e.message.find_first_of(":=", sp == std::string::npos ? 0 : sp);
   if (sp == std::string::npos || end == std::string::npos || end <= sp + 1) return false;
   const auto col = line.column_of_name(e.message.substr(0, sp), e.message.substr(sp + 1, end - sp - 1));
@@ -209,6 +219,7 @@ void locate_cli11_error(const CommandLine& line, ErrorInfo& e) {
   const std::string at_most = "At Most 1 required but received ";
   if (e.message.compare(colon + 2, at_most.size(), at_most) == 0) {
     e.message = option + " is given " + e.message.substr(colon + 2 + at_most.size()) + " times: give it once";
+    e.text = "fusejit: error: " + e.message;  // unless located below (a short form, -o, is not)
     if (const auto at = line.option_value(option, 1)) line.locate(e, at->first);
     return;
   }
@@ -414,6 +425,11 @@ const CLI::Validator kPath(
     [](std::string& v) { return v.empty() ? std::string("an empty path: give a folder")
                                           : std::string(); },
     "PATH");
+// An --arch given an empty value (`--arch "$ARCH"` with ARCH unset) is a mistake, not "the GPU's".
+const CLI::Validator kArch(
+    [](std::string& v) { return v.empty() ? std::string("an empty value: give sm_XY or compute_XY, e.g. sm_90")
+                                          : std::string(); },
+    "ARCH");
 
 // The options every graph subcommand takes.
 struct Common {
@@ -485,7 +501,7 @@ struct RunCommand {
   void define(CLI::App& app) {
     cmd = app.add_subcommand("run", "run a graph fused and unfused, time, check and report");
     common.define(cmd);
-    cmd->add_option("--param", params, "set a param, NAME=VALUE (repeatable)");
+    cmd->add_option("--param", params, "set a param, NAME=VALUE (repeatable; a value must fit its dtype, but unlike a default may round to 0, as a decaying rate does)");
     cmd->add_option("--input", inputs,
                     "read an input from a NumPy .npy file, NAME=FILE (repeatable); the dims of its shape follow the "
                     "file unless --dim sets them");
@@ -502,7 +518,7 @@ struct RunCommand {
         ->check(kPath);
     cmd->add_option("--dump-dir", dump_dir, "write every kernel's .cu (and .cubin/.ptx) with an index.json (made as mkdir -p)")
         ->check(kPath);
-    cmd->add_option("--arch", arch, "target architecture: sm_XY (CUBIN) or compute_XY (PTX); default: the GPU's");
+    cmd->add_option("--arch", arch, "target architecture: sm_XY (CUBIN) or compute_XY (PTX); default: the GPU's")->check(kArch);
     cmd->add_option("--nvrtc-option", nvrtc,
                     "extra NVRTC option for every GPU kernel, e.g. --nvrtc-option=--maxrregcount=32 (repeatable; "
                     "without --fast-math, none that loosens float math such as --fmad=true)");
@@ -526,7 +542,7 @@ struct RunCommand {
     cmd->add_option("--cache-dir", cache_dir,
                     "kernel cache folder, private to you (default: $FUSEJIT_CACHE_DIR, $XDG_CACHE_HOME/fusejit, ~/.cache/fusejit)")
         ->check(kPath);
-    cmd->add_flag("--no-cache", no_cache, "do not read or write the on-disk kernel cache (nothing is left on disk)");
+    cmd->add_flag("--no-cache", no_cache, "do not read or write the on-disk kernel cache (nothing is left on disk; an interrupted run's build folder is removed by the next)");
     cmd->add_flag("--no-check", no_check, "skip the reference evaluation and checks");
     cmd->add_flag("--json", json, "print the report as JSON (on an error, a JSON error object: kind, message, file, line, col)");
   }
@@ -589,7 +605,8 @@ struct PlanCommand {
     no_params.define(cmd);
     cmd->add_option("--arch", arch,
                     "plan as a GPU of this compute capability runs the graph (sm_90: row caches up to 215 KiB, short "
-                    "rows re-read); default: as without a GPU (48 KiB)");
+                    "rows re-read); default: as without a GPU (48 KiB)")
+        ->check(kArch);
     cmd->add_option("--row-split", row_split, "plan reductions as `run --row-split N` runs them (0 = fusejit's rule)")
         ->default_val(0)->transform(kNonNegative64);
     cmd->add_flag("--no-row-cache", no_row_cache, "plan reductions as `run --no-row-cache` runs them");
@@ -637,7 +654,7 @@ struct CompileCommand {
     cmd = app.add_subcommand("compile", "generate and compile every kernel ahead of time (no GPU needed)");
     common.define(cmd);
     no_params.define(cmd);
-    cmd->add_option("--arch", arch, "target: sm_XY (or compute_XY for PTX)")->default_val("sm_90");
+    cmd->add_option("--arch", arch, "target: sm_XY (or compute_XY for PTX)")->default_val("sm_90")->check(kArch);
     cmd->add_flag("--ptx", ptx, "emit PTX instead of a CUBIN: --arch sm_XY becomes compute_XY (as --arch compute_XY)");
     cmd->add_flag("--fused-only", fused_only,
                   "write the fused plan's kernels only, not the unfused baseline (a program loaded from the folder "

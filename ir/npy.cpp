@@ -396,7 +396,7 @@ std::string npy_input_hint(const NpyHeader& h, DType dtype, size_t rank, const s
                        dtype_npy_descr(dtype == DType::BF16 ? DType::F32 : dtype),
                        dtype == DType::BF16 ? ", values exact in bf16, or ml_dtypes.bfloat16" : "");
   if (h.shape.size() != rank)
-    return fmt::format(" (the file has {} ax{}, the input {}: --dim cannot change that)", h.shape.size(),
+    return fmt::format(" (the file has {} ax{}, the input {}: no dims can change that)", h.shape.size(),
                        h.shape.size() == 1 ? "is" : "es", rank);
   return shape_hint.empty() ? "" : " " + shape_hint;
 }

@@ -78,6 +78,16 @@ bool rounds_finite(double v, DType t) {
   return half_ulp > 0 ? std::fabs(v) < float_max(t) + half_ulp : std::isfinite(v);
 }
 
+// `v` rounded to float dtype `t` by the cast rules (as random_fill stores it).
+double in_dtype(double v, DType t) {
+  Tensor one(t, {1});
+  Scalar s;
+  s.dtype = DType::F64;
+  s.f = v;
+  one.set(0, s);
+  return one.get(0).f;
+}
+
 // Hard cases per float dtype, as f64 values exactly representable in that dtype.
 std::vector<double> float_specials(DType t) {
   double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
@@ -111,25 +121,35 @@ uint64_t input_seed(uint64_t run_seed, std::string_view name) {
   return splitmix64(s);
 }
 
-void check_fill_range(DType t, const FillRange& r) {
+namespace {
+// Why range r does not suit dtype t (in the parentheses of the error), or "".
+std::string range_problem(DType t, const FillRange& r) {
   const std::string what = std::string(dtype_name(t));
-  if (!std::isfinite(r.lo) || !std::isfinite(r.hi) || !(r.lo < r.hi))  // floats come from [LO, HI)
-    throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what +
-                    " (need finite LO < HI)");
+  if (!std::isfinite(r.lo) || !std::isfinite(r.hi) || !(r.lo < r.hi)) return "need finite LO < HI";  // floats: [LO, HI)
+  if (t == DType::Bool) return "";
   if (is_int(t)) {
     IntLimits lim = int_limits(t);
     // Bounds must be whole numbers within the dtype (checked in f64, exact for these magnitudes).
-    if (r.lo != std::floor(r.lo) || r.hi != std::floor(r.hi) || r.lo < static_cast<double>(lim.lo) ||
-        r.hi > static_cast<double>(lim.hi))
-      throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what + " (need whole numbers in [" +
-                      std::to_string(lim.lo) + ", " + std::to_string(lim.hi) + "])");
-  } else if (t != DType::Bool && (!rounds_finite(r.lo, t) || !rounds_finite(r.hi, t))) {
-    // A bound that rounds to inf would fill inf there: --special draws those on purpose.
-    throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what +
-                    " (need bounds that round to a finite " + what + ": at most " + num(float_max(t)) + " in magnitude)");
-  } else if (t != DType::Bool && r.hi - r.lo > std::numeric_limits<double>::max()) {
-    throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + what + " (too wide)");
+    const bool whole = r.lo == std::floor(r.lo) && r.hi == std::floor(r.hi);
+    return whole && r.lo >= static_cast<double>(lim.lo) && r.hi <= static_cast<double>(lim.hi)
+               ? ""
+               : "need whole numbers in [" + std::to_string(lim.lo) + ", " + std::to_string(lim.hi) + "]";
   }
+  // A bound that rounds to inf would fill inf there: --special draws those on purpose.
+  if (!rounds_finite(r.lo, t) || !rounds_finite(r.hi, t))
+    return "need bounds that round to a finite " + what + ": at most " + num(float_max(t)) + " in magnitude";
+  if (r.hi - r.lo > std::numeric_limits<double>::max()) return "too wide";
+  // 1e-50:1e-49 for an f32 input filled it with zeros alone (hostile pass), as 1:1 would.
+  if (in_dtype(r.lo, t) == in_dtype(r.hi, t))
+    return "LO and HI round to the same " + what + " value, " + num(in_dtype(r.lo, t)) + ": every element would be that value";
+  return "";
+}
+}  // namespace
+
+void check_fill_range(DType t, const FillRange& r) {
+  if (const std::string why = range_problem(t, r); !why.empty())
+    throw UserError("invalid random range " + num(r.lo) + ":" + num(r.hi) + " for " + std::string(dtype_name(t)) + " (" +
+                    why + ")");
 }
 
 void random_fill(Tensor& t, uint64_t seed, const FillSpec& spec) {

@@ -340,6 +340,26 @@ void dump_path(const fs::path& dir, const Program::Impl& p, PlanKind kind, json&
   }
 }
 
+// A dump never writes over, or removes, the file its graph came from (a graph file named index.json,
+// a prelude header's or a kernel's file name, in the dump folder): refused before anything is written.
+// graph.txt may be it: it is written with that file's own text.
+void refuse_overwriting_graph(const fs::path& dir, const Program::Impl& p) {
+  const std::string& file = p.graph.impl().graph.file;
+  std::error_code ec;
+  if (file.empty() || !fs::is_regular_file(file, ec)) return;
+  std::vector<std::string> names = {"index.json"};
+  for (const jit::PreludeHeader& h : jit::prelude_headers()) names.push_back(h.name);
+  for (const Program::Impl::Path* path : std::initializer_list<const Program::Impl::Path*>{&p.fused, p.unfused.get()})
+    for (size_t i = 0; path && i < path->variants[0]->kernels.size(); ++i)
+      for (const char* ext : {".cu", ".cubin", ".ptx"}) names.push_back(path->variants[0]->kernels[i].name + ext);
+  const std::set<std::string> earlier = indexed_files(dir);  // an earlier dump's kernel files, removed at the end
+  names.insert(names.end(), earlier.begin(), earlier.end());
+  for (const std::string& name : names)
+    if (fs::equivalent(dir / name, file, ec))
+      throw ir::UserError(fmt::format("the dump would write its {} over the graph file '{}' (in the dump folder '{}'): "
+                                      "dump into another folder, or rename the graph file", name, file, dir.string()));
+}
+
 }  // namespace
 
 void dump_program(const Program::Impl& p) {
@@ -349,6 +369,7 @@ void dump_program(const Program::Impl& p) {
     throw ir::UserError("cannot create dump folder '" + dir.string() + "': " + why);
   const FolderLock lock(dir, LOCK_EX);
   if (lock.held()) sweep_temp_files(dir);  // what a killed dump left (never another dump's live file)
+  refuse_overwriting_graph(dir, p);
   const ir::Graph& g = p.graph.impl().graph;
   // The graph as given: its own text when it was parsed (so messages keep their lines), else the
   // printed form.

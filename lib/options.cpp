@@ -31,7 +31,6 @@ constexpr OptionNames kOptionNames[] = {
     {OptionField::InputFiles, "RunOptions::input_files", "--input", "input_files"},
     {OptionField::InputRanges, "RunOptions::input_ranges", "--range", "input_ranges"},
     {OptionField::SaveDir, "RunOptions::save_dir", "--save-dir", "save_dir"},
-    {OptionField::Dims, "the dims argument", "--dim", "dims"},
     {OptionField::RowSplit, "Options::row_split", "--row-split", "row_split"},
     {OptionField::RowCacheLimit, "Options::row_cache_limit", "--row-cache-limit", "row_cache_limit"},
     {OptionField::Device, "Options::device", "--device", "device"},

@@ -129,7 +129,10 @@ std::string header_text(const RunReport& r) {
   for (size_t k = 0; k < r.outputs.size(); ++k)
     s += fmt::format("  {}  {} ({})\n", k == 0 ? "outputs " : "        ", tensor_text(r.outputs[k]), ir::format_bytes(r.outputs[k].bytes()));
   s += fmt::format("  graph     {} ops, {} elements in the largest output\n", r.op_count, r.elements);
-  std::string run_args = fmt::format("seed {}{}", r.seed, r.special_values ? ", special values" : "");
+  // The seed only where some input is random: files alone take none.
+  std::string run_args = r.file_inputs.size() < r.inputs.size() || r.inputs.empty()
+                             ? fmt::format("seed {}{}", r.seed, r.special_values ? ", special values" : "")
+                             : "no random inputs";
   for (const auto& [n, v] : r.params) run_args += fmt::format(", {}={}", n, scalar_text(v));
   const std::string from = r.file_inputs.empty() ? std::string("random inputs")
                            : fmt::format("{} from .npy files{}", fmt::join(r.file_inputs, ", "),
@@ -160,7 +163,8 @@ std::string checks_and_stats_text(const RunReport& r) {
     if (c.ran) s += fmt::format("  check     {}: {}{}\n", c.what, c.ok ? "" : "FAILED: ", c.detail);
   s += fmt::format("\n  {:<12} {:>14} {:>14} {:>14} {:>8} {:>8}\n", "output", "min", "max", "mean", "NaN", "inf");
   for (const OutputStats& o : r.stats) {
-    const bool none = o.info.bytes() == 0;  // no elements: no min, max or mean ("-", not nan)
+    // No elements, or NaN alone (NaN is skipped): no min, max or mean ("-", not nan).
+    const bool none = o.info.bytes() == 0 || o.nan_count == o.info.elements();
     s += fmt::format("  {:<12} {:>14} {:>14} {:>14} {:>8} {:>8}\n", o.info.name, none ? "-" : stat_text(o.min),
                      none ? "-" : stat_text(o.max), none ? "-" : stat_text(o.mean), o.nan_count, o.inf_count);
   }
@@ -172,7 +176,8 @@ std::string RunReport::to_text() const {
   std::string s = header_text(*this) + path_table(fused, unfused, copy_gbps, backend == "cpu") + speedup_text(*this) +
                   checks_and_stats_text(*this);
   for (const std::string& w : warnings) s += "  warning: " + w + "\n";
-  s += fmt::format("\n  result    {}\n", ok() ? "OK" : "CHECK FAILED");
+  const bool checked = std::any_of(checks.begin(), checks.end(), [](const CheckReport& c) { return c.ran; });
+  s += fmt::format("\n  result    {}\n", !checked ? "not checked (the checks were skipped)" : ok() ? "OK" : "CHECK FAILED");
   return s;
 }
 

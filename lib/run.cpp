@@ -83,8 +83,8 @@ ir::Tensor make_input(const ir::Graph& g, size_t k, const RunOptions& ro) {
     // `fusejit run` takes dims from the files (fusejit::input_file_dims) unless --dim sets them.
     const std::string hint = ro.options.message_style == MessageStyle::CommandLine
                                  ? "(--dim sets the graph's dims " + dims + "; without it they follow the file)"
-                                 : "(the graph's dims " + dims + " can be set to match with " +
-                                       option_name(OptionField::Dims, ro.options.message_style) + ")";
+                                 : "(the graph's dims " + dims + " can be set to match: Graph::with_dims, with "
+                                   "fusejit::input_file_dims to read them from the files)";
     const std::string expected = std::string(ir::dtype_name(n.dtype)) + ir::shape_to_string(n.shape, &g);  // [T=4096, D=4096]
     return ir::read_npy_input(file->second, n.name, n.dtype, shape, dims.empty() ? "" : hint, expected);
   }
@@ -380,6 +380,31 @@ std::string nan_cause(const ir::Graph& g, const std::vector<ir::Scalar>& params,
   return "";
 }
 
+// Why an output computed from the nodes `used` is mostly NaN, when nan_cause finds no param or mean:
+// what the inputs it reads are (read from files, generated from ranges or as special values), or
+// that it reads none.
+std::string nan_advice(const ir::Graph& g, const std::vector<char>& used, const RunOptions& ro, bool reduced) {
+  std::string files, generated;
+  for (ir::NodeId id : g.inputs) {
+    if (!used[static_cast<size_t>(id)]) continue;
+    const std::string& name = g.node(id).name;
+    const bool file = std::any_of(ro.input_files.begin(), ro.input_files.end(), [&](const auto& f) { return f.first == name; });
+    (file ? files : generated) += fmt::format("{}'{}'", (file ? files : generated).empty() ? "" : ", ", name);
+  }
+  const MessageStyle style = ro.options.message_style;
+  const std::string from_files = files.empty() ? "" : fmt::format("the values of {} (read from {}) are NaN or outside the "
+                                                                  "graph's domain", files, option_name(OptionField::InputFiles, style));
+  if (generated.empty())
+    return files.empty() ? "it reads no input: its params' and constants' values give NaN" : from_files;
+  const std::string gen = ro.special_values && reduced
+      ? "the special-value inputs (" + std::string(style == MessageStyle::CommandLine ? "--special" : "RunOptions::special_values") +
+            ") put NaNs in most rows a reduction reads (or its inputs are outside the graph's domain); run without them to "
+            "check its values too"
+      : fmt::format("give {} a range the graph is defined on (`input v : f32[N] range 0:1` in the graph, or {})", generated,
+                    style == MessageStyle::CommandLine ? "--range NAME=LO:HI" : option_name(OptionField::InputRanges, style));
+  return files.empty() ? gen : from_files + "; or " + gen;
+}
+
 // An output that is mostly NaN passes its checks by comparing NaNs: say so, and why (a NaN param
 // or a mean over too few elements that it is computed from; a reduction it is computed from over
 // rows that --special seeded with NaN; random inputs outside the graph's domain).
@@ -392,11 +417,7 @@ void warn_nan_outputs(RunReport& rep, const ir::Graph& g, const std::vector<ir::
     bool reduced = false;
     for (ir::NodeId id = 0; id < g.size(); ++id)
       reduced = reduced || (used[static_cast<size_t>(id)] && ir::is_reduction(g.node(id).op));
-    if (why.empty())
-      why = ro.special_values && reduced ? "the special-value inputs (--special) put NaNs in most rows a reduction reads (or "
-                                "its inputs are outside the graph's domain); run without them to check its values too"
-                              : "give its inputs a range the graph is defined on (`input v : f32[N] range 0:1` in the "
-                                "graph, or --range NAME=LO:HI)";
+    if (why.empty()) why = nan_advice(g, used, ro, reduced);
     rep.warnings.push_back(fmt::format("output '{}' is NaN in {} of {} elements, so its checks compare NaNs mostly: {}",
                                        st.info.name, st.nan_count, st.info.elements(), why));
   }
@@ -413,8 +434,8 @@ RunReport describe(const Graph& graph, const RunOptions& ro, const std::vector<i
   for (const TensorInfo& t : rep.outputs) rep.elements = std::max(rep.elements, t.elements());
   rep.fast_math = ro.options.fast_math;
   rep.seed = ro.seed;
-  rep.special_values = ro.special_values;
   for (const auto& f : ro.input_files) rep.file_inputs.push_back(f.first);
+  rep.special_values = ro.special_values && rep.file_inputs.size() < rep.inputs.size();  // some input generated
   rep.dims = graph.dims();
   rep.nvrtc_version = jit::nvrtc_version().str();
   for (size_t k = 0; k < params.size(); ++k)
@@ -480,6 +501,10 @@ void prepare_save_dir(const ir::Graph& g, const RunOptions& ro) {
     if (std::filesystem::is_directory(std::filesystem::symlink_status(at, ec)))
       throw ir::UserError(fmt::format("{} {}: output '{}' cannot be saved: {} is a folder", option, ro.save_dir, o.name,
                                       at.string()));
+    for (const auto& [input, file] : ro.input_files)  // an input's own file, read for the run, is not the output's
+      if (std::filesystem::equivalent(at, file, ec))
+        throw ir::UserError(fmt::format("{} {}: output '{}' would be saved over {}, the file of input '{}': save into "
+                                        "another folder", option, ro.save_dir, o.name, at.string(), input));
   }
 }
 

@@ -3,7 +3,10 @@
 // compiles nothing, plan/compile/cache subcommands, and exit codes for bad input.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cmath>
@@ -16,6 +19,7 @@
 
 #include "ir/npy.h"
 #include "tests/support/files.h"
+#include "tests/support/scoped_env.h"
 
 namespace fs = std::filesystem;
 
@@ -824,6 +828,17 @@ TEST_CASE("integer options: decimal only, range errors and repeats point into th
   const std::string twice = "  fusejit run " + g + " --seed 3 --seed=4\n";
   CHECK(r.out.find("--seed is given 2 times: give it once") != std::string::npos);
   CHECK(r.out.find(twice + std::string(twice.size() - 2, ' ') + "^") != std::string::npos);
+  // Given twice by its short form: not located, but in the same words (CLI11's raw text before).
+  r = run("compile " + g + " -o a -o b");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("fusejit: error: --out is given 2 times: give it once") != std::string::npos);
+  // A library error about --arch's value points at it (it was unlocated, and --json blamed the graph file).
+  r = run("plan " + g + " --arch sm_9");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("<command line>:1:" + std::to_string(std::string("fusejit plan " + g + " --arch ").size() + 1) +
+                   ": error: --arch: invalid GPU architecture 'sm_9'") != std::string::npos);
+  r = run("plan " + g + " --arch ''");
+  CHECK(r.out.find("--arch: an empty value: give sm_XY or compute_XY") != std::string::npos);
   // CLI11 checks each value before it counts them: the caret under the bad one, not the first.
   for (const std::string& bad : {std::string(" --repeats 1 --repeats 0"), std::string(" --seed 1 --seed 0x1"),
                                  std::string(" --backend cpu --backend gpu")}) {
@@ -880,13 +895,27 @@ TEST_CASE("run --special: an output that is mostly NaN is named, so its 'identic
   std::ofstream(g) << "dim N = 1000\ninput v : f32[N]\ny = sqrt(v)\noutput y\n";
   r = run("run " + g.string() + " --backend cpu --repeats 1 --range v=-1:-0.5");
   REQUIRE_MESSAGE(r.code == 0, r.out);
-  CHECK(r.out.find("warning: output 'y' is NaN in 1000 of 1000 elements, so its checks compare NaNs mostly: give its "
-                   "inputs a range") != std::string::npos);
+  CHECK(r.out.find("warning: output 'y' is NaN in 1000 of 1000 elements, so its checks compare NaNs mostly: give "
+                   "'v' a range") != std::string::npos);
   // With --special and no reduction, the domain still: --special's NaNs reach one element each.
   r = run("run " + g.string() + " --backend cpu --repeats 1 --range v=-1:-0.5 --special");
   REQUIRE_MESSAGE(r.code == 0, r.out);
-  CHECK(r.out.find("compare NaNs mostly: give its inputs a range") != std::string::npos);
+  CHECK(r.out.find("compare NaNs mostly: give 'v' a range") != std::string::npos);
   CHECK(r.out.find("a reduction reads") == std::string::npos);
+  // Inputs from files: --range cannot help (it is refused with --input); the files are named.
+  fusejit::ir::Tensor nans(fusejit::ir::DType::F32, {1000});
+  for (int64_t i = 0; i < 1000; ++i) nans.as<float>()[i] = std::nanf("");
+  fusejit::ir::write_npy((g.parent_path() / "nans.npy").string(), nans);
+  r = run("run " + g.string() + " --backend cpu --repeats 1 --input v=" + (g.parent_path() / "nans.npy").string());
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("compare NaNs mostly: the values of 'v' (read from --input) are NaN or outside the graph's domain") !=
+        std::string::npos);
+  // No input at all: the params and constants.
+  std::ofstream(g.parent_path() / "p.txt") << "input x : f32[4]\nparam a : f64 = 1e308\nz = x + 1\ny = cast(a, f32) * 0\noutput z, y\n";
+  r = run("run " + (g.parent_path() / "p.txt").string() + " --backend cpu --repeats 1");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("output 'y' is NaN in 1 of 1 elements, so its checks compare NaNs mostly: it reads no input: its "
+                   "params' and constants' values give NaN") != std::string::npos);
   // A NaN param: the param, not the inputs.
   r = run("run " + sample("rmsnorm.txt") + " --backend cpu --repeats 1 --dim T=4 --dim D=64 --param eps=nan");
   REQUIRE_MESSAGE(r.code == 0, r.out);
@@ -900,7 +929,7 @@ TEST_CASE("run --special: an output that is mostly NaN is named, so its 'identic
   CHECK(r.out.find("output 'y' is NaN in 3 of 3 elements, so its checks compare NaNs mostly: the mean at line 4 (var and "
                    "std are means) reduces 1 element per result with correction 1, so it divides by max(0, n - "
                    "correction) = 0 at these dims") != std::string::npos);
-  CHECK(r.out.find("output 'z' is NaN in 3 of 3 elements, so its checks compare NaNs mostly: give its inputs a range") !=
+  CHECK(r.out.find("output 'z' is NaN in 3 of 3 elements, so its checks compare NaNs mostly: give 'x' a range") !=
         std::string::npos);
   r = run("run " + v.string() + " --backend cpu --repeats 1 --dim C=2");
   REQUIRE_MESSAGE(r.code == 0, r.out);
@@ -947,4 +976,71 @@ TEST_CASE("run --json writes a non-finite param as the statistics do: \"nan\", \
   const nlohmann::json j = nlohmann::json::parse(s.out);
   CHECK(j["params"]["p"] == "nan");  // it was null: the value lost
   CHECK(j["params"]["q"] == "-inf");
+}
+
+TEST_CASE("--no-cache: the build folder an interrupted run left in TMPDIR goes at the next run; one in use stays") {
+  // A Ctrl-C'd run left its folder for an hour, though --help says nothing is left (hostile pass).
+  const fs::path tmp = scratch("tmpdir-sweep"), left = tmp / "fusejit-lbuild-left", busy = tmp / "fusejit-lbuild-busy";
+  const fs::path unlocked = tmp / "fusejit-build-young";  // no flock there (or an older fusejit's): by age only
+  fs::create_directories(unlocked);
+  fs::create_directories(left);
+  std::ofstream(left / "module.cpp") << "int x;";
+  fs::create_directories(busy);
+  const int fd = ::open(busy.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_SH) == 0);  // as a build running in another process holds it
+  {
+    ScopedEnv t("TMPDIR", tmp.c_str());
+    const Result r = run("run " + sample("x2x3.txt") + " --dim N=10 --backend cpu --no-cache");
+    CHECK_MESSAGE(r.code == 0, r.out);
+  }
+  CHECK(!fs::exists(left));
+  CHECK(fs::exists(busy));
+  CHECK(fs::exists(unlocked));
+  CHECK(std::distance(fs::directory_iterator(tmp), fs::directory_iterator()) == 2);  // its own build went too
+  ::close(fd);
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("compile -o and run --save-dir never write over the graph file or an input file") {
+  // A graph named index.json in the dump folder was replaced by the dump's index; an --input file
+  // in the --save-dir folder named as an output, by that output (hostile pass).
+  const fs::path dir = scratch("no-overwrite");
+  const std::string graph = "input x : f32[4]\ny = x * 2\noutput y\n";
+  std::ofstream(dir / "index.json") << graph;
+  Result r = run("compile " + (dir / "index.json").string() + " -o " + dir.string() + " --no-cache");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("the dump would write its index.json over the graph file") != std::string::npos);
+  CHECK(fusejit::testing::read_file(dir / "index.json") == graph);
+  std::ofstream(dir / "graph.txt") << graph;  // graph.txt itself: written with its own text
+  r = run("compile " + (dir / "graph.txt").string() + " -o " + dir.string() + " --no-cache");
+  CHECK_MESSAGE(r.code == 0, r.out);
+  CHECK(fusejit::testing::read_file(dir / "graph.txt") == graph);
+  fusejit::ir::Tensor x(fusejit::ir::DType::F32, {4});
+  fusejit::ir::write_npy((dir / "y.npy").string(), x);
+  const std::string before = fusejit::testing::read_file(dir / "y.npy");
+  r = run("run " + (dir / "graph.txt").string() + " --backend cpu --repeats 1 --input x=" + (dir / "y.npy").string() +
+          " --save-dir " + dir.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("output 'y' would be saved over " + (dir / "y.npy").string() + ", the file of input 'x'") !=
+        std::string::npos);
+  CHECK(fusejit::testing::read_file(dir / "y.npy") == before);
+}
+
+TEST_CASE("a run says what it did not do: no checks with --no-check, no special values or seed with file inputs only") {
+  const fs::path dir = scratch("said");
+  std::ofstream(dir / "g.txt") << "input x : f32[4]\ny = x * 2\noutput y\n";
+  Result r = run("run " + (dir / "g.txt").string() + " --backend cpu --repeats 1 --no-check");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("result    not checked (the checks were skipped)") != std::string::npos);
+  CHECK(r.out.find("result    OK") == std::string::npos);
+  fusejit::ir::write_npy((dir / "x.npy").string(), fusejit::ir::Tensor(fusejit::ir::DType::F32, {4}));
+  const std::string files = "run " + (dir / "g.txt").string() + " --backend cpu --repeats 1 --special --seed 7 --input x=" +
+                            (dir / "x.npy").string();
+  r = run(files);
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("run       no random inputs (x from .npy files)") != std::string::npos);
+  const SplitResult s = run_split(files + " --json");
+  REQUIRE_MESSAGE(s.code == 0, s.err);
+  CHECK(nlohmann::json::parse(s.out)["special_values"] == false);
 }

@@ -265,10 +265,10 @@ TEST_CASE("read_npy_input checks the input's dtype and shape") {
   CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F32, {8, 4}), "input 'x': the file has f16[8, 4], expected f32[8, 4]"
                        " (convert the file with NumPy: np.save(FILE, np.load(FILE).astype('<f4')))",
                        FileError);
-  // Another rank: --dim cannot fix it, and the message says so rather than suggest it.
+  // Another rank: no dims (--dim) can fix it, and the message says so rather than suggest it.
   CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F16, {32}, "(--dim sets the graph's dims N)"),
-                       "input 'x': the file has f16[8, 4], expected f16[32] (the file has 2 axes, the input 1: --dim "
-                       "cannot change that)",
+                       "input 'x': the file has f16[8, 4], expected f16[32] (the file has 2 axes, the input 1: no dims "
+                       "can change that)",
                        FileError);
   CHECK_THROWS_WITH_AS(read_npy_input(p, "x", DType::F16, {4, 8}), "input 'x': the file has f16[8, 4], expected f16[4, 8]",
                        FileError);
@@ -326,7 +326,7 @@ TEST_CASE("an .npy input's error names the .npy file, not the graph file") {
     CHECK(e.kind() == fusejit::ErrorKind::User);
     CHECK(e.file() == p);
     CHECK(e.diagnostic() == p + ": error: input 'x': the file has f64[3], expected f32[4] (convert the file with NumPy: "
-                                "np.save(FILE, np.load(FILE).astype('<f4')))\n");
+                                "np.save(FILE, np.load(FILE).astype('<f4')))");
   }
   // An input given twice is refused, as the command line refuses it (it read the last file).
   const std::string ok = tmp("ok4.npy");
@@ -335,6 +335,27 @@ TEST_CASE("an .npy input's error names the .npy file, not the graph file") {
   CHECK_THROWS_WITH_AS(fusejit::run_graph(g, ro), doctest::Contains("input 'x' is given twice"), fusejit::Error);
   CHECK_THROWS_WITH_AS(fusejit::input_file_dims(g, ro.input_files), doctest::Contains("input 'x' is given twice"),
                        fusejit::Error);
+}
+
+TEST_CASE("run_graph's hints for an .npy file's shape name the API's way to set dims, not --dim") {
+  // They named the command line's --dim, or a `dims` argument run_graph has not (hostile pass).
+  const std::string p = tmp("three.npy"), q = tmp("three_by_one.npy");
+  write_npy(p, Tensor(DType::F32, {3}));
+  write_npy(q, Tensor(DType::F32, {3, 1}));
+  const fusejit::Graph g = fusejit::Graph::parse("dim N = 8\ninput x : f32[N]\ny = x * 2\noutput y\n");
+  fusejit::RunOptions ro;
+  ro.options.backend = fusejit::Backend::Cpu;
+  ro.input_files = {{"x", p}};
+  CHECK_THROWS_WITH_AS(fusejit::run_graph(g, ro),
+                       doctest::Contains("the file has f32[3], expected f32[N=8] (the graph's dims N can be set to "
+                                         "match: Graph::with_dims, with fusejit::input_file_dims to read them from the files)"),
+                       fusejit::Error);
+  ro.input_files = {{"x", q}};
+  CHECK_THROWS_WITH_AS(fusejit::run_graph(g, ro),
+                       doctest::Contains("expected f32[N=8] (the file has 2 axes, the input 1: no dims can change that)"),
+                       fusejit::Error);
+  ro.input_files = {{"x", p}};
+  CHECK(fusejit::run_graph(g.with_dims(fusejit::input_file_dims(g, ro.input_files)), ro).outputs.size() == 1);
 }
 
 TEST_CASE("input_file_dims: the dims the files' shapes give, conflicts named, other names left to run_graph") {

@@ -132,6 +132,14 @@ TEST_CASE("invalid ranges are user errors; parse_fill_range") {
   CHECK_THROWS_AS(random_fill(f, 0, FillSpec{FillRange{1, 0}, FillMode::Uniform}), UserError);
   CHECK_THROWS_AS(random_fill(f, 0, FillSpec{FillRange{0, INFINITY}, FillMode::Uniform}), UserError);
   CHECK_THROWS_AS(random_fill(f, 0, FillSpec{FillRange{-1.7e308, 1.7e308}, FillMode::Uniform}), UserError);
+  // Bounds that round to one value of the dtype fill it with that value alone, as LO == HI would.
+  CHECK_THROWS_WITH_AS(random_fill(f, 0, FillSpec{FillRange{1e-50, 1e-49}, FillMode::Uniform}),
+                       "invalid random range 1e-50:1e-49 for f32 (LO and HI round to the same f32 value, 0: every "
+                       "element would be that value)", UserError);
+  Tensor h(DType::F16, {4});
+  CHECK_THROWS_AS(random_fill(h, 0, FillSpec{FillRange{1.0, 1.0002}, FillMode::Uniform}), UserError);
+  random_fill(h, 0, FillSpec{FillRange{1.0, 1.001}, FillMode::Uniform});  // 1 and 1.000977: two f16 values
+  random_fill(f, 0, FillSpec{FillRange{1e-45, 3e-45}, FillMode::Uniform});  // two f32 subnormals
   FillRange r = parse_fill_range("-1.5:2e3");
   CHECK(r.lo == -1.5);
   CHECK(r.hi == 2000.0);

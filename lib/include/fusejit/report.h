@@ -79,7 +79,7 @@ struct RunReport {
   std::string nvrtc_version;     ///< "13.0", or "unavailable" without an NVRTC
   bool fast_math = false;
   uint64_t seed = 0;             ///< seed of the random inputs
-  bool special_values = false;   ///< random inputs mixed with hard cases
+  bool special_values = false;   ///< random inputs mixed with hard cases (false when every input is read from a file)
   std::vector<std::string> file_inputs;  ///< inputs read from .npy files (RunOptions::input_files); the rest are random
   DimValues dims;                ///< dim values of this run
   std::vector<std::pair<std::string, Scalar>> params;  ///< param values of this run (integers exact)
