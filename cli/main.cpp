@@ -292,7 +292,7 @@ std::pair<std::string, std::string> split_kv(const std::string& s, const std::st
   auto eq = s.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
     throw ArgError(option, s, eq == std::string::npos ? 0 : eq,
-                   option == "--input" ? "expected NAME=FILE" : "expected NAME=VALUE");
+                   option == "--input" ? "expected NAME=FILE" : option == "--range" ? "expected NAME=LO:HI" : "expected NAME=VALUE");
   return {s.substr(0, eq), s.substr(eq + 1)};
 }
 
