@@ -129,10 +129,30 @@ std::string excerpt_with_caret(std::string_view line, size_t col) {
   return "  " + prefix + shown.substr(from, to - from) + suffix + "\n  " + pad + "^\n";
 }
 
-// `message` with each quoted word (between single quotes, no space: a name) over kMaxShown bytes
-// cut to its first and last kContext / 2 bytes around "...": an undefined 100,000-byte name made
-// a message line of 100,000 bytes while the excerpt below it was cut (hostile pass).
-std::string shorten_quoted_words(std::string_view message) {
+}  // namespace
+
+std::string terminal_safe(std::string_view text, bool keep_line_feeds) {
+  std::string out(text);
+  for (size_t i = 0; i < out.size();) {
+    const unsigned char c = static_cast<unsigned char>(out[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t' && !(keep_line_feeds && c == '\n')) || c == 0x7F) out[i] = '?';
+      ++i;
+      continue;
+    }
+    size_t n = sequence_length(c);
+    bool good = n != 0 && i + n <= out.size();
+    for (size_t k = 1; good && k < n; ++k) good = continuation(static_cast<unsigned char>(out[i + k]));
+    if (!good) n = 1;  // not UTF-8: kept, for the caller to escape or replace
+    else if (acts_on_terminal(decode(out.data() + i, n))) out.replace(i, n, n, '?');
+    i += n;
+  }
+  return out;
+}
+
+// An undefined 100,000-byte name made a message line of 100,000 bytes while the excerpt below it
+// was cut (hostile pass).
+std::string shorten_quoted_names(std::string_view message) {
   std::string out;
   size_t i = 0;
   while (i < message.size()) {
@@ -156,33 +176,12 @@ std::string shorten_quoted_words(std::string_view message) {
   return out;
 }
 
-}  // namespace
-
-std::string terminal_safe(std::string_view text, bool keep_line_feeds) {
-  std::string out(text);
-  for (size_t i = 0; i < out.size();) {
-    const unsigned char c = static_cast<unsigned char>(out[i]);
-    if (c < 0x80) {
-      if ((c < 0x20 && c != '\t' && !(keep_line_feeds && c == '\n')) || c == 0x7F) out[i] = '?';
-      ++i;
-      continue;
-    }
-    size_t n = sequence_length(c);
-    bool good = n != 0 && i + n <= out.size();
-    for (size_t k = 1; good && k < n; ++k) good = continuation(static_cast<unsigned char>(out[i + k]));
-    if (!good) n = 1;  // not UTF-8: kept, for the caller to escape or replace
-    else if (acts_on_terminal(decode(out.data() + i, n))) out.replace(i, n, n, '?');
-    i += n;
-  }
-  return out;
-}
-
 std::string format_diagnostic(const UserError& err, const std::string& file, std::string_view src) {
   const Loc& loc = err.loc();
   std::string out = terminal_safe(file);  // a file name's ESC stays out of the terminal
   if (loc.known()) out += ':' + std::to_string(loc.line) + ':' + std::to_string(loc.col);
   out += out.empty() ? "error: " : ": error: ";
-  out += terminal_safe(shorten_quoted_words(err.what()));
+  out += terminal_safe(shorten_quoted_names(err.what()));
   out += "\n";
   if (!loc.known()) return out;
   const std::string_view line = source_line(src, loc.line);

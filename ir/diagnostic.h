@@ -16,7 +16,8 @@ namespace fusejit::ir {
 // Without a location: "FILE: error: MESSAGE" (or "error: MESSAGE" if `file` is empty). Lines
 // longer than 160 bytes are cut to a window around the column, marked with "...". Bytes that
 // are not printable text (binary garbage) are shown as '?', and what terminal_safe() replaces in
-// FILE, MESSAGE and the line. The result ends with a newline.
+// FILE, MESSAGE and the line; a quoted name in MESSAGE as shorten_quoted_names() cuts it. The
+// result ends with a newline.
 std::string format_diagnostic(const UserError& err, const std::string& file, std::string_view source_text);
 
 // `text` with what a terminal would act on instead of showing replaced by '?', one per byte (byte
@@ -26,5 +27,10 @@ std::string format_diagnostic(const UserError& err, const std::string& file, std
 // is shown ("Trojan Source", CVE-2021-42574; GCC and rustc warn about them too). Other bytes,
 // invalid UTF-8 included, are kept.
 std::string terminal_safe(std::string_view text, bool keep_line_feeds = false);
+
+// `message` with each quoted word (between single quotes, no space or line feed: a name) over 160
+// bytes cut to its first and last 35 bytes around "...", its length after it:
+// 'qqq...qqq' (1000 bytes). Line feeds (a compiler log's) stay.
+std::string shorten_quoted_names(std::string_view message);
 
 }  // namespace fusejit::ir

@@ -32,10 +32,8 @@ Error::Error(ErrorKind kind, std::string message, std::string file, int line, in
     : std::runtime_error(ir::escape_invalid_utf8(message)), kind_(kind), file_(ir::escape_invalid_utf8(file)),
       line_(line), column_(column), diagnostic_(ir::escape_invalid_utf8(diagnostic)) {
   while (!diagnostic_.empty() && diagnostic_.back() == '\n') diagnostic_.pop_back();  // as format_diagnostic's
-  if (diagnostic_.empty()) {  // "error: MESSAGE", a long quoted name in it cut as in located ones
-    diagnostic_ = ir::format_diagnostic(ir::UserError(what()), "", "");
-    diagnostic_.pop_back();  // its '\n'
-  }
+  // "error: MESSAGE" (a compile error's log keeps its lines), a long quoted name cut as in located ones
+  if (diagnostic_.empty()) diagnostic_ = "error: " + ir::shorten_quoted_names(what());
   diagnostic_ = ir::terminal_safe(diagnostic_, /*keep_line_feeds=*/true);  // for a person: no ESC reaches a terminal
 }
 

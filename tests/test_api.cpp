@@ -131,6 +131,9 @@ TEST_CASE("errors carry a kind and, for graph text, a location") {
     const fj::Error e(fj::ErrorKind::User, "no input named '" + std::string(1000, 'q') + "'");
     CHECK(e.diagnostic() == "error: no input named '" + std::string(35, 'q') + "..." + std::string(35, 'q') + "' (1000 bytes)");
     CHECK(std::string(e.what()).size() == 1017);
+    // A compile error's log keeps its lines (diagnostic() had joined them with '?').
+    const fj::Error log(fj::ErrorKind::Compile, "host compiler failed (exit code 1): c++ x.cpp\n  err 1\n  err 2");
+    CHECK(log.diagnostic() == "error: host compiler failed (exit code 1): c++ x.cpp\n  err 1\n  err 2");
   }
   fj::GraphBuilder b;
   fj::Value x = b.input("x", fj::DType::F32, {4});

@@ -485,7 +485,8 @@ class Program:
         (NumPy -> NumPy, torch -> torch on its device, CuPy -> CuPy) unless ``out`` supplies them
         (a dict by name, or a list or tuple of one array per output in declaration order);
         an output may be an input (in place) where docs/api.md allows it. Strided views (e.g.
-        transposed) are read and written in place, never copied. Device tensors run on the
+        transposed) are read and written in place, never copied (a GPU program copies NumPy
+        arrays to the device and back: its host ``out`` arrays must be C-contiguous). Device tensors run on the
         caller's current stream (PyTorch's or CuPy's; ``stream=`` overrides it) without
         synchronising. Returns ``{output name: array}``, ``out``'s arrays included.
         Raises UserError (wrong dtype, shape, device; a param value that does not fit its dtype)

@@ -221,7 +221,8 @@ class Graph:
     def output_nodes(self) -> list[int]: ...
     def to_text(self) -> str: ...
     # `fusejit plan --json` as objects; row_split/row_cache/row_cache_limit: plan reductions as
-    # compile(...) runs them (row_cache_limit 0: 48 KiB, as without a GPU; N: at most N bytes)
+    # compile(...) runs them (row_cache_limit 0: fusejit's rule, 48 KiB without arch, with arch that
+    # GPU's opt-in shared memory less 12 KiB; N: at most N bytes)
     def plan(self, fast_math: bool = False, row_split: int = 0, row_cache: bool = True,
              row_cache_limit: int = 0, arch: str | None = None) -> dict[str, Any]: ...
 

@@ -944,7 +944,9 @@ class Program {
   /// cuLaunchKernel on `stream` (plus cuCtxGetCurrent and cuCtxGetId), so it may be captured into a
   /// CUDA graph, except: a plan with intermediates (the unfused plan; a fused plan of several
   /// kernels) allocates them with cuMemAllocAsync/cuMemFreeAsync on the stream (on a device without
-  /// memory pools, cuMemAlloc and a synchronised cuMemFree: not capturable), an output repeating another
+  /// memory pools, cuMemAlloc and a synchronised cuMemFree: not capturable), a reduction whose rows
+  /// split over blocks (at these dims) launches once per phase and allocates its workspace in the
+  /// same way, an output repeating another
   /// output's value is copied with cuMemcpyDtoDAsync, and the first launch at a new set of dim
   /// values may compile (docs/api.md, "CUDA graphs, streams and threads"). Tensors with no elements launch nothing.
   /// Throws Error(User) on a wrong count, dtype or shape (naming the tensor, as run() does), a bad
