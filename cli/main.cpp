@@ -204,7 +204,10 @@ bool locate_option_error(const CommandLine& line, ErrorInfo& e) {
   }
   const size_t end = e.message.find_first_of(":=", sp == std::string::npos ? 0 : sp);
   if (sp == std::string::npos || end == std::string::npos || end <= sp + 1) return false;
-  const auto col = line.column_of_name(e.message.substr(0, sp), e.message.substr(sp + 1, end - sp - 1));
+  const std::string option = e.message.substr(0, sp), name = e.message.substr(sp + 1, end - sp - 1);
+  // "--range x: ..." names a NAME= value; "--arch sm_88: ..." the whole value.
+  auto col = line.column_of_name(option, name);
+  if (!col) col = line.column(option, name, 0);
   if (!col) return false;
   line.locate(e, *col);
   return true;

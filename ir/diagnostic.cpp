@@ -160,7 +160,8 @@ std::string shorten_quoted_names(std::string_view message) {
     const size_t close = open == std::string_view::npos ? open : message.find('\'', open + 1);
     if (close == std::string_view::npos) break;
     std::string_view word = message.substr(open + 1, close - open - 1);
-    const bool cut = word.size() > kMaxShown && word.find_first_of(" \n") == std::string_view::npos;
+    // A path ('/') is no name: a command to copy and run again keeps its paths whole.
+    const bool cut = word.size() > kMaxShown && word.find_first_of(" \n/") == std::string_view::npos;
     out.append(message.substr(i, open + 1 - i));
     if (!cut) {
       out.append(word).push_back('\'');

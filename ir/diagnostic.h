@@ -28,7 +28,7 @@ std::string format_diagnostic(const UserError& err, const std::string& file, std
 // invalid UTF-8 included, are kept.
 std::string terminal_safe(std::string_view text, bool keep_line_feeds = false);
 
-// `message` with each quoted word (between single quotes, no space or line feed: a name) over 160
+// `message` with each quoted word (between single quotes, no space, line feed or '/': a name) over 160
 // bytes cut to its first and last 35 bytes around "...", its length after it:
 // 'qqq...qqq' (1000 bytes). Line feeds (a compiler log's) stay.
 std::string shorten_quoted_names(std::string_view message);

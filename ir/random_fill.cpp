@@ -1,6 +1,7 @@
 #include "ir/random_fill.h"
 
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -85,6 +86,26 @@ double in_dtype(double v, DType t) {
   s.dtype = DType::F64;
   s.f = v;
   one.set(0, s);
+  return one.get(0).f;
+}
+
+// The largest value of float dtype `t` below `v` (v >= the dtype's lowest finite value): f16 0.99951
+// for 1, where uniform draws in [0, 1) rounded to f16 gave 1 about once in 4,000 (hostile pass).
+double below(double v, DType t) {
+  Tensor one(t, {1});
+  Scalar s;
+  s.dtype = DType::F64;
+  s.f = v;
+  one.set(0, s);
+  if (one.get(0).f < v) return one.get(0).f;  // v rounded down already
+  const size_t size = dtype_size(t);
+  uint64_t bits = 0;
+  std::memcpy(&bits, one.data.data(), size);
+  const uint64_t sign = uint64_t{1} << (8 * size - 1);
+  if (one.get(0).f > 0) bits -= 1;       // sign and magnitude: one step toward 0
+  else if (one.get(0).f < 0) bits += 1;  // one step away from 0
+  else bits = sign | 1;                  // below +-0: the negative of the smallest subnormal
+  std::memcpy(one.data.data(), &bits, size);
   return one.get(0).f;
 }
 
@@ -181,11 +202,13 @@ void random_fill(Tensor& t, uint64_t seed, const FillSpec& spec) {
     return;
   }
   std::vector<double> sp = float_specials(t.dtype);
+  const double top = below(r.hi, t.dtype);  // [LO, HI): a draw that rounds up to HI or past takes this
   s.dtype = DType::F64;
   for (int64_t i = 0; i < n; ++i) {
-    if (special && (rng.next() >> 63)) s.f = sp[rng.below(sp.size())];
-    else s.f = r.lo + (r.hi - r.lo) * rng.unit();
+    const bool hard = special && (rng.next() >> 63);
+    s.f = hard ? sp[rng.below(sp.size())] : r.lo + (r.hi - r.lo) * rng.unit();
     t.set(i, s);  // rounds to the dtype by the cast rules
+    if (!hard && t.get(i).f >= r.hi) t.set(i, Scalar{DType::F64, top});
   }
 }
 

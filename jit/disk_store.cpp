@@ -499,7 +499,10 @@ EntryLock lock_file(const fs::path& path, const std::function<void(const std::st
   const int err = errno;
   struct stat st;
   const std::string problem = fd >= 0 ? (::fstat(fd, &st) != 0 ? "cannot be inspected" : file_problem(st))
-                              : err == ELOOP ? "a symbolic link" : err == EISDIR ? "a folder" : "";
+                              : err == ELOOP    ? "a symbolic link"
+                              : err == EISDIR   ? "a folder"
+                              : err == ENXIO    ? "a socket"
+                                                : "";
   if (fd < 0 || !problem.empty()) {
     if (fd >= 0) ::close(fd);
     if (problem.empty() || retries <= 0) return {};  // build without the lock: at worst two processes build the same entry

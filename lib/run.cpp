@@ -391,18 +391,22 @@ std::string nan_advice(const ir::Graph& g, const std::vector<char>& used, const 
     const bool file = std::any_of(ro.input_files.begin(), ro.input_files.end(), [&](const auto& f) { return f.first == name; });
     (file ? files : generated) += fmt::format("{}'{}'", (file ? files : generated).empty() ? "" : ", ", name);
   }
+  bool fixed = false;  // a param or constant it reads (sqrt(-1), a param out of the domain) may give the NaN
+  for (ir::NodeId id = 0; id < g.size(); ++id)
+    fixed = fixed || (used[static_cast<size_t>(id)] && (g.node(id).op == ir::Op::Param || g.node(id).op == ir::Op::Const));
+  const std::string or_fixed = fixed ? ", or its params' or constants' values give NaN" : "";
   const MessageStyle style = ro.options.message_style;
   const std::string from_files = files.empty() ? "" : fmt::format("the values of {} (read from {}) are NaN or outside the "
                                                                   "graph's domain", files, option_name(OptionField::InputFiles, style));
   if (generated.empty())
-    return files.empty() ? "it reads no input: its params' and constants' values give NaN" : from_files;
+    return files.empty() ? "it reads no input: its params' and constants' values give NaN" : from_files + or_fixed;
   const std::string gen = ro.special_values && reduced
       ? "the special-value inputs (" + std::string(style == MessageStyle::CommandLine ? "--special" : "RunOptions::special_values") +
             ") put NaNs in most rows a reduction reads (or its inputs are outside the graph's domain); run without them to "
             "check its values too"
       : fmt::format("give {} a range the graph is defined on (`input v : f32[N] range 0:1` in the graph, or {})", generated,
                     style == MessageStyle::CommandLine ? "--range NAME=LO:HI" : option_name(OptionField::InputRanges, style));
-  return files.empty() ? gen : from_files + "; or " + gen;
+  return (files.empty() ? gen : from_files + "; or " + gen) + or_fixed;
 }
 
 // An output that is mostly NaN passes its checks by comparing NaNs: say so, and why (a NaN param
@@ -418,8 +422,9 @@ void warn_nan_outputs(RunReport& rep, const ir::Graph& g, const std::vector<ir::
     for (ir::NodeId id = 0; id < g.size(); ++id)
       reduced = reduced || (used[static_cast<size_t>(id)] && ir::is_reduction(g.node(id).op));
     if (why.empty()) why = nan_advice(g, used, ro, reduced);
-    rep.warnings.push_back(fmt::format("output '{}' is NaN in {} of {} elements, so its checks compare NaNs mostly: {}",
-                                       st.info.name, st.nan_count, st.info.elements(), why));
+    const bool checked = !rep.checks.empty();  // --no-check: no check compares anything
+    rep.warnings.push_back(fmt::format("output '{}' is NaN in {} of {} elements{}: {}", st.info.name, st.nan_count,
+                                       st.info.elements(), checked ? ", so its checks compare NaNs mostly" : "", why));
   }
 }
 

@@ -134,6 +134,9 @@ TEST_CASE("errors carry a kind and, for graph text, a location") {
     // A compile error's log keeps its lines (diagnostic() had joined them with '?').
     const fj::Error log(fj::ErrorKind::Compile, "host compiler failed (exit code 1): c++ x.cpp\n  err 1\n  err 2");
     CHECK(log.diagnostic() == "error: host compiler failed (exit code 1): c++ x.cpp\n  err 1\n  err 2");
+    // A quoted path is no name: a command to copy and run again keeps it whole.
+    const std::string path = "/tmp/" + std::string(300, 'd') + "/k.so";
+    CHECK(fj::Error(fj::ErrorKind::Compile, "c++ -o '" + path + "' x.cpp").diagnostic() == "error: c++ -o '" + path + "' x.cpp");
   }
   fj::GraphBuilder b;
   fj::Value x = b.input("x", fj::DType::F32, {4});

@@ -10,6 +10,8 @@
 #include <linux/fs.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1225,25 +1227,32 @@ TEST_CASE("a damaged entry that cannot be deleted is rebuilt alone; the folder s
   CHECK(w.list[0].find("could not be deleted") != std::string::npos);
 }
 
-TEST_CASE("a folder, FIFO or link at a key's lock path is deleted with a warning, and the build takes the lock") {
+TEST_CASE("a folder, FIFO, link or socket at a key's lock path is deleted with a warning, and the build takes the lock") {
   // Left there, every process built the key without a lock, silently, and `cache clear` kept it.
   fs::path dir = make_temp_dir();
-  const DiskKeyInputs a = inputs_n(95), b = inputs_n(96), c = inputs_n(97);
+  const DiskKeyInputs a = inputs_n(95), b = inputs_n(96), c = inputs_n(97), e = inputs_n(99);
   const auto lock_of = [&](const DiskKeyInputs& in) { return entry_path(dir, disk_key(in).key).replace_extension(".lock"); };
-  for (const auto* in : {&a, &b, &c}) fs::create_directories(lock_of(*in).parent_path());
+  for (const auto* in : {&a, &b, &c, &e}) fs::create_directories(lock_of(*in).parent_path());
   fs::create_directories(lock_of(a) / "inside");
   REQUIRE(::mkfifo(lock_of(b).c_str(), 0600) == 0);
   write_text(dir / "elsewhere", "not the cache's");
   fs::create_symlink(dir / "elsewhere", lock_of(c));
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  REQUIRE(lock_of(e).string().size() < sizeof(addr.sun_path));
+  std::strcpy(addr.sun_path, lock_of(e).c_str());
+  REQUIRE(::bind(sock, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0);
   Warnings w;
   KernelCache cache(config_for(dir, w.handler()));
-  for (const auto* in : {&a, &b, &c}) {
+  for (const auto* in : {&a, &b, &c, &e}) {
     CAPTURE(lock_of(*in));
     CHECK(cache.get_or_compile(*in, [&] { return fake_compile(*in); }).outcome == CacheOutcome::Compiled);
     CHECK(fs::is_regular_file(fs::symlink_status(lock_of(*in))));  // the lock taken on a new file
   }
-  REQUIRE(w.list.size() == 3);
-  for (const char* what : {"a folder; deleted", "a FIFO; deleted", "a symbolic link; deleted"})
+  ::close(sock);
+  REQUIRE(w.list.size() == 4);
+  for (const char* what : {"a folder; deleted", "a FIFO; deleted", "a symbolic link; deleted", "a socket; deleted"})
     CHECK(std::count_if(w.list.begin(), w.list.end(), [&](const std::string& m) { return m.find(what) != std::string::npos; }) == 1);
   CHECK(read_text(dir / "elsewhere") == "not the cache's");
   // What `cache clear` finds there is removed too.

@@ -837,6 +837,9 @@ TEST_CASE("integer options: decimal only, range errors and repeats point into th
   CHECK(r.code == 2);
   CHECK(r.out.find("<command line>:1:" + std::to_string(std::string("fusejit plan " + g + " --arch ").size() + 1) +
                    ": error: --arch: invalid GPU architecture 'sm_9'") != std::string::npos);
+  r = run("plan " + g + " --arch sm_88");  // a well-formed arch without a shared-memory figure
+  CHECK(r.out.find("<command line>:1:" + std::to_string(std::string("fusejit plan " + g + " --arch ").size() + 1) +
+                   ": error: --arch sm_88: fusejit knows") != std::string::npos);
   r = run("plan " + g + " --arch ''");
   CHECK(r.out.find("--arch: an empty value: give sm_XY or compute_XY") != std::string::npos);
   // CLI11 checks each value before it counts them: the caret under the bad one, not the first.
@@ -916,6 +919,13 @@ TEST_CASE("run --special: an output that is mostly NaN is named, so its 'identic
   REQUIRE_MESSAGE(r.code == 0, r.out);
   CHECK(r.out.find("output 'y' is NaN in 1 of 1 elements, so its checks compare NaNs mostly: it reads no input: its "
                    "params' and constants' values give NaN") != std::string::npos);
+  // An input and a param out of its domain: both named; without checks, none said to compare NaNs.
+  std::ofstream(g.parent_path() / "q.txt") << "dim N = 64\ninput x : f32[N]\nparam p : f32 = 1\ny = x * 0 + sqrt(p)\noutput y\n";
+  r = run("run " + (g.parent_path() / "q.txt").string() + " --backend cpu --repeats 1 --param p=-1 --no-check");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("output 'y' is NaN in 64 of 64 elements: give 'x' a range the graph is defined on (`input v : f32[N] "
+                   "range 0:1` in the graph, or --range NAME=LO:HI), or its params' or constants' values give NaN") !=
+        std::string::npos);
   // A NaN param: the param, not the inputs.
   r = run("run " + sample("rmsnorm.txt") + " --backend cpu --repeats 1 --dim T=4 --dim D=64 --param eps=nan");
   REQUIRE_MESSAGE(r.code == 0, r.out);

@@ -126,7 +126,9 @@ Scalar eval2(Op op, DType t, const Scalar& a, const Scalar& b) {
 }  // namespace match
 
 const std::vector<Rule>& all_rules() {
-  static const std::vector<Rule> rules = [] {
+  // Never destroyed: a compile from a destructor run at the process's end (after this static's
+  // would have run) reads it (hostile pass, valgrind).
+  static const std::vector<Rule>& rules = *new std::vector<Rule>([] {
     std::vector<Rule> r;
     add_fold_rules(r);
     add_identity_rules(r);
@@ -134,7 +136,7 @@ const std::vector<Rule>& all_rules() {
     add_strength_rules(r);
     add_fast_rules(r);
     return r;
-  }();
+  }());
   return rules;
 }
 
