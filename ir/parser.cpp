@@ -157,7 +157,13 @@ class Parser {
     std::vector<std::string_view> names;
     for (const auto& [n, bnd] : scope_) names.push_back(n);
     std::sort(names.begin(), names.end());
-    throw UserError("undefined name '" + name + "'" + did_you_mean(name, names) + comment_hint(t), t.loc);
+    throw UserError("undefined name '" + name + "'" + did_you_mean(name, names) + comment_hint(t) + keyword_hint(name),
+                    t.loc);
+  }
+
+  // PyTorch's gelu(x, approximate="tanh") reads here as a name: its op is gelu_tanh.
+  static std::string keyword_hint(std::string_view name) {
+    return name == "approximate" ? "; PyTorch's gelu(x, approximate=\"tanh\") is the op gelu_tanh(x) here" : "";
   }
 
   // `y = x * 2  // double it`: a C++ comment reads as floor division by the name after it.

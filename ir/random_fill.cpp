@@ -79,32 +79,30 @@ bool rounds_finite(double v, DType t) {
   return half_ulp > 0 ? std::fabs(v) < float_max(t) + half_ulp : std::isfinite(v);
 }
 
-// `v` rounded to float dtype `t` by the cast rules (as random_fill stores it).
-double in_dtype(double v, DType t) {
+// A one-element tensor of dtype `t` holding `v` rounded by the cast rules (as random_fill stores it).
+Tensor one_value(double v, DType t) {
   Tensor one(t, {1});
   Scalar s;
   s.dtype = DType::F64;
   s.f = v;
   one.set(0, s);
-  return one.get(0).f;
+  return one;
 }
+
+double in_dtype(double v, DType t) { return one_value(v, t).get(0).f; }
 
 // The largest value of float dtype `t` below `v` (v >= the dtype's lowest finite value): f16 0.99951
 // for 1, where uniform draws in [0, 1) rounded to f16 gave 1 about once in 4,000 (hostile pass).
 double below(double v, DType t) {
-  Tensor one(t, {1});
-  Scalar s;
-  s.dtype = DType::F64;
-  s.f = v;
-  one.set(0, s);
-  if (one.get(0).f < v) return one.get(0).f;  // v rounded down already
+  Tensor one = one_value(v, t);
+  const double r = one.get(0).f;
+  if (r < v) return r;  // v rounded down already
   const size_t size = dtype_size(t);
   uint64_t bits = 0;
   std::memcpy(&bits, one.data.data(), size);
-  const uint64_t sign = uint64_t{1} << (8 * size - 1);
-  if (one.get(0).f > 0) bits -= 1;       // sign and magnitude: one step toward 0
-  else if (one.get(0).f < 0) bits += 1;  // one step away from 0
-  else bits = sign | 1;                  // below +-0: the negative of the smallest subnormal
+  if (r > 0) bits -= 1;       // sign and magnitude: one step toward 0
+  else if (r < 0) bits += 1;  // one step away from 0
+  else bits = (uint64_t{1} << (8 * size - 1)) | 1;  // below +-0: the negative of the smallest subnormal
   std::memcpy(one.data.data(), &bits, size);
   return one.get(0).f;
 }

@@ -489,6 +489,14 @@ void wait_for_lock(int fd, const fs::path& path, const std::function<void(const 
   }
 }
 
+// What is at a lock path that is no lock file, from open's result `fd` (else its `err`) and the
+// open file's `st` (filled): "a folder", ...; "" for a lock file, or where the open failed for a
+// reason a removal would not mend.
+std::string lock_path_problem(int fd, int err, struct stat& st) {
+  if (fd >= 0) return ::fstat(fd, &st) != 0 ? "cannot be inspected" : file_problem(st);
+  return err == ELOOP ? "a symbolic link" : err == EISDIR ? "a folder" : err == ENXIO ? "a socket" : "";
+}
+
 // Waits (up to kLockWait) for the lock of `path`; no lock (and a warning) when it cannot be had.
 // A lock won on a file that `cache clear` unlinked meanwhile (it removes unused ones) excludes
 // nobody: it is taken again on the file now at `path` (`retries` times). A folder, FIFO or link
@@ -496,13 +504,8 @@ void wait_for_lock(int fd, const fs::path& path, const std::function<void(const 
 // every process would build the key without one.
 EntryLock lock_file(const fs::path& path, const std::function<void(const std::string&)>& warn, int retries = 2) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
-  const int err = errno;
   struct stat st;
-  const std::string problem = fd >= 0 ? (::fstat(fd, &st) != 0 ? "cannot be inspected" : file_problem(st))
-                              : err == ELOOP    ? "a symbolic link"
-                              : err == EISDIR   ? "a folder"
-                              : err == ENXIO    ? "a socket"
-                                                : "";
+  const std::string problem = lock_path_problem(fd, errno, st);
   if (fd < 0 || !problem.empty()) {
     if (fd >= 0) ::close(fd);
     if (problem.empty() || retries <= 0) return {};  // build without the lock: at worst two processes build the same entry

@@ -86,9 +86,14 @@ std::string rank_hint(const ir::Node& n, std::span<const int64_t> shape) {
 
 // A byte mask given for a bool input: the graph can take it as it is.
 std::string dtype_hint(const ir::Node& n, DType given) {
-  if (n.dtype != ir::DType::Bool || (given != DType::U8 && given != DType::I8)) return "";
-  return fmt::format("; for a byte mask, declare the input {} and use `{} != 0` (or cast({}, bool)) in the graph",
-                     given == DType::U8 ? "u8" : "i8", n.name, n.name);
+  if (to_ir(given) == n.dtype) return "";
+  if (n.dtype == ir::DType::Bool && (given == DType::U8 || given == DType::I8))
+    return fmt::format("; for a byte mask, declare the input {} and use `{} != 0` (or cast({}, bool)) in the graph",
+                       given == DType::U8 ? "u8" : "i8", n.name, n.name);
+  // A launch converts no dtype (a copy the caller did not ask for): say how to convert.
+  const std::string_view want = ir::dtype_name(n.dtype);
+  return fmt::format("; a launch converts no dtype: convert the tensor to {} first (NumPy: x.astype(fusejit.numpy_dtype"
+                     "(\"{}\")), PyTorch: x.to(fusejit.torch_dtype(\"{}\")))", want, want, want);
 }
 
 // Whether tensor `t` alone fits input node `n`: its dtype, rank and fixed sizes.

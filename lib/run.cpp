@@ -383,7 +383,9 @@ std::string nan_cause(const ir::Graph& g, const std::vector<ir::Scalar>& params,
 // Why an output computed from the nodes `used` is mostly NaN, when nan_cause finds no param or mean:
 // what the inputs it reads are (read from files, generated from ranges or as special values), or
 // that it reads none.
-std::string nan_advice(const ir::Graph& g, const std::vector<char>& used, const RunOptions& ro, bool reduced) {
+// The inputs among `used` read from files and those generated, each as "'a', 'b'".
+std::pair<std::string, std::string> inputs_by_source(const ir::Graph& g, const std::vector<char>& used,
+                                                     const RunOptions& ro) {
   std::string files, generated;
   for (ir::NodeId id : g.inputs) {
     if (!used[static_cast<size_t>(id)]) continue;
@@ -391,10 +393,19 @@ std::string nan_advice(const ir::Graph& g, const std::vector<char>& used, const 
     const bool file = std::any_of(ro.input_files.begin(), ro.input_files.end(), [&](const auto& f) { return f.first == name; });
     (file ? files : generated) += fmt::format("{}'{}'", (file ? files : generated).empty() ? "" : ", ", name);
   }
-  bool fixed = false;  // a param or constant it reads (sqrt(-1), a param out of the domain) may give the NaN
+  return {files, generated};
+}
+
+// Whether `used` holds a param or constant (sqrt(-1), a param out of the domain may give the NaN).
+bool reads_params_or_constants(const ir::Graph& g, const std::vector<char>& used) {
   for (ir::NodeId id = 0; id < g.size(); ++id)
-    fixed = fixed || (used[static_cast<size_t>(id)] && (g.node(id).op == ir::Op::Param || g.node(id).op == ir::Op::Const));
-  const std::string or_fixed = fixed ? ", or its params' or constants' values give NaN" : "";
+    if (used[static_cast<size_t>(id)] && (g.node(id).op == ir::Op::Param || g.node(id).op == ir::Op::Const)) return true;
+  return false;
+}
+
+std::string nan_advice(const ir::Graph& g, const std::vector<char>& used, const RunOptions& ro, bool reduced) {
+  const auto [files, generated] = inputs_by_source(g, used, ro);
+  const std::string or_fixed = reads_params_or_constants(g, used) ? ", or its params' or constants' values give NaN" : "";
   const MessageStyle style = ro.options.message_style;
   const std::string from_files = files.empty() ? "" : fmt::format("the values of {} (read from {}) are NaN or outside the "
                                                                   "graph's domain", files, option_name(OptionField::InputFiles, style));

@@ -36,7 +36,8 @@ fi
 
 cuda=${CUDA_HOME:-/usr/local/cuda}
 if [ ! -e "$cuda/include/nvrtc.h" ]; then
-  echo "setup: error: no CUDA toolkit at $cuda (need NVRTC and its headers; set CUDA_HOME)" >&2
+  echo "setup: error: no CUDA toolkit at $cuda (need NVRTC and its headers; set CUDA_HOME, or install it:" \
+       "https://developer.nvidia.com/cuda-downloads, e.g. the cuda-toolkit package of NVIDIA's apt repository)" >&2
   exit 1
 fi
 export CUDAToolkit_ROOT="$cuda"

@@ -696,7 +696,9 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
   CHECK(message({a82, a82}) == "input 'gate': expected f32[T, 8], got f32[8, 2]; axis 1 has the fixed size 8 in the "
                                 "graph: name it with a dim (`dim N = 8`, then N in the input's shape) to let it follow "
                                 "the tensors");
-  CHECK(message({a28, fj::HostTensor(fj::DType::BF16, {2, 8})}) == "input 'up': expected f32[T=2, 8], got bf16[2, 8]");
+  CHECK(message({a28, fj::HostTensor(fj::DType::BF16, {2, 8})}) ==
+        "input 'up': expected f32[T=2, 8], got bf16[2, 8]; a launch converts no dtype: convert the tensor to f32 first "
+        "(NumPy: x.astype(fusejit.numpy_dtype(\"f32\")), PyTorch: x.to(fusejit.torch_dtype(\"f32\")))");
   CHECK(message({a28, fj::HostTensor(fj::DType::F32, {2, 2, 8})}) ==
         "input 'up': expected f32[T=2, 8], got f32[2, 2, 8]; a graph input's rank is fixed (2 in the graph, 3 given)");
   // A mask of rank 1 for a [1, 1, S] input (NumPy would broadcast it): the reshape that fits.

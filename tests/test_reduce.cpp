@@ -154,6 +154,7 @@ TEST_CASE("reduction text: bad axes, integer means and empty amax are located er
       {"y = min(x)", 5, "for a reduction write amin"},
       {"y = mean(x, -1, keepdim=True)", 24, "`keepdim` takes no value: write `keepdim` alone"},
       {"y = sum(x, -1, keepdims)", 16, "NumPy's keepdims is written `keepdim` here"},
+      {"y = gelu(x, approximate=\"tanh\")", 13, "PyTorch's gelu(x, approximate=\"tanh\") is the op gelu_tanh(x) here"},
       {"y = sum(x, -1, 3)", 16, "expected `keepdim` or ')' after the axes"},
       {"y = var(x, -1, 3)", 16, "expected `keepdim`, `correction=N` or ')' after the axes"},
       {"y = x - amax(x, -1)", 7, "the amax result has dropped its reduced axes: reduce with `keepdim`"},

@@ -565,6 +565,7 @@ def install_value_methods() -> None:
     Value.clip.__doc__ = "NumPy's ndarray.clip(min, max): clamp (either bound may be None)."
     Value.__round__ = _round
     Value.__getitem__ = _getitem
+    Value.__matmul__ = Value.__rmatmul__ = Value.__imatmul__ = _no_matmul
     Value.__array__ = _no_array
     Value.__iter__ = None  # not iterable: no len() to iterate by (iter(v) is a TypeError, not a loop on __getitem__)
     for name in _LAYOUT_ATTRIBUTES:
@@ -599,6 +600,13 @@ def _no_layout(name: str) -> Any:
                              "read through its strides, no copy), or keep reduced axes with keepdims=True")
     refuse.__doc__ = f"ndarray.{name}: not an op of a fused graph (an AttributeError that says so)."
     return refuse
+
+
+def _no_matmul(self: Value, other: Any) -> Any:
+    """a @ b: a TypeError that says why, as np.matmul's (Python's own named no fusejit op)."""
+    raise TypeError("a @ b (matmul) has no fusejit op: a fused graph maps elements one to one (broadcasting "
+                    "included) and reduces; run the matmul outside the fused function (cuBLAS, torch.matmul, np.matmul) "
+                    "and fuse what comes before and after it")
 
 
 def _getitem(self: Value, index: Any) -> Value:

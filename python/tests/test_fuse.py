@@ -637,6 +637,10 @@ def test_errors_say_what_to_do():
         fusejit.fuse(lambda a: np.concatenate([a, a]))(one)
     with pytest.raises(TypeError, match=r"np\.linalg\.norm has no fusejit op"):
         fusejit.fuse(lambda a: np.linalg.norm(a))(one)
+    with pytest.raises(TypeError, match=r"a @ b \(matmul\) has no fusejit op"):  # Python's bare one before
+        fusejit.fuse(lambda a: a @ a)(one)
+    with pytest.raises(TypeError, match=r"matmul\)? has no fusejit op"):  # NumPy's own @ calls np.matmul
+        fusejit.fuse(lambda a: one @ a)(one)
     # (np.add.reduce(value) is refused too, but NumPy 2.4 keeps a reference to an operand whose
     # __array_ufunc__ raises for .reduce, and nanobind reports it as a leak at exit: not tested here.)
     with pytest.raises(TypeError, match=r"out="):
