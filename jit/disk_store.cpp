@@ -499,16 +499,18 @@ std::string lock_path_problem(int fd, int err, struct stat& st) {
 
 // Waits (up to kLockWait) for the lock of `path`; no lock (and a warning) when it cannot be had.
 // A lock won on a file that `cache clear` unlinked meanwhile (it removes unused ones) excludes
-// nobody: it is taken again on the file now at `path` (`retries` times). A folder, FIFO or link
-// where the lock belongs is removed (with a warning) and the lock taken on a new file: left there,
-// every process would build the key without one.
+// nobody: it is taken again on the file now at `path` (`retries` times). A folder, FIFO, link or
+// socket where the lock belongs is removed (with a warning) and the lock taken on a new file: left
+// there, every process would build the key without one.
 EntryLock lock_file(const fs::path& path, const std::function<void(const std::string&)>& warn, int retries = 2) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
   struct stat st;
   const std::string problem = lock_path_problem(fd, errno, st);
   if (fd < 0 || !problem.empty()) {
+    const bool regular = fd >= 0 && S_ISREG(st.st_mode);  // another user's file: left alone, as before
     if (fd >= 0) ::close(fd);
-    if (problem.empty() || retries <= 0) return {};  // build without the lock: at worst two processes build the same entry
+    // Build without the lock: at worst two processes build the same entry.
+    if (problem.empty() || regular || retries <= 0) return {};
     if (const std::string kept = remove_odd(path, true); !kept.empty()) {
       warn(fmt::format("kernel cache lock file {} is {} and could not be deleted ({}); the kernel is built without "
                        "it (other processes may build it at the same time)", path.string(), problem, kept));

@@ -380,9 +380,6 @@ std::string nan_cause(const ir::Graph& g, const std::vector<ir::Scalar>& params,
   return "";
 }
 
-// Why an output computed from the nodes `used` is mostly NaN, when nan_cause finds no param or mean:
-// what the inputs it reads are (read from files, generated from ranges or as special values), or
-// that it reads none.
 // The inputs among `used` read from files and those generated, each as "'a', 'b'".
 std::pair<std::string, std::string> inputs_by_source(const ir::Graph& g, const std::vector<char>& used,
                                                      const RunOptions& ro) {
@@ -403,6 +400,9 @@ bool reads_params_or_constants(const ir::Graph& g, const std::vector<char>& used
   return false;
 }
 
+// Why an output computed from the nodes `used` is mostly NaN, when nan_cause finds no param or mean:
+// what the inputs it reads are (read from files, generated from ranges or as special values), or
+// that it reads none.
 std::string nan_advice(const ir::Graph& g, const std::vector<char>& used, const RunOptions& ro, bool reduced) {
   const auto [files, generated] = inputs_by_source(g, used, ro);
   const std::string or_fixed = reads_params_or_constants(g, used) ? ", or its params' or constants' values give NaN" : "";
