@@ -80,12 +80,13 @@ def _builder_of(args: tuple) -> Any:
     raise UserError("no fusejit.Value among the operands: an op needs at least one graph value" + arrays)
 
 
-def op(name: str, *args: Any) -> Value:
+def op(name: str, *args: Any, **keywords: Any) -> Value:
     """The elementwise op `name` of docs/ops.md on values of one GraphBuilder (a Value's builder), as
     ``GraphBuilder.op``: ``fusejit.op("silu", g) * u``, ``fusejit.op("where", c, x, 0.0)``. For
     functions traced by :func:`fuse` and for builder values alike. Raises UserError (unknown op, bad
-    operands; no Value among them)."""
-    return _builder_of(args).op(name, *args)
+    operands; no Value among them); a keyword argument is a TypeError saying what to write instead
+    (``approximate="tanh"``: the op gelu_tanh)."""
+    return _builder_of(args).op(name, *args, **keywords)
 
 
 def _flag_of(v: Any, what: str) -> bool:

@@ -142,6 +142,19 @@ bool reduce_keepdim(nb::handle keepdim, const nb::kwargs& extra) {
   return !kd.is_none() && bool_arg(kd, name);
 }
 
+// op()'s operands are positional, as in graph text; a keyword (PyTorch's gelu(x, approximate=...),
+// NumPy's out=/dtype=) gets a TypeError saying what to write instead of nanobind's signature dump.
+void refuse_op_keywords(std::string_view name, const nb::kwargs& kwargs) {
+  for (auto [key, value] : kwargs) {
+    const std::string k = nb::cast<std::string>(nb::str(key));
+    std::string hint = "its operands are positional: op('" + std::string(name) + "', x, ...)";
+    if (k == "approximate") hint = "PyTorch's gelu(x, approximate=\"tanh\") is op('gelu_tanh', x) here";
+    if (k == "dtype") hint = "cast the result with v.astype(dtype) or GraphBuilder.cast(x, dtype)";
+    if (k == "out") hint = "outputs are named with GraphBuilder.output(name, v) and given when the program is called";
+    throw nb::type_error(("op(): takes no keyword argument '" + k + "': " + hint).c_str());
+  }
+}
+
 // A float argument: a Python int or float, or a NumPy scalar of one (not a bool).
 double float_arg(nb::handle h, const std::string& what) {
   nb::object v = PyFloat_Check(h.ptr()) || PyLong_Check(h.ptr()) ? nb::borrow(h) : scalar_item(h);
@@ -336,7 +349,8 @@ void bind_graph_builder(nb::module_& m) {
           "name"_a, "dtype"_a.none(), "default"_a = 0.0, "`param NAME : DTYPE = default`: a scalar set per call.")
       .def(
           "op",
-          [](nb::handle self, std::string_view name, nb::args args) {
+          [](nb::handle self, std::string_view name, nb::args args, nb::kwargs kwargs) {
+            refuse_op_keywords(name, kwargs);
             if (name == "cast")  // before its dtype argument is refused as no value
               throw Error(ErrorKind::User, "op 'cast' takes a dtype: use v.astype(dtype), or GraphBuilder.cast(x, dtype)");
             std::vector<fusejit::Value> vs;
@@ -345,7 +359,7 @@ void bind_graph_builder(nb::module_& m) {
             if (const std::optional<fusejit::Scalar> lit = v.literal()) return scalar_to_py(*lit);  // folded
             return nb::cast(PyValue{v, nb::borrow(self)});
           },
-          "name"_a, "args"_a,
+          "name"_a, "args"_a, "kwargs"_a,
           "Any elementwise op of docs/ops.md by name: op('tanh', x), op('where', c, a, b), op('maximum', x, 0). "
           "Operands that are all literals fold as graph text folds them: op('exp', 1.0) is the float exp(1).")
       .def(

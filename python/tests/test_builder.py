@@ -187,6 +187,14 @@ def test_errors():
         b.op("frob", x)
     with pytest.raises(fusejit.UserError, match="add takes 2 arguments, got 1"):
         b.op("add", x)
+    with pytest.raises(TypeError, match="no keyword argument 'approximate': .* is op\\('gelu_tanh', x\\) here"):
+        b.op("gelu", x, approximate="tanh")
+    with pytest.raises(TypeError, match="no keyword argument 'approximate': .*gelu_tanh"):
+        fusejit.op("gelu", x, approximate="tanh")
+    with pytest.raises(TypeError, match="no keyword argument 'dtype': cast the result"):
+        b.op("exp", x, dtype="f16")
+    with pytest.raises(TypeError, match=r"no keyword argument 'alpha': its operands are positional: op\('add', x, ...\)"):
+        b.op("add", x, x, alpha=2)
     with pytest.raises(TypeError, match="no truth value"):
         bool(x > 0)
     with pytest.raises(fusejit.UserError, match="name"):
