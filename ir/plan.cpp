@@ -36,15 +36,26 @@ std::vector<int> output_bindings(const Graph& g) {
   return n;
 }
 
+bool writes_nothing(const Graph& g, const FusionGroup& group) {
+  return std::all_of(group.outputs.begin(), group.outputs.end(),
+                     [&](NodeId id) { return num_elements(g.node(id).shape) == 0; });
+}
+
+bool launches_nothing(const Graph& g, const FusionGroup& group) {
+  const Shape launched = group.reduce_mask ? reduced_shape(group.iter_shape, group.reduce_mask, false) : group.iter_shape;
+  return num_elements(launched) == 0 || writes_nothing(g, group);
+}
+
 namespace {
 // group_traffic with `copies[k]`: the buffers group output k is written to.
 GroupTraffic traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules, std::span<const int> copies) {
   GroupTraffic t;
-  const Shape launched = group.reduce_mask ? reduced_shape(group.iter_shape, group.reduce_mask, false) : group.iter_shape;
-  if (num_elements(launched) == 0) return t;
-  for (NodeId id : group.inputs) t.read_bytes = add_bytes(t.read_bytes, bytes_of(g, id));
+  if (launches_nothing(g, group)) return t;
   for (size_t k = 0; k < group.outputs.size(); ++k)
     t.write_bytes = add_bytes(t.write_bytes, mul_bytes(bytes_of(g, group.outputs[k]), copies[k]));
+  // Rows of length 0 read nothing (a broadcast input was counted over an empty iteration).
+  if (num_elements(group.iter_shape) == 0) return t;
+  for (NodeId id : group.inputs) t.read_bytes = add_bytes(t.read_bytes, bytes_of(g, id));
   if (group.reduce_mask == 0) return t;
   // A reduction kernel whose row is not kept on chip reads its re-read inputs once per pass, but
   // for short rows (L1/L2 serve the re-reads: kShortRowElements).

@@ -120,7 +120,14 @@ struct GroupTraffic {
 int64_t add_bytes(int64_t a, int64_t b);
 int64_t mul_bytes(int64_t bytes, int64_t times);
 
-// A group that launches nothing (no element, or a reduction to no rows) moves no byte. `rules`: how
+// Every output of the group is empty: it launches nothing, however many (empty) rows it has, as a
+// kernel's only effect is what it writes (softmax over rows of length 0).
+bool writes_nothing(const Graph& g, const FusionGroup& group);
+// The group launches no kernel: no element (a reduction: no row) to launch over, or writes_nothing.
+bool launches_nothing(const Graph& g, const FusionGroup& group);
+
+// A group that launches nothing (no element, a reduction to no rows, or writes_nothing) moves no
+// byte; one whose rows have length 0 writes its outputs (the identities) and reads nothing. `rules`: how
 // reduction kernels run (the re-reads of a row not kept on chip are counted). Scans the whole graph
 // for its output bindings: in a loop over a plan's groups, use the overload taking them.
 GroupTraffic group_traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules = {});

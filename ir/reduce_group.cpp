@@ -486,7 +486,7 @@ RowSplit row_split_at(const Graph& g, const FusionGroup& grp, const ReduceGroupI
   const int64_t rows = num_elements(reduced_shape(grp.iter_shape, grp.reduce_mask, false));
   r.blocks_per_row = blocks_per_row(rules, r.block_rows, rows, r.block_rows ? 1 : column_rows_per_block(g, info), row_len);
   if (r.blocks_per_row > 1) r.launches = 2 * info.levels + (info.epilogue() ? 1 : 0);
-  if (rows == 0) r.launches = 0;
+  if (launches_nothing(g, grp)) r.launches = 0;  // as the launcher (jit/launch.cpp)
   const bool short_rows = rules.short_rows && grp.vector_rows;  // as the launcher: vector rows only
   if (r.block_rows && r.blocks_per_row == 1 && !info.reread_inputs.empty())
     r.short_rows = short_rows && short_row(row_cache_bytes(row_cache_element_sizes(g, info), row_len), row_len);

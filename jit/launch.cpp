@@ -180,13 +180,6 @@ void set_row_cache(const LaunchRules& rules, int64_t row_len, GroupLaunch& out) 
   set_row_cache_slot(out.kernel->strided_signature, out.strided_args, use.mode);
 }
 
-// Every output of the group is empty: it launches nothing, however many (empty) rows it has,
-// as a kernel's only effect is what it writes.
-bool writes_nothing(const ir::Graph& g, const ir::FusionGroup& grp) {
-  return std::all_of(grp.outputs.begin(), grp.outputs.end(),
-                     [&](ir::NodeId id) { return ir::num_elements(g.node(id).shape) == 0; });
-}
-
 // The launch of one group, or false when the plan's grouping does not hold for these shapes.
 bool group_launch(const ir::Graph& g, const ir::Graph* planned, const ir::FusionGroup& grp, size_t gi,
                   const KernelProvider& kernels, const LaunchRules& rules, GroupLaunch& out) {
@@ -206,7 +199,7 @@ bool group_launch(const ir::Graph& g, const ir::Graph* planned, const ir::Fusion
     // Saturating: 2^63 - 1 rows of a u8 tensor plan, though no device holds them.
     out.items = ir::mul_bytes(base.row_blocks ? rows : ir::ceil_div(rows, rpb), kReduceItemsPerBlock);
   }
-  if (writes_nothing(g, grp)) index_range = out.items = 0;  // e.g. softmax over 2^32 rows of length 0
+  if (ir::writes_nothing(g, grp)) index_range = out.items = 0;  // e.g. softmax over 2^32 rows of length 0
   out.variant = !base.index64 && needs_index64(index_range) ? 1 : 0;
   out.kernel = out.variant ? &kernels(1, gi) : &base;
   out.fast = layout_matches(out.kernel->signature, in_shapes, iter);

@@ -85,7 +85,7 @@ PlanReport plan_graph(const Graph& graph, const Options& options) {
     ir::PlanTotals f = ir::plan_totals(rw.graph, fused), u = ir::plan_totals(g, unfused);
     r.fused_kernels = f.kernels;
     r.unfused_kernels = u.kernels;
-    r.predicted_ratio = f.bytes() > 0 ? static_cast<double>(u.bytes()) / static_cast<double>(f.bytes()) : 1.0;
+    r.predicted_ratio = ir::predicted_speedup(f.bytes(), u.bytes());
     return r;
   }, g.file, graph.impl().source);
 }

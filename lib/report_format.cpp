@@ -206,7 +206,7 @@ std::string RunReport::to_json() const {
   for (const auto& [n, v] : params) j["params"][n] = scalar_json(v);
   j["rewrites"] = rewrites;
   j["plan"] = plan;
-  j["predicted_ratio"] = predicted_ratio;
+  j["predicted_ratio"] = measured(predicted_ratio, std::isfinite(predicted_ratio));  // null: unbounded
   j["copy_gbps"] = measured(copy_gbps, copy_gbps > 0);
   j["fused"] = path_json(fused, backend == "cpu", copy_gbps);
   j["unfused"] = path_json(unfused, backend == "cpu", copy_gbps);

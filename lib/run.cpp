@@ -12,6 +12,7 @@
 #include "ir/builder.h"
 #include "ir/npy.h"
 #include "ir/parser.h"
+#include "ir/passes/plan_report.h"
 #include "ir/plan.h"
 #include "ir/random_fill.h"
 #include "ir/reduce.h"
@@ -469,10 +470,11 @@ void describe_program(RunReport& rep, const Program& prog, const Options& o) {
   rep.rewrites = prog.rewrite_summary();
   fill_path(rep.fused, "fused", prog.kernels(PlanKind::Fused));
   fill_path(rep.unfused, "unfused", prog.kernels(PlanKind::Unfused));
-  rep.predicted_ratio = rep.fused.bytes > 0 ? static_cast<double>(rep.unfused.bytes) / static_cast<double>(rep.fused.bytes) : 1.0;
+  rep.predicted_ratio = ir::predicted_speedup(rep.fused.bytes, rep.unfused.bytes);
   rep.plan = std::to_string(rep.fused.kernels) + " fused kernel(s) vs " + std::to_string(rep.unfused.kernels) +
-             " unfused; predicted speedup " + fmt_ratio(rep.predicted_ratio) +
-             " (unfused bytes / fused bytes)";
+             " unfused; predicted speedup " +
+             (std::isinf(rep.predicted_ratio) ? "unbounded (the fused plan moves no bytes)"
+                                              : fmt_ratio(rep.predicted_ratio) + " (unfused bytes / fused bytes)");
   if (!o.dump_dir.empty()) {  // where the sources went, and which is the fused kernel's (named by hash)
     std::vector<std::string> names;
     for (const KernelInfo& k : prog.kernels(PlanKind::Fused)) names.push_back(k.name);

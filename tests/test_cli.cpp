@@ -976,6 +976,21 @@ TEST_CASE("run with no elements: no speedup is claimed from launch overheads") {
   // ... and an output with no elements has no statistics: null (as the text's "-"), not "nan".
   REQUIRE(!report["stats"].empty());
   for (const char* field : {"min", "max", "mean"}) CHECK(report["stats"][0][field].is_null());
+  // Rows of length 0: the fused softmax launches nothing and moves no byte where the unfused
+  // kernels write the rows' max and sum; the plan agrees with the run (it said 1 launch, and the
+  // run "predicted speedup 1.00x").
+  const std::string empty_rows = sample("softmax.txt") + " --dim N=3 --dim C=0";
+  Result rows = run("run " + empty_rows + " --backend cpu --repeats 1 --json");
+  REQUIRE_MESSAGE(rows.code == 0, rows.out);
+  const nlohmann::json rj = nlohmann::json::parse(rows.out);
+  CHECK(rj["fused"]["launches"] == 0);
+  CHECK(rj["predicted_ratio"].is_null());
+  CHECK(rj["plan"].get<std::string>().find("predicted speedup unbounded (the fused plan moves no bytes)") != std::string::npos);
+  Result planned = run("plan " + empty_rows + " --json");
+  REQUIRE_MESSAGE(planned.code == 0, planned.out);
+  const nlohmann::json pj = nlohmann::json::parse(planned.out);
+  CHECK(pj["fused"]["groups"][0]["launches"] == 0);
+  CHECK(pj["traffic_ratio"] == 0.0);
 }
 
 TEST_CASE("run --json writes a non-finite param as the statistics do: \"nan\", \"inf\", \"-inf\"") {

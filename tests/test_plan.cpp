@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -165,6 +166,27 @@ TEST_CASE("a plan whose fused kernels move no bytes says so (no 'predicted speed
   REQUIRE(plan_totals(rw.graph, u).bytes() > 0);
   CHECK(text.find("predicted traffic fused/unfused: 0.000 (the fused plan moves no bytes, the unfused") !=
         std::string::npos);
+}
+
+TEST_CASE("size-0 reductions: rows of length 0 read nothing, empty outputs launch nothing (as the launcher)") {
+  // A hostile tester's finds: b was counted read over an empty iteration (fused 20 B against the
+  // unfused 0 B: "predicted speedup 0.50x"), and softmax over rows of length 0 planned one launch
+  // where the launcher makes none (jit/launch.cpp, writes_nothing).
+  const Graph col = parse_graph("dim N = 0\ninput x : f32[N, 5]\ninput b : f32[5]\ny = x + b\ns = sum(y, 0)\noutput s\n", "t");
+  const Plan pc = plan_fusion(col);
+  REQUIRE(pc.groups.size() == 1);
+  CHECK(group_traffic(col, pc.groups[0]).read_bytes == 0);
+  CHECK(group_traffic(col, pc.groups[0]).write_bytes == 20);  // the sums of nothing: zeros
+  CHECK(row_split_at(col, pc.groups[0], analyze_reduce_group(col, pc.groups[0])).launches == 1);
+  const RewriteResult rw = rewrite(parse_graph("dim N = 3\ndim C = 0\ninput x : f32[N, C]\ny = softmax(x, -1)\noutput y\n", "t"));
+  const Plan q = plan_fusion(rw.graph);
+  REQUIRE(q.groups.size() == 1);
+  CHECK(writes_nothing(rw.graph, q.groups[0]));
+  CHECK(row_split_at(rw.graph, q.groups[0], analyze_reduce_group(rw.graph, q.groups[0])).launches == 0);
+  CHECK(group_traffic(rw.graph, q.groups[0]).bytes() == 0);
+  CHECK(predicted_speedup(0, 24) == std::numeric_limits<double>::infinity());
+  CHECK(predicted_speedup(0, 0) == 1.0);
+  CHECK(predicted_speedup(20, 40) == 2.0);
 }
 
 TEST_CASE("a broadcast producer is recomputed in the consumer unless it is an output") {

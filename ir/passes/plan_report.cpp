@@ -88,6 +88,11 @@ double traffic_ratio(const PlanTotals& fused, const PlanTotals& unfused) {
   return static_cast<double>(fused.bytes()) / static_cast<double>(unfused.bytes());
 }
 
+double predicted_speedup(int64_t fused_bytes, int64_t unfused_bytes) {
+  if (fused_bytes == 0) return unfused_bytes == 0 ? 1.0 : std::numeric_limits<double>::infinity();
+  return static_cast<double>(unfused_bytes) / static_cast<double>(fused_bytes);
+}
+
 std::string kernel_name(const Graph& g, size_t index, std::span<const std::string> kernel_names) {
   if (index < kernel_names.size()) return kernel_names[index];
   std::string base;
@@ -121,7 +126,7 @@ std::string predicted_line(const PlanTotals& f, const PlanTotals& u) {
     return fmt::format("predicted traffic fused/unfused: 0.000 (the fused plan moves no bytes, the unfused {} B)\n",
                        u.bytes());
   return fmt::format("predicted traffic fused/unfused: {:.3f} (predicted speedup {:.2f}x)\n", traffic_ratio(f, u),
-                     f.bytes() > 0 ? static_cast<double>(u.bytes()) / static_cast<double>(f.bytes()) : 1.0);
+                     predicted_speedup(f.bytes(), u.bytes()));
 }
 }  // namespace
 

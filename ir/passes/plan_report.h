@@ -36,6 +36,9 @@ PlanTotals plan_totals(const Graph& g, const Plan& p);
 
 // Predicted fused/unfused traffic ratio (< 1 means fusion moves fewer bytes); 1 when both are 0.
 double traffic_ratio(const PlanTotals& fused, const PlanTotals& unfused);
+// The traffic model's predicted speedup, unfused bytes over fused bytes: 1 when neither plan moves
+// a byte, +inf when only the unfused one does (size-0 dims: the fused kernels launch nothing).
+double predicted_speedup(int64_t fused_bytes, int64_t unfused_bytes);
 
 // The full `fusejit plan` text: mode, rule fire counts and places, the rewritten graph (printer),
 // each fused group (nodes, inputs, params, outputs, iteration shape, bytes read/written, note),

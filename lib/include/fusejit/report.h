@@ -85,7 +85,7 @@ struct RunReport {
   std::vector<std::pair<std::string, Scalar>> params;  ///< param values of this run (integers exact)
   std::string rewrites;          ///< which rules fired, counted
   std::string plan;              ///< fused plan summary
-  double predicted_ratio = 0;    ///< unfused bytes / fused bytes
+  double predicted_ratio = 0;    ///< unfused bytes / fused bytes (1 when neither moves a byte; +inf, null in JSON, when only the unfused plan does: size-0 dims)
   double copy_gbps = 0;          ///< measured device-to-device copy bandwidth (GPU only)
   PathReport fused, unfused;
   double speedup = 0;            ///< unfused time / fused time
@@ -117,7 +117,7 @@ struct PlanReport {
   std::string text;   ///< rewritten graph with rule counts, fusion groups, traffic
   std::string dot;    ///< Graphviz DOT: one cluster per fusion group (its bytes read and written), a recomputed node dashed in each
   std::string json;   ///< the same data for tools
-  double predicted_ratio = 0;  ///< the traffic model's unfused bytes over fused bytes
+  double predicted_ratio = 0;  ///< the traffic model's unfused bytes over fused bytes (1 when neither moves a byte; +inf when only the unfused plan does)
   int fused_kernels = 0, unfused_kernels = 0;  ///< kernels of each plan
 };
 /// Rewrites (strict, or fast-math rules too) and plans `graph` without compiling anything (the
