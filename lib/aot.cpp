@@ -216,13 +216,24 @@ json args_json(const jit::KernelSignature& sig, const ir::Graph& g, const ir::Fu
   return out;
 }
 
-// What must match between a kernel in the folder and the one this fusejit generates: every
-// parameter's kind, position and C type (names of values may differ).
-std::string abi_text(const json& args) {
-  std::string s;
-  for (const json& a : args)
-    s += fmt::format("{}:{}:{}:{};", a.at("kind").get<std::string>(), a.value("index", -1), a.value("dim", -1),
-                     a.at("ctype").get<std::string>());
+// Kernel k's entry points as index.json lists them (docs/aot.md): canonical, strided, and a row
+// kernel's long-row entry (lane_groups > 1), which takes the canonical parameters.
+json entries_json(const jit::GeneratedKernel& k, const ir::Graph& g, const ir::FusionGroup& grp) {
+  json out = json::array({{{"name", k.name}, {"use", "canonical"}, {"args", args_json(k.signature, g, grp)}},
+                          {{"name", k.strided_name()}, {"use", "strided"}, {"args", args_json(k.strided_signature, g, grp)}}});
+  if (k.lane_groups > 1)  // the fast entry for long rows on chip (jit::GeneratedKernel::long_rows_name)
+    out.push_back({{"name", k.long_rows_name()}, {"use", "long_rows"}, {"args", args_json(k.signature, g, grp)}});
+  return out;
+}
+
+// What must match between an entry point in the folder and the one this fusejit generates (an
+// external launcher reads them): its name and use, and every parameter's kind, position, C type,
+// size and dtype (names of values may differ). check_args has checked the types.
+std::string abi_text(const json& entry) {
+  std::string s = entry.at("name").get<std::string>() + ":" + entry.at("use").get<std::string>() + ";";
+  for (const json& a : entry.at("args"))
+    s += fmt::format("{}:{}:{}:{}:{}:{};", a.at("kind").get<std::string>(), a.value("index", -1), a.value("dim", -1),
+                     a.at("ctype").get<std::string>(), a.at("bytes").get<uint64_t>(), a.value("dtype", ""));
   return s;
 }
 
@@ -296,11 +307,7 @@ json dump_kernel(const fs::path& dir, PlanKind kind, size_t group, const Program
             {"row_cache_sizes", k.row_cache_sizes}, {"row_cache_per_row", k.row_cache_per_row},
             {"row_value_sizes", k.row_value_sizes}, {"lane_groups", k.lane_groups},
             {"layout", jit::layout_fingerprint(k.signature.layout)}, {"cache", cache_outcome_name(info.cache)},
-            {"entries", json::array({{{"name", k.name}, {"use", "canonical"}, {"args", args_json(k.signature, g, grp)}},
-                                     {{"name", k.strided_name()}, {"use", "strided"},
-                                      {"args", args_json(k.strided_signature, g, grp)}}})}};
-  if (k.lane_groups > 1)  // the fast entry for long rows on chip (jit::GeneratedKernel::long_rows_name)
-    e["entries"].push_back({{"name", k.long_rows_name()}, {"use", "long_rows"}, {"args", args_json(k.signature, g, grp)}});
+            {"entries", entries_json(k, g, grp)}};
   if (binary) name_binary(dir, k, *binary, ext, written, e);
   return e;
 }
@@ -421,14 +428,20 @@ const std::string& string_field(const json& x, const char* key, const std::strin
   return field(x, key, &json::is_string, "a string", where).get_ref<const std::string&>();
 }
 
-// One entry point's "args": objects with a string kind and ctype, and integer index and dim.
+// One entry point: an object with a string name and use, and "args": objects with a string kind
+// and ctype, a byte size, integer index and dim and a string dtype where they are given.
 void check_args(const json& e, const std::string& where) {
+  if (!e.is_object()) bad_index(where, "an entry point of \"entries\" is not an object");
+  string_field(e, "name", where);
+  string_field(e, "use", where);
   for (const json& a : field(e, "args", &json::is_array, "an array", where)) {
     if (!a.is_object()) bad_index(where, "an argument is not an object");
     string_field(a, "kind", where);
     string_field(a, "ctype", where);
+    field(a, "bytes", &json::is_number_unsigned, "a non-negative integer", where);
     for (const char* key : {"index", "dim"})
       if (a.contains(key)) field(a, key, &json::is_number_integer, "an integer", where);
+    if (a.contains("dtype")) string_field(a, "dtype", where);
   }
 }
 
@@ -489,8 +502,11 @@ void check_target(const json& x, const std::string& where) {
 void check_index(const json& x, const std::string& file) {
   const std::string where = "'" + file + "'";
   const std::string& graph = string_field(x, "graph", where);
-  if (graph.empty() || graph == "." || graph == ".." || graph.find('/') != std::string::npos)
+  if (graph.empty() || graph == "." || graph == ".." || graph.find_first_of(std::string_view("/\0", 2)) != std::string::npos)
     bad_index(where, "\"graph\" is not a file name in the folder");
+  string_field(x, "fusejit_version", where);  // read for messages
+  for (const json& h : field(x, "headers", &json::is_array, "an array", where))
+    if (!h.is_string()) bad_index(where, "\"headers\" holds a value that is not a string");
   check_target(x, where);
   field(x, "fast_math", &json::is_boolean, "true or false", where);
   check_nvrtc_options(x, where);
@@ -617,7 +633,8 @@ void check_header(const json& x, const std::string& file, const std::string& dir
                                     file, x.contains("format_version") ? x["format_version"].dump() : "(none)",
                                     x.contains("format_version") && !x["format_version"].is_number() ? ", not a number" : "",
                                     kAotFormatVersion));
-  if (!x.contains("codegen_version") || x["codegen_version"] != jit::kCodegenVersion)
+  string_field(x, "codegen_version", "'" + file + "'");
+  if (x["codegen_version"] != jit::kCodegenVersion)
     throw ir::UserError(fmt::format("'{}' was written by fusejit {} ({}); this one generates {}: write it again with "
                                     "`fusejit compile`",
                                     dir, shown(x, "fusejit_version"), shown(x, "codegen_version"), jit::kCodegenVersion));
@@ -662,7 +679,7 @@ void check_folder_kernel(const AotFolder& f, const Program::Impl& p, const Progr
                          const std::vector<const json*>& entries, const jit::GeneratedKernel& k) {
   const ir::Graph& g = p.graph_of(path.kind);
   const ir::FusionGroup& grp = path.plan.groups[i];
-  const json args = args_json(k.signature, g, grp), strided_args = args_json(k.strided_signature, g, grp);
+  const json made = entries_json(k, g, grp);
   const std::vector<std::string> options = kernel_nvrtc_options(p, k);
   const json* e = i < entries.size() ? entries[i] : nullptr;
   const char* plan = plan_name(path.kind);
@@ -672,18 +689,16 @@ void check_folder_kernel(const AotFolder& f, const Program::Impl& p, const Progr
                                     f.dir.string(), i, plan, path.plan.groups.size(),
                                     path.plan.groups.size() == 1 ? "" : "s"));
   const std::string& name = e->at("kernel").get_ref<const std::string&>();
-  const json& es = e->at("entries");  // the long-row entry, where the kernel has one, takes the canonical args
-  const bool same = name == k.name && abi_text(es[0].at("args")) == abi_text(args) &&
-                    abi_text(es[1].at("args")) == abi_text(strided_args) &&
-                    es.size() == (k.lane_groups > 1 ? 3u : 2u) &&
-                    (es.size() == 2 || abi_text(es[2].at("args")) == abi_text(args));
+  const json& es = e->at("entries");
+  bool same = name == k.name && es.size() == made.size();
+  for (size_t j = 0; same && j < es.size(); ++j) same = abi_text(es[j]) == abi_text(made[j]);
   if (same && e->at("nvrtc_options") != json(options))
     throw ir::UserError(fmt::format("'{}': kernel {} of the {} plan was compiled with NVRTC options {} (index.json), "
                                     "but the folder's mode and options (\"fast_math\" {}, \"nvrtc_options\") give {} "
                                     "(was index.json edited?): write the folder again with `fusejit compile`",
                                     f.dir.string(), i, plan, e->at("nvrtc_options").dump(), p.options.fast_math,
                                     json(options).dump()));
-  if (!same || entries.size() != path.plan.groups.size()) {
+  if (!same) {
     // The same name with other parameters: the index was edited (the name hashes the source).
     const std::string what = name == k.name ? fmt::format("{} in index.json with other parameters than the {} this "
                                                           "fusejit makes from graph.txt (was index.json edited?)",
@@ -691,8 +706,8 @@ void check_folder_kernel(const AotFolder& f, const Program::Impl& p, const Progr
                                             : fmt::format("{} in index.json, but this fusejit makes {} from graph.txt",
                                                           name, k.name);
     throw ir::UserError(fmt::format("'{}': kernel {} of the {} plan is {} (the folder's binaries were compiled from "
-                                    "another graph or options: was graph.txt edited, or written by another `fusejit "
-                                    "compile`?): write the folder again with `fusejit compile`",
+                                    "another graph or options: was graph.txt or index.json's \"dims\" edited, or "
+                                    "was it written by another `fusejit compile`?): write the folder again with `fusejit compile`",
                                     f.dir.string(), i, plan, what));
   }
 }
@@ -704,6 +719,10 @@ std::vector<jit::GeneratedKernel> checked_kernels(const AotFolder& f, const Prog
                                                   const std::vector<const json*>& entries) {
   const ir::Graph& g = p.graph_of(path.kind);
   const jit::CodegenOptions cg = codegen_options(path.kind, p.options, 0);
+  if (entries.size() > path.plan.groups.size())  // check_index: each group once, below the kernel count
+    bad_index("'" + (f.dir / "index.json").string() + "'",
+              fmt::format("it lists a kernel for group {} of the {} plan, which has {} kernel{}", entries.size() - 1,
+                          plan_name(path.kind), path.plan.groups.size(), path.plan.groups.size() == 1 ? "" : "s"));
   std::vector<jit::GeneratedKernel> out;
   for (size_t i = 0; i < path.plan.groups.size(); ++i) {
     const ir::FusionGroup& grp = path.plan.groups[i];
@@ -769,6 +788,22 @@ std::shared_ptr<const Program::Impl::Variant> variant_from_folder(const Program:
 }
 
 namespace {
+// index.json's "dims": each a dim graph.txt declares, and every one it declares (the folder's
+// binaries were planned at those values).
+DimValues index_dims(const AotFolder& f, const Graph& parsed, const std::string& graph_file) {
+  DimValues dims;
+  for (const auto& [name, value] : f.index["dims"].items()) dims.emplace_back(name, value.get<int64_t>());
+  const std::string where = "'" + (f.dir / "index.json").string() + "'";
+  const DimValues declared = parsed.dims();
+  for (const auto& dim : dims)  // not a structured binding: clang refuses to capture one
+    if (std::none_of(declared.begin(), declared.end(), [&](const auto& d) { return d.first == dim.first; }))
+      bad_index(where, fmt::format("\"dims\" names dim '{}', which '{}' does not declare", dim.first, graph_file));
+  for (const auto& dim : declared)
+    if (!f.index["dims"].contains(dim.first))
+      bad_index(where, fmt::format("\"dims\" lacks dim '{}', which '{}' declares", dim.first, graph_file));
+  return dims;
+}
+
 // graph.txt at index.json's "dims": a size its shapes cannot take is the index's error.
 Graph with_index_dims(const AotFolder& f, const Graph& parsed, const DimValues& dims, const std::string& graph_file) {
   try {
@@ -809,16 +844,9 @@ Program Program::load(const std::string& dir, const Options& options) {
     const json& x = f->index;
     // At the dims it was compiled for; messages name the folder's graph.txt (the same lines), and
     // index.json's "dims" for a dim graph.txt does not declare.
-    DimValues dims;
-    for (const auto& [name, value] : x["dims"].items()) dims.emplace_back(name, value.get<int64_t>());
     const std::string graph_file = (f->dir / x["graph"].get<std::string>()).string();
     const Graph parsed = Graph::load(graph_file);  // read and parsed once (an unused input warns once)
-    const DimValues declared = parsed.dims();
-    for (const auto& dim : dims)  // not a structured binding: clang refuses to capture one
-      if (std::none_of(declared.begin(), declared.end(), [&](const auto& d) { return d.first == dim.first; }))
-        bad_index("'" + (f->dir / "index.json").string() + "'",
-                  fmt::format("\"dims\" names dim '{}', which '{}' does not declare", dim.first, graph_file));
-    const Graph graph = with_index_dims(*f, parsed, dims, graph_file);
+    const Graph graph = with_index_dims(*f, parsed, index_dims(*f, parsed, graph_file), graph_file);
     const Options o = folder_options(*f, options);
     // graph.txt is the one the binaries came from, checked on any machine (planned as
     // compile_to_dir plans it: the kernels do not depend on the GPU's shared memory).

@@ -1151,6 +1151,9 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
     x["dims"]["N"] = int64_t{1} << 62;
     write_file(dir / "dims" / "index.json", x.dump());
     CHECK(contains(load_error(dir / "dims"), "index.json': its \"dims\" do not fit '"));
+    x["dims"].erase("N");  // a dim graph.txt declares: the binaries were planned at another value
+    write_file(dir / "dims" / "index.json", x.dump());
+    CHECK(contains(load_error(dir / "dims"), "index.json': \"dims\" lacks dim 'N', which '"));
   }
   {
     nlohmann::json x = read_json(dir / "long" / "index.json");
@@ -1228,6 +1231,22 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
       {[](nlohmann::json& x) { x["kernels"][0]["entries"][0]["args"][0]["ctype"] = "const double*"; },
        "in index.json with other parameters than the fj_g_"},
       {[](nlohmann::json& x) { x["kernels"] = nlohmann::json::array(); }, "index.json lists no kernel 0 of the fused plan"},
+      // What an external launcher reads of an entry point is the kernel's (a hostile tester's edits loaded).
+      {[](nlohmann::json& x) { x["kernels"][0]["entries"][0]["name"] = "evil"; }, "with other parameters than the fj_g_"},
+      {[](nlohmann::json& x) { x["kernels"][0]["entries"][0]["args"][0]["bytes"] = 4; }, "with other parameters than"},
+      {[](nlohmann::json& x) { x["kernels"][0]["entries"][0]["args"][0]["dtype"] = "f16"; }, "with other parameters than"},
+      {[](nlohmann::json& x) { x["kernels"][0]["entries"][0]["args"][0]["bytes"] = -8; }, "\"bytes\" is not a non-negative"},
+      {[](nlohmann::json& x) { x["kernels"][0]["entries"][0] = "x"; }, "an entry point of \"entries\" is not an object"},
+      {[](nlohmann::json& x) {
+         nlohmann::json extra = x["kernels"][0];  // a fused kernel for a group past the fused plan's
+         extra["group"] = 1;
+         x["kernels"].push_back(extra);
+       },
+       "index.json': it lists a kernel for group 1 of the fused plan, which has 1 kernel;"},
+      {[](nlohmann::json& x) { x.erase("codegen_version"); }, "index.json': \"codegen_version\" is missing"},
+      {[](nlohmann::json& x) { x["fusejit_version"] = 1; }, "\"fusejit_version\" is not a string"},
+      {[](nlohmann::json& x) { x["headers"] = {1}; }, "\"headers\" holds a value that is not a string"},
+      {[](nlohmann::json& x) { x["graph"] = std::string("graph.txt\0junk", 14); }, "\"graph\" is not a file name in the folder"},
       {[](nlohmann::json& x) { x.erase("dims"); }, "\"dims\" is missing"},
       {[](nlohmann::json& x) { x["output"] = "none"; }, "it was written with Options::dump_dir from the CPU path"},
       {[](nlohmann::json& x) { x["output"] = "exe"; }, "has \"output\": \"exe\" (\"cubin\" or \"ptx\""},
