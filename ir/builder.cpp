@@ -1,6 +1,7 @@
 #include "ir/builder.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -340,6 +341,9 @@ NodeId GraphBuilder::constant(const Scalar& value, Loc loc) {
 
 NodeId GraphBuilder::materialize(const Operand& x, Loc loc) {
   if (!x.is_literal()) return x.node;
+  // A named output `c = 1e300` or sum(1e300) in the default dtype f32: refused as x * 1e300 is
+  // (it became inf silently: docs/ops.md, "A literal must fit the dtype it converts to").
+  check_literal_fits(x.lit, default_dtype(x.lit.cat), loc);
   return constant(literal_to_scalar(x.lit, default_dtype(x.lit.cat)), loc);
 }
 
@@ -546,7 +550,31 @@ DType GraphBuilder::common_dtype(Op op, std::span<const Operand> args) const {
   return result_type(ops);
 }
 
+namespace {
+// Python's int / int: the exact quotient rounded once to f64. Each operand converted to f64 first
+// rounded twice beyond 2^53 (9007199254740993 / 3 gave ...330.5, Python ...331.0). The quotient
+// of the operands scaled by 2^s has 56 or 57 bits; a nonzero remainder sets its last bit (sticky,
+// below the rounding bit), so converting it rounds as the exact value does. nullopt: b == 0 (the
+// op's own rule).
+std::optional<double> exact_int_quotient(int64_t a, int64_t b) {
+  if (b == 0) return std::nullopt;
+  const bool negative = (a < 0) != (b < 0);
+  const uint64_t ua = a < 0 ? 0 - static_cast<uint64_t>(a) : static_cast<uint64_t>(a);
+  const uint64_t ub = b < 0 ? 0 - static_cast<uint64_t>(b) : static_cast<uint64_t>(b);
+  if (ua == 0) return negative ? -0.0 : 0.0;  // Python: 0 / -3 == -0.0
+  const int s = std::max(0, 56 + static_cast<int>(std::bit_width(ub)) - static_cast<int>(std::bit_width(ua)));
+  const unsigned __int128 n = static_cast<unsigned __int128>(ua) << s;  // below 2^121
+  uint64_t q = static_cast<uint64_t>(n / ub);
+  if (n % ub != 0) q |= 1;
+  const double r = std::ldexp(static_cast<double>(q), -s);
+  return negative ? -r : r;
+}
+}  // namespace
+
 Operand GraphBuilder::fold_literals(Op op, std::span<const Operand> args, Loc loc) const {
+  if (op == Op::Div && args[0].lit.cat != Category::Float && args[1].lit.cat != Category::Float)
+    if (const std::optional<double> q = exact_int_quotient(args[0].lit.i, args[1].lit.i))
+      return Operand::of(scalar_to_literal(Scalar{DType::F64, *q, 0}, loc));
   const OpInfo& info = op_info(op);
   Category cat = Category::Bool;
   for (size_t k = info.rule == TypeRule::Where ? 1 : 0; k < args.size(); ++k) cat = std::max(cat, args[k].lit.cat);

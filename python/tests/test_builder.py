@@ -187,6 +187,9 @@ def test_errors():
         b.op("frob", x)
     with pytest.raises(fusejit.UserError, match="add takes 2 arguments, got 1"):
         b.op("add", x)
+    with pytest.raises(fusejit.UserError, match=r"literal 1e\+300 does not fit in f32 \(it would overflow to inf\)"):
+        b.output("c", 1e300)  # an f32 constant: it was inf, silently (x * 1e300 was refused)
+    assert b.op("div", 9007199254740993, 3) == 9007199254740993 / 3  # the exact quotient, as Python's
     with pytest.raises(TypeError, match="no keyword argument 'approximate': .* is op\\('gelu_tanh', x\\) here"):
         b.op("gelu", x, approximate="tanh")
     with pytest.raises(TypeError, match="no keyword argument 'approximate': .*gelu_tanh"):

@@ -18,8 +18,9 @@ C's % does). Where Python raises (division by zero, a math domain or range error
 power, a negative shift count) there is no line: fusejit's own op rule applies there
 (tests/test_semantics.cpp). One op departs from Python on purpose: bitwise_not(true) is false
 (NumPy, PyTorch), where Python's deprecated ~True is -2. Ints
-beyond 2^53 meeting a float, true division or a float function are left out: fusejit converts
-the int to f64 first (as NumPy does), Python compares and divides exact integers.
+beyond 2^53 meeting a float or a float function are left out: fusejit converts the int to f64
+first (as NumPy does), Python compares exact integers. True division of ints is in: both round
+the exact quotient once.
 """
 import itertools
 import math
@@ -226,6 +227,8 @@ def value(v):
 def lossy(op, args):
     """An int beyond 2^53 that fusejit converts to f64 where Python keeps it exact."""
     big = any(kind(a) == "int" and abs(a) > 2**53 for a in args)
+    if op == "div" and common(*args) != "float":  # int / int: the exact quotient, rounded once
+        return False
     return big and (op in FLOAT_FNS or common(*args) == "float" or
                     (op == "pow" and kind(args[1]) != "float" and args[1] < 0))
 
@@ -264,6 +267,8 @@ def main():
         out += [line(op, fn, p) for p in itertools.product(SMALL, SMALL)]
     extra = [("pow", (-2**31, -2)), ("pow", (2, 63)), ("pow", (-2, 63)), ("pow", (2, 64)), ("pow", (-1, -3)),
              ("mul", (2**62, 2)), ("sub", (-2**63, 1)), ("floordiv", (-2**63, -1)), ("div", (1, 3)),
+             ("div", (2**53 + 1, 3)), ("div", (2**63 - 1, -7)), ("div", (-2**63, 2**63 - 1)), ("div", (2**62 + 1, 2**62 + 3)),
+             ("div", (3, 2**63 - 1)), ("div", (-2**63, -1)), ("div", (0, -3)),
              ("add", (True, False)), ("mul", (True, True)), ("sub", (False, True))]
     for a, b in [(1, 62), (1, 63), (-1, 63), (2, 62), (-2, 62), (3, 61), (1, 64), (0, 64), (0, 100), (-1, 100),
                  (5, 100), (2**62, 1), (-2**62, 1), (-2**63, 63), (-2**63, 64), (2**63 - 1, 62), (-1, 2**63 - 1)]:
