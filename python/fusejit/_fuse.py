@@ -40,7 +40,7 @@ import numpy as np
 from ._errors import Error, FusejitWarning, UserError, errors_made
 from ._fusejit import GraphBuilder, Value
 from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced,
-                       as_array, by_value, constant_key, dtype_name, lifted, pattern_difference, scalar_key, serves,
+                       arrays_not_inputs, as_array, by_value, constant_key, dtype_name, lifted, pattern_difference, scalar_key, serves,
                        state_of, swap_copies, tag_name, trace_copies, traced_attribute)
 
 # NumPy ufunc -> fusejit op of the same meaning (docs/ops.md defines the values: within its ulp
@@ -818,12 +818,28 @@ class Fused:
                 setattr(self, attr, type(fn).__name__)
         self._fn = fn
         self._attribute_name = getattr(fn, "__name__", "")
-        self._sig = _signature(fn)
+        try:
+            self._use_signature(_signature(fn))
+        except ValueError as e:  # NumPy 2's np.sum, np.clip: builtin dispatchers with no signature
+            raise TypeError(f"fuse: {e}: fusejit traces a Python function; wrap it in one, e.g. "
+                            f"fusejit.fuse(lambda x: np.{self.__name__}(x, axis=-1))") from None
         self._dynamic = dynamic
         self._options = options
         self._entries: collections.OrderedDict = collections.OrderedDict()  # move_to_end: one C call
         self._traces = 0
-        params = list(self._sig.parameters.values())
+        self._specialised_by_shape = False
+        self._float_values: dict = {}  # (pattern without one float argument's value, its tag) -> values seen
+        self._said_identity: set = set()  # tags of object arguments warned of as keyed by identity
+        self._last_key: tuple | None = None  # the pattern traced last (the eighth trace's warning names a change)
+
+    def _use_signature(self, sig: inspect.Signature) -> None:
+        """Binds calls with `sig` (_signature), and what the fast binding (_items) needs of it."""
+        self._sig = sig
+        # A generic wrapper's (*args, **kwargs) bound with the wrapped function's signature: the
+        # trace calls it with the caller's arguments only (given its defaults too, it could not
+        # tell an argument left out: a wrapper supplying one gave a wrong value).
+        self._call_defaults = sig == inspect.signature(self._fn, follow_wrapped=False)
+        params = list(sig.parameters.values())
         positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         # Every parameter positional: a call giving each positionally, or leaving trailing ones to
         # their defaults, skips Signature.bind (~5 µs).
@@ -832,10 +848,6 @@ class Fused:
         # Where a keyword argument goes in a call binding by _tags (absent: Signature.bind binds it).
         self._keyword_at = {p.name: k for k, p in enumerate(params) if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD}
         self._min_args = max((k + 1 for k, p in enumerate(params) if p.default is inspect.Parameter.empty), default=0)
-        self._specialised_by_shape = False
-        self._float_values: dict = {}  # (pattern without one float argument's value, its tag) -> values seen
-        self._said_identity: set = set()  # tags of object arguments warned of as keyed by identity
-        self._last_key: tuple | None = None  # the pattern traced last (the eighth trace's warning names a change)
 
     def __set_name__(self, owner: type, name: str) -> None:
         """The class attribute it is (a bound one pickles as that attribute of its object)."""
@@ -872,7 +884,8 @@ class Fused:
         raises none."""
         with _TRACE_LOCK:
             try:
-                self._trace_once(self._bind(args, kwargs), self._items(args, kwargs), static=True, with_program=False)
+                self._trace_once(self._bind(args, kwargs, self._call_defaults), self._items(args, kwargs), static=True,
+                                 with_program=False)
             except UserError as e:
                 if e.line:
                     raise e from error
@@ -900,10 +913,14 @@ class Fused:
         entry.program._traced_by = self.__name__
         return entry.program
 
-    def _bind(self, args: tuple, kwargs: dict) -> inspect.BoundArguments:
+    def _bind(self, args: tuple, kwargs: dict, defaults: bool = True) -> inspect.BoundArguments:
+        """The call bound to the signature, with its defaults unless `defaults` is False."""
         try:
             bound = self._sig.bind(*args, **kwargs)
         except TypeError as e:
+            if not self._call_defaults:  # the wrapped function's signature, which the wrapper does not take:
+                self._use_signature(inspect.signature(self._fn, follow_wrapped=False))  # it supplies an argument
+                return self._bind(args, kwargs, defaults)
             # A Program call's keywords, where the function has no such parameter.
             call = [k for k in ("out", "stream", "plan") if k in kwargs and k not in self._sig.parameters]
             if not call:
@@ -912,7 +929,8 @@ class Fused:
                             f"call takes it: {self.__name__}.program(*args)(*args, {call[0]}=...), whose "
                             f"outputs prog.graph.outputs names (docs/python.md, 'Fusing a Python "
                             "function')") from e
-        bound.apply_defaults()
+        if defaults:
+            bound.apply_defaults()
         return bound
 
     def _flat(self, bound: inspect.BoundArguments) -> list:
@@ -1016,7 +1034,7 @@ class Fused:
         not to."""
         entry = self._served(key)
         if entry is None:
-            key, entry = self._trace(self._bind(args, kwargs), items, key, said)
+            key, entry = self._trace(self._bind(args, kwargs, self._call_defaults), items, key, said)
         if key is not None:
             if len(self._entries) >= _MAX_ENTRIES:
                 self._drop_one()
@@ -1149,6 +1167,9 @@ class Fused:
         b = GraphBuilder(name)
         stand_ins, inputs, taken = self._inputs(b, items, static)
         call = inspect.BoundArguments(self._sig, bound.arguments.copy())
+        for pname, p in self._sig.parameters.items():  # a default array left out (_call_defaults) is an input still
+            if pname not in call.arguments and (pname,) in stand_ins:
+                call.arguments[pname] = p.default
         for pname in call.arguments:
             call.arguments[pname] = self._replace(pname, call.arguments[pname], stand_ins)
         outer = _TRACE.shape_read  # a trace inside another's (a fused call on arrays) keeps the outer's
@@ -1159,6 +1180,9 @@ class Fused:
             result = self._fn(*call.args, **call.kwargs)
         except Error as e:
             e._locate_in_caller()  # the line of the traced function that built the op
+            raise
+        except TypeError as e:
+            self._explain_array_operand(e, items)
             raise
         finally:
             _TRACE.active -= 1
@@ -1174,6 +1198,18 @@ class Fused:
         graph = b.build()
         entry.program = fj_compile(graph, **self._options) if with_program else None
         return entry, read_shape
+
+    @staticmethod
+    def _explain_array_operand(e: TypeError, items: list) -> None:
+        """A trace's TypeError for an ndarray operand, where an object argument holds arrays that are
+        not inputs (a dtype fusejit lacks, a class with __del__: docs/fuse.md): raises one naming them
+        (it said only to pass the array as an argument); returns otherwise."""
+        if "got ndarray" not in str(e):
+            return
+        notes = [f"{tag_name(v.tag)}.{n}" for _, v in items if type(v) is Snapshot for n in arrays_not_inputs(v)]
+        if notes:
+            raise TypeError(f"{e}; attributes of object arguments that are no inputs, so their arrays reach ops as "
+                            f"they are: {', '.join(notes)}") from e
 
     def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list, set]:
         """A GraphBuilder input per array argument, its sizes as dims (one per class of equal sizes

@@ -251,6 +251,25 @@ def input_attribute(e: Any) -> bool:
         return False
 
 
+def arrays_not_inputs(snap: Snapshot) -> list[str]:
+    """The array attributes of an object argument that are not inputs of the trace (lifted), each
+    with why: "w (uint32: ...)". A trace's TypeError for an ndarray operand names them (it said
+    only "pass it as an argument")."""
+    out = []
+    for n, e in snap.state.items():
+        if n in snap.inputs or not array_type(type(e)):
+            continue
+        if _deletes(type(snap.obj)):
+            out.append(f"{n} (its class {type(snap.obj).__name__} defines __del__, which the trace's copy of the "
+                       "object would run)")
+            continue
+        try:
+            dtype_name(e.dtype)
+        except (UserError, TypeError, AttributeError) as err:
+            out.append(f"{n} ({getattr(err, 'message', str(err))})")
+    return out
+
+
 class Attr(str):
     """The last part of the tag of an object argument's input attribute (lifted): its name."""
 

@@ -238,6 +238,70 @@ def test_a_generic_wrapper_binds_by_the_wrapped_functions_signature():
     assert g.traces == 1 and [t.name for t in g.program(a, a).graph.inputs] == ["x", "y"]
 
 
+def test_a_generic_wrapper_is_called_with_the_callers_arguments_only():
+    """The trace called a (*args, **kwargs) wrapper with the wrapped function's defaults filled in:
+    one supplying a default of its own could not tell, and its fused result was another (a
+    hostile tester's find). One that supplies an argument itself binds by its own signature; a
+    default array stays an input."""
+    def default_scale(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            if len(args) < 2 and "scale" not in kwargs:
+                kwargs["scale"] = 10.0
+            return fn(*args, **kwargs)
+        return wrapper
+
+    def inject(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return fn(*args, 3.0, **kwargs)
+        return wrapper
+
+    def plain(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return fn(*args, **kwargs)
+        return wrapper
+
+    x = np.arange(4, dtype=np.float32)
+    w = np.full(4, 2.0, np.float32)
+
+    def f(x, scale=1.0):
+        return x * scale
+
+    def g(x, scale):
+        return x * scale
+
+    def h(x, w=w):
+        return x * w
+    fused = fusejit.fuse(default_scale(f))
+    np.testing.assert_array_equal(fused(x), x * 10)
+    np.testing.assert_array_equal(fused(x, 2.0), x * 2)
+    with pytest.warns(fusejit.FusejitWarning, match="for each of 3 values of its argument 'scale'"):
+        np.testing.assert_array_equal(fused(x, scale=3.0), x * 3)
+    np.testing.assert_array_equal(fusejit.fuse(inject(g))(x), x * 3)
+    fh = fusejit.fuse(plain(h))
+    np.testing.assert_array_equal(fh(x), x * 2)
+    assert [t.name for t in fh.program(x).graph.inputs] == ["x", "w"]
+
+
+def test_arrays_that_are_no_inputs_are_named_and_builtins_without_signature_refused():
+    """An object argument's array attribute of a dtype fusejit lacks is no input: the TypeError
+    for it as an operand names it and why (it said only to pass it as an argument). NumPy 2's
+    np.sum has no signature: fuse says to wrap it (inspect's bare ValueError)."""
+    class Layer:
+        def __init__(self):
+            self.w = np.ones(4, np.uint32)
+
+    @fusejit.fuse
+    def k(layer, x):
+        return x * layer.w
+    with pytest.raises(TypeError, match=r"no inputs, so their arrays reach ops as they are: layer\.w \(NumPy dtype uint32"):
+        k(Layer(), np.ones(4, np.float32))
+    with pytest.raises(TypeError, match=r"fuse: no signature found .*wrap it in one, e\.g\. fusejit\.fuse\(lambda x: np\.sum"):
+        fusejit.fuse(np.sum)
+
+
 def test_a_program_takes_numpy_scalars_bfloat16_included():
     """A Program called with NumPy scalars (0-d inputs), ml_dtypes.bfloat16's too: it raised
     nanobind's 'incompatible function arguments' for a bfloat16 scalar. A scalar as an output is
