@@ -47,29 +47,36 @@ bool launches_nothing(const Graph& g, const FusionGroup& group) {
 }
 
 namespace {
+// A reduction kernel whose row is not kept on chip reads its re-read inputs once per pass, but for
+// short rows (L1/L2 serve the re-reads: kShortRowElements).
+int64_t reread_bytes(const Graph& g, const FusionGroup& group, const ReduceGroupInfo& info, const SplitRules& rules) {
+  const RowSplit split = row_split_at(g, group, info, rules);
+  if ((split.row_cache_bytes > 0 && !split.shared_rows_reread) || split.short_rows) return 0;
+  // With only the rows that differ per row on chip, the broadcast ones are re-read (each counted
+  // at its own size: one row, which L2 serves to every block).
+  int64_t bytes = 0;
+  const size_t first = split.shared_rows_reread ? info.per_row_inputs : 0;
+  for (size_t k = first; k < info.reread_inputs.size(); ++k) {
+    const NodeId id = info.reread_inputs[k];
+    bytes = add_bytes(bytes, mul_bytes(bytes_of(g, id), info.input_passes.at(id) - 1));
+  }
+  return bytes;
+}
+
 // group_traffic with `copies[k]`: the buffers group output k is written to.
 GroupTraffic traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules, std::span<const int> copies) {
   GroupTraffic t;
   if (launches_nothing(g, group)) return t;
   for (size_t k = 0; k < group.outputs.size(); ++k)
     t.write_bytes = add_bytes(t.write_bytes, mul_bytes(bytes_of(g, group.outputs[k]), copies[k]));
-  // Rows of length 0 read nothing (a broadcast input was counted over an empty iteration).
-  if (num_elements(group.iter_shape) == 0) return t;
-  for (NodeId id : group.inputs) t.read_bytes = add_bytes(t.read_bytes, bytes_of(g, id));
-  if (group.reduce_mask == 0) return t;
-  // A reduction kernel whose row is not kept on chip reads its re-read inputs once per pass, but
-  // for short rows (L1/L2 serve the re-reads: kShortRowElements).
-  const ReduceGroupInfo info = analyze_reduce_group(g, group);
-  if (!info.problem.empty()) return t;
-  const RowSplit split = row_split_at(g, group, info, rules);
-  if ((split.row_cache_bytes > 0 && !split.shared_rows_reread) || split.short_rows) return t;
-  // With only the rows that differ per row on chip, the broadcast ones are re-read (each counted
-  // at its own size: one row, which L2 serves to every block).
-  const size_t first = split.shared_rows_reread ? info.per_row_inputs : 0;
-  for (size_t k = first; k < info.reread_inputs.size(); ++k) {
-    const NodeId id = info.reread_inputs[k];
-    t.reread_bytes = add_bytes(t.reread_bytes, mul_bytes(bytes_of(g, id), info.input_passes.at(id) - 1));
-  }
+  const ReduceGroupInfo info = group.reduce_mask ? analyze_reduce_group(g, group) : ReduceGroupInfo{};
+  // Rows of length 0 load nothing per element (a broadcast input was counted over an empty
+  // iteration), only their row-scope values (an epilogue's per-row bias).
+  const bool empty_rows = num_elements(group.iter_shape) == 0;
+  for (NodeId id : group.inputs)
+    if (!empty_rows || !info.input_passes.contains(id)) t.read_bytes = add_bytes(t.read_bytes, bytes_of(g, id));
+  if (group.reduce_mask == 0 || !info.problem.empty() || empty_rows) return t;
+  t.reread_bytes = reread_bytes(g, group, info, rules);
   t.read_bytes = add_bytes(t.read_bytes, t.reread_bytes);
   return t;
 }

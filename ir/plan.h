@@ -127,7 +127,8 @@ bool writes_nothing(const Graph& g, const FusionGroup& group);
 bool launches_nothing(const Graph& g, const FusionGroup& group);
 
 // A group that launches nothing (no element, a reduction to no rows, or writes_nothing) moves no
-// byte; one whose rows have length 0 writes its outputs (the identities) and reads nothing. `rules`: how
+// byte; one whose rows have length 0 writes its outputs (the identities) and reads only the inputs
+// it loads once per row (an epilogue's per-row bias), none it loads per element. `rules`: how
 // reduction kernels run (the re-reads of a row not kept on chip are counted). Scans the whole graph
 // for its output bindings: in a loop over a plan's groups, use the overload taking them.
 GroupTraffic group_traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules = {});

@@ -178,6 +178,14 @@ TEST_CASE("size-0 reductions: rows of length 0 read nothing, empty outputs launc
   CHECK(group_traffic(col, pc.groups[0]).read_bytes == 0);
   CHECK(group_traffic(col, pc.groups[0]).write_bytes == 20);  // the sums of nothing: zeros
   CHECK(row_split_at(col, pc.groups[0], analyze_reduce_group(col, pc.groups[0])).launches == 1);
+  // ... but a row-scope input of the epilogue is read once per row (a reviewer's find: y = b was
+  // counted as reading nothing).
+  const Graph epi = parse_graph("dim N = 64\ndim C = 0\ninput x : f32[N, C]\ninput b : f32[N, 1]\n"
+                                "s = sum(x, -1, keepdim)\ny = s + b\noutput y\n", "t");
+  const Plan pe = plan_fusion(epi);
+  REQUIRE(pe.groups.size() == 1);
+  CHECK(group_traffic(epi, pe.groups[0]).read_bytes == 256);
+  CHECK(group_traffic(epi, pe.groups[0]).write_bytes == 256);
   const RewriteResult rw = rewrite(parse_graph("dim N = 3\ndim C = 0\ninput x : f32[N, C]\ny = softmax(x, -1)\noutput y\n", "t"));
   const Plan q = plan_fusion(rw.graph);
   REQUIRE(q.groups.size() == 1);
