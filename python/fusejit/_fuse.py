@@ -835,9 +835,9 @@ class Fused:
     def _use_signature(self, sig: inspect.Signature) -> None:
         """Binds calls with `sig` (_signature), and what the fast binding (_items) needs of it."""
         self._sig = sig
-        # A generic wrapper's (*args, **kwargs) bound with the wrapped function's signature: the
-        # trace calls it with the caller's arguments only (given its defaults too, it could not
-        # tell an argument left out: a wrapper supplying one gave a wrong value).
+        # A generic wrapper's (*args, **kwargs) bound with the wrapped function's signature: keyed
+        # and traced with the caller's arguments only (given the wrapped function's defaults too,
+        # it could not tell an argument left out: a wrapper supplying one gave a wrong value).
         self._call_defaults = sig == inspect.signature(self._fn, follow_wrapped=False)
         params = list(sig.parameters.values())
         positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -918,9 +918,6 @@ class Fused:
         try:
             bound = self._sig.bind(*args, **kwargs)
         except TypeError as e:
-            if not self._call_defaults:  # the wrapped function's signature, which the wrapper does not take:
-                self._use_signature(inspect.signature(self._fn, follow_wrapped=False))  # it supplies an argument
-                return self._bind(args, kwargs, defaults)
             # A Program call's keywords, where the function has no such parameter.
             call = [k for k in ("out", "stream", "plan") if k in kwargs and k not in self._sig.parameters]
             if not call:
@@ -1022,6 +1019,8 @@ class Fused:
         tags = self._tags
         if tags is not None and not kwargs and len(args) == len(tags):  # the common call first
             return list(zip(tags, args))
+        if not self._call_defaults:  # a generic wrapper: keyed by the arguments it is called with (it may
+            return self._flat(self._bind(args, kwargs, False))  # treat f(x) and f(x, 1.0) apart)
         if tags is not None and not kwargs and self._min_args <= len(args) < len(tags):
             return list(zip(tags, args + self._defaults[len(args):]))
         if tags is not None and (values := self._by_keyword(args, kwargs)) is not None:
@@ -1167,9 +1166,6 @@ class Fused:
         b = GraphBuilder(name)
         stand_ins, inputs, taken = self._inputs(b, items, static)
         call = inspect.BoundArguments(self._sig, bound.arguments.copy())
-        for pname, p in self._sig.parameters.items():  # a default array left out (_call_defaults) is an input still
-            if pname not in call.arguments and (pname,) in stand_ins:
-                call.arguments[pname] = p.default
         for pname in call.arguments:
             call.arguments[pname] = self._replace(pname, call.arguments[pname], stand_ins)
         outer = _TRACE.shape_read  # a trace inside another's (a fused call on arrays) keeps the outer's
