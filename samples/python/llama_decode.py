@@ -73,7 +73,10 @@ def check_norm(rng: np.random.Generator, T: int, H: int) -> None:
     y = y.astype(np.float64) * w.astype(np.float64)
     print(f"add_rmsnorm [{T}, {H}]: {kernels(add_rmsnorm, x, res, w)}; h within "
           f"{bf16_ulps(out['h'], h)} bf16 ulp, y within {bf16_ulps(out['y'], y)} of float64")
-    assert bf16_ulps(out["h"], h) == 0 and bf16_ulps(out["y"], y) <= 1
+    # y rounds twice, the normalised value to bf16 and its product with w: a normalised value a
+    # fraction of an f32 ulp from a bf16 tie may round the other way (1 bf16 ulp), and w < 1 can
+    # move the product into the binade below, where that is 2 (row 25 of 128 tokens, seed 0).
+    assert bf16_ulps(out["h"], h) == 0 and bf16_ulps(out["y"], y) <= 2
 
 
 def check_swiglu(rng: np.random.Generator, T: int, F: int) -> None:
