@@ -553,7 +553,7 @@ DType GraphBuilder::common_dtype(Op op, std::span<const Operand> args) const {
 namespace {
 // Python's int / int: the exact quotient rounded once to f64. Each operand converted to f64 first
 // rounded twice beyond 2^53 (9007199254740993 / 3 gave ...330.5, Python ...331.0). The quotient
-// of the operands scaled by 2^s has 56 or 57 bits; a nonzero remainder sets its last bit (sticky,
+// of the operands scaled by 2^s has 56 bits or more; a nonzero remainder sets its last bit (sticky,
 // below the rounding bit), so converting it rounds as the exact value does. nullopt: b == 0 (the
 // op's own rule).
 std::optional<double> exact_int_quotient(int64_t a, int64_t b) {
