@@ -403,15 +403,7 @@ class Parser {
     }
   }
 
-  // Called before every op is added: a graph stops at kMaxGraphNodes, so a huge expression gives
-  // a located error instead of gigabytes of nodes (about 150 bytes each).
-  void room_for_op(Loc loc) const {
-    if (b_.graph().size() >= static_cast<int64_t>(kMaxGraphNodes))
-      throw UserError("graph too large: more than " + std::to_string(kMaxGraphNodes) + " nodes (fusejit's limit)", loc);
-  }
-
   Operand binary(Op op, const Operand& a, const Operand& b, Loc loc) {
-    room_for_op(loc);
     Operand args[2] = {a, b};
     return b_.apply(op, args, loc);
   }
@@ -472,7 +464,6 @@ class Parser {
     advance();
     if (t.kind == Tok::Minus && negated_literal_ahead()) return negative_literal(t.loc);
     Operand args[1] = {unary(depth + 1)};
-    room_for_op(t.loc);
     return b_.apply(t.kind == Tok::Minus ? Op::Neg : Op::BitwiseNot, args, t.loc);
   }
 
@@ -617,7 +608,6 @@ class Parser {
     const std::optional<Op> op = is_cast ? std::nullopt : std::optional<Op>(called_op(name));
     std::optional<DType> cast_to;
     const std::vector<Operand> args = call_args(open, is_cast, cast_to, depth);
-    room_for_op(name.loc);
     if (!is_cast) return b_.apply(*op, args, name.loc);
     if (!cast_to || args.size() != 1)
       throw UserError("cast takes 2 arguments (a value and a dtype), got " + std::to_string(args.size() + (cast_to ? 1 : 0)),
@@ -768,7 +758,6 @@ class Parser {
                           describe(tok_),
                       tok_.loc);
     advance();
-    room_for_op(name.loc);
     return b_.reduce_by_name(name.text, x, args, name.loc);
   }
 

@@ -32,10 +32,6 @@ Graph parse_graph(std::string_view text, const std::string& file, const DimOverr
 // Most bytes a graph file may hold (docs/graph-format.md). Real graphs are kilobytes; the limit
 // bounds what a mistaken path (a log, a data file) costs.
 inline constexpr uint64_t kMaxGraphFileBytes = uint64_t{16} << 20;
-// Most nodes the parser builds for one graph (inputs, params, constants and ops). Parsing needs
-// about 320 bytes per node at its peak (measured, docs/graph-format.md), so a graph file never
-// costs more than about 350 MB.
-inline constexpr uint64_t kMaxGraphNodes = uint64_t{1} << 20;
 
 // Reads `path` and parses it (file = path). Throws UserError if the file cannot be read.
 Graph parse_graph_file(const std::string& path, const DimOverrides& dim_overrides = {});

@@ -282,8 +282,9 @@ void GraphBuilder::allow_unused(const Value& input) {
   impl_->check_usable();
   translate_errors([&] {
     const ir::Graph& g = impl_->b.graph();
-    if (input.owner_ != this || input.id_ < 0 || input.id_ >= static_cast<int32_t>(g.nodes.size()) ||
-        g.node(input.id_).op != ir::Op::Input)
+    if (!input.empty_ && input.serial_ != serial_) owner_of(input);  // a builder gone (at this address too)
+    if (input.owner_ != this || input.serial_ != serial_ || input.id_ < 0 ||
+        input.id_ >= static_cast<int32_t>(g.nodes.size()) || g.node(input.id_).op != ir::Op::Input)
       throw ir::UserError("allow_unused: the value is no input of this GraphBuilder");
     impl_->may_be_unused.insert(g.node(input.id_).name);
   });

@@ -155,6 +155,39 @@ TEST_CASE("a warning handler that throws: the call goes on, the message reaches 
   CHECK(calls >= 1);
 }
 
+TEST_CASE("allow_unused refuses a value of a builder gone, even one at the same address (a hostile tester's find)") {
+  fj::Value keep;
+  std::string error = "none";
+  for (int i = 0; i < 2; ++i) {
+    fj::GraphBuilder b("g");  // the same stack slot both times
+    fj::Value x = b.input("x", fj::DType::F32, {4});
+    fj::Value y = b.input("y", fj::DType::F32, {4});
+    if (i == 0) {
+      keep = y;
+      continue;
+    }
+    error = user_error([&] { b.allow_unused(keep); });  // it marked this builder's 'y'
+    (void)x;
+  }
+  CHECK(contains(error, "a value of a GraphBuilder that no longer exists"));
+}
+
+TEST_CASE("a builder refuses the node past the graph limit, so every graph it builds parses back") {
+  fj::GraphBuilder b("big");
+  const fj::Value x = b.input("x", fj::DType::F32, {4});
+  fj::Value v = x;
+  std::string error;
+  int ops = 0;
+  try {
+    for (; ops < (1 << 20); ++ops) v = v + x;
+  } catch (const fj::Error& e) {
+    CHECK(e.kind() == fj::ErrorKind::User);
+    error = e.what();
+  }
+  CHECK(ops == (1 << 20) - 1);  // the input and 2^20 - 1 adds: 2^20 nodes
+  CHECK(contains(error, "graph too large: more than 1048576 nodes (fusejit's limit)"));
+}
+
 TEST_CASE("allow_unused: an input the graph may leave unused builds without a warning; only inputs take it") {
   std::vector<std::string> got;
   fj::set_warning_handler([&](std::string_view m) { got.emplace_back(m); });

@@ -148,7 +148,8 @@ void set_warning_handler(WarningHandler handler);
 /// error from that call). Elsewhere: the calling thread's id.
 std::thread::id warning_origin();
 
-/// Named dim values, e.g. {{"N", 1024}}: override the graph's defaults.
+/// Named dim values, e.g. {{"N", 1024}}: override the graph's defaults. A name given twice takes
+/// its last value, as Params does.
 using DimValues = std::vector<std::pair<std::string, int64_t>>;
 
 namespace detail {
