@@ -63,6 +63,19 @@ int64_t reread_bytes(const Graph& g, const FusionGroup& group, const ReduceGroup
   return bytes;
 }
 
+// Whether a reduction kernel whose rows have length 0 reads group input `id`: only a row-scope load
+// (an operand of a row value other than a reduction: an epilogue's per-row bias), or an input no
+// pass loads per element; one loaded per element only is not read.
+bool read_by_empty_rows(const Graph& g, const ReduceGroupInfo& info, NodeId id) {
+  if (!info.input_passes.contains(id)) return true;
+  for (NodeId r : info.row) {
+    const Node& n = g.node(r);
+    if (!is_reduction(n.op) && std::find(n.args.begin(), n.args.begin() + n.nargs, id) != n.args.begin() + n.nargs)
+      return true;
+  }
+  return false;
+}
+
 // group_traffic with `copies[k]`: the buffers group output k is written to.
 GroupTraffic traffic(const Graph& g, const FusionGroup& group, const SplitRules& rules, std::span<const int> copies) {
   GroupTraffic t;
@@ -74,7 +87,7 @@ GroupTraffic traffic(const Graph& g, const FusionGroup& group, const SplitRules&
   // iteration), only their row-scope values (an epilogue's per-row bias).
   const bool empty_rows = num_elements(group.iter_shape) == 0;
   for (NodeId id : group.inputs)
-    if (!empty_rows || !info.input_passes.contains(id)) t.read_bytes = add_bytes(t.read_bytes, bytes_of(g, id));
+    if (!empty_rows || read_by_empty_rows(g, info, id)) t.read_bytes = add_bytes(t.read_bytes, bytes_of(g, id));
   if (group.reduce_mask == 0 || !info.problem.empty() || empty_rows) return t;
   t.reread_bytes = reread_bytes(g, group, info, rules);
   t.read_bytes = add_bytes(t.read_bytes, t.reread_bytes);

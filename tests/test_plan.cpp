@@ -186,6 +186,18 @@ TEST_CASE("size-0 reductions: rows of length 0 read nothing, empty outputs launc
   REQUIRE(pe.groups.size() == 1);
   CHECK(group_traffic(epi, pe.groups[0]).read_bytes == 256);
   CHECK(group_traffic(epi, pe.groups[0]).write_bytes == 256);
+  // ... also one the rows load per element too (r in sum(x * r) + r), and a column reduction's
+  // broadcast row (b in sum(x * b, 0) + b): a hostile tester's finds.
+  for (const char* text : {"dim R = 3\ndim C = 0\ninput x : f32[R, C]\ninput r : f32[R, 1]\n"
+                           "s = sum(x * r, 1, keepdim) + r\noutput s\n",
+                           "dim R = 0\ndim C = 3\ninput x : f32[R, C]\ninput r : f32[C]\n"
+                           "s = sum(x * r, 0) + r\noutput s\n"}) {
+    CAPTURE(text);
+    const Graph both = parse_graph(text, "t");
+    const Plan pb = plan_fusion(both);
+    REQUIRE(pb.groups.size() == 1);
+    CHECK(group_traffic(both, pb.groups[0]).read_bytes == 12);
+  }
   const RewriteResult rw = rewrite(parse_graph("dim N = 3\ndim C = 0\ninput x : f32[N, C]\ny = softmax(x, -1)\noutput y\n", "t"));
   const Plan q = plan_fusion(rw.graph);
   REQUIRE(q.groups.size() == 1);
