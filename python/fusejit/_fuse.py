@@ -683,15 +683,25 @@ def _changed(snap: Snapshot) -> bool:
     return now.keys() != snap.state.keys() or any(now[n] is not e for n, e in snap.state.items())
 
 
-def _signature(fn: Callable) -> inspect.Signature:
+def _wrapped_signature(fn: Callable) -> tuple[inspect.Signature, bool]:
     """fn's own signature, so a functools.wraps wrapper binds with its own defaults (following
     __wrapped__ gave the wrapped function's: a silent wrong value); but a generic wrapper's
     (*args, **kwargs) is the wrapped function's, whose names the inputs then take (args0, args1
-    otherwise, and a new trace per call form)."""
+    otherwise, and a new trace per call form): the first along __wrapped__ that is not generic (a
+    generic wrapper of a wrapper with its own parameters binds by those, not the innermost
+    function's). Also whether it is a wrapped function's."""
     own = inspect.signature(fn, follow_wrapped=False)
-    kinds = [p.kind for p in own.parameters.values()]
-    generic = kinds == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
-    return inspect.signature(fn) if generic and hasattr(fn, "__wrapped__") else own
+    generic = [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
+    followed = False
+    while [p.kind for p in own.parameters.values()] == generic and hasattr(fn, "__wrapped__"):
+        fn, followed = fn.__wrapped__, True
+        own = inspect.signature(fn, follow_wrapped=False)
+    return own, followed
+
+
+def _signature(fn: Callable) -> inspect.Signature:
+    """_wrapped_signature's signature."""
+    return _wrapped_signature(fn)[0]
 
 
 class _StubDefault:
@@ -819,10 +829,11 @@ class Fused:
         self._fn = fn
         self._attribute_name = getattr(fn, "__name__", "")
         try:
-            self._use_signature(_signature(fn))
+            sig, followed = _wrapped_signature(fn)
         except ValueError as e:  # NumPy 2's np.sum, np.clip: builtin dispatchers with no signature
             raise TypeError(f"fuse: {e}: fusejit traces a Python function; wrap it in one, e.g. "
-                            f"fusejit.fuse(lambda x: np.{self.__name__}(x, axis=-1))") from None
+                            "fusejit.fuse(lambda x: np.sum(x, axis=-1))") from None
+        self._use_signature(sig, followed)
         self._dynamic = dynamic
         self._options = options
         self._entries: collections.OrderedDict = collections.OrderedDict()  # move_to_end: one C call
@@ -832,13 +843,15 @@ class Fused:
         self._said_identity: set = set()  # tags of object arguments warned of as keyed by identity
         self._last_key: tuple | None = None  # the pattern traced last (the eighth trace's warning names a change)
 
-    def _use_signature(self, sig: inspect.Signature) -> None:
-        """Binds calls with `sig` (_signature), and what the fast binding (_items) needs of it."""
+    def _use_signature(self, sig: inspect.Signature, followed: bool) -> None:
+        """Binds calls with `sig` (_wrapped_signature; `followed`: a wrapped function's), and what
+        the fast binding (_items) needs of it."""
         self._sig = sig
         # A generic wrapper's (*args, **kwargs) bound with the wrapped function's signature: keyed
         # and traced with the caller's arguments only (given the wrapped function's defaults too,
-        # it could not tell an argument left out: a wrapper supplying one gave a wrong value).
-        self._call_defaults = sig == inspect.signature(self._fn, follow_wrapped=False)
+        # it could not tell an argument left out: a wrapper supplying one gave a wrong value). Not
+        # sig == its own: == compares defaults, an array's elementwise.
+        self._call_defaults = not followed
         params = list(sig.parameters.values())
         positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         # Every parameter positional: a call giving each positionally, or leaving trailing ones to
@@ -1204,8 +1217,8 @@ class Fused:
             return
         notes = [f"{tag_name(v.tag)}.{n}" for _, v in items if type(v) is Snapshot for n in arrays_not_inputs(v)]
         if notes:
-            raise TypeError(f"{e}; attributes of object arguments that are no inputs, so their arrays reach ops as "
-                            f"they are: {', '.join(notes)}") from e
+            raise TypeError(f"{e}; if the array is an attribute of an object argument, these are no inputs (their "
+                            f"arrays reach ops as they are): {', '.join(notes)}") from e
 
     def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list, set]:
         """A GraphBuilder input per array argument, its sizes as dims (one per class of equal sizes

@@ -280,6 +280,32 @@ def test_a_generic_wrapper_is_called_with_the_callers_arguments_only():
         fh(x)
 
 
+def test_an_array_default_and_a_generic_wrapper_of_a_wrapper():
+    """A default array made fuse() raise ("truth value of an array is ambiguous": the signatures
+    were compared with ==); a generic wrapper of a wrapper with its own parameters binds by those,
+    not by the innermost function's (a hostile tester's finds)."""
+    w = np.full(4, 2.0, np.float32)
+    x = np.arange(4, dtype=np.float32)
+
+    def f(x, w=w):
+        return x * w
+    np.testing.assert_array_equal(fusejit.fuse(f)(x), x * 2)
+
+    def inner(x, scale, *, shift):
+        return x * scale + shift
+
+    def mid(a, s=3.0):
+        return inner(a, s, shift=1.0)
+    mid.__wrapped__ = inner  # as functools.wraps sets it
+
+    def generic(*args, **kwargs):
+        return mid(*args, **kwargs)
+    generic.__wrapped__ = mid
+    fused = fusejit.fuse(generic)
+    np.testing.assert_array_equal(fused(a=x), x * 3 + 1)
+    np.testing.assert_array_equal(fused(x, s=4.0), x * 4 + 1)
+
+
 def test_arrays_that_are_no_inputs_are_named_and_builtins_without_signature_refused():
     """An object argument's array attribute of a dtype fusejit lacks is no input: the TypeError
     for it as an operand names it and why (it said only to pass it as an argument). NumPy 2's
@@ -291,7 +317,7 @@ def test_arrays_that_are_no_inputs_are_named_and_builtins_without_signature_refu
     @fusejit.fuse
     def k(layer, x):
         return x * layer.w
-    with pytest.raises(TypeError, match=r"no inputs, so their arrays reach ops as they are: layer\.w \(NumPy dtype uint32"):
+    with pytest.raises(TypeError, match=r"these are no inputs \(their arrays reach ops as they are\): layer\.w \(NumPy dtype uint32"):
         k(Layer(), np.ones(4, np.float32))
     with pytest.raises(TypeError, match=r"fuse: no signature found .*wrap it in one, e\.g\. fusejit\.fuse\(lambda x: np\.sum"):
         fusejit.fuse(np.sum)
