@@ -273,7 +273,7 @@ int32_t GraphBuilder::add_dim(const std::string& name, int64_t value, Loc loc) {
 
 NodeId GraphBuilder::push(Node n) {
   // A huge expression gives a located error instead of gigabytes of nodes (about 150 bytes each).
-  if (g_.nodes.size() >= kMaxGraphNodes)
+  if (limit_nodes_ && g_.nodes.size() >= kMaxGraphNodes)
     throw UserError("graph too large: more than " + std::to_string(kMaxGraphNodes) + " nodes (fusejit's limit)", n.loc);
   g_.nodes.push_back(std::move(n));
   return static_cast<NodeId>(g_.nodes.size() - 1);

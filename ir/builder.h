@@ -58,6 +58,9 @@ DType result_type(std::span<const TypedOperand> ops);
 class GraphBuilder {
  public:
   explicit GraphBuilder(std::string graph_name = "", std::string file = "");
+  // Refuse a node past kMaxGraphNodes (UserError at its Loc): the parser and the public builders,
+  // whose graphs must print as text that parses back; a rewrite may hold old and new nodes at once.
+  void limit_nodes() { limit_nodes_ = true; }
 
   // Declares a named dim; returns its index (Dim::sym). Throws UserError on a duplicate name or a
   // value < 0.
@@ -176,6 +179,7 @@ class GraphBuilder {
   Shape broadcast(const Shape& a, const Shape& b, Loc loc) const;
   Graph g_;
   std::unordered_map<std::string, int32_t> dim_index_;  // name -> index in g_.dims (O(1) find_dim)
+  bool limit_nodes_ = false;
 };
 
 // Broadcasts two shapes by NumPy's rules (right-aligned; a size-1 dim stretches). Throws UserError

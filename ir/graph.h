@@ -46,14 +46,15 @@ std::string overflow_reason(const Shape& s);
 // "[N=8192, 4096]" style text for messages and reports.
 std::string shape_to_string(const Shape& s, const Graph* g = nullptr);
 
-// A typed scalar value. Floats (f16, bf16, f32, f64) are held in `f`, already rounded to the
-// dtype (so printing `f` with 17 significant digits round-trips); bool and integers in `i`.
-// Most nodes a graph holds (inputs, params, constants and ops), built from text or a builder
-// (GraphBuilder::push refuses the next one), so every graph prints as text that parses back.
+// Most nodes a graph holds (inputs, params, constants and ops), parsed or built by the public
+// builders (their ir::GraphBuilder has limit_nodes(): push refuses the next one), so every graph
+// prints as text that parses back; passes that rebuild a graph (rewrites) are not limited.
 // Parsing needs about 320 bytes per node at its peak (measured, docs/graph-format.md), so a graph
 // file never costs more than about 350 MB.
 inline constexpr uint64_t kMaxGraphNodes = uint64_t{1} << 20;
 
+// A typed scalar value. Floats (f16, bf16, f32, f64) are held in `f`, already rounded to the
+// dtype (so printing `f` with 17 significant digits round-trips); bool and integers in `i`.
 struct Scalar {
   DType dtype = DType::F32;
   double f = 0.0;

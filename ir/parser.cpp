@@ -38,7 +38,9 @@ struct Binding : NameBinding {
 class Parser {
  public:
   Parser(std::string_view text, const std::string& file, const DimOverrides& overrides)
-      : text_(text), lex_(text), b_("", file), overrides_(overrides) {}
+      : text_(text), lex_(text), b_("", file), overrides_(overrides) {
+    b_.limit_nodes();
+  }
 
   // After a whole statement; `x[...]` (Python's indexing) gets a hint: graph text has none.
   UserError end_of_line_expected() const {

@@ -21,7 +21,7 @@ struct GraphBuilder::Impl {
   std::unordered_set<std::string> outputs;
   std::set<std::string> may_be_unused;  // inputs build() does not warn of (allow_unused)
   bool built = false;
-  explicit Impl(std::string name) : b(std::move(name)) {}
+  explicit Impl(std::string name) : b(std::move(name)) { b.limit_nodes(); }
 
   // Binds a new name by the parser's rules (ir::check_new_name) once `add` has succeeded, so a
   // refused call leaves the builder as it was.

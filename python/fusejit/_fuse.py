@@ -691,12 +691,27 @@ def _wrapped_signature(fn: Callable) -> tuple[inspect.Signature, bool]:
     generic wrapper of a wrapper with its own parameters binds by those, not the innermost
     function's). Also whether it is a wrapped function's."""
     own = inspect.signature(fn, follow_wrapped=False)
-    generic = [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
-    followed = False
-    while [p.kind for p in own.parameters.values()] == generic and hasattr(fn, "__wrapped__"):
-        fn, followed = fn.__wrapped__, True
-        own = inspect.signature(fn, follow_wrapped=False)
-    return own, followed
+    f, sig, bound, seen = fn, own, 0, {id(fn)}
+    while _generic(sig) and hasattr(f, "__wrapped__"):
+        # A bound method's __wrapped__ is its function's: the object it was bound to (a decorated
+        # classmethod's class) is that function's first parameter, dropped below as inspect does.
+        bound += isinstance(f, types.MethodType)
+        f = f.__wrapped__
+        if id(f) in seen:
+            raise TypeError(f"fuse: the __wrapped__ attributes of {fn!r} form a cycle")
+        seen.add(id(f))
+        sig = inspect.signature(f, follow_wrapped=False)
+    params = list(sig.parameters.values())
+    for _ in range(bound):
+        if params and params[0].kind is not inspect.Parameter.VAR_POSITIONAL:
+            params = params[1:]
+    return sig.replace(parameters=params), f is not fn
+
+
+def _generic(sig: inspect.Signature) -> bool:
+    """A signature of (*args, **kwargs) only: a generic wrapper's."""
+    return [p.kind for p in sig.parameters.values()] == [inspect.Parameter.VAR_POSITIONAL,
+                                                          inspect.Parameter.VAR_KEYWORD]
 
 
 def _signature(fn: Callable) -> inspect.Signature:

@@ -305,6 +305,33 @@ def test_an_array_default_and_a_generic_wrapper_of_a_wrapper():
     np.testing.assert_array_equal(fused(a=x), x * 3 + 1)
     np.testing.assert_array_equal(fused(x, s=4.0), x * 4 + 1)
 
+    def deco(fn):  # a reviewer's finds: a decorated classmethod lost its binding, a cycle hung
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return fn(*args, **kwargs)
+        return wrapper
+
+    class M:
+        k = 2.0
+
+        @classmethod
+        @deco
+        def cm(cls, x):
+            return x * cls.k
+
+        @deco
+        def meth(self, x):
+            return x * 3.0
+    np.testing.assert_array_equal(fusejit.fuse(M.cm)(x), x * 2)
+    np.testing.assert_array_equal(fusejit.fuse(M.cm)(x=x), x * 2)
+    np.testing.assert_array_equal(fusejit.fuse(deco(M().meth))(x), x * 3)
+
+    def cycle(*args, **kwargs):
+        return args[0]
+    cycle.__wrapped__ = cycle
+    with pytest.raises(TypeError, match="__wrapped__ attributes of .* form a cycle"):
+        fusejit.fuse(cycle)
+
 
 def test_arrays_that_are_no_inputs_are_named_and_builtins_without_signature_refused():
     """An object argument's array attribute of a dtype fusejit lacks is no input: the TypeError
