@@ -40,8 +40,8 @@ import numpy as np
 from ._errors import Error, FusejitWarning, UserError, errors_made
 from ._fusejit import GraphBuilder, Value
 from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced,
-                       arrays_not_inputs, as_array, by_value, constant_key, dtype_name, lifted, pattern_difference, scalar_key, serves,
-                       state_of, swap_copies, tag_name, trace_copies, traced_attribute)
+                       arrays_not_inputs, as_array, by_value, constant_key, dtype_name, lifted, pattern_difference,
+                       scalar_key, serves, state_of, swap_copies, tag_name, trace_copies, traced_attribute)
 
 # NumPy ufunc -> fusejit op of the same meaning (docs/ops.md defines the values: within its ulp
 # bounds of NumPy's; promotion is PyTorch's, a Python or NumPy scalar operand weakly typed).
