@@ -351,13 +351,6 @@ NodeId GraphBuilder::materialize(const Operand& x, Loc loc) {
 }
 
 namespace {
-// A reduction as the user wrote it: var (and std) expand into a mean with a correction.
-std::string reduction_word(const Node& r) {
-  return r.op == Op::Mean && r.red.correction != 0 ? "var" : std::string(op_name(r.op));
-}
-}  // namespace
-
-namespace {
 // A reduction without keepdim that value `id` is computed from elementwise, at its shape (through
 // ops whose operands have that shape or are constants, breadth first, up to 64 values); kNoNode
 // if none.
@@ -386,7 +379,7 @@ std::string keepdim_hint(const Graph& g, std::span<const NodeId> args) {
     while (g.node(a).op == Op::Cast) a = g.node(a).arg(0);
     const Node& r = g.node(a);
     if (is_reduction(r.op) && !r.red.keepdim && r.red.axes != 0)
-      return "; " + (r.name.empty() ? "the " + reduction_word(r) + " result" : "'" + r.name + "'") +
+      return "; " + (r.name.empty() ? "the " + std::string(op_name(r.op)) + " result" : "'" + r.name + "'") +
              " has dropped its reduced axes: reduce with `keepdim` (NumPy's keepdims=True) to broadcast it back over "
              "them";
     // A value computed from such a reduction (std's sqrt of a mean, logsumexp's sum and max: named
