@@ -35,6 +35,14 @@ for _name in ("parse", "load"):
     setattr(Graph, _name, staticmethod(Graph.__dict__[_name]))
 del _name
 
+
+def _graph_from_text(text: str) -> Graph:
+    """A pickled Graph: Graph.parse of its text (a function pickle finds by name; nanobind's are not)."""
+    return Graph.parse(text)
+
+
+Graph.__reduce__ = lambda self: (_graph_from_text, (self.to_text(),))  # type: ignore[method-assign]
+
 __version__: str = _fusejit.__version__
 __all__ = [
     "Graph", "GraphBuilder", "Value", "Dim", "Program", "compile", "compile_to_dir", "load", "KernelInfo", "NodeInfo", "ParamInfo",
@@ -91,19 +99,27 @@ _CACHE_LIMIT = 1024
 _MISSING = object()  # an output that `out` does not supply (None would be an array fusejit refuses)
 
 
+def _framework_by_type(t: type) -> str | None:
+    """The framework whose array (or NumPy scalar) type `t` is: by its module and its base, so that
+    other objects of those modules (np.dtype("f4"), x.flat, torch.float32) are refused as no array."""
+    mod = t.__module__.split(".")[0]
+    if mod in ("torch", "cupy"):
+        base = getattr(sys.modules.get(mod), "Tensor" if mod == "torch" else "ndarray", None)
+        return mod if isinstance(base, type) and issubclass(t, base) else None
+    np_mod = sys.modules.get("numpy")  # imported if `t` is a NumPy type
+    nd = getattr(np_mod, "ndarray", None)
+    if np_mod is not None and issubclass(t, np_mod.generic):  # a scalar, of ml_dtypes' types too
+        return "numpy"
+    return "numpy" if isinstance(nd, type) and issubclass(t, nd) else None  # an ndarray or a subclass
+
+
 def _learn_type(t: type) -> str | None:
     """_FRAMEWORK_OF_TYPE's entry for a type seen for the first time (and _NDARRAY_TYPES')."""
     if len(_FRAMEWORK_OF_TYPE) >= _CACHE_LIMIT:
         _FRAMEWORK_OF_TYPE.clear()
         _NDARRAY_TYPES.clear()
-    mod = t.__module__.split(".")[0]  # the module names the framework
-    fw = mod if mod in ("numpy", "torch", "cupy") else None
-    np_mod = sys.modules.get("numpy")  # imported if `t` is a NumPy type
-    nd = getattr(np_mod, "ndarray", None)
-    if fw is None and np_mod is not None and issubclass(t, np_mod.generic):  # a scalar type of ml_dtypes
-        fw = "numpy"
-    if fw is None and isinstance(nd, type) and issubclass(t, nd):  # a user's subclass of ndarray
-        fw = "numpy"
+    fw = _framework_by_type(t)
+    nd = getattr(sys.modules.get("numpy"), "ndarray", None)
     ma = sys.modules.get("numpy.ma")  # imported if `t` can be a masked array (a subclass's too)
     if fw == "numpy" and ma is not None and issubclass(t, ma.MaskedArray):
         raise UserError(f"a NumPy masked array ({t.__name__}) is not supported: fusejit would read its data and "
@@ -135,9 +151,16 @@ def _numpy_dtype_facts(dt: Any) -> tuple[bool, bool]:
             _NUMPY_DTYPE_FACTS.clear()
             _PLAIN_ITEMSIZE.clear()
         facts = _NUMPY_DTYPE_FACTS[dt] = (dt.name == "bfloat16", dt.isnative)
-        if facts == (False, True) and dt.kind in "biuf" and dt.itemsize <= 8:  # not object, complex, long double
+        if facts == (False, True) and _known_kind(dt):
             _PLAIN_ITEMSIZE[dt] = dt.itemsize
     return facts
+
+
+def _known_kind(dt: Any) -> bool:
+    """Whether a native NumPy dtype is one the extension takes or names when it refuses it (bool and
+    integers; float16/32/64): not object, complex, long double, strings, dates, nor ml_dtypes' other
+    floats (float8_e5m2 has kind "f" too)."""
+    return (dt.kind in "biu" and dt.itemsize <= 8) or dt.name in ("float16", "float32", "float64")
 
 
 def _plain_numpy(arrays: list, outputs: bool) -> bool:
@@ -185,15 +208,13 @@ def _numpy_storage(a: Any, what: str) -> tuple[Any, str | None]:
             raise UserError(f"{what}: big-endian data ({shown!r}) is not supported; pass an array of dtype {fix} "
                             "for the results (np.empty(shape, dtype)) and convert it afterwards if you need to")
         raise UserError(f"{what}: big-endian data ({shown!r}) is not supported; convert it with .astype({fix})")
-    if bf16:
-        return a.view(np.uint16), "bf16"
-    if a.dtype.kind not in "biuf" or a.dtype.itemsize > 8:  # object, complex, long double, strings, dates
+    if not bf16 and not _known_kind(a.dtype):
         raise UserError(f"{what}: NumPy dtype {a.dtype.name} has no fusejit dtype; fusejit takes bool, int8, uint8, "
                         "int32, int64, float16, ml_dtypes.bfloat16, float32 and float64 arrays")
     if any(s % a.itemsize for s in a.strides):  # np.lib.stride_tricks.as_strided
         raise UserError(f"{what}: strides {a.strides} bytes are not multiples of its item size {a.itemsize}: "
                         "fusejit takes strides in elements; pass a copy (np.ascontiguousarray)")
-    return a, None
+    return (a.view(np.uint16), "bf16") if bf16 else (a, None)
 
 
 def _interface_array(a: Any) -> Any:
@@ -381,6 +402,7 @@ class Program:
         self._out_whats = [f"output '{n}'" for n in self._out_names]
         self._no_in_as = [None] * len(self._inputs)  # no dtype overrides (read, never kept, by C++)
         self._no_out_as = [None] * len(self._outputs)
+        self._shapes: dict[tuple, Any] = {}  # (plan, input shapes...) -> output shapes (_allocate)
 
     backend = property(lambda self: self._p.backend, doc='"cuda" or "cpu", decided at compile time')
     target = property(lambda self: self._p.target, doc='e.g. "sm_90 (CUBIN)" or "host C++ (...)"')
@@ -593,10 +615,22 @@ class Program:
 
     def _allocate(self, results: list, like: Any, stored: list, in_as: list, plan: str) -> None:
         """Fills the outputs `out` did not give with new arrays like `like`."""
+        # The output shapes follow from the input shapes alone: learnt once per input shapes, so a
+        # call reads each DLPack tensor once (the extension's output_shapes would read it again).
         try:
-            shapes = self._p.output_shapes(stored, in_as, plan)
-        except TypeError as e:
-            _refused(e, stored, self._in_whats)
+            key = (plan, *[a.shape for a in stored])
+            shapes = self._shapes.get(key)
+        except (AttributeError, TypeError):  # a DLPack producer without a hashable shape
+            key, shapes = None, None
+        if shapes is None:
+            try:
+                shapes = self._p.output_shapes(stored, in_as, plan)
+            except TypeError as e:
+                _refused(e, stored, self._in_whats)
+            if key is not None:
+                if len(self._shapes) >= _CACHE_LIMIT:
+                    self._shapes.clear()
+                self._shapes[key] = shapes
         for k, (a, (_, dt)) in enumerate(zip(results, self._outputs)):
             if a is _MISSING:
                 results[k] = _empty_like(like, shapes[k], dt)
@@ -610,6 +644,14 @@ class Program:
             if fw == "numpy" and not a.flags.writeable:
                 raise UserError(f"output '{n}': the array is read-only")
         return _storages(results, self._out_whats)
+
+    def __copy__(self) -> Program:
+        """The program itself: its kernels and plans never change after compile."""
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Program:
+        """The program itself (as __copy__)."""
+        return self
 
     def __repr__(self) -> str:
         return f"<fusejit.Program {self.graph.name!r} on {self.target}, {len(self.kernels)} kernel(s)>"

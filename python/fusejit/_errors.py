@@ -108,13 +108,16 @@ class FusejitWarning(UserWarning):
 _KINDS = {c.kind: c for c in (UserError, CompileError, DriverError, InternalError)}
 
 
-def from_cpp(kind: str, message: str, file: str, line: int, column: int, diagnostic: str) -> Error:
-    """The Python exception for a C++ fusejit::Error (called by the extension)."""
+def from_cpp(kind: str, message: str, file: str, line: int, column: int, diagnostic: str,
+             _kinds: dict = _KINDS, _internal: type = InternalError) -> Error:
+    """The Python exception for a C++ fusejit::Error (called by the extension, which holds this
+    function from its import on: the classes are bound here, so an importlib.reload of this module
+    does not give errors that ``except fusejit.UserError`` misses)."""
     # std::exception::what() is the rendered diagnostic; keep the bare message when it differs.
-    return _KINDS.get(kind, InternalError)(message, file, line, column, diagnostic)
+    return _kinds.get(kind, _internal)(message, file, line, column, diagnostic)
 
 
-def _warn(message: str, origin: int = 0) -> None:
+def _warn(message: str, origin: int = 0, _category: type = FusejitWarning) -> None:
     """Issues ``message`` as a FusejitWarning attributed to the caller's line: the first frame
     outside the fusejit package of this thread, or of thread ``origin`` (a threading ident) when the
     warning comes from a compile worker of that thread's call (the C++ layer calls this with the
@@ -123,11 +126,11 @@ def _warn(message: str, origin: int = 0) -> None:
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
     if frame is None:
-        warnings.warn(message, FusejitWarning, stacklevel=2)
+        warnings.warn(message, _category, stacklevel=2)
         return
     # As warnings.warn does for a stack level (which passes no module_globals: with them, a
     # `python -c` script's __main__ made linecache fail with ImportError).
     scope = frame.f_globals
-    warnings.warn_explicit(message, FusejitWarning, frame.f_code.co_filename, frame.f_lineno,
+    warnings.warn_explicit(message, _category, frame.f_code.co_filename, frame.f_lineno,
                            module=scope.get("__name__", "<string>"),
                            registry=scope.setdefault("__warningregistry__", {}))

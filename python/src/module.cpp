@@ -198,6 +198,19 @@ DType dtype_of(nb::dlpack::dtype t, const std::optional<std::string>& as, const 
                                 : ""));
 }
 
+// The DLPack device types fusejit reads (dlpack.h's DLDeviceType): host memory, one GPU's memory,
+// and pinned or managed memory (which the CPU path and every GPU read). Any other (0 is none,
+// ROCm, Vulkan, ...) would be read at an address no kernel here can use.
+void check_device_type(int type, const TensorName& what) {
+  if (type == nb::device::cpu::value || type == nb::device::cuda::value || type == nb::device::cuda_host::value ||
+      type == nb::device::cuda_managed::value)
+    return;
+  throw fusejit::Error(fusejit::ErrorKind::User,
+                       what() + ": on DLPack device type " + std::to_string(type) +
+                           ", which fusejit does not read (it reads kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3 and "
+                           "kDLCUDAManaged = 13)");
+}
+
 // Views of caller arrays as the launch API sees them. Shapes and strides are owned here, so the
 // TensorRefs stay valid while this lives.
 struct Tensors {
@@ -213,9 +226,11 @@ struct Tensors {
       shape[d] = static_cast<int64_t>(a.shape(d));
       stride[d] = a.stride(d);
     }
+    check_device_type(a.device_type(), what);
     if (device_type && a.device_type() != device_type)
       throw fusejit::Error(fusejit::ErrorKind::User, what() + ": on another kind of device than the tensors before it");
-    if (device_type && a.device_id() != device_id)
+    // Host memory's device_id means nothing (DLPack: 0 for kDLCPU; not every producer says so).
+    if (device_type == nb::device::cuda::value && a.device_id() != device_id)
       throw fusejit::Error(fusejit::ErrorKind::User, what() + ": on device " + std::to_string(a.device_id()) +
                                                          ", the tensors before it on device " + std::to_string(device_id) +
                                                          " (one launch runs on one GPU)");
@@ -406,14 +421,20 @@ std::string_view kind_name(fusejit::ErrorKind k) {
   return "internal";
 }
 
+// fusejit._errors' from_cpp and _warn, taken once when the module is initialised (strong
+// references, never released, as the module's own): an import on each error would run the package
+// again where fusejit was removed from sys.modules (nanobind aborts on a second initialisation),
+// and the classes they make are the ones `fusejit.UserError` names also after an
+// importlib.reload of fusejit._errors (they bind its classes when defined).
+nb::handle g_from_cpp, g_warn;
+
 // fusejit::Error -> fusejit.Error (a subclass per kind, built by fusejit._errors in Python).
 void translate_error(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
   } catch (const fusejit::Error& e) {
     try {
-      nb::object make = nb::module_::import_("fusejit._errors").attr("from_cpp");
-      nb::object exc = make(kind_name(e.kind()), std::string(e.what()), e.file(), e.line(), e.column(), e.diagnostic());
+      nb::object exc = g_from_cpp(kind_name(e.kind()), std::string(e.what()), e.file(), e.line(), e.column(), e.diagnostic());
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
     } catch (nb::python_error& pe) {
       // What Python raised while building it: a Ctrl-C that arrived during the call (its signal
@@ -431,7 +452,7 @@ void python_warning(std::string_view message) {
     // At the line of the call it comes from: this thread's, or that of the thread a worker serves.
     const std::thread::id origin = fusejit::warning_origin();
     const auto it = origin == std::this_thread::get_id() ? caller_idents.end() : caller_idents.find(origin);
-    nb::module_::import_("fusejit._errors").attr("_warn")(std::string(message), it == caller_idents.end() ? 0 : it->second);
+    g_warn(std::string(message), it == caller_idents.end() ? 0 : it->second);
   } catch (nb::python_error& e) {
     pending_warning_errors.try_emplace(fusejit::warning_origin(), std::move(e));  // the first one stays
   }
@@ -601,7 +622,11 @@ void bind_graph(nb::module_& m) {
           "capability (its row cache limit; short rows re-read), None: without a GPU (row_cache_limit 0: "
           "48 KiB). Raises TypeError/ValueError/UserError for bad option values as compile does, and "
           "UserError for an arch whose shared memory fusejit does not know.")
-      .def("__repr__", [](const Graph& g) { return "<fusejit.Graph " + g.name() + ">"; });
+      .def("__repr__", [](const Graph& g) { return "<fusejit.Graph" + (g.name().empty() ? "" : " " + g.name()) + ">"; })
+      // Immutable (with_dims makes a new one): a copy is the graph itself (pickled as its text:
+      // fusejit/__init__.py).
+      .def("__copy__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__deepcopy__", [](nb::handle self, nb::handle) { return nb::borrow(self); }, "memo"_a);
 }
 
 
@@ -756,6 +781,9 @@ void bind_cache(nb::module_& m) {
 NB_MODULE(_fusejit, m) {
   m.doc() = "fusejit's C++ API (use the `fusejit` package, not this module)";
   m.attr("__version__") = std::string(fusejit::version());
+  const nb::module_ errors = nb::module_::import_("fusejit._errors");
+  g_from_cpp = nb::object(errors.attr("from_cpp")).release();
+  g_warn = nb::object(errors.attr("_warn")).release();
   nb::register_exception_translator(&translate_error);
   // Without the GIL: setting waits for handler calls in progress, which wait for the GIL.
   released([] { fusejit::set_warning_handler(&python_warning); });

@@ -1134,3 +1134,74 @@ def test_python_api_hostile_round_finds():
     ps = fusejit.compile(fusejit.Graph.parse("dim N = 4\ninput v : f32[N]\nparam s : f32 = 1\nw = v * s\noutput w"))
     with pytest.raises(TypeError, match=r"param 's': expected a bool, int or float, got complex64 \(a 0-d value of dtype complex64"):
         ps(v, s=np.complex64(1))
+
+
+def test_a_testers_finds_of_session_44():
+    """A tester's finds: NumPy objects that are no arrays (np.dtype, x.flat) raised AttributeError;
+    a strided bf16 or a float8_e5m2 array got the generic "not readable as a tensor"; a DLPack
+    tensor of device type 0 was read as host memory, and CPU tensors of two device ids refused;
+    each DLPack input was read twice when fusejit allocated the outputs; an importlib.reload of
+    fusejit._errors gave errors `except fusejit.UserError` missed; copy/pickle of a Graph failed."""
+    import copy
+    import pickle
+
+    import ml_dtypes
+
+    p = fusejit.compile(fusejit.Graph.parse("dim N = 4\ninput x : f32[N]\ny = x * 2\noutput y"))
+    x = np.arange(4, dtype=np.float32)
+    for odd in (np.dtype("f4"), x.flat, np.random.default_rng(0), np.add):
+        with pytest.raises(TypeError, match=r"input 'x': expected an array"):
+            p(x=odd)
+        with pytest.raises(TypeError, match=r"output 'y': expected an array"):
+            p(x=x, out=[odd])
+    h = fusejit.compile(fusejit.Graph.parse("dim N = 4\ninput x : bf16[N]\ny = x * 2\noutput y"))
+    strided = np.lib.stride_tricks.as_strided(np.zeros(64, ml_dtypes.bfloat16), (4,), (3,))
+    with pytest.raises(fusejit.UserError, match=r"input 'x': strides \(3,\) bytes are not multiples of its item size 2"):
+        h(x=strided)
+    with pytest.raises(fusejit.UserError, match="NumPy dtype float8_e5m2 has no fusejit dtype"):
+        h(x=np.zeros(4, ml_dtypes.float8_e5m2))
+
+    class Device:  # a DLPack producer of x's memory on a device it names (dlpack.h's structs)
+        def __init__(self, a, device):
+            self.a, self.device, self.calls, self.shape = a, device, 0, a.shape
+
+        def __dlpack__(self, **kwargs):
+            import ctypes as C
+
+            class Tensor(C.Structure):  # DLManagedTensor: DLTensor, manager_ctx, deleter
+                _fields_ = [("data", C.c_void_p), ("device", C.c_int32 * 2), ("ndim", C.c_int32),
+                            ("dtype", C.c_uint8 * 4), ("shape", C.POINTER(C.c_int64)),
+                            ("strides", C.c_void_p), ("byte_offset", C.c_uint64), ("ctx", C.c_void_p),
+                            ("deleter", C.c_void_p)]
+
+            self.calls += 1
+            shape = (C.c_int64 * 1)(self.a.size)
+            t = Tensor(self.a.ctypes.data, (C.c_int32 * 2)(*self.device), 1, (C.c_uint8 * 4)(2, 32, 1, 0),
+                       C.cast(shape, C.POINTER(C.c_int64)), None, 0, None, None)
+            self.keep = (t, shape)  # alive as long as the producer (no deleter)
+            new = C.pythonapi.PyCapsule_New
+            new.restype, new.argtypes = C.py_object, [C.c_void_p, C.c_char_p, C.c_void_p]
+            return new(C.addressof(t), b"dltensor", None)
+
+        def __dlpack_device__(self):
+            return tuple(self.device)
+
+    with pytest.raises(fusejit.UserError, match=r"input 'x': on DLPack device type 0, which fusejit does not read"):
+        p(x=Device(x, (0, 0)))
+    two = fusejit.compile(fusejit.Graph.parse("dim N = 4\ninput x : f32[N]\ninput z : f32[N]\ny = x * z\noutput y"))
+    assert two(x=x, z=Device(x, (1, 5)))["y"].tolist() == (x * x).tolist()  # host memory: its id means nothing
+    once = Device(x, (1, 0))
+    assert p(x=once)["y"].tolist() == (x * 2).tolist() and once.calls == 2  # output shapes, then launch
+    assert p(x=once)["y"].tolist() == (x * 2).tolist() and once.calls == 3  # the output shapes learnt
+    # Errors keep their classes after a reload of the module that defines them (in a child: the
+    # reload would outlive this test).
+    code = ("import importlib, numpy as np, fusejit\n"
+            "p = fusejit.compile(fusejit.Graph.parse('input x : f32[4]\\ny = x * 2\\noutput y'))\n"
+            "importlib.reload(fusejit._errors)\n"
+            "try:\n    p(x=np.ones(4))\nexcept fusejit.UserError as e:\n    print('caught', e.message)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0 and res.stdout.startswith("caught input 'x': expected f32"), res.stdout + res.stderr
+    g = p.graph
+    assert copy.copy(g) is g and copy.deepcopy(g) is g and copy.copy(p) is p and copy.deepcopy(p) is p
+    back = pickle.loads(pickle.dumps(g))
+    assert back.to_text() == g.to_text() and repr(back) == "<fusejit.Graph>"
