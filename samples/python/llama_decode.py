@@ -72,7 +72,7 @@ def check_norm(rng: np.random.Generator, T: int, H: int) -> None:
     y = (hb / np.sqrt((hb * hb).mean(-1, keepdims=True) + 1e-5)).astype(np.float32).astype(BF16)
     y = y.astype(np.float64) * w.astype(np.float64)
     print(f"add_rmsnorm [{T}, {H}]: {kernels(add_rmsnorm, x, res, w)}; h within "
-          f"{bf16_ulps(out['h'], h)} bf16 ulp, y within {bf16_ulps(out['y'], y)} of float64")
+          f"{bf16_ulps(out['h'], h)} bf16 ulp, y within {bf16_ulps(out['y'], y)} bf16 ulp of float64")
     # y rounds twice, the normalised value to bf16 and its product with w: a normalised value a
     # fraction of an f32 ulp from a bf16 tie may round the other way (1 bf16 ulp), and w < 1 can
     # move the product into the binade below, where that is 2 (row 25 of 128 tokens, seed 0).
