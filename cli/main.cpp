@@ -898,7 +898,7 @@ int main(int argc, char** argv) {
                "bitwise check.",
                "fusejit"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string(fj::version()));
+  app.set_version_flag("--version", "fusejit " + std::string(fj::version()));
   RunCommand run;
   PlanCommand plan;
   CompileCommand compile;

@@ -2,6 +2,7 @@
 #include "lib/launch_check.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -72,7 +73,7 @@ std::string free_dim_name(const ir::Graph& g) {
 // A tensor of another rank than the graph's input: a graph input's rank is fixed (NumPy would
 // broadcast a [S] mask against [1, 1, S]; a launch does not). Where the graph's extra leading dims
 // are literal 1s, the reshape that fits.
-std::string rank_hint(const ir::Node& n, std::span<const int64_t> shape) {
+std::string rank_hint(const ir::Node& n, std::span<const int64_t> shape, bool python) {
   if (shape.size() == n.shape.size()) return "";
   std::string hint = fmt::format("; a graph input's rank is fixed ({} in the graph, {} given)", n.shape.size(), shape.size());
   const size_t extra = n.shape.size() > shape.size() ? n.shape.size() - shape.size() : 0;
@@ -81,17 +82,26 @@ std::string rank_hint(const ir::Node& n, std::span<const int64_t> shape) {
   if (!ones) return hint;
   std::vector<int64_t> fit(extra, 1);
   fit.insert(fit.end(), shape.begin(), shape.end());
-  return hint + fmt::format(": reshape it to {} (NumPy: x.reshape({}))", shape_text(fit), fmt::join(fit, ", "));
+  return hint + fmt::format(": reshape it to {}{}", shape_text(fit),
+                            python ? fmt::format(" (NumPy: x.reshape({}))", fmt::join(fit, ", ")) : "");
 }
 
-// A byte mask given for a bool input: the graph can take it as it is.
-std::string dtype_hint(const ir::Node& n, DType given) {
+// A byte mask given for a bool input: the graph can take it as it is. `python`: the conversion
+// in NumPy and PyTorch, else in the C++ API.
+std::string dtype_hint(const ir::Node& n, DType given, bool python) {
   if (to_ir(given) == n.dtype) return "";
   if (n.dtype == ir::DType::Bool && (given == DType::U8 || given == DType::I8))
     return fmt::format("; for a byte mask, declare the input {} and use `{} != 0` (or cast({}, bool)) in the graph",
                        given == DType::U8 ? "u8" : "i8", n.name, n.name);
   // A launch converts no dtype (a copy the caller did not ask for): say how to convert.
   const std::string_view want = ir::dtype_name(n.dtype);
+  if (!python) {
+    std::string upper(want);  // DType's enumerator: BF16, F32, Bool
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (upper == "BOOL") upper = "Bool";
+    return fmt::format("; a launch converts no dtype: convert the tensor to {} first (a HostTensor t: "
+                       "HostTensor::from_floats(DType::{}, t.shape(), t.to_floats()))", want, upper);
+  }
   return fmt::format("; a launch converts no dtype: convert the tensor to {} first (NumPy: x.astype(fusejit.numpy_dtype"
                      "(\"{}\")), PyTorch: x.to(fusejit.torch_dtype(\"{}\")))", want, want, want);
 }
@@ -183,16 +193,16 @@ std::string null_hint(std::span<const int64_t> shape) { return shape.empty() ? "
 // would mislead.
 template <class T>
 std::string misfit_hints(const ir::Graph& g, std::span<const T> inputs, size_t k, const std::string& conflict,
-                         const std::string& fixed) {
+                         const std::string& fixed, bool python) {
   const ir::Node& n = g.node(g.inputs[k]);
   const T& t = inputs[k];
   std::string swap = swap_hint(g, inputs, k);
   if (swap.empty() && !conflict.empty()) swap = conflict_swap_hint(g, inputs);
-  return swap.empty() ? fixed + rank_hint(n, t.shape) + dtype_hint(n, t.dtype) + moved_hint(t) : swap;
+  return swap.empty() ? fixed + rank_hint(n, t.shape, python) + dtype_hint(n, t.dtype, python) + moved_hint(t) : swap;
 }
 
 template <class T>
-[[noreturn]] void refuse_inputs(const ir::Graph& g, std::span<const T> inputs) {
+[[noreturn]] void refuse_inputs(const ir::Graph& g, std::span<const T> inputs, bool python) {
   DimBindings b{std::vector<int64_t>(g.dims.size(), -1), std::vector<std::string>(g.dims.size())};
   for (size_t k = 0; k < inputs.size(); ++k) {
     const ir::Node& n = g.node(g.inputs[k]);
@@ -222,7 +232,7 @@ template <class T>
     if (!ok)
       throw ir::UserError(fmt::format("input '{}': expected {}{}, got {}{}{}", n.name, expected_type(g, n, b), conflict,
                                       dtype_text(to_ir(t.dtype)), shape_text(t.shape),
-                                      misfit_hints(g, inputs, k, conflict, fixed)));
+                                      misfit_hints(g, inputs, k, conflict, fixed, python)));
     b = std::move(next);
   }
   throw ir::InternalError("refuse_inputs: every input fits");
@@ -245,7 +255,8 @@ void check_counts(const ir::Graph& g, size_t inputs, size_t outputs) {
 }
 
 template <class T>
-void bind_dims(const ir::Graph& g, std::span<const T> inputs, std::vector<int64_t>& dims) {
+void bind_dims(const ir::Graph& g, std::span<const T> inputs, std::vector<int64_t>& dims, MessageStyle style) {
+  const bool python = style == MessageStyle::Python;
   if (inputs.size() != g.inputs.size())
     throw ir::UserError(fmt::format("expected {} input tensor(s) ({}), got {}", g.inputs.size(), input_names(g), inputs.size()));
   dims.assign(g.dims.size(), -1);
@@ -253,13 +264,13 @@ void bind_dims(const ir::Graph& g, std::span<const T> inputs, std::vector<int64_
     const ir::Node& n = g.node(g.inputs[k]);
     const T& t = inputs[k];
     if (!valid_dtype(t.dtype)) check_dtype(t.dtype, "input '" + n.name + "'");
-    if (to_ir(t.dtype) != n.dtype || t.shape.size() != n.shape.size()) refuse_inputs(g, inputs);
+    if (to_ir(t.dtype) != n.dtype || t.shape.size() != n.shape.size()) refuse_inputs(g, inputs, python);
     for (size_t d = 0; d < n.shape.size(); ++d) {
       const ir::Dim& dim = n.shape[d];
       const int64_t v = t.shape[d];
       int64_t* bound = dim.sym >= 0 ? &dims[static_cast<size_t>(dim.sym)] : nullptr;
       const bool ok = bound ? v >= 0 && (*bound < 0 || *bound == v) : v == dim.size;
-      if (!ok) refuse_inputs(g, inputs);
+      if (!ok) refuse_inputs(g, inputs, python);
       if (bound) *bound = v;
     }
   }
@@ -267,8 +278,8 @@ void bind_dims(const ir::Graph& g, std::span<const T> inputs, std::vector<int64_
     if (dims[k] < 0) dims[k] = g.dims[k].value;
 }
 
-template void bind_dims<TensorRef>(const ir::Graph&, std::span<const TensorRef>, std::vector<int64_t>&);
-template void bind_dims<TensorView>(const ir::Graph&, std::span<const TensorView>, std::vector<int64_t>&);
+template void bind_dims<TensorRef>(const ir::Graph&, std::span<const TensorRef>, std::vector<int64_t>&, MessageStyle);
+template void bind_dims<TensorView>(const ir::Graph&, std::span<const TensorView>, std::vector<int64_t>&, MessageStyle);
 
 void dims_from_values(const ir::Graph& g, const DimValues& dims, std::vector<int64_t>& out) {
   out.resize(g.dims.size());

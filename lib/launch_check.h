@@ -20,9 +20,10 @@ void check_counts(const ir::Graph& g, size_t inputs, size_t outputs);
 // Binds every graph dim from the inputs' shapes into `dims` (Graph::dims order; a dim no input
 // names keeps its current value), checking each input's dtype, rank and literal sizes. T is
 // TensorRef or TensorView. Throws ir::UserError naming the input (and the input that bound a dim
-// to another value).
+// to another value); its hints convert or reshape in NumPy and PyTorch for MessageStyle::Python,
+// else in the C++ API.
 template <class T>
-void bind_dims(const ir::Graph& g, std::span<const T> inputs, std::vector<int64_t>& dims);
+void bind_dims(const ir::Graph& g, std::span<const T> inputs, std::vector<int64_t>& dims, MessageStyle style);
 
 // The dim values `dims` names, the others at their current values, into `out`. Throws
 // ir::UserError on an unknown name or a negative value.

@@ -343,7 +343,7 @@ void Program::launch(std::span<const TensorRef> inputs, std::span<const TensorRe
     s.outputs.clear();
     for (const TensorRef& r : inputs) s.inputs.push_back({reinterpret_cast<uint64_t>(r.data), r.shape, r.strides});
     for (const TensorRef& r : outputs) s.outputs.push_back({reinterpret_cast<uint64_t>(r.data), r.shape, r.strides});
-    bind_dims(g, inputs, s.dims);
+    bind_dims(g, inputs, s.dims, p.options.message_style);
     check_output_dtypes(g, outputs);
     check_strides(g, s.inputs, s.outputs);
     if (p.backend == Backend::Cuda) check_alignment(g, s.inputs, s.outputs);
@@ -357,7 +357,7 @@ void Program::launch(std::span<const TensorRef> inputs, std::span<const TensorRe
 std::vector<std::vector<int64_t>> Program::output_shapes(std::span<const TensorRef> inputs, PlanKind kind) const {
   return translate_errors([&] {
     std::vector<int64_t> dims;
-    bind_dims(impl_->graph.impl().graph, inputs, dims);
+    bind_dims(impl_->graph.impl().graph, inputs, dims, impl_->options.message_style);
     const auto [runs, hit] = resolve_dims(*impl_, kind, dims);
     return hit.state->output_shapes;
   }, impl_->graph.impl().graph.file, impl_->graph.impl().source);

@@ -112,7 +112,7 @@ Measurement measure_any(const Impl& p0, std::span<const TensorView> inputs, cons
     const jit::LaunchScratch::Lease lease;  // the launches below use it (of_this_thread)
     const ir::Graph& g = p0.graph.impl().graph;
     std::vector<int64_t> dims;
-    bind_dims(g, inputs, dims);
+    bind_dims(g, inputs, dims, p0.options.message_style);
     check_strides(g, args_of(inputs), {});  // first: check_view_data needs extents that fit in int64
     check_view_data(g, inputs);
     const std::vector<ir::Scalar> pv = resolve_params(g, params, p0.options.message_style);

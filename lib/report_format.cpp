@@ -133,11 +133,12 @@ std::string header_text(const RunReport& r) {
   std::string run_args = r.file_inputs.size() < r.inputs.size() || r.inputs.empty()
                              ? fmt::format("seed {}{}", r.seed, r.special_values ? ", special values" : "")
                              : "no random inputs";
-  for (const auto& [n, v] : r.params) run_args += fmt::format(", {}={}", n, scalar_text(v));
   const std::string from = r.file_inputs.empty() ? std::string("random inputs")
                            : fmt::format("{} from .npy files{}", fmt::join(r.file_inputs, ", "),
                                          r.file_inputs.size() < r.inputs.size() ? ", the rest random" : "");
-  s += fmt::format("  run       {} ({})\n", run_args, from);
+  std::string params;  // every param's value, given or its default (after the inputs: none is random)
+  for (const auto& [n, v] : r.params) params += fmt::format("{}{}={}", params.empty() ? "; params " : ", ", n, scalar_text(v));
+  s += fmt::format("  run       {} ({}){}\n", run_args, from, params);
   s += fmt::format("  {}\n", r.rewrites);
   return s + fmt::format("  plan      {}\n\n", r.plan);
 }

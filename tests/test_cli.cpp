@@ -325,7 +325,10 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
   CHECK(r.out.size() < 1000);
   // Subnormal values are numbers; only overflow is out of range.
   std::ofstream(dir / "sub.txt") << "param p : f64 = 0\ninput x : f64[4]\ny = x + p\noutput y\n";
-  CHECK(run("run " + (dir / "sub.txt").string() + " --backend cpu --param p=1e-320 --range x=1e-320:1e-319").code == 0);
+  r = run("run " + (dir / "sub.txt").string() + " --backend cpu --param p=1e-320 --range x=1e-320:1e-319");
+  CHECK(r.code == 0);
+  // The params after the inputs' source, not inside it ("seed 0, p=... (random inputs)").
+  CHECK(r.out.find("run       seed 0 (random inputs); params p=") != std::string::npos);
   CHECK(run("run " + (dir / "sub.txt").string() + " --backend cpu --param p=1e999").code == 2);
 }
 
@@ -393,6 +396,9 @@ TEST_CASE("generated inputs come from the graph's `range`, which --range overrid
   CHECK(run("frobnicate").code == 2);
   CHECK(run("--help").code == 0);
   CHECK(run("run --help").code == 0);
+  const auto version = run("--version");  // the name too, as other tools print it
+  CHECK(version.code == 0);
+  CHECK(version.out.rfind("fusejit 0.", 0) == 0);
 }
 
 TEST_CASE("--dim errors point at the command line, not at the graph file") {

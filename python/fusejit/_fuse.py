@@ -1309,8 +1309,10 @@ class Fused:
         elif isinstance(result, dict):
             kind, keys, values = dict, list(result), list(result.values())
         else:
+            none = ("; it was called with no array argument (numbers are constants of the trace): pass NumPy "
+                    "arrays or tensors" if not inputs else "")
             raise UserError(f"fuse: '{self.__name__}' returned {type(result).__name__}: return a value computed "
-                            "from its array arguments, or a tuple, list or dict of such values")
+                            f"from its array arguments, or a tuple, list or dict of such values{none}")
         named: dict = {}
         sources = [self._output(b, k, kind, keys, v, inputs, named, taken) for k, v in enumerate(values)]
         if not named:

@@ -1201,6 +1201,9 @@ def test_a_testers_finds_of_session_44():
             "try:\n    p(x=np.ones(4))\nexcept fusejit.UserError as e:\n    print('caught', e.message)\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0 and res.stdout.startswith("caught input 'x': expected f32"), res.stdout + res.stderr
+    # The hints are NumPy's and PyTorch's here (C++'s HostTensor in the C++ API: tests/test_api.cpp).
+    with pytest.raises(fusejit.UserError, match=r"first \(NumPy: x\.astype\(fusejit\.numpy_dtype\(\"f32\"\)\), PyTorch"):
+        p(x=np.ones(4))
     g = p.graph
     assert copy.copy(g) is g and copy.deepcopy(g) is g and copy.copy(p) is p and copy.deepcopy(p) is p
     back = pickle.loads(pickle.dumps(g))

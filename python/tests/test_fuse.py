@@ -1000,6 +1000,9 @@ def test_output_names_never_clash_with_inputs_or_dims():
     assert list(d) == ["x", "x_0"] and np.array_equal(d["x"], [2] * 3) and np.array_equal(d["x_0"], [2] * 3)
     with pytest.raises(fusejit.UserError, match="computes nothing"):
         fusejit.fuse(lambda x: (x,))(X)
+    # Called with no array at all (a new user's first try): says so.
+    with pytest.raises(fusejit.UserError, match=r"returned float64: .* it was called with no array argument"):
+        fusejit.fuse(lambda x: np.exp(x) * 2)(3.0)
 
 
 def test_fused_methods_and_positional_reduction_arguments():
