@@ -590,7 +590,17 @@ struct RunCommand {
     fj::RunReport rep = fj::run_graph(common.load(ro.input_files), ro);
     if (json) log.append_to(rep.warnings);
     std::fputs((json ? rep.to_json() + "\n" : rep.to_text()).c_str(), stdout);
+    if (!json) files_written(rep);
     return rep.ok() ? 0 : 1;
+  }
+
+  // Where --save-dir wrote (the report is the library's; its plan line names --dump-dir's folder).
+  void files_written(const fj::RunReport& rep) const {
+    if (!save_dir.empty()) {
+      std::string names;
+      for (const fj::TensorInfo& o : rep.outputs) names += (names.empty() ? "" : ", ") + o.name + ".npy";
+      std::printf("  saved     %s in %s\n", names.c_str(), save_dir.c_str());
+    }
   }
 };
 

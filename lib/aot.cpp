@@ -616,9 +616,10 @@ void check_output(const json& x, const std::string& file, const std::string& dir
                                     "writes)",
                                     file, x.contains("output") ? x["output"].dump() : "missing"));
   if (x["output"] == "none")
-    throw ir::UserError(fmt::format("'{}' holds no GPU binaries (it was written with Options::dump_dir from the CPU "
-                                    "path, for reading): write a folder to load with `fusejit compile GRAPH --arch "
-                                    "sm_XY -o DIR` or fusejit::compile_to_dir",
+    throw ir::UserError(fmt::format("'{}' holds no GPU binaries (a dump folder of the CPU path: Options::dump_dir, "
+                                    "Python's dump_dir=, `fusejit run --dump-dir`; for reading): write a folder to "
+                                    "load with `fusejit compile GRAPH --arch sm_XY -o DIR`, fusejit::compile_to_dir or "
+                                    "fusejit.compile_to_dir (no GPU needed)",
                                     dir));
 }
 

@@ -296,6 +296,8 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
   CHECK(r.code == 2);
   CHECK(r.out.find("cannot be saved: its file name would have 304 bytes, more than the 255") != std::string::npos);
   CHECK(!fs::exists(odd / "saved" / "a.npy"));
+  r = run("run " + sample("x2x3.txt") + " --backend cpu --repeats 1 --dim N=4 --save-dir " + (odd / "saved").string());
+  CHECK(r.out.find("  saved     z.npy in " + (odd / "saved").string()) != std::string::npos);  // it says where
   // ... and so is one where a folder has its file's name.
   std::ofstream(odd / "two.txt") << "input x : f32[4]\nm = x + 1\nt = x * 2\noutput m, t\n";
   fs::create_directories(odd / "saved2" / "t.npy");

@@ -1248,7 +1248,7 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
       {[](nlohmann::json& x) { x["headers"] = {1}; }, "\"headers\" holds a value that is not a string"},
       {[](nlohmann::json& x) { x["graph"] = std::string("graph.txt\0junk", 14); }, "\"graph\" is not a file name in the folder"},
       {[](nlohmann::json& x) { x.erase("dims"); }, "\"dims\" is missing"},
-      {[](nlohmann::json& x) { x["output"] = "none"; }, "it was written with Options::dump_dir from the CPU path"},
+      {[](nlohmann::json& x) { x["output"] = "none"; }, "(a dump folder of the CPU path: Options::dump_dir, Python's dump_dir=, `fusejit run --dump-dir`; for reading)"},
       {[](nlohmann::json& x) { x["output"] = "exe"; }, "has \"output\": \"exe\" (\"cubin\" or \"ptx\""},
       {[](nlohmann::json& x) { x.erase("output"); }, "has \"output\": missing"},
       {[](nlohmann::json& x) { x["format_version"] = 1.0; }, "has format_version 1.0; this fusejit reads the number 1"},
