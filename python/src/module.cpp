@@ -358,10 +358,18 @@ namespace {
 using fusejit_py::scalar_to_py;
 
 // Dim values from a dict of names to ints (not bools, as for row_split), each within int64.
-fusejit::DimValues to_dims(const std::optional<nb::dict>& dims) {
+// {name: size}: a dict, or any mapping (as dict() reads it); None for none. TypeError for any
+// other object (a list of sizes: nanobind's refusal would dump the extension's signatures).
+fusejit::DimValues to_dims(nb::handle given) {
   fusejit::DimValues out;
-  if (!dims) return out;
-  for (auto [k, v] : *dims) {
+  if (given.is_none()) return out;
+  if (!nb::isinstance<nb::dict>(given) && !nb::hasattr(given, "keys"))
+    throw nb::type_error(("dims: expected a dict {name: size}, got " +
+                          nb::cast<std::string>(given.type().attr("__name__")))
+                             .c_str());
+  const nb::dict dims = nb::isinstance<nb::dict>(given) ? nb::borrow<nb::dict>(given)
+                                                        : nb::borrow<nb::dict>(nb::module_::import_("builtins").attr("dict")(given));
+  for (auto [k, v] : dims) {
     if (!nb::isinstance<nb::str>(k))
       throw nb::type_error(("dims: a dim name is a str, not " + nb::cast<std::string>(nb::repr(k))).c_str());
     const std::string name = nb::cast<std::string>(k);
@@ -556,7 +564,7 @@ void bind_graph(nb::module_& m) {
   nb::class_<Graph>(m, "Graph", "An immutable, verified graph of elementwise ops and reductions (docs/graph-format.md).")
       .def_static(
           "parse",
-          [](std::string_view text, nb::handle filename, std::optional<nb::dict> dims) {
+          [](std::string_view text, nb::handle filename, nb::handle dims) {
             // A name for errors: a str as it is, an os.PathLike or bytes as Graph.load takes them.
             const std::string file = filename.is_none()                 ? std::string("<string>")
                                      : nb::isinstance<nb::str>(filename) ? nb::cast<std::string>(filename)
@@ -566,22 +574,29 @@ void bind_graph(nb::module_& m) {
           },
           "text"_a, "filename"_a = nb::none(), "dims"_a = nb::none(),
           nb::sig("def parse(text: str, filename: str | bytes | os.PathLike[str] | None = None, "
-                  "dims: dict[str, int] | None = None) -> Graph"),
+                  "dims: Mapping[str, int] | None = None) -> Graph"),
           "Parses and verifies graph text (docs/graph-format.md). filename: named in errors (default "
           "\"<string>\"). dims: {name: size} overriding the file's `dim` declarations. Raises UserError "
           "with file:line:col for bad text, and naming the dim for an unknown dim or a size < 0.")
       .def_static(
           "load",
-          [](nb::handle path, std::optional<nb::dict> dims) {
+          [](nb::handle path, nb::handle dims) {
             const std::string file = path_arg(path, "path", false);
             fusejit::DimValues d = to_dims(dims);
             return released([&] { return Graph::load(file, d); });
           },
           "path"_a, "dims"_a = nb::none(),
-          nb::sig("def load(path: str | os.PathLike[str], dims: dict[str, int] | None = None) -> Graph"),
+          nb::sig("def load(path: str | os.PathLike[str], dims: Mapping[str, int] | None = None) -> Graph"),
           "Graph.parse of a file's text (path: a str or os.PathLike), errors located in that file. Raises "
           "UserError for an unreadable file too.")
-      .def("with_dims", [](const Graph& g, nb::dict dims) { return g.with_dims(to_dims(dims)); }, "dims"_a,
+      .def(
+          "with_dims",
+          [](const Graph& g, nb::handle dims) {
+            if (dims.is_none()) throw nb::type_error("dims: expected a dict {name: size}, got NoneType");
+            return g.with_dims(to_dims(dims));
+          },
+          "dims"_a.none(),
+           nb::sig("def with_dims(self, dims: Mapping[str, int]) -> Graph"),
            "A new Graph with some dims set to other sizes ({name: size}), verified again; this one is "
            "unchanged. Raises UserError for an unknown dim, a size < 0 or shapes that no longer agree.")
       .def_prop_ro("name", &Graph::name, "From its `graph NAME` line; \"\" if none.")

@@ -1206,5 +1206,12 @@ def test_a_testers_finds_of_session_44():
         p(x=np.ones(4))
     g = p.graph
     assert copy.copy(g) is g and copy.deepcopy(g) is g and copy.copy(p) is p and copy.deepcopy(p) is p
+    # dims that are no mapping: a TypeError naming what to pass (nanobind's dumped its signatures).
+    text = "dim N = 4\ninput x : f32[N]\ny = x * 2\noutput y"
+    for call in (lambda: fusejit.Graph.parse(text, dims=[4]), lambda: g.with_dims(None), lambda: g.with_dims([1])):
+        with pytest.raises(TypeError, match=r"^dims: expected a dict \{name: size\}, got (list|NoneType)$"):
+            call()
+    import types
+    assert fusejit.Graph.parse(text, dims=types.MappingProxyType({"N": 7})).dims == {"N": 7}  # any mapping
     back = pickle.loads(pickle.dumps(g))
     assert back.to_text() == g.to_text() and repr(back) == "<fusejit.Graph>"
