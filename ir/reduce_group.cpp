@@ -291,21 +291,7 @@ struct Analyzer {
     auto shared = std::stable_partition(info.reread_inputs.begin(), info.reread_inputs.end(),
                                         [&](NodeId i) { return !same_in_every_row(i); });
     info.per_row_inputs = static_cast<size_t>(shared - info.reread_inputs.begin());
-    count_pass_ops();
     keep_values();
-  }
-
-  // pass_ops: each pass's element scope, and the element outputs' (early ones in their pass).
-  void count_pass_ops() {
-    for (const std::vector<NodeId>& p : info.passes) {
-      std::set<NodeId> values;
-      for (NodeId r : p) pass_values(g.node(r).arg(0), values);
-      info.pass_ops += static_cast<int64_t>(values.size());
-    }
-    std::set<NodeId> values;
-    for (NodeId o : grp.outputs)
-      if (in_group.count(o) && !info.row.count(o)) pass_values(o, values);
-    info.pass_ops += static_cast<int64_t>(values.size());
   }
 
   // An op whose GPU code is long (~10 instructions or more a value): a CUDA Math API call, an IEEE

@@ -75,11 +75,6 @@ struct ReduceGroupInfo {
   // that computes it and reads it there in the epilogue, so the bits are the same either way. Not
   // f16/bf16 values (their storage and f32 forms), nor in column kernels (no row cache).
   std::vector<NodeId> kept_values;
-  // The element values the kernel computes per element, summed over the passes and the element
-  // outputs: each pass computes its element scope again (the row is kept on chip, not the values
-  // computed from it), so a chain of n reductions each reading the last computes ~n^2/2 values; the
-  // planner splits a group over kMaxOpsPerKernel of them (its source and compile time grow so too).
-  int64_t pass_ops = 0;
   // Why the group cannot run as one kernel of its kind ("" when it can), for the planner, and the
   // node (or input) it names.
   std::string problem;

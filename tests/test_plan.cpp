@@ -64,7 +64,6 @@ void check_plan(const Graph& g, const Plan& p, const PlanOptions& o = {}) {
     if (grp.nodes.size() > 1) {
       CHECK(estimate_param_bytes(g, grp) <= o.max_param_bytes);
       CHECK(static_cast<int>(grp.nodes.size()) <= o.max_ops_per_group);
-      CHECK(red.pass_ops <= o.max_ops_per_group);
     }
     CHECK_FALSE(grp.note.empty());
   }
@@ -365,22 +364,6 @@ TEST_CASE("op cap splits long chains") {
   Plan p = plan_fusion(g);
   CHECK(p.groups.size() == 4);
   check_plan(g, p);
-}
-
-TEST_CASE("a chain of reductions, each pass computing the last ones' values again, splits by the ops per element") {
-  // v = sum(v, -1, keepdim) + v, 40 times: one kernel's pass k computes k - 1 adds again (~800 in
-  // all, with a source and compile time growing as the square); split where a kernel's passes
-  // would compute more than the op cap.
-  std::string text = "input x : f32[4, 64]\nv0 = x\n";
-  for (int k = 0; k < 40; ++k) text += fmt::format("v{} = sum(v{}, -1, keepdim) + v{}\n", k + 1, k, k);
-  const Graph g = parse_graph(text + "output v40\n", "t");
-  const Plan p = plan_fusion(g);
-  REQUIRE(p.groups.size() == 2);
-  check_plan(g, p);
-  CHECK(p.groups[1].note.find("passes over a row would compute more than 256 ops") != std::string::npos);
-  const ReduceGroupInfo first = analyze_reduce_group(g, p.groups[0]);
-  CHECK(first.passes.size() == 20);
-  CHECK(first.pass_ops == 19 * 20 / 2 + 20);  // passes 1..20 compute 0..19 adds; the epilogue 20
 }
 
 TEST_CASE("deterministic and valid on 400 random graphs") {

@@ -38,8 +38,7 @@ struct PlanOptions {
 //    groups;
 //  - a smaller-shaped producer that is not a graph output is recomputed in each consumer group
 //    (PlanOptions::max_recompute_ops);
-//  - a group over the kernel parameter byte or op cap (for a reduction group, also the ops its
-//    passes compute per element: ReduceGroupInfo::pass_ops) is split in two (in topological order)
+//  - a group over the kernel parameter byte or op cap is split in two (in topological order)
 //    until all fit, so launches never fail on the parameter limit, even with 600 inputs;
 //  - every graph output is written exactly once, by the group computing it; an output that is a
 //    leaf gets a copy/fill group (append_leaf_output_groups).
