@@ -699,6 +699,11 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
   CHECK(message({a28, fj::HostTensor(fj::DType::BF16, {2, 8})}) ==
         "input 'up': expected f32[T=2, 8], got bf16[2, 8]; a launch converts no dtype: convert the tensor to f32 first "
         "(a HostTensor t: HostTensor::from_floats(DType::F32, t.shape(), t.to_floats()))");
+  // No recipe through f32 for an integer input (from_floats would round an i64 past 2^24).
+  const fj::Program ip = fj::Program::compile(fj::Graph::parse("input k : i64[4]\ny = k + 1\noutput y\n"), cpu_options());
+  CHECK_THROWS_WITH_AS(ip.run({fj::HostTensor(fj::DType::I32, {4})}),
+                       "input 'k': expected i64[4], got i32[4]; a launch converts no dtype: convert the tensor to i64 first",
+                       fj::Error);
   CHECK(message({a28, fj::HostTensor(fj::DType::F32, {2, 2, 8})}) ==
         "input 'up': expected f32[T=2, 8], got f32[2, 2, 8]; a graph input's rank is fixed (2 in the graph, 3 given)");
   // A mask of rank 1 for a [1, 1, S] input (NumPy would broadcast it): the reshape that fits.

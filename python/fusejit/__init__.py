@@ -616,12 +616,12 @@ class Program:
     def _allocate(self, results: list, like: Any, stored: list, in_as: list, plan: str) -> None:
         """Fills the outputs `out` did not give with new arrays like `like`."""
         # The output shapes follow from the input shapes alone: learnt once per input shapes, so a
-        # call reads each DLPack tensor once (the extension's output_shapes would read it again).
-        try:
+        # call reads each tensor once (the extension's output_shapes would read it again). Only for
+        # arrays whose .shape is their framework's (a DLPack producer's may be anything).
+        key = shapes = None
+        if all(type(a) in _NDARRAY_TYPES or _FRAMEWORK_OF_TYPE.get(type(a)) for a in stored):
             key = (plan, *[a.shape for a in stored])
             shapes = self._shapes.get(key)
-        except (AttributeError, TypeError):  # a DLPack producer without a hashable shape
-            key, shapes = None, None
         if shapes is None:
             try:
                 shapes = self._p.output_shapes(stored, in_as, plan)

@@ -665,6 +665,12 @@ _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile'
 _FLOAT_VALUES_WARNING_AT = 3
 
 
+def _no_array(inputs: list) -> str:
+    """The hint for a result that is no traced value when the call gave no array at all."""
+    return ("; it was called with no array argument (numbers are constants of the trace): pass NumPy arrays or "
+            "tensors" if not inputs else "")
+
+
 def _graph_name(name: str, fallback: str, taken: set) -> str:
     """A graph-format name for `name` (itself where it can be one, else `fallback`), made unique
     among `taken` with trailing underscores, and added to it."""
@@ -1309,10 +1315,8 @@ class Fused:
         elif isinstance(result, dict):
             kind, keys, values = dict, list(result), list(result.values())
         else:
-            none = ("; it was called with no array argument (numbers are constants of the trace): pass NumPy "
-                    "arrays or tensors" if not inputs else "")
             raise UserError(f"fuse: '{self.__name__}' returned {type(result).__name__}: return a value computed "
-                            f"from its array arguments, or a tuple, list or dict of such values{none}")
+                            f"from its array arguments, or a tuple, list or dict of such values{_no_array(inputs)}")
         named: dict = {}
         sources = [self._output(b, k, kind, keys, v, inputs, named, taken) for k, v in enumerate(values)]
         if not named:
@@ -1325,7 +1329,7 @@ class Fused:
         if not isinstance(v, Value):
             where = f"result {keys[k]!r}" if kind is dict else f"result {k}" if kind is not Value else "its result"
             raise UserError(f"fuse: '{self.__name__}' {where} is {type(v).__name__}, not a value computed from "
-                            "its array arguments")
+                            f"its array arguments{_no_array(inputs)}")
         for i, inp in enumerate(inputs):
             if v is inp:
                 b.allow_unused(inp)  # returned, so used: no warning

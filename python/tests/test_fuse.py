@@ -1003,6 +1003,8 @@ def test_output_names_never_clash_with_inputs_or_dims():
     # Called with no array at all (a new user's first try): says so.
     with pytest.raises(fusejit.UserError, match=r"returned float64: .* it was called with no array argument"):
         fusejit.fuse(lambda x: np.exp(x) * 2)(3.0)
+    with pytest.raises(fusejit.UserError, match=r"result 0 is float, .* it was called with no array argument"):
+        fusejit.fuse(lambda x: (x * 2, x + 1))(3.0)
 
 
 def test_fused_methods_and_positional_reduction_arguments():
