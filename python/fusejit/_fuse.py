@@ -665,7 +665,7 @@ _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile'
 _FLOAT_VALUES_WARNING_AT = 3
 
 
-def _no_array(inputs: list) -> str:
+def _no_array_hint(inputs: list) -> str:
     """The hint for a result that is no traced value when the call gave no array at all."""
     return ("; it was called with no array argument (numbers are constants of the trace): pass NumPy arrays or "
             "tensors" if not inputs else "")
@@ -1316,7 +1316,8 @@ class Fused:
             kind, keys, values = dict, list(result), list(result.values())
         else:
             raise UserError(f"fuse: '{self.__name__}' returned {type(result).__name__}: return a value computed "
-                            f"from its array arguments, or a tuple, list or dict of such values{_no_array(inputs)}")
+                            "from its array arguments, or a tuple, list or dict of such values"
+                            f"{_no_array_hint(inputs)}")
         named: dict = {}
         sources = [self._output(b, k, kind, keys, v, inputs, named, taken) for k, v in enumerate(values)]
         if not named:
@@ -1329,7 +1330,7 @@ class Fused:
         if not isinstance(v, Value):
             where = f"result {keys[k]!r}" if kind is dict else f"result {k}" if kind is not Value else "its result"
             raise UserError(f"fuse: '{self.__name__}' {where} is {type(v).__name__}, not a value computed from "
-                            f"its array arguments{_no_array(inputs)}")
+                            f"its array arguments{_no_array_hint(inputs)}")
         for i, inp in enumerate(inputs):
             if v is inp:
                 b.allow_unused(inp)  # returned, so used: no warning
