@@ -2,7 +2,6 @@
 #include "lib/launch_check.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -96,13 +95,11 @@ std::string dtype_hint(const ir::Node& n, DType given, bool python) {
   // A launch converts no dtype (a copy the caller did not ask for): say how to convert.
   const std::string_view want = ir::dtype_name(n.dtype);
   if (!python) {  // from_floats goes through f32: a recipe for f16, bf16 and f32 only (an i64 would round)
-    const bool via_f32 = n.dtype == ir::DType::F16 || n.dtype == ir::DType::BF16 || n.dtype == ir::DType::F32;
-    std::string upper(want);  // DType's enumerator: BF16, F32
-    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const char* e = n.dtype == ir::DType::F16 ? "F16" : n.dtype == ir::DType::BF16 ? "BF16"
+                    : n.dtype == ir::DType::F32 ? "F32" : nullptr;  // DType's enumerator
     return fmt::format("; a launch converts no dtype: convert the tensor to {} first{}", want,
-                       via_f32 ? fmt::format(" (a HostTensor t: HostTensor::from_floats(DType::{}, t.shape(), "
-                                             "t.to_floats()))", upper)
-                               : "");
+                       e ? fmt::format(" (a HostTensor t: HostTensor::from_floats(DType::{}, t.shape(), t.to_floats()))", e)
+                         : "");
   }
   return fmt::format("; a launch converts no dtype: convert the tensor to {} first (NumPy: x.astype(fusejit.numpy_dtype"
                      "(\"{}\")), PyTorch: x.to(fusejit.torch_dtype(\"{}\")))", want, want, want);

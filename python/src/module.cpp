@@ -358,9 +358,9 @@ namespace {
 
 using fusejit_py::scalar_to_py;
 
-// Dim values from a dict of names to ints (not bools, as for row_split), each within int64.
-// {name: size}: a dict, or any mapping (as dict() reads it); None for none. TypeError for any
-// other object (a list of sizes: nanobind's refusal would dump the extension's signatures).
+// Dim values from {name: size} (a dict, or any mapping as dict() reads it; None for none), each an
+// int within int64 (not a bool, as for row_split). TypeError for any other object (a list of
+// sizes: nanobind's refusal would dump the extension's signatures).
 fusejit::DimValues to_dims(nb::handle given) {
   fusejit::DimValues out;
   if (given.is_none()) return out;
