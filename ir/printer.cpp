@@ -166,10 +166,17 @@ struct Printer {
     for (const DimDecl& d : g.dims) out += "dim " + d.name + " = " + std::to_string(d.value) + "\n";
     for (NodeId id = 0; id < g.size(); ++id)
       if (!inlined[id]) out += line(id);
-    // Outputs: an output named differently from its node goes through an alias line.
+    // Outputs: an output named differently from its node goes through an alias line. One that
+    // rewrites made an input or a param prints as a same-dtype cast, since the parser refuses an
+    // output naming an input; strict rewrites remove the cast again (cast-same).
     std::string outputs;
     for (const OutputDecl& o : g.outputs) {
-      if (o.name != names[o.node]) out += o.name + " = " + names[o.node] + "\n";
+      const Node& n = g.node(o.node);
+      if (n.op == Op::Input || n.op == Op::Param)
+        out += o.name + " = cast(" + names[o.node] + ", " + std::string(dtype_name(n.dtype)) + ")  # output " +
+               o.name + " is " + (n.op == Op::Input ? "input " : "param ") + names[o.node] + "\n";
+      else if (o.name != names[o.node])
+        out += o.name + " = " + names[o.node] + "\n";
     }
     for (const OutputDecl& o : g.outputs) outputs += (outputs.empty() ? "output " : ", ") + o.name;
     out += outputs + "\n";

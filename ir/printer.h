@@ -21,7 +21,9 @@ namespace fusejit::ir {
 // structurally_equal to g, and printing that again gives the same text. Graphs built through the
 // API round-trip too when their node and output names are distinct identifiers that are not
 // reserved words; otherwise such names are replaced (the text still parses). NaN payloads other
-// than the default quiet NaN (with either sign) are not preserved.
+// than the default quiet NaN (with either sign) are not preserved. An output that is an input or a
+// param (as rewrites may leave it; the parser refuses one) prints as a same-dtype cast of it with a
+// comment, so the text parses, and strict rewrites of it give the graph back.
 std::string print_graph(const Graph& g);
 
 // Text of one literal as the printer writes it: "true", "-3", "0.5", "2.0", "-inf", "nan".
