@@ -199,8 +199,8 @@ DType dtype_of(nb::dlpack::dtype t, const std::optional<std::string>& as, const 
 }
 
 // The DLPack device types fusejit reads (dlpack.h's DLDeviceType): host memory, one GPU's memory,
-// and pinned or managed memory (which every GPU reads; a CPU program takes host memory only: see
-// launch()). Any other (0 is none, ROCm, Vulkan, ...) would be read at an address no kernel here
+// and pinned or managed memory (which every GPU reads; a CPU program takes host memory, pinned
+// included, only: see launch()). Any other (0 is none, ROCm, Vulkan, ...) would be read at an address no kernel here
 // can use.
 void check_device_type(int type, const TensorName& what) {
   if (type == nb::device::cpu::value || type == nb::device::cuda::value || type == nb::device::cuda_host::value ||
@@ -228,14 +228,19 @@ struct Tensors {
       stride[d] = a.stride(d);
     }
     check_device_type(a.device_type(), what);
-    if (device_type && a.device_type() != device_type)
+    // Pinned memory is host memory: a CPU program reads it as it reads NumPy's (a GPU program
+    // reads it in place, through its device address).
+    const int type = a.device_type() == nb::device::cuda_host::value && what.p.backend() == fusejit::Backend::Cpu
+                         ? nb::device::cpu::value
+                         : a.device_type();
+    if (device_type && type != device_type)
       throw fusejit::Error(fusejit::ErrorKind::User, what() + ": on another kind of device than the tensors before it");
     // Host memory's device_id means nothing (DLPack: 0 for kDLCPU; not every producer says so).
     if (device_type == nb::device::cuda::value && a.device_id() != device_id)
       throw fusejit::Error(fusejit::ErrorKind::User, what() + ": on device " + std::to_string(a.device_id()) +
                                                          ", the tensors before it on device " + std::to_string(device_id) +
                                                          " (one launch runs on one GPU)");
-    device_type = a.device_type();
+    device_type = type;
     device_id = a.device_id();
     shapes.push_back(std::move(shape));
     strides.push_back(std::move(stride));
@@ -331,8 +336,9 @@ void launch(const fusejit::Program& p, const std::vector<InArray>& inputs, const
   auto off_host = [](const Tensors& t) { return t.device_type && t.device_type != nb::device::cpu::value; };
   if (!cuda && (off_host(in) || off_host(out)))
     throw fusejit::Error(fusejit::ErrorKind::User,
-                         "this program runs on the CPU (" + p.backend_note() +
-                             "); pass host arrays (NumPy, or tensors on the CPU device)");
+                         "this program runs on the CPU (" +
+                             (p.backend_note().empty() ? std::string("backend=\"cpu\" was asked for") : p.backend_note()) +
+                             "); pass host arrays (NumPy, tensors on the CPU device, or pinned host memory)");
   if (in.device_type && out.device_type && in.device_type != out.device_type)
     throw fusejit::Error(fusejit::ErrorKind::User, "the outputs are on another kind of device than the inputs");
   released([&] {

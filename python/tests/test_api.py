@@ -1188,6 +1188,14 @@ def test_a_testers_finds_of_session_44():
 
     with pytest.raises(fusejit.UserError, match=r"input 'x': on DLPack device type 0, which fusejit does not read"):
         p(x=Device(x, (0, 0)))
+    cpu = fusejit.compile(fusejit.Graph.parse("dim N = 4\ninput x : f32[N]\ny = x * 2\noutput y"), backend="cpu")
+    # Pinned host memory (kDLCUDAHost) is host memory to a CPU program, beside NumPy's too.
+    assert cpu(x=Device(x, (3, 0)))["y"].tolist() == (x * 2).tolist()
+    y = np.zeros(4, np.float32)
+    cpu(x=Device(x, (3, 0)), out=[y])
+    assert y.tolist() == (x * 2).tolist()
+    with pytest.raises(fusejit.UserError, match=r'runs on the CPU \(backend="cpu" was asked for\); pass host arrays'):
+        cpu(x=Device(x, (2, 0)))
     two = fusejit.compile(fusejit.Graph.parse("dim N = 4\ninput x : f32[N]\ninput z : f32[N]\ny = x * z\noutput y"))
     assert two(x=x, z=Device(x, (1, 5)))["y"].tolist() == (x * x).tolist()  # host memory: its id means nothing
     liar = Device(np.arange(5, dtype=np.float32), (1, 0))
