@@ -16,6 +16,7 @@
 #include "ir/passes/plan_report.h"
 #include "ir/passes/rewrite.h"
 #include "ir/plan.h"
+#include "ir/reduce.h"
 #include "ir/reduce_group.h"
 #include "tests/support/random_graph.h"
 #include "tests/support/samples.h"
@@ -364,6 +365,23 @@ TEST_CASE("op cap splits long chains") {
   Plan p = plan_fusion(g);
   CHECK(p.groups.size() == 4);
   check_plan(g, p);
+}
+
+TEST_CASE("the op cap splitting a row output off its reductions does not plan every reduction alone") {
+  // The cap closed the LayerNorm's group after v + eps: the rest (rsqrt, a row output; y) had no
+  // reduction, could not write r as a reduction group, and the planner planned both means alone
+  // (and d, d * d, y in kernels between them). Only the row value at fault leaves the key now.
+  Graph g = parse_graph("input x : f32[16, 64]\nm = mean(x, -1, keepdim)\nd = x - m\nv = mean(d * d, -1, keepdim)\n"
+                        "r = rsqrt(v + 1e-5)\ny = d * r\noutput y, r\n",
+                        "ln.txt");
+  const PlanOptions o{.max_ops_per_group = 5, .rules = {}, .vector_rows = {}};
+  Plan p = plan_fusion(g, o);
+  check_plan(g, p, o);
+  const auto both = [&](const FusionGroup& grp) {
+    return std::count_if(grp.nodes.begin(), grp.nodes.end(), [&](NodeId id) { return is_reduction(g.node(id).op); }) == 2;
+  };
+  CHECK(std::any_of(p.groups.begin(), p.groups.end(), both));
+  CHECK(p.groups.size() == 3);  // the means with d; r over the rows; y
 }
 
 TEST_CASE("deterministic and valid on 400 random graphs") {

@@ -458,7 +458,10 @@ bool plan_groups(const Graph& g, std::set<NodeId>& isolated, std::set<NodeId>& d
     if (problem.empty()) problem = fmt::format("group {}: {}", gi, info.problem);
     const std::vector<NodeId>& members = fgs[gi].nodes;
     const NodeId bad = info.problem_node;
-    if (bad != kNoNode && !is_reduction(g.node(bad).op) && !info.reductions.empty() &&
+    // A group of a reduction key may have none of its reductions where the op cap split it (a
+    // row output after them): the row value at fault leaves the key as well, not every reduction.
+    const bool keyed = !info.reductions.empty() || p.key_mask[static_cast<size_t>(p.key[gi])] != 0;
+    if (bad != kNoNode && !is_reduction(g.node(bad).op) && keyed &&
         std::find(members.begin(), members.end(), bad) != members.end() && !detached.count(bad)) {
       detached.insert(bad);
       continue;
