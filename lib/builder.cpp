@@ -194,7 +194,7 @@ Value GraphBuilder::op(std::string_view name, const std::vector<Value>& args) {
 }
 
 Value GraphBuilder::reduce(std::string_view name, const Value& x, const Axes& axes, Keepdim keepdim,
-                           std::optional<int64_t> correction, std::optional<double> initial) {
+                           Correction correction, std::optional<double> initial) {
   impl_->check_usable();
   return adding_nodes(*impl_, [&] {
     if (!ir::is_reduce_name(name)) {
@@ -204,7 +204,7 @@ Value GraphBuilder::reduce(std::string_view name, const Value& x, const Axes& ax
                              : ir::unknown_op_message(name));
     }
     const ir::Operand in = x.is_literal() ? ir::Operand::of(to_ir_literal(x.lit_)) : ir::Operand::of(node_of(x));
-    const ir::Operand r = impl_->b.reduce_by_name(name, in, {axes.list, keepdim.value, correction, initial, {}, {}});
+    const ir::Operand r = impl_->b.reduce_by_name(name, in, {axes.list, keepdim.value, correction.value, initial, {}, {}});
     return Value(this, serial_, impl_->b.materialize(r));
   });
 }

@@ -57,6 +57,8 @@ fj::Options cpu_options() {
 // Whether GraphBuilder::reduce compiles with a `K` in keepdim's place.
 template <class K>
 concept ReduceTakesKeepdim = requires(fj::GraphBuilder& b, fj::Value x, K k) { b.reduce("var", x, -1, k); };
+template <class C>
+concept ReduceTakesCorrection = requires(fj::GraphBuilder& b, fj::Value x, C c) { b.reduce("var", x, -1, false, c); };
 
 }  // namespace
 
@@ -549,6 +551,10 @@ TEST_CASE("a Scalar from any integer type; an invalid kind or device ordinal is 
   static_assert(!std::is_constructible_v<fj::Scalar, const char16_t*> && !std::is_constructible_v<fj::Value, int*>);
   static_assert(!std::is_convertible_v<char16_t, fj::Value> && std::is_convertible_v<signed char, fj::Value>);
   static_assert(ReduceTakesKeepdim<bool> && !ReduceTakesKeepdim<int> && !ReduceTakesKeepdim<double>);
+  // -INFINITY in correction's place, meant as amax's initial, would be read as a correction.
+  static_assert(ReduceTakesCorrection<int> && ReduceTakesCorrection<size_t> && ReduceTakesCorrection<std::nullopt_t> &&
+                ReduceTakesCorrection<std::optional<int64_t>> && !ReduceTakesCorrection<double> &&
+                !ReduceTakesCorrection<float> && !ReduceTakesCorrection<bool>);
   static_assert(std::is_member_function_pointer_v<decltype(&fj::GraphBuilder::reduce)>);  // one function still
   // A function or member pointer converted to bool too.
   static_assert(!std::is_constructible_v<fj::Value, void (*)()> && !std::is_constructible_v<fj::Scalar, void (*)()>);

@@ -376,6 +376,22 @@ struct Keepdim {
   bool value = false;  ///< true: the reduced axes stay as size-1 dims (PyTorch's keepdim)
 };
 
+/// GraphBuilder::reduce's correction: an integer, or none (`{}` or std::nullopt: the op's default).
+/// A floating-point value does not convert: `reduce("amax", x, -1, false, -INFINITY)`, meant as
+/// `initial`, would read -inf as the correction (it does not compile; `initial` comes sixth).
+struct Correction {
+  Correction() = default;
+  Correction(std::nullopt_t) {}                                 // NOLINT: implicit by design
+  Correction(std::optional<int64_t> n) : value(n) {}            // NOLINT
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  Correction(I n) : value(static_cast<int64_t>(n)) {  // NOLINT: implicit by design
+    if constexpr (std::is_unsigned_v<I>)
+      if (static_cast<uint64_t>(n) > static_cast<uint64_t>(INT64_MAX))
+        throw Error(ErrorKind::User, "correction " + std::to_string(n) + " is over INT64_MAX");
+  }
+  std::optional<int64_t> value;  ///< the correction given, or none
+};
+
 /// A named dimension handle from GraphBuilder::dim(), valid for that builder only (input() refuses
 /// a default-constructed one or another builder's).
 struct DimRef {
@@ -462,7 +478,7 @@ class GraphBuilder {
   /// another op, to an integer operand, or of another value than those identities:
   /// `b.reduce("sum", x, -1)`, `b.reduce("amax", x, {0, 2}, true)`, `b.reduce("var", x, -1, false, 0)`.
   Value reduce(std::string_view name, const Value& x, const Axes& axes = {}, Keepdim keepdim = false,
-               std::optional<int64_t> correction = std::nullopt, std::optional<double> initial = std::nullopt);
+               Correction correction = {}, std::optional<double> initial = std::nullopt);
   /// `cast(x, dtype)`, by the cast rules of docs/ops.md. Throws Error(User) for a Value of another
   /// builder or an empty one, a DType value that is none of the enum's.
   Value cast(const Value& x, DType dtype);
