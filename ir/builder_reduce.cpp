@@ -83,11 +83,16 @@ Operand GraphBuilder::reduce(Op op, const Operand& x, std::span<const int64_t> a
 namespace {
 
 // The float dtype a composite of `x` computes in: f32 for f16/bf16 (rounded once at the end, as
-// PyTorch's softmax and var kernels accumulate in f32); integer inputs are refused as by PyTorch.
+// PyTorch's softmax and var kernels accumulate in f32); integer inputs are refused: PyTorch refuses
+// them too, but for logsumexp, which computes in its default float dtype (fusejit picks none).
 DType composite_dtype(const Node& x, const char* what, Loc loc) {
   if (!is_float(x.dtype))
-    throw UserError(fmt::format("{} of {} values: {} needs a float dtype (cast it first, as PyTorch requires)", what,
-                                dtype_name(x.dtype), what),
+    throw UserError(fmt::format("{} of {} values: {} needs a float dtype (cast it first{})", what, dtype_name(x.dtype),
+                                what,
+                                std::string_view(what) == "logsumexp"
+                                    ? "; PyTorch computes an integer logsumexp in its default float dtype, fusejit "
+                                      "has no default one"
+                                    : ", as PyTorch requires"),
                     loc);
   return x.dtype == DType::F16 || x.dtype == DType::BF16 ? DType::F32 : x.dtype;
 }

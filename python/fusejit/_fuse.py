@@ -194,6 +194,18 @@ def _cast_for_dtype(op_name: str, a: Any, dtype: Any) -> Value:
     return cast
 
 
+def _ddof(op_name: str, ddof: Any) -> int:
+    """NumPy's ddof as fusejit's correction: a non-negative int (NumPy also takes a negative or a
+    fractional one, which fusejit's var does not), with errors that name ddof, as the caller wrote it."""
+    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer)):
+        raise TypeError(f"{op_name}: ddof must be an int, got {type(ddof).__name__} (fusejit's var takes an "
+                        f"integer ddof, NumPy's a float too)")
+    if ddof < 0:
+        raise UserError(f"{op_name}: ddof={int(ddof)} is negative (fusejit's var divides by max(0, n - ddof) with "
+                        f"ddof >= 0; NumPy's takes a negative one)")
+    return int(ddof)
+
+
 def _np_reduction(op_name: str, a: Any, *, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
                   keepdims: bool = False, initial: Any = None, **rest: Any) -> Value:
     """np.sum(v, axis, keepdims=...) and the like, NumPy's signatures (ddof: var and std; initial:
@@ -211,7 +223,7 @@ def _np_reduction(op_name: str, a: Any, *, axis: Any = None, dtype: Any = None, 
     if isinstance(axis, (tuple, list)) and len(axis) == 0:
         # NumPy reduces no axis; fusejit's reduce (PyTorch's rule) would read an empty list as every axis.
         raise UserError(f"{op_name} over axis=() reduces nothing in NumPy: use the value itself")
-    correction = ddof if op_name in ("var", "std") else None
+    correction = _ddof(op_name, ddof) if op_name in ("var", "std") else None
     if ddof and correction is None:
         raise TypeError(f"{op_name} takes no ddof")
     return reduce(op_name, a, axis, _flag_of(keepdims, "keepdims"), correction=correction, initial=initial)

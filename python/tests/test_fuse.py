@@ -723,6 +723,13 @@ def test_reductions_as_numpy_functions_and_methods():
     assert np.array_equal(am, x.argmax(-1)) and am.dtype == np.int64 and ami == x.argmin()
     assert np.allclose(v, x.var(-1, ddof=1), rtol=1e-4) and np.allclose(sd, x.std(-1), rtol=1e-4)
     assert np.isclose(p, np.prod(x.astype(np.float64)), rtol=1e-3)
+    # NumPy's ddof is checked as ddof (it was "correction=-1 is negative", a keyword never written).
+    assert np.allclose(fusejit.fuse(lambda a: a.var(ddof=np.int64(2)))(x), x.var(ddof=2), rtol=1e-4)
+    with pytest.raises(fusejit.UserError, match=r"test_fuse.py:[0-9]+: error: var: ddof=-1 is negative"):
+        fusejit.fuse(lambda a: a.var(ddof=-1))(x)
+    for bad in (0.5, True, "1"):
+        with pytest.raises(TypeError, match=r"^std: ddof must be an int, got"):
+            fusejit.fuse(lambda a, bad=bad: np.std(a, ddof=bad))(x)
 
 
 def test_softmax_with_temperature_through_reduce():
