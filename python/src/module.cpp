@@ -199,9 +199,9 @@ DType dtype_of(nb::dlpack::dtype t, const std::optional<std::string>& as, const 
 }
 
 // The DLPack device types fusejit reads (dlpack.h's DLDeviceType): host memory, one GPU's memory,
-// and pinned or managed memory (which every GPU reads; a CPU program takes host memory, pinned
-// included, only: see launch()). Any other (0 is none, ROCm, Vulkan, ...) would be read at an address no kernel here
-// can use.
+// and pinned or managed memory (which every GPU reads; a CPU program takes host memory only,
+// pinned included: see launch()). Any other (0 is none, ROCm, Vulkan, ...) would be read at an
+// address no kernel here can use.
 void check_device_type(int type, const TensorName& what) {
   if (type == nb::device::cpu::value || type == nb::device::cuda::value || type == nb::device::cuda_host::value ||
       type == nb::device::cuda_managed::value)
