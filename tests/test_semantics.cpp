@@ -304,6 +304,8 @@ TEST_CASE("bool ops: add is or, mul is and; logical ops; comparisons") {
   CHECK_I(ev(Op::LogicalNot, DType::Bool, {B(false)}), 1);
   CHECK_I(ev(Op::LogicalAnd, DType::Bool, {B(true), B(false)}), 0);
   CHECK_I(ev(Op::LogicalOr, DType::Bool, {B(true), B(false)}), 1);
+  CHECK_I(ev(Op::LogicalXor, DType::Bool, {B(true), B(false)}), 1);
+  CHECK_I(ev(Op::LogicalXor, DType::Bool, {B(true), B(true)}), 0);
   CHECK_I(ev(Op::Lt, DType::Bool, {B(false), B(true)}), 1);
   CHECK_I(ev(Op::Eq, DType::Bool, {B(true), B(true)}), 1);
   CHECK_I(ev(Op::Where, DType::Bool, {B(true), B(false), B(true)}), 0);

@@ -576,6 +576,7 @@ FJ_FN bool fj_isfinite(bool) { return true; }
 FJ_FN bool fj_logical_not(bool x) { return !x; }
 FJ_FN bool fj_logical_and(bool a, bool b) { return a && b; }
 FJ_FN bool fj_logical_or(bool a, bool b) { return a || b; }
+FJ_FN bool fj_logical_xor(bool a, bool b) { return a != b; }
 
 // ---------------------------------------------------------------------------------------------
 // Comparisons (IEEE: any comparison with NaN is false except ne) and where, on every type.

@@ -58,7 +58,7 @@ _UFUNCS = {
     "fmax": "fmax", "fmin": "fmin", "arctan2": "atan2", "hypot": "hypot", "copysign": "copysign",
     "equal": "eq", "not_equal": "ne", "less": "lt", "less_equal": "le", "greater": "gt",
     "greater_equal": "ge", "logical_and": "logical_and", "logical_or": "logical_or",
-    "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
+    "logical_xor": "logical_xor", "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
     "invert": "bitwise_not", "left_shift": "left_shift", "right_shift": "right_shift",
     "logaddexp": "logaddexp", "logaddexp2": "logaddexp2",
 }

@@ -86,6 +86,7 @@ OPS: dict[str, tuple[str, str]] = {
     "ge": ("{0} >= {1}", "{0} >= {1}"),
     "logical_and": ("xp.logical_and({0}, {1})", "torch.logical_and({0}, {1})"),
     "logical_or": ("xp.logical_or({0}, {1})", "torch.logical_or({0}, {1})"),
+    "logical_xor": ("xp.logical_xor({0}, {1})", "torch.logical_xor({0}, {1})"),
     "where": ("xp.where({0}, {1}, {2})", "torch.where({0}, {1}, {2})"),
     "clamp": ("xp.minimum(xp.maximum({0}, {1}), {2})", "torch.minimum(torch.maximum({0}, {1}), {2})"),
     "cbrt": ("xp.cbrt({0})", "torch.sign({0}) * torch.abs({0}).pow(1.0 / 3.0)"),

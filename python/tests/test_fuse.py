@@ -1738,6 +1738,14 @@ def test_every_mapped_ufunc_builds_its_op():
         assert b.op(op_name, *([x] * uf.nin)).dtype == v.dtype, uf_name
 
 
+def test_logical_xor_as_numpy_gives_it():
+    # np.logical_xor had no op (a differential tester's find): a TypeError naming docs/ops.md.
+    x = np.array([0, 2, -3, 0], np.int8)
+    y = np.array([0.0, np.nan, 0.0, -0.0], np.float32)
+    got = fusejit.fuse(lambda a, b: np.logical_xor(a, b))(x, y)
+    assert got.dtype == np.bool_ and got.tolist() == np.logical_xor(x, y).tolist()
+
+
 def test_numpy_ufuncs_without_a_pytorch_twin_follow_numpy():
     # np.fabs has float loops only in NumPy (PyTorch has no fabs): an integer "absolute value" of
     # INT_MIN stayed negative before. np.square of a bool is v ** 2 (int64, PyTorch's), not v * v.

@@ -192,6 +192,7 @@ BINARY = {
     "atan2": f64(math.atan2), "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
     "logical_and": lambda a, b: bool(a) and bool(b), "logical_or": lambda a, b: bool(a) or bool(b),
+    "logical_xor": lambda a, b: bool(a) != bool(b),
     "hypot": f64(math.hypot), "copysign": f64(math.copysign),
     "leaky_relu": f64(lambda x, slope: x if x > 0 else x * slope),
     "logaddexp": f64(logaddexp), "logaddexp2": f64(logaddexp2),
