@@ -384,6 +384,43 @@ TEST_CASE("the op cap splitting a row output off its reductions does not plan ev
   CHECK(p.groups.size() == 3);  // the means with d; r over the rows; y
 }
 
+namespace {
+// `n` unary ops (sin, cos, tanh, abs in turn) from `from`, named PREFIX0.., as graph text.
+std::string chain(const std::string& prefix, const std::string& from, int n) {
+  static const char* ops[] = {"sin", "cos", "tanh", "abs"};
+  std::string s;
+  for (int k = 0; k < n; ++k)
+    s += fmt::format("{}{} = {}({})\n", prefix, k, ops[k % 4], k ? prefix + std::to_string(k - 1) : from);
+  return s;
+}
+
+int64_t fused_bytes(const Graph& g, const Plan& p) {
+  int64_t b = 0;
+  for (const FusionGroup& grp : p.groups) b += group_traffic(g, grp).bytes();
+  return b;
+}
+}  // namespace
+
+TEST_CASE("row values split off their reductions: detached, or the reductions alone, whichever moves fewer bytes") {
+  // A reviewer's graphs where detaching the stranded row values cost more than planning the
+  // key's reductions alone: another key's softmax lost its prologue (4 kernels, 5676 B), and a
+  // value riding along in the sum's group was written and read back (4320 B).
+  Graph two = parse_graph("input x : f32[8, 33]\nc = sum(x, 0, keepdim)\n" + chain("r", "c", 256) + chain("e", "x", 20) +
+                              "l = softmax(e19, -1)\noutput r255, l\n",
+                          "two.txt");
+  Plan p = plan_fusion(two);
+  check_plan(two, p);
+  CHECK(p.groups.size() == 3);
+  CHECK(fused_bytes(two, p) == 3564);
+  Graph one = parse_graph("input x : f32[8, 33]\ne0 = sin(x)\ns = sum(x, -1, keepdim)\n" + chain("r", "s", 255) +
+                              "t0 = sin(e0)\noutput r254, t0\n",
+                          "one.txt");
+  p = plan_fusion(one);
+  check_plan(one, p);
+  CHECK(p.groups.size() == 3);
+  CHECK(fused_bytes(one, p) == 3264);
+}
+
 TEST_CASE("deterministic and valid on 400 random graphs") {
   for (uint64_t seed = 1; seed <= 400; ++seed) {
     fusejit::testing::RandomGraphOptions o;

@@ -443,9 +443,12 @@ namespace {
 // the value it names leaves reduction groups when it is an element or row value of the group (x -
 // amax(x, -1) without keepdim reads the row values by NumPy's right alignment: an elementwise
 // kernel computes it, and a softmax of the same x stays one kernel); otherwise the group's
-// reductions are planned alone. Returns false when it changed either set.
+// reductions are planned alone. A group of a reduction key left with none of its reductions (the
+// op cap or the parameter split put them in an earlier group) that writes a row value: with
+// `detach_stranded`, its row values leave the key (`stranded` is set), else the key's reductions
+// are planned alone. Returns false when it changed either set.
 bool plan_groups(const Graph& g, std::set<NodeId>& isolated, std::set<NodeId>& detached, Planner& p,
-                 std::vector<FusionGroup>& fgs) {
+                 std::vector<FusionGroup>& fgs, bool detach_stranded, bool& stranded) {
   p.classify();
   p.form_groups();
   fgs = p.finalize();
@@ -458,10 +461,14 @@ bool plan_groups(const Graph& g, std::set<NodeId>& isolated, std::set<NodeId>& d
     if (problem.empty()) problem = fmt::format("group {}: {}", gi, info.problem);
     const std::vector<NodeId>& members = fgs[gi].nodes;
     const NodeId bad = info.problem_node;
-    // A group of a reduction key may have none of its reductions where the op cap split it (a
-    // row output after them): the row value at fault leaves the key as well, not every reduction.
-    const bool keyed = !info.reductions.empty() || p.key_mask[static_cast<size_t>(p.key[gi])] != 0;
-    if (bad != kNoNode && !is_reduction(g.node(bad).op) && keyed &&
+    if (detach_stranded && info.reductions.empty() && p.key_mask[static_cast<size_t>(p.key[gi])] != 0) {
+      const size_t was = detached.size();  // all its row values at once: one round, not one per value
+      for (NodeId m : p.members[gi])
+        if (shape_key(g.node(m).shape) != shape_key(fgs[gi].iter_shape)) detached.insert(m);
+      stranded = stranded || detached.size() > was;
+      if (detached.size() > was) continue;
+    }
+    if (bad != kNoNode && !is_reduction(g.node(bad).op) && !info.reductions.empty() &&
         std::find(members.begin(), members.end(), bad) != members.end() && !detached.count(bad)) {
       detached.insert(bad);
       continue;
@@ -580,18 +587,48 @@ std::string reduction_note(const Graph& g, const FusionGroup& fg, const SplitRul
 
 }  // namespace
 
-Plan plan_fusion(const Graph& g, const PlanOptions& options) {
-  // A group that mixes values a reduction kernel cannot compute together (ir/reduce_group.h) is
-  // planned again without the value at fault, or with its reductions alone, until every group
-  // holds: at most one round per node.
+namespace {
+
+// One way of planning: the groups, and the planner and sets they came from.
+struct Attempt {
   std::set<NodeId> isolated, detached;
+  std::unique_ptr<Planner> planner;
   std::vector<FusionGroup> fgs;
-  std::unique_ptr<Planner> pp;
-  for (;;) {
-    pp = std::make_unique<Planner>(g, options, isolated, detached);
-    if (plan_groups(g, isolated, detached, *pp, fgs)) break;
+  bool stranded = false;  // a reduction key's group without its reductions had its row values detached
+};
+
+// A group that mixes values a reduction kernel cannot compute together (ir/reduce_group.h) is
+// planned again without the value at fault, or with its reductions alone, until every group
+// holds: at most one round per node.
+std::unique_ptr<Attempt> attempt(const Graph& g, const PlanOptions& options, bool detach_stranded) {
+  auto a = std::make_unique<Attempt>();
+  do {
+    a->planner = std::make_unique<Planner>(g, options, a->isolated, a->detached);
+  } while (!plan_groups(g, a->isolated, a->detached, *a->planner, a->fgs, detach_stranded, a->stranded));
+  return a;
+}
+
+// The predicted bytes of an attempt's kernels, then their count: what choosing between two compares.
+std::pair<int64_t, size_t> cost(const Graph& g, const Attempt& a, const SplitRules& rules) {
+  const std::vector<int> bindings = output_bindings(g);
+  int64_t bytes = 0;
+  for (const FusionGroup& fg : a.fgs) bytes = add_bytes(bytes, group_traffic(g, fg, rules, bindings).bytes());
+  return {bytes, a.fgs.size()};
+}
+
+}  // namespace
+
+Plan plan_fusion(const Graph& g, const PlanOptions& options) {
+  // Where a split left a reduction key's row values without their reductions, detaching them
+  // usually keeps the reductions fused, but can cost more than planning the key's reductions
+  // alone (another key then claims its values): both are planned, the cheaper kept.
+  std::unique_ptr<Attempt> a = attempt(g, options, true);
+  if (a->stranded) {
+    std::unique_ptr<Attempt> b = attempt(g, options, false);
+    if (cost(g, *b, options.rules) < cost(g, *a, options.rules)) a = std::move(b);
   }
-  Planner& p = *pp;
+  std::vector<FusionGroup>& fgs = a->fgs;
+  Planner& p = *a->planner;
   std::vector<int> per_key(p.shapes.size(), 0);
   for (int k : p.key) ++per_key[static_cast<size_t>(k)];
   std::vector<int> keys = p.key;
