@@ -419,6 +419,21 @@ TEST_CASE("row values split off their reductions: detached, or the reductions al
   check_plan(one, p);
   CHECK(p.groups.size() == 3);
   CHECK(fused_bytes(one, p) == 3264);
+  // The two are compared as the launcher reads rows: on a GPU without the row cache, rows of 33
+  // f32 are re-read, not as vectors (they counted once, and the 3-kernel plan moved 6432 B).
+  // (`plan --arch sm_90 --no-row-cache`: 4536 B, its vector_rows answered per kernel.)
+  Graph lse = parse_graph("input x : f32[8, 33]\nl = logsumexp(x, -1, keepdim)\na = abs(l)\nd = x - l\n" +
+                              chain("r", "a", 247) + "c = cos(d)\noutput r246, c\n",
+                          "lse.txt");
+  PlanOptions o;
+  o.rules.short_rows = true;
+  o.rules.row_cache = false;
+  o.vector_rows = [](const FusionGroup&) { return false; };
+  p = plan_fusion(lse, o);
+  check_plan(lse, p, o);
+  int64_t bytes = 0;
+  for (const FusionGroup& grp : p.groups) bytes += group_traffic(lse, grp, o.rules).bytes();
+  CHECK(bytes == 5632);
 }
 
 TEST_CASE("deterministic and valid on 400 random graphs") {

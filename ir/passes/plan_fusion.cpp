@@ -605,6 +605,10 @@ std::unique_ptr<Attempt> attempt(const Graph& g, const PlanOptions& options, boo
   do {
     a->planner = std::make_unique<Planner>(g, options, a->isolated, a->detached);
   } while (!plan_groups(g, a->isolated, a->detached, *a->planner, a->fgs, detach_stranded, a->stranded));
+  // Before the cost, which counts short rows re-read where they are not read as vectors, and the
+  // note, which says where rows live.
+  for (FusionGroup& fg : a->fgs)
+    if (options.rules.short_rows && options.vector_rows && fg.reduce_mask != 0) fg.vector_rows = options.vector_rows(fg);
   return a;
 }
 
@@ -638,8 +642,6 @@ Plan plan_fusion(const Graph& g, const PlanOptions& options) {
   plan.fused = true;
   plan.rules = options.rules;
   for (size_t gi = 0; gi < fgs.size(); ++gi) {
-    if (options.rules.short_rows && options.vector_rows && fgs[gi].reduce_mask != 0)
-      fgs[gi].vector_rows = options.vector_rows(fgs[gi]);  // before the note, which says where rows live
     fgs[gi].note = reduction_note(g, fgs[gi], options.rules) + p.note(gi, num_keys, per_key);
     for (NodeId o : fgs[gi].outputs) plan.materialized.push_back(o);
     plan.groups.push_back(std::move(fgs[gi]));
