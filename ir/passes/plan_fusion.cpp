@@ -352,6 +352,17 @@ struct Planner {
     return out;
   }
 
+  // Group gi of a reduction key, holding none of its reductions: its row values (its members not of
+  // its iteration shape) join `into`, all at once (one planning round, not one per value). Returns
+  // whether any was new.
+  bool detach_row_values(size_t gi, const FusionGroup& fg, std::set<NodeId>& into) const {
+    if (key_mask[static_cast<size_t>(key[gi])] == 0) return false;
+    const size_t was = into.size();
+    for (NodeId m : members[gi])
+      if (shape_key(node(m).shape) != shape_key(fg.iter_shape)) into.insert(m);
+    return into.size() > was;
+  }
+
   // Splits every group over a cap in two; returns true if any split happened.
   bool split_oversized(const std::vector<FusionGroup>& fgs) {
     std::vector<std::vector<NodeId>> nm;
@@ -438,6 +449,14 @@ struct Planner {
 
 namespace {
 
+// Whether the value at fault in a reduction group can leave reduction groups: an element or row
+// value of the group (not a reduction), not detached before.
+bool detachable(const Graph& g, const ReduceGroupInfo& info, const FusionGroup& fg, const std::set<NodeId>& detached) {
+  const NodeId bad = info.problem_node;
+  return bad != kNoNode && !is_reduction(g.node(bad).op) && !info.reductions.empty() &&
+         std::find(fg.nodes.begin(), fg.nodes.end(), bad) != fg.nodes.end() && !detached.count(bad);
+}
+
 // The groups of `g` with the reductions of `isolated` planned alone and the values of `detached`
 // outside reduction groups. For every group that cannot run as one kernel (ir/reduce_group.h):
 // the value it names leaves reduction groups when it is an element or row value of the group (x -
@@ -459,18 +478,12 @@ bool plan_groups(const Graph& g, std::set<NodeId>& isolated, std::set<NodeId>& d
     const ReduceGroupInfo info = analyze_reduce_group(g, fgs[gi]);
     if (info.problem.empty()) continue;
     if (problem.empty()) problem = fmt::format("group {}: {}", gi, info.problem);
-    const std::vector<NodeId>& members = fgs[gi].nodes;
-    const NodeId bad = info.problem_node;
-    if (detach_stranded && info.reductions.empty() && p.key_mask[static_cast<size_t>(p.key[gi])] != 0) {
-      const size_t was = detached.size();  // all its row values at once: one round, not one per value
-      for (NodeId m : p.members[gi])
-        if (shape_key(g.node(m).shape) != shape_key(fgs[gi].iter_shape)) detached.insert(m);
-      stranded = stranded || detached.size() > was;
-      if (detached.size() > was) continue;
+    if (detach_stranded && info.reductions.empty() && p.detach_row_values(gi, fgs[gi], detached)) {
+      stranded = true;
+      continue;
     }
-    if (bad != kNoNode && !is_reduction(g.node(bad).op) && !info.reductions.empty() &&
-        std::find(members.begin(), members.end(), bad) != members.end() && !detached.count(bad)) {
-      detached.insert(bad);
+    if (detachable(g, info, fgs[gi], detached)) {
+      detached.insert(info.problem_node);
       continue;
     }
     for (NodeId r : p.key_reductions[static_cast<size_t>(p.key[gi])]) isolated.insert(r);
