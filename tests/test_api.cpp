@@ -552,9 +552,17 @@ TEST_CASE("a Scalar from any integer type; an invalid kind or device ordinal is 
   static_assert(!std::is_convertible_v<char16_t, fj::Value> && std::is_convertible_v<signed char, fj::Value>);
   static_assert(ReduceTakesKeepdim<bool> && !ReduceTakesKeepdim<int> && !ReduceTakesKeepdim<double>);
   // -INFINITY in correction's place, meant as amax's initial, would be read as a correction.
+  enum Unscoped { kOne = 1 };
   static_assert(ReduceTakesCorrection<int> && ReduceTakesCorrection<size_t> && ReduceTakesCorrection<std::nullopt_t> &&
-                ReduceTakesCorrection<std::optional<int64_t>> && !ReduceTakesCorrection<double> &&
-                !ReduceTakesCorrection<float> && !ReduceTakesCorrection<bool>);
+                ReduceTakesCorrection<std::optional<int64_t>> && ReduceTakesCorrection<std::optional<int>> &&
+                ReduceTakesCorrection<std::optional<size_t>> && ReduceTakesCorrection<Unscoped> &&
+                ReduceTakesCorrection<int8_t> && !ReduceTakesCorrection<double> && !ReduceTakesCorrection<float> &&
+                !ReduceTakesCorrection<bool> && !ReduceTakesCorrection<char> && !ReduceTakesCorrection<char8_t> &&
+                !ReduceTakesCorrection<std::optional<double>> && !ReduceTakesCorrection<std::optional<bool>>);
+  CHECK(fj::Correction(std::optional<unsigned>(3)).value == 3);
+  CHECK_FALSE(fj::Correction(std::optional<int>()).value.has_value());
+  CHECK_THROWS_WITH_AS(fj::Correction(uint64_t{1} << 63), "correction=9223372036854775808 is out of range (it is at most 2^62)",
+                       fj::Error);
   static_assert(std::is_member_function_pointer_v<decltype(&fj::GraphBuilder::reduce)>);  // one function still
   // A function or member pointer converted to bool too.
   static_assert(!std::is_constructible_v<fj::Value, void (*)()> && !std::is_constructible_v<fj::Scalar, void (*)()>);

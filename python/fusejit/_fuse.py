@@ -195,14 +195,17 @@ def _cast_for_dtype(op_name: str, a: Any, dtype: Any) -> Value:
 
 
 def _ddof(op_name: str, ddof: Any) -> int:
-    """NumPy's ddof as fusejit's correction: a non-negative int (NumPy also takes a negative or a
-    fractional one, which fusejit's var does not), with errors that name ddof, as the caller wrote it."""
+    """NumPy's ddof as fusejit's correction: a whole number from 0 to 2^62 (an int, or a float such
+    as 1.0; NumPy also takes a negative or a fractional one, which fusejit's var does not), with
+    errors that name ddof, as the caller wrote it."""
+    if isinstance(ddof, (float, np.floating)) and float(ddof).is_integer():
+        ddof = int(ddof)
     if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer)):
-        raise TypeError(f"{op_name}: ddof must be an int, got {type(ddof).__name__} (fusejit's var takes an "
-                        f"integer ddof, NumPy's a float too)")
-    if ddof < 0:
-        raise UserError(f"{op_name}: ddof={int(ddof)} is negative (fusejit's var divides by max(0, n - ddof) with "
-                        f"ddof >= 0; NumPy's takes a negative one)")
+        raise TypeError(f"{op_name}: ddof must be a whole number, got {ddof!r} ({type(ddof).__name__}; NumPy's "
+                        f"var takes a fractional ddof, fusejit's does not)")
+    if not 0 <= int(ddof) <= 2 ** 62:
+        raise UserError(f"{op_name}: ddof={int(ddof)} is out of range (fusejit's var divides by max(0, n - ddof) "
+                        f"with ddof from 0 to 2^62; NumPy's takes a negative one)")
     return int(ddof)
 
 

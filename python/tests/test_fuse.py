@@ -725,10 +725,15 @@ def test_reductions_as_numpy_functions_and_methods():
     assert np.isclose(p, np.prod(x.astype(np.float64)), rtol=1e-3)
     # NumPy's ddof is checked as ddof (it was "correction=-1 is negative", a keyword never written).
     assert np.allclose(fusejit.fuse(lambda a: a.var(ddof=np.int64(2)))(x), x.var(ddof=2), rtol=1e-4)
-    with pytest.raises(fusejit.UserError, match=r"test_fuse.py:[0-9]+: error: var: ddof=-1 is negative"):
-        fusejit.fuse(lambda a: a.var(ddof=-1))(x)
-    for bad in (0.5, True, "1"):
-        with pytest.raises(TypeError, match=r"^std: ddof must be an int, got"):
+    assert np.allclose(fusejit.fuse(lambda a: a.std(ddof=1.0))(x), x.std(ddof=1.0), rtol=1e-4)
+    def var_with(ddof):  # a closure: a default argument would be an input of the fused function
+        return lambda a: a.var(ddof=ddof)
+
+    for bad in (-1, 2**62 + 1, 2**70, np.uint64(2**63)):
+        with pytest.raises(fusejit.UserError, match=rf"test_fuse.py:[0-9]+: error: var: ddof={int(bad)} is out of range"):
+            fusejit.fuse(var_with(bad))(x)
+    for bad in (0.5, True, "1", np.nan):
+        with pytest.raises(TypeError, match=r"^std: ddof must be a whole number, got"):
             fusejit.fuse(lambda a, bad=bad: np.std(a, ddof=bad))(x)
 
 

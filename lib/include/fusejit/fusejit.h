@@ -376,20 +376,35 @@ struct Keepdim {
   bool value = false;  ///< true: the reduced axes stay as size-1 dims (PyTorch's keepdim)
 };
 
-/// GraphBuilder::reduce's correction: an integer, or none (`{}` or std::nullopt: the op's default).
-/// A floating-point value does not convert: `reduce("amax", x, -1, false, -INFINITY)`, meant as
+/// GraphBuilder::reduce's correction: an integer (any integer type or unscoped enum, or a
+/// std::optional of one), or none (`{}` or std::nullopt: the op's default). A floating-point value,
+/// a bool or a character does not convert: `reduce("amax", x, -1, false, -INFINITY)`, meant as
 /// `initial`, would read -inf as the correction (it does not compile; `initial` comes sixth).
+/// Throws Error(User) for an unsigned value over 2^62 (reduce refuses a correction over 2^62).
 struct Correction {
+  template <class I>
+  static constexpr bool kInteger = std::is_convertible_v<I, int64_t> && !std::is_floating_point_v<I> &&
+                                   !std::is_same_v<I, bool> && !std::is_same_v<I, char> && !std::is_same_v<I, wchar_t> &&
+                                   !std::is_same_v<I, char8_t> && !std::is_same_v<I, char16_t> &&
+                                   !std::is_same_v<I, char32_t> && !std::is_class_v<I>;
   Correction() = default;
-  Correction(std::nullopt_t) {}                                 // NOLINT: implicit by design
-  Correction(std::optional<int64_t> n) : value(n) {}            // NOLINT
-  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
-  Correction(I n) : value(static_cast<int64_t>(n)) {  // NOLINT: implicit by design
-    if constexpr (std::is_unsigned_v<I>)
-      if (static_cast<uint64_t>(n) > static_cast<uint64_t>(INT64_MAX))
-        throw Error(ErrorKind::User, "correction " + std::to_string(n) + " is over INT64_MAX");
+  Correction(std::nullopt_t) {}  // NOLINT: implicit by design
+  template <class I, std::enable_if_t<kInteger<I>, int> = 0>
+  Correction(I n) : value(checked(n)) {}  // NOLINT: implicit by design
+  template <class I, std::enable_if_t<kInteger<I>, int> = 0>
+  Correction(const std::optional<I>& n) {  // NOLINT: implicit by design
+    if (n) value = checked(*n);
   }
   std::optional<int64_t> value;  ///< the correction given, or none
+
+ private:
+  template <class I>
+  static int64_t checked(I n) {
+    if constexpr (std::is_unsigned_v<I>)
+      if (static_cast<uint64_t>(n) > (uint64_t{1} << 62))
+        throw Error(ErrorKind::User, "correction=" + std::to_string(n) + " is out of range (it is at most 2^62)");
+    return static_cast<int64_t>(n);
+  }
 };
 
 /// A named dimension handle from GraphBuilder::dim(), valid for that builder only (input() refuses
