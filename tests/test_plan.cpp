@@ -393,12 +393,6 @@ std::string chain(const std::string& prefix, const std::string& from, int n) {
     s += fmt::format("{}{} = {}({})\n", prefix, k, ops[k % 4], k ? prefix + std::to_string(k - 1) : from);
   return s;
 }
-
-int64_t fused_bytes(const Graph& g, const Plan& p) {
-  int64_t b = 0;
-  for (const FusionGroup& grp : p.groups) b += group_traffic(g, grp).bytes();
-  return b;
-}
 }  // namespace
 
 TEST_CASE("row values split off their reductions: detached, or the reductions alone, whichever moves fewer bytes") {
@@ -411,14 +405,14 @@ TEST_CASE("row values split off their reductions: detached, or the reductions al
   Plan p = plan_fusion(two);
   check_plan(two, p);
   CHECK(p.groups.size() == 3);
-  CHECK(fused_bytes(two, p) == 3564);
+  CHECK(plan_totals(two, p).bytes() == 3564);
   Graph one = parse_graph("input x : f32[8, 33]\ne0 = sin(x)\ns = sum(x, -1, keepdim)\n" + chain("r", "s", 255) +
                               "t0 = sin(e0)\noutput r254, t0\n",
                           "one.txt");
   p = plan_fusion(one);
   check_plan(one, p);
   CHECK(p.groups.size() == 3);
-  CHECK(fused_bytes(one, p) == 3264);
+  CHECK(plan_totals(one, p).bytes() == 3264);
   // The two are compared as the launcher reads rows: on a GPU without the row cache, rows of 33
   // f32 are re-read, not as vectors (they counted once, and the 3-kernel plan moved 6432 B).
   // (`plan --arch sm_90 --no-row-cache`: 4536 B, its vector_rows answered per kernel.)
@@ -431,9 +425,7 @@ TEST_CASE("row values split off their reductions: detached, or the reductions al
   o.vector_rows = [](const FusionGroup&) { return false; };
   p = plan_fusion(lse, o);
   check_plan(lse, p, o);
-  int64_t bytes = 0;
-  for (const FusionGroup& grp : p.groups) bytes += group_traffic(lse, grp, o.rules).bytes();
-  CHECK(bytes == 5632);
+  CHECK(plan_totals(lse, p).bytes() == 5632);
 }
 
 TEST_CASE("deterministic and valid on 400 random graphs") {

@@ -626,11 +626,9 @@ std::unique_ptr<Attempt> attempt(const Graph& g, const PlanOptions& options, boo
 }
 
 // The predicted bytes of an attempt's kernels, then their count: what choosing between two compares.
-std::pair<int64_t, size_t> cost(const Graph& g, const Attempt& a, const SplitRules& rules) {
-  const std::vector<int> bindings = output_bindings(g);
-  int64_t bytes = 0;
-  for (const FusionGroup& fg : a.fgs) bytes = add_bytes(bytes, group_traffic(g, fg, rules, bindings).bytes());
-  return {bytes, a.fgs.size()};
+std::pair<int64_t, int> cost(const Graph& g, const Attempt& a, const SplitRules& rules) {
+  const PlanTotals t = plan_totals(g, a.fgs, rules);
+  return {t.bytes(), t.kernels};
 }
 
 }  // namespace

@@ -71,12 +71,14 @@ std::string format_bytes(int64_t b) {
   return fmt::format("{} B", b);
 }
 
-PlanTotals plan_totals(const Graph& g, const Plan& p) {
+PlanTotals plan_totals(const Graph& g, const Plan& p) { return plan_totals(g, p.groups, p.rules); }
+
+PlanTotals plan_totals(const Graph& g, std::span<const FusionGroup> groups, const SplitRules& rules) {
   PlanTotals t;
-  t.kernels = static_cast<int>(p.groups.size());
+  t.kernels = static_cast<int>(groups.size());
   const std::vector<int> bindings = output_bindings(g);
-  for (const FusionGroup& grp : p.groups) {
-    GroupTraffic tr = group_traffic(g, grp, p.rules, bindings);
+  for (const FusionGroup& grp : groups) {
+    GroupTraffic tr = group_traffic(g, grp, rules, bindings);
     t.read_bytes = add_bytes(t.read_bytes, tr.read_bytes);
     t.write_bytes = add_bytes(t.write_bytes, tr.write_bytes);
   }

@@ -33,6 +33,8 @@ struct PlanTotals {
   int64_t bytes() const { return add_bytes(read_bytes, write_bytes); }  // saturating (ir/plan.h)
 };
 PlanTotals plan_totals(const Graph& g, const Plan& p);
+// The same for `groups` run under `rules` (the planner compares candidate groupings with it).
+PlanTotals plan_totals(const Graph& g, std::span<const FusionGroup> groups, const SplitRules& rules);
 
 // Predicted fused/unfused traffic ratio (< 1 means fusion moves fewer bytes); 1 when both are 0.
 double traffic_ratio(const PlanTotals& fused, const PlanTotals& unfused);
