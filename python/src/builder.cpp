@@ -102,6 +102,22 @@ int64_t int_arg(nb::handle h, const std::string& what) {
   return checked_int64(index, what);
 }
 
+// A reduction's correction: an int as int_arg takes it; one beyond int64 gets the library's
+// range message (ir/builder_reduce.cpp) with its own value, not "outside int64".
+int64_t correction_arg(nb::handle h, std::string_view op) {
+  PyObject* i = bool_like(h) ? nullptr : PyNumber_Index(h.ptr());
+  if (!i) PyErr_Clear();
+  nb::object index = nb::steal(i);
+  int64_t c = 0;
+  if (index.is_valid() && !nb::try_cast(index, c)) {
+    const std::string text = nb::cast<std::string>(nb::str(index));
+    throw fusejit::Error(fusejit::ErrorKind::User,
+                         std::string(op) + ": correction=" + text +
+                             (text[0] == '-' ? " is negative (it must be 0 or more)" : " is out of range (it is at most 2^62)"));
+  }
+  return int_arg(h, "correction");
+}
+
 namespace {
 
 // A dtype argument: a fusejit name ("f32") as it is, anything else (NumPy's and PyTorch's dtypes and
@@ -368,7 +384,7 @@ void bind_graph_builder(nb::module_& m) {
              nb::handle correction, nb::handle initial, nb::kwargs extra) {
             const bool kd = reduce_keepdim(keepdim, extra);
             std::optional<int64_t> c;
-            if (!correction.is_none()) c = int_arg(correction, "correction");
+            if (!correction.is_none()) c = correction_arg(correction, name);
             std::optional<double> init;
             if (!initial.is_none()) init = float_arg(initial, "initial");
             return PyValue{cpp(self).reduce(name, to_value(x, self), to_axes(axes), kd, c, init),

@@ -181,6 +181,12 @@ def test_errors():
         b.reduce("sum", x, dim=-1)
     with pytest.raises(TypeError, match="unknown argument 'ddof': .* correction=N"):
         b.reduce("var", x, ddof=1)
+    # A correction beyond int64 gets the range message a 2^62 + 1 gets (it was "outside int64").
+    for bad, says in ((2**62 + 1, "out of range"), (2**63, "out of range"), (np.uint64(2**64 - 1), "out of range"),
+                      (-2**70, "negative"), (-1, "negative")):
+        with pytest.raises(fusejit.UserError, match=f"var: correction={int(bad)} is {says}"):
+            kb.reduce("var", kx, -1, correction=bad)
+    assert kb.reduce("var", kx, -1, correction=np.int64(2)).shape == []
     with pytest.raises(TypeError, match="unknown argument 'frob': reduce\\(\\) takes name, x, axes"):
         b.reduce("sum", x, frob=1)
     with pytest.raises(fusejit.UserError, match="unknown op 'frob'"):

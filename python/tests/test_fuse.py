@@ -1581,6 +1581,13 @@ def test_second_hostile_round():
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     with pytest.raises(fusejit.UserError, match=r"axis=\(\) reduces nothing"):
         fusejit.fuse(lambda v: np.sum(v, axis=()))(x)
+    # NumPy refuses a list as axis, and a tuple for argmax/argmin; fuse took both (argmin over (1,)).
+    for f in (lambda v: np.sum(v, axis=[0, 1]), lambda v: v.mean(axis=[1]), lambda v: v.argmin(axis=(1,)),
+              lambda v: np.argmax(v, axis=(0, 1))):
+        with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+            f(x)  # NumPy's own refusal, so the test keeps matching NumPy
+        with pytest.raises(TypeError, match=r"axis=[\[(][0-9, ]*[\])] is a (list|tuple); NumPy's axis is an int"):
+            fusejit.fuse(f)(x)
     with pytest.raises(TypeError, match="only a value or a number compares elementwise"):
         fusejit.fuse(lambda v: np.where(v == [1, 2, 3], 0.0, v))(np.ones(3, np.float32))
     ones = np.ones(2, np.float32)
