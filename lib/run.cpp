@@ -454,7 +454,6 @@ RunReport describe(const Graph& graph, const RunOptions& ro, const std::vector<i
   for (const auto& f : ro.input_files) rep.file_inputs.push_back(f.first);
   rep.special_values = ro.special_values && rep.file_inputs.size() < rep.inputs.size();  // some input generated
   rep.dims = graph.dims();
-  rep.nvrtc_version = jit::nvrtc_version().str();
   for (size_t k = 0; k < params.size(); ++k)
     rep.params.emplace_back(g.node(g.params[k].node).name, public_scalar(params[k], params[k].dtype));
   return rep;
@@ -467,6 +466,7 @@ void describe_program(RunReport& rep, const Program& prog, const Options& o) {
   rep.target = prog.target();
   rep.device = prog.device();
   rep.driver_version = prog.driver_version();
+  if (prog.backend() == Backend::Cuda) rep.nvrtc_version = jit::nvrtc_version().str();  // the CPU path uses none
   rep.rewrites = prog.rewrite_summary();
   fill_path(rep.fused, "fused", prog.kernels(PlanKind::Fused));
   fill_path(rep.unfused, "unfused", prog.kernels(PlanKind::Unfused));

@@ -95,6 +95,8 @@ TEST_CASE("every sample runs; saved outputs match the report; a second run compi
     nlohmann::json j = nlohmann::json::parse(r.out);
     CHECK(j["ok"] == true);
     CHECK(j["backend"] == "cpu");
+    CHECK(j["nvrtc_version"] == "");  // the CPU path compiles with the host compiler (it said "13.0")
+    CHECK(j["driver_version"] == "");
     for (const auto& st : j["stats"]) {
       std::string name = st["name"];
       CAPTURE(name);

@@ -76,7 +76,7 @@ struct RunReport {
   std::string device;            ///< GPU name or "host CPU"
   std::string target;            ///< "sm_90 (CUBIN)", "compute_120 (PTX, ...)", "host C++"
   std::string driver_version;    ///< "" on the CPU
-  std::string nvrtc_version;     ///< "13.0", or "unavailable" without an NVRTC
+  std::string nvrtc_version;     ///< "13.0" on a GPU; "" on the CPU (its host compiler is in `target`)
   bool fast_math = false;
   uint64_t seed = 0;             ///< seed of the random inputs
   bool special_values = false;   ///< random inputs mixed with hard cases (false when every input is read from a file)
