@@ -459,6 +459,28 @@ RunReport describe(const Graph& graph, const RunOptions& ro, const std::vector<i
   return rep;
 }
 
+// Overrides of the launcher's rules (to measure each way) change how reductions run and the bytes
+// they move; said ("; ...") only where the rewritten graph reduces (NodeInfo::axes).
+std::string override_notes(const Program& prog, const Options& o) {
+  std::string s;
+  const std::vector<NodeInfo> nodes = prog.rewritten().nodes();
+  if (std::none_of(nodes.begin(), nodes.end(), [](const NodeInfo& n) { return !n.axes.empty(); })) return s;
+  const bool cli = o.message_style == MessageStyle::CommandLine;
+  const std::string split = option_name(OptionField::RowSplit, o.message_style) + (cli ? " " : " = ") + std::to_string(o.row_split);
+  if (o.row_split == 1) s += "; reduction rows never split (" + split + ")";
+  if (o.row_split > 1) s += "; reduction rows of over one chunk split in up to " + std::to_string(o.row_split) +
+                           " parts, one per 8,192 elements (" + split + ")";
+  const std::string limit = option_name(OptionField::RowCacheLimit, o.message_style) + (cli ? " " : " = ") +
+                            std::to_string(o.row_cache_limit);
+  if (!o.row_cache)
+    s += std::string("; rows re-read by every pass (") + (cli ? "--no-row-cache" : "Options::row_cache = false") +
+         (o.row_cache_limit > 0 ? ", so " + limit + " has no effect" : "") + ")";
+  else if (o.row_cache_limit > 0)  // the limit that applies: capped by the GPU's (Program::Impl::rules)
+    s += "; row caches of at most " + std::to_string(prog.impl().rules.row_cache_limit) + " B (" + limit +
+         (prog.impl().rules.row_cache_limit < o.row_cache_limit ? ", capped by the GPU's" : "") + ")";
+  return s;
+}
+
 // What the compiled program says: backend, target, rewrites, plans and their traffic.
 void describe_program(RunReport& rep, const Program& prog, const Options& o) {
   rep.backend = prog.backend() == Backend::Cuda ? "cuda" : "cpu";
@@ -481,23 +503,7 @@ void describe_program(RunReport& rep, const Program& prog, const Options& o) {
     rep.plan += fmt::format("; sources in {} (fused: {}.cu; index.json lists every kernel)", o.dump_dir,
                             fmt::join(names, ".cu, "));
   }
-  // Overrides of the launcher's rules (to measure each way) change how reductions run and the bytes
-  // they move; said only where the rewritten graph reduces (NodeInfo::axes).
-  const std::vector<NodeInfo> nodes = prog.rewritten().nodes();
-  if (std::none_of(nodes.begin(), nodes.end(), [](const NodeInfo& n) { return !n.axes.empty(); })) return;
-  const bool cli = o.message_style == MessageStyle::CommandLine;
-  const std::string split = option_name(OptionField::RowSplit, o.message_style) + (cli ? " " : " = ") + std::to_string(o.row_split);
-  if (o.row_split == 1) rep.plan += "; reduction rows never split (" + split + ")";
-  if (o.row_split > 1) rep.plan += "; reduction rows of over one chunk split in up to " + std::to_string(o.row_split) +
-                                   " parts, one per 8,192 elements (" + split + ")";
-  const std::string limit = option_name(OptionField::RowCacheLimit, o.message_style) + (cli ? " " : " = ") +
-                            std::to_string(o.row_cache_limit);
-  if (!o.row_cache)
-    rep.plan += std::string("; rows re-read by every pass (") + (cli ? "--no-row-cache" : "Options::row_cache = false") +
-                (o.row_cache_limit > 0 ? ", so " + limit + " has no effect" : "") + ")";
-  else if (o.row_cache_limit > 0)  // the limit that applies: capped by the GPU's (Program::Impl::rules)
-    rep.plan += "; row caches of at most " + std::to_string(prog.impl().rules.row_cache_limit) + " B (" + limit +
-                (prog.impl().rules.row_cache_limit < o.row_cache_limit ? ", capped by the GPU's" : "") + ")";
+  rep.plan += override_notes(prog, o);
 }
 
 // Before the run: the save folder made (or a file or dangling link in its path refused) and every

@@ -209,6 +209,16 @@ def _ddof(op_name: str, ddof: Any) -> int:
     return int(ddof)
 
 
+def _check_np_axis(op_name: str, axis: Any) -> None:
+    """NumPy's axis rules where fusejit.reduce's differ: a list (NumPy: "'list' object cannot be
+    interpreted as an integer"), a tuple for argmax/argmin, and () (no axis, not every axis)."""
+    if isinstance(axis, list) or (isinstance(axis, tuple) and op_name in ("argmax", "argmin")):
+        takes = "an int or None" if op_name in ("argmax", "argmin") else "an int, a tuple of ints or None"
+        raise TypeError(f"{op_name}: axis={axis!r} is a {type(axis).__name__}; NumPy's axis is {takes}")
+    if isinstance(axis, tuple) and len(axis) == 0:
+        raise UserError(f"{op_name} over axis=() reduces nothing in NumPy: use the value itself")
+
+
 def _np_reduction(op_name: str, a: Any, *, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
                   keepdims: bool = False, initial: Any = None, **rest: Any) -> Value:
     """np.sum(v, axis, keepdims=...) and the like, NumPy's signatures (ddof: var and std; initial:
@@ -223,13 +233,7 @@ def _np_reduction(op_name: str, a: Any, *, axis: Any = None, dtype: Any = None, 
         cast = _cast_for_dtype(op_name, a, dtype)
         result = _np_reduction(op_name, cast, axis=axis, ddof=ddof, keepdims=keepdims, initial=initial)
         return result if str(result.dtype) == str(cast.dtype) else _astype(result, cast.dtype)
-    if isinstance(axis, list) or (isinstance(axis, tuple) and op_name in ("argmax", "argmin")):
-        # NumPy refuses these ("'list' object cannot be interpreted as an integer"); fusejit.reduce takes a list.
-        takes = "an int or None" if op_name in ("argmax", "argmin") else "an int, a tuple of ints or None"
-        raise TypeError(f"{op_name}: axis={axis!r} is a {type(axis).__name__}; NumPy's axis is {takes}")
-    if isinstance(axis, (tuple, list)) and len(axis) == 0:
-        # NumPy reduces no axis; fusejit's reduce (PyTorch's rule) would read an empty list as every axis.
-        raise UserError(f"{op_name} over axis=() reduces nothing in NumPy: use the value itself")
+    _check_np_axis(op_name, axis)
     correction = _ddof(op_name, ddof) if op_name in ("var", "std") else None
     if ddof and correction is None:
         raise TypeError(f"{op_name} takes no ddof")
