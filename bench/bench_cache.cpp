@@ -5,10 +5,13 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -45,19 +48,31 @@ void row(const char* what, const Stats& s) {
   std::printf("%-44s %12.2f %12.2f %12.2f\n", what, s.median_us, s.p90_us, s.min_us);
 }
 
-}  // namespace
+// A timed call that was meant to hit the cache missed it (the timing would not be a hit's).
+std::runtime_error Miss(const char* what) { return std::runtime_error(std::string("expected a ") + what + " hit, got a miss"); }
 
-int main(int argc, char** argv) {
-  char* end = nullptr;
-  const long iters = argc > 1 ? std::strtol(argv[1], &end, 10) : 2000;
-  if (argc > 2 || (argc > 1 && (end == argv[1] || *end != '\0' || iters < 10 || iters > 1000000))) {
-    std::printf("usage: bench_cache [ITERATIONS (10 to 10^6; default 2000)]\n");
-    return std::string(argc > 1 ? argv[1] : "") == "--help" ? 0 : 2;
+// A private cache folder under the temp folder, removed with what it holds when the run ends
+// (also when it throws).
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::error_code ec;
+    const std::filesystem::path root = std::filesystem::temp_directory_path(ec);
+    const char* env = std::getenv("TMPDIR");
+    if (ec) throw std::runtime_error("no temp folder (TMPDIR=" + std::string(env ? env : "") + "): " + ec.message());
+    std::string tmpl = (root / "fj-bench-cache-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot make a folder " + tmpl + ": " + std::strerror(errno));
+    path = tmpl;
   }
-  const int n = static_cast<int>(iters);
-  std::string tmpl = (std::filesystem::temp_directory_path() / "fj-bench-cache-XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) return 1;
-  const std::filesystem::path dir = tmpl;
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+int bench(int n) {
+  TempDir tmp;
+  const std::filesystem::path& dir = tmp.path;
 
   // A generated-kernel-sized source: the scalar prelude plus a small fused kernel.
   const std::string kernel =
@@ -89,20 +104,40 @@ int main(int argc, char** argv) {
   warm.get_or_build(skey, [&] { return KernelCache::Generated{inputs, "fj_bench", nullptr}; },
                     [&](const KernelCache::Generated&) { return compile(); });
   row("memory hit by structural key (get_or_build)", time_calls(n * 50, [&] {
-        auto r = warm.get_or_build(skey, [&]() -> KernelCache::Generated { std::abort(); },
-                                   [&](const KernelCache::Generated&) -> CompileResult { std::abort(); });
-        if (r.outcome != CacheOutcome::MemoryHit) std::abort();
+        auto r = warm.get_or_build(skey, [&]() -> KernelCache::Generated { throw Miss("memory"); },
+                                   [&](const KernelCache::Generated&) -> CompileResult { throw Miss("memory"); });
+        if (r.outcome != CacheOutcome::MemoryHit) throw Miss("memory");
       }));
   row("memory hit by disk key (hashes the source)", time_calls(n * 10, [&] {
-        if (warm.get_or_compile(inputs, compile).outcome != CacheOutcome::MemoryHit) std::abort();
+        if (warm.get_or_compile(inputs, compile).outcome != CacheOutcome::MemoryHit) throw Miss("memory");
       }));
   row("disk key only (XXH3-128 of the inputs)", time_calls(n * 10, [&] { (void)disk_key(inputs); }));
 
   KernelCache cold(CacheConfig{dir, kDefaultCacheMaxBytes, true, /*memory=*/false, {}});
   row("disk hit (open, read, verify, touch)", time_calls(n, [&] {
-        if (cold.get_or_compile(inputs, compile).outcome != CacheOutcome::DiskHit) std::abort();
+        if (cold.get_or_compile(inputs, compile).outcome != CacheOutcome::DiskHit) throw Miss("disk");
       }));
-  clear_cache(dir);
-  std::filesystem::remove_all(dir);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string a1 = argc > 1 ? argv[1] : "";
+  if (a1 == "--help" || a1 == "-h") {
+    std::printf("usage: bench_cache [ITERATIONS (10 to 10^6; default 2000)]\n");
+    return 0;
+  }
+  char* end = nullptr;
+  const long iters = argc > 1 ? std::strtol(argv[1], &end, 10) : 2000;
+  if (argc > 2 || (argc > 1 && (end == argv[1] || *end != '\0' || iters < 10 || iters > 1000000))) {
+    std::fprintf(stderr, "usage: bench_cache [ITERATIONS (10 to 10^6; default 2000)]\n");
+    return 2;
+  }
+  try {  // no NVRTC, no temp folder: a message, not std::terminate
+    return bench(static_cast<int>(iters));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_cache: %s\n", e.what());
+    return 1;
+  }
 }

@@ -123,10 +123,12 @@ void sync(bool gpu) {
 // Seconds per call of `f`: the median over batches of the batch's mean (the machine may be shared:
 // the median keeps a batch that another process interrupted from counting), and the heap
 // allocations made during all timed calls. On the GPU the queue is drained between batches,
-// untimed.
+// untimed, and a batch queues at most 256 kernels (`kernels` a call): a full launch queue would
+// block cuLaunchKernel until the GPU frees a slot, timing the GPU rather than the host (the
+// queue's depth is undocumented; about a thousand launches).
 template <class F>
-std::pair<double, long> time_calls(int iters, bool gpu, F&& f) {
-  const int batch = gpu ? 256 : 2048;
+std::pair<double, long> time_calls(int iters, bool gpu, int kernels, F&& f) {
+  const int batch = gpu ? std::max(1, 256 / kernels) : 2048;
   std::vector<double> per_call;
   long allocs = 0;
   for (int done = 0; done < iters; done += batch) {
@@ -181,7 +183,7 @@ double raw_launch_seconds(const Case& c, int iters, bool gpu) {
     ptrs.emplace_back();
     for (uint64_t& v : s) ptrs.back().push_back(&v);
   }
-  return time_calls(iters, gpu, [&](int) {
+  return time_calls(iters, gpu, static_cast<int>(slots.size()), [&](int) {
            jit::cu::Context cur = nullptr;
            a.cuCtxGetCurrent(&cur);
            unsigned long long id = 0;
@@ -204,7 +206,7 @@ Row measure(const Case& c, bool alternate, const Options& o) {
   const fj::Params params = {3.0};
   for (int s = 0; s < 2; ++s) c.program.launch(c.in[s], c.out[s], params);  // first launches: load, make states
   sync(o.gpu);
-  const auto [t, allocs] = time_calls(o.iters, o.gpu, [&](int i) {
+  const auto [t, allocs] = time_calls(o.iters, o.gpu, c.kernels, [&](int i) {
     const int s = alternate ? i & 1 : 0;
     c.program.launch(c.in[s], c.out[s], params);
   });

@@ -5,7 +5,9 @@ the generated code), each timed with CUDA events (median of --repeats after --wa
 8 input sets rotated to make the inputs 4x the L2 cache: DRAM bandwidth, as fusejit's own timing,
 for all but the smallest graphs, whose 8 sets stay under it), every result checked against fusejit's, and one table printed: each time and its ratio
 to fusejit's (above 1 = slower than fusejit), and a device-to-device copy moving the bytes fusejit
-moves (the bandwidth ceiling).
+moves (the bandwidth ceiling). fusejit writes into outputs allocated once (`out=`), as a serving loop
+would; the PyTorch peers return new tensors on each call, from PyTorch's caching allocator (no
+cudaMalloc after the first calls), and CuPy's from its memory pool.
 
 The PyTorch and CuPy code is generated from each graph by fusejit.translate (one table entry per
 op), never written per sample; python/tests/test_translate.py checks the generated code with
@@ -41,7 +43,15 @@ def parse_args(argv):
     ap.add_argument("--json", metavar="FILE", help="also write every measurement as JSON")
     ap.add_argument("--print-translation", action="store_true",
                     help="print the generated PyTorch and CuPy code of each graph and exit (no GPU needed)")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    # Checked before any GPU work: a bad value otherwise failed every graph one by one.
+    if args.repeats < 1 or args.warmup < 0 or args.budget_s < 0:
+        ap.error("--repeats must be at least 1, --warmup and --budget-s at least 0")
+    for d in args.dim:
+        name, _, value = d.partition("=")
+        if not name or not value.isdigit():
+            ap.error(f"--dim {d}: expected NAME=VALUE with a whole number VALUE (e.g. --dim T=1024)")
+    return args
 
 
 def make_inputs(torch, g, ranges, gen):
@@ -154,9 +164,11 @@ def run_graph(torch, path, args, l2_bytes):
     row = {"graph": g.name or path.stem, "elements": max((a.numel() for a in want.values()), default=0),
            "bytes": sum(k.read_bytes + k.write_bytes for k in prog.kernels), "ms": {}, "check": {}}
     row["ms"]["fusejit"] = timer(lambda s: prog(**s, **pvals, out=outs))
-    src = torch.empty(max(row["bytes"] // 2, 1), dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    row["ms"]["copy"] = Timer(torch, [None], args.repeats, args.warmup)(lambda s: dst.copy_(src))
+    # As many source/destination pairs as input sets, rotated as they are (one pair of a small graph
+    # would stay in L2, timing the copy faster than DRAM allows).
+    pairs = [(src, torch.empty_like(src)) for src in
+             (torch.empty(max(row["bytes"] // 2, 1), dtype=torch.uint8, device="cuda") for _ in sets)]
+    row["ms"]["copy"] = Timer(torch, pairs, args.repeats, args.warmup)(lambda s: s[1].copy_(s[0]))
     fns, errors = peers(torch, g, params, args)
     row["check"].update({k: "error: " + v[:200] for k, v in errors.items()})
     from fusejit.translate import computed_in, mismatch
@@ -211,7 +223,11 @@ def main(argv=None):
         print("# c<N>: the graph's constants, which fn reads as globals: 0-d arrays of the dtype shown "
               "(fusejit.translate.generate's second result)")
         for p in paths:
-            g = fusejit.Graph.load(str(p))
+            try:
+                g = fusejit.Graph.load(str(p))
+            except fusejit.UserError as e:
+                print(f"peers: {e}", file=sys.stderr)
+                return 2
             for backend in ("torch", "cupy"):
                 print(f"# {p.stem} ({backend})\n{generate(g, backend)[0]}")
         return 0

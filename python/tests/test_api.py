@@ -716,6 +716,24 @@ def test_bench_python_call_runs():
     res = subprocess.run([sys.executable, str(ROOT / "bench" / "python_call.py"), "--calls", "3", "--repeats", "1"],
                          check=True, timeout=120, env=env, capture_output=True, text=True)
     assert res.stdout.count("µs/call") == 11, res.stdout
+    for bad in (["--calls", "99999999999999999999"], ["--repeats", "0"]):  # refused, not run for hours
+        res = subprocess.run([sys.executable, str(ROOT / "bench" / "python_call.py"), *bad], timeout=120, env=env,
+                             capture_output=True, text=True)
+        assert res.returncode == 2 and "--calls must be 1 to 10^7" in res.stderr, res.stderr
+
+
+def test_bench_peers_refuses_bad_arguments_before_any_gpu_work():
+    # A bad value failed each graph in turn after PyTorch and the GPU were set up; a graph file that
+    # does not parse printed a traceback. Neither needs a GPU or PyTorch to say so.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    peers = [sys.executable, str(ROOT / "bench" / "peers.py")]
+    for bad, says in ((["--repeats", "0"], "--repeats must be at least 1"), (["--budget-s", "-1"], "--budget-s at least 0"),
+                      (["--dim", "T"], "--dim T: expected NAME=VALUE"), (["--dim", "T=abc"], "--dim T=abc: expected")):
+        res = subprocess.run(peers + bad, timeout=120, env=env, capture_output=True, text=True)
+        assert res.returncode == 2 and says in res.stderr, res.stderr
+    res = subprocess.run(peers + ["--print-translation", str(ROOT / "README.md")], timeout=120, env=env,
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and res.stderr.startswith("peers: ") and "Traceback" not in res.stderr, res.stderr
 
 
 def test_out_as_a_list_in_output_order_and_bad_out_or_dtype_are_clear_errors():
