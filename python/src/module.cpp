@@ -212,6 +212,17 @@ void check_device_type(int type, const TensorName& what) {
                            "kDLCUDAManaged = 13)");
 }
 
+// A tensor in device memory (DLPack device type `type`: CUDA or managed) given to a CPU program.
+[[noreturn]] void refuse_on_cpu(const TensorName& what, int type) {
+  const fusejit::Program& p = what.p;
+  throw fusejit::Error(
+      fusejit::ErrorKind::User,
+      what() + (type == nb::device::cuda_managed::value ? ": in CUDA managed memory" : ": in GPU memory") +
+          ", but this program runs on the CPU (" +
+          (p.backend_note().empty() ? std::string("backend=\"cpu\" was asked for") : p.backend_note()) +
+          "); pass host arrays (NumPy, tensors on the CPU device, or pinned host memory)");
+}
+
 // Views of caller arrays as the launch API sees them. Shapes and strides are owned here, so the
 // TensorRefs stay valid while this lives.
 struct Tensors {
@@ -233,6 +244,9 @@ struct Tensors {
     const int type = a.device_type() == nb::device::cuda_host::value && what.p.backend() == fusejit::Backend::Cpu
                          ? nb::device::cpu::value
                          : a.device_type();
+    // A CPU program first: with device and host arrays mixed, "another kind of device" would not
+    // say which is wrong.
+    if (what.p.backend() == fusejit::Backend::Cpu && type != nb::device::cpu::value) refuse_on_cpu(what, type);
     if (device_type && type != device_type)
       throw fusejit::Error(fusejit::ErrorKind::User, what() + ": on another kind of device than the tensors before it");
     // Host memory's device_id means nothing (DLPack: 0 for kDLCPU; not every producer says so).
@@ -331,14 +345,6 @@ void launch(const fusejit::Program& p, const std::vector<InArray>& inputs, const
   fusejit::PlanKind kind = plan_kind(plan);
   const bool host = (in.device_type ? in.device_type : out.device_type) == nb::device::cpu::value;
   const bool cuda = p.backend() == fusejit::Backend::Cuda;
-  // First: device inputs on a CPU program got host outputs allocated for them, and the mismatch
-  // below would blame outputs the caller never gave.
-  auto off_host = [](const Tensors& t) { return t.device_type && t.device_type != nb::device::cpu::value; };
-  if (!cuda && (off_host(in) || off_host(out)))
-    throw fusejit::Error(fusejit::ErrorKind::User,
-                         "this program runs on the CPU (" +
-                             (p.backend_note().empty() ? std::string("backend=\"cpu\" was asked for") : p.backend_note()) +
-                             "); pass host arrays (NumPy, tensors on the CPU device, or pinned host memory)");
   if (in.device_type && out.device_type && in.device_type != out.device_type)
     throw fusejit::Error(fusejit::ErrorKind::User, "the outputs are on another kind of device than the inputs");
   released([&] {

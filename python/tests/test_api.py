@@ -934,8 +934,9 @@ def test_a_shape_takes_integer_numpy_scalars_as_axes_do():
         fusejit.GraphBuilder("h").input("x", "f32", [np.bool_(True)])
 
 
-def _dlpack_claiming_cuda(a: np.ndarray) -> object:
-    """A DLPack producer (ctypes) whose f32 tensor says it is on CUDA device 0 (kDLCUDA = 2)."""
+def _dlpack_claiming_cuda(a: np.ndarray, device_type: int = 2) -> object:
+    """A DLPack producer (ctypes) whose f32 tensor says it is on CUDA device 0 (kDLCUDA = 2, or
+    `device_type`: kDLCUDAManaged = 13)."""
     import ctypes
 
     class Device(ctypes.Structure):
@@ -961,11 +962,11 @@ def _dlpack_claiming_cuda(a: np.ndarray) -> object:
             self.kept = []
 
         def __dlpack_device__(self):
-            return (2, 0)
+            return (device_type, 0)
 
         def __dlpack__(self, *args, **kwargs):
             m = Managed()
-            m.dl_tensor = Tensor(a.ctypes.data, Device(2, 0), a.ndim, DataType(2, 32, 1),
+            m.dl_tensor = Tensor(a.ctypes.data, Device(device_type, 0), a.ndim, DataType(2, 32, 1),
                                  ctypes.cast(self.shape, ctypes.POINTER(ctypes.c_int64)), None, 0)
             self.kept.append(m)  # the capsule has no deleter: the producer keeps the struct
             return new_capsule(ctypes.addressof(m), b"dltensor", None)
@@ -983,6 +984,14 @@ def test_device_tensors_on_a_cpu_program_say_the_program_runs_on_the_cpu():
     for call in (lambda: prog(x=_dlpack_claiming_cuda(x)),
                  lambda: prog(x=x, out={"y": _dlpack_claiming_cuda(np.zeros(4, np.float32))})):
         with pytest.raises(fusejit.UserError, match=r"this program runs on the CPU \(no GPU: .*\); pass host arrays"):
+            call()
+    # Mixed with host arrays, a device array was "on another kind of device than the tensors before
+    # it" (managed memory too): the error names it and says the program runs on the CPU.
+    two = fusejit.compile(fusejit.Graph.parse("input x : f32[4]\ninput w : f32[4]\ny = x * w\nz = x + w\noutput y, z\n"))
+    for call, says in ((lambda: two(x=x, w=_dlpack_claiming_cuda(x, 13)), "input 'w': in CUDA managed memory"),
+                       (lambda: two(x=x, w=x, out={"y": np.zeros(4, np.float32), "z": _dlpack_claiming_cuda(x)}),
+                        "output 'z': in GPU memory")):
+        with pytest.raises(fusejit.UserError, match=says + r", but this program runs on the CPU \(no GPU: .*\); pass host"):
             call()
 
 
