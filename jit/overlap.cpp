@@ -35,6 +35,24 @@ struct Equation {
     t[n++] = {c, u};
   }
 
+  // Terms whose coefficients divide: c*x + (m*c)*y over [0, u] x [0, v] takes every value
+  // c*z, 0 <= z <= u + m*v, when u >= m - 1 (x fills the gaps between y's steps), so the two are
+  // one term, exactly. Two slicings of one buffer with other steps (strides 2s and s, 72 and 36
+  // bytes) then leave one term per level of the nesting, not a product of candidates (a [82, 198,
+  // 2] pair of them took over 4,096 steps). To a fixed point; add() merged equal coefficients.
+  void merge_multiples() {
+    for (bool merged = true; merged;) {
+      merged = false;
+      for (size_t i = 0; i < n && !merged; ++i)
+        for (size_t j = 0; j < n && !merged; ++j) {
+          if (i == j || t[j].c % t[i].c != 0 || t[i].u < t[j].c / t[i].c - 1) continue;
+          t[i].u += t[j].c / t[i].c * t[j].u;
+          t[j] = t[--n];  // t[i] itself when i was last
+          merged = true;
+        }
+    }
+  }
+
   // One view's dims and element bytes, on the left side (`minus` false) or the right.
   void add_view(const ByteView& v, bool minus) {
     int64_t contiguous = 1;
@@ -88,6 +106,7 @@ bool empty(const ByteView& v) {
 
 // Whether the equation has a solution, within max_work candidates.
 Sharing solve(Equation& e, int64_t max_work) {
+  e.merge_multiples();
   // Largest coefficient first: each then has the fewest values left to try.
   std::sort(e.t.begin(), e.t.begin() + static_cast<std::ptrdiff_t>(e.n),
             [](const Term& x, const Term& y) { return x.c > y.c; });

@@ -33,10 +33,11 @@ enum class Sharing : uint8_t {
 //   sum_k c_k x_k = R,  0 <= x_k <= u_k  (integers)
 // has a solution, with one term per dim of size > 1 of either view and per element byte (a
 // bounded knapsack: NP-hard in general, as the NumPy source notes for its own solver in
-// numpy/_core/src/common/mem_overlap.c). Depth-first search over the terms, largest coefficient
-// first: nested strides (every stride larger than what the smaller ones span, as any C or sliced
-// layout has) leave at most a few candidate values per term, so such views are decided in a few
-// steps each; `max_work` bounds the candidates tried. Views of no elements share nothing. Sizes,
+// numpy/_core/src/common/mem_overlap.c). Terms whose coefficients divide and whose values leave
+// no gap merge first (2s*y + s*x: one term), then a depth-first search over the terms, largest
+// coefficient first: nested strides (every stride larger than what the smaller ones span, as any
+// C or sliced layout has) leave at most a few candidate values per term, so such views are
+// decided in a few steps each; `max_work` bounds the candidates tried. Views of no elements share nothing. Sizes,
 // strides and spans must fit in int64 (view_bytes checks them before any launch).
 Sharing views_share_bytes(const ByteView& a, const ByteView& b, int64_t max_work = kOverlapMaxWork);
 

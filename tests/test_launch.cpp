@@ -625,6 +625,13 @@ TEST_CASE("views_share_bytes: the exact answer, against every byte of random sma
   // Even elements against odd ones: no candidate has the right parity, decided at once.
   const std::vector<int64_t> big = {1000001}, s2 = {2}, s4 = {4};
   CHECK(jit::views_share_bytes({0, big, s2, 1}, {1, big, s4, 1}, 10) == jit::Sharing::None);
+  // Two slicings of one C-contiguous f32 buffer [165, 400, 9] with other steps (a hostile tester's:
+  // H[2::2, 5::2, 3::2][:82, :198, :2] beside H[7:89, 3:201, 7:9]): strides 2s beside s merge, so it
+  // is decided at once (it ran past 4,096 steps and was refused as "may overlap").
+  const std::vector<int64_t> hs = {82, 198, 2}, step2 = {7200, 18, 2}, step1 = {3600, 9, 1};
+  const uint64_t x_at = (2 * 3600 + 5 * 9 + 3) * 4, y_at = (7 * 3600 + 3 * 9 + 7) * 4;
+  CHECK(jit::views_share_bytes({x_at, hs, step2, 4}, {y_at, hs, step1, 4}, 10) == jit::Sharing::None);
+  CHECK(jit::views_share_bytes({x_at, hs, step2, 4}, {y_at - 2 * 4, hs, step1, 4}, 10) == jit::Sharing::Some);  // [.., 5:7]
   // Coprime strides a and b whose byte sets miss each other only because the equation's right side
   // is the largest sum a*x + b*y cannot make (a*b - a - b): a million candidates, none a solution,
   // undecided within the bound, which callers take as sharing.
@@ -632,6 +639,43 @@ TEST_CASE("views_share_bytes: the exact answer, against every byte of random sma
   const std::vector<int64_t> sa = {a}, sb = {b};
   CHECK(jit::views_share_bytes({0, big, sa, 1}, {static_cast<uint64_t>(b * 3 - a - b), big, sb, 1}, 10) ==
         jit::Sharing::Unknown);
+}
+
+TEST_CASE("views_share_bytes: slicings of one buffer with other steps, decided in few steps and exactly") {
+  // Random 3-d slicings (start, step 1..4, count) of a C-contiguous [12, 14, 10] buffer of 1-, 2- or
+  // 4-byte elements, against every byte: decided exactly (never Unknown at the default bound).
+  std::mt19937_64 rng(29);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const int64_t dims[3] = {12, 14, 10};
+  int shared = 0, disjoint = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    const int64_t elem = int64_t{1} << pick(0, 2);
+    std::vector<int64_t> shape[2], strides[2];
+    uint64_t addr[2] = {0, 0};
+    std::set<uint64_t> bytes[2];
+    for (int k = 0; k < 2; ++k) {
+      int64_t start[3], step[3];
+      for (int d = 0; d < 3; ++d) {
+        step[d] = pick(1, 4);
+        start[d] = pick(0, dims[d] - 1);
+        shape[k].push_back(pick(1, (dims[d] - 1 - start[d]) / step[d] + 1));
+      }
+      strides[k] = {step[0] * dims[1] * dims[2], step[1] * dims[2], step[2]};
+      addr[k] = static_cast<uint64_t>((start[0] * dims[1] * dims[2] + start[1] * dims[2] + start[2]) * elem);
+      for (int64_t i = 0; i < shape[k][0]; ++i)
+        for (int64_t j = 0; j < shape[k][1]; ++j)
+          for (int64_t l = 0; l < shape[k][2]; ++l)
+            for (int64_t e = 0; e < elem; ++e)
+              bytes[k].insert(addr[k] + static_cast<uint64_t>((i * strides[k][0] + j * strides[k][1] + l * strides[k][2]) * elem + e));
+    }
+    const bool any = std::any_of(bytes[0].begin(), bytes[0].end(), [&](uint64_t b) { return bytes[1].count(b) > 0; });
+    CAPTURE(iter);
+    const jit::Sharing want = any ? jit::Sharing::Some : jit::Sharing::None;
+    REQUIRE(jit::views_share_bytes({addr[0], shape[0], strides[0], elem}, {addr[1], shape[1], strides[1], elem}) == want);
+    (any ? shared : disjoint) += 1;
+  }
+  CHECK(shared > 100);  // both answers are exercised
+  CHECK(disjoint > 1000);
 }
 
 TEST_CASE("view_overlaps_itself: the exact answer, against every element of random small views") {
