@@ -319,13 +319,39 @@ TEST_CASE("outputs of different shapes go to different groups") {
   check_plan(g, p);
 }
 
-TEST_CASE("a leaf output gets a copy group") {
+TEST_CASE("an output that rewrites made an input is written by a kernel reading that input, not a copy") {
+  // It was a copy group of its own: x read twice, and z written over x in place was refused (the
+  // copy read x after z's kernel wrote it).
   Graph g = rewrite(parse_graph("input x : f32[8]\ny = x * 1\nz = x + 1\noutput y, z\n", "t")).graph;
+  CHECK(g.node(g.outputs[0].node).op == Op::Cast);
+  Plan p = plan_fusion(g);
+  REQUIRE(p.groups.size() == 1);
+  CHECK(p.groups[0].outputs.size() == 2);
+  check_plan(g, p);
+  // An RMSNorm whose f32 input is also cast to f32 and written (`h`): one kernel, x read once.
+  Graph r = rewrite(parse_graph("input x : f32[4, 64]\nh = cast(x, f32)\nms = mean(h * h, -1, keepdim)\n"
+                                "y = h * rsqrt(ms + 1e-6)\noutput h, y\n", "r")).graph;
+  Plan pr = plan_fusion(r);
+  REQUIRE(pr.groups.size() == 1);
+  CHECK(plan_totals(r, pr).read_bytes == 4 * 64 * 4);
+  check_plan(r, pr);
+  // Two outputs of one input share one op; a param output keeps its fill group.
+  Graph t = rewrite(parse_graph("input x : f32[8]\nparam p : f32 = 2\na = x * 1\nb = cast(x, f32)\nc = p * 1\n"
+                                "output a, b, c\n", "t2")).graph;
+  CHECK(t.outputs[0].node == t.outputs[1].node);
+  Plan pt = plan_fusion(t);
+  REQUIRE(pt.groups.size() == 2);
+  CHECK(pt.groups[1].note.find("fill") == 0);
+  check_plan(t, pt);
+}
+
+TEST_CASE("a graph planned without rewrites whose output is an input gets a copy group") {
+  Graph g = parse_graph("input x : f32[8]\nz = x + 1\noutput z\n", "t");
+  g.outputs.push_back({"y", g.inputs[0], {}});  // as no parser or builder makes it (verify refuses it)
   Plan p = plan_fusion(g);
   REQUIRE(p.groups.size() == 2);
   CHECK(p.groups[1].note.find("copy") == 0);
   CHECK(p.groups[1].nodes.empty());
-  check_plan(g, p);
 }
 
 TEST_CASE("600 inputs: split by the kernel parameter byte cap, never over it") {

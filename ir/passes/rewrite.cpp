@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "ir/eval.h"
 #include "ir/passes/dce.h"
@@ -243,6 +244,32 @@ int RewriteResult::total_fires() const {
   return t;
 }
 
+namespace {
+// An output that rewrites made an input (`y = x * 1`, `h = cast(x, f32)` of an f32 x) becomes
+// `cast(x, dtype)` again: an elementwise op the planner puts in a kernel that reads x anyway (an
+// RMSNorm's, writing h as it loads x), not a copy kernel of its own that reads x a second time.
+// Outputs of one input share the op. Params and constants stay leaves (fill groups, ir/plan.h).
+void materialize_input_outputs(Graph& g) {
+  std::map<NodeId, NodeId> cast_of;
+  for (OutputDecl& o : g.outputs) {
+    if (g.node(o.node).op != Op::Input) continue;
+    auto [it, fresh] = cast_of.try_emplace(o.node, static_cast<NodeId>(g.size()));
+    if (fresh) {
+      Node c;
+      c.op = Op::Cast;
+      c.dtype = g.node(o.node).dtype;
+      c.shape = g.node(o.node).shape;
+      c.args[0] = o.node;
+      c.nargs = 1;
+      c.name = o.name;
+      c.loc = o.loc;
+      g.nodes.push_back(std::move(c));
+    }
+    o.node = it->second;
+  }
+}
+}  // namespace
+
 RewriteResult rewrite(const Graph& g, const RewriteOptions& options) {
   RewriteResult res;
   res.fast_math = options.fast_math;
@@ -274,6 +301,7 @@ RewriteResult rewrite(const Graph& g, const RewriteOptions& options) {
   for (size_t k = 0; k < d.rules.size(); ++k) res.counts.push_back({d.rules[k]->name, d.counts[k]});
   res.counts.push_back({kCseRuleName, d.counts[d.rules.size()]});
   res.counts.push_back({kDeadCodeRuleName, removed});
+  materialize_input_outputs(cur);
   res.graph = std::move(cur);
   return res;
 }

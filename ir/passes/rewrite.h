@@ -39,7 +39,8 @@ struct RuleCount {
 };
 
 struct RewriteResult {
-  Graph graph;                     // the rewritten graph (outputs may now be leaves: see ir/plan.h)
+  Graph graph;                     // the rewritten graph (outputs may now be params or constants: see
+                                   // ir/plan.h; one that became an input is cast(x, dtype), appended)
   bool fast_math = false;          // the mode that produced `graph`
   std::vector<RuleCount> counts;   // every rule of the mode, in rule order, with its fire count
   std::vector<RuleFire> fires;     // individual fires, in order (at most kMaxRecordedFires kept)
