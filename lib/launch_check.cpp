@@ -214,10 +214,14 @@ template <class T>
       if (dim.sym < 0) {
         ok = t.shape[d] == dim.size;
         // A size written as a number is fixed; only a named dim follows the tensors.
+        // Graph text says `dim N = 64`; a built graph (no source location) the builder's call.
+        const std::string name = free_dim_name(g);
+        const std::string how = n.loc.known() ? fmt::format("`dim {} = {}`", name, dim.size)
+                                              : fmt::format("`b.dim(\"{}\", {})` on the GraphBuilder", name, dim.size);
         if (!ok)
-          fixed = fmt::format("; axis {} has the fixed size {} in the graph: name it with a dim (`dim {} = {}`, then {} "
+          fixed = fmt::format("; axis {} has the fixed size {} in the graph: name it with a dim ({}, then {} "
                               "in the input's shape) to let it follow the tensors",
-                              d, dim.size, free_dim_name(g), dim.size, free_dim_name(g));
+                              d, dim.size, how, name);
         continue;
       }
       const size_t s = static_cast<size_t>(dim.sym);

@@ -708,8 +708,8 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
   CHECK(message({a28, a38}) ==
         "input 'up': expected f32[T=2, 8] (T = 2 from input 'gate', which is f32[2, 8]), got f32[3, 8]");
   CHECK(message({a82, a82}) == "input 'gate': expected f32[T, 8], got f32[8, 2]; axis 1 has the fixed size 8 in the "
-                                "graph: name it with a dim (`dim N = 8`, then N in the input's shape) to let it follow "
-                                "the tensors");
+                                "graph: name it with a dim (`b.dim(\"N\", 8)` on the GraphBuilder, then N in the input's "
+                                "shape) to let it follow the tensors");
   CHECK(message({a28, fj::HostTensor(fj::DType::BF16, {2, 8})}) ==
         "input 'up': expected f32[T=2, 8], got bf16[2, 8]; a launch converts no dtype: convert the tensor to f32 first "
         "(a HostTensor t: HostTensor::from_floats(DType::F32, t.shape(), t.to_floats()))");
@@ -821,7 +821,8 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
   fj::Program lp = fj::Program::compile(lb.build(), cpu_options());
   CHECK_THROWS_WITH_AS(lp.run({fj::HostTensor(fj::DType::BF16, {4, 16})}),
                        "input 'a': expected bf16[16, 4], got bf16[4, 16]; axis 0 has the fixed size 16 in the graph: "
-                       "name it with a dim (`dim N = 16`, then N in the input's shape) to let it follow the tensors",
+                       "name it with a dim (`b.dim(\"N\", 16)` on the GraphBuilder, then N in the input's shape) to "
+                       "let it follow the tensors",  // a built graph: no `dim N = 16` to write (it said so)
                        fj::Error);
   // The name suggested is one the graph does not use (a `dim N` there: M; N and M: K).
   for (const auto& [dims, name] : {std::pair{"dim N = 4\n", "M"}, std::pair{"dim N = 4\ndim M = 2\n", "K"}}) {
