@@ -86,7 +86,13 @@ def op(name: str, *args: Any, **keywords: Any) -> Value:
     functions traced by :func:`fuse` and for builder values alike. Raises UserError (unknown op, bad
     operands; no Value among them); a keyword argument is a TypeError saying what to write instead
     (``approximate="tanh"``: the op gelu_tanh)."""
-    return _builder_of(args).op(name, *args, **keywords)
+    try:
+        return _builder_of(args).op(name, *args, **keywords)
+    except UserError as e:
+        if "builder's reduce(" not in e.message:
+            raise
+        # The library names GraphBuilder.reduce; the call here has fusejit.reduce beside it.
+        raise UserError(e.message.replace("the builder's reduce(", "fusejit.reduce(")) from None
 
 
 def _flag_of(v: Any, what: str) -> bool:

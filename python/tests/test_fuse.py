@@ -1789,6 +1789,15 @@ def test_an_error_while_tracing_is_located_at_the_line_that_built_the_op():
     import pickle
     for e2 in (pickle.loads(pickle.dumps(e)), copy.copy(e)):
         assert type(e2) is type(e) and str(e2) == str(e) and e2.location == e.location and e2.message == e.message
+    # fusejit.op of a reduction points at fusejit.reduce (it said "the builder's reduce", which a
+    # fused function has none of), at the line that called it.
+    def g(v):
+        return fusejit.op("softmax", v)
+
+    with pytest.raises(fusejit.UserError) as info:
+        fusejit.fuse(g)(np.ones((2, 3), np.float32))
+    assert str(info.value) == (f"{__file__}:{g.__code__.co_firstlineno + 1}: error: 'softmax' is a reduction composite: "
+                               "build it with fusejit.reduce(\"softmax\", x, axes)")
     # An error in graph text keeps its own location.
     with pytest.raises(fusejit.UserError) as info:
         fusejit.Graph.parse("input x : f32[4]\ny = tanhh(x)\noutput y", filename="g.txt")
