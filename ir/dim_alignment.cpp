@@ -1,5 +1,6 @@
 #include "ir/dim_alignment.h"
 
+#include "ir/builder.h"
 #include "ir/reduce.h"
 
 namespace fusejit::ir {
@@ -18,6 +19,43 @@ std::vector<DimAlignment> mixed_dim_alignments(const Graph& g) {
         if (sym < 0) continue;
         if (first < 0) first = sym;
         else if (sym != first) out.push_back({id, first, sym});
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+// The first axis of `x` that reduction `r` keeps and that lines up with another axis of `x` where
+// its result (rank: the kept axes) broadcasts against a value of shape `x`: {from, to}, or {-1, -1}.
+std::pair<int, int> misaligned_axis(const Shape& x, const Node& r) {
+  std::vector<int> kept;
+  for (size_t d = 0; d < x.size(); ++d)
+    if (!((r.red.axes >> d) & 1)) kept.push_back(static_cast<int>(d));
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const int to = static_cast<int>(x.size() - kept.size() + i);
+    if (kept[i] != to && x[static_cast<size_t>(kept[i])].size != 1 && x[static_cast<size_t>(to)].size != 1)
+      return {kept[i], to};
+  }
+  return {-1, -1};
+}
+}  // namespace
+
+std::vector<AxisSlip> reduced_axis_slips(const Graph& g) {
+  std::vector<AxisSlip> out;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    if (n.nargs < 2 || is_reduction(n.op)) continue;
+    for (int a = 0; a < n.nargs && (out.empty() || out.back().node != id); ++a) {
+      const NodeId r = dropped_reduction(g, n.arg(a));
+      if (r == kNoNode) continue;
+      const Shape& x = g.node(g.node(r).arg(0)).shape;
+      for (int b = 0; b < n.nargs; ++b) {
+        if (b == a || g.node(n.arg(b)).shape != x) continue;
+        if (const auto [from, to] = misaligned_axis(x, g.node(r)); from >= 0) {
+          out.push_back({id, r, from, to});
+          break;
+        }
       }
     }
   }

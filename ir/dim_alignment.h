@@ -22,4 +22,17 @@ struct DimAlignment {
 // other batch. Some are meant: an input whose dim is either 1 or another dim's size.
 std::vector<DimAlignment> mixed_dim_alignments(const Graph& g);
 
+// Node `node` broadcasts a value computed elementwise from `reduction` (one without keepdim, of a
+// value of shape X) against another operand of shape X, so that axis `from` of X, which the
+// reduction keeps, lines up with X's axis `to` != from: NumPy's `x / x.sum(-1)` of a square x,
+// which runs (the sizes agree) but divides each row by another row's sum. Found by axes, where
+// mixed_dim_alignments sees only different named dims (not a square literal shape, nor the one dim
+// fuse traces for two axes of one size). Axes of size 1 broadcast and are never a slip. At most
+// one per node, in topological order.
+struct AxisSlip {
+  NodeId node = kNoNode, reduction = kNoNode;
+  int from = -1, to = -1;
+};
+std::vector<AxisSlip> reduced_axis_slips(const Graph& g);
+
 }  // namespace fusejit::ir

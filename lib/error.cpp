@@ -186,13 +186,31 @@ void warn_unused_inputs(const ir::Graph& g, const std::set<std::string>& may_be_
   }
 }
 
+// The same slip where no two named dims meet (a square literal shape; the one dim fuse traces for
+// two axes of one size): a reduction's kept axis lines up with another axis of its operand's shape.
+void warn_axis_slips(const ir::Graph& g, const std::set<ir::NodeId>& warned) {
+  for (const ir::AxisSlip& s : ir::reduced_axis_slips(g)) {
+    if (warned.count(s.node)) continue;
+    const ir::Node& n = g.node(s.node);
+    const ir::Node& r = g.node(s.reduction);
+    warn(fmt::format("{}{} broadcasts the {} of a {} value back against that shape with the axis it keeps ({}) lined "
+                     "up with axis {} (shapes align from the right): each element meets another slice's result, and "
+                     "it runs only because the sizes agree{}",
+                     where_of(g, n), n.name.empty() ? "a " + std::string(ir::op_name(n.op)) : "'" + n.name + "'",
+                     ir::op_name(r.op), ir::shape_to_string(g.node(r.arg(0)).shape, &g), s.from, s.to,
+                     ir::keepdim_hint(g, std::span<const ir::NodeId>(n.args.data(), n.nargs))));
+  }
+}
+
 // Only where an operand comes from a reduction without keepdim (a slip, almost always); a graph
 // whose input dim is either 1 or another dim's size lines them up on purpose.
 void warn_dim_alignments(const ir::Graph& g) {
   std::set<std::pair<int32_t, int32_t>> seen;
+  std::set<ir::NodeId> nodes;  // warned of here: not again by warn_axis_slips
   for (const ir::DimAlignment& m : ir::mixed_dim_alignments(g)) {
     const ir::Node& n = g.node(m.node);
     const std::string hint = ir::keepdim_hint(g, std::span<const ir::NodeId>(n.args.data(), n.nargs));
+    if (!hint.empty()) nodes.insert(m.node);
     if (hint.empty() || !seen.insert({std::min(m.a, m.b), std::max(m.a, m.b)}).second) continue;
     const std::string& a = g.dims[static_cast<size_t>(m.a)].name;
     const std::string& b = g.dims[static_cast<size_t>(m.b)].name;
@@ -204,6 +222,7 @@ void warn_dim_alignments(const ir::Graph& g) {
                      where_of(g, n), n.name.empty() ? "a " + std::string(ir::op_name(n.op)) : "'" + n.name + "'", a,
                      b, shapes, a, b, hint));
   }
+  warn_axis_slips(g, nodes);
 }
 }  // namespace
 

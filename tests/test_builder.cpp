@@ -265,6 +265,36 @@ TEST_CASE("a reduction without keepdim broadcast so that two named dims line up 
   fj::set_warning_handler({});
 }
 
+TEST_CASE("the same slip where no two named dims meet (a square shape, one dim for both axes) warns by axes") {
+  // NumPy's x / x.sum(-1) of a square x runs, dividing each row by another row's sum: fuse traces
+  // both axes of one size as one dim and graph text may give literal sizes, so no two dims differ.
+  std::vector<std::string> got;
+  fj::set_warning_handler([&](std::string_view m) { got.emplace_back(m); });
+  (void)fj::Graph::parse("input x : f32[8, 8]\nms = mean(x * x, -1)\ny = x * rsqrt(ms + 1e-6)\noutput y\n", "sq.txt");
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == "sq.txt:3:7: 'y' broadcasts the mean of a [8, 8] value back against that shape with the axis it keeps "
+                  "(0) lined up with axis 1 (shapes align from the right): each element meets another slice's result, "
+                  "and it runs only because the sizes agree; an operand comes from a reduction without `keepdim` (on "
+                  "line 2), whose reduced axes are gone: reduce with `keepdim` (NumPy's keepdims=True) to broadcast it "
+                  "back over them");
+  got.clear();
+  (void)fj::Graph::parse("dim N = 8\ninput x : f32[N, N]\ny = x / sum(x, -1)\noutput y\n");
+  (void)fj::Graph::parse("input x : f32[3, 3, 3]\ny = x - amax(x, 1)\noutput y\n");  // kept 0 and 2 meet 1 and 2
+  REQUIRE(got.size() == 2);
+  CHECK(contains(got[0], "'y' broadcasts the sum of a [N=8, N=8] value"));
+  CHECK(contains(got[1], "'y' broadcasts the amax of a [3, 3, 3] value back against that shape with the axis it keeps (0) lined up with axis 1"));
+  got.clear();
+  // None: the reduction over the leading axis (x - mean(x, 0): its kept axes line up with themselves),
+  // keepdim, a kept axis of size 1, an operand of another shape, or no reduction at all.
+  (void)fj::Graph::parse("input x : f32[8, 8]\ny = x - mean(x, 0)\noutput y\n");
+  (void)fj::Graph::parse("input x : f32[8, 8]\ny = x / sum(x, -1, keepdim)\noutput y\n");
+  (void)fj::Graph::parse("input x : f32[1, 8]\ny = x / sum(x, -1)\noutput y\n");
+  (void)fj::Graph::parse("input x : f32[8, 8]\ninput b : f32[4, 8, 8]\ny = b * sum(x, -1)\noutput y\n");
+  (void)fj::Graph::parse("input x : f32[8, 8]\ninput b : f32[8]\ny = x + b\noutput y\n");
+  CHECK(got.empty());
+  fj::set_warning_handler({});
+}
+
 TEST_CASE("a refused op, reduce or cast adds no node (a literal's constant, a cast made before failing)") {
   fj::GraphBuilder b("g");
   fj::Value x = b.input("x", fj::DType::F32, {3});

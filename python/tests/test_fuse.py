@@ -1773,6 +1773,22 @@ def test_numpy_ufuncs_without_a_pytorch_twin_follow_numpy():
             fusejit.fuse(f)(np.ones(3, np.float32))
 
 
+def test_a_reduction_without_keepdims_broadcast_along_the_wrong_axis_of_a_square_value_warns():
+    # A new user's find: x * rsqrt(mean(x*x, -1)) without keepdims ran silently on (8, 8) (fuse traces
+    # both axes as one dim, so no two dims differ), and NumPy's result is each row scaled by another's.
+    import warnings
+
+    x = np.arange(64, dtype=np.float32).reshape(8, 8) / 64
+    rms = fusejit.fuse(lambda v: v / np.sqrt((v * v).mean(-1) + np.float32(1e-6)))
+    with pytest.warns(fusejit.FusejitWarning, match=r"the axis it keeps \(0\) lined up with axis 1 .* keepdims=True"):
+        got = rms(x)
+    assert np.array_equal(got, x / np.sqrt((x * x).mean(-1) + np.float32(1e-6)))  # NumPy's, warned of
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the right forms warn of nothing
+        fusejit.fuse(lambda v: v / np.sqrt((v * v).mean(-1, keepdims=True) + np.float32(1e-6)))(x)
+        fusejit.fuse(lambda v: v - v.mean(0))(x)
+
+
 def test_an_error_while_tracing_is_located_at_the_line_that_built_the_op():
     def f(a, b):
         c = a * 2
