@@ -37,8 +37,8 @@ enum class Sharing : uint8_t {
 // no gap merge first (2s*y + s*x: one term), then a depth-first search over the terms, largest
 // coefficient first: nested strides (every stride larger than what the smaller ones span, as any
 // C or sliced layout has) leave at most a few candidate values per term, so such views are
-// decided in a few steps each; `max_work` bounds the candidates tried. Views of no elements share nothing. Sizes,
-// strides and spans must fit in int64 (view_bytes checks them before any launch).
+// decided in a few steps each; `max_work` bounds the candidates tried. Views of no elements share
+// nothing. Sizes, strides and spans must fit in int64 (view_bytes checks them before any launch).
 Sharing views_share_bytes(const ByteView& a, const ByteView& b, int64_t max_work = kOverlapMaxWork);
 
 // Whether two elements of one view share an address (NumPy's internal overlap, which decides

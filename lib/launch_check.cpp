@@ -200,6 +200,17 @@ std::string misfit_hints(const ir::Graph& g, std::span<const T> inputs, size_t k
   return swap.empty() ? fixed + rank_hint(n, t.shape, python) + dtype_hint(n, t.dtype, python) + moved_hint(t) : swap;
 }
 
+// "; axis 1 has the fixed size 64 in the graph: name it with a dim (...)": graph text says `dim N
+// = 64`; a built graph (no source location) the builder's call. Only on the error path.
+std::string fixed_size_hint(const ir::Graph& g, const ir::Node& input, size_t axis, int64_t size) {
+  const std::string name = free_dim_name(g);
+  const std::string how = input.loc.known() ? fmt::format("`dim {} = {}`", name, size)
+                                            : fmt::format("`b.dim(\"{}\", {})` on the GraphBuilder", name, size);
+  return fmt::format("; axis {} has the fixed size {} in the graph: name it with a dim ({}, then {} in the input's "
+                     "shape) to let it follow the tensors",
+                     axis, size, how, name);
+}
+
 template <class T>
 [[noreturn]] void refuse_inputs(const ir::Graph& g, std::span<const T> inputs, bool python) {
   DimBindings b{std::vector<int64_t>(g.dims.size(), -1), std::vector<std::string>(g.dims.size())};
@@ -214,14 +225,7 @@ template <class T>
       if (dim.sym < 0) {
         ok = t.shape[d] == dim.size;
         // A size written as a number is fixed; only a named dim follows the tensors.
-        // Graph text says `dim N = 64`; a built graph (no source location) the builder's call.
-        const std::string name = free_dim_name(g);
-        const std::string how = n.loc.known() ? fmt::format("`dim {} = {}`", name, dim.size)
-                                              : fmt::format("`b.dim(\"{}\", {})` on the GraphBuilder", name, dim.size);
-        if (!ok)
-          fixed = fmt::format("; axis {} has the fixed size {} in the graph: name it with a dim ({}, then {} "
-                              "in the input's shape) to let it follow the tensors",
-                              d, dim.size, how, name);
+        if (!ok) fixed = fixed_size_hint(g, n, d, dim.size);
         continue;
       }
       const size_t s = static_cast<size_t>(dim.sym);
