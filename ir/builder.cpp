@@ -350,6 +350,10 @@ NodeId GraphBuilder::materialize(const Operand& x, Loc loc) {
   return constant(literal_to_scalar(x.lit, default_dtype(x.lit.cat)), loc);
 }
 
+namespace {
+// A reduction without keepdim that value `id` is computed from elementwise, at its shape (through
+// ops whose operands have that shape or are constants, breadth first, up to 64 values); kNoNode
+// if none.
 NodeId dropped_reduction(const Graph& g, NodeId id) {
   std::vector<NodeId> todo{id};
   for (size_t i = 0; i < todo.size() && i < 64; ++i) {
@@ -366,6 +370,7 @@ NodeId dropped_reduction(const Graph& g, NodeId id) {
   }
   return kNoNode;
 }
+}  // namespace
 
 // x - amax(x, -1), the commonest slip: the reduced axis is gone, so NumPy's right alignment no
 // longer lines the rows up.

@@ -191,11 +191,6 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, Loc loc = {}, const Graph
 // otherwise. Appended to the broadcast error by the builder and by rebind_dims.
 std::string keepdim_hint(const Graph& g, std::span<const NodeId> args);
 
-// A reduction without keepdim that value `id` is computed from elementwise, at its shape (through
-// ops whose operands have that shape or are constants, breadth first, up to 64 values); kNoNode
-// if none.
-NodeId dropped_reduction(const Graph& g, NodeId id);
-
 // Throws UserError at `loc` when a computed value of `dtype` and `shape` would not fit 2^63 bytes
 // (a broadcast or reduction result; inputs are checked where declared).
 void check_value_bytes(const Graph& g, DType dtype, const Shape& shape, Loc loc);
