@@ -40,34 +40,45 @@ std::pair<int, int> misaligned_axis(const Shape& x, const Node& r) {
 }
 }  // namespace
 
+namespace {
+// The reduction without keepdim that node `id` is computed from elementwise at its shape (through
+// operands of that shape, constants aside), given `from` of the nodes before it; kNoNode if none.
+NodeId reduction_behind(const Graph& g, const std::vector<NodeId>& from, NodeId id) {
+  const Node& n = g.node(id);
+  if (is_reduction(n.op)) return !n.red.keepdim && n.red.axes != 0 ? id : kNoNode;
+  for (int a = 0; a < n.nargs; ++a) {
+    const Node& an = g.node(n.arg(a));
+    const NodeId r = from[static_cast<size_t>(n.arg(a))];
+    if (r != kNoNode && an.op != Op::Const && an.shape == n.shape) return r;
+  }
+  return kNoNode;
+}
+
+// The first slip at elementwise node `id`: an operand from reduction r broadcast against another
+// operand of r's operand's shape with a kept axis misaligned; {} (node kNoNode) if none.
+AxisSlip slip_at(const Graph& g, const std::vector<NodeId>& from, NodeId id) {
+  const Node& n = g.node(id);
+  for (int a = 0; a < n.nargs; ++a) {
+    const NodeId r = from[static_cast<size_t>(n.arg(a))];
+    if (r == kNoNode) continue;
+    const Shape& x = g.node(g.node(r).arg(0)).shape;
+    for (int b = 0; b < n.nargs; ++b)
+      if (b != a && g.node(n.arg(b)).shape == x)
+        if (const auto [f, t] = misaligned_axis(x, g.node(r)); f >= 0) return {id, r, f, t};
+  }
+  return {};
+}
+}  // namespace
+
 std::vector<AxisSlip> reduced_axis_slips(const Graph& g) {
-  // from[v]: the reduction without keepdim that v is computed from elementwise at its shape
-  // (through operands of that shape, constants aside), or kNoNode; one pass over the graph (a
-  // search per operand, as keepdim_hint's, took 1.8 s more to parse a 200,000-op chain).
+  // One pass over the graph (a search per operand, as keepdim_hint's, took 1.8 s more to parse a
+  // 200,000-op chain).
   std::vector<NodeId> from(static_cast<size_t>(g.size()), kNoNode);
   std::vector<AxisSlip> out;
   for (NodeId id = 0; id < g.size(); ++id) {
-    const Node& n = g.node(id);
-    if (is_reduction(n.op)) {
-      if (!n.red.keepdim && n.red.axes != 0) from[static_cast<size_t>(id)] = id;
-      continue;
-    }
-    for (int a = 0; a < n.nargs && from[static_cast<size_t>(id)] == kNoNode; ++a) {
-      const Node& an = g.node(n.arg(a));
-      if (an.op != Op::Const && an.shape == n.shape) from[static_cast<size_t>(id)] = from[static_cast<size_t>(n.arg(a))];
-    }
-    for (int a = 0; a < n.nargs && n.nargs > 1 && (out.empty() || out.back().node != id); ++a) {
-      const NodeId r = from[static_cast<size_t>(n.arg(a))];
-      if (r == kNoNode) continue;
-      const Shape& x = g.node(g.node(r).arg(0)).shape;
-      for (int b = 0; b < n.nargs; ++b) {
-        if (b == a || g.node(n.arg(b)).shape != x) continue;
-        if (const auto [f, t] = misaligned_axis(x, g.node(r)); f >= 0) {
-          out.push_back({id, r, f, t});
-          break;
-        }
-      }
-    }
+    from[static_cast<size_t>(id)] = reduction_behind(g, from, id);
+    if (g.node(id).nargs < 2 || is_reduction(g.node(id).op)) continue;
+    if (const AxisSlip s = slip_at(g, from, id); s.node != kNoNode) out.push_back(s);
   }
   return out;
 }
