@@ -43,15 +43,20 @@ std::pair<int, int> misaligned_axis(const Shape& x, const Node& r) {
 namespace {
 // The reduction without keepdim that node `id` is computed from elementwise at its shape (through
 // operands of that shape, constants aside), given `from` of the nodes before it; kNoNode if none.
+// One whose kept axes would line up with others of its operand's shape comes first, so that
+// `sum(x, 0) + amax(x, -1)` keeps amax's slip whatever the operands' order.
 NodeId reduction_behind(const Graph& g, const std::vector<NodeId>& from, NodeId id) {
   const Node& n = g.node(id);
   if (is_reduction(n.op)) return !n.red.keepdim && n.red.axes != 0 ? id : kNoNode;
+  NodeId found = kNoNode;
   for (int a = 0; a < n.nargs; ++a) {
     const Node& an = g.node(n.arg(a));
     const NodeId r = from[static_cast<size_t>(n.arg(a))];
-    if (r != kNoNode && an.op != Op::Const && an.shape == n.shape) return r;
+    if (r == kNoNode || an.op == Op::Const || an.shape != n.shape) continue;
+    if (misaligned_axis(g.node(g.node(r).arg(0)).shape, g.node(r)).first >= 0) return r;
+    if (found == kNoNode) found = r;
   }
-  return kNoNode;
+  return found;
 }
 
 // The first slip at elementwise node `id`: an operand from reduction r broadcast against another

@@ -164,7 +164,8 @@ int64_t estimate_param_bytes(const FusionGroup& group, std::span<const int> bind
 // that fusion is measured against. Deterministic.
 Plan plan_unfused(const Graph& g);
 
-// Appends one group per graph output that is a leaf (an input: copy kernel reading it; a param
+// Appends one group per graph output that is a leaf (an input: copy kernel reading it, for a graph
+// planned without ir::rewrite, whose result makes such an output a cast; a param
 // or constant: fill kernel), each leaf once, in output order; adds them to p.materialized.
 // Shared by plan_unfused and the fusion planner.
 void append_leaf_output_groups(const Graph& g, Plan& p);
