@@ -66,8 +66,8 @@ std::optional<int64_t> shared_optin_bytes(Arch a) {
   switch (a.number()) {
     case 75: return 64 * KB;
     case 80: case 87: return 163 * KB;
-    case 86: case 89: case 120: case 121: return 99 * KB;
-    case 90: case 100: case 103: return 227 * KB;
+    case 86: case 88: case 89: case 120: case 121: return 99 * KB;
+    case 90: case 100: case 103: case 110: return 227 * KB;
     default: return std::nullopt;
   }
 }

@@ -76,8 +76,10 @@ ArchDecision choose_target(Arch device, std::span<const int> supported);
 // (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: "Maximum amount of shared memory per
 // thread block" in the CUDA C++ Programming Guide's "Technical Specifications per Compute
 // Capability": 64 KB on 7.5, 163 KB on 8.0 and 8.7, 99 KB on 8.6, 8.9 and 12.x, 227 KB on 9.0 and
-// 10.x); nullopt for a capability not in that list. What a plan made without the GPU assumes
-// (`fusejit plan --arch`); a program on a GPU asks the driver instead.
+// 10.x; 8.8 and 11.0, which NVRTC 13 targets, as 8.6 and 10.0: NVIDIA's libcu++
+// cuda/__device/arch_traits.h derives their traits from those two); nullopt for a capability not
+// in that list. What a plan made without the GPU assumes (`fusejit plan --arch`); a program on a
+// GPU asks the driver instead.
 std::optional<int64_t> shared_optin_bytes(Arch a);
 
 // For an explicit `--arch`: accepts the target if NVRTC supports its arch; otherwise throws

@@ -27,7 +27,8 @@ int64_t plan_shared_optin(const Options& o) {
   }
   if (std::optional<int64_t> bytes = jit::shared_optin_bytes(t.arch)) return *bytes;
   throw ir::UserError(fmt::format("{} {}: fusejit knows the shared memory per block of sm_75, sm_80, sm_86, sm_87, "
-                                  "sm_89, sm_90, sm_100, sm_103, sm_120 and sm_121, not of this GPU; plan without {} "
+                                  "sm_88, sm_89, sm_90, sm_100, sm_103, sm_110, sm_120 and sm_121, not of this GPU; "
+                                  "plan without {} "
                                   "and give {} instead",
                                   option, o.arch, option, option_name(OptionField::RowCacheLimit, o.message_style)));
 }

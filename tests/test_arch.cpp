@@ -154,6 +154,11 @@ TEST_CASE("shared_optin_bytes: the CUDA Programming Guide's shared memory per bl
   CHECK(shared_optin_bytes({8, 6}) == 101376);   // 99 KB
   CHECK(shared_optin_bytes({8, 9}) == 101376);
   CHECK(shared_optin_bytes({12, 0}) == 101376);
+  // NVRTC 13's sm_88 and sm_110 (a new user's `plan --arch sm_110` was refused while `compile` took
+  // it): as 8.6 and 10.0, whose traits NVIDIA's libcu++ arch_traits.h gives them.
+  CHECK(shared_optin_bytes({8, 8}) == 101376);
+  CHECK(shared_optin_bytes({11, 0}) == 232448);
+  CHECK_FALSE(shared_optin_bytes({10, 1}));  // renamed sm_110 in CUDA 13: no table of its own
   CHECK(shared_optin_bytes({7, 5}) == 65536);
   CHECK_FALSE(shared_optin_bytes({7, 0}));
   CHECK_FALSE(shared_optin_bytes({13, 0}));
