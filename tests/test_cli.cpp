@@ -847,9 +847,9 @@ TEST_CASE("integer options: decimal only, range errors and repeats point into th
   CHECK(r.code == 2);
   CHECK(r.out.find("<command line>:1:" + std::to_string(std::string("fusejit plan " + g + " --arch ").size() + 1) +
                    ": error: --arch: invalid GPU architecture 'sm_9'") != std::string::npos);
-  r = run("plan " + g + " --arch sm_88");  // a well-formed arch without a shared-memory figure
+  r = run("plan " + g + " --arch sm_101");  // a well-formed arch without a shared-memory figure (CUDA 13: sm_110)
   CHECK(r.out.find("<command line>:1:" + std::to_string(std::string("fusejit plan " + g + " --arch ").size() + 1) +
-                   ": error: --arch sm_88: fusejit knows") != std::string::npos);
+                   ": error: --arch sm_101: fusejit knows") != std::string::npos);
   r = run("plan " + g + " --arch ''");
   CHECK(r.out.find("--arch: an empty value: give sm_XY or compute_XY") != std::string::npos);
   // CLI11 checks each value before it counts them: the caret under the bad one, not the first.
