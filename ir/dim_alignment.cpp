@@ -41,8 +41,24 @@ std::pair<int, int> misaligned_axis(const Shape& x, const Node& r) {
 }  // namespace
 
 namespace {
+// Whether `a` and `b` are one shape but for leading size-1 dims, which move no axis: they align
+// from the right.
+bool same_from_right(const Shape& a, const Shape& b) {
+  auto lead = [](const Shape& s) {
+    size_t i = 0;
+    while (i < s.size() && s[i].size == 1) ++i;
+    return i;
+  };
+  const size_t i = lead(a), j = lead(b);
+  if (a.size() - i != b.size() - j) return false;
+  for (size_t k = 0; i + k < a.size(); ++k)
+    if (a[i + k] != b[j + k]) return false;
+  return true;
+}
+
 // The reduction without keepdim that node `id` is computed from elementwise at its shape (through
-// operands of that shape, constants aside), given `from` of the nodes before it; kNoNode if none.
+// operands of that shape or with leading 1s, constants aside), given `from` of the nodes before it;
+// kNoNode if none.
 // One whose kept axes would line up with others of its operand's shape comes first, so that
 // `sum(x, 0) + amax(x, -1)` keeps amax's slip whatever the operands' order.
 NodeId reduction_behind(const Graph& g, const std::vector<NodeId>& from, NodeId id) {
@@ -52,7 +68,7 @@ NodeId reduction_behind(const Graph& g, const std::vector<NodeId>& from, NodeId 
   for (int a = 0; a < n.nargs; ++a) {
     const Node& an = g.node(n.arg(a));
     const NodeId r = from[static_cast<size_t>(n.arg(a))];
-    if (r == kNoNode || an.op == Op::Const || an.shape != n.shape) continue;
+    if (r == kNoNode || an.op == Op::Const || !same_from_right(an.shape, n.shape)) continue;
     if (misaligned_axis(g.node(g.node(r).arg(0)).shape, g.node(r)).first >= 0) return r;
     if (found == kNoNode) found = r;
   }

@@ -52,6 +52,7 @@
 #include "jit/source_key.h"
 #include "tests/support/scoped_env.h"
 #include "tests/support/files.h"
+#include "tests/support/warnings.h"
 
 extern char** environ;
 
@@ -275,18 +276,6 @@ std::vector<std::string> cpu_outcomes(const std::string& text, const std::string
 bool all_are(const std::vector<std::string>& outcomes, const std::string& what) {
   return !outcomes.empty() && std::all_of(outcomes.begin(), outcomes.end(), [&](const std::string& o) { return o == what; });
 }
-
-// Collects the library's warnings for one scope.
-struct LibraryWarnings {
-  std::vector<std::string> list;
-  LibraryWarnings() {
-    fj::set_warning_handler([this](std::string_view m) { list.emplace_back(m); });
-  }
-  ~LibraryWarnings() { fj::set_warning_handler(nullptr); }
-  size_t count(const std::string& part) const {
-    return static_cast<size_t>(std::count_if(list.begin(), list.end(), [&](const std::string& w) { return w.find(part) != std::string::npos; }));
-  }
-};
 
 // Every path under `dir` (files and folders), relative, sorted; and their total file size.
 std::vector<std::string> tree(const fs::path& dir) {
