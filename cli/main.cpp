@@ -524,7 +524,8 @@ struct RunCommand {
     cmd->add_option("--arch", arch, "target architecture: sm_XY (CUBIN) or compute_XY (PTX); default: the GPU's")->check(kArch);
     cmd->add_option("--nvrtc-option", nvrtc,
                     "extra NVRTC option for every GPU kernel, e.g. --nvrtc-option=--maxrregcount=32 (repeatable; "
-                    "without --fast-math, none that loosens float math such as --fmad=true)");
+                    "those fusejit passes on, docs/api.md; without --fast-math, none that loosens float math such "
+                    "as --fmad=true)");
     cmd->add_option("--backend", backend, "auto (GPU if present), cuda, or cpu")
         ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->default_val("auto");
     cmd->add_option("--device", device, "CUDA device ordinal")->default_val(0)->transform(kNonNegative);
@@ -676,8 +677,8 @@ struct CompileCommand {
     cmd->add_option("--cache-dir", cache_dir, "kernel cache folder (default as for run)")->check(kPath);
     cmd->add_flag("--no-cache", no_cache, "do not read or write the on-disk kernel cache");
     cmd->add_option("--nvrtc-option", nvrtc,
-                    "extra NVRTC option, e.g. --nvrtc-option=--maxrregcount=32 (repeatable; without --fast-math, "
-                    "none that loosens float math such as --fmad=true)");
+                    "extra NVRTC option, e.g. --nvrtc-option=--maxrregcount=32 (repeatable; those fusejit passes "
+                    "on, docs/api.md; without --fast-math, none that loosens float math such as --fmad=true)");
   }
   int exec() const {
     no_params.check("compile");

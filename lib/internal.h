@@ -101,6 +101,10 @@ std::function<bool(const ir::FusionGroup&)> vector_rows_of(const ir::Graph& g, b
 // Throws ir::UserError for an Options::row_split or row_cache_limit below 0, a backend or
 // message_style that is none of its enum's values, or a cache_dir or dump_dir holding a NUL byte (compile, load and plan_graph check them before any use).
 void check_options(const Options& o);
+// Every NVRTC option fusejit passes on (Options::nvrtc_options; lib/options.cpp's table), each with
+// a value NVRTC takes where it takes one: the long spellings (--NAME), or with `aliases` the short
+// ones (-ALIAS) where NVRTC has one. For tests, which compile with them all.
+std::vector<std::string> passed_nvrtc_options(bool aliases);
 // The nvcc option that does what NVRTC option `nvrtc_option` does (itself), or "" where nvcc has
 // none (-minimal, -default-device: an ahead-of-time .cu's nvcc command leaves it out).
 std::string nvcc_option(std::string_view nvrtc_option);

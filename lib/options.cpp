@@ -1,6 +1,7 @@
 // How messages name options, and param values from Params.
 #include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -54,18 +55,103 @@ namespace {
 std::string_view bare(std::string_view nvrtc_option) {
   return nvrtc_option.substr(std::min(nvrtc_option.find_first_not_of('-'), nvrtc_option.size()));
 }
+
+// What an NVRTC option fusejit passes on takes after '=' (NVRTC's own rules, found by running
+// NVRTC 13.0 on each: "--dopt=off" and "--ftz=1" are rejected, "-G=1" too).
+enum class ValueForm {
+  None,         // a flag: no value
+  Bool,         // true or false
+  Count,        // a decimal integer >= 0
+  Density,      // a decimal integer from 0 to 101 (--jump-table-density)
+  On,           // on (--dopt: NVRTC takes no other value)
+  Std,          // c++17 or c++20 (fusejit's kernels need C++17)
+  FastCompile,  // 0, min, mid or max
+  Text,         // any non-empty text, which NVRTC or ptxas checks
+};
+
+// An NVRTC option fusejit passes on: one of those NVRTC documents ("Supported Compile Options",
+// NVRTC user guide, CUDA 13) that changes how the kernel is optimised, debugged or diagnosed, or
+// its float math as the mode allows (loosens_float_math), but neither what it computes otherwise
+// nor what NVRTC writes. NVRTC takes `--NAME` and `-ALIAS` and no other spelling ("--lineinfo"
+// and "-generate-line-info" are unknown to it).
+struct PassedOption {
+  std::string_view name;   // after "--"
+  std::string_view alias;  // after "-" ("": none)
+  ValueForm value;
+  bool nvcc = true;  // nvcc 13.0 takes it (an ahead-of-time .cu's nvcc command leaves the others out)
+  std::string_view example = "";  // a Text value NVRTC takes (passed_nvrtc_options)
+};
+
+constexpr PassedOption kPassedOptions[] = {
+    {"device-debug", "G", ValueForm::None},
+    {"generate-line-info", "lineinfo", ValueForm::None},
+    {"dopt", "dopt", ValueForm::On},
+    {"ptxas-options", "Xptxas", ValueForm::Text, true, "-v"},
+    {"maxrregcount", "maxrregcount", ValueForm::Count},
+    {"ftz", "ftz", ValueForm::Bool},
+    {"prec-sqrt", "prec-sqrt", ValueForm::Bool},
+    {"prec-div", "prec-div", ValueForm::Bool},
+    {"fmad", "fmad", ValueForm::Bool},
+    {"use_fast_math", "use_fast_math", ValueForm::None},
+    {"extra-device-vectorization", "extra-device-vectorization", ValueForm::None},
+    {"modify-stack-limit", "modify-stack-limit", ValueForm::Bool, false},
+    {"jump-table-density", "", ValueForm::Density},
+    {"device-stack-protector", "device-stack-protector", ValueForm::Bool},
+    {"no-source-include", "no-source-include", ValueForm::None, false},
+    {"std", "std", ValueForm::Std},
+    {"builtin-move-forward", "builtin-move-forward", ValueForm::Bool, false},
+    {"builtin-initializer-list", "builtin-initializer-list", ValueForm::Bool, false},
+    {"disable-warnings", "w", ValueForm::None},
+    {"device-as-default-execution-space", "default-device", ValueForm::None, false},
+    {"device-int128", "device-int128", ValueForm::None, false},
+    {"device-float128", "device-float128", ValueForm::None, false},
+    {"optimization-info", "opt-info", ValueForm::Text, true, "inline"},
+    {"display-error-number", "err-no", ValueForm::None},
+    {"no-display-error-number", "no-err-no", ValueForm::None},
+    {"diag-error", "diag-error", ValueForm::Text, true, "20"},
+    {"diag-suppress", "diag-suppress", ValueForm::Text, true, "20"},
+    {"diag-warn", "diag-warn", ValueForm::Text, true, "20"},
+    {"brief-diagnostics", "brief-diag", ValueForm::Bool},
+    {"split-compile", "split-compile", ValueForm::Count},
+    {"minimal", "minimal", ValueForm::None, false},
+    {"Ofast-compile", "Ofc", ValueForm::FastCompile},
+    {"frandom-seed", "frandom-seed", ValueForm::Text, true, "1"},
+};
+
+// The entry `opt` spells (its name before any '='), or nullptr.
+const PassedOption* passed_option(std::string_view opt) {
+  const std::string_view name = opt.substr(0, opt.find('='));
+  for (const PassedOption& p : kPassedOptions)
+    if ((name.starts_with("--") && name.substr(2) == p.name) ||
+        (!p.alias.empty() && name.starts_with('-') && !name.starts_with("--") && name.substr(1) == p.alias))
+      return &p;
+  return nullptr;
+}
 }  // namespace
 
+std::vector<std::string> passed_nvrtc_options(bool aliases) {
+  std::vector<std::string> out;
+  for (const PassedOption& p : kPassedOptions) {
+    if (aliases && p.alias.empty()) continue;
+    std::string v;
+    switch (p.value) {
+      case ValueForm::None: break;
+      case ValueForm::Bool: v = "true"; break;
+      case ValueForm::Count: v = "32"; break;
+      case ValueForm::Density: v = "50"; break;
+      case ValueForm::On: v = "on"; break;
+      case ValueForm::Std: v = "c++17"; break;
+      case ValueForm::FastCompile: v = "min"; break;
+      case ValueForm::Text: v = p.example; break;
+    }
+    out.push_back((aliases ? "-" + std::string(p.alias) : "--" + std::string(p.name)) + (v.empty() ? "" : "=" + v));
+  }
+  return out;
+}
+
 std::string nvcc_option(std::string_view nvrtc_option) {
-  const std::string_view b = bare(nvrtc_option), name = b.substr(0, b.find('='));
-  // nvcc 13.0 stops at these ("Unknown option"), found by running it on the NVRTC options fusejit takes
-  // (for sm_90 and sm_100: -device-float128 is taken for the latter only).
-  static constexpr std::string_view kNvrtcOnly[] = {
-      "default-device", "device-as-default-execution-space", "minimal", "no-source-include", "no-cache",
-      "device-int128", "device-float128", "modify-stack-limit", "builtin-move-forward", "builtin-initializer-list",
-      "pch-verbose", "pch-messages", "instantiate-templates-in-pch"};
-  if (std::find(std::begin(kNvrtcOnly), std::end(kNvrtcOnly), name) != std::end(kNvrtcOnly)) return "";
-  return std::string(nvrtc_option);
+  const PassedOption* p = passed_option(nvrtc_option);
+  return p && !p->nvcc ? "" : std::string(nvrtc_option);
 }
 
 bool chooses_target(std::string_view nvrtc_option) {
@@ -92,12 +178,15 @@ bool loosens_float_math(std::string_view nvrtc_option) {
 
 // The macro an option defines (`-DNAME=V` / `define-macro=NAME=V`: "NAME=V"), or "" for another option.
 std::string_view defined_macro(std::string_view opt) {
-  for (std::string_view prefix : {std::string_view("-D"), std::string_view("define-macro=")})
+  for (std::string_view prefix : {std::string_view("-D"), std::string_view("--define-macro=")})
     if (opt.starts_with(prefix)) return opt.substr(prefix.size());
   return {};
 }
 
 constexpr std::string_view kMinBlocks = "FJ_RED_MIN_BLOCKS=";
+
+// NVRTC options (after their dashes) that read files: include paths, headers, precompiled headers.
+constexpr std::string_view kFileOptions[] = {"include-path", "include", "pre-include", "pch", "use-pch", "create-pch", "pch-dir"};
 constexpr int kMaxMinBlocks = 32;  // the most blocks an SM holds (sm_90; 8 of 256 threads fill its 2,048)
 
 // Whether FJ_RED_MIN_BLOCKS=`value` is a launch bound: a decimal integer from 1 to kMaxMinBlocks,
@@ -119,40 +208,87 @@ bool reduction_switch(std::string_view opt) {
          name == "FJ_RED_NO_WARP_TREE";
 }
 
-// Why an extra NVRTC option is refused whatever the mode ("" if it is not): it chooses the target
-// (it would silently build for another GPU than the one named), makes the compile read files whose
-// contents the kernel cache's key cannot see, defines macros (the preludes' math calls are names a
-// macro can replace), changes what NVRTC writes (relocatable or no code), or is not one word (NVRTC
-// reads " --fmad=true" and "--fmad" then "true" as the option; a check of whole words would not).
+// The values a form takes where they are few, and the refusal that says so ({} for other forms).
+std::pair<std::vector<std::string_view>, std::string_view> choices(ValueForm form) {
+  switch (form) {
+    case ValueForm::Bool: return {{"true", "false"}, "takes true or false"};
+    case ValueForm::On: return {{"on"}, "takes the value on (NVRTC's only one)"};
+    case ValueForm::Std: return {{"c++17", "c++20"}, "takes c++17 or c++20 (fusejit's kernels need C++17)"};
+    case ValueForm::FastCompile: return {{"0", "min", "mid", "max"}, "takes 0, min, mid or max"};
+    default: return {};
+  }
+}
+
+// Why `value`, what follows '=' in an option of kPassedOptions (nullopt: no '='), does not fit
+// its form; "" if it does.
+std::string value_refusal(const PassedOption& p, std::optional<std::string_view> value) {
+  if (p.value == ValueForm::None) return value ? "takes no value" : "";
+  if (!value) return fmt::format("takes its value in the same string (--{}=VALUE, as NVRTC reads one word)", p.name);
+  const std::string_view v = *value;
+  if (const auto [values, say] = choices(p.value); !values.empty())
+    return std::find(values.begin(), values.end(), v) != values.end() ? "" : std::string(say);
+  if (p.value == ValueForm::Text) return v.empty() ? "takes a value after '='" : "";
+  const bool digits = !v.empty() && v.size() <= 9 && v.find_first_not_of("0123456789") == std::string_view::npos;
+  if (p.value == ValueForm::Density)
+    return digits && std::stoi(std::string(v)) <= 101 ? "" : "takes a decimal integer from 0 to 101";
+  return digits ? "" : "takes a count (a decimal integer, 0 or more)";
+}
+
+// Why an option NVRTC writes no whole kernel image with, lets assume what fusejit's launches break,
+// or writes files of its own, is refused ("" if it is none of these).
+std::string output_refusal(std::string_view b) {
+  const auto any_of = [&](std::initializer_list<std::string_view> names) {
+    return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return b.substr(0, b.find('=')) == n; });
+  };
+  if (any_of({"dc", "dw", "rdc", "device-c", "device-w", "relocatable-device-code", "extensible-whole-program", "ewp",
+              "fdevice-syntax-only", "dlink-time-opt", "dlto", "gen-opt-lto", "optix-ir"}))
+    return "changes what NVRTC writes (relocatable code, LTO or OptiX IR, or none), which fusejit loads as a whole "
+           "kernel image";
+  if (any_of({"restrict"}))
+    return "lets NVRTC assume that no two kernel pointers alias, which a launch with an output in place over an input "
+           "breaks (fusejit's kernels carry no __restrict__: docs/api.md)";
+  if (any_of({"time", "fdevice-time-trace"}))
+    return "writes a report file of its own, which a kernel cache hit would skip; `fusejit run --no-cache` reports "
+           "compile times";
+  return "";
+}
+
+// Why an extra NVRTC option is refused whatever the mode ("" if it is not): it is not one word
+// (NVRTC reads " --fmad=true" and "--fmad" then "true" as the option; a check of whole words
+// would not), chooses the target (it would silently build for another GPU than the one named),
+// makes the compile read files whose contents the kernel cache's key cannot see, defines macros
+// (the preludes' math calls are names a macro can replace), is refused by output_refusal, or is
+// none of kPassedOptions (NVRTC's hidden options, such as --fassociative-math, pass NVRTC's own
+// check); its value does not fit; or in strict mode it loosens float math.
 std::string refusal(std::string_view opt, const Options& o) {
   const std::string_view b = bare(opt);
-  const auto any_of = [&](std::initializer_list<std::string_view> names, bool prefix) {
-    return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return prefix ? b.starts_with(n) : b == n; });
-  };
   if (opt.empty() || opt.find_first_of(std::string_view(" \t\n\r\v\f\0", 7)) != std::string_view::npos)
     return "is not one word (an option and its value go in one string: --maxrregcount=32)";
-  if (any_of({"fmad", "ftz", "prec-div", "prec-sqrt", "maxrregcount", "std", "gpu-architecture", "arch"}, false))
-    return "takes its value in the same string (--fmad=false, --maxrregcount=32)";
   if (chooses_target(opt))
     return "chooses the target; use " + option_name(OptionField::Arch, o.message_style) + " instead";
-  if (opt.starts_with("-I") || any_of({"include-path", "include", "pre-include", "pch", "use-pch", "create-pch",
-                                        "pch-dir"}, true))
+  if (opt.starts_with("-I") || std::any_of(std::begin(kFileOptions), std::end(kFileOptions), [&](std::string_view n) { return b.starts_with(n); }))
     return "makes the compile read files whose contents the kernel cache's key cannot see (an edited header would "
            "reuse a stale binary); fusejit's kernels include only its own preludes, so no include path or header is "
            "needed";
-  for (std::string_view macro : {defined_macro(opt), defined_macro(b)})
-    if (macro.starts_with(kMinBlocks) && !min_blocks_valid(macro.substr(kMinBlocks.size())))
-      return fmt::format("gives FJ_RED_MIN_BLOCKS a value that is no launch bound: a decimal integer from 1 to {} (the "
-                         "blocks per SM of a reduction kernel's __launch_bounds__(256, k))", kMaxMinBlocks);
-  if (!reduction_switch(opt) && !reduction_switch(b) &&
-      (opt.starts_with("-D") || opt.starts_with("-U") || any_of({"define-macro", "undefine-macro"}, true)))
+  if (const std::string_view macro = defined_macro(opt); macro.starts_with(kMinBlocks) && !min_blocks_valid(macro.substr(kMinBlocks.size())))
+    return fmt::format("gives FJ_RED_MIN_BLOCKS a value that is no launch bound: a decimal integer from 1 to {} (the "
+                       "blocks per SM of a reduction kernel's __launch_bounds__(256, k))", kMaxMinBlocks);
+  if (reduction_switch(opt)) return "";
+  if (opt.starts_with("-D") || opt.starts_with("-U") || b.starts_with("define-macro") || b.starts_with("undefine-macro"))
     return "defines or undefines a macro, which can change the preludes' semantics (a macro can rename a math "
            "call); fusejit's kernels take none but FJ_RED_MIN_BLOCKS=k (a launch bound) and the switches "
            "FJ_RED_NO_VECTOR, FJ_RED_NO_KEPT, FJ_RED_NO_GROUPS and FJ_RED_NO_WARP_TREE (the same bits, another "
            "way: docs/ops.md)";
-  if (any_of({"dc", "dw", "rdc", "device-c", "device-w", "relocatable-device-code", "fdevice-syntax-only",
-              "fdevice-time-trace", "dlink-time-opt", "dlto"}, true))
-    return "changes what NVRTC writes (relocatable code, or none), which fusejit loads as a whole kernel image";
+  if (std::string why = output_refusal(b); !why.empty()) return why;
+  const PassedOption* p = passed_option(opt);
+  if (!p)
+    return "is not among the NVRTC options fusejit passes on: those NVRTC documents that change how a kernel is "
+           "optimised, debugged or diagnosed (--maxrregcount=N, -lineinfo, -G, -Xptxas=..., ...: docs/api.md lists "
+           "them), spelt as NVRTC takes them (--NAME or its short -ALIAS)";
+  const size_t eq = opt.find('=');
+  if (std::string why = value_refusal(*p, eq == std::string_view::npos ? std::nullopt : std::optional(opt.substr(eq + 1)));
+      !why.empty())
+    return why;
   if (!o.fast_math && loosens_float_math(opt))
     return fmt::format("changes floating-point results, which strict mode keeps bit for bit equal to the reference "
                        "(it compiles with {}); for fast math, use {}", fmt::join(jit::kStrictFloatOptions, " "),
@@ -160,13 +296,43 @@ std::string refusal(std::string_view opt, const Options& o) {
   return "";
 }
 
+// Whether `opt` is ptxas's option list without its value ("-Xptxas", "--ptxas-options"): NVRTC
+// then reads the next option as the list, as nvcc does.
+bool ptxas_list_head(std::string_view opt) { return opt == "-Xptxas" || opt == "--ptxas-options"; }
+
+// Why ptxas options `list` (comma-separated, as NVRTC passes them on) are refused: one chooses
+// the target; "" if none does.
+std::string ptxas_refusal(std::string_view list, const Options& o) {
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    if (chooses_target(list.substr(start, comma - start)))
+      return "passes ptxas an option that chooses the target; use " + option_name(OptionField::Arch, o.message_style) +
+             " instead";
+    start = comma + 1;
+  }
+  return "";
+}
+
 }  // namespace
 
-// Options::nvrtc_options that fusejit takes (refusal(): a UserError naming the option otherwise).
+// Options::nvrtc_options that fusejit takes (refusal(), ptxas_refusal(): a UserError naming the
+// option otherwise).
 void check_extra_nvrtc_options(const Options& o) {
-  for (const std::string& opt : o.nvrtc_options)
-    if (const std::string why = refusal(opt, o); !why.empty())
-      throw ir::UserError("NVRTC option '" + ir::terminal_safe(opt) + "' " + why);
+  const std::vector<std::string>& list = o.nvrtc_options;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string& opt = list[i];
+    std::string why;
+    if (ptxas_list_head(opt) && i + 1 < list.size()) {
+      const std::string& value = list[++i];
+      why = value.empty() || value.find_first_of(std::string_view(" \t\n\r\v\f\0", 7)) != std::string::npos
+                ? "is not followed by one word (ptxas's options, comma-separated: -Xptxas then -v,-O3)"
+                : ptxas_refusal(value, o);
+    } else if (why = refusal(opt, o); why.empty() && opt.find('=') != std::string::npos) {
+      if (const PassedOption* p = passed_option(opt); p && p->name == "ptxas-options")
+        why = ptxas_refusal(std::string_view(opt).substr(opt.find('=') + 1), o);
+    }
+    if (!why.empty()) throw ir::UserError("NVRTC option '" + ir::terminal_safe(opt) + "' " + why);
+  }
 }
 
 void check_options(const Options& o) {

@@ -1160,7 +1160,23 @@ TEST_CASE("extra NVRTC options that loosen float math are refused in strict mode
       {"--relocatable-device-code=true", "changes what NVRTC writes"},
       {"-fdevice-syntax-only", "changes what NVRTC writes"}, {" -arch=sm_80", "is not one word"},
       {"-arch=sm_80", "chooses the target"},        {"-I/tmp", "makes the compile read files"},
-      {"", "is not one word"}};
+      {"", "is not one word"},
+      // Past a list of refusals (a hostile API user's finds): options NVRTC takes that let it assume
+      // no aliasing (an in-place launch's output is an input), write OptiX IR (an empty file), or
+      // report files; hidden ones (--fassociative-math reorders float math); spellings and values
+      // NVRTC rejects, which the CPU path let through to fail on a GPU only.
+      {"--restrict", "lets NVRTC assume that no two kernel pointers alias"},
+      {"-restrict", "lets NVRTC assume that no two kernel pointers alias"},
+      {"--optix-ir", "changes what NVRTC writes"}, {"--gen-opt-lto", "changes what NVRTC writes"},
+      {"-fdevice-time-trace=t.json", "writes a report file of its own"}, {"--time=t.csv", "writes a report file"},
+      {"--fassociative-math", "is not among the NVRTC options fusejit passes on"},
+      {"--lineinfo", "is not among the NVRTC options"}, {"-generate-line-info", "is not among the NVRTC options"},
+      {"---fmad=false", "is not among the NVRTC options"},
+      {"--ftz=1", "takes true or false"}, {"-G=1", "takes no value"}, {"-dopt", "takes its value in the same string"},
+      {"--dopt=off", "takes the value on"}, {"--std=c++14", "takes c++17 or c++20"},
+      {"--maxrregcount=-1", "takes a count"}, {"--jump-table-density=102", "from 0 to 101"},
+      {"-Xptxas=-v,--gpu-name=sm_80", "passes ptxas an option that chooses the target"},
+      {"--ptxas-options=-arch=sm_80", "passes ptxas an option that chooses the target"}};
   for (const auto& r : refused) {
     const std::string opt = r.first;
     CAPTURE(opt);
@@ -1169,7 +1185,13 @@ TEST_CASE("extra NVRTC options that loosen float math are refused in strict mode
       o.fast_math = fast;
       CHECK_THROWS_WITH_AS(fj::Program::compile(build_swiglu(), o), doctest::Contains(r.second), fj::Error);
     }
-  }
+  }  // ptxas's options as the option after -Xptxas (NVRTC reads them so): checked as those after '='.
+  o.nvrtc_options = {"-Xptxas", "--gpu-name=sm_80"};
+  CHECK_THROWS_WITH_AS(fj::Program::compile(build_swiglu(), o), doctest::Contains("passes ptxas an option that chooses"), fj::Error);
+  o.nvrtc_options = {"-Xptxas", "-v -O3"};
+  CHECK_THROWS_WITH_AS(fj::Program::compile(build_swiglu(), o), doctest::Contains("is not followed by one word"), fj::Error);
+  o.nvrtc_options = {"--ptxas-options", "-v,-O3", "-G", "--maxrregcount=64"};
+  CHECK_NOTHROW(fj::Program::compile(build_swiglu(), o));
 }
 
 TEST_CASE("an op of literals only folds as graph text does, into a weak literal (it was an f32 constant)") {

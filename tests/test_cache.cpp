@@ -50,6 +50,7 @@
 #include "jit/fork.h"
 #include "jit/nvrtc.h"
 #include "jit/source_key.h"
+#include "lib/internal.h"
 #include "tests/support/scoped_env.h"
 #include "tests/support/files.h"
 #include "tests/support/warnings.h"
@@ -1423,6 +1424,32 @@ TEST_CASE("an ahead-of-time .cu's nvcc command leaves out the NVRTC-only options
   if (fs::exists("/usr/local/cuda/bin/nvcc"))
     CHECK(std::system(("cd '" + out.string() + "' && /usr/local/cuda/bin/" + command + " -o nvcc.cubin > nvcc.log 2>&1").c_str()) == 0);
   for (const fs::path& d : {dir, out}) fs::remove_all(d);
+}
+
+TEST_CASE("every NVRTC option fusejit passes on, NVRTC takes in both its spellings, and nvcc the ones its command keeps") {
+  // The table in lib/options.cpp against NVRTC itself: an option fusejit passes that NVRTC rejects
+  // would fail on a GPU only (the CPU path checks the table, not NVRTC). sm_100 for -device-float128.
+  fs::path dir = make_temp_dir();
+  const fj::Graph g = fj::Graph::parse("graph opts\ninput a : f32[4, 64]\ny = a * 2\noutput y\n", "o.txt");
+  fj::Options o = cpu_options(dir);
+  o.disk_cache = false;
+  for (const int part : {0, 1, 2, 3}) {  // long, short; every other one (NVRTC refuses -err-no beside -no-err-no)
+    const std::vector<std::string> all = fusejit::passed_nvrtc_options(part >= 2);
+    o.nvrtc_options.clear();
+    for (size_t i = part % 2; i < all.size(); i += 2) o.nvrtc_options.push_back(all[i]);
+    CAPTURE(o.nvrtc_options);
+    const fs::path out = dir / std::to_string(part);
+    fj::compile_to_dir(g, "sm_100", out.string(), /*fast_math=*/true, o, /*with_unfused=*/false);
+    const nlohmann::json index = nlohmann::json::parse(read_text(out / "index.json"));
+    const std::string name = index["kernels"][0]["cu"].get<std::string>();
+    const std::string cu = read_text(out / name);
+    const size_t at = cu.find("// The same kernel with nvcc: ");
+    REQUIRE(at != std::string::npos);
+    const std::string command = cu.substr(at + 30, cu.find('\n', at) - at - 30);
+    if (fs::exists("/usr/local/cuda/bin/nvcc"))
+      CHECK(std::system(("cd '" + out.string() + "' && /usr/local/cuda/bin/" + command + " -o nvcc.cubin > nvcc.log 2>&1").c_str()) == 0);
+  }
+  fs::remove_all(dir);
 }
 
 TEST_CASE("an ahead-of-time .cu says its compile options; nvcc with them gives fusejit's kernel (no FMA in strict mode)") {

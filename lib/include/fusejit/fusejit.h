@@ -567,17 +567,24 @@ struct Options {
   int device = 0;
   /// Extra NVRTC options appended after fusejit's own for every GPU kernel, fused and unfused
   /// (e.g. "--maxrregcount=32" to trade registers for occupancy; NVRTC docs, "Supported Compile
-  /// Options"). Part of the cache key. Checked on every backend; on the CPU path a list that
-  /// passes has no effect (a warning says so). Each is one word,
-  /// its value in it ("--maxrregcount=32", not "--maxrregcount" then "32", no blanks). Refused
-  /// (Error(User)): options that choose the target (`arch` does); options that read files (-I,
-  /// --pre-include, precompiled headers), whose contents the cache key could not see; macros
-  /// (-D, -U: they can rename the preludes' math calls), but for the launch-bound knob
+  /// Options"). Part of the cache key. Checked on every backend, against fusejit's list of the
+  /// options it passes on, so a list the CPU path takes also compiles on a GPU; on the CPU path
+  /// such a list has no effect (a warning says so). Each is one word, its value in it
+  /// ("--maxrregcount=32", not "--maxrregcount" then "32", no blanks; `-Xptxas` may take ptxas's
+  /// list as the next one), spelt as NVRTC takes it (--NAME or -ALIAS). Taken: the NVRTC options
+  /// that change how a kernel is optimised, debugged or diagnosed (docs/api.md lists them: -G,
+  /// -lineinfo, --maxrregcount=N, -Xptxas=..., ...); the float options where they do not loosen
+  /// strict mode's math (unless fast_math: --use_fast_math, --fmad=true, --ftz=true,
+  /// --prec-div=false, --prec-sqrt=false would end the reference's bits); the launch-bound knob
   /// -DFJ_RED_MIN_BLOCKS=k, k from 1 to 32 (docs/ops.md), and the reduction switches
-  /// -DFJ_RED_NO_VECTOR/_NO_KEPT/_NO_GROUPS/_NO_WARP_TREE (the same bits); options that change what NVRTC writes (-dc, -rdc,
-  /// -fdevice-syntax-only); and, unless fast_math, options that loosen the strict mode's float
-  /// math (--use_fast_math, --fmad=true, --ftz=true, --prec-div=false, --prec-sqrt=false), which
-  /// would end the reference's bits. Program::load refuses a folder whose index lists such options.
+  /// -DFJ_RED_NO_VECTOR/_NO_KEPT/_NO_GROUPS/_NO_WARP_TREE (the same bits). Refused (Error(User),
+  /// naming the reason): options that choose the target (`arch` does, also through ptxas); that
+  /// read files (-I, --pre-include, precompiled headers), whose contents the cache key could not
+  /// see; other macros (-D, -U: they can rename the preludes' math calls); options that change
+  /// what NVRTC writes (-dc, -rdc, -dlto, --optix-ir, -fdevice-syntax-only); --restrict (an
+  /// in-place launch aliases an output with an input); report files (--time); values NVRTC
+  /// rejects; and any other option, NVRTC's undocumented ones included (--fassociative-math).
+  /// Program::load refuses a folder whose index lists such options.
   std::vector<std::string> nvrtc_options;
   Backend backend = Backend::Auto;
   MessageStyle message_style = MessageStyle::Api;  ///< the `fusejit` command sets CommandLine, Python Python
