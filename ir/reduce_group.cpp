@@ -260,9 +260,20 @@ struct Analyzer {
 
   int64_t compute_size(NodeId r) const { return lane_member(g, r).first; }
 
-  // Whether element value `id` reads a row value in its element scope.
+  // Whether group value `id` is, or is computed from, one of the group's reductions.
+  bool from_reduction(NodeId id, std::set<NodeId>& seen) const {
+    if (!in_group.count(id) || !seen.insert(id).second) return false;
+    if (is_reduction(g.node(id).op)) return true;
+    for (int k = 0; k < g.node(id).nargs; ++k)
+      if (from_reduction(g.node(id).arg(k), seen)) return true;
+    return false;
+  }
+
+  // Whether element value `id` reads, in its element scope, a row value that is known only once a
+  // reduction is: a row value of inputs alone (`w * 2` of a bias w beside a column sum) is
+  // computed before the first pass, so the element outputs that read it can still be written in it.
   bool reads_row(NodeId id, std::set<NodeId>& seen) const {
-    if (info.row.count(id)) return true;
+    if (info.row.count(id)) return from_reduction(id, seen);
     if (!in_group.count(id) || !seen.insert(id).second) return false;
     for (int k = 0; k < g.node(id).nargs; ++k)
       if (reads_row(g.node(id).arg(k), seen)) return true;
