@@ -147,7 +147,7 @@ std::string header_text(const RunReport& r) {
 std::string speedup_text(const RunReport& r) {
   const bool cpu = r.backend == "cpu";
   if (r.elements == 0)  // the times are launch overheads: a ratio of them says nothing about fusion
-    return "  speedup   - (no elements: the kernels had nothing to compute)\n";
+    return "  speedup   - (the outputs have no elements: the times are launch overheads, which say nothing of fusion)\n";
   std::string s = fmt::format("  speedup   {} measured{} (fused over unfused), {} predicted from bytes moved\n",
                               fmt_ratio(r.speedup), cpu ? " on the host CPU" : "", fmt_ratio(r.predicted_ratio));
   if (cpu)

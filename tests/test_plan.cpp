@@ -476,3 +476,16 @@ TEST_CASE("deterministic and valid on 400 random graphs") {
     }
   }
 }
+
+TEST_CASE("byte counts take the unit of their value as rounded: 999,995 B is 1.00 MB, not 1000.00 kB (an auditor's find)") {
+  using fusejit::ir::format_bytes;
+  CHECK(format_bytes(0) == "0 B");
+  CHECK(format_bytes(999) == "999 B");
+  CHECK(format_bytes(1000) == "1.00 kB");
+  CHECK(format_bytes(999'994) == "999.99 kB");
+  CHECK(format_bytes(999'995) == "1.00 MB");
+  CHECK(format_bytes(999'999) == "1.00 MB");
+  CHECK(format_bytes(999'994'999) == "999.99 MB");
+  CHECK(format_bytes(999'995'000) == "1.00 GB");
+  CHECK(format_bytes(int64_t{1} << 62) == "4611686018.43 GB");
+}

@@ -64,10 +64,11 @@ std::string node_text(const Graph& g, NodeId id) {
 }
 
 std::string format_bytes(int64_t b) {
-  double v = static_cast<double>(b);
-  if (v >= 1e9) return fmt::format("{:.2f} GB", v / 1e9);
-  if (v >= 1e6) return fmt::format("{:.2f} MB", v / 1e6);
-  if (v >= 1e3) return fmt::format("{:.2f} kB", v / 1e3);
+  // The unit by the value as rounded to 2 decimals: 999,995 B is "1.00 MB", not "1000.00 kB".
+  const double v = static_cast<double>(b);
+  if (b >= 999'995'000) return fmt::format("{:.2f} GB", v / 1e9);
+  if (b >= 999'995) return fmt::format("{:.2f} MB", v / 1e6);
+  if (b >= 1000) return fmt::format("{:.2f} kB", v / 1e3);
   return fmt::format("{} B", b);
 }
 

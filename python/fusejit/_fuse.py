@@ -431,7 +431,7 @@ def _astype(self: Value, dtype: Any, copy: bool = True) -> Value:
     """``cast(x, dtype)``: dtype a fusejit name ("bf16"), a NumPy/PyTorch dtype (as GraphBuilder.input)
     or, as NumPy's astype takes it, a NumPy dtype name ("float32"; "float" is float64 there); "i8",
     "u8" and "f16", which NumPy reads as int64, uint64 and float128, are refused (write "int8" or
-    np.int8). copy is NumPy's and means nothing here (a graph value is never changed in place)."""
+    np.int8). copy is NumPy's and means nothing here (a cast is always a new value)."""
     if isinstance(dtype, ValueDType):  # another value's dtype (x.astype(y.dtype))
         return self.builder.cast(self, str(dtype))
     if isinstance(dtype, str) and dtype in _AMBIGUOUS_DTYPE_NAMES:
@@ -566,6 +566,42 @@ def _len(self: Value) -> int:
     return shape[0]
 
 
+# The in-place operators (v += x), by the binary operator each applies, and NumPy's kind order of
+# dtypes for its casting rule 'same_kind' (np.can_cast: bool < unsigned < signed < float; a result
+# casts back to a dtype of its kind or a later one).
+_IN_PLACE = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
+             "and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>"}
+_KIND = {"bool": 0, "u8": 1, "i8": 2, "i32": 2, "i64": 2, "f16": 3, "bf16": 3, "f32": 3, "f64": 3}
+
+
+def _in_place(name: str) -> Any:
+    symbol = _IN_PLACE[name]
+
+    def update(self: Value, other: Any) -> Value:
+        r = getattr(Value, f"__{name}__")(self, other)
+        shape, got = _SHAPE_GETTER(self), _SHAPE_GETTER(r)
+        if list(got) != list(shape):
+            raise ValueError(f"v {symbol}= ...: non-broadcastable output operand with shape {tuple(shape)} doesn't "
+                             f"match the broadcast shape {tuple(got)} (NumPy's error: an in-place result keeps v's "
+                             f"shape); write v = v {symbol} ... for a new value")
+        to, dtype = _DTYPE_GETTER(self), _DTYPE_GETTER(r)
+        if dtype != to:
+            if _KIND[dtype] > _KIND[to]:
+                raise TypeError(f"v {symbol}= ...: cannot cast the result from {dtype} to v's {to} with casting rule "
+                                f"'same_kind' (NumPy's for an in-place operator; PyTorch refuses it too); write "
+                                f"v = v {symbol} ... for a new value")
+            r = self.builder.cast(r, to)
+        self._assign(r)
+        return self
+
+    update.__name__ = f"__i{name}__"
+    update.__doc__ = (f"v {symbol}= x, as NumPy's in-place operator: v itself becomes v {symbol} x, cast back to v's "
+                      "dtype by NumPy's 'same_kind' rule (a TypeError otherwise) at v's shape (a ValueError "
+                      "otherwise), so every reference to v sees it. In a fused function, an argument's array is "
+                      "not updated: fuse refuses an argument updated so (docs/fuse.md).")
+    return update
+
+
 def install_value_methods() -> None:
     """Gives fusejit.Value NumPy's protocols (__array_ufunc__, __array_function__) and ndarray-like
     methods (astype, ndim, sum, mean, ...), for fuse-traced functions and builder values alike."""
@@ -595,6 +631,8 @@ def install_value_methods() -> None:
     Value.clip.__doc__ = "NumPy's ndarray.clip(min, max): clamp (either bound may be None)."
     Value.__round__ = _round
     Value.__getitem__ = _getitem
+    for name in _IN_PLACE:
+        setattr(Value, f"__i{name}__", _in_place(name))
     Value.__matmul__ = Value.__rmatmul__ = Value.__imatmul__ = _no_matmul
     Value.__array__ = _no_array
     Value.__iter__ = None  # not iterable: no len() to iterate by (iter(v) is a TypeError, not a loop on __getitem__)
@@ -1231,7 +1269,7 @@ class Fused:
         call = inspect.BoundArguments(self._sig, bound.arguments.copy())
         for pname in call.arguments:
             call.arguments[pname] = self._replace(pname, call.arguments[pname], stand_ins)
-        outer = _TRACE.shape_read  # a trace inside another's (a fused call on arrays) keeps the outer's
+        outer = _TRACE.shape_read  # a trace inside another's (a fused call on arrays): restored after it
         _TRACE.shape_read = False
         _TRACE.active += 1
         errors = errors_made()
@@ -1246,8 +1284,9 @@ class Fused:
         finally:
             _TRACE.active -= 1
             read_shape = _TRACE.shape_read
-            _TRACE.shape_read = outer or read_shape
+            _TRACE.shape_read = outer  # this trace's reads are its own graph's, not the outer trace's
         self._check_untouched(items)
+        self._check_not_updated(items, stand_ins)
         try:
             entry = self._outputs(b, result, inputs, taken)
         except UserError as e:  # what it returned: located at its first line (the return is past)
@@ -1320,6 +1359,18 @@ class Fused:
             raise UserError(f"fuse: '{self.__name__}' stored a traced value in its argument '{tag_name(tag)}' "
                             f"(its attribute '{name}'): a fused function runs once per pattern, so its changes to "
                             "its arguments happen once, at the trace; return the value instead")
+
+    def _check_not_updated(self, items: list, stand_ins: dict) -> None:
+        """A UserError when the trace updated an array argument in place (`p -= lr * g`): NumPy would
+        change the caller's array, a fused function writes only what it returns."""
+        for tag, _ in items:
+            v = stand_ins.get(tag)
+            if isinstance(v, Value) and v._updated:
+                raise UserError(f"fuse: '{self.__name__}' updates its argument '{tag_name(tag)}' in place (an "
+                                "in-place operator such as -=): NumPy would change the caller's array, but a fused "
+                                "function writes only the arrays it returns. Return the new value and store it "
+                                f"({tag_name(tag)}[...] = {self.__name__}(...) after the call), or write "
+                                f"{tag_name(tag)} = {tag_name(tag)} - ... (a new value) inside")
 
     def _at_definition(self, e: UserError) -> UserError:
         """`e` located at the function's first line (its decorator's, or its `def`), where it has one

@@ -35,6 +35,7 @@ using fusejit::ErrorKind;
 struct PyValue {
   fusejit::Value v;
   nb::object builder;  // the fusejit.GraphBuilder whose node `v` is
+  bool updated = false;  // an in-place operator (v += 1) made it another node: _assign
 };
 
 struct PyDim {
@@ -319,6 +320,15 @@ void bind_value(nb::module_& m) {
                    "The value's shape at the builder's dim sizes (list of ints).")
       .def_prop_ro("builder", [](const PyValue& v) { return v.builder; },
                    "The fusejit.GraphBuilder whose node the value is (fusejit.op and fusejit.reduce find it here).")
+      .def("_assign", [](PyValue& self, const PyValue& other) {
+        if (!self.builder.is(other.builder)) throw Error(ErrorKind::User, "_assign: a value of another GraphBuilder");
+        self.v = other.v;
+        self.updated = true;
+      }, nb::arg("other"),
+           "Makes this Python object the node of `other` (of the same builder), as an in-place operator does "
+           "(v += 1: every reference to v sees the new value, as NumPy's in-place update of an array).")
+      .def_prop_ro("_updated", [](const PyValue& v) { return v.updated; },
+                   "Whether an in-place operator (_assign) made this object another node than it was made as.")
       .def("__repr__", [](const PyValue& v) {
         fusejit::TensorInfo t;
         try {

@@ -1963,3 +1963,121 @@ def test_an_error_at_a_call_of_a_traced_program_names_the_functions_line():
     with pytest.raises(fusejit.UserError, match="amax of zero elements") as e:
         fusejit.fuse(rowmax)(np.ones((3, 0), np.float32))  # a first trace there: the same line
     assert (e.value.file, e.value.line) == (__file__, line), str(e.value)
+
+
+def test_in_place_operators_update_the_value_itself_and_refuse_an_argument_updated_so():
+    # A new user's and a hostile tester's find: Value had no __isub__, so `p -= lr * g` rebound p to
+    # a new value and the caller's array was silently left unchanged.
+    @fusejit.fuse
+    def sgd(p, g, lr):
+        p -= lr * g
+        return p
+
+    p, g = np.ones(3, np.float32), np.ones(3, np.float32)
+    with pytest.raises(fusejit.UserError, match=r"'sgd' updates its argument 'p' in place .* \(p\[\.\.\.\] = sgd\(\.\.\.\) after the call\)"):
+        sgd(p, g, 0.5)
+    np.testing.assert_array_equal(p, np.ones(3, np.float32))
+
+    @fusejit.fuse
+    def through_alias(x):
+        y = x
+        y += 1  # NumPy: x changes too
+        return x
+
+    with pytest.raises(fusejit.UserError, match="updates its argument 'x' in place"):
+        through_alias(np.ones(3, np.float32))
+
+    @fusejit.fuse
+    def aliases(x):
+        t = x * 1
+        u = t
+        u += 1  # t is u: both see it, as NumPy's
+        t *= 3
+        return t, u
+
+    x = np.arange(4, dtype=np.float32)
+    t, u = aliases(x)
+    np.testing.assert_array_equal(t, (x + 1) * 3)
+    np.testing.assert_array_equal(u, (x + 1) * 3)
+
+    @fusejit.fuse
+    def accumulate(x):
+        s = x * 0
+        for _ in range(3):
+            s += x
+        s //= 2
+        s <<= 1
+        return s
+
+    xi = np.array([-3, 0, 5, 7], np.int32)
+    want = (xi * 3) // 2 << 1
+    got = accumulate(xi)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+
+
+def test_in_place_operators_cast_back_by_numpys_same_kind_rule_at_the_values_shape():
+    @fusejit.fuse
+    def half(x):
+        t = x * 1
+        t += np.float64(2.0)  # a float result of f16 t: cast back to f16, as NumPy's in-place add
+        return t
+
+    h = np.array([1, 2, 65504], np.float16)
+    ref = h.copy()
+    ref += np.float64(2.0)
+    got = half(h)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, ref)
+
+    @fusejit.fuse
+    def to_int(n):
+        t = n * 1
+        t += 1.5
+        return t
+
+    with pytest.raises(TypeError, match="cannot cast the result from f32 to v's i32 with casting rule 'same_kind'"):
+        to_int(np.ones(3, np.int32))
+    with pytest.raises(TypeError):  # NumPy refuses it too
+        a = np.ones(3, np.int32)
+        a += 1.5
+
+    @fusejit.fuse
+    def grows(x, b):
+        t = x * 1.0
+        t += b
+        return t
+
+    with pytest.raises(ValueError, match=r"non-broadcastable output operand with shape \(3,\)"):
+        grows(np.ones(3, np.float32), np.ones((2, 3), np.float32))
+
+    b = fusejit.GraphBuilder("g")  # builder values too: the Python object becomes the new node
+    v = b.input("v", "u8", [4])
+    w = v
+    v += 1
+    assert w is v and v._updated
+    b.output("y", v)
+    out = fusejit.compile(b.build(), backend="cpu")(np.array([0, 1, 254, 255], np.uint8))
+    np.testing.assert_array_equal(out["y"], np.array([1, 2, 255, 0], np.uint8))
+
+
+def test_a_shape_read_by_a_fused_function_traced_inside_another_trace_is_not_the_outer_ones():
+    # A hostile tester's find: h traced g on a real array, g read .shape, and h was specialised on
+    # every size (a trace per size and a false warning), whether or not g had been traced before.
+    w = np.full(3, 2.0, np.float32)
+
+    @fusejit.fuse
+    def g(a):
+        return a / a.shape[0]
+
+    @fusejit.fuse
+    def h(a):
+        return a + g(w)[0]
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        for n in (3, 5, 7):
+            np.testing.assert_array_equal(h(np.ones(n, np.float32)), np.ones(n, np.float32) + np.float32(2.0 / 3))
+    assert h.traces == 1 and g.traces == 1
+    assert [str(m.message) for m in said if "'h'" in str(m.message)] == []
+    assert any("'g' read a value's .shape" in str(m.message) for m in said)  # g's own, once

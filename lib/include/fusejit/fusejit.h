@@ -868,7 +868,9 @@ struct Measurement {
   /// (2 to 5 or more) for a reduction whose few long rows split over blocks (docs/ops.md, "A row
   /// split over blocks").
   int kernels = 0;
-  int64_t bytes = 0;          ///< bytes one run moves: per kernel, each input read once, each output written once
+  /// Bytes one run moves: per kernel, each input read once (and again by each later pass over
+  /// rows not kept on chip: KernelInfo::read_bytes), each output written once.
+  int64_t bytes = 0;
   double median_ms = 0;       ///< median time of one run (GPU: CUDA events; CPU: steady clock around the launches)
   double min_ms = 0, max_ms = 0;  ///< the fastest and slowest timed run, in milliseconds
   double gbps = 0;            ///< bytes / median time, 1e9 bytes per second
