@@ -141,8 +141,7 @@ def test_sizes_traced_distinct_and_now_equal_run_the_traced_program():
         except fusejit.UserError:
             return x * 2
     c = fusejit.fuse(caught)
-    with pytest.warns(fusejit.FusejitWarning, match="input 'y' is not used"):
-        assert np.array_equal(c(np.arange(3, dtype=np.float32), np.ones(2, np.float32)), [0, 2, 4])
+    assert np.array_equal(c(np.arange(3, dtype=np.float32), np.ones(2, np.float32)), [0, 2, 4])
     assert np.array_equal(c(np.arange(3, dtype=np.float32), np.ones(3, np.float32)), [1, 2, 3]) and c.traces == 2
     pair = fusejit.fuse(lambda a, b: (a * 2, b * 2))
     pair(np.ones(3, np.float32), np.ones(4, np.float32))
@@ -2081,3 +2080,37 @@ def test_a_shape_read_by_a_fused_function_traced_inside_another_trace_is_not_the
     assert h.traces == 1 and g.traces == 1
     assert [str(m.message) for m in said if "'h'" in str(m.message)] == []
     assert any("'g' read a value's .shape" in str(m.message) for m in said)  # g's own, once
+
+
+def test_a_values_dtype_hashes_as_numpys_dtype_so_dicts_keyed_by_dtypes_find_it():
+    # A hostile tester's find: v.dtype == np.dtype("f4") held but the hashes differed, so
+    # EPS[x.dtype] raised KeyError in a fused function and worked eagerly.
+    eps = {np.dtype(np.float32): 1e-6, np.dtype(np.float16): 1e-3}
+
+    @fusejit.fuse
+    def norm(x):
+        return x / (np.abs(x).max(-1, keepdims=True) + eps[x.dtype])
+
+    for dt in (np.float32, np.float16):
+        x = np.linspace(-2, 2, 12, dtype=dt).reshape(3, 4)
+        np.testing.assert_array_equal(norm(x), x / (np.abs(x).max(-1, keepdims=True) + dt(eps[np.dtype(dt)])))
+    b = fusejit.GraphBuilder("g")
+    v = b.input("v", "i8", [2])
+    assert hash(v.dtype) == hash(np.dtype(np.int8)) and v.dtype in {np.dtype(np.int8)}
+
+
+def test_an_array_argument_a_call_leaves_unused_gives_no_warning_also_under_warnings_as_errors():
+    # A new user's and a hostile tester's find: an optional mask warned "input 'mask' is not used"
+    # at each pattern, with no way to say it is meant; under -W error every call traced and raised.
+    @fusejit.fuse
+    def probs(scores, mask, use_mask=False):
+        s = np.where(mask, scores, -np.inf) if use_mask else scores
+        e = np.exp(s - s.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(2):
+            probs(x, np.ones((2, 4), bool))
+    assert probs.traces == 1
