@@ -16,6 +16,11 @@
 //  - This header includes only the standard library.
 #pragma once
 
+// C++20 (std::span, concepts, char8_t): one clear error for an older standard instead of dozens.
+#if (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) < 202002L
+#error "fusejit's headers need C++20 (-std=c++20; CMake: target_compile_features(... cxx_std_20), which fusejit::fusejit carries)"
+#else  // the header itself, compiled only then (no cascade of errors after the one above)
+
 #include <array>
 #include <concepts>
 #include <cstddef>
@@ -1069,3 +1074,5 @@ class Program {
 };
 
 }  // namespace fusejit
+
+#endif  // C++20

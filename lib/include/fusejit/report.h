@@ -10,6 +10,8 @@
 
 #include "fusejit/fusejit.h"
 
+#if (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) >= 202002L  // fusejit.h says why not
+
 namespace fusejit {
 
 /// Options of run_graph().
@@ -195,3 +197,5 @@ std::vector<CacheEntryInfo> cache_list(const Options& options = {});
 int64_t cache_clear(const Options& options = {});
 
 }  // namespace fusejit
+
+#endif  // C++20
