@@ -342,17 +342,43 @@ def _np_where(condition: Any, x: Any = None, y: Any = None) -> Value:
     return op("where", condition, x, y)
 
 
-def _np_clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, *, min: Any = None,
-             max: Any = None) -> Value:
-    lo = a_min if a_min is not None else min
-    hi = a_max if a_max is not None else max
+_NOT_GIVEN = object()  # an argument not passed (np.clip tells None from nothing)
+
+
+def _np_clip(a: Any, a_min: Any = _NOT_GIVEN, a_max: Any = _NOT_GIVEN, out: Any = None, *, min: Any = _NOT_GIVEN,
+             max: Any = _NOT_GIVEN, **kwargs: Any) -> Value:
+    """np.clip with NumPy 2's signature and checks: a_min and a_max together, or the keywords min
+    and max (either may be None or left out: no bound; neither: a copy); ufunc keywords refused."""
     if out is not None:
         raise TypeError("np.clip(..., out=) is not supported on fusejit values")
+    if kwargs:
+        raise TypeError(f"np.clip(..., {next(iter(kwargs))}=) is not supported on fusejit values (a clip keeps the "
+                        "operand's dtype; cast with astype first)")
+    if a_min is not _NOT_GIVEN or a_max is not _NOT_GIVEN:
+        for name, v in (("a_min", a_min), ("a_max", a_max)):
+            if v is _NOT_GIVEN:
+                raise TypeError(f"clip() missing 1 required positional argument: '{name}'")
+        if min is not _NOT_GIVEN or max is not _NOT_GIVEN:
+            raise ValueError("Passing `min` or `max` keyword argument when `a_min` and `a_max` are provided is "
+                             "forbidden.")
+        lo, hi = a_min, a_max
+    else:
+        lo, hi = (None if v is _NOT_GIVEN else v for v in (min, max))
     if lo is None and hi is None:
-        raise TypeError("np.clip needs a lower or an upper bound")
+        return _copy(a)  # NumPy 2: no bound, a copy
     if lo is None:
         return op("minimum", a, hi)
     return op("maximum", a, lo) if hi is None else op("clamp", a, lo, hi)
+
+
+def _value_clip(self: Value, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> Value:
+    """NumPy's ndarray.clip(min, max): clamp (either bound may be None: no bound; neither: a copy)."""
+    return _np_clip(self, out=out, min=min, max=max, **kwargs)
+
+
+def _value_round(self: Value, decimals: int = 0, out: Any = None) -> Value:
+    """NumPy's ndarray.round(): half to even (np.round); decimals 0 only, no out."""
+    return _np_round("round", (self, decimals, out), {})
 
 
 def _is_zero_index(v: Any) -> bool:
@@ -427,11 +453,16 @@ _FUSEJIT_DTYPE_NAMES = frozenset(("bool", "i32", "i64", "bf16", "f32", "f64"))
 _AMBIGUOUS_DTYPE_NAMES = {"i8": ("int8", "int64"), "u8": ("uint8", "uint64"), "f16": ("float16", "float128")}
 
 
-def _astype(self: Value, dtype: Any, copy: bool = True) -> Value:
+def _astype(self: Value, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
+            copy: bool = True) -> Value:
     """``cast(x, dtype)``: dtype a fusejit name ("bf16"), a NumPy/PyTorch dtype (as GraphBuilder.input)
     or, as NumPy's astype takes it, a NumPy dtype name ("float32"; "float" is float64 there); "i8",
     "u8" and "f16", which NumPy reads as int64, uint64 and float128, are refused (write "int8" or
-    np.int8). copy is NumPy's and means nothing here (a cast is always a new value)."""
+    np.int8). order, subok and copy are NumPy's and mean nothing here (a value has no layout; a cast
+    is always a new value); casting is NumPy's default, 'unsafe', only (TypeError otherwise)."""
+    if casting != "unsafe":
+        raise TypeError(f"astype(casting={casting!r}) is not supported on fusejit values: a cast is NumPy's "
+                        "casting='unsafe' (astype's default)")
     if isinstance(dtype, ValueDType):  # another value's dtype (x.astype(y.dtype))
         return self.builder.cast(self, str(dtype))
     if isinstance(dtype, str) and dtype in _AMBIGUOUS_DTYPE_NAMES:
@@ -633,8 +664,8 @@ def install_value_methods() -> None:
                                        "function fuse traces, it specialises the function on every size.")
     for m in ("sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "any", "all"):
         setattr(Value, m, _method(m))
-    Value.clip = lambda self, min=None, max=None: _np_clip(self, min, max)
-    Value.clip.__doc__ = "NumPy's ndarray.clip(min, max): clamp (either bound may be None)."
+    Value.clip = _value_clip
+    Value.round = _value_round
     Value.__round__ = _round
     Value.__getitem__ = _getitem
     for name in _IN_PLACE:

@@ -2114,3 +2114,31 @@ def test_an_array_argument_a_call_leaves_unused_gives_no_warning_also_under_warn
         for _ in range(2):
             probs(x, np.ones((2, 4), bool))
     assert probs.traces == 1
+
+
+def test_clip_round_and_astype_take_numpys_arguments_and_refuse_the_rest_with_numpys_errors():
+    # A hostile tester's and a new user's finds: np.clip(a, 0) and np.clip(a, 0, 1, min=-5) ran (the
+    # latter ignoring min), np.clip(a, None, None) was refused, v.clip(0, 1, out=None) and
+    # v.astype(t, casting=...) named internal lambdas, and v.round() did not exist.
+    a = np.array([-2.5, -0.5, 0.5, 1.5, 3.0], np.float32)
+    calls = {
+        "both": lambda v: np.clip(v, 0, 1), "keywords": lambda v: np.clip(v, min=0), "upper": lambda v: np.clip(v, None, 1),
+        "copy": lambda v: np.clip(v, None, None), "method": lambda v: v.clip(0, 1, out=None), "method_min": lambda v: v.clip(min=-1),
+        "round": lambda v: v.round(), "round0": lambda v: (v * 3).round(decimals=0),
+        "astype": lambda v: v.astype(np.int32, order="C", casting="unsafe", copy=False),
+    }
+    for name, fn in calls.items():
+        np.testing.assert_array_equal(fusejit.fuse(fn)(a), fn(a), err_msg=name)
+    refused = [(lambda v: np.clip(v, 0), TypeError, "missing 1 required positional argument: 'a_max'"),
+               (lambda v: np.clip(v, a_min=0, max=1), TypeError, "missing 1 required positional argument: 'a_max'"),
+               (lambda v: np.clip(v, 0, 1, min=-5), ValueError, "Passing `min` or `max` keyword argument"),
+               (lambda v: np.clip(v, 0, 1, dtype=np.float64), TypeError, r"np.clip\(..., dtype=\) is not supported"),
+               (lambda v: v.clip(0, 1, casting="no"), TypeError, r"np.clip\(..., casting=\) is not supported"),
+               (lambda v: v.astype(np.int32, casting="same_kind"), TypeError, r"astype\(casting='same_kind'\) is not"),
+               (lambda v: v.round(2), TypeError, "with decimals has no fusejit op")]
+    for fn, error, message in refused:
+        with pytest.raises(error, match=message):
+            fusejit.fuse(fn)(a)
+    for fn, error, _ in refused[:3]:  # NumPy's own errors, as the fused function's
+        with pytest.raises(error):
+            fn(a)
