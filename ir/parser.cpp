@@ -231,8 +231,11 @@ class Parser {
       throw UserError("dim size " + number_text(v) + " does not fit in i64", v.loc);
     int64_t value = static_cast<int64_t>(v.u);
     std::string n(name.text);
+    bool overridden = false;
     for (const auto& [oname, ov] : overrides_)
-      if (oname == n) value = ov;  // later overrides win
+      if (oname == n) value = ov, overridden = true;  // later overrides win
+    if (overridden && value < 0)  // the override's mistake, not the text's: no place in the file (as with_dims)
+      throw UserError("dim '" + n + "' must be >= 0, got " + std::to_string(value));
     b_.add_dim(n, value, name.loc);
     scope_[n] = {Kind::Dim, {}, stmt.line};
   }

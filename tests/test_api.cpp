@@ -157,6 +157,19 @@ TEST_CASE("errors carry a kind and, for graph text, a location") {
   CHECK_THROWS_AS(empty.build(), fj::Error);  // no output
 }
 
+TEST_CASE("a negative dim override is the override's error, with no place in the graph text (as with_dims)") {
+  // A new user's find: Graph::load(path, {{"N", -1}}) pointed at the file's `dim N = ...` line.
+  const char* text = "graph g\ndim N = 8\ninput x : f32[N]\ny = x * 2\noutput y\n";
+  try {
+    (void)fj::Graph::parse(text, "g.txt", {{"N", -1}});
+    FAIL("expected an error");
+  } catch (const fj::Error& e) {
+    CHECK(std::string(e.what()) == "dim 'N' must be >= 0, got -1");
+    CHECK(e.line() == 0);
+  }
+  CHECK_THROWS_WITH_AS(fj::Graph::parse(text, "g.txt").with_dims({{"N", -1}}), "dim 'N' must be >= 0, got -1", fj::Error);
+}
+
 TEST_CASE("parse_dtype: graph-text names, and how fusejit writes NumPy's and PyTorch's") {
   for (fj::DType t : {fj::DType::Bool, fj::DType::I8, fj::DType::U8, fj::DType::I32, fj::DType::I64, fj::DType::F16,
                       fj::DType::BF16, fj::DType::F32, fj::DType::F64})
