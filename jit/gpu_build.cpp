@@ -168,9 +168,11 @@ CompiledPlan compile_as_one_program(const ir::Graph& g, const ir::Plan& plan, co
 std::vector<std::string> nvrtc_options_for(bool fast_math, std::span<const std::string> required,
                                            std::span<const std::string> extra) {
   std::vector<std::string> out = default_compile_options(fast_math);
-  for (std::span<const std::string> list : {required, extra})
-    for (const std::string& opt : list)
-      if (std::find(out.begin(), out.end(), opt) == out.end()) out.push_back(opt);
+  for (const std::string& opt : required)
+    if (std::find(out.begin(), out.end(), opt) == out.end()) out.push_back(opt);
+  // The caller's as given, repeats included: dropping one would re-pair "-Xptxas LIST" forms, so
+  // that a LIST checked as ptxas's became an NVRTC option (a reviewer's find: --fmad=true so).
+  out.insert(out.end(), extra.begin(), extra.end());
   return out;
 }
 

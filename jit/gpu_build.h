@@ -33,8 +33,8 @@ struct GpuBuildOptions {
 };
 
 // NVRTC options of one program: fusejit's defaults for the mode, then those the generated code
-// requires (TranslationUnit::nvrtc_options), then the caller's extra options; each once, in that
-// order. Never an architecture option (the target adds it).
+// requires (TranslationUnit::nvrtc_options), each once, then the caller's extra options as given
+// (repeats kept: "-Xptxas LIST" pairs stay pairs). Never an architecture option (the target adds it).
 std::vector<std::string> nvrtc_options_for(bool fast_math, std::span<const std::string> required,
                                            std::span<const std::string> extra);
 

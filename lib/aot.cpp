@@ -250,7 +250,7 @@ std::vector<std::string> kernel_nvrtc_options(const Program::Impl& p, const jit:
 }
 
 // An option as one shell word: as it is where the shell reads none of its characters, else quoted
-// (--time=t(1).csv), so the nvcc command a .cu gives runs as pasted.
+// (--frandom-seed=s(1) is quoted, -Xptxas=-O3 is not), so the nvcc command a .cu gives runs as pasted.
 std::string shell_word(const std::string& o) {
   const auto plain = [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_+=,./:@%-").find(c) != std::string_view::npos;

@@ -301,13 +301,18 @@ std::string refusal(std::string_view opt, const Options& o) {
 bool ptxas_list_head(std::string_view opt) { return opt == "-Xptxas" || opt == "--ptxas-options"; }
 
 // Why ptxas options `list` (comma-separated, as NVRTC passes them on) are refused: one chooses
-// the target; "" if none does.
+// the target, or makes relocatable code (ptxas -c: an image fusejit cannot load whole, what -rdc
+// is refused for); "" if none does. ptxas's other options pass (NVRTC's PTX carries the float
+// rounding of strict mode, mul.rn / add.rn, which ptxas does not contract whatever its --fmad).
 std::string ptxas_refusal(std::string_view list, const Options& o) {
   for (size_t start = 0; start <= list.size();) {
     const size_t comma = std::min(list.find(',', start), list.size());
-    if (chooses_target(list.substr(start, comma - start)))
+    const std::string_view item = list.substr(start, comma - start), b = bare(item);
+    if (chooses_target(item))
       return "passes ptxas an option that chooses the target; use " + option_name(OptionField::Arch, o.message_style) +
              " instead";
+    if (b == "c" || b == "compile-only" || b == "ewp" || b == "extensible-whole-program" || b == "compile-as-tools-patch")
+      return "passes ptxas an option that makes relocatable code, which fusejit loads as a whole kernel image";
     start = comma + 1;
   }
   return "";

@@ -1205,6 +1205,12 @@ TEST_CASE("extra NVRTC options that loosen float math are refused in strict mode
   CHECK_THROWS_WITH_AS(fj::Program::compile(build_swiglu(), o), doctest::Contains("is not followed by one word"), fj::Error);
   o.nvrtc_options = {"--ptxas-options", "-v,-O3", "-G", "--maxrregcount=64"};
   CHECK_NOTHROW(fj::Program::compile(build_swiglu(), o));
+  // ptxas -c makes relocatable code, as -rdc would (a reviewer's find).
+  for (const char* ptxas : {"-Xptxas=-c", "--ptxas-options=-v,--compile-only", "-Xptxas=-ewp"}) {
+    CAPTURE(ptxas);
+    o.nvrtc_options = {ptxas};
+    CHECK_THROWS_WITH_AS(fj::Program::compile(build_swiglu(), o), doctest::Contains("makes relocatable code"), fj::Error);
+  }
 }
 
 TEST_CASE("an op of literals only folds as graph text does, into a weak literal (it was an f32 constant)") {

@@ -1452,6 +1452,26 @@ TEST_CASE("every NVRTC option fusejit passes on, NVRTC takes in both its spellin
   fs::remove_all(dir);
 }
 
+TEST_CASE("-Xptxas pairs reach NVRTC as given, repeats too: a list checked as ptxas's never becomes an NVRTC option") {
+  // A reviewer's find: repeated options were dropped, so the second -Xptxas went and its list,
+  // --fmad=true, reached NVRTC itself: strict mode's a * b + c compiled with an FMA.
+  fs::path dir = make_temp_dir(), out = make_temp_dir();
+  const fj::Graph g = fj::Graph::parse("graph fma\ninput a : f32[64]\ninput b : f32[64]\ninput c : f32[64]\n"
+                                       "y = a * b + c\noutput y\n", "fma.txt");
+  fj::Options o = cpu_options(dir);
+  o.disk_cache = false;
+  o.nvrtc_options = {"-Xptxas", "-v", "-Xptxas", "--fmad=true"};
+  fj::compile_to_dir(g, "compute_90", out.string(), false, o, /*with_unfused=*/false);
+  const nlohmann::json index = nlohmann::json::parse(read_text(out / "index.json"));
+  const nlohmann::json& k = index["kernels"][0];
+  const std::vector<std::string> opts = k["nvrtc_options"].get<std::vector<std::string>>();
+  CHECK(std::vector<std::string>(opts.end() - 4, opts.end()) == o.nvrtc_options);
+  const std::string ptx = read_text(out / (k["kernel"].get<std::string>() + ".ptx"));
+  CHECK(ptx.find("mul.rn.f32") != std::string::npos);
+  CHECK(ptx.find("fma.rn.f32") == std::string::npos);
+  for (const fs::path& d : {dir, out}) fs::remove_all(d);
+}
+
 TEST_CASE("an ahead-of-time .cu says its compile options; nvcc with them gives fusejit's kernel (no FMA in strict mode)") {
   fs::path dir = make_temp_dir(), out = make_temp_dir();
   const fj::Graph g = fj::Graph::parse("graph fma\ninput a : f32[64]\ninput b : f32[64]\ninput c : f32[64]\n"

@@ -41,7 +41,8 @@ from ._errors import Error, FusejitWarning, UserError, errors_made
 from ._fusejit import GraphBuilder, Value
 from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced,
                        arrays_not_inputs, as_array, by_value, constant_key, dtype_name, lifted, pattern_difference,
-                       scalar_key, serves, state_of, swap_copies, tag_name, trace_copies, traced_attribute)
+                       scalar_key, serves, state_of, swap_copies, tag_expression, tag_name, trace_copies,
+                       traced_attribute)
 
 # NumPy ufunc -> fusejit op of the same meaning (docs/ops.md defines the values: within its ulp
 # bounds of NumPy's; promotion is PyTorch's, a Python or NumPy scalar operand weakly typed).
@@ -373,6 +374,9 @@ def _np_clip(a: Any, a_min: Any = _NOT_GIVEN, a_max: Any = _NOT_GIVEN, out: Any 
 
 def _value_clip(self: Value, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> Value:
     """NumPy's ndarray.clip(min, max): clamp (either bound may be None: no bound; neither: a copy)."""
+    for name in ("a_min", "a_max"):  # np.clip's names, not the method's (NumPy: a TypeError)
+        if name in kwargs:
+            raise TypeError(f"v.clip() got an unexpected keyword argument '{name}' (the method's are min and max)")
     return _np_clip(self, out=out, min=min, max=max, **kwargs)
 
 
@@ -567,7 +571,8 @@ class ValueDType:
     def __hash__(self) -> int:
         """NumPy's dtype's hash, so that a dict or set keyed by NumPy dtypes finds it
         (``EPS[x.dtype]``, as for an array's dtype; a hostile tester's find); the name's for bf16
-        without ml_dtypes."""
+        without ml_dtypes. So a dict keyed by strings does not find it, although it equals them
+        (as an array's dtype does not): look up ``str(v.dtype)`` there."""
         try:
             return hash(self.dtype)
         except UserError:
@@ -1323,6 +1328,7 @@ class Fused:
             read_shape = _TRACE.shape_read
             _TRACE.shape_read = outer  # this trace's reads are its own graph's, not the outer trace's
         self._check_untouched(items)
+        self._check_copies_untouched(items, stand_ins)
         self._check_not_updated(items, stand_ins)
         try:
             entry = self._outputs(b, result, inputs, taken)
@@ -1399,17 +1405,38 @@ class Fused:
                             f"(its attribute '{name}'): a fused function runs once per pattern, so its changes to "
                             "its arguments happen once, at the trace; return the value instead")
 
+    def _check_copies_untouched(self, items: list, stand_ins: dict) -> None:
+        """A UserError when the trace rebound an attribute of an object argument's copy (the object
+        the trace sees: trace_copies), `opt.w = opt.w - lr * g`: the caller's object would keep its
+        old array, silently (a reviewer's find)."""
+        copies = stand_ins[_COPIES]
+        for tag, v in items:
+            c = copies.get(id(v.obj)) if type(v) is Snapshot else None
+            if c is None:
+                continue
+            given = {n: stand_ins[v.tag + (Attr(v.inputs[n]),)] if n in v.inputs else e for n, e in v.state.items()}
+            now = state_of(c)
+            for n in dict.fromkeys([*given, *now]):
+                if now.get(n, given) is not given.get(n, given) and (n in v.inputs or isinstance(now.get(n), Value)):
+                    name = f"{tag_expression(tag)}.{n}"
+                    raise UserError(f"fuse: '{self.__name__}' assigns its argument's attribute '{name}' (or updates "
+                                    "it in place): a fused function runs once per pattern, on a copy of the object, "
+                                    "and writes only the arrays it returns; the caller's object would keep its old "
+                                    f"value. Return the new value and store it after the call ({name} = "
+                                    f"{self.__name__}(...))")
+
     def _check_not_updated(self, items: list, stand_ins: dict) -> None:
         """A UserError when the trace updated an array argument in place (`p -= lr * g`): NumPy would
-        change the caller's array, a fused function writes only what it returns."""
-        for tag, _ in items:
-            v = stand_ins.get(tag)
-            if isinstance(v, Value) and v._updated:
-                raise UserError(f"fuse: '{self.__name__}' updates its argument '{tag_name(tag)}' in place (an "
-                                "in-place operator such as -=): NumPy would change the caller's array, but a fused "
-                                "function writes only the arrays it returns. Return the new value and store it "
-                                f"({tag_name(tag)}[...] = {self.__name__}(...) after the call), or write "
-                                f"{tag_name(tag)} = {tag_name(tag)} - ... (a new value) inside")
+        change the caller's array, a fused function writes only what it returns. A NumPy scalar is
+        no array (`s *= 2` rebinds it in NumPy too), so it may be updated."""
+        for tag, v in items:
+            stand_in = stand_ins.get(tag)
+            if isinstance(stand_in, Value) and stand_in._updated and not isinstance(v, np.generic):
+                name = tag_expression(tag)
+                raise UserError(f"fuse: '{self.__name__}' updates its argument '{name}' in place (an in-place "
+                                "operator such as -=): NumPy would change the caller's array, but a fused function "
+                                "writes only the arrays it returns. Return the new value and store it after the "
+                                f"call ({name}[...] = {self.__name__}(...))")
 
     def _at_definition(self, e: UserError) -> UserError:
         """`e` located at the function's first line (its decorator's, or its `def`), where it has one
@@ -1451,7 +1478,7 @@ class Fused:
             raise UserError(f"fuse: '{self.__name__}' {where} is {type(v).__name__}, not a value computed from "
                             f"its array arguments{_no_array_hint(inputs)}")
         for i, inp in enumerate(inputs):
-            if v is inp:
+            if v is inp and not v._updated:
                 return i  # returned unchanged: the argument itself
         if id(v) in named:
             return named[id(v)]  # the same value twice: one output

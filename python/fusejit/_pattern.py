@@ -284,6 +284,16 @@ def tag_name(tag: tuple) -> str:
     return f"{tag[0]}{tag[1]}" if isinstance(tag[1], int) else tag[1]
 
 
+def tag_expression(tag: tuple) -> str:
+    """The Python expression of an argument's tag, as the function's code names it: "p",
+    "args[0]", "kwargs['w']", "opt.w" (an input attribute of an object argument)."""
+    if isinstance(tag[-1], Attr):
+        return f"{tag_expression(tag[:-1])}.{tag[-1]}"
+    if len(tag) == 1:
+        return tag[0]
+    return f"{tag[0]}[{tag[1]!r}]"
+
+
 class Snapshot:
     """An object argument as one call reads it (lifted): the object, its attributes (read once),
     its input attributes (name -> the name of the first attribute holding the same array: one
