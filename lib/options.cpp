@@ -127,23 +127,29 @@ const PassedOption* passed_option(std::string_view opt) {
       return &p;
   return nullptr;
 }
+
+// The values a form takes where they are few, and the refusal that says so ({} for other forms).
+std::pair<std::vector<std::string_view>, std::string_view> choices(ValueForm form) {
+  switch (form) {
+    case ValueForm::Bool: return {{"true", "false"}, "takes true or false"};
+    case ValueForm::On: return {{"on"}, "takes the value on (NVRTC's only one)"};
+    case ValueForm::Std: return {{"c++17", "c++20"}, "takes c++17 or c++20 (fusejit's kernels need C++17)"};
+    case ValueForm::FastCompile: return {{"0", "min", "mid", "max"}, "takes 0, min, mid or max"};
+    default: return {};
+  }
+}
 }  // namespace
 
 std::vector<std::string> passed_nvrtc_options(bool aliases) {
   std::vector<std::string> out;
   for (const PassedOption& p : kPassedOptions) {
     if (aliases && p.alias.empty()) continue;
-    std::string v;
-    switch (p.value) {
-      case ValueForm::None: break;
-      case ValueForm::Bool: v = "true"; break;
-      case ValueForm::Count: v = "32"; break;
-      case ValueForm::Density: v = "50"; break;
-      case ValueForm::On: v = "on"; break;
-      case ValueForm::Std: v = "c++17"; break;
-      case ValueForm::FastCompile: v = "min"; break;
-      case ValueForm::Text: v = p.example; break;
-    }
+    // A value NVRTC takes: the first of a few, a count, or the table's example.
+    const std::string v = p.value == ValueForm::Count     ? "32"
+                          : p.value == ValueForm::Density ? "50"
+                          : p.value == ValueForm::Text    ? std::string(p.example)
+                          : p.value == ValueForm::None    ? ""
+                                                          : std::string(choices(p.value).first.front());
     out.push_back((aliases ? "-" + std::string(p.alias) : "--" + std::string(p.name)) + (v.empty() ? "" : "=" + v));
   }
   return out;
@@ -208,17 +214,6 @@ bool reduction_switch(std::string_view opt) {
          name == "FJ_RED_NO_WARP_TREE";
 }
 
-// The values a form takes where they are few, and the refusal that says so ({} for other forms).
-std::pair<std::vector<std::string_view>, std::string_view> choices(ValueForm form) {
-  switch (form) {
-    case ValueForm::Bool: return {{"true", "false"}, "takes true or false"};
-    case ValueForm::On: return {{"on"}, "takes the value on (NVRTC's only one)"};
-    case ValueForm::Std: return {{"c++17", "c++20"}, "takes c++17 or c++20 (fusejit's kernels need C++17)"};
-    case ValueForm::FastCompile: return {{"0", "min", "mid", "max"}, "takes 0, min, mid or max"};
-    default: return {};
-  }
-}
-
 // Why `value`, what follows '=' in an option of kPassedOptions (nullopt: no '='), does not fit
 // its form; "" if it does.
 std::string value_refusal(const PassedOption& p, std::optional<std::string_view> value) {
@@ -232,6 +227,12 @@ std::string value_refusal(const PassedOption& p, std::optional<std::string_view>
   if (p.value == ValueForm::Density)
     return digits && std::stoi(std::string(v)) <= 101 ? "" : "takes a decimal integer from 0 to 101";
   return digits ? "" : "takes a count (a decimal integer, 0 or more)";
+}
+
+// Whether `opt` is one word for NVRTC: not empty, no blank or NUL in it (NVRTC reads " --fmad=true"
+// as the option, and "--fmad" then "true" as two).
+bool one_word(std::string_view opt) {
+  return !opt.empty() && opt.find_first_of(std::string_view(" \t\n\r\v\f\0", 7)) == std::string_view::npos;
 }
 
 // Why an option NVRTC writes no whole kernel image with, lets assume what fusejit's launches break,
@@ -262,7 +263,7 @@ std::string output_refusal(std::string_view b) {
 // check); its value does not fit; or in strict mode it loosens float math.
 std::string refusal(std::string_view opt, const Options& o) {
   const std::string_view b = bare(opt);
-  if (opt.empty() || opt.find_first_of(std::string_view(" \t\n\r\v\f\0", 7)) != std::string_view::npos)
+  if (!one_word(opt))
     return "is not one word (an option and its value go in one string: --maxrregcount=32)";
   if (chooses_target(opt))
     return "chooses the target; use " + option_name(OptionField::Arch, o.message_style) + " instead";
@@ -329,8 +330,7 @@ void check_extra_nvrtc_options(const Options& o) {
     std::string why;
     if (ptxas_list_head(opt) && i + 1 < list.size()) {
       const std::string& value = list[++i];
-      why = value.empty() || value.find_first_of(std::string_view(" \t\n\r\v\f\0", 7)) != std::string::npos
-                ? "is not followed by one word (ptxas's options, comma-separated: -Xptxas then -v,-O3)"
+      why = !one_word(value) ? "is not followed by one word (ptxas's options, comma-separated: -Xptxas then -v,-O3)"
                 : ptxas_refusal(value, o);
     } else if (why = refusal(opt, o); why.empty() && opt.find('=') != std::string::npos) {
       if (const PassedOption* p = passed_option(opt); p && p->name == "ptxas-options")

@@ -16,8 +16,14 @@
 //  - This header includes only the standard library.
 #pragma once
 
+/// The C++ standard the headers are compiled under (MSVC reports it in _MSVC_LANG).
+#ifdef _MSVC_LANG
+#define FUSEJIT_CPLUSPLUS _MSVC_LANG
+#else
+#define FUSEJIT_CPLUSPLUS __cplusplus
+#endif
 // C++20 (std::span, concepts, char8_t): one clear error for an older standard instead of dozens.
-#if (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) < 201709L  // GCC 10 says 201709 under -std=c++20
+#if FUSEJIT_CPLUSPLUS < 201709L  // GCC 10 says 201709 under -std=c++20
 #error "fusejit's headers need C++20 (-std=c++20; CMake: target_compile_features(... cxx_std_20), which fusejit::fusejit carries)"
 #else  // the header itself, compiled only then (no cascade of errors after the one above)
 

@@ -10,7 +10,7 @@
 
 #include "fusejit/fusejit.h"
 
-#if (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) >= 201709L  // fusejit.h says why not
+#if FUSEJIT_CPLUSPLUS >= 201709L  // fusejit.h's check: it says why not
 
 namespace fusejit {
 
