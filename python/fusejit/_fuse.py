@@ -463,12 +463,16 @@ def _astype(self: Value, dtype: Any, order: str = "K", casting: str = "unsafe", 
     or, as NumPy's astype takes it, a NumPy dtype name ("float32"; "float" is float64 there); "i8",
     "u8" and "f16", which NumPy reads as int64, uint64 and float128, are refused (write "int8" or
     np.int8). order, subok and copy are NumPy's and mean nothing here (a value has no layout; a cast
-    is always a new value); casting is NumPy's default, 'unsafe', only (TypeError otherwise)."""
-    if casting != "unsafe":
-        raise TypeError(f"astype(casting={casting!r}) is not supported on fusejit values: a cast is NumPy's "
-                        "casting='unsafe' (astype's default)")
+    is always a new value); casting is NumPy's rule (_check_casting: a TypeError for a cast it
+    does not allow)."""
+    if casting == "same_value":  # NumPy 2.4: a cast that checks at run time that every value survives
+        raise TypeError("astype(casting='same_value') is not supported on fusejit values: a kernel does not check "
+                        "that every value survives the cast")
+    if casting not in _CASTING:
+        raise ValueError(f"astype: casting must be one of 'no', 'equiv', 'safe', 'same_kind', or 'unsafe', not "
+                         f"{casting!r} (NumPy's error)")
     if isinstance(dtype, ValueDType):  # another value's dtype (x.astype(y.dtype))
-        return self.builder.cast(self, str(dtype))
+        return _check_casting(self.builder.cast(self, str(dtype)), str(self.dtype), casting)
     if isinstance(dtype, str) and dtype in _AMBIGUOUS_DTYPE_NAMES:
         ours, numpys = _AMBIGUOUS_DTYPE_NAMES[dtype]
         raise UserError(f"astype({dtype!r}): NumPy reads '{dtype}' as {numpys}, fusejit as {ours}; write "
@@ -478,7 +482,31 @@ def _astype(self: Value, dtype: Any, order: str = "K", casting: str = "unsafe", 
             dtype = np.dtype(dtype)
         except TypeError:
             pass  # the builder names the dtypes it takes
-    return self.builder.cast(self, dtype)
+    return _check_casting(self.builder.cast(self, dtype), str(self.dtype), casting)
+
+
+# NumPy's casting rules (np.can_cast) over fusejit's dtypes: 'safe' keeps every value (bool to
+# anything; an integer to a wider one or to a float whose significand holds it; a float to a
+# wider float), 'same_kind' adds casts within a kind or to a later one (_KIND), 'no' and 'equiv'
+# keep the dtype. bf16 is ml_dtypes' bfloat16 there: 8 significant bits hold u8 and i8 exactly,
+# f16's 11 do not fit, so f16 <-> bf16 is same_kind only.
+_SAFE = {"bool": {"bool", "u8", "i8", "i32", "i64", "f16", "bf16", "f32", "f64"},
+         "u8": {"u8", "i32", "i64", "f16", "bf16", "f32", "f64"}, "i8": {"i8", "i32", "i64", "f16", "bf16", "f32", "f64"},
+         "i32": {"i32", "i64", "f64"}, "i64": {"i64", "f64"}, "f16": {"f16", "f32", "f64"},
+         "bf16": {"bf16", "f32", "f64"}, "f32": {"f32", "f64"}, "f64": {"f64"}}
+_CASTING = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def _check_casting(cast: Value, source: str, casting: str) -> Value:
+    """`cast` (of a value of dtype `source`) where NumPy's `casting` rule allows it; a TypeError
+    in NumPy's words otherwise."""
+    to = str(cast.dtype)
+    allowed = (casting == "unsafe" or to == source or casting in ("safe", "same_kind") and to in _SAFE[source]
+               or casting == "same_kind" and _KIND[source] <= _KIND[to])
+    if not allowed:
+        raise TypeError(f"astype: cannot cast from {source} to {to} according to the rule {casting!r} (NumPy's "
+                        "rule; astype's default casting='unsafe' casts any dtype)")
+    return cast
 
 
 def _copy(self: Value) -> Value:
@@ -639,8 +667,8 @@ def _in_place(name: str) -> Any:
     update.__name__ = f"__i{name}__"
     update.__doc__ = (f"v {symbol}= x, as NumPy's in-place operator: v itself becomes v {symbol} x, cast back to v's "
                       "dtype by NumPy's 'same_kind' rule (a TypeError otherwise) at v's shape (a ValueError "
-                      "otherwise), so every reference to v sees it. In a fused function, an argument's array is "
-                      "not updated: fuse refuses an argument updated so (docs/fuse.md).")
+                      "otherwise), so every reference to v sees it. In a fused function, an array argument updated "
+                      "so is updated in the caller's array too, as NumPy's (docs/fuse.md).")
     return update
 
 
@@ -670,6 +698,7 @@ def install_value_methods() -> None:
     for m in ("sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "any", "all"):
         setattr(Value, m, _method(m))
     Value.clip = _value_clip
+    _value_clip.__name__, _value_clip.__qualname__ = "clip", "Value.clip"  # named so in Python's argument errors
     Value.round = _value_round
     Value.__round__ = _round
     Value.__getitem__ = _getitem
@@ -878,18 +907,25 @@ class _Entry:
 
     def __init__(self, program: Any, kind: Any, keys: list, sources: list):
         self.program = program
-        self.kind = kind          # Value (one result), tuple, list or dict
+        self.kind = kind          # Value (one result), tuple, list, dict or None (updates in place only)
         self.keys = keys          # dict keys, in order (dict results)
         self.sources = sources    # per result: an output name, or the index of an argument returned as is
         # Its trace raised no fusejit error (one caught, `try: x + y except: ...`, may be a broadcast
         # that other sizes pass), so it may serve patterns with more sizes equal (_served).
         self.servable = True
         self.used = False  # called since the last drop passed it over (_drop_one)
+        # (array index, output name) of each array argument the function updated in place (p -= ...):
+        # the output is written into the argument, in place while its program allows it (_run).
+        self.write_back: list = []
+        self.in_place = True
+        self.arg_names: list = []  # the array arguments' names, as the code writes them, where write_back is
 
     def results(self, outs: dict, arrays: list) -> Any:
         vals = [outs[s] if isinstance(s, str) else arrays[s] for s in self.sources]
         if self.kind is Value:
             return vals[0]
+        if self.kind is None:  # a function that only updates its arguments in place
+            return None
         if self.kind is dict:
             return dict(zip(self.keys, vals))
         return self.kind._make(vals) if hasattr(self.kind, "_make") else self.kind(vals)
@@ -1013,12 +1049,46 @@ class Fused:
         if entry is None:  # traced values: inside another fused function's trace
             return self._fn(*args, **kwargs)
         try:
-            outs = entry.program(*arrays)
+            outs = self._run(entry, arrays) if entry.write_back else entry.program(*arrays)
         except UserError as e:
             if not e.line:
                 self._locate_by_trace(args, kwargs, e)
             raise
         return entry.results(outs, arrays)
+
+    def _run(self, entry: _Entry, arrays: list) -> dict:
+        """A call of a program that updates arguments (entry.write_back): each such output written
+        over its argument, in place (the launch reads every element before it writes it); where the
+        program refuses that (its plan reads the argument after writing it, a row value over it, a
+        GPU program's strided host array), into a new array copied into the argument, and so on at
+        later calls of this entry. NumPy's aliasing cannot be traced: an argument updated that shares
+        memory with another (f(p, p)) is refused."""
+        self._check_updates_unshared(entry, arrays)
+        if entry.in_place:
+            try:
+                return entry.program(*arrays, out={name: arrays[i] for i, name in entry.write_back})
+            except UserError:
+                outs = entry.program(*arrays)  # raises the call's own error, if it is not in place's
+                entry.in_place = False
+        else:
+            outs = entry.program(*arrays)
+        for i, name in entry.write_back:
+            arrays[i][...] = outs[name]
+        return outs
+
+    def _check_updates_unshared(self, entry: _Entry, arrays: list) -> None:
+        """A UserError when an argument the function updates in place shares memory with another
+        array argument: NumPy would see the update through the other (f(p, p): `a += 1; return b`
+        gives p + 1), the traced program reads it as it was."""
+        spans = [_byte_span(a) for a in arrays]
+        for i, _ in entry.write_back:
+            for j, other in enumerate(spans):
+                if j != i and spans[i] is not None and other is not None and spans[i][0] == other[0] and \
+                        spans[i][1] < other[2] and other[1] < spans[i][2] and _may_share(arrays[i], arrays[j]):
+                    raise UserError(f"fuse: '{self.__name__}' updates its argument '{entry.arg_names[i]}' in place, "
+                                    f"and its argument '{entry.arg_names[j]}' shares memory with it: NumPy would see "
+                                    "the update through that one, a fused function reads it as it was; pass separate "
+                                    "arrays")
 
     def _locate_by_trace(self, args: tuple, kwargs: dict, error: UserError) -> None:
         """A program refused a call at sizes its trace took (an amax over an axis that is empty
@@ -1044,7 +1114,8 @@ class Fused:
         """The :class:`fusejit.Program` these arguments run (traced and compiled if new): its
         ``cuda_source()``, ``plan_text``, ``kernels``; call it with the arrays in argument order
         (an object argument's array attributes after it, ``prog.graph.inputs`` names them) to
-        pass ``out=``, ``stream=`` or ``plan="unfused"``. One program serves every size of its
+        pass ``out=``, ``stream=`` or ``plan="unfused"``; an argument the function updates in place
+        is its output ``NAME_updated`` there (pass ``out={"p_updated": p}`` to update it). One program serves every size of its
         pattern: its ``plan_text`` shows the sizes of the call that traced it."""
         return self._program(args, kwargs, 4)
 
@@ -1307,7 +1378,7 @@ class Fused:
         also whether the function read a shape meanwhile."""
         name = self.__name__ if self.__name__.isascii() and self.__name__.isidentifier() else "fused"
         b = GraphBuilder(name)
-        stand_ins, inputs, taken = self._inputs(b, items, static)
+        stand_ins, inputs, taken, names = self._inputs(b, items, static)
         call = inspect.BoundArguments(self._sig, bound.arguments.copy())
         for pname in call.arguments:
             call.arguments[pname] = self._replace(pname, call.arguments[pname], stand_ins)
@@ -1329,11 +1400,15 @@ class Fused:
             _TRACE.shape_read = outer  # this trace's reads are its own graph's, not the outer trace's
         self._check_untouched(items)
         self._check_copies_untouched(items, stand_ins)
-        self._check_not_updated(items, stand_ins)
+        updated = [i for i, v in enumerate(inputs) if v._updated]
         try:
-            entry = self._outputs(b, result, inputs, taken)
+            entry = self._outputs(b, result, inputs, taken, updated)
         except UserError as e:  # what it returned: located at its first line (the return is past)
             raise self._at_definition(e) from None
+        for i in updated:
+            entry.write_back.append((i, _graph_name(f"{names[i][0]}_updated", f"arg{i}_updated", taken)))
+            b.output(entry.write_back[-1][1], inputs[i])
+        entry.arg_names = [tag_expression(tag) for _, tag in names] if updated else []
         entry.servable = errors_made() == errors
         from . import compile as fj_compile
         graph = b.build()
@@ -1355,7 +1430,7 @@ class Fused:
     def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list, set]:
         """A GraphBuilder input per array argument, its sizes as dims (one per class of equal sizes
         other than 1) or, when static, as they are; returns {tag: Value}, the inputs and the names
-        the graph has taken. An object argument's input attributes (lifted) are inputs too (a trace
+        the graph has taken and each input's (graph name, tag). An object argument's input attributes (lifted) are inputs too (a trace
         need not read them all), and the trace sees a copy of it holding them (trace_copies)."""
         taken, dims, stand_ins, inputs = set(), {}, {}, []
         arrays = [(tag, a) for tag, v in items if (a := as_array(v)) is not None]
@@ -1376,7 +1451,7 @@ class Fused:
             # (under warnings-as-errors every call traced again and raised: a hostile tester's find).
             b.allow_unused(stand_ins[tag])
         stand_ins[_COPIES] = trace_copies(items, stand_ins)
-        return stand_ins, inputs, taken
+        return stand_ins, inputs, taken, [(gname, tag) for gname, (tag, _) in zip(gnames, arrays)]
 
     def _replace(self, pname: str, v: Any, stand_ins: dict) -> Any:
         """The argument `pname` as the function sees it while traced: arrays become their Values,
@@ -1419,24 +1494,11 @@ class Fused:
             for n in dict.fromkeys([*given, *now]):
                 if now.get(n, given) is not given.get(n, given) and (n in v.inputs or isinstance(now.get(n), Value)):
                     name = f"{tag_expression(tag)}.{n}"
-                    raise UserError(f"fuse: '{self.__name__}' assigns its argument's attribute '{name}' (or updates "
-                                    "it in place): a fused function runs once per pattern, on a copy of the object, "
-                                    "and writes only the arrays it returns; the caller's object would keep its old "
-                                    f"value. Return the new value and store it after the call ({name} = "
-                                    f"{self.__name__}(...))")
-
-    def _check_not_updated(self, items: list, stand_ins: dict) -> None:
-        """A UserError when the trace updated an array argument in place (`p -= lr * g`): NumPy would
-        change the caller's array, a fused function writes only what it returns. A NumPy scalar is
-        no array (`s *= 2` rebinds it in NumPy too), so it may be updated."""
-        for tag, v in items:
-            stand_in = stand_ins.get(tag)
-            if isinstance(stand_in, Value) and stand_in._updated and not isinstance(v, np.generic):
-                name = tag_expression(tag)
-                raise UserError(f"fuse: '{self.__name__}' updates its argument '{name}' in place (an in-place "
-                                "operator such as -=): NumPy would change the caller's array, but a fused function "
-                                "writes only the arrays it returns. Return the new value and store it after the "
-                                f"call ({name}[...] = {self.__name__}(...))")
+                    raise UserError(f"fuse: '{self.__name__}' assigns its argument's attribute '{name}': a fused "
+                                    "function runs once per pattern, on a copy of the object, and writes only the "
+                                    "arrays it returns or updates in place; the caller's object would keep its old "
+                                    f"value. Update the array in place ({name} -= ...), or return the new value and "
+                                    f"store it after the call ({name} = {self.__name__}(...))")
 
     def _at_definition(self, e: UserError) -> UserError:
         """`e` located at the function's first line (its decorator's, or its `def`), where it has one
@@ -1450,10 +1512,14 @@ class Fused:
         return UserError(e.message, code.co_filename, code.co_firstlineno,
                          diagnostic=f"{code.co_filename}:{code.co_firstlineno}: {e.diagnostic}")
 
-    def _outputs(self, b: Any, result: Any, inputs: list, taken: set) -> _Entry:
-        """Marks the function's results as outputs: one value, or a tuple, list or dict of them."""
+    def _outputs(self, b: Any, result: Any, inputs: list, taken: set, updated: list) -> _Entry:
+        """Marks the function's results as outputs: one value, or a tuple, list or dict of them (an
+        argument returned, updated in place or not, is the caller's array: `updated` lists those
+        the trace updated, each written back by an output of its own)."""
         if isinstance(result, Value):
             kind, keys, values = Value, [], [result]
+        elif result is None and updated:  # `p -= lr * g` and no return, as a NumPy update function
+            kind, keys, values = None, [], []
         elif isinstance(result, (tuple, list)):  # a namedtuple comes back as its class, other subclasses as tuple or list
             named = isinstance(result, tuple) and hasattr(type(result), "_make") and hasattr(type(result), "_fields")
             kind = type(result) if named else tuple if isinstance(result, tuple) else list
@@ -1462,11 +1528,11 @@ class Fused:
             kind, keys, values = dict, list(result), list(result.values())
         else:
             raise UserError(f"fuse: '{self.__name__}' returned {type(result).__name__}: return a value computed "
-                            "from its array arguments, or a tuple, list or dict of such values"
-                            f"{_no_array_hint(inputs)}")
+                            "from its array arguments, or a tuple, list or dict of such values (or update an array "
+                            f"argument in place, p -= ..., and return None){_no_array_hint(inputs)}")
         named: dict = {}
         sources = [self._output(b, k, kind, keys, v, inputs, named, taken) for k, v in enumerate(values)]
-        if not named:
+        if not named and not updated:
             what = "nothing (an empty " + kind.__name__ + ")" if not values else "only its arguments unchanged"
             raise UserError(f"fuse: '{self.__name__}' computes nothing: it returns {what}")
         return _Entry(None, kind, keys, sources)
@@ -1478,8 +1544,8 @@ class Fused:
             raise UserError(f"fuse: '{self.__name__}' {where} is {type(v).__name__}, not a value computed from "
                             f"its array arguments{_no_array_hint(inputs)}")
         for i, inp in enumerate(inputs):
-            if v is inp and not v._updated:
-                return i  # returned unchanged: the argument itself
+            if v is inp:
+                return i  # the argument itself (updated in place or not), as NumPy returns it
         if id(v) in named:
             return named[id(v)]  # the same value twice: one output
         if kind is dict and not isinstance(keys[k], str):
@@ -1492,6 +1558,48 @@ class Fused:
 
     def __repr__(self) -> str:
         return f"<fusejit.fuse of {self.__qualname__}, {self._traces} trace(s)>"
+
+
+def _byte_span(a: Any) -> tuple | None:
+    """(memory, first byte, end) an array's elements span, memory being "cpu" or a CUDA device;
+    None for an array without elements or of a kind it cannot read (its program checks those)."""
+    if any(int(s) == 0 for s in a.shape):
+        return None
+    if isinstance(a, np.ndarray):
+        lo, hi = np.lib.array_utils.byte_bounds(a) if hasattr(np.lib, "array_utils") else np.byte_bounds(a)
+        return "cpu", lo, hi
+    if hasattr(a, "data_ptr") and hasattr(a, "element_size"):  # a PyTorch tensor: strides in elements
+        where, size, strides, ptr = str(a.device), a.element_size(), a.stride(), a.data_ptr()
+    elif hasattr(a, "__cuda_array_interface__"):  # CuPy: strides in bytes (None: C order)
+        face = a.__cuda_array_interface__
+        where, size, ptr = f"cuda:{a.device.id}" if hasattr(a, "device") else "cuda", a.itemsize, face["data"][0]
+        strides = [s // size for s in face["strides"]] if face.get("strides") else _c_strides(a.shape)
+    else:
+        return None
+    lo = ptr + size * sum((int(n) - 1) * s for n, s in zip(a.shape, strides) if s < 0)
+    hi = ptr + size * (sum((int(n) - 1) * s for n, s in zip(a.shape, strides) if s > 0) + 1)
+    return where, lo, hi
+
+
+def _may_share(a: Any, b: Any) -> bool:
+    """Whether two arrays whose byte ranges overlap share a byte: np.shares_memory's exact answer
+    for NumPy arrays (two halves of each row share none), within a bound past which it says yes;
+    yes for others."""
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+        return True
+    try:
+        return bool(np.shares_memory(a, b, max_work=4096))
+    except getattr(getattr(np, "exceptions", np), "TooHardError", ValueError):  # np.exceptions: NumPy 1.25+
+        return True
+
+
+def _c_strides(shape: Any) -> list:
+    """C-order strides in elements."""
+    strides, step = [], 1
+    for n in reversed([int(n) for n in shape]):
+        strides.insert(0, step)
+        step *= n
+    return strides
 
 
 def _ufunc_function(ufunc: Any) -> Callable:
@@ -1518,7 +1626,10 @@ def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) ->
     a float argument traced at three values; pass one that changes every call as np.float32(v)).
     An object argument of a Python class (a method's self; ``fuse(obj.method)`` and ``fuse(obj)``
     bind it so) is keyed by its attributes' values, its array attributes being inputs read at
-    every call (docs/fuse.md, "Objects and methods"; _pattern.py).
+    every call (docs/fuse.md, "Objects and methods"; _pattern.py). An array argument or attribute
+    updated in place (``p -= lr * g``) is updated in the caller's array, as NumPy's (the program's
+    output ``p_updated``, written over it; the function may return None); one that shares memory
+    with another array argument is a UserError.
 
     dynamic: True (default) gives each class of equal sizes other than 1 a named dim, so new sizes
     run the same program; False specialises on every size. options: :func:`fusejit.compile`'s
