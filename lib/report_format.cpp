@@ -80,7 +80,7 @@ std::string compile_text(const PathReport& p) {
 }
 
 // The table of the two paths (and the copy baseline), then a note per path that launches more
-// kernels than it has. On the CPU path bytes per second say nothing about memory traffic (one core
+// kernels than it has, or fewer (a kernel whose outputs are empty is not launched). On the CPU path bytes per second say nothing about memory traffic (one core
 // computes), so the GB/s column shows "-".
 std::string path_table(const PathReport& fused, const PathReport& unfused, double copy_gbps, bool cpu) {
   std::string s = fmt::format("  {:<8} {:>7} {:>11} {:>12} {:>9} {:>7}   {}\n", "path", "kernels", "time (ms)",
@@ -96,6 +96,10 @@ std::string path_table(const PathReport& fused, const PathReport& unfused, doubl
     if (p->launches > p->kernels)
       s += fmt::format("  note      {}: {} launches of {} kernel(s): a reduction whose few long rows split over blocks\n"
                        "            runs once per phase (chunk values, their fixed tree, ...; docs/ops.md)\n",
+                       p->name, p->launches, p->kernels);
+    else if (p->launches < p->kernels)
+      s += fmt::format("  note      {}: {} launch(es) of {} kernel(s): a kernel whose outputs have no elements at "
+                       "these sizes is not launched\n",
                        p->name, p->launches, p->kernels);
   return s;
 }

@@ -996,6 +996,11 @@ TEST_CASE("run with no elements: no speedup is claimed from launch overheads") {
   CHECK(rj["fused"]["launches"] == 0);
   CHECK(rj["predicted_ratio"].is_null());
   CHECK(rj["plan"].get<std::string>().find("predicted speedup unbounded (the fused plan moves no bytes)") != std::string::npos);
+  // The text says why the kernel column counts more kernels than ran (an auditor's find).
+  Result text = run("run " + empty_rows + " --backend cpu --repeats 1");
+  REQUIRE_MESSAGE(text.code == 0, text.out);
+  CHECK_MESSAGE(text.out.find("note      fused: 0 launch(es) of 1 kernel(s): a kernel whose outputs have no elements at "
+                              "these sizes is not launched") != std::string::npos, text.out);
   Result planned = run("plan " + empty_rows + " --json");
   REQUIRE_MESSAGE(planned.code == 0, planned.out);
   const nlohmann::json pj = nlohmann::json::parse(planned.out);
