@@ -164,6 +164,14 @@ class GraphBuilder {
   // Drops the nodes added after the graph had `size` nodes (constants and casts a refused call
   // made before failing); nothing may refer to them.
   void drop_nodes_after(int size) { g_.nodes.resize(static_cast<size_t>(size)); }
+  // Gives the nodes added after the graph had `size` nodes that have no location `loc` (a
+  // tracer's line: fusejit::GraphBuilder::set_location).
+  void locate_nodes_after(int size, Loc loc) {
+    for (size_t k = static_cast<size_t>(size); k < g_.nodes.size(); ++k)
+      if (!g_.nodes[k].loc.known()) g_.nodes[k].loc = loc;
+  }
+  // The file its nodes' locations are in (Graph::file): set once, by the first location given.
+  void set_file(std::string file) { g_.file = std::move(file); }
   // Finishes and verifies the graph (ir/verify.h); the builder is left empty. Throws UserError
   // when the graph has no output.
   Graph finish();

@@ -1,6 +1,7 @@
 // fusejit::GraphBuilder: the public builder, a thin layer over ir::GraphBuilder. It checks what the
 // parser checks in graph text (names by ir/names.h, one namespace, outputs computed by the graph),
 // so every graph it builds prints as text that parses back to the same graph.
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 #include <set>
@@ -20,6 +21,7 @@ struct GraphBuilder::Impl {
   std::unordered_map<std::string, ir::NameBinding> scope;  // dims, inputs, params, named values
   std::unordered_set<std::string> outputs;
   std::set<std::string> may_be_unused;  // inputs build() does not warn of (allow_unused)
+  ir::Loc loc;  // set_location's, for the nodes the next calls add (in the graph's file)
   bool built = false;
   explicit Impl(std::string name) : b(std::move(name)) { b.limit_nodes(); }
 
@@ -45,7 +47,9 @@ struct GraphBuilder::Impl {
   auto adding_nodes(F&& f) {
     const int before = b.graph().size();
     try {
-      return f();
+      auto r = f();
+      if (loc.known()) b.locate_nodes_after(before, loc);
+      return r;
     } catch (...) {
       b.drop_nodes_after(before);
       throw;
@@ -288,6 +292,14 @@ void GraphBuilder::allow_unused(const Value& input) {
       throw ir::UserError("allow_unused: the value is no input of this GraphBuilder");
     impl_->may_be_unused.insert(g.node(input.id_).name);
   });
+}
+
+void GraphBuilder::set_location(const std::string& file, int line, int column) {
+  impl_->check_usable();
+  const std::string& graph_file = impl_->b.graph().file;
+  if (graph_file.empty() && !file.empty() && line > 0) impl_->b.set_file(file);
+  const bool ours = !file.empty() && file == impl_->b.graph().file && line > 0;
+  impl_->loc = ours ? ir::Loc{static_cast<uint32_t>(line), static_cast<uint32_t>(std::max(column, 0))} : ir::Loc{};
 }
 
 Graph GraphBuilder::build() {

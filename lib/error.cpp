@@ -171,11 +171,12 @@ void warn(std::string_view message) {
 }
 
 namespace {
-// "FILE:LINE:COL: " of a node written in graph text; "" for one built in code.
+// "FILE:LINE:COL: " of a node written in graph text or located by its builder (FILE:LINE: without
+// a column); "" for one built in code without a location.
 std::string where_of(const ir::Graph& g, const ir::Node& n) {
   if (!n.loc.known()) return "";
-  return (g.file.empty() ? std::string("<graph>") : g.file) + ":" + std::to_string(n.loc.line) + ":" +
-         std::to_string(n.loc.col) + ": ";
+  return (g.file.empty() ? std::string("<graph>") : g.file) + ":" + std::to_string(n.loc.line) +
+         (n.loc.col ? ":" + std::to_string(n.loc.col) : std::string()) + ": ";
 }
 
 void warn_unused_inputs(const ir::Graph& g, const std::set<std::string>& may_be_unused) {

@@ -264,6 +264,32 @@ TEST_CASE("a reduction without keepdim broadcast so that two named dims line up 
                   "axes: reduce with `keepdim` (NumPy's keepdims=True) to broadcast it back over them");
 }
 
+TEST_CASE("set_location locates the nodes built after it, as graph text's, in the graph's one file") {
+  // A tracer's lines (Python's fuse): the warning names the line that built the op, not the
+  // caller's line of build() (a new user's find: the slip named the fused function's call).
+  LibraryWarnings warnings;
+  fj::GraphBuilder b("g");
+  fj::Value x = b.input("x", fj::DType::F32, {8, 8});
+  b.set_location("model.py", 12, 9);
+  fj::Value m = b.reduce("mean", x, -1);
+  b.set_location("model.py", 13, 0);  // no column: FILE:LINE
+  fj::Value y = x - m;
+  b.set_location("other.py", 20, 1);  // another file than the graph's: unlocated
+  fj::Value z = x / b.reduce("sum", x, -1);
+  b.set_location("model.py", 0, 0);  // line 0: unlocated
+  fj::Value w = x * b.reduce("amax", x, -1);
+  b.output("y", y);
+  b.output("z", z);
+  b.output("w", w);
+  const fj::Graph g = b.build();
+  REQUIRE(warnings.list.size() == 3);
+  CHECK(warnings.list[0].rfind("model.py:13: 'y' broadcasts the mean", 0) == 0);
+  CHECK(warnings.list[1].rfind("'z' broadcasts the sum", 0) == 0);
+  CHECK(warnings.list[2].rfind("'w' broadcasts the amax", 0) == 0);
+  CHECK(g.to_text() == fj::Graph::parse(g.to_text()).to_text());  // locations are no part of the graph text
+  CHECK_THROWS_AS(b.set_location("model.py", 1, 1), fj::Error);  // built: every call throws
+}
+
 TEST_CASE("the same slip where no two named dims meet (a square shape, one dim for both axes) warns by axes") {
   // NumPy's x / x.sum(-1) of a square x runs, dividing each row by another row's sum: fuse traces
   // both axes of one size as one dim and graph text may give literal sizes, so no two dims differ.

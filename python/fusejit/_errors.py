@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 
@@ -117,11 +118,21 @@ def from_cpp(kind: str, message: str, file: str, line: int, column: int, diagnos
     return _kinds.get(kind, _internal)(message, file, line, column, diagnostic)
 
 
+# "FILE.py:LINE:COL: " (or FILE.py:LINE) opening a warning about a node built at that Python line.
+_PYTHON_LOCATION = re.compile(r"(.+?\.py):(\d+)(?::\d+)?: ")
+
+
 def _warn(message: str, origin: int = 0, _category: type = FusejitWarning) -> None:
-    """Issues ``message`` as a FusejitWarning attributed to the caller's line: the first frame
-    outside the fusejit package of this thread, or of thread ``origin`` (a threading ident) when the
-    warning comes from a compile worker of that thread's call (the C++ layer calls this with the
-    GIL held; that thread waits in the call meanwhile). Without such a frame it reads "sys:1"."""
+    """Issues ``message`` as a FusejitWarning attributed to the Python line it is about, where it
+    opens with one (an op a traced function or a Python GraphBuilder built there), else to the
+    caller's line: the first frame outside the fusejit package of this thread, or of thread
+    ``origin`` (a threading ident) when the warning comes from a compile worker of that thread's
+    call (the C++ layer calls this with the GIL held; that thread waits in the call meanwhile).
+    Without such a frame it reads "sys:1"."""
+    located = _PYTHON_LOCATION.match(message)
+    if located and os.path.isfile(located[1]):  # about a node a Python line built (GraphBuilder.set_location)
+        warnings.warn_explicit(message, _category, located[1], int(located[2]))
+        return
     frame = sys._current_frames().get(origin) if origin else sys._getframe().f_back
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back

@@ -9,6 +9,8 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -207,10 +209,56 @@ fusejit::Value to_value(nb::handle h, nb::handle builder) {
 
 fusejit::GraphBuilder& cpp(nb::handle builder) { return nb::cast<fusejit::GraphBuilder&>(builder); }
 
+// The fusejit package's folder: frames of its files are fusejit's own, not the caller's.
+const std::string& package_dir() {
+  static const std::string dir = nb::cast<std::string>(nb::module_::import_("fusejit._errors").attr("_PACKAGE_DIR"));
+  return dir;
+}
+
+// FILE, LINE and COLUMN (from 1; 0 before Python 3.11, which has no columns) of the innermost
+// Python frame outside the fusejit package: the line of the caller's code that builds an op (a
+// traced function's `return x - m`, through np.clip's or fusejit.op's frames); no file outside one.
+std::tuple<std::string, int, int> caller_location() {
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed; null outside Python code
+  Py_XINCREF(frame);
+  std::tuple<std::string, int, int> where{"", 0, 0};
+  while (frame != nullptr) {
+    PyCodeObject* code = PyFrame_GetCode(frame);  // new references, as PyFrame_GetBack's
+    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    if (file == nullptr) PyErr_Clear();  // a name that is no UTF-8 (lone surrogates): not located
+    if (file != nullptr && std::string_view(file).rfind(package_dir(), 0) != 0) {
+      int line = PyFrame_GetLineNumber(frame), col = 0;
+#if PY_VERSION_HEX >= 0x030B0000
+      int start_line = 0, start_col = 0, end_line = 0, end_col = 0;
+      if (PyCode_Addr2Location(code, PyFrame_GetLasti(frame), &start_line, &start_col, &end_line, &end_col) &&
+          start_line == line && start_col >= 0)
+        col = start_col + 1;  // a byte offset in the line, as graph text's columns
+#endif
+      where = {file, line, col};
+    }
+    Py_DECREF(code);
+    if (!std::get<0>(where).empty()) break;
+    PyFrameObject* back = PyFrame_GetBack(frame);
+    Py_DECREF(frame);
+    frame = back;
+  }
+  Py_XDECREF(frame);
+  return where;
+}
+
+// The builder, its next nodes located at the caller's line (GraphBuilder::set_location), so a
+// warning about them (an axis slip), or a program's error about them at a launch, names that line.
+fusejit::GraphBuilder& at_caller(nb::handle builder) {
+  fusejit::GraphBuilder& b = cpp(builder);
+  const auto [file, line, col] = caller_location();
+  b.set_location(file, line, col);
+  return b;
+}
+
 PyValue apply(nb::handle builder, std::string_view op, std::initializer_list<nb::handle> args) {
   std::vector<fusejit::Value> vs;
   for (nb::handle a : args) vs.push_back(to_value(a, builder));
-  return PyValue{cpp(builder).op(op, vs), nb::borrow(builder)};
+  return PyValue{at_caller(builder).op(op, vs), nb::borrow(builder)};
 }
 
 }  // namespace
@@ -381,7 +429,7 @@ void bind_graph_builder(nb::module_& m) {
               throw Error(ErrorKind::User, "op 'cast' takes a dtype: use v.astype(dtype), or GraphBuilder.cast(x, dtype)");
             std::vector<fusejit::Value> vs;
             for (nb::handle a : args) vs.push_back(to_value(a, self));
-            const fusejit::Value v = cpp(self).op(name, vs);
+            const fusejit::Value v = at_caller(self).op(name, vs);
             if (const std::optional<fusejit::Scalar> lit = v.literal()) return scalar_to_py(*lit);  // folded
             return nb::cast(PyValue{v, nb::borrow(self)});
           },
@@ -397,7 +445,7 @@ void bind_graph_builder(nb::module_& m) {
             if (!correction.is_none()) c = correction_arg(correction, name);
             std::optional<double> init;
             if (!initial.is_none()) init = float_arg(initial, "initial");
-            return PyValue{cpp(self).reduce(name, to_value(x, self), to_axes(axes), kd, c, init),
+            return PyValue{at_caller(self).reduce(name, to_value(x, self), to_axes(axes), kd, c, init),
                            nb::borrow(self)};
           },
           "name"_a, "x"_a, "axes"_a.none() = nb::none(), "keepdim"_a.none() = nb::none(), "correction"_a.none() = nb::none(),
@@ -411,7 +459,7 @@ void bind_graph_builder(nb::module_& m) {
       .def(
           "cast",
           [](nb::handle self, nb::handle x, nb::handle dtype) {
-            return PyValue{cpp(self).cast(to_value(x, self), dtype_arg(dtype)), nb::borrow(self)};
+            return PyValue{at_caller(self).cast(to_value(x, self), dtype_arg(dtype)), nb::borrow(self)};
           },
           "x"_a, "dtype"_a.none(), "`cast(x, DTYPE)`; dtype as for input().")
       .def(

@@ -521,6 +521,14 @@ class GraphBuilder {
   /// `output name`). Throws Error(User) if it is an input or param (an output must be computed
   /// by the graph), or the name is listed twice or in use.
   void output(const std::string& name, const Value& v);
+  /// The source location of the nodes the calls after it add (op, reduce, cast): warnings about them, and errors a program raises about them at a launch, then say
+  /// "FILE:LINE:COL: " as for a node of graph text. For a tracer: Python's GraphBuilder sets it
+  /// from the frame that builds each op. A graph has one file (Graph's, "" until then): the first
+  /// location given sets it, and a location in another file leaves the nodes after it unlocated,
+  /// as does `line` 0. `column` counts from 1; 0: unknown (the location says FILE:LINE). Errors
+  /// a call throws are unlocated still (the caller knows where it is). Throws Error(User) after
+  /// build(), as every call does.
+  void set_location(const std::string& file, int line, int column = 0);
   /// Marks `input` (a Value input() returned) as one the graph may leave unused: build() warns
   /// "input '...' is not used by any output" for it no more (Python's fuse makes each array
   /// attribute of a method's object an input, which a trace may not read). The mark is no part
