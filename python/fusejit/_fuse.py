@@ -123,9 +123,22 @@ def reduce(name: str, x: Value, axes: Any = None, keepdim: bool | None = None, *
 
 # ---- NumPy's protocols and ndarray-like methods on Value -----------------------------------------
 
+def _refuse_array_update(name: str, inputs: tuple, out: Any) -> None:
+    """A TypeError for ndarray.__isub__(value) and the like (`opt.stats.ema -= g`): an array that is
+    no input of a traced function, updated in place (a hostile tester's find: it read "np.subtract(...,
+    out=) is not supported")."""
+    if isinstance(out, tuple) and len(out) == 1 and not isinstance(out[0], Value) and any(out[0] is a for a in inputs):
+        raise TypeError(f"an in-place operator (np.{name} into its operand) on an array that is no input of the "
+                        f"fused function ({type(out[0]).__name__}: a nested object's attribute, a list's element, a "
+                        "global): NumPy would update it at every call, a trace only once; pass the array as an "
+                        "argument, or as an array attribute of an argument")
+
+
 def _array_ufunc(self: Value, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Value:
     """np.exp(v), np.maximum(v, 0), np.float32(2) * v: the fusejit op of the ufunc (_UFUNCS)."""
     name = ufunc.__name__
+    if method == "__call__":
+        _refuse_array_update(name, inputs, kwargs.get("out"))
     if method != "__call__" or kwargs:
         extra = f"np.{name}.{method}" if method != "__call__" else f"np.{name}(..., {', '.join(kwargs)}=)"
         d = kwargs.get("dtype")
@@ -651,15 +664,16 @@ def _in_place(name: str) -> Any:
         r = getattr(Value, f"__{name}__")(self, other)
         shape, got = _SHAPE_GETTER(self), _SHAPE_GETTER(r)
         if list(got) != list(shape):
-            raise ValueError(f"v {symbol}= ...: non-broadcastable output operand with shape {tuple(shape)} doesn't "
-                             f"match the broadcast shape {tuple(got)} (NumPy's error: an in-place result keeps v's "
-                             f"shape); write v = v {symbol} ... for a new value")
+            raise ValueError(f"an in-place {symbol}= on a value of {_DTYPE_GETTER(self)}{list(shape)}: non-broadcastable "
+                             f"output operand with shape {tuple(shape)} doesn't match the broadcast shape {tuple(got)} "
+                             f"(NumPy's error: an in-place result keeps its operand's shape); write v = v {symbol} ... "
+                             "for a new value")
         to, dtype = _DTYPE_GETTER(self), _DTYPE_GETTER(r)
         if dtype != to:
             if _KIND[dtype] > _KIND[to]:
-                raise TypeError(f"v {symbol}= ...: cannot cast the result from {dtype} to v's {to} with casting rule "
-                                f"'same_kind' (NumPy's for an in-place operator; PyTorch refuses it too); write "
-                                f"v = v {symbol} ... for a new value")
+                raise TypeError(f"an in-place {symbol}= on a value of {to}{list(shape)}: cannot cast the result from "
+                                f"{dtype} to {to} with casting rule 'same_kind' (NumPy's for an in-place operator; "
+                                f"PyTorch refuses it too); write v = v {symbol} ... for a new value")
             r = self.builder.cast(r, to)
         self._assign(r)
         return self
@@ -917,7 +931,7 @@ class _Entry:
         # (array index, output name) of each array argument the function updated in place (p -= ...):
         # the output is written into the argument, in place while its program allows it (_run).
         self.write_back: list = []
-        self.in_place = True
+        self.in_place_refusals = 0  # calls whose program refused the update in place (_run)
         self.arg_names: list = []  # the array arguments' names, as the code writes them, where write_back is
 
     def results(self, outs: dict, arrays: list) -> Any:
@@ -1003,6 +1017,10 @@ class Fused:
         self._dynamic = dynamic
         self._options = options
         self._entries: collections.OrderedDict = collections.OrderedDict()  # move_to_end: one C call
+        # Entries by a call's exact arguments (_exact_key): a positional call of NumPy arrays and
+        # plain scalars seen before skips keying (1.5 to 4.4 us of 7 to 15 at 1 to 8 arrays, measured
+        # 2026-12-07); cleared whenever an entry goes or the keys change (_forget_exact).
+        self._exact: dict = {}
         self._traces = 0
         self._specialised_by_shape = False
         self._float_values: dict = {}  # (pattern without one float argument's value, its tag) -> values seen
@@ -1045,9 +1063,19 @@ class Fused:
 
     def _invoke(self, args: tuple, kwargs: dict, stacklevel: int) -> Any:
         """A call; `stacklevel` of its warnings: the caller's frame."""
-        entry, arrays = self._entry(args, kwargs, stacklevel)
-        if entry is None:  # traced values: inside another fused function's trace
-            return self._fn(*args, **kwargs)
+        exact = _exact_key(args) if not kwargs and self._tags is not None and len(args) == len(self._tags) else None
+        entry = self._exact.get(exact) if exact is not None else None
+        if entry is not None:
+            entry.used = True
+            arrays = [a for a in args if type(a) is np.ndarray]  # what _key gives for such a call
+        else:
+            entry, arrays = self._entry(args, kwargs, stacklevel)
+            if entry is None:  # traced values: inside another fused function's trace
+                return self._fn(*args, **kwargs)
+            if exact is not None:
+                self._remember_exact(exact, entry)
+        if entry.write_back:  # before the launch, and raised as they are (_locate_by_trace would trace again)
+            self._check_updatable(entry, arrays)
         try:
             outs = self._run(entry, arrays) if entry.write_back else entry.program(*arrays)
         except UserError as e:
@@ -1056,39 +1084,50 @@ class Fused:
             raise
         return entry.results(outs, arrays)
 
+    def _remember_exact(self, exact: tuple, entry: _Entry) -> None:
+        """Keeps `entry` for calls of the arguments `exact`, while it is an entry of the store (a
+        pattern not kept, an object argument's that changed, never is)."""
+        with _TRACE_LOCK:
+            if any(e is entry for e in self._entries.values()):
+                if len(self._exact) >= 4 * _MAX_ENTRIES:
+                    self._exact.clear()
+                self._exact[exact] = entry
+
     def _run(self, entry: _Entry, arrays: list) -> dict:
         """A call of a program that updates arguments (entry.write_back): each such output written
         over its argument, in place (the launch reads every element before it writes it); where the
         program refuses that (its plan reads the argument after writing it, a row value over it, a
-        GPU program's strided host array), into a new array copied into the argument, and so on at
-        later calls of this entry. NumPy's aliasing cannot be traced: an argument updated that shares
-        memory with another (f(p, p)) is refused."""
-        self._check_updates_unshared(entry, arrays)
-        if entry.in_place:
+        GPU program's strided host array), into a new array copied into the argument. After
+        _MAX_IN_PLACE_REFUSALS refusals the entry copies from then on (its plan's, most likely)."""
+        if entry.in_place_refusals < _MAX_IN_PLACE_REFUSALS:
             try:
                 return entry.program(*arrays, out={name: arrays[i] for i, name in entry.write_back})
             except UserError:
                 outs = entry.program(*arrays)  # raises the call's own error, if it is not in place's
-                entry.in_place = False
+                entry.in_place_refusals += 1
         else:
             outs = entry.program(*arrays)
         for i, name in entry.write_back:
             arrays[i][...] = outs[name]
         return outs
 
-    def _check_updates_unshared(self, entry: _Entry, arrays: list) -> None:
-        """A UserError when an argument the function updates in place shares memory with another
-        array argument: NumPy would see the update through the other (f(p, p): `a += 1; return b`
-        gives p + 1), the traced program reads it as it was."""
-        spans = [_byte_span(a) for a in arrays]
+    def _check_updatable(self, entry: _Entry, arrays: list) -> None:
+        """NumPy's ValueError for a read-only array argument the function updates in place, and a
+        UserError when one shares memory with another array argument: NumPy would see the update
+        through the other (f(p, p): `a += 1; return b` gives p + 1), the traced program reads it as
+        it was. Before any kernel runs, so a refused call changes nothing."""
         for i, _ in entry.write_back:
-            for j, other in enumerate(spans):
-                if j != i and spans[i] is not None and other is not None and spans[i][0] == other[0] and \
-                        spans[i][1] < other[2] and other[1] < spans[i][2] and _may_share(arrays[i], arrays[j]):
+            a = arrays[i]
+            if isinstance(a, np.ndarray) and not a.flags.writeable:
+                raise ValueError(f"fuse: '{self.__name__}' updates its argument '{entry.arg_names[i]}' in place, but "
+                                 "it is read-only (NumPy's error: output array is read-only)")
+        for i, _ in entry.write_back:
+            for j, b in enumerate(arrays):
+                how = _sharing(arrays[i], b) if j != i else None
+                if how:
                     raise UserError(f"fuse: '{self.__name__}' updates its argument '{entry.arg_names[i]}' in place, "
-                                    f"and its argument '{entry.arg_names[j]}' shares memory with it: NumPy would see "
-                                    "the update through that one, a fused function reads it as it was; pass separate "
-                                    "arrays")
+                                    f"and its argument '{entry.arg_names[j]}' {how} with it: NumPy would see the update "
+                                    "through that one, a fused function reads it as it was; pass separate arrays")
 
     def _locate_by_trace(self, args: tuple, kwargs: dict, error: UserError) -> None:
         """A program refused a call at sizes its trace took (an amax over an axis that is empty
@@ -1097,8 +1136,10 @@ class Fused:
         raises none."""
         with _TRACE_LOCK:
             try:
-                self._trace_once(self._bind(args, kwargs, self._call_defaults), self._items(args, kwargs), static=True,
-                                 with_program=False)
+                # Lifted, as _entry's: an object argument's arrays are stand-ins (a trace on the arrays
+                # themselves ran their in-place operators on the caller's data: a hostile tester's find).
+                self._trace_once(self._bind(args, kwargs, self._call_defaults), lifted(self._items(args, kwargs)),
+                                 static=True, with_program=False)
             except UserError as e:
                 if e.line:
                     raise e from error
@@ -1259,6 +1300,7 @@ class Fused:
         called ones to the end (second chance, an approximation of least recently used whose call
         path costs one attribute store): a serving loop's hot pattern is not traced again every 64
         new ones, as dropping the oldest traced did. Under _TRACE_LOCK."""
+        self._exact.clear()  # it may hold the entry dropped
         kept: set = set()  # entries this pass found called: each of their keys is kept
         for _ in range(len(self._entries)):
             key = next(iter(self._entries))
@@ -1307,6 +1349,7 @@ class Fused:
         entry, read_shape = self._trace_once(bound, items, static=key[0])
         if read_shape and not key[0]:
             self._dynamic = False  # every later pattern is specialised too
+            self._exact.clear()  # entries kept under the dynamic keys: their calls are keyed again
             self._specialised_by_shape = True
             key, _ = self._key(items, True)
             entry, _ = self._trace_once(bound, items, static=True)
@@ -1482,8 +1525,8 @@ class Fused:
 
     def _check_copies_untouched(self, items: list, stand_ins: dict) -> None:
         """A UserError when the trace rebound an attribute of an object argument's copy (the object
-        the trace sees: trace_copies), `opt.w = opt.w - lr * g`: the caller's object would keep its
-        old array, silently (a reviewer's find)."""
+        the trace sees: trace_copies), `opt.w = opt.w - lr * g` or `opt.t += 1`, or stored a traced
+        value in it: the caller's object would keep its old value, silently (a reviewer's find)."""
         copies = stand_ins[_COPIES]
         for tag, v in items:
             c = copies.get(id(v.obj)) if type(v) is Snapshot else None
@@ -1492,7 +1535,10 @@ class Fused:
             given = {n: stand_ins[v.tag + (Attr(v.inputs[n]),)] if n in v.inputs else e for n, e in v.state.items()}
             now = state_of(c)
             for n in dict.fromkeys([*given, *now]):
-                if now.get(n, given) is not given.get(n, given) and (n in v.inputs or isinstance(now.get(n), Value)):
+                # An input, or a scalar or array it had, rebound (`self.t += 1` too: a hostile tester's
+                # find), or a value stored (an object or container attribute is the copy's own: swapped).
+                rebound = n in v.inputs or n in given and isinstance(now.get(n), _REBOUND_TYPES)
+                if now.get(n, given) is not given.get(n, given) and (rebound or isinstance(now.get(n), Value)):
                     name = f"{tag_expression(tag)}.{n}"
                     raise UserError(f"fuse: '{self.__name__}' assigns its argument's attribute '{name}': a fused "
                                     "function runs once per pattern, on a copy of the object, and writes only the "
@@ -1560,12 +1606,17 @@ class Fused:
         return f"<fusejit.fuse of {self.__qualname__}, {self._traces} trace(s)>"
 
 
+# What an attribute rebound in a trace may become and be caught (_check_copies_untouched).
+_REBOUND_TYPES = (int, float, complex, str, bytes, np.generic, np.ndarray)
+_MAX_IN_PLACE_REFUSALS = 3  # Fused._run: refusals of an update in place before an entry stops trying
+
+
 def _byte_span(a: Any) -> tuple | None:
     """(memory, first byte, end) an array's elements span, memory being "cpu" or a CUDA device;
     None for an array without elements or of a kind it cannot read (its program checks those)."""
     if any(int(s) == 0 for s in a.shape):
         return None
-    if isinstance(a, np.ndarray):
+    if isinstance(a, np.ndarray):  # a NumPy array beside another kind's (a CPU tensor)
         lo, hi = np.lib.array_utils.byte_bounds(a) if hasattr(np.lib, "array_utils") else np.byte_bounds(a)
         return "cpu", lo, hi
     if hasattr(a, "data_ptr") and hasattr(a, "element_size"):  # a PyTorch tensor: strides in elements
@@ -1581,16 +1632,40 @@ def _byte_span(a: Any) -> tuple | None:
     return where, lo, hi
 
 
-def _may_share(a: Any, b: Any) -> bool:
-    """Whether two arrays whose byte ranges overlap share a byte: np.shares_memory's exact answer
-    for NumPy arrays (two halves of each row share none), within a bound past which it says yes;
-    yes for others."""
-    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
-        return True
-    try:
-        return bool(np.shares_memory(a, b, max_work=4096))
-    except getattr(getattr(np, "exceptions", np), "TooHardError", ValueError):  # np.exceptions: NumPy 1.25+
-        return True
+def _sharing(a: Any, b: Any) -> str | None:
+    """How two arrays share memory: None (not a byte), "shares memory", or "may share memory"
+    (past the bound of NumPy's exact search, or for arrays other than NumPy's whose byte ranges
+    overlap). NumPy's: np.may_share_memory (a bounds check in C) first, np.shares_memory (two
+    halves of each row share none) only where the bounds overlap."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        if not np.may_share_memory(a, b):
+            return None
+        try:
+            return "shares memory" if np.shares_memory(a, b, max_work=4096) else None
+        except getattr(getattr(np, "exceptions", np), "TooHardError", ValueError):  # np.exceptions: NumPy 1.25+
+            return "may share memory"
+    sa, sb = _byte_span(a), _byte_span(b)
+    if sa is None or sb is None or sa[0] != sb[0] or sa[2] <= sb[1] or sb[2] <= sa[1]:
+        return None
+    return "may share memory"
+
+
+def _exact_key(args: tuple) -> tuple | None:
+    """A call's arguments exactly, where each is a NumPy array (by dtype and shape) or a plain
+    scalar (by scalar_key; a str or None as itself); None for any other argument. Equal keys are
+    one pattern (Fused._key: an array's pattern is its dtype and shape, a scalar's its value)."""
+    key = []
+    for v in args:
+        t = type(v)
+        if t is np.ndarray:
+            key.append((v.dtype, v.shape))
+        elif t is float or t is int or t is bool:
+            key.append(scalar_key(v))
+        elif t is str or v is None:
+            key.append((t, v))
+        else:
+            return None
+    return tuple(key)
 
 
 def _c_strides(shape: Any) -> list:
