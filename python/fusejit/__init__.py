@@ -21,6 +21,8 @@ import re
 import sys
 from typing import Any, Mapping, NoReturn, Sequence
 
+import numpy as _np
+
 from . import _fusejit
 from ._errors import CompileError, DriverError, Error, FusejitWarning, InternalError, UserError
 from ._fusejit import (CacheEntry, CacheStats, Dim, Graph, GraphBuilder, KernelInfo, NodeInfo, ParamInfo, TensorInfo,
@@ -309,6 +311,14 @@ def _no_such_dtype(dtype: Any, of_array: bool = False) -> NoReturn:
 _NUMPY_DTYPES: dict[str, Any] = {}  # fusejit dtype name -> NumPy dtype, for outputs fusejit allocates
 
 
+def _np_empty(shape: Sequence[int], dtype: str) -> Any:
+    """A new uninitialised NumPy array of `shape` and fusejit dtype `dtype`."""
+    dt = _NUMPY_DTYPES.get(dtype)
+    if dt is None:
+        dt = _NUMPY_DTYPES[dtype] = numpy_dtype(dtype)
+    return _np.empty(shape, dtype=dt)
+
+
 def _empty_like(like: Any, shape: Sequence[int], dtype: str) -> Any:
     """A new uninitialised array of `shape` and `dtype` in the framework and on the device of `like`."""
     fw = _framework(like)
@@ -321,12 +331,7 @@ def _empty_like(like: Any, shape: Sequence[int], dtype: str) -> Any:
 
         with like.device:
             return cupy.empty(tuple(shape), dtype=numpy_dtype(dtype))
-    import numpy as np
-
-    dt = _NUMPY_DTYPES.get(dtype)
-    if dt is None:
-        dt = _NUMPY_DTYPES[dtype] = numpy_dtype(dtype)
-    return np.empty(tuple(shape), dtype=dt)
+    return _np_empty(tuple(shape), dtype)
 
 
 def _current_stream(like: Any) -> int:
@@ -548,7 +553,8 @@ class Program:
         if out is not None and type(out) is not dict:  # any mapping, pairs, or one array per output in order
             out = self._out_mapping(out)
         results, complete = self._given_outputs(out)
-        if _plain_numpy(arrays, False):  # the common case, checked fast; else each array's rules
+        plain = _plain_numpy(arrays, False)
+        if plain:  # the common case, checked fast; else each array's rules
             stored, in_as = arrays, self._no_in_as
         else:
             stored, in_as = _storages(arrays, self._in_whats)
@@ -558,7 +564,7 @@ class Program:
             with guard:
                 return self._call(args, out, stream, plan, kwargs)
         if not complete:
-            self._allocate(results, like, stored, in_as, plan)
+            self._allocate(results, like, stored, in_as, plan, plain)
         self._launch(stored, in_as, results, like, params, stream, plan)
         return dict(zip(self._out_names, results))
 
@@ -613,13 +619,14 @@ class Program:
         results = [out[n] if n in out else _MISSING for n in names]
         return results, all(a is not _MISSING for a in results)  # not `in`: it would compare arrays
 
-    def _allocate(self, results: list, like: Any, stored: list, in_as: list, plan: str) -> None:
-        """Fills the outputs `out` did not give with new arrays like `like`."""
+    def _allocate(self, results: list, like: Any, stored: list, in_as: list, plan: str, plain: bool) -> None:
+        """Fills the outputs `out` did not give with new arrays like `like` (`plain`: the inputs
+        are _plain_numpy)."""
         # The output shapes follow from the input shapes alone: learnt once per input shapes, so a
         # call reads each tensor once (the extension's output_shapes would read it again). Only for
         # arrays whose .shape is their framework's (a DLPack producer's may be anything).
         key = shapes = None
-        if all(type(a) in _NDARRAY_TYPES or _FRAMEWORK_OF_TYPE.get(type(a)) for a in stored):
+        if plain or all(type(a) in _NDARRAY_TYPES or _FRAMEWORK_OF_TYPE.get(type(a)) for a in stored):
             key = (plan, *[a.shape for a in stored])
             shapes = self._shapes.get(key)
         if shapes is None:
@@ -631,9 +638,10 @@ class Program:
                 if len(self._shapes) >= _CACHE_LIMIT:
                     self._shapes.clear()
                 self._shapes[key] = shapes
+        numpy_like = type(like) in _NDARRAY_TYPES  # NumPy's empty, without _empty_like's lookups (1 us a call)
         for k, (a, (_, dt)) in enumerate(zip(results, self._outputs)):
             if a is _MISSING:
-                results[k] = _empty_like(like, shapes[k], dt)
+                results[k] = _np_empty(shapes[k], dt) if numpy_like else _empty_like(like, shapes[k], dt)
 
     def _output_storages(self, results: list) -> tuple[list, list]:
         """_storages of the outputs, read-only NumPy arrays refused first."""
