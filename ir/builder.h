@@ -170,8 +170,11 @@ class GraphBuilder {
     for (size_t k = static_cast<size_t>(size); k < g_.nodes.size(); ++k)
       if (!g_.nodes[k].loc.known()) g_.nodes[k].loc = loc;
   }
-  // The file its nodes' locations are in (Graph::file): set once, by the first location given.
-  void set_file(std::string file) { g_.file = std::move(file); }
+  // The file a tracer's locations of its nodes are in (Graph::file, Graph::locations_in_kernels).
+  void set_traced_file(std::string file) {
+    g_.file = std::move(file);
+    g_.locations_in_kernels = false;
+  }
   // Finishes and verifies the graph (ir/verify.h); the builder is left empty. Throws UserError
   // when the graph has no output.
   Graph finish();

@@ -123,6 +123,10 @@ struct OutputDecl {
 struct Graph {
   std::string name;                 // from `graph NAME`; "" if none
   std::string file;                 // source file name for diagnostics; "" if built in code
+  // False where a tracer gave the locations (fusejit::GraphBuilder::set_location: Python's lines):
+  // they are for diagnostics only, left out of kernels' comments and cache keys, so a fused
+  // function moved in its file (lines added above it) finds its cached kernels.
+  bool locations_in_kernels = true;
   std::vector<DimDecl> dims;
   std::vector<Node> nodes;          // topological order
   std::vector<NodeId> inputs;       // Input nodes, in declaration order (slot == index)

@@ -297,7 +297,7 @@ void GraphBuilder::allow_unused(const Value& input) {
 void GraphBuilder::set_location(const std::string& file, int line, int column) {
   impl_->check_usable();
   const std::string& graph_file = impl_->b.graph().file;
-  if (graph_file.empty() && !file.empty() && line > 0) impl_->b.set_file(file);
+  if (graph_file.empty() && !file.empty() && line > 0) impl_->b.set_traced_file(file);
   const bool ours = !file.empty() && file == impl_->b.graph().file && line > 0;
   impl_->loc = ours ? ir::Loc{static_cast<uint32_t>(line), static_cast<uint32_t>(std::max(column, 0))} : ir::Loc{};
 }

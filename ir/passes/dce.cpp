@@ -36,6 +36,7 @@ Graph eliminate_dead_code(const Graph& g, int* removed) {
   Graph out;
   out.name = g.name;
   out.file = g.file;
+  out.locations_in_kernels = g.locations_in_kernels;
   out.dims = g.dims;
   std::vector<NodeId> map(static_cast<size_t>(g.size()), kNoNode);
   int dropped = 0;

@@ -118,6 +118,20 @@ def from_cpp(kind: str, message: str, file: str, line: int, column: int, diagnos
     return _kinds.get(kind, _internal)(message, file, line, column, diagnostic)
 
 
+def _module_globals(file: str) -> dict | None:
+    """The globals of the module whose source is `file` (a frame of this thread running it, else
+    a loaded module), for a warning's `module=` filters and once-only registry; None if none."""
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code.co_filename == file:
+            return frame.f_globals
+        frame = frame.f_back
+    for module in list(sys.modules.values()):
+        if getattr(module, "__file__", None) == file:
+            return vars(module)
+    return None
+
+
 # "FILE.py:LINE:COL: " (or FILE.py:LINE) opening a warning about a node built at that Python line.
 _PYTHON_LOCATION = re.compile(r"(.+?\.py):(\d+)(?::\d+)?: ")
 
@@ -131,7 +145,10 @@ def _warn(message: str, origin: int = 0, _category: type = FusejitWarning) -> No
     Without such a frame it reads "sys:1"."""
     located = _PYTHON_LOCATION.match(message)
     if located and os.path.isfile(located[1]):  # about a node a Python line built (GraphBuilder.set_location)
-        warnings.warn_explicit(message, _category, located[1], int(located[2]))
+        scope = _module_globals(located[1])  # its module's name and registry, as warnings.warn gives
+        warnings.warn_explicit(message, _category, located[1], int(located[2]),
+                               module=scope.get("__name__") if scope else None,
+                               registry=scope.setdefault("__warningregistry__", {}) if scope else None)
         return
     frame = sys._current_frames().get(origin) if origin else sys._getframe().f_back
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):

@@ -485,7 +485,8 @@ def _astype(self: Value, dtype: Any, order: str = "K", casting: str = "unsafe", 
         raise ValueError(f"astype: casting must be one of 'no', 'equiv', 'safe', 'same_kind', or 'unsafe', not "
                          f"{casting!r} (NumPy's error)")
     if isinstance(dtype, ValueDType):  # another value's dtype (x.astype(y.dtype))
-        return _check_casting(self.builder.cast(self, str(dtype)), str(self.dtype), casting)
+        _check_casting(str(self.dtype), str(dtype), casting)
+        return self.builder.cast(self, str(dtype))
     if isinstance(dtype, str) and dtype in _AMBIGUOUS_DTYPE_NAMES:
         ours, numpys = _AMBIGUOUS_DTYPE_NAMES[dtype]
         raise UserError(f"astype({dtype!r}): NumPy reads '{dtype}' as {numpys}, fusejit as {ours}; write "
@@ -495,7 +496,15 @@ def _astype(self: Value, dtype: Any, order: str = "K", casting: str = "unsafe", 
             dtype = np.dtype(dtype)
         except TypeError:
             pass  # the builder names the dtypes it takes
-    return _check_casting(self.builder.cast(self, dtype), str(self.dtype), casting)
+    if casting != "unsafe":  # refused before the cast is built (a refused call leaves the graph as it was)
+        from . import _dtype_name
+        try:
+            to = dtype if isinstance(dtype, str) else _dtype_name(dtype)
+        except UserError:
+            to = None  # the builder's cast says why
+        if to in _SAFE:
+            _check_casting(str(self.dtype), to, casting)
+    return self.builder.cast(self, dtype)
 
 
 # NumPy's casting rules (np.can_cast) over fusejit's dtypes: 'safe' keeps every value (bool to
@@ -510,16 +519,14 @@ _SAFE = {"bool": {"bool", "u8", "i8", "i32", "i64", "f16", "bf16", "f32", "f64"}
 _CASTING = ("no", "equiv", "safe", "same_kind", "unsafe")
 
 
-def _check_casting(cast: Value, source: str, casting: str) -> Value:
-    """`cast` (of a value of dtype `source`) where NumPy's `casting` rule allows it; a TypeError
-    in NumPy's words otherwise."""
-    to = str(cast.dtype)
+def _check_casting(source: str, to: str, casting: str) -> None:
+    """A TypeError in NumPy's words where its `casting` rule does not allow a cast from `source`
+    to `to` (fusejit's dtype names)."""
     allowed = (casting == "unsafe" or to == source or casting in ("safe", "same_kind") and to in _SAFE[source]
                or casting == "same_kind" and _KIND[source] <= _KIND[to])
     if not allowed:
         raise TypeError(f"astype: cannot cast from {source} to {to} according to the rule {casting!r} (NumPy's "
                         "rule; astype's default casting='unsafe' casts any dtype)")
-    return cast
 
 
 def _copy(self: Value) -> Value:
@@ -1019,7 +1026,7 @@ class Fused:
         self._entries: collections.OrderedDict = collections.OrderedDict()  # move_to_end: one C call
         # Entries by a call's exact arguments (_exact_key): a positional call of NumPy arrays and
         # plain scalars seen before skips keying (1.5 to 4.4 us of 7 to 15 at 1 to 8 arrays, measured
-        # 2026-12-07); cleared whenever an entry goes or the keys change (_forget_exact).
+        # 2026-12-07); cleared whenever an entry goes or the keys change (_drop_one, _trace).
         self._exact: dict = {}
         self._traces = 0
         self._specialised_by_shape = False
@@ -1063,65 +1070,73 @@ class Fused:
 
     def _invoke(self, args: tuple, kwargs: dict, stacklevel: int) -> Any:
         """A call; `stacklevel` of its warnings: the caller's frame."""
-        exact = _exact_key(args) if not kwargs and self._tags is not None and len(args) == len(self._tags) else None
-        entry = self._exact.get(exact) if exact is not None else None
-        if entry is not None:
-            entry.used = True
-            arrays = [a for a in args if type(a) is np.ndarray]  # what _key gives for such a call
-        else:
-            entry, arrays = self._entry(args, kwargs, stacklevel)
-            if entry is None:  # traced values: inside another fused function's trace
-                return self._fn(*args, **kwargs)
-            if exact is not None:
-                self._remember_exact(exact, entry)
-        if entry.write_back:  # before the launch, and raised as they are (_locate_by_trace would trace again)
-            self._check_updatable(entry, arrays)
+        entry, arrays = self._lookup(args, kwargs, stacklevel)
+        if entry is None:  # traced values: inside another fused function's trace
+            return self._fn(*args, **kwargs)
+        targets = [t for t in entry.write_back if _updates_in_place(arrays[t[0]])] if entry.write_back else None
+        if targets:  # before the launch, and raised as they are (_locate_by_trace would trace again)
+            self._check_updatable(entry, targets, arrays)
         try:
-            outs = self._run(entry, arrays) if entry.write_back else entry.program(*arrays)
+            outs = self._run(entry, targets, arrays) if targets else entry.program(*arrays)
         except UserError as e:
             if not e.line:
                 self._locate_by_trace(args, kwargs, e)
             raise
+        if entry.write_back and len(targets) < len(entry.write_back):
+            arrays = _with_new_values(arrays, entry.write_back, targets, outs)
         return entry.results(outs, arrays)
 
-    def _remember_exact(self, exact: tuple, entry: _Entry) -> None:
-        """Keeps `entry` for calls of the arguments `exact`, while it is an entry of the store (a
-        pattern not kept, an object argument's that changed, never is)."""
-        with _TRACE_LOCK:
-            if any(e is entry for e in self._entries.values()):
-                if len(self._exact) >= 4 * _MAX_ENTRIES:
-                    self._exact.clear()
-                self._exact[exact] = entry
+    def _lookup(self, args: tuple, kwargs: dict, stacklevel: int) -> tuple[_Entry | None, list]:
+        """The call's entry and arrays: by its exact arguments where it has been called so before
+        (_exact_key), else _entry's (None inside another fused function's trace)."""
+        exact = _exact_key(args) if not kwargs and self._tags is not None and len(args) == len(self._tags) else None
+        entry = self._exact.get(exact) if exact is not None else None
+        if entry is not None:
+            entry.used = True
+            return entry, [a for a in args if type(a) is np.ndarray]  # what _key gives for such a call
+        entry, arrays = self._entry(args, kwargs, stacklevel + 1)  # one frame deeper than _invoke
+        if entry is not None and exact is not None:
+            self._remember_exact(exact, entry)
+        return entry, arrays
 
-    def _run(self, entry: _Entry, arrays: list) -> dict:
-        """A call of a program that updates arguments (entry.write_back): each such output written
-        over its argument, in place (the launch reads every element before it writes it); where the
+    def _remember_exact(self, exact: tuple, entry: _Entry) -> None:
+        """Keeps `entry` for calls of the arguments `exact` (NumPy arrays and plain scalars: their
+        entry is always one of the store's). Without _TRACE_LOCK, which another function's compile
+        may hold for seconds (a reviewer's find: a warm call at a new size waited 440 ms): an entry
+        dropped meanwhile stays a valid program for these arguments."""
+        if len(self._exact) >= 4 * _MAX_ENTRIES:
+            self._exact.clear()
+        self._exact[exact] = entry
+
+    def _run(self, entry: _Entry, targets: list, arrays: list) -> dict:
+        """A call of a program that updates arguments (`targets`: entry.write_back's whose arrays
+        change in place, _updates_in_place): each such output written over its argument, in place (the launch reads every element before it writes it); where the
         program refuses that (its plan reads the argument after writing it, a row value over it, a
         GPU program's strided host array), into a new array copied into the argument. After
         _MAX_IN_PLACE_REFUSALS refusals the entry copies from then on (its plan's, most likely)."""
         if entry.in_place_refusals < _MAX_IN_PLACE_REFUSALS:
             try:
-                return entry.program(*arrays, out={name: arrays[i] for i, name in entry.write_back})
+                return entry.program(*arrays, out={name: arrays[i] for i, name in targets})
             except UserError:
                 outs = entry.program(*arrays)  # raises the call's own error, if it is not in place's
                 entry.in_place_refusals += 1
         else:
             outs = entry.program(*arrays)
-        for i, name in entry.write_back:
+        for i, name in targets:
             arrays[i][...] = outs[name]
         return outs
 
-    def _check_updatable(self, entry: _Entry, arrays: list) -> None:
+    def _check_updatable(self, entry: _Entry, targets: list, arrays: list) -> None:
         """NumPy's ValueError for a read-only array argument the function updates in place, and a
         UserError when one shares memory with another array argument: NumPy would see the update
         through the other (f(p, p): `a += 1; return b` gives p + 1), the traced program reads it as
         it was. Before any kernel runs, so a refused call changes nothing."""
-        for i, _ in entry.write_back:
+        for i, _ in targets:
             a = arrays[i]
             if isinstance(a, np.ndarray) and not a.flags.writeable:
                 raise ValueError(f"fuse: '{self.__name__}' updates its argument '{entry.arg_names[i]}' in place, but "
                                  "it is read-only (NumPy's error: output array is read-only)")
-        for i, _ in entry.write_back:
+        for i, _ in targets:
             for j, b in enumerate(arrays):
                 how = _sharing(arrays[i], b) if j != i else None
                 if how:
@@ -1421,6 +1436,9 @@ class Fused:
         also whether the function read a shape meanwhile."""
         name = self.__name__ if self.__name__.isascii() and self.__name__.isidentifier() else "fused"
         b = GraphBuilder(name)
+        code = self._code()
+        if code is not None:  # the graph's file, whatever file builds the first op (a helper's)
+            b.set_location(code.co_filename, code.co_firstlineno)
         stand_ins, inputs, taken, names = self._inputs(b, items, static)
         call = inspect.BoundArguments(self._sig, bound.arguments.copy())
         for pname in call.arguments:
@@ -1443,7 +1461,18 @@ class Fused:
             _TRACE.shape_read = outer  # this trace's reads are its own graph's, not the outer trace's
         self._check_untouched(items)
         self._check_copies_untouched(items, stand_ins)
-        updated = [i for i, v in enumerate(inputs) if v._updated]
+        entry = self._entry_of(b, result, items, inputs, names, taken)
+        entry.servable = errors_made() == errors
+        from . import compile as fj_compile
+        graph = b.build()
+        entry.program = fj_compile(graph, **self._options) if with_program else None
+        return entry, read_shape
+
+    def _entry_of(self, b: Any, result: Any, items: list, inputs: list, names: list, taken: set) -> _Entry:
+        """The entry of a trace's result: its outputs, and one more per array argument it updated in
+        place (`p -= ...`: written back at each call, _run)."""
+        scalars = {tag for tag, v in items if isinstance(v, np.generic)}  # immutable: `s *= 2` rebinds s in NumPy
+        updated = [i for i, v in enumerate(inputs) if v._updated and names[i][1] not in scalars]
         try:
             entry = self._outputs(b, result, inputs, taken, updated)
         except UserError as e:  # what it returned: located at its first line (the return is past)
@@ -1452,11 +1481,7 @@ class Fused:
             entry.write_back.append((i, _graph_name(f"{names[i][0]}_updated", f"arg{i}_updated", taken)))
             b.output(entry.write_back[-1][1], inputs[i])
         entry.arg_names = [tag_expression(tag) for _, tag in names] if updated else []
-        entry.servable = errors_made() == errors
-        from . import compile as fj_compile
-        graph = b.build()
-        entry.program = fj_compile(graph, **self._options) if with_program else None
-        return entry, read_shape
+        return entry
 
     @staticmethod
     def _explain_array_operand(e: TypeError, items: list) -> None:
@@ -1470,7 +1495,7 @@ class Fused:
             raise TypeError(f"{e}; if the array is an attribute of an object argument, these are no inputs (their "
                             f"arrays reach ops as they are): {', '.join(notes)}") from e
 
-    def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list, set]:
+    def _inputs(self, b: Any, items: list, static: bool) -> tuple[dict, list, set, list]:
         """A GraphBuilder input per array argument, its sizes as dims (one per class of equal sizes
         other than 1) or, when static, as they are; returns {tag: Value}, the inputs and the names
         the graph has taken and each input's (graph name, tag). An object argument's input attributes (lifted) are inputs too (a trace
@@ -1537,22 +1562,28 @@ class Fused:
             for n in dict.fromkeys([*given, *now]):
                 # An input, or a scalar or array it had, rebound (`self.t += 1` too: a hostile tester's
                 # find), or a value stored (an object or container attribute is the copy's own: swapped).
-                rebound = n in v.inputs or n in given and isinstance(now.get(n), _REBOUND_TYPES)
+                rebound = n in v.inputs or n in given and _plain(now.get(n))
                 if now.get(n, given) is not given.get(n, given) and (rebound or isinstance(now.get(n), Value)):
                     name = f"{tag_expression(tag)}.{n}"
+                    fix = f"Update the array in place ({name} -= ...), or return" if n in v.inputs else "Return"
                     raise UserError(f"fuse: '{self.__name__}' assigns its argument's attribute '{name}': a fused "
                                     "function runs once per pattern, on a copy of the object, and writes only the "
                                     "arrays it returns or updates in place; the caller's object would keep its old "
-                                    f"value. Update the array in place ({name} -= ...), or return the new value and "
-                                    f"store it after the call ({name} = {self.__name__}(...))")
+                                    f"value. {fix} the new value and store it after the call ({name} = "
+                                    f"{self.__name__}(...))")
+
+    def _code(self) -> Any:
+        """The function's code object (a functools.partial's or functools.wraps wrapper's function's);
+        None for a callable object."""
+        fn = self._fn
+        while isinstance(fn, functools.partial):
+            fn = fn.func
+        return getattr(inspect.unwrap(fn), "__code__", None)
 
     def _at_definition(self, e: UserError) -> UserError:
         """`e` located at the function's first line (its decorator's, or its `def`), where it has one
         (a callable object has none)."""
-        fn = self._fn
-        while isinstance(fn, functools.partial):
-            fn = fn.func
-        code = getattr(inspect.unwrap(fn), "__code__", None)  # a functools.wraps wrapper's function's
+        code = self._code()
         if code is None or e.line:
             return e
         return UserError(e.message, code.co_filename, code.co_firstlineno,
@@ -1577,20 +1608,21 @@ class Fused:
                             "from its array arguments, or a tuple, list or dict of such values (or update an array "
                             f"argument in place, p -= ..., and return None){_no_array_hint(inputs)}")
         named: dict = {}
-        sources = [self._output(b, k, kind, keys, v, inputs, named, taken) for k, v in enumerate(values)]
+        sources = [self._output(b, k, kind, keys, v, inputs, named, taken, updated) for k, v in enumerate(values)]
         if not named and not updated:
             what = "nothing (an empty " + kind.__name__ + ")" if not values else "only its arguments unchanged"
             raise UserError(f"fuse: '{self.__name__}' computes nothing: it returns {what}")
         return _Entry(None, kind, keys, sources)
 
-    def _output(self, b: Any, k: int, kind: Any, keys: list, v: Any, inputs: list, named: dict, taken: set) -> Any:
+    def _output(self, b: Any, k: int, kind: Any, keys: list, v: Any, inputs: list, named: dict, taken: set,
+                updated: list) -> Any:
         """One result's source: an output name, or the argument index of an input returned as is."""
         if not isinstance(v, Value):
             where = f"result {keys[k]!r}" if kind is dict else f"result {k}" if kind is not Value else "its result"
             raise UserError(f"fuse: '{self.__name__}' {where} is {type(v).__name__}, not a value computed from "
                             f"its array arguments{_no_array_hint(inputs)}")
         for i, inp in enumerate(inputs):
-            if v is inp:
+            if v is inp and (not v._updated or i in updated):
                 return i  # the argument itself (updated in place or not), as NumPy returns it
         if id(v) in named:
             return named[id(v)]  # the same value twice: one output
@@ -1606,8 +1638,38 @@ class Fused:
         return f"<fusejit.fuse of {self.__qualname__}, {self._traces} trace(s)>"
 
 
+_IN_PLACE_TYPES: dict = {}  # array type -> whether its in-place operators change it (_updates_in_place)
+
+
+def _with_new_values(arrays: list, write_back: list, targets: list, outs: dict) -> list:
+    """`arrays` with each argument updated but not written back (an immutable array) replaced by
+    its new value, which a result that returns it gives (its own `-=` rebound the name to it)."""
+    arrays = list(arrays)
+    for i, name in write_back:
+        if (i, name) not in targets:
+            arrays[i] = outs[name]
+    return arrays
+
+
+def _updates_in_place(a: Any) -> bool:
+    """Whether `a -= x` changes the array `a` itself (a NumPy array, a PyTorch or CuPy tensor), so
+    fuse writes an update of it back; an immutable array's (JAX's) rebinds the name, so its update
+    is only returned (a reviewer's find: DLPack wrote into it)."""
+    t = type(a)
+    known = _IN_PLACE_TYPES.get(t)
+    if known is None:
+        known = _IN_PLACE_TYPES[t] = issubclass(t, np.ndarray) or t.__module__.partition(".")[0] in ("torch", "cupy")
+    return known
+
+
 # What an attribute rebound in a trace may become and be caught (_check_copies_untouched).
-_REBOUND_TYPES = (int, float, complex, str, bytes, np.generic, np.ndarray)
+_REBOUND_TYPES = (int, float, complex, str, bytes, np.generic, np.ndarray, type(None))
+
+
+def _plain(v: Any) -> bool:
+    """A value whose rebinding a trace's copy of an object shows as such: a scalar, an array, None
+    or a tuple of them (an object or a container holding objects is the copy's own, swapped)."""
+    return isinstance(v, _REBOUND_TYPES) or type(v) is tuple and all(_plain(e) for e in v)
 _MAX_IN_PLACE_REFUSALS = 3  # Fused._run: refusals of an update in place before an entry stops trying
 
 

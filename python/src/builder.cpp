@@ -209,11 +209,11 @@ fusejit::Value to_value(nb::handle h, nb::handle builder) {
 
 fusejit::GraphBuilder& cpp(nb::handle builder) { return nb::cast<fusejit::GraphBuilder&>(builder); }
 
-// The fusejit package's folder: frames of its files are fusejit's own, not the caller's.
-const std::string& package_dir() {
-  static const std::string dir = nb::cast<std::string>(nb::module_::import_("fusejit._errors").attr("_PACKAGE_DIR"));
-  return dir;
-}
+// The fusejit package's folder: frames of its files are fusejit's own, not the caller's. Set once at
+// module init (bind_builder), under the GIL: a function-local static initialised by Python code could
+// deadlock (the GIL released inside the guard while another thread waits on it holding the GIL).
+std::string g_package_dir;
+const std::string& package_dir() { return g_package_dir; }
 
 // FILE, LINE and COLUMN (from 1; 0 before Python 3.11, which has no columns) of the innermost
 // Python frame outside the fusejit package: the line of the caller's code that builds an op (a
@@ -225,8 +225,12 @@ std::tuple<std::string, int, int> caller_location() {
   while (frame != nullptr) {
     PyCodeObject* code = PyFrame_GetCode(frame);  // new references, as PyFrame_GetBack's
     const char* file = PyUnicode_AsUTF8(code->co_filename);
-    if (file == nullptr) PyErr_Clear();  // a name that is no UTF-8 (lone surrogates): not located
-    if (file != nullptr && std::string_view(file).rfind(package_dir(), 0) != 0) {
+    if (file == nullptr) {  // a name that is no UTF-8 (lone surrogates): not located, nor at a caller's line
+      PyErr_Clear();
+      Py_DECREF(code);
+      break;
+    }
+    if (std::string_view(file).rfind(package_dir(), 0) != 0) {
       int line = PyFrame_GetLineNumber(frame), col = 0;
 #if PY_VERSION_HEX >= 0x030B0000
       int start_line = 0, start_col = 0, end_line = 0, end_col = 0;
@@ -476,6 +480,14 @@ void bind_graph_builder(nb::module_& m) {
           [](nb::handle self, const std::string& name, nb::handle v) { cpp(self).output(name, to_value(v, self)); },
           "name"_a, "value"_a, "`output NAME`: marks the value as an output named `name`.")
       .def(
+          "set_location",
+          [](nb::handle self, const std::string& file, int line, int column) { cpp(self).set_location(file, line, column); },
+          "file"_a, "line"_a, "column"_a = 0,
+          "The graph's file, where none is set yet (the first location given sets it: fuse gives its function's "
+          "file before tracing, so the ops of that file are located whatever file builds the first op). Each op "
+          "records the line of the Python code that builds it, in that file (ops built in other files are "
+          "unlocated), which warnings about it and a program's errors about it at a call name.")
+      .def(
           "allow_unused", [](nb::handle self, nb::handle v) { cpp(self).allow_unused(to_value(v, self)); }, "input"_a,
           "Marks an input (a Value input() returned) as one the graph may leave unused: build() warns "
           "\"input '...' is not used by any output\" for it no more. UserError for a value that is no input.")
@@ -491,6 +503,7 @@ void bind_graph_builder(nb::module_& m) {
 }  // namespace
 
 void bind_builder(nb::module_& m) {
+  g_package_dir = nb::cast<std::string>(nb::module_::import_("fusejit._errors").attr("_PACKAGE_DIR"));
   nb::class_<PyDim>(m, "Dim", "A named dim of a GraphBuilder (GraphBuilder.dim), for input shapes.")
       .def_ro("name", &PyDim::name, "The dim's name.")
       .def_ro("size", &PyDim::size, "Its size (the graph's default; Graph.with_dims and calls may set others).")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import json
 import math
 import os
 import re
@@ -1983,7 +1984,27 @@ print(Layer(np.ones(4, np.float32)).f(np.ones(4, np.float32)))
     assert "leaked" not in res.stderr, res.stderr
 
 
-def test_a_warning_about_a_traced_op_names_the_line_that_built_it():
+def test_a_traced_functions_ops_are_located_in_its_file_when_a_helper_of_another_builds_the_first(tmp_path):
+    # A reviewer's find: the file of the first op built became the graph's, so a helper module's
+    # op first left every op of the function's own file unlocated.
+    (tmp_path / "fj_helper_mod.py").write_text("def double(x):\n    return x * 2\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import fj_helper_mod
+    finally:
+        sys.path.remove(str(tmp_path))
+
+    def slip(x):
+        y = fj_helper_mod.double(x)
+        return y - y.mean(-1)  # the op's line
+    line = inspect.getsourcelines(slip)[1] + 2
+    with pytest.warns(fusejit.FusejitWarning, match="broadcasts the mean") as caught:
+        fusejit.fuse(slip)(np.ones((3, 3), np.float32))
+    (w,) = [w for w in caught if "broadcasts" in str(w.message)]
+    assert (w.filename, w.lineno) == (__file__, line)
+
+
+def test_a_warning_about_a_traced_op_names_the_line_that_built_it(tmp_path):
     # A new user's find: the axis-slip warning named the fused function's call and fuse's made-up
     # output 'out'; it names the op's line now (its column too, on Python 3.11+), as graph text's.
     def center(x):
@@ -1996,6 +2017,19 @@ def test_a_warning_about_a_traced_op_names_the_line_that_built_it():
     assert (w.filename, w.lineno) == (__file__, line)
     col = f":{inspect.getsourcelines(center)[0][2].index('x - m') + 1}" if sys.version_info >= (3, 11) else ""
     assert str(w.message).startswith(f"{__file__}:{line}{col}: 'out' broadcasts"), str(w.message)
+    # Diagnostics only: the kernels carry no Python lines (a function moved in its file keeps its
+    # cached kernels), an ahead-of-time folder no path of this machine.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = fusejit.fuse(center).program(np.ones((4, 4), np.float32))
+    assert os.path.basename(__file__) not in prog.cuda_source()
+    fusejit.compile_to_dir(prog.graph, "sm_90", str(tmp_path / "aot"), fused_only=True)
+    assert json.loads((tmp_path / "aot" / "index.json").read_text())["graph_file"] == ""
+    with warnings.catch_warnings(record=True) as caught:  # filtered by this module, as warnings.warn's
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", module=__name__)
+        fusejit.fuse(center)(np.ones((5, 5), np.float32))
+    assert not [w for w in caught if "broadcasts" in str(w.message)]
     b = fusejit.GraphBuilder("g")  # a builder in Python locates its ops as well
     x = b.input("x", "f32", [3, 3])
     y = x / b.reduce("sum", x, -1)
@@ -2231,6 +2265,12 @@ def test_astype_casting_rules_are_numpys_can_cast():
                         in str(e), (source, target, rule, e)
     with pytest.raises(ValueError, match="casting must be one of"):
         v.astype(np.float32, casting="bogus")
+    b = fusejit.GraphBuilder("refused")  # a refused cast leaves the graph as it was (a reviewer's find)
+    x = b.input("x", "f32", [2])
+    with pytest.raises(TypeError, match="cannot cast from f32 to i32"):
+        x.astype(np.int32, casting="safe")
+    b.output("y", x * 2)
+    assert "cast" not in b.build().to_text()
     with pytest.raises(TypeError, match=r"'same_value'\) is not supported"):
         v.astype(np.float32, casting="same_value")
 
@@ -2261,6 +2301,10 @@ def test_an_attribute_updated_in_place_is_written_back_and_an_attribute_assigned
         opt.t += 1  # an attribute other than an array: lost as well (a hostile tester's find)
         return opt.w * g
 
+    def betas(opt, g):
+        opt.b = (opt.b[0] * 0.5, opt.b[1])  # a tuple of numbers too (a reviewer's find)
+        return opt.w * g
+
     class Stats:
         def __init__(self):
             self.ema = np.ones(3, np.float32)
@@ -2272,14 +2316,16 @@ def test_an_attribute_updated_in_place_is_written_back_and_an_attribute_assigned
     o, g = Opt(), np.ones(3, np.float32)
     with pytest.raises(fusejit.UserError, match=r"'assign' assigns its argument's attribute 'opt\.w'.* \(opt\.w = assign"):
         fusejit.fuse(assign)(o, g)
-    o.t = 0
-    with pytest.raises(fusejit.UserError, match=r"'count' assigns its argument's attribute 'opt\.t'"):
+    o.t, o.b = 0, (0.9, 0.99)
+    with pytest.raises(fusejit.UserError, match=r"'count' assigns its argument's attribute 'opt\.t'.*\. Return the new"):
         fusejit.fuse(count)(o, g)
+    with pytest.raises(fusejit.UserError, match=r"'betas' assigns its argument's attribute 'opt\.b'"):
+        fusejit.fuse(betas)(o, g)
     o.stats = Stats()
     with pytest.raises(TypeError, match=r"an in-place operator \(np.subtract into its operand\) on an array that is no "
                                         r"input of the fused function \(ndarray"):
         fusejit.fuse(nested)(o, g)
-    del o.t, o.stats
+    del o.t, o.b, o.stats
     np.testing.assert_array_equal(o.w, np.ones(3, np.float32))
     w = o.w
     assert fusejit.fuse(update)(o, g) is w and o.w is w  # the attribute's array, updated in place as NumPy's
@@ -2376,10 +2422,55 @@ def test_an_argument_updated_in_place_is_written_back_where_the_plan_cannot_run_
         p -= 0.5 * g
         return p
 
-    # A program that refuses the update in place (its plan reads the argument after writing it, a
-    # GPU program's strided host array: neither arises on the CPU path at these sizes): a new array,
-    # copied into the argument; after three refusals the entry stops trying (one odd call's refusal
-    # does not make every later call copy: a hostile tester's find).
+    # A plan that reads the argument after the kernel that writes it (two reductions of p, then p
+    # updated): refused in place, so a new array copied into p, as NumPy's result.
+    @fusejit.fuse
+    def after_reads(p, g):
+        s = p.sum(0, keepdims=True)
+        t = p.sum(1, keepdims=True)
+        p -= g
+        return s, t
+
+    p, g = rng.standard_normal((3, 5)).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32)
+    want = p - g
+    s, t = after_reads(p, g)
+    np.testing.assert_array_equal(p, want)
+    np.testing.assert_allclose(s, (want + g).sum(0, keepdims=True), rtol=1e-5)
+    assert next(iter(after_reads._entries.values())).in_place_refusals == 1
+
+    # An array whose own -= rebinds its name (an immutable DLPack array, as JAX's): not written into
+    # (a reviewer's find), its new value returned; a NumPy scalar's update is no output at all.
+    class Frozen:
+        def __init__(self, a):
+            self._a = a
+        shape = property(lambda self: self._a.shape)
+        dtype = property(lambda self: self._a.dtype)
+
+        def __dlpack__(self, **kwargs):
+            return self._a.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self._a.__dlpack_device__()
+
+    @fusejit.fuse
+    def halve(p, g):
+        p -= 0.5 * g
+        return p
+
+    frozen = np.ones(3, np.float32)
+    np.testing.assert_array_equal(halve(Frozen(frozen), np.ones(3, np.float32)), np.full(3, 0.5, np.float32))
+    np.testing.assert_array_equal(frozen, np.ones(3, np.float32))
+
+    @fusejit.fuse
+    def only(c):
+        c *= 2
+
+    with pytest.raises(fusejit.UserError, match="returned NoneType"):
+        only(np.float32(3))
+
+    # A program that refuses the update in place for a reason of one call's arrays (a GPU program's
+    # strided host array): a new array, copied into the argument; after three refusals the entry
+    # stops trying (one odd call's refusal does not make every later call copy: a hostile tester's find).
     p, g = np.ones(3, np.float32), np.arange(3, dtype=np.float32)
     sgd(p, g)
     entry = next(iter(sgd._entries.values()))
