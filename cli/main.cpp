@@ -264,6 +264,11 @@ ErrorInfo current_error(const CommandLine& line) {
     if (locate_option_error(line, e)) return e;
     // Errors without a file location read like the command line's own: "fusejit: error: ...".
     if (e.text.rfind("error: ", 0) == 0 || e.text.rfind("internal error", 0) == 0) e.text = "fusejit: " + e.text;
+  } catch (const std::bad_alloc&) {  // a graph or tensors too large for this machine: no fusejit bug
+    e.kind = fj::ErrorKind::User;
+    e.message = "not enough host memory for this run (std::bad_alloc): its graph or tensors are too large for this "
+                "machine (make them smaller, e.g. with --dim)";
+    e.text = "fusejit: error: " + e.message;
   } catch (const std::exception& x) {
     e.kind = fj::ErrorKind::Internal;
     e.message = x.what();
@@ -590,7 +595,8 @@ struct RunCommand {
     const WarningLog log;  // the library's warnings go to stderr and, with --json, into the report
     fj::RunReport rep = fj::run_graph(common.load(ro.input_files), ro);
     if (json) log.append_to(rep.warnings);
-    std::fputs((json ? rep.to_json() + "\n" : rep.to_text()).c_str(), stdout);
+    // A file or folder name's ESC or BEL stays out of the terminal, as in errors (a hostile tester's find).
+    std::fputs((json ? rep.to_json() + "\n" : fj::terminal_safe(rep.to_text(), /*keep_line_feeds=*/true)).c_str(), stdout);
     if (!json) files_written(rep);
     return rep.ok() ? 0 : 1;
   }
@@ -600,7 +606,7 @@ struct RunCommand {
     if (!save_dir.empty()) {
       std::string names;
       for (const fj::TensorInfo& o : rep.outputs) names += (names.empty() ? "" : ", ") + o.name + ".npy";
-      std::printf("  saved     %s in %s\n", names.c_str(), save_dir.c_str());
+      std::printf("  saved     %s in %s\n", fj::terminal_safe(names).c_str(), fj::terminal_safe(save_dir).c_str());
     }
   }
 };
@@ -651,7 +657,8 @@ struct PlanCommand {
       j["warnings"] = warnings;
       rep.json = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     }
-    std::fputs((dot ? rep.dot : json ? rep.json + "\n" : rep.text).c_str(), stdout);
+    std::fputs((dot ? rep.dot : json ? rep.json + "\n" : fj::terminal_safe(rep.text, /*keep_line_feeds=*/true)).c_str(),
+               stdout);
     return 0;
   }
 };
@@ -704,7 +711,7 @@ struct CompileCommand {
                                             std::to_string(plans.unfused_kernels) + " unfused, the one-kernel-per-op baseline)"
                                          : "";
     std::printf("compiled %zu kernel(s)%s for %s%s into %s (index.json lists them)\n", kernels.size(), which.c_str(),
-                a.c_str(), as.c_str(), out_dir.c_str());
+                a.c_str(), as.c_str(), fj::terminal_safe(out_dir).c_str());
     // The file names are hashes of the code: say which files hold the fused kernels.
     for (size_t k = 0; k < static_cast<size_t>(plans.fused_kernels) && k < kernels.size(); ++k)
       std::printf("  fused kernel %zu: %s.cu (%zu op%s)\n", k, kernels[k].name.c_str(), kernels[k].ops.size(),
@@ -740,7 +747,7 @@ struct CacheCommand {
   int exec() const {
     fj::Options o;
     o.cache_dir = dir;
-    if (*path) std::printf("%s\n", fj::cache_path(o).c_str());
+    if (*path) std::printf("%s\n", fj::terminal_safe(fj::cache_path(o)).c_str());
     if (*stats) print_stats(fj::cache_stats(o));
     if (*list) print_list(o);
     if (*clear) {

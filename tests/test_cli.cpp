@@ -308,6 +308,20 @@ TEST_CASE("exit codes: 2 for bad input with file:line:col, 0 for --help") {
   CHECK(r.out.find("output 't' cannot be saved: " + (odd / "saved2" / "t.npy").string() + " is a folder") !=
         std::string::npos);
   CHECK(!fs::exists(odd / "saved2" / "m.npy"));
+  // A folder it cannot write into is said before the run (after it, the report was lost: a hostile
+  // tester's find); /proc's folders refuse new files to root too.
+  r = run("run " + sample("x2x3.txt") + " --backend cpu --repeats 1 --dim N=4 --save-dir /proc/self/fdinfo");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.out.find("--save-dir /proc/self/fdinfo: cannot write into it: ") != std::string::npos, r.out);
+  CHECK(r.out.find("path ") == std::string::npos);  // no report: nothing ran
+  // A file name's ESC and BEL stay out of the terminal in the report and the saved line, as in errors.
+  const fs::path escape = odd / "g\x1b[2J\x07.txt";
+  std::ofstream(escape) << "input x : f32[4]\ny = x * 2\noutput y\n";  // no graph name: the report names the file
+  r = run("run '" + escape.string() + "' --backend cpu --repeats 1 --save-dir '" + (odd / "s\x1b[31m").string() + "'");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find('\x1b') == std::string::npos);
+  CHECK(r.out.find('\x07') == std::string::npos);
+  CHECK(r.out.find("g?[2J?.txt\n") != std::string::npos);  // the report's first line
   // A flag's `--json=` is the flag (only options that take a value are split at an empty `=`).
   r = run("plan " + sample("x2x3.txt") + " --json=");
   CHECK(r.code == 0);
@@ -892,6 +906,12 @@ TEST_CASE("run --input: the dims of an input's shape follow its .npy file unless
   CHECK(r.code == 2);
   CHECK(r.out.find("the file has f32[3, 5], expected f32[N=7, C=5] (--dim sets the graph's dims N, C; without it they "
                    "follow the file)") != std::string::npos);
+  // A dim of two axes is named once (it read "dims N, N": a hostile tester's find).
+  std::ofstream(dir / "sq.txt") << "dim N = 4\ninput x : f32[N, N]\ny = x * 2\noutput y\n";
+  fusejit::ir::write_npy((dir / "sq.npy").string(), fusejit::ir::Tensor(fusejit::ir::DType::F32, {3, 3}));
+  r = run("run " + (dir / "sq.txt").string() + " --backend cpu --repeats 1 --dim N=4 --input x=" + (dir / "sq.npy").string());
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.out.find("(--dim sets the graph's dims N; without it") != std::string::npos, r.out);
 }
 
 TEST_CASE("run --special: an output that is mostly NaN is named, so its 'identical values' is read for what it is") {
