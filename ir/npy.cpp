@@ -164,6 +164,9 @@ class HeaderParser {
       ws();
       if (peek() == ')') { ++i_; break; }
       if (peek() < '0' || peek() > '9') bad(peek() == '-' ? "negative dimension" : "expected a dimension");
+      // Python's literal rules, as np.load reads the header: 08 is a SyntaxError there.
+      if (peek() == '0' && i_ + 1 < s_.size() && s_[i_ + 1] >= '0' && s_[i_ + 1] <= '9')
+        bad("a dimension with a leading zero (Python reads none)");
       uint64_t v = 0;
       while (peek() >= '0' && peek() <= '9') {
         v = v * 10 + static_cast<uint64_t>(peek() - '0');
@@ -175,6 +178,8 @@ class HeaderParser {
       if (out.size() > 64) bad("too many dimensions");
       ws();
       if (peek() == ',') { ++i_; continue; }
+      if (peek() == ')' && out.size() == 1)  // (8) is the number 8 to Python, no shape: np.load refuses it
+        bad("a shape of one dimension needs its trailing comma, (8,)");
       if (peek() == ')') { ++i_; break; }
       bad("expected ',' or ')' in the shape");
     }

@@ -187,6 +187,14 @@ TEST_CASE("malformed and hostile files give errors naming the file") {
   expect_error(npy(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,), }", d4),
                "unsupported dtype: a structured dtype (a list as 'descr') (fusejit supports bool");
   expect_error(npy(1, hdr("<f4", "False", "(-1,)"), d4), "negative dimension");
+  // What np.load refuses, as Python reads the header (a hostile tester's find: both were read as [4]).
+  expect_error(npy(1, hdr("<f4", "False", "(4)"), d4), "a shape of one dimension needs its trailing comma, (8,)");
+  expect_error(npy(1, hdr("<f4", "False", "(04,)"), d4), "a dimension with a leading zero");
+  CHECK(read_npy([&] {
+          const std::string p = tmp("zero.npy");
+          write_bytes(p, npy(1, hdr("<f4", "False", "(0, 4)"), ""));
+          return p;
+        }()).shape == std::vector<int64_t>{0, 4});  // a lone 0 is a dimension
   expect_error(npy(1, hdr("<f4", "False", "(3,)"), d4), "has 4 bytes after the data");
   expect_error(npy(1, hdr("<f4", "False", "(5,)"), d4), "truncated data: f32[5] needs 20 bytes, the file has 16");
   expect_error(npy(1, hdr("<f4", "False", "(1000000000000,)"), d4), "truncated data");
