@@ -373,7 +373,8 @@ void dump_program(const Program::Impl& p) {
   ir::check_path(p.options.dump_dir, "dump folder");
   const fs::path dir(p.options.dump_dir);
   if (const std::string why = ir::make_folders(dir.string()); !why.empty())
-    throw ir::UserError("cannot create dump folder '" + dir.string() + "': " + why);
+    throw ir::UserError("cannot create the folder '" + dir.string() + "' to write the kernels into (--dump-dir, or "
+                        "compile's --out): " + why);
   const FolderLock lock(dir, LOCK_EX);
   if (lock.held()) sweep_temp_files(dir);  // what a killed dump left (never another dump's live file)
   refuse_overwriting_graph(dir, p);
