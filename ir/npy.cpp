@@ -157,29 +157,33 @@ class HeaderParser {
     if (s_.compare(i_, 5, "False") == 0) { i_ += 5; return false; }
     bad("expected True or False");
   }
+  // One dimension, by Python's literal rules, as np.load reads the header: 08 is a SyntaxError
+  // there, 00 is 0.
+  int64_t dimension() {
+    if (peek() < '0' || peek() > '9') bad(peek() == '-' ? "negative dimension" : "expected a dimension");
+    const size_t first = i_;
+    uint64_t v = 0;
+    while (peek() >= '0' && peek() <= '9') {
+      v = v * 10 + static_cast<uint64_t>(peek() - '0');
+      if (v > static_cast<uint64_t>(INT64_MAX / 10)) bad("dimension too large");
+      ++i_;
+    }
+    if (s_[first] == '0' && v != 0) bad("a dimension with a leading zero (Python reads none)", first);
+    if (peek() == 'L') ++i_;  // Python 2 long suffix
+    return static_cast<int64_t>(v);
+  }
   std::vector<int64_t> tuple() {
     expect('(');
     std::vector<int64_t> out;
     while (true) {
       ws();
       if (peek() == ')') { ++i_; break; }
-      if (peek() < '0' || peek() > '9') bad(peek() == '-' ? "negative dimension" : "expected a dimension");
-      // Python's literal rules, as np.load reads the header: 08 is a SyntaxError there.
-      if (peek() == '0' && i_ + 1 < s_.size() && s_[i_ + 1] >= '0' && s_[i_ + 1] <= '9')
-        bad("a dimension with a leading zero (Python reads none)");
-      uint64_t v = 0;
-      while (peek() >= '0' && peek() <= '9') {
-        v = v * 10 + static_cast<uint64_t>(peek() - '0');
-        if (v > static_cast<uint64_t>(INT64_MAX / 10)) bad("dimension too large");
-        ++i_;
-      }
-      if (peek() == 'L') ++i_;  // Python 2 long suffix
-      out.push_back(static_cast<int64_t>(v));
+      out.push_back(dimension());
       if (out.size() > 64) bad("too many dimensions");
       ws();
       if (peek() == ',') { ++i_; continue; }
       if (peek() == ')' && out.size() == 1)  // (8) is the number 8 to Python, no shape: np.load refuses it
-        bad("a shape of one dimension needs its trailing comma, (8,)");
+        bad("a shape of one dimension needs its trailing comma, (" + std::to_string(out[0]) + ",)");
       if (peek() == ')') { ++i_; break; }
       bad("expected ',' or ')' in the shape");
     }

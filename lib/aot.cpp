@@ -367,14 +367,24 @@ void refuse_overwriting_graph(const fs::path& dir, const Program::Impl& p) {
                                       "dump into another folder, or rename the graph file", name, file, dir.string()));
 }
 
+// How the caller named the folder dump_program writes: an option of its own interface.
+const char* kernel_folder_option(MessageStyle style) {
+  switch (style) {
+    case MessageStyle::CommandLine: return "--dump-dir, or compile's --out";
+    case MessageStyle::Python: return "dump_dir=, or compile_to_dir's out_dir";
+    case MessageStyle::Api: break;
+  }
+  return "Options::dump_dir, or compile_to_dir's";
+}
+
 }  // namespace
 
 void dump_program(const Program::Impl& p) {
   ir::check_path(p.options.dump_dir, "dump folder");
   const fs::path dir(p.options.dump_dir);
   if (const std::string why = ir::make_folders(dir.string()); !why.empty())
-    throw ir::UserError("cannot create the folder '" + dir.string() + "' to write the kernels into (--dump-dir, or "
-                        "compile's --out): " + why);
+    throw ir::UserError(fmt::format("cannot create the folder '{}' to write the kernels into ({}): {}", dir.string(),
+                                    kernel_folder_option(p.options.message_style), why));
   const FolderLock lock(dir, LOCK_EX);
   if (lock.held()) sweep_temp_files(dir);  // what a killed dump left (never another dump's live file)
   refuse_overwriting_graph(dir, p);

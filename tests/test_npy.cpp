@@ -188,8 +188,13 @@ TEST_CASE("malformed and hostile files give errors naming the file") {
                "unsupported dtype: a structured dtype (a list as 'descr') (fusejit supports bool");
   expect_error(npy(1, hdr("<f4", "False", "(-1,)"), d4), "negative dimension");
   // What np.load refuses, as Python reads the header (a hostile tester's find: both were read as [4]).
-  expect_error(npy(1, hdr("<f4", "False", "(4)"), d4), "a shape of one dimension needs its trailing comma, (8,)");
+  expect_error(npy(1, hdr("<f4", "False", "(4)"), d4), "a shape of one dimension needs its trailing comma, (4,)");
   expect_error(npy(1, hdr("<f4", "False", "(04,)"), d4), "a dimension with a leading zero");
+  CHECK(read_npy([&] {  // 00 is Python's 0, as np.load reads it
+          const std::string p = tmp("zeros.npy");
+          write_bytes(p, npy(1, hdr("<f4", "False", "(00, 4)"), ""));
+          return p;
+        }()).shape == std::vector<int64_t>{0, 4});
   CHECK(read_npy([&] {
           const std::string p = tmp("zero.npy");
           write_bytes(p, npy(1, hdr("<f4", "False", "(0, 4)"), ""));
