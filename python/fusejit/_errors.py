@@ -118,17 +118,19 @@ def from_cpp(kind: str, message: str, file: str, line: int, column: int, diagnos
     return _kinds.get(kind, _internal)(message, file, line, column, diagnostic)
 
 
-def _module_globals(file: str) -> dict | None:
-    """The globals of the module whose source is `file` (a frame of this thread running it, else
-    a loaded module), for a warning's `module=` filters and once-only registry; None if none."""
-    frame = sys._getframe()
+def _module_globals(file: str, origin: int = 0) -> dict | None:
+    """The globals of the module whose source is `file` (a frame running it, of this thread or of
+    thread `origin`, else a loaded module), for a warning's `module=` filters and once-only
+    registry; None if none."""
+    frame = sys._current_frames().get(origin) if origin else sys._getframe()
     while frame is not None:
         if frame.f_code.co_filename == file:
             return frame.f_globals
         frame = frame.f_back
     for module in list(sys.modules.values()):
-        if getattr(module, "__file__", None) == file:
-            return vars(module)
+        namespace = getattr(module, "__dict__", None)  # not getattr(__file__): a lazy module would load
+        if type(namespace) is dict and namespace.get("__file__") == file:
+            return namespace
     return None
 
 
@@ -145,7 +147,7 @@ def _warn(message: str, origin: int = 0, _category: type = FusejitWarning) -> No
     Without such a frame it reads "sys:1"."""
     located = _PYTHON_LOCATION.match(message)
     if located and os.path.isfile(located[1]):  # about a node a Python line built (GraphBuilder.set_location)
-        scope = _module_globals(located[1])  # its module's name and registry, as warnings.warn gives
+        scope = _module_globals(located[1], origin)  # its module's name and registry, as warnings.warn gives
         warnings.warn_explicit(message, _category, located[1], int(located[2]),
                                module=scope.get("__name__") if scope else None,
                                registry=scope.setdefault("__warningregistry__", {}) if scope else None)

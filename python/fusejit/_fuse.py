@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._errors import Error, FusejitWarning, UserError, errors_made
+from ._errors import _PACKAGE_DIR, Error, FusejitWarning, UserError, errors_made
 from ._fusejit import GraphBuilder, Value
 from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced,
                        arrays_not_inputs, as_array, by_value, constant_key, dtype_name, lifted, pattern_difference,
@@ -1100,19 +1100,21 @@ class Fused:
         return entry, arrays
 
     def _remember_exact(self, exact: tuple, entry: _Entry) -> None:
-        """Keeps `entry` for calls of the arguments `exact` (NumPy arrays and plain scalars: their
-        entry is always one of the store's). Without _TRACE_LOCK, which another function's compile
+        """Keeps `entry` for calls of the arguments `exact` (NumPy arrays and plain scalars). Without
+        _TRACE_LOCK, which another function's compile
         may hold for seconds (a reviewer's find: a warm call at a new size waited 440 ms): an entry
-        dropped meanwhile stays a valid program for these arguments."""
+        dropped meanwhile stays a valid program for these arguments, kept alive until the memo is
+        next cleared (at most 4 * _MAX_ENTRIES keys)."""
         if len(self._exact) >= 4 * _MAX_ENTRIES:
             self._exact.clear()
         self._exact[exact] = entry
 
     def _run(self, entry: _Entry, targets: list, arrays: list) -> dict:
         """A call of a program that updates arguments (`targets`: entry.write_back's whose arrays
-        change in place, _updates_in_place): each such output written over its argument, in place (the launch reads every element before it writes it); where the
-        program refuses that (its plan reads the argument after writing it, a row value over it, a
-        GPU program's strided host array), into a new array copied into the argument. After
+        change in place, _updates_in_place): each such output written over its argument, in place
+        (the launch reads every element before it writes it); where the program refuses that (its
+        plan reads the argument after writing it, a GPU program's strided host array), into a new
+        array copied into the argument. After
         _MAX_IN_PLACE_REFUSALS refusals the entry copies from then on (its plan's, most likely)."""
         if entry.in_place_refusals < _MAX_IN_PLACE_REFUSALS:
             try:
@@ -1437,8 +1439,8 @@ class Fused:
         name = self.__name__ if self.__name__.isascii() and self.__name__.isidentifier() else "fused"
         b = GraphBuilder(name)
         code = self._code()
-        if code is not None:  # the graph's file, whatever file builds the first op (a helper's)
-            b.set_location(code.co_filename, code.co_firstlineno)
+        if code is not None and _locatable(code.co_filename):  # the graph's file, whatever file builds the first op
+            b._set_location(code.co_filename, code.co_firstlineno)
         stand_ins, inputs, taken, names = self._inputs(b, items, static)
         call = inspect.BoundArguments(self._sig, bound.arguments.copy())
         for pname in call.arguments:
@@ -1471,8 +1473,10 @@ class Fused:
     def _entry_of(self, b: Any, result: Any, items: list, inputs: list, names: list, taken: set) -> _Entry:
         """The entry of a trace's result: its outputs, and one more per array argument it updated in
         place (`p -= ...`: written back at each call, _run)."""
-        scalars = {tag for tag, v in items if isinstance(v, np.generic)}  # immutable: `s *= 2` rebinds s in NumPy
-        updated = [i for i, v in enumerate(inputs) if v._updated and names[i][1] not in scalars]
+        # Every one: a NumPy scalar's update goes into the 0-d copy a call makes of it, whose new value
+        # a result that returns it gives, as NumPy's `s *= 2` rebinds s (a pattern that a 0-d array
+        # shares with it is updated in place: decided per call, a reviewer's find).
+        updated = [i for i, v in enumerate(inputs) if v._updated]
         try:
             entry = self._outputs(b, result, inputs, taken, updated)
         except UserError as e:  # what it returned: located at its first line (the return is past)
@@ -1566,7 +1570,8 @@ class Fused:
                 if now.get(n, given) is not given.get(n, given) and (rebound or isinstance(now.get(n), Value)):
                     name = f"{tag_expression(tag)}.{n}"
                     fix = f"Update the array in place ({name} -= ...), or return" if n in v.inputs else "Return"
-                    raise UserError(f"fuse: '{self.__name__}' assigns its argument's attribute '{name}': a fused "
+                    verb = "deletes" if n not in now else "assigns"
+                    raise UserError(f"fuse: '{self.__name__}' {verb} its argument's attribute '{name}': a fused "
                                     "function runs once per pattern, on a copy of the object, and writes only the "
                                     "arrays it returns or updates in place; the caller's object would keep its old "
                                     f"value. {fix} the new value and store it after the call ({name} = "
@@ -1658,7 +1663,11 @@ def _updates_in_place(a: Any) -> bool:
     t = type(a)
     known = _IN_PLACE_TYPES.get(t)
     if known is None:
-        known = _IN_PLACE_TYPES[t] = issubclass(t, np.ndarray) or t.__module__.partition(".")[0] in ("torch", "cupy")
+        if len(_IN_PLACE_TYPES) >= 256:
+            _IN_PLACE_TYPES.clear()
+        # By the class's bases: a subclass of torch.Tensor defined elsewhere (torchao's, a user's) too.
+        known = _IN_PLACE_TYPES[t] = issubclass(t, np.ndarray) or any(
+            c.__module__.partition(".")[0] in ("torch", "cupy") and c.__name__ in ("Tensor", "ndarray") for c in t.__mro__)
     return known
 
 
@@ -1710,6 +1719,16 @@ def _sharing(a: Any, b: Any) -> str | None:
     if sa is None or sb is None or sa[0] != sb[0] or sa[2] <= sb[1] or sb[2] <= sa[1]:
         return None
     return "may share memory"
+
+
+def _locatable(file: str) -> bool:
+    """Whether ops may be located in `file`: UTF-8 (a file name with lone surrogates is none: its ops
+    stay unlocated, a reviewer's find) and outside the fusejit package (fuse(np.add)'s wrapper)."""
+    try:
+        file.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return not file.startswith(_PACKAGE_DIR)
 
 
 def _exact_key(args: tuple) -> tuple | None:

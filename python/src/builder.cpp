@@ -480,12 +480,12 @@ void bind_graph_builder(nb::module_& m) {
           [](nb::handle self, const std::string& name, nb::handle v) { cpp(self).output(name, to_value(v, self)); },
           "name"_a, "value"_a, "`output NAME`: marks the value as an output named `name`.")
       .def(
-          "set_location",
+          "_set_location",
           [](nb::handle self, const std::string& file, int line, int column) { cpp(self).set_location(file, line, column); },
           "file"_a, "line"_a, "column"_a = 0,
-          "The graph's file, where none is set yet (the first location given sets it: fuse gives its function's "
-          "file before tracing, so the ops of that file are located whatever file builds the first op). Each op "
-          "records the line of the Python code that builds it, in that file (ops built in other files are "
+          "fuse's: the graph's file, where none is set yet (the first location given sets it: fuse gives its "
+          "function's file before tracing, so the ops of that file are located whatever file builds the first op). "
+          "Each op records the line of the Python code that builds it, in that file (ops built in other files are "
           "unlocated), which warnings about it and a program's errors about it at a call name.")
       .def(
           "allow_unused", [](nb::handle self, nb::handle v) { cpp(self).allow_unused(to_value(v, self)); }, "input"_a,

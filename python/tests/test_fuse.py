@@ -1984,6 +1984,17 @@ print(Layer(np.ones(4, np.float32)).f(np.ones(4, np.float32)))
     assert "leaked" not in res.stderr, res.stderr
 
 
+def test_a_function_of_a_file_whose_name_is_no_utf8_traces_with_its_ops_unlocated():
+    # A reviewer's find: the graph's file given from the function's code raised a TypeError.
+    code = compile("def f(x):\n    return x - x.mean(-1)\n", "bad\udcff.py", "exec")
+    namespace: dict = {}
+    exec(code, namespace)
+    with pytest.warns(fusejit.FusejitWarning, match="broadcasts the mean") as caught:
+        got = fusejit.fuse(namespace["f"])(np.ones((3, 3), np.float32))
+    np.testing.assert_array_equal(got, np.zeros((3, 3), np.float32))
+    assert not str(caught[0].message).startswith("bad")
+
+
 def test_a_traced_functions_ops_are_located_in_its_file_when_a_helper_of_another_builds_the_first(tmp_path):
     # A reviewer's find: the file of the first op built became the graph's, so a helper module's
     # op first left every op of the function's own file unlocated.
@@ -2008,7 +2019,7 @@ def test_a_warning_about_a_traced_op_names_the_line_that_built_it(tmp_path):
     # A new user's find: the axis-slip warning named the fused function's call and fuse's made-up
     # output 'out'; it names the op's line now (its column too, on Python 3.11+), as graph text's.
     def center(x):
-        m = x.mean(-1)
+        m = (x * 1).mean(-1)  # x * 1: a rewrite fires, so the kernels come from the rewritten graph
         return x - m  # the op's line
     line = inspect.getsourcelines(center)[1] + 2
     with pytest.warns(fusejit.FusejitWarning, match="broadcasts the mean") as caught:
@@ -2316,7 +2327,13 @@ def test_an_attribute_updated_in_place_is_written_back_and_an_attribute_assigned
     o, g = Opt(), np.ones(3, np.float32)
     with pytest.raises(fusejit.UserError, match=r"'assign' assigns its argument's attribute 'opt\.w'.* \(opt\.w = assign"):
         fusejit.fuse(assign)(o, g)
+    def forget(opt, g):
+        del opt.t
+        return opt.w * g
+
     o.t, o.b = 0, (0.9, 0.99)
+    with pytest.raises(fusejit.UserError, match=r"'forget' deletes its argument's attribute 'opt\.t'"):
+        fusejit.fuse(forget)(o, g)
     with pytest.raises(fusejit.UserError, match=r"'count' assigns its argument's attribute 'opt\.t'.*\. Return the new"):
         fusejit.fuse(count)(o, g)
     with pytest.raises(fusejit.UserError, match=r"'betas' assigns its argument's attribute 'opt\.b'"):
@@ -2462,11 +2479,16 @@ def test_an_argument_updated_in_place_is_written_back_where_the_plan_cannot_run_
     np.testing.assert_array_equal(frozen, np.ones(3, np.float32))
 
     @fusejit.fuse
-    def only(c):
+    def step(c, g):
         c *= 2
+        return g * 1
 
-    with pytest.raises(fusejit.UserError, match="returned NoneType"):
-        only(np.float32(3))
+    s = np.float32(3)
+    step(s, np.ones(2, np.float32))  # immutable, as NumPy's (`c *= 2` rebinds c)
+    assert s == 3
+    a = np.array(3, np.float32)  # the same pattern, a 0-d array: updated, as NumPy's (a reviewer's find)
+    step(a, np.ones(2, np.float32))
+    assert a == 6 and step.traces == 1
 
     # A program that refuses the update in place for a reason of one call's arrays (a GPU program's
     # strided host array): a new array, copied into the argument; after three refusals the entry

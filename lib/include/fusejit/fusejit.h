@@ -526,8 +526,10 @@ class GraphBuilder {
   /// from the frame that builds each op. A graph has one file (Graph's, "" until then): the first
   /// location given sets it, and a location in another file leaves the nodes after it unlocated,
   /// as does `line` 0. `column` counts from 1; 0: unknown (the location says FILE:LINE). Errors
-  /// a call throws are unlocated still (the caller knows where it is). Throws Error(User) after
-  /// build(), as every call does.
+  /// a call throws are unlocated still (the caller knows where it is). These locations are for
+  /// diagnostics only: unlike graph text's, they stay out of the kernels' comments and cache keys
+  /// (code moved in its file keeps its cached kernels) and out of an ahead-of-time folder's
+  /// `graph_file`. Throws Error(User) after build(), as every call does.
   void set_location(const std::string& file, int line, int column = 0);
   /// Marks `input` (a Value input() returned) as one the graph may leave unused: build() warns
   /// "input '...' is not used by any output" for it no more (Python's fuse makes each array
