@@ -779,8 +779,9 @@ struct CacheCommand {
   static void print_list(const fj::Options& o) {
     const std::vector<fj::CacheEntryInfo> entries = fj::cache_list(o);
     for (const fj::CacheEntryInfo& e : entries)
-      std::printf("%s %10lld %-12s %s%s%s%s\n", e.key.c_str(), static_cast<long long>(e.bytes), e.target.c_str(),
-                  e.label.c_str(), e.valid ? "" : "  (damaged: ", e.problem.c_str(), e.valid ? "" : "; deleted on its next load)");
+      std::printf("%s %10lld %-12s %s%s%s%s\n", fj::terminal_safe(e.key).c_str(), static_cast<long long>(e.bytes),
+                  fj::terminal_safe(e.target).c_str(), fj::terminal_safe(e.label).c_str(), e.valid ? "" : "  (damaged: ",
+                  fj::terminal_safe(e.problem).c_str(), e.valid ? "" : "; deleted on its next load)");  // read from files
     if (entries.empty()) std::printf("no entries in %s\n", fj::terminal_safe(fj::cache_path(o)).c_str());
   }
 };
