@@ -1101,10 +1101,9 @@ class Fused:
 
     def _remember_exact(self, exact: tuple, entry: _Entry) -> None:
         """Keeps `entry` for calls of the arguments `exact` (NumPy arrays and plain scalars). Without
-        _TRACE_LOCK, which another function's compile
-        may hold for seconds (a reviewer's find: a warm call at a new size waited 440 ms): an entry
-        dropped meanwhile stays a valid program for these arguments, kept alive until the memo is
-        next cleared (at most 4 * _MAX_ENTRIES keys)."""
+        _TRACE_LOCK, which another function's compile may hold for seconds (a reviewer's find: a warm
+        call at a new size waited 440 ms): an entry dropped meanwhile stays a valid program for these
+        arguments, kept alive until the memo is next cleared (at most 4 * _MAX_ENTRIES keys)."""
         if len(self._exact) >= 4 * _MAX_ENTRIES:
             self._exact.clear()
         self._exact[exact] = entry
@@ -1114,8 +1113,8 @@ class Fused:
         change in place, _updates_in_place): each such output written over its argument, in place
         (the launch reads every element before it writes it); where the program refuses that (its
         plan reads the argument after writing it, a GPU program's strided host array), into a new
-        array copied into the argument. After
-        _MAX_IN_PLACE_REFUSALS refusals the entry copies from then on (its plan's, most likely)."""
+        array copied into the argument. After _MAX_IN_PLACE_REFUSALS refusals the entry copies from
+        then on (its plan's, most likely)."""
         if entry.in_place_refusals < _MAX_IN_PLACE_REFUSALS:
             try:
                 return entry.program(*arrays, out={name: arrays[i] for i, name in targets})
@@ -1173,8 +1172,9 @@ class Fused:
         ``cuda_source()``, ``plan_text``, ``kernels``; call it with the arrays in argument order
         (an object argument's array attributes after it, ``prog.graph.inputs`` names them) to
         pass ``out=``, ``stream=`` or ``plan="unfused"``; an argument the function updates in place
-        is its output ``NAME_updated`` there (pass ``out={"p_updated": p}`` to update it). One program serves every size of its
-        pattern: its ``plan_text`` shows the sizes of the call that traced it."""
+        is its output ``NAME_updated`` there (pass ``out={"p_updated": p}`` to update it). One
+        program serves every size of its pattern: its ``plan_text`` shows the sizes of the call
+        that traced it."""
         return self._program(args, kwargs, 4)
 
     def _program(self, args: tuple, kwargs: dict, stacklevel: int) -> Any:
