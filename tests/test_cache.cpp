@@ -2072,4 +2072,24 @@ TEST_CASE("a fused group's structural key differs wherever its generated kernel 
     const auto other = key_and_kernel(n, m, "k.txt");
     CHECK((other.first != base.first || other.second == base.second));  // never one key for two kernels
   }
+  // A tracer's locations (Python's lines: Graph::locations_in_kernels false) are in neither the
+  // source nor the key: the graph at any lines of any file gives the kernel of a graph without them.
+  const auto traced = [&](const char* file, uint32_t shift) {
+    fusejit::ir::Graph g = fusejit::ir::parse_graph("graph k\ndim N = 8\ndim M = 64\n" + body, "k.txt");
+    const bool located = file[0] != '\0';  // "": a graph built in code without locations
+    g.file = file;
+    g.locations_in_kernels = !located;
+    for (fusejit::ir::Node& n : g.nodes) n.loc = located ? fusejit::ir::Loc{n.loc.line + shift, 7} : fusejit::ir::Loc{};
+    const fusejit::ir::FusionGroup grp = fusejit::ir::plan_fusion(g).groups.at(0);
+    const GeneratedKernel k = generate_kernel(g, grp, o.codegen);
+    return std::pair{structural_key(g, grp, o), k.name + "\n" + k.source};
+  };
+  const auto unlocated = traced("", 0);
+  for (const auto& [file, shift] : {std::pair<const char*, uint32_t>{"/home/me/model.py", 0}, {"other.py", 40}}) {
+    CAPTURE(file);
+    const auto moved = traced(file, shift);
+    CHECK(moved.second == unlocated.second);
+    CHECK(moved.first == unlocated.first);
+    CHECK(moved.second.find(".py") == std::string::npos);
+  }
 }
