@@ -102,13 +102,15 @@ _MISSING = object()  # an output that `out` does not supply (None would be an ar
 
 
 def _framework_by_type(t: type) -> str | None:
-    """The framework whose array (or NumPy scalar) type `t` is: by its module and its base, so that
-    other objects of those modules (np.dtype("f4"), x.flat, torch.float32) are refused as no array."""
-    mod = t.__module__.split(".")[0]
-    if mod in ("torch", "cupy"):
-        base = getattr(sys.modules.get(mod), "Tensor" if mod == "torch" else "ndarray", None)
-        return mod if isinstance(base, type) and issubclass(t, base) else None
-    np_mod = sys.modules.get("numpy")  # imported if `t` is a NumPy type
+    """The framework whose array (or NumPy scalar) type `t` is: by its bases, so that other objects
+    of those modules (np.dtype("f4"), x.flat, torch.float32) are refused as no array, and a subclass
+    of torch.Tensor defined elsewhere (torchao's, a user's) is PyTorch's. The one rule of "which
+    framework's array" (_fuse._updates_in_place asks it too)."""
+    for mod, name in (("torch", "Tensor"), ("cupy", "ndarray")):
+        base = getattr(sys.modules.get(mod), name, None)  # imported if `t` is one of its arrays
+        if isinstance(base, type) and issubclass(t, base):
+            return mod
+    np_mod = sys.modules.get("numpy")
     nd = getattr(np_mod, "ndarray", None)
     if np_mod is not None and issubclass(t, np_mod.generic):  # a scalar, of ml_dtypes' types too
         return "numpy"

@@ -1643,9 +1643,6 @@ class Fused:
         return f"<fusejit.fuse of {self.__qualname__}, {self._traces} trace(s)>"
 
 
-_IN_PLACE_TYPES: dict = {}  # array type -> whether its in-place operators change it (_updates_in_place)
-
-
 def _with_new_values(arrays: list, write_back: list, targets: list, outs: dict) -> list:
     """`arrays` with each argument updated but not written back (an immutable array) replaced by
     its new value, which a result that returns it gives (its own `-=` rebound the name to it)."""
@@ -1659,16 +1656,10 @@ def _with_new_values(arrays: list, write_back: list, targets: list, outs: dict) 
 def _updates_in_place(a: Any) -> bool:
     """Whether `a -= x` changes the array `a` itself (a NumPy array, a PyTorch or CuPy tensor), so
     fuse writes an update of it back; an immutable array's (JAX's) rebinds the name, so its update
-    is only returned (a reviewer's find: DLPack wrote into it)."""
-    t = type(a)
-    known = _IN_PLACE_TYPES.get(t)
-    if known is None:
-        if len(_IN_PLACE_TYPES) >= 256:
-            _IN_PLACE_TYPES.clear()
-        # By the class's bases: a subclass of torch.Tensor defined elsewhere (torchao's, a user's) too.
-        known = _IN_PLACE_TYPES[t] = issubclass(t, np.ndarray) or any(
-            c.__module__.partition(".")[0] in ("torch", "cupy") and c.__name__ in ("Tensor", "ndarray") for c in t.__mro__)
-    return known
+    is only returned (a reviewer's find: DLPack wrote into it). NumPy scalars are immutable too."""
+    from . import _framework
+    fw = _framework(a)
+    return fw in ("torch", "cupy") or fw == "numpy" and isinstance(a, np.ndarray)
 
 
 # What an attribute rebound in a trace may become and be caught (_check_copies_untouched).

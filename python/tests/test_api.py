@@ -472,6 +472,23 @@ def test_torch_cpu_tensors():
     assert isinstance(z, torch.Tensor) and torch.equal(z, 2 * x + y)
 
 
+def test_an_array_type_is_known_by_its_bases_so_a_subclass_defined_elsewhere_too(monkeypatch):
+    # A subclass of torch.Tensor defined outside torch (torchao's, a user's) is PyTorch's array, for
+    # the argument checks and fuse's write-back alike: one rule (by the class's bases) serves both.
+    # Before, the argument checks looked at the class's module first and took it for no array.
+    import types
+    from fusejit import _fuse
+    fake = types.ModuleType("torch")
+    fake.Tensor = type("Tensor", (), {"__module__": "torch"})
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    mine = type("MyTensor", (fake.Tensor,), {})  # defined in this module
+    assert fusejit._framework(mine()) == "torch" and _fuse._updates_in_place(mine())
+    assert fusejit._framework(fake.Tensor()) == "torch"
+    other = type("dtype", (), {"__module__": "torch"})  # torch.float32's type: no array
+    assert fusejit._framework(other()) == "" and not _fuse._updates_in_place(other())
+    assert not _fuse._updates_in_place(np.float32(1)) and _fuse._updates_in_place(np.zeros(2))
+
+
 def test_gil_released_while_compiling():
     """A Python thread keeps running while another compiles (the host compiler takes ~1 s): with
     the GIL held it would stall for the whole compile."""
