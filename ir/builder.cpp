@@ -606,10 +606,20 @@ Operand GraphBuilder::fold_literals(Op op, std::span<const Operand> args, Loc lo
   return Operand::of(scalar_to_literal(eval_scalar(op, result, vals), loc));
 }
 
-void GraphBuilder::copy_dims(const Graph& from) {
-  g_.dims = from.dims;
-  dim_index_.clear();
-  for (size_t k = 0; k < g_.dims.size(); ++k) dim_index_.emplace(g_.dims[k].name, static_cast<int32_t>(k));
+Graph Graph::header() const {
+  Graph h;
+  h.name = name;
+  h.file = file;
+  h.locations_in_kernels = locations_in_kernels;
+  h.dims = dims;
+  return h;
+}
+
+GraphBuilder GraphBuilder::rebuilding(const Graph& from) {
+  GraphBuilder b;
+  b.g_ = from.header();
+  for (size_t k = 0; k < b.g_.dims.size(); ++k) b.dim_index_.emplace(b.g_.dims[k].name, static_cast<int32_t>(k));
+  return b;
 }
 
 NodeId GraphBuilder::copy_leaf(const Graph& from, NodeId leaf) {

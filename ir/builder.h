@@ -154,8 +154,9 @@ class GraphBuilder {
   // Copies a leaf (Input/Param/Const) of another graph with its declaration (for passes that
   // rebuild a graph). Inputs and params must be copied in slot order.
   NodeId copy_leaf(const Graph& from, NodeId leaf);
-  // Copies dims (names and values) from another graph; call before copy_leaf.
-  void copy_dims(const Graph& from);
+  // A builder of a graph with `from`'s header (Graph::header: name, file, dims, where its
+  // locations came from) and no nodes, for passes that rebuild a graph; copy leaves with copy_leaf.
+  static GraphBuilder rebuilding(const Graph& from);
 
   void set_node_name(NodeId id, const std::string& name);
   void add_output(const std::string& name, const Operand& value, Loc loc = {});

@@ -137,6 +137,10 @@ struct Graph {
   const Node& node(NodeId id) const { return nodes[static_cast<size_t>(id)]; }
   Node& node(NodeId id) { return nodes[static_cast<size_t>(id)]; }
   int size() const { return static_cast<int>(nodes.size()); }
+  // A graph with this one's header (name, file, locations_in_kernels, dims) and no nodes: what a
+  // pass that rebuilds a graph (dce, rewrite) starts from, so a header field added above is kept
+  // by every pass (a reviewer's find: each copied the fields itself).
+  Graph header() const;
   // Number of non-leaf nodes (the "op count" reported to users).
   int op_count() const;
 };

@@ -33,11 +33,7 @@ std::vector<NodeId> unused_inputs(const Graph& g) {
 
 Graph eliminate_dead_code(const Graph& g, int* removed) {
   std::vector<char> live = live_nodes(g, true);
-  Graph out;
-  out.name = g.name;
-  out.file = g.file;
-  out.locations_in_kernels = g.locations_in_kernels;
-  out.dims = g.dims;
+  Graph out = g.header();
   std::vector<NodeId> map(static_cast<size_t>(g.size()), kNoNode);
   int dropped = 0;
   for (NodeId id = 0; id < g.size(); ++id) {

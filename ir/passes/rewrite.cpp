@@ -210,9 +210,7 @@ struct Driver {
 
   // One bottom-up rebuild of `g`; returns the number of fires (cse included).
   Graph once(const Graph& g, int iteration, int* fired, std::vector<int>* per_rule) {
-    GraphBuilder b(g.name, g.file);
-    if (!g.locations_in_kernels) b.set_traced_file(g.file);
-    b.copy_dims(g);
+    GraphBuilder b = GraphBuilder::rebuilding(g);
     RewriteContext ctx(b, opts);
     std::vector<NodeId> map(static_cast<size_t>(g.size()), kNoNode);
     for (NodeId id : g.inputs) map[static_cast<size_t>(id)] = b.copy_leaf(g, id);
