@@ -180,14 +180,16 @@ std::string shorten_quoted_names(std::string_view message) {
 std::string format_diagnostic(const UserError& err, const std::string& file, std::string_view src) {
   const Loc& loc = err.loc();
   std::string out = terminal_safe(file);  // a file name's ESC stays out of the terminal
-  if (loc.known()) out += ':' + std::to_string(loc.line) + ':' + std::to_string(loc.col);
+  if (loc.known()) out += ':' + std::to_string(loc.line) + (loc.col ? ':' + std::to_string(loc.col) : "");
   out += out.empty() ? "error: " : ": error: ";
   out += terminal_safe(shorten_quoted_names(err.what()));
   out += "\n";
   if (!loc.known()) return out;
   const std::string_view line = source_line(src, loc.line);
   if (line.empty()) return out;  // nothing to point at (e.g. an empty file, a line past the end)
-  return out + excerpt_with_caret(line, loc.col == 0 ? 0 : loc.col - 1);
+  std::string excerpt = excerpt_with_caret(line, loc.col == 0 ? 0 : loc.col - 1);
+  if (loc.col == 0) excerpt.erase(excerpt.find('\n') + 1);  // a line without a column: no caret
+  return out + excerpt;
 }
 
 }  // namespace fusejit::ir

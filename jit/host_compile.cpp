@@ -175,7 +175,7 @@ HostModule::~HostModule() {
 
 HostTrampoline HostModule::trampoline(const std::string& kernel_name) const {
   void* f = dlsym(handle_, (kernel_name + "__host").c_str());
-  if (!f) throw HostCompileError(fmt::format("host module {} has no kernel {}", path_, kernel_name));
+  if (!f) throw HostCompileError(fmt::format("{} has no kernel {}", path_, kernel_name));
   return reinterpret_cast<HostTrampoline>(f);
 }
 
@@ -470,7 +470,7 @@ std::shared_ptr<HostModule> load_shared_object(const HostBuild& b, const std::ve
     throw HostCompileError(fmt::format("dlopen of host module {} failed: {}", b.key.key.hex(), why));
   }
   const std::string origin =
-      store.enabled() ? entry_path(store.dir(), b.key.key).string() : "host module " + b.key.key.hex();
+      "host module " + (store.enabled() ? entry_path(store.dir(), b.key.key).string() : b.key.key.hex());
   return HostModuleAccess::make(handle, origin);
 }
 }  // namespace

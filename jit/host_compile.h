@@ -47,8 +47,8 @@ class HostModule {
   HostModule& operator=(const HostModule&) = delete;
   // The trampoline of kernel `name`; throws HostCompileError if the module has no such kernel.
   HostTrampoline trampoline(const std::string& kernel_name) const;
-  // Where the module came from, for messages: its cache entry, or "host module KEY" when the disk
-  // cache is off.
+  // Where the module came from, for messages: "host module " and its cache entry, or its key when
+  // the disk cache is off.
   const std::string& path() const { return path_; }
 
  private:

@@ -296,10 +296,13 @@ void GraphBuilder::allow_unused(const Value& input) {
 
 void GraphBuilder::set_location(const std::string& file, int line, int column) {
   impl_->check_usable();
+  if (line < 0 || column < 0)
+    throw Error(ErrorKind::User, fmt::format("set_location: a line and a column count from 1 (0: unknown), not "
+                                             "line {} column {}", line, column));
   const std::string& graph_file = impl_->b.graph().file;
   if (graph_file.empty() && !file.empty() && line > 0) impl_->b.set_traced_file(file);
   const bool ours = !file.empty() && file == impl_->b.graph().file && line > 0;
-  impl_->loc = ours ? ir::Loc{static_cast<uint32_t>(line), static_cast<uint32_t>(std::max(column, 0))} : ir::Loc{};
+  impl_->loc = ours ? ir::Loc{static_cast<uint32_t>(line), static_cast<uint32_t>(column)} : ir::Loc{};
 }
 
 Graph GraphBuilder::build() {

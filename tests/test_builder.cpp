@@ -290,6 +290,30 @@ TEST_CASE("set_location locates the nodes built after it, as graph text's, in th
   CHECK_THROWS_AS(b.set_location("model.py", 1, 1), fj::Error);  // built: every call throws
 }
 
+TEST_CASE("a location without a column says FILE:LINE, in a program's error at a launch too; a negative one is refused") {
+  // A hostile tester's find: column 0 printed "m.py:12:0:", and a negative line was dropped silently.
+  fj::GraphBuilder b("g");
+  const fj::DimRef n = b.dim("N", 4);
+  const fj::Value x = b.input("x", fj::DType::F32, {3, n});
+  CHECK_THROWS_WITH_AS(b.set_location("m.py", -5, 3), doctest::Contains("count from 1"), fj::Error);
+  CHECK_THROWS_AS(b.set_location("m.py", 5, -1), fj::Error);
+  b.set_location("m.py", 12, 0);
+  b.output("o", b.reduce("amax", x, 1));
+  fj::Options cpu;
+  cpu.backend = fj::Backend::Cpu;
+  const fj::Program p = fj::Program::compile(b.build(), cpu);
+  const int64_t empty_rows[2] = {3, 0};
+  try {
+    (void)p.run({fj::TensorView(fj::DType::F32, empty_rows, {})});
+    FAIL("an amax of zero elements ran");
+  } catch (const fj::Error& e) {
+    CHECK(e.line() == 12);
+    CHECK(e.column() == 0);
+    CHECK(e.diagnostic().rfind("m.py:12: error: 'o': amax of zero elements", 0) == 0);
+  }
+  CHECK(fj::format_diagnostic("m", "f.py", 2, 0, "a\nbc\n") == "f.py:2: error: m\n  bc");
+}
+
 TEST_CASE("the same slip where no two named dims meet (a square shape, one dim for both axes) warns by axes") {
   // NumPy's x / x.sum(-1) of a square x runs, dividing each row by another row's sum: fuse traces
   // both axes of one size as one dim and graph text may give literal sizes, so no two dims differ.

@@ -231,7 +231,7 @@ std::tuple<std::string, int, int> caller_location() {
       break;
     }
     if (std::string_view(file).rfind(package_dir(), 0) != 0) {
-      int line = PyFrame_GetLineNumber(frame), col = 0;
+      int line = std::max(PyFrame_GetLineNumber(frame), 0), col = 0;  // -1: no line known
 #if PY_VERSION_HEX >= 0x030B0000
       int start_line = 0, start_col = 0, end_line = 0, end_col = 0;
       if (PyCode_Addr2Location(code, PyFrame_GetLasti(frame), &start_line, &start_col, &end_line, &end_col) &&

@@ -103,7 +103,7 @@ class Error : public std::runtime_error {
   int line() const noexcept { return line_; }
   int column() const noexcept { return column_; }
   /// Ready to print: "FILE:LINE:COL: error: MESSAGE", the offending line and a caret when the error
-  /// has a location; otherwise "error: MESSAGE" (with the NVRTC log for compile errors); a long
+  /// has a location ("FILE:LINE: error: MESSAGE" and the line, no caret, where its column is 0); otherwise "error: MESSAGE" (with the NVRTC log for compile errors); a long
   /// quoted name in MESSAGE is cut as format_diagnostic cuts it (what() keeps it whole). What
   /// terminal_safe() replaces (an ESC in a file name, a bidirectional override) is '?' in it;
   /// what() keeps it. No trailing newline (as format_diagnostic).
@@ -121,11 +121,12 @@ class Error : public std::runtime_error {
 /// text: "FILE:LINE:COL: error: MESSAGE", then line `line` (1-based) of `text` with a caret under
 /// its byte `column` (1-based; COL counts bytes, as graph diagnostics do; the caret's indent is the
 /// columns a terminal gives the characters before it: 2 for East Asian wide characters and emoji,
-/// 0 for combining marks, UAX #11). What terminal_safe() replaces, in MESSAGE and the line, is
-/// shown as '?' (so the diagnostic keeps its lines), a line's bytes that are not UTF-8 too, and a
-/// line over 160 bytes is cut to a window around the column, a quoted name (no spaces) of over 160
-/// bytes in MESSAGE to its first and last 35 bytes ('qqq...qqq' (1000 bytes)). The `fusejit`
-/// command renders its command line's errors with it. No trailing newline.
+/// 0 for combining marks, UAX #11); `column` 0: "FILE:LINE: error: MESSAGE" and the line, no caret.
+/// What terminal_safe() replaces, in MESSAGE and the line, is shown as '?' (so the diagnostic keeps
+/// its lines), a line's bytes that are not UTF-8 too, and a line over 160 bytes is cut to a window
+/// around the column, a quoted name (no spaces) of over 160 bytes in MESSAGE to its first and last
+/// 35 bytes ('qqq...qqq' (1000 bytes)). The `fusejit` command renders its command line's errors
+/// with it. No trailing newline.
 std::string format_diagnostic(std::string_view message, std::string_view file, int line, int column,
                               std::string_view text);
 
@@ -529,7 +530,8 @@ class GraphBuilder {
   /// a call throws are unlocated still (the caller knows where it is). These locations are for
   /// diagnostics only: unlike graph text's, they stay out of the kernels' comments and cache keys
   /// (code moved in its file keeps its cached kernels) and out of an ahead-of-time folder's
-  /// `graph_file`. Throws Error(User) after build(), as every call does.
+  /// `graph_file`. Throws Error(User) for a negative line or column, and after build(), as every
+  /// call does.
   void set_location(const std::string& file, int line, int column = 0);
   /// Marks `input` (a Value input() returned) as one the graph may leave unused: build() warns
   /// "input '...' is not used by any output" for it no more (Python's fuse makes each array
@@ -931,9 +933,10 @@ class Program {
   /// naming the kernel and what to install when it is missing). `options` supplies device, cache,
   /// message style and warnings; the target, fast-math mode and NVRTC options come from the
   /// folder. The index, graph.txt and the fused plan's kernels and binaries are checked before a
-  /// GPU is looked for (the unfused plan's on its first use); with Options::backend =
+  /// GPU is looked for (the unfused plan's on its first use on a GPU); with Options::backend =
   /// Backend::Cpu the folder's graph then runs on the CPU path in the folder's mode, compiled as
-  /// compile() does (the binaries are not used; Options::dump_dir is ignored, as on the GPU).
+  /// compile() does (the binaries are not used, so the unfused plan's are never read;
+  /// Options::dump_dir is ignored, as on the GPU).
   /// KernelInfo::cache is CacheOutcome::Loaded on the GPU. Throws Error(User) for a missing or
   /// malformed folder (docs/aot.md, "What loading checks"), one written by another code generator
   /// version, or whose kernels are not the ones this fusejit generates for its graph.txt (their
