@@ -303,6 +303,21 @@ struct Analyzer {
                                         [&](NodeId i) { return !same_in_every_row(i); });
     info.per_row_inputs = static_cast<size_t>(shared - info.reread_inputs.begin());
     keep_values();
+    count_pass_ops();
+  }
+
+  // pass_ops: the element values each pass computes (pass_values of its reductions' operands), and
+  // the epilogue's (of the element outputs).
+  void count_pass_ops() {
+    for (const std::vector<NodeId>& p : info.passes) {
+      std::set<NodeId> values;
+      for (NodeId r : p) pass_values(g.node(r).arg(0), values);
+      info.pass_ops += static_cast<int64_t>(values.size());
+    }
+    std::set<NodeId> epilogue;
+    for (NodeId o : grp.outputs)
+      if (in_group.count(o) && !info.row.count(o)) pass_values(o, epilogue);
+    info.pass_ops += static_cast<int64_t>(epilogue.size());
   }
 
   // An op whose GPU code is long (~10 instructions or more a value): a CUDA Math API call, an IEEE

@@ -47,6 +47,11 @@ struct ReduceGroupInfo {
   // are those of one pass each. Members widest compute type first (the least padding), then in
   // topological order.
   std::vector<std::vector<NodeId>> passes;
+  // The element ops a kernel evaluates per element over all its passes: each pass computes its
+  // reductions' operands again from the row (a chain v = v - amax(v, -1, keepdim) of n steps:
+  // pass k computes k subtractions, n^2/2 in all), the epilogue its element outputs. The planner
+  // splits a group whose count is over kMaxPassOps (its source, and compile time, grow with it).
+  int64_t pass_ops = 0;
   bool element_outputs = false;    // some output is an element value (written per element)
   // Every element output reads no row value and the reductions take one pass: the element outputs
   // are written in that pass, from what it loads, so the row is read once (an AMP unscale with its
@@ -88,6 +93,11 @@ struct ReduceGroupInfo {
 // buffer (FJ_RED_LANES lanes of the widest pass) takes at most 8 KiB of static shared memory,
 // within ir::kRowCacheStaticReserve beside the row cache (ir/plan.h).
 inline constexpr size_t kMaxPassReductions = 4;
+// The most element ops a reduction kernel evaluates per element over its passes
+// (ReduceGroupInfo::pass_ops): twice kMaxOpsPerKernel, as the generated source of a kernel of
+// 256 elementwise ops. A hostile tester's chain of 100 dependent amax in one group made 858 KB of
+// source and compiled for 50 s.
+inline constexpr int64_t kMaxPassOps = 2 * kMaxOpsPerKernel;
 inline constexpr int64_t kMaxLaneBytes = 32;
 // Static shared memory a column kernel needs besides its lane buffers: the warp tree's results per
 // lane type (FJ_RED_MAX_GROUPS values each) and what ptxas adds (about 1 KiB for sm_90). column_rows_per_block leaves it free.

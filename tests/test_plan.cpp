@@ -393,6 +393,28 @@ TEST_CASE("op cap splits long chains") {
   check_plan(g, p);
 }
 
+TEST_CASE("a chain of dependent reductions is split where its passes would recompute more than kMaxPassOps ops") {
+  // v = v - amax(v, -1, keepdim), n times: pass k computes the k subtractions before it again (a
+  // C++ API hostile tester's find: n = 100 made 858 KB of source, compiled for 50 s). 30 steps
+  // (0 + 1 + ... + 29 = 435 ops in the reductions' passes, 30 in the epilogue) stay one kernel;
+  // 40 (780 + 40) split in two of 20.
+  const auto steps = [](int n) {
+    std::string s = "input x : f32[4, 8]\nv0 = x\n";
+    for (int k = 0; k < n; ++k) s += fmt::format("v{} = v{} - amax(v{}, -1, keepdim)\n", k + 1, k, k);
+    return parse_graph(s + fmt::format("output v{}\n", n), "chain.txt");
+  };
+  const Graph g30 = steps(30), g40 = steps(40);
+  const Plan p30 = plan_fusion(g30), p40 = plan_fusion(g40);
+  check_plan(g30, p30);
+  check_plan(g40, p40);
+  REQUIRE(p30.groups.size() == 1);
+  CHECK(analyze_reduce_group(g30, p30.groups[0]).pass_ops == 465);
+  REQUIRE(p40.groups.size() == 2);
+  for (const FusionGroup& grp : p40.groups) CHECK(analyze_reduce_group(g40, grp).pass_ops <= kMaxPassOps);
+  CHECK(p40.groups[1].note.find("split: the passes over each row would evaluate more than 512 ops per element") !=
+        std::string::npos);
+}
+
 TEST_CASE("the op cap splitting a row output off its reductions does not plan every reduction alone") {
   // The cap closed the LayerNorm's group after v + eps: the rest (rsqrt, a row output; y) had no
   // reduction, could not write r as a reduction group, and the planner planned both means alone

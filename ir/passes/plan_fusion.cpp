@@ -20,7 +20,7 @@ constexpr int kMaxDupShapes = 4;  // a recomputed node serving more iteration sh
 enum class NodeRole : uint8_t { Dead, Leaf, Member, Dup };
 
 // Why a group was started (for FusionGroup::note).
-enum class Opened : uint8_t { FirstOfShape, Dependency, OpCap, SplitParams, SplitOps };
+enum class Opened : uint8_t { FirstOfShape, Dependency, OpCap, SplitParams, SplitOps, SplitPasses };
 
 using ShapeKey = std::vector<std::pair<int64_t, int32_t>>;
 
@@ -372,12 +372,13 @@ struct Planner {
     for (size_t gi = 0; gi < fgs.size(); ++gi) {
       bool params = estimate_param_bytes(fgs[gi], out_bind) > opt.max_param_bytes;
       bool ops = static_cast<int>(fgs[gi].nodes.size()) > opt.max_ops_per_group;
-      if ((params || ops) && members[gi].size() > 1) {
+      bool passes = fgs[gi].reduce_mask && analyze_reduce_group(g, fgs[gi]).pass_ops > kMaxPassOps;
+      if ((params || ops || passes) && members[gi].size() > 1) {
         size_t half = members[gi].size() / 2;
         nm.emplace_back(members[gi].begin(), members[gi].begin() + static_cast<std::ptrdiff_t>(half));
         nm.emplace_back(members[gi].begin() + static_cast<std::ptrdiff_t>(half), members[gi].end());
         no.push_back(opened[gi]);
-        no.push_back(params ? Opened::SplitParams : Opened::SplitOps);
+        no.push_back(params ? Opened::SplitParams : ops ? Opened::SplitOps : Opened::SplitPasses);
         nk.push_back(key[gi]);
         nk.push_back(key[gi]);
         any = true;
@@ -439,6 +440,11 @@ struct Planner {
         break;
       case Opened::SplitParams:
         s = "split: kernel parameters over " + std::to_string(opt.max_param_bytes) + " bytes";
+        break;
+      case Opened::SplitPasses:
+        s = fmt::format("split: the passes over each row would evaluate more than {} ops per element (each pass "
+                        "computes its reduction's operand again; source and compile time grow with them)",
+                        kMaxPassOps);
         break;
     }
     return s;
