@@ -632,6 +632,25 @@ def test_numpy_ufuncs_and_functions_build_fusejit_ops_with_its_values():
             np.array_equal(g, w, equal_nan=True), (k, g, w)
 
 
+def test_divmod_and_np_divmod_give_floordiv_and_mod_as_numpy():
+    # A semantic tester's find: divmod(v, w) was Python's TypeError, np.divmod "has no fusejit op".
+    x = np.concatenate([SPECIAL, np.float32([0.0, -0.0, 7, -7, 3.5, 1e-45])])
+    y = np.concatenate([SPECIAL[::-1], np.float32([2, -2, 0.0, -0.0, -1.5, 3])])
+    with np.errstate(all="ignore"):
+        for f, want in ((lambda a, b: divmod(a, b), np.divmod(x, y)), (lambda a, b: np.divmod(a, b), np.divmod(x, y)),
+                        (lambda a, b: divmod(a, 2.5), np.divmod(x, np.float32(2.5))),
+                        (lambda a, b: divmod(3, b), np.divmod(np.float32(3), y))):
+            q, r = fusejit.fuse(f)(x, y)
+            assert q.dtype == r.dtype == np.float32
+            for got, w in ((q, want[0]), (r, want[1])):  # values and signs of zero; NaN where NumPy's is
+                num = ~np.isnan(w)
+                assert np.array_equal(got, w, equal_nan=True) and np.array_equal(np.signbit(got[num]), np.signbit(w[num]))
+    i, j = np.array([7, -7, -128, 127, 5], np.int8), np.array([2, 2, -1, -3, -5], np.int8)
+    q, r = fusejit.fuse(np.divmod)(i, j)
+    with np.errstate(over="ignore"):  # -128 // -1 wraps
+        assert q.dtype == np.int8 and np.array_equal(q, i // j) and np.array_equal(r, i % j)
+
+
 def test_heaviside_and_isclose_as_numpy_computes_them():
     x = np.concatenate([SPECIAL, np.float32([0.0, -0.0, 1e-45, -1e-45])])
     for h in (0.5, np.float32(0.25)):
