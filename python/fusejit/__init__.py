@@ -234,6 +234,11 @@ def _refused(e: TypeError, arrays: list, whats: list[str]) -> NoReturn:
     non-framework arrays; any other as it is."""
     if "incompatible function arguments" not in str(e):
         raise e
+    grad = [w for a, w in zip(arrays, whats) if _framework(a) == "torch" and getattr(a, "requires_grad", False) is True]
+    if grad:  # torch's __dlpack__ refuses it ("Can't export tensors that require gradient"), nanobind says less
+        raise TypeError(f"{grad[0]}: a PyTorch tensor that requires grad: fusejit's kernels record no autograd "
+                        "graph, and PyTorch exports no such tensor; pass t.detach(), the same memory (an update "
+                        "in place, as an optimizer's step under torch.no_grad(), then changes the tensor itself)") from None
     odd = [(a, w) for a, w in zip(arrays, whats) if _framework(a) == "dlpack"]
     cause: BaseException = e
     for a, _ in odd:  # nanobind swallowed what a failing __dlpack__ raised: the cause, where there is one

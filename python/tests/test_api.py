@@ -489,6 +489,30 @@ def test_an_array_type_is_known_by_its_bases_so_a_subclass_defined_elsewhere_too
     assert not _fuse._updates_in_place(np.float32(1)) and _fuse._updates_in_place(np.zeros(2))
 
 
+def test_a_torch_tensor_that_requires_grad_is_refused_saying_so(monkeypatch):
+    # PyTorch's __dlpack__ refuses it; nanobind then said "not readable as a tensor ... pass a
+    # NumPy array or a PyTorch or CuPy tensor" of both the input and the output. A stand-in for
+    # torch (none here) that refuses as torch's does.
+    import types
+    fake = types.ModuleType("torch")
+
+    class Tensor:
+        __module__ = "torch"
+        requires_grad, is_cuda, device, shape = True, False, "cpu", (8,)
+
+        def __dlpack__(self, *args, **kwargs):
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    fake.Tensor = Tensor
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    prog = fusejit.compile(fusejit.Graph.parse(AXPY), backend="cpu")
+    with pytest.raises(TypeError, match=r"^input 'x': a PyTorch tensor that requires grad: .* pass t\.detach\(\)"):
+        prog(x=Tensor(), y=np.zeros(8, np.float32), out={"z": np.empty(8, np.float32)})
+
+
 def test_gil_released_while_compiling():
     """A Python thread keeps running while another compiles (the host compiler takes ~1 s): with
     the GIL held it would stall for the whole compile."""
