@@ -39,7 +39,7 @@ import numpy as np
 
 from ._errors import _PACKAGE_DIR, Error, FusejitWarning, UserError, errors_made
 from ._fusejit import GraphBuilder, Value
-from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, Snapshot, Traced,
+from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, ScalarCopy, Snapshot, Traced,
                        arrays_not_inputs, as_array, by_value, constant_key, dtype_name, lifted, pattern_difference,
                        scalar_key, serves, state_of, swap_copies, tag_expression, tag_name, trace_copies,
                        traced_attribute)
@@ -954,7 +954,8 @@ class _Entry:
         self.arg_names: list = []  # the array arguments' names, as the code writes them, where write_back is
 
     def results(self, outs: dict, arrays: list) -> Any:
-        vals = [outs[s] if isinstance(s, str) else arrays[s] for s in self.sources]
+        vals = [_scalar_if_0d(outs[s]) if isinstance(s, str) else
+                arrays[s][()] if type(arrays[s]) is ScalarCopy else arrays[s] for s in self.sources]
         if self.kind is Value:
             return vals[0]
         if self.kind is None:  # a function that only updates its arguments in place
@@ -1661,8 +1662,15 @@ def _with_new_values(arrays: list, write_back: list, targets: list, outs: dict) 
     arrays = list(arrays)
     for i, name in write_back:
         if (i, name) not in targets:
-            arrays[i] = outs[name]
+            arrays[i] = _scalar_if_0d(outs[name])
     return arrays
+
+
+def _scalar_if_0d(a: Any) -> Any:
+    """A new 0-d NumPy array (an output) as the NumPy scalar NumPy's operations give (x.sum(), np.exp
+    of a 0-d array, an updated NumPy scalar argument); any other array as it is (PyTorch and CuPy
+    give 0-d tensors and arrays)."""
+    return a[()] if type(a) is np.ndarray and not a.shape else a
 
 
 def _updates_in_place(a: Any) -> bool:
@@ -1671,7 +1679,7 @@ def _updates_in_place(a: Any) -> bool:
     is only returned (a reviewer's find: DLPack wrote into it). NumPy scalars are immutable too."""
     from . import _framework
     fw = _framework(a)
-    return fw in ("torch", "cupy") or fw == "numpy" and isinstance(a, np.ndarray)
+    return fw in ("torch", "cupy") or fw == "numpy" and isinstance(a, np.ndarray) and type(a) is not ScalarCopy
 
 
 # What an attribute rebound in a trace may become and be caught (_check_copies_untouched).

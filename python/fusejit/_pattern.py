@@ -183,10 +183,16 @@ def array_type(t: type) -> bool:
         hasattr(t, p) for p in ("__dlpack__", "__cuda_array_interface__", "__array_interface__")))
 
 
+class ScalarCopy(np.ndarray):
+    """A NumPy scalar argument as the 0-d array a program reads (as_array): no array of the caller's,
+    so fuse gives it back, and an update of it, as a NumPy scalar, as NumPy's immutable scalars
+    are (`s *= 2` rebinds s to a new scalar)."""
+
+
 def as_array(v: Any) -> Any:
-    """`v` as an input array (a NumPy scalar as a 0-d array), or None: not an array."""
+    """`v` as an input array (a NumPy scalar as a 0-d ScalarCopy), or None: not an array."""
     if isinstance(v, np.generic):
-        return np.asarray(v)
+        return np.asarray(v).view(ScalarCopy)
     if isinstance(v, (Value, type)):  # a class such as np.float16 has shape and dtype descriptors
         return None
     if isinstance(v, np.ma.MaskedArray):

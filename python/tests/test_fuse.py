@@ -632,6 +632,34 @@ def test_numpy_ufuncs_and_functions_build_fusejit_ops_with_its_values():
             np.array_equal(g, w, equal_nan=True), (k, g, w)
 
 
+def test_a_0d_result_of_numpy_arrays_is_a_numpy_scalar_as_numpy_gives():
+    # x.sum() and np.exp of a 0-d array are NumPy scalars in NumPy (hashable, immutable); fuse gave
+    # 0-d arrays. A 0-d array argument returned or updated in place stays that array.
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    z = np.array(0.5, np.float32)
+    s = np.float32(3)
+
+    def scaled(v):
+        v *= 2
+        return v
+
+    def bump(v):
+        v += 1
+        return v
+
+    cases = ((lambda a: a.sum(), (x,)), (lambda a: np.amax(a * 2), (x,)), (lambda a: np.exp(a), (z,)),
+             (lambda a, b: (a.mean(), b + 1, a * b), (x, z)), (scaled, (s,)))
+    for f, args in cases:
+        got, want = fusejit.fuse(f)(*args), f(*[a.copy() for a in args])
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert type(g) is type(w) and g.dtype == w.dtype and np.array_equal(g, w), (g, w)
+    zz = np.array(1.0, np.float32)
+    assert fusejit.fuse(bump)(zz) is zz and zz == 2  # updated in place, returned as itself (NumPy's too)
+    assert fusejit.fuse(lambda a, b: (a, b * 2))(zz, x)[0] is zz
+    kept = fusejit.fuse(lambda a, b: (a, b * 2))(s, x)[0]  # a NumPy scalar returned as is: a scalar of it
+    assert type(kept) is np.float32 and kept == s
+
+
 def test_divmod_and_np_divmod_give_floordiv_and_mod_as_numpy():
     # A semantic tester's find: divmod(v, w) was Python's TypeError, np.divmod "has no fusejit op".
     x = np.concatenate([SPECIAL, np.float32([0.0, -0.0, 7, -7, 3.5, 1e-45])])
