@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -178,11 +179,31 @@ class WarningLog {
 
 void locate_cli11_error(const CommandLine& line, ErrorInfo& e);
 
+// The library's refusal of a value it quotes first ("NVRTC option '-x' ...": lib/options.cpp;
+// "cannot create the folder 'D' ...": lib/aot.cpp) points at the value of whichever of `options`
+// gave it.
+bool locate_quoted_value(const CommandLine& line, ErrorInfo& e, const std::string& prefix,
+                         std::initializer_list<const char*> options) {
+  const size_t end = e.message.rfind(prefix, 0) == 0 ? e.message.find('\'', prefix.size()) : std::string::npos;
+  if (end == std::string::npos) return false;
+  const std::string value = e.message.substr(prefix.size(), end - prefix.size());
+  for (const char* option : options)
+    if (const auto col = line.column(option, value, 0)) {
+      line.locate(e, *col);
+      return true;
+    }
+  return false;
+}
+
 // A library error about a value given on the command line ("--range x: ...", from RunOptions
 // checked against the graph) points at that value. The parser's "unknown dim 'Q' in a dim
 // override" (ir/parser.cpp: it knows the graph's dims, not the command line) is --dim Q's; a
-// "--arch: ..." points at the value the message quotes, as CLI11's own errors do.
+// "--arch: ..." points at the value the message quotes, as CLI11's own errors do; so do a refused
+// --nvrtc-option and a --dump-dir (or compile's --out) that cannot be made.
 bool locate_option_error(const CommandLine& line, ErrorInfo& e) {
+  if (locate_quoted_value(line, e, "NVRTC option '", {"--nvrtc-option"}) ||
+      locate_quoted_value(line, e, "cannot create the folder '", {"--dump-dir", "--out", "-o"}))
+    return true;
   const std::string unknown_dim = "unknown dim '";
   if (e.message.rfind(unknown_dim, 0) == 0 && e.message.find("' in a dim override") != std::string::npos) {
     const std::string name =

@@ -513,6 +513,23 @@ TEST_CASE("--dim errors point at the command line, not at the graph file") {
   CHECK(r.err.find("--param eps=2: 'eps' is given twice") != std::string::npos);
 }
 
+TEST_CASE("option values the library refuses (--nvrtc-option, --dump-dir) point at the command line too") {
+  // A hostile tester's find: they were the only option errors without a caret.
+  const fs::path file = scratch("option-carets") / "f";
+  std::ofstream(file) << "not a folder";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {" --nvrtc-option -G --nvrtc-option=--bogus --backend cpu", "--bogus"},
+      {" --dump-dir " + (file / "sub").string() + " --backend cpu", (file / "sub").string()}};
+  for (const auto& c : cases) {
+    CAPTURE(c.first);
+    const SplitResult r = run_split("run " + sample("x2x3.txt") + c.first);
+    const std::string cmd = "fusejit run " + sample("x2x3.txt") + c.first;
+    CHECK(r.code == 2);
+    REQUIRE(r.err.rfind("<command line>:1:", 0) == 0);
+    CHECK(std::stoul(r.err.substr(std::string("<command line>:1:").size())) == cmd.find(c.second) + 1);
+  }
+}
+
 TEST_CASE("run --json and plan --json report every error as a JSON object on stdout, and as text on stderr") {
   fs::path dir = scratch("json-errors");
   std::ofstream(dir / "bad.txt") << "input x : f32[4]\ny = exp(x, x)\noutput y\n";
