@@ -1419,13 +1419,15 @@ class Fused:
         return said
 
     def _changing_floats(self, key: tuple) -> list:
-        """Warnings for the float arguments that have now been traced at _FLOAT_VALUES_WARNING_AT
-        distinct values with the rest of the pattern alike but the float arguments' values (each
-        argument warned of once)."""
+        """Warnings for the float and int arguments that have now been traced at
+        _FLOAT_VALUES_WARNING_AT distinct values with the rest of the pattern alike but those
+        arguments' values (each argument warned of once). Ints too: a step counter (Adam's t) is the
+        most common scalar that changes every call (a new user's find: it compiled 7 times silently)."""
         said = []
         static, parts = key
-        is_float = [len(p) == 2 and p[1][0] is float for p in parts]  # (tag, (float, hex)): a Python float
-        masked = (static, tuple((p[0], float) if f else p for p, f in zip(parts, is_float)))
+        # (tag, (float, hex)) or (tag, (int, value)): a Python float or int (not a bool)
+        is_float = [len(p) == 2 and type(p[1]) is tuple and p[1][0] in (float, int) for p in parts]
+        masked = (static, tuple((p[0], p[1][0]) if f else p for p, f in zip(parts, is_float)))
         if len(self._float_values) > _MAX_ENTRIES:
             self._float_values.clear()  # bounded as the programs are (its keys hold constants alive)
         for part, f in zip(parts, is_float):
@@ -1436,11 +1438,12 @@ class Fused:
                 continue  # said already
             seen.add(part[1][1])
             if len(seen) == _FLOAT_VALUES_WARNING_AT:
-                name = tag_name(part[0])
+                name, kind = tag_name(part[0]), part[1][0].__name__
+                as_array = f"np.float32({name})" if kind == "float" else f"np.int64({name})"
                 said.append(f"fuse: '{self.__name__}' has traced and compiled a new program for each of "
-                            f"{len(seen)} values of its argument '{name}' (a Python float is a constant of the "
+                            f"{len(seen)} values of its argument '{name}' (a Python {kind} is a constant of the "
                             f"trace); if it changes from call to call, pass it as a 0-d array, e.g. "
-                            f"np.float32({name}), to make it an input of one program (it computes in the dtype "
+                            f"{as_array}, to make it an input of one program (it computes in the dtype "
                             "of the arrays it meets, as a PyTorch 0-d tensor does: np.float64 with f32 arrays "
                             "is cast to f32)")
         return said

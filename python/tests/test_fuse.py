@@ -937,6 +937,28 @@ def test_a_float_argument_traced_at_three_values_is_named_once():
     assert sorted(str(w.message).split("argument ")[1][:5] for w in caught) == ["'eps'", "'lr' "]
 
 
+def test_an_int_argument_traced_at_three_values_is_named_as_a_float_is():
+    # An optimizer's step counter, the most common scalar that changes every call: it compiled a
+    # program per step silently until the eighth trace (a new user's find).
+    adam_bias = fusejit.fuse(lambda m, t: m / (1 - 0.9 ** t))
+    m = np.ones(2, np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        adam_bias(m, 1)
+        adam_bias(m, 2)
+        assert not caught
+        adam_bias(m, 3)
+        adam_bias(m, 4)
+    msgs = [str(w.message) for w in caught]
+    assert len(msgs) == 1 and "for each of 3 values of its argument 't' (a Python int" in msgs[0], msgs
+    assert "np.int64(t)" in msgs[0]
+    with warnings.catch_warnings(record=True) as caught:  # as the hint says: one program for every step
+        warnings.simplefilter("always")
+        for t in range(5, 9):
+            np.testing.assert_allclose(adam_bias(m, np.int64(t)), m / (1 - 0.9 ** t), rtol=1e-6)
+    assert not caught and adam_bias.traces == 5
+
+
 def test_a_ufunc_fuses_as_a_function_of_its_arrays():
     x = np.array([0.0, -1.5, np.inf], np.float32)
     e = fusejit.fuse(np.exp)
