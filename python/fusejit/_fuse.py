@@ -1689,10 +1689,16 @@ def _updates_in_place(a: Any) -> bool:
 _REBOUND_TYPES = (int, float, complex, str, bytes, np.generic, np.ndarray, type(None))
 
 
-def _plain(v: Any) -> bool:
+def _plain(v: Any, depth: int = 0) -> bool:
     """A value whose rebinding a trace's copy of an object shows as such: a scalar, an array, None
-    or a tuple of them (an object or a container holding objects is the copy's own, swapped)."""
-    return isinstance(v, _REBOUND_TYPES) or type(v) is tuple and all(_plain(e) for e in v)
+    or a tuple of them (an object or a container holding objects is the copy's own, swapped). A
+    tuple nested deeper than STATE_DEPTH counts as one (its rebinding refused, not lost; a
+    reviewer's find: 100,000 levels were a RecursionError)."""
+    if isinstance(v, _REBOUND_TYPES):
+        return True
+    return type(v) is tuple and (depth >= STATE_DEPTH or all(_plain(e, depth + 1) for e in v))
+
+
 _MAX_IN_PLACE_REFUSALS = 3  # Fused._run: refusals of an update in place before an entry stops trying
 
 

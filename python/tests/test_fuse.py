@@ -2407,6 +2407,17 @@ def test_an_attribute_updated_in_place_is_written_back_and_an_attribute_assigned
         fusejit.fuse(count)(o, g)
     with pytest.raises(fusejit.UserError, match=r"'betas' assigns its argument's attribute 'opt\.b'"):
         fusejit.fuse(betas)(o, g)
+    deep = ()
+    for _ in range(100_000):
+        deep = (deep,)
+    o.b = deep  # rebound: refused as a tuple of numbers is (a RecursionError before)
+
+    def nest(opt, g):
+        opt.b = (opt.b,)
+        return opt.w * g
+
+    with pytest.raises(fusejit.UserError, match=r"'nest' assigns its argument's attribute 'opt\.b'"):
+        fusejit.fuse(nest)(o, g)
     o.stats = Stats()
     with pytest.raises(TypeError, match=r"an in-place operator \(np.subtract into its operand\) on an array that is no "
                                         r"input of the fused function \(ndarray"):
