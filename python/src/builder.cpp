@@ -503,7 +503,12 @@ void bind_graph_builder(nb::module_& m) {
 }  // namespace
 
 void bind_builder(nb::module_& m) {
-  g_package_dir = nb::cast<std::string>(nb::module_::import_("fusejit._errors").attr("_PACKAGE_DIR"));
+  // A package folder whose name is no UTF-8 (lone surrogates): "" matches every frame's file, so
+  // no op is located (as in such a file), where nb::cast failed the import (std::bad_cast).
+  const nb::object dir = nb::module_::import_("fusejit._errors").attr("_PACKAGE_DIR");
+  const char* utf8 = PyUnicode_AsUTF8(dir.ptr());
+  if (utf8 == nullptr) PyErr_Clear();
+  g_package_dir = utf8 == nullptr ? "" : utf8;
   nb::class_<PyDim>(m, "Dim", "A named dim of a GraphBuilder (GraphBuilder.dim), for input shapes.")
       .def_ro("name", &PyDim::name, "The dim's name.")
       .def_ro("size", &PyDim::size, "Its size (the graph's default; Graph.with_dims and calls may set others).")

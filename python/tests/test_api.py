@@ -513,6 +513,22 @@ def test_a_torch_tensor_that_requires_grad_is_refused_saying_so(monkeypatch):
         prog(x=Tensor(), y=np.zeros(8, np.float32), out={"z": np.empty(8, np.float32)})
 
 
+def test_the_package_imports_and_runs_from_a_folder_whose_name_is_no_utf8(tmp_path):
+    # A folder name of bytes that are no UTF-8 (Python's lone surrogates): the extension read the
+    # package folder as UTF-8 at import, and the import failed ("std::bad_cast").
+    import shutil
+    folder = os.fsencode(tmp_path) + b"/pkg_\xff"
+    os.makedirs(folder)
+    shutil.copytree(os.path.dirname(fusejit.__file__), os.fsdecode(folder + b"/fusejit"))
+    env = dict(os.environb)
+    env[b"PYTHONPATH"], env[b"FUSEJIT_CACHE_DIR"] = folder, os.fsencode(tmp_path / "cache")
+    code = (b"import os, fusejit, numpy as np; "
+            b"print(os.fsencode(fusejit.__file__), fusejit.fuse(lambda x: x * 2)(np.ones(2, np.float32)))")
+    r = subprocess.run([os.fsencode(sys.executable), b"-c", code], env=env, capture_output=True, timeout=300)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    assert r.stdout.strip() == repr(folder + b"/fusejit/__init__.py").encode() + b" [2. 2.]"
+
+
 def test_gil_released_while_compiling():
     """A Python thread keeps running while another compiles (the host compiler takes ~1 s): with
     the GIL held it would stall for the whole compile."""
