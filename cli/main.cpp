@@ -195,25 +195,30 @@ bool locate_quoted_value(const CommandLine& line, ErrorInfo& e, const std::strin
   return false;
 }
 
+bool locate_option_error(const CommandLine& line, ErrorInfo& e);
+
+// The parser's "unknown dim 'Q' in a dim override" (ir/parser.cpp: it knows the graph's dims, not
+// the command line) is --dim Q's: said so, and located as that option's error. False for another.
+bool locate_unknown_dim(const CommandLine& line, ErrorInfo& e) {
+  const std::string unknown_dim = "unknown dim '", tail = "' in a dim override";
+  if (e.message.rfind(unknown_dim, 0) != 0 || e.message.find(tail) == std::string::npos) return false;
+  ErrorInfo d = e;
+  d.message = "--dim " + e.message.substr(unknown_dim.size(), e.message.find(tail) - unknown_dim.size()) + ": " +
+              e.message;
+  if (!locate_option_error(line, d)) return false;
+  e = d;
+  return true;
+}
+
 // A library error about a value given on the command line ("--range x: ...", from RunOptions
-// checked against the graph) points at that value. The parser's "unknown dim 'Q' in a dim
-// override" (ir/parser.cpp: it knows the graph's dims, not the command line) is --dim Q's; a
-// "--arch: ..." points at the value the message quotes, as CLI11's own errors do; so do a refused
-// --nvrtc-option and a --dump-dir (or compile's --out) that cannot be made.
+// checked against the graph) points at that value; so do an unknown --dim (locate_unknown_dim), a
+// refused --nvrtc-option and a --dump-dir (or compile's --out) that cannot be made; a "--arch:
+// ..." points at the value the message quotes, as CLI11's own errors do.
 bool locate_option_error(const CommandLine& line, ErrorInfo& e) {
   if (locate_quoted_value(line, e, "NVRTC option '", {"--nvrtc-option"}) ||
-      locate_quoted_value(line, e, "cannot create the folder '", {"--dump-dir", "--out", "-o"}))
+      locate_quoted_value(line, e, "cannot create the folder '", {"--dump-dir", "--out", "-o"}) ||
+      locate_unknown_dim(line, e))
     return true;
-  const std::string unknown_dim = "unknown dim '";
-  if (e.message.rfind(unknown_dim, 0) == 0 && e.message.find("' in a dim override") != std::string::npos) {
-    const std::string name =
-        e.message.substr(unknown_dim.size(), e.message.find("' in a dim override") - unknown_dim.size());
-    ErrorInfo d = e;
-    d.message = "--dim " + name + ": " + e.message;
-    if (!locate_option_error(line, d)) return false;
-    e = d;
-    return true;
-  }
   if (e.message.rfind("--", 0) != 0) return false;
   const size_t sp = e.message.find(' ');
   if (sp != std::string::npos && sp > 2 && e.message[sp - 1] == ':') {  // "--arch: ...": about the option's value
