@@ -337,7 +337,8 @@ uint64_t folder_bytes(const fs::path& dir) {
 
 // Lists entries, temp files and lock files (in DIR/ab/) and build folders (in DIR). Never throws.
 // A subfolder a store does not use (folder_problem: another owner's, or open to others) is left
-// out: its files are neither the cache's entries nor fusejit's to evict, clear or count.
+// out: its files are neither the cache's entries nor fusejit's to evict, clear or count; so is a
+// build folder of another user (root's `cache clear` removed another user's .tmp-build-NAME).
 std::vector<ScannedFile> scan(const fs::path& dir) {
   std::vector<ScannedFile> out;
   std::error_code ec;
@@ -346,7 +347,7 @@ std::vector<ScannedFile> scan(const fs::path& dir) {
     const std::string prefix = top->path().filename().string();
     if (prefix.starts_with(kBuildPrefix)) {
       struct stat st;
-      if (::lstat(top->path().c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      if (::lstat(top->path().c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid())
         out.push_back({top->path(), FileType::Build, std::nullopt, folder_bytes(top->path()), mtime_ns(st),
                        order_time_ns(st), {}});
       continue;
@@ -1200,7 +1201,8 @@ ClearResult clear_cache(const fs::path& dir) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.size() == 2 && is_hex(name)) ::rmdir(it->path().c_str());  // only succeeds when empty
+    if (name.size() == 2 && is_hex(name) && folder_problem(it->path(), false).empty())
+      ::rmdir(it->path().c_str());  // only succeeds when empty
   }
   return r;
 }

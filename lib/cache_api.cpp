@@ -89,7 +89,15 @@ std::vector<CacheEntryInfo> cache_list(const Options& o) {
 int64_t cache_clear(const Options& o) {
   return translate_errors([&] {
     const std::filesystem::path dir = resolve(o);
-    if (std::string problem = unreadable_folder(dir); !problem.empty()) throw ir::UserError(fmt::format("cannot clear the kernel cache {}: {}", dir.string(), problem));
+    if (std::string problem = unreadable_folder(dir); !problem.empty())
+      throw ir::UserError(fmt::format("cannot clear the kernel cache {}: {}", dir.string(), problem));
+    // A folder a store refuses to use (open to other users, another user's) holds no files of
+    // fusejit's to remove (a hostile tester's find: clear removed them where run refused the folder).
+    std::error_code ec;
+    if (std::string problem = std::filesystem::exists(dir, ec) ? jit::folder_problem(dir, true) : ""; !problem.empty())
+      throw ir::UserError(fmt::format("cannot clear the kernel cache {}: fusejit does not use it as one ({}), so "
+                                      "its files are not fusejit's to remove",
+                                      dir.string(), problem));
     jit::ClearResult r = jit::clear_cache(dir);
     jit::KernelCache::clear_all_memory();
     if (r.kept > 0)

@@ -1354,6 +1354,30 @@ TEST_CASE("cache stats and clear say when the folder cannot be looked into or is
   fs::remove_all(dir);
 }
 
+TEST_CASE("cache clear refuses a folder fusejit does not use as a cache, and removes only this user's build folders") {
+  // A hostile tester's find: `cache clear` removed a .tmp-build-NAME folder (and the user's file in
+  // it) from a group-writable folder that `run` refused as a cache; and, run by root, another user's.
+  fs::path dir = make_temp_dir();
+  fs::create_directories(dir / ".tmp-build-notes");
+  write_text(dir / ".tmp-build-notes" / "todo.txt", "notes");
+  fs::permissions(dir, fs::perms::group_write, fs::perm_options::add);
+  fj::Options o;
+  o.cache_dir = dir.string();
+  CHECK_FALSE(fj::cache_stats(o).enabled);
+  CHECK_THROWS_WITH_AS(fj::cache_clear(o), doctest::Contains("fusejit does not use it as one"), fj::Error);
+  CHECK(read_text(dir / ".tmp-build-notes" / "todo.txt") == "notes");
+  fs::permissions(dir, fs::perms::group_write, fs::perm_options::remove);
+  if (::geteuid() == 0) {  // another user's build folder and subfolder: only root can make them
+    REQUIRE(::chown((dir / ".tmp-build-notes").c_str(), 65534, 65534) == 0);
+    fs::create_directories(dir / "ab");
+    REQUIRE(::chown((dir / "ab").c_str(), 65534, 65534) == 0);
+    CHECK(fj::cache_clear(o) == 0);
+    CHECK(read_text(dir / ".tmp-build-notes" / "todo.txt") == "notes");
+    CHECK(fs::exists(dir / "ab"));
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("a dump removes the temporary files a killed dump left in the folder, and only those") {
   fs::path dir = make_temp_dir(), out = make_temp_dir();
   const std::vector<const char*> ours = {".index.json.4242.13.tmp", ".fj_g_0123456789abcdef.cu.4242.12.tmp",

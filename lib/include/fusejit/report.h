@@ -193,7 +193,9 @@ std::vector<CacheEntryInfo> cache_list(const Options& options = {});
 /// temporary entry files younger than a minute. Returns how many entries were removed; throws
 /// Error(User) when some entry could not be removed (a read-only folder), naming the first, or
 /// when the folder cannot be looked into or is not a folder (a symbolic link loop, a path through
-/// a file); an absent folder holds nothing (0).
+/// a file), or is one fusejit does not use as a cache (CacheStats::disabled_reason: writable by
+/// other users, another user's); an absent folder holds nothing (0). Other users' build folders
+/// and subfolders in it are left alone.
 int64_t cache_clear(const Options& options = {});
 
 }  // namespace fusejit
