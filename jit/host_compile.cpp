@@ -368,15 +368,21 @@ void write_module_file(const fs::path& path, std::string_view bytes) {
 // (one warning, as for any unusable cache folder: docs/api.md) and runs it again in $TMPDIR. Also
 // when another thread disabled the store first: this build's folder was in the store all the same.
 // A build whose folder was removed under it runs again, up to 3 times (the cache folder is made
-// again): a loop removing the cache folder every second (a cleaner) hit one retry twice.
+// again): a loop removing the cache folder every second (a cleaner) hit one retry twice. A fourth
+// removal disables the store (one warning) and builds in $TMPDIR: a hostile tester's cleaner every
+// second failed one run in five, saying "the host compiler failed".
 template <class F>
 auto with_room(DiskStore& store, F&& build) {
   try {
     for (int attempt = 1;; ++attempt) {
       try {
         return build();
-      } catch (const FolderGone&) {
-        if (attempt == 4) throw;
+      } catch (const FolderGone& e) {
+        if (attempt < 4) continue;
+        if (!store.enabled()) throw;  // $TMPDIR's folder removed: the error names it
+        store.disable(fmt::format("a build's folder in it was removed 4 times in a row (something removes the cache "
+                                  "folder: a cleaner?): {}", e.what()));
+        return build();  // the store is off: a $TMPDIR folder
       }
     }
   } catch (const OutOfSpace& e) {
