@@ -209,6 +209,8 @@ std::string file_problem(const struct stat& st) {
   if (S_ISDIR(st.st_mode)) return "a folder";
   if (S_ISFIFO(st.st_mode)) return "a FIFO";
   if (S_ISLNK(st.st_mode)) return "a symbolic link";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "a device";
   if (!S_ISREG(st.st_mode)) return "not a regular file";
   if (st.st_uid != ::geteuid()) return fmt::format("owned by user id {}, not by this user", st.st_uid);
   if (static_cast<uint64_t>(st.st_size) > kMaxEntryBytes + kHeaderSize)
@@ -594,8 +596,14 @@ std::string folder_problem(const fs::path& dir, bool follow) {
     return fmt::format("its path is {} bytes long: names under it would pass the {}-byte path limit (PATH_MAX)",
                        dir.native().size(), kPathMax);
   struct stat st;
-  if ((follow ? ::stat(dir.c_str(), &st) : ::lstat(dir.c_str(), &st)) != 0)
-    return fmt::format("cannot inspect {}: {}", dir.string(), std::strerror(errno));
+  if ((follow ? ::stat(dir.c_str(), &st) : ::lstat(dir.c_str(), &st)) != 0) {
+    const int err = errno;
+    std::error_code ec;
+    if (follow && ::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode))  // a dangling link: say so (ls shows it)
+      return fmt::format("{} is a symbolic link to {}, which cannot be inspected: {}", dir.string(),
+                         fs::read_symlink(dir, ec).string(), std::strerror(err));
+    return fmt::format("cannot inspect {}: {}", dir.string(), std::strerror(err));
+  }
   if (S_ISLNK(st.st_mode)) return fmt::format("{} is a symbolic link", dir.string());
   if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a folder", dir.string());
   if (st.st_uid != ::geteuid())
@@ -889,11 +897,17 @@ LoadResult DiskStore::load(const DiskKey& key) {
   if (!root_usable()) return r;
   const fs::path path = entry_path(dir_, key.key);
   if (!prefix_problem(path.parent_path(), false).empty()) return r;
-  // O_NONBLOCK: a FIFO in an entry's place must not block the open; O_NOFOLLOW: never a link.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  // Not opened unless it is a regular file (a device's open may act: a hostile tester's find), nor
+  // then (the fstat below checks again) if a FIFO took its place: O_NONBLOCK, and never a link.
+  struct stat first;
+  const bool seen = ::lstat(path.c_str(), &first) == 0;
+  if (!seen && errno == ENOENT) return r;
+  const bool odd = seen && !S_ISREG(first.st_mode);
+  int fd = odd ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
-    if (errno == ENOENT) return r;
-    r.problem = errno == ELOOP ? "a symbolic link" : fmt::format("cannot be opened: {}", std::strerror(errno));
+    if (!odd && errno == ENOENT) return r;
+    r.problem = odd ? file_problem(first) : errno == ELOOP ? "a symbolic link"
+                                                          : fmt::format("cannot be opened: {}", std::strerror(errno));
     discard(path, r.problem, nullptr);
     r.status = LoadResult::Status::Discarded;
     return r;

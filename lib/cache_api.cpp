@@ -1,6 +1,10 @@
 // `fusejit cache`: the one on-disk store (jit/disk_store.h) as library calls (fusejit/report.h).
 #include "fusejit/report.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+
 #include <fmt/format.h>
 
 #include "jit/cache.h"
@@ -56,9 +60,9 @@ CacheStats cache_stats(const Options& o) {
     jit::CacheStats s = jit::cache_stats(dir);
     CacheStats out;
     out.path = dir.string();
-    std::error_code ec;
+    struct stat st;  // lstat: a dangling link is there (run makes no folder at it), folder_problem says so
     if (!o.disk_cache || env.disabled) out.disabled_reason = "disabled";
-    else if (std::filesystem::exists(dir, ec) || ec) out.disabled_reason = jit::folder_problem(dir, true);
+    else if (::lstat(dir.c_str(), &st) == 0 || errno != ENOENT) out.disabled_reason = jit::folder_problem(dir, true);
     else out.disabled_reason = absent_folder_problem(dir);
     out.enabled = out.disabled_reason.empty();
     out.entries = static_cast<int64_t>(s.entries - s.host_entries - s.invalid);

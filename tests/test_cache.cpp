@@ -574,6 +574,19 @@ TEST_CASE("truncated, bit-flipped, foreign, colliding and garbage entries are re
       {"key bit flipped", flip(20), "damaged, or copied from another key"},
       {"another key's entry", [&] { write_text(path, other_file); }, "damaged, or copied from another key"},
       {"garbage", [&] { write_text(path, std::string(300, '\x5a')); }, "bad magic"},
+      // Said as `cache list` says it (it was "cannot be opened: No such device or address").
+      {"a socket in its place",
+       [&] {
+         fs::remove(path);
+         const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+         sockaddr_un addr{};
+         addr.sun_family = AF_UNIX;
+         REQUIRE(path.native().size() < sizeof addr.sun_path);
+         std::memcpy(addr.sun_path, path.c_str(), path.native().size());
+         REQUIRE(::bind(s, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+         ::close(s);
+       },
+       "a socket"},
       {"colliding key",
        [&] {
          // Same 128-bit key, different inputs: only the check hash tells them apart.
@@ -1346,6 +1359,14 @@ TEST_CASE("cache stats and clear say when the folder cannot be looked into or is
     CHECK_THROWS_WITH_AS(fj::cache_list(o), doctest::Contains(("cannot list the kernel cache " + bad.string()).c_str()),
                          fj::Error);  // not "no entries"
   }
+  // A dangling link is said to be one (it said "cannot inspect DIR: No such file or directory",
+  // where ls shows DIR).
+  fs::create_symlink(dir / "gone", dir / "dangling");
+  fj::Options dangling;
+  dangling.cache_dir = (dir / "dangling").string();
+  CHECK(fj::cache_stats(dangling).disabled_reason ==
+        (dir / "dangling").string() + " is a symbolic link to " + (dir / "gone").string() +
+            ", which cannot be inspected: No such file or directory");
   fj::Options absent;
   absent.cache_dir = (dir / "absent").string();
   CHECK(fj::cache_stats(absent).enabled);  // made on first use
