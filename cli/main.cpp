@@ -732,10 +732,11 @@ struct CompileCommand {
     // one-kernel-per-op baseline `fusejit run` compares with).
     const fj::PlanReport plans = fj::plan_graph(g, common.fast_math);
     const bool split = static_cast<size_t>(plans.fused_kernels) + static_cast<size_t>(plans.unfused_kernels) == kernels.size();
+    const std::string shared = plans.unfused_kernels > 1 ? "; those share one binary)" : ")";
     const std::string which = fused_only ? " (the fused plan only: --fused-only)"
                               : split    ? " (" + std::to_string(plans.fused_kernels) + " fused + " +
-                                            std::to_string(plans.unfused_kernels) + " unfused, the one-kernel-per-op baseline" +
-                                            (plans.unfused_kernels > 1 ? "; those share one binary)" : ")")
+                                            std::to_string(plans.unfused_kernels) +
+                                            " unfused, the one-kernel-per-op baseline" + shared
                                          : "";
     std::printf("compiled %zu kernel(s)%s for %s%s into %s (index.json lists them)\n", kernels.size(), which.c_str(),
                 a.c_str(), as.c_str(), fj::terminal_safe(out_dir).c_str());

@@ -600,8 +600,9 @@ std::string folder_problem(const fs::path& dir, bool follow) {
     const int err = errno;
     std::error_code ec;
     if (follow && ::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode))  // a dangling link: say so (ls shows it)
-      return fmt::format("{} is a symbolic link to {}, which cannot be inspected: {}", dir.string(),
-                         fs::read_symlink(dir, ec).string(), std::strerror(err));
+      if (const fs::path to = fs::read_symlink(dir, ec); !ec)
+        return fmt::format("{} is a symbolic link to {}, which cannot be inspected: {}", dir.string(), to.string(),
+                           std::strerror(err));
     return fmt::format("cannot inspect {}: {}", dir.string(), std::strerror(err));
   }
   if (S_ISLNK(st.st_mode)) return fmt::format("{} is a symbolic link", dir.string());
@@ -892,22 +893,34 @@ void DiskStore::not_stored(const fs::path& path, int err) {
                    path.string(), std::strerror(err)));
 }
 
+namespace {
+// Opens an entry file to read: its descriptor, or -1 with `problem` "" (no entry) or what is there
+// instead. Not opened unless it is a regular file (a device's open may act: a hostile tester's
+// find), nor then, if a FIFO took its place since, blocking (O_NONBLOCK; the caller's fstat checks
+// again); never through a link.
+int open_entry(const fs::path& path, std::string& problem) {
+  struct stat first;
+  const bool seen = ::lstat(path.c_str(), &first) == 0;
+  if (!seen && errno == ENOENT) return -1;
+  if (seen && !S_ISREG(first.st_mode)) {
+    problem = file_problem(first);
+    return -1;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0 && errno != ENOENT)
+    problem = errno == ELOOP ? "a symbolic link" : fmt::format("cannot be opened: {}", std::strerror(errno));
+  return fd;
+}
+}  // namespace
+
 LoadResult DiskStore::load(const DiskKey& key) {
   LoadResult r;
   if (!root_usable()) return r;
   const fs::path path = entry_path(dir_, key.key);
   if (!prefix_problem(path.parent_path(), false).empty()) return r;
-  // Not opened unless it is a regular file (a device's open may act: a hostile tester's find), nor
-  // then (the fstat below checks again) if a FIFO took its place: O_NONBLOCK, and never a link.
-  struct stat first;
-  const bool seen = ::lstat(path.c_str(), &first) == 0;
-  if (!seen && errno == ENOENT) return r;
-  const bool odd = seen && !S_ISREG(first.st_mode);
-  int fd = odd ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  int fd = open_entry(path, r.problem);
   if (fd < 0) {
-    if (!odd && errno == ENOENT) return r;
-    r.problem = odd ? file_problem(first) : errno == ELOOP ? "a symbolic link"
-                                                          : fmt::format("cannot be opened: {}", std::strerror(errno));
+    if (r.problem.empty()) return r;  // no entry
     discard(path, r.problem, nullptr);
     r.status = LoadResult::Status::Discarded;
     return r;

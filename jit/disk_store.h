@@ -289,8 +289,9 @@ struct ClearResult {
 // Removes entries, temporary files, unused lock files, build folders and the emptied prefix
 // folders under `dir`; files that do not look like cache files are left alone (the folder may
 // be shared by mistake), and so are other users' build folders and subfolders. The caller checks
-// that `dir` is one a store uses (folder_problem). What a build in progress uses stays: a build folder whose Scratch holds
-// its lock, a temporary entry file younger than a minute (it lives between a write and a rename).
+// that `dir` is one a store uses (folder_problem). What a build in progress uses stays: a build
+// folder whose Scratch holds its lock, a temporary entry file younger than a minute (it lives
+// between a write and a rename).
 ClearResult clear_cache(const std::filesystem::path& dir);
 
 }  // namespace fusejit::jit

@@ -335,7 +335,11 @@ class OutOfSpace : public HostCompileError {
 // another process): with_room runs it again in a fresh folder.
 class FolderGone : public HostCompileError {
  public:
-  using HostCompileError::HostCompileError;
+  FolderGone(const std::string& what, fs::path folder) : HostCompileError(what), folder_(std::move(folder)) {}
+  const fs::path& folder() const { return folder_; }  // the build folder that went
+
+ private:
+  fs::path folder_;
 };
 
 // A shared object that cannot be loaded from its folder, on a filesystem mounted noexec (a
@@ -352,7 +356,8 @@ class NoExec : public HostCompileError {
 // Throws FolderGone when `folder` is no more (whatever step failed in it), else returns.
 void check_folder_there(const fs::path& folder, const std::string& what) {
   std::error_code ec;
-  if (!fs::exists(folder, ec) && !ec) throw FolderGone(fmt::format("the build folder {} was removed: {}", folder.string(), what));
+  if (!fs::exists(folder, ec) && !ec)
+    throw FolderGone(fmt::format("the build folder {} was removed: {}", folder.string(), what), folder);
 }
 
 void write_module_file(const fs::path& path, std::string_view bytes) {
@@ -379,9 +384,13 @@ auto with_room(DiskStore& store, F&& build) {
         return build();
       } catch (const FolderGone& e) {
         if (attempt < 4) continue;
-        if (!store.enabled()) throw;  // $TMPDIR's folder removed: the error names it
-        store.disable(fmt::format("a build's folder in it was removed 4 times in a row (something removes the cache "
-                                  "folder: a cleaner?): {}", e.what()));
+        // By where the folder was (another thread may have disabled the store meanwhile, as for
+        // NoExec): one in $TMPDIR removed is the error, naming it (a reviewer's find).
+        if (store.dir().empty() || e.folder().parent_path() != store.dir()) throw;
+        if (store.enabled())
+          store.disable(fmt::format("a build's folder in it was removed 4 times in a row (something removes the "
+                                    "cache folder: a cleaner?): {}",
+                                    e.what()));
         return build();  // the store is off: a $TMPDIR folder
       }
     }

@@ -372,7 +372,7 @@ struct Planner {
     for (size_t gi = 0; gi < fgs.size(); ++gi) {
       bool params = estimate_param_bytes(fgs[gi], out_bind) > opt.max_param_bytes;
       bool ops = static_cast<int>(fgs[gi].nodes.size()) > opt.max_ops_per_group;
-      bool passes = fgs[gi].reduce_mask && analyze_reduce_group(g, fgs[gi]).pass_ops > kMaxPassOps;
+      bool passes = !params && !ops && fgs[gi].reduce_mask && analyze_reduce_group(g, fgs[gi]).pass_ops > kMaxPassOps;
       if ((params || ops || passes) && members[gi].size() > 1) {
         size_t half = members[gi].size() / 2;
         nm.emplace_back(members[gi].begin(), members[gi].begin() + static_cast<std::ptrdiff_t>(half));

@@ -238,7 +238,8 @@ def _refused(e: TypeError, arrays: list, whats: list[str]) -> NoReturn:
     if grad:  # torch's __dlpack__ refuses it ("Can't export tensors that require gradient"), nanobind says less
         raise TypeError(f"{grad[0]}: a PyTorch tensor that requires grad: fusejit's kernels record no autograd "
                         "graph, and PyTorch exports no such tensor; pass t.detach(), the same memory (an update "
-                        "in place, as an optimizer's step under torch.no_grad(), then changes the tensor itself)") from None
+                        "in place, as an optimizer's step under torch.no_grad(), then changes the tensor itself)"
+                        ) from None
     odd = [(a, w) for a, w in zip(arrays, whats) if _framework(a) == "dlpack"]
     cause: BaseException = e
     for a, _ in odd:  # nanobind swallowed what a failing __dlpack__ raised: the cause, where there is one
@@ -812,7 +813,9 @@ def cache_clear(cache_dir: str | bytes | os.PathLike[str] | None = None) -> int:
     folder, except what builds running meanwhile in other processes use; returns how many entries
     were removed (``fusejit cache clear``). Programs already compiled keep their kernels (in
     memory); the next compile of a removed kernel compiles it again. Raises UserError as
-    :func:`cache_path`, and when some entry could not be removed (a read-only folder), naming it."""
+    :func:`cache_path`, when some entry could not be removed (a read-only folder), naming it, and
+    for a folder fusejit does not use as a cache (writable by other users, another user's:
+    ``cache_stats().disabled_reason`` says why), whose files are not its to remove."""
     return _fusejit.cache_clear(cache_dir)
 
 

@@ -39,8 +39,8 @@ import numpy as np
 
 from ._errors import _PACKAGE_DIR, Error, FusejitWarning, UserError, errors_made
 from ._fusejit import GraphBuilder, Value
-from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, ScalarCopy, Snapshot, Traced,
-                       arrays_not_inputs, as_array, by_value, constant_key, dtype_name, lifted, pattern_difference,
+from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, ScalarCopy,
+                       Snapshot, Traced, arrays_not_inputs, as_array, by_value, constant_key, dtype_name, lifted, pattern_difference,
                        scalar_key, serves, state_of, swap_copies, tag_expression, tag_name, trace_copies,
                        traced_attribute)
 
@@ -1439,11 +1439,13 @@ class Fused:
             seen.add(part[1][1])
             if len(seen) == _FLOAT_VALUES_WARNING_AT:
                 name, kind = tag_name(part[0]), part[1][0].__name__
-                as_array = f"np.float32({name})" if kind == "float" else f"np.int64({name})"
+                zero_d = f"np.float32({name})" if kind == "float" else f"np.int64({name})"
+                # An int may be an axis, a size or a count, which no array can be (a reviewer's find).
+                operand = "" if kind == "float" else " and it is an operand of arithmetic (not an axis, size or count)"
                 said.append(f"fuse: '{self.__name__}' has traced and compiled a new program for each of "
                             f"{len(seen)} values of its argument '{name}' (a Python {kind} is a constant of the "
-                            f"trace); if it changes from call to call, pass it as a 0-d array, e.g. "
-                            f"{as_array}, to make it an input of one program (it computes in the dtype "
+                            f"trace); if it changes from call to call{operand}, pass it as a 0-d array, e.g. "
+                            f"{zero_d}, to make it an input of one program (it computes in the dtype "
                             "of the arrays it meets, as a PyTorch 0-d tensor does: np.float64 with f32 arrays "
                             "is cast to f32)")
         return said
@@ -1799,7 +1801,8 @@ def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) ->
     :func:`fusejit.reduce` for every op of docs/ops.md. It returns one value or a tuple, list or dict
     of values. Other arguments (numbers, strings, None) are constants of the trace: Python numbers
     are weakly typed literals, so each new value traces and compiles again (a FusejitWarning names
-    a float argument traced at three values; pass one that changes every call as np.float32(v)).
+    a float or int argument traced at three values; pass one that changes every call as
+    np.float32(v), or an int operand of arithmetic as np.int64(t)).
     An object argument of a Python class (a method's self; ``fuse(obj.method)`` and ``fuse(obj)``
     bind it so) is keyed by its attributes' values, its array attributes being inputs read at
     every call (docs/fuse.md, "Objects and methods"; _pattern.py). An array argument or attribute

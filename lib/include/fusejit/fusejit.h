@@ -103,8 +103,9 @@ class Error : public std::runtime_error {
   int line() const noexcept { return line_; }
   int column() const noexcept { return column_; }
   /// Ready to print: "FILE:LINE:COL: error: MESSAGE", the offending line and a caret when the error
-  /// has a location ("FILE:LINE: error: MESSAGE" and the line, no caret, where its column is 0); otherwise "error: MESSAGE" (with the NVRTC log for compile errors); a long
-  /// quoted name in MESSAGE is cut as format_diagnostic cuts it (what() keeps it whole). What
+  /// has a location ("FILE:LINE: error: MESSAGE" and the line, no caret, where its column is 0);
+  /// otherwise "error: MESSAGE" (with the NVRTC log for compile errors); a long quoted name in
+  /// MESSAGE is cut as format_diagnostic cuts it (what() keeps it whole). What
   /// terminal_safe() replaces (an ESC in a file name, a bidirectional override) is '?' in it;
   /// what() keeps it. No trailing newline (as format_diagnostic).
   const std::string& diagnostic() const noexcept { return diagnostic_; }
