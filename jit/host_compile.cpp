@@ -386,7 +386,8 @@ auto with_room(DiskStore& store, F&& build) {
         if (attempt < 4) continue;
         // By where the folder was (another thread may have disabled the store meanwhile, as for
         // NoExec): one in $TMPDIR removed is the error, naming it (a reviewer's find).
-        if (store.dir().empty() || e.folder().parent_path() != store.dir()) throw;
+        const auto folder_of = [](const fs::path& p) { return (p / "").lexically_normal(); };  // "a/b/" is "a/b"
+        if (store.dir().empty() || folder_of(e.folder().parent_path()) != folder_of(store.dir())) throw;
         if (store.enabled())
           store.disable(fmt::format("a build's folder in it was removed 4 times in a row (something removes the "
                                     "cache folder: a cleaner?): {}",

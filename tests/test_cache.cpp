@@ -1912,10 +1912,12 @@ TEST_CASE("a cache folder removed during a CPU-path build: the build runs again,
   CHECK(fs::is_directory(cache));
   CHECK(fj::cache_list(cpu_options(cache)).size() == 1);
   // A fourth removal within one build turns the disk cache off (one warning naming the folder)
-  // and builds in $TMPDIR (it was an error that said "the host compiler failed").
+  // and builds in $TMPDIR (it was an error that said "the host compiler failed"), also for a
+  // folder named with a trailing slash.
   write_text(count, "-1");
   LibraryWarnings w;
-  CHECK(all_are(cpu_outcomes("input q : i32[3]\nr = q * 17\noutput r\n", "q.txt", cpu_options(cache), true),
+  CHECK(all_are(cpu_outcomes("input q : i32[3]\nr = q * 17\noutput r\n", "q.txt", cpu_options(cache.string() + "/"),
+                             true),
                 "compiled"));
   CHECK(read_text(count) == "3\n");
   REQUIRE(w.list.size() == 1);
