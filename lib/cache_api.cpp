@@ -36,6 +36,14 @@ std::string absent_folder_problem(const std::filesystem::path& dir) {
   return "";
 }
 
+// Why a store would not use what is at `dir` (jit::folder_problem), or "" when nothing is there:
+// lstat, so a dangling link is there (run makes no folder at it). The one test of cache_stats and
+// cache_clear.
+std::string present_folder_problem(const std::filesystem::path& dir) {
+  struct stat st;
+  return ::lstat(dir.c_str(), &st) == 0 || errno != ENOENT ? jit::folder_problem(dir, true) : "";
+}
+
 // Why `dir` cannot be looked into (a symbolic link loop, a path through a file, not a folder, no
 // read permission):
 // an error for `cache list` and `cache clear`, not "no entries"; "" for a folder or an absent one.
@@ -60,10 +68,9 @@ CacheStats cache_stats(const Options& o) {
     jit::CacheStats s = jit::cache_stats(dir);
     CacheStats out;
     out.path = dir.string();
-    struct stat st;  // lstat: a dangling link is there (run makes no folder at it), folder_problem says so
     if (!o.disk_cache || env.disabled) out.disabled_reason = "disabled";
-    else if (::lstat(dir.c_str(), &st) == 0 || errno != ENOENT) out.disabled_reason = jit::folder_problem(dir, true);
-    else out.disabled_reason = absent_folder_problem(dir);
+    else if (out.disabled_reason = present_folder_problem(dir); out.disabled_reason.empty())
+      out.disabled_reason = absent_folder_problem(dir);
     out.enabled = out.disabled_reason.empty();
     out.entries = static_cast<int64_t>(s.entries - s.host_entries - s.invalid);
     out.bytes = static_cast<int64_t>(s.bytes - s.host_bytes - s.invalid_bytes);
@@ -97,8 +104,7 @@ int64_t cache_clear(const Options& o) {
       throw ir::UserError(fmt::format("cannot clear the kernel cache {}: {}", dir.string(), problem));
     // A folder a store refuses to use (open to other users, another user's) holds no files of
     // fusejit's to remove (a hostile tester's find: clear removed them where run refused the folder).
-    std::error_code ec;
-    if (std::string problem = std::filesystem::exists(dir, ec) ? jit::folder_problem(dir, true) : ""; !problem.empty())
+    if (std::string problem = present_folder_problem(dir); !problem.empty())
       throw ir::UserError(fmt::format("cannot clear the kernel cache {}: fusejit does not use it as one ({}), so "
                                       "its files are not fusejit's to remove",
                                       dir.string(), problem));

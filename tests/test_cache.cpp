@@ -1368,6 +1368,8 @@ TEST_CASE("cache stats and clear say when the folder cannot be looked into or is
   CHECK(fj::cache_stats(dangling).disabled_reason ==
         (dir / "dangling").string() + " is a symbolic link to " + (dir / "gone").string() +
             ", which cannot be inspected: No such file or directory");
+  // ... and cache clear decides by the same test: refused, not "removed 0 entries".
+  CHECK_THROWS_WITH_AS(fj::cache_clear(dangling), doctest::Contains("fusejit does not use it as one"), fj::Error);
   fj::Options absent;
   absent.cache_dir = (dir / "absent").string();
   CHECK(fj::cache_stats(absent).enabled);  // made on first use
