@@ -530,24 +530,60 @@ class Program:
         compiled on its first use), to compare with the fused one.
         """
         try:
+            # The hot loop's call (every input, by position or by name, and no param), checked fast.
+            inputs = len(self._inputs)
+            if stream is None and plan == "fused" and not (args and kwargs) and len(kwargs or args) == inputs:
+                results = self._plain_call(args or [kwargs.get(n) for n in self._inputs], out)
+                if results is not None:
+                    return results
             return self._call(args, out, stream, plan, kwargs)
         except TypeError:
             _check_call_options(stream, plan, self._inputs)  # nanobind's message would name the extension's signature
             raise
         except UserError as e:
-            fixed = _FIXED_SIZE.search(e.message) if self._traced_by else None
-            if fixed is None:
-                shared = self._shared_dim(e.message)
-                if shared is None:
-                    raise
-                raise UserError(e.message + f"; the axes of dim {shared} had one size when fuse traced "
-                                f"'{self._traced_by}' (equal sizes share a dim, and a Program runs its own "
-                                "pattern only): call the fused function itself, which traces these sizes "
-                                "where the function takes them (or says why they do not broadcast)") from None
-            # A program fuse traced: its graph text is not the caller's to edit.
-            raise UserError(e.message[:fixed.start()] + f"; axis {fixed.group(1)} had size {fixed.group(2)} when "
-                            f"fuse traced '{self._traced_by}' (a size of 1 broadcasts, so it is part of the "
-                            "pattern): call the fused function itself, which traces this size once") from None
+            self._explained(e)
+
+    def _plain_call(self, args: Sequence[Any], out: Any) -> dict[str, Any] | None:
+        """A call of `args`, one per input in order (None for one not given), and `out` None or a
+        dict of every output: where every array is a _plain_numpy one and (without `out`) the
+        output shapes of these input shapes are known (_allocate learnt them), the launch without
+        _call's binding and its checks of what was not given (a warm call of small arrays costs
+        about a quarter less); else None (_call's turn)."""
+        if not args or not _plain_numpy(args, False):
+            return None
+        if out is None:
+            shapes = self._shapes.get(("fused", *[a.shape for a in args]))
+            if shapes is None:
+                return None
+            results = [_np_empty(shape, dt) for shape, (_, dt) in zip(shapes, self._outputs)]
+        elif type(out) is dict and len(out) == len(self._out_names):
+            results = [out.get(n) for n in self._out_names]
+            if not _plain_numpy(results, True):  # None (a name not given) is refused there too
+                return None
+        else:
+            return None
+        try:
+            self._p.launch(args, self._no_in_as, results, self._no_out_as, [], 0, "fused")
+        except TypeError as e:
+            _refused(e, list(args), self._in_whats)
+        return dict(zip(self._out_names, results))
+
+    def _explained(self, e: UserError) -> NoReturn:
+        """Raises a call's UserError, where it is a size error of a program fuse traced with what
+        the trace fixed (a size of 1, dims that shared a size), else as it is."""
+        fixed = _FIXED_SIZE.search(e.message) if self._traced_by else None
+        if fixed is None:
+            shared = self._shared_dim(e.message)
+            if shared is None:
+                raise e
+            raise UserError(e.message + f"; the axes of dim {shared} had one size when fuse traced "
+                            f"'{self._traced_by}' (equal sizes share a dim, and a Program runs its own "
+                            "pattern only): call the fused function itself, which traces these sizes "
+                            "where the function takes them (or says why they do not broadcast)") from None
+        # A program fuse traced: its graph text is not the caller's to edit.
+        raise UserError(e.message[:fixed.start()] + f"; axis {fixed.group(1)} had size {fixed.group(2)} when "
+                        f"fuse traced '{self._traced_by}' (a size of 1 broadcasts, so it is part of the "
+                        "pattern): call the fused function itself, which traces this size once") from None
 
     def _shared_dim(self, message: str) -> str | None:
         """The dim a size error of a program fuse traced names (axes that share it had one size

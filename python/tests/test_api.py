@@ -1325,3 +1325,41 @@ def test_a_testers_finds_of_session_44():
     assert fusejit.Graph.parse(text, dims=types.MappingProxyType({"N": 7})).dims == {"N": 7}  # any mapping
     back = pickle.loads(pickle.dumps(g))
     assert back.to_text() == g.to_text() and repr(back) == "<fusejit.Graph>"
+
+
+def test_a_warm_call_of_numpy_arrays_takes_the_short_path_with_every_rule(rng):
+    # p(x, y) or p(x=x, y=y), with out= a dict of every output or none, launches without _call
+    # once its output shapes are learnt (a hot loop's call costs about a quarter less); what that
+    # path refuses, and every other call, still goes by _call's rules.
+    p = fusejit.compile(fusejit.Graph.parse(AXPY), backend="cpu")
+    x, y = rng.standard_normal(8).astype(np.float32), rng.standard_normal(8).astype(np.float32)
+    first = p(x, y)["z"]  # learns the output shapes
+    called = []
+    real = p._call
+    p._call = lambda *a: called.append(a) or real(*a)
+    assert p(x, y)["z"].tobytes() == first.tobytes() and not called
+    wide = rng.standard_normal(16).astype(np.float32)
+    assert p(wide[::2], y)["z"].tobytes() == (np.float32(2) * wide[::2] + y).tobytes() and not called  # strided
+    with pytest.raises(fusejit.UserError, match=r"input 'x': expected f32\[N\], got f64\[8\]"):
+        p(x.astype(np.float64), y)  # a shape learnt, the dtype refused (by _call where f64 is not yet known)
+    called.clear()
+    with pytest.raises(fusejit.UserError, match=r"input 'x': expected f32\[N\], got f64\[8\]"):
+        p(x.astype(np.float64), y)  # by the launch itself
+    assert not called
+    assert p(np.ones(5, np.float32), np.ones(5, np.float32))["z"].tolist() == [3.0] * 5 and len(called) == 1  # new shapes
+    z = np.empty(8, np.float32)
+    assert p(x=x, y=y)["z"].tobytes() == first.tobytes() and p(y=y, x=x, out={"z": z})["z"] is z
+    assert p(x, y, out={"z": z})["z"] is z and z.tobytes() == first.tobytes() and len(called) == 1
+    p(x, y, a=3.0)  # a param, out= as a list, an input by position and one by name: _call
+    p(x, y, out=[z])
+    p(x, y=y)
+    assert len(called) == 4
+    with pytest.raises(TypeError, match="positional inputs given"):
+        p(x, y, x)
+    with pytest.raises(fusejit.UserError, match="read-only"):
+        p(x, y, out={"z": np.broadcast_to(z, (8,))})  # a read-only output: _call says so
+    with pytest.raises(TypeError, match="no output named 'w'"):
+        p(x, y, out={"w": z})
+    with pytest.raises(TypeError, match="'w' is neither an input nor a param"):
+        p(x=x, w=y)
+    assert len(called) == 8
