@@ -307,17 +307,19 @@ struct Analyzer {
   }
 
   // pass_ops: the element values each pass computes (pass_values of its reductions' operands), and
-  // the epilogue's (of the element outputs).
+  // the epilogue's (of the element outputs); early outputs are computed in the one pass, each value
+  // once with the reductions' operands.
   void count_pass_ops() {
-    for (const std::vector<NodeId>& p : info.passes) {
-      std::set<NodeId> values;
-      for (NodeId r : p) pass_values(g.node(r).arg(0), values);
-      info.pass_ops += static_cast<int64_t>(values.size());
-    }
     std::set<NodeId> epilogue;
     for (NodeId o : grp.outputs)
       if (in_group.count(o) && !info.row.count(o)) pass_values(o, epilogue);
-    info.pass_ops += static_cast<int64_t>(epilogue.size());
+    for (size_t k = 0; k < info.passes.size(); ++k) {
+      std::set<NodeId> values;
+      if (k == 0 && info.early_outputs) values.swap(epilogue);
+      for (NodeId r : info.passes[k]) pass_values(g.node(r).arg(0), values);
+      info.pass_ops += static_cast<int64_t>(values.size());
+    }
+    info.pass_ops += static_cast<int64_t>(epilogue.size());  // none left with early outputs
   }
 
   // An op whose GPU code is long (~10 instructions or more a value): a CUDA Math API call, an IEEE

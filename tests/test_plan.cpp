@@ -397,7 +397,9 @@ TEST_CASE("a chain of dependent reductions is split where its passes would recom
   // v = v - amax(v, -1, keepdim), n times: pass k computes the k subtractions before it again (a
   // C++ API hostile tester's find: n = 100 made 858 KB of source, compiled for 50 s). 30 steps
   // (0 + 1 + ... + 29 = 435 ops in the reductions' passes, 30 in the epilogue) stay one kernel;
-  // 40 (780 + 40) split in two of 20.
+  // 40 (780 + 40) split after the most steps that fit, 31 (465 + 31 = 496 ops): 31 + 9. Halves
+  // made 70 steps 4 kernels (35 did not fit, then 17 and 18), and split 33 between an amax and its
+  // subtraction (the second kernel read the row value too); now 31 + 31 + 8 and 31 + 2.
   const auto steps = [](int n) {
     std::string s = "input x : f32[4, 8]\nv0 = x\n";
     for (int k = 0; k < n; ++k) s += fmt::format("v{} = v{} - amax(v{}, -1, keepdim)\n", k + 1, k, k);
@@ -413,6 +415,22 @@ TEST_CASE("a chain of dependent reductions is split where its passes would recom
   for (const FusionGroup& grp : p40.groups) CHECK(analyze_reduce_group(g40, grp).pass_ops <= kMaxPassOps);
   CHECK(p40.groups[1].note.find("split: the passes over each row would evaluate more than 512 ops per element") !=
         std::string::npos);
+  CHECK(analyze_reduce_group(g40, p40.groups[0]).pass_ops == 496);
+  const Graph g33 = steps(33), g70 = steps(70);
+  const Plan p33 = plan_fusion(g33), p70 = plan_fusion(g70);
+  check_plan(g33, p33);
+  check_plan(g70, p70);
+  CHECK(p70.groups.size() == 3);
+  REQUIRE(p33.groups.size() == 2);
+  CHECK(p33.groups[1].inputs == std::vector<NodeId>{p33.groups[0].outputs.at(0)});  // v31 only
+  // Early outputs are written in the one pass that computes them for the reduction: counted once
+  // (a reviewer's find: the mul and add were counted in the pass and again in an epilogue).
+  const Graph early = parse_graph("input x : f32[4, 8]\ny = x * 2 + 1\nm = amax(y, -1)\noutput y, m\n", "early.txt");
+  const Plan pe = plan_fusion(early);
+  REQUIRE(pe.groups.size() == 1);
+  const ReduceGroupInfo info = analyze_reduce_group(early, pe.groups[0]);
+  CHECK(info.early_outputs);
+  CHECK(info.pass_ops == 2);
 }
 
 TEST_CASE("the op cap splitting a row output off its reductions does not plan every reduction alone") {

@@ -363,22 +363,60 @@ struct Planner {
     return into.size() > was;
   }
 
-  // Splits every group over a cap in two; returns true if any split happened.
+  // The pass ops (ReduceGroupInfo::pass_ops) of group gi's first k members as a group of their own
+  // (the rest another): the groups built so (finalize), then the membership put back.
+  int64_t prefix_pass_ops(size_t gi, size_t k) {
+    const std::vector<std::vector<NodeId>> was_members = members;
+    const std::vector<int> was_key = key, was_group = group;
+    const auto at = static_cast<std::ptrdiff_t>(gi);
+    members.insert(members.begin() + at + 1,
+                   std::vector<NodeId>(members[gi].begin() + static_cast<std::ptrdiff_t>(k), members[gi].end()));
+    members[gi].resize(k);
+    key.insert(key.begin() + at + 1, key[gi]);
+    const int64_t ops = analyze_reduce_group(g, finalize()[gi]).pass_ops;
+    members = was_members;
+    key = was_key;
+    group = was_group;
+    return ops;
+  }
+
+  // Where group gi, whose passes are over kMaxPassOps, splits: after the most members whose passes
+  // fit (a chain of n amax steps makes about n / 34 kernels, not a power of two of halves), found
+  // by bisection (the count grows with the members); one member at least.
+  size_t pass_split(size_t gi) {
+    size_t lo = 1, hi = members[gi].size() - 1;  // lo: fits, or is the least split
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo + 1) / 2;
+      if (prefix_pass_ops(gi, mid) <= kMaxPassOps) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  // Splits every group over a cap in two (halves; a group over kMaxPassOps after the most members
+  // that fit); returns true if any split happened.
   bool split_oversized(const std::vector<FusionGroup>& fgs) {
+    std::vector<size_t> at(fgs.size(), 0);  // where group gi splits (0: it does not)
+    std::vector<Opened> why(fgs.size());
+    for (size_t gi = 0; gi < fgs.size(); ++gi) {
+      const bool params = estimate_param_bytes(fgs[gi], out_bind) > opt.max_param_bytes;
+      const bool ops = static_cast<int>(fgs[gi].nodes.size()) > opt.max_ops_per_group;
+      const bool passes = !params && !ops && fgs[gi].reduce_mask && analyze_reduce_group(g, fgs[gi]).pass_ops > kMaxPassOps;
+      if (!(params || ops || passes) || members[gi].size() < 2) continue;
+      at[gi] = passes ? pass_split(gi) : members[gi].size() / 2;
+      why[gi] = params ? Opened::SplitParams : ops ? Opened::SplitOps : Opened::SplitPasses;
+    }
     std::vector<std::vector<NodeId>> nm;
     std::vector<Opened> no;
     std::vector<int> nk;
     bool any = false;
     for (size_t gi = 0; gi < fgs.size(); ++gi) {
-      bool params = estimate_param_bytes(fgs[gi], out_bind) > opt.max_param_bytes;
-      bool ops = static_cast<int>(fgs[gi].nodes.size()) > opt.max_ops_per_group;
-      bool passes = !params && !ops && fgs[gi].reduce_mask && analyze_reduce_group(g, fgs[gi]).pass_ops > kMaxPassOps;
-      if ((params || ops || passes) && members[gi].size() > 1) {
-        size_t half = members[gi].size() / 2;
+      if (at[gi] > 0) {
+        const size_t half = at[gi];
         nm.emplace_back(members[gi].begin(), members[gi].begin() + static_cast<std::ptrdiff_t>(half));
         nm.emplace_back(members[gi].begin() + static_cast<std::ptrdiff_t>(half), members[gi].end());
         no.push_back(opened[gi]);
-        no.push_back(params ? Opened::SplitParams : ops ? Opened::SplitOps : Opened::SplitPasses);
+        no.push_back(why[gi]);
         nk.push_back(key[gi]);
         nk.push_back(key[gi]);
         any = true;
