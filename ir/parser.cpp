@@ -588,8 +588,14 @@ class Parser {
     std::vector<Operand> args;
     if (tok_.kind != Tok::RParen) {
       for (;;) {
-        if (is_cast && args.size() == 1 && !cast_to) cast_to = cast_dtype_tok();
-        else args.push_back(expr(depth + 1));
+        if (is_cast && args.size() == 1 && !cast_to) {
+          cast_to = cast_dtype_tok();
+        } else if (is_cast && cast_to && tok_.kind == Tok::Ident && parse_dtype(tok_.text)) {
+          advance();  // a dtype as a third argument: counted for cast's arity error, not read as a value
+          args.push_back(args.front());
+        } else {
+          args.push_back(expr(depth + 1));
+        }
         if (tok_.kind == Tok::Comma) {
           advance();
           refuse_trailing_comma(Tok::RParen, "an argument");
