@@ -293,9 +293,10 @@ def _dtype_name(dtype: Any, of_array: bool = False) -> str:
         for name in _DTYPE_NAMES:
             if dt is not None and (name != "bf16" or dt.name == "bfloat16") and numpy_dtype(name) == dt:
                 return name
-        if dt is not None and not dt.isnative:
+        if dt is not None and not dt.isnative:  # a bfloat16's str is a void's ('<V2'): named so
+            native = "ml_dtypes.bfloat16" if dt.name == "bfloat16" else repr(dt.newbyteorder('=').str)
             raise UserError(f"dtype {dtype!r}: big-endian; fusejit's dtypes are in the machine's byte order "
-                            f"({dt.newbyteorder('=').str!r})")
+                            f"({native})")
     _no_such_dtype(dtype, of_array)
 
 

@@ -111,11 +111,18 @@ class Value:  # a node of a GraphBuilder, which it keeps alive
     def ndim(self) -> int: ...
     @property
     def builder(self) -> GraphBuilder: ...
-    def astype(self, dtype: str | Any, copy: bool = True) -> Value: ...  # cast
+    def astype(self, dtype: str | Any, copy: bool = True) -> Value: ...  # cast (copy=False, same dtype: v itself)
     @property
     def size(self) -> int: ...  # element count at the builder's dim sizes (read under fuse: sizes fixed)
     def __len__(self) -> int: ...  # the first dim's size (read under fuse: sizes fixed)
     def copy(self, order: str = "K") -> Value: ...  # a new value of the same elements (a cast to its own dtype)
+    @property
+    def itemsize(self) -> int: ...  # bytes per element
+    @property
+    def nbytes(self) -> int: ...  # size * itemsize (read under fuse: sizes fixed)
+    # v[...], v[:] (v itself) and v[...] = x (v becomes x, broadcast and cast): whole values only.
+    def __getitem__(self, index: Any) -> Value: ...
+    def __setitem__(self, index: Any, value: Value | float | int | bool) -> None: ...
     # NumPy's ndarray reductions, with NumPy's positional order (axis None: every axis; dtype: the
     # operand cast to it first); var/std take ddof (default 0, NumPy's).
     def sum(self, axis: int | Sequence[int] | None = None, dtype: Any = None, out: None = None,

@@ -227,11 +227,12 @@ def _ddof(op_name: str, ddof: Any) -> int:
     """NumPy's ddof as fusejit's correction: a whole number from 0 to 2^62 (an int, or a float such
     as 1.0; NumPy also takes a negative or a fractional one, which fusejit's var does not), with
     errors that name ddof, as the caller wrote it."""
-    if isinstance(ddof, (float, np.floating)) and float(ddof).is_integer():
-        ddof = int(ddof)
-    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer)):
-        raise TypeError(f"{op_name}: ddof must be a whole number, got {ddof!r} ({type(ddof).__name__}; NumPy's "
-                        f"var takes a fractional ddof, fusejit's does not)")
+    if isinstance(ddof, (float, np.floating, bool, np.bool_)) and float(ddof).is_integer():
+        ddof = int(ddof)  # 1.0, and True as NumPy takes it (1)
+    if not isinstance(ddof, (int, np.integer)):
+        fractional = isinstance(ddof, (float, np.floating))
+        raise TypeError(f"{op_name}: ddof must be a whole number, got {ddof!r} ({type(ddof).__name__}"
+                        + (f"; NumPy's {op_name} takes a fractional ddof, fusejit's does not)" if fractional else ")"))
     if not 0 <= int(ddof) <= 2 ** 62:
         raise UserError(f"{op_name}: ddof={int(ddof)} is out of range (fusejit's var divides by max(0, n - ddof) "
                         f"with ddof from 0 to 2^62; NumPy's takes a negative one)")
@@ -438,6 +439,8 @@ def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dic
         return _np_isclose(*args, **kwargs)
     if name in ("round", "around"):
         return _np_round(name, args, kwargs)
+    if name == "astype":  # NumPy 2's np.astype(x, dtype, /, *, copy=True, device=None)
+        return _np_astype(*args, **kwargs)
     if name in ("take_along_axis", "take", "choose", "put_along_axis"):
         raise TypeError(f"np.{name} has no fusejit op: fusejit has no gather. To pick one element per row (a "
                         "cross-entropy's target logit), pass the indices along the axis as an input and compare: "
@@ -446,7 +449,15 @@ def _array_function(self: Value, func: Any, types: Any, args: tuple, kwargs: dic
     module = getattr(func, "__module__", None) or "numpy"  # np.linalg.norm, not np.norm
     where = ("np" + module[len("numpy"):]) if module.startswith("numpy") else module
     raise TypeError(f"{where}.{name} has no fusejit op on fusejit values (supported: NumPy's ufuncs of docs/ops.md, "
-                    "heaviside, where, clip, isclose, and the reductions sum mean prod max min amax amin argmax argmin var std)")
+                    "heaviside, where, clip, isclose, astype, and the reductions sum mean prod max min amax amin argmax argmin var std)")
+
+
+def _np_astype(x: Value, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Value:
+    """np.astype(x, dtype): x.astype(dtype, copy=copy), as NumPy's function of an array ("cpu" or
+    None its only device there)."""
+    if device not in (None, "cpu"):
+        raise ValueError(f"np.astype: device={device!r}: NumPy's only device is 'cpu' (NumPy's error)")
+    return _astype(x, dtype, copy=copy)
 
 
 def _reduction_call(name: str, a: Any, args: tuple, kwargs: dict, where: str, before: int) -> Value:
@@ -484,8 +495,9 @@ def _astype(self: Value, dtype: Any, order: str = "K", casting: str = "unsafe", 
     """``cast(x, dtype)``: dtype a fusejit name ("bf16"), a NumPy/PyTorch dtype (as GraphBuilder.input)
     or, as NumPy's astype takes it, a NumPy dtype name ("float32"; "float" is float64 there); "i8",
     "u8" and "f16", which NumPy reads as int64, uint64 and float128, are refused (write "int8" or
-    np.int8). order, subok and copy are NumPy's and mean nothing here (a value has no layout; a cast
-    is always a new value); casting is NumPy's rule (_check_casting: a TypeError for a cast it
+    np.int8). order and subok are NumPy's and mean nothing here (a value has no layout); copy=False
+    to the value's own dtype gives the value itself, as NumPy gives the array (so `q =
+    p.astype(p.dtype, copy=False); q -= g` updates p), else a cast is a new value; casting is NumPy's rule (_check_casting: a TypeError for a cast it
     does not allow)."""
     if casting == "same_value":  # NumPy 2.4: a cast that checks at run time that every value survives
         raise TypeError("astype(casting='same_value') is not supported on fusejit values: a kernel does not check "
@@ -495,7 +507,7 @@ def _astype(self: Value, dtype: Any, order: str = "K", casting: str = "unsafe", 
                          f"{casting!r} (NumPy's error)")
     if isinstance(dtype, ValueDType):  # another value's dtype (x.astype(y.dtype))
         _check_casting(str(self.dtype), str(dtype), casting)
-        return self.builder.cast(self, str(dtype))
+        return self if not copy and str(dtype) == str(self.dtype) else self.builder.cast(self, str(dtype))
     if isinstance(dtype, str) and dtype in _AMBIGUOUS_DTYPE_NAMES:
         ours, numpys = _AMBIGUOUS_DTYPE_NAMES[dtype]
         raise UserError(f"astype({dtype!r}): NumPy reads '{dtype}' as {numpys}, fusejit as {ours}; write "
@@ -505,15 +517,22 @@ def _astype(self: Value, dtype: Any, order: str = "K", casting: str = "unsafe", 
             dtype = np.dtype(dtype)
         except TypeError:
             pass  # the builder names the dtypes it takes
-    if casting != "unsafe":  # refused before the cast is built (a refused call leaves the graph as it was)
-        from . import _dtype_name
-        try:
-            to = dtype if isinstance(dtype, str) else _dtype_name(dtype)
-        except UserError:
-            to = None  # the builder's cast says why
-        if to in _SAFE:
-            _check_casting(str(self.dtype), to, casting)
+    to = _fusejit_dtype_name(dtype)
+    if casting != "unsafe" and to in _SAFE:  # refused before the cast is built (the graph stays as it was)
+        _check_casting(str(self.dtype), to, casting)
+    if not copy and to == str(self.dtype):
+        return self  # NumPy's astype(copy=False) of the same dtype: the array itself (an update of it is one of v)
     return self.builder.cast(self, dtype)
+
+
+def _fusejit_dtype_name(dtype: Any) -> str | None:
+    """fusejit's name of a dtype astype was given ("f32" for np.float32), None for none (the
+    builder's cast says why)."""
+    from . import _dtype_name
+    try:
+        return dtype if isinstance(dtype, str) else _dtype_name(dtype)
+    except (UserError, TypeError, ValueError):
+        return None
 
 
 # NumPy's casting rules (np.can_cast) over fusejit's dtypes: 'safe' keeps every value (bool to
@@ -735,6 +754,7 @@ def install_value_methods() -> None:
     Value.round = _value_round
     Value.__round__ = _round
     Value.__getitem__ = _getitem
+    Value.__setitem__ = _setitem
     for name in _IN_PLACE:
         setattr(Value, f"__i{name}__", _in_place(name))
     Value.__matmul__ = Value.__rmatmul__ = Value.__imatmul__ = _no_matmul
@@ -742,6 +762,12 @@ def install_value_methods() -> None:
     Value.__iter__ = None  # not iterable: no len() to iterate by (iter(v) is a TypeError, not a loop on __getitem__)
     for name in _LAYOUT_ATTRIBUTES:
         setattr(Value, name, property(_no_layout(name)))
+    for name in _DATA_ATTRIBUTES:
+        setattr(Value, name, property(_no_data(name)))
+    Value.itemsize = property(lambda self: _ITEMSIZE[_DTYPE_GETTER(self)], doc="Bytes per element, as NumPy's.")
+    Value.nbytes = property(lambda self: self.size * _ITEMSIZE[_DTYPE_GETTER(self)],
+                            doc="Bytes of the value's elements, as NumPy's; read in a function fuse traces, it "
+                                "specialises the function on every size (as .size).")
 
 
 def _round(self: Value, ndigits: int | None = None) -> Value:
@@ -764,6 +790,19 @@ _LAYOUT_ATTRIBUTES = ("reshape", "T", "mT", "transpose", "swapaxes", "flatten", 
                       "take", "sort", "argsort", "cumsum", "cumprod", "dot")
 
 
+# What an array has and a value, a node of a graph being built or traced, does not: its data.
+_DATA_ATTRIBUTES = ("item", "tolist", "tobytes", "flags", "strides", "data", "ctypes")
+_ITEMSIZE = {"bool": 1, "u8": 1, "i8": 1, "i32": 4, "i64": 8, **_BYTES_OF_FLOAT}
+
+
+def _no_data(name: str) -> Any:
+    def refuse(self: Value) -> Any:
+        raise AttributeError(f"fusejit.Value has no '{name}': a value has no data (nor memory layout) while a graph "
+                             "is built or traced; a fused function's results are arrays: read them after the call")
+    refuse.__doc__ = f"ndarray.{name}: no data while a graph is built (an AttributeError that says so)."
+    return refuse
+
+
 def _no_layout(name: str) -> Any:
     def refuse(self: Value) -> Any:
         raise AttributeError(f"fusejit.Value has no '{name}': a fused graph maps elements one to one (broadcasting "
@@ -782,10 +821,46 @@ def _no_matmul(self: Value, other: Any) -> Any:
 
 
 def _getitem(self: Value, index: Any) -> Value:
-    """v[...]: a TypeError that says what to write instead (a graph computes whole tensors)."""
+    """v[...], v[:]: v itself, as NumPy's view of the whole array (so `p[:] += 1` updates p); any
+    other index a TypeError that says what to write instead (a graph computes whole tensors)."""
+    if _whole_index(index, len(_SHAPE_GETTER(self))):
+        return self
     raise TypeError(f"fusejit values cannot be indexed or sliced (v[{_index_text(index)}]): a fused graph computes "
                     "whole tensors. To broadcast a reduction back over its axes keep them: np.max(x, axis=1, "
                     "keepdims=True), not np.max(x, axis=1)[:, None]; slice the arrays outside the fused function")
+
+
+def _setitem(self: Value, index: Any, value: Any) -> None:
+    """v[...] = x, v[:] = x, v[()] = x: v itself becomes x broadcast to v's shape and
+    cast to v's dtype, as NumPy's assignment ('unsafe' casting: an i32 v[...] = 1.5 stores 1), so
+    an array argument assigned so is updated in the caller's array (docs/fuse.md, in-place
+    operators). Any other index is a TypeError (a graph computes whole tensors)."""
+    if not _whole_index(index, len(_SHAPE_GETTER(self))):
+        raise TypeError(f"fusejit values cannot be indexed or sliced (v[{_index_text(index)}] = ...): a fused graph "
+                        "computes whole tensors. Assign a whole value with v[...] = x (or update it with v -= x, ...); "
+                        "slice the arrays outside the fused function")
+    if value is self:  # p[:] += 1: the update is done, p[:] was p itself
+        return
+    shape, to = _SHAPE_GETTER(self), _DTYPE_GETTER(self)
+    if isinstance(value, Value) and _DTYPE_GETTER(value) != to:
+        value = self.builder.cast(value, to)  # first: one rounding, as NumPy's cast of x into v
+    r = op("where", True, value, self)  # value broadcast over v's shape (more dims are refused below)
+    if list(_SHAPE_GETTER(r)) != list(shape):
+        got = _SHAPE_GETTER(value) if isinstance(value, Value) else np.shape(value)
+        raise ValueError(f"v[{_index_text(index)}] = x: could not broadcast input array from shape {tuple(got)} into "
+                         f"shape {tuple(shape)} (NumPy's error)")
+    self._assign(r if _DTYPE_GETTER(r) == to else self.builder.cast(r, to))
+
+
+def _whole_index(index: Any, ndim: int) -> bool:
+    """Whether v[index] is all of v, as NumPy's: `...`, `()`, or `:`s (one per dim at most) with or
+    without one `...`."""
+    parts = index if isinstance(index, tuple) else (index,)
+    full = [p for p in parts if isinstance(p, slice) and p == slice(None)]
+    ellipses = sum(p is Ellipsis for p in parts)
+    if len(full) + ellipses != len(parts) or ellipses > 1:
+        return False
+    return len(full) <= ndim
 
 
 def _index_text(index: Any) -> str:
@@ -1816,8 +1891,9 @@ def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) ->
     row_split, row_cache, row_cache_limit). Raises TypeError for an unknown option at decoration;
     calls raise what tracing (UserError with the op's message), compiling and calling raise.
     """
-    from . import compile as fj_compile
+    from . import _flag, compile as fj_compile
 
+    dynamic = _flag(dynamic, "fuse: dynamic")  # a string would be True to bool() (compile's flags are checked so too)
     if "dump_dir" in options:
         raise TypeError("fuse: dump_dir is not an option of fuse (each trace would write the same folder): "
                         "use f.program(...) and fusejit.compile(program.graph, dump_dir=...)")
@@ -1835,7 +1911,7 @@ def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) ->
         if isinstance(f, Fused):  # fused already: its function, with these options
             return wrap(f._fn)
         if isinstance(f, _BoundFused):  # fuse(obj.fused_method)
-            return _BoundFused(Fused(f.__func__._fn, bool(dynamic), options), f.__self__)
+            return _BoundFused(Fused(f.__func__._fn, dynamic, options), f.__self__)
         if not callable(f):
             raise TypeError(f"fuse: expected a function, got {type(f).__name__}")
         if isinstance(f, np.ufunc):  # fuse(np.exp): its signature's keywords (dtype, signature) are not arguments
@@ -1843,9 +1919,9 @@ def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) ->
         # fuse(model.forward), fuse(layer): the object is an argument, keyed at every call as a
         # fused method's self is (its changes traced again), not a constant of the first trace.
         if isinstance(f, types.MethodType) and not isinstance(f.__self__, type):
-            return _BoundFused(Fused(f.__func__, bool(dynamic), options), f.__self__)
+            return _BoundFused(Fused(f.__func__, dynamic, options), f.__self__)
         if not isinstance(f, (types.FunctionType, types.MethodType)) and by_value(type(f)):
-            return _BoundFused(Fused(type(f).__call__, bool(dynamic), options), f)
-        return Fused(f, bool(dynamic), options)
+            return _BoundFused(Fused(type(f).__call__, dynamic, options), f)
+        return Fused(f, dynamic, options)
 
     return wrap if fn is None else wrap(fn)

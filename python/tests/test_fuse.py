@@ -779,7 +779,7 @@ def test_reductions_as_numpy_functions_and_methods():
     for bad in (-1, 2**62 + 1, 2**70, np.uint64(2**63)):
         with pytest.raises(fusejit.UserError, match=rf"test_fuse.py:[0-9]+: error: var: ddof={int(bad)} is out of range"):
             fusejit.fuse(var_with(bad))(x)
-    for bad in (0.5, True, "1", np.nan):
+    for bad in (0.5, "1", np.nan):  # True is NumPy's 1
         with pytest.raises(TypeError, match=r"^std: ddof must be a whole number, got"):
             fusejit.fuse(lambda a, bad=bad: np.std(a, ddof=bad))(x)
 
@@ -2189,6 +2189,71 @@ def test_in_place_operators_update_the_value_itself_and_the_callers_array():
     got = accumulate(xi)
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_whole_value_assigned_and_astype_copy_false_update_the_callers_array_as_numpys():
+    # A hostile tester's finds: astype(same dtype, copy=False) is the array itself in NumPy, so an
+    # update of it updates the caller's array (fusejit's gave a new value: the update was lost);
+    # p[...] = x was Python's bare "does not support item assignment".
+    def step(p, g):
+        q = p.astype(np.float32, copy=False)
+        q -= 0.5 * g
+        return q
+
+    def assign(p, g):
+        p[...] = p - 0.25 * g
+
+    def rows(p, g):
+        p[:] = g  # g broadcast over p's rows
+        p[:, :] += 1
+        return p * 1
+
+    def to_int(p):
+        p[()] = p * 1.5  # 'unsafe', as NumPy's assignment: 1.5 * 3 stores 4
+
+    rng = np.random.default_rng(5)
+    for fn, shape in ((step, (3,)), (assign, (4,)), (rows, (2, 3))):
+        p, g = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(shape[-1]).astype(np.float32)
+        mine, ref = p.copy(), p.copy()
+        want, got = fn(ref, g), fusejit.fuse(fn)(mine, g)
+        assert mine.tobytes() == ref.tobytes(), fn.__name__
+        if want is not None:
+            assert np.asarray(got).tobytes() == np.asarray(want).tobytes() and (got is mine) == (want is ref)
+    n, ref = np.arange(5, dtype=np.int32), np.arange(5, dtype=np.int32)
+    to_int(ref)
+    fusejit.fuse(to_int)(n)
+    assert n.tolist() == ref.tolist()
+    # copy=True (the default), or another dtype: a new value, as NumPy's copy.
+    p = np.zeros(3, np.float32)
+    fusejit.fuse(lambda p: p.astype(np.float32).__isub__(1))(p)
+    fusejit.fuse(lambda p: np.astype(p, np.float64, copy=False).__isub__(1))(p)
+    assert p.tolist() == [0, 0, 0]
+
+    def part(p):
+        p[0] = 1
+
+    def wide(p, g):
+        p[...] = g
+
+    with pytest.raises(TypeError, match=r"cannot be indexed or sliced \(v\[0\] = \.\.\.\).*v\[\.\.\.\] = x"):
+        fusejit.fuse(part)(np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(2, 3\) into shape \(3,\)"):
+        fusejit.fuse(wide)(np.zeros(3, np.float32), np.ones((2, 3), np.float32))
+
+
+def test_value_attributes_a_value_has_not_say_why_and_its_sizes_in_bytes_are_numpys():
+    x = np.arange(5, dtype=np.float32)
+    for name in ("item", "tolist", "tobytes", "flags", "strides"):
+        with pytest.raises(AttributeError, match=f"has no '{name}': a value has no data"):
+            fusejit.fuse(lambda v: getattr(v, name))(x)
+    with pytest.warns(fusejit.FusejitWarning, match="specialised on every size"):  # nbytes reads the size
+        got = fusejit.fuse(lambda v: v * v.itemsize + v.nbytes)(x)
+    assert got.tolist() == (x * 4 + 20).tolist()
+    assert fusejit.fuse(lambda v: v.std(ddof=True))(x) == np.float32(x.std(ddof=True))  # NumPy's True is 1
+    with pytest.raises(TypeError, match=r"^std: ddof must be a whole number, got 0\.5 \(float; NumPy's std takes"):
+        fusejit.fuse(lambda v: v.std(ddof=0.5))(x)
+    with pytest.raises(TypeError, match=r"^fuse: dynamic: expected True or False, got 'no'$"):
+        fusejit.fuse(lambda v: v, dynamic="no")
 
 
 def test_in_place_operators_cast_back_by_numpys_same_kind_rule_at_the_values_shape():
