@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <cctype>
 #include <charconv>
 #include <cerrno>
@@ -108,17 +109,38 @@ class CommandLine {
   // time it appears, or of `--opt` itself when no value follows, and that value; nullopt when it
   // does not appear so often.
   std::optional<std::pair<size_t, std::string>> option_value(const std::string& option, int skip = 0) const {
+    const std::string alias = short_form(option);
     for (size_t i = 1; i < args_.size(); ++i) {
       std::optional<std::pair<size_t, std::string>> at;
-      if (args_[i].rfind(option + "=", 0) == 0) at = {shown(i, option.size() + 1), args_[i].substr(option.size() + 1)};
-      else if (args_[i] == option && i + 1 < args_.size()) at = {shown(i + 1, 0), args_[i + 1]};
-      else if (args_[i] == option) at = {shown(i, 0), ""};
+      for (const std::string& o : {option, alias}) {
+        if (o.empty() || at) continue;
+        if (args_[i].rfind(o + "=", 0) == 0) at = {shown(i, o.size() + 1), args_[i].substr(o.size() + 1)};
+        else if (args_[i] == o && i + 1 < args_.size()) at = {shown(i + 1, 0), args_[i + 1]};
+        else if (args_[i] == o) at = {shown(i, 0), ""};
+      }
       if (at && skip-- == 0) return at;
     }
     return std::nullopt;
   }
+  // 0-based column of the last argument that is `flag` (or `flag=...`); nullopt when none is.
+  std::optional<size_t> last_argument(const std::string& flag) const {
+    for (size_t i = args_.size(); i-- > 1;)
+      if (args_[i] == flag || args_[i].rfind(flag + "=", 0) == 0) return shown(i, 0);
+    return std::nullopt;
+  }
+  // The first argument after the subcommand that starts with '-' and names a file (a graph file
+  // CLI11 read as an option), or "".
+  std::string dash_file() const {
+    for (size_t i = 2; i < args_.size(); ++i) {
+      std::error_code ec;
+      if (args_[i].size() > 1 && args_[i][0] == '-' && std::filesystem::is_regular_file(args_[i], ec)) return args_[i];
+    }
+    return "";
+  }
 
  private:
+  // The one-letter form of an option main() declares with one ("-o,--out"), or "".
+  static std::string short_form(const std::string& option) { return option == "--out" ? "-o" : ""; }
   // Whether the arguments after argument i are values of `option` (`--opt a b`, `--opt=a b`),
   // given whether argument i was.
   bool takes_values(size_t i, const std::string& option, bool was) const {
@@ -241,14 +263,25 @@ bool locate_option_error(const CommandLine& line, ErrorInfo& e) {
 
 // CLI11's "--seed: must be >= 0" points at the value; its "--seed: At Most 1 required but received
 // 2" says what happened instead and points at the second one.
+// CLI11's "--dot excludes --json": the caret under whichever of the two comes last. False for
+// another error.
+bool locate_excludes(const CommandLine& line, ErrorInfo& e) {
+  const size_t ex = e.message.find(" excludes ");
+  if (e.message.rfind("--", 0) != 0 || ex == std::string::npos) return false;
+  const auto a = line.last_argument(e.message.substr(0, ex)), b = line.last_argument(e.message.substr(ex + 10));
+  if (a || b) line.locate(e, std::max(a.value_or(0), b.value_or(0)));
+  return true;
+}
+
 void locate_cli11_error(const CommandLine& line, ErrorInfo& e) {
+  if (locate_excludes(line, e)) return;
   const size_t colon = e.message.find(": ");
   if (e.message.rfind("--", 0) != 0 || colon == std::string::npos) return;
   const std::string option = e.message.substr(0, colon);
   const std::string at_most = "At Most 1 required but received ";
   if (e.message.compare(colon + 2, at_most.size(), at_most) == 0) {
     e.message = option + " is given " + e.message.substr(colon + 2 + at_most.size()) + " times: give it once";
-    e.text = "fusejit: error: " + e.message;  // unless located below (a short form, -o, is not)
+    e.text = "fusejit: error: " + e.message;  // unless located below
     if (const auto at = line.option_value(option, 1)) line.locate(e, at->first);
     return;
   }
@@ -893,13 +926,26 @@ std::string close_options(const CLI::App& app, const CLI::App& cmd, const std::v
 // unknown one is close to (`--dims`: --dim; `--fused`: --fused-only).
 // With `subcommand_required`: a command that needs a subcommand got an unknown word instead
 // (`fusejit frob`, `cache frob`; CLI11 says only "A subcommand is required").
-ErrorInfo extras_error(const CLI::App& app, bool subcommand_required) {
-  const CLI::App* cmd = &app;  // the subcommand chosen (`cache stats`: stats)
+// The subcommand chosen (`cache stats`: stats), or `app` itself.
+const CLI::App* chosen(const CLI::App& app) {
+  const CLI::App* cmd = &app;
+  while (!cmd->get_subcommands().empty()) cmd = cmd->get_subcommands().front();
+  return cmd;
+}
+
+// "fusejit plan", "fusejit cache stats": the command with the subcommands chosen.
+std::string command_path(const CLI::App& app) {
   std::string path = "fusejit";
-  while (!cmd->get_subcommands().empty()) {
+  for (const CLI::App* cmd = &app; !cmd->get_subcommands().empty();) {
     cmd = cmd->get_subcommands().front();
     path += " " + cmd->get_name();
   }
+  return path;
+}
+
+ErrorInfo extras_error(const CLI::App& app, bool subcommand_required) {
+  const CLI::App* cmd = chosen(app);
+  const std::string path = command_path(app);
   const std::vector<std::string> extra = app.remaining(true);
   std::string args;
   for (const std::string& a : extra) args += (args.empty() ? "" : " ") + a;
@@ -920,12 +966,8 @@ ErrorInfo extras_error(const CLI::App& app, bool subcommand_required) {
 // `fusejit` or `fusejit cache` alone (CLI11 says only "A subcommand is required"): the subcommands
 // it takes; nullopt where the missing piece is no subcommand (a required option).
 std::optional<ErrorInfo> missing_subcommand(const CLI::App& app) {
-  const CLI::App* cmd = &app;
-  std::string path = "fusejit";
-  while (!cmd->get_subcommands().empty()) {
-    cmd = cmd->get_subcommands().front();
-    path += " " + cmd->get_name();
-  }
+  const CLI::App* cmd = chosen(app);
+  const std::string path = command_path(app);
   std::string names;
   for (const CLI::App* c : cmd->get_subcommands([](const CLI::App*) { return true; }))
     names += (names.empty() ? "" : ", ") + c->get_name();
@@ -938,12 +980,33 @@ std::optional<ErrorInfo> missing_subcommand(const CLI::App& app) {
 
 }  // namespace
 
+// What CLI11's refusal of the command line `e` (inside its catch block) is reported as.
+ErrorInfo parse_error(const CLI::App& app, const CommandLine& line, const CLI::ParseError& e) {
+  if (dynamic_cast<const CLI::ExtrasError*>(&e)) return extras_error(app, false);
+  const bool required = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;
+  const std::vector<std::string> rest = app.remaining(true);
+  if (required && !rest.empty() && rest.front().rfind('-', 0) != 0) return extras_error(app, true);
+  // `fusejit --json`: options only, no subcommand.
+  if (required && std::all_of(rest.begin(), rest.end(), [](const std::string& a) { return a.rfind('-', 0) == 0; }))
+    if (const std::optional<ErrorInfo> m = missing_subcommand(app)) return *m;
+  ErrorInfo error = current_error(line);  // "fusejit: error: ...", as every other error
+  if (const std::string file = line.dash_file(); required && !file.empty()) {
+    error.message += "; '" + file + "' is a file, read as an option: give a file whose name starts with '-' "
+                     "after `--` (" + command_path(app) + " -- " + file + ")";
+    error.text = "fusejit: error: " + error.message;
+    if (const auto col = line.last_argument(file)) line.locate(error, *col);
+  }
+  return error;
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"fusejit: a runtime JIT kernel fuser for NVIDIA GPUs.\n"
                "Fuses graphs of elementwise ops and reductions into generated CUDA kernels (NVRTC,\n"
                "cached), runs them fused and unfused, and reports time, bytes moved, bandwidth and a\n"
                "bitwise check.",
                "fusejit"};
+  app.footer("Exit codes: 0 success; 1 run's check failed (fused, unfused and reference differ) or a compile or\n"
+             "driver error; 2 bad input (graph, options, files: the message says where); 3 an internal error.");
   app.require_subcommand(1);
   app.set_version_flag("--version", "fusejit " + std::string(fj::version()));
   RunCommand run;
@@ -964,15 +1027,7 @@ int main(int argc, char** argv) {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    if (dynamic_cast<const CLI::ExtrasError*>(&e)) return report(extras_error(app, false), json);
-    if (dynamic_cast<const CLI::RequiredError*>(&e) && !app.remaining(true).empty() &&
-        app.remaining(true).front().rfind('-', 0) != 0)
-      return report(extras_error(app, true), json);
-    const std::vector<std::string> rest = app.remaining(true);  // `fusejit --json`: options only, no subcommand
-    if (dynamic_cast<const CLI::RequiredError*>(&e) &&
-        std::all_of(rest.begin(), rest.end(), [](const std::string& a) { return a.rfind('-', 0) == 0; }))
-      if (const std::optional<ErrorInfo> m = missing_subcommand(app)) return report(*m, json);
-    return report(current_error(line), json);  // "fusejit: error: ...", as every other error
+    return report(parse_error(app, line, e), json);
   }
   try {
     if (*run.cmd) return run.exec();

@@ -451,14 +451,14 @@ void check_input_size(const Graph& g, const std::string& name, const Node& n, Lo
                     loc);
   int64_t bytes = 0;
   if (mul_overflows(num_elements(n.shape), dtype_size(n.dtype), &bytes))
-    throw UserError("input '" + name + "' of shape " + shape_to_string(n.shape, &g) + " has more than 2^63 bytes", loc);
+    throw UserError("input '" + name + "' of shape " + shape_to_string(n.shape, &g) + " has 2^63 bytes or more", loc);
 }
 
 void check_value_bytes(const Graph& g, DType dtype, const Shape& shape, Loc loc) {
   int64_t bytes = 0;
   if (element_count_overflows(shape) || mul_overflows(num_elements(shape), dtype_size(dtype), &bytes))
     throw UserError("the " + std::string(dtype_name(dtype)) + " value of shape " + shape_to_string(shape, &g) +
-                        " would have more than 2^63 bytes",
+                        " would have 2^63 bytes or more",
                     loc);
 }
 

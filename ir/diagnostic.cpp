@@ -14,18 +14,6 @@ constexpr size_t kContext = 70;    // bytes kept on each side of the column when
 
 bool continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
-// Bytes of the UTF-8 sequence that starts with lead byte `c` (0: not a lead byte).
-size_t sequence_length(unsigned char c) { return c >= 0xF8 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0; }
-
-// The code point of the well-formed sequence of `n` bytes at `s`.
-char32_t decode(const char* s, size_t n) {
-  const auto b = [&](size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(s[k])); };
-  if (n == 1) return b(0);
-  char32_t cp = b(0) & (0x7F >> n);
-  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (b(k) & 0x3F);
-  return cp;
-}
-
 bool acts_on_terminal(char32_t cp) {
   return (cp >= 0x80 && cp <= 0x9F) || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
 }
@@ -67,11 +55,9 @@ std::string sanitize(std::string_view line, bool* ok_utf8) {
   std::string out = terminal_safe(line);
   *ok_utf8 = true;
   for (size_t i = 0; i < out.size();) {
-    const size_t n = sequence_length(static_cast<unsigned char>(out[i]));
-    bool good = static_cast<unsigned char>(out[i]) < 0x80 || (n != 0 && i + n <= out.size());
-    for (size_t k = 1; good && k < n; ++k) good = continuation(static_cast<unsigned char>(out[i + k]));
-    if (!good) *ok_utf8 = false;
-    i += good && n ? n : 1;
+    const size_t n = utf8_len(out, i);  // RFC 3629's: a surrogate or a code point past U+10FFFF is none
+    if (n == 0) *ok_utf8 = false;
+    i += n ? n : 1;
   }
   if (!*ok_utf8)
     for (char& ch : out)
@@ -99,10 +85,10 @@ std::string_view source_line(std::string_view src, uint32_t number) {
 std::string caret_indent(std::string_view shown, size_t from, size_t col) {
   std::string pad;
   for (size_t i = from; i < col && i < shown.size();) {
-    const unsigned char c = static_cast<unsigned char>(shown[i]);
-    const size_t n = std::min(c < 0x80 ? 1 : std::max<size_t>(1, sequence_length(c)), shown.size() - i);
-    if (c == '\t') pad += '\t';
-    else pad.append(static_cast<size_t>(display_width(decode(shown.data() + i, n))), ' ');
+    char32_t cp = 0;
+    const size_t n = std::max<size_t>(1, utf8_decode(shown, i, &cp));
+    if (shown[i] == '\t') pad += '\t';
+    else pad.append(static_cast<size_t>(display_width(cp)), ' ');
     i += n;
   }
   return pad;
@@ -140,11 +126,10 @@ std::string terminal_safe(std::string_view text, bool keep_line_feeds) {
       ++i;
       continue;
     }
-    size_t n = sequence_length(c);
-    bool good = n != 0 && i + n <= out.size();
-    for (size_t k = 1; good && k < n; ++k) good = continuation(static_cast<unsigned char>(out[i + k]));
-    if (!good) n = 1;  // not UTF-8: kept, for the caller to escape or replace
-    else if (acts_on_terminal(decode(out.data() + i, n))) out.replace(i, n, n, '?');
+    char32_t cp = 0;
+    size_t n = utf8_decode(out, i, &cp);
+    if (n == 0) n = 1;  // not UTF-8: kept, for the caller to escape or replace
+    else if (acts_on_terminal(cp)) out.replace(i, n, n, '?');
     i += n;
   }
   return out;

@@ -3,9 +3,17 @@
 namespace fusejit::ir {
 
 size_t utf8_len(std::string_view s, size_t i) {
+  char32_t cp = 0;
+  return utf8_decode(s, i, &cp);
+}
+
+size_t utf8_decode(std::string_view s, size_t i, char32_t* out) {
   auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   unsigned char c = b(i);
-  if (c < 0x80) return 1;
+  if (c < 0x80) {
+    *out = c;
+    return 1;
+  }
   size_t n;
   uint32_t cp;
   if (c >= 0xC2 && c <= 0xDF) { n = 2; cp = c & 0x1F; }
@@ -19,6 +27,7 @@ size_t utf8_len(std::string_view s, size_t i) {
   }
   if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
     return 0;
+  *out = cp;
   return n;
 }
 

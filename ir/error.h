@@ -12,6 +12,8 @@ namespace fusejit::ir {
 // Length of the UTF-8 sequence starting at s[i] (i < s.size()), or 0 if it is not valid UTF-8
 // (overlong forms, surrogates and values above U+10FFFF are invalid, per RFC 3629).
 size_t utf8_len(std::string_view s, size_t i);
+// utf8_len, and the sequence's code point in *cp when it is valid.
+size_t utf8_decode(std::string_view s, size_t i, char32_t* cp);
 
 // `s` with each NUL byte and each byte that does not start a valid UTF-8 sequence written as
 // "\xNN" (lower-case hex), everything else kept: text for a message (a file name or option value

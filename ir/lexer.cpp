@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "ir/names.h"
@@ -74,7 +75,7 @@ void check_text(std::string_view text) {
       continue;
     }
     if (c == 0) throw UserError("NUL byte in graph text (is this a binary file, or UTF-16 text?)", loc);
-    if (c == '\r' && i + 1 < text.size() && text[i + 1] != '\n')  // LF and CRLF ends only
+    if (c == '\r' && (i + 1 == text.size() || text[i + 1] != '\n'))  // LF and CRLF ends only (the last line's too)
       throw UserError("a line ends in CR alone (classic Mac OS line ends): graph text takes LF or CRLF; convert "
                       "the file (e.g. tr '\\r' '\\n')", loc);
     if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7F)
@@ -220,10 +221,16 @@ Token Lexer::temporary(Token t) {
   size_t start = pos_++;
   while (pos_ < text_.size() && digit(text_[pos_])) ++pos_;
   if (pos_ < text_.size() && (ident_char(text_[pos_]) || text_[pos_] == '.')) bad_temporary(start, t.loc);
-  if (pos_ - start > 11)
-    throw UserError("temporary number too long (at most 10 digits); a remainder by a literal needs a space after '%' (x % " +
-                        std::string(text_.substr(start + 1, std::min<size_t>(pos_ - start - 1, 40))) + ")",
+  if (pos_ - start > 11) {
+    // After an operand, `x %99` is a remainder; at a line's start it can only be a temporary.
+    const size_t before = start == 0 ? std::string_view::npos : text_.find_last_not_of(" \t", start - 1);
+    const bool starts_line = before == std::string_view::npos || text_[before] == '\n';
+    throw UserError("temporary number too long (at most 10 digits)" +
+                        (starts_line ? std::string()
+                                     : "; a remainder by a literal needs a space after '%' (x % " +
+                                           std::string(text_.substr(start + 1, std::min<size_t>(pos_ - start - 1, 40))) + ")"),
                     t.loc);
+  }
   t.kind = Tok::Temp;
   t.text = text_.substr(start, pos_ - start);
   return t;
@@ -267,10 +274,14 @@ Token Lexer::punctuation(Token t) {
 void Lexer::unexpected(char c, size_t at, Loc loc) const {
   unsigned char uc = static_cast<unsigned char>(c);
   if (uc >= 0x80) {
-    size_t n = utf8_len(text_, at);
+    char32_t cp = 0;
+    size_t n = utf8_decode(text_, at, &cp);
     if (n == 0) throw UserError("invalid UTF-8 byte " + hex_byte(uc) + " in graph text", loc);
-    throw UserError("unexpected character '" + std::string(text_.substr(at, n)) +
-                        "': graph text is ASCII outside comments (names: letters a-z A-Z, digits, '_')", loc);
+    // Its code point too: a second BOM, a zero-width space or a combining accent shows as nothing.
+    char code[16];
+    std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(cp));
+    throw UserError("unexpected character '" + std::string(text_.substr(at, n)) + "' (" + code +
+                        "): graph text is ASCII outside comments (names: letters a-z A-Z, digits, '_')", loc);
   }
   if (uc < 0x20 || uc == 0x7F) throw UserError("unexpected control byte " + hex_byte(uc), loc);
   // What PyTorch or NumPy code would have here.

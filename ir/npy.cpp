@@ -283,7 +283,7 @@ uint64_t open_regular(const std::string& path, NpyHeader& h) {
   if (h.fd < 0) fail(path, errno == ENOENT ? "cannot open file: no such file" : std::string("cannot open file: ") + std::strerror(errno));
   struct stat st;
   if (::fstat(h.fd, &st) != 0) fail(path, std::string("cannot inspect the file: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) fail(path, "cannot open file: not a regular file");
+  if (!S_ISREG(st.st_mode)) fail(path, "cannot open file: " + not_regular_file(st.st_mode));
   return static_cast<uint64_t>(st.st_size);
 }
 

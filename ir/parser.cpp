@@ -338,6 +338,10 @@ class Parser {
   void output_stmt() {
     advance();
     for (;;) {
+      if (tok_.kind == Tok::Temp)  // the printer's %N: a name of the text, not of the graph's outputs
+        throw UserError("'" + std::string(tok_.text) + "' is a temporary; an output is a named value: write `y = " +
+                            std::string(tok_.text) + "` and `output y`",
+                        tok_.loc);
       Token name = expect(Tok::Ident, "an output name");
       const Binding& bnd = lookup(name);
       std::string n(name.text);
@@ -793,16 +797,16 @@ Graph parse_graph(std::string_view text, const std::string& file, const DimOverr
   return p.run();
 }
 
-namespace {
-// What a path names when it is not a regular file, for the error message.
-std::string not_regular(const struct stat& st) {
-  if (S_ISDIR(st.st_mode)) return "it is a directory";
-  if (S_ISFIFO(st.st_mode)) return "it is a FIFO (named pipe), not a regular file";
-  if (S_ISCHR(st.st_mode)) return "it is a character device (like /dev/zero), not a regular file";
-  if (S_ISBLK(st.st_mode)) return "it is a block device, not a regular file";
-  if (S_ISSOCK(st.st_mode)) return "it is a socket, not a regular file";
+std::string not_regular_file(unsigned mode) {
+  if (S_ISDIR(mode)) return "it is a directory";
+  if (S_ISFIFO(mode)) return "it is a FIFO (named pipe), not a regular file";
+  if (S_ISCHR(mode)) return "it is a character device (like /dev/zero), not a regular file";
+  if (S_ISBLK(mode)) return "it is a block device, not a regular file";
+  if (S_ISSOCK(mode)) return "it is a socket, not a regular file";
   return "it is not a regular file";
 }
+
+namespace {
 
 // `size` is the file's size, or 0 when only "more than the limit" is known.
 std::string too_large(const std::string& path, uint64_t size, const FileKind& kind) {
@@ -815,7 +819,7 @@ std::string too_large(const std::string& path, uint64_t size, const FileKind& ki
 std::string open_problem(int fd, const std::string& path, const FileKind& kind, struct stat& st) {
   if (::fstat(fd, &st) != 0)
     return fmt::format("cannot read {} '{}': cannot inspect it: {}", kind.what, path, std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return fmt::format("cannot read {} '{}': {}", kind.what, path, not_regular(st));
+  if (!S_ISREG(st.st_mode)) return fmt::format("cannot read {} '{}': {}", kind.what, path, not_regular_file(st.st_mode));
   if (static_cast<uint64_t>(st.st_size) > kind.max_bytes) return too_large(path, static_cast<uint64_t>(st.st_size), kind);
   return "";
 }
@@ -844,7 +848,7 @@ std::string read_checked_file(const std::string& path, const FileKind& kind) {
     const int err = errno;
     struct stat st;  // a socket cannot be opened at all: say what it is
     if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-      throw UserError(fmt::format("cannot read {} '{}': {}", kind.what, path, not_regular(st)));
+      throw UserError(fmt::format("cannot read {} '{}': {}", kind.what, path, not_regular_file(st.st_mode)));
     throw UserError(fmt::format("cannot open {} '{}': {}", kind.what, path, std::strerror(err)));
   }
   struct stat st;

@@ -47,6 +47,10 @@ std::string_view without_bom(std::string_view text);
 // kMaxGraphFileBytes.
 std::string read_text_file(const std::string& path);
 
+// What a path whose stat mode is `mode` names when it is not a regular file, for an error message:
+// "it is a directory", "it is a FIFO (named pipe), not a regular file", ...
+std::string not_regular_file(unsigned mode);
+
 // What read_checked_file calls a file in its messages ("graph file", "graph files"), and the most
 // bytes it reads.
 struct FileKind {

@@ -18,9 +18,10 @@ std::mutex g_hook_mutex;
 std::optional<std::vector<int>> g_archs_hook;
 std::optional<Arch> g_device_hook;
 
-std::string join_archs(std::span<const int> archs) {
+// "sm_75, sm_80, ..." (`prefix` "compute_": the PTX names, for a compute_XY request).
+std::string join_archs(std::span<const int> archs, std::string_view prefix = "sm_") {
   std::string s;
-  for (int a : archs) s += (s.empty() ? "" : ", ") + fmt::format("sm_{}", a);
+  for (int a : archs) s += (s.empty() ? "" : ", ") + fmt::format("{}{}", prefix, a);
   return s;
 }
 
@@ -144,8 +145,9 @@ ArchDecision check_explicit_target(const Target& requested, std::span<const int>
   if (std::find(supported.begin(), supported.end(), requested.arch.number()) == supported.end()) {
     std::vector<int> sorted(supported.begin(), supported.end());
     std::sort(sorted.begin(), sorted.end());
-    throw ir::UserError(fmt::format("this NVRTC cannot compile for {}; it supports {}", requested.name(),
-                                    join_archs(sorted)));
+    const std::string name = requested.name();
+    throw ir::UserError(fmt::format("this NVRTC cannot compile for {}; it supports {}", name,
+                                    join_archs(sorted, name.starts_with("compute_") ? "compute_" : "sm_")));
   }
   return ArchDecision{requested, requested.arch, {}};
 }

@@ -84,7 +84,8 @@ void warn_about_graph(const ir::Graph& g, const std::set<std::string>& may_be_un
 // The options messages name, each as an API user writes it ("Options::arch") or as a `fusejit`
 // user does ("--arch"), by Options::message_style.
 enum class OptionField {
-  Arch, NvrtcOptions, Params, InputFiles, InputRanges, SaveDir, RowSplit, RowCacheLimit, Device, FastMath
+  Arch, NvrtcOptions, Params, InputFiles, InputRanges, SaveDir, RowSplit, RowCacheLimit, Device, FastMath, Seed,
+  SpecialValues
 };
 std::string option_name(OptionField field, MessageStyle style);
 

@@ -36,6 +36,8 @@ constexpr OptionNames kOptionNames[] = {
     {OptionField::RowCacheLimit, "Options::row_cache_limit", "--row-cache-limit", "row_cache_limit"},
     {OptionField::Device, "Options::device", "--device", "device"},
     {OptionField::FastMath, "Options::fast_math", "--fast-math", "fast_math"},
+    {OptionField::Seed, "RunOptions::seed", "--seed", "seed"},
+    {OptionField::SpecialValues, "RunOptions::special_values", "--special", "special_values"},
 };
 }  // namespace
 

@@ -64,6 +64,9 @@ nlohmann::json scalar_json(const Scalar& s) {
 // A statistic for the text report: 6 significant digits; NaN without a sign.
 std::string stat_text(double v) { return std::isnan(v) ? std::string("nan") : fmt::format("{:.6g}", v); }
 
+// "1 op", "9 ops".
+std::string count_of(int64_t n, const char* what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); }
+
 std::string compile_text(const PathReport& p) {
   std::string s;
   auto part = [&](int n, const char* what) {
@@ -132,7 +135,7 @@ std::string header_text(const RunReport& r) {
     s += fmt::format("  {}  {} ({})\n", k == 0 ? "inputs  " : "        ", tensor_text(r.inputs[k]), ir::format_bytes(r.inputs[k].bytes()));
   for (size_t k = 0; k < r.outputs.size(); ++k)
     s += fmt::format("  {}  {} ({})\n", k == 0 ? "outputs " : "        ", tensor_text(r.outputs[k]), ir::format_bytes(r.outputs[k].bytes()));
-  s += fmt::format("  graph     {} ops, {} elements in the largest output\n", r.op_count, r.elements);
+  s += fmt::format("  graph     {}, {} elements in the largest output\n", count_of(r.op_count, "op"), r.elements);
   // The seed only where some input is random: files alone take none.
   std::string run_args = r.file_inputs.size() < r.inputs.size() || r.inputs.empty()
                              ? fmt::format("seed {}{}", r.seed, r.special_values ? ", special values" : "")

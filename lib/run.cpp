@@ -45,6 +45,18 @@ void refuse_repeated_inputs(const std::vector<std::pair<std::string, std::string
                             "' is given twice (" + files[j].second + " before)");
 }
 
+// Every input read from a file (no repeats, each one of the graph's: checked before): the options
+// of the random inputs change nothing, said once (a hostile tester's find: they were taken silently).
+void warn_unused_fill_options(const ir::Graph& g, const RunOptions& ro) {
+  if (g.inputs.empty() || ro.input_files.size() < g.inputs.size() || (!ro.special_values && ro.seed == 0)) return;
+  const MessageStyle style = ro.options.message_style;
+  std::string given = ro.special_values ? option_name(OptionField::SpecialValues, style) : "";
+  if (ro.seed != 0)
+    given += (given.empty() ? "" : " and ") + option_name(OptionField::Seed, style) + " " + std::to_string(ro.seed);
+  warn(given + (ro.special_values && ro.seed != 0 ? " have" : " has") + " no effect: every input is read from a file (" +
+       option_name(OptionField::InputFiles, style) + ")");
+}
+
 // Every input, option or graph name given in RunOptions must exist and make sense.
 void check_input_options(const ir::Graph& g, const RunOptions& ro) {
   const MessageStyle style = ro.options.message_style;
@@ -75,7 +87,9 @@ void check_input_options(const ir::Graph& g, const RunOptions& ro) {
       throw ir::UserError(ranges + " " + r.first + ": " + e.what());
     }
   }
+  warn_unused_fill_options(g, ro);
 }
+
 
 // Input k: read from its .npy file, or random (deterministic in the seed).
 ir::Tensor make_input(const ir::Graph& g, size_t k, const RunOptions& ro) {

@@ -98,6 +98,9 @@ TEST_CASE("explicit --arch is checked against the supported list") {
   std::string msg = error_of([] { check_explicit_target(parse_target("sm_60"), kList); });
   CHECK(msg.find("sm_60") != std::string::npos);
   CHECK(msg.find("sm_75, sm_80") != std::string::npos);
+  // A PTX request is answered in PTX names (a hostile tester's find: compute_91 listed sm_XY).
+  msg = error_of([] { check_explicit_target(parse_target("compute_91"), kList); });
+  CHECK(msg.find("cannot compile for compute_91; it supports compute_75, compute_80") != std::string::npos);
 }
 
 TEST_CASE("the real NVRTC list is queried at run time") {

@@ -870,10 +870,32 @@ TEST_CASE("integer options: decimal only, range errors and repeats point into th
   const std::string twice = "  fusejit run " + g + " --seed 3 --seed=4\n";
   CHECK(r.out.find("--seed is given 2 times: give it once") != std::string::npos);
   CHECK(r.out.find(twice + std::string(twice.size() - 2, ' ') + "^") != std::string::npos);
-  // Given twice by its short form: not located, but in the same words (CLI11's raw text before).
+  // Given twice by its short form: the same words, located too (a hostile tester's find), as are
+  // an empty -o and two options that exclude each other (under the later one).
+  const auto caret_at = [](const std::string& shown, const std::string& before) {
+    return "  " + shown + "\n" + std::string(2 + before.size(), ' ') + "^";
+  };
   r = run("compile " + g + " -o a -o b");
   CHECK(r.code == 2);
-  CHECK(r.out.find("fusejit: error: --out is given 2 times: give it once") != std::string::npos);
+  CHECK(r.out.find("error: --out is given 2 times: give it once") != std::string::npos);
+  CHECK(r.out.find(caret_at("fusejit compile " + g + " -o a -o b", "fusejit compile " + g + " -o a -o ")) !=
+        std::string::npos);
+  r = run("compile " + g + " -o ''");
+  CHECK(r.out.find(caret_at("fusejit compile " + g + " -o ''", "fusejit compile " + g + " -o '")) != std::string::npos);
+  r = run("plan " + g + " --json --dot");
+  CHECK(r.code == 2);
+  CHECK(r.out.find(caret_at("fusejit plan " + g + " --json --dot", "fusejit plan " + g + " --json ")) != std::string::npos);
+  // A graph file named -g.txt is read as an option by CLI11: "GRAPH is required" says to give it after --.
+  const fs::path dash = fs::path(FUSEJIT_BINARY_DIR) / "test-cli" / "-dash.txt";
+  fs::create_directories(dash.parent_path());
+  fs::copy_file(g, dash, fs::copy_options::overwrite_existing);
+  const fs::path was = fs::current_path();
+  fs::current_path(dash.parent_path());
+  r = run("plan -dash.txt");
+  fs::current_path(was);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("GRAPH is required; '-dash.txt' is a file, read as an option: give a file whose name starts with "
+                   "'-' after `--` (fusejit plan -- -dash.txt)") != std::string::npos);
   // A library error about --arch's value points at it (it was unlocated, and --json blamed the graph file).
   r = run("plan " + g + " --arch sm_9");
   CHECK(r.code == 2);
@@ -914,6 +936,14 @@ TEST_CASE("run --input: the dims of an input's shape follow its .npy file unless
   CHECK(r.out.find("x f32[N=3, C=5]") != std::string::npos);
   r = run(base + " --input b=" + (dir / "b5.npy").string());
   REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("no effect") == std::string::npos);
+  // Every input from a file: the random inputs' options are said to change nothing (they were taken silently).
+  r = run(base + " --input b=" + (dir / "b5.npy").string() + " --special --seed 7");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(r.out.find("warning: --special and --seed 7 have no effect: every input is read from a file (--input)") !=
+        std::string::npos);
+  r = run(base + " --special");  // b is generated: no warning
+  CHECK(r.out.find("no effect") == std::string::npos);
   // Two files that disagree on a dim: both named.
   r = run(base + " --input b=" + (dir / "b6.npy").string());
   CHECK(r.code == 2);

@@ -320,9 +320,9 @@ TEST_CASE("dtype and shape are checked from the header before any data is read")
   std::string fifo = tmp("pipe.npy");
   fs::remove(fifo);
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  CHECK_THROWS_WITH_AS(read_npy(fifo), "cannot open file: not a regular file", FileError);
+  CHECK_THROWS_WITH_AS(read_npy(fifo), "cannot open file: it is a FIFO (named pipe), not a regular file", FileError);
   fs::remove(fifo);
-  CHECK_THROWS_WITH_AS(read_npy(tmp_dir().string()), "cannot open file: not a regular file", FileError);
+  CHECK_THROWS_WITH_AS(read_npy(tmp_dir().string()), "cannot open file: it is a directory", FileError);
 }
 
 TEST_CASE("an .npy input's error names the .npy file, not the graph file") {
