@@ -497,8 +497,8 @@ def _astype(self: Value, dtype: Any, order: str = "K", casting: str = "unsafe", 
     "u8" and "f16", which NumPy reads as int64, uint64 and float128, are refused (write "int8" or
     np.int8). order and subok are NumPy's and mean nothing here (a value has no layout); copy=False
     to the value's own dtype gives the value itself, as NumPy gives the array (so `q =
-    p.astype(p.dtype, copy=False); q -= g` updates p), else a cast is a new value; casting is NumPy's rule (_check_casting: a TypeError for a cast it
-    does not allow)."""
+    p.astype(p.dtype, copy=False); q -= g` updates p), else a cast is a new value; casting is
+    NumPy's rule (_check_casting: a TypeError for a cast it does not allow)."""
     if casting == "same_value":  # NumPy 2.4: a cast that checks at run time that every value survives
         raise TypeError("astype(casting='same_value') is not supported on fusejit values: a kernel does not check "
                         "that every value survives the cast")
