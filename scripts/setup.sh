@@ -63,3 +63,5 @@ cmake --build "$build" -j"$(nproc)"
 # `import fusejit` in the venv: its site-packages points at the package laid out in the build folder.
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "$(cd "$build" && pwd)/python" > "$site/fusejit-build.pth"
+echo "setup: done: $build/cli/fusejit is the command (try: $build/cli/fusejit run samples/graphs/gpt2_gelu_tanh.txt --dim T=256);"
+echo "       $venv/bin/python imports fusejit; scripts/test.sh runs the tests"
