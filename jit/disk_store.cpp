@@ -56,6 +56,7 @@ constexpr const char* kEntrySuffix = ".fjk";
 constexpr const char* kLockSuffix = ".lock";
 constexpr const char* kTempPrefix = ".tmp-";             // temporary entry files, in prefix folders
 constexpr const char* kBuildPrefix = ".tmp-build-";      // compiler scratch folders, in the root
+constexpr const char* kKeptPrefix = ".kept-build-";       // one kept for inspection (a failed compile's source)
 constexpr const char* kTmpBuildPrefix = "fusejit-lbuild-";  // the same in $TMPDIR (no disk store), locked
 constexpr const char* kTmpUnlockedPrefix = "fusejit-build-";  // ... where no lock could be taken (or an older fusejit's)
 constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 31;   // anything larger is not ours
@@ -296,6 +297,7 @@ struct ScannedFile {
   int64_t mtime_ns = 0;
   int64_t order_ns = 0;  // order_time_ns: what eviction and `cache clear` go by
   std::string odd;  // at an entry's path, not a regular file: file_problem()'s words ("a FIFO", ...)
+  bool kept = false;  // a build folder kept for inspection (kKeptPrefix): swept by age, not by its lock
 };
 
 std::optional<ScannedFile> classify(const fs::path& path, const std::string& name, const std::string& prefix) {
@@ -347,11 +349,11 @@ std::vector<ScannedFile> scan(const fs::path& dir) {
   fs::directory_iterator top(dir, ec), end;
   for (; !ec && top != end; top.increment(ec)) {
     const std::string prefix = top->path().filename().string();
-    if (prefix.starts_with(kBuildPrefix)) {
+    if (prefix.starts_with(kBuildPrefix) || prefix.starts_with(kKeptPrefix)) {
       struct stat st;
       if (::lstat(top->path().c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid())
         out.push_back({top->path(), FileType::Build, std::nullopt, folder_bytes(top->path()), mtime_ns(st),
-                       order_time_ns(st), {}});
+                       order_time_ns(st), {}, prefix.starts_with(kKeptPrefix)});
       continue;
     }
     if (prefix.size() != 2 || !is_hex(prefix) || top->is_symlink(ec) || !folder_problem(top->path(), false).empty())
@@ -972,11 +974,21 @@ bool DiskStore::store(const DiskKey& key, const EntryMeta& meta, std::span<const
     if (err != ENOENT) not_stored(final_path, err);
     return false;
   }
-  bool rescan = false;
+  counted_after_store(final_path, buf.size());
+  return true;
+}
+
+// After a store of `bytes` at `final_path`: its bytes counted, the folder counted again and
+// evicted down to the cap when due, and an entry over the whole cap said once.
+void DiskStore::counted_after_store(const fs::path& final_path, size_t bytes_stored) {
+  bool rescan = false, oversize = false;
   uint64_t cap = 0;
   {
     std::lock_guard lock(mutex_);
-    if (approx_bytes_ >= 0) approx_bytes_ += static_cast<int64_t>(buf.size());
+    if (approx_bytes_ >= 0) approx_bytes_ += static_cast<int64_t>(bytes_stored);
+    // An entry over the whole cap evicts every other one: said once (a concurrency tester saw two
+    // programs' entries evict each other at every run, each recompiling in turn, silently).
+    oversize = config_.max_bytes > 0 && bytes_stored > config_.max_bytes && !std::exchange(warned_oversize_, true);
     // The first store of a process scans the folder (and sweeps what killed runs left). Later
     // ones count their own bytes only, so other processes' writes are seen when it scans again:
     // past the cap, past 90 % of it at most once a second (a full cache stays there), and every
@@ -987,8 +999,12 @@ bool DiskStore::store(const DiskKey& key, const EntryMeta& meta, std::span<const
     rescan = approx_bytes_ < 0 || (cap > 0 && (bytes > cap || since > kRescan ||
                                                (bytes > cap - cap / 10 && since > std::chrono::seconds(1))));
   }
+  if (oversize)
+    warn(fmt::format("kernel cache: the entry {} ({} bytes) is larger than the cache's size cap (FUSEJIT_CACHE_MAX_MB, "
+                     "{} bytes): it is kept and the other entries go, so they are built again when next used; raise "
+                     "the cap",
+                     final_path.string(), bytes_stored, cap));
   if (rescan) evict_impl(cap, final_path);
-  return true;
 }
 
 DiskStore::Fetched DiskStore::fetch_or_build(const DiskKey& key, const std::function<Built()>& build) {
@@ -1018,12 +1034,17 @@ DiskStore::Fetched DiskStore::fetch_or_build(const DiskKey& key, const std::func
 }
 
 namespace {
-// A temporary file, lock file or build folder a killed run left behind.
-void remove_abandoned(const ScannedFile& f) {
+// Removes what a killed run left behind (no entry): a build folder no build holds, whatever its
+// age; a temporary file, lock file or kept build folder older than `stale`.
+void sweep_abandoned(const ScannedFile& f, int64_t stale) {
+  std::error_code ec;
+  if (f.type == FileType::Entry) return;
+  if (f.type == FileType::Build && !f.kept) remove_unused_build(f.path);  // a killed run's, or one left mid-build
+  if (f.order_ns >= stale) return;
   if (f.type == FileType::Temp) ::unlink(f.path.c_str());
   else if (f.type == FileType::Lock && !f.odd.empty()) remove_odd(f.path, true);
   else if (f.type == FileType::Lock) remove_unused_lock(f.path);
-  else remove_unused_build(f.path);
+  else if (f.kept) fs::remove_all(f.path, ec);
 }
 }  // namespace
 
@@ -1039,8 +1060,8 @@ size_t DiskStore::evict_impl(uint64_t max_bytes, const fs::path& keep) {
     if (f.type == FileType::Entry && f.odd.empty()) {  // an odd one: a load removes it, with a warning
       total += f.bytes;
       entries.push_back(&f);
-    } else if (f.type != FileType::Entry && f.order_ns < stale) {
-      remove_abandoned(f);
+    } else {
+      sweep_abandoned(f, stale);
     }
   }
   std::sort(entries.begin(), entries.end(), [](const ScannedFile* a, const ScannedFile* b) {
@@ -1067,6 +1088,13 @@ DiskStore::Scratch::~Scratch() {
 }
 
 fs::path DiskStore::Scratch::keep() {
+  // Renamed while locked: an unlocked .tmp-build- folder is an abandoned build's, removed at the
+  // next sweep; a kept one stays an hour. In $TMPDIR (or if the rename fails) it keeps its name.
+  const std::string name = path_.filename().string();
+  if (in_store_ && name.starts_with(kBuildPrefix)) {
+    const fs::path to = path_.parent_path() / (kKeptPrefix + name.substr(std::string_view(kBuildPrefix).size()));
+    if (::rename(path_.c_str(), to.c_str()) == 0) path_ = to;
+  }
   if (fd_ >= 0) unlock_and_close(std::exchange(fd_, -1));
   return std::exchange(path_, {});
 }
@@ -1202,6 +1230,10 @@ namespace {
 // file. An entry that stays (not one another process removed first) is counted in r.kept.
 bool remove_found(const ScannedFile& f, ClearResult& r) {
   if (f.type == FileType::Lock) return f.odd.empty() ? remove_unused_lock(f.path) : remove_odd(f.path, true).empty();
+  if (f.type == FileType::Build && f.kept) {
+    std::error_code ec;
+    return fs::remove_all(f.path, ec) > 0;
+  }
   if (f.type == FileType::Build) return remove_unused_build(f.path);
   if (!f.odd.empty()) {
     struct stat st;

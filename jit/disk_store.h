@@ -212,8 +212,8 @@ class DiskStore {
     const std::filesystem::path& path() const { return path_; }
     bool in_store() const { return in_store_; }  // a folder in the cache folder, not in $TMPDIR
     // Keeps the folder (it is not removed on destruction, and no longer locked) and returns its
-    // path. A kept folder in the store is swept like any abandoned build folder once it is an
-    // hour old.
+    // path: in the store renamed DIR/.kept-build-XXXXXX, swept once it is an hour old (an unlocked
+    // .tmp-build- folder, an abandoned build's, goes at the next sweep).
     std::filesystem::path keep();
 
    private:
@@ -236,12 +236,14 @@ class DiskStore {
   void discard(const std::filesystem::path& path, const std::string& problem, const void* seen_stat);
   void not_stored(const std::filesystem::path& path, int err);
   size_t evict_impl(uint64_t max_bytes, const std::filesystem::path& keep);
+  void counted_after_store(const std::filesystem::path& final_path, size_t bytes_stored);
 
   StoreConfig config_;
   std::filesystem::path dir_;
   mutable std::mutex mutex_;  // guards the fields below and the warning callback
   bool ok_ = false;
   bool warned_unusable_ = false;
+  bool warned_oversize_ = false;  // an entry larger than the whole cap was stored (said once)
   bool root_is_link_ = false;  // the folder was a symbolic link at start (a store made without shared())
   std::set<std::string> warned_discards_;  // entry paths warned of (a second look warns no more)
   std::set<std::string> skipped_prefixes_;  // subfolders not used (another owner, open mode), each warned of once

@@ -830,6 +830,29 @@ TEST_CASE("unlock_and_close releases a flock that a forked child's copy of the d
   fs::remove_all(dir);
 }
 
+TEST_CASE("an entry larger than the whole size cap is kept, with one warning saying the others go") {
+  // A concurrency tester's find: a 1.2 MB module under FUSEJIT_CACHE_MAX_MB=1 evicted the other
+  // program's entry at every run, each run recompiling one of them, and nothing said why.
+  fs::path dir = make_temp_dir();
+  std::vector<std::string> warnings;
+  CacheConfig cfg = config_for(dir, [&](const std::string& m) { warnings.push_back(m); });
+  cfg.max_bytes = 2000;
+  KernelCache cache(cfg);
+  const Target t{Arch{9, 0}, OutputKind::Cubin};
+  const DiskKey small = disk_key(inputs_n(290)), big = disk_key(inputs_n(291)), bigger = disk_key(inputs_n(292));
+  REQUIRE(cache.store(small, t, std::vector<char>(100, 's'), "k"));
+  CHECK(warnings.empty());
+  REQUIRE(cache.store(big, t, std::vector<char>(3000, 'b'), "k"));
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("is larger than the cache's size cap (FUSEJIT_CACHE_MAX_MB, 2000 bytes): it is kept and the "
+                         "other entries go") != std::string::npos);
+  CHECK(fs::exists(entry_path(dir, big.key)));
+  CHECK(!fs::exists(entry_path(dir, small.key)));
+  REQUIRE(cache.store(bigger, t, std::vector<char>(4000, 'b'), "k"));
+  CHECK(warnings.size() == 1);  // once a process
+  fs::remove_all(dir);
+}
+
 TEST_CASE("the size cap evicts the least recently used entries") {
   fs::path dir = make_temp_dir();
   const std::vector<char> payload(1000, 'p');
@@ -1631,27 +1654,47 @@ TEST_CASE("stale temporary files, lock files and build folders are swept; fresh 
   const fs::path prefix = entry_path(dir, disk_key(in).key).parent_path();
   const fs::path old_temp = prefix / ".tmp-killed", new_temp = prefix / ".tmp-running";
   const fs::path old_lock_named = entry_path(dir, Hash128{1, 0xab00000000000000ull}).replace_extension(".lock");
-  const fs::path old_build = dir / ".tmp-build-killed", new_build = dir / ".tmp-build-running";
+  // A build folder no build holds is abandoned whatever its age (a concurrency tester's find: a
+  // process exiting mid-build left one a build, for an hour); one kept for inspection stays an hour.
+  const fs::path old_build = dir / ".tmp-build-killed", new_build = dir / ".tmp-build-exited";
+  const fs::path old_kept = dir / ".kept-build-old", new_kept = dir / ".kept-build-new";
   fs::create_directories(old_lock_named.parent_path());
   for (const fs::path& f : {old_temp, new_temp, old_lock_named}) write_text(f, "x");
-  for (const fs::path& d : {old_build, new_build}) {
+  for (const fs::path& d : {old_build, new_build, old_kept, new_kept}) {
     fs::create_directories(d);
     write_text(d / "module.cpp", "int x;");
   }
+  DiskStore store(StoreConfig{dir, 0, [](const std::string&) {}});
+  std::optional<DiskStore::Scratch> running = store.scratch();  // a build in progress: locked
+  write_text(running->path() / "module.cpp", "int x;");
   const struct timespec two_hours_ago[2] = {{::time(nullptr) - 7200, 0}, {::time(nullptr) - 7200, 0}};
-  for (const fs::path& f : {old_temp, old_lock_named, old_build})
+  for (const fs::path& f : {old_temp, old_lock_named, old_build, old_kept})
     REQUIRE(::utimensat(AT_FDCWD, f.c_str(), two_hours_ago, AT_SYMLINK_NOFOLLOW) == 0);
-  CHECK(cache_stats(dir).temp_files == 4);
+  CHECK(cache_stats(dir).temp_files == 7);
   KernelCache next(config_for(dir));  // a new process's first store scans and sweeps
   const DiskKeyInputs in2 = inputs_n(601);
   next.get_or_compile(in2, [&] { return fake_compile(in2); });
   CHECK(!fs::exists(old_temp));
   CHECK(!fs::exists(old_lock_named));
   CHECK(!fs::exists(old_build));
+  CHECK(!fs::exists(new_build));
+  CHECK(!fs::exists(old_kept));
   CHECK(fs::exists(new_temp));
-  CHECK(fs::exists(new_build / "module.cpp"));
-  CHECK(cache_stats(dir).temp_files == 2);
-  CHECK(cache_stats(dir).entries == 2);
+  CHECK(fs::exists(new_kept / "module.cpp"));
+  CHECK(fs::exists(running->path() / "module.cpp"));
+  CHECK(cache_stats(dir).temp_files == 3);
+  // Kept, a build folder is renamed .kept-build-, so the sweeps leave it its hour.
+  const fs::path kept = running->keep();
+  CHECK(kept.filename().string().starts_with(".kept-build-"));
+  CHECK(fs::exists(kept / "module.cpp"));
+  running.reset();
+  KernelCache third(config_for(dir));
+  const DiskKeyInputs in3 = inputs_n(602);
+  third.get_or_compile(in3, [&] { return fake_compile(in3); });
+  CHECK(fs::exists(kept / "module.cpp"));
+  CHECK(clear_cache(dir).removed == 3);  // entries; the kept folders go too, as every temporary file
+  CHECK(!fs::exists(kept));
+  CHECK(cache_stats(dir).temp_files == 1);  // new_temp: younger than a minute, maybe being renamed into place
   fs::remove_all(dir);
 }
 
