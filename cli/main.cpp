@@ -114,7 +114,8 @@ class CommandLine {
       std::optional<std::pair<size_t, std::string>> at;
       for (const std::string& o : {option, alias}) {
         if (o.empty() || at) continue;
-        if (args_[i].rfind(o + "=", 0) == 0) at = {shown(i, o.size() + 1), args_[i].substr(o.size() + 1)};
+        // `--out=X` is X; CLI11 reads `-o=X` as "=X", not located.
+        if (o == option && args_[i].rfind(o + "=", 0) == 0) at = {shown(i, o.size() + 1), args_[i].substr(o.size() + 1)};
         else if (args_[i] == o && i + 1 < args_.size()) at = {shown(i + 1, 0), args_[i + 1]};
         else if (args_[i] == o) at = {shown(i, 0), ""};
       }

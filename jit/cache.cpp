@@ -29,10 +29,10 @@ CompileError with_kept_source(const CompileError& e, DiskStore& store, std::stri
       DiskStore::Scratch scratch = store.scratch();
       const std::filesystem::path cu = scratch.path() / (label + ".cu");
       if (!scratch.in_store()) kept = "source not kept: the cache folder took no build folder";  // $TMPDIR's is swept
-      else if (write_new_file(cu, std::span<const char>(e.source().data(), e.source().size())) == 0)
-        kept = "source kept for inspection: " + (scratch.keep() / cu.filename()).string();
-      else
+      else if (write_new_file(cu, std::span<const char>(e.source().data(), e.source().size())) != 0)
         kept = "source not kept: cannot write " + cu.string();
+      else
+        kept = kept_source(scratch, cu.filename());
     } catch (const std::runtime_error& why) {
       kept = std::string("source not kept: ") + why.what();
     }

@@ -56,7 +56,10 @@ constexpr const char* kEntrySuffix = ".fjk";
 constexpr const char* kLockSuffix = ".lock";
 constexpr const char* kTempPrefix = ".tmp-";             // temporary entry files, in prefix folders
 constexpr const char* kBuildPrefix = ".tmp-build-";      // compiler scratch folders, in the root
-constexpr const char* kKeptPrefix = ".kept-build-";       // one kept for inspection (a failed compile's source)
+constexpr const char* kKeptMark = ".kept";                 // in one kept for inspection (a failed compile's source)
+// An unlocked build folder younger than this may be another machine's build in progress, where the
+// cache folder is shared over a filesystem whose flock is local to each machine (NFS with local_lock).
+constexpr auto kUnlockedGrace = std::chrono::minutes(10);
 constexpr const char* kTmpBuildPrefix = "fusejit-lbuild-";  // the same in $TMPDIR (no disk store), locked
 constexpr const char* kTmpUnlockedPrefix = "fusejit-build-";  // ... where no lock could be taken (or an older fusejit's)
 constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 31;   // anything larger is not ours
@@ -297,7 +300,7 @@ struct ScannedFile {
   int64_t mtime_ns = 0;
   int64_t order_ns = 0;  // order_time_ns: what eviction and `cache clear` go by
   std::string odd;  // at an entry's path, not a regular file: file_problem()'s words ("a FIFO", ...)
-  bool kept = false;  // a build folder kept for inspection (kKeptPrefix): swept by age, not by its lock
+  bool kept = false;  // a build folder kept for inspection (holding kKeptMark): swept by age, not by its lock
 };
 
 std::optional<ScannedFile> classify(const fs::path& path, const std::string& name, const std::string& prefix) {
@@ -349,11 +352,11 @@ std::vector<ScannedFile> scan(const fs::path& dir) {
   fs::directory_iterator top(dir, ec), end;
   for (; !ec && top != end; top.increment(ec)) {
     const std::string prefix = top->path().filename().string();
-    if (prefix.starts_with(kBuildPrefix) || prefix.starts_with(kKeptPrefix)) {
-      struct stat st;
+    if (prefix.starts_with(kBuildPrefix)) {
+      struct stat st, mark;
       if (::lstat(top->path().c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid())
         out.push_back({top->path(), FileType::Build, std::nullopt, folder_bytes(top->path()), mtime_ns(st),
-                       order_time_ns(st), {}, prefix.starts_with(kKeptPrefix)});
+                       order_time_ns(st), {}, ::lstat((top->path() / kKeptMark).c_str(), &mark) == 0});
       continue;
     }
     if (prefix.size() != 2 || !is_hex(prefix) || top->is_symlink(ec) || !folder_problem(top->path(), false).empty())
@@ -1034,12 +1037,14 @@ DiskStore::Fetched DiskStore::fetch_or_build(const DiskKey& key, const std::func
 }
 
 namespace {
-// Removes what a killed run left behind (no entry): a build folder no build holds, whatever its
-// age; a temporary file, lock file or kept build folder older than `stale`.
+// Removes what a killed run left behind (no entry): a build folder no build holds, once
+// kUnlockedGrace old (a killed run's, or one a process left by exiting mid-build); a temporary
+// file, lock file or kept build folder older than `stale`.
 void sweep_abandoned(const ScannedFile& f, int64_t stale) {
   std::error_code ec;
   if (f.type == FileType::Entry) return;
-  if (f.type == FileType::Build && !f.kept) remove_unused_build(f.path);  // a killed run's, or one left mid-build
+  const int64_t grace = now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(kUnlockedGrace).count();
+  if (f.type == FileType::Build && !f.kept && f.order_ns < grace) remove_unused_build(f.path);
   if (f.order_ns >= stale) return;
   if (f.type == FileType::Temp) ::unlink(f.path.c_str());
   else if (f.type == FileType::Lock && !f.odd.empty()) remove_odd(f.path, true);
@@ -1087,14 +1092,17 @@ DiskStore::Scratch::~Scratch() {
   if (fd_ >= 0) unlock_and_close(fd_);
 }
 
+std::string kept_source(DiskStore::Scratch& scratch, const fs::path& file) {
+  const fs::path folder = scratch.path();
+  const fs::path kept = scratch.keep();
+  return kept.empty() ? "source not kept: cannot mark " + folder.string() + " kept (it is removed)"
+                      : "source kept for inspection: " + (kept / file).string();
+}
+
 fs::path DiskStore::Scratch::keep() {
-  // Renamed while locked: an unlocked .tmp-build- folder is an abandoned build's, removed at the
-  // next sweep; a kept one stays an hour. In $TMPDIR (or if the rename fails) it keeps its name.
-  const std::string name = path_.filename().string();
-  if (in_store_ && name.starts_with(kBuildPrefix)) {
-    const fs::path to = path_.parent_path() / (kKeptPrefix + name.substr(std::string_view(kBuildPrefix).size()));
-    if (::rename(path_.c_str(), to.c_str()) == 0) path_ = to;
-  }
+  // Marked while locked: an unlocked build folder without the mark is an abandoned build's,
+  // removed at a sweep ten minutes on; a marked one stays an hour. Unmarked, it is not kept.
+  if (in_store_ && write_new_file(path_ / kKeptMark, std::span<const char>()) != 0) return {};
   if (fd_ >= 0) unlock_and_close(std::exchange(fd_, -1));
   return std::exchange(path_, {});
 }

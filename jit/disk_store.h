@@ -193,12 +193,13 @@ class DiskStore {
   Fetched fetch_or_build(const DiskKey& key, const std::function<Built()>& build);
 
   // Deletes least-recently-used entries until the entries take at most `max_bytes` (0: no cap),
-  // and sweeps stale temporary files, lock files and build folders; returns the entries removed.
+  // and sweeps what killed runs left (sweep_abandoned: stale temporary files, lock files and kept
+  // build folders; build folders no build holds); returns the entries removed.
   size_t evict_to(uint64_t max_bytes);
 
   // A private folder for a compiler's temporary files, removed (with its contents) by the
-  // destructor: DIR/.tmp-build-XXXXXX in the store's folder, or $TMPDIR/fusejit-build-XXXXXX
-  // (mode 0700) when the store is disabled. Throws std::runtime_error when none can be made.
+  // destructor: DIR/.tmp-build-XXXXXX in the store's folder, or $TMPDIR/fusejit-lbuild-XXXXXX
+  // (mode 0700; fusejit-build-XXXXXX where no flock can be had) when the store is disabled. Throws std::runtime_error when none can be made.
   // While it lives it holds a shared flock on the folder, so `cache clear` in another process
   // leaves it alone (clear_cache); a killed process's folder loses the lock with the process.
   class Scratch {
@@ -212,8 +213,9 @@ class DiskStore {
     const std::filesystem::path& path() const { return path_; }
     bool in_store() const { return in_store_; }  // a folder in the cache folder, not in $TMPDIR
     // Keeps the folder (it is not removed on destruction, and no longer locked) and returns its
-    // path: in the store renamed DIR/.kept-build-XXXXXX, swept once it is an hour old (an unlocked
-    // .tmp-build- folder, an abandoned build's, goes at the next sweep).
+    // path; in the store it is marked kept (a file `.kept` in it) and swept once an hour old (an
+    // unlocked, unmarked build folder, an abandoned build's, goes at a sweep ten minutes on).
+    // Returns an empty path, keeping nothing, when the mark cannot be written.
     std::filesystem::path keep();
 
    private:
@@ -295,5 +297,9 @@ struct ClearResult {
 // folder whose Scratch holds its lock, a temporary entry file younger than a minute (it lives
 // between a write and a rename).
 ClearResult clear_cache(const std::filesystem::path& dir);
+
+// Keeps `scratch` (Scratch::keep) and says so for a message: "source kept for inspection:
+// FOLDER/FILE", or "source not kept: ..." when it cannot be kept.
+std::string kept_source(DiskStore::Scratch& scratch, const std::filesystem::path& file);
 
 }  // namespace fusejit::jit

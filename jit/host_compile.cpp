@@ -439,7 +439,7 @@ std::vector<char> compile_shared_object(const HostBuild& b, DiskStore& store, do
     // A build folder in $TMPDIR (the cache folder took none) is not kept: the next sweep there removes it.
     const std::string kept = !store.enabled()     ? "source not kept: the disk cache is off"
                              : !scratch.in_store() ? "source not kept: the cache folder took no build folder"
-                                                   : "source kept for inspection: " + (scratch.keep() / cpp.filename()).string();
+                                                   : kept_source(scratch, cpp.filename());
     throw HostCompileError(fmt::format("host compiler failed ({}): {}\n{}{}", describe_status(status), cmd,
                                        first_lines(output, kCompilerOutputLines), kept));
   }

@@ -154,7 +154,7 @@ OutputStats stats_of(const TensorInfo& info, const HostTensor& t) {
   const size_t esz = static_cast<size_t>(ir::dtype_size(dtype));
   // As NumPy's nanmin / nanmax / nanmean: NaNs are counted, not averaged; infinities take part
   // (so the mean of [inf, 1] is inf); all-NaN or empty gives NaN.
-  double sum = 0;
+  double sum = -0.0;  // addition's identity: the mean of -0.0s is -0.0, as NumPy's (0.0 + -0.0 is 0.0)
   int64_t counted = 0;
   s.min = s.max = s.mean = std::nan("");
   for (int64_t i = 0; i < t.elements(); ++i) {

@@ -1654,38 +1654,47 @@ TEST_CASE("stale temporary files, lock files and build folders are swept; fresh 
   const fs::path prefix = entry_path(dir, disk_key(in).key).parent_path();
   const fs::path old_temp = prefix / ".tmp-killed", new_temp = prefix / ".tmp-running";
   const fs::path old_lock_named = entry_path(dir, Hash128{1, 0xab00000000000000ull}).replace_extension(".lock");
-  // A build folder no build holds is abandoned whatever its age (a concurrency tester's find: a
-  // process exiting mid-build left one a build, for an hour); one kept for inspection stays an hour.
-  const fs::path old_build = dir / ".tmp-build-killed", new_build = dir / ".tmp-build-exited";
-  const fs::path old_kept = dir / ".kept-build-old", new_kept = dir / ".kept-build-new";
+  // A build folder no build holds is abandoned once ten minutes old, not an hour (a concurrency
+  // tester's find: processes exiting mid-build left theirs for an hour; the ten minutes spare a
+  // build on another machine where flock is local to each); one kept for inspection (marked by a
+  // file .kept) stays an hour.
+  const fs::path old_build = dir / ".tmp-build-killed", exited_build = dir / ".tmp-build-exited";
+  const fs::path new_build = dir / ".tmp-build-new";
+  const fs::path old_kept = dir / ".tmp-build-oldkept", new_kept = dir / ".tmp-build-newkept";
   fs::create_directories(old_lock_named.parent_path());
   for (const fs::path& f : {old_temp, new_temp, old_lock_named}) write_text(f, "x");
-  for (const fs::path& d : {old_build, new_build, old_kept, new_kept}) {
+  for (const fs::path& d : {old_build, exited_build, new_build, old_kept, new_kept}) {
     fs::create_directories(d);
     write_text(d / "module.cpp", "int x;");
   }
+  for (const fs::path& d : {old_kept, new_kept}) write_text(d / ".kept", "");
   DiskStore store(StoreConfig{dir, 0, [](const std::string&) {}});
   std::optional<DiskStore::Scratch> running = store.scratch();  // a build in progress: locked
   write_text(running->path() / "module.cpp", "int x;");
-  const struct timespec two_hours_ago[2] = {{::time(nullptr) - 7200, 0}, {::time(nullptr) - 7200, 0}};
+  const time_t now = ::time(nullptr);
+  const struct timespec two_hours_ago[2] = {{now - 7200, 0}, {now - 7200, 0}};
+  const struct timespec eleven_minutes_ago[2] = {{now - 660, 0}, {now - 660, 0}};
   for (const fs::path& f : {old_temp, old_lock_named, old_build, old_kept})
     REQUIRE(::utimensat(AT_FDCWD, f.c_str(), two_hours_ago, AT_SYMLINK_NOFOLLOW) == 0);
-  CHECK(cache_stats(dir).temp_files == 7);
+  for (const fs::path& f : {exited_build, running->path()})
+    REQUIRE(::utimensat(AT_FDCWD, f.c_str(), eleven_minutes_ago, AT_SYMLINK_NOFOLLOW) == 0);
+  CHECK(cache_stats(dir).temp_files == 8);
   KernelCache next(config_for(dir));  // a new process's first store scans and sweeps
   const DiskKeyInputs in2 = inputs_n(601);
   next.get_or_compile(in2, [&] { return fake_compile(in2); });
   CHECK(!fs::exists(old_temp));
   CHECK(!fs::exists(old_lock_named));
   CHECK(!fs::exists(old_build));
-  CHECK(!fs::exists(new_build));
+  CHECK(!fs::exists(exited_build));
   CHECK(!fs::exists(old_kept));
   CHECK(fs::exists(new_temp));
+  CHECK(fs::exists(new_build / "module.cpp"));
   CHECK(fs::exists(new_kept / "module.cpp"));
-  CHECK(fs::exists(running->path() / "module.cpp"));
-  CHECK(cache_stats(dir).temp_files == 3);
-  // Kept, a build folder is renamed .kept-build-, so the sweeps leave it its hour.
+  CHECK(fs::exists(running->path() / "module.cpp"));  // locked: in use, whatever its age
+  CHECK(cache_stats(dir).temp_files == 4);
+  // Kept, a build folder is marked so, and the sweeps leave it its hour.
   const fs::path kept = running->keep();
-  CHECK(kept.filename().string().starts_with(".kept-build-"));
+  CHECK(fs::exists(kept / ".kept"));
   CHECK(fs::exists(kept / "module.cpp"));
   running.reset();
   KernelCache third(config_for(dir));

@@ -962,6 +962,19 @@ TEST_CASE("run --input: the dims of an input's shape follow its .npy file unless
   CHECK_MESSAGE(r.out.find("(--dim sets the graph's dims N; without it") != std::string::npos, r.out);
 }
 
+TEST_CASE("run's output statistics keep the sign of a zero mean") {
+  // A hostile tester's find: an output of -0.0s had mean 0 (a sum started at +0.0).
+  const fs::path g = scratch("negzero") / "g.txt";
+  fs::create_directories(g.parent_path());
+  std::ofstream(g) << "input x : f32[4]\ny = -(abs(x) * 0.0)\noutput y\n";
+  Result r = run("run " + g.string() + " --backend cpu --repeats 1 --json");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const double mean = j["stats"][0]["mean"].get<double>();
+  CHECK(mean == 0.0);
+  CHECK(std::signbit(mean));
+}
+
 TEST_CASE("run --special: an output that is mostly NaN is named, so its 'identical values' is read for what it is") {
   Result r = run("run " + sample("rmsnorm.txt") + " --backend cpu --repeats 1 --dim T=4 --dim D=64 --special");
   REQUIRE_MESSAGE(r.code == 0, r.out);

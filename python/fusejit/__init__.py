@@ -416,6 +416,7 @@ class Program:
         self._out_whats = [f"output '{n}'" for n in self._out_names]
         self._no_in_as = [None] * len(self._inputs)  # no dtype overrides (read, never kept, by C++)
         self._no_out_as = [None] * len(self._outputs)
+        self._bf16_outputs = any(dt == "bf16" for _, dt in self._outputs)  # allocated ones need _launch's view
         self._shapes: dict[tuple, Any] = {}  # (plan, input shapes...) -> output shapes (_allocate)
 
     backend = property(lambda self: self._p.backend, doc='"cuda" or "cpu", decided at compile time')
@@ -533,7 +534,8 @@ class Program:
         try:
             # The hot loop's call (every input, by position or by name, and no param), checked fast.
             inputs = len(self._inputs)
-            if stream is None and plan == "fused" and not (args and kwargs) and len(kwargs or args) == inputs:
+            if stream is None and type(plan) is str and plan == "fused" and not (args and kwargs) and \
+                    len(kwargs or args) == inputs:
                 results = self._plain_call(args or [kwargs.get(n) for n in self._inputs], out)
                 if results is not None:
                     return results
@@ -554,7 +556,7 @@ class Program:
             return None
         if out is None:
             shapes = self._shapes.get(("fused", *[a.shape for a in args]))
-            if shapes is None:
+            if shapes is None or self._bf16_outputs:  # a bf16 output travels as a uint16 view (_launch)
                 return None
             results = [_np_empty(shape, dt) for shape, (_, dt) in zip(shapes, self._outputs)]
         elif type(out) is dict and len(out) == len(self._out_names):
@@ -566,7 +568,7 @@ class Program:
         try:
             self._p.launch(args, self._no_in_as, results, self._no_out_as, [], 0, "fused")
         except TypeError as e:
-            _refused(e, list(args), self._in_whats)
+            _refused(e, list(args) + results, self._in_whats + self._out_whats)
         return dict(zip(self._out_names, results))
 
     def _explained(self, e: UserError) -> NoReturn:

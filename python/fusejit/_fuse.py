@@ -841,14 +841,20 @@ def _setitem(self: Value, index: Any, value: Any) -> None:
                         "slice the arrays outside the fused function")
     if value is self:  # p[:] += 1: the update is done, p[:] was p itself
         return
-    shape, to = _SHAPE_GETTER(self), _DTYPE_GETTER(self)
+    shape, to = tuple(_SHAPE_GETTER(self)), _DTYPE_GETTER(self)
+    got = tuple(_SHAPE_GETTER(value) if isinstance(value, Value) else np.shape(value))
+    try:
+        fits = np.broadcast_shapes(got, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:  # said before any node is built (a refused call leaves the graph as it was)
+        extra = len(got) > len(shape) and all(n == 1 for n in got[:len(got) - len(shape)])
+        raise ValueError(f"v[{_index_text(index)}] = x: could not broadcast input array from shape {got} into shape "
+                         f"{shape}" + (" (NumPy drops leading size-1 dims here, fusejit does not: give x v's rank)"
+                                       if extra else " (NumPy's error)"))
     if isinstance(value, Value) and _DTYPE_GETTER(value) != to:
         value = self.builder.cast(value, to)  # first: one rounding, as NumPy's cast of x into v
-    r = op("where", True, value, self)  # value broadcast over v's shape (more dims are refused below)
-    if list(_SHAPE_GETTER(r)) != list(shape):
-        got = _SHAPE_GETTER(value) if isinstance(value, Value) else np.shape(value)
-        raise ValueError(f"v[{_index_text(index)}] = x: could not broadcast input array from shape {tuple(got)} into "
-                         f"shape {tuple(shape)} (NumPy's error)")
+    r = op("where", True, value, self)  # value broadcast over v's shape
     self._assign(r if _DTYPE_GETTER(r) == to else self.builder.cast(r, to))
 
 

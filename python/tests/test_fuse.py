@@ -2237,8 +2237,19 @@ def test_a_whole_value_assigned_and_astype_copy_false_update_the_callers_array_a
 
     with pytest.raises(TypeError, match=r"cannot be indexed or sliced \(v\[0\] = \.\.\.\).*v\[\.\.\.\] = x"):
         fusejit.fuse(part)(np.zeros(3, np.float32))
-    with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(2, 3\) into shape \(3,\)"):
+    with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(2, 3\) into shape \(3,\) "
+                                         r"\(NumPy's error\)"):
         fusejit.fuse(wide)(np.zeros(3, np.float32), np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match=r"from shape \(1, 3\) into shape \(3,\) \(NumPy drops leading size-1 dims"):
+        fusejit.fuse(wide)(np.zeros(3, np.float32), np.ones((1, 3), np.float32))
+    # Refused before any node is built: the builder's graph is as it was (a reviewer's find).
+    b = fusejit.GraphBuilder("g")
+    x, w = b.input("x", "f32", [3]), b.input("w", "f32", [2, 3])
+    with pytest.raises(ValueError):
+        x[...] = w
+    b.output("y", x * 2)
+    b.allow_unused(w)
+    assert "where" not in b.build().to_text()
 
 
 def test_value_attributes_a_value_has_not_say_why_and_its_sizes_in_bytes_are_numpys():
