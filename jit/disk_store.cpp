@@ -1041,7 +1041,6 @@ namespace {
 // kUnlockedGrace old (a killed run's, or one a process left by exiting mid-build); a temporary
 // file, lock file or kept build folder older than `stale`.
 void sweep_abandoned(const ScannedFile& f, int64_t stale) {
-  std::error_code ec;
   if (f.type == FileType::Entry) return;
   const int64_t grace = now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(kUnlockedGrace).count();
   if (f.type == FileType::Build && !f.kept && f.order_ns < grace) remove_unused_build(f.path);
@@ -1049,7 +1048,7 @@ void sweep_abandoned(const ScannedFile& f, int64_t stale) {
   if (f.type == FileType::Temp) ::unlink(f.path.c_str());
   else if (f.type == FileType::Lock && !f.odd.empty()) remove_odd(f.path, true);
   else if (f.type == FileType::Lock) remove_unused_lock(f.path);
-  else if (f.kept) fs::remove_all(f.path, ec);
+  else if (f.kept) remove_unused_build(f.path);
 }
 }  // namespace
 
@@ -1238,11 +1237,7 @@ namespace {
 // file. An entry that stays (not one another process removed first) is counted in r.kept.
 bool remove_found(const ScannedFile& f, ClearResult& r) {
   if (f.type == FileType::Lock) return f.odd.empty() ? remove_unused_lock(f.path) : remove_odd(f.path, true).empty();
-  if (f.type == FileType::Build && f.kept) {
-    std::error_code ec;
-    return fs::remove_all(f.path, ec) > 0;
-  }
-  if (f.type == FileType::Build) return remove_unused_build(f.path);
+  if (f.type == FileType::Build) return remove_unused_build(f.path);  // kept or not: unless a build holds it
   if (!f.odd.empty()) {
     struct stat st;
     if (remove_odd(f.path).empty() || ::lstat(f.path.c_str(), &st) != 0) return true;
