@@ -842,6 +842,8 @@ def _setitem(self: Value, index: Any, value: Any) -> None:
     if value is self:  # p[:] += 1: the update is done, p[:] was p itself
         return
     shape, to = tuple(_SHAPE_GETTER(self)), _DTYPE_GETTER(self)
+    if isinstance(value, float) and to in _NUMPY_INT:
+        value = _float_into_int(value, to)
     got = tuple(_SHAPE_GETTER(value) if isinstance(value, Value) else np.shape(value))
     try:
         fits = np.broadcast_shapes(got, shape) == shape
@@ -858,15 +860,36 @@ def _setitem(self: Value, index: Any, value: Any) -> None:
     self._assign(r if _DTYPE_GETTER(r) == to else self.builder.cast(r, to))
 
 
+# fusejit's integer dtypes as NumPy's, for a float assigned into one (_float_into_int).
+_NUMPY_INT = {"u8": np.uint8, "i8": np.int8, "i32": np.int32, "i64": np.int64}
+
+
+def _float_into_int(value: float, to: str) -> int:
+    """A Python float assigned into an integer value, as NumPy converts it (int(), truncating; a
+    hostile tester's find: NaN, inf and 70000.0 into u8 were stored saturated or wrapped): NumPy's
+    ValueError for NaN, OverflowError for an infinity or a whole part out of the dtype's range."""
+    if math.isnan(value):
+        raise ValueError("cannot convert float NaN to integer (NumPy's error)")
+    if math.isinf(value):
+        raise OverflowError("cannot convert float infinity to integer (NumPy's error)")
+    limits = np.iinfo(_NUMPY_INT[to])
+    if not limits.min <= int(value) <= limits.max:
+        raise OverflowError(f"Python integer {int(value)} out of bounds for {limits.dtype.name} (NumPy's error)")
+    return int(value)
+
+
 def _whole_index(index: Any, ndim: int) -> bool:
     """Whether v[index] is all of v, as NumPy's: `...`, `()`, or `:`s (one per dim at most) with or
-    without one `...`."""
+    without one `...`; more `:`s than dims are NumPy's IndexError."""
     parts = index if isinstance(index, tuple) else (index,)
     full = [p for p in parts if isinstance(p, slice) and p == slice(None)]
     ellipses = sum(p is Ellipsis for p in parts)
     if len(full) + ellipses != len(parts) or ellipses > 1:
         return False
-    return len(full) <= ndim
+    if len(full) > ndim:
+        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but {len(full)} were indexed "
+                         "(NumPy's error)")
+    return True
 
 
 def _index_text(index: Any) -> str:

@@ -2242,6 +2242,25 @@ def test_a_whole_value_assigned_and_astype_copy_false_update_the_callers_array_a
         fusejit.fuse(wide)(np.zeros(3, np.float32), np.ones((2, 3), np.float32))
     with pytest.raises(ValueError, match=r"from shape \(1, 3\) into shape \(3,\) \(NumPy drops leading size-1 dims"):
         fusejit.fuse(wide)(np.zeros(3, np.float32), np.ones((1, 3), np.float32))
+    # A Python float into an integer value converts as NumPy's int(): NaN, inf and whole parts out
+    # of range raise NumPy's errors (a hostile tester's find: 70000.0 into u8 stored 112).
+    def put(v, c):
+        v[...] = c
+
+    for dt, c, error in ((np.uint8, 70000.0, OverflowError), (np.uint8, -1.7, OverflowError),
+                         (np.int8, 255.9, OverflowError), (np.int32, float("nan"), ValueError),
+                         (np.int64, float("inf"), OverflowError)):
+        a = np.ones(2, dt)
+        with pytest.raises(error):
+            put(a.copy(), c)  # NumPy's own
+        with pytest.raises(error, match="NumPy's error"):
+            fusejit.fuse(put)(a, c)
+        assert a.tolist() == [1, 1]
+    a = np.ones(2, np.int8)
+    fusejit.fuse(put)(a, -2.9)
+    assert a.tolist() == [-2, -2]
+    with pytest.raises(IndexError, match="too many indices for array: array is 0-dimensional, but 1 were indexed"):
+        fusejit.fuse(lambda v: v[:].__iadd__(1))(np.array(3, np.int32))
     # Refused before any node is built: the builder's graph is as it was (a reviewer's find).
     b = fusejit.GraphBuilder("g")
     x, w = b.input("x", "f32", [3]), b.input("w", "f32", [2, 3])
