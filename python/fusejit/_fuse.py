@@ -842,7 +842,7 @@ def _setitem(self: Value, index: Any, value: Any) -> None:
     if value is self:  # p[:] += 1: the update is done, p[:] was p itself
         return
     shape, to = tuple(_SHAPE_GETTER(self)), _DTYPE_GETTER(self)
-    if isinstance(value, float) and to in _NUMPY_INT:
+    if isinstance(value, float) and _KIND[to] in (1, 2):  # an unsigned or signed integer
         value = _float_into_int(value, to)
     got = tuple(_SHAPE_GETTER(value) if isinstance(value, Value) else np.shape(value))
     try:
@@ -860,10 +860,6 @@ def _setitem(self: Value, index: Any, value: Any) -> None:
     self._assign(r if _DTYPE_GETTER(r) == to else self.builder.cast(r, to))
 
 
-# fusejit's integer dtypes as NumPy's, for a float assigned into one (_float_into_int).
-_NUMPY_INT = {"u8": np.uint8, "i8": np.int8, "i32": np.int32, "i64": np.int64}
-
-
 def _float_into_int(value: float, to: str) -> int:
     """A Python float assigned into an integer value, as NumPy converts it (int(), truncating; a
     hostile tester's find: NaN, inf and 70000.0 into u8 were stored saturated or wrapped): NumPy's
@@ -872,7 +868,8 @@ def _float_into_int(value: float, to: str) -> int:
         raise ValueError("cannot convert float NaN to integer (NumPy's error)")
     if math.isinf(value):
         raise OverflowError("cannot convert float infinity to integer (NumPy's error)")
-    limits = np.iinfo(_NUMPY_INT[to])
+    from . import numpy_dtype
+    limits = np.iinfo(numpy_dtype(to))
     if not limits.min <= int(value) <= limits.max:
         raise OverflowError(f"Python integer {int(value)} out of bounds for {limits.dtype.name} (NumPy's error)")
     return int(value)
