@@ -33,7 +33,9 @@ std::string list(const Graph& g, const std::vector<NodeId>& ids) {
 }
 
 // The exact count, and the rounded one when it is shorter: "134234112 B (134.23 MB)".
-std::string bytes_text(int64_t b) { return b >= 1000 ? fmt::format("{} B ({})", b, format_bytes(b)) : format_bytes(b); }
+std::string bytes_text(int64_t b) {
+  return b >= 1000 && b != INT64_MAX ? fmt::format("{} B ({})", b, format_bytes(b)) : format_bytes(b);
+}
 
 std::string dot_escape(const std::string& s) {
   std::string o;
@@ -64,6 +66,8 @@ std::string node_text(const Graph& g, NodeId id) {
 }
 
 std::string format_bytes(int64_t b) {
+  // A count the traffic model saturated (plan.cpp) is a bound, not a count: said so.
+  if (b == INT64_MAX) return "2^63 - 1 B or more (the count saturated)";
   // The unit by the value as rounded to 2 decimals: 999,995 B is "1.00 MB", not "1000.00 kB".
   const double v = static_cast<double>(b);
   if (b >= 999'995'000) return fmt::format("{:.2f} GB", v / 1e9);

@@ -22,7 +22,8 @@ std::string value_name(const Graph& g, NodeId id);
 std::string node_text(const Graph& g, NodeId id);
 
 // A byte count for people, in the decimal units of bandwidth in GB/s (1 kB = 1000 B): "512 B",
-// "16.38 kB", "134.22 MB", "1.74 GB". `fusejit plan` and `fusejit run` both print bytes with it.
+// "16.38 kB", "134.22 MB", "1.74 GB"; 2^63 - 1 (a saturated count) says it is a bound. `fusejit
+// plan` and `fusejit run` both print bytes with it.
 std::string format_bytes(int64_t bytes);
 
 // Kernel count and device-memory traffic of a plan (sum of group_traffic over its groups).
