@@ -663,6 +663,7 @@ class _TraceState(threading.local):
 
     shape_read = False
     active = 0
+    item_set: list = []  # the values this trace assigned with v[...] = x (_setitem), by identity
 
 
 _TRACE = _TraceState()
@@ -839,6 +840,8 @@ def _setitem(self: Value, index: Any, value: Any) -> None:
         raise TypeError(f"fusejit values cannot be indexed or sliced (v[{_index_text(index)}] = ...): a fused graph "
                         "computes whole tensors. Assign a whole value with v[...] = x (or update it with v -= x, ...); "
                         "slice the arrays outside the fused function")
+    if _TRACE.active:  # a NumPy scalar argument so assigned is refused per call (_refuse_scalar_item_set)
+        _TRACE.item_set.append(self)
     if value is self:  # p[:] += 1: the update is done, p[:] was p itself
         return
     shape, to = tuple(_SHAPE_GETTER(self)), _DTYPE_GETTER(self)
@@ -1053,6 +1056,7 @@ class _Entry:
         self.write_back: list = []
         self.in_place_refusals = 0  # calls whose program refused the update in place (_run)
         self.arg_names: list = []  # the array arguments' names, as the code writes them, where write_back is
+        self.item_set: list = []  # the array arguments assigned with v[...] = x (_refuse_scalar_item_set)
 
     def results(self, outs: dict, arrays: list) -> Any:
         vals = [_scalar_if_0d(outs[s]) if isinstance(s, str) else
@@ -1188,6 +1192,8 @@ class Fused:
         if entry is None:  # traced values: inside another fused function's trace
             return self._fn(*args, **kwargs)
         targets = [t for t in entry.write_back if _updates_in_place(arrays[t[0]])] if entry.write_back else None
+        if entry.item_set:
+            _refuse_scalar_item_set(entry.item_set, arrays)
         if targets:  # before the launch, and raised as they are (_locate_by_trace would trace again)
             self._check_updatable(entry, targets, arrays)
         try:
@@ -1564,8 +1570,8 @@ class Fused:
         call = inspect.BoundArguments(self._sig, bound.arguments.copy())
         for pname in call.arguments:
             call.arguments[pname] = self._replace(pname, call.arguments[pname], stand_ins)
-        outer = _TRACE.shape_read  # a trace inside another's (a fused call on arrays): restored after it
-        _TRACE.shape_read = False
+        outer = _TRACE.shape_read, _TRACE.item_set  # a trace inside another's (a fused call on arrays): restored after it
+        _TRACE.shape_read, _TRACE.item_set = False, []
         _TRACE.active += 1
         errors = errors_made()
         try:
@@ -1578,11 +1584,12 @@ class Fused:
             raise
         finally:
             _TRACE.active -= 1
-            read_shape = _TRACE.shape_read
-            _TRACE.shape_read = outer  # this trace's reads are its own graph's, not the outer trace's
+            read_shape, item_set = _TRACE.shape_read, _TRACE.item_set
+            _TRACE.shape_read, _TRACE.item_set = outer  # this trace's reads are its own graph's, not the outer trace's
         self._check_untouched(items)
         self._check_copies_untouched(items, stand_ins)
         entry = self._entry_of(b, result, items, inputs, names, taken)
+        entry.item_set = [i for i, v in enumerate(inputs) if any(v is w for w in item_set)]
         entry.servable = errors_made() == errors
         from . import compile as fj_compile
         graph = b.build()
@@ -1777,6 +1784,17 @@ def _scalar_if_0d(a: Any) -> Any:
     of a 0-d array, an updated NumPy scalar argument); any other array as it is (PyTorch and CuPy
     give 0-d tensors and arrays)."""
     return a[()] if type(a) is np.ndarray and not a.shape else a
+
+
+def _refuse_scalar_item_set(item_set: list, arrays: list) -> None:
+    """`s[...] = x` on a NumPy scalar argument: NumPy's TypeError (a scalar is immutable), raised
+    per call because one trace serves a scalar and a 0-d array alike (a hostile tester's find: it
+    ran, and `s` kept its value)."""
+    for i in item_set:
+        if type(arrays[i]) is ScalarCopy:
+            t = type(arrays[i][()])
+            raise TypeError(f"'{t.__module__}.{t.__name__}' object does not support item assignment (NumPy's error: "
+                            "a NumPy scalar is immutable; pass a 0-d array, np.array(s), to update it in place)")
 
 
 def _updates_in_place(a: Any) -> bool:

@@ -2261,6 +2261,20 @@ def test_a_whole_value_assigned_and_astype_copy_false_update_the_callers_array_a
     assert a.tolist() == [-2, -2]
     with pytest.raises(IndexError, match="too many indices for array: array is 0-dimensional, but 1 were indexed"):
         fusejit.fuse(lambda v: v[:].__iadd__(1))(np.array(3, np.int32))
+    # A NumPy scalar is immutable: its v[...] = x is NumPy's TypeError, per call (one trace serves a
+    # 0-d array and a scalar alike; a hostile tester's find: it ran); a 0-d array is updated.
+    def scale(s, x):
+        s[...] = s * x
+        return s + 0
+
+    f, zero_d = fusejit.fuse(scale), np.array(2.0, np.float32)
+    assert f(zero_d, np.float32(3.0)) == 6.0 and zero_d == 6.0
+    for s in (np.float32(2.0), np.float32(5.0)):
+        with pytest.raises(TypeError, match=r"^'numpy\.float32' object does not support item assignment"):
+            scale(s, np.float32(3.0))  # NumPy's own
+        with pytest.raises(TypeError, match=r"^'numpy\.float32' object does not support item assignment \(NumPy's"):
+            f(s, np.float32(3.0))
+    assert f(np.array(1.0, np.float32), np.float32(3.0)) == 3.0 and f.traces == 1
     # Refused before any node is built: the builder's graph is as it was (a reviewer's find).
     b = fusejit.GraphBuilder("g")
     x, w = b.input("x", "f32", [3]), b.input("w", "f32", [2, 3])
