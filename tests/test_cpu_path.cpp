@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,7 @@
 #include "tests/support/cpu_check.h"
 #include "tests/support/random_graph.h"
 #include "tests/support/files.h"
+#include "tests/support/scoped_env.h"
 
 using namespace fusejit;
 using ir::DType;
@@ -426,6 +428,26 @@ TEST_CASE("narrowing casts inside f64 kernels are not optimised away by the host
   int nonzero = 0;
   for (int64_t i = 0; i < 64; ++i) nonzero += f.outputs[0].as<double>()[i] != 0.0;
   CHECK(nonzero > 32);  // random f64 values are almost never f32-representable
+}
+
+// A hostile tester's find: CXX="g++ -ffast-math" (or -Ofast) made strict kernels drop NaN checks
+// and signs of zero (where(isnan(x), 1, x) gave NaN, maximum(NaN, 0) gave 0); the host flags
+// after $CXX's own turn fast math off again.
+TEST_CASE("fast-math flags in $CXX do not loosen the CPU path: NaN, inf and -0.0 keep the reference's bits") {
+  const char* text =
+      "input x : f32[8]\ny = where(isnan(x), 1.0, x + x * 0.0)\nz = maximum(x, 0.0)\nw = x + 0.0\n"
+      "v = where(isinf(x), 2.0, x - x)\noutput y, z, w, v\n";
+  const float specials[8] = {NAN, -0.0f, INFINITY, 2.0f, -INFINITY, 0.0f, -NAN, 1e-40f};
+  for (const char* flags : {"-ffast-math", "-Ofast", "-ffinite-math-only -fno-signed-zeros"}) {
+    const std::string cxx = "c++ " + std::string(flags);
+    ScopedEnv env("CXX", cxx.c_str());
+    std::vector<Case> cases;
+    cases.push_back(make_case(cxx, ir::parse_graph(text, "fast.txt"), 12));
+    std::memcpy(cases.front().inputs[0].as<float>(), specials, sizeof specials);
+    compile_all(cases, {}, 1);
+    CAPTURE(cxx);
+    CHECK(check_case(cases.front()) == 0);
+  }
 }
 
 TEST_CASE("a repeated build compiles nothing") {
