@@ -572,6 +572,23 @@ TEST_CASE("a Scalar from any integer type; an invalid kind or device ordinal is 
                 ReduceTakesCorrection<int8_t> && !ReduceTakesCorrection<double> && !ReduceTakesCorrection<float> &&
                 !ReduceTakesCorrection<bool> && !ReduceTakesCorrection<char> && !ReduceTakesCorrection<char8_t> &&
                 !ReduceTakesCorrection<std::optional<double>> && !ReduceTakesCorrection<std::optional<bool>>);
+  // An unscoped enum's constant is an integer literal, as Scalar and Correction take it (a hostile
+  // tester's find: it became a float literal, so an i32 x * kOne was f32); a scoped one and an
+  // __int128 are none (the latter became a float literal too).
+  {
+    fj::GraphBuilder eb("enums");
+    const fj::Value xi = eb.input("x", fj::DType::I32, {2});
+    CHECK(eb.info(xi * kOne).dtype == fj::DType::I32);
+    enum Wide : uint64_t { kWide = uint64_t{1} << 40 };
+    CHECK(fj::Value(kWide).literal()->kind == fj::Scalar::Kind::Int);
+    CHECK(fj::Value(kWide).literal()->i == int64_t{1} << 40);
+  }
+  enum class Scoped { kA = 1 };
+  static_assert(!std::is_constructible_v<fj::Value, Scoped> && std::is_constructible_v<fj::Value, Unscoped>);
+#ifdef __SIZEOF_INT128__
+  static_assert(!std::is_constructible_v<fj::Value, fj::detail::Int128> &&
+                !std::is_constructible_v<fj::Value, fj::detail::UInt128>);
+#endif
   CHECK(fj::Correction(std::optional<unsigned>(3)).value == 3);
   CHECK_FALSE(fj::Correction(std::optional<int>()).value.has_value());
   CHECK_THROWS_WITH_AS(fj::Correction(uint64_t{1} << 63), "correction=9223372036854775808 is out of range (it is at most 2^62)",
