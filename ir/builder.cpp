@@ -158,11 +158,16 @@ std::string literal_vanishes(const Literal& l, DType dtype) {
   const double v = l.cat == Category::Float ? l.f : static_cast<double>(l.i);
   return v != 0 && literal_to_scalar(l, dtype).f == 0 ? "it would round to 0" : "";
 }
+
+// Why literal `l` does not fit `dtype` (out of range, or a nonzero that would round to 0), or "".
+std::string literal_problem(const Literal& l, DType dtype) {
+  std::string why = literal_misfit(l, dtype);
+  return why.empty() ? literal_vanishes(l, dtype) : why;
+}
 }  // namespace
 
 void check_literal_fits(const Literal& l, DType dtype, Loc loc) {
-  std::string why = literal_misfit(l, dtype);
-  if (why.empty()) why = literal_vanishes(l, dtype);
+  const std::string why = literal_problem(l, dtype);
   if (why.empty()) return;
   const std::string what = "literal " + literal_text(l) + " does not fit in " + std::string(dtype_name(dtype));
   const Loc at = l.loc.known() ? l.loc : loc;
@@ -321,7 +326,14 @@ void GraphBuilder::set_input_range(NodeId input, double lo, double hi, Loc loc) 
 }
 
 NodeId GraphBuilder::add_param(const std::string& name, DType dtype, const Literal& def, Loc loc) {
-  check_literal_fits(def, dtype, loc);
+  // Named as the param's: a literal's advice, cast(300, u8), is no default (graph text refuses an
+  // expression there; a C++ or Python default is a number).
+  if (const std::string why = literal_problem(def, dtype); !why.empty())
+    throw UserError("the default " + literal_text(def) + " of param '" + name + "' does not fit in " +
+                        std::string(dtype_name(dtype)) + " (" + why + "); " +
+                        (is_float(dtype) ? "give the param a wider dtype such as " + wider_float(dtype)
+                                         : std::string("give a default in range, or the param a wider dtype")),
+                    def.loc.known() ? def.loc : loc);
   Node n;
   n.op = Op::Param;
   n.dtype = dtype;

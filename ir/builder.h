@@ -74,7 +74,8 @@ class GraphBuilder {
   // `loc` unless lo < hi are finite, or when the input is bool (random bools take no range).
   void set_input_range(NodeId input, double lo, double hi, Loc loc = {});
   // Declares a 0-d run-time scalar param with a default value (converted to `dtype` by the cast
-  // rules). Throws UserError when the default does not fit `dtype` (check_literal_fits).
+  // rules). Throws UserError, naming the param, when the default does not fit `dtype` (the rules
+  // of check_literal_fits).
   NodeId add_param(const std::string& name, DType dtype, const Literal& default_value, Loc loc = {});
 
   // Applies a non-leaf, non-cast op. Operands promote by result_type's three tiers; weak

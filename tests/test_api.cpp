@@ -583,6 +583,17 @@ TEST_CASE("a Scalar from any integer type; an invalid kind or device ordinal is 
     CHECK(fj::Value(kWide).literal()->kind == fj::Scalar::Kind::Int);
     CHECK(fj::Value(kWide).literal()->i == int64_t{1} << 40);
   }
+  {  // a default out of the param's dtype names the param (it read "literal 300 ... write cast(300, u8)")
+    fj::GraphBuilder pb("defaults");
+    CHECK_THROWS_WITH_AS((void)pb.param("pu", fj::DType::U8, 300),
+                         "the default 300 of param 'pu' does not fit in u8 (range 0 to 255); give a default in range, or "
+                         "the param a wider dtype",
+                         fj::Error);
+    CHECK_THROWS_WITH_AS((void)pb.param("pf", fj::DType::F16, 1e-30),
+                         doctest::Contains("the default 1e-30 of param 'pf' does not fit in f16 (it would round to 0); "
+                                           "give the param a wider dtype such as f32"),
+                         fj::Error);
+  }
   enum class Scoped { kA = 1 };
   static_assert(!std::is_constructible_v<fj::Value, Scoped> && std::is_constructible_v<fj::Value, Unscoped>);
 #ifdef __SIZEOF_INT128__
