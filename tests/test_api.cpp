@@ -769,6 +769,10 @@ TEST_CASE("host tensors carry their shapes: dims come from the inputs, checked a
                        "given): reshape it to [1, 1, 5]",
                        fj::Error);
   CHECK(message({a28}) == "expected 2 input tensor(s) (gate, up), got 1");
+  // A negative size says so (a hostile tester's find: the message did not say what was wrong).
+  const int64_t negative[2] = {-2, 8};
+  const fj::TensorView neg(fj::DType::F32, negative, std::as_bytes(std::span<const float>(g)));
+  CHECK(message({neg, a28}) == "input 'gate': expected f32[T, 8], got f32[-2, 8] (a negative size: sizes are 0 or more)");
   // A moved-from HostTensor (shape [], no data) says so.
   fj::HostTensor moved = a28, taker = std::move(moved);
   CHECK(message({moved, a28}) == "input 'gate': expected f32[T, 8], got f32[]; a graph input's rank is fixed (2 in the "
