@@ -265,6 +265,7 @@ std::string output_refusal(std::string_view b) {
 // check); its value does not fit; or in strict mode it loosens float math.
 std::string refusal(std::string_view opt, const Options& o) {
   const std::string_view b = bare(opt);
+  if (opt.find('\0') != std::string_view::npos) return "holds a NUL byte (NVRTC would read the option up to it)";
   if (!one_word(opt))
     return "is not one word (an option and its value go in one string: --maxrregcount=32)";
   if (chooses_target(opt))
@@ -338,7 +339,8 @@ void check_extra_nvrtc_options(const Options& o) {
       if (const PassedOption* p = passed_option(opt); p && p->name == "ptxas-options")
         why = ptxas_refusal(std::string_view(opt).substr(opt.find('=') + 1), o);
     }
-    if (!why.empty()) throw ir::UserError("NVRTC option '" + ir::terminal_safe(opt) + "' " + why);
+    // The option as given: Error stores a NUL as \x00 in what(), and its diagnostic() is terminal-safe.
+    if (!why.empty()) throw ir::UserError("NVRTC option '" + opt + "' " + why);
   }
 }
 

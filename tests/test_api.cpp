@@ -1190,7 +1190,7 @@ TEST_CASE("extra NVRTC options that loosen float math are refused in strict mode
   // a macro renaming a math call, output kinds fusejit cannot load, a padded -arch or -I.
   const std::pair<std::string, const char*> refused[] = {
       {" --fmad=true", "is not one word"},          {"--fmad=true ", "is not one word"},
-      {"--use_fast_math\t", "is not one word"},     {std::string("--fmad=true\0", 12), "is not one word"},
+      {"--use_fast_math\t", "is not one word"},     {std::string("--fmad=true\0", 12), "'--fmad=true\\x00' holds a NUL byte"},
       {"--fmad", "takes its value in the same string"}, {"-ftz", "takes its value in the same string"},
       {"-Dsqrtf=__fsqrt_rz", "defines or undefines a macro"}, {"--define-macro=X", "defines or undefines a macro"},
       {"-UFJ_DEVICE_CODE", "defines or undefines a macro"},      {"-dc", "changes what NVRTC writes"},
