@@ -363,6 +363,10 @@ std::vector<std::vector<int64_t>> Program::output_shapes(std::span<const TensorR
   }, impl_->graph.impl().graph.file, impl_->graph.impl().source);
 }
 
+std::vector<std::vector<int64_t>> Program::output_shapes(std::initializer_list<TensorRef> inputs, PlanKind kind) const {
+  return output_shapes(std::span<const TensorRef>(inputs.begin(), inputs.size()), kind);
+}
+
 void Program::launch(std::initializer_list<TensorRef> inputs, std::initializer_list<TensorRef> outputs,
                      const Params& params, void* stream, PlanKind kind) const {
   launch(std::span<const TensorRef>(inputs.begin(), inputs.size()), std::span<const TensorRef>(outputs.begin(), outputs.size()),

@@ -127,6 +127,9 @@ TEST_CASE("dims at launch: size-1 dims and the compiled dims reuse the compiled 
                                         fj::TensorRef(nullptr, fj::DType::F32, s_shape),
                                         fj::TensorRef(nullptr, fj::DType::F32, b_shape)};
   CHECK(p.output_shapes(shapes_only) == std::vector<std::vector<int64_t>>{{5, 3, 16}});
+  // A braced list, as launch() takes (a hostile tester's wish: it did not compile).
+  CHECK(p.output_shapes({shapes_only[0], shapes_only[1], shapes_only[2]}, fj::PlanKind::Unfused) ==
+        std::vector<std::vector<int64_t>>{{5, 3, 16}});
   const fj::TensorRef wrong[3] = {shapes_only[0], fj::TensorRef(nullptr, fj::DType::F32, x_shape), shapes_only[2]};
   CHECK(contains(error_of([&] { p.output_shapes(wrong); }), "input 's': expected f32[B=5, 1, 16], got f32[5, 3, 16]"));
   REQUIRE(p.kernels(fj::PlanKind::Fused).size() == compiled.size());

@@ -1049,6 +1049,9 @@ class Program {
   /// the input). For a caller that allocates the outputs, e.g. a Python binding; the first call
   /// at a new set of dim values makes its launch state, as a launch would.
   std::vector<std::vector<int64_t>> output_shapes(std::span<const TensorRef> inputs, PlanKind kind = PlanKind::Fused) const;
+  /// output_shapes() of a braced list, as launch() takes one: `p.output_shapes({x, w})`.
+  std::vector<std::vector<int64_t>> output_shapes(std::initializer_list<TensorRef> inputs,
+                                                  PlanKind kind = PlanKind::Fused) const;
 
   /// launch() for C-contiguous device buffers at given dims: `inputs` one device pointer per graph
   /// input (declaration order), `outputs` one per output, sized for `dims` ({} = the compiled
