@@ -299,6 +299,8 @@ void GraphBuilder::set_location(const std::string& file, int line, int column) {
   if (line < 0 || column < 0)
     throw Error(ErrorKind::User, fmt::format("set_location: a line and a column count from 1 (0: unknown), not "
                                              "line {} column {}", line, column));
+  if (file.find('\0') != std::string::npos)  // as every path fusejit takes (docs/api.md)
+    throw Error(ErrorKind::User, "set_location: the file name '" + file + "' holds a NUL byte");
   const std::string& graph_file = impl_->b.graph().file;
   if (graph_file.empty() && !file.empty() && line > 0) impl_->b.set_traced_file(file);
   const bool ours = !file.empty() && file == impl_->b.graph().file && line > 0;

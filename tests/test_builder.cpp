@@ -297,6 +297,9 @@ TEST_CASE("a location without a column says FILE:LINE, in a program's error at a
   const fj::Value x = b.input("x", fj::DType::F32, {3, n});
   CHECK_THROWS_WITH_AS(b.set_location("m.py", -5, 3), doctest::Contains("count from 1"), fj::Error);
   CHECK_THROWS_AS(b.set_location("m.py", 5, -1), fj::Error);
+  // A NUL, as in every path fusejit takes (a hostile tester's find: taken, and shown as \x00 later).
+  CHECK_THROWS_WITH_AS(b.set_location(std::string("a\0b", 3), 5, 1),
+                       "set_location: the file name 'a\\x00b' holds a NUL byte", fj::Error);
   b.set_location("m.py", 12, 0);
   b.output("o", b.reduce("amax", x, 1));
   fj::Options cpu;

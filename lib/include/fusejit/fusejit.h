@@ -546,8 +546,8 @@ class GraphBuilder {
   /// a call throws are unlocated still (the caller knows where it is). These locations are for
   /// diagnostics only: unlike graph text's, they stay out of the kernels' comments and cache keys
   /// (code moved in its file keeps its cached kernels) and out of an ahead-of-time folder's
-  /// `graph_file`. Throws Error(User) for a negative line or column, and after build(), as every
-  /// call does.
+  /// `graph_file`. Throws Error(User) for a negative line or column, a file name holding a NUL
+  /// byte, and after build(), as every call does.
   void set_location(const std::string& file, int line, int column = 0);
   /// Marks `input` (a Value input() returned) as one the graph may leave unused: build() warns
   /// "input '...' is not used by any output" for it no more (Python's fuse makes each array
