@@ -367,6 +367,59 @@ void refuse_overwriting_graph(const fs::path& dir, const Program::Impl& p) {
                                       "dump into another folder, or rename the graph file", name, file, dir.string()));
 }
 
+// Why the index.json at `index` is not one this fusejit may replace ("" when it may): not a
+// fusejit index (unreadable, another format), or one of a newer format, whose files this fusejit
+// cannot tell (its own removal of an earlier dump's kernel files reads the index).
+std::string foreign_index(const fs::path& index) {
+  std::string text;
+  try {
+    text = read_text(index, kIndexFile);
+  } catch (const ir::UserError& e) {
+    return std::string("its index.json cannot be read (") + e.what() + ")";
+  }
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object() || j.value("format", "") != "fusejit-aot")
+    return "its index.json is not an index fusejit wrote (no \"format\": \"fusejit-aot\")";
+  const json version = j.value("format_version", json());
+  if (!version.is_number_integer() || version.get<int64_t>() > kAotFormatVersion)
+    return fmt::format("its index.json is of a format this fusejit does not know (format_version {}; it writes {})",
+                       version.dump(), kAotFormatVersion);
+  return "";
+}
+
+// A folder of someone else's is left alone: a dump replaces index.json, graph.txt and the prelude
+// headers, so nothing is written where an index.json is not one a fusejit wrote, or, with no
+// index, where one of those files holds other text than the dump's (a hostile tester's find: a
+// user's index.json, graph.txt and fj_scalar.h were replaced without a word). graph.txt may be
+// the graph file itself (refuse_overwriting_graph).
+void refuse_foreign_folder(const fs::path& dir, const std::string& graph_text, const std::string& graph_file) {
+  std::error_code ec;
+  std::string why;
+  if (fs::exists(fs::symlink_status(dir / "index.json", ec))) {
+    why = foreign_index(dir / "index.json");
+  } else {
+    std::vector<std::pair<std::string, std::string_view>> ours = {{"graph.txt", graph_text}};
+    for (const jit::PreludeHeader& h : jit::prelude_headers()) ours.emplace_back(h.name, h.text);
+    for (const auto& [name, text] : ours) {
+      const fs::path f = dir / name;
+      if (!fs::exists(fs::symlink_status(f, ec)) || (name == "graph.txt" && fs::equivalent(f, graph_file, ec))) continue;
+      std::string have;
+      try {
+        have = read_text(f, kIndexFile);
+      } catch (const ir::UserError&) {
+      }
+      if (have != text) {
+        why = "it holds a " + name + " of other text and no index.json of fusejit's";
+        break;
+      }
+    }
+  }
+  if (!why.empty())
+    throw ir::UserError(fmt::format("the folder '{}' is not one fusejit wrote: {}; writing the kernels there would "
+                                    "replace files of yours: choose a new or empty folder",
+                                    dir.string(), why));
+}
+
 // How the caller named the folder dump_program writes: an option of its own interface.
 const char* kernel_folder_option(MessageStyle style) {
   switch (style) {
@@ -392,7 +445,7 @@ void dump_program(const Program::Impl& p) {
   // The graph as given: its own text when it was parsed (so messages keep their lines), else the
   // printed form.
   const std::string text = p.graph.impl().source.empty() ? p.graph.to_text() : p.graph.impl().source;
-  write_text(dir / "graph.txt", text);
+  refuse_foreign_folder(dir, text, g.file);
   json dims = json::object();
   for (const auto& [name, value] : p.graph.dims()) dims[name] = value;
   const bool gpu = p.backend == Backend::Cuda;
@@ -412,6 +465,9 @@ void dump_program(const Program::Impl& p) {
   dump_path(dir, p, PlanKind::Fused, index["kernels"]);
   if (p.unfused) dump_path(dir, p, PlanKind::Unfused, index["kernels"]);
   index["plans"] = p.unfused ? json::array({"fused", "unfused"}) : json::array({"fused"});
+  // graph.txt and index.json last, one after the other: a dump that fails on the way (a full disk,
+  // a kill) leaves the earlier dump's pair, which loads, not a new graph beside an old index.
+  write_text(dir / "graph.txt", text);
   write_text(dir / "index.json", json_text(std::move(index)) + "\n");
   // The kernel files of an earlier dump into this folder that this one does not write again: gone,
   // so the folder holds one program (files fusejit did not write stay).

@@ -1134,6 +1134,11 @@ TEST_CASE("compile -o and run --save-dir never write over the graph file or an i
   CHECK(r.out.find("the dump would write its index.json over the graph file") != std::string::npos);
   CHECK(fusejit::testing::read_file(dir / "index.json") == graph);
   std::ofstream(dir / "graph.txt") << graph;  // graph.txt itself: written with its own text
+  // (once that index.json, no index of fusejit's, is gone: the folder is not fusejit's while it is there)
+  r = run("compile " + (dir / "graph.txt").string() + " -o " + dir.string() + " --no-cache");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("is not one fusejit wrote: its index.json is not an index fusejit wrote") != std::string::npos);
+  fs::remove(dir / "index.json");
   r = run("compile " + (dir / "graph.txt").string() + " -o " + dir.string() + " --no-cache");
   CHECK_MESSAGE(r.code == 0, r.out);
   CHECK(fusejit::testing::read_file(dir / "graph.txt") == graph);

@@ -1494,13 +1494,16 @@ TEST_CASE("ahead of time: writing a folder replaces symlinks, keeps files it did
   fs::create_directories(dir / "trap");
   write_file(dir / "trap" / "precious.txt", "mine");
   write_file(dir / "trap" / "index.json",
-             R"({"format":"fusejit-aot","kernels":[{"cu":"precious.txt"},{"cu":"index.json"},{"cu":"graph.txt"}]})");
+             R"({"format":"fusejit-aot","format_version":1,"kernels":[{"cu":"precious.txt"},{"cu":"index.json"},)"
+             R"({"cu":"graph.txt"}]})");
   fj::compile_to_dir(g, "sm_90", (dir / "trap").string());
   CHECK(fs::exists(dir / "trap" / "precious.txt"));
   CHECK(load_error(dir / "trap") == "");
-  // graph.txt a symlink to a file elsewhere: the link is replaced, the file untouched.
-  fs::create_directories(dir / "sym");
+  // graph.txt of a folder fusejit wrote made a symlink to a file elsewhere: the link is replaced,
+  // the file untouched.
+  fj::compile_to_dir(g, "sm_90", (dir / "sym").string());
   write_file(dir / "victim.txt", "victim");
+  fs::remove(dir / "sym" / "graph.txt");
   fs::create_symlink(dir / "victim.txt", dir / "sym" / "graph.txt");
   fj::compile_to_dir(g, "sm_90", (dir / "sym").string());
   CHECK(!fs::is_symlink(dir / "sym" / "graph.txt"));
@@ -1514,6 +1517,50 @@ TEST_CASE("ahead of time: writing a folder replaces symlinks, keeps files it did
   CHECK(contains(error_of([&] { fj::compile_to_dir(g, "sm_90", ""); }), "the output folder is an empty path"));
   // No temporary file is left behind.
   for (const auto& entry : fs::directory_iterator(dir / "sym")) CHECK(entry.path().extension() != ".tmp");
+}
+
+TEST_CASE("ahead of time: a folder fusejit did not write is left alone; a failed write leaves the earlier folder loadable") {
+  // A hostile tester's finds: a user's index.json, graph.txt and fj_scalar.h were replaced without
+  // a word, and a file an index of a newer format listed was removed.
+  const fs::path dir = scratch_dir("aot-foreign");
+  const fj::Graph g = fj::Graph::parse("graph g\ninput x : f32[8]\ny = exp(x)\noutput y\n", "g.txt");
+  const auto refused = [&](const fs::path& folder, const std::string& file, const std::string& text, const char* why) {
+    CAPTURE(folder);
+    CHECK(contains(error_of([&] { fj::compile_to_dir(g, "sm_90", folder.string()); }), why));
+    std::ifstream in(folder / file);
+    CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == text);
+  };
+  fs::create_directories(dir / "json");
+  write_file(dir / "json" / "index.json", R"({"my":"json"})");
+  refused(dir / "json", "index.json", R"({"my":"json"})", "is not one fusejit wrote: its index.json is not an index");
+  fs::create_directories(dir / "text");
+  write_file(dir / "text" / "graph.txt", "g");
+  refused(dir / "text", "graph.txt", "g", "it holds a graph.txt of other text and no index.json of fusejit's");
+  write_file(dir / "text" / "graph.txt", g.to_text());  // the text the dump writes: taken, as the header below
+  write_file(dir / "text" / "fj_scalar.h", "x");
+  refused(dir / "text", "fj_scalar.h", "x", "it holds a fj_scalar.h of other text");
+  fs::create_directories(dir / "newer");
+  const std::string newer = R"({"format":"fusejit-aot","format_version":7,"kernels":[{"cu":"fj_user_0123456789abcdef.cu"}]})";
+  write_file(dir / "newer" / "index.json", newer);
+  write_file(dir / "newer" / "fj_user_0123456789abcdef.cu", "mine");
+  refused(dir / "newer", "fj_user_0123456789abcdef.cu", "mine", "of a format this fusejit does not know (format_version 7");
+  // A graph file in the folder, compiled into it (graph.txt is that file), and an empty folder: written.
+  fs::create_directories(dir / "own");
+  write_file(dir / "own" / "graph.txt", "graph g\ninput x : f32[8]\ny = exp(x)\noutput y\n");
+  fj::compile_to_dir(fj::Graph::load((dir / "own" / "graph.txt").string()), "sm_90", (dir / "own").string());
+  CHECK(load_error(dir / "own") == "");
+  fs::create_directories(dir / "empty");
+  fj::compile_to_dir(g, "sm_90", (dir / "empty").string());
+  CHECK(load_error(dir / "empty") == "");
+  // A dump of another graph that fails on the way (a kernel file it cannot write) leaves the
+  // earlier graph.txt and index.json, a folder that loads (it left a new graph.txt beside the old
+  // index, refused as edited).
+  const fj::Graph other = fj::Graph::parse("graph g\ninput x : f32[8]\ny = tanh(x)\noutput y\n", "g.txt");
+  const std::vector<fj::KernelInfo> ks = fj::compile_to_dir(other, "sm_90", (dir / "probe").string(), false, {}, false);
+  REQUIRE(!ks.empty());
+  fs::create_directories(dir / "empty" / (ks[0].name + ".cu") / "x");
+  CHECK(contains(error_of([&] { fj::compile_to_dir(other, "sm_90", (dir / "empty").string()); }), "cannot write"));
+  CHECK(load_error(dir / "empty") == "");
 }
 
 TEST_CASE("ahead of time: a folder another process holds is waited for with a warning naming it, not silently") {

@@ -144,9 +144,11 @@ PlanReport plan_graph(const Graph& graph, const Options& options);
 /// written, fused first. Each file is written to a temporary name and renamed (a symlink in the
 /// folder is replaced, not written through), under an flock of the folder; kernel files of an
 /// earlier dump that this one does not write are removed, and the temporary files (".NAME.PID.N.tmp",
-/// NAME one of fusejit's) of a dump that was killed, nothing else. Throws Error(User) for a
-/// bad arch, an empty `out_dir` or an unwritable folder, Error(Compile) when NVRTC fails or is not
-/// available. `with_unfused` false (`fusejit compile --fused-only`): the fused plan's kernels only,
+/// NAME one of fusejit's) of a dump that was killed, nothing else; graph.txt and index.json are
+/// written last, so a dump that fails leaves the earlier folder loadable. Throws Error(User) for
+/// a bad arch, an empty `out_dir`, an unwritable folder, or a folder fusejit did not write (an
+/// index.json not fusejit's or of a newer format; with no index.json, a graph.txt or prelude header
+/// of other text than the dump's), Error(Compile) when NVRTC fails or is not available. `with_unfused` false (`fusejit compile --fused-only`): the fused plan's kernels only,
 /// for deployment; a program loaded from such a folder compiles its unfused plan with NVRTC on
 /// its first use (Error(Compile) without NVRTC).
 std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& arch, const std::string& out_dir,
