@@ -717,6 +717,8 @@ std::shared_ptr<AotFolder> read_folder(const std::string& dir) {
   const std::string file = (f->dir / "index.json").string();
   const std::string text = read_text(file, kIndexFile);
   f->index_text = text;
+  if (const size_t nul = text.find('\0'); nul != std::string::npos)  // nlohmann's parser stops at one
+    throw ir::UserError(fmt::format("'{}' is not valid JSON: a NUL byte at byte {}", file, nul));
   try {
     f->index = json::parse(text);
   } catch (const json::exception& e) {
