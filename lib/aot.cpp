@@ -228,12 +228,17 @@ json entries_json(const jit::GeneratedKernel& k, const ir::Graph& g, const ir::F
 
 // What must match between an entry point in the folder and the one this fusejit generates (an
 // external launcher reads them): its name and use, and every parameter's kind, position, C type,
-// size and dtype (names of values may differ). check_args has checked the types.
+// size and dtype, and the param and graph outputs it carries, by name (a hostile tester's find: a
+// launcher reading an index with two params' names swapped, or graph.txt's outputs reordered,
+// would pass the wrong values). An intermediate value's own name may differ (vN follows node
+// ids, which a builder's graph printed and parsed again may number otherwise). check_args has
+// checked the types.
 std::string abi_text(const json& entry) {
   std::string s = entry.at("name").get<std::string>() + ":" + entry.at("use").get<std::string>() + ";";
   for (const json& a : entry.at("args"))
-    s += fmt::format("{}:{}:{}:{}:{}:{};", a.at("kind").get<std::string>(), a.value("index", -1), a.value("dim", -1),
-                     a.at("ctype").get<std::string>(), a.at("bytes").get<uint64_t>(), a.value("dtype", ""));
+    s += fmt::format("{}:{}:{}:{}:{}:{}:{}:{};", a.at("kind").get<std::string>(), a.value("index", -1),
+                     a.value("dim", -1), a.at("ctype").get<std::string>(), a.at("bytes").get<uint64_t>(),
+                     a.value("dtype", ""), a.value("param", json()).dump(), a.value("graph_outputs", json()).dump());
   return s;
 }
 

@@ -1228,6 +1228,29 @@ TEST_CASE("ahead of time: a folder whose graph.txt or index.json was changed is 
     write_file(dir / name / "index.json", x.dump());
     return load_error(dir / name);
   };
+  {  // The params and graph outputs an argument carries, by name (a hostile tester's finds: two
+     // params' names swapped in the index, and graph.txt's outputs reordered, loaded)
+    const char* two = "graph g\nparam s : f32 = 2.0\nparam b : f32 = 1.0\ninput x : f32[8]\ny = x * s + b\n"
+                      "z = y\noutput y, z\n";
+    fj::compile_to_dir(fj::Graph::parse(two, "g.txt"), "sm_90", (dir / "names").string());
+    CHECK(load_error(dir / "names") == "");
+    fs::copy(dir / "names", dir / "names-params");
+    nlohmann::json x = read_json(dir / "names-params" / "index.json");
+    int swapped = 0;
+    for (nlohmann::json& e : x["kernels"][0]["entries"])
+      for (nlohmann::json& a : e["args"])
+        if (a.contains("param")) {
+          a["param"] = a["param"] == "s" ? "b" : "s";
+          ++swapped;
+        }
+    REQUIRE(swapped > 0);
+    write_file(dir / "names-params" / "index.json", x.dump());
+    CHECK(contains(load_error(dir / "names-params"), "with other parameters than the"));
+    fs::copy(dir / "names", dir / "names-outputs");
+    write_file(dir / "names-outputs" / "graph.txt", std::string(two).replace(std::string(two).find("output y, z"), 11,
+                                                                             "output z, y"));
+    CHECK(contains(load_error(dir / "names-outputs"), "with other parameters than the"));
+  }
   {  // Bytes after a NUL (nlohmann's parser stops at it; a hostile tester's find: taken)
     fs::copy(dir / "ok", dir / "nul");
     std::ofstream(dir / "nul" / "index.json", std::ios::app) << std::string("\0garbage{", 9);
