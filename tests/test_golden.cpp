@@ -125,6 +125,22 @@ TEST_CASE("reports: DOT draws a recomputed node in each kernel that computes it,
   CHECK(dot.find("\\nread 8.19 kB, write 128 B\"") != std::string::npos);    // the column kernel: x in, cs out
 }
 
+TEST_CASE("reports: DOT draws a node two kernels compute as a member of the kernel over its own shape") {
+  // A plan tester's find: c * 3 of [64, 1] was drawn "(recomputed)" in the [64, 1] kernel (the
+  // later one) and as a member of the [64, 128] kernel that recomputes it for v3.
+  RewriteResult r = rewrite(parse_graph("input x : f32[64, 128]\ninput c : f32[64, 1]\nv3 = (c * 3) + x\n"
+                                        "v2 = (c * 3) * 2\noutput v3, v2\n", "rc.txt"));
+  const Plan fused = plan_fusion(r.graph);
+  REQUIRE(fused.groups.size() == 2);
+  REQUIRE(fused.groups[1].iter_shape.size() == 2);
+  CHECK(fused.groups[1].iter_shape[1].size == 1);  // the [64, 1] kernel is the second
+  const std::string dot = format_plan_dot(r.graph, fused);
+  CAPTURE(dot);
+  CHECK(dot.find("n3_0 [label=\"%3\\nmul f32\\n(recomputed)\", shape=box, style=dashed]") != std::string::npos);
+  CHECK(dot.find("n3 [label=\"%3\\nmul f32\", shape=box]") != std::string::npos);
+  CHECK(dot.find("(recomputed)") == dot.rfind("(recomputed)"));  // one copy only
+}
+
 TEST_CASE("reports: DOT draws an output that is a param from its fill box, not from the param") {
   // (An output that became an input is a cast node in a kernel: drawn as any node.)
   RewriteResult r = rewrite(parse_graph("input x : f32[8]\nparam p : f32 = 2\ny = x * 2\nz = y\nw = p * 1\n"

@@ -2,6 +2,7 @@
 
 #include "ir/reduce.h"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 
@@ -249,16 +250,27 @@ std::string dot_label(const Graph& g, NodeId id) {
 struct DotGroups {
   std::vector<int> group_of;
   std::vector<char> written;
+  // A node computed by several groups is drawn as its owner's: the group that writes it, else the
+  // one over its own shape (a plan tester's find: c * 3 of [64, 1] was "recomputed" in its own
+  // [64, 1] group, as the later one, and a member of the [64, 128] group that recomputes it), else
+  // the first.
   DotGroups(const Graph& g, const Plan& fused)
       : group_of(static_cast<size_t>(g.size()), -1), written(static_cast<size_t>(g.size()), 0) {
-    for (size_t k = 0; k < fused.groups.size(); ++k) {
-      for (NodeId id : fused.groups[k].nodes)
-        if (group_of[static_cast<size_t>(id)] < 0) group_of[static_cast<size_t>(id)] = static_cast<int>(k);
-      for (NodeId id : fused.groups[k].outputs) written[static_cast<size_t>(id)] = 1;
-    }
+    for (size_t k = 0; k < fused.groups.size(); ++k)
+      for (NodeId id : fused.groups[k].outputs) {
+        written[static_cast<size_t>(id)] = 1;
+        own(id, k, std::find(fused.groups[k].nodes.begin(), fused.groups[k].nodes.end(), id) != fused.groups[k].nodes.end());
+      }
+    for (size_t k = 0; k < fused.groups.size(); ++k)
+      for (NodeId id : fused.groups[k].nodes) own(id, k, g.node(id).shape == fused.groups[k].iter_shape);
+    for (size_t k = 0; k < fused.groups.size(); ++k)
+      for (NodeId id : fused.groups[k].nodes) own(id, k, true);
   }
-  // Node `id` as group k draws it: n<id> in the group that computes it first, n<id>_<k> in a later
-  // one that computes it again (from memory's inputs, not from the first group's value).
+  void own(NodeId id, size_t k, bool takes) {
+    if (takes && group_of[static_cast<size_t>(id)] < 0) group_of[static_cast<size_t>(id)] = static_cast<int>(k);
+  }
+  // Node `id` as group k draws it: n<id> in its owner, n<id>_<k> in another group that computes it
+  // again (from memory's inputs, not from the owner's value).
   std::string id_in(NodeId id, size_t k) const {
     return group_of[static_cast<size_t>(id)] == static_cast<int>(k) ? fmt::format("n{}", id) : fmt::format("n{}_{}", id, k);
   }
