@@ -450,6 +450,19 @@ TEST_CASE("fast-math flags in $CXX do not loosen the CPU path: NaN, inf and -0.0
   }
 }
 
+// Groups moved after a later group they come to read (plan_fusion's move_after): the launch order
+// follows, every kernel reading values written before it.
+TEST_CASE("a plan whose groups moved after a later one runs them in an order that gives the reference's bits") {
+  std::vector<Case> cases;
+  cases.push_back(make_case("moved", ir::parse_graph("input x : f32[64, 64]\ninput u : f32[2, 64, 64]\n"
+                                                     "input w : f32[64, 8]\na = x * 2\nh = a + u\n"
+                                                     "s = amax(w, -1, keepdim)\ny = a / s\noutput h, y, a\n", "m.txt"),
+                            13));
+  REQUIRE(cases.front().fused.kernels.size() == 3);
+  compile_all(cases, {}, 1);
+  CHECK(check_case(cases.front()) == 0);
+}
+
 TEST_CASE("a repeated build compiles nothing") {
   ir::Graph g = ir::parse_graph_file(testing::sample_path("x2x3.txt"));
   jit::CpuProgram a = jit::build_cpu_program(g, ir::plan_fusion(g));

@@ -54,7 +54,6 @@ struct Planner {
   };
   std::vector<Cone> cone;
   std::vector<int> group;          // Member: its group index
-  std::vector<int> dmax;           // Dup: latest group it reads from (-1: none)
   std::vector<std::vector<NodeId>> members;
   std::vector<Opened> opened;
   std::vector<int> key;            // group -> shape id
@@ -245,55 +244,139 @@ struct Planner {
     choose_roles(users);
   }
 
-  // Latest group a node's value comes from when node `a` is an operand (-1: none / a leaf).
-  int source(NodeId a) const {
+  // The groups whose values node `a` carries into a group that reads it: its own group (a
+  // member), the groups its recomputed cone reads (a Dup), none (a leaf). Sorted, distinct.
+  std::vector<int> sources(NodeId a, const std::vector<std::vector<int>>& dsrc) const {
     switch (kind[static_cast<size_t>(a)]) {
-      case NodeRole::Member: return group[static_cast<size_t>(a)];
-      case NodeRole::Dup: return dmax[static_cast<size_t>(a)];
-      default: return -1;
+      case NodeRole::Member: return {group[static_cast<size_t>(a)]};
+      case NodeRole::Dup: return dsrc[static_cast<size_t>(a)];
+      default: return {};
     }
+  }
+
+  // Group state while forming groups, by group id (the order groups opened in): each group's
+  // direct source groups (deps) and each Dup node's (dsrc), the latest group per key, ops per
+  // group, and the launch order: order[position] = id, pos[id] = position. group[] holds ids
+  // until form_groups puts members in launch order.
+  struct Forming {
+    std::vector<std::vector<int>> deps, dsrc;
+    std::vector<int> latest, ops, order, pos;
+    int moves = 0;
+  };
+  static constexpr int kMaxMoves = 4096;  // each costs the groups between: bounded, so planning stays near linear
+
+  // Group G, which a new member would make read group D placed after it, moved after D with the
+  // groups in between that depend on it, the others keeping their order (a plan tester's find:
+  // `a = x * 2`, then `s = amax(w, -1, keepdim)`, then `y = a / s` wrote a and read it back,
+  // where writing s first fused a and y: the plan followed the order of independent statements).
+  // Refused (false) where D, or a group of `srcs`, depends on G: joining would make a cycle.
+  bool move_after(int G, int D, const std::vector<int>& srcs, Forming& f) {
+    if (f.moves >= kMaxMoves) return false;
+    const int pg = f.pos[static_cast<size_t>(G)], pd = f.pos[static_cast<size_t>(D)];
+    std::vector<char> marked(static_cast<size_t>(pd - pg + 1), 0);  // by position - pg: depends on G
+    marked[0] = 1;
+    auto is_marked = [&](int id) {
+      const int q = f.pos[static_cast<size_t>(id)];
+      return q >= pg && q <= pd && marked[static_cast<size_t>(q - pg)];
+    };
+    for (int q = pg + 1; q <= pd; ++q)
+      for (int d : f.deps[static_cast<size_t>(f.order[static_cast<size_t>(q)])])
+        if (is_marked(d)) marked[static_cast<size_t>(q - pg)] = 1;
+    for (int x : srcs)
+      if (x != G && is_marked(x)) return false;
+    std::vector<int> ids;  // the range in its new order: the unmarked first
+    for (char pass = 0; pass < 2; ++pass)
+      for (int q = pg; q <= pd; ++q)
+        if (marked[static_cast<size_t>(q - pg)] == pass) ids.push_back(f.order[static_cast<size_t>(q)]);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      f.order[static_cast<size_t>(pg) + k] = ids[k];
+      f.pos[static_cast<size_t>(ids[k])] = pg + static_cast<int>(k);
+    }
+    ++f.moves;
+    return true;
   }
 
   void form_groups() {
     group.assign(n, -1);
-    dmax.assign(n, -1);
-    std::vector<int> latest(shapes.size(), -1);
-    std::vector<int> ops;
+    Forming f;
+    f.dsrc.assign(n, {});
+    f.latest.assign(shapes.size(), -1);
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];
-      if (kind[i] == NodeRole::Dup) {
-        int d = -1;
-        for (int a = 0; a < nd.nargs; ++a) d = std::max(d, source(nd.args[static_cast<size_t>(a)]));
-        dmax[i] = d;
-        continue;
-      }
-      if (kind[i] != NodeRole::Member) continue;
-      int dep = -1, extra = 1;
+      if (kind[i] != NodeRole::Dup && kind[i] != NodeRole::Member) continue;
+      std::vector<int> srcs;
+      int extra = 1;
       for (int a = 0; a < nd.nargs; ++a) {
-        NodeId x = nd.args[static_cast<size_t>(a)];
-        dep = std::max(dep, source(x));
+        const NodeId x = nd.args[static_cast<size_t>(a)];
+        const std::vector<int> s = sources(x, f.dsrc);
+        srcs.insert(srcs.end(), s.begin(), s.end());
         if (kind[static_cast<size_t>(x)] == NodeRole::Dup) extra += static_cast<int>(cone[static_cast<size_t>(x)].ops.size());
       }
-      int G = latest[static_cast<size_t>(gkey[i])];
-      Opened why = Opened::FirstOfShape;
-      if (G >= 0) {
-        if (dep > G) why = Opened::Dependency;
-        else if (ops[static_cast<size_t>(G)] + extra > opt.max_ops_per_group) why = Opened::OpCap;
-        else {
-          members[static_cast<size_t>(G)].push_back(static_cast<NodeId>(i));
-          ops[static_cast<size_t>(G)] += extra;
-          group[i] = G;
-          continue;
-        }
-      }
-      G = static_cast<int>(members.size());
-      members.push_back({static_cast<NodeId>(i)});
-      opened.push_back(why);
-      key.push_back(gkey[i]);
-      ops.push_back(extra);
-      latest[static_cast<size_t>(gkey[i])] = G;
-      group[i] = G;
+      std::sort(srcs.begin(), srcs.end());
+      srcs.erase(std::unique(srcs.begin(), srcs.end()), srcs.end());
+      if (kind[i] == NodeRole::Dup) f.dsrc[i] = std::move(srcs);
+      else join_or_open(i, srcs, extra, f);
     }
+    in_launch_order(f);
+  }
+
+  // Member i joins the latest group of its key (moved after a group placed later that it reads,
+  // move_after), or opens one: for its key's first member, where joining would make a cycle, or at
+  // the op cap.
+  void join_or_open(size_t i, const std::vector<int>& srcs, int extra, Forming& f) {
+    int G = f.latest[static_cast<size_t>(gkey[i])];
+    Opened why = Opened::FirstOfShape;
+    if (G >= 0) {
+      int dep = -1;  // the source placed last
+      for (int x : srcs)
+        if (dep < 0 || f.pos[static_cast<size_t>(x)] > f.pos[static_cast<size_t>(dep)]) dep = x;
+      const bool later = dep >= 0 && f.pos[static_cast<size_t>(dep)] > f.pos[static_cast<size_t>(G)];
+      const bool cap = f.ops[static_cast<size_t>(G)] + extra > opt.max_ops_per_group;
+      if (later && (cap || !move_after(G, dep, srcs, f))) why = Opened::Dependency;  // (the note of old, at the cap too)
+      else if (cap) why = Opened::OpCap;
+      else {
+        add_member(G, i, srcs, extra, f);
+        return;
+      }
+    }
+    G = static_cast<int>(members.size());
+    members.emplace_back();
+    opened.push_back(why);
+    key.push_back(gkey[i]);
+    f.ops.push_back(0);
+    f.deps.emplace_back();
+    f.pos.push_back(static_cast<int>(f.order.size()));
+    f.order.push_back(G);
+    f.latest[static_cast<size_t>(gkey[i])] = G;
+    add_member(G, i, srcs, extra, f);
+  }
+
+  void add_member(int G, size_t i, const std::vector<int>& srcs, int extra, Forming& f) {
+    members[static_cast<size_t>(G)].push_back(static_cast<NodeId>(i));
+    f.ops[static_cast<size_t>(G)] += extra;
+    group[i] = G;
+    std::vector<int>& d = f.deps[static_cast<size_t>(G)];
+    for (int x : srcs)
+      if (x != G) d.push_back(x);
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+  }
+
+  // The groups, and group[] of their members, by launch position rather than id.
+  void in_launch_order(const Forming& f) {
+    std::vector<std::vector<NodeId>> m(members.size());
+    std::vector<Opened> o(members.size());
+    std::vector<int> k(members.size());
+    for (size_t q = 0; q < f.order.size(); ++q) {
+      const auto id = static_cast<size_t>(f.order[q]);
+      m[q] = std::move(members[id]);
+      o[q] = opened[id];
+      k[q] = key[id];
+      for (NodeId x : m[q]) group[static_cast<size_t>(x)] = static_cast<int>(q);
+    }
+    members = std::move(m);
+    opened = std::move(o);
+    key = std::move(k);
   }
 
   // Group G's nodes recomputed in it (Dup nodes reachable through Dup operands, added to
