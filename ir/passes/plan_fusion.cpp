@@ -20,7 +20,7 @@ constexpr int kMaxDupShapes = 4;  // a recomputed node serving more iteration sh
 enum class NodeRole : uint8_t { Dead, Leaf, Member, Dup };
 
 // Why a group was started (for FusionGroup::note).
-enum class Opened : uint8_t { FirstOfShape, Dependency, OpCap, SplitParams, SplitOps, SplitPasses };
+enum class Opened : uint8_t { FirstOfShape, Dependency, MoveBudget, OpCap, SplitParams, SplitOps, SplitPasses };
 
 using ShapeKey = std::vector<std::pair<int64_t, int32_t>>;
 
@@ -58,8 +58,10 @@ struct Planner {
   std::vector<Opened> opened;
   std::vector<int> key;            // group -> shape id
 
-  Planner(const Graph& graph, const PlanOptions& o, const std::set<NodeId>& iso, const std::set<NodeId>& det)
-      : g(graph), opt(o), isolated(iso), detached(det), n(static_cast<size_t>(graph.size())) {}
+  Planner(const Graph& graph, const PlanOptions& o, const std::set<NodeId>& iso, const std::set<NodeId>& det, bool move)
+      : g(graph), opt(o), isolated(iso), detached(det), n(static_cast<size_t>(graph.size())), moves(move) {}
+  bool moves;               // whether form_groups may move a group after a later one (move_after)
+  bool wanted_move = false;  // without moves: a member opened a group where a move might have joined it
 
   int new_key(const Shape& s, uint64_t mask) {
     shapes.push_back(s);
@@ -261,18 +263,25 @@ struct Planner {
   struct Forming {
     std::vector<std::vector<int>> deps, dsrc;
     std::vector<int> latest, ops, order, pos;
-    int moves = 0;
+    int64_t budget = 0;  // group positions moves may still pass (moved_past), so planning stays linear
   };
-  static constexpr int kMaxMoves = 4096;  // each costs the groups between: bounded, so planning stays near linear
+  // Positions moves may pass in all, per node of the graph, and at least (a reviewer measured 0.8 s
+  // of moves in a worst-case graph of 110,000 nodes under a bound of 4,096 moves).
+  static constexpr int64_t kMoveBudgetPerNode = 4, kMinMoveBudget = 1 << 16;
 
   // Group G, which a new member would make read group D placed after it, moved after D with the
   // groups in between that depend on it, the others keeping their order (a plan tester's find:
   // `a = x * 2`, then `s = amax(w, -1, keepdim)`, then `y = a / s` wrote a and read it back,
   // where writing s first fused a and y: the plan followed the order of independent statements).
-  // Refused (false) where D, or a group of `srcs`, depends on G: joining would make a cycle.
-  bool move_after(int G, int D, const std::vector<int>& srcs, Forming& f) {
-    if (f.moves >= kMaxMoves) return false;
+  // Refused (Dependency) where D, or a group of `srcs`, depends on G: joining would make a cycle;
+  // (MoveBudget) past the positions moves may pass. FirstOfShape: moved.
+  Opened move_after(int G, int D, const std::vector<int>& srcs, Forming& f) {
     const int pg = f.pos[static_cast<size_t>(G)], pd = f.pos[static_cast<size_t>(D)];
+    if (!moves) {
+      wanted_move = true;
+      return Opened::Dependency;
+    }
+    if (pd - pg + 1 > f.budget) return Opened::MoveBudget;
     std::vector<char> marked(static_cast<size_t>(pd - pg + 1), 0);  // by position - pg: depends on G
     marked[0] = 1;
     auto is_marked = [&](int id) {
@@ -283,7 +292,7 @@ struct Planner {
       for (int d : f.deps[static_cast<size_t>(f.order[static_cast<size_t>(q)])])
         if (is_marked(d)) marked[static_cast<size_t>(q - pg)] = 1;
     for (int x : srcs)
-      if (x != G && is_marked(x)) return false;
+      if (x != G && is_marked(x)) return Opened::Dependency;
     std::vector<int> ids;  // the range in its new order: the unmarked first
     for (char pass = 0; pass < 2; ++pass)
       for (int q = pg; q <= pd; ++q)
@@ -292,8 +301,8 @@ struct Planner {
       f.order[static_cast<size_t>(pg) + k] = ids[k];
       f.pos[static_cast<size_t>(ids[k])] = pg + static_cast<int>(k);
     }
-    ++f.moves;
-    return true;
+    f.budget -= pd - pg + 1;
+    return Opened::FirstOfShape;  // (moved: no group opened)
   }
 
   void form_groups() {
@@ -301,6 +310,7 @@ struct Planner {
     Forming f;
     f.dsrc.assign(n, {});
     f.latest.assign(shapes.size(), -1);
+    f.budget = std::max(kMinMoveBudget, kMoveBudgetPerNode * static_cast<int64_t>(n));
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];
       if (kind[i] != NodeRole::Dup && kind[i] != NodeRole::Member) continue;
@@ -331,10 +341,9 @@ struct Planner {
       for (int x : srcs)
         if (dep < 0 || f.pos[static_cast<size_t>(x)] > f.pos[static_cast<size_t>(dep)]) dep = x;
       const bool later = dep >= 0 && f.pos[static_cast<size_t>(dep)] > f.pos[static_cast<size_t>(G)];
-      const bool cap = f.ops[static_cast<size_t>(G)] + extra > opt.max_ops_per_group;
-      if (later && (cap || !move_after(G, dep, srcs, f))) why = Opened::Dependency;  // (the note of old, at the cap too)
-      else if (cap) why = Opened::OpCap;
-      else {
+      if (f.ops[static_cast<size_t>(G)] + extra > opt.max_ops_per_group) why = Opened::OpCap;
+      else if (later) why = move_after(G, dep, srcs, f);
+      if (why == Opened::FirstOfShape) {  // joins (moved after dep where it was later)
         add_member(G, i, srcs, extra, f);
         return;
       }
@@ -555,6 +564,10 @@ struct Planner {
       case Opened::Dependency:
         s = "new group: the previous group of this shape would read a value computed after it (cycle)";
         break;
+      case Opened::MoveBudget:
+        s = "new group: the previous group of this shape would read a value computed after it, and moving it after "
+            "that value's group would pass the bound on such moves (planning time)";
+        break;
       case Opened::OpCap:
       case Opened::SplitOps:
         s = "split: more than " + std::to_string(opt.max_ops_per_group) + " ops per kernel (register pressure)";
@@ -740,10 +753,10 @@ struct Attempt {
 // A group that mixes values a reduction kernel cannot compute together (ir/reduce_group.h) is
 // planned again without the value at fault, or with its reductions alone, until every group
 // holds: at most one round per node.
-std::unique_ptr<Attempt> attempt(const Graph& g, const PlanOptions& options, bool detach_stranded) {
+std::unique_ptr<Attempt> attempt(const Graph& g, const PlanOptions& options, bool detach_stranded, bool moves) {
   auto a = std::make_unique<Attempt>();
   do {
-    a->planner = std::make_unique<Planner>(g, options, a->isolated, a->detached);
+    a->planner = std::make_unique<Planner>(g, options, a->isolated, a->detached, moves);
   } while (!plan_groups(g, a->isolated, a->detached, *a->planner, a->fgs, detach_stranded, a->stranded));
   // Before the cost, which counts short rows re-read where they are not read as vectors, and the
   // note, which says where rows live.
@@ -758,15 +771,29 @@ std::pair<int64_t, int> cost(const Graph& g, const Attempt& a, const SplitRules&
   return {t.bytes(), t.kernels};
 }
 
+// The cheaper of the attempts with the stranded row values detached or the key's reductions alone.
+std::unique_ptr<Attempt> cheaper(const Graph& g, const PlanOptions& options, bool moves) {
+  std::unique_ptr<Attempt> a = attempt(g, options, true, moves);
+  if (a->stranded) {
+    std::unique_ptr<Attempt> b = attempt(g, options, false, moves);
+    if (cost(g, *b, options.rules) < cost(g, *a, options.rules)) a = std::move(b);
+  }
+  return a;
+}
+
 }  // namespace
 
 Plan plan_fusion(const Graph& g, const PlanOptions& options) {
   // Where a split left a reduction key's row values without their reductions, detaching them
   // usually keeps the reductions fused, but can cost more than planning the key's reductions
   // alone (another key then claims its values): both are planned, the cheaper kept.
-  std::unique_ptr<Attempt> a = attempt(g, options, true);
-  if (a->stranded) {
-    std::unique_ptr<Attempt> b = attempt(g, options, false);
+  // Moving a group after a later one it comes to read (move_after) fuses what the order of
+  // independent statements split, but can strand a reduction group's values or block a later join
+  // (a tester's graphs: var then an unrelated amin moved 4x the bytes): planned with and without
+  // moves, the cheaper kept, the plan without them on a tie.
+  std::unique_ptr<Attempt> a = cheaper(g, options, false);
+  if (a->planner->wanted_move) {
+    std::unique_ptr<Attempt> b = cheaper(g, options, true);
     if (cost(g, *b, options.rules) < cost(g, *a, options.rules)) a = std::move(b);
   }
   std::vector<FusionGroup>& fgs = a->fgs;
