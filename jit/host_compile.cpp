@@ -48,6 +48,9 @@ static thread_local unsigned char* fj_host_dynamic_shared = nullptr;  // FJK_DYN
 // -fno-fast-math: a $CXX holding -ffast-math or -Ofast (or -ffinite-math-only, -fno-signed-zeros)
 // would drop NaN checks and signs of zero from strict kernels (a hostile tester's find: where(isnan)
 // and maximum(NaN, 0) gave wrong values); first, as clang's -fno-fast-math sets -ffp-contract=on.
+// -fno-unsafe-math-optimizations too: GCC 12 links crtfastmath.o into the module for a
+// -funsafe-math-optimizations that -fno-fast-math leaves (its constructor sets flush-to-zero in
+// the thread that loads the module; a reviewer's find).
 // -ffp-contract=off: no FMA contraction, so every operation rounds as the reference's does.
 // -fno-tree-vectorize: GCC 12.2's SLP vectorizer drops a (double)(float)x pair in the vector
 // lanes (wrong code: cast(cast(d, f32), f64) - d gave 0; a 15-line C++ file shows it at -O2). The
@@ -61,7 +64,7 @@ static thread_local unsigned char* fj_host_dynamic_shared = nullptr;  // FJK_DYN
 // Lines of the compiler's output a failure message shows (a wrong prelude can give thousands).
 constexpr size_t kCompilerOutputLines = 20;
 
-#define FJ_HOST_SEMANTIC_FLAGS "-fno-fast-math -ffp-contract=off -fno-tree-vectorize -fno-strict-aliasing"
+#define FJ_HOST_SEMANTIC_FLAGS "-fno-fast-math -fno-unsafe-math-optimizations -ffp-contract=off -fno-tree-vectorize -fno-strict-aliasing"
 const char* const kHostFlags = FJ_HOST_SEMANTIC_FLAGS " -fPIC -shared -std=c++17 -w";
 
 std::string compiler() {
