@@ -328,7 +328,7 @@ std::set<std::string> indexed_files(const fs::path& dir) {
   } catch (const ir::UserError&) {
     return out;
   }
-  const json j = json::parse(text, nullptr, false);
+  const json j = text.find('\0') == std::string::npos ? json::parse(text, nullptr, false) : json();  // (as read_folder)
   if (!j.is_object() || j.value("format", "") != "fusejit-aot" || !j.contains("kernels") || !j["kernels"].is_array())
     return out;
   for (const json& k : j["kernels"]) {
@@ -382,7 +382,7 @@ std::string foreign_index(const fs::path& index) {
   } catch (const ir::UserError& e) {
     return std::string("its index.json cannot be read (") + e.what() + ")";
   }
-  const json j = json::parse(text, nullptr, false);
+  const json j = text.find('\0') == std::string::npos ? json::parse(text, nullptr, false) : json();  // (as read_folder)
   if (!j.is_object() || j.value("format", "") != "fusejit-aot")
     return "its index.json is not an index fusejit wrote (no \"format\": \"fusejit-aot\")";
   const json version = j.value("format_version", json());
@@ -414,7 +414,8 @@ void refuse_foreign_folder(const fs::path& dir, const std::string& graph_text, c
       } catch (const ir::UserError&) {
       }
       if (have != text) {
-        why = "it holds a " + name + " of other text and no index.json of fusejit's";
+        why = "it holds a " + name + " of other text and no index.json of fusejit's" +
+              (name == "graph.txt" ? " (a dump of another graph killed before its index? remove the folder's files)" : "");
         break;
       }
     }
@@ -775,9 +776,11 @@ void check_folder_kernel(const AotFolder& f, const Program::Impl& p, const Progr
                                     f.dir.string(), i, plan, e->at("nvrtc_options").dump(), p.options.fast_math,
                                     json(options).dump()));
   if (!same) {
-    // The same name with other parameters: the index was edited (the name hashes the source).
+    // The same name with other parameters: the index was edited (the name hashes the source), or
+    // graph.txt's params or outputs renamed or reordered (the names are no part of the source).
     const std::string what = name == k.name ? fmt::format("{} in index.json with other parameters than the {} this "
-                                                          "fusejit makes from graph.txt (was index.json edited?)",
+                                                          "fusejit makes from graph.txt (was index.json edited, or "
+                                                          "graph.txt's params or outputs renamed or reordered?)",
                                                           name, k.name)
                                             : fmt::format("{} in index.json, but this fusejit makes {} from graph.txt",
                                                           name, k.name);

@@ -600,6 +600,8 @@ TEST_CASE("a Scalar from any integer type; an invalid kind or device ordinal is 
   static_assert(!std::is_constructible_v<fj::Value, fj::detail::Int128> &&
                 !std::is_constructible_v<fj::Value, fj::detail::UInt128>);
 #endif
+  static_assert(std::is_convertible_v<long double, fj::Value> && std::is_convertible_v<float, fj::Value>);
+  CHECK(fj::Value(0.5L).literal()->f == 0.5);
   CHECK(fj::Correction(std::optional<unsigned>(3)).value == 3);
   CHECK_FALSE(fj::Correction(std::optional<int>()).value.has_value());
   CHECK_THROWS_WITH_AS(fj::Correction(uint64_t{1} << 63), "correction=9223372036854775808 is out of range (it is at most 2^62)",
@@ -1230,7 +1232,13 @@ TEST_CASE("extra NVRTC options that loosen float math are refused in strict mode
       o.fast_math = fast;
       CHECK_THROWS_WITH_AS(fj::Program::compile(build_swiglu(), o), doctest::Contains(r.second), fj::Error);
     }
-  }  // ptxas's options as the option after -Xptxas (NVRTC reads them so): checked as those after '='.
+  }
+  // A control character in the option is shown as '?' (a newline forged an "error:" line: a reviewer's find).
+  o.fast_math = false;
+  o.nvrtc_options = {"-ftz=true\nerror: forged"};
+  CHECK_THROWS_WITH_AS(fj::Program::compile(build_swiglu(), o), doctest::Contains("NVRTC option '-ftz=true?error: forged'"),
+                       fj::Error);
+  // ptxas's options as the option after -Xptxas (NVRTC reads them so): checked as those after '='.
   o.nvrtc_options = {"-Xptxas", "--gpu-name=sm_80"};
   CHECK_THROWS_WITH_AS(fj::Program::compile(build_swiglu(), o), doctest::Contains("passes ptxas an option that chooses"), fj::Error);
   o.nvrtc_options = {"-Xptxas", "-v -O3"};

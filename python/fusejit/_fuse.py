@@ -663,7 +663,7 @@ class _TraceState(threading.local):
 
     shape_read = False
     active = 0
-    item_set: list = []  # the values this trace assigned with v[...] = x (_setitem), by identity
+    item_set: list | tuple = ()  # the values this trace assigned with v[...] = x (_setitem), by identity: a list per trace
 
 
 _TRACE = _TraceState()

@@ -338,8 +338,10 @@ class Value {
   template <class E, std::enable_if_t<std::is_enum_v<E> && std::is_convertible_v<E, int64_t>, int> = 0>
   Value(E v) : Value(static_cast<std::underlying_type_t<E>>(v)) {}  // NOLINT
 #ifdef __SIZEOF_INT128__
-  Value(detail::Int128) = delete;   ///< no fusejit literal holds 128 bits (it would become a float)
-  Value(detail::UInt128) = delete;  ///< as __int128
+  /// No fusejit literal holds 128 bits (an __int128 would become a float literal). A template of
+  /// exact matches: plain overloads made `long double` and `_Float16` ambiguous (a reviewer's find).
+  template <class W, std::enable_if_t<std::is_same_v<W, detail::Int128> || std::is_same_v<W, detail::UInt128>, int> = 0>
+  Value(W) = delete;
 #endif
   /// A string (any pointer) is no value: it would silently become `true`.
   template <class P>
@@ -593,7 +595,8 @@ struct Options {
   /// "" = none; else the folder `fusejit compile` writes (docs/aot.md) is written here at compile()
   /// (made with its missing parents, as mkdir -p):
   /// graph.txt, every kernel of both plans (so the unfused plan is compiled then too) as .cu and, on
-  /// the GPU, .cubin or .ptx, and index.json.
+  /// the GPU, .cubin or .ptx, and index.json. A folder fusejit did not write is refused (Error(User);
+  /// compile_to_dir says which), as `fusejit compile -o` refuses it.
   std::string dump_dir;
   /// "" = from the device; "sm_90" (CUBIN) or "compute_90" (PTX) overrides. Checked against what
   /// NVRTC supports on every backend (Error(User) when it is invalid; without an NVRTC the CPU

@@ -145,7 +145,8 @@ PlanReport plan_graph(const Graph& graph, const Options& options);
 /// folder is replaced, not written through), under an flock of the folder; kernel files of an
 /// earlier dump that this one does not write are removed, and the temporary files (".NAME.PID.N.tmp",
 /// NAME one of fusejit's) of a dump that was killed, nothing else; graph.txt and index.json are
-/// written last, so a dump that fails leaves the earlier folder loadable. Throws Error(User) for
+/// written last, so a dump that fails leaves the earlier pair (which loads unless a binary of the
+/// same name, one for another arch, was replaced: then refused by its hash). Throws Error(User) for
 /// a bad arch, an empty `out_dir`, an unwritable folder, or a folder fusejit did not write (an
 /// index.json not fusejit's or of a newer format; with no index.json, a graph.txt or prelude header
 /// of other text than the dump's), Error(Compile) when NVRTC fails or is not available. `with_unfused` false (`fusejit compile --fused-only`): the fused plan's kernels only,
