@@ -263,7 +263,7 @@ struct Planner {
   struct Forming {
     std::vector<std::vector<int>> deps, dsrc;
     std::vector<int> latest, ops, order, pos;
-    int64_t budget = 0;  // group positions moves may still pass (moved_past), so planning stays linear
+    int64_t budget = 0;  // group positions moves may still pass (move_after), so planning stays linear
   };
   // Positions moves may pass in all, per node of the graph, and at least (a reviewer measured 0.8 s
   // of moves in a worst-case graph of 110,000 nodes under a bound of 4,096 moves).
@@ -771,7 +771,9 @@ std::pair<int64_t, int> cost(const Graph& g, const Attempt& a, const SplitRules&
   return {t.bytes(), t.kernels};
 }
 
-// The cheaper of the attempts with the stranded row values detached or the key's reductions alone.
+// Where a split left a reduction key's row values without their reductions, detaching them
+// usually keeps the reductions fused, but can cost more than planning the key's reductions alone
+// (another key then claims its values): both are planned, the cheaper kept.
 std::unique_ptr<Attempt> cheaper(const Graph& g, const PlanOptions& options, bool moves) {
   std::unique_ptr<Attempt> a = attempt(g, options, true, moves);
   if (a->stranded) {
@@ -784,9 +786,6 @@ std::unique_ptr<Attempt> cheaper(const Graph& g, const PlanOptions& options, boo
 }  // namespace
 
 Plan plan_fusion(const Graph& g, const PlanOptions& options) {
-  // Where a split left a reduction key's row values without their reductions, detaching them
-  // usually keeps the reductions fused, but can cost more than planning the key's reductions
-  // alone (another key then claims its values): both are planned, the cheaper kept.
   // Moving a group after a later one it comes to read (move_after) fuses what the order of
   // independent statements split, but can strand a reduction group's values or block a later join
   // (a tester's graphs: var then an unrelated amin moved 4x the bytes): planned with and without
