@@ -256,13 +256,6 @@ std::string output_refusal(std::string_view b) {
   return "";
 }
 
-// `s` with each NUL byte as the text \x00.
-std::string nul_escaped(std::string_view s) {
-  std::string out;
-  for (char c : s) out += c == '\0' ? std::string("\\x00") : std::string(1, c);
-  return out;
-}
-
 // Why an extra NVRTC option is refused whatever the mode ("" if it is not): it is not one word
 // (NVRTC reads " --fmad=true" and "--fmad" then "true" as the option; a check of whole words
 // would not), chooses the target (it would silently build for another GPU than the one named),
@@ -348,7 +341,7 @@ void check_extra_nvrtc_options(const Options& o) {
     }
     // A NUL shown as \x00 (as Error shows one), every other control character as '?' (a newline
     // would let an option forge an "error:" line in what(): a reviewer's find).
-    if (!why.empty()) throw ir::UserError("NVRTC option '" + ir::terminal_safe(nul_escaped(opt)) + "' " + why);
+    if (!why.empty()) throw ir::UserError("NVRTC option '" + ir::terminal_safe(ir::escape_invalid_utf8(opt)) + "' " + why);
   }
 }
 
