@@ -563,3 +563,55 @@ TEST_CASE("byte counts take the unit of their value as rounded: 999,995 B is 1.0
   CHECK(format_bytes(int64_t{1} << 62) == "4611686018.43 GB");
   CHECK(format_bytes(INT64_MAX) == "2^63 - 1 B or more (the count saturated)");  // a bound, not a count
 }
+
+TEST_CASE("a group a move put after one split off it is not called the first of its shape's kernels") {
+  // c is split off a's group by the op cap; r joining t's group moves that group, and a's with
+  // it (a reads t), after d: the split-off group launches first, so a's may not say "first of".
+  const Graph g = parse_graph("input x : f32[64, 64]\ninput v : f32[64, 16]\ninput w : f32[64, 8]\n"
+                              "t = sum(v, -1, keepdim)\na = x * t\nb = a + 1\nb2 = b * 2\nc = x - 3\n"
+                              "d = amax(w, -1, keepdim)\nr = sum(v * d, -1, keepdim)\noutput b2, c, r\n", "m.txt");
+  const Plan p = plan_fusion(g, {.max_ops_per_group = 3, .rules = {}, .vector_rows = {}});
+  check_plan(g, p);
+  REQUIRE(p.groups.size() == 4);
+  CHECK(p.groups[0].note.find("split: more than 3 ops") == 0);
+  CHECK(p.groups[3].note.find("one of 2 kernels over [64, 64] (opened first and moved later") == 0);
+  CHECK(p.groups[3].note.find("first of") == std::string::npos);
+}
+
+TEST_CASE("a member that would make its group read a later group depending on it opens a new group, moves or not") {
+  // y's group a is read by h's group, whose sum q y reads: moving a after q's group would make a
+  // cycle, so y opens a group after q (the Dependency note), a and y each written by their own.
+  const Graph g = parse_graph("input x : f32[64, 64]\ninput u : f32[2, 64, 64]\n"
+                              "a = x * 2\nh = a + u\nm = sum(h, -1)\nq = sum(m, 0)\ny = a + q\noutput a, y\n", "c.txt");
+  const Plan p = plan_fusion(g);
+  check_plan(g, p);
+  REQUIRE(p.groups.size() == 4);
+  CHECK(p.groups[0].note.find("first of 2 kernels over [64, 64]") == 0);
+  CHECK(p.groups[3].note == "new group: the previous group of this shape would read a value computed after it (cycle)");
+}
+
+TEST_CASE("moves stop at their bound, every later member opening a group that says so, and the plan stays valid") {
+  // 40 chains of distinct shapes, each step dividing every chain by a new row maximum planned
+  // after them, the chains taken in the order the step before left them: each join moves its
+  // chain's group past the ones not yet moved, about 860 positions a step of 41 nodes, over the
+  // bound of 4 a node (at least 65,536): joins in later steps open groups (MoveBudget).
+  std::string text;
+  constexpr int kChains = 40, kSteps = 200;
+  for (int c = 0; c < kChains; ++c) text += fmt::format("input x{} : f32[8, {}]\n", c, 8 + c);
+  for (int s = 0; s < kSteps; ++s) text += fmt::format("input w{} : f32[8, {}]\n", s, 100 + s);
+  for (int s = 0; s < kSteps; ++s) {
+    text += fmt::format("m{} = amax(w{}, -1, keepdim)\n", s, s);
+    for (int k = 0; k < kChains; ++k) {
+      const int c = s % 2 ? kChains - 1 - k : k;  // (in the order of the step before, moves pass few groups)
+      text += fmt::format("x{}_{} = {} / m{}\n", c, s, s ? fmt::format("x{}_{}", c, s - 1) : fmt::format("x{}", c), s);
+    }
+  }
+  for (int c = 0; c < kChains; ++c) text += fmt::format("output x{}_{}\n", c, kSteps - 1);
+  const Graph g = parse_graph(text, "b.txt");
+  const Plan p = plan_fusion(g);
+  check_plan(g, p);
+  size_t budget_notes = 0;
+  for (const auto& grp : p.groups) budget_notes += grp.note.find("would pass the bound on such moves") != std::string::npos;
+  CHECK(budget_notes > 0);
+  CHECK(p.groups.size() < static_cast<size_t>(kSteps * (kChains + 1)));  // moves joined the earlier steps
+}

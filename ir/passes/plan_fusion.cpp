@@ -549,8 +549,14 @@ struct Planner {
     switch (opened[gi]) {
       case Opened::FirstOfShape:
         if (same_key > 1) {
-          s = "first of " + std::to_string(same_key) + " kernels over " +
-              shape_to_string(shapes[static_cast<size_t>(key[gi])], &g) + " (each later one says why it is split off)";
+          // Opened first, but a move may have put a group split off it earlier in launch order.
+          const bool launched_first = std::find(key.begin(), key.begin() + static_cast<ptrdiff_t>(gi), key[gi]) ==
+                                      key.begin() + static_cast<ptrdiff_t>(gi);
+          s = (launched_first ? "first of " : "one of ") + std::to_string(same_key) + " kernels over " +
+              shape_to_string(shapes[static_cast<size_t>(key[gi])], &g) +
+              (launched_first ? " (each later one says why it is split off)"
+                              : " (opened first and moved later in launch order with a kernel it reads; each other "
+                                "one says why it is split off)");
           if (num_shapes > 1) s += "; values of other shapes are in other groups";
           break;
         }
