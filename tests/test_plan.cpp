@@ -157,6 +157,30 @@ TEST_CASE("plan JSON names the graph outputs each group writes, aliases and copi
   CHECK(all == std::vector<std::string>{"c", "y", "z"});
 }
 
+TEST_CASE("plan text and JSON name the values a kernel recomputes that another kernel computes too") {
+  // exp(x) is computed by the [2, 64, 64] kernel and the row sum's, written by neither: the text
+  // listed it among both kernels' nodes, with nothing to tell it was evaluated twice.
+  const RewriteResult rw = rewrite(parse_graph("input x : f32[64, 64]\ninput u : f32[2, 64, 64]\nc = exp(x)\n"
+                                               "a = c + u\ns = sum(c, -1, keepdim)\nd = x * 3\noutput a, s, d\n", "r.txt"));
+  const Plan q = plan_fusion(rw.graph);
+  REQUIRE(q.groups.size() == 2);  // d joins the row sum's kernel
+  const std::string text = format_plan_text(rw, q, plan_unfused(rw.graph));
+  CAPTURE(text);
+  const nlohmann::json j = plan_to_json(rw, q, plan_unfused(rw.graph));
+  size_t marked = 0;
+  for (size_t k = 0; k < q.groups.size(); ++k) {
+    const auto r = j["fused"]["groups"][k]["recomputed"].get<std::vector<std::string>>();
+    const auto& nodes = j["fused"]["groups"][k]["nodes"];
+    const bool has_c = std::find(nodes.begin(), nodes.end(), "c") != nodes.end();
+    CHECK(r == (has_c ? std::vector<std::string>{"c"} : std::vector<std::string>{}));
+    marked += has_c;
+  }
+  CHECK(marked == 2);
+  CHECK(text.find("  recomputed: c (also in kernel ") != std::string::npos);
+  // d, computed by one kernel only, is no recomputed value; nor a value a kernel writes.
+  CHECK(text.find("recomputed: d") == std::string::npos);
+}
+
 TEST_CASE("a plan whose fused kernels move no bytes says so (no 'predicted speedup 1.00x')") {
   // Size 0, the unfused plan still moving the typed constants' bytes.
   const RewriteResult rw = rewrite(parse_graph(

@@ -195,13 +195,48 @@ std::string written_list(const Graph& g, const FusionGroup& grp, const std::vect
   return s.empty() ? "-" : s;
 }
 
+// Per node of `g`: the groups of `plan` that compute it, in launch order.
+std::vector<std::vector<size_t>> computing_groups(const Graph& g, const Plan& plan) {
+  std::vector<std::vector<size_t>> by(static_cast<size_t>(g.size()));
+  for (size_t k = 0; k < plan.groups.size(); ++k)
+    for (NodeId id : plan.groups[k].nodes) by[static_cast<size_t>(id)].push_back(k);
+  return by;
+}
+
+// The nodes group k computes that other groups compute too and k does not write: values
+// recomputed where they are read rather than written once and read back (docs/rewrites-and-planning.md).
+std::vector<NodeId> recomputed(const Plan& plan, size_t k, const std::vector<std::vector<size_t>>& by) {
+  const FusionGroup& grp = plan.groups[k];
+  std::vector<NodeId> out;
+  for (NodeId id : grp.nodes)
+    if (by[static_cast<size_t>(id)].size() > 1 && std::find(grp.outputs.begin(), grp.outputs.end(), id) == grp.outputs.end())
+      out.push_back(id);
+  return out;
+}
+
+// "c (also in kernel 1), d (also in kernels 0, 2)": group k's recomputed values and the other
+// groups that compute each.
+std::string recomputed_list(const Graph& g, const Plan& plan, size_t k, const std::vector<std::vector<size_t>>& by) {
+  std::string s;
+  for (NodeId id : recomputed(plan, k, by)) {
+    std::vector<size_t> others;
+    for (size_t o : by[static_cast<size_t>(id)])
+      if (o != k) others.push_back(o);
+    s += fmt::format("{}{} (also in kernel{} {})", s.empty() ? "" : ", ", value_name(g, id), others.size() == 1 ? "" : "s",
+                     fmt::join(others, ", "));
+  }
+  return s;
+}
+
 std::string group_block(const Graph& g, const Plan& fused, size_t k, std::span<const std::string> kernel_names,
-                        std::span<const int> bindings, const std::vector<std::vector<std::string>>& names) {
+                        std::span<const int> bindings, const std::vector<std::vector<std::string>>& names,
+                        const std::vector<std::vector<size_t>>& computing) {
   const FusionGroup& grp = fused.groups[k];
   const GroupTraffic t = group_traffic(g, grp, fused.rules, bindings);
   std::string s = fmt::format("kernel {} ({}): {} op{} over {}{}\n", k, kernel_name(g, k, kernel_names), grp.nodes.size(),
                               grp.nodes.size() == 1 ? "" : "s", shape_to_string(grp.iter_shape, &g), reduces_text(g, grp));
   s += "  nodes:   " + list(g, grp.nodes) + "\n";
+  if (const std::string r = recomputed_list(g, fused, k, computing); !r.empty()) s += "  recomputed: " + r + "\n";
   s += "  inputs:  " + list(g, grp.inputs) + "\n";
   if (!grp.params.empty()) s += "  params:  " + list(g, grp.params) + "\n";
   s += "  outputs: " + written_list(g, grp, names) + "\n";
@@ -221,7 +256,8 @@ std::string format_plan_text(const RewriteResult& rw, const Plan& fused, const P
   s += rule_lines(rw) + "# rewritten graph:\n" + print_graph(g) + "\n# fused plan\n";
   const std::vector<int> bindings = output_bindings(g);
   const std::vector<std::vector<std::string>> names = output_names(g);
-  for (size_t k = 0; k < fused.groups.size(); ++k) s += group_block(g, fused, k, kernel_names, bindings, names);
+  const std::vector<std::vector<size_t>> computing = computing_groups(g, fused);
+  for (size_t k = 0; k < fused.groups.size(); ++k) s += group_block(g, fused, k, kernel_names, bindings, names, computing);
   PlanTotals f = plan_totals(g, fused), u = plan_totals(unfused_graph ? *unfused_graph : g, unfused);
   s += fmt::format("\n# totals\nfused:   {} kernel{}, read {}, write {}\n", f.kernels, f.kernels == 1 ? "" : "s",
                    bytes_text(f.read_bytes), bytes_text(f.write_bytes));
@@ -385,6 +421,7 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
   json groups = json::array();
   const std::vector<int> bindings = output_bindings(g);
   const std::vector<std::vector<std::string>> out_names = output_names(g);
+  const std::vector<std::vector<size_t>> computing = computing_groups(g, fused);
   for (size_t k = 0; k < fused.groups.size(); ++k) {
     const FusionGroup& grp = fused.groups[k];
     GroupTraffic t = group_traffic(g, grp, fused.rules, bindings);
@@ -393,7 +430,8 @@ nlohmann::json plan_to_json(const RewriteResult& rw, const Plan& fused, const Pl
       for (const std::string& n : out_names[static_cast<size_t>(id)]) graph_outputs.push_back(n);
     json shape = json::array();
     for (const Dim& d : grp.iter_shape) shape.push_back(d.size);
-    json e = {{"kernel", kernel_name(g, k, kernel_names)}, {"nodes", names(grp.nodes)}, {"inputs", names(grp.inputs)},
+    json e = {{"kernel", kernel_name(g, k, kernel_names)}, {"nodes", names(grp.nodes)},
+              {"recomputed", names(recomputed(fused, k, computing))}, {"inputs", names(grp.inputs)},
               {"params", names(grp.params)}, {"outputs", names(grp.outputs)}, {"graph_outputs", graph_outputs},
               {"iter_shape", shape},
               {"read_bytes", t.read_bytes}, {"write_bytes", t.write_bytes},

@@ -67,7 +67,8 @@ std::string format_plan_dot(const Graph& g, const Plan& fused, std::span<const s
 // "counts": {rule: n}, "fires": [{"rule", "node", "line", "col"}]}, "fused": PLAN, "unfused":
 // {"kernels", "read_bytes", "write_bytes"}, "traffic_ratio" (null where the text says "unknown":
 // byte counts past 2^63 - 1, or none unfused)} with PLAN = {"kernels", "read_bytes",
-// "write_bytes", "groups": [{"kernel", "nodes", "inputs", "params", "outputs" (the values it writes),
+// "write_bytes", "groups": [{"kernel", "nodes", "recomputed" (its nodes another group computes too
+// and it does not write), "inputs", "params", "outputs" (the values it writes),
 // "graph_outputs" (the graph outputs those are, by output name: `z = y` writes y as y and z),
 // "iter_shape",
 // "read_bytes", "write_bytes", "param_bytes", "note"}]}; values named as in the text report.
