@@ -401,7 +401,8 @@ void bind_graph_builder(nb::module_& m) {
       m, "GraphBuilder",
       "Builds a graph in code; its calls mirror the graph format statement by statement "
       "(docs/graph-format.md), and the built graph equals the parsed text of its Graph.to_text(). "
-      "Errors raise fusejit.UserError (a refused call changes nothing); build() ends the builder.")
+      "Errors raise fusejit.UserError (a refused call changes nothing, but for an in-place operator's refusal "
+      "by its cast or shape rule: the nodes it built stay, unused); build() ends the builder.")
       .def(nb::init<std::string>(), "name"_a = "", "`graph NAME` (\"\": none).")
       .def(
           "dim",
