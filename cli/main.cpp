@@ -584,7 +584,8 @@ struct RunCommand {
                     "write each output as DIR/<name>.npy (bf16 as f32 holding the same values; docs/ops.md); DIR and its "
                     "missing parents are made, as mkdir -p")
         ->check(kPath);
-    cmd->add_option("--dump-dir", dump_dir, "write every kernel's .cu (and .cubin/.ptx) with an index.json (made as mkdir -p)")
+    cmd->add_option("--dump-dir", dump_dir, "write every kernel's .cu (and .cubin/.ptx) with an index.json (made as mkdir -p); "
+                    "without it, FUSEJIT_DUMP_DIR=DIR writes them to a folder of the program's own under DIR")
         ->check(kPath);
     cmd->add_option("--arch", arch, "target architecture: sm_XY (CUBIN) or compute_XY (PTX); default: the GPU's")->check(kArch);
     cmd->add_option("--nvrtc-option", nvrtc,

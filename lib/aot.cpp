@@ -426,9 +426,11 @@ void refuse_foreign_folder(const fs::path& dir, const std::string& graph_text, c
                                     dir.string(), why));
 }
 
-// How the caller named the folder dump_program writes: an option of its own interface.
-const char* kernel_folder_option(MessageStyle style) {
-  switch (style) {
+// How the caller named the folder dump_program writes: an option of its own interface, or the
+// environment variable that gave it.
+const char* kernel_folder_option(const Program::Impl& p) {
+  if (p.dump_dir_from_env) return "the program's folder under FUSEJIT_DUMP_DIR";
+  switch (p.options.message_style) {
     case MessageStyle::CommandLine: return "--dump-dir, or compile's --out";
     case MessageStyle::Python: return "dump_dir=, or compile_to_dir's out_dir";
     case MessageStyle::Api: break;
@@ -443,7 +445,7 @@ void dump_program(const Program::Impl& p) {
   const fs::path dir(p.options.dump_dir);
   if (const std::string why = ir::make_folders(dir.string()); !why.empty())
     throw ir::UserError(fmt::format("cannot create the folder '{}' to write the kernels into ({}): {}", dir.string(),
-                                    kernel_folder_option(p.options.message_style), why));
+                                    kernel_folder_option(p), why));
   const FolderLock lock(dir, LOCK_EX);
   if (lock.held()) sweep_temp_files(dir);  // what a killed dump left (never another dump's live file)
   refuse_overwriting_graph(dir, p);

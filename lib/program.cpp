@@ -431,7 +431,32 @@ const Program::Impl::Variant& Program::Impl::variant(const Path& p, int v) const
   return *p.variants[1];
 }
 
-Program Program::compile(const Graph& graph, const Options& options) {
+namespace {
+
+// FUSEJIT_DUMP_DIR (docs/aot.md, "Every program's kernels"): a program compiled without a dump
+// folder of its own writes one under it, named after its graph and a hash of what makes its
+// kernels (graph text, mode, arch, backend, NVRTC options), so no two programs share a folder
+// (a dump replaces the folder's program) and compiling the same program again writes the same one.
+std::string env_dump_dir(const Graph& graph, const Options& o) {
+  const char* root = std::getenv("FUSEJIT_DUMP_DIR");
+  if (!o.dump_dir.empty() || !root || !*root) return "";
+  std::string identity = graph.to_text();
+  identity += fmt::format("\n{}\n{}\n{}\n", o.fast_math, o.arch, static_cast<int>(o.backend));
+  for (const std::string& opt : o.nvrtc_options) identity += opt + '\n';
+  // Named after `graph NAME`, else the graph file's (a tracer's graph is named after its function).
+  const std::string base = !graph.name().empty() ? graph.name() : std::filesystem::path(graph.impl().graph.file).stem().string();
+  std::string name;
+  for (char c : base.substr(0, 32)) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return (std::filesystem::path(root) / ((name.empty() ? "graph" : name) + "-" + jit::xxh3_128(identity).hex().substr(0, 16)))
+      .string();
+}
+
+}  // namespace
+
+Program Program::compile(const Graph& graph, const Options& given) {
+  const std::string env_dump = env_dump_dir(graph, given);
+  Options options = given;
+  if (!env_dump.empty()) options.dump_dir = env_dump;
   translate_errors([&] {
     check_options(options);  // first: its enums name the other checks' messages
     check_extra_nvrtc_options(options);
@@ -445,6 +470,7 @@ Program Program::compile(const Graph& graph, const Options& options) {
         throw jit::DriverError(jit::DriverErrorKind::NoDevice, "the CUDA backend was requested but no GPU is usable: " + why);
     }
     std::shared_ptr<Impl> p = rewrite_and_plan(graph, options, device ? device->info().shared_per_block_optin : 0);
+    p->dump_dir_from_env = !env_dump.empty();
     p->device = device;
     if (!p->device && options.backend != Backend::Cpu) p->backend_note = "no GPU: " + why;
     p->backend = p->device ? Backend::Cuda : Backend::Cpu;
@@ -503,6 +529,7 @@ std::vector<KernelInfo> compile_to_dir(const Graph& graph, const std::string& ar
 Backend Program::backend() const { return impl_->backend; }
 std::string Program::target() const { return impl_->target; }
 std::string Program::backend_note() const { return impl_->backend_note; }
+std::string Program::dump_dir() const { return impl_->loaded ? std::string() : impl_->options.dump_dir; }
 bool Program::fast_math() const { return impl_->options.fast_math; }
 const Graph& Program::graph() const { return impl_->graph; }
 const Graph& Program::rewritten() const { return impl_->rewritten; }

@@ -76,6 +76,7 @@ struct Program::Impl {
   bool loaded = false;              // from an ahead-of-time folder (Program::load)
   std::shared_ptr<const AotFolder> aot;  // that folder's index (lib/aot.h)
   std::string backend_note;         // why the CPU was used under Backend::Auto
+  bool dump_dir_from_env = false;   // options.dump_dir is FUSEJIT_DUMP_DIR's folder for it (compile)
   std::shared_ptr<jit::DeviceContext> device;  // GPU: the context opened at compile time
   ir::SplitRules rules;                        // how reduction kernels run (split_rules at the device)
   std::vector<ir::Scalar> default_params;      // every param's default, slot order

@@ -520,11 +520,10 @@ void describe_program(RunReport& rep, const Program& prog, const Options& o) {
              " unfused; predicted speedup " +
              (std::isinf(rep.predicted_ratio) ? "unbounded (the fused plan moves no bytes)"
                                               : fmt_ratio(rep.predicted_ratio) + " (unfused bytes / fused bytes)");
-  if (!o.dump_dir.empty()) {  // where the sources went, and which is the fused kernel's (named by hash)
-    std::vector<std::string> names;
+  if (const std::string dir = prog.dump_dir(); !dir.empty()) {  // where the sources went (--dump-dir or
+    std::vector<std::string> names;                               // FUSEJIT_DUMP_DIR), which the fused kernels'
     for (const KernelInfo& k : prog.kernels(PlanKind::Fused)) names.push_back(k.name);
-    rep.plan += fmt::format("; sources in {} (fused: {}.cu; index.json lists every kernel)", o.dump_dir,
-                            fmt::join(names, ".cu, "));
+    rep.plan += fmt::format("; sources in {} (fused: {}.cu; index.json lists every kernel)", dir, fmt::join(names, ".cu, "));
   }
   rep.plan += override_notes(prog, o);
 }

@@ -38,6 +38,7 @@
 #include "ir/parser.h"
 #include "tests/support/fake_gpu.h"
 #include "tests/support/launch_data.h"
+#include "tests/support/scoped_env.h"
 #include "tests/support/random_graph.h"
 #include "tests/support/files.h"
 
@@ -1545,6 +1546,43 @@ TEST_CASE("ahead of time: writing a folder replaces symlinks, keeps files it did
   CHECK(contains(error_of([&] { fj::compile_to_dir(g, "sm_90", ""); }), "the output folder is an empty path"));
   // No temporary file is left behind.
   for (const auto& entry : fs::directory_iterator(dir / "sym")) CHECK(entry.path().extension() != ".tmp");
+}
+
+TEST_CASE("FUSEJIT_DUMP_DIR: every program compile builds writes a folder of its own, named by its graph and a hash") {
+  const fs::path dir = scratch_dir("env-dump");
+  const ScopedEnv env("FUSEJIT_DUMP_DIR", (dir / "all").c_str());
+  fj::Options o;
+  o.backend = fj::Backend::Cpu;
+  const fj::Graph first = fj::Graph::parse("graph first\ninput x : f32[8]\ny = exp(x)\noutput y\n", "a.txt");
+  const fj::Graph second = fj::Graph::parse("input x : f32[8]\ny = x * 2\noutput y\n", "/no/such/second.txt");
+  fj::Options fast = o;
+  fast.fast_math = true;
+  const fj::Program p1 = fj::Program::compile(first, o), p2 = fj::Program::compile(second, o);
+  const fj::Program again = fj::Program::compile(first, o), p1_fast = fj::Program::compile(first, fast);
+  CHECK(again.dump_dir() == p1.dump_dir());     // the same program: the same folder
+  CHECK(p1_fast.dump_dir() != p1.dump_dir());   // another mode: another folder
+  const std::string n1 = fs::path(p1.dump_dir()).filename().string(), n2 = fs::path(p2.dump_dir()).filename().string();
+  CHECK(fs::path(p1.dump_dir()).parent_path() == dir / "all");
+  CHECK((n1.rfind("first-", 0) == 0 && n1.size() == 6 + 16));  // `graph first`
+  CHECK(n2.rfind("second-", 0) == 0);                         // no graph name: the file's stem
+  for (const fj::Program* p : {&p1, &p2, &p1_fast}) {
+    CHECK(read_json(fs::path(p->dump_dir()) / "index.json")["plans"].size() == 2);
+    CHECK(fs::exists(fs::path(p->dump_dir()) / "graph.txt"));
+  }
+  CHECK(std::distance(fs::directory_iterator(dir / "all"), fs::directory_iterator()) == 3);
+  // A dump_dir of the program's own is written instead; unset, nothing is written.
+  fj::Options mine = o;
+  mine.dump_dir = (dir / "mine").string();
+  CHECK(fj::Program::compile(second, mine).dump_dir() == mine.dump_dir);
+  CHECK(std::distance(fs::directory_iterator(dir / "all"), fs::directory_iterator()) == 3);
+  {
+    const ScopedEnv unset("FUSEJIT_DUMP_DIR", "");
+    CHECK(fj::Program::compile(second, fast).dump_dir().empty());
+  }
+  // A folder that cannot be made is an error naming the variable, not a program without its dump.
+  write_file(dir / "file", "x");
+  const ScopedEnv bad("FUSEJIT_DUMP_DIR", (dir / "file").c_str());
+  CHECK(contains(error_of([&] { (void)fj::Program::compile(first, o); }), "the program's folder under FUSEJIT_DUMP_DIR"));
 }
 
 TEST_CASE("ahead of time: a folder fusejit did not write is left alone; a failed write leaves the earlier folder loadable") {

@@ -423,6 +423,9 @@ class Program:
     target = property(lambda self: self._p.target, doc='e.g. "sm_90 (CUBIN)" or "host C++ (...)"')
     device = property(lambda self: self._p.device, doc='e.g. "NVIDIA H200 (sm_90, 132 SMs)" or "host CPU"')
     backend_note = property(lambda self: self._p.backend_note, doc="why the CPU was chosen, else \"\"")
+    dump_dir = property(lambda self: self._p.dump_dir,
+                        doc="the folder compile wrote the kernels to: dump_dir=, else FUSEJIT_DUMP_DIR's folder "
+                            "`<graph name>-<16 hex digits>` for this program (docs/aot.md); \"\" for none")
     fast_math = property(lambda self: self._p.fast_math, doc="whether value-changing rewrites were allowed")
     graph = property(lambda self: self._p.graph, doc="the graph as given")
     rewritten = property(lambda self: self._p.rewritten, doc="the graph after rewrites (what the kernels compute)")

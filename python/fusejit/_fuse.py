@@ -1940,7 +1940,9 @@ def fuse(fn: Callable | None = None, *, dynamic: bool = True, **options: Any) ->
     dynamic = _flag(dynamic, "fuse: dynamic")  # a string would be True to bool() (compile's flags are checked so too)
     if "dump_dir" in options:
         raise TypeError("fuse: dump_dir is not an option of fuse (each trace would write the same folder): "
-                        "use f.program(...) and fusejit.compile(program.graph, dump_dir=...)")
+                        "set the environment variable FUSEJIT_DUMP_DIR=DIR, which gives each trace's program a "
+                        "folder of its own under DIR, or use f.program(...) and fusejit.compile(program.graph, "
+                        "dump_dir=...)")
     try:
         inspect.signature(fj_compile).bind(None, **options)
     except TypeError as e:

@@ -842,7 +842,7 @@ def test_errors_say_what_to_do():
         fusejit.fuse(lambda a, b: a + b)(one, np.ones(4, np.float32))
     with pytest.raises(TypeError, match="fast_mth"):
         fusejit.fuse(fast_mth=True)
-    with pytest.raises(TypeError, match="dump_dir"):
+    with pytest.raises(TypeError, match="dump_dir.*FUSEJIT_DUMP_DIR"):
         fusejit.fuse(dump_dir="/tmp/x")
     with pytest.raises(TypeError, match="truth value"):
         fusejit.fuse(lambda a: a if a > 0 else -a)(one)
@@ -2745,3 +2745,30 @@ def test_a_values_dtype_equals_fusejits_names_but_hashes_as_numpys_dtype():
     assert v.dtype in {np.dtype("f4")} and v.dtype not in {"f32"} and {"f32": 1}[str(v.dtype)] == 1
     a = np.ones(2, np.float32)
     assert a.dtype == "float32" and a.dtype not in {"float32"}  # NumPy's own
+
+
+def test_fusejit_dump_dir_gives_each_trace_a_folder_of_its_own(tmp_path, monkeypatch):
+    """FUSEJIT_DUMP_DIR (docs/aot.md): fuse refuses dump_dir= (its traces would share a folder);
+    with the variable set, each trace's program writes the kernels to a folder of its own."""
+    monkeypatch.setenv("FUSEJIT_DUMP_DIR", str(tmp_path / "all"))
+
+    @fusejit.fuse(backend="cpu")
+    def scaled_tanh(x, s):
+        return np.tanh(x) * s  # (tanh within ops.md's ulp bound of NumPy's)
+
+    a = np.linspace(-3, 3, 8, dtype=np.float32)
+    assert scaled_tanh(a, a).shape == (8,)
+    scaled_tanh(a.astype(np.float64), a.astype(np.float64))  # another trace: another program
+    folders = sorted(os.listdir(tmp_path / "all"))
+    assert len(folders) == 2 and all(re.fullmatch(r"scaled_tanh-[0-9a-f]{16}", f) for f in folders), folders
+    prog = scaled_tanh.program(a, a)
+    assert os.path.basename(prog.dump_dir) in folders
+    index = json.loads((tmp_path / "all" / os.path.basename(prog.dump_dir) / "index.json").read_text())
+    assert index["plans"] == ["fused", "unfused"] and index["graph_name"] == "scaled_tanh"
+    g = fusejit.GraphBuilder("given")
+    x = g.input("x", "f32", [4])
+    g.output("y", x * 2)
+    graph = g.build()
+    assert fusejit.compile(graph, backend="cpu", dump_dir=tmp_path / "mine").dump_dir == str(tmp_path / "mine")
+    monkeypatch.delenv("FUSEJIT_DUMP_DIR")
+    assert fusejit.compile(graph, backend="cpu").dump_dir == ""

@@ -597,6 +597,8 @@ struct Options {
   /// graph.txt, every kernel of both plans (so the unfused plan is compiled then too) as .cu and, on
   /// the GPU, .cubin or .ptx, and index.json. A folder fusejit did not write is refused (Error(User);
   /// compile_to_dir says which), as `fusejit compile -o` refuses it.
+  /// The environment variable FUSEJIT_DUMP_DIR, where this is "", gives every program compile()
+  /// builds a folder of its own under it (Program::dump_dir says which).
   std::string dump_dir;
   /// "" = from the device; "sm_90" (CUBIN) or "compute_90" (PTX) overrides. Checked against what
   /// NVRTC supports on every backend (Error(User) when it is invalid; without an NVRTC the CPU
@@ -969,6 +971,10 @@ class Program {
   std::string device() const;            ///< e.g. "NVIDIA H200 (sm_90, 132 SMs)", or "host CPU"
   std::string driver_version() const;    ///< e.g. "CUDA 12.4"; "" on the CPU
   std::string backend_note() const;      ///< why the CPU was used under Backend::Auto ("no GPU: ..."), else ""
+  /// The folder compile() wrote this program's kernels to (docs/aot.md): Options::dump_dir, else,
+  /// with the environment variable FUSEJIT_DUMP_DIR set, its subfolder `<graph name>-<16 hex
+  /// digits>` for this program; "" for none (and for a loaded program).
+  std::string dump_dir() const;
   bool fast_math() const;                ///< compiled with Options::fast_math (rewrites and NVRTC flags that may change bits)
   const Graph& graph() const;            ///< the graph as given
   const Graph& rewritten() const;        ///< after rewrites (what the fused kernels compute)
