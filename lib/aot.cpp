@@ -821,7 +821,7 @@ std::vector<jit::GeneratedKernel> checked_kernels(const AotFolder& f, const Prog
 Program cpu_program(const Graph& graph, Options folder) {
   folder.arch.clear();  // the folder's GPU target and NVRTC options mean nothing on the CPU path
   folder.nvrtc_options.clear();
-  return Program::compile(graph, folder);
+  return compile_program(graph, folder, false);  // no FUSEJIT_DUMP_DIR folder: a load writes nothing
 }
 
 }  // namespace

@@ -453,8 +453,10 @@ std::string env_dump_dir(const Graph& graph, const Options& o) {
 
 }  // namespace
 
-Program Program::compile(const Graph& graph, const Options& given) {
-  const std::string env_dump = env_dump_dir(graph, given);
+Program Program::compile(const Graph& graph, const Options& options) { return compile_program(graph, options, true); }
+
+Program compile_program(const Graph& graph, const Options& given, bool env_dump_dir_applies) {
+  const std::string env_dump = env_dump_dir_applies ? env_dump_dir(graph, given) : std::string();
   Options options = given;
   if (!env_dump.empty()) options.dump_dir = env_dump;
   translate_errors([&] {
@@ -469,7 +471,7 @@ Program Program::compile(const Graph& graph, const Options& given) {
       if (!device && options.backend == Backend::Cuda)
         throw jit::DriverError(jit::DriverErrorKind::NoDevice, "the CUDA backend was requested but no GPU is usable: " + why);
     }
-    std::shared_ptr<Impl> p = rewrite_and_plan(graph, options, device ? device->info().shared_per_block_optin : 0);
+    std::shared_ptr<Program::Impl> p = rewrite_and_plan(graph, options, device ? device->info().shared_per_block_optin : 0);
     p->dump_dir_from_env = !env_dump.empty();
     p->device = device;
     if (!p->device && options.backend != Backend::Cpu) p->backend_note = "no GPU: " + why;

@@ -121,6 +121,10 @@ std::shared_ptr<const Program::Impl::Variant> build_variant(const Program::Impl&
 // whose blocks may opt in to `shared_optin` bytes of shared memory (0: none; the unfused path is
 // planned on first use).
 std::shared_ptr<Program::Impl> rewrite_and_plan(const Graph& graph, const Options& options, int64_t shared_optin);
+
+// Program::compile, which is this with `env_dump_dir_applies`: where false, FUSEJIT_DUMP_DIR is
+// not read (a CPU-path Program::load compiles the folder's graph and writes nothing).
+Program compile_program(const Graph& graph, const Options& options, bool env_dump_dir_applies);
 // Opens device Options::device for the GPU backend: nullptr and the reason when there is none.
 // Warns when the calling thread's current context (which fusejit uses as it is) is on another
 // device than a non-zero Options::device.

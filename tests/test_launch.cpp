@@ -1579,6 +1579,10 @@ TEST_CASE("FUSEJIT_DUMP_DIR: every program compile builds writes a folder of its
     const ScopedEnv unset("FUSEJIT_DUMP_DIR", "");
     CHECK(fj::Program::compile(second, fast).dump_dir().empty());
   }
+  // compile_to_dir writes where it is told, and a load, which compiles on the CPU path, nothing.
+  fj::compile_to_dir(second, "sm_90", (dir / "aot").string());
+  CHECK(fj::Program::load((dir / "aot").string(), o).dump_dir().empty());
+  CHECK(std::distance(fs::directory_iterator(dir / "all"), fs::directory_iterator()) == 3);
   // A folder that cannot be made is an error naming the variable, not a program without its dump.
   write_file(dir / "file", "x");
   const ScopedEnv bad("FUSEJIT_DUMP_DIR", (dir / "file").c_str());
