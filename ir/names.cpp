@@ -66,6 +66,12 @@ bool is_identifier(std::string_view s) {
   return !s.empty() && is_ident_start(s[0]) && std::all_of(s.begin(), s.end(), is_ident_char);
 }
 
+std::string identifier_part(std::string_view name) {
+  std::string r;
+  for (char c : name.substr(0, 32)) r += is_ident_char(c) ? c : '_';
+  return r.empty() ? "graph" : r;
+}
+
 bool is_reserved(std::string_view s) {
   return std::find(std::begin(kReserved), std::end(kReserved), s) != std::end(kReserved);
 }

@@ -17,6 +17,11 @@ inline bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' 
 inline bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
 bool is_identifier(std::string_view s);
 
+// `name` as part of a C identifier or a file name: each byte outside [A-Za-z0-9_] as '_', cut to 32
+// bytes, "graph" for an empty one (the graph's part of a kernel name, fj_<this>_<hash>, and of a
+// FUSEJIT_DUMP_DIR folder, <this>-<hash>).
+std::string identifier_part(std::string_view name);
+
 // `s` in single quotes for a message: cut after 40 characters ("...'"), control bytes as \xNN (a
 // NUL would end the message where C strings carry it).
 std::string quoted(std::string_view s);

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/names.h"
 #include "ir/printer.h"
 #include "ir/reduce.h"
 #include "ir/reduce_group.h"
@@ -165,14 +166,6 @@ FJK_FN double fjk_f64_from_bits(unsigned long long b) {
 }
 // ---- end of kernel prelude ----
 )FJK";
-
-std::string sanitize(const std::string& s) {
-  std::string r;
-  for (char c : s) r += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
-  if (r.empty()) r = "graph";
-  if (r.size() > 32) r.resize(32);
-  return r;
-}
 
 // How values are named in a kernel's text. By default after graph node ids (`v12`), with the
 // node's name and source line in comments. Canonical kernels (CodegenOptions::canonical_names)
@@ -760,7 +753,7 @@ std::string kernel_header(KernelGen& k) {
 void finish(GeneratedKernel& out, const std::string& graph_name, const std::string& text) {
   const std::string keyed = without_location_comments(text);
   const uint64_t h = XXH3_64bits(keyed.data(), keyed.size());
-  out.name = fmt::format("fj_{}_{:016x}", sanitize(graph_name), h);
+  out.name = fmt::format("fj_{}_{:016x}", ir::identifier_part(graph_name), h);
   std::string src;
   for (size_t p = 0;;) {
     const size_t q = text.find("@NAME@", p);

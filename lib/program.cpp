@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/names.h"
 #include "ir/passes/plan_fusion.h"
 #include "ir/passes/plan_report.h"
 #include "jit/arch.h"
@@ -445,10 +446,7 @@ std::string env_dump_dir(const Graph& graph, const Options& o) {
   for (const std::string& opt : o.nvrtc_options) identity += opt + '\n';
   // Named after `graph NAME`, else the graph file's (a tracer's graph is named after its function).
   const std::string base = !graph.name().empty() ? graph.name() : std::filesystem::path(graph.impl().graph.file).stem().string();
-  std::string name;
-  for (char c : base.substr(0, 32)) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return (std::filesystem::path(root) / ((name.empty() ? "graph" : name) + "-" + jit::xxh3_128(identity).hex().substr(0, 16)))
-      .string();
+  return (std::filesystem::path(root) / (ir::identifier_part(base) + "-" + jit::xxh3_128(identity).hex().substr(0, 16))).string();
 }
 
 }  // namespace

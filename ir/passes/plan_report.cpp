@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "ir/names.h"
 #include "ir/printer.h"
 #include "ir/reduce_group.h"
 
@@ -103,10 +104,7 @@ double predicted_speedup(int64_t fused_bytes, int64_t unfused_bytes) {
 
 std::string kernel_name(const Graph& g, size_t index, std::span<const std::string> kernel_names) {
   if (index < kernel_names.size()) return kernel_names[index];
-  std::string base;
-  for (char c : g.name) base += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-  if (base.empty()) base = "graph";
-  return "fj_" + base + "_k" + std::to_string(index);
+  return "fj_" + identifier_part(g.name) + "_k" + std::to_string(index);
 }
 
 // What the unfused plan runs: every op of the graph as written (before rewrites: what a framework
