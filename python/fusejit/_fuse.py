@@ -845,8 +845,8 @@ def _setitem(self: Value, index: Any, value: Any) -> None:
     if value is self:  # p[:] += 1: the update is done, p[:] was p itself
         return
     shape, to = tuple(_SHAPE_GETTER(self)), _DTYPE_GETTER(self)
-    if isinstance(value, float) and _KIND[to] in (1, 2):  # an unsigned or signed integer
-        value = _float_into_int(value, to)
+    if _KIND[to] <= 2 and _numpy_scalar_like(value):  # into bool or an integer: stored as NumPy stores it
+        value = _stored_as_numpy(value, to)
     got = tuple(_SHAPE_GETTER(value) if isinstance(value, Value) else np.shape(value))
     try:
         fits = np.broadcast_shapes(got, shape) == shape
@@ -863,19 +863,23 @@ def _setitem(self: Value, index: Any, value: Any) -> None:
     self._assign(r if _DTYPE_GETTER(r) == to else self.builder.cast(r, to))
 
 
-def _float_into_int(value: float, to: str) -> int:
-    """A Python float assigned into an integer value, as NumPy converts it (int(), truncating; a
-    hostile tester's find: NaN, inf and 70000.0 into u8 were stored saturated or wrapped): NumPy's
-    ValueError for NaN, OverflowError for an infinity or a whole part out of the dtype's range."""
-    if math.isnan(value):
-        raise ValueError("cannot convert float NaN to integer (NumPy's error)")
-    if math.isinf(value):
-        raise OverflowError("cannot convert float infinity to integer (NumPy's error)")
+def _numpy_scalar_like(value: Any) -> bool:
+    """A Python bool, int or float, a NumPy scalar or a 0-d NumPy array."""
+    return isinstance(value, (bool, int, float, np.generic)) or isinstance(value, np.ndarray) and value.ndim == 0
+
+
+def _stored_as_numpy(value: Any, to: str) -> Any:
+    """A scalar assigned into a bool or integer value, as NumPy's own assignment into a 0-d array of
+    that dtype stores it, so the literal fits: NaN is NumPy's ValueError, an infinity or a Python
+    number out of range its OverflowError (hostile testers' finds: 70000.0 into u8 stored 112, and
+    np.int8(-1) into u8, which NumPy stores as 255, was a UserError)."""
     from . import numpy_dtype
-    limits = np.iinfo(numpy_dtype(to))
-    if not limits.min <= int(value) <= limits.max:
-        raise OverflowError(f"Python integer {int(value)} out of bounds for {limits.dtype.name} (NumPy's error)")
-    return int(value)
+    cell = np.zeros((), numpy_dtype(to))
+    try:
+        cell[...] = value
+    except (ValueError, OverflowError, TypeError) as e:
+        raise type(e)(f"{e} (NumPy's error)") from None
+    return cell.item()
 
 
 def _whole_index(index: Any, ndim: int) -> bool:

@@ -2259,6 +2259,29 @@ def test_a_whole_value_assigned_and_astype_copy_false_update_the_callers_array_a
     a = np.ones(2, np.int8)
     fusejit.fuse(put)(a, -2.9)
     assert a.tolist() == [-2, -2]
+    # Python ints and NumPy scalars written in the function too (a hostile tester's finds: 300 into
+    # i8 was a UserError where NumPy raises OverflowError, np.int8(-1) into u8 one where NumPy
+    # stores 255).
+    for dt, c, want in ((np.int8, 300, OverflowError), (np.uint8, -1, OverflowError),
+                        (np.int8, np.int64(2**40), OverflowError), (np.int32, np.float32("nan"), ValueError),
+                        (np.uint8, np.int8(-1), [255, 255]), (np.uint8, np.float64(300.5), [44, 44]),
+                        (np.bool_, 5, [True, True]), (np.int32, np.array(7.9), [7, 7])):
+        def constant(c):
+            def put_constant(v):  # c a constant of the trace (a closure's), not an argument of the call
+                v[...] = c
+            return put_constant
+
+        put_constant = constant(c)
+        a, b = np.ones(2, dt), np.ones(2, dt)
+        if isinstance(want, list):
+            put_constant(b)  # NumPy's own
+            fusejit.fuse(put_constant)(a)
+            assert a.tolist() == b.tolist() == want, (dt, c)
+        else:
+            with pytest.raises(want):
+                put_constant(b)
+            with pytest.raises(want, match="NumPy's error"):
+                fusejit.fuse(put_constant)(a)
     with pytest.raises(IndexError, match="too many indices for array: array is 0-dimensional, but 1 were indexed"):
         fusejit.fuse(lambda v: v[:].__iadd__(1))(np.array(3, np.int32))
     # A NumPy scalar is immutable: its v[...] = x is NumPy's TypeError, per call (one trace serves a
@@ -2770,5 +2793,16 @@ def test_fusejit_dump_dir_gives_each_trace_a_folder_of_its_own(tmp_path, monkeyp
     g.output("y", x * 2)
     graph = g.build()
     assert fusejit.compile(graph, backend="cpu", dump_dir=tmp_path / "mine").dump_dir == str(tmp_path / "mine")
+    # A specialization a launch compiles at other dims writes no folder (its graph.txt would hold
+    # the compiled dims beside an index of others; a loaded program's wrote one too).
+    b = fusejit.GraphBuilder("two_dims")
+    s, t = b.dim("S", 4), b.dim("T", 4)
+    u, v = b.input("u", "f32", [s, 8]), b.input("v", "f32", [t, 8])
+    b.output("w", u + v)
+    b.output("w2", u * 2)  # one kernel with w at S = T, not at S = 1
+    spec = fusejit.compile(b.build(), backend="cpu")
+    before = sorted(os.listdir(tmp_path / "all"))
+    spec(u=np.ones((1, 8), np.float32), v=np.ones((4, 8), np.float32))
+    assert spec.specializations and sorted(os.listdir(tmp_path / "all")) == before
     monkeypatch.delenv("FUSEJIT_DUMP_DIR")
     assert fusejit.compile(graph, backend="cpu").dump_dir == ""
