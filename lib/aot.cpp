@@ -438,9 +438,7 @@ const char* kernel_folder_option(const Program::Impl& p) {
   return "Options::dump_dir, or compile_to_dir's";
 }
 
-}  // namespace
-
-void dump_program(const Program::Impl& p) {
+void write_folder(const Program::Impl& p) {
   ir::check_path(p.options.dump_dir, "dump folder");
   const fs::path dir(p.options.dump_dir);
   if (const std::string why = ir::make_folders(dir.string()); !why.empty())
@@ -483,6 +481,19 @@ void dump_program(const Program::Impl& p) {
   std::error_code ec;
   for (const std::string& f : before)
     if (!now.count(f)) fs::remove(dir / f, ec);
+}
+
+}  // namespace
+
+void dump_program(const Program::Impl& p) {
+  if (!p.dump_dir_from_env) return write_folder(p);
+  try {
+    write_folder(p);
+  } catch (const ir::UserError& e) {  // a user who never asked for a dump learns why one was written
+    const std::string what = e.what();
+    if (what.find("FUSEJIT_DUMP_DIR") != std::string::npos) throw;
+    throw ir::UserError(what + " (writing the program's folder under FUSEJIT_DUMP_DIR: unset the variable to write none)");
+  }
 }
 
 namespace {

@@ -434,18 +434,24 @@ const Program::Impl::Variant& Program::Impl::variant(const Path& p, int v) const
 
 namespace {
 
-// FUSEJIT_DUMP_DIR (docs/aot.md, "Every program's kernels"): a program compiled without a dump
-// folder of its own writes one under it, named after its graph and a hash of what makes its
-// kernels (graph text, mode, arch, backend, NVRTC options), so no two programs share a folder
-// (a dump replaces the folder's program) and compiling the same program again writes the same one.
-std::string env_dump_dir(const Graph& graph, const Options& o) {
+// FUSEJIT_DUMP_DIR's folder for program p (docs/aot.md, "Every program's kernels"), "" where the
+// variable is unset or empty: named after its graph, with a hash of what makes its kernels (the
+// graph's text, the mode, the target: backend, arch or host compiler, the NVRTC options and the
+// row rules as resolved), so programs whose kernels differ never share a folder (a dump replaces
+// the folder's program) and compiling the same program again writes the same one.
+std::string env_dump_dir(const Program::Impl& p) {
   const char* root = std::getenv("FUSEJIT_DUMP_DIR");
-  if (!o.dump_dir.empty() || !root || !*root) return "";
-  std::string identity = graph.to_text();
-  identity += fmt::format("\n{}\n{}\n{}\n", o.fast_math, o.arch, static_cast<int>(o.backend));
-  for (const std::string& opt : o.nvrtc_options) identity += opt + '\n';
-  // Named after `graph NAME`, else the graph file's (a tracer's graph is named after its function).
-  const std::string base = !graph.name().empty() ? graph.name() : std::filesystem::path(graph.impl().graph.file).stem().string();
+  if (!root || !*root) return "";
+  const ir::SplitRules& r = p.rules;
+  std::string identity = p.graph.to_text() + fmt::format("\n{}\n{}\n{} {} {} {} {}\n", p.options.fast_math, p.target, r.row_split,
+                                                         r.row_cache, r.row_cache_limit, r.kept_values, r.short_rows);
+  for (const std::string& opt : p.options.nvrtc_options) identity += opt + '\n';
+  // After `graph NAME`, else the graph file's stem (a Python builder's: its script's), else "graph"
+  // (text parsed without a file is "<string>").
+  const std::string& file = p.graph.impl().graph.file;
+  const std::string base = !p.graph.name().empty()             ? p.graph.name()
+                           : file.empty() || file[0] == '<' ? std::string()
+                                                            : std::filesystem::path(file).stem().string();
   return (std::filesystem::path(root) / (ir::identifier_part(base) + "-" + jit::xxh3_128(identity).hex().substr(0, 16))).string();
 }
 
@@ -453,10 +459,7 @@ std::string env_dump_dir(const Graph& graph, const Options& o) {
 
 Program Program::compile(const Graph& graph, const Options& options) { return compile_program(graph, options, true); }
 
-Program compile_program(const Graph& graph, const Options& given, bool env_dump_dir_applies) {
-  const std::string env_dump = env_dump_dir_applies ? env_dump_dir(graph, given) : std::string();
-  Options options = given;
-  if (!env_dump.empty()) options.dump_dir = env_dump;
+Program compile_program(const Graph& graph, const Options& options, bool env_dump_dir_applies) {
   translate_errors([&] {
     check_options(options);  // first: its enums name the other checks' messages
     check_extra_nvrtc_options(options);
@@ -470,7 +473,6 @@ Program compile_program(const Graph& graph, const Options& given, bool env_dump_
         throw jit::DriverError(jit::DriverErrorKind::NoDevice, "the CUDA backend was requested but no GPU is usable: " + why);
     }
     std::shared_ptr<Program::Impl> p = rewrite_and_plan(graph, options, device ? device->info().shared_per_block_optin : 0);
-    p->dump_dir_from_env = !env_dump.empty();
     p->device = device;
     if (!p->device && options.backend != Backend::Cpu) p->backend_note = "no GPU: " + why;
     p->backend = p->device ? Backend::Cuda : Backend::Cpu;
@@ -485,8 +487,12 @@ Program compile_program(const Graph& graph, const Options& given, bool env_dump_
       p->target = "host C++ (" + std::string(std::getenv("CXX") ? std::getenv("CXX") : "c++") + ", " +
                   jit::host_semantic_flags() + ")";
     }
+    if (env_dump_dir_applies && options.dump_dir.empty()) {  // once the target and row rules are known
+      p->options.dump_dir = env_dump_dir(*p);
+      p->dump_dir_from_env = !p->options.dump_dir.empty();
+    }
     // A dump holds both plans, so it builds the unfused one now (and writes the folder then).
-    if (options.build_unfused || !options.dump_dir.empty()) build_both(*p);
+    if (options.build_unfused || !p->options.dump_dir.empty()) build_both(*p);
     else p->fused.variants[0] = build_variant(*p, p->fused, 0);
     return Program(std::move(p));
   }, graph.impl().graph.file, graph.impl().source);

@@ -93,7 +93,7 @@ std::shared_ptr<const Impl> specialization(const Impl& p, const DimValues& dims)
   o.build_unfused = false;
   const Program spec = [&] {
     try {
-      return Program::compile(p.graph.with_dims(dims), o);
+      return compile_program(p.graph.with_dims(dims), o, false);  // no FUSEJIT_DUMP_DIR folder of its own
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::Compile) throw;
       std::string named;

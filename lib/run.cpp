@@ -520,8 +520,9 @@ void describe_program(RunReport& rep, const Program& prog, const Options& o) {
              " unfused; predicted speedup " +
              (std::isinf(rep.predicted_ratio) ? "unbounded (the fused plan moves no bytes)"
                                               : fmt_ratio(rep.predicted_ratio) + " (unfused bytes / fused bytes)");
-  if (const std::string dir = prog.dump_dir(); !dir.empty()) {  // where the sources went (--dump-dir or
-    std::vector<std::string> names;                               // FUSEJIT_DUMP_DIR), which the fused kernels'
+  // Where the sources went (--dump-dir, or FUSEJIT_DUMP_DIR's folder), and which are the fused kernels'.
+  if (const std::string dir = prog.dump_dir(); !dir.empty()) {
+    std::vector<std::string> names;
     for (const KernelInfo& k : prog.kernels(PlanKind::Fused)) names.push_back(k.name);
     rep.plan += fmt::format("; sources in {} (fused: {}.cu; index.json lists every kernel)", dir, fmt::join(names, ".cu, "));
   }

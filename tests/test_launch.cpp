@@ -1561,20 +1561,27 @@ TEST_CASE("FUSEJIT_DUMP_DIR: every program compile builds writes a folder of its
   const fj::Program again = fj::Program::compile(first, o), p1_fast = fj::Program::compile(first, fast);
   CHECK(again.dump_dir() == p1.dump_dir());     // the same program: the same folder
   CHECK(p1_fast.dump_dir() != p1.dump_dir());   // another mode: another folder
+  fj::Options no_row_cache = o;  // other row rules, other kernels: another folder (a reviewer's find:
+  no_row_cache.row_cache = false;  // the second replaced the first's index.json)
+  const fj::Program p1_memory = fj::Program::compile(first, no_row_cache);
+  CHECK(p1_memory.dump_dir() != p1.dump_dir());
   const std::string n1 = fs::path(p1.dump_dir()).filename().string(), n2 = fs::path(p2.dump_dir()).filename().string();
   CHECK(fs::path(p1.dump_dir()).parent_path() == dir / "all");
   CHECK((n1.rfind("first-", 0) == 0 && n1.size() == 6 + 16));  // `graph first`
   CHECK(n2.rfind("second-", 0) == 0);                         // no graph name: the file's stem
+  // Text parsed without a file ("<string>") is "graph".
+  const fj::Program unnamed = fj::Program::compile(fj::Graph::parse("input x : f32[2]\ny = -x\noutput y\n"), o);
+  CHECK(fs::path(unnamed.dump_dir()).filename().string().rfind("graph-", 0) == 0);
   for (const fj::Program* p : {&p1, &p2, &p1_fast}) {
     CHECK(read_json(fs::path(p->dump_dir()) / "index.json")["plans"].size() == 2);
     CHECK(fs::exists(fs::path(p->dump_dir()) / "graph.txt"));
   }
-  CHECK(std::distance(fs::directory_iterator(dir / "all"), fs::directory_iterator()) == 3);
+  CHECK(std::distance(fs::directory_iterator(dir / "all"), fs::directory_iterator()) == 5);
   // A dump_dir of the program's own is written instead; unset, nothing is written.
   fj::Options mine = o;
   mine.dump_dir = (dir / "mine").string();
   CHECK(fj::Program::compile(second, mine).dump_dir() == mine.dump_dir);
-  CHECK(std::distance(fs::directory_iterator(dir / "all"), fs::directory_iterator()) == 3);
+  CHECK(std::distance(fs::directory_iterator(dir / "all"), fs::directory_iterator()) == 5);
   {
     const ScopedEnv unset("FUSEJIT_DUMP_DIR", "");
     CHECK(fj::Program::compile(second, fast).dump_dir().empty());
@@ -1582,8 +1589,13 @@ TEST_CASE("FUSEJIT_DUMP_DIR: every program compile builds writes a folder of its
   // compile_to_dir writes where it is told, and a load, which compiles on the CPU path, nothing.
   fj::compile_to_dir(second, "sm_90", (dir / "aot").string());
   CHECK(fj::Program::load((dir / "aot").string(), o).dump_dir().empty());
-  CHECK(std::distance(fs::directory_iterator(dir / "all"), fs::directory_iterator()) == 3);
-  // A folder that cannot be made is an error naming the variable, not a program without its dump.
+  CHECK(std::distance(fs::directory_iterator(dir / "all"), fs::directory_iterator()) == 5);
+  // A folder that cannot be written is an error naming the variable, not a program without its dump:
+  // one fusejit did not write too (it said "choose a new or empty folder" of a folder the user
+  // never chose, a hostile tester's find).
+  write_file(fs::path(p2.dump_dir()) / "index.json", "{}");
+  CHECK(contains(error_of([&] { (void)fj::Program::compile(second, o); }),
+                 "(writing the program's folder under FUSEJIT_DUMP_DIR: unset the variable to write none)"));
   write_file(dir / "file", "x");
   const ScopedEnv bad("FUSEJIT_DUMP_DIR", (dir / "file").c_str());
   CHECK(contains(error_of([&] { (void)fj::Program::compile(first, o); }), "the program's folder under FUSEJIT_DUMP_DIR"));

@@ -550,8 +550,8 @@ struct Planner {
       case Opened::FirstOfShape:
         if (same_key > 1) {
           // Opened first, but a move may have put a group split off it earlier in launch order.
-          const bool launched_first = std::find(key.begin(), key.begin() + static_cast<ptrdiff_t>(gi), key[gi]) ==
-                                      key.begin() + static_cast<ptrdiff_t>(gi);
+          const bool launched_first = std::find(key.begin(), key.begin() + static_cast<std::ptrdiff_t>(gi), key[gi]) ==
+                                      key.begin() + static_cast<std::ptrdiff_t>(gi);
           s = (launched_first ? "first of " : "one of ") + std::to_string(same_key) + " kernels over " +
               shape_to_string(shapes[static_cast<size_t>(key[gi])], &g) +
               (launched_first ? " (each later one says why it is split off)"

@@ -685,7 +685,7 @@ void bind_program(nb::module_& m) {
       .def_prop_ro("device", &Program::device)
       .def_prop_ro("driver_version", &Program::driver_version)
       .def_prop_ro("backend_note", &Program::backend_note)
-      .def_prop_ro("dump_dir", &Program::dump_dir)
+      .def_prop_ro("dump_dir", [](const Program& p) { return py_path(p.dump_dir()); })
       .def_prop_ro("fast_math", &Program::fast_math)
       .def_prop_ro("graph", &Program::graph)
       .def_prop_ro("rewritten", &Program::rewritten)

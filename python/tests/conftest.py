@@ -18,6 +18,13 @@ SAMPLES = sorted((ROOT / "samples" / "graphs").glob("*.txt"))
 SMALL_DIMS = (5, 3, 7, 2, 6)
 
 
+@pytest.fixture(autouse=True)
+def _no_dump_dir(monkeypatch):
+    """FUSEJIT_DUMP_DIR left set in the shell would build every unfused plan at compile and write
+    folders (tests count compiles and cache outcomes); a test that wants it sets it."""
+    monkeypatch.delenv("FUSEJIT_DUMP_DIR", raising=False)
+
+
 def fusejit_bin() -> pathlib.Path:
     """The `fusejit` command of this build (ctest sets FUSEJIT_BIN)."""
     p = pathlib.Path(os.environ.get("FUSEJIT_BIN") or ROOT / "build" / "cli" / "fusejit")

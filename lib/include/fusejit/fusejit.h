@@ -941,9 +941,11 @@ class Program {
   }
 
   /// Rewrites, plans, generates and compiles (or loads from the cache) the fused kernels, and the
-  /// unfused ones too with Options::build_unfused (else on their first use). Throws Error(User) for
-  /// bad options (an invalid Options::arch on any backend), Error(Compile), Error(Driver) when the
-  /// GPU backend is requested but unavailable.
+  /// unfused ones too with Options::build_unfused or a dump folder (Options::dump_dir, else
+  /// FUSEJIT_DUMP_DIR's for this program: docs/aot.md), else on their first use. Throws
+  /// Error(User) for bad options (an invalid Options::arch on any backend) or a dump folder that
+  /// cannot be written, Error(Compile), Error(Driver) when the GPU backend is requested but
+  /// unavailable.
   static Program compile(const Graph& graph, const Options& options = {});
 
   /// Loads a folder written by `fusejit compile GRAPH --arch sm_XY -o DIR` (compile_to_dir): the
@@ -957,7 +959,7 @@ class Program {
   /// GPU is looked for (the unfused plan's on its first use on a GPU); with Options::backend =
   /// Backend::Cpu the folder's graph then runs on the CPU path in the folder's mode, compiled as
   /// compile() does (the binaries are not used, so the unfused plan's are never read;
-  /// Options::dump_dir is ignored, as on the GPU).
+  /// Options::dump_dir and FUSEJIT_DUMP_DIR are ignored, as on the GPU).
   /// KernelInfo::cache is CacheOutcome::Loaded on the GPU. Throws Error(User) for a missing or
   /// malformed folder (docs/aot.md, "What loading checks"), one written by another code generator
   /// version, or whose kernels are not the ones this fusejit generates for its graph.txt (their
