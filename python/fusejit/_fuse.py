@@ -239,14 +239,19 @@ def _ddof(op_name: str, ddof: Any) -> int:
     return int(ddof)
 
 
-def _check_np_axis(op_name: str, axis: Any) -> None:
+def _check_np_axis(op_name: str, axis: Any, ndim: int) -> None:
     """NumPy's axis rules where fusejit.reduce's differ: a list (NumPy: "'list' object cannot be
-    interpreted as an integer"), a tuple for argmax/argmin, and () (no axis, not every axis)."""
+    interpreted as an integer"), a tuple for argmax/argmin, () (no axis, not every axis), and an
+    axis out of range, NumPy's AxisError (an IndexError and a ValueError; a hostile tester's find:
+    a UserError, which `except np.exceptions.AxisError` missed)."""
     if isinstance(axis, list) or (isinstance(axis, tuple) and op_name in ("argmax", "argmin")):
         takes = "an int or None" if op_name in ("argmax", "argmin") else "an int, a tuple of ints or None"
         raise TypeError(f"{op_name}: axis={axis!r} is a {type(axis).__name__}; NumPy's axis is {takes}")
     if isinstance(axis, tuple) and len(axis) == 0:
         raise UserError(f"{op_name} over axis=() reduces nothing in NumPy: use the value itself")
+    for a in axis if isinstance(axis, tuple) else (axis,):
+        if isinstance(a, (int, np.integer)) and not isinstance(a, bool) and not -ndim <= int(a) < ndim:
+            raise getattr(np, "exceptions", np).AxisError(int(a), ndim)
 
 
 def _np_reduction(op_name: str, a: Any, *, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
@@ -263,7 +268,7 @@ def _np_reduction(op_name: str, a: Any, *, axis: Any = None, dtype: Any = None, 
         cast = _cast_for_dtype(op_name, a, dtype)
         result = _np_reduction(op_name, cast, axis=axis, ddof=ddof, keepdims=keepdims, initial=initial)
         return result if str(result.dtype) == str(cast.dtype) else _astype(result, cast.dtype)
-    _check_np_axis(op_name, axis)
+    _check_np_axis(op_name, axis, len(_SHAPE_GETTER(a)))
     correction = _ddof(op_name, ddof) if op_name in ("var", "std") else None
     if ddof and correction is None:
         raise TypeError(f"{op_name} takes no ddof")

@@ -1657,6 +1657,14 @@ def test_second_hostile_round():
             f(x)  # NumPy's own refusal, so the test keeps matching NumPy
         with pytest.raises(TypeError, match=r"axis=[\[(][0-9, ]*[\])] is a (list|tuple); NumPy's axis is an int"):
             fusejit.fuse(f)(x)
+    # An axis out of range is NumPy's AxisError (a ValueError and an IndexError), not a UserError.
+    axis_error = getattr(np, "exceptions", np).AxisError
+    for f in (lambda v: v.sum(axis=3), lambda v: np.argmax(v, -4), lambda v: np.max(v, axis=(0, 5), keepdims=True)):
+        with pytest.raises(axis_error) as numpy_own:
+            f(x)
+        with pytest.raises(axis_error) as ours:
+            fusejit.fuse(f)(x)
+        assert str(ours.value) == str(numpy_own.value)
     with pytest.raises(TypeError, match="only a value or a number compares elementwise"):
         fusejit.fuse(lambda v: np.where(v == [1, 2, 3], 0.0, v))(np.ones(3, np.float32))
     ones = np.ones(2, np.float32)
