@@ -728,7 +728,9 @@ def compile(graph: Graph, fast_math: bool = False, arch: str | None = None, *, b
     $FUSEJIT_CACHE_DIR, else $XDG_CACHE_HOME/fusejit, else ~/.cache/fusejit). disk_cache: False
     keeps compiled kernels in memory only. device: the CUDA device ordinal.
     nvrtc_options: extra NVRTC flags. dump_dir: also write the ahead-of-time folder (docs/aot.md;
-    on the CPU path its sources only: compile_to_dir writes a loadable one without a GPU).
+    on the CPU path its sources only: compile_to_dir writes a loadable one without a GPU); None
+    with the environment variable FUSEJIT_DUMP_DIR=DIR set: a folder of the program's own under DIR
+    (prog.dump_dir names it).
     build_unfused: compile the unfused plan now, not on its first use. row_split: blocks per row of
     reductions (0: fusejit's rule, few rows of over 57,344 elements (253,952 past 16 rows), or few groups of columns of
     over 8,192, split; 1: never; N: N parts; the same bits either way; docs/ops.md, "A row split
