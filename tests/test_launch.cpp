@@ -1573,8 +1573,16 @@ TEST_CASE("FUSEJIT_DUMP_DIR: every program compile builds writes a folder of its
   const fj::Program unnamed = fj::Program::compile(fj::Graph::parse("input x : f32[2]\ny = -x\noutput y\n"), o);
   CHECK(fs::path(unnamed.dump_dir()).filename().string().rfind("graph-", 0) == 0);
   for (const fj::Program* p : {&p1, &p2, &p1_fast}) {
-    CHECK(read_json(fs::path(p->dump_dir()) / "index.json")["plans"].size() == 2);
+    const nlohmann::json index = read_json(fs::path(p->dump_dir()) / "index.json");
+    CHECK(index["plans"].size() == 2);
     CHECK(fs::exists(fs::path(p->dump_dir()) / "graph.txt"));
+    // Each .cu says which plan it is of (its name is a hash: a new user's find).
+    for (const nlohmann::json& k : index["kernels"]) {
+      std::ifstream cu(fs::path(p->dump_dir()) / k["cu"].get<std::string>());
+      const std::string text(std::istreambuf_iterator<char>(cu), {});
+      CHECK(contains(text, fmt::format("{} plan{}: kernel {} of ", k["plan"] == "fused" ? "used" : "nfused",
+                                       k["plan"] == "fused" ? "" : " (one kernel per op, the baseline)", k["group"].get<int>())));
+    }
   }
   CHECK(std::distance(fs::directory_iterator(dir / "all"), fs::directory_iterator()) == 5);
   // A dump_dir of the program's own is written instead; unset, nothing is written.
