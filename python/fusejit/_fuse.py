@@ -30,6 +30,7 @@ import keyword
 import math
 import operator
 import os
+import sys
 import threading
 import types
 import warnings
@@ -966,6 +967,51 @@ def _graph_name(name: str, fallback: str, taken: set) -> str:
     return base
 
 
+class _LocalNames:
+    """The names a traced function's own frame binds its traced values to, recorded while it runs
+    (its locals at each line and at its return: ``sys.settrace``, for the trace's duration only),
+    so the graph, plans and generated CUDA say ``xf``, ``ms`` where they said %4 and v2. Names
+    are cosmetic: none are recorded under another tracer (a debugger, coverage: sys.gettrace() is
+    set), which is left as it is; a trace inside another's chains to the outer recorder."""
+
+    def __init__(self, code: Any) -> None:
+        self.code, self.seen, self.prior, self.on = code, {}, None, False
+
+    def __enter__(self) -> _LocalNames:
+        self.prior = sys.gettrace()
+        outer = getattr(self.prior, "__self__", None)
+        self.on = self.code is not None and (self.prior is None or type(outer) is _LocalNames)
+        if self.on:
+            sys.settrace(self._call)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.on:
+            sys.settrace(self.prior)
+
+    def _call(self, frame: Any, event: str, arg: Any) -> Any:
+        return self._line if frame.f_code is self.code else None  # the function's frame only, not its callees'
+
+    def _line(self, frame: Any, event: str, arg: Any) -> Any:
+        for name, v in frame.f_locals.items():
+            if type(v) is Value and id(v) not in self.seen:
+                self.seen[id(v)] = (v, name)  # its first name (`h = ...; h = h + 1`: the second h is h_)
+        return self._line
+
+    def apply(self, b: Any, inputs: list, taken: set) -> None:
+        """Names each recorded value of `b` that has no name yet (an output has its own), after a
+        local that can be a graph name, made unique among `taken`."""
+        for v, name in self.seen.values():
+            if v.builder is not b or any(v is i for i in inputs) or v._name:
+                continue
+            if not (name.isascii() and name.isidentifier()) or name in _RESERVED or keyword.iskeyword(name):
+                continue
+            try:
+                b.name(v, _graph_name(name, name, taken))
+            except Error:  # a name is no reason to fail a trace; _graph_name makes it new, so none is expected
+                continue
+
+
 def _changed(snap: Snapshot) -> bool:
     """Whether an object argument's attributes are no longer those its call read (the trace, or
     another thread, changed them): the program traced is then not kept for the pattern read."""
@@ -1583,8 +1629,10 @@ class Fused:
         _TRACE.shape_read, _TRACE.item_set = False, []
         _TRACE.active += 1
         errors = errors_made()
+        local_names = _LocalNames(code)
         try:
-            result = self._fn(*call.args, **call.kwargs)
+            with local_names:
+                result = self._fn(*call.args, **call.kwargs)
         except Error as e:
             e._locate_in_caller()  # the line of the traced function that built the op
             raise
@@ -1600,6 +1648,7 @@ class Fused:
         entry = self._entry_of(b, result, items, inputs, names, taken)
         entry.item_set = [i for i, v in enumerate(inputs) if any(v is w for w in item_set)]
         entry.servable = errors_made() == errors
+        local_names.apply(b, inputs, taken)
         from . import compile as fj_compile
         graph = b.build()
         entry.program = fj_compile(graph, **self._options) if with_program else None

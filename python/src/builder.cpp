@@ -381,6 +381,8 @@ void bind_value(nb::module_& m) {
            "(v += 1: every reference to v sees the new value, as NumPy's in-place update of an array).")
       .def_prop_ro("_updated", [](const PyValue& v) { return v.updated; },
                    "Whether an in-place operator (_assign) made this object another node than it was made as.")
+      .def_prop_ro("_name", [](const PyValue& v) { return cpp(v.builder).info(v.v).name; },
+                   "The node's name (GraphBuilder.name, an output's), \"\" when it has none.")
       .def("__repr__", [](const PyValue& v) {
         fusejit::TensorInfo t;
         try {

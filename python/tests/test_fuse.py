@@ -2814,3 +2814,65 @@ def test_fusejit_dump_dir_gives_each_trace_a_folder_of_its_own(tmp_path, monkeyp
     assert spec.specializations and sorted(os.listdir(tmp_path / "all")) == before
     monkeypatch.delenv("FUSEJIT_DUMP_DIR")
     assert fusejit.compile(graph, backend="cpu").dump_dir == ""
+
+
+def test_a_trace_names_its_values_after_the_function_s_locals():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+
+    @fusejit.fuse
+    def norm(x, w):
+        xf = x.astype("f32")
+        ms = (xf * xf).mean(-1, keepdims=True)
+        h = xf * fusejit.op("rsqrt", ms + 1e-6)
+        h = h * 2.0  # bound again: its second value is h_
+        exp = np.exp(h)  # an op's name names a value in graph text too
+        input = exp + 1.0  # noqa: A001: a reserved word of the format: left unnamed
+        out = input * w  # not what it returns: that is output "out"
+        return out + 1.0
+
+    x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(2, 12).astype(ml_dtypes.bfloat16)
+    w = np.ones(12, np.float32)
+    prog = norm.program(x, w)
+    text = prog.graph.to_text()
+    for line in ("xf = cast(x, f32)", "ms = mean(", "h = xf * ", "h_ = h * 2", "exp = exp(h_)", "out_ = ",
+                 "out = out_ + 1", "output out"):
+        assert line in text, (line, text)
+    assert "input =" not in text
+    assert fusejit.Graph.parse(text).to_text() == text  # the names read back
+    assert "(ms) = mean(" in prog.cuda_source()  # and the generated CUDA says them
+    assert sys.gettrace() is None  # the recorder is gone
+
+
+def test_names_of_a_trace_leave_another_tracer_alone_and_chain_to_an_outer_trace():
+    events = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> None:
+        events.append(event)
+
+    def functions() -> tuple:
+        @fusejit.fuse
+        def inner(a):
+            t = a * 2.0
+            return t + 1.0
+
+        @fusejit.fuse
+        def outer(x):
+            inner(np.ones(3, np.float32))  # a fused call on arrays: a trace inside this one
+            y = x * 3.0
+            return y + 1.0
+
+        return inner, outer
+
+    one = np.ones(3, np.float32)
+    inner, outer = functions()
+    sys.settrace(tracer)  # a debugger's or coverage's: names are cosmetic, the tracer is not
+    try:
+        assert "\ny = " not in outer.program(one).graph.to_text()
+        assert sys.gettrace() is tracer
+    finally:
+        sys.settrace(None)
+    assert events and "\nt = " not in inner.program(one).graph.to_text()
+    inner, outer = functions()  # no tracer now: both traces name their values
+    assert "y = x * 3" in outer.program(one).graph.to_text()
+    assert "t = a * 2" in inner.program(one).graph.to_text()
+    assert sys.gettrace() is None
