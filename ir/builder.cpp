@@ -81,7 +81,11 @@ bool i64_fold_overflows(Op op, std::span<const Scalar> v) {
 // A Same-rule op on a promoted dtype outside its ir/ops.def domain is a user error asking for a cast.
 void check_defined_on(Op op, DType common, Loc loc) {
   if (defined_on(op, common)) return;
-  const char* fix = !is_float(common)                         ? "cast to an integer type first"
+  // NumPy refuses these two on bools too, pointing at the logical op the user likely meant.
+  const bool bools = common == DType::Bool;
+  const char* fix = bools && op == Op::Neg ? "negate a bool with logical_not (NumPy's ~), or cast to an integer type first"
+                    : bools && op == Op::Sub ? "take a difference of bools with logical_xor (NumPy's ^), or cast to an integer type first"
+                    : !is_float(common)                         ? "cast to an integer type first"
                     : op_info(op).domain == OpDomain::IntBool ? "it needs integer or bool operands"
                                                               : "it needs integer operands";
   throw UserError(std::string(op_name(op)) + " is not defined for " + std::string(dtype_name(common)) + " operands; " + fix,

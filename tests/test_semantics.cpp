@@ -876,6 +876,9 @@ TEST_CASE("bit operations: typing (PyTorch's domains), literal fits and folding 
   refused(Op::LeftShift, {g.in(DType::I64), lit_f(0.5)}, "left_shift is not defined for f32 operands; it needs integer operands");
   refused(Op::RightShift, {g.in(DType::Bool), g.in(DType::Bool)}, "right_shift is not defined for bool operands; cast to an integer type first");
   refused(Op::LeftShift, {g.in(DType::Bool), lit_b(true)}, "left_shift is not defined for bool");
+  // NumPy refuses - on bools too, and names the logical op meant.
+  refused(Op::Neg, {g.in(DType::Bool)}, "neg is not defined for bool operands; negate a bool with logical_not (NumPy's ~)");
+  refused(Op::Sub, {g.in(DType::Bool), lit_b(true)}, "take a difference of bools with logical_xor (NumPy's ^)");
   refused(Op::LeftShift, {g.in(DType::I8), lit_i(128)}, "literal 128 does not fit in i8");
   refused(Op::BitwiseXor, {lit_f(1.5), lit_i(1)}, "bitwise_xor is not defined for f64");
   // Literal folding: Python's & | ^ keep bools bool; << is exact (2^64 does not fit i64); a
