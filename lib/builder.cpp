@@ -241,6 +241,8 @@ void GraphBuilder::name(const Value& v, const std::string& name) {
   });
 }
 
+bool GraphBuilder::built() const noexcept { return impl_->built; }
+
 TensorInfo GraphBuilder::info(const Value& v) {
   impl_->check_usable();
   if (v.is_literal())

@@ -48,7 +48,9 @@ TEST_CASE("a GraphBuilder and its values after build() throw Error(User), never 
   fj::Value y = x * 2;
   b.name(y, "y");
   b.output("y", y);
+  CHECK_FALSE(b.built());
   fj::Graph g = b.build();
+  CHECK(b.built());
   CHECK(g.op_count() == 1);
   const std::string used = "already built its graph";
   CHECK(contains(user_error([&] { b.op("exp", {x}); }), used));

@@ -967,6 +967,19 @@ def _graph_name(name: str, fallback: str, taken: set) -> str:
     return base
 
 
+class _TraceBuilder(GraphBuilder):
+    """A trace's GraphBuilder. Once the trace has built its graph, a value kept past it (stored in a
+    global or an object) says so where a plain builder's says "build() ends it", as its user
+    made no builder (the binding reads `_spent_note`)."""
+
+    def __init__(self, graph_name: str, fn_name: str) -> None:
+        super().__init__(graph_name)
+        self._spent_note = (f"a value of the trace of fused function '{fn_name}', which has ended: a fused function's "
+                            "values exist only while it is traced, so one kept in a global, a closure or an object "
+                            "cannot be computed with later; return it (it becomes an output), or do the work inside "
+                            "the function")
+
+
 class _LocalNames:
     """The names a traced function's own frame binds its traced values to, recorded while it runs
     (its locals at each line and at its return: ``sys.settrace``, for the trace's duration only),
@@ -1617,7 +1630,7 @@ class Fused:
         """One trace and compile (`with_program` False: the graph only, the entry without a program);
         also whether the function read a shape meanwhile."""
         name = self.__name__ if self.__name__.isascii() and self.__name__.isidentifier() else "fused"
-        b = GraphBuilder(name)
+        b = _TraceBuilder(name, self.__name__)
         code = self._code()
         if code is not None and _locatable(code.co_filename):  # the graph's file, whatever file builds the first op
             b._set_location(code.co_filename, code.co_firstlineno)

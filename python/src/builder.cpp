@@ -207,7 +207,15 @@ fusejit::Value to_value(nb::handle h, nb::handle builder) {
       ("expected a fusejit.Value or a bool, int or float literal, got " + py_type_name(h) + hint).c_str());
 }
 
-fusejit::GraphBuilder& cpp(nb::handle builder) { return nb::cast<fusejit::GraphBuilder&>(builder); }
+// The C++ builder. A finished one that says what that means to its user (`_spent_note`: a fuse
+// trace's, python/fusejit/_fuse.py, whose user made no builder) throws that note instead of the
+// call's "build() ends it".
+fusejit::GraphBuilder& cpp(nb::handle builder) {
+  auto& b = nb::cast<fusejit::GraphBuilder&>(builder);
+  if (b.built() && nb::hasattr(builder, "_spent_note"))
+    throw Error(ErrorKind::User, nb::cast<std::string>(builder.attr("_spent_note")));
+  return b;
+}
 
 // The fusejit package's folder: frames of its files are fusejit's own, not the caller's. Set once at
 // module init (bind_builder), under the GIL: a function-local static initialised by Python code could

@@ -2876,3 +2876,24 @@ def test_names_of_a_trace_leave_another_tracer_alone_and_chain_to_an_outer_trace
     assert "y = x * 3" in outer.program(one).graph.to_text()
     assert "t = a * 2" in inner.program(one).graph.to_text()
     assert sys.gettrace() is None
+
+
+def test_a_value_kept_past_its_trace_says_so():
+    kept = []
+
+    @fusejit.fuse
+    def f(x):
+        y = x * 2.0
+        kept.append(y)  # outlives the trace
+        return y + 1.0
+
+    assert np.array_equal(f(np.ones(3, np.float32)), [3, 3, 3])
+    for use in (lambda: kept[0] * 2, lambda: kept[0].shape, lambda: np.exp(kept[0]), lambda: kept[0].sum()):
+        with pytest.raises(fusejit.UserError, match="a value of the trace of fused function 'f', which has ended"):
+            use()
+    b = fusejit.GraphBuilder()  # a builder the user made says what it always said
+    x = b.input("x", "f32", [3])
+    b.output("y", x * 2.0)
+    b.build()
+    with pytest.raises(fusejit.UserError, match="already built its graph"):
+        x * 3.0

@@ -560,6 +560,9 @@ class GraphBuilder {
   /// Verifies and returns the graph; the builder is then finished: every later call throws
   /// Error(User) ("already built its graph"). Throws Error(User) (e.g. no output).
   Graph build();
+  /// Whether build() has been called (every other call then throws Error(User)): lets a binding
+  /// say what a finished builder means to its user (Python's fuse: a value kept past its trace).
+  bool built() const noexcept;
 
   struct Impl;
 
