@@ -670,6 +670,7 @@ class _TraceState(threading.local):
     shape_read = False
     active = 0
     item_set: list | tuple = ()  # the values this trace assigned with v[...] = x (_setitem), by identity: a list per trace
+    names: Any = None  # the innermost trace's _LocalNames
 
 
 _TRACE = _TraceState()
@@ -717,7 +718,7 @@ def _in_place(name: str) -> Any:
                                 f"{dtype} to {to} with casting rule 'same_kind' (NumPy's for an in-place operator; "
                                 f"PyTorch refuses it too); write v = v {symbol} ... for a new value")
             r = self.builder.cast(r, to)
-        self._assign(r)
+        _rebind(self, r)
         return self
 
     update.__name__ = f"__i{name}__"
@@ -866,7 +867,7 @@ def _setitem(self: Value, index: Any, value: Any) -> None:
     if isinstance(value, Value) and _DTYPE_GETTER(value) != to:
         value = self.builder.cast(value, to)  # first: one rounding, as NumPy's cast of x into v
     r = op("where", True, value, self)  # value broadcast over v's shape
-    self._assign(r if _DTYPE_GETTER(r) == to else self.builder.cast(r, to))
+    _rebind(self, r if _DTYPE_GETTER(r) == to else self.builder.cast(r, to))
 
 
 def _numpy_scalar_like(value: Any) -> bool:
@@ -959,8 +960,7 @@ def _no_array_hint(inputs: list) -> str:
 def _graph_name(name: str, fallback: str, taken: set) -> str:
     """A graph-format name for `name` (itself where it can be one, else `fallback`), made unique
     among `taken` with trailing underscores, and added to it."""
-    ok = name.isascii() and name.isidentifier() and name not in _RESERVED and not keyword.iskeyword(name)
-    base = name if ok else fallback
+    base = name if _nameable(name) else fallback
     while base in taken:
         base += "_"
     taken.add(base)
@@ -980,49 +980,101 @@ class _TraceBuilder(GraphBuilder):
                             "the function")
 
 
+# Python before 3.13 (PEP 667) gives f_locals as the dict locals() returns, refreshed at each read:
+# a function that holds locals() (`args = locals()`), or reads its frame, would see the
+# recorder's reads (a hostile tester's find: `x + args["x"]` added the new x). Such functions are
+# traced without names there.
+_OWN_FRAME_READERS = frozenset() if sys.version_info >= (3, 13) else frozenset(
+    {"locals", "vars", "_getframe", "currentframe", "f_locals"})
+
+
 class _LocalNames:
     """The names a traced function's own frame binds its traced values to, recorded while it runs
-    (its locals at each line and at its return: ``sys.settrace``, for the trace's duration only),
-    so the graph, plans and generated CUDA say ``xf``, ``ms`` where they said %4 and v2. Names
-    are cosmetic: none are recorded under another tracer (a debugger, coverage: sys.gettrace() is
-    set), which is left as it is; a trace inside another's chains to the outer recorder."""
+    (its locals at the first run of each line and at its return: ``sys.settrace``, for the
+    trace's duration only), so the graph, plans and generated CUDA say ``xf``, ``ms`` where they
+    said %4 and v2. Names are cosmetic: none are recorded under another tracer (a debugger,
+    coverage), which is left as it is, nor in a function that reads its own locals dict
+    (_OWN_FRAME_READERS); a trace inside another's chains to the outer recorder."""
+
+    # Locals read in all: past it, only those at the return are (a generated function of
+    # thousands of lines, each binding a new local, would read a quadratic number).
+    BUDGET = 100_000
 
     def __init__(self, code: Any) -> None:
-        self.code, self.seen, self.prior, self.on = code, {}, None, False
+        self.code, self.prior, self.outer, self.on = code, None, None, False
+        self.order: list = []  # (value, name), in the order first seen
+        self.at: dict = {}  # id(value) -> its index in order (the value is held there: ids stay unique)
+        self.lines: set = set()
+        self.read = 0
 
     def __enter__(self) -> _LocalNames:
         self.prior = sys.gettrace()
         outer = getattr(self.prior, "__self__", None)
-        self.on = self.code is not None and (self.prior is None or type(outer) is _LocalNames)
+        own = self.code is not None and not _OWN_FRAME_READERS.intersection(self.code.co_names)
+        self.on = own and (self.prior is None or type(outer) is _LocalNames)
         if self.on:
             sys.settrace(self._call)
+        self.outer, _TRACE.names = _TRACE.names, self
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self.on:
+        _TRACE.names = self.outer
+        if self.on and sys.gettrace() == self._call:  # one the function set (breakpoint()) stays
             sys.settrace(self.prior)
 
     def _call(self, frame: Any, event: str, arg: Any) -> Any:
         return self._line if frame.f_code is self.code else None  # the function's frame only, not its callees'
 
     def _line(self, frame: Any, event: str, arg: Any) -> Any:
-        for name, v in frame.f_locals.items():
-            if type(v) is Value and id(v) not in self.seen:
-                self.seen[id(v)] = (v, name)  # its first name (`h = ...; h = h + 1`: the second h is h_)
+        # A line run again (a loop) is not read again: a loop's value takes the name it has at
+        # the next new line or the return, and the reads stay linear in the code's length.
+        if event == "line" and (frame.f_lineno in self.lines or self.read > self.BUDGET):
+            return self._line
+        self.lines.add(frame.f_lineno)
+        local = frame.f_locals
+        self.read += len(local)
+        for name, v in local.items():
+            if type(v) is Value and id(v) not in self.at:
+                self.at[id(v)] = len(self.order)
+                self.order.append((v, name))
         return self._line
 
-    def apply(self, b: Any, inputs: list, taken: set) -> None:
-        """Names each recorded value of `b` that has no name yet (an output has its own), after a
-        local that can be a graph name, made unique among `taken`."""
-        for v, name in self.seen.values():
-            if v.builder is not b or any(v is i for i in inputs) or v._name:
+    def rebound(self, v: Value) -> None:
+        """Before an in-place operator makes `v` another node: the name it was seen under stays
+        with the node it held, and the object may be seen again under a name for the new one."""
+        k = self.at.pop(id(v), None)
+        if k is not None:
+            self.order[k] = (v._pin(), self.order[k][1])
+
+    def apply(self, b: Any, taken: set) -> None:
+        """Names each recorded value of `b` that has no name yet (inputs and outputs have theirs),
+        after a local that can be a graph name, made unique among `taken` (`h`, then `h_1`, ...)."""
+        counts: dict = {}
+        for v, name in self.order:
+            if v.builder is not b or v._name or not _nameable(name):
                 continue
-            if not (name.isascii() and name.isidentifier()) or name in _RESERVED or keyword.iskeyword(name):
-                continue
+            k = counts.get(name, 0)
+            while (unique := f"{name}_{k}" if k else name) in taken:
+                k += 1
+            counts[name] = k + 1
+            taken.add(unique)
             try:
-                b.name(v, _graph_name(name, name, taken))
-            except Error:  # a name is no reason to fail a trace; _graph_name makes it new, so none is expected
+                b.name(v, unique)
+            except Error:  # a name is no reason to fail a trace; it is new and valid, so none is expected
                 continue
+
+
+def _nameable(name: str) -> bool:
+    """Whether `name` can name a value in graph text as it is."""
+    return name.isascii() and name.isidentifier() and name not in _RESERVED and not keyword.iskeyword(name)
+
+
+def _rebind(v: Value, r: Value) -> None:
+    """`v` becomes the node of `r` (an in-place operator, v[...] = x), its recorded name kept
+    with the node it held."""
+    if _TRACE.names is not None:
+        _TRACE.names.rebound(v)
+    v._assign(r)
 
 
 def _changed(snap: Snapshot) -> bool:
@@ -1661,7 +1713,7 @@ class Fused:
         entry = self._entry_of(b, result, items, inputs, names, taken)
         entry.item_set = [i for i, v in enumerate(inputs) if any(v is w for w in item_set)]
         entry.servable = errors_made() == errors
-        local_names.apply(b, inputs, taken)
+        local_names.apply(b, taken)
         from . import compile as fj_compile
         graph = b.build()
         entry.program = fj_compile(graph, **self._options) if with_program else None

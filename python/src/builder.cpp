@@ -389,6 +389,8 @@ void bind_value(nb::module_& m) {
            "(v += 1: every reference to v sees the new value, as NumPy's in-place update of an array).")
       .def_prop_ro("_updated", [](const PyValue& v) { return v.updated; },
                    "Whether an in-place operator (_assign) made this object another node than it was made as.")
+      .def("_pin", [](const PyValue& v) { return PyValue{v.v, v.builder}; },
+           "A new Python object of this value's node, which keeps it when an in-place operator gives this one another.")
       .def_prop_ro("_name", [](const PyValue& v) { return cpp(v.builder).info(v.v).name; },
                    "The node's name (GraphBuilder.name, an output's), \"\" when it has none.")
       .def("__repr__", [](const PyValue& v) {

@@ -2824,7 +2824,7 @@ def test_a_trace_names_its_values_after_the_function_s_locals():
         xf = x.astype("f32")
         ms = (xf * xf).mean(-1, keepdims=True)
         h = xf * fusejit.op("rsqrt", ms + 1e-6)
-        h = h * 2.0  # bound again: its second value is h_
+        h = h * 2.0  # bound again: its second value is h_1
         exp = np.exp(h)  # an op's name names a value in graph text too
         input = exp + 1.0  # noqa: A001: a reserved word of the format: left unnamed
         out = input * w  # not what it returns: that is output "out"
@@ -2834,8 +2834,8 @@ def test_a_trace_names_its_values_after_the_function_s_locals():
     w = np.ones(12, np.float32)
     prog = norm.program(x, w)
     text = prog.graph.to_text()
-    for line in ("xf = cast(x, f32)", "ms = mean(", "h = xf * ", "h_ = h * 2", "exp = exp(h_)", "out_ = ",
-                 "out = out_ + 1", "output out"):
+    for line in ("xf = cast(x, f32)", "ms = mean(", "h = xf * ", "h_1 = h * 2", "exp = exp(h_1)", "out_1 = ",
+                 "out = out_1 + 1", "output out"):
         assert line in text, (line, text)
     assert "input =" not in text
     assert fusejit.Graph.parse(text).to_text() == text  # the names read back
@@ -2897,3 +2897,51 @@ def test_a_value_kept_past_its_trace_says_so():
     b.build()
     with pytest.raises(fusejit.UserError, match="already built its graph"):
         x * 3.0
+
+
+def test_names_never_change_what_a_function_computes_and_stay_linear_in_its_code():
+    def scale_add(x, s=2.0):
+        args = locals()  # the dict Python before 3.13 refreshes at each read of the frame's locals
+        x = x * s
+        return x + args["x"]
+
+    one = np.ones(4, np.float32)
+    assert np.array_equal(fusejit.fuse(scale_add)(one), scale_add(one))  # 3, not 4
+
+    @fusejit.fuse
+    def decay(x):
+        h = x
+        for _ in range(300):  # one line run 300 times: read once, its last value named
+            h = h * 0.999 + 0.001
+        return h * 2.0
+
+    text = decay.program(one).graph.to_text()
+    assert [line[:4] for line in text.splitlines() if line.startswith("h")] == ["h = "]  # not h_1 ... h_299
+
+    @fusejit.fuse
+    def alias(x):
+        a = x * 2.0
+        b = a
+        a = x + 5.0
+        b += 1.0  # the object first seen as a: the name a stays with x * 2
+        return a * b
+
+    text = alias.program(one).graph.to_text()
+    assert "\na = x * 2" in text and "\na_1 = x + 5" in text and "\nb = a + 1" in text, text
+
+
+def test_a_tracer_the_traced_function_sets_stays_set():
+    def mine(frame: Any, event: str, arg: Any) -> None:
+        return None
+
+    @fusejit.fuse
+    def f(x):
+        y = x * 2.0
+        sys.settrace(mine)  # as breakpoint() or a coverage start does
+        return y + 1.0
+
+    try:
+        f(np.ones(3, np.float32))
+        assert sys.gettrace() is mine
+    finally:
+        sys.settrace(None)
