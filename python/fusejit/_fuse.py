@@ -30,6 +30,7 @@ import keyword
 import math
 import operator
 import os
+import re
 import sys
 import threading
 import types
@@ -670,7 +671,6 @@ class _TraceState(threading.local):
     shape_read = False
     active = 0
     item_set: list | tuple = ()  # the values this trace assigned with v[...] = x (_setitem), by identity: a list per trace
-    names: Any = None  # the innermost trace's _LocalNames
 
 
 _TRACE = _TraceState()
@@ -718,7 +718,7 @@ def _in_place(name: str) -> Any:
                                 f"{dtype} to {to} with casting rule 'same_kind' (NumPy's for an in-place operator; "
                                 f"PyTorch refuses it too); write v = v {symbol} ... for a new value")
             r = self.builder.cast(r, to)
-        _rebind(self, r)
+        self._assign(r)
         return self
 
     update.__name__ = f"__i{name}__"
@@ -867,7 +867,7 @@ def _setitem(self: Value, index: Any, value: Any) -> None:
     if isinstance(value, Value) and _DTYPE_GETTER(value) != to:
         value = self.builder.cast(value, to)  # first: one rounding, as NumPy's cast of x into v
     r = op("where", True, value, self)  # value broadcast over v's shape
-    _rebind(self, r if _DTYPE_GETTER(r) == to else self.builder.cast(r, to))
+    self._assign(r if _DTYPE_GETTER(r) == to else self.builder.cast(r, to))
 
 
 def _numpy_scalar_like(value: Any) -> bool:
@@ -980,83 +980,63 @@ class _TraceBuilder(GraphBuilder):
                             "the function")
 
 
-# Python before 3.13 (PEP 667) gives f_locals as the dict locals() returns, refreshed at each read:
-# a function that holds locals() (`args = locals()`), or reads its frame, would see the
-# recorder's reads (a hostile tester's find: `x + args["x"]` added the new x). Such functions are
-# traced without names there.
-_OWN_FRAME_READERS = frozenset() if sys.version_info >= (3, 13) else frozenset(
-    {"locals", "vars", "_getframe", "currentframe", "f_locals"})
-
-
 class _LocalNames:
-    """The names a traced function's own frame binds its traced values to, recorded while it runs
-    (its locals at the first run of each line and at its return: ``sys.settrace``, for the
-    trace's duration only), so the graph, plans and generated CUDA say ``xf``, ``ms`` where they
-    said %4 and v2. Names are cosmetic: none are recorded under another tracer (a debugger,
-    coverage), which is left as it is, nor in a function that reads its own locals dict
-    (_OWN_FRAME_READERS); a trace inside another's chains to the outer recorder."""
+    """The names a traced function's own frame holds its traced values under when it returns,
+    recorded with ``sys.settrace`` for the trace's duration, so the graph, plans and generated
+    CUDA say ``xf``, ``ms`` where they said %4 and v2.
 
-    # Locals read in all: past it, only those at the return are (a generated function of
-    # thousands of lines, each binding a new local, would read a quadratic number).
-    BUDGET = 100_000
+    Names are cosmetic, so recording them must never change what the function computes or how
+    it is debugged:
+    - the frame's locals are read once, at its return: before Python 3.13 (PEP 667) each read
+      refreshes the dict locals() returned, which a function (or a helper reading its caller's
+      frame) may hold; read at each line, `args = locals(); x = x * s; x + args["x"]` added the
+      new x (a hostile tester's find). Not at all when the function returns that dict (or a
+      container holding it), whose identity the read at its call (before any line ran) gives;
+    - none under another tracer or monitoring tool (a debugger, coverage), left as it is, and a
+      tracer the function sets itself (breakpoint()) stays set;
+    - a trace inside another's installs its own recorder and gives the outer one back."""
 
     def __init__(self, code: Any) -> None:
-        self.code, self.prior, self.outer, self.on = code, None, None, False
-        self.order: list = []  # (value, name), in the order first seen
-        self.at: dict = {}  # id(value) -> its index in order (the value is held there: ids stay unique)
-        self.lines: set = set()
-        self.read = 0
+        self.code, self.prior, self.on, self.frame_dict = code, None, False, None
+        self.order: list = []  # (value, local name) at the return, in the locals' order
 
     def __enter__(self) -> _LocalNames:
         self.prior = sys.gettrace()
         outer = getattr(self.prior, "__self__", None)
-        own = self.code is not None and not _OWN_FRAME_READERS.intersection(self.code.co_names)
-        self.on = own and (self.prior is None or type(outer) is _LocalNames)
+        self.on = (self.code is not None and (self.prior is None or type(outer) is _LocalNames)
+                   and not _monitoring_tools())
         if self.on:
             sys.settrace(self._call)
-        self.outer, _TRACE.names = _TRACE.names, self
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _TRACE.names = self.outer
         if self.on and sys.gettrace() == self._call:  # one the function set (breakpoint()) stays
             sys.settrace(self.prior)
 
     def _call(self, frame: Any, event: str, arg: Any) -> Any:
-        return self._line if frame.f_code is self.code else None  # the function's frame only, not its callees'
+        if frame.f_code is not self.code or self.frame_dict is not None:
+            return None  # the function's first frame only, not its callees' or a recursion's
+        self.frame_dict = frame.f_locals  # its arguments only: no line has run to hold it yet
+        frame.f_trace_lines = False  # its return event only
+        return self._return
 
-    def _line(self, frame: Any, event: str, arg: Any) -> Any:
-        # A line run again (a loop) is not read again: a loop's value takes the name it has at
-        # the next new line or the return, and the reads stay linear in the code's length.
-        if event == "line" and (frame.f_lineno in self.lines or self.read > self.BUDGET):
-            return self._line
-        self.lines.add(frame.f_lineno)
-        local = frame.f_locals
-        self.read += len(local)
-        for name, v in local.items():
-            if type(v) is Value and id(v) not in self.at:
-                self.at[id(v)] = len(self.order)
+    def _return(self, frame: Any, event: str, arg: Any) -> Any:
+        if event != "return" or _holds(arg, self.frame_dict):
+            return self._return
+        for name, v in frame.f_locals.items():
+            if type(v) is Value:
                 self.order.append((v, name))
-        return self._line
-
-    def rebound(self, v: Value) -> None:
-        """Before an in-place operator makes `v` another node: the name it was seen under stays
-        with the node it held, and the object may be seen again under a name for the new one."""
-        k = self.at.pop(id(v), None)
-        if k is not None:
-            self.order[k] = (v._pin(), self.order[k][1])
+        return None
 
     def apply(self, b: Any, taken: set) -> None:
         """Names each recorded value of `b` that has no name yet (inputs and outputs have theirs),
-        after a local that can be a graph name, made unique among `taken` (`h`, then `h_1`, ...)."""
-        counts: dict = {}
+        after a local that can be a graph name, made unique among `taken` (`x` rebound: `x_1`)."""
         for v, name in self.order:
-            if v.builder is not b or v._name or not _nameable(name):
+            if v.builder is not b or v._name or not _nameable(name) or _KERNEL_VARIABLE.fullmatch(name):
                 continue
-            k = counts.get(name, 0)
+            k = 0
             while (unique := f"{name}_{k}" if k else name) in taken:
                 k += 1
-            counts[name] = k + 1
             taken.add(unique)
             try:
                 b.name(v, unique)
@@ -1064,17 +1044,27 @@ class _LocalNames:
                 continue
 
 
+# A kernel's own variables (v12): a local so named would read as another value in index.json.
+_KERNEL_VARIABLE = re.compile(r"v[0-9]+")
+
+
+def _monitoring_tools() -> bool:
+    """Whether a sys.monitoring tool (Python 3.12+: a debugger, coverage, a profiler) is in use."""
+    monitoring = getattr(sys, "monitoring", None)
+    return monitoring is not None and any(monitoring.get_tool(i) is not None for i in range(6))
+
+
+def _holds(result: Any, d: Any) -> bool:
+    """Whether a function's result is the dict `d` or a tuple, list or dict directly holding it."""
+    if d is None or result is d:
+        return d is not None
+    items = result.values() if type(result) is dict else result if isinstance(result, (tuple, list)) else ()
+    return any(x is d for x in items)
+
+
 def _nameable(name: str) -> bool:
     """Whether `name` can name a value in graph text as it is."""
     return name.isascii() and name.isidentifier() and name not in _RESERVED and not keyword.iskeyword(name)
-
-
-def _rebind(v: Value, r: Value) -> None:
-    """`v` becomes the node of `r` (an in-place operator, v[...] = x), its recorded name kept
-    with the node it held."""
-    if _TRACE.names is not None:
-        _TRACE.names.rebound(v)
-    v._assign(r)
 
 
 def _changed(snap: Snapshot) -> bool:

@@ -389,8 +389,6 @@ void bind_value(nb::module_& m) {
            "(v += 1: every reference to v sees the new value, as NumPy's in-place update of an array).")
       .def_prop_ro("_updated", [](const PyValue& v) { return v.updated; },
                    "Whether an in-place operator (_assign) made this object another node than it was made as.")
-      .def("_pin", [](const PyValue& v) { return PyValue{v.v, v.builder}; },
-           "A new Python object of this value's node, which keeps it when an in-place operator gives this one another.")
       .def_prop_ro("_name", [](const PyValue& v) { return cpp(v.builder).info(v.v).name; },
                    "The node's name (GraphBuilder.name, an output's), \"\" when it has none.")
       .def("__repr__", [](const PyValue& v) {
@@ -398,7 +396,8 @@ void bind_value(nb::module_& m) {
         try {
           t = cpp(v.builder).info(v.v);
         } catch (const fusejit::Error&) {  // a spent builder refuses info(): repr still answers (logs, debuggers)
-          return std::string("<fusejit.Value of a GraphBuilder that has built its graph>");
+          return std::string(nb::hasattr(v.builder, "_spent_note") ? "<fusejit.Value of a fused function's trace that has ended>"
+                                                                   : "<fusejit.Value of a GraphBuilder that has built its graph>");
         }
         std::string s = "<fusejit.Value" + (t.name.empty() ? "" : " " + t.name) + " : " +
                         std::string(fusejit::dtype_name(t.dtype)) + "[";
@@ -506,7 +505,8 @@ void bind_graph_builder(nb::module_& m) {
           "\"input '...' is not used by any output\" for it no more. UserError for a value that is no input.")
       .def(
           "build",
-          [](fusejit::GraphBuilder& b) {
+          [](nb::handle self) {
+            fusejit::GraphBuilder& b = cpp(self);  // a finished trace's says so
             WarningScope scope;  // an unused input warns
             return b.build();
           },
