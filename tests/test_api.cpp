@@ -582,6 +582,10 @@ TEST_CASE("a Scalar from any integer type; an invalid kind or device ordinal is 
     enum Wide : uint64_t { kWide = uint64_t{1} << 40 };
     CHECK(fj::Value(kWide).literal()->kind == fj::Scalar::Kind::Int);
     CHECK(fj::Value(kWide).literal()->i == int64_t{1} << 40);
+    // ... and a size: {kFour, 8} was std::vector's (count, value) constructor, [8, 8, 8, 8].
+    enum Sizes { kFour = 4 };
+    CHECK(eb.info(eb.input("y", fj::DType::I32, {kFour, 8})).shape == std::vector<int64_t>{4, 8});
+    CHECK(eb.info(eb.input("z", fj::DType::I32, {kFour})).shape == std::vector<int64_t>{4});
   }
   {  // a default out of the param's dtype names the param (it read "literal 300 ... write cast(300, u8)")
     fj::GraphBuilder pb("defaults");

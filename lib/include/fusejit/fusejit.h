@@ -461,6 +461,11 @@ struct Extent {
   /// Any integer type (int, int64_t, size_t, ...), converted as Size.
   template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
   Extent(I n) : size(Size(n).value) {}  // NOLINT
+  /// An unscoped enum's constant (`enum { kHeads = 32 }`) is a size too, as its integer (as Value
+  /// takes it): without it, `{kHeads, 8}` chose std::vector's (count, value) constructor and
+  /// built 32 extents of 8.
+  template <class E, std::enable_if_t<std::is_enum_v<E> && std::is_convertible_v<E, int64_t>, int> = 0>
+  Extent(E n) : Extent(static_cast<std::underlying_type_t<E>>(n)) {}  // NOLINT
   Extent(DimRef d) : dim(d.index), builder(d.builder), serial(d.serial), named(true) {}  // NOLINT
   int64_t size = 1;               ///< the literal size (when not named)
   int32_t dim = -1;               ///< the named dim's DimRef::index (when named)
