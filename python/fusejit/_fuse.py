@@ -31,7 +31,6 @@ import math
 import operator
 import os
 import re
-import sys
 import threading
 import types
 import warnings
@@ -40,7 +39,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._errors import _PACKAGE_DIR, Error, FusejitWarning, UserError, errors_made
-from ._fusejit import GraphBuilder, Value
+from ._fusejit import GraphBuilder, Value, _watch_frames, _watched_frame
 from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, ScalarCopy,
                        Snapshot, Traced, arrays_not_inputs, as_array, by_value, constant_key, dtype_name, lifted, pattern_difference,
                        scalar_key, serves, state_of, swap_copies, tag_expression, tag_name, trace_copies,
@@ -981,62 +980,39 @@ class _TraceBuilder(GraphBuilder):
 
 
 class _LocalNames:
-    """The names a traced function's own frame holds its traced values under when it returns,
-    recorded with ``sys.settrace`` for the trace's duration, so the graph, plans and generated
-    CUDA say ``xf``, ``ms`` where they said %4 and v2.
-
-    Names are cosmetic, so recording them must never change what the function computes or how
-    it is debugged:
-    - the frame's locals are read once, at its return: before Python 3.13 (PEP 667) each read
-      refreshes the dict locals() returned, which a function (or a helper reading its caller's
-      frame) may hold; read at each line, `args = locals(); x = x * s; x + args["x"]` added the
-      new x (a hostile tester's find). Not at all when the function returns that dict (or a
-      container holding it), whose identity the read at its call (before any line ran) gives;
-    - none under another tracer or monitoring tool (a debugger, coverage), left as it is, and a
-      tracer the function sets itself (breakpoint()) stays set;
-    - a trace inside another's installs its own recorder and gives the outer one back."""
+    """Names a trace's values after the locals the traced function's own frame holds them under
+    when it returns, so the graph, plans and generated CUDA say ``xf``, ``ms`` where they said %4
+    and v2. The binding finds that frame as it locates the first op the function builds itself
+    (_watch_frames; no tracer: sys.settrace's events on the frame refreshed a locals() dict the
+    function held, on Python before 3.13, and changed its result; a debugger's stepping stopped),
+    and the locals are read once, after the function returned and its results were taken."""
 
     def __init__(self, code: Any) -> None:
-        self.code, self.prior, self.on, self.frame_dict = code, None, False, None
-        self.order: list = []  # (value, local name) at the return, in the locals' order
+        self.code, self.prior, self.frame = code, None, None
 
     def __enter__(self) -> _LocalNames:
-        self.prior = sys.gettrace()
-        outer = getattr(self.prior, "__self__", None)
-        self.on = (self.code is not None and (self.prior is None or type(outer) is _LocalNames)
-                   and not _monitoring_tools())
-        if self.on:
-            sys.settrace(self._call)
+        self.prior = _watch_frames(self.code)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self.on and sys.gettrace() == self._call:  # one the function set (breakpoint()) stays
-            sys.settrace(self.prior)
-
-    def _call(self, frame: Any, event: str, arg: Any) -> Any:
-        if frame.f_code is not self.code or self.frame_dict is not None:
-            return None  # the function's first frame only, not its callees' or a recursion's
-        self.frame_dict = frame.f_locals  # its arguments only: no line has run to hold it yet
-        frame.f_trace_lines = False  # its return event only
-        return self._return
-
-    def _return(self, frame: Any, event: str, arg: Any) -> Any:
-        if event != "return" or _holds(arg, self.frame_dict):
-            return self._return
-        for name, v in frame.f_locals.items():
-            if type(v) is Value:
-                self.order.append((v, name))
-        return None
+        self.frame = _watched_frame(self.prior)  # and the watch of a trace this one is inside, back
 
     def apply(self, b: Any, taken: set) -> None:
-        """Names each recorded value of `b` that has no name yet (inputs and outputs have theirs),
-        after a local that can be a graph name, made unique among `taken` (`x` rebound: `x_1`)."""
-        for v, name in self.order:
-            if v.builder is not b or v._name or not _nameable(name) or _KERNEL_VARIABLE.fullmatch(name):
+        """Names each value of `b` a local holds that has no name yet (inputs and outputs have
+        theirs), after that local where it can be a graph name, made unique among `taken`: exact
+        names first, so a local `x_1` keeps its name and a rebound `x` takes the next free one."""
+        frame, self.frame = self.frame, None
+        if frame is None:
+            return
+        named = [(v, name) for name, v in frame.f_locals.items()
+                 if type(v) is Value and v.builder is b and _nameable(name) and not _KERNEL_VARIABLE.fullmatch(name)]
+        for v, name in sorted(named, key=lambda p: p[1] in taken):  # exact names first, in the locals' order
+            if v._name:  # an input, an output, or a value another local named
                 continue
-            k = 0
-            while (unique := f"{name}_{k}" if k else name) in taken:
+            k, unique = 0, name
+            while unique in taken:
                 k += 1
+                unique = f"{name}_{k}"
             taken.add(unique)
             try:
                 b.name(v, unique)
@@ -1046,20 +1022,6 @@ class _LocalNames:
 
 # A kernel's own variables (v12): a local so named would read as another value in index.json.
 _KERNEL_VARIABLE = re.compile(r"v[0-9]+")
-
-
-def _monitoring_tools() -> bool:
-    """Whether a sys.monitoring tool (Python 3.12+: a debugger, coverage, a profiler) is in use."""
-    monitoring = getattr(sys, "monitoring", None)
-    return monitoring is not None and any(monitoring.get_tool(i) is not None for i in range(6))
-
-
-def _holds(result: Any, d: Any) -> bool:
-    """Whether a function's result is the dict `d` or a tuple, list or dict directly holding it."""
-    if d is None or result is d:
-        return d is not None
-    items = result.values() if type(result) is dict else result if isinstance(result, (tuple, list)) else ()
-    return any(x is d for x in items)
 
 
 def _nameable(name: str) -> bool:

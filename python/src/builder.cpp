@@ -184,12 +184,17 @@ double float_arg(nb::handle h, const std::string& what) {
   return d;
 }
 
+fusejit::GraphBuilder& cpp(nb::handle builder);
+
 // A value argument for `builder`: one of its Values, or a Python bool, int or float literal
 // (a NumPy or PyTorch scalar through .item()), weakly typed as in PyTorch.
 fusejit::Value to_value(nb::handle h, nb::handle builder) {
   if (nb::isinstance<PyValue>(h)) {
     const PyValue& pv = nb::cast<const PyValue&>(h);
-    if (!pv.builder.is(builder)) throw Error(ErrorKind::User, "a value of another GraphBuilder");
+    if (!pv.builder.is(builder)) {
+      cpp(pv.builder);  // a finished fuse trace's value says so
+      throw Error(ErrorKind::User, "a value of another GraphBuilder");
+    }
     return pv.v;
   }
   if (PyBool_Check(h.ptr())) return fusejit::Value(h.ptr() == Py_True);
@@ -223,6 +228,25 @@ fusejit::GraphBuilder& cpp(nb::handle builder) {
 std::string g_package_dir;
 const std::string& package_dir() { return g_package_dir; }
 
+// The frame a fuse trace names its values from (python/fusejit/_fuse.py, _LocalNames): the first
+// frame of `code` that builds an op, held until the trace takes it, after the function returned
+// (its locals then are those at the return). Found on the way caller_location walks anyway, so a
+// trace needs no sys.settrace, whose events on that frame refreshed a locals() dict the function
+// held on Python before 3.13 (a hostile tester's find). Raw references, per thread: a trace sets
+// and takes them under the GIL, around the call.
+struct FrameWatch {
+  PyObject* code = nullptr;
+  PyObject* frame = nullptr;
+};
+thread_local FrameWatch t_watch;
+
+void watch_frame(PyFrameObject* frame, PyCodeObject* code) {
+  if (t_watch.code != nullptr && t_watch.frame == nullptr && reinterpret_cast<PyObject*>(code) == t_watch.code) {
+    Py_INCREF(frame);
+    t_watch.frame = reinterpret_cast<PyObject*>(frame);
+  }
+}
+
 // FILE, LINE and COLUMN (from 1; 0 before Python 3.11, which has no columns) of the innermost
 // Python frame outside the fusejit package: the line of the caller's code that builds an op (a
 // traced function's `return x - m`, through np.clip's or fusejit.op's frames); no file outside one.
@@ -247,6 +271,7 @@ std::tuple<std::string, int, int> caller_location() {
         col = start_col + 1;  // a byte offset in the line, as graph text's columns
 #endif
       where = {file, line, col};
+      watch_frame(frame, code);
     }
     Py_DECREF(code);
     if (!std::get<0>(where).empty()) break;
@@ -528,6 +553,24 @@ void bind_builder(nb::module_& m) {
       .def("__repr__", [](const PyDim& d) { return "<fusejit.Dim " + d.name + " = " + std::to_string(d.size) + ">"; });
   bind_value(m);
   bind_graph_builder(m);
+  // A trace's frame watch (FrameWatch): _watch_frames(code) starts one and returns the watch it
+  // replaces (a trace inside another's); _watched_frame(prior) ends it, gives that one back and
+  // returns the frame found, or None.
+  m.def("_watch_frames", [](nb::handle code) {
+    nb::tuple prior = nb::make_tuple(nb::borrow(t_watch.code ? t_watch.code : Py_None),
+                                     nb::borrow(t_watch.frame ? t_watch.frame : Py_None));
+    Py_XDECREF(t_watch.code);
+    Py_XDECREF(t_watch.frame);
+    t_watch = {code.is_none() ? nullptr : nb::borrow(code).release().ptr(), nullptr};
+    return prior;
+  });
+  m.def("_watched_frame", [](nb::tuple prior) {
+    nb::object found = t_watch.frame ? nb::steal(t_watch.frame) : nb::none();
+    Py_XDECREF(t_watch.code);
+    auto held = [](nb::handle h) { return h.is_none() ? nullptr : nb::borrow(h).release().ptr(); };
+    t_watch = {held(prior[0]), held(prior[1])};
+    return found;
+  });
 }
 
 }  // namespace fusejit_py
