@@ -22,8 +22,10 @@ keep the traced sizes for other ones). Guide: docs/python.md, "Fusing a Python f
 
 from __future__ import annotations
 
+import bisect
 import collections
 import difflib
+import dis
 import functools
 import inspect
 import keyword
@@ -39,7 +41,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._errors import _PACKAGE_DIR, Error, FusejitWarning, UserError, errors_made
-from ._fusejit import GraphBuilder, Value, _watch_frames, _watched_frame
+from ._fusejit import GraphBuilder, Value, _watch_ops
 from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, ScalarCopy,
                        Snapshot, Traced, arrays_not_inputs, as_array, by_value, constant_key, dtype_name, lifted, pattern_difference,
                        scalar_key, serves, state_of, swap_copies, tag_expression, tag_name, trace_copies,
@@ -980,34 +982,37 @@ class _TraceBuilder(GraphBuilder):
 
 
 class _LocalNames:
-    """Names a trace's values after the locals the traced function's own frame holds them under
-    when it returns, so the graph, plans and generated CUDA say ``xf``, ``ms`` where they said %4
-    and v2. The binding finds that frame as it locates the first op the function builds itself
-    (_watch_frames; no tracer: sys.settrace's events on the frame refreshed a locals() dict the
-    function held, on Python before 3.13, and changed its result; a debugger's stepping stopped),
-    and the locals are read once, after the function returned and its results were taken."""
+    """Names a trace's values after the locals the traced function stores them in, so the graph,
+    plans and generated CUDA say ``xf``, ``ms`` where they said %4 and v2. The binding records
+    each value an op call made for the function's own code with the offset of the instruction
+    that made it (_watch_ops); the instruction after it, where it stores a local (`xf = ...`),
+    names the value it made last. Nothing reads the function's frame or traces it: names never
+    change what it computes, when its locals are freed, or what a debugger sees (hostile testers'
+    finds against a sys.settrace design and a held frame)."""
 
     def __init__(self, code: Any) -> None:
-        self.code, self.prior, self.frame = code, None, None
+        self.code, self.prior, self.made = code, None, []
 
     def __enter__(self) -> _LocalNames:
-        self.prior = _watch_frames(self.code)
+        self.prior = _watch_ops(self.code, self.made if self.code is not None else None)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.frame = _watched_frame(self.prior)  # and the watch of a trace this one is inside, back
+        _watch_ops(*self.prior)  # the record of a trace this one is inside, back
 
     def apply(self, b: Any, taken: set) -> None:
-        """Names each value of `b` a local holds that has no name yet (inputs and outputs have
-        theirs), after that local where it can be a graph name, made unique among `taken`: exact
-        names first, so a local `x_1` keeps its name and a rebound `x` takes the next free one."""
-        frame, self.frame = self.frame, None
-        if frame is None:
-            return
-        named = [(v, name) for name, v in frame.f_locals.items()
-                 if type(v) is Value and v.builder is b and _nameable(name) and not _KERNEL_VARIABLE.fullmatch(name)]
-        for v, name in sorted(named, key=lambda p: p[1] in taken):  # exact names first, in the locals' order
-            if v._name:  # an input, an output, or a value another local named
+        """Names each value a local stores that has no name yet (inputs and outputs have theirs),
+        after that local where it can be a graph name, made unique among `taken`: exact names
+        first, so a local `x_1` keeps its name and a rebound `x` takes the next free one."""
+        made, self.made = self.made, []
+        starts, stores = _stores(self.code) if made else ([], {})
+        last = {}  # per instruction, the value it made last (a loop's: the last iteration's)
+        for at, v in made:  # `at` may point into the instruction's inline caches (CALL's, in 3.11)
+            last[starts[bisect.bisect_right(starts, at) - 1]] = v
+        named = [(last[at], name) for at, name in stores.items()
+                 if at in last and last[at].builder is b and _nameable(name) and not _KERNEL_VARIABLE.fullmatch(name)]
+        for v, name in sorted(named, key=lambda p: p[1] in taken):  # exact names first, in code order
+            if v._name:  # an input's, an output's, or a value another local named
                 continue
             k, unique = 0, name
             while unique in taken:
@@ -1018,6 +1023,19 @@ class _LocalNames:
                 b.name(v, unique)
             except Error:  # a name is no reason to fail a trace; it is new and valid, so none is expected
                 continue
+
+
+def _stores(code: Any) -> tuple[list, dict]:
+    """The offsets where `code`'s instructions start, and {offset of an instruction: the local
+    the next one stores its result in}."""
+    ins = list(dis.get_instructions(code))
+    out = {}
+    for a, s in zip(ins, ins[1:]):
+        if s.opname in ("STORE_FAST", "STORE_DEREF") and isinstance(s.argval, str):
+            out[a.offset] = s.argval
+        elif s.opname == "STORE_FAST_LOAD_FAST" and isinstance(s.argval, tuple):  # Python 3.13: store, then load
+            out[a.offset] = s.argval[0]
+    return [i.offset for i in ins], out
 
 
 # A kernel's own variables (v12): a local so named would read as another value in index.json.

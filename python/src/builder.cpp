@@ -228,23 +228,31 @@ fusejit::GraphBuilder& cpp(nb::handle builder) {
 std::string g_package_dir;
 const std::string& package_dir() { return g_package_dir; }
 
-// The frame a fuse trace names its values from (python/fusejit/_fuse.py, _LocalNames): the first
-// frame of `code` that builds an op, held until the trace takes it, after the function returned
-// (its locals then are those at the return). Found on the way caller_location walks anyway, so a
-// trace needs no sys.settrace, whose events on that frame refreshed a locals() dict the function
-// held on Python before 3.13 (a hostile tester's find). Raw references, per thread: a trace sets
-// and takes them under the GIL, around the call.
-struct FrameWatch {
-  PyObject* code = nullptr;
-  PyObject* frame = nullptr;
+// What a fuse trace names its values from (python/fusejit/_fuse.py, _LocalNames): each value an op
+// call made directly for the traced function's code (its innermost frame outside the package is
+// a frame of that code), with the bytecode offset of the instruction that called it. The trace
+// then reads which local the next instruction stores it in (dis). Found on the way
+// caller_location walks anyway: no tracer (sys.settrace's events refreshed a locals() dict the
+// function held, on Python before 3.13) and no frame held past the return (its locals' finalizers
+// ran late, and a trace that raised kept its arguments alive: hostile testers' finds). Per
+// thread, set by the trace around the call, under the GIL; raw references, taken back by it.
+struct OpWatch {
+  PyObject* code = nullptr;  // the traced function's code object
+  PyObject* made = nullptr;  // a list of (offset, Value) it appends to
+  int pending = -1;          // the offset of the op call under way, or -1 (not the function's own)
 };
-thread_local FrameWatch t_watch;
+thread_local OpWatch t_watch;
 
-void watch_frame(PyFrameObject* frame, PyCodeObject* code) {
-  if (t_watch.code != nullptr && t_watch.frame == nullptr && reinterpret_cast<PyObject*>(code) == t_watch.code) {
-    Py_INCREF(frame);
-    t_watch.frame = reinterpret_cast<PyObject*>(frame);
+// The value `v` an op call made for `builder`, recorded for the trace when the call was the
+// traced function's own (a copy: an in-place operator later moves the returned object only).
+nb::object made(fusejit::Value v, nb::handle builder) {
+  nb::object o = nb::cast(PyValue{v, nb::borrow(builder)});
+  if (t_watch.pending >= 0 && t_watch.made != nullptr) {
+    nb::object entry = nb::make_tuple(t_watch.pending, nb::cast(PyValue{v, nb::borrow(builder)}));
+    if (PyList_Append(t_watch.made, entry.ptr()) != 0) throw nb::python_error();
   }
+  t_watch.pending = -1;
+  return o;
 }
 
 // FILE, LINE and COLUMN (from 1; 0 before Python 3.11, which has no columns) of the innermost
@@ -271,7 +279,9 @@ std::tuple<std::string, int, int> caller_location() {
         col = start_col + 1;  // a byte offset in the line, as graph text's columns
 #endif
       where = {file, line, col};
-      watch_frame(frame, code);
+#if PY_VERSION_HEX >= 0x030B0000
+      t_watch.pending = reinterpret_cast<PyObject*>(code) == t_watch.code ? PyFrame_GetLasti(frame) : -1;
+#endif
     }
     Py_DECREF(code);
     if (!std::get<0>(where).empty()) break;
@@ -292,10 +302,10 @@ fusejit::GraphBuilder& at_caller(nb::handle builder) {
   return b;
 }
 
-PyValue apply(nb::handle builder, std::string_view op, std::initializer_list<nb::handle> args) {
+nb::object apply(nb::handle builder, std::string_view op, std::initializer_list<nb::handle> args) {
   std::vector<fusejit::Value> vs;
   for (nb::handle a : args) vs.push_back(to_value(a, builder));
-  return PyValue{at_caller(builder).op(op, vs), nb::borrow(builder)};
+  return made(at_caller(builder).op(op, vs), builder);
 }
 
 }  // namespace
@@ -472,7 +482,7 @@ void bind_graph_builder(nb::module_& m) {
             for (nb::handle a : args) vs.push_back(to_value(a, self));
             const fusejit::Value v = at_caller(self).op(name, vs);
             if (const std::optional<fusejit::Scalar> lit = v.literal()) return scalar_to_py(*lit);  // folded
-            return nb::cast(PyValue{v, nb::borrow(self)});
+            return made(v, self);
           },
           "name"_a, "args"_a, "kwargs"_a,
           "Any elementwise op of docs/ops.md by name: op('tanh', x), op('where', c, a, b), op('maximum', x, 0). "
@@ -486,8 +496,7 @@ void bind_graph_builder(nb::module_& m) {
             if (!correction.is_none()) c = correction_arg(correction, name);
             std::optional<double> init;
             if (!initial.is_none()) init = float_arg(initial, "initial");
-            return PyValue{at_caller(self).reduce(name, to_value(x, self), to_axes(axes), kd, c, init),
-                           nb::borrow(self)};
+            return made(at_caller(self).reduce(name, to_value(x, self), to_axes(axes), kd, c, init), self);
           },
           "name"_a, "x"_a, "axes"_a.none() = nb::none(), "keepdim"_a.none() = nb::none(), "correction"_a.none() = nb::none(),
           "initial"_a.none() = nb::none(), "kwargs"_a,
@@ -500,7 +509,7 @@ void bind_graph_builder(nb::module_& m) {
       .def(
           "cast",
           [](nb::handle self, nb::handle x, nb::handle dtype) {
-            return PyValue{at_caller(self).cast(to_value(x, self), dtype_arg(dtype)), nb::borrow(self)};
+            return made(at_caller(self).cast(to_value(x, self), dtype_arg(dtype)), self);
           },
           "x"_a, "dtype"_a.none(), "`cast(x, DTYPE)`; dtype as for input().")
       .def(
@@ -553,24 +562,20 @@ void bind_builder(nb::module_& m) {
       .def("__repr__", [](const PyDim& d) { return "<fusejit.Dim " + d.name + " = " + std::to_string(d.size) + ">"; });
   bind_value(m);
   bind_graph_builder(m);
-  // A trace's frame watch (FrameWatch): _watch_frames(code) starts one and returns the watch it
-  // replaces (a trace inside another's); _watched_frame(prior) ends it, gives that one back and
-  // returns the frame found, or None.
-  m.def("_watch_frames", [](nb::handle code) {
-    nb::tuple prior = nb::make_tuple(nb::borrow(t_watch.code ? t_watch.code : Py_None),
-                                     nb::borrow(t_watch.frame ? t_watch.frame : Py_None));
+  // A trace's op record (OpWatch): _watch_ops(code, made) records the traced function's own op
+  // calls into the list `made` (None, None: none) and returns the (code, made) it replaces, which
+  // the trace gives back the same way when it ends (a trace inside another's).
+  m.def("_watch_ops", [](nb::handle code, nb::handle made) {
+    if (!(code.is_none() || PyCode_Check(code.ptr())) || !(made.is_none() || PyList_Check(made.ptr())))
+      throw nb::type_error("_watch_ops(code object or None, list or None)");
+    auto held = [](PyObject* p) { return nb::borrow(p ? p : Py_None); };
+    nb::tuple prior = nb::make_tuple(held(t_watch.code), held(t_watch.made));
     Py_XDECREF(t_watch.code);
-    Py_XDECREF(t_watch.frame);
-    t_watch = {code.is_none() ? nullptr : nb::borrow(code).release().ptr(), nullptr};
+    Py_XDECREF(t_watch.made);
+    auto hold = [](nb::handle h) { return h.is_none() ? nullptr : nb::borrow(h).release().ptr(); };
+    t_watch = {hold(code), hold(made), -1};
     return prior;
-  });
-  m.def("_watched_frame", [](nb::tuple prior) {
-    nb::object found = t_watch.frame ? nb::steal(t_watch.frame) : nb::none();
-    Py_XDECREF(t_watch.code);
-    auto held = [](nb::handle h) { return h.is_none() ? nullptr : nb::borrow(h).release().ptr(); };
-    t_watch = {held(prior[0]), held(prior[1])};
-    return found;
-  });
+  }, nb::arg("code").none(), nb::arg("made").none());
 }
 
 }  // namespace fusejit_py
