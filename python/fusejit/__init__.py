@@ -19,6 +19,7 @@ import atexit
 import os
 import re
 import sys
+import warnings
 from typing import Any, Mapping, NoReturn, Sequence
 
 import numpy as _np
@@ -405,6 +406,7 @@ class Program:
                             f"{type(impl).__name__}")
         self._p = impl
         self._traced_by = ""  # the fused function that traced it (Fused.program), for its messages
+        self._updates: tuple = ()  # (output, argument) of each argument the fused function updates in place
         g = impl.graph
         self._inputs = [t.name for t in g.inputs]
         self._outputs = [(t.name, t.dtype) for t in g.outputs]
@@ -534,6 +536,8 @@ class Program:
         ``plan="unfused"`` runs the unfused plan instead (one kernel per op of the graph as written,
         compiled on its first use), to compare with the fused one.
         """
+        if self._updates and not isinstance(out, (list, tuple)) and not all(n in (out or ()) for n, _ in self._updates):
+            self._warn_updates()
         try:
             # The hot loop's call (every input, by position or by name, and no param), checked fast.
             inputs = len(self._inputs)
@@ -548,6 +552,15 @@ class Program:
             raise
         except UserError as e:
             self._explained(e)
+
+    def _warn_updates(self) -> None:
+        """Once per Program: the fused function that traced it updates arguments in place, which a
+        Program call does not do unless `out` gives them."""
+        outs = ", ".join(f"{n!r}: {arg}" for n, arg in self._updates)
+        warnings.warn(f"this Program of fused function '{self._traced_by}' returns the updated values of the arguments "
+                      f"it updates in place, and updates nothing itself: pass out={{{outs}}} to update them",
+                      FusejitWarning, stacklevel=3)
+        self._updates = ()  # said once
 
     def _plain_call(self, args: Sequence[Any], out: Any) -> dict[str, Any] | None:
         """A call of `args`, one per input in order (None for one not given), and `out` None or a

@@ -1393,6 +1393,9 @@ class Fused:
         if entry is None:
             raise UserError(f"fuse: '{self.__name__}'.program() takes arrays, not traced values")
         entry.program._traced_by = self.__name__
+        # A Program call writes no argument (a new user's find: an SGD step through it that silently
+        # did not train): the Program warns when a call leaves them out of `out` (Program.__call__).
+        entry.program._updates = tuple((name, entry.arg_names[i]) for i, name in entry.write_back)
         return entry.program
 
     def _bind(self, args: tuple, kwargs: dict, defaults: bool = True) -> inspect.BoundArguments:

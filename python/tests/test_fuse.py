@@ -3025,3 +3025,22 @@ def test_names_keep_finalizers_on_time_and_free_a_failed_trace_s_arguments():
     del a
     assert freed() is None  # at once, with no gc.collect()
 
+
+
+def test_a_program_of_a_function_that_updates_in_place_says_it_does_not():
+    @fusejit.fuse
+    def sgd(p, g, lr):
+        p -= lr * g
+
+    w, g = np.ones(4, np.float32), np.full(4, 2, np.float32)
+    prog = sgd.program(w, g, np.float32(0.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prog(w, g, np.float32(0.5), out={"p_updated": w})  # the way to update w: no warning
+    assert (w == 0).all()
+    with pytest.warns(fusejit.FusejitWarning, match=r"pass out=\{'p_updated': p\} to update them"):
+        got = prog(w, g, np.float32(0.5))  # a new user's SGD step that did not train, silently
+    assert (w == 0).all() and (got["p_updated"] == -1).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prog(w, g, np.float32(0.5))  # said once per Program
