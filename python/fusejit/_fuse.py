@@ -1011,13 +1011,14 @@ class _LocalNames:
             last[starts[bisect.bisect_right(starts, at) - 1]] = v
         named = [(last[at], name) for at, name in stores.items()
                  if at in last and last[at].builder is b and _nameable(name) and not _KERNEL_VARIABLE.fullmatch(name)]
+        suffix: dict = {}  # per name, the next suffix to try (a local stored 20,000 times: linear)
         for v, name in sorted(named, key=lambda p: p[1] in taken):  # exact names first, in code order
             if v._name:  # an input's, an output's, or a value another local named
                 continue
-            k, unique = 0, name
+            unique = name
             while unique in taken:
-                k += 1
-                unique = f"{name}_{k}"
+                suffix[name] = suffix.get(name, 0) + 1
+                unique = f"{name}_{suffix[name]}"
             taken.add(unique)
             try:
                 b.name(v, unique)
@@ -1025,12 +1026,22 @@ class _LocalNames:
                 continue
 
 
+# Instructions whose result is the one value a call or an operator returned (not UNPACK_SEQUENCE,
+# whose values a C `map` may make in any order, nor STORE_SUBSCR, whose `c[...] = a = x * 2`
+# stores a value it did not make: a hostile tester's finds).
+_PRODUCERS = frozenset({"BINARY_OP", "CALL", "CALL_KW", "CALL_FUNCTION_EX", "COMPARE_OP", "UNARY_NEGATIVE",
+                        "UNARY_INVERT", "CALL_INTRINSIC_1"})
+
+
 def _stores(code: Any) -> tuple[list, dict]:
-    """The offsets where `code`'s instructions start, and {offset of an instruction: the local
-    the next one stores its result in}."""
+    """The offsets where `code`'s instructions start, and {offset of a producing instruction: the
+    local the next one stores its result in}."""
     ins = list(dis.get_instructions(code))
     out = {}
-    for a, s in zip(ins, ins[1:]):
+    real = [i for i in ins if i.opname != "EXTENDED_ARG"]  # the 257th local's store takes a prefix
+    for a, s in zip(real, real[1:]):
+        if a.opname not in _PRODUCERS:
+            continue
         if s.opname in ("STORE_FAST", "STORE_DEREF") and isinstance(s.argval, str):
             out[a.offset] = s.argval
         elif s.opname == "STORE_FAST_LOAD_FAST" and isinstance(s.argval, tuple):  # Python 3.13: store, then load

@@ -259,6 +259,7 @@ nb::object made(fusejit::Value v, nb::handle builder) {
 // Python frame outside the fusejit package: the line of the caller's code that builds an op (a
 // traced function's `return x - m`, through np.clip's or fusejit.op's frames); no file outside one.
 std::tuple<std::string, int, int> caller_location() {
+  t_watch.pending = -1;  // an earlier call's, if it raised or folded, is not this one's
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed; null outside Python code
   Py_XINCREF(frame);
   std::tuple<std::string, int, int> where{"", 0, 0};

@@ -2973,6 +2973,16 @@ def test_names_never_change_what_a_function_computes():
     text = taken.program(one).graph.to_text()
     assert "\nx_1 = x + 100" in text and "\nx_2 = x * 2" in text, text
 
+    @fusejit.fuse
+    def unpacked(x, y):
+        a, b = map(np.exp, (x, y))  # a C map makes both: no name, rather than exp(y) named a
+        c = x.astype(np.int32)
+        c[...] = d = x * 2.5  # a chained store: c's new value is not d, and d stays numbered
+        return a * 2.0, b * 3.0, c * 3, d + 1.0
+
+    text = unpacked.program(one, one).graph.to_text()
+    assert "\na = " not in text and "\nd = " not in text and "\nc = cast(x, i32)" in text, text
+
 
 def test_a_tracer_the_traced_function_sets_stays_set():
     prior = sys.gettrace()
