@@ -536,8 +536,8 @@ class Program:
         ``plan="unfused"`` runs the unfused plan instead (one kernel per op of the graph as written,
         compiled on its first use), to compare with the fused one.
         """
-        if self._updates and not isinstance(out, (list, tuple)) and not all(n in (out or ()) for n, _ in self._updates):
-            self._warn_updates()
+        if self._updates:
+            self._warn_updates(out)
         try:
             # The hot loop's call (every input, by position or by name, and no param), checked fast.
             inputs = len(self._inputs)
@@ -553,9 +553,11 @@ class Program:
         except UserError as e:
             self._explained(e)
 
-    def _warn_updates(self) -> None:
-        """Once per Program: the fused function that traced it updates arguments in place, which a
-        Program call does not do unless `out` gives them."""
+    def _warn_updates(self, out: Any) -> None:
+        """Once per Program, for a call whose `out` leaves out an argument the fused function that
+        traced it updates in place: a Program call does not update it."""
+        if isinstance(out, (list, tuple)) or all(n in (out or ()) for n, _ in self._updates):
+            return
         outs = ", ".join(f"{n!r}: {arg}" for n, arg in self._updates)
         warnings.warn(f"this Program of fused function '{self._traced_by}' returns the updated values of the arguments "
                       f"it updates in place, and updates nothing itself: pass out={{{outs}}} to update them",
