@@ -92,8 +92,10 @@ void check_reduce_nonempty(Op op, const Shape& in, DType in_dtype, const ReduceA
   // A float operand may start from the op's identity instead (NumPy's initial=; builder_reduce.cpp).
   const std::string initial =
       !is_float(in_dtype) || arg ? ""
-                                 : fmt::format(", or start from initial={} (in C++: GraphBuilder::reduce's `initial`)",
-                                               op == Op::Amax ? "-inf" : "inf");
+                                 : fmt::format(", or start from initial={0} (Python: v.{1}(axis, initial={2}); "
+                                               "C++: GraphBuilder::reduce's `initial`)",
+                                               op == Op::Amax ? "-inf" : "inf", op == Op::Amax ? "max" : "min",
+                                               op == Op::Amax ? "-np.inf" : "np.inf");
   throw UserError(fmt::format("{}{} of zero elements (reduced axes {} of shape {}) has no {}; "
                               "make the reduced axes non-empty{}",
                               what.empty() ? "" : what + ": ", op_name(op), fmt::join(mask_axes(mask), ", "),

@@ -768,6 +768,9 @@ def install_value_methods() -> None:
         setattr(Value, f"__i{name}__", _in_place(name))
     Value.__matmul__ = Value.__rmatmul__ = Value.__imatmul__ = _no_matmul
     Value.__array__ = _no_array
+    Value.__float__ = _no_number("float")
+    Value.__int__ = _no_number("int")
+    Value.__complex__ = _no_number("complex")
     Value.__iter__ = None  # not iterable: no len() to iterate by (iter(v) is a TypeError, not a loop on __getitem__)
     for name in _LAYOUT_ATTRIBUTES:
         setattr(Value, name, property(_no_layout(name)))
@@ -802,6 +805,17 @@ _LAYOUT_ATTRIBUTES = ("reshape", "T", "mT", "transpose", "swapaxes", "flatten", 
 # What an array has and a value, a node of a graph being built or traced, does not: its data.
 _DATA_ATTRIBUTES = ("item", "tolist", "tobytes", "flags", "strides", "data", "ctypes")
 _ITEMSIZE = {"bool": 1, "u8": 1, "i8": 1, "i32": 4, "i64": 8, **_BYTES_OF_FLOAT}
+
+
+def _no_number(kind: str) -> Any:
+    """float(v), int(v), complex(v) and what calls them (math.exp(v)): a TypeError that says what to
+    write instead (a new user's find: math.exp(v) said "must be real number, not Value")."""
+    def refuse(self: Value) -> Any:
+        raise TypeError(f"a fusejit.Value is no Python number ({kind}(v), or math's functions of it): it stands for "
+                        "an array while a graph is built or traced; use NumPy's functions (np.exp(v)) or "
+                        "fusejit.op('exp', v)")
+    refuse.__name__ = f"__{kind}__"
+    return refuse
 
 
 def _no_data(name: str) -> Any:

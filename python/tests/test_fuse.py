@@ -3054,3 +3054,11 @@ def test_a_program_of_a_function_that_updates_in_place_says_it_does_not():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         prog(w, g, np.float32(0.5))  # said once per Program
+
+
+def test_a_value_is_no_python_number_and_says_what_to_write():
+    for f in (lambda x: math.exp(x), lambda x: float(x), lambda x: int(x), lambda x: complex(x)):
+        with pytest.raises(TypeError, match=r"is no Python number .*use NumPy's functions \(np.exp\(v\)\)"):
+            fusejit.fuse(f)(np.ones(3, np.float32))
+    with pytest.raises(fusejit.UserError, match=r"initial=-inf \(Python: v.max\(axis, initial=-np.inf\)"):
+        fusejit.fuse(lambda x: x.max(-1))(np.ones((2, 0), np.float32))  # the Python spelling, not only C++'s
