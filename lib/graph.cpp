@@ -38,6 +38,13 @@ std::size_t dtype_size(DType t) {
   return static_cast<std::size_t>(ir::dtype_size(to_ir(t)));
 }
 
+OpKind op_kind(std::string_view name) {
+  if (ir::is_reduce_name(name)) return OpKind::Reduction;
+  if (name == "cast") return OpKind::Elementwise;
+  const std::optional<ir::Op> op = ir::parse_op(name);
+  return op && !ir::is_leaf(*op) ? OpKind::Elementwise : OpKind::None;
+}
+
 int64_t TensorInfo::elements() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

@@ -189,6 +189,32 @@ TEST_CASE("parse_dtype: graph-text names, and how fusejit writes NumPy's and PyT
   CHECK(message("") == "unknown dtype ''; expected one of bool, i8, u8, i32, i64, f16, bf16, f32, f64");
 }
 
+TEST_CASE("op_kind answers as GraphBuilder::op and reduce take the name") {
+  CHECK(fj::op_kind("exp") == fj::OpKind::Elementwise);
+  CHECK(fj::op_kind("where") == fj::OpKind::Elementwise);
+  CHECK(fj::op_kind("cast") == fj::OpKind::Elementwise);
+  for (const char* name : {"sum", "amax", "argmax", "softmax", "logsumexp", "var", "std", "any", "all"})
+    CHECK_MESSAGE(fj::op_kind(name) == fj::OpKind::Reduction, std::string(name));
+  for (const char* name : {"", "input", "param", "const", "Exp", "max", "min", "reshape", "exp "})
+    CHECK_MESSAGE(fj::op_kind(name) == fj::OpKind::None, std::string(name));
+  // Every name the builder's op() takes (an arity error aside) is one op_kind calls elementwise,
+  // and no other: the others get "unknown op" or "is a reduction".
+  for (const char* name : {"exp", "neg", "maximum", "clamp", "fma", "where", "silu", "gelu_tanh", "isnan", "logical_not",
+                           "left_shift", "sum", "softmax", "max", "square", "input", "frob"}) {
+    fj::GraphBuilder b;
+    fj::Value x = b.input("x", fj::DType::F32, {4});
+    std::string error;
+    try {
+      (void)b.op(name, {x});
+    } catch (const fj::Error& e) {
+      error = e.what();
+    }
+    const bool elementwise = error.find("unknown op") == std::string::npos && error.find("is a reduction") == std::string::npos;
+    const std::string what = std::string(name) + ": " + error;
+    CHECK_MESSAGE((fj::op_kind(name) == fj::OpKind::Elementwise) == elementwise, what);
+  }
+}
+
 TEST_CASE("GPU backend without a driver is a Driver error") {
   fj::Options o;
   o.backend = fj::Backend::Cuda;

@@ -41,7 +41,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._errors import _PACKAGE_DIR, Error, FusejitWarning, UserError, errors_made
-from ._fusejit import GraphBuilder, Value, _watch_ops
+from ._fusejit import GraphBuilder, Value, _op_kind, _watch_ops
 from ._pattern import (_PLAIN_SCALARS, DTYPE_NAMES, IDENTITY, STATE_DEPTH, STATE_LEAVES, Attr, Keying, ScalarCopy,
                        Snapshot, Traced, arrays_not_inputs, as_array, by_value, constant_key, dtype_name, lifted, pattern_difference,
                        scalar_key, serves, state_of, swap_copies, tag_expression, tag_name, trace_copies,
@@ -113,9 +113,9 @@ def reduce(name: str, x: Value, axes: Any = None, keepdim: bool | None = None, *
     logsumexp var std any all) of `x` over `axes` (an int, ints, or None: every axis), as
     ``GraphBuilder.reduce`` on x's builder: ``fusejit.reduce("softmax", x / t, -1)``. Raises
     UserError (bad axes, dtype; docs/ops.md, "Reductions"). ``keepdims`` (NumPy's spelling) is
-    ``keepdim``; ``var``/``std`` take PyTorch's correction (default 1), where ``v.var()`` takes
-    NumPy's ddof (default 0). Another keyword (NumPy's axis=, PyTorch's dim=) is a TypeError
-    saying what fusejit calls it, as GraphBuilder.reduce's."""
+    ``keepdim`` and NumPy's ``axis=`` or PyTorch's ``dim=`` is ``axes``; ``var``/``std`` take
+    PyTorch's correction (default 1), where ``v.var()`` takes NumPy's ddof (default 0). Another
+    keyword (NumPy's ddof=) is a TypeError saying what fusejit calls it, as GraphBuilder.reduce's."""
     if keepdims is not None and keepdim is not None:
         raise TypeError("reduce(): give keepdim or NumPy's keepdims, not both")
     keepdim = keepdims if keepdims is not None else keepdim  # a bool: GraphBuilder.reduce checks it
@@ -771,6 +771,7 @@ def install_value_methods() -> None:
     Value.__float__ = _no_number("float")
     Value.__int__ = _no_number("int")
     Value.__complex__ = _no_number("complex")
+    Value.__getattr__ = _missing_attribute
     Value.__iter__ = None  # not iterable: no len() to iterate by (iter(v) is a TypeError, not a loop on __getitem__)
     for name in _LAYOUT_ATTRIBUTES:
         setattr(Value, name, property(_no_layout(name)))
@@ -805,6 +806,46 @@ _LAYOUT_ATTRIBUTES = ("reshape", "T", "mT", "transpose", "swapaxes", "flatten", 
 # What an array has and a value, a node of a graph being built or traced, does not: its data.
 _DATA_ATTRIBUTES = ("item", "tolist", "tobytes", "flags", "strides", "data", "ctypes")
 _ITEMSIZE = {"bool": 1, "u8": 1, "i8": 1, "i32": 4, "i64": 8, **_BYTES_OF_FLOAT}
+
+
+# PyTorch's tensor methods that cast (x.float()): NumPy's dtype of each, for v.astype(...).
+_TORCH_CASTS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16", "int": "int32",
+                "long": "int64", "bool": "bool_", "byte": "uint8", "char": "int8"}
+# What to write for a PyTorch method whose op an ndarray spells otherwise (x.where(cond, y) is
+# where(cond, x, y)).
+_NUMPY_SPELLING = {"clamp": "v.clip(lo, hi) or fusejit.op('clamp', v, lo, hi)", "abs": "abs(v) or np.abs(v)",
+                   "pow": "v ** y", "neg": "-v", "amax": "v.max(axis) or fusejit.reduce('amax', v, axes)",
+                   "amin": "v.min(axis) or fusejit.reduce('amin', v, axes)", "cast": "v.astype(dtype)",
+                   "to": "v.astype(dtype)", "where": "np.where(cond, v, y) (PyTorch's v.where(cond, y))",
+                   **{m: f"v.astype(np.{t})" for m, t in _TORCH_CASTS.items()}}
+
+
+def _missing_attribute(self: Value, name: str) -> Any:
+    """An attribute a value lacks (Python calls __getattr__ only then, also after a property raised
+    AttributeError: _no_layout's and _no_data's messages are raised again here). An op of PyTorch's
+    tensor methods (x.exp(), x.clamp(lo, hi), x.softmax(-1), x.float()) says what to write
+    instead, asking the op table (_op_kind) rather than keeping a list of ops here; any other name
+    gets Python's own error (with its "Did you mean" suggestion)."""
+    if name in _LAYOUT_ATTRIBUTES:
+        _no_layout(name)(self)
+    if name in _DATA_ATTRIBUTES:
+        _no_data(name)(self)
+    message = f"'fusejit.Value' object has no attribute '{name}'"
+    kind = "" if name.startswith("_") else _op_kind(name)
+    ufunc = getattr(np, name, None) if kind else None
+    if name in _NUMPY_SPELLING:
+        message += f": a value has NumPy's ndarray methods, not PyTorch's; write {_NUMPY_SPELLING[name]}"
+    elif kind == "elementwise":
+        if isinstance(ufunc, np.ufunc):  # its operand count is the op's
+            operands = "v, y" if ufunc.nin == 2 else "v"
+            ways = f"np.{name}({operands}) or fusejit.op('{name}', {operands})"
+        else:
+            ways = f"fusejit.op('{name}', v) (any other operands after v: docs/ops.md)"
+        message += f": a value has NumPy's ndarray methods, not PyTorch's; write {ways}"
+    elif kind == "reduction":
+        message += (f": a value has NumPy's ndarray methods, not PyTorch's; write fusejit.reduce('{name}', v, axes) "
+                    "(axes: an int, ints or None for every axis)")
+    raise AttributeError(message, name=name, obj=self)
 
 
 def _no_number(kind: str) -> Any:

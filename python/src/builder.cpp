@@ -139,12 +139,14 @@ bool bool_arg(nb::handle h, const std::string& what) {
   throw nb::type_error((what + ": expected a bool, got " + py_type_name(h)).c_str());
 }
 
-// reduce()'s keyword arguments past its own: NumPy's keepdims is keepdim (as fusejit.reduce and
-// Value.sum take it); NumPy's and PyTorch's other names say what fusejit calls them (as the graph
-// text's parser does), anything else lists the ones it takes. Returns keepdim.
-bool reduce_keepdim(nb::handle keepdim, const nb::kwargs& extra) {
+// reduce()'s keyword arguments past its own: NumPy's keepdims is keepdim, NumPy's axis and
+// PyTorch's dim are axes (as fusejit.reduce and Value.sum take them: a NumPy or PyTorch user types
+// them by reflex); ddof/unbiased say what fusejit calls them (as the graph text's parser does),
+// anything else lists the ones it takes. Updates `axes`; returns keepdim.
+bool reduce_keywords(nb::handle& axes, nb::handle keepdim, const nb::kwargs& extra) {
   nb::handle kd = keepdim;
   const char* name = "keepdim";
+  bool axes_given = !axes.is_none();
   for (auto [key, value] : extra) {
     const std::string k = nb::cast<std::string>(nb::str(key));
     if (k == "keepdims" && !keepdim.is_none()) throw nb::type_error("reduce(): give keepdim or NumPy's keepdims, not both");
@@ -153,8 +155,13 @@ bool reduce_keepdim(nb::handle keepdim, const nb::kwargs& extra) {
       name = "keepdims";
       continue;
     }
-    std::string hint = "reduce() takes name, x, axes, keepdim (or keepdims), correction and initial";
-    if (k == "axis" || k == "dim") hint = "the axes are given as axes= (an int, ints, or None: every axis)";
+    if (k == "axis" || k == "dim") {
+      if (axes_given) throw nb::type_error(("reduce(): give axes or " + k + ", not both").c_str());
+      axes = value;
+      axes_given = true;
+      continue;
+    }
+    std::string hint = "reduce() takes name, x, axes (or axis, dim), keepdim (or keepdims), correction and initial";
     if (k == "ddof" || k == "unbiased") hint = "NumPy's ddof and PyTorch's unbiased are written correction=N here";
     throw nb::type_error(("reduce(): unknown argument '" + k + "': " + hint).c_str());
   }
@@ -492,7 +499,7 @@ void bind_graph_builder(nb::module_& m) {
           "reduce",
           [](nb::handle self, std::string_view name, nb::handle x, nb::handle axes, nb::handle keepdim,
              nb::handle correction, nb::handle initial, nb::kwargs extra) {
-            const bool kd = reduce_keepdim(keepdim, extra);
+            const bool kd = reduce_keywords(axes, keepdim, extra);
             std::optional<int64_t> c;
             if (!correction.is_none()) c = correction_arg(correction, name);
             std::optional<double> init;
@@ -504,7 +511,7 @@ void bind_graph_builder(nb::module_& m) {
           "A reduction (sum mean prod amax amin argmax argmin) or a composite of them (softmax log_softmax logsumexp "
           "var std any all) over axes (an int, ints, or None: every axis; argmax/argmin one or None, giving an i64 "
           "index), as in graph text (docs/ops.md, Reductions). "
-          "keepdim (or NumPy's keepdims): keep the reduced axes as size-1 dims. "
+          "NumPy's axis= and PyTorch's dim= are axes. keepdim (or NumPy's keepdims): keep the reduced axes as size-1 dims. "
           "correction: mean, var, std. initial: amax -inf, amin inf only (NumPy's initial=; zero elements "
           "give it).")
       .def(
@@ -577,6 +584,15 @@ void bind_builder(nb::module_& m) {
     t_watch = {hold(code), hold(made), -1};
     return prior;
   }, nb::arg("code").none(), nb::arg("made").none());
+  // The op table's answer for a method a value lacks (Value.__getattr__: PyTorch's x.exp()).
+  m.def("_op_kind", [](std::string_view name) {
+    switch (fusejit::op_kind(name)) {
+      case fusejit::OpKind::Elementwise: return "elementwise";
+      case fusejit::OpKind::Reduction: return "reduction";
+      case fusejit::OpKind::None: return "";
+    }
+    return "";
+  }, nb::arg("name"), "'elementwise', 'reduction' or '' (fusejit::op_kind): what graph text calls `name`.");
 }
 
 }  // namespace fusejit_py

@@ -177,8 +177,13 @@ def test_errors():
         fusejit.reduce("sum", x, -1, keepdim=True, keepdims=False)
     with pytest.raises(TypeError, match="keepdims: expected a bool"):
         b.reduce("sum", x, -1, keepdims=1)
-    with pytest.raises(TypeError, match="unknown argument 'dim': the axes are given as axes="):
-        b.reduce("sum", x, dim=-1)
+    # NumPy's axis= and PyTorch's dim= are axes (a user types them by reflex; keepdims= is taken too).
+    assert kb.reduce("sum", kx, dim=-1).shape == kb.reduce("sum", kx, axis=[-1], keepdims=False).shape == []
+    assert fusejit.reduce("sum", kx, dim=0, keepdims=True).shape == [1]
+    with pytest.raises(TypeError, match="reduce\\(\\): give axes or dim, not both"):
+        b.reduce("sum", x, -1, dim=-1)
+    with pytest.raises(TypeError, match="reduce\\(\\): give axes or axis, not both"):
+        fusejit.reduce("sum", x, axes=0, axis=0)
     with pytest.raises(TypeError, match="unknown argument 'ddof': .* correction=N"):
         b.reduce("var", x, ddof=1)
     # A correction beyond int64 gets the range message a 2^62 + 1 gets (it was "outside int64").

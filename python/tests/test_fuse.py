@@ -847,7 +847,7 @@ def test_errors_say_what_to_do():
         fusejit.fuse(dump_dir="/tmp/x")
     with pytest.raises(TypeError, match="truth value"):
         fusejit.fuse(lambda a: a if a > 0 else -a)(one)
-    # A Program call's keywords on the fused function say where they go; axis= in fusejit.reduce says axes=.
+    # A Program call's keywords on the fused function say where they go.
     def double(a):
         return a * 2
     with pytest.raises(TypeError, match=re.escape("double(): out= is not an argument of the fused function; a Program "
@@ -855,10 +855,11 @@ def test_errors_say_what_to_do():
         fusejit.fuse(double)(one, out={"y": one})
     with pytest.raises(TypeError, match=re.escape("double() got an unexpected keyword argument 'b'")):
         fusejit.fuse(double)(one, b=one)
-    with pytest.raises(TypeError, match="the axes are given as axes="):
-        fusejit.fuse(lambda a: fusejit.reduce("softmax", a, axis=-1))(one)
-    with pytest.raises(TypeError, match="the axes are given as axes="):
-        fusejit.fuse(lambda a: fusejit.reduce("sum", a, dim=0))(one)
+    # NumPy's axis= and PyTorch's dim= name the axes of fusejit.reduce (keepdims= was taken, axis= refused).
+    m = np.array([[1.0, 2.0], [3.0, -4.0]], np.float32)
+    np.testing.assert_array_equal(fusejit.fuse(lambda a: fusejit.reduce("sum", a, axis=0))(m), m.sum(0))
+    np.testing.assert_array_equal(fusejit.fuse(lambda a: fusejit.reduce("amax", a, dim=-1, keepdims=True))(m),
+                                  m.max(-1, keepdims=True))
 
 
 def test_astype_takes_numpy_dtype_names_as_numpy_does():
@@ -2330,6 +2331,38 @@ def test_value_attributes_a_value_has_not_say_why_and_its_sizes_in_bytes_are_num
         fusejit.fuse(lambda v: v.std(ddof=0.5))(x)
     with pytest.raises(TypeError, match=r"^fuse: dynamic: expected True or False, got 'no'$"):
         fusejit.fuse(lambda v: v, dynamic="no")
+
+
+def test_pytorch_tensor_methods_say_what_to_write_and_other_names_get_pythons_error():
+    # A PyTorch user types x.exp(), x.clamp(lo, hi), x.softmax(-1), x.float(): each names the op
+    # table's spelling (asked of the C++ op table, no second list), and the call written so works.
+    x = np.array([-2.0, -0.0, 0.5, np.nan, np.inf], np.float32)
+    cases = {"exp": r"write np\.exp\(v\) or fusejit\.op\('exp', v\)$",
+             "maximum": r"write np\.maximum\(v, y\) or fusejit\.op\('maximum', v, y\)$",
+             "sigmoid": r"write fusejit\.op\('sigmoid', v\) \(any other operands after v",
+             "clamp": r"write v\.clip\(lo, hi\) or fusejit\.op\('clamp', v, lo, hi\)$",
+             "softmax": r"write fusejit\.reduce\('softmax', v, axes\)",
+             "amax": r"write v\.max\(axis\) or fusejit\.reduce\('amax', v, axes\)$",
+             "where": r"write np\.where\(cond, v, y\) \(PyTorch's v\.where\(cond, y\)\)$",
+             "float": r"write v\.astype\(np\.float32\)$", "bfloat16": r"write v\.astype\(np\.bfloat16\)$",
+             "to": r"write v\.astype\(dtype\)$"}
+    for name, says in cases.items():
+        with pytest.raises(AttributeError, match=f"^'fusejit.Value' object has no attribute '{name}': a value has "
+                                                 "NumPy's ndarray methods, not PyTorch's; " + says):
+            fusejit.fuse(lambda v: getattr(v, name)())(x)
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(fusejit.fuse(lambda v: fusejit.op("sigmoid", v))(x), 1 / (1 + np.exp(-x)), rtol=1e-6)
+    np.testing.assert_array_equal(fusejit.fuse(lambda v: fusejit.op("clamp", v, -1.0, 1.0))(x), np.clip(x, -1, 1))
+    # Any other name: Python's own error, whose name and obj give its "Did you mean" suggestion.
+    for name in ("frobnicate", "maxx", "input", "__array_interface__"):
+        with pytest.raises(AttributeError, match=f"^'fusejit.Value' object has no attribute '{name}'$") as e:
+            fusejit.fuse(lambda v: getattr(v, name))(x)
+        assert e.value.name == name
+    # A layout method's message is not lost to __getattr__ (Python calls it after a property raises).
+    for name in ("reshape", "T", "transpose", "view"):
+        with pytest.raises(AttributeError, match=f"^fusejit.Value has no '{name}': a fused graph maps elements"):
+            fusejit.fuse(lambda v: getattr(v, name))(x)
+    assert not hasattr(fusejit.GraphBuilder().input("x", "f32", [2]), "__cuda_array_interface__")
 
 
 def test_in_place_operators_cast_back_by_numpys_same_kind_rule_at_the_values_shape():

@@ -67,6 +67,18 @@ DType parse_dtype(std::string_view name);
 /// Size of one element in bytes (bool: 1). Throws Error(User) for a value that is none of DType's.
 std::size_t dtype_size(DType t);
 
+/// What graph text and GraphBuilder call by `name` (docs/ops.md, docs/graph-format.md): a language
+/// binding's hint for a method a value lacks (PyTorch's `x.exp()`) asks here instead of keeping a
+/// second list of ops.
+enum class OpKind {
+  None,         ///< no op of that name (and "input", "param", "const": leaves, not calls)
+  Elementwise,  ///< GraphBuilder::op's ("exp", "where", "clamp") and "cast"
+  Reduction,    ///< GraphBuilder::reduce's: a reduction ("sum", "amax") or a composite ("softmax", "var")
+};
+/// The kind of the op named `name`, exactly as written (case-sensitive); OpKind::None for any other
+/// string (no error).
+OpKind op_kind(std::string_view name);
+
 /// f16 (IEEE binary16) and bf16 (bfloat16) storage bits from and to float, bit for bit as the
 /// kernels and the reference evaluator convert (ir/scalar/fj_scalar.h): from float rounds to
 /// nearest, ties to even (overflow gives infinity, NaN stays a quiet NaN with its sign); to float
