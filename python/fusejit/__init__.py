@@ -407,6 +407,9 @@ class Program:
         self._p = impl
         self._traced_by = ""  # the fused function that traced it (Fused.program), for its messages
         self._updates: tuple = ()  # (output, argument) of each argument the fused function updates in place
+        # input -> the fused function's default for the argument it stands for (eps=np.float32(1e-6)),
+        # which a call that leaves the input out takes, as a call of the function does (Fused.program)
+        self._defaults: dict = {}
         g = impl.graph
         self._inputs = [t.name for t in g.inputs]
         self._outputs = [(t.name, t.dtype) for t in g.outputs]
@@ -499,6 +502,9 @@ class Program:
                                 f"(inputs: {', '.join(self._inputs) or 'none'}; params: "
                                 f"{', '.join(sorted(self._params)) or 'none'})")
         missing = [n for n in self._inputs if n not in given]
+        for n in [n for n in missing if n in self._defaults]:
+            given[n] = self._defaults[n]
+            missing.remove(n)
         if missing:
             # An input named as a keyword of the call itself never reaches kwargs.
             clash = [n for n in missing if n in ("out", "stream", "plan")]

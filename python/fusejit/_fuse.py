@@ -1446,7 +1446,8 @@ class Fused:
     def program(self, /, *args: Any, **kwargs: Any) -> Any:
         """The :class:`fusejit.Program` these arguments run (traced and compiled if new): its
         ``cuda_source()``, ``plan_text``, ``kernels``; call it with the arrays in argument order
-        (an object argument's array attributes after it, ``prog.graph.inputs`` names them) to
+        (an object argument's array attributes after it, ``prog.graph.inputs`` names them; one left
+        out takes the function's default, as a call of the function) to
         pass ``out=``, ``stream=`` or ``plan="unfused"``; an argument the function updates in place
         is its output ``NAME_updated`` there (pass ``out={"p_updated": p}`` to update it). One
         program serves every size of its pattern: its ``plan_text`` shows the sizes of the call
@@ -1462,6 +1463,11 @@ class Fused:
         # A Program call writes no argument (a new user's find: an SGD step through it that silently
         # did not train): the Program warns when a call leaves them out of `out` (Program.__call__).
         entry.program._updates = tuple((name, entry.arg_names[i]) for i, name in entry.write_back)
+        # An array default (eps=np.float32(1e-6)) is an input: a Program call may leave it out, as a
+        # call of the function may (a new user's find: f.program(x)(x) said "missing input(s): eps").
+        inputs = set(entry.program._inputs)
+        entry.program._defaults = {n: p.default for n, p in self._sig.parameters.items()
+                                   if n in inputs and p.default is not inspect.Parameter.empty}
         return entry.program
 
     def _bind(self, args: tuple, kwargs: dict, defaults: bool = True) -> inspect.BoundArguments:

@@ -3095,3 +3095,25 @@ def test_a_value_is_no_python_number_and_says_what_to_write():
             fusejit.fuse(f)(np.ones(3, np.float32))
     with pytest.raises(fusejit.UserError, match=r"initial=-inf \(Python: v.max\(axis, initial=-np.inf\)"):
         fusejit.fuse(lambda x: x.max(-1))(np.ones((2, 0), np.float32))  # the Python spelling, not only C++'s
+
+
+def test_a_program_call_that_leaves_out_an_array_default_takes_it_as_the_function_does():
+    # A NumPy-scalar default is an input of the traced program (a Python float's would be a
+    # constant); f.program(x)(x) said "missing input(s): eps" (a new user's find).
+    @fusejit.fuse
+    def rms(x, eps=np.float32(1e-6), scale=2.0):
+        return x * (np.mean(x * x, axis=-1, keepdims=True) + eps) * scale
+
+    x = np.array([[3.0, -4.0], [0.0, 1e-20]], np.float32)
+    prog = rms.program(x)
+    assert [t.name for t in prog.graph.inputs] == ["x", "eps"]
+    np.testing.assert_array_equal(prog(x)["out"], rms(x))
+    np.testing.assert_array_equal(prog(x=x)["out"], rms(x))
+    other = np.float32(0.5)
+    np.testing.assert_array_equal(prog(x, other)["out"], rms(x, other))  # given: taken as given
+    np.testing.assert_array_equal(prog(x, eps=other)["out"], rms(x, other))
+    assert rms.program(x, other) is prog  # one pattern: the function's default still fills it
+    np.testing.assert_array_equal(prog(x)["out"], rms(x))
+    # A program compiled from the graph is no fused function's: every input is given.
+    with pytest.raises(TypeError, match=r"^missing input\(s\): eps$"):
+        fusejit.compile(prog.graph)(x)
