@@ -791,7 +791,9 @@ def _round(self: Value, ndigits: int | None = None) -> Value:
 
 
 def _no_array(self: Value, dtype: Any = None, copy: Any = None) -> Any:
-    """np.asarray(v), np.array(v), np.abs([v, v]): a TypeError that says why (NumPy asks for data)."""
+    """np.asarray(v), np.array(v), np.abs([v, v]): a TypeError that says why (NumPy asks for data);
+    for a value of a trace that has ended, the UserError that says so (_TraceBuilder)."""
+    _DTYPE_GETTER(self)
     raise TypeError("a fusejit value has no data while a graph is built or traced: np.asarray, np.array and lists of "
                     "values would need it. Apply NumPy's functions to the value itself (np.exp(v), np.where(c, v, 0)); "
                     "combine values with operators, not by stacking them in a list or array")
@@ -1026,7 +1028,10 @@ def _graph_name(name: str, fallback: str, taken: set) -> str:
 class _TraceBuilder(GraphBuilder):
     """A trace's GraphBuilder. Once the trace has built its graph, a value kept past it (stored in a
     global or an object) says so where a plain builder's says "build() ends it", as its user
-    made no builder (the binding reads `_spent_note`)."""
+    made no builder (the binding reads `_spent_note`, once the builder has built or `_ended`: a
+    trace that raised builds nothing)."""
+
+    _ended = False
 
     def __init__(self, graph_name: str, fn_name: str) -> None:
         super().__init__(graph_name)
@@ -1728,6 +1733,15 @@ class Fused:
         also whether the function read a shape meanwhile."""
         name = self.__name__ if self.__name__.isascii() and self.__name__.isidentifier() else "fused"
         b = _TraceBuilder(name, self.__name__)
+        try:
+            return self._traced(b, bound, items, static, with_program)
+        except BaseException:
+            b._ended = True  # built or not, its values are spent: one kept from it says so (_TraceBuilder)
+            raise
+
+    def _traced(self, b: _TraceBuilder, bound: inspect.BoundArguments, items: list, static: bool,
+                with_program: bool) -> tuple[_Entry, bool]:
+        """_trace_once's trace on its builder `b`."""
         code = self._code()
         if code is not None and _locatable(code.co_filename):  # the graph's file, whatever file builds the first op
             b._set_location(code.co_filename, code.co_firstlineno)

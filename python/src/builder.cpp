@@ -219,12 +219,13 @@ fusejit::Value to_value(nb::handle h, nb::handle builder) {
       ("expected a fusejit.Value or a bool, int or float literal, got " + py_type_name(h) + hint).c_str());
 }
 
-// The C++ builder. A finished one that says what that means to its user (`_spent_note`: a fuse
-// trace's, python/fusejit/_fuse.py, whose user made no builder) throws that note instead of the
-// call's "build() ends it".
+// The C++ builder. A fuse trace's (python/fusejit/_fuse.py, _TraceBuilder, whose user made no
+// builder) that has built its graph, or whose trace raised (`_ended`: it builds nothing), throws
+// its `_spent_note` instead of the call's "build() ends it" or, for a trace that raised, of
+// nothing (its values computed on in a dead builder, "a value of another GraphBuilder" later).
 fusejit::GraphBuilder& cpp(nb::handle builder) {
   auto& b = nb::cast<fusejit::GraphBuilder&>(builder);
-  if (b.built() && nb::hasattr(builder, "_spent_note"))
+  if (nb::hasattr(builder, "_spent_note") && (b.built() || nb::cast<bool>(builder.attr("_ended"))))
     throw Error(ErrorKind::User, nb::cast<std::string>(builder.attr("_spent_note")));
   return b;
 }

@@ -2926,6 +2926,20 @@ def test_a_value_kept_past_its_trace_says_so():
             use()
     with pytest.raises(fusejit.UserError, match="a value of the trace of fused function 'f', which has ended"):
         fusejit.fuse(lambda a: a + kept[0])(np.ones(3, np.float32))  # in a later trace
+
+    @fusejit.fuse
+    def g(x):  # a trace that raises builds no graph: its values are spent all the same
+        kept.append(x * 2.0)
+        raise KeyError("late")
+
+    with pytest.raises(KeyError):
+        g(np.ones(3, np.float32))
+    assert repr(kept[1]) == "<fusejit.Value of a fused function's trace that has ended>"
+    for use in (lambda: kept[1] * 2, lambda: np.asarray(kept[1]), lambda: np.asarray(kept[0]),
+                lambda: fusejit.fuse(lambda a: a + kept[1])(np.ones(3, np.float32))):
+        # It computed on in the dead builder, then said "a value of another GraphBuilder".
+        with pytest.raises(fusejit.UserError, match="a value of the trace of fused function '[fg]', which has ended"):
+            use()
     b = fusejit.GraphBuilder()  # a builder the user made says what it always said
     x = b.input("x", "f32", [3])
     b.output("y", x * 2.0)
