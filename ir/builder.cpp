@@ -626,7 +626,7 @@ Graph Graph::header() const {
   Graph h;
   h.name = name;
   h.file = file;
-  h.locations_in_kernels = locations_in_kernels;
+  h.traced_file = traced_file;
   h.dims = dims;
   return h;
 }

@@ -172,10 +172,10 @@ class GraphBuilder {
     for (size_t k = static_cast<size_t>(size); k < g_.nodes.size(); ++k)
       if (!g_.nodes[k].loc.known()) g_.nodes[k].loc = loc;
   }
-  // The file a tracer's locations of its nodes are in (Graph::file, Graph::locations_in_kernels).
+  // The file a tracer's locations of its nodes are in (Graph::file, Graph::traced_file).
   void set_traced_file(std::string file) {
     g_.file = std::move(file);
-    g_.locations_in_kernels = false;
+    g_.traced_file = true;
   }
   // Finishes and verifies the graph (ir/verify.h); the builder is left empty. Throws UserError
   // when the graph has no output.

@@ -123,10 +123,11 @@ struct OutputDecl {
 struct Graph {
   std::string name;                 // from `graph NAME`; "" if none
   std::string file;                 // source file name for diagnostics; "" if built in code
-  // False where a tracer gave the locations (fusejit::GraphBuilder::set_location: Python's lines):
-  // they are for diagnostics only, left out of kernels' comments and cache keys, so a fused
-  // function moved in its file (lines added above it) finds its cached kernels.
-  bool locations_in_kernels = true;
+  // True where a tracer gave the locations (fusejit::GraphBuilder::set_location: Python's lines):
+  // `file` is the user's source, no graph file, so an ahead-of-time folder names none. Kernels'
+  // comments show the lines as a graph file's ("[model.py:12]"); kernel names and disk cache keys
+  // leave every location comment out (jit/source_key.h), so code moved in its file keeps its kernels.
+  bool traced_file = false;
   std::vector<DimDecl> dims;
   std::vector<Node> nodes;          // topological order
   std::vector<NodeId> inputs;       // Input nodes, in declaration order (slot == index)
@@ -137,7 +138,7 @@ struct Graph {
   const Node& node(NodeId id) const { return nodes[static_cast<size_t>(id)]; }
   Node& node(NodeId id) { return nodes[static_cast<size_t>(id)]; }
   int size() const { return static_cast<int>(nodes.size()); }
-  // A graph with this one's header (name, file, locations_in_kernels, dims) and no nodes: what a
+  // A graph with this one's header (name, file, traced_file, dims) and no nodes: what a
   // pass that rebuilds a graph (dce, rewrite) starts from, so a header field added above is kept
   // by every pass (a reviewer's find: each copied the fields itself).
   Graph header() const;

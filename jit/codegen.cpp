@@ -181,7 +181,7 @@ class Naming {
   }
   // "  [gelu.txt:5]", or "" when the node has no location or names are canonical.
   std::string where(const ir::Node& n) const {
-    if (canonical_ || !n.loc.known() || !g_.locations_in_kernels) return "";
+    if (canonical_ || !n.loc.known()) return "";
     std::string file = g_.file;
     if (auto p = file.find_last_of('/'); p != std::string::npos) file = file.substr(p + 1);
     if (file.empty()) file = g_.name.empty() ? "graph" : g_.name;

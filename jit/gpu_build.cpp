@@ -51,7 +51,7 @@ class KeyWriter {
     for (int k = 0; k < n.nargs; ++k) h.add_i64(n.args[static_cast<size_t>(k)]);
     h.add_u64(static_cast<uint64_t>(n.value.dtype)).add_u64(fbits).add_i64(n.value.i).add_i64(n.slot);
     h.add_u64(n.red.axes).add_bool(n.red.keepdim).add_i64(n.red.correction).add_bool(n.red.initial);
-    h.add_u64(g_.locations_in_kernels ? n.loc.line : 0).add(n.name);
+    h.add_u64(n.loc.line).add(n.name);
   }
 
  private:
@@ -76,9 +76,8 @@ class KeyWriter {
 Hash128 structural_key(const ir::Graph& g, const ir::FusionGroup& grp, const GpuBuildOptions& o) {
   KeyWriter w(g);
   Hasher& h = w.h;
-  // The file as comments show it; none, as the lines, for a tracer's locations (not in the source).
-  const std::string_view file =
-      g.locations_in_kernels ? std::string_view(g.file).substr(g.file.find_last_of('/') + 1) : std::string_view();
+  // The file as comments show it (a hit returns the source of the kernel it stands for).
+  const std::string_view file = std::string_view(g.file).substr(g.file.find_last_of('/') + 1);
   h.add(kCodegenVersion).add(g.name).add(file).add(o.target.name()).add_bool(o.codegen.fast_math);
   h.add_u64(o.extra_options.size());
   for (const std::string& opt : o.extra_options) h.add(opt);

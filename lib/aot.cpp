@@ -476,7 +476,7 @@ void write_folder(const Program::Impl& p) {
   const bool gpu = p.backend == Backend::Cuda;
   json index = {{"format", "fusejit-aot"}, {"format_version", kAotFormatVersion}, {"fusejit_version", version()},
                 {"codegen_version", jit::kCodegenVersion}, {"graph", "graph.txt"},
-                {"graph_file", g.locations_in_kernels ? g.file : std::string()},  // a tracer's: none (a user's path)
+                {"graph_file", g.traced_file ? std::string() : g.file},  // a tracer's: none (a user's path)
                 {"graph_name", g.name}, {"dims", dims}, {"target", gpu ? p.gpu_target.name() : "host"},
                 {"output", gpu ? jit::to_string(p.gpu_target.kind) : "none"}, {"fast_math", p.options.fast_math},
                 {"nvrtc_options", p.options.nvrtc_options}, {"nvrtc_version", gpu ? jit::nvrtc_version().str() : ""},

@@ -32,6 +32,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -2176,24 +2177,29 @@ TEST_CASE("a fused group's structural key differs wherever its generated kernel 
     const auto other = key_and_kernel(n, m, "k.txt");
     CHECK((other.first != base.first || other.second == base.second));  // never one key for two kernels
   }
-  // A tracer's locations (Python's lines: Graph::locations_in_kernels false) are in neither the
-  // source nor the key: the graph at any lines of any file gives the kernel of a graph without them.
+  // A tracer's locations (Python's lines: Graph::traced_file) show in the kernel's comments, as a
+  // graph file's, and in no kernel name nor disk cache key (the source without location comments,
+  // jit/source_key.h): code moved in its file, or to another file, keeps its kernels.
   const auto traced = [&](const char* file, uint32_t shift) {
     fusejit::ir::Graph g = fusejit::ir::parse_graph("graph k\ndim N = 8\ndim M = 64\n" + body, "k.txt");
     const bool located = file[0] != '\0';  // "": a graph built in code without locations
     g.file = file;
-    g.locations_in_kernels = !located;
+    g.traced_file = located;
     for (fusejit::ir::Node& n : g.nodes) n.loc = located ? fusejit::ir::Loc{n.loc.line + shift, 7} : fusejit::ir::Loc{};
     const fusejit::ir::FusionGroup grp = fusejit::ir::plan_fusion(g).groups.at(0);
     const GeneratedKernel k = generate_kernel(g, grp, o.codegen);
-    return std::pair{structural_key(g, grp, o), k.name + "\n" + k.source};
+    return std::tuple{structural_key(g, grp, o), k.name, k.source};
   };
   const auto unlocated = traced("", 0);
+  CHECK(without_location_comments(std::get<2>(unlocated)) == std::get<2>(unlocated));  // no location comments
   for (const auto& at : {std::pair<const char*, uint32_t>{"/home/me/model.py", 0}, {"other.py", 40}}) {
     CAPTURE(at.first);  // not a structured binding: clang refuses to capture one
     const auto moved = traced(at.first, at.second);
-    CHECK(moved.second == unlocated.second);
-    CHECK(moved.first == unlocated.first);
-    CHECK(moved.second.find(".py") == std::string::npos);
+    CHECK(std::get<1>(moved) == std::get<1>(unlocated));
+    CHECK(without_location_comments(std::get<2>(moved)) == std::get<2>(unlocated));
+    const std::string tag = fmt::format("  [{}:{}]", at.second ? "other.py" : "model.py", 6 + at.second);
+    CHECK(std::get<2>(moved).find(tag) != std::string::npos);  // y's line, as the graph file's
+    CHECK(std::get<2>(moved).find("/home/me") == std::string::npos);  // the file's name, not its path
+    CHECK(std::get<0>(moved) != std::get<0>(unlocated));  // the memory cache's key: a hit gives these comments
   }
 }
