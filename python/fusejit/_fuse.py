@@ -811,15 +811,34 @@ _ITEMSIZE = {"bool": 1, "u8": 1, "i8": 1, "i32": 4, "i64": 8, **_BYTES_OF_FLOAT}
 
 
 # PyTorch's tensor methods that cast (x.float()): NumPy's dtype of each, for v.astype(...).
-_TORCH_CASTS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16", "int": "int32",
-                "long": "int64", "bool": "bool_", "byte": "uint8", "char": "int8"}
+_TORCH_CASTS = {"float": "np.float32", "double": "np.float64", "half": "np.float16", "bfloat16": '"bf16"',
+                "int": "np.int32", "long": "np.int64", "bool": "np.bool_", "byte": "np.uint8", "char": "np.int8"}
+# PyTorch's methods of Python's operators, in place ones included (p.add_(g) is p += g).
+_TORCH_OPERATORS = {"add": "+", "sub": "-", "subtract": "-", "mul": "*", "multiply": "*", "div": "/", "divide": "/",
+                    "true_divide": "/", "floordiv": "//", "floor_divide": "//", "mod": "%", "remainder": "%",
+                    "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 # What to write for a PyTorch method whose op an ndarray spells otherwise (x.where(cond, y) is
 # where(cond, x, y)).
 _NUMPY_SPELLING = {"clamp": "v.clip(lo, hi) or fusejit.op('clamp', v, lo, hi)", "abs": "abs(v) or np.abs(v)",
                    "pow": "v ** y", "neg": "-v", "amax": "v.max(axis) or fusejit.reduce('amax', v, axes)",
                    "amin": "v.min(axis) or fusejit.reduce('amin', v, axes)", "cast": "v.astype(dtype)",
                    "to": "v.astype(dtype)", "where": "np.where(cond, v, y) (PyTorch's v.where(cond, y))",
-                   **{m: f"v.astype(np.{t})" for m, t in _TORCH_CASTS.items()}}
+                   "square": "v * v", "copy_": "v[...] = y", "zero_": "v[...] = 0", "fill_": "v[...] = y",
+                   "clamp_": "v[...] = v.clip(lo, hi)",
+                   **{m: f"v.astype({t})" for m, t in _TORCH_CASTS.items()},
+                   **{m: f"v {o} y" for m, o in _TORCH_OPERATORS.items()},
+                   **{f"{m}_": f"v {o}= y" for m, o in _TORCH_OPERATORS.items() if o[-1] != "=" and o != "//"}}
+
+
+class _NoSuggestions:
+    """The `obj` of an AttributeError whose message says what to write: Python's "Did you mean"
+    reads dir(obj), which would add a misleading one (v.sqrt(): 'sort')."""
+
+    def __dir__(self) -> list:
+        return []
+
+
+_NO_SUGGESTIONS = _NoSuggestions()
 
 
 def _missing_attribute(self: Value, name: str) -> Any:
@@ -828,12 +847,14 @@ def _missing_attribute(self: Value, name: str) -> Any:
     tensor methods (x.exp(), x.clamp(lo, hi), x.softmax(-1), x.float()) says what to write
     instead, asking the op table (_op_kind) rather than keeping a list of ops here; any other name
     gets Python's own error (with its "Did you mean" suggestion)."""
-    if name in _LAYOUT_ATTRIBUTES:
-        _no_layout(name)(self)
-    if name in _DATA_ATTRIBUTES:
-        _no_data(name)(self)
+    refuse = _no_layout(name) if name in _LAYOUT_ATTRIBUTES else _no_data(name) if name in _DATA_ATTRIBUTES else None
+    if refuse is not None:
+        try:
+            refuse(self)
+        except AttributeError as e:
+            raise AttributeError(str(e), name=name, obj=_NO_SUGGESTIONS) from None
     message = f"'fusejit.Value' object has no attribute '{name}'"
-    kind = "" if name.startswith("_") else _op_kind(name)
+    kind = _op_kind(name) if name.isidentifier() and name.isascii() and not name.startswith("_") else ""
     ufunc = getattr(np, name, None) if kind else None
     if name in _NUMPY_SPELLING:
         message += f": a value has NumPy's ndarray methods, not PyTorch's; write {_NUMPY_SPELLING[name]}"
@@ -847,7 +868,9 @@ def _missing_attribute(self: Value, name: str) -> Any:
     elif kind == "reduction":
         message += (f": a value has NumPy's ndarray methods, not PyTorch's; write fusejit.reduce('{name}', v, axes) "
                     "(axes: an int, ints or None for every axis)")
-    raise AttributeError(message, name=name, obj=self)
+    else:
+        raise AttributeError(message, name=name, obj=self)  # Python's own, with its "Did you mean"
+    raise AttributeError(message, name=name, obj=_NO_SUGGESTIONS)
 
 
 def _no_number(kind: str) -> Any:
@@ -1218,6 +1241,7 @@ class _Entry:
         self.in_place_refusals = 0  # calls whose program refused the update in place (_run)
         self.arg_names: list = []  # the array arguments' names, as the code writes them, where write_back is
         self.item_set: list = []  # the array arguments assigned with v[...] = x (_refuse_scalar_item_set)
+        self.param_inputs: dict = {}  # input name -> the parameter it is (not an attribute or element of one)
 
     def results(self, outs: dict, arrays: list) -> Any:
         vals = [_scalar_if_0d(outs[s]) if isinstance(s, str) else
@@ -1470,10 +1494,27 @@ class Fused:
         entry.program._updates = tuple((name, entry.arg_names[i]) for i, name in entry.write_back)
         # An array default (eps=np.float32(1e-6)) is an input: a Program call may leave it out, as a
         # call of the function may (a new user's find: f.program(x)(x) said "missing input(s): eps").
-        inputs = set(entry.program._inputs)
-        entry.program._defaults = {n: p.default for n, p in self._sig.parameters.items()
-                                   if n in inputs and p.default is not inspect.Parameter.empty}
+        entry.program._defaults = self._array_defaults(entry)
         return entry.program
+
+    def _array_defaults(self, entry: _Entry) -> dict:
+        """input name -> the default of the parameter the input stands for (entry.param_inputs: its
+        own, not an attribute's or an element's), where that default is an array of the input's
+        dtype and rank: one the program runs as it is. Any other (None, a float: no input of a
+        call that leaves it out; another dtype: another pattern) stays a missing input."""
+        from . import numpy_dtype
+
+        out = {}
+        for t in entry.program.graph.inputs:
+            pname = entry.param_inputs.get(t.name)
+            d = self._sig.parameters[pname].default if pname is not None else None
+            if isinstance(d, (np.ndarray, np.generic)) and d.ndim == len(t.shape):
+                try:
+                    if d.dtype == numpy_dtype(t.dtype):
+                        out[t.name] = d
+                except UserError:  # bf16 without ml_dtypes: no such default
+                    pass
+        return out
 
     def _bind(self, args: tuple, kwargs: dict, defaults: bool = True) -> inspect.BoundArguments:
         """The call bound to the signature, with its defaults unless `defaults` is False."""
@@ -1793,6 +1834,7 @@ class Fused:
             entry.write_back.append((i, _graph_name(f"{names[i][0]}_updated", f"arg{i}_updated", taken)))
             b.output(entry.write_back[-1][1], inputs[i])
         entry.arg_names = [tag_expression(tag) for _, tag in names] if updated else []
+        entry.param_inputs = {name: tag[0] for name, tag in names if len(tag) == 1}
         return entry
 
     @staticmethod

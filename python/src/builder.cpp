@@ -139,11 +139,31 @@ bool bool_arg(nb::handle h, const std::string& what) {
   throw nb::type_error((what + ": expected a bool, got " + py_type_name(h)).c_str());
 }
 
+// NumPy's axis= or PyTorch's dim= (`k`) of reduction `op` as its axes. NumPy's keeps NumPy's
+// meaning where fusejit's differs: axis=() reduces nothing (fusejit's empty axes are every axis,
+// PyTorch's dim=()), and var/std need correction= (NumPy's ddof defaults to 0, fusejit's
+// correction to PyTorch's 1).
+void alias_axes(std::string_view op, const std::string& k, nb::handle value, nb::handle& axes, bool& axes_given,
+                nb::handle correction) {
+  if (axes_given && !value.is_none()) throw nb::type_error("reduce(): give one of axes, axis and dim");
+  const bool empty = (PyTuple_Check(value.ptr()) || PyList_Check(value.ptr())) && PySequence_Size(value.ptr()) == 0;
+  if (k == "axis" && empty)
+    throw Error(ErrorKind::User, std::string(op) + " over axis=() reduces nothing in NumPy: use the value itself");
+  if (k == "axis" && (op == "var" || op == "std") && correction.is_none())
+    throw nb::type_error(("reduce('" + std::string(op) + "', axis=...): give correction= too (NumPy's ddof defaults to "
+                          "0, fusejit's correction to PyTorch's 1), or write v." + std::string(op) + "(axis) for NumPy's")
+                             .c_str());
+  if (value.is_none()) return;
+  axes = value;
+  axes_given = true;
+}
+
 // reduce()'s keyword arguments past its own: NumPy's keepdims is keepdim, NumPy's axis and
 // PyTorch's dim are axes (as fusejit.reduce and Value.sum take them: a NumPy or PyTorch user types
 // them by reflex); ddof/unbiased say what fusejit calls them (as the graph text's parser does),
-// anything else lists the ones it takes. Updates `axes`; returns keepdim.
-bool reduce_keywords(nb::handle& axes, nb::handle keepdim, const nb::kwargs& extra) {
+// anything else lists the ones it takes. Updates `axes` (alias_axes); returns keepdim.
+bool reduce_keywords(std::string_view op, nb::handle& axes, nb::handle keepdim, nb::handle correction,
+                     const nb::kwargs& extra) {
   nb::handle kd = keepdim;
   const char* name = "keepdim";
   bool axes_given = !axes.is_none();
@@ -156,9 +176,7 @@ bool reduce_keywords(nb::handle& axes, nb::handle keepdim, const nb::kwargs& ext
       continue;
     }
     if (k == "axis" || k == "dim") {
-      if (axes_given) throw nb::type_error(("reduce(): give axes or " + k + ", not both").c_str());
-      axes = value;
-      axes_given = true;
+      alias_axes(op, k, value, axes, axes_given, correction);
       continue;
     }
     std::string hint = "reduce() takes name, x, axes (or axis, dim), keepdim (or keepdims), correction and initial";
@@ -500,7 +518,7 @@ void bind_graph_builder(nb::module_& m) {
           "reduce",
           [](nb::handle self, std::string_view name, nb::handle x, nb::handle axes, nb::handle keepdim,
              nb::handle correction, nb::handle initial, nb::kwargs extra) {
-            const bool kd = reduce_keywords(axes, keepdim, extra);
+            const bool kd = reduce_keywords(name, axes, keepdim, correction, extra);
             std::optional<int64_t> c;
             if (!correction.is_none()) c = correction_arg(correction, name);
             std::optional<double> init;

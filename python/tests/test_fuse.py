@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import threading
+import traceback
 import warnings
 import weakref
 
@@ -2107,12 +2108,18 @@ def test_a_warning_about_a_traced_op_names_the_line_that_built_it(tmp_path):
     assert (w.filename, w.lineno) == (__file__, line)
     col = f":{inspect.getsourcelines(center)[0][2].index('x - m') + 1}" if sys.version_info >= (3, 11) else ""
     assert str(w.message).startswith(f"{__file__}:{line}{col}: 'out' broadcasts"), str(w.message)
-    # Diagnostics only: the kernels carry no Python lines (a function moved in its file keeps its
-    # cached kernels), an ahead-of-time folder no path of this machine.
+    # The kernels' comments tag each op with its Python line, as a graph file's; their names leave
+    # the tags out (a function moved in its file keeps its cached kernels); an ahead-of-time folder
+    # names no path of this machine.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prog = fusejit.fuse(center).program(np.ones((4, 4), np.float32))
-    assert os.path.basename(__file__) not in prog.cuda_source()
+        scope: dict = {}  # center again, 40 lines further down
+        exec(compile("\n" * 40 + "def center(x):\n    m = (x * 1).mean(-1)\n    return x - m\n", __file__, "exec"), scope)
+        moved_prog = fusejit.fuse(scope["center"]).program(np.ones((4, 4), np.float32))
+    assert f"  [{os.path.basename(__file__)}:{line}]" in prog.cuda_source()
+    assert f"  [{os.path.basename(__file__)}:43]" in moved_prog.cuda_source()
+    assert [k.name for k in moved_prog.kernels] == [k.name for k in prog.kernels]
     fusejit.compile_to_dir(prog.graph, "sm_90", str(tmp_path / "aot"), fused_only=True)
     assert json.loads((tmp_path / "aot" / "index.json").read_text())["graph_file"] == ""
     with warnings.catch_warnings(record=True) as caught:  # filtered by this module, as warnings.warn's
@@ -2344,8 +2351,9 @@ def test_pytorch_tensor_methods_say_what_to_write_and_other_names_get_pythons_er
              "softmax": r"write fusejit\.reduce\('softmax', v, axes\)",
              "amax": r"write v\.max\(axis\) or fusejit\.reduce\('amax', v, axes\)$",
              "where": r"write np\.where\(cond, v, y\) \(PyTorch's v\.where\(cond, y\)\)$",
-             "float": r"write v\.astype\(np\.float32\)$", "bfloat16": r"write v\.astype\(np\.bfloat16\)$",
-             "to": r"write v\.astype\(dtype\)$"}
+             "float": r"write v\.astype\(np\.float32\)$", "bfloat16": r"write v\.astype\(\"bf16\"\)$",
+             "to": r"write v\.astype\(dtype\)$", "sub": r"write v - y$", "lt": r"write v < y$",
+             "add_": r"write v \+= y$", "zero_": r"write v\[\.\.\.\] = 0$"}
     for name, says in cases.items():
         with pytest.raises(AttributeError, match=f"^'fusejit.Value' object has no attribute '{name}': a value has "
                                                  "NumPy's ndarray methods, not PyTorch's; " + says):
@@ -2353,6 +2361,17 @@ def test_pytorch_tensor_methods_say_what_to_write_and_other_names_get_pythons_er
     with np.errstate(all="ignore"):
         np.testing.assert_allclose(fusejit.fuse(lambda v: fusejit.op("sigmoid", v))(x), 1 / (1 + np.exp(-x)), rtol=1e-6)
     np.testing.assert_array_equal(fusejit.fuse(lambda v: fusejit.op("clamp", v, -1.0, 1.0))(x), np.clip(x, -1, 1))
+    np.testing.assert_array_equal(fusejit.fuse(lambda v: v.astype("bf16").astype(np.float32))(x), x)  # exact in bf16
+    # A message that says what to write gets no "Did you mean" of Python's (v.sqrt(): 'sort').
+    for name in ("sqrt", "sin", "sub", "reshape"):
+        with pytest.raises(AttributeError) as e:
+            fusejit.fuse(lambda v: getattr(v, name))(x)
+        assert "Did you mean" not in "".join(traceback.format_exception_only(e.value)), name
+    with pytest.raises(AttributeError) as e:
+        fusejit.fuse(lambda v: v.maxx)(x)
+    if sys.version_info >= (3, 12):  # 3.11's traceback module offers none for an exception caught
+        assert "Did you mean: 'max'?" in "".join(traceback.format_exception_only(e.value))
+    assert not hasattr(fusejit.GraphBuilder().input("x", "f32", [2]), "\ud800")  # no TypeError of _op_kind
     # Any other name: Python's own error, whose name and obj give its "Did you mean" suggestion.
     for name in ("frobnicate", "maxx", "input", "__array_interface__"):
         with pytest.raises(AttributeError, match=f"^'fusejit.Value' object has no attribute '{name}'$") as e:
@@ -3131,3 +3150,39 @@ def test_a_program_call_that_leaves_out_an_array_default_takes_it_as_the_functio
     # A program compiled from the graph is no fused function's: every input is given.
     with pytest.raises(TypeError, match=r"^missing input\(s\): eps$"):
         fusejit.compile(prog.graph)(x)
+
+
+def test_a_program_fills_only_an_arrays_own_default_of_its_dtype_and_rank():
+    # A hostile tester's finds: a default filled another input of its name; None and float defaults
+    # of an argument traced as an array were filled (errors about arrays the user never passed).
+    x = np.array([[3.0, -4.0], [1.0, 2.0]], np.float32)
+
+    class Layer:
+        def __init__(self):
+            self.scale = np.array(2.0, np.float32)  # an input named self_scale
+
+        @fusejit.fuse
+        def fwd(self, x, self_scale=np.float32(0.5)):  # its input is renamed self_scale_
+            return x * self.scale + self_scale
+
+    layer = Layer()
+    p = layer.fwd.program(x)
+    assert [t.name for t in p.graph.inputs] == ["self_scale", "x", "self_scale_"]
+    np.testing.assert_array_equal(p(x=x, self_scale=layer.scale)["out"], layer.fwd(x))  # the default: its own
+    with pytest.raises(TypeError, match=r"^missing input\(s\): self_scale$"):
+        p(x=x, self_scale_=np.float32(0.5))  # the attribute's input is not the parameter's default
+
+    @fusejit.fuse
+    def shift(x, dim=np.float32(0.5), mask=None, scale=1.0, eps=np.float32(1e-6)):  # dim: a reserved word
+        y = x + dim + eps
+        return y if mask is None else np.where(mask, y, 0) * scale
+
+    p = shift.program(x)
+    np.testing.assert_array_equal(p(x)["out"], shift(x))  # 'dim' is input arg1: filled by its parameter
+    m = np.array([True, False])
+    p = shift.program(x, mask=m, scale=np.float32(3.0), eps=np.float64(1e-6))  # eps traced as f64
+    for call in (lambda: p(x, mask=m), lambda: p(x)):
+        with pytest.raises(TypeError, match=r"^missing input\(s\): .*scale"):  # not "expected an array, got float"
+            call()
+    with pytest.raises(TypeError, match=r"^missing input\(s\): eps$"):  # an f32 default is no f64 input
+        p(x, mask=m, scale=np.float32(3.0))
