@@ -484,9 +484,12 @@ class Program:
             np_mod = sys.modules.get("numpy")  # a NumPy scalar counts too (NumPy is imported if it is one)
             kinds = (bool, int, float) + ((np_mod.generic,) if np_mod else ())
             number = any(isinstance(a, kinds) for a in args[len(self._inputs):])
+            traced = (f" (a Python number is a constant of the trace of fused function '{self._traced_by}', no "
+                      "input of its Program: call the function for another value, or pass it to the function as "
+                      "a 0-d array to make it an input)") if self._traced_by and number else ""
             raise TypeError(f"{len(args)} positional inputs given; the graph has {len(self._inputs)}: "
                             + ", ".join(self._inputs)
-                            + (f" (params go by keyword: {params[0]}=...)" if params and number else ""))
+                            + (f" (params go by keyword: {params[0]}=...)" if params and number else traced))
         given = dict(zip(self._inputs, args))
         params = {}
         for k, v in kwargs.items():
@@ -658,6 +661,8 @@ class Program:
     def _out_mapping(self, out: Any) -> dict[str, Any]:
         """``out`` as a dict: a mapping or (name, array) pairs as dict() reads them, or a list or tuple
         of one array per output in declaration order."""
+        if hasattr(out, "shape") and len(self._out_names) == 1:  # one array for the one output, as NumPy's out=
+            return {self._out_names[0]: out}
         if isinstance(out, (list, tuple)) and not (out and all(isinstance(p, tuple) and len(p) == 2 and
                                                                isinstance(p[0], str) for p in out)):
             if len(out) != len(self._out_names):
@@ -669,7 +674,8 @@ class Program:
                 raise TypeError
             return dict(out)
         except (TypeError, ValueError):
-            hint = f" (one array: out=[y] or out={{{self._out_names[0]!r}: y}})" if self._out_names else ""
+            hint = (f" (the program has {len(self._out_names)} outputs: out={{{self._out_names[0]!r}: y, ...}} or one "
+                    "array per output in order)")
             raise TypeError(f"out: expected a dict {{output name: array}} or one array per output in order, "
                             f"got {type(out).__name__}{hint if hasattr(out, 'shape') else ''}") from None
 

@@ -806,11 +806,17 @@ def test_out_as_a_list_in_output_order_and_bad_out_or_dtype_are_clear_errors():
         p(x=x, out=[y])
     with pytest.raises(TypeError, match="out: expected a dict"):
         p(x=x, out=3)
-    # A bare array (NumPy's out= habit) is no mapping: a TypeError saying how to write it, not
-    # NumPy's "truth value is ambiguous", and never ignored (an empty one read as no outputs).
+    # A bare array (NumPy's out= habit) is the output of a one-output program (a new user's wish);
+    # for more it is a TypeError saying how to write them, not NumPy's "truth value is ambiguous",
+    # and never ignored (an empty one read as no outputs).
     for bad in [np.zeros(4, np.float32), np.zeros(1, np.float32), np.zeros(0, np.float32), np.zeros((2, 2))]:
-        with pytest.raises(TypeError, match=r"got ndarray \(one array: out=\[y\] or out=\{'y': y\}\)"):
+        with pytest.raises(TypeError, match=r"got ndarray \(the program has 2 outputs: out=\{'y': y, \.\.\.\} or one"):
             p(x=x, out=bad)
+    one = fusejit.compile(fusejit.Graph.parse("graph g\ninput x : f32[4]\ny = x * 2\noutput y\n"))
+    y = np.zeros(4, np.float32)
+    assert one(x, out=y)["y"] is y and y.tolist() == [0, 2, 4, 6]
+    with pytest.raises(fusejit.UserError, match="shape"):
+        one(x, out=np.zeros(3, np.float32))  # checked as out=[y] is
     with pytest.raises(TypeError, match=r"out: 0 array\(s\) for 2 output\(s\)"):
         p(x=x, out=[])
     assert p(x=x, out={})["y"].tolist() == [0, 2, 4, 6]  # an empty mapping gives none: all allocated

@@ -876,6 +876,11 @@ def test_astype_takes_numpy_dtype_names_as_numpy_does():
     for name in ("i8", "u8", "f16"):
         with pytest.raises(fusejit.UserError, match=re.escape(f"astype('{name}'): NumPy reads '{name}' as")):
             fusejit.fuse(lambda a, name=name: a.astype(name))(x)
+    # Only names fusejit takes are offered (float128 was, and refused in turn: a new user's find).
+    with pytest.raises(fusejit.UserError, match=re.escape("write 'float16' (fusejit has no float128) (or np.float16)")):
+        fusejit.fuse(lambda a: a.astype("f16"))(x)
+    with pytest.raises(fusejit.UserError, match=re.escape("write 'int8' or 'int64' (or np.int8)")):
+        fusejit.fuse(lambda a: a.astype("i8"))(x)
 
 
 def test_fused_arguments_fusejit_cannot_take_are_named():
@@ -2353,7 +2358,8 @@ def test_pytorch_tensor_methods_say_what_to_write_and_other_names_get_pythons_er
              "where": r"write np\.where\(cond, v, y\) \(PyTorch's v\.where\(cond, y\)\)$",
              "float": r"write v\.astype\(np\.float32\)$", "bfloat16": r"write v\.astype\(\"bf16\"\)$",
              "to": r"write v\.astype\(dtype\)$", "sub": r"write v - y$", "lt": r"write v < y$",
-             "add_": r"write v \+= y$", "zero_": r"write v\[\.\.\.\] = 0$"}
+             "add_": r"write v \+= y$", "zero_": r"write v\[\.\.\.\] = 0$",
+             "masked_fill": r"write np\.where\(mask, value, v\)$", "type_as": r"write v\.astype\(u\.dtype\)$"}
     for name, says in cases.items():
         with pytest.raises(AttributeError, match=f"^'fusejit.Value' object has no attribute '{name}': a value has "
                                                  "NumPy's ndarray methods, not PyTorch's; " + says):
@@ -2372,13 +2378,21 @@ def test_pytorch_tensor_methods_say_what_to_write_and_other_names_get_pythons_er
     if sys.version_info >= (3, 12):  # 3.11's traceback module offers none for an exception caught
         assert "Did you mean: 'max'?" in "".join(traceback.format_exception_only(e.value))
     assert not hasattr(fusejit.GraphBuilder().input("x", "f32", [2]), "\ud800")  # no TypeError of _op_kind
+    # A method's error names the method written (v.max(dim=-1) said "amax on a fusejit value").
+    with pytest.raises(TypeError, match=r"^v\.max on a fusejit value takes axis and keepdims .*not dim$"):
+        fusejit.fuse(lambda v: v.max(dim=-1))(x)
+    # A Python number given to a traced Program says it is a constant of the trace.
+    p = fusejit.fuse(lambda v, t: v / t).program(x, 0.7)
+    with pytest.raises(TypeError, match=r"2 positional inputs given; the graph has 1: v \(a Python number is a "
+                                        r"constant of the trace of fused function '<lambda>'"):
+        p(x, 1.3)
     # Any other name: Python's own error, whose name and obj give its "Did you mean" suggestion.
     for name in ("frobnicate", "maxx", "input", "__array_interface__"):
         with pytest.raises(AttributeError, match=f"^'fusejit.Value' object has no attribute '{name}'$") as e:
             fusejit.fuse(lambda v: getattr(v, name))(x)
         assert e.value.name == name
     # A layout method's message is not lost to __getattr__ (Python calls it after a property raises).
-    for name in ("reshape", "T", "transpose", "view"):
+    for name in ("reshape", "T", "transpose", "view", "unsqueeze", "permute"):
         with pytest.raises(AttributeError, match=f"^fusejit.Value has no '{name}': a fused graph maps elements"):
             fusejit.fuse(lambda v: getattr(v, name))(x)
     assert not hasattr(fusejit.GraphBuilder().input("x", "f32", [2]), "__cuda_array_interface__")
