@@ -36,7 +36,7 @@ import re
 import threading
 import types
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import numpy as np
 
@@ -504,6 +504,15 @@ _FUSEJIT_DTYPE_NAMES = frozenset(("bool", "i32", "i64", "bf16", "f32", "f64"))
 _AMBIGUOUS_DTYPE_NAMES = {"i8": ("int8", "int64"), "u8": ("uint8", "uint64"), "f16": ("float16", "float128")}
 
 
+def _refuse_ambiguous(dtype: str) -> NoReturn:
+    """astype("i8"): NumPy's int64, fusejit's int8. Offers only names fusejit takes (float128, offered
+    for "f16", was refused in turn: a new user's find)."""
+    ours, numpys = _AMBIGUOUS_DTYPE_NAMES[dtype]
+    theirs = f" or '{numpys}'" if numpys != "float128" else " (fusejit has no float128)"
+    raise UserError(f"astype({dtype!r}): NumPy reads '{dtype}' as {numpys}, fusejit as {ours}; write "
+                    f"'{ours}'{theirs} (or np.{ours})")
+
+
 def _astype(self: Value, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
             copy: bool = True) -> Value:
     """``cast(x, dtype)``: dtype a fusejit name ("bf16"), a NumPy/PyTorch dtype (as GraphBuilder.input)
@@ -523,11 +532,7 @@ def _astype(self: Value, dtype: Any, order: str = "K", casting: str = "unsafe", 
         _check_casting(str(self.dtype), str(dtype), casting)
         return self if not copy and str(dtype) == str(self.dtype) else self.builder.cast(self, str(dtype))
     if isinstance(dtype, str) and dtype in _AMBIGUOUS_DTYPE_NAMES:
-        ours, numpys = _AMBIGUOUS_DTYPE_NAMES[dtype]
-        # float128 is no fusejit dtype: offered, it was refused in turn (a new user's find).
-        theirs = f" or '{numpys}'" if numpys != "float128" else " (fusejit has no float128)"
-        raise UserError(f"astype({dtype!r}): NumPy reads '{dtype}' as {numpys}, fusejit as {ours}; write "
-                        f"'{ours}'{theirs} (or np.{ours})")
+        _refuse_ambiguous(dtype)
     if isinstance(dtype, str) and dtype not in _FUSEJIT_DTYPE_NAMES:
         try:
             dtype = np.dtype(dtype)
