@@ -1038,6 +1038,29 @@ def _renew_trace_lock(at_exit: bool = False) -> None:
 
 
 os.register_at_fork(after_in_child=_renew_trace_lock)
+_TRACE_WAIT_WARNING_S = 10.0  # a trace's wait for the lock before it warns that it may wait for ever
+_TRACE_HOLDER: list = ["", ""]  # the function whose trace holds _TRACE_LOCK, and its thread's name
+
+
+def _wait_for_trace_lock(fn_name: str, stacklevel: int) -> None:
+    """Returns once _TRACE_LOCK is free or this thread's, warning first if another thread's trace
+    holds it _TRACE_WAIT_WARNING_S: a traced function that waits for a thread which traces waits
+    for ever (docs/fuse.md, "Threads"), where the hang said nothing. Takes the lock and gives it back
+    (the caller's `with` takes it whole); an interrupted wait takes nothing."""
+    if _TRACE_LOCK._is_owned():
+        return
+    taken = False
+    try:
+        taken = _TRACE_LOCK.acquire(timeout=_TRACE_WAIT_WARNING_S)
+        if not taken:
+            fn, thread = _TRACE_HOLDER
+            warnings.warn(f"fuse: the trace of '{fn_name}' has waited {_TRACE_WAIT_WARNING_S:g} s for the trace of "
+                          f"'{fn}' in thread '{thread}' (traces take turns); if that function waits for this thread, "
+                          "both wait for ever: a traced function must not wait for a thread that traces "
+                          "(docs/fuse.md, \"Threads\")", FusejitWarning, stacklevel=stacklevel + 1)
+    finally:
+        if taken:
+            _TRACE_LOCK.release()
 _UNBOUND = object()  # a parameter a call has not bound yet (_by_keyword)
 _MAX_ENTRIES = 64  # programs kept per function; one not called lately is dropped beyond (torch.compile: 8)
 _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile's recompile limit is 8)
@@ -1624,9 +1647,15 @@ class Fused:
             entry.used = True  # a second call (a first one's entry is new: last in the order)
         else:
             said: list = []
+            _wait_for_trace_lock(self.__name__, stacklevel)
             with _TRACE_LOCK:
-                key, arrays = self._key(items, not self._dynamic)  # _dynamic may have changed meanwhile
-                entry = self._entries.get(key) or self._new_entry(args, kwargs, items, key, said)
+                holder = _TRACE_HOLDER[:]
+                _TRACE_HOLDER[:] = [self.__name__, threading.current_thread().name]
+                try:
+                    key, arrays = self._key(items, not self._dynamic)  # _dynamic may have changed meanwhile
+                    entry = self._entries.get(key) or self._new_entry(args, kwargs, items, key, said)
+                finally:
+                    _TRACE_HOLDER[:] = holder
             for message in said:  # once the entry is kept: a warning raised as an error loses no trace
                 warnings.warn(message, FusejitWarning, stacklevel=stacklevel)
         return entry, arrays

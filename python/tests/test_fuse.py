@@ -3200,3 +3200,26 @@ def test_a_program_fills_only_an_arrays_own_default_of_its_dtype_and_rank():
             call()
     with pytest.raises(TypeError, match=r"^missing input\(s\): eps$"):  # an f32 default is no f64 input
         p(x, mask=m, scale=np.float32(3.0))
+
+
+def test_a_trace_that_waits_long_for_another_threads_trace_says_why(monkeypatch):
+    # A traced function that waits for a thread which traces waits for ever (docs/fuse.md,
+    # "Threads"), where the hang said nothing: the waiting trace warns, naming the one it waits for.
+    from fusejit import _fuse
+    monkeypatch.setattr(_fuse, "_TRACE_WAIT_WARNING_S", 0.2)
+    g = fusejit.fuse(lambda v: v + 1)
+    done, threads = [], []
+
+    @fusejit.fuse
+    def outer(x):
+        t = threading.Thread(target=lambda: done.append(g(np.ones(3, np.float32))), name="worker")
+        threads.append(t)
+        t.start()
+        t.join(1.0)  # a real deadlock would wait for ever: this one gives up, and the worker goes on
+        return x * 2
+
+    with pytest.warns(fusejit.FusejitWarning, match=r"fuse: the trace of '<lambda>' has waited 0\.2 s for the trace "
+                                                     r"of 'outer' in thread 'MainThread' .*must not wait for a thread"):
+        assert outer(np.ones(2, np.float32)).tolist() == [2, 2]
+        threads[0].join()
+    assert done[0].tolist() == [2, 2, 2]
