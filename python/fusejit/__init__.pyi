@@ -297,7 +297,7 @@ def compile_to_dir(graph: Graph, arch: str, out_dir: str | bytes | os.PathLike[s
 def load(dir: str | bytes | os.PathLike[str], *, cache_dir: str | bytes | os.PathLike[str] | None = None,
          disk_cache: bool = True,
          device: int = 0, backend: str = "auto") -> Program: ...  # "cpu": the folder's graph on the CPU path
-def op(name: str, *args: Operand) -> Value: ...  # on the first Value's builder
+def op(name: str, *args: Operand) -> Value | bool | int | float: ...  # on the first Value's builder; numbers only: folded
 def reduce(name: str, x: Value, axes: int | Sequence[int] | None = None, keepdim: bool | None = None, *,
            correction: int | None = None, initial: float | None = None, keepdims: bool | None = None,
            axis: int | Sequence[int] | None = None, dim: int | Sequence[int] | None = None) -> Value: ...

@@ -73,25 +73,31 @@ _REDUCTIONS = {"sum": "sum", "mean": "mean", "prod": "prod", "max": "amax", "ama
                "all": "all"}
 
 
-def _builder_of(args: tuple) -> Any:
-    """The GraphBuilder of the first Value among `args` (UserError when there is none)."""
+def _builder_of(args: tuple, literals: bool = False) -> Any:
+    """The GraphBuilder of the first Value among `args`; with `literals`, where every one is a
+    number, a new builder, whose op() folds them as graph text does (fusejit.op("rsqrt", 64.0) in a
+    traced function was a UserError: a new user's find); a UserError otherwise."""
     for a in args:
         if isinstance(a, Value):
             return a.builder
+    if literals and args and all(isinstance(a, (bool, int, float, np.bool_, np.integer, np.floating)) for a in args):
+        return GraphBuilder("literals")
     arrays = " (arrays are no graph values: it builds graph nodes, so call it inside a @fusejit.fuse function, " \
              "on its arguments, or on a GraphBuilder's values; it computes nothing itself)" \
         if any(hasattr(a, "shape") for a in args) else ""
-    raise UserError("no fusejit.Value among the operands: an op needs at least one graph value" + arrays)
+    raise UserError("no fusejit.Value among the operands: an op needs a graph value, or numbers only (which fold)"
+                    + arrays)
 
 
 def op(name: str, *args: Any, **keywords: Any) -> Value:
     """The elementwise op `name` of docs/ops.md on values of one GraphBuilder (a Value's builder), as
     ``GraphBuilder.op``: ``fusejit.op("silu", g) * u``, ``fusejit.op("where", c, x, 0.0)``. For
-    functions traced by :func:`fuse` and for builder values alike. Raises UserError (unknown op, bad
-    operands; no Value among them); a keyword argument is a TypeError saying what to write instead
-    (``approximate="tanh"``: the op gelu_tanh)."""
+    functions traced by :func:`fuse` and for builder values alike; operands that are all numbers
+    fold, as graph text folds them, to a Python number (``fusejit.op("rsqrt", 64.0)`` is 0.125).
+    Raises UserError (unknown op, bad operands; no Value among them, nor only numbers); a keyword
+    argument is a TypeError saying what to write instead (``approximate="tanh"``: the op gelu_tanh)."""
     try:
-        return _builder_of(args).op(name, *args, **keywords)
+        return _builder_of(args, literals=True).op(name, *args, **keywords)
     except UserError as e:
         if "builder's reduce(" not in e.message:
             raise

@@ -431,6 +431,15 @@ def test_an_op_of_literals_only_folds_as_graph_text_does():
     folded = b.op("logaddexp", 1.0, 2.0)
     assert type(folded) is float and folded == 2 + math.log1p(math.exp(-1.0))  # f64, as text folds it
     assert b.op("add", 2, 3) == 5 and b.op("lt", 1, 2) is True
+    # fusejit.op folds numbers alike: a traced function's rsqrt(head_dim) (a new user's find: a
+    # UserError "no fusejit.Value among the operands").
+    assert fusejit.op("rsqrt", 64.0) == 0.125 and fusejit.op("maximum", np.float32(2), 3) == 3.0
+    f = fusejit.fuse(lambda v: v * fusejit.op("rsqrt", 64.0))
+    assert f(np.full(2, 8.0, np.float32)).tolist() == [1.0, 1.0]
+    for bad in ((), (np.ones(2),), (1.0, np.ones(2)), ("x",)):
+        with pytest.raises(fusejit.UserError, match="no fusejit.Value among the operands: an op needs a graph value, or "
+                                                    "numbers only"):
+            fusejit.op("add", *bad) if len(bad) != 1 else fusejit.op("exp", *bad)
     b.output("y", x + folded)
     text = fusejit.Graph.parse("input x : f64[3]\ny = x + logaddexp(1.0, 2.0)\noutput y\n")
     assert b.build().to_text() == text.to_text()
