@@ -38,11 +38,11 @@ std::size_t dtype_size(DType t) {
   return static_cast<std::size_t>(ir::dtype_size(to_ir(t)));
 }
 
-OpKind op_kind(std::string_view name) {
+OpKind op_kind(std::string_view name) noexcept {
   if (ir::is_reduce_name(name)) return OpKind::Reduction;
   if (name == "cast") return OpKind::Elementwise;
   const std::optional<ir::Op> op = ir::parse_op(name);
-  return op && !ir::is_leaf(*op) ? OpKind::Elementwise : OpKind::None;
+  return op && !ir::is_leaf(*op) ? OpKind::Elementwise : OpKind::Unknown;
 }
 
 int64_t TensorInfo::elements() const {

@@ -196,7 +196,7 @@ TEST_CASE("op_kind answers as GraphBuilder::op and reduce take the name") {
   for (const char* name : {"sum", "amax", "argmax", "softmax", "logsumexp", "var", "std", "any", "all"})
     CHECK_MESSAGE(fj::op_kind(name) == fj::OpKind::Reduction, std::string(name));
   for (const char* name : {"", "input", "param", "const", "Exp", "max", "min", "reshape", "exp "})
-    CHECK_MESSAGE(fj::op_kind(name) == fj::OpKind::None, std::string(name));
+    CHECK_MESSAGE(fj::op_kind(name) == fj::OpKind::Unknown, std::string(name));
   // Every name the builder's op() takes (an arity error aside) is one op_kind calls elementwise,
   // and no other: the others get "unknown op" or "is a reduction".
   for (const char* name : {"exp", "neg", "maximum", "clamp", "fma", "where", "silu", "gelu_tanh", "isnan", "logical_not",

@@ -2202,4 +2202,7 @@ TEST_CASE("a fused group's structural key differs wherever its generated kernel 
     CHECK(std::get<2>(moved).find("/home/me") == std::string::npos);  // the file's name, not its path
     CHECK(std::get<0>(moved) != std::get<0>(unlocated));  // the memory cache's key: a hit gives these comments
   }
+  const auto down = traced("other.py", 41);  // the same file a line further: its own key, the same kernel name
+  CHECK(std::get<0>(down) != std::get<0>(traced("other.py", 40)));
+  CHECK(std::get<1>(down) == std::get<1>(unlocated));
 }

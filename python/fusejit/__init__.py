@@ -527,14 +527,15 @@ class Program:
             _refused(e, arrays, self._in_whats)
         return {name: tuple(s) for name, s in zip(self._out_names, shapes)}
 
-    def __call__(self, *args: Any, out: Mapping[str, Any] | Sequence[Any] | None = None,
+    def __call__(self, *args: Any, out: Mapping[str, Any] | Sequence[Any] | Any | None = None,
                  stream: int | None = None, plan: str = "fused", **kwargs: Any) -> dict[str, Any]:
         """Runs the program: ``prog(x=..., w=..., eps=1e-6, out={"y": y})``.
 
         Inputs: one array per graph input, of its dtype; dims come from their shapes. Params: by
         name, the rest take the graph's defaults. Outputs are allocated like the first input
         (NumPy -> NumPy, torch -> torch on its device, CuPy -> CuPy) unless ``out`` supplies them
-        (a dict by name, or a list or tuple of one array per output in declaration order);
+        (a dict by name, a list or tuple of one array per output in declaration order, or, for a
+        program of one output, the array itself);
         an output may be an input (in place) where docs/api.md allows it. Strided views (e.g.
         transposed) are read and written in place, never copied (a GPU program copies NumPy
         arrays to the device and back: its host ``out`` arrays must be C-contiguous). Device tensors run on the
@@ -565,7 +566,9 @@ class Program:
     def _warn_updates(self, out: Any) -> None:
         """Once per Program, for a call whose `out` leaves out an argument the fused function that
         traced it updates in place: a Program call does not update it."""
-        if isinstance(out, (list, tuple)) or all(n in (out or ()) for n, _ in self._updates):
+        if out is not None and not isinstance(out, Mapping):  # one array per output (or pairs): each is given
+            return
+        if all(n in (out or ()) for n, _ in self._updates):
             return
         outs = ", ".join(f"{n!r}: {arg}" for n, arg in self._updates)
         warnings.warn(f"this Program of fused function '{self._traced_by}' returns the updated values of the arguments "

@@ -34,6 +34,7 @@ import operator
 import os
 import re
 import threading
+import time
 import types
 import warnings
 from typing import Any, Callable, NoReturn
@@ -848,7 +849,7 @@ _NUMPY_SPELLING = {"clamp": "v.clip(lo, hi) or fusejit.op('clamp', v, lo, hi)", 
                    "masked_fill_": "v[...] = np.where(mask, value, v)", "type_as": "v.astype(u.dtype)",
                    **{m: f"v.astype({t})" for m, t in _TORCH_CASTS.items()},
                    **{m: f"v {o} y" for m, o in _TORCH_OPERATORS.items()},
-                   **{f"{m}_": f"v {o}= y" for m, o in _TORCH_OPERATORS.items() if o[-1] != "=" and o != "//"}}
+                   **{f"{m}_": f"v {o}= y" for m, o in _TORCH_OPERATORS.items() if o in ("+", "-", "*", "/", "//", "%")}}
 
 
 class _NoSuggestions:
@@ -1041,32 +1042,61 @@ def _renew_trace_lock(at_exit: bool = False) -> None:
         return
     if at_exit or not _TRACE_LOCK._is_owned():
         _TRACE_LOCK = threading.RLock()
-
+        _TRACE_HOLDER[:] = ["", ""]  # the old lock's holder holds no new one
 
 os.register_at_fork(after_in_child=_renew_trace_lock)
 _TRACE_WAIT_WARNING_S = 10.0  # a trace's wait for the lock before it warns that it may wait for ever
-_TRACE_HOLDER: list = ["", ""]  # the function whose trace holds _TRACE_LOCK, and its thread's name
+# The function whose traced code runs under _TRACE_LOCK, and its thread's name ("": none runs now,
+# a compile maybe): set by Fused._traced around the function's own code.
+_TRACE_HOLDER: list = ["", ""]
 
 
-def _wait_for_trace_lock(fn_name: str, stacklevel: int) -> None:
-    """Returns once _TRACE_LOCK is free or this thread's, warning first if another thread's trace
-    holds it _TRACE_WAIT_WARNING_S: a traced function that waits for a thread which traces waits
-    for ever (docs/fuse.md, "Threads"), where the hang said nothing. Takes the lock and gives it back
-    (the caller's `with` takes it whole); an interrupted wait takes nothing."""
+# Traces waiting for _TRACE_LOCK: thread ident -> [function name, since (time.monotonic()), warned];
+# one watcher thread (_watch_trace_waits) reads them. The waiting thread takes the lock with a `with`
+# only, which an interrupt cannot leave held (a hand-made acquire and release could: a hostile
+# tester's find), and starts no thread of its own (one per wait, interrupted, was left running).
+_TRACE_WAITERS: dict = {}
+_TRACE_WAITING = threading.Event()  # set while _TRACE_WAITERS may hold one
+_TRACE_WATCHER = [0]  # the process that started the watcher (after fork(): none runs in the child)
+
+
+def _watch_trace_waits() -> None:
+    """The watcher thread: warns once for each trace that has waited for _TRACE_LOCK over
+    _TRACE_WAIT_WARNING_S while another thread's traced function runs (not a compile: it ends). A
+    traced function that waits for a thread which traces waits for ever (docs/fuse.md, "Threads"),
+    where the hang said nothing."""
+    while True:
+        _TRACE_WAITING.wait()
+        time.sleep(min(1.0, _TRACE_WAIT_WARNING_S / 4))
+        now, (fn, thread) = time.monotonic(), _TRACE_HOLDER
+        for waiter in list(_TRACE_WAITERS.values()):
+            if fn and not waiter[2] and now - waiter[1] >= _TRACE_WAIT_WARNING_S:
+                waiter[2] = True
+                warnings.warn(f"fuse: the trace of '{waiter[0]}' has waited {_TRACE_WAIT_WARNING_S:g} s for the trace "
+                              f"of '{fn}' in thread '{thread}' (traces take turns); if that function waits for the "
+                              "thread of this one, both wait for ever: a traced function must not wait for a thread "
+                              "that traces (docs/fuse.md, \"Threads\")", FusejitWarning, stacklevel=1)
+        _TRACE_WAITING.clear()
+        if _TRACE_WAITERS:  # one that came meanwhile
+            _TRACE_WAITING.set()
+
+
+def _await_trace(fn_name: str) -> bool:
+    """Notes that the trace of `fn_name` is about to wait for _TRACE_LOCK, for the watcher (started
+    here in a process that has none); False where this thread holds the lock already."""
     if _TRACE_LOCK._is_owned():
-        return
-    taken = False
-    try:
-        taken = _TRACE_LOCK.acquire(timeout=_TRACE_WAIT_WARNING_S)
-        if not taken:
-            fn, thread = _TRACE_HOLDER
-            warnings.warn(f"fuse: the trace of '{fn_name}' has waited {_TRACE_WAIT_WARNING_S:g} s for the trace of "
-                          f"'{fn}' in thread '{thread}' (traces take turns); if that function waits for this thread, "
-                          "both wait for ever: a traced function must not wait for a thread that traces "
-                          "(docs/fuse.md, \"Threads\")", FusejitWarning, stacklevel=stacklevel + 1)
-    finally:
-        if taken:
-            _TRACE_LOCK.release()
+        return False
+    if _TRACE_WATCHER[0] != os.getpid():
+        _TRACE_WATCHER[0] = os.getpid()
+        try:
+            threading.Thread(target=_watch_trace_waits, name="fusejit-trace-waits", daemon=True).start()
+        except RuntimeError:  # no new thread at interpreter shutdown: no warning
+            pass
+    _TRACE_WAITERS[threading.get_ident()] = [fn_name, time.monotonic(), False]
+    _TRACE_WAITING.set()
+    return True
+
+
 _UNBOUND = object()  # a parameter a call has not bound yet (_by_keyword)
 _MAX_ENTRIES = 64  # programs kept per function; one not called lately is dropped beyond (torch.compile: 8)
 _TRACE_WARNING_AT = 8  # traces of one function before a warning (torch.compile's recompile limit is 8)
@@ -1095,10 +1125,8 @@ def _graph_name(name: str, fallback: str, taken: set) -> str:
 class _TraceBuilder(GraphBuilder):
     """A trace's GraphBuilder. Once the trace has built its graph, a value kept past it (stored in a
     global or an object) says so where a plain builder's says "build() ends it", as its user
-    made no builder (the binding reads `_spent_note`, once the builder has built or `_ended`: a
-    trace that raised builds nothing)."""
-
-    _ended = False
+    made no builder (the binding reads `_spent_note`, once the builder has built or has an
+    attribute `_ended`, set when its trace raised: it builds nothing)."""
 
     def __init__(self, graph_name: str, fn_name: str) -> None:
         super().__init__(graph_name)
@@ -1548,6 +1576,8 @@ class Fused:
         call that leaves it out; another dtype: another pattern) stays a missing input."""
         from . import numpy_dtype
 
+        if not self._call_defaults:  # a generic wrapper's (*args, **kwargs): its own defaults are not its function's
+            return {}
         out = {}
         for t in entry.program.graph.inputs:
             pname = entry.param_inputs.get(t.name)
@@ -1653,15 +1683,16 @@ class Fused:
             entry.used = True  # a second call (a first one's entry is new: last in the order)
         else:
             said: list = []
-            _wait_for_trace_lock(self.__name__, stacklevel)
-            with _TRACE_LOCK:
-                holder = _TRACE_HOLDER[:]
-                _TRACE_HOLDER[:] = [self.__name__, threading.current_thread().name]
-                try:
+            waits = _await_trace(self.__name__)
+            try:
+                with _TRACE_LOCK:
+                    if waits:
+                        _TRACE_WAITERS.pop(threading.get_ident(), None)
                     key, arrays = self._key(items, not self._dynamic)  # _dynamic may have changed meanwhile
                     entry = self._entries.get(key) or self._new_entry(args, kwargs, items, key, said)
-                finally:
-                    _TRACE_HOLDER[:] = holder
+            finally:
+                if waits:
+                    _TRACE_WAITERS.pop(threading.get_ident(), None)  # an interrupted wait's too
             for message in said:  # once the entry is kept: a warning raised as an error loses no trace
                 warnings.warn(message, FusejitWarning, stacklevel=stacklevel)
         return entry, arrays
@@ -1845,6 +1876,8 @@ class Fused:
         _TRACE.active += 1
         errors = errors_made()
         local_names = _LocalNames(code)
+        holder = _TRACE_HOLDER[:]  # a trace inside another's: the outer's, back after it
+        _TRACE_HOLDER[:] = [self.__name__, threading.current_thread().name]
         try:
             with local_names:
                 result = self._fn(*call.args, **call.kwargs)
@@ -1855,6 +1888,7 @@ class Fused:
             self._explain_array_operand(e, items)
             raise
         finally:
+            _TRACE_HOLDER[:] = holder
             _TRACE.active -= 1
             read_shape, item_set = _TRACE.shape_read, _TRACE.item_set
             _TRACE.shape_read, _TRACE.item_set = outer  # this trace's reads are its own graph's, not the outer trace's
@@ -1866,7 +1900,12 @@ class Fused:
         local_names.apply(b, taken)
         from . import compile as fj_compile
         graph = b.build()
-        entry.program = fj_compile(graph, **self._options) if with_program else None
+        holder = _TRACE_HOLDER[:]
+        _TRACE_HOLDER[:] = ["", ""]  # a compile, no traced code: it ends (_watch_trace_waits waits on quietly)
+        try:
+            entry.program = fj_compile(graph, **self._options) if with_program else None
+        finally:
+            _TRACE_HOLDER[:] = holder
         return entry, read_shape
 
     def _entry_of(self, b: Any, result: Any, items: list, inputs: list, names: list, taken: set) -> _Entry:
@@ -2143,7 +2182,7 @@ def _locatable(file: str) -> bool:
         file.encode("utf-8")
     except UnicodeEncodeError:
         return False
-    return not file.startswith(_PACKAGE_DIR)
+    return file != "" and "\0" not in file and not file.startswith(_PACKAGE_DIR)
 
 
 def _exact_key(args: tuple) -> tuple | None:

@@ -143,18 +143,22 @@ bool bool_arg(nb::handle h, const std::string& what) {
 // meaning where fusejit's differs: axis=() reduces nothing (fusejit's empty axes are every axis,
 // PyTorch's dim=()), and var/std need correction= (NumPy's ddof defaults to 0, fusejit's
 // correction to PyTorch's 1).
-void alias_axes(std::string_view op, const std::string& k, nb::handle value, nb::handle& axes, bool& axes_given,
+void alias_axes(std::string_view op, const std::string& k, nb::handle value, nb::object& axes, bool& axes_given,
                 nb::handle correction) {
   if (axes_given && !value.is_none()) throw nb::type_error("reduce(): give one of axes, axis and dim");
-  const bool empty = (PyTuple_Check(value.ptr()) || PyList_Check(value.ptr())) && PySequence_Size(value.ptr()) == 0;
-  if (k == "axis" && empty)
-    throw Error(ErrorKind::User, std::string(op) + " over axis=() reduces nothing in NumPy: use the value itself");
+  nb::object seen = nb::borrow(value);
+  if (k == "axis" && !value.is_none() && !PyLong_Check(value.ptr())) {  // any iterable, read once (a range, an array)
+    if (PyObject* t = PySequence_Tuple(value.ptr())) seen = nb::steal(t);
+    else PyErr_Clear();  // no iterable (a NumPy integer, a 0-d array): to_axes reads it
+    if (PyTuple_Check(seen.ptr()) && PyTuple_GET_SIZE(seen.ptr()) == 0)
+      throw Error(ErrorKind::User, std::string(op) + " over axis=() reduces nothing in NumPy: use the value itself");
+  }
   if (k == "axis" && (op == "var" || op == "std") && correction.is_none())
-    throw nb::type_error(("reduce('" + std::string(op) + "', axis=...): give correction= too (NumPy's ddof defaults to "
-                          "0, fusejit's correction to PyTorch's 1), or write v." + std::string(op) + "(axis) for NumPy's")
-                             .c_str());
+    throw nb::type_error(("reduce('" + std::string(op) + "', axis=...): give correction=N (NumPy's ddof=N): NumPy's "
+                          "ddof defaults to 0, fusejit's correction to PyTorch's 1; or write v." + std::string(op) +
+                          "(axis) for NumPy's").c_str());
   if (value.is_none()) return;
-  axes = value;
+  axes = seen;
   axes_given = true;
 }
 
@@ -162,7 +166,7 @@ void alias_axes(std::string_view op, const std::string& k, nb::handle value, nb:
 // PyTorch's dim are axes (as fusejit.reduce and Value.sum take them: a NumPy or PyTorch user types
 // them by reflex); ddof/unbiased say what fusejit calls them (as the graph text's parser does),
 // anything else lists the ones it takes. Updates `axes` (alias_axes); returns keepdim.
-bool reduce_keywords(std::string_view op, nb::handle& axes, nb::handle keepdim, nb::handle correction,
+bool reduce_keywords(std::string_view op, nb::object& axes, nb::handle keepdim, nb::handle correction,
                      const nb::kwargs& extra) {
   nb::handle kd = keepdim;
   const char* name = "keepdim";
@@ -243,7 +247,7 @@ fusejit::Value to_value(nb::handle h, nb::handle builder) {
 // nothing (its values computed on in a dead builder, "a value of another GraphBuilder" later).
 fusejit::GraphBuilder& cpp(nb::handle builder) {
   auto& b = nb::cast<fusejit::GraphBuilder&>(builder);
-  if (nb::hasattr(builder, "_spent_note") && (b.built() || nb::cast<bool>(builder.attr("_ended"))))
+  if (b.built() ? nb::hasattr(builder, "_spent_note") : nb::hasattr(builder, "_ended"))  // one lookup a call
     throw Error(ErrorKind::User, nb::cast<std::string>(builder.attr("_spent_note")));
   return b;
 }
@@ -291,13 +295,18 @@ std::tuple<std::string, int, int> caller_location() {
   std::tuple<std::string, int, int> where{"", 0, 0};
   while (frame != nullptr) {
     PyCodeObject* code = PyFrame_GetCode(frame);  // new references, as PyFrame_GetBack's
-    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    Py_ssize_t size = 0;
+    const char* file = PyUnicode_AsUTF8AndSize(code->co_filename, &size);
     if (file == nullptr) {  // a name that is no UTF-8 (lone surrogates): not located, nor at a caller's line
       PyErr_Clear();
       Py_DECREF(code);
       break;
     }
-    if (std::string_view(file).rfind(package_dir(), 0) != 0) {
+    const std::string_view name(file, static_cast<size_t>(size));
+    const bool own = name.rfind(package_dir(), 0) == 0;  // every frame where the folder is "" (no UTF-8 name)
+    // The op's frame. A file named "" or holding a NUL (code compiled so) locates nothing, where
+    // the walk went on to the caller's line and set_location refused the NUL (a hostile tester's).
+    if (!own && !name.empty() && name.find('\0') == std::string_view::npos) {
       int line = std::max(PyFrame_GetLineNumber(frame), 0), col = 0;  // -1: no line known
 #if PY_VERSION_HEX >= 0x030B0000
       int start_line = 0, start_col = 0, end_line = 0, end_col = 0;
@@ -305,13 +314,13 @@ std::tuple<std::string, int, int> caller_location() {
           start_line == line && start_col >= 0)
         col = start_col + 1;  // a byte offset in the line, as graph text's columns
 #endif
-      where = {file, line, col};
-#if PY_VERSION_HEX >= 0x030B0000
-      t_watch.pending = reinterpret_cast<PyObject*>(code) == t_watch.code ? PyFrame_GetLasti(frame) : -1;
-#endif
+      where = {std::string(name), line, col};
     }
+#if PY_VERSION_HEX >= 0x030B0000
+    if (!own) t_watch.pending = reinterpret_cast<PyObject*>(code) == t_watch.code ? PyFrame_GetLasti(frame) : -1;
+#endif
     Py_DECREF(code);
-    if (!std::get<0>(where).empty()) break;
+    if (!own) break;
     PyFrameObject* back = PyFrame_GetBack(frame);
     Py_DECREF(frame);
     frame = back;
@@ -518,12 +527,13 @@ void bind_graph_builder(nb::module_& m) {
           "reduce",
           [](nb::handle self, std::string_view name, nb::handle x, nb::handle axes, nb::handle keepdim,
              nb::handle correction, nb::handle initial, nb::kwargs extra) {
-            const bool kd = reduce_keywords(name, axes, keepdim, correction, extra);
+            nb::object ax = nb::borrow(axes);  // or NumPy's axis= / PyTorch's dim=
+            const bool kd = reduce_keywords(name, ax, keepdim, correction, extra);
             std::optional<int64_t> c;
             if (!correction.is_none()) c = correction_arg(correction, name);
             std::optional<double> init;
             if (!initial.is_none()) init = float_arg(initial, "initial");
-            return made(at_caller(self).reduce(name, to_value(x, self), to_axes(axes), kd, c, init), self);
+            return made(at_caller(self).reduce(name, to_value(x, self), to_axes(ax), kd, c, init), self);
           },
           "name"_a, "x"_a, "axes"_a.none() = nb::none(), "keepdim"_a.none() = nb::none(), "correction"_a.none() = nb::none(),
           "initial"_a.none() = nb::none(), "kwargs"_a,
@@ -608,7 +618,7 @@ void bind_builder(nb::module_& m) {
     switch (fusejit::op_kind(name)) {
       case fusejit::OpKind::Elementwise: return "elementwise";
       case fusejit::OpKind::Reduction: return "reduction";
-      case fusejit::OpKind::None: return "";
+      case fusejit::OpKind::Unknown: return "";
     }
     return "";
   }, nb::arg("name"), "'elementwise', 'reduction' or '' (fusejit::op_kind): what graph text calls `name`.");

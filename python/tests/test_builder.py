@@ -186,10 +186,12 @@ def test_errors():
     assert kb.reduce("sum", kx, axis=None, dim=0).shape == kb.reduce("sum", kx, None, dim=0).shape == []
     # NumPy's spelling keeps NumPy's meaning where fusejit's differs (a hostile tester's finds):
     # axis=() reduces nothing, and NumPy's var/std default to ddof=0 where fusejit's correction is 1.
-    with pytest.raises(fusejit.UserError, match=r"sum over axis=\(\) reduces nothing in NumPy"):
-        fusejit.reduce("sum", x, axis=())
+    for nothing in ((), [], range(0), np.zeros(0, np.int64), iter(())):  # any empty one, as NumPy's ()
+        with pytest.raises(fusejit.UserError, match=r"sum over axis=\(\) reduces nothing in NumPy"):
+            fusejit.reduce("sum", x, axis=nothing)
+    assert kb.reduce("sum", kx, axis=range(1)).shape == kb.reduce("sum", kx, axis=np.array([0])).shape == []
     assert kb.reduce("sum", kx, dim=()).shape == []  # PyTorch's dim=(): every axis, as axes=[]
-    with pytest.raises(TypeError, match=r"reduce\('var', axis=...\): give correction= too \(NumPy's ddof"):
+    with pytest.raises(TypeError, match=r"reduce\('var', axis=...\): give correction=N \(NumPy's ddof=N\)"):
         fusejit.reduce("var", kx, axis=-1)
     assert kb.reduce("std", kx, axis=-1, correction=0).shape == kb.reduce("var", kx, dim=-1).shape == []
     with pytest.raises(TypeError, match="unknown argument 'ddof': .* correction=N"):

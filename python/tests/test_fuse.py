@@ -2125,6 +2125,17 @@ def test_a_warning_about_a_traced_op_names_the_line_that_built_it(tmp_path):
     assert f"  [{os.path.basename(__file__)}:{line}]" in prog.cuda_source()
     assert f"  [{os.path.basename(__file__)}:43]" in moved_prog.cuda_source()
     assert [k.name for k in moved_prog.kernels] == [k.name for k in prog.kernels]
+    # Code compiled as file "" or a name holding a NUL locates nothing (it was located at the caller's
+    # line, and a NUL refused every call: a hostile tester's finds), and its locals still name values.
+    for file in ("", "gen\0.py"):
+        scope = {}
+        exec(compile("def center(x):\n    m = (x * 1).mean(-1)\n    return x - m\n", "", "exec"), scope)
+        scope["center"].__code__ = scope["center"].__code__.replace(co_filename=file)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            unlocated = fusejit.fuse(scope["center"]).program(np.ones((4, 4), np.float32))
+        assert not re.search(r"  \[[^\]\n]*:\d+\]$", unlocated.cuda_source(), re.M), file
+        assert "(m) = mean" in unlocated.cuda_source(), file
     fusejit.compile_to_dir(prog.graph, "sm_90", str(tmp_path / "aot"), fused_only=True)
     assert json.loads((tmp_path / "aot" / "index.json").read_text())["graph_file"] == ""
     with warnings.catch_warnings(record=True) as caught:  # filtered by this module, as warnings.warn's
@@ -2358,7 +2369,7 @@ def test_pytorch_tensor_methods_say_what_to_write_and_other_names_get_pythons_er
              "where": r"write np\.where\(cond, v, y\) \(PyTorch's v\.where\(cond, y\)\)$",
              "float": r"write v\.astype\(np\.float32\)$", "bfloat16": r"write v\.astype\(\"bf16\"\)$",
              "to": r"write v\.astype\(dtype\)$", "sub": r"write v - y$", "lt": r"write v < y$",
-             "add_": r"write v \+= y$", "zero_": r"write v\[\.\.\.\] = 0$",
+             "add_": r"write v \+= y$", "zero_": r"write v\[\.\.\.\] = 0$", "floor_divide_": r"write v //= y$",
              "masked_fill": r"write np\.where\(mask, value, v\)$", "type_as": r"write v\.astype\(u\.dtype\)$"}
     for name, says in cases.items():
         with pytest.raises(AttributeError, match=f"^'fusejit.Value' object has no attribute '{name}': a value has "
@@ -2387,7 +2398,7 @@ def test_pytorch_tensor_methods_say_what_to_write_and_other_names_get_pythons_er
                                         r"constant of the trace of fused function '<lambda>'"):
         p(x, 1.3)
     # Any other name: Python's own error, whose name and obj give its "Did you mean" suggestion.
-    for name in ("frobnicate", "maxx", "input", "__array_interface__"):
+    for name in ("frobnicate", "maxx", "input", "__array_interface__", "lt_", "gt_"):  # no in-place comparison operator
         with pytest.raises(AttributeError, match=f"^'fusejit.Value' object has no attribute '{name}'$") as e:
             fusejit.fuse(lambda v: getattr(v, name))(x)
         assert e.value.name == name
@@ -3134,6 +3145,12 @@ def test_a_program_of_a_function_that_updates_in_place_says_it_does_not():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         prog(w, g, np.float32(0.5))  # said once per Program
+    prog = sgd.program(w, g, np.float32(0.5))
+    prog._updates = (("p_updated", "p"),)  # said again for this check
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # out=w, the one output's array (it said NumPy's "truth value is ambiguous")
+        prog(w, g, np.float32(0.5), out=w)
+    assert (w == -1).all()
 
 
 def test_a_value_is_no_python_number_and_says_what_to_write():
@@ -3200,6 +3217,22 @@ def test_a_program_fills_only_an_arrays_own_default_of_its_dtype_and_rank():
             call()
     with pytest.raises(TypeError, match=r"^missing input\(s\): eps$"):  # an f32 default is no f64 input
         p(x, mask=m, scale=np.float32(3.0))
+
+    def supply_w(fn):  # a generic wrapper whose own default is not its function's
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            if len(args) < 2 and "w" not in kwargs:
+                kwargs["w"] = np.full(2, 100.0, np.float32)
+            return fn(*args, **kwargs)
+        return wrapper
+
+    @fusejit.fuse
+    @supply_w
+    def scaled(x, w=np.ones(2, np.float32)):
+        return x * w
+
+    with pytest.raises(TypeError, match=r"^missing input\(s\): w$"):  # it filled the wrapped function's: x * 1
+        scaled.program(x, np.ones(2, np.float32))(x)
 
 
 def test_a_trace_that_waits_long_for_another_threads_trace_says_why(monkeypatch):

@@ -70,14 +70,15 @@ std::size_t dtype_size(DType t);
 /// What graph text and GraphBuilder call by `name` (docs/ops.md, docs/graph-format.md): a language
 /// binding's hint for a method a value lacks (PyTorch's `x.exp()`) asks here instead of keeping a
 /// second list of ops.
-enum class OpKind {
-  None,         ///< no op of that name (and "input", "param", "const": leaves, not calls)
-  Elementwise,  ///< GraphBuilder::op's ("exp", "where", "clamp") and "cast"
+/// (`Unknown`, not `None`: X11's headers define None as a macro.)
+enum class OpKind : uint8_t {
+  Unknown,      ///< no op of that name (and "input", "param", "const": leaves, not calls)
+  Elementwise,  ///< GraphBuilder::op's ("exp", "where", "clamp"), and "cast" (GraphBuilder::cast's)
   Reduction,    ///< GraphBuilder::reduce's: a reduction ("sum", "amax") or a composite ("softmax", "var")
 };
-/// The kind of the op named `name`, exactly as written (case-sensitive); OpKind::None for any other
-/// string (no error).
-OpKind op_kind(std::string_view name);
+/// The kind of the op named `name`, exactly as written (case-sensitive); OpKind::Unknown for any
+/// other string (no error).
+OpKind op_kind(std::string_view name) noexcept;
 
 /// f16 (IEEE binary16) and bf16 (bfloat16) storage bits from and to float, bit for bit as the
 /// kernels and the reference evaluator convert (ir/scalar/fj_scalar.h): from float rounds to
@@ -562,10 +563,11 @@ class GraphBuilder {
   /// from the frame that builds each op. A graph has one file (Graph's, "" until then): the first
   /// location given sets it, and a location in another file leaves the nodes after it unlocated,
   /// as does `line` 0. `column` counts from 1; 0: unknown (the location says FILE:LINE). Errors
-  /// a call throws are unlocated still (the caller knows where it is). These locations are for
-  /// diagnostics only: unlike graph text's, they stay out of the kernels' comments and cache keys
-  /// (code moved in its file keeps its cached kernels) and out of an ahead-of-time folder's
-  /// `graph_file`. Throws Error(User) for a negative line or column, a file name holding a NUL
+  /// a call throws are unlocated still (the caller knows where it is). These locations are no part
+  /// of the graph text. The kernels' comments show them as graph text's ("[model.py:12]", the
+  /// file's name without its folder); as graph text's, they are in no kernel name nor disk cache
+  /// key (code moved in its file keeps its cached kernels); an ahead-of-time folder's `graph_file`
+  /// names no such file. Throws Error(User) for a negative line or column, a file name holding a NUL
   /// byte, and after build(), as every call does.
   void set_location(const std::string& file, int line, int column = 0);
   /// Marks `input` (a Value input() returned) as one the graph may leave unused: build() warns
