@@ -1572,8 +1572,9 @@ class Fused:
     def _array_defaults(self, entry: _Entry) -> dict:
         """input name -> the default of the parameter the input stands for (entry.param_inputs: its
         own, not an attribute's or an element's), where that default is an array of the input's
-        dtype and rank: one the program runs as it is. Any other (None, a float: no input of a
-        call that leaves it out; another dtype: another pattern) stays a missing input."""
+        dtype and rank (sizes the program's pattern refuses get the call's error, as a given array's).
+        Any other (None, a float: no input of a call that leaves it out; another dtype: another
+        pattern) stays a missing input; a generic wrapper's defaults are none of its function's."""
         from . import numpy_dtype
 
         if not self._call_defaults:  # a generic wrapper's (*args, **kwargs): its own defaults are not its function's
