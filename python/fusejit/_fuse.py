@@ -1043,6 +1043,8 @@ def _renew_trace_lock(at_exit: bool = False) -> None:
     if at_exit or not _TRACE_LOCK._is_owned():
         _TRACE_LOCK = threading.RLock()
         _TRACE_HOLDER[:] = ["", ""]  # the old lock's holder holds no new one
+        _TRACE_WAITERS.clear()  # a parent's threads, which a child has not
+
 
 os.register_at_fork(after_in_child=_renew_trace_lock)
 _TRACE_WAIT_WARNING_S = 10.0  # a trace's wait for the lock before it warns that it may wait for ever
