@@ -662,8 +662,8 @@ class Program:
             _refused(e, stored + outs, self._in_whats + self._out_whats)
 
     def _out_mapping(self, out: Any) -> dict[str, Any]:
-        """``out`` as a dict: a mapping or (name, array) pairs as dict() reads them, or a list or tuple
-        of one array per output in declaration order."""
+        """``out`` as a dict: a mapping or (name, array) pairs as dict() reads them, a list or tuple
+        of one array per output in declaration order, or the array of a program's one output."""
         if hasattr(out, "shape") and len(self._out_names) == 1:  # one array for the one output, as NumPy's out=
             return {self._out_names[0]: out}
         if isinstance(out, (list, tuple)) and not (out and all(isinstance(p, tuple) and len(p) == 2 and
