@@ -125,7 +125,8 @@ def reduce(name: str, x: Value, axes: Any = None, keepdim: bool | None = None, *
     keyword (NumPy's ddof=) is a TypeError saying what fusejit calls it, as GraphBuilder.reduce's."""
     if keepdims is not None and keepdim is not None:
         raise TypeError("reduce(): give keepdim or NumPy's keepdims, not both")
-    keepdim = keepdims if keepdims is not None else keepdim  # a bool: GraphBuilder.reduce checks it
+    # NumPy's keepdims as NumPy takes it (keepdims=1 too); keepdim a bool, as GraphBuilder.reduce checks it
+    keepdim = _flag_of(keepdims, "keepdims") if keepdims is not None else keepdim
     if not isinstance(x, Value):
         raise UserError(f"reduce('{name}'): x must be a fusejit.Value, got {type(x).__name__}")
     return x.builder.reduce(name, x, axes, keepdim=keepdim, correction=correction, initial=initial, **unknown)

@@ -184,6 +184,7 @@ def test_errors():
         with pytest.raises(TypeError, match="reduce\\(\\): give one of axes, axis and dim"):
             fusejit.reduce("sum", x, **given)
     assert kb.reduce("sum", kx, axis=None, dim=0).shape == kb.reduce("sum", kx, None, dim=0).shape == []
+    assert fusejit.reduce("sum", kx, -1, keepdims=1).shape == [1]  # NumPy's keepdims=1 (it said "keepdim: ...")
     # NumPy's spelling keeps NumPy's meaning where fusejit's differs (a hostile tester's finds):
     # axis=() reduces nothing, and NumPy's var/std default to ddof=0 where fusejit's correction is 1.
     for nothing in ((), [], range(0), np.zeros(0, np.int64), iter(())):  # any empty one, as NumPy's ()
