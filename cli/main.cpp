@@ -159,16 +159,6 @@ class CommandLine {
 };
 
 
-const char* kind_name(fj::ErrorKind k) {
-  switch (k) {
-    case fj::ErrorKind::User: return "user";
-    case fj::ErrorKind::Compile: return "compile";
-    case fj::ErrorKind::Driver: return "driver";
-    case fj::ErrorKind::Internal: return "internal";
-  }
-  return "internal";
-}
-
 int exit_code(fj::ErrorKind k) {
   switch (k) {
     case fj::ErrorKind::User: return 2;
@@ -344,7 +334,7 @@ int report(const ErrorInfo& e, bool json) {
   std::fprintf(stderr, "%s\n", text.c_str());
   if (json) {
     nlohmann::json j = {{"ok", false},
-                        {"error", {{"kind", kind_name(e.kind)}, {"message", e.message}, {"file", e.file},
+                        {"error", {{"kind", fj::error_kind_name(e.kind)}, {"message", e.message}, {"file", e.file},
                                    {"line", e.line}, {"col", e.col}}}};
     // Error holds a file name's or option value's bytes that are not UTF-8 as "\xNN" text, as the
     // library's JSON does; `replace` only keeps a missed one from throwing.

@@ -70,7 +70,8 @@ DType reduce_compute_dtype(Op op, DType in, Loc loc) {
     case Op::Mean:
       if (!is_float(in))
         throw UserError(fmt::format("mean of an integer or bool tensor ({}): mean needs a float dtype (cast it first: "
-                                    "mean(cast(x, f32), AXES) in graph text, x.astype(\"f32\").mean(AXES) in Python; "
+                                    "mean(cast(x, f32), AXES) in graph text, b.reduce(\"mean\", b.cast(x, DType::F32), AXES) in C++, "
+                                    "x.astype(\"f32\").mean(AXES) in Python; "
                                     "PyTorch refuses integer means too)", dtype_name(in)),
                         loc);
       return half ? DType::F32 : in;

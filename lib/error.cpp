@@ -25,6 +25,16 @@
 
 namespace fusejit {
 
+std::string_view error_kind_name(ErrorKind kind) noexcept {
+  switch (kind) {
+    case ErrorKind::User: return "user";
+    case ErrorKind::Compile: return "compile";
+    case ErrorKind::Driver: return "driver";
+    case ErrorKind::Internal: break;
+  }
+  return "internal";
+}
+
 // Messages, file names and diagnostics may quote what a user gave (a file name, an option value):
 // NUL and bytes that are not UTF-8 are escaped, so what() (a C string), JSON and Python's str
 // carry them whole.

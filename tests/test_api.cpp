@@ -189,6 +189,14 @@ TEST_CASE("parse_dtype: graph-text names, and how fusejit writes NumPy's and PyT
   CHECK(message("") == "unknown dtype ''; expected one of bool, i8, u8, i32, i64, f16, bf16, f32, f64");
 }
 
+TEST_CASE("error_kind_name: the kind of fusejit run --json's error and of Python's exceptions") {
+  CHECK(fj::error_kind_name(fj::ErrorKind::User) == "user");
+  CHECK(fj::error_kind_name(fj::ErrorKind::Compile) == "compile");
+  CHECK(fj::error_kind_name(fj::ErrorKind::Driver) == "driver");
+  CHECK(fj::error_kind_name(fj::ErrorKind::Internal) == "internal");
+  CHECK(fj::error_kind_name(static_cast<fj::ErrorKind>(99)) == "internal");
+}
+
 TEST_CASE("op_kind answers as GraphBuilder::op and reduce take the name") {
   CHECK(fj::op_kind("exp") == fj::OpKind::Elementwise);
   CHECK(fj::op_kind("where") == fj::OpKind::Elementwise);

@@ -432,16 +432,6 @@ fusejit::Backend parse_backend(std::string_view b) {
   throw fusejit::Error(fusejit::ErrorKind::User, "backend must be 'auto', 'cuda' or 'cpu', got '" + std::string(b) + "'");
 }
 
-std::string_view kind_name(fusejit::ErrorKind k) {
-  switch (k) {
-    case fusejit::ErrorKind::User: return "user";
-    case fusejit::ErrorKind::Compile: return "compile";
-    case fusejit::ErrorKind::Driver: return "driver";
-    case fusejit::ErrorKind::Internal: break;
-  }
-  return "internal";
-}
-
 // fusejit._errors' from_cpp and _warn, taken once when the module is initialised (strong
 // references, never released, as the module's own): an import on each error would run the package
 // again where fusejit was removed from sys.modules (nanobind aborts on a second initialisation),
@@ -455,7 +445,7 @@ void translate_error(const std::exception_ptr& p, void*) {
     std::rethrow_exception(p);
   } catch (const fusejit::Error& e) {
     try {
-      nb::object exc = g_from_cpp(kind_name(e.kind()), std::string(e.what()), e.file(), e.line(), e.column(), e.diagnostic());
+      nb::object exc = g_from_cpp(fusejit::error_kind_name(e.kind()), std::string(e.what()), e.file(), e.line(), e.column(), e.diagnostic());
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
     } catch (nb::python_error& pe) {
       // What Python raised while building it: a Ctrl-C that arrived during the call (its signal

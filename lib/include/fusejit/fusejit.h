@@ -96,6 +96,9 @@ enum class ErrorKind {
   Driver,    ///< the CUDA driver failed: no driver/device, out of memory, launch failure, too-old driver
   Internal,  ///< a broken invariant inside fusejit: always a bug; please report it
 };
+/// "user", "compile", "driver" or "internal": the `kind` of `fusejit run --json`'s error object
+/// and of Python's exceptions. "internal" for a value that is none of ErrorKind's.
+std::string_view error_kind_name(ErrorKind kind) noexcept;
 
 /// The one exception type of the library. what() is the bare message, without the location;
 /// diagnostic() is what to print for a person (with FILE:LINE:COL, the line and a caret).
