@@ -982,6 +982,10 @@ ErrorInfo parse_error(const CLI::App& app, const CommandLine& line, const CLI::P
   if (required && std::all_of(rest.begin(), rest.end(), [](const std::string& a) { return a.rfind('-', 0) == 0; }))
     if (const std::optional<ErrorInfo> m = missing_subcommand(app)) return *m;
   ErrorInfo error = current_error(line);  // "fusejit: error: ...", as every other error
+  if (required && error.message == "--out is required") {  // as every page writes it (a new user's find)
+    error.message = "-o/--out DIR is required: the folder to write the kernels into";
+    error.text = "fusejit: error: " + error.message;
+  }
   if (const std::string file = line.dash_file(); required && !file.empty()) {
     error.message += "; '" + file + "' is a file, read as an option: give a file whose name starts with '-' "
                      "after `--` (" + command_path(app) + " -- " + file + ")";

@@ -715,7 +715,7 @@ TEST_CASE("arguments no option takes are named in order, with the options an unk
       {"cache frob", "unknown subcommand 'frob': `fusejit cache` takes stats, list, clear, path"},
       {"", "fusejit: error: `fusejit` takes a subcommand: run, plan, compile, cache (`fusejit --help` says what each does)"},
       {"cache", "`fusejit cache` takes a subcommand: stats, list, clear, path"},
-      {"compile " + x2x3, "fusejit: error: --out is required"},  // a required option: CLI11's words
+      {"compile " + x2x3, "fusejit: error: -o/--out DIR is required: the folder to write the kernels into"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.first);
