@@ -424,8 +424,8 @@ std::string alignment_hint(const Shape& a, const Shape& b, const Graph& g) {
   return "; shapes align at their last dims (NumPy's rule), so " + shape_to_string(s, &g) +
          " is matched against the last dims of " + shape_to_string(l, &g) + ": to pair it with the first ones, give it " +
          (l.size() - s.size() == 1 ? std::string("a trailing dim") : std::to_string(l.size() - s.size()) + " trailing dims") +
-         " of size 1 (declare the input so, x[:, None] in NumPy, or keep the reduced axes where it comes from a "
-         "reduction: keepdim, NumPy's keepdims=True)";
+         " of size 1 (declare the input so, or pass the array so: a[:, None] in NumPy, before the call of a fused "
+         "function; or keep the reduced axes where it comes from a reduction: keepdim, NumPy's keepdims=True)";
 }
 
 // The hint for operands `args` whose shapes do not broadcast, the last against those before it

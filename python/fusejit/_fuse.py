@@ -33,6 +33,7 @@ import math
 import operator
 import os
 import re
+import sys
 import threading
 import time
 import types
@@ -123,12 +124,10 @@ def reduce(name: str, x: Value, axes: Any = None, keepdim: bool | None = None, *
     ``keepdim`` and NumPy's ``axis=`` or PyTorch's ``dim=`` is ``axes``; ``var``/``std`` take
     PyTorch's correction (default 1), where ``v.var()`` takes NumPy's ddof (default 0). Another
     keyword (NumPy's ddof=) is a TypeError saying what fusejit calls it, as GraphBuilder.reduce's."""
-    if keepdims is not None and keepdim is not None:
-        raise TypeError("reduce(): give keepdim or NumPy's keepdims, not both")
-    # NumPy's keepdims as NumPy takes it (keepdims=1 too); keepdim a bool, as GraphBuilder.reduce checks it
-    keepdim = _flag_of(keepdims, "keepdims") if keepdims is not None else keepdim
     if not isinstance(x, Value):
         raise UserError(f"reduce('{name}'): x must be a fusejit.Value, got {type(x).__name__}")
+    if keepdims is not None:  # GraphBuilder.reduce's rules for both (keepdims=1 as NumPy takes it)
+        unknown["keepdims"] = keepdims
     return x.builder.reduce(name, x, axes, keepdim=keepdim, correction=correction, initial=initial, **unknown)
 
 
@@ -1041,17 +1040,19 @@ def _renew_trace_lock(at_exit: bool = False) -> None:
     if at_exit and _TRACE_LOCK.acquire(timeout=0.2):
         _TRACE_LOCK.release()
         return
+    if not at_exit:
+        _TRACE_WAITERS.clear()  # a parent's threads, which a child has not
     if at_exit or not _TRACE_LOCK._is_owned():
         _TRACE_LOCK = threading.RLock()
-        _TRACE_HOLDER[:] = ["", ""]  # the old lock's holder holds no new one
-        _TRACE_WAITERS.clear()  # a parent's threads, which a child has not
+        _TRACE_HOLDER[:] = ["", "", 0.0]  # the old lock's holder holds no new one
 
 
 os.register_at_fork(after_in_child=_renew_trace_lock)
 _TRACE_WAIT_WARNING_S = 10.0  # a trace's wait for the lock before it warns that it may wait for ever
-# The function whose traced code runs under _TRACE_LOCK, and its thread's name ("": none runs now,
-# a compile maybe): set by Fused._traced around the function's own code.
-_TRACE_HOLDER: list = ["", ""]
+# The function whose traced code runs under _TRACE_LOCK, its thread's name ("": none runs now, a
+# compile maybe) and since when (time.monotonic(), anew after a compile inside it): set by
+# Fused._traced around the function's own code.
+_TRACE_HOLDER: list = ["", "", 0.0]
 
 
 # Traces waiting for _TRACE_LOCK: thread ident -> [function name, since (time.monotonic()), warned];
@@ -1065,23 +1066,42 @@ _TRACE_WATCHER = [0]  # the process that started the watcher (after fork(): none
 
 def _watch_trace_waits() -> None:
     """The watcher thread: warns once for each trace that has waited for _TRACE_LOCK over
-    _TRACE_WAIT_WARNING_S while another thread's traced function runs (not a compile: it ends). A
-    traced function that waits for a thread which traces waits for ever (docs/fuse.md, "Threads"),
-    where the hang said nothing."""
+    _TRACE_WAIT_WARNING_S while one other thread's traced code has run all that time (not traces
+    that took turns, nor a compile: they end). A traced function that waits for a thread which
+    traces waits for ever (docs/fuse.md, "Threads"), where the hang said nothing."""
     while True:
         _TRACE_WAITING.wait()
         time.sleep(min(1.0, _TRACE_WAIT_WARNING_S / 4))
-        now, (fn, thread) = time.monotonic(), _TRACE_HOLDER
-        for waiter in list(_TRACE_WAITERS.values()):
-            if fn and not waiter[2] and now - waiter[1] >= _TRACE_WAIT_WARNING_S:
+        now, (fn, thread, since) = time.monotonic(), _TRACE_HOLDER
+        frames = sys._current_frames()
+        for ident, waiter in list(_TRACE_WAITERS.items()):
+            frame = frames.get(ident)
+            if frame is None or frame.f_code is not Fused._entry.__code__:  # no longer waiting (an interrupt
+                _TRACE_WAITERS.pop(ident, None)                              # in its cleanup): stale
+                continue
+            if fn and not waiter[2] and now - max(waiter[1], since) >= _TRACE_WAIT_WARNING_S:
                 waiter[2] = True
-                warnings.warn(f"fuse: the trace of '{waiter[0]}' has waited {_TRACE_WAIT_WARNING_S:g} s for the trace "
-                              f"of '{fn}' in thread '{thread}' (traces take turns); if that function waits for the "
-                              "thread of this one, both wait for ever: a traced function must not wait for a thread "
-                              "that traces (docs/fuse.md, \"Threads\")", FusejitWarning, stacklevel=1)
+                _warn_trace_wait(frame, waiter[0], fn, thread)
         _TRACE_WAITING.clear()
         if _TRACE_WAITERS:  # one that came meanwhile
             _TRACE_WAITING.set()
+
+
+def _warn_trace_wait(frame: Any, waiting: str, fn: str, thread: str) -> None:
+    """The watcher's warning, at the waiting thread's own line (its innermost frame outside the
+    package, from `frame`, the waiting one's); on stderr where a filter makes it an error, which the watcher has no caller to raise
+    to (it ended the watcher)."""
+    message = (f"fuse: the trace of '{waiting}' has waited {_TRACE_WAIT_WARNING_S:g} s for the trace of '{fn}' in "
+               f"thread '{thread}' (traces take turns); if that function waits for the thread of this one, both wait "
+               "for ever: a traced function must not wait for a thread that traces (docs/fuse.md, \"Threads\")")
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    file, line = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else (__file__, 0)
+    try:
+        warnings.warn_explicit(message, FusejitWarning, file, line or 0, module=frame.f_globals.get("__name__", "")
+                               if frame is not None else __name__)
+    except Exception:  # noqa: BLE001: an error filter's, raised here in the watcher
+        sys.stderr.write(f"{file}:{line}: FusejitWarning: {message}\n")
 
 
 def _await_trace(fn_name: str) -> bool:
@@ -1687,16 +1707,15 @@ class Fused:
             entry.used = True  # a second call (a first one's entry is new: last in the order)
         else:
             said: list = []
-            waits = _await_trace(self.__name__)
             try:
+                waits = _await_trace(self.__name__)
                 with _TRACE_LOCK:
                     if waits:
                         _TRACE_WAITERS.pop(threading.get_ident(), None)
                     key, arrays = self._key(items, not self._dynamic)  # _dynamic may have changed meanwhile
                     entry = self._entries.get(key) or self._new_entry(args, kwargs, items, key, said)
-            finally:
-                if waits:
-                    _TRACE_WAITERS.pop(threading.get_ident(), None)  # an interrupted wait's too
+            finally:  # an interrupted wait's too, wherever the interrupt came
+                _TRACE_WAITERS.pop(threading.get_ident(), None)
             for message in said:  # once the entry is kept: a warning raised as an error loses no trace
                 warnings.warn(message, FusejitWarning, stacklevel=stacklevel)
         return entry, arrays
@@ -1881,7 +1900,7 @@ class Fused:
         errors = errors_made()
         local_names = _LocalNames(code)
         holder = _TRACE_HOLDER[:]  # a trace inside another's: the outer's, back after it
-        _TRACE_HOLDER[:] = [self.__name__, threading.current_thread().name]
+        _TRACE_HOLDER[:] = [self.__name__, threading.current_thread().name, time.monotonic()]
         try:
             with local_names:
                 result = self._fn(*call.args, **call.kwargs)
@@ -1892,7 +1911,7 @@ class Fused:
             self._explain_array_operand(e, items)
             raise
         finally:
-            _TRACE_HOLDER[:] = holder
+            _TRACE_HOLDER[:] = holder[:2] + [time.monotonic()]  # the outer's code again, since now
             _TRACE.active -= 1
             read_shape, item_set = _TRACE.shape_read, _TRACE.item_set
             _TRACE.shape_read, _TRACE.item_set = outer  # this trace's reads are its own graph's, not the outer trace's
@@ -1905,11 +1924,11 @@ class Fused:
         from . import compile as fj_compile
         graph = b.build()
         holder = _TRACE_HOLDER[:]
-        _TRACE_HOLDER[:] = ["", ""]  # a compile, no traced code: it ends (_watch_trace_waits waits on quietly)
+        _TRACE_HOLDER[:] = ["", "", 0.0]  # a compile, no traced code: it ends (_watch_trace_waits waits on quietly)
         try:
             entry.program = fj_compile(graph, **self._options) if with_program else None
         finally:
-            _TRACE_HOLDER[:] = holder
+            _TRACE_HOLDER[:] = holder[:2] + [time.monotonic()]  # an outer trace's code again, since now
         return entry, read_shape
 
     def _entry_of(self, b: Any, result: Any, items: list, inputs: list, names: list, taken: set) -> _Entry:

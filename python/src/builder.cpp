@@ -143,16 +143,26 @@ bool bool_arg(nb::handle h, const std::string& what) {
 // meaning where fusejit's differs: axis=() reduces nothing (fusejit's empty axes are every axis,
 // PyTorch's dim=()), and var/std need correction= (NumPy's ddof defaults to 0, fusejit's
 // correction to PyTorch's 1).
+// NumPy's axis= of reduction `op`, read once (an iterable: a range, an array, a generator) as to_axes
+// reads axes; sets, dicts, bytes and strings refused, as NumPy refuses them, and an empty one too.
+nb::object numpy_axis(std::string_view op, nb::handle value) {
+  PyObject* v = value.ptr();
+  if (value.is_none() || PyLong_Check(v)) return nb::borrow(value);
+  if (PyAnySet_Check(v) || PyDict_Check(v) || PyBytes_Check(v) || PyUnicode_Check(v))
+    throw nb::type_error(("axis: an int, a tuple of ints or None, got " + py_type_name(value)).c_str());
+  nb::object seen = nb::borrow(value);
+  if (PyObject* t = PySequence_Tuple(v)) seen = nb::steal(t);
+  else if (PyErr_ExceptionMatches(PyExc_TypeError)) PyErr_Clear();  // no iterable (a NumPy integer): to_axes reads it
+  else throw nb::python_error();  // a generator's own error (a KeyboardInterrupt)
+  if (PyTuple_Check(seen.ptr()) && PyTuple_GET_SIZE(seen.ptr()) == 0)
+    throw Error(ErrorKind::User, std::string(op) + " over axis=() reduces nothing in NumPy: use the value itself");
+  return seen;
+}
+
 void alias_axes(std::string_view op, const std::string& k, nb::handle value, nb::object& axes, bool& axes_given,
                 nb::handle correction) {
   if (axes_given && !value.is_none()) throw nb::type_error("reduce(): give one of axes, axis and dim");
-  nb::object seen = nb::borrow(value);
-  if (k == "axis" && !value.is_none() && !PyLong_Check(value.ptr())) {  // any iterable, read once (a range, an array)
-    if (PyObject* t = PySequence_Tuple(value.ptr())) seen = nb::steal(t);
-    else PyErr_Clear();  // no iterable (a NumPy integer, a 0-d array): to_axes reads it
-    if (PyTuple_Check(seen.ptr()) && PyTuple_GET_SIZE(seen.ptr()) == 0)
-      throw Error(ErrorKind::User, std::string(op) + " over axis=() reduces nothing in NumPy: use the value itself");
-  }
+  const nb::object seen = k == "axis" ? numpy_axis(op, value) : nb::borrow(value);
   if (k == "axis" && (op == "var" || op == "std") && correction.is_none())
     throw nb::type_error(("reduce('" + std::string(op) + "', axis=...): give correction=N (NumPy's ddof=N): NumPy's "
                           "ddof defaults to 0, fusejit's correction to PyTorch's 1; or write v." + std::string(op) +
@@ -187,6 +197,8 @@ bool reduce_keywords(std::string_view op, nb::object& axes, nb::handle keepdim, 
     if (k == "ddof" || k == "unbiased") hint = "NumPy's ddof and PyTorch's unbiased are written correction=N here";
     throw nb::type_error(("reduce(): unknown argument '" + k + "': " + hint).c_str());
   }
+  if (std::string_view(name) == "keepdims" && PyLong_Check(kd.ptr()) && !PyBool_Check(kd.ptr()))
+    return PyObject_IsTrue(kd.ptr()) == 1;  // NumPy's keepdims=1, as NumPy takes it
   return !kd.is_none() && bool_arg(kd, name);
 }
 

@@ -176,7 +176,7 @@ def test_errors():
     with pytest.raises(TypeError, match="reduce\\(\\): give keepdim or NumPy's keepdims, not both"):
         fusejit.reduce("sum", x, -1, keepdim=True, keepdims=False)
     with pytest.raises(TypeError, match="keepdims: expected a bool"):
-        b.reduce("sum", x, -1, keepdims=1)
+        b.reduce("sum", x, -1, keepdims="yes")  # NumPy's keepdims=1 is taken (below), a string not
     # NumPy's axis= and PyTorch's dim= are axes (a user types them by reflex; keepdims= is taken too).
     assert kb.reduce("sum", kx, dim=-1).shape == kb.reduce("sum", kx, axis=[-1], keepdims=False).shape == []
     assert fusejit.reduce("sum", kx, dim=0, keepdims=True).shape == [1]
@@ -184,7 +184,18 @@ def test_errors():
         with pytest.raises(TypeError, match="reduce\\(\\): give one of axes, axis and dim"):
             fusejit.reduce("sum", x, **given)
     assert kb.reduce("sum", kx, axis=None, dim=0).shape == kb.reduce("sum", kx, None, dim=0).shape == []
-    assert fusejit.reduce("sum", kx, -1, keepdims=1).shape == [1]  # NumPy's keepdims=1 (it said "keepdim: ...")
+    for reduce in (fusejit.reduce, kb.reduce):  # NumPy's keepdims=1, in both (it said "keepdim: ...")
+        assert reduce("sum", kx, -1, keepdims=1).shape == [1]
+        for bad in ({1}, {1: 2}, b"\x01", "0"):  # NumPy refuses them too
+            with pytest.raises(TypeError, match="axis: an int, a tuple of ints or None, got"):
+                reduce("sum", kx, axis=bad)
+
+    def raising():
+        yield 0
+        raise KeyError("from the generator")
+
+    with pytest.raises(KeyError, match="from the generator"):  # it reduced every axis
+        fusejit.reduce("sum", kx, axis=raising())
     # NumPy's spelling keeps NumPy's meaning where fusejit's differs (a hostile tester's finds):
     # axis=() reduces nothing, and NumPy's var/std default to ddof=0 where fusejit's correction is 1.
     for nothing in ((), [], range(0), np.zeros(0, np.int64), iter(())):  # any empty one, as NumPy's ()
