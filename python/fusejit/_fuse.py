@@ -1076,8 +1076,8 @@ def _watch_trace_waits() -> None:
         frames = sys._current_frames()
         for ident, waiter in list(_TRACE_WAITERS.items()):
             frame = frames.get(ident)
-            if frame is None or frame.f_code is not Fused._entry.__code__:  # no longer waiting (an interrupt
-                _TRACE_WAITERS.pop(ident, None)                              # in its cleanup): stale
+            if not _in_entry(frame):  # no longer waiting (an interrupt in its cleanup): stale
+                _TRACE_WAITERS.pop(ident, None)
                 continue
             if fn and not waiter[2] and now - max(waiter[1], since) >= _TRACE_WAIT_WARNING_S:
                 waiter[2] = True
@@ -1087,10 +1087,20 @@ def _watch_trace_waits() -> None:
             _TRACE_WAITING.set()
 
 
+def _in_entry(frame: Any) -> bool:
+    """Whether a thread whose innermost frame is `frame` runs Fused._entry (waits there, or is about
+    to: registering runs threading's code)."""
+    while frame is not None:
+        if frame.f_code is Fused._entry.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _warn_trace_wait(frame: Any, waiting: str, fn: str, thread: str) -> None:
     """The watcher's warning, at the waiting thread's own line (its innermost frame outside the
-    package, from `frame`, the waiting one's); on stderr where a filter makes it an error, which the watcher has no caller to raise
-    to (it ended the watcher)."""
+    package, from `frame`, the waiting one's); on stderr where a filter makes it an error, which
+    the watcher has no caller to raise to (it ended the watcher)."""
     message = (f"fuse: the trace of '{waiting}' has waited {_TRACE_WAIT_WARNING_S:g} s for the trace of '{fn}' in "
                f"thread '{thread}' (traces take turns); if that function waits for the thread of this one, both wait "
                "for ever: a traced function must not wait for a thread that traces (docs/fuse.md, \"Threads\")")
