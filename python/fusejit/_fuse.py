@@ -1040,8 +1040,11 @@ def _renew_trace_lock(at_exit: bool = False) -> None:
     if at_exit and _TRACE_LOCK.acquire(timeout=0.2):
         _TRACE_LOCK.release()
         return
+    global _TRACE_WAITING, _TRACE_WATCHER_LOCK
     if not at_exit:
         _TRACE_WAITERS.clear()  # a parent's threads, which a child has not
+        _TRACE_WAITING = threading.Event()  # its lock may be another thread's, held for good
+        _TRACE_WATCHER_LOCK = threading.Lock()
     if at_exit or not _TRACE_LOCK._is_owned():
         _TRACE_LOCK = threading.RLock()
         _TRACE_HOLDER[:] = ["", "", 0.0]  # the old lock's holder holds no new one
@@ -1062,6 +1065,7 @@ _TRACE_HOLDER: list = ["", "", 0.0]
 _TRACE_WAITERS: dict = {}
 _TRACE_WAITING = threading.Event()  # set while _TRACE_WAITERS may hold one
 _TRACE_WATCHER = [0]  # the process that started the watcher (after fork(): none runs in the child)
+_TRACE_WATCHER_LOCK = threading.Lock()  # one starts it
 
 
 def _watch_trace_waits() -> None:
@@ -1072,19 +1076,31 @@ def _watch_trace_waits() -> None:
     while True:
         _TRACE_WAITING.wait()
         time.sleep(min(1.0, _TRACE_WAIT_WARNING_S / 4))
-        now, (fn, thread, since) = time.monotonic(), _TRACE_HOLDER
-        frames = sys._current_frames()
-        for ident, waiter in list(_TRACE_WAITERS.items()):
-            frame = frames.get(ident)
-            if not _in_entry(frame):  # no longer waiting (an interrupt in its cleanup): stale
-                _TRACE_WAITERS.pop(ident, None)
-                continue
-            if fn and not waiter[2] and now - max(waiter[1], since) >= _TRACE_WAIT_WARNING_S:
-                waiter[2] = True
-                _warn_trace_wait(frame, waiter[0], fn, thread)
+        try:
+            _poll_trace_waits()
+        except Exception:  # noqa: BLE001: a dict changed by a finalizer meanwhile: the next poll reads it
+            pass
         _TRACE_WAITING.clear()
         if _TRACE_WAITERS:  # one that came meanwhile
             _TRACE_WAITING.set()
+
+
+def _poll_trace_waits() -> None:
+    """One look of the watcher at the waiting traces. A function of its own, so that no frame it
+    reads outlives it (a frame kept alive keeps its arrays and locals: their finalizers ran late)."""
+    now, (fn, thread, since) = time.monotonic(), _TRACE_HOLDER
+    waiters = list(_TRACE_WAITERS.copy().items())  # before the frames: one registered meanwhile is no stale one
+    frames = sys._current_frames()
+    del frames[threading.get_ident()]  # this frame's own: a cycle through these locals (frames -> it -> frames)
+    for ident, waiter in waiters:
+        frame = frames.get(ident)
+        if not _in_entry(frame):  # no longer waiting (an interrupt in its cleanup): stale
+            if _TRACE_WAITERS.get(ident) is waiter:
+                _TRACE_WAITERS.pop(ident, None)
+            continue
+        if fn and not waiter[2] and now - max(waiter[1], since) >= _TRACE_WAIT_WARNING_S:
+            waiter[2] = True
+            _warn_trace_wait(frame, waiter[0], fn, thread)
 
 
 def _in_entry(frame: Any) -> bool:
@@ -1120,11 +1136,13 @@ def _await_trace(fn_name: str) -> bool:
     if _TRACE_LOCK._is_owned():
         return False
     if _TRACE_WATCHER[0] != os.getpid():
-        _TRACE_WATCHER[0] = os.getpid()
-        try:
-            threading.Thread(target=_watch_trace_waits, name="fusejit-trace-waits", daemon=True).start()
-        except RuntimeError:  # no new thread at interpreter shutdown: no warning
-            pass
+        with _TRACE_WATCHER_LOCK:
+            if _TRACE_WATCHER[0] != os.getpid():
+                _TRACE_WATCHER[0] = os.getpid()
+                try:
+                    threading.Thread(target=_watch_trace_waits, name="fusejit-trace-waits", daemon=True).start()
+                except RuntimeError:  # no new thread at interpreter shutdown: no warning
+                    pass
     _TRACE_WAITERS[threading.get_ident()] = [fn_name, time.monotonic(), False]
     _TRACE_WAITING.set()
     return True

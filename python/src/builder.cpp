@@ -139,26 +139,33 @@ bool bool_arg(nb::handle h, const std::string& what) {
   throw nb::type_error((what + ": expected a bool, got " + py_type_name(h)).c_str());
 }
 
-// NumPy's axis= or PyTorch's dim= (`k`) of reduction `op` as its axes. NumPy's keeps NumPy's
-// meaning where fusejit's differs: axis=() reduces nothing (fusejit's empty axes are every axis,
-// PyTorch's dim=()), and var/std need correction= (NumPy's ddof defaults to 0, fusejit's
-// correction to PyTorch's 1).
 // NumPy's axis= of reduction `op`, read once (an iterable: a range, an array, a generator) as to_axes
 // reads axes; sets, dicts, bytes and strings refused, as NumPy refuses them, and an empty one too.
 nb::object numpy_axis(std::string_view op, nb::handle value) {
   PyObject* v = value.ptr();
   if (value.is_none() || PyLong_Check(v)) return nb::borrow(value);
-  if (PyAnySet_Check(v) || PyDict_Check(v) || PyBytes_Check(v) || PyUnicode_Check(v))
+  if (PyAnySet_Check(v) || PyDict_Check(v) || PyBytes_Check(v) || PyByteArray_Check(v) || PyMemoryView_Check(v) ||
+      PyUnicode_Check(v))
     throw nb::type_error(("axis: an int, a tuple of ints or None, got " + py_type_name(value)).c_str());
-  nb::object seen = nb::borrow(value);
-  if (PyObject* t = PySequence_Tuple(v)) seen = nb::steal(t);
-  else if (PyErr_ExceptionMatches(PyExc_TypeError)) PyErr_Clear();  // no iterable (a NumPy integer): to_axes reads it
-  else throw nb::python_error();  // a generator's own error (a KeyboardInterrupt)
+  PyObject* it = PyObject_GetIter(v);
+  if (it == nullptr) {
+    if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw nb::python_error();
+    PyErr_Clear();  // no iterable (a NumPy integer, a 0-d array): to_axes reads it
+    return nb::borrow(value);
+  }
+  const nb::object iter = nb::steal(it);
+  PyObject* t = PySequence_Tuple(iter.ptr());  // an error while iterating (a generator's own) is the call's
+  if (t == nullptr) throw nb::python_error();
+  nb::object seen = nb::steal(t);
   if (PyTuple_Check(seen.ptr()) && PyTuple_GET_SIZE(seen.ptr()) == 0)
     throw Error(ErrorKind::User, std::string(op) + " over axis=() reduces nothing in NumPy: use the value itself");
   return seen;
 }
 
+// NumPy's axis= or PyTorch's dim= (`k`) of reduction `op` as its axes. NumPy's keeps NumPy's
+// meaning where fusejit's differs: axis=() reduces nothing (fusejit's empty axes are every axis,
+// PyTorch's dim=()), and var/std need correction= (NumPy's ddof defaults to 0, fusejit's
+// correction to PyTorch's 1).
 void alias_axes(std::string_view op, const std::string& k, nb::handle value, nb::object& axes, bool& axes_given,
                 nb::handle correction) {
   if (axes_given && !value.is_none()) throw nb::type_error("reduce(): give one of axes, axis and dim");

@@ -196,6 +196,15 @@ def test_errors():
 
     with pytest.raises(KeyError, match="from the generator"):  # it reduced every axis
         fusejit.reduce("sum", kx, axis=raising())
+
+    def raising_type_error():
+        yield 0
+        raise TypeError("from the generator")
+
+    with pytest.raises(TypeError, match="from the generator"):  # a TypeError too (a reviewer's find)
+        fusejit.reduce("sum", kx, axis=raising_type_error())
+    with pytest.raises(TypeError, match="axis: an int, a tuple of ints or None, got bytearray"):
+        fusejit.reduce("sum", kx, axis=bytearray(b"\x00"))
     # NumPy's spelling keeps NumPy's meaning where fusejit's differs (a hostile tester's finds):
     # axis=() reduces nothing, and NumPy's var/std default to ddof=0 where fusejit's correction is 1.
     for nothing in ((), [], range(0), np.zeros(0, np.int64), iter(())):  # any empty one, as NumPy's ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import gc
 import inspect
 import json
 import math
@@ -3259,6 +3260,32 @@ def test_a_trace_that_waits_long_for_another_threads_trace_says_why(monkeypatch)
     assert done[0].tolist() == [2, 2, 2]
     assert {r.filename for r in w if "has waited" in str(r.message)} == {__file__}  # the waiting call's line
     assert not _fuse._TRACE_WAITERS
+
+    # The watcher keeps no frame it looked at: a waiting caller's locals are freed when it returns
+    # (a cycle through the watcher's own frame kept them until a collection: a reviewer's find).
+    class Local:
+        pass
+
+    go = threading.Event()
+    slow = fusejit.fuse(lambda v: go.wait() and v + 1)
+
+    def waiting_caller() -> weakref.ref:
+        local = Local()
+        t = threading.Thread(target=slow, args=(np.ones(2, np.float32),))
+        t.start()
+        time.sleep(0.1)
+        threading.Timer(0.5, go.set).start()
+        fusejit.fuse(lambda v: v * 3)(np.ones(2, np.float32))  # waits for slow's trace while the watcher polls
+        t.join()
+        return weakref.ref(local)
+
+    gc.disable()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert waiting_caller()() is None
+    finally:
+        gc.enable()
 
     # Traces that take turns are no deadlock: 8 threads whose traced code takes 0.1 s each, every
     # one waiting for the others' (a hostile tester's find: 22 of 50 warned).
